@@ -1,0 +1,124 @@
+//! Files of a generated design: one `.v` per module with the banner, the
+//! filelist `<top>.f`, and `<top>.json` (resolved parameters and ports).
+//! Everything is written to a temporary directory beside the target and
+//! renamed into place, so an interrupted run leaves no half-written file.
+
+use crate::verilog;
+use askama::Template;
+use gpurtl_hw::rtl::SigKind;
+use gpurtl_hw::Design;
+use serde_json::{json, Value};
+use std::path::Path;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[derive(Template)]
+#[template(path = "module.v", escape = "none")]
+struct ModuleFile<'a> {
+    version: &'a str,
+    block: &'a str,
+    params: &'a str,
+    command: &'a str,
+    body: &'a str,
+}
+
+#[derive(Template)]
+#[template(path = "filelist.f", escape = "none")]
+struct FileList<'a> {
+    version: &'a str,
+    command: &'a str,
+    top: &'a str,
+    files: Vec<String>,
+}
+
+/// What generated a design: enough to regenerate it.
+pub struct Provenance {
+    pub block: String,
+    /// Resolved parameters as a JSON object (every field, not only the given ones).
+    pub params: Value,
+}
+
+impl Provenance {
+    /// `width=128 latency=2`, in the params struct's field order.
+    pub fn params_text(&self) -> String {
+        match &self.params {
+            Value::Object(m) => m.iter().map(|(k, v)| format!("{k}={}", plain(v))).collect::<Vec<_>>().join(" "),
+            _ => String::new(),
+        }
+    }
+    pub fn command(&self) -> String {
+        let mut c = format!("gpurtl gen {}", self.block);
+        if let Value::Object(m) = &self.params {
+            for (k, v) in m {
+                c.push_str(&format!(" --param {k}={}", plain(v)));
+            }
+        }
+        c.push_str(" -o <dir>");
+        c
+    }
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// (file name, contents) of every file of the design, in a stable order.
+pub fn files(design: &Design, prov: &Provenance) -> Vec<(String, String)> {
+    let command = prov.command();
+    let params = prov.params_text();
+    let mut out = Vec::new();
+    for m in &design.modules {
+        let body = verilog::module(m);
+        let text = ModuleFile { version: VERSION, block: &prov.block, params: &params, command: &command, body: &body }
+            .render()
+            .expect("templates render from plain strings");
+        // askama drops the template's final newline; POSIX text files end with one.
+        out.push((format!("{}.v", m.name), text + "\n"));
+    }
+    let names: Vec<String> = design.modules.iter().map(|m| format!("{}.v", m.name)).collect();
+    let f = FileList { version: VERSION, command: &command, top: &design.top, files: names.clone() }
+        .render()
+        .expect("templates render from plain strings");
+    out.push((format!("{}.f", design.top), f + "\n"));
+    let top = design.top_module();
+    let ports: Vec<Value> = top
+        .port_signals()
+        .map(|p| {
+            json!({"name": p.name, "dir": if p.kind == SigKind::Input {"input"} else {"output"}, "width": p.width, "doc": p.doc})
+        })
+        .collect();
+    let meta = json!({
+        "generator": format!("gpurtl {VERSION}"),
+        "block": prov.block,
+        "top": design.top,
+        "params": prov.params,
+        "command": command,
+        "files": names,
+        "ports": ports,
+    });
+    out.push((format!("{}.json", design.top), serde_json::to_string_pretty(&meta).unwrap_or_default() + "\n"));
+    out
+}
+
+/// Write `files` into `dir` atomically per file (temp file + rename).
+pub fn write_all(dir: &Path, files: &[(String, String)]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (name, text) in files {
+        write_atomic(&dir.join(name), text.as_bytes())?;
+    }
+    Ok(())
+}
+
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}

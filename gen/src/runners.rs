@@ -1,0 +1,35 @@
+//! `gpurtl run`: a workload through the golden model or the generated RTL.
+
+use crate::blocks::Block;
+use crate::cli::CliError;
+use crate::rtl_engine::compile_design;
+use gpurtl_hw::blocks::compress::CompressParams;
+use gpurtl_sim::models::compress as model;
+use gpurtl_sim::tb::compress as tb;
+use serde_json::Value;
+use std::path::Path;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Model,
+    Rtl,
+}
+
+pub fn run(b: &dyn Block, params: &Value, input: &Value, engine: Engine, vcd: Option<&Path>) -> Result<Value, CliError> {
+    match b.name() {
+        "compress" => {
+            let p: CompressParams = serde_json::from_value(params.clone()).map_err(|e| CliError::Bad(e.to_string()))?;
+            let ops = model::parse_input(input, p.width).map_err(|e| CliError::Bad(e.to_string()))?;
+            let out = match engine {
+                Engine::Model => model::run(&ops, p.latency),
+                Engine::Rtl => {
+                    let design = b.design(params).map_err(CliError::Failed)?;
+                    let compiled = compile_design(&design)?;
+                    tb::run(&compiled, p.width, &ops, None, vcd)?.0
+                }
+            };
+            serde_json::to_value(out).map_err(|e| CliError::Failed(e.to_string()))
+        }
+        other => Err(CliError::Bad(format!("block `{other}` has no runner yet"))),
+    }
+}

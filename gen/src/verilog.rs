@@ -1,0 +1,135 @@
+//! Verilog-2005 text of a checked [`Module`].
+//!
+//! One module per file, named after the module (what `verilator -Wall`'s
+//! DECLFILENAME expects), a ports table at the top, declarations in the order
+//! they were created, continuous assigns, then one `always` block for the
+//! reset domain and one per load enable for datapath registers.
+
+use gpurtl_hw::rtl::print::{expr, literal};
+use gpurtl_hw::rtl::{Module, SigKind};
+use std::fmt::Write;
+
+fn range(width: u32) -> String {
+    if width == 1 {
+        String::new()
+    } else {
+        format!("[{}:0]", width - 1)
+    }
+}
+
+/// The module text, without the file banner.
+pub fn module(m: &Module) -> String {
+    let mut s = String::new();
+    for line in &m.doc {
+        let _ = writeln!(s, "// {line}");
+    }
+    if !m.doc.is_empty() {
+        s.push_str("//\n");
+    }
+    // Ports table: name, direction, width, meaning.
+    let ports: Vec<_> = m.port_signals().collect();
+    let nw = ports.iter().map(|p| p.name.len()).max().unwrap_or(4).max(4);
+    let _ = writeln!(s, "// {:<nw$}  {:<6}  {:>5}  {}", "port", "dir", "width", "meaning");
+    for p in &ports {
+        let dir = if p.kind == SigKind::Input { "input" } else { "output" };
+        let _ = writeln!(s, "// {:<nw$}  {:<6}  {:>5}  {}", p.name, dir, p.width, p.doc);
+    }
+    let _ = writeln!(s, "module {} (", m.name);
+    let rw = ports.iter().map(|p| range(p.width).len()).max().unwrap_or(0);
+    for (i, p) in ports.iter().enumerate() {
+        let dir = if p.kind == SigKind::Input { "input " } else { "output" };
+        let sep = if i + 1 == ports.len() { "" } else { "," };
+        let _ = writeln!(s, "  {dir} wire {:<rw$} {}{sep}", range(p.width), p.name);
+    }
+    s.push_str(");\n");
+
+    let internal: Vec<_> = m.signals.iter().filter(|x| matches!(x.kind, SigKind::Wire | SigKind::Reg)).collect();
+    if !internal.is_empty() {
+        s.push('\n');
+        let rw = internal.iter().map(|x| range(x.width).len()).max().unwrap_or(0);
+        for x in internal {
+            let kw = if x.kind == SigKind::Reg { "reg " } else { "wire" };
+            let _ = writeln!(s, "  {kw} {:<rw$} {};", range(x.width), x.name);
+        }
+    }
+
+    if !m.assigns.is_empty() {
+        s.push('\n');
+        for a in &m.assigns {
+            let t = m.sig(a.target);
+            let w = a.expr.width();
+            let lhs = if a.lo == 0 && w == t.width {
+                t.name.clone()
+            } else if w == 1 {
+                format!("{}[{}]", t.name, a.lo)
+            } else {
+                format!("{}[{}:{}]", t.name, a.lo + w - 1, a.lo)
+            };
+            let _ = writeln!(s, "  assign {lhs} = {};", expr(m, &a.expr));
+        }
+    }
+
+    for inst in &m.instances {
+        let _ = writeln!(s, "\n  {} {} (", inst.module, inst.name);
+        let pw = inst.conns.iter().map(|(p, _)| p.len()).max().unwrap_or(0);
+        for (i, (p, e)) in inst.conns.iter().enumerate() {
+            let sep = if i + 1 == inst.conns.len() { "" } else { "," };
+            let _ = writeln!(s, "    .{p:<pw$} ({}){sep}", expr(m, e));
+        }
+        s.push_str("  );\n");
+    }
+
+    if let Some(clk) = m.clock {
+        let clk = &m.sig(clk).name;
+        // Reset domain: control state with reset values.
+        let reset_regs: Vec<_> = m.regs.iter().filter(|r| m.sig(r.reg).reset.is_some()).collect();
+        if !reset_regs.is_empty() {
+            let rst = m.reset.map(|r| m.sig(r).name.clone()).unwrap_or_default();
+            let _ = writeln!(s, "\n  always @(posedge {clk}) begin\n    if ({rst}) begin");
+            for r in &reset_regs {
+                let sig = m.sig(r.reg);
+                let v = sig.reset.clone().unwrap_or_default();
+                let _ = writeln!(s, "      {} <= {};", sig.name, literal(sig.width, &v));
+            }
+            s.push_str("    end else begin\n");
+            for r in &reset_regs {
+                let sig = m.sig(r.reg);
+                match &r.enable {
+                    Some(en) => {
+                        let _ = writeln!(s, "      if ({}) {} <= {};", expr(m, en), sig.name, expr(m, &r.d));
+                    }
+                    None => {
+                        let _ = writeln!(s, "      {} <= {};", sig.name, expr(m, &r.d));
+                    }
+                }
+            }
+            s.push_str("    end\n  end\n");
+        }
+        // Datapath registers without reset, grouped by load enable.
+        let mut groups: Vec<(Option<String>, Vec<String>)> = Vec::new();
+        for r in m.regs.iter().filter(|r| m.sig(r.reg).reset.is_none()) {
+            let en = r.enable.as_ref().map(|e| expr(m, e));
+            let line = format!("{} <= {};", m.sig(r.reg).name, expr(m, &r.d));
+            match groups.iter_mut().find(|g| g.0 == en) {
+                Some(g) => g.1.push(line),
+                None => groups.push((en, vec![line])),
+            }
+        }
+        for (en, lines) in groups {
+            let _ = writeln!(s, "\n  always @(posedge {clk}) begin");
+            let ind = if en.is_some() { "      " } else { "    " };
+            if let Some(en) = &en {
+                let _ = writeln!(s, "    if ({en}) begin");
+            }
+            for l in lines {
+                let _ = writeln!(s, "{ind}{l}");
+            }
+            if en.is_some() {
+                s.push_str("    end\n");
+            }
+            s.push_str("  end\n");
+        }
+    }
+    s.push_str("endmodule\n");
+    s
+}

@@ -1,0 +1,337 @@
+//! Expressions of the RTL layer.
+//!
+//! Every expression carries its width. Constructors never fail: an operand
+//! width mismatch is recorded in the tree and reported, with both sides
+//! printed, when the expression is handed to a [`ModuleBuilder`]
+//! (`assign`, `next`, ...). That keeps block descriptions free of `?` on
+//! every operator while still rejecting a bad design at generation time.
+//!
+//! [`ModuleBuilder`]: super::ModuleBuilder
+
+use num_bigint::BigUint;
+use std::rc::Rc;
+
+/// Index of a signal inside its module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SigId(pub(crate) usize);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Not,
+    ReduceOr,
+    ReduceAnd,
+    ReduceXor,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    And,
+    Or,
+    Xor,
+    Add,
+    Sub,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl BinOp {
+    pub fn verilog(self) -> &'static str {
+        match self {
+            BinOp::And => "&",
+            BinOp::Or => "|",
+            BinOp::Xor => "^",
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+        }
+    }
+    fn is_compare(self) -> bool {
+        matches!(self, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum ExprKind {
+    Sig(SigId),
+    Const(BigUint),
+    /// `inner[hi:lo]`
+    Slice(Expr, u32, u32),
+    /// Most significant part first, as in Verilog.
+    Concat(Vec<Expr>),
+    Repl(u32, Expr),
+    Un(UnOp, Expr),
+    Bin(BinOp, Expr, Expr),
+    /// `sel ? then : else`
+    Mux(Expr, Expr, Expr),
+    /// A construction error, reported when the expression is used.
+    Bad(String),
+}
+
+/// A width-annotated expression. Cheap to clone (shared tree).
+#[derive(Clone, Debug)]
+pub struct Expr {
+    pub(crate) node: Rc<ExprKind>,
+    pub(crate) width: u32,
+}
+
+impl Expr {
+    pub(crate) fn new(kind: ExprKind, width: u32) -> Expr {
+        Expr { node: Rc::new(kind), width }
+    }
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+    pub fn kind(&self) -> &ExprKind {
+        &self.node
+    }
+
+    /// `width`-bit constant. A value that does not fit is reported at build.
+    pub fn lit(width: u32, value: u64) -> Expr {
+        Expr::new(ExprKind::Const(BigUint::from(value)), width)
+    }
+    pub fn lit_big(width: u32, value: BigUint) -> Expr {
+        Expr::new(ExprKind::Const(value), width)
+    }
+    pub fn zero(width: u32) -> Expr {
+        Expr::lit(width, 0)
+    }
+    pub fn ones(width: u32) -> Expr {
+        Expr::lit_big(width, (BigUint::from(1u8) << width) - 1u8)
+    }
+    pub fn bit(value: bool) -> Expr {
+        Expr::lit(1, value as u64)
+    }
+
+    pub fn slice(&self, hi: u32, lo: u32) -> Expr {
+        if lo == 0 && hi + 1 == self.width {
+            return self.clone();
+        }
+        Expr::new(ExprKind::Slice(self.clone(), hi, lo), hi.saturating_sub(lo) + 1)
+    }
+    pub fn bit_at(&self, i: u32) -> Expr {
+        self.slice(i, i)
+    }
+    /// `width` bits starting at `lo` (a lane of a packed vector).
+    pub fn part(&self, lo: u32, width: u32) -> Expr {
+        self.slice(lo + width - 1, lo)
+    }
+    /// Concatenate, most significant first.
+    pub fn cat(parts: &[Expr]) -> Expr {
+        if parts.len() == 1 {
+            return parts[0].clone();
+        }
+        let w = parts.iter().map(|p| p.width).sum();
+        Expr::new(ExprKind::Concat(parts.to_vec()), w)
+    }
+    /// Concatenate lanes given least significant first (lane 0 in the low bits).
+    pub fn cat_lanes(lanes: &[Expr]) -> Expr {
+        let rev: Vec<Expr> = lanes.iter().rev().cloned().collect();
+        Expr::cat(&rev)
+    }
+    pub fn repl(&self, n: u32) -> Expr {
+        if n == 1 {
+            return self.clone();
+        }
+        Expr::new(ExprKind::Repl(n, self.clone()), self.width * n)
+    }
+    /// Zero-extend to `width` (no-op when already that wide).
+    pub fn zext(&self, width: u32) -> Expr {
+        if width == self.width {
+            self.clone()
+        } else if width < self.width {
+            Expr::new(
+                ExprKind::Bad(format!(
+                    "zero-extension of a {}-bit value to {} bits would narrow it",
+                    self.width, width
+                )),
+                width,
+            )
+        } else {
+            Expr::cat(&[Expr::zero(width - self.width), self.clone()])
+        }
+    }
+
+    pub fn not(&self) -> Expr {
+        Expr::new(ExprKind::Un(UnOp::Not, self.clone()), self.width)
+    }
+    pub fn any(&self) -> Expr {
+        if self.width == 1 {
+            return self.clone();
+        }
+        Expr::new(ExprKind::Un(UnOp::ReduceOr, self.clone()), 1)
+    }
+    pub fn all(&self) -> Expr {
+        if self.width == 1 {
+            return self.clone();
+        }
+        Expr::new(ExprKind::Un(UnOp::ReduceAnd, self.clone()), 1)
+    }
+    pub fn parity(&self) -> Expr {
+        Expr::new(ExprKind::Un(UnOp::ReduceXor, self.clone()), 1)
+    }
+
+    fn bin(&self, op: BinOp, rhs: &Expr) -> Expr {
+        let w = if op.is_compare() { 1 } else { self.width.max(rhs.width) };
+        Expr::new(ExprKind::Bin(op, self.clone(), rhs.clone()), w)
+    }
+    pub fn and(&self, rhs: &Expr) -> Expr {
+        self.bin(BinOp::And, rhs)
+    }
+    pub fn or(&self, rhs: &Expr) -> Expr {
+        self.bin(BinOp::Or, rhs)
+    }
+    pub fn xor(&self, rhs: &Expr) -> Expr {
+        self.bin(BinOp::Xor, rhs)
+    }
+    /// Modular addition: both operands and the result have the same width.
+    pub fn add(&self, rhs: &Expr) -> Expr {
+        self.bin(BinOp::Add, rhs)
+    }
+    pub fn sub(&self, rhs: &Expr) -> Expr {
+        self.bin(BinOp::Sub, rhs)
+    }
+    pub fn eq(&self, rhs: &Expr) -> Expr {
+        self.bin(BinOp::Eq, rhs)
+    }
+    pub fn ne(&self, rhs: &Expr) -> Expr {
+        self.bin(BinOp::Ne, rhs)
+    }
+    /// Unsigned comparisons.
+    pub fn lt(&self, rhs: &Expr) -> Expr {
+        self.bin(BinOp::Lt, rhs)
+    }
+    pub fn le(&self, rhs: &Expr) -> Expr {
+        self.bin(BinOp::Le, rhs)
+    }
+    pub fn gt(&self, rhs: &Expr) -> Expr {
+        self.bin(BinOp::Gt, rhs)
+    }
+    pub fn ge(&self, rhs: &Expr) -> Expr {
+        self.bin(BinOp::Ge, rhs)
+    }
+    pub fn eq_lit(&self, v: u64) -> Expr {
+        self.eq(&Expr::lit(self.width, v))
+    }
+    /// `self ? t : f` where `self` is one bit wide.
+    pub fn mux(&self, t: &Expr, f: &Expr) -> Expr {
+        Expr::new(ExprKind::Mux(self.clone(), t.clone(), f.clone()), t.width.max(f.width))
+    }
+
+    /// First width problem in the tree, as a readable sentence.
+    pub(crate) fn check(&self, show: &dyn Fn(&Expr) -> String) -> Result<(), String> {
+        match &*self.node {
+            ExprKind::Sig(_) => Ok(()),
+            ExprKind::Bad(msg) => Err(msg.clone()),
+            ExprKind::Const(v) => {
+                if self.width == 0 {
+                    Err("a constant of width 0".into())
+                } else if v.bits() > self.width as u64 {
+                    Err(format!("constant {v} does not fit in {} bits", self.width))
+                } else {
+                    Ok(())
+                }
+            }
+            ExprKind::Slice(e, hi, lo) => {
+                e.check(show)?;
+                if lo > hi || *hi >= e.width {
+                    Err(format!("slice [{hi}:{lo}] out of range of `{}` ({} bits)", show(e), e.width))
+                } else {
+                    Ok(())
+                }
+            }
+            ExprKind::Concat(es) => es.iter().try_for_each(|e| e.check(show)),
+            ExprKind::Repl(n, e) => {
+                e.check(show)?;
+                if *n == 0 {
+                    Err(format!("replication of `{}` zero times", show(e)))
+                } else {
+                    Ok(())
+                }
+            }
+            ExprKind::Un(_, e) => e.check(show),
+            ExprKind::Bin(op, a, b) => {
+                a.check(show)?;
+                b.check(show)?;
+                if a.width != b.width {
+                    Err(format!(
+                        "operands of `{}` differ in width: `{}` is {} bits, `{}` is {} bits",
+                        op.verilog(),
+                        show(a),
+                        a.width,
+                        show(b),
+                        b.width
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+            ExprKind::Mux(s, t, f) => {
+                s.check(show)?;
+                t.check(show)?;
+                f.check(show)?;
+                if s.width != 1 {
+                    Err(format!("mux select `{}` is {} bits, must be 1", show(s), s.width))
+                } else if t.width != f.width {
+                    Err(format!(
+                        "mux arms differ in width: `{}` is {} bits, `{}` is {} bits",
+                        show(t),
+                        t.width,
+                        show(f),
+                        f.width
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// Signals read by this expression (with repetition).
+    pub(crate) fn visit_sigs(&self, f: &mut dyn FnMut(SigId, Option<(u32, u32)>)) {
+        match &*self.node {
+            ExprKind::Sig(s) => f(*s, None),
+            ExprKind::Const(_) | ExprKind::Bad(_) => {}
+            ExprKind::Slice(e, hi, lo) => {
+                if let ExprKind::Sig(s) = &*e.node {
+                    f(*s, Some((*hi, *lo)))
+                } else {
+                    e.visit_sigs(f)
+                }
+            }
+            ExprKind::Concat(es) => es.iter().for_each(|e| e.visit_sigs(f)),
+            ExprKind::Repl(_, e) | ExprKind::Un(_, e) => e.visit_sigs(f),
+            ExprKind::Bin(_, a, b) => {
+                a.visit_sigs(f);
+                b.visit_sigs(f)
+            }
+            ExprKind::Mux(s, t, e) => {
+                s.visit_sigs(f);
+                t.visit_sigs(f);
+                e.visit_sigs(f)
+            }
+        }
+    }
+}
+
+/// Number of bits needed to hold values `0..=max`.
+pub fn bits_for(max: u64) -> u32 {
+    (64 - max.leading_zeros()).max(1)
+}
+
+/// `ceil(log2(n))` for n >= 1.
+pub fn clog2(n: u64) -> u32 {
+    if n <= 1 {
+        0
+    } else {
+        64 - (n - 1).leading_zeros()
+    }
+}

@@ -1,0 +1,508 @@
+//! Modules, signals and the builder that checks them.
+//!
+//! A block description creates a [`ModuleBuilder`], declares ports, wires and
+//! registers, connects them with width-checked [`Expr`]essions and calls
+//! [`ModuleBuilder::finish`]. `finish` reports every problem at once: width
+//! mismatches (naming both sides), undriven or doubly driven bits, registers
+//! without a next-state, unread signals (which `verilator -Wall` would flag).
+
+use super::expr::{Expr, ExprKind, SigId};
+use super::namer::Namer;
+use num_bigint::BigUint;
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SigKind {
+    Input,
+    Output,
+    Wire,
+    Reg,
+}
+
+#[derive(Clone, Debug)]
+pub struct Signal {
+    pub name: String,
+    pub width: u32,
+    pub kind: SigKind,
+    /// Reset value for registers in the reset domain; `None` = not reset (datapath).
+    pub reset: Option<BigUint>,
+    pub doc: String,
+}
+
+/// `assign target[lo +: expr.width] = expr;`
+#[derive(Clone, Debug)]
+pub struct Assign {
+    pub target: SigId,
+    pub lo: u32,
+    pub expr: Expr,
+}
+
+/// `if (enable) reg <= d;` on the module clock.
+#[derive(Clone, Debug)]
+pub struct RegNext {
+    pub reg: SigId,
+    pub d: Expr,
+    pub enable: Option<Expr>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Instance {
+    pub module: String,
+    pub name: String,
+    /// (port name, connected expression) in the submodule's port order.
+    /// Outputs connect to a whole signal of this module (an `Expr::Sig`).
+    pub conns: Vec<(String, Expr)>,
+}
+
+/// A finished, checked module.
+#[derive(Clone, Debug)]
+pub struct Module {
+    pub name: String,
+    /// Comment lines printed above the module (what it is, where it comes from).
+    pub doc: Vec<String>,
+    pub signals: Vec<Signal>,
+    /// Port ids in declaration order.
+    pub ports: Vec<SigId>,
+    pub assigns: Vec<Assign>,
+    pub regs: Vec<RegNext>,
+    pub instances: Vec<Instance>,
+    pub clock: Option<SigId>,
+    pub reset: Option<SigId>,
+}
+
+impl Module {
+    pub fn sig(&self, id: SigId) -> &Signal {
+        &self.signals[id.0]
+    }
+    pub fn port_signals(&self) -> impl Iterator<Item = &Signal> {
+        self.ports.iter().map(|p| &self.signals[p.0])
+    }
+    pub fn find(&self, name: &str) -> Option<SigId> {
+        self.signals.iter().position(|s| s.name == name).map(SigId)
+    }
+}
+
+/// Errors found when a design is built. Every problem is listed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RtlError {
+    pub module: String,
+    pub problems: Vec<String>,
+}
+
+impl fmt::Display for RtlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "module `{}` is not a valid design:", self.module)?;
+        for p in &self.problems {
+            write!(f, "\n  - {p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for RtlError {}
+
+pub struct ModuleBuilder {
+    m: Module,
+    namer: Namer,
+    problems: Vec<String>,
+    hoisted: usize,
+}
+
+impl ModuleBuilder {
+    pub fn new(name: &str) -> ModuleBuilder {
+        let mut namer = Namer::default();
+        let name = namer.claim(name);
+        ModuleBuilder {
+            m: Module {
+                name,
+                doc: Vec::new(),
+                signals: Vec::new(),
+                ports: Vec::new(),
+                assigns: Vec::new(),
+                regs: Vec::new(),
+                instances: Vec::new(),
+                clock: None,
+                reset: None,
+            },
+            namer: Namer::default(),
+            problems: Vec::new(),
+            hoisted: 0,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.m.name
+    }
+
+    pub fn doc(&mut self, line: impl Into<String>) {
+        self.m.doc.push(line.into());
+    }
+
+    fn add(&mut self, name: &str, width: u32, kind: SigKind, reset: Option<BigUint>, doc: &str) -> Expr {
+        if width == 0 {
+            self.problems.push(format!("signal `{name}` has width 0"));
+        }
+        let name = self.namer.claim(name);
+        let id = SigId(self.m.signals.len());
+        self.m.signals.push(Signal { name, width: width.max(1), kind, reset, doc: doc.to_string() });
+        if matches!(kind, SigKind::Input | SigKind::Output) {
+            self.m.ports.push(id);
+        }
+        Expr::new(ExprKind::Sig(id), width.max(1))
+    }
+
+    /// The clock input (`clk_i`); registers are clocked on its rising edge.
+    pub fn clock(&mut self, name: &str) -> Expr {
+        let e = self.add(name, 1, SigKind::Input, None, "clock, rising edge");
+        self.m.clock = Some(sig_of(&e));
+        e
+    }
+    /// Synchronous active-high reset input (`rst_i`).
+    pub fn reset(&mut self, name: &str) -> Expr {
+        let e = self.add(name, 1, SigKind::Input, None, "synchronous reset, active high");
+        self.m.reset = Some(sig_of(&e));
+        e
+    }
+    pub fn input(&mut self, name: &str, width: u32, doc: &str) -> Expr {
+        self.add(name, width, SigKind::Input, None, doc)
+    }
+    pub fn output(&mut self, name: &str, width: u32, doc: &str) -> Expr {
+        self.add(name, width, SigKind::Output, None, doc)
+    }
+    pub fn wire(&mut self, name: &str, width: u32) -> Expr {
+        self.add(name, width, SigKind::Wire, None, "")
+    }
+    /// A wire driven by `e` in one assign: the usual way to name a value.
+    pub fn let_(&mut self, name: &str, e: &Expr) -> Expr {
+        let w = self.wire(name, e.width());
+        self.assign(&w, e);
+        w
+    }
+    /// A register in the reset domain.
+    pub fn reg(&mut self, name: &str, width: u32, reset: u64) -> Expr {
+        self.add(name, width, SigKind::Reg, Some(BigUint::from(reset)), "")
+    }
+    /// A datapath register without reset.
+    pub fn reg_noreset(&mut self, name: &str, width: u32) -> Expr {
+        self.add(name, width, SigKind::Reg, None, "")
+    }
+
+    /// `assign target = e;`
+    pub fn assign(&mut self, target: &Expr, e: &Expr) {
+        self.drive(target, 0, e, true)
+    }
+
+    /// `assign target[lo +: e.width] = e;` (a lane of a packed wire).
+    pub fn assign_part(&mut self, target: &Expr, lo: u32, e: &Expr) {
+        self.drive(target, lo, e, false)
+    }
+
+    fn drive(&mut self, target: &Expr, lo: u32, e: &Expr, whole: bool) {
+        let Some(t) = self.target(target, "assign to") else { return };
+        let sig = self.m.signals[t.0].clone();
+        if matches!(sig.kind, SigKind::Input | SigKind::Reg) {
+            self.problems.push(format!("`{}` is an input or register and cannot be assigned", sig.name));
+            return;
+        }
+        if whole && e.width() != sig.width {
+            self.problems.push(format!(
+                "assign to `{}` ({} bits) from `{}` ({} bits)",
+                sig.name,
+                sig.width,
+                self.show(e),
+                e.width()
+            ));
+            return;
+        }
+        if lo + e.width() > sig.width {
+            self.problems.push(format!(
+                "assign to `{}[{}:{}]` is outside its {} bits",
+                sig.name,
+                lo + e.width() - 1,
+                lo,
+                sig.width
+            ));
+            return;
+        }
+        if self.checked(e) {
+            let e = self.hoist(e, &sig.name);
+            self.m.assigns.push(Assign { target: t, lo, expr: e });
+        }
+    }
+
+    /// `always @(posedge clk) if (enable) reg <= d;` (reset handled from the reg's reset value).
+    pub fn next(&mut self, reg: &Expr, d: &Expr, enable: Option<&Expr>) {
+        let Some(r) = self.target(reg, "set the next state of") else { return };
+        let sig = self.m.signals[r.0].clone();
+        if sig.kind != SigKind::Reg {
+            self.problems.push(format!("`{}` is not a register", sig.name));
+            return;
+        }
+        if d.width() != sig.width {
+            self.problems.push(format!(
+                "next state of `{}` ({} bits) from `{}` ({} bits)",
+                sig.name,
+                sig.width,
+                self.show(d),
+                d.width()
+            ));
+            return;
+        }
+        if let Some(en) = enable {
+            if en.width() != 1 {
+                self.problems.push(format!("enable of `{}` is {} bits, must be 1", sig.name, en.width()));
+                return;
+            }
+        }
+        let ok_d = self.checked(d);
+        let ok_en = enable.map_or(true, |e| self.checked(e));
+        if ok_d && ok_en {
+            let name = sig.name;
+            let d = self.hoist(d, &name);
+            let enable = enable.map(|e| self.hoist(e, &name));
+            self.m.regs.push(RegNext { reg: r, d, enable });
+        }
+    }
+
+    /// A register loaded from `d` when `enable` is high: the pipeline-stage idiom.
+    pub fn pipe(&mut self, name: &str, d: &Expr, enable: &Expr) -> Expr {
+        let q = self.reg_noreset(name, d.width());
+        self.next(&q, d, Some(enable));
+        q
+    }
+
+    /// Instantiate `sub`. `conns` names every port of `sub`; outputs must be
+    /// whole wires of this module.
+    pub fn instance(&mut self, sub: &Module, name: &str, conns: &[(&str, Expr)]) {
+        let name = self.namer.claim(name);
+        let mut out = Vec::new();
+        for p in sub.port_signals() {
+            let Some((_, e)) = conns.iter().find(|(n, _)| *n == p.name) else {
+                self.problems.push(format!("instance `{name}` of `{}`: port `{}` is not connected", sub.name, p.name));
+                continue;
+            };
+            if e.width() != p.width {
+                self.problems.push(format!(
+                    "instance `{name}` of `{}`: port `{}` is {} bits, connected to `{}` ({} bits)",
+                    sub.name,
+                    p.name,
+                    p.width,
+                    self.show(e),
+                    e.width()
+                ));
+                continue;
+            }
+            if p.kind == SigKind::Output && !matches!(e.kind(), ExprKind::Sig(_)) {
+                self.problems.push(format!(
+                    "instance `{name}` of `{}`: output `{}` must connect to a whole wire",
+                    sub.name, p.name
+                ));
+                continue;
+            }
+            if !self.checked(e) {
+                continue;
+            }
+            let e = self.hoist(e, &format!("{name}_{}", p.name));
+            out.push((p.name.clone(), e));
+        }
+        for (n, _) in conns {
+            if !sub.port_signals().any(|p| p.name == *n) {
+                self.problems.push(format!("instance `{name}` of `{}`: it has no port `{n}`", sub.name));
+            }
+        }
+        self.m.instances.push(Instance { module: sub.name.clone(), name, conns: out });
+    }
+
+    fn target(&mut self, e: &Expr, what: &str) -> Option<SigId> {
+        match e.kind() {
+            ExprKind::Sig(s) => Some(*s),
+            _ => {
+                let shown = self.show(e);
+                self.problems.push(format!("cannot {what} `{shown}`: not a signal"));
+                None
+            }
+        }
+    }
+
+    fn checked(&mut self, e: &Expr) -> bool {
+        let m = &self.m;
+        match e.check(&|x| show_expr(m, x)) {
+            Ok(()) => true,
+            Err(p) => {
+                self.problems.push(p);
+                false
+            }
+        }
+    }
+
+    /// Verilog-2005 cannot slice an expression: give such operands a wire.
+    fn hoist(&mut self, e: &Expr, base: &str) -> Expr {
+        match e.kind() {
+            ExprKind::Sig(_) | ExprKind::Const(_) | ExprKind::Bad(_) => e.clone(),
+            ExprKind::Slice(inner, hi, lo) => {
+                let inner = if matches!(inner.kind(), ExprKind::Sig(_)) {
+                    inner.clone()
+                } else {
+                    let inner = self.hoist(inner, base);
+                    self.hoisted += 1;
+                    let w = self.wire(&format!("{base}_t{}", self.hoisted), inner.width());
+                    let t = sig_of(&w);
+                    self.m.assigns.push(Assign { target: t, lo: 0, expr: inner });
+                    w
+                };
+                Expr::new(ExprKind::Slice(inner, *hi, *lo), e.width())
+            }
+            ExprKind::Concat(es) => {
+                let es: Vec<Expr> = es.iter().map(|x| self.hoist(x, base)).collect();
+                Expr::new(ExprKind::Concat(es), e.width())
+            }
+            ExprKind::Repl(n, x) => Expr::new(ExprKind::Repl(*n, self.hoist(x, base)), e.width()),
+            ExprKind::Un(op, x) => Expr::new(ExprKind::Un(*op, self.hoist(x, base)), e.width()),
+            ExprKind::Bin(op, a, b) => {
+                let (a, b) = (self.hoist(a, base), self.hoist(b, base));
+                Expr::new(ExprKind::Bin(*op, a, b), e.width())
+            }
+            ExprKind::Mux(s, t, f) => {
+                let (s, t, f) = (self.hoist(s, base), self.hoist(t, base), self.hoist(f, base));
+                Expr::new(ExprKind::Mux(s, t, f), e.width())
+            }
+        }
+    }
+
+    fn show(&self, e: &Expr) -> String {
+        show_expr(&self.m, e)
+    }
+
+    /// Check drivers and readers, and hand out the module.
+    pub fn finish(mut self) -> Result<Module, RtlError> {
+        let n = self.m.signals.len();
+        // Driven bits per signal.
+        let mut driven: Vec<Vec<u8>> = self.m.signals.iter().map(|s| vec![0u8; s.width as usize]).collect();
+        for a in &self.m.assigns {
+            for b in a.lo..a.lo + a.expr.width() {
+                driven[a.target.0][b as usize] += 1;
+            }
+        }
+        let mut read: Vec<Vec<bool>> = self.m.signals.iter().map(|s| vec![false; s.width as usize]).collect();
+        let mut mark = |s: SigId, r: Option<(u32, u32)>| {
+            let v = &mut read[s.0];
+            let (hi, lo) = r.unwrap_or((v.len() as u32 - 1, 0));
+            for b in lo..=hi.min(v.len() as u32 - 1) {
+                v[b as usize] = true;
+            }
+        };
+        for a in &self.m.assigns {
+            a.expr.visit_sigs(&mut mark);
+        }
+        let mut reg_nexts = vec![0usize; n];
+        for r in &self.m.regs {
+            reg_nexts[r.reg.0] += 1;
+            r.d.visit_sigs(&mut mark);
+            if let Some(e) = &r.enable {
+                e.visit_sigs(&mut mark);
+            }
+        }
+        if !self.m.regs.is_empty() {
+            if let Some(c) = self.m.clock {
+                mark(c, None);
+            }
+            if self.m.signals.iter().any(|s| s.kind == SigKind::Reg && s.reset.is_some()) {
+                if let Some(r) = self.m.reset {
+                    mark(r, None);
+                }
+            }
+        }
+        for inst in &self.m.instances {
+            for (_, e) in &inst.conns {
+                e.visit_sigs(&mut mark);
+            }
+        }
+        // Instance outputs drive their wires; inputs read theirs (marked above,
+        // over-approximating reads of output wires, which is harmless).
+        for inst in &self.m.instances {
+            for (_, e) in &inst.conns {
+                if let ExprKind::Sig(s) = e.kind() {
+                    if self.m.signals[s.0].kind != SigKind::Input && driven[s.0].iter().all(|&d| d == 0) {
+                        // Only a wire with no assign can be an instance output.
+                        driven[s.0].iter_mut().for_each(|d| *d = 1);
+                    }
+                }
+            }
+        }
+        if !self.m.regs.is_empty() && self.m.clock.is_none() {
+            self.problems.push("registers are used but no clock was declared".into());
+        }
+        for (i, s) in self.m.signals.iter().enumerate() {
+            match s.kind {
+                SigKind::Output | SigKind::Wire => {
+                    let undriven = ranges(&driven[i], |d| d == 0);
+                    if !undriven.is_empty() {
+                        self.problems.push(format!("`{}` bits {} are not driven", s.name, undriven));
+                    }
+                    let multi = ranges(&driven[i], |d| d > 1);
+                    if !multi.is_empty() {
+                        self.problems.push(format!("`{}` bits {} have more than one driver", s.name, multi));
+                    }
+                }
+                SigKind::Reg => {
+                    if reg_nexts[i] != 1 {
+                        self.problems.push(format!(
+                            "register `{}` has {} next-state assignments, must have exactly 1",
+                            s.name, reg_nexts[i]
+                        ));
+                    }
+                    if s.reset.is_some() && self.m.reset.is_none() {
+                        self.problems.push(format!("register `{}` has a reset value but no reset was declared", s.name));
+                    }
+                    if let Some(v) = &s.reset {
+                        if v.bits() > s.width as u64 {
+                            self.problems.push(format!("reset value {v} of `{}` does not fit in {} bits", s.name, s.width));
+                        }
+                    }
+                }
+                SigKind::Input => {}
+            }
+            if s.kind != SigKind::Output {
+                let unread = ranges(&read[i].iter().map(|&r| r as u8).collect::<Vec<_>>(), |r| r == 0);
+                if !unread.is_empty() {
+                    self.problems.push(format!("`{}` bits {} are never read", s.name, unread));
+                }
+            }
+        }
+        if self.problems.is_empty() {
+            Ok(self.m)
+        } else {
+            Err(RtlError { module: self.m.name, problems: self.problems })
+        }
+    }
+}
+
+fn sig_of(e: &Expr) -> SigId {
+    match e.kind() {
+        ExprKind::Sig(s) => *s,
+        _ => unreachable!("declared signals are always Sig expressions"),
+    }
+}
+
+/// `[7:4], [1]` style list of the bit ranges where `pred` holds.
+fn ranges(v: &[u8], pred: impl Fn(u8) -> bool) -> String {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        if pred(v[i]) {
+            let lo = i;
+            while i + 1 < v.len() && pred(v[i + 1]) {
+                i += 1;
+            }
+            out.push(if lo == i { format!("[{i}]") } else { format!("[{i}:{lo}]") });
+        }
+        i += 1;
+    }
+    out.reverse();
+    out.join(", ")
+}
+
+/// Verilog text of an expression (used for error messages and by the printer).
+pub fn show_expr(m: &Module, e: &Expr) -> String {
+    super::print::expr(m, e)
+}

@@ -1,0 +1,7 @@
+//! gpurtl simulation: golden models, the Verilator cosimulation harness, and
+//! one testbench per block that drives its generated RTL through the harness.
+
+pub mod cosim;
+pub mod models;
+pub mod rng;
+pub mod tb;

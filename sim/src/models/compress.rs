@@ -1,0 +1,218 @@
+//! Golden model of the compress/expand unit, straight from seed 004 tables 5
+//! and 6:
+//!
+//! ```text
+//! compress: j = 0; for i in 0..n { if a[i] { b[j++] = c[i] } }
+//! expand:   j = 0; for i in 0..n { if a[i] { b[i] = c[j++] } }
+//! ```
+//!
+//! Unwritten destination elements keep `old` or become zero. Timing: one
+//! operation per cycle, `latency` cycles to the result, so a run of n
+//! operations without stalls takes n - 1 + latency cycles from the first
+//! input transfer to the last output transfer.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Compress,
+    Expand,
+}
+
+/// One operation, as in the `ops` list of `gpurtl run compress`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Op {
+    pub op: Kind,
+    pub element_bits: u32,
+    pub src: Vec<u64>,
+    /// `None`: the mask is generated as src != 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask: Option<Vec<u8>>,
+    /// `None`: zeros.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old: Option<Vec<u64>>,
+    #[serde(default)]
+    pub zeroing: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpResult {
+    pub dst: Vec<u64>,
+    pub mask: Vec<u8>,
+    pub count: u32,
+}
+
+/// The whole output file of `gpurtl run compress`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Output {
+    pub results: Vec<OpResult>,
+    pub cycles: u64,
+}
+
+pub fn apply(op: &Op) -> OpResult {
+    let n = op.src.len();
+    let mask: Vec<u8> = match &op.mask {
+        Some(m) => m.clone(),
+        None => op.src.iter().map(|&x| (x != 0) as u8).collect(),
+    };
+    let old = op.old.clone().unwrap_or_else(|| vec![0; n]);
+    let mut dst: Vec<Option<u64>> = vec![None; n];
+    let mut j = 0;
+    for i in 0..n {
+        if mask[i] == 1 {
+            match op.op {
+                Kind::Compress => dst[j] = Some(op.src[i]),
+                Kind::Expand => dst[i] = Some(op.src[j]),
+            }
+            j += 1;
+        }
+    }
+    let dst = dst
+        .iter()
+        .zip(&old)
+        .map(|(d, &o)| d.unwrap_or(if op.zeroing { 0 } else { o }))
+        .collect();
+    OpResult { dst, mask, count: j as u32 }
+}
+
+/// Results of a run, and its cycle count when nothing stalls.
+pub fn run(ops: &[Op], latency: u32) -> Output {
+    let results: Vec<OpResult> = ops.iter().map(apply).collect();
+    let cycles = if ops.is_empty() { 0 } else { ops.len() as u64 - 1 + latency as u64 };
+    Output { results, cycles }
+}
+
+/// A malformed input file: where, what was found, what is allowed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputError {
+    pub field: String,
+    pub value: String,
+    pub allowed: String,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "input `{}` = {}: must be {}", self.field, self.value, self.allowed)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+fn err(field: impl Into<String>, value: impl fmt::Display, allowed: impl Into<String>) -> InputError {
+    InputError { field: field.into(), value: value.to_string(), allowed: allowed.into() }
+}
+
+fn shown(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 40 {
+        format!("{}...", &s[..40])
+    } else {
+        s
+    }
+}
+
+/// Parse and check an input file against a vector width in bits.
+pub fn parse_input(v: &Value, width: u32) -> Result<Vec<Op>, InputError> {
+    let obj = v.as_object().ok_or_else(|| err("(file)", shown(v), "a JSON object with an `ops` list"))?;
+    for k in obj.keys() {
+        if k != "ops" {
+            return Err(err(k.as_str(), "(given)", "absent: the only key is `ops`"));
+        }
+    }
+    let ops = obj.get("ops").ok_or_else(|| err("ops", "(missing)", "a list of operations"))?;
+    let ops = ops.as_array().ok_or_else(|| err("ops", shown(ops), "a list of operations"))?;
+    let mut out = Vec::with_capacity(ops.len());
+    for (i, o) in ops.iter().enumerate() {
+        let at = |f: &str| format!("ops[{i}].{f}");
+        let o = o.as_object().ok_or_else(|| err(format!("ops[{i}]"), shown(o), "an object"))?;
+        for k in o.keys() {
+            if !["op", "element_bits", "src", "mask", "old", "zeroing"].contains(&k.as_str()) {
+                return Err(err(at(k), "(given)", "absent: keys are op, element_bits, src, mask, old, zeroing"));
+            }
+        }
+        let kind = match o.get("op").map(|x| x.as_str()) {
+            Some(Some("compress")) => Kind::Compress,
+            Some(Some("expand")) => Kind::Expand,
+            Some(_) => return Err(err(at("op"), shown(&o["op"]), "\"compress\" or \"expand\"")),
+            None => return Err(err(at("op"), "(missing)", "\"compress\" or \"expand\"")),
+        };
+        let eb = o.get("element_bits").ok_or_else(|| err(at("element_bits"), "(missing)", "8, 16, 32 or 64"))?;
+        let element_bits = match eb.as_u64() {
+            Some(b @ (8 | 16 | 32 | 64)) => b as u32,
+            _ => return Err(err(at("element_bits"), shown(eb), "8, 16, 32 or 64")),
+        };
+        let n = (width / element_bits) as usize;
+        let max = if element_bits == 64 { u64::MAX } else { (1u64 << element_bits) - 1 };
+        let list = |f: &str, max: u64, what: &str| -> Result<Vec<u64>, InputError> {
+            let v = &o[f];
+            let a = v.as_array().ok_or_else(|| err(at(f), shown(v), format!("a list of {n} {what}")))?;
+            if a.len() != n {
+                return Err(err(
+                    at(f),
+                    format!("a list of {} values", a.len()),
+                    format!("a list of {n} values (width {width} / element_bits {element_bits})"),
+                ));
+            }
+            a.iter()
+                .enumerate()
+                .map(|(k, x)| match x.as_u64() {
+                    Some(u) if u <= max => Ok(u),
+                    _ => Err(err(format!("{}[{k}]", at(f)), shown(x), format!("{what} from 0 to {max}"))),
+                })
+                .collect()
+        };
+        let src = match o.get("src") {
+            Some(_) => list("src", max, "unsigned integers")?,
+            None => return Err(err(at("src"), "(missing)", format!("a list of {n} unsigned integers"))),
+        };
+        let mask = match o.get("mask") {
+            Some(_) => Some(list("mask", 1, "bits")?.into_iter().map(|b| b as u8).collect()),
+            None => None,
+        };
+        let old = match o.get("old") {
+            Some(_) => Some(list("old", max, "unsigned integers")?),
+            None => None,
+        };
+        let zeroing = match o.get("zeroing") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(x) => return Err(err(at("zeroing"), shown(x), "true or false")),
+        };
+        out.push(Op { op: kind, element_bits, src, mask, old, zeroing });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_5_and_6_examples() {
+        // Figure 35a: elements a..h, control selects b, e, f, h.
+        let src = vec![1, 2, 3, 4, 5, 6, 7, 8];
+        let mask = vec![0, 1, 0, 0, 1, 1, 0, 1];
+        let c = apply(&Op {
+            op: Kind::Compress,
+            element_bits: 16,
+            src: src.clone(),
+            mask: Some(mask.clone()),
+            old: Some(vec![9; 8]),
+            zeroing: false,
+        });
+        assert_eq!(c.dst, vec![2, 5, 6, 8, 9, 9, 9, 9]);
+        assert_eq!(c.count, 4);
+        let e = apply(&Op { op: Kind::Expand, element_bits: 16, src, mask: Some(mask), old: None, zeroing: true });
+        assert_eq!(e.dst, vec![0, 1, 0, 0, 2, 3, 0, 4]);
+    }
+
+    #[test]
+    fn generated_mask_is_nonzero_compare() {
+        let r = apply(&Op { op: Kind::Compress, element_bits: 8, src: vec![0, 7, 0, 3], mask: None, old: None, zeroing: false });
+        assert_eq!(r.mask, vec![0, 1, 0, 1]);
+        assert_eq!(r.dst, vec![7, 3, 0, 0]);
+    }
+}

@@ -1,0 +1,219 @@
+//! Testbench for the generated compress/expand RTL: drives operations through
+//! the Verilator model with valid/ready, optionally with random stalls on both
+//! sides, and collects results in the golden model's format.
+
+use crate::cosim::{CosimError, Compiled, PortHandle, Sim};
+use crate::models::compress::{Kind, Op, OpResult, Output};
+use crate::rng::Rng;
+use std::path::Path;
+
+/// Random back-pressure: percent of cycles the source holds back a new
+/// operation, and percent of cycles the sink is not ready.
+#[derive(Clone, Copy, Debug)]
+pub struct Stalls {
+    pub seed: u64,
+    pub in_pct: u32,
+    pub out_pct: u32,
+}
+
+/// What a run gives besides the results.
+#[derive(Clone, Debug)]
+pub struct RunStats {
+    /// Clock ticks simulated, reset included.
+    pub ticks: u64,
+}
+
+struct Ports {
+    rst: PortHandle,
+    in_valid: PortHandle,
+    in_ready: PortHandle,
+    op: PortHandle,
+    esize: PortHandle,
+    mask_gen: PortHandle,
+    mask: PortHandle,
+    zeroing: PortHandle,
+    src: PortHandle,
+    old: PortHandle,
+    out_valid: PortHandle,
+    out_ready: PortHandle,
+    dst: PortHandle,
+    out_mask: PortHandle,
+    count: PortHandle,
+}
+
+impl Ports {
+    fn find(s: &Sim) -> Result<Ports, CosimError> {
+        Ok(Ports {
+            rst: s.port("rst_i")?,
+            in_valid: s.port("in_valid_i")?,
+            in_ready: s.port("in_ready_o")?,
+            op: s.port("in_op_i")?,
+            esize: s.port("in_esize_i")?,
+            mask_gen: s.port("in_mask_gen_i")?,
+            mask: s.port("in_mask_i")?,
+            zeroing: s.port("in_zeroing_i")?,
+            src: s.port("in_src_i")?,
+            old: s.port("in_old_i")?,
+            out_valid: s.port("out_valid_o")?,
+            out_ready: s.port("out_ready_i")?,
+            dst: s.port("out_dst_o")?,
+            out_mask: s.port("out_mask_o")?,
+            count: s.port("out_count_o")?,
+        })
+    }
+}
+
+/// Elements of `bits` each, element 0 lowest, into 32-bit words.
+fn pack(elems: &[u64], bits: u32, width: u32) -> Vec<u32> {
+    let mut w = vec![0u32; width.div_ceil(32) as usize];
+    for (i, &e) in elems.iter().enumerate() {
+        for b in 0..bits {
+            if (e >> b) & 1 == 1 {
+                let pos = i as u32 * bits + b;
+                w[(pos / 32) as usize] |= 1 << (pos % 32);
+            }
+        }
+    }
+    w
+}
+
+fn unpack(words: &[u32], bits: u32, count: usize) -> Vec<u64> {
+    (0..count)
+        .map(|i| {
+            (0..bits).fold(0u64, |acc, b| {
+                let pos = i as u32 * bits + b;
+                acc | (((words[(pos / 32) as usize] >> (pos % 32)) as u64 & 1) << b)
+            })
+        })
+        .collect()
+}
+
+/// Run `ops` through the RTL. `vcd`: write a waveform of the whole run.
+pub fn run(
+    compiled: &Compiled,
+    width: u32,
+    ops: &[Op],
+    stalls: Option<Stalls>,
+    vcd: Option<&Path>,
+) -> Result<(Output, RunStats), CosimError> {
+    let mut sim = compiled.instantiate()?;
+    if let Some(path) = vcd {
+        sim.trace_vcd(path)?;
+    }
+    let p = Ports::find(&sim)?;
+    let mut rng = stalls.map(|s| Rng::new(s.seed));
+    let lanes = width / 8;
+
+    sim.set(p.rst, 1);
+    sim.set(p.in_valid, 0);
+    sim.set(p.out_ready, 0);
+    sim.eval();
+    sim.tick();
+    sim.tick();
+    sim.set(p.rst, 0);
+
+    let mut results: Vec<OpResult> = Vec::with_capacity(ops.len());
+    let mut next = 0usize; // next op to offer
+    let mut offering = false;
+    let mut first_in: Option<u64> = None;
+    let mut last_out = 0u64;
+    let mut words = Vec::new();
+    // Generous bound: every op can be stalled, but the RTL must not hang.
+    let limit = sim.cycle() + 64 + 40 * ops.len() as u64 + 1000;
+    while results.len() < ops.len() {
+        if sim.cycle() > limit {
+            sim.trace_close();
+            return Err(CosimError::Io(format!(
+                "the RTL stopped making progress: {} of {} results after {} cycles",
+                results.len(),
+                ops.len(),
+                sim.cycle()
+            )));
+        }
+        // A producer holds valid and data until the transfer.
+        if !offering && next < ops.len() {
+            let hold = match (&mut rng, stalls) {
+                (Some(r), Some(s)) => r.chance(s.in_pct),
+                _ => false,
+            };
+            if !hold {
+                offering = true;
+                let op = &ops[next];
+                let eb = op.element_bits;
+                sim.set(p.op, (op.op == Kind::Expand) as u64);
+                sim.set(p.esize, eb.trailing_zeros() as u64 - 3);
+                sim.set(p.zeroing, op.zeroing as u64);
+                match &op.mask {
+                    Some(m) => {
+                        let bits: Vec<u64> = m.iter().map(|&b| b as u64).collect();
+                        sim.set_words(p.mask, &pack(&bits, 1, lanes));
+                        sim.set(p.mask_gen, 0);
+                    }
+                    None => {
+                        // Junk on the ignored mask input must not matter.
+                        let junk = rng.as_mut().map_or(0, |r| r.next_u64());
+                        sim.set_words(p.mask, &pack(&[junk], 64.min(lanes), lanes));
+                        sim.set(p.mask_gen, 1);
+                    }
+                }
+                sim.set_words(p.src, &pack(&op.src, eb, width));
+                let zeros = vec![0; op.src.len()];
+                sim.set_words(p.old, &pack(op.old.as_ref().unwrap_or(&zeros), eb, width));
+            }
+        }
+        sim.set(p.in_valid, offering as u64);
+        let ready_out = match (&mut rng, stalls) {
+            (Some(r), Some(s)) => !r.chance(s.out_pct),
+            _ => true,
+        };
+        sim.set(p.out_ready, ready_out as u64);
+        sim.eval();
+        let now = sim.cycle();
+        if offering && sim.get(p.in_ready) == 1 {
+            first_in.get_or_insert(now);
+            offering = false;
+            next += 1;
+        }
+        if ready_out && sim.get(p.out_valid) == 1 {
+            let op = &ops[results.len()];
+            let eb = op.element_bits;
+            let n = (width / eb) as usize;
+            sim.get_words(p.dst, &mut words);
+            let dst = unpack(&words, eb, n);
+            sim.get_words(p.out_mask, &mut words);
+            let mask_all = unpack(&words, 1, lanes as usize);
+            if mask_all[n..].iter().any(|&b| b != 0) {
+                sim.trace_close();
+                return Err(CosimError::Io(format!(
+                    "result {}: out_mask_o has bits set above element {} ({:?})",
+                    results.len(),
+                    n - 1,
+                    mask_all
+                )));
+            }
+            let mask = mask_all[..n].iter().map(|&b| b as u8).collect();
+            let count = sim.get(p.count) as u32;
+            results.push(OpResult { dst, mask, count });
+            last_out = now;
+        }
+        sim.tick();
+    }
+    sim.trace_close();
+    let cycles = first_in.map_or(0, |f| last_out - f);
+    Ok((Output { results, cycles }, RunStats { ticks: sim.cycle() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_unpack_round_trip() {
+        let e = vec![0xab, 0xcd, 0xef, 0x01];
+        let w = pack(&e, 16, 64);
+        assert_eq!(w, vec![0x00cd_00ab, 0x0001_00ef]);
+        assert_eq!(unpack(&w, 16, 4), e);
+        let big = vec![u64::MAX, 1];
+        assert_eq!(unpack(&pack(&big, 64, 128), 64, 2), big);
+    }
+}
