@@ -6,7 +6,6 @@ use crate::cli::CliError;
 use crate::rtl_engine::compile_design;
 use crate::{emit, tools};
 use gpurtl_hw::blocks::compress::CompressParams;
-use gpurtl_sim::models::compress::{Kind, Op};
 use gpurtl_sim::rng::Rng;
 use gpurtl_sim::tb::compress as tb;
 use serde_json::{json, Value};
@@ -30,25 +29,6 @@ pub fn run(b: &dyn Block, params: &Value, json_out: Option<&Path>, out: &mut dyn
     Ok(())
 }
 
-fn random_ops(rng: &mut Rng, width: u32, n: usize, element_bits: Option<u32>) -> Vec<Op> {
-    (0..n)
-        .map(|_| {
-            let eb = element_bits.unwrap_or(*rng.pick(&[8, 16, 32, 64]));
-            let k = (width / eb) as usize;
-            let max = if eb == 64 { u64::MAX } else { (1u64 << eb) - 1 };
-            let src = (0..k).map(|_| if rng.chance(40) { 0 } else { rng.next_u64() & max }).collect();
-            Op {
-                op: if rng.chance(50) { Kind::Compress } else { Kind::Expand },
-                element_bits: eb,
-                src,
-                mask: None,
-                old: Some((0..k).map(|_| rng.next_u64() & max).collect()),
-                zeroing: rng.chance(50),
-            }
-        })
-        .collect()
-}
-
 fn compress(b: &dyn Block, p: &CompressParams, out: &mut dyn Write) -> Result<Value, CliError> {
     let mut rows = Vec::new();
     let _ = writeln!(out, "compress bench (latency {}, 8-bit elements, no stalls)", p.latency);
@@ -66,7 +46,7 @@ fn compress(b: &dyn Block, p: &CompressParams, out: &mut dyn Write) -> Result<Va
         // Throughput: a long run with no stalls. Steady state = results / (cycles - latency + 1).
         let compiled = compile_design(&design)?;
         let n = 2000;
-        let ops = random_ops(&mut Rng::new(width as u64), width, n, Some(8));
+        let ops = tb::random_ops(&mut Rng::new(width as u64), width, n, Some(8));
         let t0 = Instant::now();
         let (res, stats) = tb::run(&compiled, width, &ops, None, None)?;
         let secs = t0.elapsed().as_secs_f64();

@@ -32,7 +32,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_char, c_void, CString};
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -627,7 +627,7 @@ fn slot<T>(map: &'static SlotMap<T>, key: &Path) -> Slot<T> {
 /// Locks a mutex, ignoring poisoning (a panicking builder leaves `None`,
 /// which simply means "not built yet").
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[derive(Template)]
@@ -784,8 +784,7 @@ fn workspace_root() -> PathBuf {
         .ancestors()
         .find(|d| {
             fs::read_to_string(d.join("Cargo.toml"))
-                .map(|t| t.lines().any(|l| l.trim() == "[workspace]"))
-                .unwrap_or(false)
+                .is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]"))
         })
         .unwrap_or(start)
         .to_path_buf()
@@ -831,14 +830,14 @@ fn build_cached(
             let name = final_dir.file_name().unwrap_or_default().to_string_lossy();
             let failed = root.join(format!("failed-{name}"));
             let _ = fs::remove_dir_all(&failed);
-            let log_path = match fs::rename(tmp.path(), &failed) {
-                Ok(()) => failed.join("build.log"),
-                Err(_) => {
-                    // Keep the temporary directory instead.
-                    tmp.keep().join("build.log")
-                }
+            let tmp_str = tmp.path().to_string_lossy().into_owned();
+            let (dir, message) = match fs::rename(tmp.path(), &failed) {
+                // Point file names in the messages at where the files are now.
+                Ok(()) => (failed.clone(), message.replace(&tmp_str, &failed.to_string_lossy())),
+                // Keep the temporary directory instead.
+                Err(_) => (tmp.keep(), message),
             };
-            return Err(CosimError::Build { log_path, message });
+            return Err(CosimError::Build { log_path: dir.join("build.log"), message });
         }
         Err(e) => return Err(e),
     }
@@ -1161,7 +1160,10 @@ impl Hasher {
         self.0.update(s.as_bytes());
     }
     fn finish(self) -> String {
-        self.0.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
+        self.0.finalize()[..16].iter().fold(String::new(), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
     }
 }
 

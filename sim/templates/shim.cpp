@@ -25,7 +25,7 @@
 // one of these asserts.
 {%- for p in ports %}
 static_assert(std::is_same<std::remove_reference<decltype(std::declval<V{{ top }}&>().{{ p.cname }})>::type, {{ p.ctype }}>::value,
-              "DesignSpec port `{{ p.name }}` is declared {{ p.width }} bits wide, but the Verilog port has a different width");
+              "DesignSpec port `{{ p.name }}` is declared {{ p.width }} bits wide, but the Verilog port is not");
 {%- endfor %}
 
 namespace {

@@ -203,6 +203,42 @@ pub fn run(
     Ok((Output { results, cycles }, RunStats { ticks: sim.cycle() }))
 }
 
+/// Random operations for cosimulation and benches: both kinds, all element
+/// sizes (or one), given or generated masks, sparsity from none to all-zero,
+/// merge and zeroing.
+pub fn random_ops(rng: &mut Rng, width: u32, n: usize, element_bits: Option<u32>) -> Vec<Op> {
+    (0..n)
+        .map(|_| {
+            let eb = element_bits.unwrap_or(*rng.pick(&[8, 16, 32, 64]));
+            let k = (width / eb) as usize;
+            let max = if eb == 64 { u64::MAX } else { (1u64 << eb) - 1 };
+            let zero_pct = *rng.pick(&[0, 10, 50, 90, 100]) as u32;
+            let value = |rng: &mut Rng| match rng.below(4) {
+                0 => max,
+                1 => 1 + rng.below(3),
+                _ => rng.next_u64() & max,
+            };
+            let src: Vec<u64> =
+                (0..k).map(|_| if rng.chance(zero_pct) { 0 } else { value(rng).max(1) }).collect();
+            let mask = if rng.chance(50) {
+                let pct = rng.below(101) as u32;
+                Some((0..k).map(|_| rng.chance(pct) as u8).collect())
+            } else {
+                None
+            };
+            let old = if rng.chance(80) { Some((0..k).map(|_| value(rng)).collect()) } else { None };
+            Op {
+                op: if rng.chance(50) { Kind::Compress } else { Kind::Expand },
+                element_bits: eb,
+                src,
+                mask,
+                old,
+                zeroing: rng.chance(50),
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

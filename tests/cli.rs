@@ -1,0 +1,225 @@
+//! The command line: every invalid parameter and malformed input file gets
+//! its exact message and exit status 2; the happy paths write what they say.
+
+use gpurtl_tests::gpurtl;
+use std::path::Path;
+
+fn bad(args: &[&str], message: &str) {
+    let (code, out, err) = gpurtl(args);
+    assert_eq!(code, 2, "{args:?}: stdout {out} stderr {err}");
+    assert_eq!(err, message, "{args:?}");
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn invalid_parameters() {
+    bad(
+        &["gen", "compress", "--param", "width=100", "-o", "x"],
+        "error: parameter `width` = 100: must be a power of two from 64 to 1024\n",
+    );
+    bad(
+        &["gen", "compress", "--param", "width=2048", "-o", "x"],
+        "error: parameter `width` = 2048: must be a power of two from 64 to 1024\n",
+    );
+    bad(
+        &["gen", "compress", "--param", "width=32", "-o", "x"],
+        "error: parameter `width` = 32: must be a power of two from 64 to 1024\n",
+    );
+    bad(
+        &["gen", "compress", "--param", "latency=0", "-o", "x"],
+        "error: parameter `latency` = 0: must be an integer from 1 to 10 (2*log2(width/8)+2 layers at width 128)\n",
+    );
+    bad(
+        &["gen", "compress", "--param", "width=64", "--param", "latency=9", "-o", "x"],
+        "error: parameter `latency` = 9: must be an integer from 1 to 8 (2*log2(width/8)+2 layers at width 64)\n",
+    );
+    bad(
+        &["gen", "compress", "--param", "width=abc", "-o", "x"],
+        "error: parameter `width` = `abc`: must be a power of two from 64 to 1024\n",
+    );
+    bad(
+        &["gen", "compress", "--param", "widht=128", "-o", "x"],
+        "error: parameter `widht`: unknown for block `compress`; known: width, latency\n",
+    );
+    // Every violation is reported, not only the first.
+    bad(
+        &["gen", "compress", "--param", "width=100", "--param", "latency=0", "-o", "x"],
+        "error: parameter `width` = 100: must be a power of two from 64 to 1024\n\
+         error: parameter `latency` = 0: must be an integer from 1 to 16\n",
+    );
+    bad(&["gen", "compress", "--param", "width", "-o", "x"], "error: option `--param` = `width`: must be KEY=VALUE\n");
+    bad(
+        &["gen", "compress", "--preset", "huge", "-o", "x"],
+        "error: preset `huge` of block `compress`: must be one of default, small, wide, max\n",
+    );
+    bad(&["gen", "nosuch", "-o", "x"], "error: unknown block `nosuch`; blocks: compress\n");
+    bad(&["gen", "compress"], "error: `gen` needs `-o DIR`\n");
+    bad(&["frobnicate"], "error: unknown command `frobnicate`; see `gpurtl help`\n");
+}
+
+#[test]
+fn invalid_params_file() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "p.json", r#"{"width": "wide"}"#);
+    bad(
+        &["gen", "compress", "--params", &f, "-o", "x"],
+        "error: parameter `width` = \"wide\": must be a power of two from 64 to 1024\n",
+    );
+    let f = write(d.path(), "q.json", "[1, 2]");
+    bad(
+        &["gen", "compress", "--params", &f, "-o", "x"],
+        "error: parameter `(params file)` = [1,2]: must be a JSON object of parameter names to values\n",
+    );
+    let f = write(d.path(), "r.json", "{");
+    let (code, _, err) = gpurtl(&["gen", "compress", "--params", &f, "-o", "x"]);
+    assert_eq!(code, 2);
+    assert!(err.starts_with(&format!("error: params file `{f}`: not valid JSON: ")), "{err}");
+}
+
+fn run_input(input: &str) -> (i32, String) {
+    let d = tempfile::tempdir().unwrap();
+    let i = write(d.path(), "in.json", input);
+    let o = d.path().join("out.json");
+    let (code, _, err) = gpurtl(&["run", "compress", "--input", &i, "--output", o.to_str().unwrap()]);
+    assert!(!o.exists() || code == 0, "no output file is written on error");
+    (code, err)
+}
+
+fn bad_input(input: &str, message: &str) {
+    let (code, err) = run_input(input);
+    assert_eq!(code, 2, "{input}: {err}");
+    assert_eq!(err, format!("error: {message}\n"), "{input}");
+}
+
+#[test]
+fn malformed_inputs() {
+    bad_input("[]", "input `(file)` = []: must be a JSON object with an `ops` list");
+    bad_input("{}", "input `ops` = (missing): must be a list of operations");
+    bad_input(r#"{"ops": 3}"#, "input `ops` = 3: must be a list of operations");
+    bad_input(r#"{"ops": [], "extra": 1}"#, "input `extra` = (given): must be absent: the only key is `ops`");
+    bad_input(r#"{"ops": [7]}"#, "input `ops[0]` = 7: must be an object");
+    bad_input(
+        r#"{"ops": [{"op": "squash", "element_bits": 8, "src": []}]}"#,
+        "input `ops[0].op` = \"squash\": must be \"compress\" or \"expand\"",
+    );
+    bad_input(
+        r#"{"ops": [{"element_bits": 8, "src": []}]}"#,
+        "input `ops[0].op` = (missing): must be \"compress\" or \"expand\"",
+    );
+    bad_input(
+        r#"{"ops": [{"op": "expand", "element_bits": 12, "src": []}]}"#,
+        "input `ops[0].element_bits` = 12: must be 8, 16, 32 or 64",
+    );
+    bad_input(
+        r#"{"ops": [{"op": "expand", "element_bits": 64, "src": [1]}]}"#,
+        "input `ops[0].src` = a list of 1 values: must be a list of 2 values (width 128 / element_bits 64)",
+    );
+    bad_input(
+        r#"{"ops": [{"op": "expand", "element_bits": 64}]}"#,
+        "input `ops[0].src` = (missing): must be a list of 2 unsigned integers",
+    );
+    bad_input(
+        r#"{"ops": [{"op": "expand", "element_bits": 32, "src": [1, 2, 4294967296, 3]}]}"#,
+        "input `ops[0].src[2]` = 4294967296: must be unsigned integers from 0 to 4294967295",
+    );
+    bad_input(
+        r#"{"ops": [{"op": "expand", "element_bits": 32, "src": [1, -2, 3, 4]}]}"#,
+        "input `ops[0].src[1]` = -2: must be unsigned integers from 0 to 4294967295",
+    );
+    bad_input(
+        r#"{"ops": [{"op": "expand", "element_bits": 64, "src": [1, 2], "mask": [1, 2]}]}"#,
+        "input `ops[0].mask[1]` = 2: must be bits from 0 to 1",
+    );
+    bad_input(
+        r#"{"ops": [{"op": "expand", "element_bits": 64, "src": [1, 2], "old": [1]}]}"#,
+        "input `ops[0].old` = a list of 1 values: must be a list of 2 values (width 128 / element_bits 64)",
+    );
+    bad_input(
+        r#"{"ops": [{"op": "expand", "element_bits": 64, "src": [1, 2], "zeroing": "yes"}]}"#,
+        "input `ops[0].zeroing` = \"yes\": must be true or false",
+    );
+    bad_input(
+        r#"{"ops": [{"op": "expand", "element_bits": 64, "src": [1, 2], "zero": true}]}"#,
+        "input `ops[0].zero` = (given): must be absent: keys are op, element_bits, src, mask, old, zeroing",
+    );
+    let (code, err) = run_input("{\"ops\": [");
+    assert_eq!(code, 2);
+    assert!(err.contains("not valid JSON"), "{err}");
+}
+
+#[test]
+fn run_options() {
+    let d = tempfile::tempdir().unwrap();
+    let i = write(d.path(), "in.json", r#"{"ops": []}"#);
+    bad(&["run", "compress", "--input", &i], "error: `run` needs `--output OUT.json`\n");
+    bad(&["run", "compress", "--output", "o.json"], "error: `run` needs `--input IN.json`\n");
+    bad(
+        &["run", "compress", "--input", &i, "--output", "o.json", "--engine", "spice"],
+        "error: option `--engine` = `spice`: must be model or rtl\n",
+    );
+    bad(
+        &["run", "compress", "--input", "/nonexistent/in.json", "--output", "o.json"],
+        "error: input file `/nonexistent/in.json`: cannot be read: No such file or directory (os error 2)\n",
+    );
+}
+
+/// The example of seed 004 figure 35a, through both engines: same file.
+#[test]
+fn run_model_and_rtl_agree() {
+    let d = tempfile::tempdir().unwrap();
+    let i = write(
+        d.path(),
+        "in.json",
+        r#"{"ops":[
+          {"op":"compress","element_bits":16,"src":[1,2,3,4,5,6,7,8],"mask":[0,1,0,0,1,1,0,1],"old":[9,9,9,9,9,9,9,9]},
+          {"op":"expand","element_bits":16,"src":[1,2,3,4,5,6,7,8],"mask":[0,1,0,0,1,1,0,1],"zeroing":true},
+          {"op":"compress","element_bits":8,"src":[0,7,0,3,0,0,0,0,1,2,0,0,0,0,0,9]}]}"#,
+    );
+    let m = d.path().join("m.json");
+    let r = d.path().join("r.json");
+    let vcd = d.path().join("r.vcd");
+    assert_eq!(gpurtl(&["run", "compress", "--input", &i, "--output", m.to_str().unwrap()]).0, 0);
+    let (code, _, err) = gpurtl(&[
+        "run", "compress", "--input", &i, "--output", r.to_str().unwrap(), "--engine", "rtl", "--vcd", vcd.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let m = std::fs::read_to_string(m).unwrap();
+    assert_eq!(m, std::fs::read_to_string(r).unwrap());
+    let v: serde_json::Value = serde_json::from_str(&m).unwrap();
+    assert_eq!(v["results"][0]["dst"], serde_json::json!([2, 5, 6, 8, 9, 9, 9, 9]));
+    assert_eq!(v["results"][1]["dst"], serde_json::json!([0, 1, 0, 0, 2, 3, 0, 4]));
+    assert_eq!(v["results"][2]["count"], 5);
+    assert_eq!(v["cycles"], 3 - 1 + 2);
+    assert!(std::fs::read_to_string(vcd).unwrap().contains("$enddefinitions"));
+}
+
+#[test]
+fn gen_writes_verilog_filelist_and_json() {
+    let d = tempfile::tempdir().unwrap();
+    let o = d.path().join("c");
+    let (code, _, err) = gpurtl(&["gen", "compress", "--param", "width=256", "-o", o.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let v = std::fs::read_to_string(o.join("gpurtl_compress.v")).unwrap();
+    assert!(v.starts_with("// Generated by gpurtl"));
+    assert!(v.contains("// Regenerate: gpurtl gen compress --param latency=2 --param width=256 -o <dir>"));
+    assert!(v.contains("input  wire [255:0] in_src_i,"));
+    assert_eq!(std::fs::read_to_string(o.join("gpurtl_compress.f")).unwrap().lines().last(), Some("gpurtl_compress.v"));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(o.join("gpurtl_compress.json")).unwrap()).unwrap();
+    assert_eq!(j["params"]["width"], 256);
+    assert_eq!(j["ports"][0]["name"], "clk_i");
+    // No temporary files are left beside the outputs.
+    let n = std::fs::read_dir(&o).unwrap().count();
+    assert_eq!(n, 3);
+}
+
+#[test]
+fn list_shows_parameters_and_ranges() {
+    let (code, out, _) = gpurtl(&["list"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("width      default 128    a power of two from 64 to 1024"), "{out}");
+}
