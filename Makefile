@@ -27,7 +27,7 @@ gen: build
 # The whole suite: unit tests, cosimulation against the golden models, lint,
 # synthesis checks, CLI error messages, regeneration stability.
 test: deps
-	$(CARGO) test --release --workspace -- --test-threads=2
+	$(CARGO) test --release --workspace --no-fail-fast -- --test-threads=2
 
 lint: build
 	$(GPURTL) lint compress

@@ -76,13 +76,13 @@ pub fn files(design: &Design, prov: &Provenance) -> Vec<(String, String)> {
             .render()
             .expect("templates render from plain strings");
         // askama drops the template's final newline; POSIX text files end with one.
-        out.push((format!("{}.v", m.name), text + "\n"));
+        out.push((format!("{}.v", m.name), text.trim_end().to_string() + "\n"));
     }
     let names: Vec<String> = design.modules.iter().map(|m| format!("{}.v", m.name)).collect();
     let f = FileList { version: VERSION, command: &command, top: &design.top, files: names.clone() }
         .render()
         .expect("templates render from plain strings");
-    out.push((format!("{}.f", design.top), f + "\n"));
+    out.push((format!("{}.f", design.top), f.trim_end().to_string() + "\n"));
     let top = design.top_module();
     let ports: Vec<Value> = top
         .port_signals()

@@ -93,7 +93,11 @@ pub enum CosimError {
     /// The design has no port with this name.
     UnknownPort(String),
     /// A value does not fit in the port it was written to.
-    Width { port: String, width: u32, value_bits: u64 },
+    Width {
+        port: String,
+        width: u32,
+        value_bits: u64,
+    },
 }
 
 impl fmt::Display for CosimError {
@@ -227,7 +231,12 @@ impl Compiled {
             .get(name)
             .ok_or_else(|| CosimError::UnknownPort(name.to_string()))?;
         let spec = &self.inner.ports[index as usize];
-        Ok(PortHandle { index, width: spec.width, dir: spec.dir, design: self.inner.design })
+        Ok(PortHandle {
+            index,
+            width: spec.width,
+            dir: spec.dir,
+            design: self.inner.design,
+        })
     }
 
     /// The cache directory holding the generated sources, `build.log` and the
@@ -409,7 +418,11 @@ impl Sim {
     fn width_check(&self, p: PortHandle, value_bits: u64) -> Result<(), CosimError> {
         if value_bits > u64::from(p.width) {
             let port = self.compiled.inner.ports[p.index()].name.clone();
-            return Err(CosimError::Width { port, width: p.width, value_bits });
+            return Err(CosimError::Width {
+                port,
+                width: p.width,
+                value_bits,
+            });
         }
         Ok(())
     }
@@ -495,7 +508,10 @@ impl Sim {
         // SAFETY: live instance; the path is NUL-terminated and outlives the call.
         let rc = unsafe { (self.api.trace_open)(self.inst.as_ptr(), c_path.as_ptr()) };
         if rc != 0 {
-            return Err(CosimError::Io(format!("Verilator could not open {} for VCD output", path.display())));
+            return Err(CosimError::Io(format!(
+                "Verilator could not open {} for VCD output",
+                path.display()
+            )));
         }
         self.tracing = true;
         Ok(())
@@ -525,22 +541,39 @@ impl Drop for Sim {
 
 /// Bumped whenever the shim ABI or the build recipe changes, so stale cache
 /// entries are never reused.
-const HARNESS_VERSION: u32 = 1;
+const HARNESS_VERSION: u32 = 2;
 /// Must match `gpurtl_cosim_abi()` in the generated shim.
 const SHIM_ABI: u32 = 1;
 
 /// Everything is position independent (it ends up in a shared library) and
 /// hidden: only the shim's entry points are exported, so two design libraries
 /// in one process cannot bind to each other's copy of the Verilator runtime.
-const CFLAGS: &str = "-fPIC -fvisibility=hidden";
+///
+/// `VL_USER_FINISH`: the shim supplies `vl_finish`, because Verilator's
+/// default calls `exit(0)` on a second `$finish`, which would silently end
+/// the whole Rust test process.
+const CFLAGS: &str = "-fPIC -fvisibility=hidden -DVL_USER_FINISH";
 /// `-Bsymbolic` binds the library's references to its own definitions even
 /// for the few symbols that stay exported (libstdc++ template instances);
 /// `--no-undefined` turns a missing symbol into a link error instead of a
 /// `dlopen` failure.
 const LDFLAGS: &str = "-shared -Wl,-Bsymbolic -Wl,--no-undefined";
 
+/// Flags shared by the runtime and design builds. `--no-timing`: the harness
+/// owns time (ticks), so `#delays` are ignored (with a warning in build.log)
+/// rather than rejected. `-Wno-fatal`: lint warnings land in build.log but do
+/// not fail the build.
 fn verilator_flags() -> Vec<&'static str> {
-    vec!["--cc", "--trace", "-Wno-fatal", "-CFLAGS", CFLAGS, "-LDFLAGS", LDFLAGS]
+    vec![
+        "--cc",
+        "--trace",
+        "--no-timing",
+        "-Wno-fatal",
+        "-CFLAGS",
+        CFLAGS,
+        "-LDFLAGS",
+        LDFLAGS,
+    ]
 }
 
 /// Runtime objects always put into the prebuilt runtime archive, on top of
@@ -576,7 +609,11 @@ pub fn compile(spec: &DesignSpec) -> Result<Compiled, CosimError> {
     let shim = ShimTemplate {
         abi: SHIM_ABI,
         top: &spec.top,
-        clock: if spec.clock.is_empty() { None } else { Some(cpp_member_name(&spec.clock)) },
+        clock: if spec.clock.is_empty() {
+            None
+        } else {
+            Some(cpp_member_name(&spec.clock))
+        },
         ports: shim_ports,
     }
     .render()
@@ -653,9 +690,15 @@ struct ShimPort {
 
 /// Checks the spec and prepares the per-port template data.
 fn validate(spec: &DesignSpec) -> Result<Vec<ShimPort>, CosimError> {
-    let bad = |message: String| CosimError::Build { log_path: PathBuf::new(), message };
+    let bad = |message: String| CosimError::Build {
+        log_path: PathBuf::new(),
+        message,
+    };
     if !is_identifier(&spec.top) {
-        return Err(bad(format!("top module name `{}` is not a plain Verilog identifier", spec.top)));
+        return Err(bad(format!(
+            "top module name `{}` is not a plain Verilog identifier",
+            spec.top
+        )));
     }
     if spec.ports.len() > u32::MAX as usize {
         return Err(bad("too many ports".into()));
@@ -664,10 +707,16 @@ fn validate(spec: &DesignSpec) -> Result<Vec<ShimPort>, CosimError> {
     let mut ports = Vec::with_capacity(spec.ports.len());
     for (index, p) in spec.ports.iter().enumerate() {
         if !is_identifier(&p.name) {
-            return Err(bad(format!("port name `{}` is not a plain Verilog identifier", p.name)));
+            return Err(bad(format!(
+                "port name `{}` is not a plain Verilog identifier",
+                p.name
+            )));
         }
         if !seen.insert(p.name.as_str()) {
-            return Err(bad(format!("port `{}` is listed twice in the DesignSpec", p.name)));
+            return Err(bad(format!(
+                "port `{}` is listed twice in the DesignSpec",
+                p.name
+            )));
         }
         if p.width == 0 {
             return Err(bad(format!("port `{}` has width 0", p.name)));
@@ -713,23 +762,140 @@ fn is_identifier(s: &str) -> bool {
 /// `AstNode::encodeName`). A mistake here shows up as a shim compile error.
 fn cpp_member_name(name: &str) -> String {
     const CPP_WORDS: &[&str] = &[
-        "NULL", "abort", "alignas", "alignof", "and", "and_eq", "asm", "atomic_cancel",
-        "atomic_commit", "atomic_noexcept", "auto", "bit_vector", "bitand", "bitor", "bool",
-        "break", "case", "catch", "cdecl", "char", "char16_t", "char32_t", "char8_t", "class",
-        "compl", "complex", "concept", "const", "const_cast", "const_iterator", "consteval",
-        "constexpr", "constinit", "continue", "co_await", "co_return", "co_yield", "decltype",
-        "default", "delete", "deque", "do", "double", "dynamic_cast", "else", "enum", "explicit",
-        "export", "extern", "false", "far", "float", "for", "friend", "goto", "huge", "if",
-        "import", "inline", "int", "interrupt", "iterator", "list", "long", "map", "module",
-        "mutable", "namespace", "near", "new", "noexcept", "not", "not_eq", "nullptr", "operator",
-        "or", "or_eq", "override", "pascal", "private", "protected", "public", "queue",
-        "reference", "register", "reinterpret_cast", "requires", "restrict", "return", "sc_clock",
-        "sc_in", "sc_inout", "sc_out", "sc_signal", "sensitive", "sensitive_neg", "sensitive_pos",
-        "set", "short", "signed", "sizeof", "stack", "static", "static_assert", "static_cast",
-        "struct", "switch", "synchronized", "template", "this", "thread_local", "throw",
-        "transaction_safe", "transaction_safe_dynamic", "true", "try", "type_info", "typedef",
-        "typeid", "typename", "uint16_t", "uint32_t", "uint8_t", "union", "unsigned", "using",
-        "vector", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+        "NULL",
+        "abort",
+        "alignas",
+        "alignof",
+        "and",
+        "and_eq",
+        "asm",
+        "atomic_cancel",
+        "atomic_commit",
+        "atomic_noexcept",
+        "auto",
+        "bit_vector",
+        "bitand",
+        "bitor",
+        "bool",
+        "break",
+        "case",
+        "catch",
+        "cdecl",
+        "char",
+        "char16_t",
+        "char32_t",
+        "char8_t",
+        "class",
+        "compl",
+        "complex",
+        "concept",
+        "const",
+        "const_cast",
+        "const_iterator",
+        "consteval",
+        "constexpr",
+        "constinit",
+        "continue",
+        "co_await",
+        "co_return",
+        "co_yield",
+        "decltype",
+        "default",
+        "delete",
+        "deque",
+        "do",
+        "double",
+        "dynamic_cast",
+        "else",
+        "enum",
+        "explicit",
+        "export",
+        "extern",
+        "false",
+        "far",
+        "float",
+        "for",
+        "friend",
+        "goto",
+        "huge",
+        "if",
+        "import",
+        "inline",
+        "int",
+        "interrupt",
+        "iterator",
+        "list",
+        "long",
+        "map",
+        "module",
+        "mutable",
+        "namespace",
+        "near",
+        "new",
+        "noexcept",
+        "not",
+        "not_eq",
+        "nullptr",
+        "operator",
+        "or",
+        "or_eq",
+        "override",
+        "pascal",
+        "private",
+        "protected",
+        "public",
+        "queue",
+        "reference",
+        "register",
+        "reinterpret_cast",
+        "requires",
+        "restrict",
+        "return",
+        "sc_clock",
+        "sc_in",
+        "sc_inout",
+        "sc_out",
+        "sc_signal",
+        "sensitive",
+        "sensitive_neg",
+        "sensitive_pos",
+        "set",
+        "short",
+        "signed",
+        "sizeof",
+        "stack",
+        "static",
+        "static_assert",
+        "static_cast",
+        "struct",
+        "switch",
+        "synchronized",
+        "template",
+        "this",
+        "thread_local",
+        "throw",
+        "transaction_safe",
+        "transaction_safe_dynamic",
+        "true",
+        "try",
+        "type_info",
+        "typedef",
+        "typeid",
+        "typename",
+        "uint16_t",
+        "uint32_t",
+        "uint8_t",
+        "union",
+        "unsigned",
+        "using",
+        "vector",
+        "virtual",
+        "void",
+        "volatile",
+        "wchar_t",
+        "while",
+        "xor",
+        "xor_eq",
     ];
     let mut out = String::with_capacity(name.len() + 8);
     let bytes = name.as_bytes();
@@ -752,7 +918,11 @@ fn cpp_member_name(name: &str) -> String {
 /// Cache root: `$GPURTL_COSIM_CACHE`, else `$CARGO_TARGET_DIR/gpurtl-cosim`,
 /// else `<workspace>/target/gpurtl-cosim`.
 fn cache_root() -> Result<PathBuf, CosimError> {
-    let non_empty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let non_empty = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     let root = if let Some(p) = non_empty("GPURTL_COSIM_CACHE") {
         p
     } else if let Some(t) = non_empty("CARGO_TARGET_DIR") {
@@ -760,12 +930,19 @@ fn cache_root() -> Result<PathBuf, CosimError> {
     } else {
         workspace_root().join("target").join("gpurtl-cosim")
     };
-    fs::create_dir_all(&root)
-        .map_err(|e| io_err(format!("cannot create cache directory {}", root.display()), e))?;
+    fs::create_dir_all(&root).map_err(|e| {
+        io_err(
+            format!("cannot create cache directory {}", root.display()),
+            e,
+        )
+    })?;
     // Absolute, because Verilator and make run in other directories.
-    let root = root
-        .canonicalize()
-        .map_err(|e| io_err(format!("cannot resolve cache directory {}", root.display()), e))?;
+    let root = root.canonicalize().map_err(|e| {
+        io_err(
+            format!("cannot resolve cache directory {}", root.display()),
+            e,
+        )
+    })?;
     if root.to_string_lossy().chars().any(char::is_whitespace) {
         // Verilator's generated makefiles cannot cope with spaces in paths.
         return Err(CosimError::Io(format!(
@@ -812,7 +989,12 @@ fn build_cached(
     let tmp = tempfile::Builder::new()
         .prefix(".build-")
         .tempdir_in(root)
-        .map_err(|e| io_err(format!("cannot create a build directory in {}", root.display()), e))?;
+        .map_err(|e| {
+            io_err(
+                format!("cannot create a build directory in {}", root.display()),
+                e,
+            )
+        })?;
     let log_path = tmp.path().join("build.log");
     let mut log = fs::OpenOptions::new()
         .read(true)
@@ -825,7 +1007,11 @@ fn build_cached(
     match build(tmp.path(), &mut log) {
         Ok(()) => {}
         Err(CosimError::Build { message, .. }) => {
-            let _ = writeln!(log, "# build FAILED after {:.1}s", started.elapsed().as_secs_f64());
+            let _ = writeln!(
+                log,
+                "# build FAILED after {:.1}s",
+                started.elapsed().as_secs_f64()
+            );
             drop(log);
             let name = final_dir.file_name().unwrap_or_default().to_string_lossy();
             let failed = root.join(format!("failed-{name}"));
@@ -833,22 +1019,35 @@ fn build_cached(
             let tmp_str = tmp.path().to_string_lossy().into_owned();
             let (dir, message) = match fs::rename(tmp.path(), &failed) {
                 // Point file names in the messages at where the files are now.
-                Ok(()) => (failed.clone(), message.replace(&tmp_str, &failed.to_string_lossy())),
+                Ok(()) => (
+                    failed.clone(),
+                    message.replace(&tmp_str, &failed.to_string_lossy()),
+                ),
                 // Keep the temporary directory instead.
                 Err(_) => (tmp.keep(), message),
             };
-            return Err(CosimError::Build { log_path: dir.join("build.log"), message });
+            return Err(CosimError::Build {
+                log_path: dir.join("build.log"),
+                message,
+            });
         }
         Err(e) => return Err(e),
     }
-    let _ = writeln!(log, "# build finished in {:.1}s", started.elapsed().as_secs_f64());
+    let _ = writeln!(
+        log,
+        "# build finished in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
     drop(log);
     match fs::rename(tmp.path(), final_dir) {
         Ok(()) => Ok(()),
         // Another process published the same entry first; use theirs (the
         // TempDir guard deletes ours).
         Err(_) if complete(final_dir) => Ok(()),
-        Err(e) => Err(io_err(format!("cannot publish build directory {}", final_dir.display()), e)),
+        Err(e) => Err(io_err(
+            format!("cannot publish build directory {}", final_dir.display()),
+            e,
+        )),
     }
 }
 
@@ -884,7 +1083,11 @@ fn runtime(root: &Path, version: &str) -> Result<Runtime, CosimError> {
         .split_whitespace()
         .map(str::to_string)
         .collect();
-    let rt = Runtime { hash, archive: dir.join(RUNTIME_ARCHIVE), objects };
+    let rt = Runtime {
+        hash,
+        archive: dir.join(RUNTIME_ARCHIVE),
+        objects,
+    };
     *slot = Some(rt.clone());
     Ok(rt)
 }
@@ -898,7 +1101,13 @@ fn build_runtime(dir: &Path, log: &mut File) -> Result<(), CosimError> {
     let mdir = dir.join("obj");
     let mut cmd = Command::new("verilator");
     cmd.args(verilator_flags())
-        .args(["--top-module", TOP, "--prefix", &format!("V{TOP}"), "--Mdir"])
+        .args([
+            "--top-module",
+            TOP,
+            "--prefix",
+            &format!("V{TOP}"),
+            "--Mdir",
+        ])
         .arg(&mdir)
         .arg(&src);
     run_logged(&mut cmd, log)?;
@@ -935,32 +1144,48 @@ fn build_design(
     dir: &Path,
     log: &mut File,
 ) -> Result<(), CosimError> {
-    let verilog = dir.join("top.v");
-    let shim_path = dir.join("shim.cpp");
-    write_file(&verilog, &spec.verilog)?;
-    write_file(&shim_path, shim)?;
+    // Sources are passed relative to the build directory (Verilator runs in
+    // it), so file names in Verilator's messages and in $display/$stop output
+    // read `<top>.v:12` instead of pointing into the temporary build path.
+    let verilog = format!("{}.v", spec.top);
+    write_file(&dir.join(&verilog), &spec.verilog)?;
+    write_file(&dir.join("shim.cpp"), shim)?;
     let prefix = format!("V{}", spec.top);
 
     // Step 1: Verilog -> C++ and a makefile (`-o` is relative to --Mdir).
     let mut cmd = Command::new("verilator");
-    cmd.args(verilator_flags())
-        .args(["--exe", "--top-module", &spec.top, "--prefix", &prefix, "-o", lib_name, "--Mdir"])
-        .arg(dir)
-        .arg(&shim_path)
-        .arg(&verilog);
+    cmd.current_dir(dir)
+        .args(verilator_flags())
+        .args([
+            "--exe",
+            "--top-module",
+            &spec.top,
+            "--prefix",
+            &prefix,
+            "-o",
+            lib_name,
+        ])
+        .args(["--Mdir", ".", "shim.cpp", &verilog]);
     run_logged(&mut cmd, log)?;
 
     // Step 2: compile and link. Link the prebuilt runtime instead of
     // recompiling it, unless the design needs runtime parts it lacks.
     let needed = global_objects(&dir.join(format!("{prefix}_classes.mk")))?;
     let mut cmd = Command::new("make");
-    cmd.arg("-C").arg(dir).arg("-f").arg(format!("{prefix}.mk")).arg(format!("-j{}", make_jobs()));
+    cmd.arg("-C")
+        .arg(dir)
+        .arg("-f")
+        .arg(format!("{prefix}.mk"))
+        .arg(format!("-j{}", make_jobs()));
     if needed.iter().all(|o| runtime.objects.contains(o)) {
         cmd.arg("VM_GLOBAL_FAST=")
             .arg("VM_GLOBAL_SLOW=")
             .arg(format!("USER_LDLIBS={}", runtime.archive.display()));
     } else {
-        let _ = writeln!(log, "# design needs runtime objects {needed:?}; compiling the runtime locally");
+        let _ = writeln!(
+            log,
+            "# design needs runtime objects {needed:?}; compiling the runtime locally"
+        );
     }
     run_logged(&mut cmd, log)?;
 
@@ -974,7 +1199,10 @@ fn build_design(
     if let Ok(entries) = fs::read_dir(dir) {
         for e in entries.flatten() {
             let p = e.path();
-            if matches!(p.extension().and_then(|x| x.to_str()), Some("o" | "a" | "d")) {
+            if matches!(
+                p.extension().and_then(|x| x.to_str()),
+                Some("o" | "a" | "d")
+            ) {
                 let _ = fs::remove_file(p);
             }
         }
@@ -1072,7 +1300,10 @@ fn summarize_log(text: &str) -> String {
 }
 
 fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=+,:".contains(c)) {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=+,:".contains(c))
+    {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
@@ -1126,8 +1357,18 @@ fn load(spec: &DesignSpec, dir: &Path, lib_path: &Path) -> Result<Compiled, Cosi
     };
 
     static NEXT_DESIGN: AtomicU32 = AtomicU32::new(1);
-    let by_name = spec.ports.iter().enumerate().map(|(i, p)| (p.name.clone(), i as u32)).collect();
-    let max_words = spec.ports.iter().map(|p| words_for(p.width)).max().unwrap_or(0);
+    let by_name = spec
+        .ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.name.clone(), i as u32))
+        .collect();
+    let max_words = spec
+        .ports
+        .iter()
+        .map(|p| words_for(p.width))
+        .max()
+        .unwrap_or(0);
     Ok(Compiled {
         inner: Arc::new(Inner {
             api,
@@ -1160,10 +1401,12 @@ impl Hasher {
         self.0.update(s.as_bytes());
     }
     fn finish(self) -> String {
-        self.0.finalize()[..16].iter().fold(String::new(), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+        self.0.finalize()[..16]
+            .iter()
+            .fold(String::new(), |mut s, b| {
+                let _ = write!(s, "{b:02x}");
+                s
+            })
     }
 }
 
@@ -1181,10 +1424,9 @@ fn low_mask(width: u32) -> u64 {
 }
 
 fn words_bits(words: &[u32]) -> u64 {
-    words
-        .iter()
-        .rposition(|&w| w != 0)
-        .map_or(0, |i| i as u64 * 32 + u64::from(32 - words[i].leading_zeros()))
+    words.iter().rposition(|&w| w != 0).map_or(0, |i| {
+        i as u64 * 32 + u64::from(32 - words[i].leading_zeros())
+    })
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), CosimError> {
@@ -1244,6 +1486,9 @@ mod tests {
              VM_GLOBAL_SLOW += \\\n\n\n",
         )
         .unwrap();
-        assert_eq!(global_objects(&mk).unwrap(), ["verilated", "verilated_vcd_c"]);
+        assert_eq!(
+            global_objects(&mk).unwrap(),
+            ["verilated", "verilated_vcd_c"]
+        );
     }
 }

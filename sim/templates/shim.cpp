@@ -72,6 +72,17 @@ void close_trace(Inst* s) {
 
 }  // namespace
 
+// Replaces Verilator's $finish handler (everything is built with
+// -DVL_USER_FINISH): the default one calls exit(0) on the second $finish,
+// which would end the whole Rust process. Here $finish only flags the
+// instance's context; Sim::finished() reports it.
+void vl_finish(const char* filename, int linenum, const char* hier) VL_MT_UNSAFE {
+    (void)hier;
+    VerilatedContext* ctx = Verilated::threadContextp();
+    if (!ctx->gotFinish()) VL_PRINTF("- %s:%d: Verilog $finish\n", filename, linenum);
+    ctx->gotFinish(true);
+}
+
 GPURTL_API uint32_t gpurtl_cosim_abi() noexcept { return {{ abi }}; }
 
 GPURTL_API uint32_t gpurtl_cosim_nports() noexcept { return {{ ports.len() }}; }

@@ -7,19 +7,34 @@ use std::process::Command;
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use gpurtl_sim::cosim::{compile, verilator_version, CosimError, DesignSpec, PortDir, PortSpec};
+use gpurtl_sim::cosim::{
+    compile, verilator_version, Compiled, CosimError, DesignSpec, PortDir, PortSpec, Sim,
+};
 use num_bigint::BigUint;
 
 fn input(name: &str, width: u32) -> PortSpec {
-    PortSpec { name: name.into(), width, dir: PortDir::Input }
+    PortSpec {
+        name: name.into(),
+        width,
+        dir: PortDir::Input,
+    }
 }
 
 fn output(name: &str, width: u32) -> PortSpec {
-    PortSpec { name: name.into(), width, dir: PortDir::Output }
+    PortSpec {
+        name: name.into(),
+        width,
+        dir: PortDir::Output,
+    }
 }
 
 fn spec(top: &str, verilog: &str, ports: Vec<PortSpec>) -> DesignSpec {
-    DesignSpec { top: top.into(), verilog: verilog.into(), ports, clock: "clk_i".into() }
+    DesignSpec {
+        top: top.into(),
+        verilog: verilog.into(),
+        ports,
+        clock: "clk_i".into(),
+    }
 }
 
 /// 8-bit counter with enable and synchronous active-high reset.
@@ -41,7 +56,12 @@ endmodule
     spec(
         top,
         &verilog,
-        vec![input("clk_i", 1), input("rst_i", 1), input("en_i", 1), output("count_o", 8)],
+        vec![
+            input("clk_i", 1),
+            input("rst_i", 1),
+            input("en_i", 1),
+            output("count_o", 8),
+        ],
     )
 }
 
@@ -49,8 +69,11 @@ endmodule
 fn counter_counts_resets_and_holds() {
     let design = compile(&counter_spec("smoke_counter")).expect("build counter");
     let mut sim = design.instantiate().unwrap();
-    let (rst, en, count) =
-        (sim.port("rst_i").unwrap(), sim.port("en_i").unwrap(), sim.port("count_o").unwrap());
+    let (rst, en, count) = (
+        sim.port("rst_i").unwrap(),
+        sim.port("en_i").unwrap(),
+        sim.port("count_o").unwrap(),
+    );
     assert_eq!(count.width(), 8);
     assert_eq!(count.dir(), PortDir::Output);
 
@@ -99,8 +122,11 @@ fn counter_throughput() {
     // Not an assertion, just a number for `--nocapture`.
     let design = compile(&counter_spec("smoke_counter")).expect("build counter");
     let mut sim = design.instantiate().unwrap();
-    let (rst, en, count) =
-        (sim.port("rst_i").unwrap(), sim.port("en_i").unwrap(), sim.port("count_o").unwrap());
+    let (rst, en, count) = (
+        sim.port("rst_i").unwrap(),
+        sim.port("en_i").unwrap(),
+        sim.port("count_o").unwrap(),
+    );
     sim.set(rst, 0);
     sim.set(en, 1);
     const N: u64 = 2_000_000;
@@ -179,12 +205,12 @@ fn wide_ports_round_trip() {
     let values = [
         BigUint::from(0u32),
         BigUint::from(1u32),
-        BigUint::from(u32::MAX),      // carry into word 1
-        BigUint::from(u64::MAX),      // carry into word 2
-        &one << 64u32,                // 2^64
-        (&one << 96u32) - &one,       // carry into the partial top word
-        &one << 99u32,                // 2^99, top bit
-        all_ones.clone(),             // wraps to 0
+        BigUint::from(u32::MAX), // carry into word 1
+        BigUint::from(u64::MAX), // carry into word 2
+        &one << 64u32,           // 2^64
+        (&one << 96u32) - &one,  // carry into the partial top word
+        &one << 99u32,           // 2^99, top bit
+        all_ones.clone(),        // wraps to 0
         BigUint::parse_bytes(b"0123456789abcdef0123456789", 16).unwrap(),
     ];
     let mut words = Vec::new();
@@ -196,7 +222,10 @@ fn wide_ports_round_trip() {
         let expected = (v + &one) % &modulus;
         assert_eq!(sim.get_big(a_o), expected, "a_o after a_i = {v:#x}");
         // Low 64 bits through `get`, and the word view.
-        assert_eq!(sim.get(a_o), u64::try_from(&expected % (&one << 64u32)).unwrap());
+        assert_eq!(
+            sim.get(a_o),
+            u64::try_from(&expected % (&one << 64u32)).unwrap()
+        );
         sim.get_words(a_o, &mut words);
         assert_eq!(words.len(), 4);
         assert_eq!(BigUint::from_slice(&words), expected);
@@ -214,7 +243,14 @@ fn wide_ports_round_trip() {
 
     // 40-bit port, combinational, across the 32-bit word boundary.
     let mask40 = (1u64 << 40) - 1;
-    for v in [0u64, 1, 0xff_ffff_ffff, 0xab_cdef_0123, 1 << 32, (1 << 32) - 1] {
+    for v in [
+        0u64,
+        1,
+        0xff_ffff_ffff,
+        0xab_cdef_0123,
+        1 << 32,
+        (1 << 32) - 1,
+    ] {
         sim.set(b_i, v);
         sim.eval();
         assert_eq!(sim.get(b_o), !v & mask40);
@@ -238,13 +274,21 @@ fn wide_ports_round_trip() {
 
     // Too-wide values are reported by the checked setters.
     match sim.try_set(c_i, 2) {
-        Err(CosimError::Width { port, width, value_bits }) => {
+        Err(CosimError::Width {
+            port,
+            width,
+            value_bits,
+        }) => {
             assert_eq!((port.as_str(), width, value_bits), ("c_i", 1, 2));
         }
         other => panic!("expected Width error, got {other:?}"),
     }
     match sim.try_set_big(a_i, &modulus) {
-        Err(CosimError::Width { port, width, value_bits }) => {
+        Err(CosimError::Width {
+            port,
+            width,
+            value_bits,
+        }) => {
             assert_eq!((port.as_str(), width, value_bits), ("a_i", 100, 101));
         }
         other => panic!("expected Width error, got {other:?}"),
@@ -273,7 +317,12 @@ endmodule
     spec(
         "smoke_pair",
         &verilog,
-        vec![input("clk_i", 1), input("load_i", 16), input("load_en_i", 1), output("value_o", 16)],
+        vec![
+            input("clk_i", 1),
+            input("load_i", 16),
+            input("load_en_i", 1),
+            output("value_o", 16),
+        ],
     )
 }
 
@@ -329,10 +378,17 @@ fn two_designs_and_parallel_instances() {
                     model = i & 0xffff;
                 } else {
                     sim.tick();
-                    model = if t == 2 { model.wrapping_sub(3) } else { model + 1 } & 0xffff;
+                    model = if t == 2 {
+                        model.wrapping_sub(3)
+                    } else {
+                        model + 1
+                    } & 0xffff;
                 }
                 if sim.get(value) != model {
-                    return Err(format!("thread {t}: cycle {i}: got {}, want {model}", sim.get(value)));
+                    return Err(format!(
+                        "thread {t}: cycle {i}: got {}, want {model}",
+                        sim.get(value)
+                    ));
                 }
             }
             Ok(sim.cycle())
@@ -362,20 +418,35 @@ fn vcd_trace_has_header_and_signals() {
     }
     sim.trace_close();
     let text = std::fs::read_to_string(&first).unwrap();
-    assert!(text.contains("$enddefinitions"), "VCD header missing:\n{text}");
+    assert!(
+        text.contains("$enddefinitions"),
+        "VCD header missing:\n{text}"
+    );
     for name in ["clk_i", "rst_i", "en_i", "count_o"] {
-        assert!(text.contains(name), "signal {name} missing from VCD:\n{text}");
+        assert!(
+            text.contains(name),
+            "signal {name} missing from VCD:\n{text}"
+        );
     }
     // Cycle 1 is the first traced tick: samples at 10 and 15, up to cycle 20.
-    assert!(text.contains("\n#10\n") && text.contains("\n#15\n"), "{text}");
-    assert!(text.contains("\n#205\n") && text.contains("\n#210\n"), "{text}");
+    assert!(
+        text.contains("\n#10\n") && text.contains("\n#15\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n#205\n") && text.contains("\n#210\n"),
+        "{text}"
+    );
 
     // A second trace on the same instance, closed by dropping the Sim.
     sim.trace_vcd(&second).unwrap();
     sim.tick();
     drop(sim);
     let text = std::fs::read_to_string(&second).unwrap();
-    assert!(text.contains("$enddefinitions") && text.contains("count_o"), "{text}");
+    assert!(
+        text.contains("$enddefinitions") && text.contains("count_o"),
+        "{text}"
+    );
     assert!(text.contains("\n#215\n"), "{text}");
 
     // An unwritable path is an error, not a crash.
@@ -386,18 +457,27 @@ fn vcd_trace_has_header_and_signals() {
 
 #[test]
 fn syntax_error_is_a_build_error_with_verilator_text() {
-    let verilog = "module smoke_broken(input wire clk_i, output wire x_o);\n  assign x_o = ;\nendmodule\n";
-    let spec = spec("smoke_broken", verilog, vec![input("clk_i", 1), output("x_o", 1)]);
+    let verilog =
+        "module smoke_broken(input wire clk_i, output wire x_o);\n  assign x_o = ;\nendmodule\n";
+    let spec = spec(
+        "smoke_broken",
+        verilog,
+        vec![input("clk_i", 1), output("x_o", 1)],
+    );
     match compile(&spec) {
         Err(e @ CosimError::Build { .. }) => {
-            let CosimError::Build { log_path, message } = &e else { unreachable!() };
+            let CosimError::Build { log_path, message } = &e else {
+                unreachable!()
+            };
             assert!(message.contains("%Error"), "{message}");
             assert!(message.contains("syntax error"), "{message}");
             assert!(log_path.is_file(), "log {} missing", log_path.display());
             let log = std::fs::read_to_string(log_path).unwrap();
             assert!(log.contains("syntax error"));
             let shown = e.to_string();
-            assert!(shown.contains(&log_path.display().to_string()) && shown.contains("syntax error"));
+            assert!(
+                shown.contains(&log_path.display().to_string()) && shown.contains("syntax error")
+            );
         }
         Err(other) => panic!("expected a build error, got {other}"),
         Ok(_) => panic!("broken Verilog compiled"),
@@ -408,28 +488,95 @@ fn syntax_error_is_a_build_error_with_verilator_text() {
 fn port_list_mismatches_are_reported() {
     let verilog = "module smoke_mismatch(input wire clk_i, input wire [15:0] d_i, output wire [15:0] q_o);\n  assign q_o = d_i;\nendmodule\n";
     // Width in the wrong storage class: caught when compiling the shim.
-    let wrong_width =
-        spec("smoke_mismatch", verilog, vec![input("clk_i", 1), input("d_i", 8), output("q_o", 16)]);
+    let wrong_width = spec(
+        "smoke_mismatch",
+        verilog,
+        vec![input("clk_i", 1), input("d_i", 8), output("q_o", 16)],
+    );
     match compile(&wrong_width) {
         Err(CosimError::Build { message, .. }) => {
-            assert!(message.contains("`d_i` is declared 8 bits wide"), "{message}")
+            assert!(
+                message.contains("`d_i` is declared 8 bits wide"),
+                "{message}"
+            )
         }
         other => panic!("expected a build error, got {other:?}"),
     }
     // Clock missing from the port list.
-    let mut no_clock =
-        spec("smoke_mismatch", verilog, vec![input("d_i", 16), output("q_o", 16)]);
+    let mut no_clock = spec(
+        "smoke_mismatch",
+        verilog,
+        vec![input("d_i", 16), output("q_o", 16)],
+    );
     no_clock.clock = "clk_i".into();
     assert!(matches!(compile(&no_clock), Err(CosimError::UnknownPort(p)) if p == "clk_i"));
 }
 
 #[test]
+fn finish_and_stop_only_flag_the_instance() {
+    // Verilator's stock handlers exit(0) on a second $finish and abort() on
+    // $stop; the harness must survive both and report them per instance.
+    let verilog = "
+module smoke_finish (
+  input  wire       clk_i,
+  input  wire       stop_i,
+  output reg  [3:0] cnt_o
+);
+  initial cnt_o = 4'd0;
+  always @(posedge clk_i) begin
+    cnt_o <= cnt_o + 4'd1;
+    if (cnt_o >= 4'd2) begin
+      if (stop_i) $stop;
+      else $finish;
+    end
+  end
+endmodule
+";
+    let spec = spec(
+        "smoke_finish",
+        verilog,
+        vec![input("clk_i", 1), input("stop_i", 1), output("cnt_o", 4)],
+    );
+    let design = compile(&spec).expect("build finish design");
+    for stop in [0, 1] {
+        let mut sim = design.instantiate().unwrap();
+        let mut other = design.instantiate().unwrap();
+        sim.set(sim.port("stop_i").unwrap(), stop);
+        for i in 0..10 {
+            sim.tick();
+            assert_eq!(sim.finished(), i >= 2, "stop={stop} tick {i}");
+        }
+        other.tick();
+        assert!(
+            !other.finished(),
+            "another instance must not see the $finish"
+        );
+        // The model keeps running; it is up to the caller to stop.
+        assert_eq!(sim.get(sim.port("cnt_o").unwrap()), 10);
+    }
+}
+
+#[test]
 fn error_messages_are_readable() {
     let e = CosimError::ToolMissing("verilator".into());
-    assert_eq!(e.to_string(), "verilator not found on PATH: run `make deps` to install it");
-    let e = CosimError::Width { port: "a_i".into(), width: 4, value_bits: 7 };
+    assert_eq!(
+        e.to_string(),
+        "verilator not found on PATH: run `make deps` to install it"
+    );
+    let e = CosimError::Width {
+        port: "a_i".into(),
+        width: 4,
+        value_bits: 7,
+    };
     assert!(e.to_string().contains("`a_i`"));
     assert!(verilator_version().unwrap().starts_with("Verilator"));
+
+    // Compiled designs are shared between threads, instances move to them.
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Compiled>();
+    send::<Sim>();
+    send_sync::<CosimError>();
 }
 
 const CHILD_ENV: &str = "GPURTL_COSIM_SMOKE_CHILD";
@@ -463,7 +610,11 @@ fn run_child(cache: &std::path::Path) -> PathBuf {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "child failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let line = stdout
         .lines()
         .find_map(|l| l.split_once("BUILD_DIR=").map(|(_, dir)| dir))
@@ -476,7 +627,11 @@ fn cache_is_reused_across_processes() {
     // A private cache root, used only by the child processes.
     let cache = tempfile::tempdir().unwrap();
     let dir1 = run_child(cache.path());
-    assert!(dir1.starts_with(cache.path().canonicalize().unwrap()), "{}", dir1.display());
+    assert!(
+        dir1.starts_with(cache.path().canonicalize().unwrap()),
+        "{}",
+        dir1.display()
+    );
     let log = dir1.join("build.log");
     let lib = std::fs::read_dir(&dir1)
         .unwrap()
@@ -488,15 +643,26 @@ fn cache_is_reused_across_processes() {
 
     let dir2 = run_child(cache.path());
     assert_eq!(dir1, dir2);
-    assert_eq!(std::fs::metadata(&log).unwrap().modified().unwrap(), log_mtime, "rebuilt");
-    assert_eq!(std::fs::metadata(&lib).unwrap().modified().unwrap(), lib_mtime, "relinked");
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().modified().unwrap(),
+        log_mtime,
+        "rebuilt"
+    );
+    assert_eq!(
+        std::fs::metadata(&lib).unwrap().modified().unwrap(),
+        lib_mtime,
+        "relinked"
+    );
     // Only the runtime and this one design were ever built there.
     let entries: Vec<String> = std::fs::read_dir(cache.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(entries.len(), 2, "{entries:?}");
-    assert!(entries.iter().any(|e| e.starts_with("runtime-")), "{entries:?}");
+    assert!(
+        entries.iter().any(|e| e.starts_with("runtime-")),
+        "{entries:?}"
+    );
 
     // In-process: the second compile returns the memoized library.
     let a = compile(&cache_spec()).unwrap();
