@@ -29,7 +29,7 @@ pub fn module(m: &Module) -> String {
     // Ports table: name, direction, width, meaning.
     let ports: Vec<_> = m.port_signals().collect();
     let nw = ports.iter().map(|p| p.name.len()).max().unwrap_or(4).max(4);
-    let _ = writeln!(s, "// {:<nw$}  {:<6}  {:>5}  {}", "port", "dir", "width", "meaning");
+    let _ = writeln!(s, "// {:<nw$}  {:<6}  {:>5}  meaning", "port", "dir", "width");
     for p in &ports {
         let dir = if p.kind == SigKind::Input { "input" } else { "output" };
         let _ = writeln!(s, "// {:<nw$}  {:<6}  {:>5}  {}", p.name, dir, p.width, p.doc);

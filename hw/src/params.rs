@@ -30,7 +30,7 @@ impl ParamInfo {
     /// What is allowed, in words, for messages and `gpurtl list`.
     pub fn allowed(&self) -> String {
         match &self.kind {
-            ParamKind::Int { min, max, rule } if rule.is_empty() => format!("an integer from {min} to {max}"),
+            ParamKind::Int { min, max, rule: "" } => format!("an integer from {min} to {max}"),
             ParamKind::Int { min, max, rule } => format!("{rule} from {min} to {max}"),
             ParamKind::Bool => "true or false".into(),
             ParamKind::Choice(c) => format!("one of {}", c.join(", ")),

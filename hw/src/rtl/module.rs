@@ -255,7 +255,7 @@ impl ModuleBuilder {
             }
         }
         let ok_d = self.checked(d);
-        let ok_en = enable.map_or(true, |e| self.checked(e));
+        let ok_en = enable.is_none_or(|e| self.checked(e));
         if ok_d && ok_en {
             let name = sig.name;
             let d = self.hoist(d, &name);

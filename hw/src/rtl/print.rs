@@ -22,7 +22,7 @@ pub fn expr(m: &Module, e: &Expr) -> String {
 
 fn write(m: &Module, e: &Expr, s: &mut String, top: bool) {
     match e.kind() {
-        ExprKind::Sig(id) => s.push_str(&m.signals.get(id.0).map_or("?", |x| x.name.as_str()).to_string()),
+        ExprKind::Sig(id) => s.push_str(m.signals.get(id.0).map_or("?", |x| x.name.as_str())),
         ExprKind::Const(v) => s.push_str(&literal(e.width(), v)),
         ExprKind::Bad(msg) => s.push_str(&format!("/* {msg} */")),
         ExprKind::Slice(inner, hi, lo) => {

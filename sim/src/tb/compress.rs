@@ -63,14 +63,16 @@ impl Ports {
     }
 }
 
-/// Elements of `bits` each, element 0 lowest, into 32-bit words.
+/// Elements of `bits` each (at most 64), element 0 lowest, into 32-bit words.
 fn pack(elems: &[u64], bits: u32, width: u32) -> Vec<u32> {
     let mut w = vec![0u32; width.div_ceil(32) as usize];
+    let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
     for (i, &e) in elems.iter().enumerate() {
-        for b in 0..bits {
-            if (e >> b) & 1 == 1 {
-                let pos = i as u32 * bits + b;
-                w[(pos / 32) as usize] |= 1 << (pos % 32);
+        let pos = i as u32 * bits;
+        let v = ((e & mask) as u128) << (pos % 32);
+        for k in 0..3 {
+            if let Some(x) = w.get_mut((pos / 32) as usize + k) {
+                *x |= (v >> (32 * k)) as u32;
             }
         }
     }
@@ -78,12 +80,14 @@ fn pack(elems: &[u64], bits: u32, width: u32) -> Vec<u32> {
 }
 
 fn unpack(words: &[u32], bits: u32, count: usize) -> Vec<u64> {
+    let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
     (0..count)
         .map(|i| {
-            (0..bits).fold(0u64, |acc, b| {
-                let pos = i as u32 * bits + b;
-                acc | (((words[(pos / 32) as usize] >> (pos % 32)) as u64 & 1) << b)
-            })
+            let pos = i as u32 * bits;
+            let v = (0..3).fold(0u128, |acc, k| {
+                acc | (words.get((pos / 32) as usize + k).copied().unwrap_or(0) as u128) << (32 * k)
+            });
+            (v >> (pos % 32)) as u64 & mask
         })
         .collect()
 }
@@ -249,6 +253,11 @@ mod tests {
         let w = pack(&e, 16, 64);
         assert_eq!(w, vec![0x00cd_00ab, 0x0001_00ef]);
         assert_eq!(unpack(&w, 16, 4), e);
+        let bits = vec![1, 0, 1, 1, 0, 0, 0, 1, 1];
+        assert_eq!(pack(&bits, 1, 64), vec![0x18d, 0]);
+        assert_eq!(unpack(&pack(&bits, 1, 64), 1, 9), bits);
+        let bytes: Vec<u64> = (0..16).map(|i| i * 17).collect();
+        assert_eq!(unpack(&pack(&bytes, 8, 128), 8, 16), bytes);
         let big = vec![u64::MAX, 1];
         assert_eq!(unpack(&pack(&big, 64, 128), 64, 2), big);
     }
