@@ -4,6 +4,7 @@
 CARGO   ?= cargo
 GPURTL  := target/release/gpurtl
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+SHELL   := /bin/bash
 
 .PHONY: all deps build gen test lint bench clean
 
@@ -26,8 +27,13 @@ gen: build
 
 # The whole suite: unit tests, cosimulation against the golden models, lint,
 # synthesis checks, CLI error messages, regeneration stability.
+# The last line sums every test binary's result line.
 test: deps
-	$(CARGO) test --release --workspace --no-fail-fast -- --test-threads=2
+	@mkdir -p target
+	set -o pipefail; $(CARGO) test --release --workspace --no-fail-fast -- --test-threads=2 2>&1 \
+	  | tee target/test.log; status=$$?; \
+	  awk '/^test result:/ { p += $$4; f += $$6 } END { printf "summary: %d passed, %d failed\n", p, f }' target/test.log; \
+	  exit $$status
 
 lint: build
 	$(GPURTL) lint compress

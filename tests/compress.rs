@@ -107,8 +107,7 @@ fn generated(p: &CompressParams) -> (tempfile::TempDir, String, Vec<String>) {
     let files = emit::files(&design, &prov);
     let dir = tempfile::tempdir().unwrap();
     emit::write_all(dir.path(), &files).unwrap();
-    let vs = files.iter().filter(|(f, _)| f.ends_with(".v")).map(|(f, _)| f.clone()).collect();
-    (dir, design.top, vs)
+    (dir, design.top, emit::sources(&files))
 }
 
 #[test]

@@ -56,8 +56,7 @@ fn compress(b: &dyn Block, p: &CompressParams, out: &mut dyn Write) -> Result<Va
         let dir = tempfile::tempdir().map_err(|e| CliError::Failed(e.to_string()))?;
         let files = emit::files(&design, &b.provenance(&params));
         emit::write_all(dir.path(), &files).map_err(|e| CliError::Failed(e.to_string()))?;
-        let vs: Vec<String> = files.iter().filter(|(f, _)| f.ends_with(".v")).map(|(f, _)| f.clone()).collect();
-        let s = tools::yosys_synth(dir.path(), &design.top, &vs)?;
+        let s = tools::yosys_synth(dir.path(), &design.top, &emit::sources(&files))?;
         let growth = s.cells as f64 / *base_cells.get_or_insert(s.cells) as f64;
         let _ = writeln!(
             out,
@@ -70,7 +69,7 @@ fn compress(b: &dyn Block, p: &CompressParams, out: &mut dyn Write) -> Result<Va
             "cells_vs_w128": growth, "cosim_cycles_per_second": cps,
         }));
     }
-    let _ = writeln!(out, "area growth 128->1024: {:.2}x (W log W predicts 14x, a crossbar 64x)", rows[3]["cells_vs_w128"]);
+    let _ = writeln!(out, "area growth 128->1024: {:.2}x (W log W predicts 14x, a crossbar 64x)", rows[3]["cells_vs_w128"].as_f64().unwrap_or(0.0));
     Ok(json!({
         "block": "compress",
         "generator": format!("gpurtl {}", emit::VERSION),

@@ -147,11 +147,12 @@ pub fn params_of(b: &dyn Block, o: &Opts) -> Result<Value, CliError> {
     b.resolve(base.as_ref(), &o.pairs).map_err(|e| CliError::Bad(e.to_string()))
 }
 
-fn gen_one(b: &dyn Block, params: &Value, dir: &Path) -> Result<Vec<(String, String)>, CliError> {
+/// Generate and write a block's files; returns the top's name and the files.
+fn gen_one(b: &dyn Block, params: &Value, dir: &Path) -> Result<(String, Vec<(String, String)>), CliError> {
     let design = b.design(params).map_err(CliError::Failed)?;
     let files = emit::files(&design, &b.provenance(params));
     emit::write_all(dir, &files).map_err(|e| CliError::Failed(format!("cannot write to `{}`: {e}", dir.display())))?;
-    Ok(files)
+    Ok((design.top, files))
 }
 
 fn cmd_list(out: &mut dyn Write) -> Result<(), CliError> {
@@ -175,14 +176,14 @@ fn cmd_gen(o: &Opts, out: &mut dyn Write) -> Result<(), CliError> {
         }
         for b in blocks::all() {
             let sub = dir.join(b.name());
-            let files = gen_one(b, &b.defaults(), &sub)?;
+            let (_, files) = gen_one(b, &b.defaults(), &sub)?;
             let _ = writeln!(out, "{}: {} files in {}", b.name(), files.len(), sub.display());
         }
         return Ok(());
     }
     let b = block_of(o)?;
     let params = params_of(b, o)?;
-    let files = gen_one(b, &params, dir)?;
+    let (_, files) = gen_one(b, &params, dir)?;
     for (f, _) in files {
         let _ = writeln!(out, "{}", dir.join(f).display());
     }
@@ -194,12 +195,10 @@ fn cmd_lint(o: &Opts, out: &mut dyn Write) -> Result<(), CliError> {
     let params = params_of(b, o)?;
     let tmp = tempfile::tempdir().map_err(|e| CliError::Failed(format!("cannot make a temporary directory: {e}")))?;
     let dir = o.out_dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
-    let design = b.design(&params).map_err(CliError::Failed)?;
-    let files = gen_one(b, &params, &dir)?;
-    tools::verilator_lint(&dir, &design.top)?;
+    let (top, files) = gen_one(b, &params, &dir)?;
+    tools::verilator_lint(&dir, &top)?;
     let _ = writeln!(out, "verilator --lint-only -Wall: clean");
-    let vs: Vec<String> = files.iter().filter(|(f, _)| f.ends_with(".v")).map(|(f, _)| f.clone()).collect();
-    let s = tools::yosys_synth(&dir, &design.top, &vs)?;
+    let s = tools::yosys_synth(&dir, &top, &emit::sources(&files))?;
     let _ = writeln!(out, "yosys synth + check -assert: clean, no latches ({} cells, {} flip-flops)", s.cells, s.flip_flops);
     Ok(())
 }

@@ -103,6 +103,11 @@ pub fn files(design: &Design, prov: &Provenance) -> Vec<(String, String)> {
     out
 }
 
+/// Names of the Verilog sources among `files`, in filelist order.
+pub fn sources(files: &[(String, String)]) -> Vec<String> {
+    files.iter().filter(|(f, _)| f.ends_with(".v")).map(|(f, _)| f.clone()).collect()
+}
+
 /// Write `files` into `dir` atomically per file (temp file + rename).
 pub fn write_all(dir: &Path, files: &[(String, String)]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
