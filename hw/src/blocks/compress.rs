@@ -206,7 +206,6 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     };
 
     // ---- layer 0: front ----
-    let esize = in_esize.clone();
     let nz: Vec<Expr> = (0..n).map(|l| in_src.part(8 * l, 8).any()).collect();
     let src_nz = b.let_("src_nz", &Expr::cat_lanes(&nz));
     // Element mask for each size, lane e = element e, zero above width/esize.
@@ -220,14 +219,14 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
         let m = in_mask_gen.mux(&gen, &given).zext(n);
         by_size.push(b.let_(&format!("mask_e{}", 8 << sz), &m));
     }
-    let mask = b.let_("mask", &by_esize(&esize, &by_size));
+    let mask = b.let_("mask", &by_esize(&in_esize, &by_size));
     // The element mask spread over each element's bytes.
     let mut byte_masks = Vec::new();
     for sz in 0..4u32 {
         let lanes: Vec<Expr> = (0..n).map(|l| mask.bit_at(l >> sz)).collect();
         byte_masks.push(Expr::cat_lanes(&lanes));
     }
-    let bmask = b.let_("byte_mask", &by_esize(&esize, &byte_masks));
+    let bmask = b.let_("byte_mask", &by_esize(&in_esize, &byte_masks));
     // zeros[l] = unselected lanes below l (exclusive prefix sum of ~byte_mask).
     let inclusive = prefix_sum(&mut b, "unsel", &(0..n).map(|l| bmask.bit_at(l).not()).collect::<Vec<_>>());
     let zeros = b.wire("zeros", n * s);
@@ -243,7 +242,7 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     flow.old = Some(in_old);
     flow.src = Some(in_src.clone());
     flow.mask = Some(mask);
-    flow.count = Some(by_esize(&esize, &counts));
+    flow.count = Some(by_esize(&in_esize, &counts));
     flow.cmp_valid = Some(bmask);
     flow.cmp_amt = Some(zeros);
     flow.cmp_data = Some(in_src);
@@ -293,18 +292,17 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
         let nx = b.wire(&format!("exp_data_s{k}"), w);
         for l in 0..n {
             let stays = v.bit_at(l).and(&mv.bit_at(l).not());
-            let own_amt = a.part(l * aw, k.max(1));
             if l >= d {
                 let take = mv.bit_at(l - d);
                 b.assign_part(&nv, l, &take.or(&stays));
                 if let Some(na) = &na {
-                    b.assign_part(na, l * k, &take.mux(&a.part((l - d) * aw, k), &own_amt));
+                    b.assign_part(na, l * k, &take.mux(&a.part((l - d) * aw, k), &a.part(l * aw, k)));
                 }
                 b.assign_part(&nx, l * 8, &take.mux(&x.part((l - d) * 8, 8), &x.part(l * 8, 8)));
             } else {
                 b.assign_part(&nv, l, &stays);
                 if let Some(na) = &na {
-                    b.assign_part(na, l * k, &own_amt);
+                    b.assign_part(na, l * k, &a.part(l * aw, k));
                 }
                 b.assign_part(&nx, l * 8, &x.part(l * 8, 8));
             }

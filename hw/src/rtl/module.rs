@@ -52,6 +52,8 @@ pub struct Instance {
     /// (port name, connected expression) in the submodule's port order.
     /// Outputs connect to a whole signal of this module (an `Expr::Sig`).
     pub conns: Vec<(String, Expr)>,
+    /// The wires of this module that the instance's outputs drive.
+    pub drives: Vec<SigId>,
 }
 
 /// A finished, checked module.
@@ -110,11 +112,9 @@ pub struct ModuleBuilder {
 
 impl ModuleBuilder {
     pub fn new(name: &str) -> ModuleBuilder {
-        let mut namer = Namer::default();
-        let name = namer.claim(name);
         ModuleBuilder {
             m: Module {
-                name,
+                name: super::namer::legalize(name),
                 doc: Vec::new(),
                 signals: Vec::new(),
                 ports: Vec::new(),
@@ -276,6 +276,7 @@ impl ModuleBuilder {
     pub fn instance(&mut self, sub: &Module, name: &str, conns: &[(&str, Expr)]) {
         let name = self.namer.claim(name);
         let mut out = Vec::new();
+        let mut drives = Vec::new();
         for p in sub.port_signals() {
             let Some((_, e)) = conns.iter().find(|(n, _)| *n == p.name) else {
                 self.problems.push(format!("instance `{name}` of `{}`: port `{}` is not connected", sub.name, p.name));
@@ -292,12 +293,19 @@ impl ModuleBuilder {
                 ));
                 continue;
             }
-            if p.kind == SigKind::Output && !matches!(e.kind(), ExprKind::Sig(_)) {
-                self.problems.push(format!(
-                    "instance `{name}` of `{}`: output `{}` must connect to a whole wire",
-                    sub.name, p.name
-                ));
-                continue;
+            if p.kind == SigKind::Output {
+                match e.kind() {
+                    ExprKind::Sig(s) if matches!(self.m.signals[s.0].kind, SigKind::Wire | SigKind::Output) => {
+                        drives.push(*s)
+                    }
+                    _ => {
+                        self.problems.push(format!(
+                            "instance `{name}` of `{}`: output `{}` must connect to a whole wire or output",
+                            sub.name, p.name
+                        ));
+                        continue;
+                    }
+                }
             }
             if !self.checked(e) {
                 continue;
@@ -310,7 +318,7 @@ impl ModuleBuilder {
                 self.problems.push(format!("instance `{name}` of `{}`: it has no port `{n}`", sub.name));
             }
         }
-        self.m.instances.push(Instance { module: sub.name.clone(), name, conns: out });
+        self.m.instances.push(Instance { module: sub.name.clone(), name, conns: out, drives });
     }
 
     fn target(&mut self, e: &Expr, what: &str) -> Option<SigId> {
@@ -412,20 +420,12 @@ impl ModuleBuilder {
                 }
             }
         }
+        // Instance inputs read their signals; outputs drive their wires.
         for inst in &self.m.instances {
             for (_, e) in &inst.conns {
-                e.visit_sigs(&mut mark);
-            }
-        }
-        // Instance outputs drive their wires; inputs read theirs (marked above,
-        // over-approximating reads of output wires, which is harmless).
-        for inst in &self.m.instances {
-            for (_, e) in &inst.conns {
-                if let ExprKind::Sig(s) = e.kind() {
-                    if self.m.signals[s.0].kind != SigKind::Input && driven[s.0].iter().all(|&d| d == 0) {
-                        // Only a wire with no assign can be an instance output.
-                        driven[s.0].iter_mut().for_each(|d| *d = 1);
-                    }
+                match e.kind() {
+                    ExprKind::Sig(s) if inst.drives.contains(s) => driven[s.0].iter_mut().for_each(|d| *d += 1),
+                    _ => e.visit_sigs(&mut mark),
                 }
             }
         }
@@ -559,6 +559,30 @@ mod tests {
         let p = problems(b);
         assert!(p.contains(&"register `count_q` has 0 next-state assignments, must have exactly 1".to_string()), "{p:?}");
         assert!(p.contains(&"`a_i` bits [7:4] are never read".to_string()), "{p:?}");
+    }
+
+    #[test]
+    fn instance_outputs_drive_and_inputs_read() {
+        let mut s = ModuleBuilder::new("inv");
+        let a = s.input("a_i", 4, "");
+        let y = s.output("y_o", 4, "");
+        s.assign(&y, &a.not());
+        let sub = s.finish().unwrap();
+
+        let mut b = ModuleBuilder::new("top");
+        let x = b.input("x_i", 4, "");
+        let y = b.output("y_o", 4, "");
+        let floating = b.wire("floating", 4);
+        let w = b.wire("w", 4);
+        b.instance(&sub, "u_ok", &[("a_i", x.clone()), ("y_o", w.clone())]);
+        b.assign(&y, &w);
+        // An input fed by an undriven wire, and an output fighting an assign.
+        b.instance(&sub, "u_bad", &[("a_i", floating), ("y_o", w.clone())]);
+        let p = problems(b);
+        assert_eq!(
+            p,
+            vec!["`floating` bits [3:0] are not driven".to_string(), "`w` bits [3:0] have more than one driver".to_string()]
+        );
     }
 
     #[test]
