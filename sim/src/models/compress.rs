@@ -12,8 +12,8 @@
 //! input transfer to the last output transfer.
 
 use serde::{Deserialize, Serialize};
+use super::{err, shown, InputError};
 use serde_json::Value;
-use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -83,35 +83,6 @@ pub fn run(ops: &[Op], latency: u32) -> Output {
     let results: Vec<OpResult> = ops.iter().map(apply).collect();
     let cycles = if ops.is_empty() { 0 } else { ops.len() as u64 - 1 + latency as u64 };
     Output { results, cycles }
-}
-
-/// A malformed input file: where, what was found, what is allowed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InputError {
-    pub field: String,
-    pub value: String,
-    pub allowed: String,
-}
-
-impl fmt::Display for InputError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "input `{}` = {}: must be {}", self.field, self.value, self.allowed)
-    }
-}
-
-impl std::error::Error for InputError {}
-
-fn err(field: impl Into<String>, value: impl fmt::Display, allowed: impl Into<String>) -> InputError {
-    InputError { field: field.into(), value: value.to_string(), allowed: allowed.into() }
-}
-
-fn shown(v: &Value) -> String {
-    let s = v.to_string();
-    if s.len() > 40 {
-        format!("{}...", &s[..40])
-    } else {
-        s
-    }
 }
 
 /// Parse and check an input file against a vector width in bits.

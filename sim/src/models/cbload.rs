@@ -1,0 +1,1 @@
+//! placeholder: written from docs/cbload.md
