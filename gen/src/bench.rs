@@ -19,6 +19,7 @@ pub fn run(b: &dyn Block, params: &Value, json_out: Option<&Path>, out: &mut dyn
             let p: CompressParams = serde_json::from_value(params.clone()).map_err(|e| CliError::Bad(e.to_string()))?;
             compress(b, &p, out)?
         }
+        "cbload" => cbload(b, params, out)?,
         other => return Err(CliError::Bad(format!("block `{other}` has no bench yet"))),
     };
     let path = json_out.map(Path::to_path_buf).unwrap_or_else(|| format!("out/bench/{}.json", b.name()).into());
@@ -75,5 +76,68 @@ fn compress(b: &dyn Block, p: &CompressParams, out: &mut dyn Write) -> Result<Va
         "generator": format!("gpurtl {}", emit::VERSION),
         "command": format!("gpurtl bench compress --param latency={}", p.latency),
         "rows": rows,
+    }))
+}
+
+/// Burst versus single loads at memory latency 10, against the bandwidth
+/// floor of N*reg_bits/read_bits beats.
+fn cbload(b: &dyn Block, params: &Value, out: &mut dyn Write) -> Result<Value, CliError> {
+    use gpurtl_sim::models::cbload::{Config, Instr, Offset, View, Workload};
+    use gpurtl_sim::tb::cbload as cb_tb;
+    let cfg: Config = serde_json::from_value(params.clone()).map_err(|e| CliError::Failed(e.to_string()))?;
+    let design = b.design(params).map_err(CliError::Failed)?;
+    let compiled = compile_design(&design)?;
+    let gb = cfg.reg_bits / 8;
+    let per_reg = (cfg.reg_bits / cfg.read_bits) as u64;
+    let latency = 10;
+    let size = cfg.max_burst as u64 * gb as u64;
+    let view = View { base: 0, size, data: (0..size).map(|i| (i * 7 + 1) as u8).collect() };
+    let mut rows = Vec::new();
+    let _ = writeln!(
+        out,
+        "cbload bench: {}-bit registers, {}-bit reads, {} in flight, memory latency {latency}",
+        cfg.reg_bits, cfg.read_bits, cfg.max_outstanding
+    );
+    let _ = writeln!(out, "{:>4} {:>8} {:>12} {:>12} {:>8} {:>10} {:>14}", "N", "floor", "burst", "N singles", "speedup", "burst/floor", "cosim cyc/s");
+    for n in [1u32, 4, 16, 64].into_iter().filter(|&n| n <= cfg.max_burst) {
+        let load = |burst: bool| -> Vec<Instr> {
+            let one = |dest: u32, offset: u64, size: u32| Instr { dest, view: 0, offset: Offset::Imm(offset), burst, size, tag: dest };
+            if burst {
+                vec![one(0, 0, n * gb)]
+            } else {
+                (0..n).map(|j| one(j, j as u64 * gb as u64, 0)).collect()
+            }
+        };
+        let mut cycles = [0u64; 2];
+        let mut cps = 0.0;
+        for (k, burst) in [true, false].into_iter().enumerate() {
+            let w = Workload { mem_latency: latency, views: vec![view.clone()], init_regs: vec![], instrs: load(burst) };
+            let t0 = Instant::now();
+            let (res, stats) = cb_tb::run(&compiled, &cfg, &w, None, None)?;
+            cps = stats.ticks as f64 / t0.elapsed().as_secs_f64();
+            cycles[k] = res.cycles;
+        }
+        let floor = n as u64 * per_reg;
+        let ratio = cycles[0] as f64 / floor as f64;
+        let speedup = cycles[1] as f64 / cycles[0] as f64;
+        let _ = writeln!(out, "{:>4} {:>8} {:>12} {:>12} {:>7.2}x {:>10.3}x {:>14.0}", n, floor, cycles[0], cycles[1], speedup, ratio, cps);
+        rows.push(json!({
+            "registers": n, "floor_beats": floor, "burst_cycles": cycles[0], "single_loads_cycles": cycles[1],
+            "speedup": speedup, "burst_vs_floor": ratio, "cosim_cycles_per_second": cps,
+        }));
+    }
+    let dir = tempfile::tempdir().map_err(|e| CliError::Failed(e.to_string()))?;
+    let files = emit::files(&design, &b.provenance(params));
+    emit::write_all(dir.path(), &files).map_err(|e| CliError::Failed(e.to_string()))?;
+    let s = tools::yosys_synth(dir.path(), &design.top, &emit::sources(&files))?;
+    let _ = writeln!(out, "yosys: {} cells, {} flip-flops", s.cells, s.flip_flops);
+    Ok(json!({
+        "block": "cbload",
+        "generator": format!("gpurtl {}", emit::VERSION),
+        "params": params,
+        "memory_latency": latency,
+        "rows": rows,
+        "yosys_cells": s.cells,
+        "yosys_flip_flops": s.flip_flops,
     }))
 }

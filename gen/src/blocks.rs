@@ -57,7 +57,11 @@ pub fn all() -> Vec<&'static dyn Block> {
         summary: "packed compress/expand unit: 8/16/32/64-bit elements, merge or zeroing, one vector per cycle",
         build: gpurtl_hw::blocks::compress::build,
     };
-    vec![&COMPRESS]
+    static CBLOAD: Typed<gpurtl_hw::blocks::cbload::CbloadParams> = Typed {
+        summary: "constant-buffer burst load: one CDL instruction fills N registers from a constant buffer view",
+        build: gpurtl_hw::blocks::cbload::build,
+    };
+    vec![&COMPRESS, &CBLOAD]
 }
 
 pub fn find(name: &str) -> Option<&'static dyn Block> {

@@ -4,7 +4,9 @@ use crate::blocks::Block;
 use crate::cli::CliError;
 use crate::rtl_engine::compile_design;
 use gpurtl_hw::blocks::compress::CompressParams;
+use gpurtl_sim::models::cbload as cb_model;
 use gpurtl_sim::models::compress as model;
+use gpurtl_sim::tb::cbload as cb_tb;
 use gpurtl_sim::tb::compress as tb;
 use serde_json::Value;
 use std::path::Path;
@@ -29,6 +31,20 @@ pub fn run(b: &dyn Block, params: &Value, input: &Value, engine: Engine, vcd: Op
                 }
             };
             serde_json::to_value(out).map_err(|e| CliError::Failed(e.to_string()))
+        }
+        "cbload" => {
+            let cfg: cb_model::Config =
+                serde_json::from_value(params.clone()).map_err(|e| CliError::Failed(e.to_string()))?;
+            let w = cb_model::parse_input(input, &cfg).map_err(|e| CliError::Bad(e.to_string()))?;
+            let out = match engine {
+                Engine::Model => cb_model::run(&cfg, &w),
+                Engine::Rtl => {
+                    let design = b.design(params).map_err(CliError::Failed)?;
+                    let compiled = compile_design(&design)?;
+                    cb_tb::run(&compiled, &cfg, &w, None, vcd)?.0
+                }
+            };
+            Ok(cb_model::output_json(&cfg, &out))
         }
         other => Err(CliError::Bad(format!("block `{other}` has no runner yet"))),
     }

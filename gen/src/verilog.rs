@@ -49,7 +49,17 @@ pub fn module(m: &Module) -> String {
         let rw = internal.iter().map(|x| range(x.width).len()).max().unwrap_or(0);
         for x in internal {
             let kw = if x.kind == SigKind::Reg { "reg " } else { "wire" };
-            let _ = writeln!(s, "  {kw} {:<rw$} {};", range(x.width), x.name);
+            match &x.waiver {
+                None => {
+                    let _ = writeln!(s, "  {kw} {:<rw$} {};", range(x.width), x.name);
+                }
+                Some(why) => {
+                    let _ = writeln!(s, "  // {}: {why}", x.name);
+                    let _ = writeln!(s, "  /* verilator lint_off UNUSED */");
+                    let _ = writeln!(s, "  {kw} {:<rw$} {};", range(x.width), x.name);
+                    let _ = writeln!(s, "  /* verilator lint_on UNUSED */");
+                }
+            }
         }
     }
 

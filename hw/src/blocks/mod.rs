@@ -1,1 +1,2 @@
 pub mod compress;
+pub mod cbload;

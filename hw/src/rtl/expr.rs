@@ -322,6 +322,19 @@ impl Expr {
     }
 }
 
+/// `items[sel]` as a balanced tree of 2:1 muxes (one level per bit of
+/// `sel`). Indices past the end of `items` give zero.
+pub fn select(sel: &Expr, items: &[Expr]) -> Expr {
+    let w = items.first().map_or(1, |e| e.width());
+    let mut level: Vec<Expr> = items.to_vec();
+    level.resize((1usize << sel.width()).max(items.len()), Expr::zero(w));
+    for bit in 0..sel.width() {
+        let s = sel.bit_at(bit);
+        level = level.chunks(2).map(|p| if p.len() == 2 { s.mux(&p[1], &p[0]) } else { p[0].clone() }).collect();
+    }
+    level.swap_remove(0)
+}
+
 /// Number of bits needed to hold values `0..=max`.
 pub fn bits_for(max: u64) -> u32 {
     (64 - max.leading_zeros()).max(1)

@@ -9,7 +9,9 @@
 use super::expr::{Expr, ExprKind, SigId};
 use super::namer::Namer;
 use num_bigint::BigUint;
+use std::collections::HashMap;
 use std::fmt;
+use std::rc::Rc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SigKind {
@@ -27,6 +29,9 @@ pub struct Signal {
     /// Reset value for registers in the reset domain; `None` = not reset (datapath).
     pub reset: Option<BigUint>,
     pub doc: String,
+    /// Why some bits of this signal are never read (a lint waiver is printed
+    /// with this reason). Only the layer's own temporaries get one.
+    pub waiver: Option<String>,
 }
 
 /// `assign target[lo +: expr.width] = expr;`
@@ -108,6 +113,11 @@ pub struct ModuleBuilder {
     namer: Namer,
     problems: Vec<String>,
     hoisted: usize,
+    /// Hoisted expressions by identity, so slicing one expression many times
+    /// gives one wire.
+    /// The key expression is kept alive beside its wire, so an address
+    /// cannot be reused by another expression while it is in the cache.
+    hoist_cache: HashMap<*const ExprKind, (Expr, Expr)>,
 }
 
 impl ModuleBuilder {
@@ -127,6 +137,7 @@ impl ModuleBuilder {
             namer: Namer::default(),
             problems: Vec::new(),
             hoisted: 0,
+            hoist_cache: HashMap::new(),
         }
     }
 
@@ -144,7 +155,7 @@ impl ModuleBuilder {
         }
         let name = self.namer.claim(name);
         let id = SigId(self.m.signals.len());
-        self.m.signals.push(Signal { name, width: width.max(1), kind, reset, doc: doc.to_string() });
+        self.m.signals.push(Signal { name, width: width.max(1), kind, reset, doc: doc.to_string(), waiver: None });
         if matches!(kind, SigKind::Input | SigKind::Output) {
             self.m.ports.push(id);
         }
@@ -350,12 +361,19 @@ impl ModuleBuilder {
             ExprKind::Slice(inner, hi, lo) => {
                 let inner = if matches!(inner.kind(), ExprKind::Sig(_)) {
                     inner.clone()
+                } else if let Some((_, w)) = self.hoist_cache.get(&Rc::as_ptr(&inner.node)) {
+                    w.clone()
                 } else {
-                    let inner = self.hoist(inner, base);
+                    let key = Rc::as_ptr(&inner.node);
+                    let expr = self.hoist(inner, base);
                     self.hoisted += 1;
-                    let w = self.wire(&format!("{base}_t{}", self.hoisted), inner.width());
+                    let w = self.wire(&format!("{base}_t{}", self.hoisted), expr.width());
                     let t = sig_of(&w);
-                    self.m.assigns.push(Assign { target: t, lo: 0, expr: inner });
+                    // A slice of a result (e.g. the high bits of a sum) leaves
+                    // the other bits unread on purpose.
+                    self.m.signals[t.0].waiver = Some("holds an expression of which only a slice is used".into());
+                    self.m.assigns.push(Assign { target: t, lo: 0, expr });
+                    self.hoist_cache.insert(key, (inner.clone(), w.clone()));
                     w
                 };
                 Expr::new(ExprKind::Slice(inner, *hi, *lo), e.width())
@@ -432,6 +450,7 @@ impl ModuleBuilder {
         if !self.m.regs.is_empty() && self.m.clock.is_none() {
             self.problems.push("registers are used but no clock was declared".into());
         }
+        let mut waived = Vec::new();
         for (i, s) in self.m.signals.iter().enumerate() {
             match s.kind {
                 SigKind::Output | SigKind::Wire => {
@@ -465,9 +484,19 @@ impl ModuleBuilder {
             if s.kind != SigKind::Output {
                 let unread = ranges(&read[i].iter().map(|&r| r as u8).collect::<Vec<_>>(), |r| r == 0);
                 if !unread.is_empty() {
-                    self.problems.push(format!("`{}` bits {} are never read", s.name, unread));
+                    match &s.waiver {
+                        Some(why) => waived.push((i, format!("bits {unread} unused: {why}"))),
+                        None => self.problems.push(format!("`{}` bits {} are never read", s.name, unread)),
+                    }
                 }
             }
+        }
+        // Keep a waiver only where bits really are unread.
+        for s in self.m.signals.iter_mut() {
+            s.waiver = None;
+        }
+        for (i, why) in waived {
+            self.m.signals[i].waiver = Some(why);
         }
         if self.problems.is_empty() {
             Ok(self.m)
@@ -603,9 +632,18 @@ mod tests {
         let a = b.input("a_i", 8, "");
         let c = b.input("c_i", 8, "");
         let y = b.output("y_o", 4, "");
-        b.assign(&y, &a.xor(&c).slice(3, 0));
-        let m = b.finish().unwrap_err();
-        // a_i/c_i bits 7:4 feed the hoisted xor, so only the temp's top bits are unread.
-        assert_eq!(m.problems, vec!["`y_o_t1` bits [7:4] are never read".to_string()]);
+        let z = b.output("z_o", 2, "");
+        let x = a.xor(&c);
+        b.assign(&y, &x.slice(3, 0));
+        b.assign(&z, &x.slice(5, 4));
+        let m = b.finish().unwrap();
+        // One wire for the xor, sliced twice; its unread top bits carry a waiver.
+        let temps: Vec<_> = m.signals.iter().filter(|s| s.name.contains("_t")).collect();
+        assert_eq!(temps.len(), 1, "{temps:?}");
+        assert_eq!(temps[0].name, "y_o_t1");
+        assert_eq!(
+            temps[0].waiver.as_deref(),
+            Some("bits [7:6] unused: holds an expression of which only a slice is used")
+        );
     }
 }
