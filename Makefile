@@ -35,11 +35,13 @@ test: deps
 	  awk '/^test result:/ { p += $$4; f += $$6 } END { printf "summary: %d passed, %d failed\n", p, f }' target/test.log; \
 	  exit $$status
 
+BLOCKS := compress cbload
+
 lint: build
-	$(GPURTL) lint compress
+	for b in $(BLOCKS); do $(GPURTL) lint $$b || exit 1; done
 
 bench: build
-	$(GPURTL) bench compress
+	for b in $(BLOCKS); do $(GPURTL) bench $$b || exit 1; done
 
 clean:
 	rm -rf out target/gpurtl-cosim

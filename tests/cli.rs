@@ -57,7 +57,7 @@ fn invalid_parameters() {
         &["gen", "compress", "--preset", "huge", "-o", "x"],
         "error: preset `huge` of block `compress`: must be one of default, small, wide, max\n",
     );
-    bad(&["gen", "nosuch", "-o", "x"], "error: unknown block `nosuch`; blocks: compress\n");
+    bad(&["gen", "nosuch", "-o", "x"], "error: unknown block `nosuch`; blocks: compress, cbload\n");
     bad(&["gen", "compress"], "error: `gen` needs `-o DIR`\n");
     bad(&["frobnicate"], "error: unknown command `frobnicate`; see `gpurtl help`\n");
 }
@@ -222,4 +222,103 @@ fn list_shows_parameters_and_ranges() {
     let (code, out, _) = gpurtl(&["list"]);
     assert_eq!(code, 0);
     assert!(out.contains("width      default 128    a power of two from 64 to 1024"), "{out}");
+}
+
+#[test]
+fn cbload_invalid_parameters() {
+    bad(
+        &["gen", "cbload", "--param", "reg_bits=100", "-o", "x"],
+        "error: parameter `reg_bits` = 100: must be a power of two from 32 to 1024\n",
+    );
+    bad(
+        &["gen", "cbload", "--param", "read_bits=512", "--param", "reg_bits=128", "-o", "x"],
+        "error: parameter `read_bits` = 512: must be at most reg_bits (128): a beat fills part of one register\n",
+    );
+    bad(
+        &["gen", "cbload", "--param", "max_burst=65", "-o", "x"],
+        "error: parameter `max_burst` = 65: must be at most regs (64)\n",
+    );
+    bad(
+        &["gen", "cbload", "--param", "regs=1", "-o", "x"],
+        "error: parameter `regs` = 1: must be an integer from 2 to 256\n\
+         error: parameter `max_burst` = 64: must be at most regs (1)\n",
+    );
+    bad(
+        &["gen", "cbload", "--param", "views=0", "--param", "max_outstanding=65", "-o", "x"],
+        "error: parameter `max_outstanding` = 65: must be an integer from 1 to 64\n\
+         error: parameter `views` = 0: must be an integer from 1 to 16\n",
+    );
+    bad(&["gen", "cbload", "--param", "addr_bits=64", "-o", "x"], "error: parameter `addr_bits` = 64: must be an integer from 16 to 48\n");
+}
+
+fn cbload_bad_input(input: &str, message: &str) {
+    let d = tempfile::tempdir().unwrap();
+    let i = write(d.path(), "in.json", input);
+    let o = d.path().join("out.json");
+    let (code, _, err) = gpurtl(&["run", "cbload", "--input", &i, "--output", o.to_str().unwrap()]);
+    assert_eq!(code, 2, "{input}: {err}");
+    assert_eq!(err, format!("error: {message}\n"), "{input}");
+    assert!(!o.exists());
+}
+
+#[test]
+fn cbload_malformed_inputs() {
+    let view = r#""views": [{"base": 0, "size": 64}]"#;
+    cbload_bad_input(
+        &format!(r#"{{{view}, "instructions": [{{"dest": 0, "view": 8, "offset": 0}}]}}"#),
+        "input `instructions[0].view` = 8: must be an integer from 0 to 7",
+    );
+    cbload_bad_input(
+        &format!(r#"{{{view}, "instructions": [{{"dest": 0, "view": 0, "offset": 4}}]}}"#),
+        "input `instructions[0].offset` = 4: must be an integer multiple of 8 from 0 to 4294967288",
+    );
+    cbload_bad_input(
+        &format!(r#"{{{view}, "instructions": [{{"dest": 0, "view": 0, "offset": 0, "burst": true, "size": 0}}]}}"#),
+        "input `instructions[0].size` = 0: must be an integer from 1 to 2048 (given with burst)",
+    );
+    cbload_bad_input(
+        &format!(r#"{{{view}, "instructions": [{{"dest": 64, "view": 0, "offset": 0}}]}}"#),
+        "input `instructions[0].dest` = 64: must be an integer from 0 to 63",
+    );
+    cbload_bad_input(
+        &format!(r#"{{{view}, "instructions": [{{"dest": 0, "view": 0}}]}}"#),
+        "input `instructions[0].offset` = (missing): must be given: exactly one of offset, offset_reg",
+    );
+    cbload_bad_input(
+        r#"{"views": [{"base": 4, "size": 64}], "instructions": []}"#,
+        "input `views[0].base` = 4: must be an integer multiple of 8 from 0 to 4294967288",
+    );
+    cbload_bad_input(r#"{"views": []}"#, "input `instructions` = (missing): must be a list of instructions");
+}
+
+/// Both engines give the same file for a workload with a burst crossing the
+/// end of its view, a register offset and a range error.
+#[test]
+fn cbload_run_model_and_rtl_agree() {
+    let d = tempfile::tempdir().unwrap();
+    let i = write(
+        d.path(),
+        "in.json",
+        r#"{"mem_latency": 7,
+            "views": [{"base": 0, "size": 72, "data": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]},
+                      {"base": 4096, "size": 4096, "data": [255, 254]}],
+            "regs": [{"reg": 5, "value": "0x8"}],
+            "instructions": [
+              {"dest": 0, "view": 0, "offset": 8, "burst": true, "size": 80, "tag": 1},
+              {"dest": 10, "view": 1, "offset_reg": 5, "tag": 2},
+              {"dest": 63, "view": 1, "offset": 0, "burst": true, "size": 64, "tag": 3}]}"#,
+    );
+    let m = d.path().join("m.json");
+    let r = d.path().join("r.json");
+    assert_eq!(gpurtl(&["run", "cbload", "--input", &i, "--output", m.to_str().unwrap()]).0, 0);
+    let (code, _, err) = gpurtl(&["run", "cbload", "--input", &i, "--output", r.to_str().unwrap(), "--engine", "rtl"]);
+    assert_eq!(code, 0, "{err}");
+    let m = std::fs::read_to_string(m).unwrap();
+    assert_eq!(m, std::fs::read_to_string(r).unwrap());
+    let v: serde_json::Value = serde_json::from_str(&m).unwrap();
+    assert_eq!(v["responses"][2]["error"], "range");
+    assert_eq!(v["oob"], true);
+    assert_eq!(v["oob_tag"], 1);
+    // Register 0 holds bytes 8..39 of view 0: 9, 10 then zeros.
+    assert_eq!(v["regs"][0], format!("0x{:0>64}", "0a09"));
 }
