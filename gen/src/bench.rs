@@ -20,6 +20,7 @@ pub fn run(b: &dyn Block, params: &Value, json_out: Option<&Path>, out: &mut dyn
             compress(b, &p, out)?
         }
         "cbload" => cbload(b, params, out)?,
+        "systolic" => systolic(b, params, out)?,
         other => return Err(CliError::Bad(format!("block `{other}` has no bench yet"))),
     };
     let path = json_out.map(Path::to_path_buf).unwrap_or_else(|| format!("out/bench/{}.json", b.name()).into());
@@ -139,5 +140,110 @@ fn cbload(b: &dyn Block, params: &Value, out: &mut dyn Write) -> Result<Value, C
         "rows": rows,
         "yosys_cells": s.cells,
         "yosys_flip_flops": s.flip_flops,
+    }))
+}
+
+/// A GEMM whose A has `zero_pct` percent of its k columns all zero (so that
+/// share of the k-slices is zero), other values non-zero.
+fn sparse_gemm(rng: &mut Rng, m: usize, k: usize, n: usize, zero_pct: u32) -> gpurtl_sim::models::systolic::Gemm {
+    let nz = |rng: &mut Rng| loop {
+        let v = rng.below(255) as i64 - 127;
+        if v != 0 {
+            return v;
+        }
+    };
+    let dead: Vec<bool> = (0..k).map(|_| rng.chance(zero_pct)).collect();
+    let a = (0..m).map(|_| (0..k).map(|kk| if dead[kk] { 0 } else { nz(rng) }).collect()).collect();
+    let b = (0..k).map(|_| (0..n).map(|_| nz(rng)).collect()).collect();
+    gpurtl_sim::models::systolic::Gemm { a, b, c0: None }
+}
+
+/// Utilization, load-filter speedups, gating counts, generation size and
+/// time, cosim speed. Uses an 8x8 int8 grid unless the parameters say otherwise.
+fn systolic(b: &dyn Block, params: &Value, out: &mut dyn Write) -> Result<Value, CliError> {
+    use gpurtl_hw::blocks::systolic::SystolicParams;
+    use gpurtl_sim::models::systolic::{program, Config};
+    use gpurtl_sim::tb::systolic as sy_tb;
+    let mut p: SystolicParams = serde_json::from_value(params.clone()).map_err(|e| CliError::Failed(e.to_string()))?;
+    if *params == b.defaults() {
+        p.rows = 8;
+        p.cols = 8;
+    }
+    let run = |p: &SystolicParams, gemm: &gpurtl_sim::models::systolic::Gemm| -> Result<(gpurtl_sim::models::systolic::Outcome, f64), CliError> {
+        let v = serde_json::to_value(p).map_err(|e| CliError::Failed(e.to_string()))?;
+        let cfg: Config = serde_json::from_value(v.clone()).map_err(|e| CliError::Failed(e.to_string()))?;
+        let compiled = compile_design(&b.design(&v).map_err(CliError::Failed)?)?;
+        let t0 = Instant::now();
+        let (o, st) = sy_tb::run(&compiled, &cfg, gemm, None, None)?;
+        Ok((o, st.ticks as f64 / t0.elapsed().as_secs_f64()))
+    };
+    let _ = writeln!(out, "systolic bench: {}x{} grid, {} lane(s), group {}", p.rows, p.cols, p.lanes, p.group);
+    let mut rng = Rng::new(7);
+    // Dense utilization on a 64x64x64 GEMM.
+    let dense = sparse_gemm(&mut rng, 64, 64, 64, 0);
+    let (dense_o, cps) = run(&p, &dense)?;
+    let macs = (p.rows * p.cols * p.lanes) as f64;
+    let util = dense_o.useful_macs as f64 / (macs * dense_o.cycles as f64);
+    let _ = writeln!(
+        out,
+        "dense 64x64x64: {} cycles, {} useful MACs, utilization {:.1}%, cosim {:.0} cycles/s",
+        dense_o.cycles, dense_o.useful_macs, util * 100.0, cps
+    );
+    // Load filter on vs off.
+    let mut filter_rows = Vec::new();
+    for pct in [50u32, 75] {
+        let g = sparse_gemm(&mut rng, 64, 64, 64, pct);
+        let off = SystolicParams { load_filter: false, ..p.clone() };
+        let on = SystolicParams { load_filter: true, ..p.clone() };
+        let (o_off, _) = run(&off, &g)?;
+        let (o_on, _) = run(&on, &g)?;
+        let zero_k = g.a[0].iter().enumerate().filter(|(k, _)| g.a.iter().all(|row| row[*k] == 0)).count();
+        let speedup = o_off.cycles as f64 / o_on.cycles as f64;
+        let _ = writeln!(
+            out,
+            "{pct}% zero k-slices ({zero_k}/64 measured): filter off {} cycles, on {} cycles, {speedup:.2}x fewer (skipped {} k-steps)",
+            o_off.cycles, o_on.cycles, o_on.skipped_ksteps
+        );
+        filter_rows.push(json!({"zero_pct": pct, "zero_kslices": zero_k, "cycles_filter_off": o_off.cycles, "cycles_filter_on": o_on.cycles, "speedup": speedup, "skipped_ksteps": o_on.skipped_ksteps}));
+    }
+    // Gated products against a direct count of zero-operand products over the program.
+    let g = sparse_gemm(&mut rng, 24, 40, 24, 30);
+    let gp = SystolicParams { load_filter: false, rowcol_skip: false, ..p.clone() };
+    let (o, _) = run(&gp, &g)?;
+    let cfg: Config = serde_json::from_value(serde_json::to_value(&gp).unwrap_or_default()).map_err(|e| CliError::Failed(e.to_string()))?;
+    let mut zero_products = 0u64;
+    for t in program(&cfg, &g) {
+        for gr in &t.groups {
+            for st in &gr.steps {
+                for ai in &st.a {
+                    for bj in &st.b {
+                        zero_products += ai.iter().zip(bj).filter(|(x, y)| **x == 0 || **y == 0).count() as u64;
+                    }
+                }
+            }
+        }
+    }
+    let _ = writeln!(out, "gating on 24x40x24 (30% zero k-slices, filter off): RTL gated {} products, direct count {}", o.gated_products, zero_products);
+    // Generation size and time.
+    let mut gen_rows = Vec::new();
+    for d in [8u32, 16, 32] {
+        let q = SystolicParams { rows: d, cols: d, ..p.clone() };
+        let v = serde_json::to_value(&q).map_err(|e| CliError::Failed(e.to_string()))?;
+        let t0 = Instant::now();
+        let design = b.design(&v).map_err(CliError::Failed)?;
+        let files = emit::files(&design, &b.provenance(&v));
+        let secs = t0.elapsed().as_secs_f64();
+        let lines: usize = files.iter().filter(|(f, _)| f.ends_with(".v")).map(|(_, t)| t.lines().count()).sum();
+        let _ = writeln!(out, "generate {d}x{d}: {lines} Verilog lines, {} modules, {:.3} s", design.modules.len(), secs);
+        gen_rows.push(json!({"grid": d, "verilog_lines": lines, "modules": design.modules.len(), "seconds": secs}));
+    }
+    Ok(json!({
+        "block": "systolic",
+        "generator": format!("gpurtl {}", emit::VERSION),
+        "params": serde_json::to_value(&p).unwrap_or_default(),
+        "dense_64x64x64": {"cycles": dense_o.cycles, "utilization": util, "cosim_cycles_per_second": cps},
+        "load_filter": filter_rows,
+        "gating": {"rtl_gated_products": o.gated_products, "zero_operand_products": zero_products},
+        "generation": gen_rows,
     }))
 }

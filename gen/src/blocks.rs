@@ -61,7 +61,11 @@ pub fn all() -> Vec<&'static dyn Block> {
         summary: "constant-buffer burst load: one CDL instruction fills N registers from a constant buffer view",
         build: gpurtl_hw::blocks::cbload::build,
     };
-    vec![&COMPRESS, &CBLOAD]
+    static SYSTOLIC: Typed<gpurtl_hw::blocks::systolic::SystolicParams> = Typed {
+        summary: "systolic PE grid (output-stationary) with PE gating, load filter and row/column skip",
+        build: gpurtl_hw::blocks::systolic::build,
+    };
+    vec![&COMPRESS, &CBLOAD, &SYSTOLIC]
 }
 
 pub fn find(name: &str) -> Option<&'static dyn Block> {

@@ -17,6 +17,10 @@ commands:
                                run a workload through the golden model or the RTL
   lint BLOCK                   verilator --lint-only -Wall and yosys synth + check -assert
   bench BLOCK [--json FILE]    measure the block's figures (table + JSON)
+  prune --input IN.json --output OUT.json --block N --threshold T
+                               block pruning (seed 004 §369) of the `a` and `b`
+                               matrices of a systolic input: every N x N block
+                               whose |sum| < T becomes zero
 
 parameters (gen, run, lint, bench):
   --param KEY=VALUE            set one parameter (repeatable)
@@ -67,6 +71,8 @@ pub struct Opts {
     pub engine: Option<String>,
     pub vcd: Option<PathBuf>,
     pub json: Option<PathBuf>,
+    pub prune_block: Option<String>,
+    pub threshold: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Opts, CliError> {
@@ -92,6 +98,8 @@ fn parse(args: &[String]) -> Result<Opts, CliError> {
             "--engine" => o.engine = Some(val(a)?),
             "--vcd" => o.vcd = Some(val(a)?.into()),
             "--json" => o.json = Some(val(a)?.into()),
+            "--block" => o.prune_block = Some(val(a)?),
+            "--threshold" => o.threshold = Some(val(a)?),
             "--all" => o.all = true,
             s if s.starts_with('-') => return Err(CliError::Bad(format!("unknown option `{s}`; see `gpurtl help`"))),
             s => {
@@ -225,6 +233,42 @@ fn cmd_run(o: &Opts, out: &mut dyn Write) -> Result<(), CliError> {
     Ok(())
 }
 
+fn cmd_prune(o: &Opts, out: &mut dyn Write) -> Result<(), CliError> {
+    let input = o.input.as_ref().ok_or_else(|| CliError::Bad("`prune` needs `--input IN.json`".into()))?;
+    let output = o.output.as_ref().ok_or_else(|| CliError::Bad("`prune` needs `--output OUT.json`".into()))?;
+    let raw = o.prune_block.as_deref().unwrap_or("");
+    let block = match raw.parse::<usize>() {
+        Ok(n) if (1..=64).contains(&n) => n,
+        _ => return Err(CliError::Bad(format!("option `--block` = `{raw}`: must be an integer from 1 to 64"))),
+    };
+    let raw = o.threshold.as_deref().unwrap_or("");
+    let threshold = match raw.parse::<i64>() {
+        Ok(t) if t >= 0 => t,
+        _ => return Err(CliError::Bad(format!("option `--threshold` = `{raw}`: must be a non-negative integer"))),
+    };
+    let mut v = read_json(input, "input file")?;
+    let mut zeroed = 0usize;
+    for key in ["a", "b"] {
+        let m: Vec<Vec<i64>> = match v.get(key).map(|x| serde_json::from_value(x.clone())) {
+            Some(Ok(m)) => m,
+            _ => {
+                return Err(CliError::Bad(format!(
+                    "input `{key}` = {}: must be a matrix (a list of lists of integers)",
+                    v.get(key).map_or("(missing)".to_string(), gpurtl_sim::models::shown)
+                )))
+            }
+        };
+        let p = gpurtl_sim::models::systolic::prune(&m, block, threshold);
+        zeroed += m.iter().flatten().zip(p.iter().flatten()).filter(|(x, y)| **x != 0 && **y == 0).count();
+        v[key] = serde_json::json!(p);
+    }
+    let text = serde_json::to_string(&v).map_err(|e| CliError::Failed(e.to_string()))? + "\n";
+    emit::write_atomic(output, text.as_bytes())
+        .map_err(|e| CliError::Failed(format!("cannot write `{}`: {e}", output.display())))?;
+    let _ = writeln!(out, "{}: {zeroed} non-zero values pruned", output.display());
+    Ok(())
+}
+
 fn dispatch(args: &[String], out: &mut dyn Write) -> Result<(), CliError> {
     let Some(cmd) = args.first() else {
         return Err(CliError::Bad(format!("a command is needed\n{USAGE}")));
@@ -248,6 +292,7 @@ fn dispatch(args: &[String], out: &mut dyn Write) -> Result<(), CliError> {
             let params = params_of(b, &o)?;
             bench::run(b, &params, o.json.as_deref(), out)
         }
+        "prune" => cmd_prune(&o, out),
         other => Err(CliError::Bad(format!("unknown command `{other}`; see `gpurtl help`"))),
     }
 }

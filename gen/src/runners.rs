@@ -46,6 +46,20 @@ pub fn run(b: &dyn Block, params: &Value, input: &Value, engine: Engine, vcd: Op
             };
             Ok(cb_model::output_json(&cfg, &out))
         }
+        "systolic" => {
+            use gpurtl_sim::models::systolic as sy;
+            let cfg: sy::Config = serde_json::from_value(params.clone()).map_err(|e| CliError::Failed(e.to_string()))?;
+            let gemm = sy::parse_input(input, &cfg).map_err(|e| CliError::Bad(e.to_string()))?;
+            let out = match engine {
+                Engine::Model => sy::run(&cfg, &gemm),
+                Engine::Rtl => {
+                    let design = b.design(params).map_err(CliError::Failed)?;
+                    let compiled = compile_design(&design)?;
+                    gpurtl_sim::tb::systolic::run(&compiled, &cfg, &gemm, None, vcd)?.0
+                }
+            };
+            Ok(sy::output_json(&cfg, &out))
+        }
         other => Err(CliError::Bad(format!("block `{other}` has no runner yet"))),
     }
 }

@@ -39,7 +39,17 @@ pub fn module(m: &Module) -> String {
     for (i, p) in ports.iter().enumerate() {
         let dir = if p.kind == SigKind::Input { "input " } else { "output" };
         let sep = if i + 1 == ports.len() { "" } else { "," };
-        let _ = writeln!(s, "  {dir} wire {:<rw$} {}{sep}", range(p.width), p.name);
+        match &p.waiver {
+            None => {
+                let _ = writeln!(s, "  {dir} wire {:<rw$} {}{sep}", range(p.width), p.name);
+            }
+            Some(why) => {
+                let _ = writeln!(s, "  // {}: {why}", p.name);
+                let _ = writeln!(s, "  /* verilator lint_off UNUSED */");
+                let _ = writeln!(s, "  {dir} wire {:<rw$} {}{sep}", range(p.width), p.name);
+                let _ = writeln!(s, "  /* verilator lint_on UNUSED */");
+            }
+        }
     }
     s.push_str(");\n");
 

@@ -30,6 +30,7 @@ pub enum BinOp {
     Xor,
     Add,
     Sub,
+    Mul,
     Eq,
     Ne,
     Lt,
@@ -46,6 +47,7 @@ impl BinOp {
             BinOp::Xor => "^",
             BinOp::Add => "+",
             BinOp::Sub => "-",
+            BinOp::Mul => "*",
             BinOp::Eq => "==",
             BinOp::Ne => "!=",
             BinOp::Lt => "<",
@@ -199,6 +201,20 @@ impl Expr {
     pub fn sub(&self, rhs: &Expr) -> Expr {
         self.bin(BinOp::Sub, rhs)
     }
+    /// Modular (truncating) multiplication of equal-width operands. Extend
+    /// both to the product width first for a full product; sign-extending
+    /// gives the two's-complement product.
+    pub fn mul(&self, rhs: &Expr) -> Expr {
+        self.bin(BinOp::Mul, rhs)
+    }
+    /// Sign-extend to `width` (replicate the top bit).
+    pub fn sext(&self, width: u32) -> Expr {
+        if width <= self.width {
+            return self.zext(width);
+        }
+        let top = self.bit_at(self.width - 1);
+        Expr::cat(&[top.repl(width - self.width), self.clone()])
+    }
     pub fn eq(&self, rhs: &Expr) -> Expr {
         self.bin(BinOp::Eq, rhs)
     }
@@ -333,6 +349,28 @@ pub fn select(sel: &Expr, items: &[Expr]) -> Expr {
         level = level.chunks(2).map(|p| if p.len() == 2 { s.mux(&p[1], &p[0]) } else { p[0].clone() }).collect();
     }
     level.swap_remove(0)
+}
+
+/// The item whose bit is set in the one-hot `onehot` (zero if none): an
+/// AND-OR mux, cheaper than a binary tree when the select is one-hot.
+pub fn select_onehot(onehot: &Expr, items: &[Expr]) -> Expr {
+    let w = items.first().map_or(1, |e| e.width());
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, e)| e.and(&onehot.bit_at(i as u32).repl(w)))
+        .reduce(|a, b| a.or(&b))
+        .unwrap_or_else(|| Expr::zero(w))
+}
+
+/// Number of set bits among one-bit values, as a balanced adder tree;
+/// `width` bits wide.
+pub fn popcount(bits: &[Expr], width: u32) -> Expr {
+    match bits.len() {
+        0 => Expr::zero(width),
+        1 => bits[0].zext(width),
+        n => popcount(&bits[..n / 2], width).add(&popcount(&bits[n / 2..], width)),
+    }
 }
 
 /// Number of bits needed to hold values `0..=max`.

@@ -198,6 +198,14 @@ impl ModuleBuilder {
         self.add(name, width, SigKind::Reg, None, "")
     }
 
+    /// Declare that some bits of `sig` are deliberately not used, and why; a
+    /// lint waiver with the reason is printed beside its declaration.
+    pub fn waive_unused(&mut self, sig: &Expr, why: &str) {
+        if let ExprKind::Sig(s) = sig.kind() {
+            self.m.signals[s.0].waiver = Some(why.to_string());
+        }
+    }
+
     /// `assign target = e;`
     pub fn assign(&mut self, target: &Expr, e: &Expr) {
         self.drive(target, 0, e, true)

@@ -6,6 +6,7 @@ use std::fmt;
 
 pub mod cbload;
 pub mod compress;
+pub mod systolic;
 
 /// A malformed input file: where (a path like `ops[2].src`), what was found,
 /// what is allowed.

@@ -8,3 +8,4 @@ pub mod compress;
 pub fn index_bits(n: u32) -> u32 {
     (32 - (n.max(2) - 1).leading_zeros()).max(1)
 }
+pub mod systolic;

@@ -1,0 +1,494 @@
+//! Systolic PE grid with zero skipping (BLOCKS.md §1; seed 004 §318-343, §366-370).
+//!
+//! Output-stationary (§331-332): PE(i,j) accumulates one element of the
+//! output tile; A values move right, B values move down, one hop per cycle.
+//! Each PE adds a dot product of `lanes` element pairs per cycle (§326).
+//! Zero skipping (§333-343):
+//! 1. PE gating: a lane with a zero operand does not multiply, and the
+//!    accumulator holds when every lane is gated;
+//! 2. load filter: the loader holds `group` k-steps and issues the next
+//!    useful one (A and B slices both non-zero) every cycle, skipping any
+//!    number of zero steps in the same cycle (§339);
+//! 3. row/column skip lives in the tile sequencer (docs/systolic.md).
+//!
+//! A tile's result moves to a result register when its last step passes,
+//! so the next tile computes while rows drain. Behaviour and timing:
+//! `docs/systolic.md`.
+
+use crate::params::{BlockParams, Checker, ParamErrors, ParamInfo, ParamKind};
+use crate::rtl::{bits_for, clog2, popcount, select, select_onehot, Expr, Module, ModuleBuilder, RtlError};
+use crate::Design;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElemType {
+    I8,
+    U8,
+    I4,
+    U4,
+    I2,
+    U2,
+}
+
+impl ElemType {
+    pub const NAMES: &'static [&'static str] = &["i8", "u8", "i4", "u4", "i2", "u2"];
+    pub fn bits(self) -> u32 {
+        match self {
+            ElemType::I8 | ElemType::U8 => 8,
+            ElemType::I4 | ElemType::U4 => 4,
+            ElemType::I2 | ElemType::U2 => 2,
+        }
+    }
+    pub fn signed(self) -> bool {
+        matches!(self, ElemType::I8 | ElemType::I4 | ElemType::I2)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SystolicParams {
+    pub rows: u32,
+    pub cols: u32,
+    pub lanes: u32,
+    pub channel_bits: u32,
+    pub a_type: ElemType,
+    pub b_type: ElemType,
+    pub acc_bits: u32,
+    pub dataflow: String,
+    pub group: u32,
+    pub gating: bool,
+    pub load_filter: bool,
+    pub rowcol_skip: bool,
+}
+
+impl Default for SystolicParams {
+    fn default() -> Self {
+        SystolicParams {
+            rows: 4,
+            cols: 4,
+            lanes: 1,
+            channel_bits: 8,
+            a_type: ElemType::I8,
+            b_type: ElemType::I8,
+            acc_bits: 32,
+            dataflow: "os".into(),
+            group: 8,
+            gating: true,
+            load_filter: true,
+            rowcol_skip: true,
+        }
+    }
+}
+
+impl SystolicParams {
+    /// Width of one product: bits(a) + bits(b), one more for mixed signedness.
+    pub fn product_bits(&self) -> u32 {
+        self.a_type.bits() + self.b_type.bits() + (self.a_type.signed() != self.b_type.signed()) as u32
+    }
+    pub fn signed(&self) -> bool {
+        self.a_type.signed() || self.b_type.signed()
+    }
+    pub fn slot_bits(&self) -> u32 {
+        self.channel_bits / self.lanes
+    }
+    pub fn top_name(&self) -> String {
+        "gpurtl_systolic".into()
+    }
+    pub fn row_index_bits(&self) -> u32 {
+        clog2(self.rows as u64).max(1)
+    }
+    pub fn steps_bits(&self) -> u32 {
+        bits_for(self.group as u64)
+    }
+}
+
+/// Counter widths of the statistics outputs.
+pub const STAT_BITS: u32 = 48;
+
+impl BlockParams for SystolicParams {
+    const BLOCK: &'static str = "systolic";
+
+    fn table() -> Vec<ParamInfo> {
+        let int = |min, max| ParamKind::Int { min, max, rule: "" };
+        vec![
+            ParamInfo { name: "rows", kind: int(1, 64), doc: "grid rows" },
+            ParamInfo { name: "cols", kind: int(1, 64), doc: "grid columns" },
+            ParamInfo { name: "lanes", kind: int(1, 8), doc: "element pairs per PE per cycle (dot product)" },
+            ParamInfo {
+                name: "channel_bits",
+                kind: int(8, 64),
+                doc: "bits per operand channel; lanes divide it; a slot holds one element",
+            },
+            ParamInfo { name: "a_type", kind: ParamKind::Choice(ElemType::NAMES), doc: "A element type" },
+            ParamInfo { name: "b_type", kind: ParamKind::Choice(ElemType::NAMES), doc: "B element type" },
+            ParamInfo { name: "acc_bits", kind: int(8, 64), doc: "accumulator width; sums wrap" },
+            ParamInfo {
+                name: "dataflow",
+                kind: ParamKind::Choice(&["os"]),
+                doc: "os = output-stationary (weight-stationary not built yet)",
+            },
+            ParamInfo { name: "group", kind: int(1, 16), doc: "k-steps per input transfer (load filter window)" },
+            ParamInfo { name: "gating", kind: ParamKind::Bool, doc: "PE gating of zero-operand products" },
+            ParamInfo { name: "load_filter", kind: ParamKind::Bool, doc: "skip all-zero k-steps" },
+            ParamInfo { name: "rowcol_skip", kind: ParamKind::Bool, doc: "sequencer skips all-zero A rows / B columns" },
+        ]
+    }
+
+    fn validate(&self) -> Result<(), ParamErrors> {
+        let t = Self::table();
+        let mut c = Checker::default();
+        c.int(&t, "rows", self.rows as i64, true);
+        c.int(&t, "cols", self.cols as i64, true);
+        c.int(&t, "lanes", self.lanes as i64, true);
+        c.int(&t, "channel_bits", self.channel_bits as i64, true);
+        if (1..=8).contains(&self.lanes) && (8..=64).contains(&self.channel_bits) {
+            if !self.channel_bits.is_multiple_of(self.lanes) {
+                c.check(false, "lanes", self.lanes, format!("a divisor of channel_bits ({})", self.channel_bits));
+            } else {
+                let need = self.a_type.bits().max(self.b_type.bits());
+                c.check(
+                    self.slot_bits() >= need,
+                    "channel_bits",
+                    self.channel_bits,
+                    format!("at least lanes x {need} = {} (each lane's slot holds one element)", self.lanes * need),
+                );
+            }
+        }
+        c.int(&t, "acc_bits", self.acc_bits as i64, true);
+        if (8..=64).contains(&self.acc_bits) {
+            c.check(
+                self.acc_bits >= self.product_bits(),
+                "acc_bits",
+                self.acc_bits,
+                format!(
+                    "at least the product width {} ({} x {})",
+                    self.product_bits(),
+                    ElemType::NAMES[self.a_type as usize],
+                    ElemType::NAMES[self.b_type as usize]
+                ),
+            );
+        }
+        c.check(self.dataflow == "os", "dataflow", format!("\"{}\"", self.dataflow), "one of os");
+        c.int(&t, "group", self.group as i64, true);
+        c.finish()
+    }
+
+    fn presets() -> Vec<(&'static str, Self)> {
+        let d = Self::default();
+        vec![
+            ("default", d.clone()),
+            ("grid8", SystolicParams { rows: 8, cols: 8, ..d.clone() }),
+            (
+                "int4x4",
+                SystolicParams {
+                    lanes: 4,
+                    channel_bits: 16,
+                    a_type: ElemType::I4,
+                    b_type: ElemType::I4,
+                    acc_bits: 24,
+                    ..d.clone()
+                },
+            ),
+            ("dense", SystolicParams { load_filter: false, rowcol_skip: false, ..d }),
+        ]
+    }
+}
+
+/// One processing element. A, valid and last move right; B moves down.
+fn pe(p: &SystolicParams) -> Result<Module, RtlError> {
+    let (ab, bb, l, acc_w, pw) = (p.a_type.bits(), p.b_type.bits(), p.lanes, p.acc_bits, p.product_bits());
+    let mut m = ModuleBuilder::new("gpurtl_systolic_pe");
+    m.doc("Output-stationary processing element of gpurtl_systolic (seed 004 §331-333).");
+    m.doc(format!("acc += sum over {l} lanes of a*b ({} x {}); gated lanes do not multiply.", ElemType::NAMES[p.a_type as usize], ElemType::NAMES[p.b_type as usize]));
+    let _clk = m.clock("clk_i");
+    let _rst = m.reset("rst_i");
+    let a_i = m.input("a_i", l * ab, "A lanes from the left");
+    let valid_i = m.input("valid_i", 1, "a step is here");
+    let last_i = m.input("last_i", 1, "the step ends the tile");
+    let b_i = m.input("b_i", l * bb, "B lanes from above");
+    let a_o = m.output("a_o", l * ab, "A lanes to the right");
+    let valid_o = m.output("valid_o", 1, "valid to the right");
+    let last_o = m.output("last_o", 1, "last to the right");
+    let b_o = m.output("b_o", l * bb, "B lanes downwards");
+    let res_o = m.output("res_o", acc_w, "the last finished tile's result");
+    let done_o = m.output("done_o", 1, "res_o changes at the end of this cycle");
+    let a_q = m.pipe("a_q", &a_i, &Expr::bit(true));
+    let b_q = m.pipe("b_q", &b_i, &Expr::bit(true));
+    let valid_q = m.reg("valid_q", 1, 0);
+    let last_q = m.reg_noreset("last_q", 1);
+    m.next(&valid_q, &valid_i, None);
+    m.next(&last_q, &last_i, None);
+    m.assign(&a_o, &a_q);
+    m.assign(&b_o, &b_q);
+    m.assign(&valid_o, &valid_q);
+    m.assign(&last_o, &last_q);
+    let ext = |e: &Expr, signed: bool, w: u32| if signed { e.sext(w) } else { e.zext(w) };
+    let mut terms = Vec::new();
+    let mut any_nz = Vec::new();
+    for lane in 0..l {
+        let a = a_i.part(lane * ab, ab);
+        let b = b_i.part(lane * bb, bb);
+        let prod = ext(&a, p.a_type.signed(), pw).mul(&ext(&b, p.b_type.signed(), pw));
+        let prod = ext(&prod, p.signed(), acc_w);
+        let prod = if p.gating {
+            let nz = a.any().and(&b.any());
+            any_nz.push(nz.clone());
+            nz.mux(&prod, &Expr::zero(acc_w))
+        } else {
+            prod
+        };
+        terms.push(m.let_(&format!("prod_l{lane}"), &prod));
+    }
+    let sum = terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t));
+    let acc = m.reg("acc_q", acc_w, 0);
+    let total = m.let_("total", &acc.add(&sum));
+    // Gating: the accumulator holds when no lane multiplies (unless the tile ends).
+    let work = if p.gating { Expr::cat_lanes(&any_nz).any().or(&last_i) } else { Expr::bit(true) };
+    m.next(&acc, &last_i.mux(&Expr::zero(acc_w), &total), Some(&valid_i.and(&work)));
+    let done = m.let_("done", &valid_i.and(&last_i));
+    let res = m.pipe("res_q", &total, &done);
+    m.assign(&res_o, &res);
+    m.assign(&done_o, &done);
+    m.finish()
+}
+
+pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
+    let (r, c, l, g) = (p.rows, p.cols, p.lanes, p.group);
+    let (ab, bb, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.acc_bits);
+    let slot = p.slot_bits();
+    let ch = p.channel_bits;
+    let pe_mod = pe(p)?;
+    let mut b = ModuleBuilder::new(&p.top_name());
+    b.doc("Systolic PE grid with zero skipping (gpurtl block `systolic`; seed 004 §318-343).");
+    b.doc(format!(
+        "{r} x {c} output-stationary PEs, {l} lane(s), {} x {}, {acc_w}-bit accumulators; {g} k-steps per input transfer.",
+        ElemType::NAMES[p.a_type as usize],
+        ElemType::NAMES[p.b_type as usize]
+    ));
+    b.doc(format!(
+        "PE gating {}, load filter {}. Behaviour and timing: docs/systolic.md.",
+        if p.gating { "on" } else { "off" },
+        if p.load_filter { "on" } else { "off" }
+    ));
+    let clk = b.clock("clk_i");
+    let rst = b.reset("rst_i");
+    let in_valid = b.input("in_valid_i", 1, "a group of k-steps is offered");
+    let in_ready = b.output("in_ready_o", 1, "the group is taken");
+    let in_a = b.input("in_a_i", g * r * ch, "A: step s, PE row i at channel s*rows+i; lane slots of channel_bits/lanes");
+    let in_b = b.input("in_b_i", g * c * ch, "B: step s, PE column j at channel s*cols+j");
+    let in_steps = b.input("in_steps_i", p.steps_bits(), "steps present in the group (1..group)");
+    let in_last = b.input("in_last_i", 1, "the group ends the tile");
+    let out_valid = b.output("out_valid_o", 1, "a result row is offered");
+    let out_ready = b.input("out_ready_i", 1, "the row is taken");
+    let out_row = b.output("out_row_o", p.row_index_bits(), "row of the tile");
+    let out_c = b.output("out_c_o", c * acc_w, "the row's results (plus out_c0_i), column j at j*acc_bits");
+    let out_c0 = b.input("out_c0_i", c * acc_w, "initial accumulator values for row out_row_o");
+    let stat_useful = b.output("stat_useful_o", STAT_BITS, "useful multiply-accumulates since reset");
+    let stat_gated = b.output("stat_gated_o", STAT_BITS, "gated products since reset");
+    let stat_skipped = b.output("stat_skipped_o", STAT_BITS, "k-steps skipped by the load filter since reset");
+    if slot > ab.max(bb) || slot > ab.min(bb) {
+        b.waive_unused(&in_a, "slot bits above the element type are not used");
+        b.waive_unused(&in_b, "slot bits above the element type are not used");
+    }
+
+    // ---- input: elements out of their slots, useful flags ----
+    let elems = |x: &Expr, n: u32, eb: u32| -> Vec<Vec<Expr>> {
+        // [step][pe] -> lanes packed, lane 0 low
+        (0..g)
+            .map(|s| {
+                (0..n)
+                    .map(|i| {
+                        let base = (s * n + i) * ch;
+                        Expr::cat_lanes(&(0..l).map(|ln| x.part(base + ln * slot, eb)).collect::<Vec<_>>())
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let a_in = elems(&in_a, r, ab);
+    let b_in = elems(&in_b, c, bb);
+    let accept = b.let_("accept", &in_valid.and(&in_ready));
+    let mut useful = Vec::new();
+    let mut present = Vec::new();
+    for s in 0..g {
+        let here = in_steps.gt(&Expr::lit(p.steps_bits(), s as u64));
+        let u = if p.load_filter {
+            let nz_a = Expr::cat(&a_in[s as usize]).any();
+            let nz_b = Expr::cat(&b_in[s as usize]).any();
+            here.and(&nz_a).and(&nz_b)
+        } else {
+            here.clone()
+        };
+        present.push(here);
+        useful.push(u);
+    }
+    let useful_in = b.let_("useful_in", &Expr::cat_lanes(&useful));
+    let sw = bits_for(g as u64);
+    let skipped_now = popcount(&present, sw).sub(&popcount(&useful, sw));
+
+    // ---- loader: one group held ----
+    let grp_a = b.pipe("grp_a_q", &Expr::cat_lanes(&a_in.iter().map(|v| Expr::cat_lanes(v)).collect::<Vec<_>>()), &accept);
+    let grp_b = b.pipe("grp_b_q", &Expr::cat_lanes(&b_in.iter().map(|v| Expr::cat_lanes(v)).collect::<Vec<_>>()), &accept);
+    let rem = b.reg("rem_q", g, 0);
+    let need_end = b.reg("need_end_q", 1, 0);
+    let inflight = b.reg("inflight_q", 2, 0);
+    let has_rem = b.let_("has_rem", &rem.any());
+    // Lowest remaining step, one-hot: rem & -rem.
+    let pick = b.let_("pick", &rem.and(&Expr::zero(g).sub(&rem)));
+    let rest = b.let_("rest", &rem.and(&pick.not()));
+    let cand = b.let_("cand", &has_rem.or(&need_end));
+    let cand_end = b.let_("cand_end", &need_end.and(&rest.any().not()));
+    let issue = b.let_("issue", &cand.and(&cand_end.not().or(&inflight.eq_lit(0))));
+    let issue_null = b.let_("issue_null", &issue.and(&has_rem.not()));
+    let group_done = b.let_("group_done", &cand.not().or(&issue.and(&rest.any().not()).and(&cand_end.or(&need_end.not()))));
+    b.assign(&in_ready, &group_done);
+    b.next(&rem, &accept.mux(&useful_in, &rest), Some(&accept.or(&issue)));
+    b.next(&need_end, &accept.mux(&in_last, &Expr::bit(false)), Some(&accept.or(&issue.and(&cand_end))));
+
+    // The issued step: picked operands (zero for the null step).
+    let row_w = l * ab;
+    let col_w = l * bb;
+    let a_steps: Vec<Expr> = (0..g).map(|s| grp_a.part(s * r * row_w, r * row_w)).collect();
+    let b_steps: Vec<Expr> = (0..g).map(|s| grp_b.part(s * c * col_w, c * col_w)).collect();
+    let step_a = b.let_("step_a", &select_onehot(&pick, &a_steps));
+    let step_b = b.let_("step_b", &select_onehot(&pick, &b_steps));
+
+    // ---- counters ----
+    let rb = bits_for(r as u64);
+    let cb = bits_for(c as u64);
+    let mut useful_terms = Vec::new();
+    for lane in 0..l {
+        let nza: Vec<Expr> = (0..r).map(|i| step_a.part(i * row_w + lane * ab, ab).any()).collect();
+        let nzb: Vec<Expr> = (0..c).map(|j| step_b.part(j * col_w + lane * bb, bb).any()).collect();
+        let pw = rb + cb;
+        useful_terms.push(popcount(&nza, rb).zext(pw).mul(&popcount(&nzb, cb).zext(pw)).zext(STAT_BITS));
+    }
+    let useful_now = b.let_("useful_now", &useful_terms.iter().skip(1).fold(useful_terms[0].clone(), |s, t| s.add(t)));
+    let real_issue = b.let_("real_issue", &issue.and(&issue_null.not()));
+    let st_useful = b.reg("useful_count_q", STAT_BITS, 0);
+    b.next(&st_useful, &st_useful.add(&useful_now), Some(&real_issue));
+    b.assign(&stat_useful, &st_useful);
+    let st_gated = b.reg("gated_count_q", STAT_BITS, 0);
+    if p.gating {
+        let all = Expr::lit(STAT_BITS, (r * c * l) as u64);
+        b.next(&st_gated, &st_gated.add(&all).sub(&useful_now), Some(&real_issue));
+    } else {
+        b.next(&st_gated, &st_gated, None);
+    }
+    b.assign(&stat_gated, &st_gated);
+    let st_skipped = b.reg("skipped_count_q", STAT_BITS, 0);
+    b.next(&st_skipped, &st_skipped.add(&skipped_now.zext(STAT_BITS)), Some(&accept));
+    b.assign(&stat_skipped, &st_skipped);
+
+    // ---- issue register and skew: row i delayed i, column j delayed j ----
+    let iss_valid = b.reg("issue_valid_q", 1, 0);
+    b.next(&iss_valid, &issue, None);
+    let iss_last = b.pipe("issue_last_q", &cand_end, &Expr::bit(true));
+    let iss_a = b.pipe("issue_a_q", &step_a, &Expr::bit(true));
+    let iss_b = b.pipe("issue_b_q", &step_b, &Expr::bit(true));
+    let mut west = Vec::new(); // (a, valid, last) entering PE(i, 0)
+    for i in 0..r {
+        let (mut a, mut v, mut la) = (iss_a.part(i * row_w, row_w), iss_valid.clone(), iss_last.clone());
+        for d in 0..i {
+            a = b.pipe(&format!("skew_a{i}_{d}_q"), &a, &Expr::bit(true));
+            let vq = b.reg(&format!("skew_v{i}_{d}_q"), 1, 0);
+            b.next(&vq, &v, None);
+            v = vq;
+            la = b.pipe(&format!("skew_l{i}_{d}_q"), &la, &Expr::bit(true));
+        }
+        west.push((a, v, la));
+    }
+    let mut north = Vec::new();
+    for j in 0..c {
+        let mut bv = iss_b.part(j * col_w, col_w);
+        for d in 0..j {
+            bv = b.pipe(&format!("skew_b{j}_{d}_q"), &bv, &Expr::bit(true));
+        }
+        north.push(bv);
+    }
+
+    // ---- the grid ----
+    let mut results = vec![Vec::new(); r as usize];
+    let mut row_done = Vec::new();
+    let mut south: Vec<Expr> = north.clone();
+    for i in 0..r {
+        let (mut a, mut v, mut la) = west[i as usize].clone();
+        for j in 0..c {
+            let n = format!("pe_{i}_{j}");
+            let (a_o, v_o, l_o, b_o) = (
+                b.wire(&format!("{n}_a"), row_w),
+                b.wire(&format!("{n}_valid"), 1),
+                b.wire(&format!("{n}_last"), 1),
+                b.wire(&format!("{n}_b"), col_w),
+            );
+            let (res, done) = (b.wire(&format!("{n}_res"), acc_w), b.wire(&format!("{n}_done"), 1));
+            b.instance(
+                &pe_mod,
+                &format!("u_{n}"),
+                &[
+                    ("clk_i", clk.clone()),
+                    ("rst_i", rst.clone()),
+                    ("a_i", a.clone()),
+                    ("valid_i", v.clone()),
+                    ("last_i", la.clone()),
+                    ("b_i", south[j as usize].clone()),
+                    ("a_o", a_o.clone()),
+                    ("valid_o", v_o.clone()),
+                    ("last_o", l_o.clone()),
+                    ("b_o", b_o.clone()),
+                    ("res_o", res.clone()),
+                    ("done_o", done.clone()),
+                ],
+            );
+            if j + 1 == c {
+                for w in [&a_o, &v_o, &l_o] {
+                    b.waive_unused(w, "leaves the grid at the east edge");
+                }
+                row_done.push(done);
+            } else {
+                b.waive_unused(&done, "only the east column marks a row finished");
+            }
+            if i + 1 == r {
+                b.waive_unused(&b_o, "leaves the grid at the south edge");
+            }
+            results[i as usize].push(res);
+            (a, v, la) = (a_o, v_o, l_o);
+            south[j as usize] = b_o;
+        }
+    }
+
+    // ---- output rows in order ----
+    let riw = p.row_index_bits();
+    let out_row_q = b.reg("out_row_q", riw, 0);
+    let row_ready = b.reg("row_ready_q", r, 0);
+    let ready_now = b.let_("row_ready_now", &select(&out_row_q, &(0..r).map(|i| row_ready.bit_at(i)).collect::<Vec<_>>()));
+    let out_fire = b.let_("out_fire", &ready_now.and(&out_ready));
+    let last_row = b.let_("last_row", &out_row_q.eq_lit((r - 1) as u64));
+    let onehot_row: Vec<Expr> = (0..r).map(|i| out_fire.and(&out_row_q.eq_lit(i as u64))).collect();
+    let cleared = Expr::cat_lanes(&onehot_row);
+    b.next(&row_ready, &row_ready.and(&cleared.not()).or(&Expr::cat_lanes(&row_done)), None);
+    b.next(
+        &out_row_q,
+        &last_row.mux(&Expr::zero(riw), &out_row_q.add(&Expr::lit(riw, 1))),
+        Some(&out_fire),
+    );
+    let tile_out = out_fire.and(&last_row);
+    let tile_in = issue.and(&cand_end);
+    let one = Expr::lit(2, 1);
+    b.next(
+        &inflight,
+        &tile_in.mux(&tile_out.mux(&inflight, &inflight.add(&one)), &tile_out.mux(&inflight.sub(&one), &inflight)),
+        None,
+    );
+    let rows: Vec<Expr> = results.iter().map(|row| Expr::cat_lanes(row)).collect();
+    let row_sel = b.let_("row_sel", &select(&out_row_q, &rows));
+    let sums: Vec<Expr> =
+        (0..c).map(|j| row_sel.part(j * acc_w, acc_w).add(&out_c0.part(j * acc_w, acc_w))).collect();
+    b.assign(&out_c, &Expr::cat_lanes(&sums));
+    b.assign(&out_valid, &ready_now);
+    b.assign(&out_row, &out_row_q);
+
+    let top = b.finish()?;
+    Ok(Design { top: top.name.clone(), modules: vec![pe_mod, top] })
+}

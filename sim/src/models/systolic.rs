@@ -1,0 +1,979 @@
+//! Golden model of the systolic PE grid with zero skipping, written from
+//! `docs/systolic.md` only.
+//!
+//! Values: `C = A x B + C0` by a naive triple loop, wrapped to `acc_bits` and
+//! read back signed if either element type is signed, else unsigned. Rows and
+//! columns skipped by `rowcol_skip` come out as exactly C0 because the loop
+//! never looks at the sequencer.
+//!
+//! Timing and counters: the sequencer ([`program`]) cuts the GEMM into R x C
+//! tiles and each tile's k-steps into groups; a cycle-by-cycle loop then plays
+//! the loader rules of the spec with the groups offered back-to-back and the
+//! output always ready:
+//!
+//! ```text
+//! candidate  = lowest useful unissued step of the held group, or the null
+//!              step if the group is `last`, has no useful step left and has
+//!              not issued its tile-ending step
+//! tile-ending: group `last` and no other useful step left (or null step)
+//! a tile-ending candidate waits while an earlier tile is in flight
+//!              (cycles s+1 ..= its last row transfer)
+//! tile ending at s: row r ready at s + r + C + 1; transferred at
+//!              max(ready, previous row transfer + 1); all R rows go out
+//! loader ready: holds nothing, or the candidate issued and nothing remains
+//! accepted in cycle c -> held from c + 1
+//! cycles = last row transfer - first accept (0 with no tile)
+//! ```
+
+use super::{err, shown, InputError};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::VecDeque;
+
+/// An element type of A or B.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElemType {
+    I8,
+    U8,
+    I4,
+    U4,
+    I2,
+    U2,
+}
+
+impl ElemType {
+    pub const ALL: [ElemType; 6] = [ElemType::I8, ElemType::U8, ElemType::I4, ElemType::U4, ElemType::I2, ElemType::U2];
+
+    pub fn bits(self) -> u32 {
+        match self {
+            ElemType::I8 | ElemType::U8 => 8,
+            ElemType::I4 | ElemType::U4 => 4,
+            ElemType::I2 | ElemType::U2 => 2,
+        }
+    }
+
+    pub fn signed(self) -> bool {
+        matches!(self, ElemType::I8 | ElemType::I4 | ElemType::I2)
+    }
+
+    pub fn min(self) -> i64 {
+        if self.signed() {
+            -(1i64 << (self.bits() - 1))
+        } else {
+            0
+        }
+    }
+
+    pub fn max(self) -> i64 {
+        if self.signed() {
+            (1i64 << (self.bits() - 1)) - 1
+        } else {
+            (1i64 << self.bits()) - 1
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ElemType::I8 => "i8",
+            ElemType::U8 => "u8",
+            ElemType::I4 => "i4",
+            ElemType::U4 => "u4",
+            ElemType::I2 => "i2",
+            ElemType::U2 => "u2",
+        }
+    }
+
+    /// The type named `s` ("i8" ... "u2"), if any.
+    pub fn from_name(s: &str) -> Option<ElemType> {
+        ElemType::ALL.into_iter().find(|t| t.name() == s)
+    }
+}
+
+/// The block's parameters (docs/systolic.md "Parameters"). Not checked here.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Config {
+    pub rows: u32,
+    pub cols: u32,
+    pub lanes: u32,
+    pub channel_bits: u32,
+    pub a_type: ElemType,
+    pub b_type: ElemType,
+    pub acc_bits: u32,
+    pub dataflow: String,
+    pub group: u32,
+    pub gating: bool,
+    pub load_filter: bool,
+    pub rowcol_skip: bool,
+}
+
+impl Default for Config {
+    /// The defaults of the spec's parameter table.
+    fn default() -> Config {
+        Config {
+            rows: 4,
+            cols: 4,
+            lanes: 1,
+            channel_bits: 8,
+            a_type: ElemType::I8,
+            b_type: ElemType::I8,
+            acc_bits: 32,
+            dataflow: "os".to_string(),
+            group: 8,
+            gating: true,
+            load_filter: true,
+            rowcol_skip: true,
+        }
+    }
+}
+
+impl Config {
+    /// The accumulator (and C) is read as signed when either type is signed.
+    pub fn acc_signed(&self) -> bool {
+        self.a_type.signed() || self.b_type.signed()
+    }
+
+    /// Lowest and highest value of the accumulator as read back.
+    fn acc_range(&self) -> (i128, i128) {
+        let n = self.acc_bits;
+        if self.acc_signed() {
+            (-(1i128 << (n - 1)), (1i128 << (n - 1)) - 1)
+        } else {
+            (0, (1i128 << n) - 1)
+        }
+    }
+}
+
+/// One GEMM: A is M x K, B is K x N, C0 (if given) is M x N.
+///
+/// Accumulator-range values (C0 here, C in [`Outcome`]) are held in an `i64`;
+/// with an unsigned 64-bit accumulator a value >= 2^63 is held as its 64-bit
+/// pattern (`value as i64`, i.e. value - 2^64).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gemm {
+    pub a: Vec<Vec<i64>>,
+    pub b: Vec<Vec<i64>>,
+    pub c0: Option<Vec<Vec<i64>>>,
+}
+
+/// One k-step as the grid sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// `a[i][l]`: PE row `i`, lane `l` (R x L).
+    pub a: Vec<Vec<i64>>,
+    /// `b[j][l]`: PE column `j`, lane `l` (C x L).
+    pub b: Vec<Vec<i64>>,
+}
+
+/// One input transfer: up to `group` consecutive steps of a tile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    pub steps: Vec<Step>,
+    pub last: bool,
+}
+
+/// One R x C output tile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tile {
+    /// Length R: the matrix row of PE row `i`; `None` = padding.
+    pub rows: Vec<Option<usize>>,
+    /// Length C: the matrix column of PE column `j`; `None` = padding.
+    pub cols: Vec<Option<usize>>,
+    pub groups: Vec<Group>,
+}
+
+/// The sequencer of docs/systolic.md: tiles in order with their groups.
+/// (Stimulus, shared with the RTL testbench.)
+pub fn program(cfg: &Config, g: &Gemm) -> Vec<Tile> {
+    let (r, c, l) = (cfg.rows as usize, cfg.cols as usize, cfg.lanes as usize);
+    let m = g.a.len();
+    let k = g.b.len();
+    let n = g.b.first().map_or(0, |row| row.len());
+    let row_list: Vec<usize> = (0..m).filter(|&i| !cfg.rowcol_skip || g.a[i].iter().any(|&x| x != 0)).collect();
+    let col_list: Vec<usize> = (0..n).filter(|&j| !cfg.rowcol_skip || (0..k).any(|kk| g.b[kk][j] != 0)).collect();
+    let nsteps = k.div_ceil(l);
+    let ngroups = nsteps.div_ceil(cfg.group as usize);
+    let mut tiles = Vec::new();
+    for rb in row_list.chunks(r) {
+        let rows: Vec<Option<usize>> = (0..r).map(|i| rb.get(i).copied()).collect();
+        for cb in col_list.chunks(c) {
+            let cols: Vec<Option<usize>> = (0..c).map(|j| cb.get(j).copied()).collect();
+            let steps: Vec<Step> = (0..nsteps)
+                .map(|s| Step {
+                    a: rows
+                        .iter()
+                        .map(|row| {
+                            (0..l)
+                                .map(|ln| match row {
+                                    Some(mm) if s * l + ln < k => g.a[*mm][s * l + ln],
+                                    _ => 0,
+                                })
+                                .collect()
+                        })
+                        .collect(),
+                    b: cols
+                        .iter()
+                        .map(|col| {
+                            (0..l)
+                                .map(|ln| match col {
+                                    Some(nn) if s * l + ln < k => g.b[s * l + ln][*nn],
+                                    _ => 0,
+                                })
+                                .collect()
+                        })
+                        .collect(),
+                })
+                .collect();
+            let groups = steps
+                .chunks(cfg.group as usize)
+                .enumerate()
+                .map(|(gi, ch)| Group { steps: ch.to_vec(), last: gi + 1 == ngroups })
+                .collect();
+            tiles.push(Tile { rows: rows.clone(), cols, groups });
+        }
+    }
+    tiles
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub c: Vec<Vec<i64>>,
+    pub cycles: u64,
+    pub useful_macs: u64,
+    pub gated_products: u64,
+    pub skipped_ksteps: u64,
+}
+
+impl Outcome {
+    /// useful_macs / (R*C*L*cycles), 0 when cycles is 0.
+    pub fn utilization(&self, cfg: &Config) -> f64 {
+        if self.cycles == 0 {
+            return 0.0;
+        }
+        let slots = cfg.rows as f64 * cfg.cols as f64 * cfg.lanes as f64 * self.cycles as f64;
+        self.useful_macs as f64 / slots
+    }
+}
+
+/// `x` modulo 2^acc_bits, read signed or unsigned (unsigned 64-bit values
+/// >= 2^63 as their bit pattern).
+fn wrap(cfg: &Config, x: i128) -> i64 {
+    let n = cfg.acc_bits;
+    let m = x.rem_euclid(1i128 << n);
+    if cfg.acc_signed() && m >= 1i128 << (n - 1) {
+        (m - (1i128 << n)) as i64
+    } else {
+        m as u64 as i64
+    }
+}
+
+/// The reference C: naive triple loop plus C0, wrapped.
+fn reference_c(cfg: &Config, g: &Gemm) -> Vec<Vec<i64>> {
+    let m = g.a.len();
+    let k = g.b.len();
+    let n = g.b.first().map_or(0, |row| row.len());
+    (0..m)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    let mut s: i128 = g.c0.as_ref().map_or(0, |c0| c0[i][j] as i128);
+                    for kk in 0..k {
+                        s += g.a[i][kk] as i128 * g.b[kk][j] as i128;
+                    }
+                    wrap(cfg, s)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A step offered to the grid: a real step (index in its group) or the null
+/// step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Candidate {
+    Step(usize),
+    Null,
+}
+
+/// The group in the loader.
+struct Held<'a> {
+    group: &'a Group,
+    /// Useful steps not yet issued, lowest index first.
+    pending: VecDeque<usize>,
+    ended: bool,
+}
+
+impl Held<'_> {
+    /// The candidate and whether it is tile-ending; `None` when nothing remains.
+    fn candidate(&self) -> Option<(Candidate, bool)> {
+        if let Some(&k) = self.pending.front() {
+            Some((Candidate::Step(k), self.group.last && self.pending.len() == 1))
+        } else if self.group.last && !self.ended {
+            Some((Candidate::Null, true))
+        } else {
+            None
+        }
+    }
+
+    fn nothing_remains(&self) -> bool {
+        self.candidate().is_none()
+    }
+}
+
+/// Whether a step is useful: with `load_filter`, its A slice and its B slice
+/// both have a non-zero value; without, always.
+fn useful(cfg: &Config, s: &Step) -> bool {
+    !cfg.load_filter
+        || (s.a.iter().flatten().any(|&x| x != 0) && s.b.iter().flatten().any(|&x| x != 0))
+}
+
+/// `sum_l nzA[l] * nzB[l]` of one step.
+fn step_macs(s: &Step, lanes: usize) -> u64 {
+    (0..lanes)
+        .map(|l| {
+            let nza = s.a.iter().filter(|row| row[l] != 0).count() as u64;
+            let nzb = s.b.iter().filter(|col| col[l] != 0).count() as u64;
+            nza * nzb
+        })
+        .sum()
+}
+
+/// (cycles, useful_macs, gated_products, skipped_ksteps) of a program.
+fn simulate(cfg: &Config, tiles: &[Tile]) -> (u64, u64, u64, u64) {
+    let (r, c, l) = (cfg.rows as u64, cfg.cols as u64, cfg.lanes as u64);
+    let groups: Vec<&Group> = tiles.iter().flat_map(|t| t.groups.iter()).collect();
+    let present: u64 = groups.iter().map(|g| g.steps.len() as u64).sum();
+    let mut next = 0;
+    let mut held: Option<Held> = None;
+    // (tile-ending issue cycle, last row transfer cycle) of every ended tile.
+    let mut ended: Vec<(u64, u64)> = Vec::new();
+    let mut last_transfer: Option<u64> = None;
+    let (mut useful_macs, mut gated, mut issued_steps) = (0u64, 0u64, 0u64);
+    let mut cycle: u64 = 0;
+    while held.is_some() || next < groups.len() {
+        let mut ready = true;
+        if let Some(h) = held.as_mut() {
+            match h.candidate() {
+                // Only a non-`last` group with no useful step: nothing to do,
+                // the loader is free this cycle.
+                None => {}
+                Some((cand, ending)) => {
+                    let in_flight = ended.iter().any(|&(s, t)| s < cycle && cycle <= t);
+                    if ending && in_flight {
+                        ready = false;
+                    } else {
+                        if let Candidate::Step(k) = cand {
+                            let step = &h.group.steps[k];
+                            let macs = step_macs(step, l as usize);
+                            useful_macs += macs;
+                            if cfg.gating {
+                                gated += r * c * l - macs;
+                            }
+                            issued_steps += 1;
+                            h.pending.pop_front();
+                        }
+                        if ending {
+                            h.ended = true;
+                            let s = cycle;
+                            for row in 0..r {
+                                let ready_at = s + row + c + 1;
+                                let t = match last_transfer {
+                                    Some(p) => ready_at.max(p + 1),
+                                    None => ready_at,
+                                };
+                                last_transfer = Some(t);
+                            }
+                            ended.push((s, last_transfer.unwrap()));
+                        }
+                        ready = h.nothing_remains();
+                    }
+                }
+            }
+            if ready {
+                held = None;
+            }
+        }
+        if ready && next < groups.len() {
+            let g = groups[next];
+            let pending = (0..g.steps.len()).filter(|&k| useful(cfg, &g.steps[k])).collect();
+            held = Some(Held { group: g, pending, ended: false });
+            next += 1;
+        }
+        cycle += 1;
+    }
+    // The first group, if any, is accepted in cycle 0.
+    let cycles = last_transfer.unwrap_or(0);
+    (cycles, useful_macs, gated, present - issued_steps)
+}
+
+/// C computed directly from the matrices (naive triple loop + C0, wrapped to
+/// acc_bits); counters and cycles from the program and the spec's cycle
+/// rules, with the output always ready and groups offered back-to-back.
+pub fn run(cfg: &Config, g: &Gemm) -> Outcome {
+    let c = reference_c(cfg, g);
+    let (cycles, useful_macs, gated_products, skipped_ksteps) = simulate(cfg, &program(cfg, g));
+    Outcome { c, cycles, useful_macs, gated_products, skipped_ksteps }
+}
+
+/// A matrix of the input file, checked: `rows` (the row count, or `None`:
+/// at least 1) and `cols` (the row length, or `None`: at least 1, every row
+/// as long as row 0), each with the reason shown in the message; `elem`
+/// reads one value or rejects it with `elem_allowed`.
+fn matrix(
+    name: &str,
+    v: &Value,
+    rows: Option<(usize, &str)>,
+    cols: Option<(usize, &str)>,
+    elem: &dyn Fn(&Value) -> Option<i64>,
+    elem_allowed: &str,
+) -> Result<Vec<Vec<i64>>, InputError> {
+    let list = v.as_array().ok_or_else(|| err(name, shown(v), "a list of lists of integers"))?;
+    match rows {
+        None if list.is_empty() => return Err(err(name, "a list of 0 rows", "a list of at least 1 row")),
+        Some((n, why)) if list.len() != n => {
+            return Err(err(name, format!("a list of {} rows", list.len()), format!("a list of {n} rows ({why})")))
+        }
+        _ => {}
+    }
+    let mut out = Vec::with_capacity(list.len());
+    let mut width: Option<(usize, String)> = cols.map(|(n, why)| (n, why.to_string()));
+    for (i, row) in list.iter().enumerate() {
+        let at = format!("{name}[{i}]");
+        let vals = row.as_array().ok_or_else(|| err(&at, shown(row), "a list of integers"))?;
+        match &width {
+            None => {
+                if vals.is_empty() {
+                    return Err(err(&at, "a list of 0 values", "a list of at least 1 value"));
+                }
+                width = Some((vals.len(), format!("the length of {name}[0]")));
+            }
+            Some((n, why)) => {
+                if vals.len() != *n {
+                    return Err(err(&at, format!("a list of {} values", vals.len()), format!("a list of {n} values ({why})")));
+                }
+            }
+        }
+        let mut r = Vec::with_capacity(vals.len());
+        for (j, x) in vals.iter().enumerate() {
+            match elem(x) {
+                Some(e) => r.push(e),
+                None => return Err(err(format!("{at}[{j}]"), shown(x), elem_allowed)),
+            }
+        }
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// Parse and check an input file (docs/systolic.md "`gpurtl run systolic`"),
+/// first violation reported. Order: the object, its keys, `a_type`, `b_type`,
+/// `a` (row by row: list, length, values), `b`, `c0`.
+pub fn parse_input(v: &Value, cfg: &Config) -> Result<Gemm, InputError> {
+    let obj = v.as_object().ok_or_else(|| err("(file)", shown(v), "a JSON object with matrices `a` and `b`"))?;
+    for k in obj.keys() {
+        if !["a", "b", "c0", "a_type", "b_type"].contains(&k.as_str()) {
+            return Err(err(k.as_str(), "(given)", "absent: keys are a, b, c0, a_type, b_type"));
+        }
+    }
+    for (key, want) in [("a_type", cfg.a_type), ("b_type", cfg.b_type)] {
+        if let Some(x) = obj.get(key) {
+            if x.as_str() != Some(want.name()) {
+                return Err(err(key, shown(x), format!("\"{}\" (the block's {key} parameter)", want.name())));
+            }
+        }
+    }
+    let elem_of = |t: ElemType| {
+        move |x: &Value| x.as_i64().filter(|e| (t.min()..=t.max()).contains(e))
+    };
+    let type_allowed = |t: ElemType| format!("an integer from {} to {} ({})", t.min(), t.max(), t.name());
+
+    let av = obj.get("a").ok_or_else(|| err("a", "(missing)", "a list of lists of integers"))?;
+    let a = matrix("a", av, None, None, &elem_of(cfg.a_type), &type_allowed(cfg.a_type))?;
+    let (m, k) = (a.len(), a[0].len());
+
+    let bv = obj.get("b").ok_or_else(|| err("b", "(missing)", "a list of lists of integers"))?;
+    let b = matrix("b", bv, Some((k, "the columns of a")), None, &elem_of(cfg.b_type), &type_allowed(cfg.b_type))?;
+    let n = b[0].len();
+
+    let c0 = match obj.get("c0") {
+        None => None,
+        Some(cv) => {
+            let (lo, hi) = cfg.acc_range();
+            let acc = |x: &Value| -> Option<i64> {
+                if let Some(e) = x.as_i64() {
+                    return ((e as i128) >= lo && (e as i128) <= hi).then_some(e);
+                }
+                // Above i64::MAX: only an unsigned 64-bit accumulator holds it
+                // (kept as its bit pattern).
+                x.as_u64().filter(|&u| (u as i128) <= hi).map(|u| u as i64)
+            };
+            let allowed = format!(
+                "an integer from {lo} to {hi} (the {} {}-bit accumulator)",
+                if cfg.acc_signed() { "signed" } else { "unsigned" },
+                cfg.acc_bits
+            );
+            Some(matrix("c0", cv, Some((m, "the rows of a")), Some((n, "the columns of b")), &acc, &allowed)?)
+        }
+    };
+    Ok(Gemm { a, b, c0 })
+}
+
+/// The output file: `c` (unsigned 64-bit accumulator values written as
+/// unsigned), the counters, `cycles` and `utilization`.
+pub fn output_json(cfg: &Config, o: &Outcome) -> Value {
+    let unsigned = !cfg.acc_signed();
+    let c: Vec<Value> = o
+        .c
+        .iter()
+        .map(|row| {
+            Value::Array(
+                row.iter()
+                    .map(|&x| if unsigned { Value::from(x as u64) } else { Value::from(x) })
+                    .collect(),
+            )
+        })
+        .collect();
+    serde_json::json!({
+        "c": c,
+        "cycles": o.cycles,
+        "useful_macs": o.useful_macs,
+        "gated_products": o.gated_products,
+        "skipped_ksteps": o.skipped_ksteps,
+        "utilization": o.utilization(cfg),
+    })
+}
+
+/// Block pruning (seed §369): split `m` into `block` x `block` tiles (edge
+/// tiles smaller); zero every tile whose |sum of its elements| < threshold.
+pub fn prune(m: &[Vec<i64>], block: usize, threshold: i64) -> Vec<Vec<i64>> {
+    assert!(block >= 1, "prune: block must be at least 1");
+    let mut out = m.to_vec();
+    let rows = m.len();
+    let cols = m.first().map_or(0, |r| r.len());
+    for r0 in (0..rows).step_by(block) {
+        for c0 in (0..cols).step_by(block) {
+            let (r1, c1) = ((r0 + block).min(rows), (c0 + block).min(cols));
+            let sum: i128 = (r0..r1).flat_map(|i| (c0..c1).map(move |j| (i, j))).map(|(i, j)| m[i][j] as i128).sum();
+            if sum.abs() < threshold as i128 {
+                for row in out.iter_mut().take(r1).skip(r0) {
+                    for x in row.iter_mut().take(c1).skip(c0) {
+                        *x = 0;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cfg(rows: u32, cols: u32) -> Config {
+        Config { rows, cols, ..Config::default() }
+    }
+
+    fn gemm(a: Vec<Vec<i64>>, b: Vec<Vec<i64>>) -> Gemm {
+        Gemm { a, b, c0: None }
+    }
+
+    // ---- values ----
+
+    #[test]
+    fn grid_2x2_on_2x3x2() {
+        let c = cfg(2, 2);
+        let g = gemm(vec![vec![1, 2, 3], vec![4, 5, 6]], vec![vec![7, 8], vec![9, 10], vec![11, 12]]);
+        let o = run(&c, &g);
+        assert_eq!(o.c, vec![vec![58, 64], vec![139, 154]]);
+        // One tile, one group of 3 steps: accept 0, issues 1..3, tile-ending
+        // at 3; rows ready at 3+0+2+1 = 6 and 7.
+        assert_eq!(o.cycles, 7);
+        assert_eq!(o.useful_macs, 12);
+        assert_eq!(o.gated_products, 0);
+        assert_eq!(o.skipped_ksteps, 0);
+        assert!((o.utilization(&c) - 12.0 / 28.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn mixed_types_at_extremes() {
+        // i8 x u8: signed accumulator.
+        let c = Config { b_type: ElemType::U8, ..cfg(1, 1) };
+        let o = run(&c, &gemm(vec![vec![-128, 127]], vec![vec![255], vec![255]]));
+        assert_eq!(o.c, vec![vec![-255]]);
+        let o = run(&c, &gemm(vec![vec![-128, -128]], vec![vec![255], vec![255]]));
+        assert_eq!(o.c, vec![vec![-65280]]);
+        // i4 x i2.
+        let c = Config { a_type: ElemType::I4, b_type: ElemType::I2, acc_bits: 8, ..cfg(1, 1) };
+        let o = run(&c, &gemm(vec![vec![-8, 7]], vec![vec![-2], vec![1]]));
+        assert_eq!(o.c, vec![vec![23]]);
+        // u4 x u2: unsigned accumulator.
+        let c = Config { a_type: ElemType::U4, b_type: ElemType::U2, acc_bits: 8, ..cfg(1, 1) };
+        let o = run(&c, &gemm(vec![vec![15, 15]], vec![vec![3], vec![3]]));
+        assert_eq!(o.c, vec![vec![90]]);
+        // u4 x i2: signed.
+        let c = Config { a_type: ElemType::U4, b_type: ElemType::I2, acc_bits: 8, ..cfg(1, 1) };
+        let o = run(&c, &gemm(vec![vec![15]], vec![vec![-2]]));
+        assert_eq!(o.c, vec![vec![-30]]);
+        // Type helpers.
+        assert_eq!((ElemType::I2.min(), ElemType::I2.max()), (-2, 1));
+        assert_eq!((ElemType::U4.min(), ElemType::U4.max()), (0, 15));
+        assert_eq!(ElemType::from_name("u2"), Some(ElemType::U2));
+        assert_eq!(ElemType::from_name("i16"), None);
+    }
+
+    #[test]
+    fn wraps_to_acc_bits() {
+        // 3 * 49 = 147 -> 147 - 256 = -109 (signed 8-bit).
+        let c = Config { a_type: ElemType::I4, b_type: ElemType::I4, acc_bits: 8, ..cfg(1, 1) };
+        let o = run(&c, &gemm(vec![vec![7, 7, 7]], vec![vec![7], vec![7], vec![7]]));
+        assert_eq!(o.c, vec![vec![-109]]);
+        // 2 * 64 = 128 -> -128.
+        let o = run(&c, &gemm(vec![vec![-8, -8]], vec![vec![-8], vec![-8]]));
+        assert_eq!(o.c, vec![vec![-128]]);
+        // Unsigned: 2 * 225 = 450 -> 194.
+        let c = Config { a_type: ElemType::U4, b_type: ElemType::U4, acc_bits: 8, ..cfg(1, 1) };
+        let o = run(&c, &gemm(vec![vec![15, 15]], vec![vec![15], vec![15]]));
+        assert_eq!(o.c, vec![vec![194]]);
+    }
+
+    #[test]
+    fn c0_added_and_wrapped() {
+        let c = cfg(2, 2);
+        let g = Gemm {
+            a: vec![vec![1, 2], vec![3, 4]],
+            b: vec![vec![1, 0], vec![0, 1]],
+            c0: Some(vec![vec![10, -20], vec![2147483647, 0]]),
+        };
+        assert_eq!(run(&c, &g).c, vec![vec![11, -18], vec![-2147483646, 4]]);
+        // Unsigned 64-bit accumulator: held as the bit pattern, written unsigned.
+        let c = Config { a_type: ElemType::U8, b_type: ElemType::U8, acc_bits: 64, ..cfg(1, 1) };
+        let g = parse_input(&json!({"a": [[0]], "b": [[5]], "c0": [[18446744073709551615u64]]}), &c).unwrap();
+        assert_eq!(g.c0, Some(vec![vec![-1]]));
+        let o = run(&c, &g);
+        assert_eq!(o.c, vec![vec![-1]]);
+        assert_eq!(output_json(&c, &o)["c"], json!([[18446744073709551615u64]]));
+        let g = Gemm { a: vec![vec![1]], b: vec![vec![1]], c0: Some(vec![vec![-1]]) };
+        assert_eq!(run(&c, &g).c, vec![vec![0]]);
+    }
+
+    #[test]
+    fn lanes_2_with_odd_k() {
+        let c = Config { lanes: 2, channel_bits: 16, ..cfg(1, 1) };
+        let g = gemm(vec![vec![1, 2, 3]], vec![vec![4], vec![5], vec![6]]);
+        let t = program(&c, &g);
+        assert_eq!(t.len(), 1);
+        let steps = &t[0].groups[0].steps;
+        assert_eq!(
+            steps,
+            &vec![Step { a: vec![vec![1, 2]], b: vec![vec![4, 5]] }, Step { a: vec![vec![3, 0]], b: vec![vec![6, 0]] }]
+        );
+        let o = run(&c, &g);
+        assert_eq!(o.c, vec![vec![32]]);
+        // Step 0: 1*1 + 1*1 = 2 MACs; step 1: lane 0 only, 1 MAC, 1 gated.
+        assert_eq!((o.useful_macs, o.gated_products, o.skipped_ksteps), (3, 1, 0));
+        // Issues at 1, 2 (tile-ending); row 0 at 2+0+1+1 = 4.
+        assert_eq!(o.cycles, 4);
+        assert!((o.utilization(&c) - 3.0 / 8.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn rowcol_skip_drops_zero_row_and_column() {
+        let a = vec![vec![1, 2], vec![0, 0], vec![3, 4]];
+        let b = vec![vec![0, 5], vec![0, 6]];
+        let c0 = vec![vec![1, 2], vec![3, 4], vec![5, 6]];
+        let g = Gemm { a, b, c0: Some(c0) };
+        let on = cfg(1, 1);
+        let off = Config { rowcol_skip: false, ..cfg(1, 1) };
+        let t = program(&on, &g);
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].rows.clone(), t[0].cols.clone()), (vec![Some(0)], vec![Some(1)]));
+        assert_eq!((t[1].rows.clone(), t[1].cols.clone()), (vec![Some(2)], vec![Some(1)]));
+        assert_eq!(program(&off, &g).len(), 6);
+        let want = vec![vec![1, 2 + 17], vec![3, 4], vec![5, 6 + 39]];
+        assert_eq!(run(&on, &g).c, want);
+        assert_eq!(run(&off, &g).c, want);
+        // Nothing to stream at all: no tile, cycles 0, C = C0.
+        let g = Gemm { a: vec![vec![0, 0]], b: vec![vec![1], vec![2]], c0: Some(vec![vec![7]]) };
+        assert!(program(&on, &g).is_empty());
+        let o = run(&on, &g);
+        assert_eq!(o, Outcome { c: vec![vec![7]], cycles: 0, useful_macs: 0, gated_products: 0, skipped_ksteps: 0 });
+        assert_eq!(o.utilization(&on), 0.0);
+    }
+
+    // ---- the step program ----
+
+    #[test]
+    fn program_shape() {
+        // R = C = 2, L = 2, group 2; M = 3, K = 5, N = 1.
+        let c = Config { lanes: 2, channel_bits: 16, group: 2, ..cfg(2, 2) };
+        let a = vec![vec![1, 2, 3, 4, 5], vec![6, 7, 8, 9, 10], vec![11, 12, 13, 14, 15]];
+        let b = vec![vec![1], vec![2], vec![3], vec![4], vec![5]];
+        let t = program(&c, &gemm(a, b));
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].rows, vec![Some(0), Some(1)]);
+        assert_eq!(t[1].rows, vec![Some(2), None]);
+        assert_eq!(t[0].cols, vec![Some(0), None]);
+        // ceil(5/2) = 3 steps -> groups of 2 and 1.
+        for tile in &t {
+            assert_eq!(tile.groups.len(), 2);
+            assert_eq!((tile.groups[0].steps.len(), tile.groups[0].last), (2, false));
+            assert_eq!((tile.groups[1].steps.len(), tile.groups[1].last), (1, true));
+        }
+        assert_eq!(t[0].groups[0].steps[1], Step { a: vec![vec![3, 4], vec![8, 9]], b: vec![vec![3, 4], vec![0, 0]] });
+        assert_eq!(t[1].groups[1].steps[0], Step { a: vec![vec![15, 0], vec![0, 0]], b: vec![vec![5, 0], vec![0, 0]] });
+        // Row-block-major tile order.
+        let c = cfg(1, 1);
+        let t = program(&c, &gemm(vec![vec![1], vec![2]], vec![vec![1, 2]]));
+        let order: Vec<_> = t.iter().map(|x| (x.rows[0], x.cols[0])).collect();
+        assert_eq!(order, vec![(Some(0), Some(0)), (Some(0), Some(1)), (Some(1), Some(0)), (Some(1), Some(1))]);
+    }
+
+    // ---- cycles and counters ----
+
+    #[test]
+    fn cycles_single_pe_one_tile() {
+        // Accept at 0, issues at 1, 2, 3, tile-ending at 3, row 0 ready at
+        // 3+0+1+1 = 5.
+        let o = run(&cfg(1, 1), &gemm(vec![vec![1, 2, 3]], vec![vec![1], vec![1], vec![1]]));
+        assert_eq!(o.cycles, 5);
+        assert_eq!(o.c, vec![vec![6]]);
+        // Same with the steps cut into groups of 2 (back-to-back groups).
+        let c = Config { group: 2, ..cfg(1, 1) };
+        assert_eq!(run(&c, &gemm(vec![vec![1, 2, 3]], vec![vec![1], vec![1], vec![1]])).cycles, 5);
+    }
+
+    #[test]
+    fn cycles_second_tile_waits_for_first_to_drain() {
+        // 1x1 grid, K = 2, two tiles (rows 0 and 1).
+        // Tile 0: accept 0, issues 1, 2 (ending), row out at 4: in flight 3..=4.
+        // Tile 1: accepted at 2, step 0 at 3, ending step waits at 4, issues
+        // at 5, row out at 5+0+1+1 = 7.
+        let o = run(&cfg(1, 1), &gemm(vec![vec![1, 2], vec![3, 4]], vec![vec![1], vec![1]]));
+        assert_eq!(o.c, vec![vec![3], vec![7]]);
+        assert_eq!(o.cycles, 7);
+        // K = 4: tile 1's ending step comes at 8 > 6, no wait: out at 10.
+        let o = run(&cfg(1, 1), &gemm(vec![vec![1; 4], vec![1; 4]], vec![vec![1]; 4]));
+        assert_eq!(o.cycles, 10);
+        // 2x2 grid, K = 1, two column tiles: tile 0 ends at 1, rows out at
+        // 4, 5; tile 1 accepted at 1, ending waits until 6, rows out at 9, 10.
+        let o = run(&cfg(2, 2), &gemm(vec![vec![1], vec![1]], vec![vec![1, 1, 1]]));
+        assert_eq!(o.cycles, 10);
+    }
+
+    #[test]
+    fn load_filter_on_and_off() {
+        let g = gemm(vec![vec![1, 0, 2, 0]], vec![vec![3], vec![4], vec![5], vec![6]]);
+        // On: steps 0 and 2 issue at 1, 2 (ending); out at 4.
+        let on = cfg(1, 1);
+        let o = run(&on, &g);
+        assert_eq!(o.c, vec![vec![13]]);
+        assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (4, 2, 0, 2));
+        // Off: all 4 issue at 1..4; out at 6; the zero steps are gated.
+        let off = Config { load_filter: false, ..cfg(1, 1) };
+        let o = run(&off, &g);
+        assert_eq!(o.c, vec![vec![13]]);
+        assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (6, 2, 2, 0));
+        // Off and ungated.
+        let o = run(&Config { gating: false, ..off }, &g);
+        assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (6, 2, 0, 0));
+    }
+
+    #[test]
+    fn all_zero_tile_issues_a_null_step() {
+        let c = Config { rowcol_skip: false, ..cfg(1, 1) };
+        let g = gemm(vec![vec![0, 0]], vec![vec![1], vec![1]]);
+        // Accept 0, null step (tile-ending) at 1, out at 1+0+1+1 = 3.
+        let o = run(&c, &g);
+        assert_eq!(o.c, vec![vec![0]]);
+        assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (3, 0, 0, 2));
+    }
+
+    #[test]
+    fn empty_non_last_group_frees_the_loader() {
+        // group 2, K = 4: group 0 (steps 0, 1) all zero, group 1 useful.
+        // Accept g0 at 0; at 1 it has nothing -> accept g1 at 1; issues at 2,
+        // 3 (ending); out at 3+0+1+1 = 5.
+        let c = Config { group: 2, ..cfg(1, 1) };
+        let o = run(&c, &gemm(vec![vec![0, 0, 1, 1]], vec![vec![1]; 4]));
+        assert_eq!((o.cycles, o.skipped_ksteps, o.useful_macs), (5, 2, 2));
+    }
+
+    #[test]
+    fn gated_and_useful_by_hand() {
+        // 2x2 grid, K = 2. Step 0: A col (1, 2), B row (0, 4): 2*1 = 2 MACs,
+        // 2 gated. Step 1: A (0, 3), B (5, 6): 1*2 = 2 MACs, 2 gated.
+        let g = gemm(vec![vec![1, 0], vec![2, 3]], vec![vec![0, 4], vec![5, 6]]);
+        let o = run(&cfg(2, 2), &g);
+        assert_eq!(o.c, vec![vec![0, 4], vec![15, 26]]);
+        assert_eq!((o.useful_macs, o.gated_products, o.skipped_ksteps), (4, 4, 0));
+        // Issues 1, 2 (ending): rows out at 2+0+2+1 = 5 and 6.
+        assert_eq!(o.cycles, 6);
+        let o = run(&Config { gating: false, ..cfg(2, 2) }, &g);
+        assert_eq!((o.useful_macs, o.gated_products), (4, 0));
+        // Padding counts as gated: a 3x3 grid on the same GEMM.
+        let o = run(&cfg(3, 3), &g);
+        assert_eq!((o.useful_macs, o.gated_products), (4, 2 * 9 - 4));
+    }
+
+    #[test]
+    fn output_keys() {
+        let c = cfg(1, 1);
+        let o = run(&c, &gemm(vec![vec![1, 2, 3]], vec![vec![1], vec![1], vec![1]]));
+        assert_eq!(
+            output_json(&c, &o),
+            json!({"c": [[6]], "cycles": 5, "useful_macs": 3, "gated_products": 0, "skipped_ksteps": 0,
+                   "utilization": 0.6})
+        );
+    }
+
+    #[test]
+    fn prune_blocks() {
+        let m = vec![vec![1, 1, 5, -5], vec![1, 1, 0, 0], vec![0, 0, 9, 0], vec![0, -1, 0, 0]];
+        // Block sums: 4, 0, -1, 9.
+        assert_eq!(
+            prune(&m, 2, 2),
+            vec![vec![1, 1, 0, 0], vec![1, 1, 0, 0], vec![0, 0, 9, 0], vec![0, 0, 0, 0]]
+        );
+        assert_eq!(prune(&m, 2, 1), vec![vec![1, 1, 0, 0], vec![1, 1, 0, 0], vec![0, 0, 9, 0], vec![0, -1, 0, 0]]);
+        assert_eq!(prune(&m, 2, 0), m);
+        // Edge tiles are smaller: 3x3 in 2x2 blocks.
+        let m = vec![vec![1, 1, 3], vec![1, 1, 0], vec![-2, 0, 1]];
+        assert_eq!(prune(&m, 2, 2), vec![vec![1, 1, 3], vec![1, 1, 0], vec![-2, 0, 0]]);
+    }
+
+    // ---- parse_input ----
+
+    fn perr(v: Value, c: &Config) -> String {
+        parse_input(&v, c).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn parse_example() {
+        let c = cfg(2, 2);
+        let g = parse_input(
+            &json!({"a": [[1, -2]], "b": [[3], [4]], "c0": [[-5]], "a_type": "i8", "b_type": "i8"}),
+            &c,
+        )
+        .unwrap();
+        assert_eq!(g, Gemm { a: vec![vec![1, -2]], b: vec![vec![3], vec![4]], c0: Some(vec![vec![-5]]) });
+        let g = parse_input(&json!({"a": [[127, -128]], "b": [[0, 1], [2, 3]]}), &c).unwrap();
+        assert_eq!(g.c0, None);
+    }
+
+    #[test]
+    fn parse_messages() {
+        let i8c = cfg(2, 2);
+        let u4 = Config { a_type: ElemType::U4, b_type: ElemType::I2, acc_bits: 8, ..cfg(2, 2) };
+        let uu = Config { a_type: ElemType::U8, b_type: ElemType::U2, acc_bits: 16, ..cfg(2, 2) };
+        let ab = |extra: Value| {
+            let mut o = json!({"a": [[1, 2, 3, 4], [5, 6, 7, 8]], "b": [[1, 2], [3, 4], [5, 6], [7, 8]]});
+            for (k, v) in extra.as_object().unwrap() {
+                o[k] = v.clone();
+            }
+            o
+        };
+        let cases: Vec<(Value, &Config, &str)> = vec![
+            (json!([1]), &i8c, "input `(file)` = [1]: must be a JSON object with matrices `a` and `b`"),
+            (ab(json!({"d": 1})), &i8c, "input `d` = (given): must be absent: keys are a, b, c0, a_type, b_type"),
+            (json!({"b": [[1]]}), &i8c, "input `a` = (missing): must be a list of lists of integers"),
+            (json!({"a": [[1]]}), &i8c, "input `b` = (missing): must be a list of lists of integers"),
+            (json!({"a": 3, "b": [[1]]}), &i8c, "input `a` = 3: must be a list of lists of integers"),
+            (json!({"a": [1], "b": [[1]]}), &i8c, "input `a[0]` = 1: must be a list of integers"),
+            (json!({"a": [], "b": [[1]]}), &i8c, "input `a` = a list of 0 rows: must be a list of at least 1 row"),
+            (json!({"a": [[]], "b": [[1]]}), &i8c, "input `a[0]` = a list of 0 values: must be a list of at least 1 value"),
+            (
+                json!({"a": [[1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3]], "b": [[1]]}),
+                &i8c,
+                "input `a[2]` = a list of 3 values: must be a list of 4 values (the length of a[0])",
+            ),
+            (
+                json!({"a": [[1, 2, 3, 4]], "b": [[1], [2], [3]]}),
+                &i8c,
+                "input `b` = a list of 3 rows: must be a list of 4 rows (the columns of a)",
+            ),
+            (
+                json!({"a": [[1, 2, 3, 4]], "b": []}),
+                &i8c,
+                "input `b` = a list of 0 rows: must be a list of 4 rows (the columns of a)",
+            ),
+            (json!({"a": [[1]], "b": "x"}), &i8c, "input `b` = \"x\": must be a list of lists of integers"),
+            (json!({"a": [[1]], "b": [[]]}), &i8c, "input `b[0]` = a list of 0 values: must be a list of at least 1 value"),
+            (
+                json!({"a": [[1, 1]], "b": [[1, 2], [3]]}),
+                &i8c,
+                "input `b[1]` = a list of 1 values: must be a list of 2 values (the length of b[0])",
+            ),
+            (
+                ab(json!({"a": [[1, 2, 3, 4], [5, 6, 128, 8]]})),
+                &i8c,
+                "input `a[1][2]` = 128: must be an integer from -128 to 127 (i8)",
+            ),
+            (
+                ab(json!({"a": [[1, 2, 3, 4], [5, 6, 1.5, 8]]})),
+                &i8c,
+                "input `a[1][2]` = 1.5: must be an integer from -128 to 127 (i8)",
+            ),
+            (
+                ab(json!({"b": [[1, 2], [3, 4], [5, -129], [7, 8]]})),
+                &i8c,
+                "input `b[2][1]` = -129: must be an integer from -128 to 127 (i8)",
+            ),
+            (
+                ab(json!({"a": [[1, 2, 3, 4], [5, 6, 16, 8]]})),
+                &u4,
+                "input `a[1][2]` = 16: must be an integer from 0 to 15 (u4)",
+            ),
+            (ab(json!({"a": [[1, 2, 3, -1], [0, 0, 0, 0]]})), &u4, "input `a[0][3]` = -1: must be an integer from 0 to 15 (u4)"),
+            (ab(json!({"b": [[1, 2], [3, 4], [5, 6], [7, 8]]})), &u4, "input `b[0][1]` = 2: must be an integer from -2 to 1 (i2)"),
+            (ab(json!({"c0": 5})), &i8c, "input `c0` = 5: must be a list of lists of integers"),
+            (ab(json!({"c0": [[1, 2]]})), &i8c, "input `c0` = a list of 1 rows: must be a list of 2 rows (the rows of a)"),
+            (ab(json!({"c0": [[1, 2], 3]})), &i8c, "input `c0[1]` = 3: must be a list of integers"),
+            (
+                ab(json!({"c0": [[1, 2], [3, 4, 5]]})),
+                &i8c,
+                "input `c0[1]` = a list of 3 values: must be a list of 2 values (the columns of b)",
+            ),
+            (
+                ab(json!({"c0": [[1, 2], [3, 2147483648u64]]})),
+                &i8c,
+                "input `c0[1][1]` = 2147483648: must be an integer from -2147483648 to 2147483647 (the signed 32-bit accumulator)",
+            ),
+            (
+                ab(json!({"a": [[1, 2, 3, 4], [5, 6, 7, 8]], "b": [[1, 0], [-2, 1], [0, 0], [1, 1]], "c0": [[1, -129], [3, 4]]})),
+                &u4,
+                "input `c0[0][1]` = -129: must be an integer from -128 to 127 (the signed 8-bit accumulator)",
+            ),
+            (
+                ab(json!({"a": [[1, 2, 3, 4], [5, 6, 7, 8]], "b": [[1, 2], [3, 0], [1, 2], [3, 0]], "c0": [[-1, 0], [0, 0]]})),
+                &uu,
+                "input `c0[0][0]` = -1: must be an integer from 0 to 65535 (the unsigned 16-bit accumulator)",
+            ),
+            (
+                ab(json!({"a": [[1, 2, 3, 4], [5, 6, 7, 8]], "b": [[1, 2], [3, 0], [1, 2], [3, 0]], "c0": [[0, 65536], [0, 0]]})),
+                &uu,
+                "input `c0[0][1]` = 65536: must be an integer from 0 to 65535 (the unsigned 16-bit accumulator)",
+            ),
+            (ab(json!({"a_type": "u8"})), &i8c, "input `a_type` = \"u8\": must be \"i8\" (the block's a_type parameter)"),
+            (ab(json!({"a_type": "int8"})), &i8c, "input `a_type` = \"int8\": must be \"i8\" (the block's a_type parameter)"),
+            (ab(json!({"b_type": 8})), &i8c, "input `b_type` = 8: must be \"i8\" (the block's b_type parameter)"),
+            (ab(json!({"b_type": "i8"})), &u4, "input `b_type` = \"i8\": must be \"i2\" (the block's b_type parameter)"),
+        ];
+        for (v, c, want) in cases {
+            assert_eq!(perr(v.clone(), c), want, "{v}");
+        }
+        // Accepted edges: values at the type limits, c0 at the accumulator's.
+        let c = Config { a_type: ElemType::U4, b_type: ElemType::I2, acc_bits: 8, ..cfg(2, 2) };
+        let g = parse_input(&json!({"a": [[0, 15]], "b": [[-2], [1]], "c0": [[-128]], "a_type": "u4", "b_type": "i2"}), &c)
+            .unwrap();
+        assert_eq!(g.b, vec![vec![-2], vec![1]]);
+        let c = Config { acc_bits: 64, ..cfg(2, 2) };
+        let g = parse_input(&json!({"a": [[0]], "b": [[0]], "c0": [[i64::MIN]]}), &c).unwrap();
+        assert_eq!(g.c0, Some(vec![vec![i64::MIN]]));
+        assert_eq!(
+            perr(json!({"a": [[0]], "b": [[0]], "c0": [[9223372036854775808u64]]}), &c),
+            "input `c0[0][0]` = 9223372036854775808: must be an integer from -9223372036854775808 to 9223372036854775807 (the signed 64-bit accumulator)"
+        );
+    }
+}

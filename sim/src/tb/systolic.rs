@@ -1,0 +1,254 @@
+//! Testbench for the generated systolic grid: plays the sequencer's step
+//! program (docs/systolic.md) into the grid group by group, answers the
+//! initial-accumulator read port, collects result rows into C, and reads the
+//! statistics counters. Random stalls on the input and the output.
+
+use crate::cosim::{Compiled, CosimError, PortHandle};
+use crate::models::systolic::{program, Config, Gemm, Outcome};
+use crate::rng::Rng;
+use std::path::Path;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Env {
+    pub seed: u64,
+    /// Percent of cycles the source holds back a group.
+    pub in_stall: u32,
+    /// Percent of cycles the sink is not ready for a row.
+    pub out_stall: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct RunStats {
+    pub ticks: u64,
+}
+
+/// Bits `lo..lo+width` of `words` set to the low `width` bits of `v`.
+fn put(words: &mut [u32], lo: u32, width: u32, v: u64) {
+    for bit in 0..width {
+        if (v >> bit) & 1 == 1 {
+            let pos = lo + bit;
+            words[(pos / 32) as usize] |= 1 << (pos % 32);
+        }
+    }
+}
+
+fn take(words: &[u32], lo: u32, width: u32) -> u64 {
+    (0..width).fold(0u64, |acc, bit| {
+        let pos = lo + bit;
+        acc | (((words[(pos / 32) as usize] >> (pos % 32)) as u64 & 1) << bit)
+    })
+}
+
+struct Ports {
+    rst: PortHandle,
+    in_valid: PortHandle,
+    in_ready: PortHandle,
+    in_a: PortHandle,
+    in_b: PortHandle,
+    in_steps: PortHandle,
+    in_last: PortHandle,
+    out_valid: PortHandle,
+    out_ready: PortHandle,
+    out_row: PortHandle,
+    out_c: PortHandle,
+    out_c0: PortHandle,
+    useful: PortHandle,
+    gated: PortHandle,
+    skipped: PortHandle,
+}
+
+pub fn run(
+    compiled: &Compiled,
+    cfg: &Config,
+    gemm: &Gemm,
+    env: Option<Env>,
+    vcd: Option<&Path>,
+) -> Result<(Outcome, RunStats), CosimError> {
+    let mut sim = compiled.instantiate()?;
+    if let Some(path) = vcd {
+        sim.trace_vcd(path)?;
+    }
+    let s = &sim;
+    let p = Ports {
+        rst: s.port("rst_i")?,
+        in_valid: s.port("in_valid_i")?,
+        in_ready: s.port("in_ready_o")?,
+        in_a: s.port("in_a_i")?,
+        in_b: s.port("in_b_i")?,
+        in_steps: s.port("in_steps_i")?,
+        in_last: s.port("in_last_i")?,
+        out_valid: s.port("out_valid_o")?,
+        out_ready: s.port("out_ready_i")?,
+        out_row: s.port("out_row_o")?,
+        out_c: s.port("out_c_o")?,
+        out_c0: s.port("out_c0_i")?,
+        useful: s.port("stat_useful_o")?,
+        gated: s.port("stat_gated_o")?,
+        skipped: s.port("stat_skipped_o")?,
+    };
+    let (r, c, l, g) = (cfg.rows, cfg.cols, cfg.lanes, cfg.group);
+    let (ab, bb, acc) = (cfg.a_type.bits(), cfg.b_type.bits(), cfg.acc_bits);
+    let (ch, slot) = (cfg.channel_bits, cfg.channel_bits / cfg.lanes);
+    let signed = cfg.a_type.signed() || cfg.b_type.signed();
+    let mask = |bits: u32| if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let (m, n) = (gemm.a.len(), gemm.b[0].len());
+    let c0_at = |row: usize, col: usize| gemm.c0.as_ref().map_or(0, |c0| c0[row][col]);
+    let mut out: Vec<Vec<i64>> = (0..m).map(|i| (0..n).map(|j| c0_at(i, j)).collect()).collect();
+
+    let tiles = program(cfg, gemm);
+    let groups: Vec<_> = tiles.iter().flat_map(|t| t.groups.iter()).collect();
+    let mut rng = Rng::new(env.map_or(0, |e| e.seed));
+
+    sim.set(p.rst, 1);
+    sim.eval();
+    sim.tick();
+    sim.tick();
+    sim.set(p.rst, 0);
+
+    let mut next = 0usize;
+    let mut offering = false;
+    let (mut tile, mut rows_out) = (0usize, 0u32);
+    let mut first_in: Option<u64> = None;
+    let mut last_out = 0u64;
+    let a_words = (g * r * ch).div_ceil(32) as usize;
+    let b_words = (g * c * ch).div_ceil(32) as usize;
+    let mut words = Vec::new();
+    let steps_total: u64 = groups.iter().map(|gr| gr.steps.len() as u64 + 1).sum();
+    let limit = sim.cycle() + 1000 + (steps_total + tiles.len() as u64 * (r + c) as u64 * 4) * 20;
+    while tile < tiles.len() {
+        if sim.cycle() > limit {
+            sim.trace_close();
+            return Err(CosimError::Io(format!("the RTL stopped making progress: {tile} of {} tiles out", tiles.len())));
+        }
+        let now = sim.cycle();
+        if !offering && next < groups.len() && !env.is_some_and(|e| rng.chance(e.in_stall)) {
+            offering = true;
+            let gr = groups[next];
+            let (mut wa, mut wb) = (vec![0u32; a_words], vec![0u32; b_words]);
+            for (si, st) in gr.steps.iter().enumerate() {
+                let si = si as u32;
+                for i in 0..r {
+                    for ln in 0..l {
+                        let v = st.a[i as usize][ln as usize] as u64 & mask(ab);
+                        put(&mut wa, (si * r + i) * ch + ln * slot, ab, v);
+                    }
+                }
+                for j in 0..c {
+                    for ln in 0..l {
+                        let v = st.b[j as usize][ln as usize] as u64 & mask(bb);
+                        put(&mut wb, (si * c + j) * ch + ln * slot, bb, v);
+                    }
+                }
+            }
+            sim.set_words(p.in_a, &wa);
+            sim.set_words(p.in_b, &wb);
+            sim.set(p.in_steps, gr.steps.len() as u64);
+            sim.set(p.in_last, gr.last as u64);
+        }
+        sim.set(p.in_valid, offering as u64);
+        let ready = !env.is_some_and(|e| rng.chance(e.out_stall));
+        sim.set(p.out_ready, ready as u64);
+        sim.eval();
+        // The initial-accumulator port answers for the row on offer.
+        let row = sim.get(p.out_row) as usize;
+        let t = &tiles[tile];
+        let mut wc0 = vec![0u32; (c * acc).div_ceil(32) as usize];
+        if let Some(Some(mr)) = t.rows.get(row) {
+            for (j, col) in t.cols.iter().enumerate() {
+                if let Some(nc) = col {
+                    put(&mut wc0, j as u32 * acc, acc, c0_at(*mr, *nc) as u64 & mask(acc));
+                }
+            }
+        }
+        sim.set_words(p.out_c0, &wc0);
+        sim.eval();
+        if offering && sim.get(p.in_ready) == 1 {
+            first_in.get_or_insert(now);
+            offering = false;
+            next += 1;
+        }
+        if ready && sim.get(p.out_valid) == 1 {
+            if row as u32 != rows_out {
+                sim.trace_close();
+                return Err(CosimError::Io(format!("tile {tile}: row {row} came out where row {rows_out} was due")));
+            }
+            sim.get_words(p.out_c, &mut words);
+            if let Some(Some(mr)) = t.rows.get(row) {
+                for (j, col) in t.cols.iter().enumerate() {
+                    if let Some(nc) = col {
+                        let raw = take(&words, j as u32 * acc, acc);
+                        let v = if signed && acc < 64 && (raw >> (acc - 1)) & 1 == 1 {
+                            (raw | !mask(acc)) as i64
+                        } else {
+                            raw as i64
+                        };
+                        out[*mr][*nc] = v;
+                    }
+                }
+            }
+            last_out = now;
+            rows_out += 1;
+            if rows_out == r {
+                rows_out = 0;
+                tile += 1;
+            }
+        }
+        sim.tick();
+    }
+    sim.eval();
+    let outcome = Outcome {
+        c: out,
+        cycles: first_in.map_or(0, |f| last_out - f),
+        useful_macs: sim.get(p.useful),
+        gated_products: sim.get(p.gated),
+        skipped_ksteps: sim.get(p.skipped),
+    };
+    sim.trace_close();
+    Ok((outcome, RunStats { ticks: sim.cycle() }))
+}
+
+/// A random GEMM that reaches every skip path: element sparsity from none to
+/// all-zero, zero k-slices, zero A rows and B columns, extreme values, and an
+/// initial accumulator half the time.
+pub fn random_gemm(rng: &mut Rng, cfg: &Config, max_dim: u64) -> Gemm {
+    let (m, k, n) = (1 + rng.below(max_dim) as usize, 1 + rng.below(max_dim) as usize, 1 + rng.below(max_dim) as usize);
+    let zero_pct = *rng.pick(&[0u32, 20, 50, 80, 95, 100]);
+    let value = |rng: &mut Rng, t: crate::models::systolic::ElemType| match rng.below(4) {
+        0 => t.min(),
+        1 => t.max(),
+        _ => t.min() + rng.below((t.max() - t.min() + 1) as u64) as i64,
+    };
+    let dead_k: Vec<bool> = (0..k).map(|_| rng.chance(zero_pct / 2)).collect();
+    let dead_row: Vec<bool> = (0..m).map(|_| rng.chance(15)).collect();
+    let dead_col: Vec<bool> = (0..n).map(|_| rng.chance(15)).collect();
+    let a = (0..m)
+        .map(|i| {
+            (0..k)
+                .map(|kk| if dead_k[kk] || dead_row[i] || rng.chance(zero_pct) { 0 } else { value(rng, cfg.a_type) })
+                .collect()
+        })
+        .collect();
+    let b = (0..k)
+        .map(|_| (0..n).map(|j| if dead_col[j] || rng.chance(zero_pct) { 0 } else { value(rng, cfg.b_type) }).collect())
+        .collect();
+    let signed = cfg.a_type.signed() || cfg.b_type.signed();
+    let c0 = rng.chance(50).then(|| {
+        (0..m)
+            .map(|_| {
+                (0..n)
+                    .map(|_| {
+                        // A random acc_bits pattern, read signed or unsigned.
+                        let v = rng.next_u64() >> (64 - cfg.acc_bits);
+                        let neg = cfg.acc_bits < 64 && signed && (v >> (cfg.acc_bits - 1)) & 1 == 1;
+                        if neg {
+                            (v | (u64::MAX << cfg.acc_bits)) as i64
+                        } else {
+                            v as i64
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    });
+    Gemm { a, b, c0 }
+}
