@@ -57,7 +57,7 @@ fn invalid_parameters() {
         &["gen", "compress", "--preset", "huge", "-o", "x"],
         "error: preset `huge` of block `compress`: must be one of default, small, wide, max\n",
     );
-    bad(&["gen", "nosuch", "-o", "x"], "error: unknown block `nosuch`; blocks: compress, cbload\n");
+    bad(&["gen", "nosuch", "-o", "x"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic\n");
     bad(&["gen", "compress"], "error: `gen` needs `-o DIR`\n");
     bad(&["frobnicate"], "error: unknown command `frobnicate`; see `gpurtl help`\n");
 }
@@ -321,4 +321,108 @@ fn cbload_run_model_and_rtl_agree() {
     assert_eq!(v["oob_tag"], 1);
     // Register 0 holds bytes 8..39 of view 0: 9, 10 then zeros.
     assert_eq!(v["regs"][0], format!("0x{:0>64}", "0a09"));
+}
+
+#[test]
+fn systolic_invalid_parameters() {
+    bad(&["gen", "systolic", "--param", "rows=0", "-o", "x"], "error: parameter `rows` = 0: must be an integer from 1 to 64\n");
+    bad(&["gen", "systolic", "--param", "cols=65", "-o", "x"], "error: parameter `cols` = 65: must be an integer from 1 to 64\n");
+    bad(
+        &["gen", "systolic", "--param", "lanes=3", "--param", "channel_bits=32", "-o", "x"],
+        "error: parameter `lanes` = 3: must be a divisor of channel_bits (32)\n",
+    );
+    bad(
+        &["gen", "systolic", "--param", "lanes=2", "-o", "x"],
+        "error: parameter `channel_bits` = 8: must be at least lanes x 8 = 16 (each lane's slot holds one element)\n",
+    );
+    bad(
+        &["gen", "systolic", "--param", "acc_bits=15", "--param", "b_type=u8", "-o", "x"],
+        "error: parameter `acc_bits` = 15: must be at least the product width 17 (i8 x u8)\n",
+    );
+    bad(
+        &["gen", "systolic", "--param", "a_type=i16", "-o", "x"],
+        "error: parameter `a_type` = `i16`: must be one of i8, u8, i4, u4, i2, u2\n",
+    );
+    bad(&["gen", "systolic", "--param", "dataflow=ws", "-o", "x"], "error: parameter `dataflow` = `ws`: must be one of os\n");
+    bad(&["gen", "systolic", "--param", "gating=maybe", "-o", "x"], "error: parameter `gating` = `maybe`: must be true or false\n");
+}
+
+fn systolic_bad_input(input: &str, message: &str) {
+    let d = tempfile::tempdir().unwrap();
+    let i = write(d.path(), "in.json", input);
+    let o = d.path().join("out.json");
+    let (code, _, err) = gpurtl(&["run", "systolic", "--input", &i, "--output", o.to_str().unwrap()]);
+    assert_eq!(code, 2, "{input}: {err}");
+    assert_eq!(err, format!("error: {message}\n"), "{input}");
+    assert!(!o.exists());
+}
+
+#[test]
+fn systolic_malformed_inputs() {
+    systolic_bad_input(
+        r#"{"a": [[1, 2], [3]], "b": [[1], [2]]}"#,
+        "input `a[1]` = a list of 1 values: must be a list of 2 values (the length of a[0])",
+    );
+    systolic_bad_input(
+        r#"{"a": [[1, 2]], "b": [[1], [2], [3]]}"#,
+        "input `b` = a list of 3 rows: must be a list of 2 rows (the columns of a)",
+    );
+    systolic_bad_input(
+        r#"{"a": [[1, 200]], "b": [[1], [2]]}"#,
+        "input `a[0][1]` = 200: must be an integer from -128 to 127 (i8)",
+    );
+    systolic_bad_input(
+        r#"{"a": [[1]], "b": [[1]], "a_type": "u8"}"#,
+        "input `a_type` = \"u8\": must be \"i8\" (the block's a_type parameter)",
+    );
+    systolic_bad_input(r#"{"a": [[1]]}"#, "input `b` = (missing): must be a list of lists of integers");
+    systolic_bad_input(
+        r#"{"a": [[1]], "b": [[1]], "c0": [[1], [2]]}"#,
+        "input `c0` = a list of 2 rows: must be a list of 1 rows (the rows of a)",
+    );
+}
+
+/// Both engines agree on a GEMM with zero rows, columns and k-slices.
+#[test]
+fn systolic_run_model_and_rtl_agree() {
+    let d = tempfile::tempdir().unwrap();
+    let i = write(
+        d.path(),
+        "in.json",
+        r#"{"a": [[1, 0, 2, 0, 3], [0, 0, 0, 0, 0], [-4, 0, 5, 0, -128], [7, 0, 1, 0, 1], [1, 0, 1, 0, 1]],
+            "b": [[1, 2, 0], [3, 4, 0], [5, 6, 0], [7, 8, 0], [127, -1, 0]],
+            "c0": [[1, 1, 1], [2, 2, 2], [3, 3, 3], [4, 4, 4], [5, 5, 5]]}"#,
+    );
+    let m = d.path().join("m.json");
+    let r = d.path().join("r.json");
+    assert_eq!(gpurtl(&["run", "systolic", "--input", &i, "--output", m.to_str().unwrap()]).0, 0);
+    let (code, _, err) = gpurtl(&["run", "systolic", "--input", &i, "--output", r.to_str().unwrap(), "--engine", "rtl"]);
+    assert_eq!(code, 0, "{err}");
+    let m = std::fs::read_to_string(m).unwrap();
+    assert_eq!(m, std::fs::read_to_string(r).unwrap());
+    let v: serde_json::Value = serde_json::from_str(&m).unwrap();
+    assert_eq!(v["c"][0], serde_json::json!([1 + 1 + 10 + 381, 1 + 2 + 12 - 3, 1]));
+    assert_eq!(v["c"][1], serde_json::json!([2, 2, 2]));
+    assert!(v["skipped_ksteps"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn prune_zeroes_small_blocks() {
+    let d = tempfile::tempdir().unwrap();
+    let i = write(d.path(), "in.json", r#"{"a": [[1, 0, 9, 9], [0, 0, 9, 9]], "b": [[1, 1], [1, 1]]}"#);
+    let o = d.path().join("p.json");
+    let (code, out, err) =
+        gpurtl(&["prune", "--input", &i, "--output", o.to_str().unwrap(), "--block", "2", "--threshold", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.ends_with("1 non-zero values pruned\n"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&o).unwrap()).unwrap();
+    assert_eq!(v["a"], serde_json::json!([[0, 0, 9, 9], [0, 0, 9, 9]]));
+    bad(
+        &["prune", "--input", &i, "--output", "x.json", "--block", "0", "--threshold", "2"],
+        "error: option `--block` = `0`: must be an integer from 1 to 64\n",
+    );
+    bad(
+        &["prune", "--input", &i, "--output", "x.json", "--block", "2", "--threshold", "-1"],
+        "error: option `--threshold` = `-1`: must be a non-negative integer\n",
+    );
 }

@@ -143,8 +143,9 @@ fn cbload(b: &dyn Block, params: &Value, out: &mut dyn Write) -> Result<Value, C
     }))
 }
 
-/// A GEMM whose A has `zero_pct` percent of its k columns all zero (so that
-/// share of the k-slices is zero), other values non-zero.
+/// A GEMM whose A has exactly `zero_pct` percent of its k columns all zero
+/// (chosen at random), so that share of the k-slices is zero; other values
+/// are non-zero.
 fn sparse_gemm(rng: &mut Rng, m: usize, k: usize, n: usize, zero_pct: u32) -> gpurtl_sim::models::systolic::Gemm {
     let nz = |rng: &mut Rng| loop {
         let v = rng.below(255) as i64 - 127;
@@ -152,7 +153,17 @@ fn sparse_gemm(rng: &mut Rng, m: usize, k: usize, n: usize, zero_pct: u32) -> gp
             return v;
         }
     };
-    let dead: Vec<bool> = (0..k).map(|_| rng.chance(zero_pct)).collect();
+    // Partial Fisher-Yates: the first k*pct/100 of a shuffled order are dead.
+    let mut order: Vec<usize> = (0..k).collect();
+    let n_dead = k * zero_pct as usize / 100;
+    for i in 0..n_dead {
+        let j = i + rng.below((k - i) as u64) as usize;
+        order.swap(i, j);
+    }
+    let mut dead = vec![false; k];
+    for &kk in &order[..n_dead] {
+        dead[kk] = true;
+    }
     let a = (0..m).map(|_| (0..k).map(|kk| if dead[kk] { 0 } else { nz(rng) }).collect()).collect();
     let b = (0..k).map(|_| (0..n).map(|_| nz(rng)).collect()).collect();
     gpurtl_sim::models::systolic::Gemm { a, b, c0: None }
