@@ -19,7 +19,7 @@ fn config(p: &SystolicParams) -> Config {
 fn point(name: &str) -> SystolicParams {
     let d = SystolicParams::default();
     match name {
-        "1x1" => SystolicParams { rows: 1, cols: 1, group: 1, ..d },
+        "1x1" => SystolicParams { rows: 1, cols: 1, group: 1, pipeline: 0, ..d },
         "3x5" => SystolicParams {
             rows: 3,
             cols: 5,
@@ -29,11 +29,12 @@ fn point(name: &str) -> SystolicParams {
             b_type: ElemType::U4,
             acc_bits: 20,
             group: 3,
+            pipeline: 2,
             ..d
         },
         "8x8" => SystolicParams { rows: 8, cols: 8, ..d },
         "int4x4" => SystolicParams::presets()[2].1.clone(),
-        "dense" => SystolicParams { rows: 2, cols: 3, gating: false, load_filter: false, rowcol_skip: false, a_type: ElemType::U2, b_type: ElemType::I2, acc_bits: 8, ..d },
+        "dense" => SystolicParams { rows: 2, cols: 3, pipeline: 0, gating: false, load_filter: false, rowcol_skip: false, a_type: ElemType::U2, b_type: ElemType::I2, acc_bits: 8, ..d },
         _ => unreachable!(),
     }
 }

@@ -17,6 +17,8 @@ commands:
                                run a workload through the golden model or the RTL
   lint BLOCK                   verilator --lint-only -Wall and yosys synth + check -assert
   bench BLOCK [--json FILE]    measure the block's figures (table + JSON)
+  synth BLOCK --target generic|ice40|ecp5 [--clock-mhz F] [-o DIR]
+                               yosys (+ nextpnr) report: cells, LUTs, FFs, DSPs, Fmax
   prune --input IN.json --output OUT.json --block N --threshold T
                                block pruning (seed 004 §369) of the `a` and `b`
                                matrices of a systolic input: every N x N block
@@ -72,6 +74,8 @@ pub struct Opts {
     pub vcd: Option<PathBuf>,
     pub json: Option<PathBuf>,
     pub prune_block: Option<String>,
+    pub target: Option<String>,
+    pub clock_mhz: Option<String>,
     pub threshold: Option<String>,
 }
 
@@ -99,6 +103,8 @@ fn parse(args: &[String]) -> Result<Opts, CliError> {
             "--vcd" => o.vcd = Some(val(a)?.into()),
             "--json" => o.json = Some(val(a)?.into()),
             "--block" => o.prune_block = Some(val(a)?),
+            "--target" => o.target = Some(val(a)?),
+            "--clock-mhz" => o.clock_mhz = Some(val(a)?),
             "--threshold" => o.threshold = Some(val(a)?),
             "--all" => o.all = true,
             s if s.starts_with('-') => return Err(CliError::Bad(format!("unknown option `{s}`; see `gpurtl help`"))),
@@ -293,6 +299,21 @@ fn dispatch(args: &[String], out: &mut dyn Write) -> Result<(), CliError> {
             bench::run(b, &params, o.json.as_deref(), out)
         }
         "prune" => cmd_prune(&o, out),
+        "synth" => {
+            let b = block_of(&o)?;
+            let target = crate::synth::Target::parse(o.target.as_deref().unwrap_or("generic"))?;
+            let default_mhz = if target == crate::synth::Target::Ecp5 { 150.0 } else { 100.0 };
+            let clock_mhz = match o.clock_mhz.as_deref() {
+                None => default_mhz,
+                Some(raw) => match raw.parse::<f64>() {
+                    Ok(f) if f > 0.0 && f <= 2000.0 => f,
+                    _ => return Err(CliError::Bad(format!("option `--clock-mhz` = `{raw}`: must be a number above 0 and at most 2000"))),
+                },
+            };
+            let params = params_of(b, &o)?;
+            let dir = o.out_dir.clone().unwrap_or_else(|| format!("out/synth/{}-{}", b.name(), target.name()).into());
+            crate::synth::run(b, &params, &crate::synth::Opts { target, clock_mhz, dir: &dir }, out).map(|_| ())
+        }
         other => Err(CliError::Bad(format!("unknown command `{other}`; see `gpurtl help`"))),
     }
 }

