@@ -32,7 +32,7 @@ fn point(name: &str) -> SystolicParams {
             pipeline: 2,
             ..d
         },
-        "8x8" => SystolicParams { rows: 8, cols: 8, ..d },
+        "8x8" => SystolicParams { rows: 8, cols: 8, pipeline: 1, ..d },
         "int4x4" => SystolicParams::presets()[2].1.clone(),
         "dense" => SystolicParams { rows: 2, cols: 3, pipeline: 0, gating: false, load_filter: false, rowcol_skip: false, a_type: ElemType::U2, b_type: ElemType::I2, acc_bits: 8, ..d },
         _ => unreachable!(),

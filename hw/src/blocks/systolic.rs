@@ -78,7 +78,7 @@ impl Default for SystolicParams {
             gating: true,
             load_filter: true,
             rowcol_skip: true,
-            pipeline: 1,
+            pipeline: 2,
         }
     }
 }
@@ -228,31 +228,51 @@ fn pe(p: &SystolicParams) -> Result<Module, RtlError> {
     m.assign(&valid_o, &valid_q);
     m.assign(&last_o, &last_q);
     let ext = |e: &Expr, signed: bool, w: u32| if signed { e.sext(w) } else { e.zext(w) };
-    // pipeline >= 2: multiply the forwarded (already registered) operands.
-    let (mac_a, mac_b, mac_v, mac_l) = if p.pipeline >= 2 {
-        (a_q.clone(), b_q.clone(), valid_q.clone(), last_q.clone())
-    } else {
-        (a_i.clone(), b_i.clone(), valid_i.clone(), last_i.clone())
-    };
-    let mut terms = Vec::new();
-    let mut any_nz = Vec::new();
+    // Gating on the operands: a lane with a zero operand feeds the multiplier
+    // zeros, so it does not toggle (§333, §338).
+    let mut ga = Vec::new();
+    let mut gb = Vec::new();
+    let mut nzs = Vec::new();
     for lane in 0..l {
-        let a = mac_a.part(lane * ab, ab);
-        let b = mac_b.part(lane * bb, bb);
-        let prod = signed_product(&a, p.a_type.signed(), &b, p.b_type.signed(), pw);
-        let prod = ext(&prod, p.signed(), acc_w);
-        let prod = if p.gating {
-            let nz = a.any().and(&b.any());
-            any_nz.push(nz.clone());
-            nz.mux(&prod, &Expr::zero(acc_w))
+        let (a, b) = (a_i.part(lane * ab, ab), b_i.part(lane * bb, bb));
+        if p.gating {
+            let nz = m.let_(&format!("nz_l{lane}"), &a.any().and(&b.any()));
+            ga.push(a.and(&nz.repl(ab)));
+            gb.push(b.and(&nz.repl(bb)));
+            nzs.push(nz);
         } else {
-            prod
+            ga.push(a);
+            gb.push(b);
+        }
+    }
+    let (mut mac_a, mut mac_b) = (Expr::cat_lanes(&ga), Expr::cat_lanes(&gb));
+    let mut any_nz = if p.gating { Expr::cat_lanes(&nzs).any() } else { Expr::bit(true) };
+    let (mut mac_v, mut mac_l) = (valid_i.clone(), last_i.clone());
+    // pipeline >= 2: register the gated operands, so the multiplier (a DSP
+    // on FPGAs) sits alone between two registers.
+    if p.pipeline >= 2 {
+        mac_a = m.pipe("mac_a_q", &mac_a, &Expr::bit(true));
+        mac_b = m.pipe("mac_b_q", &mac_b, &Expr::bit(true));
+        any_nz = m.pipe("mac_nz_q", &any_nz, &Expr::bit(true));
+        mac_v = valid_q.clone();
+        mac_l = last_q.clone();
+    }
+    let mut terms = Vec::new();
+    for lane in 0..l {
+        let (a, b) = (mac_a.part(lane * ab, ab), mac_b.part(lane * bb, bb));
+        // Signed operands use the signed multiply (native in FPGA DSPs); the
+        // unsigned operand of a mixed pair gets a zero sign bit.
+        let prod = match (p.a_type.signed(), p.b_type.signed()) {
+            (true, true) => a.smul(&b),
+            (true, false) => a.smul(&b.zext(bb + 1)),
+            (false, true) => a.zext(ab + 1).smul(&b),
+            (false, false) => a.zext(pw).mul(&b.zext(pw)),
         };
-        terms.push(m.let_(&format!("prod_l{lane}"), &prod));
+        terms.push(m.let_(&format!("prod_l{lane}"), &ext(&prod, p.signed(), acc_w)));
     }
     let sum = terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t));
     // Gating: the accumulator holds when no lane multiplies (unless the tile ends).
-    let work = if p.gating { Expr::cat_lanes(&any_nz).any().or(&mac_l) } else { Expr::bit(true) };
+    let work = if p.gating { any_nz.or(&mac_l) } else { Expr::bit(true) };
     // pipeline >= 1: register the product sum before the accumulator.
     let (sum, work, v, last) = if p.pipeline >= 1 {
         let vq = m.reg("mac_valid_q", 1, 0);
@@ -274,31 +294,6 @@ fn pe(p: &SystolicParams) -> Result<Module, RtlError> {
     m.assign(&res_o, &res);
     m.assign(&done_o, &done);
     m.finish()
-}
-
-/// `a * b` modulo 2^pw (pw >= na + nb) for two's-complement or unsigned
-/// operands, from an unsigned na x nb multiplier. With a = a_u - 2^na*a_msb
-/// and b = b_u - 2^nb*b_msb:
-///   a*b = a_u*b_u - 2^na*a_msb*b_u - 2^nb*b_msb*a_u + 2^(na+nb)*a_msb*b_msb,
-/// the last term vanishing modulo 2^pw unless pw > na + nb. Sign-extending
-/// both operands to pw bits instead would make synthesis build a pw x pw
-/// multiplier (314 iCE40 LUTs per int8 PE against about half with this).
-fn signed_product(a: &Expr, a_signed: bool, b: &Expr, b_signed: bool, pw: u32) -> Expr {
-    let (na, nb) = (a.width(), b.width());
-    let mut prod = a.zext(pw).mul(&b.zext(pw));
-    let shifted = |x: &Expr, by: u32| Expr::cat(&[x.zext(pw - by), Expr::zero(by)]);
-    if a_signed {
-        prod = prod.sub(&a.bit_at(na - 1).mux(&shifted(b, na), &Expr::zero(pw)));
-    }
-    if b_signed {
-        prod = prod.sub(&b.bit_at(nb - 1).mux(&shifted(a, nb), &Expr::zero(pw)));
-    }
-    if a_signed && b_signed && na + nb < pw {
-        // + 2^(na+nb) * a_msb * b_msb survives only when pw > na+nb.
-        let both = a.bit_at(na - 1).and(&b.bit_at(nb - 1));
-        prod = prod.add(&both.mux(&Expr::cat(&[Expr::lit(pw - na - nb, 1), Expr::zero(na + nb)]), &Expr::zero(pw)));
-    }
-    prod
 }
 
 pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
@@ -439,8 +434,10 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         b.next(&st_gated, &st_gated, None);
     }
     b.assign(&stat_gated, &st_gated);
+    let skipped_q = b.reg("skipped_now_q", sw, 0);
+    b.next(&skipped_q, &accept.mux(&skipped_now, &Expr::zero(sw)), None);
     let st_skipped = b.reg("skipped_count_q", STAT_BITS, 0);
-    b.next(&st_skipped, &st_skipped.add(&skipped_now.zext(STAT_BITS)), Some(&accept));
+    b.next(&st_skipped, &st_skipped.add(&skipped_q.zext(STAT_BITS)), None);
     b.assign(&stat_skipped, &st_skipped);
 
     let mut west = Vec::new(); // (a, valid, last) entering PE(i, 0)

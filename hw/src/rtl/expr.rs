@@ -74,6 +74,11 @@ pub enum ExprKind {
     Bin(BinOp, Expr, Expr),
     /// `sel ? then : else`
     Mux(Expr, Expr, Expr),
+    /// Full two's-complement product, `a.width + b.width` bits. Verilog's
+    /// signedness rules make `$signed(a) * $signed(b)` safe only as the whole
+    /// right-hand side of a wire of exactly that width, so the builder always
+    /// gives it one.
+    SMul(Expr, Expr),
     /// A construction error, reported when the expression is used.
     Bad(String),
 }
@@ -207,6 +212,11 @@ impl Expr {
     pub fn mul(&self, rhs: &Expr) -> Expr {
         self.bin(BinOp::Mul, rhs)
     }
+    /// Signed full product (both operands two's complement): `self.width +
+    /// rhs.width` bits. Maps onto the signed multipliers of FPGA DSP blocks.
+    pub fn smul(&self, rhs: &Expr) -> Expr {
+        Expr::new(ExprKind::SMul(self.clone(), rhs.clone()), self.width + rhs.width)
+    }
     /// Sign-extend to `width` (replicate the top bit).
     pub fn sext(&self, width: u32) -> Expr {
         if width <= self.width {
@@ -274,6 +284,10 @@ impl Expr {
                 }
             }
             ExprKind::Un(_, e) => e.check(show),
+            ExprKind::SMul(a, b) => {
+                a.check(show)?;
+                b.check(show)
+            }
             ExprKind::Bin(op, a, b) => {
                 a.check(show)?;
                 b.check(show)?;
@@ -325,7 +339,7 @@ impl Expr {
             }
             ExprKind::Concat(es) => es.iter().for_each(|e| e.visit_sigs(f)),
             ExprKind::Repl(_, e) | ExprKind::Un(_, e) => e.visit_sigs(f),
-            ExprKind::Bin(_, a, b) => {
+            ExprKind::Bin(_, a, b) | ExprKind::SMul(a, b) => {
                 a.visit_sigs(f);
                 b.visit_sigs(f)
             }

@@ -392,6 +392,19 @@ impl ModuleBuilder {
             }
             ExprKind::Repl(n, x) => Expr::new(ExprKind::Repl(*n, self.hoist(x, base)), e.width()),
             ExprKind::Un(op, x) => Expr::new(ExprKind::Un(*op, self.hoist(x, base)), e.width()),
+            ExprKind::SMul(a, b) => {
+                // Always a wire of its own, of exactly the product width.
+                if let Some((_, w)) = self.hoist_cache.get(&Rc::as_ptr(&e.node)) {
+                    return w.clone();
+                }
+                let (ha, hb) = (self.hoist(a, base), self.hoist(b, base));
+                self.hoisted += 1;
+                let w = self.wire(&format!("{base}_mul{}", self.hoisted), e.width());
+                let t = sig_of(&w);
+                self.m.assigns.push(Assign { target: t, lo: 0, expr: Expr::new(ExprKind::SMul(ha, hb), e.width()) });
+                self.hoist_cache.insert(Rc::as_ptr(&e.node), (e.clone(), w.clone()));
+                w
+            }
             ExprKind::Bin(op, a, b) => {
                 let (a, b) = (self.hoist(a, base), self.hoist(b, base));
                 Expr::new(ExprKind::Bin(*op, a, b), e.width())

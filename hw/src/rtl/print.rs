@@ -57,6 +57,13 @@ fn write(m: &Module, e: &Expr, s: &mut String, top: bool) {
             });
             write(m, x, s, false);
         }
+        ExprKind::SMul(a, b) => {
+            s.push_str("$signed(");
+            write(m, a, s, true);
+            s.push_str(") * $signed(");
+            write(m, b, s, true);
+            s.push(')');
+        }
         ExprKind::Bin(op, a, b) => {
             if !top {
                 s.push('(');

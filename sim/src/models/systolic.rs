@@ -125,7 +125,7 @@ impl Default for Config {
             gating: true,
             load_filter: true,
             rowcol_skip: true,
-            pipeline: 1,
+            pipeline: 2,
         }
     }
 }
