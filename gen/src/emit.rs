@@ -31,6 +31,17 @@ struct FileList<'a> {
     files: Vec<String>,
 }
 
+#[derive(Template)]
+#[template(path = "core.core", escape = "none")]
+struct CoreFile<'a> {
+    version: &'a str,
+    command: &'a str,
+    params: &'a str,
+    top: &'a str,
+    description: String,
+    files: Vec<String>,
+}
+
 /// What generated a design: enough to regenerate it.
 pub struct Provenance {
     pub block: String,
@@ -84,6 +95,18 @@ pub fn files(design: &Design, prov: &Provenance) -> Vec<(String, String)> {
         .render()
         .expect("templates render from plain strings");
     out.push((format!("{}.f", design.top), f.trim_end().to_string() + "\n"));
+    let top_doc = design.top_module().doc.first().cloned().unwrap_or_default();
+    let core = CoreFile {
+        version: VERSION,
+        command: &command,
+        params: &params,
+        top: &design.top,
+        description: top_doc.replace('"', "'"),
+        files: names.clone(),
+    }
+    .render()
+    .expect("templates render from plain strings");
+    out.push((format!("{}.core", design.top), core.trim_end().to_string() + "\n"));
     let top = design.top_module();
     let ports: Vec<Value> = top
         .port_signals()

@@ -98,8 +98,70 @@ fn version(tool: &Path, flag: &str) -> String {
         .arg(flag)
         .output()
         .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").trim().to_string())
+        // Some tools print their version on stderr.
+        .map(|o| {
+            let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string()
+        })
         .unwrap_or_default()
+}
+
+/// `Info:  ICESTORM_LC:  8636/ 7680   112%` lines of a nextpnr log.
+fn utilization_from_log(log: &str) -> Vec<(String, u64, u64)> {
+    let mut out = Vec::new();
+    for line in log.lines() {
+        let t = line.trim_start_matches("Info:").trim();
+        let Some((name, rest)) = t.split_once(':') else { continue };
+        let Some((used, rest)) = rest.split_once('/') else { continue };
+        let avail = rest.split_whitespace().next().unwrap_or("");
+        if let (Ok(u), Ok(a)) = (used.trim().parse::<u64>(), avail.parse::<u64>()) {
+            if !name.contains(' ') && u > 0 && !out.iter().any(|(n, _, _): &(String, u64, u64)| n == name) {
+                out.push((name.to_string(), u, a));
+            }
+        }
+    }
+    out
+}
+
+/// A Markdown table of the `synth-report.json` files under `dir` (one
+/// directory per run), for the README.
+pub fn table(dir: &Path) -> Result<String, CliError> {
+    let mut reports: Vec<Value> = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| CliError::Bad(format!("directory `{}`: cannot be read: {e}", dir.display())))?;
+    for e in entries.flatten() {
+        if let Ok(text) = std::fs::read_to_string(e.path().join("synth-report.json")) {
+            if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                reports.push(v);
+            }
+        }
+    }
+    if reports.is_empty() {
+        return Err(CliError::Bad(format!("directory `{}`: must hold <run>/synth-report.json files from `gpurtl synth`", dir.display())));
+    }
+    let order = |t: &str| ["generic", "ice40", "ecp5"].iter().position(|x| *x == t).unwrap_or(9);
+    reports.sort_by_key(|r| (r["block"].as_str().unwrap_or("").to_string(), order(r["target"].as_str().unwrap_or(""))));
+    let mut s = String::from("| block | target | logic | flip-flops | DSP / RAM | Fmax (constraint) |\n| --- | --- | ---: | ---: | ---: | ---: |\n");
+    for r in &reports {
+        let u = &r["utilization"];
+        let used = |k: &str| u[k]["used"].as_u64();
+        let cell = |k: &str| u[k]["used"].as_u64().map(|x| format!("{x} / {}", u[k]["available"])).unwrap_or_else(|| "-".into());
+        let (logic, ffs, hard) = match r["target"].as_str() {
+            Some("ice40") => (format!("{} LC", cell("ICESTORM_LC")), "-".to_string(), format!("{} RAM", used("ICESTORM_RAM").unwrap_or(0))),
+            Some("ecp5") => (
+                format!("{} LUT", cell("TRELLIS_COMB")),
+                used("TRELLIS_FF").map_or("-".into(), |x| x.to_string()),
+                format!("{} MULT18X18D, {} DP16KD", used("MULT18X18D").unwrap_or(0), used("DP16KD").unwrap_or(0)),
+            ),
+            _ => (format!("{} cells", r["cells"]), r["flip_flops"].to_string(), "-".into()),
+        };
+        let fmax = match (r["fmax_mhz"].as_f64(), r["fits"].as_bool()) {
+            (_, Some(false)) => "does not fit".to_string(),
+            (Some(f), _) => format!("{f:.1} MHz ({} MHz)", r["clock_mhz"]),
+            _ => "-".into(),
+        };
+        s.push_str(&format!("| {} | {} | {logic} | {ffs} | {hard} | {fmax} |\n", r["block"].as_str().unwrap_or(""), r["target"].as_str().unwrap_or("")));
+    }
+    Ok(s)
 }
 
 pub struct Opts<'a> {
@@ -160,7 +222,27 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
                 emit::write_atomic(&dir.join("ecp5-25k.lpf"), ECP5_LPF.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
                 cmd.args(["--25k", "--package", "CABGA256", "--lpf", "ecp5-25k.lpf", "--lpf-allow-unconstrained", "--textcfg", &format!("{top}.config")]);
             }
-            run_logged(pnr_tool.unwrap_or("nextpnr"), &mut cmd, &dir.join(format!("{top}.pnr.log")))?;
+            let pnr_log = dir.join(format!("{top}.pnr.log"));
+            if let Err(e) = run_logged(pnr_tool.unwrap_or("nextpnr"), &mut cmd, &pnr_log) {
+                // A design that does not fit still has a utilization worth reporting.
+                let log = std::fs::read_to_string(&pnr_log).unwrap_or_default();
+                let util = utilization_from_log(&log);
+                if util.is_empty() {
+                    return Err(e);
+                }
+                report["utilization"] = json!(util.iter().map(|(k, u, a)| (k.clone(), json!({"used": u, "available": a}))).collect::<serde_json::Map<_, _>>());
+                report["fits"] = json!(false);
+                report["error"] = json!(e.to_string().lines().last().unwrap_or("").trim());
+                let text = serde_json::to_string_pretty(&report).map_err(|e| CliError::Failed(e.to_string()))? + "\n";
+                emit::write_atomic(&dir.join("synth-report.json"), text.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
+                let over: Vec<String> = util.iter().filter(|(_, u, a)| u > a).map(|(k, u, a)| format!("{k} {u} / {a}")).collect();
+                return Err(CliError::Failed(format!(
+                    "the design does not fit the device ({}); report: {}",
+                    if over.is_empty() { "placement failed".to_string() } else { over.join(", ") },
+                    dir.join("synth-report.json").display()
+                )));
+            }
+            report["fits"] = json!(true);
             report["tools"][pnr_tool.unwrap_or("nextpnr")] = json!(version(&pnr, "--version"));
             let text = std::fs::read_to_string(dir.join("pnr-report.json")).map_err(|e| CliError::Failed(format!("nextpnr wrote no report: {e}")))?;
             let pr: Value = serde_json::from_str(&text).map_err(|e| CliError::Failed(format!("nextpnr report is not JSON: {e}")))?;

