@@ -434,10 +434,12 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         b.next(&st_gated, &st_gated, None);
     }
     b.assign(&stat_gated, &st_gated);
-    let skipped_q = b.reg("skipped_now_q", sw, 0);
-    b.next(&skipped_q, &accept.mux(&skipped_now, &Expr::zero(sw)), None);
+    // Registered apart from `accept`, so the loader's state stays off this path.
+    let skipped_q = b.pipe("skipped_now_q", &skipped_now, &Expr::bit(true));
+    let accepted_q = b.reg("accepted_q", 1, 0);
+    b.next(&accepted_q, &accept, None);
     let st_skipped = b.reg("skipped_count_q", STAT_BITS, 0);
-    b.next(&st_skipped, &st_skipped.add(&skipped_q.zext(STAT_BITS)), None);
+    b.next(&st_skipped, &st_skipped.add(&skipped_q.zext(STAT_BITS)), Some(&accepted_q));
     b.assign(&stat_skipped, &st_skipped);
 
     let mut west = Vec::new(); // (a, valid, last) entering PE(i, 0)

@@ -74,6 +74,7 @@ module gpurtl_systolic (
   reg  [47:0]  useful_count_q;
   reg  [47:0]  gated_count_q;
   reg  [3:0]   skipped_now_q;
+  reg          accepted_q;
   reg  [47:0]  skipped_count_q;
   reg  [7:0]   skew_a1_0_q;
   reg          skew_v1_0_q;
@@ -560,7 +561,7 @@ module gpurtl_systolic (
       stat_valid2_q <= 1'd0;
       useful_count_q <= 48'd0;
       gated_count_q <= 48'd0;
-      skipped_now_q <= 4'd0;
+      accepted_q <= 1'd0;
       skipped_count_q <= 48'd0;
       skew_v1_0_q <= 1'd0;
       skew_v2_0_q <= 1'd0;
@@ -580,8 +581,8 @@ module gpurtl_systolic (
       stat_valid2_q <= stat_valid1_q;
       if (stat_valid2_q) useful_count_q <= useful_count_q + useful_now_q;
       if (stat_valid2_q) gated_count_q <= (gated_count_q + 48'd16) - useful_now_q;
-      skipped_now_q <= accept ? (((({3'd0, in_steps_i > 4'd0} + {3'd0, in_steps_i > 4'd1}) + ({3'd0, in_steps_i > 4'd2} + {3'd0, in_steps_i > 4'd3})) + (({3'd0, in_steps_i > 4'd4} + {3'd0, in_steps_i > 4'd5}) + ({3'd0, in_steps_i > 4'd6} + {3'd0, in_steps_i > 4'd7}))) - ((({3'd0, ((in_steps_i > 4'd0) & |{in_a_i[7:0], in_a_i[15:8], in_a_i[23:16], in_a_i[31:24]}) & |{in_b_i[7:0], in_b_i[15:8], in_b_i[23:16], in_b_i[31:24]}} + {3'd0, ((in_steps_i > 4'd1) & |{in_a_i[39:32], in_a_i[47:40], in_a_i[55:48], in_a_i[63:56]}) & |{in_b_i[39:32], in_b_i[47:40], in_b_i[55:48], in_b_i[63:56]}}) + ({3'd0, ((in_steps_i > 4'd2) & |{in_a_i[71:64], in_a_i[79:72], in_a_i[87:80], in_a_i[95:88]}) & |{in_b_i[71:64], in_b_i[79:72], in_b_i[87:80], in_b_i[95:88]}} + {3'd0, ((in_steps_i > 4'd3) & |{in_a_i[103:96], in_a_i[111:104], in_a_i[119:112], in_a_i[127:120]}) & |{in_b_i[103:96], in_b_i[111:104], in_b_i[119:112], in_b_i[127:120]}})) + (({3'd0, ((in_steps_i > 4'd4) & |{in_a_i[135:128], in_a_i[143:136], in_a_i[151:144], in_a_i[159:152]}) & |{in_b_i[135:128], in_b_i[143:136], in_b_i[151:144], in_b_i[159:152]}} + {3'd0, ((in_steps_i > 4'd5) & |{in_a_i[167:160], in_a_i[175:168], in_a_i[183:176], in_a_i[191:184]}) & |{in_b_i[167:160], in_b_i[175:168], in_b_i[183:176], in_b_i[191:184]}}) + ({3'd0, ((in_steps_i > 4'd6) & |{in_a_i[199:192], in_a_i[207:200], in_a_i[215:208], in_a_i[223:216]}) & |{in_b_i[199:192], in_b_i[207:200], in_b_i[215:208], in_b_i[223:216]}} + {3'd0, ((in_steps_i > 4'd7) & |{in_a_i[231:224], in_a_i[239:232], in_a_i[247:240], in_a_i[255:248]}) & |{in_b_i[231:224], in_b_i[239:232], in_b_i[247:240], in_b_i[255:248]}})))) : 4'd0;
-      skipped_count_q <= skipped_count_q + {44'd0, skipped_now_q};
+      accepted_q <= accept;
+      if (accepted_q) skipped_count_q <= skipped_count_q + {44'd0, skipped_now_q};
       skew_v1_0_q <= issue_valid_q;
       skew_v2_0_q <= issue_valid_q;
       skew_v2_1_q <= skew_v2_0_q;
@@ -609,6 +610,7 @@ module gpurtl_systolic (
       nz_rows_l0_q <= ({2'd0, |issue_a_q[7:0]} + {2'd0, |issue_a_q[15:8]}) + ({2'd0, |issue_a_q[23:16]} + {2'd0, |issue_a_q[31:24]});
       nz_cols_l0_q <= ({2'd0, |issue_b_q[7:0]} + {2'd0, |issue_b_q[15:8]}) + ({2'd0, |issue_b_q[23:16]} + {2'd0, |issue_b_q[31:24]});
       useful_now_q <= {42'd0, {3'd0, nz_rows_l0_q} * {3'd0, nz_cols_l0_q}};
+      skipped_now_q <= ((({3'd0, in_steps_i > 4'd0} + {3'd0, in_steps_i > 4'd1}) + ({3'd0, in_steps_i > 4'd2} + {3'd0, in_steps_i > 4'd3})) + (({3'd0, in_steps_i > 4'd4} + {3'd0, in_steps_i > 4'd5}) + ({3'd0, in_steps_i > 4'd6} + {3'd0, in_steps_i > 4'd7}))) - ((({3'd0, ((in_steps_i > 4'd0) & |{in_a_i[7:0], in_a_i[15:8], in_a_i[23:16], in_a_i[31:24]}) & |{in_b_i[7:0], in_b_i[15:8], in_b_i[23:16], in_b_i[31:24]}} + {3'd0, ((in_steps_i > 4'd1) & |{in_a_i[39:32], in_a_i[47:40], in_a_i[55:48], in_a_i[63:56]}) & |{in_b_i[39:32], in_b_i[47:40], in_b_i[55:48], in_b_i[63:56]}}) + ({3'd0, ((in_steps_i > 4'd2) & |{in_a_i[71:64], in_a_i[79:72], in_a_i[87:80], in_a_i[95:88]}) & |{in_b_i[71:64], in_b_i[79:72], in_b_i[87:80], in_b_i[95:88]}} + {3'd0, ((in_steps_i > 4'd3) & |{in_a_i[103:96], in_a_i[111:104], in_a_i[119:112], in_a_i[127:120]}) & |{in_b_i[103:96], in_b_i[111:104], in_b_i[119:112], in_b_i[127:120]}})) + (({3'd0, ((in_steps_i > 4'd4) & |{in_a_i[135:128], in_a_i[143:136], in_a_i[151:144], in_a_i[159:152]}) & |{in_b_i[135:128], in_b_i[143:136], in_b_i[151:144], in_b_i[159:152]}} + {3'd0, ((in_steps_i > 4'd5) & |{in_a_i[167:160], in_a_i[175:168], in_a_i[183:176], in_a_i[191:184]}) & |{in_b_i[167:160], in_b_i[175:168], in_b_i[183:176], in_b_i[191:184]}}) + ({3'd0, ((in_steps_i > 4'd6) & |{in_a_i[199:192], in_a_i[207:200], in_a_i[215:208], in_a_i[223:216]}) & |{in_b_i[199:192], in_b_i[207:200], in_b_i[215:208], in_b_i[223:216]}} + {3'd0, ((in_steps_i > 4'd7) & |{in_a_i[231:224], in_a_i[239:232], in_a_i[247:240], in_a_i[255:248]}) & |{in_b_i[231:224], in_b_i[239:232], in_b_i[247:240], in_b_i[255:248]}})));
       skew_a1_0_q <= issue_a_q[15:8];
       skew_l1_0_q <= issue_last_q;
       skew_a2_0_q <= issue_a_q[23:16];
