@@ -352,13 +352,42 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let a_in = elems(&in_a, r, ab);
     let b_in = elems(&in_b, c, bb);
     let accept = b.let_("accept", &in_valid.and(&in_ready));
+
+    // ---- loader: two group banks, one issuing ----
+    // Timing is the one-group loader of docs/systolic.md: the active bank
+    // issues; when it is done the other bank takes over the next cycle, and an
+    // empty non-last group costs its one cycle. The second bank only lets a
+    // group be taken early, so `in_ready_o` is a register and no same-cycle
+    // path runs from the issue logic to the group registers.
+    let row_w = l * ab;
+    let col_w = l * bb;
+    let packed_a = Expr::cat_lanes(&a_in.iter().map(|v| Expr::cat_lanes(v)).collect::<Vec<_>>());
+    let packed_b = Expr::cat_lanes(&b_in.iter().map(|v| Expr::cat_lanes(v)).collect::<Vec<_>>());
+    let act = b.reg("active_bank_q", 1, 0);
+    let wr = b.reg("write_bank_q", 1, 0);
+    let inflight = b.reg("inflight_q", 2, 0);
+    let full: Vec<Expr> = (0..2).map(|k| b.reg(&format!("bank{k}_full_q"), 1, 0)).collect();
+    let rem: Vec<Expr> = (0..2).map(|k| b.reg(&format!("bank{k}_rem_q"), g, 0)).collect();
+    let need: Vec<Expr> = (0..2).map(|k| b.reg(&format!("bank{k}_need_end_q"), 1, 0)).collect();
+    let wr_full = select(&wr, &full);
+
+    // Input register: the group lands here first; its useful flags and skip
+    // count are worked out from registers, off the input pins' paths.
+    let inq_valid = b.reg("in_valid_q", 1, 0);
+    let inq_a = b.pipe("in_a_q", &packed_a, &accept);
+    let inq_b = b.pipe("in_b_q", &packed_b, &accept);
+    let inq_steps = b.pipe("in_steps_q", &in_steps, &accept);
+    let inq_last = b.pipe("in_last_q", &in_last, &accept);
+    let take = b.let_("take", &inq_valid.and(&wr_full.not()));
+    b.assign(&in_ready, &inq_valid.not().or(&take));
+    b.next(&inq_valid, &accept.or(&inq_valid.and(&take.not())), None);
     let mut useful = Vec::new();
     let mut present = Vec::new();
     for s in 0..g {
-        let here = in_steps.gt(&Expr::lit(p.steps_bits(), s as u64));
+        let here = inq_steps.gt(&Expr::lit(p.steps_bits(), s as u64));
         let u = if p.load_filter {
-            let nz_a = Expr::cat(&a_in[s as usize]).any();
-            let nz_b = Expr::cat(&b_in[s as usize]).any();
+            let nz_a = inq_a.part(s * r * row_w, r * row_w).any();
+            let nz_b = inq_b.part(s * c * col_w, c * col_w).any();
             here.and(&nz_a).and(&nz_b)
         } else {
             here.clone()
@@ -370,28 +399,50 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let sw = bits_for(g as u64);
     let skipped_now = popcount(&present, sw).sub(&popcount(&useful, sw));
 
-    // ---- loader: one group held ----
-    let grp_a = b.pipe("grp_a_q", &Expr::cat_lanes(&a_in.iter().map(|v| Expr::cat_lanes(v)).collect::<Vec<_>>()), &accept);
-    let grp_b = b.pipe("grp_b_q", &Expr::cat_lanes(&b_in.iter().map(|v| Expr::cat_lanes(v)).collect::<Vec<_>>()), &accept);
-    let rem = b.reg("rem_q", g, 0);
-    let need_end = b.reg("need_end_q", 1, 0);
-    let inflight = b.reg("inflight_q", 2, 0);
-    let has_rem = b.let_("has_rem", &rem.any());
+    let load: Vec<Expr> = (0..2).map(|k| b.let_(&format!("bank{k}_load"), &take.and(&wr.eq_lit(k)))).collect();
+    let ga: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_a_q"), &inq_a, &load[k as usize])).collect();
+    let gb: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_b_q"), &inq_b, &load[k as usize])).collect();
+    b.next(&wr, &wr.not(), Some(&take));
+
+    let held = b.let_("held", &select(&act, &full));
+    let cur_rem = b.let_("cur_rem", &held.repl(g).and(&select(&act, &rem)));
+    let need_end = b.let_("cur_need_end", &held.and(&select(&act, &need)));
+    let has_rem = b.let_("has_rem", &cur_rem.any());
     // Lowest remaining step, one-hot: rem & -rem.
-    let pick = b.let_("pick", &rem.and(&Expr::zero(g).sub(&rem)));
-    let rest = b.let_("rest", &rem.and(&pick.not()));
+    let pick = b.let_("pick", &cur_rem.and(&Expr::zero(g).sub(&cur_rem)));
+    let rest = b.let_("rest", &cur_rem.and(&pick.not()));
     let cand = b.let_("cand", &has_rem.or(&need_end));
     let cand_end = b.let_("cand_end", &need_end.and(&rest.any().not()));
     let issue = b.let_("issue", &cand.and(&cand_end.not().or(&inflight.eq_lit(0))));
     let issue_null = b.let_("issue_null", &issue.and(&has_rem.not()));
-    let group_done = b.let_("group_done", &cand.not().or(&issue.and(&rest.any().not()).and(&cand_end.or(&need_end.not()))));
-    b.assign(&in_ready, &group_done);
-    b.next(&rem, &accept.mux(&useful_in, &rest), Some(&accept.or(&issue)));
-    b.next(&need_end, &accept.mux(&in_last, &Expr::bit(false)), Some(&accept.or(&issue.and(&cand_end))));
+    // The active group is done: nothing to issue, or its last candidate issues now.
+    let done = b.let_(
+        "group_done",
+        &held.and(&cand.not().or(&issue.and(&rest.any().not()).and(&cand_end.or(&need_end.not())))),
+    );
+    // A held empty bank hands over too, so the pointer never waits on it.
+    let advance = b.let_("advance", &done.or(&held.not().and(&select(&act.not(), &full))));
+    b.next(&act, &act.not(), Some(&advance));
+    for k in 0..2u64 {
+        let ku = k as usize;
+        let is_act = act.eq_lit(k);
+        let finish = is_act.and(&done);
+        b.next(&full[ku], &load[ku].or(&full[ku].and(&finish.not())), None);
+        b.next(
+            &rem[ku],
+            &load[ku].mux(&useful_in, &rest),
+            Some(&load[ku].or(&is_act.and(&issue))),
+        );
+        b.next(
+            &need[ku],
+            &load[ku].mux(&inq_last, &Expr::bit(false)),
+            Some(&load[ku].or(&is_act.and(&issue).and(&cand_end))),
+        );
+    }
 
     // The issued step: picked operands (zero for the null step).
-    let row_w = l * ab;
-    let col_w = l * bb;
+    let grp_a = b.let_("active_a", &act.mux(&ga[1], &ga[0]));
+    let grp_b = b.let_("active_b", &act.mux(&gb[1], &gb[0]));
     let a_steps: Vec<Expr> = (0..g).map(|s| grp_a.part(s * r * row_w, r * row_w)).collect();
     let b_steps: Vec<Expr> = (0..g).map(|s| grp_b.part(s * c * col_w, c * col_w)).collect();
     let step_a = b.let_("step_a", &select_onehot(&pick, &a_steps));
@@ -437,7 +488,7 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // Registered apart from `accept`, so the loader's state stays off this path.
     let skipped_q = b.pipe("skipped_now_q", &skipped_now, &Expr::bit(true));
     let accepted_q = b.reg("accepted_q", 1, 0);
-    b.next(&accepted_q, &accept, None);
+    b.next(&accepted_q, &take, None);
     let st_skipped = b.reg("skipped_count_q", STAT_BITS, 0);
     b.next(&st_skipped, &st_skipped.add(&skipped_q.zext(STAT_BITS)), Some(&accepted_q));
     b.assign(&stat_skipped, &st_skipped);

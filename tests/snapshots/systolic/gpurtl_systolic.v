@@ -45,12 +45,31 @@ module gpurtl_systolic (
 );
 
   wire         accept;
-  wire [7:0]   useful_in;
-  reg  [255:0] grp_a_q;
-  reg  [255:0] grp_b_q;
-  reg  [7:0]   rem_q;
-  reg          need_end_q;
+  reg          active_bank_q;
+  reg          write_bank_q;
   reg  [1:0]   inflight_q;
+  reg          bank0_full_q;
+  reg          bank1_full_q;
+  reg  [7:0]   bank0_rem_q;
+  reg  [7:0]   bank1_rem_q;
+  reg          bank0_need_end_q;
+  reg          bank1_need_end_q;
+  reg          in_valid_q;
+  reg  [255:0] in_a_q;
+  reg  [255:0] in_b_q;
+  reg  [3:0]   in_steps_q;
+  reg          in_last_q;
+  wire         take;
+  wire [7:0]   useful_in;
+  wire         bank0_load;
+  wire         bank1_load;
+  reg  [255:0] bank0_a_q;
+  reg  [255:0] bank1_a_q;
+  reg  [255:0] bank0_b_q;
+  reg  [255:0] bank1_b_q;
+  wire         held;
+  wire [7:0]   cur_rem;
+  wire         cur_need_end;
   wire         has_rem;
   wire [7:0]   pick;
   wire [7:0]   rest;
@@ -59,6 +78,9 @@ module gpurtl_systolic (
   wire         issue;
   wire         issue_null;
   wire         group_done;
+  wire         advance;
+  wire [255:0] active_a;
+  wire [255:0] active_b;
   wire [31:0]  step_a;
   wire [31:0]  step_b;
   reg          issue_valid_q;
@@ -288,18 +310,27 @@ module gpurtl_systolic (
   wire [127:0] row_sel;
 
   assign accept = in_valid_i & in_ready_o;
-  assign useful_in = {((in_steps_i > 4'd7) & |{in_a_i[231:224], in_a_i[239:232], in_a_i[247:240], in_a_i[255:248]}) & |{in_b_i[231:224], in_b_i[239:232], in_b_i[247:240], in_b_i[255:248]}, ((in_steps_i > 4'd6) & |{in_a_i[199:192], in_a_i[207:200], in_a_i[215:208], in_a_i[223:216]}) & |{in_b_i[199:192], in_b_i[207:200], in_b_i[215:208], in_b_i[223:216]}, ((in_steps_i > 4'd5) & |{in_a_i[167:160], in_a_i[175:168], in_a_i[183:176], in_a_i[191:184]}) & |{in_b_i[167:160], in_b_i[175:168], in_b_i[183:176], in_b_i[191:184]}, ((in_steps_i > 4'd4) & |{in_a_i[135:128], in_a_i[143:136], in_a_i[151:144], in_a_i[159:152]}) & |{in_b_i[135:128], in_b_i[143:136], in_b_i[151:144], in_b_i[159:152]}, ((in_steps_i > 4'd3) & |{in_a_i[103:96], in_a_i[111:104], in_a_i[119:112], in_a_i[127:120]}) & |{in_b_i[103:96], in_b_i[111:104], in_b_i[119:112], in_b_i[127:120]}, ((in_steps_i > 4'd2) & |{in_a_i[71:64], in_a_i[79:72], in_a_i[87:80], in_a_i[95:88]}) & |{in_b_i[71:64], in_b_i[79:72], in_b_i[87:80], in_b_i[95:88]}, ((in_steps_i > 4'd1) & |{in_a_i[39:32], in_a_i[47:40], in_a_i[55:48], in_a_i[63:56]}) & |{in_b_i[39:32], in_b_i[47:40], in_b_i[55:48], in_b_i[63:56]}, ((in_steps_i > 4'd0) & |{in_a_i[7:0], in_a_i[15:8], in_a_i[23:16], in_a_i[31:24]}) & |{in_b_i[7:0], in_b_i[15:8], in_b_i[23:16], in_b_i[31:24]}};
-  assign has_rem = |rem_q;
-  assign pick = rem_q & (8'd0 - rem_q);
-  assign rest = rem_q & ~pick;
-  assign cand = has_rem | need_end_q;
-  assign cand_end = need_end_q & ~|rest;
+  assign take = in_valid_q & ~(write_bank_q ? bank1_full_q : bank0_full_q);
+  assign in_ready_o = ~in_valid_q | take;
+  assign useful_in = {((in_steps_q > 4'd7) & |in_a_q[255:224]) & |in_b_q[255:224], ((in_steps_q > 4'd6) & |in_a_q[223:192]) & |in_b_q[223:192], ((in_steps_q > 4'd5) & |in_a_q[191:160]) & |in_b_q[191:160], ((in_steps_q > 4'd4) & |in_a_q[159:128]) & |in_b_q[159:128], ((in_steps_q > 4'd3) & |in_a_q[127:96]) & |in_b_q[127:96], ((in_steps_q > 4'd2) & |in_a_q[95:64]) & |in_b_q[95:64], ((in_steps_q > 4'd1) & |in_a_q[63:32]) & |in_b_q[63:32], ((in_steps_q > 4'd0) & |in_a_q[31:0]) & |in_b_q[31:0]};
+  assign bank0_load = take & (write_bank_q == 1'd0);
+  assign bank1_load = take & (write_bank_q == 1'd1);
+  assign held = active_bank_q ? bank1_full_q : bank0_full_q;
+  assign cur_rem = {8{held}} & (active_bank_q ? bank1_rem_q : bank0_rem_q);
+  assign cur_need_end = held & (active_bank_q ? bank1_need_end_q : bank0_need_end_q);
+  assign has_rem = |cur_rem;
+  assign pick = cur_rem & (8'd0 - cur_rem);
+  assign rest = cur_rem & ~pick;
+  assign cand = has_rem | cur_need_end;
+  assign cand_end = cur_need_end & ~|rest;
   assign issue = cand & (~cand_end | (inflight_q == 2'd0));
   assign issue_null = issue & ~has_rem;
-  assign group_done = ~cand | ((issue & ~|rest) & (cand_end | ~need_end_q));
-  assign in_ready_o = group_done;
-  assign step_a = (((((((grp_a_q[31:0] & {32{pick[0]}}) | (grp_a_q[63:32] & {32{pick[1]}})) | (grp_a_q[95:64] & {32{pick[2]}})) | (grp_a_q[127:96] & {32{pick[3]}})) | (grp_a_q[159:128] & {32{pick[4]}})) | (grp_a_q[191:160] & {32{pick[5]}})) | (grp_a_q[223:192] & {32{pick[6]}})) | (grp_a_q[255:224] & {32{pick[7]}});
-  assign step_b = (((((((grp_b_q[31:0] & {32{pick[0]}}) | (grp_b_q[63:32] & {32{pick[1]}})) | (grp_b_q[95:64] & {32{pick[2]}})) | (grp_b_q[127:96] & {32{pick[3]}})) | (grp_b_q[159:128] & {32{pick[4]}})) | (grp_b_q[191:160] & {32{pick[5]}})) | (grp_b_q[223:192] & {32{pick[6]}})) | (grp_b_q[255:224] & {32{pick[7]}});
+  assign group_done = held & (~cand | ((issue & ~|rest) & (cand_end | ~cur_need_end)));
+  assign advance = group_done | (~held & (~active_bank_q ? bank1_full_q : bank0_full_q));
+  assign active_a = active_bank_q ? bank1_a_q : bank0_a_q;
+  assign active_b = active_bank_q ? bank1_b_q : bank0_b_q;
+  assign step_a = (((((((active_a[31:0] & {32{pick[0]}}) | (active_a[63:32] & {32{pick[1]}})) | (active_a[95:64] & {32{pick[2]}})) | (active_a[127:96] & {32{pick[3]}})) | (active_a[159:128] & {32{pick[4]}})) | (active_a[191:160] & {32{pick[5]}})) | (active_a[223:192] & {32{pick[6]}})) | (active_a[255:224] & {32{pick[7]}});
+  assign step_b = (((((((active_b[31:0] & {32{pick[0]}}) | (active_b[63:32] & {32{pick[1]}})) | (active_b[95:64] & {32{pick[2]}})) | (active_b[127:96] & {32{pick[3]}})) | (active_b[159:128] & {32{pick[4]}})) | (active_b[191:160] & {32{pick[5]}})) | (active_b[223:192] & {32{pick[6]}})) | (active_b[255:224] & {32{pick[7]}});
   assign stat_useful_o = useful_count_q;
   assign stat_gated_o = gated_count_q;
   assign stat_skipped_o = skipped_count_q;
@@ -553,8 +584,15 @@ module gpurtl_systolic (
 
   always @(posedge clk_i) begin
     if (rst_i) begin
-      rem_q <= 8'd0;
-      need_end_q <= 1'd0;
+      in_valid_q <= 1'd0;
+      write_bank_q <= 1'd0;
+      active_bank_q <= 1'd0;
+      bank0_full_q <= 1'd0;
+      bank0_rem_q <= 8'd0;
+      bank0_need_end_q <= 1'd0;
+      bank1_full_q <= 1'd0;
+      bank1_rem_q <= 8'd0;
+      bank1_need_end_q <= 1'd0;
       issue_valid_q <= 1'd0;
       issue_real_q <= 1'd0;
       stat_valid1_q <= 1'd0;
@@ -573,15 +611,22 @@ module gpurtl_systolic (
       out_row_q <= 2'd0;
       inflight_q <= 2'd0;
     end else begin
-      if (accept | issue) rem_q <= accept ? useful_in : rest;
-      if (accept | (issue & cand_end)) need_end_q <= accept ? in_last_i : 1'd0;
+      in_valid_q <= accept | (in_valid_q & ~take);
+      if (take) write_bank_q <= ~write_bank_q;
+      if (advance) active_bank_q <= ~active_bank_q;
+      bank0_full_q <= bank0_load | (bank0_full_q & ~((active_bank_q == 1'd0) & group_done));
+      if (bank0_load | ((active_bank_q == 1'd0) & issue)) bank0_rem_q <= bank0_load ? useful_in : rest;
+      if (bank0_load | (((active_bank_q == 1'd0) & issue) & cand_end)) bank0_need_end_q <= bank0_load ? in_last_q : 1'd0;
+      bank1_full_q <= bank1_load | (bank1_full_q & ~((active_bank_q == 1'd1) & group_done));
+      if (bank1_load | ((active_bank_q == 1'd1) & issue)) bank1_rem_q <= bank1_load ? useful_in : rest;
+      if (bank1_load | (((active_bank_q == 1'd1) & issue) & cand_end)) bank1_need_end_q <= bank1_load ? in_last_q : 1'd0;
       issue_valid_q <= issue;
       issue_real_q <= issue & ~issue_null;
       stat_valid1_q <= issue_real_q;
       stat_valid2_q <= stat_valid1_q;
       if (stat_valid2_q) useful_count_q <= useful_count_q + useful_now_q;
       if (stat_valid2_q) gated_count_q <= (gated_count_q + 48'd16) - useful_now_q;
-      accepted_q <= accept;
+      accepted_q <= take;
       if (accepted_q) skipped_count_q <= skipped_count_q + {44'd0, skipped_now_q};
       skew_v1_0_q <= issue_valid_q;
       skew_v2_0_q <= issue_valid_q;
@@ -597,8 +642,24 @@ module gpurtl_systolic (
 
   always @(posedge clk_i) begin
     if (accept) begin
-      grp_a_q <= {{in_a_i[255:248], in_a_i[247:240], in_a_i[239:232], in_a_i[231:224]}, {in_a_i[223:216], in_a_i[215:208], in_a_i[207:200], in_a_i[199:192]}, {in_a_i[191:184], in_a_i[183:176], in_a_i[175:168], in_a_i[167:160]}, {in_a_i[159:152], in_a_i[151:144], in_a_i[143:136], in_a_i[135:128]}, {in_a_i[127:120], in_a_i[119:112], in_a_i[111:104], in_a_i[103:96]}, {in_a_i[95:88], in_a_i[87:80], in_a_i[79:72], in_a_i[71:64]}, {in_a_i[63:56], in_a_i[55:48], in_a_i[47:40], in_a_i[39:32]}, {in_a_i[31:24], in_a_i[23:16], in_a_i[15:8], in_a_i[7:0]}};
-      grp_b_q <= {{in_b_i[255:248], in_b_i[247:240], in_b_i[239:232], in_b_i[231:224]}, {in_b_i[223:216], in_b_i[215:208], in_b_i[207:200], in_b_i[199:192]}, {in_b_i[191:184], in_b_i[183:176], in_b_i[175:168], in_b_i[167:160]}, {in_b_i[159:152], in_b_i[151:144], in_b_i[143:136], in_b_i[135:128]}, {in_b_i[127:120], in_b_i[119:112], in_b_i[111:104], in_b_i[103:96]}, {in_b_i[95:88], in_b_i[87:80], in_b_i[79:72], in_b_i[71:64]}, {in_b_i[63:56], in_b_i[55:48], in_b_i[47:40], in_b_i[39:32]}, {in_b_i[31:24], in_b_i[23:16], in_b_i[15:8], in_b_i[7:0]}};
+      in_a_q <= {{in_a_i[255:248], in_a_i[247:240], in_a_i[239:232], in_a_i[231:224]}, {in_a_i[223:216], in_a_i[215:208], in_a_i[207:200], in_a_i[199:192]}, {in_a_i[191:184], in_a_i[183:176], in_a_i[175:168], in_a_i[167:160]}, {in_a_i[159:152], in_a_i[151:144], in_a_i[143:136], in_a_i[135:128]}, {in_a_i[127:120], in_a_i[119:112], in_a_i[111:104], in_a_i[103:96]}, {in_a_i[95:88], in_a_i[87:80], in_a_i[79:72], in_a_i[71:64]}, {in_a_i[63:56], in_a_i[55:48], in_a_i[47:40], in_a_i[39:32]}, {in_a_i[31:24], in_a_i[23:16], in_a_i[15:8], in_a_i[7:0]}};
+      in_b_q <= {{in_b_i[255:248], in_b_i[247:240], in_b_i[239:232], in_b_i[231:224]}, {in_b_i[223:216], in_b_i[215:208], in_b_i[207:200], in_b_i[199:192]}, {in_b_i[191:184], in_b_i[183:176], in_b_i[175:168], in_b_i[167:160]}, {in_b_i[159:152], in_b_i[151:144], in_b_i[143:136], in_b_i[135:128]}, {in_b_i[127:120], in_b_i[119:112], in_b_i[111:104], in_b_i[103:96]}, {in_b_i[95:88], in_b_i[87:80], in_b_i[79:72], in_b_i[71:64]}, {in_b_i[63:56], in_b_i[55:48], in_b_i[47:40], in_b_i[39:32]}, {in_b_i[31:24], in_b_i[23:16], in_b_i[15:8], in_b_i[7:0]}};
+      in_steps_q <= in_steps_i;
+      in_last_q <= in_last_i;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (bank0_load) begin
+      bank0_a_q <= in_a_q;
+      bank0_b_q <= in_b_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (bank1_load) begin
+      bank1_a_q <= in_a_q;
+      bank1_b_q <= in_b_q;
     end
   end
 
@@ -610,7 +671,7 @@ module gpurtl_systolic (
       nz_rows_l0_q <= ({2'd0, |issue_a_q[7:0]} + {2'd0, |issue_a_q[15:8]}) + ({2'd0, |issue_a_q[23:16]} + {2'd0, |issue_a_q[31:24]});
       nz_cols_l0_q <= ({2'd0, |issue_b_q[7:0]} + {2'd0, |issue_b_q[15:8]}) + ({2'd0, |issue_b_q[23:16]} + {2'd0, |issue_b_q[31:24]});
       useful_now_q <= {42'd0, {3'd0, nz_rows_l0_q} * {3'd0, nz_cols_l0_q}};
-      skipped_now_q <= ((({3'd0, in_steps_i > 4'd0} + {3'd0, in_steps_i > 4'd1}) + ({3'd0, in_steps_i > 4'd2} + {3'd0, in_steps_i > 4'd3})) + (({3'd0, in_steps_i > 4'd4} + {3'd0, in_steps_i > 4'd5}) + ({3'd0, in_steps_i > 4'd6} + {3'd0, in_steps_i > 4'd7}))) - ((({3'd0, ((in_steps_i > 4'd0) & |{in_a_i[7:0], in_a_i[15:8], in_a_i[23:16], in_a_i[31:24]}) & |{in_b_i[7:0], in_b_i[15:8], in_b_i[23:16], in_b_i[31:24]}} + {3'd0, ((in_steps_i > 4'd1) & |{in_a_i[39:32], in_a_i[47:40], in_a_i[55:48], in_a_i[63:56]}) & |{in_b_i[39:32], in_b_i[47:40], in_b_i[55:48], in_b_i[63:56]}}) + ({3'd0, ((in_steps_i > 4'd2) & |{in_a_i[71:64], in_a_i[79:72], in_a_i[87:80], in_a_i[95:88]}) & |{in_b_i[71:64], in_b_i[79:72], in_b_i[87:80], in_b_i[95:88]}} + {3'd0, ((in_steps_i > 4'd3) & |{in_a_i[103:96], in_a_i[111:104], in_a_i[119:112], in_a_i[127:120]}) & |{in_b_i[103:96], in_b_i[111:104], in_b_i[119:112], in_b_i[127:120]}})) + (({3'd0, ((in_steps_i > 4'd4) & |{in_a_i[135:128], in_a_i[143:136], in_a_i[151:144], in_a_i[159:152]}) & |{in_b_i[135:128], in_b_i[143:136], in_b_i[151:144], in_b_i[159:152]}} + {3'd0, ((in_steps_i > 4'd5) & |{in_a_i[167:160], in_a_i[175:168], in_a_i[183:176], in_a_i[191:184]}) & |{in_b_i[167:160], in_b_i[175:168], in_b_i[183:176], in_b_i[191:184]}}) + ({3'd0, ((in_steps_i > 4'd6) & |{in_a_i[199:192], in_a_i[207:200], in_a_i[215:208], in_a_i[223:216]}) & |{in_b_i[199:192], in_b_i[207:200], in_b_i[215:208], in_b_i[223:216]}} + {3'd0, ((in_steps_i > 4'd7) & |{in_a_i[231:224], in_a_i[239:232], in_a_i[247:240], in_a_i[255:248]}) & |{in_b_i[231:224], in_b_i[239:232], in_b_i[247:240], in_b_i[255:248]}})));
+      skipped_now_q <= ((({3'd0, in_steps_q > 4'd0} + {3'd0, in_steps_q > 4'd1}) + ({3'd0, in_steps_q > 4'd2} + {3'd0, in_steps_q > 4'd3})) + (({3'd0, in_steps_q > 4'd4} + {3'd0, in_steps_q > 4'd5}) + ({3'd0, in_steps_q > 4'd6} + {3'd0, in_steps_q > 4'd7}))) - ((({3'd0, ((in_steps_q > 4'd0) & |in_a_q[31:0]) & |in_b_q[31:0]} + {3'd0, ((in_steps_q > 4'd1) & |in_a_q[63:32]) & |in_b_q[63:32]}) + ({3'd0, ((in_steps_q > 4'd2) & |in_a_q[95:64]) & |in_b_q[95:64]} + {3'd0, ((in_steps_q > 4'd3) & |in_a_q[127:96]) & |in_b_q[127:96]})) + (({3'd0, ((in_steps_q > 4'd4) & |in_a_q[159:128]) & |in_b_q[159:128]} + {3'd0, ((in_steps_q > 4'd5) & |in_a_q[191:160]) & |in_b_q[191:160]}) + ({3'd0, ((in_steps_q > 4'd6) & |in_a_q[223:192]) & |in_b_q[223:192]} + {3'd0, ((in_steps_q > 4'd7) & |in_a_q[255:224]) & |in_b_q[255:224]})));
       skew_a1_0_q <= issue_a_q[15:8];
       skew_l1_0_q <= issue_last_q;
       skew_a2_0_q <= issue_a_q[23:16];
