@@ -376,18 +376,19 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let inq_valid = b.reg("in_valid_q", 1, 0);
     let inq_a = b.pipe("in_a_q", &packed_a, &accept);
     let inq_b = b.pipe("in_b_q", &packed_b, &accept);
-    let inq_steps = b.pipe("in_steps_q", &in_steps, &accept);
     let inq_last = b.pipe("in_last_q", &in_last, &accept);
     let take = b.let_("take", &inq_valid.and(&wr_full.not()));
     b.assign(&in_ready, &inq_valid.not().or(&take));
     b.next(&inq_valid, &accept.or(&inq_valid.and(&take.not())), None);
+    // Present and useful flags are worked out as the group enters the input
+    // register, so the wide zero tests have a cycle of their own.
     let mut useful = Vec::new();
     let mut present = Vec::new();
     for s in 0..g {
-        let here = inq_steps.gt(&Expr::lit(p.steps_bits(), s as u64));
+        let here = in_steps.gt(&Expr::lit(p.steps_bits(), s as u64));
         let u = if p.load_filter {
-            let nz_a = inq_a.part(s * r * row_w, r * row_w).any();
-            let nz_b = inq_b.part(s * c * col_w, c * col_w).any();
+            let nz_a = Expr::cat(&a_in[s as usize]).any();
+            let nz_b = Expr::cat(&b_in[s as usize]).any();
             here.and(&nz_a).and(&nz_b)
         } else {
             here.clone()
@@ -395,9 +396,11 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         present.push(here);
         useful.push(u);
     }
-    let useful_in = b.let_("useful_in", &Expr::cat_lanes(&useful));
+    let useful_in = b.pipe("in_useful_q", &Expr::cat_lanes(&useful), &accept);
+    let present_in = b.pipe("in_present_q", &Expr::cat_lanes(&present), &accept);
     let sw = bits_for(g as u64);
-    let skipped_now = popcount(&present, sw).sub(&popcount(&useful, sw));
+    let bits = |v: &Expr| (0..g).map(|i| v.bit_at(i)).collect::<Vec<_>>();
+    let skipped_now = popcount(&bits(&present_in), sw).sub(&popcount(&bits(&useful_in), sw));
 
     let load: Vec<Expr> = (0..2).map(|k| b.let_(&format!("bank{k}_load"), &take.and(&wr.eq_lit(k)))).collect();
     let ga: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_a_q"), &inq_a, &load[k as usize])).collect();

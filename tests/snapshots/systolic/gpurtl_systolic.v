@@ -57,10 +57,10 @@ module gpurtl_systolic (
   reg          in_valid_q;
   reg  [255:0] in_a_q;
   reg  [255:0] in_b_q;
-  reg  [3:0]   in_steps_q;
   reg          in_last_q;
   wire         take;
-  wire [7:0]   useful_in;
+  reg  [7:0]   in_useful_q;
+  reg  [7:0]   in_present_q;
   wire         bank0_load;
   wire         bank1_load;
   reg  [255:0] bank0_a_q;
@@ -312,7 +312,6 @@ module gpurtl_systolic (
   assign accept = in_valid_i & in_ready_o;
   assign take = in_valid_q & ~(write_bank_q ? bank1_full_q : bank0_full_q);
   assign in_ready_o = ~in_valid_q | take;
-  assign useful_in = {((in_steps_q > 4'd7) & |in_a_q[255:224]) & |in_b_q[255:224], ((in_steps_q > 4'd6) & |in_a_q[223:192]) & |in_b_q[223:192], ((in_steps_q > 4'd5) & |in_a_q[191:160]) & |in_b_q[191:160], ((in_steps_q > 4'd4) & |in_a_q[159:128]) & |in_b_q[159:128], ((in_steps_q > 4'd3) & |in_a_q[127:96]) & |in_b_q[127:96], ((in_steps_q > 4'd2) & |in_a_q[95:64]) & |in_b_q[95:64], ((in_steps_q > 4'd1) & |in_a_q[63:32]) & |in_b_q[63:32], ((in_steps_q > 4'd0) & |in_a_q[31:0]) & |in_b_q[31:0]};
   assign bank0_load = take & (write_bank_q == 1'd0);
   assign bank1_load = take & (write_bank_q == 1'd1);
   assign held = active_bank_q ? bank1_full_q : bank0_full_q;
@@ -615,10 +614,10 @@ module gpurtl_systolic (
       if (take) write_bank_q <= ~write_bank_q;
       if (advance) active_bank_q <= ~active_bank_q;
       bank0_full_q <= bank0_load | (bank0_full_q & ~((active_bank_q == 1'd0) & group_done));
-      if (bank0_load | ((active_bank_q == 1'd0) & issue)) bank0_rem_q <= bank0_load ? useful_in : rest;
+      if (bank0_load | ((active_bank_q == 1'd0) & issue)) bank0_rem_q <= bank0_load ? in_useful_q : rest;
       if (bank0_load | (((active_bank_q == 1'd0) & issue) & cand_end)) bank0_need_end_q <= bank0_load ? in_last_q : 1'd0;
       bank1_full_q <= bank1_load | (bank1_full_q & ~((active_bank_q == 1'd1) & group_done));
-      if (bank1_load | ((active_bank_q == 1'd1) & issue)) bank1_rem_q <= bank1_load ? useful_in : rest;
+      if (bank1_load | ((active_bank_q == 1'd1) & issue)) bank1_rem_q <= bank1_load ? in_useful_q : rest;
       if (bank1_load | (((active_bank_q == 1'd1) & issue) & cand_end)) bank1_need_end_q <= bank1_load ? in_last_q : 1'd0;
       issue_valid_q <= issue;
       issue_real_q <= issue & ~issue_null;
@@ -644,8 +643,9 @@ module gpurtl_systolic (
     if (accept) begin
       in_a_q <= {{in_a_i[255:248], in_a_i[247:240], in_a_i[239:232], in_a_i[231:224]}, {in_a_i[223:216], in_a_i[215:208], in_a_i[207:200], in_a_i[199:192]}, {in_a_i[191:184], in_a_i[183:176], in_a_i[175:168], in_a_i[167:160]}, {in_a_i[159:152], in_a_i[151:144], in_a_i[143:136], in_a_i[135:128]}, {in_a_i[127:120], in_a_i[119:112], in_a_i[111:104], in_a_i[103:96]}, {in_a_i[95:88], in_a_i[87:80], in_a_i[79:72], in_a_i[71:64]}, {in_a_i[63:56], in_a_i[55:48], in_a_i[47:40], in_a_i[39:32]}, {in_a_i[31:24], in_a_i[23:16], in_a_i[15:8], in_a_i[7:0]}};
       in_b_q <= {{in_b_i[255:248], in_b_i[247:240], in_b_i[239:232], in_b_i[231:224]}, {in_b_i[223:216], in_b_i[215:208], in_b_i[207:200], in_b_i[199:192]}, {in_b_i[191:184], in_b_i[183:176], in_b_i[175:168], in_b_i[167:160]}, {in_b_i[159:152], in_b_i[151:144], in_b_i[143:136], in_b_i[135:128]}, {in_b_i[127:120], in_b_i[119:112], in_b_i[111:104], in_b_i[103:96]}, {in_b_i[95:88], in_b_i[87:80], in_b_i[79:72], in_b_i[71:64]}, {in_b_i[63:56], in_b_i[55:48], in_b_i[47:40], in_b_i[39:32]}, {in_b_i[31:24], in_b_i[23:16], in_b_i[15:8], in_b_i[7:0]}};
-      in_steps_q <= in_steps_i;
       in_last_q <= in_last_i;
+      in_useful_q <= {((in_steps_i > 4'd7) & |{in_a_i[231:224], in_a_i[239:232], in_a_i[247:240], in_a_i[255:248]}) & |{in_b_i[231:224], in_b_i[239:232], in_b_i[247:240], in_b_i[255:248]}, ((in_steps_i > 4'd6) & |{in_a_i[199:192], in_a_i[207:200], in_a_i[215:208], in_a_i[223:216]}) & |{in_b_i[199:192], in_b_i[207:200], in_b_i[215:208], in_b_i[223:216]}, ((in_steps_i > 4'd5) & |{in_a_i[167:160], in_a_i[175:168], in_a_i[183:176], in_a_i[191:184]}) & |{in_b_i[167:160], in_b_i[175:168], in_b_i[183:176], in_b_i[191:184]}, ((in_steps_i > 4'd4) & |{in_a_i[135:128], in_a_i[143:136], in_a_i[151:144], in_a_i[159:152]}) & |{in_b_i[135:128], in_b_i[143:136], in_b_i[151:144], in_b_i[159:152]}, ((in_steps_i > 4'd3) & |{in_a_i[103:96], in_a_i[111:104], in_a_i[119:112], in_a_i[127:120]}) & |{in_b_i[103:96], in_b_i[111:104], in_b_i[119:112], in_b_i[127:120]}, ((in_steps_i > 4'd2) & |{in_a_i[71:64], in_a_i[79:72], in_a_i[87:80], in_a_i[95:88]}) & |{in_b_i[71:64], in_b_i[79:72], in_b_i[87:80], in_b_i[95:88]}, ((in_steps_i > 4'd1) & |{in_a_i[39:32], in_a_i[47:40], in_a_i[55:48], in_a_i[63:56]}) & |{in_b_i[39:32], in_b_i[47:40], in_b_i[55:48], in_b_i[63:56]}, ((in_steps_i > 4'd0) & |{in_a_i[7:0], in_a_i[15:8], in_a_i[23:16], in_a_i[31:24]}) & |{in_b_i[7:0], in_b_i[15:8], in_b_i[23:16], in_b_i[31:24]}};
+      in_present_q <= {in_steps_i > 4'd7, in_steps_i > 4'd6, in_steps_i > 4'd5, in_steps_i > 4'd4, in_steps_i > 4'd3, in_steps_i > 4'd2, in_steps_i > 4'd1, in_steps_i > 4'd0};
     end
   end
 
@@ -671,7 +671,7 @@ module gpurtl_systolic (
       nz_rows_l0_q <= ({2'd0, |issue_a_q[7:0]} + {2'd0, |issue_a_q[15:8]}) + ({2'd0, |issue_a_q[23:16]} + {2'd0, |issue_a_q[31:24]});
       nz_cols_l0_q <= ({2'd0, |issue_b_q[7:0]} + {2'd0, |issue_b_q[15:8]}) + ({2'd0, |issue_b_q[23:16]} + {2'd0, |issue_b_q[31:24]});
       useful_now_q <= {42'd0, {3'd0, nz_rows_l0_q} * {3'd0, nz_cols_l0_q}};
-      skipped_now_q <= ((({3'd0, in_steps_q > 4'd0} + {3'd0, in_steps_q > 4'd1}) + ({3'd0, in_steps_q > 4'd2} + {3'd0, in_steps_q > 4'd3})) + (({3'd0, in_steps_q > 4'd4} + {3'd0, in_steps_q > 4'd5}) + ({3'd0, in_steps_q > 4'd6} + {3'd0, in_steps_q > 4'd7}))) - ((({3'd0, ((in_steps_q > 4'd0) & |in_a_q[31:0]) & |in_b_q[31:0]} + {3'd0, ((in_steps_q > 4'd1) & |in_a_q[63:32]) & |in_b_q[63:32]}) + ({3'd0, ((in_steps_q > 4'd2) & |in_a_q[95:64]) & |in_b_q[95:64]} + {3'd0, ((in_steps_q > 4'd3) & |in_a_q[127:96]) & |in_b_q[127:96]})) + (({3'd0, ((in_steps_q > 4'd4) & |in_a_q[159:128]) & |in_b_q[159:128]} + {3'd0, ((in_steps_q > 4'd5) & |in_a_q[191:160]) & |in_b_q[191:160]}) + ({3'd0, ((in_steps_q > 4'd6) & |in_a_q[223:192]) & |in_b_q[223:192]} + {3'd0, ((in_steps_q > 4'd7) & |in_a_q[255:224]) & |in_b_q[255:224]})));
+      skipped_now_q <= ((({3'd0, in_present_q[0]} + {3'd0, in_present_q[1]}) + ({3'd0, in_present_q[2]} + {3'd0, in_present_q[3]})) + (({3'd0, in_present_q[4]} + {3'd0, in_present_q[5]}) + ({3'd0, in_present_q[6]} + {3'd0, in_present_q[7]}))) - ((({3'd0, in_useful_q[0]} + {3'd0, in_useful_q[1]}) + ({3'd0, in_useful_q[2]} + {3'd0, in_useful_q[3]})) + (({3'd0, in_useful_q[4]} + {3'd0, in_useful_q[5]}) + ({3'd0, in_useful_q[6]} + {3'd0, in_useful_q[7]})));
       skew_a1_0_q <= issue_a_q[15:8];
       skew_l1_0_q <= issue_last_q;
       skew_a2_0_q <= issue_a_q[23:16];
