@@ -426,3 +426,14 @@ fn prune_zeroes_small_blocks() {
         "error: option `--threshold` = `-1`: must be a non-negative integer\n",
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn generated_files_are_world_readable() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let (code, _, err) = gpurtl(&["gen", "compress", "-o", d.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let mode = std::fs::metadata(d.path().join("gpurtl_compress.v")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o644);
+}

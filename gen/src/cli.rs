@@ -20,6 +20,8 @@ commands:
   synth BLOCK --target generic|ice40|ecp5 [--clock-mhz F] [-o DIR]
                                yosys (+ nextpnr) report: cells, LUTs, FFs, DSPs, Fmax
   synth-table DIR              Markdown table of the synth reports under DIR
+  sweep BLOCK --param K=V1,V2,... [--zip] --target T [-o DIR]
+                               synth per point in parallel; CSV, JSON and an SVG plot
   prune --input IN.json --output OUT.json --block N --threshold T
                                block pruning (seed 004 §369) of the `a` and `b`
                                matrices of a systolic input: every N x N block
@@ -68,7 +70,7 @@ impl From<gpurtl_sim::cosim::CosimError> for CliError {
     }
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Opts {
     pub block: Option<String>,
     pub all: bool,
@@ -84,6 +86,7 @@ pub struct Opts {
     pub prune_block: Option<String>,
     pub target: Option<String>,
     pub clock_mhz: Option<String>,
+    pub zip: bool,
     pub threshold: Option<String>,
 }
 
@@ -115,6 +118,7 @@ fn parse(args: &[String]) -> Result<Opts, CliError> {
             "--clock-mhz" => o.clock_mhz = Some(val(a)?),
             "--threshold" => o.threshold = Some(val(a)?),
             "--all" => o.all = true,
+            "--zip" => o.zip = true,
             s if s.starts_with('-') => return Err(CliError::Bad(format!("unknown option `{s}`; see `gpurtl help`"))),
             s => {
                 if o.block.is_some() {
@@ -283,6 +287,20 @@ fn cmd_prune(o: &Opts, out: &mut dyn Write) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `--target` (default generic) and `--clock-mhz` (default 150 on ECP5, else 100).
+fn target_and_clock(o: &Opts) -> Result<(crate::synth::Target, f64), CliError> {
+    let target = crate::synth::Target::parse(o.target.as_deref().unwrap_or("generic"))?;
+    let default_mhz = if target == crate::synth::Target::Ecp5 { 150.0 } else { 100.0 };
+    let clock_mhz = match o.clock_mhz.as_deref() {
+        None => default_mhz,
+        Some(raw) => match raw.parse::<f64>() {
+            Ok(f) if f > 0.0 && f <= 2000.0 => f,
+            _ => return Err(CliError::Bad(format!("option `--clock-mhz` = `{raw}`: must be a number above 0 and at most 2000"))),
+        },
+    };
+    Ok((target, clock_mhz))
+}
+
 fn dispatch(args: &[String], out: &mut dyn Write) -> Result<(), CliError> {
     let Some(cmd) = args.first() else {
         return Err(CliError::Bad(format!("a command is needed\n{USAGE}")));
@@ -313,17 +331,14 @@ fn dispatch(args: &[String], out: &mut dyn Write) -> Result<(), CliError> {
             let _ = write!(out, "{t}");
             Ok(())
         }
+        "sweep" => {
+            let b = block_of(&o)?;
+            let (target, clock_mhz) = target_and_clock(&o)?;
+            crate::sweep::run(b, &o, target, clock_mhz, o.zip, out)
+        }
         "synth" => {
             let b = block_of(&o)?;
-            let target = crate::synth::Target::parse(o.target.as_deref().unwrap_or("generic"))?;
-            let default_mhz = if target == crate::synth::Target::Ecp5 { 150.0 } else { 100.0 };
-            let clock_mhz = match o.clock_mhz.as_deref() {
-                None => default_mhz,
-                Some(raw) => match raw.parse::<f64>() {
-                    Ok(f) if f > 0.0 && f <= 2000.0 => f,
-                    _ => return Err(CliError::Bad(format!("option `--clock-mhz` = `{raw}`: must be a number above 0 and at most 2000"))),
-                },
-            };
+            let (target, clock_mhz) = target_and_clock(&o)?;
             let params = params_of(b, &o)?;
             let dir = o.out_dir.clone().unwrap_or_else(|| format!("out/synth/{}-{}", b.name(), target.name()).into());
             crate::synth::run(b, &params, &crate::synth::Opts { target, clock_mhz, dir: &dir }, out).map(|_| ())

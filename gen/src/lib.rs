@@ -7,6 +7,7 @@ pub mod cli;
 pub mod emit;
 pub mod rtl_engine;
 pub mod runners;
+pub mod sweep;
 pub mod synth;
 pub mod tools;
 pub mod verilog;
