@@ -2,13 +2,13 @@
 //! the golden model (docs/cbload.md), lint and synthesis checks, snapshot.
 
 use gpurtl_gen::rtl_engine::compile_design;
-use gpurtl_gen::{emit, tools};
+use gpurtl_gen::tools;
 use gpurtl_hw::blocks::cbload::{build, CbloadParams};
 use gpurtl_hw::params::BlockParams;
 use gpurtl_sim::models::cbload::{self as model, Config, ErrorKind};
 use gpurtl_sim::rng::Rng;
 use gpurtl_sim::tb::cbload::{self as tb, Env};
-use gpurtl_tests::{failure_dir, repo, seeds};
+use gpurtl_tests::{failure_dir, seeds};
 
 const SEEDS: u64 = 200;
 
@@ -134,12 +134,7 @@ fn burst_streams_at_one_beat_per_cycle() {
 }
 
 fn generated(p: &CbloadParams) -> (tempfile::TempDir, String, Vec<String>) {
-    let design = build(p).unwrap();
-    let prov = emit::Provenance { block: "cbload".into(), params: serde_json::to_value(p).unwrap() };
-    let files = emit::files(&design, &prov);
-    let dir = tempfile::tempdir().unwrap();
-    emit::write_all(dir.path(), &files).unwrap();
-    (dir, design.top, emit::sources(&files))
+    gpurtl_tests::generated("cbload", &build(p).unwrap(), &serde_json::to_value(p).unwrap())
 }
 
 #[test]
@@ -159,27 +154,12 @@ fn verilator_lint_and_yosys_are_clean_at_every_point() {
 #[test]
 fn default_output_matches_snapshot() {
     let p = CbloadParams::default();
-    let prov = emit::Provenance { block: "cbload".into(), params: serde_json::to_value(&p).unwrap() };
-    let dir = repo().join("tests/snapshots/cbload");
-    for (name, text) in emit::files(&build(&p).unwrap(), &prov) {
-        let path = dir.join(&name);
-        if std::env::var_os("GPURTL_BLESS").is_some() {
-            emit::write_atomic(&path, text.as_bytes()).unwrap();
-            continue;
-        }
-        let want = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            want == text,
-            "{} is stale; regenerate with: GPURTL_BLESS=1 cargo test --release --test cbload default_output",
-            path.display()
-        );
-    }
+    gpurtl_tests::check_snapshot("cbload", &build(&p).unwrap(), &serde_json::to_value(&p).unwrap());
 }
 
 #[test]
 fn regeneration_is_byte_identical() {
     for (_, p) in CbloadParams::presets() {
-        let prov = || emit::Provenance { block: "cbload".into(), params: serde_json::to_value(&p).unwrap() };
-        assert_eq!(emit::files(&build(&p).unwrap(), &prov()), emit::files(&build(&p).unwrap(), &prov()));
+        gpurtl_tests::check_stable("cbload", || build(&p).unwrap(), &serde_json::to_value(&p).unwrap());
     }
 }

@@ -2,13 +2,13 @@
 //! golden model, lint and synthesis checks, snapshot of the default output.
 
 use gpurtl_gen::rtl_engine::compile_design;
-use gpurtl_gen::{emit, tools};
+use gpurtl_gen::tools;
 use gpurtl_hw::blocks::compress::{build, CompressParams};
 use gpurtl_hw::params::BlockParams;
 use gpurtl_sim::models::compress as model;
 use gpurtl_sim::rng::Rng;
 use gpurtl_sim::tb::compress::{self as tb, Stalls};
-use gpurtl_tests::{failure_dir, repo, seeds};
+use gpurtl_tests::{failure_dir, seeds};
 
 /// Parameter points: smallest width, default, a wide one at the deepest
 /// pipeline, and the largest width.
@@ -102,12 +102,7 @@ fn back_pressure_keeps_order() {
 }
 
 fn generated(p: &CompressParams) -> (tempfile::TempDir, String, Vec<String>) {
-    let design = build(p).unwrap();
-    let prov = emit::Provenance { block: "compress".into(), params: serde_json::to_value(p).unwrap() };
-    let files = emit::files(&design, &prov);
-    let dir = tempfile::tempdir().unwrap();
-    emit::write_all(dir.path(), &files).unwrap();
-    (dir, design.top, emit::sources(&files))
+    gpurtl_tests::generated("compress", &build(p).unwrap(), &serde_json::to_value(p).unwrap())
 }
 
 #[test]
@@ -133,10 +128,7 @@ fn yosys_synth_check_assert_no_latches() {
 #[test]
 fn regeneration_is_byte_identical() {
     for (_, p) in CompressParams::presets() {
-        let prov = || emit::Provenance { block: "compress".into(), params: serde_json::to_value(&p).unwrap() };
-        let a = emit::files(&build(&p).unwrap(), &prov());
-        let b = emit::files(&build(&p).unwrap(), &prov());
-        assert_eq!(a, b);
+        gpurtl_tests::check_stable("compress", || build(&p).unwrap(), &serde_json::to_value(&p).unwrap());
     }
 }
 
@@ -145,19 +137,5 @@ fn regeneration_is_byte_identical() {
 #[test]
 fn default_output_matches_snapshot() {
     let p = CompressParams::default();
-    let prov = emit::Provenance { block: "compress".into(), params: serde_json::to_value(&p).unwrap() };
-    let dir = repo().join("tests/snapshots/compress");
-    for (name, text) in emit::files(&build(&p).unwrap(), &prov) {
-        let path = dir.join(&name);
-        if std::env::var_os("GPURTL_BLESS").is_some() {
-            emit::write_atomic(&path, text.as_bytes()).unwrap();
-            continue;
-        }
-        let want = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            want == text,
-            "{} is stale; regenerate with: GPURTL_BLESS=1 cargo test --release --test compress default_output",
-            path.display()
-        );
-    }
+    gpurtl_tests::check_snapshot("compress", &build(&p).unwrap(), &serde_json::to_value(&p).unwrap());
 }

@@ -2,13 +2,13 @@
 //! model (docs/systolic.md), lint and synthesis checks, snapshot.
 
 use gpurtl_gen::rtl_engine::compile_design;
-use gpurtl_gen::{emit, tools};
+use gpurtl_gen::tools;
 use gpurtl_hw::blocks::systolic::{build, ElemType, SystolicParams};
 use gpurtl_hw::params::BlockParams;
 use gpurtl_sim::models::systolic::{self as model, Config};
 use gpurtl_sim::rng::Rng;
 use gpurtl_sim::tb::systolic::{self as tb, Env};
-use gpurtl_tests::{failure_dir, repo, seeds};
+use gpurtl_tests::{failure_dir, seeds};
 
 const SEEDS: u64 = 200;
 
@@ -111,12 +111,7 @@ fn dense_gemm_utilization() {
 }
 
 fn generated(p: &SystolicParams) -> (tempfile::TempDir, String, Vec<String>) {
-    let design = build(p).unwrap();
-    let prov = emit::Provenance { block: "systolic".into(), params: serde_json::to_value(p).unwrap() };
-    let files = emit::files(&design, &prov);
-    let dir = tempfile::tempdir().unwrap();
-    emit::write_all(dir.path(), &files).unwrap();
-    (dir, design.top, emit::sources(&files))
+    gpurtl_tests::generated("systolic", &build(p).unwrap(), &serde_json::to_value(p).unwrap())
 }
 
 #[test]
@@ -143,23 +138,12 @@ fn one_pe_module_instantiated_per_grid_position() {
 #[test]
 fn default_output_matches_snapshot() {
     let p = SystolicParams::default();
-    let prov = emit::Provenance { block: "systolic".into(), params: serde_json::to_value(&p).unwrap() };
-    let dir = repo().join("tests/snapshots/systolic");
-    for (name, text) in emit::files(&build(&p).unwrap(), &prov) {
-        let path = dir.join(&name);
-        if std::env::var_os("GPURTL_BLESS").is_some() {
-            emit::write_atomic(&path, text.as_bytes()).unwrap();
-            continue;
-        }
-        let want = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(want == text, "{} is stale; regenerate with: GPURTL_BLESS=1 cargo test --release --test systolic default_output", path.display());
-    }
+    gpurtl_tests::check_snapshot("systolic", &build(&p).unwrap(), &serde_json::to_value(&p).unwrap());
 }
 
 #[test]
 fn regeneration_is_byte_identical() {
     for (_, p) in SystolicParams::presets() {
-        let prov = || emit::Provenance { block: "systolic".into(), params: serde_json::to_value(&p).unwrap() };
-        assert_eq!(emit::files(&build(&p).unwrap(), &prov()), emit::files(&build(&p).unwrap(), &prov()));
+        gpurtl_tests::check_stable("systolic", || build(&p).unwrap(), &serde_json::to_value(&p).unwrap());
     }
 }
