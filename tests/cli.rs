@@ -32,11 +32,11 @@ fn invalid_parameters() {
     );
     bad(
         &["gen", "compress", "--param", "latency=0", "-o", "x"],
-        "error: parameter `latency` = 0: must be an integer from 1 to 10 (2*log2(width/8)+2 layers at width 128)\n",
+        "error: parameter `latency` = 0: must be an integer from 1 to 11 (2*log2(width/8)+3 layers at width 128)\n",
     );
     bad(
-        &["gen", "compress", "--param", "width=64", "--param", "latency=9", "-o", "x"],
-        "error: parameter `latency` = 9: must be an integer from 1 to 8 (2*log2(width/8)+2 layers at width 64)\n",
+        &["gen", "compress", "--param", "width=64", "--param", "latency=10", "-o", "x"],
+        "error: parameter `latency` = 10: must be an integer from 1 to 9 (2*log2(width/8)+3 layers at width 64)\n",
     );
     bad(
         &["gen", "compress", "--param", "width=abc", "-o", "x"],

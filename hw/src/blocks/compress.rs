@@ -19,7 +19,8 @@
 //!    packed positions;
 //! 4. merge: selected lanes take the result, the others `old` or zero.
 //!
-//! `latency` registers are spread evenly over these 2S+2 layers, with the
+//! `latency` registers are spread evenly over these 2S+3 layers (the front
+//! is two: mask, then prefix sum), with the
 //! last one at the output; valid/ready with back-pressure on both sides.
 
 use crate::params::{BlockParams, Checker, ParamErrors, ParamInfo, ParamKind};
@@ -49,7 +50,7 @@ impl CompressParams {
     }
     /// Combinational layers the `latency` registers are spread over.
     pub fn layers(&self) -> u32 {
-        2 * clog2(self.lanes() as u64) + 2
+        2 * clog2(self.lanes() as u64) + 3
     }
     /// Width of the count output: counts 0..=width/8.
     pub fn count_bits(&self) -> u32 {
@@ -73,7 +74,7 @@ impl BlockParams for CompressParams {
             ParamInfo {
                 name: "latency",
                 kind: ParamKind::Int { min: 1, max: 16, rule: "" },
-                doc: "register stages from input to output; at most 2*log2(width/8)+2",
+                doc: "register stages from input to output; at most 2*log2(width/8)+3",
             },
         ]
     }
@@ -89,7 +90,7 @@ impl BlockParams for CompressParams {
                 (1..=max).contains(&self.latency),
                 "latency",
                 self.latency,
-                format!("an integer from 1 to {max} (2*log2(width/8)+2 layers at width {})", self.width),
+                format!("an integer from 1 to {max} (2*log2(width/8)+3 layers at width {})", self.width),
             );
         } else {
             c.int(&t, "latency", self.latency as i64, true);
@@ -115,6 +116,7 @@ struct Flow {
     old: Option<Expr>,
     src: Option<Expr>,
     mask: Option<Expr>,
+    esize: Option<Expr>,
     count: Option<Expr>,
     /// Compress network lanes: valid, zeros-below amount (S bits/lane), data.
     cmp_valid: Option<Expr>,
@@ -128,13 +130,14 @@ struct Flow {
 }
 
 impl Flow {
-    fn fields(&mut self) -> [(&'static str, &mut Option<Expr>); 13] {
+    fn fields(&mut self) -> [(&'static str, &mut Option<Expr>); 14] {
         [
             ("op", &mut self.op),
             ("zeroing", &mut self.zeroing),
             ("old", &mut self.old),
             ("src", &mut self.src),
             ("mask", &mut self.mask),
+            ("esize", &mut self.esize),
             ("count", &mut self.count),
             ("cmp_valid", &mut self.cmp_valid),
             ("cmp_amt", &mut self.cmp_amt),
@@ -187,9 +190,8 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     let out_mask = b.output("out_mask_o", n, "mask used (given or generated), zero above width/esize");
     let out_count = b.output("out_count_o", cw, "number of selected elements");
 
-    let ctl = pipe::valid_ready(&mut b, p.latency as usize, &in_valid, &out_ready);
+    let ctl = pipe::credit_begin(&mut b, p.latency as usize, &in_valid);
     b.assign(&in_ready, &ctl.in_ready);
-    b.assign(&out_valid, &ctl.out_valid);
 
     // Cut positions: register r (1-based) sits after layer ceil(r*L/latency)-1.
     let layers = p.layers();
@@ -199,7 +201,7 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     let mut layer = 0u32;
     let mut end_layer = |b: &mut ModuleBuilder, flow: &mut Flow, layer: &mut u32| {
         if cut_after.contains(layer) {
-            flow.cut(b, stage + 1, &ctl.load[stage]);
+            flow.cut(b, stage + 1, &ctl.load);
             stage += 1;
         }
         *layer += 1;
@@ -227,7 +229,19 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
         byte_masks.push(Expr::cat_lanes(&lanes));
     }
     let bmask = b.let_("byte_mask", &by_esize(&in_esize, &byte_masks));
-    // zeros[l] = unselected lanes below l (exclusive prefix sum of ~byte_mask).
+    flow.op = Some(in_op);
+    flow.zeroing = Some(in_zeroing);
+    flow.old = Some(in_old);
+    flow.src = Some(in_src.clone());
+    flow.mask = Some(mask);
+    flow.esize = Some(in_esize);
+    flow.cmp_valid = Some(bmask);
+    flow.cmp_data = Some(in_src);
+    end_layer(&mut b, &mut flow, &mut layer);
+
+    // ---- layer 1: zeros[l] = unselected lanes below l (exclusive prefix sum of ~byte_mask) ----
+    let bmask = get(&flow.cmp_valid);
+    let esize = flow.esize.take().expect("element size is live until the counts");
     let inclusive = prefix_sum(&mut b, "unsel", &(0..n).map(|l| bmask.bit_at(l).not()).collect::<Vec<_>>());
     let zeros = b.wire("zeros", n * s);
     b.assign_part(&zeros, 0, &Expr::zero(s));
@@ -237,15 +251,8 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     let total_unsel = inclusive[(n - 1) as usize].zext(cw);
     let sel_bytes = b.let_("sel_bytes", &Expr::lit(cw, n as u64).sub(&total_unsel));
     let counts: Vec<Expr> = (0..4u32).map(|sz| sel_bytes.slice(cw - 1, sz).zext(cw)).collect();
-    flow.op = Some(in_op);
-    flow.zeroing = Some(in_zeroing);
-    flow.old = Some(in_old);
-    flow.src = Some(in_src.clone());
-    flow.mask = Some(mask);
-    flow.count = Some(by_esize(&in_esize, &counts));
-    flow.cmp_valid = Some(bmask);
+    flow.count = Some(by_esize(&esize, &counts));
     flow.cmp_amt = Some(zeros);
-    flow.cmp_data = Some(in_src);
     end_layer(&mut b, &mut flow, &mut layer);
 
     // ---- compress network: LSB first, lanes move down ----
@@ -326,9 +333,16 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     end_layer(&mut b, &mut flow, &mut layer);
     debug_assert_eq!(stage, p.latency as usize);
 
-    b.assign(&out_dst, &get(&flow.dst));
-    b.assign(&out_mask, &get(&flow.mask));
-    b.assign(&out_count, &get(&flow.count));
+    let (valid, outs) = pipe::credit_end(
+        &mut b,
+        &ctl,
+        &[("dst", get(&flow.dst)), ("mask", get(&flow.mask)), ("count", get(&flow.count))],
+        &out_ready,
+    );
+    b.assign(&out_valid, &valid);
+    b.assign(&out_dst, &outs[0]);
+    b.assign(&out_mask, &outs[1]);
+    b.assign(&out_count, &outs[2]);
     let top = b.finish()?;
     Ok(Design { top: top.name.clone(), modules: vec![top] })
 }

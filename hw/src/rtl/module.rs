@@ -286,7 +286,9 @@ impl ModuleBuilder {
     /// A register loaded from `d` when `enable` is high: the pipeline-stage idiom.
     pub fn pipe(&mut self, name: &str, d: &Expr, enable: &Expr) -> Expr {
         let q = self.reg_noreset(name, d.width());
-        self.next(&q, d, Some(enable));
+        // An always-true enable is no enable: plain `q <= d`.
+        let always = matches!(enable.kind(), ExprKind::Const(v) if enable.width() == 1 && *v == BigUint::from(1u8));
+        self.next(&q, d, if always { None } else { Some(enable) });
         q
     }
 

@@ -1,33 +1,78 @@
-//! Valid/ready pipeline control shared by the blocks.
+//! Valid/ready pipelines shared by the blocks.
 //!
-//! `stages` registers between input and output, one transfer per cycle at
-//! steady state. A stage loads when it is empty or when its content moves on
-//! in the same cycle, so a stall at the output freezes only the stages that
-//! are full (bubbles are squeezed out). The ready path is combinational from
-//! `out_ready` to `in_ready`, one OR gate per stage.
+//! A credit pipeline: the `stages` registers advance every cycle, so they
+//! need no load enables and no ready signal runs back through them; results
+//! that the consumer cannot take yet wait in a bypass FIFO of `stages + 1`
+//! entries. The input is ready while fewer than `stages + 1` items are in the
+//! pipeline and the FIFO together, a registered compare, so `out_ready` never
+//! reaches `in_ready` combinationally. Without back-pressure the FIFO is
+//! bypassed: latency is `stages`, one transfer per cycle.
+//!
+//! Use: `credit_begin`, register the datapath between stages with
+//! [`CreditCtl::load`] (always on), then `credit_end` with the last stage's
+//! fields.
 
-use super::{Expr, ModuleBuilder};
+use super::{bits_for, clog2, select, Expr, ModuleBuilder};
 
-pub struct PipeCtl {
-    /// Accept an input this cycle (drive `in_ready_o`).
+pub struct CreditCtl {
+    /// Drive `in_ready_o`.
     pub in_ready: Expr,
-    /// Load enable of each stage's data registers, stage 1 first.
-    pub load: Vec<Expr>,
-    /// Valid of the last stage (drive `out_valid_o`).
-    pub out_valid: Expr,
+    /// An input transfer this cycle.
+    pub accept: Expr,
+    /// Valid of each stage register, stage 1 first.
+    pub valid: Vec<Expr>,
+    /// Load enable of the stage registers: always on.
+    pub load: Expr,
+    stages: usize,
+    occupancy: Expr,
 }
 
-pub fn valid_ready(b: &mut ModuleBuilder, stages: usize, in_valid: &Expr, out_ready: &Expr) -> PipeCtl {
-    let valid: Vec<Expr> = (1..=stages).map(|r| b.reg(&format!("valid_p{r}_q"), 1, 0)).collect();
-    let mut load = vec![Expr::bit(false); stages];
-    let mut downstream = out_ready.clone();
-    for r in (0..stages).rev() {
-        load[r] = b.let_(&format!("load_p{}", r + 1), &valid[r].not().or(&downstream));
-        downstream = load[r].clone();
+pub fn credit_begin(b: &mut ModuleBuilder, stages: usize, in_valid: &Expr) -> CreditCtl {
+    let depth = stages as u64 + 1;
+    let occupancy = b.reg("occupancy_q", bits_for(depth), 0);
+    let in_ready = b.let_("credit", &occupancy.lt(&Expr::lit(occupancy.width(), depth)));
+    let accept = b.let_("accept", &in_valid.and(&in_ready));
+    let mut valid = Vec::new();
+    let mut prev = accept.clone();
+    for r in 1..=stages {
+        let v = b.reg(&format!("valid_p{r}_q"), 1, 0);
+        b.next(&v, &prev, None);
+        prev = v.clone();
+        valid.push(v);
     }
-    for r in 0..stages {
-        let prev = if r == 0 { in_valid.clone() } else { valid[r - 1].clone() };
-        b.next(&valid[r], &prev, Some(&load[r]));
+    CreditCtl { in_ready, accept, valid, load: Expr::bit(true), stages, occupancy }
+}
+
+/// The output side: `fields` are the last stage's registers. Returns
+/// (out_valid, the fields as seen at the output).
+pub fn credit_end(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str, Expr)], out_ready: &Expr) -> (Expr, Vec<Expr>) {
+    let depth = ctl.stages as u64 + 1;
+    let pw = clog2(depth).max(1);
+    let last_valid = ctl.valid[ctl.stages - 1].clone();
+    let count = b.reg("fifo_count_q", bits_for(depth), 0);
+    let rd = b.reg("fifo_rd_q", pw, 0);
+    let wr = b.reg("fifo_wr_q", pw, 0);
+    let empty = b.let_("fifo_empty", &count.eq_lit(0));
+    let out_valid = b.let_("out_valid", &empty.not().or(&last_valid));
+    let fire = b.let_("out_fire", &out_valid.and(out_ready));
+    let push = b.let_("fifo_push", &last_valid.and(&empty.and(out_ready).not()));
+    let pop = b.let_("fifo_pop", &fire.and(&empty.not()));
+    let mut outs = Vec::new();
+    for (name, e) in fields {
+        let entries: Vec<Expr> = (0..depth)
+            .map(|i| b.pipe(&format!("fifo{i}_{name}_q"), e, &push.and(&wr.eq_lit(i))))
+            .collect();
+        outs.push(empty.mux(e, &select(&rd, &entries)));
     }
-    PipeCtl { in_ready: load[0].clone(), out_valid: valid[stages - 1].clone(), load }
+    let wrap = |p: &Expr| p.eq_lit(depth - 1).mux(&Expr::zero(pw), &p.add(&Expr::lit(pw, 1)));
+    b.next(&wr, &wrap(&wr), Some(&push));
+    b.next(&rd, &wrap(&rd), Some(&pop));
+    let cw = count.width();
+    let one = Expr::lit(cw, 1);
+    b.next(&count, &push.mux(&pop.mux(&count, &count.add(&one)), &pop.mux(&count.sub(&one), &count)), None);
+    let ow = ctl.occupancy.width();
+    let occ_in = ctl.accept.zext(ow);
+    let occ_out = fire.zext(ow);
+    b.next(&ctl.occupancy, &ctl.occupancy.add(&occ_in).sub(&occ_out), None);
+    (out_valid, outs)
 }

@@ -45,10 +45,11 @@ module gpurtl_compress (
   output wire [4:0]   out_count_o
 );
 
+  reg  [1:0]   occupancy_q;
+  wire         credit;
+  wire         accept;
   reg          valid_p1_q;
   reg          valid_p2_q;
-  wire         load_p2;
-  wire         load_p1;
   wire [15:0]  src_nz;
   wire [15:0]  mask_e8;
   wire [15:0]  mask_e16;
@@ -129,11 +130,27 @@ module gpurtl_compress (
   reg  [15:0]  mask_p2_q;
   reg  [4:0]   count_p2_q;
   reg  [127:0] dst_p2_q;
+  reg  [1:0]   fifo_count_q;
+  reg  [1:0]   fifo_rd_q;
+  reg  [1:0]   fifo_wr_q;
+  wire         fifo_empty;
+  wire         out_valid;
+  wire         out_fire;
+  wire         fifo_push;
+  wire         fifo_pop;
+  reg  [127:0] fifo0_dst_q;
+  reg  [127:0] fifo1_dst_q;
+  reg  [127:0] fifo2_dst_q;
+  reg  [15:0]  fifo0_mask_q;
+  reg  [15:0]  fifo1_mask_q;
+  reg  [15:0]  fifo2_mask_q;
+  reg  [4:0]   fifo0_count_q;
+  reg  [4:0]   fifo1_count_q;
+  reg  [4:0]   fifo2_count_q;
 
-  assign load_p2 = ~valid_p2_q | out_ready_i;
-  assign load_p1 = ~valid_p1_q | load_p2;
-  assign in_ready_o = load_p1;
-  assign out_valid_o = valid_p2_q;
+  assign credit = occupancy_q < 2'd3;
+  assign accept = in_valid_i & credit;
+  assign in_ready_o = credit;
   assign src_nz = {|in_src_i[127:120], |in_src_i[119:112], |in_src_i[111:104], |in_src_i[103:96], |in_src_i[95:88], |in_src_i[87:80], |in_src_i[79:72], |in_src_i[71:64], |in_src_i[63:56], |in_src_i[55:48], |in_src_i[47:40], |in_src_i[39:32], |in_src_i[31:24], |in_src_i[23:16], |in_src_i[15:8], |in_src_i[7:0]};
   assign mask_e8 = in_mask_gen_i ? {src_nz[15], src_nz[14], src_nz[13], src_nz[12], src_nz[11], src_nz[10], src_nz[9], src_nz[8], src_nz[7], src_nz[6], src_nz[5], src_nz[4], src_nz[3], src_nz[2], src_nz[1], src_nz[0]} : in_mask_i;
   assign mask_e16 = {8'd0, in_mask_gen_i ? {|src_nz[15:14], |src_nz[13:12], |src_nz[11:10], |src_nz[9:8], |src_nz[7:6], |src_nz[5:4], |src_nz[3:2], |src_nz[1:0]} : in_mask_i[7:0]};
@@ -562,39 +579,70 @@ module gpurtl_compress (
   assign exp_data_s0[127:120] = exp_move_s0[14] ? exp_data_s1[119:112] : exp_data_s1[127:120];
   assign keep = op_p1_q ? exp_valid_s0 : cmp_valid_p1_q;
   assign keep_bytes = {{8{keep[15]}}, {8{keep[14]}}, {8{keep[13]}}, {8{keep[12]}}, {8{keep[11]}}, {8{keep[10]}}, {8{keep[9]}}, {8{keep[8]}}, {8{keep[7]}}, {8{keep[6]}}, {8{keep[5]}}, {8{keep[4]}}, {8{keep[3]}}, {8{keep[2]}}, {8{keep[1]}}, {8{keep[0]}}};
-  assign out_dst_o = dst_p2_q;
-  assign out_mask_o = mask_p2_q;
-  assign out_count_o = count_p2_q;
+  assign fifo_empty = fifo_count_q == 2'd0;
+  assign out_valid = ~fifo_empty | valid_p2_q;
+  assign out_fire = out_valid & out_ready_i;
+  assign fifo_push = valid_p2_q & ~(fifo_empty & out_ready_i);
+  assign fifo_pop = out_fire & ~fifo_empty;
+  assign out_valid_o = out_valid;
+  assign out_dst_o = fifo_empty ? dst_p2_q : fifo_rd_q[1] ? (fifo_rd_q[0] ? 128'd0 : fifo2_dst_q) : fifo_rd_q[0] ? fifo1_dst_q : fifo0_dst_q;
+  assign out_mask_o = fifo_empty ? mask_p2_q : fifo_rd_q[1] ? (fifo_rd_q[0] ? 16'd0 : fifo2_mask_q) : fifo_rd_q[0] ? fifo1_mask_q : fifo0_mask_q;
+  assign out_count_o = fifo_empty ? count_p2_q : fifo_rd_q[1] ? (fifo_rd_q[0] ? 5'd0 : fifo2_count_q) : fifo_rd_q[0] ? fifo1_count_q : fifo0_count_q;
 
   always @(posedge clk_i) begin
     if (rst_i) begin
       valid_p1_q <= 1'd0;
       valid_p2_q <= 1'd0;
+      fifo_wr_q <= 2'd0;
+      fifo_rd_q <= 2'd0;
+      fifo_count_q <= 2'd0;
+      occupancy_q <= 2'd0;
     end else begin
-      if (load_p1) valid_p1_q <= in_valid_i;
-      if (load_p2) valid_p2_q <= valid_p1_q;
+      valid_p1_q <= accept;
+      valid_p2_q <= valid_p1_q;
+      if (fifo_push) fifo_wr_q <= (fifo_wr_q == 2'd2) ? 2'd0 : (fifo_wr_q + 2'd1);
+      if (fifo_pop) fifo_rd_q <= (fifo_rd_q == 2'd2) ? 2'd0 : (fifo_rd_q + 2'd1);
+      fifo_count_q <= fifo_push ? (fifo_pop ? fifo_count_q : (fifo_count_q + 2'd1)) : fifo_pop ? (fifo_count_q - 2'd1) : fifo_count_q;
+      occupancy_q <= (occupancy_q + {1'd0, accept}) - {1'd0, out_fire};
     end
   end
 
   always @(posedge clk_i) begin
-    if (load_p1) begin
-      op_p1_q <= in_op_i;
-      zeroing_p1_q <= in_zeroing_i;
-      old_p1_q <= in_old_i;
-      src_p1_q <= in_src_i;
-      mask_p1_q <= mask;
-      count_p1_q <= (in_esize_i == 2'd0) ? sel_bytes : (in_esize_i == 2'd1) ? {1'd0, sel_bytes[4:1]} : (in_esize_i == 2'd2) ? {2'd0, sel_bytes[4:2]} : {3'd0, sel_bytes[4:3]};
-      cmp_valid_p1_q <= cmp_valid_s4;
-      cmp_amt_p1_q <= cmp_amt_s4;
-      cmp_data_p1_q <= cmp_data_s4;
+    op_p1_q <= in_op_i;
+    zeroing_p1_q <= in_zeroing_i;
+    old_p1_q <= in_old_i;
+    src_p1_q <= in_src_i;
+    mask_p1_q <= mask;
+    count_p1_q <= (in_esize_i == 2'd0) ? sel_bytes : (in_esize_i == 2'd1) ? {1'd0, sel_bytes[4:1]} : (in_esize_i == 2'd2) ? {2'd0, sel_bytes[4:2]} : {3'd0, sel_bytes[4:3]};
+    cmp_valid_p1_q <= cmp_valid_s4;
+    cmp_amt_p1_q <= cmp_amt_s4;
+    cmp_data_p1_q <= cmp_data_s4;
+    mask_p2_q <= mask_p1_q;
+    count_p2_q <= count_p1_q;
+    dst_p2_q <= ((op_p1_q ? exp_data_s0 : cmp_data_p1_q) & keep_bytes) | ((zeroing_p1_q ? 128'd0 : old_p1_q) & ~keep_bytes);
+  end
+
+  always @(posedge clk_i) begin
+    if (fifo_push & (fifo_wr_q == 2'd0)) begin
+      fifo0_dst_q <= dst_p2_q;
+      fifo0_mask_q <= mask_p2_q;
+      fifo0_count_q <= count_p2_q;
     end
   end
 
   always @(posedge clk_i) begin
-    if (load_p2) begin
-      mask_p2_q <= mask_p1_q;
-      count_p2_q <= count_p1_q;
-      dst_p2_q <= ((op_p1_q ? exp_data_s0 : cmp_data_p1_q) & keep_bytes) | ((zeroing_p1_q ? 128'd0 : old_p1_q) & ~keep_bytes);
+    if (fifo_push & (fifo_wr_q == 2'd1)) begin
+      fifo1_dst_q <= dst_p2_q;
+      fifo1_mask_q <= mask_p2_q;
+      fifo1_count_q <= count_p2_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (fifo_push & (fifo_wr_q == 2'd2)) begin
+      fifo2_dst_q <= dst_p2_q;
+      fifo2_mask_q <= mask_p2_q;
+      fifo2_count_q <= count_p2_q;
     end
   end
 endmodule
