@@ -664,33 +664,31 @@ module gpurtl_systolic (
   end
 
   always @(posedge clk_i) begin
-    if (1'd1) begin
-      issue_last_q <= cand_end;
-      issue_a_q <= step_a;
-      issue_b_q <= step_b;
-      nz_rows_l0_q <= ({2'd0, |issue_a_q[7:0]} + {2'd0, |issue_a_q[15:8]}) + ({2'd0, |issue_a_q[23:16]} + {2'd0, |issue_a_q[31:24]});
-      nz_cols_l0_q <= ({2'd0, |issue_b_q[7:0]} + {2'd0, |issue_b_q[15:8]}) + ({2'd0, |issue_b_q[23:16]} + {2'd0, |issue_b_q[31:24]});
-      useful_now_q <= {42'd0, {3'd0, nz_rows_l0_q} * {3'd0, nz_cols_l0_q}};
-      skipped_now_q <= ((({3'd0, in_present_q[0]} + {3'd0, in_present_q[1]}) + ({3'd0, in_present_q[2]} + {3'd0, in_present_q[3]})) + (({3'd0, in_present_q[4]} + {3'd0, in_present_q[5]}) + ({3'd0, in_present_q[6]} + {3'd0, in_present_q[7]}))) - ((({3'd0, in_useful_q[0]} + {3'd0, in_useful_q[1]}) + ({3'd0, in_useful_q[2]} + {3'd0, in_useful_q[3]})) + (({3'd0, in_useful_q[4]} + {3'd0, in_useful_q[5]}) + ({3'd0, in_useful_q[6]} + {3'd0, in_useful_q[7]})));
-      skew_a1_0_q <= issue_a_q[15:8];
-      skew_l1_0_q <= issue_last_q;
-      skew_a2_0_q <= issue_a_q[23:16];
-      skew_l2_0_q <= issue_last_q;
-      skew_a2_1_q <= skew_a2_0_q;
-      skew_l2_1_q <= skew_l2_0_q;
-      skew_a3_0_q <= issue_a_q[31:24];
-      skew_l3_0_q <= issue_last_q;
-      skew_a3_1_q <= skew_a3_0_q;
-      skew_l3_1_q <= skew_l3_0_q;
-      skew_a3_2_q <= skew_a3_1_q;
-      skew_l3_2_q <= skew_l3_1_q;
-      skew_b1_0_q <= issue_b_q[15:8];
-      skew_b2_0_q <= issue_b_q[23:16];
-      skew_b2_1_q <= skew_b2_0_q;
-      skew_b3_0_q <= issue_b_q[31:24];
-      skew_b3_1_q <= skew_b3_0_q;
-      skew_b3_2_q <= skew_b3_1_q;
-    end
+    issue_last_q <= cand_end;
+    issue_a_q <= step_a;
+    issue_b_q <= step_b;
+    nz_rows_l0_q <= ({2'd0, |issue_a_q[7:0]} + {2'd0, |issue_a_q[15:8]}) + ({2'd0, |issue_a_q[23:16]} + {2'd0, |issue_a_q[31:24]});
+    nz_cols_l0_q <= ({2'd0, |issue_b_q[7:0]} + {2'd0, |issue_b_q[15:8]}) + ({2'd0, |issue_b_q[23:16]} + {2'd0, |issue_b_q[31:24]});
+    useful_now_q <= {42'd0, {3'd0, nz_rows_l0_q} * {3'd0, nz_cols_l0_q}};
+    skipped_now_q <= ((({3'd0, in_present_q[0]} + {3'd0, in_present_q[1]}) + ({3'd0, in_present_q[2]} + {3'd0, in_present_q[3]})) + (({3'd0, in_present_q[4]} + {3'd0, in_present_q[5]}) + ({3'd0, in_present_q[6]} + {3'd0, in_present_q[7]}))) - ((({3'd0, in_useful_q[0]} + {3'd0, in_useful_q[1]}) + ({3'd0, in_useful_q[2]} + {3'd0, in_useful_q[3]})) + (({3'd0, in_useful_q[4]} + {3'd0, in_useful_q[5]}) + ({3'd0, in_useful_q[6]} + {3'd0, in_useful_q[7]})));
+    skew_a1_0_q <= issue_a_q[15:8];
+    skew_l1_0_q <= issue_last_q;
+    skew_a2_0_q <= issue_a_q[23:16];
+    skew_l2_0_q <= issue_last_q;
+    skew_a2_1_q <= skew_a2_0_q;
+    skew_l2_1_q <= skew_l2_0_q;
+    skew_a3_0_q <= issue_a_q[31:24];
+    skew_l3_0_q <= issue_last_q;
+    skew_a3_1_q <= skew_a3_0_q;
+    skew_l3_1_q <= skew_l3_0_q;
+    skew_a3_2_q <= skew_a3_1_q;
+    skew_l3_2_q <= skew_l3_1_q;
+    skew_b1_0_q <= issue_b_q[15:8];
+    skew_b2_0_q <= issue_b_q[23:16];
+    skew_b2_1_q <= skew_b2_0_q;
+    skew_b3_0_q <= issue_b_q[31:24];
+    skew_b3_1_q <= skew_b3_0_q;
+    skew_b3_2_q <= skew_b3_1_q;
   end
 endmodule
 

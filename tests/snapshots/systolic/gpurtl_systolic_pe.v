@@ -81,20 +81,15 @@ module gpurtl_systolic_pe (
   end
 
   always @(posedge clk_i) begin
-    if (1'd1) begin
-      a_q <= a_i;
-      b_q <= b_i;
-      mac_a_q <= a_i & {8{nz_l0}};
-      mac_b_q <= b_i & {8{nz_l0}};
-      mac_nz_q <= nz_l0;
-      sum_q <= prod_l0;
-      work_q <= mac_nz_q | last_q;
-      mac_last_q <= last_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
+    a_q <= a_i;
+    b_q <= b_i;
     last_q <= last_i;
+    mac_a_q <= a_i & {8{nz_l0}};
+    mac_b_q <= b_i & {8{nz_l0}};
+    mac_nz_q <= nz_l0;
+    sum_q <= prod_l0;
+    work_q <= mac_nz_q | last_q;
+    mac_last_q <= last_q;
   end
 
   always @(posedge clk_i) begin
