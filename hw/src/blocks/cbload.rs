@@ -235,7 +235,6 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     b.assign(&in_ready, &in_state(IDLE));
     b.assign(&rf_re, &accept.and(&in_is_reg));
     b.assign(&rf_raddr, &in_offset_reg);
-    let view_q = b.pipe("view_q", &in_view, &accept);
     let imm_q = b.pipe("imm_q", &in_offset, &accept);
     let is_reg_q = b.pipe("is_reg_q", &in_is_reg, &accept);
     let burst_q = b.pipe("burst_q", &in_burst, &accept);
@@ -245,10 +244,16 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     // ---- CHECK: offset, view, length, errors, beat counts ----
     let checking = b.let_("checking", &in_state(CHECK));
     let off = b.let_("off", &is_reg_q.mux(&rf_rdata, &imm_q));
-    let base = b.let_("base", &select(&view_q, &bases));
-    let vsize = b.let_("vsize", &select(&view_q, &sizes));
+    // The view is looked up as the instruction is accepted (its index is an
+    // input then), so CHECK starts from registers.
+    let base = b.pipe("base_q", &select(&in_view, &bases), &accept);
+    let vsize = b.pipe("vsize_q", &select(&in_view, &sizes), &accept);
     let len = b.let_("len", &burst_q.mux(&size_q, &Expr::lit(sw, gb as u64)));
-    let err_view = if p.views < (1 << vw) { view_q.ge(&Expr::lit(vw, p.views as u64)) } else { Expr::bit(false) };
+    let err_view = if p.views < (1 << vw) {
+        b.pipe("view_err_q", &in_view.ge(&Expr::lit(vw, p.views as u64)), &accept)
+    } else {
+        Expr::bit(false)
+    };
     let err_mis = if lrb > 0 { off.slice(lrb - 1, 0).ne(&Expr::zero(lrb)) } else { Expr::bit(false) };
     let err_size = burst_q.and(&size_q.eq_lit(0).or(&size_q.gt(&Expr::lit(sw, p.max_len() as u64))));
     // N = ceil(len / GB); range: dest + N > regs.

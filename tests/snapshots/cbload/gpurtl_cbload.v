@@ -100,7 +100,6 @@ module gpurtl_cbload (
   wire         cfg_clear;
   reg  [1:0]   state_q;
   wire         accept;
-  reg  [2:0]   view_q;
   reg  [31:0]  imm_q;
   reg          is_reg_q;
   reg          burst_q;
@@ -108,8 +107,8 @@ module gpurtl_cbload (
   reg  [7:0]   tag_q;
   wire         checking;
   wire [31:0]  off;
-  wire [31:0]  base;
-  wire [31:0]  vsize;
+  reg  [31:0]  base_q;
+  reg  [31:0]  vsize_q;
   wire [11:0]  len;
   wire [7:0]   n_regs;
   // n_regs_t1: bits [4:0] unused: holds an expression of which only a slice is used
@@ -162,19 +161,17 @@ module gpurtl_cbload (
   assign rf_raddr_o = in_offset_reg_i;
   assign checking = state_q == 2'd1;
   assign off = is_reg_q ? rf_rdata_i : imm_q;
-  assign base = view_q[2] ? (view_q[1] ? (view_q[0] ? view7_base_q : view6_base_q) : view_q[0] ? view5_base_q : view4_base_q) : view_q[1] ? (view_q[0] ? view3_base_q : view2_base_q) : view_q[0] ? view1_base_q : view0_base_q;
-  assign vsize = view_q[2] ? (view_q[1] ? (view_q[0] ? view7_size_q : view6_size_q) : view_q[0] ? view5_size_q : view4_size_q) : view_q[1] ? (view_q[0] ? view3_size_q : view2_size_q) : view_q[0] ? view1_size_q : view0_size_q;
   assign len = burst_q ? size_q : 12'd32;
   assign n_regs_t1 = {1'd0, len} + 13'd31;
   assign n_regs = n_regs_t1[12:5];
   assign err_code = 1'd0 ? 3'd1 : (off[2:0] != 3'd0) ? 3'd2 : (burst_q & ((size_q == 12'd0) | (size_q > 12'd2048))) ? 3'd3 : (({3'd0, wreg_q} + {1'd0, n_regs}) > 9'd64) ? 3'd4 : 3'd0;
   assign n_beats_t2 = {1'd0, len} + 13'd7;
   assign n_beats = n_beats_t2[12:3];
-  assign past_end = off >= vsize;
-  assign room = vsize - off;
+  assign past_end = off >= vsize_q;
+  assign room = vsize_q - off;
   assign room_beats_t3 = {1'd0, room} + 33'd7;
   assign room_beats = room_beats_t3[32:3];
-  assign set_oob = (checking & ~(err_code != 3'd0)) & (({1'd0, off} + {21'd0, len}) > {1'd0, vsize});
+  assign set_oob = (checking & ~(err_code != 3'd0)) & (({1'd0, off} + {21'd0, len}) > {1'd0, vsize_q});
   assign oob_o = oob_q;
   assign oob_tag_o = oob_tag_q;
   assign running = state_q == 2'd2;
@@ -247,12 +244,13 @@ module gpurtl_cbload (
 
   always @(posedge clk_i) begin
     if (accept) begin
-      view_q <= in_view_i;
       imm_q <= in_offset_i;
       is_reg_q <= in_offset_is_reg_i;
       burst_q <= in_burst_i;
       size_q <= in_size_i;
       tag_q <= in_tag_i;
+      base_q <= in_view_i[2] ? (in_view_i[1] ? (in_view_i[0] ? view7_base_q : view6_base_q) : in_view_i[0] ? view5_base_q : view4_base_q) : in_view_i[1] ? (in_view_i[0] ? view3_base_q : view2_base_q) : in_view_i[0] ? view1_base_q : view0_base_q;
+      vsize_q <= in_view_i[2] ? (in_view_i[1] ? (in_view_i[0] ? view7_size_q : view6_size_q) : in_view_i[0] ? view5_size_q : view4_size_q) : in_view_i[1] ? (in_view_i[0] ? view3_size_q : view2_size_q) : in_view_i[0] ? view1_size_q : view0_size_q;
     end
   end
 
@@ -267,7 +265,7 @@ module gpurtl_cbload (
 
   always @(posedge clk_i) begin
     if (checking | req_fire) begin
-      addr_q <= checking ? (base + off) : (addr_q + 32'd8);
+      addr_q <= checking ? (base_q + off) : (addr_q + 32'd8);
       issued_q <= checking ? 10'd0 : (issued_q + 10'd1);
     end
   end
