@@ -60,6 +60,7 @@ lint: build
 
 bench: build
 	for b in $(BLOCKS); do $(GPURTL) bench $$b || exit 1; done
+	$(GPURTL) bench systolic --param dataflow=ws --param rows=8 --param cols=8 --json out/bench/systolic-ws.json
 
 # Generic yosys synthesis of every block at default parameters.
 synth: build

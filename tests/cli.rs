@@ -343,7 +343,7 @@ fn systolic_invalid_parameters() {
         &["gen", "systolic", "--param", "a_type=i16", "-o", "x"],
         "error: parameter `a_type` = `i16`: must be one of i8, u8, i4, u4, i2, u2\n",
     );
-    bad(&["gen", "systolic", "--param", "dataflow=ws", "-o", "x"], "error: parameter `dataflow` = `ws`: must be one of os\n");
+    bad(&["gen", "systolic", "--param", "dataflow=is", "-o", "x"], "error: parameter `dataflow` = `is`: must be one of os, ws\n");
     bad(&["gen", "systolic", "--param", "gating=maybe", "-o", "x"], "error: parameter `gating` = `maybe`: must be true or false\n");
 }
 

@@ -35,9 +35,14 @@ fn point(name: &str) -> SystolicParams {
         "8x8" => SystolicParams { rows: 8, cols: 8, pipeline: 1, ..d },
         "int4x4" => SystolicParams::presets()[2].1.clone(),
         "dense" => SystolicParams { rows: 2, cols: 3, pipeline: 0, gating: false, load_filter: false, rowcol_skip: false, a_type: ElemType::U2, b_type: ElemType::I2, acc_bits: 8, ..d },
+        ws if ws.starts_with("ws-") => SystolicParams { dataflow: "ws".into(), ..point(&ws[3..]) },
         _ => unreachable!(),
     }
 }
+
+/// Every test point, output-stationary and weight-stationary.
+const POINTS: [&str; 10] =
+    ["1x1", "3x5", "8x8", "int4x4", "dense", "ws-1x1", "ws-3x5", "ws-8x8", "ws-int4x4", "ws-dense"];
 
 fn cosim(name: &str) {
     let p = point(name);
@@ -92,12 +97,38 @@ fn cosim_int4_lanes4() {
 fn cosim_no_skipping_int2() {
     cosim("dense")
 }
+#[test]
+fn cosim_ws_1x1() {
+    cosim("ws-1x1")
+}
+#[test]
+fn cosim_ws_3x5_mixed_i8_u4_lanes2() {
+    cosim("ws-3x5")
+}
+#[test]
+fn cosim_ws_8x8() {
+    cosim("ws-8x8")
+}
+#[test]
+fn cosim_ws_int4_lanes4() {
+    cosim("ws-int4x4")
+}
+#[test]
+fn cosim_ws_no_skipping_int2() {
+    cosim("ws-dense")
+}
 
 /// Long dense GEMMs keep the grid busy: tiles follow each other without
 /// bubbles, so utilization is exact to the cycle the model predicts and high.
 #[test]
 fn dense_gemm_utilization() {
-    let p = point("8x8");
+    for name in ["8x8", "ws-8x8"] {
+        dense_utilization(name);
+    }
+}
+
+fn dense_utilization(name: &str) {
+    let p = point(name);
     let cfg = config(&p);
     let compiled = compile_design(&build(&p).unwrap()).unwrap();
     let gemm = model::Gemm {
@@ -107,7 +138,7 @@ fn dense_gemm_utilization() {
     };
     let (got, _) = tb::run(&compiled, &cfg, &gemm, None, None).unwrap();
     assert_eq!(got, model::run(&cfg, &gemm));
-    assert!(got.utilization(&cfg) > 0.9, "{}", got.utilization(&cfg));
+    assert!(got.utilization(&cfg) > 0.9, "{name}: {}", got.utilization(&cfg));
 }
 
 fn generated(p: &SystolicParams) -> (tempfile::TempDir, String, Vec<String>) {
@@ -116,12 +147,12 @@ fn generated(p: &SystolicParams) -> (tempfile::TempDir, String, Vec<String>) {
 
 #[test]
 fn verilator_lint_and_yosys_are_clean_at_every_point() {
-    for name in ["1x1", "3x5", "8x8", "int4x4", "dense"] {
+    for name in POINTS {
         let (dir, top, vs) = generated(&point(name));
         if let Err(e) = tools::verilator_lint(dir.path(), &top) {
             panic!("{name}: {e}");
         }
-        if name != "8x8" {
+        if !name.ends_with("8x8") {
             let s = tools::yosys_synth(dir.path(), &top, &vs).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(!s.by_type.iter().any(|(t, _)| t.contains("LATCH")), "{name}: {:?}", s.by_type);
         }

@@ -173,7 +173,7 @@ fn sparse_gemm(rng: &mut Rng, m: usize, k: usize, n: usize, zero_pct: u32) -> gp
 /// time, cosim speed. Uses an 8x8 int8 grid unless the parameters say otherwise.
 fn systolic(b: &dyn Block, params: &Value, out: &mut dyn Write) -> Result<Value, CliError> {
     use gpurtl_hw::blocks::systolic::SystolicParams;
-    use gpurtl_sim::models::systolic::{program, Config};
+    use gpurtl_sim::models::systolic::{program, ws_program, Config};
     use gpurtl_sim::tb::systolic as sy_tb;
     let mut p: SystolicParams = serde_json::from_value(params.clone()).map_err(|e| CliError::Failed(e.to_string()))?;
     if *params == b.defaults() {
@@ -188,7 +188,14 @@ fn systolic(b: &dyn Block, params: &Value, out: &mut dyn Write) -> Result<Value,
         let (o, st) = sy_tb::run(&compiled, &cfg, gemm, None, None)?;
         Ok((o, st.ticks as f64 / t0.elapsed().as_secs_f64()))
     };
-    let _ = writeln!(out, "systolic bench: {}x{} grid, {} lane(s), group {}", p.rows, p.cols, p.lanes, p.group);
+    let _ = writeln!(
+        out,
+        "systolic bench: {}x{} grid, {} lane(s), {}",
+        p.rows,
+        p.cols,
+        p.lanes,
+        if p.dataflow == "ws" { "weight-stationary".to_string() } else { format!("output-stationary, group {}", p.group) }
+    );
     let mut rng = Rng::new(7);
     // Dense utilization on a 64x64x64 GEMM.
     let dense = sparse_gemm(&mut rng, 64, 64, 64, 0);
@@ -223,12 +230,22 @@ fn systolic(b: &dyn Block, params: &Value, out: &mut dyn Write) -> Result<Value,
     let (o, _) = run(&gp, &g)?;
     let cfg: Config = serde_json::from_value(serde_json::to_value(&gp).unwrap_or_default()).map_err(|e| CliError::Failed(e.to_string()))?;
     let mut zero_products = 0u64;
-    for t in program(&cfg, &g) {
+    let zero = |x: &i64, y: &i64| *x == 0 || *y == 0;
+    for t in ws_program(&cfg, &g).0.iter().filter(|_| p.dataflow == "ws") {
+        for v in &t.vectors {
+            for (ai, wrow) in v.a.iter().zip(&t.weights) {
+                for wj in wrow {
+                    zero_products += ai.iter().zip(wj).filter(|(x, y)| zero(x, y)).count() as u64;
+                }
+            }
+        }
+    }
+    for t in program(&cfg, &g).iter().filter(|_| p.dataflow != "ws") {
         for gr in &t.groups {
             for st in &gr.steps {
                 for ai in &st.a {
                     for bj in &st.b {
-                        zero_products += ai.iter().zip(bj).filter(|(x, y)| **x == 0 || **y == 0).count() as u64;
+                        zero_products += ai.iter().zip(bj).filter(|(x, y)| zero(x, y)).count() as u64;
                     }
                 }
             }

@@ -16,7 +16,8 @@
 //! `docs/systolic.md`.
 
 use crate::params::{BlockParams, Checker, ParamErrors, ParamInfo, ParamKind};
-use crate::rtl::{bits_for, clog2, popcount, select, select_onehot, Expr, Module, ModuleBuilder, RtlError};
+use crate::rtl::pipe::{credit_begin, credit_end};
+use crate::rtl::{bits_for, clog2, popcount, select, select_onehot, sum_tree, Expr, Module, ModuleBuilder, RtlError};
 use crate::Design;
 use serde::{Deserialize, Serialize};
 
@@ -127,10 +128,10 @@ impl BlockParams for SystolicParams {
             ParamInfo { name: "acc_bits", kind: int(8, 64), doc: "accumulator width; sums wrap" },
             ParamInfo {
                 name: "dataflow",
-                kind: ParamKind::Choice(&["os"]),
-                doc: "os = output-stationary (weight-stationary not built yet)",
+                kind: ParamKind::Choice(&["os", "ws"]),
+                doc: "os = output-stationary, ws = weight-stationary",
             },
-            ParamInfo { name: "group", kind: int(1, 16), doc: "k-steps per input transfer (load filter window)" },
+            ParamInfo { name: "group", kind: int(1, 16), doc: "k-steps per input transfer (load filter window); os only" },
             ParamInfo { name: "gating", kind: ParamKind::Bool, doc: "PE gating of zero-operand products" },
             ParamInfo { name: "load_filter", kind: ParamKind::Bool, doc: "skip all-zero k-steps" },
             ParamInfo { name: "rowcol_skip", kind: ParamKind::Bool, doc: "sequencer skips all-zero A rows / B columns" },
@@ -172,7 +173,12 @@ impl BlockParams for SystolicParams {
                 ),
             );
         }
-        c.check(self.dataflow == "os", "dataflow", format!("\"{}\"", self.dataflow), "one of os");
+        c.check(
+            matches!(self.dataflow.as_str(), "os" | "ws"),
+            "dataflow",
+            format!("\"{}\"", self.dataflow),
+            "one of os, ws",
+        );
         c.int(&t, "group", self.group as i64, true);
         c.int(&t, "pipeline", self.pipeline as i64, true);
         c.finish()
@@ -196,14 +202,15 @@ impl BlockParams for SystolicParams {
             ),
             ("dense", SystolicParams { load_filter: false, rowcol_skip: false, ..d.clone() }),
             // A 4x4 grid that fits an iCE40-HX8K: 6,989 of 7,680 logic cells.
-            ("hx8k", SystolicParams { group: 2, ..d }),
+            ("hx8k", SystolicParams { group: 2, ..d.clone() }),
+            ("ws", SystolicParams { dataflow: "ws".into(), ..d }),
         ]
     }
 }
 
 /// One processing element. A, valid and last move right; B moves down.
 fn pe(p: &SystolicParams) -> Result<Module, RtlError> {
-    let (ab, bb, l, acc_w, pw) = (p.a_type.bits(), p.b_type.bits(), p.lanes, p.acc_bits, p.product_bits());
+    let (ab, bb, l, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.lanes, p.acc_bits);
     let mut m = ModuleBuilder::new("gpurtl_systolic_pe");
     m.doc("Output-stationary processing element of gpurtl_systolic (seed 004 §331-333).");
     m.doc(format!("acc += sum over {l} lanes of a*b ({} x {}); gated lanes do not multiply.", ElemType::NAMES[p.a_type as usize], ElemType::NAMES[p.b_type as usize]));
@@ -229,25 +236,9 @@ fn pe(p: &SystolicParams) -> Result<Module, RtlError> {
     m.assign(&b_o, &b_q);
     m.assign(&valid_o, &valid_q);
     m.assign(&last_o, &last_q);
-    let ext = |e: &Expr, signed: bool, w: u32| if signed { e.sext(w) } else { e.zext(w) };
     // Gating on the operands: a lane with a zero operand feeds the multiplier
     // zeros, so it does not toggle (§333, §338).
-    let mut ga = Vec::new();
-    let mut gb = Vec::new();
-    let mut nzs = Vec::new();
-    for lane in 0..l {
-        let (a, b) = (a_i.part(lane * ab, ab), b_i.part(lane * bb, bb));
-        if p.gating {
-            let nz = m.let_(&format!("nz_l{lane}"), &a.any().and(&b.any()));
-            ga.push(a.and(&nz.repl(ab)));
-            gb.push(b.and(&nz.repl(bb)));
-            nzs.push(nz);
-        } else {
-            ga.push(a);
-            gb.push(b);
-        }
-    }
-    let (mut mac_a, mut mac_b) = (Expr::cat_lanes(&ga), Expr::cat_lanes(&gb));
+    let (mut mac_a, mut mac_b, nzs) = gate_lanes(&mut m, &a_i, &b_i, p);
     let mut any_nz = if p.gating { Expr::cat_lanes(&nzs).any() } else { Expr::bit(true) };
     let (mut mac_v, mut mac_l) = (valid_i.clone(), last_i.clone());
     // pipeline >= 2: register the gated operands, so the multiplier (a DSP
@@ -259,20 +250,7 @@ fn pe(p: &SystolicParams) -> Result<Module, RtlError> {
         mac_v = valid_q.clone();
         mac_l = last_q.clone();
     }
-    let mut terms = Vec::new();
-    for lane in 0..l {
-        let (a, b) = (mac_a.part(lane * ab, ab), mac_b.part(lane * bb, bb));
-        // Signed operands use the signed multiply (native in FPGA DSPs); the
-        // unsigned operand of a mixed pair gets a zero sign bit.
-        let prod = match (p.a_type.signed(), p.b_type.signed()) {
-            (true, true) => a.smul(&b),
-            (true, false) => a.smul(&b.zext(bb + 1)),
-            (false, true) => a.zext(ab + 1).smul(&b),
-            (false, false) => a.zext(pw).mul(&b.zext(pw)),
-        };
-        terms.push(m.let_(&format!("prod_l{lane}"), &ext(&prod, p.signed(), acc_w)));
-    }
-    let sum = terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t));
+    let sum = dot(&mut m, &mac_a, &mac_b, p);
     // Gating: the accumulator holds when no lane multiplies (unless the tile ends).
     let work = if p.gating { any_nz.or(&mac_l) } else { Expr::bit(true) };
     // pipeline >= 1: register the product sum before the accumulator.
@@ -299,6 +277,9 @@ fn pe(p: &SystolicParams) -> Result<Module, RtlError> {
 }
 
 pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
+    if p.dataflow == "ws" {
+        return build_ws(p);
+    }
     let (r, c, l, g) = (p.rows, p.cols, p.lanes, p.group);
     let (ab, bb, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.acc_bits);
     let slot = p.slot_bits();
@@ -600,6 +581,277 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     b.assign(&out_valid, &ready_now);
     b.assign(&out_row, &out_row_q);
 
+    let top = b.finish()?;
+    Ok(Design { top: top.name.clone(), modules: vec![pe_mod, top] })
+}
+
+/// The lanes of `a` and `b` with each lane zeroed when either operand of the
+/// lane is zero (PE gating, §333), and the per-lane non-zero flags.
+fn gate_lanes(m: &mut ModuleBuilder, a: &Expr, b: &Expr, p: &SystolicParams) -> (Expr, Expr, Vec<Expr>) {
+    let (ab, bb) = (p.a_type.bits(), p.b_type.bits());
+    let (mut ga, mut gb, mut nzs) = (Vec::new(), Vec::new(), Vec::new());
+    for lane in 0..p.lanes {
+        let (x, y) = (a.part(lane * ab, ab), b.part(lane * bb, bb));
+        if p.gating {
+            let nz = m.let_(&format!("nz_l{lane}"), &x.any().and(&y.any()));
+            ga.push(x.and(&nz.repl(ab)));
+            gb.push(y.and(&nz.repl(bb)));
+            nzs.push(nz);
+        } else {
+            ga.push(x);
+            gb.push(y);
+        }
+    }
+    (Expr::cat_lanes(&ga), Expr::cat_lanes(&gb), nzs)
+}
+
+/// The dot product of the lanes of `a` and `b`, each product extended to
+/// `acc_bits`: one wire per lane, summed.
+fn dot(m: &mut ModuleBuilder, a: &Expr, b: &Expr, p: &SystolicParams) -> Expr {
+    let (ab, bb, pw, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.product_bits(), p.acc_bits);
+    let mut terms = Vec::new();
+    for lane in 0..p.lanes {
+        let (x, y) = (a.part(lane * ab, ab), b.part(lane * bb, bb));
+        // Signed operands use the signed multiply (native in FPGA DSPs); the
+        // unsigned operand of a mixed pair gets a zero sign bit.
+        let prod = match (p.a_type.signed(), p.b_type.signed()) {
+            (true, true) => x.smul(&y),
+            (true, false) => x.smul(&y.zext(bb + 1)),
+            (false, true) => x.zext(ab + 1).smul(&y),
+            (false, false) => x.zext(pw).mul(&y.zext(pw)),
+        };
+        let ext = if p.signed() { prod.sext(acc_w) } else { prod.zext(acc_w) };
+        terms.push(m.let_(&format!("prod_l{lane}"), &ext));
+    }
+    terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t))
+}
+
+/// One weight-stationary processing element: A moves right, the partial sum
+/// moves down, the weights stay. A shadow weight register is written from the
+/// weight bus while the active one computes; the tile's first vector (`sw`)
+/// switches to the shadow as it passes.
+fn pe_ws(p: &SystolicParams) -> Result<Module, RtlError> {
+    let (ab, bb, l, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.lanes, p.acc_bits);
+    let mut m = ModuleBuilder::new("gpurtl_systolic_pe_ws");
+    m.doc("Weight-stationary processing element of gpurtl_systolic (seed 004 §331).");
+    m.doc(format!(
+        "psum_o = psum_i + sum over {l} lane(s) of a*w ({} x {}), {} register stage(s); gated lanes do not multiply.",
+        ElemType::NAMES[p.a_type as usize],
+        ElemType::NAMES[p.b_type as usize],
+        p.pipeline + 1
+    ));
+    let _clk = m.clock("clk_i");
+    let _rst = m.reset("rst_i");
+    let a_i = m.input("a_i", l * ab, "A lanes from the left");
+    let sw_i = m.input("sw_i", 1, "the tile's first vector: use and keep the shadow weights");
+    let w_i = m.input("w_i", l * bb, "weight bus (this column's lanes)");
+    let w_load_i = m.input("w_load_i", 1, "write the shadow weights from the bus");
+    let psum_i = m.input("psum_i", acc_w, "partial sum from above");
+    let a_o = m.output("a_o", l * ab, "A lanes to the right");
+    let sw_o = m.output("sw_o", 1, "sw to the right");
+    let psum_o = m.output("psum_o", acc_w, "partial sum downwards");
+    let shadow = m.pipe("w_shadow_q", &w_i, &w_load_i);
+    let active = m.pipe("w_active_q", &shadow, &sw_i);
+    let w_use = m.let_("w_use", &sw_i.mux(&shadow, &active));
+    let a_q = m.pipe("a_q", &a_i, &Expr::bit(true));
+    let sw_q = m.reg("sw_q", 1, 0);
+    m.next(&sw_q, &sw_i, None);
+    m.assign(&a_o, &a_q);
+    m.assign(&sw_o, &sw_q);
+    let (mut mac_a, mut mac_w, _) = gate_lanes(&mut m, &a_i, &w_use, p);
+    // pipeline >= 2: the gated operands are registered, so the multiplier
+    // sits alone between two registers.
+    if p.pipeline >= 2 {
+        mac_a = m.pipe("mac_a_q", &mac_a, &Expr::bit(true));
+        mac_w = m.pipe("mac_w_q", &mac_w, &Expr::bit(true));
+    }
+    let mut sum = dot(&mut m, &mac_a, &mac_w, p);
+    if p.pipeline >= 1 {
+        sum = m.pipe("sum_q", &sum, &Expr::bit(true));
+    }
+    // psum_i arrives `pipeline` cycles after a_i, with the product sum.
+    let psum = m.pipe("psum_q", &psum_i.add(&sum), &Expr::bit(true));
+    m.assign(&psum_o, &psum);
+    m.finish()
+}
+
+/// The weight-stationary grid (docs/systolic.md, "Weight-stationary").
+fn build_ws(p: &SystolicParams) -> Result<Design, RtlError> {
+    let (r, c, l) = (p.rows, p.cols, p.lanes);
+    let (ab, bb, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.acc_bits);
+    let (slot, ch) = (p.slot_bits(), p.channel_bits);
+    let row_w = l * ab;
+    let pe_mod = pe_ws(p)?;
+    let mut b = ModuleBuilder::new(&p.top_name());
+    b.doc("Systolic PE grid with zero skipping (gpurtl block `systolic`; seed 004 §318-343).");
+    b.doc(format!(
+        "{r} x {c} weight-stationary PEs, {l} lane(s), {} x {}, {acc_w}-bit partial sums.",
+        ElemType::NAMES[p.a_type as usize],
+        ElemType::NAMES[p.b_type as usize]
+    ));
+    b.doc(format!(
+        "PE gating {}. A tile is {r} weight rows, then A vectors; one output row per vector. Behaviour and timing: docs/systolic.md.",
+        if p.gating { "on" } else { "off" }
+    ));
+    let clk = b.clock("clk_i");
+    let rst = b.reset("rst_i");
+    let w_valid = b.input("w_valid_i", 1, "a weight row is offered");
+    let w_ready = b.output("w_ready_o", 1, "the weight row is taken");
+    let w_in = b.input("w_i", c * ch, "weights of the next PE row: column j at channel j; lane slots of channel_bits/lanes");
+    let a_valid = b.input("a_valid_i", 1, "an A vector is offered");
+    let a_ready = b.output("a_ready_o", 1, "the A vector is taken");
+    let a_in = b.input("a_i", r * ch, "A vector: PE row i at channel i; lane slots of channel_bits/lanes");
+    let a_last = b.input("a_last_i", 1, "the vector ends the tile");
+    let out_valid = b.output("out_valid_o", 1, "a result row is offered");
+    let out_ready = b.input("out_ready_i", 1, "the row is taken");
+    let out_last = b.output("out_last_o", 1, "the row is the tile's last");
+    let out_c = b.output("out_c_o", c * acc_w, "the row's sums plus out_c0_i, column j at j*acc_bits");
+    let out_c0 = b.input("out_c0_i", c * acc_w, "accumulator values for the offered row (C0 or earlier K blocks)");
+    let stat_useful = b.output("stat_useful_o", STAT_BITS, "useful multiply-accumulates since reset");
+    let stat_gated = b.output("stat_gated_o", STAT_BITS, "gated products since reset");
+    if slot > ab.max(bb) || slot > ab.min(bb) {
+        b.waive_unused(&a_in, "slot bits above the element type are not used");
+        b.waive_unused(&w_in, "slot bits above the element type are not used");
+    }
+    let lanes_of = |x: &Expr, n: u32, eb: u32| -> Vec<Expr> {
+        (0..n)
+            .map(|i| Expr::cat_lanes(&(0..l).map(|ln| x.part(i * ch + ln * slot, eb)).collect::<Vec<_>>()))
+            .collect()
+    };
+    let w_cols = lanes_of(&w_in, c, bb);
+    let a_rows = Expr::cat_lanes(&lanes_of(&a_in, r, ab));
+
+    // ---- weights: shadow rows written in order, R + C - 1 cycles apart from a switch ----
+    let wcnt = b.reg("w_count_q", bits_for(r as u64), 0);
+    let wblock = b.reg("w_block_q", bits_for((r + c - 1) as u64), 0);
+    b.assign(&w_ready, &wcnt.lt(&Expr::lit(wcnt.width(), r as u64)).and(&wblock.eq_lit(0)));
+    let w_fire = b.let_("w_fire", &w_valid.and(&w_ready));
+    let w_load: Vec<Expr> =
+        (0..r).map(|i| b.let_(&format!("w_load_row{i}"), &w_fire.and(&wcnt.eq_lit(i as u64)))).collect();
+    let shadow_full = b.let_("shadow_full", &wcnt.eq_lit(r as u64));
+
+    // ---- A input register and issue (a credit pipeline to the output FIFO) ----
+    let aq_valid = b.reg("a_valid_q", 1, 0);
+    let open = b.reg("tile_open_q", 1, 0);
+    let stages = (r + c + p.pipeline) as usize;
+    let want = b.let_("issue_want", &aq_valid.and(&open.or(&shadow_full)));
+    let ctl = credit_begin(&mut b, stages, &want);
+    let issue = b.let_("issue", &ctl.accept);
+    let switch = b.let_("issue_switch", &issue.and(&open.not()));
+    b.assign(&a_ready, &aq_valid.not().or(&issue));
+    let a_fire = b.let_("a_fire", &a_valid.and(&a_ready));
+    let aq_a = b.pipe("a_q", &a_rows, &a_fire);
+    let aq_last = b.pipe("a_last_q", &a_last, &a_fire);
+    b.next(&aq_valid, &a_fire.or(&aq_valid.and(&issue.not())), None);
+    b.next(&open, &aq_last.not(), Some(&issue));
+    let one = Expr::lit(wcnt.width(), 1);
+    b.next(&wcnt, &switch.mux(&Expr::zero(wcnt.width()), &wcnt.add(&one)), Some(&switch.or(&w_fire)));
+    let bw = wblock.width();
+    b.next(
+        &wblock,
+        &switch.mux(&Expr::lit(bw, (r + c - 1) as u64), &wblock.sub(&Expr::lit(bw, 1))),
+        Some(&switch.or(&wblock.eq_lit(0).not())),
+    );
+
+    // ---- counters: non-zero weights per (PE row, lane), shadow and active ----
+    let cw = bits_for(c as u64);
+    let mut terms = Vec::new();
+    for i in 0..r {
+        for lane in 0..l {
+            let nzw: Vec<Expr> = (0..c).map(|j| w_cols[j as usize].part(lane * bb, bb).any()).collect();
+            let sh = b.pipe(&format!("nzw_shadow_r{i}_l{lane}_q"), &popcount(&nzw, cw), &w_load[i as usize]);
+            let act = b.pipe(&format!("nzw_active_r{i}_l{lane}_q"), &sh, &switch);
+            let cnt = switch.mux(&sh, &act);
+            let nza = aq_a.part(i * row_w + lane * ab, ab).any();
+            terms.push(b.pipe(&format!("useful_r{i}_l{lane}_q"), &cnt.and(&nza.repl(cw)), &Expr::bit(true)));
+        }
+    }
+    let stat_v1 = b.reg("stat_valid1_q", 1, 0);
+    b.next(&stat_v1, &issue, None);
+    let useful_now = b.pipe("useful_now_q", &sum_tree(&terms, STAT_BITS), &Expr::bit(true));
+    let stat_v2 = b.reg("stat_valid2_q", 1, 0);
+    b.next(&stat_v2, &stat_v1, None);
+    let st_useful = b.reg("useful_count_q", STAT_BITS, 0);
+    b.next(&st_useful, &st_useful.add(&useful_now), Some(&stat_v2));
+    b.assign(&stat_useful, &st_useful);
+    let st_gated = b.reg("gated_count_q", STAT_BITS, 0);
+    if p.gating {
+        let all = Expr::lit(STAT_BITS, (r * c * l) as u64);
+        b.next(&st_gated, &st_gated.add(&all).sub(&useful_now), Some(&stat_v2));
+    } else {
+        b.next(&st_gated, &st_gated, None);
+    }
+    b.assign(&stat_gated, &st_gated);
+
+    // ---- issue register and skew: row i delayed i ----
+    let iss_a = b.pipe("issue_a_q", &issue.repl(r * row_w).and(&aq_a), &Expr::bit(true));
+    let iss_sw = b.reg("issue_switch_q", 1, 0);
+    b.next(&iss_sw, &switch, None);
+    let mut west = Vec::new();
+    for i in 0..r {
+        let (mut a, mut sw) = (iss_a.part(i * row_w, row_w), iss_sw.clone());
+        for d in 0..i {
+            a = b.pipe(&format!("skew_a{i}_{d}_q"), &a, &Expr::bit(true));
+            let q = b.reg(&format!("skew_sw{i}_{d}_q"), 1, 0);
+            b.next(&q, &sw, None);
+            sw = q;
+        }
+        west.push((a, sw));
+    }
+
+    // ---- the grid ----
+    let mut north: Vec<Expr> = (0..c).map(|_| Expr::zero(acc_w)).collect();
+    for i in 0..r {
+        let (mut a, mut sw) = west[i as usize].clone();
+        for j in 0..c {
+            let n = format!("pe_{i}_{j}");
+            let (a_o, sw_o, ps_o) =
+                (b.wire(&format!("{n}_a"), row_w), b.wire(&format!("{n}_sw"), 1), b.wire(&format!("{n}_psum"), acc_w));
+            b.instance(
+                &pe_mod,
+                &format!("u_{n}"),
+                &[
+                    ("clk_i", clk.clone()),
+                    ("rst_i", rst.clone()),
+                    ("a_i", a.clone()),
+                    ("sw_i", sw.clone()),
+                    ("w_i", w_cols[j as usize].clone()),
+                    ("w_load_i", w_load[i as usize].clone()),
+                    ("psum_i", north[j as usize].clone()),
+                    ("a_o", a_o.clone()),
+                    ("sw_o", sw_o.clone()),
+                    ("psum_o", ps_o.clone()),
+                ],
+            );
+            if j + 1 == c {
+                for w in [&a_o, &sw_o] {
+                    b.waive_unused(w, "leaves the grid at the east edge");
+                }
+            }
+            (a, sw) = (a_o, sw_o);
+            north[j as usize] = ps_o;
+        }
+    }
+
+    // ---- deskew (column j delayed C-1-j), the tile's last flag, output FIFO ----
+    let mut row = Vec::new();
+    for j in 0..c {
+        let mut v = north[j as usize].clone();
+        for d in 0..(c - 1 - j) {
+            v = b.pipe(&format!("deskew_c{j}_{d}_q"), &v, &Expr::bit(true));
+        }
+        row.push(v);
+    }
+    let mut last = issue.and(&aq_last);
+    for d in 0..stages {
+        last = b.pipe(&format!("last_d{d}_q"), &last, &Expr::bit(true));
+    }
+    let (valid, outs) = credit_end(&mut b, &ctl, &[("c", Expr::cat_lanes(&row)), ("last", last)], &out_ready);
+    let sums: Vec<Expr> =
+        (0..c).map(|j| outs[0].part(j * acc_w, acc_w).add(&out_c0.part(j * acc_w, acc_w))).collect();
+    b.assign(&out_c, &Expr::cat_lanes(&sums));
+    b.assign(&out_last, &outs[1]);
+    b.assign(&out_valid, &valid);
     let top = b.finish()?;
     Ok(Design { top: top.name.clone(), modules: vec![pe_mod, top] })
 }

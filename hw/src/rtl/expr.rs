@@ -380,10 +380,16 @@ pub fn select_onehot(onehot: &Expr, items: &[Expr]) -> Expr {
 /// Number of set bits among one-bit values, as a balanced adder tree;
 /// `width` bits wide.
 pub fn popcount(bits: &[Expr], width: u32) -> Expr {
-    match bits.len() {
+    sum_tree(&bits.iter().map(|b| b.zext(width)).collect::<Vec<_>>(), width)
+}
+
+/// Sum of `terms` (each at most `width` bits, zero-extended), as a balanced
+/// adder tree `width` bits wide; zero when there are none.
+pub fn sum_tree(terms: &[Expr], width: u32) -> Expr {
+    match terms.len() {
         0 => Expr::zero(width),
-        1 => bits[0].zext(width),
-        n => popcount(&bits[..n / 2], width).add(&popcount(&bits[n / 2..], width)),
+        1 => terms[0].zext(width),
+        n => sum_tree(&terms[..n / 2], width).add(&sum_tree(&terms[n / 2..], width)),
     }
 }
 

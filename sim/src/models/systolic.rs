@@ -25,6 +25,25 @@
 //! cycles = last row transfer - first accept by the unit, one cycle before the
 //!          loader's (the input register), so last transfer + 1 (0 with no tile)
 //! ```
+//!
+//! Weight-stationary (`dataflow = "ws"`): [`ws_program`] cuts the column list
+//! into blocks of C and each block's (useful) k-steps into blocks of R; a
+//! tile is R weight rows then one A vector per listed row. C is the same
+//! reference loop (the K blocks accumulate through `out_c0_i`). The cycle
+//! loop plays the WS rules with both input streams offered back-to-back in
+//! global order and the output always ready:
+//!
+//! ```text
+//! weight port ready: wcnt < R and wblock == 0 (start-of-cycle state);
+//!              a transfer increments wcnt
+//! held vector issues: open or wcnt == R; a first vector (not open) sets
+//!              wcnt = 0, wblock = R + C - 1; open = !last; in any other
+//!              cycle wblock counts down while non-zero
+//! activation port ready: register empty or its vector issues; held from
+//!              the next cycle
+//! vector issued at s: output row transferred at s + R + C + pipeline
+//! cycles = last transfer - first weight transfer (cycle 0), + 1; 0 no tile
+//! ```
 
 use super::{err, shown, InputError};
 use serde::{Deserialize, Serialize};
@@ -190,11 +209,8 @@ pub struct Tile {
 /// (Stimulus, shared with the RTL testbench.)
 pub fn program(cfg: &Config, g: &Gemm) -> Vec<Tile> {
     let (r, c, l) = (cfg.rows as usize, cfg.cols as usize, cfg.lanes as usize);
-    let m = g.a.len();
     let k = g.b.len();
-    let n = g.b.first().map_or(0, |row| row.len());
-    let row_list: Vec<usize> = (0..m).filter(|&i| !cfg.rowcol_skip || g.a[i].iter().any(|&x| x != 0)).collect();
-    let col_list: Vec<usize> = (0..n).filter(|&j| !cfg.rowcol_skip || (0..k).any(|kk| g.b[kk][j] != 0)).collect();
+    let (row_list, col_list) = row_col_lists(cfg, g);
     let nsteps = k.div_ceil(l);
     let ngroups = nsteps.div_ceil(cfg.group as usize);
     let mut tiles = Vec::new();
@@ -237,6 +253,110 @@ pub fn program(cfg: &Config, g: &Gemm) -> Vec<Tile> {
         }
     }
     tiles
+}
+
+/// One A vector of a WS tile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WsVector {
+    /// The matrix row of A this vector carries (its output row).
+    pub row: usize,
+    /// `a[i][l]`: PE row i, lane l (R x L); 0 for padding.
+    pub a: Vec<Vec<i64>>,
+    pub last: bool,
+}
+
+/// One WS tile: a column block and a block of up to R k-steps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WsTile {
+    /// Length C: matrix column of PE column j; None = padding.
+    pub cols: Vec<Option<usize>>,
+    /// Length R: the k-step of PE row i; None = padding.
+    pub ksteps: Vec<Option<usize>>,
+    /// `weights[t][j][l]`: weight transfer t (= PE row t), column j, lane l (R x C x L).
+    pub weights: Vec<Vec<Vec<i64>>>,
+    pub vectors: Vec<WsVector>,
+}
+
+/// The row list and column list of the sequencer (all rows / columns, or
+/// with `rowcol_skip` only the non-zero ones); shared by `os` and `ws`.
+fn row_col_lists(cfg: &Config, g: &Gemm) -> (Vec<usize>, Vec<usize>) {
+    let m = g.a.len();
+    let k = g.b.len();
+    let n = g.b.first().map_or(0, |row| row.len());
+    let row_list = (0..m).filter(|&i| !cfg.rowcol_skip || g.a[i].iter().any(|&x| x != 0)).collect();
+    let col_list = (0..n).filter(|&j| !cfg.rowcol_skip || (0..k).any(|kk| g.b[kk][j] != 0)).collect();
+    (row_list, col_list)
+}
+
+/// The WS sequencer of docs/systolic.md: tiles in order, and skipped_ksteps.
+/// (Stimulus, shared with the RTL testbench.)
+///
+/// For each column block (C columns of the column list, column-block-major):
+/// its k-steps (all, or with `load_filter` those where some listed row has a
+/// non-zero A value and some column of the block a non-zero B value among
+/// the step's K indices) cut into blocks of R; one tile per k block: R
+/// weight rows, then one A vector per listed row. No tiles when the row list
+/// is empty. `skipped_ksteps` = sum over column blocks of
+/// (ceil(K/L) - useful steps) with `load_filter`, else 0.
+pub fn ws_program(cfg: &Config, g: &Gemm) -> (Vec<WsTile>, u64) {
+    let (r, c, l) = (cfg.rows as usize, cfg.cols as usize, cfg.lanes as usize);
+    let k = g.b.len();
+    let (row_list, col_list) = row_col_lists(cfg, g);
+    let nsteps = k.div_ceil(l);
+    // The K indices of step s that exist.
+    let kidx = |s: usize| s * l..(s * l + l).min(k);
+    let mut tiles = Vec::new();
+    let mut skipped = 0u64;
+    for cb in col_list.chunks(c) {
+        let cols: Vec<Option<usize>> = (0..c).map(|j| cb.get(j).copied()).collect();
+        let steps: Vec<usize> = (0..nsteps)
+            .filter(|&s| {
+                !cfg.load_filter
+                    || (row_list.iter().any(|&m| kidx(s).any(|kk| g.a[m][kk] != 0))
+                        && cb.iter().any(|&n| kidx(s).any(|kk| g.b[kk][n] != 0)))
+            })
+            .collect();
+        if cfg.load_filter {
+            skipped += (nsteps - steps.len()) as u64;
+        }
+        if row_list.is_empty() {
+            continue;
+        }
+        for kb in steps.chunks(r) {
+            let ksteps: Vec<Option<usize>> = (0..r).map(|i| kb.get(i).copied()).collect();
+            // Lane `ln` of step `s`: K index s*L + ln, if it exists.
+            let at = |s: Option<usize>, ln: usize| s.map(|s| s * l + ln).filter(|&kk| kk < k);
+            let weights = ksteps
+                .iter()
+                .map(|&s| {
+                    cols.iter()
+                        .map(|col| {
+                            (0..l)
+                                .map(|ln| match (at(s, ln), col) {
+                                    (Some(kk), Some(n)) => g.b[kk][*n],
+                                    _ => 0,
+                                })
+                                .collect()
+                        })
+                        .collect()
+                })
+                .collect();
+            let vectors = row_list
+                .iter()
+                .enumerate()
+                .map(|(vi, &m)| WsVector {
+                    row: m,
+                    a: ksteps
+                        .iter()
+                        .map(|&s| (0..l).map(|ln| at(s, ln).map_or(0, |kk| g.a[m][kk])).collect())
+                        .collect(),
+                    last: vi + 1 == row_list.len(),
+                })
+                .collect();
+            tiles.push(WsTile { cols: cols.clone(), ksteps, weights, vectors });
+        }
+    }
+    (tiles, skipped)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -411,11 +531,101 @@ fn simulate(cfg: &Config, tiles: &[Tile]) -> (u64, u64, u64, u64) {
     (cycles, useful_macs, gated, present - issued_steps)
 }
 
+/// Useful (PE, lane) pairs of one WS vector against its tile's weights:
+/// A value `a[i][l]` and weight `weights[i][j][l]` both non-zero.
+fn ws_vector_macs(tile: &WsTile, v: &WsVector) -> u64 {
+    let mut n = 0u64;
+    for (a_row, w_row) in v.a.iter().zip(&tile.weights) {
+        for w_col in w_row {
+            n += a_row.iter().zip(w_col).filter(|&(&a, &w)| a != 0 && w != 0).count() as u64;
+        }
+    }
+    n
+}
+
+/// (cycles, useful_macs, gated_products) of a WS program, by the spec's "WS
+/// cycle rules" with weight rows and A vectors offered back-to-back (each in
+/// global order across tiles) and the output always ready. Cycle 0 is the
+/// first weight transfer.
+fn simulate_ws(cfg: &Config, tiles: &[WsTile]) -> (u64, u64, u64) {
+    let (r, c, l) = (cfg.rows as u64, cfg.cols as u64, cfg.lanes as u64);
+    let p = cfg.pipeline as u64;
+    // The two input streams: R weight rows per tile; the vectors, each with
+    // its tile.
+    let weight_rows = tiles.len() as u64 * r;
+    let vectors: Vec<(&WsTile, &WsVector)> = tiles.iter().flat_map(|t| t.vectors.iter().map(move |v| (t, v))).collect();
+    let (mut next_w, mut next_v) = (0u64, 0usize);
+    let (mut wcnt, mut wblock, mut open) = (0u64, 0u64, false);
+    // The input register: index of the held vector.
+    let mut held: Option<usize> = None;
+    // Output transfer cycles of issued vectors not yet transferred (in order).
+    let mut outstanding: VecDeque<u64> = VecDeque::new();
+    let mut last_transfer: Option<u64> = None;
+    let (mut useful_macs, mut gated) = (0u64, 0u64);
+    let mut cycle: u64 = 0;
+    while next_w < weight_rows || next_v < vectors.len() || held.is_some() {
+        // 4. Rows go out in order; with the output always ready a row is
+        // transferred in its offer cycle (issues are at most one per cycle).
+        while outstanding.front().is_some_and(|&t| t < cycle) {
+            outstanding.pop_front();
+        }
+        let credit = (outstanding.len() as u64) < r + c + p + 1;
+        // 1. Weight port (state at the start of the cycle).
+        let w_transfer = next_w < weight_rows && wcnt < r && wblock == 0;
+        // 2. Issue.
+        let issue = held.is_some() && (open || wcnt == r) && credit;
+        let mut first = false;
+        if issue {
+            let (tile, v) = vectors[held.unwrap()];
+            let macs = ws_vector_macs(tile, v);
+            useful_macs += macs;
+            if cfg.gating {
+                gated += r * c * l - macs;
+            }
+            first = !open;
+            open = !v.last;
+            let t = cycle + r + c + p;
+            outstanding.push_back(t);
+            last_transfer = Some(t);
+        }
+        if w_transfer {
+            wcnt += 1;
+            next_w += 1;
+        }
+        if first {
+            wcnt = 0;
+            wblock = r + c - 1;
+        } else {
+            wblock = wblock.saturating_sub(1);
+        }
+        // 3. Activation port: ready when the register is empty or its vector
+        // issues now; an accepted vector is held from the next cycle.
+        if issue {
+            held = None;
+        }
+        if held.is_none() && next_v < vectors.len() {
+            held = Some(next_v);
+            next_v += 1;
+        }
+        cycle += 1;
+    }
+    let cycles = last_transfer.map_or(0, |t| t + 1);
+    (cycles, useful_macs, gated)
+}
+
 /// C computed directly from the matrices (naive triple loop + C0, wrapped to
 /// acc_bits); counters and cycles from the program and the spec's cycle
-/// rules, with the output always ready and groups offered back-to-back.
+/// rules, with the output always ready and the inputs offered back-to-back.
+/// `dataflow = "ws"` uses [`ws_program`] and the WS cycle rules (C is the
+/// same: the K blocks accumulating through `out_c0_i` give the same sum
+/// modulo 2^acc_bits); anything else is `os`.
 pub fn run(cfg: &Config, g: &Gemm) -> Outcome {
     let c = reference_c(cfg, g);
+    if cfg.dataflow == "ws" {
+        let (tiles, skipped_ksteps) = ws_program(cfg, g);
+        let (cycles, useful_macs, gated_products) = simulate_ws(cfg, &tiles);
+        return Outcome { c, cycles, useful_macs, gated_products, skipped_ksteps };
+    }
     let (cycles, useful_macs, gated_products, skipped_ksteps) = simulate(cfg, &program(cfg, g));
     Outcome { c, cycles, useful_macs, gated_products, skipped_ksteps }
 }
@@ -983,5 +1193,260 @@ mod tests {
             perr(json!({"a": [[0]], "b": [[0]], "c0": [[9223372036854775808u64]]}), &c),
             "input `c0[0][0]` = 9223372036854775808: must be an integer from -9223372036854775808 to 9223372036854775807 (the signed 64-bit accumulator)"
         );
+    }
+
+    // ---- weight-stationary (dataflow = ws) ----
+    //
+    // Hand-worked cycles follow the "WS cycle rules": cycle 0 is the first
+    // weight transfer; a vector accepted in cycle c is held from c + 1; the
+    // output row of a vector issued at s goes out at s + R + C + pipeline.
+
+    fn ws(rows: u32, cols: u32) -> Config {
+        Config { dataflow: "ws".to_string(), ..cfg(rows, cols) }
+    }
+
+    #[test]
+    fn ws_single_pe() {
+        // Weight at 0 (wcnt 0 -> 1); vector accepted at 0, held from 1;
+        // issues at 1 (wcnt == R); row out at 1+1+1+P.
+        let g = gemm(vec![vec![3]], vec![vec![5]]);
+        let c = Config { pipeline: 2, ..ws(1, 1) };
+        let o = run(&c, &g);
+        assert_eq!(o, Outcome { c: vec![vec![15]], cycles: 1 + 1 + 1 + 2 + 1, useful_macs: 1, gated_products: 0, skipped_ksteps: 0 });
+        assert_eq!(run(&ws(1, 1), &g).cycles, 4);
+        // K = 2, M = 1: two tiles of one vector. Tile 0: weight 0, issue 1
+        // (wblock = 1), out 3. Cycle 2: wblock 1 -> 0; weight of tile 1 at
+        // 3; vector held since 2 issues at 4; out at 6.
+        let o = run(&ws(1, 1), &gemm(vec![vec![1, 2]], vec![vec![3], vec![4]]));
+        assert_eq!((o.c.clone(), o.cycles, o.useful_macs, o.gated_products), (vec![vec![11]], 7, 2, 0));
+        // K = 2, M = 5: tile 0 issues at 1..=5; its wblock runs out at 2 and
+        // tile 1's weight goes into the shadow at 3 while tile 0 streams;
+        // tile 1's vector 0 (accepted at 5, held from 6) issues at 6..=10.
+        let o = run(&ws(1, 1), &gemm(vec![vec![1, 1]; 5], vec![vec![1], vec![1]]));
+        assert_eq!((o.c.clone(), o.cycles), (vec![vec![2]; 5], 10 + 2 + 1));
+        // A zero product in a 1x1 grid is gated when the step is kept.
+        let c = Config { load_filter: false, rowcol_skip: false, ..ws(1, 1) };
+        let o = run(&c, &gemm(vec![vec![1, 0]], vec![vec![3], vec![4]]));
+        assert_eq!((o.c.clone(), o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (vec![vec![3]], 7, 1, 1, 0));
+        let o = run(&Config { gating: false, ..c }, &gemm(vec![vec![1, 0]], vec![vec![3], vec![4]]));
+        assert_eq!((o.useful_macs, o.gated_products), (1, 0));
+    }
+
+    #[test]
+    fn ws_grid_2x2_dense_m3() {
+        // R = C = 2, K = 2, M = 3, N = 2: one tile, 3 vectors.
+        // Weights at 0, 1; vector 0 accepted 0, held 1, issues at 2 (wcnt ==
+        // 2; wcnt = 0, wblock = 3, open); vector 1 accepted 2, issues 3;
+        // vector 2 accepted 3, issues 4 (last). Rows out at 6, 7, 8.
+        let a = vec![vec![1, 2], vec![3, 4], vec![5, 6]];
+        let b = vec![vec![1, 2], vec![3, 4]];
+        let o = run(&ws(2, 2), &gemm(a.clone(), b.clone()));
+        assert_eq!(o.c, vec![vec![7, 10], vec![15, 22], vec![23, 34]]);
+        assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (9, 12, 0, 0));
+        assert!((o.utilization(&ws(2, 2)) - 12.0 / 36.0).abs() < 1e-12);
+        let p2 = Config { pipeline: 2, ..ws(2, 2) };
+        assert_eq!(run(&p2, &gemm(a.clone(), b.clone())).cycles, 11);
+        // K = 3: k blocks {0, 1} and {2, pad}. Tile 0 as above (first issue
+        // at 2, wblock 3 -> 2 -> 1 -> 0 over cycles 3..5); tile 1's weights
+        // at 6, 7; its vector 0 (accepted at 4, held from 5) issues at 8,
+        // then 9, 10; rows out at 12, 13, 14.
+        let a = vec![vec![1, 2, 1], vec![3, 4, 1], vec![5, 6, 1]];
+        let b = vec![vec![1, 2], vec![3, 4], vec![1, -1]];
+        let o = run(&ws(2, 2), &gemm(a.clone(), b.clone()));
+        assert_eq!(o.c, vec![vec![8, 9], vec![16, 21], vec![24, 33]]);
+        // Tile 1: PE row 1 is padding: 2 useful, 2 gated per vector.
+        assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (15, 18, 6, 0));
+        assert_eq!(run(&p2, &gemm(a, b)).cycles, 17);
+    }
+
+    #[test]
+    fn ws_program_filters_and_padding() {
+        // Row 1 of A and column 1 of B are zero (rowcol_skip); step 1 has no
+        // non-zero A among the listed rows, step 2 none in B (load_filter).
+        let a = vec![vec![1, 0, 2, 3], vec![0, 0, 0, 0], vec![4, 0, 5, 0]];
+        let b = vec![vec![1, 0, 2], vec![6, 0, 7], vec![0, 0, 0], vec![8, 0, 9]];
+        let g = Gemm { a, b, c0: Some(vec![vec![1, 2, 3], vec![4, 5, 6], vec![7, 8, 9]]) };
+        let c = ws(3, 3);
+        let (t, skipped) = ws_program(&c, &g);
+        assert_eq!(skipped, 2);
+        assert_eq!(
+            t,
+            vec![WsTile {
+                cols: vec![Some(0), Some(2), None],
+                ksteps: vec![Some(0), Some(3), None],
+                weights: vec![
+                    vec![vec![1], vec![2], vec![0]],
+                    vec![vec![8], vec![9], vec![0]],
+                    vec![vec![0], vec![0], vec![0]],
+                ],
+                vectors: vec![
+                    WsVector { row: 0, a: vec![vec![1], vec![3], vec![0]], last: false },
+                    WsVector { row: 2, a: vec![vec![4], vec![0], vec![0]], last: true },
+                ],
+            }]
+        );
+        let o = run(&c, &g);
+        assert_eq!(o.c, vec![vec![1 + 25, 2, 3 + 29], vec![4, 5, 6], vec![7 + 4, 8, 9 + 8]]);
+        assert_eq!(o.c, reference_c(&c, &g));
+        // Vector 0: (1, 3) x (1, 2 | 8, 9) = 4; vector 1: (4) x (1, 2) = 2.
+        assert_eq!((o.useful_macs, o.gated_products, o.skipped_ksteps), (6, 18 - 6, 2));
+        // Weights 0..2, issues 3, 4; rows out at 9, 10.
+        assert_eq!(o.cycles, 11);
+        // No load filter: all 4 steps, k blocks {0, 1, 2} and {3, pad, pad}.
+        let (t, skipped) = ws_program(&Config { load_filter: false, ..ws(3, 3) }, &g);
+        assert_eq!(skipped, 0);
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].ksteps, vec![Some(0), Some(1), Some(2)]);
+        assert_eq!(t[1].ksteps, vec![Some(3), None, None]);
+        assert_eq!(t[1].weights[0], vec![vec![8], vec![9], vec![0]]);
+        assert_eq!(t[1].vectors[0].a, vec![vec![3], vec![0], vec![0]]);
+        // No row/column skip: all rows and columns, same useful steps.
+        let (t, skipped) = ws_program(&Config { rowcol_skip: false, ..ws(3, 3) }, &g);
+        assert_eq!(skipped, 2);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].cols, vec![Some(0), Some(1), Some(2)]);
+        assert_eq!(t[0].weights[1], vec![vec![8], vec![0], vec![9]]);
+        let rows: Vec<_> = t[0].vectors.iter().map(|v| (v.row, v.last)).collect();
+        assert_eq!(rows, vec![(0, false), (1, false), (2, true)]);
+    }
+
+    #[test]
+    fn ws_program_blocks_lanes_and_empty() {
+        // Column blocks in order; a block with no useful step has no tile.
+        // A = [1 0]; column 0 uses step 0; column 1 has B only at k = 1.
+        let g = gemm(vec![vec![1, 0]], vec![vec![1, 0], vec![0, 1]]);
+        let (t, skipped) = ws_program(&ws(1, 1), &g);
+        assert_eq!(skipped, 1 + 2);
+        assert_eq!(t.len(), 1);
+        assert_eq!((t[0].cols.clone(), t[0].ksteps.clone()), (vec![Some(0)], vec![Some(0)]));
+        assert_eq!(run(&ws(1, 1), &g).c, vec![vec![1, 0]]);
+        // Two column blocks, column-block-major, the last one short.
+        let g = gemm(vec![vec![1, 1]], vec![vec![1, 2, 3], vec![4, 5, 6]]);
+        let (t, _) = ws_program(&ws(1, 2), &g);
+        let order: Vec<_> = t.iter().map(|x| (x.cols.clone(), x.ksteps.clone())).collect();
+        assert_eq!(
+            order,
+            vec![
+                (vec![Some(0), Some(1)], vec![Some(0)]),
+                (vec![Some(0), Some(1)], vec![Some(1)]),
+                (vec![Some(2), None], vec![Some(0)]),
+                (vec![Some(2), None], vec![Some(1)]),
+            ]
+        );
+        // Lanes: L = 2, K = 3: step 1 covers K index 2 and a zero lane.
+        let c = Config { lanes: 2, channel_bits: 16, ..ws(1, 1) };
+        let g = gemm(vec![vec![1, 2, 3]], vec![vec![4], vec![5], vec![6]]);
+        let (t, skipped) = ws_program(&c, &g);
+        assert_eq!(skipped, 0);
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].weights.clone(), t[0].vectors[0].a.clone()), (vec![vec![vec![4, 5]]], vec![vec![1, 2]]));
+        assert_eq!((t[1].weights.clone(), t[1].vectors[0].a.clone()), (vec![vec![vec![6, 0]]], vec![vec![3, 0]]));
+        let o = run(&c, &g);
+        // Issues at 1 and 4 (as in ws_single_pe); lane 1 of step 1 gated.
+        assert_eq!((o.c.clone(), o.cycles, o.useful_macs, o.gated_products), (vec![vec![32]], 7, 3, 1));
+        // No listed row: no tile, C = C0, cycles 0; every step of the
+        // column block counts as skipped.
+        let g = Gemm { a: vec![vec![0, 0]], b: vec![vec![1], vec![2]], c0: Some(vec![vec![7]]) };
+        let (t, skipped) = ws_program(&ws(1, 1), &g);
+        assert!(t.is_empty());
+        assert_eq!(skipped, 2);
+        let o = run(&ws(1, 1), &g);
+        assert_eq!(o, Outcome { c: vec![vec![7]], cycles: 0, useful_macs: 0, gated_products: 0, skipped_ksteps: 2 });
+        // Without load_filter nothing is skipped, and still no tile.
+        let c = Config { load_filter: false, ..ws(1, 1) };
+        assert_eq!(ws_program(&c, &g), (vec![], 0));
+    }
+
+    /// C played through the WS program: each vector's output row is
+    /// `sum_i sum_l a[i][l] * weights[i][j][l]`, added to the running sum
+    /// (C0 or zero first), wrapped (the `out_c0_i` accumulation).
+    fn ws_replay(cfg: &Config, g: &Gemm, tiles: &[WsTile]) -> Vec<Vec<i64>> {
+        let n = g.b[0].len();
+        let mut c: Vec<Vec<i64>> = match &g.c0 {
+            Some(c0) => c0.clone(),
+            None => vec![vec![0; n]; g.a.len()],
+        };
+        for t in tiles {
+            for v in &t.vectors {
+                for (j, col) in t.cols.iter().enumerate() {
+                    let Some(col) = col else { continue };
+                    let mut s = c[v.row][*col] as i128;
+                    for (i, a_row) in v.a.iter().enumerate() {
+                        for (ln, &a) in a_row.iter().enumerate() {
+                            s += a as i128 * t.weights[i][j][ln] as i128;
+                        }
+                    }
+                    c[v.row][*col] = wrap(cfg, s);
+                }
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn ws_random_against_reference() {
+        // A small LCG; about half the values zero so every filter has work.
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for case in 0..300 {
+            let (rows, cols) = (1 + next(4) as u32, 1 + next(4) as u32);
+            let lanes = [1u32, 2, 4][next(3) as usize];
+            let c = Config {
+                lanes,
+                channel_bits: 8 * lanes,
+                acc_bits: [16u32, 32][next(2) as usize],
+                pipeline: next(3) as u32,
+                gating: next(2) == 0,
+                load_filter: next(2) == 0,
+                rowcol_skip: next(2) == 0,
+                ..ws(rows, cols)
+            };
+            let (m, k, n) = (1 + next(5) as usize, 1 + next(7) as usize, 1 + next(5) as usize);
+            let mut val = || if next(2) == 0 { 0 } else { next(256) as i64 - 128 };
+            let a: Vec<Vec<i64>> = (0..m).map(|_| (0..k).map(|_| val()).collect()).collect();
+            let b: Vec<Vec<i64>> = (0..k).map(|_| (0..n).map(|_| val()).collect()).collect();
+            let c0 = (next(2) == 0).then(|| (0..m).map(|_| (0..n).map(|_| next(2001) as i64 - 1000).collect()).collect());
+            let g = Gemm { a, b, c0 };
+            let o = run(&c, &g);
+            let (tiles, skipped) = ws_program(&c, &g);
+            assert_eq!(o.c, reference_c(&c, &g), "case {case}");
+            assert_eq!(ws_replay(&c, &g, &tiles), o.c, "case {case}");
+            assert_eq!(o.skipped_ksteps, skipped);
+            // Every non-zero product is in exactly one tile, whatever the
+            // filters drop.
+            let nz: u64 = (0..m)
+                .flat_map(|i| (0..k).flat_map(move |kk| (0..n).map(move |j| (i, kk, j))))
+                .filter(|&(i, kk, j)| g.a[i][kk] != 0 && g.b[kk][j] != 0)
+                .count() as u64;
+            assert_eq!(o.useful_macs, nz, "case {case}");
+            let (r, cc, l, p) = (rows as u64, cols as u64, lanes as u64, c.pipeline as u64);
+            let nv: u64 = tiles.iter().map(|t| t.vectors.len() as u64).sum();
+            assert_eq!(o.gated_products, if c.gating { nv * r * cc * l - nz } else { 0 }, "case {case}");
+            // Closed form of the schedule: tile 0's first vector issues at
+            // R; tile t+1's at the later of (its weights, R + C after tile
+            // t's first issue, then R rows) and (tile t's last issue + 1).
+            let per_tile = tiles.first().map_or(0, |t| t.vectors.len() as u64);
+            let mut first = r;
+            for _ in 1..tiles.len() {
+                first = (first + 2 * r + cc).max(first + per_tile);
+            }
+            let want = if tiles.is_empty() { 0 } else { first + per_tile - 1 + r + cc + p + 1 };
+            assert_eq!(o.cycles, want, "case {case}");
+        }
+    }
+
+    #[test]
+    fn os_ignores_ws() {
+        // dataflow "os" still runs the step program.
+        let g = gemm(vec![vec![1, 2], vec![3, 4], vec![5, 6]], vec![vec![1, 2], vec![3, 4]]);
+        let os = run(&cfg(2, 2), &g);
+        let w = run(&ws(2, 2), &g);
+        assert_eq!(os.c, w.c);
+        let (_, _, _, skipped) = simulate(&cfg(2, 2), &program(&cfg(2, 2), &g));
+        assert_eq!(os.skipped_ksteps, skipped);
+        assert_ne!(os.cycles, w.cycles);
     }
 }

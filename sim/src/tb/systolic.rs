@@ -4,7 +4,7 @@
 //! statistics counters. Random stalls on the input and the output.
 
 use crate::cosim::{Compiled, CosimError, PortHandle};
-use crate::models::systolic::{program, Config, Gemm, Outcome};
+use crate::models::systolic::{program, ws_program, Config, Gemm, Outcome};
 use crate::rng::Rng;
 use std::path::Path;
 
@@ -57,7 +57,33 @@ struct Ports {
     skipped: PortHandle,
 }
 
+/// Runs one GEMM through the grid of either dataflow.
 pub fn run(
+    compiled: &Compiled,
+    cfg: &Config,
+    gemm: &Gemm,
+    env: Option<Env>,
+    vcd: Option<&Path>,
+) -> Result<(Outcome, RunStats), CosimError> {
+    if cfg.dataflow == "ws" {
+        run_ws(compiled, cfg, gemm, env, vcd)
+    } else {
+        run_os(compiled, cfg, gemm, env, vcd)
+    }
+}
+
+/// A value of `acc` bits read as the accumulator's type: signed when either
+/// element type is, held as in [`Gemm`].
+fn acc_value(raw: u64, acc: u32, signed: bool) -> i64 {
+    let mask = if acc == 64 { u64::MAX } else { (1u64 << acc) - 1 };
+    if signed && acc < 64 && (raw >> (acc - 1)) & 1 == 1 {
+        (raw | !mask) as i64
+    } else {
+        raw as i64
+    }
+}
+
+fn run_os(
     compiled: &Compiled,
     cfg: &Config,
     gemm: &Gemm,
@@ -176,13 +202,7 @@ pub fn run(
             if let Some(Some(mr)) = t.rows.get(row) {
                 for (j, col) in t.cols.iter().enumerate() {
                     if let Some(nc) = col {
-                        let raw = take(&words, j as u32 * acc, acc);
-                        let v = if signed && acc < 64 && (raw >> (acc - 1)) & 1 == 1 {
-                            (raw | !mask(acc)) as i64
-                        } else {
-                            raw as i64
-                        };
-                        out[*mr][*nc] = v;
+                        out[*mr][*nc] = acc_value(take(&words, j as u32 * acc, acc), acc, signed);
                     }
                 }
             }
@@ -208,6 +228,159 @@ pub fn run(
         useful_macs: sim.get(p.useful),
         gated_products: sim.get(p.gated),
         skipped_ksteps: sim.get(p.skipped),
+    };
+    sim.trace_close();
+    Ok((outcome, RunStats { ticks: sim.cycle() }))
+}
+
+/// The weight-stationary grid: weight rows and A vectors from the WS
+/// sequencer on two independent streams, each stalled at random; the driver
+/// keeps the running sums and answers `out_c0_i` with them (K blocks
+/// accumulate through that port).
+fn run_ws(
+    compiled: &Compiled,
+    cfg: &Config,
+    gemm: &Gemm,
+    env: Option<Env>,
+    vcd: Option<&Path>,
+) -> Result<(Outcome, RunStats), CosimError> {
+    let mut sim = compiled.instantiate()?;
+    if let Some(path) = vcd {
+        sim.trace_vcd(path)?;
+    }
+    let s = &sim;
+    let (rst, w_valid, w_ready, w_in) = (s.port("rst_i")?, s.port("w_valid_i")?, s.port("w_ready_o")?, s.port("w_i")?);
+    let (a_valid, a_ready, a_in, a_last) =
+        (s.port("a_valid_i")?, s.port("a_ready_o")?, s.port("a_i")?, s.port("a_last_i")?);
+    let (out_valid, out_ready, out_last, out_c, out_c0) = (
+        s.port("out_valid_o")?,
+        s.port("out_ready_i")?,
+        s.port("out_last_o")?,
+        s.port("out_c_o")?,
+        s.port("out_c0_i")?,
+    );
+    let (useful, gated) = (s.port("stat_useful_o")?, s.port("stat_gated_o")?);
+    let (r, c) = (cfg.rows, cfg.cols);
+    let (ab, bb, acc) = (cfg.a_type.bits(), cfg.b_type.bits(), cfg.acc_bits);
+    let (ch, slot) = (cfg.channel_bits, cfg.channel_bits / cfg.lanes);
+    let signed = cfg.a_type.signed() || cfg.b_type.signed();
+    let mask = |bits: u32| if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let (m, n) = (gemm.a.len(), gemm.b[0].len());
+    let c0_at = |row: usize, col: usize| gemm.c0.as_ref().map_or(0, |c0| c0[row][col]);
+    let mut sums: Vec<Vec<i64>> = (0..m).map(|i| (0..n).map(|j| c0_at(i, j)).collect()).collect();
+
+    let (tiles, skipped) = ws_program(cfg, gemm);
+    let weights: Vec<&Vec<Vec<i64>>> = tiles.iter().flat_map(|t| t.weights.iter()).collect();
+    let vectors: Vec<(usize, &crate::models::systolic::WsVector)> =
+        tiles.iter().enumerate().flat_map(|(ti, t)| t.vectors.iter().map(move |v| (ti, v))).collect();
+    let mut rng = Rng::new(env.map_or(0, |e| e.seed));
+    let stall = |rng: &mut Rng, pct: u32| env.is_some() && rng.chance(pct);
+
+    sim.set(rst, 1);
+    sim.eval();
+    sim.tick();
+    sim.tick();
+    sim.set(rst, 0);
+
+    let (mut next_w, mut next_a, mut next_out) = (0usize, 0usize, 0usize);
+    let (mut offer_w, mut offer_a) = (false, false);
+    let mut first_in: Option<u64> = None;
+    let mut last_out = 0u64;
+    let mut words = Vec::new();
+    let limit = sim.cycle() + 1000 + (weights.len() + vectors.len()) as u64 * (r + c + 4) as u64 * 20;
+    while next_out < vectors.len() {
+        if sim.cycle() > limit {
+            sim.trace_close();
+            return Err(CosimError::Io(format!(
+                "the RTL stopped making progress: {next_out} of {} rows out, {next_w} of {} weight rows and {next_a} vectors in",
+                vectors.len(),
+                weights.len()
+            )));
+        }
+        let now = sim.cycle();
+        let in_stall = env.map_or(0, |e| e.in_stall);
+        if !offer_w && next_w < weights.len() && !stall(&mut rng, in_stall) {
+            offer_w = true;
+            let mut w = vec![0u32; (c * ch).div_ceil(32) as usize];
+            for (j, lanes) in weights[next_w].iter().enumerate() {
+                for (ln, &v) in lanes.iter().enumerate() {
+                    put(&mut w, j as u32 * ch + ln as u32 * slot, bb, v as u64 & mask(bb));
+                }
+            }
+            sim.set_words(w_in, &w);
+        }
+        if !offer_a && next_a < vectors.len() && !stall(&mut rng, in_stall) {
+            offer_a = true;
+            let v = vectors[next_a].1;
+            let mut w = vec![0u32; (r * ch).div_ceil(32) as usize];
+            for (i, lanes) in v.a.iter().enumerate() {
+                for (ln, &x) in lanes.iter().enumerate() {
+                    put(&mut w, i as u32 * ch + ln as u32 * slot, ab, x as u64 & mask(ab));
+                }
+            }
+            sim.set_words(a_in, &w);
+            sim.set(a_last, v.last as u64);
+        }
+        sim.set(w_valid, offer_w as u64);
+        sim.set(a_valid, offer_a as u64);
+        let ready = !stall(&mut rng, env.map_or(0, |e| e.out_stall));
+        sim.set(out_ready, ready as u64);
+        // The accumulator port answers with the running sums of the row due.
+        let mut wc0 = vec![0u32; (c * acc).div_ceil(32) as usize];
+        if let Some((ti, v)) = vectors.get(next_out) {
+            for (j, col) in tiles[*ti].cols.iter().enumerate() {
+                if let Some(nc) = col {
+                    put(&mut wc0, j as u32 * acc, acc, sums[v.row][*nc] as u64 & mask(acc));
+                }
+            }
+        }
+        sim.set_words(out_c0, &wc0);
+        sim.eval();
+        if offer_w && sim.get(w_ready) == 1 {
+            first_in.get_or_insert(now);
+            offer_w = false;
+            next_w += 1;
+        }
+        if offer_a && sim.get(a_ready) == 1 {
+            offer_a = false;
+            next_a += 1;
+        }
+        if ready && sim.get(out_valid) == 1 {
+            let (ti, v) = vectors[next_out];
+            if (sim.get(out_last) == 1) != v.last {
+                sim.trace_close();
+                return Err(CosimError::Io(format!(
+                    "row {next_out} (tile {ti}, matrix row {}): out_last_o is {} where the vector's last is {}",
+                    v.row,
+                    sim.get(out_last),
+                    v.last
+                )));
+            }
+            sim.get_words(out_c, &mut words);
+            for (j, col) in tiles[ti].cols.iter().enumerate() {
+                if let Some(nc) = col {
+                    sums[v.row][*nc] = acc_value(take(&words, j as u32 * acc, acc), acc, signed);
+                }
+            }
+            last_out = now;
+            next_out += 1;
+        }
+        sim.tick();
+    }
+    // The counters include a vector from the 4th cycle after it issued.
+    sim.set(w_valid, 0);
+    sim.set(a_valid, 0);
+    for _ in 0..4 {
+        sim.eval();
+        sim.tick();
+    }
+    sim.eval();
+    let outcome = Outcome {
+        c: sums,
+        cycles: first_in.map_or(0, |f| last_out - f + 1),
+        useful_macs: sim.get(useful),
+        gated_products: sim.get(gated),
+        skipped_ksteps: skipped,
     };
     sim.trace_close();
     Ok((outcome, RunStats { ticks: sim.cycle() }))
