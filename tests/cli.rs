@@ -382,7 +382,8 @@ fn systolic_malformed_inputs() {
     );
 }
 
-/// Both engines agree on a GEMM with zero rows, columns and k-slices.
+/// Both engines agree on a GEMM with zero rows, columns and k-slices, in
+/// both dataflows.
 #[test]
 fn systolic_run_model_and_rtl_agree() {
     let d = tempfile::tempdir().unwrap();
@@ -393,17 +394,22 @@ fn systolic_run_model_and_rtl_agree() {
             "b": [[1, 2, 0], [3, 4, 0], [5, 6, 0], [7, 8, 0], [127, -1, 0]],
             "c0": [[1, 1, 1], [2, 2, 2], [3, 3, 3], [4, 4, 4], [5, 5, 5]]}"#,
     );
-    let m = d.path().join("m.json");
-    let r = d.path().join("r.json");
-    assert_eq!(gpurtl(&["run", "systolic", "--input", &i, "--output", m.to_str().unwrap()]).0, 0);
-    let (code, _, err) = gpurtl(&["run", "systolic", "--input", &i, "--output", r.to_str().unwrap(), "--engine", "rtl"]);
-    assert_eq!(code, 0, "{err}");
-    let m = std::fs::read_to_string(m).unwrap();
-    assert_eq!(m, std::fs::read_to_string(r).unwrap());
-    let v: serde_json::Value = serde_json::from_str(&m).unwrap();
-    assert_eq!(v["c"][0], serde_json::json!([1 + 1 + 10 + 381, 1 + 2 + 12 - 3, 1]));
-    assert_eq!(v["c"][1], serde_json::json!([2, 2, 2]));
-    assert!(v["skipped_ksteps"].as_u64().unwrap() > 0);
+    for preset in ["default", "ws"] {
+        let m = d.path().join(format!("m-{preset}.json"));
+        let r = d.path().join(format!("r-{preset}.json"));
+        let run = |out: &std::path::Path, engine: &str| {
+            gpurtl(&["run", "systolic", "--preset", preset, "--input", &i, "--output", out.to_str().unwrap(), "--engine", engine])
+        };
+        assert_eq!(run(&m, "model").0, 0);
+        let (code, _, err) = run(&r, "rtl");
+        assert_eq!(code, 0, "{preset}: {err}");
+        let m = std::fs::read_to_string(m).unwrap();
+        assert_eq!(m, std::fs::read_to_string(r).unwrap(), "{preset}");
+        let v: serde_json::Value = serde_json::from_str(&m).unwrap();
+        assert_eq!(v["c"][0], serde_json::json!([1 + 1 + 10 + 381, 1 + 2 + 12 - 3, 1]), "{preset}");
+        assert_eq!(v["c"][1], serde_json::json!([2, 2, 2]), "{preset}");
+        assert!(v["skipped_ksteps"].as_u64().unwrap() > 0, "{preset}");
+    }
 }
 
 #[test]
