@@ -351,6 +351,9 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let inflight = b.reg("inflight_q", 2, 0);
     let full: Vec<Expr> = (0..2).map(|k| b.reg(&format!("bank{k}_full_q"), 1, 0)).collect();
     let rem: Vec<Expr> = (0..2).map(|k| b.reg(&format!("bank{k}_rem_q"), g, 0)).collect();
+    // The lowest remaining step of each bank, one-hot, kept beside `rem` so
+    // that the step select starts from a register.
+    let low: Vec<Expr> = (0..2).map(|k| b.reg(&format!("bank{k}_low_q"), g, 0)).collect();
     let need: Vec<Expr> = (0..2).map(|k| b.reg(&format!("bank{k}_need_end_q"), 1, 0)).collect();
     let wr_full = select(&wr, &full);
 
@@ -390,12 +393,16 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let gb: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_b_q"), &inq_b, &load[k as usize])).collect();
     b.next(&wr, &wr.not(), Some(&take));
 
+    // A bank that is not full has no remaining step and no end pending (both
+    // are cleared as it finishes), so only the active bank's flags matter.
+    // The issued step is picked straight from registers: bankN_pick_q is the
+    // lowest remaining step of bank N while N is active, else zero.
+    let picks: Vec<Expr> = (0..2).map(|k| b.reg(&format!("bank{k}_pick_q"), g, 0)).collect();
     let held = b.let_("held", &select(&act, &full));
-    let cur_rem = b.let_("cur_rem", &held.repl(g).and(&select(&act, &rem)));
+    let cur_rem = b.let_("cur_rem", &select(&act, &rem));
     let need_end = b.let_("cur_need_end", &held.and(&select(&act, &need)));
     let has_rem = b.let_("has_rem", &cur_rem.any());
-    // Lowest remaining step, one-hot: rem & -rem.
-    let pick = b.let_("pick", &cur_rem.and(&Expr::zero(g).sub(&cur_rem)));
+    let pick = b.let_("pick", &picks[0].or(&picks[1]));
     let rest = b.let_("rest", &cur_rem.and(&pick.not()));
     let cand = b.let_("cand", &has_rem.or(&need_end));
     let cand_end = b.let_("cand_end", &need_end.and(&rest.any().not()));
@@ -409,16 +416,20 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // A held empty bank hands over too, so the pointer never waits on it.
     let advance = b.let_("advance", &done.or(&held.not().and(&select(&act.not(), &full))));
     b.next(&act, &act.not(), Some(&advance));
+    let act_next = b.let_("active_bank_next", &advance.mux(&act.not(), &act));
     for k in 0..2u64 {
         let ku = k as usize;
         let is_act = act.eq_lit(k);
         let finish = is_act.and(&done);
         b.next(&full[ku], &load[ku].or(&full[ku].and(&finish.not())), None);
-        b.next(
-            &rem[ku],
-            &load[ku].mux(&useful_in, &rest),
-            Some(&load[ku].or(&is_act.and(&issue))),
+        let rem_en = load[ku].or(&is_act.and(&issue));
+        b.next(&rem[ku], &load[ku].mux(&useful_in, &rest), Some(&rem_en));
+        let low_next = b.let_(
+            &format!("bank{k}_low_next"),
+            &load[ku].mux(&lowest_bit(&useful_in), &is_act.and(&issue).mux(&lowest_bit(&rest), &low[ku])),
         );
+        b.next(&low[ku], &low_next, None);
+        b.next(&picks[ku], &act_next.eq_lit(k).repl(g).and(&low_next), None);
         b.next(
             &need[ku],
             &load[ku].mux(&inq_last, &Expr::bit(false)),
@@ -427,12 +438,11 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     }
 
     // The issued step: picked operands (zero for the null step).
-    let grp_a = b.let_("active_a", &act.mux(&ga[1], &ga[0]));
-    let grp_b = b.let_("active_b", &act.mux(&gb[1], &gb[0]));
-    let a_steps: Vec<Expr> = (0..g).map(|s| grp_a.part(s * r * row_w, r * row_w)).collect();
-    let b_steps: Vec<Expr> = (0..g).map(|s| grp_b.part(s * c * col_w, c * col_w)).collect();
-    let step_a = b.let_("step_a", &select_onehot(&pick, &a_steps));
-    let step_b = b.let_("step_b", &select_onehot(&pick, &b_steps));
+    let both = Expr::cat_lanes(&picks);
+    let a_steps: Vec<Expr> = ga.iter().flat_map(|x| (0..g).map(move |s| x.part(s * r * row_w, r * row_w))).collect();
+    let b_steps: Vec<Expr> = gb.iter().flat_map(|x| (0..g).map(move |s| x.part(s * c * col_w, c * col_w))).collect();
+    let step_a = b.let_("step_a", &select_onehot(&both, &a_steps));
+    let step_b = b.let_("step_b", &select_onehot(&both, &b_steps));
 
     // ---- issue register and skew: row i delayed i, column j delayed j ----
     let iss_valid = b.reg("issue_valid_q", 1, 0);
@@ -449,14 +459,19 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     for lane in 0..l {
         let nza: Vec<Expr> = (0..r).map(|i| iss_a.part(i * row_w + lane * ab, ab).any()).collect();
         let nzb: Vec<Expr> = (0..c).map(|j| iss_b.part(j * col_w + lane * bb, bb).any()).collect();
-        let pa = b.pipe(&format!("nz_rows_l{lane}_q"), &popcount(&nza, rb), &Expr::bit(true));
+        let pa = b.pipe(&format!("nz_rows_l{lane}_q"), &Expr::cat_lanes(&nza), &Expr::bit(true));
         let pb = b.pipe(&format!("nz_cols_l{lane}_q"), &popcount(&nzb, cb), &Expr::bit(true));
         pcs.push((pa, pb));
     }
     let stat_v1 = b.reg("stat_valid1_q", 1, 0);
     b.next(&stat_v1, &iss_real, None);
     let pw = rb + cb;
-    let terms: Vec<Expr> = pcs.iter().map(|(pa, pb)| pa.zext(pw).mul(&pb.zext(pw)).zext(STAT_BITS)).collect();
+    // non-zero rows x non-zero columns, as a sum of masked column counts
+    // (LUTs, not a multiplier).
+    let terms: Vec<Expr> = pcs
+        .iter()
+        .map(|(pa, pb)| sum_tree(&(0..r).map(|i| pb.and(&pa.bit_at(i).repl(cb))).collect::<Vec<_>>(), pw).zext(STAT_BITS))
+        .collect();
     let useful_now = b.pipe("useful_now_q", &terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t)), &Expr::bit(true));
     let stat_v2 = b.reg("stat_valid2_q", 1, 0);
     b.next(&stat_v2, &stat_v1, None);
@@ -854,4 +869,16 @@ fn build_ws(p: &SystolicParams) -> Result<Design, RtlError> {
     b.assign(&out_valid, &valid);
     let top = b.finish()?;
     Ok(Design { top: top.name.clone(), modules: vec![pe_mod, top] })
+}
+
+/// The lowest set bit of `x`, one-hot (zero when none): a prefix OR, so it
+/// maps onto LUTs rather than a carry chain.
+fn lowest_bit(x: &Expr) -> Expr {
+    let mut below = Expr::bit(false);
+    let mut bits = Vec::new();
+    for i in 0..x.width() {
+        bits.push(x.bit_at(i).and(&below.not()));
+        below = below.or(&x.bit_at(i));
+    }
+    Expr::cat_lanes(&bits)
 }
