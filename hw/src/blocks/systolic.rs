@@ -472,20 +472,14 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         .iter()
         .map(|(pa, pb)| sum_tree(&(0..r).map(|i| pb.and(&pa.bit_at(i).repl(cb))).collect::<Vec<_>>(), pw).zext(STAT_BITS))
         .collect();
-    let useful_now = b.pipe("useful_now_q", &terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t)), &Expr::bit(true));
+    let useful_sum = b.let_("useful_sum", &terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t)));
+    let useful_now = b.pipe("useful_now_q", &useful_sum, &Expr::bit(true));
     let stat_v2 = b.reg("stat_valid2_q", 1, 0);
     b.next(&stat_v2, &stat_v1, None);
     let st_useful = b.reg("useful_count_q", STAT_BITS, 0);
     b.next(&st_useful, &st_useful.add(&useful_now), Some(&stat_v2));
     b.assign(&stat_useful, &st_useful);
-    let st_gated = b.reg("gated_count_q", STAT_BITS, 0);
-    if p.gating {
-        let all = Expr::lit(STAT_BITS, (r * c * l) as u64);
-        b.next(&st_gated, &st_gated.add(&all).sub(&useful_now), Some(&stat_v2));
-    } else {
-        b.next(&st_gated, &st_gated, None);
-    }
-    b.assign(&stat_gated, &st_gated);
+    gated_counter(&mut b, p, &useful_sum, &stat_v2, &stat_gated);
     // Registered apart from `accept`, so the loader's state stays off this path.
     let skipped_q = b.pipe("skipped_now_q", &skipped_now, &Expr::bit(true));
     let accepted_q = b.reg("accepted_q", 1, 0);
@@ -565,22 +559,31 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         }
     }
 
-    // ---- output rows in order ----
+    // ---- output rows in order, through an output register ----
+    // The row on offer sits in a register, so the port's `out_c0_i` add has
+    // no row select in front of it.
     let riw = p.row_index_bits();
     let out_row_q = b.reg("out_row_q", riw, 0);
     let row_ready = b.reg("row_ready_q", r, 0);
+    let oq_valid = b.reg("out_valid_q", 1, 0);
     let ready_now = b.let_("row_ready_now", &select(&out_row_q, &(0..r).map(|i| row_ready.bit_at(i)).collect::<Vec<_>>()));
-    let out_fire = b.let_("out_fire", &ready_now.and(&out_ready));
+    let out_fire = b.let_("out_fire", &oq_valid.and(&out_ready));
+    let take_row = b.let_("take_row", &ready_now.and(&oq_valid.not().or(&out_fire)));
     let last_row = b.let_("last_row", &out_row_q.eq_lit((r - 1) as u64));
-    let onehot_row: Vec<Expr> = (0..r).map(|i| out_fire.and(&out_row_q.eq_lit(i as u64))).collect();
+    let onehot_row: Vec<Expr> = (0..r).map(|i| take_row.and(&out_row_q.eq_lit(i as u64))).collect();
     let cleared = Expr::cat_lanes(&onehot_row);
     b.next(&row_ready, &row_ready.and(&cleared.not()).or(&Expr::cat_lanes(&row_done)), None);
     b.next(
         &out_row_q,
         &last_row.mux(&Expr::zero(riw), &out_row_q.add(&Expr::lit(riw, 1))),
-        Some(&out_fire),
+        Some(&take_row),
     );
-    let tile_out = out_fire.and(&last_row);
+    b.next(&oq_valid, &take_row.or(&oq_valid.and(&out_fire.not())), None);
+    let rows: Vec<Expr> = results.iter().map(|row| Expr::cat_lanes(row)).collect();
+    let oq_data = b.pipe("out_data_q", &select(&out_row_q, &rows), &take_row);
+    let oq_row = b.pipe("out_row_index_q", &out_row_q, &take_row);
+    // A tile is in flight until its last row is transferred.
+    let tile_out = out_fire.and(&oq_row.eq_lit((r - 1) as u64));
     let tile_in = issue.and(&cand_end);
     let one = Expr::lit(2, 1);
     b.next(
@@ -588,13 +591,11 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         &tile_in.mux(&tile_out.mux(&inflight, &inflight.add(&one)), &tile_out.mux(&inflight.sub(&one), &inflight)),
         None,
     );
-    let rows: Vec<Expr> = results.iter().map(|row| Expr::cat_lanes(row)).collect();
-    let row_sel = b.let_("row_sel", &select(&out_row_q, &rows));
     let sums: Vec<Expr> =
-        (0..c).map(|j| row_sel.part(j * acc_w, acc_w).add(&out_c0.part(j * acc_w, acc_w))).collect();
+        (0..c).map(|j| oq_data.part(j * acc_w, acc_w).add(&out_c0.part(j * acc_w, acc_w))).collect();
     b.assign(&out_c, &Expr::cat_lanes(&sums));
-    b.assign(&out_valid, &ready_now);
-    b.assign(&out_row, &out_row_q);
+    b.assign(&out_valid, &oq_valid);
+    b.assign(&out_row, &oq_row);
 
     let top = b.finish()?;
     Ok(Design { top: top.name.clone(), modules: vec![pe_mod, top] })
@@ -783,20 +784,14 @@ fn build_ws(p: &SystolicParams) -> Result<Design, RtlError> {
     }
     let stat_v1 = b.reg("stat_valid1_q", 1, 0);
     b.next(&stat_v1, &issue, None);
-    let useful_now = b.pipe("useful_now_q", &sum_tree(&terms, STAT_BITS), &Expr::bit(true));
+    let useful_sum = b.let_("useful_sum", &sum_tree(&terms, STAT_BITS));
+    let useful_now = b.pipe("useful_now_q", &useful_sum, &Expr::bit(true));
     let stat_v2 = b.reg("stat_valid2_q", 1, 0);
     b.next(&stat_v2, &stat_v1, None);
     let st_useful = b.reg("useful_count_q", STAT_BITS, 0);
     b.next(&st_useful, &st_useful.add(&useful_now), Some(&stat_v2));
     b.assign(&stat_useful, &st_useful);
-    let st_gated = b.reg("gated_count_q", STAT_BITS, 0);
-    if p.gating {
-        let all = Expr::lit(STAT_BITS, (r * c * l) as u64);
-        b.next(&st_gated, &st_gated.add(&all).sub(&useful_now), Some(&stat_v2));
-    } else {
-        b.next(&st_gated, &st_gated, None);
-    }
-    b.assign(&stat_gated, &st_gated);
+    gated_counter(&mut b, p, &useful_sum, &stat_v2, &stat_gated);
 
     // ---- issue register and skew: row i delayed i ----
     let iss_a = b.pipe("issue_a_q", &issue.repl(r * row_w).and(&aq_a), &Expr::bit(true));
@@ -881,4 +876,19 @@ fn lowest_bit(x: &Expr) -> Expr {
         below = below.or(&x.bit_at(i));
     }
     Expr::cat_lanes(&bits)
+}
+
+/// The gated-products counter: each counted step adds R*C*L minus its
+/// useful MACs (`useful`, registered alongside `useful_now_q`), so the
+/// counter itself is a single add. Constant zero without gating.
+fn gated_counter(b: &mut ModuleBuilder, p: &SystolicParams, useful: &Expr, valid: &Expr, port: &Expr) {
+    let st_gated = b.reg("gated_count_q", STAT_BITS, 0);
+    if p.gating {
+        let all = Expr::lit(STAT_BITS, (p.rows * p.cols * p.lanes) as u64);
+        let gated_now = b.pipe("gated_now_q", &all.sub(useful), &Expr::bit(true));
+        b.next(&st_gated, &st_gated.add(&gated_now), Some(valid));
+    } else {
+        b.next(&st_gated, &st_gated, None);
+    }
+    b.assign(port, &st_gated);
 }

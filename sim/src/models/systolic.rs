@@ -19,7 +19,8 @@
 //! a tile-ending candidate waits while an earlier tile is in flight
 //!              (cycles s+1 ..= its last row transfer)
 //! tile ending at s: row r ready at s + r + C + 1 + pipeline; transferred at
-//!              max(ready, previous row transfer + 1); all R rows go out
+//!              max(ready + 1, previous row transfer + 1) (the output
+//!              register); all R rows go out
 //! loader ready: holds nothing, or the candidate issued and nothing remains
 //! accepted in cycle c -> held from c + 1
 //! cycles = last row transfer - first accept by the unit, one cycle before the
@@ -500,7 +501,8 @@ fn simulate(cfg: &Config, tiles: &[Tile]) -> (u64, u64, u64, u64) {
                             h.ended = true;
                             let s = cycle;
                             for row in 0..r {
-                                let ready_at = s + row + c + 1 + cfg.pipeline as u64;
+                                // +1: the output register in front of the port.
+                                let ready_at = s + row + c + 1 + cfg.pipeline as u64 + 1;
                                 let t = match last_transfer {
                                     Some(p) => ready_at.max(p + 1),
                                     None => ready_at,
@@ -806,12 +808,12 @@ mod tests {
         let o = run(&c, &g);
         assert_eq!(o.c, vec![vec![58, 64], vec![139, 154]]);
         // One tile, one group of 3 steps: accept 0, issues 1..3, tile-ending
-        // at 3; rows ready at 3+0+2+1 = 6 and 7.
-        assert_eq!(o.cycles, 1 + 7);
+        // at 3; rows ready at 3+0+2+1 = 6 and 7, out at 7 and 8.
+        assert_eq!(o.cycles, 1 + 8);
         assert_eq!(o.useful_macs, 12);
         assert_eq!(o.gated_products, 0);
         assert_eq!(o.skipped_ksteps, 0);
-        assert!((o.utilization(&c) - 12.0 / 32.0).abs() < 1e-12);
+        assert!((o.utilization(&c) - 12.0 / 36.0).abs() < 1e-12);
     }
 
     #[test]
@@ -891,9 +893,9 @@ mod tests {
         assert_eq!(o.c, vec![vec![32]]);
         // Step 0: 1*1 + 1*1 = 2 MACs; step 1: lane 0 only, 1 MAC, 1 gated.
         assert_eq!((o.useful_macs, o.gated_products, o.skipped_ksteps), (3, 1, 0));
-        // Issues at 1, 2 (tile-ending); row 0 at 2+0+1+1 = 4.
-        assert_eq!(o.cycles, 1 + 4);
-        assert!((o.utilization(&c) - 3.0 / 10.0).abs() < 1e-12);
+        // Issues at 1, 2 (tile-ending); row 0 ready at 2+0+1+1 = 4, out at 5.
+        assert_eq!(o.cycles, 1 + 5);
+        assert!((o.utilization(&c) - 3.0 / 12.0).abs() < 1e-12);
     }
 
     #[test]
@@ -953,69 +955,73 @@ mod tests {
     #[test]
     fn cycles_single_pe_one_tile() {
         // Accept at 0, issues at 1, 2, 3, tile-ending at 3, row 0 ready at
-        // 3+0+1+1 = 5.
+        // 3+0+1+1 = 5, out at 6 (output register).
         let o = run(&cfg(1, 1), &gemm(vec![vec![1, 2, 3]], vec![vec![1], vec![1], vec![1]]));
-        assert_eq!(o.cycles, 1 + 5);
+        assert_eq!(o.cycles, 1 + 6);
         assert_eq!(o.c, vec![vec![6]]);
         // Same with the steps cut into groups of 2 (back-to-back groups).
         let c = Config { group: 2, ..cfg(1, 1) };
-        assert_eq!(run(&c, &gemm(vec![vec![1, 2, 3]], vec![vec![1], vec![1], vec![1]])).cycles, 1 + 5);
+        assert_eq!(run(&c, &gemm(vec![vec![1, 2, 3]], vec![vec![1], vec![1], vec![1]])).cycles, 1 + 6);
     }
 
     #[test]
     fn cycles_second_tile_waits_for_first_to_drain() {
         // 1x1 grid, K = 2, two tiles (rows 0 and 1).
-        // Tile 0: accept 0, issues 1, 2 (ending), row out at 4: in flight 3..=4.
-        // Tile 1: accepted at 2, step 0 at 3, ending step waits at 4, issues
-        // at 5, row out at 5+0+1+1 = 7.
+        // Tile 0: accept 0, issues 1, 2 (ending), row ready at 4, out at 5
+        // (output register): in flight 3..=5.
+        // Tile 1: accepted at 2, step 0 at 3, ending step waits at 4 and 5,
+        // issues at 6, row ready at 6+0+1+1 = 8, out at 9.
         let o = run(&cfg(1, 1), &gemm(vec![vec![1, 2], vec![3, 4]], vec![vec![1], vec![1]]));
         assert_eq!(o.c, vec![vec![3], vec![7]]);
-        assert_eq!(o.cycles, 1 + 7);
-        // K = 4: tile 1's ending step comes at 8 > 6, no wait: out at 10.
+        assert_eq!(o.cycles, 1 + 9);
+        // K = 4: tile 0 out at 7 (in flight 6..=7); tile 1's ending step
+        // comes at 8, no wait: out at 11.
         let o = run(&cfg(1, 1), &gemm(vec![vec![1; 4], vec![1; 4]], vec![vec![1]; 4]));
-        assert_eq!(o.cycles, 1 + 10);
-        // 2x2 grid, K = 1, two column tiles: tile 0 ends at 1, rows out at
-        // 4, 5; tile 1 accepted at 1, ending waits until 6, rows out at 9, 10.
+        assert_eq!(o.cycles, 1 + 11);
+        // 2x2 grid, K = 1, two column tiles: tile 0 ends at 1, rows ready at
+        // 4, 5, out at 5, 6; tile 1 accepted at 1, ending waits until 7, rows
+        // out at 11, 12.
         let o = run(&cfg(2, 2), &gemm(vec![vec![1], vec![1]], vec![vec![1, 1, 1]]));
-        assert_eq!(o.cycles, 1 + 10);
+        assert_eq!(o.cycles, 1 + 12);
     }
 
     #[test]
     fn load_filter_on_and_off() {
         let g = gemm(vec![vec![1, 0, 2, 0]], vec![vec![3], vec![4], vec![5], vec![6]]);
-        // On: steps 0 and 2 issue at 1, 2 (ending); out at 4.
+        // On: steps 0 and 2 issue at 1, 2 (ending); ready at 4, out at 5.
         let on = cfg(1, 1);
         let o = run(&on, &g);
         assert_eq!(o.c, vec![vec![13]]);
-        assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (1 + 4, 2, 0, 2));
-        // Off: all 4 issue at 1..4; out at 6; the zero steps are gated.
+        assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (1 + 5, 2, 0, 2));
+        // Off: all 4 issue at 1..4; ready at 6, out at 7; the zero steps are gated.
         let off = Config { load_filter: false, ..cfg(1, 1) };
         let o = run(&off, &g);
         assert_eq!(o.c, vec![vec![13]]);
-        assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (1 + 6, 2, 2, 0));
+        assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (1 + 7, 2, 2, 0));
         // Off and ungated.
         let o = run(&Config { gating: false, ..off }, &g);
-        assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (1 + 6, 2, 0, 0));
+        assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (1 + 7, 2, 0, 0));
     }
 
     #[test]
     fn all_zero_tile_issues_a_null_step() {
         let c = Config { rowcol_skip: false, ..cfg(1, 1) };
         let g = gemm(vec![vec![0, 0]], vec![vec![1], vec![1]]);
-        // Accept 0, null step (tile-ending) at 1, out at 1+0+1+1 = 3.
+        // Accept 0, null step (tile-ending) at 1, ready at 1+0+1+1 = 3, out
+        // at 4 (output register).
         let o = run(&c, &g);
         assert_eq!(o.c, vec![vec![0]]);
-        assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (1 + 3, 0, 0, 2));
+        assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (1 + 4, 0, 0, 2));
     }
 
     #[test]
     fn empty_non_last_group_frees_the_loader() {
         // group 2, K = 4: group 0 (steps 0, 1) all zero, group 1 useful.
         // Accept g0 at 0; at 1 it has nothing -> accept g1 at 1; issues at 2,
-        // 3 (ending); out at 3+0+1+1 = 5.
+        // 3 (ending); ready at 3+0+1+1 = 5, out at 6.
         let c = Config { group: 2, ..cfg(1, 1) };
         let o = run(&c, &gemm(vec![vec![0, 0, 1, 1]], vec![vec![1]; 4]));
-        assert_eq!((o.cycles, o.skipped_ksteps, o.useful_macs), (1 + 5, 2, 2));
+        assert_eq!((o.cycles, o.skipped_ksteps, o.useful_macs), (1 + 6, 2, 2));
     }
 
     #[test]
@@ -1026,8 +1032,8 @@ mod tests {
         let o = run(&cfg(2, 2), &g);
         assert_eq!(o.c, vec![vec![0, 4], vec![15, 26]]);
         assert_eq!((o.useful_macs, o.gated_products, o.skipped_ksteps), (4, 4, 0));
-        // Issues 1, 2 (ending): rows out at 2+0+2+1 = 5 and 6.
-        assert_eq!(o.cycles, 1 + 6);
+        // Issues 1, 2 (ending): rows ready at 2+0+2+1 = 5 and 6, out at 6, 7.
+        assert_eq!(o.cycles, 1 + 7);
         let o = run(&Config { gating: false, ..cfg(2, 2) }, &g);
         assert_eq!((o.useful_macs, o.gated_products), (4, 0));
         // Padding counts as gated: a 3x3 grid on the same GEMM.
@@ -1041,8 +1047,8 @@ mod tests {
         let o = run(&c, &gemm(vec![vec![1, 2, 3]], vec![vec![1], vec![1], vec![1]]));
         assert_eq!(
             output_json(&c, &o),
-            json!({"c": [[6]], "cycles": 1 + 5, "useful_macs": 3, "gated_products": 0, "skipped_ksteps": 0,
-                   "utilization": 0.5})
+            json!({"c": [[6]], "cycles": 1 + 6, "useful_macs": 3, "gated_products": 0, "skipped_ksteps": 0,
+                   "utilization": 3.0 / 7.0})
         );
     }
 

@@ -97,10 +97,12 @@ module gpurtl_systolic (
   reg  [3:0]   nz_rows_l0_q;
   reg  [2:0]   nz_cols_l0_q;
   reg          stat_valid1_q;
+  wire [47:0]  useful_sum;
   reg  [47:0]  useful_now_q;
   reg          stat_valid2_q;
   reg  [47:0]  useful_count_q;
   reg  [47:0]  gated_count_q;
+  reg  [47:0]  gated_now_q;
   reg  [3:0]   skipped_now_q;
   reg          accepted_q;
   reg  [47:0]  skipped_count_q;
@@ -310,10 +312,13 @@ module gpurtl_systolic (
   wire         pe_3_3_done;
   reg  [1:0]   out_row_q;
   reg  [3:0]   row_ready_q;
+  reg          out_valid_q;
   wire         row_ready_now;
   wire         out_fire;
+  wire         take_row;
   wire         last_row;
-  wire [127:0] row_sel;
+  reg  [127:0] out_data_q;
+  reg  [1:0]   out_row_index_q;
 
   assign accept = in_valid_i & in_ready_o;
   assign take = in_valid_q & ~(write_bank_q ? bank1_full_q : bank0_full_q);
@@ -338,16 +343,17 @@ module gpurtl_systolic (
   assign step_a_t1 = {bank1_pick_q, bank0_pick_q};
   assign step_a = (((((((((((((((bank0_a_q[31:0] & {32{step_a_t1[0]}}) | (bank0_a_q[63:32] & {32{step_a_t1[1]}})) | (bank0_a_q[95:64] & {32{step_a_t1[2]}})) | (bank0_a_q[127:96] & {32{step_a_t1[3]}})) | (bank0_a_q[159:128] & {32{step_a_t1[4]}})) | (bank0_a_q[191:160] & {32{step_a_t1[5]}})) | (bank0_a_q[223:192] & {32{step_a_t1[6]}})) | (bank0_a_q[255:224] & {32{step_a_t1[7]}})) | (bank1_a_q[31:0] & {32{step_a_t1[8]}})) | (bank1_a_q[63:32] & {32{step_a_t1[9]}})) | (bank1_a_q[95:64] & {32{step_a_t1[10]}})) | (bank1_a_q[127:96] & {32{step_a_t1[11]}})) | (bank1_a_q[159:128] & {32{step_a_t1[12]}})) | (bank1_a_q[191:160] & {32{step_a_t1[13]}})) | (bank1_a_q[223:192] & {32{step_a_t1[14]}})) | (bank1_a_q[255:224] & {32{step_a_t1[15]}});
   assign step_b = (((((((((((((((bank0_b_q[31:0] & {32{step_a_t1[0]}}) | (bank0_b_q[63:32] & {32{step_a_t1[1]}})) | (bank0_b_q[95:64] & {32{step_a_t1[2]}})) | (bank0_b_q[127:96] & {32{step_a_t1[3]}})) | (bank0_b_q[159:128] & {32{step_a_t1[4]}})) | (bank0_b_q[191:160] & {32{step_a_t1[5]}})) | (bank0_b_q[223:192] & {32{step_a_t1[6]}})) | (bank0_b_q[255:224] & {32{step_a_t1[7]}})) | (bank1_b_q[31:0] & {32{step_a_t1[8]}})) | (bank1_b_q[63:32] & {32{step_a_t1[9]}})) | (bank1_b_q[95:64] & {32{step_a_t1[10]}})) | (bank1_b_q[127:96] & {32{step_a_t1[11]}})) | (bank1_b_q[159:128] & {32{step_a_t1[12]}})) | (bank1_b_q[191:160] & {32{step_a_t1[13]}})) | (bank1_b_q[223:192] & {32{step_a_t1[14]}})) | (bank1_b_q[255:224] & {32{step_a_t1[15]}});
+  assign useful_sum = {42'd0, ({3'd0, nz_cols_l0_q & {3{nz_rows_l0_q[0]}}} + {3'd0, nz_cols_l0_q & {3{nz_rows_l0_q[1]}}}) + ({3'd0, nz_cols_l0_q & {3{nz_rows_l0_q[2]}}} + {3'd0, nz_cols_l0_q & {3{nz_rows_l0_q[3]}}})};
   assign stat_useful_o = useful_count_q;
   assign stat_gated_o = gated_count_q;
   assign stat_skipped_o = skipped_count_q;
   assign row_ready_now = out_row_q[1] ? (out_row_q[0] ? row_ready_q[3] : row_ready_q[2]) : out_row_q[0] ? row_ready_q[1] : row_ready_q[0];
-  assign out_fire = row_ready_now & out_ready_i;
+  assign out_fire = out_valid_q & out_ready_i;
+  assign take_row = row_ready_now & (~out_valid_q | out_fire);
   assign last_row = out_row_q == 2'd3;
-  assign row_sel = out_row_q[1] ? (out_row_q[0] ? {pe_3_3_res, pe_3_2_res, pe_3_1_res, pe_3_0_res} : {pe_2_3_res, pe_2_2_res, pe_2_1_res, pe_2_0_res}) : out_row_q[0] ? {pe_1_3_res, pe_1_2_res, pe_1_1_res, pe_1_0_res} : {pe_0_3_res, pe_0_2_res, pe_0_1_res, pe_0_0_res};
-  assign out_c_o = {row_sel[127:96] + out_c0_i[127:96], row_sel[95:64] + out_c0_i[95:64], row_sel[63:32] + out_c0_i[63:32], row_sel[31:0] + out_c0_i[31:0]};
-  assign out_valid_o = row_ready_now;
-  assign out_row_o = out_row_q;
+  assign out_c_o = {out_data_q[127:96] + out_c0_i[127:96], out_data_q[95:64] + out_c0_i[95:64], out_data_q[63:32] + out_c0_i[63:32], out_data_q[31:0] + out_c0_i[31:0]};
+  assign out_valid_o = out_valid_q;
+  assign out_row_o = out_row_index_q;
 
   gpurtl_systolic_pe u_pe_0_0 (
     .clk_i   (clk_i),
@@ -620,6 +626,7 @@ module gpurtl_systolic (
       skew_v3_2_q <= 1'd0;
       row_ready_q <= 4'd0;
       out_row_q <= 2'd0;
+      out_valid_q <= 1'd0;
       inflight_q <= 2'd0;
     end else begin
       in_valid_q <= accept | (in_valid_q & ~take);
@@ -640,7 +647,7 @@ module gpurtl_systolic (
       stat_valid1_q <= issue_real_q;
       stat_valid2_q <= stat_valid1_q;
       if (stat_valid2_q) useful_count_q <= useful_count_q + useful_now_q;
-      if (stat_valid2_q) gated_count_q <= (gated_count_q + 48'd16) - useful_now_q;
+      if (stat_valid2_q) gated_count_q <= gated_count_q + gated_now_q;
       accepted_q <= take;
       if (accepted_q) skipped_count_q <= skipped_count_q + {44'd0, skipped_now_q};
       skew_v1_0_q <= issue_valid_q;
@@ -649,9 +656,10 @@ module gpurtl_systolic (
       skew_v3_0_q <= issue_valid_q;
       skew_v3_1_q <= skew_v3_0_q;
       skew_v3_2_q <= skew_v3_1_q;
-      row_ready_q <= (row_ready_q & ~{out_fire & (out_row_q == 2'd3), out_fire & (out_row_q == 2'd2), out_fire & (out_row_q == 2'd1), out_fire & (out_row_q == 2'd0)}) | {pe_3_3_done, pe_2_3_done, pe_1_3_done, pe_0_3_done};
-      if (out_fire) out_row_q <= last_row ? 2'd0 : (out_row_q + 2'd1);
-      inflight_q <= (issue & cand_end) ? ((out_fire & last_row) ? inflight_q : (inflight_q + 2'd1)) : (out_fire & last_row) ? (inflight_q - 2'd1) : inflight_q;
+      row_ready_q <= (row_ready_q & ~{take_row & (out_row_q == 2'd3), take_row & (out_row_q == 2'd2), take_row & (out_row_q == 2'd1), take_row & (out_row_q == 2'd0)}) | {pe_3_3_done, pe_2_3_done, pe_1_3_done, pe_0_3_done};
+      if (take_row) out_row_q <= last_row ? 2'd0 : (out_row_q + 2'd1);
+      out_valid_q <= take_row | (out_valid_q & ~out_fire);
+      inflight_q <= (issue & cand_end) ? ((out_fire & (out_row_index_q == 2'd3)) ? inflight_q : (inflight_q + 2'd1)) : (out_fire & (out_row_index_q == 2'd3)) ? (inflight_q - 2'd1) : inflight_q;
     end
   end
 
@@ -685,7 +693,8 @@ module gpurtl_systolic (
     issue_b_q <= step_b;
     nz_rows_l0_q <= {|issue_a_q[31:24], |issue_a_q[23:16], |issue_a_q[15:8], |issue_a_q[7:0]};
     nz_cols_l0_q <= ({2'd0, |issue_b_q[7:0]} + {2'd0, |issue_b_q[15:8]}) + ({2'd0, |issue_b_q[23:16]} + {2'd0, |issue_b_q[31:24]});
-    useful_now_q <= {42'd0, ({3'd0, nz_cols_l0_q & {3{nz_rows_l0_q[0]}}} + {3'd0, nz_cols_l0_q & {3{nz_rows_l0_q[1]}}}) + ({3'd0, nz_cols_l0_q & {3{nz_rows_l0_q[2]}}} + {3'd0, nz_cols_l0_q & {3{nz_rows_l0_q[3]}}})};
+    useful_now_q <= useful_sum;
+    gated_now_q <= 48'd16 - useful_sum;
     skipped_now_q <= ((({3'd0, in_present_q[0]} + {3'd0, in_present_q[1]}) + ({3'd0, in_present_q[2]} + {3'd0, in_present_q[3]})) + (({3'd0, in_present_q[4]} + {3'd0, in_present_q[5]}) + ({3'd0, in_present_q[6]} + {3'd0, in_present_q[7]}))) - ((({3'd0, in_useful_q[0]} + {3'd0, in_useful_q[1]}) + ({3'd0, in_useful_q[2]} + {3'd0, in_useful_q[3]})) + (({3'd0, in_useful_q[4]} + {3'd0, in_useful_q[5]}) + ({3'd0, in_useful_q[6]} + {3'd0, in_useful_q[7]})));
     skew_a1_0_q <= issue_a_q[15:8];
     skew_l1_0_q <= issue_last_q;
@@ -705,6 +714,13 @@ module gpurtl_systolic (
     skew_b3_0_q <= issue_b_q[31:24];
     skew_b3_1_q <= skew_b3_0_q;
     skew_b3_2_q <= skew_b3_1_q;
+  end
+
+  always @(posedge clk_i) begin
+    if (take_row) begin
+      out_data_q <= out_row_q[1] ? (out_row_q[0] ? {pe_3_3_res, pe_3_2_res, pe_3_1_res, pe_3_0_res} : {pe_2_3_res, pe_2_2_res, pe_2_1_res, pe_2_0_res}) : out_row_q[0] ? {pe_1_3_res, pe_1_2_res, pe_1_1_res, pe_1_0_res} : {pe_0_3_res, pe_0_2_res, pe_0_1_res, pe_0_0_res};
+      out_row_index_q <= out_row_q;
+    end
   end
 endmodule
 
