@@ -36,13 +36,16 @@ fn point(name: &str) -> SystolicParams {
         "int4x4" => SystolicParams::presets()[2].1.clone(),
         "dense" => SystolicParams { rows: 2, cols: 3, pipeline: 0, gating: false, load_filter: false, rowcol_skip: false, a_type: ElemType::U2, b_type: ElemType::I2, acc_bits: 8, ..d },
         ws if ws.starts_with("ws-") => SystolicParams { dataflow: "ws".into(), ..point(&ws[3..]) },
+        dsp if dsp.starts_with("dsp-") => SystolicParams { dsp: "ecp5".into(), ..point(&dsp[4..]) },
         _ => unreachable!(),
     }
 }
 
 /// Every test point, output-stationary and weight-stationary.
-const POINTS: [&str; 10] =
-    ["1x1", "3x5", "8x8", "int4x4", "dense", "ws-1x1", "ws-3x5", "ws-8x8", "ws-int4x4", "ws-dense"];
+const POINTS: [&str; 12] = [
+    "1x1", "3x5", "8x8", "int4x4", "dense", "ws-1x1", "ws-3x5", "ws-8x8", "ws-int4x4", "ws-dense", "dsp-int4x4",
+    "ws-dsp-3x5",
+];
 
 fn cosim(name: &str) {
     let p = point(name);
@@ -96,6 +99,16 @@ fn cosim_int4_lanes4() {
 #[test]
 fn cosim_no_skipping_int2() {
     cosim("dense")
+}
+/// `dsp = ecp5`: the multiplier module's generic body (the timing of the
+/// MULT18X18D with its registers) in the output- and weight-stationary PEs.
+#[test]
+fn cosim_dsp_int4_lanes4() {
+    cosim("dsp-int4x4")
+}
+#[test]
+fn cosim_ws_dsp_3x5_mixed_i8_u4_lanes2() {
+    cosim("ws-dsp-3x5")
 }
 #[test]
 fn cosim_ws_1x1() {

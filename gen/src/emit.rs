@@ -89,6 +89,12 @@ pub fn files(design: &Design, prov: &Provenance) -> Vec<(String, String)> {
             .expect("templates render from plain strings");
         // askama drops the template's final newline; POSIX text files end with one.
         out.push((format!("{}.v", m.name), text.trim_end().to_string() + "\n"));
+        for (target, body) in &m.alternatives {
+            let text = ModuleFile { version: VERSION, block: &prov.block, params: &params, command: &command, body }
+                .render()
+                .expect("templates render from plain strings");
+            out.push((format!("{}.{target}.v", m.name), text.trim_end().to_string() + "\n"));
+        }
     }
     let names: Vec<String> = design.modules.iter().map(|m| format!("{}.v", m.name)).collect();
     let f = FileList { version: VERSION, command: &command, top: &design.top, files: names.clone() }
@@ -129,7 +135,28 @@ pub fn files(design: &Design, prov: &Provenance) -> Vec<(String, String)> {
 
 /// Names of the Verilog sources among `files`, in filelist order.
 pub fn sources(files: &[(String, String)]) -> Vec<String> {
-    files.iter().filter(|(f, _)| f.ends_with(".v")).map(|(f, _)| f.clone()).collect()
+    sources_for(files, None)
+}
+
+/// FPGA families that may have hand-mapped module bodies (`<module>.<target>.v`).
+pub const ALTERNATIVE_TARGETS: &[&str] = &["ecp5"];
+
+/// The Verilog sources for a flow: the generic bodies, except that with
+/// `target` a module that has a hand-mapped body for it uses that file.
+pub fn sources_for(files: &[(String, String)], target: Option<&str>) -> Vec<String> {
+    let is_alt = |f: &str| ALTERNATIVE_TARGETS.iter().any(|t| f.ends_with(&format!(".{t}.v")));
+    let names: Vec<&str> = files.iter().map(|(f, _)| f.as_str()).collect();
+    names
+        .iter()
+        .filter(|f| f.ends_with(".v") && !is_alt(f))
+        .map(|f| {
+            let alt = target.map(|t| format!("{}.{t}.v", f.trim_end_matches(".v")));
+            match alt {
+                Some(a) if names.contains(&a.as_str()) => a,
+                _ => f.to_string(),
+            }
+        })
+        .collect()
 }
 
 /// Write `files` into `dir` atomically per file (temp file + rename).

@@ -182,7 +182,7 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
     let files = emit::files(&design, &b.provenance(params));
     let dir = o.dir;
     emit::write_all(dir, &files).map_err(|e| CliError::Failed(format!("cannot write to `{}`: {e}", dir.display())))?;
-    let sources = emit::sources(&files);
+    let sources = emit::sources_for(&files, Some(o.target.name()));
     let top = design.top.clone();
     let mut report = json!({
         "block": b.name(),

@@ -68,9 +68,34 @@ fn ecp5_flow_reports_luts_and_dsps() {
     assert_eq!(code, 0, "{out}{err}");
     let r = report(&o);
     assert!(r["utilization"]["TRELLIS_COMB"]["used"].as_u64().unwrap() > 50, "{r}");
-    // One multiplier per PE goes into a DSP block.
-    assert!(r["utilization"]["MULT18X18D"]["used"].as_u64().unwrap() >= 2, "{r}");
+    // One multiplier per PE goes into a DSP block (and nothing else does).
+    assert_eq!(r["utilization"]["MULT18X18D"]["used"].as_u64(), Some(2), "{r}");
     assert!(r["fmax_mhz"].as_f64().unwrap() > 20.0);
+}
+
+/// `dsp=ecp5`: the flow reads the multiplier's hand-mapped ECP5 body, so each
+/// PE's MULT18X18D carries its operand and product registers.
+#[test]
+fn ecp5_flow_uses_the_hand_mapped_dsp_body() {
+    let d = tempfile::tempdir().unwrap();
+    let o = d.path().join("ecp5");
+    let args = ["synth", "systolic", "--param", "rows=1", "--param", "cols=2", "--param", "group=2", "--param", "dsp=ecp5"];
+    let (code, out, err) =
+        gpurtl(&[&args[..], &["--target", "ecp5", "--clock-mhz", "20", "-o", o.to_str().unwrap()]].concat(), &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(report(&o)["utilization"]["MULT18X18D"]["used"].as_u64(), Some(2));
+    let log = std::fs::read_to_string(o.join("gpurtl_systolic_synth_wrap.yosys.log")).unwrap_or_default();
+    let netlist = std::fs::read_to_string(o.join("gpurtl_systolic_synth_wrap.json")).unwrap();
+    assert!(o.join("gpurtl_systolic_mul.ecp5.v").exists());
+    for reg in ["REG_INPUTA_CLK", "REG_INPUTB_CLK", "REG_OUTPUT_CLK"] {
+        // (yosys infers MULT18X18D with every register NONE.)
+        assert!(netlist.matches(&format!("\"{reg}\": \"CLK0\"")).count() >= 2, "{reg}\n{log}");
+    }
+    // The generic flow and the filelist use the simulated body.
+    let g = d.path().join("gen");
+    assert_eq!(gpurtl(&["gen", "systolic", "--param", "dsp=ecp5", "-o", g.to_str().unwrap()], &[]).0, 0);
+    let f = std::fs::read_to_string(g.join("gpurtl_systolic.f")).unwrap();
+    assert!(f.contains("\ngpurtl_systolic_mul.v\n") && !f.contains("ecp5.v"), "{f}");
 }
 
 #[test]

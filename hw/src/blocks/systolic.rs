@@ -62,6 +62,7 @@ pub struct SystolicParams {
     pub load_filter: bool,
     pub rowcol_skip: bool,
     pub pipeline: u32,
+    pub dsp: String,
 }
 
 impl Default for SystolicParams {
@@ -80,6 +81,7 @@ impl Default for SystolicParams {
             load_filter: true,
             rowcol_skip: true,
             pipeline: 2,
+            dsp: "infer".into(),
         }
     }
 }
@@ -136,6 +138,11 @@ impl BlockParams for SystolicParams {
             ParamInfo { name: "load_filter", kind: ParamKind::Bool, doc: "skip all-zero k-steps" },
             ParamInfo { name: "rowcol_skip", kind: ParamKind::Bool, doc: "sequencer skips all-zero A rows / B columns" },
             ParamInfo { name: "pipeline", kind: int(0, 2), doc: "extra register stages in each PE's multiply-accumulate" },
+            ParamInfo {
+                name: "dsp",
+                kind: ParamKind::Choice(&["infer", "ecp5"]),
+                doc: "infer = multipliers as `*`; ecp5 = the ECP5 flow maps each onto a MULT18X18D with its input and output registers",
+            },
         ]
     }
 
@@ -176,11 +183,25 @@ impl BlockParams for SystolicParams {
         c.check(
             matches!(self.dataflow.as_str(), "os" | "ws"),
             "dataflow",
-            format!("\"{}\"", self.dataflow),
+            format!("`{}`", self.dataflow),
             "one of os, ws",
         );
         c.int(&t, "group", self.group as i64, true);
         c.int(&t, "pipeline", self.pipeline as i64, true);
+        c.check(
+            matches!(self.dsp.as_str(), "infer" | "ecp5"),
+            "dsp",
+            format!("`{}`", self.dsp),
+            "one of infer, ecp5",
+        );
+        if self.dsp == "ecp5" {
+            c.check(
+                self.pipeline == 2,
+                "dsp",
+                format!("`{}`", self.dsp),
+                format!("infer when pipeline is {} (ecp5 uses the DSP's input and output registers as the PE's two stages: pipeline = 2)", self.pipeline),
+            );
+        }
         c.finish()
     }
 
@@ -209,12 +230,12 @@ impl BlockParams for SystolicParams {
 }
 
 /// One processing element. A, valid and last move right; B moves down.
-fn pe(p: &SystolicParams) -> Result<Module, RtlError> {
+fn pe(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, RtlError> {
     let (ab, bb, l, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.lanes, p.acc_bits);
     let mut m = ModuleBuilder::new("gpurtl_systolic_pe");
     m.doc("Output-stationary processing element of gpurtl_systolic (seed 004 §331-333).");
     m.doc(format!("acc += sum over {l} lanes of a*b ({} x {}); gated lanes do not multiply.", ElemType::NAMES[p.a_type as usize], ElemType::NAMES[p.b_type as usize]));
-    let _clk = m.clock("clk_i");
+    let clk = m.clock("clk_i");
     let _rst = m.reset("rst_i");
     let a_i = m.input("a_i", l * ab, "A lanes from the left");
     let valid_i = m.input("valid_i", 1, "a step is here");
@@ -243,14 +264,20 @@ fn pe(p: &SystolicParams) -> Result<Module, RtlError> {
     let (mut mac_v, mut mac_l) = (valid_i.clone(), last_i.clone());
     // pipeline >= 2: register the gated operands, so the multiplier (a DSP
     // on FPGAs) sits alone between two registers.
+    let dsp = mul.is_some();
     if p.pipeline >= 2 {
-        mac_a = m.pipe("mac_a_q", &mac_a, &Expr::bit(true));
-        mac_b = m.pipe("mac_b_q", &mac_b, &Expr::bit(true));
+        if !dsp {
+            mac_a = m.pipe("mac_a_q", &mac_a, &Expr::bit(true));
+            mac_b = m.pipe("mac_b_q", &mac_b, &Expr::bit(true));
+        }
         any_nz = m.pipe("mac_nz_q", &any_nz, &Expr::bit(true));
         mac_v = valid_q.clone();
         mac_l = last_q.clone();
     }
-    let sum = dot(&mut m, &mac_a, &mac_b, p);
+    let sum = match mul {
+        Some(mm) => dsp_dot(&mut m, mm, &clk, &mac_a, &mac_b, p),
+        None => dot(&mut m, &mac_a, &mac_b, p),
+    };
     // Gating: the accumulator holds when no lane multiplies (unless the tile ends).
     let work = if p.gating { any_nz.or(&mac_l) } else { Expr::bit(true) };
     // pipeline >= 1: register the product sum before the accumulator.
@@ -258,7 +285,7 @@ fn pe(p: &SystolicParams) -> Result<Module, RtlError> {
         let vq = m.reg("mac_valid_q", 1, 0);
         m.next(&vq, &mac_v, None);
         (
-            m.pipe("sum_q", &sum, &Expr::bit(true)),
+            if dsp { sum } else { m.pipe("sum_q", &sum, &Expr::bit(true)) },
             m.pipe("work_q", &work, &Expr::bit(true)),
             vq,
             m.pipe("mac_last_q", &mac_l, &Expr::bit(true)),
@@ -284,7 +311,8 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let (ab, bb, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.acc_bits);
     let slot = p.slot_bits();
     let ch = p.channel_bits;
-    let pe_mod = pe(p)?;
+    let mul = dsp_mul(p)?;
+    let pe_mod = pe(p, mul.as_ref())?;
     let mut b = ModuleBuilder::new(&p.top_name());
     b.doc("Systolic PE grid with zero skipping (gpurtl block `systolic`; seed 004 §318-343).");
     b.doc(format!(
@@ -354,6 +382,8 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // The lowest remaining step of each bank, one-hot, kept beside `rem` so
     // that the step select starts from a register.
     let low: Vec<Expr> = (0..2).map(|k| b.reg(&format!("bank{k}_low_q"), g, 0)).collect();
+    // ... and the one after it, so the step after an issue is a register too.
+    let low2: Vec<Expr> = (0..2).map(|k| b.reg(&format!("bank{k}_low2_q"), g, 0)).collect();
     let need: Vec<Expr> = (0..2).map(|k| b.reg(&format!("bank{k}_need_end_q"), 1, 0)).collect();
     let wr_full = select(&wr, &full);
 
@@ -364,8 +394,12 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let inq_b = b.pipe("in_b_q", &packed_b, &accept);
     let inq_last = b.pipe("in_last_q", &in_last, &accept);
     let take = b.let_("take", &inq_valid.and(&wr_full.not()));
-    b.assign(&in_ready, &inq_valid.not().or(&take));
-    b.next(&inq_valid, &accept.or(&inq_valid.and(&take.not())), None);
+    // in_ready_o = !in_valid_q | take, kept as a register of its own (worked
+    // out from the next states), so the accept enable starts at a flip-flop.
+    let in_ready_q = b.reg("in_ready_q", 1, 1);
+    b.assign(&in_ready, &in_ready_q);
+    let inq_valid_next = b.let_("in_valid_next", &accept.or(&inq_valid.and(&take.not())));
+    b.next(&inq_valid, &inq_valid_next, None);
     // Present and useful flags are worked out as the group enters the input
     // register, so the wide zero tests have a cycle of their own.
     let mut useful = Vec::new();
@@ -391,7 +425,8 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let load: Vec<Expr> = (0..2).map(|k| b.let_(&format!("bank{k}_load"), &take.and(&wr.eq_lit(k)))).collect();
     let ga: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_a_q"), &inq_a, &load[k as usize])).collect();
     let gb: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_b_q"), &inq_b, &load[k as usize])).collect();
-    b.next(&wr, &wr.not(), Some(&take));
+    let wr_next = b.let_("write_bank_next", &take.mux(&wr.not(), &wr));
+    b.next(&wr, &wr_next, None);
 
     // A bank that is not full has no remaining step and no end pending (both
     // are cleared as it finishes), so only the active bank's flags matter.
@@ -401,44 +436,61 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let held = b.let_("held", &select(&act, &full));
     let cur_rem = b.let_("cur_rem", &select(&act, &rem));
     let need_end = b.let_("cur_need_end", &held.and(&select(&act, &need)));
-    let has_rem = b.let_("has_rem", &cur_rem.any());
+    let has_rem = b.let_("has_rem", &select(&act, &low).any());
     let pick = b.let_("pick", &picks[0].or(&picks[1]));
     let rest = b.let_("rest", &cur_rem.and(&pick.not()));
     let cand = b.let_("cand", &has_rem.or(&need_end));
-    let cand_end = b.let_("cand_end", &need_end.and(&rest.any().not()));
+    let rest_any = b.let_("rest_any", &select(&act, &low2).any());
+    let cand_end = b.let_("cand_end", &need_end.and(&rest_any.not()));
     let issue = b.let_("issue", &cand.and(&cand_end.not().or(&inflight.eq_lit(0))));
     let issue_null = b.let_("issue_null", &issue.and(&has_rem.not()));
     // The active group is done: nothing to issue, or its last candidate issues now.
     let done = b.let_(
         "group_done",
-        &held.and(&cand.not().or(&issue.and(&rest.any().not()).and(&cand_end.or(&need_end.not())))),
+        &held.and(&cand.not().or(&issue.and(&rest_any.not()).and(&cand_end.or(&need_end.not())))),
     );
     // A held empty bank hands over too, so the pointer never waits on it.
     let advance = b.let_("advance", &done.or(&held.not().and(&select(&act.not(), &full))));
     b.next(&act, &act.not(), Some(&advance));
     let act_next = b.let_("active_bank_next", &advance.mux(&act.not(), &act));
+    let mut full_next = Vec::new();
     for k in 0..2u64 {
         let ku = k as usize;
         let is_act = act.eq_lit(k);
         let finish = is_act.and(&done);
-        b.next(&full[ku], &load[ku].or(&full[ku].and(&finish.not())), None);
+        let fn_ = b.let_(&format!("bank{k}_full_next"), &load[ku].or(&full[ku].and(&finish.not())));
+        b.next(&full[ku], &fn_, None);
+        full_next.push(fn_);
         let rem_en = load[ku].or(&is_act.and(&issue));
         b.next(&rem[ku], &load[ku].mux(&useful_in, &rest), Some(&rem_en));
         let low_next = b.let_(
             &format!("bank{k}_low_next"),
-            &load[ku].mux(&lowest_bit(&useful_in), &is_act.and(&issue).mux(&lowest_bit(&rest), &low[ku])),
+            &load[ku].mux(&lowest_bit(&useful_in), &is_act.and(&issue).mux(&low2[ku], &low[ku])),
         );
         b.next(&low[ku], &low_next, None);
         b.next(&picks[ku], &act_next.eq_lit(k).repl(g).and(&low_next), None);
+        b.next(
+            &low2[ku],
+            &load[ku].mux(
+                &lowest_bit(&useful_in.and(&lowest_bit(&useful_in).not())),
+                &lowest_bit(&rem[ku].and(&low[ku].not()).and(&low2[ku].not())),
+            ),
+            Some(&rem_en),
+        );
         b.next(
             &need[ku],
             &load[ku].mux(&inq_last, &Expr::bit(false)),
             Some(&load[ku].or(&is_act.and(&issue).and(&cand_end))),
         );
     }
+    b.next(
+        &in_ready_q,
+        &inq_valid_next.not().or(&select(&wr_next, &full_next).not()),
+        None,
+    );
 
     // The issued step: picked operands (zero for the null step).
-    let both = Expr::cat_lanes(&picks);
+    let both = b.let_("picks", &Expr::cat_lanes(&picks));
     let a_steps: Vec<Expr> = ga.iter().flat_map(|x| (0..g).map(move |s| x.part(s * r * row_w, r * row_w))).collect();
     let b_steps: Vec<Expr> = gb.iter().flat_map(|x| (0..g).map(move |s| x.part(s * c * col_w, c * col_w))).collect();
     let step_a = b.let_("step_a", &select_onehot(&both, &a_steps));
@@ -598,7 +650,7 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     b.assign(&out_row, &oq_row);
 
     let top = b.finish()?;
-    Ok(Design { top: top.name.clone(), modules: vec![pe_mod, top] })
+    Ok(Design { top: top.name.clone(), modules: mul.into_iter().chain([pe_mod, top]).collect() })
 }
 
 /// The lanes of `a` and `b` with each lane zeroed when either operand of the
@@ -646,7 +698,7 @@ fn dot(m: &mut ModuleBuilder, a: &Expr, b: &Expr, p: &SystolicParams) -> Expr {
 /// moves down, the weights stay. A shadow weight register is written from the
 /// weight bus while the active one computes; the tile's first vector (`sw`)
 /// switches to the shadow as it passes.
-fn pe_ws(p: &SystolicParams) -> Result<Module, RtlError> {
+fn pe_ws(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, RtlError> {
     let (ab, bb, l, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.lanes, p.acc_bits);
     let mut m = ModuleBuilder::new("gpurtl_systolic_pe_ws");
     m.doc("Weight-stationary processing element of gpurtl_systolic (seed 004 §331).");
@@ -656,7 +708,7 @@ fn pe_ws(p: &SystolicParams) -> Result<Module, RtlError> {
         ElemType::NAMES[p.b_type as usize],
         p.pipeline + 1
     ));
-    let _clk = m.clock("clk_i");
+    let clk = m.clock("clk_i");
     let _rst = m.reset("rst_i");
     let a_i = m.input("a_i", l * ab, "A lanes from the left");
     let sw_i = m.input("sw_i", 1, "the tile's first vector: use and keep the shadow weights");
@@ -677,14 +729,20 @@ fn pe_ws(p: &SystolicParams) -> Result<Module, RtlError> {
     let (mut mac_a, mut mac_w, _) = gate_lanes(&mut m, &a_i, &w_use, p);
     // pipeline >= 2: the gated operands are registered, so the multiplier
     // sits alone between two registers.
-    if p.pipeline >= 2 {
-        mac_a = m.pipe("mac_a_q", &mac_a, &Expr::bit(true));
-        mac_w = m.pipe("mac_w_q", &mac_w, &Expr::bit(true));
-    }
-    let mut sum = dot(&mut m, &mac_a, &mac_w, p);
-    if p.pipeline >= 1 {
-        sum = m.pipe("sum_q", &sum, &Expr::bit(true));
-    }
+    let sum = if let Some(mm) = mul {
+        dsp_dot(&mut m, mm, &clk, &mac_a, &mac_w, p)
+    } else {
+        if p.pipeline >= 2 {
+            mac_a = m.pipe("mac_a_q", &mac_a, &Expr::bit(true));
+            mac_w = m.pipe("mac_w_q", &mac_w, &Expr::bit(true));
+        }
+        let sum = dot(&mut m, &mac_a, &mac_w, p);
+        if p.pipeline >= 1 {
+            m.pipe("sum_q", &sum, &Expr::bit(true))
+        } else {
+            sum
+        }
+    };
     // psum_i arrives `pipeline` cycles after a_i, with the product sum.
     let psum = m.pipe("psum_q", &psum_i.add(&sum), &Expr::bit(true));
     m.assign(&psum_o, &psum);
@@ -697,7 +755,8 @@ fn build_ws(p: &SystolicParams) -> Result<Design, RtlError> {
     let (ab, bb, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.acc_bits);
     let (slot, ch) = (p.slot_bits(), p.channel_bits);
     let row_w = l * ab;
-    let pe_mod = pe_ws(p)?;
+    let mul = dsp_mul(p)?;
+    let pe_mod = pe_ws(p, mul.as_ref())?;
     let mut b = ModuleBuilder::new(&p.top_name());
     b.doc("Systolic PE grid with zero skipping (gpurtl block `systolic`; seed 004 §318-343).");
     b.doc(format!(
@@ -863,7 +922,7 @@ fn build_ws(p: &SystolicParams) -> Result<Design, RtlError> {
     b.assign(&out_last, &outs[1]);
     b.assign(&out_valid, &valid);
     let top = b.finish()?;
-    Ok(Design { top: top.name.clone(), modules: vec![pe_mod, top] })
+    Ok(Design { top: top.name.clone(), modules: mul.into_iter().chain([pe_mod, top]).collect() })
 }
 
 /// The lowest set bit of `x`, one-hot (zero when none): a prefix OR, so it
@@ -891,4 +950,69 @@ fn gated_counter(b: &mut ModuleBuilder, p: &SystolicParams, useful: &Expr, valid
         b.next(&st_gated, &st_gated, None);
     }
     b.assign(port, &st_gated);
+}
+
+/// Operand width of the ECP5 DSP multiplier.
+const DSP_IN: u32 = 18;
+
+/// With `dsp = ecp5`: the multiplier module, one per PE lane. Its generic
+/// body registers both operands and the signed product (what simulation,
+/// lint and the other flows see); its ECP5 body is a MULT18X18D whose input
+/// and output registers are those two stages, which yosys does not infer.
+fn dsp_mul(p: &SystolicParams) -> Result<Option<Module>, RtlError> {
+    if p.dsp != "ecp5" {
+        return Ok(None);
+    }
+    let name = "gpurtl_systolic_mul";
+    let mut m = ModuleBuilder::new(name);
+    m.doc("Signed 18 x 18 multiplier with registered operands and product (two cycles).");
+    m.doc(format!("`gpurtl synth --target ecp5` reads {name}.ecp5.v instead: a MULT18X18D with those registers inside."));
+    let _clk = m.clock("clk_i");
+    let a_i = m.input("a_i", DSP_IN, "operand A, signed");
+    let b_i = m.input("b_i", DSP_IN, "operand B, signed");
+    let p_o = m.output("p_o", 2 * DSP_IN, "A x B of two cycles before, signed");
+    let a_q = m.pipe("a_q", &a_i, &Expr::bit(true));
+    let b_q = m.pipe("b_q", &b_i, &Expr::bit(true));
+    let prod = m.let_("prod", &a_q.smul(&b_q));
+    let p_q = m.pipe("p_q", &prod, &Expr::bit(true));
+    m.assign(&p_o, &p_q);
+    let pins = |pin: &str, sig: &str, n: u32| -> String {
+        (0..n).map(|i| format!(".{pin}{i}({sig}[{i}])")).collect::<Vec<_>>().join(", ")
+    };
+    let ecp5 = format!(
+        "// ECP5 body of {name}: one MULT18X18D with its operand registers\n\
+         // (REG_INPUTA_CLK, REG_INPUTB_CLK) and product register (REG_OUTPUT_CLK)\n\
+         // on CLK0, so both stages sit inside the DSP. Same ports and timing as\n\
+         // {name}.v, which is what simulation uses (there is no open MULT18X18D\n\
+         // simulation model); this file is checked by synthesis only.\n\
+         `default_nettype none\n\
+         module {name} (\n  input  wire        clk_i,\n  input  wire [17:0] a_i,\n  input  wire [17:0] b_i,\n  output wire [35:0] p_o\n);\n\
+         \x20 MULT18X18D #(\n    .REG_INPUTA_CLK(\"CLK0\"),\n    .REG_INPUTB_CLK(\"CLK0\"),\n    .REG_OUTPUT_CLK(\"CLK0\"),\n    .GSR(\"DISABLED\")\n  ) u_mult18 (\n\
+         \x20   {},\n    {},\n    .SIGNEDA(1'b1), .SIGNEDB(1'b1), .SOURCEA(1'b0), .SOURCEB(1'b0),\n\
+         \x20   .CLK0(clk_i), .CE0(1'b1), .RST0(1'b0),\n    {}\n  );\nendmodule\n`default_nettype wire\n",
+        pins("A", "a_i", DSP_IN),
+        pins("B", "b_i", DSP_IN),
+        pins("P", "p_o", 2 * DSP_IN)
+    );
+    m.alternative("ecp5", ecp5);
+    Ok(Some(m.finish()?))
+}
+
+/// The dot product of the gated lanes through one [`dsp_mul`] per lane: the
+/// products come out two cycles later, and their sum follows them.
+fn dsp_dot(m: &mut ModuleBuilder, mul: &Module, clk: &Expr, a: &Expr, b: &Expr, p: &SystolicParams) -> Expr {
+    let (ab, bb, pw, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.product_bits(), p.acc_bits);
+    let ext = |e: Expr, signed: bool| if signed { e.sext(DSP_IN) } else { e.zext(DSP_IN) };
+    let mut terms = Vec::new();
+    for lane in 0..p.lanes {
+        let x = ext(a.part(lane * ab, ab), p.a_type.signed());
+        let y = ext(b.part(lane * bb, bb), p.b_type.signed());
+        let prod = m.wire(&format!("dsp_p_l{lane}"), 2 * DSP_IN);
+        m.instance(mul, &format!("u_mul_l{lane}"), &[("clk_i", clk.clone()), ("a_i", x), ("b_i", y), ("p_o", prod.clone())]);
+        m.waive_unused(&prod, "the product of two slot-sized operands never reaches the upper bits");
+        let v = prod.part(0, pw);
+        terms.push(if p.signed() { v.sext(acc_w) } else { v.zext(acc_w) });
+    }
+    let sum = terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t));
+    m.let_("prod_sum", &sum)
 }

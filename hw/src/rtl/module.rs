@@ -75,6 +75,12 @@ pub struct Module {
     pub instances: Vec<Instance>,
     pub clock: Option<SigId>,
     pub reset: Option<SigId>,
+    /// Hand-mapped bodies for one FPGA family's flow: (target, the whole
+    /// module in Verilog, same name and ports). Simulation, lint and every
+    /// other flow use the generic body built here; the target's synthesis
+    /// flow reads the alternative instead (e.g. a vendor DSP primitive with
+    /// its internal registers, which yosys does not infer).
+    pub alternatives: Vec<(String, String)>,
 }
 
 impl Module {
@@ -133,6 +139,7 @@ impl ModuleBuilder {
                 instances: Vec::new(),
                 clock: None,
                 reset: None,
+                alternatives: Vec::new(),
             },
             namer: Namer::default(),
             problems: Vec::new(),
@@ -147,6 +154,12 @@ impl ModuleBuilder {
 
     pub fn doc(&mut self, line: impl Into<String>) {
         self.m.doc.push(line.into());
+    }
+
+    /// A hand-mapped body of this module for `target`'s synthesis flow (see
+    /// [`Module::alternatives`]); it must keep the module's name and ports.
+    pub fn alternative(&mut self, target: &str, verilog: String) {
+        self.m.alternatives.push((target.to_string(), verilog));
     }
 
     fn add(&mut self, name: &str, width: u32, kind: SigKind, reset: Option<BigUint>, doc: &str) -> Expr {
