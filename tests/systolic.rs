@@ -37,14 +37,15 @@ fn point(name: &str) -> SystolicParams {
         "dense" => SystolicParams { rows: 2, cols: 3, pipeline: 0, gating: false, load_filter: false, rowcol_skip: false, a_type: ElemType::U2, b_type: ElemType::I2, acc_bits: 8, ..d },
         ws if ws.starts_with("ws-") => SystolicParams { dataflow: "ws".into(), ..point(&ws[3..]) },
         dsp if dsp.starts_with("dsp-") => SystolicParams { dsp: "ecp5".into(), ..point(&dsp[4..]) },
+        split if split.starts_with("split-") => SystolicParams { pipeline: 3, ..point(&split[6..]) },
         _ => unreachable!(),
     }
 }
 
 /// Every test point, output-stationary and weight-stationary.
-const POINTS: [&str; 12] = [
+const POINTS: [&str; 15] = [
     "1x1", "3x5", "8x8", "int4x4", "dense", "ws-1x1", "ws-3x5", "ws-8x8", "ws-int4x4", "ws-dense", "dsp-int4x4",
-    "ws-dsp-3x5",
+    "ws-dsp-3x5", "split-3x5", "ws-split-dense", "split-1x1",
 ];
 
 fn cosim(name: &str) {
@@ -109,6 +110,20 @@ fn cosim_dsp_int4_lanes4() {
 #[test]
 fn cosim_ws_dsp_3x5_mixed_i8_u4_lanes2() {
     cosim("ws-dsp-3x5")
+}
+/// `pipeline = 3`: each multiply split into half products (mixed signedness,
+/// 2-bit elements).
+#[test]
+fn cosim_split_multiplier_3x5_mixed_i8_u4() {
+    cosim("split-3x5")
+}
+#[test]
+fn cosim_split_multiplier_1x1_i8() {
+    cosim("split-1x1")
+}
+#[test]
+fn cosim_ws_split_multiplier_int2() {
+    cosim("ws-split-dense")
 }
 #[test]
 fn cosim_ws_1x1() {

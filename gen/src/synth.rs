@@ -139,7 +139,13 @@ pub fn table(dir: &Path) -> Result<String, CliError> {
         return Err(CliError::Bad(format!("directory `{}`: must hold <run>/synth-report.json files from `gpurtl synth`", dir.display())));
     }
     let order = |t: &str| ["generic", "ice40", "ecp5"].iter().position(|x| *x == t).unwrap_or(9);
-    reports.sort_by_key(|r| (r["block"].as_str().unwrap_or("").to_string(), order(r["target"].as_str().unwrap_or(""))));
+    reports.sort_by_key(|r| {
+        (
+            r["block"].as_str().unwrap_or("").to_string(),
+            r["changed_params"].as_str().unwrap_or("").to_string(),
+            order(r["target"].as_str().unwrap_or("")),
+        )
+    });
     let mut s = String::from("| block | target | logic | flip-flops | DSP / RAM | Fmax (constraint) |\n| --- | --- | ---: | ---: | ---: | ---: |\n");
     for r in &reports {
         let u = &r["utilization"];
@@ -159,7 +165,12 @@ pub fn table(dir: &Path) -> Result<String, CliError> {
             (Some(f), _) => format!("{f:.1} MHz ({} MHz)", r["clock_mhz"]),
             _ => "-".into(),
         };
-        s.push_str(&format!("| {} | {} | {logic} | {ffs} | {hard} | {fmax} |\n", r["block"].as_str().unwrap_or(""), r["target"].as_str().unwrap_or("")));
+        let changed = r["changed_params"].as_str().filter(|c| !c.is_empty()).map(|c| format!(" ({c})")).unwrap_or_default();
+        s.push_str(&format!(
+            "| {}{changed} | {} | {logic} | {ffs} | {hard} | {fmax} |\n",
+            r["block"].as_str().unwrap_or(""),
+            r["target"].as_str().unwrap_or("")
+        ));
     }
     Ok(s)
 }
@@ -186,6 +197,7 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
     let top = design.top.clone();
     let mut report = json!({
         "block": b.name(),
+        "changed_params": changed_params(&b.defaults(), params),
         "params": params,
         "target": o.target.name(),
         "top": top,
@@ -280,4 +292,14 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
         }
     }
     Ok(report)
+}
+
+/// `k=v` for each parameter that differs from the block's default, in key
+/// order: what sets a run apart in the table.
+fn changed_params(defaults: &Value, params: &Value) -> String {
+    let Some(p) = params.as_object() else { return String::new() };
+    let mut keys: Vec<&String> = p.keys().filter(|k| defaults.get(k.as_str()) != p.get(k.as_str())).collect();
+    keys.sort();
+    let show = |v: &Value| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+    keys.iter().map(|k| format!("{k}={}", show(&p[k.as_str()]))).collect::<Vec<_>>().join(", ")
 }

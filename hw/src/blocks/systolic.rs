@@ -137,7 +137,11 @@ impl BlockParams for SystolicParams {
             ParamInfo { name: "gating", kind: ParamKind::Bool, doc: "PE gating of zero-operand products" },
             ParamInfo { name: "load_filter", kind: ParamKind::Bool, doc: "skip all-zero k-steps" },
             ParamInfo { name: "rowcol_skip", kind: ParamKind::Bool, doc: "sequencer skips all-zero A rows / B columns" },
-            ParamInfo { name: "pipeline", kind: int(0, 2), doc: "extra register stages in each PE's multiply-accumulate" },
+            ParamInfo {
+                name: "pipeline",
+                kind: int(0, 3),
+                doc: "extra register stages in each PE's multiply-accumulate (3 splits the multiplier, for LUT-only FPGAs)",
+            },
             ParamInfo {
                 name: "dsp",
                 kind: ParamKind::Choice(&["infer", "ecp5"]),
@@ -222,8 +226,11 @@ impl BlockParams for SystolicParams {
                 },
             ),
             ("dense", SystolicParams { load_filter: false, rowcol_skip: false, ..d.clone() }),
-            // A 4x4 grid that fits an iCE40-HX8K: 6,989 of 7,680 logic cells.
-            ("hx8k", SystolicParams { group: 2, ..d.clone() }),
+            // A 4x4 grid for an iCE40-HX8K: a load-filter window of 2 so that it
+            // fits (7,027 of 7,680 logic cells), the multiplier split for LUTs.
+            ("hx8k", SystolicParams { group: 2, pipeline: 3, ..d.clone() }),
+            // The ECP5 multipliers with their registers inside the DSP blocks.
+            ("ecp5", SystolicParams { dsp: "ecp5".into(), ..d.clone() }),
             ("ws", SystolicParams { dataflow: "ws".into(), ..d }),
         ]
     }
@@ -276,6 +283,15 @@ fn pe(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, RtlError> {
     }
     let sum = match mul {
         Some(mm) => dsp_dot(&mut m, mm, &clk, &mac_a, &mac_b, p),
+        None if p.pipeline >= 3 => {
+            // The half products take a stage of their own.
+            let vq = m.reg("mac2_valid_q", 1, 0);
+            m.next(&vq, &mac_v, None);
+            mac_v = vq;
+            mac_l = m.pipe("mac2_last_q", &mac_l, &Expr::bit(true));
+            any_nz = m.pipe("mac2_nz_q", &any_nz, &Expr::bit(true));
+            split_dot(&mut m, &mac_a, &mac_b, p)
+        }
         None => dot(&mut m, &mac_a, &mac_b, p),
     };
     // Gating: the accumulator holds when no lane multiplies (unless the tile ends).
@@ -634,8 +650,9 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let rows: Vec<Expr> = results.iter().map(|row| Expr::cat_lanes(row)).collect();
     let oq_data = b.pipe("out_data_q", &select(&out_row_q, &rows), &take_row);
     let oq_row = b.pipe("out_row_index_q", &out_row_q, &take_row);
-    // A tile is in flight until its last row is transferred.
-    let tile_out = out_fire.and(&oq_row.eq_lit((r - 1) as u64));
+    // A tile is in flight until its last row moves into the output register:
+    // then its result registers are free for the next tile.
+    let tile_out = take_row.and(&last_row);
     let tile_in = issue.and(&cand_end);
     let one = Expr::lit(2, 1);
     b.next(
@@ -736,7 +753,7 @@ fn pe_ws(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, RtlError> {
             mac_a = m.pipe("mac_a_q", &mac_a, &Expr::bit(true));
             mac_w = m.pipe("mac_w_q", &mac_w, &Expr::bit(true));
         }
-        let sum = dot(&mut m, &mac_a, &mac_w, p);
+        let sum = if p.pipeline >= 3 { split_dot(&mut m, &mac_a, &mac_w, p) } else { dot(&mut m, &mac_a, &mac_w, p) };
         if p.pipeline >= 1 {
             m.pipe("sum_q", &sum, &Expr::bit(true))
         } else {
@@ -1015,4 +1032,35 @@ fn dsp_dot(m: &mut ModuleBuilder, mul: &Module, clk: &Expr, a: &Expr, b: &Expr, 
     }
     let sum = terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t));
     m.let_("prod_sum", &sum)
+}
+
+/// The dot product with each multiply split in two (`pipeline = 3`, for
+/// FPGAs without multipliers): A times the low and the high half of B, each
+/// half product registered, then `hi << half + lo` summed over the lanes.
+fn split_dot(m: &mut ModuleBuilder, a: &Expr, b: &Expr, p: &SystolicParams) -> Expr {
+    let (ab, bb, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.acc_bits);
+    let (a_s, b_s) = (p.a_type.signed(), p.b_type.signed());
+    let h = bb / 2;
+    // x (signed if `xs`) times y (signed if `ys`), extended to acc_bits.
+    let product = |x: &Expr, xs: bool, y: &Expr, ys: bool| -> (Expr, bool) {
+        let (xw, yw) = (x.width(), y.width());
+        match (xs, ys) {
+            (true, true) => (x.smul(y), true),
+            (true, false) => (x.smul(&y.zext(yw + 1)), true),
+            (false, true) => (x.zext(xw + 1).smul(y), true),
+            (false, false) => (x.zext(xw + yw).mul(&y.zext(xw + yw)), false),
+        }
+    };
+    let mut terms = Vec::new();
+    for lane in 0..p.lanes {
+        let (x, y) = (a.part(lane * ab, ab), b.part(lane * bb, bb));
+        let (lo, lo_s) = product(&x, a_s, &y.part(0, h), false);
+        let (hi, hi_s) = product(&x, a_s, &y.part(h, bb - h), b_s);
+        let lo = m.pipe(&format!("pp_lo_l{lane}_q"), &lo, &Expr::bit(true));
+        let hi = m.pipe(&format!("pp_hi_l{lane}_q"), &hi, &Expr::bit(true));
+        let ext = |e: &Expr, signed: bool| if signed { e.sext(acc_w) } else { e.zext(acc_w) };
+        let hi_shifted = Expr::cat_lanes(&[Expr::zero(h), ext(&hi, hi_s).part(0, acc_w - h)]);
+        terms.push(m.let_(&format!("prod_l{lane}"), &hi_shifted.add(&ext(&lo, lo_s))));
+    }
+    terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t))
 }

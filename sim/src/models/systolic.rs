@@ -17,7 +17,8 @@
 //!              not issued its tile-ending step
 //! tile-ending: group `last` and no other useful step left (or null step)
 //! a tile-ending candidate waits while an earlier tile is in flight
-//!              (cycles s+1 ..= its last row transfer)
+//!              (cycles s+1 ..= its last row transfer - 1: the last row
+//!              has moved into the output register)
 //! tile ending at s: row r ready at s + r + C + 1 + pipeline; transferred at
 //!              max(ready + 1, previous row transfer + 1) (the output
 //!              register); all R rows go out
@@ -470,7 +471,7 @@ fn simulate(cfg: &Config, tiles: &[Tile]) -> (u64, u64, u64, u64) {
     let present: u64 = groups.iter().map(|g| g.steps.len() as u64).sum();
     let mut next = 0;
     let mut held: Option<Held> = None;
-    // (tile-ending issue cycle, last row transfer cycle) of every ended tile.
+    // (tile-ending issue cycle, last in-flight cycle) of every ended tile.
     let mut ended: Vec<(u64, u64)> = Vec::new();
     let mut last_transfer: Option<u64> = None;
     let (mut useful_macs, mut gated, mut issued_steps) = (0u64, 0u64, 0u64);
@@ -509,7 +510,8 @@ fn simulate(cfg: &Config, tiles: &[Tile]) -> (u64, u64, u64, u64) {
                                 };
                                 last_transfer = Some(t);
                             }
-                            ended.push((s, last_transfer.unwrap()));
+                            // Free once the last row is in the output register.
+                            ended.push((s, last_transfer.unwrap() - 1));
                         }
                         ready = h.nothing_remains();
                     }
@@ -967,22 +969,22 @@ mod tests {
     #[test]
     fn cycles_second_tile_waits_for_first_to_drain() {
         // 1x1 grid, K = 2, two tiles (rows 0 and 1).
-        // Tile 0: accept 0, issues 1, 2 (ending), row ready at 4, out at 5
-        // (output register): in flight 3..=5.
-        // Tile 1: accepted at 2, step 0 at 3, ending step waits at 4 and 5,
-        // issues at 6, row ready at 6+0+1+1 = 8, out at 9.
+        // Tile 0: accept 0, issues 1, 2 (ending), row ready at 4, into the
+        // output register at 4, out at 5: in flight 3..=4.
+        // Tile 1: accepted at 2, step 0 at 3, ending step waits at 4, issues
+        // at 5, row ready at 5+0+1+1 = 7, out at 8.
         let o = run(&cfg(1, 1), &gemm(vec![vec![1, 2], vec![3, 4]], vec![vec![1], vec![1]]));
         assert_eq!(o.c, vec![vec![3], vec![7]]);
-        assert_eq!(o.cycles, 1 + 9);
-        // K = 4: tile 0 out at 7 (in flight 6..=7); tile 1's ending step
+        assert_eq!(o.cycles, 1 + 8);
+        // K = 4: tile 0 out at 7 (in flight 5..=6); tile 1's ending step
         // comes at 8, no wait: out at 11.
         let o = run(&cfg(1, 1), &gemm(vec![vec![1; 4], vec![1; 4]], vec![vec![1]; 4]));
         assert_eq!(o.cycles, 1 + 11);
         // 2x2 grid, K = 1, two column tiles: tile 0 ends at 1, rows ready at
-        // 4, 5, out at 5, 6; tile 1 accepted at 1, ending waits until 7, rows
-        // out at 11, 12.
+        // 4, 5, out at 5, 6 (in flight 2..=5); tile 1 accepted at 1, ending
+        // waits until 6, rows ready at 9, 10, out at 10, 11.
         let o = run(&cfg(2, 2), &gemm(vec![vec![1], vec![1]], vec![vec![1, 1, 1]]));
-        assert_eq!(o.cycles, 1 + 12);
+        assert_eq!(o.cycles, 1 + 11);
     }
 
     #[test]

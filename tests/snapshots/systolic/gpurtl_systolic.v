@@ -686,7 +686,7 @@ module gpurtl_systolic (
       row_ready_q <= (row_ready_q & ~{take_row & (out_row_q == 2'd3), take_row & (out_row_q == 2'd2), take_row & (out_row_q == 2'd1), take_row & (out_row_q == 2'd0)}) | {pe_3_3_done, pe_2_3_done, pe_1_3_done, pe_0_3_done};
       if (take_row) out_row_q <= last_row ? 2'd0 : (out_row_q + 2'd1);
       out_valid_q <= take_row | (out_valid_q & ~out_fire);
-      inflight_q <= (issue & cand_end) ? ((out_fire & (out_row_index_q == 2'd3)) ? inflight_q : (inflight_q + 2'd1)) : (out_fire & (out_row_index_q == 2'd3)) ? (inflight_q - 2'd1) : inflight_q;
+      inflight_q <= (issue & cand_end) ? ((take_row & last_row) ? inflight_q : (inflight_q + 2'd1)) : (take_row & last_row) ? (inflight_q - 2'd1) : inflight_q;
     end
   end
 
