@@ -54,6 +54,8 @@ impl Target {
 
 const ICE40_PCF: &str = include_str!("../../constraints/ice40-hx8k.pcf");
 const ECP5_LPF: &str = include_str!("../../constraints/ecp5-25k.lpf");
+/// The clock line of `constraints/ecp5-25k.lpf`, replaced by `--clock-mhz`.
+const LPF_DEFAULT_FREQUENCY: &str = "FREQUENCY PORT \"clk_i\" 100 MHZ;";
 const SDC: &str = include_str!("../../constraints/gpurtl.sdc");
 
 /// The make target that installs `tool`.
@@ -231,7 +233,10 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
                 emit::write_atomic(&dir.join("ice40-hx8k.pcf"), ICE40_PCF.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
                 cmd.args(["--hx8k", "--package", "ct256", "--pcf", "ice40-hx8k.pcf", "--asc", &format!("{top}.asc")]);
             } else {
-                emit::write_atomic(&dir.join("ecp5-25k.lpf"), ECP5_LPF.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
+                // nextpnr-ecp5 times against the LPF's FREQUENCY over --freq,
+                // so the copy beside the run carries the requested clock.
+                let lpf = ECP5_LPF.replace(LPF_DEFAULT_FREQUENCY, &format!("FREQUENCY PORT \"clk_i\" {} MHZ;", o.clock_mhz));
+                emit::write_atomic(&dir.join("ecp5-25k.lpf"), lpf.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
                 cmd.args(["--25k", "--package", "CABGA256", "--lpf", "ecp5-25k.lpf", "--lpf-allow-unconstrained", "--textcfg", &format!("{top}.config")]);
             }
             let pnr_log = dir.join(format!("{top}.pnr.log"));

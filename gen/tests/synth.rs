@@ -71,6 +71,11 @@ fn ecp5_flow_reports_luts_and_dsps() {
     // One multiplier per PE goes into a DSP block (and nothing else does).
     assert_eq!(r["utilization"]["MULT18X18D"]["used"].as_u64(), Some(2), "{r}");
     assert!(r["fmax_mhz"].as_f64().unwrap() > 20.0);
+    // The placer times against the requested clock, not the LPF's default.
+    let lpf = std::fs::read_to_string(o.join("ecp5-25k.lpf")).unwrap();
+    assert!(lpf.contains("FREQUENCY PORT \"clk_i\" 20 MHZ;"), "{lpf}");
+    let log = std::fs::read_to_string(o.join("gpurtl_systolic_synth_wrap.pnr.log")).unwrap();
+    assert!(log.contains("constraining clock net 'clk_i' to 20.00 MHz"), "{log}");
 }
 
 /// `dsp=ecp5`: the flow reads the multiplier's hand-mapped ECP5 body, so each

@@ -223,6 +223,16 @@ impl Compiled {
         })
     }
 
+    /// A new instance, tracing to a VCD at `vcd` when given (a testbench's
+    /// first step).
+    pub fn start(&self, vcd: Option<&std::path::Path>) -> Result<Sim, CosimError> {
+        let mut sim = self.instantiate()?;
+        if let Some(path) = vcd {
+            sim.trace_vcd(path)?;
+        }
+        Ok(sim)
+    }
+
     /// Resolves a port by its Verilog name.
     pub fn port(&self, name: &str) -> Result<PortHandle, CosimError> {
         let index = *self

@@ -226,9 +226,10 @@ impl BlockParams for SystolicParams {
                 },
             ),
             ("dense", SystolicParams { load_filter: false, rowcol_skip: false, ..d.clone() }),
-            // A 4x4 grid for an iCE40-HX8K: a load-filter window of 2 so that it
-            // fits (7,027 of 7,680 logic cells), the multiplier split for LUTs.
-            ("hx8k", SystolicParams { group: 2, pipeline: 3, ..d.clone() }),
+            // A 4x4 grid for an iCE40-HX8K at 100 MHz: a load-filter window of 2,
+            // the multiplier split for LUTs and 24-bit accumulators (exact for
+            // K <= 256 int8 products), so that it fits with room to route.
+            ("hx8k", SystolicParams { group: 2, pipeline: 3, acc_bits: 24, ..d.clone() }),
             // The ECP5 multipliers with their registers inside the DSP blocks.
             ("ecp5", SystolicParams { dsp: "ecp5".into(), ..d.clone() }),
             ("ws", SystolicParams { dataflow: "ws".into(), ..d }),
@@ -329,13 +330,7 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let ch = p.channel_bits;
     let mul = dsp_mul(p)?;
     let pe_mod = pe(p, mul.as_ref())?;
-    let mut b = ModuleBuilder::new(&p.top_name());
-    b.doc("Systolic PE grid with zero skipping (gpurtl block `systolic`; seed 004 §318-343).");
-    b.doc(format!(
-        "{r} x {c} output-stationary PEs, {l} lane(s), {} x {}, {acc_w}-bit accumulators; {g} k-steps per input transfer.",
-        ElemType::NAMES[p.a_type as usize],
-        ElemType::NAMES[p.b_type as usize]
-    ));
+    let mut b = grid_builder(p, "output-stationary", &format!("{acc_w}-bit accumulators; {g} k-steps per input transfer"));
     b.doc(format!(
         "PE gating {}, load filter {}. Behaviour and timing: docs/systolic.md.",
         if p.gating { "on" } else { "off" },
@@ -406,13 +401,16 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // Input register: the group lands here first; its useful flags and skip
     // count are worked out from registers, off the input pins' paths.
     let inq_valid = b.reg("in_valid_q", 1, 0);
-    let inq_a = b.pipe("in_a_q", &packed_a, &accept);
-    let inq_b = b.pipe("in_b_q", &packed_b, &accept);
-    let inq_last = b.pipe("in_last_q", &in_last, &accept);
-    let take = b.let_("take", &inq_valid.and(&wr_full.not()));
     // in_ready_o = !in_valid_q | take, kept as a register of its own (worked
-    // out from the next states), so the accept enable starts at a flip-flop.
+    // out from the next states). It is also the input register's load
+    // enable: whenever the register may take a group it samples the pins,
+    // and what it samples without an accept is never used. So the wide
+    // enable comes straight from a flip-flop.
     let in_ready_q = b.reg("in_ready_q", 1, 1);
+    let inq_a = b.pipe("in_a_q", &packed_a, &in_ready_q);
+    let inq_b = b.pipe("in_b_q", &packed_b, &in_ready_q);
+    let inq_last = b.pipe("in_last_q", &in_last, &in_ready_q);
+    let take = b.let_("take", &inq_valid.and(&wr_full.not()));
     b.assign(&in_ready, &in_ready_q);
     let inq_valid_next = b.let_("in_valid_next", &accept.or(&inq_valid.and(&take.not())));
     b.next(&inq_valid, &inq_valid_next, None);
@@ -432,15 +430,18 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         present.push(here);
         useful.push(u);
     }
-    let useful_in = b.pipe("in_useful_q", &Expr::cat_lanes(&useful), &accept);
-    let present_in = b.pipe("in_present_q", &Expr::cat_lanes(&present), &accept);
+    let useful_in = b.pipe("in_useful_q", &Expr::cat_lanes(&useful), &in_ready_q);
+    let present_in = b.pipe("in_present_q", &Expr::cat_lanes(&present), &in_ready_q);
     let sw = bits_for(g as u64);
     let bits = |v: &Expr| (0..g).map(|i| v.bit_at(i)).collect::<Vec<_>>();
     let skipped_now = popcount(&bits(&present_in), sw).sub(&popcount(&bits(&useful_in), sw));
 
     let load: Vec<Expr> = (0..2).map(|k| b.let_(&format!("bank{k}_load"), &take.and(&wr.eq_lit(k)))).collect();
-    let ga: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_a_q"), &inq_a, &load[k as usize])).collect();
-    let gb: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_b_q"), &inq_b, &load[k as usize])).collect();
+    // A bank that is not full is not in use: it copies the input register
+    // every cycle, so its wide enable is a flip-flop (`!full`) rather than
+    // the load decision.
+    let ga: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_a_q"), &inq_a, &full[k].not())).collect();
+    let gb: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_b_q"), &inq_b, &full[k].not())).collect();
     let wr_next = b.let_("write_bank_next", &take.mux(&wr.not(), &wr));
     b.next(&wr, &wr_next, None);
 
@@ -774,13 +775,7 @@ fn build_ws(p: &SystolicParams) -> Result<Design, RtlError> {
     let row_w = l * ab;
     let mul = dsp_mul(p)?;
     let pe_mod = pe_ws(p, mul.as_ref())?;
-    let mut b = ModuleBuilder::new(&p.top_name());
-    b.doc("Systolic PE grid with zero skipping (gpurtl block `systolic`; seed 004 §318-343).");
-    b.doc(format!(
-        "{r} x {c} weight-stationary PEs, {l} lane(s), {} x {}, {acc_w}-bit partial sums.",
-        ElemType::NAMES[p.a_type as usize],
-        ElemType::NAMES[p.b_type as usize]
-    ));
+    let mut b = grid_builder(p, "weight-stationary", &format!("{acc_w}-bit partial sums"));
     b.doc(format!(
         "PE gating {}. A tile is {r} weight rows, then A vectors; one output row per vector. Behaviour and timing: docs/systolic.md.",
         if p.gating { "on" } else { "off" }
@@ -1063,4 +1058,20 @@ fn split_dot(m: &mut ModuleBuilder, a: &Expr, b: &Expr, p: &SystolicParams) -> E
         terms.push(m.let_(&format!("prod_l{lane}"), &hi_shifted.add(&ext(&lo, lo_s))));
     }
     terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t))
+}
+
+/// The top module's builder with its first two doc lines: what the block is,
+/// and the grid (`dataflow` PEs, lanes, types, then `tail`).
+fn grid_builder(p: &SystolicParams, dataflow: &str, tail: &str) -> ModuleBuilder {
+    let mut b = ModuleBuilder::new(&p.top_name());
+    b.doc("Systolic PE grid with zero skipping (gpurtl block `systolic`; seed 004 §318-343).");
+    b.doc(format!(
+        "{} x {} {dataflow} PEs, {} lane(s), {} x {}, {tail}.",
+        p.rows,
+        p.cols,
+        p.lanes,
+        ElemType::NAMES[p.a_type as usize],
+        ElemType::NAMES[p.b_type as usize]
+    ));
+    b
 }

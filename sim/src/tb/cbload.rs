@@ -147,10 +147,7 @@ pub fn run(
     env: Option<Env>,
     vcd: Option<&Path>,
 ) -> Result<(Outcome, RunStats), CosimError> {
-    let mut sim = compiled.instantiate()?;
-    if let Some(path) = vcd {
-        sim.trace_vcd(path)?;
-    }
+    let mut sim = compiled.start(vcd)?;
     let p = Ports::find(&sim)?;
     let mut rng = Rng::new(env.map_or(0, |e| e.seed));
     let stall = |pct: fn(&Env) -> u32, rng: &mut Rng| env.is_some_and(|e| rng.chance(pct(&e)));

@@ -100,10 +100,7 @@ pub fn run(
     stalls: Option<Stalls>,
     vcd: Option<&Path>,
 ) -> Result<(Output, RunStats), CosimError> {
-    let mut sim = compiled.instantiate()?;
-    if let Some(path) = vcd {
-        sim.trace_vcd(path)?;
-    }
+    let mut sim = compiled.start(vcd)?;
     let p = Ports::find(&sim)?;
     let mut rng = stalls.map(|s| Rng::new(s.seed));
     let lanes = width / 8;

@@ -90,10 +90,7 @@ fn run_os(
     env: Option<Env>,
     vcd: Option<&Path>,
 ) -> Result<(Outcome, RunStats), CosimError> {
-    let mut sim = compiled.instantiate()?;
-    if let Some(path) = vcd {
-        sim.trace_vcd(path)?;
-    }
+    let mut sim = compiled.start(vcd)?;
     let s = &sim;
     let p = Ports {
         rst: s.port("rst_i")?,
@@ -244,10 +241,7 @@ fn run_ws(
     env: Option<Env>,
     vcd: Option<&Path>,
 ) -> Result<(Outcome, RunStats), CosimError> {
-    let mut sim = compiled.instantiate()?;
-    if let Some(path) = vcd {
-        sim.trace_vcd(path)?;
-    }
+    let mut sim = compiled.start(vcd)?;
     let s = &sim;
     let (rst, w_valid, w_ready, w_in) = (s.port("rst_i")?, s.port("w_valid_i")?, s.port("w_ready_o")?, s.port("w_i")?);
     let (a_valid, a_ready, a_in, a_last) =

@@ -59,11 +59,11 @@ module gpurtl_systolic (
   reg          bank0_need_end_q;
   reg          bank1_need_end_q;
   reg          in_valid_q;
+  reg          in_ready_q;
   reg  [255:0] in_a_q;
   reg  [255:0] in_b_q;
   reg          in_last_q;
   wire         take;
-  reg          in_ready_q;
   wire         in_valid_next;
   reg  [7:0]   in_useful_q;
   reg  [7:0]   in_present_q;
@@ -691,7 +691,7 @@ module gpurtl_systolic (
   end
 
   always @(posedge clk_i) begin
-    if (accept) begin
+    if (in_ready_q) begin
       in_a_q <= {{in_a_i[255:248], in_a_i[247:240], in_a_i[239:232], in_a_i[231:224]}, {in_a_i[223:216], in_a_i[215:208], in_a_i[207:200], in_a_i[199:192]}, {in_a_i[191:184], in_a_i[183:176], in_a_i[175:168], in_a_i[167:160]}, {in_a_i[159:152], in_a_i[151:144], in_a_i[143:136], in_a_i[135:128]}, {in_a_i[127:120], in_a_i[119:112], in_a_i[111:104], in_a_i[103:96]}, {in_a_i[95:88], in_a_i[87:80], in_a_i[79:72], in_a_i[71:64]}, {in_a_i[63:56], in_a_i[55:48], in_a_i[47:40], in_a_i[39:32]}, {in_a_i[31:24], in_a_i[23:16], in_a_i[15:8], in_a_i[7:0]}};
       in_b_q <= {{in_b_i[255:248], in_b_i[247:240], in_b_i[239:232], in_b_i[231:224]}, {in_b_i[223:216], in_b_i[215:208], in_b_i[207:200], in_b_i[199:192]}, {in_b_i[191:184], in_b_i[183:176], in_b_i[175:168], in_b_i[167:160]}, {in_b_i[159:152], in_b_i[151:144], in_b_i[143:136], in_b_i[135:128]}, {in_b_i[127:120], in_b_i[119:112], in_b_i[111:104], in_b_i[103:96]}, {in_b_i[95:88], in_b_i[87:80], in_b_i[79:72], in_b_i[71:64]}, {in_b_i[63:56], in_b_i[55:48], in_b_i[47:40], in_b_i[39:32]}, {in_b_i[31:24], in_b_i[23:16], in_b_i[15:8], in_b_i[7:0]}};
       in_last_q <= in_last_i;
@@ -701,14 +701,14 @@ module gpurtl_systolic (
   end
 
   always @(posedge clk_i) begin
-    if (bank0_load) begin
+    if (~bank0_full_q) begin
       bank0_a_q <= in_a_q;
       bank0_b_q <= in_b_q;
     end
   end
 
   always @(posedge clk_i) begin
-    if (bank1_load) begin
+    if (~bank1_full_q) begin
       bank1_a_q <= in_a_q;
       bank1_b_q <= in_b_q;
     end
