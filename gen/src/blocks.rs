@@ -62,7 +62,7 @@ pub fn all() -> Vec<&'static dyn Block> {
         build: gpurtl_hw::blocks::cbload::build,
     };
     static SYSTOLIC: Typed<gpurtl_hw::blocks::systolic::SystolicParams> = Typed {
-        summary: "systolic PE grid (output-stationary) with PE gating, load filter and row/column skip",
+        summary: "systolic PE grid (output- or weight-stationary) with PE gating, load filter and row/column skip",
         build: gpurtl_hw::blocks::systolic::build,
     };
     vec![&COMPRESS, &CBLOAD, &SYSTOLIC]
