@@ -202,8 +202,8 @@ fn svg(title: &str, logic_name: &str, pts: &[(String, Option<u64>, Option<f64>)]
     }
     let cy = t + ph - ph * clock / fmax;
     s.push_str(&format!(
-        "<line x1=\"{l}\" y1=\"{cy}\" x2=\"{}\" y2=\"{cy}\" stroke=\"#d62728\" stroke-dasharray=\"5,4\"/>\n<text x=\"{}\" y=\"{}\" fill=\"#d62728\">constraint {clock} MHz</text>\n",
-        l + pw, l + 4.0, cy - 4.0
+        "<line x1=\"{l}\" y1=\"{cy}\" x2=\"{}\" y2=\"{cy}\" stroke=\"#d62728\" stroke-dasharray=\"5,4\"/>\n<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#d62728\" stroke=\"white\" stroke-width=\"4\" paint-order=\"stroke\">constraint {clock} MHz</text>\n",
+        l + pw, l + pw - 4.0, cy - 5.0
     ));
     s.push_str(&format!(
         "<text x=\"20\" y=\"{}\" transform=\"rotate(-90 20 {})\" text-anchor=\"middle\" fill=\"#1f77b4\">{}</text>\n<text x=\"{}\" y=\"{}\" transform=\"rotate(90 {} {})\" text-anchor=\"middle\" fill=\"#d62728\">Fmax (MHz)</text>\n</svg>\n",
