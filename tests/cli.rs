@@ -162,6 +162,17 @@ fn run_options() {
         &["run", "compress", "--input", &i, "--output", "o.json", "--engine", "spice"],
         "error: option `--engine` = `spice`: must be model or rtl\n",
     );
+    // An option the command does not read is an error, not silently dropped.
+    bad(&["gen", "compress", "--seed", "3", "-o", "x"], "error: option `--seed` is not used by `gen`; see `gpurtl help`\n");
+    bad(&["prune", "--preset", "wide"], "error: option `--preset` is not used by `prune`; see `gpurtl help`\n");
+    bad(
+        &["run", "compress", "--input", &i, "--output", "o.json", "--target", "ice40"],
+        "error: option `--target` is not used by `run`; see `gpurtl help`\n",
+    );
+    bad(
+        &["synth", "compress", "--target", "generic", "--seed", "-1"],
+        "error: option `--seed` = `-1`: must be an integer from 0 to 2147483647\n",
+    );
     bad(
         &["run", "compress", "--input", "/nonexistent/in.json", "--output", "o.json"],
         "error: input file `/nonexistent/in.json`: cannot be read: No such file or directory (os error 2)\n",

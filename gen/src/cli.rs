@@ -17,10 +17,10 @@ commands:
                                run a workload through the golden model or the RTL
   lint BLOCK                   verilator --lint-only -Wall and yosys synth + check -assert
   bench BLOCK [--json FILE]    measure the block's figures (table + JSON)
-  synth BLOCK --target generic|ice40|ecp5 [--clock-mhz F] [-o DIR]
+  synth BLOCK --target generic|ice40|ecp5 [--clock-mhz F] [--seed N] [-o DIR]
                                yosys (+ nextpnr) report: cells, LUTs, FFs, DSPs, Fmax
   synth-table DIR              Markdown table of the synth reports under DIR
-  sweep BLOCK --param K=V1,V2,... [--zip] --target T [-o DIR]
+  sweep BLOCK --param K=V1,V2,... [--zip] --target T [--clock-mhz F] [--seed N] [-o DIR]
                                synth per point in parallel; CSV, JSON and an SVG plot
   prune --input IN.json --output OUT.json --block N --threshold T
                                block pruning (seed 004 §369) of the `a` and `b`
@@ -86,8 +86,11 @@ pub struct Opts {
     pub prune_block: Option<String>,
     pub target: Option<String>,
     pub clock_mhz: Option<String>,
+    pub seed: Option<String>,
     pub zip: bool,
     pub threshold: Option<String>,
+    /// The options given, by their long names, in order.
+    pub given: Vec<&'static str>,
 }
 
 fn parse(args: &[String]) -> Result<Opts, CliError> {
@@ -97,6 +100,9 @@ fn parse(args: &[String]) -> Result<Opts, CliError> {
         let mut val = |name: &str| {
             it.next().cloned().ok_or_else(|| CliError::Bad(format!("option `{name}` needs a value")))
         };
+        if let Some(long) = long_name(a) {
+            o.given.push(long);
+        }
         match a.as_str() {
             "--param" | "-p" => {
                 let kv = val(a)?;
@@ -116,6 +122,7 @@ fn parse(args: &[String]) -> Result<Opts, CliError> {
             "--block" => o.prune_block = Some(val(a)?),
             "--target" => o.target = Some(val(a)?),
             "--clock-mhz" => o.clock_mhz = Some(val(a)?),
+            "--seed" => o.seed = Some(val(a)?),
             "--threshold" => o.threshold = Some(val(a)?),
             "--all" => o.all = true,
             "--zip" => o.zip = true,
@@ -129,6 +136,40 @@ fn parse(args: &[String]) -> Result<Opts, CliError> {
         }
     }
     Ok(o)
+}
+
+/// The long name of a known option (`-p` is `--param`, `-o` is `--out`).
+fn long_name(a: &str) -> Option<&'static str> {
+    const LONG: &[&str] = &[
+        "--param", "--params", "--preset", "--out", "--input", "--output", "--engine", "--vcd", "--json", "--block",
+        "--target", "--clock-mhz", "--seed", "--threshold", "--all", "--zip",
+    ];
+    match a {
+        "-p" => Some("--param"),
+        "-o" => Some("--out"),
+        _ => LONG.iter().find(|l| **l == a).copied(),
+    }
+}
+
+/// The options each command reads; any other given option is an error, so
+/// that a mistyped command line is not run with a setting silently dropped.
+fn check_options(cmd: &str, o: &Opts) -> Result<(), CliError> {
+    const PARAMS: &[&str] = &["--param", "--params", "--preset"];
+    let own: &[&str] = match cmd {
+        "gen" => &["--out", "--all"],
+        "run" => &["--input", "--output", "--engine", "--vcd"],
+        "lint" => &[],
+        "bench" => &["--json"],
+        "synth" => &["--target", "--clock-mhz", "--seed", "--out"],
+        "sweep" => &["--target", "--clock-mhz", "--seed", "--zip", "--out"],
+        "prune" => &["--input", "--output", "--block", "--threshold"],
+        _ => return Ok(()),
+    };
+    let takes_params = !matches!(cmd, "prune");
+    match o.given.iter().find(|g| !own.contains(g) && !(takes_params && PARAMS.contains(g))) {
+        Some(g) => Err(CliError::Bad(format!("option `{g}` is not used by `{cmd}`; see `gpurtl help`"))),
+        None => Ok(()),
+    }
 }
 
 pub fn read_json(path: &Path, what: &str) -> Result<Value, CliError> {
@@ -301,11 +342,25 @@ fn target_and_clock(o: &Opts) -> Result<(crate::synth::Target, f64), CliError> {
     Ok((target, clock_mhz))
 }
 
+/// `--seed` of the place-and-route run (default 1): placement, and so Fmax,
+/// varies with it, so a designer compares seeds.
+fn pnr_seed(o: &Opts) -> Result<u32, CliError> {
+    match o.seed.as_deref() {
+        None => Ok(1),
+        Some(raw) => raw
+            .parse::<u32>()
+            .ok()
+            .filter(|s| *s <= i32::MAX as u32)
+            .ok_or_else(|| CliError::Bad(format!("option `--seed` = `{raw}`: must be an integer from 0 to 2147483647"))),
+    }
+}
+
 fn dispatch(args: &[String], out: &mut dyn Write) -> Result<(), CliError> {
     let Some(cmd) = args.first() else {
         return Err(CliError::Bad(format!("a command is needed\n{USAGE}")));
     };
     let o = parse(&args[1..])?;
+    check_options(cmd, &o)?;
     match cmd.as_str() {
         "help" | "--help" | "-h" => {
             let _ = write!(out, "{USAGE}");
@@ -334,14 +389,16 @@ fn dispatch(args: &[String], out: &mut dyn Write) -> Result<(), CliError> {
         "sweep" => {
             let b = block_of(&o)?;
             let (target, clock_mhz) = target_and_clock(&o)?;
-            crate::sweep::run(b, &o, target, clock_mhz, o.zip, out)
+            let seed = pnr_seed(&o)?;
+            crate::sweep::run(b, &o, target, clock_mhz, seed, o.zip, out)
         }
         "synth" => {
             let b = block_of(&o)?;
             let (target, clock_mhz) = target_and_clock(&o)?;
             let params = params_of(b, &o)?;
             let dir = o.out_dir.clone().unwrap_or_else(|| format!("out/synth/{}-{}", b.name(), target.name()).into());
-            crate::synth::run(b, &params, &crate::synth::Opts { target, clock_mhz, dir: &dir }, out).map(|_| ())
+            let seed = pnr_seed(&o)?;
+            crate::synth::run(b, &params, &crate::synth::Opts { target, clock_mhz, seed, dir: &dir }, out).map(|_| ())
         }
         other => Err(CliError::Bad(format!("unknown command `{other}`; see `gpurtl help`"))),
     }

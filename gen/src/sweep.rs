@@ -34,7 +34,7 @@ pub fn points(lists: &[(String, Vec<String>)], zip: bool) -> Result<Vec<Vec<(Str
     Ok(out)
 }
 
-pub fn run(b: &dyn Block, o: &Opts, target: Target, clock_mhz: f64, zip: bool, out: &mut dyn Write) -> Result<(), CliError> {
+pub fn run(b: &dyn Block, o: &Opts, target: Target, clock_mhz: f64, seed: u32, zip: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let lists: Vec<(String, Vec<String>)> =
         o.pairs.iter().map(|(k, v)| (k.clone(), v.split(',').map(|s| s.trim().to_string()).collect())).collect();
     let pts = points(&lists, zip)?;
@@ -65,7 +65,7 @@ pub fn run(b: &dyn Block, o: &Opts, target: Target, clock_mhz: f64, zip: bool, o
                 let label: Vec<String> = pts[i].iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let sub = dir.join(format!("run{i:02}"));
                 let mut sink = Vec::new();
-                let outcome = synth::run(b, &resolved[i], &synth::Opts { target, clock_mhz, dir: &sub }, &mut sink);
+                let outcome = synth::run(b, &resolved[i], &synth::Opts { target, clock_mhz, seed, dir: &sub }, &mut sink);
                 // A run that misses timing or does not fit still wrote its report.
                 let report = std::fs::read_to_string(sub.join("synth-report.json"))
                     .ok()

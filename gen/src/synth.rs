@@ -180,6 +180,8 @@ pub fn table(dir: &Path) -> Result<String, CliError> {
 pub struct Opts<'a> {
     pub target: Target,
     pub clock_mhz: f64,
+    /// nextpnr's placement seed.
+    pub seed: u32,
     pub dir: &'a Path,
 }
 
@@ -204,7 +206,8 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
         "target": o.target.name(),
         "top": top,
         "wrapper": wrapped.then_some("block I/O through registered serial shift chains (gpurtl_hw::wrapper): timing is measured on the block, not on the pads"),
-        "command": format!("gpurtl synth {} {}--target {} --clock-mhz {}", b.name(), emit::param_args(params), o.target.name(), o.clock_mhz),
+        "command": format!("gpurtl synth {} {}--target {} --clock-mhz {} --seed {}", b.name(), emit::param_args(params), o.target.name(), o.clock_mhz, o.seed),
+        "seed": o.seed,
         "tools": {synth_tool: version(&synth, "-V")},
     });
     let mut rows: Vec<(String, String)> = Vec::new();
@@ -227,8 +230,9 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
             let script = format!("read_verilog {}; synth_{arch} -top {top} -json {top}.json", sources.join(" "));
             run_logged(synth_tool, Command::new(&synth).current_dir(dir).args(["-q", "-p", &script]), &dir.join(format!("{top}.yosys.log")))?;
             let freq = format!("{}", o.clock_mhz);
+            let seed = o.seed.to_string();
             let mut cmd = Command::new(&pnr);
-            cmd.current_dir(dir).args(["--json", &format!("{top}.json"), "--freq", &freq, "--report", "pnr-report.json", "--timing-allow-fail", "--seed", "1"]);
+            cmd.current_dir(dir).args(["--json", &format!("{top}.json"), "--freq", &freq, "--report", "pnr-report.json", "--timing-allow-fail", "--seed", &seed]);
             if o.target == Target::Ice40 {
                 emit::write_atomic(&dir.join("ice40-hx8k.pcf"), ICE40_PCF.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
                 cmd.args(["--hx8k", "--package", "ct256", "--pcf", "ice40-hx8k.pcf", "--asc", &format!("{top}.asc")]);

@@ -63,7 +63,7 @@ fn ice40_flow_reports_utilization_and_fmax_and_fails_an_impossible_clock() {
 fn ecp5_flow_reports_luts_and_dsps() {
     let d = tempfile::tempdir().unwrap();
     let o = d.path().join("ecp5");
-    let args = ["synth", "systolic", "--param", "rows=1", "--param", "cols=2", "--param", "group=2", "--target", "ecp5", "--clock-mhz", "20"];
+    let args = ["synth", "systolic", "--param", "rows=1", "--param", "cols=2", "--param", "group=2", "--target", "ecp5", "--clock-mhz", "20", "--seed", "7"];
     let (code, out, err) = gpurtl(&[&args[..], &["-o", o.to_str().unwrap()]].concat(), &[]);
     assert_eq!(code, 0, "{out}{err}");
     let r = report(&o);
@@ -71,6 +71,7 @@ fn ecp5_flow_reports_luts_and_dsps() {
     // One multiplier per PE goes into a DSP block (and nothing else does).
     assert_eq!(r["utilization"]["MULT18X18D"]["used"].as_u64(), Some(2), "{r}");
     assert!(r["fmax_mhz"].as_f64().unwrap() > 20.0);
+    assert_eq!(r["seed"], 7, "{r}");
     // The placer times against the requested clock, not the LPF's default.
     let lpf = std::fs::read_to_string(o.join("ecp5-25k.lpf")).unwrap();
     assert!(lpf.contains("FREQUENCY PORT \"clk_i\" 20 MHZ;"), "{lpf}");
