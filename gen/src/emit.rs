@@ -40,6 +40,9 @@ struct CoreFile<'a> {
     top: &'a str,
     description: String,
     files: Vec<String>,
+    /// The sources of the ECP5 flow when some module has a hand-mapped ECP5
+    /// body (else empty: no `rtl_ecp5` fileset, no `synth_ecp5` target).
+    ecp5_files: Vec<String>,
 }
 
 /// What generated a design: enough to regenerate it.
@@ -109,6 +112,18 @@ pub fn files(design: &Design, prov: &Provenance) -> Vec<(String, String)> {
         top: &design.top,
         description: top_doc.replace('"', "'"),
         files: names.clone(),
+        ecp5_files: if design.modules.iter().any(|m| m.alternatives.iter().any(|(t, _)| t == "ecp5")) {
+            design
+                .modules
+                .iter()
+                .map(|m| match m.alternatives.iter().any(|(t, _)| t == "ecp5") {
+                    true => format!("{}.ecp5.v", m.name),
+                    false => format!("{}.v", m.name),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
     }
     .render()
     .expect("templates render from plain strings");

@@ -102,6 +102,10 @@ fn ecp5_flow_uses_the_hand_mapped_dsp_body() {
     assert_eq!(gpurtl(&["gen", "systolic", "--param", "dsp=ecp5", "-o", g.to_str().unwrap()], &[]).0, 0);
     let f = std::fs::read_to_string(g.join("gpurtl_systolic.f")).unwrap();
     assert!(f.contains("\ngpurtl_systolic_mul.v\n") && !f.contains("ecp5.v"), "{f}");
+    // The FuseSoC core has an ECP5 synthesis target on the hand-mapped body.
+    let core = std::fs::read_to_string(g.join("gpurtl_systolic.core")).unwrap();
+    assert!(core.contains("  rtl_ecp5:\n    files:\n      - gpurtl_systolic_mul.ecp5.v\n"), "{core}");
+    assert!(core.contains("  synth_ecp5:\n    filesets: [rtl_ecp5]\n"), "{core}");
 }
 
 #[test]
