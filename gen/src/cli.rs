@@ -166,7 +166,8 @@ fn check_options(cmd: &str, o: &Opts) -> Result<(), CliError> {
         _ => return Ok(()),
     };
     let takes_params = !matches!(cmd, "prune");
-    match o.given.iter().find(|g| !own.contains(g) && !(takes_params && PARAMS.contains(g))) {
+    let reads = |g: &&str| own.contains(g) || (takes_params && PARAMS.contains(g));
+    match o.given.iter().find(|g| !reads(g)) {
         Some(g) => Err(CliError::Bad(format!("option `{g}` is not used by `{cmd}`; see `gpurtl help`"))),
         None => Ok(()),
     }

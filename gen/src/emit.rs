@@ -112,18 +112,7 @@ pub fn files(design: &Design, prov: &Provenance) -> Vec<(String, String)> {
         top: &design.top,
         description: top_doc.replace('"', "'"),
         files: names.clone(),
-        ecp5_files: if design.modules.iter().any(|m| m.alternatives.iter().any(|(t, _)| t == "ecp5")) {
-            design
-                .modules
-                .iter()
-                .map(|m| match m.alternatives.iter().any(|(t, _)| t == "ecp5") {
-                    true => format!("{}.ecp5.v", m.name),
-                    false => format!("{}.v", m.name),
-                })
-                .collect()
-        } else {
-            Vec::new()
-        },
+        ecp5_files: if out.iter().any(|(f, _)| f.ends_with(".ecp5.v")) { sources_for(&out, Some("ecp5")) } else { Vec::new() },
     }
     .render()
     .expect("templates render from plain strings");
