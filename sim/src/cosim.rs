@@ -495,6 +495,27 @@ impl Sim {
         self.cycle += 1;
     }
 
+    /// `cycles` clock edges with `rst` high, then `rst` low: the reset every
+    /// testbench starts with (set the other inputs first).
+    pub fn reset(&mut self, rst: PortHandle, cycles: u32) {
+        self.set(rst, 1);
+        self.eval();
+        for _ in 0..cycles {
+            self.tick();
+        }
+        self.set(rst, 0);
+    }
+
+    /// `cycles` clock edges with the inputs as they are (settling outputs
+    /// such as pipelined counters), then an evaluation.
+    pub fn idle(&mut self, cycles: u32) {
+        for _ in 0..cycles {
+            self.eval();
+            self.tick();
+        }
+        self.eval();
+    }
+
     /// Number of ticks so far.
     pub fn cycle(&self) -> u64 {
         self.cycle

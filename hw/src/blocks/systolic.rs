@@ -17,7 +17,7 @@
 
 use crate::params::{BlockParams, Checker, ParamErrors, ParamInfo, ParamKind};
 use crate::rtl::pipe::{credit_begin, credit_end};
-use crate::rtl::{bits_for, clog2, popcount, select, select_onehot, sum_tree, Expr, Module, ModuleBuilder, RtlError};
+use crate::rtl::{bits_for, clog2, lowest_bit, popcount, select, select_onehot, sum_tree, Expr, Module, ModuleBuilder, RtlError};
 use crate::Design;
 use serde::{Deserialize, Serialize};
 
@@ -935,18 +935,6 @@ fn build_ws(p: &SystolicParams) -> Result<Design, RtlError> {
     b.assign(&out_valid, &valid);
     let top = b.finish()?;
     Ok(Design { top: top.name.clone(), modules: mul.into_iter().chain([pe_mod, top]).collect() })
-}
-
-/// The lowest set bit of `x`, one-hot (zero when none): a prefix OR, so it
-/// maps onto LUTs rather than a carry chain.
-fn lowest_bit(x: &Expr) -> Expr {
-    let mut below = Expr::bit(false);
-    let mut bits = Vec::new();
-    for i in 0..x.width() {
-        bits.push(x.bit_at(i).and(&below.not()));
-        below = below.or(&x.bit_at(i));
-    }
-    Expr::cat_lanes(&bits)
 }
 
 /// The gated-products counter: each counted step adds R*C*L minus its

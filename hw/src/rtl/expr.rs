@@ -393,6 +393,18 @@ pub fn sum_tree(terms: &[Expr], width: u32) -> Expr {
     }
 }
 
+/// The lowest set bit of `x`, one-hot (zero when none): a prefix OR, so it
+/// maps onto LUTs rather than the carry chain of `x & -x`.
+pub fn lowest_bit(x: &Expr) -> Expr {
+    let mut below = Expr::bit(false);
+    let mut bits = Vec::new();
+    for i in 0..x.width() {
+        bits.push(x.bit_at(i).and(&below.not()));
+        below = below.or(&x.bit_at(i));
+    }
+    Expr::cat_lanes(&bits)
+}
+
 /// Number of bits needed to hold values `0..=max`.
 pub fn bits_for(max: u64) -> u32 {
     (64 - max.leading_zeros()).max(1)

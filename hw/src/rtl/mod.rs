@@ -11,5 +11,5 @@ pub mod namer;
 pub mod pipe;
 pub mod print;
 
-pub use expr::{bits_for, clog2, popcount, select, select_onehot, sum_tree, BinOp, Expr, ExprKind, SigId, UnOp};
+pub use expr::{bits_for, clog2, lowest_bit, popcount, select, select_onehot, sum_tree, BinOp, Expr, ExprKind, SigId, UnOp};
 pub use module::{Assign, Instance, Module, ModuleBuilder, RegNext, RtlError, SigKind, Signal};

@@ -155,11 +155,7 @@ pub fn run(
     let mem = Memory { w, mask: amask };
     let read_bytes = cfg.read_bits / 8;
 
-    sim.set(p.rst, 1);
-    sim.eval();
-    sim.tick();
-    sim.tick();
-    sim.set(p.rst, 0);
+    sim.reset(p.rst, 2);
     // Program the view table, one write per cycle.
     for v in 0..cfg.views {
         let (base, size) = w.views.get(v as usize).map_or((0, 0), |x| (x.base, x.size));

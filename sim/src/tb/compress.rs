@@ -105,13 +105,9 @@ pub fn run(
     let mut rng = stalls.map(|s| Rng::new(s.seed));
     let lanes = width / 8;
 
-    sim.set(p.rst, 1);
     sim.set(p.in_valid, 0);
     sim.set(p.out_ready, 0);
-    sim.eval();
-    sim.tick();
-    sim.tick();
-    sim.set(p.rst, 0);
+    sim.reset(p.rst, 2);
 
     let mut results: Vec<OpResult> = Vec::with_capacity(ops.len());
     let mut next = 0usize; // next op to offer

@@ -122,11 +122,7 @@ fn run_os(
     let groups: Vec<_> = tiles.iter().flat_map(|t| t.groups.iter()).collect();
     let mut rng = Rng::new(env.map_or(0, |e| e.seed));
 
-    sim.set(p.rst, 1);
-    sim.eval();
-    sim.tick();
-    sim.tick();
-    sim.set(p.rst, 0);
+    sim.reset(p.rst, 2);
 
     let mut next = 0usize;
     let mut offering = false;
@@ -214,11 +210,7 @@ fn run_os(
     }
     // The counters include a step from the 4th cycle after it issued.
     sim.set(p.in_valid, 0);
-    for _ in 0..4 {
-        sim.eval();
-        sim.tick();
-    }
-    sim.eval();
+    sim.idle(4);
     let outcome = Outcome {
         c: out,
         cycles: first_in.map_or(0, |f| last_out - f),
@@ -270,11 +262,7 @@ fn run_ws(
     let mut rng = Rng::new(env.map_or(0, |e| e.seed));
     let stall = |rng: &mut Rng, pct: u32| env.is_some() && rng.chance(pct);
 
-    sim.set(rst, 1);
-    sim.eval();
-    sim.tick();
-    sim.tick();
-    sim.set(rst, 0);
+    sim.reset(rst, 2);
 
     let (mut next_w, mut next_a, mut next_out) = (0usize, 0usize, 0usize);
     let (mut offer_w, mut offer_a) = (false, false);
@@ -364,11 +352,7 @@ fn run_ws(
     // The counters include a vector from the 4th cycle after it issued.
     sim.set(w_valid, 0);
     sim.set(a_valid, 0);
-    for _ in 0..4 {
-        sim.eval();
-        sim.tick();
-    }
-    sim.eval();
+    sim.idle(4);
     let outcome = Outcome {
         c: sums,
         cycles: first_in.map_or(0, |f| last_out - f + 1),
