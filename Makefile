@@ -76,7 +76,7 @@ synth-report: build fpga-deps
 	for b in $(BLOCKS); do for t in generic ice40 ecp5; do \
 	  $(GPURTL) synth $$b --target $$t -o out/synth/$$b-$$t || true; done; done
 	$(GPURTL) synth systolic --preset hx8k --target ice40 -o out/synth/systolic-hx8k-ice40 || true
-	$(GPURTL) synth systolic --preset ecp5 --target ecp5 -o out/synth/systolic-ecp5-ecp5 || true
+	$(GPURTL) synth systolic --preset infer --target ecp5 -o out/synth/systolic-infer-ecp5 || true
 	$(GPURTL) synth-table out/synth | tee out/synth/table.md
 
 clean:

@@ -355,10 +355,10 @@ fn systolic_invalid_parameters() {
         "error: parameter `a_type` = `i16`: must be one of i8, u8, i4, u4, i2, u2\n",
     );
     bad(&["gen", "systolic", "--param", "dataflow=is", "-o", "x"], "error: parameter `dataflow` = `is`: must be one of os, ws\n");
-    bad(&["gen", "systolic", "--param", "dsp=xilinx", "-o", "x"], "error: parameter `dsp` = `xilinx`: must be one of infer, ecp5\n");
+    bad(&["gen", "systolic", "--param", "dsp=xilinx", "-o", "x"], "error: parameter `dsp` = `xilinx`: must be one of auto, infer, ecp5\n");
     bad(
         &["gen", "systolic", "--param", "dsp=ecp5", "--param", "pipeline=1", "-o", "x"],
-        "error: parameter `dsp` = `ecp5`: must be infer when pipeline is 1 (ecp5 uses the DSP's input and output registers as the PE's two stages: pipeline = 2)\n",
+        "error: parameter `dsp` = `ecp5`: must be auto or infer when pipeline is 1 (ecp5 uses the DSP's input and output registers as the PE's two stages: pipeline = 2)\n",
     );
     bad(&["gen", "systolic", "--param", "gating=maybe", "-o", "x"], "error: parameter `gating` = `maybe`: must be true or false\n");
 }

@@ -36,7 +36,7 @@ fn point(name: &str) -> SystolicParams {
         "int4x4" => SystolicParams::presets()[2].1.clone(),
         "dense" => SystolicParams { rows: 2, cols: 3, pipeline: 0, gating: false, load_filter: false, rowcol_skip: false, a_type: ElemType::U2, b_type: ElemType::I2, acc_bits: 8, ..d },
         ws if ws.starts_with("ws-") => SystolicParams { dataflow: "ws".into(), ..point(&ws[3..]) },
-        dsp if dsp.starts_with("dsp-") => SystolicParams { dsp: "ecp5".into(), ..point(&dsp[4..]) },
+        inf if inf.starts_with("infer-") => SystolicParams { dsp: "infer".into(), ..point(&inf[6..]) },
         split if split.starts_with("split-") => SystolicParams { pipeline: 3, ..point(&split[6..]) },
         _ => unreachable!(),
     }
@@ -44,8 +44,8 @@ fn point(name: &str) -> SystolicParams {
 
 /// Every test point, output-stationary and weight-stationary.
 const POINTS: [&str; 15] = [
-    "1x1", "3x5", "8x8", "int4x4", "dense", "ws-1x1", "ws-3x5", "ws-8x8", "ws-int4x4", "ws-dense", "dsp-int4x4",
-    "ws-dsp-3x5", "split-3x5", "ws-split-dense", "split-1x1",
+    "1x1", "3x5", "8x8", "int4x4", "dense", "ws-1x1", "ws-3x5", "ws-8x8", "ws-int4x4", "ws-dense", "infer-int4x4",
+    "ws-infer-3x5", "split-3x5", "ws-split-dense", "split-1x1",
 ];
 
 fn cosim(name: &str) {
@@ -101,15 +101,17 @@ fn cosim_int4_lanes4() {
 fn cosim_no_skipping_int2() {
     cosim("dense")
 }
-/// `dsp = ecp5`: the multiplier module's generic body (the timing of the
-/// MULT18X18D with its registers) in the output- and weight-stationary PEs.
+/// At `pipeline = 2` the default `dsp = auto` puts each multiply in the
+/// multiplier module (its generic body: the timing of the MULT18X18D with
+/// its registers); `dsp = infer` keeps the inline `*` between the PE's own
+/// registers, in the output- and weight-stationary PEs.
 #[test]
-fn cosim_dsp_int4_lanes4() {
-    cosim("dsp-int4x4")
+fn cosim_inline_multiplier_int4_lanes4() {
+    cosim("infer-int4x4")
 }
 #[test]
-fn cosim_ws_dsp_3x5_mixed_i8_u4_lanes2() {
-    cosim("ws-dsp-3x5")
+fn cosim_ws_inline_multiplier_3x5_mixed_i8_u4_lanes2() {
+    cosim("ws-infer-3x5")
 }
 /// `pipeline = 3`: each multiply split into half products (mixed signedness,
 /// 2-bit elements).
@@ -190,7 +192,8 @@ fn verilator_lint_and_yosys_are_clean_at_every_point() {
 #[test]
 fn one_pe_module_instantiated_per_grid_position() {
     let d = build(&SystolicParams { rows: 16, cols: 16, ..SystolicParams::default() }).unwrap();
-    assert_eq!(d.modules.len(), 2);
+    let names: Vec<&str> = d.modules.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["gpurtl_systolic_mul", "gpurtl_systolic_pe", "gpurtl_systolic"]);
     assert_eq!(d.top_module().instances.len(), 256);
 }
 

@@ -8,6 +8,14 @@
 //! block inputs and outputs are registered, so place-and-route measures the
 //! block between flip-flops. Synthesis keeps the whole block because every
 //! output bit is observable on `sout_o`.
+//!
+//! The chains do not touch the block: the input chain is copied into a
+//! parallel input register on `capture_i`, and the block's outputs land in a
+//! parallel output register every cycle, which the output chain loads on
+//! `capture_i`. A shift chain ties each bit's flip-flop to its neighbours',
+//! which would pull the block's first and last flip-flops apart; the
+//! parallel registers are placed beside the block, as the registers of the
+//! logic around a block would be.
 
 use crate::rtl::{Expr, ModuleBuilder, RtlError, SigKind};
 use crate::Design;
@@ -35,6 +43,7 @@ pub fn wrap(design: &Design) -> Result<Design, RtlError> {
     let chain = b.reg_noreset("in_chain_q", in_w);
     let next_in = if in_w == 1 { sin.clone() } else { Expr::cat(&[chain.slice(in_w - 2, 0), sin.clone()]) };
     b.next(&chain, &next_in, Some(&shift));
+    let held = b.pipe("in_hold_q", &chain, &capture);
 
     let mut conns: Vec<(String, Expr)> = Vec::new();
     if let Some(c) = top.clock {
@@ -45,7 +54,7 @@ pub fn wrap(design: &Design) -> Result<Design, RtlError> {
     }
     let mut lo = 0;
     for p in &ins {
-        conns.push((p.name.clone(), chain.part(lo, p.width)));
+        conns.push((p.name.clone(), held.part(lo, p.width)));
         lo += p.width;
     }
     let mut out_parts = Vec::new();
@@ -57,7 +66,7 @@ pub fn wrap(design: &Design) -> Result<Design, RtlError> {
     let refs: Vec<(&str, Expr)> = conns.iter().map(|(n, e)| (n.as_str(), e.clone())).collect();
     b.instance(&top, "u_block", &refs);
 
-    let captured = Expr::cat_lanes(&out_parts);
+    let captured = b.pipe("out_hold_q", &Expr::cat_lanes(&out_parts), &Expr::bit(true));
     let out_chain = b.reg_noreset("out_chain_q", out_w);
     let shifted = if out_w == 1 { Expr::bit(false) } else { Expr::cat(&[Expr::bit(false), out_chain.slice(out_w - 1, 1)]) };
     b.next(&out_chain, &capture.mux(&captured, &shifted), Some(&capture.or(&shift)));

@@ -81,13 +81,18 @@ impl Default for SystolicParams {
             load_filter: true,
             rowcol_skip: true,
             pipeline: 2,
-            dsp: "infer".into(),
+            dsp: "auto".into(),
         }
     }
 }
 
 impl SystolicParams {
     /// Width of one product: bits(a) + bits(b), one more for mixed signedness.
+    /// Each multiply is a `gpurtl_systolic_mul` instance (with a hand-mapped
+    /// ECP5 body) rather than an inline `*`.
+    pub fn dsp_module(&self) -> bool {
+        self.dsp == "ecp5" || (self.dsp == "auto" && self.pipeline == 2)
+    }
     pub fn product_bits(&self) -> u32 {
         self.a_type.bits() + self.b_type.bits() + (self.a_type.signed() != self.b_type.signed()) as u32
     }
@@ -144,8 +149,8 @@ impl BlockParams for SystolicParams {
             },
             ParamInfo {
                 name: "dsp",
-                kind: ParamKind::Choice(&["infer", "ecp5"]),
-                doc: "infer = multipliers as `*`; ecp5 = the ECP5 flow maps each onto a MULT18X18D with its input and output registers",
+                kind: ParamKind::Choice(&["auto", "infer", "ecp5"]),
+                doc: "ecp5 = each multiply is a module that the ECP5 flow maps onto a MULT18X18D holding its input and output registers (needs pipeline = 2); infer = multipliers as `*`; auto = ecp5 when pipeline is 2, else infer",
             },
         ]
     }
@@ -193,17 +198,17 @@ impl BlockParams for SystolicParams {
         c.int(&t, "group", self.group as i64, true);
         c.int(&t, "pipeline", self.pipeline as i64, true);
         c.check(
-            matches!(self.dsp.as_str(), "infer" | "ecp5"),
+            matches!(self.dsp.as_str(), "auto" | "infer" | "ecp5"),
             "dsp",
             format!("`{}`", self.dsp),
-            "one of infer, ecp5",
+            "one of auto, infer, ecp5",
         );
         if self.dsp == "ecp5" {
             c.check(
                 self.pipeline == 2,
                 "dsp",
                 format!("`{}`", self.dsp),
-                format!("infer when pipeline is {} (ecp5 uses the DSP's input and output registers as the PE's two stages: pipeline = 2)", self.pipeline),
+                format!("auto or infer when pipeline is {} (ecp5 uses the DSP's input and output registers as the PE's two stages: pipeline = 2)", self.pipeline),
             );
         }
         c.finish()
@@ -230,8 +235,8 @@ impl BlockParams for SystolicParams {
             // the multiplier split for LUTs and 24-bit accumulators (exact for
             // K <= 256 int8 products), so that it fits with room to route.
             ("hx8k", SystolicParams { group: 2, pipeline: 3, acc_bits: 24, ..d.clone() }),
-            // The ECP5 multipliers with their registers inside the DSP blocks.
-            ("ecp5", SystolicParams { dsp: "ecp5".into(), ..d.clone() }),
+            // The inline `*` multipliers, as before `dsp = auto`.
+            ("infer", SystolicParams { dsp: "infer".into(), ..d.clone() }),
             ("ws", SystolicParams { dataflow: "ws".into(), ..d }),
         ]
     }
@@ -255,6 +260,20 @@ fn pe(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, RtlError> {
     let b_o = m.output("b_o", l * bb, "B lanes downwards");
     let res_o = m.output("res_o", acc_w, "the last finished tile's result");
     let done_o = m.output("done_o", 1, "res_o changes at the end of this cycle");
+    // With gating, each lane's non-zero flag travels beside the operand, so
+    // no zero test sits in front of the multiplier's input register.
+    let flags = if p.gating {
+        let (a_nz_i, b_nz_i) =
+            (m.input("a_nz_i", l, "lane k of a_i is not zero"), m.input("b_nz_i", l, "lane k of b_i is not zero"));
+        let (a_nz_o, b_nz_o) = (m.output("a_nz_o", l, "a_nz to the right"), m.output("b_nz_o", l, "b_nz downwards"));
+        let a_nz_q = m.pipe("a_nz_q", &a_nz_i, &Expr::bit(true));
+        let b_nz_q = m.pipe("b_nz_q", &b_nz_i, &Expr::bit(true));
+        m.assign(&a_nz_o, &a_nz_q);
+        m.assign(&b_nz_o, &b_nz_q);
+        Some((a_nz_i, b_nz_i))
+    } else {
+        None
+    };
     let a_q = m.pipe("a_q", &a_i, &Expr::bit(true));
     let b_q = m.pipe("b_q", &b_i, &Expr::bit(true));
     let valid_q = m.reg("valid_q", 1, 0);
@@ -267,7 +286,7 @@ fn pe(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, RtlError> {
     m.assign(&last_o, &last_q);
     // Gating on the operands: a lane with a zero operand feeds the multiplier
     // zeros, so it does not toggle (§333, §338).
-    let (mut mac_a, mut mac_b, nzs) = gate_lanes(&mut m, &a_i, &b_i, p);
+    let (mut mac_a, mut mac_b, nzs) = gate_lanes(&mut m, &a_i, &b_i, flags.as_ref().map(|(x, y)| (x, y)), p);
     let mut any_nz = if p.gating { Expr::cat_lanes(&nzs).any() } else { Expr::bit(true) };
     let (mut mac_v, mut mac_l) = (valid_i.clone(), last_i.clone());
     // pipeline >= 2: register the gated operands, so the multiplier (a DSP
@@ -402,39 +421,39 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // count are worked out from registers, off the input pins' paths.
     let inq_valid = b.reg("in_valid_q", 1, 0);
     // in_ready_o = !in_valid_q | take, kept as a register of its own (worked
-    // out from the next states). It is also the input register's load
-    // enable: whenever the register may take a group it samples the pins,
-    // and what it samples without an accept is never used. So the wide
-    // enable comes straight from a flip-flop.
+    // out from the next states) for the port and `accept`. The input
+    // register's wide load enable is the same condition, but worked out in
+    // one LUT from the state flip-flops: the register's own next state is the
+    // loader's longest path, and a flip-flop driving some 500 enables is
+    // placed among them, far from that logic. Whenever the input register may
+    // take a group it samples the pins; what it samples without an accept is
+    // never used.
     let in_ready_q = b.reg("in_ready_q", 1, 1);
-    let inq_a = b.pipe("in_a_q", &packed_a, &in_ready_q);
-    let inq_b = b.pipe("in_b_q", &packed_b, &in_ready_q);
-    let inq_last = b.pipe("in_last_q", &in_last, &in_ready_q);
+    let in_load = in_ready_q.clone();
+    let inq_a = b.pipe("in_a_q", &packed_a, &in_load);
+    let inq_b = b.pipe("in_b_q", &packed_b, &in_load);
+    let inq_last = b.pipe("in_last_q", &in_last, &in_load);
     let take = b.let_("take", &inq_valid.and(&wr_full.not()));
     b.assign(&in_ready, &in_ready_q);
     let inq_valid_next = b.let_("in_valid_next", &accept.or(&inq_valid.and(&take.not())));
     b.next(&inq_valid, &inq_valid_next, None);
-    // Present and useful flags are worked out as the group enters the input
-    // register, so the wide zero tests have a cycle of their own.
-    let mut useful = Vec::new();
-    let mut present = Vec::new();
-    for s in 0..g {
-        let here = in_steps.gt(&Expr::lit(p.steps_bits(), s as u64));
-        let u = if p.load_filter {
-            let nz_a = Expr::cat(&a_in[s as usize]).any();
-            let nz_b = Expr::cat(&b_in[s as usize]).any();
-            here.and(&nz_a).and(&nz_b)
-        } else {
-            here.clone()
-        };
-        present.push(here);
-        useful.push(u);
-    }
-    let useful_in = b.pipe("in_useful_q", &Expr::cat_lanes(&useful), &in_ready_q);
-    let present_in = b.pipe("in_present_q", &Expr::cat_lanes(&present), &in_ready_q);
+    // The non-zero tests are worked out as the group enters the input
+    // register, so the wide tests have a cycle of their own; the step count
+    // is registered as it is, and the present flags come from it.
+    let steps_in = b.pipe("in_steps_q", &in_steps, &in_load);
+    let present_in =
+        Expr::cat_lanes(&(0..g).map(|s| steps_in.gt(&Expr::lit(p.steps_bits(), s as u64))).collect::<Vec<_>>());
+    let useful_in = if p.load_filter {
+        let nz: Vec<Expr> =
+            (0..g as usize).map(|s| Expr::cat(&a_in[s]).any().and(&Expr::cat(&b_in[s]).any())).collect();
+        let nz_in = b.pipe("in_nonzero_q", &Expr::cat_lanes(&nz), &in_load);
+        b.let_("in_useful", &present_in.and(&nz_in))
+    } else {
+        present_in.clone()
+    };
     let sw = bits_for(g as u64);
     let bits = |v: &Expr| (0..g).map(|i| v.bit_at(i)).collect::<Vec<_>>();
-    let skipped_now = popcount(&bits(&present_in), sw).sub(&popcount(&bits(&useful_in), sw));
+    let skipped_now = popcount(&bits(&present_in.and(&useful_in.not())), sw);
 
     let load: Vec<Expr> = (0..2).map(|k| b.let_(&format!("bank{k}_load"), &take.and(&wr.eq_lit(k)))).collect();
     // A bank that is not full is not in use: it copies the input register
@@ -442,34 +461,45 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // the load decision.
     let ga: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_a_q"), &inq_a, &full[k].not())).collect();
     let gb: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_b_q"), &inq_b, &full[k].not())).collect();
+    // Each lane's non-zero flag, [step][pe][lane] (lane 0 low), worked out
+    // from the input register as a bank copies it, then carried beside the
+    // operands into the grid: neither the counters nor the PEs' gating test
+    // operands for zero, and the input pins' paths stay short.
+    let nz_flags = |x: &Expr, n: u32, eb: u32| Expr::cat_lanes(&(0..g * n * l).map(|k| x.part(k * eb, eb).any()).collect::<Vec<_>>());
+    let (a_nz_in, b_nz_in) = (nz_flags(&inq_a, r, ab), nz_flags(&inq_b, c, bb));
+    let ga_nz: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_a_nz_q"), &a_nz_in, &full[k].not())).collect();
+    let gb_nz: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_b_nz_q"), &b_nz_in, &full[k].not())).collect();
     let wr_next = b.let_("write_bank_next", &take.mux(&wr.not(), &wr));
     b.next(&wr, &wr_next, None);
 
     // A bank that is not full has no remaining step and no end pending (both
     // are cleared as it finishes), so only the active bank's flags matter.
+    // The issue decision reads one-bit registers only: whether the bank has
+    // a step left (`bankN_any_q`), a second one (`bankN_any2_q`), and
+    // whether no tile is in flight (`idle_q`), so it is a LUT or two deep.
     // The issued step is picked straight from registers: bankN_pick_q is the
     // lowest remaining step of bank N while N is active, else zero.
     let picks: Vec<Expr> = (0..2).map(|k| b.reg(&format!("bank{k}_pick_q"), g, 0)).collect();
+    let any: Vec<Expr> = (0..2).map(|k| b.reg(&format!("bank{k}_any_q"), 1, 0)).collect();
+    let any2: Vec<Expr> = (0..2).map(|k| b.reg(&format!("bank{k}_any2_q"), 1, 0)).collect();
+    let idle = b.reg("idle_q", 1, 1);
     let held = b.let_("held", &select(&act, &full));
-    let cur_rem = b.let_("cur_rem", &select(&act, &rem));
-    let need_end = b.let_("cur_need_end", &held.and(&select(&act, &need)));
-    let has_rem = b.let_("has_rem", &select(&act, &low).any());
-    let pick = b.let_("pick", &picks[0].or(&picks[1]));
-    let rest = b.let_("rest", &cur_rem.and(&pick.not()));
+    let need_end = b.let_("cur_need_end", &select(&act, &need));
+    let has_rem = b.let_("has_rem", &select(&act, &any));
     let cand = b.let_("cand", &has_rem.or(&need_end));
-    let rest_any = b.let_("rest_any", &select(&act, &low2).any());
+    let rest_any = b.let_("rest_any", &select(&act, &any2));
     let cand_end = b.let_("cand_end", &need_end.and(&rest_any.not()));
-    let issue = b.let_("issue", &cand.and(&cand_end.not().or(&inflight.eq_lit(0))));
+    let issue = b.let_("issue", &cand.and(&cand_end.not().or(&idle)));
     let issue_null = b.let_("issue_null", &issue.and(&has_rem.not()));
     // The active group is done: nothing to issue, or its last candidate issues now.
-    let done = b.let_(
-        "group_done",
-        &held.and(&cand.not().or(&issue.and(&rest_any.not()).and(&cand_end.or(&need_end.not())))),
-    );
+    let done = b.let_("group_done", &held.and(&cand.not().or(&issue.and(&rest_any.not()))));
     // A held empty bank hands over too, so the pointer never waits on it.
     let advance = b.let_("advance", &done.or(&held.not().and(&select(&act.not(), &full))));
     b.next(&act, &act.not(), Some(&advance));
     let act_next = b.let_("active_bank_next", &advance.mux(&act.not(), &act));
+    // The group in the input register: its first and second useful steps.
+    let in_low = b.let_("in_low", &lowest_bit(&useful_in));
+    let in_low2 = b.let_("in_low2", &lowest_bit(&useful_in.and(&in_low.not())));
     let mut full_next = Vec::new();
     for k in 0..2u64 {
         let ku = k as usize;
@@ -478,26 +508,24 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         let fn_ = b.let_(&format!("bank{k}_full_next"), &load[ku].or(&full[ku].and(&finish.not())));
         b.next(&full[ku], &fn_, None);
         full_next.push(fn_);
-        let rem_en = load[ku].or(&is_act.and(&issue));
-        b.next(&rem[ku], &load[ku].mux(&useful_in, &rest), Some(&rem_en));
+        let stepped = is_act.and(&issue);
+        let rem_en = load[ku].or(&stepped);
+        // The bank's lowest remaining step is the one that issues.
+        b.next(&rem[ku], &load[ku].mux(&useful_in, &rem[ku].and(&low[ku].not())), Some(&rem_en));
         let low_next = b.let_(
             &format!("bank{k}_low_next"),
-            &load[ku].mux(&lowest_bit(&useful_in), &is_act.and(&issue).mux(&low2[ku], &low[ku])),
+            &load[ku].mux(&in_low, &stepped.mux(&low2[ku], &low[ku])),
         );
         b.next(&low[ku], &low_next, None);
         b.next(&picks[ku], &act_next.eq_lit(k).repl(g).and(&low_next), None);
-        b.next(
-            &low2[ku],
-            &load[ku].mux(
-                &lowest_bit(&useful_in.and(&lowest_bit(&useful_in).not())),
-                &lowest_bit(&rem[ku].and(&low[ku].not()).and(&low2[ku].not())),
-            ),
-            Some(&rem_en),
-        );
+        let after = rem[ku].and(&low[ku].not()).and(&low2[ku].not());
+        b.next(&low2[ku], &load[ku].mux(&in_low2, &lowest_bit(&after)), Some(&rem_en));
+        b.next(&any[ku], &load[ku].mux(&useful_in.any(), &any2[ku]), Some(&rem_en));
+        b.next(&any2[ku], &load[ku].mux(&in_low2.any(), &after.any()), Some(&rem_en));
         b.next(
             &need[ku],
             &load[ku].mux(&inq_last, &Expr::bit(false)),
-            Some(&load[ku].or(&is_act.and(&issue).and(&cand_end))),
+            Some(&load[ku].or(&stepped.and(&cand_end))),
         );
     }
     b.next(
@@ -506,28 +534,42 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         None,
     );
 
-    // The issued step: picked operands (zero for the null step).
-    let both = b.let_("picks", &Expr::cat_lanes(&picks));
+    // ---- select stage: the issued step's operands are picked the cycle
+    // after the issue, by a copy of the pick registers. The pick registers
+    // come out of the loader's decision and stay beside it; the copy drives
+    // the wide operand select. The bank of a step issued in cycle s is still
+    // full in cycle s, so its operands are unchanged in cycle s+1.
+    let sel = b.let_("select_pick", &Expr::cat_lanes(&picks));
+    let sel_valid = issue.clone();
+    let sel_last = cand_end.clone();
+    let sel_real = issue.and(&issue_null.not());
     let a_steps: Vec<Expr> = ga.iter().flat_map(|x| (0..g).map(move |s| x.part(s * r * row_w, r * row_w))).collect();
     let b_steps: Vec<Expr> = gb.iter().flat_map(|x| (0..g).map(move |s| x.part(s * c * col_w, c * col_w))).collect();
-    let step_a = b.let_("step_a", &select_onehot(&both, &a_steps));
-    let step_b = b.let_("step_b", &select_onehot(&both, &b_steps));
+    let step_a = b.let_("step_a", &select_onehot(&sel, &a_steps));
+    let step_b = b.let_("step_b", &select_onehot(&sel, &b_steps));
+    let steps_of = |banks: &[Expr], n: u32| -> Vec<Expr> {
+        banks.iter().flat_map(|x| (0..g).map(move |s| x.part(s * n * l, n * l))).collect()
+    };
+    let step_a_nz = b.let_("step_a_nz", &select_onehot(&sel, &steps_of(&ga_nz, r)));
+    let step_b_nz = b.let_("step_b_nz", &select_onehot(&sel, &steps_of(&gb_nz, c)));
 
     // ---- issue register and skew: row i delayed i, column j delayed j ----
     let iss_valid = b.reg("issue_valid_q", 1, 0);
-    b.next(&iss_valid, &issue, None);
-    let iss_last = b.pipe("issue_last_q", &cand_end, &Expr::bit(true));
+    b.next(&iss_valid, &sel_valid, None);
+    let iss_last = b.pipe("issue_last_q", &sel_last, &Expr::bit(true));
     let iss_a = b.pipe("issue_a_q", &step_a, &Expr::bit(true));
     let iss_b = b.pipe("issue_b_q", &step_b, &Expr::bit(true));
+    let iss_a_nz = b.pipe("issue_a_nz_q", &step_a_nz, &Expr::bit(true));
+    let iss_b_nz = b.pipe("issue_b_nz_q", &step_b_nz, &Expr::bit(true));
     // ---- counters, pipelined off the issue registers (off the issue path) ----
     let rb = bits_for(r as u64);
     let cb = bits_for(c as u64);
     let iss_real = b.reg("issue_real_q", 1, 0);
-    b.next(&iss_real, &issue.and(&issue_null.not()), None);
+    b.next(&iss_real, &sel_real, None);
     let mut pcs = Vec::new();
     for lane in 0..l {
-        let nza: Vec<Expr> = (0..r).map(|i| iss_a.part(i * row_w + lane * ab, ab).any()).collect();
-        let nzb: Vec<Expr> = (0..c).map(|j| iss_b.part(j * col_w + lane * bb, bb).any()).collect();
+        let nza: Vec<Expr> = (0..r).map(|i| iss_a_nz.bit_at(i * l + lane)).collect();
+        let nzb: Vec<Expr> = (0..c).map(|j| iss_b_nz.bit_at(j * l + lane)).collect();
         let pa = b.pipe(&format!("nz_rows_l{lane}_q"), &Expr::cat_lanes(&nza), &Expr::bit(true));
         let pb = b.pipe(&format!("nz_cols_l{lane}_q"), &popcount(&nzb, cb), &Expr::bit(true));
         pcs.push((pa, pb));
@@ -542,13 +584,7 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         .map(|(pa, pb)| sum_tree(&(0..r).map(|i| pb.and(&pa.bit_at(i).repl(cb))).collect::<Vec<_>>(), pw).zext(STAT_BITS))
         .collect();
     let useful_sum = b.let_("useful_sum", &terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t)));
-    let useful_now = b.pipe("useful_now_q", &useful_sum, &Expr::bit(true));
-    let stat_v2 = b.reg("stat_valid2_q", 1, 0);
-    b.next(&stat_v2, &stat_v1, None);
-    let st_useful = b.reg("useful_count_q", STAT_BITS, 0);
-    b.next(&st_useful, &st_useful.add(&useful_now), Some(&stat_v2));
-    b.assign(&stat_useful, &st_useful);
-    gated_counter(&mut b, p, &useful_sum, &stat_v2, &stat_gated);
+    mac_counters(&mut b, p, &useful_sum, &stat_v1, &stat_useful, &stat_gated);
     // Registered apart from `accept`, so the loader's state stays off this path.
     let skipped_q = b.pipe("skipped_now_q", &skipped_now, &Expr::bit(true));
     let accepted_q = b.reg("accepted_q", 1, 0);
@@ -557,33 +593,42 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     b.next(&st_skipped, &st_skipped.add(&skipped_q.zext(STAT_BITS)), Some(&accepted_q));
     b.assign(&stat_skipped, &st_skipped);
 
-    let mut west = Vec::new(); // (a, valid, last) entering PE(i, 0)
+    // With gating the lanes' non-zero flags are skewed beside the operands.
+    let gating = p.gating;
+    let mut west = Vec::new(); // (a, a_nz, valid, last) entering PE(i, 0)
     for i in 0..r {
         let (mut a, mut v, mut la) = (iss_a.part(i * row_w, row_w), iss_valid.clone(), iss_last.clone());
+        let mut nz = iss_a_nz.part(i * l, l);
         for d in 0..i {
             a = b.pipe(&format!("skew_a{i}_{d}_q"), &a, &Expr::bit(true));
+            if gating {
+                nz = b.pipe(&format!("skew_a_nz{i}_{d}_q"), &nz, &Expr::bit(true));
+            }
             let vq = b.reg(&format!("skew_v{i}_{d}_q"), 1, 0);
             b.next(&vq, &v, None);
             v = vq;
             la = b.pipe(&format!("skew_l{i}_{d}_q"), &la, &Expr::bit(true));
         }
-        west.push((a, v, la));
+        west.push((a, nz, v, la));
     }
     let mut north = Vec::new();
     for j in 0..c {
-        let mut bv = iss_b.part(j * col_w, col_w);
+        let (mut bv, mut nz) = (iss_b.part(j * col_w, col_w), iss_b_nz.part(j * l, l));
         for d in 0..j {
             bv = b.pipe(&format!("skew_b{j}_{d}_q"), &bv, &Expr::bit(true));
+            if gating {
+                nz = b.pipe(&format!("skew_b_nz{j}_{d}_q"), &nz, &Expr::bit(true));
+            }
         }
-        north.push(bv);
+        north.push((bv, nz));
     }
 
     // ---- the grid ----
     let mut results = vec![Vec::new(); r as usize];
     let mut row_done = Vec::new();
-    let mut south: Vec<Expr> = north.clone();
+    let mut south = north.clone();
     for i in 0..r {
-        let (mut a, mut v, mut la) = west[i as usize].clone();
+        let (mut a, mut a_nz, mut v, mut la) = west[i as usize].clone();
         for j in 0..c {
             let n = format!("pe_{i}_{j}");
             let (a_o, v_o, l_o, b_o) = (
@@ -593,24 +638,35 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
                 b.wire(&format!("{n}_b"), col_w),
             );
             let (res, done) = (b.wire(&format!("{n}_res"), acc_w), b.wire(&format!("{n}_done"), 1));
-            b.instance(
-                &pe_mod,
-                &format!("u_{n}"),
-                &[
-                    ("clk_i", clk.clone()),
-                    ("rst_i", rst.clone()),
-                    ("a_i", a.clone()),
-                    ("valid_i", v.clone()),
-                    ("last_i", la.clone()),
-                    ("b_i", south[j as usize].clone()),
-                    ("a_o", a_o.clone()),
-                    ("valid_o", v_o.clone()),
-                    ("last_o", l_o.clone()),
-                    ("b_o", b_o.clone()),
-                    ("res_o", res.clone()),
-                    ("done_o", done.clone()),
-                ],
-            );
+            let (b_in, b_nz) = south[j as usize].clone();
+            let mut ports = vec![
+                ("clk_i", clk.clone()),
+                ("rst_i", rst.clone()),
+                ("a_i", a.clone()),
+                ("valid_i", v.clone()),
+                ("last_i", la.clone()),
+                ("b_i", b_in),
+                ("a_o", a_o.clone()),
+                ("valid_o", v_o.clone()),
+                ("last_o", l_o.clone()),
+                ("b_o", b_o.clone()),
+                ("res_o", res.clone()),
+                ("done_o", done.clone()),
+            ];
+            let (a_nz_o, b_nz_o) = if gating {
+                let (x, y) = (b.wire(&format!("{n}_a_nz"), l), b.wire(&format!("{n}_b_nz"), l));
+                ports.extend([("a_nz_i", a_nz.clone()), ("b_nz_i", b_nz), ("a_nz_o", x.clone()), ("b_nz_o", y.clone())]);
+                if j + 1 == c {
+                    b.waive_unused(&x, "leaves the grid at the east edge");
+                }
+                if i + 1 == r {
+                    b.waive_unused(&y, "leaves the grid at the south edge");
+                }
+                (x, y)
+            } else {
+                (a_nz.clone(), b_nz)
+            };
+            b.instance(&pe_mod, &format!("u_{n}"), &ports);
             if j + 1 == c {
                 for w in [&a_o, &v_o, &l_o] {
                     b.waive_unused(w, "leaves the grid at the east edge");
@@ -623,8 +679,8 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
                 b.waive_unused(&b_o, "leaves the grid at the south edge");
             }
             results[i as usize].push(res);
-            (a, v, la) = (a_o, v_o, l_o);
-            south[j as usize] = b_o;
+            (a, a_nz, v, la) = (a_o, a_nz_o, v_o, l_o);
+            south[j as usize] = (b_o, b_nz_o);
         }
     }
 
@@ -633,15 +689,22 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // no row select in front of it.
     let riw = p.row_index_bits();
     let out_row_q = b.reg("out_row_q", riw, 0);
-    let row_ready = b.reg("row_ready_q", r, 0);
+    // Rows finish in order, at most one per cycle (a tile's rows a cycle
+    // apart, and a tile's first row only after the tile before has gone), so
+    // the finished rows not yet taken are a count, and "the next row is
+    // ready" is a register of its own.
+    let rcw = bits_for(r as u64);
+    let rows_ready = b.reg("rows_ready_q", rcw, 0);
+    let ready_now = b.reg("row_ready_q", 1, 0);
     let oq_valid = b.reg("out_valid_q", 1, 0);
-    let ready_now = b.let_("row_ready_now", &select(&out_row_q, &(0..r).map(|i| row_ready.bit_at(i)).collect::<Vec<_>>()));
     let out_fire = b.let_("out_fire", &oq_valid.and(&out_ready));
     let take_row = b.let_("take_row", &ready_now.and(&oq_valid.not().or(&out_fire)));
     let last_row = b.let_("last_row", &out_row_q.eq_lit((r - 1) as u64));
-    let onehot_row: Vec<Expr> = (0..r).map(|i| take_row.and(&out_row_q.eq_lit(i as u64))).collect();
-    let cleared = Expr::cat_lanes(&onehot_row);
-    b.next(&row_ready, &row_ready.and(&cleared.not()).or(&Expr::cat_lanes(&row_done)), None);
+    let row_in = Expr::cat_lanes(&row_done).any().zext(rcw);
+    let rows_ready_next =
+        b.let_("rows_ready_next", &rows_ready.add(&row_in).sub(&take_row.zext(rcw)));
+    b.next(&rows_ready, &rows_ready_next, None);
+    b.next(&ready_now, &rows_ready_next.eq_lit(0).not(), None);
     b.next(
         &out_row_q,
         &last_row.mux(&Expr::zero(riw), &out_row_q.add(&Expr::lit(riw, 1))),
@@ -656,11 +719,12 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let tile_out = take_row.and(&last_row);
     let tile_in = issue.and(&cand_end);
     let one = Expr::lit(2, 1);
-    b.next(
-        &inflight,
+    let inflight_next = b.let_(
+        "inflight_next",
         &tile_in.mux(&tile_out.mux(&inflight, &inflight.add(&one)), &tile_out.mux(&inflight.sub(&one), &inflight)),
-        None,
     );
+    b.next(&inflight, &inflight_next, None);
+    b.next(&idle, &inflight_next.eq_lit(0), None);
     let sums: Vec<Expr> =
         (0..c).map(|j| oq_data.part(j * acc_w, acc_w).add(&out_c0.part(j * acc_w, acc_w))).collect();
     b.assign(&out_c, &Expr::cat_lanes(&sums));
@@ -672,14 +736,26 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
 }
 
 /// The lanes of `a` and `b` with each lane zeroed when either operand of the
-/// lane is zero (PE gating, §333), and the per-lane non-zero flags.
-fn gate_lanes(m: &mut ModuleBuilder, a: &Expr, b: &Expr, p: &SystolicParams) -> (Expr, Expr, Vec<Expr>) {
+/// lane is zero (PE gating, §333), and the per-lane non-zero flags. `flags`
+/// are the lanes' non-zero flags when they travel with the operands (one bit
+/// per lane of `a`, of `b`); without them they are worked out here.
+fn gate_lanes(
+    m: &mut ModuleBuilder,
+    a: &Expr,
+    b: &Expr,
+    flags: Option<(&Expr, &Expr)>,
+    p: &SystolicParams,
+) -> (Expr, Expr, Vec<Expr>) {
     let (ab, bb) = (p.a_type.bits(), p.b_type.bits());
     let (mut ga, mut gb, mut nzs) = (Vec::new(), Vec::new(), Vec::new());
     for lane in 0..p.lanes {
         let (x, y) = (a.part(lane * ab, ab), b.part(lane * bb, bb));
         if p.gating {
-            let nz = m.let_(&format!("nz_l{lane}"), &x.any().and(&y.any()));
+            let (xa, ya) = match flags {
+                Some((fa, fb)) => (fa.bit_at(lane), fb.bit_at(lane)),
+                None => (x.any(), y.any()),
+            };
+            let nz = m.let_(&format!("nz_l{lane}"), &xa.and(&ya));
             ga.push(x.and(&nz.repl(ab)));
             gb.push(y.and(&nz.repl(bb)));
             nzs.push(nz);
@@ -744,7 +820,7 @@ fn pe_ws(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, RtlError> {
     m.next(&sw_q, &sw_i, None);
     m.assign(&a_o, &a_q);
     m.assign(&sw_o, &sw_q);
-    let (mut mac_a, mut mac_w, _) = gate_lanes(&mut m, &a_i, &w_use, p);
+    let (mut mac_a, mut mac_w, _) = gate_lanes(&mut m, &a_i, &w_use, None, p);
     // pipeline >= 2: the gated operands are registered, so the multiplier
     // sits alone between two registers.
     let sum = if let Some(mm) = mul {
@@ -856,13 +932,7 @@ fn build_ws(p: &SystolicParams) -> Result<Design, RtlError> {
     let stat_v1 = b.reg("stat_valid1_q", 1, 0);
     b.next(&stat_v1, &issue, None);
     let useful_sum = b.let_("useful_sum", &sum_tree(&terms, STAT_BITS));
-    let useful_now = b.pipe("useful_now_q", &useful_sum, &Expr::bit(true));
-    let stat_v2 = b.reg("stat_valid2_q", 1, 0);
-    b.next(&stat_v2, &stat_v1, None);
-    let st_useful = b.reg("useful_count_q", STAT_BITS, 0);
-    b.next(&st_useful, &st_useful.add(&useful_now), Some(&stat_v2));
-    b.assign(&stat_useful, &st_useful);
-    gated_counter(&mut b, p, &useful_sum, &stat_v2, &stat_gated);
+    mac_counters(&mut b, p, &useful_sum, &stat_v1, &stat_useful, &stat_gated);
 
     // ---- issue register and skew: row i delayed i ----
     let iss_a = b.pipe("issue_a_q", &issue.repl(r * row_w).and(&aq_a), &Expr::bit(true));
@@ -937,30 +1007,40 @@ fn build_ws(p: &SystolicParams) -> Result<Design, RtlError> {
     Ok(Design { top: top.name.clone(), modules: mul.into_iter().chain([pe_mod, top]).collect() })
 }
 
-/// The gated-products counter: each counted step adds R*C*L minus its
-/// useful MACs (`useful`, registered alongside `useful_now_q`), so the
-/// counter itself is a single add. Constant zero without gating.
-fn gated_counter(b: &mut ModuleBuilder, p: &SystolicParams, useful: &Expr, valid: &Expr, port: &Expr) {
+/// The useful-MAC and gated-product counters, from the issued item's useful
+/// MAC count (`useful`, valid when `valid`). Each stage is registered: the
+/// count, then the useful counter and the gated increment (all lanes minus
+/// the useful ones), then the gated counter; so the useful counter includes
+/// an item two cycles after `valid`, the gated counter three.
+fn mac_counters(b: &mut ModuleBuilder, p: &SystolicParams, useful: &Expr, valid: &Expr, useful_port: &Expr, gated_port: &Expr) {
+    let useful_now = b.pipe("useful_now_q", useful, &Expr::bit(true));
+    let v2 = b.reg("stat_valid2_q", 1, 0);
+    b.next(&v2, valid, None);
+    let st_useful = b.reg("useful_count_q", STAT_BITS, 0);
+    b.next(&st_useful, &st_useful.add(&useful_now), Some(&v2));
+    b.assign(useful_port, &st_useful);
     let st_gated = b.reg("gated_count_q", STAT_BITS, 0);
     if p.gating {
         let all = Expr::lit(STAT_BITS, (p.rows * p.cols * p.lanes) as u64);
-        let gated_now = b.pipe("gated_now_q", &all.sub(useful), &Expr::bit(true));
-        b.next(&st_gated, &st_gated.add(&gated_now), Some(valid));
+        let gated_now = b.pipe("gated_now_q", &all.sub(&useful_now), &Expr::bit(true));
+        let v3 = b.reg("stat_valid3_q", 1, 0);
+        b.next(&v3, &v2, None);
+        b.next(&st_gated, &st_gated.add(&gated_now), Some(&v3));
     } else {
         b.next(&st_gated, &st_gated, None);
     }
-    b.assign(port, &st_gated);
+    b.assign(gated_port, &st_gated);
 }
 
 /// Operand width of the ECP5 DSP multiplier.
 const DSP_IN: u32 = 18;
 
-/// With `dsp = ecp5`: the multiplier module, one per PE lane. Its generic
+/// With `dsp = ecp5` (or `auto` at `pipeline = 2`): the multiplier module, one per PE lane. Its generic
 /// body registers both operands and the signed product (what simulation,
 /// lint and the other flows see); its ECP5 body is a MULT18X18D whose input
 /// and output registers are those two stages, which yosys does not infer.
 fn dsp_mul(p: &SystolicParams) -> Result<Option<Module>, RtlError> {
-    if p.dsp != "ecp5" {
+    if !p.dsp_module() {
         return Ok(None);
     }
     let name = "gpurtl_systolic_mul";

@@ -208,9 +208,9 @@ fn run_os(
         }
         sim.tick();
     }
-    // The counters include a step from the 4th cycle after it issued.
+    // The counters include a step from the 5th cycle after it issued.
     sim.set(p.in_valid, 0);
-    sim.idle(4);
+    sim.idle(5);
     let outcome = Outcome {
         c: out,
         cycles: first_in.map_or(0, |f| last_out - f),
