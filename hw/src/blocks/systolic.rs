@@ -1035,22 +1035,34 @@ fn mac_counters(b: &mut ModuleBuilder, p: &SystolicParams, useful: &Expr, valid:
 /// Operand width of the ECP5 DSP multiplier.
 const DSP_IN: u32 = 18;
 
-/// With `dsp = ecp5` (or `auto` at `pipeline = 2`): the multiplier module, one per PE lane. Its generic
-/// body registers both operands and the signed product (what simulation,
-/// lint and the other flows see); its ECP5 body is a MULT18X18D whose input
-/// and output registers are those two stages, which yosys does not infer.
+/// Widths of the multiplier module's signed operands: an unsigned element
+/// gets a zero sign bit.
+fn mul_widths(p: &SystolicParams) -> (u32, u32) {
+    let w = |t: ElemType| t.bits() + u32::from(!t.signed());
+    (w(p.a_type), w(p.b_type))
+}
+
+/// With `dsp = ecp5` (or `auto` at `pipeline = 2`): the multiplier module,
+/// one per PE lane. Its generic body registers both operands and the signed
+/// product at their own widths (what simulation, lint and the other flows
+/// see, so a generic or ASIC flow gets the small multiplier); its ECP5 body
+/// sign-extends the operands to the DSP's 18 bits and is a MULT18X18D whose
+/// input and output registers are those two stages, which yosys does not
+/// infer.
 fn dsp_mul(p: &SystolicParams) -> Result<Option<Module>, RtlError> {
     if !p.dsp_module() {
         return Ok(None);
     }
+    let (wa, wb) = mul_widths(p);
+    let wp = wa + wb;
     let name = "gpurtl_systolic_mul";
     let mut m = ModuleBuilder::new(name);
-    m.doc("Signed 18 x 18 multiplier with registered operands and product (two cycles).");
+    m.doc(format!("Signed {wa} x {wb} multiplier with registered operands and product (two cycles)."));
     m.doc(format!("`gpurtl synth --target ecp5` reads {name}.ecp5.v instead: a MULT18X18D with those registers inside."));
     let _clk = m.clock("clk_i");
-    let a_i = m.input("a_i", DSP_IN, "operand A, signed");
-    let b_i = m.input("b_i", DSP_IN, "operand B, signed");
-    let p_o = m.output("p_o", 2 * DSP_IN, "A x B of two cycles before, signed");
+    let a_i = m.input("a_i", wa, "operand A, signed");
+    let b_i = m.input("b_i", wb, "operand B, signed");
+    let p_o = m.output("p_o", wp, "A x B of two cycles before, signed");
     let a_q = m.pipe("a_q", &a_i, &Expr::bit(true));
     let b_q = m.pipe("b_q", &b_i, &Expr::bit(true));
     let prod = m.let_("prod", &a_q.smul(&b_q));
@@ -1066,31 +1078,50 @@ fn dsp_mul(p: &SystolicParams) -> Result<Option<Module>, RtlError> {
          // {name}.v, which is what simulation uses (there is no open MULT18X18D\n\
          // simulation model); this file is checked by synthesis only.\n\
          `default_nettype none\n\
-         module {name} (\n  input  wire        clk_i,\n  input  wire [17:0] a_i,\n  input  wire [17:0] b_i,\n  output wire [35:0] p_o\n);\n\
+         module {name} (\n  input  wire {:7} clk_i,\n  input  wire {:7} a_i,\n  input  wire {:7} b_i,\n  output wire {:7} p_o\n);\n\
+         \x20 // The operands, sign-extended to the DSP's 18 bits.\n\
+         \x20 wire [17:0] a18 = {{{{{ea}{{a_i[{ha}]}}}}, a_i}};\n\
+         \x20 wire [17:0] b18 = {{{{{eb}{{b_i[{hb}]}}}}, b_i}};\n\
+         \x20 wire [35:0] p36;\n\
+         \x20 assign p_o = p36[{hp}:0];\n\
          \x20 MULT18X18D #(\n    .REG_INPUTA_CLK(\"CLK0\"),\n    .REG_INPUTB_CLK(\"CLK0\"),\n    .REG_OUTPUT_CLK(\"CLK0\"),\n    .GSR(\"DISABLED\")\n  ) u_mult18 (\n\
          \x20   {},\n    {},\n    .SIGNEDA(1'b1), .SIGNEDB(1'b1), .SOURCEA(1'b0), .SOURCEB(1'b0),\n\
          \x20   .CLK0(clk_i), .CE0(1'b1), .RST0(1'b0),\n    {}\n  );\nendmodule\n`default_nettype wire\n",
-        pins("A", "a_i", DSP_IN),
-        pins("B", "b_i", DSP_IN),
-        pins("P", "p_o", 2 * DSP_IN)
+        "",
+        format!("[{}:0]", wa - 1),
+        format!("[{}:0]", wb - 1),
+        format!("[{}:0]", wp - 1),
+        pins("A", "a18", DSP_IN),
+        pins("B", "b18", DSP_IN),
+        pins("P", "p36", 2 * DSP_IN),
+        ha = wa - 1,
+        hb = wb - 1,
+        hp = wp - 1,
+        ea = DSP_IN - wa,
+        eb = DSP_IN - wb,
     );
     m.alternative("ecp5", ecp5);
     Ok(Some(m.finish()?))
 }
 
 /// The dot product of the gated lanes through one [`dsp_mul`] per lane: the
-/// products come out two cycles later, and their sum follows them.
+/// product, extended to `acc_bits`, comes out two cycles after the operands.
 fn dsp_dot(m: &mut ModuleBuilder, mul: &Module, clk: &Expr, a: &Expr, b: &Expr, p: &SystolicParams) -> Expr {
     let (ab, bb, pw, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.product_bits(), p.acc_bits);
-    let ext = |e: Expr, signed: bool| if signed { e.sext(DSP_IN) } else { e.zext(DSP_IN) };
+    let (wa, wb) = mul_widths(p);
+    let ext = |e: Expr, signed: bool, w: u32| if signed { e.sext(w) } else { e.zext(w) };
     let mut terms = Vec::new();
     for lane in 0..p.lanes {
-        let x = ext(a.part(lane * ab, ab), p.a_type.signed());
-        let y = ext(b.part(lane * bb, bb), p.b_type.signed());
-        let prod = m.wire(&format!("dsp_p_l{lane}"), 2 * DSP_IN);
+        let x = ext(a.part(lane * ab, ab), p.a_type.signed(), wa);
+        let y = ext(b.part(lane * bb, bb), p.b_type.signed(), wb);
+        let prod = m.wire(&format!("dsp_p_l{lane}"), wa + wb);
         m.instance(mul, &format!("u_mul_l{lane}"), &[("clk_i", clk.clone()), ("a_i", x), ("b_i", y), ("p_o", prod.clone())]);
-        m.waive_unused(&prod, "the product of two slot-sized operands never reaches the upper bits");
-        let v = prod.part(0, pw);
+        let v = if wa + wb > pw {
+            m.waive_unused(&prod, "the top bits of the product of the sign-extended operands repeat its sign");
+            prod.part(0, pw)
+        } else {
+            prod
+        };
         terms.push(if p.signed() { v.sext(acc_w) } else { v.zext(acc_w) });
     }
     let sum = terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t));

@@ -4,26 +4,26 @@
 // Regenerate: gpurtl gen systolic --param a_type=i8 --param acc_bits=32 --param b_type=i8 --param channel_bits=8 --param cols=4 --param dataflow=os --param dsp=auto --param gating=true --param group=8 --param lanes=1 --param load_filter=true --param pipeline=2 --param rowcol_skip=true --param rows=4 -o <dir>
 `default_nettype none
 
-// Signed 18 x 18 multiplier with registered operands and product (two cycles).
+// Signed 8 x 8 multiplier with registered operands and product (two cycles).
 // `gpurtl synth --target ecp5` reads gpurtl_systolic_mul.ecp5.v instead: a MULT18X18D with those registers inside.
 //
 // port   dir     width  meaning
 // clk_i  input       1  clock, rising edge
-// a_i    input      18  operand A, signed
-// b_i    input      18  operand B, signed
-// p_o    output     36  A x B of two cycles before, signed
+// a_i    input       8  operand A, signed
+// b_i    input       8  operand B, signed
+// p_o    output     16  A x B of two cycles before, signed
 module gpurtl_systolic_mul (
   input  wire        clk_i,
-  input  wire [17:0] a_i,
-  input  wire [17:0] b_i,
-  output wire [35:0] p_o
+  input  wire [7:0]  a_i,
+  input  wire [7:0]  b_i,
+  output wire [15:0] p_o
 );
 
-  reg  [17:0] a_q;
-  reg  [17:0] b_q;
-  wire [35:0] prod;
-  wire [35:0] prod_mul1;
-  reg  [35:0] p_q;
+  reg  [7:0]  a_q;
+  reg  [7:0]  b_q;
+  wire [15:0] prod;
+  wire [15:0] prod_mul1;
+  reg  [15:0] p_q;
 
   assign prod_mul1 = $signed(a_q) * $signed(b_q);
   assign prod = prod_mul1;

@@ -51,23 +51,8 @@ module gpurtl_systolic_pe (
   reg         last_q;
   wire        nz_l0;
   reg         mac_nz_q;
-  // dsp_p_l0: bits [35:16] unused: the product of two slot-sized operands never reaches the upper bits
-  /* verilator lint_off UNUSED */
-  wire [35:0] dsp_p_l0;
-  /* verilator lint_on UNUSED */
-  // u_mul_l0_a_i_t1: bits [6:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [7:0]  u_mul_l0_a_i_t1;
-  /* verilator lint_on UNUSED */
-  // u_mul_l0_b_i_t2: bits [6:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [7:0]  u_mul_l0_b_i_t2;
-  /* verilator lint_on UNUSED */
+  wire [15:0] dsp_p_l0;
   wire [31:0] prod_sum;
-  // prod_sum_t3: bits [14:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [15:0] prod_sum_t3;
-  /* verilator lint_on UNUSED */
   reg         mac_valid_q;
   reg         work_q;
   reg         mac_last_q;
@@ -83,10 +68,7 @@ module gpurtl_systolic_pe (
   assign valid_o = valid_q;
   assign last_o = last_q;
   assign nz_l0 = a_nz_i & b_nz_i;
-  assign u_mul_l0_a_i_t1 = a_i & {8{nz_l0}};
-  assign u_mul_l0_b_i_t2 = b_i & {8{nz_l0}};
-  assign prod_sum_t3 = dsp_p_l0[15:0];
-  assign prod_sum = {{16{prod_sum_t3[15]}}, dsp_p_l0[15:0]};
+  assign prod_sum = {{16{dsp_p_l0[15]}}, dsp_p_l0};
   assign total = acc_q + prod_sum;
   assign done = mac_valid_q & mac_last_q;
   assign res_o = res_q;
@@ -94,8 +76,8 @@ module gpurtl_systolic_pe (
 
   gpurtl_systolic_mul u_mul_l0 (
     .clk_i (clk_i),
-    .a_i   ({{10{u_mul_l0_a_i_t1[7]}}, a_i & {8{nz_l0}}}),
-    .b_i   ({{10{u_mul_l0_b_i_t2[7]}}, b_i & {8{nz_l0}}}),
+    .a_i   (a_i & {8{nz_l0}}),
+    .b_i   (b_i & {8{nz_l0}}),
     .p_o   (dsp_p_l0)
   );
 
