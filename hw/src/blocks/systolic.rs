@@ -93,6 +93,10 @@ impl SystolicParams {
     pub fn dsp_module(&self) -> bool {
         self.dsp == "ecp5" || (self.dsp == "auto" && self.pipeline == 2)
     }
+    /// Width of one step's useful-MAC count (at most rows x cols x lanes).
+    pub fn macs_bits(&self) -> u32 {
+        bits_for((self.rows * self.cols * self.lanes) as u64)
+    }
     pub fn product_bits(&self) -> u32 {
         self.a_type.bits() + self.b_type.bits() + (self.a_type.signed() != self.b_type.signed()) as u32
     }
@@ -562,7 +566,6 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let iss_a_nz = b.pipe("issue_a_nz_q", &step_a_nz, &Expr::bit(true));
     let iss_b_nz = b.pipe("issue_b_nz_q", &step_b_nz, &Expr::bit(true));
     // ---- counters, pipelined off the issue registers (off the issue path) ----
-    let rb = bits_for(r as u64);
     let cb = bits_for(c as u64);
     let iss_real = b.reg("issue_real_q", 1, 0);
     b.next(&iss_real, &sel_real, None);
@@ -576,12 +579,13 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     }
     let stat_v1 = b.reg("stat_valid1_q", 1, 0);
     b.next(&stat_v1, &iss_real, None);
-    let pw = rb + cb;
+    // A lane's count is at most rows x cols.
+    let pw = bits_for((r * c) as u64);
     // non-zero rows x non-zero columns, as a sum of masked column counts
     // (LUTs, not a multiplier).
     let terms: Vec<Expr> = pcs
         .iter()
-        .map(|(pa, pb)| sum_tree(&(0..r).map(|i| pb.and(&pa.bit_at(i).repl(cb))).collect::<Vec<_>>(), pw).zext(STAT_BITS))
+        .map(|(pa, pb)| sum_tree(&(0..r).map(|i| pb.and(&pa.bit_at(i).repl(cb))).collect::<Vec<_>>(), pw).zext(p.macs_bits()))
         .collect();
     let useful_sum = b.let_("useful_sum", &terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t)));
     mac_counters(&mut b, p, &useful_sum, &stat_v1, &stat_useful, &stat_gated);
@@ -589,8 +593,7 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let skipped_q = b.pipe("skipped_now_q", &skipped_now, &Expr::bit(true));
     let accepted_q = b.reg("accepted_q", 1, 0);
     b.next(&accepted_q, &take, None);
-    let st_skipped = b.reg("skipped_count_q", STAT_BITS, 0);
-    b.next(&st_skipped, &st_skipped.add(&skipped_q.zext(STAT_BITS)), Some(&accepted_q));
+    let st_skipped = stat_counter(&mut b, "skipped_count", &skipped_q, &accepted_q);
     b.assign(&stat_skipped, &st_skipped);
 
     // With gating the lanes' non-zero flags are skewed beside the operands.
@@ -931,7 +934,7 @@ fn build_ws(p: &SystolicParams) -> Result<Design, RtlError> {
     }
     let stat_v1 = b.reg("stat_valid1_q", 1, 0);
     b.next(&stat_v1, &issue, None);
-    let useful_sum = b.let_("useful_sum", &sum_tree(&terms, STAT_BITS));
+    let useful_sum = b.let_("useful_sum", &sum_tree(&terms, p.macs_bits()));
     mac_counters(&mut b, p, &useful_sum, &stat_v1, &stat_useful, &stat_gated);
 
     // ---- issue register and skew: row i delayed i ----
@@ -1008,28 +1011,45 @@ fn build_ws(p: &SystolicParams) -> Result<Design, RtlError> {
 }
 
 /// The useful-MAC and gated-product counters, from the issued item's useful
-/// MAC count (`useful`, valid when `valid`). Each stage is registered: the
-/// count, then the useful counter and the gated increment (all lanes minus
-/// the useful ones), then the gated counter; so the useful counter includes
-/// an item two cycles after `valid`, the gated counter three.
+/// MAC count (`useful`, `macs_bits` wide, valid when `valid`). Each stage is
+/// registered: the count, then the useful counter and the gated increment
+/// (all lanes minus the useful ones), then the gated counter; and each
+/// counter's upper half follows a cycle after its lower half (see
+/// [`stat_counter`]). So the useful counter is final three cycles after
+/// `valid`, the gated counter four.
 fn mac_counters(b: &mut ModuleBuilder, p: &SystolicParams, useful: &Expr, valid: &Expr, useful_port: &Expr, gated_port: &Expr) {
     let useful_now = b.pipe("useful_now_q", useful, &Expr::bit(true));
     let v2 = b.reg("stat_valid2_q", 1, 0);
     b.next(&v2, valid, None);
-    let st_useful = b.reg("useful_count_q", STAT_BITS, 0);
-    b.next(&st_useful, &st_useful.add(&useful_now), Some(&v2));
+    let st_useful = stat_counter(b, "useful_count", &useful_now, &v2);
     b.assign(useful_port, &st_useful);
-    let st_gated = b.reg("gated_count_q", STAT_BITS, 0);
     if p.gating {
-        let all = Expr::lit(STAT_BITS, (p.rows * p.cols * p.lanes) as u64);
+        let all = Expr::lit(p.macs_bits(), (p.rows * p.cols * p.lanes) as u64);
         let gated_now = b.pipe("gated_now_q", &all.sub(&useful_now), &Expr::bit(true));
         let v3 = b.reg("stat_valid3_q", 1, 0);
         b.next(&v3, &v2, None);
-        b.next(&st_gated, &st_gated.add(&gated_now), Some(&v3));
+        let st_gated = stat_counter(b, "gated_count", &gated_now, &v3);
+        b.assign(gated_port, &st_gated);
     } else {
-        b.next(&st_gated, &st_gated, None);
+        b.assign(gated_port, &Expr::zero(STAT_BITS));
     }
-    b.assign(gated_port, &st_gated);
+}
+
+/// A `STAT_BITS` statistics counter that adds `inc` (at most half as wide)
+/// when `en`, in two halves: the lower half adds and registers its carry,
+/// and the upper half adds that carry the next cycle, so no carry chain
+/// runs the whole width in one cycle. The value is exact one cycle after the
+/// last add.
+pub fn stat_counter(b: &mut ModuleBuilder, name: &str, inc: &Expr, en: &Expr) -> Expr {
+    let h = STAT_BITS / 2;
+    let lo = b.reg(&format!("{name}_lo_q"), h, 0);
+    let carry = b.reg(&format!("{name}_carry_q"), 1, 0);
+    let hi = b.reg(&format!("{name}_hi_q"), STAT_BITS - h, 0);
+    let sum = b.let_(&format!("{name}_lo_sum"), &lo.zext(h + 1).add(&inc.zext(h + 1)));
+    b.next(&lo, &sum.part(0, h), Some(en));
+    b.next(&carry, &en.and(&sum.bit_at(h)), None);
+    b.next(&hi, &hi.add(&carry.zext(STAT_BITS - h)), Some(&carry));
+    Expr::cat(&[hi, lo])
 }
 
 /// Operand width of the ECP5 DSP multiplier.

@@ -208,9 +208,9 @@ fn run_os(
         }
         sim.tick();
     }
-    // The counters include a step from the 5th cycle after it issued.
+    // The counters are final 6 cycles after the last step issued.
     sim.set(p.in_valid, 0);
-    sim.idle(5);
+    sim.idle(6);
     let outcome = Outcome {
         c: out,
         cycles: first_in.map_or(0, |f| last_out - f),
@@ -349,10 +349,10 @@ fn run_ws(
         }
         sim.tick();
     }
-    // The counters include a vector from the 4th cycle after it issued.
+    // The counters are final 5 cycles after the last vector issued.
     sim.set(w_valid, 0);
     sim.set(a_valid, 0);
-    sim.idle(4);
+    sim.idle(5);
     let outcome = Outcome {
         c: sums,
         cycles: first_in.map_or(0, |f| last_out - f + 1),
