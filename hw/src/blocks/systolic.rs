@@ -448,10 +448,11 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let present_in =
         Expr::cat_lanes(&(0..g).map(|s| steps_in.gt(&Expr::lit(p.steps_bits(), s as u64))).collect::<Vec<_>>());
     let useful_in = if p.load_filter {
-        let nz: Vec<Expr> =
-            (0..g as usize).map(|s| Expr::cat(&a_in[s]).any().and(&Expr::cat(&b_in[s]).any())).collect();
-        let nz_in = b.pipe("in_nonzero_q", &Expr::cat_lanes(&nz), &in_load);
-        b.let_("in_useful", &present_in.and(&nz_in))
+        // The A and B tests are registered apart: each is half as wide.
+        let any_of = |x: &[Vec<Expr>]| Expr::cat_lanes(&x.iter().map(|v| Expr::cat(v).any()).collect::<Vec<_>>());
+        let a_nz = b.pipe("in_a_nonzero_q", &any_of(&a_in), &in_load);
+        let b_nz = b.pipe("in_b_nonzero_q", &any_of(&b_in), &in_load);
+        b.let_("in_useful", &present_in.and(&a_nz).and(&b_nz))
     } else {
         present_in.clone()
     };

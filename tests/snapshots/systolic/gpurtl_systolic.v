@@ -66,7 +66,8 @@ module gpurtl_systolic (
   wire         take;
   wire         in_valid_next;
   reg  [3:0]   in_steps_q;
-  reg  [7:0]   in_nonzero_q;
+  reg  [7:0]   in_a_nonzero_q;
+  reg  [7:0]   in_b_nonzero_q;
   wire [7:0]   in_useful;
   wire         bank0_load;
   wire         bank1_load;
@@ -429,7 +430,7 @@ module gpurtl_systolic (
   assign take = in_valid_q & ~(write_bank_q ? bank1_full_q : bank0_full_q);
   assign in_ready_o = in_ready_q;
   assign in_valid_next = accept | (in_valid_q & ~take);
-  assign in_useful = {in_steps_q > 4'd7, in_steps_q > 4'd6, in_steps_q > 4'd5, in_steps_q > 4'd4, in_steps_q > 4'd3, in_steps_q > 4'd2, in_steps_q > 4'd1, in_steps_q > 4'd0} & in_nonzero_q;
+  assign in_useful = ({in_steps_q > 4'd7, in_steps_q > 4'd6, in_steps_q > 4'd5, in_steps_q > 4'd4, in_steps_q > 4'd3, in_steps_q > 4'd2, in_steps_q > 4'd1, in_steps_q > 4'd0} & in_a_nonzero_q) & in_b_nonzero_q;
   assign bank0_load = take & (write_bank_q == 1'd0);
   assign bank1_load = take & (write_bank_q == 1'd1);
   assign write_bank_next = take ? ~write_bank_q : write_bank_q;
@@ -885,7 +886,8 @@ module gpurtl_systolic (
       in_b_q <= {{in_b_i[255:248], in_b_i[247:240], in_b_i[239:232], in_b_i[231:224]}, {in_b_i[223:216], in_b_i[215:208], in_b_i[207:200], in_b_i[199:192]}, {in_b_i[191:184], in_b_i[183:176], in_b_i[175:168], in_b_i[167:160]}, {in_b_i[159:152], in_b_i[151:144], in_b_i[143:136], in_b_i[135:128]}, {in_b_i[127:120], in_b_i[119:112], in_b_i[111:104], in_b_i[103:96]}, {in_b_i[95:88], in_b_i[87:80], in_b_i[79:72], in_b_i[71:64]}, {in_b_i[63:56], in_b_i[55:48], in_b_i[47:40], in_b_i[39:32]}, {in_b_i[31:24], in_b_i[23:16], in_b_i[15:8], in_b_i[7:0]}};
       in_last_q <= in_last_i;
       in_steps_q <= in_steps_i;
-      in_nonzero_q <= {|{in_a_i[231:224], in_a_i[239:232], in_a_i[247:240], in_a_i[255:248]} & |{in_b_i[231:224], in_b_i[239:232], in_b_i[247:240], in_b_i[255:248]}, |{in_a_i[199:192], in_a_i[207:200], in_a_i[215:208], in_a_i[223:216]} & |{in_b_i[199:192], in_b_i[207:200], in_b_i[215:208], in_b_i[223:216]}, |{in_a_i[167:160], in_a_i[175:168], in_a_i[183:176], in_a_i[191:184]} & |{in_b_i[167:160], in_b_i[175:168], in_b_i[183:176], in_b_i[191:184]}, |{in_a_i[135:128], in_a_i[143:136], in_a_i[151:144], in_a_i[159:152]} & |{in_b_i[135:128], in_b_i[143:136], in_b_i[151:144], in_b_i[159:152]}, |{in_a_i[103:96], in_a_i[111:104], in_a_i[119:112], in_a_i[127:120]} & |{in_b_i[103:96], in_b_i[111:104], in_b_i[119:112], in_b_i[127:120]}, |{in_a_i[71:64], in_a_i[79:72], in_a_i[87:80], in_a_i[95:88]} & |{in_b_i[71:64], in_b_i[79:72], in_b_i[87:80], in_b_i[95:88]}, |{in_a_i[39:32], in_a_i[47:40], in_a_i[55:48], in_a_i[63:56]} & |{in_b_i[39:32], in_b_i[47:40], in_b_i[55:48], in_b_i[63:56]}, |{in_a_i[7:0], in_a_i[15:8], in_a_i[23:16], in_a_i[31:24]} & |{in_b_i[7:0], in_b_i[15:8], in_b_i[23:16], in_b_i[31:24]}};
+      in_a_nonzero_q <= {|{in_a_i[231:224], in_a_i[239:232], in_a_i[247:240], in_a_i[255:248]}, |{in_a_i[199:192], in_a_i[207:200], in_a_i[215:208], in_a_i[223:216]}, |{in_a_i[167:160], in_a_i[175:168], in_a_i[183:176], in_a_i[191:184]}, |{in_a_i[135:128], in_a_i[143:136], in_a_i[151:144], in_a_i[159:152]}, |{in_a_i[103:96], in_a_i[111:104], in_a_i[119:112], in_a_i[127:120]}, |{in_a_i[71:64], in_a_i[79:72], in_a_i[87:80], in_a_i[95:88]}, |{in_a_i[39:32], in_a_i[47:40], in_a_i[55:48], in_a_i[63:56]}, |{in_a_i[7:0], in_a_i[15:8], in_a_i[23:16], in_a_i[31:24]}};
+      in_b_nonzero_q <= {|{in_b_i[231:224], in_b_i[239:232], in_b_i[247:240], in_b_i[255:248]}, |{in_b_i[199:192], in_b_i[207:200], in_b_i[215:208], in_b_i[223:216]}, |{in_b_i[167:160], in_b_i[175:168], in_b_i[183:176], in_b_i[191:184]}, |{in_b_i[135:128], in_b_i[143:136], in_b_i[151:144], in_b_i[159:152]}, |{in_b_i[103:96], in_b_i[111:104], in_b_i[119:112], in_b_i[127:120]}, |{in_b_i[71:64], in_b_i[79:72], in_b_i[87:80], in_b_i[95:88]}, |{in_b_i[39:32], in_b_i[47:40], in_b_i[55:48], in_b_i[63:56]}, |{in_b_i[7:0], in_b_i[15:8], in_b_i[23:16], in_b_i[31:24]}};
     end
   end
 
