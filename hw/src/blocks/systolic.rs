@@ -87,7 +87,6 @@ impl Default for SystolicParams {
 }
 
 impl SystolicParams {
-    /// Width of one product: bits(a) + bits(b), one more for mixed signedness.
     /// Each multiply is a `gpurtl_systolic_mul` instance (with a hand-mapped
     /// ECP5 body) rather than an inline `*`.
     pub fn dsp_module(&self) -> bool {
@@ -97,6 +96,7 @@ impl SystolicParams {
     pub fn macs_bits(&self) -> u32 {
         bits_for((self.rows * self.cols * self.lanes) as u64)
     }
+    /// Width of one product: bits(a) + bits(b), one more for mixed signedness.
     pub fn product_bits(&self) -> u32 {
         self.a_type.bits() + self.b_type.bits() + (self.a_type.signed() != self.b_type.signed()) as u32
     }
@@ -425,13 +425,12 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // count are worked out from registers, off the input pins' paths.
     let inq_valid = b.reg("in_valid_q", 1, 0);
     // in_ready_o = !in_valid_q | take, kept as a register of its own (worked
-    // out from the next states) for the port and `accept`. The input
-    // register's wide load enable is the same condition, but worked out in
-    // one LUT from the state flip-flops: the register's own next state is the
-    // loader's longest path, and a flip-flop driving some 500 enables is
-    // placed among them, far from that logic. Whenever the input register may
-    // take a group it samples the pins; what it samples without an accept is
-    // never used.
+    // out from the next states). It is also the input register's load
+    // enable: whenever the register may take a group it samples the pins,
+    // and what it samples without an accept is never used. So the wide
+    // enable comes straight from a flip-flop. (A LUT of the state flip-flops
+    // would do too, but yosys then shares that high-fanout LUT with the
+    // loader's logic and places it among the enables.)
     let in_ready_q = b.reg("in_ready_q", 1, 1);
     let in_load = in_ready_q.clone();
     let inq_a = b.pipe("in_a_q", &packed_a, &in_load);
@@ -539,15 +538,9 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         None,
     );
 
-    // ---- select stage: the issued step's operands are picked the cycle
-    // after the issue, by a copy of the pick registers. The pick registers
-    // come out of the loader's decision and stay beside it; the copy drives
-    // the wide operand select. The bank of a step issued in cycle s is still
-    // full in cycle s, so its operands are unchanged in cycle s+1.
+    // The issued step: picked operands and their lanes' non-zero flags
+    // (zero for the null step). `select_pick` is both banks' pick registers.
     let sel = b.let_("select_pick", &Expr::cat_lanes(&picks));
-    let sel_valid = issue.clone();
-    let sel_last = cand_end.clone();
-    let sel_real = issue.and(&issue_null.not());
     let a_steps: Vec<Expr> = ga.iter().flat_map(|x| (0..g).map(move |s| x.part(s * r * row_w, r * row_w))).collect();
     let b_steps: Vec<Expr> = gb.iter().flat_map(|x| (0..g).map(move |s| x.part(s * c * col_w, c * col_w))).collect();
     let step_a = b.let_("step_a", &select_onehot(&sel, &a_steps));
@@ -560,8 +553,8 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
 
     // ---- issue register and skew: row i delayed i, column j delayed j ----
     let iss_valid = b.reg("issue_valid_q", 1, 0);
-    b.next(&iss_valid, &sel_valid, None);
-    let iss_last = b.pipe("issue_last_q", &sel_last, &Expr::bit(true));
+    b.next(&iss_valid, &issue, None);
+    let iss_last = b.pipe("issue_last_q", &cand_end, &Expr::bit(true));
     let iss_a = b.pipe("issue_a_q", &step_a, &Expr::bit(true));
     let iss_b = b.pipe("issue_b_q", &step_b, &Expr::bit(true));
     let iss_a_nz = b.pipe("issue_a_nz_q", &step_a_nz, &Expr::bit(true));
@@ -569,7 +562,7 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // ---- counters, pipelined off the issue registers (off the issue path) ----
     let cb = bits_for(c as u64);
     let iss_real = b.reg("issue_real_q", 1, 0);
-    b.next(&iss_real, &sel_real, None);
+    b.next(&iss_real, &issue.and(&issue_null.not()), None);
     let mut pcs = Vec::new();
     for lane in 0..l {
         let nza: Vec<Expr> = (0..r).map(|i| iss_a_nz.bit_at(i * l + lane)).collect();
