@@ -17,7 +17,7 @@
 
 use crate::params::{BlockParams, Checker, ParamErrors, ParamInfo, ParamKind};
 use crate::rtl::pipe::{credit_begin, credit_end};
-use crate::rtl::{bits_for, clog2, lowest_bit, popcount, select, select_onehot, sum_tree, Expr, Module, ModuleBuilder, RtlError};
+use crate::rtl::{bits_for, clog2, lowest_bit, popcount, select, select_onehot, split_counter, sum_tree, Expr, Module, ModuleBuilder, RtlError};
 use crate::Design;
 use serde::{Deserialize, Serialize};
 
@@ -432,10 +432,9 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // would do too, but yosys then shares that high-fanout LUT with the
     // loader's logic and places it among the enables.)
     let in_ready_q = b.reg("in_ready_q", 1, 1);
-    let in_load = in_ready_q.clone();
-    let inq_a = b.pipe("in_a_q", &packed_a, &in_load);
-    let inq_b = b.pipe("in_b_q", &packed_b, &in_load);
-    let inq_last = b.pipe("in_last_q", &in_last, &in_load);
+    let inq_a = b.pipe("in_a_q", &packed_a, &in_ready_q);
+    let inq_b = b.pipe("in_b_q", &packed_b, &in_ready_q);
+    let inq_last = b.pipe("in_last_q", &in_last, &in_ready_q);
     let take = b.let_("take", &inq_valid.and(&wr_full.not()));
     b.assign(&in_ready, &in_ready_q);
     let inq_valid_next = b.let_("in_valid_next", &accept.or(&inq_valid.and(&take.not())));
@@ -443,14 +442,14 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // The non-zero tests are worked out as the group enters the input
     // register, so the wide tests have a cycle of their own; the step count
     // is registered as it is, and the present flags come from it.
-    let steps_in = b.pipe("in_steps_q", &in_steps, &in_load);
+    let steps_in = b.pipe("in_steps_q", &in_steps, &in_ready_q);
     let present_in =
         Expr::cat_lanes(&(0..g).map(|s| steps_in.gt(&Expr::lit(p.steps_bits(), s as u64))).collect::<Vec<_>>());
     let useful_in = if p.load_filter {
         // The A and B tests are registered apart: each is half as wide.
         let any_of = |x: &[Vec<Expr>]| Expr::cat_lanes(&x.iter().map(|v| Expr::cat(v).any()).collect::<Vec<_>>());
-        let a_nz = b.pipe("in_a_nonzero_q", &any_of(&a_in), &in_load);
-        let b_nz = b.pipe("in_b_nonzero_q", &any_of(&b_in), &in_load);
+        let a_nz = b.pipe("in_a_nonzero_q", &any_of(&a_in), &in_ready_q);
+        let b_nz = b.pipe("in_b_nonzero_q", &any_of(&b_in), &in_ready_q);
         b.let_("in_useful", &present_in.and(&a_nz).and(&b_nz))
     } else {
         present_in.clone()
@@ -1029,21 +1028,10 @@ fn mac_counters(b: &mut ModuleBuilder, p: &SystolicParams, useful: &Expr, valid:
     }
 }
 
-/// A `STAT_BITS` statistics counter that adds `inc` (at most half as wide)
-/// when `en`, in two halves: the lower half adds and registers its carry,
-/// and the upper half adds that carry the next cycle, so no carry chain
-/// runs the whole width in one cycle. The value is exact one cycle after the
-/// last add.
+/// A `STAT_BITS` statistics counter in two halves with a registered carry
+/// ([`split_counter`]): exact one cycle after the last add.
 pub fn stat_counter(b: &mut ModuleBuilder, name: &str, inc: &Expr, en: &Expr) -> Expr {
-    let h = STAT_BITS / 2;
-    let lo = b.reg(&format!("{name}_lo_q"), h, 0);
-    let carry = b.reg(&format!("{name}_carry_q"), 1, 0);
-    let hi = b.reg(&format!("{name}_hi_q"), STAT_BITS - h, 0);
-    let sum = b.let_(&format!("{name}_lo_sum"), &lo.zext(h + 1).add(&inc.zext(h + 1)));
-    b.next(&lo, &sum.part(0, h), Some(en));
-    b.next(&carry, &en.and(&sum.bit_at(h)), None);
-    b.next(&hi, &hi.add(&carry.zext(STAT_BITS - h)), Some(&carry));
-    Expr::cat(&[hi, lo])
+    split_counter(b, name, STAT_BITS, inc, en)
 }
 
 /// Operand width of the ECP5 DSP multiplier.
