@@ -3,18 +3,16 @@
 
 use gpurtl_gen::rtl_engine::compile_design;
 use gpurtl_gen::tools;
-use gpurtl_hw::blocks::cbload::{build, CbloadParams};
-use gpurtl_hw::params::BlockParams;
-use gpurtl_sim::models::cbload::{self as model, Config, ErrorKind};
+use gpurtl_hw::blocks::cbload::build;
+use gpurtl_params::cbload::{CbloadParams, ErrorKind};
+use gpurtl_params::BlockParams;
+use gpurtl_sim::models::cbload as model;
 use gpurtl_sim::rng::Rng;
 use gpurtl_sim::tb::cbload::{self as tb, Env};
 use gpurtl_tests::{failure_dir, seeds};
 
 const SEEDS: u64 = 200;
 
-fn config(p: &CbloadParams) -> Config {
-    serde_json::from_value(serde_json::to_value(p).unwrap()).unwrap()
-}
 
 fn points() -> Vec<(&'static str, CbloadParams)> {
     let d = CbloadParams::default();
@@ -32,7 +30,7 @@ fn points() -> Vec<(&'static str, CbloadParams)> {
 
 fn cosim(name: &str, p: &CbloadParams) {
     p.validate().expect("test point is valid");
-    let cfg = config(p);
+    let cfg = p.clone();
     let compiled = compile_design(&build(p).unwrap()).expect("verilator build");
     let (mut instrs, mut errors) = (0, [0usize; 5]);
     for seed in seeds(SEEDS) {
@@ -115,7 +113,7 @@ fn cosim_wide() {
 #[test]
 fn burst_streams_at_one_beat_per_cycle() {
     let p = CbloadParams::default();
-    let cfg = config(&p);
+    let cfg = p.clone();
     let compiled = compile_design(&build(&p).unwrap()).unwrap();
     let w: model::Workload = model::parse_input(
         &serde_json::json!({
@@ -134,7 +132,7 @@ fn burst_streams_at_one_beat_per_cycle() {
 }
 
 fn generated(p: &CbloadParams) -> (tempfile::TempDir, String, Vec<String>) {
-    gpurtl_tests::generated("cbload", &build(p).unwrap(), &serde_json::to_value(p).unwrap())
+    gpurtl_tests::generated(&build(p).unwrap())
 }
 
 #[test]
@@ -154,12 +152,12 @@ fn verilator_lint_and_yosys_are_clean_at_every_point() {
 #[test]
 fn default_output_matches_snapshot() {
     let p = CbloadParams::default();
-    gpurtl_tests::check_snapshot("cbload", &build(&p).unwrap(), &serde_json::to_value(&p).unwrap());
+    gpurtl_tests::check_snapshot("cbload", &build(&p).unwrap());
 }
 
 #[test]
 fn regeneration_is_byte_identical() {
     for (_, p) in CbloadParams::presets() {
-        gpurtl_tests::check_stable("cbload", || build(&p).unwrap(), &serde_json::to_value(&p).unwrap());
+        gpurtl_tests::check_stable(|| build(&p).unwrap());
     }
 }

@@ -3,11 +3,13 @@
 
 use gpurtl_gen::rtl_engine::compile_design;
 use gpurtl_gen::tools;
-use gpurtl_hw::blocks::compress::{build, CompressParams};
-use gpurtl_hw::params::BlockParams;
+use gpurtl_hw::blocks::compress::build;
+use gpurtl_params::compress::CompressParams;
+use gpurtl_params::BlockParams;
 use gpurtl_sim::models::compress as model;
 use gpurtl_sim::rng::Rng;
-use gpurtl_sim::tb::compress::{self as tb, Stalls};
+use gpurtl_sim::tb::compress as tb;
+use gpurtl_sim::tb::Stalls;
 use gpurtl_tests::{failure_dir, seeds};
 
 /// Parameter points: smallest width, default, a wide one at the deepest
@@ -102,7 +104,7 @@ fn back_pressure_keeps_order() {
 }
 
 fn generated(p: &CompressParams) -> (tempfile::TempDir, String, Vec<String>) {
-    gpurtl_tests::generated("compress", &build(p).unwrap(), &serde_json::to_value(p).unwrap())
+    gpurtl_tests::generated(&build(p).unwrap())
 }
 
 #[test]
@@ -128,7 +130,7 @@ fn yosys_synth_check_assert_no_latches() {
 #[test]
 fn regeneration_is_byte_identical() {
     for (_, p) in CompressParams::presets() {
-        gpurtl_tests::check_stable("compress", || build(&p).unwrap(), &serde_json::to_value(&p).unwrap());
+        gpurtl_tests::check_stable(|| build(&p).unwrap());
     }
 }
 
@@ -137,5 +139,5 @@ fn regeneration_is_byte_identical() {
 #[test]
 fn default_output_matches_snapshot() {
     let p = CompressParams::default();
-    gpurtl_tests::check_snapshot("compress", &build(&p).unwrap(), &serde_json::to_value(&p).unwrap());
+    gpurtl_tests::check_snapshot("compress", &build(&p).unwrap());
 }

@@ -3,18 +3,17 @@
 
 use gpurtl_gen::rtl_engine::compile_design;
 use gpurtl_gen::tools;
-use gpurtl_hw::blocks::systolic::{build, ElemType, SystolicParams};
-use gpurtl_hw::params::BlockParams;
-use gpurtl_sim::models::systolic::{self as model, Config};
+use gpurtl_hw::blocks::systolic::build;
+use gpurtl_params::systolic::{Dataflow, Dsp, ElemType, SystolicParams, STAT_BITS};
+use gpurtl_params::BlockParams;
+use gpurtl_sim::models::systolic as model;
 use gpurtl_sim::rng::Rng;
-use gpurtl_sim::tb::systolic::{self as tb, Env};
+use gpurtl_sim::tb::systolic as tb;
+use gpurtl_sim::tb::Stalls;
 use gpurtl_tests::{failure_dir, seeds};
 
 const SEEDS: u64 = 200;
 
-fn config(p: &SystolicParams) -> Config {
-    serde_json::from_value(serde_json::to_value(p).unwrap()).unwrap()
-}
 
 fn point(name: &str) -> SystolicParams {
     let d = SystolicParams::default();
@@ -35,8 +34,8 @@ fn point(name: &str) -> SystolicParams {
         "8x8" => SystolicParams { rows: 8, cols: 8, pipeline: 1, ..d },
         "int4x4" => SystolicParams::presets()[2].1.clone(),
         "dense" => SystolicParams { rows: 2, cols: 3, pipeline: 0, gating: false, load_filter: false, rowcol_skip: false, a_type: ElemType::U2, b_type: ElemType::I2, acc_bits: 8, ..d },
-        ws if ws.starts_with("ws-") => SystolicParams { dataflow: "ws".into(), ..point(&ws[3..]) },
-        inf if inf.starts_with("infer-") => SystolicParams { dsp: "infer".into(), ..point(&inf[6..]) },
+        ws if ws.starts_with("ws-") => SystolicParams { dataflow: Dataflow::Ws, ..point(&ws[3..]) },
+        inf if inf.starts_with("infer-") => SystolicParams { dsp: Dsp::Infer, ..point(&inf[6..]) },
         split if split.starts_with("split-") => SystolicParams { pipeline: 3, ..point(&split[6..]) },
         _ => unreachable!(),
     }
@@ -51,13 +50,13 @@ const POINTS: [&str; 15] = [
 fn cosim(name: &str) {
     let p = point(name);
     p.validate().expect("test point is valid");
-    let cfg = config(&p);
+    let cfg = p.clone();
     let compiled = compile_design(&build(&p).unwrap()).expect("verilator build");
     let (mut macs, mut gated, mut skipped) = (0, 0, 0);
     for seed in seeds(SEEDS) {
         let mut rng = Rng::new(seed * 65_537 + p.rows as u64 * 31 + p.cols as u64);
         let gemm = tb::random_gemm(&mut rng, &cfg, 3 * p.rows.max(p.cols).max(4) as u64);
-        let env = (seed % 4 != 0).then(|| Env { seed, in_stall: rng.below(60) as u32, out_stall: rng.below(60) as u32 });
+        let env = (seed % 4 != 0).then(|| Stalls { seed, in_pct: rng.below(60) as u32, out_pct: rng.below(60) as u32 });
         let want = model::run(&cfg, &gemm);
         (macs, gated, skipped) = (macs + want.useful_macs, gated + want.gated_products, skipped + want.skipped_ksteps);
         let problem = match tb::run(&compiled, &cfg, &gemm, env, None) {
@@ -159,7 +158,7 @@ fn dense_gemm_utilization() {
 
 fn dense_utilization(name: &str) {
     let p = point(name);
-    let cfg = config(&p);
+    let cfg = p.clone();
     let compiled = compile_design(&build(&p).unwrap()).unwrap();
     let gemm = model::Gemm {
         a: (0..32).map(|i| (0..64).map(|k| 1 + ((i + k) % 100) as i64).collect()).collect(),
@@ -172,7 +171,7 @@ fn dense_utilization(name: &str) {
 }
 
 fn generated(p: &SystolicParams) -> (tempfile::TempDir, String, Vec<String>) {
-    gpurtl_tests::generated("systolic", &build(p).unwrap(), &serde_json::to_value(p).unwrap())
+    gpurtl_tests::generated(&build(p).unwrap())
 }
 
 #[test]
@@ -192,21 +191,22 @@ fn verilator_lint_and_yosys_are_clean_at_every_point() {
 #[test]
 fn one_pe_module_instantiated_per_grid_position() {
     let d = build(&SystolicParams { rows: 16, cols: 16, ..SystolicParams::default() }).unwrap();
-    let names: Vec<&str> = d.modules.iter().map(|m| m.name.as_str()).collect();
+    let e = d.elaborate();
+    let names: Vec<&str> = e.units.iter().map(|u| u.name.as_str()).collect();
     assert_eq!(names, ["gpurtl_systolic_mul", "gpurtl_systolic_pe", "gpurtl_systolic"]);
-    assert_eq!(d.top_module().instances.len(), 256);
+    assert_eq!(d.top().instances.len(), 256);
 }
 
 #[test]
 fn default_output_matches_snapshot() {
     let p = SystolicParams::default();
-    gpurtl_tests::check_snapshot("systolic", &build(&p).unwrap(), &serde_json::to_value(&p).unwrap());
+    gpurtl_tests::check_snapshot("systolic", &build(&p).unwrap());
 }
 
 #[test]
 fn regeneration_is_byte_identical() {
     for (_, p) in SystolicParams::presets() {
-        gpurtl_tests::check_stable("systolic", || build(&p).unwrap(), &serde_json::to_value(&p).unwrap());
+        gpurtl_tests::check_stable(|| build(&p).unwrap());
     }
 }
 
@@ -215,7 +215,7 @@ fn regeneration_is_byte_identical() {
 /// cosimulations never count that far.)
 #[test]
 fn stat_counter_carries_into_its_upper_half() {
-    use gpurtl_hw::blocks::systolic::{stat_counter, STAT_BITS};
+    use gpurtl_hw::blocks::systolic::stat_counter;
     use gpurtl_hw::rtl::ModuleBuilder;
     let mut b = ModuleBuilder::new("stat_counter_tb");
     b.clock("clk_i");
@@ -227,7 +227,8 @@ fn stat_counter_carries_into_its_upper_half() {
     let count = stat_counter(&mut b, "count", &inc, &en);
     b.assign(&out, &count);
     let m = b.finish().unwrap();
-    let compiled = compile_design(&gpurtl_hw::Design { top: m.name.clone(), modules: vec![m] }).expect("verilator build");
+    let origin = gpurtl_hw::Origin { block: "stat_counter_tb".into(), params: serde_json::json!({}) };
+    let compiled = compile_design(&gpurtl_hw::Design::new(m, origin)).expect("verilator build");
     let mut sim = compiled.start(None).unwrap();
     let (rst, inc, en, out) =
         (sim.port("rst_i").unwrap(), sim.port("inc_i").unwrap(), sim.port("en_i").unwrap(), sim.port("count_o").unwrap());

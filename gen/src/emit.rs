@@ -3,7 +3,6 @@
 //! Everything is written to a temporary directory beside the target and
 //! renamed into place, so an interrupted run leaves no half-written file.
 
-use crate::verilog;
 use askama::Template;
 use gpurtl_hw::rtl::SigKind;
 use gpurtl_hw::Design;
@@ -45,80 +44,52 @@ struct CoreFile<'a> {
     ecp5_files: Vec<String>,
 }
 
-/// What generated a design: enough to regenerate it.
-pub struct Provenance {
-    pub block: String,
-    /// Resolved parameters as a JSON object (every field, not only the given ones).
-    pub params: Value,
-}
-
-impl Provenance {
-    /// `width=128 latency=2`, in the params struct's field order.
-    pub fn params_text(&self) -> String {
-        match &self.params {
-            Value::Object(m) => m.iter().map(|(k, v)| format!("{k}={}", plain(v))).collect::<Vec<_>>().join(" "),
-            _ => String::new(),
-        }
-    }
-    pub fn command(&self) -> String {
-        format!("gpurtl gen {} {}-o <dir>", self.block, param_args(&self.params))
-    }
-}
-
-/// `--param k=v ` for every parameter, in field order (ends with a space).
-pub fn param_args(params: &Value) -> String {
-    match params {
-        Value::Object(m) => m.iter().map(|(k, v)| format!("--param {k}={} ", plain(v))).collect(),
-        _ => String::new(),
-    }
-}
-
-fn plain(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// (file name, contents) of every file of the design, in a stable order.
-pub fn files(design: &Design, prov: &Provenance) -> Vec<(String, String)> {
-    let command = prov.command();
-    let params = prov.params_text();
+/// (file name, contents) of every file of the design, in a stable order:
+/// each module's `.v` (and hand-mapped `.<target>.v`), submodules first,
+/// then `<top>.f`, `<top>.core` and `<top>.json`. Each module's banner names
+/// the block and parameters it was generated from (a composed design's
+/// submodules name their own); the regenerate command is the design's.
+pub fn files(design: &Design) -> Vec<(String, String)> {
+    let e = design.elaborate();
+    let origin = design.origin();
+    let command = origin.command();
     let mut out = Vec::new();
-    for m in &design.modules {
-        let body = verilog::module(m);
-        let text = ModuleFile { version: VERSION, block: &prov.block, params: &params, command: &command, body: &body }
-            .render()
-            .expect("templates render from plain strings");
-        // askama drops the template's final newline; POSIX text files end with one.
-        out.push((format!("{}.v", m.name), text.trim_end().to_string() + "\n"));
-        for (target, body) in &m.alternatives {
-            let text = ModuleFile { version: VERSION, block: &prov.block, params: &params, command: &command, body }
+    for u in &e.units {
+        let params = u.origin.params_text();
+        let page = |body: &str| {
+            let text = ModuleFile { version: VERSION, block: &u.origin.block, params: &params, command: &command, body }
                 .render()
                 .expect("templates render from plain strings");
-            out.push((format!("{}.{target}.v", m.name), text.trim_end().to_string() + "\n"));
+            // askama drops the template's final newline; POSIX text files end with one.
+            text.trim_end().to_string() + "\n"
+        };
+        out.push((format!("{}.v", u.name), page(&u.verilog)));
+        for (target, body) in &u.alternatives {
+            out.push((format!("{}.{target}.v", u.name), page(body)));
         }
     }
-    let names: Vec<String> = design.modules.iter().map(|m| format!("{}.v", m.name)).collect();
-    let f = FileList { version: VERSION, command: &command, top: &design.top, files: names.clone() }
+    let top = e.top();
+    let names: Vec<String> = e.units.iter().map(|u| format!("{}.v", u.name)).collect();
+    let f = FileList { version: VERSION, command: &command, top: &top.name, files: names.clone() }
         .render()
         .expect("templates render from plain strings");
-    out.push((format!("{}.f", design.top), f.trim_end().to_string() + "\n"));
-    let top_doc = design.top_module().doc.first().cloned().unwrap_or_default();
+    out.push((format!("{}.f", top.name), f.trim_end().to_string() + "\n"));
+    let top_doc = top.module.doc.first().cloned().unwrap_or_default();
+    let params = origin.params_text();
     let core = CoreFile {
         version: VERSION,
         command: &command,
         params: &params,
-        top: &design.top,
+        top: &top.name,
         description: top_doc.replace('"', "'"),
         files: names.clone(),
         ecp5_files: if out.iter().any(|(f, _)| f.ends_with(".ecp5.v")) { sources_for(&out, Some("ecp5")) } else { Vec::new() },
     }
     .render()
     .expect("templates render from plain strings");
-    out.push((format!("{}.core", design.top), core.trim_end().to_string() + "\n"));
-    let top = design.top_module();
+    out.push((format!("{}.core", top.name), core.trim_end().to_string() + "\n"));
     let ports: Vec<Value> = top
+        .module
         .port_signals()
         .map(|p| {
             json!({"name": p.name, "dir": if p.kind == SigKind::Input {"input"} else {"output"}, "width": p.width, "doc": p.doc})
@@ -126,14 +97,14 @@ pub fn files(design: &Design, prov: &Provenance) -> Vec<(String, String)> {
         .collect();
     let meta = json!({
         "generator": format!("gpurtl {VERSION}"),
-        "block": prov.block,
-        "top": design.top,
-        "params": prov.params,
+        "block": origin.block,
+        "top": top.name,
+        "params": origin.params,
         "command": command,
         "files": names,
         "ports": ports,
     });
-    out.push((format!("{}.json", design.top), serde_json::to_string_pretty(&meta).unwrap_or_default() + "\n"));
+    out.push((format!("{}.json", top.name), serde_json::to_string_pretty(&meta).unwrap_or_default() + "\n"));
     out
 }
 

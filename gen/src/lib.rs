@@ -1,13 +1,18 @@
-//! gpurtl generation: Verilog printing, output files, external tools,
-//! benchmarks and the `gpurtl` command line.
+//! gpurtl generation: output files, external tools, benchmarks, the block
+//! registry and the `gpurtl` command line.
+//!
+//! Module layering, each using only those above it: `error`, `tools`,
+//! `emit`, `rtl_engine`; `block` (the `Block` trait); `bench`, `synth`,
+//! `sweep` (flows that take resolved parameters); `blocks` (one adapter per
+//! block); `cli` (argument parsing and dispatch).
 
 pub mod bench;
+pub mod block;
 pub mod blocks;
 pub mod cli;
 pub mod emit;
+pub mod error;
 pub mod rtl_engine;
-pub mod runners;
 pub mod sweep;
 pub mod synth;
 pub mod tools;
-pub mod verilog;

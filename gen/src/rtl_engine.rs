@@ -6,8 +6,8 @@ use gpurtl_hw::Design;
 use gpurtl_sim::cosim::{compile, Compiled, CosimError, DesignSpec, PortDir, PortSpec};
 
 pub fn compile_design(design: &Design) -> Result<Compiled, CosimError> {
-    let verilog: String = design.modules.iter().map(crate::verilog::module).collect::<Vec<_>>().join("\n");
-    let top = design.top_module();
+    let e = design.elaborate();
+    let top = design.top();
     let ports = top
         .port_signals()
         .map(|p| PortSpec {
@@ -17,5 +17,5 @@ pub fn compile_design(design: &Design) -> Result<Compiled, CosimError> {
         })
         .collect();
     let clock = top.clock.map(|c| top.sig(c).name.clone()).unwrap_or_else(|| "clk_i".into());
-    compile(&DesignSpec { top: design.top.clone(), verilog, ports, clock })
+    compile(&DesignSpec { top: e.top_name().to_string(), verilog: e.verilog(), ports, clock })
 }

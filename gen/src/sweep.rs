@@ -2,9 +2,9 @@
 //! the core count, with progress on stderr; a CSV and JSON table and an SVG
 //! plot (logic and Fmax against the swept parameter) in the output directory.
 
-use crate::blocks::Block;
-use crate::cli::{params_of, CliError, Opts};
+use crate::block::Block;
 use crate::emit;
+use crate::error::{Error, Result};
 use crate::synth::{self, Target};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -13,14 +13,14 @@ use std::sync::Mutex;
 /// `rows=2,4,8` style lists: (name, values). With `zip`, lists advance
 /// together (rows=cols=2,4,8 is `--param rows=2,4,8 --param cols=2,4,8 --zip`);
 /// otherwise every combination runs.
-pub fn points(lists: &[(String, Vec<String>)], zip: bool) -> Result<Vec<Vec<(String, String)>>, CliError> {
+pub fn points(lists: &[(String, Vec<String>)], zip: bool) -> Result<Vec<Vec<(String, String)>>> {
     if lists.is_empty() {
-        return Err(CliError::Bad("`sweep` needs at least one `--param NAME=V1,V2,...`".into()));
+        return Err(Error::Bad("`sweep` needs at least one `--param NAME=V1,V2,...`".into()));
     }
     if zip {
         let n = lists[0].1.len();
         if let Some((k, v)) = lists.iter().find(|(_, v)| v.len() != n) {
-            return Err(CliError::Bad(format!(
+            return Err(Error::Bad(format!(
                 "option `--param {k}` has {} values: must have {n}, like the first list, with --zip",
                 v.len()
             )));
@@ -34,18 +34,29 @@ pub fn points(lists: &[(String, Vec<String>)], zip: bool) -> Result<Vec<Vec<(Str
     Ok(out)
 }
 
-pub fn run(b: &dyn Block, o: &Opts, target: Target, clock_mhz: f64, seed: u32, zip: bool, out: &mut dyn Write) -> Result<(), CliError> {
-    let lists: Vec<(String, Vec<String>)> =
-        o.pairs.iter().map(|(k, v)| (k.clone(), v.split(',').map(|s| s.trim().to_string()).collect())).collect();
-    let pts = points(&lists, zip)?;
+/// How a sweep runs: the synthesis flow of every point, and where.
+pub struct Opts<'a> {
+    pub target: Target,
+    pub clock_mhz: f64,
+    /// nextpnr's placement seed.
+    pub seed: u32,
+    /// Advance the lists together instead of taking every combination.
+    pub zip: bool,
+    pub dir: &'a std::path::Path,
+}
+
+/// Synthesize `b` at every point of `lists` (`rows=2,4,8` style, applied over
+/// the parameter `layers`: a preset, a file), each point resolved and
+/// validated before anything runs.
+pub fn run(b: &dyn Block, layers: &[&Value], lists: &[(String, Vec<String>)], o: &Opts, out: &mut dyn Write) -> Result<()> {
+    let (target, clock_mhz, seed, dir) = (o.target, o.clock_mhz, o.seed, o.dir);
+    let pts = points(lists, o.zip)?;
     // Validate every point before running anything.
     let mut resolved = Vec::new();
     for pt in &pts {
-        let single = Opts { pairs: pt.clone(), ..o.clone() };
-        resolved.push(params_of(b, &single)?);
+        resolved.push(b.resolve(layers, pt)?);
     }
-    let dir = o.out_dir.clone().unwrap_or_else(|| format!("out/sweep/{}-{}", b.name(), target.name()).into());
-    std::fs::create_dir_all(&dir).map_err(|e| CliError::Failed(format!("cannot create `{}`: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get()).min(pts.len());
     let next = Mutex::new(0usize);
     let results: Mutex<Vec<Option<Value>>> = Mutex::new(vec![None; pts.len()]);
@@ -110,7 +121,7 @@ pub fn run(b: &dyn Block, o: &Opts, target: Target, clock_mhz: f64, seed: u32, z
         ));
     }
     let write = |name: &str, text: &str| {
-        emit::write_atomic(&dir.join(name), text.as_bytes()).map_err(|e| CliError::Failed(format!("cannot write {name}: {e}")))
+        emit::write_atomic(&dir.join(name), text.as_bytes()).map_err(|e| Error::Failed(format!("cannot write {name}: {e}")))
     };
     write("sweep.csv", &csv)?;
     let doc = json!({"block": b.name(), "target": target.name(), "clock_mhz": clock_mhz, "rows": rows});

@@ -10,13 +10,13 @@
 //! pads'. Reports: a table on stdout and `synth-report.json` in the output
 //! directory, with tool versions, parameters and the command.
 
-use crate::blocks::Block;
-use crate::cli::CliError;
+use crate::block::Block;
 use crate::emit;
-use crate::tools::{self, ToolError};
+use crate::error::{Error, Result};
+use crate::tools::{self, locate, run_logged, version};
 use serde_json::{json, Value};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,12 +27,12 @@ pub enum Target {
 }
 
 impl Target {
-    pub fn parse(s: &str) -> Result<Target, CliError> {
+    pub fn parse(s: &str) -> Result<Target> {
         match s {
             "generic" => Ok(Target::Generic),
             "ice40" => Ok(Target::Ice40),
             "ecp5" => Ok(Target::Ecp5),
-            _ => Err(CliError::Bad(format!("option `--target` = `{s}`: must be generic, ice40 or ecp5"))),
+            _ => Err(Error::Bad(format!("option `--target` = `{s}`: must be generic, ice40 or ecp5"))),
         }
     }
     pub fn name(self) -> &'static str {
@@ -58,56 +58,6 @@ const ECP5_LPF: &str = include_str!("../../constraints/ecp5-25k.lpf");
 const LPF_DEFAULT_FREQUENCY: &str = "FREQUENCY PORT \"clk_i\" 100 MHZ;";
 const SDC: &str = include_str!("../../constraints/gpurtl.sdc");
 
-/// The make target that installs `tool`.
-fn installer(tool: &str) -> &'static str {
-    match tool {
-        "yosys" | "verilator" => "make deps",
-        _ => "make fpga-deps",
-    }
-}
-
-/// `tool` on PATH, or in the project venv (`$GPURTL_VENV` or `<repo>/.venv`).
-pub fn find_tool(tool: &str, path: Option<&std::ffi::OsStr>, venv: &Path) -> Option<PathBuf> {
-    let on_path = path.and_then(|p| std::env::split_paths(p).map(|d| d.join(tool)).find(|c| c.is_file()));
-    on_path.or_else(|| Some(venv.join("bin").join(tool)).filter(|c| c.is_file()))
-}
-
-fn venv_dir() -> PathBuf {
-    std::env::var_os("GPURTL_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(".venv"))
-}
-
-fn locate(tool: &'static str) -> Result<PathBuf, CliError> {
-    find_tool(tool, std::env::var_os("PATH").as_deref(), &venv_dir())
-        .ok_or_else(|| CliError::Failed(format!("{tool} not found on PATH or in .venv: run `{}` to install it", installer(tool))))
-}
-
-fn run_logged(tool: &'static str, cmd: &mut Command, log: &Path) -> Result<String, CliError> {
-    let out = cmd.output().map_err(|e| CliError::Failed(format!("cannot run {tool}: {e}")))?;
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    std::fs::write(log, &text).map_err(|e| CliError::Failed(format!("cannot write {}: {e}", log.display())))?;
-    if !out.status.success() {
-        let lines: Vec<&str> = text.lines().collect();
-        let tail = lines[lines.len().saturating_sub(20)..].join("\n");
-        return Err(CliError::Failed(format!("{tool} failed (log: {}):\n{tail}", log.display())));
-    }
-    Ok(text)
-}
-
-fn version(tool: &Path, flag: &str) -> String {
-    Command::new(tool)
-        .arg(flag)
-        .output()
-        .ok()
-        // Some tools print their version on stderr.
-        .map(|o| {
-            let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-            text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string()
-        })
-        .unwrap_or_default()
-}
-
 /// `Info:  ICESTORM_LC:  8636/ 7680   112%` lines of a nextpnr log.
 fn utilization_from_log(log: &str) -> Vec<(String, u64, u64)> {
     let mut out = Vec::new();
@@ -127,9 +77,9 @@ fn utilization_from_log(log: &str) -> Vec<(String, u64, u64)> {
 
 /// A Markdown table of the `synth-report.json` files under `dir` (one
 /// directory per run), for the README.
-pub fn table(dir: &Path) -> Result<String, CliError> {
+pub fn table(dir: &Path) -> Result<String, Error> {
     let mut reports: Vec<Value> = Vec::new();
-    let entries = std::fs::read_dir(dir).map_err(|e| CliError::Bad(format!("directory `{}`: cannot be read: {e}", dir.display())))?;
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::Bad(format!("directory `{}`: cannot be read: {e}", dir.display())))?;
     for e in entries.flatten() {
         if let Ok(text) = std::fs::read_to_string(e.path().join("synth-report.json")) {
             if let Ok(v) = serde_json::from_str::<Value>(&text) {
@@ -138,7 +88,7 @@ pub fn table(dir: &Path) -> Result<String, CliError> {
         }
     }
     if reports.is_empty() {
-        return Err(CliError::Bad(format!("directory `{}`: must hold <run>/synth-report.json files from `gpurtl synth`", dir.display())));
+        return Err(Error::Bad(format!("directory `{}`: must hold <run>/synth-report.json files from `gpurtl synth`", dir.display())));
     }
     let order = |t: &str| ["generic", "ice40", "ecp5"].iter().position(|x| *x == t).unwrap_or(9);
     reports.sort_by_key(|r| {
@@ -187,18 +137,18 @@ pub struct Opts<'a> {
 
 /// Run the flow; the report JSON. Timing not met is an error (exit 1) after
 /// the report is written.
-pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Result<Value, CliError> {
+pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Result<Value, Error> {
     let (synth_tool, pnr_tool) = o.target.tools();
     let synth = locate(synth_tool)?;
     let pnr = pnr_tool.map(locate).transpose()?;
-    let design = b.design(params).map_err(CliError::Failed)?;
+    let design = b.design(params)?;
     let wrapped = o.target != Target::Generic;
-    let design = if wrapped { gpurtl_hw::wrapper::wrap(&design).map_err(|e| CliError::Failed(e.to_string()))? } else { design };
-    let files = emit::files(&design, &b.provenance(params));
+    let design = if wrapped { gpurtl_hw::wrapper::wrap(&design)? } else { design };
+    let files = emit::files(&design);
     let dir = o.dir;
-    emit::write_all(dir, &files).map_err(|e| CliError::Failed(format!("cannot write to `{}`: {e}", dir.display())))?;
+    emit::write_all(dir, &files).map_err(|e| Error::Failed(format!("cannot write to `{}`: {e}", dir.display())))?;
     let sources = emit::sources_for(&files, Some(o.target.name()));
-    let top = design.top.clone();
+    let top = design.elaborate().top_name().to_string();
     let mut report = json!({
         "block": b.name(),
         "changed_params": changed_params(&b.defaults(), params),
@@ -206,18 +156,15 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
         "target": o.target.name(),
         "top": top,
         "wrapper": wrapped.then_some("block I/O through registered serial shift chains (gpurtl_hw::wrapper): timing is measured on the block, not on the pads"),
-        "command": format!("gpurtl synth {} {}--target {} --clock-mhz {} --seed {}", b.name(), emit::param_args(params), o.target.name(), o.clock_mhz, o.seed),
+        "command": format!("gpurtl synth {} {}--target {} --clock-mhz {} --seed {}", b.name(), design.origin().param_args(), o.target.name(), o.clock_mhz, o.seed),
         "seed": o.seed,
         "tools": {synth_tool: version(&synth, "-V")},
     });
     let mut rows: Vec<(String, String)> = Vec::new();
     match o.target {
         Target::Generic => {
-            emit::write_atomic(&dir.join("gpurtl.sdc"), SDC.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
-            let s = tools::yosys_synth(dir, &top, &sources).map_err(|e| match e {
-                ToolError::Missing { tool } => CliError::Failed(format!("{tool} not found on PATH: run `make deps` to install it")),
-                e => CliError::Failed(e.to_string()),
-            })?;
+            emit::write_atomic(&dir.join("gpurtl.sdc"), SDC.as_bytes()).map_err(|e| Error::Failed(e.to_string()))?;
+            let s = tools::yosys_synth(dir, &top, &sources)?;
             rows.push(("cells".into(), s.cells.to_string()));
             rows.push(("flip-flops".into(), s.flip_flops.to_string()));
             report["cells"] = json!(s.cells);
@@ -234,13 +181,13 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
             let mut cmd = Command::new(&pnr);
             cmd.current_dir(dir).args(["--json", &format!("{top}.json"), "--freq", &freq, "--report", "pnr-report.json", "--timing-allow-fail", "--seed", &seed]);
             if o.target == Target::Ice40 {
-                emit::write_atomic(&dir.join("ice40-hx8k.pcf"), ICE40_PCF.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
+                emit::write_atomic(&dir.join("ice40-hx8k.pcf"), ICE40_PCF.as_bytes()).map_err(|e| Error::Failed(e.to_string()))?;
                 cmd.args(["--hx8k", "--package", "ct256", "--pcf", "ice40-hx8k.pcf", "--asc", &format!("{top}.asc")]);
             } else {
                 // nextpnr-ecp5 times against the LPF's FREQUENCY over --freq,
                 // so the copy beside the run carries the requested clock.
                 let lpf = ECP5_LPF.replace(LPF_DEFAULT_FREQUENCY, &format!("FREQUENCY PORT \"clk_i\" {} MHZ;", o.clock_mhz));
-                emit::write_atomic(&dir.join("ecp5-25k.lpf"), lpf.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
+                emit::write_atomic(&dir.join("ecp5-25k.lpf"), lpf.as_bytes()).map_err(|e| Error::Failed(e.to_string()))?;
                 cmd.args(["--25k", "--package", "CABGA256", "--lpf", "ecp5-25k.lpf", "--lpf-allow-unconstrained", "--textcfg", &format!("{top}.config")]);
             }
             let pnr_log = dir.join(format!("{top}.pnr.log"));
@@ -249,15 +196,15 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
                 let log = std::fs::read_to_string(&pnr_log).unwrap_or_default();
                 let util = utilization_from_log(&log);
                 if util.is_empty() {
-                    return Err(e);
+                    return Err(e.into());
                 }
                 report["utilization"] = json!(util.iter().map(|(k, u, a)| (k.clone(), json!({"used": u, "available": a}))).collect::<serde_json::Map<_, _>>());
                 report["fits"] = json!(false);
                 report["error"] = json!(e.to_string().lines().last().unwrap_or("").trim());
-                let text = serde_json::to_string_pretty(&report).map_err(|e| CliError::Failed(e.to_string()))? + "\n";
-                emit::write_atomic(&dir.join("synth-report.json"), text.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
+                let text = serde_json::to_string_pretty(&report).map_err(|e| Error::Failed(e.to_string()))? + "\n";
+                emit::write_atomic(&dir.join("synth-report.json"), text.as_bytes()).map_err(|e| Error::Failed(e.to_string()))?;
                 let over: Vec<String> = util.iter().filter(|(_, u, a)| u > a).map(|(k, u, a)| format!("{k} {u} / {a}")).collect();
-                return Err(CliError::Failed(format!(
+                return Err(Error::Failed(format!(
                     "the design does not fit the device ({}); report: {}",
                     if over.is_empty() { "placement failed".to_string() } else { over.join(", ") },
                     dir.join("synth-report.json").display()
@@ -265,8 +212,8 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
             }
             report["fits"] = json!(true);
             report["tools"][pnr_tool.unwrap_or("nextpnr")] = json!(version(&pnr, "--version"));
-            let text = std::fs::read_to_string(dir.join("pnr-report.json")).map_err(|e| CliError::Failed(format!("nextpnr wrote no report: {e}")))?;
-            let pr: Value = serde_json::from_str(&text).map_err(|e| CliError::Failed(format!("nextpnr report is not JSON: {e}")))?;
+            let text = std::fs::read_to_string(dir.join("pnr-report.json")).map_err(|e| Error::Failed(format!("nextpnr wrote no report: {e}")))?;
+            let pr: Value = serde_json::from_str(&text).map_err(|e| Error::Failed(format!("nextpnr report is not JSON: {e}")))?;
             let mut util = serde_json::Map::new();
             if let Some(u) = pr["utilization"].as_object() {
                 for (k, v) in u {
@@ -292,23 +239,24 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
     for (k, v) in &rows {
         let _ = writeln!(out, "  {k:<16} {v}");
     }
-    let text = serde_json::to_string_pretty(&report).map_err(|e| CliError::Failed(e.to_string()))? + "\n";
-    emit::write_atomic(&dir.join("synth-report.json"), text.as_bytes()).map_err(|e| CliError::Failed(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&report).map_err(|e| Error::Failed(e.to_string()))? + "\n";
+    emit::write_atomic(&dir.join("synth-report.json"), text.as_bytes()).map_err(|e| Error::Failed(e.to_string()))?;
     let _ = writeln!(out, "  report: {}", dir.join("synth-report.json").display());
     if let Some(f) = report["fmax_mhz"].as_f64() {
         if f < o.clock_mhz {
-            return Err(CliError::Failed(format!("timing not met: Fmax {f:.1} MHz is below the {} MHz constraint", o.clock_mhz)));
+            return Err(Error::Failed(format!("timing not met: Fmax {f:.1} MHz is below the {} MHz constraint", o.clock_mhz)));
         }
     }
     Ok(report)
 }
 
 /// `k=v` for each parameter that differs from the block's default, in key
-/// order: what sets a run apart in the table.
+/// order (nested sets as dotted names): what sets a run apart in the table.
 fn changed_params(defaults: &Value, params: &Value) -> String {
-    let Some(p) = params.as_object() else { return String::new() };
-    let mut keys: Vec<&String> = p.keys().filter(|k| defaults.get(k.as_str()) != p.get(k.as_str())).collect();
-    keys.sort();
+    let defaults = gpurtl_params::flat_params(defaults);
     let show = |v: &Value| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
-    keys.iter().map(|k| format!("{k}={}", show(&p[k.as_str()]))).collect::<Vec<_>>().join(", ")
+    let mut changed: Vec<(String, Value)> =
+        gpurtl_params::flat_params(params).into_iter().filter(|(k, v)| !defaults.iter().any(|(dk, dv)| dk == k && dv == v)).collect();
+    changed.sort_by(|a, b| a.0.cmp(&b.0));
+    changed.iter().map(|(k, v)| format!("{k}={}", show(v))).collect::<Vec<_>>().join(", ")
 }

@@ -1,5 +1,6 @@
-//! External tools: Verilator lint and yosys synthesis, with clear errors when
-//! a tool is missing or fails.
+//! External tools (Verilator, yosys, nextpnr): finding them, running them
+//! with their output in a log file, and clear errors when one is missing or
+//! fails. Every flow runs its tools through [`run_logged`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -7,15 +8,18 @@ use std::process::Command;
 
 #[derive(Debug)]
 pub enum ToolError {
-    Missing { tool: &'static str },
-    Failed { tool: &'static str, log: PathBuf, tail: String },
+    /// Not on PATH nor in the project venv; `installer` is the make target that installs it.
+    Missing { tool: String, installer: &'static str },
+    Failed { tool: String, log: PathBuf, tail: String },
     Io(String),
 }
 
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ToolError::Missing { tool } => write!(f, "{tool} not found on PATH: run `make deps` to install it"),
+            ToolError::Missing { tool, installer } => {
+                write!(f, "{tool} not found on PATH or in .venv: run `{installer}` to install it")
+            }
             ToolError::Failed { tool, log, tail } => write!(f, "{tool} failed (log: {}):\n{tail}", log.display()),
             ToolError::Io(e) => write!(f, "{e}"),
         }
@@ -24,10 +28,41 @@ impl fmt::Display for ToolError {
 
 impl std::error::Error for ToolError {}
 
-fn run(tool: &'static str, cmd: &mut Command, log: &Path) -> Result<String, ToolError> {
+/// The make target that installs `tool`.
+fn installer(tool: &str) -> &'static str {
+    match tool {
+        "yosys" | "verilator" | "iverilog" => "make deps",
+        _ => "make fpga-deps",
+    }
+}
+
+/// `tool` on `path`, or in the project venv `venv` (`bin/<tool>`).
+pub fn find_tool(tool: &str, path: Option<&std::ffi::OsStr>, venv: &Path) -> Option<PathBuf> {
+    let on_path = path.and_then(|p| std::env::split_paths(p).map(|d| d.join(tool)).find(|c| c.is_file()));
+    on_path.or_else(|| Some(venv.join("bin").join(tool)).filter(|c| c.is_file()))
+}
+
+/// The project venv: `$GPURTL_VENV`, else `<repo>/.venv`.
+fn venv_dir() -> PathBuf {
+    std::env::var_os("GPURTL_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(".venv"))
+}
+
+/// Where `tool` is, on PATH or in the project venv.
+pub fn locate(tool: &str) -> Result<PathBuf, ToolError> {
+    find_tool(tool, std::env::var_os("PATH").as_deref(), &venv_dir())
+        .ok_or_else(|| ToolError::Missing { tool: tool.to_string(), installer: installer(tool) })
+}
+
+/// Run `cmd` (the program `tool`, already located), its stdout and stderr
+/// into `log`; the output text, or the log's last lines when it fails.
+pub fn run_logged(tool: &str, cmd: &mut Command, log: &Path) -> Result<String, ToolError> {
     let out = match cmd.output() {
         Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ToolError::Missing { tool }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ToolError::Missing { tool: tool.to_string(), installer: installer(tool) })
+        }
         Err(e) => return Err(ToolError::Io(format!("cannot run {tool}: {e}"))),
     };
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -35,16 +70,30 @@ fn run(tool: &'static str, cmd: &mut Command, log: &Path) -> Result<String, Tool
     if !out.status.success() {
         let lines: Vec<&str> = text.lines().collect();
         let tail = lines[lines.len().saturating_sub(30)..].join("\n");
-        return Err(ToolError::Failed { tool, log: log.to_path_buf(), tail });
+        return Err(ToolError::Failed { tool: tool.to_string(), log: log.to_path_buf(), tail });
     }
     Ok(text)
 }
 
+/// The first line a tool prints for `flag` (its version), or empty.
+pub fn version(tool: &Path, flag: &str) -> String {
+    Command::new(tool)
+        .arg(flag)
+        .output()
+        .ok()
+        // Some tools print their version on stderr.
+        .map(|o| {
+            let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string()
+        })
+        .unwrap_or_default()
+}
+
 /// `verilator --lint-only -Wall` on a filelist; Ok means zero warnings.
 pub fn verilator_lint(dir: &Path, top: &str) -> Result<(), ToolError> {
-    let mut c = Command::new("verilator");
+    let mut c = Command::new(locate("verilator")?);
     c.current_dir(dir).args(["--lint-only", "-Wall", "-f", &format!("{top}.f"), "--top-module", top]);
-    run("verilator", &mut c, &dir.join(format!("{top}.lint.log"))).map(|_| ())
+    run_logged("verilator", &mut c, &dir.join(format!("{top}.lint.log"))).map(|_| ())
 }
 
 /// Cell counts from yosys `synth` + `check -assert` (fails on latches, loops,
@@ -61,9 +110,9 @@ pub fn yosys_synth(dir: &Path, top: &str, files: &[String]) -> Result<SynthStats
         "read_verilog {}; synth -top {top}; check -assert; select -assert-none t:$dlatch t:$_DLATCH_*; stat",
         files.join(" ")
     );
-    let mut c = Command::new("yosys");
+    let mut c = Command::new(locate("yosys")?);
     c.current_dir(dir).args(["-p", &script]);
-    let text = run("yosys", &mut c, &dir.join(format!("{top}.yosys.log")))?;
+    let text = run_logged("yosys", &mut c, &dir.join(format!("{top}.yosys.log")))?;
     // The last `stat` block is the whole design.
     let stat = text.rsplit("Printing statistics").next().unwrap_or("");
     let mut s = SynthStats::default();

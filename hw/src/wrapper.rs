@@ -24,7 +24,7 @@ use crate::Design;
 pub const PINS: &[&str] = &["clk_i", "rst_i", "sin_i", "shift_i", "capture_i", "sout_o"];
 
 pub fn wrap(design: &Design) -> Result<Design, RtlError> {
-    let top = design.top_module().clone();
+    let top = design.top();
     let mut b = ModuleBuilder::new(&format!("{}_synth_wrap", top.name));
     b.doc(format!("Synthesis wrapper of {}: block I/O through registered serial shift chains.", top.name));
     b.doc("For place-and-route figures only: timing is measured on the block, not on the pads.");
@@ -64,16 +64,12 @@ pub fn wrap(design: &Design) -> Result<Design, RtlError> {
         out_parts.push(w);
     }
     let refs: Vec<(&str, Expr)> = conns.iter().map(|(n, e)| (n.as_str(), e.clone())).collect();
-    b.instance(&top, "u_block", &refs);
+    b.instance_of(design, "u_block", &refs);
 
     let captured = b.pipe("out_hold_q", &Expr::cat_lanes(&out_parts), &Expr::bit(true));
     let out_chain = b.reg_noreset("out_chain_q", out_w);
     let shifted = if out_w == 1 { Expr::bit(false) } else { Expr::cat(&[Expr::bit(false), out_chain.slice(out_w - 1, 1)]) };
     b.next(&out_chain, &capture.mux(&captured, &shifted), Some(&capture.or(&shift)));
     b.assign(&sout, &out_chain.bit_at(0));
-    let wrapper = b.finish()?;
-    let mut modules = design.modules.clone();
-    let name = wrapper.name.clone();
-    modules.push(wrapper);
-    Ok(Design { top: name, modules })
+    Ok(Design::new(b.finish()?, design.origin().clone()))
 }

@@ -33,25 +33,21 @@ pub fn seeds(count: u64) -> Vec<u64> {
 use gpurtl_gen::emit;
 use gpurtl_hw::Design;
 
-/// The files `gpurtl gen` writes for `design`, generated from `params`.
-pub fn files(block: &str, design: &Design, params: &serde_json::Value) -> Vec<(String, String)> {
-    emit::files(design, &emit::Provenance { block: block.into(), params: params.clone() })
-}
-
-/// Write the design's files into a temporary directory: (dir, top, Verilog sources).
-pub fn generated(block: &str, design: &Design, params: &serde_json::Value) -> (tempfile::TempDir, String, Vec<String>) {
-    let files = files(block, design, params);
+/// Write the design's files (what `gpurtl gen` writes) into a temporary
+/// directory: (dir, top, Verilog sources).
+pub fn generated(design: &Design) -> (tempfile::TempDir, String, Vec<String>) {
+    let files = emit::files(design);
     let dir = tempfile::tempdir().expect("temporary directory");
     emit::write_all(dir.path(), &files).expect("files are written");
-    (dir, design.top.clone(), emit::sources(&files))
+    (dir, design.elaborate().top_name().to_string(), emit::sources(&files))
 }
 
 /// The default-parameter output of each block is kept in tests/snapshots/<block>
 /// so that a review shows how a change alters the Verilog. GPURTL_BLESS=1
 /// rewrites the snapshot instead of comparing.
-pub fn check_snapshot(block: &str, design: &Design, params: &serde_json::Value) {
+pub fn check_snapshot(block: &str, design: &Design) {
     let dir = repo().join("tests/snapshots").join(block);
-    for (name, text) in files(block, design, params) {
+    for (name, text) in emit::files(design) {
         let path = dir.join(&name);
         if std::env::var_os("GPURTL_BLESS").is_some() {
             emit::write_atomic(&path, text.as_bytes()).expect("snapshot is written");
@@ -67,6 +63,7 @@ pub fn check_snapshot(block: &str, design: &Design, params: &serde_json::Value) 
 }
 
 /// Building and emitting twice gives byte-identical files.
-pub fn check_stable(block: &str, build: impl Fn() -> Design, params: &serde_json::Value) {
-    assert_eq!(files(block, &build(), params), files(block, &build(), params), "{block} {params}");
+pub fn check_stable(build: impl Fn() -> Design) {
+    let d = build();
+    assert_eq!(emit::files(&d), emit::files(&build()), "{} {}", d.origin().block, d.origin().params);
 }

@@ -1,4 +1,5 @@
-//! Constant-buffer burst load unit (BLOCKS.md §6; seed 000 §21-28, claims 1-13).
+//! Constant-buffer burst load unit (seed `000_f519ac2bd3e52f4a.txt` §21-28, claims
+//! 1-13; docs/cbload.md).
 //!
 //! `CDL dest, offset, cbv[idx]`: load constant data from view `idx` at byte
 //! `offset` into register `dest`; with the burst flag (the seed's mode
@@ -12,143 +13,12 @@
 //! Beats past the end of the view are never requested: they are the tail of
 //! the burst, so they are supplied as zeros after the last real beat.
 
-use crate::params::{BlockParams, Checker, ParamErrors, ParamInfo, ParamKind};
 use crate::rtl::{bits_for, clog2, select, Expr, ModuleBuilder, RtlError};
 use crate::Design;
-use serde::{Deserialize, Serialize};
+use gpurtl_params::cbload::{CbloadParams, ErrorKind};
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct CbloadParams {
-    pub reg_bits: u32,
-    pub regs: u32,
-    pub read_bits: u32,
-    pub max_outstanding: u32,
-    pub views: u32,
-    pub max_burst: u32,
-    pub addr_bits: u32,
-    pub tag_bits: u32,
-}
-
-impl Default for CbloadParams {
-    fn default() -> Self {
-        CbloadParams {
-            reg_bits: 256,
-            regs: 64,
-            read_bits: 64,
-            max_outstanding: 16,
-            views: 8,
-            max_burst: 64,
-            addr_bits: 32,
-            tag_bits: 8,
-        }
-    }
-}
-
-/// Response error codes (`rsp_error_o`), in priority order.
-pub const ERR_NONE: u64 = 0;
-pub const ERR_VIEW: u64 = 1;
-pub const ERR_MISALIGNED: u64 = 2;
-pub const ERR_SIZE: u64 = 3;
-pub const ERR_RANGE: u64 = 4;
-
-impl CbloadParams {
-    /// Bytes per memory beat.
-    pub fn read_bytes(&self) -> u32 {
-        self.read_bits / 8
-    }
-    /// Bytes per register.
-    pub fn reg_bytes(&self) -> u32 {
-        self.reg_bits / 8
-    }
-    /// Most bytes one burst may load.
-    pub fn max_len(&self) -> u32 {
-        self.max_burst * self.reg_bytes()
-    }
-    pub fn reg_index_bits(&self) -> u32 {
-        clog2(self.regs as u64).max(1)
-    }
-    pub fn view_index_bits(&self) -> u32 {
-        clog2(self.views as u64).max(1)
-    }
-    pub fn size_bits(&self) -> u32 {
-        bits_for(self.max_len() as u64)
-    }
-    /// Configuration addresses: view v base at 2v, size at 2v+1; 2*views clears the flag.
-    pub fn cfg_addr_bits(&self) -> u32 {
-        bits_for(2 * self.views as u64)
-    }
-    pub fn top_name(&self) -> String {
-        "gpurtl_cbload".into()
-    }
-}
-
-impl BlockParams for CbloadParams {
-    const BLOCK: &'static str = "cbload";
-
-    fn table() -> Vec<ParamInfo> {
-        let int = |min, max, rule| ParamKind::Int { min, max, rule };
-        vec![
-            ParamInfo { name: "reg_bits", kind: int(32, 1024, "a power of two"), doc: "register width in bits" },
-            ParamInfo { name: "regs", kind: int(2, 256, ""), doc: "registers in the register file" },
-            ParamInfo {
-                name: "read_bits",
-                kind: int(32, 512, "a power of two"),
-                doc: "memory read width in bits (one beat); at most reg_bits",
-            },
-            ParamInfo { name: "max_outstanding", kind: int(1, 64, ""), doc: "memory reads in flight" },
-            ParamInfo { name: "views", kind: int(1, 16, ""), doc: "constant buffer views" },
-            ParamInfo { name: "max_burst", kind: int(1, 256, ""), doc: "most registers one burst fills; at most regs" },
-            ParamInfo { name: "addr_bits", kind: int(16, 48, ""), doc: "byte address and offset width" },
-            ParamInfo { name: "tag_bits", kind: int(1, 16, ""), doc: "instruction tag width" },
-        ]
-    }
-
-    fn validate(&self) -> Result<(), ParamErrors> {
-        let t = Self::table();
-        let mut c = Checker::default();
-        c.int(&t, "reg_bits", self.reg_bits as i64, self.reg_bits.is_power_of_two());
-        c.int(&t, "regs", self.regs as i64, true);
-        c.int(&t, "read_bits", self.read_bits as i64, self.read_bits.is_power_of_two());
-        if self.read_bits.is_power_of_two() && self.reg_bits.is_power_of_two() {
-            c.check(
-                self.read_bits <= self.reg_bits,
-                "read_bits",
-                self.read_bits,
-                format!("at most reg_bits ({}): a beat fills part of one register", self.reg_bits),
-            );
-        }
-        c.int(&t, "max_outstanding", self.max_outstanding as i64, true);
-        c.int(&t, "views", self.views as i64, true);
-        c.int(&t, "max_burst", self.max_burst as i64, true);
-        if (1..=256).contains(&self.max_burst) {
-            c.check(self.max_burst <= self.regs, "max_burst", self.max_burst, format!("at most regs ({})", self.regs));
-        }
-        c.int(&t, "addr_bits", self.addr_bits as i64, true);
-        c.int(&t, "tag_bits", self.tag_bits as i64, true);
-        c.finish()
-    }
-
-    fn presets() -> Vec<(&'static str, Self)> {
-        vec![
-            ("default", Self::default()),
-            (
-                "small",
-                CbloadParams {
-                    reg_bits: 32,
-                    regs: 8,
-                    read_bits: 32,
-                    max_outstanding: 2,
-                    views: 3,
-                    max_burst: 8,
-                    addr_bits: 16,
-                    tag_bits: 4,
-                },
-            ),
-            ("simd32", CbloadParams { reg_bits: 1024, read_bits: 256, regs: 128, max_burst: 32, ..Self::default() }),
-        ]
-    }
-}
+/// Name of the top module.
+pub const TOP: &str = "gpurtl_cbload";
 
 const IDLE: u64 = 0;
 const CHECK: u64 = 1;
@@ -171,7 +41,7 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     let bw = sw + 1 - lrb;
     let ow = bits_for(p.max_outstanding as u64);
 
-    let mut b = ModuleBuilder::new(&p.top_name());
+    let mut b = ModuleBuilder::new(TOP);
     b.doc("Constant-buffer burst load unit (gpurtl block `cbload`; seed 000 §21-28, claims 1-13).");
     b.doc("CDL dest, offset, cbv[idx]: one instruction fills N registers when the burst flag is set.");
     b.doc(format!(
@@ -182,16 +52,24 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
 
     let _clk = b.clock("clk_i");
     let _rst = b.reset("rst_i");
-    let in_valid = b.input("in_valid_i", 1, "an instruction is offered");
-    let in_ready = b.output("in_ready_o", 1, "the unit is idle and takes it");
-    let in_dest = b.input("in_dest_i", dw, "first destination register");
-    let in_view = b.input("in_view_i", vw, "constant buffer view index");
-    let in_offset = b.input("in_offset_i", aw, "immediate byte offset (when not in_offset_is_reg_i)");
-    let in_is_reg = b.input("in_offset_is_reg_i", 1, "1 = the offset is register in_offset_reg_i");
-    let in_offset_reg = b.input("in_offset_reg_i", dw, "register holding the offset");
-    let in_burst = b.input("in_burst_i", 1, "mode flag: load in_size_i bytes into N registers");
-    let in_size = b.input("in_size_i", sw, "burst size in bytes (1..max_burst*reg_bytes)");
-    let in_tag = b.input("in_tag_i", tw, "returned with the response");
+    let in_s = b.stream_in(
+        "in",
+        "an instruction is offered",
+        "the unit is idle and takes it",
+        &[
+            ("dest", dw, "first destination register"),
+            ("view", vw, "constant buffer view index"),
+            ("offset", aw, "immediate byte offset (when not in_offset_is_reg_i)"),
+            ("offset_is_reg", 1, "1 = the offset is register in_offset_reg_i"),
+            ("offset_reg", dw, "register holding the offset"),
+            ("burst", 1, "mode flag: load in_size_i bytes into N registers"),
+            ("size", sw, "burst size in bytes (1..max_burst*reg_bytes)"),
+            ("tag", tw, "returned with the response"),
+        ],
+    );
+    let (in_valid, in_ready) = (in_s.valid.clone(), in_s.ready.clone());
+    let [in_dest, in_view, in_offset, in_is_reg, in_offset_reg, in_burst, in_size, in_tag] =
+        in_s.get(["dest", "view", "offset", "offset_is_reg", "offset_reg", "burst", "size", "tag"]);
     let rf_re = b.output("rf_re_o", 1, "register read (offset register); data next cycle");
     let rf_raddr = b.output("rf_raddr_o", dw, "register read address");
     let rf_rdata = b.input("rf_rdata_i", aw, "low addr_bits bits of the register read last cycle");
@@ -199,16 +77,37 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     let rf_wready = b.input("rf_wready_i", 1, "register write taken");
     let rf_waddr = b.output("rf_waddr_o", dw, "register write address");
     let rf_wdata = b.output("rf_wdata_o", p.reg_bits, "register write data");
-    let mem_req_valid = b.output("mem_req_valid_o", 1, "memory read request offered");
-    let mem_req_ready = b.input("mem_req_ready_i", 1, "memory read request taken");
-    let mem_req_addr = b.output("mem_req_addr_o", aw, "byte address, a multiple of read_bits/8");
-    let mem_rsp_valid = b.input("mem_rsp_valid_i", 1, "read data offered (in request order)");
-    let mem_rsp_ready = b.output("mem_rsp_ready_o", 1, "read data taken");
-    let mem_rsp_data = b.input("mem_rsp_data_i", p.read_bits, "read data");
-    let rsp_valid = b.output("rsp_valid_o", 1, "instruction done");
-    let rsp_ready = b.input("rsp_ready_i", 1, "response taken");
-    let rsp_tag = b.output("rsp_tag_o", tw, "tag of the instruction");
-    let rsp_error = b.output("rsp_error_o", 3, "0 none, 1 view, 2 misaligned, 3 size, 4 range");
+    let mem_req_s = b.stream_out(
+        "mem_req",
+        "memory read request offered",
+        "memory read request taken",
+        &[
+            ("addr", aw, "byte address, a multiple of read_bits/8"),
+        ],
+    );
+    let (mem_req_valid, mem_req_ready) = (mem_req_s.valid.clone(), mem_req_s.ready.clone());
+    let mem_req_addr = mem_req_s.field("addr");
+    let mem_rsp_s = b.stream_in(
+        "mem_rsp",
+        "read data offered (in request order)",
+        "read data taken",
+        &[
+            ("data", p.read_bits, "read data"),
+        ],
+    );
+    let (mem_rsp_valid, mem_rsp_ready) = (mem_rsp_s.valid.clone(), mem_rsp_s.ready.clone());
+    let mem_rsp_data = mem_rsp_s.field("data");
+    let rsp_s = b.stream_out(
+        "rsp",
+        "instruction done",
+        "response taken",
+        &[
+            ("tag", tw, "tag of the instruction"),
+            ("error", 3, "0 none, 1 view, 2 misaligned, 3 size, 4 range"),
+        ],
+    );
+    let (rsp_valid, rsp_ready) = (rsp_s.valid.clone(), rsp_s.ready.clone());
+    let [rsp_tag, rsp_error] = rsp_s.get(["tag", "error"]);
     let cfg_we = b.input("cfg_we_i", 1, "configuration write");
     let cfg_addr = b.input("cfg_addr_i", p.cfg_addr_bits(), "2v: view v base, 2v+1: view v size, 2*views: clear oob");
     let cfg_wdata = b.input("cfg_wdata_i", aw, "configuration data");
@@ -265,11 +164,11 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
         wreg.zext(rw).add(&n_regs.zext(rw)).gt(&Expr::lit(rw, p.regs as u64));
     debug_assert!(nw <= rw);
     let err_code = err_view.mux(
-        &Expr::lit(3, ERR_VIEW),
-        &err_mis.mux(&Expr::lit(3, ERR_MISALIGNED), &err_size.mux(&Expr::lit(3, ERR_SIZE), &err_range.mux(&Expr::lit(3, ERR_RANGE), &Expr::lit(3, ERR_NONE)))),
+        &Expr::lit(3, ErrorKind::View.code()),
+        &err_mis.mux(&Expr::lit(3, ErrorKind::Misaligned.code()), &err_size.mux(&Expr::lit(3, ErrorKind::Size.code()), &err_range.mux(&Expr::lit(3, ErrorKind::Range.code()), &Expr::lit(3, ErrorKind::None.code())))),
     );
     let err_code = b.let_("err_code", &err_code);
-    let any_err = err_code.ne(&Expr::lit(3, ERR_NONE));
+    let any_err = err_code.ne(&Expr::lit(3, ErrorKind::None.code()));
     let n_beats = b.let_("n_beats", &len.zext(sw + 1).add(&Expr::lit(sw + 1, rb as u64 - 1)).slice(sw, lrb));
     // Real beats: none if off >= vsize, else min(B, ceil((vsize - off) / RB)).
     let past_end = b.let_("past_end", &off.ge(&vsize));
@@ -387,5 +286,5 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     b.next(&state, &next_state, None);
 
     let top = b.finish()?;
-    Ok(Design { top: top.name.clone(), modules: vec![top] })
+    Ok(Design::of(top, p))
 }

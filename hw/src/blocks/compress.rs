@@ -1,4 +1,5 @@
-//! Packed compress/expand unit (BLOCKS.md §2; seed 004 §360-364, tables 5 and 6).
+//! Packed compress/expand unit (seed `004_2358758020164c9d.txt` §360-364, tables 5
+//! and 6; docs/compress.md).
 //!
 //! Compress: `if mask[i]: dst[j++] = src[i]`. Expand: `if mask[i]: dst[i] = src[j++]`.
 //! Destination elements not written keep `old` (merge) or become zero
@@ -23,90 +24,12 @@
 //! is two: mask, then prefix sum), with the
 //! last one at the output; valid/ready with back-pressure on both sides.
 
-use crate::params::{BlockParams, Checker, ParamErrors, ParamInfo, ParamKind};
 use crate::rtl::{clog2, pipe, Expr, ModuleBuilder, RtlError};
 use crate::Design;
-use serde::{Deserialize, Serialize};
+use gpurtl_params::compress::CompressParams;
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct CompressParams {
-    /// Vector width in bits.
-    pub width: u32,
-    /// Register stages from input to output.
-    pub latency: u32,
-}
-
-impl Default for CompressParams {
-    fn default() -> Self {
-        CompressParams { width: 128, latency: 2 }
-    }
-}
-
-impl CompressParams {
-    /// Byte lanes.
-    pub fn lanes(&self) -> u32 {
-        self.width / 8
-    }
-    /// Combinational layers the `latency` registers are spread over.
-    pub fn layers(&self) -> u32 {
-        2 * clog2(self.lanes() as u64) + 3
-    }
-    /// Width of the count output: counts 0..=width/8.
-    pub fn count_bits(&self) -> u32 {
-        clog2(self.lanes() as u64) + 1
-    }
-    pub fn top_name(&self) -> String {
-        "gpurtl_compress".into()
-    }
-}
-
-impl BlockParams for CompressParams {
-    const BLOCK: &'static str = "compress";
-
-    fn table() -> Vec<ParamInfo> {
-        vec![
-            ParamInfo {
-                name: "width",
-                kind: ParamKind::Int { min: 64, max: 1024, rule: "a power of two" },
-                doc: "vector width in bits (element sizes 8, 16, 32, 64 are chosen per operation)",
-            },
-            ParamInfo {
-                name: "latency",
-                kind: ParamKind::Int { min: 1, max: 16, rule: "" },
-                doc: "register stages from input to output; at most 2*log2(width/8)+3",
-            },
-        ]
-    }
-
-    fn validate(&self) -> Result<(), ParamErrors> {
-        let t = Self::table();
-        let mut c = Checker::default();
-        c.int(&t, "width", self.width as i64, self.width.is_power_of_two());
-        let w_ok = self.width.is_power_of_two() && (64..=1024).contains(&self.width);
-        if w_ok {
-            let max = self.layers();
-            c.check(
-                (1..=max).contains(&self.latency),
-                "latency",
-                self.latency,
-                format!("an integer from 1 to {max} (2*log2(width/8)+3 layers at width {})", self.width),
-            );
-        } else {
-            c.int(&t, "latency", self.latency as i64, true);
-        }
-        c.finish()
-    }
-
-    fn presets() -> Vec<(&'static str, Self)> {
-        vec![
-            ("default", Self::default()),
-            ("small", CompressParams { width: 64, latency: 1 }),
-            ("wide", CompressParams { width: 512, latency: 3 }),
-            ("max", CompressParams { width: 1024, latency: 4 }),
-        ]
-    }
-}
+/// Name of the top module.
+pub const TOP: &str = "gpurtl_compress";
 
 /// Signals that flow down the pipeline. `None` = not live at this point.
 #[derive(Default)]
@@ -167,7 +90,7 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     let n = p.lanes();
     let s = clog2(n as u64);
     let cw = p.count_bits();
-    let mut b = ModuleBuilder::new(&p.top_name());
+    let mut b = ModuleBuilder::new(TOP);
     b.doc("Packed compress/expand unit (gpurtl block `compress`; seed 004 §360-364, tables 5-6).");
     b.doc("Compress: if mask[i] dst[j++] = src[i].  Expand: if mask[i] dst[i] = src[j++].");
     b.doc(format!("{w}-bit vectors, {n} byte lanes, element size per operation; one vector per cycle."));
@@ -175,20 +98,35 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
 
     let _clk = b.clock("clk_i");
     let _rst = b.reset("rst_i");
-    let in_valid = b.input("in_valid_i", 1, "an operation is offered");
-    let in_ready = b.output("in_ready_o", 1, "the operation is taken on this edge if in_valid_i");
-    let in_op = b.input("in_op_i", 1, "0 = compress, 1 = expand");
-    let in_esize = b.input("in_esize_i", 2, "element size: 0 = 8, 1 = 16, 2 = 32, 3 = 64 bits");
-    let in_mask_gen = b.input("in_mask_gen_i", 1, "1 = mask is (src element != 0), ignore in_mask_i");
-    let in_mask = b.input("in_mask_i", n, "bit e selects element e; bits >= width/esize ignored");
-    let in_zeroing = b.input("in_zeroing_i", 1, "1 = unwritten elements become 0, 0 = keep in_old_i");
-    let in_src = b.input("in_src_i", w, "source vector, element 0 in the low bits");
-    let in_old = b.input("in_old_i", w, "previous destination value (merge)");
-    let out_valid = b.output("out_valid_o", 1, "a result is offered");
-    let out_ready = b.input("out_ready_i", 1, "the result is taken on this edge if out_valid_o");
-    let out_dst = b.output("out_dst_o", w, "result vector");
-    let out_mask = b.output("out_mask_o", n, "mask used (given or generated), zero above width/esize");
-    let out_count = b.output("out_count_o", cw, "number of selected elements");
+    let inp = b.stream_in(
+        "in",
+        "an operation is offered",
+        "the operation is taken on this edge if in_valid_i",
+        &[
+            ("op", 1, "0 = compress, 1 = expand"),
+            ("esize", 2, "element size: 0 = 8, 1 = 16, 2 = 32, 3 = 64 bits"),
+            ("mask_gen", 1, "1 = mask is (src element != 0), ignore in_mask_i"),
+            ("mask", n, "bit e selects element e; bits >= width/esize ignored"),
+            ("zeroing", 1, "1 = unwritten elements become 0, 0 = keep in_old_i"),
+            ("src", w, "source vector, element 0 in the low bits"),
+            ("old", w, "previous destination value (merge)"),
+        ],
+    );
+    let out = b.stream_out(
+        "out",
+        "a result is offered",
+        "the result is taken on this edge if out_valid_o",
+        &[
+            ("dst", w, "result vector"),
+            ("mask", n, "mask used (given or generated), zero above width/esize"),
+            ("count", cw, "number of selected elements"),
+        ],
+    );
+    let (in_valid, in_ready) = (inp.valid.clone(), inp.ready.clone());
+    let [in_op, in_esize, in_mask_gen, in_mask, in_zeroing, in_src, in_old] =
+        inp.get(["op", "esize", "mask_gen", "mask", "zeroing", "src", "old"]);
+    let (out_valid, out_ready) = (out.valid.clone(), out.ready.clone());
+    let [out_dst, out_mask, out_count] = out.get(["dst", "mask", "count"]);
 
     let ctl = pipe::credit_begin(&mut b, p.latency as usize, &in_valid);
     b.assign(&in_ready, &ctl.in_ready);
@@ -344,7 +282,7 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     b.assign(&out_mask, &outs[1]);
     b.assign(&out_count, &outs[2]);
     let top = b.finish()?;
-    Ok(Design { top: top.name.clone(), modules: vec![top] })
+    Ok(Design::of(top, p))
 }
 
 /// `esize == 0 ? v[0] : esize == 1 ? v[1] : esize == 2 ? v[2] : v[3]`

@@ -1,3 +1,6 @@
-pub mod compress;
-pub mod cbload;
-pub mod systolic;
+//! One module per block, from the block list of `gpurtl_params::for_each_block`.
+
+macro_rules! block_modules {
+    ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
+}
+gpurtl_params::for_each_block!(block_modules);

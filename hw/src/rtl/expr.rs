@@ -9,6 +9,8 @@
 //! [`ModuleBuilder`]: super::ModuleBuilder
 
 use num_bigint::BigUint;
+/// Width helpers, defined with the parameters that derive widths from them.
+pub use gpurtl_params::{bits_for, clog2};
 use std::rc::Rc;
 
 /// Index of a signal inside its module.
@@ -252,6 +254,140 @@ impl Expr {
         Expr::new(ExprKind::Mux(self.clone(), t.clone(), f.clone()), t.width.max(f.width))
     }
 
+    /// Feeds the expression's structure to `put` (for content hashes).
+    pub(crate) fn digest(&self, put: &mut dyn FnMut(&[u8])) {
+        put(&self.width.to_le_bytes());
+        match self.kind() {
+            ExprKind::Sig(id) => {
+                put(b"s");
+                put(&(id.0 as u64).to_le_bytes())
+            }
+            ExprKind::Const(v) => {
+                put(b"c");
+                put(&v.to_bytes_le())
+            }
+            ExprKind::Bad(msg) => {
+                put(b"!");
+                put(msg.as_bytes())
+            }
+            ExprKind::Slice(x, hi, lo) => {
+                put(b"[");
+                put(&hi.to_le_bytes());
+                put(&lo.to_le_bytes());
+                x.digest(put)
+            }
+            ExprKind::Concat(es) => {
+                put(b"{");
+                put(&(es.len() as u64).to_le_bytes());
+                es.iter().for_each(|x| x.digest(put))
+            }
+            ExprKind::Repl(n, x) => {
+                put(b"r");
+                put(&n.to_le_bytes());
+                x.digest(put)
+            }
+            ExprKind::Un(op, x) => {
+                put(format!("u{op:?}").as_bytes());
+                x.digest(put)
+            }
+            ExprKind::SMul(a, b) => {
+                put(b"*");
+                a.digest(put);
+                b.digest(put)
+            }
+            ExprKind::Bin(op, a, b) => {
+                put(format!("b{op:?}").as_bytes());
+                a.digest(put);
+                b.digest(put)
+            }
+            ExprKind::Mux(s, t, f) => {
+                put(b"?");
+                s.digest(put);
+                t.digest(put);
+                f.digest(put)
+            }
+        }
+    }
+
+    /// Verilog text, with each signal printed by `name`.
+    pub fn verilog<'a>(&self, name: &dyn Fn(SigId) -> &'a str) -> String {
+        let mut s = String::new();
+        self.write_verilog(name, &mut s, true);
+        s
+    }
+
+    fn write_verilog<'a>(&self, name: &dyn Fn(SigId) -> &'a str, s: &mut String, top: bool) {
+        match self.kind() {
+            ExprKind::Sig(id) => s.push_str(name(*id)),
+            ExprKind::Const(v) => s.push_str(&literal(self.width(), v)),
+            ExprKind::Bad(msg) => s.push_str(&format!("/* {msg} */")),
+            ExprKind::Slice(inner, hi, lo) => {
+                inner.write_verilog(name, s, false);
+                if hi == lo {
+                    s.push_str(&format!("[{hi}]"));
+                } else {
+                    s.push_str(&format!("[{hi}:{lo}]"));
+                }
+            }
+            ExprKind::Concat(es) => {
+                s.push('{');
+                for (i, x) in es.iter().enumerate() {
+                    if i > 0 {
+                        s.push_str(", ");
+                    }
+                    x.write_verilog(name, s, true);
+                }
+                s.push('}');
+            }
+            ExprKind::Repl(n, x) => {
+                s.push_str(&format!("{{{n}{{"));
+                x.write_verilog(name, s, true);
+                s.push_str("}}");
+            }
+            ExprKind::Un(op, x) => {
+                s.push_str(match op {
+                    UnOp::Not => "~",
+                    UnOp::ReduceOr => "|",
+                    UnOp::ReduceAnd => "&",
+                    UnOp::ReduceXor => "^",
+                });
+                x.write_verilog(name, s, false);
+            }
+            ExprKind::SMul(a, b) => {
+                s.push_str("$signed(");
+                a.write_verilog(name, s, true);
+                s.push_str(") * $signed(");
+                b.write_verilog(name, s, true);
+                s.push(')');
+            }
+            ExprKind::Bin(op, a, b) => {
+                if !top {
+                    s.push('(');
+                }
+                a.write_verilog(name, s, false);
+                s.push_str(&format!(" {} ", op.verilog()));
+                b.write_verilog(name, s, false);
+                if !top {
+                    s.push(')');
+                }
+            }
+            ExprKind::Mux(sel, t, f) => {
+                if !top {
+                    s.push('(');
+                }
+                sel.write_verilog(name, s, false);
+                s.push_str(" ? ");
+                t.write_verilog(name, s, false);
+                s.push_str(" : ");
+                // A chain of muxes reads as a priority list without nesting parens.
+                f.write_verilog(name, s, matches!(f.kind(), ExprKind::Mux(..)));
+                if !top {
+                    s.push(')');
+                }
+            }
+        }
+    }
+
     /// First width problem in the tree, as a readable sentence.
     pub(crate) fn check(&self, show: &dyn Fn(&Expr) -> String) -> Result<(), String> {
         match &*self.node {
@@ -352,6 +488,15 @@ impl Expr {
     }
 }
 
+/// Sized Verilog literal: decimal when small, hex otherwise.
+pub fn literal(width: u32, v: &BigUint) -> String {
+    if v.bits() <= 16 {
+        format!("{width}'d{v}")
+    } else {
+        format!("{width}'h{}", v.to_str_radix(16))
+    }
+}
+
 /// `items[sel]` as a balanced tree of 2:1 muxes (one level per bit of
 /// `sel`). Indices past the end of `items` give zero.
 pub fn select(sel: &Expr, items: &[Expr]) -> Expr {
@@ -405,16 +550,3 @@ pub fn lowest_bit(x: &Expr) -> Expr {
     Expr::cat_lanes(&bits)
 }
 
-/// Number of bits needed to hold values `0..=max`.
-pub fn bits_for(max: u64) -> u32 {
-    (64 - max.leading_zeros()).max(1)
-}
-
-/// `ceil(log2(n))` for n >= 1.
-pub fn clog2(n: u64) -> u32 {
-    if n <= 1 {
-        0
-    } else {
-        64 - (n - 1).leading_zeros()
-    }
-}

@@ -2,16 +2,26 @@
 //!
 //! Parameters are ordinary runtime values; a block description is a Rust
 //! function that builds [`Module`]s with a [`ModuleBuilder`]. Widths are checked
-//! when the module is finished, and the `gpurtl-gen` crate prints the result as
-//! Verilog-2005.
+//! when the module is finished; a [`Design`] (a top module, what it
+//! instantiates, the parameters it came from) elaborates into named modules
+//! and their Verilog-2005 text.
+//!
+//! Module layering, each file using only those above it: `expr` (expressions,
+//! their widths and text), `namer`; `module` (signals, the builder, its
+//! checks); `print` (a module's Verilog), `stream` (valid/ready bundles),
+//! `pipe`, `counter`; `design` (composition and naming).
 
 pub mod counter;
+pub mod design;
 pub mod expr;
 pub mod module;
 pub mod namer;
 pub mod pipe;
 pub mod print;
+pub mod stream;
 
 pub use counter::split_counter;
-pub use expr::{bits_for, clog2, lowest_bit, popcount, select, select_onehot, sum_tree, BinOp, Expr, ExprKind, SigId, UnOp};
-pub use module::{Assign, Instance, Module, ModuleBuilder, RegNext, RtlError, SigKind, Signal};
+pub use design::{Design, Elaborated, Unit};
+pub use expr::{bits_for, clog2, literal, lowest_bit, popcount, select, select_onehot, sum_tree, BinOp, Expr, ExprKind, SigId, UnOp};
+pub use module::{Alternative, Assign, Inst, Instance, Module, ModuleBuilder, Origin, RegNext, RtlError, SigKind, Signal, StreamDecl};
+pub use stream::{Flow, Stream};

@@ -9,6 +9,7 @@
 use super::expr::{Expr, ExprKind, SigId};
 use super::namer::Namer;
 use num_bigint::BigUint;
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
@@ -50,9 +51,35 @@ pub struct RegNext {
     pub enable: Option<Expr>,
 }
 
-#[derive(Clone, Debug)]
+/// The block and parameters a design was generated from: what its modules'
+/// banners print.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Origin {
+    pub block: String,
+    /// The resolved parameters, a JSON object.
+    pub params: serde_json::Value,
+}
+
+/// A valid/ready bundle among a module's ports: `valid`, `ready` and the
+/// payload `fields`, each a port. `input`: the module receives the stream
+/// (`valid` and the fields are inputs, `ready` an output).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamDecl {
+    pub name: String,
+    pub input: bool,
+    pub valid: SigId,
+    pub ready: SigId,
+    pub fields: Vec<(String, SigId)>,
+}
+
+#[derive(Clone)]
 pub struct Instance {
-    pub module: String,
+    /// The instantiated module (one shared copy per distinct module).
+    pub module: Rc<Module>,
+    /// The block and parameters the module was generated from, when it was
+    /// instantiated as a [`Design`](super::Design); `None`: the same as the
+    /// enclosing module's.
+    pub origin: Option<Rc<Origin>>,
     pub name: String,
     /// (port name, connected expression) in the submodule's port order.
     /// Outputs connect to a whole signal of this module (an `Expr::Sig`).
@@ -61,10 +88,55 @@ pub struct Instance {
     pub drives: Vec<SigId>,
 }
 
+impl fmt::Debug for Instance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Instance").field("module", &self.module.name).field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// An instance as its parent sees it: each port's connection, by port name.
+pub struct Inst {
+    pub name: String,
+    pub module: Rc<Module>,
+    ports: Vec<(String, Expr)>,
+}
+
+impl Inst {
+    /// What port `port` is connected to in the parent (its own wire unless
+    /// it was connected explicitly). Panics on a port the module does not
+    /// have: that is a mistake in the block description.
+    pub fn port(&self, port: &str) -> Expr {
+        match self.ports.iter().find(|(n, _)| n == port) {
+            Some((_, e)) => e.clone(),
+            None => panic!("instance `{}` of `{}` has no port `{port}`", self.name, self.module.name),
+        }
+    }
+}
+
+/// A hand-mapped body of a module for one FPGA family's synthesis flow: the
+/// whole module in Verilog, given the module's final name (which gets a
+/// suffix when a design holds two different modules of one name).
+#[derive(Clone)]
+pub struct Alternative {
+    pub target: String,
+    pub body: Rc<dyn Fn(&str) -> String>,
+}
+
+impl fmt::Debug for Alternative {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Alternative").field("target", &self.target).finish_non_exhaustive()
+    }
+}
+
 /// A finished, checked module.
 #[derive(Clone, Debug)]
 pub struct Module {
+    /// The name it is built with; a design holding two different modules of
+    /// one name prints each as `<name>_<key prefix>` (see [`super::Design`]).
     pub name: String,
+    /// Content hash (hex) of the module's Verilog and of everything it
+    /// instantiates: equal keys are the same hardware.
+    pub key: String,
     /// Comment lines printed above the module (what it is, where it comes from).
     pub doc: Vec<String>,
     pub signals: Vec<Signal>,
@@ -75,12 +147,14 @@ pub struct Module {
     pub instances: Vec<Instance>,
     pub clock: Option<SigId>,
     pub reset: Option<SigId>,
-    /// Hand-mapped bodies for one FPGA family's flow: (target, the whole
-    /// module in Verilog, same name and ports). Simulation, lint and every
-    /// other flow use the generic body built here; the target's synthesis
-    /// flow reads the alternative instead (e.g. a vendor DSP primitive with
-    /// its internal registers, which yosys does not infer).
-    pub alternatives: Vec<(String, String)>,
+    /// Hand-mapped bodies for FPGA families' flows (same name and ports).
+    /// Simulation, lint and every other flow use the generic body built
+    /// here; the target's synthesis flow reads the alternative instead (e.g.
+    /// a vendor DSP primitive with its internal registers, which yosys does
+    /// not infer).
+    pub alternatives: Vec<Alternative>,
+    /// Valid/ready bundles among the ports, for [`ModuleBuilder::connect`].
+    pub streams: Vec<StreamDecl>,
 }
 
 impl Module {
@@ -115,9 +189,11 @@ impl fmt::Display for RtlError {
 impl std::error::Error for RtlError {}
 
 pub struct ModuleBuilder {
-    m: Module,
+    pub(crate) m: Module,
     namer: Namer,
-    problems: Vec<String>,
+    pub(crate) problems: Vec<String>,
+    /// One shared copy of each distinct instantiated module, by key.
+    subs: HashMap<String, Rc<Module>>,
     hoisted: usize,
     /// Hoisted expressions by identity, so slicing one expression many times
     /// gives one wire.
@@ -131,6 +207,7 @@ impl ModuleBuilder {
         ModuleBuilder {
             m: Module {
                 name: super::namer::legalize(name),
+                key: String::new(),
                 doc: Vec::new(),
                 signals: Vec::new(),
                 ports: Vec::new(),
@@ -140,9 +217,11 @@ impl ModuleBuilder {
                 clock: None,
                 reset: None,
                 alternatives: Vec::new(),
+                streams: Vec::new(),
             },
             namer: Namer::default(),
             problems: Vec::new(),
+            subs: HashMap::new(),
             hoisted: 0,
             hoist_cache: HashMap::new(),
         }
@@ -157,12 +236,13 @@ impl ModuleBuilder {
     }
 
     /// A hand-mapped body of this module for `target`'s synthesis flow (see
-    /// [`Module::alternatives`]); it must keep the module's name and ports.
-    pub fn alternative(&mut self, target: &str, verilog: String) {
-        self.m.alternatives.push((target.to_string(), verilog));
+    /// [`Module::alternatives`]): `body` gives the whole module, with the
+    /// same ports, under the name it is given.
+    pub fn alternative(&mut self, target: &str, body: impl Fn(&str) -> String + 'static) {
+        self.m.alternatives.push(Alternative { target: target.to_string(), body: Rc::new(body) });
     }
 
-    fn add(&mut self, name: &str, width: u32, kind: SigKind, reset: Option<BigUint>, doc: &str) -> Expr {
+    pub(crate) fn add(&mut self, name: &str, width: u32, kind: SigKind, reset: Option<BigUint>, doc: &str) -> Expr {
         if width == 0 {
             self.problems.push(format!("signal `{name}` has width 0"));
         }
@@ -305,24 +385,39 @@ impl ModuleBuilder {
         q
     }
 
-    /// Instantiate `sub`. `conns` names every port of `sub`; outputs must be
-    /// whole wires of this module.
-    pub fn instance(&mut self, sub: &Module, name: &str, conns: &[(&str, Expr)]) {
+    /// Instantiate `sub` as `name`. `conns` connects ports by name; outputs
+    /// must connect to whole wires or outputs of this module. Every port not
+    /// in `conns` gets a wire of its own, `<name>_<port>` without the
+    /// `_i`/`_o` suffix, which the returned [`Inst`] hands out: assign the
+    /// inputs' wires and read the outputs' (or connect whole streams with
+    /// [`ModuleBuilder::connect`]). A port left alone is an undriven or
+    /// unread wire, which `finish` reports.
+    pub fn instance(&mut self, sub: &Module, name: &str, conns: &[(&str, Expr)]) -> Inst {
+        self.instance_with(sub, None, name, conns)
+    }
+
+    pub(crate) fn instance_with(&mut self, sub: &Module, origin: Option<Rc<Origin>>, name: &str, conns: &[(&str, Expr)]) -> Inst {
         let name = self.namer.claim(name);
+        let module = self.subs.entry(sub.key.clone()).or_insert_with(|| Rc::new(sub.clone())).clone();
         let mut out = Vec::new();
         let mut drives = Vec::new();
+        let mut ports = Vec::new();
         for p in sub.port_signals() {
-            let Some((_, e)) = conns.iter().find(|(n, _)| *n == p.name) else {
-                self.problems.push(format!("instance `{name}` of `{}`: port `{}` is not connected", sub.name, p.name));
-                continue;
+            let e = match conns.iter().find(|(n, _)| *n == p.name) {
+                Some((_, e)) => e.clone(),
+                None => {
+                    let base = p.name.strip_suffix("_i").or_else(|| p.name.strip_suffix("_o")).unwrap_or(&p.name);
+                    self.wire(&format!("{name}_{base}"), p.width)
+                }
             };
+            ports.push((p.name.clone(), e.clone()));
             if e.width() != p.width {
                 self.problems.push(format!(
                     "instance `{name}` of `{}`: port `{}` is {} bits, connected to `{}` ({} bits)",
                     sub.name,
                     p.name,
                     p.width,
-                    self.show(e),
+                    self.show(&e),
                     e.width()
                 ));
                 continue;
@@ -341,10 +436,10 @@ impl ModuleBuilder {
                     }
                 }
             }
-            if !self.checked(e) {
+            if !self.checked(&e) {
                 continue;
             }
-            let e = self.hoist(e, &format!("{name}_{}", p.name));
+            let e = self.hoist(&e, &format!("{name}_{}", p.name));
             out.push((p.name.clone(), e));
         }
         for (n, _) in conns {
@@ -352,7 +447,8 @@ impl ModuleBuilder {
                 self.problems.push(format!("instance `{name}` of `{}`: it has no port `{n}`", sub.name));
             }
         }
-        self.m.instances.push(Instance { module: sub.name.clone(), name, conns: out, drives });
+        self.m.instances.push(Instance { module: module.clone(), origin, name: name.clone(), conns: out, drives });
+        Inst { name, module, ports }
     }
 
     fn target(&mut self, e: &Expr, what: &str) -> Option<SigId> {
@@ -535,11 +631,58 @@ impl ModuleBuilder {
             self.m.signals[i].waiver = Some(why);
         }
         if self.problems.is_empty() {
+            self.m.key = content_key(&self.m);
             Ok(self.m)
         } else {
             Err(RtlError { module: self.m.name, problems: self.problems })
         }
     }
+}
+
+/// The content hash of a finished module: everything that makes up its
+/// Verilog (name, docs, signals, logic, instances by their modules' keys),
+/// its hand-mapped bodies and its stream bundles. 128 bits, hex.
+fn content_key(m: &Module) -> String {
+    let mut h = Sha256::new();
+    let mut put = |b: &[u8]| {
+        h.update((b.len() as u64).to_le_bytes());
+        h.update(b);
+    };
+    put(m.name.as_bytes());
+    for d in &m.doc {
+        put(d.as_bytes());
+    }
+    for s in &m.signals {
+        let reset = s.reset.as_ref().map(|r| r.to_bytes_le());
+        put(format!("{}|{}|{:?}|{:?}|{}|{:?}", s.name, s.width, s.kind, reset, s.doc, s.waiver).as_bytes());
+    }
+    put(format!("{:?}|{:?}|{:?}", m.ports, m.clock, m.reset).as_bytes());
+    for a in &m.assigns {
+        put(format!("assign {}|{}", a.target.0, a.lo).as_bytes());
+        a.expr.digest(&mut put);
+    }
+    for r in &m.regs {
+        put(format!("reg {}", r.reg.0).as_bytes());
+        r.d.digest(&mut put);
+        if let Some(e) = &r.enable {
+            e.digest(&mut put);
+        }
+    }
+    for i in &m.instances {
+        put(format!("inst {}|{}", i.module.key, i.name).as_bytes());
+        for (p, e) in &i.conns {
+            put(p.as_bytes());
+            e.digest(&mut put);
+        }
+    }
+    for a in &m.alternatives {
+        put(a.target.as_bytes());
+        put((a.body)(&m.name).as_bytes());
+    }
+    for s in &m.streams {
+        put(format!("{s:?}").as_bytes());
+    }
+    h.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn sig_of(e: &Expr) -> SigId {
@@ -567,9 +710,9 @@ fn ranges(v: &[u8], pred: impl Fn(u8) -> bool) -> String {
     out.join(", ")
 }
 
-/// Verilog text of an expression (used for error messages and by the printer).
+/// Verilog text of an expression, for error messages.
 pub fn show_expr(m: &Module, e: &Expr) -> String {
-    super::print::expr(m, e)
+    e.verilog(&|id: SigId| m.signals.get(id.0).map_or("?", |x| x.name.as_str()))
 }
 
 #[cfg(test)]

@@ -1,93 +1,160 @@
-//! Verilog text of expressions. Module and file layout is printed by the
-//! `gpurtl-gen` crate; expressions live here because error messages need them.
+//! Verilog-2005 text of a checked [`Module`].
+//!
+//! One module per file, named after the module (what `verilator -Wall`'s
+//! DECLFILENAME expects), a ports table at the top, declarations in the order
+//! they were created, continuous assigns, then one `always` block for the
+//! reset domain and one per load enable for datapath registers.
 
-use super::expr::{Expr, ExprKind, UnOp};
-use super::module::Module;
-use num_bigint::BigUint;
+use super::expr::{literal, Expr, SigId};
+use super::module::{Instance, Module, SigKind};
+use std::fmt::Write;
 
-/// Sized Verilog literal: decimal when small, hex otherwise.
-pub fn literal(width: u32, v: &BigUint) -> String {
-    if v.bits() <= 16 {
-        format!("{width}'d{v}")
+fn expr(m: &Module, e: &Expr) -> String {
+    e.verilog(&|id: SigId| m.sig(id).name.as_str())
+}
+
+fn range(width: u32) -> String {
+    if width == 1 {
+        String::new()
     } else {
-        format!("{width}'h{}", v.to_str_radix(16))
+        format!("[{}:0]", width - 1)
     }
 }
 
-pub fn expr(m: &Module, e: &Expr) -> String {
+/// The module text, without the file banner, named `name`; `sub` gives the
+/// module name each instance refers to.
+pub fn module(m: &Module, name: &str, sub: &dyn Fn(&Instance) -> String) -> String {
     let mut s = String::new();
-    write(m, e, &mut s, true);
-    s
-}
-
-fn write(m: &Module, e: &Expr, s: &mut String, top: bool) {
-    match e.kind() {
-        ExprKind::Sig(id) => s.push_str(m.signals.get(id.0).map_or("?", |x| x.name.as_str())),
-        ExprKind::Const(v) => s.push_str(&literal(e.width(), v)),
-        ExprKind::Bad(msg) => s.push_str(&format!("/* {msg} */")),
-        ExprKind::Slice(inner, hi, lo) => {
-            write(m, inner, s, false);
-            if hi == lo {
-                s.push_str(&format!("[{hi}]"));
-            } else {
-                s.push_str(&format!("[{hi}:{lo}]"));
+    for line in &m.doc {
+        let _ = writeln!(s, "// {line}");
+    }
+    if !m.doc.is_empty() {
+        s.push_str("//\n");
+    }
+    // Ports table: name, direction, width, meaning.
+    let ports: Vec<_> = m.port_signals().collect();
+    let nw = ports.iter().map(|p| p.name.len()).max().unwrap_or(4).max(4);
+    let _ = writeln!(s, "// {:<nw$}  {:<6}  {:>5}  meaning", "port", "dir", "width");
+    for p in &ports {
+        let dir = if p.kind == SigKind::Input { "input" } else { "output" };
+        let _ = writeln!(s, "// {:<nw$}  {:<6}  {:>5}  {}", p.name, dir, p.width, p.doc);
+    }
+    let _ = writeln!(s, "module {name} (");
+    let rw = ports.iter().map(|p| range(p.width).len()).max().unwrap_or(0);
+    for (i, p) in ports.iter().enumerate() {
+        let dir = if p.kind == SigKind::Input { "input " } else { "output" };
+        let sep = if i + 1 == ports.len() { "" } else { "," };
+        match &p.waiver {
+            None => {
+                let _ = writeln!(s, "  {dir} wire {:<rw$} {}{sep}", range(p.width), p.name);
             }
-        }
-        ExprKind::Concat(es) => {
-            s.push('{');
-            for (i, x) in es.iter().enumerate() {
-                if i > 0 {
-                    s.push_str(", ");
-                }
-                write(m, x, s, true);
-            }
-            s.push('}');
-        }
-        ExprKind::Repl(n, x) => {
-            s.push_str(&format!("{{{n}{{"));
-            write(m, x, s, true);
-            s.push_str("}}");
-        }
-        ExprKind::Un(op, x) => {
-            s.push_str(match op {
-                UnOp::Not => "~",
-                UnOp::ReduceOr => "|",
-                UnOp::ReduceAnd => "&",
-                UnOp::ReduceXor => "^",
-            });
-            write(m, x, s, false);
-        }
-        ExprKind::SMul(a, b) => {
-            s.push_str("$signed(");
-            write(m, a, s, true);
-            s.push_str(") * $signed(");
-            write(m, b, s, true);
-            s.push(')');
-        }
-        ExprKind::Bin(op, a, b) => {
-            if !top {
-                s.push('(');
-            }
-            write(m, a, s, false);
-            s.push_str(&format!(" {} ", op.verilog()));
-            write(m, b, s, false);
-            if !top {
-                s.push(')');
-            }
-        }
-        ExprKind::Mux(sel, t, f) => {
-            if !top {
-                s.push('(');
-            }
-            write(m, sel, s, false);
-            s.push_str(" ? ");
-            write(m, t, s, false);
-            s.push_str(" : ");
-            // A chain of muxes reads as a priority list without nesting parens.
-            write(m, f, s, matches!(f.kind(), ExprKind::Mux(..)));
-            if !top {
-                s.push(')');
+            Some(why) => {
+                let _ = writeln!(s, "  // {}: {why}", p.name);
+                let _ = writeln!(s, "  /* verilator lint_off UNUSED */");
+                let _ = writeln!(s, "  {dir} wire {:<rw$} {}{sep}", range(p.width), p.name);
+                let _ = writeln!(s, "  /* verilator lint_on UNUSED */");
             }
         }
     }
+    s.push_str(");\n");
+
+    let internal: Vec<_> = m.signals.iter().filter(|x| matches!(x.kind, SigKind::Wire | SigKind::Reg)).collect();
+    if !internal.is_empty() {
+        s.push('\n');
+        let rw = internal.iter().map(|x| range(x.width).len()).max().unwrap_or(0);
+        for x in internal {
+            let kw = if x.kind == SigKind::Reg { "reg " } else { "wire" };
+            match &x.waiver {
+                None => {
+                    let _ = writeln!(s, "  {kw} {:<rw$} {};", range(x.width), x.name);
+                }
+                Some(why) => {
+                    let _ = writeln!(s, "  // {}: {why}", x.name);
+                    let _ = writeln!(s, "  /* verilator lint_off UNUSED */");
+                    let _ = writeln!(s, "  {kw} {:<rw$} {};", range(x.width), x.name);
+                    let _ = writeln!(s, "  /* verilator lint_on UNUSED */");
+                }
+            }
+        }
+    }
+
+    if !m.assigns.is_empty() {
+        s.push('\n');
+        for a in &m.assigns {
+            let t = m.sig(a.target);
+            let w = a.expr.width();
+            let lhs = if a.lo == 0 && w == t.width {
+                t.name.clone()
+            } else if w == 1 {
+                format!("{}[{}]", t.name, a.lo)
+            } else {
+                format!("{}[{}:{}]", t.name, a.lo + w - 1, a.lo)
+            };
+            let _ = writeln!(s, "  assign {lhs} = {};", expr(m, &a.expr));
+        }
+    }
+
+    for inst in &m.instances {
+        let _ = writeln!(s, "\n  {} {} (", sub(inst), inst.name);
+        let pw = inst.conns.iter().map(|(p, _)| p.len()).max().unwrap_or(0);
+        for (i, (p, e)) in inst.conns.iter().enumerate() {
+            let sep = if i + 1 == inst.conns.len() { "" } else { "," };
+            let _ = writeln!(s, "    .{p:<pw$} ({}){sep}", expr(m, e));
+        }
+        s.push_str("  );\n");
+    }
+
+    if let Some(clk) = m.clock {
+        let clk = &m.sig(clk).name;
+        // Reset domain: control state with reset values.
+        let reset_regs: Vec<_> = m.regs.iter().filter(|r| m.sig(r.reg).reset.is_some()).collect();
+        if !reset_regs.is_empty() {
+            let rst = m.reset.map(|r| m.sig(r).name.clone()).unwrap_or_default();
+            let _ = writeln!(s, "\n  always @(posedge {clk}) begin\n    if ({rst}) begin");
+            for r in &reset_regs {
+                let sig = m.sig(r.reg);
+                let v = sig.reset.clone().unwrap_or_default();
+                let _ = writeln!(s, "      {} <= {};", sig.name, literal(sig.width, &v));
+            }
+            s.push_str("    end else begin\n");
+            for r in &reset_regs {
+                let sig = m.sig(r.reg);
+                match &r.enable {
+                    Some(en) => {
+                        let _ = writeln!(s, "      if ({}) {} <= {};", expr(m, en), sig.name, expr(m, &r.d));
+                    }
+                    None => {
+                        let _ = writeln!(s, "      {} <= {};", sig.name, expr(m, &r.d));
+                    }
+                }
+            }
+            s.push_str("    end\n  end\n");
+        }
+        // Datapath registers without reset, grouped by load enable.
+        let mut groups: Vec<(Option<String>, Vec<String>)> = Vec::new();
+        for r in m.regs.iter().filter(|r| m.sig(r.reg).reset.is_none()) {
+            let en = r.enable.as_ref().map(|e| expr(m, e));
+            let line = format!("{} <= {};", m.sig(r.reg).name, expr(m, &r.d));
+            match groups.iter_mut().find(|g| g.0 == en) {
+                Some(g) => g.1.push(line),
+                None => groups.push((en, vec![line])),
+            }
+        }
+        for (en, lines) in groups {
+            let _ = writeln!(s, "\n  always @(posedge {clk}) begin");
+            let ind = if en.is_some() { "      " } else { "    " };
+            if let Some(en) = &en {
+                let _ = writeln!(s, "    if ({en}) begin");
+            }
+            for l in lines {
+                let _ = writeln!(s, "{ind}{l}");
+            }
+            if en.is_some() {
+                s.push_str("    end\n");
+            }
+            s.push_str("  end\n");
+        }
+    }
+    s.push_str("endmodule\n");
+    s
 }

@@ -25,38 +25,26 @@
 //! ```
 
 use super::{err, shown, InputError};
+use gpurtl_params::cbload::CbloadParams;
+use gpurtl_params::cbload::ErrorKind;
 use num_bigint::BigUint;
 use serde_json::Value;
 
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Config {
-    pub reg_bits: u32,
-    pub regs: u32,
-    pub read_bits: u32,
-    pub max_outstanding: u32,
-    pub views: u32,
-    pub max_burst: u32,
-    pub addr_bits: u32,
-    pub tag_bits: u32,
+/// `RB`: bytes per memory beat.
+fn rb(p: &CbloadParams) -> u64 {
+    p.read_bytes() as u64
 }
-
-impl Config {
-    /// `RB`: bytes per memory beat.
-    fn rb(&self) -> u64 {
-        self.read_bits as u64 / 8
-    }
-    /// `GB`: bytes per register.
-    fn gb(&self) -> u64 {
-        self.reg_bits as u64 / 8
-    }
-    /// `MAXLEN`: most bytes one burst may load.
-    fn maxlen(&self) -> u64 {
-        self.max_burst as u64 * self.gb()
-    }
-    /// 2^addr_bits - 1.
-    fn addr_mask(&self) -> u64 {
-        (1u64 << self.addr_bits) - 1
-    }
+/// `GB`: bytes per register.
+fn gb(p: &CbloadParams) -> u64 {
+    p.reg_bytes() as u64
+}
+/// `MAXLEN`: most bytes one burst may load.
+fn maxlen(p: &CbloadParams) -> u64 {
+    p.max_len() as u64
+}
+/// 2^addr_bits - 1.
+fn addr_mask(p: &CbloadParams) -> u64 {
+    (1u64 << p.addr_bits) - 1
 }
 
 /// A constant buffer view: `data` lives in memory at `base`.
@@ -82,48 +70,6 @@ pub struct Instr {
     /// Bytes; only used when `burst`.
     pub size: u32,
     pub tag: u32,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ErrorKind {
-    None,
-    View,
-    Misaligned,
-    Size,
-    Range,
-}
-
-impl ErrorKind {
-    pub fn code(self) -> u32 {
-        match self {
-            ErrorKind::None => 0,
-            ErrorKind::View => 1,
-            ErrorKind::Misaligned => 2,
-            ErrorKind::Size => 3,
-            ErrorKind::Range => 4,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorKind::None => "none",
-            ErrorKind::View => "view",
-            ErrorKind::Misaligned => "misaligned",
-            ErrorKind::Size => "size",
-            ErrorKind::Range => "range",
-        }
-    }
-
-    pub fn from_code(c: u64) -> Option<ErrorKind> {
-        match c {
-            0 => Some(ErrorKind::None),
-            1 => Some(ErrorKind::View),
-            2 => Some(ErrorKind::Misaligned),
-            3 => Some(ErrorKind::Size),
-            4 => Some(ErrorKind::Range),
-            _ => None,
-        }
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -154,8 +100,8 @@ pub struct Outcome {
 
 /// The byte at `addr`: from the first view (in list order) whose `data`,
 /// placed at `(base + i) mod 2^addr_bits`, covers it; zero if none does.
-fn mem_byte(cfg: &Config, views: &[View], addr: u64) -> u8 {
-    let mask = cfg.addr_mask();
+fn mem_byte(cfg: &CbloadParams, views: &[View], addr: u64) -> u8 {
+    let mask = addr_mask(cfg);
     for v in views {
         let d = addr.wrapping_sub(v.base) & mask;
         if d < v.data.len() as u64 {
@@ -201,14 +147,14 @@ fn schedule(a: u64, b: u64, r: u64, o: u64, l: u64) -> (Vec<u64>, Vec<u64>) {
 }
 
 /// The error of an instruction with offset `off`, per the spec's order.
-fn check(cfg: &Config, ins: &Instr, off: u64) -> ErrorKind {
-    let len = if ins.burst { ins.size as u64 } else { cfg.gb() };
-    let n = len.div_ceil(cfg.gb());
+fn check(cfg: &CbloadParams, ins: &Instr, off: u64) -> ErrorKind {
+    let len = if ins.burst { ins.size as u64 } else { gb(cfg) };
+    let n = len.div_ceil(gb(cfg));
     if ins.view >= cfg.views {
         ErrorKind::View
-    } else if !off.is_multiple_of(cfg.rb()) {
+    } else if !off.is_multiple_of(rb(cfg)) {
         ErrorKind::Misaligned
-    } else if ins.burst && (ins.size == 0 || ins.size as u64 > cfg.maxlen()) {
+    } else if ins.burst && (ins.size == 0 || ins.size as u64 > maxlen(cfg)) {
         ErrorKind::Size
     } else if ins.dest as u64 + n > cfg.regs as u64 {
         ErrorKind::Range
@@ -219,10 +165,10 @@ fn check(cfg: &Config, ins: &Instr, off: u64) -> ErrorKind {
 
 /// Results and exact cycle count per docs/cbload.md (memory latency =
 /// `w.mem_latency`, no stalls).
-pub fn run(cfg: &Config, w: &Workload) -> Outcome {
-    let gb = cfg.gb();
-    let rb = cfg.rb();
-    let mask = cfg.addr_mask();
+pub fn run(cfg: &CbloadParams, w: &Workload) -> Outcome {
+    let gb = gb(cfg);
+    let rb = rb(cfg);
+    let mask = addr_mask(cfg);
     let reg_mask = (BigUint::from(1u32) << cfg.reg_bits) - BigUint::from(1u32);
     let mut regs = vec![BigUint::default(); cfg.regs as usize];
     for (r, v) in &w.init_regs {
@@ -305,10 +251,10 @@ fn uint(v: &Value) -> Option<u64> {
 
 /// Parse and validate an input file (docs/cbload.md "input"), every rule
 /// there, first violation reported.
-pub fn parse_input(v: &Value, cfg: &Config) -> Result<Workload, InputError> {
-    let rb = cfg.rb();
-    let maxlen = cfg.maxlen();
-    let addr_max = cfg.addr_mask();
+pub fn parse_input(v: &Value, cfg: &CbloadParams) -> Result<Workload, InputError> {
+    let rb = rb(cfg);
+    let maxlen = maxlen(cfg);
+    let addr_max = addr_mask(cfg);
     let base_max = addr_max + 1 - rb;
     let tag_max = (1u64 << cfg.tag_bits) - 1;
     let reg_max = cfg.regs as u64 - 1;
@@ -516,7 +462,7 @@ fn parse_hex(v: &Value) -> Option<BigUint> {
 }
 
 /// The output file as JSON, per docs/cbload.md "output".
-pub fn output_json(cfg: &Config, o: &Outcome) -> Value {
+pub fn output_json(cfg: &CbloadParams, o: &Outcome) -> Value {
     let digits = (cfg.reg_bits / 4) as usize;
     let regs: Vec<Value> = o
         .regs
@@ -544,8 +490,8 @@ mod tests {
 
     /// Small config: GB = 8, RB = 4 (P = 2), O = 2, MAXLEN = 32, 8 registers
     /// (3-bit fields), 3 views (2-bit index, so index 3 is a view error).
-    fn small() -> Config {
-        Config {
+    fn small() -> CbloadParams {
+        CbloadParams {
             reg_bits: 64,
             regs: 8,
             read_bits: 32,
@@ -554,20 +500,6 @@ mod tests {
             max_burst: 4,
             addr_bits: 16,
             tag_bits: 4,
-        }
-    }
-
-    /// The defaults of the parameter table.
-    fn default_cfg() -> Config {
-        Config {
-            reg_bits: 256,
-            regs: 64,
-            read_bits: 64,
-            max_outstanding: 16,
-            views: 8,
-            max_burst: 64,
-            addr_bits: 32,
-            tag_bits: 8,
         }
     }
 
@@ -603,7 +535,7 @@ mod tests {
         ] {
             assert_eq!(k.code(), c);
             assert_eq!(k.name(), n);
-            assert_eq!(ErrorKind::from_code(c as u64), Some(k));
+            assert_eq!(ErrorKind::from_code(c), Some(k));
         }
         assert_eq!(ErrorKind::from_code(5), None);
     }
@@ -775,7 +707,7 @@ mod tests {
     #[test]
     fn timing_single_load_default_config() {
         // B = 4, L = 10: req = a+2..a+5, t = a+12..a+15, response a+16.
-        let cfg = default_cfg();
+        let cfg = CbloadParams::default();
         let v = View { base: 0, size: 1024, data: vec![] };
         let o = run(&cfg, &wl(10, vec![v.clone()], vec![], vec![imm(0, 0, 0, 1)]));
         assert_eq!(o.cycles, 16);
@@ -802,7 +734,7 @@ mod tests {
     #[test]
     fn timing_burst_entirely_beyond_view() {
         // off 0x20 >= size 0x10: R = 0, B = 4: t_k = a+2+k, response a+6.
-        let cfg = default_cfg();
+        let cfg = CbloadParams::default();
         let v = View { base: 0, size: 0x10, data: vec![1; 16] };
         let o = run(&cfg, &wl(10, vec![v], vec![], vec![imm(0, 0, 0x20, 1)]));
         assert_eq!(o.cycles, 6);
@@ -815,7 +747,7 @@ mod tests {
     #[test]
     fn timing_max_outstanding_limits_requests() {
         // Default-like with O = 2, L = 5, a burst of 2 registers: B = 8.
-        let cfg = Config { max_outstanding: 2, ..default_cfg() };
+        let cfg = CbloadParams { max_outstanding: 2, ..CbloadParams::default() };
         let v = View { base: 0, size: 1024, data: vec![] };
         let o = run(&cfg, &wl(5, vec![v], vec![], vec![burst(0, 0, 0, 64, 1)]));
         // req: 2, 3, 8, 9, 14, 15, 20, 21; t: 7, 8, 13, 14, 19, 20, 25, 26.
@@ -824,7 +756,7 @@ mod tests {
         assert_eq!(t, vec![7, 8, 13, 14, 19, 20, 25, 26]);
         assert_eq!(o.cycles, 27);
         // With O = 16 the requests stream: t = 7..=14, response 15.
-        let o = run(&default_cfg(), &wl(5, vec![View { base: 0, size: 1024, data: vec![] }], vec![], vec![burst(0, 0, 0, 64, 1)]));
+        let o = run(&CbloadParams::default(), &wl(5, vec![View { base: 0, size: 1024, data: vec![] }], vec![], vec![burst(0, 0, 0, 64, 1)]));
         assert_eq!(o.cycles, 15);
         // L = 1: beats arrive one per cycle from a+3 (req0 + 1), not earlier
         // than t_{-1} + 1.
@@ -834,7 +766,7 @@ mod tests {
 
     #[test]
     fn output_format() {
-        let cfg = Config { regs: 2, ..small() };
+        let cfg = CbloadParams { regs: 2, ..small() };
         let o = Outcome {
             regs: vec![big(0xAB), big(0)],
             responses: vec![Response { tag: 3, error: ErrorKind::Misaligned }],
@@ -869,7 +801,7 @@ mod tests {
                 {"dest": 8, "view": 0, "offset_reg": 3, "tag": 2}
             ]
         });
-        let w = parse_input(&v, &default_cfg()).unwrap();
+        let w = parse_input(&v, &CbloadParams::default()).unwrap();
         assert_eq!(w.mem_latency, 10);
         assert_eq!(w.views, vec![View { base: 4096, size: 100, data: vec![1, 2, 3] }]);
         assert_eq!(w.init_regs, vec![(3, big(0x40))]);

@@ -4,9 +4,10 @@
 use serde_json::Value;
 use std::fmt;
 
-pub mod cbload;
-pub mod compress;
-pub mod systolic;
+macro_rules! block_modules {
+    ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
+}
+gpurtl_params::for_each_block!(block_modules);
 
 /// A malformed input file: where (a path like `ops[2].src`), what was found,
 /// what is allowed.

@@ -4,8 +4,10 @@
 //! sink that applies back-pressure. Results come back in the golden model's
 //! format.
 
+use super::{fail, RunStats};
 use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
-use crate::models::cbload::{Config, ErrorKind, Instr, Offset, Outcome, Response, Workload};
+use crate::models::cbload::{Instr, Offset, Outcome, Response, Workload};
+use gpurtl_params::cbload::{CbloadParams, ErrorKind};
 use crate::rng::Rng;
 use num_bigint::BigUint;
 use std::collections::VecDeque;
@@ -26,10 +28,6 @@ pub struct Env {
     pub rsp_stall: u32,
 }
 
-#[derive(Clone, Debug)]
-pub struct RunStats {
-    pub ticks: u64,
-}
 
 struct Ports {
     rst: PortHandle,
@@ -134,15 +132,11 @@ struct Pending {
     ready_at: u64,
 }
 
-fn fail(sim: &mut Sim, msg: String) -> CosimError {
-    sim.trace_close();
-    CosimError::Io(msg)
-}
 
 /// Run the workload through the RTL.
 pub fn run(
     compiled: &Compiled,
-    cfg: &Config,
+    cfg: &CbloadParams,
     w: &Workload,
     env: Option<Env>,
     vcd: Option<&Path>,
@@ -291,7 +285,7 @@ pub fn run(
 /// A random workload that reaches every path: bursts and single loads,
 /// immediate and register offsets, partial last registers, reads past a
 /// view's end, missing views, and every error kind.
-pub fn random_workload(rng: &mut Rng, cfg: &Config, n: usize, mem_latency: u32) -> Workload {
+pub fn random_workload(rng: &mut Rng, cfg: &CbloadParams, n: usize, mem_latency: u32) -> Workload {
     use crate::models::cbload::View;
     let rb = cfg.read_bits as u64 / 8;
     let gb = cfg.reg_bits as u64 / 8;
@@ -325,8 +319,8 @@ pub fn random_workload(rng: &mut Rng, cfg: &Config, n: usize, mem_latency: u32) 
             (r, (high | BigUint::from(low)) & &reg_mask)
         })
         .collect();
-    let dest_lim = 1u64 << crate::tb::index_bits(cfg.regs);
-    let view_lim = 1u64 << crate::tb::index_bits(cfg.views);
+    let dest_lim = 1u64 << cfg.reg_index_bits();
+    let view_lim = 1u64 << cfg.view_index_bits();
     let size_lim = 1u64 << (64 - max_len.leading_zeros());
     let instrs = (0..n)
         .map(|_| {

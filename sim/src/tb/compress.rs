@@ -2,26 +2,11 @@
 //! the Verilator model with valid/ready, optionally with random stalls on both
 //! sides, and collects results in the golden model's format.
 
+use super::{fail, pack, unpack, RunStats, Staller, Stalls};
 use crate::cosim::{CosimError, Compiled, PortHandle, Sim};
 use crate::models::compress::{Kind, Op, OpResult, Output};
 use crate::rng::Rng;
 use std::path::Path;
-
-/// Random back-pressure: percent of cycles the source holds back a new
-/// operation, and percent of cycles the sink is not ready.
-#[derive(Clone, Copy, Debug)]
-pub struct Stalls {
-    pub seed: u64,
-    pub in_pct: u32,
-    pub out_pct: u32,
-}
-
-/// What a run gives besides the results.
-#[derive(Clone, Debug)]
-pub struct RunStats {
-    /// Clock ticks simulated, reset included.
-    pub ticks: u64,
-}
 
 struct Ports {
     rst: PortHandle,
@@ -42,54 +27,28 @@ struct Ports {
 }
 
 impl Ports {
-    fn find(s: &Sim) -> Result<Ports, CosimError> {
+    /// The unit's ports; `prefix` names its streams in a composed top
+    /// (`narrow_` finds `narrow_in_valid_i`).
+    fn find(s: &Sim, prefix: &str) -> Result<Ports, CosimError> {
+        let port = |name: &str| s.port(&format!("{prefix}{name}"));
         Ok(Ports {
             rst: s.port("rst_i")?,
-            in_valid: s.port("in_valid_i")?,
-            in_ready: s.port("in_ready_o")?,
-            op: s.port("in_op_i")?,
-            esize: s.port("in_esize_i")?,
-            mask_gen: s.port("in_mask_gen_i")?,
-            mask: s.port("in_mask_i")?,
-            zeroing: s.port("in_zeroing_i")?,
-            src: s.port("in_src_i")?,
-            old: s.port("in_old_i")?,
-            out_valid: s.port("out_valid_o")?,
-            out_ready: s.port("out_ready_i")?,
-            dst: s.port("out_dst_o")?,
-            out_mask: s.port("out_mask_o")?,
-            count: s.port("out_count_o")?,
+            in_valid: port("in_valid_i")?,
+            in_ready: port("in_ready_o")?,
+            op: port("in_op_i")?,
+            esize: port("in_esize_i")?,
+            mask_gen: port("in_mask_gen_i")?,
+            mask: port("in_mask_i")?,
+            zeroing: port("in_zeroing_i")?,
+            src: port("in_src_i")?,
+            old: port("in_old_i")?,
+            out_valid: port("out_valid_o")?,
+            out_ready: port("out_ready_i")?,
+            dst: port("out_dst_o")?,
+            out_mask: port("out_mask_o")?,
+            count: port("out_count_o")?,
         })
     }
-}
-
-/// Elements of `bits` each (at most 64), element 0 lowest, into 32-bit words.
-fn pack(elems: &[u64], bits: u32, width: u32) -> Vec<u32> {
-    let mut w = vec![0u32; width.div_ceil(32) as usize];
-    let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
-    for (i, &e) in elems.iter().enumerate() {
-        let pos = i as u32 * bits;
-        let v = ((e & mask) as u128) << (pos % 32);
-        for k in 0..3 {
-            if let Some(x) = w.get_mut((pos / 32) as usize + k) {
-                *x |= (v >> (32 * k)) as u32;
-            }
-        }
-    }
-    w
-}
-
-fn unpack(words: &[u32], bits: u32, count: usize) -> Vec<u64> {
-    let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
-    (0..count)
-        .map(|i| {
-            let pos = i as u32 * bits;
-            let v = (0..3).fold(0u128, |acc, k| {
-                acc | (words.get((pos / 32) as usize + k).copied().unwrap_or(0) as u128) << (32 * k)
-            });
-            (v >> (pos % 32)) as u64 & mask
-        })
-        .collect()
 }
 
 /// Run `ops` through the RTL. `vcd`: write a waveform of the whole run.
@@ -100,9 +59,22 @@ pub fn run(
     stalls: Option<Stalls>,
     vcd: Option<&Path>,
 ) -> Result<(Output, RunStats), CosimError> {
+    run_at(compiled, "", width, ops, stalls, vcd)
+}
+
+/// [`run`] on a compress unit inside a composed top, its streams named
+/// `<prefix>in` and `<prefix>out` (the other inputs of the top stay zero).
+pub fn run_at(
+    compiled: &Compiled,
+    prefix: &str,
+    width: u32,
+    ops: &[Op],
+    stalls: Option<Stalls>,
+    vcd: Option<&Path>,
+) -> Result<(Output, RunStats), CosimError> {
     let mut sim = compiled.start(vcd)?;
-    let p = Ports::find(&sim)?;
-    let mut rng = stalls.map(|s| Rng::new(s.seed));
+    let p = Ports::find(&sim, prefix)?;
+    let mut stall = Staller::new(stalls);
     let lanes = width / 8;
 
     sim.set(p.in_valid, 0);
@@ -119,50 +91,36 @@ pub fn run(
     let limit = sim.cycle() + 64 + 40 * ops.len() as u64 + 1000;
     while results.len() < ops.len() {
         if sim.cycle() > limit {
-            sim.trace_close();
-            return Err(CosimError::Io(format!(
-                "the RTL stopped making progress: {} of {} results after {} cycles",
-                results.len(),
-                ops.len(),
-                sim.cycle()
-            )));
+            let msg = format!("the RTL stopped making progress: {} of {} results after {} cycles", results.len(), ops.len(), sim.cycle());
+            return Err(fail(&mut sim, msg));
         }
         // A producer holds valid and data until the transfer.
-        if !offering && next < ops.len() {
-            let hold = match (&mut rng, stalls) {
-                (Some(r), Some(s)) => r.chance(s.in_pct),
-                _ => false,
-            };
-            if !hold {
-                offering = true;
-                let op = &ops[next];
-                let eb = op.element_bits;
-                sim.set(p.op, (op.op == Kind::Expand) as u64);
-                sim.set(p.esize, eb.trailing_zeros() as u64 - 3);
-                sim.set(p.zeroing, op.zeroing as u64);
-                match &op.mask {
-                    Some(m) => {
-                        let bits: Vec<u64> = m.iter().map(|&b| b as u64).collect();
-                        sim.set_words(p.mask, &pack(&bits, 1, lanes));
-                        sim.set(p.mask_gen, 0);
-                    }
-                    None => {
-                        // Junk on the ignored mask input must not matter.
-                        let junk = rng.as_mut().map_or(0, |r| r.next_u64());
-                        sim.set_words(p.mask, &pack(&[junk], 64.min(lanes), lanes));
-                        sim.set(p.mask_gen, 1);
-                    }
+        if !offering && next < ops.len() && !stall.hold_input() {
+            offering = true;
+            let op = &ops[next];
+            let eb = op.element_bits;
+            sim.set(p.op, (op.op == Kind::Expand) as u64);
+            sim.set(p.esize, eb.trailing_zeros() as u64 - 3);
+            sim.set(p.zeroing, op.zeroing as u64);
+            match &op.mask {
+                Some(m) => {
+                    let bits: Vec<u64> = m.iter().map(|&b| b as u64).collect();
+                    sim.set_words(p.mask, &pack(&bits, 1, lanes));
+                    sim.set(p.mask_gen, 0);
                 }
-                sim.set_words(p.src, &pack(&op.src, eb, width));
-                let zeros = vec![0; op.src.len()];
-                sim.set_words(p.old, &pack(op.old.as_ref().unwrap_or(&zeros), eb, width));
+                None => {
+                    // Junk on the ignored mask input must not matter.
+                    let junk = stall.junk();
+                    sim.set_words(p.mask, &pack(&[junk], 64.min(lanes), lanes));
+                    sim.set(p.mask_gen, 1);
+                }
             }
+            sim.set_words(p.src, &pack(&op.src, eb, width));
+            let zeros = vec![0; op.src.len()];
+            sim.set_words(p.old, &pack(op.old.as_ref().unwrap_or(&zeros), eb, width));
         }
         sim.set(p.in_valid, offering as u64);
-        let ready_out = match (&mut rng, stalls) {
-            (Some(r), Some(s)) => !r.chance(s.out_pct),
-            _ => true,
-        };
+        let ready_out = !stall.hold_output();
         sim.set(p.out_ready, ready_out as u64);
         sim.eval();
         let now = sim.cycle();
@@ -180,13 +138,9 @@ pub fn run(
             sim.get_words(p.out_mask, &mut words);
             let mask_all = unpack(&words, 1, lanes as usize);
             if mask_all[n..].iter().any(|&b| b != 0) {
-                sim.trace_close();
-                return Err(CosimError::Io(format!(
-                    "result {}: out_mask_o has bits set above element {} ({:?})",
-                    results.len(),
-                    n - 1,
-                    mask_all
-                )));
+                let msg =
+                    format!("result {}: out_mask_o has bits set above element {} ({:?})", results.len(), n - 1, mask_all);
+                return Err(fail(&mut sim, msg));
             }
             let mask = mask_all[..n].iter().map(|&b| b as u8).collect();
             let count = sim.get(p.count) as u32;
@@ -234,24 +188,4 @@ pub fn random_ops(rng: &mut Rng, width: u32, n: usize, element_bits: Option<u32>
             }
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pack_unpack_round_trip() {
-        let e = vec![0xab, 0xcd, 0xef, 0x01];
-        let w = pack(&e, 16, 64);
-        assert_eq!(w, vec![0x00cd_00ab, 0x0001_00ef]);
-        assert_eq!(unpack(&w, 16, 4), e);
-        let bits = vec![1, 0, 1, 1, 0, 0, 0, 1, 1];
-        assert_eq!(pack(&bits, 1, 64), vec![0x18d, 0]);
-        assert_eq!(unpack(&pack(&bits, 1, 64), 1, 9), bits);
-        let bytes: Vec<u64> = (0..16).map(|i| i * 17).collect();
-        assert_eq!(unpack(&pack(&bytes, 8, 128), 8, 16), bytes);
-        let big = vec![u64::MAX, 1];
-        assert_eq!(unpack(&pack(&big, 64, 128), 64, 2), big);
-    }
 }

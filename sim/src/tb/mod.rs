@@ -1,11 +1,131 @@
 //! One testbench per block: drives the generated RTL through the harness,
 //! with random back-pressure, and returns results in the model's format.
+//! What they share is here: random stalls, run statistics, packing values
+//! into port words, and giving up with the waveform closed.
 
-pub mod cbload;
-pub mod compress;
+use crate::cosim::{CosimError, Sim};
+use crate::rng::Rng;
 
-/// Width of an index field over `n` items, as the blocks declare it.
-pub fn index_bits(n: u32) -> u32 {
-    (32 - (n.max(2) - 1).leading_zeros()).max(1)
+macro_rules! block_modules {
+    ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
 }
-pub mod systolic;
+gpurtl_params::for_each_block!(block_modules);
+
+/// Random back-pressure on a block with one input and one output stream:
+/// the percent of cycles the source holds back a new item, and the percent
+/// of cycles the sink is not ready. `seed` seeds the stall sequence.
+#[derive(Clone, Copy, Debug)]
+pub struct Stalls {
+    pub seed: u64,
+    pub in_pct: u32,
+    pub out_pct: u32,
+}
+
+/// Decides stalls cycle by cycle; never stalls without [`Stalls`].
+pub struct Staller {
+    rng: Rng,
+    stalls: Option<Stalls>,
+}
+
+impl Staller {
+    pub fn new(stalls: Option<Stalls>) -> Staller {
+        Staller { rng: Rng::new(stalls.map_or(0, |s| s.seed)), stalls }
+    }
+    /// The source holds back this cycle.
+    pub fn hold_input(&mut self) -> bool {
+        self.stalls.is_some_and(|s| self.rng.chance(s.in_pct))
+    }
+    /// The sink is not ready this cycle.
+    pub fn hold_output(&mut self) -> bool {
+        self.stalls.is_some_and(|s| self.rng.chance(s.out_pct))
+    }
+    /// Random bits (e.g. junk on inputs that must not matter).
+    pub fn junk(&mut self) -> u64 {
+        self.rng.next_u64()
+    }
+}
+
+/// What a run gives besides the results.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunStats {
+    /// Clock ticks simulated, reset included.
+    pub ticks: u64,
+}
+
+/// The run failed (the RTL stopped making progress, or gave something the
+/// testbench cannot read): close the waveform so it is complete, and say why.
+pub fn fail(sim: &mut Sim, msg: String) -> CosimError {
+    sim.trace_close();
+    CosimError::Io(msg)
+}
+
+/// All ones in the low `bits` bits (`bits` <= 64).
+pub fn mask(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+/// Bits `lo..lo+width` of `words` ORed with the low `width` bits of `v`
+/// (`width` <= 64; the bits must be clear).
+pub fn put(words: &mut [u32], lo: u32, width: u32, v: u64) {
+    let v = (v & mask(width)) as u128;
+    let shifted = v << (lo % 32);
+    for k in 0..3 {
+        let word = (lo / 32) as usize + k;
+        let part = (shifted >> (32 * k)) as u32;
+        if part != 0 {
+            words[word] |= part;
+        }
+    }
+}
+
+/// Bits `lo..lo+width` of `words` (`width` <= 64).
+pub fn take(words: &[u32], lo: u32, width: u32) -> u64 {
+    let v = (0..3).fold(0u128, |acc, k| acc | (words.get((lo / 32) as usize + k).copied().unwrap_or(0) as u128) << (32 * k));
+    (v >> (lo % 32)) as u64 & mask(width)
+}
+
+/// Elements of `bits` each (at most 64), element 0 lowest, into the words
+/// of a `width`-bit port.
+pub fn pack(elems: &[u64], bits: u32, width: u32) -> Vec<u32> {
+    let mut w = vec![0u32; width.div_ceil(32) as usize];
+    for (i, &e) in elems.iter().enumerate() {
+        put(&mut w, i as u32 * bits, bits, e);
+    }
+    w
+}
+
+/// `count` elements of `bits` each out of port words, element 0 lowest.
+pub fn unpack(words: &[u32], bits: u32, count: usize) -> Vec<u64> {
+    (0..count).map(|i| take(words, i as u32 * bits, bits)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_unpack_round_trip() {
+        let e = vec![0xab, 0xcd, 0xef, 0x01];
+        let w = pack(&e, 16, 64);
+        assert_eq!(w, vec![0x00cd_00ab, 0x0001_00ef]);
+        assert_eq!(unpack(&w, 16, 4), e);
+        let bits = vec![1, 0, 1, 1, 0, 0, 0, 1, 1];
+        assert_eq!(pack(&bits, 1, 64), vec![0x18d, 0]);
+        assert_eq!(unpack(&pack(&bits, 1, 64), 1, 9), bits);
+        let bytes: Vec<u64> = (0..16).map(|i| i * 17).collect();
+        assert_eq!(unpack(&pack(&bytes, 8, 128), 8, 16), bytes);
+        let big = vec![u64::MAX, 1];
+        assert_eq!(unpack(&pack(&big, 64, 128), 64, 2), big);
+        // A field across a word boundary, and one that is not 32-aligned and 64 wide.
+        let mut w = vec![0u32; 4];
+        put(&mut w, 28, 8, 0xa5);
+        put(&mut w, 40, 64, 0x0123_4567_89ab_cdef);
+        assert_eq!(take(&w, 28, 8), 0xa5);
+        assert_eq!(take(&w, 40, 64), 0x0123_4567_89ab_cdef);
+        assert_eq!(w[0] >> 28, 0x5);
+    }
+}

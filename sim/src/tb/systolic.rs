@@ -3,41 +3,12 @@
 //! initial-accumulator read port, collects result rows into C, and reads the
 //! statistics counters. Random stalls on the input and the output.
 
+use super::{fail, mask, put, take, RunStats, Staller, Stalls};
 use crate::cosim::{Compiled, CosimError, PortHandle};
-use crate::models::systolic::{program, ws_program, Config, Gemm, Outcome};
+use crate::models::systolic::{program, ws_program, Gemm, Outcome};
+use gpurtl_params::systolic::{Dataflow, ElemType, SystolicParams};
 use crate::rng::Rng;
 use std::path::Path;
-
-#[derive(Clone, Copy, Debug)]
-pub struct Env {
-    pub seed: u64,
-    /// Percent of cycles the source holds back a group.
-    pub in_stall: u32,
-    /// Percent of cycles the sink is not ready for a row.
-    pub out_stall: u32,
-}
-
-#[derive(Clone, Debug)]
-pub struct RunStats {
-    pub ticks: u64,
-}
-
-/// Bits `lo..lo+width` of `words` set to the low `width` bits of `v`.
-fn put(words: &mut [u32], lo: u32, width: u32, v: u64) {
-    for bit in 0..width {
-        if (v >> bit) & 1 == 1 {
-            let pos = lo + bit;
-            words[(pos / 32) as usize] |= 1 << (pos % 32);
-        }
-    }
-}
-
-fn take(words: &[u32], lo: u32, width: u32) -> u64 {
-    (0..width).fold(0u64, |acc, bit| {
-        let pos = lo + bit;
-        acc | (((words[(pos / 32) as usize] >> (pos % 32)) as u64 & 1) << bit)
-    })
-}
 
 struct Ports {
     rst: PortHandle,
@@ -60,15 +31,15 @@ struct Ports {
 /// Runs one GEMM through the grid of either dataflow.
 pub fn run(
     compiled: &Compiled,
-    cfg: &Config,
+    cfg: &SystolicParams,
     gemm: &Gemm,
-    env: Option<Env>,
+    stalls: Option<Stalls>,
     vcd: Option<&Path>,
 ) -> Result<(Outcome, RunStats), CosimError> {
-    if cfg.dataflow == "ws" {
-        run_ws(compiled, cfg, gemm, env, vcd)
+    if cfg.dataflow == Dataflow::Ws {
+        run_ws(compiled, cfg, gemm, stalls, vcd)
     } else {
-        run_os(compiled, cfg, gemm, env, vcd)
+        run_os(compiled, cfg, gemm, stalls, vcd)
     }
 }
 
@@ -85,9 +56,9 @@ fn acc_value(raw: u64, acc: u32, signed: bool) -> i64 {
 
 fn run_os(
     compiled: &Compiled,
-    cfg: &Config,
+    cfg: &SystolicParams,
     gemm: &Gemm,
-    env: Option<Env>,
+    stalls: Option<Stalls>,
     vcd: Option<&Path>,
 ) -> Result<(Outcome, RunStats), CosimError> {
     let mut sim = compiled.start(vcd)?;
@@ -113,14 +84,13 @@ fn run_os(
     let (ab, bb, acc) = (cfg.a_type.bits(), cfg.b_type.bits(), cfg.acc_bits);
     let (ch, slot) = (cfg.channel_bits, cfg.channel_bits / cfg.lanes);
     let signed = cfg.a_type.signed() || cfg.b_type.signed();
-    let mask = |bits: u32| if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
     let (m, n) = (gemm.a.len(), gemm.b[0].len());
     let c0_at = |row: usize, col: usize| gemm.c0.as_ref().map_or(0, |c0| c0[row][col]);
     let mut out: Vec<Vec<i64>> = (0..m).map(|i| (0..n).map(|j| c0_at(i, j)).collect()).collect();
 
     let tiles = program(cfg, gemm);
     let groups: Vec<_> = tiles.iter().flat_map(|t| t.groups.iter()).collect();
-    let mut rng = Rng::new(env.map_or(0, |e| e.seed));
+    let mut stall = Staller::new(stalls);
 
     sim.reset(p.rst, 2);
 
@@ -136,11 +106,11 @@ fn run_os(
     let limit = sim.cycle() + 1000 + (steps_total + tiles.len() as u64 * (r + c) as u64 * 4) * 20;
     while tile < tiles.len() {
         if sim.cycle() > limit {
-            sim.trace_close();
-            return Err(CosimError::Io(format!("the RTL stopped making progress: {tile} of {} tiles out", tiles.len())));
+            let msg = format!("the RTL stopped making progress: {tile} of {} tiles out", tiles.len());
+            return Err(fail(&mut sim, msg));
         }
         let now = sim.cycle();
-        if !offering && next < groups.len() && !env.is_some_and(|e| rng.chance(e.in_stall)) {
+        if !offering && next < groups.len() && !stall.hold_input() {
             offering = true;
             let gr = groups[next];
             let (mut wa, mut wb) = (vec![0u32; a_words], vec![0u32; b_words]);
@@ -165,7 +135,7 @@ fn run_os(
             sim.set(p.in_last, gr.last as u64);
         }
         sim.set(p.in_valid, offering as u64);
-        let ready = !env.is_some_and(|e| rng.chance(e.out_stall));
+        let ready = !stall.hold_output();
         sim.set(p.out_ready, ready as u64);
         sim.eval();
         // The initial-accumulator port answers for the row on offer.
@@ -188,8 +158,7 @@ fn run_os(
         }
         if ready && sim.get(p.out_valid) == 1 {
             if row as u32 != rows_out {
-                sim.trace_close();
-                return Err(CosimError::Io(format!("tile {tile}: row {row} came out where row {rows_out} was due")));
+                return Err(fail(&mut sim, format!("tile {tile}: row {row} came out where row {rows_out} was due")));
             }
             sim.get_words(p.out_c, &mut words);
             if let Some(Some(mr)) = t.rows.get(row) {
@@ -228,9 +197,9 @@ fn run_os(
 /// accumulate through that port).
 fn run_ws(
     compiled: &Compiled,
-    cfg: &Config,
+    cfg: &SystolicParams,
     gemm: &Gemm,
-    env: Option<Env>,
+    stalls: Option<Stalls>,
     vcd: Option<&Path>,
 ) -> Result<(Outcome, RunStats), CosimError> {
     let mut sim = compiled.start(vcd)?;
@@ -250,7 +219,6 @@ fn run_ws(
     let (ab, bb, acc) = (cfg.a_type.bits(), cfg.b_type.bits(), cfg.acc_bits);
     let (ch, slot) = (cfg.channel_bits, cfg.channel_bits / cfg.lanes);
     let signed = cfg.a_type.signed() || cfg.b_type.signed();
-    let mask = |bits: u32| if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
     let (m, n) = (gemm.a.len(), gemm.b[0].len());
     let c0_at = |row: usize, col: usize| gemm.c0.as_ref().map_or(0, |c0| c0[row][col]);
     let mut sums: Vec<Vec<i64>> = (0..m).map(|i| (0..n).map(|j| c0_at(i, j)).collect()).collect();
@@ -259,8 +227,7 @@ fn run_ws(
     let weights: Vec<&Vec<Vec<i64>>> = tiles.iter().flat_map(|t| t.weights.iter()).collect();
     let vectors: Vec<(usize, &crate::models::systolic::WsVector)> =
         tiles.iter().enumerate().flat_map(|(ti, t)| t.vectors.iter().map(move |v| (ti, v))).collect();
-    let mut rng = Rng::new(env.map_or(0, |e| e.seed));
-    let stall = |rng: &mut Rng, pct: u32| env.is_some() && rng.chance(pct);
+    let mut stall = Staller::new(stalls);
 
     sim.reset(rst, 2);
 
@@ -272,16 +239,15 @@ fn run_ws(
     let limit = sim.cycle() + 1000 + (weights.len() + vectors.len()) as u64 * (r + c + 4) as u64 * 20;
     while next_out < vectors.len() {
         if sim.cycle() > limit {
-            sim.trace_close();
-            return Err(CosimError::Io(format!(
+            let msg = format!(
                 "the RTL stopped making progress: {next_out} of {} rows out, {next_w} of {} weight rows and {next_a} vectors in",
                 vectors.len(),
                 weights.len()
-            )));
+            );
+            return Err(fail(&mut sim, msg));
         }
         let now = sim.cycle();
-        let in_stall = env.map_or(0, |e| e.in_stall);
-        if !offer_w && next_w < weights.len() && !stall(&mut rng, in_stall) {
+        if !offer_w && next_w < weights.len() && !stall.hold_input() {
             offer_w = true;
             let mut w = vec![0u32; (c * ch).div_ceil(32) as usize];
             for (j, lanes) in weights[next_w].iter().enumerate() {
@@ -291,7 +257,7 @@ fn run_ws(
             }
             sim.set_words(w_in, &w);
         }
-        if !offer_a && next_a < vectors.len() && !stall(&mut rng, in_stall) {
+        if !offer_a && next_a < vectors.len() && !stall.hold_input() {
             offer_a = true;
             let v = vectors[next_a].1;
             let mut w = vec![0u32; (r * ch).div_ceil(32) as usize];
@@ -305,7 +271,7 @@ fn run_ws(
         }
         sim.set(w_valid, offer_w as u64);
         sim.set(a_valid, offer_a as u64);
-        let ready = !stall(&mut rng, env.map_or(0, |e| e.out_stall));
+        let ready = !stall.hold_output();
         sim.set(out_ready, ready as u64);
         // The accumulator port answers with the running sums of the row due.
         let mut wc0 = vec![0u32; (c * acc).div_ceil(32) as usize];
@@ -330,13 +296,13 @@ fn run_ws(
         if ready && sim.get(out_valid) == 1 {
             let (ti, v) = vectors[next_out];
             if (sim.get(out_last) == 1) != v.last {
-                sim.trace_close();
-                return Err(CosimError::Io(format!(
+                let msg = format!(
                     "row {next_out} (tile {ti}, matrix row {}): out_last_o is {} where the vector's last is {}",
                     v.row,
                     sim.get(out_last),
                     v.last
-                )));
+                );
+                return Err(fail(&mut sim, msg));
             }
             sim.get_words(out_c, &mut words);
             for (j, col) in tiles[ti].cols.iter().enumerate() {
@@ -367,10 +333,10 @@ fn run_ws(
 /// A random GEMM that reaches every skip path: element sparsity from none to
 /// all-zero, zero k-slices, zero A rows and B columns, extreme values, and an
 /// initial accumulator half the time.
-pub fn random_gemm(rng: &mut Rng, cfg: &Config, max_dim: u64) -> Gemm {
+pub fn random_gemm(rng: &mut Rng, cfg: &SystolicParams, max_dim: u64) -> Gemm {
     let (m, k, n) = (1 + rng.below(max_dim) as usize, 1 + rng.below(max_dim) as usize, 1 + rng.below(max_dim) as usize);
     let zero_pct = *rng.pick(&[0u32, 20, 50, 80, 95, 100]);
-    let value = |rng: &mut Rng, t: crate::models::systolic::ElemType| match rng.below(4) {
+    let value = |rng: &mut Rng, t: ElemType| match rng.below(4) {
         0 => t.min(),
         1 => t.max(),
         _ => t.min() + rng.below((t.max() - t.min() + 1) as u64) as i64,

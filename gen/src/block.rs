@@ -1,0 +1,112 @@
+//! What the command line knows about a block.
+//!
+//! A block implements [`BlockDef`] once, in `gen/src/blocks/<block>.rs`: its
+//! params type, how its design is built, how a `gpurtl run` input file is
+//! read, the golden model, the testbench that runs the RTL, the output file
+//! and the bench. Every [`BlockDef`] is a [`Block`], the object-safe form the
+//! command line and the flows (synth, sweep, bench, run) use, with the
+//! parameters as their resolved JSON object.
+
+use crate::error::{Error, Result};
+use crate::rtl_engine::compile_design;
+use gpurtl_hw::rtl::RtlError;
+use gpurtl_hw::Design;
+use gpurtl_params::{BlockParams, ParamErrors, ParamInfo};
+use gpurtl_sim::cosim::{Compiled, CosimError};
+use gpurtl_sim::models::InputError;
+use serde_json::Value;
+use std::io::Write;
+use std::path::Path;
+
+/// Which engine `gpurtl run` uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// The golden model.
+    Model,
+    /// The generated Verilog, compiled by Verilator, driven by the block's testbench.
+    Rtl,
+}
+
+/// A block, typed: everything the command line needs, in one place.
+pub trait BlockDef: Sync + 'static {
+    type Params: BlockParams + Sync;
+    /// A `gpurtl run` workload, checked against the parameters.
+    type Input;
+    /// What a run gives: results, cycle counts, counters.
+    type Output;
+    /// One line for `gpurtl list`.
+    const SUMMARY: &'static str;
+
+    fn build(p: &Self::Params) -> Result<Design, RtlError>;
+    /// Read a `gpurtl run` input file; the error names the bad field.
+    fn parse_input(p: &Self::Params, input: &Value) -> Result<Self::Input, InputError>;
+    /// The golden model.
+    fn model(p: &Self::Params, input: &Self::Input) -> Self::Output;
+    /// The RTL through the block's testbench (`vcd`: a waveform of the run).
+    fn rtl(p: &Self::Params, compiled: &Compiled, input: &Self::Input, vcd: Option<&Path>) -> Result<Self::Output, CosimError>;
+    /// The `gpurtl run` output file; both engines give the same one.
+    fn output_json(p: &Self::Params, output: &Self::Output) -> Value;
+    /// `gpurtl bench`: measure the block's figures, print a table on `out`,
+    /// return the JSON report.
+    fn bench(p: &Self::Params, out: &mut dyn Write) -> Result<Value>;
+}
+
+/// A block as the command line sees it; parameters travel as their resolved
+/// JSON object.
+pub trait Block: Sync {
+    fn name(&self) -> &'static str;
+    fn summary(&self) -> &'static str;
+    fn table(&self) -> Vec<ParamInfo>;
+    fn defaults(&self) -> Value;
+    fn presets(&self) -> Vec<(&'static str, Value)>;
+    /// Defaults, then each JSON object of `layers` (a preset, a file), then
+    /// `KEY=VALUE` pairs; type-checked and validated: the resolved set.
+    fn resolve(&self, layers: &[&Value], pairs: &[(String, String)]) -> Result<Value, ParamErrors>;
+    fn design(&self, params: &Value) -> Result<Design>;
+    fn run(&self, params: &Value, input: &Value, engine: Engine, vcd: Option<&Path>) -> Result<Value>;
+    fn bench(&self, params: &Value, out: &mut dyn Write) -> Result<Value>;
+}
+
+fn typed<P: BlockParams>(params: &Value) -> Result<P> {
+    serde_json::from_value(params.clone()).map_err(|e| Error::Bad(format!("parameters of block `{}`: {e}", P::BLOCK)))
+}
+
+impl<T: BlockDef> Block for T {
+    fn name(&self) -> &'static str {
+        T::Params::BLOCK
+    }
+    fn summary(&self) -> &'static str {
+        T::SUMMARY
+    }
+    fn table(&self) -> Vec<ParamInfo> {
+        T::Params::table()
+    }
+    fn defaults(&self) -> Value {
+        serde_json::to_value(T::Params::default()).unwrap_or(Value::Null)
+    }
+    fn presets(&self) -> Vec<(&'static str, Value)> {
+        T::Params::presets().into_iter().map(|(n, p)| (n, serde_json::to_value(p).unwrap_or(Value::Null))).collect()
+    }
+    fn resolve(&self, layers: &[&Value], pairs: &[(String, String)]) -> Result<Value, ParamErrors> {
+        let p: T::Params = gpurtl_params::resolve(layers, pairs)?;
+        Ok(serde_json::to_value(p).unwrap_or(Value::Null))
+    }
+    fn design(&self, params: &Value) -> Result<Design> {
+        Ok(T::build(&typed(params)?)?)
+    }
+    fn run(&self, params: &Value, input: &Value, engine: Engine, vcd: Option<&Path>) -> Result<Value> {
+        let p = typed(params)?;
+        let input = T::parse_input(&p, input)?;
+        let output = match engine {
+            Engine::Model => T::model(&p, &input),
+            Engine::Rtl => {
+                let compiled = compile_design(&T::build(&p)?)?;
+                T::rtl(&p, &compiled, &input, vcd)?
+            }
+        };
+        Ok(T::output_json(&p, &output))
+    }
+    fn bench(&self, params: &Value, out: &mut dyn Write) -> Result<Value> {
+        T::bench(&typed(params)?, out)
+    }
+}

@@ -1,0 +1,100 @@
+//! The constant-buffer burst load unit on the command line: run and bench.
+
+use crate::bench::{generator, yosys_area};
+use crate::block::BlockDef;
+use crate::error::Result;
+use crate::rtl_engine::compile_design;
+use gpurtl_hw::blocks::cbload::build;
+use gpurtl_params::cbload::CbloadParams;
+use gpurtl_sim::cosim::{Compiled, CosimError};
+use gpurtl_sim::models::cbload::{self as model, Instr, Offset, Outcome, View, Workload};
+use gpurtl_sim::models::InputError;
+use gpurtl_sim::tb::cbload as tb;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+pub struct Cbload;
+pub const BLOCK: Cbload = Cbload;
+
+impl BlockDef for Cbload {
+    type Params = CbloadParams;
+    type Input = Workload;
+    type Output = Outcome;
+    const SUMMARY: &'static str =
+        "constant-buffer burst load: one CDL instruction fills N registers from a constant buffer view";
+
+    fn build(p: &CbloadParams) -> Result<gpurtl_hw::Design, gpurtl_hw::rtl::RtlError> {
+        build(p)
+    }
+    fn parse_input(p: &CbloadParams, input: &Value) -> Result<Workload, InputError> {
+        model::parse_input(input, p)
+    }
+    fn model(p: &CbloadParams, w: &Workload) -> Outcome {
+        model::run(p, w)
+    }
+    fn rtl(p: &CbloadParams, compiled: &Compiled, w: &Workload, vcd: Option<&Path>) -> Result<Outcome, CosimError> {
+        Ok(tb::run(compiled, p, w, None, vcd)?.0)
+    }
+    fn output_json(p: &CbloadParams, o: &Outcome) -> Value {
+        model::output_json(p, o)
+    }
+
+    /// Burst versus single loads at memory latency 10, against the bandwidth
+    /// floor of N*reg_bits/read_bits beats.
+    fn bench(cfg: &CbloadParams, out: &mut dyn Write) -> Result<Value> {
+        let design = build(cfg)?;
+        let compiled = compile_design(&design)?;
+        let gb = cfg.reg_bits / 8;
+        let per_reg = (cfg.reg_bits / cfg.read_bits) as u64;
+        let latency = 10;
+        let size = cfg.max_burst as u64 * gb as u64;
+        let view = View { base: 0, size, data: (0..size).map(|i| (i * 7 + 1) as u8).collect() };
+        let mut rows = Vec::new();
+        let _ = writeln!(
+            out,
+            "cbload bench: {}-bit registers, {}-bit reads, {} in flight, memory latency {latency}",
+            cfg.reg_bits, cfg.read_bits, cfg.max_outstanding
+        );
+        let _ = writeln!(out, "{:>4} {:>8} {:>12} {:>12} {:>8} {:>10} {:>14}", "N", "floor", "burst", "N singles", "speedup", "burst/floor", "cosim cyc/s");
+        for n in [1u32, 4, 16, 64].into_iter().filter(|&n| n <= cfg.max_burst) {
+            let load = |burst: bool| -> Vec<Instr> {
+                let one = |dest: u32, offset: u64, size: u32| Instr { dest, view: 0, offset: Offset::Imm(offset), burst, size, tag: dest };
+                if burst {
+                    vec![one(0, 0, n * gb)]
+                } else {
+                    (0..n).map(|j| one(j, j as u64 * gb as u64, 0)).collect()
+                }
+            };
+            let mut cycles = [0u64; 2];
+            let mut cps = 0.0;
+            for (k, burst) in [true, false].into_iter().enumerate() {
+                let w = Workload { mem_latency: latency, views: vec![view.clone()], init_regs: vec![], instrs: load(burst) };
+                let t0 = Instant::now();
+                let (res, stats) = tb::run(&compiled, cfg, &w, None, None)?;
+                cps = stats.ticks as f64 / t0.elapsed().as_secs_f64();
+                cycles[k] = res.cycles;
+            }
+            let floor = n as u64 * per_reg;
+            let ratio = cycles[0] as f64 / floor as f64;
+            let speedup = cycles[1] as f64 / cycles[0] as f64;
+            let _ = writeln!(out, "{:>4} {:>8} {:>12} {:>12} {:>7.2}x {:>10.3}x {:>14.0}", n, floor, cycles[0], cycles[1], speedup, ratio, cps);
+            rows.push(json!({
+                "registers": n, "floor_beats": floor, "burst_cycles": cycles[0], "single_loads_cycles": cycles[1],
+                "speedup": speedup, "burst_vs_floor": ratio, "cosim_cycles_per_second": cps,
+            }));
+        }
+        let s = yosys_area(&design)?;
+        let _ = writeln!(out, "yosys: {} cells, {} flip-flops", s.cells, s.flip_flops);
+        Ok(json!({
+            "block": "cbload",
+            "generator": generator(),
+            "params": cfg,
+            "memory_latency": latency,
+            "rows": rows,
+            "yosys_cells": s.cells,
+            "yosys_flip_flops": s.flip_flops,
+        }))
+    }
+}

@@ -1,0 +1,169 @@
+//! The systolic grid on the command line: run and bench.
+
+use crate::bench::generator;
+use crate::block::BlockDef;
+use crate::emit;
+use crate::error::Result;
+use crate::rtl_engine::compile_design;
+use gpurtl_hw::blocks::systolic::build;
+use gpurtl_params::systolic::{Dataflow, SystolicParams};
+use gpurtl_sim::cosim::{Compiled, CosimError};
+use gpurtl_sim::models::systolic::{self as model, program, ws_program, Gemm, Outcome};
+use gpurtl_sim::models::InputError;
+use gpurtl_sim::rng::Rng;
+use gpurtl_sim::tb::systolic as tb;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+pub struct Systolic;
+pub const BLOCK: Systolic = Systolic;
+
+impl BlockDef for Systolic {
+    type Params = SystolicParams;
+    type Input = Gemm;
+    type Output = Outcome;
+    const SUMMARY: &'static str =
+        "systolic PE grid (output- or weight-stationary) with PE gating, load filter and row/column skip";
+
+    fn build(p: &SystolicParams) -> Result<gpurtl_hw::Design, gpurtl_hw::rtl::RtlError> {
+        build(p)
+    }
+    fn parse_input(p: &SystolicParams, input: &Value) -> Result<Gemm, InputError> {
+        model::parse_input(input, p)
+    }
+    fn model(p: &SystolicParams, g: &Gemm) -> Outcome {
+        model::run(p, g)
+    }
+    fn rtl(p: &SystolicParams, compiled: &Compiled, g: &Gemm, vcd: Option<&Path>) -> Result<Outcome, CosimError> {
+        Ok(tb::run(compiled, p, g, None, vcd)?.0)
+    }
+    fn output_json(p: &SystolicParams, o: &Outcome) -> Value {
+        model::output_json(p, o)
+    }
+
+    /// Utilization, load-filter speedups, gating counts, generation size and
+    /// time, cosim speed, at the given parameters (`--preset grid8` is the
+    /// 8x8 grid of the README's figures).
+    fn bench(p: &SystolicParams, out: &mut dyn Write) -> Result<Value> {
+        let run = |p: &SystolicParams, gemm: &Gemm| -> Result<(Outcome, f64)> {
+            let compiled = compile_design(&build(p)?)?;
+            let t0 = Instant::now();
+            let (o, st) = tb::run(&compiled, p, gemm, None, None)?;
+            Ok((o, st.ticks as f64 / t0.elapsed().as_secs_f64()))
+        };
+        let _ = writeln!(
+            out,
+            "systolic bench: {}x{} grid, {} lane(s), {}",
+            p.rows,
+            p.cols,
+            p.lanes,
+            if p.dataflow == Dataflow::Ws { "weight-stationary".to_string() } else { format!("output-stationary, group {}", p.group) }
+        );
+        let mut rng = Rng::new(7);
+        // Dense utilization on a 64x64x64 GEMM.
+        let dense = sparse_gemm(&mut rng, 64, 64, 64, 0);
+        let (dense_o, cps) = run(p, &dense)?;
+        let macs = (p.rows * p.cols * p.lanes) as f64;
+        let util = dense_o.useful_macs as f64 / (macs * dense_o.cycles as f64);
+        let _ = writeln!(
+            out,
+            "dense 64x64x64: {} cycles, {} useful MACs, utilization {:.1}%, cosim {:.0} cycles/s",
+            dense_o.cycles, dense_o.useful_macs, util * 100.0, cps
+        );
+        // Load filter on vs off.
+        let mut filter_rows = Vec::new();
+        for pct in [50u32, 75] {
+            let g = sparse_gemm(&mut rng, 64, 64, 64, pct);
+            let off = SystolicParams { load_filter: false, ..p.clone() };
+            let on = SystolicParams { load_filter: true, ..p.clone() };
+            let (o_off, _) = run(&off, &g)?;
+            let (o_on, _) = run(&on, &g)?;
+            let zero_k = g.a[0].iter().enumerate().filter(|(k, _)| g.a.iter().all(|row| row[*k] == 0)).count();
+            let speedup = o_off.cycles as f64 / o_on.cycles as f64;
+            let _ = writeln!(
+                out,
+                "{pct}% zero k-slices ({zero_k}/64 measured): filter off {} cycles, on {} cycles, {speedup:.2}x fewer (skipped {} k-steps)",
+                o_off.cycles, o_on.cycles, o_on.skipped_ksteps
+            );
+            filter_rows.push(json!({"zero_pct": pct, "zero_kslices": zero_k, "cycles_filter_off": o_off.cycles, "cycles_filter_on": o_on.cycles, "speedup": speedup, "skipped_ksteps": o_on.skipped_ksteps}));
+        }
+        // Gated products against a direct count of zero-operand products over the program.
+        let g = sparse_gemm(&mut rng, 24, 40, 24, 30);
+        let gp = SystolicParams { load_filter: false, rowcol_skip: false, ..p.clone() };
+        let (o, _) = run(&gp, &g)?;
+        let cfg = gp.clone();
+        let mut zero_products = 0u64;
+        let zero = |x: &i64, y: &i64| *x == 0 || *y == 0;
+        for t in ws_program(&cfg, &g).0.iter().filter(|_| p.dataflow == Dataflow::Ws) {
+            for v in &t.vectors {
+                for (ai, wrow) in v.a.iter().zip(&t.weights) {
+                    for wj in wrow {
+                        zero_products += ai.iter().zip(wj).filter(|(x, y)| zero(x, y)).count() as u64;
+                    }
+                }
+            }
+        }
+        for t in program(&cfg, &g).iter().filter(|_| p.dataflow != Dataflow::Ws) {
+            for gr in &t.groups {
+                for st in &gr.steps {
+                    for ai in &st.a {
+                        for bj in &st.b {
+                            zero_products += ai.iter().zip(bj).filter(|(x, y)| zero(x, y)).count() as u64;
+                        }
+                    }
+                }
+            }
+        }
+        let _ = writeln!(out, "gating on 24x40x24 (30% zero k-slices, filter off): RTL gated {} products, direct count {}", o.gated_products, zero_products);
+        // Generation size and time.
+        let mut gen_rows = Vec::new();
+        for d in [8u32, 16, 32] {
+            let q = SystolicParams { rows: d, cols: d, ..p.clone() };
+            let t0 = Instant::now();
+            let design = build(&q)?;
+            let files = emit::files(&design);
+            let secs = t0.elapsed().as_secs_f64();
+            let lines: usize = files.iter().filter(|(f, _)| f.ends_with(".v")).map(|(_, t)| t.lines().count()).sum();
+            let _ = writeln!(out, "generate {d}x{d}: {lines} Verilog lines, {} modules, {:.3} s", design.elaborate().units.len(), secs);
+            gen_rows.push(json!({"grid": d, "verilog_lines": lines, "modules": design.elaborate().units.len(), "seconds": secs}));
+        }
+        Ok(json!({
+            "block": "systolic",
+            "generator": generator(),
+            "params": p,
+            "dense_64x64x64": {"cycles": dense_o.cycles, "utilization": util, "cosim_cycles_per_second": cps},
+            "load_filter": filter_rows,
+            "gating": {"rtl_gated_products": o.gated_products, "zero_operand_products": zero_products},
+            "generation": gen_rows,
+        }))
+    }
+}
+
+/// A GEMM whose A has exactly `zero_pct` percent of its k columns all zero
+/// (chosen at random), so that share of the k-slices is zero; other values
+/// are non-zero.
+fn sparse_gemm(rng: &mut Rng, m: usize, k: usize, n: usize, zero_pct: u32) -> Gemm {
+    let nz = |rng: &mut Rng| loop {
+        let v = rng.below(255) as i64 - 127;
+        if v != 0 {
+            return v;
+        }
+    };
+    // Partial Fisher-Yates: the first k*pct/100 of a shuffled order are dead.
+    let mut order: Vec<usize> = (0..k).collect();
+    let n_dead = k * zero_pct as usize / 100;
+    for i in 0..n_dead {
+        let j = i + rng.below((k - i) as u64) as usize;
+        order.swap(i, j);
+    }
+    let mut dead = vec![false; k];
+    for &kk in &order[..n_dead] {
+        dead[kk] = true;
+    }
+    let a = (0..m).map(|_| (0..k).map(|kk| if dead[kk] { 0 } else { nz(rng) }).collect()).collect();
+    let b = (0..k).map(|_| (0..n).map(|_| nz(rng)).collect()).collect();
+    Gemm { a, b, c0: None }
+}
+

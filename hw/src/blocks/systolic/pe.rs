@@ -1,0 +1,270 @@
+//! Processing elements of both dataflows and their dot products: inline,
+//! through the multiplier module, or split into half products.
+
+use super::mul::mul_widths;
+use crate::rtl::{Expr, Module, ModuleBuilder, RtlError};
+use gpurtl_params::systolic::SystolicParams;
+
+/// One processing element. A, valid and last move right; B moves down.
+pub(super) fn pe(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, RtlError> {
+    let (ab, bb, l, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.lanes, p.acc_bits);
+    let mut m = ModuleBuilder::new("gpurtl_systolic_pe");
+    m.doc("Output-stationary processing element of gpurtl_systolic (seed 004 §331-333).");
+    m.doc(format!("acc += sum over {l} lanes of a*b ({} x {}); gated lanes do not multiply.", p.a_type.name(), p.b_type.name()));
+    let clk = m.clock("clk_i");
+    let _rst = m.reset("rst_i");
+    let a_i = m.input("a_i", l * ab, "A lanes from the left");
+    let valid_i = m.input("valid_i", 1, "a step is here");
+    let last_i = m.input("last_i", 1, "the step ends the tile");
+    let b_i = m.input("b_i", l * bb, "B lanes from above");
+    let a_o = m.output("a_o", l * ab, "A lanes to the right");
+    let valid_o = m.output("valid_o", 1, "valid to the right");
+    let last_o = m.output("last_o", 1, "last to the right");
+    let b_o = m.output("b_o", l * bb, "B lanes downwards");
+    let res_o = m.output("res_o", acc_w, "the last finished tile's result");
+    let done_o = m.output("done_o", 1, "res_o changes at the end of this cycle");
+    // With gating, each lane's non-zero flag travels beside the operand, so
+    // no zero test sits in front of the multiplier's input register.
+    let flags = if p.gating {
+        let (a_nz_i, b_nz_i) =
+            (m.input("a_nz_i", l, "lane k of a_i is not zero"), m.input("b_nz_i", l, "lane k of b_i is not zero"));
+        let (a_nz_o, b_nz_o) = (m.output("a_nz_o", l, "a_nz to the right"), m.output("b_nz_o", l, "b_nz downwards"));
+        let a_nz_q = m.pipe("a_nz_q", &a_nz_i, &Expr::bit(true));
+        let b_nz_q = m.pipe("b_nz_q", &b_nz_i, &Expr::bit(true));
+        m.assign(&a_nz_o, &a_nz_q);
+        m.assign(&b_nz_o, &b_nz_q);
+        Some((a_nz_i, b_nz_i))
+    } else {
+        None
+    };
+    let a_q = m.pipe("a_q", &a_i, &Expr::bit(true));
+    let b_q = m.pipe("b_q", &b_i, &Expr::bit(true));
+    let valid_q = m.reg("valid_q", 1, 0);
+    let last_q = m.reg_noreset("last_q", 1);
+    m.next(&valid_q, &valid_i, None);
+    m.next(&last_q, &last_i, None);
+    m.assign(&a_o, &a_q);
+    m.assign(&b_o, &b_q);
+    m.assign(&valid_o, &valid_q);
+    m.assign(&last_o, &last_q);
+    // Gating on the operands: a lane with a zero operand feeds the multiplier
+    // zeros, so it does not toggle (§333, §338).
+    let (mut mac_a, mut mac_b, nzs) = gate_lanes(&mut m, &a_i, &b_i, flags.as_ref().map(|(x, y)| (x, y)), p);
+    let mut any_nz = if p.gating { Expr::cat_lanes(&nzs).any() } else { Expr::bit(true) };
+    let (mut mac_v, mut mac_l) = (valid_i.clone(), last_i.clone());
+    // pipeline >= 2: register the gated operands, so the multiplier (a DSP
+    // on FPGAs) sits alone between two registers.
+    let dsp = mul.is_some();
+    if p.pipeline >= 2 {
+        if !dsp {
+            mac_a = m.pipe("mac_a_q", &mac_a, &Expr::bit(true));
+            mac_b = m.pipe("mac_b_q", &mac_b, &Expr::bit(true));
+        }
+        any_nz = m.pipe("mac_nz_q", &any_nz, &Expr::bit(true));
+        mac_v = valid_q.clone();
+        mac_l = last_q.clone();
+    }
+    let sum = match mul {
+        Some(mm) => dsp_dot(&mut m, mm, &clk, &mac_a, &mac_b, p),
+        None if p.pipeline >= 3 => {
+            // The half products take a stage of their own.
+            let vq = m.reg("mac2_valid_q", 1, 0);
+            m.next(&vq, &mac_v, None);
+            mac_v = vq;
+            mac_l = m.pipe("mac2_last_q", &mac_l, &Expr::bit(true));
+            any_nz = m.pipe("mac2_nz_q", &any_nz, &Expr::bit(true));
+            split_dot(&mut m, &mac_a, &mac_b, p)
+        }
+        None => dot(&mut m, &mac_a, &mac_b, p),
+    };
+    // Gating: the accumulator holds when no lane multiplies (unless the tile ends).
+    let work = if p.gating { any_nz.or(&mac_l) } else { Expr::bit(true) };
+    // pipeline >= 1: register the product sum before the accumulator.
+    let (sum, work, v, last) = if p.pipeline >= 1 {
+        let vq = m.reg("mac_valid_q", 1, 0);
+        m.next(&vq, &mac_v, None);
+        (
+            if dsp { sum } else { m.pipe("sum_q", &sum, &Expr::bit(true)) },
+            m.pipe("work_q", &work, &Expr::bit(true)),
+            vq,
+            m.pipe("mac_last_q", &mac_l, &Expr::bit(true)),
+        )
+    } else {
+        (sum, work, mac_v, mac_l)
+    };
+    let acc = m.reg("acc_q", acc_w, 0);
+    let total = m.let_("total", &acc.add(&sum));
+    m.next(&acc, &last.mux(&Expr::zero(acc_w), &total), Some(&v.and(&work)));
+    let done = m.let_("done", &v.and(&last));
+    let res = m.pipe("res_q", &total, &done);
+    m.assign(&res_o, &res);
+    m.assign(&done_o, &done);
+    m.finish()
+}
+
+
+/// The lanes of `a` and `b` with each lane zeroed when either operand of the
+/// lane is zero (PE gating, §333), and the per-lane non-zero flags. `flags`
+/// are the lanes' non-zero flags when they travel with the operands (one bit
+/// per lane of `a`, of `b`); without them they are worked out here.
+fn gate_lanes(
+    m: &mut ModuleBuilder,
+    a: &Expr,
+    b: &Expr,
+    flags: Option<(&Expr, &Expr)>,
+    p: &SystolicParams,
+) -> (Expr, Expr, Vec<Expr>) {
+    let (ab, bb) = (p.a_type.bits(), p.b_type.bits());
+    let (mut ga, mut gb, mut nzs) = (Vec::new(), Vec::new(), Vec::new());
+    for lane in 0..p.lanes {
+        let (x, y) = (a.part(lane * ab, ab), b.part(lane * bb, bb));
+        if p.gating {
+            let (xa, ya) = match flags {
+                Some((fa, fb)) => (fa.bit_at(lane), fb.bit_at(lane)),
+                None => (x.any(), y.any()),
+            };
+            let nz = m.let_(&format!("nz_l{lane}"), &xa.and(&ya));
+            ga.push(x.and(&nz.repl(ab)));
+            gb.push(y.and(&nz.repl(bb)));
+            nzs.push(nz);
+        } else {
+            ga.push(x);
+            gb.push(y);
+        }
+    }
+    (Expr::cat_lanes(&ga), Expr::cat_lanes(&gb), nzs)
+}
+
+/// The dot product of the lanes of `a` and `b`, each product extended to
+/// `acc_bits`: one wire per lane, summed.
+fn dot(m: &mut ModuleBuilder, a: &Expr, b: &Expr, p: &SystolicParams) -> Expr {
+    let (ab, bb, pw, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.product_bits(), p.acc_bits);
+    let mut terms = Vec::new();
+    for lane in 0..p.lanes {
+        let (x, y) = (a.part(lane * ab, ab), b.part(lane * bb, bb));
+        // Signed operands use the signed multiply (native in FPGA DSPs); the
+        // unsigned operand of a mixed pair gets a zero sign bit.
+        let prod = match (p.a_type.signed(), p.b_type.signed()) {
+            (true, true) => x.smul(&y),
+            (true, false) => x.smul(&y.zext(bb + 1)),
+            (false, true) => x.zext(ab + 1).smul(&y),
+            (false, false) => x.zext(pw).mul(&y.zext(pw)),
+        };
+        let ext = if p.signed() { prod.sext(acc_w) } else { prod.zext(acc_w) };
+        terms.push(m.let_(&format!("prod_l{lane}"), &ext));
+    }
+    terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t))
+}
+
+
+/// One weight-stationary processing element: A moves right, the partial sum
+/// moves down, the weights stay. A shadow weight register is written from the
+/// weight bus while the active one computes; the tile's first vector (`sw`)
+/// switches to the shadow as it passes.
+pub(super) fn pe_ws(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, RtlError> {
+    let (ab, bb, l, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.lanes, p.acc_bits);
+    let mut m = ModuleBuilder::new("gpurtl_systolic_pe_ws");
+    m.doc("Weight-stationary processing element of gpurtl_systolic (seed 004 §331).");
+    m.doc(format!(
+        "psum_o = psum_i + sum over {l} lane(s) of a*w ({} x {}), {} register stage(s); gated lanes do not multiply.",
+        p.a_type.name(),
+        p.b_type.name(),
+        p.pipeline + 1
+    ));
+    let clk = m.clock("clk_i");
+    let _rst = m.reset("rst_i");
+    let a_i = m.input("a_i", l * ab, "A lanes from the left");
+    let sw_i = m.input("sw_i", 1, "the tile's first vector: use and keep the shadow weights");
+    let w_i = m.input("w_i", l * bb, "weight bus (this column's lanes)");
+    let w_load_i = m.input("w_load_i", 1, "write the shadow weights from the bus");
+    let psum_i = m.input("psum_i", acc_w, "partial sum from above");
+    let a_o = m.output("a_o", l * ab, "A lanes to the right");
+    let sw_o = m.output("sw_o", 1, "sw to the right");
+    let psum_o = m.output("psum_o", acc_w, "partial sum downwards");
+    let shadow = m.pipe("w_shadow_q", &w_i, &w_load_i);
+    let active = m.pipe("w_active_q", &shadow, &sw_i);
+    let w_use = m.let_("w_use", &sw_i.mux(&shadow, &active));
+    let a_q = m.pipe("a_q", &a_i, &Expr::bit(true));
+    let sw_q = m.reg("sw_q", 1, 0);
+    m.next(&sw_q, &sw_i, None);
+    m.assign(&a_o, &a_q);
+    m.assign(&sw_o, &sw_q);
+    let (mut mac_a, mut mac_w, _) = gate_lanes(&mut m, &a_i, &w_use, None, p);
+    // pipeline >= 2: the gated operands are registered, so the multiplier
+    // sits alone between two registers.
+    let sum = if let Some(mm) = mul {
+        dsp_dot(&mut m, mm, &clk, &mac_a, &mac_w, p)
+    } else {
+        if p.pipeline >= 2 {
+            mac_a = m.pipe("mac_a_q", &mac_a, &Expr::bit(true));
+            mac_w = m.pipe("mac_w_q", &mac_w, &Expr::bit(true));
+        }
+        let sum = if p.pipeline >= 3 { split_dot(&mut m, &mac_a, &mac_w, p) } else { dot(&mut m, &mac_a, &mac_w, p) };
+        if p.pipeline >= 1 {
+            m.pipe("sum_q", &sum, &Expr::bit(true))
+        } else {
+            sum
+        }
+    };
+    // psum_i arrives `pipeline` cycles after a_i, with the product sum.
+    let psum = m.pipe("psum_q", &psum_i.add(&sum), &Expr::bit(true));
+    m.assign(&psum_o, &psum);
+    m.finish()
+}
+
+
+/// The dot product of the gated lanes through one [`dsp_mul`] per lane: the
+/// product, extended to `acc_bits`, comes out two cycles after the operands.
+fn dsp_dot(m: &mut ModuleBuilder, mul: &Module, clk: &Expr, a: &Expr, b: &Expr, p: &SystolicParams) -> Expr {
+    let (ab, bb, pw, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.product_bits(), p.acc_bits);
+    let (wa, wb) = mul_widths(p);
+    let ext = |e: Expr, signed: bool, w: u32| if signed { e.sext(w) } else { e.zext(w) };
+    let mut terms = Vec::new();
+    for lane in 0..p.lanes {
+        let x = ext(a.part(lane * ab, ab), p.a_type.signed(), wa);
+        let y = ext(b.part(lane * bb, bb), p.b_type.signed(), wb);
+        let prod = m.wire(&format!("dsp_p_l{lane}"), wa + wb);
+        m.instance(mul, &format!("u_mul_l{lane}"), &[("clk_i", clk.clone()), ("a_i", x), ("b_i", y), ("p_o", prod.clone())]);
+        let v = if wa + wb > pw {
+            m.waive_unused(&prod, "the top bits of the product of the sign-extended operands repeat its sign");
+            prod.part(0, pw)
+        } else {
+            prod
+        };
+        terms.push(if p.signed() { v.sext(acc_w) } else { v.zext(acc_w) });
+    }
+    let sum = terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t));
+    m.let_("prod_sum", &sum)
+}
+
+/// The dot product with each multiply split in two (`pipeline = 3`, for
+/// FPGAs without multipliers): A times the low and the high half of B, each
+/// half product registered, then `hi << half + lo` summed over the lanes.
+fn split_dot(m: &mut ModuleBuilder, a: &Expr, b: &Expr, p: &SystolicParams) -> Expr {
+    let (ab, bb, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.acc_bits);
+    let (a_s, b_s) = (p.a_type.signed(), p.b_type.signed());
+    let h = bb / 2;
+    // x (signed if `xs`) times y (signed if `ys`), extended to acc_bits.
+    let product = |x: &Expr, xs: bool, y: &Expr, ys: bool| -> (Expr, bool) {
+        let (xw, yw) = (x.width(), y.width());
+        match (xs, ys) {
+            (true, true) => (x.smul(y), true),
+            (true, false) => (x.smul(&y.zext(yw + 1)), true),
+            (false, true) => (x.zext(xw + 1).smul(y), true),
+            (false, false) => (x.zext(xw + yw).mul(&y.zext(xw + yw)), false),
+        }
+    };
+    let mut terms = Vec::new();
+    for lane in 0..p.lanes {
+        let (x, y) = (a.part(lane * ab, ab), b.part(lane * bb, bb));
+        let (lo, lo_s) = product(&x, a_s, &y.part(0, h), false);
+        let (hi, hi_s) = product(&x, a_s, &y.part(h, bb - h), b_s);
+        let lo = m.pipe(&format!("pp_lo_l{lane}_q"), &lo, &Expr::bit(true));
+        let hi = m.pipe(&format!("pp_hi_l{lane}_q"), &hi, &Expr::bit(true));
+        let ext = |e: &Expr, signed: bool| if signed { e.sext(acc_w) } else { e.zext(acc_w) };
+        let hi_shifted = Expr::cat_lanes(&[Expr::zero(h), ext(&hi, hi_s).part(0, acc_w - h)]);
+        terms.push(m.let_(&format!("prod_l{lane}"), &hi_shifted.add(&ext(&lo, lo_s))));
+    }
+    terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t))
+}
+

@@ -1,0 +1,176 @@
+//! The weight-stationary grid: shadow/active weights per PE, A vectors
+//! moving right, partial sums moving down, deskew and a credit FIFO on the
+//! output (docs/systolic.md, "Weight-stationary").
+
+use super::mul::dsp_mul;
+use super::pe::pe_ws;
+use super::{grid_builder, mac_counters};
+use crate::rtl::pipe::{credit_begin, credit_end};
+use crate::rtl::{bits_for, popcount, sum_tree, Expr, RtlError};
+use crate::Design;
+use gpurtl_params::systolic::{SystolicParams, STAT_BITS};
+
+/// The weight-stationary grid (docs/systolic.md, "Weight-stationary").
+pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
+    let (r, c, l) = (p.rows, p.cols, p.lanes);
+    let (ab, bb, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.acc_bits);
+    let (slot, ch) = (p.slot_bits(), p.channel_bits);
+    let row_w = l * ab;
+    let mul = dsp_mul(p)?;
+    let pe_mod = pe_ws(p, mul.as_ref())?;
+    let mut b = grid_builder(p, "weight-stationary", &format!("{acc_w}-bit partial sums"));
+    b.doc(format!(
+        "PE gating {}. A tile is {r} weight rows, then A vectors; one output row per vector. Behaviour and timing: docs/systolic.md.",
+        if p.gating { "on" } else { "off" }
+    ));
+    let clk = b.clock("clk_i");
+    let rst = b.reset("rst_i");
+    let w_valid = b.input("w_valid_i", 1, "a weight row is offered");
+    let w_ready = b.output("w_ready_o", 1, "the weight row is taken");
+    let w_in = b.input("w_i", c * ch, "weights of the next PE row: column j at channel j; lane slots of channel_bits/lanes");
+    let a_valid = b.input("a_valid_i", 1, "an A vector is offered");
+    let a_ready = b.output("a_ready_o", 1, "the A vector is taken");
+    let a_in = b.input("a_i", r * ch, "A vector: PE row i at channel i; lane slots of channel_bits/lanes");
+    let a_last = b.input("a_last_i", 1, "the vector ends the tile");
+    let out_valid = b.output("out_valid_o", 1, "a result row is offered");
+    let out_ready = b.input("out_ready_i", 1, "the row is taken");
+    let out_last = b.output("out_last_o", 1, "the row is the tile's last");
+    let out_c = b.output("out_c_o", c * acc_w, "the row's sums plus out_c0_i, column j at j*acc_bits");
+    let out_c0 = b.input("out_c0_i", c * acc_w, "accumulator values for the offered row (C0 or earlier K blocks)");
+    let stat_useful = b.output("stat_useful_o", STAT_BITS, "useful multiply-accumulates since reset");
+    let stat_gated = b.output("stat_gated_o", STAT_BITS, "gated products since reset");
+    if slot > ab.max(bb) || slot > ab.min(bb) {
+        b.waive_unused(&a_in, "slot bits above the element type are not used");
+        b.waive_unused(&w_in, "slot bits above the element type are not used");
+    }
+    let lanes_of = |x: &Expr, n: u32, eb: u32| -> Vec<Expr> {
+        (0..n)
+            .map(|i| Expr::cat_lanes(&(0..l).map(|ln| x.part(i * ch + ln * slot, eb)).collect::<Vec<_>>()))
+            .collect()
+    };
+    let w_cols = lanes_of(&w_in, c, bb);
+    let a_rows = Expr::cat_lanes(&lanes_of(&a_in, r, ab));
+
+    // ---- weights: shadow rows written in order, R + C - 1 cycles apart from a switch ----
+    let wcnt = b.reg("w_count_q", bits_for(r as u64), 0);
+    let wblock = b.reg("w_block_q", bits_for((r + c - 1) as u64), 0);
+    b.assign(&w_ready, &wcnt.lt(&Expr::lit(wcnt.width(), r as u64)).and(&wblock.eq_lit(0)));
+    let w_fire = b.let_("w_fire", &w_valid.and(&w_ready));
+    let w_load: Vec<Expr> =
+        (0..r).map(|i| b.let_(&format!("w_load_row{i}"), &w_fire.and(&wcnt.eq_lit(i as u64)))).collect();
+    let shadow_full = b.let_("shadow_full", &wcnt.eq_lit(r as u64));
+
+    // ---- A input register and issue (a credit pipeline to the output FIFO) ----
+    let aq_valid = b.reg("a_valid_q", 1, 0);
+    let open = b.reg("tile_open_q", 1, 0);
+    let stages = (r + c + p.pipeline) as usize;
+    let want = b.let_("issue_want", &aq_valid.and(&open.or(&shadow_full)));
+    let ctl = credit_begin(&mut b, stages, &want);
+    let issue = b.let_("issue", &ctl.accept);
+    let switch = b.let_("issue_switch", &issue.and(&open.not()));
+    b.assign(&a_ready, &aq_valid.not().or(&issue));
+    let a_fire = b.let_("a_fire", &a_valid.and(&a_ready));
+    let aq_a = b.pipe("a_q", &a_rows, &a_fire);
+    let aq_last = b.pipe("a_last_q", &a_last, &a_fire);
+    b.next(&aq_valid, &a_fire.or(&aq_valid.and(&issue.not())), None);
+    b.next(&open, &aq_last.not(), Some(&issue));
+    let one = Expr::lit(wcnt.width(), 1);
+    b.next(&wcnt, &switch.mux(&Expr::zero(wcnt.width()), &wcnt.add(&one)), Some(&switch.or(&w_fire)));
+    let bw = wblock.width();
+    b.next(
+        &wblock,
+        &switch.mux(&Expr::lit(bw, (r + c - 1) as u64), &wblock.sub(&Expr::lit(bw, 1))),
+        Some(&switch.or(&wblock.eq_lit(0).not())),
+    );
+
+    // ---- counters: non-zero weights per (PE row, lane), shadow and active ----
+    let cw = bits_for(c as u64);
+    let mut terms = Vec::new();
+    for i in 0..r {
+        for lane in 0..l {
+            let nzw: Vec<Expr> = (0..c).map(|j| w_cols[j as usize].part(lane * bb, bb).any()).collect();
+            let sh = b.pipe(&format!("nzw_shadow_r{i}_l{lane}_q"), &popcount(&nzw, cw), &w_load[i as usize]);
+            let act = b.pipe(&format!("nzw_active_r{i}_l{lane}_q"), &sh, &switch);
+            let cnt = switch.mux(&sh, &act);
+            let nza = aq_a.part(i * row_w + lane * ab, ab).any();
+            terms.push(b.pipe(&format!("useful_r{i}_l{lane}_q"), &cnt.and(&nza.repl(cw)), &Expr::bit(true)));
+        }
+    }
+    let stat_v1 = b.reg("stat_valid1_q", 1, 0);
+    b.next(&stat_v1, &issue, None);
+    let useful_sum = b.let_("useful_sum", &sum_tree(&terms, p.macs_bits()));
+    mac_counters(&mut b, p, &useful_sum, &stat_v1, &stat_useful, &stat_gated);
+
+    // ---- issue register and skew: row i delayed i ----
+    let iss_a = b.pipe("issue_a_q", &issue.repl(r * row_w).and(&aq_a), &Expr::bit(true));
+    let iss_sw = b.reg("issue_switch_q", 1, 0);
+    b.next(&iss_sw, &switch, None);
+    let mut west = Vec::new();
+    for i in 0..r {
+        let (mut a, mut sw) = (iss_a.part(i * row_w, row_w), iss_sw.clone());
+        for d in 0..i {
+            a = b.pipe(&format!("skew_a{i}_{d}_q"), &a, &Expr::bit(true));
+            let q = b.reg(&format!("skew_sw{i}_{d}_q"), 1, 0);
+            b.next(&q, &sw, None);
+            sw = q;
+        }
+        west.push((a, sw));
+    }
+
+    // ---- the grid ----
+    let mut north: Vec<Expr> = (0..c).map(|_| Expr::zero(acc_w)).collect();
+    for i in 0..r {
+        let (mut a, mut sw) = west[i as usize].clone();
+        for j in 0..c {
+            let n = format!("pe_{i}_{j}");
+            let (a_o, sw_o, ps_o) =
+                (b.wire(&format!("{n}_a"), row_w), b.wire(&format!("{n}_sw"), 1), b.wire(&format!("{n}_psum"), acc_w));
+            b.instance(
+                &pe_mod,
+                &format!("u_{n}"),
+                &[
+                    ("clk_i", clk.clone()),
+                    ("rst_i", rst.clone()),
+                    ("a_i", a.clone()),
+                    ("sw_i", sw.clone()),
+                    ("w_i", w_cols[j as usize].clone()),
+                    ("w_load_i", w_load[i as usize].clone()),
+                    ("psum_i", north[j as usize].clone()),
+                    ("a_o", a_o.clone()),
+                    ("sw_o", sw_o.clone()),
+                    ("psum_o", ps_o.clone()),
+                ],
+            );
+            if j + 1 == c {
+                for w in [&a_o, &sw_o] {
+                    b.waive_unused(w, "leaves the grid at the east edge");
+                }
+            }
+            (a, sw) = (a_o, sw_o);
+            north[j as usize] = ps_o;
+        }
+    }
+
+    // ---- deskew (column j delayed C-1-j), the tile's last flag, output FIFO ----
+    let mut row = Vec::new();
+    for j in 0..c {
+        let mut v = north[j as usize].clone();
+        for d in 0..(c - 1 - j) {
+            v = b.pipe(&format!("deskew_c{j}_{d}_q"), &v, &Expr::bit(true));
+        }
+        row.push(v);
+    }
+    let mut last = issue.and(&aq_last);
+    for d in 0..stages {
+        last = b.pipe(&format!("last_d{d}_q"), &last, &Expr::bit(true));
+    }
+    let (valid, outs) = credit_end(&mut b, &ctl, &[("c", Expr::cat_lanes(&row)), ("last", last)], &out_ready);
+    let sums: Vec<Expr> =
+        (0..c).map(|j| outs[0].part(j * acc_w, acc_w).add(&out_c0.part(j * acc_w, acc_w))).collect();
+    b.assign(&out_c, &Expr::cat_lanes(&sums));
+    b.assign(&out_last, &outs[1]);
+    b.assign(&out_valid, &valid);
+    let top = b.finish()?;
+    Ok(Design::of(top, p))
+}
+

@@ -1,0 +1,243 @@
+//! Parameters of the systolic PE grid with zero skipping (docs/systolic.md).
+
+use crate::{bits_for, clog2, BlockParams, Checker, ParamErrors, ParamInfo, ParamKind};
+use serde::{Deserialize, Serialize};
+
+param_enum! {
+    /// An element type of A or B.
+    pub enum ElemType {
+        I8 = "i8",
+        U8 = "u8",
+        I4 = "i4",
+        U4 = "u4",
+        I2 = "i2",
+        U2 = "u2",
+    }
+}
+
+impl ElemType {
+    pub fn bits(self) -> u32 {
+        match self {
+            ElemType::I8 | ElemType::U8 => 8,
+            ElemType::I4 | ElemType::U4 => 4,
+            ElemType::I2 | ElemType::U2 => 2,
+        }
+    }
+    pub fn signed(self) -> bool {
+        matches!(self, ElemType::I8 | ElemType::I4 | ElemType::I2)
+    }
+    /// The smallest value of the type.
+    pub fn min(self) -> i64 {
+        if self.signed() {
+            -(1i64 << (self.bits() - 1))
+        } else {
+            0
+        }
+    }
+    /// The largest value of the type.
+    pub fn max(self) -> i64 {
+        if self.signed() {
+            (1i64 << (self.bits() - 1)) - 1
+        } else {
+            (1i64 << self.bits()) - 1
+        }
+    }
+}
+
+param_enum! {
+    /// Which operand stays in the PEs.
+    pub enum Dataflow {
+        /// Output-stationary: PE(i,j) accumulates C[i][j].
+        Os = "os",
+        /// Weight-stationary: PE(i,j) holds a weight, partial sums flow down.
+        Ws = "ws",
+    }
+}
+
+param_enum! {
+    /// How each PE multiply is built.
+    pub enum Dsp {
+        /// `ecp5` when `pipeline` is 2, else `infer`.
+        Auto = "auto",
+        /// An inline `*` between the PE's registers.
+        Infer = "infer",
+        /// A multiplier module with a hand-mapped ECP5 body (a MULT18X18D
+        /// holding both pipeline registers).
+        Ecp5 = "ecp5",
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SystolicParams {
+    pub rows: u32,
+    pub cols: u32,
+    pub lanes: u32,
+    pub channel_bits: u32,
+    pub a_type: ElemType,
+    pub b_type: ElemType,
+    pub acc_bits: u32,
+    pub dataflow: Dataflow,
+    pub group: u32,
+    pub gating: bool,
+    pub load_filter: bool,
+    pub rowcol_skip: bool,
+    /// Extra PE register stages: rows are ready `pipeline` cycles later.
+    pub pipeline: u32,
+    pub dsp: Dsp,
+}
+
+impl Default for SystolicParams {
+    fn default() -> Self {
+        SystolicParams {
+            rows: 4,
+            cols: 4,
+            lanes: 1,
+            channel_bits: 8,
+            a_type: ElemType::I8,
+            b_type: ElemType::I8,
+            acc_bits: 32,
+            dataflow: Dataflow::Os,
+            group: 8,
+            gating: true,
+            load_filter: true,
+            rowcol_skip: true,
+            pipeline: 2,
+            dsp: Dsp::Auto,
+        }
+    }
+}
+
+/// Counter widths of the statistics outputs.
+pub const STAT_BITS: u32 = 48;
+
+impl SystolicParams {
+    /// Each multiply is a `gpurtl_systolic_mul` instance (with a hand-mapped
+    /// ECP5 body) rather than an inline `*`.
+    pub fn dsp_module(&self) -> bool {
+        self.dsp == Dsp::Ecp5 || (self.dsp == Dsp::Auto && self.pipeline == 2)
+    }
+    /// Width of one step's useful-MAC count (at most rows x cols x lanes).
+    pub fn macs_bits(&self) -> u32 {
+        bits_for((self.rows * self.cols * self.lanes) as u64)
+    }
+    /// Width of one product: bits(a) + bits(b), one more for mixed signedness.
+    pub fn product_bits(&self) -> u32 {
+        self.a_type.bits() + self.b_type.bits() + (self.a_type.signed() != self.b_type.signed()) as u32
+    }
+    /// The accumulator (and C) is read as signed when either type is signed.
+    pub fn signed(&self) -> bool {
+        self.a_type.signed() || self.b_type.signed()
+    }
+    /// Bits of one lane's slot in a channel.
+    pub fn slot_bits(&self) -> u32 {
+        self.channel_bits / self.lanes
+    }
+    pub fn row_index_bits(&self) -> u32 {
+        clog2(self.rows as u64).max(1)
+    }
+    pub fn steps_bits(&self) -> u32 {
+        bits_for(self.group as u64)
+    }
+}
+
+impl BlockParams for SystolicParams {
+    const BLOCK: &'static str = "systolic";
+
+    fn table() -> Vec<ParamInfo> {
+        let int = |min, max| ParamKind::Int { min, max, rule: "" };
+        vec![
+            ParamInfo::new("rows", int(1, 64), "grid rows"),
+            ParamInfo::new("cols", int(1, 64), "grid columns"),
+            ParamInfo::new("lanes", int(1, 8), "element pairs per PE per cycle (dot product)"),
+            ParamInfo::new("channel_bits", int(8, 64), "bits per operand channel; lanes divide it; a slot holds one element"),
+            ParamInfo::new("a_type", ParamKind::Choice(ElemType::NAMES), "A element type"),
+            ParamInfo::new("b_type", ParamKind::Choice(ElemType::NAMES), "B element type"),
+            ParamInfo::new("acc_bits", int(8, 64), "accumulator width; sums wrap"),
+            ParamInfo::new("dataflow", ParamKind::Choice(Dataflow::NAMES), "os = output-stationary, ws = weight-stationary"),
+            ParamInfo::new("group", int(1, 16), "k-steps per input transfer (load filter window); os only"),
+            ParamInfo::new("gating", ParamKind::Bool, "PE gating of zero-operand products"),
+            ParamInfo::new("load_filter", ParamKind::Bool, "skip all-zero k-steps"),
+            ParamInfo::new("rowcol_skip", ParamKind::Bool, "sequencer skips all-zero A rows / B columns"),
+            ParamInfo::new(
+                "pipeline",
+                int(0, 3),
+                "extra register stages in each PE's multiply-accumulate (3 splits the multiplier, for LUT-only FPGAs)",
+            ),
+            ParamInfo::new(
+                "dsp",
+                ParamKind::Choice(Dsp::NAMES),
+                "ecp5 = each multiply is a module that the ECP5 flow maps onto a MULT18X18D holding its input and output registers (needs pipeline = 2); infer = multipliers as `*`; auto = ecp5 when pipeline is 2, else infer",
+            ),
+        ]
+    }
+
+    fn validate(&self) -> Result<(), ParamErrors> {
+        let t = Self::table();
+        let mut c = Checker::default();
+        c.int(&t, "rows", self.rows as i64, true);
+        c.int(&t, "cols", self.cols as i64, true);
+        c.int(&t, "lanes", self.lanes as i64, true);
+        c.int(&t, "channel_bits", self.channel_bits as i64, true);
+        if (1..=8).contains(&self.lanes) && (8..=64).contains(&self.channel_bits) {
+            if !self.channel_bits.is_multiple_of(self.lanes) {
+                c.check(false, "lanes", self.lanes, format!("a divisor of channel_bits ({})", self.channel_bits));
+            } else {
+                let need = self.a_type.bits().max(self.b_type.bits());
+                c.check(
+                    self.slot_bits() >= need,
+                    "channel_bits",
+                    self.channel_bits,
+                    format!("at least lanes x {need} = {} (each lane's slot holds one element)", self.lanes * need),
+                );
+            }
+        }
+        c.int(&t, "acc_bits", self.acc_bits as i64, true);
+        if (8..=64).contains(&self.acc_bits) {
+            c.check(
+                self.acc_bits >= self.product_bits(),
+                "acc_bits",
+                self.acc_bits,
+                format!("at least the product width {} ({} x {})", self.product_bits(), self.a_type, self.b_type),
+            );
+        }
+        c.int(&t, "group", self.group as i64, true);
+        c.int(&t, "pipeline", self.pipeline as i64, true);
+        if self.dsp == Dsp::Ecp5 {
+            c.check(
+                self.pipeline == 2,
+                "dsp",
+                format!("`{}`", self.dsp),
+                format!("auto or infer when pipeline is {} (ecp5 uses the DSP's input and output registers as the PE's two stages: pipeline = 2)", self.pipeline),
+            );
+        }
+        c.finish()
+    }
+
+    fn presets() -> Vec<(&'static str, Self)> {
+        let d = Self::default();
+        vec![
+            ("default", d.clone()),
+            ("grid8", SystolicParams { rows: 8, cols: 8, ..d.clone() }),
+            (
+                "int4x4",
+                SystolicParams {
+                    lanes: 4,
+                    channel_bits: 16,
+                    a_type: ElemType::I4,
+                    b_type: ElemType::I4,
+                    acc_bits: 24,
+                    ..d.clone()
+                },
+            ),
+            ("dense", SystolicParams { load_filter: false, rowcol_skip: false, ..d.clone() }),
+            // A 4x4 grid for an iCE40-HX8K at 100 MHz: a load-filter window of 2,
+            // the multiplier split for LUTs and 24-bit accumulators (exact for
+            // K <= 256 int8 products), so that it fits with room to route.
+            ("hx8k", SystolicParams { group: 2, pipeline: 3, acc_bits: 24, ..d.clone() }),
+            // The inline `*` multipliers, as before `dsp = auto`.
+            ("infer", SystolicParams { dsp: Dsp::Infer, ..d.clone() }),
+            ("ws", SystolicParams { dataflow: Dataflow::Ws, ..d }),
+        ]
+    }
+}

@@ -1,0 +1,194 @@
+//! The on-disk build cache, keyed by content hash, and the per-process memo
+//! of loaded libraries, so many test threads compiling one design build and
+//! load it once.
+
+use super::build::{Runtime, HARNESS_VERSION};
+use super::runtime::Compiled;
+use super::{io_err, CosimError};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
+
+/// Per-process memo of loaded designs, keyed by cache directory.
+pub(crate) static DESIGNS: SlotMap<Compiled> = OnceLock::new();
+/// Per-process memo of runtime archives, keyed by cache directory.
+pub(crate) static RUNTIMES: SlotMap<Runtime> = OnceLock::new();
+
+pub(crate) type Slot<T> = Arc<Mutex<Option<T>>>;
+pub(crate) type SlotMap<T> = OnceLock<Mutex<HashMap<PathBuf, Slot<T>>>>;
+
+pub(crate) fn slot<T>(map: &'static SlotMap<T>, key: &Path) -> Slot<T> {
+    let map = map.get_or_init(Default::default);
+    lock(map).entry(key.to_path_buf()).or_default().clone()
+}
+
+/// Locks a mutex, ignoring poisoning (a panicking builder leaves `None`,
+/// which simply means "not built yet").
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Cache root: `$GPURTL_COSIM_CACHE`, else `$CARGO_TARGET_DIR/gpurtl-cosim`,
+/// else `<workspace>/target/gpurtl-cosim`.
+pub(crate) fn cache_root() -> Result<PathBuf, CosimError> {
+    let non_empty = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let root = if let Some(p) = non_empty("GPURTL_COSIM_CACHE") {
+        p
+    } else if let Some(t) = non_empty("CARGO_TARGET_DIR") {
+        t.join("gpurtl-cosim")
+    } else {
+        workspace_root().join("target").join("gpurtl-cosim")
+    };
+    fs::create_dir_all(&root).map_err(|e| {
+        io_err(
+            format!("cannot create cache directory {}", root.display()),
+            e,
+        )
+    })?;
+    // Absolute, because Verilator and make run in other directories.
+    let root = root.canonicalize().map_err(|e| {
+        io_err(
+            format!("cannot resolve cache directory {}", root.display()),
+            e,
+        )
+    })?;
+    if root.to_string_lossy().chars().any(char::is_whitespace) {
+        // Verilator's generated makefiles cannot cope with spaces in paths.
+        return Err(CosimError::Io(format!(
+            "cache directory {} contains whitespace; set GPURTL_COSIM_CACHE to a path without spaces",
+            root.display()
+        )));
+    }
+    Ok(root)
+}
+
+/// The nearest ancestor of this crate whose Cargo.toml declares `[workspace]`.
+fn workspace_root() -> PathBuf {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let start = crate_dir.parent().unwrap_or(crate_dir);
+    start
+        .ancestors()
+        .find(|d| {
+            fs::read_to_string(d.join("Cargo.toml"))
+                .is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]"))
+        })
+        .unwrap_or(start)
+        .to_path_buf()
+}
+
+/// Builds `final_dir` unless it already exists. The build runs in a fresh
+/// temporary directory next to it, which is then renamed into place, so a
+/// cache entry is either complete or absent, and concurrent processes
+/// building the same entry simply race: the loser discards its copy. A
+/// failed build is kept as `failed-<name>` so its log can be inspected.
+pub(crate) fn build_cached(
+    root: &Path,
+    final_dir: &Path,
+    marker: &str,
+    build: impl FnOnce(&Path, &mut File) -> Result<(), CosimError>,
+) -> Result<(), CosimError> {
+    let complete = |d: &Path| d.join(marker).is_file();
+    if complete(final_dir) {
+        return Ok(());
+    }
+    if final_dir.exists() {
+        // Left behind incomplete (e.g. files deleted by hand): start over.
+        let _ = fs::remove_dir_all(final_dir);
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix(".build-")
+        .tempdir_in(root)
+        .map_err(|e| {
+            io_err(
+                format!("cannot create a build directory in {}", root.display()),
+                e,
+            )
+        })?;
+    let log_path = tmp.path().join("build.log");
+    let mut log = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&log_path)
+        .map_err(|e| io_err(format!("cannot create {}", log_path.display()), e))?;
+    let started = Instant::now();
+    match build(tmp.path(), &mut log) {
+        Ok(()) => {}
+        Err(CosimError::Build { message, .. }) => {
+            let _ = writeln!(
+                log,
+                "# build FAILED after {:.1}s",
+                started.elapsed().as_secs_f64()
+            );
+            drop(log);
+            let name = final_dir.file_name().unwrap_or_default().to_string_lossy();
+            let failed = root.join(format!("failed-{name}"));
+            let _ = fs::remove_dir_all(&failed);
+            let tmp_str = tmp.path().to_string_lossy().into_owned();
+            let (dir, message) = match fs::rename(tmp.path(), &failed) {
+                // Point file names in the messages at where the files are now.
+                Ok(()) => (
+                    failed.clone(),
+                    message.replace(&tmp_str, &failed.to_string_lossy()),
+                ),
+                // Keep the temporary directory instead.
+                Err(_) => (tmp.keep(), message),
+            };
+            return Err(CosimError::Build {
+                log_path: dir.join("build.log"),
+                message,
+            });
+        }
+        Err(e) => return Err(e),
+    }
+    let _ = writeln!(
+        log,
+        "# build finished in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    drop(log);
+    match fs::rename(tmp.path(), final_dir) {
+        Ok(()) => Ok(()),
+        // Another process published the same entry first; use theirs (the
+        // TempDir guard deletes ours).
+        Err(_) if complete(final_dir) => Ok(()),
+        Err(e) => Err(io_err(
+            format!("cannot publish build directory {}", final_dir.display()),
+            e,
+        )),
+    }
+}
+
+/// SHA-256 over length-prefixed fields, hex encoded (first 128 bits).
+pub(crate) struct Hasher(Sha256);
+
+impl Hasher {
+    pub(crate) fn new(kind: &str) -> Self {
+        let mut h = Hasher(Sha256::new());
+        h.field(&format!("gpurtl-cosim {kind} v{HARNESS_VERSION}"));
+        h
+    }
+    pub(crate) fn field(&mut self, s: &str) {
+        self.0.update((s.len() as u64).to_le_bytes());
+        self.0.update(s.as_bytes());
+    }
+    pub(crate) fn finish(self) -> String {
+        self.0.finalize()[..16]
+            .iter()
+            .fold(String::new(), |mut s, b| {
+                let _ = write!(s, "{b:02x}");
+                s
+            })
+    }
+}
+

@@ -1,0 +1,499 @@
+//! Loaded design libraries ([`Compiled`]) and simulation instances ([`Sim`]).
+
+use super::build::SHIM_ABI;
+use super::{io_err, low_mask, path_to_cstring, words_bits, words_for, CosimError, DesignSpec, PortHandle, PortSpec};
+use num_bigint::BigUint;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void};
+use std::fmt;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+// ---------------------------------------------------------------------------
+// Compiled designs
+// ---------------------------------------------------------------------------
+
+/// The C entry points of one design library (see `templates/shim.cpp`).
+#[derive(Clone, Copy)]
+struct Api {
+    new: unsafe extern "C" fn() -> *mut c_void,
+    free: unsafe extern "C" fn(*mut c_void),
+    finished: unsafe extern "C" fn(*mut c_void) -> u32,
+    set_u64: unsafe extern "C" fn(*mut c_void, u32, u64),
+    get_u64: unsafe extern "C" fn(*mut c_void, u32) -> u64,
+    set_words: unsafe extern "C" fn(*mut c_void, u32, *const u32),
+    get_words: unsafe extern "C" fn(*mut c_void, u32, *mut u32),
+    eval: unsafe extern "C" fn(*mut c_void),
+    tick: unsafe extern "C" fn(*mut c_void, u32),
+    trace_open: unsafe extern "C" fn(*mut c_void, *const c_char) -> i32,
+    trace_close: unsafe extern "C" fn(*mut c_void),
+}
+
+struct Inner {
+    api: Api,
+    top: String,
+    ports: Vec<PortSpec>,
+    by_name: HashMap<String, u32>,
+    max_words: usize,
+    build_dir: PathBuf,
+    design: u32,
+    /// Keeps the code behind `api` mapped. Never unloaded in practice: the
+    /// per-process memo holds every library until exit (unloading Verilator
+    /// code with live thread_local destructors is not worth the risk).
+    _lib: libloading::Library,
+}
+
+/// A built and loaded design. Cheap to clone; shareable across threads.
+#[derive(Clone)]
+pub struct Compiled {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Compiled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Compiled")
+            .field("top", &self.inner.top)
+            .field("build_dir", &self.inner.build_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Compiled {
+    /// Creates a fresh model instance (time 0, initial blocks run, settled).
+    pub fn instantiate(&self) -> Result<Sim, CosimError> {
+        let api = self.inner.api;
+        // SAFETY: `new` comes from the loaded shim and takes no arguments.
+        let raw = unsafe { (api.new)() };
+        let inst = std::ptr::NonNull::new(raw)
+            .ok_or_else(|| CosimError::Load("the model constructor returned null".into()))?;
+        Ok(Sim {
+            inst,
+            api,
+            cycle: 0,
+            dirty: false,
+            tracing: false,
+            scratch: vec![0; self.inner.max_words],
+            compiled: self.clone(),
+        })
+    }
+
+    /// A new instance, tracing to a VCD at `vcd` when given (a testbench's
+    /// first step).
+    pub fn start(&self, vcd: Option<&std::path::Path>) -> Result<Sim, CosimError> {
+        let mut sim = self.instantiate()?;
+        if let Some(path) = vcd {
+            sim.trace_vcd(path)?;
+        }
+        Ok(sim)
+    }
+
+    /// Resolves a port by its Verilog name.
+    pub fn port(&self, name: &str) -> Result<PortHandle, CosimError> {
+        let index = *self
+            .inner
+            .by_name
+            .get(name)
+            .ok_or_else(|| CosimError::UnknownPort(name.to_string()))?;
+        let spec = &self.inner.ports[index as usize];
+        Ok(PortHandle {
+            index,
+            width: spec.width,
+            dir: spec.dir,
+            design: self.inner.design,
+        })
+    }
+
+    /// The cache directory holding the generated sources, `build.log` and the
+    /// shared library.
+    pub fn build_dir(&self) -> &Path {
+        &self.inner.build_dir
+    }
+
+    /// The Verilog top module name.
+    pub fn top(&self) -> &str {
+        &self.inner.top
+    }
+
+    /// The port list the design was built with.
+    pub fn ports(&self) -> &[PortSpec] {
+        &self.inner.ports
+    }
+}
+
+
+// ---------------------------------------------------------------------------
+// Simulation instances
+// ---------------------------------------------------------------------------
+
+/// One model instance with its own `VerilatedContext`.
+///
+/// Typical cycle: `set` inputs, `eval()`, `get` outputs (e.g. to decide
+/// handshakes), then `tick()`.
+///
+/// `Sim` is `Send` (it may move between threads) but not `Sync`; different
+/// instances, including instances of the same design, can run concurrently.
+pub struct Sim {
+    inst: std::ptr::NonNull<c_void>,
+    /// Copy of the design's entry points, so the hot path does not chase the Arc.
+    api: Api,
+    cycle: u64,
+    /// Inputs were written since the last settle; `tick` must settle first.
+    dirty: bool,
+    tracing: bool,
+    /// Staging buffer for wide ports, sized for the widest port.
+    scratch: Vec<u32>,
+    /// Keeps the library loaded for as long as the instance lives.
+    compiled: Compiled,
+}
+
+// SAFETY: the instance is only reached through `&mut self` (or `&self` for
+// read-only queries of this instance's own context), never shared. Every call
+// re-binds Verilator's thread-local "current context" to this instance's
+// context, so moving it to another thread is fine.
+unsafe impl Send for Sim {}
+
+impl fmt::Debug for Sim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sim")
+            .field("top", &self.compiled.inner.top)
+            .field("cycle", &self.cycle)
+            .field("tracing", &self.tracing)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sim {
+    /// Resolves a port by its Verilog name.
+    pub fn port(&self, name: &str) -> Result<PortHandle, CosimError> {
+        self.compiled.port(name)
+    }
+
+    /// The design this instance belongs to.
+    pub fn compiled(&self) -> &Compiled {
+        &self.compiled
+    }
+
+    #[inline]
+    fn check_handle(&self, p: PortHandle) {
+        debug_assert_eq!(
+            p.design, self.compiled.inner.design,
+            "PortHandle for port #{} belongs to a different design",
+            p.index
+        );
+    }
+
+    /// Writes an input port (value masked to the port width; for ports wider
+    /// than 64 bits the value is zero-extended). Writes to outputs are ignored.
+    #[inline]
+    pub fn set(&mut self, p: PortHandle, v: u64) {
+        self.check_handle(p);
+        debug_assert!(
+            p.width >= 64 || v >> p.width == 0,
+            "value {v:#x} does not fit in {}-bit port #{}",
+            p.width,
+            p.index
+        );
+        let v = v & low_mask(p.width);
+        // SAFETY: live instance; unknown indices are ignored by the shim.
+        unsafe { (self.api.set_u64)(self.inst.as_ptr(), p.index, v) };
+        self.dirty = true;
+    }
+
+    /// Like [`Sim::set`], but reports a value that does not fit.
+    pub fn try_set(&mut self, p: PortHandle, v: u64) -> Result<(), CosimError> {
+        let bits = u64::from(64 - v.leading_zeros());
+        self.width_check(p, bits)?;
+        self.set(p, v);
+        Ok(())
+    }
+
+    /// Writes an input port of any width (masked to the port width).
+    pub fn set_big(&mut self, p: PortHandle, v: &BigUint) {
+        debug_assert!(
+            v.bits() <= u64::from(p.width),
+            "value needs {} bits but port #{} is {} bits wide",
+            v.bits(),
+            p.index,
+            p.width
+        );
+        if p.width <= 64 {
+            let lo = v.iter_u64_digits().next().unwrap_or(0);
+            self.set(p, lo & low_mask(p.width));
+            return;
+        }
+        let n = p.words();
+        let mut digits = v.iter_u32_digits();
+        for w in &mut self.scratch[..n] {
+            *w = digits.next().unwrap_or(0);
+        }
+        self.write_scratch(p);
+    }
+
+    /// Like [`Sim::set_big`], but reports a value that does not fit.
+    pub fn try_set_big(&mut self, p: PortHandle, v: &BigUint) -> Result<(), CosimError> {
+        self.width_check(p, v.bits())?;
+        self.set_big(p, v);
+        Ok(())
+    }
+
+    /// Writes an input port from little-endian 32-bit words (missing words are
+    /// zero, the value is masked to the port width).
+    pub fn set_words(&mut self, p: PortHandle, words: &[u32]) {
+        debug_assert!(
+            words_bits(words) <= u64::from(p.width),
+            "value needs {} bits but port #{} is {} bits wide",
+            words_bits(words),
+            p.index,
+            p.width
+        );
+        if p.width <= 64 {
+            let lo = u64::from(words.first().copied().unwrap_or(0));
+            let hi = u64::from(words.get(1).copied().unwrap_or(0));
+            self.set(p, (lo | hi << 32) & low_mask(p.width));
+            return;
+        }
+        let n = p.words();
+        for (i, w) in self.scratch[..n].iter_mut().enumerate() {
+            *w = words.get(i).copied().unwrap_or(0);
+        }
+        self.write_scratch(p);
+    }
+
+    /// Like [`Sim::set_words`], but reports a value that does not fit.
+    pub fn try_set_words(&mut self, p: PortHandle, words: &[u32]) -> Result<(), CosimError> {
+        self.width_check(p, words_bits(words))?;
+        self.set_words(p, words);
+        Ok(())
+    }
+
+    /// Masks the top word of `scratch[..words]` and hands it to the model.
+    fn write_scratch(&mut self, p: PortHandle) {
+        self.check_handle(p);
+        let n = p.words();
+        let rem = p.width % 32;
+        if rem != 0 {
+            self.scratch[n - 1] &= (1u32 << rem) - 1;
+        }
+        // SAFETY: live instance; the shim reads exactly `words(port)` words
+        // and scratch holds at least that many.
+        unsafe { (self.api.set_words)(self.inst.as_ptr(), p.index, self.scratch.as_ptr()) };
+        self.dirty = true;
+    }
+
+    fn width_check(&self, p: PortHandle, value_bits: u64) -> Result<(), CosimError> {
+        if value_bits > u64::from(p.width) {
+            let port = self.compiled.inner.ports[p.index()].name.clone();
+            return Err(CosimError::Width {
+                port,
+                width: p.width,
+                value_bits,
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads the low 64 bits of a port.
+    #[inline]
+    pub fn get(&mut self, p: PortHandle) -> u64 {
+        self.check_handle(p);
+        // SAFETY: live instance; unknown indices read as 0.
+        unsafe { (self.api.get_u64)(self.inst.as_ptr(), p.index) }
+    }
+
+    /// Reads a port of any width.
+    pub fn get_big(&mut self, p: PortHandle) -> BigUint {
+        if p.width <= 64 {
+            return BigUint::from(self.get(p));
+        }
+        self.read_scratch(p);
+        BigUint::from_slice(&self.scratch[..p.words()])
+    }
+
+    /// Reads a port as little-endian 32-bit words; `out` is resized to
+    /// exactly [`PortHandle::words`] entries.
+    pub fn get_words(&mut self, p: PortHandle, out: &mut Vec<u32>) {
+        out.clear();
+        if p.width <= 64 {
+            let v = self.get(p);
+            out.push(v as u32);
+            if p.width > 32 {
+                out.push((v >> 32) as u32);
+            }
+            return;
+        }
+        self.read_scratch(p);
+        out.extend_from_slice(&self.scratch[..p.words()]);
+    }
+
+    fn read_scratch(&mut self, p: PortHandle) {
+        self.check_handle(p);
+        // SAFETY: live instance; the shim writes exactly `words(port)` words.
+        unsafe { (self.api.get_words)(self.inst.as_ptr(), p.index, self.scratch.as_mut_ptr()) };
+    }
+
+    /// Settles combinational logic after inputs changed.
+    #[inline]
+    pub fn eval(&mut self) {
+        // SAFETY: live instance.
+        unsafe { (self.api.eval)(self.inst.as_ptr()) };
+        self.dirty = false;
+    }
+
+    /// One full clock cycle: settle with the clock low (skipped when nothing
+    /// was written since the last `eval`), rising edge, falling edge. Records
+    /// VCD samples when tracing.
+    #[inline]
+    pub fn tick(&mut self) {
+        // SAFETY: live instance.
+        unsafe { (self.api.tick)(self.inst.as_ptr(), u32::from(self.dirty)) };
+        self.dirty = false;
+        self.cycle += 1;
+    }
+
+    /// `cycles` clock edges with `rst` high, then `rst` low: the reset every
+    /// testbench starts with (set the other inputs first).
+    pub fn reset(&mut self, rst: PortHandle, cycles: u32) {
+        self.set(rst, 1);
+        self.eval();
+        for _ in 0..cycles {
+            self.tick();
+        }
+        self.set(rst, 0);
+    }
+
+    /// `cycles` clock edges with the inputs as they are (settling outputs
+    /// such as pipelined counters), then an evaluation.
+    pub fn idle(&mut self, cycles: u32) {
+        for _ in 0..cycles {
+            self.eval();
+            self.tick();
+        }
+        self.eval();
+    }
+
+    /// Number of ticks so far.
+    pub fn cycle(&self) -> u64 {
+        self.cycle
+    }
+
+    /// True once the design executed `$finish`, `$stop` or `$fatal`.
+    pub fn finished(&self) -> bool {
+        // SAFETY: live instance; reads a flag of this instance's own context.
+        unsafe { (self.api.finished)(self.inst.as_ptr()) != 0 }
+    }
+
+    /// Starts dumping every signal of the design to a VCD file (closing any
+    /// trace already open). Each cycle spans 10 time units: inputs as set
+    /// before `tick` appear at `10*c`, the state after the rising edge at
+    /// `10*c + 5`. The file is complete after [`Sim::trace_close`] or drop.
+    pub fn trace_vcd(&mut self, path: &Path) -> Result<(), CosimError> {
+        // Verilator's writer reports an unwritable file only by staying
+        // closed; probe it here for a real error message.
+        File::create(path).map_err(|e| io_err(format!("cannot create {}", path.display()), e))?;
+        let c_path = path_to_cstring(path)?;
+        // SAFETY: live instance; the path is NUL-terminated and outlives the call.
+        let rc = unsafe { (self.api.trace_open)(self.inst.as_ptr(), c_path.as_ptr()) };
+        if rc != 0 {
+            return Err(CosimError::Io(format!(
+                "Verilator could not open {} for VCD output",
+                path.display()
+            )));
+        }
+        self.tracing = true;
+        Ok(())
+    }
+
+    /// Finishes and closes the VCD file, if one is open.
+    pub fn trace_close(&mut self) {
+        if self.tracing {
+            // SAFETY: live instance.
+            unsafe { (self.api.trace_close)(self.inst.as_ptr()) };
+            self.tracing = false;
+        }
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        // SAFETY: the instance is live and never used again; `free` runs the
+        // final blocks, closes any trace and deletes model and context.
+        unsafe { (self.api.free)(self.inst.as_ptr()) };
+    }
+}
+
+/// Loads a built design library and checks that it matches `spec`.
+pub(crate) fn load(spec: &DesignSpec, dir: &Path, lib_path: &Path) -> Result<Compiled, CosimError> {
+    // RTLD_LOCAL (libloading's default, spelled out here): every design
+    // library carries its own copy of the Verilator runtime and its own
+    // `gpurtl_cosim_*` entry points, so none of its symbols may become
+    // visible to libraries loaded later. RTLD_NOW reports problems here
+    // rather than at the first call.
+    use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
+    // SAFETY: loading runs the library's static constructors (Verilator
+    // runtime globals), which have no preconditions.
+    let lib: libloading::Library = unsafe { Library::open(Some(lib_path), RTLD_NOW | RTLD_LOCAL) }
+        .map_err(|e| CosimError::Load(format!("{}: {e}", lib_path.display())))?
+        .into();
+
+    macro_rules! sym {
+        ($name:literal) => {
+            // SAFETY: the generated shim defines this symbol with exactly the
+            // signature of the corresponding `Api` field.
+            *unsafe { lib.get(concat!($name, "\0").as_bytes()) }
+                .map_err(|e| CosimError::Load(format!("{}: {e}", lib_path.display())))?
+        };
+    }
+    let abi: unsafe extern "C" fn() -> u32 = sym!("gpurtl_cosim_abi");
+    let nports: unsafe extern "C" fn() -> u32 = sym!("gpurtl_cosim_nports");
+    // SAFETY: argument-less getters from the shim.
+    let (abi, nports) = unsafe { (abi(), nports()) };
+    if abi != SHIM_ABI || nports as usize != spec.ports.len() {
+        return Err(CosimError::Load(format!(
+            "{} does not match this harness (abi {abi}, {nports} ports); delete the cache directory {}",
+            lib_path.display(),
+            dir.display()
+        )));
+    }
+    let api = Api {
+        new: sym!("gpurtl_cosim_new"),
+        free: sym!("gpurtl_cosim_free"),
+        finished: sym!("gpurtl_cosim_finished"),
+        set_u64: sym!("gpurtl_cosim_set_u64"),
+        get_u64: sym!("gpurtl_cosim_get_u64"),
+        set_words: sym!("gpurtl_cosim_set_words"),
+        get_words: sym!("gpurtl_cosim_get_words"),
+        eval: sym!("gpurtl_cosim_eval"),
+        tick: sym!("gpurtl_cosim_tick"),
+        trace_open: sym!("gpurtl_cosim_trace_open"),
+        trace_close: sym!("gpurtl_cosim_trace_close"),
+    };
+
+    static NEXT_DESIGN: AtomicU32 = AtomicU32::new(1);
+    let by_name = spec
+        .ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.name.clone(), i as u32))
+        .collect();
+    let max_words = spec
+        .ports
+        .iter()
+        .map(|p| words_for(p.width))
+        .max()
+        .unwrap_or(0);
+    Ok(Compiled {
+        inner: Arc::new(Inner {
+            api,
+            top: spec.top.clone(),
+            ports: spec.ports.clone(),
+            by_name,
+            max_words,
+            build_dir: dir.to_path_buf(),
+            design: NEXT_DESIGN.fetch_add(1, Ordering::Relaxed),
+            _lib: lib,
+        }),
+    })
+}
+

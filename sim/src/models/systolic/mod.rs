@@ -1,0 +1,120 @@
+//! Golden model of the systolic PE grid with zero skipping, written from
+//! `docs/systolic.md` only.
+//!
+//! Values: `C = A x B + C0` by a naive triple loop, wrapped to `acc_bits` and
+//! read back signed if either element type is signed, else unsigned. Rows and
+//! columns skipped by `rowcol_skip` come out as exactly C0 because the loop
+//! never looks at the sequencer.
+//!
+//! Timing and counters: the sequencer ([`program`]) cuts the GEMM into R x C
+//! tiles and each tile's k-steps into groups; a cycle-by-cycle loop then plays
+//! the loader rules of the spec with the groups offered back-to-back and the
+//! output always ready:
+//!
+//! ```text
+//! candidate  = lowest useful unissued step of the held group, or the null
+//!              step if the group is `last`, has no useful step left and has
+//!              not issued its tile-ending step
+//! tile-ending: group `last` and no other useful step left (or null step)
+//! a tile-ending candidate waits while an earlier tile is in flight
+//!              (cycles s+1 ..= its last row transfer - 1: the last row
+//!              has moved into the output register)
+//! tile ending at s: row r ready at s + r + C + 1 + pipeline; transferred at
+//!              max(ready + 1, previous row transfer + 1) (the output
+//!              register); all R rows go out
+//! loader ready: holds nothing, or the candidate issued and nothing remains
+//! accepted in cycle c -> held from c + 1
+//! cycles = last row transfer - first accept by the unit, one cycle before the
+//!          loader's (the input register), so last transfer + 1 (0 with no tile)
+//! ```
+//!
+//! Weight-stationary (`dataflow = "ws"`): [`ws_program`] cuts the column list
+//! into blocks of C and each block's (useful) k-steps into blocks of R; a
+//! tile is R weight rows then one A vector per listed row. C is the same
+//! reference loop (the K blocks accumulate through `out_c0_i`). The cycle
+//! loop plays the WS rules with both input streams offered back-to-back in
+//! global order and the output always ready:
+//!
+//! ```text
+//! weight port ready: wcnt < R and wblock == 0 (start-of-cycle state);
+//!              a transfer increments wcnt
+//! held vector issues: open or wcnt == R; a first vector (not open) sets
+//!              wcnt = 0, wblock = R + C - 1; open = !last; in any other
+//!              cycle wblock counts down while non-zero
+//! activation port ready: register empty or its vector issues; held from
+//!              the next cycle
+//! vector issued at s: output row transferred at s + R + C + pipeline
+//! cycles = last transfer - first weight transfer (cycle 0), + 1; 0 no tile
+//! ```
+
+//!
+//! Files: `reference.rs` (C by a naive loop), `sequencer.rs` (the tile
+//! sequencers of both dataflows: the step programs), `timing.rs` (the cycle
+//! loops of the loader and WS rules), `io.rs` (input and output files,
+//! pruning); here, the types and `run`.
+
+mod io;
+mod reference;
+mod sequencer;
+mod timing;
+#[cfg(test)]
+mod tests;
+
+pub use io::{output_json, parse_input, prune};
+pub use sequencer::{program, ws_program, Group, Step, Tile, WsTile, WsVector};
+
+use gpurtl_params::systolic::{Dataflow, SystolicParams};
+use reference::reference_c;
+use timing::{simulate, simulate_ws};
+
+/// One GEMM: A is M x K, B is K x N, C0 (if given) is M x N.
+///
+/// Accumulator-range values (C0 here, C in [`Outcome`]) are held in an `i64`;
+/// with an unsigned 64-bit accumulator a value >= 2^63 is held as its 64-bit
+/// pattern (`value as i64`, i.e. value - 2^64).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gemm {
+    pub a: Vec<Vec<i64>>,
+    pub b: Vec<Vec<i64>>,
+    pub c0: Option<Vec<Vec<i64>>>,
+}
+
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub c: Vec<Vec<i64>>,
+    pub cycles: u64,
+    pub useful_macs: u64,
+    pub gated_products: u64,
+    pub skipped_ksteps: u64,
+}
+
+impl Outcome {
+    /// useful_macs / (R*C*L*cycles), 0 when cycles is 0.
+    pub fn utilization(&self, cfg: &SystolicParams) -> f64 {
+        if self.cycles == 0 {
+            return 0.0;
+        }
+        let slots = cfg.rows as f64 * cfg.cols as f64 * cfg.lanes as f64 * self.cycles as f64;
+        self.useful_macs as f64 / slots
+    }
+}
+
+
+/// C computed directly from the matrices (naive triple loop + C0, wrapped to
+/// acc_bits); counters and cycles from the program and the spec's cycle
+/// rules, with the output always ready and the inputs offered back-to-back.
+/// `dataflow = "ws"` uses [`ws_program`] and the WS cycle rules (C is the
+/// same: the K blocks accumulating through `out_c0_i` give the same sum
+/// modulo 2^acc_bits); anything else is `os`.
+pub fn run(cfg: &SystolicParams, g: &Gemm) -> Outcome {
+    let c = reference_c(cfg, g);
+    if cfg.dataflow == Dataflow::Ws {
+        let (tiles, skipped_ksteps) = ws_program(cfg, g);
+        let (cycles, useful_macs, gated_products) = simulate_ws(cfg, &tiles);
+        return Outcome { c, cycles, useful_macs, gated_products, skipped_ksteps };
+    }
+    let (cycles, useful_macs, gated_products, skipped_ksteps) = simulate(cfg, &program(cfg, g));
+    Outcome { c, cycles, useful_macs, gated_products, skipped_ksteps }
+}
+

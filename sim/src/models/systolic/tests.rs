@@ -1,0 +1,675 @@
+//! Hand-worked cases of the golden model.
+
+// The hand-worked cycle counts below follow the loader schedule of
+// docs/systolic.md; `1 + ...` is the unit's input register, which takes each
+// group one cycle before the loader does.
+use super::reference::{reference_c, wrap};
+use super::timing::simulate;
+use super::*;
+use gpurtl_params::systolic::ElemType;
+use serde_json::{json, Value};
+
+fn cfg(rows: u32, cols: u32) -> SystolicParams {
+    SystolicParams { rows, cols, pipeline: 0, ..SystolicParams::default() }
+}
+
+fn gemm(a: Vec<Vec<i64>>, b: Vec<Vec<i64>>) -> Gemm {
+    Gemm { a, b, c0: None }
+}
+
+// ---- values ----
+
+#[test]
+fn grid_2x2_on_2x3x2() {
+    let c = cfg(2, 2);
+    let g = gemm(vec![vec![1, 2, 3], vec![4, 5, 6]], vec![vec![7, 8], vec![9, 10], vec![11, 12]]);
+    let o = run(&c, &g);
+    assert_eq!(o.c, vec![vec![58, 64], vec![139, 154]]);
+    // One tile, one group of 3 steps: accept 0, issues 1..3, tile-ending
+    // at 3; rows ready at 3+0+2+1 = 6 and 7, out at 7 and 8.
+    assert_eq!(o.cycles, 1 + 8);
+    assert_eq!(o.useful_macs, 12);
+    assert_eq!(o.gated_products, 0);
+    assert_eq!(o.skipped_ksteps, 0);
+    assert!((o.utilization(&c) - 12.0 / 36.0).abs() < 1e-12);
+}
+
+#[test]
+fn mixed_types_at_extremes() {
+    // i8 x u8: signed accumulator.
+    let c = SystolicParams { b_type: ElemType::U8, ..cfg(1, 1) };
+    let o = run(&c, &gemm(vec![vec![-128, 127]], vec![vec![255], vec![255]]));
+    assert_eq!(o.c, vec![vec![-255]]);
+    let o = run(&c, &gemm(vec![vec![-128, -128]], vec![vec![255], vec![255]]));
+    assert_eq!(o.c, vec![vec![-65280]]);
+    // i4 x i2.
+    let c = SystolicParams { a_type: ElemType::I4, b_type: ElemType::I2, acc_bits: 8, ..cfg(1, 1) };
+    let o = run(&c, &gemm(vec![vec![-8, 7]], vec![vec![-2], vec![1]]));
+    assert_eq!(o.c, vec![vec![23]]);
+    // u4 x u2: unsigned accumulator.
+    let c = SystolicParams { a_type: ElemType::U4, b_type: ElemType::U2, acc_bits: 8, ..cfg(1, 1) };
+    let o = run(&c, &gemm(vec![vec![15, 15]], vec![vec![3], vec![3]]));
+    assert_eq!(o.c, vec![vec![90]]);
+    // u4 x i2: signed.
+    let c = SystolicParams { a_type: ElemType::U4, b_type: ElemType::I2, acc_bits: 8, ..cfg(1, 1) };
+    let o = run(&c, &gemm(vec![vec![15]], vec![vec![-2]]));
+    assert_eq!(o.c, vec![vec![-30]]);
+    // Type helpers.
+    assert_eq!((ElemType::I2.min(), ElemType::I2.max()), (-2, 1));
+    assert_eq!((ElemType::U4.min(), ElemType::U4.max()), (0, 15));
+    assert_eq!(ElemType::from_name("u2"), Some(ElemType::U2));
+    assert_eq!(ElemType::from_name("i16"), None);
+}
+
+#[test]
+fn wraps_to_acc_bits() {
+    // 3 * 49 = 147 -> 147 - 256 = -109 (signed 8-bit).
+    let c = SystolicParams { a_type: ElemType::I4, b_type: ElemType::I4, acc_bits: 8, ..cfg(1, 1) };
+    let o = run(&c, &gemm(vec![vec![7, 7, 7]], vec![vec![7], vec![7], vec![7]]));
+    assert_eq!(o.c, vec![vec![-109]]);
+    // 2 * 64 = 128 -> -128.
+    let o = run(&c, &gemm(vec![vec![-8, -8]], vec![vec![-8], vec![-8]]));
+    assert_eq!(o.c, vec![vec![-128]]);
+    // Unsigned: 2 * 225 = 450 -> 194.
+    let c = SystolicParams { a_type: ElemType::U4, b_type: ElemType::U4, acc_bits: 8, ..cfg(1, 1) };
+    let o = run(&c, &gemm(vec![vec![15, 15]], vec![vec![15], vec![15]]));
+    assert_eq!(o.c, vec![vec![194]]);
+}
+
+#[test]
+fn c0_added_and_wrapped() {
+    let c = cfg(2, 2);
+    let g = Gemm {
+        a: vec![vec![1, 2], vec![3, 4]],
+        b: vec![vec![1, 0], vec![0, 1]],
+        c0: Some(vec![vec![10, -20], vec![2147483647, 0]]),
+    };
+    assert_eq!(run(&c, &g).c, vec![vec![11, -18], vec![-2147483646, 4]]);
+    // Unsigned 64-bit accumulator: held as the bit pattern, written unsigned.
+    let c = SystolicParams { a_type: ElemType::U8, b_type: ElemType::U8, acc_bits: 64, ..cfg(1, 1) };
+    let g = parse_input(&json!({"a": [[0]], "b": [[5]], "c0": [[18446744073709551615u64]]}), &c).unwrap();
+    assert_eq!(g.c0, Some(vec![vec![-1]]));
+    let o = run(&c, &g);
+    assert_eq!(o.c, vec![vec![-1]]);
+    assert_eq!(output_json(&c, &o)["c"], json!([[18446744073709551615u64]]));
+    let g = Gemm { a: vec![vec![1]], b: vec![vec![1]], c0: Some(vec![vec![-1]]) };
+    assert_eq!(run(&c, &g).c, vec![vec![0]]);
+}
+
+#[test]
+fn lanes_2_with_odd_k() {
+    let c = SystolicParams { lanes: 2, channel_bits: 16, ..cfg(1, 1) };
+    let g = gemm(vec![vec![1, 2, 3]], vec![vec![4], vec![5], vec![6]]);
+    let t = program(&c, &g);
+    assert_eq!(t.len(), 1);
+    let steps = &t[0].groups[0].steps;
+    assert_eq!(
+        steps,
+        &vec![Step { a: vec![vec![1, 2]], b: vec![vec![4, 5]] }, Step { a: vec![vec![3, 0]], b: vec![vec![6, 0]] }]
+    );
+    let o = run(&c, &g);
+    assert_eq!(o.c, vec![vec![32]]);
+    // Step 0: 1*1 + 1*1 = 2 MACs; step 1: lane 0 only, 1 MAC, 1 gated.
+    assert_eq!((o.useful_macs, o.gated_products, o.skipped_ksteps), (3, 1, 0));
+    // Issues at 1, 2 (tile-ending); row 0 ready at 2+0+1+1 = 4, out at 5.
+    assert_eq!(o.cycles, 1 + 5);
+    assert!((o.utilization(&c) - 3.0 / 12.0).abs() < 1e-12);
+}
+
+#[test]
+fn rowcol_skip_drops_zero_row_and_column() {
+    let a = vec![vec![1, 2], vec![0, 0], vec![3, 4]];
+    let b = vec![vec![0, 5], vec![0, 6]];
+    let c0 = vec![vec![1, 2], vec![3, 4], vec![5, 6]];
+    let g = Gemm { a, b, c0: Some(c0) };
+    let on = cfg(1, 1);
+    let off = SystolicParams { rowcol_skip: false, ..cfg(1, 1) };
+    let t = program(&on, &g);
+    assert_eq!(t.len(), 2);
+    assert_eq!((t[0].rows.clone(), t[0].cols.clone()), (vec![Some(0)], vec![Some(1)]));
+    assert_eq!((t[1].rows.clone(), t[1].cols.clone()), (vec![Some(2)], vec![Some(1)]));
+    assert_eq!(program(&off, &g).len(), 6);
+    let want = vec![vec![1, 2 + 17], vec![3, 4], vec![5, 6 + 39]];
+    assert_eq!(run(&on, &g).c, want);
+    assert_eq!(run(&off, &g).c, want);
+    // Nothing to stream at all: no tile, cycles 0, C = C0.
+    let g = Gemm { a: vec![vec![0, 0]], b: vec![vec![1], vec![2]], c0: Some(vec![vec![7]]) };
+    assert!(program(&on, &g).is_empty());
+    let o = run(&on, &g);
+    assert_eq!(o, Outcome { c: vec![vec![7]], cycles: 0, useful_macs: 0, gated_products: 0, skipped_ksteps: 0 });
+    assert_eq!(o.utilization(&on), 0.0);
+}
+
+// ---- the step program ----
+
+#[test]
+fn program_shape() {
+    // R = C = 2, L = 2, group 2; M = 3, K = 5, N = 1.
+    let c = SystolicParams { lanes: 2, channel_bits: 16, group: 2, ..cfg(2, 2) };
+    let a = vec![vec![1, 2, 3, 4, 5], vec![6, 7, 8, 9, 10], vec![11, 12, 13, 14, 15]];
+    let b = vec![vec![1], vec![2], vec![3], vec![4], vec![5]];
+    let t = program(&c, &gemm(a, b));
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[0].rows, vec![Some(0), Some(1)]);
+    assert_eq!(t[1].rows, vec![Some(2), None]);
+    assert_eq!(t[0].cols, vec![Some(0), None]);
+    // ceil(5/2) = 3 steps -> groups of 2 and 1.
+    for tile in &t {
+        assert_eq!(tile.groups.len(), 2);
+        assert_eq!((tile.groups[0].steps.len(), tile.groups[0].last), (2, false));
+        assert_eq!((tile.groups[1].steps.len(), tile.groups[1].last), (1, true));
+    }
+    assert_eq!(t[0].groups[0].steps[1], Step { a: vec![vec![3, 4], vec![8, 9]], b: vec![vec![3, 4], vec![0, 0]] });
+    assert_eq!(t[1].groups[1].steps[0], Step { a: vec![vec![15, 0], vec![0, 0]], b: vec![vec![5, 0], vec![0, 0]] });
+    // Row-block-major tile order.
+    let c = cfg(1, 1);
+    let t = program(&c, &gemm(vec![vec![1], vec![2]], vec![vec![1, 2]]));
+    let order: Vec<_> = t.iter().map(|x| (x.rows[0], x.cols[0])).collect();
+    assert_eq!(order, vec![(Some(0), Some(0)), (Some(0), Some(1)), (Some(1), Some(0)), (Some(1), Some(1))]);
+}
+
+// ---- cycles and counters ----
+
+#[test]
+fn cycles_single_pe_one_tile() {
+    // Accept at 0, issues at 1, 2, 3, tile-ending at 3, row 0 ready at
+    // 3+0+1+1 = 5, out at 6 (output register).
+    let o = run(&cfg(1, 1), &gemm(vec![vec![1, 2, 3]], vec![vec![1], vec![1], vec![1]]));
+    assert_eq!(o.cycles, 1 + 6);
+    assert_eq!(o.c, vec![vec![6]]);
+    // Same with the steps cut into groups of 2 (back-to-back groups).
+    let c = SystolicParams { group: 2, ..cfg(1, 1) };
+    assert_eq!(run(&c, &gemm(vec![vec![1, 2, 3]], vec![vec![1], vec![1], vec![1]])).cycles, 1 + 6);
+}
+
+#[test]
+fn cycles_second_tile_waits_for_first_to_drain() {
+    // 1x1 grid, K = 2, two tiles (rows 0 and 1).
+    // Tile 0: accept 0, issues 1, 2 (ending), row ready at 4, into the
+    // output register at 4, out at 5: in flight 3..=4.
+    // Tile 1: accepted at 2, step 0 at 3, ending step waits at 4, issues
+    // at 5, row ready at 5+0+1+1 = 7, out at 8.
+    let o = run(&cfg(1, 1), &gemm(vec![vec![1, 2], vec![3, 4]], vec![vec![1], vec![1]]));
+    assert_eq!(o.c, vec![vec![3], vec![7]]);
+    assert_eq!(o.cycles, 1 + 8);
+    // K = 4: tile 0 out at 7 (in flight 5..=6); tile 1's ending step
+    // comes at 8, no wait: out at 11.
+    let o = run(&cfg(1, 1), &gemm(vec![vec![1; 4], vec![1; 4]], vec![vec![1]; 4]));
+    assert_eq!(o.cycles, 1 + 11);
+    // 2x2 grid, K = 1, two column tiles: tile 0 ends at 1, rows ready at
+    // 4, 5, out at 5, 6 (in flight 2..=5); tile 1 accepted at 1, ending
+    // waits until 6, rows ready at 9, 10, out at 10, 11.
+    let o = run(&cfg(2, 2), &gemm(vec![vec![1], vec![1]], vec![vec![1, 1, 1]]));
+    assert_eq!(o.cycles, 1 + 11);
+}
+
+#[test]
+fn load_filter_on_and_off() {
+    let g = gemm(vec![vec![1, 0, 2, 0]], vec![vec![3], vec![4], vec![5], vec![6]]);
+    // On: steps 0 and 2 issue at 1, 2 (ending); ready at 4, out at 5.
+    let on = cfg(1, 1);
+    let o = run(&on, &g);
+    assert_eq!(o.c, vec![vec![13]]);
+    assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (1 + 5, 2, 0, 2));
+    // Off: all 4 issue at 1..4; ready at 6, out at 7; the zero steps are gated.
+    let off = SystolicParams { load_filter: false, ..cfg(1, 1) };
+    let o = run(&off, &g);
+    assert_eq!(o.c, vec![vec![13]]);
+    assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (1 + 7, 2, 2, 0));
+    // Off and ungated.
+    let o = run(&SystolicParams { gating: false, ..off }, &g);
+    assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (1 + 7, 2, 0, 0));
+}
+
+#[test]
+fn all_zero_tile_issues_a_null_step() {
+    let c = SystolicParams { rowcol_skip: false, ..cfg(1, 1) };
+    let g = gemm(vec![vec![0, 0]], vec![vec![1], vec![1]]);
+    // Accept 0, null step (tile-ending) at 1, ready at 1+0+1+1 = 3, out
+    // at 4 (output register).
+    let o = run(&c, &g);
+    assert_eq!(o.c, vec![vec![0]]);
+    assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (1 + 4, 0, 0, 2));
+}
+
+#[test]
+fn empty_non_last_group_frees_the_loader() {
+    // group 2, K = 4: group 0 (steps 0, 1) all zero, group 1 useful.
+    // Accept g0 at 0; at 1 it has nothing -> accept g1 at 1; issues at 2,
+    // 3 (ending); ready at 3+0+1+1 = 5, out at 6.
+    let c = SystolicParams { group: 2, ..cfg(1, 1) };
+    let o = run(&c, &gemm(vec![vec![0, 0, 1, 1]], vec![vec![1]; 4]));
+    assert_eq!((o.cycles, o.skipped_ksteps, o.useful_macs), (1 + 6, 2, 2));
+}
+
+#[test]
+fn gated_and_useful_by_hand() {
+    // 2x2 grid, K = 2. Step 0: A col (1, 2), B row (0, 4): 2*1 = 2 MACs,
+    // 2 gated. Step 1: A (0, 3), B (5, 6): 1*2 = 2 MACs, 2 gated.
+    let g = gemm(vec![vec![1, 0], vec![2, 3]], vec![vec![0, 4], vec![5, 6]]);
+    let o = run(&cfg(2, 2), &g);
+    assert_eq!(o.c, vec![vec![0, 4], vec![15, 26]]);
+    assert_eq!((o.useful_macs, o.gated_products, o.skipped_ksteps), (4, 4, 0));
+    // Issues 1, 2 (ending): rows ready at 2+0+2+1 = 5 and 6, out at 6, 7.
+    assert_eq!(o.cycles, 1 + 7);
+    let o = run(&SystolicParams { gating: false, ..cfg(2, 2) }, &g);
+    assert_eq!((o.useful_macs, o.gated_products), (4, 0));
+    // Padding counts as gated: a 3x3 grid on the same GEMM.
+    let o = run(&cfg(3, 3), &g);
+    assert_eq!((o.useful_macs, o.gated_products), (4, 2 * 9 - 4));
+}
+
+#[test]
+fn output_keys() {
+    let c = cfg(1, 1);
+    let o = run(&c, &gemm(vec![vec![1, 2, 3]], vec![vec![1], vec![1], vec![1]]));
+    assert_eq!(
+        output_json(&c, &o),
+        json!({"c": [[6]], "cycles": 1 + 6, "useful_macs": 3, "gated_products": 0, "skipped_ksteps": 0,
+               "utilization": 3.0 / 7.0})
+    );
+}
+
+#[test]
+fn prune_blocks() {
+    let m = vec![vec![1, 1, 5, -5], vec![1, 1, 0, 0], vec![0, 0, 9, 0], vec![0, -1, 0, 0]];
+    // Block sums: 4, 0, -1, 9.
+    assert_eq!(
+        prune(&m, 2, 2),
+        vec![vec![1, 1, 0, 0], vec![1, 1, 0, 0], vec![0, 0, 9, 0], vec![0, 0, 0, 0]]
+    );
+    assert_eq!(prune(&m, 2, 1), vec![vec![1, 1, 0, 0], vec![1, 1, 0, 0], vec![0, 0, 9, 0], vec![0, -1, 0, 0]]);
+    assert_eq!(prune(&m, 2, 0), m);
+    // Edge tiles are smaller: 3x3 in 2x2 blocks.
+    let m = vec![vec![1, 1, 3], vec![1, 1, 0], vec![-2, 0, 1]];
+    assert_eq!(prune(&m, 2, 2), vec![vec![1, 1, 3], vec![1, 1, 0], vec![-2, 0, 0]]);
+}
+
+// ---- parse_input ----
+
+fn perr(v: Value, c: &SystolicParams) -> String {
+    parse_input(&v, c).unwrap_err().to_string()
+}
+
+#[test]
+fn parse_example() {
+    let c = cfg(2, 2);
+    let g = parse_input(
+        &json!({"a": [[1, -2]], "b": [[3], [4]], "c0": [[-5]], "a_type": "i8", "b_type": "i8"}),
+        &c,
+    )
+    .unwrap();
+    assert_eq!(g, Gemm { a: vec![vec![1, -2]], b: vec![vec![3], vec![4]], c0: Some(vec![vec![-5]]) });
+    let g = parse_input(&json!({"a": [[127, -128]], "b": [[0, 1], [2, 3]]}), &c).unwrap();
+    assert_eq!(g.c0, None);
+}
+
+#[test]
+fn parse_messages() {
+    let i8c = cfg(2, 2);
+    let u4 = SystolicParams { a_type: ElemType::U4, b_type: ElemType::I2, acc_bits: 8, ..cfg(2, 2) };
+    let uu = SystolicParams { a_type: ElemType::U8, b_type: ElemType::U2, acc_bits: 16, ..cfg(2, 2) };
+    let ab = |extra: Value| {
+        let mut o = json!({"a": [[1, 2, 3, 4], [5, 6, 7, 8]], "b": [[1, 2], [3, 4], [5, 6], [7, 8]]});
+        for (k, v) in extra.as_object().unwrap() {
+            o[k] = v.clone();
+        }
+        o
+    };
+    let cases: Vec<(Value, &SystolicParams, &str)> = vec![
+        (json!([1]), &i8c, "input `(file)` = [1]: must be a JSON object with matrices `a` and `b`"),
+        (ab(json!({"d": 1})), &i8c, "input `d` = (given): must be absent: keys are a, b, c0, a_type, b_type"),
+        (json!({"b": [[1]]}), &i8c, "input `a` = (missing): must be a list of lists of integers"),
+        (json!({"a": [[1]]}), &i8c, "input `b` = (missing): must be a list of lists of integers"),
+        (json!({"a": 3, "b": [[1]]}), &i8c, "input `a` = 3: must be a list of lists of integers"),
+        (json!({"a": [1], "b": [[1]]}), &i8c, "input `a[0]` = 1: must be a list of integers"),
+        (json!({"a": [], "b": [[1]]}), &i8c, "input `a` = a list of 0 rows: must be a list of at least 1 row"),
+        (json!({"a": [[]], "b": [[1]]}), &i8c, "input `a[0]` = a list of 0 values: must be a list of at least 1 value"),
+        (
+            json!({"a": [[1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3]], "b": [[1]]}),
+            &i8c,
+            "input `a[2]` = a list of 3 values: must be a list of 4 values (the length of a[0])",
+        ),
+        (
+            json!({"a": [[1, 2, 3, 4]], "b": [[1], [2], [3]]}),
+            &i8c,
+            "input `b` = a list of 3 rows: must be a list of 4 rows (the columns of a)",
+        ),
+        (
+            json!({"a": [[1, 2, 3, 4]], "b": []}),
+            &i8c,
+            "input `b` = a list of 0 rows: must be a list of 4 rows (the columns of a)",
+        ),
+        (json!({"a": [[1]], "b": "x"}), &i8c, "input `b` = \"x\": must be a list of lists of integers"),
+        (json!({"a": [[1]], "b": [[]]}), &i8c, "input `b[0]` = a list of 0 values: must be a list of at least 1 value"),
+        (
+            json!({"a": [[1, 1]], "b": [[1, 2], [3]]}),
+            &i8c,
+            "input `b[1]` = a list of 1 values: must be a list of 2 values (the length of b[0])",
+        ),
+        (
+            ab(json!({"a": [[1, 2, 3, 4], [5, 6, 128, 8]]})),
+            &i8c,
+            "input `a[1][2]` = 128: must be an integer from -128 to 127 (i8)",
+        ),
+        (
+            ab(json!({"a": [[1, 2, 3, 4], [5, 6, 1.5, 8]]})),
+            &i8c,
+            "input `a[1][2]` = 1.5: must be an integer from -128 to 127 (i8)",
+        ),
+        (
+            ab(json!({"b": [[1, 2], [3, 4], [5, -129], [7, 8]]})),
+            &i8c,
+            "input `b[2][1]` = -129: must be an integer from -128 to 127 (i8)",
+        ),
+        (
+            ab(json!({"a": [[1, 2, 3, 4], [5, 6, 16, 8]]})),
+            &u4,
+            "input `a[1][2]` = 16: must be an integer from 0 to 15 (u4)",
+        ),
+        (ab(json!({"a": [[1, 2, 3, -1], [0, 0, 0, 0]]})), &u4, "input `a[0][3]` = -1: must be an integer from 0 to 15 (u4)"),
+        (ab(json!({"b": [[1, 2], [3, 4], [5, 6], [7, 8]]})), &u4, "input `b[0][1]` = 2: must be an integer from -2 to 1 (i2)"),
+        (ab(json!({"c0": 5})), &i8c, "input `c0` = 5: must be a list of lists of integers"),
+        (ab(json!({"c0": [[1, 2]]})), &i8c, "input `c0` = a list of 1 rows: must be a list of 2 rows (the rows of a)"),
+        (ab(json!({"c0": [[1, 2], 3]})), &i8c, "input `c0[1]` = 3: must be a list of integers"),
+        (
+            ab(json!({"c0": [[1, 2], [3, 4, 5]]})),
+            &i8c,
+            "input `c0[1]` = a list of 3 values: must be a list of 2 values (the columns of b)",
+        ),
+        (
+            ab(json!({"c0": [[1, 2], [3, 2147483648u64]]})),
+            &i8c,
+            "input `c0[1][1]` = 2147483648: must be an integer from -2147483648 to 2147483647 (the signed 32-bit accumulator)",
+        ),
+        (
+            ab(json!({"a": [[1, 2, 3, 4], [5, 6, 7, 8]], "b": [[1, 0], [-2, 1], [0, 0], [1, 1]], "c0": [[1, -129], [3, 4]]})),
+            &u4,
+            "input `c0[0][1]` = -129: must be an integer from -128 to 127 (the signed 8-bit accumulator)",
+        ),
+        (
+            ab(json!({"a": [[1, 2, 3, 4], [5, 6, 7, 8]], "b": [[1, 2], [3, 0], [1, 2], [3, 0]], "c0": [[-1, 0], [0, 0]]})),
+            &uu,
+            "input `c0[0][0]` = -1: must be an integer from 0 to 65535 (the unsigned 16-bit accumulator)",
+        ),
+        (
+            ab(json!({"a": [[1, 2, 3, 4], [5, 6, 7, 8]], "b": [[1, 2], [3, 0], [1, 2], [3, 0]], "c0": [[0, 65536], [0, 0]]})),
+            &uu,
+            "input `c0[0][1]` = 65536: must be an integer from 0 to 65535 (the unsigned 16-bit accumulator)",
+        ),
+        (ab(json!({"a_type": "u8"})), &i8c, "input `a_type` = \"u8\": must be \"i8\" (the block's a_type parameter)"),
+        (ab(json!({"a_type": "int8"})), &i8c, "input `a_type` = \"int8\": must be \"i8\" (the block's a_type parameter)"),
+        (ab(json!({"b_type": 8})), &i8c, "input `b_type` = 8: must be \"i8\" (the block's b_type parameter)"),
+        (ab(json!({"b_type": "i8"})), &u4, "input `b_type` = \"i8\": must be \"i2\" (the block's b_type parameter)"),
+    ];
+    for (v, c, want) in cases {
+        assert_eq!(perr(v.clone(), c), want, "{v}");
+    }
+    // Accepted edges: values at the type limits, c0 at the accumulator's.
+    let c = SystolicParams { a_type: ElemType::U4, b_type: ElemType::I2, acc_bits: 8, ..cfg(2, 2) };
+    let g = parse_input(&json!({"a": [[0, 15]], "b": [[-2], [1]], "c0": [[-128]], "a_type": "u4", "b_type": "i2"}), &c)
+        .unwrap();
+    assert_eq!(g.b, vec![vec![-2], vec![1]]);
+    let c = SystolicParams { acc_bits: 64, ..cfg(2, 2) };
+    let g = parse_input(&json!({"a": [[0]], "b": [[0]], "c0": [[i64::MIN]]}), &c).unwrap();
+    assert_eq!(g.c0, Some(vec![vec![i64::MIN]]));
+    assert_eq!(
+        perr(json!({"a": [[0]], "b": [[0]], "c0": [[9223372036854775808u64]]}), &c),
+        "input `c0[0][0]` = 9223372036854775808: must be an integer from -9223372036854775808 to 9223372036854775807 (the signed 64-bit accumulator)"
+    );
+}
+
+// ---- weight-stationary (dataflow = ws) ----
+//
+// Hand-worked cycles follow the "WS cycle rules": cycle 0 is the first
+// weight transfer; a vector accepted in cycle c is held from c + 1; the
+// output row of a vector issued at s goes out at s + R + C + pipeline.
+
+fn ws(rows: u32, cols: u32) -> SystolicParams {
+    SystolicParams { dataflow: Dataflow::Ws, ..cfg(rows, cols) }
+}
+
+#[test]
+fn ws_single_pe() {
+    // Weight at 0 (wcnt 0 -> 1); vector accepted at 0, held from 1;
+    // issues at 1 (wcnt == R); row out at 1+1+1+P.
+    let g = gemm(vec![vec![3]], vec![vec![5]]);
+    let c = SystolicParams { pipeline: 2, ..ws(1, 1) };
+    let o = run(&c, &g);
+    assert_eq!(o, Outcome { c: vec![vec![15]], cycles: 1 + 1 + 1 + 2 + 1, useful_macs: 1, gated_products: 0, skipped_ksteps: 0 });
+    assert_eq!(run(&ws(1, 1), &g).cycles, 4);
+    // K = 2, M = 1: two tiles of one vector. Tile 0: weight 0, issue 1
+    // (wblock = 1), out 3. Cycle 2: wblock 1 -> 0; weight of tile 1 at
+    // 3; vector held since 2 issues at 4; out at 6.
+    let o = run(&ws(1, 1), &gemm(vec![vec![1, 2]], vec![vec![3], vec![4]]));
+    assert_eq!((o.c.clone(), o.cycles, o.useful_macs, o.gated_products), (vec![vec![11]], 7, 2, 0));
+    // K = 2, M = 5: tile 0 issues at 1..=5; its wblock runs out at 2 and
+    // tile 1's weight goes into the shadow at 3 while tile 0 streams;
+    // tile 1's vector 0 (accepted at 5, held from 6) issues at 6..=10.
+    let o = run(&ws(1, 1), &gemm(vec![vec![1, 1]; 5], vec![vec![1], vec![1]]));
+    assert_eq!((o.c.clone(), o.cycles), (vec![vec![2]; 5], 10 + 2 + 1));
+    // A zero product in a 1x1 grid is gated when the step is kept.
+    let c = SystolicParams { load_filter: false, rowcol_skip: false, ..ws(1, 1) };
+    let o = run(&c, &gemm(vec![vec![1, 0]], vec![vec![3], vec![4]]));
+    assert_eq!((o.c.clone(), o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (vec![vec![3]], 7, 1, 1, 0));
+    let o = run(&SystolicParams { gating: false, ..c }, &gemm(vec![vec![1, 0]], vec![vec![3], vec![4]]));
+    assert_eq!((o.useful_macs, o.gated_products), (1, 0));
+}
+
+#[test]
+fn ws_grid_2x2_dense_m3() {
+    // R = C = 2, K = 2, M = 3, N = 2: one tile, 3 vectors.
+    // Weights at 0, 1; vector 0 accepted 0, held 1, issues at 2 (wcnt ==
+    // 2; wcnt = 0, wblock = 3, open); vector 1 accepted 2, issues 3;
+    // vector 2 accepted 3, issues 4 (last). Rows out at 6, 7, 8.
+    let a = vec![vec![1, 2], vec![3, 4], vec![5, 6]];
+    let b = vec![vec![1, 2], vec![3, 4]];
+    let o = run(&ws(2, 2), &gemm(a.clone(), b.clone()));
+    assert_eq!(o.c, vec![vec![7, 10], vec![15, 22], vec![23, 34]]);
+    assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (9, 12, 0, 0));
+    assert!((o.utilization(&ws(2, 2)) - 12.0 / 36.0).abs() < 1e-12);
+    let p2 = SystolicParams { pipeline: 2, ..ws(2, 2) };
+    assert_eq!(run(&p2, &gemm(a.clone(), b.clone())).cycles, 11);
+    // K = 3: k blocks {0, 1} and {2, pad}. Tile 0 as above (first issue
+    // at 2, wblock 3 -> 2 -> 1 -> 0 over cycles 3..5); tile 1's weights
+    // at 6, 7; its vector 0 (accepted at 4, held from 5) issues at 8,
+    // then 9, 10; rows out at 12, 13, 14.
+    let a = vec![vec![1, 2, 1], vec![3, 4, 1], vec![5, 6, 1]];
+    let b = vec![vec![1, 2], vec![3, 4], vec![1, -1]];
+    let o = run(&ws(2, 2), &gemm(a.clone(), b.clone()));
+    assert_eq!(o.c, vec![vec![8, 9], vec![16, 21], vec![24, 33]]);
+    // Tile 1: PE row 1 is padding: 2 useful, 2 gated per vector.
+    assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (15, 18, 6, 0));
+    assert_eq!(run(&p2, &gemm(a, b)).cycles, 17);
+}
+
+#[test]
+fn ws_program_filters_and_padding() {
+    // Row 1 of A and column 1 of B are zero (rowcol_skip); step 1 has no
+    // non-zero A among the listed rows, step 2 none in B (load_filter).
+    let a = vec![vec![1, 0, 2, 3], vec![0, 0, 0, 0], vec![4, 0, 5, 0]];
+    let b = vec![vec![1, 0, 2], vec![6, 0, 7], vec![0, 0, 0], vec![8, 0, 9]];
+    let g = Gemm { a, b, c0: Some(vec![vec![1, 2, 3], vec![4, 5, 6], vec![7, 8, 9]]) };
+    let c = ws(3, 3);
+    let (t, skipped) = ws_program(&c, &g);
+    assert_eq!(skipped, 2);
+    assert_eq!(
+        t,
+        vec![WsTile {
+            cols: vec![Some(0), Some(2), None],
+            ksteps: vec![Some(0), Some(3), None],
+            weights: vec![
+                vec![vec![1], vec![2], vec![0]],
+                vec![vec![8], vec![9], vec![0]],
+                vec![vec![0], vec![0], vec![0]],
+            ],
+            vectors: vec![
+                WsVector { row: 0, a: vec![vec![1], vec![3], vec![0]], last: false },
+                WsVector { row: 2, a: vec![vec![4], vec![0], vec![0]], last: true },
+            ],
+        }]
+    );
+    let o = run(&c, &g);
+    assert_eq!(o.c, vec![vec![1 + 25, 2, 3 + 29], vec![4, 5, 6], vec![7 + 4, 8, 9 + 8]]);
+    assert_eq!(o.c, reference_c(&c, &g));
+    // Vector 0: (1, 3) x (1, 2 | 8, 9) = 4; vector 1: (4) x (1, 2) = 2.
+    assert_eq!((o.useful_macs, o.gated_products, o.skipped_ksteps), (6, 18 - 6, 2));
+    // Weights 0..2, issues 3, 4; rows out at 9, 10.
+    assert_eq!(o.cycles, 11);
+    // No load filter: all 4 steps, k blocks {0, 1, 2} and {3, pad, pad}.
+    let (t, skipped) = ws_program(&SystolicParams { load_filter: false, ..ws(3, 3) }, &g);
+    assert_eq!(skipped, 0);
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[0].ksteps, vec![Some(0), Some(1), Some(2)]);
+    assert_eq!(t[1].ksteps, vec![Some(3), None, None]);
+    assert_eq!(t[1].weights[0], vec![vec![8], vec![9], vec![0]]);
+    assert_eq!(t[1].vectors[0].a, vec![vec![3], vec![0], vec![0]]);
+    // No row/column skip: all rows and columns, same useful steps.
+    let (t, skipped) = ws_program(&SystolicParams { rowcol_skip: false, ..ws(3, 3) }, &g);
+    assert_eq!(skipped, 2);
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0].cols, vec![Some(0), Some(1), Some(2)]);
+    assert_eq!(t[0].weights[1], vec![vec![8], vec![0], vec![9]]);
+    let rows: Vec<_> = t[0].vectors.iter().map(|v| (v.row, v.last)).collect();
+    assert_eq!(rows, vec![(0, false), (1, false), (2, true)]);
+}
+
+#[test]
+fn ws_program_blocks_lanes_and_empty() {
+    // Column blocks in order; a block with no useful step has no tile.
+    // A = [1 0]; column 0 uses step 0; column 1 has B only at k = 1.
+    let g = gemm(vec![vec![1, 0]], vec![vec![1, 0], vec![0, 1]]);
+    let (t, skipped) = ws_program(&ws(1, 1), &g);
+    assert_eq!(skipped, 1 + 2);
+    assert_eq!(t.len(), 1);
+    assert_eq!((t[0].cols.clone(), t[0].ksteps.clone()), (vec![Some(0)], vec![Some(0)]));
+    assert_eq!(run(&ws(1, 1), &g).c, vec![vec![1, 0]]);
+    // Two column blocks, column-block-major, the last one short.
+    let g = gemm(vec![vec![1, 1]], vec![vec![1, 2, 3], vec![4, 5, 6]]);
+    let (t, _) = ws_program(&ws(1, 2), &g);
+    let order: Vec<_> = t.iter().map(|x| (x.cols.clone(), x.ksteps.clone())).collect();
+    assert_eq!(
+        order,
+        vec![
+            (vec![Some(0), Some(1)], vec![Some(0)]),
+            (vec![Some(0), Some(1)], vec![Some(1)]),
+            (vec![Some(2), None], vec![Some(0)]),
+            (vec![Some(2), None], vec![Some(1)]),
+        ]
+    );
+    // Lanes: L = 2, K = 3: step 1 covers K index 2 and a zero lane.
+    let c = SystolicParams { lanes: 2, channel_bits: 16, ..ws(1, 1) };
+    let g = gemm(vec![vec![1, 2, 3]], vec![vec![4], vec![5], vec![6]]);
+    let (t, skipped) = ws_program(&c, &g);
+    assert_eq!(skipped, 0);
+    assert_eq!(t.len(), 2);
+    assert_eq!((t[0].weights.clone(), t[0].vectors[0].a.clone()), (vec![vec![vec![4, 5]]], vec![vec![1, 2]]));
+    assert_eq!((t[1].weights.clone(), t[1].vectors[0].a.clone()), (vec![vec![vec![6, 0]]], vec![vec![3, 0]]));
+    let o = run(&c, &g);
+    // Issues at 1 and 4 (as in ws_single_pe); lane 1 of step 1 gated.
+    assert_eq!((o.c.clone(), o.cycles, o.useful_macs, o.gated_products), (vec![vec![32]], 7, 3, 1));
+    // No listed row: no tile, C = C0, cycles 0; every step of the
+    // column block counts as skipped.
+    let g = Gemm { a: vec![vec![0, 0]], b: vec![vec![1], vec![2]], c0: Some(vec![vec![7]]) };
+    let (t, skipped) = ws_program(&ws(1, 1), &g);
+    assert!(t.is_empty());
+    assert_eq!(skipped, 2);
+    let o = run(&ws(1, 1), &g);
+    assert_eq!(o, Outcome { c: vec![vec![7]], cycles: 0, useful_macs: 0, gated_products: 0, skipped_ksteps: 2 });
+    // Without load_filter nothing is skipped, and still no tile.
+    let c = SystolicParams { load_filter: false, ..ws(1, 1) };
+    assert_eq!(ws_program(&c, &g), (vec![], 0));
+}
+
+/// C played through the WS program: each vector's output row is
+/// `sum_i sum_l a[i][l] * weights[i][j][l]`, added to the running sum
+/// (C0 or zero first), wrapped (the `out_c0_i` accumulation).
+fn ws_replay(cfg: &SystolicParams, g: &Gemm, tiles: &[WsTile]) -> Vec<Vec<i64>> {
+    let n = g.b[0].len();
+    let mut c: Vec<Vec<i64>> = match &g.c0 {
+        Some(c0) => c0.clone(),
+        None => vec![vec![0; n]; g.a.len()],
+    };
+    for t in tiles {
+        for v in &t.vectors {
+            for (j, col) in t.cols.iter().enumerate() {
+                let Some(col) = col else { continue };
+                let mut s = c[v.row][*col] as i128;
+                for (i, a_row) in v.a.iter().enumerate() {
+                    for (ln, &a) in a_row.iter().enumerate() {
+                        s += a as i128 * t.weights[i][j][ln] as i128;
+                    }
+                }
+                c[v.row][*col] = wrap(cfg, s);
+            }
+        }
+    }
+    c
+}
+
+#[test]
+fn ws_random_against_reference() {
+    // A small LCG; about half the values zero so every filter has work.
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |n: u64| {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    for case in 0..300 {
+        let (rows, cols) = (1 + next(4) as u32, 1 + next(4) as u32);
+        let lanes = [1u32, 2, 4][next(3) as usize];
+        let c = SystolicParams {
+            lanes,
+            channel_bits: 8 * lanes,
+            acc_bits: [16u32, 32][next(2) as usize],
+            pipeline: next(3) as u32,
+            gating: next(2) == 0,
+            load_filter: next(2) == 0,
+            rowcol_skip: next(2) == 0,
+            ..ws(rows, cols)
+        };
+        let (m, k, n) = (1 + next(5) as usize, 1 + next(7) as usize, 1 + next(5) as usize);
+        let mut val = || if next(2) == 0 { 0 } else { next(256) as i64 - 128 };
+        let a: Vec<Vec<i64>> = (0..m).map(|_| (0..k).map(|_| val()).collect()).collect();
+        let b: Vec<Vec<i64>> = (0..k).map(|_| (0..n).map(|_| val()).collect()).collect();
+        let c0 = (next(2) == 0).then(|| (0..m).map(|_| (0..n).map(|_| next(2001) as i64 - 1000).collect()).collect());
+        let g = Gemm { a, b, c0 };
+        let o = run(&c, &g);
+        let (tiles, skipped) = ws_program(&c, &g);
+        assert_eq!(o.c, reference_c(&c, &g), "case {case}");
+        assert_eq!(ws_replay(&c, &g, &tiles), o.c, "case {case}");
+        assert_eq!(o.skipped_ksteps, skipped);
+        // Every non-zero product is in exactly one tile, whatever the
+        // filters drop.
+        let nz: u64 = (0..m)
+            .flat_map(|i| (0..k).flat_map(move |kk| (0..n).map(move |j| (i, kk, j))))
+            .filter(|&(i, kk, j)| g.a[i][kk] != 0 && g.b[kk][j] != 0)
+            .count() as u64;
+        assert_eq!(o.useful_macs, nz, "case {case}");
+        let (r, cc, l, p) = (rows as u64, cols as u64, lanes as u64, c.pipeline as u64);
+        let nv: u64 = tiles.iter().map(|t| t.vectors.len() as u64).sum();
+        assert_eq!(o.gated_products, if c.gating { nv * r * cc * l - nz } else { 0 }, "case {case}");
+        // Closed form of the schedule: tile 0's first vector issues at
+        // R; tile t+1's at the later of (its weights, R + C after tile
+        // t's first issue, then R rows) and (tile t's last issue + 1).
+        let per_tile = tiles.first().map_or(0, |t| t.vectors.len() as u64);
+        let mut first = r;
+        for _ in 1..tiles.len() {
+            first = (first + 2 * r + cc).max(first + per_tile);
+        }
+        let want = if tiles.is_empty() { 0 } else { first + per_tile - 1 + r + cc + p + 1 };
+        assert_eq!(o.cycles, want, "case {case}");
+    }
+}
+
+#[test]
+fn os_ignores_ws() {
+    // dataflow "os" still runs the step program.
+    let g = gemm(vec![vec![1, 2], vec![3, 4], vec![5, 6]], vec![vec![1, 2], vec![3, 4]]);
+    let os = run(&cfg(2, 2), &g);
+    let w = run(&ws(2, 2), &g);
+    assert_eq!(os.c, w.c);
+    let (_, _, _, skipped) = simulate(&cfg(2, 2), &program(&cfg(2, 2), &g));
+    assert_eq!(os.skipped_ksteps, skipped);
+    assert_ne!(os.cycles, w.cycles);
+}

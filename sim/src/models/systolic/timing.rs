@@ -1,0 +1,211 @@
+//! Cycles and counters: the loader rules (output-stationary) and the WS
+//! cycle rules of docs/systolic.md, played cycle by cycle over a program.
+
+use super::sequencer::{Group, Step, Tile, WsTile, WsVector};
+use gpurtl_params::systolic::SystolicParams;
+use std::collections::VecDeque;
+
+/// A step offered to the grid: a real step (index in its group) or the null
+/// step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Candidate {
+    Step(usize),
+    Null,
+}
+
+/// The group in the loader.
+struct Held<'a> {
+    group: &'a Group,
+    /// Useful steps not yet issued, lowest index first.
+    pending: VecDeque<usize>,
+    ended: bool,
+}
+
+impl Held<'_> {
+    /// The candidate and whether it is tile-ending; `None` when nothing remains.
+    fn candidate(&self) -> Option<(Candidate, bool)> {
+        if let Some(&k) = self.pending.front() {
+            Some((Candidate::Step(k), self.group.last && self.pending.len() == 1))
+        } else if self.group.last && !self.ended {
+            Some((Candidate::Null, true))
+        } else {
+            None
+        }
+    }
+
+    fn nothing_remains(&self) -> bool {
+        self.candidate().is_none()
+    }
+}
+
+/// Whether a step is useful: with `load_filter`, its A slice and its B slice
+/// both have a non-zero value; without, always.
+fn useful(cfg: &SystolicParams, s: &Step) -> bool {
+    !cfg.load_filter
+        || (s.a.iter().flatten().any(|&x| x != 0) && s.b.iter().flatten().any(|&x| x != 0))
+}
+
+/// `sum_l nzA[l] * nzB[l]` of one step.
+fn step_macs(s: &Step, lanes: usize) -> u64 {
+    (0..lanes)
+        .map(|l| {
+            let nza = s.a.iter().filter(|row| row[l] != 0).count() as u64;
+            let nzb = s.b.iter().filter(|col| col[l] != 0).count() as u64;
+            nza * nzb
+        })
+        .sum()
+}
+
+/// (cycles, useful_macs, gated_products, skipped_ksteps) of a program.
+pub(super) fn simulate(cfg: &SystolicParams, tiles: &[Tile]) -> (u64, u64, u64, u64) {
+    let (r, c, l) = (cfg.rows as u64, cfg.cols as u64, cfg.lanes as u64);
+    let groups: Vec<&Group> = tiles.iter().flat_map(|t| t.groups.iter()).collect();
+    let present: u64 = groups.iter().map(|g| g.steps.len() as u64).sum();
+    let mut next = 0;
+    let mut held: Option<Held> = None;
+    // (tile-ending issue cycle, last in-flight cycle) of every ended tile.
+    let mut ended: Vec<(u64, u64)> = Vec::new();
+    let mut last_transfer: Option<u64> = None;
+    let (mut useful_macs, mut gated, mut issued_steps) = (0u64, 0u64, 0u64);
+    let mut cycle: u64 = 0;
+    while held.is_some() || next < groups.len() {
+        let mut ready = true;
+        if let Some(h) = held.as_mut() {
+            match h.candidate() {
+                // Only a non-`last` group with no useful step: nothing to do,
+                // the loader is free this cycle.
+                None => {}
+                Some((cand, ending)) => {
+                    let in_flight = ended.iter().any(|&(s, t)| s < cycle && cycle <= t);
+                    if ending && in_flight {
+                        ready = false;
+                    } else {
+                        if let Candidate::Step(k) = cand {
+                            let step = &h.group.steps[k];
+                            let macs = step_macs(step, l as usize);
+                            useful_macs += macs;
+                            if cfg.gating {
+                                gated += r * c * l - macs;
+                            }
+                            issued_steps += 1;
+                            h.pending.pop_front();
+                        }
+                        if ending {
+                            h.ended = true;
+                            let s = cycle;
+                            for row in 0..r {
+                                // +1: the output register in front of the port.
+                                let ready_at = s + row + c + 1 + cfg.pipeline as u64 + 1;
+                                let t = match last_transfer {
+                                    Some(p) => ready_at.max(p + 1),
+                                    None => ready_at,
+                                };
+                                last_transfer = Some(t);
+                            }
+                            // Free once the last row is in the output register.
+                            ended.push((s, last_transfer.unwrap() - 1));
+                        }
+                        ready = h.nothing_remains();
+                    }
+                }
+            }
+            if ready {
+                held = None;
+            }
+        }
+        if ready && next < groups.len() {
+            let g = groups[next];
+            let pending = (0..g.steps.len()).filter(|&k| useful(cfg, &g.steps[k])).collect();
+            held = Some(Held { group: g, pending, ended: false });
+            next += 1;
+        }
+        cycle += 1;
+    }
+    // The loader takes the first group in cycle 0 of this schedule; the unit
+    // accepted it one cycle earlier, into its input register.
+    let cycles = last_transfer.map_or(0, |t| t + 1);
+    (cycles, useful_macs, gated, present - issued_steps)
+}
+
+/// Useful (PE, lane) pairs of one WS vector against its tile's weights:
+/// A value `a[i][l]` and weight `weights[i][j][l]` both non-zero.
+fn ws_vector_macs(tile: &WsTile, v: &WsVector) -> u64 {
+    let mut n = 0u64;
+    for (a_row, w_row) in v.a.iter().zip(&tile.weights) {
+        for w_col in w_row {
+            n += a_row.iter().zip(w_col).filter(|&(&a, &w)| a != 0 && w != 0).count() as u64;
+        }
+    }
+    n
+}
+
+/// (cycles, useful_macs, gated_products) of a WS program, by the spec's "WS
+/// cycle rules" with weight rows and A vectors offered back-to-back (each in
+/// global order across tiles) and the output always ready. Cycle 0 is the
+/// first weight transfer.
+pub(super) fn simulate_ws(cfg: &SystolicParams, tiles: &[WsTile]) -> (u64, u64, u64) {
+    let (r, c, l) = (cfg.rows as u64, cfg.cols as u64, cfg.lanes as u64);
+    let p = cfg.pipeline as u64;
+    // The two input streams: R weight rows per tile; the vectors, each with
+    // its tile.
+    let weight_rows = tiles.len() as u64 * r;
+    let vectors: Vec<(&WsTile, &WsVector)> = tiles.iter().flat_map(|t| t.vectors.iter().map(move |v| (t, v))).collect();
+    let (mut next_w, mut next_v) = (0u64, 0usize);
+    let (mut wcnt, mut wblock, mut open) = (0u64, 0u64, false);
+    // The input register: index of the held vector.
+    let mut held: Option<usize> = None;
+    // Output transfer cycles of issued vectors not yet transferred (in order).
+    let mut outstanding: VecDeque<u64> = VecDeque::new();
+    let mut last_transfer: Option<u64> = None;
+    let (mut useful_macs, mut gated) = (0u64, 0u64);
+    let mut cycle: u64 = 0;
+    while next_w < weight_rows || next_v < vectors.len() || held.is_some() {
+        // 4. Rows go out in order; with the output always ready a row is
+        // transferred in its offer cycle (issues are at most one per cycle).
+        while outstanding.front().is_some_and(|&t| t < cycle) {
+            outstanding.pop_front();
+        }
+        let credit = (outstanding.len() as u64) < r + c + p + 1;
+        // 1. Weight port (state at the start of the cycle).
+        let w_transfer = next_w < weight_rows && wcnt < r && wblock == 0;
+        // 2. Issue.
+        let issue = held.is_some() && (open || wcnt == r) && credit;
+        let mut first = false;
+        if issue {
+            let (tile, v) = vectors[held.unwrap()];
+            let macs = ws_vector_macs(tile, v);
+            useful_macs += macs;
+            if cfg.gating {
+                gated += r * c * l - macs;
+            }
+            first = !open;
+            open = !v.last;
+            let t = cycle + r + c + p;
+            outstanding.push_back(t);
+            last_transfer = Some(t);
+        }
+        if w_transfer {
+            wcnt += 1;
+            next_w += 1;
+        }
+        if first {
+            wcnt = 0;
+            wblock = r + c - 1;
+        } else {
+            wblock = wblock.saturating_sub(1);
+        }
+        // 3. Activation port: ready when the register is empty or its vector
+        // issues now; an accepted vector is held from the next cycle.
+        if issue {
+            held = None;
+        }
+        if held.is_none() && next_v < vectors.len() {
+            held = Some(next_v);
+            next_v += 1;
+        }
+        cycle += 1;
+    }
+    let cycles = last_transfer.map_or(0, |t| t + 1);
+    (cycles, useful_macs, gated)
+}
+
