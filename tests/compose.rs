@@ -18,7 +18,7 @@ use gpurtl_params::compress::CompressParams;
 use gpurtl_params::{nested_table, BlockParams, Checker, ParamErrors, ParamInfo};
 use gpurtl_sim::cosim::{Compiled, CosimError};
 use gpurtl_sim::models::compress::{self as model, Op, Output};
-use gpurtl_sim::models::InputError;
+use gpurtl_sim::models::{InputError, InputErrors};
 use gpurtl_sim::rng::Rng;
 use gpurtl_sim::tb::compress as tb;
 use gpurtl_sim::tb::Stalls;
@@ -94,11 +94,16 @@ impl BlockDef for Pair {
     fn build(p: &PairParams) -> Result<Design, RtlError> {
         build(p)
     }
-    fn parse_input(p: &PairParams, input: &Value) -> Result<Self::Input, InputError> {
+    fn parse_input(p: &PairParams, input: &Value) -> Result<Self::Input, InputErrors> {
         let channel = |name: &str, width: u32| {
-            model::parse_input(&input[name], width).map_err(|e| InputError { field: format!("{name}.{}", e.field), ..e })
+            model::parse_input(&input[name], width).map_err(|es| {
+                InputErrors(es.0.into_iter().map(|e| InputError { field: format!("{name}.{}", e.field), ..e }).collect())
+            })
         };
-        Ok((channel("narrow", p.narrow.width)?, channel("wide", p.wide.width)?))
+        match (channel("narrow", p.narrow.width), channel("wide", p.wide.width)) {
+            (Ok(n), Ok(w)) => Ok((n, w)),
+            (n, w) => Err(InputErrors(n.err().into_iter().chain(w.err()).flat_map(|e| e.0).collect())),
+        }
     }
     fn model(p: &PairParams, (n, w): &Self::Input) -> Self::Output {
         (model::run(n, p.narrow.latency), model::run(w, p.wide.latency))
@@ -110,6 +115,9 @@ impl BlockDef for Pair {
     }
     fn output_json(_: &PairParams, (n, w): &Self::Output) -> Value {
         json!({"narrow": n, "wide": w})
+    }
+    fn random_input(p: &PairParams, rng: &mut Rng) -> Self::Input {
+        (tb::random_ops(rng, p.narrow.width, 8, None), tb::random_ops(rng, p.wide.width, 8, None))
     }
     fn bench(p: &PairParams, out: &mut dyn Write) -> gpurtl_gen::error::Result<Value> {
         let s = yosys_area(&build(p)?)?;

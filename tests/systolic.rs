@@ -254,3 +254,46 @@ fn stat_counter_carries_into_its_upper_half() {
     }
     assert!(carries > 100, "{carries} carries into the upper half");
 }
+
+/// Found by the parameter-space test: without gating, pipeline 2 and 3
+/// registered a non-zero flag that nothing read, so the design did not
+/// build. Every pipeline depth generates and lints, in both dataflows.
+#[test]
+fn gating_off_generates_at_every_pipeline_depth() {
+    for dataflow in [Dataflow::Os, Dataflow::Ws] {
+        for pipeline in 0..=3 {
+            let p = SystolicParams { gating: false, pipeline, dataflow, rows: 2, cols: 2, ..SystolicParams::default() };
+            let d = build(&p).unwrap_or_else(|e| panic!("{dataflow} pipeline {pipeline}: {e}"));
+            let (dir, top, _) = gpurtl_tests::generated(&d);
+            tools::verilator_lint(dir.path(), &top).unwrap_or_else(|e| panic!("{dataflow} pipeline {pipeline}: {e}"));
+        }
+    }
+}
+
+/// Found by the parameter-space test: a wide input with every other lane
+/// unused printed a waiver comment, and a concatenation, on one line of
+/// 40,000 characters, past what Verilator's preprocessor and Icarus' lexer
+/// take. Long statements are broken over lines; long waivers summarized.
+#[test]
+fn wide_grids_print_lines_the_tools_read() {
+    let p = SystolicParams {
+        rows: 1,
+        cols: 50,
+        lanes: 8,
+        channel_bits: 64,
+        a_type: ElemType::I4,
+        b_type: ElemType::I4,
+        acc_bits: 64,
+        group: 7,
+        pipeline: 3,
+        dsp: Dsp::Infer,
+        ..SystolicParams::default()
+    };
+    let (dir, top, sources) = gpurtl_tests::generated(&build(&p).unwrap());
+    for f in &sources {
+        let text = std::fs::read_to_string(dir.path().join(f)).unwrap();
+        assert!(text.lines().all(|l| l.len() <= 1000), "{f} has a line over 1000 characters");
+    }
+    tools::verilator_lint(dir.path(), &top).unwrap();
+    tools::iverilog(dir.path(), &top, &sources).unwrap();
+}

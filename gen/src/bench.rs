@@ -12,13 +12,16 @@ use serde_json::Value;
 use std::io::Write;
 use std::path::Path;
 
-/// Run the block's bench at `params`; the report goes to `json_out`
-/// (default `out/bench/<block>.json`).
-pub fn run(b: &dyn Block, params: &Value, json_out: Option<&Path>, out: &mut dyn Write) -> Result<()> {
+/// Run the block's bench at `params`; the report goes to `json_out`.
+pub fn run(b: &dyn Block, params: &Value, json_out: &Path, out: &mut dyn Write) -> Result<()> {
     let report = b.bench(params, out)?;
-    let path = json_out.map(Path::to_path_buf).unwrap_or_else(|| format!("out/bench/{}.json", b.name()).into());
-    let text = serde_json::to_string_pretty(&report)? + "\n";
-    emit::write_atomic(&path, text.as_bytes()).map_err(|e| Error::io("write", &path, e))?;
+    write_report(&report, json_out, out)
+}
+
+/// Write a bench's JSON report and say where.
+pub fn write_report(report: &Value, path: &Path, out: &mut dyn Write) -> Result<()> {
+    let text = serde_json::to_string_pretty(report)? + "\n";
+    emit::write_atomic(path, text.as_bytes()).map_err(|e| Error::io("write", path, e))?;
     let _ = writeln!(out, "JSON report: {}", path.display());
     Ok(())
 }
@@ -35,4 +38,115 @@ pub fn yosys_area(design: &Design) -> Result<SynthStats> {
 /// The report's `generator` field.
 pub fn generator() -> String {
     format!("gpurtl {}", emit::VERSION)
+}
+
+/// Runs a block's testbench once on its workload.
+type TestbenchRun = Box<dyn Fn(&gpurtl_sim::cosim::Compiled) -> Result<gpurtl_sim::tb::RunStats>>;
+
+/// One point of `gpurtl bench harness`: the testbench's rate on a real
+/// workload against a native Verilator loop of the same design.
+struct HarnessPoint {
+    label: &'static str,
+    design: Design,
+    run: TestbenchRun,
+}
+
+/// Repeat `f` until at least `min_secs` have passed: (units done, seconds).
+fn timed(min_secs: f64, mut f: impl FnMut() -> Result<u64>) -> Result<(u64, f64)> {
+    let t0 = std::time::Instant::now();
+    let mut n = 0;
+    loop {
+        n += f()?;
+        let secs = t0.elapsed().as_secs_f64();
+        if secs >= min_secs {
+            return Ok((n, secs));
+        }
+    }
+}
+
+/// `gpurtl bench harness`: the cosimulation harness against a native
+/// Verilator loop (`verilator --cc --exe`, the harness's flags, every input
+/// random every cycle, two evals per cycle) on the same generated designs,
+/// side by side: systolic 4x4 and 8x8 on a dense 64x64x64 GEMM, compress at
+/// 1024 bits on random 8-bit operations. The harness rate counts every tick
+/// of the testbench run, stimulus and checks included.
+pub fn harness(out: &mut dyn Write) -> Result<Value> {
+    use gpurtl_params::compress::CompressParams;
+    use gpurtl_params::systolic::SystolicParams;
+    use gpurtl_sim::rng::Rng;
+    let gemm = {
+        let mut rng = Rng::new(7);
+        let mut m = || (0..64).map(|_| (0..64).map(|_| rng.below(255) as i64 - 127).collect()).collect();
+        gpurtl_sim::models::systolic::Gemm { a: m(), b: m(), c0: None }
+    };
+    let systolic = |label: &'static str, p: SystolicParams| -> Result<HarnessPoint> {
+        let g = gemm.clone();
+        let q = p.clone();
+        Ok(HarnessPoint {
+            label,
+            design: gpurtl_hw::blocks::systolic::build(&p)?,
+            run: Box::new(move |c| Ok(gpurtl_sim::tb::systolic::run(c, &q, &g, None, None)?.1)),
+        })
+    };
+    let compress = |label: &'static str, p: CompressParams| -> Result<HarnessPoint> {
+        let ops = gpurtl_sim::tb::compress::random_ops(&mut Rng::new(3), p.width, 4000, Some(8));
+        let w = p.width;
+        Ok(HarnessPoint {
+            label,
+            design: gpurtl_hw::blocks::compress::build(&p)?,
+            run: Box::new(move |c| Ok(gpurtl_sim::tb::compress::run(c, w, &ops, None, None)?.1)),
+        })
+    };
+    let points = [
+        systolic("systolic 4x4", SystolicParams::default())?,
+        systolic("systolic 8x8", SystolicParams { rows: 8, cols: 8, ..SystolicParams::default() })?,
+        compress("compress 1024", CompressParams { width: 1024, latency: 2 })?,
+    ];
+    let _ = writeln!(out, "harness against a native Verilator loop (same design, same flags; cycles per second)");
+    let _ = writeln!(out, "{:<16} {:>12} {:>12} {:>7} {:>12}", "design", "harness", "native", "ratio", "whole run");
+    let mut rows = Vec::new();
+    for pt in &points {
+        let compiled = crate::rtl_engine::compile_design(&pt.design)?;
+        let native = crate::rtl_engine::native_loop(&pt.design)?;
+        // The testbench's cycle loop (stimulus prepared before it), and the
+        // whole run (sequencing, packing, instantiation and reset included).
+        let (mut loop_ticks, mut loop_secs) = (0, 0.0);
+        let (ticks, secs) = timed(1.0, || {
+            let st = (pt.run)(&compiled)?;
+            loop_ticks += st.loop_ticks;
+            loop_secs += st.loop_seconds;
+            Ok(st.ticks)
+        })?;
+        let harness = loop_ticks as f64 / loop_secs;
+        let whole = ticks as f64 / secs;
+        let (mut cycles, mut nsecs) = (0, 0.0);
+        while nsecs < 1.0 {
+            let (c, s) = native_run(&native, 200_000)?;
+            cycles += c;
+            nsecs += s;
+        }
+        let native_rate = cycles as f64 / nsecs;
+        let ratio = harness / native_rate;
+        let _ = writeln!(out, "{:<16} {:>12.0} {:>12.0} {:>6.2}x {:>12.0}", pt.label, harness, native_rate, ratio, whole);
+        rows.push(serde_json::json!({
+            "design": pt.label, "harness_cycles_per_second": harness, "native_cycles_per_second": native_rate,
+            "ratio": ratio, "whole_run_cycles_per_second": whole, "harness_ticks": ticks,
+        }));
+    }
+    Ok(serde_json::json!({"bench": "harness", "generator": generator(), "rows": rows}))
+}
+
+/// Runs the native loop for `cycles`: (cycles, seconds) as it reports them.
+/// Its own timer covers the loop only, not the process start.
+fn native_run(exe: &Path, cycles: u64) -> Result<(u64, f64)> {
+    let out = std::process::Command::new(exe)
+        .arg(cycles.to_string())
+        .output()
+        .map_err(|e| Error::Failed(format!("cannot run {}: {e}", exe.display())))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut it = text.split_whitespace();
+    match (it.next().and_then(|c| c.parse::<u64>().ok()), it.next().and_then(|s| s.parse::<f64>().ok())) {
+        (Some(c), Some(s)) if out.status.success() => Ok((c, s)),
+        _ => Err(Error::Failed(format!("the native loop {} printed `{}`", exe.display(), text.trim()))),
+    }
 }

@@ -13,7 +13,8 @@ use gpurtl_hw::rtl::RtlError;
 use gpurtl_hw::Design;
 use gpurtl_params::{BlockParams, ParamErrors, ParamInfo};
 use gpurtl_sim::cosim::{Compiled, CosimError};
-use gpurtl_sim::models::InputError;
+use gpurtl_sim::models::InputErrors;
+use gpurtl_sim::rng::Rng;
 use serde_json::Value;
 use std::io::Write;
 use std::path::Path;
@@ -38,14 +39,17 @@ pub trait BlockDef: Sync + 'static {
     const SUMMARY: &'static str;
 
     fn build(p: &Self::Params) -> Result<Design, RtlError>;
-    /// Read a `gpurtl run` input file; the error names the bad field.
-    fn parse_input(p: &Self::Params, input: &Value) -> Result<Self::Input, InputError>;
+    /// Read a `gpurtl run` input file; every violation, each naming its field.
+    fn parse_input(p: &Self::Params, input: &Value) -> Result<Self::Input, InputErrors>;
     /// The golden model.
     fn model(p: &Self::Params, input: &Self::Input) -> Self::Output;
     /// The RTL through the block's testbench (`vcd`: a waveform of the run).
     fn rtl(p: &Self::Params, compiled: &Compiled, input: &Self::Input, vcd: Option<&Path>) -> Result<Self::Output, CosimError>;
     /// The `gpurtl run` output file; both engines give the same one.
     fn output_json(p: &Self::Params, output: &Self::Output) -> Value;
+    /// A short random workload that reaches the block's corner cases (for
+    /// the parameter-space test).
+    fn random_input(p: &Self::Params, rng: &mut Rng) -> Self::Input;
     /// `gpurtl bench`: measure the block's figures, print a table on `out`,
     /// return the JSON report.
     fn bench(p: &Self::Params, out: &mut dyn Write) -> Result<Value>;
@@ -65,6 +69,9 @@ pub trait Block: Sync {
     fn design(&self, params: &Value) -> Result<Design>;
     fn run(&self, params: &Value, input: &Value, engine: Engine, vcd: Option<&Path>) -> Result<Value>;
     fn bench(&self, params: &Value, out: &mut dyn Write) -> Result<Value>;
+    /// Both engines on a random workload from `seed`: `Ok(None)` when the
+    /// output files agree, else the two (model, RTL).
+    fn self_check(&self, params: &Value, compiled: &Compiled, seed: u64) -> Result<Option<(Value, Value)>>;
 }
 
 fn typed<P: BlockParams>(params: &Value) -> Result<P> {
@@ -108,5 +115,12 @@ impl<T: BlockDef> Block for T {
     }
     fn bench(&self, params: &Value, out: &mut dyn Write) -> Result<Value> {
         T::bench(&typed(params)?, out)
+    }
+    fn self_check(&self, params: &Value, compiled: &Compiled, seed: u64) -> Result<Option<(Value, Value)>> {
+        let p = typed(params)?;
+        let input = T::random_input(&p, &mut Rng::new(seed));
+        let want = T::output_json(&p, &T::model(&p, &input));
+        let got = T::output_json(&p, &T::rtl(&p, compiled, &input, None)?);
+        Ok((want != got).then_some((want, got)))
     }
 }

@@ -4,6 +4,7 @@
 use crate::block::{Block, Engine};
 use crate::error::{Error, Result};
 use crate::{bench, blocks, emit, synth, sweep, tools};
+use gpurtl_params::systolic::{ElemType, SystolicParams};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,13 +13,14 @@ pub const USAGE: &str = "\
 usage: gpurtl <command> [options]
 
 commands:
-  list [--names]               blocks, their parameters, defaults and allowed values
+  list [BLOCK] [--names]       blocks, their parameters, defaults and allowed values
                                (--names: the block names only, one per line)
   gen BLOCK|--all -o DIR       write Verilog, a filelist DIR/<top>.f and DIR/<top>.json
   run BLOCK --input IN.json --output OUT.json [--engine model|rtl] [--vcd FILE]
                                run a workload through the golden model or the RTL
   lint BLOCK                   verilator --lint-only -Wall and yosys synth + check -assert
   bench BLOCK [--json FILE]    measure the block's figures (table + JSON)
+  bench harness [--json FILE]  the cosimulation harness against a native Verilator loop
   synth BLOCK --target generic|ice40|ecp5 [--clock-mhz F] [--seed N] [-o DIR]
                                yosys (+ nextpnr) report: cells, LUTs, FFs, DSPs, Fmax
   synth-table DIR              Markdown table of the synth reports under DIR
@@ -67,13 +69,24 @@ fn parse(args: &[String]) -> Result<Opts> {
             it.next().cloned().ok_or_else(|| Error::Bad(format!("option `{name}` needs a value")))
         };
         if let Some(long) = long_name(a) {
+            // Every option but `--param` is given once: a second one would
+            // silently override the first.
+            if long != "--param" && o.given.contains(&long) {
+                return Err(Error::Bad(format!("option `{long}` is given twice; give it once")));
+            }
             o.given.push(long);
         }
         match a.as_str() {
             "--param" | "-p" => {
                 let kv = val(a)?;
                 match kv.split_once('=') {
-                    Some((k, v)) if !k.is_empty() => o.pairs.push((k.trim().to_string(), v.to_string())),
+                    Some((k, v)) if !k.is_empty() => {
+                        let k = k.trim().to_string();
+                        if o.pairs.iter().any(|(x, _)| *x == k) {
+                            return Err(Error::Bad(format!("parameter `{k}` is given twice; give it once")));
+                        }
+                        o.pairs.push((k, v.to_string()))
+                    }
                     _ => return Err(Error::Bad(format!("option `--param` = `{kv}`: must be KEY=VALUE"))),
                 }
             }
@@ -131,9 +144,14 @@ fn check_options(cmd: &str, o: &Opts) -> Result<()> {
         "sweep" => &["--target", "--clock-mhz", "--seed", "--zip", "--out"],
         "prune" => &["--input", "--output", "--block", "--threshold"],
         "list" => &["--names"],
+        "help" | "--help" | "-h" | "version" | "--version" | "synth-table" => &[],
         _ => return Ok(()),
     };
-    let takes_params = !matches!(cmd, "prune" | "list");
+    // Commands that take no positional argument.
+    if let (Some(extra), "help" | "--help" | "-h" | "version" | "--version" | "prune") = (&o.block, cmd) {
+        return Err(Error::Bad(format!("unexpected argument `{extra}` to `{cmd}`; see `gpurtl help`")));
+    }
+    let takes_params = !matches!(cmd, "prune" | "list" | "help" | "--help" | "-h" | "version" | "--version" | "synth-table");
     let reads = |g: &&str| own.contains(g) || (takes_params && PARAMS.contains(g));
     match o.given.iter().find(|g| !reads(g)) {
         Some(g) => Err(Error::Bad(format!("option `{g}` is not used by `{cmd}`; see `gpurtl help`"))),
@@ -141,11 +159,6 @@ fn check_options(cmd: &str, o: &Opts) -> Result<()> {
     }
 }
 
-pub fn read_json(path: &Path, what: &str) -> Result<Value> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Bad(format!("{what} `{}`: cannot be read: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| Error::Bad(format!("{what} `{}`: not valid JSON: {e}", path.display())))
-}
 
 /// The command line with its block registry.
 struct Cli<'a> {
@@ -159,8 +172,13 @@ impl<'a> Cli<'a> {
         blocks::find(self.blocks, name).ok_or_else(|| Error::Bad(format!("unknown block `{name}`; blocks: {known}")))
     }
 
+    /// Every block, or the one named.
     fn list(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {
-        for b in self.blocks {
+        let blocks: Vec<&dyn Block> = match &o.block {
+            Some(_) => vec![self.block_of(o)?],
+            None => self.blocks.to_vec(),
+        };
+        for b in blocks {
             if o.names {
                 let _ = writeln!(out, "{}", b.name());
                 continue;
@@ -180,7 +198,7 @@ impl<'a> Cli<'a> {
     fn gen(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {
         let dir = o.out_dir.as_ref().ok_or_else(|| Error::Bad("`gen` needs `-o DIR`".into()))?;
         if o.all {
-            if o.block.is_some() || !o.pairs.is_empty() || o.params_file.is_some() {
+            if o.block.is_some() || !o.pairs.is_empty() || o.params_file.is_some() || o.preset.is_some() {
                 return Err(Error::Bad("`gen --all` writes every block at its defaults and takes no block or parameters".into()));
             }
             for b in self.blocks {
@@ -225,7 +243,15 @@ impl<'a> Cli<'a> {
         if o.vcd.is_some() && engine != Engine::Rtl {
             return Err(Error::Bad("option `--vcd` needs `--engine rtl`".into()));
         }
-        let input = read_json(input, "input file")?;
+        // Outputs are checked before any work.
+        emit::check_output("--output", output).map_err(Error::Bad)?;
+        if let Some(vcd) = &o.vcd {
+            emit::check_output("--vcd", vcd).map_err(Error::Bad)?;
+            if emit::same_file(vcd, output) {
+                return Err(Error::Bad(format!("option `--vcd` = `{}`: is the `--output` file; must be another file", vcd.display())));
+            }
+        }
+        let input = crate::json::read(input, "input file")?;
         let result = b.run(&params, &input, engine, o.vcd.as_deref())?;
         let text = serde_json::to_string_pretty(&result)? + "\n";
         emit::write_atomic(output, text.as_bytes()).map_err(|e| Error::io("write", output, e))?;
@@ -234,9 +260,33 @@ impl<'a> Cli<'a> {
     }
 
     fn bench(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {
-        let b = self.block_of(o)?;
-        let params = params_of(b, o)?;
-        bench::run(b, &params, o.json.as_deref(), out)
+        let harness = o.block.as_deref() == Some("harness");
+        let block = if harness {
+            if !o.pairs.is_empty() || o.params_file.is_some() || o.preset.is_some() {
+                return Err(Error::Bad("`bench harness` measures fixed designs and takes no parameters".into()));
+            }
+            None
+        } else {
+            let b = self.block_of(o)?;
+            Some((b, params_of(b, o)?))
+        };
+        // The report's path is checked before minutes of work; the default
+        // `out/bench/<name>.json` is made.
+        let json = match &o.json {
+            Some(p) => {
+                emit::check_output("--json", p).map_err(Error::Bad)?;
+                p.clone()
+            }
+            None => {
+                let dir = Path::new("out/bench");
+                std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
+                dir.join(format!("{}.json", block.as_ref().map_or("harness", |(b, _)| b.name())))
+            }
+        };
+        match block {
+            None => bench::write_report(&bench::harness(out)?, &json, out),
+            Some((b, params)) => bench::run(b, &params, &json, out),
+        }
     }
 
     fn synth(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {
@@ -275,7 +325,7 @@ fn layers_of(b: &dyn Block, o: &Opts) -> Result<Vec<Value>> {
         }
     }
     if let Some(f) = &o.params_file {
-        layers.push(read_json(f, "params file")?);
+        layers.push(crate::json::read(f, "params file")?);
     }
     Ok(layers)
 }
@@ -308,19 +358,22 @@ fn cmd_prune(o: &Opts, out: &mut dyn Write) -> Result<()> {
         Ok(t) if t >= 0 => t,
         _ => return Err(Error::Bad(format!("option `--threshold` = `{raw}`: must be a non-negative integer"))),
     };
-    let mut v = read_json(input, "input file")?;
+    emit::check_output("--output", output).map_err(Error::Bad)?;
+    let mut v = crate::json::read(input, "input file")?;
+    // The file is a systolic input: checked as `gpurtl run systolic` checks
+    // one, at the element types it names (i8 where it names none), so a
+    // ragged matrix, a value out of its type or an unknown key is refused.
+    let elem = |key: &str| match v.get(key) {
+        None => Ok(ElemType::I8),
+        Some(x) => x.as_str().and_then(ElemType::from_name).ok_or_else(|| {
+            Error::Bad(format!("input `{key}` = {}: must be one of {}", gpurtl_params::short(x), ElemType::NAMES.join(", ")))
+        }),
+    };
+    let p = SystolicParams { a_type: elem("a_type")?, b_type: elem("b_type")?, acc_bits: 64, ..SystolicParams::default() };
+    let gemm = gpurtl_sim::models::systolic::parse_input(&v, &p)?;
     let mut zeroed = 0usize;
-    for key in ["a", "b"] {
-        let m: Vec<Vec<i64>> = match v.get(key).map(|x| serde_json::from_value(x.clone())) {
-            Some(Ok(m)) => m,
-            _ => {
-                return Err(Error::Bad(format!(
-                    "input `{key}` = {}: must be a matrix (a list of lists of integers)",
-                    v.get(key).map_or("(missing)".to_string(), gpurtl_sim::models::shown)
-                )))
-            }
-        };
-        let p = gpurtl_sim::models::systolic::prune(&m, block, threshold);
+    for (key, m) in [("a", &gemm.a), ("b", &gemm.b)] {
+        let p = gpurtl_sim::models::systolic::prune(m, block, threshold);
         zeroed += m.iter().flatten().zip(p.iter().flatten()).filter(|(x, y)| **x != 0 && **y == 0).count();
         v[key] = serde_json::json!(p);
     }

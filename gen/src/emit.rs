@@ -134,19 +134,55 @@ pub fn sources_for(files: &[(String, String)], target: Option<&str>) -> Vec<Stri
         .collect()
 }
 
-/// Write `files` into `dir` atomically per file (temp file + rename).
+/// Write `files` into `dir` (created if missing) as a set: every file is
+/// written to a temporary file first, and only when all are written are they
+/// renamed into place, so a failure changes nothing. Then the files that the
+/// previous generation into `dir` wrote (its `<top>.json` lists them) and
+/// this one does not are removed: no stale module of an earlier
+/// configuration stays beside the new filelist.
 pub fn write_all(dir: &Path, files: &[(String, String)]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
+    let previous = previous_outputs(dir, files);
+    let mut staged = Vec::with_capacity(files.len());
     for (name, text) in files {
-        write_atomic(&dir.join(name), text.as_bytes())?;
+        staged.push((stage(&dir.join(name), text.as_bytes())?, dir.join(name)));
+    }
+    for (tmp, path) in staged {
+        tmp.persist(&path).map_err(|e| e.error)?;
+    }
+    for old in previous {
+        if !files.iter().any(|(f, _)| *f == old) {
+            let _ = std::fs::remove_file(dir.join(&old));
+        }
     }
     Ok(())
 }
 
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// What an earlier generation of the same top wrote into `dir`: the Verilog
+/// files its `<top>.json` lists, their hand-mapped bodies, and its filelist,
+/// core and JSON.
+fn previous_outputs(dir: &Path, files: &[(String, String)]) -> Vec<String> {
+    let Some((json_name, _)) = files.iter().find(|(f, _)| f.ends_with(".json")) else { return Vec::new() };
+    let Ok(text) = std::fs::read_to_string(dir.join(json_name)) else { return Vec::new() };
+    let Ok(meta) = serde_json::from_str::<Value>(&text) else { return Vec::new() };
+    let mut out = Vec::new();
+    for f in meta["files"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        // Only plain file names: never a path out of `dir`.
+        if f.contains('/') || f.contains('\\') || !f.ends_with(".v") {
+            continue;
+        }
+        out.push(f.to_string());
+        for t in ALTERNATIVE_TARGETS {
+            out.push(format!("{}.{t}.v", f.trim_end_matches(".v")));
+        }
+    }
+    out
+}
+
+/// `bytes` in a temporary file beside `path`, readable like any output.
+fn stage(path: &Path, bytes: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
     use std::io::Write;
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     // tempfile creates 0600 files; outputs are ordinary readable files.
     #[cfg(unix)]
@@ -156,6 +192,54 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(tmp)
+}
+
+/// Write an output file. A regular file (or a new one) is replaced
+/// atomically: written beside it, then renamed, so an error never leaves it
+/// half-written; through a symbolic link, the file it points to is
+/// replaced, not the link. Anything else (a device such as `/dev/stdout`, a
+/// pipe) is written through. The directory must exist.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a directory")),
+        Ok(m) if !m.is_file() => std::fs::OpenOptions::new().write(true).open(path)?.write_all(bytes),
+        Ok(_) => {
+            let target = std::fs::canonicalize(path)?;
+            stage(&target, bytes)?.persist(&target).map_err(|e| e.error)?;
+            Ok(())
+        }
+        Err(_) => {
+            stage(path, bytes)?.persist(path).map_err(|e| e.error)?;
+            Ok(())
+        }
+    }
+}
+
+/// Check an output file option before any work: its directory exists and
+/// it is not a directory itself. The message names the option and the path.
+pub fn check_output(option: &str, path: &Path) -> Result<(), String> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(format!("option `{option}` = `{shown}`: is a directory; must be a file"));
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(format!("option `{option}` = `{shown}`: the directory `{}` does not exist", parent.display()));
+    }
     Ok(())
+}
+
+/// The same file, whatever the spelling of the two paths (for outputs that
+/// must not overwrite each other).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    let norm = |p: &Path| {
+        let parent = p.parent().filter(|x| !x.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::canonicalize(parent).ok().map(|d| d.join(p.file_name().unwrap_or_default()))
+    };
+    match (norm(a), norm(b)) {
+        (Some(x), Some(y)) => x == y || std::fs::canonicalize(&x).ok() == std::fs::canonicalize(&y).ok() && x.exists(),
+        _ => a == b,
+    }
 }

@@ -44,8 +44,8 @@ impl From<gpurtl_params::ParamErrors> for Error {
     }
 }
 
-impl From<gpurtl_sim::models::InputError> for Error {
-    fn from(e: gpurtl_sim::models::InputError) -> Self {
+impl From<gpurtl_sim::models::InputErrors> for Error {
+    fn from(e: gpurtl_sim::models::InputErrors) -> Self {
         Error::Bad(e.to_string())
     }
 }

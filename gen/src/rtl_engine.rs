@@ -4,8 +4,20 @@
 use gpurtl_hw::rtl::SigKind;
 use gpurtl_hw::Design;
 use gpurtl_sim::cosim::{compile, Compiled, CosimError, DesignSpec, PortDir, PortSpec};
+use std::path::PathBuf;
 
+/// Build (or fetch from the cache) and load the design for cosimulation.
 pub fn compile_design(design: &Design) -> Result<Compiled, CosimError> {
+    compile(&spec(design))
+}
+
+/// The native Verilator loop of the design (`gpurtl bench harness`).
+pub fn native_loop(design: &Design) -> Result<PathBuf, CosimError> {
+    let top = design.top();
+    gpurtl_sim::cosim::native_loop(&spec(design), top.reset.map(|r| top.sig(r).name.as_str()))
+}
+
+fn spec(design: &Design) -> DesignSpec {
     let e = design.elaborate();
     let top = design.top();
     let ports = top
@@ -17,5 +29,5 @@ pub fn compile_design(design: &Design) -> Result<Compiled, CosimError> {
         })
         .collect();
     let clock = top.clock.map(|c| top.sig(c).name.clone()).unwrap_or_else(|| "clk_i".into());
-    compile(&DesignSpec { top: e.top_name().to_string(), verilog: e.verilog(), ports, clock })
+    DesignSpec { top: e.top_name().to_string(), verilog: e.verilog(), ports, clock }
 }

@@ -142,6 +142,16 @@ pub fn run(b: &dyn Block, layers: &[&Value], lists: &[(String, Vec<String>)], o:
     write("sweep.svg", &svg(&title, logic_name, &pts_xy, clock_mhz))?;
     let _ = write!(out, "{csv}");
     let _ = writeln!(out, "table: {}  plot: {}", dir.join("sweep.csv").display(), dir.join("sweep.svg").display());
+    // The exit status follows `gpurtl synth`: a point that misses timing or
+    // does not fit fails the sweep (after every report is written).
+    let failed = rows.iter().filter(|r| r["status"] != "ok").count();
+    if failed > 0 {
+        return Err(Error::Failed(format!(
+            "{failed} of {} points did not meet timing, did not fit or failed (their status is in {})",
+            rows.len(),
+            dir.join("sweep.csv").display()
+        )));
+    }
     Ok(())
 }
 

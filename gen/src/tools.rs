@@ -132,3 +132,29 @@ pub fn yosys_synth(dir: &Path, top: &str, files: &[String]) -> Result<SynthStats
     }
     Ok(s)
 }
+
+/// Icarus Verilog elaborates the sources as Verilog-2005 (a second
+/// front end, stricter about some constructs than Verilator).
+pub fn iverilog(dir: &Path, top: &str, files: &[String]) -> Result<(), ToolError> {
+    let mut c = Command::new(locate("iverilog")?);
+    c.current_dir(dir).args(["-g2005", "-Wall", "-o", "/dev/null", "-s", top]).args(files);
+    let text = run_logged("iverilog", &mut c, &dir.join(format!("{top}.iverilog.log")))?;
+    // Icarus warns without failing; a generated design has nothing to warn about.
+    match text.lines().find(|l| l.contains("warning")) {
+        Some(l) => Err(ToolError::Failed { tool: "iverilog".into(), log: dir.join(format!("{top}.iverilog.log")), tail: l.to_string() }),
+        None => Ok(()),
+    }
+}
+
+/// yosys reads the sources, elaborates the hierarchy and runs `check
+/// -assert` (undriven or multiply driven nets, combinational loops) and the
+/// latch check, without synthesizing: fast enough for many parameter points.
+pub fn yosys_check(dir: &Path, top: &str, files: &[String]) -> Result<(), ToolError> {
+    let script = format!(
+        "read_verilog {}; hierarchy -check -top {top}; proc; check -assert; select -assert-none t:$dlatch",
+        files.join(" ")
+    );
+    let mut c = Command::new(locate("yosys")?);
+    c.current_dir(dir).args(["-q", "-p", &script]);
+    run_logged("yosys", &mut c, &dir.join(format!("{top}.check.log"))).map(|_| ())
+}

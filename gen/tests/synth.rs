@@ -118,3 +118,16 @@ fn gen_writes_a_fusesoc_core() {
     assert!(core.contains("name: gpurtl:blocks:gpurtl_systolic:"));
     assert!(core.contains("      - gpurtl_systolic_pe.v\n      - gpurtl_systolic.v\n"), "{core}");
 }
+
+/// A sweep exits as `synth` does: 1 when a point misses timing, after
+/// writing every report.
+#[test]
+fn a_sweep_that_misses_timing_fails() {
+    let d = tempfile::tempdir().unwrap();
+    let o = d.path().join("sw");
+    let args = ["sweep", "compress", "--param", "width=64", "--param", "latency=1", "--target", "ice40", "--clock-mhz", "1500"];
+    let (code, out, err) = gpurtl(&[&args[..], &["-o", o.to_str().unwrap()]].concat(), &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.starts_with("error: 1 of 1 points did not meet timing, did not fit or failed"), "{err}");
+    assert!(o.join("sweep.csv").is_file() && o.join("sweep.svg").is_file());
+}

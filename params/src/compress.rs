@@ -43,10 +43,11 @@ impl BlockParams for CompressParams {
                 ParamKind::Int { min: 64, max: 1024, rule: "a power of two" },
                 "vector width in bits (element sizes 8, 16, 32, 64 are chosen per operation)",
             ),
+            // The upper end is the largest width's: 2*log2(1024/8)+3 = 17.
             ParamInfo::new(
                 "latency",
-                ParamKind::Int { min: 1, max: 16, rule: "" },
-                "register stages from input to output; at most 2*log2(width/8)+3",
+                ParamKind::Int { min: 1, max: 17, rule: "" },
+                "register stages from input to output; at most 2*log2(width/8)+3 (9 at width 64 .. 17 at 1024)",
             ),
         ]
     }

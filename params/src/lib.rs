@@ -264,6 +264,13 @@ pub fn resolve<P: BlockParams>(layers: &[&Value], pairs: &[(String, String)]) ->
             table.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
         ),
     };
+    // Every value given, type-checked, in order (a later one wins).
+    let mut given: Vec<(usize, Value)> = Vec::new();
+    let mut give = |info: &ParamInfo, v: Value| {
+        let i = table.iter().position(|p| p.name == info.name).unwrap_or(0);
+        given.retain(|(j, _)| *j != i);
+        given.push((i, v));
+    };
     for layer in layers {
         if !layer.is_object() {
             errs.push(ParamError {
@@ -277,7 +284,7 @@ pub fn resolve<P: BlockParams>(layers: &[&Value], pairs: &[(String, String)]) ->
             match table.iter().find(|p| p.name == k) {
                 None => errs.push(unknown(&k)),
                 Some(info) => match typed(info, &v) {
-                    Ok(v) => set_path(&mut obj, &k, v),
+                    Ok(v) => give(info, v),
                     Err(e) => errs.push(e),
                 },
             }
@@ -287,27 +294,51 @@ pub fn resolve<P: BlockParams>(layers: &[&Value], pairs: &[(String, String)]) ->
         match table.iter().find(|p| p.name == *k) {
             None => errs.push(unknown(k)),
             Some(info) => match parse_raw(info, raw) {
-                Ok(v) => set_path(&mut obj, k, v),
+                Ok(v) => give(info, v),
                 Err(e) => errs.push(e),
             },
         }
     }
-    if !errs.is_empty() {
-        return Err(ParamErrors(errs));
+    // A value the field cannot hold at all (a negative count, one past 2^32)
+    // is out of the table's range: reported as such, the default kept.
+    let defaults = obj.clone();
+    for (i, v) in given {
+        let info = &table[i];
+        let mut alone = defaults.clone();
+        set_path(&mut alone, &info.name, v.clone());
+        if serde_json::from_value::<P>(alone).is_ok() {
+            set_path(&mut obj, &info.name, v);
+        } else {
+            errs.push(ParamError { field: info.name.clone(), value: short(&v), allowed: info.allowed() });
+        }
     }
     let p: P = serde_json::from_value(obj).map_err(|e| {
         ParamErrors(vec![ParamError { field: "(parameters)".into(), value: e.to_string(), allowed: "a valid set".into() }])
     })?;
-    p.validate()?;
-    Ok(p)
+    // Then the block's own rules, on what could be applied; every violation
+    // of both steps, in table order, one per field.
+    if let Err(ParamErrors(more)) = p.validate() {
+        for e in more {
+            if !errs.iter().any(|x| x.field == e.field) {
+                errs.push(e);
+            }
+        }
+    }
+    if errs.is_empty() {
+        return Ok(p);
+    }
+    let rank = |f: &str| table.iter().position(|p| p.name == f).unwrap_or(0);
+    errs.sort_by_key(|e| rank(&e.field));
+    Err(ParamErrors(errs))
 }
 
-fn short(v: &Value) -> String {
+/// A JSON value as a message shows it: its first 40 characters and `...`
+/// when longer (cut between characters, never inside one).
+pub fn short(v: &Value) -> String {
     let s = v.to_string();
-    if s.len() > 40 {
-        format!("{}...", &s[..40])
-    } else {
-        s
+    match s.char_indices().nth(40) {
+        Some((cut, _)) => format!("{}...", &s[..cut]),
+        None => s,
     }
 }
 
@@ -351,6 +382,14 @@ mod tests {
     fn widths() {
         assert_eq!((clog2(0), clog2(1), clog2(2), clog2(3), clog2(1024)), (0, 0, 1, 2, 10));
         assert_eq!((bits_for(0), bits_for(1), bits_for(2), bits_for(255), bits_for(256)), (1, 1, 2, 8, 9));
+    }
+
+    #[test]
+    fn long_values_are_cut_between_characters() {
+        // 30 two-byte characters: 62 bytes, 32 characters, shown whole.
+        assert_eq!(short(&json!("é".repeat(30))), format!("\"{}\"", "é".repeat(30)));
+        assert_eq!(short(&json!("é".repeat(50))), format!("\"{}...", "é".repeat(39)));
+        assert_eq!(short(&json!(12)), "12");
     }
 
     #[test]

@@ -67,3 +67,4 @@ pub fn check_stable(build: impl Fn() -> Design) {
     let d = build();
     assert_eq!(emit::files(&d), emit::files(&build()), "{} {}", d.origin().block, d.origin().params);
 }
+pub mod space;

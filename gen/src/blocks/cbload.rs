@@ -8,12 +8,12 @@ use gpurtl_hw::blocks::cbload::build;
 use gpurtl_params::cbload::CbloadParams;
 use gpurtl_sim::cosim::{Compiled, CosimError};
 use gpurtl_sim::models::cbload::{self as model, Instr, Offset, Outcome, View, Workload};
-use gpurtl_sim::models::InputError;
+use gpurtl_sim::models::InputErrors;
+use gpurtl_sim::rng::Rng;
 use gpurtl_sim::tb::cbload as tb;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::Path;
-use std::time::Instant;
 
 pub struct Cbload;
 pub const BLOCK: Cbload = Cbload;
@@ -28,7 +28,7 @@ impl BlockDef for Cbload {
     fn build(p: &CbloadParams) -> Result<gpurtl_hw::Design, gpurtl_hw::rtl::RtlError> {
         build(p)
     }
-    fn parse_input(p: &CbloadParams, input: &Value) -> Result<Workload, InputError> {
+    fn parse_input(p: &CbloadParams, input: &Value) -> Result<Workload, InputErrors> {
         model::parse_input(input, p)
     }
     fn model(p: &CbloadParams, w: &Workload) -> Outcome {
@@ -39,6 +39,11 @@ impl BlockDef for Cbload {
     }
     fn output_json(p: &CbloadParams, o: &Outcome) -> Value {
         model::output_json(p, o)
+    }
+    fn random_input(p: &CbloadParams, rng: &mut Rng) -> Workload {
+        let n = 1 + rng.below(8) as usize;
+        let latency = 1 + rng.below(12) as u32;
+        tb::random_workload(rng, p, n, latency)
     }
 
     /// Burst versus single loads at memory latency 10, against the bandwidth
@@ -71,9 +76,8 @@ impl BlockDef for Cbload {
             let mut cps = 0.0;
             for (k, burst) in [true, false].into_iter().enumerate() {
                 let w = Workload { mem_latency: latency, views: vec![view.clone()], init_regs: vec![], instrs: load(burst) };
-                let t0 = Instant::now();
                 let (res, stats) = tb::run(&compiled, cfg, &w, None, None)?;
-                cps = stats.ticks as f64 / t0.elapsed().as_secs_f64();
+                cps = stats.rate();
                 cycles[k] = res.cycles;
             }
             let floor = n as u64 * per_reg;

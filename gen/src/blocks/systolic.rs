@@ -9,7 +9,7 @@ use gpurtl_hw::blocks::systolic::build;
 use gpurtl_params::systolic::{Dataflow, SystolicParams};
 use gpurtl_sim::cosim::{Compiled, CosimError};
 use gpurtl_sim::models::systolic::{self as model, program, ws_program, Gemm, Outcome};
-use gpurtl_sim::models::InputError;
+use gpurtl_sim::models::InputErrors;
 use gpurtl_sim::rng::Rng;
 use gpurtl_sim::tb::systolic as tb;
 use serde_json::{json, Value};
@@ -30,7 +30,7 @@ impl BlockDef for Systolic {
     fn build(p: &SystolicParams) -> Result<gpurtl_hw::Design, gpurtl_hw::rtl::RtlError> {
         build(p)
     }
-    fn parse_input(p: &SystolicParams, input: &Value) -> Result<Gemm, InputError> {
+    fn parse_input(p: &SystolicParams, input: &Value) -> Result<Gemm, InputErrors> {
         model::parse_input(input, p)
     }
     fn model(p: &SystolicParams, g: &Gemm) -> Outcome {
@@ -42,6 +42,9 @@ impl BlockDef for Systolic {
     fn output_json(p: &SystolicParams, o: &Outcome) -> Value {
         model::output_json(p, o)
     }
+    fn random_input(p: &SystolicParams, rng: &mut Rng) -> Gemm {
+        tb::random_gemm(rng, p, 2 * p.rows.max(p.cols).max(3) as u64)
+    }
 
     /// Utilization, load-filter speedups, gating counts, generation size and
     /// time, cosim speed, at the given parameters (`--preset grid8` is the
@@ -49,9 +52,8 @@ impl BlockDef for Systolic {
     fn bench(p: &SystolicParams, out: &mut dyn Write) -> Result<Value> {
         let run = |p: &SystolicParams, gemm: &Gemm| -> Result<(Outcome, f64)> {
             let compiled = compile_design(&build(p)?)?;
-            let t0 = Instant::now();
             let (o, st) = tb::run(&compiled, p, gemm, None, None)?;
-            Ok((o, st.ticks as f64 / t0.elapsed().as_secs_f64()))
+            Ok((o, st.rate()))
         };
         let _ = writeln!(
             out,

@@ -707,6 +707,11 @@ fn ranges(v: &[u8], pred: impl Fn(u8) -> bool) -> String {
         i += 1;
     }
     out.reverse();
+    // A long list (a wide port with every other lane unused) is summarized.
+    if out.len() > 8 {
+        let n = out.len();
+        return format!("{}, ... ({n} ranges in all), {}", out[..4].join(", "), out[n - 2..].join(", "));
+    }
     out.join(", ")
 }
 

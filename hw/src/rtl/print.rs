@@ -156,5 +156,50 @@ pub fn module(m: &Module, name: &str, sub: &dyn Fn(&Instance) -> String) -> Stri
         }
     }
     s.push_str("endmodule\n");
-    s
+    wrap_long_lines(&s)
+}
+
+/// Statements longer than this are broken over several lines: a wide
+/// concatenation would otherwise overflow the line buffers of Verilator's
+/// preprocessor (40,000 tokens) and Icarus' lexer.
+const MAX_LINE: usize = 1000;
+
+/// Every line longer than [`MAX_LINE`] broken at spaces (which only ever
+/// separate tokens in the printed statements) into lines of about 100
+/// characters, continued with deeper indentation; a comment continues as a
+/// comment.
+fn wrap_long_lines(text: &str) -> String {
+    if text.lines().all(|l| l.len() <= MAX_LINE) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + text.len() / 50);
+    for line in text.lines() {
+        let body = line.trim_start();
+        if line.len() <= MAX_LINE {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let indent = &line[..line.len() - body.len()];
+        // A comment continues as a comment.
+        let (cont, body) = match body.strip_prefix("// ") {
+            Some(rest) => (format!("{indent}//   "), rest),
+            None => (format!("{indent}    "), body),
+        };
+        let body = if cont.contains("//") { format!("// {body}") } else { body.to_string() };
+        let mut cur = String::from(indent);
+        for word in body.split(' ') {
+            if cur.len() + word.len() + 1 > 100 && cur.len() > cont.len() {
+                out.push_str(cur.trim_end());
+                out.push('\n');
+                cur = cont.clone();
+            } else if !cur.trim().is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(word);
+        }
+        out.push_str(&cur);
+        out.push('\n');
+    }
+    out
 }

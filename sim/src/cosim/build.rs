@@ -3,7 +3,7 @@
 //! runtime; every step's output goes to the build's `build.log`.
 
 use super::cache::{build_cached, cache_root, lock, slot, Hasher, DESIGNS, RUNTIMES};
-use super::cpp::{cpp_member_name, validate, ShimTemplate};
+use super::cpp::{cpp_member_name, validate, NativeTemplate, ShimTemplate};
 use super::runtime::{load, Compiled};
 use super::{io_err, spawn_err, write_file, CosimError, DesignSpec};
 use askama::Template;
@@ -20,9 +20,9 @@ use std::sync::Mutex;
 
 /// Bumped whenever the shim ABI or the build recipe changes, so stale cache
 /// entries are never reused.
-pub(crate) const HARNESS_VERSION: u32 = 2;
+pub(crate) const HARNESS_VERSION: u32 = 3;
 /// Must match `gpurtl_cosim_abi()` in the generated shim.
-pub(crate) const SHIM_ABI: u32 = 1;
+pub(crate) const SHIM_ABI: u32 = 2;
 
 /// Everything is position independent (it ends up in a shared library) and
 /// hidden: only the shim's entry points are exported, so two design libraries
@@ -43,16 +43,16 @@ const LDFLAGS: &str = "-shared -Wl,-Bsymbolic -Wl,--no-undefined";
 /// rather than rejected. `-Wno-fatal`: lint warnings land in build.log but do
 /// not fail the build.
 fn verilator_flags() -> Vec<&'static str> {
-    vec![
-        "--cc",
-        "--trace",
-        "--no-timing",
-        "-Wno-fatal",
-        "-CFLAGS",
-        CFLAGS,
-        "-LDFLAGS",
-        LDFLAGS,
-    ]
+    let mut f = compile_flags();
+    f.extend(["-LDFLAGS", LDFLAGS]);
+    f
+}
+
+/// The flags without the shared-library link: what the native loop of
+/// `gpurtl bench harness` is built with, so that it compiles the model
+/// exactly as the harness does.
+fn compile_flags() -> Vec<&'static str> {
+    vec!["--cc", "--trace", "--no-timing", "-Wno-fatal", "-CFLAGS", CFLAGS]
 }
 
 /// Runtime objects always put into the prebuilt runtime archive, on top of
@@ -119,12 +119,41 @@ pub fn compile(spec: &DesignSpec) -> Result<Compiled, CosimError> {
         return Ok(c.clone());
     }
     let lib_name = format!("lib{hash}.so");
-    build_cached(&root, &dir, &lib_name, |tmp, log| {
-        build_design(spec, &shim, &runtime, &lib_name, tmp, log)
-    })?;
+    let main = Main { name: "shim.cpp", text: &shim, shared: true };
+    let what = format!("`{}`", spec.top);
+    build_cached(&root, &dir, &lib_name, &what, |tmp, log| build_design(spec, &main, &runtime, &lib_name, tmp, log))?;
     let compiled = load(spec, &dir, &dir.join(&lib_name))?;
     *slot = Some(compiled.clone());
     Ok(compiled)
+}
+
+/// Builds (or fetches from the cache) the native Verilator loop of a design
+/// (`templates/native.cpp`): every input but the clock and `reset` random
+/// every cycle, two evals per cycle. Returns the executable, which takes a
+/// cycle count and prints `<cycles> <seconds>`.
+pub fn native_loop(spec: &DesignSpec, reset: Option<&str>) -> Result<PathBuf, CosimError> {
+    let mut ports = validate(spec)?;
+    for p in &mut ports {
+        p.reset = Some(p.name.as_str()) == reset;
+    }
+    let clock = cpp_member_name(&spec.clock);
+    let text = NativeTemplate { top: &spec.top, clock, reset: reset.map(cpp_member_name), ports }
+        .render()
+        .map_err(|e| CosimError::Io(format!("rendering the native loop failed: {e}")))?;
+    let version = verilator_version()?;
+    let root = cache_root()?;
+    let runtime = runtime(&root, &version)?;
+    let mut h = Hasher::new("native");
+    h.field(&version);
+    h.field(&compile_flags().join(" "));
+    h.field(&runtime.hash);
+    h.field(&spec.verilog);
+    h.field(&text);
+    let dir = root.join(format!("native-{}", h.finish()));
+    let main = Main { name: "native.cpp", text: &text, shared: false };
+    let what = format!("the native loop of `{}`", spec.top);
+    build_cached(&root, &dir, "native", &what, |tmp, log| build_design(spec, &main, &runtime, "native", tmp, log))?;
+    Ok(dir.join("native"))
 }
 
 /// The prebuilt Verilator runtime archive.
@@ -152,7 +181,7 @@ fn runtime(root: &Path, version: &str) -> Result<Runtime, CosimError> {
     if let Some(rt) = slot.as_ref() {
         return Ok(rt.clone());
     }
-    build_cached(root, &dir, RUNTIME_ARCHIVE, build_runtime)?;
+    build_cached(root, &dir, RUNTIME_ARCHIVE, "the Verilator runtime", build_runtime)?;
     let list = dir.join(RUNTIME_OBJECTS);
     let objects = fs::read_to_string(&list)
         .map_err(|e| io_err(format!("cannot read {}", list.display()), e))?
@@ -212,9 +241,17 @@ fn build_runtime(dir: &Path, log: &mut File) -> Result<(), CosimError> {
     Ok(())
 }
 
+/// The C++ file with the entry points, and whether the result is the
+/// harness's shared library (else an executable).
+struct Main<'a> {
+    name: &'a str,
+    text: &'a str,
+    shared: bool,
+}
+
 fn build_design(
     spec: &DesignSpec,
-    shim: &str,
+    main: &Main,
     runtime: &Runtime,
     lib_name: &str,
     dir: &Path,
@@ -225,13 +262,13 @@ fn build_design(
     // read `<top>.v:12` instead of pointing into the temporary build path.
     let verilog = format!("{}.v", spec.top);
     write_file(&dir.join(&verilog), &spec.verilog)?;
-    write_file(&dir.join("shim.cpp"), shim)?;
+    write_file(&dir.join(main.name), main.text)?;
     let prefix = format!("V{}", spec.top);
 
     // Step 1: Verilog -> C++ and a makefile (`-o` is relative to --Mdir).
     let mut cmd = Command::new("verilator");
     cmd.current_dir(dir)
-        .args(verilator_flags())
+        .args(if main.shared { verilator_flags() } else { compile_flags() })
         .args([
             "--exe",
             "--top-module",
@@ -241,7 +278,7 @@ fn build_design(
             "-o",
             lib_name,
         ])
-        .args(["--Mdir", ".", "shim.cpp", &verilog]);
+        .args(["--Mdir", ".", main.name, &verilog]);
     run_logged(&mut cmd, log)?;
 
     // Step 2: compile and link. Link the prebuilt runtime instead of

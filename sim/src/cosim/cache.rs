@@ -33,6 +33,24 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Temporary build directories (`.build-*`) left by builds that were killed
+/// (a finished or failed build never leaves one): removed once they are an
+/// hour old, which no live build is.
+fn remove_abandoned_builds(root: &Path) {
+    let Ok(entries) = fs::read_dir(root) else { return };
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age.as_secs() > 3600);
+        if old && e.file_name().to_string_lossy().starts_with(".build-") {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// Cache root: `$GPURTL_COSIM_CACHE`, else `$CARGO_TARGET_DIR/gpurtl-cosim`,
 /// else `<workspace>/target/gpurtl-cosim`.
 pub(crate) fn cache_root() -> Result<PathBuf, CosimError> {
@@ -94,6 +112,19 @@ pub(crate) fn build_cached(
     root: &Path,
     final_dir: &Path,
     marker: &str,
+    what: &str,
+    build: impl FnOnce(&Path, &mut File) -> Result<(), CosimError>,
+) -> Result<(), CosimError> {
+    build_cached_reporting(root, final_dir, marker, what, &|line| eprintln!("{line}"), build)
+}
+
+/// [`build_cached`], with its progress lines going to `report`.
+fn build_cached_reporting(
+    root: &Path,
+    final_dir: &Path,
+    marker: &str,
+    what: &str,
+    report: &dyn Fn(&str),
     build: impl FnOnce(&Path, &mut File) -> Result<(), CosimError>,
 ) -> Result<(), CosimError> {
     let complete = |d: &Path| d.join(marker).is_file();
@@ -104,6 +135,9 @@ pub(crate) fn build_cached(
         // Left behind incomplete (e.g. files deleted by hand): start over.
         let _ = fs::remove_dir_all(final_dir);
     }
+    remove_abandoned_builds(root);
+    // A build takes from seconds to minutes: say so, once, on stderr.
+    report(&format!("gpurtl: building {what} with Verilator (first use; cached in {})", root.display()));
     let tmp = tempfile::Builder::new()
         .prefix(".build-")
         .tempdir_in(root)
@@ -156,6 +190,7 @@ pub(crate) fn build_cached(
         "# build finished in {:.1}s",
         started.elapsed().as_secs_f64()
     );
+    report(&format!("gpurtl: built {what} in {:.1} s", started.elapsed().as_secs_f64()));
     drop(log);
     match fs::rename(tmp.path(), final_dir) {
         Ok(()) => Ok(()),
@@ -192,3 +227,38 @@ impl Hasher {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn a_build_says_so_and_abandoned_builds_are_removed() {
+        let root = tempfile::tempdir().unwrap();
+        // A build killed an hour and a half ago, and one in progress now.
+        let old = root.path().join(".build-killed");
+        let live = root.path().join(".build-live");
+        fs::create_dir(&old).unwrap();
+        fs::create_dir(&live).unwrap();
+        let long_ago = SystemTime::now() - Duration::from_secs(5400);
+        File::open(&old).unwrap().set_modified(long_ago).unwrap();
+        let lines = RefCell::new(Vec::new());
+        let report = |l: &str| lines.borrow_mut().push(l.to_string());
+        let done = root.path().join("entry");
+        build_cached_reporting(root.path(), &done, "lib.so", "`top`", &report, |tmp, _| {
+            fs::write(tmp.join("lib.so"), b"").map_err(|e| io_err("write".into(), e))
+        })
+        .unwrap();
+        assert!(done.join("lib.so").is_file());
+        assert!(!old.exists() && live.exists());
+        let lines = lines.into_inner();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("gpurtl: building `top` with Verilator (first use; cached in "), "{lines:?}");
+        assert!(lines[1].starts_with("gpurtl: built `top` in "), "{lines:?}");
+        // Cached: no build, nothing said.
+        let again = RefCell::new(0);
+        build_cached_reporting(root.path(), &done, "lib.so", "`top`", &|_| *again.borrow_mut() += 1, |_, _| unreachable!()).unwrap();
+        assert_eq!(again.into_inner(), 0);
+    }
+}

@@ -15,16 +15,34 @@ pub(crate) struct ShimTemplate<'a> {
     pub(crate) ports: Vec<ShimPort>,
 }
 
+/// The native loop of `gpurtl bench harness` (`templates/native.cpp`).
+#[derive(Template)]
+#[template(path = "native.cpp", escape = "none")]
+pub(crate) struct NativeTemplate<'a> {
+    pub(crate) top: &'a str,
+    pub(crate) clock: String,
+    pub(crate) reset: Option<String>,
+    pub(crate) ports: Vec<ShimPort>,
+}
+
 pub(crate) struct ShimPort {
-    index: usize,
     /// Verilog name.
-    name: String,
+    pub(crate) name: String,
     /// Member name in the Verilated C++ class.
     cname: String,
     width: u32,
+    /// 32-bit words of the value, and where they start in the port buffer.
     words: usize,
+    offset: usize,
     ctype: String,
     input: bool,
+    /// The clock: driven by the shim itself, never from the buffer.
+    clock: bool,
+    /// The reset (for the native loop, which holds it rather than randomizing it).
+    pub(crate) reset: bool,
+    /// The value mask of a port of at most 64 bits, and of the top word of a wider one.
+    mask: String,
+    top_mask: String,
 }
 
 /// Checks the spec and prepares the per-port template data.
@@ -44,7 +62,8 @@ pub(crate) fn validate(spec: &DesignSpec) -> Result<Vec<ShimPort>, CosimError> {
     }
     let mut seen = HashSet::new();
     let mut ports = Vec::with_capacity(spec.ports.len());
-    for (index, p) in spec.ports.iter().enumerate() {
+    let mut offset = 0;
+    for p in &spec.ports {
         if !is_identifier(&p.name) {
             return Err(bad(format!(
                 "port name `{}` is not a plain Verilog identifier",
@@ -69,14 +88,19 @@ pub(crate) fn validate(spec: &DesignSpec) -> Result<Vec<ShimPort>, CosimError> {
             _ => format!("VlWide<{words}>"),
         };
         ports.push(ShimPort {
-            index,
             name: p.name.clone(),
             cname: cpp_member_name(&p.name),
             width: p.width,
             words,
+            offset,
             ctype,
             input: p.dir == PortDir::Input,
+            clock: p.name == spec.clock,
+            reset: false,
+            mask: format!("{:#x}", if p.width >= 64 { u64::MAX } else { (1u64 << p.width) - 1 }),
+            top_mask: format!("{:#x}", if p.width % 32 == 0 { u32::MAX } else { (1u32 << (p.width % 32)) - 1 }),
         });
+        offset += words;
     }
     if !spec.clock.is_empty() {
         match spec.ports.iter().find(|p| p.name == spec.clock) {

@@ -40,7 +40,7 @@ mod cache;
 mod cpp;
 mod runtime;
 
-pub use build::{compile, verilator_version};
+pub use build::{compile, native_loop, verilator_version};
 pub use runtime::{Compiled, Sim};
 
 use std::ffi::CString;
@@ -137,6 +137,8 @@ pub struct PortHandle {
     index: u32,
     width: u32,
     dir: PortDir,
+    /// Where the port's words start in the instance's port buffer.
+    offset: u32,
     /// Identifies the loaded design, to catch handles used with the wrong
     /// design in debug builds.
     design: u32,
@@ -158,7 +160,6 @@ impl PortHandle {
         words_for(self.width)
     }
 }
-
 
 // ---------------------------------------------------------------------------
 // Small helpers

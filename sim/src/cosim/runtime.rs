@@ -21,12 +21,11 @@ struct Api {
     new: unsafe extern "C" fn() -> *mut c_void,
     free: unsafe extern "C" fn(*mut c_void),
     finished: unsafe extern "C" fn(*mut c_void) -> u32,
-    set_u64: unsafe extern "C" fn(*mut c_void, u32, u64),
-    get_u64: unsafe extern "C" fn(*mut c_void, u32) -> u64,
-    set_words: unsafe extern "C" fn(*mut c_void, u32, *const u32),
-    get_words: unsafe extern "C" fn(*mut c_void, u32, *mut u32),
-    eval: unsafe extern "C" fn(*mut c_void),
-    tick: unsafe extern "C" fn(*mut c_void, u32),
+    /// Settle: every input in from the port buffer, every output out to it.
+    eval: unsafe extern "C" fn(*mut c_void, *mut u32),
+    /// One clock cycle (inputs in first when the flag says they changed),
+    /// outputs out to the port buffer.
+    tick: unsafe extern "C" fn(*mut c_void, u32, *mut u32),
     trace_open: unsafe extern "C" fn(*mut c_void, *const c_char) -> i32,
     trace_close: unsafe extern "C" fn(*mut c_void),
 }
@@ -36,7 +35,9 @@ struct Inner {
     top: String,
     ports: Vec<PortSpec>,
     by_name: HashMap<String, u32>,
-    max_words: usize,
+    /// Each port's first word in the port buffer, and the buffer's length.
+    offsets: Vec<u32>,
+    buffer_words: usize,
     build_dir: PathBuf,
     design: u32,
     /// Keeps the code behind `api` mapped. Never unloaded in practice: the
@@ -68,15 +69,18 @@ impl Compiled {
         let raw = unsafe { (api.new)() };
         let inst = std::ptr::NonNull::new(raw)
             .ok_or_else(|| CosimError::Load("the model constructor returned null".into()))?;
-        Ok(Sim {
+        let mut sim = Sim {
             inst,
             api,
             cycle: 0,
             dirty: false,
             tracing: false,
-            scratch: vec![0; self.inner.max_words],
+            buf: vec![0; self.inner.buffer_words],
             compiled: self.clone(),
-        })
+        };
+        // The outputs as the model starts (and every input zero).
+        sim.eval();
+        Ok(sim)
     }
 
     /// A new instance, tracing to a VCD at `vcd` when given (a testbench's
@@ -101,6 +105,7 @@ impl Compiled {
             index,
             width: spec.width,
             dir: spec.dir,
+            offset: self.inner.offsets[index as usize],
             design: self.inner.design,
         })
     }
@@ -130,7 +135,11 @@ impl Compiled {
 /// One model instance with its own `VerilatedContext`.
 ///
 /// Typical cycle: `set` inputs, `eval()`, `get` outputs (e.g. to decide
-/// handshakes), then `tick()`.
+/// handshakes), then `tick()`. The instance keeps every port's value in a
+/// buffer: `set` and `get` only touch the buffer, and `eval` and `tick` cross
+/// into the model once each, copying all inputs in and all outputs out, so
+/// the cost of a cycle does not grow with the number of ports. `get` returns
+/// the outputs as of the last `eval` or `tick` (an input: the value set).
 ///
 /// `Sim` is `Send` (it may move between threads) but not `Sync`; different
 /// instances, including instances of the same design, can run concurrently.
@@ -142,8 +151,8 @@ pub struct Sim {
     /// Inputs were written since the last settle; `tick` must settle first.
     dirty: bool,
     tracing: bool,
-    /// Staging buffer for wide ports, sized for the widest port.
-    scratch: Vec<u32>,
+    /// Every port's value, 32-bit words, each port at its offset.
+    buf: Vec<u32>,
     /// Keeps the library loaded for as long as the instance lives.
     compiled: Compiled,
 }
@@ -184,11 +193,19 @@ impl Sim {
         );
     }
 
+    /// The port's words in the buffer.
+    #[inline]
+    fn slot(&mut self, p: PortHandle) -> &mut [u32] {
+        self.check_handle(p);
+        let o = p.offset as usize;
+        &mut self.buf[o..o + p.words()]
+    }
+
     /// Writes an input port (value masked to the port width; for ports wider
-    /// than 64 bits the value is zero-extended). Writes to outputs are ignored.
+    /// than 64 bits the value is zero-extended). Writes to outputs are
+    /// overwritten by the next `eval` or `tick`.
     #[inline]
     pub fn set(&mut self, p: PortHandle, v: u64) {
-        self.check_handle(p);
         debug_assert!(
             p.width >= 64 || v >> p.width == 0,
             "value {v:#x} does not fit in {}-bit port #{}",
@@ -196,8 +213,12 @@ impl Sim {
             p.index
         );
         let v = v & low_mask(p.width);
-        // SAFETY: live instance; unknown indices are ignored by the shim.
-        unsafe { (self.api.set_u64)(self.inst.as_ptr(), p.index, v) };
+        let w = self.slot(p);
+        w[0] = v as u32;
+        if w.len() > 1 {
+            w[1] = (v >> 32) as u32;
+            w[2..].fill(0);
+        }
         self.dirty = true;
     }
 
@@ -218,17 +239,11 @@ impl Sim {
             p.index,
             p.width
         );
-        if p.width <= 64 {
-            let lo = v.iter_u64_digits().next().unwrap_or(0);
-            self.set(p, lo & low_mask(p.width));
-            return;
-        }
-        let n = p.words();
         let mut digits = v.iter_u32_digits();
-        for w in &mut self.scratch[..n] {
+        for w in self.slot(p).iter_mut() {
             *w = digits.next().unwrap_or(0);
         }
-        self.write_scratch(p);
+        self.mask_top(p);
     }
 
     /// Like [`Sim::set_big`], but reports a value that does not fit.
@@ -240,6 +255,7 @@ impl Sim {
 
     /// Writes an input port from little-endian 32-bit words (missing words are
     /// zero, the value is masked to the port width).
+    #[inline]
     pub fn set_words(&mut self, p: PortHandle, words: &[u32]) {
         debug_assert!(
             words_bits(words) <= u64::from(p.width),
@@ -248,17 +264,11 @@ impl Sim {
             p.index,
             p.width
         );
-        if p.width <= 64 {
-            let lo = u64::from(words.first().copied().unwrap_or(0));
-            let hi = u64::from(words.get(1).copied().unwrap_or(0));
-            self.set(p, (lo | hi << 32) & low_mask(p.width));
-            return;
-        }
-        let n = p.words();
-        for (i, w) in self.scratch[..n].iter_mut().enumerate() {
-            *w = words.get(i).copied().unwrap_or(0);
-        }
-        self.write_scratch(p);
+        let slot = self.slot(p);
+        let n = words.len().min(slot.len());
+        slot[..n].copy_from_slice(&words[..n]);
+        slot[n..].fill(0);
+        self.mask_top(p);
     }
 
     /// Like [`Sim::set_words`], but reports a value that does not fit.
@@ -268,17 +278,15 @@ impl Sim {
         Ok(())
     }
 
-    /// Masks the top word of `scratch[..words]` and hands it to the model.
-    fn write_scratch(&mut self, p: PortHandle) {
-        self.check_handle(p);
-        let n = p.words();
+    /// Clears the bits above the port width in its top word; marks the inputs changed.
+    #[inline]
+    fn mask_top(&mut self, p: PortHandle) {
         let rem = p.width % 32;
         if rem != 0 {
-            self.scratch[n - 1] &= (1u32 << rem) - 1;
+            if let Some(top) = self.slot(p).last_mut() {
+                *top &= (1u32 << rem) - 1;
+            }
         }
-        // SAFETY: live instance; the shim reads exactly `words(port)` words
-        // and scratch holds at least that many.
-        unsafe { (self.api.set_words)(self.inst.as_ptr(), p.index, self.scratch.as_ptr()) };
         self.dirty = true;
     }
 
@@ -294,60 +302,50 @@ impl Sim {
         Ok(())
     }
 
+    /// The port's value as little-endian 32-bit words, without a copy.
+    #[inline]
+    pub fn words(&self, p: PortHandle) -> &[u32] {
+        self.check_handle(p);
+        let o = p.offset as usize;
+        &self.buf[o..o + p.words()]
+    }
+
     /// Reads the low 64 bits of a port.
     #[inline]
-    pub fn get(&mut self, p: PortHandle) -> u64 {
-        self.check_handle(p);
-        // SAFETY: live instance; unknown indices read as 0.
-        unsafe { (self.api.get_u64)(self.inst.as_ptr(), p.index) }
+    pub fn get(&self, p: PortHandle) -> u64 {
+        let w = self.words(p);
+        u64::from(w[0]) | w.get(1).map_or(0, |&x| u64::from(x) << 32)
     }
 
     /// Reads a port of any width.
-    pub fn get_big(&mut self, p: PortHandle) -> BigUint {
-        if p.width <= 64 {
-            return BigUint::from(self.get(p));
-        }
-        self.read_scratch(p);
-        BigUint::from_slice(&self.scratch[..p.words()])
+    pub fn get_big(&self, p: PortHandle) -> BigUint {
+        BigUint::from_slice(self.words(p))
     }
 
     /// Reads a port as little-endian 32-bit words; `out` is resized to
     /// exactly [`PortHandle::words`] entries.
-    pub fn get_words(&mut self, p: PortHandle, out: &mut Vec<u32>) {
+    pub fn get_words(&self, p: PortHandle, out: &mut Vec<u32>) {
         out.clear();
-        if p.width <= 64 {
-            let v = self.get(p);
-            out.push(v as u32);
-            if p.width > 32 {
-                out.push((v >> 32) as u32);
-            }
-            return;
-        }
-        self.read_scratch(p);
-        out.extend_from_slice(&self.scratch[..p.words()]);
+        out.extend_from_slice(self.words(p));
     }
 
-    fn read_scratch(&mut self, p: PortHandle) {
-        self.check_handle(p);
-        // SAFETY: live instance; the shim writes exactly `words(port)` words.
-        unsafe { (self.api.get_words)(self.inst.as_ptr(), p.index, self.scratch.as_mut_ptr()) };
-    }
-
-    /// Settles combinational logic after inputs changed.
+    /// Settles combinational logic after inputs changed: every input into the
+    /// model, every output back, in one call.
     #[inline]
     pub fn eval(&mut self) {
-        // SAFETY: live instance.
-        unsafe { (self.api.eval)(self.inst.as_ptr()) };
+        // SAFETY: live instance; the buffer holds every port at the offsets
+        // the shim was generated with (checked when the library was loaded).
+        unsafe { (self.api.eval)(self.inst.as_ptr(), self.buf.as_mut_ptr()) };
         self.dirty = false;
     }
 
     /// One full clock cycle: settle with the clock low (skipped when nothing
-    /// was written since the last `eval`), rising edge, falling edge. Records
+    /// was written since the last `eval`), rising edge, outputs back. Records
     /// VCD samples when tracing.
     #[inline]
     pub fn tick(&mut self) {
-        // SAFETY: live instance.
-        unsafe { (self.api.tick)(self.inst.as_ptr(), u32::from(self.dirty)) };
+        // SAFETY: as for `eval`.
+        unsafe { (self.api.tick)(self.inst.as_ptr(), u32::from(self.dirty), self.buf.as_mut_ptr()) };
         self.dirty = false;
         self.cycle += 1;
     }
@@ -460,10 +458,6 @@ pub(crate) fn load(spec: &DesignSpec, dir: &Path, lib_path: &Path) -> Result<Com
         new: sym!("gpurtl_cosim_new"),
         free: sym!("gpurtl_cosim_free"),
         finished: sym!("gpurtl_cosim_finished"),
-        set_u64: sym!("gpurtl_cosim_set_u64"),
-        get_u64: sym!("gpurtl_cosim_get_u64"),
-        set_words: sym!("gpurtl_cosim_set_words"),
-        get_words: sym!("gpurtl_cosim_get_words"),
         eval: sym!("gpurtl_cosim_eval"),
         tick: sym!("gpurtl_cosim_tick"),
         trace_open: sym!("gpurtl_cosim_trace_open"),
@@ -477,19 +471,22 @@ pub(crate) fn load(spec: &DesignSpec, dir: &Path, lib_path: &Path) -> Result<Com
         .enumerate()
         .map(|(i, p)| (p.name.clone(), i as u32))
         .collect();
-    let max_words = spec
-        .ports
-        .iter()
-        .map(|p| words_for(p.width))
-        .max()
-        .unwrap_or(0);
+    // The same layout as the shim's (`cpp::validate`): ports in order, each
+    // on whole words.
+    let mut offsets = Vec::with_capacity(spec.ports.len());
+    let mut buffer_words = 0;
+    for p in &spec.ports {
+        offsets.push(buffer_words as u32);
+        buffer_words += words_for(p.width);
+    }
     Ok(Compiled {
         inner: Arc::new(Inner {
             api,
             top: spec.top.clone(),
             ports: spec.ports.clone(),
             by_name,
-            max_words,
+            offsets,
+            buffer_words,
             build_dir: dir.to_path_buf(),
             design: NEXT_DESIGN.fetch_add(1, Ordering::Relaxed),
             _lib: lib,

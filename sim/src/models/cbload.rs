@@ -24,7 +24,7 @@
 //! error: response at a + 2, next accept at a + 3
 //! ```
 
-use super::{err, shown, InputError};
+use super::{err, shown, InputErrors, Violations};
 use gpurtl_params::cbload::CbloadParams;
 use gpurtl_params::cbload::ErrorKind;
 use num_bigint::BigUint;
@@ -250,8 +250,8 @@ fn uint(v: &Value) -> Option<u64> {
 }
 
 /// Parse and validate an input file (docs/cbload.md "input"), every rule
-/// there, first violation reported.
-pub fn parse_input(v: &Value, cfg: &CbloadParams) -> Result<Workload, InputError> {
+/// there; every violation is reported.
+pub fn parse_input(v: &Value, cfg: &CbloadParams) -> Result<Workload, InputErrors> {
     let rb = rb(cfg);
     let maxlen = maxlen(cfg);
     let addr_max = addr_mask(cfg);
@@ -259,196 +259,218 @@ pub fn parse_input(v: &Value, cfg: &CbloadParams) -> Result<Workload, InputError
     let tag_max = (1u64 << cfg.tag_bits) - 1;
     let reg_max = cfg.regs as u64 - 1;
     let view_max = cfg.views as u64 - 1;
+    let mut e = Violations::default();
 
-    let obj = v.as_object().ok_or_else(|| err("(file)", shown(v), "a JSON object with an `instructions` list"))?;
+    let Some(obj) = v.as_object() else {
+        return Err(e.stop(Some(err("(file)", shown(v), "a JSON object with an `instructions` list"))));
+    };
     for k in obj.keys() {
         if !["mem_latency", "views", "regs", "instructions"].contains(&k.as_str()) {
-            return Err(err(k.as_str(), "(given)", "absent: keys are mem_latency, views, regs, instructions"));
+            e.push(err(k.as_str(), "(given)", "absent: keys are mem_latency, views, regs, instructions"));
         }
     }
+    // A non-negative integer in `range`, or the violation.
+    let int = |f: &str, x: &Value, ok: &dyn Fn(u64) -> bool, allowed: &str| match uint(x) {
+        Some(n) if ok(n) => Ok(n),
+        _ => Err(err(f, shown(x), allowed)),
+    };
 
     // mem_latency
-    let mem_latency = match obj.get("mem_latency") {
-        None => 10,
-        Some(x) => match uint(x) {
-            Some(l @ 1..=1000) => l as u32,
-            _ => return Err(err("mem_latency", shown(x), "an integer from 1 to 1000")),
-        },
-    };
+    let mem_latency = e.take(match obj.get("mem_latency") {
+        None => Ok(10),
+        Some(x) => int("mem_latency", x, &|l| (1..=1000).contains(&l), "an integer from 1 to 1000").map(|l| l as u32),
+    });
 
     // views
     let mut views: Vec<View> = Vec::new();
     if let Some(vs) = obj.get("views") {
         let list_of = format!("a list of at most {} views", cfg.views);
-        let a = vs.as_array().ok_or_else(|| err("views", shown(vs), list_of.clone()))?;
-        if a.len() as u64 > cfg.views as u64 {
-            return Err(err("views", format!("a list of {} views", a.len()), list_of));
-        }
-        for (i, x) in a.iter().enumerate() {
-            let at = |f: &str| format!("views[{i}].{f}");
-            let o = x.as_object().ok_or_else(|| err(format!("views[{i}]"), shown(x), "an object"))?;
-            for k in o.keys() {
-                if !["base", "size", "data"].contains(&k.as_str()) {
-                    return Err(err(at(k), "(given)", "absent: keys are base, size, data"));
-                }
-            }
-            let base_allowed = format!("an integer multiple of {rb} from 0 to {base_max}");
-            let base = match o.get("base") {
-                None => return Err(err(at("base"), "(missing)", base_allowed)),
-                Some(b) => match uint(b) {
-                    Some(n) if n <= base_max && n.is_multiple_of(rb) => n,
-                    _ => return Err(err(at("base"), shown(b), base_allowed)),
-                },
-            };
-            let size_allowed = format!("an integer from 0 to {addr_max}");
-            let size = match o.get("size") {
-                None => return Err(err(at("size"), "(missing)", size_allowed)),
-                Some(s) => match uint(s) {
-                    Some(n) if n <= addr_max => n,
-                    _ => return Err(err(at("size"), shown(s), size_allowed)),
-                },
-            };
-            let mut data = Vec::new();
-            if let Some(d) = o.get("data") {
-                let data_allowed = format!("a list of at most {size} bytes (the view's size)");
-                let l = d.as_array().ok_or_else(|| err(at("data"), shown(d), data_allowed.clone()))?;
-                if l.len() as u64 > size {
-                    return Err(err(at("data"), format!("a list of {} bytes", l.len()), data_allowed));
-                }
-                for (k, b) in l.iter().enumerate() {
-                    match uint(b) {
-                        Some(n) if n <= 255 => data.push(n as u8),
-                        _ => return Err(err(format!("{}[{k}]", at("data")), shown(b), "an integer from 0 to 255")),
+        match vs.as_array() {
+            None => e.push(err("views", shown(vs), list_of)),
+            Some(a) if a.len() as u64 > cfg.views as u64 => e.push(err("views", format!("a list of {} views", a.len()), list_of)),
+            Some(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    if let Some(view) = parse_view(&mut e, i, x, &views, rb, base_max, addr_max) {
+                        views.push(view);
                     }
                 }
             }
-            // Byte ranges [base, base + len(data)) (addresses modulo
-            // 2^addr_bits) must not overlap an earlier view's.
-            let m = addr_max;
-            for (p, q) in views.iter().enumerate() {
-                let (l1, l2) = (q.data.len() as u64, data.len() as u64);
-                if l1 == 0 || l2 == 0 {
-                    continue;
-                }
-                let overlap = (base.wrapping_sub(q.base) & m) < l1 || (q.base.wrapping_sub(base) & m) < l2;
-                if overlap {
-                    return Err(err(
-                        at("data"),
-                        format!("bytes {:#x}..{:#x}", base, base + l2),
-                        format!("not overlapping views[{p}].data (bytes {:#x}..{:#x})", q.base, q.base + l1),
-                    ));
-                }
-            }
-            views.push(View { base, size, data });
         }
     }
 
     // regs
     let mut init_regs = Vec::new();
     if let Some(rs) = obj.get("regs") {
-        let a = rs.as_array().ok_or_else(|| err("regs", shown(rs), "a list of {\"reg\", \"value\"} objects"))?;
-        for (i, x) in a.iter().enumerate() {
-            let at = |f: &str| format!("regs[{i}].{f}");
-            let o = x.as_object().ok_or_else(|| err(format!("regs[{i}]"), shown(x), "an object"))?;
-            for k in o.keys() {
-                if !["reg", "value"].contains(&k.as_str()) {
-                    return Err(err(at(k), "(given)", "absent: keys are reg, value"));
+        match rs.as_array() {
+            None => e.push(err("regs", shown(rs), "a list of {\"reg\", \"value\"} objects")),
+            Some(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    let at = |f: &str| format!("regs[{i}].{f}");
+                    let Some(o) = x.as_object() else {
+                        e.push(err(format!("regs[{i}]"), shown(x), "an object"));
+                        continue;
+                    };
+                    for k in o.keys() {
+                        if !["reg", "value"].contains(&k.as_str()) {
+                            e.push(err(at(k), "(given)", "absent: keys are reg, value"));
+                        }
+                    }
+                    let reg_allowed = format!("an integer from 0 to {reg_max}");
+                    let reg = e.take(match o.get("reg") {
+                        None => Err(err(at("reg"), "(missing)", reg_allowed)),
+                        Some(r) => int(&at("reg"), r, &|n| n <= reg_max, &reg_allowed).map(|n| n as u32),
+                    });
+                    let value_allowed = format!("a hex string \"0x...\" of at most {} bits", cfg.reg_bits);
+                    let value = e.take(match o.get("value") {
+                        None => Err(err(at("value"), "(missing)", value_allowed)),
+                        Some(s) => match parse_hex(s) {
+                            Some(n) if n.bits() <= cfg.reg_bits as u64 => Ok(n),
+                            _ => Err(err(at("value"), shown(s), value_allowed)),
+                        },
+                    });
+                    if let (Some(reg), Some(value)) = (reg, value) {
+                        init_regs.push((reg, value));
+                    }
                 }
             }
-            let reg_allowed = format!("an integer from 0 to {reg_max}");
-            let reg = match o.get("reg") {
-                None => return Err(err(at("reg"), "(missing)", reg_allowed)),
-                Some(r) => match uint(r) {
-                    Some(n) if n <= reg_max => n as u32,
-                    _ => return Err(err(at("reg"), shown(r), reg_allowed)),
-                },
-            };
-            let value_allowed = format!("a hex string \"0x...\" of at most {} bits", cfg.reg_bits);
-            let value = match o.get("value") {
-                None => return Err(err(at("value"), "(missing)", value_allowed)),
-                Some(s) => match parse_hex(s) {
-                    Some(n) if n.bits() <= cfg.reg_bits as u64 => n,
-                    _ => return Err(err(at("value"), shown(s), value_allowed)),
-                },
-            };
-            init_regs.push((reg, value));
         }
     }
 
     // instructions
-    let is = obj.get("instructions").ok_or_else(|| err("instructions", "(missing)", "a list of instructions"))?;
-    let is = is.as_array().ok_or_else(|| err("instructions", shown(is), "a list of instructions"))?;
-    let mut instrs = Vec::with_capacity(is.len());
-    for (i, x) in is.iter().enumerate() {
-        let at = |f: &str| format!("instructions[{i}].{f}");
-        let o = x.as_object().ok_or_else(|| err(format!("instructions[{i}]"), shown(x), "an object"))?;
-        for k in o.keys() {
-            if !["dest", "view", "offset", "offset_reg", "burst", "size", "tag"].contains(&k.as_str()) {
-                return Err(err(at(k), "(given)", "absent: keys are dest, view, offset, offset_reg, burst, size, tag"));
-            }
-        }
-        let dest_allowed = format!("an integer from 0 to {reg_max}");
-        let dest = match o.get("dest") {
-            None => return Err(err(at("dest"), "(missing)", dest_allowed)),
-            Some(d) => match uint(d) {
-                Some(n) if n <= reg_max => n as u32,
-                _ => return Err(err(at("dest"), shown(d), dest_allowed)),
-            },
-        };
-        let view_allowed = format!("an integer from 0 to {view_max}");
-        let view = match o.get("view") {
-            None => return Err(err(at("view"), "(missing)", view_allowed)),
-            Some(d) => match uint(d) {
-                Some(n) if n <= view_max => n as u32,
-                _ => return Err(err(at("view"), shown(d), view_allowed)),
-            },
-        };
-        let offset = match (o.get("offset"), o.get("offset_reg")) {
-            (Some(_), Some(_)) => {
-                return Err(err(at("offset_reg"), "(given)", "absent when `offset` is given: exactly one of offset, offset_reg"))
-            }
-            (None, None) => return Err(err(at("offset"), "(missing)", "given: exactly one of offset, offset_reg")),
-            (Some(d), None) => {
-                let allowed = format!("an integer multiple of {rb} from 0 to {base_max}");
-                match uint(d) {
-                    Some(n) if n <= addr_max && n.is_multiple_of(rb) => Offset::Imm(n),
-                    _ => return Err(err(at("offset"), shown(d), allowed)),
+    let mut instrs = Vec::new();
+    match obj.get("instructions") {
+        None => e.push(err("instructions", "(missing)", "a list of instructions")),
+        Some(is) => match is.as_array() {
+            None => e.push(err("instructions", shown(is), "a list of instructions")),
+            Some(is) => {
+                for (i, x) in is.iter().enumerate() {
+                    let at = |f: &str| format!("instructions[{i}].{f}");
+                    let Some(o) = x.as_object() else {
+                        e.push(err(format!("instructions[{i}]"), shown(x), "an object"));
+                        continue;
+                    };
+                    for k in o.keys() {
+                        if !["dest", "view", "offset", "offset_reg", "burst", "size", "tag"].contains(&k.as_str()) {
+                            e.push(err(at(k), "(given)", "absent: keys are dest, view, offset, offset_reg, burst, size, tag"));
+                        }
+                    }
+                    let dest_allowed = format!("an integer from 0 to {reg_max}");
+                    let dest = e.take(match o.get("dest") {
+                        None => Err(err(at("dest"), "(missing)", dest_allowed)),
+                        Some(d) => int(&at("dest"), d, &|n| n <= reg_max, &dest_allowed).map(|n| n as u32),
+                    });
+                    let view_allowed = format!("an integer from 0 to {view_max}");
+                    let view = e.take(match o.get("view") {
+                        None => Err(err(at("view"), "(missing)", view_allowed)),
+                        Some(d) => int(&at("view"), d, &|n| n <= view_max, &view_allowed).map(|n| n as u32),
+                    });
+                    let offset = e.take(match (o.get("offset"), o.get("offset_reg")) {
+                        (Some(_), Some(_)) => {
+                            Err(err(at("offset_reg"), "(given)", "absent when `offset` is given: exactly one of offset, offset_reg"))
+                        }
+                        (None, None) => Err(err(at("offset"), "(missing)", "given: exactly one of offset, offset_reg")),
+                        (Some(d), None) => {
+                            let allowed = format!("an integer multiple of {rb} from 0 to {base_max}");
+                            int(&at("offset"), d, &|n| n <= addr_max && n.is_multiple_of(rb), &allowed).map(Offset::Imm)
+                        }
+                        (None, Some(d)) => {
+                            let allowed = format!("an integer from 0 to {reg_max}");
+                            int(&at("offset_reg"), d, &|n| n <= reg_max, &allowed).map(|n| Offset::Reg(n as u32))
+                        }
+                    });
+                    let burst = e.take(match o.get("burst") {
+                        None => Ok(false),
+                        Some(Value::Bool(b)) => Ok(*b),
+                        Some(b) => Err(err(at("burst"), shown(b), "true or false")),
+                    });
+                    let size_allowed = format!("an integer from 1 to {maxlen} (given with burst)");
+                    let size = e.take(match (burst, o.get("size")) {
+                        (Some(true), None) => Err(err(at("size"), "(missing)", size_allowed)),
+                        (Some(true), Some(s)) => int(&at("size"), s, &|n| (1..=maxlen).contains(&n), &size_allowed).map(|n| n as u32),
+                        (Some(false), Some(s)) => Err(err(at("size"), shown(s), "absent without burst")),
+                        (_, _) => Ok(0),
+                    });
+                    let tag_allowed = format!("an integer from 0 to {tag_max}");
+                    let tag = e.take(match o.get("tag") {
+                        None => Ok(0),
+                        Some(t) => int(&at("tag"), t, &|n| n <= tag_max, &tag_allowed).map(|n| n as u32),
+                    });
+                    if let (Some(dest), Some(view), Some(offset), Some(burst), Some(size), Some(tag)) = (dest, view, offset, burst, size, tag) {
+                        instrs.push(Instr { dest, view, offset, burst, size, tag });
+                    }
                 }
             }
-            (None, Some(d)) => {
-                let allowed = format!("an integer from 0 to {reg_max}");
-                match uint(d) {
-                    Some(n) if n <= reg_max => Offset::Reg(n as u32),
-                    _ => return Err(err(at("offset_reg"), shown(d), allowed)),
-                }
-            }
-        };
-        let burst = match o.get("burst") {
-            None => false,
-            Some(Value::Bool(b)) => *b,
-            Some(b) => return Err(err(at("burst"), shown(b), "true or false")),
-        };
-        let size_allowed = format!("an integer from 1 to {maxlen} (given with burst)");
-        let size = match (burst, o.get("size")) {
-            (true, None) => return Err(err(at("size"), "(missing)", size_allowed)),
-            (true, Some(s)) => match uint(s) {
-                Some(n) if (1..=maxlen).contains(&n) => n as u32,
-                _ => return Err(err(at("size"), shown(s), size_allowed)),
-            },
-            (false, Some(s)) => return Err(err(at("size"), shown(s), "absent without burst")),
-            (false, None) => 0,
-        };
-        let tag = match o.get("tag") {
-            None => 0,
-            Some(t) => match uint(t) {
-                Some(n) if n <= tag_max => n as u32,
-                _ => return Err(err(at("tag"), shown(t), format!("an integer from 0 to {tag_max}"))),
-            },
-        };
-        instrs.push(Instr { dest, view, offset, burst, size, tag });
+        },
     }
+    let mem_latency = mem_latency.unwrap_or(10);
+    e.finish(|| Workload { mem_latency, views, init_regs, instrs })
+}
 
-    Ok(Workload { mem_latency, views, init_regs, instrs })
+/// One view, `views[i]`, checked against the views before it (`earlier`);
+/// its violations go to `e`.
+fn parse_view(e: &mut Violations, i: usize, x: &Value, earlier: &[View], rb: u64, base_max: u64, addr_max: u64) -> Option<View> {
+    let at = |f: &str| format!("views[{i}].{f}");
+    let Some(o) = x.as_object() else {
+        e.push(err(format!("views[{i}]"), shown(x), "an object"));
+        return None;
+    };
+    for k in o.keys() {
+        if !["base", "size", "data"].contains(&k.as_str()) {
+            e.push(err(at(k), "(given)", "absent: keys are base, size, data"));
+        }
+    }
+    let base_allowed = format!("an integer multiple of {rb} from 0 to {base_max}");
+    let base = e.take(match o.get("base") {
+        None => Err(err(at("base"), "(missing)", base_allowed)),
+        Some(b) => match uint(b) {
+            Some(n) if n <= base_max && n.is_multiple_of(rb) => Ok(n),
+            _ => Err(err(at("base"), shown(b), base_allowed)),
+        },
+    });
+    let size_allowed = format!("an integer from 0 to {addr_max}");
+    let size = e.take(match o.get("size") {
+        None => Err(err(at("size"), "(missing)", size_allowed)),
+        Some(s) => match uint(s) {
+            Some(n) if n <= addr_max => Ok(n),
+            _ => Err(err(at("size"), shown(s), size_allowed)),
+        },
+    });
+    let (base, size) = (base?, size?);
+    let mut data = Vec::new();
+    if let Some(d) = o.get("data") {
+        let data_allowed = format!("a list of at most {size} bytes (the view's size)");
+        let Some(l) = d.as_array() else {
+            e.push(err(at("data"), shown(d), data_allowed));
+            return None;
+        };
+        if l.len() as u64 > size {
+            e.push(err(at("data"), format!("a list of {} bytes", l.len()), data_allowed));
+            return None;
+        }
+        data = e.each(&at("data"), l, |k, b| match uint(b) {
+            Some(n) if n <= 255 => Ok(n as u8),
+            _ => Err(err(format!("{}[{k}]", at("data")), shown(b), "an integer from 0 to 255")),
+        })?;
+    }
+    // Byte ranges [base, base + len(data)) (addresses modulo 2^addr_bits)
+    // must not overlap an earlier view's.
+    let m = addr_max;
+    for (p, q) in earlier.iter().enumerate() {
+        let (l1, l2) = (q.data.len() as u64, data.len() as u64);
+        if l1 == 0 || l2 == 0 {
+            continue;
+        }
+        let overlap = (base.wrapping_sub(q.base) & m) < l1 || (q.base.wrapping_sub(base) & m) < l2;
+        if overlap {
+            e.push(err(
+                at("data"),
+                format!("bytes {:#x}..{:#x}", base, base + l2),
+                format!("not overlapping views[{p}].data (bytes {:#x}..{:#x})", q.base, q.base + l1),
+            ));
+            return None;
+        }
+    }
+    Some(View { base, size, data })
 }
 
 /// `"0x"` followed by one or more hex digits (either case).
@@ -787,7 +809,7 @@ mod tests {
     // ---- parse_input ----
 
     fn perr(v: Value) -> String {
-        parse_input(&v, &small()).unwrap_err().to_string()
+        parse_input(&v, &small()).unwrap_err().0[0].to_string()
     }
 
     #[test]
@@ -817,6 +839,23 @@ mod tests {
         assert_eq!(w.mem_latency, 10);
         assert!(w.views.is_empty() && w.init_regs.is_empty());
         assert_eq!(w.instrs, vec![imm(1, 2, 8, 0)]);
+    }
+
+    #[test]
+    fn parse_reports_every_violation() {
+        let v = json!({"views": [{"base": 3, "size": 8, "data": [256, 1]}],
+                       "instructions": [{"dest": 99, "view": 0, "offset": 1}, {"dest": 0}]});
+        let got: Vec<String> = parse_input(&v, &small()).unwrap_err().0.iter().map(|x| x.to_string()).collect();
+        assert_eq!(
+            got,
+            [
+                "input `views[0].base` = 3: must be an integer multiple of 4 from 0 to 65532",
+                "input `instructions[0].dest` = 99: must be an integer from 0 to 7",
+                "input `instructions[0].offset` = 1: must be an integer multiple of 4 from 0 to 65532",
+                "input `instructions[1].view` = (missing): must be an integer from 0 to 2",
+                "input `instructions[1].offset` = (missing): must be given: exactly one of offset, offset_reg",
+            ]
+        );
     }
 
     #[test]

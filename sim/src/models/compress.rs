@@ -12,7 +12,7 @@
 //! input transfer to the last output transfer.
 
 use serde::{Deserialize, Serialize};
-use super::{err, shown, InputError};
+use super::{err, shown, InputErrors, Violations};
 use serde_json::Value;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,76 +85,97 @@ pub fn run(ops: &[Op], latency: u32) -> Output {
     Output { results, cycles }
 }
 
-/// Parse and check an input file against a vector width in bits.
-pub fn parse_input(v: &Value, width: u32) -> Result<Vec<Op>, InputError> {
-    let obj = v.as_object().ok_or_else(|| err("(file)", shown(v), "a JSON object with an `ops` list"))?;
-    for k in obj.keys() {
-        if k != "ops" {
-            return Err(err(k.as_str(), "(given)", "absent: the only key is `ops`"));
-        }
+/// Parse and check an input file against a vector width in bits; every
+/// violation is reported (docs/compress.md "`gpurtl run compress` input").
+pub fn parse_input(v: &Value, width: u32) -> Result<Vec<Op>, InputErrors> {
+    let mut e = Violations::default();
+    let Some(obj) = v.as_object() else {
+        return Err(e.stop(Some(err("(file)", shown(v), "a JSON object with an `ops` list"))));
+    };
+    for k in obj.keys().filter(|k| *k != "ops") {
+        e.push(err(k.as_str(), "(given)", "absent: the only key is `ops`"));
     }
-    let ops = obj.get("ops").ok_or_else(|| err("ops", "(missing)", "a list of operations"))?;
-    let ops = ops.as_array().ok_or_else(|| err("ops", shown(ops), "a list of operations"))?;
+    let ops = match obj.get("ops") {
+        None => return Err(e.stop(Some(err("ops", "(missing)", "a list of operations")))),
+        Some(ops) => match ops.as_array() {
+            Some(a) => a,
+            None => return Err(e.stop(Some(err("ops", shown(ops), "a list of operations")))),
+        },
+    };
     let mut out = Vec::with_capacity(ops.len());
     for (i, o) in ops.iter().enumerate() {
-        let at = |f: &str| format!("ops[{i}].{f}");
-        let o = o.as_object().ok_or_else(|| err(format!("ops[{i}]"), shown(o), "an object"))?;
-        for k in o.keys() {
-            if !["op", "element_bits", "src", "mask", "old", "zeroing"].contains(&k.as_str()) {
-                return Err(err(at(k), "(given)", "absent: keys are op, element_bits, src, mask, old, zeroing"));
-            }
+        if let Some(op) = parse_op(&mut e, i, o, width) {
+            out.push(op);
         }
-        let kind = match o.get("op").map(|x| x.as_str()) {
-            Some(Some("compress")) => Kind::Compress,
-            Some(Some("expand")) => Kind::Expand,
-            Some(_) => return Err(err(at("op"), shown(&o["op"]), "\"compress\" or \"expand\"")),
-            None => return Err(err(at("op"), "(missing)", "\"compress\" or \"expand\"")),
-        };
-        let eb = o.get("element_bits").ok_or_else(|| err(at("element_bits"), "(missing)", "8, 16, 32 or 64"))?;
-        let element_bits = match eb.as_u64() {
-            Some(b @ (8 | 16 | 32 | 64)) => b as u32,
-            _ => return Err(err(at("element_bits"), shown(eb), "8, 16, 32 or 64")),
-        };
-        let n = (width / element_bits) as usize;
-        let max = if element_bits == 64 { u64::MAX } else { (1u64 << element_bits) - 1 };
-        let list = |f: &str, max: u64, what: &str| -> Result<Vec<u64>, InputError> {
-            let v = &o[f];
-            let a = v.as_array().ok_or_else(|| err(at(f), shown(v), format!("a list of {n} {what}")))?;
-            if a.len() != n {
-                return Err(err(
-                    at(f),
-                    format!("a list of {} values", a.len()),
-                    format!("a list of {n} values (width {width} / element_bits {element_bits})"),
-                ));
-            }
-            a.iter()
-                .enumerate()
-                .map(|(k, x)| match x.as_u64() {
-                    Some(u) if u <= max => Ok(u),
-                    _ => Err(err(format!("{}[{k}]", at(f)), shown(x), format!("{what} from 0 to {max}"))),
-                })
-                .collect()
-        };
-        let src = match o.get("src") {
-            Some(_) => list("src", max, "unsigned integers")?,
-            None => return Err(err(at("src"), "(missing)", format!("a list of {n} unsigned integers"))),
-        };
-        let mask = match o.get("mask") {
-            Some(_) => Some(list("mask", 1, "bits")?.into_iter().map(|b| b as u8).collect()),
-            None => None,
-        };
-        let old = match o.get("old") {
-            Some(_) => Some(list("old", max, "unsigned integers")?),
-            None => None,
-        };
-        let zeroing = match o.get("zeroing") {
-            None => false,
-            Some(Value::Bool(b)) => *b,
-            Some(x) => return Err(err(at("zeroing"), shown(x), "true or false")),
-        };
-        out.push(Op { op: kind, element_bits, src, mask, old, zeroing });
     }
-    Ok(out)
+    e.finish(|| out)
+}
+
+/// One operation, `ops[i]`; its violations go to `e`.
+fn parse_op(e: &mut Violations, i: usize, o: &Value, width: u32) -> Option<Op> {
+    let at = |f: &str| format!("ops[{i}].{f}");
+    let Some(o) = o.as_object() else {
+        e.push(err(format!("ops[{i}]"), shown(o), "an object"));
+        return None;
+    };
+    for k in o.keys() {
+        if !["op", "element_bits", "src", "mask", "old", "zeroing"].contains(&k.as_str()) {
+            e.push(err(at(k), "(given)", "absent: keys are op, element_bits, src, mask, old, zeroing"));
+        }
+    }
+    let kind = e.take(match o.get("op").map(|x| x.as_str()) {
+        Some(Some("compress")) => Ok(Kind::Compress),
+        Some(Some("expand")) => Ok(Kind::Expand),
+        Some(_) => Err(err(at("op"), shown(&o["op"]), "\"compress\" or \"expand\"")),
+        None => Err(err(at("op"), "(missing)", "\"compress\" or \"expand\"")),
+    });
+    let element_bits = e.take(match o.get("element_bits") {
+        None => Err(err(at("element_bits"), "(missing)", "8, 16, 32 or 64")),
+        Some(eb) => match eb.as_u64() {
+            Some(b @ (8 | 16 | 32 | 64)) => Ok(b as u32),
+            _ => Err(err(at("element_bits"), shown(eb), "8, 16, 32 or 64")),
+        },
+    });
+    let zeroing = e.take(match o.get("zeroing") {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(x) => Err(err(at("zeroing"), shown(x), "true or false")),
+    });
+    // The lists' lengths and ranges follow from the element size.
+    let element_bits = element_bits?;
+    let n = (width / element_bits) as usize;
+    let max = if element_bits == 64 { u64::MAX } else { (1u64 << element_bits) - 1 };
+    let list = |e: &mut Violations, f: &str, max: u64, what: &str| -> Option<Vec<u64>> {
+        let v = &o[f];
+        let Some(a) = v.as_array() else {
+            e.push(err(at(f), shown(v), format!("a list of {n} {what}")));
+            return None;
+        };
+        if a.len() != n {
+            e.push(err(at(f), format!("a list of {} values", a.len()), format!("a list of {n} values (width {width} / element_bits {element_bits})")));
+            return None;
+        }
+        e.each(&at(f), a, |k, x| match x.as_u64() {
+            Some(u) if u <= max => Ok(u),
+            _ => Err(err(format!("{}[{k}]", at(f)), shown(x), format!("{what} from 0 to {max}"))),
+        })
+    };
+    let src = match o.get("src") {
+        Some(_) => list(e, "src", max, "unsigned integers"),
+        None => {
+            e.push(err(at("src"), "(missing)", format!("a list of {n} unsigned integers")));
+            None
+        }
+    };
+    let mask = match o.get("mask") {
+        Some(_) => list(e, "mask", 1, "bits").map(|m| Some(m.into_iter().map(|b| b as u8).collect())),
+        None => Some(None),
+    };
+    let old = match o.get("old") {
+        Some(_) => list(e, "old", max, "unsigned integers").map(Some),
+        None => Some(None),
+    };
+    Some(Op { op: kind?, element_bits, src: src?, mask: mask?, old: old?, zeroing: zeroing? })
 }
 
 #[cfg(test)]

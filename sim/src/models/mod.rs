@@ -30,12 +30,92 @@ pub fn err(field: impl Into<String>, value: impl fmt::Display, allowed: impl Int
     InputError { field: field.into(), value: value.to_string(), allowed: allowed.into() }
 }
 
-/// A JSON value as shown in a message, shortened.
+/// A JSON value as shown in a message, shortened (see [`gpurtl_params::short`]).
 pub fn shown(v: &Value) -> String {
-    let s = v.to_string();
-    if s.len() > 40 {
-        format!("{}...", &s[..40])
-    } else {
-        s
+    gpurtl_params::short(v)
+}
+
+/// Every violation of one input file, in file order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputErrors(pub Vec<InputError>);
+
+impl fmt::Display for InputErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for InputErrors {}
+
+impl From<InputError> for InputErrors {
+    fn from(e: InputError) -> Self {
+        InputErrors(vec![e])
+    }
+}
+
+/// Collects the violations of an input file as it is read, so that every
+/// one is reported, not only the first. Each part of the file (a field, an
+/// element) is checked on its own: a bad one is recorded and reading goes
+/// on. A list reports its first few bad elements and then how many more.
+#[derive(Default)]
+pub struct Violations {
+    list: Vec<InputError>,
+}
+
+impl Violations {
+    /// Bad elements listed per list before the rest are counted.
+    pub const PER_LIST: usize = 5;
+
+    pub fn push(&mut self, e: InputError) {
+        self.list.push(e);
+    }
+    /// The value, or `None` with the violation recorded.
+    pub fn take<T>(&mut self, r: Result<T, InputError>) -> Option<T> {
+        r.map_err(|e| self.push(e)).ok()
+    }
+    /// Each element of `items` through `f`; `Some` of them all when every
+    /// one is good, else `None` with the first few violations (and the
+    /// count of the others, named after `field`) recorded.
+    pub fn each<X, T>(&mut self, field: &str, items: &[X], mut f: impl FnMut(usize, &X) -> Result<T, InputError>) -> Option<Vec<T>> {
+        let mut out = Vec::with_capacity(items.len());
+        let mut bad = 0;
+        for (i, x) in items.iter().enumerate() {
+            match f(i, x) {
+                Ok(v) => out.push(v),
+                Err(e) => {
+                    bad += 1;
+                    if bad <= Self::PER_LIST {
+                        self.push(e);
+                    }
+                }
+            }
+        }
+        if bad > Self::PER_LIST {
+            let more = bad - Self::PER_LIST;
+            self.push(err(field, format!("{more} more values like those"), "each as the message above says"));
+        }
+        (bad == 0).then_some(out)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+    /// `value` if nothing was violated, else every violation.
+    pub fn finish<T>(self, value: impl FnOnce() -> T) -> Result<T, InputErrors> {
+        if self.list.is_empty() {
+            Ok(value())
+        } else {
+            Err(InputErrors(self.list))
+        }
+    }
+    /// Every violation so far (and the one that stops reading, if any).
+    pub fn stop(mut self, last: Option<InputError>) -> InputErrors {
+        self.list.extend(last);
+        InputErrors(self.list)
     }
 }

@@ -4,7 +4,7 @@
 //! sink that applies back-pressure. Results come back in the golden model's
 //! format.
 
-use super::{fail, RunStats};
+use super::{fail, LoopTimer, RunStats};
 use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
 use crate::models::cbload::{Instr, Offset, Outcome, Response, Workload};
 use gpurtl_params::cbload::{CbloadParams, ErrorKind};
@@ -150,6 +150,7 @@ pub fn run(
     let read_bytes = cfg.read_bits / 8;
 
     sim.reset(p.rst, 2);
+    let timer = LoopTimer::start(&sim);
     // Program the view table, one write per cycle.
     for v in 0..cfg.views {
         let (base, size) = w.views.get(v as usize).map_or((0, 0), |x| (x.base, x.size));
@@ -279,7 +280,7 @@ pub fn run(
     }
     sim.trace_close();
     let cycles = first_in.map_or(0, |f| last_out - f);
-    Ok((Outcome { regs, responses, oob, oob_tag, cycles }, RunStats { ticks: sim.cycle() }))
+    Ok((Outcome { regs, responses, oob, oob_tag, cycles }, timer.stats(&sim)))
 }
 
 /// A random workload that reaches every path: bursts and single loads,

@@ -2,7 +2,7 @@
 //! the Verilator model with valid/ready, optionally with random stalls on both
 //! sides, and collects results in the golden model's format.
 
-use super::{fail, pack, unpack, RunStats, Staller, Stalls};
+use super::{fail, pack, unpack, LoopTimer, RunStats, Staller, Stalls};
 use crate::cosim::{CosimError, Compiled, PortHandle, Sim};
 use crate::models::compress::{Kind, Op, OpResult, Output};
 use crate::rng::Rng;
@@ -76,6 +76,20 @@ pub fn run_at(
     let p = Ports::find(&sim, prefix)?;
     let mut stall = Staller::new(stalls);
     let lanes = width / 8;
+    // Stimulus packed before the run, out of the per-cycle path. An op with
+    // a generated mask gets junk on the ignored mask input: it must not matter.
+    let mut junk = Rng::new(stalls.map_or(0, |s| s.seed) ^ 0x6a09_e667_f3bc_c908);
+    let packed: Vec<[Vec<u32>; 3]> = ops
+        .iter()
+        .map(|op| {
+            let mask = match &op.mask {
+                Some(m) => pack(&m.iter().map(|&b| b as u64).collect::<Vec<_>>(), 1, lanes),
+                None => pack(&[junk.next_u64()], 64.min(lanes), lanes),
+            };
+            let old = op.old.as_ref().map_or_else(|| vec![0; width.div_ceil(32) as usize], |o| pack(o, op.element_bits, width));
+            [mask, pack(&op.src, op.element_bits, width), old]
+        })
+        .collect();
 
     sim.set(p.in_valid, 0);
     sim.set(p.out_ready, 0);
@@ -86,9 +100,9 @@ pub fn run_at(
     let mut offering = false;
     let mut first_in: Option<u64> = None;
     let mut last_out = 0u64;
-    let mut words = Vec::new();
     // Generous bound: every op can be stalled, but the RTL must not hang.
     let limit = sim.cycle() + 64 + 40 * ops.len() as u64 + 1000;
+    let timer = LoopTimer::start(&sim);
     while results.len() < ops.len() {
         if sim.cycle() > limit {
             let msg = format!("the RTL stopped making progress: {} of {} results after {} cycles", results.len(), ops.len(), sim.cycle());
@@ -98,26 +112,14 @@ pub fn run_at(
         if !offering && next < ops.len() && !stall.hold_input() {
             offering = true;
             let op = &ops[next];
-            let eb = op.element_bits;
+            let [mask, src, old] = &packed[next];
             sim.set(p.op, (op.op == Kind::Expand) as u64);
-            sim.set(p.esize, eb.trailing_zeros() as u64 - 3);
+            sim.set(p.esize, op.element_bits.trailing_zeros() as u64 - 3);
             sim.set(p.zeroing, op.zeroing as u64);
-            match &op.mask {
-                Some(m) => {
-                    let bits: Vec<u64> = m.iter().map(|&b| b as u64).collect();
-                    sim.set_words(p.mask, &pack(&bits, 1, lanes));
-                    sim.set(p.mask_gen, 0);
-                }
-                None => {
-                    // Junk on the ignored mask input must not matter.
-                    let junk = stall.junk();
-                    sim.set_words(p.mask, &pack(&[junk], 64.min(lanes), lanes));
-                    sim.set(p.mask_gen, 1);
-                }
-            }
-            sim.set_words(p.src, &pack(&op.src, eb, width));
-            let zeros = vec![0; op.src.len()];
-            sim.set_words(p.old, &pack(op.old.as_ref().unwrap_or(&zeros), eb, width));
+            sim.set(p.mask_gen, op.mask.is_none() as u64);
+            sim.set_words(p.mask, mask);
+            sim.set_words(p.src, src);
+            sim.set_words(p.old, old);
         }
         sim.set(p.in_valid, offering as u64);
         let ready_out = !stall.hold_output();
@@ -133,10 +135,8 @@ pub fn run_at(
             let op = &ops[results.len()];
             let eb = op.element_bits;
             let n = (width / eb) as usize;
-            sim.get_words(p.dst, &mut words);
-            let dst = unpack(&words, eb, n);
-            sim.get_words(p.out_mask, &mut words);
-            let mask_all = unpack(&words, 1, lanes as usize);
+            let dst = unpack(sim.words(p.dst), eb, n);
+            let mask_all = unpack(sim.words(p.out_mask), 1, lanes as usize);
             if mask_all[n..].iter().any(|&b| b != 0) {
                 let msg =
                     format!("result {}: out_mask_o has bits set above element {} ({:?})", results.len(), n - 1, mask_all);
@@ -151,7 +151,7 @@ pub fn run_at(
     }
     sim.trace_close();
     let cycles = first_in.map_or(0, |f| last_out - f);
-    Ok((Output { results, cycles }, RunStats { ticks: sim.cycle() }))
+    Ok((Output { results, cycles }, timer.stats(&sim)))
 }
 
 /// Random operations for cosimulation and benches: both kinds, all element

@@ -50,6 +50,36 @@ impl Staller {
 pub struct RunStats {
     /// Clock ticks simulated, reset included.
     pub ticks: u64,
+    /// Ticks and wall-clock seconds of the cycle loop alone: from after the
+    /// stimulus is prepared (sequenced, packed into port words) to the end.
+    pub loop_ticks: u64,
+    pub loop_seconds: f64,
+}
+
+impl RunStats {
+    /// Simulated cycles per second of the cycle loop.
+    pub fn rate(&self) -> f64 {
+        self.loop_ticks as f64 / self.loop_seconds.max(1e-9)
+    }
+}
+
+/// Times a testbench's cycle loop; start it once the stimulus is prepared.
+pub struct LoopTimer {
+    start: std::time::Instant,
+    first_tick: u64,
+}
+
+impl LoopTimer {
+    pub fn start(sim: &Sim) -> LoopTimer {
+        LoopTimer { start: std::time::Instant::now(), first_tick: sim.cycle() }
+    }
+    pub fn stats(&self, sim: &Sim) -> RunStats {
+        RunStats {
+            ticks: sim.cycle(),
+            loop_ticks: sim.cycle() - self.first_tick,
+            loop_seconds: self.start.elapsed().as_secs_f64(),
+        }
+    }
 }
 
 /// The run failed (the RTL stopped making progress, or gave something the

@@ -3,7 +3,7 @@
 //! initial-accumulator read port, collects result rows into C, and reads the
 //! statistics counters. Random stalls on the input and the output.
 
-use super::{fail, mask, put, take, RunStats, Staller, Stalls};
+use super::{fail, mask, put, take, LoopTimer, RunStats, Staller, Stalls};
 use crate::cosim::{Compiled, CosimError, PortHandle};
 use crate::models::systolic::{program, ws_program, Gemm, Outcome};
 use gpurtl_params::systolic::{Dataflow, ElemType, SystolicParams};
@@ -46,9 +46,8 @@ pub fn run(
 /// A value of `acc` bits read as the accumulator's type: signed when either
 /// element type is, held as in [`Gemm`].
 fn acc_value(raw: u64, acc: u32, signed: bool) -> i64 {
-    let mask = if acc == 64 { u64::MAX } else { (1u64 << acc) - 1 };
     if signed && acc < 64 && (raw >> (acc - 1)) & 1 == 1 {
-        (raw | !mask) as i64
+        (raw | !mask(acc)) as i64
     } else {
         raw as i64
     }
@@ -99,11 +98,36 @@ fn run_os(
     let (mut tile, mut rows_out) = (0usize, 0u32);
     let mut first_in: Option<u64> = None;
     let mut last_out = 0u64;
+    // Stimulus packed before the run, out of the per-cycle path.
     let a_words = (g * r * ch).div_ceil(32) as usize;
     let b_words = (g * c * ch).div_ceil(32) as usize;
+    let packed: Vec<(Vec<u32>, Vec<u32>)> = groups
+        .iter()
+        .map(|gr| {
+            let (mut wa, mut wb) = (vec![0u32; a_words], vec![0u32; b_words]);
+            for (si, st) in gr.steps.iter().enumerate() {
+                let si = si as u32;
+                for i in 0..r {
+                    for ln in 0..l {
+                        put(&mut wa, (si * r + i) * ch + ln * slot, ab, st.a[i as usize][ln as usize] as u64);
+                    }
+                }
+                for j in 0..c {
+                    for ln in 0..l {
+                        put(&mut wb, (si * c + j) * ch + ln * slot, bb, st.b[j as usize][ln as usize] as u64);
+                    }
+                }
+            }
+            (wa, wb)
+        })
+        .collect();
+    // The initial-accumulator answer, kept for the (tile, row) it was made for.
+    let mut wc0 = vec![0u32; (c * acc).div_ceil(32) as usize];
+    let mut c0_for: Option<(usize, usize)> = None;
     let mut words = Vec::new();
     let steps_total: u64 = groups.iter().map(|gr| gr.steps.len() as u64 + 1).sum();
     let limit = sim.cycle() + 1000 + (steps_total + tiles.len() as u64 * (r + c) as u64 * 4) * 20;
+    let timer = LoopTimer::start(&sim);
     while tile < tiles.len() {
         if sim.cycle() > limit {
             let msg = format!("the RTL stopped making progress: {tile} of {} tiles out", tiles.len());
@@ -113,44 +137,39 @@ fn run_os(
         if !offering && next < groups.len() && !stall.hold_input() {
             offering = true;
             let gr = groups[next];
-            let (mut wa, mut wb) = (vec![0u32; a_words], vec![0u32; b_words]);
-            for (si, st) in gr.steps.iter().enumerate() {
-                let si = si as u32;
-                for i in 0..r {
-                    for ln in 0..l {
-                        let v = st.a[i as usize][ln as usize] as u64 & mask(ab);
-                        put(&mut wa, (si * r + i) * ch + ln * slot, ab, v);
-                    }
-                }
-                for j in 0..c {
-                    for ln in 0..l {
-                        let v = st.b[j as usize][ln as usize] as u64 & mask(bb);
-                        put(&mut wb, (si * c + j) * ch + ln * slot, bb, v);
-                    }
-                }
-            }
-            sim.set_words(p.in_a, &wa);
-            sim.set_words(p.in_b, &wb);
+            sim.set_words(p.in_a, &packed[next].0);
+            sim.set_words(p.in_b, &packed[next].1);
             sim.set(p.in_steps, gr.steps.len() as u64);
             sim.set(p.in_last, gr.last as u64);
         }
         sim.set(p.in_valid, offering as u64);
         let ready = !stall.hold_output();
         sim.set(p.out_ready, ready as u64);
-        sim.eval();
-        // The initial-accumulator port answers for the row on offer.
-        let row = sim.get(p.out_row) as usize;
+        // The initial-accumulator port answers for the row on offer. The row
+        // is a register (known since the last edge); should it ever follow
+        // the inputs, the answer is made again and the model settled again.
         let t = &tiles[tile];
-        let mut wc0 = vec![0u32; (c * acc).div_ceil(32) as usize];
-        if let Some(Some(mr)) = t.rows.get(row) {
-            for (j, col) in t.cols.iter().enumerate() {
-                if let Some(nc) = col {
-                    put(&mut wc0, j as u32 * acc, acc, c0_at(*mr, *nc) as u64 & mask(acc));
+        let mut row = sim.get(p.out_row) as usize;
+        loop {
+            if c0_for != Some((tile, row)) {
+                wc0.fill(0);
+                if let Some(Some(mr)) = t.rows.get(row) {
+                    for (j, col) in t.cols.iter().enumerate() {
+                        if let Some(nc) = col {
+                            put(&mut wc0, j as u32 * acc, acc, c0_at(*mr, *nc) as u64);
+                        }
+                    }
                 }
+                sim.set_words(p.out_c0, &wc0);
+                c0_for = Some((tile, row));
             }
+            sim.eval();
+            let settled = sim.get(p.out_row) as usize;
+            if settled == row {
+                break;
+            }
+            row = settled;
         }
-        sim.set_words(p.out_c0, &wc0);
-        sim.eval();
         if offering && sim.get(p.in_ready) == 1 {
             first_in.get_or_insert(now);
             offering = false;
@@ -188,7 +207,7 @@ fn run_os(
         skipped_ksteps: sim.get(p.skipped),
     };
     sim.trace_close();
-    Ok((outcome, RunStats { ticks: sim.cycle() }))
+    Ok((outcome, timer.stats(&sim)))
 }
 
 /// The weight-stationary grid: weight rows and A vectors from the WS
@@ -228,6 +247,33 @@ fn run_ws(
     let vectors: Vec<(usize, &crate::models::systolic::WsVector)> =
         tiles.iter().enumerate().flat_map(|(ti, t)| t.vectors.iter().map(move |v| (ti, v))).collect();
     let mut stall = Staller::new(stalls);
+    // Stimulus packed before the run, out of the per-cycle path.
+    let packed_w: Vec<Vec<u32>> = weights
+        .iter()
+        .map(|row| {
+            let mut w = vec![0u32; (c * ch).div_ceil(32) as usize];
+            for (j, lanes) in row.iter().enumerate() {
+                for (ln, &v) in lanes.iter().enumerate() {
+                    put(&mut w, j as u32 * ch + ln as u32 * slot, bb, v as u64);
+                }
+            }
+            w
+        })
+        .collect();
+    let packed_a: Vec<Vec<u32>> = vectors
+        .iter()
+        .map(|(_, v)| {
+            let mut w = vec![0u32; (r * ch).div_ceil(32) as usize];
+            for (i, lanes) in v.a.iter().enumerate() {
+                for (ln, &x) in lanes.iter().enumerate() {
+                    put(&mut w, i as u32 * ch + ln as u32 * slot, ab, x as u64);
+                }
+            }
+            w
+        })
+        .collect();
+    let mut wc0 = vec![0u32; (c * acc).div_ceil(32) as usize];
+    let mut c0_for: Option<usize> = None;
 
     sim.reset(rst, 2);
 
@@ -237,6 +283,7 @@ fn run_ws(
     let mut last_out = 0u64;
     let mut words = Vec::new();
     let limit = sim.cycle() + 1000 + (weights.len() + vectors.len()) as u64 * (r + c + 4) as u64 * 20;
+    let timer = LoopTimer::start(&sim);
     while next_out < vectors.len() {
         if sim.cycle() > limit {
             let msg = format!(
@@ -249,40 +296,31 @@ fn run_ws(
         let now = sim.cycle();
         if !offer_w && next_w < weights.len() && !stall.hold_input() {
             offer_w = true;
-            let mut w = vec![0u32; (c * ch).div_ceil(32) as usize];
-            for (j, lanes) in weights[next_w].iter().enumerate() {
-                for (ln, &v) in lanes.iter().enumerate() {
-                    put(&mut w, j as u32 * ch + ln as u32 * slot, bb, v as u64 & mask(bb));
-                }
-            }
-            sim.set_words(w_in, &w);
+            sim.set_words(w_in, &packed_w[next_w]);
         }
         if !offer_a && next_a < vectors.len() && !stall.hold_input() {
             offer_a = true;
-            let v = vectors[next_a].1;
-            let mut w = vec![0u32; (r * ch).div_ceil(32) as usize];
-            for (i, lanes) in v.a.iter().enumerate() {
-                for (ln, &x) in lanes.iter().enumerate() {
-                    put(&mut w, i as u32 * ch + ln as u32 * slot, ab, x as u64 & mask(ab));
-                }
-            }
-            sim.set_words(a_in, &w);
-            sim.set(a_last, v.last as u64);
+            sim.set_words(a_in, &packed_a[next_a]);
+            sim.set(a_last, vectors[next_a].1.last as u64);
         }
         sim.set(w_valid, offer_w as u64);
         sim.set(a_valid, offer_a as u64);
         let ready = !stall.hold_output();
         sim.set(out_ready, ready as u64);
-        // The accumulator port answers with the running sums of the row due.
-        let mut wc0 = vec![0u32; (c * acc).div_ceil(32) as usize];
-        if let Some((ti, v)) = vectors.get(next_out) {
-            for (j, col) in tiles[*ti].cols.iter().enumerate() {
-                if let Some(nc) = col {
-                    put(&mut wc0, j as u32 * acc, acc, sums[v.row][*nc] as u64 & mask(acc));
+        // The accumulator port answers with the running sums of the row due
+        // (they change only when that row comes out).
+        if c0_for != Some(next_out) {
+            wc0.fill(0);
+            if let Some((ti, v)) = vectors.get(next_out) {
+                for (j, col) in tiles[*ti].cols.iter().enumerate() {
+                    if let Some(nc) = col {
+                        put(&mut wc0, j as u32 * acc, acc, sums[v.row][*nc] as u64);
+                    }
                 }
             }
+            sim.set_words(out_c0, &wc0);
+            c0_for = Some(next_out);
         }
-        sim.set_words(out_c0, &wc0);
         sim.eval();
         if offer_w && sim.get(w_ready) == 1 {
             first_in.get_or_insert(now);
@@ -327,7 +365,7 @@ fn run_ws(
         skipped_ksteps: skipped,
     };
     sim.trace_close();
-    Ok((outcome, RunStats { ticks: sim.cycle() }))
+    Ok((outcome, timer.stats(&sim)))
 }
 
 /// A random GEMM that reaches every skip path: element sparsity from none to

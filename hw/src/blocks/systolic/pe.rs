@@ -60,7 +60,9 @@ pub(super) fn pe(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, Rtl
             mac_a = m.pipe("mac_a_q", &mac_a, &Expr::bit(true));
             mac_b = m.pipe("mac_b_q", &mac_b, &Expr::bit(true));
         }
-        any_nz = m.pipe("mac_nz_q", &any_nz, &Expr::bit(true));
+        if p.gating {
+            any_nz = m.pipe("mac_nz_q", &any_nz, &Expr::bit(true));
+        }
         mac_v = valid_q.clone();
         mac_l = last_q.clone();
     }
@@ -72,7 +74,9 @@ pub(super) fn pe(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, Rtl
             m.next(&vq, &mac_v, None);
             mac_v = vq;
             mac_l = m.pipe("mac2_last_q", &mac_l, &Expr::bit(true));
-            any_nz = m.pipe("mac2_nz_q", &any_nz, &Expr::bit(true));
+            if p.gating {
+                any_nz = m.pipe("mac2_nz_q", &any_nz, &Expr::bit(true));
+            }
             split_dot(&mut m, &mac_a, &mac_b, p)
         }
         None => dot(&mut m, &mac_a, &mac_b, p),

@@ -3,74 +3,126 @@
 
 use super::reference::acc_range;
 use super::{Gemm, Outcome};
-use crate::models::{err, shown, InputError};
-use gpurtl_params::systolic::{ElemType, SystolicParams};
+use crate::models::{err, shown, InputErrors, Violations};
+use gpurtl_params::systolic::{Dataflow, ElemType, SystolicParams};
 use serde_json::Value;
 
 /// A matrix of the input file, checked: `rows` (the row count, or `None`:
 /// at least 1) and `cols` (the row length, or `None`: at least 1, every row
 /// as long as row 0), each with the reason shown in the message; `elem`
-/// reads one value or rejects it with `elem_allowed`.
+/// reads one value or rejects it with `elem_allowed`. Violations go to `e`;
+/// `None` if there was any.
 fn matrix(
+    e: &mut Violations,
     name: &str,
     v: &Value,
     rows: Option<(usize, &str)>,
     cols: Option<(usize, &str)>,
     elem: &dyn Fn(&Value) -> Option<i64>,
     elem_allowed: &str,
-) -> Result<Vec<Vec<i64>>, InputError> {
-    let list = v.as_array().ok_or_else(|| err(name, shown(v), "a list of lists of integers"))?;
+) -> Option<Vec<Vec<i64>>> {
+    let Some(list) = v.as_array() else {
+        e.push(err(name, shown(v), "a list of lists of integers"));
+        return None;
+    };
     match rows {
-        None if list.is_empty() => return Err(err(name, "a list of 0 rows", "a list of at least 1 row")),
+        None if list.is_empty() => {
+            e.push(err(name, "a list of 0 rows", "a list of at least 1 row"));
+            return None;
+        }
         Some((n, why)) if list.len() != n => {
-            return Err(err(name, format!("a list of {} rows", list.len()), format!("a list of {n} rows ({why})")))
+            e.push(err(name, format!("a list of {} rows", list.len()), format!("a list of {n} rows ({why})")));
+            return None;
         }
         _ => {}
     }
     let mut out = Vec::with_capacity(list.len());
+    let mut ok = true;
     let mut width: Option<(usize, String)> = cols.map(|(n, why)| (n, why.to_string()));
+    // Bad values are listed up to a few per matrix, then counted.
+    let mut bad_values = 0;
     for (i, row) in list.iter().enumerate() {
         let at = format!("{name}[{i}]");
-        let vals = row.as_array().ok_or_else(|| err(&at, shown(row), "a list of integers"))?;
+        let Some(vals) = row.as_array() else {
+            e.push(err(&at, shown(row), "a list of integers"));
+            ok = false;
+            continue;
+        };
         match &width {
             None => {
                 if vals.is_empty() {
-                    return Err(err(&at, "a list of 0 values", "a list of at least 1 value"));
+                    e.push(err(&at, "a list of 0 values", "a list of at least 1 value"));
+                    ok = false;
+                    continue;
                 }
                 width = Some((vals.len(), format!("the length of {name}[0]")));
             }
             Some((n, why)) => {
                 if vals.len() != *n {
-                    return Err(err(&at, format!("a list of {} values", vals.len()), format!("a list of {n} values ({why})")));
+                    e.push(err(&at, format!("a list of {} values", vals.len()), format!("a list of {n} values ({why})")));
+                    ok = false;
+                    continue;
                 }
             }
         }
         let mut r = Vec::with_capacity(vals.len());
         for (j, x) in vals.iter().enumerate() {
             match elem(x) {
-                Some(e) => r.push(e),
-                None => return Err(err(format!("{at}[{j}]"), shown(x), elem_allowed)),
+                Some(v) => r.push(v),
+                None => {
+                    bad_values += 1;
+                    if bad_values <= Violations::PER_LIST {
+                        e.push(err(format!("{at}[{j}]"), shown(x), elem_allowed));
+                    }
+                }
             }
         }
         out.push(r);
     }
-    Ok(out)
+    if bad_values > Violations::PER_LIST {
+        let more = bad_values - Violations::PER_LIST;
+        e.push(err(name, format!("{more} more values like those"), elem_allowed));
+    }
+    (ok && bad_values == 0).then_some(out)
 }
 
-/// Parse and check an input file (docs/systolic.md "`gpurtl run systolic`"),
-/// first violation reported. Order: the object, its keys, `a_type`, `b_type`,
-/// `a` (row by row: list, length, values), `b`, `c0`.
-pub fn parse_input(v: &Value, cfg: &SystolicParams) -> Result<Gemm, InputError> {
-    let obj = v.as_object().ok_or_else(|| err("(file)", shown(v), "a JSON object with matrices `a` and `b`"))?;
+/// The most lane vectors (one PE row's or column's `lanes` elements of one
+/// step) a run's step program may hold: the sequencer expands a GEMM into
+/// every tile's slices of A and B, and this bounds a run's memory (to about
+/// a quarter of a gigabyte).
+pub const MAX_PROGRAM: u64 = 4_000_000;
+
+/// Lane vectors in the step program of an M x K by K x N GEMM (at most: rows
+/// and columns skipped by `rowcol_skip` are counted).
+pub fn program_size(cfg: &SystolicParams, m: usize, k: usize, n: usize) -> u64 {
+    let (r, c) = (cfg.rows as u64, cfg.cols as u64);
+    let (m, n) = (m as u64, n as u64);
+    let steps = (k as u64).div_ceil(cfg.lanes as u64);
+    match cfg.dataflow {
+        Dataflow::Os => m.div_ceil(r) * n.div_ceil(c) * steps * (r + c),
+        // Each tile: R weight rows of C lanes, and one A vector of R lanes per row.
+        Dataflow::Ws => n.div_ceil(c) * steps.div_ceil(r) * (r * c + m * r),
+    }
+}
+
+/// Parse and check an input file (docs/systolic.md "`gpurtl run systolic`");
+/// every violation is reported, in this order: the keys, `a_type`,
+/// `b_type`, `a` (row by row: list, length, values), `b`, `c0`, and the size
+/// of the step program.
+pub fn parse_input(v: &Value, cfg: &SystolicParams) -> Result<Gemm, InputErrors> {
+    let mut e = Violations::default();
+    let Some(obj) = v.as_object() else {
+        return Err(e.stop(Some(err("(file)", shown(v), "a JSON object with matrices `a` and `b`"))));
+    };
     for k in obj.keys() {
         if !["a", "b", "c0", "a_type", "b_type"].contains(&k.as_str()) {
-            return Err(err(k.as_str(), "(given)", "absent: keys are a, b, c0, a_type, b_type"));
+            e.push(err(k.as_str(), "(given)", "absent: keys are a, b, c0, a_type, b_type"));
         }
     }
     for (key, want) in [("a_type", cfg.a_type), ("b_type", cfg.b_type)] {
         if let Some(x) = obj.get(key) {
             if x.as_str() != Some(want.name()) {
-                return Err(err(key, shown(x), format!("\"{}\" (the block's {key} parameter)", want.name())));
+                e.push(err(key, shown(x), format!("\"{}\" (the block's {key} parameter)", want.name())));
             }
         }
     }
@@ -78,14 +130,27 @@ pub fn parse_input(v: &Value, cfg: &SystolicParams) -> Result<Gemm, InputError> 
         move |x: &Value| x.as_i64().filter(|e| (t.min()..=t.max()).contains(e))
     };
     let type_allowed = |t: ElemType| format!("an integer from {} to {} ({})", t.min(), t.max(), t.name());
+    let missing = |e: &mut Violations, key: &str| e.push(err(key, "(missing)", "a list of lists of integers"));
 
-    let av = obj.get("a").ok_or_else(|| err("a", "(missing)", "a list of lists of integers"))?;
-    let a = matrix("a", av, None, None, &elem_of(cfg.a_type), &type_allowed(cfg.a_type))?;
-    let (m, k) = (a.len(), a[0].len());
-
-    let bv = obj.get("b").ok_or_else(|| err("b", "(missing)", "a list of lists of integers"))?;
-    let b = matrix("b", bv, Some((k, "the columns of a")), None, &elem_of(cfg.b_type), &type_allowed(cfg.b_type))?;
-    let n = b[0].len();
+    let a = match obj.get("a") {
+        None => {
+            missing(&mut e, "a");
+            None
+        }
+        Some(av) => matrix(&mut e, "a", av, None, None, &elem_of(cfg.a_type), &type_allowed(cfg.a_type)),
+    };
+    let (m, k) = a.as_ref().map_or((None, None), |a| (Some(a.len()), Some(a[0].len())));
+    let b = match obj.get("b") {
+        None => {
+            missing(&mut e, "b");
+            None
+        }
+        Some(bv) => {
+            let rows = k.map(|k| (k, "the columns of a"));
+            matrix(&mut e, "b", bv, rows, None, &elem_of(cfg.b_type), &type_allowed(cfg.b_type))
+        }
+    };
+    let n = b.as_ref().map(|b| b[0].len());
 
     let c0 = match obj.get("c0") {
         None => None,
@@ -104,8 +169,33 @@ pub fn parse_input(v: &Value, cfg: &SystolicParams) -> Result<Gemm, InputError> 
                 if cfg.signed() { "signed" } else { "unsigned" },
                 cfg.acc_bits
             );
-            Some(matrix("c0", cv, Some((m, "the rows of a")), Some((n, "the columns of b")), &acc, &allowed)?)
+            let rows = m.map(|m| (m, "the rows of a"));
+            let cols = n.map(|n| (n, "the columns of b"));
+            Some(matrix(&mut e, "c0", cv, rows, cols, &acc, &allowed))
         }
+    };
+    if let (Some(m), Some(k), Some(n)) = (m, k, n) {
+        let size = program_size(cfg, m, k, n);
+        if size > MAX_PROGRAM {
+            e.push(err(
+                "a",
+                format!("a {m} x {k} matrix (with b {k} x {n})"),
+                format!(
+                    "a GEMM whose step program on this {} x {} grid holds at most {MAX_PROGRAM} lane vectors \
+                     (this one would hold {size}, in memory); run it in parts",
+                    cfg.rows, cfg.cols
+                ),
+            ));
+        }
+    }
+    if !e.is_empty() {
+        return Err(e.stop(None));
+    }
+    let (Some(a), Some(b)) = (a, b) else { return Err(e.stop(None)) };
+    let c0 = match c0 {
+        None => None,
+        Some(Some(c)) => Some(c),
+        Some(None) => return Err(e.stop(None)),
     };
     Ok(Gemm { a, b, c0 })
 }

@@ -60,7 +60,7 @@ mod timing;
 #[cfg(test)]
 mod tests;
 
-pub use io::{output_json, parse_input, prune};
+pub use io::{output_json, parse_input, program_size, prune, MAX_PROGRAM};
 pub use sequencer::{program, ws_program, Group, Step, Tile, WsTile, WsVector};
 
 use gpurtl_params::systolic::{Dataflow, SystolicParams};

@@ -70,10 +70,9 @@ pub fn program(cfg: &SystolicParams, g: &Gemm) -> Vec<Tile> {
                         .collect(),
                 })
                 .collect();
-            let groups = steps
-                .chunks(cfg.group as usize)
-                .enumerate()
-                .map(|(gi, ch)| Group { steps: ch.to_vec(), last: gi + 1 == ngroups })
+            let mut steps = steps.into_iter();
+            let groups = (0..ngroups)
+                .map(|gi| Group { steps: steps.by_ref().take(cfg.group as usize).collect(), last: gi + 1 == ngroups })
                 .collect();
             tiles.push(Tile { rows: rows.clone(), cols, groups });
         }

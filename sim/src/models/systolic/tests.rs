@@ -287,8 +287,31 @@ fn prune_blocks() {
 
 // ---- parse_input ----
 
+/// The first violation of an input (each case below is about one rule).
 fn perr(v: Value, c: &SystolicParams) -> String {
-    parse_input(&v, c).unwrap_err().to_string()
+    parse_input(&v, c).unwrap_err().0[0].to_string()
+}
+
+#[test]
+fn parse_reports_every_violation() {
+    let c = cfg(2, 2);
+    let e = parse_input(&json!({"a": [[1, 300], [2]], "b": [[1], [-200]], "x": 1, "a_type": "u8"}), &c).unwrap_err();
+    let got: Vec<String> = e.0.iter().map(|x| x.to_string()).collect();
+    assert_eq!(
+        got,
+        [
+            "input `x` = (given): must be absent: keys are a, b, c0, a_type, b_type",
+            "input `a_type` = \"u8\": must be \"i8\" (the block's a_type parameter)",
+            "input `a[0][1]` = 300: must be an integer from -128 to 127 (i8)",
+            "input `a[1]` = a list of 1 values: must be a list of 2 values (the length of a[0])",
+            "input `b[1][0]` = -200: must be an integer from -128 to 127 (i8)",
+        ]
+    );
+    // Many bad values: the first few, then a count.
+    let (row, col): (Vec<i64>, Vec<Vec<i64>>) = (vec![999; 9], vec![vec![1]; 9]);
+    let e = parse_input(&json!({"a": [row], "b": col}), &c).unwrap_err();
+    assert_eq!(e.0.len(), 6);
+    assert_eq!(e.0[5].to_string(), "input `a` = 4 more values like those: must be an integer from -128 to 127 (i8)");
 }
 
 #[test]
