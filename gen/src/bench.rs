@@ -51,6 +51,14 @@ struct HarnessPoint {
     run: TestbenchRun,
 }
 
+/// Measurement rounds per point of `gpurtl bench harness`.
+const ROUNDS: usize = 5;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// Repeat `f` until at least `min_secs` have passed: (units done, seconds).
 fn timed(min_secs: f64, mut f: impl FnMut() -> Result<u64>) -> Result<(u64, f64)> {
     let t0 = std::time::Instant::now();
@@ -108,25 +116,35 @@ pub fn harness(out: &mut dyn Write) -> Result<Value> {
     for pt in &points {
         let compiled = crate::rtl_engine::compile_design(&pt.design)?;
         let native = crate::rtl_engine::native_loop(&pt.design)?;
-        // The testbench's cycle loop (stimulus prepared before it), and the
-        // whole run (sequencing, packing, instantiation and reset included).
-        let (mut loop_ticks, mut loop_secs) = (0, 0.0);
-        let (ticks, secs) = timed(1.0, || {
-            let st = (pt.run)(&compiled)?;
-            loop_ticks += st.loop_ticks;
-            loop_secs += st.loop_seconds;
-            Ok(st.ticks)
-        })?;
-        let harness = loop_ticks as f64 / loop_secs;
-        let whole = ticks as f64 / secs;
-        let (mut cycles, mut nsecs) = (0, 0.0);
-        while nsecs < 1.0 {
-            let (c, s) = native_run(&native, 200_000)?;
-            cycles += c;
-            nsecs += s;
+        // Rounds of the testbench's cycle loop (stimulus prepared before it)
+        // and of the native loop, one after the other, so that a machine
+        // that speeds up or slows down during the bench moves both alike;
+        // the medians over the rounds. "whole run" also counts the
+        // sequencing, packing, instantiation and reset of each run.
+        let (mut harness_r, mut native_r, mut ratio_r, mut whole_r) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut ticks = 0;
+        for _ in 0..ROUNDS {
+            let (mut loop_ticks, mut loop_secs) = (0, 0.0);
+            let (t, secs) = timed(0.4, || {
+                let st = (pt.run)(&compiled)?;
+                loop_ticks += st.loop_ticks;
+                loop_secs += st.loop_seconds;
+                Ok(st.ticks)
+            })?;
+            ticks += t;
+            let (mut cycles, mut nsecs) = (0, 0.0);
+            while nsecs < 0.4 {
+                let (c, s) = native_run(&native, 100_000)?;
+                cycles += c;
+                nsecs += s;
+            }
+            let (h, n) = (loop_ticks as f64 / loop_secs, cycles as f64 / nsecs);
+            harness_r.push(h);
+            native_r.push(n);
+            ratio_r.push(h / n);
+            whole_r.push(t as f64 / secs);
         }
-        let native_rate = cycles as f64 / nsecs;
-        let ratio = harness / native_rate;
+        let (harness, native_rate, ratio, whole) = (median(harness_r), median(native_r), median(ratio_r), median(whole_r));
         let _ = writeln!(out, "{:<16} {:>12.0} {:>12.0} {:>6.2}x {:>12.0}", pt.label, harness, native_rate, ratio, whole);
         rows.push(serde_json::json!({
             "design": pt.label, "harness_cycles_per_second": harness, "native_cycles_per_second": native_rate,
