@@ -648,6 +648,19 @@ fn repeats_are_errors() {
     assert!(err.contains("not valid JSON: key `op` appears twice in one object at line 1"), "{err}");
 }
 
+/// `gen` changes no file when it cannot write them all.
+#[test]
+fn gen_writes_all_its_files_or_none() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("gpurtl_compress.v"), "old").unwrap();
+    std::fs::create_dir(d.path().join("gpurtl_compress.json")).unwrap();
+    let (code, _, err) = gpurtl(&["gen", "compress", "-o", d.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("`gpurtl_compress.json` is a directory"), "{err}");
+    assert_eq!(std::fs::read_to_string(d.path().join("gpurtl_compress.v")).unwrap(), "old");
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2, "no temporary file is left");
+}
+
 /// Generating into a folder that holds an earlier configuration leaves
 /// only the new configuration's files.
 #[test]

@@ -142,6 +142,11 @@ pub fn sources_for(files: &[(String, String)], target: Option<&str>) -> Vec<Stri
 /// configuration stays beside the new filelist.
 pub fn write_all(dir: &Path, files: &[(String, String)]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
+    // What would stop a rename half-way (a directory where a file goes) is
+    // found before anything is written.
+    if let Some((name, _)) = files.iter().find(|(f, _)| dir.join(f).is_dir()) {
+        return Err(std::io::Error::new(std::io::ErrorKind::IsADirectory, format!("`{name}` is a directory")));
+    }
     let previous = previous_outputs(dir, files);
     let mut staged = Vec::with_capacity(files.len());
     for (name, text) in files {
