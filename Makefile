@@ -90,6 +90,7 @@ synth-report: build fpga-deps
 	  $(GPURTL) synth $$b --target $$t -o out/synth/$$b-$$t || true; done; done
 	$(GPURTL) synth systolic --preset hx8k --target ice40 -o out/synth/systolic-hx8k-ice40 || true
 	$(GPURTL) synth systolic --preset infer --target ecp5 -o out/synth/systolic-infer-ecp5 || true
+	$(GPURTL) synth scheduler --preset wide --target generic -o out/synth/scheduler-wide-generic || true
 	$(GPURTL) synth-table out/synth | tee out/synth/table.md
 
 clean:

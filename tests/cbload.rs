@@ -2,7 +2,6 @@
 //! the golden model (docs/cbload.md), lint and synthesis checks, snapshot.
 
 use gpurtl_gen::rtl_engine::compile_design;
-use gpurtl_gen::tools;
 use gpurtl_hw::blocks::cbload::build;
 use gpurtl_params::cbload::{CbloadParams, ErrorKind};
 use gpurtl_params::BlockParams;
@@ -131,21 +130,12 @@ fn burst_streams_at_one_beat_per_cycle() {
     assert_eq!(got.responses[0].error, ErrorKind::None);
 }
 
-fn generated(p: &CbloadParams) -> (tempfile::TempDir, String, Vec<String>) {
-    gpurtl_tests::generated(&build(p).unwrap())
-}
-
 #[test]
 fn verilator_lint_and_yosys_are_clean_at_every_point() {
     let mut all = points();
     all.push(("simd32", CbloadParams::presets()[2].1.clone()));
     for (name, p) in all {
-        let (dir, top, vs) = generated(&p);
-        if let Err(e) = tools::verilator_lint(dir.path(), &top) {
-            panic!("{name}: {e}");
-        }
-        let s = tools::yosys_synth(dir.path(), &top, &vs).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(!s.by_type.iter().any(|(t, _)| t.contains("LATCH")), "{name}: {:?}", s.by_type);
+        gpurtl_tests::lint_and_synth_clean(name, &build(&p).unwrap());
     }
 }
 

@@ -57,7 +57,7 @@ fn invalid_parameters() {
         &["gen", "compress", "--preset", "huge", "-o", "x"],
         "error: preset `huge` of block `compress`: must be one of default, small, wide, max\n",
     );
-    bad(&["gen", "nosuch", "-o", "x"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic\n");
+    bad(&["gen", "nosuch", "-o", "x"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic, scheduler\n");
     bad(&["gen", "compress"], "error: `gen` needs `-o DIR`\n");
     bad(&["frobnicate"], "error: unknown command `frobnicate`; see `gpurtl help`\n");
 }
@@ -527,7 +527,7 @@ fn options_are_not_silently_ignored() {
     bad(&["gen", "--all", "--preset", "wide", "-o", "x"], "error: `gen --all` writes every block at its defaults and takes no block or parameters\n");
     bad(&["list", "--param", "width=1"], "error: option `--param` is not used by `list`; see `gpurtl help`\n");
     bad(&["help", "extra"], "error: unexpected argument `extra` to `help`; see `gpurtl help`\n");
-    bad(&["list", "nosuch"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic\n");
+    bad(&["list", "nosuch"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic, scheduler\n");
     let (code, out, _) = gpurtl(&["list", "compress"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("compress:") && !out.contains("cbload"), "{out}");
@@ -690,4 +690,79 @@ fn bench_measures_the_given_point() {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
     assert_eq!(v["params"], serde_json::json!({"width": 64, "latency": 1}));
     assert_eq!(v["vectors_per_cycle"], 1.0);
+}
+
+#[test]
+fn scheduler_invalid_parameters() {
+    bad(&["gen", "scheduler", "--param", "sms=0", "-o", "x"], "error: parameter `sms` = 0: must be an integer from 1 to 64\n");
+    bad(
+        &["gen", "scheduler", "--param", "dispatch_width=5", "--param", "sms=4", "-o", "x"],
+"error: parameter `dispatch_width` = 5: must be at most sms (4) and at most 2^block_bits - 1 (65535): one block per SM per cycle, of one kernel\n",
+    );
+    bad(
+        &["gen", "scheduler", "--param", "reserve=true", "--param", "policy=rr", "-o", "x"],
+        "error: parameter `reserve` = true: must be false unless aging is on (age_threshold 512 and policy rr): \
+         reserve needs age_threshold > 0 and a policy other than rr\n",
+    );
+    bad(
+        &["gen", "scheduler", "--param", "policy=fifo", "-o", "x"],
+        "error: parameter `policy` = `fifo`: must be one of rr, best_fit, least, priority\n",
+    );
+    bad(&["bench", "compress", "--random", "5"], "error: option `--random` is not used by `bench compress`; see `gpurtl help`\n");
+    bad(&["bench", "scheduler", "--random", "0"], "error: option `--random` = `0`: must be an integer from 1 to 10000\n");
+}
+
+/// An unknown stream, a kernel with 0 blocks, a duplicate id: every
+/// violation, each naming its field; nothing is written.
+#[test]
+fn scheduler_malformed_inputs() {
+    let d = tempfile::tempdir().unwrap();
+    let i = write(
+        d.path(),
+        "in.json",
+        r#"{"kernels": [{"id": 0, "stream": 4, "blocks": 0, "threads": 4096, "regs": 1, "smem": 1, "duration": 5},
+                        {"id": 0, "stream": 0, "blocks": 1, "threads": 1, "regs": 1, "smem": 1, "duration": 0, "prio": 1}]}"#,
+    );
+    let o = d.path().join("out.json");
+    let (code, _, err) = gpurtl(&["run", "scheduler", "--input", &i, "--output", o.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        err,
+        "error: input `kernels[0].stream` = 4: must be an integer from 0 to 3\n\
+         error: input `kernels[0].blocks` = 0: must be an integer from 1 to 65535\n\
+         error: input `kernels[0].threads` = 4096: must be an integer from 0 to 4095\n\
+         error: input `kernels[1].prio` = (given): must be absent: keys are id, stream, blocks, threads, regs, smem, duration, priority, submit\n\
+         error: input `kernels[1].id` = 0: must be distinct: kernels[0].id is 0 too\n\
+         error: input `kernels[1].duration` = 0: must be an integer from 1 to 1000000\n"
+    );
+    assert!(!o.exists());
+}
+
+/// Both engines give the same file; a kernel whose blocks need more threads
+/// than an SM has is not an input error: the hardware rejects it.
+#[test]
+fn scheduler_run_model_and_rtl_agree() {
+    let d = tempfile::tempdir().unwrap();
+    let i = write(
+        d.path(),
+        "in.json",
+        r#"{"kernels": [
+            {"id": 0, "stream": 0, "blocks": 3, "threads": 3000, "regs": 1, "smem": 1, "duration": 5},
+            {"id": 1, "stream": 0, "blocks": 2, "threads": 64, "regs": 100, "smem": 1000, "duration": 50, "submit": 3},
+            {"id": 7, "stream": 2, "blocks": 9, "threads": 1024, "regs": 32768, "smem": 40000, "duration": 20}]}"#,
+    );
+    let m = d.path().join("m.json");
+    let r = d.path().join("r.json");
+    assert_eq!(gpurtl(&["run", "scheduler", "--input", &i, "--output", m.to_str().unwrap()]).0, 0);
+    let (code, _, err) = gpurtl(&["run", "scheduler", "--input", &i, "--output", r.to_str().unwrap(), "--engine", "rtl"]);
+    assert_eq!(code, 0, "{err}");
+    let m = std::fs::read_to_string(m).unwrap();
+    assert_eq!(m, std::fs::read_to_string(r).unwrap());
+    let v: serde_json::Value = serde_json::from_str(&m).unwrap();
+    assert_eq!(v["rejected"], serde_json::json!([0]));
+    // Kernel 7: 9 blocks of 40000 B shared memory, one per SM at a time on
+    // 8 SMs: the ninth waits for the first to complete.
+    assert_eq!(v["kernels"][1]["id"], 7);
+    assert_eq!(v["dispatches"].as_array().unwrap().len(), 11);
+    assert_eq!(v["makespan"], 60);
 }

@@ -7,10 +7,10 @@
 //! model.
 
 use gpurtl_gen::bench::yosys_area;
-use gpurtl_gen::block::{Block, BlockDef};
+use gpurtl_gen::block::{BenchOpts, Block, BlockDef};
 use gpurtl_gen::cli::main_with_blocks;
 use gpurtl_gen::rtl_engine::compile_design;
-use gpurtl_gen::{emit, tools};
+use gpurtl_gen::emit;
 use gpurtl_hw::blocks::compress;
 use gpurtl_hw::rtl::{ModuleBuilder, RtlError};
 use gpurtl_hw::Design;
@@ -119,7 +119,7 @@ impl BlockDef for Pair {
     fn random_input(p: &PairParams, rng: &mut Rng) -> Self::Input {
         (tb::random_ops(rng, p.narrow.width, 8, None), tb::random_ops(rng, p.wide.width, 8, None))
     }
-    fn bench(p: &PairParams, out: &mut dyn Write) -> gpurtl_gen::error::Result<Value> {
+    fn bench(p: &PairParams, _: &BenchOpts, out: &mut dyn Write) -> gpurtl_gen::error::Result<Value> {
         let s = yosys_area(&build(p)?)?;
         let _ = writeln!(out, "compress_pair: {} cells, {} flip-flops", s.cells, s.flip_flops);
         Ok(json!({"block": "compress_pair", "yosys_cells": s.cells, "yosys_flip_flops": s.flip_flops}))
@@ -220,21 +220,12 @@ fn nested_parameters_on_the_command_line_and_in_json() {
     assert!(out.contains("compress_pair: two compress units") && out.contains("  narrow.width default 64"), "{out}");
 }
 
-fn generated(d: &Design) -> (tempfile::TempDir, String, Vec<String>) {
-    gpurtl_tests::generated(d)
-}
-
 #[test]
 fn verilator_lint_and_yosys_are_clean_alone_and_behind_the_wrapper() {
     let pair = build(&PairParams::default()).unwrap();
     let wrapped = gpurtl_hw::wrapper::wrap(&pair).unwrap();
     for (what, d) in [("pair", &pair), ("wrapped pair", &wrapped)] {
-        let (dir, top, sources) = generated(d);
-        if let Err(e) = tools::verilator_lint(dir.path(), &top) {
-            panic!("{what}: {e}");
-        }
-        let s = tools::yosys_synth(dir.path(), &top, &sources).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert!(!s.by_type.iter().any(|(t, _)| t.contains("LATCH")), "{what}: {:?}", s.by_type);
+        gpurtl_tests::lint_and_synth_clean(what, d);
     }
     // The wrapper's files: the two units, the pair, the wrapper, in that order.
     let names: Vec<String> = emit::sources(&emit::files(&wrapped));

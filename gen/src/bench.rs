@@ -3,7 +3,7 @@
 //! Each block's measurements are its adapter's `bench` (`gen/src/blocks/`);
 //! the pieces they share are here.
 
-use crate::block::Block;
+use crate::block::{BenchOpts, Block};
 use crate::emit;
 use crate::error::{Error, Result};
 use crate::tools::{self, SynthStats};
@@ -12,10 +12,10 @@ use serde_json::Value;
 use std::io::Write;
 use std::path::Path;
 
-/// Run the block's bench at `params`; the report goes to `json_out`.
-pub fn run(b: &dyn Block, params: &Value, json_out: &Path, out: &mut dyn Write) -> Result<()> {
-    let report = b.bench(params, out)?;
-    write_report(&report, json_out, out)
+/// Run the block's bench at `params`; the report goes to `o.report`.
+pub fn run(b: &dyn Block, params: &Value, o: &BenchOpts, out: &mut dyn Write) -> Result<()> {
+    let report = b.bench(params, o, out)?;
+    write_report(&report, &o.report, out)
 }
 
 /// Write a bench's JSON report and say where.

@@ -28,6 +28,26 @@ pub enum Engine {
     Rtl,
 }
 
+/// What `gpurtl bench` gives a block besides its parameters.
+#[derive(Clone, Debug)]
+pub struct BenchOpts {
+    /// `--random N`: random workloads to measure (blocks that list it in
+    /// [`BlockDef::BENCH_OPTIONS`]).
+    pub random: Option<u64>,
+    /// `--seed S`: the seed of the random workloads.
+    pub seed: Option<u64>,
+    /// Where the JSON report goes; charts go beside it, named after it.
+    pub report: std::path::PathBuf,
+}
+
+impl BenchOpts {
+    /// A chart's path: beside the report, `<report stem>-<name>`.
+    pub fn beside(&self, name: &str) -> std::path::PathBuf {
+        let stem = self.report.file_stem().and_then(|s| s.to_str()).unwrap_or("bench");
+        self.report.with_file_name(format!("{stem}-{name}"))
+    }
+}
+
 /// A block, typed: everything the command line needs, in one place.
 pub trait BlockDef: Sync + 'static {
     type Params: BlockParams + Sync;
@@ -50,9 +70,12 @@ pub trait BlockDef: Sync + 'static {
     /// A short random workload that reaches the block's corner cases (for
     /// the parameter-space test).
     fn random_input(p: &Self::Params, rng: &mut Rng) -> Self::Input;
+    /// The options of `gpurtl bench` this block reads besides `--json`
+    /// (`--random`, `--seed`); any other is refused.
+    const BENCH_OPTIONS: &'static [&'static str] = &[];
     /// `gpurtl bench`: measure the block's figures, print a table on `out`,
     /// return the JSON report.
-    fn bench(p: &Self::Params, out: &mut dyn Write) -> Result<Value>;
+    fn bench(p: &Self::Params, o: &BenchOpts, out: &mut dyn Write) -> Result<Value>;
 }
 
 /// A block as the command line sees it; parameters travel as their resolved
@@ -68,7 +91,8 @@ pub trait Block: Sync {
     fn resolve(&self, layers: &[&Value], pairs: &[(String, String)]) -> Result<Value, ParamErrors>;
     fn design(&self, params: &Value) -> Result<Design>;
     fn run(&self, params: &Value, input: &Value, engine: Engine, vcd: Option<&Path>) -> Result<Value>;
-    fn bench(&self, params: &Value, out: &mut dyn Write) -> Result<Value>;
+    fn bench_options(&self) -> &'static [&'static str];
+    fn bench(&self, params: &Value, o: &BenchOpts, out: &mut dyn Write) -> Result<Value>;
     /// Both engines on a random workload from `seed`: `Ok(None)` when the
     /// output files agree, else the two (model, RTL).
     fn self_check(&self, params: &Value, compiled: &Compiled, seed: u64) -> Result<Option<(Value, Value)>>;
@@ -113,8 +137,11 @@ impl<T: BlockDef> Block for T {
         };
         Ok(T::output_json(&p, &output))
     }
-    fn bench(&self, params: &Value, out: &mut dyn Write) -> Result<Value> {
-        T::bench(&typed(params)?, out)
+    fn bench_options(&self) -> &'static [&'static str] {
+        T::BENCH_OPTIONS
+    }
+    fn bench(&self, params: &Value, o: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+        T::bench(&typed(params)?, o, out)
     }
     fn self_check(&self, params: &Value, compiled: &Compiled, seed: u64) -> Result<Option<(Value, Value)>> {
         let p = typed(params)?;

@@ -1,7 +1,7 @@
 //! The `gpurtl` command line. Exit status: 0 success, 2 bad parameters,
 //! arguments or input file (the message names the field), 1 a failing tool.
 
-use crate::block::{Block, Engine};
+use crate::block::{BenchOpts, Block, Engine};
 use crate::error::{Error, Result};
 use crate::{bench, blocks, emit, synth, sweep, tools};
 use gpurtl_params::systolic::{ElemType, SystolicParams};
@@ -20,6 +20,7 @@ commands:
                                run a workload through the golden model or the RTL
   lint BLOCK                   verilator --lint-only -Wall and yosys synth + check -assert
   bench BLOCK [--json FILE]    measure the block's figures (table + JSON)
+        [--random N] [--seed S] (scheduler) N random mixes from seed S
   bench harness [--json FILE]  the cosimulation harness against a native Verilator loop
   synth BLOCK --target generic|ice40|ecp5 [--clock-mhz F] [--seed N] [-o DIR]
                                yosys (+ nextpnr) report: cells, LUTs, FFs, DSPs, Fmax
@@ -57,6 +58,7 @@ struct Opts {
     pub zip: bool,
     pub names: bool,
     pub threshold: Option<String>,
+    pub random: Option<String>,
     /// The options given, by their long names, in order.
     pub given: Vec<&'static str>,
 }
@@ -103,6 +105,7 @@ fn parse(args: &[String]) -> Result<Opts> {
             "--clock-mhz" => o.clock_mhz = Some(val(a)?),
             "--seed" => o.seed = Some(val(a)?),
             "--threshold" => o.threshold = Some(val(a)?),
+            "--random" => o.random = Some(val(a)?),
             "--all" => o.all = true,
             "--zip" => o.zip = true,
             "--names" => o.names = true,
@@ -122,7 +125,7 @@ fn parse(args: &[String]) -> Result<Opts> {
 fn long_name(a: &str) -> Option<&'static str> {
     const LONG: &[&str] = &[
         "--param", "--params", "--preset", "--out", "--input", "--output", "--engine", "--vcd", "--json", "--block",
-        "--target", "--clock-mhz", "--seed", "--threshold", "--all", "--zip", "--names",
+        "--target", "--clock-mhz", "--seed", "--threshold", "--random", "--all", "--zip", "--names",
     ];
     match a {
         "-p" => Some("--param"),
@@ -139,7 +142,7 @@ fn check_options(cmd: &str, o: &Opts) -> Result<()> {
         "gen" => &["--out", "--all"],
         "run" => &["--input", "--output", "--engine", "--vcd"],
         "lint" => &[],
-        "bench" => &["--json"],
+        "bench" => &["--json", "--random", "--seed"],
         "synth" => &["--target", "--clock-mhz", "--seed", "--out"],
         "sweep" => &["--target", "--clock-mhz", "--seed", "--zip", "--out"],
         "prune" => &["--input", "--output", "--block", "--threshold"],
@@ -270,6 +273,24 @@ impl<'a> Cli<'a> {
             let b = self.block_of(o)?;
             Some((b, params_of(b, o)?))
         };
+        // Options a block's bench does not read are refused, not dropped.
+        let reads: &[&str] = block.as_ref().map_or(&[], |(b, _)| b.bench_options());
+        if let Some(g) = o.given.iter().find(|g| matches!(**g, "--random" | "--seed") && !reads.contains(g)) {
+            let name = block.as_ref().map_or("harness", |(b, _)| b.name());
+            return Err(Error::Bad(format!("option `{g}` is not used by `bench {name}`; see `gpurtl help`")));
+        }
+        let random = match o.random.as_deref() {
+            None => None,
+            Some(raw) => Some(raw.parse::<u64>().ok().filter(|n| (1..=10_000).contains(n)).ok_or_else(|| {
+                Error::Bad(format!("option `--random` = `{raw}`: must be an integer from 1 to 10000"))
+            })?),
+        };
+        let seed = match o.seed.as_deref() {
+            None => None,
+            Some(raw) => Some(raw.parse::<u64>().map_err(|_| {
+                Error::Bad(format!("option `--seed` = `{raw}`: must be an integer from 0 to {}", u64::MAX))
+            })?),
+        };
         // The report's path is checked before minutes of work; the default
         // `out/bench/<name>.json` is made.
         let json = match &o.json {
@@ -285,7 +306,7 @@ impl<'a> Cli<'a> {
         };
         match block {
             None => bench::write_report(&bench::harness(out)?, &json, out),
-            Some((b, params)) => bench::run(b, &params, &json, out),
+            Some((b, params)) => bench::run(b, &params, &BenchOpts { random, seed, report: json }, out),
         }
     }
 

@@ -17,7 +17,8 @@ pub fn native_loop(design: &Design) -> Result<PathBuf, CosimError> {
     gpurtl_sim::cosim::native_loop(&spec(design), top.reset.map(|r| top.sig(r).name.as_str()))
 }
 
-fn spec(design: &Design) -> DesignSpec {
+/// What the harness builds from: the top, its Verilog, its ports, its clock.
+pub fn spec(design: &Design) -> DesignSpec {
     let e = design.elaborate();
     let top = design.top();
     let ports = top

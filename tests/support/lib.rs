@@ -68,3 +68,14 @@ pub fn check_stable(build: impl Fn() -> Design) {
     assert_eq!(emit::files(&d), emit::files(&build()), "{} {}", d.origin().block, d.origin().params);
 }
 pub mod space;
+
+/// `verilator --lint-only -Wall` finds nothing, and yosys synthesizes the
+/// design (`check -assert`) without latches; `what` names it in a failure.
+pub fn lint_and_synth_clean(what: &str, design: &Design) {
+    let (dir, top, sources) = generated(design);
+    if let Err(e) = gpurtl_gen::tools::verilator_lint(dir.path(), &top) {
+        panic!("{what}: {e}");
+    }
+    let s = gpurtl_gen::tools::yosys_synth(dir.path(), &top, &sources).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(!s.by_type.iter().any(|(t, _)| t.contains("LATCH")), "{what}: latches: {:?}", s.by_type);
+}

@@ -1,7 +1,7 @@
 //! The constant-buffer burst load unit on the command line: run and bench.
 
 use crate::bench::{generator, yosys_area};
-use crate::block::BlockDef;
+use crate::block::{BenchOpts, BlockDef};
 use crate::error::Result;
 use crate::rtl_engine::compile_design;
 use gpurtl_hw::blocks::cbload::build;
@@ -48,7 +48,7 @@ impl BlockDef for Cbload {
 
     /// Burst versus single loads at memory latency 10, against the bandwidth
     /// floor of N*reg_bits/read_bits beats.
-    fn bench(cfg: &CbloadParams, out: &mut dyn Write) -> Result<Value> {
+    fn bench(cfg: &CbloadParams, _: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
         let design = build(cfg)?;
         let compiled = compile_design(&design)?;
         let gb = cfg.reg_bits / 8;

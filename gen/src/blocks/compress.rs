@@ -1,7 +1,7 @@
 //! The compress/expand unit on the command line: run and bench.
 
 use crate::bench::{generator, yosys_area};
-use crate::block::BlockDef;
+use crate::block::{BenchOpts, BlockDef};
 use crate::error::Result;
 use crate::rtl_engine::compile_design;
 use gpurtl_hw::blocks::compress::build;
@@ -47,7 +47,7 @@ impl BlockDef for Compress {
 
     /// Throughput and latency without stalls, area and cosim speed at the
     /// given parameters (the README's table runs it at each width).
-    fn bench(p: &CompressParams, out: &mut dyn Write) -> Result<Value> {
+    fn bench(p: &CompressParams, _: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
         let design = build(p)?;
         // Throughput: a long run with no stalls. Steady state = results / (cycles - latency + 1).
         let compiled = compile_design(&design)?;

@@ -1,7 +1,7 @@
 //! The systolic grid on the command line: run and bench.
 
 use crate::bench::generator;
-use crate::block::BlockDef;
+use crate::block::{BenchOpts, BlockDef};
 use crate::emit;
 use crate::error::Result;
 use crate::rtl_engine::compile_design;
@@ -49,7 +49,7 @@ impl BlockDef for Systolic {
     /// Utilization, load-filter speedups, gating counts, generation size and
     /// time, cosim speed, at the given parameters (`--preset grid8` is the
     /// 8x8 grid of the README's figures).
-    fn bench(p: &SystolicParams, out: &mut dyn Write) -> Result<Value> {
+    fn bench(p: &SystolicParams, _: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
         let run = |p: &SystolicParams, gemm: &Gemm| -> Result<(Outcome, f64)> {
             let compiled = compile_design(&build(p)?)?;
             let (o, st) = tb::run(&compiled, p, gemm, None, None)?;

@@ -8,12 +8,13 @@
 //!
 //! Module layering, each file using only those above it: `expr` (expressions,
 //! their widths and text), `namer`; `module` (signals, the builder, its
-//! checks); `print` (a module's Verilog), `stream` (valid/ready bundles),
+//! checks), `formal` (properties); `print` (a module's Verilog), `stream` (valid/ready bundles),
 //! `pipe`, `counter`; `design` (composition and naming).
 
 pub mod counter;
 pub mod design;
 pub mod expr;
+pub mod formal;
 pub mod module;
 pub mod namer;
 pub mod pipe;
@@ -22,6 +23,7 @@ pub mod stream;
 
 pub use counter::split_counter;
 pub use design::{Design, Elaborated, Unit};
+pub use formal::{Prop, PropKind};
 pub use expr::{bits_for, clog2, literal, lowest_bit, popcount, select, select_onehot, sum_tree, BinOp, Expr, ExprKind, SigId, UnOp};
 pub use module::{Alternative, Assign, Inst, Instance, Module, ModuleBuilder, Origin, RegNext, RtlError, SigKind, Signal, StreamDecl};
 pub use stream::{Flow, Stream};

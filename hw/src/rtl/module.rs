@@ -7,6 +7,7 @@
 //! without a next-state, unread signals (which `verilator -Wall` would flag).
 
 use super::expr::{Expr, ExprKind, SigId};
+use super::formal::Prop;
 use super::namer::Namer;
 use num_bigint::BigUint;
 use sha2::{Digest, Sha256};
@@ -33,6 +34,9 @@ pub struct Signal {
     /// Why some bits of this signal are never read (a lint waiver is printed
     /// with this reason). Only the layer's own temporaries get one.
     pub waiver: Option<String>,
+    /// Exists for the properties only: declared and driven under
+    /// `` `ifdef FORMAL ``, with them.
+    pub formal: bool,
 }
 
 /// `assign target[lo +: expr.width] = expr;`
@@ -155,6 +159,13 @@ pub struct Module {
     pub alternatives: Vec<Alternative>,
     /// Valid/ready bundles among the ports, for [`ModuleBuilder::connect`].
     pub streams: Vec<StreamDecl>,
+    /// Properties of the logic (see [`super::formal`]), and the assigns of
+    /// the formal-only wires they use.
+    pub props: Vec<Prop>,
+    pub formal_assigns: Vec<Assign>,
+    /// The formal-only flag that is set by the first reset (the properties
+    /// are checked from then on), named when the first property is stated.
+    pub formal_seen: Option<String>,
 }
 
 impl Module {
@@ -190,7 +201,7 @@ impl std::error::Error for RtlError {}
 
 pub struct ModuleBuilder {
     pub(crate) m: Module,
-    namer: Namer,
+    pub(crate) namer: Namer,
     pub(crate) problems: Vec<String>,
     /// One shared copy of each distinct instantiated module, by key.
     subs: HashMap<String, Rc<Module>>,
@@ -200,6 +211,8 @@ pub struct ModuleBuilder {
     /// The key expression is kept alive beside its wire, so an address
     /// cannot be reused by another expression while it is in the cache.
     hoist_cache: HashMap<*const ExprKind, (Expr, Expr)>,
+    /// Signals and assigns made now are for the properties only.
+    pub(crate) formal: bool,
 }
 
 impl ModuleBuilder {
@@ -218,12 +231,16 @@ impl ModuleBuilder {
                 reset: None,
                 alternatives: Vec::new(),
                 streams: Vec::new(),
+                props: Vec::new(),
+                formal_assigns: Vec::new(),
+                formal_seen: None,
             },
             namer: Namer::default(),
             problems: Vec::new(),
             subs: HashMap::new(),
             hoisted: 0,
             hoist_cache: HashMap::new(),
+            formal: false,
         }
     }
 
@@ -248,7 +265,8 @@ impl ModuleBuilder {
         }
         let name = self.namer.claim(name);
         let id = SigId(self.m.signals.len());
-        self.m.signals.push(Signal { name, width: width.max(1), kind, reset, doc: doc.to_string(), waiver: None });
+        let formal = self.formal;
+        self.m.signals.push(Signal { name, width: width.max(1), kind, reset, doc: doc.to_string(), waiver: None, formal });
         if matches!(kind, SigKind::Input | SigKind::Output) {
             self.m.ports.push(id);
         }
@@ -338,7 +356,7 @@ impl ModuleBuilder {
         }
         if self.checked(e) {
             let e = self.hoist(e, &sig.name);
-            self.m.assigns.push(Assign { target: t, lo, expr: e });
+            self.push_assign(Assign { target: t, lo, expr: e });
         }
     }
 
@@ -462,7 +480,7 @@ impl ModuleBuilder {
         }
     }
 
-    fn checked(&mut self, e: &Expr) -> bool {
+    pub(crate) fn checked(&mut self, e: &Expr) -> bool {
         let m = &self.m;
         match e.check(&|x| show_expr(m, x)) {
             Ok(()) => true,
@@ -473,8 +491,24 @@ impl ModuleBuilder {
         }
     }
 
+    /// An assign of the logic, or of a formal-only wire.
+    fn push_assign(&mut self, a: Assign) {
+        if self.formal {
+            self.m.formal_assigns.push(a);
+        } else {
+            self.m.assigns.push(a);
+        }
+    }
+
+    /// Remember a hoisted wire; formal-only ones are not reused by the logic.
+    fn cache(&mut self, key: *const ExprKind, v: (Expr, Expr)) {
+        if !self.formal {
+            self.hoist_cache.insert(key, v);
+        }
+    }
+
     /// Verilog-2005 cannot slice an expression: give such operands a wire.
-    fn hoist(&mut self, e: &Expr, base: &str) -> Expr {
+    pub(crate) fn hoist(&mut self, e: &Expr, base: &str) -> Expr {
         match e.kind() {
             ExprKind::Sig(_) | ExprKind::Const(_) | ExprKind::Bad(_) => e.clone(),
             ExprKind::Slice(inner, hi, lo) => {
@@ -491,8 +525,8 @@ impl ModuleBuilder {
                     // A slice of a result (e.g. the high bits of a sum) leaves
                     // the other bits unread on purpose.
                     self.m.signals[t.0].waiver = Some("holds an expression of which only a slice is used".into());
-                    self.m.assigns.push(Assign { target: t, lo: 0, expr });
-                    self.hoist_cache.insert(key, (inner.clone(), w.clone()));
+                    self.push_assign(Assign { target: t, lo: 0, expr });
+                    self.cache(key, (inner.clone(), w.clone()));
                     w
                 };
                 Expr::new(ExprKind::Slice(inner, *hi, *lo), e.width())
@@ -512,8 +546,8 @@ impl ModuleBuilder {
                 self.hoisted += 1;
                 let w = self.wire(&format!("{base}_mul{}", self.hoisted), e.width());
                 let t = sig_of(&w);
-                self.m.assigns.push(Assign { target: t, lo: 0, expr: Expr::new(ExprKind::SMul(ha, hb), e.width()) });
-                self.hoist_cache.insert(Rc::as_ptr(&e.node), (e.clone(), w.clone()));
+                self.push_assign(Assign { target: t, lo: 0, expr: Expr::new(ExprKind::SMul(ha, hb), e.width()) });
+                self.cache(Rc::as_ptr(&e.node), (e.clone(), w.clone()));
                 w
             }
             ExprKind::Bin(op, a, b) => {
@@ -536,7 +570,7 @@ impl ModuleBuilder {
         let n = self.m.signals.len();
         // Driven bits per signal.
         let mut driven: Vec<Vec<u8>> = self.m.signals.iter().map(|s| vec![0u8; s.width as usize]).collect();
-        for a in &self.m.assigns {
+        for a in self.m.assigns.iter().chain(&self.m.formal_assigns) {
             for b in a.lo..a.lo + a.expr.width() {
                 driven[a.target.0][b as usize] += 1;
             }
@@ -583,7 +617,22 @@ impl ModuleBuilder {
             self.problems.push("registers are used but no clock was declared".into());
         }
         let mut waived = Vec::new();
+        // The properties and formal-only wires read only formal-only wires
+        // or the logic's signals; the logic reads no formal-only wire.
+        for a in &self.m.assigns {
+            a.expr.visit_sigs(&mut |s, _| {
+                if self.m.signals[s.0].formal {
+                    self.problems.push(format!("`{}` is formal-only but the logic reads it", self.m.signals[s.0].name));
+                }
+            });
+        }
         for (i, s) in self.m.signals.iter().enumerate() {
+            if s.formal {
+                if s.kind == SigKind::Wire && driven[i].iter().any(|&d| d != 1) {
+                    self.problems.push(format!("formal-only `{}` must be driven exactly once", s.name));
+                }
+                continue;
+            }
             match s.kind {
                 SigKind::Output | SigKind::Wire => {
                     let undriven = ranges(&driven[i], |d| d == 0);
@@ -654,7 +703,7 @@ fn content_key(m: &Module) -> String {
     }
     for s in &m.signals {
         let reset = s.reset.as_ref().map(|r| r.to_bytes_le());
-        put(format!("{}|{}|{:?}|{:?}|{}|{:?}", s.name, s.width, s.kind, reset, s.doc, s.waiver).as_bytes());
+        put(format!("{}|{}|{:?}|{:?}|{}|{:?}|{}", s.name, s.width, s.kind, reset, s.doc, s.waiver, s.formal).as_bytes());
     }
     put(format!("{:?}|{:?}|{:?}", m.ports, m.clock, m.reset).as_bytes());
     for a in &m.assigns {
@@ -681,6 +730,14 @@ fn content_key(m: &Module) -> String {
     }
     for s in &m.streams {
         put(format!("{s:?}").as_bytes());
+    }
+    for a in &m.formal_assigns {
+        put(format!("formal assign {}|{}", a.target.0, a.lo).as_bytes());
+        a.expr.digest(&mut put);
+    }
+    for p in &m.props {
+        put(format!("prop {:?}|{}|{}", p.kind, p.name, p.doc).as_bytes());
+        p.cond.digest(&mut put);
     }
     h.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
 }

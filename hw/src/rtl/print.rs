@@ -6,6 +6,7 @@
 //! reset domain and one per load enable for datapath registers.
 
 use super::expr::{literal, Expr, SigId};
+use super::formal::PropKind;
 use super::module::{Instance, Module, SigKind};
 use std::fmt::Write;
 
@@ -58,7 +59,7 @@ pub fn module(m: &Module, name: &str, sub: &dyn Fn(&Instance) -> String) -> Stri
     }
     s.push_str(");\n");
 
-    let internal: Vec<_> = m.signals.iter().filter(|x| matches!(x.kind, SigKind::Wire | SigKind::Reg)).collect();
+    let internal: Vec<_> = m.signals.iter().filter(|x| matches!(x.kind, SigKind::Wire | SigKind::Reg) && !x.formal).collect();
     if !internal.is_empty() {
         s.push('\n');
         let rw = internal.iter().map(|x| range(x.width).len()).max().unwrap_or(0);
@@ -155,8 +156,37 @@ pub fn module(m: &Module, name: &str, sub: &dyn Fn(&Instance) -> String) -> Stri
             s.push_str("  end\n");
         }
     }
+    formal(m, &mut s);
     s.push_str("endmodule\n");
     wrap_long_lines(&s)
+}
+
+/// The properties, under `` `ifdef FORMAL ``: a flag set by the first reset,
+/// the formal-only wires, and one `always @*` block that checks every
+/// property from the first cycle after that reset on.
+fn formal(m: &Module, s: &mut String) {
+    let (Some(seen), Some(clk), Some(rst)) = (&m.formal_seen, m.clock, m.reset) else { return };
+    let (clk, rst) = (&m.sig(clk).name, &m.sig(rst).name);
+    let _ = writeln!(s, "\n`ifdef FORMAL");
+    let _ = writeln!(s, "  // Properties: checked in every cycle after the first reset (yosys read_verilog -formal).");
+    let _ = writeln!(s, "  reg {seen} = 1'b0;");
+    for x in m.signals.iter().filter(|x| x.formal) {
+        let _ = writeln!(s, "  wire {} {};", range(x.width), x.name);
+    }
+    for a in &m.formal_assigns {
+        let _ = writeln!(s, "  assign {} = {};", m.sig(a.target).name, expr(m, &a.expr));
+    }
+    let _ = writeln!(s, "  always @(posedge {clk}) if ({rst}) {seen} <= 1'b1;");
+    let _ = writeln!(s, "  always @* begin\n    if ({seen} && !{rst}) begin");
+    for p in &m.props {
+        let kw = match p.kind {
+            PropKind::Assert => "assert",
+            PropKind::Assume => "assume",
+        };
+        let _ = writeln!(s, "      // {}", p.doc);
+        let _ = writeln!(s, "      {}: {kw} ({});", p.name, expr(m, &p.cond));
+    }
+    let _ = writeln!(s, "    end\n  end\n`endif");
 }
 
 /// Statements longer than this are broken over several lines: a wide

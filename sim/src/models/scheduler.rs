@@ -1,0 +1,2305 @@
+//! Golden model of the resource-table kernel scheduler, written from
+//! `docs/scheduler.md` only.
+//!
+//! [`run`] plays the spec's eight per-cycle rules ("In each cycle t, all at
+//! once") literally: at the start of every cycle the whole state is copied,
+//! every rule reads the copy (the state at the start of the cycle) and writes
+//! its changes into the next state, so that "decided in cycle t, visible from
+//! cycle t+1" holds by construction. The environment of the spec (source,
+//! dispatch and rejection sinks, the SM stand-in) is played in the same loop.
+//! The only departure from a plain cycle loop is [`Sim::idle_until`]: long
+//! stretches where provably nothing but the ages changes (e.g. waiting for a
+//! `submit` cycle up to 10^9, or for a block of duration 10^6) are skipped;
+//! a test checks that skipping gives the same trace as not skipping.
+//!
+//! Timing of one kernel alone (spec "Timing summary"), submission transfer at t:
+//!
+//! ```text
+//! t    submission transfer (sub_q loaded)
+//! t+1  enqueued (cnt, pend += 1)
+//! t+2  comparator sees the head          -> elig_q, sched_q
+//! t+3  pick                              -> pick_v, pick_s
+//! t+4  load into the dispatcher          -> cur_v
+//! t+5  first blocks decided              -> FIFO record, free -= need
+//! t+6  dispatch transfer (dsp_valid_o)   -> the blocks start on their SMs
+//! t+6+D+x completion (port always ready, W lanes per cycle)
+//! ```
+//!
+//! Spec readings (ambiguities resolved by the most literal reading; to be
+//! settled in the doc):
+//!
+//! 1. Load ignores `blocked`: the spec's Load condition is only `!cur_v`,
+//!    `pick_v`, `open(pick_s)`. A `pick_v` registered before the block began
+//!    can load a kernel in a blocked cycle; it is released the next cycle.
+//!    Picks are registered and may be stale: a pick made from comparator
+//!    registers two cycles old loads whatever is `head(pick_s)` at the load
+//!    (possibly the next kernel of the stream, or a kernel just released).
+//! 2. A bad submission waits if `rej_q` is valid at the start of the cycle,
+//!    even when `rej_q` transfers out in that same cycle.
+//! 3. Source: kernel i is offered from the first cycle `c >= submit_i`,
+//!    `c > (transfer cycle of kernel i-1)`, whose source stall draw is false;
+//!    once offered it is held (no further draws) until it transfers.
+//! 4. `age[s] <- 0` tests `open(s)` on the start-of-cycle state; "the head
+//!    moved" is a flag (with Q = 1, `dptr + 1 mod Q` equals `dptr`). An age
+//!    keeps counting while its head is in the dispatcher, partly dispatched
+//!    or released: only a move or a closed stream resets it.
+//! 5. Output `makespan`: "the first submission's cycle" is the first
+//!    submission transfer of any kernel, rejected ones included.
+//! 6. Output `wait`: `ready` = the later of `submitted` and the predecessor's
+//!    `last_dispatch` (`dispatch`) / `finish` (`complete`); the predecessor
+//!    is the previous *accepted* kernel of the same stream in input order.
+//! 7. Output `kernels[]` entries carry `id` (as in the example, though the
+//!    field list does not name it); `worst_wait` is 0 without accepted kernels.
+//! 8. The example output's `utilization` (all 0.0) does not follow the
+//!    formula: for that example it would be threads 0.1128, regs 0.1128,
+//!    smem 0.2256, slots 0.0564 (245760/2179072 etc.). The formula is used.
+//!    The example's blocks 4..7 go on SM 1 (SM 0 holds 4 blocks of 16384 B
+//!    of shared memory), which the example does not show.
+//! 9. Input: `kernels` is required (it "may be empty"); every violation of
+//!    every kernel is reported (no per-list cap), in the order: object,
+//!    unknown keys, id, stream, blocks, threads, regs, smem, duration,
+//!    priority, submit; a repeated id is reported at the later kernel; the
+//!    100,000-block total comes last (sum of the well-formed `blocks`).
+//! 10. [`run`] takes a workload whose fields fit their ports (what
+//!     [`parse_input`] checks, except that `stream >= streams` is allowed
+//!     and rejected as the spec's bad submission).
+
+use super::{err, shown, InputError, InputErrors, Violations};
+use gpurtl_params::scheduler::{Policy, SchedulerParams, StreamOrder, AGE_BITS, SCORE_BITS};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+// ======================================================================
+// Workload, environment, trace
+// ======================================================================
+
+/// One kernel of a workload (docs/scheduler.md "`gpurtl run scheduler`").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kernel {
+    pub id: u64,
+    pub stream: u32,
+    pub blocks: u32,
+    pub threads: u32,
+    pub regs: u32,
+    pub smem: u32,
+    pub duration: u64,
+    pub priority: u32,
+    pub submit: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Workload {
+    pub kernels: Vec<Kernel>,
+}
+
+/// Most blocks a workload may hold in all (spec input rules).
+pub const MAX_BLOCKS: u64 = 100_000;
+/// Largest `duration` of a kernel.
+pub const MAX_DURATION: u64 = 1_000_000;
+/// Largest `submit` cycle of a kernel.
+pub const MAX_SUBMIT: u64 = 1_000_000_000;
+
+/// The environment's random parts ("The environment" in the spec). Every
+/// draw is a pure function of (seed, what, cycle or kernel/block), so the
+/// testbench and the model see the same values whatever order they ask in.
+/// Zero percentages and `max_extra` 0 = no stalls, no extra latency (what
+/// `gpurtl run` uses). A percentage of 100 or more stalls forever: [`run`]
+/// refuses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Env {
+    pub seed: u64,
+    pub src_stall_pct: u32,
+    pub dsp_stall_pct: u32,
+    pub rej_stall_pct: u32,
+    pub max_extra: u64,
+}
+
+/// The golden-ratio increment of SplitMix64.
+const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// The SplitMix64 finaliser.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The environment's hash, the definition every engine uses:
+///
+/// ```text
+/// h = seed
+/// for v in [what, a, b]:  h = mix((h + G) ^ v)        (+ wrapping, 64 bits)
+/// G   = 0x9E3779B97F4A7C15
+/// mix(z): z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
+///         z = (z ^ z>>27) * 0x94D049BB133111EB
+///         z ^ z>>31                                   (* wrapping, 64 bits)
+/// ```
+pub fn draw(seed: u64, what: u64, a: u64, b: u64) -> u64 {
+    let mut h = seed;
+    for v in [what, a, b] {
+        h = mix(h.wrapping_add(GOLDEN) ^ v);
+    }
+    h
+}
+
+/// `what` of the source's stall draw.
+pub const WHAT_SRC: u64 = 1;
+/// `what` of the dispatch sink's stall draw.
+pub const WHAT_DSP: u64 = 2;
+/// `what` of the rejection sink's stall draw.
+pub const WHAT_REJ: u64 = 3;
+/// `what` of a block's extra latency.
+pub const WHAT_EXTRA: u64 = 4;
+
+impl Env {
+    /// The source does not start offering a kernel in cycle `c` (spec
+    /// "Source"): `draw(seed, 1, c, 0) % 100 < src_stall_pct`.
+    pub fn src_stall(&self, c: u64) -> bool {
+        draw(self.seed, WHAT_SRC, c, 0) % 100 < self.src_stall_pct as u64
+    }
+    /// `dsp_ready_i` in cycle `c`: `!(draw(seed, 2, c, 0) % 100 < dsp_stall_pct)`.
+    pub fn dsp_ready(&self, c: u64) -> bool {
+        draw(self.seed, WHAT_DSP, c, 0) % 100 >= self.dsp_stall_pct as u64
+    }
+    /// `rej_ready_i` in cycle `c`: `!(draw(seed, 3, c, 0) % 100 < rej_stall_pct)`.
+    pub fn rej_ready(&self, c: u64) -> bool {
+        draw(self.seed, WHAT_REJ, c, 0) % 100 >= self.rej_stall_pct as u64
+    }
+    /// Extra latency x of block `block` of the kernel at input index
+    /// `kernel`: `draw(seed, 4, kernel, block) % (max_extra + 1)` (the draw
+    /// itself when `max_extra` is `u64::MAX`), so 0 when `max_extra` is 0.
+    pub fn extra(&self, kernel: usize, block: u32) -> u64 {
+        let h = draw(self.seed, WHAT_EXTRA, kernel as u64, block as u64);
+        match self.max_extra.checked_add(1) {
+            Some(m) => h % m,
+            None => h,
+        }
+    }
+}
+
+/// The environment as the cycle loop sees it: [`Env`], or in the tests a
+/// scripted one (stalls in chosen cycles).
+trait Environment {
+    fn src_stall(&self, c: u64) -> bool;
+    fn dsp_ready(&self, c: u64) -> bool;
+    fn rej_ready(&self, c: u64) -> bool;
+    fn extra(&self, kernel: usize, block: u32) -> u64;
+    /// The largest `extra` can be.
+    fn max_extra(&self) -> u64;
+}
+
+impl Environment for Env {
+    fn src_stall(&self, c: u64) -> bool {
+        Env::src_stall(self, c)
+    }
+    fn dsp_ready(&self, c: u64) -> bool {
+        Env::dsp_ready(self, c)
+    }
+    fn rej_ready(&self, c: u64) -> bool {
+        Env::rej_ready(self, c)
+    }
+    fn extra(&self, kernel: usize, block: u32) -> u64 {
+        Env::extra(self, kernel, block)
+    }
+    fn max_extra(&self) -> u64 {
+        self.max_extra
+    }
+}
+
+/// One block's dispatch or completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockEvent {
+    pub cycle: u64,
+    /// The kernel's id.
+    pub kernel: u64,
+    pub block: u32,
+    pub sm: u32,
+}
+
+/// Everything observable at the ports, in port order.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Trace {
+    /// (cycle, kernel id) of each submission transfer, in order.
+    pub submissions: Vec<(u64, u64)>,
+    /// (cycle, kernel id) of each rejection transfer, in order.
+    pub rejections: Vec<(u64, u64)>,
+    /// One per block, in dispatch-port order (cycle, then lane).
+    pub dispatches: Vec<BlockEvent>,
+    /// One per block, in completion order (cycle, then lane).
+    pub completions: Vec<BlockEvent>,
+}
+
+/// The spec's **bad** submission: `stream >= S`, or `blocks == 0`, or a
+/// per-block need above an SM's capacity (a block that fits no SM, even an
+/// empty one).
+pub fn is_bad(p: &SchedulerParams, k: &Kernel) -> bool {
+    k.stream >= p.streams || k.blocks == 0 || k.threads > p.sm_threads || k.regs > p.sm_regs || k.smem > p.sm_smem
+}
+
+// ======================================================================
+// State (spec "State")
+// ======================================================================
+
+/// An SM's free resources, or a block's need (`slot` 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Res {
+    thr: u32,
+    reg: u32,
+    mem: u32,
+    slot: u32,
+}
+
+impl Res {
+    /// A kernel's per-block need: `(threads, regs, smem, 1)`.
+    fn need(k: &Kernel) -> Res {
+        Res { thr: k.threads, reg: k.regs, mem: k.smem, slot: 1 }
+    }
+    /// `fits(k, m)`: every need within what is free, and a free slot.
+    fn fits_in(&self, free: &Res) -> bool {
+        self.thr <= free.thr && self.reg <= free.reg && self.mem <= free.mem && free.slot >= 1
+    }
+    fn sub(&mut self, n: &Res) {
+        self.thr -= n.thr;
+        self.reg -= n.reg;
+        self.mem -= n.mem;
+        self.slot -= n.slot;
+    }
+    fn add(&mut self, n: &Res) {
+        self.thr += n.thr;
+        self.reg += n.reg;
+        self.mem += n.mem;
+        self.slot += n.slot;
+    }
+}
+
+/// A queue entry: a kernel.
+#[derive(Clone, Debug)]
+struct Entry {
+    /// Input index of the kernel (for the environment's draws).
+    kernel: usize,
+    id: u64,
+    blocks: u32,
+    need: Res,
+    prio: u32,
+    /// Blocks dispatched.
+    issued: u32,
+    /// Blocks completed.
+    done: u32,
+}
+
+/// One stream's queue: Q entries in a ring (`None` = free).
+#[derive(Clone, Debug)]
+struct Queue {
+    entry: Vec<Option<Entry>>,
+    hptr: usize,
+    dptr: usize,
+    tptr: usize,
+    cnt: usize,
+    pend: usize,
+}
+
+/// One stream's comparator registers.
+#[derive(Clone, Copy, Debug, Default)]
+struct Comp {
+    elig: bool,
+    sched: bool,
+    aged: bool,
+    fresh: bool,
+    agev: u32,
+    prio: u32,
+    score: u32,
+}
+
+/// The kernel in the dispatcher (`cur_v` = `Some`).
+#[derive(Clone, Debug)]
+struct Cur {
+    s: usize,
+    tag: usize,
+    id: u64,
+    kernel: usize,
+    need: Res,
+    next: u32,
+    left: u32,
+}
+
+/// A dispatch record: `count` blocks of one kernel, lane j on `sm[j]`.
+#[derive(Clone, Debug)]
+struct Record {
+    tag: usize,
+    id: u64,
+    kernel: usize,
+    block: u32,
+    sm: Vec<u32>,
+}
+
+#[derive(Clone, Debug)]
+struct State {
+    free: Vec<Res>,
+    q: Vec<Queue>,
+    age: Vec<u32>,
+    comp: Vec<Comp>,
+    pick_v: bool,
+    pick_s: usize,
+    cur: Option<Cur>,
+    fifo: VecDeque<Record>,
+    rr: usize,
+    /// The submission register: the input index of the kernel held.
+    sub_q: Option<usize>,
+    /// The rejection register: the input index of the kernel held.
+    rej_q: Option<usize>,
+}
+
+/// Largest age: ages saturate at 2^AGE_BITS - 1.
+const AGE_MAX: u32 = (1 << AGE_BITS) - 1;
+/// Scores are SCORE_BITS wide (each of the four terms is at most 255).
+const SCORE_MASK: u32 = (1 << SCORE_BITS) - 1;
+/// Dispatch FIFO depth.
+const FIFO_DEPTH: usize = 2;
+
+impl State {
+    /// The state after reset.
+    fn reset(p: &SchedulerParams) -> State {
+        let cap = Res { thr: p.sm_threads, reg: p.sm_regs, mem: p.sm_smem, slot: p.sm_slots };
+        let queue = Queue { entry: vec![None; p.queue_depth as usize], hptr: 0, dptr: 0, tptr: 0, cnt: 0, pend: 0 };
+        let s = p.streams as usize;
+        State {
+            free: vec![cap; p.sms as usize],
+            q: vec![queue; s],
+            age: vec![0; s],
+            comp: vec![Comp::default(); s],
+            pick_v: false,
+            pick_s: 0,
+            cur: None,
+            fifo: VecDeque::new(),
+            rr: 0,
+            sub_q: None,
+            rej_q: None,
+        }
+    }
+
+    // ---- Definitions (spec "Definitions") ----
+
+    /// `head(s)`: the kernel in entry `dptr[s]`, present when `pend[s] > 0`.
+    fn head(&self, s: usize) -> Option<&Entry> {
+        let q = &self.q[s];
+        if q.pend > 0 {
+            Some(q.entry[q.dptr].as_ref().expect("the head entry is occupied"))
+        } else {
+            None
+        }
+    }
+
+    /// `open(s)`: a head, and with `complete` every earlier kernel gone.
+    fn open(&self, p: &SchedulerParams, s: usize) -> bool {
+        let q = &self.q[s];
+        q.pend > 0 && (p.stream_order == StreamOrder::Dispatch || q.cnt == q.pend)
+    }
+
+    /// `elig(s)`: open, and not the kernel in the dispatcher.
+    fn elig(&self, p: &SchedulerParams, s: usize) -> bool {
+        self.open(p, s) && !matches!(&self.cur, Some(c) if c.s == s)
+    }
+
+    /// `first(s)`: the lowest SM the head's block fits on.
+    fn first(&self, s: usize) -> Option<usize> {
+        let need = self.head(s)?.need;
+        (0..self.free.len()).find(|&m| need.fits_in(&self.free[m]))
+    }
+
+    /// `sched(s)`: eligible and the head's block fits some SM.
+    fn sched(&self, p: &SchedulerParams, s: usize) -> bool {
+        self.elig(p, s) && self.first(s).is_some()
+    }
+
+    /// `score(s)` by the policy (only meaningful when `sched(s)`).
+    fn score(&self, p: &SchedulerParams, s: usize) -> u32 {
+        let sh = SchedulerParams::score_shift;
+        let Some(h) = self.head(s) else { return 0 };
+        let n = h.need;
+        let v = match p.policy {
+            Policy::BestFit => {
+                let Some(f) = self.first(s) else { return 0 };
+                let fr = self.free[f];
+                ((fr.thr - n.thr) >> sh(p.sm_threads))
+                    + ((fr.reg - n.reg) >> sh(p.sm_regs))
+                    + ((fr.mem - n.mem) >> sh(p.sm_smem))
+                    + ((fr.slot - 1) >> sh(p.sm_slots))
+            }
+            Policy::Least => {
+                (n.thr >> sh(p.sm_threads)) + (n.reg >> sh(p.sm_regs)) + (n.mem >> sh(p.sm_smem)) + (1 >> sh(p.sm_slots))
+            }
+            Policy::Rr | Policy::Priority => 0,
+        };
+        v & SCORE_MASK
+    }
+
+    /// Step 1's value for stream `s`: the comparator registers' next value.
+    fn compare(&self, p: &SchedulerParams, s: usize) -> Comp {
+        let head = self.head(s);
+        let sched = self.sched(p, s);
+        Comp {
+            elig: self.elig(p, s),
+            sched,
+            aged: self.age[s] > p.age_threshold,
+            fresh: head.is_some_and(|h| h.issued == 0),
+            agev: self.age[s],
+            prio: head.map_or(0, |h| h.prio),
+            score: if sched { self.score(p, s) } else { 0 },
+        }
+    }
+
+    /// Step 2: (`blocked`, the stream picked) from the comparator registers
+    /// and `rr`.
+    fn pick(&self, p: &SchedulerParams) -> (bool, Option<usize>) {
+        let c = &self.comp;
+        let n = c.len();
+        let aging = p.aging();
+        let blocked = p.reserve && aging && c.iter().any(|x| x.elig && x.aged && x.fresh && !x.sched);
+        if blocked {
+            return (true, None);
+        }
+        let sched: Vec<usize> = (0..n).filter(|&s| c[s].sched).collect();
+        let aged: Vec<usize> = sched.iter().copied().filter(|&s| c[s].aged).collect();
+        if aging && !aged.is_empty() {
+            // The fresh ones (not started) if any; of them the largest age,
+            // ties the lowest stream.
+            let fresh: Vec<usize> = aged.iter().copied().filter(|&s| c[s].fresh).collect();
+            let pool = if fresh.is_empty() { aged } else { fresh };
+            let mut best = pool[0];
+            for &s in &pool[1..] {
+                if c[s].agev > c[best].agev {
+                    best = s;
+                }
+            }
+            return (false, Some(best));
+        }
+        let pick = match p.policy {
+            Policy::Rr => {
+                // The first eligible stream at or after rr holds the turn.
+                let turn = (0..n).map(|i| (self.rr + i) % n).find(|&s| c[s].elig);
+                turn.filter(|&s| c[s].sched)
+            }
+            Policy::BestFit | Policy::Least => {
+                let mut best: Option<usize> = None;
+                for &s in &sched {
+                    if best.is_none_or(|b| c[s].score < c[b].score) {
+                        best = Some(s);
+                    }
+                }
+                best
+            }
+            Policy::Priority => {
+                let mut best: Option<usize> = None;
+                for &s in &sched {
+                    if best.is_none_or(|b| (c[s].prio, c[s].agev) > (c[b].prio, c[b].agev)) {
+                        best = Some(s);
+                    }
+                }
+                best
+            }
+        };
+        (false, pick)
+    }
+}
+
+// ======================================================================
+// The cycle loop
+// ======================================================================
+
+/// A block running on its SM (dispatched, not completed).
+#[derive(Clone, Debug)]
+struct Running {
+    kernel: usize,
+    id: u64,
+    block: u32,
+    sm: u32,
+    tag: usize,
+}
+
+/// The source: kernels in input order, one at a time.
+#[derive(Clone, Debug)]
+struct Source {
+    /// The next kernel to offer (input index).
+    next: usize,
+    /// The cycle it is offered from.
+    start: u64,
+}
+
+/// The cycle the source starts offering kernel `i`: the first `c >=
+/// submit_i` after the previous transfer (`after`) whose stall draw is false.
+fn source_start(w: &Workload, env: &dyn Environment, i: usize, after: Option<u64>) -> u64 {
+    let mut c = w.kernels[i].submit;
+    if let Some(t) = after {
+        c = c.max(t + 1);
+    }
+    while env.src_stall(c) {
+        c += 1;
+    }
+    c
+}
+
+struct Sim<'a> {
+    p: &'a SchedulerParams,
+    w: &'a Workload,
+    env: &'a dyn Environment,
+    st: State,
+    src: Source,
+    /// Running blocks keyed by (due cycle, dispatch cycle, lane): the SM
+    /// stand-in's completion order.
+    running: BTreeMap<(u64, u64, u32), Running>,
+    /// Completed blocks per kernel (input index).
+    completed: Vec<u32>,
+    /// Kernels rejected or with every block completed.
+    resolved: usize,
+    trace: Trace,
+}
+
+impl<'a> Sim<'a> {
+    fn new(p: &'a SchedulerParams, w: &'a Workload, env: &'a dyn Environment) -> Sim<'a> {
+        let start = if w.kernels.is_empty() { 0 } else { source_start(w, env, 0, None) };
+        Sim {
+            p,
+            w,
+            env,
+            st: State::reset(p),
+            src: Source { next: 0, start },
+            running: BTreeMap::new(),
+            completed: vec![0; w.kernels.len()],
+            resolved: 0,
+            trace: Trace::default(),
+        }
+    }
+
+    fn q_depth(&self) -> usize {
+        self.p.queue_depth as usize
+    }
+
+    /// Whether the source offers a kernel in cycle `c` (`sub_valid_i`).
+    fn offering(&self, c: u64) -> bool {
+        self.src.next < self.w.kernels.len() && self.src.start <= c
+    }
+
+    /// One cycle: every rule reads `s0` (the state at the start of cycle
+    /// `c`) and writes the next state into `self.st`. Returns whether a port
+    /// event (a transfer or a completion) happened.
+    fn step(&mut self, c: u64) -> bool {
+        let p = self.p;
+        let nq = self.q_depth();
+        let w_lanes = p.dispatch_width as usize;
+        let s0 = self.st.clone();
+        let mut event = false;
+
+        // ---- The environment's inputs in cycle c ----
+        let sub_xfer = (self.offering(c) && s0.sub_q.is_none()).then_some(self.src.next);
+        let dsp_xfer = !s0.fifo.is_empty() && self.env.dsp_ready(c);
+        let rej_xfer = s0.rej_q.is_some() && self.env.rej_ready(c);
+        // The stand-in offers the blocks due by now, by (due, dispatch
+        // cycle, lane), the first W of them.
+        let cpl: Vec<(u64, u64, u32)> = self.running.keys().take_while(|k| k.0 <= c).take(w_lanes).copied().collect();
+
+        // ---- 1. Comparator ----
+        for s in 0..s0.q.len() {
+            self.st.comp[s] = s0.compare(p, s);
+        }
+
+        // ---- 2. Pick ----
+        let (blocked, pick) = s0.pick(p);
+        self.st.pick_v = pick.is_some();
+        if let Some(s) = pick {
+            self.st.pick_s = s;
+        }
+
+        // ---- 3. Dispatcher ----
+        let mut moved = vec![false; s0.q.len()];
+        match &s0.cur {
+            None => {
+                // Load.
+                if s0.pick_v && s0.open(p, s0.pick_s) {
+                    let s = s0.pick_s;
+                    let k = s0.head(s).expect("open implies a head");
+                    self.st.cur = Some(Cur {
+                        s,
+                        tag: s * nq + s0.q[s].dptr,
+                        id: k.id,
+                        kernel: k.kernel,
+                        need: k.need,
+                        next: k.issued,
+                        left: k.blocks - k.issued,
+                    });
+                    self.st.rr = (s + 1) % s0.q.len();
+                }
+            }
+            Some(cur) => {
+                if blocked {
+                    self.st.cur = None; // release
+                } else if s0.fifo.len() >= FIFO_DEPTH {
+                    // The dispatcher waits.
+                } else {
+                    // The SMs the block fits on, lowest first: one block per SM.
+                    let fit: Vec<usize> = (0..s0.free.len()).filter(|&m| cur.need.fits_in(&s0.free[m])).collect();
+                    let n = w_lanes.min(cur.left as usize).min(fit.len());
+                    if n == 0 {
+                        self.st.cur = None; // release: nothing fits
+                    } else {
+                        let sms = &fit[..n];
+                        self.st.fifo.push_back(Record {
+                            tag: cur.tag,
+                            id: cur.id,
+                            kernel: cur.kernel,
+                            block: cur.next,
+                            sm: sms.iter().map(|&m| m as u32).collect(),
+                        });
+                        for &m in sms {
+                            self.st.free[m].sub(&cur.need);
+                        }
+                        let (s, i) = (cur.s, cur.tag - cur.s * nq);
+                        assert_eq!(i, s0.q[s].dptr, "the dispatcher's kernel is its stream's head");
+                        self.st.q[s].entry[i].as_mut().expect("occupied").issued += n as u32;
+                        let left = cur.left - n as u32;
+                        if left == 0 {
+                            // Fully dispatched: the head moves on.
+                            self.st.cur = None;
+                            self.st.q[s].dptr = (s0.q[s].dptr + 1) % nq;
+                            self.st.q[s].pend -= 1;
+                            moved[s] = true;
+                        } else {
+                            let nc = self.st.cur.as_mut().expect("cur_v");
+                            nc.next += n as u32;
+                            nc.left = left;
+                        }
+                    }
+                }
+            }
+        }
+
+        // ---- 4. Completions ----
+        for key in cpl {
+            let b = self.running.remove(&key).expect("running");
+            let (s, i) = (b.tag / nq, b.tag % nq);
+            let e = self.st.q[s].entry[i].as_mut().expect("a completing block's entry is occupied");
+            assert_eq!(e.kernel, b.kernel, "tag of a completing block");
+            e.done += 1;
+            let need = e.need;
+            self.st.free[b.sm as usize].add(&need);
+            self.trace.completions.push(BlockEvent { cycle: c, kernel: b.id, block: b.block, sm: b.sm });
+            self.completed[b.kernel] += 1;
+            if self.completed[b.kernel] == self.w.kernels[b.kernel].blocks {
+                self.resolved += 1;
+            }
+            event = true;
+        }
+
+        // ---- 5. Retire ----
+        for s in 0..s0.q.len() {
+            let q = &s0.q[s];
+            if q.cnt > q.pend {
+                let e = q.entry[q.hptr].as_ref().expect("hptr entry is occupied");
+                if e.done == e.blocks {
+                    let nqs = &mut self.st.q[s];
+                    nqs.entry[q.hptr] = None;
+                    nqs.hptr = (q.hptr + 1) % nq;
+                    nqs.cnt -= 1;
+                }
+            }
+        }
+
+        // ---- 6. Submission ----
+        if let Some(k) = s0.sub_q {
+            let kern = &self.w.kernels[k];
+            if is_bad(p, kern) {
+                if s0.rej_q.is_none() {
+                    self.st.rej_q = Some(k);
+                    self.st.sub_q = None;
+                }
+            } else {
+                let s = kern.stream as usize;
+                if s0.q[s].cnt < nq {
+                    let t = s0.q[s].tptr;
+                    let nqs = &mut self.st.q[s];
+                    assert!(nqs.entry[t].is_none(), "tptr entry is free");
+                    nqs.entry[t] = Some(Entry {
+                        kernel: k,
+                        id: kern.id,
+                        blocks: kern.blocks,
+                        need: Res::need(kern),
+                        prio: kern.priority,
+                        issued: 0,
+                        done: 0,
+                    });
+                    nqs.tptr = (t + 1) % nq;
+                    nqs.cnt += 1;
+                    nqs.pend += 1;
+                    self.st.sub_q = None;
+                }
+            }
+        }
+        if let Some(k) = sub_xfer {
+            // sub_ready_o = !sub_q.valid: the register is empty at the start.
+            self.st.sub_q = Some(k);
+            self.trace.submissions.push((c, self.w.kernels[k].id));
+            self.src.next += 1;
+            if self.src.next < self.w.kernels.len() {
+                self.src.start = source_start(self.w, self.env, self.src.next, Some(c));
+            }
+            event = true;
+        }
+        if rej_xfer {
+            let k = s0.rej_q.expect("rej_valid_o");
+            self.st.rej_q = None;
+            self.trace.rejections.push((c, self.w.kernels[k].id));
+            self.resolved += 1;
+            event = true;
+        }
+
+        // ---- 7. Dispatch port ----
+        if dsp_xfer {
+            // The oldest record (the one pushed this cycle, if any, is behind it).
+            let r = self.st.fifo.pop_front().expect("dsp_valid_o");
+            let dur = self.w.kernels[r.kernel].duration;
+            for (lane, &sm) in r.sm.iter().enumerate() {
+                let block = r.block + lane as u32;
+                self.trace.dispatches.push(BlockEvent { cycle: c, kernel: r.id, block, sm });
+                let due = c + dur + self.env.extra(r.kernel, block);
+                self.running.insert((due, c, lane as u32), Running { kernel: r.kernel, id: r.id, block, sm, tag: r.tag });
+            }
+            event = true;
+        }
+
+        // ---- 8. Ages ----
+        for (s, &mv) in moved.iter().enumerate() {
+            self.st.age[s] = if !s0.open(p, s) || mv { 0 } else { (s0.age[s] + 1).min(AGE_MAX) };
+        }
+
+        event
+    }
+
+    /// If nothing but the ages can change from cycle `c` until some later
+    /// cycle `e` (the next completion due, or the source's next offer into an
+    /// empty `sub_q`), `Some(e)`. The conditions, on the state at the start
+    /// of `c`: no kernel in the dispatcher and no pick registered (so no load
+    /// or dispatch), no `sched_q` and no `sched(s)` (so no pick now or later:
+    /// the table and the heads only change through completions, dispatches
+    /// and enqueues), an empty FIFO and `rej_q`, no retire possible, and
+    /// `sub_q` empty with no offer yet or holding a good kernel of a full
+    /// stream. Then each cycle only moves the ages (and the comparator's age
+    /// fields, which matter only for picks among `sched_q` streams and for
+    /// `blocked`, which matters only with a kernel in the dispatcher).
+    fn idle_until(&self, c: u64) -> Option<u64> {
+        let (p, st) = (self.p, &self.st);
+        let streams = st.q.len();
+        if st.cur.is_some() || st.pick_v || !st.fifo.is_empty() || st.rej_q.is_some() {
+            return None;
+        }
+        if st.comp.iter().any(|x| x.sched) || (0..streams).any(|s| st.sched(p, s)) {
+            return None;
+        }
+        let retire = st.q.iter().any(|q| q.cnt > q.pend && q.entry[q.hptr].as_ref().is_some_and(|e| e.done == e.blocks));
+        if retire {
+            return None;
+        }
+        let mut next: Option<u64> = None;
+        match st.sub_q {
+            None => {
+                if self.offering(c) {
+                    return None;
+                }
+                if self.src.next < self.w.kernels.len() {
+                    next = Some(self.src.start);
+                }
+            }
+            Some(k) => {
+                let kern = &self.w.kernels[k];
+                if is_bad(p, kern) || st.q[kern.stream as usize].cnt < self.q_depth() {
+                    return None;
+                }
+            }
+        }
+        if let Some((&(due, _, _), _)) = self.running.iter().next() {
+            if due <= c {
+                return None;
+            }
+            next = Some(next.map_or(due, |n| n.min(due)));
+        }
+        match next {
+            Some(e) => Some(e),
+            None => panic!("scheduler model: deadlock at cycle {c} with {} of {} kernels resolved", self.resolved, self.w.kernels.len()),
+        }
+    }
+
+    /// Jump from the start of cycle `c` to the start of cycle `e - 1` (see
+    /// [`Sim::idle_until`]): only the ages move. The comparator registers are
+    /// left as they are at `c` (no `sched_q`): in cycle `e - 1` they give no
+    /// pick, as the true ones would, and cycle `e - 1` recomputes them.
+    fn skip_to(&mut self, c: u64, e: u64) {
+        let d = e - 1 - c;
+        for s in 0..self.st.q.len() {
+            let a = if self.st.open(self.p, s) { (self.st.age[s] as u64 + d).min(AGE_MAX as u64) as u32 } else { 0 };
+            self.st.age[s] = a;
+        }
+    }
+}
+
+/// Cycle-exact simulation of the spec's rules with the environment; until
+/// every kernel is rejected or has completed all its blocks. Cycle 0 = first
+/// cycle after reset.
+pub fn run(p: &SchedulerParams, w: &Workload, env: &Env) -> Trace {
+    for (name, pct) in [("src", env.src_stall_pct), ("dsp", env.dsp_stall_pct), ("rej", env.rej_stall_pct)] {
+        assert!(pct < 100, "scheduler model: {name}_stall_pct {pct} would stall forever");
+    }
+    simulate(p, w, env, true)
+}
+
+/// The cycle loop; `skip`: jump over idle stretches (see [`Sim::idle_until`]).
+fn simulate(p: &SchedulerParams, w: &Workload, env: &dyn Environment, skip: bool) -> Trace {
+    let mut sim = Sim::new(p, w, env);
+    // A guard against a model bug: no port event for this many simulated
+    // cycles (idle stretches that are skipped count as one) is a livelock.
+    // Without one, a stretch lasts at most until the next completion.
+    let longest = w.kernels.iter().map(|k| k.duration).max().unwrap_or(0);
+    let guard = longest.saturating_add(env.max_extra()).saturating_mul(10).saturating_add(10_000_000);
+    let mut quiet: u64 = 0;
+    let mut c: u64 = 0;
+    while sim.resolved < w.kernels.len() {
+        if skip {
+            if let Some(e) = sim.idle_until(c) {
+                if e > c + 1 {
+                    sim.skip_to(c, e);
+                    c = e - 1;
+                }
+            }
+        }
+        if sim.step(c) {
+            quiet = 0;
+        } else {
+            quiet += 1;
+            assert!(quiet < guard, "scheduler model: no progress for {quiet} cycles at cycle {c}");
+        }
+        c += 1;
+    }
+    sim.trace
+}
+
+// ======================================================================
+// Input file
+// ======================================================================
+
+const KERNEL_KEYS: [&str; 9] = ["id", "stream", "blocks", "threads", "regs", "smem", "duration", "priority", "submit"];
+
+/// Parse and check a `gpurtl run scheduler` input: every violation, as the
+/// spec says (distinct ids, stream < streams, blocks 1..2^block_bits-1, needs
+/// within their port widths, duration 1..1,000,000, priority <
+/// 2^prio_bits, submit 0..1,000,000,000, unknown keys, at most 100,000
+/// blocks in all).
+pub fn parse_input(v: &Value, p: &SchedulerParams) -> Result<Workload, InputErrors> {
+    let mut e = Violations::default();
+    let Some(obj) = v.as_object() else {
+        return Err(e.stop(Some(err("(file)", shown(v), "a JSON object with a `kernels` list"))));
+    };
+    for k in obj.keys().filter(|k| *k != "kernels") {
+        e.push(err(k.as_str(), "(given)", "absent: the only key is `kernels`"));
+    }
+    let list = match obj.get("kernels") {
+        None => return Err(e.stop(Some(err("kernels", "(missing)", "a list of kernels")))),
+        Some(l) => match l.as_array() {
+            Some(a) => a,
+            None => return Err(e.stop(Some(err("kernels", shown(l), "a list of kernels")))),
+        },
+    };
+    let mut kernels = Vec::with_capacity(list.len());
+    let mut first_with_id: HashMap<u64, usize> = HashMap::new();
+    let mut total_blocks: u64 = 0;
+    for (i, x) in list.iter().enumerate() {
+        if let Some(k) = parse_kernel(&mut e, p, i, x, &mut first_with_id, &mut total_blocks) {
+            kernels.push(k);
+        }
+    }
+    if total_blocks > MAX_BLOCKS {
+        e.push(err("kernels", format!("{total_blocks} blocks in all"), format!("at most {MAX_BLOCKS} blocks in all")));
+    }
+    e.finish(|| Workload { kernels })
+}
+
+/// One kernel, `kernels[i]`; its violations go to `e`. `ids` maps each id
+/// seen so far to its first kernel; `total` sums the well-formed `blocks`.
+fn parse_kernel(
+    e: &mut Violations,
+    p: &SchedulerParams,
+    i: usize,
+    x: &Value,
+    ids: &mut HashMap<u64, usize>,
+    total: &mut u64,
+) -> Option<Kernel> {
+    let at = |f: &str| format!("kernels[{i}].{f}");
+    let Some(o) = x.as_object() else {
+        e.push(err(format!("kernels[{i}]"), shown(x), "an object"));
+        return None;
+    };
+    for k in o.keys() {
+        if !KERNEL_KEYS.contains(&k.as_str()) {
+            e.push(err(at(k), "(given)", format!("absent: keys are {}", KERNEL_KEYS.join(", "))));
+        }
+    }
+    let max = |bits: u32| (1u64 << bits) - 1;
+    // A field: an integer in lo..=hi; `default` when absent (None: required).
+    let field = |f: &str, lo: u64, hi: u64, default: Option<u64>| -> Result<u64, InputError> {
+        let allowed = format!("an integer from {lo} to {hi}");
+        match o.get(f) {
+            None => default.ok_or_else(|| err(at(f), "(missing)", allowed)),
+            Some(v) => match v.as_u64() {
+                Some(n) if (lo..=hi).contains(&n) => Ok(n),
+                _ => Err(err(at(f), shown(v), allowed)),
+            },
+        }
+    };
+    let id = e.take(field("id", 0, max(p.id_bits), None));
+    let id = match id {
+        Some(n) => match ids.get(&n) {
+            Some(&j) => {
+                e.push(err(at("id"), n, format!("distinct: kernels[{j}].id is {n} too")));
+                None
+            }
+            None => {
+                ids.insert(n, i);
+                Some(n)
+            }
+        },
+        None => None,
+    };
+    let stream = e.take(field("stream", 0, p.streams as u64 - 1, None));
+    let blocks = e.take(field("blocks", 1, max(p.block_bits), None));
+    let threads = e.take(field("threads", 0, max(p.thread_bits()), None));
+    let regs = e.take(field("regs", 0, max(p.reg_bits()), None));
+    let smem = e.take(field("smem", 0, max(p.smem_bits()), None));
+    let duration = e.take(field("duration", 1, MAX_DURATION, None));
+    let priority = e.take(field("priority", 0, max(p.prio_bits), Some(0)));
+    let submit = e.take(field("submit", 0, MAX_SUBMIT, Some(0)));
+    if let Some(b) = blocks {
+        *total += b;
+    }
+    Some(Kernel {
+        id: id?,
+        stream: stream? as u32,
+        blocks: blocks? as u32,
+        threads: threads? as u32,
+        regs: regs? as u32,
+        smem: smem? as u32,
+        duration: duration?,
+        priority: priority? as u32,
+        submit: submit?,
+    })
+}
+
+// ======================================================================
+// Output file
+// ======================================================================
+
+/// Per accepted kernel, from the trace: (submitted, first and last
+/// dispatch, finish); `None` for what the trace does not hold.
+struct KernelTimes {
+    submitted: Option<u64>,
+    first: Option<u64>,
+    last: Option<u64>,
+    finish: Option<u64>,
+}
+
+fn kernel_times(w: &Workload, t: &Trace) -> HashMap<u64, KernelTimes> {
+    let mut m: HashMap<u64, KernelTimes> = w
+        .kernels
+        .iter()
+        .map(|k| (k.id, KernelTimes { submitted: None, first: None, last: None, finish: None }))
+        .collect();
+    for &(c, id) in &t.submissions {
+        if let Some(x) = m.get_mut(&id) {
+            x.submitted.get_or_insert(c);
+        }
+    }
+    for d in &t.dispatches {
+        if let Some(x) = m.get_mut(&d.kernel) {
+            x.first = Some(x.first.map_or(d.cycle, |f| f.min(d.cycle)));
+            x.last = Some(x.last.map_or(d.cycle, |l| l.max(d.cycle)));
+        }
+    }
+    for d in &t.completions {
+        if let Some(x) = m.get_mut(&d.kernel) {
+            x.finish = Some(x.finish.map_or(d.cycle, |l| l.max(d.cycle)));
+        }
+    }
+    m
+}
+
+fn events_json(list: &[BlockEvent]) -> Value {
+    Value::Array(list.iter().map(|e| json!({"cycle": e.cycle, "kernel": e.kernel, "block": e.block, "sm": e.sm})).collect())
+}
+
+/// The output file of the spec, computed from the trace alone (so both
+/// engines give the same file).
+pub fn output_json(p: &SchedulerParams, w: &Workload, t: &Trace) -> Value {
+    let rejected: HashSet<u64> = t.rejections.iter().map(|&(_, id)| id).collect();
+    let times = kernel_times(w, t);
+
+    // kernels: per accepted kernel in input order; ready = the later of its
+    // submission and what its stream predecessor allows.
+    let mut kernels = Vec::new();
+    let mut worst_wait: u64 = 0;
+    let mut prev_in_stream: HashMap<u32, u64> = HashMap::new();
+    for k in w.kernels.iter().filter(|k| !rejected.contains(&k.id)) {
+        let x = &times[&k.id];
+        let allowed = prev_in_stream.get(&k.stream).and_then(|pid| {
+            let px = &times[pid];
+            match p.stream_order {
+                StreamOrder::Dispatch => px.last,
+                StreamOrder::Complete => px.finish,
+            }
+        });
+        let ready = match (x.submitted, allowed) {
+            (Some(s), Some(a)) => Some(s.max(a)),
+            (s, None) => s,
+            (None, a) => a,
+        };
+        let wait = match (x.first, ready) {
+            (Some(f), Some(r)) => Some(f.saturating_sub(r)),
+            _ => None,
+        };
+        if let Some(wt) = wait {
+            worst_wait = worst_wait.max(wt);
+        }
+        let mut o = Map::new();
+        o.insert("id".into(), json!(k.id));
+        o.insert("submitted".into(), json!(x.submitted));
+        o.insert("first_dispatch".into(), json!(x.first));
+        o.insert("last_dispatch".into(), json!(x.last));
+        o.insert("finish".into(), json!(x.finish));
+        o.insert("wait".into(), json!(wait));
+        kernels.push(Value::Object(o));
+        prev_in_stream.insert(k.stream, k.id);
+    }
+
+    let makespan = match (t.completions.iter().map(|e| e.cycle).max(), t.submissions.iter().map(|s| s.0).min()) {
+        (Some(last), Some(first)) => last.saturating_sub(first),
+        _ => 0,
+    };
+
+    // utilization: sum of need * (completion - dispatch) over blocks.
+    let need: HashMap<u64, Res> = w.kernels.iter().map(|k| (k.id, Res::need(k))).collect();
+    let dispatched: HashMap<(u64, u32), u64> = t.dispatches.iter().map(|d| ((d.kernel, d.block), d.cycle)).collect();
+    let mut busy = [0f64; 4];
+    for c in &t.completions {
+        let (Some(d), Some(n)) = (dispatched.get(&(c.kernel, c.block)), need.get(&c.kernel)) else { continue };
+        let run = c.cycle.saturating_sub(*d) as f64;
+        busy[0] += n.thr as f64 * run;
+        busy[1] += n.reg as f64 * run;
+        busy[2] += n.mem as f64 * run;
+        busy[3] += n.slot as f64 * run;
+    }
+    let caps = [p.sm_threads, p.sm_regs, p.sm_smem, p.sm_slots];
+    let util: Vec<f64> = (0..4)
+        .map(|r| if makespan == 0 { 0.0 } else { busy[r] / (p.sms as f64 * caps[r] as f64 * makespan as f64) })
+        .collect();
+
+    json!({
+        "dispatches": events_json(&t.dispatches),
+        "completions": events_json(&t.completions),
+        "kernels": kernels,
+        "rejected": t.rejections.iter().map(|&(_, id)| id).collect::<Vec<u64>>(),
+        "makespan": makespan,
+        "utilization": {"threads": util[0], "regs": util[1], "smem": util[2], "slots": util[3]},
+        "worst_wait": worst_wait,
+    })
+}
+
+// ======================================================================
+// Trace checks independent of the scheduling rules
+// ======================================================================
+
+/// Checks a trace (of the model or of the hardware) against facts that any
+/// scheduler obeying the spec's ports, table and environment must show,
+/// without the scheduling rules (which kernel goes when). `Err` describes the
+/// first problem found. In order:
+///
+/// 1. **Submissions**: every kernel exactly once, in input order, each at or
+///    after the cycle the source offers it (from `submit`, the previous
+///    transfer and the stall draws), at least 2 cycles after the previous
+///    one (`sub_ready_o` is low while `sub_q` holds the previous one).
+/// 2. **Rejections**: exactly the bad kernels ([`is_bad`]), in input order,
+///    each at least 2 cycles after its submission (via `sub_q`, `rej_q`), in
+///    a cycle where `rej_ready_i` is high, cycles strictly increasing.
+/// 3. **Dispatch port**: cycles non-decreasing; the blocks of one cycle are
+///    one record: one accepted kernel, at most W lanes, blocks `b, b+1, ..`,
+///    distinct SMs below `sms`, in a cycle where `dsp_ready_i` is high; each
+///    block of each accepted kernel dispatched exactly once, after the
+///    kernel's submission, a kernel's blocks in index order; no block of a
+///    rejected kernel.
+/// 4. **Completions**: exactly the SM stand-in's: recomputed from the
+///    dispatches and the environment (due = dispatch + duration + extra,
+///    first W by due, dispatch cycle, lane), which implies each block
+///    completes once, on its SM, at or after its due cycle.
+/// 5. **Occupancy**: on every SM, at every cycle `k`, the needs (threads,
+///    regs, smem, 1 slot) of the blocks with `dispatch <= k <= completion`
+///    sum to at most the capacity. This is sound: a block decided in cycle
+///    `t` is transferred at `d >= t + 1` and its completion at `c` frees the
+///    table from `c + 1`, so the table at the start of `k` subtracts every
+///    block with `t < k <= c`, a superset of those with `d <= k <= c`, and
+///    the table never goes below zero (a block is only decided where it
+///    fits). It is stricter than `[d, c)`: a block whose completion at `c`
+///    freed its SM can be followed there by a block transferred at `c + 2`
+///    at the earliest. Over-subscription shows as an SM over capacity.
+/// 6. **Stream order**: with `dispatch`, an accepted kernel's first dispatch
+///    is not before its stream predecessor's (previous accepted kernel of
+///    the stream) last dispatch; with `complete`, it is after the
+///    predecessor's last completion.
+pub fn check_trace(p: &SchedulerParams, w: &Workload, env: &Env, t: &Trace) -> Result<(), String> {
+    let ks = &w.kernels;
+    let wl = p.dispatch_width as usize;
+    let mut index: HashMap<u64, usize> = HashMap::new();
+    for (i, k) in ks.iter().enumerate() {
+        if index.insert(k.id, i).is_some() {
+            return Err(format!("workload: kernel id {} is not distinct", k.id));
+        }
+    }
+    let bad: Vec<bool> = ks.iter().map(|k| is_bad(p, k)).collect();
+
+    // ---- 1. Submissions ----
+    if t.submissions.len() != ks.len() {
+        return Err(format!("{} submissions for {} kernels", t.submissions.len(), ks.len()));
+    }
+    let mut prev: Option<u64> = None;
+    for (i, (&(c, id), k)) in t.submissions.iter().zip(ks).enumerate() {
+        if id != k.id {
+            return Err(format!("submission {i} at cycle {c} is kernel {id}; the source offers kernels[{i}] (id {}) then", k.id));
+        }
+        let from = source_start(w, env, i, prev);
+        if c < from {
+            return Err(format!("kernel {id} submitted at cycle {c}, before the source offers it (cycle {from})"));
+        }
+        if let Some(pc) = prev {
+            if c < pc + 2 {
+                return Err(format!("kernel {id} submitted at cycle {c}, within 2 cycles of the previous submission ({pc})"));
+            }
+        }
+        prev = Some(c);
+    }
+    let submitted: Vec<u64> = t.submissions.iter().map(|s| s.0).collect();
+
+    // ---- 2. Rejections ----
+    let want: Vec<u64> = ks.iter().zip(&bad).filter(|(_, &b)| b).map(|(k, _)| k.id).collect();
+    let got: Vec<u64> = t.rejections.iter().map(|r| r.1).collect();
+    if got != want {
+        return Err(format!("rejected kernels {got:?}; the bad ones are {want:?}"));
+    }
+    let mut prev: Option<u64> = None;
+    for &(c, id) in &t.rejections {
+        let s = submitted[index[&id]];
+        if c < s + 2 {
+            return Err(format!("kernel {id} rejected at cycle {c}, less than 2 cycles after its submission ({s})"));
+        }
+        if !env.rej_ready(c) {
+            return Err(format!("kernel {id} rejected at cycle {c}, where rej_ready_i is low"));
+        }
+        if prev.is_some_and(|pc| c <= pc) {
+            return Err(format!("kernel {id} rejected at cycle {c}, not after the previous rejection"));
+        }
+        prev = Some(c);
+    }
+
+    // ---- 3. Dispatch port ----
+    let mut disp: HashMap<(u64, u32), (u64, u32)> = HashMap::new(); // (id, block) -> (cycle, sm)
+    let mut next_block: Vec<u32> = vec![0; ks.len()];
+    let mut first_dispatch: Vec<Option<u64>> = vec![None; ks.len()];
+    let mut last_dispatch: Vec<Option<u64>> = vec![None; ks.len()];
+    let mut lane_of: Vec<u32> = Vec::with_capacity(t.dispatches.len());
+    let mut i = 0;
+    while i < t.dispatches.len() {
+        let c = t.dispatches[i].cycle;
+        if i > 0 && c < t.dispatches[i - 1].cycle {
+            return Err(format!("dispatch at cycle {c} listed after one at cycle {}", t.dispatches[i - 1].cycle));
+        }
+        let rec: Vec<&BlockEvent> = t.dispatches[i..].iter().take_while(|d| d.cycle == c).collect();
+        let d0 = rec[0];
+        if rec.len() > wl {
+            return Err(format!("{} blocks dispatched at cycle {c}: at most dispatch_width {wl}", rec.len()));
+        }
+        if !env.dsp_ready(c) {
+            return Err(format!("dispatch at cycle {c}, where dsp_ready_i is low"));
+        }
+        for (lane, d) in rec.iter().enumerate() {
+            let what = format!("kernel {} block {} dispatched at cycle {c} on SM {}", d.kernel, d.block, d.sm);
+            if d.kernel != d0.kernel || d.block != d0.block + lane as u32 {
+                return Err(format!("{what}: lane {lane} of a record of kernel {} from block {}", d0.kernel, d0.block));
+            }
+            if d.sm >= p.sms {
+                return Err(format!("{what}: there are {} SMs", p.sms));
+            }
+            if rec[..lane].iter().any(|e| e.sm == d.sm) {
+                return Err(format!("{what}: a second block on that SM in the same record"));
+            }
+            let Some(&k) = index.get(&d.kernel) else { return Err(format!("{what}: no such kernel")) };
+            if bad[k] {
+                return Err(format!("{what}: the kernel is rejected"));
+            }
+            if d.block >= ks[k].blocks {
+                return Err(format!("{what}: the kernel has {} blocks", ks[k].blocks));
+            }
+            if disp.contains_key(&(d.kernel, d.block)) {
+                return Err(format!("{what}: dispatched twice"));
+            }
+            if d.block != next_block[k] {
+                return Err(format!("{what}: its block {} is not dispatched yet (blocks go in index order)", next_block[k]));
+            }
+            if c <= submitted[k] {
+                return Err(format!("{what}: not after its submission (cycle {})", submitted[k]));
+            }
+            next_block[k] += 1;
+            disp.insert((d.kernel, d.block), (c, d.sm));
+            first_dispatch[k].get_or_insert(c);
+            last_dispatch[k] = Some(c);
+            lane_of.push(lane as u32);
+        }
+        i += rec.len();
+    }
+    for (k, kern) in ks.iter().enumerate() {
+        if !bad[k] && next_block[k] != kern.blocks {
+            return Err(format!("kernel {}: {} of its {} blocks dispatched", kern.id, next_block[k], kern.blocks));
+        }
+    }
+
+    // ---- 4. Completions: the stand-in's, recomputed ----
+    let mut running: BTreeMap<(u64, u64, u32), BlockEvent> = BTreeMap::new();
+    for (d, &lane) in t.dispatches.iter().zip(&lane_of) {
+        let k = index[&d.kernel];
+        let due = d.cycle + ks[k].duration + env.extra(k, d.block);
+        running.insert((due, d.cycle, lane), *d);
+    }
+    let mut want: Vec<BlockEvent> = Vec::with_capacity(running.len());
+    let mut c = 0;
+    while let Some((&(due, _, _), _)) = running.iter().next() {
+        c = c.max(due);
+        let now: Vec<(u64, u64, u32)> = running.keys().take_while(|k| k.0 <= c).take(wl).copied().collect();
+        for key in now {
+            let d = running.remove(&key).expect("present");
+            want.push(BlockEvent { cycle: c, ..d });
+        }
+        c += 1;
+    }
+    for (j, w_ev) in want.iter().enumerate() {
+        match t.completions.get(j) {
+            Some(g) if g == w_ev => {}
+            Some(g) => {
+                return Err(format!(
+                    "completion {j} is kernel {} block {} on SM {} at cycle {}; the SM stand-in completes kernel {} block {} on SM {} at cycle {}",
+                    g.kernel, g.block, g.sm, g.cycle, w_ev.kernel, w_ev.block, w_ev.sm, w_ev.cycle
+                ))
+            }
+            None => return Err(format!("{} completions; the dispatched blocks give {}", t.completions.len(), want.len())),
+        }
+    }
+    if t.completions.len() != want.len() {
+        return Err(format!("{} completions; the dispatched blocks give {}", t.completions.len(), want.len()));
+    }
+
+    // ---- 5. Occupancy over [dispatch, completion] ----
+    // Per SM: (cycle, +1 start / -1 end after, need); ends apply at c + 1.
+    let mut deltas: Vec<Vec<(u64, i8, Res)>> = vec![Vec::new(); p.sms as usize];
+    for cpl in &t.completions {
+        let (d, sm) = disp[&(cpl.kernel, cpl.block)];
+        let need = Res::need(&ks[index[&cpl.kernel]]);
+        deltas[sm as usize].push((d, 1, need));
+        deltas[sm as usize].push((cpl.cycle + 1, -1, need));
+    }
+    let cap = [p.sm_threads as u64, p.sm_regs as u64, p.sm_smem as u64, p.sm_slots as u64];
+    let names = ["threads", "regs", "smem", "slots"];
+    for (m, list) in deltas.iter_mut().enumerate() {
+        // Ends before starts at the same cycle; then check after each cycle's starts.
+        list.sort_by_key(|&(c, s, _)| (c, s));
+        let mut used = [0u64; 4];
+        for j in 0..list.len() {
+            let (c, s, n) = list[j];
+            let v = [n.thr as u64, n.reg as u64, n.mem as u64, n.slot as u64];
+            for r in 0..4 {
+                if s > 0 {
+                    used[r] += v[r];
+                } else {
+                    used[r] -= v[r];
+                }
+            }
+            let last_of_cycle = j + 1 == list.len() || list[j + 1].0 != c;
+            if last_of_cycle {
+                for r in 0..4 {
+                    if used[r] > cap[r] {
+                        return Err(format!("SM {m} at cycle {c}: {} {} in use by running blocks, capacity {}", used[r], names[r], cap[r]));
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- 6. Stream order ----
+    let mut finish: Vec<Option<u64>> = vec![None; ks.len()];
+    for cpl in &t.completions {
+        let k = index[&cpl.kernel];
+        finish[k] = Some(finish[k].map_or(cpl.cycle, |f| f.max(cpl.cycle)));
+    }
+    let mut pred: HashMap<u32, usize> = HashMap::new();
+    for (k, kern) in ks.iter().enumerate() {
+        if bad[k] {
+            continue;
+        }
+        if let Some(&j) = pred.get(&kern.stream) {
+            let first = first_dispatch[k].expect("every accepted kernel is dispatched");
+            match p.stream_order {
+                StreamOrder::Dispatch => {
+                    let last = last_dispatch[j].expect("dispatched");
+                    if first < last {
+                        return Err(format!(
+                            "kernel {} first dispatched at cycle {first}, before its stream predecessor {} was fully dispatched (cycle {last})",
+                            kern.id, ks[j].id
+                        ));
+                    }
+                }
+                StreamOrder::Complete => {
+                    let fin = finish[j].expect("completed");
+                    if first <= fin {
+                        return Err(format!(
+                            "kernel {} first dispatched at cycle {first}, not after its stream predecessor {} completed (cycle {fin})",
+                            kern.id, ks[j].id
+                        ));
+                    }
+                }
+            }
+        }
+        pred.insert(kern.stream, k);
+    }
+    Ok(())
+}
+
+// ======================================================================
+// Tests
+// ======================================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scripted environment: stalls and extra latencies in chosen places.
+    #[derive(Default)]
+    struct Script {
+        src_stall: Vec<u64>,
+        dsp_stall: Vec<u64>,
+        rej_stall: Vec<u64>,
+        /// ((kernel index, block), extra).
+        extra: Vec<((usize, u32), u64)>,
+    }
+
+    impl Environment for Script {
+        fn src_stall(&self, c: u64) -> bool {
+            self.src_stall.contains(&c)
+        }
+        fn dsp_ready(&self, c: u64) -> bool {
+            !self.dsp_stall.contains(&c)
+        }
+        fn rej_ready(&self, c: u64) -> bool {
+            !self.rej_stall.contains(&c)
+        }
+        fn extra(&self, kernel: usize, block: u32) -> u64 {
+            self.extra.iter().find(|(k, _)| *k == (kernel, block)).map_or(0, |x| x.1)
+        }
+        fn max_extra(&self) -> u64 {
+            self.extra.iter().map(|x| x.1).max().unwrap_or(0)
+        }
+    }
+
+    /// A kernel with no regs or smem need, priority 0, submitted at 0.
+    fn k(id: u64, stream: u32, blocks: u32, threads: u32, duration: u64) -> Kernel {
+        Kernel { id, stream, blocks, threads, regs: 0, smem: 0, duration, priority: 0, submit: 0 }
+    }
+
+    fn wl(kernels: Vec<Kernel>) -> Workload {
+        Workload { kernels }
+    }
+
+    fn ev(cycle: u64, kernel: u64, block: u32, sm: u32) -> BlockEvent {
+        BlockEvent { cycle, kernel, block, sm }
+    }
+
+    /// Small SMs: 1024 threads/regs/smem (score shift 3), 4 slots (shift 0);
+    /// no aging.
+    fn small(streams: u32, sms: u32) -> SchedulerParams {
+        SchedulerParams {
+            streams,
+            sms,
+            sm_threads: 1024,
+            sm_regs: 1024,
+            sm_smem: 1024,
+            sm_slots: 4,
+            age_threshold: 0,
+            ..SchedulerParams::default()
+        }
+    }
+
+    /// Runs with `Env::default()` and checks the trace with [`check_trace`].
+    fn run_checked(p: &SchedulerParams, w: &Workload) -> Trace {
+        let t = run(p, w, &Env::default());
+        check_trace(p, w, &Env::default(), &t).unwrap();
+        t
+    }
+
+    // ---- environment draws ----
+
+    #[test]
+    fn draws_are_pure_and_in_range() {
+        let e = Env { seed: 7, src_stall_pct: 30, dsp_stall_pct: 50, rej_stall_pct: 0, max_extra: 5 };
+        // Pure: the same answer whatever the order of asking.
+        let a: Vec<bool> = (0..200).map(|c| e.dsp_ready(c)).collect();
+        let b: Vec<bool> = (0..200).rev().map(|c| e.dsp_ready(c)).collect::<Vec<_>>().into_iter().rev().collect();
+        assert_eq!(a, b);
+        let ready = a.iter().filter(|&&r| r).count();
+        assert!((60..140).contains(&ready), "about half ready: {ready}");
+        assert!((0..200).all(|c| e.rej_ready(c)));
+        assert!((0..1000).all(|b| e.extra(3, b) <= 5));
+        assert!((0..=5).all(|x| (0..1000).any(|b| e.extra(3, b) == x)));
+        // The formula.
+        assert_eq!(e.src_stall(11), draw(7, 1, 11, 0) % 100 < 30);
+        assert_eq!(e.extra(2, 9), draw(7, 4, 2, 9) % 6);
+        let d = Env::default();
+        assert!((0..1000).all(|c| !d.src_stall(c) && d.dsp_ready(c) && d.rej_ready(c)));
+        assert!((0..1000).all(|b| d.extra(1, b) == 0));
+        // SplitMix64: the first output from state 0 is mix(G).
+        assert_eq!(mix(0), 0);
+        assert_eq!(mix(GOLDEN), 0xE220_A839_7B1D_CDAF);
+    }
+
+    // ---- hand-worked timing ----
+
+    #[test]
+    fn one_block_on_one_sm() {
+        // Submission transfer t = 0; enqueue 1; comparator 2; pick 3; load 4;
+        // decision 5; dispatch transfer 6; completion 6 + 10 = 16.
+        let p = small(1, 1);
+        let t = run_checked(&p, &wl(vec![k(3, 0, 1, 100, 10)]));
+        assert_eq!(t.submissions, vec![(0, 3)]);
+        assert_eq!(t.dispatches, vec![ev(6, 3, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(16, 3, 0, 0)]);
+        assert!(t.rejections.is_empty());
+        // Submitted from cycle 5: everything 5 later.
+        let t = run_checked(&p, &wl(vec![Kernel { submit: 5, ..k(3, 0, 1, 100, 10) }]));
+        assert_eq!(t.submissions, vec![(5, 3)]);
+        assert_eq!(t.dispatches, vec![ev(11, 3, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(21, 3, 0, 0)]);
+    }
+
+    #[test]
+    fn spec_example_output() {
+        // Default parameters, 8 blocks of (256, 8192, 16384): decisions 5..12,
+        // one block per cycle (W = 1), transfers 6..13. SM 0 holds 4 blocks
+        // (smem 4 x 16384 = 65536), so blocks 4..7 go on SM 1. Completions
+        // 126..133. wait = 6 - 0.
+        let p = SchedulerParams::default();
+        let v = json!({"kernels": [{"id": 0, "stream": 0, "blocks": 8, "threads": 256, "regs": 8192,
+                                    "smem": 16384, "duration": 120, "priority": 0, "submit": 0}]});
+        let w = parse_input(&v, &p).unwrap();
+        let t = run_checked(&p, &w);
+        let d: Vec<BlockEvent> = (0..8).map(|b| ev(6 + b as u64, 0, b, b / 4)).collect();
+        assert_eq!(t.dispatches, d);
+        let c: Vec<BlockEvent> = (0..8).map(|b| ev(126 + b as u64, 0, b, b / 4)).collect();
+        assert_eq!(t.completions, c);
+        let o = output_json(&p, &w, &t);
+        assert_eq!(o["kernels"], json!([{"id": 0, "submitted": 0, "first_dispatch": 6, "last_dispatch": 13, "finish": 133, "wait": 6}]));
+        assert_eq!(o["dispatches"][0], json!({"cycle": 6, "kernel": 0, "block": 0, "sm": 0}));
+        assert_eq!(o["completions"][0], json!({"cycle": 126, "kernel": 0, "block": 0, "sm": 0}));
+        assert_eq!(o["rejected"], json!([]));
+        assert_eq!(o["makespan"], json!(133));
+        assert_eq!(o["worst_wait"], json!(6));
+        // Each block runs 120 cycles: sum need * 120 * 8 / (8 SMs * cap * 133).
+        let u = |need: f64, cap: f64| need * 960.0 / (8.0 * cap * 133.0);
+        assert_eq!(o["utilization"]["threads"], json!(u(256.0, 2048.0)));
+        assert_eq!(o["utilization"]["regs"], json!(u(8192.0, 65536.0)));
+        assert_eq!(o["utilization"]["smem"], json!(u(16384.0, 65536.0)));
+        assert_eq!(o["utilization"]["slots"], json!(u(1.0, 16.0)));
+    }
+
+    #[test]
+    fn empty_workload() {
+        let p = SchedulerParams::default();
+        let w = parse_input(&json!({"kernels": []}), &p).unwrap();
+        let t = run_checked(&p, &w);
+        assert_eq!(t, Trace::default());
+        let o = output_json(&p, &w, &t);
+        assert_eq!(
+            o,
+            json!({"dispatches": [], "completions": [], "kernels": [], "rejected": [], "makespan": 0,
+                   "utilization": {"threads": 0.0, "regs": 0.0, "smem": 0.0, "slots": 0.0}, "worst_wait": 0})
+        );
+    }
+
+    #[test]
+    fn rejected_kernel() {
+        // Kernel 5 needs 2000 threads > 1024: transfer 0, sub_q 1, rej_q 2,
+        // rejection transfer 2. Kernel 6 is offered from cycle 1 but sub_q
+        // holds kernel 5 in cycle 1: transfer 2, enqueue 3, comparator 4,
+        // pick 5, load 6, decision 7, dispatch 8, completion 8 + 4 = 12.
+        let p = small(2, 1);
+        let w = wl(vec![k(5, 0, 1, 2000, 4), k(6, 1, 1, 10, 4)]);
+        let t = run_checked(&p, &w);
+        assert_eq!(t.submissions, vec![(0, 5), (2, 6)]);
+        assert_eq!(t.rejections, vec![(2, 5)]);
+        assert_eq!(t.dispatches, vec![ev(8, 6, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(12, 6, 0, 0)]);
+        let o = output_json(&p, &w, &t);
+        assert_eq!(o["rejected"], json!([5]));
+        assert_eq!(o["kernels"], json!([{"id": 6, "submitted": 2, "first_dispatch": 8, "last_dispatch": 8, "finish": 12, "wait": 6}]));
+        // makespan from the first submission, the rejected kernel's.
+        assert_eq!(o["makespan"], json!(12));
+        // Every kind of bad kernel: stream >= S, no blocks, each need too big.
+        for bad in [
+            Kernel { stream: 2, ..k(1, 0, 1, 1, 1) },
+            k(1, 0, 0, 1, 1),
+            k(1, 0, 1, 1025, 1),
+            Kernel { regs: 1025, ..k(1, 0, 1, 1, 1) },
+            Kernel { smem: 1025, ..k(1, 0, 1, 1, 1) },
+        ] {
+            let t = run(&p, &wl(vec![bad.clone()]), &Env::default());
+            assert_eq!(t.rejections, vec![(2, 1)], "{bad:?}");
+        }
+        // Needs exactly at capacity are fine.
+        let full = Kernel { regs: 1024, smem: 1024, ..k(1, 0, 1, 1024, 1) };
+        assert_eq!(run_checked(&p, &wl(vec![full])).dispatches, vec![ev(6, 1, 0, 0)]);
+    }
+
+    #[test]
+    fn rejection_register_and_sink_stalls() {
+        // Two bad kernels, rej_ready_i low in cycles 2 and 3.
+        // Kernel 1: transfer 0, rej_q from 2, transfer out at 4 (first ready
+        // cycle). Kernel 2: transfer 2, sub_q from 3; rej_q is valid at the
+        // start of 3 and 4 (it empties at the end of 4), so it moves in
+        // cycle 5, rej_q from 6, transfer out 6.
+        let p = small(1, 1);
+        let w = wl(vec![k(1, 0, 0, 1, 1), k(2, 0, 0, 1, 1)]);
+        let env = Script { rej_stall: vec![2, 3], ..Script::default() };
+        let t = simulate(&p, &w, &env, true);
+        assert_eq!(t.submissions, vec![(0, 1), (2, 2)]);
+        assert_eq!(t.rejections, vec![(4, 1), (6, 2)]);
+        // Without stalls: 2, and kernel 2 moves in cycle 3 (rej_q emptied at
+        // the end of 2), out at 4.
+        let t = run_checked(&p, &w);
+        assert_eq!(t.rejections, vec![(2, 1), (4, 2)]);
+    }
+
+    #[test]
+    fn source_stalls_delay_the_offer() {
+        // Stall draws in cycles 0 and 1: kernel offered from 2; the second
+        // kernel's first candidate cycle is 3 (after the transfer at 2), a
+        // stall, then 4 (sub_q is empty again at 4: enqueued in 3).
+        let p = small(1, 1);
+        let w = wl(vec![k(1, 0, 1, 1, 3), k(2, 0, 1, 1, 3)]);
+        let env = Script { src_stall: vec![0, 1, 3], ..Script::default() };
+        let t = simulate(&p, &w, &env, true);
+        assert_eq!(t.submissions, vec![(2, 1), (4, 2)]);
+        assert_eq!(t.dispatches[0], ev(8, 1, 0, 0));
+    }
+
+    #[test]
+    fn dispatch_width_two() {
+        // W = 2 on 2 SMs, 3 blocks. Decision 5: fits on SMs 0 and 1, c =
+        // min(2, 3, 2) = 2. Decision 6 (FIFO holds 1): c = min(2, 1, 2) = 1,
+        // SM 0, released. Transfers 6 (lanes 0, 1) and 7. Due 16, 16, 17:
+        // two completions in cycle 16 (W = 2), in lane order.
+        let p = SchedulerParams { dispatch_width: 2, ..small(1, 2) };
+        let t = run_checked(&p, &wl(vec![k(9, 0, 3, 10, 10)]));
+        assert_eq!(t.dispatches, vec![ev(6, 9, 0, 0), ev(6, 9, 1, 1), ev(7, 9, 2, 0)]);
+        assert_eq!(t.completions, vec![ev(16, 9, 0, 0), ev(16, 9, 1, 1), ev(17, 9, 2, 0)]);
+        let o = output_json(&p, &wl(vec![k(9, 0, 3, 10, 10)]), &t);
+        assert_eq!(o["kernels"][0]["last_dispatch"], json!(7));
+        // One block per SM per cycle: W = 1 puts both blocks on SM 0 (the
+        // lowest that fits) in consecutive cycles.
+        let p = SchedulerParams { dispatch_width: 1, ..small(1, 2) };
+        let t = run_checked(&p, &wl(vec![k(9, 0, 2, 10, 10)]));
+        assert_eq!(t.dispatches, vec![ev(6, 9, 0, 0), ev(7, 9, 1, 0)]);
+    }
+
+    #[test]
+    fn completions_limited_to_w_in_due_order() {
+        // W = 1, one SM, 2 blocks: block 0 transferred at 6 with x = 1 (due
+        // 17), block 1 at 7 with x = 0 (due 17). At 17 both are due: by
+        // dispatch cycle, block 0 first; block 1 at 18.
+        let p = small(1, 1);
+        let w = wl(vec![k(1, 0, 2, 10, 10)]);
+        let env = Script { extra: vec![((0, 0), 1)], ..Script::default() };
+        let t = simulate(&p, &w, &env, true);
+        assert_eq!(t.completions, vec![ev(17, 1, 0, 0), ev(18, 1, 1, 0)]);
+        // x = 5 on block 0: due 21, block 1 due 17 completes first.
+        let env = Script { extra: vec![((0, 0), 5)], ..Script::default() };
+        let t = simulate(&p, &w, &env, true);
+        assert_eq!(t.completions, vec![ev(17, 1, 1, 0), ev(21, 1, 0, 0)]);
+    }
+
+    #[test]
+    fn dispatch_fifo_full() {
+        // dsp_ready_i low in cycles 6, 7, 8; 4 blocks on one SM.
+        // Decision 5 -> FIFO [b0] at 6. Cycle 6: 1 record, decide b1 -> [b0,
+        // b1] at 7. Cycles 7, 8: 2 records, the dispatcher waits. Cycle 9: 2
+        // records at the start: no decision though b0 transfers. Cycle 10:
+        // decide b2, transfer b1. 11: decide b3 (released), transfer b2. 12:
+        // transfer b3.
+        let p = small(1, 1);
+        let w = wl(vec![k(1, 0, 4, 10, 10)]);
+        let env = Script { dsp_stall: vec![6, 7, 8], ..Script::default() };
+        let t = simulate(&p, &w, &env, true);
+        let want: Vec<BlockEvent> = (0..4).map(|b| ev(9 + b as u64, 1, b, 0)).collect();
+        assert_eq!(t.dispatches, want);
+        assert_eq!(t.completions.iter().map(|e| e.cycle).collect::<Vec<_>>(), vec![19, 20, 21, 22]);
+        // The room check uses the start of the cycle: the decisions were 5,
+        // 6, 10, 11 (not 9, 10), so the dispatcher is free from 12. A second
+        // kernel (stream 1, enqueued in 3, picked every cycle while kernel 1
+        // is in the dispatcher) is loaded in 12, decided in 13 (the FIFO is
+        // empty again: b3 left at 12), transferred at 14.
+        let p = SchedulerParams { sm_slots: 8, ..small(2, 1) };
+        let w = wl(vec![k(1, 0, 4, 10, 10), k(2, 1, 1, 10, 10)]);
+        let t = simulate(&p, &w, &env, true);
+        let mut want: Vec<BlockEvent> = (0..4).map(|b| ev(9 + b as u64, 1, b, 0)).collect();
+        want.push(ev(14, 2, 0, 0));
+        assert_eq!(t.dispatches, want);
+    }
+
+    #[test]
+    fn stream_order_dispatch_and_complete() {
+        // One stream, 2 SMs, kernels A (id 1) and B (id 2), 1 block each of
+        // duration 10. A: transfer 0, dispatch 6, completion 16. B: transfer
+        // 2, enqueued in 3.
+        let w = wl(vec![k(1, 0, 1, 10, 10), k(2, 0, 1, 10, 10)]);
+        // dispatch: A is decided in 5 (head moves). The pick made in 5 (from
+        // the comparator registers of state 4, head A) is stream 0: in 6 the
+        // dispatcher is free and head(0) is now B: B is loaded in 6, decided
+        // in 7, transferred at 8, completes at 18.
+        let p = small(1, 2);
+        let t = run_checked(&p, &w);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(8, 2, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(16, 1, 0, 0), ev(18, 2, 0, 0)]);
+        let o = output_json(&p, &w, &t);
+        // ready(B) = max(submitted 2, last_dispatch(A) 6) = 6: wait 2.
+        assert_eq!(o["kernels"][1]["wait"], json!(2));
+        // complete: B is not open while A is in the queue (cnt 2, pend 1).
+        // A completes at 16, done from 17, retired in 17, cnt 1 from 18:
+        // comparator 18, pick 19, load 20, decision 21, transfer 22, done 32.
+        let p = SchedulerParams { stream_order: StreamOrder::Complete, ..small(1, 2) };
+        let t = run_checked(&p, &w);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(22, 2, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(16, 1, 0, 0), ev(32, 2, 0, 0)]);
+        let o = output_json(&p, &w, &t);
+        // ready(B) = max(2, finish(A) 16): wait 6.
+        assert_eq!(o["kernels"][1]["wait"], json!(6));
+        assert_eq!(o["worst_wait"], json!(6));
+    }
+
+    #[test]
+    fn queue_full_holds_the_source() {
+        // Q = 1, one SM with one slot, three 1-block kernels of duration 20
+        // on stream 0.
+        // k1: transfer 0, enqueue 1, dispatch 6, completion 26.
+        // k2: transfer 2 (offered from 1, sub_q busy in 1); sub_q from 3; the
+        //   stream is full until k1 retires: done from 27, retired in 27, cnt
+        //   0 from 28: enqueued in 28; comparator 29, pick 30, load 31,
+        //   decision 32, transfer 33, completion 53.
+        // k3: offered from 3, sub_q busy 3..28: transfer 29; waits for k2 to
+        //   retire: done 54, retired 54, enqueued 55; transfer 60, done 80.
+        let p = SchedulerParams { queue_depth: 1, sm_slots: 1, policy: Policy::BestFit, ..small(1, 1) };
+        let w = wl(vec![k(1, 0, 1, 10, 20), k(2, 0, 1, 10, 20), k(3, 0, 1, 10, 20)]);
+        let t = run_checked(&p, &w);
+        assert_eq!(t.submissions, vec![(0, 1), (2, 2), (29, 3)]);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(33, 2, 0, 0), ev(60, 3, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(26, 1, 0, 0), ev(53, 2, 0, 0), ev(80, 3, 0, 0)]);
+        let o = output_json(&p, &w, &t);
+        // ready(k2) = max(2, 6) = 6, wait 27; ready(k3) = max(29, 33), wait 27.
+        assert_eq!(o["kernels"][1]["wait"], json!(27));
+        assert_eq!(o["kernels"][2]["wait"], json!(27));
+    }
+
+    /// Two streams competing for one SM (1024 threads, 4 slots), aging off:
+    /// X (stream 0, 1024 threads, 20 cycles) fills the SM; A (stream 0, 512
+    /// threads) and B (stream 1, 256 threads) wait for it.
+    fn competing() -> Workload {
+        wl(vec![k(10, 0, 1, 1024, 20), k(11, 0, 1, 512, 10), k(12, 1, 1, 256, 10)])
+    }
+
+    #[test]
+    fn best_fit_and_rr_differ() {
+        // Common part. X: transfer 0, load 4 (rr <- 1), decision 5, transfer
+        // 6, completion 26 (free again from 27). A: transfer 2, enqueued 3.
+        // B: transfer 4, enqueued 5. The pick of cycle 5 (registers of state
+        // 4: X only) loads A in cycle 6 (rr <- 1), nothing fits in 7: release.
+        // Then no stream fits until 27: comparator 27 sees both fit.
+        // best_fit scores (sh = 3 for 1024, 0 for 4 slots): A leaves
+        // 512>>3 + 1024>>3 + 1024>>3 + 3 = 323, B 768>>3 + 128 + 128 + 3 = 355.
+        // Pick 28: A. Load 29, decision 30, transfer 31. The comparator of
+        // 30 (A in the dispatcher) sees B alone: pick 31, load 32, decision
+        // 33 (512 threads left), transfer 34.
+        let p = SchedulerParams { policy: Policy::BestFit, ..small(2, 1) };
+        let t = run_checked(&p, &competing());
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 11, 0, 0), ev(34, 12, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(26, 10, 0, 0), ev(41, 11, 0, 0), ev(44, 12, 0, 0)]);
+        // rr: the pointer is 1 (A's load): pick 28 takes B (first eligible
+        // at or after 1); load 29 (rr <- 0), decision 30, transfer 31. The
+        // pick of 30 (registers of state 29, dispatcher empty, rr 0) takes A:
+        // load 31, decision 32 (768 threads left), transfer 33.
+        let p = SchedulerParams { policy: Policy::Rr, ..small(2, 1) };
+        let t = run_checked(&p, &competing());
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 12, 0, 0), ev(33, 11, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(26, 10, 0, 0), ev(41, 12, 0, 0), ev(43, 11, 0, 0)]);
+        // least: the smaller need goes first: B (256>>3 + 0 + 0 + 1 = 33)
+        // before A (65). Pick 28: B, load 29, decision 30, transfer 31. Unlike
+        // rr, the pick of 30 (state 29, both eligible) is B again; in 31 the
+        // dispatcher is free but stream 1 has no head: no load. The pick of
+        // 31 (B in the dispatcher at state 30) is A: load 32, decision 33,
+        // transfer 34.
+        let p = SchedulerParams { policy: Policy::Least, ..small(2, 1) };
+        let t = run_checked(&p, &competing());
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 12, 0, 0), ev(34, 11, 0, 0)]);
+    }
+
+    #[test]
+    fn priority_policy() {
+        // As `competing`, with B at priority 3: B first, with the cycles of
+        // `least` (the higher priority wins every pick while both fit).
+        let p = SchedulerParams { policy: Policy::Priority, ..small(2, 1) };
+        let mut w = competing();
+        w.kernels[2].priority = 3;
+        let t = run_checked(&p, &w);
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 12, 0, 0), ev(34, 11, 0, 0)]);
+        // Equal priorities: the larger age. A and B both became heads at
+        // state 6 (X moved in 5, B enqueued in 5): equal ages, the lowest
+        // stream, A; the cycles of best_fit.
+        w.kernels[2].priority = 0;
+        let t = run_checked(&p, &w);
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 11, 0, 0), ev(34, 12, 0, 0)]);
+        // B at priority 0, A at 1: A.
+        w.kernels[1].priority = 1;
+        let t = run_checked(&p, &w);
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 11, 0, 0), ev(34, 12, 0, 0)]);
+        // Equal priorities, B older: B submitted before A (the order of
+        // `aging_threshold_is_strict`): B's head from state 4, A's from 6. The
+        // pick of 5 (state 4: X age 2, B age 0) is X; A is loaded in 6 and
+        // released in 7. Comparator 27: ages B 23, A 21: B: pick 28, load 29,
+        // decision 30, transfer 31; the picks of 29, 30 are B too; the pick
+        // of 31 (B in the dispatcher) is A: load 32, decision 33, transfer 34.
+        let w = wl(vec![k(10, 0, 1, 1024, 20), k(12, 1, 1, 256, 10), k(11, 0, 1, 512, 10)]);
+        let t = run_checked(&p, &w);
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 12, 0, 0), ev(34, 11, 0, 0)]);
+    }
+
+    #[test]
+    fn scores_by_the_formula() {
+        // Default capacities: sh(2048) = 12 - 8 = 4, sh(65536) = 17 - 8 = 9,
+        // sh(16) = 0. A head needing (256, 8192, 16384) that does not fit
+        // SM 0 (no slot) and fits SM 1 with (1000, 60000, 30000, 5) free.
+        let mut p = SchedulerParams { sms: 2, ..SchedulerParams::default() };
+        let mut st = State::reset(&p);
+        let kern = Kernel { regs: 8192, smem: 16384, ..k(1, 0, 1, 256, 1) };
+        st.q[0].entry[0] = Some(Entry { kernel: 0, id: 1, blocks: 1, need: Res::need(&kern), prio: 0, issued: 0, done: 0 });
+        st.q[0].cnt = 1;
+        st.q[0].pend = 1;
+        st.q[0].tptr = 1;
+        st.free[0].slot = 0;
+        st.free[1] = Res { thr: 1000, reg: 60000, mem: 30000, slot: 5 };
+        assert_eq!(st.first(0), Some(1));
+        // best_fit: 744>>4 = 46, 51808>>9 = 101, 13616>>9 = 26, 4>>0 = 4.
+        p.policy = Policy::BestFit;
+        assert_eq!(st.score(&p, 0), 46 + 101 + 26 + 4);
+        assert_eq!(st.compare(&p, 0).score, 177);
+        // least: 256>>4 = 16, 8192>>9 = 16, 16384>>9 = 32, 1>>0 = 1.
+        p.policy = Policy::Least;
+        assert_eq!(st.compare(&p, 0).score, 65);
+        // No fit: not sched, score 0.
+        st.free[1].slot = 0;
+        let c = st.compare(&p, 0);
+        assert!(c.elig && !c.sched && c.fresh);
+        assert_eq!(c.score, 0);
+        // The largest terms: 4095 >> 4, 262143 >> 10 (each 255), 63 >> 0.
+        let p = SchedulerParams { sm_threads: 4095, sm_regs: 262143, sm_smem: 262143, sm_slots: 64, policy: Policy::BestFit, ..p };
+        let mut st = State::reset(&p);
+        st.q[0].entry[0] = Some(Entry { kernel: 0, id: 1, blocks: 1, need: Res::need(&k(1, 0, 1, 0, 1)), prio: 0, issued: 0, done: 0 });
+        st.q[0].cnt = 1;
+        st.q[0].pend = 1;
+        assert_eq!(st.score(&p, 0), 255 + 255 + 255 + 63);
+    }
+
+    /// One SM of 1024 threads; X (stream 0, 512 threads, 30 cycles), Big
+    /// (stream 1, 1024 threads, 10 cycles), Y (stream 0, 256 threads, 100
+    /// cycles); best_fit, age threshold 3.
+    fn reserve_case(reserve: bool) -> (SchedulerParams, Workload) {
+        let p = SchedulerParams { policy: Policy::BestFit, age_threshold: 3, reserve, ..small(2, 1) };
+        (p, wl(vec![k(1, 0, 1, 512, 30), k(2, 1, 1, 1024, 10), k(3, 0, 1, 256, 100)]))
+    }
+
+    #[test]
+    fn reserve_with_aging_makes_the_big_kernel_go_first() {
+        // Common part. Transfers: X 0, Big 2, Y 4; enqueued 1, 3, 5.
+        // Ages: stream 0 from 0 at state 2 (X), X moves in 5: 0 at 6, Y's age
+        // = k - 6 at state k. Stream 1 (Big) open from state 4: age k - 4.
+        // X: pick 3, load 4, decision 5, transfer 6, completion 36 (512
+        // threads free from state 6 to 36).
+        // Pick 5 (state 4: X and Big fit; scores X 64+128+128+3 = 323, Big
+        // 0+128+128+3 = 259): Big. Load 6, nothing fits in 7: release.
+        // Pick 7 (state 6: Y fits in 512, Big does not): Y, load 8.
+        //
+        // Without reserve: decision 9, transfer 10, Y runs 10..110; Big fits
+        // only once X (36) and Y (110) are done: comparator 111, pick 112,
+        // load 113, decision 114, transfer 115, completion 125.
+        let (p, w) = reserve_case(false);
+        let t = run_checked(&p, &w);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(10, 3, 0, 0), ev(115, 2, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(36, 1, 0, 0), ev(110, 3, 0, 0), ev(125, 2, 0, 0)]);
+        // With reserve: the comparator of 8 sees Big aged (age 4 > 3), fresh,
+        // eligible, not fitting: blocked in 9, the dispatcher releases Y.
+        // X completes at 36; comparator 37: Big and Y both fit and are aged
+        // and fresh; Big's age (33) beats Y's (31): pick 38, load 39,
+        // decision 40, transfer 41, completion 51. The comparator of 40 (Big
+        // in the dispatcher) gives Y: pick 41, load 42; but the comparator of
+        // 42 sees Y aged, fresh, eligible and not fitting (Big holds the SM):
+        // blocked in 43, Y released. Big completes at 51: comparator 52,
+        // pick 53, load 54, decision 55, transfer 56, completion 156.
+        let (p, w) = reserve_case(true);
+        let t = run_checked(&p, &w);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(41, 2, 0, 0), ev(56, 3, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(36, 1, 0, 0), ev(51, 2, 0, 0), ev(156, 3, 0, 0)]);
+        let o = output_json(&p, &w, &t);
+        // Big: ready 2, wait 39; Y: ready max(4, 6) = 6, wait 50.
+        assert_eq!(o["kernels"][1]["wait"], json!(39));
+        assert_eq!(o["kernels"][2]["wait"], json!(50));
+    }
+
+    #[test]
+    fn aging_threshold_is_strict() {
+        // X (stream 0, 1024 threads, 20 cycles), then B (stream 1, 256) and A
+        // (stream 0, 512), best_fit. X: pick 3, load 4, decision 5, transfer
+        // 6, completion 26. B: transfer 2, enqueued 3, head from state 4: age
+        // k - 4 at state k. A: transfer 4, enqueued 5, head from state 6 (X
+        // moved in 5): age k - 6. The pick of 5 (X, B fit) is X (259 < 355):
+        // A is loaded in 6, released in 7 (nothing fits). Comparator 27:
+        // both fit, ages B 23, A 21.
+        let w = wl(vec![k(10, 0, 1, 1024, 20), k(12, 1, 1, 256, 10), k(11, 0, 1, 512, 10)]);
+        // Threshold 23: nobody is aged (23 > 23 is false): best_fit picks A
+        // in 28: load 29, decision 30, transfer 31. The pick of 29 (B now
+        // aged, 24) and of 30 is B: load 31, decision 32, transfer 33.
+        let p = SchedulerParams { policy: Policy::BestFit, age_threshold: 23, ..small(2, 1) };
+        let t = run_checked(&p, &w);
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 11, 0, 0), ev(33, 12, 0, 0)]);
+        // Threshold 22: B is aged (23 > 22) in the pick of 28 and goes first:
+        // load 29, decision 30, transfer 31. The pick of 30 (both aged, B
+        // older) is B again, whose stream is empty in 31; the pick of 31 (B
+        // in the dispatcher) is A: load 32, decision 33, transfer 34.
+        let p = SchedulerParams { age_threshold: 22, ..p };
+        let t = run_checked(&p, &w);
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 12, 0, 0), ev(34, 11, 0, 0)]);
+    }
+
+    #[test]
+    fn aged_fresh_heads_go_before_started_ones() {
+        // One SM of 1024 threads, best_fit, threshold 2. P (stream 0, 3
+        // blocks of 512 threads, 20 cycles), F (stream 1, 1 block of 512).
+        // P: load 4, decisions 5 (b0), 6 (b1), 7 (nothing fits: released
+        // with 2 blocks issued); transfers 6, 7; completions 26, 27. F:
+        // enqueued in 3, head from state 4; picked in 7 (state 6, P in the
+        // dispatcher, 512 free), loaded in 8, released in 9.
+        // Comparator 27 (512 free): P (age 25, started) and F (age 23, fresh)
+        // both fit and are aged: F, the fresh one, though P is older: pick
+        // 28, load 29, decision 30 (1024 free), transfer 31. P: pick 31 (F in
+        // the dispatcher at state 30), load 32, decision 33, transfer 34.
+        let p = SchedulerParams { policy: Policy::BestFit, age_threshold: 2, ..small(2, 1) };
+        let w = wl(vec![k(1, 0, 3, 512, 20), k(2, 1, 1, 512, 20)]);
+        let t = run_checked(&p, &w);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(7, 1, 1, 0), ev(31, 2, 0, 0), ev(34, 1, 2, 0)]);
+        assert_eq!(t.completions, vec![ev(26, 1, 0, 0), ev(27, 1, 1, 0), ev(51, 2, 0, 0), ev(54, 1, 2, 0)]);
+    }
+
+    #[test]
+    fn load_ignores_blocked() {
+        // Spec reading 1: Load does not look at `blocked`. One SM of 1024
+        // threads, policy least, reserve, threshold 22.
+        // Y (stream 0, 256 threads, 39 cycles): decision 5, transfer 6, due 45.
+        // W (stream 0, 768 threads, 32 cycles): loaded in 6 by the pick of 5,
+        //   decision 7, transfer 8, due 40. The SM is full from state 8.
+        // Big (stream 1, 768 threads, submit 20): transfer 20, head from
+        //   state 22: age k - 22.
+        // Z (stream 0, 256 threads, submit 22): transfer 22, head from 24.
+        // W completes at 40 (768 free from 41): both fit; least prefers Z
+        // (33 < 97): pick 42, load 43, decision 44 (512 free from 45),
+        // transfer 45. The pick of 45 (state 44: Z in the dispatcher, Big
+        // fits, age 22, not aged) is Big.
+        // Cycle 46: the comparator of 45 saw Big aged (23 > 22), fresh, not
+        // fitting (512 free): blocked. The dispatcher is free and pick_v is
+        // set: Big is loaded anyway. Y completed at 45 (768 free from 46):
+        // not blocked in 47, Big is decided in 47 and transferred at 48.
+        // (Were Load to wait while blocked: pick 47, load 48, transfer 50.)
+        let p = SchedulerParams { policy: Policy::Least, age_threshold: 22, reserve: true, ..small(2, 1) };
+        let w = wl(vec![
+            k(1, 0, 1, 256, 39),
+            k(2, 0, 1, 768, 32),
+            Kernel { submit: 20, ..k(3, 1, 1, 768, 10) },
+            Kernel { submit: 22, ..k(4, 0, 1, 256, 10) },
+        ]);
+        let t = run_checked(&p, &w);
+        assert_eq!(t.submissions, vec![(0, 1), (2, 2), (20, 3), (22, 4)]);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(8, 2, 0, 0), ev(45, 4, 0, 0), ev(48, 3, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(40, 2, 0, 0), ev(45, 1, 0, 0), ev(55, 4, 0, 0), ev(58, 3, 0, 0)]);
+    }
+
+    #[test]
+    fn rr_head_that_does_not_fit_holds_its_turn() {
+        // One SM of 1024 threads, rr. X (stream 0, 512 threads, 20 cycles),
+        // Big (stream 1, 768, 10 cycles), S1 (stream 0, 256, 100 cycles), S2
+        // (stream 0, 256, 10 cycles).
+        // X: load 4 (rr <- 1), decision 5 (512 free from 6), transfer 6,
+        //   completion 26. Transfers: Big 2, S1 4, S2 6; heads: Big from
+        //   state 4, S1 from 6 (X moved in 5), S2 from 10.
+        // Pick 5 (state 4: X and Big fit, rr 1): Big; loaded in 6 (rr <- 0),
+        //   released in 7 (512 free). Pick 7 (state 6, rr 0): S1; load 8 (rr
+        //   <- 1), decision 9 (256 free from 10), transfer 10.
+        // From the pick of 9 on, rr = 1: Big is the first eligible stream and
+        //   does not fit: no pick, though S2 fits (256 free) from state 10.
+        // X completes at 26 (768 free from 27): pick 28 Big, load 29 (rr <-
+        //   0), decision 30 (0 free from 31), transfer 31, completion 41. The
+        //   pick of 30 (rr 0) is S2: loaded in 31 (rr <- 1), released in 32.
+        // Big completes at 41: comparator 42, pick 43 (rr 1: stream 1 has no
+        //   head, stream 0 fits): S2, load 44, decision 45, transfer 46.
+        let p = SchedulerParams { policy: Policy::Rr, ..small(2, 1) };
+        let w = wl(vec![k(1, 0, 1, 512, 20), k(2, 1, 1, 768, 10), k(3, 0, 1, 256, 100), k(4, 0, 1, 256, 10)]);
+        let t = run_checked(&p, &w);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(10, 3, 0, 0), ev(31, 2, 0, 0), ev(46, 4, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(26, 1, 0, 0), ev(41, 2, 0, 0), ev(56, 4, 0, 0), ev(110, 3, 0, 0)]);
+    }
+
+    #[test]
+    fn a_completion_frees_the_table_from_the_next_cycle() {
+        // One SM with one slot, two 1-block kernels of duration 1 on one
+        // stream. A: decision 5, transfer 6, completion 7. The pick of 5
+        // (state 4, head A) loads A2 (the head from state 6) in 6; its
+        // decision in 7 reads the table at the start of 7, where A still
+        // holds the slot (its completion at 7 counts from 8): released. The
+        // comparator of 8 sees the slot free: pick 9, load 10, decision 11,
+        // transfer 12, completion 13.
+        let p = SchedulerParams { sm_slots: 1, ..small(1, 1) };
+        let w = wl(vec![k(1, 0, 1, 10, 1), k(2, 0, 1, 10, 1)]);
+        let t = run_checked(&p, &w);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(12, 2, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(7, 1, 0, 0), ev(13, 2, 0, 0)]);
+    }
+
+    #[test]
+    fn idle_stretches_are_skipped_exactly() {
+        // A kernel at cycle 10^9 and a long one: fast, and the same as the
+        // plain loop on a shorter version.
+        let p = small(2, 2);
+        let w = wl(vec![
+            Kernel { submit: 1_000_000_000, ..k(1, 0, 2, 10, 1_000_000) },
+            Kernel { submit: 1_000_000_000, ..k(2, 1, 1, 10, 5) },
+        ]);
+        let t = run_checked(&p, &w);
+        assert_eq!(t.submissions, vec![(1_000_000_000, 1), (1_000_000_002, 2)]);
+        assert_eq!(t.dispatches[0], ev(1_000_000_006, 1, 0, 0));
+        assert_eq!(t.completions.last().unwrap().cycle, 1_000_000_007 + 1_000_000);
+    }
+
+    // ---- random workloads: check_trace, skipping ----
+
+    /// A small deterministic generator for the tests.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(GOLDEN);
+            mix(self.0)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+            xs[self.below(xs.len() as u64) as usize]
+        }
+    }
+
+    fn random_case(seed: u64) -> (SchedulerParams, Workload, Env) {
+        let mut r = Rng(seed);
+        let sms = 1 + r.below(4) as u32;
+        let policy = r.pick(&[Policy::Rr, Policy::BestFit, Policy::Least, Policy::Priority]);
+        let age_threshold = r.pick(&[0, 0, 5, 20, 100]);
+        let aging = age_threshold > 0 && policy != Policy::Rr;
+        let p = SchedulerParams {
+            streams: 1 + r.below(4) as u32,
+            sms,
+            sm_threads: r.pick(&[64, 1024, 2048]),
+            sm_regs: r.pick(&[100, 65536]),
+            sm_smem: r.pick(&[1, 300, 65536]),
+            sm_slots: 1 + r.below(4) as u32,
+            queue_depth: 1 + r.below(3) as u32,
+            policy,
+            age_threshold,
+            reserve: aging && r.below(2) == 0,
+            dispatch_width: 1 + r.below(sms as u64) as u32,
+            stream_order: r.pick(&[StreamOrder::Dispatch, StreamOrder::Complete]),
+            ..SchedulerParams::default()
+        };
+        // Every fourth case a longer workload.
+        let n = r.below(if seed.is_multiple_of(4) { 40 } else { 12 }) as usize;
+        let mut kernels = Vec::new();
+        for i in 0..n {
+            let frac = |r: &mut Rng, cap: u32| -> u32 {
+                let x = r.below(cap as u64 + 1) as u32;
+                // Now and then one above the capacity (a bad kernel).
+                if r.below(25) == 0 {
+                    cap + 1
+                } else {
+                    x / (1 + r.below(4) as u32)
+                }
+            };
+            kernels.push(Kernel {
+                id: 100 + i as u64,
+                stream: r.below(p.streams as u64) as u32,
+                blocks: if r.below(30) == 0 { 0 } else { 1 + r.below(6) as u32 },
+                threads: frac(&mut r, p.sm_threads),
+                regs: frac(&mut r, p.sm_regs),
+                smem: frac(&mut r, p.sm_smem),
+                duration: 1 + r.below(40),
+                priority: r.below(4) as u32,
+                submit: if r.below(3) == 0 { r.below(100) } else { 0 },
+            });
+        }
+        let stalls = r.below(2) == 0;
+        let env = if stalls {
+            Env {
+                seed: r.next(),
+                src_stall_pct: r.below(60) as u32,
+                dsp_stall_pct: r.below(60) as u32,
+                rej_stall_pct: r.below(60) as u32,
+                max_extra: r.below(10),
+            }
+        } else {
+            Env::default()
+        };
+        (p, wl(kernels), env)
+    }
+
+    #[test]
+    fn random_traces_pass_check_trace_and_skipping_is_exact() {
+        for seed in 0..600 {
+            let (p, w, env) = random_case(seed);
+            let t = run(&p, &w, &env);
+            if let Err(e) = check_trace(&p, &w, &env, &t) {
+                panic!("seed {seed}: {e}\n{p:?}\n{w:?}\n{env:?}");
+            }
+            let plain = simulate(&p, &w, &env, false);
+            assert_eq!(t, plain, "seed {seed}: skipping idle cycles changed the trace");
+            // The output file is built from the trace without surprises.
+            let o = output_json(&p, &w, &t);
+            assert_eq!(o["dispatches"].as_array().unwrap().len(), t.dispatches.len());
+        }
+    }
+
+    #[test]
+    fn reserve_wait_bound_holds_on_random_workloads() {
+        // Spec "Reserve and the wait bound": with reserve, every wait is at
+        // most age_threshold + S * (D + W + 12), D the longest block run time.
+        for seed in 0..600 {
+            let (mut p, w, env) = random_case(seed);
+            if !p.aging() {
+                continue;
+            }
+            p.reserve = true;
+            let t = run(&p, &w, &env);
+            let o = output_json(&p, &w, &t);
+            let d = w
+                .kernels
+                .iter()
+                .enumerate()
+                .flat_map(|(i, k)| (0..k.blocks).map(move |b| k.duration + env.extra(i, b)))
+                .max()
+                .unwrap_or(0);
+            let bound = p.age_threshold as u64 + p.streams as u64 * (d + p.dispatch_width as u64 + 12);
+            for kj in o["kernels"].as_array().unwrap() {
+                let wait = kj["wait"].as_u64().unwrap();
+                assert!(wait <= bound, "seed {seed}: kernel {} waits {wait} > bound {bound}", kj["id"]);
+            }
+        }
+    }
+
+    // ---- check_trace rejects tampered traces ----
+
+    /// Two 1-block kernels on two streams, 2 SMs with 1 slot each; both run
+    /// 50 cycles. A: transfer 0, dispatch 6 on SM 0, completion 56. B:
+    /// transfer 2, enqueued 3. The pick of 5 (state 4: A and B fit, equal
+    /// best_fit scores) is stream 0, which has no head in 6: no load. The
+    /// pick of 6 (state 5: A in the dispatcher) is B: load 7, decision 8 (SM
+    /// 0 full from state 6), transfer 9 on SM 1, completion 59.
+    fn two_sms() -> (SchedulerParams, Workload, Trace) {
+        let p = SchedulerParams { sm_slots: 1, ..small(2, 2) };
+        let w = wl(vec![k(1, 0, 1, 10, 50), k(2, 1, 1, 10, 50)]);
+        let t = run_checked(&p, &w);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(9, 2, 0, 1)]);
+        assert_eq!(t.completions, vec![ev(56, 1, 0, 0), ev(59, 2, 0, 1)]);
+        (p, w, t)
+    }
+
+    #[test]
+    fn check_trace_flags_a_block_on_a_full_sm() {
+        let (p, w, mut t) = two_sms();
+        t.dispatches[1].sm = 0;
+        t.completions[1].sm = 0;
+        let e = check_trace(&p, &w, &Env::default(), &t).unwrap_err();
+        assert_eq!(e, "SM 0 at cycle 9: 2 slots in use by running blocks, capacity 1");
+        // A block that starts where another completes in the same cycle is
+        // over capacity too (both are counted by the table then).
+        let (p, w, mut t) = two_sms();
+        t.dispatches[1] = ev(56, 2, 0, 0);
+        t.completions[1] = ev(106, 2, 0, 0);
+        let e = check_trace(&p, &w, &Env::default(), &t).unwrap_err();
+        assert_eq!(e, "SM 0 at cycle 56: 2 slots in use by running blocks, capacity 1");
+        // Two cycles later it is fine.
+        t.dispatches[1] = ev(58, 2, 0, 0);
+        t.completions[1] = ev(108, 2, 0, 0);
+        t.completions.sort_by_key(|e| e.cycle);
+        check_trace(&p, &w, &Env::default(), &t).unwrap();
+    }
+
+    #[test]
+    fn check_trace_flags_a_block_dispatched_twice() {
+        let (p, w, mut t) = two_sms();
+        t.dispatches.push(ev(10, 2, 0, 0));
+        let e = check_trace(&p, &w, &Env::default(), &t).unwrap_err();
+        assert_eq!(e, "kernel 2 block 0 dispatched at cycle 10 on SM 0: dispatched twice");
+    }
+
+    #[test]
+    fn check_trace_flags_other_tampering() {
+        let env = Env::default();
+        let (p, w, t) = two_sms();
+        let bad = |f: &dyn Fn(&mut Trace)| {
+            let mut x = t.clone();
+            f(&mut x);
+            check_trace(&p, &w, &env, &x).unwrap_err()
+        };
+        assert_eq!(bad(&|x| x.completions[0].cycle = 55), "completion 0 is kernel 1 block 0 on SM 0 at cycle 55; the SM stand-in completes kernel 1 block 0 on SM 0 at cycle 56");
+        assert_eq!(bad(&|x| { x.dispatches.pop(); }), "kernel 2: 0 of its 1 blocks dispatched");
+        assert_eq!(bad(&|x| x.rejections.push((9, 1))), "rejected kernels [1]; the bad ones are []");
+        assert_eq!(bad(&|x| x.submissions[1].0 = 1), "kernel 2 submitted at cycle 1, within 2 cycles of the previous submission (0)");
+        assert_eq!(bad(&|x| x.submissions.swap(0, 1)), "submission 0 at cycle 2 is kernel 2; the source offers kernels[0] (id 1) then");
+        // Stream order: both kernels on stream 0 with `complete`, B moved
+        // before A's completion (and onto SM 1, where it fits).
+        let p = SchedulerParams { stream_order: StreamOrder::Complete, ..p.clone() };
+        let w = wl(vec![k(1, 0, 1, 10, 50), k(2, 0, 1, 10, 50)]);
+        let t = run_checked(&p, &w);
+        let mut x = t.clone();
+        x.dispatches[1] = ev(8, 2, 0, 1);
+        x.completions[1] = ev(58, 2, 0, 1);
+        assert_eq!(
+            check_trace(&p, &w, &env, &x).unwrap_err(),
+            "kernel 2 first dispatched at cycle 8, not after its stream predecessor 1 completed (cycle 56)"
+        );
+    }
+
+    // ---- parse_input ----
+
+    fn kernel_json() -> Value {
+        json!({"id": 0, "stream": 0, "blocks": 8, "threads": 256, "regs": 8192, "smem": 16384, "duration": 120})
+    }
+
+    fn messages(v: Value) -> Vec<String> {
+        parse_input(&v, &SchedulerParams::default()).unwrap_err().0.iter().map(|e| e.to_string()).collect()
+    }
+
+    #[test]
+    fn parse_defaults_and_edges() {
+        let p = SchedulerParams::default();
+        let w = parse_input(&json!({"kernels": [kernel_json()]}), &p).unwrap();
+        assert_eq!(
+            w.kernels,
+            vec![Kernel { id: 0, stream: 0, blocks: 8, threads: 256, regs: 8192, smem: 16384, duration: 120, priority: 0, submit: 0 }]
+        );
+        // Largest values: needs up to the port widths (12, 17, 17 bits), so
+        // above the capacity (the hardware rejects those).
+        let v = json!({"kernels": [{"id": 65535, "stream": 3, "blocks": 65535, "threads": 4095, "regs": 131071,
+                                    "smem": 131071, "duration": 1000000, "priority": 3, "submit": 1000000000}]});
+        let w = parse_input(&v, &p).unwrap();
+        assert_eq!(w.kernels[0].threads, 4095);
+        assert!(is_bad(&p, &w.kernels[0]));
+        // Exactly 100,000 blocks in all is allowed.
+        let p16 = SchedulerParams { block_bits: 17, ..p.clone() };
+        let v = json!({"kernels": [{"id": 1, "stream": 0, "blocks": 100000, "threads": 0, "regs": 0, "smem": 0, "duration": 1}]});
+        assert!(parse_input(&v, &p16).is_ok());
+    }
+
+    #[test]
+    fn parse_reports_every_violation() {
+        let v = json!({
+            "kernels": [
+                {"id": 65536, "stream": 4, "blocks": 0, "threads": 4096, "regs": 131072, "smem": -1,
+                 "duration": 0, "priority": 4, "submit": 1000000001, "name": "x"},
+                kernel_json(),
+                kernel_json(),
+                {"stream": 0},
+                3
+            ],
+            "extra": true
+        });
+        assert_eq!(
+            messages(v),
+            vec![
+                "input `extra` = (given): must be absent: the only key is `kernels`",
+                "input `kernels[0].name` = (given): must be absent: keys are id, stream, blocks, threads, regs, smem, duration, priority, submit",
+                "input `kernels[0].id` = 65536: must be an integer from 0 to 65535",
+                "input `kernels[0].stream` = 4: must be an integer from 0 to 3",
+                "input `kernels[0].blocks` = 0: must be an integer from 1 to 65535",
+                "input `kernels[0].threads` = 4096: must be an integer from 0 to 4095",
+                "input `kernels[0].regs` = 131072: must be an integer from 0 to 131071",
+                "input `kernels[0].smem` = -1: must be an integer from 0 to 131071",
+                "input `kernels[0].duration` = 0: must be an integer from 1 to 1000000",
+                "input `kernels[0].priority` = 4: must be an integer from 0 to 3",
+                "input `kernels[0].submit` = 1000000001: must be an integer from 0 to 1000000000",
+                "input `kernels[2].id` = 0: must be distinct: kernels[1].id is 0 too",
+                "input `kernels[3].id` = (missing): must be an integer from 0 to 65535",
+                "input `kernels[3].blocks` = (missing): must be an integer from 1 to 65535",
+                "input `kernels[3].threads` = (missing): must be an integer from 0 to 4095",
+                "input `kernels[3].regs` = (missing): must be an integer from 0 to 131071",
+                "input `kernels[3].smem` = (missing): must be an integer from 0 to 131071",
+                "input `kernels[3].duration` = (missing): must be an integer from 1 to 1000000",
+                "input `kernels[4]` = 3: must be an object",
+            ]
+        );
+    }
+
+    #[test]
+    fn parse_messages() {
+        let with = |f: &str, x: Value| {
+            let mut o = kernel_json();
+            o[f] = x;
+            json!({"kernels": [o]})
+        };
+        let cases: Vec<(Value, &str)> = vec![
+            (json!([]), "input `(file)` = []: must be a JSON object with a `kernels` list"),
+            (json!({}), "input `kernels` = (missing): must be a list of kernels"),
+            (json!({"kernels": {}}), "input `kernels` = {}: must be a list of kernels"),
+            (with("id", json!(1.5)), "input `kernels[0].id` = 1.5: must be an integer from 0 to 65535"),
+            (with("stream", json!(null)), "input `kernels[0].stream` = null: must be an integer from 0 to 3"),
+            (with("blocks", json!("8")), "input `kernels[0].blocks` = \"8\": must be an integer from 1 to 65535"),
+            (with("duration", json!(1000001)), "input `kernels[0].duration` = 1000001: must be an integer from 1 to 1000000"),
+            (with("priority", json!(-1)), "input `kernels[0].priority` = -1: must be an integer from 0 to 3"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(messages(v.clone()), vec![want.to_string()], "{v}");
+        }
+        // Widths follow the parameters.
+        let p = SchedulerParams { id_bits: 4, block_bits: 3, prio_bits: 1, streams: 2, sm_threads: 100, ..SchedulerParams::default() };
+        let v = json!({"kernels": [{"id": 16, "stream": 2, "blocks": 8, "threads": 128, "regs": 0, "smem": 0, "duration": 1, "priority": 2}]});
+        let got: Vec<String> = parse_input(&v, &p).unwrap_err().0.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            got,
+            vec![
+                "input `kernels[0].id` = 16: must be an integer from 0 to 15",
+                "input `kernels[0].stream` = 2: must be an integer from 0 to 1",
+                "input `kernels[0].blocks` = 8: must be an integer from 1 to 7",
+                "input `kernels[0].threads` = 128: must be an integer from 0 to 127",
+                "input `kernels[0].priority` = 2: must be an integer from 0 to 1",
+            ]
+        );
+        // Too many blocks in all.
+        let p = SchedulerParams { block_bits: 20, ..SchedulerParams::default() };
+        let kern = |id: u64| json!({"id": id, "stream": 0, "blocks": 60000, "threads": 0, "regs": 0, "smem": 0, "duration": 1});
+        let got: Vec<String> = parse_input(&json!({"kernels": [kern(1), kern(2)]}), &p).unwrap_err().0.iter().map(|e| e.to_string()).collect();
+        assert_eq!(got, vec!["input `kernels` = 120000 blocks in all: must be at most 100000 blocks in all"]);
+    }
+}
