@@ -183,16 +183,16 @@ module gpurtl_scheduler (
   reg  [45:0] s3_e3_need_q;
   reg  [15:0] s3_e3_issued_q;
   reg  [15:0] s3_e3_done_q;
-  wire [45:0] s0_head_need;
+  reg  [45:0] s0_head_need_q;
   wire [15:0] s0_head_issued;
   wire        s0_open;
-  wire [45:0] s1_head_need;
+  reg  [45:0] s1_head_need_q;
   wire [15:0] s1_head_issued;
   wire        s1_open;
-  wire [45:0] s2_head_need;
+  reg  [45:0] s2_head_need_q;
   wire [15:0] s2_head_issued;
   wire        s2_open;
-  wire [45:0] s3_head_need;
+  reg  [45:0] s3_head_need_q;
   wire [15:0] s3_head_issued;
   wire        s3_open;
   reg         cur_valid_q;
@@ -214,28 +214,60 @@ module gpurtl_scheduler (
   wire [45:0] ret_need;
   wire [3:0]  u_sm0_fits;
   wire        u_sm0_fit_cur;
+  // u_sm0_free: bits [50:0] unused: an SM's free resources are read by the properties (ifdef FORMAL) only
+  /* verilator lint_off UNUSED */
   wire [50:0] u_sm0_free;
+  /* verilator lint_on UNUSED */
+  wire [39:0] u_sm0_left;
   wire [3:0]  u_sm1_fits;
   wire        u_sm1_fit_cur;
+  // u_sm1_free: bits [50:0] unused: an SM's free resources are read by the properties (ifdef FORMAL) only
+  /* verilator lint_off UNUSED */
   wire [50:0] u_sm1_free;
+  /* verilator lint_on UNUSED */
+  wire [39:0] u_sm1_left;
   wire [3:0]  u_sm2_fits;
   wire        u_sm2_fit_cur;
+  // u_sm2_free: bits [50:0] unused: an SM's free resources are read by the properties (ifdef FORMAL) only
+  /* verilator lint_off UNUSED */
   wire [50:0] u_sm2_free;
+  /* verilator lint_on UNUSED */
+  wire [39:0] u_sm2_left;
   wire [3:0]  u_sm3_fits;
   wire        u_sm3_fit_cur;
+  // u_sm3_free: bits [50:0] unused: an SM's free resources are read by the properties (ifdef FORMAL) only
+  /* verilator lint_off UNUSED */
   wire [50:0] u_sm3_free;
+  /* verilator lint_on UNUSED */
+  wire [39:0] u_sm3_left;
   wire [3:0]  u_sm4_fits;
   wire        u_sm4_fit_cur;
+  // u_sm4_free: bits [50:0] unused: an SM's free resources are read by the properties (ifdef FORMAL) only
+  /* verilator lint_off UNUSED */
   wire [50:0] u_sm4_free;
+  /* verilator lint_on UNUSED */
+  wire [39:0] u_sm4_left;
   wire [3:0]  u_sm5_fits;
   wire        u_sm5_fit_cur;
+  // u_sm5_free: bits [50:0] unused: an SM's free resources are read by the properties (ifdef FORMAL) only
+  /* verilator lint_off UNUSED */
   wire [50:0] u_sm5_free;
+  /* verilator lint_on UNUSED */
+  wire [39:0] u_sm5_left;
   wire [3:0]  u_sm6_fits;
   wire        u_sm6_fit_cur;
+  // u_sm6_free: bits [50:0] unused: an SM's free resources are read by the properties (ifdef FORMAL) only
+  /* verilator lint_off UNUSED */
   wire [50:0] u_sm6_free;
+  /* verilator lint_on UNUSED */
+  wire [39:0] u_sm6_left;
   wire [3:0]  u_sm7_fits;
   wire        u_sm7_fit_cur;
+  // u_sm7_free: bits [50:0] unused: an SM's free resources are read by the properties (ifdef FORMAL) only
+  /* verilator lint_off UNUSED */
   wire [50:0] u_sm7_free;
+  /* verilator lint_on UNUSED */
+  wire [39:0] u_sm7_left;
   wire [7:0]  s0_fit_sms;
   wire [7:0]  s1_fit_sms;
   wire [7:0]  s2_fit_sms;
@@ -248,19 +280,6 @@ module gpurtl_scheduler (
   reg  [15:0] s0_agev_q;
   wire [9:0]  s0_score;
   wire [7:0]  s0_score_t1;
-  wire [50:0] s0_score_t2;
-  // s0_score_t3: bits [3:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [11:0] s0_score_t3;
-  /* verilator lint_on UNUSED */
-  // s0_score_t4: bits [8:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [16:0] s0_score_t4;
-  /* verilator lint_on UNUSED */
-  // s0_score_t5: bits [8:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [16:0] s0_score_t5;
-  /* verilator lint_on UNUSED */
   reg  [9:0]  s0_score_q;
   wire        s1_elig;
   wire        s1_sched;
@@ -269,20 +288,7 @@ module gpurtl_scheduler (
   reg         s1_fresh_q;
   reg  [15:0] s1_agev_q;
   wire [9:0]  s1_score;
-  wire [7:0]  s1_score_t6;
-  wire [50:0] s1_score_t7;
-  // s1_score_t8: bits [3:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [11:0] s1_score_t8;
-  /* verilator lint_on UNUSED */
-  // s1_score_t9: bits [8:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [16:0] s1_score_t9;
-  /* verilator lint_on UNUSED */
-  // s1_score_t10: bits [8:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [16:0] s1_score_t10;
-  /* verilator lint_on UNUSED */
+  wire [7:0]  s1_score_t2;
   reg  [9:0]  s1_score_q;
   wire        s2_elig;
   wire        s2_sched;
@@ -291,20 +297,7 @@ module gpurtl_scheduler (
   reg         s2_fresh_q;
   reg  [15:0] s2_agev_q;
   wire [9:0]  s2_score;
-  wire [7:0]  s2_score_t11;
-  wire [50:0] s2_score_t12;
-  // s2_score_t13: bits [3:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [11:0] s2_score_t13;
-  /* verilator lint_on UNUSED */
-  // s2_score_t14: bits [8:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [16:0] s2_score_t14;
-  /* verilator lint_on UNUSED */
-  // s2_score_t15: bits [8:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [16:0] s2_score_t15;
-  /* verilator lint_on UNUSED */
+  wire [7:0]  s2_score_t3;
   reg  [9:0]  s2_score_q;
   wire        s3_elig;
   wire        s3_sched;
@@ -313,20 +306,7 @@ module gpurtl_scheduler (
   reg         s3_fresh_q;
   reg  [15:0] s3_agev_q;
   wire [9:0]  s3_score;
-  wire [7:0]  s3_score_t16;
-  wire [50:0] s3_score_t17;
-  // s3_score_t18: bits [3:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [11:0] s3_score_t18;
-  /* verilator lint_on UNUSED */
-  // s3_score_t19: bits [8:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [16:0] s3_score_t19;
-  /* verilator lint_on UNUSED */
-  // s3_score_t20: bits [8:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [16:0] s3_score_t20;
-  /* verilator lint_on UNUSED */
+  wire [7:0]  s3_score_t4;
   reg  [9:0]  s3_score_q;
   wire        pick_any_aged_fresh;
   wire        pick_aged;
@@ -342,13 +322,13 @@ module gpurtl_scheduler (
   wire        fifo_room;
   wire        dispatch_go;
   wire [7:0]  lane0_sm_onehot;
-  wire [7:0]  lane0_sm_onehot_t21;
+  wire [7:0]  lane0_sm_onehot_t5;
   wire        lane0_valid;
   wire        dispatch_count;
   wire        dispatch_push;
   wire        dispatch_last;
   wire        dispatch_release;
-  wire [7:0]  fifo0_q_t22;
+  wire [7:0]  fifo0_q_t6;
   wire        fifo_pop;
   wire [39:0] fifo_head;
   wire        cpl0_valid;
@@ -357,6 +337,7 @@ module gpurtl_scheduler (
   wire        s0_enq;
   wire        s0_fin;
   wire        s0_retire;
+  wire [1:0]  s0_head_need_q_t7;
   wire        s0_e0_write;
   wire        s0_e1_write;
   wire        s0_e2_write;
@@ -364,6 +345,7 @@ module gpurtl_scheduler (
   wire        s1_enq;
   wire        s1_fin;
   wire        s1_retire;
+  wire [1:0]  s1_head_need_q_t8;
   wire        s1_e0_write;
   wire        s1_e1_write;
   wire        s1_e2_write;
@@ -371,6 +353,7 @@ module gpurtl_scheduler (
   wire        s2_enq;
   wire        s2_fin;
   wire        s2_retire;
+  wire [1:0]  s2_head_need_q_t9;
   wire        s2_e0_write;
   wire        s2_e1_write;
   wire        s2_e2_write;
@@ -378,6 +361,7 @@ module gpurtl_scheduler (
   wire        s3_enq;
   wire        s3_fin;
   wire        s3_retire;
+  wire [1:0]  s3_head_need_q_t10;
   wire        s3_e0_write;
   wire        s3_e1_write;
   wire        s3_e2_write;
@@ -390,16 +374,12 @@ module gpurtl_scheduler (
   assign rej_valid_o = rej_valid_q;
   assign rej_id_o = rej_id_q;
   assign sub_to_rej = (sub_valid_q & sub_bad) & ~rej_valid_q;
-  assign s0_head_need = s0_dptr_q[1] ? (s0_dptr_q[0] ? s0_e3_need_q : s0_e2_need_q) : s0_dptr_q[0] ? s0_e1_need_q : s0_e0_need_q;
   assign s0_head_issued = s0_dptr_q[1] ? (s0_dptr_q[0] ? s0_e3_issued_q : s0_e2_issued_q) : s0_dptr_q[0] ? s0_e1_issued_q : s0_e0_issued_q;
   assign s0_open = s0_pend_q != 3'd0;
-  assign s1_head_need = s1_dptr_q[1] ? (s1_dptr_q[0] ? s1_e3_need_q : s1_e2_need_q) : s1_dptr_q[0] ? s1_e1_need_q : s1_e0_need_q;
   assign s1_head_issued = s1_dptr_q[1] ? (s1_dptr_q[0] ? s1_e3_issued_q : s1_e2_issued_q) : s1_dptr_q[0] ? s1_e1_issued_q : s1_e0_issued_q;
   assign s1_open = s1_pend_q != 3'd0;
-  assign s2_head_need = s2_dptr_q[1] ? (s2_dptr_q[0] ? s2_e3_need_q : s2_e2_need_q) : s2_dptr_q[0] ? s2_e1_need_q : s2_e0_need_q;
   assign s2_head_issued = s2_dptr_q[1] ? (s2_dptr_q[0] ? s2_e3_issued_q : s2_e2_issued_q) : s2_dptr_q[0] ? s2_e1_issued_q : s2_e0_issued_q;
   assign s2_open = s2_pend_q != 3'd0;
-  assign s3_head_need = s3_dptr_q[1] ? (s3_dptr_q[0] ? s3_e3_need_q : s3_e2_need_q) : s3_dptr_q[0] ? s3_e1_need_q : s3_e0_need_q;
   assign s3_head_issued = s3_dptr_q[1] ? (s3_dptr_q[0] ? s3_e3_issued_q : s3_e2_issued_q) : s3_dptr_q[0] ? s3_e1_issued_q : s3_e0_issued_q;
   assign s3_open = s3_pend_q != 3'd0;
   assign s0_fit_sms = {u_sm7_fits[0], u_sm6_fits[0], u_sm5_fits[0], u_sm4_fits[0], u_sm3_fits[0], u_sm2_fits[0], u_sm1_fits[0], u_sm0_fits[0]};
@@ -409,62 +389,46 @@ module gpurtl_scheduler (
   assign s0_elig = s0_open & ~(cur_valid_q & (cur_stream_q == 2'd0));
   assign s0_sched = s0_elig & |s0_fit_sms;
   assign s0_score_t1 = {s0_fit_sms[7] & ~(((((((1'd0 | s0_fit_sms[0]) | s0_fit_sms[1]) | s0_fit_sms[2]) | s0_fit_sms[3]) | s0_fit_sms[4]) | s0_fit_sms[5]) | s0_fit_sms[6]), s0_fit_sms[6] & ~((((((1'd0 | s0_fit_sms[0]) | s0_fit_sms[1]) | s0_fit_sms[2]) | s0_fit_sms[3]) | s0_fit_sms[4]) | s0_fit_sms[5]), s0_fit_sms[5] & ~(((((1'd0 | s0_fit_sms[0]) | s0_fit_sms[1]) | s0_fit_sms[2]) | s0_fit_sms[3]) | s0_fit_sms[4]), s0_fit_sms[4] & ~((((1'd0 | s0_fit_sms[0]) | s0_fit_sms[1]) | s0_fit_sms[2]) | s0_fit_sms[3]), s0_fit_sms[3] & ~(((1'd0 | s0_fit_sms[0]) | s0_fit_sms[1]) | s0_fit_sms[2]), s0_fit_sms[2] & ~((1'd0 | s0_fit_sms[0]) | s0_fit_sms[1]), s0_fit_sms[1] & ~(1'd0 | s0_fit_sms[0]), s0_fit_sms[0] & ~1'd0};
-  assign s0_score_t2 = (((((((u_sm0_free & {51{s0_score_t1[0]}}) | (u_sm1_free & {51{s0_score_t1[1]}})) | (u_sm2_free & {51{s0_score_t1[2]}})) | (u_sm3_free & {51{s0_score_t1[3]}})) | (u_sm4_free & {51{s0_score_t1[4]}})) | (u_sm5_free & {51{s0_score_t1[5]}})) | (u_sm6_free & {51{s0_score_t1[6]}})) | (u_sm7_free & {51{s0_score_t1[7]}});
-  assign s0_score_t3 = s0_score_t2[11:0] - s0_head_need[11:0];
-  assign s0_score_t4 = s0_score_t2[28:12] - s0_head_need[28:12];
-  assign s0_score_t5 = s0_score_t2[45:29] - s0_head_need[45:29];
-  assign s0_score = (({2'd0, s0_score_t3[11:4]} + {2'd0, s0_score_t4[16:9]}) + {2'd0, s0_score_t5[16:9]}) + {5'd0, s0_score_t2[50:46] - 5'd1};
+  assign s0_score = (((((((u_sm0_left[9:0] & {10{s0_score_t1[0]}}) | (u_sm1_left[9:0] & {10{s0_score_t1[1]}})) | (u_sm2_left[9:0] & {10{s0_score_t1[2]}})) | (u_sm3_left[9:0] & {10{s0_score_t1[3]}})) | (u_sm4_left[9:0] & {10{s0_score_t1[4]}})) | (u_sm5_left[9:0] & {10{s0_score_t1[5]}})) | (u_sm6_left[9:0] & {10{s0_score_t1[6]}})) | (u_sm7_left[9:0] & {10{s0_score_t1[7]}});
   assign s1_elig = s1_open & ~(cur_valid_q & (cur_stream_q == 2'd1));
   assign s1_sched = s1_elig & |s1_fit_sms;
-  assign s1_score_t6 = {s1_fit_sms[7] & ~(((((((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]) | s1_fit_sms[4]) | s1_fit_sms[5]) | s1_fit_sms[6]), s1_fit_sms[6] & ~((((((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]) | s1_fit_sms[4]) | s1_fit_sms[5]), s1_fit_sms[5] & ~(((((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]) | s1_fit_sms[4]), s1_fit_sms[4] & ~((((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]), s1_fit_sms[3] & ~(((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]), s1_fit_sms[2] & ~((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]), s1_fit_sms[1] & ~(1'd0 | s1_fit_sms[0]), s1_fit_sms[0] & ~1'd0};
-  assign s1_score_t7 = (((((((u_sm0_free & {51{s1_score_t6[0]}}) | (u_sm1_free & {51{s1_score_t6[1]}})) | (u_sm2_free & {51{s1_score_t6[2]}})) | (u_sm3_free & {51{s1_score_t6[3]}})) | (u_sm4_free & {51{s1_score_t6[4]}})) | (u_sm5_free & {51{s1_score_t6[5]}})) | (u_sm6_free & {51{s1_score_t6[6]}})) | (u_sm7_free & {51{s1_score_t6[7]}});
-  assign s1_score_t8 = s1_score_t7[11:0] - s1_head_need[11:0];
-  assign s1_score_t9 = s1_score_t7[28:12] - s1_head_need[28:12];
-  assign s1_score_t10 = s1_score_t7[45:29] - s1_head_need[45:29];
-  assign s1_score = (({2'd0, s1_score_t8[11:4]} + {2'd0, s1_score_t9[16:9]}) + {2'd0, s1_score_t10[16:9]}) + {5'd0, s1_score_t7[50:46] - 5'd1};
+  assign s1_score_t2 = {s1_fit_sms[7] & ~(((((((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]) | s1_fit_sms[4]) | s1_fit_sms[5]) | s1_fit_sms[6]), s1_fit_sms[6] & ~((((((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]) | s1_fit_sms[4]) | s1_fit_sms[5]), s1_fit_sms[5] & ~(((((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]) | s1_fit_sms[4]), s1_fit_sms[4] & ~((((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]), s1_fit_sms[3] & ~(((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]), s1_fit_sms[2] & ~((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]), s1_fit_sms[1] & ~(1'd0 | s1_fit_sms[0]), s1_fit_sms[0] & ~1'd0};
+  assign s1_score = (((((((u_sm0_left[19:10] & {10{s1_score_t2[0]}}) | (u_sm1_left[19:10] & {10{s1_score_t2[1]}})) | (u_sm2_left[19:10] & {10{s1_score_t2[2]}})) | (u_sm3_left[19:10] & {10{s1_score_t2[3]}})) | (u_sm4_left[19:10] & {10{s1_score_t2[4]}})) | (u_sm5_left[19:10] & {10{s1_score_t2[5]}})) | (u_sm6_left[19:10] & {10{s1_score_t2[6]}})) | (u_sm7_left[19:10] & {10{s1_score_t2[7]}});
   assign s2_elig = s2_open & ~(cur_valid_q & (cur_stream_q == 2'd2));
   assign s2_sched = s2_elig & |s2_fit_sms;
-  assign s2_score_t11 = {s2_fit_sms[7] & ~(((((((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]) | s2_fit_sms[4]) | s2_fit_sms[5]) | s2_fit_sms[6]), s2_fit_sms[6] & ~((((((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]) | s2_fit_sms[4]) | s2_fit_sms[5]), s2_fit_sms[5] & ~(((((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]) | s2_fit_sms[4]), s2_fit_sms[4] & ~((((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]), s2_fit_sms[3] & ~(((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]), s2_fit_sms[2] & ~((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]), s2_fit_sms[1] & ~(1'd0 | s2_fit_sms[0]), s2_fit_sms[0] & ~1'd0};
-  assign s2_score_t12 = (((((((u_sm0_free & {51{s2_score_t11[0]}}) | (u_sm1_free & {51{s2_score_t11[1]}})) | (u_sm2_free & {51{s2_score_t11[2]}})) | (u_sm3_free & {51{s2_score_t11[3]}})) | (u_sm4_free & {51{s2_score_t11[4]}})) | (u_sm5_free & {51{s2_score_t11[5]}})) | (u_sm6_free & {51{s2_score_t11[6]}})) | (u_sm7_free & {51{s2_score_t11[7]}});
-  assign s2_score_t13 = s2_score_t12[11:0] - s2_head_need[11:0];
-  assign s2_score_t14 = s2_score_t12[28:12] - s2_head_need[28:12];
-  assign s2_score_t15 = s2_score_t12[45:29] - s2_head_need[45:29];
-  assign s2_score = (({2'd0, s2_score_t13[11:4]} + {2'd0, s2_score_t14[16:9]}) + {2'd0, s2_score_t15[16:9]}) + {5'd0, s2_score_t12[50:46] - 5'd1};
+  assign s2_score_t3 = {s2_fit_sms[7] & ~(((((((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]) | s2_fit_sms[4]) | s2_fit_sms[5]) | s2_fit_sms[6]), s2_fit_sms[6] & ~((((((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]) | s2_fit_sms[4]) | s2_fit_sms[5]), s2_fit_sms[5] & ~(((((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]) | s2_fit_sms[4]), s2_fit_sms[4] & ~((((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]), s2_fit_sms[3] & ~(((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]), s2_fit_sms[2] & ~((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]), s2_fit_sms[1] & ~(1'd0 | s2_fit_sms[0]), s2_fit_sms[0] & ~1'd0};
+  assign s2_score = (((((((u_sm0_left[29:20] & {10{s2_score_t3[0]}}) | (u_sm1_left[29:20] & {10{s2_score_t3[1]}})) | (u_sm2_left[29:20] & {10{s2_score_t3[2]}})) | (u_sm3_left[29:20] & {10{s2_score_t3[3]}})) | (u_sm4_left[29:20] & {10{s2_score_t3[4]}})) | (u_sm5_left[29:20] & {10{s2_score_t3[5]}})) | (u_sm6_left[29:20] & {10{s2_score_t3[6]}})) | (u_sm7_left[29:20] & {10{s2_score_t3[7]}});
   assign s3_elig = s3_open & ~(cur_valid_q & (cur_stream_q == 2'd3));
   assign s3_sched = s3_elig & |s3_fit_sms;
-  assign s3_score_t16 = {s3_fit_sms[7] & ~(((((((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]) | s3_fit_sms[4]) | s3_fit_sms[5]) | s3_fit_sms[6]), s3_fit_sms[6] & ~((((((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]) | s3_fit_sms[4]) | s3_fit_sms[5]), s3_fit_sms[5] & ~(((((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]) | s3_fit_sms[4]), s3_fit_sms[4] & ~((((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]), s3_fit_sms[3] & ~(((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]), s3_fit_sms[2] & ~((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]), s3_fit_sms[1] & ~(1'd0 | s3_fit_sms[0]), s3_fit_sms[0] & ~1'd0};
-  assign s3_score_t17 = (((((((u_sm0_free & {51{s3_score_t16[0]}}) | (u_sm1_free & {51{s3_score_t16[1]}})) | (u_sm2_free & {51{s3_score_t16[2]}})) | (u_sm3_free & {51{s3_score_t16[3]}})) | (u_sm4_free & {51{s3_score_t16[4]}})) | (u_sm5_free & {51{s3_score_t16[5]}})) | (u_sm6_free & {51{s3_score_t16[6]}})) | (u_sm7_free & {51{s3_score_t16[7]}});
-  assign s3_score_t18 = s3_score_t17[11:0] - s3_head_need[11:0];
-  assign s3_score_t19 = s3_score_t17[28:12] - s3_head_need[28:12];
-  assign s3_score_t20 = s3_score_t17[45:29] - s3_head_need[45:29];
-  assign s3_score = (({2'd0, s3_score_t18[11:4]} + {2'd0, s3_score_t19[16:9]}) + {2'd0, s3_score_t20[16:9]}) + {5'd0, s3_score_t17[50:46] - 5'd1};
+  assign s3_score_t4 = {s3_fit_sms[7] & ~(((((((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]) | s3_fit_sms[4]) | s3_fit_sms[5]) | s3_fit_sms[6]), s3_fit_sms[6] & ~((((((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]) | s3_fit_sms[4]) | s3_fit_sms[5]), s3_fit_sms[5] & ~(((((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]) | s3_fit_sms[4]), s3_fit_sms[4] & ~((((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]), s3_fit_sms[3] & ~(((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]), s3_fit_sms[2] & ~((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]), s3_fit_sms[1] & ~(1'd0 | s3_fit_sms[0]), s3_fit_sms[0] & ~1'd0};
+  assign s3_score = (((((((u_sm0_left[39:30] & {10{s3_score_t4[0]}}) | (u_sm1_left[39:30] & {10{s3_score_t4[1]}})) | (u_sm2_left[39:30] & {10{s3_score_t4[2]}})) | (u_sm3_left[39:30] & {10{s3_score_t4[3]}})) | (u_sm4_left[39:30] & {10{s3_score_t4[4]}})) | (u_sm5_left[39:30] & {10{s3_score_t4[5]}})) | (u_sm6_left[39:30] & {10{s3_score_t4[6]}})) | (u_sm7_left[39:30] & {10{s3_score_t4[7]}});
   assign pick_any_aged_fresh = |{(s3_sched_q & s3_aged_q) & s3_fresh_q, (s2_sched_q & s2_aged_q) & s2_fresh_q, (s1_sched_q & s1_aged_q) & s1_fresh_q, (s0_sched_q & s0_aged_q) & s0_fresh_q};
   assign pick_aged = ((pick_any_aged_fresh ? ((s0_sched_q & s0_aged_q) & s0_fresh_q) : (s0_sched_q & s0_aged_q)) | (pick_any_aged_fresh ? ((s1_sched_q & s1_aged_q) & s1_fresh_q) : (s1_sched_q & s1_aged_q))) | ((pick_any_aged_fresh ? ((s2_sched_q & s2_aged_q) & s2_fresh_q) : (s2_sched_q & s2_aged_q)) | (pick_any_aged_fresh ? ((s3_sched_q & s3_aged_q) & s3_fresh_q) : (s3_sched_q & s3_aged_q)));
   assign picked = pick_aged | ((s0_sched_q | s1_sched_q) | (s2_sched_q | s3_sched_q));
   assign load = (~cur_valid_q & pick_valid_q) & (pick_stream_q[1] ? (pick_stream_q[0] ? s3_open : s2_open) : pick_stream_q[0] ? s1_open : s0_open);
   assign fifo_room = fifo_count_q < 2'd2;
   assign dispatch_go = cur_valid_q & fifo_room;
-  assign lane0_sm_onehot_t21 = {u_sm7_fit_cur, u_sm6_fit_cur, u_sm5_fit_cur, u_sm4_fit_cur, u_sm3_fit_cur, u_sm2_fit_cur, u_sm1_fit_cur, u_sm0_fit_cur} & {8{dispatch_go}};
-  assign lane0_sm_onehot = {lane0_sm_onehot_t21[7] & ~(((((((1'd0 | lane0_sm_onehot_t21[0]) |
-      lane0_sm_onehot_t21[1]) | lane0_sm_onehot_t21[2]) | lane0_sm_onehot_t21[3]) |
-      lane0_sm_onehot_t21[4]) | lane0_sm_onehot_t21[5]) | lane0_sm_onehot_t21[6]),
-      lane0_sm_onehot_t21[6] & ~((((((1'd0 | lane0_sm_onehot_t21[0]) | lane0_sm_onehot_t21[1]) |
-      lane0_sm_onehot_t21[2]) | lane0_sm_onehot_t21[3]) | lane0_sm_onehot_t21[4]) |
-      lane0_sm_onehot_t21[5]), lane0_sm_onehot_t21[5] & ~(((((1'd0 | lane0_sm_onehot_t21[0]) |
-      lane0_sm_onehot_t21[1]) | lane0_sm_onehot_t21[2]) | lane0_sm_onehot_t21[3]) |
-      lane0_sm_onehot_t21[4]), lane0_sm_onehot_t21[4] & ~((((1'd0 | lane0_sm_onehot_t21[0]) |
-      lane0_sm_onehot_t21[1]) | lane0_sm_onehot_t21[2]) | lane0_sm_onehot_t21[3]),
-      lane0_sm_onehot_t21[3] & ~(((1'd0 | lane0_sm_onehot_t21[0]) | lane0_sm_onehot_t21[1]) |
-      lane0_sm_onehot_t21[2]), lane0_sm_onehot_t21[2] & ~((1'd0 | lane0_sm_onehot_t21[0]) |
-      lane0_sm_onehot_t21[1]), lane0_sm_onehot_t21[1] & ~(1'd0 | lane0_sm_onehot_t21[0]),
-      lane0_sm_onehot_t21[0] & ~1'd0};
+  assign lane0_sm_onehot_t5 = {u_sm7_fit_cur, u_sm6_fit_cur, u_sm5_fit_cur, u_sm4_fit_cur, u_sm3_fit_cur, u_sm2_fit_cur, u_sm1_fit_cur, u_sm0_fit_cur} & {8{dispatch_go}};
+  assign lane0_sm_onehot = {lane0_sm_onehot_t5[7] & ~(((((((1'd0 | lane0_sm_onehot_t5[0]) |
+      lane0_sm_onehot_t5[1]) | lane0_sm_onehot_t5[2]) | lane0_sm_onehot_t5[3]) |
+      lane0_sm_onehot_t5[4]) | lane0_sm_onehot_t5[5]) | lane0_sm_onehot_t5[6]),
+      lane0_sm_onehot_t5[6] & ~((((((1'd0 | lane0_sm_onehot_t5[0]) | lane0_sm_onehot_t5[1]) |
+      lane0_sm_onehot_t5[2]) | lane0_sm_onehot_t5[3]) | lane0_sm_onehot_t5[4]) |
+      lane0_sm_onehot_t5[5]), lane0_sm_onehot_t5[5] & ~(((((1'd0 | lane0_sm_onehot_t5[0]) |
+      lane0_sm_onehot_t5[1]) | lane0_sm_onehot_t5[2]) | lane0_sm_onehot_t5[3]) |
+      lane0_sm_onehot_t5[4]), lane0_sm_onehot_t5[4] & ~((((1'd0 | lane0_sm_onehot_t5[0]) |
+      lane0_sm_onehot_t5[1]) | lane0_sm_onehot_t5[2]) | lane0_sm_onehot_t5[3]),
+      lane0_sm_onehot_t5[3] & ~(((1'd0 | lane0_sm_onehot_t5[0]) | lane0_sm_onehot_t5[1]) |
+      lane0_sm_onehot_t5[2]), lane0_sm_onehot_t5[2] & ~((1'd0 | lane0_sm_onehot_t5[0]) |
+      lane0_sm_onehot_t5[1]), lane0_sm_onehot_t5[1] & ~(1'd0 | lane0_sm_onehot_t5[0]),
+      lane0_sm_onehot_t5[0] & ~1'd0};
   assign lane0_valid = |lane0_sm_onehot & (cur_left_q > 16'd0);
   assign take = 8'd0 | ({8{lane0_valid}} & lane0_sm_onehot);
   assign dispatch_count = lane0_valid;
   assign dispatch_push = lane0_valid;
   assign dispatch_last = dispatch_push & (cur_left_q == {15'd0, dispatch_count});
   assign dispatch_release = cur_valid_q & (fifo_room & ~dispatch_push);
-  assign fifo0_q_t22 = {8{lane0_valid}} & lane0_sm_onehot;
+  assign fifo0_q_t6 = {8{lane0_valid}} & lane0_sm_onehot;
   assign fifo_pop = dsp_valid_o & dsp_ready_i;
   assign dsp_valid_o = fifo_count_q != 2'd0;
   assign fifo_head = fifo_rd_q ? fifo1_q : fifo0_q;
@@ -488,6 +452,7 @@ module gpurtl_scheduler (
   assign s0_enq = sub_enqueue & (sub_stream_q == 2'd0);
   assign s0_fin = dispatch_last & (cur_stream_q == 2'd0);
   assign s0_retire = (s0_cnt_q > s0_pend_q) & ((s0_hptr_q[1] ? (s0_hptr_q[0] ? s0_e3_done_q : s0_e2_done_q) : s0_hptr_q[0] ? s0_e1_done_q : s0_e0_done_q) == (s0_hptr_q[1] ? (s0_hptr_q[0] ? s0_e3_blocks_q : s0_e2_blocks_q) : s0_hptr_q[0] ? s0_e1_blocks_q : s0_e0_blocks_q));
+  assign s0_head_need_q_t7 = s0_dptr_q + 2'd1;
   assign s0_e0_write = s0_enq & (s0_tptr_q == 2'd0);
   assign s0_e1_write = s0_enq & (s0_tptr_q == 2'd1);
   assign s0_e2_write = s0_enq & (s0_tptr_q == 2'd2);
@@ -495,6 +460,7 @@ module gpurtl_scheduler (
   assign s1_enq = sub_enqueue & (sub_stream_q == 2'd1);
   assign s1_fin = dispatch_last & (cur_stream_q == 2'd1);
   assign s1_retire = (s1_cnt_q > s1_pend_q) & ((s1_hptr_q[1] ? (s1_hptr_q[0] ? s1_e3_done_q : s1_e2_done_q) : s1_hptr_q[0] ? s1_e1_done_q : s1_e0_done_q) == (s1_hptr_q[1] ? (s1_hptr_q[0] ? s1_e3_blocks_q : s1_e2_blocks_q) : s1_hptr_q[0] ? s1_e1_blocks_q : s1_e0_blocks_q));
+  assign s1_head_need_q_t8 = s1_dptr_q + 2'd1;
   assign s1_e0_write = s1_enq & (s1_tptr_q == 2'd0);
   assign s1_e1_write = s1_enq & (s1_tptr_q == 2'd1);
   assign s1_e2_write = s1_enq & (s1_tptr_q == 2'd2);
@@ -502,6 +468,7 @@ module gpurtl_scheduler (
   assign s2_enq = sub_enqueue & (sub_stream_q == 2'd2);
   assign s2_fin = dispatch_last & (cur_stream_q == 2'd2);
   assign s2_retire = (s2_cnt_q > s2_pend_q) & ((s2_hptr_q[1] ? (s2_hptr_q[0] ? s2_e3_done_q : s2_e2_done_q) : s2_hptr_q[0] ? s2_e1_done_q : s2_e0_done_q) == (s2_hptr_q[1] ? (s2_hptr_q[0] ? s2_e3_blocks_q : s2_e2_blocks_q) : s2_hptr_q[0] ? s2_e1_blocks_q : s2_e0_blocks_q));
+  assign s2_head_need_q_t9 = s2_dptr_q + 2'd1;
   assign s2_e0_write = s2_enq & (s2_tptr_q == 2'd0);
   assign s2_e1_write = s2_enq & (s2_tptr_q == 2'd1);
   assign s2_e2_write = s2_enq & (s2_tptr_q == 2'd2);
@@ -509,6 +476,7 @@ module gpurtl_scheduler (
   assign s3_enq = sub_enqueue & (sub_stream_q == 2'd3);
   assign s3_fin = dispatch_last & (cur_stream_q == 2'd3);
   assign s3_retire = (s3_cnt_q > s3_pend_q) & ((s3_hptr_q[1] ? (s3_hptr_q[0] ? s3_e3_done_q : s3_e2_done_q) : s3_hptr_q[0] ? s3_e1_done_q : s3_e0_done_q) == (s3_hptr_q[1] ? (s3_hptr_q[0] ? s3_e3_blocks_q : s3_e2_blocks_q) : s3_hptr_q[0] ? s3_e1_blocks_q : s3_e0_blocks_q));
+  assign s3_head_need_q_t10 = s3_dptr_q + 2'd1;
   assign s3_e0_write = s3_enq & (s3_tptr_q == 2'd0);
   assign s3_e1_write = s3_enq & (s3_tptr_q == 2'd1);
   assign s3_e2_write = s3_enq & (s3_tptr_q == 2'd2);
@@ -517,105 +485,113 @@ module gpurtl_scheduler (
   gpurtl_scheduler_sm u_sm0 (
     .clk_i       (clk_i),
     .rst_i       (rst_i),
-    .heads_i     ({s3_head_need, s2_head_need, s1_head_need, s0_head_need}),
+    .heads_i     ({s3_head_need_q, s2_head_need_q, s1_head_need_q, s0_head_need_q}),
     .cur_i       (cur_need_q),
     .take_i      (take[0]),
     .ret_valid_i (sm0_ret_valid),
     .ret_need_i  (ret_need),
     .fits_o      (u_sm0_fits),
     .fit_cur_o   (u_sm0_fit_cur),
-    .free_o      (u_sm0_free)
+    .free_o      (u_sm0_free),
+    .left_o      (u_sm0_left)
   );
 
   gpurtl_scheduler_sm u_sm1 (
     .clk_i       (clk_i),
     .rst_i       (rst_i),
-    .heads_i     ({s3_head_need, s2_head_need, s1_head_need, s0_head_need}),
+    .heads_i     ({s3_head_need_q, s2_head_need_q, s1_head_need_q, s0_head_need_q}),
     .cur_i       (cur_need_q),
     .take_i      (take[1]),
     .ret_valid_i (sm1_ret_valid),
     .ret_need_i  (ret_need),
     .fits_o      (u_sm1_fits),
     .fit_cur_o   (u_sm1_fit_cur),
-    .free_o      (u_sm1_free)
+    .free_o      (u_sm1_free),
+    .left_o      (u_sm1_left)
   );
 
   gpurtl_scheduler_sm u_sm2 (
     .clk_i       (clk_i),
     .rst_i       (rst_i),
-    .heads_i     ({s3_head_need, s2_head_need, s1_head_need, s0_head_need}),
+    .heads_i     ({s3_head_need_q, s2_head_need_q, s1_head_need_q, s0_head_need_q}),
     .cur_i       (cur_need_q),
     .take_i      (take[2]),
     .ret_valid_i (sm2_ret_valid),
     .ret_need_i  (ret_need),
     .fits_o      (u_sm2_fits),
     .fit_cur_o   (u_sm2_fit_cur),
-    .free_o      (u_sm2_free)
+    .free_o      (u_sm2_free),
+    .left_o      (u_sm2_left)
   );
 
   gpurtl_scheduler_sm u_sm3 (
     .clk_i       (clk_i),
     .rst_i       (rst_i),
-    .heads_i     ({s3_head_need, s2_head_need, s1_head_need, s0_head_need}),
+    .heads_i     ({s3_head_need_q, s2_head_need_q, s1_head_need_q, s0_head_need_q}),
     .cur_i       (cur_need_q),
     .take_i      (take[3]),
     .ret_valid_i (sm3_ret_valid),
     .ret_need_i  (ret_need),
     .fits_o      (u_sm3_fits),
     .fit_cur_o   (u_sm3_fit_cur),
-    .free_o      (u_sm3_free)
+    .free_o      (u_sm3_free),
+    .left_o      (u_sm3_left)
   );
 
   gpurtl_scheduler_sm u_sm4 (
     .clk_i       (clk_i),
     .rst_i       (rst_i),
-    .heads_i     ({s3_head_need, s2_head_need, s1_head_need, s0_head_need}),
+    .heads_i     ({s3_head_need_q, s2_head_need_q, s1_head_need_q, s0_head_need_q}),
     .cur_i       (cur_need_q),
     .take_i      (take[4]),
     .ret_valid_i (sm4_ret_valid),
     .ret_need_i  (ret_need),
     .fits_o      (u_sm4_fits),
     .fit_cur_o   (u_sm4_fit_cur),
-    .free_o      (u_sm4_free)
+    .free_o      (u_sm4_free),
+    .left_o      (u_sm4_left)
   );
 
   gpurtl_scheduler_sm u_sm5 (
     .clk_i       (clk_i),
     .rst_i       (rst_i),
-    .heads_i     ({s3_head_need, s2_head_need, s1_head_need, s0_head_need}),
+    .heads_i     ({s3_head_need_q, s2_head_need_q, s1_head_need_q, s0_head_need_q}),
     .cur_i       (cur_need_q),
     .take_i      (take[5]),
     .ret_valid_i (sm5_ret_valid),
     .ret_need_i  (ret_need),
     .fits_o      (u_sm5_fits),
     .fit_cur_o   (u_sm5_fit_cur),
-    .free_o      (u_sm5_free)
+    .free_o      (u_sm5_free),
+    .left_o      (u_sm5_left)
   );
 
   gpurtl_scheduler_sm u_sm6 (
     .clk_i       (clk_i),
     .rst_i       (rst_i),
-    .heads_i     ({s3_head_need, s2_head_need, s1_head_need, s0_head_need}),
+    .heads_i     ({s3_head_need_q, s2_head_need_q, s1_head_need_q, s0_head_need_q}),
     .cur_i       (cur_need_q),
     .take_i      (take[6]),
     .ret_valid_i (sm6_ret_valid),
     .ret_need_i  (ret_need),
     .fits_o      (u_sm6_fits),
     .fit_cur_o   (u_sm6_fit_cur),
-    .free_o      (u_sm6_free)
+    .free_o      (u_sm6_free),
+    .left_o      (u_sm6_left)
   );
 
   gpurtl_scheduler_sm u_sm7 (
     .clk_i       (clk_i),
     .rst_i       (rst_i),
-    .heads_i     ({s3_head_need, s2_head_need, s1_head_need, s0_head_need}),
+    .heads_i     ({s3_head_need_q, s2_head_need_q, s1_head_need_q, s0_head_need_q}),
     .cur_i       (cur_need_q),
     .take_i      (take[7]),
     .ret_valid_i (sm7_ret_valid),
     .ret_need_i  (ret_need),
     .fits_o      (u_sm7_fits),
     .fit_cur_o   (u_sm7_fit_cur),
-    .free_o      (u_sm7_free)
+    .free_o      (u_sm7_free),
+    .left_o      (u_sm7_left)
   );
 
   always @(posedge clk_i) begin
@@ -724,18 +700,22 @@ module gpurtl_scheduler (
     s3_fresh_q <= (s3_pend_q != 3'd0) & (s3_head_issued == 16'd0);
     s3_agev_q <= s3_age_q;
     s3_score_q <= {10{s3_sched}} & s3_score;
+    s0_head_need_q <= s0_fin ? ((s0_enq & (s0_tptr_q == (s0_dptr_q + 2'd1))) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s0_head_need_q_t7[1] ? (s0_head_need_q_t7[0] ? s0_e3_need_q : s0_e2_need_q) : s0_head_need_q_t7[0] ? s0_e1_need_q : s0_e0_need_q) : (s0_enq & (s0_tptr_q == s0_dptr_q)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s0_dptr_q[1] ? (s0_dptr_q[0] ? s0_e3_need_q : s0_e2_need_q) : s0_dptr_q[0] ? s0_e1_need_q : s0_e0_need_q;
     s0_e0_done_q <= s0_e0_write ? 16'd0 : (s0_e0_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd0)});
     s0_e1_done_q <= s0_e1_write ? 16'd0 : (s0_e1_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd1)});
     s0_e2_done_q <= s0_e2_write ? 16'd0 : (s0_e2_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd2)});
     s0_e3_done_q <= s0_e3_write ? 16'd0 : (s0_e3_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd3)});
+    s1_head_need_q <= s1_fin ? ((s1_enq & (s1_tptr_q == (s1_dptr_q + 2'd1))) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s1_head_need_q_t8[1] ? (s1_head_need_q_t8[0] ? s1_e3_need_q : s1_e2_need_q) : s1_head_need_q_t8[0] ? s1_e1_need_q : s1_e0_need_q) : (s1_enq & (s1_tptr_q == s1_dptr_q)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s1_dptr_q[1] ? (s1_dptr_q[0] ? s1_e3_need_q : s1_e2_need_q) : s1_dptr_q[0] ? s1_e1_need_q : s1_e0_need_q;
     s1_e0_done_q <= s1_e0_write ? 16'd0 : (s1_e0_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd4)});
     s1_e1_done_q <= s1_e1_write ? 16'd0 : (s1_e1_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd5)});
     s1_e2_done_q <= s1_e2_write ? 16'd0 : (s1_e2_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd6)});
     s1_e3_done_q <= s1_e3_write ? 16'd0 : (s1_e3_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd7)});
+    s2_head_need_q <= s2_fin ? ((s2_enq & (s2_tptr_q == (s2_dptr_q + 2'd1))) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s2_head_need_q_t9[1] ? (s2_head_need_q_t9[0] ? s2_e3_need_q : s2_e2_need_q) : s2_head_need_q_t9[0] ? s2_e1_need_q : s2_e0_need_q) : (s2_enq & (s2_tptr_q == s2_dptr_q)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s2_dptr_q[1] ? (s2_dptr_q[0] ? s2_e3_need_q : s2_e2_need_q) : s2_dptr_q[0] ? s2_e1_need_q : s2_e0_need_q;
     s2_e0_done_q <= s2_e0_write ? 16'd0 : (s2_e0_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd8)});
     s2_e1_done_q <= s2_e1_write ? 16'd0 : (s2_e1_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd9)});
     s2_e2_done_q <= s2_e2_write ? 16'd0 : (s2_e2_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd10)});
     s2_e3_done_q <= s2_e3_write ? 16'd0 : (s2_e3_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd11)});
+    s3_head_need_q <= s3_fin ? ((s3_enq & (s3_tptr_q == (s3_dptr_q + 2'd1))) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s3_head_need_q_t10[1] ? (s3_head_need_q_t10[0] ? s3_e3_need_q : s3_e2_need_q) : s3_head_need_q_t10[0] ? s3_e1_need_q : s3_e0_need_q) : (s3_enq & (s3_tptr_q == s3_dptr_q)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s3_dptr_q[1] ? (s3_dptr_q[0] ? s3_e3_need_q : s3_e2_need_q) : s3_dptr_q[0] ? s3_e1_need_q : s3_e0_need_q;
     s3_e0_done_q <= s3_e0_write ? 16'd0 : (s3_e0_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd12)});
     s3_e1_done_q <= s3_e1_write ? 16'd0 : (s3_e1_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd13)});
     s3_e2_done_q <= s3_e2_write ? 16'd0 : (s3_e2_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd14)});
@@ -771,13 +751,13 @@ module gpurtl_scheduler (
 
   always @(posedge clk_i) begin
     if (dispatch_push & (fifo_wr_q == 1'd0)) begin
-      fifo0_q <= {(((((((3'd0 & {3{fifo0_q_t22[0]}}) | (3'd1 & {3{fifo0_q_t22[1]}})) | (3'd2 & {3{fifo0_q_t22[2]}})) | (3'd3 & {3{fifo0_q_t22[3]}})) | (3'd4 & {3{fifo0_q_t22[4]}})) | (3'd5 & {3{fifo0_q_t22[5]}})) | (3'd6 & {3{fifo0_q_t22[6]}})) | (3'd7 & {3{fifo0_q_t22[7]}}), cur_next_q, cur_id_q, {cur_stream_q, cur_entry_q}, dispatch_count};
+      fifo0_q <= {(((((((3'd0 & {3{fifo0_q_t6[0]}}) | (3'd1 & {3{fifo0_q_t6[1]}})) | (3'd2 & {3{fifo0_q_t6[2]}})) | (3'd3 & {3{fifo0_q_t6[3]}})) | (3'd4 & {3{fifo0_q_t6[4]}})) | (3'd5 & {3{fifo0_q_t6[5]}})) | (3'd6 & {3{fifo0_q_t6[6]}})) | (3'd7 & {3{fifo0_q_t6[7]}}), cur_next_q, cur_id_q, {cur_stream_q, cur_entry_q}, dispatch_count};
     end
   end
 
   always @(posedge clk_i) begin
     if (dispatch_push & (fifo_wr_q == 1'd1)) begin
-      fifo1_q <= {(((((((3'd0 & {3{fifo0_q_t22[0]}}) | (3'd1 & {3{fifo0_q_t22[1]}})) | (3'd2 & {3{fifo0_q_t22[2]}})) | (3'd3 & {3{fifo0_q_t22[3]}})) | (3'd4 & {3{fifo0_q_t22[4]}})) | (3'd5 & {3{fifo0_q_t22[5]}})) | (3'd6 & {3{fifo0_q_t22[6]}})) | (3'd7 & {3{fifo0_q_t22[7]}}), cur_next_q, cur_id_q, {cur_stream_q, cur_entry_q}, dispatch_count};
+      fifo1_q <= {(((((((3'd0 & {3{fifo0_q_t6[0]}}) | (3'd1 & {3{fifo0_q_t6[1]}})) | (3'd2 & {3{fifo0_q_t6[2]}})) | (3'd3 & {3{fifo0_q_t6[3]}})) | (3'd4 & {3{fifo0_q_t6[4]}})) | (3'd5 & {3{fifo0_q_t6[5]}})) | (3'd6 & {3{fifo0_q_t6[6]}})) | (3'd7 & {3{fifo0_q_t6[7]}}), cur_next_q, cur_id_q, {cur_stream_q, cur_entry_q}, dispatch_count};
     end
   end
 
@@ -786,7 +766,7 @@ module gpurtl_scheduler (
       cur_stream_q <= pick_stream_q;
       cur_entry_q <= pick_stream_q[1] ? (pick_stream_q[0] ? s3_dptr_q : s2_dptr_q) : pick_stream_q[0] ? s1_dptr_q : s0_dptr_q;
       cur_id_q <= pick_stream_q[1] ? (pick_stream_q[0] ? (s3_dptr_q[1] ? (s3_dptr_q[0] ? s3_e3_id_q : s3_e2_id_q) : s3_dptr_q[0] ? s3_e1_id_q : s3_e0_id_q) : s2_dptr_q[1] ? (s2_dptr_q[0] ? s2_e3_id_q : s2_e2_id_q) : s2_dptr_q[0] ? s2_e1_id_q : s2_e0_id_q) : pick_stream_q[0] ? (s1_dptr_q[1] ? (s1_dptr_q[0] ? s1_e3_id_q : s1_e2_id_q) : s1_dptr_q[0] ? s1_e1_id_q : s1_e0_id_q) : s0_dptr_q[1] ? (s0_dptr_q[0] ? s0_e3_id_q : s0_e2_id_q) : s0_dptr_q[0] ? s0_e1_id_q : s0_e0_id_q;
-      cur_need_q <= pick_stream_q[1] ? (pick_stream_q[0] ? s3_head_need : s2_head_need) : pick_stream_q[0] ? s1_head_need : s0_head_need;
+      cur_need_q <= pick_stream_q[1] ? (pick_stream_q[0] ? s3_head_need_q : s2_head_need_q) : pick_stream_q[0] ? s1_head_need_q : s0_head_need_q;
     end
   end
 
@@ -1025,124 +1005,124 @@ module gpurtl_scheduler (
   // Properties: checked in every cycle after the first reset (yosys read_verilog -formal).
   reg formal_reset_seen = 1'b0;
   wire [2:0] formal_s0_dispatched;
-  wire [3:0] prop_s0_pointers_t23;
-  wire [3:0] prop_s0_pointers_t24;
+  wire [3:0] prop_s0_pointers_t11;
+  wire [3:0] prop_s0_pointers_t12;
   wire [2:0] formal_s0_e0_dist;
-  wire [3:0] formal_s0_e0_dist_t25;
+  wire [3:0] formal_s0_e0_dist_t13;
   wire  formal_s0_e0_queued;
   wire [2:0] formal_s0_e1_dist;
-  wire [3:0] formal_s0_e1_dist_t26;
+  wire [3:0] formal_s0_e1_dist_t14;
   wire  formal_s0_e1_queued;
   wire [2:0] formal_s0_e2_dist;
-  wire [3:0] formal_s0_e2_dist_t27;
+  wire [3:0] formal_s0_e2_dist_t15;
   wire  formal_s0_e2_queued;
   wire [2:0] formal_s0_e3_dist;
-  wire [3:0] formal_s0_e3_dist_t28;
+  wire [3:0] formal_s0_e3_dist_t16;
   wire  formal_s0_e3_queued;
   wire [2:0] formal_s1_dispatched;
-  wire [3:0] prop_s1_pointers_t29;
-  wire [3:0] prop_s1_pointers_t30;
+  wire [3:0] prop_s1_pointers_t17;
+  wire [3:0] prop_s1_pointers_t18;
   wire [2:0] formal_s1_e0_dist;
-  wire [3:0] formal_s1_e0_dist_t31;
+  wire [3:0] formal_s1_e0_dist_t19;
   wire  formal_s1_e0_queued;
   wire [2:0] formal_s1_e1_dist;
-  wire [3:0] formal_s1_e1_dist_t32;
+  wire [3:0] formal_s1_e1_dist_t20;
   wire  formal_s1_e1_queued;
   wire [2:0] formal_s1_e2_dist;
-  wire [3:0] formal_s1_e2_dist_t33;
+  wire [3:0] formal_s1_e2_dist_t21;
   wire  formal_s1_e2_queued;
   wire [2:0] formal_s1_e3_dist;
-  wire [3:0] formal_s1_e3_dist_t34;
+  wire [3:0] formal_s1_e3_dist_t22;
   wire  formal_s1_e3_queued;
   wire [2:0] formal_s2_dispatched;
-  wire [3:0] prop_s2_pointers_t35;
-  wire [3:0] prop_s2_pointers_t36;
+  wire [3:0] prop_s2_pointers_t23;
+  wire [3:0] prop_s2_pointers_t24;
   wire [2:0] formal_s2_e0_dist;
-  wire [3:0] formal_s2_e0_dist_t37;
+  wire [3:0] formal_s2_e0_dist_t25;
   wire  formal_s2_e0_queued;
   wire [2:0] formal_s2_e1_dist;
-  wire [3:0] formal_s2_e1_dist_t38;
+  wire [3:0] formal_s2_e1_dist_t26;
   wire  formal_s2_e1_queued;
   wire [2:0] formal_s2_e2_dist;
-  wire [3:0] formal_s2_e2_dist_t39;
+  wire [3:0] formal_s2_e2_dist_t27;
   wire  formal_s2_e2_queued;
   wire [2:0] formal_s2_e3_dist;
-  wire [3:0] formal_s2_e3_dist_t40;
+  wire [3:0] formal_s2_e3_dist_t28;
   wire  formal_s2_e3_queued;
   wire [2:0] formal_s3_dispatched;
-  wire [3:0] prop_s3_pointers_t41;
-  wire [3:0] prop_s3_pointers_t42;
+  wire [3:0] prop_s3_pointers_t29;
+  wire [3:0] prop_s3_pointers_t30;
   wire [2:0] formal_s3_e0_dist;
-  wire [3:0] formal_s3_e0_dist_t43;
+  wire [3:0] formal_s3_e0_dist_t31;
   wire  formal_s3_e0_queued;
   wire [2:0] formal_s3_e1_dist;
-  wire [3:0] formal_s3_e1_dist_t44;
+  wire [3:0] formal_s3_e1_dist_t32;
   wire  formal_s3_e1_queued;
   wire [2:0] formal_s3_e2_dist;
-  wire [3:0] formal_s3_e2_dist_t45;
+  wire [3:0] formal_s3_e2_dist_t33;
   wire  formal_s3_e2_queued;
   wire [2:0] formal_s3_e3_dist;
-  wire [3:0] formal_s3_e3_dist_t46;
+  wire [3:0] formal_s3_e3_dist_t34;
   wire  formal_s3_e3_queued;
   assign formal_s0_dispatched = s0_cnt_q - s0_pend_q;
-  assign prop_s0_pointers_t23 = (({2'd0, s0_hptr_q} + {1'd0, s0_cnt_q}) >= 4'd4) ? (({2'd0, s0_hptr_q} + {1'd0, s0_cnt_q}) - 4'd4) : ({2'd0, s0_hptr_q} + {1'd0, s0_cnt_q});
-  assign prop_s0_pointers_t24 = (({2'd0, s0_hptr_q} + {1'd0, formal_s0_dispatched}) >= 4'd4) ? (({2'd0, s0_hptr_q} + {1'd0, formal_s0_dispatched}) - 4'd4) : ({2'd0, s0_hptr_q} + {1'd0, formal_s0_dispatched});
-  assign formal_s0_e0_dist_t25 = (4'd0 >= {2'd0, s0_hptr_q}) ? (4'd0 - {2'd0, s0_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s0_hptr_q});
-  assign formal_s0_e0_dist = formal_s0_e0_dist_t25[2:0];
+  assign prop_s0_pointers_t11 = (({2'd0, s0_hptr_q} + {1'd0, s0_cnt_q}) >= 4'd4) ? (({2'd0, s0_hptr_q} + {1'd0, s0_cnt_q}) - 4'd4) : ({2'd0, s0_hptr_q} + {1'd0, s0_cnt_q});
+  assign prop_s0_pointers_t12 = (({2'd0, s0_hptr_q} + {1'd0, formal_s0_dispatched}) >= 4'd4) ? (({2'd0, s0_hptr_q} + {1'd0, formal_s0_dispatched}) - 4'd4) : ({2'd0, s0_hptr_q} + {1'd0, formal_s0_dispatched});
+  assign formal_s0_e0_dist_t13 = (4'd0 >= {2'd0, s0_hptr_q}) ? (4'd0 - {2'd0, s0_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s0_hptr_q});
+  assign formal_s0_e0_dist = formal_s0_e0_dist_t13[2:0];
   assign formal_s0_e0_queued = formal_s0_e0_dist < s0_cnt_q;
-  assign formal_s0_e1_dist_t26 = (4'd1 >= {2'd0, s0_hptr_q}) ? (4'd1 - {2'd0, s0_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s0_hptr_q});
-  assign formal_s0_e1_dist = formal_s0_e1_dist_t26[2:0];
+  assign formal_s0_e1_dist_t14 = (4'd1 >= {2'd0, s0_hptr_q}) ? (4'd1 - {2'd0, s0_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s0_hptr_q});
+  assign formal_s0_e1_dist = formal_s0_e1_dist_t14[2:0];
   assign formal_s0_e1_queued = formal_s0_e1_dist < s0_cnt_q;
-  assign formal_s0_e2_dist_t27 = (4'd2 >= {2'd0, s0_hptr_q}) ? (4'd2 - {2'd0, s0_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s0_hptr_q});
-  assign formal_s0_e2_dist = formal_s0_e2_dist_t27[2:0];
+  assign formal_s0_e2_dist_t15 = (4'd2 >= {2'd0, s0_hptr_q}) ? (4'd2 - {2'd0, s0_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s0_hptr_q});
+  assign formal_s0_e2_dist = formal_s0_e2_dist_t15[2:0];
   assign formal_s0_e2_queued = formal_s0_e2_dist < s0_cnt_q;
-  assign formal_s0_e3_dist_t28 = (4'd3 >= {2'd0, s0_hptr_q}) ? (4'd3 - {2'd0, s0_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s0_hptr_q});
-  assign formal_s0_e3_dist = formal_s0_e3_dist_t28[2:0];
+  assign formal_s0_e3_dist_t16 = (4'd3 >= {2'd0, s0_hptr_q}) ? (4'd3 - {2'd0, s0_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s0_hptr_q});
+  assign formal_s0_e3_dist = formal_s0_e3_dist_t16[2:0];
   assign formal_s0_e3_queued = formal_s0_e3_dist < s0_cnt_q;
   assign formal_s1_dispatched = s1_cnt_q - s1_pend_q;
-  assign prop_s1_pointers_t29 = (({2'd0, s1_hptr_q} + {1'd0, s1_cnt_q}) >= 4'd4) ? (({2'd0, s1_hptr_q} + {1'd0, s1_cnt_q}) - 4'd4) : ({2'd0, s1_hptr_q} + {1'd0, s1_cnt_q});
-  assign prop_s1_pointers_t30 = (({2'd0, s1_hptr_q} + {1'd0, formal_s1_dispatched}) >= 4'd4) ? (({2'd0, s1_hptr_q} + {1'd0, formal_s1_dispatched}) - 4'd4) : ({2'd0, s1_hptr_q} + {1'd0, formal_s1_dispatched});
-  assign formal_s1_e0_dist_t31 = (4'd0 >= {2'd0, s1_hptr_q}) ? (4'd0 - {2'd0, s1_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s1_hptr_q});
-  assign formal_s1_e0_dist = formal_s1_e0_dist_t31[2:0];
+  assign prop_s1_pointers_t17 = (({2'd0, s1_hptr_q} + {1'd0, s1_cnt_q}) >= 4'd4) ? (({2'd0, s1_hptr_q} + {1'd0, s1_cnt_q}) - 4'd4) : ({2'd0, s1_hptr_q} + {1'd0, s1_cnt_q});
+  assign prop_s1_pointers_t18 = (({2'd0, s1_hptr_q} + {1'd0, formal_s1_dispatched}) >= 4'd4) ? (({2'd0, s1_hptr_q} + {1'd0, formal_s1_dispatched}) - 4'd4) : ({2'd0, s1_hptr_q} + {1'd0, formal_s1_dispatched});
+  assign formal_s1_e0_dist_t19 = (4'd0 >= {2'd0, s1_hptr_q}) ? (4'd0 - {2'd0, s1_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s1_hptr_q});
+  assign formal_s1_e0_dist = formal_s1_e0_dist_t19[2:0];
   assign formal_s1_e0_queued = formal_s1_e0_dist < s1_cnt_q;
-  assign formal_s1_e1_dist_t32 = (4'd1 >= {2'd0, s1_hptr_q}) ? (4'd1 - {2'd0, s1_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s1_hptr_q});
-  assign formal_s1_e1_dist = formal_s1_e1_dist_t32[2:0];
+  assign formal_s1_e1_dist_t20 = (4'd1 >= {2'd0, s1_hptr_q}) ? (4'd1 - {2'd0, s1_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s1_hptr_q});
+  assign formal_s1_e1_dist = formal_s1_e1_dist_t20[2:0];
   assign formal_s1_e1_queued = formal_s1_e1_dist < s1_cnt_q;
-  assign formal_s1_e2_dist_t33 = (4'd2 >= {2'd0, s1_hptr_q}) ? (4'd2 - {2'd0, s1_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s1_hptr_q});
-  assign formal_s1_e2_dist = formal_s1_e2_dist_t33[2:0];
+  assign formal_s1_e2_dist_t21 = (4'd2 >= {2'd0, s1_hptr_q}) ? (4'd2 - {2'd0, s1_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s1_hptr_q});
+  assign formal_s1_e2_dist = formal_s1_e2_dist_t21[2:0];
   assign formal_s1_e2_queued = formal_s1_e2_dist < s1_cnt_q;
-  assign formal_s1_e3_dist_t34 = (4'd3 >= {2'd0, s1_hptr_q}) ? (4'd3 - {2'd0, s1_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s1_hptr_q});
-  assign formal_s1_e3_dist = formal_s1_e3_dist_t34[2:0];
+  assign formal_s1_e3_dist_t22 = (4'd3 >= {2'd0, s1_hptr_q}) ? (4'd3 - {2'd0, s1_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s1_hptr_q});
+  assign formal_s1_e3_dist = formal_s1_e3_dist_t22[2:0];
   assign formal_s1_e3_queued = formal_s1_e3_dist < s1_cnt_q;
   assign formal_s2_dispatched = s2_cnt_q - s2_pend_q;
-  assign prop_s2_pointers_t35 = (({2'd0, s2_hptr_q} + {1'd0, s2_cnt_q}) >= 4'd4) ? (({2'd0, s2_hptr_q} + {1'd0, s2_cnt_q}) - 4'd4) : ({2'd0, s2_hptr_q} + {1'd0, s2_cnt_q});
-  assign prop_s2_pointers_t36 = (({2'd0, s2_hptr_q} + {1'd0, formal_s2_dispatched}) >= 4'd4) ? (({2'd0, s2_hptr_q} + {1'd0, formal_s2_dispatched}) - 4'd4) : ({2'd0, s2_hptr_q} + {1'd0, formal_s2_dispatched});
-  assign formal_s2_e0_dist_t37 = (4'd0 >= {2'd0, s2_hptr_q}) ? (4'd0 - {2'd0, s2_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s2_hptr_q});
-  assign formal_s2_e0_dist = formal_s2_e0_dist_t37[2:0];
+  assign prop_s2_pointers_t23 = (({2'd0, s2_hptr_q} + {1'd0, s2_cnt_q}) >= 4'd4) ? (({2'd0, s2_hptr_q} + {1'd0, s2_cnt_q}) - 4'd4) : ({2'd0, s2_hptr_q} + {1'd0, s2_cnt_q});
+  assign prop_s2_pointers_t24 = (({2'd0, s2_hptr_q} + {1'd0, formal_s2_dispatched}) >= 4'd4) ? (({2'd0, s2_hptr_q} + {1'd0, formal_s2_dispatched}) - 4'd4) : ({2'd0, s2_hptr_q} + {1'd0, formal_s2_dispatched});
+  assign formal_s2_e0_dist_t25 = (4'd0 >= {2'd0, s2_hptr_q}) ? (4'd0 - {2'd0, s2_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s2_hptr_q});
+  assign formal_s2_e0_dist = formal_s2_e0_dist_t25[2:0];
   assign formal_s2_e0_queued = formal_s2_e0_dist < s2_cnt_q;
-  assign formal_s2_e1_dist_t38 = (4'd1 >= {2'd0, s2_hptr_q}) ? (4'd1 - {2'd0, s2_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s2_hptr_q});
-  assign formal_s2_e1_dist = formal_s2_e1_dist_t38[2:0];
+  assign formal_s2_e1_dist_t26 = (4'd1 >= {2'd0, s2_hptr_q}) ? (4'd1 - {2'd0, s2_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s2_hptr_q});
+  assign formal_s2_e1_dist = formal_s2_e1_dist_t26[2:0];
   assign formal_s2_e1_queued = formal_s2_e1_dist < s2_cnt_q;
-  assign formal_s2_e2_dist_t39 = (4'd2 >= {2'd0, s2_hptr_q}) ? (4'd2 - {2'd0, s2_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s2_hptr_q});
-  assign formal_s2_e2_dist = formal_s2_e2_dist_t39[2:0];
+  assign formal_s2_e2_dist_t27 = (4'd2 >= {2'd0, s2_hptr_q}) ? (4'd2 - {2'd0, s2_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s2_hptr_q});
+  assign formal_s2_e2_dist = formal_s2_e2_dist_t27[2:0];
   assign formal_s2_e2_queued = formal_s2_e2_dist < s2_cnt_q;
-  assign formal_s2_e3_dist_t40 = (4'd3 >= {2'd0, s2_hptr_q}) ? (4'd3 - {2'd0, s2_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s2_hptr_q});
-  assign formal_s2_e3_dist = formal_s2_e3_dist_t40[2:0];
+  assign formal_s2_e3_dist_t28 = (4'd3 >= {2'd0, s2_hptr_q}) ? (4'd3 - {2'd0, s2_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s2_hptr_q});
+  assign formal_s2_e3_dist = formal_s2_e3_dist_t28[2:0];
   assign formal_s2_e3_queued = formal_s2_e3_dist < s2_cnt_q;
   assign formal_s3_dispatched = s3_cnt_q - s3_pend_q;
-  assign prop_s3_pointers_t41 = (({2'd0, s3_hptr_q} + {1'd0, s3_cnt_q}) >= 4'd4) ? (({2'd0, s3_hptr_q} + {1'd0, s3_cnt_q}) - 4'd4) : ({2'd0, s3_hptr_q} + {1'd0, s3_cnt_q});
-  assign prop_s3_pointers_t42 = (({2'd0, s3_hptr_q} + {1'd0, formal_s3_dispatched}) >= 4'd4) ? (({2'd0, s3_hptr_q} + {1'd0, formal_s3_dispatched}) - 4'd4) : ({2'd0, s3_hptr_q} + {1'd0, formal_s3_dispatched});
-  assign formal_s3_e0_dist_t43 = (4'd0 >= {2'd0, s3_hptr_q}) ? (4'd0 - {2'd0, s3_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s3_hptr_q});
-  assign formal_s3_e0_dist = formal_s3_e0_dist_t43[2:0];
+  assign prop_s3_pointers_t29 = (({2'd0, s3_hptr_q} + {1'd0, s3_cnt_q}) >= 4'd4) ? (({2'd0, s3_hptr_q} + {1'd0, s3_cnt_q}) - 4'd4) : ({2'd0, s3_hptr_q} + {1'd0, s3_cnt_q});
+  assign prop_s3_pointers_t30 = (({2'd0, s3_hptr_q} + {1'd0, formal_s3_dispatched}) >= 4'd4) ? (({2'd0, s3_hptr_q} + {1'd0, formal_s3_dispatched}) - 4'd4) : ({2'd0, s3_hptr_q} + {1'd0, formal_s3_dispatched});
+  assign formal_s3_e0_dist_t31 = (4'd0 >= {2'd0, s3_hptr_q}) ? (4'd0 - {2'd0, s3_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s3_hptr_q});
+  assign formal_s3_e0_dist = formal_s3_e0_dist_t31[2:0];
   assign formal_s3_e0_queued = formal_s3_e0_dist < s3_cnt_q;
-  assign formal_s3_e1_dist_t44 = (4'd1 >= {2'd0, s3_hptr_q}) ? (4'd1 - {2'd0, s3_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s3_hptr_q});
-  assign formal_s3_e1_dist = formal_s3_e1_dist_t44[2:0];
+  assign formal_s3_e1_dist_t32 = (4'd1 >= {2'd0, s3_hptr_q}) ? (4'd1 - {2'd0, s3_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s3_hptr_q});
+  assign formal_s3_e1_dist = formal_s3_e1_dist_t32[2:0];
   assign formal_s3_e1_queued = formal_s3_e1_dist < s3_cnt_q;
-  assign formal_s3_e2_dist_t45 = (4'd2 >= {2'd0, s3_hptr_q}) ? (4'd2 - {2'd0, s3_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s3_hptr_q});
-  assign formal_s3_e2_dist = formal_s3_e2_dist_t45[2:0];
+  assign formal_s3_e2_dist_t33 = (4'd2 >= {2'd0, s3_hptr_q}) ? (4'd2 - {2'd0, s3_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s3_hptr_q});
+  assign formal_s3_e2_dist = formal_s3_e2_dist_t33[2:0];
   assign formal_s3_e2_queued = formal_s3_e2_dist < s3_cnt_q;
-  assign formal_s3_e3_dist_t46 = (4'd3 >= {2'd0, s3_hptr_q}) ? (4'd3 - {2'd0, s3_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s3_hptr_q});
-  assign formal_s3_e3_dist = formal_s3_e3_dist_t46[2:0];
+  assign formal_s3_e3_dist_t34 = (4'd3 >= {2'd0, s3_hptr_q}) ? (4'd3 - {2'd0, s3_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s3_hptr_q});
+  assign formal_s3_e3_dist = formal_s3_e3_dist_t34[2:0];
   assign formal_s3_e3_queued = formal_s3_e3_dist < s3_cnt_q;
   always @(posedge clk_i) if (rst_i) formal_reset_seen <= 1'b1;
   always @* begin
@@ -1150,7 +1130,9 @@ module gpurtl_scheduler (
       // kernels not fully dispatched <= kernels in the queue <= queue_depth
       prop_s0_counts: assert ((s0_pend_q <= s0_cnt_q) & (s0_cnt_q <= 3'd4));
       // the tail is cnt entries after the oldest, the head cnt - pend after it
-      prop_s0_pointers: assert ((s0_tptr_q == prop_s0_pointers_t23[1:0]) & (s0_dptr_q == prop_s0_pointers_t24[1:0]));
+      prop_s0_pointers: assert ((s0_tptr_q == prop_s0_pointers_t11[1:0]) & (s0_dptr_q == prop_s0_pointers_t12[1:0]));
+      // the comparator's copy of the head's need is the head entry's need
+      prop_s0_head_need: assert (~(s0_pend_q != 3'd0) | (s0_head_need_q == (s0_dptr_q[1] ? (s0_dptr_q[0] ? s0_e3_need_q : s0_e2_need_q) : s0_dptr_q[0] ? s0_e1_need_q : s0_e0_need_q)));
       // a queued kernel has blocks, and done <= issued <= blocks
       prop_s0_e0_counts: assert (~formal_s0_e0_queued | (((s0_e0_blocks_q != 16'd0) & (s0_e0_done_q <= s0_e0_issued_q)) & (s0_e0_issued_q <= s0_e0_blocks_q)));
       // a kernel before its stream's head is fully dispatched
@@ -1186,7 +1168,9 @@ module gpurtl_scheduler (
       // kernels not fully dispatched <= kernels in the queue <= queue_depth
       prop_s1_counts: assert ((s1_pend_q <= s1_cnt_q) & (s1_cnt_q <= 3'd4));
       // the tail is cnt entries after the oldest, the head cnt - pend after it
-      prop_s1_pointers: assert ((s1_tptr_q == prop_s1_pointers_t29[1:0]) & (s1_dptr_q == prop_s1_pointers_t30[1:0]));
+      prop_s1_pointers: assert ((s1_tptr_q == prop_s1_pointers_t17[1:0]) & (s1_dptr_q == prop_s1_pointers_t18[1:0]));
+      // the comparator's copy of the head's need is the head entry's need
+      prop_s1_head_need: assert (~(s1_pend_q != 3'd0) | (s1_head_need_q == (s1_dptr_q[1] ? (s1_dptr_q[0] ? s1_e3_need_q : s1_e2_need_q) : s1_dptr_q[0] ? s1_e1_need_q : s1_e0_need_q)));
       // a queued kernel has blocks, and done <= issued <= blocks
       prop_s1_e0_counts: assert (~formal_s1_e0_queued | (((s1_e0_blocks_q != 16'd0) & (s1_e0_done_q <= s1_e0_issued_q)) & (s1_e0_issued_q <= s1_e0_blocks_q)));
       // a kernel before its stream's head is fully dispatched
@@ -1222,7 +1206,9 @@ module gpurtl_scheduler (
       // kernels not fully dispatched <= kernels in the queue <= queue_depth
       prop_s2_counts: assert ((s2_pend_q <= s2_cnt_q) & (s2_cnt_q <= 3'd4));
       // the tail is cnt entries after the oldest, the head cnt - pend after it
-      prop_s2_pointers: assert ((s2_tptr_q == prop_s2_pointers_t35[1:0]) & (s2_dptr_q == prop_s2_pointers_t36[1:0]));
+      prop_s2_pointers: assert ((s2_tptr_q == prop_s2_pointers_t23[1:0]) & (s2_dptr_q == prop_s2_pointers_t24[1:0]));
+      // the comparator's copy of the head's need is the head entry's need
+      prop_s2_head_need: assert (~(s2_pend_q != 3'd0) | (s2_head_need_q == (s2_dptr_q[1] ? (s2_dptr_q[0] ? s2_e3_need_q : s2_e2_need_q) : s2_dptr_q[0] ? s2_e1_need_q : s2_e0_need_q)));
       // a queued kernel has blocks, and done <= issued <= blocks
       prop_s2_e0_counts: assert (~formal_s2_e0_queued | (((s2_e0_blocks_q != 16'd0) & (s2_e0_done_q <= s2_e0_issued_q)) & (s2_e0_issued_q <= s2_e0_blocks_q)));
       // a kernel before its stream's head is fully dispatched
@@ -1258,7 +1244,9 @@ module gpurtl_scheduler (
       // kernels not fully dispatched <= kernels in the queue <= queue_depth
       prop_s3_counts: assert ((s3_pend_q <= s3_cnt_q) & (s3_cnt_q <= 3'd4));
       // the tail is cnt entries after the oldest, the head cnt - pend after it
-      prop_s3_pointers: assert ((s3_tptr_q == prop_s3_pointers_t41[1:0]) & (s3_dptr_q == prop_s3_pointers_t42[1:0]));
+      prop_s3_pointers: assert ((s3_tptr_q == prop_s3_pointers_t29[1:0]) & (s3_dptr_q == prop_s3_pointers_t30[1:0]));
+      // the comparator's copy of the head's need is the head entry's need
+      prop_s3_head_need: assert (~(s3_pend_q != 3'd0) | (s3_head_need_q == (s3_dptr_q[1] ? (s3_dptr_q[0] ? s3_e3_need_q : s3_e2_need_q) : s3_dptr_q[0] ? s3_e1_need_q : s3_e0_need_q)));
       // a queued kernel has blocks, and done <= issued <= blocks
       prop_s3_e0_counts: assert (~formal_s3_e0_queued | (((s3_e0_blocks_q != 16'd0) & (s3_e0_done_q <= s3_e0_issued_q)) & (s3_e0_issued_q <= s3_e0_blocks_q)));
       // a kernel before its stream's head is fully dispatched

@@ -18,6 +18,7 @@
 // fits_o       output      4  bit k: a block of stream k's head fits here now
 // fit_cur_o    output      1  a block of the dispatcher's kernel fits here now
 // free_o       output     51  free threads, registers, shared memory, slots (from the low bits)
+// left_o       output     40  bits k*10..: the best-fit score of stream k's head here (meaningful where it fits)
 module gpurtl_scheduler_sm (
   input  wire         clk_i,
   input  wire         rst_i,
@@ -28,7 +29,8 @@ module gpurtl_scheduler_sm (
   input  wire [45:0]  ret_need_i,
   output wire [3:0]   fits_o,
   output wire         fit_cur_o,
-  output wire [50:0]  free_o
+  output wire [50:0]  free_o,
+  output wire [39:0]  left_o
 );
 
   reg  [11:0] free_thr_q;
@@ -39,12 +41,81 @@ module gpurtl_scheduler_sm (
   wire [45:0] fits_o_t2;
   wire [45:0] fits_o_t3;
   wire [45:0] fits_o_t4;
+  wire [45:0] left_o_t5;
+  // left_o_t6: bits [3:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [11:0] left_o_t6;
+  /* verilator lint_on UNUSED */
+  // left_o_t7: bits [8:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [16:0] left_o_t7;
+  /* verilator lint_on UNUSED */
+  // left_o_t8: bits [8:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [16:0] left_o_t8;
+  /* verilator lint_on UNUSED */
+  wire [45:0] left_o_t9;
+  // left_o_t10: bits [3:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [11:0] left_o_t10;
+  /* verilator lint_on UNUSED */
+  // left_o_t11: bits [8:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [16:0] left_o_t11;
+  /* verilator lint_on UNUSED */
+  // left_o_t12: bits [8:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [16:0] left_o_t12;
+  /* verilator lint_on UNUSED */
+  wire [45:0] left_o_t13;
+  // left_o_t14: bits [3:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [11:0] left_o_t14;
+  /* verilator lint_on UNUSED */
+  // left_o_t15: bits [8:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [16:0] left_o_t15;
+  /* verilator lint_on UNUSED */
+  // left_o_t16: bits [8:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [16:0] left_o_t16;
+  /* verilator lint_on UNUSED */
+  wire [45:0] left_o_t17;
+  // left_o_t18: bits [3:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [11:0] left_o_t18;
+  /* verilator lint_on UNUSED */
+  // left_o_t19: bits [8:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [16:0] left_o_t19;
+  /* verilator lint_on UNUSED */
+  // left_o_t20: bits [8:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [16:0] left_o_t20;
+  /* verilator lint_on UNUSED */
 
   assign fits_o_t1 = heads_i[183:138];
   assign fits_o_t2 = heads_i[137:92];
   assign fits_o_t3 = heads_i[91:46];
   assign fits_o_t4 = heads_i[45:0];
   assign fits_o = {(((fits_o_t1[11:0] <= free_thr_q) & (fits_o_t1[28:12] <= free_reg_q)) & (fits_o_t1[45:29] <= free_mem_q)) & |free_slot_q, (((fits_o_t2[11:0] <= free_thr_q) & (fits_o_t2[28:12] <= free_reg_q)) & (fits_o_t2[45:29] <= free_mem_q)) & |free_slot_q, (((fits_o_t3[11:0] <= free_thr_q) & (fits_o_t3[28:12] <= free_reg_q)) & (fits_o_t3[45:29] <= free_mem_q)) & |free_slot_q, (((fits_o_t4[11:0] <= free_thr_q) & (fits_o_t4[28:12] <= free_reg_q)) & (fits_o_t4[45:29] <= free_mem_q)) & |free_slot_q};
+  assign left_o_t5 = heads_i[183:138];
+  assign left_o_t6 = free_thr_q - left_o_t5[11:0];
+  assign left_o_t7 = free_reg_q - left_o_t5[28:12];
+  assign left_o_t8 = free_mem_q - left_o_t5[45:29];
+  assign left_o_t9 = heads_i[137:92];
+  assign left_o_t10 = free_thr_q - left_o_t9[11:0];
+  assign left_o_t11 = free_reg_q - left_o_t9[28:12];
+  assign left_o_t12 = free_mem_q - left_o_t9[45:29];
+  assign left_o_t13 = heads_i[91:46];
+  assign left_o_t14 = free_thr_q - left_o_t13[11:0];
+  assign left_o_t15 = free_reg_q - left_o_t13[28:12];
+  assign left_o_t16 = free_mem_q - left_o_t13[45:29];
+  assign left_o_t17 = heads_i[45:0];
+  assign left_o_t18 = free_thr_q - left_o_t17[11:0];
+  assign left_o_t19 = free_reg_q - left_o_t17[28:12];
+  assign left_o_t20 = free_mem_q - left_o_t17[45:29];
+  assign left_o = {(({2'd0, left_o_t6[11:4]} + {2'd0, left_o_t7[16:9]}) + {2'd0, left_o_t8[16:9]}) + {5'd0, free_slot_q - 5'd1}, (({2'd0, left_o_t10[11:4]} + {2'd0, left_o_t11[16:9]}) + {2'd0, left_o_t12[16:9]}) + {5'd0, free_slot_q - 5'd1}, (({2'd0, left_o_t14[11:4]} + {2'd0, left_o_t15[16:9]}) + {2'd0, left_o_t16[16:9]}) + {5'd0, free_slot_q - 5'd1}, (({2'd0, left_o_t18[11:4]} + {2'd0, left_o_t19[16:9]}) + {2'd0, left_o_t20[16:9]}) + {5'd0, free_slot_q - 5'd1}};
   assign fit_cur_o = (((cur_i[11:0] <= free_thr_q) & (cur_i[28:12] <= free_reg_q)) & (cur_i[45:29] <= free_mem_q)) & |free_slot_q;
   assign free_o = {free_slot_q, free_mem_q, free_reg_q, free_thr_q};
 

@@ -9,7 +9,10 @@
 //! picked kernel's blocks to the lowest SMs where they fit, `dispatch_width`
 //! per cycle, through a two-record FIFO. Completions return resources. The
 //! comparator and the pick are a stage each, so the critical path is the
-//! dispatcher's own fit, select and table update.
+//! dispatcher's own fit, select and table update. To keep the comparator
+//! short, the heads' needs are registers (kept equal to the head entries'),
+//! and each SM works out every head's best-fit leftover beside its fit, so
+//! the score is a one-hot select of results computed in parallel.
 //!
 //! Files: `sm.rs` (an SM's table entry), `props.rs` (the properties, proven
 //! with yosys); here the queues, comparator, pick, dispatcher and ports.
@@ -61,7 +64,7 @@ fn encode(onehot: &Expr, bits: u32) -> Expr {
 }
 
 /// `x >> sh` as 8 bits, zero-extended to the score width.
-fn scaled(x: &Expr, sh: u32) -> Expr {
+pub(super) fn scaled(x: &Expr, sh: u32) -> Expr {
     let v = if sh == 0 { x.clone() } else { x.slice(x.width() - 1, sh) };
     v.zext(v.width().max(SCORE_BITS)).part(0, SCORE_BITS)
 }
@@ -111,7 +114,11 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
     let (sb, mb, qb, tb, bb) = (p.stream_bits(), p.sm_bits(), p.slot_bits(), p.tag_bits(), p.block_bits);
     let (ib, pb, cw) = (p.id_bits, p.prio_bits, p.count_bits());
     let qcw = bits_for(q_n as u64);
-    let sm_mod = sm::build(p, &w)?;
+    // With best fit among several streams, each SM works out every head's
+    // leftover score there, beside its fit (in parallel, not after the
+    // first-fit select).
+    let leftover = p.policy == Policy::BestFit && s_n > 1;
+    let sm_mod = sm::build(p, &w, leftover)?;
 
     let mut b = ModuleBuilder::new(TOP);
     b.doc("Resource-table kernel scheduler (gpurtl block `scheduler`; seed 003 claims 1-10).");
@@ -244,8 +251,16 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
     let mut head_prio = Vec::new();
     let mut head_issued = Vec::new();
     let mut open = Vec::new();
+    // The heads' needs feed the comparator: with more than one entry per
+    // queue they are registers, kept equal to the head entry's need (the
+    // entry select and its routing leave the comparator's path).
+    let need_regs = q_n > 1;
     for s in 0..s_n as usize {
-        head_need.push(head(&mut b, s, &|e| e.need.clone(), "need"));
+        if need_regs {
+            head_need.push(b.reg_noreset(&format!("s{s}_head_need_q"), w.need));
+        } else {
+            head_need.push(head(&mut b, s, &|e| e.need.clone(), "need"));
+        }
         if uses_prio {
             head_prio.push(head(&mut b, s, &|e| e.prio.clone().expect("the priority policy keeps priorities"), "prio"));
         }
@@ -273,7 +288,7 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
     let mut fits_sm = Vec::new();
     let mut fit_cur = Vec::new();
     let mut free_sm = Vec::new();
-    let best_fit = p.policy == Policy::BestFit;
+    let mut left_sm = Vec::new();
     for m in 0..m_n {
         let u = b.instance(
             &sm_mod,
@@ -290,10 +305,11 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
         );
         fits_sm.push(u.port("fits_o"));
         fit_cur.push(u.port("fit_cur_o"));
-        if !(best_fit && uses_score) {
-            b.waive_unused(&u.port("free_o"), "an SM's free resources feed only the best-fit score");
-        }
+        b.waive_unused(&u.port("free_o"), "an SM's free resources are read by the properties (ifdef FORMAL) only");
         free_sm.push(u.port("free_o"));
+        if leftover {
+            left_sm.push(u.port("left_o"));
+        }
     }
 
     // ---- comparator (registered) ----
@@ -334,14 +350,10 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
         let score = match p.policy {
             _ if !uses_score => None,
             Policy::BestFit => {
+                // The leftover on the lowest SM where the head fits.
                 let first = lowest_bit(&fit_col[s]);
-                let f = select_onehot(&first, &free_sm);
-                let free = [f.part(0, w.thr), f.part(w.thr, w.reg), f.part(w.thr + w.reg, w.mem), f.part(w.need, w.slot)];
-                let sum = scaled(&free[0].sub(&need.thr), sh(p.sm_threads))
-                    .add(&scaled(&free[1].sub(&need.reg), sh(p.sm_regs)))
-                    .add(&scaled(&free[2].sub(&need.mem), sh(p.sm_smem)))
-                    .add(&scaled(&free[3].sub(&Expr::lit(w.slot, 1)), sh(p.sm_slots)));
-                Some(sum)
+                let lefts: Vec<Expr> = left_sm.iter().map(|l| l.part(s as u32 * SCORE_BITS, SCORE_BITS)).collect();
+                Some(select_onehot(&first, &lefts))
             }
             Policy::Least => Some(
                 scaled(&need.thr, sh(p.sm_threads))
@@ -520,6 +532,14 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
         b.next(&hptr[s], &ring_next(&hptr[s], q_n), Some(&retire));
         b.next(&cnt[s], &cnt[s].add(&enq.zext(qcw)).sub(&retire.zext(qcw)), None);
         b.next(&pend[s], &pend[s].add(&enq.zext(qcw)).sub(&fin.zext(qcw)), None);
+        if need_regs {
+            // The next head's need: entry dptr, or dptr + 1 when the head
+            // moves; the submission's when it is written there now.
+            let needs: Vec<Expr> = ent[s].iter().map(|e| e.need.clone()).collect();
+            let at = |i: &Expr| enq.and(&tptr[s].eq(i)).mux(&sub_need, &select(i, &needs));
+            let next = fin.mux(&at(&ring_next(&dptr[s], q_n)), &at(&dptr[s]));
+            b.next(&head_need[s], &next, None);
+        }
         if uses_age {
             let stay = open[s].and(&fin.not());
             let sat = age[s].eq(&Expr::ones(AGE_BITS));
@@ -555,6 +575,7 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
             pend: &pend,
             cur: [&cur_v, &cur_s, &cur_slot, &cur_id, &cur_need, &cur_next, &cur_left],
             fifo_n: &fifo_n,
+            head_need: &head_need,
             take: &take,
             free: &free_sm,
             cpl: &lane_ret,

@@ -26,6 +26,8 @@ pub(super) struct State<'a> {
     /// The dispatcher: valid, stream, entry, id, need, next block, blocks left.
     pub cur: [&'a Expr; 7],
     pub fifo_n: &'a Expr,
+    /// Per stream, the head's need as the comparator sees it.
+    pub head_need: &'a [Expr],
     /// One bit per SM: a block starts there this cycle.
     pub take: &'a Expr,
     /// Per SM: free threads, registers, shared memory, slots (from the low bits).
@@ -80,6 +82,12 @@ pub(super) fn state(b: &mut ModuleBuilder, p: &SchedulerParams, w: &Widths, st: 
             &format!("s{s}_pointers"),
             &st.tptr[s].eq(&ring_add(&st.hptr[s], cnt, q_n)).and(&st.dptr[s].eq(&ring_add(&st.hptr[s], &done_n, q_n))),
             "the tail is cnt entries after the oldest, the head cnt - pend after it",
+        );
+        let needs: Vec<Expr> = st.ent[s].iter().map(|e| e.need.clone()).collect();
+        b.assert_always(
+            &format!("s{s}_head_need"),
+            &implies(&pend.ne(&Expr::zero(qcw)), &st.head_need[s].eq(&select(&st.dptr[s], &needs))),
+            "the comparator's copy of the head's need is the head entry's need",
         );
         let mut row = Vec::new();
         for i in 0..q_n as usize {

@@ -3,9 +3,9 @@
 //! and of the dispatcher's kernel against them, and their update by this
 //! cycle's dispatch and completions.
 
-use super::Widths;
+use super::{scaled, Widths};
 use crate::rtl::{Expr, Module, ModuleBuilder, RtlError};
-use gpurtl_params::scheduler::SchedulerParams;
+use gpurtl_params::scheduler::{SchedulerParams, SCORE_BITS};
 
 /// The need of one block: threads, registers, shared memory (packed in
 /// that order from the low bits).
@@ -28,7 +28,9 @@ fn fits(need: &Need, free: &[Expr; 4]) -> Expr {
 
 pub(super) const NAME: &str = "gpurtl_scheduler_sm";
 
-pub(super) fn build(p: &SchedulerParams, w: &Widths) -> Result<Module, RtlError> {
+/// `leftover`: also give, per stream head, the best-fit score on this SM
+/// (`left_o`).
+pub(super) fn build(p: &SchedulerParams, w: &Widths, leftover: bool) -> Result<Module, RtlError> {
     let (s, lanes) = (p.streams, p.dispatch_width);
     let mut b = ModuleBuilder::new(NAME);
     b.doc("One SM's entry of gpurtl_scheduler's available-resource table (seed 003 claim 1).");
@@ -52,6 +54,20 @@ pub(super) fn build(p: &SchedulerParams, w: &Widths) -> Result<Module, RtlError>
     ];
     let each: Vec<Expr> = (0..s).map(|k| fits(&Need::unpack(&heads.part(k * w.need, w.need), w), &free)).collect();
     b.assign(&fits_o, &Expr::cat_lanes(&each));
+    if leftover {
+        let left_o = b.output("left_o", s * SCORE_BITS, "bits k*10..: the best-fit score of stream k's head here (meaningful where it fits)");
+        let sh = SchedulerParams::score_shift;
+        let lefts: Vec<Expr> = (0..s)
+            .map(|k| {
+                let n = Need::unpack(&heads.part(k * w.need, w.need), w);
+                scaled(&free[0].sub(&n.thr), sh(p.sm_threads))
+                    .add(&scaled(&free[1].sub(&n.reg), sh(p.sm_regs)))
+                    .add(&scaled(&free[2].sub(&n.mem), sh(p.sm_smem)))
+                    .add(&scaled(&free[3].sub(&Expr::lit(w.slot, 1)), sh(p.sm_slots)))
+            })
+            .collect();
+        b.assign(&left_o, &Expr::cat_lanes(&lefts));
+    }
     let cur = Need::unpack(&cur, w);
     b.assign(&fit_cur, &fits(&cur, &free));
     b.assign(&free_o, &Expr::cat_lanes(&free));
