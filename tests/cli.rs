@@ -710,6 +710,12 @@ fn scheduler_invalid_parameters() {
     );
     bad(&["bench", "compress", "--random", "5"], "error: option `--random` is not used by `bench compress`; see `gpurtl help`\n");
     bad(&["bench", "scheduler", "--random", "0"], "error: option `--random` = `0`: must be an integer from 1 to 10000\n");
+    // The bench's mixes are refused, not cut down, when the fields are too narrow.
+    bad(
+        &["bench", "scheduler", "--param", "block_bits=3", "--json", "/tmp/never-written.json"],
+        "error: bench scheduler: mix `contention`: kernels[0].blocks = 8 does not fit 3 bits; \
+         the bench's mixes need id_bits and block_bits wide enough for 18 kernels of up to 16 blocks\n",
+    );
 }
 
 /// An unknown stream, a kernel with 0 blocks, a duplicate id: every
@@ -738,6 +744,21 @@ fn scheduler_malformed_inputs() {
     assert!(!o.exists());
 }
 
+/// Runs `gpurtl run scheduler` on `input` with the model and with the RTL,
+/// asserts the two output files are byte-identical, and returns the JSON.
+fn scheduler_both_engines(dir: &std::path::Path, input: &str) -> serde_json::Value {
+    let m = dir.join("m.json");
+    let r = dir.join("r.json");
+    let (code, _, err) = gpurtl(&["run", "scheduler", "--input", input, "--output", m.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) =
+        gpurtl(&["run", "scheduler", "--input", input, "--output", r.to_str().unwrap(), "--engine", "rtl"]);
+    assert_eq!(code, 0, "{err}");
+    let m = std::fs::read_to_string(m).unwrap();
+    assert_eq!(m, std::fs::read_to_string(r).unwrap());
+    serde_json::from_str(&m).unwrap()
+}
+
 /// Both engines give the same file; a kernel whose blocks need more threads
 /// than an SM has is not an input error: the hardware rejects it.
 #[test]
@@ -751,18 +772,27 @@ fn scheduler_run_model_and_rtl_agree() {
             {"id": 1, "stream": 0, "blocks": 2, "threads": 64, "regs": 100, "smem": 1000, "duration": 50, "submit": 3},
             {"id": 7, "stream": 2, "blocks": 9, "threads": 1024, "regs": 32768, "smem": 40000, "duration": 20}]}"#,
     );
-    let m = d.path().join("m.json");
-    let r = d.path().join("r.json");
-    assert_eq!(gpurtl(&["run", "scheduler", "--input", &i, "--output", m.to_str().unwrap()]).0, 0);
-    let (code, _, err) = gpurtl(&["run", "scheduler", "--input", &i, "--output", r.to_str().unwrap(), "--engine", "rtl"]);
-    assert_eq!(code, 0, "{err}");
-    let m = std::fs::read_to_string(m).unwrap();
-    assert_eq!(m, std::fs::read_to_string(r).unwrap());
-    let v: serde_json::Value = serde_json::from_str(&m).unwrap();
+    let v = scheduler_both_engines(d.path(), &i);
     assert_eq!(v["rejected"], serde_json::json!([0]));
     // Kernel 7: 9 blocks of 40000 B shared memory, one per SM at a time on
     // 8 SMs: the ninth waits for the first to complete.
     assert_eq!(v["kernels"][1]["id"], 7);
     assert_eq!(v["dispatches"].as_array().unwrap().len(), 11);
     assert_eq!(v["makespan"], 60);
+}
+
+/// A kernel submitted long after the others: both engines wait for it (the
+/// RTL cycle by cycle, the model skipping the idle stretch).
+#[test]
+fn scheduler_run_with_a_long_gap() {
+    let d = tempfile::tempdir().unwrap();
+    let i = write(
+        d.path(),
+        "in.json",
+        r#"{"kernels": [
+            {"id": 0, "stream": 0, "blocks": 2, "threads": 64, "regs": 64, "smem": 64, "duration": 10},
+            {"id": 1, "stream": 1, "blocks": 2, "threads": 64, "regs": 64, "smem": 64, "duration": 10, "submit": 100000}]}"#,
+    );
+    let v = scheduler_both_engines(d.path(), &i);
+    assert_eq!(v["kernels"][1]["submitted"], 100000);
 }

@@ -159,30 +159,63 @@ pub fn yosys_check(dir: &Path, top: &str, files: &[String]) -> Result<(), ToolEr
     run_logged("yosys", &mut c, &dir.join(format!("{top}.check.log"))).map(|_| ())
 }
 
+/// How a proof failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProofFailure {
+    /// An assertion fails in a reachable state: the log holds the trace.
+    Counterexample { log: PathBuf },
+    /// No counterexample within `max_steps`, but the induction did not close.
+    Inconclusive { log: PathBuf },
+    /// yosys did not get as far as the proof.
+    Tool(String),
+}
+
+impl fmt::Display for ProofFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProofFailure::Counterexample { log } => write!(f, "an assertion fails in a reachable state (trace: {})", log.display()),
+            ProofFailure::Inconclusive { log } => write!(f, "the induction did not close (log: {})", log.display()),
+            ProofFailure::Tool(e) => write!(f, "{e}"),
+        }
+    }
+}
+
 /// Prove the `` `ifdef FORMAL `` properties of `top` with yosys: read with
-/// `-formal`, flatten, then `sat -tempinduct` from every register at zero
-/// with the reset high in the first cycle, assumptions taken, induction up
-/// to `max_steps`. The induction length at which the proof closed; Err when
-/// an assertion fails (the log shows the counterexample) or the induction
-/// does not close.
-pub fn prove(dir: &Path, top: &str, files: &[String], max_steps: u32) -> Result<u32, ToolError> {
+/// `-formal`, flatten, then `sat -tempinduct` with the reset high in the
+/// first cycle (every other register, and every input, free), assumptions
+/// taken, induction up to `max_steps`. The induction length at which the
+/// proof closed.
+pub fn prove(dir: &Path, top: &str, files: &[String], max_steps: u32) -> Result<u32, ProofFailure> {
     let script = format!(
         "read_verilog -formal {}; prep -top {top} -flatten; \
-         sat -tempinduct -prove-asserts -set-assumes -set-init-zero -seq 1 -set-at 1 rst_i 1 -maxsteps {max_steps} -verify",
+         sat -tempinduct -prove-asserts -set-assumes -seq 1 -set-at 1 rst_i 1 -maxsteps {max_steps} -verify",
         files.join(" ")
     );
-    let mut c = Command::new(locate("yosys")?);
+    let yosys = locate("yosys").map_err(|e| ProofFailure::Tool(e.to_string()))?;
+    let mut c = Command::new(yosys);
     c.current_dir(dir).args(["-p", &script]);
     let log = dir.join(format!("{top}.prove.log"));
-    let text = run_logged("yosys", &mut c, &log)?;
+    let text = match run_logged("yosys", &mut c, &log) {
+        Ok(t) => t,
+        Err(ToolError::Failed { .. }) => {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            return Err(if text.contains("model found for base case: FAIL!") {
+                ProofFailure::Counterexample { log }
+            } else if text.contains("Reached maximum number of time steps") {
+                ProofFailure::Inconclusive { log }
+            } else {
+                ProofFailure::Tool(format!("yosys failed before the proof (log: {})", log.display()))
+            });
+        }
+        Err(e) => return Err(ProofFailure::Tool(e.to_string())),
+    };
     let induction_length = text
         .lines()
         .filter_map(|l| l.strip_prefix("Base case for induction length ")?.split(' ').next()?.parse::<u32>().ok())
         .max()
         .unwrap_or(0);
     if !text.contains("Induction step proven: SUCCESS!") {
-        let tail = text.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
-        return Err(ToolError::Failed { tool: "yosys".into(), log, tail });
+        return Err(ProofFailure::Inconclusive { log });
     }
     Ok(induction_length)
 }

@@ -84,12 +84,12 @@ impl SchedulerParams {
         clog2(self.sms as u64).max(1)
     }
     /// Kernel tag bits: a tag is the stream index above the entry index,
-    /// `(stream << slot_bits) | entry`.
+    /// `(stream << entry_bits) | entry`.
     pub fn tag_bits(&self) -> u32 {
-        self.stream_bits() + self.slot_bits()
+        self.stream_bits() + self.entry_bits()
     }
     /// Queue entry index bits.
-    pub fn slot_bits(&self) -> u32 {
+    pub fn entry_bits(&self) -> u32 {
         clog2(self.queue_depth as u64).max(1)
     }
     /// Need widths: threads, registers, shared memory (each can express a
@@ -103,7 +103,7 @@ impl SchedulerParams {
     pub fn smem_bits(&self) -> u32 {
         bits_for(self.sm_smem as u64)
     }
-    /// Free block slots' width.
+    /// Width of an SM's free block slot count.
     pub fn slots_bits(&self) -> u32 {
         bits_for(self.sm_slots as u64)
     }

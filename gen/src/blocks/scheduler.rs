@@ -66,6 +66,10 @@ impl BlockDef for Scheduler {
         let n_random = o.random.unwrap_or(100);
         let seed = o.seed.unwrap_or(1);
         let policies = policy_points(p);
+        let mixes = named_mixes(p);
+        for (name, _, w) in &mixes {
+            check_mix(p, name, w)?;
+        }
         let _ = writeln!(
             out,
             "scheduler bench: {} streams, {} SMs ({} threads, {} regs, {} B smem, {} slots), queue {}, {} per cycle, stream order {}, age threshold {}",
@@ -74,7 +78,7 @@ impl BlockDef for Scheduler {
         let design = build(p)?;
         let compiled = compile_design(&design)?;
         let mut mixes_json = Vec::new();
-        for (name, about, w) in named_mixes(p) {
+        for (name, about, w) in mixes {
             let _ = writeln!(out, "\nmix `{name}`: {about} ({} kernels, {} blocks)", w.kernels.len(), blocks_of(&w));
             let _ = writeln!(
                 out,
@@ -145,6 +149,7 @@ impl BlockDef for Scheduler {
         let mut rng = Rng::new(seed);
         for k in 0..n_random {
             let w = random_mix(&mut rng, p);
+            check_mix(p, &format!("random {}", k + 1), &w)?;
             let mut spans = Vec::new();
             for (j, (_, q)) in policies.iter().enumerate() {
                 let t = model::run(q, &w, &Env::default());
@@ -237,7 +242,7 @@ fn kernel(p: &SchedulerParams, id: u64, stream: u32, blocks: u32, frac: [u64; 3]
     Kernel {
         id,
         stream,
-        blocks: blocks.clamp(1, (1u32 << p.block_bits.min(31)) - 1),
+        blocks: blocks.max(1),
         threads: part(p.sm_threads, frac[0]),
         regs: part(p.sm_regs, frac[1]),
         smem: part(p.sm_smem, frac[2]),
@@ -247,11 +252,23 @@ fn kernel(p: &SchedulerParams, id: u64, stream: u32, blocks: u32, frac: [u64; 3]
     }
 }
 
-/// Ids fit `id_bits`: a mix keeps only the kernels with an id that fits.
-fn finish(p: &SchedulerParams, mut kernels: Vec<Kernel>) -> Workload {
-    let lim = if p.id_bits >= 64 { u64::MAX } else { (1u64 << p.id_bits) - 1 };
-    kernels.retain(|k| k.id <= lim);
+/// The kernels numbered in list order.
+fn finish(mut kernels: Vec<Kernel>) -> Workload {
+    for (i, k) in kernels.iter_mut().enumerate() {
+        k.id = i as u64;
+    }
     Workload { kernels }
+}
+
+/// A mix whose ids or block counts the ports cannot carry is refused, not cut down.
+fn check_mix(p: &SchedulerParams, name: &str, w: &Workload) -> Result<()> {
+    tb::fits_ports(p, w).map_err(|e| {
+        Error::Bad(format!(
+            "bench scheduler: mix `{name}`: {e}; the bench's mixes need id_bits and block_bits wide enough for {} kernels of up to {} blocks",
+            w.kernels.len(),
+            w.kernels.iter().map(|k| k.blocks).max().unwrap_or(0)
+        ))
+    })
 }
 
 /// The named mixes: (name, what it shows, workload).
@@ -277,7 +294,7 @@ fn named_mixes(p: &SchedulerParams) -> Vec<(&'static str, &'static str, Workload
             id += 1;
         }
     }
-    let contention = finish(p, k);
+    let contention = finish(k);
     // uniform: every stream the same medium kernels (policies cannot do
     // much better than turns).
     let mut k = Vec::new();
@@ -288,7 +305,7 @@ fn named_mixes(p: &SchedulerParams) -> Vec<(&'static str, &'static str, Workload
             id += 1;
         }
     }
-    let uniform = finish(p, k);
+    let uniform = finish(k);
     // sizes: each stream its own block size, from a sixteenth of an SM to
     // all of it, and durations that differ (best fit packs the leftovers).
     let mut k = Vec::new();
@@ -300,9 +317,28 @@ fn named_mixes(p: &SchedulerParams) -> Vec<(&'static str, &'static str, Workload
             id += 1;
         }
     }
-    let sizes = finish(p, k);
+    let sizes = finish(k);
+    // starve: stream 0's head needs a whole SM's shared memory while the
+    // other streams keep every SM partly busy with small kernels. A policy
+    // without reserve runs the small kernels as long as there are any (the
+    // big head never fits); rr holds the turn; reserve bounds the wait.
+    let mut k = Vec::new();
+    let mut id = 0u64;
+    let others: Vec<u32> = (1..s).collect();
+    for round in 0..12u32 {
+        for &st in &others {
+            k.push(kernel(p, id, st, 2 * m, [100, 100, 450], 100 + 20 * ((round + st) as u64 % 3)));
+            id += 1;
+        }
+        if round == 0 {
+            k.push(kernel(p, id, 0, m, [250, 250, 1000], 100));
+            id += 1;
+        }
+    }
+    let starve = finish(k);
     vec![
         ("contention", "a long kernel on every SM, a head that needs a whole SM, small kernels on the other streams", contention),
+        ("starve", "a whole-SM head on stream 0 while small kernels keep every SM partly busy", starve),
         ("uniform", "every stream the same quarter-SM kernels", uniform),
         ("sizes", "block sizes from 1/16 of an SM to a whole SM, durations 40..160", sizes),
     ]
@@ -335,7 +371,7 @@ fn random_mix(rng: &mut Rng, p: &SchedulerParams) -> Workload {
         let j = rng.below(i as u64 + 1) as usize;
         k.swap(i, j);
     }
-    finish(p, k)
+    finish(k)
 }
 
 /// A Gantt chart: a panel per run, a row per SM, a bar per block from its

@@ -541,11 +541,12 @@ pub fn sum_tree(terms: &[Expr], width: u32) -> Expr {
 /// The lowest set bit of `x`, one-hot (zero when none): a prefix OR, so it
 /// maps onto LUTs rather than the carry chain of `x & -x`.
 pub fn lowest_bit(x: &Expr) -> Expr {
-    let mut below = Expr::bit(false);
+    let mut below: Option<Expr> = None;
     let mut bits = Vec::new();
     for i in 0..x.width() {
-        bits.push(x.bit_at(i).and(&below.not()));
-        below = below.or(&x.bit_at(i));
+        let xi = x.bit_at(i);
+        bits.push(below.as_ref().map_or_else(|| xi.clone(), |b| xi.and(&b.not())));
+        below = Some(below.map_or_else(|| xi.clone(), |b| b.or(&xi)));
     }
     Expr::cat_lanes(&bits)
 }

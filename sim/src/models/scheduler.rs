@@ -31,9 +31,12 @@
 //! 1. Load ignores `blocked`: the spec's Load condition is only `!cur_v`,
 //!    `pick_v`, `open(pick_s)`. A `pick_v` registered before the block began
 //!    can load a kernel in a blocked cycle; it is released the next cycle.
-//!    Picks are registered and may be stale: a pick made from comparator
-//!    registers two cycles old loads whatever is `head(pick_s)` at the load
-//!    (possibly the next kernel of the stream, or a kernel just released).
+//!    Picks are registered from comparator registers a cycle old, read
+//!    through the dispatcher's state (spec step 2, `e(s)`, `c(s)`): a stream
+//!    picked in cycle t was in the dispatcher neither at the start of t-1
+//!    (the comparator's state) nor of t, so the head loaded in t+1 is the
+//!    one the comparator saw; the table may have changed since (the
+//!    decision then releases it if nothing fits).
 //! 2. A bad submission waits if `rej_q` is valid at the start of the cycle,
 //!    even when `rej_q` transfers out in that same cycle.
 //! 3. Source: kernel i is offered from the first cycle `c >= submit_i`,
@@ -448,17 +451,25 @@ impl State {
         }
     }
 
-    /// Step 2: (`blocked`, the stream picked) from the comparator registers
-    /// and `rr`.
+    /// Step 2: (`blocked`, the stream picked) from the comparator registers,
+    /// `rr` and the dispatcher's `cur_v`, `cur_s`. The comparator registers
+    /// are a cycle old, so they are read through the dispatcher's state at
+    /// the start of this cycle: `busy(s)` = `cur_v` and `cur_s == s`, `e(s)`
+    /// = `elig_q[s]` and not `busy(s)`, `c(s)` = `sched_q[s]` and not
+    /// `busy(s)`; every rule below uses `e`/`c` in place of
+    /// `elig_q`/`sched_q`.
     fn pick(&self, p: &SchedulerParams) -> (bool, Option<usize>) {
         let c = &self.comp;
         let n = c.len();
         let aging = p.aging();
-        let blocked = p.reserve && aging && c.iter().any(|x| x.elig && x.aged && x.fresh && !x.sched);
+        let busy = |s: usize| matches!(&self.cur, Some(k) if k.s == s);
+        let e = |s: usize| c[s].elig && !busy(s);
+        let cs = |s: usize| c[s].sched && !busy(s);
+        let blocked = p.reserve && aging && (0..n).any(|s| e(s) && c[s].aged && c[s].fresh && !cs(s));
         if blocked {
             return (true, None);
         }
-        let sched: Vec<usize> = (0..n).filter(|&s| c[s].sched).collect();
+        let sched: Vec<usize> = (0..n).filter(|&s| cs(s)).collect();
         let aged: Vec<usize> = sched.iter().copied().filter(|&s| c[s].aged).collect();
         if aging && !aged.is_empty() {
             // The fresh ones (not started) if any; of them the largest age,
@@ -475,9 +486,10 @@ impl State {
         }
         let pick = match p.policy {
             Policy::Rr => {
-                // The first eligible stream at or after rr holds the turn.
-                let turn = (0..n).map(|i| (self.rr + i) % n).find(|&s| c[s].elig);
-                turn.filter(|&s| c[s].sched)
+                // The first stream at or after rr with e(s) holds the turn;
+                // picked if c(s).
+                let turn = (0..n).map(|i| (self.rr + i) % n).find(|&s| e(s));
+                turn.filter(|&s| cs(s))
             }
             Policy::BestFit | Policy::Least => {
                 let mut best: Option<usize> = None;
@@ -778,12 +790,14 @@ impl<'a> Sim<'a> {
     /// empty `sub_q`), `Some(e)`. The conditions, on the state at the start
     /// of `c`: no kernel in the dispatcher and no pick registered (so no load
     /// or dispatch), no `sched_q` and no `sched(s)` (so no pick now or later:
-    /// the table and the heads only change through completions, dispatches
-    /// and enqueues), an empty FIFO and `rej_q`, no retire possible, and
-    /// `sub_q` empty with no offer yet or holding a good kernel of a full
-    /// stream. Then each cycle only moves the ages (and the comparator's age
-    /// fields, which matter only for picks among `sched_q` streams and for
-    /// `blocked`, which matters only with a kernel in the dispatcher).
+    /// with no kernel in the dispatcher the pick's `c(s)` is `sched_q[s]`,
+    /// and the table and the heads only change through completions,
+    /// dispatches and enqueues), an empty FIFO and `rej_q`, no retire
+    /// possible, and `sub_q` empty with no offer yet or holding a good kernel
+    /// of a full stream. Then each cycle only moves the ages (and the
+    /// comparator's age fields, which matter only for picks among the `c(s)`
+    /// streams and for `blocked`, which matters only with a kernel in the
+    /// dispatcher).
     fn idle_until(&self, c: u64) -> Option<u64> {
         let (p, st) = (self.p, &self.st);
         let streams = st.q.len();
@@ -1665,17 +1679,20 @@ mod tests {
         // duration 10. A: transfer 0, dispatch 6, completion 16. B: transfer
         // 2, enqueued in 3.
         let w = wl(vec![k(1, 0, 1, 10, 10), k(2, 0, 1, 10, 10)]);
-        // dispatch: A is decided in 5 (head moves). The pick made in 5 (from
-        // the comparator registers of state 4, head A) is stream 0: in 6 the
-        // dispatcher is free and head(0) is now B: B is loaded in 6, decided
-        // in 7, transferred at 8, completes at 18.
+        // dispatch: A is loaded in 4 and decided in 5 (head moves: B from
+        // state 6). The pick of 5 reads the comparator registers of state 4
+        // (head A, eligible) through the dispatcher at the start of 5, which
+        // holds stream 0: busy(0), so no pick (it used to pick stream 0 and
+        // load B in 6 unscored). The pick of 6 (registers of state 5, A in the
+        // dispatcher: not eligible) is none. The comparator of 6 sees B:
+        // pick 7, load 8, decision 9, transfer 10, completion 20.
         let p = small(1, 2);
         let t = run_checked(&p, &w);
-        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(8, 2, 0, 0)]);
-        assert_eq!(t.completions, vec![ev(16, 1, 0, 0), ev(18, 2, 0, 0)]);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(10, 2, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(16, 1, 0, 0), ev(20, 2, 0, 0)]);
         let o = output_json(&p, &w, &t);
-        // ready(B) = max(submitted 2, last_dispatch(A) 6) = 6: wait 2.
-        assert_eq!(o["kernels"][1]["wait"], json!(2));
+        // ready(B) = max(submitted 2, last_dispatch(A) 6) = 6: wait 10 - 6 = 4.
+        assert_eq!(o["kernels"][1]["wait"], json!(4));
         // complete: B is not open while A is in the queue (cnt 2, pend 1).
         // A completes at 16, done from 17, retired in 17, cnt 1 from 18:
         // comparator 18, pick 19, load 20, decision 21, transfer 22, done 32.
@@ -1722,66 +1739,75 @@ mod tests {
     #[test]
     fn best_fit_and_rr_differ() {
         // Common part. X: transfer 0, load 4 (rr <- 1), decision 5, transfer
-        // 6, completion 26 (free again from 27). A: transfer 2, enqueued 3.
-        // B: transfer 4, enqueued 5. The pick of cycle 5 (registers of state
-        // 4: X only) loads A in cycle 6 (rr <- 1), nothing fits in 7: release.
-        // Then no stream fits until 27: comparator 27 sees both fit.
+        // 6, completion 26 (free again from 27). A: transfer 2, enqueued 3,
+        // head from state 6 (X moved in 5). B: transfer 4, enqueued 5, head
+        // from state 6. The pick of 5 (registers of state 4: X only) sees
+        // stream 0 in the dispatcher at the start of 5: no pick (so A is not
+        // loaded in 6, and rr stays 1); the pick of 6 (registers of state 5,
+        // X in the dispatcher) has nothing either. From the comparator of 6
+        // no stream fits until 27: comparator 27 sees both fit.
         // best_fit scores (sh = 3 for 1024, 0 for 4 slots): A leaves
         // 512>>3 + 1024>>3 + 1024>>3 + 3 = 323, B 768>>3 + 128 + 128 + 3 = 355.
-        // Pick 28: A. Load 29, decision 30, transfer 31. The comparator of
-        // 30 (A in the dispatcher) sees B alone: pick 31, load 32, decision
-        // 33 (512 threads left), transfer 34.
+        // Pick 28: A. Load 29, decision 30, transfer 31. The pick of 29 is A
+        // again (no load in 30: A is in the dispatcher). The pick of 30 reads
+        // the registers of state 29 (A 323, B 355, both fit) through the
+        // dispatcher at the start of 30, which holds A: c(0) false, so B:
+        // load 31, decision 32 (512 threads left), transfer 33. (Before the
+        // rule: A again, whose stream had no head in 31; B at 34.)
         let p = SchedulerParams { policy: Policy::BestFit, ..small(2, 1) };
         let t = run_checked(&p, &competing());
-        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 11, 0, 0), ev(34, 12, 0, 0)]);
-        assert_eq!(t.completions, vec![ev(26, 10, 0, 0), ev(41, 11, 0, 0), ev(44, 12, 0, 0)]);
-        // rr: the pointer is 1 (A's load): pick 28 takes B (first eligible
-        // at or after 1); load 29 (rr <- 0), decision 30, transfer 31. The
-        // pick of 30 (registers of state 29, dispatcher empty, rr 0) takes A:
-        // load 31, decision 32 (768 threads left), transfer 33.
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 11, 0, 0), ev(33, 12, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(26, 10, 0, 0), ev(41, 11, 0, 0), ev(43, 12, 0, 0)]);
+        // rr: the pointer is 1 (X's load): pick 28 takes B (first e(s) at or
+        // after 1); load 29 (rr <- 0), decision 30, transfer 31. The pick of
+        // 30 (registers of state 29, B in the dispatcher at 30: e(1) false;
+        // rr 0) takes A: load 31, decision 32 (768 threads left), transfer 33.
         let p = SchedulerParams { policy: Policy::Rr, ..small(2, 1) };
         let t = run_checked(&p, &competing());
         assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 12, 0, 0), ev(33, 11, 0, 0)]);
         assert_eq!(t.completions, vec![ev(26, 10, 0, 0), ev(41, 12, 0, 0), ev(43, 11, 0, 0)]);
         // least: the smaller need goes first: B (256>>3 + 0 + 0 + 1 = 33)
-        // before A (65). Pick 28: B, load 29, decision 30, transfer 31. Unlike
-        // rr, the pick of 30 (state 29, both eligible) is B again; in 31 the
-        // dispatcher is free but stream 1 has no head: no load. The pick of
-        // 31 (B in the dispatcher at state 30) is A: load 32, decision 33,
-        // transfer 34.
+        // before A (65). Pick 28: B, load 29, decision 30, transfer 31. The
+        // pick of 29 is B again (no load in 30). The pick of 30 (registers of
+        // state 29, both fit) sees B in the dispatcher: A: load 31, decision
+        // 32, transfer 33. (Before the rule: B again, whose stream had no
+        // head in 31; A at 34.)
         let p = SchedulerParams { policy: Policy::Least, ..small(2, 1) };
         let t = run_checked(&p, &competing());
-        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 12, 0, 0), ev(34, 11, 0, 0)]);
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 12, 0, 0), ev(33, 11, 0, 0)]);
     }
 
     #[test]
     fn priority_policy() {
         // As `competing`, with B at priority 3: B first, with the cycles of
-        // `least` (the higher priority wins every pick while both fit).
+        // `least` (the higher priority wins every pick while both fit; the
+        // pick of 30 sees B in the dispatcher and takes A: transfer 33).
         let p = SchedulerParams { policy: Policy::Priority, ..small(2, 1) };
         let mut w = competing();
         w.kernels[2].priority = 3;
         let t = run_checked(&p, &w);
-        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 12, 0, 0), ev(34, 11, 0, 0)]);
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 12, 0, 0), ev(33, 11, 0, 0)]);
         // Equal priorities: the larger age. A and B both became heads at
         // state 6 (X moved in 5, B enqueued in 5): equal ages, the lowest
-        // stream, A; the cycles of best_fit.
+        // stream, A; the cycles of best_fit (B transferred at 33).
         w.kernels[2].priority = 0;
         let t = run_checked(&p, &w);
-        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 11, 0, 0), ev(34, 12, 0, 0)]);
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 11, 0, 0), ev(33, 12, 0, 0)]);
         // B at priority 0, A at 1: A.
         w.kernels[1].priority = 1;
         let t = run_checked(&p, &w);
-        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 11, 0, 0), ev(34, 12, 0, 0)]);
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 11, 0, 0), ev(33, 12, 0, 0)]);
         // Equal priorities, B older: B submitted before A (the order of
         // `aging_threshold_is_strict`): B's head from state 4, A's from 6. The
-        // pick of 5 (state 4: X age 2, B age 0) is X; A is loaded in 6 and
-        // released in 7. Comparator 27: ages B 23, A 21: B: pick 28, load 29,
-        // decision 30, transfer 31; the picks of 29, 30 are B too; the pick
-        // of 31 (B in the dispatcher) is A: load 32, decision 33, transfer 34.
+        // pick of 5 (registers of state 4: X and B fit) sees stream 0 in the
+        // dispatcher: B; B is loaded in 6 and released in 7 (X holds the SM
+        // from state 6); a release does not reset its age. Comparator 27:
+        // ages B 23, A 21: B: pick 28, load 29, decision 30, transfer 31; the
+        // pick of 29 is B too; the pick of 30 (registers of state 29, B in
+        // the dispatcher at 30) is A: load 31, decision 32, transfer 33.
         let w = wl(vec![k(10, 0, 1, 1024, 20), k(12, 1, 1, 256, 10), k(11, 0, 1, 512, 10)]);
         let t = run_checked(&p, &w);
-        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 12, 0, 0), ev(34, 11, 0, 0)]);
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 12, 0, 0), ev(33, 11, 0, 0)]);
     }
 
     #[test]
@@ -1836,8 +1862,10 @@ mod tests {
         // X: pick 3, load 4, decision 5, transfer 6, completion 36 (512
         // threads free from state 6 to 36).
         // Pick 5 (state 4: X and Big fit; scores X 64+128+128+3 = 323, Big
-        // 0+128+128+3 = 259): Big. Load 6, nothing fits in 7: release.
-        // Pick 7 (state 6: Y fits in 512, Big does not): Y, load 8.
+        // 0+128+128+3 = 259; X's stream is in the dispatcher anyway): Big.
+        // Load 6, nothing fits in 7: release. Pick 6 (state 5) is Big again
+        // (no load in 7). Pick 7 (state 6: Y fits in 512, Big does not and
+        // is in the dispatcher at 7): Y, load 8.
         //
         // Without reserve: decision 9, transfer 10, Y runs 10..110; Big fits
         // only once X (36) and Y (110) are done: comparator 111, pick 112,
@@ -1850,11 +1878,14 @@ mod tests {
         // eligible, not fitting: blocked in 9, the dispatcher releases Y.
         // X completes at 36; comparator 37: Big and Y both fit and are aged
         // and fresh; Big's age (33) beats Y's (31): pick 38, load 39,
-        // decision 40, transfer 41, completion 51. The comparator of 40 (Big
-        // in the dispatcher) gives Y: pick 41, load 42; but the comparator of
-        // 42 sees Y aged, fresh, eligible and not fitting (Big holds the SM):
-        // blocked in 43, Y released. Big completes at 51: comparator 52,
-        // pick 53, load 54, decision 55, transfer 56, completion 156.
+        // decision 40, transfer 41, completion 51. The pick of 39 is Big
+        // again (no load in 40). The pick of 40 (registers of state 39, both
+        // fit; Big in the dispatcher at 40) is Y: load 41. The comparator of
+        // 41 sees Y aged, fresh, eligible and not fitting (Big holds the SM),
+        // but in 42 Y is in the dispatcher (e(0) false): not blocked; the
+        // decision of 42 finds no SM: release. Blocked from 44 (comparator
+        // 43). Big completes at 51: comparator 52, pick 53, load 54, decision
+        // 55, transfer 56, completion 156.
         let (p, w) = reserve_case(true);
         let t = run_checked(&p, &w);
         assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(41, 2, 0, 0), ev(56, 3, 0, 0)]);
@@ -1875,6 +1906,9 @@ mod tests {
         // A is loaded in 6, released in 7 (nothing fits). Comparator 27:
         // both fit, ages B 23, A 21.
         let w = wl(vec![k(10, 0, 1, 1024, 20), k(12, 1, 1, 256, 10), k(11, 0, 1, 512, 10)]);
+        // (With the pick reading through the dispatcher: the pick of 5 sees
+        // stream 0 in the dispatcher and takes B, loaded in 6 and released
+        // in 7, instead of loading A; the ages are the same.)
         // Threshold 23: nobody is aged (23 > 23 is false): best_fit picks A
         // in 28: load 29, decision 30, transfer 31. The pick of 29 (B now
         // aged, 24) and of 30 is B: load 31, decision 32, transfer 33.
@@ -1882,12 +1916,14 @@ mod tests {
         let t = run_checked(&p, &w);
         assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 11, 0, 0), ev(33, 12, 0, 0)]);
         // Threshold 22: B is aged (23 > 22) in the pick of 28 and goes first:
-        // load 29, decision 30, transfer 31. The pick of 30 (both aged, B
-        // older) is B again, whose stream is empty in 31; the pick of 31 (B
-        // in the dispatcher) is A: load 32, decision 33, transfer 34.
+        // load 29, decision 30, transfer 31. The pick of 29 is B again. The
+        // pick of 30 (registers of state 29: both aged, fresh and fitting, B
+        // older) sees B in the dispatcher at 30: c(1) false, so A: load 31,
+        // decision 32, transfer 33. (Before the rule: B again, whose stream
+        // was empty in 31; A at 34.)
         let p = SchedulerParams { age_threshold: 22, ..p };
         let t = run_checked(&p, &w);
-        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 12, 0, 0), ev(34, 11, 0, 0)]);
+        assert_eq!(t.dispatches, vec![ev(6, 10, 0, 0), ev(31, 12, 0, 0), ev(33, 11, 0, 0)]);
     }
 
     #[test]
@@ -1896,49 +1932,63 @@ mod tests {
         // blocks of 512 threads, 20 cycles), F (stream 1, 1 block of 512).
         // P: load 4, decisions 5 (b0), 6 (b1), 7 (nothing fits: released
         // with 2 blocks issued); transfers 6, 7; completions 26, 27. F:
-        // enqueued in 3, head from state 4; picked in 7 (state 6, P in the
-        // dispatcher, 512 free), loaded in 8, released in 9.
+        // enqueued in 3, head from state 4; picked in 5, 6, 7 (P in the
+        // dispatcher at the start of each), loaded in 8 (the dispatcher is
+        // busy before), released in 9 (nothing free from state 7).
         // Comparator 27 (512 free): P (age 25, started) and F (age 23, fresh)
         // both fit and are aged: F, the fresh one, though P is older: pick
-        // 28, load 29, decision 30 (1024 free), transfer 31. P: pick 31 (F in
-        // the dispatcher at state 30), load 32, decision 33, transfer 34.
+        // 28, load 29, decision 30 (1024 free), transfer 31. The pick of 29 is
+        // F again. The pick of 30 (registers of state 29: both fit and are
+        // aged) sees F in the dispatcher at 30: c(1) false, so P: load 31,
+        // decision 32 (512 free), transfer 33, completion 53. (Before the
+        // rule: F again in 30, whose stream was empty in 31; P at 34.)
         let p = SchedulerParams { policy: Policy::BestFit, age_threshold: 2, ..small(2, 1) };
         let w = wl(vec![k(1, 0, 3, 512, 20), k(2, 1, 1, 512, 20)]);
         let t = run_checked(&p, &w);
-        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(7, 1, 1, 0), ev(31, 2, 0, 0), ev(34, 1, 2, 0)]);
-        assert_eq!(t.completions, vec![ev(26, 1, 0, 0), ev(27, 1, 1, 0), ev(51, 2, 0, 0), ev(54, 1, 2, 0)]);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(7, 1, 1, 0), ev(31, 2, 0, 0), ev(33, 1, 2, 0)]);
+        assert_eq!(t.completions, vec![ev(26, 1, 0, 0), ev(27, 1, 1, 0), ev(51, 2, 0, 0), ev(53, 1, 2, 0)]);
     }
 
     #[test]
     fn load_ignores_blocked() {
         // Spec reading 1: Load does not look at `blocked`. One SM of 1024
-        // threads, policy least, reserve, threshold 22.
-        // Y (stream 0, 256 threads, 39 cycles): decision 5, transfer 6, due 45.
-        // W (stream 0, 768 threads, 32 cycles): loaded in 6 by the pick of 5,
-        //   decision 7, transfer 8, due 40. The SM is full from state 8.
+        // threads, policy least, reserve, threshold 21. (Reworked for the
+        // pick reading through the dispatcher: Big must fit only from the
+        // state where Z is already in the dispatcher, or Big would be picked
+        // while Z is busy and loaded before the cycle it blocks.)
+        // Y (stream 0, 256 threads, 38 cycles): load 4, decision 5, transfer
+        //   6, due 44. W (stream 0, 512 threads, 32 cycles): head from state
+        //   6; the picks of 5 and 6 see stream 0 in the dispatcher (none);
+        //   comparator 6, pick 7, load 8, decision 9, transfer 10, due 42.
+        //   256 threads free from state 10.
         // Big (stream 1, 768 threads, submit 20): transfer 20, head from
-        //   state 22: age k - 22.
-        // Z (stream 0, 256 threads, submit 22): transfer 22, head from 24.
-        // W completes at 40 (768 free from 41): both fit; least prefers Z
-        // (33 < 97): pick 42, load 43, decision 44 (512 free from 45),
-        // transfer 45. The pick of 45 (state 44: Z in the dispatcher, Big
-        // fits, age 22, not aged) is Big.
-        // Cycle 46: the comparator of 45 saw Big aged (23 > 22), fresh, not
-        // fitting (512 free): blocked. The dispatcher is free and pick_v is
-        // set: Big is loaded anyway. Y completed at 45 (768 free from 46):
-        // not blocked in 47, Big is decided in 47 and transferred at 48.
-        // (Were Load to wait while blocked: pick 47, load 48, transfer 50.)
-        let p = SchedulerParams { policy: Policy::Least, age_threshold: 22, reserve: true, ..small(2, 1) };
+        //   state 22: age k - 22; it does not fit until W completes.
+        // Z (stream 0, 256 threads, submit 38): transfer 38, head from 40.
+        // Comparator 40: Z fits, Big does not: pick 41 Z, load 42 (the pick
+        //   of 42 is Z again, no load in 43), decision 43 (table of 43: W
+        //   completed at 42, 768 free; 512 free from state 44), transfer 44.
+        //   The pick of 43 (registers of state 42: Z fits, Big does not) sees
+        //   Z in the dispatcher: no pick, so nothing is loaded in 44.
+        // Comparator 43: Big fits (768), age 21, not aged (blocked in 43 and
+        //   44 would need it aged: 20, 21 > 21 is false). Pick 44: Big.
+        // Cycle 45: the comparator of 44 saw Big aged (22 > 21), fresh, not
+        //   fitting (512 free), and the dispatcher is empty at 45: blocked,
+        //   no pick. The dispatcher is free and pick_v is set: Big is loaded
+        //   anyway. Y completed at 44 (768 free from 45): the comparator of 45
+        //   sees Big fit, so 46 is not blocked (and Big, in the dispatcher,
+        //   has e(1) false): Big is decided in 46 and transferred at 47.
+        // (Were Load to wait while blocked: pick 46, load 47, transfer 49.)
+        let p = SchedulerParams { policy: Policy::Least, age_threshold: 21, reserve: true, ..small(2, 1) };
         let w = wl(vec![
-            k(1, 0, 1, 256, 39),
-            k(2, 0, 1, 768, 32),
+            k(1, 0, 1, 256, 38),
+            k(2, 0, 1, 512, 32),
             Kernel { submit: 20, ..k(3, 1, 1, 768, 10) },
-            Kernel { submit: 22, ..k(4, 0, 1, 256, 10) },
+            Kernel { submit: 38, ..k(4, 0, 1, 256, 10) },
         ]);
         let t = run_checked(&p, &w);
-        assert_eq!(t.submissions, vec![(0, 1), (2, 2), (20, 3), (22, 4)]);
-        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(8, 2, 0, 0), ev(45, 4, 0, 0), ev(48, 3, 0, 0)]);
-        assert_eq!(t.completions, vec![ev(40, 2, 0, 0), ev(45, 1, 0, 0), ev(55, 4, 0, 0), ev(58, 3, 0, 0)]);
+        assert_eq!(t.submissions, vec![(0, 1), (2, 2), (20, 3), (38, 4)]);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(10, 2, 0, 0), ev(44, 4, 0, 0), ev(47, 3, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(42, 2, 0, 0), ev(44, 1, 0, 0), ev(54, 4, 0, 0), ev(57, 3, 0, 0)]);
     }
 
     #[test]
@@ -1969,17 +2019,61 @@ mod tests {
     #[test]
     fn a_completion_frees_the_table_from_the_next_cycle() {
         // One SM with one slot, two 1-block kernels of duration 1 on one
-        // stream. A: decision 5, transfer 6, completion 7. The pick of 5
-        // (state 4, head A) loads A2 (the head from state 6) in 6; its
-        // decision in 7 reads the table at the start of 7, where A still
-        // holds the slot (its completion at 7 counts from 8): released. The
-        // comparator of 8 sees the slot free: pick 9, load 10, decision 11,
-        // transfer 12, completion 13.
+        // stream. A: load 4, decision 5, transfer 6, completion 7. A2 is the
+        // head from state 6; the picks of 5 and 6 see A in the dispatcher
+        // (directly, or through the registers of state 5): none. The
+        // comparators of 6 and 7 read the table at the start of their
+        // cycle, where A still holds the slot (its completion at 7 counts
+        // from 8): A2 does not fit. The comparator of 8 sees the slot free:
+        // pick 9, load 10, decision 11, transfer 12, completion 13 (were the
+        // completion to count in its own cycle: comparator 7, transfer 11).
         let p = SchedulerParams { sm_slots: 1, ..small(1, 1) };
         let w = wl(vec![k(1, 0, 1, 10, 1), k(2, 0, 1, 10, 1)]);
         let t = run_checked(&p, &w);
         assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(12, 2, 0, 0)]);
         assert_eq!(t.completions, vec![ev(7, 1, 0, 0), ev(13, 2, 0, 0)]);
+    }
+
+    #[test]
+    fn a_stream_just_loaded_is_not_picked_from_stale_registers() {
+        // Spec step 2: the pick reads the comparator registers through the
+        // dispatcher at the start of the cycle. Policy priority, one SM of
+        // 1024 threads, 4 slots, aging off; every kernel 1 block, 10 cycles.
+        // Blk (stream 1, 1024 threads), M (stream 1, 256, prio 2), H (stream
+        // 0, 256, prio 3), Lo (stream 0, 256, prio 0), in that input order.
+        // Transfers 0, 2, 4, 6; enqueued 1, 3, 5, 7.
+        // Blk: comparator 2, pick 3, load 4, decision 5 (0 free from state
+        //   6), transfer 6, completion 16 (1024 free from state 17). M is
+        //   stream 1's head from state 6 (Blk moved in 5), H stream 0's from
+        //   6, Lo behind H. The pick of 5 (registers of state 4: Blk) sees
+        //   stream 1 in the dispatcher: none; from the comparator of 6 nothing
+        //   fits until 17.
+        // Comparator 17: H (prio 3) and M (prio 2) fit: pick 18 H, load 19,
+        //   decision 20 (768 free from state 21; H moves: Lo is stream 0's
+        //   head from state 21), transfer 21. The pick of 19 is H again (no
+        //   load in 20: H is in the dispatcher).
+        // The pick of 20: the registers of state 19 still show H (prio 3,
+        //   eligible, fitting) but the dispatcher holds stream 0 at the start
+        //   of 20: c(0) false, so M (prio 2). Load 21 (H left in 20),
+        //   decision 22 (512 free from 23), transfer 23.
+        //   (Without the rule: stream 0 in 20, and Lo, its head at 21, is
+        //   loaded in 21 without ever being scored: Lo at 23, M at 25.)
+        // The pick of 21 (registers of state 20: H's stream busy, M fits) is
+        //   M (no load in 22). The pick of 22 (registers of state 21: Lo prio
+        //   0 and M prio 2 fit; M in the dispatcher at 22) is Lo: load 23,
+        //   decision 24, transfer 25.
+        // Completions: Blk 16, H 31, M 33, Lo 35.
+        let p = SchedulerParams { policy: Policy::Priority, ..small(2, 1) };
+        let w = wl(vec![
+            k(1, 1, 1, 1024, 10),
+            Kernel { priority: 2, ..k(2, 1, 1, 256, 10) },
+            Kernel { priority: 3, ..k(3, 0, 1, 256, 10) },
+            Kernel { priority: 0, ..k(4, 0, 1, 256, 10) },
+        ]);
+        let t = run_checked(&p, &w);
+        assert_eq!(t.submissions, vec![(0, 1), (2, 2), (4, 3), (6, 4)]);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(21, 3, 0, 0), ev(23, 2, 0, 0), ev(25, 4, 0, 0)]);
+        assert_eq!(t.completions, vec![ev(16, 1, 0, 0), ev(31, 3, 0, 0), ev(33, 2, 0, 0), ev(35, 4, 0, 0)]);
     }
 
     #[test]
@@ -2122,16 +2216,18 @@ mod tests {
 
     /// Two 1-block kernels on two streams, 2 SMs with 1 slot each; both run
     /// 50 cycles. A: transfer 0, dispatch 6 on SM 0, completion 56. B:
-    /// transfer 2, enqueued 3. The pick of 5 (state 4: A and B fit, equal
-    /// best_fit scores) is stream 0, which has no head in 6: no load. The
-    /// pick of 6 (state 5: A in the dispatcher) is B: load 7, decision 8 (SM
-    /// 0 full from state 6), transfer 9 on SM 1, completion 59.
+    /// transfer 2, enqueued 3. The pick of 5 reads the registers of state 4
+    /// (A and B fit, equal best_fit scores: stream 0 would win) through the
+    /// dispatcher at the start of 5, which holds A: c(0) false, so B. Load 6
+    /// (A was decided in 5), decision 7 (SM 0 full from state 6), transfer 8
+    /// on SM 1, completion 58. (Before the rule: stream 0 in 5, no head in 6,
+    /// B picked in 6 and transferred at 9.)
     fn two_sms() -> (SchedulerParams, Workload, Trace) {
         let p = SchedulerParams { sm_slots: 1, ..small(2, 2) };
         let w = wl(vec![k(1, 0, 1, 10, 50), k(2, 1, 1, 10, 50)]);
         let t = run_checked(&p, &w);
-        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(9, 2, 0, 1)]);
-        assert_eq!(t.completions, vec![ev(56, 1, 0, 0), ev(59, 2, 0, 1)]);
+        assert_eq!(t.dispatches, vec![ev(6, 1, 0, 0), ev(8, 2, 0, 1)]);
+        assert_eq!(t.completions, vec![ev(56, 1, 0, 0), ev(58, 2, 0, 1)]);
         (p, w, t)
     }
 
@@ -2141,7 +2237,7 @@ mod tests {
         t.dispatches[1].sm = 0;
         t.completions[1].sm = 0;
         let e = check_trace(&p, &w, &Env::default(), &t).unwrap_err();
-        assert_eq!(e, "SM 0 at cycle 9: 2 slots in use by running blocks, capacity 1");
+        assert_eq!(e, "SM 0 at cycle 8: 2 slots in use by running blocks, capacity 1");
         // A block that starts where another completes in the same cycle is
         // over capacity too (both are counted by the table then).
         let (p, w, mut t) = two_sms();

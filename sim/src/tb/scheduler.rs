@@ -154,8 +154,14 @@ pub fn run(
             }
             drain += 1;
         }
-        if next < ks.len() && ks[next].submit == c {
+        // Waiting for the source's next kernel is not a hang.
+        if next < ks.len() && c <= ks[next].submit {
             last_progress = c;
+        }
+        // Every cycle is simulated (the model skips idle stretches): say
+        // where a long run is.
+        if c > 0 && c % (1 << 27) == 0 {
+            eprintln!("gpurtl: scheduler RTL at cycle {c}: {} of {} kernels resolved", resolved, ks.len());
         }
         if c > last_progress + guard {
             let msg = format!(

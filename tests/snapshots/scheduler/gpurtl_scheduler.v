@@ -272,43 +272,55 @@ module gpurtl_scheduler (
   wire [7:0]  s1_fit_sms;
   wire [7:0]  s2_fit_sms;
   wire [7:0]  s3_fit_sms;
+  wire        s0_busy;
   wire        s0_elig;
   wire        s0_sched;
   reg         s0_sched_q;
   reg         s0_aged_q;
   reg         s0_fresh_q;
   reg  [15:0] s0_agev_q;
+  wire [7:0]  s0_first_fit;
   wire [9:0]  s0_score;
-  wire [7:0]  s0_score_t1;
   reg  [9:0]  s0_score_q;
+  wire        s1_busy;
   wire        s1_elig;
   wire        s1_sched;
   reg         s1_sched_q;
   reg         s1_aged_q;
   reg         s1_fresh_q;
   reg  [15:0] s1_agev_q;
+  wire [7:0]  s1_first_fit;
   wire [9:0]  s1_score;
-  wire [7:0]  s1_score_t2;
   reg  [9:0]  s1_score_q;
+  wire        s2_busy;
   wire        s2_elig;
   wire        s2_sched;
   reg         s2_sched_q;
   reg         s2_aged_q;
   reg         s2_fresh_q;
   reg  [15:0] s2_agev_q;
+  wire [7:0]  s2_first_fit;
   wire [9:0]  s2_score;
-  wire [7:0]  s2_score_t3;
   reg  [9:0]  s2_score_q;
+  wire        s3_busy;
   wire        s3_elig;
   wire        s3_sched;
   reg         s3_sched_q;
   reg         s3_aged_q;
   reg         s3_fresh_q;
   reg  [15:0] s3_agev_q;
+  wire [7:0]  s3_first_fit;
   wire [9:0]  s3_score;
-  wire [7:0]  s3_score_t4;
   reg  [9:0]  s3_score_q;
+  wire        s0_cand;
+  wire        s1_cand;
+  wire        s2_cand;
+  wire        s3_cand;
   wire        pick_any_aged_fresh;
+  wire        s0_aged_cand;
+  wire        s1_aged_cand;
+  wire        s2_aged_cand;
+  wire        s3_aged_cand;
   wire        pick_aged;
   reg         pick_valid_q;
   reg  [1:0]  pick_stream_q;
@@ -321,14 +333,15 @@ module gpurtl_scheduler (
   reg  [39:0] fifo1_q;
   wire        fifo_room;
   wire        dispatch_go;
+  wire [7:0]  lane0_fit_sms;
   wire [7:0]  lane0_sm_onehot;
-  wire [7:0]  lane0_sm_onehot_t5;
   wire        lane0_valid;
+  wire [7:0]  lane0_grant;
   wire        dispatch_count;
   wire        dispatch_push;
   wire        dispatch_last;
   wire        dispatch_release;
-  wire [7:0]  fifo0_q_t6;
+  wire [39:0] dispatch_record;
   wire        fifo_pop;
   wire [39:0] fifo_head;
   wire        cpl0_valid;
@@ -337,7 +350,7 @@ module gpurtl_scheduler (
   wire        s0_enq;
   wire        s0_fin;
   wire        s0_retire;
-  wire [1:0]  s0_head_need_q_t7;
+  wire [1:0]  s0_dptr_next;
   wire        s0_e0_write;
   wire        s0_e1_write;
   wire        s0_e2_write;
@@ -345,7 +358,7 @@ module gpurtl_scheduler (
   wire        s1_enq;
   wire        s1_fin;
   wire        s1_retire;
-  wire [1:0]  s1_head_need_q_t8;
+  wire [1:0]  s1_dptr_next;
   wire        s1_e0_write;
   wire        s1_e1_write;
   wire        s1_e2_write;
@@ -353,7 +366,7 @@ module gpurtl_scheduler (
   wire        s2_enq;
   wire        s2_fin;
   wire        s2_retire;
-  wire [1:0]  s2_head_need_q_t9;
+  wire [1:0]  s2_dptr_next;
   wire        s2_e0_write;
   wire        s2_e1_write;
   wire        s2_e2_write;
@@ -361,7 +374,7 @@ module gpurtl_scheduler (
   wire        s3_enq;
   wire        s3_fin;
   wire        s3_retire;
-  wire [1:0]  s3_head_need_q_t10;
+  wire [1:0]  s3_dptr_next;
   wire        s3_e0_write;
   wire        s3_e1_write;
   wire        s3_e2_write;
@@ -386,49 +399,50 @@ module gpurtl_scheduler (
   assign s1_fit_sms = {u_sm7_fits[1], u_sm6_fits[1], u_sm5_fits[1], u_sm4_fits[1], u_sm3_fits[1], u_sm2_fits[1], u_sm1_fits[1], u_sm0_fits[1]};
   assign s2_fit_sms = {u_sm7_fits[2], u_sm6_fits[2], u_sm5_fits[2], u_sm4_fits[2], u_sm3_fits[2], u_sm2_fits[2], u_sm1_fits[2], u_sm0_fits[2]};
   assign s3_fit_sms = {u_sm7_fits[3], u_sm6_fits[3], u_sm5_fits[3], u_sm4_fits[3], u_sm3_fits[3], u_sm2_fits[3], u_sm1_fits[3], u_sm0_fits[3]};
-  assign s0_elig = s0_open & ~(cur_valid_q & (cur_stream_q == 2'd0));
+  assign s0_busy = cur_valid_q & (cur_stream_q == 2'd0);
+  assign s0_elig = s0_open & ~s0_busy;
   assign s0_sched = s0_elig & |s0_fit_sms;
-  assign s0_score_t1 = {s0_fit_sms[7] & ~(((((((1'd0 | s0_fit_sms[0]) | s0_fit_sms[1]) | s0_fit_sms[2]) | s0_fit_sms[3]) | s0_fit_sms[4]) | s0_fit_sms[5]) | s0_fit_sms[6]), s0_fit_sms[6] & ~((((((1'd0 | s0_fit_sms[0]) | s0_fit_sms[1]) | s0_fit_sms[2]) | s0_fit_sms[3]) | s0_fit_sms[4]) | s0_fit_sms[5]), s0_fit_sms[5] & ~(((((1'd0 | s0_fit_sms[0]) | s0_fit_sms[1]) | s0_fit_sms[2]) | s0_fit_sms[3]) | s0_fit_sms[4]), s0_fit_sms[4] & ~((((1'd0 | s0_fit_sms[0]) | s0_fit_sms[1]) | s0_fit_sms[2]) | s0_fit_sms[3]), s0_fit_sms[3] & ~(((1'd0 | s0_fit_sms[0]) | s0_fit_sms[1]) | s0_fit_sms[2]), s0_fit_sms[2] & ~((1'd0 | s0_fit_sms[0]) | s0_fit_sms[1]), s0_fit_sms[1] & ~(1'd0 | s0_fit_sms[0]), s0_fit_sms[0] & ~1'd0};
-  assign s0_score = (((((((u_sm0_left[9:0] & {10{s0_score_t1[0]}}) | (u_sm1_left[9:0] & {10{s0_score_t1[1]}})) | (u_sm2_left[9:0] & {10{s0_score_t1[2]}})) | (u_sm3_left[9:0] & {10{s0_score_t1[3]}})) | (u_sm4_left[9:0] & {10{s0_score_t1[4]}})) | (u_sm5_left[9:0] & {10{s0_score_t1[5]}})) | (u_sm6_left[9:0] & {10{s0_score_t1[6]}})) | (u_sm7_left[9:0] & {10{s0_score_t1[7]}});
-  assign s1_elig = s1_open & ~(cur_valid_q & (cur_stream_q == 2'd1));
+  assign s0_first_fit = {s0_fit_sms[7] & ~((((((s0_fit_sms[0] | s0_fit_sms[1]) | s0_fit_sms[2]) | s0_fit_sms[3]) | s0_fit_sms[4]) | s0_fit_sms[5]) | s0_fit_sms[6]), s0_fit_sms[6] & ~(((((s0_fit_sms[0] | s0_fit_sms[1]) | s0_fit_sms[2]) | s0_fit_sms[3]) | s0_fit_sms[4]) | s0_fit_sms[5]), s0_fit_sms[5] & ~((((s0_fit_sms[0] | s0_fit_sms[1]) | s0_fit_sms[2]) | s0_fit_sms[3]) | s0_fit_sms[4]), s0_fit_sms[4] & ~(((s0_fit_sms[0] | s0_fit_sms[1]) | s0_fit_sms[2]) | s0_fit_sms[3]), s0_fit_sms[3] & ~((s0_fit_sms[0] | s0_fit_sms[1]) | s0_fit_sms[2]), s0_fit_sms[2] & ~(s0_fit_sms[0] | s0_fit_sms[1]), s0_fit_sms[1] & ~s0_fit_sms[0], s0_fit_sms[0]};
+  assign s0_score = (((((((u_sm0_left[9:0] & {10{s0_first_fit[0]}}) | (u_sm1_left[9:0] & {10{s0_first_fit[1]}})) | (u_sm2_left[9:0] & {10{s0_first_fit[2]}})) | (u_sm3_left[9:0] & {10{s0_first_fit[3]}})) | (u_sm4_left[9:0] & {10{s0_first_fit[4]}})) | (u_sm5_left[9:0] & {10{s0_first_fit[5]}})) | (u_sm6_left[9:0] & {10{s0_first_fit[6]}})) | (u_sm7_left[9:0] & {10{s0_first_fit[7]}});
+  assign s1_busy = cur_valid_q & (cur_stream_q == 2'd1);
+  assign s1_elig = s1_open & ~s1_busy;
   assign s1_sched = s1_elig & |s1_fit_sms;
-  assign s1_score_t2 = {s1_fit_sms[7] & ~(((((((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]) | s1_fit_sms[4]) | s1_fit_sms[5]) | s1_fit_sms[6]), s1_fit_sms[6] & ~((((((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]) | s1_fit_sms[4]) | s1_fit_sms[5]), s1_fit_sms[5] & ~(((((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]) | s1_fit_sms[4]), s1_fit_sms[4] & ~((((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]), s1_fit_sms[3] & ~(((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]) | s1_fit_sms[2]), s1_fit_sms[2] & ~((1'd0 | s1_fit_sms[0]) | s1_fit_sms[1]), s1_fit_sms[1] & ~(1'd0 | s1_fit_sms[0]), s1_fit_sms[0] & ~1'd0};
-  assign s1_score = (((((((u_sm0_left[19:10] & {10{s1_score_t2[0]}}) | (u_sm1_left[19:10] & {10{s1_score_t2[1]}})) | (u_sm2_left[19:10] & {10{s1_score_t2[2]}})) | (u_sm3_left[19:10] & {10{s1_score_t2[3]}})) | (u_sm4_left[19:10] & {10{s1_score_t2[4]}})) | (u_sm5_left[19:10] & {10{s1_score_t2[5]}})) | (u_sm6_left[19:10] & {10{s1_score_t2[6]}})) | (u_sm7_left[19:10] & {10{s1_score_t2[7]}});
-  assign s2_elig = s2_open & ~(cur_valid_q & (cur_stream_q == 2'd2));
+  assign s1_first_fit = {s1_fit_sms[7] & ~((((((s1_fit_sms[0] | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]) | s1_fit_sms[4]) | s1_fit_sms[5]) | s1_fit_sms[6]), s1_fit_sms[6] & ~(((((s1_fit_sms[0] | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]) | s1_fit_sms[4]) | s1_fit_sms[5]), s1_fit_sms[5] & ~((((s1_fit_sms[0] | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]) | s1_fit_sms[4]), s1_fit_sms[4] & ~(((s1_fit_sms[0] | s1_fit_sms[1]) | s1_fit_sms[2]) | s1_fit_sms[3]), s1_fit_sms[3] & ~((s1_fit_sms[0] | s1_fit_sms[1]) | s1_fit_sms[2]), s1_fit_sms[2] & ~(s1_fit_sms[0] | s1_fit_sms[1]), s1_fit_sms[1] & ~s1_fit_sms[0], s1_fit_sms[0]};
+  assign s1_score = (((((((u_sm0_left[19:10] & {10{s1_first_fit[0]}}) | (u_sm1_left[19:10] & {10{s1_first_fit[1]}})) | (u_sm2_left[19:10] & {10{s1_first_fit[2]}})) | (u_sm3_left[19:10] & {10{s1_first_fit[3]}})) | (u_sm4_left[19:10] & {10{s1_first_fit[4]}})) | (u_sm5_left[19:10] & {10{s1_first_fit[5]}})) | (u_sm6_left[19:10] & {10{s1_first_fit[6]}})) | (u_sm7_left[19:10] & {10{s1_first_fit[7]}});
+  assign s2_busy = cur_valid_q & (cur_stream_q == 2'd2);
+  assign s2_elig = s2_open & ~s2_busy;
   assign s2_sched = s2_elig & |s2_fit_sms;
-  assign s2_score_t3 = {s2_fit_sms[7] & ~(((((((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]) | s2_fit_sms[4]) | s2_fit_sms[5]) | s2_fit_sms[6]), s2_fit_sms[6] & ~((((((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]) | s2_fit_sms[4]) | s2_fit_sms[5]), s2_fit_sms[5] & ~(((((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]) | s2_fit_sms[4]), s2_fit_sms[4] & ~((((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]), s2_fit_sms[3] & ~(((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]) | s2_fit_sms[2]), s2_fit_sms[2] & ~((1'd0 | s2_fit_sms[0]) | s2_fit_sms[1]), s2_fit_sms[1] & ~(1'd0 | s2_fit_sms[0]), s2_fit_sms[0] & ~1'd0};
-  assign s2_score = (((((((u_sm0_left[29:20] & {10{s2_score_t3[0]}}) | (u_sm1_left[29:20] & {10{s2_score_t3[1]}})) | (u_sm2_left[29:20] & {10{s2_score_t3[2]}})) | (u_sm3_left[29:20] & {10{s2_score_t3[3]}})) | (u_sm4_left[29:20] & {10{s2_score_t3[4]}})) | (u_sm5_left[29:20] & {10{s2_score_t3[5]}})) | (u_sm6_left[29:20] & {10{s2_score_t3[6]}})) | (u_sm7_left[29:20] & {10{s2_score_t3[7]}});
-  assign s3_elig = s3_open & ~(cur_valid_q & (cur_stream_q == 2'd3));
+  assign s2_first_fit = {s2_fit_sms[7] & ~((((((s2_fit_sms[0] | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]) | s2_fit_sms[4]) | s2_fit_sms[5]) | s2_fit_sms[6]), s2_fit_sms[6] & ~(((((s2_fit_sms[0] | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]) | s2_fit_sms[4]) | s2_fit_sms[5]), s2_fit_sms[5] & ~((((s2_fit_sms[0] | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]) | s2_fit_sms[4]), s2_fit_sms[4] & ~(((s2_fit_sms[0] | s2_fit_sms[1]) | s2_fit_sms[2]) | s2_fit_sms[3]), s2_fit_sms[3] & ~((s2_fit_sms[0] | s2_fit_sms[1]) | s2_fit_sms[2]), s2_fit_sms[2] & ~(s2_fit_sms[0] | s2_fit_sms[1]), s2_fit_sms[1] & ~s2_fit_sms[0], s2_fit_sms[0]};
+  assign s2_score = (((((((u_sm0_left[29:20] & {10{s2_first_fit[0]}}) | (u_sm1_left[29:20] & {10{s2_first_fit[1]}})) | (u_sm2_left[29:20] & {10{s2_first_fit[2]}})) | (u_sm3_left[29:20] & {10{s2_first_fit[3]}})) | (u_sm4_left[29:20] & {10{s2_first_fit[4]}})) | (u_sm5_left[29:20] & {10{s2_first_fit[5]}})) | (u_sm6_left[29:20] & {10{s2_first_fit[6]}})) | (u_sm7_left[29:20] & {10{s2_first_fit[7]}});
+  assign s3_busy = cur_valid_q & (cur_stream_q == 2'd3);
+  assign s3_elig = s3_open & ~s3_busy;
   assign s3_sched = s3_elig & |s3_fit_sms;
-  assign s3_score_t4 = {s3_fit_sms[7] & ~(((((((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]) | s3_fit_sms[4]) | s3_fit_sms[5]) | s3_fit_sms[6]), s3_fit_sms[6] & ~((((((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]) | s3_fit_sms[4]) | s3_fit_sms[5]), s3_fit_sms[5] & ~(((((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]) | s3_fit_sms[4]), s3_fit_sms[4] & ~((((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]), s3_fit_sms[3] & ~(((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]) | s3_fit_sms[2]), s3_fit_sms[2] & ~((1'd0 | s3_fit_sms[0]) | s3_fit_sms[1]), s3_fit_sms[1] & ~(1'd0 | s3_fit_sms[0]), s3_fit_sms[0] & ~1'd0};
-  assign s3_score = (((((((u_sm0_left[39:30] & {10{s3_score_t4[0]}}) | (u_sm1_left[39:30] & {10{s3_score_t4[1]}})) | (u_sm2_left[39:30] & {10{s3_score_t4[2]}})) | (u_sm3_left[39:30] & {10{s3_score_t4[3]}})) | (u_sm4_left[39:30] & {10{s3_score_t4[4]}})) | (u_sm5_left[39:30] & {10{s3_score_t4[5]}})) | (u_sm6_left[39:30] & {10{s3_score_t4[6]}})) | (u_sm7_left[39:30] & {10{s3_score_t4[7]}});
-  assign pick_any_aged_fresh = |{(s3_sched_q & s3_aged_q) & s3_fresh_q, (s2_sched_q & s2_aged_q) & s2_fresh_q, (s1_sched_q & s1_aged_q) & s1_fresh_q, (s0_sched_q & s0_aged_q) & s0_fresh_q};
-  assign pick_aged = ((pick_any_aged_fresh ? ((s0_sched_q & s0_aged_q) & s0_fresh_q) : (s0_sched_q & s0_aged_q)) | (pick_any_aged_fresh ? ((s1_sched_q & s1_aged_q) & s1_fresh_q) : (s1_sched_q & s1_aged_q))) | ((pick_any_aged_fresh ? ((s2_sched_q & s2_aged_q) & s2_fresh_q) : (s2_sched_q & s2_aged_q)) | (pick_any_aged_fresh ? ((s3_sched_q & s3_aged_q) & s3_fresh_q) : (s3_sched_q & s3_aged_q)));
-  assign picked = pick_aged | ((s0_sched_q | s1_sched_q) | (s2_sched_q | s3_sched_q));
+  assign s3_first_fit = {s3_fit_sms[7] & ~((((((s3_fit_sms[0] | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]) | s3_fit_sms[4]) | s3_fit_sms[5]) | s3_fit_sms[6]), s3_fit_sms[6] & ~(((((s3_fit_sms[0] | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]) | s3_fit_sms[4]) | s3_fit_sms[5]), s3_fit_sms[5] & ~((((s3_fit_sms[0] | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]) | s3_fit_sms[4]), s3_fit_sms[4] & ~(((s3_fit_sms[0] | s3_fit_sms[1]) | s3_fit_sms[2]) | s3_fit_sms[3]), s3_fit_sms[3] & ~((s3_fit_sms[0] | s3_fit_sms[1]) | s3_fit_sms[2]), s3_fit_sms[2] & ~(s3_fit_sms[0] | s3_fit_sms[1]), s3_fit_sms[1] & ~s3_fit_sms[0], s3_fit_sms[0]};
+  assign s3_score = (((((((u_sm0_left[39:30] & {10{s3_first_fit[0]}}) | (u_sm1_left[39:30] & {10{s3_first_fit[1]}})) | (u_sm2_left[39:30] & {10{s3_first_fit[2]}})) | (u_sm3_left[39:30] & {10{s3_first_fit[3]}})) | (u_sm4_left[39:30] & {10{s3_first_fit[4]}})) | (u_sm5_left[39:30] & {10{s3_first_fit[5]}})) | (u_sm6_left[39:30] & {10{s3_first_fit[6]}})) | (u_sm7_left[39:30] & {10{s3_first_fit[7]}});
+  assign s0_cand = s0_sched_q & ~s0_busy;
+  assign s1_cand = s1_sched_q & ~s1_busy;
+  assign s2_cand = s2_sched_q & ~s2_busy;
+  assign s3_cand = s3_sched_q & ~s3_busy;
+  assign pick_any_aged_fresh = |{(s3_cand & s3_aged_q) & s3_fresh_q, (s2_cand & s2_aged_q) & s2_fresh_q, (s1_cand & s1_aged_q) & s1_fresh_q, (s0_cand & s0_aged_q) & s0_fresh_q};
+  assign s0_aged_cand = pick_any_aged_fresh ? ((s0_cand & s0_aged_q) & s0_fresh_q) : (s0_cand & s0_aged_q);
+  assign s1_aged_cand = pick_any_aged_fresh ? ((s1_cand & s1_aged_q) & s1_fresh_q) : (s1_cand & s1_aged_q);
+  assign s2_aged_cand = pick_any_aged_fresh ? ((s2_cand & s2_aged_q) & s2_fresh_q) : (s2_cand & s2_aged_q);
+  assign s3_aged_cand = pick_any_aged_fresh ? ((s3_cand & s3_aged_q) & s3_fresh_q) : (s3_cand & s3_aged_q);
+  assign pick_aged = (s0_aged_cand | s1_aged_cand) | (s2_aged_cand | s3_aged_cand);
+  assign picked = pick_aged | ((s0_cand | s1_cand) | (s2_cand | s3_cand));
   assign load = (~cur_valid_q & pick_valid_q) & (pick_stream_q[1] ? (pick_stream_q[0] ? s3_open : s2_open) : pick_stream_q[0] ? s1_open : s0_open);
   assign fifo_room = fifo_count_q < 2'd2;
   assign dispatch_go = cur_valid_q & fifo_room;
-  assign lane0_sm_onehot_t5 = {u_sm7_fit_cur, u_sm6_fit_cur, u_sm5_fit_cur, u_sm4_fit_cur, u_sm3_fit_cur, u_sm2_fit_cur, u_sm1_fit_cur, u_sm0_fit_cur} & {8{dispatch_go}};
-  assign lane0_sm_onehot = {lane0_sm_onehot_t5[7] & ~(((((((1'd0 | lane0_sm_onehot_t5[0]) |
-      lane0_sm_onehot_t5[1]) | lane0_sm_onehot_t5[2]) | lane0_sm_onehot_t5[3]) |
-      lane0_sm_onehot_t5[4]) | lane0_sm_onehot_t5[5]) | lane0_sm_onehot_t5[6]),
-      lane0_sm_onehot_t5[6] & ~((((((1'd0 | lane0_sm_onehot_t5[0]) | lane0_sm_onehot_t5[1]) |
-      lane0_sm_onehot_t5[2]) | lane0_sm_onehot_t5[3]) | lane0_sm_onehot_t5[4]) |
-      lane0_sm_onehot_t5[5]), lane0_sm_onehot_t5[5] & ~(((((1'd0 | lane0_sm_onehot_t5[0]) |
-      lane0_sm_onehot_t5[1]) | lane0_sm_onehot_t5[2]) | lane0_sm_onehot_t5[3]) |
-      lane0_sm_onehot_t5[4]), lane0_sm_onehot_t5[4] & ~((((1'd0 | lane0_sm_onehot_t5[0]) |
-      lane0_sm_onehot_t5[1]) | lane0_sm_onehot_t5[2]) | lane0_sm_onehot_t5[3]),
-      lane0_sm_onehot_t5[3] & ~(((1'd0 | lane0_sm_onehot_t5[0]) | lane0_sm_onehot_t5[1]) |
-      lane0_sm_onehot_t5[2]), lane0_sm_onehot_t5[2] & ~((1'd0 | lane0_sm_onehot_t5[0]) |
-      lane0_sm_onehot_t5[1]), lane0_sm_onehot_t5[1] & ~(1'd0 | lane0_sm_onehot_t5[0]),
-      lane0_sm_onehot_t5[0] & ~1'd0};
+  assign lane0_fit_sms = {u_sm7_fit_cur, u_sm6_fit_cur, u_sm5_fit_cur, u_sm4_fit_cur, u_sm3_fit_cur, u_sm2_fit_cur, u_sm1_fit_cur, u_sm0_fit_cur} & {8{dispatch_go}};
+  assign lane0_sm_onehot = {lane0_fit_sms[7] & ~((((((lane0_fit_sms[0] | lane0_fit_sms[1]) | lane0_fit_sms[2]) | lane0_fit_sms[3]) | lane0_fit_sms[4]) | lane0_fit_sms[5]) | lane0_fit_sms[6]), lane0_fit_sms[6] & ~(((((lane0_fit_sms[0] | lane0_fit_sms[1]) | lane0_fit_sms[2]) | lane0_fit_sms[3]) | lane0_fit_sms[4]) | lane0_fit_sms[5]), lane0_fit_sms[5] & ~((((lane0_fit_sms[0] | lane0_fit_sms[1]) | lane0_fit_sms[2]) | lane0_fit_sms[3]) | lane0_fit_sms[4]), lane0_fit_sms[4] & ~(((lane0_fit_sms[0] | lane0_fit_sms[1]) | lane0_fit_sms[2]) | lane0_fit_sms[3]), lane0_fit_sms[3] & ~((lane0_fit_sms[0] | lane0_fit_sms[1]) | lane0_fit_sms[2]), lane0_fit_sms[2] & ~(lane0_fit_sms[0] | lane0_fit_sms[1]), lane0_fit_sms[1] & ~lane0_fit_sms[0], lane0_fit_sms[0]};
   assign lane0_valid = |lane0_sm_onehot & (cur_left_q > 16'd0);
-  assign take = 8'd0 | ({8{lane0_valid}} & lane0_sm_onehot);
+  assign lane0_grant = {8{lane0_valid}} & lane0_sm_onehot;
+  assign take = 8'd0 | lane0_grant;
   assign dispatch_count = lane0_valid;
   assign dispatch_push = lane0_valid;
   assign dispatch_last = dispatch_push & (cur_left_q == {15'd0, dispatch_count});
   assign dispatch_release = cur_valid_q & (fifo_room & ~dispatch_push);
-  assign fifo0_q_t6 = {8{lane0_valid}} & lane0_sm_onehot;
+  assign dispatch_record = {(((((((3'd0 & {3{lane0_grant[0]}}) | (3'd1 & {3{lane0_grant[1]}})) | (3'd2 & {3{lane0_grant[2]}})) | (3'd3 & {3{lane0_grant[3]}})) | (3'd4 & {3{lane0_grant[4]}})) | (3'd5 & {3{lane0_grant[5]}})) | (3'd6 & {3{lane0_grant[6]}})) | (3'd7 & {3{lane0_grant[7]}}), cur_next_q, cur_id_q, {cur_stream_q, cur_entry_q}, dispatch_count};
   assign fifo_pop = dsp_valid_o & dsp_ready_i;
   assign dsp_valid_o = fifo_count_q != 2'd0;
   assign fifo_head = fifo_rd_q ? fifo1_q : fifo0_q;
@@ -452,7 +466,7 @@ module gpurtl_scheduler (
   assign s0_enq = sub_enqueue & (sub_stream_q == 2'd0);
   assign s0_fin = dispatch_last & (cur_stream_q == 2'd0);
   assign s0_retire = (s0_cnt_q > s0_pend_q) & ((s0_hptr_q[1] ? (s0_hptr_q[0] ? s0_e3_done_q : s0_e2_done_q) : s0_hptr_q[0] ? s0_e1_done_q : s0_e0_done_q) == (s0_hptr_q[1] ? (s0_hptr_q[0] ? s0_e3_blocks_q : s0_e2_blocks_q) : s0_hptr_q[0] ? s0_e1_blocks_q : s0_e0_blocks_q));
-  assign s0_head_need_q_t7 = s0_dptr_q + 2'd1;
+  assign s0_dptr_next = s0_dptr_q + 2'd1;
   assign s0_e0_write = s0_enq & (s0_tptr_q == 2'd0);
   assign s0_e1_write = s0_enq & (s0_tptr_q == 2'd1);
   assign s0_e2_write = s0_enq & (s0_tptr_q == 2'd2);
@@ -460,7 +474,7 @@ module gpurtl_scheduler (
   assign s1_enq = sub_enqueue & (sub_stream_q == 2'd1);
   assign s1_fin = dispatch_last & (cur_stream_q == 2'd1);
   assign s1_retire = (s1_cnt_q > s1_pend_q) & ((s1_hptr_q[1] ? (s1_hptr_q[0] ? s1_e3_done_q : s1_e2_done_q) : s1_hptr_q[0] ? s1_e1_done_q : s1_e0_done_q) == (s1_hptr_q[1] ? (s1_hptr_q[0] ? s1_e3_blocks_q : s1_e2_blocks_q) : s1_hptr_q[0] ? s1_e1_blocks_q : s1_e0_blocks_q));
-  assign s1_head_need_q_t8 = s1_dptr_q + 2'd1;
+  assign s1_dptr_next = s1_dptr_q + 2'd1;
   assign s1_e0_write = s1_enq & (s1_tptr_q == 2'd0);
   assign s1_e1_write = s1_enq & (s1_tptr_q == 2'd1);
   assign s1_e2_write = s1_enq & (s1_tptr_q == 2'd2);
@@ -468,7 +482,7 @@ module gpurtl_scheduler (
   assign s2_enq = sub_enqueue & (sub_stream_q == 2'd2);
   assign s2_fin = dispatch_last & (cur_stream_q == 2'd2);
   assign s2_retire = (s2_cnt_q > s2_pend_q) & ((s2_hptr_q[1] ? (s2_hptr_q[0] ? s2_e3_done_q : s2_e2_done_q) : s2_hptr_q[0] ? s2_e1_done_q : s2_e0_done_q) == (s2_hptr_q[1] ? (s2_hptr_q[0] ? s2_e3_blocks_q : s2_e2_blocks_q) : s2_hptr_q[0] ? s2_e1_blocks_q : s2_e0_blocks_q));
-  assign s2_head_need_q_t9 = s2_dptr_q + 2'd1;
+  assign s2_dptr_next = s2_dptr_q + 2'd1;
   assign s2_e0_write = s2_enq & (s2_tptr_q == 2'd0);
   assign s2_e1_write = s2_enq & (s2_tptr_q == 2'd1);
   assign s2_e2_write = s2_enq & (s2_tptr_q == 2'd2);
@@ -476,7 +490,7 @@ module gpurtl_scheduler (
   assign s3_enq = sub_enqueue & (sub_stream_q == 2'd3);
   assign s3_fin = dispatch_last & (cur_stream_q == 2'd3);
   assign s3_retire = (s3_cnt_q > s3_pend_q) & ((s3_hptr_q[1] ? (s3_hptr_q[0] ? s3_e3_done_q : s3_e2_done_q) : s3_hptr_q[0] ? s3_e1_done_q : s3_e0_done_q) == (s3_hptr_q[1] ? (s3_hptr_q[0] ? s3_e3_blocks_q : s3_e2_blocks_q) : s3_hptr_q[0] ? s3_e1_blocks_q : s3_e0_blocks_q));
-  assign s3_head_need_q_t10 = s3_dptr_q + 2'd1;
+  assign s3_dptr_next = s3_dptr_q + 2'd1;
   assign s3_e0_write = s3_enq & (s3_tptr_q == 2'd0);
   assign s3_e1_write = s3_enq & (s3_tptr_q == 2'd1);
   assign s3_e2_write = s3_enq & (s3_tptr_q == 2'd2);
@@ -636,25 +650,25 @@ module gpurtl_scheduler (
       cur_valid_q <= load | ((cur_valid_q & ~dispatch_last) & ~dispatch_release);
       sub_valid_q <= sub_fire | ((sub_valid_q & ~sub_to_rej) & ~sub_enqueue);
       if (s0_enq) s0_tptr_q <= s0_tptr_q + 2'd1;
-      if (s0_fin) s0_dptr_q <= s0_dptr_q + 2'd1;
+      if (s0_fin) s0_dptr_q <= s0_dptr_next;
       if (s0_retire) s0_hptr_q <= s0_hptr_q + 2'd1;
       s0_cnt_q <= (s0_cnt_q + {2'd0, s0_enq}) - {2'd0, s0_retire};
       s0_pend_q <= (s0_pend_q + {2'd0, s0_enq}) - {2'd0, s0_fin};
       s0_age_q <= (s0_open & ~s0_fin) ? ((s0_age_q == 16'd65535) ? s0_age_q : (s0_age_q + 16'd1)) : 16'd0;
       if (s1_enq) s1_tptr_q <= s1_tptr_q + 2'd1;
-      if (s1_fin) s1_dptr_q <= s1_dptr_q + 2'd1;
+      if (s1_fin) s1_dptr_q <= s1_dptr_next;
       if (s1_retire) s1_hptr_q <= s1_hptr_q + 2'd1;
       s1_cnt_q <= (s1_cnt_q + {2'd0, s1_enq}) - {2'd0, s1_retire};
       s1_pend_q <= (s1_pend_q + {2'd0, s1_enq}) - {2'd0, s1_fin};
       s1_age_q <= (s1_open & ~s1_fin) ? ((s1_age_q == 16'd65535) ? s1_age_q : (s1_age_q + 16'd1)) : 16'd0;
       if (s2_enq) s2_tptr_q <= s2_tptr_q + 2'd1;
-      if (s2_fin) s2_dptr_q <= s2_dptr_q + 2'd1;
+      if (s2_fin) s2_dptr_q <= s2_dptr_next;
       if (s2_retire) s2_hptr_q <= s2_hptr_q + 2'd1;
       s2_cnt_q <= (s2_cnt_q + {2'd0, s2_enq}) - {2'd0, s2_retire};
       s2_pend_q <= (s2_pend_q + {2'd0, s2_enq}) - {2'd0, s2_fin};
       s2_age_q <= (s2_open & ~s2_fin) ? ((s2_age_q == 16'd65535) ? s2_age_q : (s2_age_q + 16'd1)) : 16'd0;
       if (s3_enq) s3_tptr_q <= s3_tptr_q + 2'd1;
-      if (s3_fin) s3_dptr_q <= s3_dptr_q + 2'd1;
+      if (s3_fin) s3_dptr_q <= s3_dptr_next;
       if (s3_retire) s3_hptr_q <= s3_hptr_q + 2'd1;
       s3_cnt_q <= (s3_cnt_q + {2'd0, s3_enq}) - {2'd0, s3_retire};
       s3_pend_q <= (s3_pend_q + {2'd0, s3_enq}) - {2'd0, s3_fin};
@@ -700,22 +714,22 @@ module gpurtl_scheduler (
     s3_fresh_q <= (s3_pend_q != 3'd0) & (s3_head_issued == 16'd0);
     s3_agev_q <= s3_age_q;
     s3_score_q <= {10{s3_sched}} & s3_score;
-    s0_head_need_q <= s0_fin ? ((s0_enq & (s0_tptr_q == (s0_dptr_q + 2'd1))) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s0_head_need_q_t7[1] ? (s0_head_need_q_t7[0] ? s0_e3_need_q : s0_e2_need_q) : s0_head_need_q_t7[0] ? s0_e1_need_q : s0_e0_need_q) : (s0_enq & (s0_tptr_q == s0_dptr_q)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s0_dptr_q[1] ? (s0_dptr_q[0] ? s0_e3_need_q : s0_e2_need_q) : s0_dptr_q[0] ? s0_e1_need_q : s0_e0_need_q;
+    s0_head_need_q <= s0_fin ? ((s0_enq & (s0_tptr_q == s0_dptr_next)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s0_dptr_next[1] ? (s0_dptr_next[0] ? s0_e3_need_q : s0_e2_need_q) : s0_dptr_next[0] ? s0_e1_need_q : s0_e0_need_q) : (s0_enq & (s0_tptr_q == s0_dptr_q)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s0_dptr_q[1] ? (s0_dptr_q[0] ? s0_e3_need_q : s0_e2_need_q) : s0_dptr_q[0] ? s0_e1_need_q : s0_e0_need_q;
     s0_e0_done_q <= s0_e0_write ? 16'd0 : (s0_e0_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd0)});
     s0_e1_done_q <= s0_e1_write ? 16'd0 : (s0_e1_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd1)});
     s0_e2_done_q <= s0_e2_write ? 16'd0 : (s0_e2_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd2)});
     s0_e3_done_q <= s0_e3_write ? 16'd0 : (s0_e3_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd3)});
-    s1_head_need_q <= s1_fin ? ((s1_enq & (s1_tptr_q == (s1_dptr_q + 2'd1))) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s1_head_need_q_t8[1] ? (s1_head_need_q_t8[0] ? s1_e3_need_q : s1_e2_need_q) : s1_head_need_q_t8[0] ? s1_e1_need_q : s1_e0_need_q) : (s1_enq & (s1_tptr_q == s1_dptr_q)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s1_dptr_q[1] ? (s1_dptr_q[0] ? s1_e3_need_q : s1_e2_need_q) : s1_dptr_q[0] ? s1_e1_need_q : s1_e0_need_q;
+    s1_head_need_q <= s1_fin ? ((s1_enq & (s1_tptr_q == s1_dptr_next)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s1_dptr_next[1] ? (s1_dptr_next[0] ? s1_e3_need_q : s1_e2_need_q) : s1_dptr_next[0] ? s1_e1_need_q : s1_e0_need_q) : (s1_enq & (s1_tptr_q == s1_dptr_q)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s1_dptr_q[1] ? (s1_dptr_q[0] ? s1_e3_need_q : s1_e2_need_q) : s1_dptr_q[0] ? s1_e1_need_q : s1_e0_need_q;
     s1_e0_done_q <= s1_e0_write ? 16'd0 : (s1_e0_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd4)});
     s1_e1_done_q <= s1_e1_write ? 16'd0 : (s1_e1_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd5)});
     s1_e2_done_q <= s1_e2_write ? 16'd0 : (s1_e2_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd6)});
     s1_e3_done_q <= s1_e3_write ? 16'd0 : (s1_e3_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd7)});
-    s2_head_need_q <= s2_fin ? ((s2_enq & (s2_tptr_q == (s2_dptr_q + 2'd1))) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s2_head_need_q_t9[1] ? (s2_head_need_q_t9[0] ? s2_e3_need_q : s2_e2_need_q) : s2_head_need_q_t9[0] ? s2_e1_need_q : s2_e0_need_q) : (s2_enq & (s2_tptr_q == s2_dptr_q)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s2_dptr_q[1] ? (s2_dptr_q[0] ? s2_e3_need_q : s2_e2_need_q) : s2_dptr_q[0] ? s2_e1_need_q : s2_e0_need_q;
+    s2_head_need_q <= s2_fin ? ((s2_enq & (s2_tptr_q == s2_dptr_next)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s2_dptr_next[1] ? (s2_dptr_next[0] ? s2_e3_need_q : s2_e2_need_q) : s2_dptr_next[0] ? s2_e1_need_q : s2_e0_need_q) : (s2_enq & (s2_tptr_q == s2_dptr_q)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s2_dptr_q[1] ? (s2_dptr_q[0] ? s2_e3_need_q : s2_e2_need_q) : s2_dptr_q[0] ? s2_e1_need_q : s2_e0_need_q;
     s2_e0_done_q <= s2_e0_write ? 16'd0 : (s2_e0_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd8)});
     s2_e1_done_q <= s2_e1_write ? 16'd0 : (s2_e1_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd9)});
     s2_e2_done_q <= s2_e2_write ? 16'd0 : (s2_e2_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd10)});
     s2_e3_done_q <= s2_e3_write ? 16'd0 : (s2_e3_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd11)});
-    s3_head_need_q <= s3_fin ? ((s3_enq & (s3_tptr_q == (s3_dptr_q + 2'd1))) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s3_head_need_q_t10[1] ? (s3_head_need_q_t10[0] ? s3_e3_need_q : s3_e2_need_q) : s3_head_need_q_t10[0] ? s3_e1_need_q : s3_e0_need_q) : (s3_enq & (s3_tptr_q == s3_dptr_q)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s3_dptr_q[1] ? (s3_dptr_q[0] ? s3_e3_need_q : s3_e2_need_q) : s3_dptr_q[0] ? s3_e1_need_q : s3_e0_need_q;
+    s3_head_need_q <= s3_fin ? ((s3_enq & (s3_tptr_q == s3_dptr_next)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s3_dptr_next[1] ? (s3_dptr_next[0] ? s3_e3_need_q : s3_e2_need_q) : s3_dptr_next[0] ? s3_e1_need_q : s3_e0_need_q) : (s3_enq & (s3_tptr_q == s3_dptr_q)) ? {sub_smem_q, sub_regs_q, sub_threads_q} : s3_dptr_q[1] ? (s3_dptr_q[0] ? s3_e3_need_q : s3_e2_need_q) : s3_dptr_q[0] ? s3_e1_need_q : s3_e0_need_q;
     s3_e0_done_q <= s3_e0_write ? 16'd0 : (s3_e0_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd12)});
     s3_e1_done_q <= s3_e1_write ? 16'd0 : (s3_e1_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd13)});
     s3_e2_done_q <= s3_e2_write ? 16'd0 : (s3_e2_done_q + {15'd0, cpl0_valid & (cpl_tag_i == 4'd14)});
@@ -724,40 +738,19 @@ module gpurtl_scheduler (
 
   always @(posedge clk_i) begin
     if (picked) begin
-      pick_stream_q <= pick_aged ? ((((pick_any_aged_fresh ? ((s2_sched_q & s2_aged_q) & s2_fresh_q)
-          : (s2_sched_q & s2_aged_q)) | (pick_any_aged_fresh ? ((s3_sched_q & s3_aged_q) &
-          s3_fresh_q) : (s3_sched_q & s3_aged_q))) & (~((pick_any_aged_fresh ? ((s0_sched_q &
-          s0_aged_q) & s0_fresh_q) : (s0_sched_q & s0_aged_q)) | (pick_any_aged_fresh ? ((s1_sched_q
-          & s1_aged_q) & s1_fresh_q) : (s1_sched_q & s1_aged_q))) | ((((pick_any_aged_fresh ?
-          ((s3_sched_q & s3_aged_q) & s3_fresh_q) : (s3_sched_q & s3_aged_q)) &
-          (~(pick_any_aged_fresh ? ((s2_sched_q & s2_aged_q) & s2_fresh_q) : (s2_sched_q &
-          s2_aged_q)) | (s3_agev_q > s2_agev_q))) ? s3_agev_q : s2_agev_q) > (((pick_any_aged_fresh
-          ? ((s1_sched_q & s1_aged_q) & s1_fresh_q) : (s1_sched_q & s1_aged_q)) &
-          (~(pick_any_aged_fresh ? ((s0_sched_q & s0_aged_q) & s0_fresh_q) : (s0_sched_q &
-          s0_aged_q)) | (s1_agev_q > s0_agev_q))) ? s1_agev_q : s0_agev_q)))) ?
-          (((pick_any_aged_fresh ? ((s3_sched_q & s3_aged_q) & s3_fresh_q) : (s3_sched_q &
-          s3_aged_q)) & (~(pick_any_aged_fresh ? ((s2_sched_q & s2_aged_q) & s2_fresh_q) :
-          (s2_sched_q & s2_aged_q)) | (s3_agev_q > s2_agev_q))) ? 2'd3 : 2'd2) :
-          ((pick_any_aged_fresh ? ((s1_sched_q & s1_aged_q) & s1_fresh_q) : (s1_sched_q &
-          s1_aged_q)) & (~(pick_any_aged_fresh ? ((s0_sched_q & s0_aged_q) & s0_fresh_q) :
-          (s0_sched_q & s0_aged_q)) | (s1_agev_q > s0_agev_q))) ? 2'd1 : 2'd0) : ((s2_sched_q |
-          s3_sched_q) & (~(s0_sched_q | s1_sched_q) | (((s3_sched_q & (~s2_sched_q | (s3_score_q <
-          s2_score_q))) ? s3_score_q : s2_score_q) < ((s1_sched_q & (~s0_sched_q | (s1_score_q <
-          s0_score_q))) ? s1_score_q : s0_score_q)))) ? ((s3_sched_q & (~s2_sched_q | (s3_score_q <
-          s2_score_q))) ? 2'd3 : 2'd2) : (s1_sched_q & (~s0_sched_q | (s1_score_q < s0_score_q))) ?
-          2'd1 : 2'd0;
+      pick_stream_q <= pick_aged ? (((s2_aged_cand | s3_aged_cand) & (~(s0_aged_cand | s1_aged_cand) | (((s3_aged_cand & (~s2_aged_cand | (s3_agev_q > s2_agev_q))) ? s3_agev_q : s2_agev_q) > ((s1_aged_cand & (~s0_aged_cand | (s1_agev_q > s0_agev_q))) ? s1_agev_q : s0_agev_q)))) ? ((s3_aged_cand & (~s2_aged_cand | (s3_agev_q > s2_agev_q))) ? 2'd3 : 2'd2) : (s1_aged_cand & (~s0_aged_cand | (s1_agev_q > s0_agev_q))) ? 2'd1 : 2'd0) : ((s2_cand | s3_cand) & (~(s0_cand | s1_cand) | (((s3_cand & (~s2_cand | (s3_score_q < s2_score_q))) ? s3_score_q : s2_score_q) < ((s1_cand & (~s0_cand | (s1_score_q < s0_score_q))) ? s1_score_q : s0_score_q)))) ? ((s3_cand & (~s2_cand | (s3_score_q < s2_score_q))) ? 2'd3 : 2'd2) : (s1_cand & (~s0_cand | (s1_score_q < s0_score_q))) ? 2'd1 : 2'd0;
     end
   end
 
   always @(posedge clk_i) begin
     if (dispatch_push & (fifo_wr_q == 1'd0)) begin
-      fifo0_q <= {(((((((3'd0 & {3{fifo0_q_t6[0]}}) | (3'd1 & {3{fifo0_q_t6[1]}})) | (3'd2 & {3{fifo0_q_t6[2]}})) | (3'd3 & {3{fifo0_q_t6[3]}})) | (3'd4 & {3{fifo0_q_t6[4]}})) | (3'd5 & {3{fifo0_q_t6[5]}})) | (3'd6 & {3{fifo0_q_t6[6]}})) | (3'd7 & {3{fifo0_q_t6[7]}}), cur_next_q, cur_id_q, {cur_stream_q, cur_entry_q}, dispatch_count};
+      fifo0_q <= dispatch_record;
     end
   end
 
   always @(posedge clk_i) begin
     if (dispatch_push & (fifo_wr_q == 1'd1)) begin
-      fifo1_q <= {(((((((3'd0 & {3{fifo0_q_t6[0]}}) | (3'd1 & {3{fifo0_q_t6[1]}})) | (3'd2 & {3{fifo0_q_t6[2]}})) | (3'd3 & {3{fifo0_q_t6[3]}})) | (3'd4 & {3{fifo0_q_t6[4]}})) | (3'd5 & {3{fifo0_q_t6[5]}})) | (3'd6 & {3{fifo0_q_t6[6]}})) | (3'd7 & {3{fifo0_q_t6[7]}}), cur_next_q, cur_id_q, {cur_stream_q, cur_entry_q}, dispatch_count};
+      fifo1_q <= dispatch_record;
     end
   end
 
@@ -1005,124 +998,124 @@ module gpurtl_scheduler (
   // Properties: checked in every cycle after the first reset (yosys read_verilog -formal).
   reg formal_reset_seen = 1'b0;
   wire [2:0] formal_s0_dispatched;
-  wire [3:0] prop_s0_pointers_t11;
-  wire [3:0] prop_s0_pointers_t12;
+  wire [3:0] prop_s0_pointers_t1;
+  wire [3:0] prop_s0_pointers_t2;
   wire [2:0] formal_s0_e0_dist;
-  wire [3:0] formal_s0_e0_dist_t13;
+  wire [3:0] formal_s0_e0_dist_t3;
   wire  formal_s0_e0_queued;
   wire [2:0] formal_s0_e1_dist;
-  wire [3:0] formal_s0_e1_dist_t14;
+  wire [3:0] formal_s0_e1_dist_t4;
   wire  formal_s0_e1_queued;
   wire [2:0] formal_s0_e2_dist;
-  wire [3:0] formal_s0_e2_dist_t15;
+  wire [3:0] formal_s0_e2_dist_t5;
   wire  formal_s0_e2_queued;
   wire [2:0] formal_s0_e3_dist;
-  wire [3:0] formal_s0_e3_dist_t16;
+  wire [3:0] formal_s0_e3_dist_t6;
   wire  formal_s0_e3_queued;
   wire [2:0] formal_s1_dispatched;
-  wire [3:0] prop_s1_pointers_t17;
-  wire [3:0] prop_s1_pointers_t18;
+  wire [3:0] prop_s1_pointers_t7;
+  wire [3:0] prop_s1_pointers_t8;
   wire [2:0] formal_s1_e0_dist;
-  wire [3:0] formal_s1_e0_dist_t19;
+  wire [3:0] formal_s1_e0_dist_t9;
   wire  formal_s1_e0_queued;
   wire [2:0] formal_s1_e1_dist;
-  wire [3:0] formal_s1_e1_dist_t20;
+  wire [3:0] formal_s1_e1_dist_t10;
   wire  formal_s1_e1_queued;
   wire [2:0] formal_s1_e2_dist;
-  wire [3:0] formal_s1_e2_dist_t21;
+  wire [3:0] formal_s1_e2_dist_t11;
   wire  formal_s1_e2_queued;
   wire [2:0] formal_s1_e3_dist;
-  wire [3:0] formal_s1_e3_dist_t22;
+  wire [3:0] formal_s1_e3_dist_t12;
   wire  formal_s1_e3_queued;
   wire [2:0] formal_s2_dispatched;
-  wire [3:0] prop_s2_pointers_t23;
-  wire [3:0] prop_s2_pointers_t24;
+  wire [3:0] prop_s2_pointers_t13;
+  wire [3:0] prop_s2_pointers_t14;
   wire [2:0] formal_s2_e0_dist;
-  wire [3:0] formal_s2_e0_dist_t25;
+  wire [3:0] formal_s2_e0_dist_t15;
   wire  formal_s2_e0_queued;
   wire [2:0] formal_s2_e1_dist;
-  wire [3:0] formal_s2_e1_dist_t26;
+  wire [3:0] formal_s2_e1_dist_t16;
   wire  formal_s2_e1_queued;
   wire [2:0] formal_s2_e2_dist;
-  wire [3:0] formal_s2_e2_dist_t27;
+  wire [3:0] formal_s2_e2_dist_t17;
   wire  formal_s2_e2_queued;
   wire [2:0] formal_s2_e3_dist;
-  wire [3:0] formal_s2_e3_dist_t28;
+  wire [3:0] formal_s2_e3_dist_t18;
   wire  formal_s2_e3_queued;
   wire [2:0] formal_s3_dispatched;
-  wire [3:0] prop_s3_pointers_t29;
-  wire [3:0] prop_s3_pointers_t30;
+  wire [3:0] prop_s3_pointers_t19;
+  wire [3:0] prop_s3_pointers_t20;
   wire [2:0] formal_s3_e0_dist;
-  wire [3:0] formal_s3_e0_dist_t31;
+  wire [3:0] formal_s3_e0_dist_t21;
   wire  formal_s3_e0_queued;
   wire [2:0] formal_s3_e1_dist;
-  wire [3:0] formal_s3_e1_dist_t32;
+  wire [3:0] formal_s3_e1_dist_t22;
   wire  formal_s3_e1_queued;
   wire [2:0] formal_s3_e2_dist;
-  wire [3:0] formal_s3_e2_dist_t33;
+  wire [3:0] formal_s3_e2_dist_t23;
   wire  formal_s3_e2_queued;
   wire [2:0] formal_s3_e3_dist;
-  wire [3:0] formal_s3_e3_dist_t34;
+  wire [3:0] formal_s3_e3_dist_t24;
   wire  formal_s3_e3_queued;
   assign formal_s0_dispatched = s0_cnt_q - s0_pend_q;
-  assign prop_s0_pointers_t11 = (({2'd0, s0_hptr_q} + {1'd0, s0_cnt_q}) >= 4'd4) ? (({2'd0, s0_hptr_q} + {1'd0, s0_cnt_q}) - 4'd4) : ({2'd0, s0_hptr_q} + {1'd0, s0_cnt_q});
-  assign prop_s0_pointers_t12 = (({2'd0, s0_hptr_q} + {1'd0, formal_s0_dispatched}) >= 4'd4) ? (({2'd0, s0_hptr_q} + {1'd0, formal_s0_dispatched}) - 4'd4) : ({2'd0, s0_hptr_q} + {1'd0, formal_s0_dispatched});
-  assign formal_s0_e0_dist_t13 = (4'd0 >= {2'd0, s0_hptr_q}) ? (4'd0 - {2'd0, s0_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s0_hptr_q});
-  assign formal_s0_e0_dist = formal_s0_e0_dist_t13[2:0];
+  assign prop_s0_pointers_t1 = (({2'd0, s0_hptr_q} + {1'd0, s0_cnt_q}) >= 4'd4) ? (({2'd0, s0_hptr_q} + {1'd0, s0_cnt_q}) - 4'd4) : ({2'd0, s0_hptr_q} + {1'd0, s0_cnt_q});
+  assign prop_s0_pointers_t2 = (({2'd0, s0_hptr_q} + {1'd0, formal_s0_dispatched}) >= 4'd4) ? (({2'd0, s0_hptr_q} + {1'd0, formal_s0_dispatched}) - 4'd4) : ({2'd0, s0_hptr_q} + {1'd0, formal_s0_dispatched});
+  assign formal_s0_e0_dist_t3 = (4'd0 >= {2'd0, s0_hptr_q}) ? (4'd0 - {2'd0, s0_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s0_hptr_q});
+  assign formal_s0_e0_dist = formal_s0_e0_dist_t3[2:0];
   assign formal_s0_e0_queued = formal_s0_e0_dist < s0_cnt_q;
-  assign formal_s0_e1_dist_t14 = (4'd1 >= {2'd0, s0_hptr_q}) ? (4'd1 - {2'd0, s0_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s0_hptr_q});
-  assign formal_s0_e1_dist = formal_s0_e1_dist_t14[2:0];
+  assign formal_s0_e1_dist_t4 = (4'd1 >= {2'd0, s0_hptr_q}) ? (4'd1 - {2'd0, s0_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s0_hptr_q});
+  assign formal_s0_e1_dist = formal_s0_e1_dist_t4[2:0];
   assign formal_s0_e1_queued = formal_s0_e1_dist < s0_cnt_q;
-  assign formal_s0_e2_dist_t15 = (4'd2 >= {2'd0, s0_hptr_q}) ? (4'd2 - {2'd0, s0_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s0_hptr_q});
-  assign formal_s0_e2_dist = formal_s0_e2_dist_t15[2:0];
+  assign formal_s0_e2_dist_t5 = (4'd2 >= {2'd0, s0_hptr_q}) ? (4'd2 - {2'd0, s0_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s0_hptr_q});
+  assign formal_s0_e2_dist = formal_s0_e2_dist_t5[2:0];
   assign formal_s0_e2_queued = formal_s0_e2_dist < s0_cnt_q;
-  assign formal_s0_e3_dist_t16 = (4'd3 >= {2'd0, s0_hptr_q}) ? (4'd3 - {2'd0, s0_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s0_hptr_q});
-  assign formal_s0_e3_dist = formal_s0_e3_dist_t16[2:0];
+  assign formal_s0_e3_dist_t6 = (4'd3 >= {2'd0, s0_hptr_q}) ? (4'd3 - {2'd0, s0_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s0_hptr_q});
+  assign formal_s0_e3_dist = formal_s0_e3_dist_t6[2:0];
   assign formal_s0_e3_queued = formal_s0_e3_dist < s0_cnt_q;
   assign formal_s1_dispatched = s1_cnt_q - s1_pend_q;
-  assign prop_s1_pointers_t17 = (({2'd0, s1_hptr_q} + {1'd0, s1_cnt_q}) >= 4'd4) ? (({2'd0, s1_hptr_q} + {1'd0, s1_cnt_q}) - 4'd4) : ({2'd0, s1_hptr_q} + {1'd0, s1_cnt_q});
-  assign prop_s1_pointers_t18 = (({2'd0, s1_hptr_q} + {1'd0, formal_s1_dispatched}) >= 4'd4) ? (({2'd0, s1_hptr_q} + {1'd0, formal_s1_dispatched}) - 4'd4) : ({2'd0, s1_hptr_q} + {1'd0, formal_s1_dispatched});
-  assign formal_s1_e0_dist_t19 = (4'd0 >= {2'd0, s1_hptr_q}) ? (4'd0 - {2'd0, s1_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s1_hptr_q});
-  assign formal_s1_e0_dist = formal_s1_e0_dist_t19[2:0];
+  assign prop_s1_pointers_t7 = (({2'd0, s1_hptr_q} + {1'd0, s1_cnt_q}) >= 4'd4) ? (({2'd0, s1_hptr_q} + {1'd0, s1_cnt_q}) - 4'd4) : ({2'd0, s1_hptr_q} + {1'd0, s1_cnt_q});
+  assign prop_s1_pointers_t8 = (({2'd0, s1_hptr_q} + {1'd0, formal_s1_dispatched}) >= 4'd4) ? (({2'd0, s1_hptr_q} + {1'd0, formal_s1_dispatched}) - 4'd4) : ({2'd0, s1_hptr_q} + {1'd0, formal_s1_dispatched});
+  assign formal_s1_e0_dist_t9 = (4'd0 >= {2'd0, s1_hptr_q}) ? (4'd0 - {2'd0, s1_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s1_hptr_q});
+  assign formal_s1_e0_dist = formal_s1_e0_dist_t9[2:0];
   assign formal_s1_e0_queued = formal_s1_e0_dist < s1_cnt_q;
-  assign formal_s1_e1_dist_t20 = (4'd1 >= {2'd0, s1_hptr_q}) ? (4'd1 - {2'd0, s1_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s1_hptr_q});
-  assign formal_s1_e1_dist = formal_s1_e1_dist_t20[2:0];
+  assign formal_s1_e1_dist_t10 = (4'd1 >= {2'd0, s1_hptr_q}) ? (4'd1 - {2'd0, s1_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s1_hptr_q});
+  assign formal_s1_e1_dist = formal_s1_e1_dist_t10[2:0];
   assign formal_s1_e1_queued = formal_s1_e1_dist < s1_cnt_q;
-  assign formal_s1_e2_dist_t21 = (4'd2 >= {2'd0, s1_hptr_q}) ? (4'd2 - {2'd0, s1_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s1_hptr_q});
-  assign formal_s1_e2_dist = formal_s1_e2_dist_t21[2:0];
+  assign formal_s1_e2_dist_t11 = (4'd2 >= {2'd0, s1_hptr_q}) ? (4'd2 - {2'd0, s1_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s1_hptr_q});
+  assign formal_s1_e2_dist = formal_s1_e2_dist_t11[2:0];
   assign formal_s1_e2_queued = formal_s1_e2_dist < s1_cnt_q;
-  assign formal_s1_e3_dist_t22 = (4'd3 >= {2'd0, s1_hptr_q}) ? (4'd3 - {2'd0, s1_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s1_hptr_q});
-  assign formal_s1_e3_dist = formal_s1_e3_dist_t22[2:0];
+  assign formal_s1_e3_dist_t12 = (4'd3 >= {2'd0, s1_hptr_q}) ? (4'd3 - {2'd0, s1_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s1_hptr_q});
+  assign formal_s1_e3_dist = formal_s1_e3_dist_t12[2:0];
   assign formal_s1_e3_queued = formal_s1_e3_dist < s1_cnt_q;
   assign formal_s2_dispatched = s2_cnt_q - s2_pend_q;
-  assign prop_s2_pointers_t23 = (({2'd0, s2_hptr_q} + {1'd0, s2_cnt_q}) >= 4'd4) ? (({2'd0, s2_hptr_q} + {1'd0, s2_cnt_q}) - 4'd4) : ({2'd0, s2_hptr_q} + {1'd0, s2_cnt_q});
-  assign prop_s2_pointers_t24 = (({2'd0, s2_hptr_q} + {1'd0, formal_s2_dispatched}) >= 4'd4) ? (({2'd0, s2_hptr_q} + {1'd0, formal_s2_dispatched}) - 4'd4) : ({2'd0, s2_hptr_q} + {1'd0, formal_s2_dispatched});
-  assign formal_s2_e0_dist_t25 = (4'd0 >= {2'd0, s2_hptr_q}) ? (4'd0 - {2'd0, s2_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s2_hptr_q});
-  assign formal_s2_e0_dist = formal_s2_e0_dist_t25[2:0];
+  assign prop_s2_pointers_t13 = (({2'd0, s2_hptr_q} + {1'd0, s2_cnt_q}) >= 4'd4) ? (({2'd0, s2_hptr_q} + {1'd0, s2_cnt_q}) - 4'd4) : ({2'd0, s2_hptr_q} + {1'd0, s2_cnt_q});
+  assign prop_s2_pointers_t14 = (({2'd0, s2_hptr_q} + {1'd0, formal_s2_dispatched}) >= 4'd4) ? (({2'd0, s2_hptr_q} + {1'd0, formal_s2_dispatched}) - 4'd4) : ({2'd0, s2_hptr_q} + {1'd0, formal_s2_dispatched});
+  assign formal_s2_e0_dist_t15 = (4'd0 >= {2'd0, s2_hptr_q}) ? (4'd0 - {2'd0, s2_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s2_hptr_q});
+  assign formal_s2_e0_dist = formal_s2_e0_dist_t15[2:0];
   assign formal_s2_e0_queued = formal_s2_e0_dist < s2_cnt_q;
-  assign formal_s2_e1_dist_t26 = (4'd1 >= {2'd0, s2_hptr_q}) ? (4'd1 - {2'd0, s2_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s2_hptr_q});
-  assign formal_s2_e1_dist = formal_s2_e1_dist_t26[2:0];
+  assign formal_s2_e1_dist_t16 = (4'd1 >= {2'd0, s2_hptr_q}) ? (4'd1 - {2'd0, s2_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s2_hptr_q});
+  assign formal_s2_e1_dist = formal_s2_e1_dist_t16[2:0];
   assign formal_s2_e1_queued = formal_s2_e1_dist < s2_cnt_q;
-  assign formal_s2_e2_dist_t27 = (4'd2 >= {2'd0, s2_hptr_q}) ? (4'd2 - {2'd0, s2_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s2_hptr_q});
-  assign formal_s2_e2_dist = formal_s2_e2_dist_t27[2:0];
+  assign formal_s2_e2_dist_t17 = (4'd2 >= {2'd0, s2_hptr_q}) ? (4'd2 - {2'd0, s2_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s2_hptr_q});
+  assign formal_s2_e2_dist = formal_s2_e2_dist_t17[2:0];
   assign formal_s2_e2_queued = formal_s2_e2_dist < s2_cnt_q;
-  assign formal_s2_e3_dist_t28 = (4'd3 >= {2'd0, s2_hptr_q}) ? (4'd3 - {2'd0, s2_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s2_hptr_q});
-  assign formal_s2_e3_dist = formal_s2_e3_dist_t28[2:0];
+  assign formal_s2_e3_dist_t18 = (4'd3 >= {2'd0, s2_hptr_q}) ? (4'd3 - {2'd0, s2_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s2_hptr_q});
+  assign formal_s2_e3_dist = formal_s2_e3_dist_t18[2:0];
   assign formal_s2_e3_queued = formal_s2_e3_dist < s2_cnt_q;
   assign formal_s3_dispatched = s3_cnt_q - s3_pend_q;
-  assign prop_s3_pointers_t29 = (({2'd0, s3_hptr_q} + {1'd0, s3_cnt_q}) >= 4'd4) ? (({2'd0, s3_hptr_q} + {1'd0, s3_cnt_q}) - 4'd4) : ({2'd0, s3_hptr_q} + {1'd0, s3_cnt_q});
-  assign prop_s3_pointers_t30 = (({2'd0, s3_hptr_q} + {1'd0, formal_s3_dispatched}) >= 4'd4) ? (({2'd0, s3_hptr_q} + {1'd0, formal_s3_dispatched}) - 4'd4) : ({2'd0, s3_hptr_q} + {1'd0, formal_s3_dispatched});
-  assign formal_s3_e0_dist_t31 = (4'd0 >= {2'd0, s3_hptr_q}) ? (4'd0 - {2'd0, s3_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s3_hptr_q});
-  assign formal_s3_e0_dist = formal_s3_e0_dist_t31[2:0];
+  assign prop_s3_pointers_t19 = (({2'd0, s3_hptr_q} + {1'd0, s3_cnt_q}) >= 4'd4) ? (({2'd0, s3_hptr_q} + {1'd0, s3_cnt_q}) - 4'd4) : ({2'd0, s3_hptr_q} + {1'd0, s3_cnt_q});
+  assign prop_s3_pointers_t20 = (({2'd0, s3_hptr_q} + {1'd0, formal_s3_dispatched}) >= 4'd4) ? (({2'd0, s3_hptr_q} + {1'd0, formal_s3_dispatched}) - 4'd4) : ({2'd0, s3_hptr_q} + {1'd0, formal_s3_dispatched});
+  assign formal_s3_e0_dist_t21 = (4'd0 >= {2'd0, s3_hptr_q}) ? (4'd0 - {2'd0, s3_hptr_q}) : ((4'd0 + 4'd4) - {2'd0, s3_hptr_q});
+  assign formal_s3_e0_dist = formal_s3_e0_dist_t21[2:0];
   assign formal_s3_e0_queued = formal_s3_e0_dist < s3_cnt_q;
-  assign formal_s3_e1_dist_t32 = (4'd1 >= {2'd0, s3_hptr_q}) ? (4'd1 - {2'd0, s3_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s3_hptr_q});
-  assign formal_s3_e1_dist = formal_s3_e1_dist_t32[2:0];
+  assign formal_s3_e1_dist_t22 = (4'd1 >= {2'd0, s3_hptr_q}) ? (4'd1 - {2'd0, s3_hptr_q}) : ((4'd1 + 4'd4) - {2'd0, s3_hptr_q});
+  assign formal_s3_e1_dist = formal_s3_e1_dist_t22[2:0];
   assign formal_s3_e1_queued = formal_s3_e1_dist < s3_cnt_q;
-  assign formal_s3_e2_dist_t33 = (4'd2 >= {2'd0, s3_hptr_q}) ? (4'd2 - {2'd0, s3_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s3_hptr_q});
-  assign formal_s3_e2_dist = formal_s3_e2_dist_t33[2:0];
+  assign formal_s3_e2_dist_t23 = (4'd2 >= {2'd0, s3_hptr_q}) ? (4'd2 - {2'd0, s3_hptr_q}) : ((4'd2 + 4'd4) - {2'd0, s3_hptr_q});
+  assign formal_s3_e2_dist = formal_s3_e2_dist_t23[2:0];
   assign formal_s3_e2_queued = formal_s3_e2_dist < s3_cnt_q;
-  assign formal_s3_e3_dist_t34 = (4'd3 >= {2'd0, s3_hptr_q}) ? (4'd3 - {2'd0, s3_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s3_hptr_q});
-  assign formal_s3_e3_dist = formal_s3_e3_dist_t34[2:0];
+  assign formal_s3_e3_dist_t24 = (4'd3 >= {2'd0, s3_hptr_q}) ? (4'd3 - {2'd0, s3_hptr_q}) : ((4'd3 + 4'd4) - {2'd0, s3_hptr_q});
+  assign formal_s3_e3_dist = formal_s3_e3_dist_t24[2:0];
   assign formal_s3_e3_queued = formal_s3_e3_dist < s3_cnt_q;
   always @(posedge clk_i) if (rst_i) formal_reset_seen <= 1'b1;
   always @* begin
@@ -1130,7 +1123,7 @@ module gpurtl_scheduler (
       // kernels not fully dispatched <= kernels in the queue <= queue_depth
       prop_s0_counts: assert ((s0_pend_q <= s0_cnt_q) & (s0_cnt_q <= 3'd4));
       // the tail is cnt entries after the oldest, the head cnt - pend after it
-      prop_s0_pointers: assert ((s0_tptr_q == prop_s0_pointers_t11[1:0]) & (s0_dptr_q == prop_s0_pointers_t12[1:0]));
+      prop_s0_pointers: assert ((s0_tptr_q == prop_s0_pointers_t1[1:0]) & (s0_dptr_q == prop_s0_pointers_t2[1:0]));
       // the comparator's copy of the head's need is the head entry's need
       prop_s0_head_need: assert (~(s0_pend_q != 3'd0) | (s0_head_need_q == (s0_dptr_q[1] ? (s0_dptr_q[0] ? s0_e3_need_q : s0_e2_need_q) : s0_dptr_q[0] ? s0_e1_need_q : s0_e0_need_q)));
       // a queued kernel has blocks, and done <= issued <= blocks
@@ -1168,7 +1161,7 @@ module gpurtl_scheduler (
       // kernels not fully dispatched <= kernels in the queue <= queue_depth
       prop_s1_counts: assert ((s1_pend_q <= s1_cnt_q) & (s1_cnt_q <= 3'd4));
       // the tail is cnt entries after the oldest, the head cnt - pend after it
-      prop_s1_pointers: assert ((s1_tptr_q == prop_s1_pointers_t17[1:0]) & (s1_dptr_q == prop_s1_pointers_t18[1:0]));
+      prop_s1_pointers: assert ((s1_tptr_q == prop_s1_pointers_t7[1:0]) & (s1_dptr_q == prop_s1_pointers_t8[1:0]));
       // the comparator's copy of the head's need is the head entry's need
       prop_s1_head_need: assert (~(s1_pend_q != 3'd0) | (s1_head_need_q == (s1_dptr_q[1] ? (s1_dptr_q[0] ? s1_e3_need_q : s1_e2_need_q) : s1_dptr_q[0] ? s1_e1_need_q : s1_e0_need_q)));
       // a queued kernel has blocks, and done <= issued <= blocks
@@ -1206,7 +1199,7 @@ module gpurtl_scheduler (
       // kernels not fully dispatched <= kernels in the queue <= queue_depth
       prop_s2_counts: assert ((s2_pend_q <= s2_cnt_q) & (s2_cnt_q <= 3'd4));
       // the tail is cnt entries after the oldest, the head cnt - pend after it
-      prop_s2_pointers: assert ((s2_tptr_q == prop_s2_pointers_t23[1:0]) & (s2_dptr_q == prop_s2_pointers_t24[1:0]));
+      prop_s2_pointers: assert ((s2_tptr_q == prop_s2_pointers_t13[1:0]) & (s2_dptr_q == prop_s2_pointers_t14[1:0]));
       // the comparator's copy of the head's need is the head entry's need
       prop_s2_head_need: assert (~(s2_pend_q != 3'd0) | (s2_head_need_q == (s2_dptr_q[1] ? (s2_dptr_q[0] ? s2_e3_need_q : s2_e2_need_q) : s2_dptr_q[0] ? s2_e1_need_q : s2_e0_need_q)));
       // a queued kernel has blocks, and done <= issued <= blocks
@@ -1244,7 +1237,7 @@ module gpurtl_scheduler (
       // kernels not fully dispatched <= kernels in the queue <= queue_depth
       prop_s3_counts: assert ((s3_pend_q <= s3_cnt_q) & (s3_cnt_q <= 3'd4));
       // the tail is cnt entries after the oldest, the head cnt - pend after it
-      prop_s3_pointers: assert ((s3_tptr_q == prop_s3_pointers_t29[1:0]) & (s3_dptr_q == prop_s3_pointers_t30[1:0]));
+      prop_s3_pointers: assert ((s3_tptr_q == prop_s3_pointers_t19[1:0]) & (s3_dptr_q == prop_s3_pointers_t20[1:0]));
       // the comparator's copy of the head's need is the head entry's need
       prop_s3_head_need: assert (~(s3_pend_q != 3'd0) | (s3_head_need_q == (s3_dptr_q[1] ? (s3_dptr_q[0] ? s3_e3_need_q : s3_e2_need_q) : s3_dptr_q[0] ? s3_e1_need_q : s3_e0_need_q)));
       // a queued kernel has blocks, and done <= issued <= blocks
@@ -1317,36 +1310,20 @@ module gpurtl_scheduler (
           : s0_e0_id_q))));
       // the dispatch FIFO holds at most 2 records
       prop_fifo_count: assert (fifo_count_q <= 2'd2);
-      // no free resource above its capacity (nor below zero, which would wrap above it)
-      prop_sm0_within_capacity: assert ((((u_sm0_free[11:0] <= 12'd2048) & (u_sm0_free[28:12] <= 17'h10000)) & (u_sm0_free[45:29] <= 17'h10000)) & (u_sm0_free[50:46] <= 5'd16));
       // a block starts only on an SM where its need fits and a slot is free
       prop_sm0_dispatch_fits: assert (~take[0] | ((((u_sm0_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm0_free[11:0])) & (cur_need_q[28:12] <= u_sm0_free[28:12])) & (cur_need_q[45:29] <= u_sm0_free[45:29])));
-      // no free resource above its capacity (nor below zero, which would wrap above it)
-      prop_sm1_within_capacity: assert ((((u_sm1_free[11:0] <= 12'd2048) & (u_sm1_free[28:12] <= 17'h10000)) & (u_sm1_free[45:29] <= 17'h10000)) & (u_sm1_free[50:46] <= 5'd16));
       // a block starts only on an SM where its need fits and a slot is free
       prop_sm1_dispatch_fits: assert (~take[1] | ((((u_sm1_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm1_free[11:0])) & (cur_need_q[28:12] <= u_sm1_free[28:12])) & (cur_need_q[45:29] <= u_sm1_free[45:29])));
-      // no free resource above its capacity (nor below zero, which would wrap above it)
-      prop_sm2_within_capacity: assert ((((u_sm2_free[11:0] <= 12'd2048) & (u_sm2_free[28:12] <= 17'h10000)) & (u_sm2_free[45:29] <= 17'h10000)) & (u_sm2_free[50:46] <= 5'd16));
       // a block starts only on an SM where its need fits and a slot is free
       prop_sm2_dispatch_fits: assert (~take[2] | ((((u_sm2_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm2_free[11:0])) & (cur_need_q[28:12] <= u_sm2_free[28:12])) & (cur_need_q[45:29] <= u_sm2_free[45:29])));
-      // no free resource above its capacity (nor below zero, which would wrap above it)
-      prop_sm3_within_capacity: assert ((((u_sm3_free[11:0] <= 12'd2048) & (u_sm3_free[28:12] <= 17'h10000)) & (u_sm3_free[45:29] <= 17'h10000)) & (u_sm3_free[50:46] <= 5'd16));
       // a block starts only on an SM where its need fits and a slot is free
       prop_sm3_dispatch_fits: assert (~take[3] | ((((u_sm3_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm3_free[11:0])) & (cur_need_q[28:12] <= u_sm3_free[28:12])) & (cur_need_q[45:29] <= u_sm3_free[45:29])));
-      // no free resource above its capacity (nor below zero, which would wrap above it)
-      prop_sm4_within_capacity: assert ((((u_sm4_free[11:0] <= 12'd2048) & (u_sm4_free[28:12] <= 17'h10000)) & (u_sm4_free[45:29] <= 17'h10000)) & (u_sm4_free[50:46] <= 5'd16));
       // a block starts only on an SM where its need fits and a slot is free
       prop_sm4_dispatch_fits: assert (~take[4] | ((((u_sm4_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm4_free[11:0])) & (cur_need_q[28:12] <= u_sm4_free[28:12])) & (cur_need_q[45:29] <= u_sm4_free[45:29])));
-      // no free resource above its capacity (nor below zero, which would wrap above it)
-      prop_sm5_within_capacity: assert ((((u_sm5_free[11:0] <= 12'd2048) & (u_sm5_free[28:12] <= 17'h10000)) & (u_sm5_free[45:29] <= 17'h10000)) & (u_sm5_free[50:46] <= 5'd16));
       // a block starts only on an SM where its need fits and a slot is free
       prop_sm5_dispatch_fits: assert (~take[5] | ((((u_sm5_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm5_free[11:0])) & (cur_need_q[28:12] <= u_sm5_free[28:12])) & (cur_need_q[45:29] <= u_sm5_free[45:29])));
-      // no free resource above its capacity (nor below zero, which would wrap above it)
-      prop_sm6_within_capacity: assert ((((u_sm6_free[11:0] <= 12'd2048) & (u_sm6_free[28:12] <= 17'h10000)) & (u_sm6_free[45:29] <= 17'h10000)) & (u_sm6_free[50:46] <= 5'd16));
       // a block starts only on an SM where its need fits and a slot is free
       prop_sm6_dispatch_fits: assert (~take[6] | ((((u_sm6_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm6_free[11:0])) & (cur_need_q[28:12] <= u_sm6_free[28:12])) & (cur_need_q[45:29] <= u_sm6_free[45:29])));
-      // no free resource above its capacity (nor below zero, which would wrap above it)
-      prop_sm7_within_capacity: assert ((((u_sm7_free[11:0] <= 12'd2048) & (u_sm7_free[28:12] <= 17'h10000)) & (u_sm7_free[45:29] <= 17'h10000)) & (u_sm7_free[50:46] <= 5'd16));
       // a block starts only on an SM where its need fits and a slot is free
       prop_sm7_dispatch_fits: assert (~take[7] | ((((u_sm7_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm7_free[11:0])) & (cur_need_q[28:12] <= u_sm7_free[28:12])) & (cur_need_q[45:29] <= u_sm7_free[45:29])));
       // the SMs complete only blocks in flight: a queued kernel's tag, fewer completed than issued, an SM that exists

@@ -111,7 +111,7 @@ pub(super) struct Entry {
 pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
     let w = Widths::of(p);
     let (s_n, m_n, q_n, lanes) = (p.streams, p.sms, p.queue_depth, p.dispatch_width);
-    let (sb, mb, qb, tb, bb) = (p.stream_bits(), p.sm_bits(), p.slot_bits(), p.tag_bits(), p.block_bits);
+    let (sb, mb, qb, tb, bb) = (p.stream_bits(), p.sm_bits(), p.entry_bits(), p.tag_bits(), p.block_bits);
     let (ib, pb, cw) = (p.id_bits, p.prio_bits, p.count_bits());
     let qcw = bits_for(q_n as u64);
     // With best fit among several streams, each SM works out every head's
@@ -323,8 +323,11 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
     let mut prio_q = Vec::new();
     let mut score_q = Vec::new();
     let one = Expr::bit(true);
+    // busy[s]: stream s's kernel is in the dispatcher.
+    let mut busy = Vec::new();
     for s in 0..s_n as usize {
-        let here = cur_v.and(&cur_s.eq_lit(s as u64));
+        let here = b.let_(&format!("s{s}_busy"), &cur_v.and(&cur_s.eq_lit(s as u64)));
+        busy.push(here.clone());
         let elig = b.let_(&format!("s{s}_elig"), &open[s].and(&here.not()));
         let sched = b.let_(&format!("s{s}_sched"), &elig.and(&fit_col[s].any()));
         if p.policy == Policy::Rr {
@@ -351,7 +354,7 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
             _ if !uses_score => None,
             Policy::BestFit => {
                 // The leftover on the lowest SM where the head fits.
-                let first = lowest_bit(&fit_col[s]);
+                let first = b.let_(&format!("s{s}_first_fit"), &lowest_bit(&fit_col[s]));
                 let lefts: Vec<Expr> = left_sm.iter().map(|l| l.part(s as u32 * SCORE_BITS, SCORE_BITS)).collect();
                 Some(select_onehot(&first, &lefts))
             }
@@ -373,9 +376,13 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
     // The round-robin pointer (rr only).
     let rr = (p.policy == Policy::Rr).then(|| b.reg("rr_q", sb, 0));
     let aging = p.aging();
+    // The comparator registers are a cycle old: a stream loaded since then
+    // is no candidate (its next kernel was never scored).
+    let cand: Vec<Expr> = (0..s_n as usize).map(|s| b.let_(&format!("s{s}_cand"), &sched_q[s].and(&busy[s].not()))).collect();
+    let elig_c: Vec<Expr> = elig_q.iter().enumerate().map(|(s, e)| e.and(&busy[s].not())).collect();
     let blocked = if p.reserve && aging {
         let any: Vec<Expr> =
-            (0..s_n as usize).map(|s| elig_q[s].and(&aged_q[s]).and(&fresh_q[s]).and(&sched_q[s].not())).collect();
+            (0..s_n as usize).map(|s| elig_c[s].and(&aged_q[s]).and(&fresh_q[s]).and(&cand[s].not())).collect();
         Some(b.let_("blocked", &Expr::cat_lanes(&any).any()))
     } else {
         None
@@ -387,7 +394,7 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
     let (pol_v, pol_s) = match p.policy {
         Policy::Rr => {
             // The first eligible stream at or after rr, cyclically.
-            let e = Expr::cat_lanes(&elig_q);
+            let e = Expr::cat_lanes(&elig_c);
             let rr = rr.as_ref().expect("rr keeps its pointer");
             // `s >= rr`; always true for the largest index the pointer holds.
             let at_or_after: Vec<Expr> =
@@ -395,21 +402,22 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
             let hi = e.and(&Expr::cat_lanes(&at_or_after));
             let first = hi.any().mux(&lowest_bit(&hi), &lowest_bit(&e));
             let first = b.let_("rr_first", &first);
-            let sched = Expr::cat_lanes(&sched_q);
+            let sched = Expr::cat_lanes(&cand);
             (first.and(&sched).any(), encode(&first, sb))
         }
-        _ if !choose => (sched_q[0].clone(), Expr::zero(sb)),
-        Policy::BestFit | Policy::Least => best(&sched_q, &score_q, &lt, sb),
+        _ if !choose => (cand[0].clone(), Expr::zero(sb)),
+        Policy::BestFit | Policy::Least => best(&cand, &score_q, &lt, sb),
         Policy::Priority => {
             let keys: Vec<Expr> = (0..s_n as usize).map(|s| Expr::cat(&[prio_q[s].clone(), agev_q[s].clone()])).collect();
-            best(&sched_q, &keys, &gt, sb)
+            best(&cand, &keys, &gt, sb)
         }
     };
     let (pick_v_d, pick_s_d) = if aging {
-        let aged: Vec<Expr> = (0..s_n as usize).map(|s| sched_q[s].and(&aged_q[s])).collect();
+        let aged: Vec<Expr> = (0..s_n as usize).map(|s| cand[s].and(&aged_q[s])).collect();
         let aged_fresh: Vec<Expr> = (0..s_n as usize).map(|s| aged[s].and(&fresh_q[s])).collect();
         let any_fresh = b.let_("pick_any_aged_fresh", &Expr::cat_lanes(&aged_fresh).any());
-        let set: Vec<Expr> = (0..s_n as usize).map(|s| any_fresh.mux(&aged_fresh[s], &aged[s])).collect();
+        let set: Vec<Expr> =
+            (0..s_n as usize).map(|s| b.let_(&format!("s{s}_aged_cand"), &any_fresh.mux(&aged_fresh[s], &aged[s]))).collect();
         let (av, a_s) = best(&set, &agev_q, &gt, sb);
         let av = b.let_("pick_aged", &av);
         (av.or(&pol_v), av.mux(&a_s, &pol_s))
@@ -439,9 +447,10 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
     let mut lane_sm = Vec::new();
     let mut grants = Expr::zero(m_n);
     for j in 0..lanes {
-        let pickj = b.let_(&format!("lane{j}_sm_onehot"), &lowest_bit(&avail));
+        let free_sms = b.let_(&format!("lane{j}_fit_sms"), &avail);
+        let pickj = b.let_(&format!("lane{j}_sm_onehot"), &lowest_bit(&free_sms));
         let v = b.let_(&format!("lane{j}_valid"), &pickj.any().and(&cur_left.gt(&Expr::lit(bb, j as u64))));
-        let pickj = v.repl(m_n).and(&pickj);
+        let pickj = b.let_(&format!("lane{j}_grant"), &v.repl(m_n).and(&pickj));
         grants = grants.or(&pickj);
         avail = avail.and(&pickj.not());
         lane_sm.push(encode(&pickj, mb));
@@ -454,7 +463,10 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
     let stuck = room.and(&pushed.not());
     let release = b.let_("dispatch_release", &cur_v.and(&blocked.as_ref().map_or_else(|| stuck.clone(), |bl| bl.or(&stuck))));
     let cur_tag = Expr::cat(&[cur_s.clone(), cur_slot.clone()]);
-    let record = Expr::cat(&[Expr::cat_lanes(&lane_sm), cur_next.clone(), cur_id.clone(), cur_tag.clone(), count.clone()]);
+    let record = b.let_(
+        "dispatch_record",
+        &Expr::cat(&[Expr::cat_lanes(&lane_sm), cur_next.clone(), cur_id.clone(), cur_tag.clone(), count.clone()]),
+    );
     for (k, e) in fifo.iter().enumerate() {
         b.next(e, &record, Some(&pushed.and(&fifo_wr.eq_lit(k as u64))));
     }
@@ -528,7 +540,8 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
         let hd_blocks = select(&hptr[s], &ent[s].iter().map(|e| e.blocks.clone()).collect::<Vec<_>>());
         let retire = b.let_(&format!("s{s}_retire"), &cnt[s].gt(&pend[s]).and(&hd_done.eq(&hd_blocks)));
         b.next(&tptr[s], &ring_next(&tptr[s], q_n), Some(&enq));
-        b.next(&dptr[s], &ring_next(&dptr[s], q_n), Some(&fin));
+        let dptr_next = b.let_(&format!("s{s}_dptr_next"), &ring_next(&dptr[s], q_n));
+        b.next(&dptr[s], &dptr_next, Some(&fin));
         b.next(&hptr[s], &ring_next(&hptr[s], q_n), Some(&retire));
         b.next(&cnt[s], &cnt[s].add(&enq.zext(qcw)).sub(&retire.zext(qcw)), None);
         b.next(&pend[s], &pend[s].add(&enq.zext(qcw)).sub(&fin.zext(qcw)), None);
@@ -537,7 +550,7 @@ pub fn build(p: &SchedulerParams) -> Result<Design, RtlError> {
             // moves; the submission's when it is written there now.
             let needs: Vec<Expr> = ent[s].iter().map(|e| e.need.clone()).collect();
             let at = |i: &Expr| enq.and(&tptr[s].eq(i)).mux(&sub_need, &select(i, &needs));
-            let next = fin.mux(&at(&ring_next(&dptr[s], q_n)), &at(&dptr[s]));
+            let next = fin.mux(&at(&dptr_next), &at(&dptr[s]));
             b.next(&head_need[s], &next, None);
         }
         if uses_age {
