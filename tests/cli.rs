@@ -174,6 +174,23 @@ fn run_options() {
         "error: option `--seed` = `-1`: must be an integer from 0 to 2147483647\n",
     );
     bad(
+        &["synth", "compress", "--target", "generic", "--seeds", "3"],
+        "error: option `--seeds` is used by the FPGA targets (ice40, ecp5) only: `generic` places nothing\n",
+    );
+    for (seeds, why) in [
+        ("0", "must be a count from 1 to 64 or a comma-separated list of seeds"),
+        ("65", "must be a count from 1 to 64 or a comma-separated list of seeds"),
+        ("x", "must be a count from 1 to 64 or a comma-separated list of seeds"),
+        ("1,1", "must list at most 64 distinct seeds"),
+    ] {
+        bad(&["synth", "compress", "--target", "ecp5", "--seeds", seeds], &format!("error: option `--seeds` = `{seeds}`: {why}\n"));
+    }
+    bad(&["synth", "compress", "--target", "ecp5", "--seeds", "1,-2"], "error: option `--seeds` = `1,-2`: `-2` must be an integer from 0 to 2147483647\n");
+    bad(
+        &["synth", "compress", "--target", "ecp5", "--seed", "1", "--seeds", "2,3"],
+        "error: options `--seed` and `--seeds`: give one of them, not both\n",
+    );
+    bad(
         &["run", "compress", "--input", "/nonexistent/in.json", "--output", "o.json"],
         "error: input file `/nonexistent/in.json`: cannot be read: No such file or directory (os error 2)\n",
     );

@@ -22,10 +22,11 @@ commands:
   bench BLOCK [--json FILE]    measure the block's figures (table + JSON)
         [--random N] [--seed S] (scheduler) N random mixes from seed S
   bench harness [--json FILE]  the cosimulation harness against a native Verilator loop
-  synth BLOCK --target generic|ice40|ecp5 [--clock-mhz F] [--seed N] [-o DIR]
+  synth BLOCK --target generic|ice40|ecp5 [--clock-mhz F] [--seeds 1,2,3|K] [-o DIR]
                                yosys (+ nextpnr) report: cells, LUTs, FFs, DSPs, Fmax
+                               (median over the seeds, default 1,2,3; --seed N: one)
   synth-table DIR              Markdown table of the synth reports under DIR
-  sweep BLOCK --param K=V1,V2,... [--zip] --target T [--clock-mhz F] [--seed N] [-o DIR]
+  sweep BLOCK --param K=V1,V2,... [--zip] --target T [--clock-mhz F] [--seeds ...] [-o DIR]
                                synth per point in parallel; CSV, JSON and an SVG plot
   prune --input IN.json --output OUT.json --block N --threshold T
                                block pruning (seed 004 §369) of the `a` and `b`
@@ -55,6 +56,7 @@ struct Opts {
     pub target: Option<String>,
     pub clock_mhz: Option<String>,
     pub seed: Option<String>,
+    pub seeds: Option<String>,
     pub zip: bool,
     pub names: bool,
     pub threshold: Option<String>,
@@ -104,6 +106,7 @@ fn parse(args: &[String]) -> Result<Opts> {
             "--target" => o.target = Some(val(a)?),
             "--clock-mhz" => o.clock_mhz = Some(val(a)?),
             "--seed" => o.seed = Some(val(a)?),
+            "--seeds" => o.seeds = Some(val(a)?),
             "--threshold" => o.threshold = Some(val(a)?),
             "--random" => o.random = Some(val(a)?),
             "--all" => o.all = true,
@@ -125,7 +128,7 @@ fn parse(args: &[String]) -> Result<Opts> {
 fn long_name(a: &str) -> Option<&'static str> {
     const LONG: &[&str] = &[
         "--param", "--params", "--preset", "--out", "--input", "--output", "--engine", "--vcd", "--json", "--block",
-        "--target", "--clock-mhz", "--seed", "--threshold", "--random", "--all", "--zip", "--names",
+        "--target", "--clock-mhz", "--seed", "--seeds", "--threshold", "--random", "--all", "--zip", "--names",
     ];
     match a {
         "-p" => Some("--param"),
@@ -143,8 +146,8 @@ fn check_options(cmd: &str, o: &Opts) -> Result<()> {
         "run" => &["--input", "--output", "--engine", "--vcd"],
         "lint" => &[],
         "bench" => &["--json", "--random", "--seed"],
-        "synth" => &["--target", "--clock-mhz", "--seed", "--out"],
-        "sweep" => &["--target", "--clock-mhz", "--seed", "--zip", "--out"],
+        "synth" => &["--target", "--clock-mhz", "--seed", "--seeds", "--out"],
+        "sweep" => &["--target", "--clock-mhz", "--seed", "--seeds", "--zip", "--out"],
         "prune" => &["--input", "--output", "--block", "--threshold"],
         "list" => &["--names"],
         "help" | "--help" | "-h" | "version" | "--version" | "synth-table" => &[],
@@ -315,20 +318,25 @@ impl<'a> Cli<'a> {
         let (target, clock_mhz) = target_and_clock(o)?;
         let params = params_of(b, o)?;
         let dir = o.out_dir.clone().unwrap_or_else(|| format!("out/synth/{}-{}", b.name(), target.name()).into());
-        let seed = pnr_seed(o)?;
-        synth::run(b, &params, &synth::Opts { target, clock_mhz, seed, dir: &dir }, out).map(|_| ())
+        let seeds = pnr_seeds(o)?;
+        if target == synth::Target::Generic {
+            if let Some(g) = o.given.iter().find(|g| matches!(**g, "--seed" | "--seeds")) {
+                return Err(Error::Bad(format!("option `{g}` is used by the FPGA targets (ice40, ecp5) only: `generic` places nothing")));
+            }
+        }
+        synth::run(b, &params, &synth::Opts { target, clock_mhz, seeds, dir: &dir }, out).map(|_| ())
     }
 
     fn sweep(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {
         let b = self.block_of(o)?;
         let (target, clock_mhz) = target_and_clock(o)?;
-        let seed = pnr_seed(o)?;
+        let seeds = pnr_seeds(o)?;
         let layers = layers_of(b, o)?;
         let lists: Vec<(String, Vec<String>)> =
             o.pairs.iter().map(|(k, v)| (k.clone(), v.split(',').map(|s| s.trim().to_string()).collect())).collect();
         let dir = o.out_dir.clone().unwrap_or_else(|| format!("out/sweep/{}-{}", b.name(), target.name()).into());
         let refs: Vec<&Value> = layers.iter().collect();
-        sweep::run(b, &refs, &lists, &sweep::Opts { target, clock_mhz, seed, zip: o.zip, dir: &dir }, out)
+        sweep::run(b, &refs, &lists, &sweep::Opts { target, clock_mhz, seeds, zip: o.zip, dir: &dir }, out)
     }
 }
 
@@ -418,16 +426,45 @@ fn target_and_clock(o: &Opts) -> Result<(synth::Target, f64)> {
     Ok((target, clock_mhz))
 }
 
-/// `--seed` of the place-and-route run (default 1): placement, and so Fmax,
-/// varies with it, so a designer compares seeds.
-fn pnr_seed(o: &Opts) -> Result<u32> {
-    match o.seed.as_deref() {
-        None => Ok(1),
-        Some(raw) => raw
+/// The place-and-route seeds: `--seed N` (one), `--seeds 1,4,9` (a list) or
+/// `--seeds K` (seeds 1 to K); by default 1, 2 and 3, since placement moves
+/// Fmax by several per cent and a figure is the median over seeds.
+fn pnr_seeds(o: &Opts) -> Result<Vec<u32>> {
+    const MAX: u32 = i32::MAX as u32;
+    let one = |opt: &str, raw: &str| {
+        raw.trim()
             .parse::<u32>()
             .ok()
-            .filter(|s| *s <= i32::MAX as u32)
-            .ok_or_else(|| Error::Bad(format!("option `--seed` = `{raw}`: must be an integer from 0 to 2147483647"))),
+            .filter(|s| *s <= MAX)
+            .ok_or_else(|| Error::Bad(format!("option `{opt}` = `{raw}`: must be an integer from 0 to {MAX}")))
+    };
+    match (o.seed.as_deref(), o.seeds.as_deref()) {
+        (Some(_), Some(_)) => Err(Error::Bad("options `--seed` and `--seeds`: give one of them, not both".into())),
+        (Some(raw), None) => Ok(vec![one("--seed", raw)?]),
+        (None, None) => Ok(vec![1, 2, 3]),
+        (None, Some(raw)) if !raw.contains(',') => {
+            let k = raw.trim().parse::<u32>().ok().filter(|k| (1..=64).contains(k)).ok_or_else(|| {
+                Error::Bad(format!("option `--seeds` = `{raw}`: must be a count from 1 to 64 or a comma-separated list of seeds"))
+            })?;
+            Ok((1..=k).collect())
+        }
+        (None, Some(raw)) => {
+            let list = raw
+                .split(',')
+                .map(|s| {
+                    one("--seeds", s).map_err(|_| {
+                        Error::Bad(format!("option `--seeds` = `{raw}`: `{s}` must be an integer from 0 to {MAX}"))
+                    })
+                })
+                .collect::<Result<Vec<u32>>>()?;
+            let mut seen = list.clone();
+            seen.sort_unstable();
+            seen.dedup();
+            if seen.len() != list.len() || list.len() > 64 {
+                return Err(Error::Bad(format!("option `--seeds` = `{raw}`: must list at most 64 distinct seeds")));
+            }
+            Ok(list)
+        }
     }
 }
 

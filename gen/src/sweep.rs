@@ -38,8 +38,8 @@ pub fn points(lists: &[(String, Vec<String>)], zip: bool) -> Result<Vec<Vec<(Str
 pub struct Opts<'a> {
     pub target: Target,
     pub clock_mhz: f64,
-    /// nextpnr's placement seed.
-    pub seed: u32,
+    /// nextpnr's placement seeds (Fmax is their median).
+    pub seeds: Vec<u32>,
     /// Advance the lists together instead of taking every combination.
     pub zip: bool,
     pub dir: &'a std::path::Path,
@@ -49,7 +49,7 @@ pub struct Opts<'a> {
 /// the parameter `layers`: a preset, a file), each point resolved and
 /// validated before anything runs.
 pub fn run(b: &dyn Block, layers: &[&Value], lists: &[(String, Vec<String>)], o: &Opts, out: &mut dyn Write) -> Result<()> {
-    let (target, clock_mhz, seed, dir) = (o.target, o.clock_mhz, o.seed, o.dir);
+    let (target, clock_mhz, dir) = (o.target, o.clock_mhz, o.dir);
     let pts = points(lists, o.zip)?;
     // Validate every point before running anything.
     let mut resolved = Vec::new();
@@ -76,7 +76,7 @@ pub fn run(b: &dyn Block, layers: &[&Value], lists: &[(String, Vec<String>)], o:
                 let label: Vec<String> = pts[i].iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let sub = dir.join(format!("run{i:02}"));
                 let mut sink = Vec::new();
-                let outcome = synth::run(b, &resolved[i], &synth::Opts { target, clock_mhz, seed, dir: &sub }, &mut sink);
+                let outcome = synth::run(b, &resolved[i], &synth::Opts { target, clock_mhz, seeds: o.seeds.clone(), dir: &sub }, &mut sink);
                 // A run that misses timing or does not fit still wrote its report.
                 let report = std::fs::read_to_string(sub.join("synth-report.json"))
                     .ok()

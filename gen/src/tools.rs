@@ -105,6 +105,87 @@ pub struct SynthStats {
     pub by_type: Vec<(String, u64)>,
 }
 
+/// One module of a hierarchical `stat`: its own cells (submodule instances
+/// not counted in them) and how many times it occurs under the top.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModuleStat {
+    pub module: String,
+    pub instances: u64,
+    /// Cell type -> count, for one instance, without submodule instances.
+    pub cells: Vec<(String, u64)>,
+    /// Submodule -> instances in one instance of this module.
+    pub children: Vec<(String, u64)>,
+}
+
+impl ModuleStat {
+    /// Cells of one instance whose type satisfies `f`.
+    pub fn count(&self, f: impl Fn(&str) -> bool) -> u64 {
+        self.cells.iter().filter(|(t, _)| f(t)).map(|(_, n)| n).sum()
+    }
+}
+
+/// The per-module sections (`=== name ===`) of the last `stat` in a yosys
+/// log, in the order printed, with instance counts under `top` (modules
+/// that do not occur under it get 0).
+pub fn module_stats(log: &str, top: &str) -> Vec<ModuleStat> {
+    let stat = log.rsplit("Printing statistics").next().unwrap_or("");
+    let mut mods: Vec<ModuleStat> = Vec::new();
+    let mut in_cells = false;
+    for line in stat.lines() {
+        let t = line.trim();
+        if let Some(name) = t.strip_prefix("=== ").and_then(|x| x.strip_suffix(" ===")) {
+            in_cells = false;
+            if name == "design hierarchy" {
+                break;
+            }
+            mods.push(ModuleStat { module: name.to_string(), ..Default::default() });
+        } else if t.starts_with("Number of cells:") || t.ends_with(" cells") {
+            // `Number of cells: N` (yosys 0.23) or `N cells` (0.70).
+            in_cells = true;
+        } else if in_cells {
+            // `TYPE N` (0.23) or `N   TYPE` (0.70; submodules listed after
+            // an `N submodules` line, as cells of a module's type).
+            let w: Vec<&str> = t.split_whitespace().collect();
+            let pair = match w[..] {
+                [a, b] => match (a.parse::<u64>(), b.parse::<u64>()) {
+                    (Ok(n), Err(_)) => Some((b, n)),
+                    (Err(_), Ok(n)) => Some((a, n)),
+                    _ => None,
+                },
+                _ => None,
+            };
+            match pair {
+                Some(("submodules", _)) => {}
+                Some((name, n)) => {
+                    if let Some(m) = mods.last_mut() {
+                        m.cells.push((name.to_string(), n));
+                    }
+                }
+                None => in_cells = false,
+            }
+        }
+    }
+    // Instances of a module type are cells of that type; count down the tree.
+    let names: Vec<String> = mods.iter().map(|m| m.module.clone()).collect();
+    for m in mods.iter_mut() {
+        let (kids, own): (Vec<_>, Vec<_>) = m.cells.drain(..).partition(|(t, _)| names.contains(t));
+        m.cells = own;
+        m.children = kids;
+    }
+    fn walk(mods: &mut [ModuleStat], name: &str, times: u64, depth: usize) {
+        if depth > 64 {
+            return;
+        }
+        let Some(i) = mods.iter().position(|m| m.module == name) else { return };
+        mods[i].instances += times;
+        for (kid, n) in mods[i].children.clone() {
+            walk(mods, &kid, times * n, depth + 1);
+        }
+    }
+    walk(&mut mods, top, 1, 0);
+    mods
+}
+
 pub fn yosys_synth(dir: &Path, top: &str, files: &[String]) -> Result<SynthStats, ToolError> {
     let script = format!(
         "read_verilog {}; synth -top {top}; check -assert; select -assert-none t:$dlatch t:$_DLATCH_*; stat",
@@ -218,4 +299,31 @@ pub fn prove(dir: &Path, top: &str, files: &[String], max_steps: u32) -> Result<
         return Err(ProofFailure::Inconclusive { log });
     }
     Ok(induction_length)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::module_stats;
+
+    /// yosys 0.23 (`TYPE N` lines) and 0.70 (`N   TYPE` lines, submodules
+    /// apart): the same three-level hierarchy, instances multiplied down.
+    #[test]
+    fn module_stats_reads_both_stat_formats() {
+        let old = "Printing statistics.\n=== top ===\n   Number of wires: 9\n   Number of cells: 7\n     $_AND_ 5\n     pe 2\n=== mul ===\n   Number of cells: 1\n     MULT18X18D 1\n=== pe ===\n   Number of cells: 4\n     $_DFF_P_ 3\n     mul 1\n=== design hierarchy ===\n   top 1\n";
+        let new = "5. Printing statistics.\n=== mul ===\n        +----------Local Count, excluding submodules.\n        | \n        7 wires\n        1 cells\n        1   MULT18X18D\n=== pe ===\n        +----------Local Count, excluding submodules.\n        | \n      156 cells\n       3   $_DFF_P_\n        1 submodules\n        1   mul\n=== top ===\n     4809 cells\n        5   $_AND_\n        2 submodules\n        2   pe\n=== design hierarchy ===\n     7321 top\n";
+        for text in [old, new] {
+            let mut m = module_stats(text, "top");
+            m.sort_by(|a, b| a.module.cmp(&b.module));
+            type Row<'a> = (&'a str, u64, Vec<(String, u64)>);
+            let got: Vec<Row> = m.iter().map(|m| (m.module.as_str(), m.instances, m.cells.clone())).collect();
+            assert_eq!(
+                got,
+                vec![
+                    ("mul", 2, vec![("MULT18X18D".to_string(), 1)]),
+                    ("pe", 2, vec![("$_DFF_P_".to_string(), 3)]),
+                    ("top", 1, vec![("$_AND_".to_string(), 5)]),
+                ]
+            );
+        }
+    }
 }
