@@ -117,13 +117,22 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     // ---- view table ----
     let mut bases = Vec::new();
     let mut sizes = Vec::new();
+    // A view's size is kept in beats as well, ceil(size / RB), worked out as
+    // it is configured: the CHECK stage then compares beats with beats.
+    let cw = aw + 1 - lrb;
+    let cfg_beats = b.let_("cfg_size_beats", &cfg_wdata.zext(aw + 1).add(&Expr::lit(aw + 1, rb as u64 - 1)).slice(aw, lrb));
+    let mut view_beats = Vec::new();
     for v in 0..p.views {
         let base = b.reg(&format!("view{v}_base_q"), aw, 0);
         let size = b.reg(&format!("view{v}_size_q"), aw, 0);
+        let beats = b.reg(&format!("view{v}_beats_q"), cw, 0);
+        let we_size = cfg_we.and(&cfg_addr.eq_lit(2 * v as u64 + 1));
         b.next(&base, &cfg_wdata, Some(&cfg_we.and(&cfg_addr.eq_lit(2 * v as u64))));
-        b.next(&size, &cfg_wdata, Some(&cfg_we.and(&cfg_addr.eq_lit(2 * v as u64 + 1))));
+        b.next(&size, &cfg_wdata, Some(&we_size));
+        b.next(&beats, &cfg_beats, Some(&we_size));
         bases.push(base);
         sizes.push(size);
+        view_beats.push(beats);
     }
     let cfg_clear = b.let_("cfg_clear", &cfg_we.and(&cfg_addr.eq_lit(2 * p.views as u64)));
 
@@ -136,62 +145,82 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     b.assign(&rf_raddr, &in_offset_reg);
     let imm_q = b.pipe("imm_q", &in_offset, &accept);
     let is_reg_q = b.pipe("is_reg_q", &in_is_reg, &accept);
-    let burst_q = b.pipe("burst_q", &in_burst, &accept);
-    let size_q = b.pipe("size_q", &in_size, &accept);
     let tag_q = b.pipe("tag_q", &in_tag, &accept);
 
-    // ---- CHECK: offset, view, length, errors, beat counts ----
-    let checking = b.let_("checking", &in_state(CHECK));
-    let off = b.let_("off", &is_reg_q.mux(&rf_rdata, &imm_q));
-    // The view is looked up as the instruction is accepted (its index is an
-    // input then), so CHECK starts from registers.
+    // ---- at accept: everything that does not need the offset ----
+    // The offset may come from the register file, whose data arrive in
+    // CHECK; what depends only on the instruction and the view is worked out
+    // here, from the inputs, so that CHECK is one carry chain deep.
+    let len_in = b.let_("len_in", &in_burst.mux(&in_size, &Expr::lit(sw, gb as u64)));
+    let len_q = b.pipe("len_q", &len_in, &accept);
+    let n_beats_in = b.let_("n_beats_in", &len_in.zext(sw + 1).add(&Expr::lit(sw + 1, rb as u64 - 1)).slice(sw, lrb));
+    let beats_q = b.pipe("n_beats_q", &n_beats_in, &accept);
+    let vsize_in = b.let_("vsize_in", &select(&in_view, &sizes));
+    let vbeats_in = b.let_("vbeats_in", &select(&in_view, &view_beats));
     let base = b.pipe("base_q", &select(&in_view, &bases), &accept);
-    let vsize = b.pipe("vsize_q", &select(&in_view, &sizes), &accept);
-    let len = b.let_("len", &burst_q.mux(&size_q, &Expr::lit(sw, gb as u64)));
+    let vsize = b.pipe("vsize_q", &vsize_in, &accept);
+    let vbeats = b.pipe("vbeats_q", &vbeats_in, &accept);
+    // The burst is cut short by the view (fewer real beats than B) iff
+    // off/RB > vbeats - B: always when vbeats < B.
+    let tw_ = cw.max(bw) + 1;
+    let trunc_lim = vbeats_in.zext(tw_).sub(&n_beats_in.zext(tw_));
+    let trunc_always_q = b.pipe("trunc_always_q", &vbeats_in.zext(tw_).lt(&n_beats_in.zext(tw_)), &accept);
+    let trunc_lim_q = b.pipe("trunc_lim_q", &trunc_lim.slice(cw - 1, 0), &accept);
+    // Out of bounds (off + len > vsize) iff off > vsize - len: always when
+    // vsize < len.
+    let lw = aw.max(sw) + 1;
+    let oob_lim = vsize_in.zext(lw).sub(&len_in.zext(lw));
+    let oob_always_q = b.pipe("oob_always_q", &vsize_in.zext(lw).lt(&len_in.zext(lw)), &accept);
+    let oob_lim_q = b.pipe("oob_lim_q", &oob_lim.slice(aw - 1, 0), &accept);
     let err_view = if p.views < (1 << vw) {
         b.pipe("view_err_q", &in_view.ge(&Expr::lit(vw, p.views as u64)), &accept)
     } else {
         Expr::bit(false)
     };
+    let err_size_in = in_burst.and(&in_size.eq_lit(0).or(&in_size.gt(&Expr::lit(sw, p.max_len() as u64))));
+    let err_size = b.pipe("size_err_q", &err_size_in, &accept);
+    // Range: dest + ceil(len / GB) > regs, i.e. dest >= regs or
+    // len > (regs - dest) * GB.
+    let rw = dw + 1;
+    let regs_left = Expr::lit(rw, p.regs as u64).sub(&in_dest.zext(rw));
+    let kw = (rw + lgb).max(sw);
+    let room_bytes = Expr::cat(&[regs_left.slice(rw - 1, 0), Expr::zero(lgb)]).zext(kw);
+    let too_long = len_in.zext(kw).gt(&room_bytes);
+    let err_range_in =
+        if p.regs < (1 << dw) { in_dest.zext(rw).ge(&Expr::lit(rw, p.regs as u64)).or(&too_long) } else { too_long };
+    let err_range = b.pipe("range_err_q", &err_range_in, &accept);
+
+    // ---- CHECK: the offset against the view, errors ----
+    let checking = b.let_("checking", &in_state(CHECK));
+    let off = b.let_("off", &is_reg_q.mux(&rf_rdata, &imm_q));
+    let off_beats = b.let_("off_beats", &off.slice(aw - 1, lrb).zext(cw));
     let err_mis = if lrb > 0 { off.slice(lrb - 1, 0).ne(&Expr::zero(lrb)) } else { Expr::bit(false) };
-    let err_size = burst_q.and(&size_q.eq_lit(0).or(&size_q.gt(&Expr::lit(sw, p.max_len() as u64))));
-    // N = ceil(len / GB); range: dest + N > regs.
-    let nw = sw + 1 - lgb;
-    let n_regs = b.let_("n_regs", &len.zext(sw + 1).add(&Expr::lit(sw + 1, gb as u64 - 1)).slice(sw, lgb));
-    let rw = dw.max(nw) + 1;
-    let wreg = b.reg_noreset("wreg_q", dw);
-    let err_range =
-        wreg.zext(rw).add(&n_regs.zext(rw)).gt(&Expr::lit(rw, p.regs as u64));
-    debug_assert!(nw <= rw);
     let err_code = err_view.mux(
         &Expr::lit(3, ErrorKind::View.code()),
         &err_mis.mux(&Expr::lit(3, ErrorKind::Misaligned.code()), &err_size.mux(&Expr::lit(3, ErrorKind::Size.code()), &err_range.mux(&Expr::lit(3, ErrorKind::Range.code()), &Expr::lit(3, ErrorKind::None.code())))),
     );
     let err_code = b.let_("err_code", &err_code);
     let any_err = err_code.ne(&Expr::lit(3, ErrorKind::None.code()));
-    let n_beats = b.let_("n_beats", &len.zext(sw + 1).add(&Expr::lit(sw + 1, rb as u64 - 1)).slice(sw, lrb));
-    // Real beats: none if off >= vsize, else min(B, ceil((vsize - off) / RB)).
-    let past_end = b.let_("past_end", &off.ge(&vsize));
-    let room = b.let_("room", &vsize.sub(&off));
-    let room_beats = room.zext(aw + 1).add(&Expr::lit(aw + 1, rb as u64 - 1)).slice(aw, lrb);
-    let cw = (aw + 1 - lrb).max(bw);
-    let room_beats = b.let_("room_beats", &room_beats.zext(cw));
-    let real_beats = past_end.mux(
-        &Expr::zero(bw),
-        &room_beats.lt(&n_beats.zext(cw)).mux(&room_beats.slice(bw - 1, 0), &n_beats),
-    );
+    // With an aligned offset (a misaligned one is an error): off >= vsize
+    // iff off/RB >= ceil(vsize/RB), and the real beats left in the view are
+    // ceil(vsize/RB) - off/RB.
+    let past_end = b.let_("past_end", &off_beats.ge(&vbeats));
+    let truncated = b.let_("truncated", &trunc_always_q.or(&off_beats.gt(&trunc_lim_q)));
+    let beats_left = vbeats.sub(&off_beats).slice(bw - 1, 0);
+    let real_beats = past_end.mux(&Expr::zero(bw), &truncated.mux(&beats_left, &beats_q));
+    let out_of_bounds = b.let_("out_of_bounds", &oob_always_q.or(&off.gt(&oob_lim_q)));
     // Bytes that come from memory: min(len, vsize - off), or none.
-    let lw = aw.max(sw);
-    let valid_bytes = past_end.mux(
-        &Expr::zero(sw),
-        &room.zext(lw).lt(&len.zext(lw)).mux(&room.zext(lw).slice(sw - 1, 0), &len),
-    );
-    let out_of_bounds = off.zext(aw + 1).add(&len.zext(aw + 1)).gt(&vsize.zext(aw + 1));
+    let room = vsize.sub(&off).slice(sw - 1, 0);
+    let valid_bytes = past_end.mux(&Expr::zero(sw), &out_of_bounds.mux(&room, &len_q));
+    let wreg = b.reg_noreset("wreg_q", dw);
 
     // Sticky out-of-bounds flag with the first offender's tag.
     let oob_q = b.reg("oob_q", 1, 0);
     let oob_tag_q = b.reg("oob_tag_q", tw, 0);
-    let set_oob = b.let_("set_oob", &checking.and(&any_err.not()).and(&out_of_bounds));
+    // Decided in CHECK, applied one cycle later (the flag is read when the
+    // unit is idle; this keeps the offset's carry chain off its enable).
+    let set_oob = b.reg("oob_hit_q", 1, 0);
+    b.next(&set_oob, &checking.and(&any_err.not()).and(&out_of_bounds), None);
     b.next(&oob_q, &set_oob.or(&oob_q.and(&cfg_clear.not())), None);
     b.next(&oob_tag_q, &tag_q, Some(&set_oob.and(&oob_q.and(&cfg_clear.not()).not())));
     b.assign(&oob, &oob_q);
@@ -201,25 +230,36 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     let running = b.let_("running", &in_state(RUN));
     let issued = b.reg_noreset("issued_q", bw);
     let real_q = b.pipe("real_beats_q", &real_beats, &checking);
-    let beats_q = b.pipe("n_beats_q", &n_beats, &checking);
     let valid_bytes_q = b.pipe("valid_bytes_q", &valid_bytes, &checking);
     let outstanding = b.reg("outstanding_q", ow, 0);
     let addr = b.reg_noreset("addr_q", aw);
-    let req = b.let_(
-        "req",
-        &running.and(&issued.lt(&real_q)).and(&outstanding.lt(&Expr::lit(ow, p.max_outstanding as u64))),
-    );
+    // "A request is left" (issued < real beats) and "a read may be added in
+    // flight" (outstanding < max_outstanding) are registers, worked out for
+    // the next cycle, so the request valid is one gate.
+    let req_left = b.reg("req_left_q", 1, 0);
+    let req_room = b.reg("req_room_q", 1, 1);
+    let req = b.let_("req", &running.and(&req_left).and(&req_room));
     b.assign(&mem_req_valid, &req);
     b.assign(&mem_req_addr, &addr);
     let req_fire = b.let_("req_fire", &req.and(&mem_req_ready));
     b.next(&addr, &checking.mux(&base.add(&off), &addr.add(&Expr::lit(aw, rb as u64))), Some(&checking.or(&req_fire)));
     b.next(&issued, &checking.mux(&Expr::zero(bw), &issued.add(&Expr::lit(bw, 1))), Some(&checking.or(&req_fire)));
+    // A non-error instruction has real beats iff it starts inside its view.
+    b.next(
+        &req_left,
+        &checking.mux(&past_end.not(), &issued.add(&Expr::lit(bw, 1)).lt(&real_q)),
+        Some(&checking.or(&req_fire)),
+    );
 
     // ---- RUN: beats in, registers out ----
     let got = b.reg_noreset("got_q", bw);
-    let is_real = b.let_("beat_is_real", &got.lt(&real_q));
-    let beat_avail = b.let_("beat_avail", &running.and(&is_real.mux(&mem_rsp_valid, &got.lt(&beats_q))));
-    let last_beat = b.let_("last_beat", &got.add(&Expr::lit(bw, 1)).eq(&beats_q));
+    // got < real beats, and got + 1 = B, kept as registers for the next
+    // beat. In RUN got < B always (the last beat ends RUN), so a beat beyond
+    // the view is always available.
+    let got_next = b.let_("got_next", &got.add(&Expr::lit(bw, 1)));
+    let is_real = b.reg("beat_is_real_q", 1, 0);
+    let last_beat = b.reg("last_beat_q", 1, 0);
+    let beat_avail = b.let_("beat_avail", &running.and(&is_real.mux(&mem_rsp_valid, &Expr::bit(true))));
     let completes = if lp == 0 {
         Expr::bit(true)
     } else {
@@ -228,14 +268,22 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     let completes = b.let_("reg_complete", &completes);
     let beat_fire = b.let_("beat_fire", &beat_avail.and(&completes.not().or(&rf_wready)));
     b.assign(&mem_rsp_ready, &running.and(&is_real).and(&completes.not().or(&rf_wready)));
-    // Byte i of this beat is real data iff got*RB + i < valid_bytes.
-    let pw = (bw + lrb).max(sw) + 1;
-    let pos = Expr::cat(&[got.clone(), Expr::zero(lrb)]).zext(pw);
-    let pos = b.let_("beat_pos", &pos);
-    let data = is_real.mux(&mem_rsp_data, &Expr::zero(p.read_bits));
+    // Byte i of this beat is real data iff got*RB + i < valid_bytes: the
+    // beat is below the last partial one, or it is that one and i is below
+    // the bytes it keeps.
+    let full_beats = valid_bytes_q.slice(sw - 1, lrb).zext(bw);
+    let part_bytes = valid_bytes_q.slice(lrb - 1, 0);
+    let beat_full = b.let_("beat_full", &got.lt(&full_beats));
+    let beat_part = b.let_("beat_part", &got.eq(&full_beats));
+    let data = b.let_("beat_in", &is_real.mux(&mem_rsp_data, &Expr::zero(p.read_bits)));
     let lanes: Vec<Expr> = (0..rb)
         .map(|i| {
-            let keep = pos.add(&Expr::lit(pw, i as u64)).lt(&valid_bytes_q.zext(pw));
+            // The last byte of a beat is never in a partial beat.
+            let keep = if i + 1 == rb {
+                beat_full.clone()
+            } else {
+                beat_full.or(&beat_part.and(&part_bytes.gt(&Expr::lit(lrb, i as u64))))
+            };
             keep.mux(&data.part(8 * i, 8), &Expr::zero(8))
         })
         .collect();
@@ -255,7 +303,13 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     b.assign(&rf_we, &beat_avail.and(&completes));
     b.assign(&rf_waddr, &wreg);
     b.assign(&rf_wdata, &wdata);
-    b.next(&got, &checking.mux(&Expr::zero(bw), &got.add(&Expr::lit(bw, 1))), Some(&checking.or(&beat_fire)));
+    b.next(&got, &checking.mux(&Expr::zero(bw), &got_next), Some(&checking.or(&beat_fire)));
+    b.next(&is_real, &checking.mux(&past_end.not(), &got_next.lt(&real_q)), Some(&checking.or(&beat_fire)));
+    b.next(
+        &last_beat,
+        &checking.mux(&beats_q.eq_lit(1), &got_next.add(&Expr::lit(bw, 1)).eq(&beats_q)),
+        Some(&checking.or(&beat_fire)),
+    );
     b.next(
         &wreg,
         &accept.mux(&in_dest, &wreg.add(&Expr::lit(dw, 1))),
@@ -263,11 +317,12 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     );
     let real_fire = beat_fire.and(&is_real);
     let one = Expr::lit(ow, 1);
-    b.next(
-        &outstanding,
+    let outstanding_next = b.let_(
+        "outstanding_next",
         &req_fire.mux(&real_fire.mux(&outstanding, &outstanding.add(&one)), &real_fire.mux(&outstanding.sub(&one), &outstanding)),
-        None,
     );
+    b.next(&outstanding, &outstanding_next, None);
+    b.next(&req_room, &outstanding_next.lt(&Expr::lit(ow, p.max_outstanding as u64)), None);
 
     // ---- RESP ----
     let err_q = b.pipe("err_q", &err_code, &checking);

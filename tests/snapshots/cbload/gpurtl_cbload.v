@@ -81,117 +81,157 @@ module gpurtl_cbload (
   output wire [7:0]   oob_tag_o
 );
 
+  wire [29:0]  cfg_size_beats;
+  // cfg_size_beats_t1: bits [2:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [32:0]  cfg_size_beats_t1;
+  /* verilator lint_on UNUSED */
   reg  [31:0]  view0_base_q;
   reg  [31:0]  view0_size_q;
+  reg  [29:0]  view0_beats_q;
   reg  [31:0]  view1_base_q;
   reg  [31:0]  view1_size_q;
+  reg  [29:0]  view1_beats_q;
   reg  [31:0]  view2_base_q;
   reg  [31:0]  view2_size_q;
+  reg  [29:0]  view2_beats_q;
   reg  [31:0]  view3_base_q;
   reg  [31:0]  view3_size_q;
+  reg  [29:0]  view3_beats_q;
   reg  [31:0]  view4_base_q;
   reg  [31:0]  view4_size_q;
+  reg  [29:0]  view4_beats_q;
   reg  [31:0]  view5_base_q;
   reg  [31:0]  view5_size_q;
+  reg  [29:0]  view5_beats_q;
   reg  [31:0]  view6_base_q;
   reg  [31:0]  view6_size_q;
+  reg  [29:0]  view6_beats_q;
   reg  [31:0]  view7_base_q;
   reg  [31:0]  view7_size_q;
+  reg  [29:0]  view7_beats_q;
   wire         cfg_clear;
   reg  [1:0]   state_q;
   wire         accept;
   reg  [31:0]  imm_q;
   reg          is_reg_q;
-  reg          burst_q;
-  reg  [11:0]  size_q;
   reg  [7:0]   tag_q;
-  wire         checking;
-  wire [31:0]  off;
+  wire [11:0]  len_in;
+  reg  [11:0]  len_q;
+  wire [9:0]   n_beats_in;
+  // n_beats_in_t2: bits [2:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [12:0]  n_beats_in_t2;
+  /* verilator lint_on UNUSED */
+  reg  [9:0]   n_beats_q;
+  wire [31:0]  vsize_in;
+  wire [29:0]  vbeats_in;
   reg  [31:0]  base_q;
   reg  [31:0]  vsize_q;
-  wire [11:0]  len;
-  wire [7:0]   n_regs;
-  // n_regs_t1: bits [4:0] unused: holds an expression of which only a slice is used
+  reg  [29:0]  vbeats_q;
+  reg          trunc_always_q;
+  reg  [29:0]  trunc_lim_q;
+  // trunc_lim_q_t3: bits [30] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [12:0]  n_regs_t1;
+  wire [30:0]  trunc_lim_q_t3;
   /* verilator lint_on UNUSED */
-  reg  [5:0]   wreg_q;
+  reg          oob_always_q;
+  reg  [31:0]  oob_lim_q;
+  // oob_lim_q_t4: bits [32] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [32:0]  oob_lim_q_t4;
+  /* verilator lint_on UNUSED */
+  reg          size_err_q;
+  reg          range_err_q;
+  wire         checking;
+  wire [31:0]  off;
+  wire [29:0]  off_beats;
   wire [2:0]   err_code;
-  wire [9:0]   n_beats;
-  // n_beats_t2: bits [2:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [12:0]  n_beats_t2;
-  /* verilator lint_on UNUSED */
   wire         past_end;
-  wire [31:0]  room;
-  wire [29:0]  room_beats;
-  // room_beats_t3: bits [2:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [32:0]  room_beats_t3;
-  /* verilator lint_on UNUSED */
+  wire         truncated;
+  wire         out_of_bounds;
+  reg  [5:0]   wreg_q;
   reg          oob_q;
   reg  [7:0]   oob_tag_q;
-  wire         set_oob;
+  reg          oob_hit_q;
   wire         running;
   reg  [9:0]   issued_q;
   reg  [9:0]   real_beats_q;
-  reg  [9:0]   n_beats_q;
+  // real_beats_q_t5: bits [29:10] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [29:0]  real_beats_q_t5;
+  /* verilator lint_on UNUSED */
   reg  [11:0]  valid_bytes_q;
+  // valid_bytes_q_t6: bits [31:12] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  valid_bytes_q_t6;
+  /* verilator lint_on UNUSED */
   reg  [4:0]   outstanding_q;
   reg  [31:0]  addr_q;
+  reg          req_left_q;
+  reg          req_room_q;
   wire         req;
   wire         req_fire;
   reg  [9:0]   got_q;
-  wire         beat_is_real;
+  wire [9:0]   got_next;
+  reg          beat_is_real_q;
+  reg          last_beat_q;
   wire         beat_avail;
-  wire         last_beat;
   wire         reg_complete;
   wire         beat_fire;
-  wire [13:0]  beat_pos;
+  wire         beat_full;
+  wire         beat_part;
+  wire [63:0]  beat_in;
   wire [63:0]  beat_data;
-  wire [63:0]  beat_data_t4;
   reg  [255:0] acc_q;
   wire [255:0] reg_data;
+  wire [4:0]   outstanding_next;
   reg  [2:0]   err_q;
 
+  assign cfg_size_beats_t1 = {1'd0, cfg_wdata_i} + 33'd7;
+  assign cfg_size_beats = cfg_size_beats_t1[32:3];
   assign cfg_clear = cfg_we_i & (cfg_addr_i == 5'd16);
   assign accept = in_valid_i & (state_q == 2'd0);
   assign in_ready_o = state_q == 2'd0;
   assign rf_re_o = accept & in_offset_is_reg_i;
   assign rf_raddr_o = in_offset_reg_i;
+  assign len_in = in_burst_i ? in_size_i : 12'd32;
+  assign n_beats_in_t2 = {1'd0, len_in} + 13'd7;
+  assign n_beats_in = n_beats_in_t2[12:3];
+  assign vsize_in = in_view_i[2] ? (in_view_i[1] ? (in_view_i[0] ? view7_size_q : view6_size_q) : in_view_i[0] ? view5_size_q : view4_size_q) : in_view_i[1] ? (in_view_i[0] ? view3_size_q : view2_size_q) : in_view_i[0] ? view1_size_q : view0_size_q;
+  assign vbeats_in = in_view_i[2] ? (in_view_i[1] ? (in_view_i[0] ? view7_beats_q : view6_beats_q) : in_view_i[0] ? view5_beats_q : view4_beats_q) : in_view_i[1] ? (in_view_i[0] ? view3_beats_q : view2_beats_q) : in_view_i[0] ? view1_beats_q : view0_beats_q;
+  assign trunc_lim_q_t3 = {1'd0, vbeats_in} - {21'd0, n_beats_in};
+  assign oob_lim_q_t4 = {1'd0, vsize_in} - {21'd0, len_in};
   assign checking = state_q == 2'd1;
   assign off = is_reg_q ? rf_rdata_i : imm_q;
-  assign len = burst_q ? size_q : 12'd32;
-  assign n_regs_t1 = {1'd0, len} + 13'd31;
-  assign n_regs = n_regs_t1[12:5];
-  assign err_code = 1'd0 ? 3'd1 : (off[2:0] != 3'd0) ? 3'd2 : (burst_q & ((size_q == 12'd0) | (size_q > 12'd2048))) ? 3'd3 : (({3'd0, wreg_q} + {1'd0, n_regs}) > 9'd64) ? 3'd4 : 3'd0;
-  assign n_beats_t2 = {1'd0, len} + 13'd7;
-  assign n_beats = n_beats_t2[12:3];
-  assign past_end = off >= vsize_q;
-  assign room = vsize_q - off;
-  assign room_beats_t3 = {1'd0, room} + 33'd7;
-  assign room_beats = room_beats_t3[32:3];
-  assign set_oob = (checking & ~(err_code != 3'd0)) & (({1'd0, off} + {21'd0, len}) > {1'd0, vsize_q});
+  assign off_beats = {1'd0, off[31:3]};
+  assign err_code = 1'd0 ? 3'd1 : (off[2:0] != 3'd0) ? 3'd2 : size_err_q ? 3'd3 : range_err_q ? 3'd4 : 3'd0;
+  assign past_end = off_beats >= vbeats_q;
+  assign truncated = trunc_always_q | (off_beats > trunc_lim_q);
+  assign out_of_bounds = oob_always_q | (off > oob_lim_q);
   assign oob_o = oob_q;
   assign oob_tag_o = oob_tag_q;
   assign running = state_q == 2'd2;
-  assign req = (running & (issued_q < real_beats_q)) & (outstanding_q < 5'd16);
+  assign real_beats_q_t5 = vbeats_q - off_beats;
+  assign valid_bytes_q_t6 = vsize_q - off;
+  assign req = (running & req_left_q) & req_room_q;
   assign mem_req_valid_o = req;
   assign mem_req_addr_o = addr_q;
   assign req_fire = req & mem_req_ready_i;
-  assign beat_is_real = got_q < real_beats_q;
-  assign beat_avail = running & (beat_is_real ? mem_rsp_valid_i : (got_q < n_beats_q));
-  assign last_beat = (got_q + 10'd1) == n_beats_q;
-  assign reg_complete = (got_q[1:0] == 2'd3) | last_beat;
+  assign got_next = got_q + 10'd1;
+  assign beat_avail = running & (beat_is_real_q ? mem_rsp_valid_i : 1'd1);
+  assign reg_complete = (got_q[1:0] == 2'd3) | last_beat_q;
   assign beat_fire = beat_avail & (~reg_complete | rf_wready_i);
-  assign mem_rsp_ready_o = (running & beat_is_real) & (~reg_complete | rf_wready_i);
-  assign beat_pos = {1'd0, {got_q, 3'd0}};
-  assign beat_data_t4 = beat_is_real ? mem_rsp_data_i : 64'd0;
-  assign beat_data = {((beat_pos + 14'd7) < {2'd0, valid_bytes_q}) ? beat_data_t4[63:56] : 8'd0, ((beat_pos + 14'd6) < {2'd0, valid_bytes_q}) ? beat_data_t4[55:48] : 8'd0, ((beat_pos + 14'd5) < {2'd0, valid_bytes_q}) ? beat_data_t4[47:40] : 8'd0, ((beat_pos + 14'd4) < {2'd0, valid_bytes_q}) ? beat_data_t4[39:32] : 8'd0, ((beat_pos + 14'd3) < {2'd0, valid_bytes_q}) ? beat_data_t4[31:24] : 8'd0, ((beat_pos + 14'd2) < {2'd0, valid_bytes_q}) ? beat_data_t4[23:16] : 8'd0, ((beat_pos + 14'd1) < {2'd0, valid_bytes_q}) ? beat_data_t4[15:8] : 8'd0, ((beat_pos + 14'd0) < {2'd0, valid_bytes_q}) ? beat_data_t4[7:0] : 8'd0};
+  assign mem_rsp_ready_o = (running & beat_is_real_q) & (~reg_complete | rf_wready_i);
+  assign beat_full = got_q < {1'd0, valid_bytes_q[11:3]};
+  assign beat_part = got_q == {1'd0, valid_bytes_q[11:3]};
+  assign beat_in = beat_is_real_q ? mem_rsp_data_i : 64'd0;
+  assign beat_data = {beat_full ? beat_in[63:56] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd6))) ? beat_in[55:48] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd5))) ? beat_in[47:40] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd4))) ? beat_in[39:32] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd3))) ? beat_in[31:24] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd2))) ? beat_in[23:16] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd1))) ? beat_in[15:8] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd0))) ? beat_in[7:0] : 8'd0};
   assign reg_data = {(got_q[1:0] == 2'd3) ? beat_data : acc_q[255:192], (got_q[1:0] == 2'd2) ? beat_data : acc_q[191:128], (got_q[1:0] == 2'd1) ? beat_data : acc_q[127:64], (got_q[1:0] == 2'd0) ? beat_data : acc_q[63:0]};
   assign rf_we_o = beat_avail & reg_complete;
   assign rf_waddr_o = wreg_q;
   assign rf_wdata_o = reg_data;
+  assign outstanding_next = req_fire ? ((beat_fire & beat_is_real_q) ? outstanding_q : (outstanding_q + 5'd1)) : (beat_fire & beat_is_real_q) ? (outstanding_q - 5'd1) : outstanding_q;
   assign rsp_valid_o = state_q == 2'd3;
   assign rsp_tag_o = tag_q;
   assign rsp_error_o = err_q;
@@ -200,45 +240,71 @@ module gpurtl_cbload (
     if (rst_i) begin
       view0_base_q <= 32'd0;
       view0_size_q <= 32'd0;
+      view0_beats_q <= 30'd0;
       view1_base_q <= 32'd0;
       view1_size_q <= 32'd0;
+      view1_beats_q <= 30'd0;
       view2_base_q <= 32'd0;
       view2_size_q <= 32'd0;
+      view2_beats_q <= 30'd0;
       view3_base_q <= 32'd0;
       view3_size_q <= 32'd0;
+      view3_beats_q <= 30'd0;
       view4_base_q <= 32'd0;
       view4_size_q <= 32'd0;
+      view4_beats_q <= 30'd0;
       view5_base_q <= 32'd0;
       view5_size_q <= 32'd0;
+      view5_beats_q <= 30'd0;
       view6_base_q <= 32'd0;
       view6_size_q <= 32'd0;
+      view6_beats_q <= 30'd0;
       view7_base_q <= 32'd0;
       view7_size_q <= 32'd0;
+      view7_beats_q <= 30'd0;
+      oob_hit_q <= 1'd0;
       oob_q <= 1'd0;
       oob_tag_q <= 8'd0;
+      req_left_q <= 1'd0;
+      beat_is_real_q <= 1'd0;
+      last_beat_q <= 1'd0;
       outstanding_q <= 5'd0;
+      req_room_q <= 1'd1;
       state_q <= 2'd0;
     end else begin
       if (cfg_we_i & (cfg_addr_i == 5'd0)) view0_base_q <= cfg_wdata_i;
       if (cfg_we_i & (cfg_addr_i == 5'd1)) view0_size_q <= cfg_wdata_i;
+      if (cfg_we_i & (cfg_addr_i == 5'd1)) view0_beats_q <= cfg_size_beats;
       if (cfg_we_i & (cfg_addr_i == 5'd2)) view1_base_q <= cfg_wdata_i;
       if (cfg_we_i & (cfg_addr_i == 5'd3)) view1_size_q <= cfg_wdata_i;
+      if (cfg_we_i & (cfg_addr_i == 5'd3)) view1_beats_q <= cfg_size_beats;
       if (cfg_we_i & (cfg_addr_i == 5'd4)) view2_base_q <= cfg_wdata_i;
       if (cfg_we_i & (cfg_addr_i == 5'd5)) view2_size_q <= cfg_wdata_i;
+      if (cfg_we_i & (cfg_addr_i == 5'd5)) view2_beats_q <= cfg_size_beats;
       if (cfg_we_i & (cfg_addr_i == 5'd6)) view3_base_q <= cfg_wdata_i;
       if (cfg_we_i & (cfg_addr_i == 5'd7)) view3_size_q <= cfg_wdata_i;
+      if (cfg_we_i & (cfg_addr_i == 5'd7)) view3_beats_q <= cfg_size_beats;
       if (cfg_we_i & (cfg_addr_i == 5'd8)) view4_base_q <= cfg_wdata_i;
       if (cfg_we_i & (cfg_addr_i == 5'd9)) view4_size_q <= cfg_wdata_i;
+      if (cfg_we_i & (cfg_addr_i == 5'd9)) view4_beats_q <= cfg_size_beats;
       if (cfg_we_i & (cfg_addr_i == 5'd10)) view5_base_q <= cfg_wdata_i;
       if (cfg_we_i & (cfg_addr_i == 5'd11)) view5_size_q <= cfg_wdata_i;
+      if (cfg_we_i & (cfg_addr_i == 5'd11)) view5_beats_q <= cfg_size_beats;
       if (cfg_we_i & (cfg_addr_i == 5'd12)) view6_base_q <= cfg_wdata_i;
       if (cfg_we_i & (cfg_addr_i == 5'd13)) view6_size_q <= cfg_wdata_i;
+      if (cfg_we_i & (cfg_addr_i == 5'd13)) view6_beats_q <= cfg_size_beats;
       if (cfg_we_i & (cfg_addr_i == 5'd14)) view7_base_q <= cfg_wdata_i;
       if (cfg_we_i & (cfg_addr_i == 5'd15)) view7_size_q <= cfg_wdata_i;
-      oob_q <= set_oob | (oob_q & ~cfg_clear);
-      if (set_oob & ~(oob_q & ~cfg_clear)) oob_tag_q <= tag_q;
-      outstanding_q <= req_fire ? ((beat_fire & beat_is_real) ? outstanding_q : (outstanding_q + 5'd1)) : (beat_fire & beat_is_real) ? (outstanding_q - 5'd1) : outstanding_q;
-      state_q <= state_q[1] ? (state_q[0] ? (rsp_ready_i ? 2'd0 : 2'd3) : (beat_fire & last_beat) ? 2'd3 : 2'd2) : state_q[0] ? ((err_code != 3'd0) ? 2'd3 : 2'd2) : accept ? 2'd1 : 2'd0;
+      if (cfg_we_i & (cfg_addr_i == 5'd15)) view7_beats_q <= cfg_size_beats;
+      oob_hit_q <= (checking & ~(err_code != 3'd0)) & out_of_bounds;
+      oob_q <= oob_hit_q | (oob_q & ~cfg_clear);
+      if (oob_hit_q & ~(oob_q & ~cfg_clear)) oob_tag_q <= tag_q;
+      if (checking | req_fire) req_left_q <= checking ? ~past_end : ((issued_q + 10'd1) < real_beats_q);
+      if (checking | beat_fire) beat_is_real_q <= checking ? ~past_end : (got_next < real_beats_q);
+      if (checking | beat_fire) last_beat_q <= checking ? (n_beats_q == 10'd1) : ((got_next + 10'd1) == n_beats_q);
+      outstanding_q <= outstanding_next;
+      req_room_q <= outstanding_next < 5'd16;
+      state_q <= state_q[1] ? (state_q[0] ? (rsp_ready_i ? 2'd0 : 2'd3) : (beat_fire & last_beat_q) ? 2'd3 : 2'd2) : state_q[0] ? ((err_code != 3'd0) ? 2'd3 : 2'd2) : accept ? 2'd1 : 2'd0;
     end
   end
 
@@ -246,19 +312,25 @@ module gpurtl_cbload (
     if (accept) begin
       imm_q <= in_offset_i;
       is_reg_q <= in_offset_is_reg_i;
-      burst_q <= in_burst_i;
-      size_q <= in_size_i;
       tag_q <= in_tag_i;
+      len_q <= len_in;
+      n_beats_q <= n_beats_in;
       base_q <= in_view_i[2] ? (in_view_i[1] ? (in_view_i[0] ? view7_base_q : view6_base_q) : in_view_i[0] ? view5_base_q : view4_base_q) : in_view_i[1] ? (in_view_i[0] ? view3_base_q : view2_base_q) : in_view_i[0] ? view1_base_q : view0_base_q;
-      vsize_q <= in_view_i[2] ? (in_view_i[1] ? (in_view_i[0] ? view7_size_q : view6_size_q) : in_view_i[0] ? view5_size_q : view4_size_q) : in_view_i[1] ? (in_view_i[0] ? view3_size_q : view2_size_q) : in_view_i[0] ? view1_size_q : view0_size_q;
+      vsize_q <= vsize_in;
+      vbeats_q <= vbeats_in;
+      trunc_always_q <= {1'd0, vbeats_in} < {21'd0, n_beats_in};
+      trunc_lim_q <= trunc_lim_q_t3[29:0];
+      oob_always_q <= {1'd0, vsize_in} < {21'd0, len_in};
+      oob_lim_q <= oob_lim_q_t4[31:0];
+      size_err_q <= in_burst_i & ((in_size_i == 12'd0) | (in_size_i > 12'd2048));
+      range_err_q <= len_in > {7'd64 - {1'd0, in_dest_i}, 5'd0};
     end
   end
 
   always @(posedge clk_i) begin
     if (checking) begin
-      real_beats_q <= past_end ? 10'd0 : (room_beats < {20'd0, n_beats}) ? room_beats[9:0] : n_beats;
-      n_beats_q <= n_beats;
-      valid_bytes_q <= past_end ? 12'd0 : (room < {20'd0, len}) ? room[11:0] : len;
+      real_beats_q <= past_end ? 10'd0 : truncated ? real_beats_q_t5[9:0] : n_beats_q;
+      valid_bytes_q <= past_end ? 12'd0 : out_of_bounds ? valid_bytes_q_t6[11:0] : len_q;
       err_q <= err_code;
     end
   end
@@ -278,7 +350,7 @@ module gpurtl_cbload (
 
   always @(posedge clk_i) begin
     if (checking | beat_fire) begin
-      got_q <= checking ? 10'd0 : (got_q + 10'd1);
+      got_q <= checking ? 10'd0 : got_next;
     end
   end
 
