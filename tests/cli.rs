@@ -378,6 +378,34 @@ fn systolic_invalid_parameters() {
         "error: parameter `dsp` = `ecp5`: must be auto or infer when pipeline is 1 (ecp5 uses the DSP's input and output registers as the PE's two stages: pipeline = 2)\n",
     );
     bad(&["gen", "systolic", "--param", "gating=maybe", "-o", "x"], "error: parameter `gating` = `maybe`: must be true or false\n");
+    bad(
+        &["gen", "systolic", "--preset", "ws", "--param", "c0_add=false", "-o", "x"],
+        "error: parameter `c0_add` = false: must be true when dataflow is ws (the weight-stationary grid adds K blocks through out_c0_i)\n",
+    );
+}
+
+/// The `minimal` grid has no C0 add and no counters: a `c0` in the input is
+/// an error, and the output has no counts, from either engine.
+#[test]
+fn systolic_minimal_grid() {
+    let d = tempfile::tempdir().unwrap();
+    let bad_in = write(d.path(), "bad.json", r#"{"a": [[1]], "b": [[1]], "c0": [[1]]}"#);
+    let o = d.path().join("o.json");
+    let (code, _, err) = gpurtl(&["run", "systolic", "--preset", "minimal", "--input", &bad_in, "--output", o.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert_eq!(err, "error: input `c0` = (given): must be absent: the grid is built without the C0 add (parameter c0_add = false)\n");
+    assert!(!o.exists());
+    let i = write(d.path(), "in.json", r#"{"a": [[1, 0, 2], [3, 4, -128]], "b": [[1, 2], [0, 0], [127, -1]]}"#);
+    let (m, r) = (d.path().join("m.json"), d.path().join("r.json"));
+    for (out, engine) in [(&m, "model"), (&r, "rtl")] {
+        let (code, _, err) = gpurtl(&["run", "systolic", "--preset", "minimal", "--input", &i, "--output", out.to_str().unwrap(), "--engine", engine]);
+        assert_eq!(code, 0, "{engine}: {err}");
+    }
+    let m = std::fs::read_to_string(m).unwrap();
+    assert_eq!(m, std::fs::read_to_string(r).unwrap());
+    let v: serde_json::Value = serde_json::from_str(&m).unwrap();
+    assert_eq!(v["c"], serde_json::json!([[255, 0], [3 - 128 * 127, 6 + 128]]));
+    assert!(["useful_macs", "gated_products", "skipped_ksteps", "utilization"].iter().all(|k| v.get(k).is_none()), "{v}");
 }
 
 fn systolic_bad_input(input: &str, message: &str) {

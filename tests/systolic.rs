@@ -34,17 +34,21 @@ fn point(name: &str) -> SystolicParams {
         "8x8" => SystolicParams { rows: 8, cols: 8, pipeline: 1, ..d },
         "int4x4" => SystolicParams::presets()[2].1.clone(),
         "dense" => SystolicParams { rows: 2, cols: 3, pipeline: 0, gating: false, load_filter: false, rowcol_skip: false, a_type: ElemType::U2, b_type: ElemType::I2, acc_bits: 8, ..d },
+        "minimal" => SystolicParams::presets().into_iter().find(|(n, _)| *n == "minimal").expect("minimal preset").1,
+        // Gating and the load filter without the counters or the C0 add.
+        "bare-3x5" => SystolicParams { stats: false, c0_add: false, ..point("3x5") },
         ws if ws.starts_with("ws-") => SystolicParams { dataflow: Dataflow::Ws, ..point(&ws[3..]) },
         inf if inf.starts_with("infer-") => SystolicParams { dsp: Dsp::Infer, ..point(&inf[6..]) },
+        "bare-nostats" => SystolicParams { stats: false, ..point("3x5") },
         split if split.starts_with("split-") => SystolicParams { pipeline: 3, ..point(&split[6..]) },
         _ => unreachable!(),
     }
 }
 
 /// Every test point, output-stationary and weight-stationary.
-const POINTS: [&str; 15] = [
+const POINTS: [&str; 18] = [
     "1x1", "3x5", "8x8", "int4x4", "dense", "ws-1x1", "ws-3x5", "ws-8x8", "ws-int4x4", "ws-dense", "infer-int4x4",
-    "ws-infer-3x5", "split-3x5", "ws-split-dense", "split-1x1",
+    "ws-infer-3x5", "split-3x5", "ws-split-dense", "split-1x1", "minimal", "bare-3x5", "ws-bare-nostats",
 ];
 
 fn cosim(name: &str) {
@@ -57,8 +61,10 @@ fn cosim(name: &str) {
         let mut rng = Rng::new(seed * 65_537 + p.rows as u64 * 31 + p.cols as u64);
         let gemm = tb::random_gemm(&mut rng, &cfg, 3 * p.rows.max(p.cols).max(4) as u64);
         let env = (seed % 4 != 0).then(|| Stalls { seed, in_pct: rng.below(60) as u32, out_pct: rng.below(60) as u32 });
-        let want = model::run(&cfg, &gemm);
-        (macs, gated, skipped) = (macs + want.useful_macs, gated + want.gated_products, skipped + want.skipped_ksteps);
+        let raw = model::run(&cfg, &gemm);
+        (macs, gated, skipped) = (macs + raw.useful_macs, gated + raw.gated_products, skipped + raw.skipped_ksteps);
+        // Without counters the grid reports no counts.
+        let want = tb::comparable(&cfg, &raw);
         let problem = match tb::run(&compiled, &cfg, &gemm, env, None) {
             Err(e) => Some(format!("the RTL run failed: {e}")),
             Ok((mut got, _)) => {
@@ -145,6 +151,20 @@ fn cosim_ws_int4_lanes4() {
 #[test]
 fn cosim_ws_no_skipping_int2() {
     cosim("ws-dense")
+}
+
+/// The `minimal` preset: no gating, no load filter, no counters, no C0 add.
+#[test]
+fn cosim_minimal_preset() {
+    cosim("minimal")
+}
+
+/// Gating and the load filter at work without the counters or the C0 add;
+/// the weight-stationary grid without counters.
+#[test]
+fn cosim_without_counters_or_c0_add() {
+    cosim("bare-3x5");
+    cosim("ws-bare-nostats");
 }
 
 /// Long dense GEMMs keep the grid busy: tiles follow each other without

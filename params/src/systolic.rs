@@ -85,6 +85,11 @@ pub struct SystolicParams {
     /// Extra PE register stages: rows are ready `pipeline` cycles later.
     pub pipeline: u32,
     pub dsp: Dsp,
+    /// The statistics counters and their `stat_*_o` ports.
+    pub stats: bool,
+    /// The `out_c0_i` port and its add on the result rows (os only: the
+    /// weight-stationary grid adds K blocks through it).
+    pub c0_add: bool,
 }
 
 impl Default for SystolicParams {
@@ -104,6 +109,8 @@ impl Default for SystolicParams {
             rowcol_skip: true,
             pipeline: 2,
             dsp: Dsp::Auto,
+            stats: true,
+            c0_add: true,
         }
     }
 }
@@ -169,6 +176,8 @@ impl BlockParams for SystolicParams {
                 ParamKind::Choice(Dsp::NAMES),
                 "ecp5 = each multiply is a module that the ECP5 flow maps onto a MULT18X18D holding its input and output registers (needs pipeline = 2); infer = multipliers as `*`; auto = ecp5 when pipeline is 2, else infer",
             ),
+            ParamInfo::new("stats", ParamKind::Bool, "statistics counters (useful, gated, skipped) and their stat_*_o ports"),
+            ParamInfo::new("c0_add", ParamKind::Bool, "the out_c0_i port and its add on each result row (os only; ws needs it)"),
         ]
     }
 
@@ -211,6 +220,14 @@ impl BlockParams for SystolicParams {
                 format!("auto or infer when pipeline is {} (ecp5 uses the DSP's input and output registers as the PE's two stages: pipeline = 2)", self.pipeline),
             );
         }
+        if !self.c0_add {
+            c.check(
+                self.dataflow == Dataflow::Os,
+                "c0_add",
+                "false",
+                "true when dataflow is ws (the weight-stationary grid adds K blocks through out_c0_i)".to_string(),
+            );
+        }
         c.finish()
     }
 
@@ -237,7 +254,23 @@ impl BlockParams for SystolicParams {
             ("hx8k", SystolicParams { group: 2, pipeline: 3, acc_bits: 24, ..d.clone() }),
             // The inline `*` multipliers, as before `dsp = auto`.
             ("infer", SystolicParams { dsp: Dsp::Infer, ..d.clone() }),
-            ("ws", SystolicParams { dataflow: Dataflow::Ws, ..d }),
+            ("ws", SystolicParams { dataflow: Dataflow::Ws, ..d.clone() }),
+            // The smallest 4x4 int8 output-stationary grid with valid/ready:
+            // no skipping, no gating, no counters, no C0 add, a one-step input
+            // transfer and 24-bit accumulators (exact for K <= 256).
+            (
+                "minimal",
+                SystolicParams {
+                    acc_bits: 24,
+                    group: 1,
+                    gating: false,
+                    load_filter: false,
+                    rowcol_skip: false,
+                    stats: false,
+                    c0_add: false,
+                    ..d
+                },
+            ),
         ]
     }
 }

@@ -22,10 +22,10 @@ struct Ports {
     out_ready: PortHandle,
     out_row: PortHandle,
     out_c: PortHandle,
-    out_c0: PortHandle,
-    useful: PortHandle,
-    gated: PortHandle,
-    skipped: PortHandle,
+    /// Absent without `c0_add`.
+    out_c0: Option<PortHandle>,
+    /// The counters; absent without `stats`.
+    stats: Option<(PortHandle, PortHandle, PortHandle)>,
 }
 
 /// Runs one GEMM through the grid of either dataflow.
@@ -74,10 +74,12 @@ fn run_os(
         out_ready: s.port("out_ready_i")?,
         out_row: s.port("out_row_o")?,
         out_c: s.port("out_c_o")?,
-        out_c0: s.port("out_c0_i")?,
-        useful: s.port("stat_useful_o")?,
-        gated: s.port("stat_gated_o")?,
-        skipped: s.port("stat_skipped_o")?,
+        out_c0: if cfg.c0_add { Some(s.port("out_c0_i")?) } else { None },
+        stats: if cfg.stats {
+            Some((s.port("stat_useful_o")?, s.port("stat_gated_o")?, s.port("stat_skipped_o")?))
+        } else {
+            None
+        },
     };
     let (r, c, l, g) = (cfg.rows, cfg.cols, cfg.lanes, cfg.group);
     let (ab, bb, acc) = (cfg.a_type.bits(), cfg.b_type.bits(), cfg.acc_bits);
@@ -151,7 +153,7 @@ fn run_os(
         let t = &tiles[tile];
         let mut row = sim.get(p.out_row) as usize;
         loop {
-            if c0_for != Some((tile, row)) {
+            if let (Some(out_c0), true) = (p.out_c0, c0_for != Some((tile, row))) {
                 wc0.fill(0);
                 if let Some(Some(mr)) = t.rows.get(row) {
                     for (j, col) in t.cols.iter().enumerate() {
@@ -160,7 +162,7 @@ fn run_os(
                         }
                     }
                 }
-                sim.set_words(p.out_c0, &wc0);
+                sim.set_words(out_c0, &wc0);
                 c0_for = Some((tile, row));
             }
             sim.eval();
@@ -199,13 +201,10 @@ fn run_os(
     // The counters are final 6 cycles after the last step issued.
     sim.set(p.in_valid, 0);
     sim.idle(6);
-    let outcome = Outcome {
-        c: out,
-        cycles: first_in.map_or(0, |f| last_out - f),
-        useful_macs: sim.get(p.useful),
-        gated_products: sim.get(p.gated),
-        skipped_ksteps: sim.get(p.skipped),
-    };
+    // Without counters the outcome's counts are 0 (see `comparable`).
+    let (useful_macs, gated_products, skipped_ksteps) =
+        p.stats.map_or((0, 0, 0), |(u, g, s)| (sim.get(u), sim.get(g), sim.get(s)));
+    let outcome = Outcome { c: out, cycles: first_in.map_or(0, |f| last_out - f), useful_macs, gated_products, skipped_ksteps };
     sim.trace_close();
     Ok((outcome, timer.stats(&sim)))
 }
@@ -233,7 +232,7 @@ fn run_ws(
         s.port("out_c_o")?,
         s.port("out_c0_i")?,
     );
-    let (useful, gated) = (s.port("stat_useful_o")?, s.port("stat_gated_o")?);
+    let counters = if cfg.stats { Some((s.port("stat_useful_o")?, s.port("stat_gated_o")?)) } else { None };
     let (r, c) = (cfg.rows, cfg.cols);
     let (ab, bb, acc) = (cfg.a_type.bits(), cfg.b_type.bits(), cfg.acc_bits);
     let (ch, slot) = (cfg.channel_bits, cfg.channel_bits / cfg.lanes);
@@ -360,12 +359,24 @@ fn run_ws(
     let outcome = Outcome {
         c: sums,
         cycles: first_in.map_or(0, |f| last_out - f + 1),
-        useful_macs: sim.get(useful),
-        gated_products: sim.get(gated),
-        skipped_ksteps: skipped,
+        useful_macs: counters.map_or(0, |(u, _)| sim.get(u)),
+        gated_products: counters.map_or(0, |(_, g)| sim.get(g)),
+        // Without `stats` no counts are reported (see `comparable`), the
+        // sequencer's included.
+        skipped_ksteps: if cfg.stats { skipped } else { 0 },
     };
     sim.trace_close();
     Ok((outcome, timer.stats(&sim)))
+}
+
+/// The model's outcome as a grid of these parameters reports it: without
+/// `stats` the grid has no counters, and their counts read 0.
+pub fn comparable(cfg: &SystolicParams, o: &Outcome) -> Outcome {
+    if cfg.stats {
+        o.clone()
+    } else {
+        Outcome { useful_macs: 0, gated_products: 0, skipped_ksteps: 0, ..o.clone() }
+    }
 }
 
 /// A random GEMM that reaches every skip path: element sparsity from none to
@@ -393,7 +404,7 @@ pub fn random_gemm(rng: &mut Rng, cfg: &SystolicParams, max_dim: u64) -> Gemm {
         .map(|_| (0..n).map(|j| if dead_col[j] || rng.chance(zero_pct) { 0 } else { value(rng, cfg.b_type) }).collect())
         .collect();
     let signed = cfg.a_type.signed() || cfg.b_type.signed();
-    let c0 = rng.chance(50).then(|| {
+    let c0 = (cfg.c0_add && rng.chance(50)).then(|| {
         (0..m)
             .map(|_| {
                 (0..n)

@@ -49,10 +49,14 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     );
     let (out_valid, out_ready) = (out_s.valid.clone(), out_s.ready.clone());
     let [out_row, out_c] = out_s.get(["row", "c"]);
-    let out_c0 = b.input("out_c0_i", c * acc_w, "initial accumulator values for row out_row_o");
-    let stat_useful = b.output("stat_useful_o", STAT_BITS, "useful multiply-accumulates since reset");
-    let stat_gated = b.output("stat_gated_o", STAT_BITS, "gated products since reset");
-    let stat_skipped = b.output("stat_skipped_o", STAT_BITS, "k-steps skipped by the load filter since reset");
+    let out_c0 = p.c0_add.then(|| b.input("out_c0_i", c * acc_w, "initial accumulator values for row out_row_o"));
+    let stats = p.stats.then(|| {
+        (
+            b.output("stat_useful_o", STAT_BITS, "useful multiply-accumulates since reset"),
+            b.output("stat_gated_o", STAT_BITS, "gated products since reset"),
+            b.output("stat_skipped_o", STAT_BITS, "k-steps skipped by the load filter since reset"),
+        )
+    });
     if slot > ab.max(bb) || slot > ab.min(bb) {
         b.waive_unused(&in_a, "slot bits above the element type are not used");
         b.waive_unused(&in_b, "slot bits above the element type are not used");
@@ -146,10 +150,14 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // from the input register as a bank copies it, then carried beside the
     // operands into the grid: neither the counters nor the PEs' gating test
     // operands for zero, and the input pins' paths stay short.
-    let nz_flags = |x: &Expr, n: u32, eb: u32| Expr::cat_lanes(&(0..g * n * l).map(|k| x.part(k * eb, eb).any()).collect::<Vec<_>>());
-    let (a_nz_in, b_nz_in) = (nz_flags(&inq_a, r, ab), nz_flags(&inq_b, c, bb));
-    let ga_nz: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_a_nz_q"), &a_nz_in, &full[k].not())).collect();
-    let gb_nz: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_b_nz_q"), &b_nz_in, &full[k].not())).collect();
+    // Without gating and counters nothing reads them.
+    let lane_nz = |x: &Expr, n: u32, eb: u32| Expr::cat_lanes(&(0..g * n * l).map(|k| x.part(k * eb, eb).any()).collect::<Vec<_>>());
+    let bank_nz = (p.gating || p.stats).then(|| {
+        let (a_nz_in, b_nz_in) = (lane_nz(&inq_a, r, ab), lane_nz(&inq_b, c, bb));
+        let ga_nz: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_a_nz_q"), &a_nz_in, &full[k].not())).collect();
+        let gb_nz: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_b_nz_q"), &b_nz_in, &full[k].not())).collect();
+        (ga_nz, gb_nz)
+    });
     let wr_next = b.let_("write_bank_next", &take.mux(&wr.not(), &wr));
     b.next(&wr, &wr_next, None);
 
@@ -171,7 +179,6 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let rest_any = b.let_("rest_any", &select(&act, &any2));
     let cand_end = b.let_("cand_end", &need_end.and(&rest_any.not()));
     let issue = b.let_("issue", &cand.and(&cand_end.not().or(&idle)));
-    let issue_null = b.let_("issue_null", &issue.and(&has_rem.not()));
     // The active group is done: nothing to issue, or its last candidate issues now.
     let done = b.let_("group_done", &held.and(&cand.not().or(&issue.and(&rest_any.not()))));
     // A held empty bank hands over too, so the pointer never waits on it.
@@ -225,8 +232,13 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let steps_of = |banks: &[Expr], n: u32| -> Vec<Expr> {
         banks.iter().flat_map(|x| (0..g).map(move |s| x.part(s * n * l, n * l))).collect()
     };
-    let step_a_nz = b.let_("step_a_nz", &select_onehot(&sel, &steps_of(&ga_nz, r)));
-    let step_b_nz = b.let_("step_b_nz", &select_onehot(&sel, &steps_of(&gb_nz, c)));
+    // The issued step's non-zero flags: for the gating and the counters.
+    let step_nz = bank_nz.as_ref().map(|(ga_nz, gb_nz)| {
+        (
+            b.let_("step_a_nz", &select_onehot(&sel, &steps_of(ga_nz, r))),
+            b.let_("step_b_nz", &select_onehot(&sel, &steps_of(gb_nz, c))),
+        )
+    });
 
     // ---- issue register and skew: row i delayed i, column j delayed j ----
     let iss_valid = b.reg("issue_valid_q", 1, 0);
@@ -234,38 +246,44 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let iss_last = b.pipe("issue_last_q", &cand_end, &Expr::bit(true));
     let iss_a = b.pipe("issue_a_q", &step_a, &Expr::bit(true));
     let iss_b = b.pipe("issue_b_q", &step_b, &Expr::bit(true));
-    let iss_a_nz = b.pipe("issue_a_nz_q", &step_a_nz, &Expr::bit(true));
-    let iss_b_nz = b.pipe("issue_b_nz_q", &step_b_nz, &Expr::bit(true));
+    let (iss_a_nz, iss_b_nz) = match &step_nz {
+        Some((a_nz, b_nz)) => (b.pipe("issue_a_nz_q", a_nz, &Expr::bit(true)), b.pipe("issue_b_nz_q", b_nz, &Expr::bit(true))),
+        // Without gating or counters nothing reads the flags: all ones.
+        None => (Expr::ones(r * l), Expr::ones(c * l)),
+    };
     // ---- counters, pipelined off the issue registers (off the issue path) ----
-    let cb = bits_for(c as u64);
-    let iss_real = b.reg("issue_real_q", 1, 0);
-    b.next(&iss_real, &issue.and(&issue_null.not()), None);
-    let mut pcs = Vec::new();
-    for lane in 0..l {
-        let nza: Vec<Expr> = (0..r).map(|i| iss_a_nz.bit_at(i * l + lane)).collect();
-        let nzb: Vec<Expr> = (0..c).map(|j| iss_b_nz.bit_at(j * l + lane)).collect();
-        let pa = b.pipe(&format!("nz_rows_l{lane}_q"), &Expr::cat_lanes(&nza), &Expr::bit(true));
-        let pb = b.pipe(&format!("nz_cols_l{lane}_q"), &popcount(&nzb, cb), &Expr::bit(true));
-        pcs.push((pa, pb));
+    if let Some((stat_useful, stat_gated, stat_skipped)) = &stats {
+        let cb = bits_for(c as u64);
+        let iss_real = b.reg("issue_real_q", 1, 0);
+        let issue_null = b.let_("issue_null", &issue.and(&has_rem.not()));
+        b.next(&iss_real, &issue.and(&issue_null.not()), None);
+        let mut pcs = Vec::new();
+        for lane in 0..l {
+            let nza: Vec<Expr> = (0..r).map(|i| iss_a_nz.bit_at(i * l + lane)).collect();
+            let nzb: Vec<Expr> = (0..c).map(|j| iss_b_nz.bit_at(j * l + lane)).collect();
+            let pa = b.pipe(&format!("nz_rows_l{lane}_q"), &Expr::cat_lanes(&nza), &Expr::bit(true));
+            let pb = b.pipe(&format!("nz_cols_l{lane}_q"), &popcount(&nzb, cb), &Expr::bit(true));
+            pcs.push((pa, pb));
+        }
+        let stat_v1 = b.reg("stat_valid1_q", 1, 0);
+        b.next(&stat_v1, &iss_real, None);
+        // A lane's count is at most rows x cols.
+        let pw = bits_for((r * c) as u64);
+        // non-zero rows x non-zero columns, as a sum of masked column counts
+        // (LUTs, not a multiplier).
+        let terms: Vec<Expr> = pcs
+            .iter()
+            .map(|(pa, pb)| sum_tree(&(0..r).map(|i| pb.and(&pa.bit_at(i).repl(cb))).collect::<Vec<_>>(), pw).zext(p.macs_bits()))
+            .collect();
+        let useful_sum = b.let_("useful_sum", &terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t)));
+        mac_counters(&mut b, p, &useful_sum, &stat_v1, stat_useful, stat_gated);
+        // Registered apart from `accept`, so the loader's state stays off this path.
+        let skipped_q = b.pipe("skipped_now_q", &skipped_now, &Expr::bit(true));
+        let accepted_q = b.reg("accepted_q", 1, 0);
+        b.next(&accepted_q, &take, None);
+        let st_skipped = stat_counter(&mut b, "skipped_count", &skipped_q, &accepted_q);
+        b.assign(stat_skipped, &st_skipped);
     }
-    let stat_v1 = b.reg("stat_valid1_q", 1, 0);
-    b.next(&stat_v1, &iss_real, None);
-    // A lane's count is at most rows x cols.
-    let pw = bits_for((r * c) as u64);
-    // non-zero rows x non-zero columns, as a sum of masked column counts
-    // (LUTs, not a multiplier).
-    let terms: Vec<Expr> = pcs
-        .iter()
-        .map(|(pa, pb)| sum_tree(&(0..r).map(|i| pb.and(&pa.bit_at(i).repl(cb))).collect::<Vec<_>>(), pw).zext(p.macs_bits()))
-        .collect();
-    let useful_sum = b.let_("useful_sum", &terms.iter().skip(1).fold(terms[0].clone(), |s, t| s.add(t)));
-    mac_counters(&mut b, p, &useful_sum, &stat_v1, &stat_useful, &stat_gated);
-    // Registered apart from `accept`, so the loader's state stays off this path.
-    let skipped_q = b.pipe("skipped_now_q", &skipped_now, &Expr::bit(true));
-    let accepted_q = b.reg("accepted_q", 1, 0);
-    b.next(&accepted_q, &take, None);
-    let st_skipped = stat_counter(&mut b, "skipped_count", &skipped_q, &accepted_q);
-    b.assign(&stat_skipped, &st_skipped);
 
     // With gating the lanes' non-zero flags are skewed beside the operands.
     let gating = p.gating;
@@ -399,9 +417,13 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     );
     b.next(&inflight, &inflight_next, None);
     b.next(&idle, &inflight_next.eq_lit(0), None);
-    let sums: Vec<Expr> =
-        (0..c).map(|j| oq_data.part(j * acc_w, acc_w).add(&out_c0.part(j * acc_w, acc_w))).collect();
-    b.assign(&out_c, &Expr::cat_lanes(&sums));
+    match &out_c0 {
+        Some(c0) => {
+            let sums: Vec<Expr> = (0..c).map(|j| oq_data.part(j * acc_w, acc_w).add(&c0.part(j * acc_w, acc_w))).collect();
+            b.assign(&out_c, &Expr::cat_lanes(&sums));
+        }
+        None => b.assign(&out_c, &oq_data),
+    }
     b.assign(&out_valid, &oq_valid);
     b.assign(&out_row, &oq_row);
 

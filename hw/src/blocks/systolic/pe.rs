@@ -12,7 +12,7 @@ pub(super) fn pe(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, Rtl
     m.doc("Output-stationary processing element of gpurtl_systolic (seed 004 §331-333).");
     m.doc(format!("acc += sum over {l} lanes of a*b ({} x {}); gated lanes do not multiply.", p.a_type.name(), p.b_type.name()));
     let clk = m.clock("clk_i");
-    let _rst = m.reset("rst_i");
+    let rst = m.reset("rst_i");
     let a_i = m.input("a_i", l * ab, "A lanes from the left");
     let valid_i = m.input("valid_i", 1, "a step is here");
     let last_i = m.input("last_i", 1, "the step ends the tile");
@@ -96,9 +96,13 @@ pub(super) fn pe(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, Rtl
     } else {
         (sum, work, mac_v, mac_l)
     };
-    let acc = m.reg("acc_q", acc_w, 0);
+    // The accumulator clears on reset and at the end of a tile through one
+    // condition, so that synthesis can use the flip-flops' synchronous
+    // reset for both instead of a multiplexer in front of every bit.
+    let acc = m.reg_noreset("acc_q", acc_w);
     let total = m.let_("total", &acc.add(&sum));
-    m.next(&acc, &last.mux(&Expr::zero(acc_w), &total), Some(&v.and(&work)));
+    let acc_clear = m.let_("acc_clear", &rst.or(&last));
+    m.next(&acc, &acc_clear.mux(&Expr::zero(acc_w), &total), Some(&rst.or(&v.and(&work))));
     let done = m.let_("done", &v.and(&last));
     let res = m.pipe("res_q", &total, &done);
     m.assign(&res_o, &res);

@@ -37,8 +37,12 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let out_last = b.output("out_last_o", 1, "the row is the tile's last");
     let out_c = b.output("out_c_o", c * acc_w, "the row's sums plus out_c0_i, column j at j*acc_bits");
     let out_c0 = b.input("out_c0_i", c * acc_w, "accumulator values for the offered row (C0 or earlier K blocks)");
-    let stat_useful = b.output("stat_useful_o", STAT_BITS, "useful multiply-accumulates since reset");
-    let stat_gated = b.output("stat_gated_o", STAT_BITS, "gated products since reset");
+    let stats = p.stats.then(|| {
+        (
+            b.output("stat_useful_o", STAT_BITS, "useful multiply-accumulates since reset"),
+            b.output("stat_gated_o", STAT_BITS, "gated products since reset"),
+        )
+    });
     if slot > ab.max(bb) || slot > ab.min(bb) {
         b.waive_unused(&a_in, "slot bits above the element type are not used");
         b.waive_unused(&w_in, "slot bits above the element type are not used");
@@ -83,23 +87,25 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         Some(&switch.or(&wblock.eq_lit(0).not())),
     );
 
-    // ---- counters: non-zero weights per (PE row, lane), shadow and active ----
-    let cw = bits_for(c as u64);
-    let mut terms = Vec::new();
-    for i in 0..r {
-        for lane in 0..l {
-            let nzw: Vec<Expr> = (0..c).map(|j| w_cols[j as usize].part(lane * bb, bb).any()).collect();
-            let sh = b.pipe(&format!("nzw_shadow_r{i}_l{lane}_q"), &popcount(&nzw, cw), &w_load[i as usize]);
-            let act = b.pipe(&format!("nzw_active_r{i}_l{lane}_q"), &sh, &switch);
-            let cnt = switch.mux(&sh, &act);
-            let nza = aq_a.part(i * row_w + lane * ab, ab).any();
-            terms.push(b.pipe(&format!("useful_r{i}_l{lane}_q"), &cnt.and(&nza.repl(cw)), &Expr::bit(true)));
+    if let Some((stat_useful, stat_gated)) = &stats {
+        // ---- counters: non-zero weights per (PE row, lane), shadow and active ----
+        let cw = bits_for(c as u64);
+        let mut terms = Vec::new();
+        for i in 0..r {
+            for lane in 0..l {
+                let nzw: Vec<Expr> = (0..c).map(|j| w_cols[j as usize].part(lane * bb, bb).any()).collect();
+                let sh = b.pipe(&format!("nzw_shadow_r{i}_l{lane}_q"), &popcount(&nzw, cw), &w_load[i as usize]);
+                let act = b.pipe(&format!("nzw_active_r{i}_l{lane}_q"), &sh, &switch);
+                let cnt = switch.mux(&sh, &act);
+                let nza = aq_a.part(i * row_w + lane * ab, ab).any();
+                terms.push(b.pipe(&format!("useful_r{i}_l{lane}_q"), &cnt.and(&nza.repl(cw)), &Expr::bit(true)));
+            }
         }
+        let stat_v1 = b.reg("stat_valid1_q", 1, 0);
+        b.next(&stat_v1, &issue, None);
+        let useful_sum = b.let_("useful_sum", &sum_tree(&terms, p.macs_bits()));
+        mac_counters(&mut b, p, &useful_sum, &stat_v1, stat_useful, stat_gated);
     }
-    let stat_v1 = b.reg("stat_valid1_q", 1, 0);
-    b.next(&stat_v1, &issue, None);
-    let useful_sum = b.let_("useful_sum", &sum_tree(&terms, p.macs_bits()));
-    mac_counters(&mut b, p, &useful_sum, &stat_v1, &stat_useful, &stat_gated);
 
     // ---- issue register and skew: row i delayed i ----
     let iss_a = b.pipe("issue_a_q", &issue.repl(r * row_w).and(&aq_a), &Expr::bit(true));

@@ -154,6 +154,10 @@ pub fn parse_input(v: &Value, cfg: &SystolicParams) -> Result<Gemm, InputErrors>
 
     let c0 = match obj.get("c0") {
         None => None,
+        Some(_) if !cfg.c0_add => {
+            e.push(err("c0", "(given)", "absent: the grid is built without the C0 add (parameter c0_add = false)"));
+            None
+        }
         Some(cv) => {
             let (lo, hi) = acc_range(cfg);
             let acc = |x: &Value| -> Option<i64> {
@@ -201,7 +205,8 @@ pub fn parse_input(v: &Value, cfg: &SystolicParams) -> Result<Gemm, InputErrors>
 }
 
 /// The output file: `c` (unsigned 64-bit accumulator values written as
-/// unsigned), the counters, `cycles` and `utilization`.
+/// unsigned), `cycles`, and when the grid has counters, the counts and
+/// `utilization`.
 pub fn output_json(cfg: &SystolicParams, o: &Outcome) -> Value {
     let unsigned = !cfg.signed();
     let c: Vec<Value> = o
@@ -215,14 +220,24 @@ pub fn output_json(cfg: &SystolicParams, o: &Outcome) -> Value {
             )
         })
         .collect();
-    serde_json::json!({
+    let mut v = serde_json::json!({
         "c": c,
         "cycles": o.cycles,
         "useful_macs": o.useful_macs,
         "gated_products": o.gated_products,
         "skipped_ksteps": o.skipped_ksteps,
         "utilization": o.utilization(cfg),
-    })
+    });
+    // A grid built without counters (stats = false) reports none, nor the
+    // utilization, which is the useful count over the cycles.
+    if !cfg.stats {
+        if let Some(m) = v.as_object_mut() {
+            for k in ["useful_macs", "gated_products", "skipped_ksteps", "utilization"] {
+                m.remove(k);
+            }
+        }
+    }
+    v
 }
 
 /// Block pruning (seed §369): split `m` into `block` x `block` tiles (edge
