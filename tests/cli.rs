@@ -55,7 +55,7 @@ fn invalid_parameters() {
     bad(&["gen", "compress", "--param", "width", "-o", "x"], "error: option `--param` = `width`: must be KEY=VALUE\n");
     bad(
         &["gen", "compress", "--preset", "huge", "-o", "x"],
-        "error: preset `huge` of block `compress`: must be one of default, small, wide, max\n",
+        "error: preset `huge` of block `compress`: must be one of default, small, wide, max, fpga\n",
     );
     bad(&["gen", "nosuch", "-o", "x"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic, scheduler\n");
     bad(&["gen", "compress"], "error: `gen` needs `-o DIR`\n");

@@ -14,7 +14,7 @@ use gpurtl_tests::{failure_dir, seeds};
 
 /// Parameter points: smallest width, default, a wide one at the deepest
 /// pipeline, and the largest width.
-const POINTS: &[(u32, u32)] = &[(64, 1), (128, 2), (256, 10), (1024, 4)];
+const POINTS: &[(u32, u32)] = &[(64, 1), (128, 2), (256, 10), (1024, 4), (128, 6), (512, 15)];
 const SEEDS: u64 = 200;
 
 fn cosim(width: u32, latency: u32) {
@@ -78,6 +78,16 @@ fn cosim_width256_latency10() {
 #[test]
 fn cosim_width1024_latency4() {
     cosim(POINTS[3].0, POINTS[3].1)
+}
+/// The `fpga` preset.
+#[test]
+fn cosim_width128_latency6() {
+    cosim(POINTS[4].0, POINTS[4].1)
+}
+/// Every layer registered (the most latency at 512 bits).
+#[test]
+fn cosim_width512_latency15() {
+    cosim(POINTS[5].0, POINTS[5].1)
 }
 
 /// Steady state is one vector per cycle: n ops take n - 1 + latency cycles.

@@ -77,6 +77,8 @@ impl BlockParams for CompressParams {
             ("small", CompressParams { width: 64, latency: 1 }),
             ("wide", CompressParams { width: 512, latency: 3 }),
             ("max", CompressParams { width: 1024, latency: 4 }),
+            // FPGA timing: 150 MHz on ECP5, 100 MHz on iCE40-HX8K (docs/compress.md).
+            ("fpga", CompressParams { width: 128, latency: 6 }),
         ]
     }
 }

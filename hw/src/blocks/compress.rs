@@ -9,80 +9,125 @@
 //!
 //! Structure (N = width/8 byte lanes, S = log2 N): any element size is a byte
 //! compress with the element mask spread over the element's bytes, so one
-//! byte-lane network serves all four sizes.
-//! 1. front: mask, byte mask, and for each lane the number of unselected
-//!    lanes below it (`zeros`, a Brent-Kung prefix sum: about 2N adders);
-//! 2. compress network: S stages; stage k moves a selected lane down by 2^k
-//!    when bit k of its `zeros` is set. Going LSB first, no two lanes ever meet
-//!    (each stage is one 2:1 mux per lane), so area grows like N log N;
-//! 3. expand network: the inverse, S stages moving up by 2^k, MSB first,
-//!    steered by the `zeros` values that the compress network delivered to the
-//!    packed positions;
-//! 4. merge: selected lanes take the result, the others `old` or zero.
+//! byte-lane network serves all four sizes. The 2S+3 layers:
+//! 1. mask: each byte's non-zero test ORed within four bytes as far as the
+//!    element size reaches, the given mask spread over the bytes, the fill
+//!    (`old` or zero);
+//! 2. byte mask (and the mask used), running sums of unselected lanes within
+//!    blocks of four lanes;
+//! 3. prefix sum: the block sums combined (radix 4) into `amt`, for each
+//!    selected lane the number of unselected lanes below it (zero for the
+//!    unselected lanes);
+//! 4. compress network: S stages; stage k moves a lane down by 2^k when bit k
+//!    of its `amt` is set. Going LSB first, no two lanes ever meet (each stage
+//!    is one 2:1 mux per lane), so area grows like N log N. A lane that moves
+//!    away leaves amount zero behind, so an empty lane never moves. Only
+//!    compress operations move data, but the move bits of every stage are kept;
+//! 5. expand network: the compress network backwards (S stages, MSB first,
+//!    lanes moving up by 2^k where they moved down), steered by the kept move
+//!    bits, so the packed source lanes go back to the selected positions. The
+//!    last stage also merges: written lanes (packed lanes below the count for
+//!    compress, selected lanes for expand) take the network result, the
+//!    others the fill.
 //!
-//! `latency` registers are spread evenly over these 2S+3 layers (the front
-//! is two: mask, then prefix sum), with the
-//! last one at the output; valid/ready with back-pressure on both sides.
+//! One data path serves both operations: each network stage moves data only
+//! for its own operation. The `latency` registers split the layers into
+//! stages by weight (see [`register_layers`]); the last register is the
+//! output queue, `latency + 1` entries whose head is the output, so nothing
+//! but wires lies between a register and an output port.
 
-use crate::rtl::{clog2, pipe, Expr, ModuleBuilder, RtlError};
+use crate::rtl::{bits_for, clog2, Expr, ModuleBuilder, RtlError};
 use crate::Design;
 use gpurtl_params::compress::CompressParams;
 
 /// Name of the top module.
 pub const TOP: &str = "gpurtl_compress";
 
-/// Signals that flow down the pipeline. `None` = not live at this point.
+/// Signals that flow down the pipeline, by name, in the order they became
+/// live: a register cut registers each of them as `<name>_p<r>_q`.
 #[derive(Default)]
-struct Flow {
-    op: Option<Expr>,
-    zeroing: Option<Expr>,
-    old: Option<Expr>,
-    src: Option<Expr>,
-    mask: Option<Expr>,
-    esize: Option<Expr>,
-    count: Option<Expr>,
-    /// Compress network lanes: valid, zeros-below amount (S bits/lane), data.
-    cmp_valid: Option<Expr>,
-    cmp_amt: Option<Expr>,
-    cmp_data: Option<Expr>,
-    /// Expand network lanes; the amount narrows by one bit per stage.
-    exp_valid: Option<Expr>,
-    exp_amt: Option<Expr>,
-    exp_data: Option<Expr>,
-    dst: Option<Expr>,
+struct Live {
+    sigs: Vec<(String, Expr)>,
 }
 
-impl Flow {
-    fn fields(&mut self) -> [(&'static str, &mut Option<Expr>); 14] {
-        [
-            ("op", &mut self.op),
-            ("zeroing", &mut self.zeroing),
-            ("old", &mut self.old),
-            ("src", &mut self.src),
-            ("mask", &mut self.mask),
-            ("esize", &mut self.esize),
-            ("count", &mut self.count),
-            ("cmp_valid", &mut self.cmp_valid),
-            ("cmp_amt", &mut self.cmp_amt),
-            ("cmp_data", &mut self.cmp_data),
-            ("exp_valid", &mut self.exp_valid),
-            ("exp_amt", &mut self.exp_amt),
-            ("exp_data", &mut self.exp_data),
-            ("dst", &mut self.dst),
-        ]
+impl Live {
+    fn set(&mut self, name: &str, e: Expr) {
+        match self.sigs.iter_mut().find(|(n, _)| n == name) {
+            Some(slot) => slot.1 = e,
+            None => self.sigs.push((name.to_string(), e)),
+        }
+    }
+    fn get(&self, name: &str) -> Expr {
+        match self.sigs.iter().find(|(n, _)| n == name) {
+            Some((_, e)) => e.clone(),
+            None => panic!("signal `{name}` is not live at this layer"),
+        }
+    }
+    /// The signal, no longer carried further.
+    fn take(&mut self, name: &str) -> Expr {
+        let e = self.get(name);
+        self.sigs.retain(|(n, _)| n != name);
+        e
     }
     /// Register every live signal into pipeline stage `r`.
-    fn cut(&mut self, b: &mut ModuleBuilder, r: usize, load: &Expr) {
-        for (name, slot) in self.fields() {
-            if let Some(e) = slot.take() {
-                *slot = Some(b.pipe(&format!("{name}_p{r}_q"), &e, load));
-            }
+    fn cut(&mut self, b: &mut ModuleBuilder, r: usize) {
+        for (name, e) in &mut self.sigs {
+            *e = b.pipe(&format!("{name}_p{r}_q"), e, &Expr::bit(true));
         }
     }
 }
 
-fn get(e: &Option<Expr>) -> Expr {
-    e.clone().expect("signal is live at this layer")
+/// Relative logic depth of the 2S+3 layers, for placing the registers: the
+/// mask, the byte mask and the prefix sum 3 each, every network stage 1.
+pub fn layer_weights(p: &CompressParams) -> Vec<u32> {
+    let s = clog2(p.lanes() as u64) as usize;
+    let mut w = vec![3, 3, 3];
+    w.extend(std::iter::repeat_n(1, 2 * s));
+    w
+}
+
+/// The layer (counted from 0) after which register r = 1..=latency sits.
+/// `B` is the smallest bound for which the layers split into `latency`
+/// stages of weight at most `B` each; stage 1 takes as many layers as it can
+/// without exceeding `B` while leaving a layer for every later stage, then
+/// stage 2, and so on. The last register is at the output. (A latency
+/// beyond the layer count, which the parameters do not allow, stacks the
+/// extra registers after the last layer.)
+pub fn register_layers(p: &CompressParams) -> Vec<u32> {
+    let w = layer_weights(p);
+    let m = w.len();
+    if p.latency as usize > m {
+        let mut cuts: Vec<u32> = (0..m as u32).collect();
+        cuts.resize(p.latency as usize, m as u32 - 1);
+        return cuts;
+    }
+    let stages = p.latency as usize;
+    assert!(stages >= 1, "latency was validated");
+    let groups = |bound: u32| {
+        let (mut n, mut acc) = (1, 0);
+        for &x in &w {
+            if acc + x > bound {
+                n += 1;
+                acc = 0;
+            }
+            acc += x;
+        }
+        n
+    };
+    let max = *w.iter().max().expect("layers");
+    let bound = (max..).find(|&b| groups(b) <= stages).expect("a bound exists");
+    let mut cuts = Vec::new();
+    let mut acc = 0;
+    for i in 0..m {
+        acc += w[i];
+        let later = stages - cuts.len() - 1;
+        if i + 1 == m || acc + w[i + 1] > bound || m - 1 - i == later {
+            cuts.push(i as u32);
+            acc = 0;
+        }
+    }
+    debug_assert_eq!(cuts.len(), stages);
+    cuts
 }
 
 pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
@@ -90,6 +135,7 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     let n = p.lanes();
     let s = clog2(n as u64);
     let cw = p.count_bits();
+    let latency = p.latency as usize;
     let mut b = ModuleBuilder::new(TOP);
     b.doc("Packed compress/expand unit (gpurtl block `compress`; seed 004 §360-364, tables 5-6).");
     b.doc("Compress: if mask[i] dst[j++] = src[i].  Expand: if mask[i] dst[i] = src[j++].");
@@ -128,161 +174,245 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     let (out_valid, out_ready) = (out.valid.clone(), out.ready.clone());
     let [out_dst, out_mask, out_count] = out.get(["dst", "mask", "count"]);
 
-    let ctl = pipe::credit_begin(&mut b, p.latency as usize, &in_valid);
-    b.assign(&in_ready, &ctl.in_ready);
+    // ---- credit control: at most latency + 1 operations inside ----
+    let depth = p.latency as u64 + 1;
+    let occupancy = b.reg("occupancy_q", bits_for(depth), 0);
+    let credit = b.let_("credit", &occupancy.lt(&Expr::lit(occupancy.width(), depth)));
+    b.assign(&in_ready, &credit);
+    let accept = b.let_("accept", &in_valid.and(&credit));
+    // Valid of the stage registers before the output queue; they advance
+    // every cycle, like the datapath registers.
+    let mut push = accept.clone();
+    for r in 1..latency {
+        let v = b.reg(&format!("valid_p{r}_q"), 1, 0);
+        b.next(&v, &push, None);
+        push = v;
+    }
 
-    // Cut positions: register r (1-based) sits after layer ceil(r*L/latency)-1.
-    let layers = p.layers();
-    let cut_after: Vec<u32> = (1..=p.latency).map(|r| (r * layers).div_ceil(p.latency) - 1).collect();
-    let mut flow = Flow::default();
+    let cut_after = register_layers(p);
+    let mut live = Live::default();
     let mut stage = 0usize;
     let mut layer = 0u32;
-    let mut end_layer = |b: &mut ModuleBuilder, flow: &mut Flow, layer: &mut u32| {
-        if cut_after.contains(layer) {
-            flow.cut(b, stage + 1, &ctl.load);
-            stage += 1;
+    // Ends a layer; registers the live signals when a stage ends here, except
+    // at the last layer, whose register is the output queue.
+    let mut end_layer = |b: &mut ModuleBuilder, live: &mut Live| {
+        for _ in cut_after.iter().filter(|&&c| c == layer) {
+            if stage + 1 < latency {
+                stage += 1;
+                live.cut(b, stage);
+            }
         }
-        *layer += 1;
+        layer += 1;
     };
 
-    // ---- layer 0: front ----
+    // ---- layer: mask ----
+    // The byte mask: for each byte lane, whether its element is selected.
+    // A generated mask ORs the lane's byte with the other bytes of its
+    // element in two steps (within four bytes, then with the other four),
+    // so the esize select sits inside the OR tree instead of after it.
     let nz: Vec<Expr> = (0..n).map(|l| in_src.part(8 * l, 8).any()).collect();
     let src_nz = b.let_("src_nz", &Expr::cat_lanes(&nz));
-    // Element mask for each size, lane e = element e, zero above width/esize.
-    let mut by_size = Vec::new();
-    for sz in 0..4u32 {
-        let eb = 1u32 << sz; // bytes per element
-        let elems = n / eb;
-        let gen: Vec<Expr> = (0..elems).map(|e| src_nz.part(e * eb, eb).any()).collect();
-        let gen = Expr::cat_lanes(&gen);
-        let given = in_mask.part(0, elems);
-        let m = in_mask_gen.mux(&gen, &given).zext(n);
-        by_size.push(b.let_(&format!("mask_e{}", 8 << sz), &m));
-    }
-    let mask = b.let_("mask", &by_esize(&in_esize, &by_size));
-    // The element mask spread over each element's bytes.
-    let mut byte_masks = Vec::new();
-    for sz in 0..4u32 {
-        let lanes: Vec<Expr> = (0..n).map(|l| mask.bit_at(l >> sz)).collect();
-        byte_masks.push(Expr::cat_lanes(&lanes));
-    }
-    let bmask = b.let_("byte_mask", &by_esize(&in_esize, &byte_masks));
-    flow.op = Some(in_op);
-    flow.zeroing = Some(in_zeroing);
-    flow.old = Some(in_old);
-    flow.src = Some(in_src.clone());
-    flow.mask = Some(mask);
-    flow.esize = Some(in_esize);
-    flow.cmp_valid = Some(bmask);
-    flow.cmp_data = Some(in_src);
-    end_layer(&mut b, &mut flow, &mut layer);
+    let (e16, e32) = (in_esize.ne(&Expr::lit(2, 0)), in_esize.bit_at(1));
+    let nz4: Vec<Expr> = (0..n)
+        .map(|l| src_nz.bit_at(l).or(&e16.and(&src_nz.bit_at(l ^ 1))).or(&e32.and(&src_nz.bit_at(l ^ 2).or(&src_nz.bit_at(l ^ 3)))))
+        .collect();
+    let nz4 = b.let_("src_nz_quad", &Expr::cat_lanes(&nz4));
+    let given: Vec<Expr> = (0..n).map(|l| by_esize(&in_esize, &(0..4).map(|sz| in_mask.bit_at(l >> sz)).collect::<Vec<_>>())).collect();
+    let given = b.let_("given_byte_mask", &Expr::cat_lanes(&given));
+    // What unwritten lanes get.
+    let fill = b.let_("fill", &in_zeroing.mux(&Expr::zero(w), &in_old));
+    live.set("op", in_op);
+    live.set("esize", in_esize);
+    live.set("mask_gen", in_mask_gen);
+    live.set("src_nz_quad", nz4);
+    live.set("given_byte_mask", given);
+    live.set("fill", fill);
+    live.set("data", in_src);
+    end_layer(&mut b, &mut live);
 
-    // ---- layer 1: zeros[l] = unselected lanes below l (exclusive prefix sum of ~byte_mask) ----
-    let bmask = get(&flow.cmp_valid);
-    let esize = flow.esize.take().expect("element size is live until the counts");
-    let inclusive = prefix_sum(&mut b, "unsel", &(0..n).map(|l| bmask.bit_at(l).not()).collect::<Vec<_>>());
-    let zeros = b.wire("zeros", n * s);
-    b.assign_part(&zeros, 0, &Expr::zero(s));
-    for l in 1..n {
-        b.assign_part(&zeros, l * s, &inclusive[(l - 1) as usize].zext(s));
+    // ---- layer: byte mask, sums within blocks of four lanes ----
+    // The byte mask's last step: the other four bytes of a 64-bit element.
+    let (nz4, given, mask_gen) = (live.take("src_nz_quad"), live.take("given_byte_mask"), live.take("mask_gen"));
+    let esize = live.get("esize");
+    let e64 = esize.eq_lit(3);
+    let bmask: Vec<Expr> =
+        (0..n).map(|l| mask_gen.mux(&nz4.bit_at(l).or(&e64.and(&nz4.bit_at(l ^ 4))), &given.bit_at(l))).collect();
+    let bmask = b.let_("byte_mask", &Expr::cat_lanes(&bmask));
+    live.set("byte_mask", bmask.clone());
+    // The mask used: element e is byte lane e << esize, zero above the
+    // element count.
+    let mask: Vec<Expr> = (0..n)
+        .map(|e| by_esize(&esize, &(0..4).map(|sz| if e << sz < n { bmask.bit_at(e << sz) } else { Expr::bit(false) }).collect::<Vec<_>>()))
+        .collect();
+    live.set("mask", b.let_("mask", &Expr::cat_lanes(&mask)));
+    // Unselected lanes, running sums within blocks of four (lane n - 1 has
+    // no lane above it that needs its sum: it is left out).
+    let unsel: Vec<Sum> = (0..n - 1).map(|l| Sum { e: bmask.bit_at(l).not(), lo: l, hi: l }).collect();
+    let blocks: Vec<Vec<Sum>> = unsel.chunks(4).map(|c| prefix_serial(&mut b, "unsel", c)).collect();
+    for s in blocks.iter().flatten() {
+        live.set(&s.name(), s.e.clone());
     }
-    let total_unsel = inclusive[(n - 1) as usize].zext(cw);
-    let sel_bytes = b.let_("sel_bytes", &Expr::lit(cw, n as u64).sub(&total_unsel));
-    let counts: Vec<Expr> = (0..4u32).map(|sz| sel_bytes.slice(cw - 1, sz).zext(cw)).collect();
-    flow.count = Some(by_esize(&esize, &counts));
-    flow.cmp_amt = Some(zeros);
-    end_layer(&mut b, &mut flow, &mut layer);
+    end_layer(&mut b, &mut live);
+
+    // ---- layer: prefix sum ----
+    // amt[l] = unselected lanes below l for a selected lane, 0 for the others.
+    let blocks: Vec<Vec<Sum>> =
+        blocks.iter().map(|blk| blk.iter().map(|s| Sum { e: live.take(&s.name()), ..s.clone() }).collect()).collect();
+    let inclusive = prefix_combine(&mut b, "unsel", blocks);
+    let bmask = live.get("byte_mask");
+    for t in 0..s {
+        let plane: Vec<Expr> = ((1 << t)..n).map(|l| inclusive[l as usize - 1].e.zext(s).bit_at(t).and(&bmask.bit_at(l))).collect();
+        live.set(&format!("amt_b{t}"), b.let_(&format!("amt_b{t}"), &Expr::cat_lanes(&plane)));
+    }
+    // For the count: unselected lanes below the last one.
+    let below_last = &inclusive[n as usize - 2];
+    live.set(&below_last.name(), below_last.e.clone());
+    end_layer(&mut b, &mut live);
 
     // ---- compress network: LSB first, lanes move down ----
+    // The amounts travel as bit planes: plane t holds bit t of every lane's
+    // remaining amount. A lane below 2^t has less than 2^t below it, so plane
+    // t holds only lanes 2^t and up (lane l at bit l - 2^t). Stage k reads
+    // plane k (which lanes move) and moves planes k+1 and up with the lanes.
     for k in 0..s {
         let d = 1u32 << k;
-        let (v, a, x) = (get(&flow.cmp_valid), get(&flow.cmp_amt), get(&flow.cmp_data));
-        let mv: Vec<Expr> = (0..n).map(|l| v.bit_at(l).and(&a.bit_at(l * s + k))).collect();
-        let mv = b.let_(&format!("cmp_move_s{k}"), &Expr::cat_lanes(&mv));
-        let (nv, na, nx) =
-            (b.wire(&format!("cmp_valid_s{}", k + 1), n), b.wire(&format!("cmp_amt_s{}", k + 1), n * s), b.wire(&format!("cmp_data_s{}", k + 1), w));
-        for l in 0..n {
-            let stays = v.bit_at(l).and(&mv.bit_at(l).not());
-            if l + d < n {
-                let take = mv.bit_at(l + d);
-                b.assign_part(&nv, l, &take.or(&stays));
-                b.assign_part(&na, l * s, &take.mux(&a.part((l + d) * s, s), &a.part(l * s, s)));
-                b.assign_part(&nx, l * 8, &take.mux(&x.part((l + d) * 8, 8), &x.part(l * 8, 8)));
-            } else {
-                b.assign_part(&nv, l, &stays);
-                b.assign_part(&na, l * s, &a.part(l * s, s));
-                b.assign_part(&nx, l * 8, &x.part(l * 8, 8));
-            }
+        let (x, op) = (live.get("data"), live.get("op"));
+        let moving = live.take(&format!("amt_b{k}"));
+        let moving = b.let_(&format!("cmp_move_s{k}"), &moving);
+        let mv = |l: u32| moving.bit_at(l - d);
+        // Lane l takes lane l + d, for compress operations only.
+        let take: Vec<Expr> = (0..n - d).map(|l| mv(l + d).and(&op.not())).collect();
+        let take = b.let_(&format!("cmp_take_s{k}"), &Expr::cat_lanes(&take));
+        let data: Vec<Expr> = (0..n)
+            .map(|l| if l + d < n { take.bit_at(l).mux(&x.part((l + d) * 8, 8), &x.part(l * 8, 8)) } else { x.part(l * 8, 8) })
+            .collect();
+        live.set("data", b.let_(&format!("cmp_data_s{}", k + 1), &Expr::cat_lanes(&data)));
+        for t in k + 1..s {
+            // A lane keeps its bit, takes that of the lane moving in, or is
+            // left empty (amount 0) by a lane moving away.
+            let name = format!("amt_b{t}");
+            let plane = live.take(&name);
+            let lo = 1u32 << t;
+            let bit = |l: u32| plane.bit_at(l - lo);
+            let next: Vec<Expr> = (lo..n)
+                .map(|l| {
+                    let own = mv(l).mux(&Expr::bit(false), &bit(l));
+                    if l + d < n { mv(l + d).mux(&bit(l + d), &own) } else { own }
+                })
+                .collect();
+            live.set(&name, b.let_(&format!("cmp_amt_b{t}_s{}", k + 1), &Expr::cat_lanes(&next)));
         }
-        flow.cmp_valid = Some(nv);
-        flow.cmp_amt = Some(na);
-        flow.cmp_data = Some(nx);
-        end_layer(&mut b, &mut flow, &mut layer);
+        // The expand stage k needs the lanes that can move (d and up).
+        live.set(&format!("move_s{k}"), moving.clone());
+        // Which lanes hold a selected byte: moves with the lanes.
+        let v = if k == 0 { live.get("byte_mask") } else { live.take("cmp_valid") };
+        let valid: Vec<Expr> = (0..n)
+            .map(|l| {
+                let stays = if l >= d { v.bit_at(l).and(&mv(l).not()) } else { v.bit_at(l) };
+                if l + d < n { mv(l + d).or(&stays) } else { stays }
+            })
+            .collect();
+        let valid = b.let_(&format!("cmp_valid_s{}", k + 1), &Expr::cat_lanes(&valid));
+        if k == 0 {
+            // The count: selected bytes = (n - 1 - unselected below the last
+            // lane) + the last lane's bit, shifted down to elements.
+            let below_last = live.take(&format!("unsel_0_{}", n - 2));
+            let last = live.get("byte_mask").bit_at(n - 1);
+            let sel_bytes = b.let_("sel_bytes", &below_last.not().zext(cw).add(&last.zext(cw)));
+            let esize = live.take("esize");
+            let counts: Vec<Expr> = (0..4u32).map(|sz| sel_bytes.slice(cw - 1, sz).zext(cw)).collect();
+            live.set("count", b.let_("count", &by_esize(&esize, &counts)));
+        }
+        if k + 1 == s {
+            // Lanes the merge writes: compress the packed lanes (below the
+            // count), expand the selected lanes.
+            let bmask = live.take("byte_mask");
+            live.set("keep", b.let_("keep", &op.mux(&bmask, &valid)));
+        } else {
+            live.set("cmp_valid", valid);
+        }
+        end_layer(&mut b, &mut live);
     }
 
-    // ---- expand network: MSB first, lanes move up ----
-    // Input: the packed lanes (valid = below the count) carrying the zeros
-    // amount of the position they came from, which is where they go back to.
-    flow.exp_valid = flow.cmp_valid.clone();
-    flow.exp_amt = flow.cmp_amt.take();
-    flow.exp_data = flow.src.take();
+    // ---- expand network: the compress network backwards ----
+    // Lane l takes lane l - d where the compress stage moved lane l down.
     for k in (0..s).rev() {
         let d = 1u32 << k;
-        let aw = k + 1; // amount bits per lane at this stage's input
-        let (v, a, x) = (get(&flow.exp_valid), get(&flow.exp_amt), get(&flow.exp_data));
-        let mv: Vec<Expr> = (0..n).map(|l| v.bit_at(l).and(&a.bit_at(l * aw + k))).collect();
-        let mv = b.let_(&format!("exp_move_s{k}"), &Expr::cat_lanes(&mv));
-        let nv = b.wire(&format!("exp_valid_s{k}"), n);
-        let na = if k > 0 { Some(b.wire(&format!("exp_amt_s{k}"), n * k)) } else { None };
-        let nx = b.wire(&format!("exp_data_s{k}"), w);
-        for l in 0..n {
-            let stays = v.bit_at(l).and(&mv.bit_at(l).not());
-            if l >= d {
-                let take = mv.bit_at(l - d);
-                b.assign_part(&nv, l, &take.or(&stays));
-                if let Some(na) = &na {
-                    b.assign_part(na, l * k, &take.mux(&a.part((l - d) * aw, k), &a.part(l * aw, k)));
-                }
-                b.assign_part(&nx, l * 8, &take.mux(&x.part((l - d) * 8, 8), &x.part(l * 8, 8)));
-            } else {
-                b.assign_part(&nv, l, &stays);
-                if let Some(na) = &na {
-                    b.assign_part(na, l * k, &a.part(l * aw, k));
-                }
-                b.assign_part(&nx, l * 8, &x.part(l * 8, 8));
-            }
+        let (mv, x) = (live.take(&format!("move_s{k}")), live.get("data"));
+        // The last stage is the last to read the operation.
+        let op = if k == 0 { live.take("op") } else { live.get("op") };
+        let take = b.let_(&format!("exp_take_s{k}"), &mv.and(&op.repl(n - d)));
+        let data: Vec<Expr> = (0..n)
+            .map(|l| if l >= d { take.bit_at(l - d).mux(&x.part((l - d) * 8, 8), &x.part(l * 8, 8)) } else { x.part(l * 8, 8) })
+            .collect();
+        let data = b.let_(&format!("exp_data_s{k}"), &Expr::cat_lanes(&data));
+        if k > 0 {
+            live.set("data", data);
+            end_layer(&mut b, &mut live);
+        } else {
+            // ---- merge, in the last layer ----
+            let keep = live.take("keep");
+            let keep_bytes = b.let_("keep_bytes", &Expr::cat_lanes(&(0..n).map(|l| keep.bit_at(l).repl(8)).collect::<Vec<_>>()));
+            live.take("data");
+            let dst = data.and(&keep_bytes).or(&live.take("fill").and(&keep_bytes.not()));
+            live.set("dst", b.let_("dst", &dst));
         }
-        flow.exp_valid = Some(nv);
-        flow.exp_amt = na;
-        flow.exp_data = Some(nx);
-        end_layer(&mut b, &mut flow, &mut layer);
     }
+    let fields = [("dst", live.take("dst")), ("mask", live.take("mask")), ("count", live.take("count"))];
+    assert!(live.sigs.is_empty(), "every signal is used");
+    end_layer(&mut b, &mut live);
+    debug_assert_eq!(stage + 1, latency);
+    debug_assert_eq!(layer, p.layers());
 
-    // ---- merge ----
-    let op = get(&flow.op);
-    let keep = op.mux(&get(&flow.exp_valid), &get(&flow.cmp_valid));
-    let keep = b.let_("keep", &keep);
-    let res = op.mux(&get(&flow.exp_data), &get(&flow.cmp_data));
-    let fill = get(&flow.zeroing).mux(&Expr::zero(w), &get(&flow.old));
-    let keep_bytes = Expr::cat_lanes(&(0..n).map(|l| keep.bit_at(l).repl(8)).collect::<Vec<_>>());
-    let keep_bytes = b.let_("keep_bytes", &keep_bytes);
-    let dst = res.and(&keep_bytes).or(&fill.and(&keep_bytes.not()));
-    flow = Flow { dst: Some(dst), mask: flow.mask.take(), count: flow.count.take(), ..Flow::default() };
-    end_layer(&mut b, &mut flow, &mut layer);
-    debug_assert_eq!(stage, p.latency as usize);
-
-    let (valid, outs) = pipe::credit_end(
-        &mut b,
-        &ctl,
-        &[("dst", get(&flow.dst)), ("mask", get(&flow.mask)), ("count", get(&flow.count))],
-        &out_ready,
-    );
+    // ---- output queue: the last register ----
+    let (valid, fire, outs) = output_queue(&mut b, depth as u32, &push, &fields, &out_ready);
     b.assign(&out_valid, &valid);
     b.assign(&out_dst, &outs[0]);
     b.assign(&out_mask, &outs[1]);
     b.assign(&out_count, &outs[2]);
+    let ow = occupancy.width();
+    b.next(&occupancy, &occupancy.add(&accept.zext(ow)).sub(&fire.zext(ow)), None);
     let top = b.finish()?;
     Ok(Design::of(top, p))
+}
+
+/// A queue of `depth` entries that shift towards entry 0, the head, which
+/// drives the output: results wait here in order until taken. `push` writes
+/// `fields` behind the last waiting result (behind the one leaving, if one
+/// leaves this cycle). Each entry loads either the entry behind it or the new
+/// result, chosen by a register bit, so the head is a plain register.
+/// Returns (out_valid, the output transfer, the head's fields).
+fn output_queue(b: &mut ModuleBuilder, depth: u32, push: &Expr, fields: &[(&str, Expr)], out_ready: &Expr) -> (Expr, Expr, Vec<Expr>) {
+    // Thermometer: bit i = entry i holds a result.
+    let full = b.reg("oq_valid_q", depth, 0);
+    let v = |i: i64| -> Expr {
+        if i < 0 {
+            Expr::bit(true)
+        } else if i >= depth as i64 {
+            Expr::bit(false)
+        } else {
+            full.bit_at(i as u32)
+        }
+    };
+    let out_valid = v(0);
+    let fire = b.let_("out_fire", &out_valid.and(out_ready));
+    let entries: Vec<Vec<Expr>> =
+        (0..depth).map(|i| fields.iter().map(|(name, e)| b.reg_noreset(&format!("oq{i}_{name}_q"), e.width())).collect()).collect();
+    let mut next_full = Vec::new();
+    for i in 0..depth as i64 {
+        // With an output transfer the entries shift down and a new result
+        // lands in the last waiting one's place; without, behind it.
+        let load = fire.mux(&v(i + 1).or(&push.and(&v(i))), &push.and(&v(i).not()).and(&v(i - 1)));
+        let load = b.let_(&format!("oq{i}_load"), &load);
+        for (f, (_, e)) in fields.iter().enumerate() {
+            let q = &entries[i as usize][f];
+            let d = if i + 1 < depth as i64 { v(i + 1).mux(&entries[i as usize + 1][f], e) } else { e.clone() };
+            b.next(q, &d, Some(&load));
+        }
+        next_full.push(fire.mux(&push.mux(&v(i), &v(i + 1)), &push.mux(&v(i - 1), &v(i))));
+    }
+    b.next(&full, &Expr::cat_lanes(&next_full), None);
+    (out_valid, fire, entries[0].clone())
 }
 
 /// `esize == 0 ? v[0] : esize == 1 ? v[1] : esize == 2 ? v[2] : v[3]`
@@ -290,37 +420,61 @@ fn by_esize(esize: &Expr, v: &[Expr]) -> Expr {
     esize.eq_lit(0).mux(&v[0], &esize.eq_lit(1).mux(&v[1], &esize.eq_lit(2).mux(&v[2], &v[3])))
 }
 
-/// Inclusive prefix sums of one-bit values, Brent-Kung (2N adders, 2 log N
-/// levels), each sum as narrow as its largest value allows.
-fn prefix_sum(b: &mut ModuleBuilder, name: &str, bits: &[Expr]) -> Vec<Expr> {
-    let n = bits.len();
-    let mut x: Vec<(Expr, u64)> = bits.iter().map(|e| (e.clone(), 1)).collect();
-    let add = |b: &mut ModuleBuilder, x: &mut Vec<(Expr, u64)>, to: usize, from: usize| {
-        let max = x[to].1 + x[from].1;
-        let w = crate::rtl::bits_for(max);
-        let e = x[to].0.zext(w).add(&x[from].0.zext(w));
-        // Named after the lanes it sums: `unsel_4_7` = lanes 4..=7.
-        x[to] = (b.let_(&format!("{name}_{}_{to}", to + 1 - max as usize), &e), max);
-    };
-    // Up-sweep.
-    let mut d = 1;
-    while d < n {
-        let mut i = 2 * d - 1;
-        while i < n {
-            add(b, &mut x, i, i - d);
-            i += 2 * d;
-        }
-        d *= 2;
+/// The sum of lanes `lo..=hi` of one-bit values, as narrow as it can be.
+#[derive(Clone)]
+struct Sum {
+    e: Expr,
+    lo: u32,
+    hi: u32,
+}
+
+impl Sum {
+    /// `unsel_4_7` = the sum of lanes 4..=7.
+    fn name(&self) -> String {
+        format!("unsel_{}_{}", self.lo, self.hi)
     }
-    // Down-sweep.
-    d /= 2;
-    while d >= 1 {
-        let mut i = 3 * d - 1;
-        while i < n {
-            add(b, &mut x, i, i - d);
-            i += 2 * d;
-        }
-        d /= 2;
+}
+
+/// `a + b` for adjacent ranges, named after the lanes it sums:
+/// `unsel_4_7` = lanes 4..=7.
+fn add(b: &mut ModuleBuilder, name: &str, x: &Sum, y: &Sum) -> Sum {
+    let (lo, hi) = (x.lo.min(y.lo), x.hi.max(y.hi));
+    let w = bits_for((hi - lo + 1) as u64);
+    let e = x.e.zext(w).add(&y.e.zext(w));
+    Sum { e: b.let_(&format!("{name}_{lo}_{hi}"), &e), lo, hi }
+}
+
+/// Inclusive running sums of a few lanes, one after the other.
+fn prefix_serial(b: &mut ModuleBuilder, name: &str, x: &[Sum]) -> Vec<Sum> {
+    let mut out: Vec<Sum> = vec![x[0].clone()];
+    for i in 1..x.len() {
+        let s = add(b, name, &out[i - 1], &x[i]);
+        out.push(s);
     }
-    x.into_iter().map(|(e, _)| e).collect()
+    out
+}
+
+/// Inclusive prefix sums from the running sums of consecutive blocks, radix
+/// 4: groups of four blocks become one block (each block adds the last sum
+/// below it), until one is left. With blocks of four lanes: log4 N - 1
+/// levels of small adders, each sum as narrow as its lanes allow.
+fn prefix_combine(b: &mut ModuleBuilder, name: &str, blocks: Vec<Vec<Sum>>) -> Vec<Sum> {
+    if blocks.len() == 1 {
+        return blocks.into_iter().next().expect("one block");
+    }
+    let merged: Vec<Vec<Sum>> = blocks
+        .chunks(4)
+        .map(|group| {
+            let mut out = group[0].clone();
+            for blk in &group[1..] {
+                let below = out[out.len() - 1].clone();
+                for s in blk {
+                    let t = add(b, name, &below, s);
+                    out.push(t);
+                }
+            }
+            out
+        })
+        .collect();
+    prefix_combine(b, name, merged)
 }

@@ -49,600 +49,397 @@ module gpurtl_compress (
   wire         credit;
   wire         accept;
   reg          valid_p1_q;
-  reg          valid_p2_q;
   wire [15:0]  src_nz;
-  wire [15:0]  mask_e8;
-  wire [15:0]  mask_e16;
-  wire [15:0]  mask_e32;
-  wire [15:0]  mask_e64;
-  wire [15:0]  mask;
+  wire [15:0]  src_nz_quad;
+  wire [15:0]  given_byte_mask;
+  wire [127:0] fill;
   wire [15:0]  byte_mask;
+  wire [15:0]  mask;
   wire [1:0]   unsel_0_1;
-  wire [1:0]   unsel_2_3;
-  wire [1:0]   unsel_4_5;
-  wire [1:0]   unsel_6_7;
-  wire [1:0]   unsel_8_9;
-  wire [1:0]   unsel_10_11;
-  wire [1:0]   unsel_12_13;
-  wire [1:0]   unsel_14_15;
-  wire [2:0]   unsel_0_3;
-  wire [2:0]   unsel_4_7;
-  wire [2:0]   unsel_8_11;
-  wire [2:0]   unsel_12_15;
-  wire [3:0]   unsel_0_7;
-  wire [3:0]   unsel_8_15;
-  wire [4:0]   unsel_0_15;
-  wire [3:0]   unsel_0_11;
-  wire [2:0]   unsel_0_5;
-  wire [3:0]   unsel_0_9;
-  wire [3:0]   unsel_0_13;
   wire [1:0]   unsel_0_2;
+  wire [2:0]   unsel_0_3;
+  wire [1:0]   unsel_4_5;
+  wire [1:0]   unsel_4_6;
+  wire [2:0]   unsel_4_7;
+  wire [1:0]   unsel_8_9;
+  wire [1:0]   unsel_8_10;
+  wire [2:0]   unsel_8_11;
+  wire [1:0]   unsel_12_13;
+  wire [1:0]   unsel_12_14;
   wire [2:0]   unsel_0_4;
+  wire [2:0]   unsel_0_5;
   wire [2:0]   unsel_0_6;
+  wire [3:0]   unsel_0_7;
   wire [3:0]   unsel_0_8;
+  wire [3:0]   unsel_0_9;
   wire [3:0]   unsel_0_10;
+  wire [3:0]   unsel_0_11;
   wire [3:0]   unsel_0_12;
+  wire [3:0]   unsel_0_13;
   wire [3:0]   unsel_0_14;
-  wire [63:0]  zeros;
-  wire [4:0]   sel_bytes;
-  wire [15:0]  cmp_move_s0;
-  wire [15:0]  cmp_valid_s1;
-  wire [63:0]  cmp_amt_s1;
-  wire [127:0] cmp_data_s1;
-  wire [15:0]  cmp_move_s1;
-  wire [15:0]  cmp_valid_s2;
-  wire [63:0]  cmp_amt_s2;
-  wire [127:0] cmp_data_s2;
-  wire [15:0]  cmp_move_s2;
-  wire [15:0]  cmp_valid_s3;
-  wire [63:0]  cmp_amt_s3;
-  wire [127:0] cmp_data_s3;
-  wire [15:0]  cmp_move_s3;
-  wire [15:0]  cmp_valid_s4;
-  wire [63:0]  cmp_amt_s4;
-  wire [127:0] cmp_data_s4;
+  wire [14:0]  amt_b0;
+  // amt_b0_t1: bits [3:1] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b0_t1;
+  /* verilator lint_on UNUSED */
+  // amt_b0_t2: bits [3:1] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b0_t2;
+  /* verilator lint_on UNUSED */
+  // amt_b0_t3: bits [3:1] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b0_t3;
+  /* verilator lint_on UNUSED */
+  // amt_b0_t4: bits [3:1] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b0_t4;
+  /* verilator lint_on UNUSED */
+  // amt_b0_t5: bits [3:1] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b0_t5;
+  /* verilator lint_on UNUSED */
+  // amt_b0_t6: bits [3:1] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b0_t6;
+  /* verilator lint_on UNUSED */
+  // amt_b0_t7: bits [3:1] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b0_t7;
+  /* verilator lint_on UNUSED */
+  wire [13:0]  amt_b1;
+  // amt_b1_t8: bits [3:2], [0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b1_t8;
+  /* verilator lint_on UNUSED */
+  // amt_b1_t9: bits [3:2], [0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b1_t9;
+  /* verilator lint_on UNUSED */
+  // amt_b1_t10: bits [3:2], [0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b1_t10;
+  /* verilator lint_on UNUSED */
+  // amt_b1_t11: bits [3:2], [0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b1_t11;
+  /* verilator lint_on UNUSED */
+  // amt_b1_t12: bits [3:2], [0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b1_t12;
+  /* verilator lint_on UNUSED */
+  // amt_b1_t13: bits [3:2], [0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b1_t13;
+  /* verilator lint_on UNUSED */
+  wire [11:0]  amt_b2;
+  // amt_b2_t14: bits [3], [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b2_t14;
+  /* verilator lint_on UNUSED */
+  // amt_b2_t15: bits [3], [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b2_t15;
+  /* verilator lint_on UNUSED */
+  // amt_b2_t16: bits [3], [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b2_t16;
+  /* verilator lint_on UNUSED */
+  // amt_b2_t17: bits [3], [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [3:0]   amt_b2_t17;
+  /* verilator lint_on UNUSED */
+  wire [7:0]   amt_b3;
   reg          op_p1_q;
-  reg          zeroing_p1_q;
-  reg  [127:0] old_p1_q;
-  reg  [127:0] src_p1_q;
+  reg  [1:0]   esize_p1_q;
+  reg  [127:0] fill_p1_q;
+  reg  [127:0] data_p1_q;
+  reg  [15:0]  byte_mask_p1_q;
   reg  [15:0]  mask_p1_q;
-  reg  [4:0]   count_p1_q;
-  reg  [15:0]  cmp_valid_p1_q;
-  reg  [63:0]  cmp_amt_p1_q;
-  reg  [127:0] cmp_data_p1_q;
-  wire [15:0]  exp_move_s3;
-  wire [15:0]  exp_valid_s3;
-  wire [47:0]  exp_amt_s3;
-  wire [127:0] exp_data_s3;
-  wire [15:0]  exp_move_s2;
-  wire [15:0]  exp_valid_s2;
-  wire [31:0]  exp_amt_s2;
-  wire [127:0] exp_data_s2;
-  wire [15:0]  exp_move_s1;
-  wire [15:0]  exp_valid_s1;
-  wire [15:0]  exp_amt_s1;
-  wire [127:0] exp_data_s1;
-  wire [15:0]  exp_move_s0;
-  wire [15:0]  exp_valid_s0;
-  wire [127:0] exp_data_s0;
+  reg  [14:0]  amt_b0_p1_q;
+  reg  [13:0]  amt_b1_p1_q;
+  reg  [11:0]  amt_b2_p1_q;
+  reg  [7:0]   amt_b3_p1_q;
+  reg  [3:0]   unsel_0_14_p1_q;
+  wire [14:0]  cmp_move_s0;
+  wire [14:0]  cmp_take_s0;
+  wire [127:0] cmp_data_s1;
+  wire [13:0]  cmp_amt_b1_s1;
+  wire [11:0]  cmp_amt_b2_s1;
+  wire [7:0]   cmp_amt_b3_s1;
+  wire [15:0]  cmp_valid_s1;
+  wire [4:0]   sel_bytes;
+  wire [4:0]   count;
+  wire [13:0]  cmp_move_s1;
+  wire [13:0]  cmp_take_s1;
+  wire [127:0] cmp_data_s2;
+  wire [11:0]  cmp_amt_b2_s2;
+  wire [7:0]   cmp_amt_b3_s2;
+  wire [15:0]  cmp_valid_s2;
+  wire [11:0]  cmp_move_s2;
+  wire [11:0]  cmp_take_s2;
+  wire [127:0] cmp_data_s3;
+  wire [7:0]   cmp_amt_b3_s3;
+  wire [15:0]  cmp_valid_s3;
+  wire [7:0]   cmp_move_s3;
+  wire [7:0]   cmp_take_s3;
+  wire [127:0] cmp_data_s4;
+  wire [15:0]  cmp_valid_s4;
   wire [15:0]  keep;
+  wire [7:0]   exp_take_s3;
+  wire [127:0] exp_data_s3;
+  wire [11:0]  exp_take_s2;
+  wire [127:0] exp_data_s2;
+  wire [13:0]  exp_take_s1;
+  wire [127:0] exp_data_s1;
+  wire [14:0]  exp_take_s0;
+  wire [127:0] exp_data_s0;
   wire [127:0] keep_bytes;
-  reg  [15:0]  mask_p2_q;
-  reg  [4:0]   count_p2_q;
-  reg  [127:0] dst_p2_q;
-  reg  [1:0]   fifo_count_q;
-  reg  [1:0]   fifo_rd_q;
-  reg  [1:0]   fifo_wr_q;
-  wire         fifo_empty;
-  wire         out_valid;
+  wire [127:0] dst;
+  reg  [2:0]   oq_valid_q;
   wire         out_fire;
-  wire         fifo_push;
-  wire         fifo_pop;
-  reg  [127:0] fifo0_dst_q;
-  reg  [127:0] fifo1_dst_q;
-  reg  [127:0] fifo2_dst_q;
-  reg  [15:0]  fifo0_mask_q;
-  reg  [15:0]  fifo1_mask_q;
-  reg  [15:0]  fifo2_mask_q;
-  reg  [4:0]   fifo0_count_q;
-  reg  [4:0]   fifo1_count_q;
-  reg  [4:0]   fifo2_count_q;
+  reg  [127:0] oq0_dst_q;
+  reg  [15:0]  oq0_mask_q;
+  reg  [4:0]   oq0_count_q;
+  reg  [127:0] oq1_dst_q;
+  reg  [15:0]  oq1_mask_q;
+  reg  [4:0]   oq1_count_q;
+  reg  [127:0] oq2_dst_q;
+  reg  [15:0]  oq2_mask_q;
+  reg  [4:0]   oq2_count_q;
+  wire         oq0_load;
+  wire         oq1_load;
+  wire         oq2_load;
 
   assign credit = occupancy_q < 2'd3;
-  assign accept = in_valid_i & credit;
   assign in_ready_o = credit;
+  assign accept = in_valid_i & credit;
   assign src_nz = {|in_src_i[127:120], |in_src_i[119:112], |in_src_i[111:104], |in_src_i[103:96], |in_src_i[95:88], |in_src_i[87:80], |in_src_i[79:72], |in_src_i[71:64], |in_src_i[63:56], |in_src_i[55:48], |in_src_i[47:40], |in_src_i[39:32], |in_src_i[31:24], |in_src_i[23:16], |in_src_i[15:8], |in_src_i[7:0]};
-  assign mask_e8 = in_mask_gen_i ? {src_nz[15], src_nz[14], src_nz[13], src_nz[12], src_nz[11], src_nz[10], src_nz[9], src_nz[8], src_nz[7], src_nz[6], src_nz[5], src_nz[4], src_nz[3], src_nz[2], src_nz[1], src_nz[0]} : in_mask_i;
-  assign mask_e16 = {8'd0, in_mask_gen_i ? {|src_nz[15:14], |src_nz[13:12], |src_nz[11:10], |src_nz[9:8], |src_nz[7:6], |src_nz[5:4], |src_nz[3:2], |src_nz[1:0]} : in_mask_i[7:0]};
-  assign mask_e32 = {12'd0, in_mask_gen_i ? {|src_nz[15:12], |src_nz[11:8], |src_nz[7:4], |src_nz[3:0]} : in_mask_i[3:0]};
-  assign mask_e64 = {14'd0, in_mask_gen_i ? {|src_nz[15:8], |src_nz[7:0]} : in_mask_i[1:0]};
-  assign mask = (in_esize_i == 2'd0) ? mask_e8 : (in_esize_i == 2'd1) ? mask_e16 : (in_esize_i == 2'd2) ? mask_e32 : mask_e64;
-  assign byte_mask = (in_esize_i == 2'd0) ? {mask[15], mask[14], mask[13], mask[12], mask[11], mask[10], mask[9], mask[8], mask[7], mask[6], mask[5], mask[4], mask[3], mask[2], mask[1], mask[0]} : (in_esize_i == 2'd1) ? {mask[7], mask[7], mask[6], mask[6], mask[5], mask[5], mask[4], mask[4], mask[3], mask[3], mask[2], mask[2], mask[1], mask[1], mask[0], mask[0]} : (in_esize_i == 2'd2) ? {mask[3], mask[3], mask[3], mask[3], mask[2], mask[2], mask[2], mask[2], mask[1], mask[1], mask[1], mask[1], mask[0], mask[0], mask[0], mask[0]} : {mask[1], mask[1], mask[1], mask[1], mask[1], mask[1], mask[1], mask[1], mask[0], mask[0], mask[0], mask[0], mask[0], mask[0], mask[0], mask[0]};
-  assign unsel_0_1 = {1'd0, ~byte_mask[1]} + {1'd0, ~byte_mask[0]};
-  assign unsel_2_3 = {1'd0, ~byte_mask[3]} + {1'd0, ~byte_mask[2]};
-  assign unsel_4_5 = {1'd0, ~byte_mask[5]} + {1'd0, ~byte_mask[4]};
-  assign unsel_6_7 = {1'd0, ~byte_mask[7]} + {1'd0, ~byte_mask[6]};
-  assign unsel_8_9 = {1'd0, ~byte_mask[9]} + {1'd0, ~byte_mask[8]};
-  assign unsel_10_11 = {1'd0, ~byte_mask[11]} + {1'd0, ~byte_mask[10]};
-  assign unsel_12_13 = {1'd0, ~byte_mask[13]} + {1'd0, ~byte_mask[12]};
-  assign unsel_14_15 = {1'd0, ~byte_mask[15]} + {1'd0, ~byte_mask[14]};
-  assign unsel_0_3 = {1'd0, unsel_2_3} + {1'd0, unsel_0_1};
-  assign unsel_4_7 = {1'd0, unsel_6_7} + {1'd0, unsel_4_5};
-  assign unsel_8_11 = {1'd0, unsel_10_11} + {1'd0, unsel_8_9};
-  assign unsel_12_15 = {1'd0, unsel_14_15} + {1'd0, unsel_12_13};
-  assign unsel_0_7 = {1'd0, unsel_4_7} + {1'd0, unsel_0_3};
-  assign unsel_8_15 = {1'd0, unsel_12_15} + {1'd0, unsel_8_11};
-  assign unsel_0_15 = {1'd0, unsel_8_15} + {1'd0, unsel_0_7};
-  assign unsel_0_11 = {1'd0, unsel_8_11} + unsel_0_7;
-  assign unsel_0_5 = {1'd0, unsel_4_5} + unsel_0_3;
-  assign unsel_0_9 = {2'd0, unsel_8_9} + unsel_0_7;
-  assign unsel_0_13 = {2'd0, unsel_12_13} + unsel_0_11;
-  assign unsel_0_2 = {1'd0, ~byte_mask[2]} + unsel_0_1;
-  assign unsel_0_4 = {2'd0, ~byte_mask[4]} + unsel_0_3;
-  assign unsel_0_6 = {2'd0, ~byte_mask[6]} + unsel_0_5;
-  assign unsel_0_8 = {3'd0, ~byte_mask[8]} + unsel_0_7;
-  assign unsel_0_10 = {3'd0, ~byte_mask[10]} + unsel_0_9;
-  assign unsel_0_12 = {3'd0, ~byte_mask[12]} + unsel_0_11;
-  assign unsel_0_14 = {3'd0, ~byte_mask[14]} + unsel_0_13;
-  assign zeros[3:0] = 4'd0;
-  assign zeros[7:4] = {3'd0, ~byte_mask[0]};
-  assign zeros[11:8] = {2'd0, unsel_0_1};
-  assign zeros[15:12] = {2'd0, unsel_0_2};
-  assign zeros[19:16] = {1'd0, unsel_0_3};
-  assign zeros[23:20] = {1'd0, unsel_0_4};
-  assign zeros[27:24] = {1'd0, unsel_0_5};
-  assign zeros[31:28] = {1'd0, unsel_0_6};
-  assign zeros[35:32] = unsel_0_7;
-  assign zeros[39:36] = unsel_0_8;
-  assign zeros[43:40] = unsel_0_9;
-  assign zeros[47:44] = unsel_0_10;
-  assign zeros[51:48] = unsel_0_11;
-  assign zeros[55:52] = unsel_0_12;
-  assign zeros[59:56] = unsel_0_13;
-  assign zeros[63:60] = unsel_0_14;
-  assign sel_bytes = 5'd16 - unsel_0_15;
-  assign cmp_move_s0 = {byte_mask[15] & zeros[60], byte_mask[14] & zeros[56], byte_mask[13] & zeros[52], byte_mask[12] & zeros[48], byte_mask[11] & zeros[44], byte_mask[10] & zeros[40], byte_mask[9] & zeros[36], byte_mask[8] & zeros[32], byte_mask[7] & zeros[28], byte_mask[6] & zeros[24], byte_mask[5] & zeros[20], byte_mask[4] & zeros[16], byte_mask[3] & zeros[12], byte_mask[2] & zeros[8], byte_mask[1] & zeros[4], byte_mask[0] & zeros[0]};
-  assign cmp_valid_s1[0] = cmp_move_s0[1] | (byte_mask[0] & ~cmp_move_s0[0]);
-  assign cmp_amt_s1[3:0] = cmp_move_s0[1] ? zeros[7:4] : zeros[3:0];
-  assign cmp_data_s1[7:0] = cmp_move_s0[1] ? in_src_i[15:8] : in_src_i[7:0];
-  assign cmp_valid_s1[1] = cmp_move_s0[2] | (byte_mask[1] & ~cmp_move_s0[1]);
-  assign cmp_amt_s1[7:4] = cmp_move_s0[2] ? zeros[11:8] : zeros[7:4];
-  assign cmp_data_s1[15:8] = cmp_move_s0[2] ? in_src_i[23:16] : in_src_i[15:8];
-  assign cmp_valid_s1[2] = cmp_move_s0[3] | (byte_mask[2] & ~cmp_move_s0[2]);
-  assign cmp_amt_s1[11:8] = cmp_move_s0[3] ? zeros[15:12] : zeros[11:8];
-  assign cmp_data_s1[23:16] = cmp_move_s0[3] ? in_src_i[31:24] : in_src_i[23:16];
-  assign cmp_valid_s1[3] = cmp_move_s0[4] | (byte_mask[3] & ~cmp_move_s0[3]);
-  assign cmp_amt_s1[15:12] = cmp_move_s0[4] ? zeros[19:16] : zeros[15:12];
-  assign cmp_data_s1[31:24] = cmp_move_s0[4] ? in_src_i[39:32] : in_src_i[31:24];
-  assign cmp_valid_s1[4] = cmp_move_s0[5] | (byte_mask[4] & ~cmp_move_s0[4]);
-  assign cmp_amt_s1[19:16] = cmp_move_s0[5] ? zeros[23:20] : zeros[19:16];
-  assign cmp_data_s1[39:32] = cmp_move_s0[5] ? in_src_i[47:40] : in_src_i[39:32];
-  assign cmp_valid_s1[5] = cmp_move_s0[6] | (byte_mask[5] & ~cmp_move_s0[5]);
-  assign cmp_amt_s1[23:20] = cmp_move_s0[6] ? zeros[27:24] : zeros[23:20];
-  assign cmp_data_s1[47:40] = cmp_move_s0[6] ? in_src_i[55:48] : in_src_i[47:40];
-  assign cmp_valid_s1[6] = cmp_move_s0[7] | (byte_mask[6] & ~cmp_move_s0[6]);
-  assign cmp_amt_s1[27:24] = cmp_move_s0[7] ? zeros[31:28] : zeros[27:24];
-  assign cmp_data_s1[55:48] = cmp_move_s0[7] ? in_src_i[63:56] : in_src_i[55:48];
-  assign cmp_valid_s1[7] = cmp_move_s0[8] | (byte_mask[7] & ~cmp_move_s0[7]);
-  assign cmp_amt_s1[31:28] = cmp_move_s0[8] ? zeros[35:32] : zeros[31:28];
-  assign cmp_data_s1[63:56] = cmp_move_s0[8] ? in_src_i[71:64] : in_src_i[63:56];
-  assign cmp_valid_s1[8] = cmp_move_s0[9] | (byte_mask[8] & ~cmp_move_s0[8]);
-  assign cmp_amt_s1[35:32] = cmp_move_s0[9] ? zeros[39:36] : zeros[35:32];
-  assign cmp_data_s1[71:64] = cmp_move_s0[9] ? in_src_i[79:72] : in_src_i[71:64];
-  assign cmp_valid_s1[9] = cmp_move_s0[10] | (byte_mask[9] & ~cmp_move_s0[9]);
-  assign cmp_amt_s1[39:36] = cmp_move_s0[10] ? zeros[43:40] : zeros[39:36];
-  assign cmp_data_s1[79:72] = cmp_move_s0[10] ? in_src_i[87:80] : in_src_i[79:72];
-  assign cmp_valid_s1[10] = cmp_move_s0[11] | (byte_mask[10] & ~cmp_move_s0[10]);
-  assign cmp_amt_s1[43:40] = cmp_move_s0[11] ? zeros[47:44] : zeros[43:40];
-  assign cmp_data_s1[87:80] = cmp_move_s0[11] ? in_src_i[95:88] : in_src_i[87:80];
-  assign cmp_valid_s1[11] = cmp_move_s0[12] | (byte_mask[11] & ~cmp_move_s0[11]);
-  assign cmp_amt_s1[47:44] = cmp_move_s0[12] ? zeros[51:48] : zeros[47:44];
-  assign cmp_data_s1[95:88] = cmp_move_s0[12] ? in_src_i[103:96] : in_src_i[95:88];
-  assign cmp_valid_s1[12] = cmp_move_s0[13] | (byte_mask[12] & ~cmp_move_s0[12]);
-  assign cmp_amt_s1[51:48] = cmp_move_s0[13] ? zeros[55:52] : zeros[51:48];
-  assign cmp_data_s1[103:96] = cmp_move_s0[13] ? in_src_i[111:104] : in_src_i[103:96];
-  assign cmp_valid_s1[13] = cmp_move_s0[14] | (byte_mask[13] & ~cmp_move_s0[13]);
-  assign cmp_amt_s1[55:52] = cmp_move_s0[14] ? zeros[59:56] : zeros[55:52];
-  assign cmp_data_s1[111:104] = cmp_move_s0[14] ? in_src_i[119:112] : in_src_i[111:104];
-  assign cmp_valid_s1[14] = cmp_move_s0[15] | (byte_mask[14] & ~cmp_move_s0[14]);
-  assign cmp_amt_s1[59:56] = cmp_move_s0[15] ? zeros[63:60] : zeros[59:56];
-  assign cmp_data_s1[119:112] = cmp_move_s0[15] ? in_src_i[127:120] : in_src_i[119:112];
-  assign cmp_valid_s1[15] = byte_mask[15] & ~cmp_move_s0[15];
-  assign cmp_amt_s1[63:60] = zeros[63:60];
-  assign cmp_data_s1[127:120] = in_src_i[127:120];
-  assign cmp_move_s1 = {cmp_valid_s1[15] & cmp_amt_s1[61], cmp_valid_s1[14] & cmp_amt_s1[57], cmp_valid_s1[13] & cmp_amt_s1[53], cmp_valid_s1[12] & cmp_amt_s1[49], cmp_valid_s1[11] & cmp_amt_s1[45], cmp_valid_s1[10] & cmp_amt_s1[41], cmp_valid_s1[9] & cmp_amt_s1[37], cmp_valid_s1[8] & cmp_amt_s1[33], cmp_valid_s1[7] & cmp_amt_s1[29], cmp_valid_s1[6] & cmp_amt_s1[25], cmp_valid_s1[5] & cmp_amt_s1[21], cmp_valid_s1[4] & cmp_amt_s1[17], cmp_valid_s1[3] & cmp_amt_s1[13], cmp_valid_s1[2] & cmp_amt_s1[9], cmp_valid_s1[1] & cmp_amt_s1[5], cmp_valid_s1[0] & cmp_amt_s1[1]};
-  assign cmp_valid_s2[0] = cmp_move_s1[2] | (cmp_valid_s1[0] & ~cmp_move_s1[0]);
-  assign cmp_amt_s2[3:0] = cmp_move_s1[2] ? cmp_amt_s1[11:8] : cmp_amt_s1[3:0];
-  assign cmp_data_s2[7:0] = cmp_move_s1[2] ? cmp_data_s1[23:16] : cmp_data_s1[7:0];
-  assign cmp_valid_s2[1] = cmp_move_s1[3] | (cmp_valid_s1[1] & ~cmp_move_s1[1]);
-  assign cmp_amt_s2[7:4] = cmp_move_s1[3] ? cmp_amt_s1[15:12] : cmp_amt_s1[7:4];
-  assign cmp_data_s2[15:8] = cmp_move_s1[3] ? cmp_data_s1[31:24] : cmp_data_s1[15:8];
-  assign cmp_valid_s2[2] = cmp_move_s1[4] | (cmp_valid_s1[2] & ~cmp_move_s1[2]);
-  assign cmp_amt_s2[11:8] = cmp_move_s1[4] ? cmp_amt_s1[19:16] : cmp_amt_s1[11:8];
-  assign cmp_data_s2[23:16] = cmp_move_s1[4] ? cmp_data_s1[39:32] : cmp_data_s1[23:16];
-  assign cmp_valid_s2[3] = cmp_move_s1[5] | (cmp_valid_s1[3] & ~cmp_move_s1[3]);
-  assign cmp_amt_s2[15:12] = cmp_move_s1[5] ? cmp_amt_s1[23:20] : cmp_amt_s1[15:12];
-  assign cmp_data_s2[31:24] = cmp_move_s1[5] ? cmp_data_s1[47:40] : cmp_data_s1[31:24];
-  assign cmp_valid_s2[4] = cmp_move_s1[6] | (cmp_valid_s1[4] & ~cmp_move_s1[4]);
-  assign cmp_amt_s2[19:16] = cmp_move_s1[6] ? cmp_amt_s1[27:24] : cmp_amt_s1[19:16];
-  assign cmp_data_s2[39:32] = cmp_move_s1[6] ? cmp_data_s1[55:48] : cmp_data_s1[39:32];
-  assign cmp_valid_s2[5] = cmp_move_s1[7] | (cmp_valid_s1[5] & ~cmp_move_s1[5]);
-  assign cmp_amt_s2[23:20] = cmp_move_s1[7] ? cmp_amt_s1[31:28] : cmp_amt_s1[23:20];
-  assign cmp_data_s2[47:40] = cmp_move_s1[7] ? cmp_data_s1[63:56] : cmp_data_s1[47:40];
-  assign cmp_valid_s2[6] = cmp_move_s1[8] | (cmp_valid_s1[6] & ~cmp_move_s1[6]);
-  assign cmp_amt_s2[27:24] = cmp_move_s1[8] ? cmp_amt_s1[35:32] : cmp_amt_s1[27:24];
-  assign cmp_data_s2[55:48] = cmp_move_s1[8] ? cmp_data_s1[71:64] : cmp_data_s1[55:48];
-  assign cmp_valid_s2[7] = cmp_move_s1[9] | (cmp_valid_s1[7] & ~cmp_move_s1[7]);
-  assign cmp_amt_s2[31:28] = cmp_move_s1[9] ? cmp_amt_s1[39:36] : cmp_amt_s1[31:28];
-  assign cmp_data_s2[63:56] = cmp_move_s1[9] ? cmp_data_s1[79:72] : cmp_data_s1[63:56];
-  assign cmp_valid_s2[8] = cmp_move_s1[10] | (cmp_valid_s1[8] & ~cmp_move_s1[8]);
-  assign cmp_amt_s2[35:32] = cmp_move_s1[10] ? cmp_amt_s1[43:40] : cmp_amt_s1[35:32];
-  assign cmp_data_s2[71:64] = cmp_move_s1[10] ? cmp_data_s1[87:80] : cmp_data_s1[71:64];
-  assign cmp_valid_s2[9] = cmp_move_s1[11] | (cmp_valid_s1[9] & ~cmp_move_s1[9]);
-  assign cmp_amt_s2[39:36] = cmp_move_s1[11] ? cmp_amt_s1[47:44] : cmp_amt_s1[39:36];
-  assign cmp_data_s2[79:72] = cmp_move_s1[11] ? cmp_data_s1[95:88] : cmp_data_s1[79:72];
-  assign cmp_valid_s2[10] = cmp_move_s1[12] | (cmp_valid_s1[10] & ~cmp_move_s1[10]);
-  assign cmp_amt_s2[43:40] = cmp_move_s1[12] ? cmp_amt_s1[51:48] : cmp_amt_s1[43:40];
-  assign cmp_data_s2[87:80] = cmp_move_s1[12] ? cmp_data_s1[103:96] : cmp_data_s1[87:80];
-  assign cmp_valid_s2[11] = cmp_move_s1[13] | (cmp_valid_s1[11] & ~cmp_move_s1[11]);
-  assign cmp_amt_s2[47:44] = cmp_move_s1[13] ? cmp_amt_s1[55:52] : cmp_amt_s1[47:44];
-  assign cmp_data_s2[95:88] = cmp_move_s1[13] ? cmp_data_s1[111:104] : cmp_data_s1[95:88];
-  assign cmp_valid_s2[12] = cmp_move_s1[14] | (cmp_valid_s1[12] & ~cmp_move_s1[12]);
-  assign cmp_amt_s2[51:48] = cmp_move_s1[14] ? cmp_amt_s1[59:56] : cmp_amt_s1[51:48];
-  assign cmp_data_s2[103:96] = cmp_move_s1[14] ? cmp_data_s1[119:112] : cmp_data_s1[103:96];
-  assign cmp_valid_s2[13] = cmp_move_s1[15] | (cmp_valid_s1[13] & ~cmp_move_s1[13]);
-  assign cmp_amt_s2[55:52] = cmp_move_s1[15] ? cmp_amt_s1[63:60] : cmp_amt_s1[55:52];
-  assign cmp_data_s2[111:104] = cmp_move_s1[15] ? cmp_data_s1[127:120] : cmp_data_s1[111:104];
-  assign cmp_valid_s2[14] = cmp_valid_s1[14] & ~cmp_move_s1[14];
-  assign cmp_amt_s2[59:56] = cmp_amt_s1[59:56];
-  assign cmp_data_s2[119:112] = cmp_data_s1[119:112];
-  assign cmp_valid_s2[15] = cmp_valid_s1[15] & ~cmp_move_s1[15];
-  assign cmp_amt_s2[63:60] = cmp_amt_s1[63:60];
-  assign cmp_data_s2[127:120] = cmp_data_s1[127:120];
-  assign cmp_move_s2 = {cmp_valid_s2[15] & cmp_amt_s2[62], cmp_valid_s2[14] & cmp_amt_s2[58], cmp_valid_s2[13] & cmp_amt_s2[54], cmp_valid_s2[12] & cmp_amt_s2[50], cmp_valid_s2[11] & cmp_amt_s2[46], cmp_valid_s2[10] & cmp_amt_s2[42], cmp_valid_s2[9] & cmp_amt_s2[38], cmp_valid_s2[8] & cmp_amt_s2[34], cmp_valid_s2[7] & cmp_amt_s2[30], cmp_valid_s2[6] & cmp_amt_s2[26], cmp_valid_s2[5] & cmp_amt_s2[22], cmp_valid_s2[4] & cmp_amt_s2[18], cmp_valid_s2[3] & cmp_amt_s2[14], cmp_valid_s2[2] & cmp_amt_s2[10], cmp_valid_s2[1] & cmp_amt_s2[6], cmp_valid_s2[0] & cmp_amt_s2[2]};
-  assign cmp_valid_s3[0] = cmp_move_s2[4] | (cmp_valid_s2[0] & ~cmp_move_s2[0]);
-  assign cmp_amt_s3[3:0] = cmp_move_s2[4] ? cmp_amt_s2[19:16] : cmp_amt_s2[3:0];
-  assign cmp_data_s3[7:0] = cmp_move_s2[4] ? cmp_data_s2[39:32] : cmp_data_s2[7:0];
-  assign cmp_valid_s3[1] = cmp_move_s2[5] | (cmp_valid_s2[1] & ~cmp_move_s2[1]);
-  assign cmp_amt_s3[7:4] = cmp_move_s2[5] ? cmp_amt_s2[23:20] : cmp_amt_s2[7:4];
-  assign cmp_data_s3[15:8] = cmp_move_s2[5] ? cmp_data_s2[47:40] : cmp_data_s2[15:8];
-  assign cmp_valid_s3[2] = cmp_move_s2[6] | (cmp_valid_s2[2] & ~cmp_move_s2[2]);
-  assign cmp_amt_s3[11:8] = cmp_move_s2[6] ? cmp_amt_s2[27:24] : cmp_amt_s2[11:8];
-  assign cmp_data_s3[23:16] = cmp_move_s2[6] ? cmp_data_s2[55:48] : cmp_data_s2[23:16];
-  assign cmp_valid_s3[3] = cmp_move_s2[7] | (cmp_valid_s2[3] & ~cmp_move_s2[3]);
-  assign cmp_amt_s3[15:12] = cmp_move_s2[7] ? cmp_amt_s2[31:28] : cmp_amt_s2[15:12];
-  assign cmp_data_s3[31:24] = cmp_move_s2[7] ? cmp_data_s2[63:56] : cmp_data_s2[31:24];
-  assign cmp_valid_s3[4] = cmp_move_s2[8] | (cmp_valid_s2[4] & ~cmp_move_s2[4]);
-  assign cmp_amt_s3[19:16] = cmp_move_s2[8] ? cmp_amt_s2[35:32] : cmp_amt_s2[19:16];
-  assign cmp_data_s3[39:32] = cmp_move_s2[8] ? cmp_data_s2[71:64] : cmp_data_s2[39:32];
-  assign cmp_valid_s3[5] = cmp_move_s2[9] | (cmp_valid_s2[5] & ~cmp_move_s2[5]);
-  assign cmp_amt_s3[23:20] = cmp_move_s2[9] ? cmp_amt_s2[39:36] : cmp_amt_s2[23:20];
-  assign cmp_data_s3[47:40] = cmp_move_s2[9] ? cmp_data_s2[79:72] : cmp_data_s2[47:40];
-  assign cmp_valid_s3[6] = cmp_move_s2[10] | (cmp_valid_s2[6] & ~cmp_move_s2[6]);
-  assign cmp_amt_s3[27:24] = cmp_move_s2[10] ? cmp_amt_s2[43:40] : cmp_amt_s2[27:24];
-  assign cmp_data_s3[55:48] = cmp_move_s2[10] ? cmp_data_s2[87:80] : cmp_data_s2[55:48];
-  assign cmp_valid_s3[7] = cmp_move_s2[11] | (cmp_valid_s2[7] & ~cmp_move_s2[7]);
-  assign cmp_amt_s3[31:28] = cmp_move_s2[11] ? cmp_amt_s2[47:44] : cmp_amt_s2[31:28];
-  assign cmp_data_s3[63:56] = cmp_move_s2[11] ? cmp_data_s2[95:88] : cmp_data_s2[63:56];
-  assign cmp_valid_s3[8] = cmp_move_s2[12] | (cmp_valid_s2[8] & ~cmp_move_s2[8]);
-  assign cmp_amt_s3[35:32] = cmp_move_s2[12] ? cmp_amt_s2[51:48] : cmp_amt_s2[35:32];
-  assign cmp_data_s3[71:64] = cmp_move_s2[12] ? cmp_data_s2[103:96] : cmp_data_s2[71:64];
-  assign cmp_valid_s3[9] = cmp_move_s2[13] | (cmp_valid_s2[9] & ~cmp_move_s2[9]);
-  assign cmp_amt_s3[39:36] = cmp_move_s2[13] ? cmp_amt_s2[55:52] : cmp_amt_s2[39:36];
-  assign cmp_data_s3[79:72] = cmp_move_s2[13] ? cmp_data_s2[111:104] : cmp_data_s2[79:72];
-  assign cmp_valid_s3[10] = cmp_move_s2[14] | (cmp_valid_s2[10] & ~cmp_move_s2[10]);
-  assign cmp_amt_s3[43:40] = cmp_move_s2[14] ? cmp_amt_s2[59:56] : cmp_amt_s2[43:40];
-  assign cmp_data_s3[87:80] = cmp_move_s2[14] ? cmp_data_s2[119:112] : cmp_data_s2[87:80];
-  assign cmp_valid_s3[11] = cmp_move_s2[15] | (cmp_valid_s2[11] & ~cmp_move_s2[11]);
-  assign cmp_amt_s3[47:44] = cmp_move_s2[15] ? cmp_amt_s2[63:60] : cmp_amt_s2[47:44];
-  assign cmp_data_s3[95:88] = cmp_move_s2[15] ? cmp_data_s2[127:120] : cmp_data_s2[95:88];
-  assign cmp_valid_s3[12] = cmp_valid_s2[12] & ~cmp_move_s2[12];
-  assign cmp_amt_s3[51:48] = cmp_amt_s2[51:48];
-  assign cmp_data_s3[103:96] = cmp_data_s2[103:96];
-  assign cmp_valid_s3[13] = cmp_valid_s2[13] & ~cmp_move_s2[13];
-  assign cmp_amt_s3[55:52] = cmp_amt_s2[55:52];
-  assign cmp_data_s3[111:104] = cmp_data_s2[111:104];
-  assign cmp_valid_s3[14] = cmp_valid_s2[14] & ~cmp_move_s2[14];
-  assign cmp_amt_s3[59:56] = cmp_amt_s2[59:56];
-  assign cmp_data_s3[119:112] = cmp_data_s2[119:112];
-  assign cmp_valid_s3[15] = cmp_valid_s2[15] & ~cmp_move_s2[15];
-  assign cmp_amt_s3[63:60] = cmp_amt_s2[63:60];
-  assign cmp_data_s3[127:120] = cmp_data_s2[127:120];
-  assign cmp_move_s3 = {cmp_valid_s3[15] & cmp_amt_s3[63], cmp_valid_s3[14] & cmp_amt_s3[59], cmp_valid_s3[13] & cmp_amt_s3[55], cmp_valid_s3[12] & cmp_amt_s3[51], cmp_valid_s3[11] & cmp_amt_s3[47], cmp_valid_s3[10] & cmp_amt_s3[43], cmp_valid_s3[9] & cmp_amt_s3[39], cmp_valid_s3[8] & cmp_amt_s3[35], cmp_valid_s3[7] & cmp_amt_s3[31], cmp_valid_s3[6] & cmp_amt_s3[27], cmp_valid_s3[5] & cmp_amt_s3[23], cmp_valid_s3[4] & cmp_amt_s3[19], cmp_valid_s3[3] & cmp_amt_s3[15], cmp_valid_s3[2] & cmp_amt_s3[11], cmp_valid_s3[1] & cmp_amt_s3[7], cmp_valid_s3[0] & cmp_amt_s3[3]};
-  assign cmp_valid_s4[0] = cmp_move_s3[8] | (cmp_valid_s3[0] & ~cmp_move_s3[0]);
-  assign cmp_amt_s4[3:0] = cmp_move_s3[8] ? cmp_amt_s3[35:32] : cmp_amt_s3[3:0];
-  assign cmp_data_s4[7:0] = cmp_move_s3[8] ? cmp_data_s3[71:64] : cmp_data_s3[7:0];
-  assign cmp_valid_s4[1] = cmp_move_s3[9] | (cmp_valid_s3[1] & ~cmp_move_s3[1]);
-  assign cmp_amt_s4[7:4] = cmp_move_s3[9] ? cmp_amt_s3[39:36] : cmp_amt_s3[7:4];
-  assign cmp_data_s4[15:8] = cmp_move_s3[9] ? cmp_data_s3[79:72] : cmp_data_s3[15:8];
-  assign cmp_valid_s4[2] = cmp_move_s3[10] | (cmp_valid_s3[2] & ~cmp_move_s3[2]);
-  assign cmp_amt_s4[11:8] = cmp_move_s3[10] ? cmp_amt_s3[43:40] : cmp_amt_s3[11:8];
-  assign cmp_data_s4[23:16] = cmp_move_s3[10] ? cmp_data_s3[87:80] : cmp_data_s3[23:16];
-  assign cmp_valid_s4[3] = cmp_move_s3[11] | (cmp_valid_s3[3] & ~cmp_move_s3[3]);
-  assign cmp_amt_s4[15:12] = cmp_move_s3[11] ? cmp_amt_s3[47:44] : cmp_amt_s3[15:12];
-  assign cmp_data_s4[31:24] = cmp_move_s3[11] ? cmp_data_s3[95:88] : cmp_data_s3[31:24];
-  assign cmp_valid_s4[4] = cmp_move_s3[12] | (cmp_valid_s3[4] & ~cmp_move_s3[4]);
-  assign cmp_amt_s4[19:16] = cmp_move_s3[12] ? cmp_amt_s3[51:48] : cmp_amt_s3[19:16];
-  assign cmp_data_s4[39:32] = cmp_move_s3[12] ? cmp_data_s3[103:96] : cmp_data_s3[39:32];
-  assign cmp_valid_s4[5] = cmp_move_s3[13] | (cmp_valid_s3[5] & ~cmp_move_s3[5]);
-  assign cmp_amt_s4[23:20] = cmp_move_s3[13] ? cmp_amt_s3[55:52] : cmp_amt_s3[23:20];
-  assign cmp_data_s4[47:40] = cmp_move_s3[13] ? cmp_data_s3[111:104] : cmp_data_s3[47:40];
-  assign cmp_valid_s4[6] = cmp_move_s3[14] | (cmp_valid_s3[6] & ~cmp_move_s3[6]);
-  assign cmp_amt_s4[27:24] = cmp_move_s3[14] ? cmp_amt_s3[59:56] : cmp_amt_s3[27:24];
-  assign cmp_data_s4[55:48] = cmp_move_s3[14] ? cmp_data_s3[119:112] : cmp_data_s3[55:48];
-  assign cmp_valid_s4[7] = cmp_move_s3[15] | (cmp_valid_s3[7] & ~cmp_move_s3[7]);
-  assign cmp_amt_s4[31:28] = cmp_move_s3[15] ? cmp_amt_s3[63:60] : cmp_amt_s3[31:28];
-  assign cmp_data_s4[63:56] = cmp_move_s3[15] ? cmp_data_s3[127:120] : cmp_data_s3[63:56];
-  assign cmp_valid_s4[8] = cmp_valid_s3[8] & ~cmp_move_s3[8];
-  assign cmp_amt_s4[35:32] = cmp_amt_s3[35:32];
-  assign cmp_data_s4[71:64] = cmp_data_s3[71:64];
-  assign cmp_valid_s4[9] = cmp_valid_s3[9] & ~cmp_move_s3[9];
-  assign cmp_amt_s4[39:36] = cmp_amt_s3[39:36];
-  assign cmp_data_s4[79:72] = cmp_data_s3[79:72];
-  assign cmp_valid_s4[10] = cmp_valid_s3[10] & ~cmp_move_s3[10];
-  assign cmp_amt_s4[43:40] = cmp_amt_s3[43:40];
-  assign cmp_data_s4[87:80] = cmp_data_s3[87:80];
-  assign cmp_valid_s4[11] = cmp_valid_s3[11] & ~cmp_move_s3[11];
-  assign cmp_amt_s4[47:44] = cmp_amt_s3[47:44];
-  assign cmp_data_s4[95:88] = cmp_data_s3[95:88];
-  assign cmp_valid_s4[12] = cmp_valid_s3[12] & ~cmp_move_s3[12];
-  assign cmp_amt_s4[51:48] = cmp_amt_s3[51:48];
-  assign cmp_data_s4[103:96] = cmp_data_s3[103:96];
-  assign cmp_valid_s4[13] = cmp_valid_s3[13] & ~cmp_move_s3[13];
-  assign cmp_amt_s4[55:52] = cmp_amt_s3[55:52];
-  assign cmp_data_s4[111:104] = cmp_data_s3[111:104];
-  assign cmp_valid_s4[14] = cmp_valid_s3[14] & ~cmp_move_s3[14];
-  assign cmp_amt_s4[59:56] = cmp_amt_s3[59:56];
-  assign cmp_data_s4[119:112] = cmp_data_s3[119:112];
-  assign cmp_valid_s4[15] = cmp_valid_s3[15] & ~cmp_move_s3[15];
-  assign cmp_amt_s4[63:60] = cmp_amt_s3[63:60];
-  assign cmp_data_s4[127:120] = cmp_data_s3[127:120];
-  assign exp_move_s3 = {cmp_valid_p1_q[15] & cmp_amt_p1_q[63], cmp_valid_p1_q[14] & cmp_amt_p1_q[59], cmp_valid_p1_q[13] & cmp_amt_p1_q[55], cmp_valid_p1_q[12] & cmp_amt_p1_q[51], cmp_valid_p1_q[11] & cmp_amt_p1_q[47], cmp_valid_p1_q[10] & cmp_amt_p1_q[43], cmp_valid_p1_q[9] & cmp_amt_p1_q[39], cmp_valid_p1_q[8] & cmp_amt_p1_q[35], cmp_valid_p1_q[7] & cmp_amt_p1_q[31], cmp_valid_p1_q[6] & cmp_amt_p1_q[27], cmp_valid_p1_q[5] & cmp_amt_p1_q[23], cmp_valid_p1_q[4] & cmp_amt_p1_q[19], cmp_valid_p1_q[3] & cmp_amt_p1_q[15], cmp_valid_p1_q[2] & cmp_amt_p1_q[11], cmp_valid_p1_q[1] & cmp_amt_p1_q[7], cmp_valid_p1_q[0] & cmp_amt_p1_q[3]};
-  assign exp_valid_s3[0] = cmp_valid_p1_q[0] & ~exp_move_s3[0];
-  assign exp_amt_s3[2:0] = cmp_amt_p1_q[2:0];
-  assign exp_data_s3[7:0] = src_p1_q[7:0];
-  assign exp_valid_s3[1] = cmp_valid_p1_q[1] & ~exp_move_s3[1];
-  assign exp_amt_s3[5:3] = cmp_amt_p1_q[6:4];
-  assign exp_data_s3[15:8] = src_p1_q[15:8];
-  assign exp_valid_s3[2] = cmp_valid_p1_q[2] & ~exp_move_s3[2];
-  assign exp_amt_s3[8:6] = cmp_amt_p1_q[10:8];
-  assign exp_data_s3[23:16] = src_p1_q[23:16];
-  assign exp_valid_s3[3] = cmp_valid_p1_q[3] & ~exp_move_s3[3];
-  assign exp_amt_s3[11:9] = cmp_amt_p1_q[14:12];
-  assign exp_data_s3[31:24] = src_p1_q[31:24];
-  assign exp_valid_s3[4] = cmp_valid_p1_q[4] & ~exp_move_s3[4];
-  assign exp_amt_s3[14:12] = cmp_amt_p1_q[18:16];
-  assign exp_data_s3[39:32] = src_p1_q[39:32];
-  assign exp_valid_s3[5] = cmp_valid_p1_q[5] & ~exp_move_s3[5];
-  assign exp_amt_s3[17:15] = cmp_amt_p1_q[22:20];
-  assign exp_data_s3[47:40] = src_p1_q[47:40];
-  assign exp_valid_s3[6] = cmp_valid_p1_q[6] & ~exp_move_s3[6];
-  assign exp_amt_s3[20:18] = cmp_amt_p1_q[26:24];
-  assign exp_data_s3[55:48] = src_p1_q[55:48];
-  assign exp_valid_s3[7] = cmp_valid_p1_q[7] & ~exp_move_s3[7];
-  assign exp_amt_s3[23:21] = cmp_amt_p1_q[30:28];
-  assign exp_data_s3[63:56] = src_p1_q[63:56];
-  assign exp_valid_s3[8] = exp_move_s3[0] | (cmp_valid_p1_q[8] & ~exp_move_s3[8]);
-  assign exp_amt_s3[26:24] = exp_move_s3[0] ? cmp_amt_p1_q[2:0] : cmp_amt_p1_q[34:32];
-  assign exp_data_s3[71:64] = exp_move_s3[0] ? src_p1_q[7:0] : src_p1_q[71:64];
-  assign exp_valid_s3[9] = exp_move_s3[1] | (cmp_valid_p1_q[9] & ~exp_move_s3[9]);
-  assign exp_amt_s3[29:27] = exp_move_s3[1] ? cmp_amt_p1_q[6:4] : cmp_amt_p1_q[38:36];
-  assign exp_data_s3[79:72] = exp_move_s3[1] ? src_p1_q[15:8] : src_p1_q[79:72];
-  assign exp_valid_s3[10] = exp_move_s3[2] | (cmp_valid_p1_q[10] & ~exp_move_s3[10]);
-  assign exp_amt_s3[32:30] = exp_move_s3[2] ? cmp_amt_p1_q[10:8] : cmp_amt_p1_q[42:40];
-  assign exp_data_s3[87:80] = exp_move_s3[2] ? src_p1_q[23:16] : src_p1_q[87:80];
-  assign exp_valid_s3[11] = exp_move_s3[3] | (cmp_valid_p1_q[11] & ~exp_move_s3[11]);
-  assign exp_amt_s3[35:33] = exp_move_s3[3] ? cmp_amt_p1_q[14:12] : cmp_amt_p1_q[46:44];
-  assign exp_data_s3[95:88] = exp_move_s3[3] ? src_p1_q[31:24] : src_p1_q[95:88];
-  assign exp_valid_s3[12] = exp_move_s3[4] | (cmp_valid_p1_q[12] & ~exp_move_s3[12]);
-  assign exp_amt_s3[38:36] = exp_move_s3[4] ? cmp_amt_p1_q[18:16] : cmp_amt_p1_q[50:48];
-  assign exp_data_s3[103:96] = exp_move_s3[4] ? src_p1_q[39:32] : src_p1_q[103:96];
-  assign exp_valid_s3[13] = exp_move_s3[5] | (cmp_valid_p1_q[13] & ~exp_move_s3[13]);
-  assign exp_amt_s3[41:39] = exp_move_s3[5] ? cmp_amt_p1_q[22:20] : cmp_amt_p1_q[54:52];
-  assign exp_data_s3[111:104] = exp_move_s3[5] ? src_p1_q[47:40] : src_p1_q[111:104];
-  assign exp_valid_s3[14] = exp_move_s3[6] | (cmp_valid_p1_q[14] & ~exp_move_s3[14]);
-  assign exp_amt_s3[44:42] = exp_move_s3[6] ? cmp_amt_p1_q[26:24] : cmp_amt_p1_q[58:56];
-  assign exp_data_s3[119:112] = exp_move_s3[6] ? src_p1_q[55:48] : src_p1_q[119:112];
-  assign exp_valid_s3[15] = exp_move_s3[7] | (cmp_valid_p1_q[15] & ~exp_move_s3[15]);
-  assign exp_amt_s3[47:45] = exp_move_s3[7] ? cmp_amt_p1_q[30:28] : cmp_amt_p1_q[62:60];
-  assign exp_data_s3[127:120] = exp_move_s3[7] ? src_p1_q[63:56] : src_p1_q[127:120];
-  assign exp_move_s2 = {exp_valid_s3[15] & exp_amt_s3[47], exp_valid_s3[14] & exp_amt_s3[44], exp_valid_s3[13] & exp_amt_s3[41], exp_valid_s3[12] & exp_amt_s3[38], exp_valid_s3[11] & exp_amt_s3[35], exp_valid_s3[10] & exp_amt_s3[32], exp_valid_s3[9] & exp_amt_s3[29], exp_valid_s3[8] & exp_amt_s3[26], exp_valid_s3[7] & exp_amt_s3[23], exp_valid_s3[6] & exp_amt_s3[20], exp_valid_s3[5] & exp_amt_s3[17], exp_valid_s3[4] & exp_amt_s3[14], exp_valid_s3[3] & exp_amt_s3[11], exp_valid_s3[2] & exp_amt_s3[8], exp_valid_s3[1] & exp_amt_s3[5], exp_valid_s3[0] & exp_amt_s3[2]};
-  assign exp_valid_s2[0] = exp_valid_s3[0] & ~exp_move_s2[0];
-  assign exp_amt_s2[1:0] = exp_amt_s3[1:0];
-  assign exp_data_s2[7:0] = exp_data_s3[7:0];
-  assign exp_valid_s2[1] = exp_valid_s3[1] & ~exp_move_s2[1];
-  assign exp_amt_s2[3:2] = exp_amt_s3[4:3];
-  assign exp_data_s2[15:8] = exp_data_s3[15:8];
-  assign exp_valid_s2[2] = exp_valid_s3[2] & ~exp_move_s2[2];
-  assign exp_amt_s2[5:4] = exp_amt_s3[7:6];
-  assign exp_data_s2[23:16] = exp_data_s3[23:16];
-  assign exp_valid_s2[3] = exp_valid_s3[3] & ~exp_move_s2[3];
-  assign exp_amt_s2[7:6] = exp_amt_s3[10:9];
-  assign exp_data_s2[31:24] = exp_data_s3[31:24];
-  assign exp_valid_s2[4] = exp_move_s2[0] | (exp_valid_s3[4] & ~exp_move_s2[4]);
-  assign exp_amt_s2[9:8] = exp_move_s2[0] ? exp_amt_s3[1:0] : exp_amt_s3[13:12];
-  assign exp_data_s2[39:32] = exp_move_s2[0] ? exp_data_s3[7:0] : exp_data_s3[39:32];
-  assign exp_valid_s2[5] = exp_move_s2[1] | (exp_valid_s3[5] & ~exp_move_s2[5]);
-  assign exp_amt_s2[11:10] = exp_move_s2[1] ? exp_amt_s3[4:3] : exp_amt_s3[16:15];
-  assign exp_data_s2[47:40] = exp_move_s2[1] ? exp_data_s3[15:8] : exp_data_s3[47:40];
-  assign exp_valid_s2[6] = exp_move_s2[2] | (exp_valid_s3[6] & ~exp_move_s2[6]);
-  assign exp_amt_s2[13:12] = exp_move_s2[2] ? exp_amt_s3[7:6] : exp_amt_s3[19:18];
-  assign exp_data_s2[55:48] = exp_move_s2[2] ? exp_data_s3[23:16] : exp_data_s3[55:48];
-  assign exp_valid_s2[7] = exp_move_s2[3] | (exp_valid_s3[7] & ~exp_move_s2[7]);
-  assign exp_amt_s2[15:14] = exp_move_s2[3] ? exp_amt_s3[10:9] : exp_amt_s3[22:21];
-  assign exp_data_s2[63:56] = exp_move_s2[3] ? exp_data_s3[31:24] : exp_data_s3[63:56];
-  assign exp_valid_s2[8] = exp_move_s2[4] | (exp_valid_s3[8] & ~exp_move_s2[8]);
-  assign exp_amt_s2[17:16] = exp_move_s2[4] ? exp_amt_s3[13:12] : exp_amt_s3[25:24];
-  assign exp_data_s2[71:64] = exp_move_s2[4] ? exp_data_s3[39:32] : exp_data_s3[71:64];
-  assign exp_valid_s2[9] = exp_move_s2[5] | (exp_valid_s3[9] & ~exp_move_s2[9]);
-  assign exp_amt_s2[19:18] = exp_move_s2[5] ? exp_amt_s3[16:15] : exp_amt_s3[28:27];
-  assign exp_data_s2[79:72] = exp_move_s2[5] ? exp_data_s3[47:40] : exp_data_s3[79:72];
-  assign exp_valid_s2[10] = exp_move_s2[6] | (exp_valid_s3[10] & ~exp_move_s2[10]);
-  assign exp_amt_s2[21:20] = exp_move_s2[6] ? exp_amt_s3[19:18] : exp_amt_s3[31:30];
-  assign exp_data_s2[87:80] = exp_move_s2[6] ? exp_data_s3[55:48] : exp_data_s3[87:80];
-  assign exp_valid_s2[11] = exp_move_s2[7] | (exp_valid_s3[11] & ~exp_move_s2[11]);
-  assign exp_amt_s2[23:22] = exp_move_s2[7] ? exp_amt_s3[22:21] : exp_amt_s3[34:33];
-  assign exp_data_s2[95:88] = exp_move_s2[7] ? exp_data_s3[63:56] : exp_data_s3[95:88];
-  assign exp_valid_s2[12] = exp_move_s2[8] | (exp_valid_s3[12] & ~exp_move_s2[12]);
-  assign exp_amt_s2[25:24] = exp_move_s2[8] ? exp_amt_s3[25:24] : exp_amt_s3[37:36];
-  assign exp_data_s2[103:96] = exp_move_s2[8] ? exp_data_s3[71:64] : exp_data_s3[103:96];
-  assign exp_valid_s2[13] = exp_move_s2[9] | (exp_valid_s3[13] & ~exp_move_s2[13]);
-  assign exp_amt_s2[27:26] = exp_move_s2[9] ? exp_amt_s3[28:27] : exp_amt_s3[40:39];
-  assign exp_data_s2[111:104] = exp_move_s2[9] ? exp_data_s3[79:72] : exp_data_s3[111:104];
-  assign exp_valid_s2[14] = exp_move_s2[10] | (exp_valid_s3[14] & ~exp_move_s2[14]);
-  assign exp_amt_s2[29:28] = exp_move_s2[10] ? exp_amt_s3[31:30] : exp_amt_s3[43:42];
-  assign exp_data_s2[119:112] = exp_move_s2[10] ? exp_data_s3[87:80] : exp_data_s3[119:112];
-  assign exp_valid_s2[15] = exp_move_s2[11] | (exp_valid_s3[15] & ~exp_move_s2[15]);
-  assign exp_amt_s2[31:30] = exp_move_s2[11] ? exp_amt_s3[34:33] : exp_amt_s3[46:45];
-  assign exp_data_s2[127:120] = exp_move_s2[11] ? exp_data_s3[95:88] : exp_data_s3[127:120];
-  assign exp_move_s1 = {exp_valid_s2[15] & exp_amt_s2[31], exp_valid_s2[14] & exp_amt_s2[29], exp_valid_s2[13] & exp_amt_s2[27], exp_valid_s2[12] & exp_amt_s2[25], exp_valid_s2[11] & exp_amt_s2[23], exp_valid_s2[10] & exp_amt_s2[21], exp_valid_s2[9] & exp_amt_s2[19], exp_valid_s2[8] & exp_amt_s2[17], exp_valid_s2[7] & exp_amt_s2[15], exp_valid_s2[6] & exp_amt_s2[13], exp_valid_s2[5] & exp_amt_s2[11], exp_valid_s2[4] & exp_amt_s2[9], exp_valid_s2[3] & exp_amt_s2[7], exp_valid_s2[2] & exp_amt_s2[5], exp_valid_s2[1] & exp_amt_s2[3], exp_valid_s2[0] & exp_amt_s2[1]};
-  assign exp_valid_s1[0] = exp_valid_s2[0] & ~exp_move_s1[0];
-  assign exp_amt_s1[0] = exp_amt_s2[0];
-  assign exp_data_s1[7:0] = exp_data_s2[7:0];
-  assign exp_valid_s1[1] = exp_valid_s2[1] & ~exp_move_s1[1];
-  assign exp_amt_s1[1] = exp_amt_s2[2];
-  assign exp_data_s1[15:8] = exp_data_s2[15:8];
-  assign exp_valid_s1[2] = exp_move_s1[0] | (exp_valid_s2[2] & ~exp_move_s1[2]);
-  assign exp_amt_s1[2] = exp_move_s1[0] ? exp_amt_s2[0] : exp_amt_s2[4];
-  assign exp_data_s1[23:16] = exp_move_s1[0] ? exp_data_s2[7:0] : exp_data_s2[23:16];
-  assign exp_valid_s1[3] = exp_move_s1[1] | (exp_valid_s2[3] & ~exp_move_s1[3]);
-  assign exp_amt_s1[3] = exp_move_s1[1] ? exp_amt_s2[2] : exp_amt_s2[6];
-  assign exp_data_s1[31:24] = exp_move_s1[1] ? exp_data_s2[15:8] : exp_data_s2[31:24];
-  assign exp_valid_s1[4] = exp_move_s1[2] | (exp_valid_s2[4] & ~exp_move_s1[4]);
-  assign exp_amt_s1[4] = exp_move_s1[2] ? exp_amt_s2[4] : exp_amt_s2[8];
-  assign exp_data_s1[39:32] = exp_move_s1[2] ? exp_data_s2[23:16] : exp_data_s2[39:32];
-  assign exp_valid_s1[5] = exp_move_s1[3] | (exp_valid_s2[5] & ~exp_move_s1[5]);
-  assign exp_amt_s1[5] = exp_move_s1[3] ? exp_amt_s2[6] : exp_amt_s2[10];
-  assign exp_data_s1[47:40] = exp_move_s1[3] ? exp_data_s2[31:24] : exp_data_s2[47:40];
-  assign exp_valid_s1[6] = exp_move_s1[4] | (exp_valid_s2[6] & ~exp_move_s1[6]);
-  assign exp_amt_s1[6] = exp_move_s1[4] ? exp_amt_s2[8] : exp_amt_s2[12];
-  assign exp_data_s1[55:48] = exp_move_s1[4] ? exp_data_s2[39:32] : exp_data_s2[55:48];
-  assign exp_valid_s1[7] = exp_move_s1[5] | (exp_valid_s2[7] & ~exp_move_s1[7]);
-  assign exp_amt_s1[7] = exp_move_s1[5] ? exp_amt_s2[10] : exp_amt_s2[14];
-  assign exp_data_s1[63:56] = exp_move_s1[5] ? exp_data_s2[47:40] : exp_data_s2[63:56];
-  assign exp_valid_s1[8] = exp_move_s1[6] | (exp_valid_s2[8] & ~exp_move_s1[8]);
-  assign exp_amt_s1[8] = exp_move_s1[6] ? exp_amt_s2[12] : exp_amt_s2[16];
-  assign exp_data_s1[71:64] = exp_move_s1[6] ? exp_data_s2[55:48] : exp_data_s2[71:64];
-  assign exp_valid_s1[9] = exp_move_s1[7] | (exp_valid_s2[9] & ~exp_move_s1[9]);
-  assign exp_amt_s1[9] = exp_move_s1[7] ? exp_amt_s2[14] : exp_amt_s2[18];
-  assign exp_data_s1[79:72] = exp_move_s1[7] ? exp_data_s2[63:56] : exp_data_s2[79:72];
-  assign exp_valid_s1[10] = exp_move_s1[8] | (exp_valid_s2[10] & ~exp_move_s1[10]);
-  assign exp_amt_s1[10] = exp_move_s1[8] ? exp_amt_s2[16] : exp_amt_s2[20];
-  assign exp_data_s1[87:80] = exp_move_s1[8] ? exp_data_s2[71:64] : exp_data_s2[87:80];
-  assign exp_valid_s1[11] = exp_move_s1[9] | (exp_valid_s2[11] & ~exp_move_s1[11]);
-  assign exp_amt_s1[11] = exp_move_s1[9] ? exp_amt_s2[18] : exp_amt_s2[22];
-  assign exp_data_s1[95:88] = exp_move_s1[9] ? exp_data_s2[79:72] : exp_data_s2[95:88];
-  assign exp_valid_s1[12] = exp_move_s1[10] | (exp_valid_s2[12] & ~exp_move_s1[12]);
-  assign exp_amt_s1[12] = exp_move_s1[10] ? exp_amt_s2[20] : exp_amt_s2[24];
-  assign exp_data_s1[103:96] = exp_move_s1[10] ? exp_data_s2[87:80] : exp_data_s2[103:96];
-  assign exp_valid_s1[13] = exp_move_s1[11] | (exp_valid_s2[13] & ~exp_move_s1[13]);
-  assign exp_amt_s1[13] = exp_move_s1[11] ? exp_amt_s2[22] : exp_amt_s2[26];
-  assign exp_data_s1[111:104] = exp_move_s1[11] ? exp_data_s2[95:88] : exp_data_s2[111:104];
-  assign exp_valid_s1[14] = exp_move_s1[12] | (exp_valid_s2[14] & ~exp_move_s1[14]);
-  assign exp_amt_s1[14] = exp_move_s1[12] ? exp_amt_s2[24] : exp_amt_s2[28];
-  assign exp_data_s1[119:112] = exp_move_s1[12] ? exp_data_s2[103:96] : exp_data_s2[119:112];
-  assign exp_valid_s1[15] = exp_move_s1[13] | (exp_valid_s2[15] & ~exp_move_s1[15]);
-  assign exp_amt_s1[15] = exp_move_s1[13] ? exp_amt_s2[26] : exp_amt_s2[30];
-  assign exp_data_s1[127:120] = exp_move_s1[13] ? exp_data_s2[111:104] : exp_data_s2[127:120];
-  assign exp_move_s0 = {exp_valid_s1[15] & exp_amt_s1[15], exp_valid_s1[14] & exp_amt_s1[14], exp_valid_s1[13] & exp_amt_s1[13], exp_valid_s1[12] & exp_amt_s1[12], exp_valid_s1[11] & exp_amt_s1[11], exp_valid_s1[10] & exp_amt_s1[10], exp_valid_s1[9] & exp_amt_s1[9], exp_valid_s1[8] & exp_amt_s1[8], exp_valid_s1[7] & exp_amt_s1[7], exp_valid_s1[6] & exp_amt_s1[6], exp_valid_s1[5] & exp_amt_s1[5], exp_valid_s1[4] & exp_amt_s1[4], exp_valid_s1[3] & exp_amt_s1[3], exp_valid_s1[2] & exp_amt_s1[2], exp_valid_s1[1] & exp_amt_s1[1], exp_valid_s1[0] & exp_amt_s1[0]};
-  assign exp_valid_s0[0] = exp_valid_s1[0] & ~exp_move_s0[0];
-  assign exp_data_s0[7:0] = exp_data_s1[7:0];
-  assign exp_valid_s0[1] = exp_move_s0[0] | (exp_valid_s1[1] & ~exp_move_s0[1]);
-  assign exp_data_s0[15:8] = exp_move_s0[0] ? exp_data_s1[7:0] : exp_data_s1[15:8];
-  assign exp_valid_s0[2] = exp_move_s0[1] | (exp_valid_s1[2] & ~exp_move_s0[2]);
-  assign exp_data_s0[23:16] = exp_move_s0[1] ? exp_data_s1[15:8] : exp_data_s1[23:16];
-  assign exp_valid_s0[3] = exp_move_s0[2] | (exp_valid_s1[3] & ~exp_move_s0[3]);
-  assign exp_data_s0[31:24] = exp_move_s0[2] ? exp_data_s1[23:16] : exp_data_s1[31:24];
-  assign exp_valid_s0[4] = exp_move_s0[3] | (exp_valid_s1[4] & ~exp_move_s0[4]);
-  assign exp_data_s0[39:32] = exp_move_s0[3] ? exp_data_s1[31:24] : exp_data_s1[39:32];
-  assign exp_valid_s0[5] = exp_move_s0[4] | (exp_valid_s1[5] & ~exp_move_s0[5]);
-  assign exp_data_s0[47:40] = exp_move_s0[4] ? exp_data_s1[39:32] : exp_data_s1[47:40];
-  assign exp_valid_s0[6] = exp_move_s0[5] | (exp_valid_s1[6] & ~exp_move_s0[6]);
-  assign exp_data_s0[55:48] = exp_move_s0[5] ? exp_data_s1[47:40] : exp_data_s1[55:48];
-  assign exp_valid_s0[7] = exp_move_s0[6] | (exp_valid_s1[7] & ~exp_move_s0[7]);
-  assign exp_data_s0[63:56] = exp_move_s0[6] ? exp_data_s1[55:48] : exp_data_s1[63:56];
-  assign exp_valid_s0[8] = exp_move_s0[7] | (exp_valid_s1[8] & ~exp_move_s0[8]);
-  assign exp_data_s0[71:64] = exp_move_s0[7] ? exp_data_s1[63:56] : exp_data_s1[71:64];
-  assign exp_valid_s0[9] = exp_move_s0[8] | (exp_valid_s1[9] & ~exp_move_s0[9]);
-  assign exp_data_s0[79:72] = exp_move_s0[8] ? exp_data_s1[71:64] : exp_data_s1[79:72];
-  assign exp_valid_s0[10] = exp_move_s0[9] | (exp_valid_s1[10] & ~exp_move_s0[10]);
-  assign exp_data_s0[87:80] = exp_move_s0[9] ? exp_data_s1[79:72] : exp_data_s1[87:80];
-  assign exp_valid_s0[11] = exp_move_s0[10] | (exp_valid_s1[11] & ~exp_move_s0[11]);
-  assign exp_data_s0[95:88] = exp_move_s0[10] ? exp_data_s1[87:80] : exp_data_s1[95:88];
-  assign exp_valid_s0[12] = exp_move_s0[11] | (exp_valid_s1[12] & ~exp_move_s0[12]);
-  assign exp_data_s0[103:96] = exp_move_s0[11] ? exp_data_s1[95:88] : exp_data_s1[103:96];
-  assign exp_valid_s0[13] = exp_move_s0[12] | (exp_valid_s1[13] & ~exp_move_s0[13]);
-  assign exp_data_s0[111:104] = exp_move_s0[12] ? exp_data_s1[103:96] : exp_data_s1[111:104];
-  assign exp_valid_s0[14] = exp_move_s0[13] | (exp_valid_s1[14] & ~exp_move_s0[14]);
-  assign exp_data_s0[119:112] = exp_move_s0[13] ? exp_data_s1[111:104] : exp_data_s1[119:112];
-  assign exp_valid_s0[15] = exp_move_s0[14] | (exp_valid_s1[15] & ~exp_move_s0[15]);
-  assign exp_data_s0[127:120] = exp_move_s0[14] ? exp_data_s1[119:112] : exp_data_s1[127:120];
-  assign keep = op_p1_q ? exp_valid_s0 : cmp_valid_p1_q;
+  assign src_nz_quad = {(src_nz[15] | ((in_esize_i != 2'd0) & src_nz[14])) | (in_esize_i[1] &
+      (src_nz[13] | src_nz[12])), (src_nz[14] | ((in_esize_i != 2'd0) & src_nz[15])) |
+      (in_esize_i[1] & (src_nz[12] | src_nz[13])), (src_nz[13] | ((in_esize_i != 2'd0) &
+      src_nz[12])) | (in_esize_i[1] & (src_nz[15] | src_nz[14])), (src_nz[12] | ((in_esize_i !=
+      2'd0) & src_nz[13])) | (in_esize_i[1] & (src_nz[14] | src_nz[15])), (src_nz[11] | ((in_esize_i
+      != 2'd0) & src_nz[10])) | (in_esize_i[1] & (src_nz[9] | src_nz[8])), (src_nz[10] |
+      ((in_esize_i != 2'd0) & src_nz[11])) | (in_esize_i[1] & (src_nz[8] | src_nz[9])), (src_nz[9] |
+      ((in_esize_i != 2'd0) & src_nz[8])) | (in_esize_i[1] & (src_nz[11] | src_nz[10])), (src_nz[8]
+      | ((in_esize_i != 2'd0) & src_nz[9])) | (in_esize_i[1] & (src_nz[10] | src_nz[11])),
+      (src_nz[7] | ((in_esize_i != 2'd0) & src_nz[6])) | (in_esize_i[1] & (src_nz[5] | src_nz[4])),
+      (src_nz[6] | ((in_esize_i != 2'd0) & src_nz[7])) | (in_esize_i[1] & (src_nz[4] | src_nz[5])),
+      (src_nz[5] | ((in_esize_i != 2'd0) & src_nz[4])) | (in_esize_i[1] & (src_nz[7] | src_nz[6])),
+      (src_nz[4] | ((in_esize_i != 2'd0) & src_nz[5])) | (in_esize_i[1] & (src_nz[6] | src_nz[7])),
+      (src_nz[3] | ((in_esize_i != 2'd0) & src_nz[2])) | (in_esize_i[1] & (src_nz[1] | src_nz[0])),
+      (src_nz[2] | ((in_esize_i != 2'd0) & src_nz[3])) | (in_esize_i[1] & (src_nz[0] | src_nz[1])),
+      (src_nz[1] | ((in_esize_i != 2'd0) & src_nz[0])) | (in_esize_i[1] & (src_nz[3] | src_nz[2])),
+      (src_nz[0] | ((in_esize_i != 2'd0) & src_nz[1])) | (in_esize_i[1] & (src_nz[2] | src_nz[3]))};
+  assign given_byte_mask = {(in_esize_i == 2'd0) ? in_mask_i[15] : (in_esize_i == 2'd1) ?
+      in_mask_i[7] : (in_esize_i == 2'd2) ? in_mask_i[3] : in_mask_i[1], (in_esize_i == 2'd0) ?
+      in_mask_i[14] : (in_esize_i == 2'd1) ? in_mask_i[7] : (in_esize_i == 2'd2) ? in_mask_i[3] :
+      in_mask_i[1], (in_esize_i == 2'd0) ? in_mask_i[13] : (in_esize_i == 2'd1) ? in_mask_i[6] :
+      (in_esize_i == 2'd2) ? in_mask_i[3] : in_mask_i[1], (in_esize_i == 2'd0) ? in_mask_i[12] :
+      (in_esize_i == 2'd1) ? in_mask_i[6] : (in_esize_i == 2'd2) ? in_mask_i[3] : in_mask_i[1],
+      (in_esize_i == 2'd0) ? in_mask_i[11] : (in_esize_i == 2'd1) ? in_mask_i[5] : (in_esize_i ==
+      2'd2) ? in_mask_i[2] : in_mask_i[1], (in_esize_i == 2'd0) ? in_mask_i[10] : (in_esize_i ==
+      2'd1) ? in_mask_i[5] : (in_esize_i == 2'd2) ? in_mask_i[2] : in_mask_i[1], (in_esize_i ==
+      2'd0) ? in_mask_i[9] : (in_esize_i == 2'd1) ? in_mask_i[4] : (in_esize_i == 2'd2) ?
+      in_mask_i[2] : in_mask_i[1], (in_esize_i == 2'd0) ? in_mask_i[8] : (in_esize_i == 2'd1) ?
+      in_mask_i[4] : (in_esize_i == 2'd2) ? in_mask_i[2] : in_mask_i[1], (in_esize_i == 2'd0) ?
+      in_mask_i[7] : (in_esize_i == 2'd1) ? in_mask_i[3] : (in_esize_i == 2'd2) ? in_mask_i[1] :
+      in_mask_i[0], (in_esize_i == 2'd0) ? in_mask_i[6] : (in_esize_i == 2'd1) ? in_mask_i[3] :
+      (in_esize_i == 2'd2) ? in_mask_i[1] : in_mask_i[0], (in_esize_i == 2'd0) ? in_mask_i[5] :
+      (in_esize_i == 2'd1) ? in_mask_i[2] : (in_esize_i == 2'd2) ? in_mask_i[1] : in_mask_i[0],
+      (in_esize_i == 2'd0) ? in_mask_i[4] : (in_esize_i == 2'd1) ? in_mask_i[2] : (in_esize_i ==
+      2'd2) ? in_mask_i[1] : in_mask_i[0], (in_esize_i == 2'd0) ? in_mask_i[3] : (in_esize_i ==
+      2'd1) ? in_mask_i[1] : (in_esize_i == 2'd2) ? in_mask_i[0] : in_mask_i[0], (in_esize_i ==
+      2'd0) ? in_mask_i[2] : (in_esize_i == 2'd1) ? in_mask_i[1] : (in_esize_i == 2'd2) ?
+      in_mask_i[0] : in_mask_i[0], (in_esize_i == 2'd0) ? in_mask_i[1] : (in_esize_i == 2'd1) ?
+      in_mask_i[0] : (in_esize_i == 2'd2) ? in_mask_i[0] : in_mask_i[0], (in_esize_i == 2'd0) ?
+      in_mask_i[0] : (in_esize_i == 2'd1) ? in_mask_i[0] : (in_esize_i == 2'd2) ? in_mask_i[0] :
+      in_mask_i[0]};
+  assign fill = in_zeroing_i ? 128'd0 : in_old_i;
+  assign byte_mask = {in_mask_gen_i ? (src_nz_quad[15] | ((in_esize_i == 2'd3) & src_nz_quad[11])) :
+      given_byte_mask[15], in_mask_gen_i ? (src_nz_quad[14] | ((in_esize_i == 2'd3) &
+      src_nz_quad[10])) : given_byte_mask[14], in_mask_gen_i ? (src_nz_quad[13] | ((in_esize_i ==
+      2'd3) & src_nz_quad[9])) : given_byte_mask[13], in_mask_gen_i ? (src_nz_quad[12] |
+      ((in_esize_i == 2'd3) & src_nz_quad[8])) : given_byte_mask[12], in_mask_gen_i ?
+      (src_nz_quad[11] | ((in_esize_i == 2'd3) & src_nz_quad[15])) : given_byte_mask[11],
+      in_mask_gen_i ? (src_nz_quad[10] | ((in_esize_i == 2'd3) & src_nz_quad[14])) :
+      given_byte_mask[10], in_mask_gen_i ? (src_nz_quad[9] | ((in_esize_i == 2'd3) &
+      src_nz_quad[13])) : given_byte_mask[9], in_mask_gen_i ? (src_nz_quad[8] | ((in_esize_i ==
+      2'd3) & src_nz_quad[12])) : given_byte_mask[8], in_mask_gen_i ? (src_nz_quad[7] | ((in_esize_i
+      == 2'd3) & src_nz_quad[3])) : given_byte_mask[7], in_mask_gen_i ? (src_nz_quad[6] |
+      ((in_esize_i == 2'd3) & src_nz_quad[2])) : given_byte_mask[6], in_mask_gen_i ? (src_nz_quad[5]
+      | ((in_esize_i == 2'd3) & src_nz_quad[1])) : given_byte_mask[5], in_mask_gen_i ?
+      (src_nz_quad[4] | ((in_esize_i == 2'd3) & src_nz_quad[0])) : given_byte_mask[4], in_mask_gen_i
+      ? (src_nz_quad[3] | ((in_esize_i == 2'd3) & src_nz_quad[7])) : given_byte_mask[3],
+      in_mask_gen_i ? (src_nz_quad[2] | ((in_esize_i == 2'd3) & src_nz_quad[6])) :
+      given_byte_mask[2], in_mask_gen_i ? (src_nz_quad[1] | ((in_esize_i == 2'd3) & src_nz_quad[5]))
+      : given_byte_mask[1], in_mask_gen_i ? (src_nz_quad[0] | ((in_esize_i == 2'd3) &
+      src_nz_quad[4])) : given_byte_mask[0]};
+  assign mask = {(in_esize_i == 2'd0) ? byte_mask[15] : (in_esize_i == 2'd1) ? 1'd0 : (in_esize_i ==
+      2'd2) ? 1'd0 : 1'd0, (in_esize_i == 2'd0) ? byte_mask[14] : (in_esize_i == 2'd1) ? 1'd0 :
+      (in_esize_i == 2'd2) ? 1'd0 : 1'd0, (in_esize_i == 2'd0) ? byte_mask[13] : (in_esize_i ==
+      2'd1) ? 1'd0 : (in_esize_i == 2'd2) ? 1'd0 : 1'd0, (in_esize_i == 2'd0) ? byte_mask[12] :
+      (in_esize_i == 2'd1) ? 1'd0 : (in_esize_i == 2'd2) ? 1'd0 : 1'd0, (in_esize_i == 2'd0) ?
+      byte_mask[11] : (in_esize_i == 2'd1) ? 1'd0 : (in_esize_i == 2'd2) ? 1'd0 : 1'd0, (in_esize_i
+      == 2'd0) ? byte_mask[10] : (in_esize_i == 2'd1) ? 1'd0 : (in_esize_i == 2'd2) ? 1'd0 : 1'd0,
+      (in_esize_i == 2'd0) ? byte_mask[9] : (in_esize_i == 2'd1) ? 1'd0 : (in_esize_i == 2'd2) ?
+      1'd0 : 1'd0, (in_esize_i == 2'd0) ? byte_mask[8] : (in_esize_i == 2'd1) ? 1'd0 : (in_esize_i
+      == 2'd2) ? 1'd0 : 1'd0, (in_esize_i == 2'd0) ? byte_mask[7] : (in_esize_i == 2'd1) ?
+      byte_mask[14] : (in_esize_i == 2'd2) ? 1'd0 : 1'd0, (in_esize_i == 2'd0) ? byte_mask[6] :
+      (in_esize_i == 2'd1) ? byte_mask[12] : (in_esize_i == 2'd2) ? 1'd0 : 1'd0, (in_esize_i ==
+      2'd0) ? byte_mask[5] : (in_esize_i == 2'd1) ? byte_mask[10] : (in_esize_i == 2'd2) ? 1'd0 :
+      1'd0, (in_esize_i == 2'd0) ? byte_mask[4] : (in_esize_i == 2'd1) ? byte_mask[8] : (in_esize_i
+      == 2'd2) ? 1'd0 : 1'd0, (in_esize_i == 2'd0) ? byte_mask[3] : (in_esize_i == 2'd1) ?
+      byte_mask[6] : (in_esize_i == 2'd2) ? byte_mask[12] : 1'd0, (in_esize_i == 2'd0) ?
+      byte_mask[2] : (in_esize_i == 2'd1) ? byte_mask[4] : (in_esize_i == 2'd2) ? byte_mask[8] :
+      1'd0, (in_esize_i == 2'd0) ? byte_mask[1] : (in_esize_i == 2'd1) ? byte_mask[2] : (in_esize_i
+      == 2'd2) ? byte_mask[4] : byte_mask[8], (in_esize_i == 2'd0) ? byte_mask[0] : (in_esize_i ==
+      2'd1) ? byte_mask[0] : (in_esize_i == 2'd2) ? byte_mask[0] : byte_mask[0]};
+  assign unsel_0_1 = {1'd0, ~byte_mask[0]} + {1'd0, ~byte_mask[1]};
+  assign unsel_0_2 = unsel_0_1 + {1'd0, ~byte_mask[2]};
+  assign unsel_0_3 = {1'd0, unsel_0_2} + {2'd0, ~byte_mask[3]};
+  assign unsel_4_5 = {1'd0, ~byte_mask[4]} + {1'd0, ~byte_mask[5]};
+  assign unsel_4_6 = unsel_4_5 + {1'd0, ~byte_mask[6]};
+  assign unsel_4_7 = {1'd0, unsel_4_6} + {2'd0, ~byte_mask[7]};
+  assign unsel_8_9 = {1'd0, ~byte_mask[8]} + {1'd0, ~byte_mask[9]};
+  assign unsel_8_10 = unsel_8_9 + {1'd0, ~byte_mask[10]};
+  assign unsel_8_11 = {1'd0, unsel_8_10} + {2'd0, ~byte_mask[11]};
+  assign unsel_12_13 = {1'd0, ~byte_mask[12]} + {1'd0, ~byte_mask[13]};
+  assign unsel_12_14 = unsel_12_13 + {1'd0, ~byte_mask[14]};
+  assign unsel_0_4 = unsel_0_3 + {2'd0, ~byte_mask[4]};
+  assign unsel_0_5 = unsel_0_3 + {1'd0, unsel_4_5};
+  assign unsel_0_6 = unsel_0_3 + {1'd0, unsel_4_6};
+  assign unsel_0_7 = {1'd0, unsel_0_3} + {1'd0, unsel_4_7};
+  assign unsel_0_8 = unsel_0_7 + {3'd0, ~byte_mask[8]};
+  assign unsel_0_9 = unsel_0_7 + {2'd0, unsel_8_9};
+  assign unsel_0_10 = unsel_0_7 + {2'd0, unsel_8_10};
+  assign unsel_0_11 = unsel_0_7 + {1'd0, unsel_8_11};
+  assign unsel_0_12 = unsel_0_11 + {3'd0, ~byte_mask[12]};
+  assign unsel_0_13 = unsel_0_11 + {2'd0, unsel_12_13};
+  assign unsel_0_14 = unsel_0_11 + {2'd0, unsel_12_14};
+  assign amt_b0_t1 = {1'd0, unsel_0_6};
+  assign amt_b0_t2 = {1'd0, unsel_0_5};
+  assign amt_b0_t3 = {1'd0, unsel_0_4};
+  assign amt_b0_t4 = {1'd0, unsel_0_3};
+  assign amt_b0_t5 = {2'd0, unsel_0_2};
+  assign amt_b0_t6 = {2'd0, unsel_0_1};
+  assign amt_b0_t7 = {3'd0, ~byte_mask[0]};
+  assign amt_b0 = {unsel_0_14[0] & byte_mask[15], unsel_0_13[0] & byte_mask[14], unsel_0_12[0] & byte_mask[13], unsel_0_11[0] & byte_mask[12], unsel_0_10[0] & byte_mask[11], unsel_0_9[0] & byte_mask[10], unsel_0_8[0] & byte_mask[9], unsel_0_7[0] & byte_mask[8], amt_b0_t1[0] & byte_mask[7], amt_b0_t2[0] & byte_mask[6], amt_b0_t3[0] & byte_mask[5], amt_b0_t4[0] & byte_mask[4], amt_b0_t5[0] & byte_mask[3], amt_b0_t6[0] & byte_mask[2], amt_b0_t7[0] & byte_mask[1]};
+  assign amt_b1_t8 = {1'd0, unsel_0_6};
+  assign amt_b1_t9 = {1'd0, unsel_0_5};
+  assign amt_b1_t10 = {1'd0, unsel_0_4};
+  assign amt_b1_t11 = {1'd0, unsel_0_3};
+  assign amt_b1_t12 = {2'd0, unsel_0_2};
+  assign amt_b1_t13 = {2'd0, unsel_0_1};
+  assign amt_b1 = {unsel_0_14[1] & byte_mask[15], unsel_0_13[1] & byte_mask[14], unsel_0_12[1] & byte_mask[13], unsel_0_11[1] & byte_mask[12], unsel_0_10[1] & byte_mask[11], unsel_0_9[1] & byte_mask[10], unsel_0_8[1] & byte_mask[9], unsel_0_7[1] & byte_mask[8], amt_b1_t8[1] & byte_mask[7], amt_b1_t9[1] & byte_mask[6], amt_b1_t10[1] & byte_mask[5], amt_b1_t11[1] & byte_mask[4], amt_b1_t12[1] & byte_mask[3], amt_b1_t13[1] & byte_mask[2]};
+  assign amt_b2_t14 = {1'd0, unsel_0_6};
+  assign amt_b2_t15 = {1'd0, unsel_0_5};
+  assign amt_b2_t16 = {1'd0, unsel_0_4};
+  assign amt_b2_t17 = {1'd0, unsel_0_3};
+  assign amt_b2 = {unsel_0_14[2] & byte_mask[15], unsel_0_13[2] & byte_mask[14], unsel_0_12[2] & byte_mask[13], unsel_0_11[2] & byte_mask[12], unsel_0_10[2] & byte_mask[11], unsel_0_9[2] & byte_mask[10], unsel_0_8[2] & byte_mask[9], unsel_0_7[2] & byte_mask[8], amt_b2_t14[2] & byte_mask[7], amt_b2_t15[2] & byte_mask[6], amt_b2_t16[2] & byte_mask[5], amt_b2_t17[2] & byte_mask[4]};
+  assign amt_b3 = {unsel_0_14[3] & byte_mask[15], unsel_0_13[3] & byte_mask[14], unsel_0_12[3] & byte_mask[13], unsel_0_11[3] & byte_mask[12], unsel_0_10[3] & byte_mask[11], unsel_0_9[3] & byte_mask[10], unsel_0_8[3] & byte_mask[9], unsel_0_7[3] & byte_mask[8]};
+  assign cmp_move_s0 = amt_b0_p1_q;
+  assign cmp_take_s0 = {cmp_move_s0[14] & ~op_p1_q, cmp_move_s0[13] & ~op_p1_q, cmp_move_s0[12] & ~op_p1_q, cmp_move_s0[11] & ~op_p1_q, cmp_move_s0[10] & ~op_p1_q, cmp_move_s0[9] & ~op_p1_q, cmp_move_s0[8] & ~op_p1_q, cmp_move_s0[7] & ~op_p1_q, cmp_move_s0[6] & ~op_p1_q, cmp_move_s0[5] & ~op_p1_q, cmp_move_s0[4] & ~op_p1_q, cmp_move_s0[3] & ~op_p1_q, cmp_move_s0[2] & ~op_p1_q, cmp_move_s0[1] & ~op_p1_q, cmp_move_s0[0] & ~op_p1_q};
+  assign cmp_data_s1 = {data_p1_q[127:120], cmp_take_s0[14] ? data_p1_q[127:120] : data_p1_q[119:112], cmp_take_s0[13] ? data_p1_q[119:112] : data_p1_q[111:104], cmp_take_s0[12] ? data_p1_q[111:104] : data_p1_q[103:96], cmp_take_s0[11] ? data_p1_q[103:96] : data_p1_q[95:88], cmp_take_s0[10] ? data_p1_q[95:88] : data_p1_q[87:80], cmp_take_s0[9] ? data_p1_q[87:80] : data_p1_q[79:72], cmp_take_s0[8] ? data_p1_q[79:72] : data_p1_q[71:64], cmp_take_s0[7] ? data_p1_q[71:64] : data_p1_q[63:56], cmp_take_s0[6] ? data_p1_q[63:56] : data_p1_q[55:48], cmp_take_s0[5] ? data_p1_q[55:48] : data_p1_q[47:40], cmp_take_s0[4] ? data_p1_q[47:40] : data_p1_q[39:32], cmp_take_s0[3] ? data_p1_q[39:32] : data_p1_q[31:24], cmp_take_s0[2] ? data_p1_q[31:24] : data_p1_q[23:16], cmp_take_s0[1] ? data_p1_q[23:16] : data_p1_q[15:8], cmp_take_s0[0] ? data_p1_q[15:8] : data_p1_q[7:0]};
+  assign cmp_amt_b1_s1 = {cmp_move_s0[14] ? 1'd0 : amt_b1_p1_q[13], cmp_move_s0[14] ?
+      amt_b1_p1_q[13] : cmp_move_s0[13] ? 1'd0 : amt_b1_p1_q[12], cmp_move_s0[13] ? amt_b1_p1_q[12]
+      : cmp_move_s0[12] ? 1'd0 : amt_b1_p1_q[11], cmp_move_s0[12] ? amt_b1_p1_q[11] :
+      cmp_move_s0[11] ? 1'd0 : amt_b1_p1_q[10], cmp_move_s0[11] ? amt_b1_p1_q[10] : cmp_move_s0[10]
+      ? 1'd0 : amt_b1_p1_q[9], cmp_move_s0[10] ? amt_b1_p1_q[9] : cmp_move_s0[9] ? 1'd0 :
+      amt_b1_p1_q[8], cmp_move_s0[9] ? amt_b1_p1_q[8] : cmp_move_s0[8] ? 1'd0 : amt_b1_p1_q[7],
+      cmp_move_s0[8] ? amt_b1_p1_q[7] : cmp_move_s0[7] ? 1'd0 : amt_b1_p1_q[6], cmp_move_s0[7] ?
+      amt_b1_p1_q[6] : cmp_move_s0[6] ? 1'd0 : amt_b1_p1_q[5], cmp_move_s0[6] ? amt_b1_p1_q[5] :
+      cmp_move_s0[5] ? 1'd0 : amt_b1_p1_q[4], cmp_move_s0[5] ? amt_b1_p1_q[4] : cmp_move_s0[4] ?
+      1'd0 : amt_b1_p1_q[3], cmp_move_s0[4] ? amt_b1_p1_q[3] : cmp_move_s0[3] ? 1'd0 :
+      amt_b1_p1_q[2], cmp_move_s0[3] ? amt_b1_p1_q[2] : cmp_move_s0[2] ? 1'd0 : amt_b1_p1_q[1],
+      cmp_move_s0[2] ? amt_b1_p1_q[1] : cmp_move_s0[1] ? 1'd0 : amt_b1_p1_q[0]};
+  assign cmp_amt_b2_s1 = {cmp_move_s0[14] ? 1'd0 : amt_b2_p1_q[11], cmp_move_s0[14] ? amt_b2_p1_q[11] : cmp_move_s0[13] ? 1'd0 : amt_b2_p1_q[10], cmp_move_s0[13] ? amt_b2_p1_q[10] : cmp_move_s0[12] ? 1'd0 : amt_b2_p1_q[9], cmp_move_s0[12] ? amt_b2_p1_q[9] : cmp_move_s0[11] ? 1'd0 : amt_b2_p1_q[8], cmp_move_s0[11] ? amt_b2_p1_q[8] : cmp_move_s0[10] ? 1'd0 : amt_b2_p1_q[7], cmp_move_s0[10] ? amt_b2_p1_q[7] : cmp_move_s0[9] ? 1'd0 : amt_b2_p1_q[6], cmp_move_s0[9] ? amt_b2_p1_q[6] : cmp_move_s0[8] ? 1'd0 : amt_b2_p1_q[5], cmp_move_s0[8] ? amt_b2_p1_q[5] : cmp_move_s0[7] ? 1'd0 : amt_b2_p1_q[4], cmp_move_s0[7] ? amt_b2_p1_q[4] : cmp_move_s0[6] ? 1'd0 : amt_b2_p1_q[3], cmp_move_s0[6] ? amt_b2_p1_q[3] : cmp_move_s0[5] ? 1'd0 : amt_b2_p1_q[2], cmp_move_s0[5] ? amt_b2_p1_q[2] : cmp_move_s0[4] ? 1'd0 : amt_b2_p1_q[1], cmp_move_s0[4] ? amt_b2_p1_q[1] : cmp_move_s0[3] ? 1'd0 : amt_b2_p1_q[0]};
+  assign cmp_amt_b3_s1 = {cmp_move_s0[14] ? 1'd0 : amt_b3_p1_q[7], cmp_move_s0[14] ? amt_b3_p1_q[7] : cmp_move_s0[13] ? 1'd0 : amt_b3_p1_q[6], cmp_move_s0[13] ? amt_b3_p1_q[6] : cmp_move_s0[12] ? 1'd0 : amt_b3_p1_q[5], cmp_move_s0[12] ? amt_b3_p1_q[5] : cmp_move_s0[11] ? 1'd0 : amt_b3_p1_q[4], cmp_move_s0[11] ? amt_b3_p1_q[4] : cmp_move_s0[10] ? 1'd0 : amt_b3_p1_q[3], cmp_move_s0[10] ? amt_b3_p1_q[3] : cmp_move_s0[9] ? 1'd0 : amt_b3_p1_q[2], cmp_move_s0[9] ? amt_b3_p1_q[2] : cmp_move_s0[8] ? 1'd0 : amt_b3_p1_q[1], cmp_move_s0[8] ? amt_b3_p1_q[1] : cmp_move_s0[7] ? 1'd0 : amt_b3_p1_q[0]};
+  assign cmp_valid_s1 = {byte_mask_p1_q[15] & ~cmp_move_s0[14], cmp_move_s0[14] | (byte_mask_p1_q[14] & ~cmp_move_s0[13]), cmp_move_s0[13] | (byte_mask_p1_q[13] & ~cmp_move_s0[12]), cmp_move_s0[12] | (byte_mask_p1_q[12] & ~cmp_move_s0[11]), cmp_move_s0[11] | (byte_mask_p1_q[11] & ~cmp_move_s0[10]), cmp_move_s0[10] | (byte_mask_p1_q[10] & ~cmp_move_s0[9]), cmp_move_s0[9] | (byte_mask_p1_q[9] & ~cmp_move_s0[8]), cmp_move_s0[8] | (byte_mask_p1_q[8] & ~cmp_move_s0[7]), cmp_move_s0[7] | (byte_mask_p1_q[7] & ~cmp_move_s0[6]), cmp_move_s0[6] | (byte_mask_p1_q[6] & ~cmp_move_s0[5]), cmp_move_s0[5] | (byte_mask_p1_q[5] & ~cmp_move_s0[4]), cmp_move_s0[4] | (byte_mask_p1_q[4] & ~cmp_move_s0[3]), cmp_move_s0[3] | (byte_mask_p1_q[3] & ~cmp_move_s0[2]), cmp_move_s0[2] | (byte_mask_p1_q[2] & ~cmp_move_s0[1]), cmp_move_s0[1] | (byte_mask_p1_q[1] & ~cmp_move_s0[0]), cmp_move_s0[0] | byte_mask_p1_q[0]};
+  assign sel_bytes = {1'd0, ~unsel_0_14_p1_q} + {4'd0, byte_mask_p1_q[15]};
+  assign count = (esize_p1_q == 2'd0) ? sel_bytes : (esize_p1_q == 2'd1) ? {1'd0, sel_bytes[4:1]} : (esize_p1_q == 2'd2) ? {2'd0, sel_bytes[4:2]} : {3'd0, sel_bytes[4:3]};
+  assign cmp_move_s1 = cmp_amt_b1_s1;
+  assign cmp_take_s1 = {cmp_move_s1[13] & ~op_p1_q, cmp_move_s1[12] & ~op_p1_q, cmp_move_s1[11] & ~op_p1_q, cmp_move_s1[10] & ~op_p1_q, cmp_move_s1[9] & ~op_p1_q, cmp_move_s1[8] & ~op_p1_q, cmp_move_s1[7] & ~op_p1_q, cmp_move_s1[6] & ~op_p1_q, cmp_move_s1[5] & ~op_p1_q, cmp_move_s1[4] & ~op_p1_q, cmp_move_s1[3] & ~op_p1_q, cmp_move_s1[2] & ~op_p1_q, cmp_move_s1[1] & ~op_p1_q, cmp_move_s1[0] & ~op_p1_q};
+  assign cmp_data_s2 = {cmp_data_s1[127:120], cmp_data_s1[119:112], cmp_take_s1[13] ? cmp_data_s1[127:120] : cmp_data_s1[111:104], cmp_take_s1[12] ? cmp_data_s1[119:112] : cmp_data_s1[103:96], cmp_take_s1[11] ? cmp_data_s1[111:104] : cmp_data_s1[95:88], cmp_take_s1[10] ? cmp_data_s1[103:96] : cmp_data_s1[87:80], cmp_take_s1[9] ? cmp_data_s1[95:88] : cmp_data_s1[79:72], cmp_take_s1[8] ? cmp_data_s1[87:80] : cmp_data_s1[71:64], cmp_take_s1[7] ? cmp_data_s1[79:72] : cmp_data_s1[63:56], cmp_take_s1[6] ? cmp_data_s1[71:64] : cmp_data_s1[55:48], cmp_take_s1[5] ? cmp_data_s1[63:56] : cmp_data_s1[47:40], cmp_take_s1[4] ? cmp_data_s1[55:48] : cmp_data_s1[39:32], cmp_take_s1[3] ? cmp_data_s1[47:40] : cmp_data_s1[31:24], cmp_take_s1[2] ? cmp_data_s1[39:32] : cmp_data_s1[23:16], cmp_take_s1[1] ? cmp_data_s1[31:24] : cmp_data_s1[15:8], cmp_take_s1[0] ? cmp_data_s1[23:16] : cmp_data_s1[7:0]};
+  assign cmp_amt_b2_s2 = {cmp_move_s1[13] ? 1'd0 : cmp_amt_b2_s1[11], cmp_move_s1[12] ? 1'd0 : cmp_amt_b2_s1[10], cmp_move_s1[13] ? cmp_amt_b2_s1[11] : cmp_move_s1[11] ? 1'd0 : cmp_amt_b2_s1[9], cmp_move_s1[12] ? cmp_amt_b2_s1[10] : cmp_move_s1[10] ? 1'd0 : cmp_amt_b2_s1[8], cmp_move_s1[11] ? cmp_amt_b2_s1[9] : cmp_move_s1[9] ? 1'd0 : cmp_amt_b2_s1[7], cmp_move_s1[10] ? cmp_amt_b2_s1[8] : cmp_move_s1[8] ? 1'd0 : cmp_amt_b2_s1[6], cmp_move_s1[9] ? cmp_amt_b2_s1[7] : cmp_move_s1[7] ? 1'd0 : cmp_amt_b2_s1[5], cmp_move_s1[8] ? cmp_amt_b2_s1[6] : cmp_move_s1[6] ? 1'd0 : cmp_amt_b2_s1[4], cmp_move_s1[7] ? cmp_amt_b2_s1[5] : cmp_move_s1[5] ? 1'd0 : cmp_amt_b2_s1[3], cmp_move_s1[6] ? cmp_amt_b2_s1[4] : cmp_move_s1[4] ? 1'd0 : cmp_amt_b2_s1[2], cmp_move_s1[5] ? cmp_amt_b2_s1[3] : cmp_move_s1[3] ? 1'd0 : cmp_amt_b2_s1[1], cmp_move_s1[4] ? cmp_amt_b2_s1[2] : cmp_move_s1[2] ? 1'd0 : cmp_amt_b2_s1[0]};
+  assign cmp_amt_b3_s2 = {cmp_move_s1[13] ? 1'd0 : cmp_amt_b3_s1[7], cmp_move_s1[12] ? 1'd0 : cmp_amt_b3_s1[6], cmp_move_s1[13] ? cmp_amt_b3_s1[7] : cmp_move_s1[11] ? 1'd0 : cmp_amt_b3_s1[5], cmp_move_s1[12] ? cmp_amt_b3_s1[6] : cmp_move_s1[10] ? 1'd0 : cmp_amt_b3_s1[4], cmp_move_s1[11] ? cmp_amt_b3_s1[5] : cmp_move_s1[9] ? 1'd0 : cmp_amt_b3_s1[3], cmp_move_s1[10] ? cmp_amt_b3_s1[4] : cmp_move_s1[8] ? 1'd0 : cmp_amt_b3_s1[2], cmp_move_s1[9] ? cmp_amt_b3_s1[3] : cmp_move_s1[7] ? 1'd0 : cmp_amt_b3_s1[1], cmp_move_s1[8] ? cmp_amt_b3_s1[2] : cmp_move_s1[6] ? 1'd0 : cmp_amt_b3_s1[0]};
+  assign cmp_valid_s2 = {cmp_valid_s1[15] & ~cmp_move_s1[13], cmp_valid_s1[14] & ~cmp_move_s1[12], cmp_move_s1[13] | (cmp_valid_s1[13] & ~cmp_move_s1[11]), cmp_move_s1[12] | (cmp_valid_s1[12] & ~cmp_move_s1[10]), cmp_move_s1[11] | (cmp_valid_s1[11] & ~cmp_move_s1[9]), cmp_move_s1[10] | (cmp_valid_s1[10] & ~cmp_move_s1[8]), cmp_move_s1[9] | (cmp_valid_s1[9] & ~cmp_move_s1[7]), cmp_move_s1[8] | (cmp_valid_s1[8] & ~cmp_move_s1[6]), cmp_move_s1[7] | (cmp_valid_s1[7] & ~cmp_move_s1[5]), cmp_move_s1[6] | (cmp_valid_s1[6] & ~cmp_move_s1[4]), cmp_move_s1[5] | (cmp_valid_s1[5] & ~cmp_move_s1[3]), cmp_move_s1[4] | (cmp_valid_s1[4] & ~cmp_move_s1[2]), cmp_move_s1[3] | (cmp_valid_s1[3] & ~cmp_move_s1[1]), cmp_move_s1[2] | (cmp_valid_s1[2] & ~cmp_move_s1[0]), cmp_move_s1[1] | cmp_valid_s1[1], cmp_move_s1[0] | cmp_valid_s1[0]};
+  assign cmp_move_s2 = cmp_amt_b2_s2;
+  assign cmp_take_s2 = {cmp_move_s2[11] & ~op_p1_q, cmp_move_s2[10] & ~op_p1_q, cmp_move_s2[9] & ~op_p1_q, cmp_move_s2[8] & ~op_p1_q, cmp_move_s2[7] & ~op_p1_q, cmp_move_s2[6] & ~op_p1_q, cmp_move_s2[5] & ~op_p1_q, cmp_move_s2[4] & ~op_p1_q, cmp_move_s2[3] & ~op_p1_q, cmp_move_s2[2] & ~op_p1_q, cmp_move_s2[1] & ~op_p1_q, cmp_move_s2[0] & ~op_p1_q};
+  assign cmp_data_s3 = {cmp_data_s2[127:120], cmp_data_s2[119:112], cmp_data_s2[111:104], cmp_data_s2[103:96], cmp_take_s2[11] ? cmp_data_s2[127:120] : cmp_data_s2[95:88], cmp_take_s2[10] ? cmp_data_s2[119:112] : cmp_data_s2[87:80], cmp_take_s2[9] ? cmp_data_s2[111:104] : cmp_data_s2[79:72], cmp_take_s2[8] ? cmp_data_s2[103:96] : cmp_data_s2[71:64], cmp_take_s2[7] ? cmp_data_s2[95:88] : cmp_data_s2[63:56], cmp_take_s2[6] ? cmp_data_s2[87:80] : cmp_data_s2[55:48], cmp_take_s2[5] ? cmp_data_s2[79:72] : cmp_data_s2[47:40], cmp_take_s2[4] ? cmp_data_s2[71:64] : cmp_data_s2[39:32], cmp_take_s2[3] ? cmp_data_s2[63:56] : cmp_data_s2[31:24], cmp_take_s2[2] ? cmp_data_s2[55:48] : cmp_data_s2[23:16], cmp_take_s2[1] ? cmp_data_s2[47:40] : cmp_data_s2[15:8], cmp_take_s2[0] ? cmp_data_s2[39:32] : cmp_data_s2[7:0]};
+  assign cmp_amt_b3_s3 = {cmp_move_s2[11] ? 1'd0 : cmp_amt_b3_s2[7], cmp_move_s2[10] ? 1'd0 : cmp_amt_b3_s2[6], cmp_move_s2[9] ? 1'd0 : cmp_amt_b3_s2[5], cmp_move_s2[8] ? 1'd0 : cmp_amt_b3_s2[4], cmp_move_s2[11] ? cmp_amt_b3_s2[7] : cmp_move_s2[7] ? 1'd0 : cmp_amt_b3_s2[3], cmp_move_s2[10] ? cmp_amt_b3_s2[6] : cmp_move_s2[6] ? 1'd0 : cmp_amt_b3_s2[2], cmp_move_s2[9] ? cmp_amt_b3_s2[5] : cmp_move_s2[5] ? 1'd0 : cmp_amt_b3_s2[1], cmp_move_s2[8] ? cmp_amt_b3_s2[4] : cmp_move_s2[4] ? 1'd0 : cmp_amt_b3_s2[0]};
+  assign cmp_valid_s3 = {cmp_valid_s2[15] & ~cmp_move_s2[11], cmp_valid_s2[14] & ~cmp_move_s2[10], cmp_valid_s2[13] & ~cmp_move_s2[9], cmp_valid_s2[12] & ~cmp_move_s2[8], cmp_move_s2[11] | (cmp_valid_s2[11] & ~cmp_move_s2[7]), cmp_move_s2[10] | (cmp_valid_s2[10] & ~cmp_move_s2[6]), cmp_move_s2[9] | (cmp_valid_s2[9] & ~cmp_move_s2[5]), cmp_move_s2[8] | (cmp_valid_s2[8] & ~cmp_move_s2[4]), cmp_move_s2[7] | (cmp_valid_s2[7] & ~cmp_move_s2[3]), cmp_move_s2[6] | (cmp_valid_s2[6] & ~cmp_move_s2[2]), cmp_move_s2[5] | (cmp_valid_s2[5] & ~cmp_move_s2[1]), cmp_move_s2[4] | (cmp_valid_s2[4] & ~cmp_move_s2[0]), cmp_move_s2[3] | cmp_valid_s2[3], cmp_move_s2[2] | cmp_valid_s2[2], cmp_move_s2[1] | cmp_valid_s2[1], cmp_move_s2[0] | cmp_valid_s2[0]};
+  assign cmp_move_s3 = cmp_amt_b3_s3;
+  assign cmp_take_s3 = {cmp_move_s3[7] & ~op_p1_q, cmp_move_s3[6] & ~op_p1_q, cmp_move_s3[5] & ~op_p1_q, cmp_move_s3[4] & ~op_p1_q, cmp_move_s3[3] & ~op_p1_q, cmp_move_s3[2] & ~op_p1_q, cmp_move_s3[1] & ~op_p1_q, cmp_move_s3[0] & ~op_p1_q};
+  assign cmp_data_s4 = {cmp_data_s3[127:120], cmp_data_s3[119:112], cmp_data_s3[111:104], cmp_data_s3[103:96], cmp_data_s3[95:88], cmp_data_s3[87:80], cmp_data_s3[79:72], cmp_data_s3[71:64], cmp_take_s3[7] ? cmp_data_s3[127:120] : cmp_data_s3[63:56], cmp_take_s3[6] ? cmp_data_s3[119:112] : cmp_data_s3[55:48], cmp_take_s3[5] ? cmp_data_s3[111:104] : cmp_data_s3[47:40], cmp_take_s3[4] ? cmp_data_s3[103:96] : cmp_data_s3[39:32], cmp_take_s3[3] ? cmp_data_s3[95:88] : cmp_data_s3[31:24], cmp_take_s3[2] ? cmp_data_s3[87:80] : cmp_data_s3[23:16], cmp_take_s3[1] ? cmp_data_s3[79:72] : cmp_data_s3[15:8], cmp_take_s3[0] ? cmp_data_s3[71:64] : cmp_data_s3[7:0]};
+  assign cmp_valid_s4 = {cmp_valid_s3[15] & ~cmp_move_s3[7], cmp_valid_s3[14] & ~cmp_move_s3[6], cmp_valid_s3[13] & ~cmp_move_s3[5], cmp_valid_s3[12] & ~cmp_move_s3[4], cmp_valid_s3[11] & ~cmp_move_s3[3], cmp_valid_s3[10] & ~cmp_move_s3[2], cmp_valid_s3[9] & ~cmp_move_s3[1], cmp_valid_s3[8] & ~cmp_move_s3[0], cmp_move_s3[7] | cmp_valid_s3[7], cmp_move_s3[6] | cmp_valid_s3[6], cmp_move_s3[5] | cmp_valid_s3[5], cmp_move_s3[4] | cmp_valid_s3[4], cmp_move_s3[3] | cmp_valid_s3[3], cmp_move_s3[2] | cmp_valid_s3[2], cmp_move_s3[1] | cmp_valid_s3[1], cmp_move_s3[0] | cmp_valid_s3[0]};
+  assign keep = op_p1_q ? byte_mask_p1_q : cmp_valid_s4;
+  assign exp_take_s3 = cmp_move_s3 & {8{op_p1_q}};
+  assign exp_data_s3 = {exp_take_s3[7] ? cmp_data_s4[63:56] : cmp_data_s4[127:120], exp_take_s3[6] ? cmp_data_s4[55:48] : cmp_data_s4[119:112], exp_take_s3[5] ? cmp_data_s4[47:40] : cmp_data_s4[111:104], exp_take_s3[4] ? cmp_data_s4[39:32] : cmp_data_s4[103:96], exp_take_s3[3] ? cmp_data_s4[31:24] : cmp_data_s4[95:88], exp_take_s3[2] ? cmp_data_s4[23:16] : cmp_data_s4[87:80], exp_take_s3[1] ? cmp_data_s4[15:8] : cmp_data_s4[79:72], exp_take_s3[0] ? cmp_data_s4[7:0] : cmp_data_s4[71:64], cmp_data_s4[63:56], cmp_data_s4[55:48], cmp_data_s4[47:40], cmp_data_s4[39:32], cmp_data_s4[31:24], cmp_data_s4[23:16], cmp_data_s4[15:8], cmp_data_s4[7:0]};
+  assign exp_take_s2 = cmp_move_s2 & {12{op_p1_q}};
+  assign exp_data_s2 = {exp_take_s2[11] ? exp_data_s3[95:88] : exp_data_s3[127:120], exp_take_s2[10] ? exp_data_s3[87:80] : exp_data_s3[119:112], exp_take_s2[9] ? exp_data_s3[79:72] : exp_data_s3[111:104], exp_take_s2[8] ? exp_data_s3[71:64] : exp_data_s3[103:96], exp_take_s2[7] ? exp_data_s3[63:56] : exp_data_s3[95:88], exp_take_s2[6] ? exp_data_s3[55:48] : exp_data_s3[87:80], exp_take_s2[5] ? exp_data_s3[47:40] : exp_data_s3[79:72], exp_take_s2[4] ? exp_data_s3[39:32] : exp_data_s3[71:64], exp_take_s2[3] ? exp_data_s3[31:24] : exp_data_s3[63:56], exp_take_s2[2] ? exp_data_s3[23:16] : exp_data_s3[55:48], exp_take_s2[1] ? exp_data_s3[15:8] : exp_data_s3[47:40], exp_take_s2[0] ? exp_data_s3[7:0] : exp_data_s3[39:32], exp_data_s3[31:24], exp_data_s3[23:16], exp_data_s3[15:8], exp_data_s3[7:0]};
+  assign exp_take_s1 = cmp_move_s1 & {14{op_p1_q}};
+  assign exp_data_s1 = {exp_take_s1[13] ? exp_data_s2[111:104] : exp_data_s2[127:120], exp_take_s1[12] ? exp_data_s2[103:96] : exp_data_s2[119:112], exp_take_s1[11] ? exp_data_s2[95:88] : exp_data_s2[111:104], exp_take_s1[10] ? exp_data_s2[87:80] : exp_data_s2[103:96], exp_take_s1[9] ? exp_data_s2[79:72] : exp_data_s2[95:88], exp_take_s1[8] ? exp_data_s2[71:64] : exp_data_s2[87:80], exp_take_s1[7] ? exp_data_s2[63:56] : exp_data_s2[79:72], exp_take_s1[6] ? exp_data_s2[55:48] : exp_data_s2[71:64], exp_take_s1[5] ? exp_data_s2[47:40] : exp_data_s2[63:56], exp_take_s1[4] ? exp_data_s2[39:32] : exp_data_s2[55:48], exp_take_s1[3] ? exp_data_s2[31:24] : exp_data_s2[47:40], exp_take_s1[2] ? exp_data_s2[23:16] : exp_data_s2[39:32], exp_take_s1[1] ? exp_data_s2[15:8] : exp_data_s2[31:24], exp_take_s1[0] ? exp_data_s2[7:0] : exp_data_s2[23:16], exp_data_s2[15:8], exp_data_s2[7:0]};
+  assign exp_take_s0 = cmp_move_s0 & {15{op_p1_q}};
+  assign exp_data_s0 = {exp_take_s0[14] ? exp_data_s1[119:112] : exp_data_s1[127:120], exp_take_s0[13] ? exp_data_s1[111:104] : exp_data_s1[119:112], exp_take_s0[12] ? exp_data_s1[103:96] : exp_data_s1[111:104], exp_take_s0[11] ? exp_data_s1[95:88] : exp_data_s1[103:96], exp_take_s0[10] ? exp_data_s1[87:80] : exp_data_s1[95:88], exp_take_s0[9] ? exp_data_s1[79:72] : exp_data_s1[87:80], exp_take_s0[8] ? exp_data_s1[71:64] : exp_data_s1[79:72], exp_take_s0[7] ? exp_data_s1[63:56] : exp_data_s1[71:64], exp_take_s0[6] ? exp_data_s1[55:48] : exp_data_s1[63:56], exp_take_s0[5] ? exp_data_s1[47:40] : exp_data_s1[55:48], exp_take_s0[4] ? exp_data_s1[39:32] : exp_data_s1[47:40], exp_take_s0[3] ? exp_data_s1[31:24] : exp_data_s1[39:32], exp_take_s0[2] ? exp_data_s1[23:16] : exp_data_s1[31:24], exp_take_s0[1] ? exp_data_s1[15:8] : exp_data_s1[23:16], exp_take_s0[0] ? exp_data_s1[7:0] : exp_data_s1[15:8], exp_data_s1[7:0]};
   assign keep_bytes = {{8{keep[15]}}, {8{keep[14]}}, {8{keep[13]}}, {8{keep[12]}}, {8{keep[11]}}, {8{keep[10]}}, {8{keep[9]}}, {8{keep[8]}}, {8{keep[7]}}, {8{keep[6]}}, {8{keep[5]}}, {8{keep[4]}}, {8{keep[3]}}, {8{keep[2]}}, {8{keep[1]}}, {8{keep[0]}}};
-  assign fifo_empty = fifo_count_q == 2'd0;
-  assign out_valid = ~fifo_empty | valid_p2_q;
-  assign out_fire = out_valid & out_ready_i;
-  assign fifo_push = valid_p2_q & ~(fifo_empty & out_ready_i);
-  assign fifo_pop = out_fire & ~fifo_empty;
-  assign out_valid_o = out_valid;
-  assign out_dst_o = fifo_empty ? dst_p2_q : fifo_rd_q[1] ? (fifo_rd_q[0] ? 128'd0 : fifo2_dst_q) : fifo_rd_q[0] ? fifo1_dst_q : fifo0_dst_q;
-  assign out_mask_o = fifo_empty ? mask_p2_q : fifo_rd_q[1] ? (fifo_rd_q[0] ? 16'd0 : fifo2_mask_q) : fifo_rd_q[0] ? fifo1_mask_q : fifo0_mask_q;
-  assign out_count_o = fifo_empty ? count_p2_q : fifo_rd_q[1] ? (fifo_rd_q[0] ? 5'd0 : fifo2_count_q) : fifo_rd_q[0] ? fifo1_count_q : fifo0_count_q;
+  assign dst = (exp_data_s0 & keep_bytes) | (fill_p1_q & ~keep_bytes);
+  assign out_fire = oq_valid_q[0] & out_ready_i;
+  assign oq0_load = out_fire ? (oq_valid_q[1] | (valid_p1_q & oq_valid_q[0])) : ((valid_p1_q & ~oq_valid_q[0]) & 1'd1);
+  assign oq1_load = out_fire ? (oq_valid_q[2] | (valid_p1_q & oq_valid_q[1])) : ((valid_p1_q & ~oq_valid_q[1]) & oq_valid_q[0]);
+  assign oq2_load = out_fire ? (1'd0 | (valid_p1_q & oq_valid_q[2])) : ((valid_p1_q & ~oq_valid_q[2]) & oq_valid_q[1]);
+  assign out_valid_o = oq_valid_q[0];
+  assign out_dst_o = oq0_dst_q;
+  assign out_mask_o = oq0_mask_q;
+  assign out_count_o = oq0_count_q;
 
   always @(posedge clk_i) begin
     if (rst_i) begin
       valid_p1_q <= 1'd0;
-      valid_p2_q <= 1'd0;
-      fifo_wr_q <= 2'd0;
-      fifo_rd_q <= 2'd0;
-      fifo_count_q <= 2'd0;
+      oq_valid_q <= 3'd0;
       occupancy_q <= 2'd0;
     end else begin
       valid_p1_q <= accept;
-      valid_p2_q <= valid_p1_q;
-      if (fifo_push) fifo_wr_q <= (fifo_wr_q == 2'd2) ? 2'd0 : (fifo_wr_q + 2'd1);
-      if (fifo_pop) fifo_rd_q <= (fifo_rd_q == 2'd2) ? 2'd0 : (fifo_rd_q + 2'd1);
-      fifo_count_q <= fifo_push ? (fifo_pop ? fifo_count_q : (fifo_count_q + 2'd1)) : fifo_pop ? (fifo_count_q - 2'd1) : fifo_count_q;
+      oq_valid_q <= {out_fire ? (valid_p1_q ? oq_valid_q[2] : 1'd0) : valid_p1_q ? oq_valid_q[1] : oq_valid_q[2], out_fire ? (valid_p1_q ? oq_valid_q[1] : oq_valid_q[2]) : valid_p1_q ? oq_valid_q[0] : oq_valid_q[1], out_fire ? (valid_p1_q ? oq_valid_q[0] : oq_valid_q[1]) : valid_p1_q ? 1'd1 : oq_valid_q[0]};
       occupancy_q <= (occupancy_q + {1'd0, accept}) - {1'd0, out_fire};
     end
   end
 
   always @(posedge clk_i) begin
     op_p1_q <= in_op_i;
-    zeroing_p1_q <= in_zeroing_i;
-    old_p1_q <= in_old_i;
-    src_p1_q <= in_src_i;
+    esize_p1_q <= in_esize_i;
+    fill_p1_q <= fill;
+    data_p1_q <= in_src_i;
+    byte_mask_p1_q <= byte_mask;
     mask_p1_q <= mask;
-    count_p1_q <= (in_esize_i == 2'd0) ? sel_bytes : (in_esize_i == 2'd1) ? {1'd0, sel_bytes[4:1]} : (in_esize_i == 2'd2) ? {2'd0, sel_bytes[4:2]} : {3'd0, sel_bytes[4:3]};
-    cmp_valid_p1_q <= cmp_valid_s4;
-    cmp_amt_p1_q <= cmp_amt_s4;
-    cmp_data_p1_q <= cmp_data_s4;
-    mask_p2_q <= mask_p1_q;
-    count_p2_q <= count_p1_q;
-    dst_p2_q <= ((op_p1_q ? exp_data_s0 : cmp_data_p1_q) & keep_bytes) | ((zeroing_p1_q ? 128'd0 : old_p1_q) & ~keep_bytes);
+    amt_b0_p1_q <= amt_b0;
+    amt_b1_p1_q <= amt_b1;
+    amt_b2_p1_q <= amt_b2;
+    amt_b3_p1_q <= amt_b3;
+    unsel_0_14_p1_q <= unsel_0_14;
   end
 
   always @(posedge clk_i) begin
-    if (fifo_push & (fifo_wr_q == 2'd0)) begin
-      fifo0_dst_q <= dst_p2_q;
-      fifo0_mask_q <= mask_p2_q;
-      fifo0_count_q <= count_p2_q;
+    if (oq0_load) begin
+      oq0_dst_q <= oq_valid_q[1] ? oq1_dst_q : dst;
+      oq0_mask_q <= oq_valid_q[1] ? oq1_mask_q : mask_p1_q;
+      oq0_count_q <= oq_valid_q[1] ? oq1_count_q : count;
     end
   end
 
   always @(posedge clk_i) begin
-    if (fifo_push & (fifo_wr_q == 2'd1)) begin
-      fifo1_dst_q <= dst_p2_q;
-      fifo1_mask_q <= mask_p2_q;
-      fifo1_count_q <= count_p2_q;
+    if (oq1_load) begin
+      oq1_dst_q <= oq_valid_q[2] ? oq2_dst_q : dst;
+      oq1_mask_q <= oq_valid_q[2] ? oq2_mask_q : mask_p1_q;
+      oq1_count_q <= oq_valid_q[2] ? oq2_count_q : count;
     end
   end
 
   always @(posedge clk_i) begin
-    if (fifo_push & (fifo_wr_q == 2'd2)) begin
-      fifo2_dst_q <= dst_p2_q;
-      fifo2_mask_q <= mask_p2_q;
-      fifo2_count_q <= count_p2_q;
+    if (oq2_load) begin
+      oq2_dst_q <= dst;
+      oq2_mask_q <= mask_p1_q;
+      oq2_count_q <= count;
     end
   end
 endmodule
