@@ -83,11 +83,15 @@ synth: build
 fpga: build fpga-deps
 	$(GPURTL) synth $(BLOCK) --target $(TARGET) -o out/synth/$(BLOCK)-$(TARGET)
 
-# Every block on every target, then the README's table (a block that does
-# not fit or misses timing is reported as such, not a make failure).
+# Every block on every target (FPGA targets at placement seeds 1-3, the
+# median reported), the FPGA presets, then the README's table (a block that
+# does not fit or misses timing is reported as such, not a make failure).
 synth-report: build fpga-deps
 	for b in $(BLOCKS); do for t in generic ice40 ecp5; do \
 	  $(GPURTL) synth $$b --target $$t -o out/synth/$$b-$$t || true; done; done
+	for t in ice40 ecp5; do \
+	  $(GPURTL) synth compress --preset fpga --target $$t -o out/synth/compress-fpga-$$t || true; \
+	  $(GPURTL) synth systolic --preset minimal --target $$t -o out/synth/systolic-minimal-$$t || true; done
 	$(GPURTL) synth systolic --preset hx8k --target ice40 -o out/synth/systolic-hx8k-ice40 || true
 	$(GPURTL) synth systolic --preset infer --target ecp5 -o out/synth/systolic-infer-ecp5 || true
 	$(GPURTL) synth scheduler --preset wide --target generic -o out/synth/scheduler-wide-generic || true

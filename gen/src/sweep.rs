@@ -6,6 +6,7 @@ use crate::block::Block;
 use crate::emit;
 use crate::error::{Error, Result};
 use crate::synth::{self, Target};
+use crate::tools;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::sync::Mutex;
@@ -57,45 +58,28 @@ pub fn run(b: &dyn Block, layers: &[&Value], lists: &[(String, Vec<String>)], o:
         resolved.push(b.resolve(layers, pt)?);
     }
     std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
-    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get()).min(pts.len());
-    let next = Mutex::new(0usize);
-    let results: Mutex<Vec<Option<Value>>> = Mutex::new(vec![None; pts.len()]);
     let done = Mutex::new(0usize);
     let total = pts.len();
-    std::thread::scope(|s| {
-        for _ in 0..jobs {
-            s.spawn(|| loop {
-                let i = {
-                    let mut n = next.lock().unwrap_or_else(|e| e.into_inner());
-                    if *n >= total {
-                        break;
-                    }
-                    *n += 1;
-                    *n - 1
-                };
-                let label: Vec<String> = pts[i].iter().map(|(k, v)| format!("{k}={v}")).collect();
-                let sub = dir.join(format!("run{i:02}"));
-                let mut sink = Vec::new();
-                let outcome = synth::run(b, &resolved[i], &synth::Opts { target, clock_mhz, seeds: o.seeds.clone(), dir: &sub }, &mut sink);
-                // A run that misses timing or does not fit still wrote its report.
-                let report = std::fs::read_to_string(sub.join("synth-report.json"))
-                    .ok()
-                    .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-                let status = match (&outcome, &report) {
-                    (Ok(_), _) => "ok".to_string(),
-                    (Err(e), Some(_)) => e.to_string(),
-                    (Err(e), None) => format!("failed: {e}"),
-                };
-                let row = json!({"point": pts[i].iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
-                                 "status": status, "report": report});
-                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(row);
-                let mut d = done.lock().unwrap_or_else(|e| e.into_inner());
-                *d += 1;
-                eprintln!("[{}/{total}] {} {}: {}", *d, b.name(), label.join(" "), status.lines().next().unwrap_or(""));
-            });
-        }
+    let rows: Vec<Value> = tools::parallel_map(total, |i| {
+        let label: Vec<String> = pts[i].iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let sub = dir.join(format!("run{i:02}"));
+        let mut sink = Vec::new();
+        let outcome = synth::run(b, &resolved[i], &synth::Opts { target, clock_mhz, seeds: o.seeds.clone(), dir: &sub }, &mut sink);
+        // A run that misses timing or does not fit still wrote its report.
+        let report = std::fs::read_to_string(sub.join("synth-report.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+        let status = match (&outcome, &report) {
+            (Ok(_), _) => "ok".to_string(),
+            (Err(e), Some(_)) => e.to_string(),
+            (Err(e), None) => format!("failed: {e}"),
+        };
+        let mut d = done.lock().unwrap_or_else(|e| e.into_inner());
+        *d += 1;
+        eprintln!("[{}/{total}] {} {}: {}", *d, b.name(), label.join(" "), status.lines().next().unwrap_or(""));
+        json!({"point": pts[i].iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+               "status": status, "report": report})
     });
-    let rows: Vec<Value> = results.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect();
     // Table: swept parameters, logic, flip-flops, DSPs, Fmax, status.
     let keys: Vec<String> = lists.iter().map(|(k, _)| k.clone()).collect();
     let metric = |r: &Value| -> (Option<u64>, Option<u64>, Option<u64>, Option<f64>) {

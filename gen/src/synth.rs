@@ -120,7 +120,11 @@ pub fn table(dir: &Path) -> Result<String, Error> {
             },
             _ => "-".into(),
         };
-        let changed = r["changed_params"].as_str().filter(|c| !c.is_empty()).map(|c| format!(" ({c})")).unwrap_or_default();
+        // A preset is named; other parameter sets list what they change.
+        let changed = match r["preset"].as_str() {
+            Some(n) => format!(" (preset {n})"),
+            None => r["changed_params"].as_str().filter(|c| !c.is_empty()).map(|c| format!(" ({c})")).unwrap_or_default(),
+        };
         s.push_str(&format!(
             "| {}{changed} | {} | {logic} | {ffs} | {hard} | {fmax} |\n",
             r["block"].as_str().unwrap_or(""),
@@ -226,27 +230,7 @@ pub fn median(sorted: &[f64]) -> Option<f64> {
 /// `<dir>/seed-N/` (log, `pnr-report.json`, bitstream text); the parsed
 /// reports in seed order.
 fn place_and_route_seeds(o: &Opts, pnr: &Path, tool: &str, top: &str) -> Vec<Result<Value, Error>> {
-    let n = o.seeds.len();
-    let jobs = std::thread::available_parallelism().map_or(1, |c| c.get()).clamp(1, n.max(1));
-    let next = std::sync::Mutex::new(0usize);
-    let results: std::sync::Mutex<Vec<Option<Result<Value, Error>>>> = std::sync::Mutex::new((0..n).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..jobs {
-            s.spawn(|| loop {
-                let i = {
-                    let mut k = next.lock().unwrap_or_else(|e| e.into_inner());
-                    if *k >= n {
-                        break;
-                    }
-                    *k += 1;
-                    *k - 1
-                };
-                let r = place_and_route(o, pnr, tool, top, o.seeds[i]);
-                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
-            });
-        }
-    });
-    results.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().map(|r| r.unwrap_or_else(|| Err(Error::Failed("place and route did not run".into())))).collect()
+    tools::parallel_map(o.seeds.len(), |i| place_and_route(o, pnr, tool, top, o.seeds[i]))
 }
 
 /// One nextpnr run at `seed` in `<dir>/seed-N/`; its JSON report.
@@ -293,6 +277,7 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
     let mut report = json!({
         "block": b.name(),
         "changed_params": changed_params(&b.defaults(), params),
+        "preset": b.presets().into_iter().find(|(n, v)| *n != "default" && v == params).map(|(n, _)| n),
         "params": params,
         "target": o.target.name(),
         "top": top,

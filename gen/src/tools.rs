@@ -105,6 +105,33 @@ pub struct SynthStats {
     pub by_type: Vec<(String, u64)>,
 }
 
+/// `f(0) .. f(n-1)` on up to the machine's cores at a time (no more threads
+/// than items); the results in index order.
+pub fn parallel_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let jobs = std::thread::available_parallelism().map_or(1, |c| c.get()).clamp(1, n.max(1));
+    let next = std::sync::Mutex::new(0usize);
+    let results: std::sync::Mutex<Vec<Option<T>>> = std::sync::Mutex::new((0..n).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| loop {
+                let i = {
+                    let mut k = next.lock().unwrap_or_else(|e| e.into_inner());
+                    if *k >= n {
+                        break;
+                    }
+                    *k += 1;
+                    *k - 1
+                };
+                let r = f(i);
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+            });
+        }
+    });
+    // Every index was taken by exactly one thread, and a panic in `f`
+    // propagates out of the scope, so every slot is filled.
+    results.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect()
+}
+
 /// One module of a hierarchical `stat`: its own cells (submodule instances
 /// not counted in them) and how many times it occurs under the top.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -42,10 +42,21 @@ fn report(dir: &std::path::Path) -> serde_json::Value {
 fn ice40_flow_reports_utilization_and_fmax_and_fails_an_impossible_clock() {
     let d = tempfile::tempdir().unwrap();
     let o = d.path().join("ok");
-    let args = ["synth", "compress", "--param", "width=64", "--param", "latency=1", "--target", "ice40", "--clock-mhz", "20"];
+    let args =
+        ["synth", "compress", "--param", "width=64", "--param", "latency=1", "--target", "ice40", "--clock-mhz", "20", "--seeds", "4,2"];
     let (code, out, err) = gpurtl(&[&args[..], &["-o", o.to_str().unwrap()]].concat(), &[]);
     assert_eq!(code, 0, "{out}{err}");
     let r = report(&o);
+    // One place and route per seed, in its own directory; the figure is the
+    // median, for two seeds the lower of the two.
+    let by_seed: Vec<(u64, f64)> =
+        r["fmax_by_seed"].as_array().unwrap().iter().map(|x| (x["seed"].as_u64().unwrap(), x["fmax_mhz"].as_f64().unwrap())).collect();
+    assert_eq!(by_seed.iter().map(|x| x.0).collect::<Vec<_>>(), [4, 2], "{r}");
+    assert_eq!(r["fmax_mhz"].as_f64(), Some(by_seed[0].1.min(by_seed[1].1)), "{r}");
+    assert_eq!(r["fmax_min_mhz"].as_f64(), Some(by_seed[0].1.min(by_seed[1].1)), "{r}");
+    assert_eq!(r["fmax_max_mhz"].as_f64(), Some(by_seed[0].1.max(by_seed[1].1)), "{r}");
+    assert!(o.join("seed-4/gpurtl_compress_synth_wrap.asc").exists() && o.join("seed-2/pnr-report.json").exists());
+    assert!(out.contains("Fmax by seed     4: "), "{out}");
     assert!(r["utilization"]["ICESTORM_LC"]["used"].as_u64().unwrap() > 100, "{r}");
     assert!(r["fmax_mhz"].as_f64().unwrap() > 20.0, "{r}");
     assert_eq!(r["fits"], true);
@@ -71,11 +82,16 @@ fn ecp5_flow_reports_luts_and_dsps() {
     // One multiplier per PE goes into a DSP block (and nothing else does).
     assert_eq!(r["utilization"]["MULT18X18D"]["used"].as_u64(), Some(2), "{r}");
     assert!(r["fmax_mhz"].as_f64().unwrap() > 20.0);
-    assert_eq!(r["seed"], 7, "{r}");
+    assert_eq!(r["seeds"], serde_json::json!([7]), "{r}");
+    // The area by module: the top, two PEs, two multipliers in DSPs.
+    let mods = r["area_by_module"]["modules"].as_array().unwrap();
+    let m = |name: &str| mods.iter().find(|m| m["module"] == name).unwrap_or_else(|| panic!("{name}: {r}"));
+    assert_eq!((m("gpurtl_systolic_pe")["instances"].as_u64(), m("gpurtl_systolic_mul")["dsp"].as_u64()), (Some(2), Some(2)), "{r}");
+    assert!(m("gpurtl_systolic")["logic"].as_u64().unwrap() > 50 && r["block_alone"]["logic"].as_u64().unwrap() > 50, "{r}");
     // The placer times against the requested clock, not the LPF's default.
     let lpf = std::fs::read_to_string(o.join("ecp5-25k.lpf")).unwrap();
     assert!(lpf.contains("FREQUENCY PORT \"clk_i\" 20 MHZ;"), "{lpf}");
-    let log = std::fs::read_to_string(o.join("gpurtl_systolic_synth_wrap.pnr.log")).unwrap();
+    let log = std::fs::read_to_string(o.join("seed-7/gpurtl_systolic_synth_wrap.pnr.log")).unwrap();
     assert!(log.contains("constraining clock net 'clk_i' to 20.00 MHz"), "{log}");
 }
 
