@@ -163,14 +163,19 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     // The burst is cut short by the view (fewer real beats than B) iff
     // off/RB > vbeats - B: always when vbeats < B.
     let tw_ = cw.max(bw) + 1;
-    let trunc_lim = vbeats_in.zext(tw_).sub(&n_beats_in.zext(tw_));
-    let trunc_always_q = b.pipe("trunc_always_q", &vbeats_in.zext(tw_).lt(&n_beats_in.zext(tw_)), &accept);
+    // One carry chain: vbeats - B = vbeats + ~(len / RB) + (no partial
+    // beat), B being len / RB plus one for a partial beat; its sign is
+    // "always".
+    let len_beats = len_in.slice(sw - 1, lrb).zext(tw_);
+    let whole = len_in.slice(lrb - 1, 0).eq_lit(0).zext(tw_);
+    let trunc_lim = b.let_("trunc_lim", &vbeats_in.zext(tw_).add(&len_beats.not()).add(&whole));
+    let trunc_always_q = b.pipe("trunc_always_q", &trunc_lim.bit_at(tw_ - 1), &accept);
     let trunc_lim_q = b.pipe("trunc_lim_q", &trunc_lim.slice(cw - 1, 0), &accept);
     // Out of bounds (off + len > vsize) iff off > vsize - len: always when
     // vsize < len.
     let lw = aw.max(sw) + 1;
-    let oob_lim = vsize_in.zext(lw).sub(&len_in.zext(lw));
-    let oob_always_q = b.pipe("oob_always_q", &vsize_in.zext(lw).lt(&len_in.zext(lw)), &accept);
+    let oob_lim = b.let_("oob_lim", &vsize_in.zext(lw).sub(&len_in.zext(lw)));
+    let oob_always_q = b.pipe("oob_always_q", &oob_lim.bit_at(lw - 1), &accept);
     let oob_lim_q = b.pipe("oob_lim_q", &oob_lim.slice(aw - 1, 0), &accept);
     let err_view = if p.views < (1 << vw) {
         b.pipe("view_err_q", &in_view.ge(&Expr::lit(vw, p.views as u64)), &accept)
@@ -209,9 +214,11 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     let beats_left = vbeats.sub(&off_beats).slice(bw - 1, 0);
     let real_beats = past_end.mux(&Expr::zero(bw), &truncated.mux(&beats_left, &beats_q));
     let out_of_bounds = b.let_("out_of_bounds", &oob_always_q.or(&off.gt(&oob_lim_q)));
-    // Bytes that come from memory: min(len, vsize - off), or none.
     let room = vsize.sub(&off).slice(sw - 1, 0);
-    let valid_bytes = past_end.mux(&Expr::zero(sw), &out_of_bounds.mux(&room, &len_q));
+    // Bytes that come from memory: min(len, vsize - off). (Past the view's
+    // end no beat is real and every beat is zero, so the value then does
+    // not matter.)
+    let valid_bytes = b.pipe("valid_bytes_q", &out_of_bounds.mux(&room, &len_q), &checking);
     let wreg = b.reg_noreset("wreg_q", dw);
 
     // Sticky out-of-bounds flag with the first offender's tag.
@@ -230,7 +237,6 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     let running = b.let_("running", &in_state(RUN));
     let issued = b.reg_noreset("issued_q", bw);
     let real_q = b.pipe("real_beats_q", &real_beats, &checking);
-    let valid_bytes_q = b.pipe("valid_bytes_q", &valid_bytes, &checking);
     let outstanding = b.reg("outstanding_q", ow, 0);
     let addr = b.reg_noreset("addr_q", aw);
     // "A request is left" (issued < real beats) and "a read may be added in
@@ -253,12 +259,14 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
 
     // ---- RUN: beats in, registers out ----
     let got = b.reg_noreset("got_q", bw);
-    // got < real beats, and got + 1 = B, kept as registers for the next
-    // beat. In RUN got < B always (the last beat ends RUN), so a beat beyond
+    // got < real beats is a register for the next beat, and the beats left
+    // after this one count down (B - 1 at CHECK), so "last beat" is a zero
+    // test. In RUN got < B always (the last beat ends RUN), so a beat beyond
     // the view is always available.
     let got_next = b.let_("got_next", &got.add(&Expr::lit(bw, 1)));
     let is_real = b.reg("beat_is_real_q", 1, 0);
-    let last_beat = b.reg("last_beat_q", 1, 0);
+    let beats_left = b.reg_noreset("beats_left_q", bw);
+    let last_beat = b.let_("last_beat", &beats_left.eq_lit(0));
     let beat_avail = b.let_("beat_avail", &running.and(&is_real.mux(&mem_rsp_valid, &Expr::bit(true))));
     let completes = if lp == 0 {
         Expr::bit(true)
@@ -270,11 +278,19 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     b.assign(&mem_rsp_ready, &running.and(&is_real).and(&completes.not().or(&rf_wready)));
     // Byte i of this beat is real data iff got*RB + i < valid_bytes: the
     // beat is below the last partial one, or it is that one and i is below
-    // the bytes it keeps.
-    let full_beats = valid_bytes_q.slice(sw - 1, lrb).zext(bw);
-    let part_bytes = valid_bytes_q.slice(lrb - 1, 0);
-    let beat_full = b.let_("beat_full", &got.lt(&full_beats));
-    let beat_part = b.let_("beat_part", &got.eq(&full_beats));
+    // the bytes it keeps. The full beats still to come count down from
+    // valid_bytes / RB (loaded at CHECK); at zero this beat is the partial
+    // one, after it every beat is past the data.
+    let full_left = b.reg_noreset("full_beats_left_q", bw);
+    let past_part = b.reg_noreset("past_part_q", 1);
+    // Loaded in RUN's first cycle, from registers: a real beat arrives a
+    // cycle after its request at the earliest, so no real beat is taken in
+    // that cycle (a beat beyond the view is zero whatever these say).
+    let run_first = b.reg("run_first_q", 1, 0);
+    b.next(&run_first, &checking, None);
+    let part_bytes = valid_bytes.slice(lrb - 1, 0);
+    let beat_full = b.let_("beat_full", &full_left.eq_lit(0).not());
+    let beat_part = b.let_("beat_part", &full_left.eq_lit(0).and(&past_part.not()));
     let data = b.let_("beat_in", &is_real.mux(&mem_rsp_data, &Expr::zero(p.read_bits)));
     let lanes: Vec<Expr> = (0..rb)
         .map(|i| {
@@ -305,11 +321,14 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     b.assign(&rf_wdata, &wdata);
     b.next(&got, &checking.mux(&Expr::zero(bw), &got_next), Some(&checking.or(&beat_fire)));
     b.next(&is_real, &checking.mux(&past_end.not(), &got_next.lt(&real_q)), Some(&checking.or(&beat_fire)));
+    let one_b = Expr::lit(bw, 1);
+    b.next(&beats_left, &checking.mux(&beats_q.sub(&one_b), &beats_left.sub(&one_b)), Some(&checking.or(&beat_fire)));
     b.next(
-        &last_beat,
-        &checking.mux(&beats_q.eq_lit(1), &got_next.add(&Expr::lit(bw, 1)).eq(&beats_q)),
-        Some(&checking.or(&beat_fire)),
+        &full_left,
+        &run_first.mux(&valid_bytes.slice(sw - 1, lrb).zext(bw), &full_left.sub(&one_b)),
+        Some(&run_first.or(&beat_fire.and(&beat_full))),
     );
+    b.next(&past_part, &run_first.not(), Some(&run_first.or(&beat_fire.and(&beat_part))));
     b.next(
         &wreg,
         &accept.mux(&in_dest, &wreg.add(&Expr::lit(dw, 1))),

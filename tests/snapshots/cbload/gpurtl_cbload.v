@@ -129,18 +129,12 @@ module gpurtl_cbload (
   reg  [31:0]  base_q;
   reg  [31:0]  vsize_q;
   reg  [29:0]  vbeats_q;
+  wire [30:0]  trunc_lim;
   reg          trunc_always_q;
   reg  [29:0]  trunc_lim_q;
-  // trunc_lim_q_t3: bits [30] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [30:0]  trunc_lim_q_t3;
-  /* verilator lint_on UNUSED */
+  wire [32:0]  oob_lim;
   reg          oob_always_q;
   reg  [31:0]  oob_lim_q;
-  // oob_lim_q_t4: bits [32] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [32:0]  oob_lim_q_t4;
-  /* verilator lint_on UNUSED */
   reg          size_err_q;
   reg          range_err_q;
   wire         checking;
@@ -150,6 +144,11 @@ module gpurtl_cbload (
   wire         past_end;
   wire         truncated;
   wire         out_of_bounds;
+  reg  [11:0]  valid_bytes_q;
+  // valid_bytes_q_t3: bits [31:12] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  valid_bytes_q_t3;
+  /* verilator lint_on UNUSED */
   reg  [5:0]   wreg_q;
   reg          oob_q;
   reg  [7:0]   oob_tag_q;
@@ -157,14 +156,9 @@ module gpurtl_cbload (
   wire         running;
   reg  [9:0]   issued_q;
   reg  [9:0]   real_beats_q;
-  // real_beats_q_t5: bits [29:10] unused: holds an expression of which only a slice is used
+  // real_beats_q_t4: bits [29:10] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [29:0]  real_beats_q_t5;
-  /* verilator lint_on UNUSED */
-  reg  [11:0]  valid_bytes_q;
-  // valid_bytes_q_t6: bits [31:12] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [31:0]  valid_bytes_q_t6;
+  wire [29:0]  real_beats_q_t4;
   /* verilator lint_on UNUSED */
   reg  [4:0]   outstanding_q;
   reg  [31:0]  addr_q;
@@ -175,10 +169,14 @@ module gpurtl_cbload (
   reg  [9:0]   got_q;
   wire [9:0]   got_next;
   reg          beat_is_real_q;
-  reg          last_beat_q;
+  reg  [9:0]   beats_left_q;
+  wire         last_beat;
   wire         beat_avail;
   wire         reg_complete;
   wire         beat_fire;
+  reg  [9:0]   full_beats_left_q;
+  reg          past_part_q;
+  reg          run_first_q;
   wire         beat_full;
   wire         beat_part;
   wire [63:0]  beat_in;
@@ -200,8 +198,8 @@ module gpurtl_cbload (
   assign n_beats_in = n_beats_in_t2[12:3];
   assign vsize_in = in_view_i[2] ? (in_view_i[1] ? (in_view_i[0] ? view7_size_q : view6_size_q) : in_view_i[0] ? view5_size_q : view4_size_q) : in_view_i[1] ? (in_view_i[0] ? view3_size_q : view2_size_q) : in_view_i[0] ? view1_size_q : view0_size_q;
   assign vbeats_in = in_view_i[2] ? (in_view_i[1] ? (in_view_i[0] ? view7_beats_q : view6_beats_q) : in_view_i[0] ? view5_beats_q : view4_beats_q) : in_view_i[1] ? (in_view_i[0] ? view3_beats_q : view2_beats_q) : in_view_i[0] ? view1_beats_q : view0_beats_q;
-  assign trunc_lim_q_t3 = {1'd0, vbeats_in} - {21'd0, n_beats_in};
-  assign oob_lim_q_t4 = {1'd0, vsize_in} - {21'd0, len_in};
+  assign trunc_lim = ({1'd0, vbeats_in} + ~{22'd0, len_in[11:3]}) + {30'd0, len_in[2:0] == 3'd0};
+  assign oob_lim = {1'd0, vsize_in} - {21'd0, len_in};
   assign checking = state_q == 2'd1;
   assign off = is_reg_q ? rf_rdata_i : imm_q;
   assign off_beats = {1'd0, off[31:3]};
@@ -209,22 +207,23 @@ module gpurtl_cbload (
   assign past_end = off_beats >= vbeats_q;
   assign truncated = trunc_always_q | (off_beats > trunc_lim_q);
   assign out_of_bounds = oob_always_q | (off > oob_lim_q);
+  assign valid_bytes_q_t3 = vsize_q - off;
   assign oob_o = oob_q;
   assign oob_tag_o = oob_tag_q;
   assign running = state_q == 2'd2;
-  assign real_beats_q_t5 = vbeats_q - off_beats;
-  assign valid_bytes_q_t6 = vsize_q - off;
+  assign real_beats_q_t4 = vbeats_q - off_beats;
   assign req = (running & req_left_q) & req_room_q;
   assign mem_req_valid_o = req;
   assign mem_req_addr_o = addr_q;
   assign req_fire = req & mem_req_ready_i;
   assign got_next = got_q + 10'd1;
+  assign last_beat = beats_left_q == 10'd0;
   assign beat_avail = running & (beat_is_real_q ? mem_rsp_valid_i : 1'd1);
-  assign reg_complete = (got_q[1:0] == 2'd3) | last_beat_q;
+  assign reg_complete = (got_q[1:0] == 2'd3) | last_beat;
   assign beat_fire = beat_avail & (~reg_complete | rf_wready_i);
   assign mem_rsp_ready_o = (running & beat_is_real_q) & (~reg_complete | rf_wready_i);
-  assign beat_full = got_q < {1'd0, valid_bytes_q[11:3]};
-  assign beat_part = got_q == {1'd0, valid_bytes_q[11:3]};
+  assign beat_full = ~(full_beats_left_q == 10'd0);
+  assign beat_part = (full_beats_left_q == 10'd0) & ~past_part_q;
   assign beat_in = beat_is_real_q ? mem_rsp_data_i : 64'd0;
   assign beat_data = {beat_full ? beat_in[63:56] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd6))) ? beat_in[55:48] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd5))) ? beat_in[47:40] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd4))) ? beat_in[39:32] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd3))) ? beat_in[31:24] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd2))) ? beat_in[23:16] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd1))) ? beat_in[15:8] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd0))) ? beat_in[7:0] : 8'd0};
   assign reg_data = {(got_q[1:0] == 2'd3) ? beat_data : acc_q[255:192], (got_q[1:0] == 2'd2) ? beat_data : acc_q[191:128], (got_q[1:0] == 2'd1) ? beat_data : acc_q[127:64], (got_q[1:0] == 2'd0) ? beat_data : acc_q[63:0]};
@@ -266,8 +265,8 @@ module gpurtl_cbload (
       oob_q <= 1'd0;
       oob_tag_q <= 8'd0;
       req_left_q <= 1'd0;
+      run_first_q <= 1'd0;
       beat_is_real_q <= 1'd0;
-      last_beat_q <= 1'd0;
       outstanding_q <= 5'd0;
       req_room_q <= 1'd1;
       state_q <= 2'd0;
@@ -300,11 +299,11 @@ module gpurtl_cbload (
       oob_q <= oob_hit_q | (oob_q & ~cfg_clear);
       if (oob_hit_q & ~(oob_q & ~cfg_clear)) oob_tag_q <= tag_q;
       if (checking | req_fire) req_left_q <= checking ? ~past_end : ((issued_q + 10'd1) < real_beats_q);
+      run_first_q <= checking;
       if (checking | beat_fire) beat_is_real_q <= checking ? ~past_end : (got_next < real_beats_q);
-      if (checking | beat_fire) last_beat_q <= checking ? (n_beats_q == 10'd1) : ((got_next + 10'd1) == n_beats_q);
       outstanding_q <= outstanding_next;
       req_room_q <= outstanding_next < 5'd16;
-      state_q <= state_q[1] ? (state_q[0] ? (rsp_ready_i ? 2'd0 : 2'd3) : (beat_fire & last_beat_q) ? 2'd3 : 2'd2) : state_q[0] ? ((err_code != 3'd0) ? 2'd3 : 2'd2) : accept ? 2'd1 : 2'd0;
+      state_q <= state_q[1] ? (state_q[0] ? (rsp_ready_i ? 2'd0 : 2'd3) : (beat_fire & last_beat) ? 2'd3 : 2'd2) : state_q[0] ? ((err_code != 3'd0) ? 2'd3 : 2'd2) : accept ? 2'd1 : 2'd0;
     end
   end
 
@@ -318,10 +317,10 @@ module gpurtl_cbload (
       base_q <= in_view_i[2] ? (in_view_i[1] ? (in_view_i[0] ? view7_base_q : view6_base_q) : in_view_i[0] ? view5_base_q : view4_base_q) : in_view_i[1] ? (in_view_i[0] ? view3_base_q : view2_base_q) : in_view_i[0] ? view1_base_q : view0_base_q;
       vsize_q <= vsize_in;
       vbeats_q <= vbeats_in;
-      trunc_always_q <= {1'd0, vbeats_in} < {21'd0, n_beats_in};
-      trunc_lim_q <= trunc_lim_q_t3[29:0];
-      oob_always_q <= {1'd0, vsize_in} < {21'd0, len_in};
-      oob_lim_q <= oob_lim_q_t4[31:0];
+      trunc_always_q <= trunc_lim[30];
+      trunc_lim_q <= trunc_lim[29:0];
+      oob_always_q <= oob_lim[32];
+      oob_lim_q <= oob_lim[31:0];
       size_err_q <= in_burst_i & ((in_size_i == 12'd0) | (in_size_i > 12'd2048));
       range_err_q <= len_in > {7'd64 - {1'd0, in_dest_i}, 5'd0};
     end
@@ -329,8 +328,8 @@ module gpurtl_cbload (
 
   always @(posedge clk_i) begin
     if (checking) begin
-      real_beats_q <= past_end ? 10'd0 : truncated ? real_beats_q_t5[9:0] : n_beats_q;
-      valid_bytes_q <= past_end ? 12'd0 : out_of_bounds ? valid_bytes_q_t6[11:0] : len_q;
+      valid_bytes_q <= out_of_bounds ? valid_bytes_q_t3[11:0] : len_q;
+      real_beats_q <= past_end ? 10'd0 : truncated ? real_beats_q_t4[9:0] : n_beats_q;
       err_q <= err_code;
     end
   end
@@ -351,6 +350,19 @@ module gpurtl_cbload (
   always @(posedge clk_i) begin
     if (checking | beat_fire) begin
       got_q <= checking ? 10'd0 : got_next;
+      beats_left_q <= checking ? (n_beats_q - 10'd1) : (beats_left_q - 10'd1);
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (run_first_q | (beat_fire & beat_full)) begin
+      full_beats_left_q <= run_first_q ? {1'd0, valid_bytes_q[11:3]} : (full_beats_left_q - 10'd1);
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (run_first_q | (beat_fire & beat_part)) begin
+      past_part_q <= ~run_first_q;
     end
   end
 
