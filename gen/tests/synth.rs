@@ -63,7 +63,7 @@ fn ice40_flow_reports_utilization_and_fmax_and_fails_an_impossible_clock() {
     assert!(r["tools"]["nextpnr-ice40"].as_str().unwrap().contains("nextpnr"), "{r}");
 
     let o = d.path().join("fast");
-    let args = ["synth", "compress", "--param", "width=64", "--param", "latency=1", "--target", "ice40", "--clock-mhz", "1500"];
+    let args = ["synth", "compress", "--param", "width=64", "--param", "latency=1", "--target", "ice40", "--clock-mhz", "1500", "--seed", "1"];
     let (code, _, err) = gpurtl(&[&args[..], &["-o", o.to_str().unwrap()]].concat(), &[]);
     assert_eq!(code, 1);
     assert!(err.starts_with("error: timing not met: Fmax ") && err.ends_with(" MHz is below the 1500 MHz constraint\n"), "{err}");
@@ -103,7 +103,7 @@ fn ecp5_flow_uses_the_hand_mapped_dsp_body() {
     let o = d.path().join("ecp5");
     let args = ["synth", "systolic", "--param", "rows=1", "--param", "cols=2", "--param", "group=2", "--param", "dsp=ecp5"];
     let (code, out, err) =
-        gpurtl(&[&args[..], &["--target", "ecp5", "--clock-mhz", "20", "-o", o.to_str().unwrap()]].concat(), &[]);
+        gpurtl(&[&args[..], &["--target", "ecp5", "--clock-mhz", "20", "--seed", "1", "-o", o.to_str().unwrap()]].concat(), &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(report(&o)["utilization"]["MULT18X18D"]["used"].as_u64(), Some(2));
     let log = std::fs::read_to_string(o.join("gpurtl_systolic_synth_wrap.yosys.log")).unwrap_or_default();
@@ -141,7 +141,7 @@ fn gen_writes_a_fusesoc_core() {
 fn a_sweep_that_misses_timing_fails() {
     let d = tempfile::tempdir().unwrap();
     let o = d.path().join("sw");
-    let args = ["sweep", "compress", "--param", "width=64", "--param", "latency=1", "--target", "ice40", "--clock-mhz", "1500"];
+    let args = ["sweep", "compress", "--param", "width=64", "--param", "latency=1", "--target", "ice40", "--clock-mhz", "1500", "--seed", "1"];
     let (code, out, err) = gpurtl(&[&args[..], &["-o", o.to_str().unwrap()]].concat(), &[]);
     assert_eq!(code, 1, "{out}{err}");
     // After the progress line of the point, the verdict.
