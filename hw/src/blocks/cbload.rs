@@ -211,8 +211,8 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     // ceil(vsize/RB) - off/RB.
     let past_end = b.let_("past_end", &off_beats.ge(&vbeats));
     let truncated = b.let_("truncated", &trunc_always_q.or(&off_beats.gt(&trunc_lim_q)));
-    let beats_left = vbeats.sub(&off_beats).slice(bw - 1, 0);
-    let real_beats = past_end.mux(&Expr::zero(bw), &truncated.mux(&beats_left, &beats_q));
+    let view_beats_left = vbeats.sub(&off_beats).slice(bw - 1, 0);
+    let real_beats = past_end.mux(&Expr::zero(bw), &truncated.mux(&view_beats_left, &beats_q));
     let out_of_bounds = b.let_("out_of_bounds", &oob_always_q.or(&off.gt(&oob_lim_q)));
     let room = vsize.sub(&off).slice(sw - 1, 0);
     // Bytes that come from memory: min(len, vsize - off). (Past the view's
@@ -279,8 +279,8 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     // Byte i of this beat is real data iff got*RB + i < valid_bytes: the
     // beat is below the last partial one, or it is that one and i is below
     // the bytes it keeps. The full beats still to come count down from
-    // valid_bytes / RB (loaded at CHECK); at zero this beat is the partial
-    // one, after it every beat is past the data.
+    // valid_bytes / RB; at zero this beat is the partial one, after it every
+    // beat is past the data.
     let full_left = b.reg_noreset("full_beats_left_q", bw);
     let past_part = b.reg_noreset("past_part_q", 1);
     // Loaded in RUN's first cycle, from registers: a real beat arrives a
