@@ -36,6 +36,7 @@
 //! output queue, `latency + 1` entries whose head is the output, so nothing
 //! but wires lies between a register and an output port.
 
+use crate::rtl::pipe::{credit_queue_begin, credit_queue_end};
 use crate::rtl::{bits_for, clog2, Expr, ModuleBuilder, RtlError};
 use crate::Design;
 use gpurtl_params::compress::CompressParams;
@@ -175,19 +176,10 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     let [out_dst, out_mask, out_count] = out.get(["dst", "mask", "count"]);
 
     // ---- credit control: at most latency + 1 operations inside ----
-    let depth = p.latency as u64 + 1;
-    let occupancy = b.reg("occupancy_q", bits_for(depth), 0);
-    let credit = b.let_("credit", &occupancy.lt(&Expr::lit(occupancy.width(), depth)));
-    b.assign(&in_ready, &credit);
-    let accept = b.let_("accept", &in_valid.and(&credit));
-    // Valid of the stage registers before the output queue; they advance
-    // every cycle, like the datapath registers.
-    let mut push = accept.clone();
-    for r in 1..latency {
-        let v = b.reg(&format!("valid_p{r}_q"), 1, 0);
-        b.next(&v, &push, None);
-        push = v;
-    }
+    // The stage registers advance every cycle, like the datapath registers;
+    // the last one is the head of the output queue (`hw/src/rtl/pipe.rs`).
+    let ctl = credit_queue_begin(&mut b, latency, &in_valid);
+    b.assign(&in_ready, &ctl.in_ready);
 
     let cut_after = register_layers(p);
     let mut live = Live::default();
@@ -365,55 +357,15 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     debug_assert_eq!(layer, p.layers());
 
     // ---- output queue: the last register ----
-    let (valid, fire, outs) = output_queue(&mut b, depth as u32, &push, &fields, &out_ready);
+    let (valid, outs) = credit_queue_end(&mut b, &ctl, &fields, &out_ready);
     b.assign(&out_valid, &valid);
     b.assign(&out_dst, &outs[0]);
     b.assign(&out_mask, &outs[1]);
     b.assign(&out_count, &outs[2]);
-    let ow = occupancy.width();
-    b.next(&occupancy, &occupancy.add(&accept.zext(ow)).sub(&fire.zext(ow)), None);
     let top = b.finish()?;
     Ok(Design::of(top, p))
 }
 
-/// A queue of `depth` entries that shift towards entry 0, the head, which
-/// drives the output: results wait here in order until taken. `push` writes
-/// `fields` behind the last waiting result (behind the one leaving, if one
-/// leaves this cycle). Each entry loads either the entry behind it or the new
-/// result, chosen by a register bit, so the head is a plain register.
-/// Returns (out_valid, the output transfer, the head's fields).
-fn output_queue(b: &mut ModuleBuilder, depth: u32, push: &Expr, fields: &[(&str, Expr)], out_ready: &Expr) -> (Expr, Expr, Vec<Expr>) {
-    // Thermometer: bit i = entry i holds a result.
-    let full = b.reg("oq_valid_q", depth, 0);
-    let v = |i: i64| -> Expr {
-        if i < 0 {
-            Expr::bit(true)
-        } else if i >= depth as i64 {
-            Expr::bit(false)
-        } else {
-            full.bit_at(i as u32)
-        }
-    };
-    let out_valid = v(0);
-    let fire = b.let_("out_fire", &out_valid.and(out_ready));
-    let entries: Vec<Vec<Expr>> =
-        (0..depth).map(|i| fields.iter().map(|(name, e)| b.reg_noreset(&format!("oq{i}_{name}_q"), e.width())).collect()).collect();
-    let mut next_full = Vec::new();
-    for i in 0..depth as i64 {
-        // With an output transfer the entries shift down and a new result
-        // lands in the last waiting one's place; without, behind it.
-        let load = fire.mux(&v(i + 1).or(&push.and(&v(i))), &push.and(&v(i).not()).and(&v(i - 1)));
-        let load = b.let_(&format!("oq{i}_load"), &load);
-        for (f, (_, e)) in fields.iter().enumerate() {
-            let q = &entries[i as usize][f];
-            let d = if i + 1 < depth as i64 { v(i + 1).mux(&entries[i as usize + 1][f], e) } else { e.clone() };
-            b.next(q, &d, Some(&load));
-        }
-        next_full.push(fire.mux(&push.mux(&v(i), &v(i + 1)), &push.mux(&v(i - 1), &v(i))));
-    }
-    b.next(&full, &Expr::cat_lanes(&next_full), None);
-    (out_valid, fire, entries[0].clone())
-}
 
 /// `esize == 0 ? v[0] : esize == 1 ? v[1] : esize == 2 ? v[2] : v[3]`
 fn by_esize(esize: &Expr, v: &[Expr]) -> Expr {

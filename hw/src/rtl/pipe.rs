@@ -11,6 +11,12 @@
 //! Use: `credit_begin`, register the datapath between stages with
 //! [`CreditCtl::load`] (always on), then `credit_end` with the last stage's
 //! fields.
+//!
+//! Or, so that no read multiplexer sits between a register and the outputs:
+//! `credit_queue_begin`, the datapath registered into all stages but the last,
+//! then `credit_queue_end` with the values entering the last stage: the last
+//! stage register is the head of an output queue of `stages + 1` entries.
+//! The timing at the ports is the same.
 
 use super::{bits_for, clog2, select, Expr, ModuleBuilder};
 
@@ -28,13 +34,24 @@ pub struct CreditCtl {
 }
 
 pub fn credit_begin(b: &mut ModuleBuilder, stages: usize, in_valid: &Expr) -> CreditCtl {
+    begin(b, stages, stages, in_valid)
+}
+
+/// [`credit_begin`] for [`credit_queue_end`]: `stages` (at least 1)
+/// registers from input to output, valid registers for all but the last.
+pub fn credit_queue_begin(b: &mut ModuleBuilder, stages: usize, in_valid: &Expr) -> CreditCtl {
+    assert!(stages >= 1, "a credit queue has at least its head register");
+    begin(b, stages, stages - 1, in_valid)
+}
+
+fn begin(b: &mut ModuleBuilder, stages: usize, valid_regs: usize, in_valid: &Expr) -> CreditCtl {
     let depth = stages as u64 + 1;
     let occupancy = b.reg("occupancy_q", bits_for(depth), 0);
     let in_ready = b.let_("credit", &occupancy.lt(&Expr::lit(occupancy.width(), depth)));
     let accept = b.let_("accept", &in_valid.and(&in_ready));
     let mut valid = Vec::new();
     let mut prev = accept.clone();
-    for r in 1..=stages {
+    for r in 1..=valid_regs {
         let v = b.reg(&format!("valid_p{r}_q"), 1, 0);
         b.next(&v, &prev, None);
         prev = v.clone();
@@ -75,4 +92,53 @@ pub fn credit_end(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str, Expr)
     let occ_out = fire.zext(ow);
     b.next(&ctl.occupancy, &ctl.occupancy.add(&occ_in).sub(&occ_out), None);
     (out_valid, outs)
+}
+
+/// The output side of [`credit_queue_begin`]: `fields` are the values
+/// entering the last stage. Returns (out_valid, the head's fields).
+pub fn credit_queue_end(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str, Expr)], out_ready: &Expr) -> (Expr, Vec<Expr>) {
+    let push = ctl.valid.last().unwrap_or(&ctl.accept).clone();
+    let (out_valid, fire, outs) = output_queue(b, ctl.stages as u32 + 1, &push, fields, out_ready);
+    let ow = ctl.occupancy.width();
+    b.next(&ctl.occupancy, &ctl.occupancy.add(&ctl.accept.zext(ow)).sub(&fire.zext(ow)), None);
+    (out_valid, outs)
+}
+
+/// A queue of `depth` entries that shift towards entry 0, the head, which
+/// drives the output: results wait here in order until taken. `push` writes
+/// `fields` behind the last waiting result (behind the one leaving, if one
+/// leaves this cycle). Each entry loads either the entry behind it or the new
+/// result, chosen by a register bit, so the head is a plain register.
+/// Returns (out_valid, the output transfer, the head's fields).
+fn output_queue(b: &mut ModuleBuilder, depth: u32, push: &Expr, fields: &[(&str, Expr)], out_ready: &Expr) -> (Expr, Expr, Vec<Expr>) {
+    // Thermometer: bit i = entry i holds a result.
+    let full = b.reg("oq_valid_q", depth, 0);
+    let v = |i: i64| -> Expr {
+        if i < 0 {
+            Expr::bit(true)
+        } else if i >= depth as i64 {
+            Expr::bit(false)
+        } else {
+            full.bit_at(i as u32)
+        }
+    };
+    let out_valid = v(0);
+    let fire = b.let_("out_fire", &out_valid.and(out_ready));
+    let entries: Vec<Vec<Expr>> =
+        (0..depth).map(|i| fields.iter().map(|(name, e)| b.reg_noreset(&format!("oq{i}_{name}_q"), e.width())).collect()).collect();
+    let mut next_full = Vec::new();
+    for i in 0..depth as i64 {
+        // With an output transfer the entries shift down and a new result
+        // lands in the last waiting one's place; without, behind it.
+        let load = fire.mux(&v(i + 1).or(&push.and(&v(i))), &push.and(&v(i).not()).and(&v(i - 1)));
+        let load = b.let_(&format!("oq{i}_load"), &load);
+        for (f, (_, e)) in fields.iter().enumerate() {
+            let q = &entries[i as usize][f];
+            let d = if i + 1 < depth as i64 { v(i + 1).mux(&entries[i as usize + 1][f], e) } else { e.clone() };
+            b.next(q, &d, Some(&load));
+        }
+        next_full.push(fire.mux(&push.mux(&v(i), &v(i + 1)), &push.mux(&v(i - 1), &v(i))));
+    }
+    b.next(&full, &Expr::cat_lanes(&next_full), None);
+    (out_valid, fire, entries[0].clone())
 }

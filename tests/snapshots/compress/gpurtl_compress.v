@@ -211,8 +211,8 @@ module gpurtl_compress (
   wire         oq2_load;
 
   assign credit = occupancy_q < 2'd3;
-  assign in_ready_o = credit;
   assign accept = in_valid_i & credit;
+  assign in_ready_o = credit;
   assign src_nz = {|in_src_i[127:120], |in_src_i[119:112], |in_src_i[111:104], |in_src_i[103:96], |in_src_i[95:88], |in_src_i[87:80], |in_src_i[79:72], |in_src_i[71:64], |in_src_i[63:56], |in_src_i[55:48], |in_src_i[47:40], |in_src_i[39:32], |in_src_i[31:24], |in_src_i[23:16], |in_src_i[15:8], |in_src_i[7:0]};
   assign src_nz_quad = {(src_nz[15] | ((in_esize_i != 2'd0) & src_nz[14])) | (in_esize_i[1] &
       (src_nz[13] | src_nz[12])), (src_nz[14] | ((in_esize_i != 2'd0) & src_nz[15])) |
