@@ -37,7 +37,7 @@ struct PairParams {
 
 impl Default for PairParams {
     fn default() -> Self {
-        PairParams { narrow: CompressParams { width: 64, latency: 1 }, wide: CompressParams { width: 256, latency: 3 } }
+        PairParams { narrow: CompressParams { width: 64, latency: 1, stream: false }, wide: CompressParams { width: 256, latency: 3, stream: false } }
     }
 }
 
@@ -62,7 +62,7 @@ impl BlockParams for PairParams {
     }
 
     fn presets() -> Vec<(&'static str, Self)> {
-        let twin = CompressParams { width: 128, latency: 2 };
+        let twin = CompressParams { width: 128, latency: 2, stream: false };
         vec![("default", Self::default()), ("twins", PairParams { narrow: twin.clone(), wide: twin })]
     }
 }
@@ -154,18 +154,18 @@ fn units_of_different_widths_get_distinct_stable_names_and_their_own_banners() {
     // Each unit's file says which block and parameters it comes from; the
     // regenerate command is the composed design's, with nested parameters.
     let n = read(d.path(), &format!("{narrow}.v"));
-    assert!(n.contains("// Block:      compress\n// Parameters: latency=1 width=64\n"), "{n}");
+    assert!(n.contains("// Block:      compress\n// Parameters: latency=1 stream=false width=64\n"), "{n}");
     assert!(n.contains(&format!("module {narrow} (")), "{n}");
-    assert!(read(d.path(), &format!("{wide}.v")).contains("// Parameters: latency=3 width=256\n"));
+    assert!(read(d.path(), &format!("{wide}.v")).contains("// Parameters: latency=3 stream=false width=256\n"));
     let top = read(d.path(), "compress_pair.v");
     assert!(
-        top.contains("// Regenerate: gpurtl gen compress_pair --param narrow.latency=1 --param narrow.width=64 --param wide.latency=3 --param wide.width=256 -o <dir>"),
+        top.contains("// Regenerate: gpurtl gen compress_pair --param narrow.latency=1 --param narrow.stream=false --param narrow.width=64 --param wide.latency=3 --param wide.stream=false --param wide.width=256 -o <dir>"),
         "{top}"
     );
     assert!(top.contains(&format!("  {narrow} u_narrow (")) && top.contains(&format!("  {wide} u_wide (")), "{top}");
     assert!(top.contains("  input  wire [255:0] wide_in_src_i,"), "{top}");
     let j: Value = serde_json::from_str(&read(d.path(), "compress_pair.json")).unwrap();
-    assert_eq!(j["params"], json!({"narrow": {"width": 64, "latency": 1}, "wide": {"width": 256, "latency": 3}}));
+    assert_eq!(j["params"], json!({"narrow": {"width": 64, "latency": 1, "stream": false}, "wide": {"width": 256, "latency": 3, "stream": false}}));
     // The same files again, byte for byte.
     let again = tempfile::tempdir().unwrap();
     assert_eq!(gpurtl(&["gen", "compress_pair", "-o", again.path().to_str().unwrap()]).0, 0);
@@ -191,7 +191,7 @@ fn nested_parameters_on_the_command_line_and_in_json() {
     let (code, _, err) = gpurtl(&["gen", "compress_pair", "--param", "narrow.width=128", "--param", "wide.latency=5", "-o", o]);
     assert_eq!(code, 0, "{err}");
     let j: Value = serde_json::from_str(&read(Path::new(o), "compress_pair.json")).unwrap();
-    assert_eq!(j["params"], json!({"narrow": {"width": 128, "latency": 1}, "wide": {"width": 256, "latency": 5}}));
+    assert_eq!(j["params"], json!({"narrow": {"width": 128, "latency": 1, "stream": false}, "wide": {"width": 256, "latency": 5, "stream": false}}));
     // A params file, nested or with dotted names; a preset underneath.
     for (k, text) in [r#"{"wide": {"latency": 2}}"#, r#"{"wide.latency": 2}"#].iter().enumerate() {
         let f = d.path().join(format!("p{k}.json"));
@@ -199,7 +199,7 @@ fn nested_parameters_on_the_command_line_and_in_json() {
         let (code, _, err) = gpurtl(&["gen", "compress_pair", "--preset", "twins", "--params", f.to_str().unwrap(), "-o", o]);
         assert_eq!(code, 0, "{err}");
         let j: Value = serde_json::from_str(&read(Path::new(o), "compress_pair.json")).unwrap();
-        assert_eq!(j["params"], json!({"narrow": {"width": 128, "latency": 2}, "wide": {"width": 128, "latency": 2}}), "{text}");
+        assert_eq!(j["params"], json!({"narrow": {"width": 128, "latency": 2, "stream": false}, "wide": {"width": 128, "latency": 2, "stream": false}}), "{text}");
     }
     let bad = |args: &[&str], msg: &str| {
         let (code, _, err) = gpurtl(&[&["gen", "compress_pair"], args, &["-o", o]].concat());
@@ -208,7 +208,7 @@ fn nested_parameters_on_the_command_line_and_in_json() {
     bad(&["--param", "narrow.width=100"], "error: parameter `narrow.width` = 100: must be a power of two from 64 to 1024\n");
     bad(
         &["--param", "narrow.widht=64"],
-        "error: parameter `narrow.widht`: unknown for block `compress_pair`; known: narrow.width, narrow.latency, wide.width, wide.latency\n",
+        "error: parameter `narrow.widht`: unknown for block `compress_pair`; known: narrow.width, narrow.latency, narrow.stream, wide.width, wide.latency, wide.stream\n",
     );
     bad(
         &["--param", "narrow.width=512", "--param", "narrow.latency=20"],

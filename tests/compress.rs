@@ -18,7 +18,7 @@ const POINTS: &[(u32, u32)] = &[(64, 1), (128, 2), (256, 10), (1024, 4), (128, 6
 const SEEDS: u64 = 200;
 
 fn cosim(width: u32, latency: u32) {
-    let p = CompressParams { width, latency };
+    let p = CompressParams { width, latency, stream: false };
     p.validate().expect("test point is valid");
     let design = build(&p).expect("design builds");
     let compiled = compile_design(&design).expect("verilator build");
@@ -93,7 +93,7 @@ fn cosim_width512_latency15() {
 /// Steady state is one vector per cycle: n ops take n - 1 + latency cycles.
 #[test]
 fn full_throughput_without_stalls() {
-    let p = CompressParams { width: 128, latency: 3 };
+    let p = CompressParams { width: 128, latency: 3, stream: false };
     let compiled = compile_design(&build(&p).unwrap()).unwrap();
     let ops = tb::random_ops(&mut Rng::new(1), 128, 500, None);
     let (got, _) = tb::run(&compiled, 128, &ops, None, None).unwrap();
@@ -106,7 +106,7 @@ fn full_throughput_without_stalls() {
 /// run takes about twice as long, not more.
 #[test]
 fn back_pressure_keeps_order() {
-    let p = CompressParams { width: 64, latency: 4 };
+    let p = CompressParams { width: 64, latency: 4, stream: false };
     let compiled = compile_design(&build(&p).unwrap()).unwrap();
     let ops = tb::random_ops(&mut Rng::new(2), 64, 300, None);
     let (got, _) = tb::run(&compiled, 64, &ops, Some(Stalls { seed: 5, in_pct: 0, out_pct: 90 }), None).unwrap();
@@ -120,7 +120,7 @@ fn generated(p: &CompressParams) -> (tempfile::TempDir, String, Vec<String>) {
 #[test]
 fn verilator_lint_wall_is_clean_at_every_point() {
     for &(width, latency) in POINTS.iter().chain(&[(512, 3), (64, 10), (1024, 1)]) {
-        let (dir, top, _) = generated(&CompressParams { width, latency });
+        let (dir, top, _) = generated(&CompressParams { width, latency, stream: false });
         if let Err(e) = tools::verilator_lint(dir.path(), &top) {
             panic!("width={width} latency={latency}: {e}");
         }
@@ -130,7 +130,7 @@ fn verilator_lint_wall_is_clean_at_every_point() {
 #[test]
 fn yosys_synth_check_assert_no_latches() {
     for &(width, latency) in &[(64u32, 1u32), (128, 2), (256, 10)] {
-        let (dir, top, vs) = generated(&CompressParams { width, latency });
+        let (dir, top, vs) = generated(&CompressParams { width, latency, stream: false });
         let s = tools::yosys_synth(dir.path(), &top, &vs).unwrap_or_else(|e| panic!("width={width}: {e}"));
         assert!(s.cells > 0);
         assert!(!s.by_type.iter().any(|(t, _)| t.contains("LATCH")), "latches at width={width}: {:?}", s.by_type);
@@ -150,4 +150,128 @@ fn regeneration_is_byte_identical() {
 fn default_output_matches_snapshot() {
     let p = CompressParams::default();
     gpurtl_tests::check_snapshot("compress", &build(&p).unwrap());
+}
+
+// ---- stream mode (docs/compress.md "Stream mode") ----
+
+/// Stream-unit points: the smallest width, the `stream` preset, a wide one,
+/// and a deep pipeline.
+const STREAM_POINTS: &[(u32, u32)] = &[(64, 1), (128, 2), (512, 3), (256, 10)];
+
+fn stream_cosim(width: u32, latency: u32) {
+    let p = CompressParams { width, latency, stream: true };
+    p.validate().expect("test point is valid");
+    let compiled = compile_design(&build(&p).expect("design builds")).expect("verilator build");
+    let (mut vectors, mut beats) = (0, 0);
+    for seed in seeds(SEEDS) {
+        let mut rng = Rng::new(seed * 104_729 + width as u64);
+        let count = 1 + rng.below(4) as usize;
+        // Mostly short streams, some up to 100 vectors; one element size per
+        // seed or all of them.
+        let max_len = *rng.pick(&[3usize, 10, 100]);
+        let eb = rng.chance(50).then(|| *rng.pick(&[8u32, 16, 32, 64]));
+        let streams = tb::random_streams(&mut rng, width, count, max_len, eb);
+        // Every fourth seed runs without stalls so cycle counts are exact.
+        let stalls = (seed % 4 != 0).then(|| Stalls { seed, in_pct: rng.below(70) as u32, out_pct: rng.below(70) as u32 });
+        let want = model::run_streams(&streams, width, latency);
+        // Every fourth seed (with stalls) mixes the compress and expand streams.
+        let mix = (seed % 4 == 1).then_some(seed);
+        let got = tb::run_streams(&compiled, width, latency, &streams, stalls, mix, None);
+        let problem = match &got {
+            Err(e) => Some(format!("the RTL run failed: {e}")),
+            Ok((got, _)) => {
+                if let Some(i) = (0..streams.len()).find(|&i| got.streams[i] != want.streams[i]) {
+                    Some(format!(
+                        "stream {i} ({:?}, {} bits, {} vectors)\n  model: {:?}\n  rtl:   {:?}",
+                        streams[i].op,
+                        streams[i].element_bits,
+                        streams[i].vectors.len(),
+                        want.streams[i],
+                        got.streams[i]
+                    ))
+                } else if stalls.is_none() && got.cycles != want.cycles {
+                    Some(format!("cycles: model {} rtl {}", want.cycles, got.cycles))
+                } else {
+                    None
+                }
+            }
+        };
+        if let Some(problem) = problem {
+            let vcd = failure_dir().join(format!("compress_stream_w{width}_l{latency}_seed{seed}.vcd"));
+            let _ = tb::run_streams(&compiled, width, latency, &streams, stalls, mix, Some(&vcd));
+            panic!(
+                "compress stream width={width} latency={latency} seed {seed}: {problem}\n  waveform: {}\n  reproduce: GPURTL_SEED={seed} cargo test --release --test compress stream",
+                vcd.display()
+            );
+        }
+        vectors += streams.iter().map(|s| s.vectors.len()).sum::<usize>();
+        beats += want.streams.iter().filter_map(|s| s.beats.as_ref().map(|b| b.len())).sum::<usize>();
+    }
+    eprintln!("compress stream width={width} latency={latency}: {} seeds, {vectors} vectors, {beats} dense beats, all match", seeds(SEEDS).len());
+}
+
+#[test]
+fn stream_cosim_width64_latency1() {
+    stream_cosim(STREAM_POINTS[0].0, STREAM_POINTS[0].1)
+}
+#[test]
+fn stream_cosim_width128_latency2() {
+    stream_cosim(STREAM_POINTS[1].0, STREAM_POINTS[1].1)
+}
+#[test]
+fn stream_cosim_width512_latency3() {
+    stream_cosim(STREAM_POINTS[2].0, STREAM_POINTS[2].1)
+}
+#[test]
+fn stream_cosim_width256_latency10() {
+    stream_cosim(STREAM_POINTS[3].0, STREAM_POINTS[3].1)
+}
+
+/// Vector operations through the stream unit: the same results, one more
+/// cycle of latency (the input queue), one vector per cycle.
+#[test]
+fn stream_unit_runs_vector_operations() {
+    let p = CompressParams { width: 128, latency: 2, stream: true };
+    let compiled = compile_design(&build(&p).unwrap()).unwrap();
+    let ops = tb::random_ops(&mut Rng::new(3), 128, 300, None);
+    let (got, _) = tb::run(&compiled, 128, &ops, None, None).unwrap();
+    assert_eq!(got.results, model::run(&ops, 3).results);
+    assert_eq!(got.cycles, 300 - 1 + 3);
+    let (got, _) = tb::run(&compiled, 128, &ops, Some(Stalls { seed: 9, in_pct: 30, out_pct: 60 }), None).unwrap();
+    assert_eq!(got.results, model::run(&ops, 3).results);
+}
+
+/// Full masks at one element size: every input vector fills one dense beat,
+/// one vector in per cycle, the beats right behind.
+#[test]
+fn stream_full_masks_run_at_one_vector_per_cycle() {
+    let p = CompressParams { width: 128, latency: 2, stream: true };
+    let compiled = compile_design(&build(&p).unwrap()).unwrap();
+    let mut streams = tb::random_streams(&mut Rng::new(4), 128, 1, 1, Some(16));
+    let v = streams[0].vectors[0].clone();
+    let full = gpurtl_sim::models::compress::StreamVector { mask: Some(vec![1; 8]), ..v };
+    streams[0].op = gpurtl_sim::models::compress::StreamKind::CompressStream;
+    streams[0].dense.clear();
+    streams[0].vectors = vec![gpurtl_sim::models::compress::StreamVector { src: Some(vec![7; 8]), ..full }; 200];
+    let (got, _) = tb::run_streams(&compiled, 128, 2, &streams, None, None, None).unwrap();
+    let want = model::run_streams(&streams, 128, 2);
+    assert_eq!(got, want);
+    let beats = got.streams[0].beats.as_ref().unwrap();
+    assert_eq!(beats.len(), 200);
+    // In at edges 0..199, out (and the beat one cycle later) at latency 3.
+    assert_eq!(got.cycles, 199 + 3 + 1);
+}
+
+#[test]
+fn stream_unit_lint_and_synthesis_are_clean() {
+    for &(width, latency) in &[(64u32, 1u32), (128, 2), (1024, 4)] {
+        let (dir, top, vs) = generated(&CompressParams { width, latency, stream: true });
+        if let Err(e) = tools::verilator_lint(dir.path(), &top) {
+            panic!("stream width={width} latency={latency}: {e}");
+        }
+        if width <= 128 {
+            let s = tools::yosys_synth(dir.path(), &top, &vs).unwrap_or_else(|e| panic!("stream width={width}: {e}"));
+            assert!(!s.by_type.iter().any(|(t, _)| t.contains("LATCH")), "latches at stream width={width}: {:?}", s.by_type);
+        }
+    }
 }

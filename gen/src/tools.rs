@@ -221,8 +221,10 @@ pub fn yosys_synth(dir: &Path, top: &str, files: &[String]) -> Result<SynthStats
     let mut c = Command::new(locate("yosys")?);
     c.current_dir(dir).args(["-p", &script]);
     let text = run_logged("yosys", &mut c, &dir.join(format!("{top}.yosys.log")))?;
-    // The last `stat` block is the whole design.
+    // The last `stat` block is the whole design; with submodules, its
+    // totals are under the design hierarchy, after each module's own.
     let stat = text.rsplit("Printing statistics").next().unwrap_or("");
+    let stat = stat.rsplit("=== design hierarchy ===").next().unwrap_or(stat);
     let mut s = SynthStats::default();
     for line in stat.lines() {
         let t = line.trim();

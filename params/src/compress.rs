@@ -10,11 +10,13 @@ pub struct CompressParams {
     pub width: u32,
     /// Register stages from input to output.
     pub latency: u32,
+    /// Stream mode: dense streams in and out around the vector unit.
+    pub stream: bool,
 }
 
 impl Default for CompressParams {
     fn default() -> Self {
-        CompressParams { width: 128, latency: 2 }
+        CompressParams { width: 128, latency: 2, stream: false }
     }
 }
 
@@ -49,6 +51,11 @@ impl BlockParams for CompressParams {
                 ParamKind::Int { min: 1, max: 17, rule: "" },
                 "register stages from input to output; at most 2*log2(width/8)+3 (9 at width 64 .. 17 at 1024)",
             ),
+            ParamInfo::new(
+                "stream",
+                ParamKind::Bool,
+                "stream mode: dense compress/expand streams around the vector unit (top gpurtl_compress_stream)",
+            ),
         ]
     }
 
@@ -74,11 +81,12 @@ impl BlockParams for CompressParams {
     fn presets() -> Vec<(&'static str, Self)> {
         vec![
             ("default", Self::default()),
-            ("small", CompressParams { width: 64, latency: 1 }),
-            ("wide", CompressParams { width: 512, latency: 3 }),
-            ("max", CompressParams { width: 1024, latency: 4 }),
+            ("small", CompressParams { width: 64, latency: 1, stream: false }),
+            ("wide", CompressParams { width: 512, latency: 3, stream: false }),
+            ("max", CompressParams { width: 1024, latency: 4, stream: false }),
             // FPGA timing: 150 MHz on ECP5, 100 MHz on iCE40-HX8K (docs/compress.md).
-            ("fpga", CompressParams { width: 128, latency: 6 }),
+            ("fpga", CompressParams { width: 128, latency: 6, stream: false }),
+            ("stream", CompressParams { width: 128, latency: 2, stream: true }),
         ]
     }
 }

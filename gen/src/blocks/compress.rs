@@ -2,12 +2,12 @@
 
 use crate::bench::{generator, yosys_area};
 use crate::block::{BenchOpts, BlockDef};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::rtl_engine::compile_design;
 use gpurtl_hw::blocks::compress::build;
 use gpurtl_params::compress::CompressParams;
 use gpurtl_sim::cosim::{Compiled, CosimError};
-use gpurtl_sim::models::compress::{self as model, Op, Output};
+use gpurtl_sim::models::compress::{self as model, Output, RunInput, Stream, StreamKind, StreamOutput, StreamVector};
 use gpurtl_sim::models::InputErrors;
 use gpurtl_sim::rng::Rng;
 use gpurtl_sim::tb::compress as tb;
@@ -16,33 +16,55 @@ use std::io::Write;
 use std::path::Path;
 
 pub struct Compress;
+
+/// A run's results: vector operations, or streams.
+pub enum RunOutput {
+    Ops(Output),
+    Streams(StreamOutput),
+}
 pub const BLOCK: Compress = Compress;
 
 impl BlockDef for Compress {
     type Params = CompressParams;
-    type Input = Vec<Op>;
-    type Output = Output;
+    type Input = RunInput;
+    type Output = RunOutput;
     const SUMMARY: &'static str =
         "packed compress/expand unit: 8/16/32/64-bit elements, merge or zeroing, one vector per cycle";
 
     fn build(p: &CompressParams) -> Result<gpurtl_hw::Design, gpurtl_hw::rtl::RtlError> {
         build(p)
     }
-    fn parse_input(p: &CompressParams, input: &Value) -> Result<Vec<Op>, InputErrors> {
-        model::parse_input(input, p.width)
+    fn parse_input(p: &CompressParams, input: &Value) -> Result<RunInput, InputErrors> {
+        model::parse_run_input(input, p.width, p.stream)
     }
-    fn model(p: &CompressParams, ops: &Vec<Op>) -> Output {
-        model::run(ops, p.latency)
+    fn model(p: &CompressParams, input: &RunInput) -> RunOutput {
+        match input {
+            // The stream unit's input queue adds a cycle.
+            RunInput::Ops(ops) => RunOutput::Ops(model::run(ops, p.latency + p.stream as u32)),
+            RunInput::Streams(s) => RunOutput::Streams(model::run_streams(s, p.width, p.latency)),
+        }
     }
-    fn rtl(p: &CompressParams, compiled: &Compiled, ops: &Vec<Op>, vcd: Option<&Path>) -> Result<Output, CosimError> {
-        Ok(tb::run(compiled, p.width, ops, None, vcd)?.0)
+    fn rtl(p: &CompressParams, compiled: &Compiled, input: &RunInput, vcd: Option<&Path>) -> Result<RunOutput, CosimError> {
+        Ok(match input {
+            RunInput::Ops(ops) => RunOutput::Ops(tb::run(compiled, p.width, ops, None, vcd)?.0),
+            RunInput::Streams(s) => RunOutput::Streams(tb::run_streams(compiled, p.width, p.latency, s, None, None, vcd)?.0),
+        })
     }
-    fn output_json(_: &CompressParams, out: &Output) -> Value {
-        serde_json::to_value(out).unwrap_or(Value::Null)
+    fn output_json(_: &CompressParams, out: &RunOutput) -> Value {
+        match out {
+            RunOutput::Ops(o) => serde_json::to_value(o),
+            RunOutput::Streams(o) => serde_json::to_value(o),
+        }
+        .unwrap_or(Value::Null)
     }
-    fn random_input(p: &CompressParams, rng: &mut Rng) -> Vec<Op> {
-        let n = 1 + rng.below(24) as usize;
-        tb::random_ops(rng, p.width, n, None)
+    fn random_input(p: &CompressParams, rng: &mut Rng) -> RunInput {
+        if p.stream && rng.chance(75) {
+            let n = 1 + rng.below(4) as usize;
+            RunInput::Streams(tb::random_streams(rng, p.width, n, 12, None))
+        } else {
+            let n = 1 + rng.below(24) as usize;
+            RunInput::Ops(tb::random_ops(rng, p.width, n, None))
+        }
     }
 
     /// Throughput and latency without stalls, area and cosim speed at the
@@ -73,12 +95,85 @@ impl BlockDef for Compress {
             s.flip_flops,
             stats.rate()
         );
+        let streams = stream_bench(p, out)?;
         Ok(json!({
             "block": "compress",
             "generator": generator(),
             "params": p,
             "vectors": n, "cycles": res.cycles, "vectors_per_cycle": vpc,
             "yosys_cells": s.cells, "yosys_flip_flops": s.flip_flops, "cosim_cycles_per_second": stats.rate(),
+            "stream": streams,
         }))
     }
+}
+
+/// Stream mode at the same width and latency: 10 streams of 100 vectors per
+/// row, no stalls, masks of one density (each mask bit set with that
+/// probability). For compress, the dense beats against the floor (the
+/// selected elements / lanes, rounded up per stream); for both, vectors per
+/// cycle. The RTL's results and cycles are checked against the model.
+fn stream_bench(p: &CompressParams, out: &mut dyn Write) -> Result<Value> {
+    let sp = CompressParams { stream: true, ..p.clone() };
+    let design = build(&sp)?;
+    let compiled = compile_design(&design)?;
+    let area = yosys_area(&design)?;
+    let _ = writeln!(out, "\ncompress stream mode (stream unit, width {}, latency {}: {} cells, {} FFs)", p.width, p.latency, area.cells, area.flip_flops);
+    let _ = writeln!(
+        out,
+        "{:>8} {:>5} {:>8} {:>8} {:>9} {:>7} {:>7} {:>8} {:>10} {:>11}",
+        "stream", "bits", "density", "vectors", "elements", "beats", "floor", "cycles", "vec/cycle", "beats/cycle"
+    );
+    let mut rows = Vec::new();
+    let mut rng = Rng::new(p.width as u64 ^ 0x5eed);
+    for kind in [StreamKind::CompressStream, StreamKind::ExpandStream] {
+        for eb in [8u32, 32] {
+            for density in [10u32, 50, 90, 100] {
+                let n = (p.width / eb) as usize;
+                let max = if eb == 64 { u64::MAX } else { (1u64 << eb) - 1 };
+                let streams: Vec<Stream> = (0..10)
+                    .map(|_| {
+                        let vectors: Vec<StreamVector> = (0..100)
+                            .map(|_| {
+                                let mask: Vec<u8> = (0..n).map(|_| rng.chance(density) as u8).collect();
+                                let src = (kind == StreamKind::CompressStream).then(|| (0..n).map(|_| 1 + rng.below(max)).collect());
+                                StreamVector { src, mask: Some(mask), old: None }
+                            })
+                            .collect();
+                        let total: usize = vectors.iter().map(|v| v.mask.as_ref().map_or(0, |m| m.iter().filter(|&&b| b == 1).count())).sum();
+                        let dense = if kind == StreamKind::ExpandStream { (0..total).map(|_| rng.below(max)).collect() } else { Vec::new() };
+                        Stream { op: kind, element_bits: eb, zeroing: true, vectors, dense }
+                    })
+                    .collect();
+                let (got, _) = tb::run_streams(&compiled, p.width, p.latency, &streams, None, None, None)?;
+                if got != model::run_streams(&streams, p.width, p.latency) {
+                    return Err(Error::Failed(format!("compress stream bench: the RTL and the model differ ({kind:?}, {eb} bits, density {density}%)")));
+                }
+                let vectors: usize = streams.iter().map(|s| s.vectors.len()).sum();
+                let per_stream: Vec<usize> =
+                    streams.iter().map(|s| s.vectors.iter().map(|v| v.mask.as_ref().map_or(0, |m| m.iter().filter(|&&b| b == 1).count())).sum()).collect();
+                let elements: usize = per_stream.iter().sum();
+                let floor: usize = per_stream.iter().map(|t| t.div_ceil(n)).sum();
+                // Compress: beats out; expand: beats in.
+                let beats: usize = match kind {
+                    StreamKind::CompressStream => got.streams.iter().filter_map(|s| s.beats.as_ref().map(|b| b.len())).sum(),
+                    StreamKind::ExpandStream => floor,
+                };
+                let name = if kind == StreamKind::CompressStream { "compress" } else { "expand" };
+                let vpc = vectors as f64 / got.cycles as f64;
+                let bpc = beats as f64 / got.cycles as f64;
+                let _ = writeln!(
+                    out,
+                    "{:>8} {:>5} {:>7}% {:>8} {:>9} {:>7} {:>7} {:>8} {:>10.4} {:>11.4}",
+                    name, eb, density, vectors, elements, beats, floor, got.cycles, vpc, bpc
+                );
+                rows.push(json!({
+                    "op": name, "element_bits": eb, "density_percent": density, "streams": streams.len(),
+                    "vectors": vectors, "elements": elements, "beats": beats, "floor_beats": floor,
+                    "cycles": got.cycles, "vectors_per_cycle": vpc, "beats_per_cycle": bpc,
+                }));
+            }
+        }
+    }
+    let _ = writeln!(out, "(beats: dense beats out for compress, in for expand; floor: ceil(selected elements / (width / bits)) per stream)");
+    Ok(json!({"params": sp, "yosys_cells": area.cells, "yosys_flip_flops": area.flip_flops, "rows": rows}))
 }

@@ -142,3 +142,85 @@ fn output_queue(b: &mut ModuleBuilder, depth: u32, push: &Expr, fields: &[(&str,
     b.next(&full, &Expr::cat_lanes(&next_full), None);
     (out_valid, fire, entries[0].clone())
 }
+
+/// A queue whose entries shift towards entry 0, the head, and which can take
+/// several items and give several in one cycle: the general form of the
+/// output queue above, for stream buffers that see all their entries.
+pub struct ShiftQueue {
+    /// Entry `i` holds an item (a thermometer: entry 0 first).
+    pub has: Vec<Expr>,
+    /// Each entry's fields, entry 0 (the head) first.
+    pub entries: Vec<Vec<Expr>>,
+}
+
+/// A [`ShiftQueue`] of `depth` entries with `fields` (name, width), registers
+/// named `<prefix><i>_<field>_q` and `<prefix>_valid_q`. At an edge, the
+/// items counted by `pops` leave from the head (`pops[k]` = more than `k`
+/// leave; a thermometer, and never more than are held), then the valid
+/// items of `pushes` (valid, fields) land behind the ones that stay, in
+/// order (their valid bits a thermometer too). The caller makes sure there
+/// is room: `has[depth - pushes.len()]` low when the queue cannot pop.
+pub fn shift_queue(
+    b: &mut ModuleBuilder,
+    prefix: &str,
+    depth: u32,
+    fields: &[(&str, u32)],
+    pops: &[Expr],
+    pushes: &[(Expr, Vec<Expr>)],
+) -> ShiftQueue {
+    let full = b.reg(&format!("{prefix}_valid_q"), depth, 0);
+    let has = |i: i64| -> Expr {
+        if i < 0 {
+            Expr::bit(true)
+        } else if i >= depth as i64 {
+            Expr::bit(false)
+        } else {
+            full.bit_at(i as u32)
+        }
+    };
+    let entries: Vec<Vec<Expr>> = (0..depth)
+        .map(|i| fields.iter().map(|(name, w)| b.reg_noreset(&format!("{prefix}{i}_{name}_q"), *w)).collect())
+        .collect();
+    // How many leave, one-hot: popped[q] = exactly q leave.
+    let q_max = pops.len();
+    let popped: Vec<Expr> = (0..=q_max)
+        .map(|q| {
+            let more = if q == 0 { Expr::bit(true) } else { pops[q - 1].clone() };
+            if q < q_max { more.and(&pops[q].not()) } else { more }
+        })
+        .collect();
+    // Push j goes to slot m (counted before the pops) when the queue holds
+    // exactly m - j items.
+    let lands = |m: i64, j: usize| has(m - j as i64 - 1).and(&has(m - j as i64).not());
+    let mut next_full = Vec::new();
+    for i in 0..depth as i64 {
+        let mut filled = Expr::bit(false);
+        let mut d: Option<Vec<Expr>> = None;
+        for q in (0..=q_max).rev() {
+            let m = i + q as i64;
+            // The item for entry i when q leave: the one held at m, or a push.
+            let mut item: Vec<Expr> = pushes.last().map_or_else(|| entries[i as usize].clone(), |p| p.1.clone());
+            let mut got = Expr::bit(false);
+            for (j, (valid, f)) in pushes.iter().enumerate().rev() {
+                let here = lands(m, j);
+                item = item.iter().zip(f).map(|(x, y)| here.mux(y, x)).collect();
+                got = got.or(&here.and(valid));
+            }
+            if m < depth as i64 {
+                item = item.iter().zip(&entries[m as usize]).map(|(x, y)| has(m).mux(y, x)).collect();
+                got = got.or(&has(m));
+            }
+            filled = filled.or(&popped[q].and(&got));
+            d = Some(match d {
+                None => item,
+                Some(prev) => item.iter().zip(&prev).map(|(x, y)| popped[q].mux(x, y)).collect(),
+            });
+        }
+        for (f, e) in d.expect("at least one case").iter().enumerate() {
+            b.next(&entries[i as usize][f], e, None);
+        }
+        next_full.push(filled);
+    }
+    b.next(&full, &Expr::cat_lanes(&next_full), None);
+    ShiftQueue { has: (0..depth).map(|i| full.bit_at(i)).collect(), entries }
+}

@@ -2,9 +2,9 @@
 //! the Verilator model with valid/ready, optionally with random stalls on both
 //! sides, and collects results in the golden model's format.
 
-use super::{fail, pack, unpack, LoopTimer, RunStats, Staller, Stalls};
+use super::{fail, pack, put, unpack, LoopTimer, RunStats, Staller, Stalls};
 use crate::cosim::{CosimError, Compiled, PortHandle, Sim};
-use crate::models::compress::{Kind, Op, OpResult, Output};
+use crate::models::compress::{Beat, Kind, Op, OpResult, Output, Stream, StreamKind, StreamOutput, StreamResult, StreamVector};
 use crate::rng::Rng;
 use std::path::Path;
 
@@ -185,6 +185,286 @@ pub fn random_ops(rng: &mut Rng, width: u32, n: usize, element_bits: Option<u32>
                 mask,
                 old,
                 zeroing: rng.chance(50),
+            }
+        })
+        .collect()
+}
+
+/// The stream unit's ports beyond the vector unit's.
+struct StreamPorts {
+    stream: PortHandle,
+    last: PortHandle,
+    din_valid: PortHandle,
+    din_ready: PortHandle,
+    din_data: PortHandle,
+    dout_valid: PortHandle,
+    dout_ready: PortHandle,
+    dout_data: PortHandle,
+    dout_count: PortHandle,
+    dout_esize: PortHandle,
+    dout_last: PortHandle,
+}
+
+/// One operation as it goes to `in`, packed.
+struct StreamOp {
+    op: u64,
+    esize: u64,
+    mask_gen: u64,
+    zeroing: u64,
+    last: u64,
+    mask: Vec<u32>,
+    src: Vec<u32>,
+    old: Vec<u32>,
+}
+
+/// Run `streams` through the stream unit (`stream` = true): the operations
+/// of all streams back-to-back on `in`, the dense beats of all expand
+/// streams back-to-back on `dense_in`, random stalls on all four streams
+/// with `stalls`. Inputs that must not matter get junk (`in_src_i` and
+/// `in_mask_gen_i` of expand streams, the mask of generated masks, the
+/// padding of a stream's last dense beat). After the last result the unit
+/// must stay quiet for a while.
+///
+/// `mix`: instead of stream after stream, the compress streams' operations
+/// and the expand streams' operations go in a random merge (each kind in
+/// file order; the two kinds of stream are independent), so the results
+/// are the same but the cycle count is not the documented one.
+pub fn run_streams(
+    compiled: &Compiled,
+    width: u32,
+    latency: u32,
+    streams: &[Stream],
+    stalls: Option<Stalls>,
+    mix: Option<u64>,
+    vcd: Option<&Path>,
+) -> Result<(StreamOutput, RunStats), CosimError> {
+    let mut sim = compiled.start(vcd)?;
+    let p = Ports::find(&sim, "")?;
+    let sp = StreamPorts {
+        stream: sim.port("in_stream_i")?,
+        last: sim.port("in_last_i")?,
+        din_valid: sim.port("dense_in_valid_i")?,
+        din_ready: sim.port("dense_in_ready_o")?,
+        din_data: sim.port("dense_in_data_i")?,
+        dout_valid: sim.port("dense_out_valid_o")?,
+        dout_ready: sim.port("dense_out_ready_i")?,
+        dout_data: sim.port("dense_out_data_o")?,
+        dout_count: sim.port("dense_out_count_o")?,
+        dout_esize: sim.port("dense_out_esize_o")?,
+        dout_last: sim.port("dense_out_last_o")?,
+    };
+    let mut stall = Staller::new(stalls);
+    let mut junk = Rng::new(stalls.map_or(0, |s| s.seed) ^ 0xbb67_ae85_84ca_a73b);
+    let lanes = width / 8;
+    let words = width.div_ceil(32) as usize;
+    let junk_words = |junk: &mut Rng| -> Vec<u32> { (0..words).map(|_| junk.next_u64() as u32).collect() };
+    // Operations in order, each with its stream index; dense beats in order.
+    let mut ops: Vec<(usize, StreamOp)> = Vec::new();
+    let mut beats_in: Vec<Vec<u32>> = Vec::new();
+    for (si, st) in streams.iter().enumerate() {
+        let eb = st.element_bits;
+        let n = (width / eb) as usize;
+        let expand = st.op == StreamKind::ExpandStream;
+        for (vi, v) in st.vectors.iter().enumerate() {
+            let mask = match &v.mask {
+                Some(m) => pack(&m.iter().map(|&b| b as u64).collect::<Vec<_>>(), 1, lanes),
+                None => pack(&[junk.next_u64()], 64.min(lanes), lanes),
+            };
+            let src = match &v.src {
+                Some(s) if !expand => pack(s, eb, width),
+                _ => junk_words(&mut junk),
+            };
+            let old = v.old.as_ref().map_or_else(|| vec![0; words], |o| pack(o, eb, width));
+            let mask_gen = if expand { junk.next_u64() & 1 } else { v.mask.is_none() as u64 };
+            let last = (vi + 1 == st.vectors.len()) as u64;
+            let esize = eb.trailing_zeros() as u64 - 3;
+            ops.push((si, StreamOp { op: expand as u64, esize, mask_gen, zeroing: st.zeroing as u64, last, mask, src, old }));
+        }
+        if expand {
+            for chunk in st.dense.chunks(n) {
+                let mut w = pack(chunk, eb, width);
+                // Junk in the padding of a short last beat.
+                for e in chunk.len()..n {
+                    put(&mut w, e as u32 * eb, eb, junk.next_u64());
+                }
+                beats_in.push(w);
+            }
+        }
+    }
+    if let Some(seed) = mix {
+        let mut rng = Rng::new(seed);
+        let (mut cs, mut xs): (Vec<_>, Vec<_>) = ops.into_iter().partition(|(si, _)| streams[*si].op == StreamKind::CompressStream);
+        cs.reverse();
+        xs.reverse();
+        ops = Vec::with_capacity(cs.len() + xs.len());
+        while !cs.is_empty() || !xs.is_empty() {
+            let from_cs = xs.is_empty() || (!cs.is_empty() && rng.chance(50));
+            ops.push(if from_cs { cs.pop() } else { xs.pop() }.expect("not empty"));
+        }
+    }
+    let compress_streams: Vec<usize> = (0..streams.len()).filter(|&i| streams[i].op == StreamKind::CompressStream).collect();
+
+    for port in [p.in_valid, sp.din_valid, p.out_ready, sp.dout_ready] {
+        sim.set(port, 0);
+    }
+    sim.reset(p.rst, 2);
+    sim.set(sp.stream, 1);
+
+    let mut out: Vec<StreamResult> = streams
+        .iter()
+        .map(|st| StreamResult {
+            beats: (st.op == StreamKind::CompressStream).then(Vec::new),
+            results: Vec::with_capacity(st.vectors.len()),
+        })
+        .collect();
+    let (mut next, mut next_beat, mut results, mut beat_streams) = (0usize, 0usize, 0usize, 0usize);
+    let (mut offering, mut offering_beat) = (false, false);
+    let mut first_in: Option<u64> = None;
+    let mut last_out = 0u64;
+    let limit = sim.cycle() + 200 + 60 * (ops.len() + beats_in.len()) as u64;
+    // Cycles to stay quiet after the last result and the last beat.
+    let mut quiet_left = 2 * latency as u64 + 16;
+    let timer = LoopTimer::start(&sim);
+    loop {
+        let done = results == ops.len() && beat_streams == compress_streams.len();
+        if done {
+            if quiet_left == 0 {
+                break;
+            }
+            quiet_left -= 1;
+        }
+        if sim.cycle() > limit {
+            let msg = format!(
+                "the RTL stopped making progress: {results} of {} results, {beat_streams} of {} dense streams out, after {} cycles",
+                ops.len(),
+                compress_streams.len(),
+                sim.cycle()
+            );
+            return Err(fail(&mut sim, msg));
+        }
+        if !offering && next < ops.len() && !stall.hold_input() {
+            offering = true;
+            let o = &ops[next].1;
+            sim.set(p.op, o.op);
+            sim.set(p.esize, o.esize);
+            sim.set(p.zeroing, o.zeroing);
+            sim.set(p.mask_gen, o.mask_gen);
+            sim.set(sp.last, o.last);
+            sim.set_words(p.mask, &o.mask);
+            sim.set_words(p.src, &o.src);
+            sim.set_words(p.old, &o.old);
+        }
+        if !offering_beat && next_beat < beats_in.len() && !stall.hold_input() {
+            offering_beat = true;
+            sim.set_words(sp.din_data, &beats_in[next_beat]);
+        }
+        sim.set(p.in_valid, offering as u64);
+        sim.set(sp.din_valid, offering_beat as u64);
+        let ready_out = done || !stall.hold_output();
+        let ready_dense = done || !stall.hold_output();
+        sim.set(p.out_ready, ready_out as u64);
+        sim.set(sp.dout_ready, ready_dense as u64);
+        sim.eval();
+        let now = sim.cycle();
+        if offering && sim.get(p.in_ready) == 1 {
+            first_in.get_or_insert(now);
+            offering = false;
+            next += 1;
+        }
+        if offering_beat && sim.get(sp.din_ready) == 1 {
+            offering_beat = false;
+            next_beat += 1;
+        }
+        if ready_out && sim.get(p.out_valid) == 1 {
+            if results == ops.len() {
+                return Err(fail(&mut sim, format!("a result on out after all {} were taken", ops.len())));
+            }
+            let si = ops[results].0;
+            let eb = streams[si].element_bits;
+            let n = (width / eb) as usize;
+            let dst = unpack(sim.words(p.dst), eb, n);
+            let mask_all = unpack(sim.words(p.out_mask), 1, lanes as usize);
+            if mask_all[n..].iter().any(|&b| b != 0) {
+                let msg = format!("result {results}: out_mask_o has bits set above element {} ({:?})", n - 1, mask_all);
+                return Err(fail(&mut sim, msg));
+            }
+            let mask = mask_all[..n].iter().map(|&b| b as u8).collect();
+            let count = sim.get(p.count) as u32;
+            out[si].results.push(OpResult { dst, mask, count });
+            results += 1;
+            last_out = now;
+        }
+        if ready_dense && sim.get(sp.dout_valid) == 1 {
+            let Some(&si) = compress_streams.get(beat_streams) else {
+                return Err(fail(&mut sim, format!("a dense beat after all {} compress streams ended", compress_streams.len())));
+            };
+            let eb = streams[si].element_bits;
+            let esize = sim.get(sp.dout_esize);
+            if esize != eb.trailing_zeros() as u64 - 3 {
+                let msg = format!("dense beat of stream {si}: dense_out_esize_o = {esize}, the stream's elements are {eb} bits");
+                return Err(fail(&mut sim, msg));
+            }
+            let n = (width / eb) as usize;
+            let beat = Beat {
+                count: sim.get(sp.dout_count) as u32,
+                data: unpack(sim.words(sp.dout_data), eb, n),
+                last: sim.get(sp.dout_last) == 1,
+            };
+            if beat.last {
+                beat_streams += 1;
+            }
+            out[si].beats.as_mut().expect("a compress stream").push(beat);
+            last_out = now;
+        }
+        sim.tick();
+    }
+    sim.trace_close();
+    let cycles = first_in.map_or(0, |f| last_out - f);
+    Ok((StreamOutput { cycles, streams: out }, timer.stats(&sim)))
+}
+
+/// Random streams for cosimulation and benches: both kinds, all element
+/// sizes (or one), 1 to `max_len` vectors each, masks from empty to full
+/// (given or, for compress, generated), merge and zeroing.
+pub fn random_streams(rng: &mut Rng, width: u32, count: usize, max_len: usize, element_bits: Option<u32>) -> Vec<Stream> {
+    (0..count)
+        .map(|_| {
+            let eb = element_bits.unwrap_or(*rng.pick(&[8, 16, 32, 64]));
+            let expand = rng.chance(50);
+            let len = 1 + rng.below(max_len as u64) as usize;
+            let ops = random_ops(rng, width, len, Some(eb));
+            let density = rng.below(101) as u32;
+            let mut dense = Vec::new();
+            let vectors = ops
+                .into_iter()
+                .map(|o| {
+                    let mask = if expand || o.mask.is_some() {
+                        // Streams of one density, with empty and full masks among them.
+                        let pct = match rng.below(8) {
+                            0 => 0,
+                            1 => 100,
+                            _ => density,
+                        };
+                        Some(o.src.iter().map(|_| rng.chance(pct) as u8).collect::<Vec<u8>>())
+                    } else {
+                        None
+                    };
+                    if expand {
+                        let ones = mask.as_ref().map_or(0, |m| m.iter().filter(|&&b| b == 1).count());
+                        dense.extend(o.src.iter().take(ones).copied());
+                        // Not every stream's sources come from one vector.
+                        StreamVector { src: None, mask, old: o.old }
+                    } else {
+                        StreamVector { src: Some(o.src), mask, old: o.old }
+                    }
+                })
+                .collect();
+            Stream {
+                op: if expand { StreamKind::ExpandStream } else { StreamKind::CompressStream },
+                element_bits: eb,
+                zeroing: rng.chance(50),
+                vectors,
+                dense,
             }
         })
         .collect()

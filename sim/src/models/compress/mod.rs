@@ -15,6 +15,9 @@ use serde::{Deserialize, Serialize};
 use super::{err, shown, InputErrors, Violations};
 use serde_json::Value;
 
+mod stream;
+pub use stream::*;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
@@ -95,20 +98,27 @@ pub fn parse_input(v: &Value, width: u32) -> Result<Vec<Op>, InputErrors> {
     for k in obj.keys().filter(|k| *k != "ops") {
         e.push(err(k.as_str(), "(given)", "absent: the only key is `ops`"));
     }
-    let ops = match obj.get("ops") {
-        None => return Err(e.stop(Some(err("ops", "(missing)", "a list of operations")))),
-        Some(ops) => match ops.as_array() {
-            Some(a) => a,
-            None => return Err(e.stop(Some(err("ops", shown(ops), "a list of operations")))),
-        },
+    let Some(ops) = obj.get("ops") else {
+        return Err(e.stop(Some(err("ops", "(missing)", "a list of operations"))));
+    };
+    let out = parse_ops(&mut e, ops, width);
+    e.finish(|| out.unwrap_or_default())
+}
+
+/// The `ops` list of an input file; its violations go to `e` (`None` when
+/// it is not a list).
+fn parse_ops(e: &mut Violations, ops: &Value, width: u32) -> Option<Vec<Op>> {
+    let Some(ops) = ops.as_array() else {
+        e.push(err("ops", shown(ops), "a list of operations"));
+        return None;
     };
     let mut out = Vec::with_capacity(ops.len());
     for (i, o) in ops.iter().enumerate() {
-        if let Some(op) = parse_op(&mut e, i, o, width) {
+        if let Some(op) = parse_op(e, i, o, width) {
             out.push(op);
         }
     }
-    e.finish(|| out)
+    Some(out)
 }
 
 /// One operation, `ops[i]`; its violations go to `e`.

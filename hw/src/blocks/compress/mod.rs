@@ -36,6 +36,8 @@
 //! output queue, `latency + 1` entries whose head is the output, so nothing
 //! but wires lies between a register and an output port.
 
+mod stream;
+
 use crate::rtl::pipe::{credit_queue_begin, credit_queue_end};
 use crate::rtl::{bits_for, clog2, Expr, ModuleBuilder, RtlError};
 use crate::Design;
@@ -131,7 +133,18 @@ pub fn register_layers(p: &CompressParams) -> Vec<u32> {
     cuts
 }
 
+/// The unit at `p`: the vector unit, or with `stream` the stream unit
+/// around it (`stream.rs`).
 pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
+    if p.stream {
+        stream::build(p)
+    } else {
+        build_vector(p)
+    }
+}
+
+/// The vector unit (`p.stream` is not looked at).
+fn build_vector(p: &CompressParams) -> Result<Design, RtlError> {
     let w = p.width;
     let n = p.lanes();
     let s = clog2(n as u64);
@@ -368,7 +381,7 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
 
 
 /// `esize == 0 ? v[0] : esize == 1 ? v[1] : esize == 2 ? v[2] : v[3]`
-fn by_esize(esize: &Expr, v: &[Expr]) -> Expr {
+pub(crate) fn by_esize(esize: &Expr, v: &[Expr]) -> Expr {
     esize.eq_lit(0).mux(&v[0], &esize.eq_lit(1).mux(&v[1], &esize.eq_lit(2).mux(&v[2], &v[3])))
 }
 
