@@ -819,3 +819,46 @@ fn scheduler_run_with_a_long_gap() {
     let v = both_engines(d.path(), "scheduler", &[], &i);
     assert_eq!(v["kernels"][1]["submitted"], 100000);
 }
+
+/// Stream mode on the command line: the documented example through both
+/// engines, and malformed stream files (exit 2, one message each).
+#[test]
+fn compress_stream_runs_and_malformed_stream_inputs() {
+    let d = tempfile::tempdir().unwrap();
+    let example = r#"{"streams":[
+      {"op":"compress_stream","element_bits":16,"zeroing":false,
+       "vectors":[{"src":[1,0,3,0,5,0,7,0]},{"src":[1,2,3,4,5,6,7,8],"mask":[1,1,0,0,0,0,0,1],"old":[9,9,9,9,9,9,9,9]}]},
+      {"op":"expand_stream","element_bits":16,"zeroing":true,
+       "dense":[1,3,5,7,1,2,8],
+       "vectors":[{"mask":[1,0,1,0,1,0,1,0]},{"mask":[1,1,0,0,0,0,0,1]}]}]}"#;
+    let i = write(d.path(), "streams.json", example);
+    let v = both_engines(d.path(), "compress", &["--preset", "stream"], &i);
+    assert_eq!(v["cycles"], 7);
+    assert_eq!(v["streams"][0]["beats"], serde_json::json!([{"count": 7, "data": [1, 3, 5, 7, 1, 2, 8, 0], "last": true}]));
+    assert_eq!(v["streams"][1]["results"][1]["dst"], serde_json::json!([1, 2, 0, 0, 0, 0, 0, 8]));
+    let stream_input = |input: &str, message: &str| {
+        let f = write(d.path(), "bad.json", input);
+        let o = d.path().join("bad-out.json");
+        let (code, _, err) = gpurtl(&["run", "compress", "--preset", "stream", "--input", &f, "--output", o.to_str().unwrap()]);
+        assert_eq!((code, err.as_str()), (2, format!("error: {message}\n").as_str()), "{input}");
+        assert!(!o.exists(), "no output file on error");
+    };
+    // Without stream mode the stream form is refused.
+    bad_input(r#"{"streams": []}"#, "input `streams` = (given): must be absent: stream mode needs --param stream=true");
+    stream_input(
+        r#"{"streams": [{"op":"expand_stream","element_bits":64,"vectors":[{"mask":[1,1]}],"dense":[1]}]}"#,
+        "input `streams[0].dense` = a list of 1 values: must be a list of 2 values (the ones of the vectors' masks)",
+    );
+    stream_input(
+        r#"{"streams": [{"op":"expand_stream","element_bits":64,"vectors":[{"mask":[1,1],"src":[1,2]}],"dense":[1,2]}]}"#,
+        "input `streams[0].vectors[0].src` = (given): must be absent: an expand stream takes its source from `dense`",
+    );
+    stream_input(
+        r#"{"streams": [{"op":"compress_stream","element_bits":64,"vectors":[]}]}"#,
+        "input `streams[0].vectors` = a list of 0 values: must be a list of 1 to 4096 vector objects",
+    );
+    stream_input(
+        r#"{"ops": [], "streams": []}"#,
+        "input `streams` = (given): must be absent when `ops` is given: the file has one of `ops` and `streams`",
+    );
+}

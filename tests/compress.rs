@@ -227,18 +227,19 @@ fn stream_cosim_width256_latency10() {
     stream_cosim(STREAM_POINTS[3].0, STREAM_POINTS[3].1)
 }
 
-/// Vector operations through the stream unit: the same results, one more
-/// cycle of latency (the input queue), one vector per cycle.
+/// Vector operations through the stream unit: the same results, two more
+/// cycles of latency (the input queue and the issue register), one vector
+/// per cycle.
 #[test]
 fn stream_unit_runs_vector_operations() {
     let p = CompressParams { width: 128, latency: 2, stream: true };
     let compiled = compile_design(&build(&p).unwrap()).unwrap();
     let ops = tb::random_ops(&mut Rng::new(3), 128, 300, None);
     let (got, _) = tb::run(&compiled, 128, &ops, None, None).unwrap();
-    assert_eq!(got.results, model::run(&ops, 3).results);
-    assert_eq!(got.cycles, 300 - 1 + 3);
+    assert_eq!(got.results, model::run(&ops, 4).results);
+    assert_eq!(got.cycles, 300 - 1 + 4);
     let (got, _) = tb::run(&compiled, 128, &ops, Some(Stalls { seed: 9, in_pct: 30, out_pct: 60 }), None).unwrap();
-    assert_eq!(got.results, model::run(&ops, 3).results);
+    assert_eq!(got.results, model::run(&ops, 4).results);
 }
 
 /// Full masks at one element size: every input vector fills one dense beat,
@@ -255,11 +256,11 @@ fn stream_full_masks_run_at_one_vector_per_cycle() {
     streams[0].vectors = vec![gpurtl_sim::models::compress::StreamVector { src: Some(vec![7; 8]), ..full }; 200];
     let (got, _) = tb::run_streams(&compiled, 128, 2, &streams, None, None, None).unwrap();
     let want = model::run_streams(&streams, 128, 2);
-    assert_eq!(got, want);
+    assert!(got == want, "the RTL and the model differ (cycles: rtl {}, model {})", got.cycles, want.cycles);
     let beats = got.streams[0].beats.as_ref().unwrap();
     assert_eq!(beats.len(), 200);
-    // In at edges 0..199, out (and the beat one cycle later) at latency 3.
-    assert_eq!(got.cycles, 199 + 3 + 1);
+    // In at edges 0..199, out at latency 4 and the beat one cycle later.
+    assert_eq!(got.cycles, 199 + 4 + 1);
 }
 
 #[test]

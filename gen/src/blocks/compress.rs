@@ -39,8 +39,8 @@ impl BlockDef for Compress {
     }
     fn model(p: &CompressParams, input: &RunInput) -> RunOutput {
         match input {
-            // The stream unit's input queue adds a cycle.
-            RunInput::Ops(ops) => RunOutput::Ops(model::run(ops, p.latency + p.stream as u32)),
+            // The stream unit's input queue and issue register add two cycles.
+            RunInput::Ops(ops) => RunOutput::Ops(model::run(ops, p.latency + 2 * p.stream as u32)),
             RunInput::Streams(s) => RunOutput::Streams(model::run_streams(s, p.width, p.latency)),
         }
     }

@@ -2,7 +2,8 @@
 //! the vector unit as an instance, and around it
 //!
 //! - an input queue (2 entries) in front of the vector unit, where an expand
-//!   stream's operation waits for its dense source beats;
+//!   stream's operation waits for its dense source beats, and an issue
+//!   register between its head and the vector unit;
 //! - the dense input buffer (3 beats) and its byte position: an expand
 //!   stream's source is the buffer's first two beats shifted down by the
 //!   position (a log-stage byte shifter), in place of `in_src_i`;
@@ -34,7 +35,7 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     let mut b = ModuleBuilder::new(TOP);
     b.doc("Packed compress/expand unit with stream mode (gpurtl block `compress`, stream = true).");
     b.doc("Compress streams are packed into full dense vectors on dense_out; expand streams take their");
-    b.doc(format!("sources from dense vectors on dense_in. {w}-bit vectors; latency {} from in to out.", p.latency + 1));
+    b.doc(format!("sources from dense vectors on dense_in. {w}-bit vectors; latency {} from in to out.", p.latency + 2));
 
     let clk = b.clock("clk_i");
     let rst = b.reset("rst_i");
@@ -142,18 +143,29 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     let fits = reach.le(&nlit);
     let dense_ok = h_bytes.eq_lit(0).or(&db.has[0].and(&fits)).or(&db.has[1]);
     let can_go = b.let_("head_can_go", &iq.has[0].and(&h_xs.not().or(&dense_ok)));
-    b.assign(&vin.valid, &can_go);
-    b.assign(&issue, &can_go.and(&vin.ready));
+    // The issue register: the operation as the vector unit takes it, so that
+    // the byte shifter and the queues end at a register.
+    let r_valid = b.reg("issue_valid_q", 1, 0);
+    let r_free = b.let_("issue_free", &r_valid.not().or(&vin.ready));
+    b.assign(&issue, &can_go.and(&r_free));
+    b.next(&r_valid, &issue.or(&r_valid.and(&vin.ready.not())), None);
+    b.assign(&vin.valid, &r_valid);
     // The source of an expand stream: the two head beats from the position on.
     let two = Expr::cat(&[db.entries[1][0].clone(), db.entries[0][0].clone()]);
     let window = shift_bytes_down(&mut b, "dense_window", &two, &pos, n);
-    b.assign(&vin.field("op"), h_op);
-    b.assign(&vin.field("esize"), h_esize);
-    b.assign(&vin.field("mask_gen"), &h_mask_gen.and(&h_xs.not()));
-    b.assign(&vin.field("mask"), h_mask);
-    b.assign(&vin.field("zeroing"), h_zeroing);
-    b.assign(&vin.field("src"), &h_xs.mux(&window, h_src));
-    b.assign(&vin.field("old"), h_old);
+    let issued = [
+        ("op", h_op.clone()),
+        ("esize", h_esize.clone()),
+        ("mask_gen", h_mask_gen.and(&h_xs.not())),
+        ("mask", h_mask.clone()),
+        ("zeroing", h_zeroing.clone()),
+        ("src", h_xs.mux(&window, h_src)),
+        ("old", h_old.clone()),
+    ];
+    for (name, e) in &issued {
+        let q = b.pipe(&format!("issue_{name}_q"), e, &issue);
+        b.assign(&vin.field(name), &q);
+    }
     // Beats used up: one when the position passes the beat's end, one more
     // when the stream ends inside the next.
     let xs_issue = b.let_("expand_stream_issue", &issue.and(&h_xs));
@@ -164,12 +176,12 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     b.assign(&pops[1], &xs_issue.and(&past).and(&drop_rest));
     b.next(&pos, &drop_rest.mux(&Expr::zero(s), &rest.slice(s - 1, 0)), Some(&xs_issue));
 
-    // ---- tags of the operations inside the vector unit ----
+    // ---- tags of the operations in the issue register and the vector unit ----
     let out_fire = b.wire("out_fire", 1);
     let tq = shift_queue(
         &mut b,
         "tag",
-        p.latency + 1,
+        p.latency + 2,
         &[("cs", 1), ("last", 1), ("esize", 2)],
         std::slice::from_ref(&out_fire),
         &[(issue.clone(), vec![h_stream.and(&h_op.not()), h_last.clone(), h_esize.clone()])],

@@ -3,9 +3,9 @@
 //! beats of `n` elements, expand streams take their source elements from
 //! dense beats. The functional part follows "Behaviour"; the cycle count is
 //! a cycle-by-cycle simulation of the registers of "Timing" (input queue,
-//! dense input buffer, credit-counted vector unit, packer, dense output
-//! queue), with only what decides timing: per operation its kind, its
-//! `count` and `last`, and the number of dense input beats.
+//! issue register, dense input buffer, credit-counted vector unit, packer,
+//! dense output queue), with only what decides timing: per operation its
+//! kind, its `count` and `last`, and the number of dense input beats.
 
 use super::{apply, parse_ops, Kind, Op, OpResult};
 use crate::models::{err, shown, InputErrors, Violations};
@@ -226,6 +226,9 @@ pub fn stream_cycles(streams: &[Stream], width: u32, latency: u32) -> u64 {
 /// reset, transferred at edge 0, so the result is the edge of the last
 /// transfer on `out` or `dense_out`. Every decision of a cycle reads the
 /// registers as they are at its start; the updates all happen at its edge.
+/// An operation goes `in` -> `IQ` -> (issue) `R` -> (move) vector unit ->
+/// `out`: at the earliest in at `e`, issue at `e + 1`, move at `e + 2`, out
+/// at `e + 2 + L`.
 fn simulate(ops: &[Timed], dense_beats: u64, latency: u32) -> u64 {
     if ops.is_empty() {
         return 0;
@@ -234,10 +237,11 @@ fn simulate(ops: &[Timed], dense_beats: u64, latency: u32) -> u64 {
     let credits = latency as usize + 1;
     let mut offered = 0; // operations transferred on `in`
     let mut iq: VecDeque<usize> = VecDeque::new(); // input queue, 2 entries
+    let mut r: Option<usize> = None; // issue register, 1 entry
     let mut dense_in = 0; // beats transferred on `dense_in`
     let mut db = 0u32; // dense input buffer, 3 entries
     let mut pb = 0u32; // elements of the head dense beat already used
-    let mut vu: VecDeque<(usize, u64)> = VecDeque::new(); // issued, not yet out: (operation, issue edge)
+    let mut vu: VecDeque<(usize, u64)> = VecDeque::new(); // moved in, not yet out: (operation, edge moved in)
     let mut f = 0u32; // packer: elements waiting
     let mut dq = 0u32; // dense output queue, 3 entries
     let mut done = 0; // operations transferred on `out`
@@ -253,15 +257,22 @@ fn simulate(ops: &[Timed], dense_beats: u64, latency: u32) -> u64 {
         let give_out = vu
             .front()
             .is_some_and(|&(k, at)| t >= at + l && (ops[k].unit != Unit::CompressStream || dq <= 1));
+        // R -> vector unit: a credit counted at the start of the cycle (an
+        // output transfer at this edge frees it for the next cycle only).
+        let move_in = r.is_some() && vu.len() < credits;
+        // IQ -> R: R empty or emptied at this edge, and the dense data.
         let issue = iq.front().is_some_and(|&k| {
             let o = ops[k];
-            vu.len() < credits
+            (r.is_none() || move_in)
                 && (o.unit != Unit::ExpandStream || o.count == 0 || (db >= 1 && pb + o.count <= o.n) || db >= 2)
         });
         // Edge t.
+        if move_in {
+            vu.push_back((r.take().unwrap(), t));
+        }
         if issue {
             let k = iq.pop_front().unwrap();
-            vu.push_back((k, t));
+            r = Some(k);
             let o = ops[k];
             if o.unit == Unit::ExpandStream {
                 let mut s = pb + o.count;
@@ -598,18 +609,21 @@ mod tests {
            "vectors":[{"mask":[1,0,1,0,1,0,1,0]},{"mask":[1,1,0,0,0,0,0,1]}]}]});
         let RunInput::Streams(streams) = parse_run_input(&input, 128, true).unwrap() else { panic!("streams") };
         let out = run_streams(&streams, 128, 2);
-        let expected = json!({"cycles":6,"streams":[
+        let expected = json!({"cycles":7,"streams":[
           {"beats":[{"count":7,"data":[1,3,5,7,1,2,8,0],"last":true}],
            "results":[{"count":4,"dst":[1,3,5,7,0,0,0,0],"mask":[1,0,1,0,1,0,1,0]},
                       {"count":3,"dst":[1,2,8,9,9,9,9,9],"mask":[1,1,0,0,0,0,0,1]}]},
           {"results":[{"count":4,"dst":[1,0,3,0,5,0,7,0],"mask":[1,0,1,0,1,0,1,0]},
                       {"count":3,"dst":[1,2,0,0,0,0,0,8],"mask":[1,1,0,0,0,0,0,1]}]}]});
         assert_eq!(serde_json::to_value(&out).unwrap(), expected);
-        // By hand (edge: event): 0: op0 in, dense beat in; 1: op0 issues;
-        // 2: op1 issues; 3: op2 issues (pb 0 -> 4), op0 out; 4: op3 issues
-        // (4 + 3 <= 8, last: beat dropped), op1 out, its last beat into DQ;
-        // 5: op2 out, the beat out; 6: op3 out.
-        assert_eq!(out.cycles, 6);
+        // By hand (edge: event; "issue" = IQ -> R, "move" = R -> vector
+        // unit, L 2, 3 credits): 0: op0 in, dense beat in; 1: op0 issues,
+        // op1 in; 2: op0 moves, op1 issues, op2 in; 3: op1 moves, op2
+        // issues (DB 1, 0 + 4 <= 8: pb 4), op3 in; 4: op0 out (f 4), op2
+        // moves, op3 issues (4 + 3 <= 8, last: beat dropped, pb 0); 5: op1
+        // out (f 7, last: a beat of 7 into DQ), op3 moves; 6: the beat out,
+        // op2 out; 7: op3 out.
+        assert_eq!(out.cycles, 7);
     }
 
     /// docs/compress.md vector-mode example through the stream unit's input
@@ -634,15 +648,16 @@ mod tests {
         assert!(s.is_empty());
     }
 
-    /// One vector at latency L: in at 0, issue at 1, out at L + 1.
+    /// One vector at latency L: in at 0, issue (into R) at 1, into the
+    /// vector unit at 2, out at L + 2.
     #[test]
-    fn one_vector_takes_latency_plus_one() {
+    fn one_vector_takes_latency_plus_two() {
         for l in 1..=5 {
             let s = compress(16, vec![cv(&[1, 2, 3, 4, 5, 6, 7, 8], Some(&[1, 1, 1, 1, 1, 1, 1, 1]))]);
-            // The full beat enters DQ at L + 1 and leaves at L + 2.
-            assert_eq!(stream_cycles(std::slice::from_ref(&s), 128, l), l as u64 + 2);
+            // The full beat enters DQ at L + 2 and leaves at L + 3.
+            assert_eq!(stream_cycles(std::slice::from_ref(&s), 128, l), l as u64 + 3);
             let s = expand(16, vec![ev(&[0; 8])], vec![]);
-            assert_eq!(stream_cycles(&[s], 128, l), l as u64 + 1);
+            assert_eq!(stream_cycles(&[s], 128, l), l as u64 + 2);
         }
     }
 
@@ -654,9 +669,9 @@ mod tests {
         let out = run_streams(&[s], 128, 2);
         assert_eq!(out.streams[0].beats, Some(vec![Beat { count: 0, data: vec![0; 8], last: true }]));
         assert!(out.streams[0].results.iter().all(|r| r.count == 0));
-        // Ops issue at 1, 2, 3, out at 3, 4, 5; the last one's beat enters
-        // DQ at 5 and leaves at 6.
-        assert_eq!(out.cycles, 6);
+        // Ops issue at 1, 2, 3, move at 2, 3, 4, out at 4, 5, 6; the last
+        // one's beat enters DQ at 6 and leaves at 7.
+        assert_eq!(out.cycles, 7);
     }
 
     /// Beats at width 64, 16-bit elements (n 4): counts 3, 3 (f = 6 -> one
@@ -675,9 +690,11 @@ mod tests {
                 Beat { count: 4, data: vec![5, 6, 7, 8], last: true },
             ])
         );
-        // L 1: issue 1, 2, 3, out 2, 3, 4; beats into DQ at 3 and 4, out at
-        // 4 and 5.
-        assert_eq!(out.cycles, 5);
+        // L 1 (2 credits): issue 1, 2, 3, move 2, 3, 4 (each finds one op
+        // in the vector unit), out 3, 4, 5 (f 3, then 6: beat A, f 2; then
+        // 4: full last beat B; DQ holds 1 at the start of 5, so op2 is not
+        // held); A into DQ at 4, out at 5; B into DQ at 5, out at 6.
+        assert_eq!(out.cycles, 6);
     }
 
     /// A stream whose total is a multiple of n before its last vector, which
@@ -715,32 +732,57 @@ mod tests {
             ])
         );
         assert_eq!(out.streams[1].beats, Some(vec![Beat { count: 4, data: vec![8, 9, 10, 11], last: true }]));
-        // In at 0, 1, 2; issue at 1, 2, 3; op0 out at 3 (f 3); op1 out at 4,
-        // beats A and B into DQ (2). Op2 is ready from cycle 5, but cycle 5
-        // starts with DQ 2 > 1: it waits; A leaves at 5 (DQ 1). Op2 out at
-        // 6, its full last beat C into DQ while B leaves (DQ 1); C out at 7.
-        assert_eq!(out.cycles, 7);
+        // In at 0, 1, 2; issue at 1, 2, 3; move at 2, 3, 4; op0 out at 4
+        // (f 3); op1 out at 5, beats A and B into DQ (2). Op2 is ready from
+        // cycle 6, but cycle 6 starts with DQ 2 > 1: it waits; A leaves at
+        // 6 (DQ 1). Op2 out at 7, its full last beat C into DQ while B
+        // leaves (DQ 1); C out at 8.
+        assert_eq!(out.cycles, 8);
         // The same with op2 a vector-mode operation, not held: op2 out at
-        // 5, beats out at 5, 6.
+        // 6, beats out at 6, 7.
         let ops = [
             t(Unit::CompressStream, 4, 3, false),
             t(Unit::CompressStream, 4, 4, true),
             t(Unit::Vector, 4, 4, false),
         ];
-        assert_eq!(simulate(&ops, 0, 2), 6);
+        assert_eq!(simulate(&ops, 0, 2), 7);
         // A vector-mode operation behind the held one waits with it (results
-        // leave in order): ready at 6 (issued at 4), out at 7 behind op2.
+        // leave in order): moved at 5 (the vector unit holds op1 and op2
+        // then), ready at 7, out at 8 behind op2; C out at 8 too.
         let ops = [
             t(Unit::CompressStream, 4, 3, false),
             t(Unit::CompressStream, 4, 4, true),
             t(Unit::CompressStream, 4, 4, true),
             t(Unit::Vector, 4, 0, false),
         ];
-        assert_eq!(simulate(&ops, 0, 2), 7);
-        // At latency 1 (2 credits): issues at 1, 2, 3, 4; op0 out at 2, op1
-        // at 3 (DQ 2); op2 held in cycle 4 while A leaves, out at 5 (DQ 1);
-        // op3 out at 6, and C at 6.
-        assert_eq!(simulate(&ops, 0, 1), 6);
+        assert_eq!(simulate(&ops, 0, 2), 8);
+        // At latency 1 (2 credits): issues at 1, 2, 3, 4, moves at 2, 3, 4,
+        // 5 (each finds one op in the vector unit); op0 out at 3, op1 at 4
+        // (DQ 2); op2 held in cycle 5 while A leaves, out at 6 (C in, B out:
+        // DQ 1); op3 out at 7, and C at 7.
+        assert_eq!(simulate(&ops, 0, 1), 7);
+    }
+
+    /// The vector unit full (L + 1 ops inside while a compress-stream result
+    /// is held): R keeps its operation, nothing issues, and IQ fills.
+    /// Latency 1 (2 credits), n 4.
+    #[test]
+    fn a_full_vector_unit_holds_r_and_iq() {
+        let mut ops = vec![
+            t(Unit::CompressStream, 4, 3, false),
+            t(Unit::CompressStream, 4, 4, true),
+            t(Unit::CompressStream, 4, 4, true),
+        ];
+        ops.extend([t(Unit::Vector, 4, 1, false); 5]);
+        // op0..op6 in at 0..6, issue at 1..5, move at 2..5. Op0 out at 3
+        // (f 3), op1 at 4 (beats A, B: DQ 2). Cycle 5: op2 held, A out,
+        // op3 moves (the vector unit: op2, op3 = 2, full). Cycle 6: no
+        // credit, so op4 stays in R and op5 does not issue; op2 out (C in,
+        // B out); op6 in (IQ: op5, op6 = 2). Cycle 7: in_ready low (op7
+        // waits); op3 out, C out; op4 moves, op5 issues. 8: op7 in, op4
+        // out, op5 moves, op6 issues. 9: op5 out, op6 moves, op7 issues.
+        // 10: op6 out, op7 moves. 11: op7 out.
+        assert_eq!(simulate(&ops, 0, 1), 11);
     }
 
     /// An expand stream where pb + c > n: the vector takes two dense beats.
@@ -753,17 +795,17 @@ mod tests {
         assert_eq!(dst, vec![vec![1, 2, 3, 0], vec![4, 5, 6, 0], vec![0, 7, 0, 8]]);
         assert_eq!(out.streams[0].beats, None);
         // Beats in at 0, 1. Op0 in at 0, issues at 1 (DB 1, pb 0 -> 3). Op1
-        // at cycle 2: 3 + 3 > 4 with DB 2: issues at 2 (head dropped, pb 2,
-        // DB 1). Op2 issues at 3 (2 + 2 <= 4: head dropped, pb 0, DB 0).
-        // Out at 2, 3, 4.
-        assert_eq!(out.cycles, 4);
+        // at cycle 2: 3 + 3 > 4 with DB 2, and R empties (op0 moves at 2):
+        // issues at 2 (head dropped, pb 2, DB 1). Op2 issues at 3 (2 + 2 <=
+        // 4: head dropped, pb 0, DB 0). Moves at 2, 3, 4; out at 3, 4, 5.
+        assert_eq!(out.cycles, 5);
         // The same trace through the timing alone.
         let ops = [
             t(Unit::ExpandStream, 4, 3, false),
             t(Unit::ExpandStream, 4, 3, false),
             t(Unit::ExpandStream, 4, 2, true),
         ];
-        assert_eq!(simulate(&ops, 2, 1), 4);
+        assert_eq!(simulate(&ops, 2, 1), 5);
     }
 
     /// The rest of a partly used beat is dropped at `last`: the next expand
@@ -776,9 +818,10 @@ mod tests {
         let dst: Vec<_> = out.streams.iter().flat_map(|s| s.results.iter().map(|r| r.dst.clone())).collect();
         assert_eq!(dst, vec![vec![1, 2, 3, 0], vec![5, 6, 7, 0], vec![8, 9, 0, 0]]);
         // Beats (1 for a, 2 for b) in at 0, 1, 2. A0 issues at 1 (last:
-        // beat 0 dropped, pb 0), B0 at 2 (pb 3), B1 at 3 (3 + 2 > 4, DB 2:
-        // both dropped). Out at 2, 3, 4.
-        assert_eq!(out.cycles, 4);
+        // beat 0 dropped, pb 0; beat 1 in: DB 1), B0 at 2 (pb 3; beat 2 in:
+        // DB 2 from cycle 3), B1 at 3 (3 + 2 > 4, DB 2: both dropped).
+        // Moves at 2, 3, 4; out at 3, 4, 5.
+        assert_eq!(out.cycles, 5);
     }
 
     /// A vector-mode operation between stream operations takes its credit
@@ -793,32 +836,37 @@ mod tests {
             t(Unit::ExpandStream, 8, 3, true),
         ];
         // Latency 2, one dense beat: in at 0..4, issue at 1..5 (op4: 5 + 3
-        // <= 8 on the beat still in DB), out at 3..7; op2's full last beat
-        // enters DQ at 5 and leaves at 6.
-        assert_eq!(simulate(&ops, 1, 2), 7);
+        // <= 8 on the beat still in DB), move at 2..6 (the vector unit
+        // holds 2 ops at each), out at 4..8; op2's full last beat enters DQ
+        // at 6 and leaves at 7.
+        assert_eq!(simulate(&ops, 1, 2), 8);
         // Op4 taking 4 (5 + 4 > 8) needs the second beat, in since edge 1.
         let mut ops2 = ops;
         ops2[4].count = 4;
-        assert_eq!(simulate(&ops2, 2, 2), 7);
-        // Latency 1: out at 2..6, the beat at 5.
-        assert_eq!(simulate(&ops, 1, 1), 6);
+        assert_eq!(simulate(&ops2, 2, 2), 8);
+        // Latency 1: move at 2..6 (1 op inside at each), out at 3..7, the
+        // beat at 6.
+        assert_eq!(simulate(&ops, 1, 1), 7);
         // Op2's beat is not last if op2 is not, and a last op with nothing
-        // waiting still sends an empty last beat: two beats, out at 5 and 7
-        // (latency 2: op2 out at 5, op3 (now compress-stream, last, c 0)
-        // out at 6, its beat at 7).
+        // waiting still sends an empty last beat: two beats, out at 7 and 8
+        // (latency 2: op2 out at 6, op3 (now compress-stream, last, c 0)
+        // out at 7 with DQ 1 at the start of the cycle, its beat at 8, as
+        // op4).
         let mut ops3 = ops;
         ops3[2].last = false;
         ops3[3] = t(Unit::CompressStream, 8, 0, true);
-        assert_eq!(simulate(&ops3, 1, 2), 7);
+        assert_eq!(simulate(&ops3, 1, 2), 8);
     }
 
-    /// Vector-mode operations alone on the stream unit: one more cycle
-    /// than in vector mode (the input queue).
+    /// Vector-mode operations alone on the stream unit: two more cycles
+    /// than in vector mode (the input queue and the issue register), so
+    /// n_ops + latency + 1: in at 0..4, issue 1..5, move 2..6, out at
+    /// L + 2 .. L + 6.
     #[test]
     fn vector_ops_alone() {
         let ops = [t(Unit::Vector, 8, 1, false); 5];
         for l in 1..=4 {
-            assert_eq!(simulate(&ops, 0, l), 5 - 1 + l as u64 + 1);
+            assert_eq!(simulate(&ops, 0, l), 5 + l as u64 + 1);
         }
     }
 
@@ -828,8 +876,8 @@ mod tests {
     fn full_beats_stream_without_stalls() {
         let v = cv(&[1; 8], None);
         let s = compress(16, vec![v; 10]);
-        // Issue 1..10, out 3..12, beats 4..13.
-        assert_eq!(stream_cycles(&[s], 128, 2), 13);
+        // Issue 1..10, move 2..11, out 4..13, beats 5..14.
+        assert_eq!(stream_cycles(&[s], 128, 2), 14);
     }
 
     #[test]
