@@ -204,11 +204,20 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     let acc = b.reg("pack_acc_q", w, 0);
     let cs_fire = b.let_("pack_take", &out_fire.and(t_cs));
     let bytes = b.let_("pack_bytes", &by_esize(t_esize, &(0..4).map(|sz| shl(&count, sz)).collect::<Vec<_>>()));
-    let keep: Vec<Expr> = (0..n).map(|l| bytes.gt(&Expr::lit(cw, l as u64)).repl(8)).collect();
-    let packed = b.let_("pack_new", &dst.and(&Expr::cat_lanes(&keep)));
-    let moved = shift_bytes_up(&mut b, "pack_moved", &packed, &fill, n);
-    let both = b.let_("pack_window", &moved.or(&acc.zext(2 * w)));
+    // The result moves up above the waiting bytes while the bytes it adds
+    // are worked out (from `fill` up to `fill + bytes`), so the byte count
+    // does not wait for the shifter or the other way round.
+    let moved = shift_bytes_up(&mut b, "pack_moved", &dst, &fill, n);
     let total = b.let_("pack_total", &fill.zext(cw).add(&bytes));
+    let adds: Vec<Expr> = (0..2 * n)
+        .map(|m| {
+            let above_fill = if m + 1 < n { fill.le(&Expr::lit(s, m as u64)) } else { Expr::bit(true) };
+            let below_end = if m < 2 * n - 1 { total.gt(&Expr::lit(cw, m as u64)) } else { Expr::bit(false) };
+            above_fill.and(&below_end).repl(8)
+        })
+        .collect();
+    let adds = b.let_("pack_adds", &Expr::cat_lanes(&adds));
+    let both = b.let_("pack_window", &moved.and(&adds).or(&acc.zext(2 * w)));
     let full = total.ge(&nlit);
     let left = b.let_("pack_left", &full.mux(&total.sub(&nlit), &total));
     let left_any = left.ne(&Expr::zero(cw));
