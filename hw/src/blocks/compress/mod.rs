@@ -39,7 +39,7 @@
 mod stream;
 
 use crate::rtl::pipe::{credit_queue_begin, credit_queue_end};
-use crate::rtl::{bits_for, clog2, Expr, ModuleBuilder, RtlError};
+use crate::rtl::{bits_for, clog2, Expr, ModuleBuilder, RtlError, Stream};
 use crate::Design;
 use gpurtl_params::compress::CompressParams;
 
@@ -158,30 +158,8 @@ fn build_vector(p: &CompressParams) -> Result<Design, RtlError> {
 
     let _clk = b.clock("clk_i");
     let _rst = b.reset("rst_i");
-    let inp = b.stream_in(
-        "in",
-        "an operation is offered",
-        "the operation is taken on this edge if in_valid_i",
-        &[
-            ("op", 1, "0 = compress, 1 = expand"),
-            ("esize", 2, "element size: 0 = 8, 1 = 16, 2 = 32, 3 = 64 bits"),
-            ("mask_gen", 1, "1 = mask is (src element != 0), ignore in_mask_i"),
-            ("mask", n, "bit e selects element e; bits >= width/esize ignored"),
-            ("zeroing", 1, "1 = unwritten elements become 0, 0 = keep in_old_i"),
-            ("src", w, "source vector, element 0 in the low bits"),
-            ("old", w, "previous destination value (merge)"),
-        ],
-    );
-    let out = b.stream_out(
-        "out",
-        "a result is offered",
-        "the result is taken on this edge if out_valid_o",
-        &[
-            ("dst", w, "result vector"),
-            ("mask", n, "mask used (given or generated), zero above width/esize"),
-            ("count", cw, "number of selected elements"),
-        ],
-    );
+    let inp = in_stream(&mut b, p, &[]);
+    let out = out_stream(&mut b, p);
     let (in_valid, in_ready) = (inp.valid.clone(), inp.ready.clone());
     let [in_op, in_esize, in_mask_gen, in_mask, in_zeroing, in_src, in_old] =
         inp.get(["op", "esize", "mask_gen", "mask", "zeroing", "src", "old"]);
@@ -379,6 +357,36 @@ fn build_vector(p: &CompressParams) -> Result<Design, RtlError> {
     Ok(Design::of(top, p))
 }
 
+
+/// The `in` stream: an operation's fields, then `extra` (the stream unit's).
+pub(crate) fn in_stream(b: &mut ModuleBuilder, p: &CompressParams, extra: &[(&str, u32, &str)]) -> Stream {
+    let (w, n) = (p.width, p.lanes());
+    let mut fields = vec![
+        ("op", 1, "0 = compress, 1 = expand"),
+        ("esize", 2, "element size: 0 = 8, 1 = 16, 2 = 32, 3 = 64 bits"),
+        ("mask_gen", 1, "1 = mask is (src element != 0), ignore in_mask_i"),
+        ("mask", n, "bit e selects element e; bits >= width/esize ignored"),
+        ("zeroing", 1, "1 = unwritten elements become 0, 0 = keep in_old_i"),
+        ("src", w, "source vector, element 0 in the low bits"),
+        ("old", w, "previous destination value (merge)"),
+    ];
+    fields.extend_from_slice(extra);
+    b.stream_in("in", "an operation is offered", "the operation is taken on this edge if in_valid_i", &fields)
+}
+
+/// The `out` stream: one result per operation.
+pub(crate) fn out_stream(b: &mut ModuleBuilder, p: &CompressParams) -> Stream {
+    b.stream_out(
+        "out",
+        "a result is offered",
+        "the result is taken on this edge if out_valid_o",
+        &[
+            ("dst", p.width, "result vector"),
+            ("mask", p.lanes(), "mask used (given or generated), zero above width/esize"),
+            ("count", p.count_bits(), "number of selected elements"),
+        ],
+    )
+}
 
 /// `esize == 0 ? v[0] : esize == 1 ? v[1] : esize == 2 ? v[2] : v[3]`
 pub(crate) fn by_esize(esize: &Expr, v: &[Expr]) -> Expr {

@@ -39,19 +39,13 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
 
     let clk = b.clock("clk_i");
     let rst = b.reset("rst_i");
-    let inp = b.stream_in(
-        "in",
-        "an operation is offered",
-        "the operation is taken on this edge if in_valid_i",
+    // Stream operations: in_src_i and in_mask_gen_i do not matter for an
+    // expand stream (its source is the dense input, its mask the given one).
+    let inp = super::in_stream(
+        &mut b,
+        p,
         &[
-            ("op", 1, "0 = compress, 1 = expand"),
-            ("esize", 2, "element size: 0 = 8, 1 = 16, 2 = 32, 3 = 64 bits"),
-            ("mask_gen", 1, "1 = mask is (src element != 0), ignore in_mask_i (not for expand streams)"),
-            ("mask", n, "bit e selects element e; bits >= width/esize ignored"),
-            ("zeroing", 1, "1 = unwritten elements become 0, 0 = keep in_old_i"),
-            ("src", w, "source vector, element 0 in the low bits (ignored by expand streams)"),
-            ("old", w, "previous destination value (merge)"),
-            ("stream", 1, "1 = a stream operation"),
+            ("stream", 1, "1 = a stream operation (an expand stream ignores in_src_i and in_mask_gen_i)"),
             ("last", 1, "1 = the stream ends with this operation"),
         ],
     );
@@ -61,16 +55,7 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
         "the beat is taken on this edge if dense_in_valid_i",
         &[("data", w, "dense elements, element 0 in the low bits")],
     );
-    let out = b.stream_out(
-        "out",
-        "a result is offered",
-        "the result is taken on this edge if out_valid_o",
-        &[
-            ("dst", w, "result vector"),
-            ("mask", n, "mask used (given or generated), zero above width/esize"),
-            ("count", cw, "number of selected elements"),
-        ],
-    );
+    let out = super::out_stream(&mut b, p);
     let dense_out = b.stream_out(
         "dense_out",
         "a dense beat of the compress stream is offered",

@@ -121,6 +121,26 @@ fn parse_ops(e: &mut Violations, ops: &Value, width: u32) -> Option<Vec<Op>> {
     Some(out)
 }
 
+/// `element_bits` of an operation or a stream object (`path` names it).
+pub(crate) fn element_bits_key(e: &mut Violations, o: &serde_json::Map<String, Value>, path: &str) -> Option<u32> {
+    e.take(match o.get("element_bits") {
+        None => Err(err(path, "(missing)", "8, 16, 32 or 64")),
+        Some(eb) => match eb.as_u64() {
+            Some(b @ (8 | 16 | 32 | 64)) => Ok(b as u32),
+            _ => Err(err(path, shown(eb), "8, 16, 32 or 64")),
+        },
+    })
+}
+
+/// `zeroing` of an operation or a stream object: absent is false.
+pub(crate) fn zeroing_key(e: &mut Violations, o: &serde_json::Map<String, Value>, path: &str) -> Option<bool> {
+    e.take(match o.get("zeroing") {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(x) => Err(err(path, shown(x), "true or false")),
+    })
+}
+
 /// One operation, `ops[i]`; its violations go to `e`.
 fn parse_op(e: &mut Violations, i: usize, o: &Value, width: u32) -> Option<Op> {
     let at = |f: &str| format!("ops[{i}].{f}");
@@ -139,18 +159,8 @@ fn parse_op(e: &mut Violations, i: usize, o: &Value, width: u32) -> Option<Op> {
         Some(_) => Err(err(at("op"), shown(&o["op"]), "\"compress\" or \"expand\"")),
         None => Err(err(at("op"), "(missing)", "\"compress\" or \"expand\"")),
     });
-    let element_bits = e.take(match o.get("element_bits") {
-        None => Err(err(at("element_bits"), "(missing)", "8, 16, 32 or 64")),
-        Some(eb) => match eb.as_u64() {
-            Some(b @ (8 | 16 | 32 | 64)) => Ok(b as u32),
-            _ => Err(err(at("element_bits"), shown(eb), "8, 16, 32 or 64")),
-        },
-    });
-    let zeroing = e.take(match o.get("zeroing") {
-        None => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(x) => Err(err(at("zeroing"), shown(x), "true or false")),
-    });
+    let element_bits = element_bits_key(e, o, &at("element_bits"));
+    let zeroing = zeroing_key(e, o, &at("zeroing"));
     // The lists' lengths and ranges follow from the element size.
     let element_bits = element_bits?;
     let n = (width / element_bits) as usize;

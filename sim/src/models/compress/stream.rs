@@ -7,7 +7,7 @@
 //! dense output queue), with only what decides timing: per operation its
 //! kind, its `count` and `last`, and the number of dense input beats.
 
-use super::{apply, parse_ops, Kind, Op, OpResult};
+use super::{apply, element_bits_key, parse_ops, zeroing_key, Kind, Op, OpResult};
 use crate::models::{err, shown, InputErrors, Violations};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -426,18 +426,8 @@ fn parse_stream(e: &mut Violations, i: usize, s: &Value, width: u32) -> Option<S
         Some(_) => Err(err(at("op"), shown(&o["op"]), "\"compress_stream\" or \"expand_stream\"")),
         None => Err(err(at("op"), "(missing)", "\"compress_stream\" or \"expand_stream\"")),
     });
-    let element_bits = e.take(match o.get("element_bits") {
-        None => Err(err(at("element_bits"), "(missing)", "8, 16, 32 or 64")),
-        Some(eb) => match eb.as_u64() {
-            Some(b @ (8 | 16 | 32 | 64)) => Ok(b as u32),
-            _ => Err(err(at("element_bits"), shown(eb), "8, 16, 32 or 64")),
-        },
-    });
-    let zeroing = e.take(match o.get("zeroing") {
-        None => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(x) => Err(err(at("zeroing"), shown(x), "true or false")),
-    });
+    let element_bits = element_bits_key(e, o, &at("element_bits"));
+    let zeroing = zeroing_key(e, o, &at("zeroing"));
     const VECTORS: &str = "a list of 1 to 4096 vector objects";
     let vectors = match o.get("vectors") {
         None => {
