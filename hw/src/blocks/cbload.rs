@@ -20,11 +20,6 @@ use gpurtl_params::cbload::{CbloadParams, ErrorKind};
 /// Name of the top module.
 pub const TOP: &str = "gpurtl_cbload";
 
-const IDLE: u64 = 0;
-const CHECK: u64 = 1;
-const RUN: u64 = 2;
-const RESP: u64 = 3;
-
 pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     let aw = p.addr_bits;
     let dw = p.reg_index_bits();
@@ -136,107 +131,138 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     }
     let cfg_clear = b.let_("cfg_clear", &cfg_we.and(&cfg_addr.eq_lit(2 * p.views as u64)));
 
-    // ---- state and the instruction ----
-    let state = b.reg("state_q", 2, IDLE);
-    let in_state = |s: u64| state.eq_lit(s);
-    let accept = b.let_("accept", &in_valid.and(&in_state(IDLE)));
-    b.assign(&in_ready, &in_state(IDLE));
+    // ---- state (one-hot) and the instruction ----
+    // One flip-flop per state, so that "in state X" is a register and not a
+    // compare: the enables of RUN's counters are then a few gates deep.
+    let idle = b.reg("idle_q", 1, 1);
+    let checking = b.reg("check_q", 1, 0);
+    let running = b.reg("run_q", 1, 0);
+    let responding = b.reg("resp_q", 1, 0);
+    let accept = b.let_("accept", &in_valid.and(&idle));
+    b.assign(&in_ready, &idle);
     b.assign(&rf_re, &accept.and(&in_is_reg));
     b.assign(&rf_raddr, &in_offset_reg);
     let imm_q = b.pipe("imm_q", &in_offset, &accept);
     let is_reg_q = b.pipe("is_reg_q", &in_is_reg, &accept);
     let tag_q = b.pipe("tag_q", &in_tag, &accept);
 
-    // ---- at accept: everything that does not need the offset ----
+    // ---- at accept: the instruction and its view ----
     // The offset may come from the register file, whose data arrive in
-    // CHECK; what depends only on the instruction and the view is worked out
-    // here, from the inputs, so that CHECK is one carry chain deep.
+    // CHECK. Accept only selects the view and decodes the instruction (no
+    // wide arithmetic behind the view multiplexer); CHECK subtracts the
+    // offset from the view's size and end, one carry chain each, and the
+    // compares of those differences with the length are made from
+    // registers in RUN's first cycle, before any beat needs them.
     let len_in = b.let_("len_in", &in_burst.mux(&in_size, &Expr::lit(sw, gb as u64)));
     let len_q = b.pipe("len_q", &len_in, &accept);
     let n_beats_in = b.let_("n_beats_in", &len_in.zext(sw + 1).add(&Expr::lit(sw + 1, rb as u64 - 1)).slice(sw, lrb));
     let beats_q = b.pipe("n_beats_q", &n_beats_in, &accept);
-    let vsize_in = b.let_("vsize_in", &select(&in_view, &sizes));
-    let vbeats_in = b.let_("vbeats_in", &select(&in_view, &view_beats));
     let base = b.pipe("base_q", &select(&in_view, &bases), &accept);
-    let vsize = b.pipe("vsize_q", &vsize_in, &accept);
-    let vbeats = b.pipe("vbeats_q", &vbeats_in, &accept);
-    // The burst is cut short by the view (fewer real beats than B) iff
-    // off/RB > vbeats - B: always when vbeats < B.
-    let tw_ = cw.max(bw) + 1;
-    // One carry chain: vbeats - B = vbeats + ~(len / RB) + (no partial
-    // beat), B being len / RB plus one for a partial beat; its sign is
-    // "always".
-    let len_beats = len_in.slice(sw - 1, lrb).zext(tw_);
-    let whole = len_in.slice(lrb - 1, 0).eq_lit(0).zext(tw_);
-    let trunc_lim = b.let_("trunc_lim", &vbeats_in.zext(tw_).add(&len_beats.not()).add(&whole));
-    let trunc_always_q = b.pipe("trunc_always_q", &trunc_lim.bit_at(tw_ - 1), &accept);
-    let trunc_lim_q = b.pipe("trunc_lim_q", &trunc_lim.slice(cw - 1, 0), &accept);
-    // Out of bounds (off + len > vsize) iff off > vsize - len: always when
-    // vsize < len.
-    let lw = aw.max(sw) + 1;
-    let oob_lim = b.let_("oob_lim", &vsize_in.zext(lw).sub(&len_in.zext(lw)));
-    let oob_always_q = b.pipe("oob_always_q", &oob_lim.bit_at(lw - 1), &accept);
-    let oob_lim_q = b.pipe("oob_lim_q", &oob_lim.slice(aw - 1, 0), &accept);
-    let err_view = if p.views < (1 << vw) {
-        b.pipe("view_err_q", &in_view.ge(&Expr::lit(vw, p.views as u64)), &accept)
-    } else {
-        Expr::bit(false)
-    };
+    let vsize = b.pipe("vsize_q", &select(&in_view, &sizes), &accept);
+    let vbeats = b.pipe("vbeats_q", &select(&in_view, &view_beats), &accept);
+    let err_view = if p.views < (1 << vw) { in_view.ge(&Expr::lit(vw, p.views as u64)) } else { Expr::bit(false) };
+    let err_view_q = b.pipe("view_err_q", &err_view, &accept);
     let err_size_in = in_burst.and(&in_size.eq_lit(0).or(&in_size.gt(&Expr::lit(sw, p.max_len() as u64))));
     let err_size = b.pipe("size_err_q", &err_size_in, &accept);
     // Range: dest + ceil(len / GB) > regs, i.e. dest >= regs or
-    // len > (regs - dest) * GB.
+    // len > (regs - dest) * GB. The registers left are counted at accept,
+    // the compare with the length is made in CHECK from registers.
     let rw = dw + 1;
-    let regs_left = Expr::lit(rw, p.regs as u64).sub(&in_dest.zext(rw));
+    let regs_left = b.pipe("regs_left_q", &Expr::lit(rw, p.regs as u64).sub(&in_dest.zext(rw)), &accept);
     let kw = (rw + lgb).max(sw);
     let room_bytes = Expr::cat(&[regs_left.slice(rw - 1, 0), Expr::zero(lgb)]).zext(kw);
-    let too_long = len_in.zext(kw).gt(&room_bytes);
-    let err_range_in =
-        if p.regs < (1 << dw) { in_dest.zext(rw).ge(&Expr::lit(rw, p.regs as u64)).or(&too_long) } else { too_long };
-    let err_range = b.pipe("range_err_q", &err_range_in, &accept);
+    let too_long = len_q.zext(kw).gt(&room_bytes);
+    let err_range = if p.regs < (1 << dw) {
+        let dest_bad = b.pipe("dest_err_q", &in_dest.zext(rw).ge(&Expr::lit(rw, p.regs as u64)), &accept);
+        dest_bad.or(&too_long)
+    } else {
+        too_long
+    };
+    let err_range = b.let_("range_err", &err_range);
+    // The errors known at accept, and whether the immediate offset is
+    // misaligned: CHECK then only looks at the low bits of a register offset.
+    let early_err = b.pipe("early_err_q", &err_view.or(&err_size_in), &accept);
+    let imm_mis = if lrb > 0 { in_offset.slice(lrb - 1, 0).ne(&Expr::zero(lrb)) } else { Expr::bit(false) };
+    let imm_mis_q = b.pipe("imm_mis_q", &imm_mis, &accept);
 
     // ---- CHECK: the offset against the view, errors ----
-    let checking = b.let_("checking", &in_state(CHECK));
     let off = b.let_("off", &is_reg_q.mux(&rf_rdata, &imm_q));
     let off_beats = b.let_("off_beats", &off.slice(aw - 1, lrb).zext(cw));
-    let err_mis = if lrb > 0 { off.slice(lrb - 1, 0).ne(&Expr::zero(lrb)) } else { Expr::bit(false) };
-    let err_code = err_view.mux(
+    let reg_mis = if lrb > 0 { rf_rdata.slice(lrb - 1, 0).ne(&Expr::zero(lrb)) } else { Expr::bit(false) };
+    let err_mis = b.let_("misaligned", &is_reg_q.mux(&reg_mis, &imm_mis_q));
+    let err_code = err_view_q.mux(
         &Expr::lit(3, ErrorKind::View.code()),
         &err_mis.mux(&Expr::lit(3, ErrorKind::Misaligned.code()), &err_size.mux(&Expr::lit(3, ErrorKind::Size.code()), &err_range.mux(&Expr::lit(3, ErrorKind::Range.code()), &Expr::lit(3, ErrorKind::None.code())))),
     );
     let err_code = b.let_("err_code", &err_code);
-    let any_err = err_code.ne(&Expr::lit(3, ErrorKind::None.code()));
+    let any_err = b.let_("any_err", &early_err.or(&err_range).or(&err_mis));
     // With an aligned offset (a misaligned one is an error): off >= vsize
-    // iff off/RB >= ceil(vsize/RB), and the real beats left in the view are
+    // iff off/RB >= ceil(vsize/RB), and the beats left in the view are
     // ceil(vsize/RB) - off/RB.
-    let past_end = b.let_("past_end", &off_beats.ge(&vbeats));
-    let truncated = b.let_("truncated", &trunc_always_q.or(&off_beats.gt(&trunc_lim_q)));
-    let view_beats_left = vbeats.sub(&off_beats).slice(bw - 1, 0);
-    let real_beats = past_end.mux(&Expr::zero(bw), &truncated.mux(&view_beats_left, &beats_q));
-    let out_of_bounds = b.let_("out_of_bounds", &oob_always_q.or(&off.gt(&oob_lim_q)));
-    let room = vsize.sub(&off).slice(sw - 1, 0);
-    // Bytes that come from memory: min(len, vsize - off). (Past the view's
-    // end no beat is real and every beat is zero, so the value then does
-    // not matter.)
-    let valid_bytes = b.pipe("valid_bytes_q", &out_of_bounds.mux(&room, &len_q), &checking);
+    // "Past the end" decides the first request and beat, so it is compared
+    // for both offsets straight from their registers and chosen after the
+    // carry chains, not before.
+    let beats_of = |o: &Expr| o.slice(aw - 1, lrb).zext(cw);
+    let past_end_reg = beats_of(&rf_rdata).ge(&vbeats);
+    let past_end_imm = beats_of(&imm_q).ge(&vbeats);
+    let past_end = b.let_("past_end", &is_reg_q.mux(&past_end_reg, &past_end_imm));
+    let view_beats_left = b.pipe("view_beats_left_q", &vbeats.sub(&off_beats), &checking);
+    // The bytes left in the view, vsize - off, with a sign bit (negative
+    // past the end).
+    let view_bytes_left = b.pipe("view_bytes_left_q", &vsize.zext(aw + 1).sub(&off.zext(aw + 1)), &checking);
     let wreg = b.reg_noreset("wreg_q", dw);
 
-    // Sticky out-of-bounds flag with the first offender's tag.
+    // ---- RUN's first cycle: the view's limits against the length ----
+    let run_first = b.reg("run_first_q", 1, 0);
+    b.next(&run_first, &checking.and(&any_err.not()), None);
+    // "k < y" for a y wider than k: y's bits above k's are only tested for
+    // zero, beside a compare as wide as k.
+    let below = |k: &Expr, y: &Expr| {
+        let w = k.width();
+        let low = k.lt(&y.slice(w - 1, 0));
+        if y.width() > w { y.slice(y.width() - 1, w).ne(&Expr::zero(y.width() - w)).or(&low) } else { low }
+    };
+    // Beat k is real iff k < min(B, beats left in the view) (none past the
+    // view's end, when no request is made and every beat is zero).
+    let below_real = |k: &Expr| k.lt(&beats_q).and(&below(k, &view_beats_left));
+    // Out of bounds: off + len > vsize, i.e. the bytes left in the view are
+    // negative or fewer than len.
+    let vbl_neg = view_bytes_left.bit_at(aw);
+    let vbl_short = if aw > sw {
+        view_bytes_left.slice(aw - 1, sw).eq_lit(0).and(&view_bytes_left.slice(sw - 1, 0).lt(&len_q))
+    } else {
+        view_bytes_left.slice(aw - 1, 0).lt(&len_q.zext(aw))
+    };
+    let out_of_bounds = b.let_("out_of_bounds", &vbl_neg.or(&vbl_short));
+    // Bytes that come from memory: min(len, vsize - off) (past the view's
+    // end every beat is zero and the value does not matter). Its full beats
+    // are min(len, vsize - off) / RB, beat k is full iff k is below both,
+    // and the bytes of the partial beat are the low bits of the smaller.
+    let vbl_beats = view_bytes_left.slice(aw - 1, lrb);
+    let len_full = len_q.slice(sw - 1, lrb).zext(bw);
+    let below_full = |k: &Expr| k.lt(&len_full).and(&below(k, &vbl_beats));
+    let part_bytes = b.pipe(
+        "part_bytes_q",
+        &out_of_bounds.mux(&view_bytes_left.slice(lrb - 1, 0), &len_q.slice(lrb - 1, 0)),
+        &run_first,
+    );
+
+    // Sticky out-of-bounds flag with the first offender's tag, set at the
+    // end of RUN's first cycle (only instructions without an error get
+    // there).
     let oob_q = b.reg("oob_q", 1, 0);
     let oob_tag_q = b.reg("oob_tag_q", tw, 0);
-    // Decided in CHECK, applied one cycle later (the flag is read when the
-    // unit is idle; this keeps the offset's carry chain off its enable).
-    let set_oob = b.reg("oob_hit_q", 1, 0);
-    b.next(&set_oob, &checking.and(&any_err.not()).and(&out_of_bounds), None);
+    let set_oob = b.let_("set_oob", &run_first.and(&out_of_bounds));
     b.next(&oob_q, &set_oob.or(&oob_q.and(&cfg_clear.not())), None);
     b.next(&oob_tag_q, &tag_q, Some(&set_oob.and(&oob_q.and(&cfg_clear.not()).not())));
     b.assign(&oob, &oob_q);
     b.assign(&oob_tag, &oob_tag_q);
 
     // ---- RUN: requests ----
-    let running = b.let_("running", &in_state(RUN));
-    let issued = b.reg_noreset("issued_q", bw);
-    let real_q = b.pipe("real_beats_q", &real_beats, &checking);
+    // Requests made plus one: the count once the offered request is taken,
+    // compared with the real beats for the next cycle's "a request is
+    // left" straight from a register.
+    let issued_next = b.reg_noreset("issued_next_q", bw);
     let outstanding = b.reg("outstanding_q", ow, 0);
     let addr = b.reg_noreset("addr_q", aw);
     // "A request is left" (issued < real beats) and "a read may be added in
@@ -249,48 +275,60 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     b.assign(&mem_req_addr, &addr);
     let req_fire = b.let_("req_fire", &req.and(&mem_req_ready));
     b.next(&addr, &checking.mux(&base.add(&off), &addr.add(&Expr::lit(aw, rb as u64))), Some(&checking.or(&req_fire)));
-    b.next(&issued, &checking.mux(&Expr::zero(bw), &issued.add(&Expr::lit(bw, 1))), Some(&checking.or(&req_fire)));
+    b.next(&issued_next, &checking.mux(&Expr::lit(bw, 1), &issued_next.add(&Expr::lit(bw, 1))), Some(&checking.or(&req_fire)));
     // A non-error instruction has real beats iff it starts inside its view.
     b.next(
         &req_left,
-        &checking.mux(&past_end.not(), &issued.add(&Expr::lit(bw, 1)).lt(&real_q)),
+        &checking.mux(&past_end.not(), &below_real(&issued_next)),
         Some(&checking.or(&req_fire)),
     );
 
     // ---- RUN: beats in, registers out ----
-    let got = b.reg_noreset("got_q", bw);
-    // got < real beats is a register for the next beat, and the beats left
-    // after this one count down (B - 1 at CHECK), so "last beat" is a zero
-    // test. In RUN got < B always (the last beat ends RUN), so a beat beyond
-    // the view is always available.
-    let got_next = b.let_("got_next", &got.add(&Expr::lit(bw, 1)));
+    // Beats taken plus one (the index of the beat after the current one),
+    // and the current beat's slot in the register being filled.
+    let got_next = b.reg_noreset("got_next_q", bw);
+    let slot = (lp > 0).then(|| b.reg_noreset("slot_q", lp));
+    // "The next beat is real" is a register, and so are "this beat is the
+    // last" and "this beat completes a register": the beats left after
+    // this one count down (B - 1 at CHECK) and the flags are their
+    // compares with 1, worked out a cycle ahead. In RUN the beats taken are
+    // fewer than B always (the last beat ends RUN), so a beat beyond the
+    // view is always available.
     let is_real = b.reg("beat_is_real_q", 1, 0);
     let beats_left = b.reg_noreset("beats_left_q", bw);
-    let last_beat = b.let_("last_beat", &beats_left.eq_lit(0));
+    let last_beat = b.reg_noreset("last_beat_q", 1);
     let beat_avail = b.let_("beat_avail", &running.and(&is_real.mux(&mem_rsp_valid, &Expr::bit(true))));
-    let completes = if lp == 0 {
-        Expr::bit(true)
-    } else {
-        got.slice(lp - 1, 0).eq(&Expr::ones(lp)).or(&last_beat)
-    };
-    let completes = b.let_("reg_complete", &completes);
+    let one_beat = beats_q.eq_lit(1);
+    let next_is_last = beats_left.eq_lit(1);
+    let complete_q = (lp > 0).then(|| b.reg_noreset("reg_complete_q", 1));
+    let completes = complete_q.clone().unwrap_or(Expr::bit(true));
     let beat_fire = b.let_("beat_fire", &beat_avail.and(&completes.not().or(&rf_wready)));
+    let beat_step = checking.or(&beat_fire);
+    if let Some(complete_q) = &complete_q {
+        // The next beat's slot is the last one.
+        let slot_full = got_next.slice(lp - 1, 0).eq(&Expr::ones(lp));
+        b.next(complete_q, &checking.mux(&one_beat, &slot_full.or(&next_is_last)), Some(&beat_step));
+    }
+    b.next(&last_beat, &checking.mux(&one_beat, &next_is_last), Some(&beat_step));
     b.assign(&mem_rsp_ready, &running.and(&is_real).and(&completes.not().or(&rf_wready)));
     // Byte i of this beat is real data iff got*RB + i < valid_bytes: the
-    // beat is below the last partial one, or it is that one and i is below
-    // the bytes it keeps. The full beats still to come count down from
-    // valid_bytes / RB; at zero this beat is the partial one, after it every
-    // beat is past the data.
-    let full_left = b.reg_noreset("full_beats_left_q", bw);
-    let past_part = b.reg_noreset("past_part_q", 1);
-    // Loaded in RUN's first cycle, from registers: a real beat arrives a
-    // cycle after its request at the earliest, so no real beat is taken in
-    // that cycle (a beat beyond the view is zero whatever these say).
-    let run_first = b.reg("run_first_q", 1, 0);
-    b.next(&run_first, &checking, None);
-    let part_bytes = valid_bytes.slice(lrb - 1, 0);
-    let beat_full = b.let_("beat_full", &full_left.eq_lit(0).not());
-    let beat_part = b.let_("beat_part", &full_left.eq_lit(0).and(&past_part.not()));
+    // beat is full (below valid_bytes / RB), or it is the partial one after
+    // the last full beat and i is below the bytes it keeps. Both are
+    // registers, worked out for the next beat; the first beat's are loaded
+    // in RUN's first cycle: a real beat arrives a cycle after its request at
+    // the earliest, so no real beat is taken in that cycle (a beat beyond
+    // the view is zero whatever these say).
+    let beat_full = b.reg_noreset("beat_full_q", 1);
+    let beat_part = b.reg_noreset("beat_part_q", 1);
+    let zero_b = Expr::zero(bw);
+    let first_full = below_full(&zero_b);
+    let next_full = below_full(&got_next);
+    b.next(&beat_full, &run_first.mux(&first_full, &next_full), Some(&run_first.or(&beat_fire)));
+    b.next(
+        &beat_part,
+        &run_first.mux(&first_full.not(), &beat_full.and(&next_full.not())),
+        Some(&run_first.or(&beat_fire)),
+    );
     let data = b.let_("beat_in", &is_real.mux(&mem_rsp_data, &Expr::zero(p.read_bits)));
     let lanes: Vec<Expr> = (0..rb)
         .map(|i| {
@@ -307,57 +345,80 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     let wdata = if lp == 0 {
         beat.clone()
     } else {
-        let acc = b.reg_noreset("acc_q", p.reg_bits);
-        let slot = got.slice(lp - 1, 0);
+        // Slot s of the register being filled holds beat s. A slot is
+        // loaded in every cycle the beat count points at it (what it takes
+        // while the beat waits is overwritten when the beat is taken), so
+        // its enable is a decode of the count, not the handshake; slots
+        // above the current beat are not yet filled and read as zero.
+        let slot = slot.clone().expect("a slot register when a register takes several beats");
+        // The last slot is always the beat being taken: no register.
+        let held: Vec<Expr> = (0..beats_per_reg - 1)
+            .map(|s| b.pipe(&format!("acc{s}_q"), &beat, &slot.eq_lit(s as u64)))
+            .collect();
         let chunks: Vec<Expr> = (0..beats_per_reg)
-            .map(|s| slot.eq_lit(s as u64).mux(&beat, &acc.part(s * p.read_bits, p.read_bits)))
+            .map(|s| {
+                let sv = Expr::lit(lp, s as u64);
+                let before = if s + 1 == beats_per_reg {
+                    Expr::zero(p.read_bits)
+                } else {
+                    slot.gt(&sv).mux(&held[s as usize], &Expr::zero(p.read_bits))
+                };
+                slot.eq(&sv).mux(&beat, &before)
+            })
             .collect();
         let wdata = b.let_("reg_data", &Expr::cat_lanes(&chunks));
-        b.next(&acc, &completes.mux(&Expr::zero(p.reg_bits), &wdata), Some(&beat_fire));
         wdata
     };
     b.assign(&rf_we, &beat_avail.and(&completes));
     b.assign(&rf_waddr, &wreg);
     b.assign(&rf_wdata, &wdata);
-    b.next(&got, &checking.mux(&Expr::zero(bw), &got_next), Some(&checking.or(&beat_fire)));
-    b.next(&is_real, &checking.mux(&past_end.not(), &got_next.lt(&real_q)), Some(&checking.or(&beat_fire)));
+    b.next(&got_next, &checking.mux(&Expr::lit(bw, 1), &got_next.add(&Expr::lit(bw, 1))), Some(&beat_step));
+    if let Some(slot) = &slot {
+        b.next(slot, &checking.mux(&Expr::zero(lp), &slot.add(&Expr::lit(lp, 1))), Some(&beat_step));
+    }
+    // Real beats come first: once a beat is beyond the view, so are the
+    // rest (and past the view's end the first is).
+    b.next(&is_real, &checking.mux(&past_end.not(), &is_real.and(&below_real(&got_next))), Some(&beat_step));
     let one_b = Expr::lit(bw, 1);
-    b.next(&beats_left, &checking.mux(&beats_q.sub(&one_b), &beats_left.sub(&one_b)), Some(&checking.or(&beat_fire)));
-    b.next(
-        &full_left,
-        &run_first.mux(&valid_bytes.slice(sw - 1, lrb).zext(bw), &full_left.sub(&one_b)),
-        Some(&run_first.or(&beat_fire.and(&beat_full))),
-    );
-    b.next(&past_part, &run_first.not(), Some(&run_first.or(&beat_fire.and(&beat_part))));
+    b.next(&beats_left, &checking.mux(&beats_q.sub(&one_b), &beats_left.sub(&one_b)), Some(&beat_step));
     b.next(
         &wreg,
         &accept.mux(&in_dest, &wreg.add(&Expr::lit(dw, 1))),
         Some(&accept.or(&beat_fire.and(&completes))),
     );
-    let real_fire = beat_fire.and(&is_real);
+    // Reads in flight: +1 for a request, -1 for a real beat taken. "Room
+    // for one more" is a register worked out from the count's compares
+    // with max_outstanding - 1 (one more request fills it) and the two
+    // handshakes, so it needs no compare after the count's adder.
+    let real_fire = b.let_("real_fire", &beat_fire.and(&is_real));
     let one = Expr::lit(ow, 1);
+    let max_o = p.max_outstanding as u64;
     let outstanding_next = b.let_(
         "outstanding_next",
         &req_fire.mux(&real_fire.mux(&outstanding, &outstanding.add(&one)), &real_fire.mux(&outstanding.sub(&one), &outstanding)),
     );
     b.next(&outstanding, &outstanding_next, None);
-    b.next(&req_room, &outstanding_next.lt(&Expr::lit(ow, p.max_outstanding as u64)), None);
+    let one_short = outstanding.eq_lit(max_o - 1);
+    b.next(
+        &req_room,
+        &req_fire.mux(&real_fire.or(&one_short.not()), &real_fire.or(&req_room)),
+        None,
+    );
 
     // ---- RESP ----
     let err_q = b.pipe("err_q", &err_code, &checking);
-    b.assign(&rsp_valid, &in_state(RESP));
+    b.assign(&rsp_valid, &responding);
     b.assign(&rsp_tag, &tag_q);
     b.assign(&rsp_error, &err_q);
-    let next_state = select(
-        &state,
-        &[
-            accept.mux(&Expr::lit(2, CHECK), &Expr::lit(2, IDLE)),
-            any_err.mux(&Expr::lit(2, RESP), &Expr::lit(2, RUN)),
-            beat_fire.and(&last_beat).mux(&Expr::lit(2, RESP), &Expr::lit(2, RUN)),
-            rsp_ready.mux(&Expr::lit(2, IDLE), &Expr::lit(2, RESP)),
-        ],
+    let done = b.let_("run_done", &beat_fire.and(&last_beat));
+    b.next(&idle, &idle.and(&in_valid.not()).or(&responding.and(&rsp_ready)), None);
+    b.next(&checking, &accept, None);
+    b.next(&running, &checking.and(&any_err.not()).or(&running.and(&done.not())), None);
+    b.next(
+        &responding,
+        &checking.and(&any_err).or(&running.and(&done)).or(&responding.and(&rsp_ready.not())),
+        None,
     );
-    b.next(&state, &next_state, None);
 
     let top = b.finish()?;
     Ok(Design::of(top, p))

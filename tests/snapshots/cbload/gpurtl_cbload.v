@@ -111,7 +111,10 @@ module gpurtl_cbload (
   reg  [31:0]  view7_size_q;
   reg  [29:0]  view7_beats_q;
   wire         cfg_clear;
-  reg  [1:0]   state_q;
+  reg          idle_q;
+  reg          check_q;
+  reg          run_q;
+  reg          resp_q;
   wire         accept;
   reg  [31:0]  imm_q;
   reg          is_reg_q;
@@ -124,116 +127,100 @@ module gpurtl_cbload (
   wire [12:0]  n_beats_in_t2;
   /* verilator lint_on UNUSED */
   reg  [9:0]   n_beats_q;
-  wire [31:0]  vsize_in;
-  wire [29:0]  vbeats_in;
   reg  [31:0]  base_q;
   reg  [31:0]  vsize_q;
   reg  [29:0]  vbeats_q;
-  wire [30:0]  trunc_lim;
-  reg          trunc_always_q;
-  reg  [29:0]  trunc_lim_q;
-  wire [32:0]  oob_lim;
-  reg          oob_always_q;
-  reg  [31:0]  oob_lim_q;
+  reg          view_err_q;
   reg          size_err_q;
-  reg          range_err_q;
-  wire         checking;
+  reg  [6:0]   regs_left_q;
+  wire         range_err;
+  reg          early_err_q;
+  reg          imm_mis_q;
   wire [31:0]  off;
   wire [29:0]  off_beats;
+  wire         misaligned;
   wire [2:0]   err_code;
+  wire         any_err;
   wire         past_end;
-  wire         truncated;
-  wire         out_of_bounds;
-  reg  [11:0]  valid_bytes_q;
-  // valid_bytes_q_t3: bits [31:12] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [31:0]  valid_bytes_q_t3;
-  /* verilator lint_on UNUSED */
+  reg  [29:0]  view_beats_left_q;
+  reg  [32:0]  view_bytes_left_q;
   reg  [5:0]   wreg_q;
+  reg          run_first_q;
+  wire         out_of_bounds;
+  reg  [2:0]   part_bytes_q;
   reg          oob_q;
   reg  [7:0]   oob_tag_q;
-  reg          oob_hit_q;
-  wire         running;
-  reg  [9:0]   issued_q;
-  reg  [9:0]   real_beats_q;
-  // real_beats_q_t4: bits [29:10] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [29:0]  real_beats_q_t4;
-  /* verilator lint_on UNUSED */
+  wire         set_oob;
+  reg  [9:0]   issued_next_q;
   reg  [4:0]   outstanding_q;
   reg  [31:0]  addr_q;
   reg          req_left_q;
   reg          req_room_q;
   wire         req;
   wire         req_fire;
-  reg  [9:0]   got_q;
-  wire [9:0]   got_next;
+  reg  [9:0]   got_next_q;
+  reg  [1:0]   slot_q;
   reg          beat_is_real_q;
   reg  [9:0]   beats_left_q;
-  wire         last_beat;
+  reg          last_beat_q;
   wire         beat_avail;
-  wire         reg_complete;
+  reg          reg_complete_q;
   wire         beat_fire;
-  reg  [9:0]   full_beats_left_q;
-  reg          past_part_q;
-  reg          run_first_q;
-  wire         beat_full;
-  wire         beat_part;
+  reg          beat_full_q;
+  reg          beat_part_q;
+  wire [28:0]  beat_full_q_t3;
   wire [63:0]  beat_in;
   wire [63:0]  beat_data;
-  reg  [255:0] acc_q;
+  reg  [63:0]  acc0_q;
+  reg  [63:0]  acc1_q;
+  reg  [63:0]  acc2_q;
   wire [255:0] reg_data;
+  wire         real_fire;
   wire [4:0]   outstanding_next;
   reg  [2:0]   err_q;
+  wire         run_done;
 
   assign cfg_size_beats_t1 = {1'd0, cfg_wdata_i} + 33'd7;
   assign cfg_size_beats = cfg_size_beats_t1[32:3];
   assign cfg_clear = cfg_we_i & (cfg_addr_i == 5'd16);
-  assign accept = in_valid_i & (state_q == 2'd0);
-  assign in_ready_o = state_q == 2'd0;
+  assign accept = in_valid_i & idle_q;
+  assign in_ready_o = idle_q;
   assign rf_re_o = accept & in_offset_is_reg_i;
   assign rf_raddr_o = in_offset_reg_i;
   assign len_in = in_burst_i ? in_size_i : 12'd32;
   assign n_beats_in_t2 = {1'd0, len_in} + 13'd7;
   assign n_beats_in = n_beats_in_t2[12:3];
-  assign vsize_in = in_view_i[2] ? (in_view_i[1] ? (in_view_i[0] ? view7_size_q : view6_size_q) : in_view_i[0] ? view5_size_q : view4_size_q) : in_view_i[1] ? (in_view_i[0] ? view3_size_q : view2_size_q) : in_view_i[0] ? view1_size_q : view0_size_q;
-  assign vbeats_in = in_view_i[2] ? (in_view_i[1] ? (in_view_i[0] ? view7_beats_q : view6_beats_q) : in_view_i[0] ? view5_beats_q : view4_beats_q) : in_view_i[1] ? (in_view_i[0] ? view3_beats_q : view2_beats_q) : in_view_i[0] ? view1_beats_q : view0_beats_q;
-  assign trunc_lim = ({1'd0, vbeats_in} + ~{22'd0, len_in[11:3]}) + {30'd0, len_in[2:0] == 3'd0};
-  assign oob_lim = {1'd0, vsize_in} - {21'd0, len_in};
-  assign checking = state_q == 2'd1;
+  assign range_err = len_q > {regs_left_q, 5'd0};
   assign off = is_reg_q ? rf_rdata_i : imm_q;
   assign off_beats = {1'd0, off[31:3]};
-  assign err_code = 1'd0 ? 3'd1 : (off[2:0] != 3'd0) ? 3'd2 : size_err_q ? 3'd3 : range_err_q ? 3'd4 : 3'd0;
-  assign past_end = off_beats >= vbeats_q;
-  assign truncated = trunc_always_q | (off_beats > trunc_lim_q);
-  assign out_of_bounds = oob_always_q | (off > oob_lim_q);
-  assign valid_bytes_q_t3 = vsize_q - off;
+  assign misaligned = is_reg_q ? (rf_rdata_i[2:0] != 3'd0) : imm_mis_q;
+  assign err_code = view_err_q ? 3'd1 : misaligned ? 3'd2 : size_err_q ? 3'd3 : range_err ? 3'd4 : 3'd0;
+  assign any_err = (early_err_q | range_err) | misaligned;
+  assign past_end = is_reg_q ? ({1'd0, rf_rdata_i[31:3]} >= vbeats_q) : ({1'd0, imm_q[31:3]} >= vbeats_q);
+  assign out_of_bounds = view_bytes_left_q[32] | ((view_bytes_left_q[31:12] == 20'd0) & (view_bytes_left_q[11:0] < len_q));
+  assign set_oob = run_first_q & out_of_bounds;
   assign oob_o = oob_q;
   assign oob_tag_o = oob_tag_q;
-  assign running = state_q == 2'd2;
-  assign real_beats_q_t4 = vbeats_q - off_beats;
-  assign req = (running & req_left_q) & req_room_q;
+  assign req = (run_q & req_left_q) & req_room_q;
   assign mem_req_valid_o = req;
   assign mem_req_addr_o = addr_q;
   assign req_fire = req & mem_req_ready_i;
-  assign got_next = got_q + 10'd1;
-  assign last_beat = beats_left_q == 10'd0;
-  assign beat_avail = running & (beat_is_real_q ? mem_rsp_valid_i : 1'd1);
-  assign reg_complete = (got_q[1:0] == 2'd3) | last_beat;
-  assign beat_fire = beat_avail & (~reg_complete | rf_wready_i);
-  assign mem_rsp_ready_o = (running & beat_is_real_q) & (~reg_complete | rf_wready_i);
-  assign beat_full = ~(full_beats_left_q == 10'd0);
-  assign beat_part = (full_beats_left_q == 10'd0) & ~past_part_q;
+  assign beat_avail = run_q & (beat_is_real_q ? mem_rsp_valid_i : 1'd1);
+  assign beat_fire = beat_avail & (~reg_complete_q | rf_wready_i);
+  assign mem_rsp_ready_o = (run_q & beat_is_real_q) & (~reg_complete_q | rf_wready_i);
+  assign beat_full_q_t3 = view_bytes_left_q[31:3];
   assign beat_in = beat_is_real_q ? mem_rsp_data_i : 64'd0;
-  assign beat_data = {beat_full ? beat_in[63:56] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd6))) ? beat_in[55:48] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd5))) ? beat_in[47:40] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd4))) ? beat_in[39:32] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd3))) ? beat_in[31:24] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd2))) ? beat_in[23:16] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd1))) ? beat_in[15:8] : 8'd0, (beat_full | (beat_part & (valid_bytes_q[2:0] > 3'd0))) ? beat_in[7:0] : 8'd0};
-  assign reg_data = {(got_q[1:0] == 2'd3) ? beat_data : acc_q[255:192], (got_q[1:0] == 2'd2) ? beat_data : acc_q[191:128], (got_q[1:0] == 2'd1) ? beat_data : acc_q[127:64], (got_q[1:0] == 2'd0) ? beat_data : acc_q[63:0]};
-  assign rf_we_o = beat_avail & reg_complete;
+  assign beat_data = {beat_full_q ? beat_in[63:56] : 8'd0, (beat_full_q | (beat_part_q & (part_bytes_q > 3'd6))) ? beat_in[55:48] : 8'd0, (beat_full_q | (beat_part_q & (part_bytes_q > 3'd5))) ? beat_in[47:40] : 8'd0, (beat_full_q | (beat_part_q & (part_bytes_q > 3'd4))) ? beat_in[39:32] : 8'd0, (beat_full_q | (beat_part_q & (part_bytes_q > 3'd3))) ? beat_in[31:24] : 8'd0, (beat_full_q | (beat_part_q & (part_bytes_q > 3'd2))) ? beat_in[23:16] : 8'd0, (beat_full_q | (beat_part_q & (part_bytes_q > 3'd1))) ? beat_in[15:8] : 8'd0, (beat_full_q | (beat_part_q & (part_bytes_q > 3'd0))) ? beat_in[7:0] : 8'd0};
+  assign reg_data = {(slot_q == 2'd3) ? beat_data : 64'd0, (slot_q == 2'd2) ? beat_data : (slot_q > 2'd2) ? acc2_q : 64'd0, (slot_q == 2'd1) ? beat_data : (slot_q > 2'd1) ? acc1_q : 64'd0, (slot_q == 2'd0) ? beat_data : (slot_q > 2'd0) ? acc0_q : 64'd0};
+  assign rf_we_o = beat_avail & reg_complete_q;
   assign rf_waddr_o = wreg_q;
   assign rf_wdata_o = reg_data;
-  assign outstanding_next = req_fire ? ((beat_fire & beat_is_real_q) ? outstanding_q : (outstanding_q + 5'd1)) : (beat_fire & beat_is_real_q) ? (outstanding_q - 5'd1) : outstanding_q;
-  assign rsp_valid_o = state_q == 2'd3;
+  assign real_fire = beat_fire & beat_is_real_q;
+  assign outstanding_next = req_fire ? (real_fire ? outstanding_q : (outstanding_q + 5'd1)) : real_fire ? (outstanding_q - 5'd1) : outstanding_q;
+  assign rsp_valid_o = resp_q;
   assign rsp_tag_o = tag_q;
   assign rsp_error_o = err_q;
+  assign run_done = beat_fire & last_beat_q;
 
   always @(posedge clk_i) begin
     if (rst_i) begin
@@ -261,15 +248,17 @@ module gpurtl_cbload (
       view7_base_q <= 32'd0;
       view7_size_q <= 32'd0;
       view7_beats_q <= 30'd0;
-      oob_hit_q <= 1'd0;
+      run_first_q <= 1'd0;
       oob_q <= 1'd0;
       oob_tag_q <= 8'd0;
       req_left_q <= 1'd0;
-      run_first_q <= 1'd0;
       beat_is_real_q <= 1'd0;
       outstanding_q <= 5'd0;
       req_room_q <= 1'd1;
-      state_q <= 2'd0;
+      idle_q <= 1'd1;
+      check_q <= 1'd0;
+      run_q <= 1'd0;
+      resp_q <= 1'd0;
     end else begin
       if (cfg_we_i & (cfg_addr_i == 5'd0)) view0_base_q <= cfg_wdata_i;
       if (cfg_we_i & (cfg_addr_i == 5'd1)) view0_size_q <= cfg_wdata_i;
@@ -295,15 +284,17 @@ module gpurtl_cbload (
       if (cfg_we_i & (cfg_addr_i == 5'd14)) view7_base_q <= cfg_wdata_i;
       if (cfg_we_i & (cfg_addr_i == 5'd15)) view7_size_q <= cfg_wdata_i;
       if (cfg_we_i & (cfg_addr_i == 5'd15)) view7_beats_q <= cfg_size_beats;
-      oob_hit_q <= (checking & ~(err_code != 3'd0)) & out_of_bounds;
-      oob_q <= oob_hit_q | (oob_q & ~cfg_clear);
-      if (oob_hit_q & ~(oob_q & ~cfg_clear)) oob_tag_q <= tag_q;
-      if (checking | req_fire) req_left_q <= checking ? ~past_end : ((issued_q + 10'd1) < real_beats_q);
-      run_first_q <= checking;
-      if (checking | beat_fire) beat_is_real_q <= checking ? ~past_end : (got_next < real_beats_q);
+      run_first_q <= check_q & ~any_err;
+      oob_q <= set_oob | (oob_q & ~cfg_clear);
+      if (set_oob & ~(oob_q & ~cfg_clear)) oob_tag_q <= tag_q;
+      if (check_q | req_fire) req_left_q <= check_q ? ~past_end : ((issued_next_q < n_beats_q) & ((view_beats_left_q[29:10] != 20'd0) | (issued_next_q < view_beats_left_q[9:0])));
+      if (check_q | beat_fire) beat_is_real_q <= check_q ? ~past_end : (beat_is_real_q & ((got_next_q < n_beats_q) & ((view_beats_left_q[29:10] != 20'd0) | (got_next_q < view_beats_left_q[9:0]))));
       outstanding_q <= outstanding_next;
-      req_room_q <= outstanding_next < 5'd16;
-      state_q <= state_q[1] ? (state_q[0] ? (rsp_ready_i ? 2'd0 : 2'd3) : (beat_fire & last_beat) ? 2'd3 : 2'd2) : state_q[0] ? ((err_code != 3'd0) ? 2'd3 : 2'd2) : accept ? 2'd1 : 2'd0;
+      req_room_q <= req_fire ? (real_fire | ~(outstanding_q == 5'd15)) : (real_fire | req_room_q);
+      idle_q <= (idle_q & ~in_valid_i) | (resp_q & rsp_ready_i);
+      check_q <= accept;
+      run_q <= (check_q & ~any_err) | (run_q & ~run_done);
+      resp_q <= ((check_q & any_err) | (run_q & run_done)) | (resp_q & ~rsp_ready_i);
     end
   end
 
@@ -315,59 +306,74 @@ module gpurtl_cbload (
       len_q <= len_in;
       n_beats_q <= n_beats_in;
       base_q <= in_view_i[2] ? (in_view_i[1] ? (in_view_i[0] ? view7_base_q : view6_base_q) : in_view_i[0] ? view5_base_q : view4_base_q) : in_view_i[1] ? (in_view_i[0] ? view3_base_q : view2_base_q) : in_view_i[0] ? view1_base_q : view0_base_q;
-      vsize_q <= vsize_in;
-      vbeats_q <= vbeats_in;
-      trunc_always_q <= trunc_lim[30];
-      trunc_lim_q <= trunc_lim[29:0];
-      oob_always_q <= oob_lim[32];
-      oob_lim_q <= oob_lim[31:0];
+      vsize_q <= in_view_i[2] ? (in_view_i[1] ? (in_view_i[0] ? view7_size_q : view6_size_q) : in_view_i[0] ? view5_size_q : view4_size_q) : in_view_i[1] ? (in_view_i[0] ? view3_size_q : view2_size_q) : in_view_i[0] ? view1_size_q : view0_size_q;
+      vbeats_q <= in_view_i[2] ? (in_view_i[1] ? (in_view_i[0] ? view7_beats_q : view6_beats_q) : in_view_i[0] ? view5_beats_q : view4_beats_q) : in_view_i[1] ? (in_view_i[0] ? view3_beats_q : view2_beats_q) : in_view_i[0] ? view1_beats_q : view0_beats_q;
+      view_err_q <= 1'd0;
       size_err_q <= in_burst_i & ((in_size_i == 12'd0) | (in_size_i > 12'd2048));
-      range_err_q <= len_in > {7'd64 - {1'd0, in_dest_i}, 5'd0};
+      regs_left_q <= 7'd64 - {1'd0, in_dest_i};
+      early_err_q <= 1'd0 | (in_burst_i & ((in_size_i == 12'd0) | (in_size_i > 12'd2048)));
+      imm_mis_q <= in_offset_i[2:0] != 3'd0;
     end
   end
 
   always @(posedge clk_i) begin
-    if (checking) begin
-      valid_bytes_q <= out_of_bounds ? valid_bytes_q_t3[11:0] : len_q;
-      real_beats_q <= past_end ? 10'd0 : truncated ? real_beats_q_t4[9:0] : n_beats_q;
+    if (check_q) begin
+      view_beats_left_q <= vbeats_q - off_beats;
+      view_bytes_left_q <= {1'd0, vsize_q} - {1'd0, off};
       err_q <= err_code;
     end
   end
 
   always @(posedge clk_i) begin
-    if (checking | req_fire) begin
-      addr_q <= checking ? (base_q + off) : (addr_q + 32'd8);
-      issued_q <= checking ? 10'd0 : (issued_q + 10'd1);
+    if (run_first_q) begin
+      part_bytes_q <= out_of_bounds ? view_bytes_left_q[2:0] : len_q[2:0];
     end
   end
 
   always @(posedge clk_i) begin
-    if (beat_fire) begin
-      acc_q <= reg_complete ? 256'd0 : reg_data;
+    if (check_q | req_fire) begin
+      addr_q <= check_q ? (base_q + off) : (addr_q + 32'd8);
+      issued_next_q <= check_q ? 10'd1 : (issued_next_q + 10'd1);
     end
   end
 
   always @(posedge clk_i) begin
-    if (checking | beat_fire) begin
-      got_q <= checking ? 10'd0 : got_next;
-      beats_left_q <= checking ? (n_beats_q - 10'd1) : (beats_left_q - 10'd1);
+    if (check_q | beat_fire) begin
+      reg_complete_q <= check_q ? (n_beats_q == 10'd1) : ((got_next_q[1:0] == 2'd3) | (beats_left_q == 10'd1));
+      last_beat_q <= check_q ? (n_beats_q == 10'd1) : (beats_left_q == 10'd1);
+      got_next_q <= check_q ? 10'd1 : (got_next_q + 10'd1);
+      slot_q <= check_q ? 2'd0 : (slot_q + 2'd1);
+      beats_left_q <= check_q ? (n_beats_q - 10'd1) : (beats_left_q - 10'd1);
     end
   end
 
   always @(posedge clk_i) begin
-    if (run_first_q | (beat_fire & beat_full)) begin
-      full_beats_left_q <= run_first_q ? {1'd0, valid_bytes_q[11:3]} : (full_beats_left_q - 10'd1);
+    if (run_first_q | beat_fire) begin
+      beat_full_q <= run_first_q ? ((10'd0 < {1'd0, len_q[11:3]}) & ((beat_full_q_t3[28:10] != 19'd0) | (10'd0 < beat_full_q_t3[9:0]))) : ((got_next_q < {1'd0, len_q[11:3]}) & ((beat_full_q_t3[28:10] != 19'd0) | (got_next_q < beat_full_q_t3[9:0])));
+      beat_part_q <= run_first_q ? ~((10'd0 < {1'd0, len_q[11:3]}) & ((beat_full_q_t3[28:10] != 19'd0) | (10'd0 < beat_full_q_t3[9:0]))) : (beat_full_q & ~((got_next_q < {1'd0, len_q[11:3]}) & ((beat_full_q_t3[28:10] != 19'd0) | (got_next_q < beat_full_q_t3[9:0]))));
     end
   end
 
   always @(posedge clk_i) begin
-    if (run_first_q | (beat_fire & beat_part)) begin
-      past_part_q <= ~run_first_q;
+    if (slot_q == 2'd0) begin
+      acc0_q <= beat_data;
     end
   end
 
   always @(posedge clk_i) begin
-    if (accept | (beat_fire & reg_complete)) begin
+    if (slot_q == 2'd1) begin
+      acc1_q <= beat_data;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (slot_q == 2'd2) begin
+      acc2_q <= beat_data;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (accept | (beat_fire & reg_complete_q)) begin
       wreg_q <= accept ? in_dest_i : (wreg_q + 6'd1);
     end
   end
