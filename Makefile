@@ -93,6 +93,7 @@ synth-report: build fpga-deps
 	  $(GPURTL) synth compress --preset fpga --target $$t -o out/synth/compress-fpga-$$t || true; \
 	  $(GPURTL) synth systolic --preset minimal --target $$t -o out/synth/systolic-minimal-$$t || true; done
 	$(GPURTL) synth systolic --preset hx8k --target ice40 -o out/synth/systolic-hx8k-ice40 || true
+	$(GPURTL) synth cbload --preset ice40 --target ice40 -o out/synth/cbload-ice40-ice40 || true
 	$(GPURTL) synth compress --preset stream --target generic -o out/synth/compress-stream-generic || true
 	$(GPURTL) synth compress --preset stream --target ecp5 -o out/synth/compress-stream-ecp5 || true
 	$(GPURTL) synth compress --preset stream --param width=64 --target ice40 -o out/synth/compress-stream64-ice40 || true

@@ -24,6 +24,8 @@ fn points() -> Vec<(&'static str, CbloadParams)> {
             CbloadParams { reg_bits: 64, read_bits: 64, regs: 13, views: 5, max_burst: 7, max_outstanding: 1, addr_bits: 20, tag_bits: 3 },
         ),
         ("wide", CbloadParams { reg_bits: 512, read_bits: 128, regs: 32, max_burst: 32, max_outstanding: 4, ..d }),
+        // The `ice40` preset: the default with 16-bit addresses.
+        ("ice40", CbloadParams::presets()[3].1.clone()),
     ]
 }
 
@@ -104,6 +106,11 @@ fn cosim_narrow() {
 #[test]
 fn cosim_wide() {
     let (n, p) = &points()[3];
+    cosim(n, p)
+}
+#[test]
+fn cosim_ice40() {
+    let (n, p) = &points()[4];
     cosim(n, p)
 }
 
