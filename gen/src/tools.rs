@@ -221,8 +221,13 @@ pub fn yosys_synth(dir: &Path, top: &str, files: &[String]) -> Result<SynthStats
     let mut c = Command::new(locate("yosys")?);
     c.current_dir(dir).args(["-p", &script]);
     let text = run_logged("yosys", &mut c, &dir.join(format!("{top}.yosys.log")))?;
-    // The last `stat` block is the whole design; with submodules, its
-    // totals are under the design hierarchy, after each module's own.
+    Ok(synth_stats(&text))
+}
+
+/// Cells, flip-flops and cell types of the whole design from a yosys 0.23
+/// log: the last `stat` block, and in it, with submodules, the design
+/// hierarchy's totals (after each module's own).
+fn synth_stats(text: &str) -> SynthStats {
     let stat = text.rsplit("Printing statistics").next().unwrap_or("");
     let stat = stat.rsplit("=== design hierarchy ===").next().unwrap_or(stat);
     let mut s = SynthStats::default();
@@ -240,7 +245,7 @@ pub fn yosys_synth(dir: &Path, top: &str, files: &[String]) -> Result<SynthStats
             }
         }
     }
-    Ok(s)
+    s
 }
 
 /// Icarus Verilog elaborates the sources as Verilog-2005 (a second
@@ -332,7 +337,20 @@ pub fn prove(dir: &Path, top: &str, files: &[String], max_steps: u32) -> Result<
 
 #[cfg(test)]
 mod tests {
-    use super::module_stats;
+    use super::{module_stats, synth_stats};
+
+    /// A design with a submodule: the totals are the hierarchy's, each
+    /// module's own flip-flops are not counted again.
+    #[test]
+    fn synth_stats_counts_the_hierarchy_once() {
+        let text = "Printing statistics.\n=== sub ===\n   Number of cells: 5\n     $_AND_ 2\n     $_DFF_P_ 3\n=== top ===\n   Number of cells: 6\n     $_DFF_P_ 4\n     $_OR_ 1\n     sub 1\n=== design hierarchy ===\n   top 1\n     sub 1\n   Number of cells: 10\n     $_AND_ 2\n     $_DFF_P_ 7\n     $_OR_ 1\n";
+        let s = synth_stats(text);
+        assert_eq!((s.cells, s.flip_flops), (10, 7));
+        assert_eq!(s.by_type.len(), 3);
+        // A flat design has no hierarchy section.
+        let flat = synth_stats("Printing statistics.\n=== top ===\n   Number of cells: 4\n     $_SDFF_PP0_ 3\n     $_XOR_ 1\n");
+        assert_eq!((flat.cells, flat.flip_flops), (4, 3));
+    }
 
     /// yosys 0.23 (`TYPE N` lines) and 0.70 (`N   TYPE` lines, submodules
     /// apart): the same three-level hierarchy, instances multiplied down.

@@ -18,7 +18,8 @@
 //! stage register is the head of an output queue of `stages + 1` entries.
 //! The timing at the ports is the same.
 
-use super::{bits_for, clog2, select, Expr, ModuleBuilder};
+use super::{bits_for, clog2, select, Expr, ExprKind, ModuleBuilder};
+use num_bigint::BigUint;
 
 pub struct CreditCtl {
     /// Drive `in_ready_o`.
@@ -186,12 +187,12 @@ pub fn shift_queue(
     let popped: Vec<Expr> = (0..=q_max)
         .map(|q| {
             let more = if q == 0 { Expr::bit(true) } else { pops[q - 1].clone() };
-            if q < q_max { more.and(&pops[q].not()) } else { more }
+            if q < q_max { and(&more, &not(&pops[q])) } else { more }
         })
         .collect();
     // Push j goes to slot m (counted before the pops) when the queue holds
     // exactly m - j items.
-    let lands = |m: i64, j: usize| has(m - j as i64 - 1).and(&has(m - j as i64).not());
+    let lands = |m: i64, j: usize| and(&has(m - j as i64 - 1), &not(&has(m - j as i64)));
     let mut next_full = Vec::new();
     for i in 0..depth as i64 {
         let mut filled = Expr::bit(false);
@@ -203,17 +204,17 @@ pub fn shift_queue(
             let mut got = Expr::bit(false);
             for (j, (valid, f)) in pushes.iter().enumerate().rev() {
                 let here = lands(m, j);
-                item = item.iter().zip(f).map(|(x, y)| here.mux(y, x)).collect();
-                got = got.or(&here.and(valid));
+                item = item.iter().zip(f).map(|(x, y)| mux(&here, y, x)).collect();
+                got = or(&got, &and(&here, valid));
             }
             if m < depth as i64 {
-                item = item.iter().zip(&entries[m as usize]).map(|(x, y)| has(m).mux(y, x)).collect();
-                got = got.or(&has(m));
+                item = item.iter().zip(&entries[m as usize]).map(|(x, y)| mux(&has(m), y, x)).collect();
+                got = or(&got, &has(m));
             }
-            filled = filled.or(&popped[q].and(&got));
+            filled = or(&filled, &and(&popped[q], &got));
             d = Some(match d {
                 None => item,
-                Some(prev) => item.iter().zip(&prev).map(|(x, y)| popped[q].mux(x, y)).collect(),
+                Some(prev) => item.iter().zip(&prev).map(|(x, y)| mux(&popped[q], x, y)).collect(),
             });
         }
         for (f, e) in d.expect("at least one case").iter().enumerate() {
@@ -223,4 +224,42 @@ pub fn shift_queue(
     }
     b.next(&full, &Expr::cat_lanes(&next_full), None);
     ShiftQueue { has: (0..depth).map(|i| full.bit_at(i)).collect(), entries }
+}
+
+/// The value of a constant bit.
+fn const_bit(e: &Expr) -> Option<bool> {
+    match e.kind() {
+        ExprKind::Const(v) if e.width() == 1 => Some(*v != BigUint::from(0u8)),
+        _ => None,
+    }
+}
+
+// Gates that fold constants and equal arms, so that the queues' Verilog
+// shows only the logic that is there (a queue's edge cases are constants).
+fn and(a: &Expr, b: &Expr) -> Expr {
+    match (const_bit(a), const_bit(b)) {
+        (Some(false), _) | (_, Some(false)) => Expr::bit(false),
+        (Some(true), _) => b.clone(),
+        (_, Some(true)) => a.clone(),
+        _ => a.and(b),
+    }
+}
+fn or(a: &Expr, b: &Expr) -> Expr {
+    match (const_bit(a), const_bit(b)) {
+        (Some(true), _) | (_, Some(true)) => Expr::bit(true),
+        (Some(false), _) => b.clone(),
+        (_, Some(false)) => a.clone(),
+        _ => a.or(b),
+    }
+}
+fn not(a: &Expr) -> Expr {
+    const_bit(a).map_or_else(|| a.not(), |v| Expr::bit(!v))
+}
+fn mux(sel: &Expr, t: &Expr, f: &Expr) -> Expr {
+    match const_bit(sel) {
+        Some(true) => t.clone(),
+        Some(false) => f.clone(),
+        None if std::rc::Rc::ptr_eq(&t.node, &f.node) => t.clone(),
+        None => sel.mux(t, f),
+    }
 }

@@ -76,16 +76,14 @@ pub fn run_at(
     let p = Ports::find(&sim, prefix)?;
     let mut stall = Staller::new(stalls);
     let lanes = width / 8;
-    // Stimulus packed before the run, out of the per-cycle path. An op with
-    // a generated mask gets junk on the ignored mask input: it must not matter.
+    // Stimulus packed before the run, out of the per-cycle path. Ignored
+    // mask bits (all of a generated mask's, those above the element count of
+    // a given one) get junk: they must not matter.
     let mut junk = Rng::new(stalls.map_or(0, |s| s.seed) ^ 0x6a09_e667_f3bc_c908);
     let packed: Vec<[Vec<u32>; 3]> = ops
         .iter()
         .map(|op| {
-            let mask = match &op.mask {
-                Some(m) => pack(&m.iter().map(|&b| b as u64).collect::<Vec<_>>(), 1, lanes),
-                None => pack(&[junk.next_u64()], 64.min(lanes), lanes),
-            };
+            let mask = mask_words(&mut junk, op.mask.as_ref(), lanes);
             let old = op.old.as_ref().map_or_else(|| vec![0; width.div_ceil(32) as usize], |o| pack(o, op.element_bits, width));
             [mask, pack(&op.src, op.element_bits, width), old]
         })
@@ -190,6 +188,18 @@ pub fn random_ops(rng: &mut Rng, width: u32, n: usize, element_bits: Option<u32>
         .collect()
 }
 
+/// The `in_mask_i` words: a given mask with junk at and above its `n`
+/// elements (bits the unit must ignore), or all junk for a generated mask.
+fn mask_words(junk: &mut Rng, mask: Option<&Vec<u8>>, lanes: u32) -> Vec<u32> {
+    let mut w = vec![0u32; lanes.div_ceil(32) as usize];
+    let given = mask.map_or(0, |m| m.len());
+    for e in 0..lanes as usize {
+        let bit = if e < given { mask.expect("given")[e] as u64 } else { junk.next_u64() };
+        put(&mut w, e as u32, 1, bit);
+    }
+    w
+}
+
 /// The stream unit's ports beyond the vector unit's.
 struct StreamPorts {
     stream: PortHandle,
@@ -211,33 +221,52 @@ struct StreamOp {
     esize: u64,
     mask_gen: u64,
     zeroing: u64,
+    stream: u64,
     last: u64,
     mask: Vec<u32>,
     src: Vec<u32>,
     old: Vec<u32>,
 }
 
-/// Run `streams` through the stream unit (`stream` = true): the operations
-/// of all streams back-to-back on `in`, the dense beats of all expand
-/// streams back-to-back on `dense_in`, random stalls on all four streams
-/// with `stalls`. Inputs that must not matter get junk (`in_src_i` and
-/// `in_mask_gen_i` of expand streams, the mask of generated masks, the
-/// padding of a stream's last dense beat). After the last result the unit
-/// must stay quiet for a while.
-///
-/// `mix`: instead of stream after stream, the compress streams' operations
-/// and the expand streams' operations go in a random merge (each kind in
-/// file order; the two kinds of stream are independent), so the results
-/// are the same but the cycle count is not the documented one.
+/// What [`run_streams`] sends.
+#[derive(Clone, Copy)]
+pub struct StreamRun<'a> {
+    pub streams: &'a [Stream],
+    /// Vector operations (`in_stream_i` = 0): after the streams, or mixed
+    /// in with `mix`.
+    pub vector_ops: &'a [Op],
+    pub stalls: Option<Stalls>,
+    /// Instead of stream after stream, the compress streams' operations, the
+    /// expand streams' operations and the vector operations go in a random
+    /// merge (each in file order; they are independent), so the results are
+    /// the same but the cycle count is not the documented one.
+    pub mix: Option<u64>,
+}
+
+impl<'a> StreamRun<'a> {
+    /// The streams back-to-back, as `gpurtl run` sends them.
+    pub fn plain(streams: &'a [Stream]) -> StreamRun<'a> {
+        StreamRun { streams, vector_ops: &[], stalls: None, mix: None }
+    }
+}
+
+/// Run streams (and vector operations) through the stream unit (`stream` =
+/// true): the operations back-to-back on `in`, the dense beats of all
+/// expand streams back-to-back on `dense_in`, random stalls on all four
+/// streams with `stalls`. Inputs that must not matter get junk: `in_src_i`
+/// and `in_mask_gen_i` of expand streams, the mask of generated masks, mask
+/// bits at and above the element count, `in_last_i` of vector operations,
+/// the padding of a stream's last dense beat. Every dense beat offered must
+/// be taken, and after the last result the unit must stay quiet for a
+/// while. Returns the streams' output and the vector operations' results.
 pub fn run_streams(
     compiled: &Compiled,
     width: u32,
     latency: u32,
-    streams: &[Stream],
-    stalls: Option<Stalls>,
-    mix: Option<u64>,
+    run: &StreamRun,
     vcd: Option<&Path>,
-) -> Result<(StreamOutput, RunStats), CosimError> {
+) -> Result<(StreamOutput, Vec<OpResult>, RunStats), CosimError> {
+    let StreamRun { streams, vector_ops, stalls, mix } = *run;
     let mut sim = compiled.start(vcd)?;
     let p = Ports::find(&sim, "")?;
     let sp = StreamPorts {
@@ -258,18 +287,16 @@ pub fn run_streams(
     let lanes = width / 8;
     let words = width.div_ceil(32) as usize;
     let junk_words = |junk: &mut Rng| -> Vec<u32> { (0..words).map(|_| junk.next_u64() as u32).collect() };
-    // Operations in order, each with its stream index; dense beats in order.
-    let mut ops: Vec<(usize, StreamOp)> = Vec::new();
+    // Operations in order, each with its stream (None: a vector operation);
+    // dense beats in order.
+    let mut ops: Vec<(Option<usize>, StreamOp)> = Vec::new();
     let mut beats_in: Vec<Vec<u32>> = Vec::new();
     for (si, st) in streams.iter().enumerate() {
         let eb = st.element_bits;
         let n = (width / eb) as usize;
         let expand = st.op == StreamKind::ExpandStream;
         for (vi, v) in st.vectors.iter().enumerate() {
-            let mask = match &v.mask {
-                Some(m) => pack(&m.iter().map(|&b| b as u64).collect::<Vec<_>>(), 1, lanes),
-                None => pack(&[junk.next_u64()], 64.min(lanes), lanes),
-            };
+            let mask = mask_words(&mut junk, v.mask.as_ref(), lanes);
             let src = match &v.src {
                 Some(s) if !expand => pack(s, eb, width),
                 _ => junk_words(&mut junk),
@@ -278,7 +305,8 @@ pub fn run_streams(
             let mask_gen = if expand { junk.next_u64() & 1 } else { v.mask.is_none() as u64 };
             let last = (vi + 1 == st.vectors.len()) as u64;
             let esize = eb.trailing_zeros() as u64 - 3;
-            ops.push((si, StreamOp { op: expand as u64, esize, mask_gen, zeroing: st.zeroing as u64, last, mask, src, old }));
+            let zeroing = st.zeroing as u64;
+            ops.push((Some(si), StreamOp { op: expand as u64, esize, mask_gen, zeroing, stream: 1, last, mask, src, old }));
         }
         if expand {
             for chunk in st.dense.chunks(n) {
@@ -291,15 +319,37 @@ pub fn run_streams(
             }
         }
     }
+    for o in vector_ops {
+        let eb = o.element_bits;
+        let old = o.old.as_ref().map_or_else(|| vec![0; words], |v| pack(v, eb, width));
+        ops.push((
+            None,
+            StreamOp {
+                op: (o.op == Kind::Expand) as u64,
+                esize: eb.trailing_zeros() as u64 - 3,
+                mask_gen: o.mask.is_none() as u64,
+                zeroing: o.zeroing as u64,
+                stream: 0,
+                last: junk.next_u64() & 1,
+                mask: mask_words(&mut junk, o.mask.as_ref(), lanes),
+                src: pack(&o.src, eb, width),
+                old,
+            },
+        ));
+    }
     if let Some(seed) = mix {
         let mut rng = Rng::new(seed);
-        let (mut cs, mut xs): (Vec<_>, Vec<_>) = ops.into_iter().partition(|(si, _)| streams[*si].op == StreamKind::CompressStream);
-        cs.reverse();
-        xs.reverse();
-        ops = Vec::with_capacity(cs.len() + xs.len());
-        while !cs.is_empty() || !xs.is_empty() {
-            let from_cs = xs.is_empty() || (!cs.is_empty() && rng.chance(50));
-            ops.push(if from_cs { cs.pop() } else { xs.pop() }.expect("not empty"));
+        let kind = |si: &Option<usize>| si.map_or(0, |i| 1 + (streams[i].op == StreamKind::ExpandStream) as usize);
+        let mut queues: [Vec<(Option<usize>, StreamOp)>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+        for o in ops.into_iter().rev() {
+            queues[kind(&o.0)].push(o);
+        }
+        ops = Vec::new();
+        while queues.iter().any(|q| !q.is_empty()) {
+            let k = rng.below(3) as usize;
+            if let Some(o) = queues[k].pop() {
+                ops.push(o);
+            }
         }
     }
     let compress_streams: Vec<usize> = (0..streams.len()).filter(|&i| streams[i].op == StreamKind::CompressStream).collect();
@@ -308,7 +358,6 @@ pub fn run_streams(
         sim.set(port, 0);
     }
     sim.reset(p.rst, 2);
-    sim.set(sp.stream, 1);
 
     let mut out: Vec<StreamResult> = streams
         .iter()
@@ -317,6 +366,7 @@ pub fn run_streams(
             results: Vec::with_capacity(st.vectors.len()),
         })
         .collect();
+    let mut vec_results: Vec<OpResult> = Vec::with_capacity(vector_ops.len());
     let (mut next, mut next_beat, mut results, mut beat_streams) = (0usize, 0usize, 0usize, 0usize);
     let (mut offering, mut offering_beat) = (false, false);
     let mut first_in: Option<u64> = None;
@@ -349,6 +399,7 @@ pub fn run_streams(
             sim.set(p.esize, o.esize);
             sim.set(p.zeroing, o.zeroing);
             sim.set(p.mask_gen, o.mask_gen);
+            sim.set(sp.stream, o.stream);
             sim.set(sp.last, o.last);
             sim.set_words(p.mask, &o.mask);
             sim.set_words(p.src, &o.src);
@@ -380,7 +431,7 @@ pub fn run_streams(
                 return Err(fail(&mut sim, format!("a result on out after all {} were taken", ops.len())));
             }
             let si = ops[results].0;
-            let eb = streams[si].element_bits;
+            let eb = si.map_or_else(|| vector_ops[vec_results.len()].element_bits, |i| streams[i].element_bits);
             let n = (width / eb) as usize;
             let dst = unpack(sim.words(p.dst), eb, n);
             let mask_all = unpack(sim.words(p.out_mask), 1, lanes as usize);
@@ -390,7 +441,11 @@ pub fn run_streams(
             }
             let mask = mask_all[..n].iter().map(|&b| b as u8).collect();
             let count = sim.get(p.count) as u32;
-            out[si].results.push(OpResult { dst, mask, count });
+            let r = OpResult { dst, mask, count };
+            match si {
+                Some(i) => out[i].results.push(r),
+                None => vec_results.push(r),
+            }
             results += 1;
             last_out = now;
         }
@@ -418,9 +473,13 @@ pub fn run_streams(
         }
         sim.tick();
     }
+    if next_beat < beats_in.len() {
+        let msg = format!("the unit took {next_beat} of the {} dense beats offered", beats_in.len());
+        return Err(fail(&mut sim, msg));
+    }
     sim.trace_close();
     let cycles = first_in.map_or(0, |f| last_out - f);
-    Ok((StreamOutput { cycles, streams: out }, timer.stats(&sim)))
+    Ok((StreamOutput { cycles, streams: out }, vec_results, timer.stats(&sim)))
 }
 
 /// Random streams for cosimulation and benches: both kinds, all element

@@ -36,6 +36,8 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     b.doc("Packed compress/expand unit with stream mode (gpurtl block `compress`, stream = true).");
     b.doc("Compress streams are packed into full dense vectors on dense_out; expand streams take their");
     b.doc(format!("sources from dense vectors on dense_in. {w}-bit vectors; latency {} from in to out.", p.latency + 2));
+    b.doc("Spec and timing: docs/compress.md, \"Stream mode\". A compress-stream result waits on out while");
+    b.doc("dense_out holds 2 or more beats: take each output as soon as it is offered.");
 
     let clk = b.clock("clk_i");
     let rst = b.reset("rst_i");
@@ -46,7 +48,7 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
         p,
         &[
             ("stream", 1, "1 = a stream operation (an expand stream ignores in_src_i and in_mask_gen_i)"),
-            ("last", 1, "1 = the stream ends with this operation"),
+            ("last", 1, "1 = the stream ends with this operation (ignored when in_stream_i = 0)"),
         ],
     );
     let dense_in = b.stream_in(
@@ -196,9 +198,17 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     let total = b.let_("pack_total", &fill.zext(cw).add(&bytes));
     let adds: Vec<Expr> = (0..2 * n)
         .map(|m| {
-            let above_fill = if m + 1 < n { fill.le(&Expr::lit(s, m as u64)) } else { Expr::bit(true) };
-            let below_end = if m < 2 * n - 1 { total.gt(&Expr::lit(cw, m as u64)) } else { Expr::bit(false) };
-            above_fill.and(&below_end).repl(8)
+            // Byte 2n - 1 is never written (fill + bytes < 2n); from byte
+            // n - 1 on every byte is at or above the fill.
+            let below_end = total.gt(&Expr::lit(cw, m as u64));
+            let adds = if m + 1 == 2 * n {
+                Expr::bit(false)
+            } else if m + 1 >= n {
+                below_end
+            } else {
+                fill.le(&Expr::lit(s, m as u64)).and(&below_end)
+            };
+            adds.repl(8)
         })
         .collect();
     let adds = b.let_("pack_adds", &Expr::cat_lanes(&adds));
@@ -209,10 +219,11 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     let (lo, hi) = (both.slice(w - 1, 0), both.slice(2 * w - 1, w));
     // In elements, for the beat.
     let elems = |x: &Expr| by_esize(t_esize, &(0..4).map(|sz| x.slice(cw - 1, sz).zext(cw)).collect::<Vec<_>>());
-    let first_count = elems(&full.mux(&nlit, &total));
+    let first_count = b.let_("pack_first_count", &elems(&full.mux(&nlit, &total)));
+    let rest_count = b.let_("pack_rest_count", &elems(&left));
     let push0 = b.let_("dq_push0", &cs_fire.and(&full.or(t_last)));
     let push1 = b.let_("dq_push1", &cs_fire.and(&full).and(t_last).and(&left_any));
-    let first_last = t_last.and(&full.not().or(&left_any.not()));
+    let first_last = b.let_("pack_first_last", &t_last.and(&full.not().or(&left_any.not())));
     let dense_fire = b.let_("dense_out_fire", &dq_has[0].and(&dense_out.ready));
     let dq = shift_queue(
         &mut b,
@@ -222,7 +233,7 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
         std::slice::from_ref(&dense_fire),
         &[
             (push0, vec![lo.clone(), first_count, t_esize.clone(), first_last]),
-            (push1, vec![hi.clone(), elems(&left), t_esize.clone(), Expr::bit(true)]),
+            (push1, vec![hi.clone(), rest_count, t_esize.clone(), Expr::bit(true)]),
         ],
     );
     for (wire, has) in dq_has.iter().zip(&dq.has) {
@@ -230,9 +241,8 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     }
     // What waits after this result: nothing at the end of the stream, else
     // the bytes past the full beat (or all of them, below a full beat).
-    let ends = t_last.clone();
-    b.next(&fill, &ends.mux(&Expr::zero(s), &left.slice(s - 1, 0)), Some(&cs_fire));
-    b.next(&acc, &ends.mux(&Expr::zero(w), &full.mux(&hi, &lo)), Some(&cs_fire));
+    b.next(&fill, &t_last.mux(&Expr::zero(s), &left.slice(s - 1, 0)), Some(&cs_fire));
+    b.next(&acc, &t_last.mux(&Expr::zero(w), &full.mux(&hi, &lo)), Some(&cs_fire));
     b.assign(&dense_out.valid, &dq.has[0]);
     let d = &dq.entries[0];
     b.assign(&dense_out.field("data"), &d[0]);
@@ -265,19 +275,18 @@ fn shift_bytes_down(b: &mut ModuleBuilder, name: &str, x: &Expr, amount: &Expr, 
     cur
 }
 
-/// `x` (n bytes) moved up by `amount` bytes into 2n bytes: log2(n) stages of
-/// byte muxes.
+/// `x` (n bytes) moved up by `amount` bytes (below n) into 2n bytes:
+/// log2(n) stages of byte muxes, each as wide as the bytes can reach by then.
 fn shift_bytes_up(b: &mut ModuleBuilder, name: &str, x: &Expr, amount: &Expr, n: u32) -> Expr {
-    let mut cur = x.zext(2 * n * 8);
+    let mut cur = x.clone();
+    let mut have = n;
     for k in 0..amount.width() {
         let d = 1u32 << k;
-        let lanes: Vec<Expr> = (0..2 * n)
-            .map(|l| {
-                let here = cur.part(l * 8, 8);
-                if l >= d { amount.bit_at(k).mux(&cur.part((l - d) * 8, 8), &here) } else { amount.bit_at(k).mux(&Expr::zero(8), &here) }
-            })
-            .collect();
+        let byte = |l: u32| if l < have { cur.part(l * 8, 8) } else { Expr::zero(8) };
+        let lanes: Vec<Expr> = (0..have + d).map(|l| amount.bit_at(k).mux(&if l >= d { byte(l - d) } else { Expr::zero(8) }, &byte(l))).collect();
         cur = b.let_(&format!("{name}_s{k}"), &Expr::cat_lanes(&lanes));
+        have += d;
     }
-    cur
+    // Byte 2n - 1 is never reached.
+    cur.zext(2 * n * 8)
 }

@@ -689,7 +689,7 @@ mod tests {
 
     /// A stream whose total is a multiple of n before its last vector, which
     /// selects nothing: the packer has already sent the full beat (not last)
-    /// and ends the stream with a beat of count 0 (see the report).
+    /// and ends the stream with a beat of count 0 (docs/compress.md, Behaviour: `max(ceil(T/n), floor(T0/n) + 1)` beats).
     #[test]
     fn last_vector_selecting_nothing_after_a_full_beat() {
         let s = compress(32, vec![cv(&[1, 2, 3, 4], None), cv(&[0; 4], None)]);
