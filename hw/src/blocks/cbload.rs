@@ -366,8 +366,7 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
                 slot.eq(&sv).mux(&beat, &before)
             })
             .collect();
-        let wdata = b.let_("reg_data", &Expr::cat_lanes(&chunks));
-        wdata
+        b.let_("reg_data", &Expr::cat_lanes(&chunks))
     };
     b.assign(&rf_we, &beat_avail.and(&completes));
     b.assign(&rf_waddr, &wreg);
