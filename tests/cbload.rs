@@ -158,3 +158,33 @@ fn regeneration_is_byte_identical() {
         gpurtl_tests::check_stable(|| build(&p).unwrap());
     }
 }
+
+/// Every corner of the parameter table builds (each parameter at its least
+/// and its most, where the combination is valid): widths that meet in a
+/// compare or a slice must agree at every corner, not only at the points
+/// the cosim runs.
+#[test]
+fn every_corner_of_the_parameter_table_builds() {
+    let mut built = 0;
+    for bits in 0..256u32 {
+        let pick = |i: u32, lo: u32, hi: u32| if bits >> i & 1 == 1 { hi } else { lo };
+        let p = CbloadParams {
+            reg_bits: pick(0, 32, 1024),
+            read_bits: pick(1, 32, 512),
+            regs: pick(2, 2, 256),
+            max_burst: pick(3, 1, 256),
+            addr_bits: pick(4, 16, 48),
+            views: pick(5, 1, 16),
+            max_outstanding: pick(6, 1, 64),
+            tag_bits: pick(7, 1, 16),
+        };
+        if p.validate().is_err() {
+            continue;
+        }
+        if let Err(e) = build(&p) {
+            panic!("{p:?}: {e}");
+        }
+        built += 1;
+    }
+    assert!(built >= 64, "only {built} corners are valid");
+}

@@ -215,12 +215,16 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     // ---- RUN's first cycle: the view's limits against the length ----
     let run_first = b.reg("run_first_q", 1, 0);
     b.next(&run_first, &checking.and(&any_err.not()), None);
-    // "k < y" for a y wider than k: y's bits above k's are only tested for
-    // zero, beside a compare as wide as k.
+    // "k < y": for a y wider than k, y's bits above k's are only tested for
+    // zero, beside a compare as wide as k (with 16-bit addresses and long
+    // bursts y can also be the narrower one).
     let below = |k: &Expr, y: &Expr| {
         let w = k.width();
+        if y.width() <= w {
+            return k.lt(&y.zext(w));
+        }
         let low = k.lt(&y.slice(w - 1, 0));
-        if y.width() > w { y.slice(y.width() - 1, w).ne(&Expr::zero(y.width() - w)).or(&low) } else { low }
+        y.slice(y.width() - 1, w).ne(&Expr::zero(y.width() - w)).or(&low)
     };
     // Beat k is real iff k < min(B, beats left in the view) (none past the
     // view's end, when no request is made and every beat is zero).
