@@ -223,6 +223,23 @@ pub fn shift_queue(
         next_full.push(filled);
     }
     b.next(&full, &Expr::cat_lanes(&next_full), None);
+    // What the caller promises, proven where the block's tests prove its
+    // properties: the pops and the pushes are thermometers, nothing leaves
+    // that is not held and every push finds room.
+    let cw = bits_for(depth as u64 + pushes.len() as u64);
+    let count = |bits: &[Expr]| super::popcount(bits, cw);
+    let held = count(&(0..depth).map(|i| full.bit_at(i)).collect::<Vec<_>>());
+    let out = count(pops);
+    let valids: Vec<Expr> = pushes.iter().map(|(v, _)| v.clone()).collect();
+    let inn = count(&valids);
+    let therm = |bits: &[Expr]| bits.windows(2).fold(Expr::bit(true), |acc, w| and(&acc, &or(&w[0], &not(&w[1]))));
+    let ok = therm(&(0..depth).map(|i| full.bit_at(i)).collect::<Vec<_>>());
+    b.assert_always(&format!("{prefix}_thermometer"), &ok, &format!("{prefix}: the held entries are the first ones"));
+    b.assert_always(
+        &format!("{prefix}_fits"),
+        &and(&and(&therm(pops), &therm(&valids)), &and(&out.le(&held), &held.sub(&out).add(&inn).le(&Expr::lit(cw, depth as u64)))),
+        &format!("{prefix}: pops and pushes are thermometers, a pop takes a held entry, a push finds room"),
+    );
     ShiftQueue { has: (0..depth).map(|i| full.bit_at(i)).collect(), entries }
 }
 

@@ -162,6 +162,7 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     b.assign(&pops[0], &xs_issue.and(&past.or(&drop_rest)));
     b.assign(&pops[1], &xs_issue.and(&past).and(&drop_rest));
     b.next(&pos, &drop_rest.mux(&Expr::zero(s), &rest.slice(s - 1, 0)), Some(&xs_issue));
+    b.assert_always("pos_in_a_beat", &pos.eq_lit(0).or(&db.has[0]), "a stream's position is inside a beat that is held");
 
     // ---- tags of the operations in the issue register and the vector unit ----
     let out_fire = b.wire("out_fire", 1);
