@@ -114,15 +114,7 @@ pub fn credit_queue_end(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str,
 fn output_queue(b: &mut ModuleBuilder, depth: u32, push: &Expr, fields: &[(&str, Expr)], out_ready: &Expr) -> (Expr, Expr, Vec<Expr>) {
     // Thermometer: bit i = entry i holds a result.
     let full = b.reg("oq_valid_q", depth, 0);
-    let v = |i: i64| -> Expr {
-        if i < 0 {
-            Expr::bit(true)
-        } else if i >= depth as i64 {
-            Expr::bit(false)
-        } else {
-            full.bit_at(i as u32)
-        }
-    };
+    let v = |i: i64| held(&full, i);
     let out_valid = v(0);
     let fire = b.let_("out_fire", &out_valid.and(out_ready));
     let entries: Vec<Vec<Expr>> =
@@ -160,7 +152,7 @@ pub struct ShiftQueue {
 /// leave; a thermometer, and never more than are held), then the valid
 /// items of `pushes` (valid, fields) land behind the ones that stay, in
 /// order (their valid bits a thermometer too). The caller makes sure there
-/// is room: `has[depth - pushes.len()]` low when the queue cannot pop.
+/// is room; the queue asserts it (`prop_<prefix>_fits`).
 pub fn shift_queue(
     b: &mut ModuleBuilder,
     prefix: &str,
@@ -170,15 +162,7 @@ pub fn shift_queue(
     pushes: &[(Expr, Vec<Expr>)],
 ) -> ShiftQueue {
     let full = b.reg(&format!("{prefix}_valid_q"), depth, 0);
-    let has = |i: i64| -> Expr {
-        if i < 0 {
-            Expr::bit(true)
-        } else if i >= depth as i64 {
-            Expr::bit(false)
-        } else {
-            full.bit_at(i as u32)
-        }
-    };
+    let has = |i: i64| held(&full, i);
     let entries: Vec<Vec<Expr>> = (0..depth)
         .map(|i| fields.iter().map(|(name, w)| b.reg_noreset(&format!("{prefix}{i}_{name}_q"), *w)).collect())
         .collect();
@@ -241,6 +225,18 @@ pub fn shift_queue(
         &format!("{prefix}: pops and pushes are thermometers, a pop takes a held entry, a push finds room"),
     );
     ShiftQueue { has: (0..depth).map(|i| full.bit_at(i)).collect(), entries }
+}
+
+/// Entry `i` of a queue whose thermometer register is `full` holds an item:
+/// always below entry 0 (the place a new head comes from), never past the end.
+fn held(full: &Expr, i: i64) -> Expr {
+    if i < 0 {
+        Expr::bit(true)
+    } else if i >= full.width() as i64 {
+        Expr::bit(false)
+    } else {
+        full.bit_at(i as u32)
+    }
 }
 
 /// The value of a constant bit.

@@ -75,19 +75,11 @@ pub fn run_at(
     let mut sim = compiled.start(vcd)?;
     let p = Ports::find(&sim, prefix)?;
     let mut stall = Staller::new(stalls);
-    let lanes = width / 8;
     // Stimulus packed before the run, out of the per-cycle path. Ignored
     // mask bits (all of a generated mask's, those above the element count of
     // a given one) get junk: they must not matter.
     let mut junk = Rng::new(stalls.map_or(0, |s| s.seed) ^ 0x6a09_e667_f3bc_c908);
-    let packed: Vec<[Vec<u32>; 3]> = ops
-        .iter()
-        .map(|op| {
-            let mask = mask_words(&mut junk, op.mask.as_ref(), lanes);
-            let old = op.old.as_ref().map_or_else(|| vec![0; width.div_ceil(32) as usize], |o| pack(o, op.element_bits, width));
-            [mask, pack(&op.src, op.element_bits, width), old]
-        })
-        .collect();
+    let packed: Vec<PackedOp> = ops.iter().map(|op| PackedOp::vector(op, &mut junk, width)).collect();
 
     sim.set(p.in_valid, 0);
     sim.set(p.out_ready, 0);
@@ -109,15 +101,7 @@ pub fn run_at(
         // A producer holds valid and data until the transfer.
         if !offering && next < ops.len() && !stall.hold_input() {
             offering = true;
-            let op = &ops[next];
-            let [mask, src, old] = &packed[next];
-            sim.set(p.op, (op.op == Kind::Expand) as u64);
-            sim.set(p.esize, op.element_bits.trailing_zeros() as u64 - 3);
-            sim.set(p.zeroing, op.zeroing as u64);
-            sim.set(p.mask_gen, op.mask.is_none() as u64);
-            sim.set_words(p.mask, mask);
-            sim.set_words(p.src, src);
-            sim.set_words(p.old, old);
+            packed[next].drive(&mut sim, &p);
         }
         sim.set(p.in_valid, offering as u64);
         let ready_out = !stall.hold_output();
@@ -130,19 +114,10 @@ pub fn run_at(
             next += 1;
         }
         if ready_out && sim.get(p.out_valid) == 1 {
-            let op = &ops[results.len()];
-            let eb = op.element_bits;
-            let n = (width / eb) as usize;
-            let dst = unpack(sim.words(p.dst), eb, n);
-            let mask_all = unpack(sim.words(p.out_mask), 1, lanes as usize);
-            if mask_all[n..].iter().any(|&b| b != 0) {
-                let msg =
-                    format!("result {}: out_mask_o has bits set above element {} ({:?})", results.len(), n - 1, mask_all);
-                return Err(fail(&mut sim, msg));
+            match read_result(&sim, &p, width, ops[results.len()].element_bits, results.len()) {
+                Ok(r) => results.push(r),
+                Err(msg) => return Err(fail(&mut sim, msg)),
             }
-            let mask = mask_all[..n].iter().map(|&b| b as u8).collect();
-            let count = sim.get(p.count) as u32;
-            results.push(OpResult { dst, mask, count });
             last_out = now;
         }
         sim.tick();
@@ -188,6 +163,67 @@ pub fn random_ops(rng: &mut Rng, width: u32, n: usize, element_bits: Option<u32>
         .collect()
 }
 
+/// An operation's `in` fields, packed into port words before the run.
+struct PackedOp {
+    op: u64,
+    esize: u64,
+    mask_gen: u64,
+    zeroing: u64,
+    mask: Vec<u32>,
+    src: Vec<u32>,
+    old: Vec<u32>,
+}
+
+impl PackedOp {
+    /// A vector operation (ignored mask bits get junk).
+    fn vector(o: &Op, junk: &mut Rng, width: u32) -> PackedOp {
+        let eb = o.element_bits;
+        PackedOp {
+            op: (o.op == Kind::Expand) as u64,
+            esize: esize_code(eb),
+            mask_gen: o.mask.is_none() as u64,
+            zeroing: o.zeroing as u64,
+            mask: mask_words(junk, o.mask.as_ref(), width / 8),
+            src: pack(&o.src, eb, width),
+            old: old_words(o.old.as_ref(), eb, width),
+        }
+    }
+
+    /// Put it on the `in` fields (valid is the caller's).
+    fn drive(&self, sim: &mut Sim, p: &Ports) {
+        sim.set(p.op, self.op);
+        sim.set(p.esize, self.esize);
+        sim.set(p.zeroing, self.zeroing);
+        sim.set(p.mask_gen, self.mask_gen);
+        sim.set_words(p.mask, &self.mask);
+        sim.set_words(p.src, &self.src);
+        sim.set_words(p.old, &self.old);
+    }
+}
+
+/// `in_esize_i` for an element size in bits.
+fn esize_code(element_bits: u32) -> u64 {
+    element_bits.trailing_zeros() as u64 - 3
+}
+
+/// `in_old_i`: the given elements, or zeros.
+fn old_words(old: Option<&Vec<u64>>, element_bits: u32, width: u32) -> Vec<u32> {
+    old.map_or_else(|| vec![0; width.div_ceil(32) as usize], |o| pack(o, element_bits, width))
+}
+
+/// The result on `out` (result number `index`, of `element_bits`
+/// elements); an error message if `out_mask_o` has bits above the elements.
+fn read_result(sim: &Sim, p: &Ports, width: u32, element_bits: u32, index: usize) -> Result<OpResult, String> {
+    let n = (width / element_bits) as usize;
+    let dst = unpack(sim.words(p.dst), element_bits, n);
+    let mask_all = unpack(sim.words(p.out_mask), 1, (width / 8) as usize);
+    if mask_all[n..].iter().any(|&b| b != 0) {
+        return Err(format!("result {index}: out_mask_o has bits set above element {} ({:?})", n - 1, mask_all));
+    }
+    let mask = mask_all[..n].iter().map(|&b| b as u8).collect();
+    Ok(OpResult { dst, mask, count: sim.get(p.count) as u32 })
+}
+
 /// The `in_mask_i` words: a given mask with junk at and above its `n`
 /// elements (bits the unit must ignore), or all junk for a generated mask.
 fn mask_words(junk: &mut Rng, mask: Option<&Vec<u8>>, lanes: u32) -> Vec<u32> {
@@ -215,17 +251,11 @@ struct StreamPorts {
     dout_last: PortHandle,
 }
 
-/// One operation as it goes to `in`, packed.
+/// A stream unit's operation: the `in` fields, `in_stream_i` and `in_last_i`.
 struct StreamOp {
-    op: u64,
-    esize: u64,
-    mask_gen: u64,
-    zeroing: u64,
+    fields: PackedOp,
     stream: u64,
     last: u64,
-    mask: Vec<u32>,
-    src: Vec<u32>,
-    old: Vec<u32>,
 }
 
 /// What [`run_streams`] sends.
@@ -301,12 +331,11 @@ pub fn run_streams(
                 Some(s) if !expand => pack(s, eb, width),
                 _ => junk_words(&mut junk),
             };
-            let old = v.old.as_ref().map_or_else(|| vec![0; words], |o| pack(o, eb, width));
+            let old = old_words(v.old.as_ref(), eb, width);
             let mask_gen = if expand { junk.next_u64() & 1 } else { v.mask.is_none() as u64 };
             let last = (vi + 1 == st.vectors.len()) as u64;
-            let esize = eb.trailing_zeros() as u64 - 3;
-            let zeroing = st.zeroing as u64;
-            ops.push((Some(si), StreamOp { op: expand as u64, esize, mask_gen, zeroing, stream: 1, last, mask, src, old }));
+            let fields = PackedOp { op: expand as u64, esize: esize_code(eb), mask_gen, zeroing: st.zeroing as u64, mask, src, old };
+            ops.push((Some(si), StreamOp { fields, stream: 1, last }));
         }
         if expand {
             for chunk in st.dense.chunks(n) {
@@ -320,22 +349,8 @@ pub fn run_streams(
         }
     }
     for o in vector_ops {
-        let eb = o.element_bits;
-        let old = o.old.as_ref().map_or_else(|| vec![0; words], |v| pack(v, eb, width));
-        ops.push((
-            None,
-            StreamOp {
-                op: (o.op == Kind::Expand) as u64,
-                esize: eb.trailing_zeros() as u64 - 3,
-                mask_gen: o.mask.is_none() as u64,
-                zeroing: o.zeroing as u64,
-                stream: 0,
-                last: junk.next_u64() & 1,
-                mask: mask_words(&mut junk, o.mask.as_ref(), lanes),
-                src: pack(&o.src, eb, width),
-                old,
-            },
-        ));
+        let fields = PackedOp::vector(o, &mut junk, width);
+        ops.push((None, StreamOp { fields, stream: 0, last: junk.next_u64() & 1 }));
     }
     if let Some(seed) = mix {
         let mut rng = Rng::new(seed);
@@ -395,15 +410,9 @@ pub fn run_streams(
         if !offering && next < ops.len() && !stall.hold_input() {
             offering = true;
             let o = &ops[next].1;
-            sim.set(p.op, o.op);
-            sim.set(p.esize, o.esize);
-            sim.set(p.zeroing, o.zeroing);
-            sim.set(p.mask_gen, o.mask_gen);
+            o.fields.drive(&mut sim, &p);
             sim.set(sp.stream, o.stream);
             sim.set(sp.last, o.last);
-            sim.set_words(p.mask, &o.mask);
-            sim.set_words(p.src, &o.src);
-            sim.set_words(p.old, &o.old);
         }
         if !offering_beat && next_beat < beats_in.len() && !stall.hold_input() {
             offering_beat = true;
@@ -432,16 +441,10 @@ pub fn run_streams(
             }
             let si = ops[results].0;
             let eb = si.map_or_else(|| vector_ops[vec_results.len()].element_bits, |i| streams[i].element_bits);
-            let n = (width / eb) as usize;
-            let dst = unpack(sim.words(p.dst), eb, n);
-            let mask_all = unpack(sim.words(p.out_mask), 1, lanes as usize);
-            if mask_all[n..].iter().any(|&b| b != 0) {
-                let msg = format!("result {results}: out_mask_o has bits set above element {} ({:?})", n - 1, mask_all);
-                return Err(fail(&mut sim, msg));
-            }
-            let mask = mask_all[..n].iter().map(|&b| b as u8).collect();
-            let count = sim.get(p.count) as u32;
-            let r = OpResult { dst, mask, count };
+            let r = match read_result(&sim, &p, width, eb, results) {
+                Ok(r) => r,
+                Err(msg) => return Err(fail(&mut sim, msg)),
+            };
             match si {
                 Some(i) => out[i].results.push(r),
                 None => vec_results.push(r),
@@ -455,7 +458,7 @@ pub fn run_streams(
             };
             let eb = streams[si].element_bits;
             let esize = sim.get(sp.dout_esize);
-            if esize != eb.trailing_zeros() as u64 - 3 {
+            if esize != esize_code(eb) {
                 let msg = format!("dense beat of stream {si}: dense_out_esize_o = {esize}, the stream's elements are {eb} bits");
                 return Err(fail(&mut sim, msg));
             }

@@ -303,8 +303,7 @@ fn build_vector(p: &CompressParams) -> Result<Design, RtlError> {
             let last = live.get("byte_mask").bit_at(n - 1);
             let sel_bytes = b.let_("sel_bytes", &below_last.not().zext(cw).add(&last.zext(cw)));
             let esize = live.take("esize");
-            let counts: Vec<Expr> = (0..4u32).map(|sz| sel_bytes.slice(cw - 1, sz).zext(cw)).collect();
-            live.set("count", b.let_("count", &by_esize(&esize, &counts)));
+            live.set("count", b.let_("count", &bytes_to_elems(&esize, &sel_bytes)));
         }
         if k + 1 == s {
             // Lanes the merge writes: compress the packed lanes (below the
@@ -386,6 +385,20 @@ pub(crate) fn out_stream(b: &mut ModuleBuilder, p: &CompressParams) -> Stream {
             ("count", p.count_bits(), "number of selected elements"),
         ],
     )
+}
+
+/// A byte count as elements of size `esize` (`bytes >> esize`), as wide.
+pub(crate) fn bytes_to_elems(esize: &Expr, bytes: &Expr) -> Expr {
+    let w = bytes.width();
+    by_esize(esize, &(0..4).map(|sz| bytes.slice(w - 1, sz).zext(w)).collect::<Vec<_>>())
+}
+
+/// An element count as bytes (`elems << esize`), as wide (the caller knows
+/// it does not overflow).
+pub(crate) fn elems_to_bytes(esize: &Expr, elems: &Expr) -> Expr {
+    let w = elems.width();
+    let shl = |sz: u32| if sz == 0 { elems.clone() } else { Expr::cat(&[elems.slice(w - 1 - sz, 0), Expr::zero(sz)]) };
+    by_esize(esize, &(0..4).map(shl).collect::<Vec<_>>())
 }
 
 /// `esize == 0 ? v[0] : esize == 1 ? v[1] : esize == 2 ? v[2] : v[3]`

@@ -17,7 +17,7 @@
 //!
 //! Everything is in bytes: `cb` = selected elements << esize.
 
-use super::by_esize;
+use super::{bytes_to_elems, elems_to_bytes};
 use crate::rtl::pipe::shift_queue;
 use crate::rtl::{clog2, popcount, Expr, ModuleBuilder, RtlError};
 use crate::Design;
@@ -85,8 +85,7 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
         })
         .collect();
     let ones = b.let_("in_ones", &popcount(&in_ones, cw));
-    let in_bytes = by_esize(&esize, &(0..4).map(|sz| shl(&ones, sz)).collect::<Vec<_>>());
-    let in_bytes = b.let_("in_bytes", &in_bytes);
+    let in_bytes = b.let_("in_bytes", &elems_to_bytes(&esize, &ones));
     let iq_fields = [
         ("op", 1),
         ("esize", 2),
@@ -156,8 +155,7 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     // Beats used up: one when the position passes the beat's end, one more
     // when the stream ends inside the next.
     let xs_issue = b.let_("expand_stream_issue", &issue.and(&h_xs));
-    let past = reach.ge(&nlit);
-    let rest = b.let_("dense_rest", &past.mux(&reach.sub(&nlit), &reach));
+    let (past, rest) = past_a_beat(&mut b, "dense_rest", &reach, n);
     let drop_rest = h_last.and(&rest.ne(&Expr::zero(cw)));
     b.assign(&pops[0], &xs_issue.and(&past.or(&drop_rest)));
     b.assign(&pops[1], &xs_issue.and(&past).and(&drop_rest));
@@ -191,7 +189,7 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     let fill = b.reg("pack_fill_q", s, 0);
     let acc = b.reg("pack_acc_q", w, 0);
     let cs_fire = b.let_("pack_take", &out_fire.and(t_cs));
-    let bytes = b.let_("pack_bytes", &by_esize(t_esize, &(0..4).map(|sz| shl(&count, sz)).collect::<Vec<_>>()));
+    let bytes = b.let_("pack_bytes", &elems_to_bytes(t_esize, &count));
     // The result moves up above the waiting bytes while the bytes it adds
     // are worked out (from `fill` up to `fill + bytes`), so the byte count
     // does not wait for the shifter or the other way round.
@@ -214,14 +212,12 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
         .collect();
     let adds = b.let_("pack_adds", &Expr::cat_lanes(&adds));
     let both = b.let_("pack_window", &moved.and(&adds).or(&acc.zext(2 * w)));
-    let full = total.ge(&nlit);
-    let left = b.let_("pack_left", &full.mux(&total.sub(&nlit), &total));
+    let (full, left) = past_a_beat(&mut b, "pack_left", &total, n);
     let left_any = left.ne(&Expr::zero(cw));
     let (lo, hi) = (both.slice(w - 1, 0), both.slice(2 * w - 1, w));
     // In elements, for the beat.
-    let elems = |x: &Expr| by_esize(t_esize, &(0..4).map(|sz| x.slice(cw - 1, sz).zext(cw)).collect::<Vec<_>>());
-    let first_count = b.let_("pack_first_count", &elems(&full.mux(&nlit, &total)));
-    let rest_count = b.let_("pack_rest_count", &elems(&left));
+    let first_count = b.let_("pack_first_count", &bytes_to_elems(t_esize, &full.mux(&nlit, &total)));
+    let rest_count = b.let_("pack_rest_count", &bytes_to_elems(t_esize, &left));
     let push0 = b.let_("dq_push0", &cs_fire.and(&full.or(t_last)));
     let push1 = b.let_("dq_push1", &cs_fire.and(&full).and(t_last).and(&left_any));
     let first_last = b.let_("pack_first_last", &t_last.and(&full.not().or(&left_any.not())));
@@ -254,13 +250,14 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
     Ok(Design::of(top, p))
 }
 
-/// `x << sz` in `x`'s width (the caller knows it does not overflow).
-fn shl(x: &Expr, sz: u32) -> Expr {
-    if sz == 0 {
-        x.clone()
-    } else {
-        Expr::cat(&[x.slice(x.width() - 1 - sz, 0), Expr::zero(sz)])
-    }
+/// For a byte offset `x` below 2n: whether it reaches past the first beat
+/// (`x >= n`), and the offset into the beat it ends in (`x - n` or `x`),
+/// named `name`.
+fn past_a_beat(b: &mut ModuleBuilder, name: &str, x: &Expr, n: u32) -> (Expr, Expr) {
+    let nlit = Expr::lit(x.width(), n as u64);
+    let past = x.ge(&nlit);
+    let rest = b.let_(name, &past.mux(&x.sub(&nlit), x));
+    (past, rest)
 }
 
 /// The `n` bytes of `x` (2n bytes) from byte `amount` (below n) on: log2(n)
