@@ -8,6 +8,7 @@
 //! parameters as their resolved JSON object.
 
 use crate::error::{Error, Result};
+use crate::image::Image;
 use crate::rtl_engine::compile_design;
 use gpurtl_hw::rtl::RtlError;
 use gpurtl_hw::Design;
@@ -76,6 +77,16 @@ pub trait BlockDef: Sync + 'static {
     /// `gpurtl bench`: measure the block's figures, print a table on `out`,
     /// return the JSON report.
     fn bench(p: &Self::Params, o: &BenchOpts, out: &mut dyn Write) -> Result<Value>;
+    /// `gpurtl run --image`: the input file with the picture in place of
+    /// the block's own picture input. Blocks that take none refuse it.
+    fn with_image(_p: &Self::Params, _input: Value, _img: &Image) -> Result<Value> {
+        Err(Error::Bad(format!("option `--image`: block `{}` takes no picture", Self::Params::BLOCK)))
+    }
+    /// `gpurtl run --output-image`: the picture of a run's output file
+    /// (`input`: the input file the run was given).
+    fn output_image(_p: &Self::Params, _input: &Value, _output: &Value) -> Result<Image> {
+        Err(Error::Bad(format!("option `--output-image`: block `{}` gives no picture", Self::Params::BLOCK)))
+    }
 }
 
 /// A block as the command line sees it; parameters travel as their resolved
@@ -96,6 +107,8 @@ pub trait Block: Sync {
     /// Both engines on a random workload from `seed`: `Ok(None)` when the
     /// output files agree, else the two (model, RTL).
     fn self_check(&self, params: &Value, compiled: &Compiled, seed: u64) -> Result<Option<(Value, Value)>>;
+    fn with_image(&self, params: &Value, input: Value, img: &Image) -> Result<Value>;
+    fn output_image(&self, params: &Value, input: &Value, output: &Value) -> Result<Image>;
 }
 
 fn typed<P: BlockParams>(params: &Value) -> Result<P> {
@@ -149,5 +162,11 @@ impl<T: BlockDef> Block for T {
         let want = T::output_json(&p, &T::model(&p, &input));
         let got = T::output_json(&p, &T::rtl(&p, compiled, &input, None)?);
         Ok((want != got).then_some((want, got)))
+    }
+    fn with_image(&self, params: &Value, input: Value, img: &Image) -> Result<Value> {
+        T::with_image(&typed(params)?, input, img)
+    }
+    fn output_image(&self, params: &Value, input: &Value, output: &Value) -> Result<Image> {
+        T::output_image(&typed(params)?, input, output)
     }
 }

@@ -18,6 +18,8 @@ commands:
   gen BLOCK|--all -o DIR       write Verilog, a filelist DIR/<top>.f and DIR/<top>.json
   run BLOCK --input IN.json --output OUT.json [--engine model|rtl] [--vcd FILE]
                                run a workload through the golden model or the RTL
+        [--image IN.png] [--output-image OUT.png]
+                               (texture) a picture as the texture; the conv result as a picture
   lint BLOCK                   verilator --lint-only -Wall and yosys synth + check -assert
   bench BLOCK [--json FILE]    measure the block's figures (table + JSON)
         [--random N] [--seed S] (scheduler) N random mixes from seed S
@@ -51,6 +53,8 @@ struct Opts {
     pub output: Option<PathBuf>,
     pub engine: Option<String>,
     pub vcd: Option<PathBuf>,
+    pub image: Option<PathBuf>,
+    pub output_image: Option<PathBuf>,
     pub json: Option<PathBuf>,
     pub prune_block: Option<String>,
     pub target: Option<String>,
@@ -101,6 +105,8 @@ fn parse(args: &[String]) -> Result<Opts> {
             "--output" => o.output = Some(val(a)?.into()),
             "--engine" => o.engine = Some(val(a)?),
             "--vcd" => o.vcd = Some(val(a)?.into()),
+            "--image" => o.image = Some(val(a)?.into()),
+            "--output-image" => o.output_image = Some(val(a)?.into()),
             "--json" => o.json = Some(val(a)?.into()),
             "--block" => o.prune_block = Some(val(a)?),
             "--target" => o.target = Some(val(a)?),
@@ -127,7 +133,7 @@ fn parse(args: &[String]) -> Result<Opts> {
 /// The long name of a known option (`-p` is `--param`, `-o` is `--out`).
 fn long_name(a: &str) -> Option<&'static str> {
     const LONG: &[&str] = &[
-        "--param", "--params", "--preset", "--out", "--input", "--output", "--engine", "--vcd", "--json", "--block",
+        "--param", "--params", "--preset", "--out", "--input", "--output", "--engine", "--vcd", "--image", "--output-image", "--json", "--block",
         "--target", "--clock-mhz", "--seed", "--seeds", "--threshold", "--random", "--all", "--zip", "--names",
     ];
     match a {
@@ -143,7 +149,7 @@ fn check_options(cmd: &str, o: &Opts) -> Result<()> {
     const PARAMS: &[&str] = &["--param", "--params", "--preset"];
     let own: &[&str] = match cmd {
         "gen" => &["--out", "--all"],
-        "run" => &["--input", "--output", "--engine", "--vcd"],
+        "run" => &["--input", "--output", "--engine", "--vcd", "--image", "--output-image"],
         "lint" => &[],
         "bench" => &["--json", "--random", "--seed"],
         "synth" => &["--target", "--clock-mhz", "--seed", "--seeds", "--out"],
@@ -257,11 +263,29 @@ impl<'a> Cli<'a> {
                 return Err(Error::Bad(format!("option `--vcd` = `{}`: is the `--output` file; must be another file", vcd.display())));
             }
         }
-        let input = crate::json::read(input, "input file")?;
+        if let Some(img) = &o.output_image {
+            emit::check_output("--output-image", img).map_err(Error::Bad)?;
+            if emit::same_file(img, output) || o.vcd.as_ref().is_some_and(|v| emit::same_file(img, v)) {
+                return Err(Error::Bad(format!("option `--output-image` = `{}`: is another output's file; must be its own file", img.display())));
+            }
+        }
+        let mut input = crate::json::read(input, "input file")?;
+        if let Some(path) = &o.image {
+            let img = crate::image::read_png("--image", path)?;
+            input = b.with_image(&params, input, &img)?;
+        }
         let result = b.run(&params, &input, engine, o.vcd.as_deref())?;
+        let picture = match &o.output_image {
+            Some(path) => Some((path, b.output_image(&params, &input, &result)?)),
+            None => None,
+        };
         let text = serde_json::to_string_pretty(&result)? + "\n";
         emit::write_atomic(output, text.as_bytes()).map_err(|e| Error::io("write", output, e))?;
         let _ = writeln!(out, "{}", output.display());
+        if let Some((path, img)) = picture {
+            crate::image::write_png(path, &img)?;
+            let _ = writeln!(out, "{}", path.display());
+        }
         Ok(())
     }
 

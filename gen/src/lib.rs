@@ -2,7 +2,7 @@
 //! registry and the `gpurtl` command line.
 //!
 //! Module layering, each using only those above it: `error`, `tools`,
-//! `json`, `emit`, `rtl_engine`; `block` (the `Block` trait); `bench`, `synth`,
+//! `json`, `emit`, `image`, `rtl_engine`; `block` (the `Block` trait); `bench`, `synth`,
 //! `sweep` (flows that take resolved parameters); `blocks` (one adapter per
 //! block); `cli` (argument parsing and dispatch).
 
@@ -12,6 +12,7 @@ pub mod blocks;
 pub mod cli;
 pub mod emit;
 pub mod error;
+pub mod image;
 pub mod json;
 pub mod rtl_engine;
 pub mod sweep;

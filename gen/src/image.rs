@@ -1,0 +1,101 @@
+//! PNG pictures in and out of `gpurtl run` (`--image`, `--output-image`):
+//! 8-bit grey or RGBA in memory, read from any 8-bit PNG colour type.
+
+use crate::error::{Error, Result};
+use std::path::Path;
+
+/// An 8-bit picture: `channels` bytes a pixel (1 grey, 4 RGBA), row-major.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Image {
+    pub width: u32,
+    pub height: u32,
+    pub channels: u32,
+    pub data: Vec<u8>,
+}
+
+impl Image {
+    /// Pixel (x, y)'s bytes.
+    pub fn pixel(&self, x: u32, y: u32) -> &[u8] {
+        let c = self.channels as usize;
+        let i = (y as usize * self.width as usize + x as usize) * c;
+        &self.data[i..i + c]
+    }
+}
+
+/// Read `path` as an 8-bit PNG: grey stays grey; grey with alpha, RGB,
+/// RGBA and palette pictures become RGBA (alpha 255 where there is none).
+/// `option` names the command-line option in messages.
+pub fn read_png(option: &str, path: &Path) -> Result<Image> {
+    let shown = path.display();
+    let file = std::fs::File::open(path).map_err(|e| Error::Bad(format!("option `{option}` = `{shown}`: cannot open it: {e}")))?;
+    let mut decoder = png::Decoder::new(std::io::BufReader::new(file));
+    decoder.set_transformations(png::Transformations::EXPAND);
+    let mut reader = decoder
+        .read_info()
+        .map_err(|e| Error::Bad(format!("option `{option}` = `{shown}`: not a readable PNG file ({e})")))?;
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let frame = reader
+        .next_frame(&mut buf)
+        .map_err(|e| Error::Bad(format!("option `{option}` = `{shown}`: not a readable PNG file ({e})")))?;
+    if frame.bit_depth != png::BitDepth::Eight {
+        return Err(Error::Bad(format!(
+            "option `{option}` = `{shown}`: has {:?}-bit samples; must be an 8-bit PNG (grey, grey+alpha, RGB, RGBA or palette)",
+            frame.bit_depth as u8
+        )));
+    }
+    let (w, h) = (frame.width, frame.height);
+    let src = &buf[..frame.buffer_size()];
+    let n = (w * h) as usize;
+    let (channels, data) = match frame.color_type {
+        png::ColorType::Grayscale => (1, src.to_vec()),
+        png::ColorType::GrayscaleAlpha => (4, (0..n).flat_map(|i| [src[2 * i], src[2 * i], src[2 * i], src[2 * i + 1]]).collect()),
+        png::ColorType::Rgb => (4, (0..n).flat_map(|i| [src[3 * i], src[3 * i + 1], src[3 * i + 2], 255]).collect()),
+        png::ColorType::Rgba => (4, src.to_vec()),
+        png::ColorType::Indexed => {
+            return Err(Error::Bad(format!("option `{option}` = `{shown}`: a palette PNG that did not expand; must be grey, RGB or RGBA")))
+        }
+    };
+    Ok(Image { width: w, height: h, channels, data })
+}
+
+/// Write `img` to `path` as a PNG, atomically (a temporary file, renamed).
+pub fn write_png(path: &Path, img: &Image) -> Result<()> {
+    let mut bytes = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut bytes, img.width, img.height);
+        enc.set_color(if img.channels == 1 { png::ColorType::Grayscale } else { png::ColorType::Rgba });
+        enc.set_depth(png::BitDepth::Eight);
+        let mut w = enc.write_header().map_err(|e| Error::Failed(format!("PNG encoding: {e}")))?;
+        w.write_image_data(&img.data).map_err(|e| Error::Failed(format!("PNG encoding: {e}")))?;
+    }
+    crate::emit::write_atomic(path, &bytes).map_err(|e| Error::io("write", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grey_and_rgb_round_trip_through_png() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.png");
+        let grey = Image { width: 3, height: 2, channels: 1, data: vec![0, 1, 2, 250, 251, 255] };
+        write_png(&p, &grey).unwrap();
+        assert_eq!(read_png("--image", &p).unwrap(), grey);
+        let rgba = Image { width: 2, height: 1, channels: 4, data: vec![1, 2, 3, 4, 5, 6, 7, 8] };
+        write_png(&p, &rgba).unwrap();
+        assert_eq!(read_png("--image", &p).unwrap(), rgba);
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_png_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("b.png");
+        std::fs::write(&p, b"not a png").unwrap();
+        let e = read_png("--image", &p).unwrap_err();
+        assert_eq!(e.code(), 2);
+        assert!(e.message().contains("option `--image`") && e.message().contains("not a readable PNG"), "{e}");
+        let e = read_png("--image", &dir.path().join("missing.png")).unwrap_err();
+        assert!(e.message().contains("cannot open"), "{e}");
+    }
+}

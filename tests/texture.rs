@@ -1,0 +1,228 @@
+//! Texture unit: cosimulation of the generated Verilog against the golden
+//! model (docs/texture.md), lint and synthesis checks, snapshot.
+
+use gpurtl_gen::rtl_engine::compile_design;
+use gpurtl_hw::blocks::texture::build;
+use gpurtl_params::texture::{AddressMode, Broadcast, Format, TextureParams};
+use gpurtl_params::BlockParams;
+use gpurtl_sim::models::texture::{self as model, Kernel, Level, Op, OpResult, Texture, Workload};
+use gpurtl_sim::rng::Rng;
+use gpurtl_sim::tb::texture::{self as tb, TexStalls};
+use gpurtl_tests::{failure_dir, seeds};
+
+const SEEDS: u64 = 200;
+
+fn points() -> Vec<(&'static str, TextureParams)> {
+    let d = TextureParams::default();
+    vec![
+        ("default", d.clone()),
+        ("small", TextureParams::presets()[1].1.clone()),
+        ("one_bank", TextureParams::presets()[2].1.clone()),
+        // Two banks, whole broadcast, a shallow tag queue, narrow accumulators
+        // that wrap, 3 fraction bits, offsets -4..3.
+        (
+            "two_banks",
+            TextureParams { banks: 2, max_size: 64, frac_bits: 3, offset_bits: 3, max_kernel: 20, weight_bits: 5, acc_bits: 12, broadcast: Broadcast::Whole, max_outstanding: 3, addr_bits: 14 },
+        ),
+    ]
+}
+
+/// Counts of what the random workloads reached, so that a test that proves
+/// less than it claims fails.
+#[derive(Default, Debug)]
+struct Reach {
+    ops: [usize; 4],
+    formats: [usize; 3],
+    modes: [usize; 3],
+    levels_above_0: usize,
+    offsets_at_ends: usize,
+    conv_sections: usize,
+    fetches: u64,
+}
+
+fn cosim(name: &str, p: &TextureParams) {
+    p.validate().expect("test point is valid");
+    let compiled = compile_design(&build(p).unwrap()).expect("verilator build");
+    let mut reach = Reach::default();
+    let (lo, hi) = p.offset_range();
+    for seed in seeds(SEEDS) {
+        let mut rng = Rng::new(seed * 7919 + p.banks as u64 * 31 + p.max_size as u64);
+        let n = 1 + rng.below(10) as usize;
+        let w = model::random_workload(&mut rng, p, n);
+        // Every fourth seed: no stalls, so cycles must match too.
+        let stalls = (seed % 4 != 0).then(|| TexStalls {
+            seed,
+            in_pct: rng.below(60) as u32,
+            out_pct: rng.below(60) as u32,
+            mem_ready_pct: rng.below(60) as u32,
+            mem_delay_max: rng.below(8) as u32,
+        });
+        let want = model::run(p, &w);
+        reach.formats[w.texture.format.code() as usize] += 1;
+        for m in w.address {
+            reach.modes[m.code() as usize] += 1;
+        }
+        reach.conv_sections += usize::from(w.conv.is_some());
+        reach.fetches += want.texel_fetches;
+        for op in &w.ops {
+            let (k, level) = match op {
+                Op::Bilinear { level, .. } => (0, *level),
+                Op::Nearest { level, .. } => (1, *level),
+                Op::Gather4 { level, dx, dy, .. } => {
+                    reach.offsets_at_ends += usize::from([*dx, *dy].iter().any(|d| *d == lo || *d == hi));
+                    (2, *level)
+                }
+                Op::ConvQuad { level, .. } => (3, *level),
+            };
+            reach.ops[k] += 1;
+            reach.levels_above_0 += usize::from(level > 0);
+        }
+        let got = tb::run(&compiled, p, &w, stalls, None);
+        let problem = match &got {
+            Err(e) => Some(format!("the RTL run failed: {e}")),
+            Ok((got, _)) => {
+                let mut want = want.clone();
+                if stalls.is_some() {
+                    want.cycles = got.cycles;
+                }
+                (got != &want).then(|| {
+                    let first = (0..want.results.len().min(got.results.len())).find(|&i| want.results[i] != got.results[i]);
+                    format!(
+                        "first differing result {first:?}: model {:?} rtl {:?}\n  fetches {}/{} writes {}/{} cycles {}/{} (model/rtl), {} / {} results\n  workload: {:?}",
+                        first.map(|i| &want.results[i]),
+                        first.map(|i| &got.results[i]),
+                        want.texel_fetches, got.texel_fetches, want.register_writes, got.register_writes, want.cycles, got.cycles,
+                        want.results.len(), got.results.len(), w
+                    )
+                })
+            }
+        };
+        if let Some(problem) = problem {
+            let vcd = failure_dir().join(format!("texture_{name}_seed{seed}.vcd"));
+            let _ = tb::run(&compiled, p, &w, stalls, Some(&vcd));
+            panic!(
+                "texture {name} seed {seed} (stalls {stalls:?}): {problem}\n  waveform: {}\n  reproduce: GPURTL_SEED={seed} cargo test --release --test texture",
+                vcd.display()
+            );
+        }
+    }
+    eprintln!("texture {name}: {} seeds, all match; reached {reach:?}", seeds(SEEDS).len());
+    if std::env::var("GPURTL_SEED").is_err() {
+        assert!(reach.ops.iter().all(|&n| n > 20), "{reach:?}");
+        assert!(reach.formats.iter().all(|&n| n > 20), "{reach:?}");
+        assert!(reach.modes.iter().all(|&n| n > 20), "{reach:?}");
+        assert!(reach.levels_above_0 > 20 && reach.offsets_at_ends > 10 && reach.conv_sections > 5, "{reach:?}");
+    }
+}
+
+#[test]
+fn cosim_default() {
+    let (n, p) = &points()[0];
+    cosim(n, p)
+}
+#[test]
+fn cosim_small() {
+    let (n, p) = &points()[1];
+    cosim(n, p)
+}
+#[test]
+fn cosim_one_bank() {
+    let (n, p) = &points()[2];
+    cosim(n, p)
+}
+#[test]
+fn cosim_two_banks() {
+    let (n, p) = &points()[3];
+    cosim(n, p)
+}
+
+fn grey(w: u32, h: u32) -> Texture {
+    Texture { format: Format::R8, levels: vec![Level { width: w, height: h, texels: (0..w * h).map(|i| (i * 29 + 7) % 256).collect() }] }
+}
+
+/// The kernels the brief names, each at both broadcast settings, through
+/// the RTL: fetches at the patch size, writes by the rule, results exact,
+/// and a row of quads at one tile per cycle.
+#[test]
+fn named_kernels_fetch_the_patch_once() {
+    let d = TextureParams::default();
+    let compiled = compile_design(&build(&d).unwrap()).unwrap();
+    for (kw, kh, stitch, sub_ops) in [(3, 3, "4x4", 1), (1, 7, "2x8", 1), (7, 1, "8x2", 1), (5, 5, "none", 3), (19, 1, "none", 3), (1, 19, "none", 3), (2, 2, "4x4", 1)] {
+        let kernel = Kernel { width: kw, height: kh, weights: (0..kw * kh).map(|i| i as i64 % 7 - 3).collect() };
+        let w = Workload {
+            texture: grey(40, 40),
+            address: [AddressMode::Clamp, AddressMode::Clamp],
+            mem_latency: 10,
+            ops: (0..8).map(|q| Op::ConvQuad { x: 10 + 2 * q, y: 20, level: 0, channel: 0, kernel: kernel.clone() }).collect(),
+            conv: None,
+        };
+        let (got, _) = tb::run(&compiled, &d, &w, None, None).unwrap();
+        assert_eq!(got, model::run(&d, &w), "{kw}x{kh}");
+        assert_eq!(got.texel_fetches, 8 * ((kw + 1) * (kh + 1)) as u64, "{kw}x{kh}");
+        assert_eq!(got.register_writes, 8 * 4 * (kw * kh) as u64, "{kw}x{kh} selective");
+        match &got.results[0] {
+            OpResult::Pixels { stitch: s, sub_ops: n, .. } => assert_eq!((s.name(), *n), (stitch, sub_ops), "{kw}x{kh}"),
+            r => panic!("{r:?}"),
+        }
+    }
+}
+
+/// 4 banks, no stalls: one bilinear sample per cycle at steady state.
+#[test]
+fn bilinear_runs_at_one_sample_per_cycle() {
+    let d = TextureParams::default();
+    let compiled = compile_design(&build(&d).unwrap()).unwrap();
+    let mut rng = Rng::new(3);
+    let op = |rng: &mut Rng| Op::Bilinear { u: (4 << 8) + rng.below(50 << 8), v: (4 << 8) + rng.below(50 << 8), level: 0 };
+    let ops: Vec<Op> = (0..201).map(|_| op(&mut rng)).collect();
+    let run = |ops: &[Op]| {
+        let w = Workload { texture: grey(64, 64), address: [AddressMode::Repeat, AddressMode::Mirror], mem_latency: 10, ops: ops.to_vec(), conv: None };
+        let (got, _) = tb::run(&compiled, &d, &w, None, None).unwrap();
+        assert_eq!(got, model::run(&d, &w));
+        got.cycles
+    };
+    assert_eq!(run(&ops) - run(&ops[..1]), 200);
+}
+
+#[test]
+fn verilator_lint_and_yosys_are_clean_at_every_point() {
+    for (name, p) in points() {
+        gpurtl_tests::lint_and_synth_clean(name, &build(&p).unwrap());
+    }
+}
+
+#[test]
+fn regeneration_is_byte_identical() {
+    for (_, p) in TextureParams::presets() {
+        gpurtl_tests::check_stable(|| build(&p).unwrap());
+    }
+}
+
+/// Every corner of the parameter table builds.
+#[test]
+fn every_corner_of_the_parameter_table_builds() {
+    let mut built = 0;
+    for bits in 0..512u32 {
+        let pick = |i: u32, lo: u32, hi: u32| if bits >> i & 1 == 1 { hi } else { lo };
+        let p = TextureParams {
+            banks: [1, 4][pick(0, 0, 1) as usize],
+            max_size: pick(1, 2, 4096),
+            frac_bits: pick(2, 1, 10),
+            offset_bits: pick(3, 2, 8),
+            max_kernel: pick(4, 1, 31),
+            weight_bits: pick(5, 2, 16),
+            acc_bits: pick(6, 8, 48),
+            broadcast: Broadcast::Whole,
+            max_outstanding: pick(7, 2, 64),
+            addr_bits: pick(8, 8, 32),
+        };
+        if p.validate().is_err() {
+            continue;
+        }
+        if let Err(e) = build(&p) {
+            panic!("{p:?}: {e}");
+        }
+        built += 1;
+    }
+    assert_eq!(built, 512);
+}
