@@ -862,3 +862,116 @@ fn compress_stream_runs_and_malformed_stream_inputs() {
         "input `streams` = (given): must be absent when `ops` is given: the file has one of `ops` and `streams`",
     );
 }
+
+/// The spec's example file through both engines (docs/texture.md).
+#[test]
+fn texture_run_model_and_rtl_agree() {
+    let d = tempfile::tempdir().unwrap();
+    let example = r#"{"texture": {"format": "r8", "levels": [{"width": 4, "height": 2, "texels": [1,2,3,4,5,6,7,8]}]},
+ "address": ["clamp", "repeat"], "mem_latency": 10,
+ "ops": [{"op": "bilinear", "u": 384, "v": 128, "level": 0},
+         {"op": "gather4", "u": 256, "v": 256, "offset": [-1, 0], "level": 0, "channel": 0},
+         {"op": "conv_quad", "x": 0, "y": 0, "level": 0, "channel": 0,
+          "kernel": {"width": 3, "height": 3, "weights": [1,2,1,2,4,2,1,2,1]}}],
+ "conv": {"level": 0, "channel": 0, "kernel": {"width": 3, "height": 3, "weights": [1,2,1,2,4,2,1,2,1]}}}"#;
+    let i = write(d.path(), "tex.json", example);
+    let v = both_engines(d.path(), "texture", &[], &i);
+    assert_eq!(v["results"][0], serde_json::json!({"texel": [2]}));
+    assert_eq!(v["results"][1], serde_json::json!({"texels": [1, 1, 5, 5]}));
+    assert_eq!(v["results"][2], serde_json::json!({"pixels": [52, 64, 52, 64], "stitch": "4x4", "sub_ops": 1}));
+    assert_eq!(v["image"], serde_json::json!([[52, 64, 80, 92], [52, 64, 80, 92]]));
+    assert_eq!((v["texel_fetches"].as_u64(), v["register_writes"].as_u64()), (Some(56), Some(108)));
+}
+
+#[test]
+fn texture_malformed_inputs_and_pictures() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |input: &str, extra: &[&str]| {
+        let i = write(d.path(), "in.json", input);
+        let o = d.path().join("out.json");
+        let args = [&["run", "texture", "--input", &i, "--output", o.to_str().unwrap()][..], extra].concat();
+        let (code, _, err) = gpurtl(&args);
+        assert!(!o.exists(), "no output file on error: {input}");
+        (code, err)
+    };
+    let bad_tex = |input: &str, extra: &[&str], message: &str| {
+        assert_eq!(run(input, extra), (2, format!("error: {message}\n")), "{input} {extra:?}");
+    };
+    let tex = r#""texture": {"format": "r8", "levels": [{"width": 4, "height": 2, "texels": [1,2,3,4,5,6,7,8]}, {"width": 2, "height": 1, "texels": [1,2]}]}"#;
+    let w20: Vec<String> = (1..=20).map(|i| i.to_string()).collect();
+    bad_tex(
+        &format!(r#"{{{tex}, "ops": [{{"op": "conv_quad", "x": 0, "y": 0, "kernel": {{"width": 20, "height": 1, "weights": [{}]}}}}]}}"#, w20.join(",")),
+        &[],
+        "input `ops[0].kernel.width` = 20: must be an integer from 1 to 19 (max_kernel)",
+    );
+    bad_tex(
+        &format!(r#"{{{tex}, "ops": [{{"op": "bilinear", "u": 0, "v": 0, "level": 2}}]}}"#),
+        &[],
+        "input `ops[0].level` = 2: must be an integer from 0 to 1 (below the texture's 2 levels)",
+    );
+    bad_tex(
+        r#"{"texture": {"format": "r8", "levels": [{"width": 4, "height": 2, "texels": [1,2,3,4,5,6,7,8]}, {"width": 3, "height": 1, "texels": [1,2,3]}]}}"#,
+        &[],
+        "input `texture.levels[1].width` = 3: must be an integer from 2 to 2 (max(1, 4 >> 1): levels[0].width halved)",
+    );
+    bad_tex(
+        r#"{"texture": {"format": "r8", "levels": [{"width": 2, "height": 1, "texels": [1,256]}]}}"#,
+        &[],
+        "input `texture.levels[0].texels[1]` = 256: must be an integer from 0 to 255",
+    );
+    bad_tex(
+        r#"{"texture": {"format": "rgba8", "levels": [{"width": 1, "height": 1, "texels": [[1,2,3]]}]}}"#,
+        &[],
+        "input `texture.levels[0].texels[0]` = [1,2,3]: must be a list [r, g, b, a] of integers from 0 to 255",
+    );
+    bad_tex(
+        &format!(r#"{{{tex}, "conv": {{"kernel": {{"width": 1, "height": 1, "weights": [128]}}}}}}"#),
+        &[],
+        "input `conv.kernel.weights[0]` = 128: must be an integer from -128 to 127",
+    );
+    bad_tex(
+        &format!(r#"{{{tex}, "ops": [{{"op": "gather4", "u": 0, "v": 0, "offset": [32, 0]}}]}}"#),
+        &[],
+        "input `ops[0].offset[0]` = 32: must be an integer from -32 to 31",
+    );
+    bad_tex(r#"{"ops": []}"#, &["--image", "/nonexistent/a.png"], "option `--image` = `/nonexistent/a.png`: cannot open it: No such file or directory (os error 2)");
+    let not_png = write(d.path(), "n.png", "not a png");
+    bad_tex(r#"{"ops": []}"#, &["--image", &not_png], &format!("option `--image` = `{not_png}`: not a readable PNG file (Invalid PNG signature.)"));
+    let camera = gpurtl_tests::repo().join("docs/figures/texture-camera.png");
+    bad_tex(&format!("{{{tex}}}"), &["--image", camera.to_str().unwrap()], "input `texture`: given together with `--image`; must be one or the other");
+    bad_tex(&format!("{{{tex}}}"), &["--output-image", "x.png"], "option `--output-image`: the input has no `conv` section, so the run gives no image");
+    bad_tex(r#"{"ops": []}"#, &["--image", camera.to_str().unwrap(), "--param", "max_size=256"], "option `--image`: the picture is 512x512 pixels; must be at most max_size (256) on each side (parameter `max_size`)");
+    // Another block takes no picture.
+    let (code, err) = {
+        let i = write(d.path(), "c.json", r#"{"ops": []}"#);
+        let o = d.path().join("c-out.json");
+        let (code, _, err) = gpurtl(&["run", "cbload", "--input", &i, "--output", o.to_str().unwrap(), "--image", camera.to_str().unwrap()]);
+        (code, err)
+    };
+    assert_eq!((code, err.as_str()), (2, "error: option `--image`: block `cbload` takes no picture\n"));
+}
+
+/// The README's pictures: a real photograph (docs/figures/texture-camera.png,
+/// CC0) through the generated RTL gives the model's output byte for byte,
+/// and the committed outputs are what the RTL gives today.
+#[test]
+fn texture_pictures_through_the_rtl_match_the_model_and_the_readme() {
+    let d = tempfile::tempdir().unwrap();
+    let fig = gpurtl_tests::repo().join("docs/figures");
+    for name in ["edges", "blur"] {
+        let mut pngs = Vec::new();
+        for engine in ["model", "rtl"] {
+            let o = d.path().join(format!("{name}-{engine}.json"));
+            let png = d.path().join(format!("{name}-{engine}.png"));
+            let (code, _, err) = gpurtl(&[
+                "run", "texture", "--image", fig.join("texture-camera.png").to_str().unwrap(),
+                "--input", fig.join(format!("texture-{name}.json")).to_str().unwrap(),
+                "--output", o.to_str().unwrap(), "--output-image", png.to_str().unwrap(), "--engine", engine,
+            ]);
+            assert_eq!(code, 0, "{err}");
+            pngs.push(std::fs::read(&png).unwrap());
+        }
+        assert!(pngs[0] == pngs[1], "{name}: the RTL's picture differs from the model's");
+        assert!(pngs[1] == std::fs::read(fig.join(format!("texture-{name}.png"))).unwrap(), "docs/figures/texture-{name}.png is stale");
+    }
+}
