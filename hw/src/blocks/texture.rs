@@ -7,8 +7,10 @@
 //! register banks (whole or selective) and multiplied-accumulated.
 //!
 //! Pipeline: accept (level lookup, start coordinate, its wrap by a
-//! restoring divider) -> sequencer (one tile at a time; a tile is one or more
-//! *passes*, each at most one texel per bank) -> per-bank request registers
+//! restoring divider, two bits per step) -> sequencer (one tile at a time,
+//! its columns and rows kept wrapped and stepped two texels per tile, the
+//! rows' word addresses with them; a tile is one or more *passes*, each at
+//! most one texel per bank) -> per-bank request registers
 //! -> memory -> collect (the tag queue says which banks a pass used and where
 //! each texel goes) -> S1 (a whole tile) -> S2 (filter inputs, or the pixels'
 //! register banks and weights) -> result register. Timing: docs/texture.md.
@@ -36,21 +38,182 @@ fn fit(e: &Expr, w: u32) -> Expr {
     }
 }
 
-/// Bits of |x| one restoring-division stage consumes (docs/texture.md, prep stages).
+/// Bits of the dividend one restoring-division stage consumes (docs/texture.md, prep stages).
 pub const DIV_BITS_PER_STAGE: u32 = 4;
 
-/// Restoring-division steps over `bits` (most significant first): `rem`
-/// (below `d`, as wide as `d`) takes each bit in and subtracts `d` where it
-/// can.
-fn div_steps(rem: &Expr, bits: &[Expr], d: &Expr) -> Expr {
-    let w = d.width();
-    let dd = d.zext(w + 1);
-    let mut rem = rem.clone();
-    for bit in bits {
-        let shifted = Expr::cat(&[rem.clone(), bit.clone()]);
-        rem = shifted.ge(&dd).mux(&shifted.sub(&dd), &shifted).slice(w - 1, 0);
+/// Restoring-division steps over `bits` (most significant first), two at
+/// a time: `rem` (below S, as wide as S - 1) takes two bits in and
+/// subtracts 3S, 2S or S, the largest that fits (the three subtractions
+/// side by side), an odd last bit alone. Returns the remainder and the
+/// quotient's lowest bit (`q0` when there are no bits). `name`: the
+/// wires of step i, `<name><i>_minus<m>s`.
+fn div_steps(b: &mut ModuleBuilder, name: &str, rem: &Expr, q0: &Expr, bits: &[Expr], s: &Expr, s3: &Expr) -> (Expr, Expr) {
+    let rw = rem.width();
+    let (mut rem, mut q0) = (rem.clone(), q0.clone());
+    for (i, pair) in bits.chunks(2).enumerate() {
+        let n = pair.len() as u32;
+        let v = b.let_(&format!("{name}{i}_in"), &Expr::cat(&[&[rem.clone()][..], pair].concat()));
+        let ww = rw + n + 1;
+        let multiples = if n == 2 { vec![s.clone(), Expr::cat(&[s.clone(), Expr::bit(false)]), s3.clone()] } else { vec![s.clone()] };
+        let (mut r, mut q) = (v.slice(rw - 1, 0), Expr::bit(false));
+        for (m, sm) in multiples.iter().enumerate() {
+            let t = b.let_(&format!("{name}{i}_minus{}s", m + 1), &v.zext(ww).sub(&sm.zext(ww)));
+            b.waive_unused(&t, "the sign says whether it fits; then it is below S, as wide as the remainder");
+            let fits = t.bit_at(ww - 1).not();
+            r = fits.mux(&t.slice(rw - 1, 0), &r);
+            q = fits.mux(&Expr::bit(m % 2 == 0), &q);
+        }
+        (rem, q0) = (r, q);
     }
-    rem
+    (rem, q0)
+}
+
+/// `((y >> by) * pitch) mod 2^aw`: the word offset of the row pair holding
+/// texel row `y` (a multiplier of exactly the operands' widths).
+fn row_offset(y: &Expr, pitch: &Expr, by: u32, aw: u32) -> Expr {
+    if y.width() <= by {
+        return Expr::zero(aw);
+    }
+    let yr = y.slice(y.width() - 1, by);
+    let pw = yr.width() + pitch.width();
+    fit(&yr.zext(pw).mul(&pitch.zext(pw)), aw)
+}
+
+/// Named fields of a prep stage, in order (each a register `prep<k>_<name>_q`).
+#[derive(Clone, Default)]
+struct Fields(Vec<(String, Expr)>);
+
+impl Fields {
+    fn get(&self, name: &str) -> Expr {
+        match self.0.iter().find(|(n, _)| n == name) {
+            Some((_, e)) => e.clone(),
+            None => panic!("prep stage field `{name}` is not carried this far"),
+        }
+    }
+    fn set(&mut self, name: &str, e: &Expr) {
+        match self.0.iter_mut().find(|(n, _)| n == name) {
+            Some(slot) => slot.1 = e.clone(),
+            None => self.0.push((name.to_string(), e.clone())),
+        }
+    }
+    fn remove(&mut self, name: &str) {
+        self.0.retain(|(n, _)| n != name);
+    }
+    fn map(&self, mut f: impl FnMut(&str, &Expr) -> Expr) -> Fields {
+        Fields(self.0.iter().map(|(n, e)| (n.clone(), f(n, e))).collect())
+    }
+}
+
+/// One texel column (or row) of the tile walk: `at` the texel index after
+/// the address mode (0..S-1), `up` whether a mirrored coordinate runs up at
+/// its next step, `raw` the coordinate before the mode (for clamp).
+#[derive(Clone)]
+struct Coord {
+    at: Expr,
+    up: Expr,
+    raw: Expr,
+}
+
+impl Coord {
+    fn mux(sel: &Expr, t: &Coord, f: &Coord) -> Coord {
+        Coord { at: sel.mux(&t.at, &f.at), up: sel.mux(&t.up, &f.up), raw: sel.mux(&t.raw, &f.raw) }
+    }
+    fn load(&self, b: &mut ModuleBuilder, d: &Coord, en: &Expr) {
+        b.next(&self.at, &d.at, Some(en));
+        b.next(&self.up, &d.up, Some(en));
+        b.next(&self.raw, &d.raw, Some(en));
+    }
+}
+
+/// An op's address mode on one axis: `clamp` (also any mode at S = 1, where
+/// every coordinate is texel 0), else `mirror` or repeat; `last` = S - 1,
+/// `last2` = S - 2 (signed, as wide as `raw`).
+struct AxisRule {
+    clamp: Expr,
+    mirror: Expr,
+    last: Expr,
+    last2: Expr,
+}
+
+/// How a coordinate moved one step on: up or down by one texel, or round
+/// from S - 1 to 0 (repeat); otherwise it stayed.
+struct Move1 {
+    up: Expr,
+    down: Expr,
+    wrap: Expr,
+}
+
+/// The coordinate one texel on (`name`: the wire of the new index).
+fn step1(b: &mut ModuleBuilder, name: &str, c: &Coord, r: &AxisRule) -> (Coord, Move1) {
+    let (vw, cw) = (c.at.width(), c.raw.width());
+    let raw = b.let_(&format!("{name}_raw"), &c.raw.add(&Expr::lit(cw, 1)));
+    let below = c.raw.bit_at(cw - 1);
+    let over = slt(&c.raw, &r.last.zext(cw)).not(); // raw >= S - 1
+    let clamped = over.mux(&r.last, &raw.bit_at(cw - 1).mux(&Expr::zero(vw), &raw.slice(vw - 1, 0)));
+    let at_top = c.at.eq(&r.last);
+    let at_bottom = c.at.eq_lit(0);
+    let inc = b.let_(&format!("{name}_plus1"), &c.at.add(&Expr::lit(vw, 1)));
+    let dec = b.let_(&format!("{name}_minus1"), &c.at.sub(&Expr::lit(vw, 1)));
+    let mirrored = c.up.mux(&at_top.mux(&r.last, &inc), &at_bottom.mux(&Expr::zero(vw), &dec));
+    let repeated = at_top.mux(&Expr::zero(vw), &inc);
+    let at = b.let_(name, &r.clamp.mux(&clamped, &r.mirror.mux(&mirrored, &repeated)));
+    let up = c.up.mux(&at_top.not(), &at_bottom);
+    let wraps = r.clamp.not();
+    let moved = Move1 {
+        up: r.clamp.mux(&below.or(&over).not(), &r.mirror.mux(&c.up, &Expr::bit(true)).and(&at_top.not())),
+        down: wraps.and(&r.mirror).and(&c.up.not()).and(&at_bottom.not()),
+        wrap: wraps.and(&r.mirror.not()).and(&at_top),
+    };
+    (Coord { at, up, raw }, moved)
+}
+
+/// How a row's word address follows a step of two: one row pair on
+/// (`inc`) or back (`dec`), else an edge row: `top` S - 1 (`bit`) or
+/// S - 2, or the bottom row `bit` (0 or 1).
+struct Move2 {
+    inc: Expr,
+    dec: Expr,
+    top: Expr,
+    bit: Expr,
+}
+
+/// The coordinate two texels on: the next tile's (`name`: the wire of the
+/// new index). Repeat wraps once at most (S >= 2); mirror turns at an edge.
+fn step2(b: &mut ModuleBuilder, name: &str, c: &Coord, r: &AxisRule) -> (Coord, Move2) {
+    let (vw, cw) = (c.at.width(), c.raw.width());
+    let raw = b.let_(&format!("{name}_raw"), &c.raw.add(&Expr::lit(cw, 2)));
+    let below = c.raw.bit_at(cw - 1);
+    let over = slt(&c.raw, &r.last2).not(); // raw >= S - 2
+    let clamped = over.mux(&r.last, &raw.bit_at(cw - 1).mux(&Expr::zero(vw), &raw.slice(vw - 1, 0)));
+    // raw is -1 or -2: raw + 2 is 1 or 0.
+    let near = c.raw.slice(cw - 1, 1).all();
+    let last2 = r.last2.slice(vw - 1, 0);
+    let diff = b.let_(&format!("{name}_from_last2"), &c.at.zext(vw + 1).sub(&last2.zext(vw + 1)));
+    let high = diff.bit_at(vw).not(); // at >= S - 2: repeat wraps, mirror turns down
+    let low = if vw > 1 { c.at.slice(vw - 1, 1).eq_lit(0) } else { Expr::bit(true) }; // at < 2
+    // (At a 1-bit index S <= 2: every step turns or wraps, never +-2.)
+    let two = if vw > 1 { Expr::lit(vw, 2) } else { Expr::zero(vw) };
+    let inc = b.let_(&format!("{name}_plus2"), &c.at.add(&two));
+    let dec = b.let_(&format!("{name}_minus2"), &c.at.sub(&two));
+    // At the top a mirrored S - 2 goes to S - 1 and S - 1 to S - 2.
+    let to_last = c.at.bit_at(0).eq(&r.last2.bit_at(0));
+    let turned_down = to_last.mux(&r.last, &last2);
+    let turned_up = c.at.bit_at(0).not().zext(vw);
+    let mirrored = c.up.mux(&high.mux(&turned_down, &inc), &low.mux(&turned_up, &dec));
+    let repeated = high.mux(&diff.slice(vw - 1, 0), &inc);
+    let at = b.let_(name, &r.clamp.mux(&clamped, &r.mirror.mux(&mirrored, &repeated)));
+    let up = c.up.mux(&high.not(), &low);
+    let wraps = r.clamp.not();
+    let moved = Move2 {
+        inc: r.clamp.mux(&below.or(&over).not(), &r.mirror.mux(&c.up, &Expr::bit(true)).and(&high.not())),
+        dec: wraps.and(&r.mirror).and(&c.up.not()).and(&low.not()),
+        top: r.clamp.mux(&over, &r.mirror.and(&c.up)),
+        bit: r.clamp.mux(
+            &over.or(&near.and(&c.raw.bit_at(0))),
+            &r.mirror.mux(&c.up.mux(&to_last, &c.at.bit_at(0).not()), &c.at.bit_at(0).xor(&r.last2.bit_at(0))),
+        ),
+    };
+    (Coord { at, up, raw }, moved)
 }
 
 pub fn build(p: &TextureParams) -> Result<Design, RtlError> {
@@ -60,8 +223,6 @@ pub fn build(p: &TextureParams) -> Result<Design, RtlError> {
     let ib = p.int_bits();
     let cw = p.coord_bits();
     let lb = p.level_bits();
-    let db = p.dim_bits();
-    let mw = db + 1; // a wrapped position below 2 * max_size
     let aw = p.addr_bits;
     let ob = p.offset_bits;
     let nl = p.max_levels();
@@ -192,95 +353,148 @@ pub fn build(p: &TextureParams) -> Result<Design, RtlError> {
     let clamp_x = mode_x.eq_lit(AddressMode::Clamp.code());
     let clamp_y = mode_y.eq_lit(AddressMode::Clamp.code());
 
-    // ---- accept: level, start coordinates and their wraps ----
+    // ---- accept: level, start coordinates ----
     let lvl = b.let_("acc_level", &op_level.gt(&levels_m1).mux(&levels_m1, &op_level));
     let base_in = b.let_("acc_base", &select(&lvl, &bases));
-    let w_in = b.let_("acc_w", &select(&lvl, &wm1s).zext(db).add(&Expr::lit(db, 1)));
-    let h_in = b.let_("acc_h", &select(&lvl, &hm1s).zext(db).add(&Expr::lit(db, 1)));
     let is_conv_in = op_kind.eq_lit(OpKind::ConvQuad.code());
     let is_near_in = op_kind.eq_lit(OpKind::Nearest.code());
     let is_gath_in = op_kind.eq_lit(OpKind::Gather4.code());
     let half = Expr::lit(ub + 1, 1 << (f - 1));
-    let mut start = Vec::new();
-    let mut fracs = Vec::new();
-    for (axis, coord, off, ksize_m1) in [("x", &op_u, &op_dx, &kw_m1), ("y", &op_v, &op_dy, &kh_m1)] {
+    // Stage 0's fields: the op, and per axis its level's S - 1, S, 3S and
+    // S - 2 (signed), its address mode (clamp at S = 1 too), the start
+    // coordinate and the dividend of its wrap: x, or -1 - x below 0.
+    let mut stage0_in = Fields::default();
+    stage0_in.set("kind", &op_kind);
+    for (axis, coord, off, ksize_m1, m1s, clamp) in
+        [("x", &op_u, &op_dx, &kw_m1, &wm1s, &clamp_x), ("y", &op_v, &op_dy, &kh_m1, &hm1s, &clamp_y)]
+    {
         let shifted = coord.zext(ub + 1).sub(&half); // u - 2^(F-1), signed
         let x0 = shifted.slice(ub, f).sext(cw); // floor(u' / 2^F)
-        fracs.push(b.let_(&format!("acc_frac_{axis}"), &shifted.slice(f - 1, 0)));
+        stage0_in.set(&format!("frac_{axis}"), &b.let_(&format!("acc_frac_{axis}"), &shifted.slice(f - 1, 0)));
         let gath = x0.add(&off.sext(cw));
         let near = coord.slice(ub - 1, f).zext(cw);
         let half_k = ksize_m1.zext(kb + 1).add(&Expr::lit(kb + 1, 1)).slice(kb, 1).zext(cw);
         let conv = coord.slice(ib - 1, 0).zext(cw).sub(&half_k);
         let s = is_conv_in.mux(&conv, &is_near_in.mux(&near, &is_gath_in.mux(&gath, &x0)));
-        start.push(b.let_(&format!("acc_start_{axis}"), &s));
+        let start = b.let_(&format!("acc_start_{axis}"), &s);
+        let m1 = b.let_(&format!("acc_last_{axis}"), &select(&lvl, m1s));
+        stage0_in.set(&format!("last_{axis}"), &m1);
+        stage0_in.set(&format!("size_{axis}"), &m1.zext(ls + 1).add(&Expr::lit(ls + 1, 1)));
+        // 3S = 4(S - 1) + 3 - (S - 1): one subtraction.
+        stage0_in.set(&format!("size3_{axis}"), &Expr::cat(&[m1.clone(), Expr::lit(2, 3)]).sub(&m1.zext(ls + 2)));
+        stage0_in.set(&format!("last2_{axis}"), &m1.zext(cw).sub(&Expr::lit(cw, 1)));
+        stage0_in.set(&format!("clamp_{axis}"), &clamp.or(&m1.eq_lit(0)));
+        stage0_in.set(&format!("start_{axis}"), &start);
+        let sign = start.bit_at(cw - 1);
+        stage0_in.set(&format!("dividend_{axis}"), &start.slice(cw - 2, 0).xor(&sign.repl(cw - 1)));
+        if axis == "x" {
+            // Words per row: ceil(W / 2^bx) = ((W - 1) >> bx) + 1.
+            let pw = ls + 1 - bx;
+            let pitch = if ls > bx { m1.slice(ls - 1, bx).zext(pw).add(&Expr::lit(pw, 1)) } else { Expr::lit(pw, 1) };
+            stage0_in.set("pitch", &b.let_("acc_pitch", &pitch));
+        }
     }
-    // The modulus of each axis: S (repeat) or 2S (mirror).
-    let modulus = |b: &mut ModuleBuilder, name: &str, size: &Expr, mirror: &Expr| {
-        let s = size.zext(mw);
-        b.let_(name, &mirror.mux(&Expr::cat(&[s.slice(mw - 2, 0), Expr::bit(false)]), &s))
-    };
-    let mod_x_in = modulus(&mut b, "acc_mod_x", &w_in, &mirror_x);
-    let mod_y_in = modulus(&mut b, "acc_mod_y", &h_in, &mirror_y);
+    stage0_in.set("channel", &op_chan);
+    stage0_in.set("base", &base_in);
 
-    // ---- prep stages: the op with its level, then start mod S (or 2S) ----
+    // ---- prep stages: the op with its level, then start mod S ----
     // Stage 0 holds the op as accepted; stages 1..=n each take
-    // DIV_BITS_PER_STAGE bits of |start| into the remainder of a restoring
-    // divider. Each stage moves on when the next is empty or moves on.
+    // DIV_BITS_PER_STAGE bits of the dividend (the last stage what is left,
+    // fewer) into the remainder of a restoring divider, two bits per step.
+    // The quotient's lowest bit says which way a mirrored start runs. Beside
+    // the divider, stage 1 multiplies out the top rows' offset and stage 2
+    // adds it to the base; the last stage wraps the first tile's coordinates.
+    // Each stage moves on when the next is empty or moves on.
     let n_div = cw.div_ceil(DIV_BITS_PER_STAGE);
     let n_prep = 1 + n_div as usize;
-    let names = ["kind", "frac_x", "frac_y", "channel", "base", "w", "h", "mod_x", "mod_y", "start_x", "start_y", "rem_x", "rem_y"];
-    let mag = |s: &Expr| s.bit_at(cw - 1).mux(&Expr::zero(cw).sub(s), s);
-    let stage0_in = vec![
-        op_kind.clone(),
-        fracs[0].clone(),
-        fracs[1].clone(),
-        op_chan.clone(),
-        base_in.clone(),
-        w_in.clone(),
-        h_in.clone(),
-        mod_x_in.clone(),
-        mod_y_in.clone(),
-        start[0].clone(),
-        start[1].clone(),
-        Expr::zero(mw),
-        Expr::zero(mw),
-    ];
+    let last_stage = n_prep - 1;
     let mut prep_valid = Vec::new();
-    let mut prep: Vec<Vec<Expr>> = Vec::new();
-    let mut prep_in: Vec<Vec<Expr>> = Vec::new();
+    let mut prep: Vec<Fields> = Vec::new();
+    let mut prep_in: Vec<Fields> = Vec::new();
     for k in 0..n_prep {
         prep_valid.push(b.reg(&format!("prep{k}_valid_q"), 1, 0));
         let d = if k == 0 {
             stage0_in.clone()
         } else {
-            // Stage k takes bits [cw - 1 - 4(k-1) ..] of |start|.
             let prev = &prep[k - 1];
-            let hi = cw as i64 - 1 - (DIV_BITS_PER_STAGE * (k as u32 - 1)) as i64;
-            let lo = (hi - DIV_BITS_PER_STAGE as i64 + 1).max(0);
             let mut d = prev.clone();
-            for (axis, si, ri, mi) in [("x", 9, 11, 7), ("y", 10, 12, 8)] {
-                let m = mag(&prev[si]);
-                let bits: Vec<Expr> = (lo..=hi).rev().map(|i| m.bit_at(i as u32)).collect();
-                d[ri] = b.let_(&format!("prep{k}_rem_{axis}_d"), &div_steps(&prev[ri], &bits, &prev[mi]));
+            // Stage k takes bits [cw - 2 - 4(k-1) ..] of the dividend (bit cw - 2 its top).
+            let hi = cw as i64 - 2 - (DIV_BITS_PER_STAGE * (k as u32 - 1)) as i64;
+            let lo = (hi - DIV_BITS_PER_STAGE as i64 + 1).max(0);
+            for (axis, mirror) in [("x", &mirror_x), ("y", &mirror_y)] {
+                let field = |n: &str| prev.get(&format!("{n}_{axis}"));
+                let mut rem = if k == 1 { Expr::zero(ls) } else { field("rem") };
+                let mut q0 = if hi >= 0 { Expr::bit(false) } else { field("quot0") };
+                if hi >= 0 {
+                    let dividend = field("dividend");
+                    let bits: Vec<Expr> = (lo..=hi).rev().map(|i| dividend.bit_at(i as u32)).collect();
+                    let size3 = if bits.len() >= 2 { field("size3") } else { Expr::zero(ls + 2) }; // no pair, no 3S
+                    let (r, q) = div_steps(&mut b, &format!("prep{k}_div_{axis}"), &rem, &q0, &bits, &field("size"), &size3);
+                    rem = b.let_(&format!("prep{k}_rem_{axis}_d"), &r);
+                    q0 = if k == last_stage { b.let_(&format!("prep{k}_quot0_{axis}_d"), &q) } else { q };
+                    d.set(&format!("rem_{axis}"), &rem);
+                    // The bits below go on; the quotient's lowest bit only
+                    // when no later stage divides.
+                    if lo > 0 {
+                        d.set(&format!("dividend_{axis}"), &dividend.slice(lo as u32 - 1, 0));
+                        d.remove(&format!("quot0_{axis}"));
+                        if lo == 1 {
+                            d.remove(&format!("size3_{axis}")); // one step left: S alone
+                        }
+                    } else {
+                        for n in ["dividend", "size", "size3"] {
+                            d.remove(&format!("{n}_{axis}"));
+                        }
+                        d.set(&format!("quot0_{axis}"), &q0);
+                    }
+                }
+                if k == last_stage {
+                    // The first tile's coordinate 0: repeat below 0 runs
+                    // down from S - 1 ((-1 - x) mod S = S - 1 - (x' mod S));
+                    // mirror folds odd quotients (x' mod 2S >= S) down from
+                    // S - 1 and runs down there (up for -1 - x).
+                    let (start, last) = (field("start"), field("last"));
+                    let neg = start.bit_at(cw - 1);
+                    let flip = mirror.mux(&q0, &neg);
+                    let wrapped = flip.mux(&last.sub(&rem), &rem);
+                    let inside = slt(&last.zext(cw), &start).mux(&last, &start.slice(ls - 1, 0));
+                    let clamped = neg.mux(&Expr::zero(ls), &inside);
+                    let at = field("clamp").mux(&clamped, &wrapped);
+                    d.set(&format!("first_{axis}"), &b.let_(&format!("prep{k}_first_{axis}_d"), &at));
+                    d.set(&format!("first_up_{axis}"), &q0.xor(&neg).not());
+                    for n in ["rem", "quot0"] {
+                        d.remove(&format!("{n}_{axis}"));
+                    }
+                }
+            }
+            if k == 1 {
+                // The top rows (S - 1 and S - 2 on y) for the walk's edges:
+                // ((S - 1) >> by) * pitch; (S - 2) >> by is one row less
+                // unless by = 1 and S - 1 is odd.
+                let (pitch, last_y, base) = (prev.get("pitch"), prev.get("last_y"), prev.get("base"));
+                d.set("top_offset", &b.let_("prep1_top_offset_d", &row_offset(&last_y, &pitch, by, aw)));
+                let pa = fit(&pitch, aw);
+                d.set("base_up", &base.add(&pa));
+                d.set("base_down", &base.sub(&pa));
+                let one_less = if by == 1 { last_y.bit_at(0).not() } else { Expr::bit(true) };
+                d.set("base_top2", &base.sub(&one_less.mux(&pa, &Expr::zero(aw))));
+            }
+            if k == 2 {
+                let top = prev.get("top_offset");
+                d.set("row_top1", &prev.get("base").add(&top));
+                d.set("row_top2", &prev.get("base_top2").add(&top));
+                d.remove("top_offset");
+                d.remove("base_top2");
             }
             d
         };
-        let regs: Vec<Expr> = names.iter().zip(&d).map(|(n, e)| b.reg_noreset(&format!("prep{k}_{n}_q"), e.width())).collect();
+        let regs = d.map(|n, e| b.reg_noreset(&format!("prep{k}_{n}_q"), e.width()));
         prep_in.push(d);
         prep.push(regs);
     }
-    let last = prep[n_prep - 1].clone();
-    let [pk, pfa, pfb, pch, pbase, pw_in, ph_in, pmx, pmy, psx, psy, prx, pry] =
-        <[Expr; 13]>::try_from(last).expect("13 prep fields");
-    // The remainder of |start|, then the sign: (-x) mod d = d - (x mod d) unless 0.
-    let wrap_of = |b: &mut ModuleBuilder, axis: &str, st: &Expr, rem: &Expr, d: &Expr| {
-        let r0 = rem.clone();
-        let fix = st.bit_at(cw - 1).and(&r0.ne(&Expr::zero(mw)));
-        b.let_(&format!("wrap_start_{axis}"), &fix.mux(&d.sub(&r0), &r0))
-    };
-    let wrap_x_in = wrap_of(&mut b, "x", &psx, &prx, &pmx);
-    let wrap_y_in = wrap_of(&mut b, "y", &psy, &pry, &pmy);
-    // Tiles of the op, minus one per axis: ceil((K + 1) / 2) - 1 = ceil(K / 2) - 1 + [K even]... = (K - 1 + 1) / 2 = K >> 1 with K = size.
+    let pl = prep[last_stage].clone();
+    let pk = pl.get("kind");
+    // Tiles of the op, minus one per axis: ceil((K + 1) / 2) - 1 = K >> 1 with K = size.
     let tiles_x_m1 = kw.slice(kb, 1).slice(tb - 1, 0);
     let tiles_y_m1 = kh.slice(kb, 1).slice(tb - 1, 0);
     let kw_even = kw.bit_at(0).not();
@@ -289,37 +503,60 @@ pub fn build(p: &TextureParams) -> Result<Design, RtlError> {
     // ---- sequencer ----
     let seq_valid = b.reg("seq_valid_q", 1, 0);
     let seq_kind = b.reg_noreset("seq_kind_q", 2);
-    let seq_base = b.reg_noreset("seq_base_q", aw);
-    let seq_w = b.reg_noreset("seq_w_q", db);
-    let seq_h = b.reg_noreset("seq_h_q", db);
-    let seq_mod_x = b.reg_noreset("seq_mod_x_q", mw);
-    let seq_mod_y = b.reg_noreset("seq_mod_y_q", mw);
     let seq_fa = b.reg_noreset("seq_frac_x_q", f);
     let seq_fb = b.reg_noreset("seq_frac_y_q", f);
     let seq_chan = b.reg_noreset("seq_channel_q", 2);
-    let seq_x0 = b.reg_noreset("seq_start_x_q", cw);
-    let seq_m0 = b.reg_noreset("seq_wrap_start_x_q", mw);
+    // The op's address rule on each axis, and the word addresses of its
+    // edge rows: row 0 (the base) and row 1, rows S - 1 and S - 2.
+    let rule_regs = |b: &mut ModuleBuilder, axis: &str, mirror: &Expr| AxisRule {
+        clamp: b.reg_noreset(&format!("seq_clamp_{axis}_q"), 1),
+        mirror: mirror.clone(),
+        last: b.reg_noreset(&format!("seq_last_{axis}_q"), ls),
+        last2: b.reg_noreset(&format!("seq_last2_{axis}_q"), cw),
+    };
+    let rule_x = rule_regs(&mut b, "x", &mirror_x);
+    let rule_y = rule_regs(&mut b, "y", &mirror_y);
+    let seq_base = b.reg_noreset("seq_base_q", aw);
+    let seq_row_one = if by == 0 { b.reg_noreset("seq_row_one_q", aw) } else { seq_base.clone() };
+    let seq_row_step = b.reg_noreset("seq_row_step_q", aw);
+    let seq_row_top1 = b.reg_noreset("seq_row_top1_q", aw);
+    let seq_row_top2 = b.reg_noreset("seq_row_top2_q", aw);
     let ti = b.reg_noreset("tile_i_q", tb);
     let tj = b.reg_noreset("tile_j_q", tb);
-    let cx = b.reg_noreset("tile_x_q", cw);
-    let cy = b.reg_noreset("tile_y_q", cw);
-    let cmx = b.reg_noreset("tile_wrap_x_q", mw);
-    let cmy = b.reg_noreset("tile_wrap_y_q", mw);
+    // The current tile's columns and rows (coordinates after the address
+    // mode), the first tile's columns (each tile row starts there again),
+    // and the word address of each row's first texel.
+    let coord_regs = |b: &mut ModuleBuilder, name: &str| Coord {
+        at: b.reg_noreset(&format!("{name}_q"), ls),
+        up: b.reg_noreset(&format!("{name}_up_q"), 1),
+        raw: b.reg_noreset(&format!("{name}_raw_q"), cw),
+    };
+    let tile_x: Vec<Coord> = (0..2).map(|k| coord_regs(&mut b, &format!("tile_x{k}"))).collect();
+    let first_x: Vec<Coord> = (0..2).map(|k| coord_regs(&mut b, &format!("first_x{k}"))).collect();
+    let tile_y: Vec<Coord> = (0..2).map(|k| coord_regs(&mut b, &format!("tile_y{k}"))).collect();
+    let row_addr: Vec<Expr> = (0..2).map(|k| b.reg_noreset(&format!("row{k}_addr_q"), aw)).collect();
     let todo = b.reg_noreset("todo_q", 4);
     let tile_mask = b.reg_noreset("tile_mask_q", 4);
     let seq_conv = seq_kind.eq_lit(OpKind::ConvQuad.code());
     let seq_txm1 = seq_conv.mux(&tiles_x_m1, &Expr::zero(tb));
     let seq_tym1 = seq_conv.mux(&tiles_y_m1, &Expr::zero(tb));
 
-    // The current tile's texels: bank and word of each, registered when
-    // the tile starts (worked out below from the next tile's coordinates).
-    let bank_w = match nb {
-        1 => 1,
-        2 => 1,
-        _ => 2,
-    };
-    let word: Vec<Expr> = (0..4).map(|k| b.reg_noreset(&format!("word{k}_q"), aw)).collect();
-    let bank: Vec<Expr> = (0..4).map(|k| b.reg_noreset(&format!("bank{k}_q"), bank_w)).collect();
+    // The current tile's texels: bank and word of each, from its column
+    // and row (texel k is column k & 1 of row k >> 1).
+    let mut word = Vec::new();
+    let mut bank = Vec::new();
+    for k in 0..4 {
+        let (x, r) = (&tile_x[k & 1].at, k >> 1);
+        let y = &tile_y[r].at;
+        let col = if ls > bx { fit(&x.slice(ls - 1, bx), aw) } else { Expr::zero(aw) };
+        word.push(b.let_(&format!("word{k}"), &row_addr[r].add(&col)));
+        let bk = match nb {
+            1 => Expr::zero(1),
+            2 => x.bit_at(0),
+            _ => Expr::cat(&[y.bit_at(0), x.bit_at(0)]),
+        };
+        bank.push(b.let_(&format!("bank{k}"), &bk));
+    }
     // The pass: per bank, the lowest-numbered texel of todo in that bank.
     let mut in_pass = Vec::new();
     for k in 0..4 {
@@ -367,7 +604,7 @@ pub fn build(p: &TextureParams) -> Result<Design, RtlError> {
     for k in 0..n_prep {
         let load = if k == 0 { op_take.clone() } else { moves[k - 1].clone() };
         b.next(&prep_valid[k], &load.or(&prep_valid[k].and(&moves[k].not())), None);
-        for (r, d) in prep[k].iter().zip(&prep_in[k]) {
+        for ((_, r), (_, d)) in prep[k].0.iter().zip(&prep_in[k].0) {
             b.next(r, d, Some(&load));
         }
     }
@@ -381,18 +618,9 @@ pub fn build(p: &TextureParams) -> Result<Design, RtlError> {
         let full = Expr::cat(&[col1.and(&row1), row1.clone(), col1, Expr::bit(true)]);
         kind_near.mux(&Expr::lit(4, 1), &full)
     };
-    // Next tile (raster order) and its coordinates.
+    // Next tile (raster order).
     let ti_n = last_col.mux(&Expr::zero(tb), &ti.add(&Expr::lit(tb, 1)));
     let tj_n = last_col.mux(&tj.add(&Expr::lit(tb, 1)), &tj);
-    let step2 = |m: &Expr, modulus: &Expr| -> Expr {
-        let t = m.add(&Expr::lit(mw, 2));
-        let t = t.ge(modulus).mux(&t.sub(modulus), &t);
-        t.ge(modulus).mux(&t.sub(modulus), &t)
-    };
-    let cx_n = last_col.mux(&seq_x0, &cx.add(&Expr::lit(cw, 2)));
-    let cmx_n = last_col.mux(&seq_m0, &step2(&cmx, &seq_mod_x));
-    let cy_n = last_col.mux(&cy.add(&Expr::lit(cw, 2)), &cy);
-    let cmy_n = last_col.mux(&step2(&cmy, &seq_mod_y), &cmy);
     let seq_near = seq_kind.eq_lit(OpKind::Nearest.code());
     let todo_n = mask_of(&seq_conv, &seq_near, &ti_n.eq(&seq_txm1), &tj_n.eq(&seq_tym1));
     let p_conv = pk.eq_lit(OpKind::ConvQuad.code());
@@ -400,92 +628,77 @@ pub fn build(p: &TextureParams) -> Result<Design, RtlError> {
     let todo_in = mask_of(&p_conv, &p_near, &tiles_x_m1.eq_lit(0), &tiles_y_m1.eq_lit(0));
     let next_tile = b.let_("next_tile", &issue.and(&tile_done).and(&last_tile.not()));
     b.next(&seq_valid, &seq_load.or(&seq_valid.and(&op_done.not())), None);
-    for (r, d) in [
-        (&seq_kind, &pk),
-        (&seq_base, &pbase),
-        (&seq_w, &pw_in),
-        (&seq_h, &ph_in),
-        (&seq_mod_x, &pmx),
-        (&seq_mod_y, &pmy),
-        (&seq_fa, &pfa),
-        (&seq_fb, &pfb),
-        (&seq_chan, &pch),
-        (&seq_x0, &psx),
-        (&seq_m0, &wrap_x_in),
-    ] {
+    let pitch = fit(&pl.get("pitch"), aw);
+    let row_step = if by == 1 { pitch } else { pitch.add(&pitch) };
+    let mut loads = vec![
+        (seq_kind.clone(), pk.clone()),
+        (seq_fa.clone(), pl.get("frac_x")),
+        (seq_fb.clone(), pl.get("frac_y")),
+        (seq_chan.clone(), pl.get("channel")),
+        (seq_base.clone(), pl.get("base")),
+        (seq_row_step.clone(), row_step),
+        (seq_row_top1.clone(), pl.get("row_top1")),
+        (seq_row_top2.clone(), pl.get("row_top2")),
+    ];
+    if by == 0 {
+        loads.push((seq_row_one.clone(), pl.get("base_up")));
+    }
+    for (rule, axis) in [(&rule_x, "x"), (&rule_y, "y")] {
+        loads.push((rule.clamp.clone(), pl.get(&format!("clamp_{axis}"))));
+        loads.push((rule.last.clone(), pl.get(&format!("last_{axis}"))));
+        loads.push((rule.last2.clone(), pl.get(&format!("last2_{axis}"))));
+    }
+    for (r, d) in &loads {
         b.next(r, d, Some(&seq_load));
     }
     let tile_en = seq_load.or(&next_tile);
     b.next(&ti, &seq_load.mux(&Expr::zero(tb), &ti_n), Some(&tile_en));
     b.next(&tj, &seq_load.mux(&Expr::zero(tb), &tj_n), Some(&tile_en));
-    b.next(&cx, &seq_load.mux(&psx, &cx_n), Some(&tile_en));
-    b.next(&cy, &seq_load.mux(&psy, &cy_n), Some(&tile_en));
-    b.next(&cmx, &seq_load.mux(&wrap_x_in, &cmx_n), Some(&tile_en));
-    b.next(&cmy, &seq_load.mux(&wrap_y_in, &cmy_n), Some(&tile_en));
-    // Wrapped coordinates of the tile's two columns and two rows.
-    let wrap_pair = |b: &mut ModuleBuilder, axis: &str, c: &Expr, m: &Expr, size: &Expr, modulus: &Expr, clamp: &Expr, mirror: &Expr| -> [Expr; 2] {
-        let last = size.zext(cw).sub(&Expr::lit(cw, 1));
-        let clamp_of = |v: &Expr| -> Expr {
-            let neg = v.bit_at(cw - 1);
-            let over = slt(&last, v);
-            neg.mux(&Expr::zero(cw), &over.mux(&last, v)).slice(mw - 1, 0)
-        };
-        let c1 = c.add(&Expr::lit(cw, 1));
-        let m1 = m.add(&Expr::lit(mw, 1));
-        let m1 = m1.eq(modulus).mux(&Expr::zero(mw), &m1);
-        let size_w = size.zext(mw);
-        let fold = |v: &Expr| -> Expr {
-            let twice_m1 = modulus.sub(&Expr::lit(mw, 1));
-            mirror.and(&v.ge(&size_w)).mux(&twice_m1.sub(v), v)
-        };
-        let x0 = clamp.mux(&clamp_of(c), &fold(m));
-        let x1 = clamp.mux(&clamp_of(&c1), &fold(&m1));
-        [b.let_(&format!("tex_{axis}0"), &x0), b.let_(&format!("tex_{axis}1"), &x1)]
+
+    // The first tile, from the last prep stage: column and row 0 as it
+    // wrapped them, column and row 1 one texel on; row 0's word address by
+    // the multiplier, row 1's the same, one row pair on or back.
+    let prep_rule = |axis: &str, mirror: &Expr| AxisRule {
+        clamp: pl.get(&format!("clamp_{axis}")),
+        mirror: mirror.clone(),
+        last: pl.get(&format!("last_{axis}")),
+        last2: pl.get(&format!("last2_{axis}")),
     };
-    let nx = |b: &mut ModuleBuilder, name: &str, from_prep: &Expr, from_seq: &Expr| b.let_(&format!("next_{name}"), &seq_load.mux(from_prep, from_seq));
-    let g_cx = nx(&mut b, "tile_x", &psx, &cx_n);
-    let g_cy = nx(&mut b, "tile_y", &psy, &cy_n);
-    let g_mx = nx(&mut b, "tile_wrap_x", &wrap_x_in, &cmx_n);
-    let g_my = nx(&mut b, "tile_wrap_y", &wrap_y_in, &cmy_n);
-    let g_w = nx(&mut b, "w", &pw_in, &seq_w);
-    let g_h = nx(&mut b, "h", &ph_in, &seq_h);
-    let g_modx = nx(&mut b, "mod_x", &pmx, &seq_mod_x);
-    let g_mody = nx(&mut b, "mod_y", &pmy, &seq_mod_y);
-    let g_base = nx(&mut b, "base", &pbase, &seq_base);
-    let [tx0, tx1] = wrap_pair(&mut b, "x", &g_cx, &g_mx, &g_w, &g_modx, &clamp_x, &mirror_x);
-    let [ty0, ty1] = wrap_pair(&mut b, "y", &g_cy, &g_my, &g_h, &g_mody, &clamp_y, &mirror_y);
-    let pitch = b.let_("pitch", &g_w.add(&Expr::lit(db, bx as u64)).slice(db - 1, bx).zext(db));
-    let rows: Vec<Expr> = [&ty0, &ty1]
-        .iter()
-        .enumerate()
-        .map(|(r, y)| {
-            let yr = y.slice(mw - 1, by).zext(2 * db);
-            let prod = yr.mul(&pitch.zext(2 * db));
-            let prod = fit(&prod, aw);
-            b.let_(&format!("row_offset{r}"), &prod)
-        })
-        .collect();
-    let texel_xy = |k: usize| -> (&Expr, &Expr, usize) { (if k & 1 == 0 { &tx0 } else { &tx1 }, if k & 2 == 0 { &ty0 } else { &ty1 }, k >> 1) };
-    if aw + bx < mw {
-        for x in [&tx0, &tx1] {
-            b.waive_unused(x, "word addresses are modulo 2^addr_bits");
-        }
+    let first = |axis: &str| Coord { at: pl.get(&format!("first_{axis}")), up: pl.get(&format!("first_up_{axis}")), raw: pl.get(&format!("start_{axis}")) };
+    let x_in0 = first("x");
+    let (x_in1, _) = step1(&mut b, "load_x1", &x_in0, &prep_rule("x", &mirror_x));
+    let y_in0 = first("y");
+    let (y_in1, y_move) = step1(&mut b, "load_y1", &y_in0, &prep_rule("y", &mirror_y));
+    let base = pl.get("base");
+    let row0_offset = b.let_("load_row0_offset", &row_offset(&y_in0.at, &pl.get("pitch"), by, aw));
+    // (y + 1) >> by and (y - 1) >> by leave y's row pair when by = 0, or y's parity says so.
+    let (pair_up, pair_down) = if by == 1 { (y_in0.at.bit_at(0), y_in0.at.bit_at(0).not()) } else { (Expr::bit(true), Expr::bit(true)) };
+    let row1_base = y_move.up.and(&pair_up).mux(&pl.get("base_up"), &y_move.down.and(&pair_down).mux(&pl.get("base_down"), &base));
+    let row_in = [base.add(&row0_offset), y_move.wrap.mux(&base, &row0_offset.add(&row1_base))];
+
+    // The walk: the columns step two texels per tile and start again at
+    // the first tile's after a row; the rows step two texels per tile row,
+    // their word addresses one row pair on or back, or an edge row's.
+    let x_in = [x_in0, x_in1];
+    for k in 0..2 {
+        let (stepped, _) = step2(&mut b, &format!("tile_x{k}_next"), &tile_x[k], &rule_x);
+        let walked = Coord::mux(&last_col, &first_x[k], &stepped);
+        tile_x[k].load(&mut b, &Coord::mux(&seq_load, &x_in[k], &walked), &tile_en);
+        first_x[k].load(&mut b, &x_in[k], &seq_load);
     }
-    for k in 0..4 {
-        let (x, y, r) = texel_xy(k);
-        let col = fit(x, aw + bx).slice(aw + bx - 1, bx);
-        b.next(&word[k], &g_base.add(&rows[r]).add(&col), Some(&tile_en));
-        let bk = match nb {
-            1 => Expr::zero(1),
-            2 => x.bit_at(0),
-            _ => Expr::cat(&[y.bit_at(0), x.bit_at(0)]),
-        };
-        b.next(&bank[k], &bk, Some(&tile_en));
+    let row_en = seq_load.or(&next_tile.and(&last_col));
+    let y_in = [y_in0, y_in1];
+    for k in 0..2 {
+        let (stepped, moved) = step2(&mut b, &format!("tile_y{k}_next"), &tile_y[k], &rule_y);
+        tile_y[k].load(&mut b, &Coord::mux(&seq_load, &y_in[k], &stepped), &row_en);
+        let edge = moved.top.mux(&moved.bit.mux(&seq_row_top1, &seq_row_top2), &moved.bit.mux(&seq_row_one, &seq_base));
+        let walked = moved.inc.mux(&row_addr[k].add(&seq_row_step), &moved.dec.mux(&row_addr[k].sub(&seq_row_step), &edge));
+        let walked = b.let_(&format!("row{k}_addr_next"), &walked);
+        b.next(&row_addr[k], &seq_load.mux(&row_in[k], &walked), Some(&row_en));
     }
     let todo_d = seq_load.mux(&todo_in, &next_tile.mux(&todo_n, &todo_left));
     b.next(&todo, &todo_d, Some(&seq_load.or(&issue)));
     b.next(&tile_mask, &seq_load.mux(&todo_in, &todo_n), Some(&tile_en));
-
     // ---- request registers ----
     for k in 0..nb as usize {
         let load = issue.and(&used[k]);
