@@ -192,6 +192,11 @@ fn verilator_lint_and_yosys_are_clean_at_every_point() {
 }
 
 #[test]
+fn default_output_matches_snapshot() {
+    gpurtl_tests::check_snapshot("texture", &build(&TextureParams::default()).unwrap());
+}
+
+#[test]
 fn regeneration_is_byte_identical() {
     for (_, p) in TextureParams::presets() {
         gpurtl_tests::check_stable(|| build(&p).unwrap());
@@ -225,4 +230,29 @@ fn every_corner_of_the_parameter_table_builds() {
         built += 1;
     }
     assert_eq!(built, 512);
+}
+
+/// The unit full of ops under heavy back-pressure on the results: idle (and
+/// so the configuration port) must stay low until the last result is taken,
+/// or the next kernel's writes would land under queued conv ops. With
+/// max_outstanding 7 and PD 5 the unit holds 7 + 5 + 4 = 16 ops: a 4-bit
+/// count would wrap to zero (the bug a review found).
+#[test]
+fn a_full_unit_is_not_idle() {
+    let p = TextureParams { max_size: 1024, max_outstanding: 7, ..TextureParams::default() };
+    let compiled = compile_design(&build(&p).unwrap()).unwrap();
+    let k1 = Kernel { width: 3, height: 3, weights: vec![1, 2, 1, 2, 4, 2, 1, 2, 1].into() };
+    let k2 = Kernel { width: 1, height: 1, weights: vec![5].into() };
+    let conv = |k: &Kernel| Op::ConvQuad { x: 6, y: 4, level: 0, channel: 0, kernel: k.clone() };
+    let mut ops = vec![conv(&k1)];
+    ops.extend((0..15).map(|i| Op::Nearest { u: (i % 16) << 8, v: 3 << 8, level: 0 }));
+    ops.extend([conv(&k1), conv(&k2)]);
+    let w = Workload { texture: grey(16, 16), address: [AddressMode::Clamp, AddressMode::Clamp], mem_latency: 4, ops, conv: None };
+    let want = model::run(&p, &w);
+    for seed in 0..20 {
+        let stalls = TexStalls { seed, in_pct: 0, out_pct: 97, mem_ready_pct: 0, mem_delay_max: 0 };
+        let (mut got, _) = tb::run(&compiled, &p, &w, Some(stalls), None).unwrap();
+        got.cycles = want.cycles;
+        assert_eq!(got, want, "seed {seed}");
+    }
 }

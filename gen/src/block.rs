@@ -82,6 +82,11 @@ pub trait BlockDef: Sync + 'static {
     fn with_image(_p: &Self::Params, _input: Value, _img: &Image) -> Result<Value> {
         Err(Error::Bad(format!("option `--image`: block `{}` takes no picture", Self::Params::BLOCK)))
     }
+    /// `gpurtl run --output-image`, before the run: whether a run of
+    /// `input` gives a picture (an error saying why not).
+    fn gives_image(_p: &Self::Params, _input: &Value) -> Result<()> {
+        Err(Error::Bad(format!("option `--output-image`: block `{}` gives no picture", Self::Params::BLOCK)))
+    }
     /// `gpurtl run --output-image`: the picture of a run's output file
     /// (`input`: the input file the run was given).
     fn output_image(_p: &Self::Params, _input: &Value, _output: &Value) -> Result<Image> {
@@ -108,6 +113,7 @@ pub trait Block: Sync {
     /// output files agree, else the two (model, RTL).
     fn self_check(&self, params: &Value, compiled: &Compiled, seed: u64) -> Result<Option<(Value, Value)>>;
     fn with_image(&self, params: &Value, input: Value, img: &Image) -> Result<Value>;
+    fn gives_image(&self, params: &Value, input: &Value) -> Result<()>;
     fn output_image(&self, params: &Value, input: &Value, output: &Value) -> Result<Image>;
 }
 
@@ -165,6 +171,9 @@ impl<T: BlockDef> Block for T {
     }
     fn with_image(&self, params: &Value, input: Value, img: &Image) -> Result<Value> {
         T::with_image(&typed(params)?, input, img)
+    }
+    fn gives_image(&self, params: &Value, input: &Value) -> Result<()> {
+        T::gives_image(&typed(params)?, input)
     }
     fn output_image(&self, params: &Value, input: &Value, output: &Value) -> Result<Image> {
         T::output_image(&typed(params)?, input, output)

@@ -265,7 +265,8 @@ impl<'a> Cli<'a> {
         }
         if let Some(img) = &o.output_image {
             emit::check_output("--output-image", img).map_err(Error::Bad)?;
-            if emit::same_file(img, output) || o.vcd.as_ref().is_some_and(|v| emit::same_file(img, v)) {
+            let others = [Some(output), o.vcd.as_ref(), Some(input), o.image.as_ref()];
+            if others.into_iter().flatten().any(|f| emit::same_file(img, f)) {
                 return Err(Error::Bad(format!("option `--output-image` = `{}`: is another output's file; must be its own file", img.display())));
             }
         }
@@ -273,6 +274,9 @@ impl<'a> Cli<'a> {
         if let Some(path) = &o.image {
             let img = crate::image::read_png("--image", path)?;
             input = b.with_image(&params, input, &img)?;
+        }
+        if o.output_image.is_some() {
+            b.gives_image(&params, &input)?;
         }
         let result = b.run(&params, &input, engine, o.vcd.as_deref())?;
         let picture = match &o.output_image {

@@ -22,6 +22,9 @@ impl Image {
     }
 }
 
+/// The largest picture side `--image` reads (a texture level's largest size).
+pub const MAX_SIDE: u32 = 4096;
+
 /// Read `path` as an 8-bit PNG: grey stays grey; grey with alpha, RGB,
 /// RGBA and palette pictures become RGBA (alpha 255 where there is none).
 /// `option` names the command-line option in messages.
@@ -33,6 +36,18 @@ pub fn read_png(option: &str, path: &Path) -> Result<Image> {
     let mut reader = decoder
         .read_info()
         .map_err(|e| Error::Bad(format!("option `{option}` = `{shown}`: not a readable PNG file ({e})")))?;
+    // Refused before decoding: no block takes a picture larger than this.
+    let (w, h) = (reader.info().width, reader.info().height);
+    if w > MAX_SIDE || h > MAX_SIDE || w == 0 || h == 0 {
+        return Err(Error::Bad(format!("option `{option}` = `{shown}`: the picture is {w}x{h} pixels; must be 1 to {MAX_SIDE} on each side")));
+    }
+    let depth = reader.info().bit_depth;
+    if depth != png::BitDepth::Eight && reader.info().color_type != png::ColorType::Indexed {
+        return Err(Error::Bad(format!(
+            "option `{option}` = `{shown}`: has {}-bit samples; must be an 8-bit PNG (grey, grey+alpha, RGB, RGBA or palette)",
+            depth as u8
+        )));
+    }
     let mut buf = vec![0; reader.output_buffer_size()];
     let frame = reader
         .next_frame(&mut buf)
@@ -51,8 +66,9 @@ pub fn read_png(option: &str, path: &Path) -> Result<Image> {
         png::ColorType::GrayscaleAlpha => (4, (0..n).flat_map(|i| [src[2 * i], src[2 * i], src[2 * i], src[2 * i + 1]]).collect()),
         png::ColorType::Rgb => (4, (0..n).flat_map(|i| [src[3 * i], src[3 * i + 1], src[3 * i + 2], 255]).collect()),
         png::ColorType::Rgba => (4, src.to_vec()),
+        // EXPAND turns palettes into RGB or RGBA; a decoder that did not is refused.
         png::ColorType::Indexed => {
-            return Err(Error::Bad(format!("option `{option}` = `{shown}`: a palette PNG that did not expand; must be grey, RGB or RGBA")))
+            return Err(Error::Bad(format!("option `{option}` = `{shown}`: a palette PNG the decoder did not expand")))
         }
     };
     Ok(Image { width: w, height: h, channels, data })

@@ -234,7 +234,9 @@ impl BlockParams for TextureParams {
     fn presets() -> Vec<(&'static str, Self)> {
         vec![
             ("default", Self::default()),
-            // A small unit for the iCE40-HX8K: 256x256 textures, 5x5 kernels.
+            // A small unit: 256x256 textures, 5x5 kernels, whole broadcast
+            // (it does not fit the iCE40-HX8K: its 16 multipliers alone are
+            // most of the device; README, Synthesis and FPGA flow).
             (
                 "small",
                 TextureParams {

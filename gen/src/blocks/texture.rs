@@ -91,6 +91,14 @@ impl BlockDef for TextureUnit {
         Ok(Value::Object(m))
     }
 
+    fn gives_image(_p: &TextureParams, input: &Value) -> Result<()> {
+        if input.get("conv").is_some() {
+            Ok(())
+        } else {
+            Err(Error::Bad("option `--output-image`: the input has no `conv` section, so the run gives no image".into()))
+        }
+    }
+
     /// The conv section's image, shifted right by [`image_shift`] of its
     /// kernel and clamped to 0..255, as a grey picture.
     fn output_image(_p: &TextureParams, input: &Value, output: &Value) -> Result<Image> {
@@ -152,8 +160,9 @@ impl BlockDef for TextureUnit {
             "kernel", "naive", "floor", "fetches", "sub-ops", "cyc/quad", "fetch/bank", "writes(w)", "writes(s)"
         );
         let mut shapes = Vec::new();
-        // A row of quads away from the edges (no clamped footprints).
-        let quads = 64u64.min((side as u64).saturating_sub(48) / 2).max(2);
+        // A row of quads, away from the edges (no clamped footprints) on
+        // levels of 112 texels and more; on smaller ones, a row across.
+        let (x0, quads) = if side >= 112 { (24, 64) } else { (0, (side as u64 / 2).max(2)) };
         let mut rate = 0.0;
         for (kw, kh) in [(3, 3), (1, 7), (7, 1), (5, 5), (19, 1), (1, 19)] {
             if kw > cfg.max_kernel || kh > cfg.max_kernel {
@@ -163,7 +172,7 @@ impl BlockDef for TextureUnit {
             let one = base(vec![Op::ConvQuad { x: side as u64 / 2, y: side as u64 / 2, level: 0, channel: 0, kernel: k.clone() }], None);
             let (o1, _) = run(&one)?;
             let row: Vec<Op> = (0..quads)
-                .map(|q| Op::ConvQuad { x: 24 + 2 * q, y: side as u64 / 2, level: 0, channel: 0, kernel: k.clone() })
+                .map(|q| Op::ConvQuad { x: (x0 + 2 * q) % (2 * side as u64), y: side as u64 / 2, level: 0, channel: 0, kernel: k.clone() })
                 .collect();
             let warm = base(row[..1].to_vec(), None);
             let (ow, _) = run(&warm)?;
@@ -201,11 +210,9 @@ impl BlockDef for TextureUnit {
         // Bilinear samples per cycle: many samples against a few.
         let mut rng = Rng::new(1);
         let f = cfg.frac_bits;
-        let sample = |rng: &mut Rng| Op::Bilinear {
-            u: (8 << f) + rng.below(((side as u64) - 16) << f),
-            v: (8 << f) + rng.below(((side as u64) - 16) << f),
-            level: 0,
-        };
+        let margin = (side as u64 / 4).min(8);
+        let span = (side as u64 - 2 * margin).max(1) << f;
+        let sample = |rng: &mut Rng| Op::Bilinear { u: (margin << f) + rng.below(span), v: (margin << f) + rng.below(span), level: 0 };
         let n = 2000u64;
         let many: Vec<Op> = (0..n).map(|_| sample(&mut rng)).collect();
         let (o_many, _) = run(&base(many.clone(), None))?;
@@ -213,7 +220,7 @@ impl BlockDef for TextureUnit {
         let samples_per_cycle = (n - 1) as f64 / (o_many.cycles - o_few.cycles) as f64;
         let _ = writeln!(out, "bilinear: {n} samples, {:.3} samples/cycle at steady state", samples_per_cycle);
         // A 3x3 conv of the whole side x side image.
-        let blur = Kernel { width: 3, height: 3, weights: vec![1, 2, 1, 2, 4, 2, 1, 2, 1] };
+        let blur = Kernel { width: 3, height: 3, weights: vec![1, 2, 1, 2, 4, 2, 1, 2, 1].into() };
         let job = base(vec![], Some(ConvJob { level: 0, channel: 0, kernel: blur }));
         let (oc, r) = run(&job)?;
         rate = rate.max(r);

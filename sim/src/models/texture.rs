@@ -85,8 +85,9 @@ pub struct Texture {
 pub struct Kernel {
     pub width: u32,
     pub height: u32,
-    /// Row-major: `weights[j * width + i]` is w(i, j).
-    pub weights: Vec<i64>,
+    /// Row-major: `weights[j * width + i]` is w(i, j). Shared, not copied,
+    /// by the quads of a `conv` section.
+    pub weights: std::sync::Arc<[i64]>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -1215,7 +1216,7 @@ fn parse_kernel(e: &mut Violations, v: Option<&Value>, path: &str, p: &TexturePa
             },
         },
     };
-    Some(Kernel { width: width? as u32, height: height? as u32, weights: weights? })
+    Some(Kernel { width: width? as u32, height: height? as u32, weights: weights?.into() })
 }
 
 // ---------------------------------------------------------------------------
@@ -1420,7 +1421,7 @@ mod tests {
     const CLAMP: [AddressMode; 2] = [AddressMode::Clamp, AddressMode::Clamp];
 
     fn k3x3() -> Kernel {
-        Kernel { width: 3, height: 3, weights: vec![1, 2, 1, 2, 4, 2, 1, 2, 1] }
+        Kernel { width: 3, height: 3, weights: vec![1, 2, 1, 2, 4, 2, 1, 2, 1].into() }
     }
 
     #[test]
@@ -1511,7 +1512,9 @@ mod tests {
         let mut w2 = w.clone();
         w2.conv = None;
         if let Op::ConvQuad { kernel, .. } = &mut w2.ops[2] {
-            kernel.weights[0] = -1;
+            let mut ws = kernel.weights.to_vec();
+            ws[0] = -1;
+            kernel.weights = ws.into();
         }
         assert!(script(&p, &w2).contains(&cfg_item(0x400, 0xff)));
     }
@@ -1605,11 +1608,11 @@ mod tests {
         let t = Texture { format: Format::R8, levels: vec![Level { width: 1, height: 1, texels: vec![255] }] };
         let w = workload(t, CLAMP, 1, vec![]);
         // 1x1 kernel, weight 1: 255 mod 256 as signed = -1.
-        let k = Kernel { width: 1, height: 1, weights: vec![1] };
+        let k = Kernel { width: 1, height: 1, weights: vec![1].into() };
         let op = Op::ConvQuad { x: 0, y: 0, level: 0, channel: 0, kernel: k };
         assert_eq!(op_result(&p, &w, &op), OpResult::Pixels { pixels: [-1; 4], stitch: Stitch::None, sub_ops: 1 });
         // 2x1, weights -128, 127: 255 * -1 = -255 -> 1.
-        let k = Kernel { width: 2, height: 1, weights: vec![-128, 127] };
+        let k = Kernel { width: 2, height: 1, weights: vec![-128, 127].into() };
         let op = Op::ConvQuad { x: 0, y: 0, level: 0, channel: 0, kernel: k };
         assert_eq!(op_result(&p, &w, &op), OpResult::Pixels { pixels: [1; 4], stitch: Stitch::None, sub_ops: 1 });
         assert_eq!(wrap_signed(128, 8), -128);
@@ -1655,7 +1658,7 @@ mod tests {
         let w = workload(ramp(8, 8), CLAMP, 1, vec![]);
         for kw in 1..=9u32 {
             for kh in 1..=9u32 {
-                let kernel = Kernel { width: kw, height: kh, weights: vec![1; (kw * kh) as usize] };
+                let kernel = Kernel { width: kw, height: kh, weights: vec![1; (kw * kh) as usize].into() };
                 let op = Op::ConvQuad { x: 3, y: 4, level: 0, channel: 0, kernel };
                 let tl = tiles(&p, &w, &op);
                 let (pw, ph) = (kw + 1, kh + 1);
@@ -1708,12 +1711,12 @@ mod tests {
         // Nearest at (1, 1): one texel (the others' banks are computed but not fetched).
         assert_eq!(tiles(&p, &w, &Op::Nearest { u: 256, v: 256, level: 0 }), vec![t([3, 2, 1, 0], 0b0001)]);
         // 19x1 conv: 10 tiles in a row, the last full (PW = 20), PH = 2.
-        let k = Kernel { width: 19, height: 1, weights: vec![0; 19] };
+        let k = Kernel { width: 19, height: 1, weights: vec![0; 19].into() };
         let tl = tiles(&p, &workload(ramp(40, 4), CLAMP, 1, vec![]), &Op::ConvQuad { x: 20, y: 1, level: 0, channel: 0, kernel: k });
         assert_eq!(tl.len(), 10);
         assert!(tl.iter().all(|t| t.mask == 0b1111));
         // 2x2 conv: PW = PH = 3: masks 1111, 0101, 0011, 0001.
-        let k = Kernel { width: 2, height: 2, weights: vec![0; 4] };
+        let k = Kernel { width: 2, height: 2, weights: vec![0; 4].into() };
         let tl = tiles(&p, &workload(ramp(8, 8), CLAMP, 1, vec![]), &Op::ConvQuad { x: 4, y: 4, level: 0, channel: 0, kernel: k });
         assert_eq!(tl.iter().map(|t| t.mask).collect::<Vec<_>>(), vec![0b1111, 0b0101, 0b0011, 0b0001]);
     }
@@ -1866,7 +1869,7 @@ mod tests {
         // taken in L + 26): L + 27, L + 28; op at L + 29, sequencer and its
         // one tile (mask 1111, patch 2x2, one pass) at L + 35, result
         // L + 35 + L + 4.
-        let k1 = Kernel { width: 1, height: 1, weights: vec![3] };
+        let k1 = Kernel { width: 1, height: 1, weights: vec![3].into() };
         let w = workload(ramp(8, 8), CLAMP, l as u32, vec![conv(k3x3()), conv(k1)]);
         assert_eq!(run(&p, &w).cycles, 2 * l + 40);
     }
@@ -1905,7 +1908,7 @@ mod tests {
     fn odd_conv_section_drops_outside_pixels() {
         let p = TextureParams::default();
         let mut w = workload(ramp(3, 3), CLAMP, 4, vec![]);
-        let k = Kernel { width: 1, height: 1, weights: vec![2] };
+        let k = Kernel { width: 1, height: 1, weights: vec![2].into() };
         w.conv = Some(ConvJob { level: 0, channel: 0, kernel: k });
         let o = run(&p, &w);
         // Quads (0,0), (2,0), (0,2), (2,2): 1x1 weight 2 doubles each texel.

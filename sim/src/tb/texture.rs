@@ -367,6 +367,14 @@ pub fn run(
         if cfg_ready != idle {
             return Err(fail(&mut sim, format!("cycle {c}: cfg_ready_o = {cfg_ready} but idle_o = {idle}; they must be equal")));
         }
+        // Idle exactly when every op taken has given its result.
+        let empty = ops_taken == results.len();
+        if (idle == 1) != empty {
+            return Err(fail(
+                &mut sim,
+                format!("cycle {c}: idle_o = {idle} with {ops_taken} ops taken and {} results given", results.len()),
+            ));
+        }
         if is_cfg && sim.get(ports.op_ready) == 1 {
             return Err(fail(&mut sim, format!("cycle {c}: op_ready_o is high while cfg_valid_i is high")));
         }
