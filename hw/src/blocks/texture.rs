@@ -304,7 +304,10 @@ pub fn build(p: &TextureParams) -> Result<Design, RtlError> {
     let reg_writes_o = b.output("reg_writes_o", 32, "pixel register writes so far (wraps)");
 
     // ---- configuration ----
-    let inflight = b.reg("inflight_q", bits_for(depth as u64 + 8), 0);
+    // Ops in the unit: at most the PD prep stages, the sequencer, one per
+    // tag queue entry, S1, S2 and the result register.
+    let most_inflight = (1 + cw.div_ceil(DIV_BITS_PER_STAGE)) as u64 + depth as u64 + 4;
+    let inflight = b.reg("inflight_q", bits_for(most_inflight), 0);
     let idle = b.let_("idle", &inflight.eq_lit(0));
     b.assign(&cfg_s.ready, &idle);
     b.assign(&idle_o, &idle);
