@@ -2163,7 +2163,7 @@ mod tests {
             Format::Rgba8 => json!([t & 0xff, (t >> 8) & 0xff, (t >> 16) & 0xff, t >> 24]),
             _ => json!(t),
         };
-        let kernel = |k: &Kernel| json!({"width": k.width, "height": k.height, "weights": k.weights});
+        let kernel = |k: &Kernel| json!({"width": k.width, "height": k.height, "weights": &*k.weights});
         let levels: Vec<Value> = w
             .texture
             .levels
