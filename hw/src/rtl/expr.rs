@@ -169,7 +169,11 @@ impl Expr {
         }
     }
 
+    /// Bitwise NOT; `~~x` is `x` (Verilog has no `~~` token: Icarus refuses it).
     pub fn not(&self) -> Expr {
+        if let ExprKind::Un(UnOp::Not, x) = self.kind() {
+            return x.clone();
+        }
         Expr::new(ExprKind::Un(UnOp::Not, self.clone()), self.width)
     }
     pub fn any(&self) -> Expr {
