@@ -2246,7 +2246,7 @@ module gpurtl_texture (
   assign tile_y0_next = seq_clamp_y_q ? (~((tile_y0_raw_q ^ {1'd1, 14'd0}) < (seq_last2_y_q ^ {1'd1, 14'd0})) ? seq_last_y_q : tile_y0_next_raw[14] ? 12'd0 : tile_y0_next_raw[11:0]) : mode_y_q[1] ? (tile_y0_up_q ? (~tile_y0_next_from_last2[12] ? ((tile_y0_q[0] == seq_last2_y_q[0]) ? seq_last_y_q : seq_last2_y_q[11:0]) : tile_y0_next_plus2) : (tile_y0_q[11:1] == 11'd0) ? {11'd0, ~tile_y0_q[0]} : tile_y0_next_minus2) : ~tile_y0_next_from_last2[12] ? tile_y0_next_from_last2[11:0] : tile_y0_next_plus2;
   assign row0_addr_next = (seq_clamp_y_q ? ~(tile_y0_raw_q[14] | ~((tile_y0_raw_q ^ {1'd1, 14'd0}) <
       (seq_last2_y_q ^ {1'd1, 14'd0}))) : ((mode_y_q[1] ? tile_y0_up_q : 1'd1) &
-      ~~tile_y0_next_from_last2[12])) ? (row0_addr_q + seq_row_step_q) : (((~seq_clamp_y_q &
+      tile_y0_next_from_last2[12])) ? (row0_addr_q + seq_row_step_q) : (((~seq_clamp_y_q &
       mode_y_q[1]) & ~tile_y0_up_q) & ~(tile_y0_q[11:1] == 11'd0)) ? (row0_addr_q - seq_row_step_q)
       : (seq_clamp_y_q ? ~((tile_y0_raw_q ^ {1'd1, 14'd0}) < (seq_last2_y_q ^ {1'd1, 14'd0})) :
       (mode_y_q[1] & tile_y0_up_q)) ? ((seq_clamp_y_q ? (~((tile_y0_raw_q ^ {1'd1, 14'd0}) <
@@ -2263,7 +2263,7 @@ module gpurtl_texture (
   assign tile_y1_next = seq_clamp_y_q ? (~((tile_y1_raw_q ^ {1'd1, 14'd0}) < (seq_last2_y_q ^ {1'd1, 14'd0})) ? seq_last_y_q : tile_y1_next_raw[14] ? 12'd0 : tile_y1_next_raw[11:0]) : mode_y_q[1] ? (tile_y1_up_q ? (~tile_y1_next_from_last2[12] ? ((tile_y1_q[0] == seq_last2_y_q[0]) ? seq_last_y_q : seq_last2_y_q[11:0]) : tile_y1_next_plus2) : (tile_y1_q[11:1] == 11'd0) ? {11'd0, ~tile_y1_q[0]} : tile_y1_next_minus2) : ~tile_y1_next_from_last2[12] ? tile_y1_next_from_last2[11:0] : tile_y1_next_plus2;
   assign row1_addr_next = (seq_clamp_y_q ? ~(tile_y1_raw_q[14] | ~((tile_y1_raw_q ^ {1'd1, 14'd0}) <
       (seq_last2_y_q ^ {1'd1, 14'd0}))) : ((mode_y_q[1] ? tile_y1_up_q : 1'd1) &
-      ~~tile_y1_next_from_last2[12])) ? (row1_addr_q + seq_row_step_q) : (((~seq_clamp_y_q &
+      tile_y1_next_from_last2[12])) ? (row1_addr_q + seq_row_step_q) : (((~seq_clamp_y_q &
       mode_y_q[1]) & ~tile_y1_up_q) & ~(tile_y1_q[11:1] == 11'd0)) ? (row1_addr_q - seq_row_step_q)
       : (seq_clamp_y_q ? ~((tile_y1_raw_q ^ {1'd1, 14'd0}) < (seq_last2_y_q ^ {1'd1, 14'd0})) :
       (mode_y_q[1] & tile_y1_up_q)) ? ((seq_clamp_y_q ? (~((tile_y1_raw_q ^ {1'd1, 14'd0}) <
@@ -3859,10 +3859,10 @@ module gpurtl_texture (
       tile_i_q <= prep4_move ? 4'd0 : (tile_i_q == ((seq_kind_q == 2'd3) ? last_tile_t7[3:0] : 4'd0)) ? 4'd0 : (tile_i_q + 4'd1);
       tile_j_q <= prep4_move ? 4'd0 : (tile_i_q == ((seq_kind_q == 2'd3) ? last_tile_t7[3:0] : 4'd0)) ? (tile_j_q + 4'd1) : tile_j_q;
       tile_x0_q <= prep4_move ? prep4_first_x_q : (tile_i_q == ((seq_kind_q == 2'd3) ? last_tile_t7[3:0] : 4'd0)) ? first_x0_q : tile_x0_next;
-      tile_x0_up_q <= prep4_move ? prep4_first_up_x_q : (tile_i_q == ((seq_kind_q == 2'd3) ? last_tile_t7[3:0] : 4'd0)) ? first_x0_up_q : tile_x0_up_q ? ~~tile_x0_next_from_last2[12] : (tile_x0_q[11:1] == 11'd0);
+      tile_x0_up_q <= prep4_move ? prep4_first_up_x_q : (tile_i_q == ((seq_kind_q == 2'd3) ? last_tile_t7[3:0] : 4'd0)) ? first_x0_up_q : tile_x0_up_q ? tile_x0_next_from_last2[12] : (tile_x0_q[11:1] == 11'd0);
       tile_x0_raw_q <= prep4_move ? prep4_start_x_q : (tile_i_q == ((seq_kind_q == 2'd3) ? last_tile_t7[3:0] : 4'd0)) ? first_x0_raw_q : tile_x0_next_raw;
       tile_x1_q <= prep4_move ? load_x1 : (tile_i_q == ((seq_kind_q == 2'd3) ? last_tile_t7[3:0] : 4'd0)) ? first_x1_q : tile_x1_next;
-      tile_x1_up_q <= prep4_move ? (prep4_first_up_x_q ? ~(prep4_first_x_q == prep4_last_x_q) : (prep4_first_x_q == 12'd0)) : (tile_i_q == ((seq_kind_q == 2'd3) ? last_tile_t7[3:0] : 4'd0)) ? first_x1_up_q : tile_x1_up_q ? ~~tile_x1_next_from_last2[12] : (tile_x1_q[11:1] == 11'd0);
+      tile_x1_up_q <= prep4_move ? (prep4_first_up_x_q ? ~(prep4_first_x_q == prep4_last_x_q) : (prep4_first_x_q == 12'd0)) : (tile_i_q == ((seq_kind_q == 2'd3) ? last_tile_t7[3:0] : 4'd0)) ? first_x1_up_q : tile_x1_up_q ? tile_x1_next_from_last2[12] : (tile_x1_q[11:1] == 11'd0);
       tile_x1_raw_q <= prep4_move ? load_x1_raw : (tile_i_q == ((seq_kind_q == 2'd3) ? last_tile_t7[3:0] : 4'd0)) ? first_x1_raw_q : tile_x1_next_raw;
       tile_mask_q <= prep4_move ? ((prep4_kind_q == 2'd1) ? 4'd1 : {(~(prep4_kind_q == 2'd3) |
           ~(~kernel_w[0] & (last_tile_t7[3:0] == 4'd0))) & (~(prep4_kind_q == 2'd3) | ~(~kernel_h[0]
@@ -3884,11 +3884,11 @@ module gpurtl_texture (
   always @(posedge clk_i) begin
     if (prep4_move | (next_tile & (tile_i_q == ((seq_kind_q == 2'd3) ? last_tile_t7[3:0] : 4'd0)))) begin
       tile_y0_q <= prep4_move ? prep4_first_y_q : tile_y0_next;
-      tile_y0_up_q <= prep4_move ? prep4_first_up_y_q : tile_y0_up_q ? ~~tile_y0_next_from_last2[12] : (tile_y0_q[11:1] == 11'd0);
+      tile_y0_up_q <= prep4_move ? prep4_first_up_y_q : tile_y0_up_q ? tile_y0_next_from_last2[12] : (tile_y0_q[11:1] == 11'd0);
       tile_y0_raw_q <= prep4_move ? prep4_start_y_q : tile_y0_next_raw;
       row0_addr_q <= prep4_move ? (prep4_base_q + load_row0_offset) : row0_addr_next;
       tile_y1_q <= prep4_move ? load_y1 : tile_y1_next;
-      tile_y1_up_q <= prep4_move ? (prep4_first_up_y_q ? ~(prep4_first_y_q == prep4_last_y_q) : (prep4_first_y_q == 12'd0)) : tile_y1_up_q ? ~~tile_y1_next_from_last2[12] : (tile_y1_q[11:1] == 11'd0);
+      tile_y1_up_q <= prep4_move ? (prep4_first_up_y_q ? ~(prep4_first_y_q == prep4_last_y_q) : (prep4_first_y_q == 12'd0)) : tile_y1_up_q ? tile_y1_next_from_last2[12] : (tile_y1_q[11:1] == 11'd0);
       tile_y1_raw_q <= prep4_move ? load_y1_raw : tile_y1_next_raw;
       row1_addr_q <= prep4_move ? (((~prep4_clamp_y_q & ~mode_y_q[1]) & (prep4_first_y_q == prep4_last_y_q)) ? prep4_base_q : (load_row0_offset + (((prep4_clamp_y_q ? ~(prep4_start_y_q[14] | ~((prep4_start_y_q ^ {1'd1, 14'd0}) < ({3'd0, prep4_last_y_q} ^ {1'd1, 14'd0}))) : ((mode_y_q[1] ? prep4_first_up_y_q : 1'd1) & ~(prep4_first_y_q == prep4_last_y_q))) & prep4_first_y_q[0]) ? prep4_base_up_q : ((((~prep4_clamp_y_q & mode_y_q[1]) & ~prep4_first_up_y_q) & ~(prep4_first_y_q == 12'd0)) & ~prep4_first_y_q[0]) ? prep4_base_down_q : prep4_base_q))) : row1_addr_next;
     end
