@@ -938,6 +938,12 @@ fn texture_malformed_inputs_and_pictures() {
     let not_png = write(d.path(), "n.png", "not a png");
     bad_tex(r#"{"ops": []}"#, &["--image", &not_png], &format!("option `--image` = `{not_png}`: not a readable PNG file (Invalid PNG signature.)"));
     let camera = gpurtl_tests::repo().join("docs/figures/texture-camera.png");
+    let inp = d.path().join("in.json");
+    bad_tex(
+        r#"{"ops": []}"#,
+        &["--output-image", inp.to_str().unwrap()],
+        &format!("option `--output-image` = `{}`: is the file of another option (an input or an output); must be its own file", inp.display()),
+    );
     bad_tex(&format!("{{{tex}}}"), &["--image", camera.to_str().unwrap()], "input `texture`: given together with `--image`; must be one or the other");
     bad_tex(&format!("{{{tex}}}"), &["--output-image", "x.png"], "option `--output-image`: the input has no `conv` section, so the run gives no image");
     bad_tex(r#"{"ops": []}"#, &["--image", camera.to_str().unwrap(), "--param", "max_size=256"], "option `--image`: the picture is 512x512 pixels; must be at most max_size (256) on each side (parameter `max_size`)");

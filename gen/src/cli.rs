@@ -267,7 +267,7 @@ impl<'a> Cli<'a> {
             emit::check_output("--output-image", img).map_err(Error::Bad)?;
             let others = [Some(output), o.vcd.as_ref(), Some(input), o.image.as_ref()];
             if others.into_iter().flatten().any(|f| emit::same_file(img, f)) {
-                return Err(Error::Bad(format!("option `--output-image` = `{}`: is another output's file; must be its own file", img.display())));
+                return Err(Error::Bad(format!("option `--output-image` = `{}`: is the file of another option (an input or an output); must be its own file", img.display())));
             }
         }
         let mut input = crate::json::read(input, "input file")?;
