@@ -1,0 +1,214 @@
+//! Parameters of the command processor front end (docs/cmdproc.md), and the
+//! packet format's constants that the hardware, the model and the assembler
+//! share: opcodes, error causes, the register map.
+
+use crate::{bits_for, BlockParams, Checker, ParamErrors, ParamInfo, ParamKind};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CmdprocParams {
+    pub fetch_bits: u32,
+    pub pool_beats: u32,
+    pub prim_beats: u32,
+    pub out_depth: u32,
+    pub state_regs: u32,
+    pub nesting: u32,
+    pub id_bits: u32,
+}
+
+impl Default for CmdprocParams {
+    fn default() -> Self {
+        CmdprocParams { fetch_bits: 64, pool_beats: 32, prim_beats: 16, out_depth: 4, state_regs: 16, nesting: 1, id_bits: 16 }
+    }
+}
+
+/// PM4 type-3 opcodes the unit knows (docs/cmdproc.md, "Packets").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Opcode {
+    Nop,
+    SetContextReg,
+    IndexType,
+    DrawIndexAuto,
+    DrawIndexOffset2,
+    DispatchDirect,
+    WriteData,
+    IndirectBuffer,
+}
+
+impl Opcode {
+    pub const ALL: [Opcode; 8] = [
+        Opcode::Nop,
+        Opcode::SetContextReg,
+        Opcode::IndexType,
+        Opcode::DrawIndexAuto,
+        Opcode::DrawIndexOffset2,
+        Opcode::DispatchDirect,
+        Opcode::WriteData,
+        Opcode::IndirectBuffer,
+    ];
+    /// The value in header bits [15:8].
+    pub fn code(self) -> u32 {
+        match self {
+            Opcode::Nop => 0x10,
+            Opcode::SetContextReg => 0x69,
+            Opcode::IndexType => 0x2A,
+            Opcode::DrawIndexAuto => 0x2D,
+            Opcode::DrawIndexOffset2 => 0x35,
+            Opcode::DispatchDirect => 0x15,
+            Opcode::WriteData => 0x37,
+            Opcode::IndirectBuffer => 0x3F,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Opcode::Nop => "NOP",
+            Opcode::SetContextReg => "SET_CONTEXT_REG",
+            Opcode::IndexType => "INDEX_TYPE",
+            Opcode::DrawIndexAuto => "DRAW_INDEX_AUTO",
+            Opcode::DrawIndexOffset2 => "DRAW_INDEX_OFFSET_2",
+            Opcode::DispatchDirect => "DISPATCH_DIRECT",
+            Opcode::WriteData => "WRITE_DATA",
+            Opcode::IndirectBuffer => "INDIRECT_BUFFER",
+        }
+    }
+    pub fn from_code(c: u32) -> Option<Opcode> {
+        Self::ALL.into_iter().find(|o| o.code() == c)
+    }
+    pub fn from_name(s: &str) -> Option<Opcode> {
+        Self::ALL.into_iter().find(|o| o.name() == s)
+    }
+    /// Whether `n` payload dwords are allowed (else error `count`).
+    pub fn count_ok(self, n: u32) -> bool {
+        match self {
+            Opcode::Nop => true,
+            Opcode::SetContextReg => n >= 2,
+            Opcode::IndexType => n == 1,
+            Opcode::DrawIndexAuto => n == 2,
+            Opcode::DrawIndexOffset2 | Opcode::DispatchDirect => n == 4,
+            Opcode::WriteData => n >= 4,
+            Opcode::IndirectBuffer => n == 3,
+        }
+    }
+}
+
+/// Error causes, by `ERR_CAUSE` code (0 is none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cause {
+    Type = 1,
+    Opcode = 2,
+    Count = 3,
+    Overrun = 4,
+    Nesting = 5,
+    StateRange = 6,
+    Field = 7,
+    PrimRange = 8,
+}
+
+impl Cause {
+    pub const ALL: [Cause; 8] =
+        [Cause::Type, Cause::Opcode, Cause::Count, Cause::Overrun, Cause::Nesting, Cause::StateRange, Cause::Field, Cause::PrimRange];
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Type => "type",
+            Cause::Opcode => "opcode",
+            Cause::Count => "count",
+            Cause::Overrun => "overrun",
+            Cause::Nesting => "nesting",
+            Cause::StateRange => "state_range",
+            Cause::Field => "field",
+            Cause::PrimRange => "prim_range",
+        }
+    }
+    pub fn from_code(c: u32) -> Option<Cause> {
+        Self::ALL.into_iter().find(|x| x.code() == c)
+    }
+    pub fn from_name(s: &str) -> Option<Cause> {
+        Self::ALL.into_iter().find(|x| x.name() == s)
+    }
+}
+
+/// The AXI4-Lite register map (byte offsets; docs/cmdproc.md, "Registers").
+pub mod reg {
+    pub const CMD_BASE: u32 = 0x00;
+    pub const CMD_SIZE: u32 = 0x04;
+    pub const PRIM_BASE: u32 = 0x08;
+    pub const PRIM_SIZE: u32 = 0x0C;
+    pub const STATE_PTR: u32 = 0x10;
+    pub const DOORBELL: u32 = 0x14;
+    pub const STATUS: u32 = 0x18;
+    pub const ERR_CAUSE: u32 = 0x1C;
+    pub const ERR_ADDR: u32 = 0x20;
+    pub const IRQ_ENABLE: u32 = 0x24;
+    pub const IRQ_STATUS: u32 = 0x28;
+    pub const CMD_COUNT: u32 = 0x2C;
+    pub const BUSY_CYCLES: u32 = 0x30;
+    pub const IGNORED: u32 = 0x34;
+    /// `STATE_INIT[i]` is at `STATE_INIT + 4i`.
+    pub const STATE_INIT: u32 = 0x40;
+    /// `STATUS` bits.
+    pub const STATUS_BUSY: u32 = 1;
+    pub const STATUS_ERROR: u32 = 2;
+    pub const STATUS_DONE: u32 = 4;
+    /// `IRQ_ENABLE` / `IRQ_STATUS` bits.
+    pub const IRQ_DONE: u32 = 1;
+    pub const IRQ_ERROR: u32 = 2;
+}
+
+impl CmdprocParams {
+    /// Dwords per beat (F).
+    pub fn fetch_dwords(&self) -> u32 {
+        self.fetch_bits / 32
+    }
+    /// AXI4-Lite address width: bits for the last byte of the register map.
+    pub fn axi_addr_bits(&self) -> u32 {
+        bits_for((reg::STATE_INIT + 4 * self.state_regs - 1) as u64)
+    }
+}
+
+impl BlockParams for CmdprocParams {
+    const BLOCK: &'static str = "cmdproc";
+
+    fn table() -> Vec<ParamInfo> {
+        let int = |min, max, rule| ParamKind::Int { min, max, rule };
+        vec![
+            ParamInfo::new("fetch_bits", int(32, 128, "32, 64 or 128"), "memory read width in bits (one beat) of both read ports"),
+            ParamInfo::new("pool_beats", int(2, 64, "a power of two"), "instruction pool depth in beats"),
+            ParamInfo::new("prim_beats", int(2, 64, "a power of two"), "primitive pool depth in beats"),
+            ParamInfo::new("out_depth", int(1, 16, ""), "serialized output queue depth in commands"),
+            ParamInfo::new("state_regs", int(1, 64, ""), "render-state table registers (32 bits each)"),
+            ParamInfo::new("nesting", int(0, 3, ""), "indirect buffer nesting depth"),
+            ParamInfo::new("id_bits", int(4, 32, ""), "command id width (ids count modulo 2^id_bits)"),
+        ]
+    }
+
+    fn validate(&self) -> Result<(), ParamErrors> {
+        let t = Self::table();
+        let mut c = Checker::default();
+        c.int(&t, "fetch_bits", self.fetch_bits as i64, matches!(self.fetch_bits, 32 | 64 | 128));
+        c.int(&t, "pool_beats", self.pool_beats as i64, self.pool_beats.is_power_of_two());
+        c.int(&t, "prim_beats", self.prim_beats as i64, self.prim_beats.is_power_of_two());
+        c.int(&t, "out_depth", self.out_depth as i64, true);
+        c.int(&t, "state_regs", self.state_regs as i64, true);
+        c.int(&t, "nesting", self.nesting as i64, true);
+        c.int(&t, "id_bits", self.id_bits as i64, true);
+        c.finish()
+    }
+
+    fn presets() -> Vec<(&'static str, Self)> {
+        vec![
+            ("default", Self::default()),
+            (
+                "small",
+                CmdprocParams { fetch_bits: 32, pool_beats: 8, prim_beats: 4, out_depth: 2, state_regs: 8, nesting: 0, id_bits: 8 },
+            ),
+            (
+                "wide",
+                CmdprocParams { fetch_bits: 128, pool_beats: 32, prim_beats: 8, out_depth: 4, state_regs: 32, nesting: 2, id_bits: 16 },
+            ),
+        ]
+    }
+}
