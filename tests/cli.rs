@@ -73,7 +73,7 @@ fn invalid_parameters() {
         &["gen", "compress", "--preset", "huge", "-o", "x"],
         "error: preset `huge` of block `compress`: must be one of default, small, wide, max, fpga, stream\n",
     );
-    bad(&["gen", "nosuch", "-o", "x"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic, scheduler, texture\n");
+    bad(&["gen", "nosuch", "-o", "x"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic, scheduler, texture, cmdproc\n");
     bad(&["gen", "compress"], "error: `gen` needs `-o DIR`\n");
     bad(&["frobnicate"], "error: unknown command `frobnicate`; see `gpurtl help`\n");
 }
@@ -564,7 +564,7 @@ fn options_are_not_silently_ignored() {
     bad(&["gen", "--all", "--preset", "wide", "-o", "x"], "error: `gen --all` writes every block at its defaults and takes no block or parameters\n");
     bad(&["list", "--param", "width=1"], "error: option `--param` is not used by `list`; see `gpurtl help`\n");
     bad(&["help", "extra"], "error: unexpected argument `extra` to `help`; see `gpurtl help`\n");
-    bad(&["list", "nosuch"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic, scheduler, texture\n");
+    bad(&["list", "nosuch"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic, scheduler, texture, cmdproc\n");
     let (code, out, _) = gpurtl(&["list", "compress"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("compress:") && !out.contains("cbload"), "{out}");
@@ -980,4 +980,231 @@ fn texture_pictures_through_the_rtl_match_the_model_and_the_readme() {
         assert!(pngs[0] == pngs[1], "{name}: the RTL's picture differs from the model's");
         assert!(pngs[1] == std::fs::read(fig.join(format!("texture-{name}.png"))).unwrap(), "docs/figures/texture-{name}.png is stale");
     }
+}
+
+/// Packet text with every mnemonic, in the canonical form `disasm` prints.
+const PM4_EVERY: &str = "\
+NOP
+NOP payload=1,2,3 shader=1
+SET_CONTEXT_REG offset=2 values=5,6,7,8,9
+INDEX_TYPE size=16
+INDEX_TYPE size=32 predicate=1
+DRAW_INDEX_AUTO count=3 initiator=0x00000002
+DRAW_INDEX_OFFSET_2 max_size=100 offset=4 count=6 initiator=0x00000000
+DISPATCH_DIRECT x=1 y=2 z=3 initiator=0x00000001 shader=1 predicate=1
+WRITE_DATA control=0x00000500 addr=0x00002002 data=1,2,3
+INDIRECT_BUFFER addr=0x00004000 size=1048575
+FILLER
+DWORD value=0x00000000
+DWORD value=0x4000abcd
+";
+
+/// `gpurtl asm` to a .bin and to a hex file, then `gpurtl disasm` of each,
+/// gives the program back; the files hold what they say.
+#[test]
+fn asm_then_disasm_gives_the_program_back() {
+    let d = tempfile::tempdir().unwrap();
+    let programs = [
+        PM4_EVERY.to_string(),
+        "".to_string(),
+        "SET_CONTEXT_REG offset=0 values=1\nINDIRECT_BUFFER addr=0x00001001 size=0\nWRITE_DATA control=0x00000000 addr=0x00000003 data=4294967295\n".to_string(),
+        format!("NOP payload={}\nFILLER\n", vec!["7"; 16383].join(",")),
+    ];
+    for (k, text) in programs.iter().enumerate() {
+        let src = write(d.path(), &format!("p{k}.txt"), text);
+        // Comments, blank lines and other spellings of the same numbers assemble the same.
+        let noisy = text.replace("initiator=0x00000002", "initiator=2").replace('\n', "   # c\n\n");
+        let src2 = write(d.path(), &format!("q{k}.txt"), &format!("# program {k}\n{noisy}"));
+        let bin = d.path().join(format!("p{k}.bin"));
+        let hex = d.path().join(format!("p{k}.hex"));
+        for (s, out) in [(&src, &bin), (&src2, &hex)] {
+            let (code, stdout, err) = gpurtl(&["asm", s, "--output", out.to_str().unwrap()]);
+            assert_eq!(code, 0, "{err}");
+            assert!(stdout.starts_with(&format!("{}: ", out.display())), "{stdout}");
+        }
+        let raw = std::fs::read(&bin).unwrap();
+        let dwords: Vec<u32> = raw.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+        let hex_text = std::fs::read_to_string(&hex).unwrap();
+        assert_eq!(hex_text, dwords.iter().map(|w| format!("{w:08x}\n")).collect::<String>());
+        for f in [&bin, &hex] {
+            let (code, stdout, err) = gpurtl(&["disasm", f.to_str().unwrap()]);
+            assert_eq!(code, 0, "{err}");
+            assert_eq!(stdout, *text, "program {k}");
+        }
+        let txt = d.path().join(format!("back{k}.txt"));
+        let (code, stdout, err) = gpurtl(&["disasm", bin.to_str().unwrap(), "--output", txt.to_str().unwrap()]);
+        assert_eq!((code, stdout), (0, format!("{}\n", txt.display())), "{err}");
+        assert_eq!(std::fs::read_to_string(&txt).unwrap(), *text);
+    }
+    // The dwords of the program with every mnemonic.
+    let raw = std::fs::read(d.path().join("p0.bin")).unwrap();
+    assert_eq!(raw.len(), 4 * 43);
+    assert_eq!(&raw[..8], &[0x00, 0x10, 0xFF, 0xFF, 0x02, 0x10, 0x02, 0xC0]);
+    // A hex file may have comments, blank lines and short or upper-case dwords.
+    let h = write(d.path(), "h.hex", "// header\nc0002a00 // INDEX_TYPE\n\n  1\nFFFF1000\n");
+    let (code, stdout, err) = gpurtl(&["disasm", &h]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(stdout, "INDEX_TYPE size=32\nNOP\n");
+}
+
+/// Any binary disassembles to text that assembles to the same bytes.
+#[test]
+fn disasm_then_asm_gives_any_binary_back() {
+    let d = tempfile::tempdir().unwrap();
+    for seed in 0..20u64 {
+        let mut rng = gpurtl_sim::rng::Rng::new(seed);
+        let n = rng.below(64) as usize;
+        let dwords: Vec<u32> = (0..n)
+            .map(|_| match rng.below(3) {
+                0 => rng.next_u64() as u32,
+                // Headers of known opcodes with short counts and random low bits,
+                // and small payload values.
+                1 => {
+                    let op = *rng.pick(&[0x10u32, 0x69, 0x2A, 0x2D, 0x35, 0x15, 0x37, 0x3F]);
+                    let c = (rng.below(6) as u32 + 0x3FFF) & 0x3FFF;
+                    0xC000_0000 | (c << 16) | (op << 8) | rng.below(4) as u32
+                }
+                _ => rng.below(3) as u32,
+            })
+            .collect();
+        let bytes: Vec<u8> = dwords.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let bin = d.path().join(format!("r{seed}.bin"));
+        std::fs::write(&bin, &bytes).unwrap();
+        let txt = d.path().join(format!("r{seed}.txt"));
+        let (code, _, err) = gpurtl(&["disasm", bin.to_str().unwrap(), "--output", txt.to_str().unwrap()]);
+        assert_eq!(code, 0, "{err}");
+        let again = d.path().join(format!("r{seed}-again.bin"));
+        let (code, _, err) = gpurtl(&["asm", txt.to_str().unwrap(), "--output", again.to_str().unwrap()]);
+        assert_eq!(code, 0, "seed {seed}: {err}");
+        assert_eq!(std::fs::read(&again).unwrap(), bytes, "seed {seed}");
+    }
+}
+
+/// Every bad line of an `asm` input is reported, each naming the file, the
+/// line and what is wrong; nothing is written.
+#[test]
+fn asm_errors_name_the_line() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("o.bin");
+    let o = out.to_str().unwrap();
+    let asm_bad = |text: &str, lines: &[&str]| {
+        let f = write(d.path(), "bad.txt", text);
+        let want: String = lines.iter().map(|l| format!("error: input file `{f}`: {l}\n")).collect();
+        bad(&["asm", &f, "--output", o], &want);
+        assert!(!out.exists(), "no output file is written on error");
+    };
+    const KNOWN: &str = "known: NOP, SET_CONTEXT_REG, INDEX_TYPE, DRAW_INDEX_AUTO, DRAW_INDEX_OFFSET_2, DISPATCH_DIRECT, WRITE_DATA, INDIRECT_BUFFER, FILLER, DWORD";
+    asm_bad("NOP\n\nFOO x=1\n", &[&format!("line 3: `FOO x=1`: unknown mnemonic `FOO`; {KNOWN}")]);
+    asm_bad(
+        "NOP\nBAD # first\nINDEX_TYPE size=8\nDRAW_INDEX_AUTO count=1\nDRAW_INDEX_AUTO initiator=1 count=1\nDWORD value=1 value=2\nINDEX_TYPE bits=16\n\
+         SET_CONTEXT_REG offset=1 values=\nDWORD value=4294967296\nDWORD value=12a\nINDIRECT_BUFFER addr=0 size=1048576\nNOP payload=1,x\nNOP\n",
+        &[
+            &format!("line 2: `BAD # first`: unknown mnemonic `BAD`; {KNOWN}"),
+            "line 3: `INDEX_TYPE size=8`: field `size` = `8`: must be 16 or 32 (bits per index)",
+            "line 4: `DRAW_INDEX_AUTO count=1`: missing field `initiator`; the fields of `DRAW_INDEX_AUTO` are, in order: count, initiator, shader, predicate",
+            "line 5: `DRAW_INDEX_AUTO initiator=1 count=1`: field `count` must come before `initiator`: the fields of `DRAW_INDEX_AUTO` are, in order: count, initiator, shader, predicate",
+            "line 6: `DWORD value=1 value=2`: field `value` is given twice",
+            "line 7: `INDEX_TYPE bits=16`: unknown field `bits`; the fields of `INDEX_TYPE` are, in order: size, shader, predicate",
+            "line 8: `SET_CONTEXT_REG offset=1 values=`: field `values` is empty: needs at least one value",
+            "line 9: `DWORD value=4294967296`: field `value` = `4294967296` is too large: numbers are below 2^32 = 4294967296",
+            "line 10: `DWORD value=12a`: field `value` = `12a` is not a number (decimal, or 0x and hex digits)",
+            "line 11: `INDIRECT_BUFFER addr=0 size=1048576`: field `size` = `1048576`: must be below 2^20 = 1048576 (a 20-bit size in dwords)",
+            "line 12: `NOP payload=1,x`: field `payload` = `1,x`: value 2 `x` is not a number (decimal, or 0x and hex digits)",
+        ],
+    );
+    asm_bad(
+        &format!("WRITE_DATA control=0 addr=0 data={}\n", vec!["1"; 16381].join(",")),
+        &["line 1: `WRITE_DATA control=0 addr=0 data=1,1,1,1,1,1,1,1,1,1,1,1,...`: field `data` has 16381 values; at most 16380 fit (a packet's payload is at most 16383 dwords)"],
+    );
+    // A run file is not an `asm` input.
+    asm_bad(
+        ".registers cmd_base=0x1000\n.memory 0x10000 1,2\nNOP\n",
+        &[
+            "line 1: `.registers cmd_base=0x1000`: `.registers`: a file with `.registers` or `.memory` lines is a run input for `gpurtl run cmdproc --input`; `gpurtl asm` takes packet lines only",
+            "line 2: `.memory 0x10000 1,2`: `.memory`: a file with `.registers` or `.memory` lines is a run input for `gpurtl run cmdproc --input`; `gpurtl asm` takes packet lines only",
+        ],
+    );
+    // Command line errors.
+    let f = write(d.path(), "ok.txt", "NOP\n");
+    const FORM: &str = "`gpurtl asm IN.txt --output OUT` (OUT.bin: raw little-endian dwords; any other name: a hex file, one dword a line)";
+    bad(&["asm", &f], &format!("error: `asm` needs `--output OUT`: {FORM}\n"));
+    bad(&["asm", "--output", o], &format!("error: `asm` needs an input file: {FORM}\n"));
+    bad(&["asm", &f, "--output", &f], &format!("error: option `--output` = `{f}`: is the input file; must be another file\n"));
+    bad(&["asm", &f, "--output", o, "--param", "x=1"], "error: option `--param` is not used by `asm`; see `gpurtl help`\n");
+    bad(&["asm", &f, "extra", "--output", o], "error: unexpected argument `extra`; see `gpurtl help`\n");
+    let nodir = d.path().join("nonexist").join("o.bin");
+    bad(
+        &["asm", &f, "--output", nodir.to_str().unwrap()],
+        &format!("error: option `--output` = `{}`: the directory `{}` does not exist\n", nodir.display(), nodir.parent().unwrap().display()),
+    );
+    let missing = d.path().join("missing.txt");
+    bad(
+        &["asm", missing.to_str().unwrap(), "--output", o],
+        &format!("error: input file `{}`: cannot be read: No such file or directory (os error 2)\n", missing.display()),
+    );
+    assert!(!out.exists());
+}
+
+/// `disasm` refuses a .bin that is not whole dwords, a hex file's bad lines
+/// (each named) and an unreadable file.
+#[test]
+fn disasm_errors_name_the_file_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    let odd = d.path().join("odd.bin");
+    std::fs::write(&odd, [1u8, 2, 3, 4, 5, 6]).unwrap();
+    bad(
+        &["disasm", odd.to_str().unwrap()],
+        &format!("error: input file `{}`: 6 bytes is not a whole number of dwords: a .bin file is raw little-endian dwords, 4 bytes each\n", odd.display()),
+    );
+    let h = write(d.path(), "p.hex", "c0002a00\nzz\n123456789\n@10\n0x10\n00000001\n");
+    bad(
+        &["disasm", &h],
+        &format!(
+            "error: input file `{h}`: line 2: `zz`: must be one dword: 1 to 8 hex digits\n\
+             error: input file `{h}`: line 3: `123456789`: must be one dword: 1 to 8 hex digits\n\
+             error: input file `{h}`: line 4: `@10`: address lines are not read: the file is one dword a line from the first\n\
+             error: input file `{h}`: line 5: `0x10`: must be one dword: 1 to 8 hex digits\n"
+        ),
+    );
+    // Raw dwords in a file not named .bin.
+    let raw = d.path().join("raw.dat");
+    std::fs::write(&raw, [0u8, 0x10, 0xFF, 0xFF]).unwrap();
+    bad(
+        &["disasm", raw.to_str().unwrap()],
+        &format!("error: input file `{}`: not a hex file: byte 2 is not text (a file of raw little-endian dwords must be named *.bin)\n", raw.display()),
+    );
+    // Many bad lines: the first 20 and a count.
+    let many = write(d.path(), "many.hex", &"x\n".repeat(25));
+    let (code, _, err) = gpurtl(&["disasm", &many]);
+    assert_eq!(code, 2);
+    assert_eq!(err.lines().count(), 21, "{err}");
+    assert!(err.ends_with(&format!("error: input file `{many}`: 5 more bad lines\n")), "{err}");
+    let missing = d.path().join("missing.bin");
+    bad(
+        &["disasm", missing.to_str().unwrap()],
+        &format!("error: input file `{}`: cannot be read: No such file or directory (os error 2)\n", missing.display()),
+    );
+    bad(
+        &["disasm"],
+        "error: `disasm` needs an input file: `gpurtl disasm IN [--output OUT.txt]` (IN.bin: raw little-endian dwords; any other name: a hex file, one dword a line)\n",
+    );
+    let ok = write(d.path(), "ok.hex", "ffff1000\n");
+    bad(&["disasm", &ok, "--output", &ok], &format!("error: option `--output` = `{ok}`: is the input file; must be another file\n"));
+    bad(&["disasm", &ok, "--engine", "rtl"], "error: option `--engine` is not used by `disasm`; see `gpurtl help`\n");
+}
+
+/// A `run` input that is not JSON, for a block without a text form, gets
+/// the JSON error as before (the text-input hook returns nothing).
+#[test]
+fn asm_text_run_input_needs_a_block_with_a_text_form() {
+    let d = tempfile::tempdir().unwrap();
+    let i = write(d.path(), "prog.txt", ".registers cmd_base=0\nNOP\n");
+    let o = d.path().join("o.json");
+    let (code, _, err) = gpurtl(&["run", "compress", "--input", &i, "--output", o.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.starts_with(&format!("error: input file `{i}`: not valid JSON: ")), "{err}");
+    assert!(!o.exists());
+    let (code, out, _) = gpurtl(&["help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("  asm IN.txt --output OUT") && out.contains("  disasm IN [--output OUT.txt]"), "{out}");
 }

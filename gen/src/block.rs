@@ -62,6 +62,16 @@ pub trait BlockDef: Sync + 'static {
     fn build(p: &Self::Params) -> Result<Design, RtlError>;
     /// Read a `gpurtl run` input file; every violation, each naming its field.
     fn parse_input(p: &Self::Params, input: &Value) -> Result<Self::Input, InputErrors>;
+    /// `gpurtl run --input` with a file that is not JSON: the block's text
+    /// form of an input, as the JSON input it stands for (then read by
+    /// [`BlockDef::parse_input`]); an error names the line: `Error::Bad` with
+    /// one line per problem (the command line puts the file's name before
+    /// each). `None`: the block has no text form, and the file's JSON error
+    /// is reported. Called only for a file that is not JSON and does not
+    /// start with `{` or `[` (a broken JSON file gets its JSON error).
+    fn text_input(_p: &Self::Params, _text: &str) -> Option<Result<Value>> {
+        None
+    }
     /// The golden model.
     fn model(p: &Self::Params, input: &Self::Input) -> Self::Output;
     /// The RTL through the block's testbench (`vcd`: a waveform of the run).
@@ -106,6 +116,8 @@ pub trait Block: Sync {
     /// `KEY=VALUE` pairs; type-checked and validated: the resolved set.
     fn resolve(&self, layers: &[&Value], pairs: &[(String, String)]) -> Result<Value, ParamErrors>;
     fn design(&self, params: &Value) -> Result<Design>;
+    /// The JSON input a text input file stands for (see [`BlockDef::text_input`]).
+    fn text_input(&self, params: &Value, text: &str) -> Option<Result<Value>>;
     fn run(&self, params: &Value, input: &Value, engine: Engine, vcd: Option<&Path>) -> Result<Value>;
     fn bench_options(&self) -> &'static [&'static str];
     fn bench(&self, params: &Value, o: &BenchOpts, out: &mut dyn Write) -> Result<Value>;
@@ -143,6 +155,12 @@ impl<T: BlockDef> Block for T {
     }
     fn design(&self, params: &Value) -> Result<Design> {
         Ok(T::build(&typed(params)?)?)
+    }
+    fn text_input(&self, params: &Value, text: &str) -> Option<Result<Value>> {
+        match typed(params) {
+            Ok(p) => T::text_input(&p, text),
+            Err(e) => Some(Err(e)),
+        }
     }
     fn run(&self, params: &Value, input: &Value, engine: Engine, vcd: Option<&Path>) -> Result<Value> {
         let p = typed(params)?;

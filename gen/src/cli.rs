@@ -5,6 +5,7 @@ use crate::block::{BenchOpts, Block, Engine};
 use crate::error::{Error, Result};
 use crate::{bench, blocks, emit, synth, sweep, tools};
 use gpurtl_params::systolic::{ElemType, SystolicParams};
+use gpurtl_sim::models::cmdproc::pm4;
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,8 @@ commands:
   gen BLOCK|--all -o DIR       write Verilog, a filelist DIR/<top>.f and DIR/<top>.json
   run BLOCK --input IN.json --output OUT.json [--engine model|rtl] [--vcd FILE]
                                run a workload through the golden model or the RTL
+                               (cmdproc: IN may also be a run file in assembler text,
+                               `.registers`/`.memory` lines then packets; docs/cmdproc.md)
         [--image IN.png] [--output-image OUT.png]
                                (texture) a picture as the texture; the conv result as a picture
   lint BLOCK                   verilator --lint-only -Wall and yosys synth + check -assert
@@ -30,6 +33,15 @@ commands:
   synth-table DIR              Markdown table of the synth reports under DIR
   sweep BLOCK --param K=V1,V2,... [--zip] --target T [--clock-mhz F] [--seeds ...] [-o DIR]
                                synth per point in parallel; CSV, JSON and an SVG plot
+  asm IN.txt --output OUT      assemble PM4 packet lines (docs/cmdproc.md, Assembler
+                               text) into dwords: OUT ending in .bin gets raw
+                               little-endian dwords, any other name a $readmemh hex
+                               file (one dword a line, 8 hex digits); every bad line
+                               is reported. Packets only: a run file (`.registers`,
+                               `.memory`) is an input of `run cmdproc --input`
+  disasm IN [--output OUT.txt] PM4 dwords to packet lines, on stdout or into OUT.txt;
+                               IN ending in .bin is raw little-endian dwords, any
+                               other a hex file (one dword a line, `//` comments)
   prune --input IN.json --output OUT.json --block N --threshold T
                                block pruning (seed 004 §369) of the `a` and `b`
                                matrices of a systolic input: every N x N block
@@ -156,6 +168,8 @@ fn check_options(cmd: &str, o: &Opts) -> Result<()> {
         "sweep" => &["--target", "--clock-mhz", "--seed", "--seeds", "--zip", "--out"],
         "prune" => &["--input", "--output", "--block", "--threshold"],
         "list" => &["--names"],
+        "asm" => &["--output"],
+        "disasm" => &["--output"],
         "help" | "--help" | "-h" | "version" | "--version" | "synth-table" => &[],
         _ => return Ok(()),
     };
@@ -163,7 +177,8 @@ fn check_options(cmd: &str, o: &Opts) -> Result<()> {
     if let (Some(extra), "help" | "--help" | "-h" | "version" | "--version" | "prune") = (&o.block, cmd) {
         return Err(Error::Bad(format!("unexpected argument `{extra}` to `{cmd}`; see `gpurtl help`")));
     }
-    let takes_params = !matches!(cmd, "prune" | "list" | "help" | "--help" | "-h" | "version" | "--version" | "synth-table");
+    let takes_params =
+        !matches!(cmd, "prune" | "list" | "help" | "--help" | "-h" | "version" | "--version" | "synth-table" | "asm" | "disasm");
     let reads = |g: &&str| own.contains(g) || (takes_params && PARAMS.contains(g));
     match o.given.iter().find(|g| !reads(g)) {
         Some(g) => Err(Error::Bad(format!("option `{g}` is not used by `{cmd}`; see `gpurtl help`"))),
@@ -270,7 +285,7 @@ impl<'a> Cli<'a> {
                 return Err(Error::Bad(format!("option `--output-image` = `{}`: is the file of another option (an input or an output); must be its own file", img.display())));
             }
         }
-        let mut input = crate::json::read(input, "input file")?;
+        let mut input = read_run_input(b, &params, input)?;
         if let Some(path) = &o.image {
             let img = crate::image::read_png("--image", path)?;
             input = b.with_image(&params, input, &img)?;
@@ -402,6 +417,142 @@ fn gen_one(b: &dyn Block, params: &Value, dir: &Path) -> Result<(String, Vec<(St
     Ok((design.elaborate().top_name().to_string(), files))
 }
 
+/// A `gpurtl run` input file: JSON, or, for a block with a text form (see
+/// [`crate::block::BlockDef::text_input`]), text. A file that opens as JSON
+/// does (`{` or `[` first) is read as JSON, so a broken JSON file gets the
+/// JSON error; a block without a text form gets the JSON error too. Each
+/// line of a text form's error names the file.
+fn read_run_input(b: &dyn Block, params: &Value, path: &Path) -> Result<Value> {
+    const WHAT: &str = "input file";
+    let text = crate::json::read_text(path, WHAT)?;
+    let e = match crate::json::parse(&text) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    if text.trim_start().starts_with(['{', '[']) {
+        return Err(crate::json::not_json(path, WHAT, &e));
+    }
+    match b.text_input(params, &text) {
+        None => Err(crate::json::not_json(path, WHAT, &e)),
+        Some(Ok(v)) => Ok(v),
+        Some(Err(Error::Bad(m))) => Err(Error::Bad(in_file(path, &m))),
+        Some(Err(e)) => Err(e),
+    }
+}
+
+/// Each line of `message` prefixed with the input file's name.
+fn in_file(path: &Path, message: &str) -> String {
+    message.lines().map(|l| format!("input file `{}`: {l}", path.display())).collect::<Vec<_>>().join("\n")
+}
+
+/// Whether a file name ends in `.bin` (raw little-endian dwords).
+fn is_bin(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("bin"))
+}
+
+/// The input file of `asm`/`disasm` and its `--output` (checked up front).
+fn asm_files<'o>(cmd: &str, o: &'o Opts, form: &str) -> Result<(PathBuf, Option<&'o PathBuf>)> {
+    let input = o.block.as_ref().map(PathBuf::from).ok_or_else(|| Error::Bad(format!("`{cmd}` needs an input file: {form}")))?;
+    if let Some(output) = &o.output {
+        emit::check_output("--output", output).map_err(Error::Bad)?;
+        if emit::same_file(output, &input) {
+            return Err(Error::Bad(format!("option `--output` = `{}`: is the input file; must be another file", output.display())));
+        }
+    }
+    Ok((input, o.output.as_ref()))
+}
+
+/// `gpurtl asm IN.txt --output OUT`: packet lines to dwords.
+fn cmd_asm(o: &Opts, out: &mut dyn Write) -> Result<()> {
+    const FORM: &str = "`gpurtl asm IN.txt --output OUT` (OUT.bin: raw little-endian dwords; any other name: a hex file, one dword a line)";
+    let (input, output) = asm_files("asm", o, FORM)?;
+    let output = output.ok_or_else(|| Error::Bad(format!("`asm` needs `--output OUT`: {FORM}")))?;
+    let text = crate::json::read_text(&input, "input file")?;
+    let dwords = pm4::assemble(&text).map_err(|e| Error::Bad(in_file(&input, &pm4::errors_text(&e))))?;
+    let bytes: Vec<u8> = if is_bin(output) {
+        dwords.iter().flat_map(|d| d.to_le_bytes()).collect()
+    } else {
+        dwords.iter().map(|d| format!("{d:08x}\n")).collect::<String>().into_bytes()
+    };
+    emit::write_atomic(output, &bytes).map_err(|e| Error::io("write", output, e))?;
+    let form = if is_bin(output) { "raw little-endian" } else { "hex, one a line" };
+    let _ = writeln!(out, "{}: {} dwords ({form})", output.display(), dwords.len());
+    Ok(())
+}
+
+/// The dwords of a hex file: one a line, 1 to 8 hex digits, blank lines and
+/// `//` comments skipped. Bad lines are reported (the first 20).
+fn hex_dwords(path: &Path, bytes: &[u8]) -> Result<Vec<u32>> {
+    const SHOWN: usize = 20;
+    let shown = path.display();
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        Error::Bad(format!(
+            "input file `{shown}`: not a hex file: byte {} is not text (a file of raw little-endian dwords must be named *.bin)",
+            e.valid_up_to()
+        ))
+    })?;
+    let mut dwords = Vec::new();
+    let mut bad = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("").trim();
+        if code.is_empty() {
+            continue;
+        }
+        let ok = code.len() <= 8 && code.chars().all(|c| c.is_ascii_hexdigit());
+        match u32::from_str_radix(code, 16) {
+            Ok(v) if ok => dwords.push(v),
+            _ => {
+                let why = if code.starts_with('@') {
+                    "address lines are not read: the file is one dword a line from the first"
+                } else {
+                    "must be one dword: 1 to 8 hex digits"
+                };
+                let code: String = if code.chars().count() > 40 { code.chars().take(37).collect::<String>() + "..." } else { code.into() };
+                bad.push(format!("input file `{shown}`: line {}: `{code}`: {why}", i + 1));
+            }
+        }
+    }
+    if bad.is_empty() {
+        return Ok(dwords);
+    }
+    let more = bad.len().saturating_sub(SHOWN);
+    bad.truncate(SHOWN);
+    if more > 0 {
+        bad.push(format!("input file `{shown}`: {more} more bad lines"));
+    }
+    Err(Error::Bad(bad.join("\n")))
+}
+
+/// `gpurtl disasm IN [--output OUT.txt]`: dwords to packet lines.
+fn cmd_disasm(o: &Opts, out: &mut dyn Write) -> Result<()> {
+    const FORM: &str = "`gpurtl disasm IN [--output OUT.txt]` (IN.bin: raw little-endian dwords; any other name: a hex file, one dword a line)";
+    let (input, output) = asm_files("disasm", o, FORM)?;
+    let bytes = crate::json::read_bytes(&input, "input file")?;
+    let dwords = if is_bin(&input) {
+        if bytes.len() % 4 != 0 {
+            return Err(Error::Bad(format!(
+                "input file `{}`: {} bytes is not a whole number of dwords: a .bin file is raw little-endian dwords, 4 bytes each",
+                input.display(),
+                bytes.len()
+            )));
+        }
+        bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    } else {
+        hex_dwords(&input, &bytes)?
+    };
+    let text = pm4::disassemble(&dwords);
+    match output {
+        Some(path) => {
+            emit::write_atomic(path, text.as_bytes()).map_err(|e| Error::io("write", path, e))?;
+            let _ = writeln!(out, "{}", path.display());
+        }
+        None => {
+            let _ = write!(out, "{text}");
+        }
+    }
+    Ok(())
+}
+
 fn cmd_prune(o: &Opts, out: &mut dyn Write) -> Result<()> {
     let input = o.input.as_ref().ok_or_else(|| Error::Bad("`prune` needs `--input IN.json`".into()))?;
     let output = o.output.as_ref().ok_or_else(|| Error::Bad("`prune` needs `--output OUT.json`".into()))?;
@@ -518,6 +669,8 @@ fn dispatch(args: &[String], blocks: &[&dyn Block], out: &mut dyn Write) -> Resu
         "run" => cli.run(&o, out),
         "bench" => cli.bench(&o, out),
         "prune" => cmd_prune(&o, out),
+        "asm" => cmd_asm(&o, out),
+        "disasm" => cmd_disasm(&o, out),
         "synth-table" => {
             let dir = o.block.as_deref().ok_or_else(|| Error::Bad("`synth-table` needs a directory of synth runs".into()))?;
             let t = synth::table(Path::new(dir))?;

@@ -16,6 +16,25 @@ pub const MAX_INPUT_BYTES: u64 = 16 << 20;
 /// Read a JSON file named by the user. `what` names it in messages
 /// ("input file", "params file").
 pub fn read(path: &Path, what: &str) -> Result<Value> {
+    let text = read_text(path, what)?;
+    parse(&text).map_err(|e| not_json(path, what, &e))
+}
+
+/// The message of a file that is not valid JSON.
+pub fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> Error {
+    Error::Bad(format!("{what} `{}`: not valid JSON: {e}", path.display()))
+}
+
+/// Read a text file named by the user, size-limited as [`read`] is.
+pub fn read_text(path: &Path, what: &str) -> Result<String> {
+    let bytes = read_bytes(path, what)?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::Bad(format!("{what} `{}`: cannot be read: not UTF-8 text (byte {})", path.display(), e.utf8_error().valid_up_to()))
+    })
+}
+
+/// Read a file named by the user, at most [`MAX_INPUT_BYTES`] long.
+pub fn read_bytes(path: &Path, what: &str) -> Result<Vec<u8>> {
     let shown = path.display();
     let bad = |why: String| Error::Bad(format!("{what} `{shown}`: {why}"));
     let meta = std::fs::metadata(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
@@ -26,8 +45,7 @@ pub fn read(path: &Path, what: &str) -> Result<Value> {
             MAX_INPUT_BYTES
         )));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
-    parse(&text).map_err(|e| bad(format!("not valid JSON: {e}")))
+    std::fs::read(path).map_err(|e| bad(format!("cannot be read: {e}")))
 }
 
 /// Parse JSON text; a key repeated within one object is an error.
