@@ -1,0 +1,1737 @@
+//! Golden model of the command processor front end (docs/cmdproc.md),
+//! written from that document alone: the behaviour (commands, primitives,
+//! state table, writes, errors) and a cycle simulation of its timing section
+//! for `cycles`.
+//!
+//! [`run`] simulates the "Timing" section register by register, one loop
+//! iteration a clock cycle (cycle 1 is the cycle after the doorbell edge;
+//! the doorbell edge does the jump to the main buffer): the instruction
+//! fetcher, the decoder with its pool of beats, the output queue, the
+//! primitive unit with its own pool, and the end condition. Every register
+//! is updated "at the edge" from values at the start of the cycle: each unit
+//! decides from the state at the start of the cycle (the pools, the queue's
+//! fill, whether the primitive unit holds a job), and pool writes of memory
+//! answers and jumps are applied after the decoder has read the pool. The
+//! behaviour (commands, primitives, table, writes, error) comes out of the
+//! same simulation; the tests check it against a plain packet-by-packet
+//! reading of the "Behaviour" section.
+//!
+//! Readings of the spec:
+//!
+//! 1. Second packet taking nothing (`t2 = 0`: a one-dword packet, a filler, a
+//!    `WRITE_DATA` header): it does not become the current packet (`r` stays
+//!    0); it is met again in lane 0 with `r = 0` the next cycle, where its
+//!    header is checked again (with the same result) and it is handled as a
+//!    first packet starting in lane 0.
+//! 2. A first packet that raises an error (`state_range` when its `p0` is
+//!    taken, `field`, `prim_range`, the `WRITE_DATA` `p2` check) ends the
+//!    cycle: no second packet is looked at, so the cause reported is always
+//!    the first offending packet's.
+//! 3. After a `WRITE_DATA`'s last data dword (the first packet ends with
+//!    `e = r = 1`), the second-packet rule still applies: a header in lane 1
+//!    is checked (an error in it is raised in that cycle, the `WRITE_DATA`
+//!    still commits), but it takes nothing since `t <= 1`.
+//! 4. A `WRITE_DATA` header in lane 0 is checked (and an error raised) in
+//!    every cycle it is there, whether or not its fence (queue empty, no
+//!    primitive job at the start of the cycle) holds; the fence only decides
+//!    whether the header is taken.
+//! 5. The window `A = min(F, held*F - pos, left)` counts `held*F - pos` as 0
+//!    when it is negative (after a jump to an address that is not
+//!    beat-aligned, before the first beat is in the pool).
+//! 6. A jump also sets `daddr = A` and clears the current packet (`r = 0`).
+//!    A memory answer arriving in the jump's own cycle (no longer in flight
+//!    after the edge, so not counted in `drop`) is discarded with the emptied
+//!    pool.
+//! 7. (Settled in the spec: `fbeats = 0` for an empty buffer, `S = 0`, at
+//!    any address; before, an unaligned empty buffer fetched a useless beat,
+//!    which could still be requested after the run had ended.)
+//! 8. Case 1 (queue full at the start of the cycle) comes before the buffer
+//!    end: a buffer end or return waits while the output queue is full.
+//! 9. Finishing (buffer end with an empty stack) does not clear `fetching`;
+//!    only an error does (only the `S = 0` case of reading 7 can leave
+//!    beats to request then).
+//! 10. The level of the current buffer is the depth of the return stack: the
+//!     header check `nesting` fails when the stack holds `D` entries.
+//! 11. The second packet's `overrun` check counts the buffer's dwords from its
+//!     own header on (`left - e`).
+//! 12. A draw that must wait for the primitive unit takes nothing in the
+//!     cycle (`t = 0`): no second packet either. A draw with `m = 0` never
+//!     waits and hands no job.
+//! 13. The primitive unit: a request in a cycle uses `pcredits` at the start
+//!     of the cycle; the beat popped with an index (the index whose bytes end
+//!     the beat, or the job's last) gives its credit back at that edge.
+//!     The instruction and primitive read ports are answered independently,
+//!     each at `max(c + L, its previous answer + 1)`.
+//! 14. `ERR_ADDR` is the offending packet's header byte address whichever
+//!     dword the check needed (`state_range`, `field`, `prim_range` too).
+//! 15. `irq` is computed with `IRQ_STATUS` 0 before the run: the run's
+//!     done or error bit, and'ed with `irq_enable` (only bits [1:0] count).
+//! 16. Input (the spec now says so): `cmd_base` and `cmd_size` are required;
+//!     `prim_base`, `prim_size`, `state`, `state_ptr` and `irq_enable` are
+//!     optional; `memory` and `mem_latency` are required. A memory run's dword `i` is at `(addr + 4i) mod 2^32`
+//!     (a run may wrap), and runs overlap modulo 2^32.
+//! 17. The spec's example had a `NOP` header with `n = 7` in an 8-byte
+//!     buffer (an `overrun`); the spec now has a `NOP` with `n = 1`.
+
+pub mod pm4;
+
+use crate::models::{err, shown, InputError, InputErrors, Violations};
+use gpurtl_params::cmdproc::{Cause, CmdprocParams, Opcode};
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, VecDeque};
+
+pub use pm4::Record;
+
+/// The registers a run is started with (docs/cmdproc.md, "gpurtl run cmdproc").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Registers {
+    pub cmd_base: u32,
+    pub cmd_size: u32,
+    pub prim_base: u32,
+    pub prim_size: u32,
+    /// `STATE_INIT[i]`; at most `state_regs` values, the rest are 0.
+    pub state: Vec<u32>,
+    pub state_ptr: u32,
+    pub irq_enable: u32,
+}
+
+/// One run: registers, memory contents (dword runs at byte addresses,
+/// multiples of 4, not overlapping; the rest reads as zero), memory latency.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Workload {
+    pub registers: Registers,
+    pub memory: Vec<(u32, Vec<u32>)>,
+    pub mem_latency: u32,
+}
+
+/// A command as it left the pipeline port, with its primitives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Command {
+    pub record: Record,
+    pub prims: Vec<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Done,
+    Error,
+}
+
+/// What a run gives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub commands: Vec<Command>,
+    /// `state_regs` values after the run.
+    pub state_table: Vec<u32>,
+    pub status: Status,
+    /// The cause and the offending packet's header byte address.
+    pub error: Option<(Cause, u32)>,
+    /// The interrupt line after the run.
+    pub irq: bool,
+    /// One entry per `WRITE_DATA`: the first byte address and the dwords.
+    pub memory_writes: Vec<(u32, Vec<u32>)>,
+    /// One line per command (`pm4::trace_line`).
+    pub trace: Vec<String>,
+    /// `BUSY_CYCLES` at the end of the run.
+    pub cycles: u64,
+}
+
+/// A run longer than this is a bug of the model (the spec's machine always
+/// ends): `run` panics rather than loop for ever.
+const CYCLE_LIMIT: u64 = 1 << 28;
+
+/// `INDIRECT_BUFFER` size field: `p2[19:0]`.
+const IB_SIZE_MASK: u32 = 0xF_FFFF;
+
+/// Memory as the unit reads it: the contents at the doorbell (writes do not
+/// change what the unit reads). Keyed by dword byte address.
+struct Memory {
+    words: HashMap<u32, u32>,
+}
+
+impl Memory {
+    fn new(runs: &[(u32, Vec<u32>)]) -> Memory {
+        let mut words = HashMap::new();
+        for (a, d) in runs {
+            for (i, v) in d.iter().enumerate() {
+                words.insert(a.wrapping_add((i as u32).wrapping_mul(4)) & !3, *v);
+            }
+        }
+        Memory { words }
+    }
+    /// The dword holding byte `byte`.
+    fn dword(&self, byte: u32) -> u32 {
+        self.words.get(&(byte & !3)).copied().unwrap_or(0)
+    }
+}
+
+/// The payload count of a type-3 header: `n = (c + 1) mod 2^14`.
+fn payload_count(h: u32) -> u32 {
+    ((h >> 16) + 1) & 0x3FFF
+}
+
+/// A header that passed its checks.
+enum Head {
+    /// A type-2 filler: one dword, not a command.
+    Filler,
+    /// A type-3 packet: its opcode and `n`.
+    Packet(Opcode, u32),
+}
+
+/// The header checks, in the order of the error table: `type`, `opcode`,
+/// `count`, `overrun` (`left` = the buffer's dwords from the header on),
+/// `nesting` (`level` = the current buffer's level, `d` = `nesting`).
+fn check_header(h: u32, left: u32, level: u32, d: u32) -> Result<Head, Cause> {
+    match h >> 30 {
+        0 | 1 => Err(Cause::Type),
+        2 => Ok(Head::Filler),
+        _ => {
+            let op = Opcode::from_code((h >> 8) & 0xFF).ok_or(Cause::Opcode)?;
+            let n = payload_count(h);
+            if !op.count_ok(n) {
+                return Err(Cause::Count);
+            }
+            if 1 + n as u64 > left as u64 {
+                return Err(Cause::Overrun);
+            }
+            if op == Opcode::IndirectBuffer && level >= d {
+                return Err(Cause::Nesting);
+            }
+            Ok(Head::Packet(op, n))
+        }
+    }
+}
+
+/// The decoder's current packet.
+#[derive(Clone, Debug)]
+struct Packet {
+    op: Opcode,
+    header: u32,
+    /// Byte address of the header.
+    addr: u32,
+    n: u32,
+    /// Dwords consumed (the header is dword 0, `p_k` is dword `1 + k`).
+    done: u32,
+    /// Dwords not yet consumed.
+    r: u32,
+    /// `p0..p3` as taken (zeros beyond `n`).
+    p: [u32; 4],
+    /// `WRITE_DATA`: the data dwords taken so far.
+    data: Vec<u32>,
+}
+
+impl Packet {
+    fn new(op: Opcode, header: u32, addr: u32, n: u32) -> Packet {
+        Packet { op, header, addr, n, done: 0, r: 1 + n, p: [0; 4], data: Vec::new() }
+    }
+}
+
+/// What the decoder does in one cycle of case 4 ("takes").
+struct Took {
+    /// Lanes taken.
+    t: u32,
+    /// The current packet after the edge.
+    cur: Option<Packet>,
+    /// The packet committed in the cycle.
+    commit: Option<Packet>,
+    /// Table writes at the edge: (register, value).
+    writes: Vec<(u32, u32)>,
+    /// `WRITE_DATA`: the dword presented (and taken) on the write port.
+    wr: Option<(u32, u32)>,
+    /// The error raised in the cycle: cause, header byte address.
+    error: Option<(Cause, u32)>,
+}
+
+/// The primitive unit's job.
+struct Job {
+    /// Index in the command list (for the primitives).
+    cmd: usize,
+    /// First byte `b`, `b mod BB`, count `m`, size `s`.
+    b: u32,
+    boff: u64,
+    m: u64,
+    s: u32,
+    /// Beats to request in all, and requested so far.
+    beats: u64,
+    requested: u64,
+    pcredits: u32,
+    /// The next index to leave.
+    next: u64,
+    /// Beats in the primitive pool.
+    held: u32,
+}
+
+/// The whole unit, register by register (docs/cmdproc.md, "Timing").
+struct Sim<'a> {
+    p: &'a CmdprocParams,
+    mem: Memory,
+    regs: &'a Registers,
+    /// `F`, `BB`, `L`.
+    f: u32,
+    bb: u32,
+    lat: u64,
+
+    // The instruction fetcher.
+    fa: u32,
+    fbeats: u64,
+    credits: u32,
+    inflight: u32,
+    drop: u32,
+    fetching: bool,
+    /// Requests taken, not yet answered: (answer cycle, beat address).
+    answers: VecDeque<(u64, u32)>,
+    last_answer: u64,
+
+    // The decoder.
+    /// Beats in the pool (their addresses; memory is static).
+    pool: VecDeque<u32>,
+    pos: u32,
+    left: u32,
+    daddr: u32,
+    cur: Option<Packet>,
+    /// Return stack: (byte address, left).
+    stack: Vec<(u32, u32)>,
+    /// Index size in bytes (2 or 4).
+    index_size: u32,
+    next_id: u64,
+    finished: bool,
+    stopped: bool,
+
+    // The output queue (its fill; commands leave in order).
+    queue: u32,
+
+    // The primitive unit.
+    job: Option<Job>,
+    /// Primitive read requests not yet answered: answer cycles.
+    panswers: VecDeque<u64>,
+    last_panswer: u64,
+
+    // What the run gives.
+    table: Vec<u32>,
+    commands: Vec<Command>,
+    trace: Vec<String>,
+    memory_writes: Vec<(u32, Vec<u32>)>,
+    error: Option<(Cause, u32)>,
+}
+
+impl<'a> Sim<'a> {
+    fn new(p: &'a CmdprocParams, w: &'a Workload) -> Sim<'a> {
+        let f = p.fetch_dwords();
+        let regs = &w.registers;
+        let table = (0..p.state_regs as usize).map(|i| regs.state.get(i).copied().unwrap_or(0)).collect();
+        Sim {
+            p,
+            mem: Memory::new(&w.memory),
+            regs,
+            f,
+            bb: 4 * f,
+            lat: w.mem_latency.max(1) as u64,
+            fa: 0,
+            fbeats: 0,
+            credits: p.pool_beats,
+            inflight: 0,
+            drop: 0,
+            fetching: false,
+            answers: VecDeque::new(),
+            last_answer: 0,
+            pool: VecDeque::new(),
+            pos: 0,
+            left: 0,
+            daddr: 0,
+            cur: None,
+            stack: Vec::new(),
+            index_size: 4,
+            next_id: 0,
+            finished: false,
+            stopped: false,
+            queue: 0,
+            job: None,
+            panswers: VecDeque::new(),
+            last_panswer: 0,
+            table,
+            commands: Vec::new(),
+            trace: Vec::new(),
+            memory_writes: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// A jump to a buffer of `s` dwords at byte address `a`, at an edge
+    /// (after that edge's update of `inflight`).
+    fn jump(&mut self, a: u32, s: u32) {
+        let f = self.f;
+        self.pool.clear();
+        self.pos = (a / 4) % f;
+        self.fa = a.wrapping_sub(4 * self.pos);
+        // An empty buffer fetches nothing (the spec says so since reading 7).
+        self.fbeats = if s == 0 { 0 } else { (self.pos as u64 + s as u64).div_ceil(f as u64) };
+        self.left = s;
+        self.daddr = a;
+        self.cur = None;
+        self.credits = self.p.pool_beats;
+        self.drop = self.inflight;
+        self.fetching = true;
+    }
+
+    /// Dword `i` of the window (from `pos` on in the pool).
+    fn lane(&self, i: u32) -> u32 {
+        let k = self.pos + i;
+        let beat = self.pool[(k / self.f) as usize];
+        let a = beat.wrapping_add(4 * (k % self.f));
+        debug_assert_eq!(a, self.daddr.wrapping_add(4 * i));
+        self.mem.dword(a)
+    }
+
+    /// Feeds the packet its next dword `v` (taken in this cycle): `p_k`,
+    /// `SET_CONTEXT_REG`'s range check when `p0` is taken and its values.
+    fn feed(&self, pk: &mut Packet, v: u32, writes: &mut Vec<(u32, u32)>) -> Result<(), Cause> {
+        let d = pk.done;
+        if (1..=4).contains(&d) {
+            pk.p[d as usize - 1] = v;
+        }
+        if pk.op == Opcode::SetContextReg {
+            if d == 1 {
+                if v as u64 + pk.n as u64 - 1 > self.p.state_regs as u64 {
+                    return Err(Cause::StateRange);
+                }
+            } else if d >= 2 {
+                writes.push((pk.p[0] + (d - 2), v));
+            }
+        }
+        pk.done += 1;
+        pk.r -= 1;
+        Ok(())
+    }
+
+    /// The checks of a packet that ends (`field`, `prim_range`).
+    fn end_check(&self, pk: &Packet) -> Option<Cause> {
+        let p = pk.p;
+        match pk.op {
+            Opcode::IndexType if p[0] > 1 => Some(Cause::Field),
+            Opcode::IndirectBuffer if p[1] != 0 || p[0] & 3 != 0 => Some(Cause::Field),
+            Opcode::DrawIndexOffset2 => {
+                let (o, m, s) = (p[1] as u64, p[2] as u64, self.index_size as u64);
+                ((o + m) * s > self.regs.prim_size as u64).then_some(Cause::PrimRange)
+            }
+            _ => None,
+        }
+    }
+
+    /// Case 4 of the decoder: the window is `lanes`; `q0` and `job0` are the
+    /// queue's fill and whether the primitive unit holds a job at the start
+    /// of the cycle.
+    fn take(&self, lanes: &[u32], q0: u32, job0: bool) -> Took {
+        let level = self.stack.len() as u32;
+        let mut tk = Took { t: 0, cur: self.cur.clone(), commit: None, writes: Vec::new(), wr: None, error: None };
+        let a = lanes.len() as u32;
+        // The first packet.
+        let (mut pk, fresh) = match &self.cur {
+            Some(c) => (c.clone(), false),
+            None => match check_header(lanes[0], self.left, level, self.p.nesting) {
+                Err(cause) => {
+                    tk.error = Some((cause, self.daddr));
+                    return tk;
+                }
+                Ok(Head::Filler) => {
+                    tk.t = 1;
+                    return tk;
+                }
+                Ok(Head::Packet(op, n)) => (Packet::new(op, lanes[0], self.daddr, n), true),
+            },
+        };
+        if pk.op == Opcode::WriteData {
+            // One dword a cycle, only as the first packet.
+            if a == 0 {
+                return tk;
+            }
+            let v = lanes[0];
+            match pk.done {
+                0 => {
+                    // The header: taken when the output queue is empty and
+                    // the primitive unit holds no job (the fence).
+                    if q0 == 0 && !job0 {
+                        pk.done = 1;
+                        pk.r -= 1;
+                        tk.t = 1;
+                        tk.cur = Some(pk);
+                    }
+                    return tk;
+                }
+                1 | 2 => pk.p[pk.done as usize - 1] = v,
+                3 => {
+                    if v != 0 || pk.p[1] & 3 != 0 {
+                        tk.error = Some((Cause::Field, pk.addr));
+                        return tk;
+                    }
+                    pk.p[2] = v;
+                }
+                d => {
+                    let k = d - 4;
+                    if k == 0 {
+                        pk.p[3] = v;
+                    }
+                    pk.data.push(v);
+                    tk.wr = Some((pk.p[1].wrapping_add(4 * k), v));
+                }
+            }
+            pk.done += 1;
+            pk.r -= 1;
+            tk.t = 1;
+            if pk.r > 0 {
+                tk.cur = Some(pk);
+                return tk;
+            }
+            tk.cur = None;
+            tk.commit = Some(pk);
+            // It was the current packet and ended in lane 0: e = 1.
+            self.second(lanes, 1, true, &mut tk);
+            return tk;
+        }
+        let ends = pk.r <= a;
+        let take = if ends { pk.r } else { a };
+        let mut writes = Vec::new();
+        for &v in &lanes[..take as usize] {
+            if let Err(cause) = self.feed(&mut pk, v, &mut writes) {
+                tk.error = Some((cause, pk.addr));
+                return tk;
+            }
+        }
+        if !ends {
+            tk.t = take;
+            tk.cur = Some(pk);
+            tk.writes = writes;
+            return tk;
+        }
+        if let Some(cause) = self.end_check(&pk) {
+            tk.error = Some((cause, pk.addr));
+            return tk;
+        }
+        if pk.op == Opcode::DrawIndexOffset2 && pk.p[2] > 0 && job0 {
+            // May end only when the primitive unit holds no job: t = 0.
+            return tk;
+        }
+        tk.t = take;
+        tk.cur = None;
+        tk.writes = writes;
+        let second = !fresh && pk.op != Opcode::IndirectBuffer;
+        tk.commit = Some(pk);
+        if second {
+            self.second(lanes, take, false, &mut tk);
+        }
+        tk
+    }
+
+    /// The second packet: a header in lane `e` after a current packet that
+    /// ended in lane `e - 1` (`wd_first`: that packet was a `WRITE_DATA`,
+    /// so nothing more is taken).
+    fn second(&self, lanes: &[u32], e: u32, wd_first: bool, tk: &mut Took) {
+        let a = lanes.len() as u32;
+        if e >= a {
+            return;
+        }
+        let h = lanes[e as usize];
+        let addr = self.daddr.wrapping_add(4 * e);
+        match check_header(h, self.left - e, self.stack.len() as u32, self.p.nesting) {
+            Err(cause) => tk.error = Some((cause, addr)),
+            Ok(Head::Filler) => {}
+            Ok(Head::Packet(op, n)) => {
+                if op == Opcode::WriteData || wd_first {
+                    return;
+                }
+                let t2 = n.min(a - e);
+                if t2 == 0 {
+                    return;
+                }
+                let mut pk = Packet::new(op, h, addr, n);
+                let mut writes = Vec::new();
+                for &v in &lanes[e as usize..(e + t2) as usize] {
+                    if let Err(cause) = self.feed(&mut pk, v, &mut writes) {
+                        tk.error = Some((cause, addr));
+                        return;
+                    }
+                }
+                tk.t = e + t2;
+                tk.cur = Some(pk);
+                tk.writes.extend(writes);
+            }
+        }
+    }
+
+    /// The decoder in one cycle; returns the jump to make at the edge (after
+    /// the fetcher's answer of the cycle).
+    fn decode(&mut self, q0: u32, job0: bool) -> Option<(u32, u32)> {
+        // 1. Nothing.
+        if self.stopped || self.finished || q0 >= self.p.out_depth {
+            return None;
+        }
+        // 2. Buffer end.
+        if self.cur.is_none() && self.left == 0 {
+            return match self.stack.pop() {
+                None => {
+                    self.finished = true;
+                    None
+                }
+                Some(ret) => Some(ret),
+            };
+        }
+        let held = self.pool.len() as u64 * self.f as u64;
+        let a = (self.f as u64).min(held.saturating_sub(self.pos as u64)).min(self.left as u64) as u32;
+        // 3. Waiting for data.
+        if self.cur.is_none() && a == 0 {
+            return None;
+        }
+        // 4. Takes.
+        let mut buf = [0u32; 4];
+        for i in 0..a {
+            buf[i as usize] = self.lane(i);
+        }
+        let tk = self.take(&buf[..a as usize], q0, job0);
+        let mut jump = None;
+        for (reg, v) in &tk.writes {
+            self.table[*reg as usize] = *v;
+        }
+        let t = tk.t;
+        if let Some(pk) = tk.commit {
+            if pk.op == Opcode::IndirectBuffer {
+                self.stack.push((self.daddr.wrapping_add(4 * t), self.left - t));
+                jump = Some((pk.p[0], pk.p[2] & IB_SIZE_MASK));
+            }
+            self.commit(pk);
+        }
+        if let Some((cause, addr)) = tk.error {
+            self.error = Some((cause, addr));
+            self.stopped = true;
+            self.fetching = false;
+        }
+        let _ = tk.wr; // the write port is always ready: the dword is taken
+        self.cur = tk.cur;
+        self.pos += t;
+        if self.pos >= self.f {
+            self.pos -= self.f;
+            self.pool.pop_front();
+            self.credits += 1;
+        }
+        self.left -= t;
+        self.daddr = self.daddr.wrapping_add(4 * t);
+        jump
+    }
+
+    /// A packet commits: its id, the output queue, the trace, its effects.
+    fn commit(&mut self, pk: Packet) {
+        let mask = if self.p.id_bits >= 32 { u32::MAX as u64 } else { (1u64 << self.p.id_bits) - 1 };
+        let record = Record { id: (self.next_id & mask) as u32, addr: pk.addr, header: pk.header, count: pk.n, p: pk.p };
+        self.next_id += 1;
+        self.trace.push(pm4::trace_line(&record));
+        self.commands.push(Command { record, prims: Vec::new() });
+        self.queue += 1;
+        match pk.op {
+            Opcode::IndexType => self.index_size = if pk.p[0] == 0 { 2 } else { 4 },
+            Opcode::WriteData => self.memory_writes.push((pk.p[1], pk.data)),
+            Opcode::DrawIndexOffset2 if pk.p[2] > 0 => {
+                let (o, m, s) = (pk.p[1] as u64, pk.p[2] as u64, self.index_size);
+                let b = self.regs.prim_base.wrapping_add((o * s as u64) as u32);
+                let boff = (b % self.bb) as u64;
+                self.job = Some(Job {
+                    cmd: self.commands.len() - 1,
+                    b,
+                    boff,
+                    m,
+                    s,
+                    beats: (boff + m * s as u64).div_ceil(self.bb as u64),
+                    requested: 0,
+                    pcredits: self.p.prim_beats,
+                    next: 0,
+                    held: 0,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// The primitive unit in cycle `c` (it held its job at the start).
+    fn prim_cycle(&mut self, c: u64) {
+        let Some(j) = self.job.as_mut() else { return };
+        // A request, one a cycle while pcredits > 0.
+        if j.requested < j.beats && j.pcredits > 0 {
+            let at = (c + self.lat).max(self.last_panswer + 1);
+            self.last_panswer = at;
+            self.panswers.push_back(at);
+            j.requested += 1;
+            j.pcredits -= 1;
+        }
+        // One index a cycle when its beat is in the pool.
+        let mut ended = false;
+        if j.held > 0 {
+            let s = j.s as u64;
+            let addr = j.b.wrapping_add((j.next * s) as u32);
+            let w = self.mem.dword(addr);
+            let v = if j.s == 2 { (w >> (16 * ((addr >> 1) & 1))) & 0xFFFF } else { w };
+            self.commands[j.cmd].prims.push(v);
+            j.next += 1;
+            ended = j.next == j.m;
+            if ended || (j.boff + j.next * s).is_multiple_of(self.bb as u64) {
+                j.held -= 1;
+                j.pcredits += 1;
+            }
+        }
+        // An answer, visible from the next cycle.
+        if self.panswers.front() == Some(&c) {
+            self.panswers.pop_front();
+            j.held += 1;
+        }
+        if ended {
+            debug_assert!(self.panswers.is_empty() && j.held == 0 && j.requested == j.beats);
+            self.job = None;
+        }
+    }
+}
+
+/// The golden model: one run from a doorbell.
+pub fn run(p: &CmdprocParams, w: &Workload) -> Outcome {
+    let mut s = Sim::new(p, w);
+    // The doorbell edge: the jump to the main buffer.
+    s.jump(w.registers.cmd_base, w.registers.cmd_size / 4);
+    let mut c: u64 = 1;
+    loop {
+        // The end: at the start of the cycle.
+        if (s.finished || s.stopped) && s.queue == 0 && s.job.is_none() && s.inflight == 0 {
+            break;
+        }
+        assert!(c <= CYCLE_LIMIT, "cmdproc model: the run did not end within {CYCLE_LIMIT} cycles (runaway)");
+        let q0 = s.queue;
+        let job0 = s.job.is_some();
+        // The fetcher's request (from the state at the start of the cycle).
+        if s.fetching && s.fbeats > 0 && s.credits > 0 {
+            let at = (c + s.lat).max(s.last_answer + 1);
+            s.last_answer = at;
+            s.answers.push_back((at, s.fa));
+            s.fa = s.fa.wrapping_add(s.bb);
+            s.fbeats -= 1;
+            s.credits -= 1;
+            s.inflight += 1;
+        }
+        // The primitive unit (from its job at the start of the cycle).
+        s.prim_cycle(c);
+        // The decoder (reads the pool before this cycle's answer).
+        let jump = s.decode(q0, job0);
+        // The output queue: the oldest command leaves (cmd_ready is 1).
+        if q0 > 0 {
+            s.queue -= 1;
+        }
+        // The fetcher's answer of the cycle.
+        if s.answers.front().map(|x| x.0) == Some(c) {
+            let (_, beat) = s.answers.pop_front().unwrap();
+            s.inflight -= 1;
+            if s.drop > 0 {
+                s.drop -= 1;
+            } else {
+                s.pool.push_back(beat);
+            }
+        }
+        if let Some((a, left)) = jump {
+            s.jump(a, left);
+        }
+        c += 1;
+    }
+    // The run's last busy cycle is the one in which the end holds.
+    let cycles = c;
+    let status = if s.error.is_some() { Status::Error } else { Status::Done };
+    let irq_status = match status {
+        Status::Done => gpurtl_params::cmdproc::reg::IRQ_DONE,
+        Status::Error => gpurtl_params::cmdproc::reg::IRQ_ERROR,
+    };
+    Outcome {
+        commands: s.commands,
+        state_table: s.table,
+        status,
+        error: s.error,
+        irq: irq_status & w.registers.irq_enable != 0,
+        memory_writes: s.memory_writes,
+        trace: s.trace,
+        cycles,
+    }
+}
+
+/// The keys of an input file, of its `registers` and of a memory run.
+const TOP_KEYS: [&str; 3] = ["registers", "memory", "mem_latency"];
+const REGISTER_KEYS: [&str; 7] = ["cmd_base", "cmd_size", "prim_base", "prim_size", "state", "state_ptr", "irq_enable"];
+const RUN_KEYS: [&str; 2] = ["addr", "dwords"];
+
+const U32_ALLOWED: &str = "an integer from 0 to 4294967295";
+const ADDR_ALLOWED: &str = "a multiple of 4 from 0 to 4294967292";
+
+/// Keys of `o` not in `keys`, each a violation named by `at(key)`.
+fn refuse_unknown(e: &mut Violations, o: &Map<String, Value>, at: &dyn Fn(&str) -> String, keys: &[&str]) {
+    for k in o.keys() {
+        if !keys.contains(&k.as_str()) {
+            e.push(err(at(k), "(given)", format!("absent: the keys are {}", keys.join(", "))));
+        }
+    }
+}
+
+/// A 32-bit value (`four`: a multiple of 4), named `path`.
+fn word(x: &Value, path: &str, four: bool) -> Result<u32, InputError> {
+    match x.as_u64() {
+        Some(n) if n <= u32::MAX as u64 && (!four || n % 4 == 0) => Ok(n as u32),
+        _ => Err(err(path, shown(x), if four { ADDR_ALLOWED } else { U32_ALLOWED })),
+    }
+}
+
+/// `o[key]` as a 32-bit value, `default` when absent (missing if `None`).
+fn word_at(o: &Map<String, Value>, key: &str, path: &str, four: bool, default: Option<u32>) -> Result<u32, InputError> {
+    match o.get(key) {
+        None => default.ok_or_else(|| err(path, "(missing)", if four { ADDR_ALLOWED } else { U32_ALLOWED })),
+        Some(x) => word(x, path, four),
+    }
+}
+
+fn parse_registers(e: &mut Violations, r: &Value, p: &CmdprocParams) -> Option<Registers> {
+    let Some(o) = r.as_object() else {
+        e.push(err("registers", shown(r), format!("an object with the keys {}", REGISTER_KEYS.join(", "))));
+        return None;
+    };
+    refuse_unknown(e, o, &|k| format!("registers.{k}"), &REGISTER_KEYS);
+    let cmd_base = e.take(word_at(o, "cmd_base", "registers.cmd_base", true, None));
+    let cmd_size = e.take(word_at(o, "cmd_size", "registers.cmd_size", true, None));
+    let prim_base = e.take(word_at(o, "prim_base", "registers.prim_base", true, Some(0)));
+    let prim_size = e.take(word_at(o, "prim_size", "registers.prim_size", false, Some(0)));
+    let state_allowed = format!("a list of at most {} integers from 0 to 4294967295 (state_regs)", p.state_regs);
+    let state = match o.get("state") {
+        None => Some(Vec::new()),
+        Some(s) => match s.as_array() {
+            None => {
+                e.push(err("registers.state", shown(s), state_allowed));
+                None
+            }
+            Some(l) if l.len() > p.state_regs as usize => {
+                e.push(err("registers.state", format!("a list of {} values", l.len()), state_allowed));
+                None
+            }
+            Some(l) => e.each("registers.state", l, |k, x| word(x, &format!("registers.state[{k}]"), false)),
+        },
+    };
+    let state_ptr = e.take(word_at(o, "state_ptr", "registers.state_ptr", false, Some(0)));
+    let irq_enable = e.take(word_at(o, "irq_enable", "registers.irq_enable", false, Some(3)));
+    Some(Registers {
+        cmd_base: cmd_base?,
+        cmd_size: cmd_size?,
+        prim_base: prim_base?,
+        prim_size: prim_size?,
+        state: state?,
+        state_ptr: state_ptr?,
+        irq_enable: irq_enable?,
+    })
+}
+
+/// The memory runs; each checked against the good runs before it
+/// (`(index, addr, dwords)`) for overlap, modulo 2^32.
+fn parse_memory(e: &mut Violations, m: &Value) -> Option<Vec<(u32, Vec<u32>)>> {
+    let Some(list) = m.as_array() else {
+        e.push(err("memory", shown(m), "a list of dword runs {\"addr\", \"dwords\"}"));
+        return None;
+    };
+    let mut good: Vec<(usize, u32, Vec<u32>)> = Vec::new();
+    let mut all_good = true;
+    for (i, x) in list.iter().enumerate() {
+        let at = |f: &str| format!("memory[{i}].{f}");
+        let Some(o) = x.as_object() else {
+            e.push(err(format!("memory[{i}]"), shown(x), "an object {\"addr\", \"dwords\"}"));
+            all_good = false;
+            continue;
+        };
+        refuse_unknown(e, o, &|k| at(k), &RUN_KEYS);
+        let addr = e.take(word_at(o, "addr", &at("addr"), true, None));
+        let dwords_allowed = "a list of integers from 0 to 4294967295";
+        let dwords = match o.get("dwords") {
+            None => {
+                e.push(err(at("dwords"), "(missing)", dwords_allowed));
+                None
+            }
+            Some(d) => match d.as_array() {
+                None => {
+                    e.push(err(at("dwords"), shown(d), dwords_allowed));
+                    None
+                }
+                Some(l) => e.each(&at("dwords"), l, |k, v| word(v, &format!("{}[{k}]", at("dwords")), false)),
+            },
+        };
+        let (Some(addr), Some(dwords)) = (addr, dwords) else {
+            all_good = false;
+            continue;
+        };
+        // Dword indices modulo 2^30 (byte addresses modulo 2^32).
+        const DW: u64 = 1 << 30;
+        let (a1, l1) = ((addr / 4) as u64, dwords.len() as u64);
+        let bytes = |a: u32, l: u64| format!("bytes {:#x}..{:#x}", a, a as u64 + 4 * l);
+        let clash = good.iter().find(|(_, a2, d2)| {
+            let (a2, l2) = ((*a2 / 4) as u64, d2.len() as u64);
+            l1 > 0 && l2 > 0 && ((a1 + DW - a2) % DW < l2 || (a2 + DW - a1) % DW < l1)
+        });
+        if let Some((j, a2, d2)) = clash {
+            e.push(err(format!("memory[{i}]"), bytes(addr, l1), format!("not overlapping memory[{j}] ({})", bytes(*a2, d2.len() as u64))));
+            all_good = false;
+            continue;
+        }
+        good.push((i, addr, dwords));
+    }
+    all_good.then(|| good.into_iter().map(|(_, a, d)| (a, d)).collect())
+}
+
+/// Read a `gpurtl run cmdproc` input file (JSON); every violation, each naming its field.
+pub fn parse_input(v: &Value, p: &CmdprocParams) -> Result<Workload, InputErrors> {
+    let mut e = Violations::default();
+    let Some(obj) = v.as_object() else {
+        return Err(e.stop(Some(err("(file)", shown(v), "a JSON object with the keys registers, memory, mem_latency"))));
+    };
+    refuse_unknown(&mut e, obj, &|k| k.to_string(), &TOP_KEYS);
+    let registers = match obj.get("registers") {
+        None => {
+            e.push(err("registers", "(missing)", format!("an object with the keys {}", REGISTER_KEYS.join(", "))));
+            None
+        }
+        Some(r) => parse_registers(&mut e, r, p),
+    };
+    let memory = match obj.get("memory") {
+        None => {
+            e.push(err("memory", "(missing)", "a list of dword runs {\"addr\", \"dwords\"}"));
+            None
+        }
+        Some(m) => parse_memory(&mut e, m),
+    };
+    let lat_allowed = "an integer from 1 to 1000";
+    let mem_latency = e.take(match obj.get("mem_latency") {
+        None => Err(err("mem_latency", "(missing)", lat_allowed)),
+        Some(x) => match x.as_u64() {
+            Some(n) if (1..=1000).contains(&n) => Ok(n as u32),
+            _ => Err(err("mem_latency", shown(x), lat_allowed)),
+        },
+    });
+    match (registers, memory, mem_latency) {
+        (Some(registers), Some(memory), Some(mem_latency)) if e.is_empty() => Ok(Workload { registers, memory, mem_latency }),
+        _ => Err(e.stop(None)),
+    }
+}
+
+/// The `gpurtl run cmdproc` output file.
+pub fn output_json(p: &CmdprocParams, o: &Outcome) -> Value {
+    let _ = p;
+    let commands: Vec<Value> = o
+        .commands
+        .iter()
+        .map(|c| {
+            let r = &c.record;
+            json!({
+                "id": r.id,
+                "addr": r.addr,
+                "opcode": (r.header >> 8) & 0xFF,
+                "header": r.header,
+                "dwords": r.count,
+                "payload": r.p[..r.count.min(4) as usize].to_vec(),
+                "prims": c.prims,
+            })
+        })
+        .collect();
+    let writes: Vec<Value> = o.memory_writes.iter().map(|(a, d)| json!({"addr": a, "dwords": d})).collect();
+    json!({
+        "commands": commands,
+        "state_table": o.state_table,
+        "status": match o.status { Status::Done => "done", Status::Error => "error" },
+        "error": o.error.map(|(c, a)| json!({"cause": c.name(), "addr": a})),
+        "irq": o.irq,
+        "memory_writes": writes,
+        "trace": o.trace,
+        "cycles": o.cycles,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // ---- building programs from the header format ----
+
+    /// A type-3 header with `n` payload dwords (`c = n - 1 mod 2^14`).
+    fn hdr(op: Opcode, n: u32) -> u32 {
+        0xC000_0000 | ((n.wrapping_sub(1) & 0x3FFF) << 16) | (op.code() << 8)
+    }
+    /// A `k`-dword NOP (payload `1, 2, ...`).
+    fn nop(k: u32) -> Vec<u32> {
+        let mut v = vec![hdr(Opcode::Nop, k - 1)];
+        v.extend(1..k);
+        v
+    }
+    fn pkt(op: Opcode, payload: &[u32]) -> Vec<u32> {
+        let mut v = vec![hdr(op, payload.len() as u32)];
+        v.extend_from_slice(payload);
+        v
+    }
+    fn ib(addr: u32, size: u32) -> Vec<u32> {
+        pkt(Opcode::IndirectBuffer, &[addr, 0, size])
+    }
+    fn cat(parts: &[Vec<u32>]) -> Vec<u32> {
+        parts.concat()
+    }
+
+    const BASE: u32 = 0x1000;
+    const PRIM: u32 = 0x10000;
+
+    fn params(fetch_bits: u32) -> CmdprocParams {
+        CmdprocParams { fetch_bits, ..CmdprocParams::default() }
+    }
+
+    /// The main buffer `cmd` at 0x1000, the primitive buffer at 0x10000
+    /// (1024 bytes), other memory runs `extra`.
+    fn wl(cmd: Vec<u32>, extra: Vec<(u32, Vec<u32>)>, lat: u32) -> Workload {
+        let size = 4 * cmd.len() as u32;
+        let mut memory = vec![(BASE, cmd)];
+        memory.extend(extra);
+        Workload {
+            registers: Registers {
+                cmd_base: BASE,
+                cmd_size: size,
+                prim_base: PRIM,
+                prim_size: 1024,
+                state: vec![],
+                state_ptr: 0,
+                irq_enable: 3,
+            },
+            memory,
+            mem_latency: lat,
+        }
+    }
+
+    fn ids_addrs(o: &Outcome) -> Vec<(u32, u32)> {
+        o.commands.iter().map(|c| (c.record.id, c.record.addr)).collect()
+    }
+
+    // ---- hand-worked timing ----
+
+    #[test]
+    fn one_nop_f32_l1() {
+        // F = 1, L = 1, one 1-dword NOP. Doorbell edge: jump, fbeats = 1.
+        // c1 request (answer c2), c2 answer (visible c3), c3 NOP taken and
+        // committed, c4 it leaves the queue; buffer end -> finished,
+        // c5 the end holds: cycles = 5.
+        let o = run(&params(32), &wl(nop(1), vec![], 1));
+        assert_eq!(o.cycles, 5);
+        assert_eq!(o.status, Status::Done);
+        assert_eq!(o.error, None);
+        assert!(o.irq);
+        assert_eq!(o.commands.len(), 1);
+        let r = o.commands[0].record;
+        assert_eq!(r, Record { id: 0, addr: BASE, header: 0xFFFF_1000, count: 0, p: [0; 4] });
+        assert_eq!(o.trace, vec!["#0 @0x00001000 NOP".to_string()]);
+        assert_eq!(o.state_table, vec![0; 16]);
+    }
+
+    #[test]
+    fn one_nop_default_l20() {
+        // F = 2, L = 20: request c1, answer c21, taken c22, finished c23,
+        // end c24 (the spec example's 24).
+        let o = run(&CmdprocParams::default(), &wl(nop(1), vec![], 20));
+        assert_eq!(o.cycles, 24);
+        let j = output_json(&CmdprocParams::default(), &o);
+        assert_eq!(
+            j,
+            json!({"commands": [{"id": 0, "addr": 4096, "opcode": 16, "header": 0xFFFF_1000u32, "dwords": 0,
+                                 "payload": [], "prims": []}],
+                   "state_table": vec![0; 16], "status": "done", "error": null, "irq": true,
+                   "memory_writes": [], "trace": ["#0 @0x00001000 NOP"], "cycles": 24})
+        );
+    }
+
+    #[test]
+    fn two_dword_nops_one_a_cycle() {
+        // F = 2, L = 1, four 2-dword NOPs = 4 beats, requests c1..c4,
+        // visible c3..c6; one NOP a cycle c3..c6 (rate 1 = F/k); c7
+        // finished, c8 end.
+        let cmd = cat(&[nop(2), nop(2), nop(2), nop(2)]);
+        let o = run(&CmdprocParams::default(), &wl(cmd, vec![], 1));
+        assert_eq!(o.cycles, 8);
+        assert_eq!(ids_addrs(&o), vec![(0, 0x1000), (1, 0x1008), (2, 0x1010), (3, 0x1018)]);
+        assert_eq!(o.commands[1].record.p, [1, 0, 0, 0]);
+    }
+
+    #[test]
+    fn six_dword_nops_three_cycles_each() {
+        // F = 2, L = 1, two 6-dword NOPs = 6 beats visible c3..c8. Each
+        // takes 2 + 2 + 2 lanes: commits c5 and c8 (rate F/k = 1/3);
+        // c9 finished, c10 end.
+        let cmd = cat(&[nop(6), nop(6)]);
+        let o = run(&CmdprocParams::default(), &wl(cmd, vec![], 1));
+        assert_eq!(o.cycles, 10);
+        assert_eq!(o.commands[0].record.count, 5);
+        assert_eq!(o.commands[0].record.p, [1, 2, 3, 4]);
+        assert_eq!(o.trace[1], "#1 @0x00001018 NOP dwords=5");
+    }
+
+    #[test]
+    fn three_dword_nops_second_packet() {
+        // F = 2, L = 1, four 3-dword NOPs = 6 beats visible c3..c8.
+        // c3 [h0 p] r=1; c4 [p h1]: pkt0 ends in lane 0, h1 is the second
+        // packet and takes 1 lane (r=2); c5 [p p] pkt1 ends; c6..c8 the same
+        // for pkt2, pkt3: 4 commands in 6 cycles (2/3 = F/k). c9 finished,
+        // c10 end.
+        let cmd = cat(&[nop(3), nop(3), nop(3), nop(3)]);
+        let o = run(&CmdprocParams::default(), &wl(cmd, vec![], 1));
+        assert_eq!(o.cycles, 10);
+        assert_eq!(ids_addrs(&o), vec![(0, 0x1000), (1, 0x100C), (2, 0x1018), (3, 0x1024)]);
+        assert_eq!(o.commands[1].record.p, [1, 2, 0, 0]);
+    }
+
+    #[test]
+    fn two_dword_nops_f128() {
+        // F = 4, L = 1, four 2-dword NOPs = 2 beats visible c3, c4. A packet
+        // starting in lane 0 has no second packet: one NOP a cycle c3..c6;
+        // c7 finished, c8 end.
+        let cmd = cat(&[nop(2), nop(2), nop(2), nop(2)]);
+        let o = run(&params(128), &wl(cmd, vec![], 1));
+        assert_eq!(o.cycles, 8);
+        assert_eq!(o.commands.len(), 4);
+    }
+
+    #[test]
+    fn pool_credits_limit_requests() {
+        // F = 1, pool_beats = 2, L = 5, four 1-dword NOPs. c1, c2 requests
+        // (answers c6, c7), credits 0. c7 NOP0 (pop: +1), c8 request (answer
+        // c13) and NOP1 (pop: +1), c9 request (answer c14), c14 NOP2, c15
+        // NOP3, c16 finished, c17 end.
+        let p = CmdprocParams { fetch_bits: 32, pool_beats: 2, ..CmdprocParams::default() };
+        let cmd = cat(&[nop(1), nop(1), nop(1), nop(1)]);
+        let o = run(&p, &wl(cmd, vec![], 5));
+        assert_eq!(o.cycles, 17);
+        assert_eq!(o.commands.len(), 4);
+    }
+
+    #[test]
+    fn output_queue_full_stalls() {
+        // out_depth = 1, F = 2, L = 1, four 2-dword NOPs visible c3..c6.
+        // A commit in c fills the queue at the start of c+1: commits c3, c5,
+        // c7, c9; c10 stalls (queue full comes before the buffer end), c11
+        // finished, c12 end.
+        let p = CmdprocParams { out_depth: 1, ..CmdprocParams::default() };
+        let cmd = cat(&[nop(2), nop(2), nop(2), nop(2)]);
+        let o = run(&p, &wl(cmd, vec![], 1));
+        assert_eq!(o.cycles, 12);
+    }
+
+    #[test]
+    fn indirect_buffer() {
+        // F = 2, L = 1. Main: IB(0x2000, 2) (4 dwords), NOP (1). IB: NOP n=1.
+        // c1..c3 requests (answers c2..c4). c3 [IBh p0] r=2; c4 [p1 p2] IB
+        // commits, pushes (0x1010, 1), jumps to 0x2000 (the beat answered in
+        // c4 goes with the pool; drop = 0). c5 request (answer c6), c7 the
+        // NOP commits; c8 buffer end: return jump to 0x1010 with left 1;
+        // c9 request (answer c10), c11 the last NOP; c12 finished; c13 end.
+        let cmd = cat(&[ib(0x2000, 2), nop(1)]);
+        let o = run(&CmdprocParams::default(), &wl(cmd, vec![(0x2000, vec![hdr(Opcode::Nop, 1), 7])], 1));
+        assert_eq!(o.cycles, 13);
+        assert_eq!(ids_addrs(&o), vec![(0, 0x1000), (1, 0x2000), (2, 0x1010)]);
+        assert_eq!(o.commands[0].record.p, [0x2000, 0, 2, 0]);
+        assert_eq!(o.commands[1].record.p, [7, 0, 0, 0]);
+        assert_eq!(o.trace[0], "#0 @0x00001000 INDIRECT_BUFFER addr=0x00002000 size=2");
+    }
+
+    #[test]
+    fn indirect_buffer_unaligned_return() {
+        // F = 2, L = 1. Main: NOP (1), IB(0x2000, 1) (4), NOP (1) = 6 dwords;
+        // IB: NOP. c3 NOP0; c4 [IBh p0] r=2; c5 [p1 p2] IB commits, pushes
+        // (0x1014, 1), jump; c6 request, c8 NOP @0x2000; c9 return to 0x1014:
+        // pos = 1, fa = 0x1010, fbeats = 1; c10 request (answer c11); c12
+        // NOP @0x1014; c13 finished; c14 end.
+        let cmd = cat(&[nop(1), ib(0x2000, 1), nop(1)]);
+        let o = run(&CmdprocParams::default(), &wl(cmd, vec![(0x2000, nop(1))], 1));
+        assert_eq!(o.cycles, 14);
+        assert_eq!(ids_addrs(&o), vec![(0, 0x1000), (1, 0x1004), (2, 0x2000), (3, 0x1014)]);
+    }
+
+    #[test]
+    fn empty_indirect_buffer() {
+        // F = 2, L = 5. Main: IB(T, 0). Requests c1, c2 (answers c6, c7);
+        // c7 [IBh p0], c8 [p1 p2] commits and jumps to (T, 0).
+        // T = 0x2000: fbeats = 0; c9 buffer end, return (0x1010, 0); c10
+        // finished; c11 end.
+        let o = run(&CmdprocParams::default(), &wl(ib(0x2000, 0), vec![], 5));
+        assert_eq!(o.cycles, 11);
+        assert_eq!(o.commands.len(), 1);
+        // T = 0x2004: an empty buffer fetches nothing at any address: the
+        // same 11 cycles.
+        let o = run(&CmdprocParams::default(), &wl(ib(0x2004, 0), vec![], 5));
+        assert_eq!(o.cycles, 11);
+        assert_eq!(o.status, Status::Done);
+    }
+
+    #[test]
+    fn draw_16bit_indices() {
+        // F = 2 (BB = 8), L = 1. INDEX_TYPE size=16 (2 dwords), DRAW o=1, m=3
+        // (5 dwords). Indices at 0x10002, 0x10004, 0x10006: 2, 3, 4.
+        // c3 INDEX_TYPE; c4 [Dh max] r=3; c5 [o m] r=1; c6 [init] ends,
+        // commits, job from c7; c7 finished, prim request 0x10000 (1 beat:
+        // ceil((2 + 6)/8)), answer c8, indices c9, c10, c11 (job ends);
+        // c12 end.
+        let cmd = cat(&[pkt(Opcode::IndexType, &[0]), pkt(Opcode::DrawIndexOffset2, &[100, 1, 3, 0x12])]);
+        let o = run(&CmdprocParams::default(), &wl(cmd, vec![(PRIM, vec![0x0002_0001, 0x0004_0003, 0x0006_0005])], 1));
+        assert_eq!(o.cycles, 12);
+        assert_eq!(o.commands.len(), 2);
+        assert_eq!(o.commands[0].prims, Vec::<u32>::new());
+        assert_eq!(o.commands[1].prims, vec![2, 3, 4]);
+        assert_eq!(o.commands[1].record.p, [100, 1, 3, 0x12]);
+    }
+
+    #[test]
+    fn draw_32bit_two_beats_small_pool() {
+        // F = 2, prim_beats = 2, L = 4. DRAW o=1, m=4 (32-bit): b = 0x10004,
+        // b mod 8 = 4, beats = ceil((4 + 16)/8) = 3: 0x10000, 0x10008,
+        // 0x10010. Instruction beats: requests c1..c3, answers c5..c7,
+        // visible c6..c8. c6 [Dh max], c7 [o m], c8 [init] commits, job from
+        // c9 (c9: the decoder finished). Prim requests c9, c10 (pcredits
+        // 2 -> 0; answers c13, c14, visible c14, c15). c14 index 0 (the last
+        // of beat 0: pop, +1), c15 request 3 (answer c19) and index 1, c16
+        // index 2 (pop), c17..c19 nothing, c20 index 3 (the last); c21 end.
+        let p = CmdprocParams { prim_beats: 2, ..CmdprocParams::default() };
+        let cmd = pkt(Opcode::DrawIndexOffset2, &[0, 1, 4, 0]);
+        let o = run(&p, &wl(cmd, vec![(PRIM, (10..16).collect())], 4));
+        assert_eq!(o.commands[0].prims, vec![11, 12, 13, 14]);
+        assert_eq!(o.cycles, 21);
+    }
+
+    #[test]
+    fn write_data_fence() {
+        // F = 2, L = 1. NOP (1), WRITE_DATA addr=0x3000 data=7,8 (6 dwords).
+        // c3 NOP; c4 the WRITE_DATA header waits (the NOP is in the queue at
+        // the start of c4); c5 header; c6 p0; c7 p1; c8 p2; c9 data 7; c10
+        // data 8, commits; c11 finished; c12 end.
+        let cmd = cat(&[nop(1), pkt(Opcode::WriteData, &[5, 0x3000, 0, 7, 8])]);
+        let o = run(&CmdprocParams::default(), &wl(cmd, vec![], 1));
+        assert_eq!(o.cycles, 12);
+        assert_eq!(o.memory_writes, vec![(0x3000, vec![7, 8])]);
+        assert_eq!(o.commands[1].record, Record { id: 1, addr: 0x1004, header: hdr(Opcode::WriteData, 5), count: 5, p: [5, 0x3000, 0, 7] });
+        assert_eq!(o.trace[1], "#1 @0x00001004 WRITE_DATA control=0x00000005 addr=0x00003000 data=7,...+1");
+    }
+
+    #[test]
+    fn write_data_waits_for_primitives() {
+        // F = 2, L = 1. DRAW o=0, m=2 (5 dwords), WRITE_DATA addr=0x3000
+        // data=9 (5 dwords). c3 [Dh max], c4 [o m], c5 [init WDh]: the draw
+        // commits (job from c6) and WDh, its second packet, takes nothing.
+        // Prim: request c6, answer c7, indices c8, c9 (job ends). c6 WDh
+        // waits (draw in the queue), c7..c9 wait (job); c10 header; c11 p0;
+        // c12 p1; c13 p2; c14 data, commits; c15 finished; c16 end.
+        let cmd = cat(&[pkt(Opcode::DrawIndexOffset2, &[0, 0, 2, 0]), pkt(Opcode::WriteData, &[0, 0x3000, 0, 9])]);
+        let o = run(&CmdprocParams::default(), &wl(cmd, vec![(PRIM, vec![11, 22])], 1));
+        assert_eq!(o.cycles, 16);
+        assert_eq!(o.commands[0].prims, vec![11, 22]);
+        assert_eq!(o.memory_writes, vec![(0x3000, vec![9])]);
+    }
+
+    #[test]
+    fn set_context_reg() {
+        // state_regs = 16: offset 14 with 2 values is the last good range.
+        // c3 [h p0], c4 [v v] commits (writes at that edge), c5 finished,
+        // c6 end.
+        let mut w = wl(pkt(Opcode::SetContextReg, &[14, 5, 6]), vec![], 1);
+        w.registers.state = vec![1, 2, 3];
+        let o = run(&CmdprocParams::default(), &w);
+        let mut t = vec![0; 16];
+        t[..3].copy_from_slice(&[1, 2, 3]);
+        t[14] = 5;
+        t[15] = 6;
+        assert_eq!(o.state_table, t);
+        assert_eq!(o.cycles, 6);
+        assert_eq!(o.trace[0], "#0 @0x00001000 SET_CONTEXT_REG offset=14 values=5,6");
+    }
+
+    #[test]
+    fn second_packet_state_range() {
+        // F = 4, L = 1. NOP n=4 (5 dwords), SET_CONTEXT_REG offset=15
+        // values=1,2 (4 dwords): 3 beats, answered c2..c4. c3 [h 1 2 3]
+        // r=1; c4 [4 SCRh 15 1]: the NOP ends in lane 0 and commits, the
+        // second packet takes its header and p0: 15 + 3 - 1 > 16, error at
+        // 0x1014 in c4, nothing written. c5 the NOP leaves; c6 end.
+        let cmd = cat(&[nop(5), pkt(Opcode::SetContextReg, &[15, 1, 2])]);
+        let o = run(&params(128), &wl(cmd, vec![], 1));
+        assert_eq!(o.error, Some((Cause::StateRange, 0x1014)));
+        assert_eq!(o.commands.len(), 1);
+        assert_eq!(o.state_table, vec![0; 16]);
+        assert_eq!(o.cycles, 6);
+        // With offset=14 the second packet writes value 1 in c4, value 2
+        // in c5 (commit); c6 finished; c7 end.
+        let cmd = cat(&[nop(5), pkt(Opcode::SetContextReg, &[14, 1, 2])]);
+        let o = run(&params(128), &wl(cmd, vec![], 1));
+        assert_eq!(o.error, None);
+        assert_eq!(o.state_table[14..], [1, 2]);
+        assert_eq!(o.cycles, 7);
+    }
+
+    /// The error tests: (params, program, extra memory, cause, addr,
+    /// commands, cycles), F = 2 unless said, L = 1.
+    #[test]
+    fn each_error_cause() {
+        let d = CmdprocParams::default();
+        let nest0 = CmdprocParams { nesting: 0, ..d.clone() };
+        type Case = (&'static str, CmdprocParams, Vec<u32>, Cause, u32, usize, u64);
+        let cases: Vec<Case> = vec![
+            // 1 dword, visible c3, error c3, end c4.
+            ("type", d.clone(), vec![0x0000_0000], Cause::Type, 0x1000, 0, 4),
+            ("type 1", d.clone(), vec![0x4000_0000], Cause::Type, 0x1000, 0, 4),
+            ("opcode", d.clone(), vec![0xFFFF_1200], Cause::Opcode, 0x1000, 0, 4),
+            // 3 dwords, 2 beats (second answered c3): error c3, end c4.
+            ("count", d.clone(), vec![hdr(Opcode::IndexType, 2), 1, 1], Cause::Count, 0x1000, 0, 4),
+            ("overrun", d.clone(), vec![hdr(Opcode::Nop, 3), 0], Cause::Overrun, 0x1000, 0, 4),
+            ("nesting", nest0, ib(0x2000, 1), Cause::Nesting, 0x1000, 0, 4),
+            // p0 taken in c3: 15 + 3 - 1 > 16.
+            ("state_range", d.clone(), pkt(Opcode::SetContextReg, &[15, 1, 2]), Cause::StateRange, 0x1000, 0, 4),
+            ("field index", d.clone(), pkt(Opcode::IndexType, &[2]), Cause::Field, 0x1000, 0, 4),
+            // c3 header, c4 p0, c5 p1, c6 p2 = 1: field; end c7.
+            ("field write hi", d.clone(), pkt(Opcode::WriteData, &[0, 0x3000, 1, 5]), Cause::Field, 0x1000, 0, 7),
+            ("field write lo", d.clone(), pkt(Opcode::WriteData, &[0, 0x3002, 0, 5]), Cause::Field, 0x1000, 0, 7),
+            // c3 [h p0], c4 [p1 p2] ends: field; end c5.
+            ("field ib", d.clone(), ib(0x2002, 1), Cause::Field, 0x1000, 0, 5),
+            // c3, c4, c5 [p3] ends: (250 + 7) * 4 > 1024; end c6.
+            ("prim_range", d.clone(), pkt(Opcode::DrawIndexOffset2, &[0, 250, 7, 0]), Cause::PrimRange, 0x1000, 0, 6),
+            // c3 [h p0], c4 [p1 bad]: NOP commits, second packet type error;
+            // c5 the NOP leaves; c6 end.
+            ("after a command", d.clone(), cat(&[nop(3), vec![0]]), Cause::Type, 0x100C, 1, 6),
+        ];
+        for (name, p, cmd, cause, addr, ncmd, cycles) in cases {
+            let o = run(&p, &wl(cmd, vec![], 1));
+            assert_eq!(o.status, Status::Error, "{name}");
+            assert_eq!(o.error, Some((cause, addr)), "{name}");
+            assert_eq!(o.commands.len(), ncmd, "{name}");
+            assert_eq!(o.cycles, cycles, "{name}");
+            assert!(o.memory_writes.is_empty() && o.state_table == vec![0; 16], "{name}");
+            assert!(o.irq, "{name}");
+        }
+        // The boundary of prim_range: (249 + 7) * 4 = 1024 is good.
+        let o = run(&d, &wl(pkt(Opcode::DrawIndexOffset2, &[0, 249, 7, 0]), vec![], 1));
+        assert_eq!(o.status, Status::Done);
+        assert_eq!(o.commands[0].prims.len(), 7);
+        // irq follows irq_enable.
+        let mut w = wl(vec![0], vec![], 1);
+        w.registers.irq_enable = 1;
+        assert!(!run(&d, &w).irq);
+        w.registers.irq_enable = 2;
+        assert!(run(&d, &w).irq);
+        let mut w = wl(nop(1), vec![], 1);
+        w.registers.irq_enable = 2;
+        assert!(!run(&d, &w).irq);
+        let o = run(&d, &wl(vec![0x4000_0000], vec![], 1));
+        assert_eq!(output_json(&d, &o)["error"], json!({"cause": "type", "addr": 4096}));
+        assert_eq!(output_json(&d, &o)["status"], json!("error"));
+    }
+
+    #[test]
+    fn empty_main_buffer() {
+        // cmd_size 0 at 0x1000: c1 finished, c2 end. At 0x1004 the same: an
+        // empty buffer fetches nothing.
+        let o = run(&CmdprocParams::default(), &wl(vec![], vec![], 20));
+        assert_eq!((o.cycles, o.status), (2, Status::Done));
+        let mut w = wl(vec![], vec![], 20);
+        w.registers.cmd_base = 0x1004;
+        assert_eq!(run(&CmdprocParams::default(), &w).cycles, 2);
+    }
+
+    #[test]
+    fn ids_wrap() {
+        let p = CmdprocParams { id_bits: 4, ..CmdprocParams::default() };
+        let cmd: Vec<u32> = (0..20).flat_map(|_| nop(1)).collect();
+        let o = run(&p, &wl(cmd, vec![], 1));
+        let ids: Vec<u32> = o.commands.iter().map(|c| c.record.id).collect();
+        assert_eq!(ids, (0..20).map(|i| i % 16).collect::<Vec<u32>>());
+    }
+
+    #[test]
+    fn steady_throughput() {
+        // Commands per cycle over the steady part (the difference of two
+        // run lengths) within 5% of min(1, F/k), default params.
+        let p = CmdprocParams::default();
+        let f = p.fetch_dwords() as f64;
+        for k in [1u32, 2, 4, 6] {
+            for lat in [1u32, 20] {
+                let cycles = |count: usize| {
+                    let cmd: Vec<u32> = (0..count).flat_map(|_| nop(k)).collect();
+                    let o = run(&p, &wl(cmd, vec![], lat));
+                    assert_eq!(o.commands.len(), count);
+                    o.cycles
+                };
+                let (n1, n2) = (200, 2200);
+                let rate = (n2 - n1) as f64 / (cycles(n2) - cycles(n1)) as f64;
+                let want = (f / k as f64).min(1.0);
+                assert!((rate / want - 1.0).abs() < 0.05, "k={k} L={lat}: {rate} commands/cycle, want {want}");
+            }
+        }
+    }
+
+    #[test]
+    fn speed() {
+        // ~120k cycles (F = 2, 2-dword NOPs (1 cycle) and 6-dword NOPs (3
+        // cycles) at L = 20).
+        let cmd: Vec<u32> = (0..60000).flat_map(|i| nop(if i % 2 == 0 { 2 } else { 6 })).collect();
+        let t = std::time::Instant::now();
+        let o = run(&CmdprocParams::default(), &wl(cmd, vec![], 20));
+        assert!(o.cycles > 100_000);
+        assert!(t.elapsed().as_secs_f64() < 1.0, "{:?}", t.elapsed());
+    }
+
+    // ---- the behaviour section read packet by packet ----
+
+    struct Beh<'a> {
+        p: &'a CmdprocParams,
+        w: &'a Workload,
+        mem: Memory,
+        table: Vec<u32>,
+        s: u32,
+        id: u64,
+        cmds: Vec<Command>,
+        writes: Vec<(u32, Vec<u32>)>,
+        error: Option<(Cause, u32)>,
+    }
+
+    impl Beh<'_> {
+        /// Runs a buffer; false on an error.
+        fn buffer(&mut self, a: u32, size: u32, level: u32) -> bool {
+            let mut i = 0u32;
+            while i < size {
+                let ha = a.wrapping_add(4 * i);
+                let h = self.mem.dword(ha);
+                let mut fail = |c: Cause| {
+                    self.error = Some((c, ha));
+                    false
+                };
+                match h >> 30 {
+                    0 | 1 => return fail(Cause::Type),
+                    2 => {
+                        i += 1;
+                        continue;
+                    }
+                    _ => {}
+                }
+                let Some(op) = Opcode::from_code((h >> 8) & 0xFF) else { return fail(Cause::Opcode) };
+                let n = payload_count(h);
+                if !op.count_ok(n) {
+                    return fail(Cause::Count);
+                }
+                if i as u64 + 1 + n as u64 > size as u64 {
+                    return fail(Cause::Overrun);
+                }
+                if op == Opcode::IndirectBuffer && level == self.p.nesting {
+                    return fail(Cause::Nesting);
+                }
+                let pl: Vec<u32> = (0..n).map(|k| self.mem.dword(ha.wrapping_add(4 + 4 * k))).collect();
+                let bad = match op {
+                    Opcode::SetContextReg => pl[0] as u64 + n as u64 - 1 > self.p.state_regs as u64,
+                    _ => false,
+                };
+                if bad {
+                    return fail(Cause::StateRange);
+                }
+                let s = self.s as u64;
+                let bad = match op {
+                    Opcode::IndexType => pl[0] > 1,
+                    Opcode::WriteData | Opcode::IndirectBuffer => pl[op_hi(op)] != 0 || pl[op_lo(op)] & 3 != 0,
+                    _ => false,
+                };
+                if bad {
+                    return fail(Cause::Field);
+                }
+                if op == Opcode::DrawIndexOffset2 && (pl[1] as u64 + pl[2] as u64) * s > self.w.registers.prim_size as u64 {
+                    return fail(Cause::PrimRange);
+                }
+                let mut p = [0; 4];
+                for (k, v) in pl.iter().take(4).enumerate() {
+                    p[k] = *v;
+                }
+                let mask = if self.p.id_bits >= 32 { u32::MAX as u64 } else { (1 << self.p.id_bits) - 1 };
+                let record = Record { id: (self.id & mask) as u32, addr: ha, header: h, count: n, p };
+                self.id += 1;
+                let mut prims = Vec::new();
+                match op {
+                    Opcode::SetContextReg => {
+                        for k in 0..n - 1 {
+                            self.table[(pl[0] + k) as usize] = pl[1 + k as usize];
+                        }
+                    }
+                    Opcode::IndexType => self.s = if pl[0] == 0 { 2 } else { 4 },
+                    Opcode::WriteData => self.writes.push((pl[1], pl[3..].to_vec())),
+                    Opcode::DrawIndexOffset2 => {
+                        for k in 0..pl[2] as u64 {
+                            let at = self.w.registers.prim_base.wrapping_add(((pl[1] as u64 + k) * s) as u32);
+                            let d = self.mem.dword(at);
+                            prims.push(if s == 2 { (d >> (8 * (at & 2))) & 0xFFFF } else { d });
+                        }
+                    }
+                    _ => {}
+                }
+                self.cmds.push(Command { record, prims });
+                if op == Opcode::IndirectBuffer && !self.buffer(pl[0], pl[2] & IB_SIZE_MASK, level + 1) {
+                    return false;
+                }
+                i += 1 + n;
+            }
+            true
+        }
+    }
+
+    /// Index of address hi / lo in the payload of WRITE_DATA / INDIRECT_BUFFER.
+    fn op_hi(op: Opcode) -> usize {
+        if op == Opcode::WriteData {
+            2
+        } else {
+            1
+        }
+    }
+    fn op_lo(op: Opcode) -> usize {
+        if op == Opcode::WriteData {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// Commands (with primitives), state table, error, memory writes.
+    type Behaviour = (Vec<Command>, Vec<u32>, Option<(Cause, u32)>, Vec<(u32, Vec<u32>)>);
+
+    fn behave(p: &CmdprocParams, w: &Workload) -> Behaviour {
+        let table = (0..p.state_regs as usize).map(|i| w.registers.state.get(i).copied().unwrap_or(0)).collect();
+        let mut b = Beh { p, w, mem: Memory::new(&w.memory), table, s: 4, id: 0, cmds: vec![], writes: vec![], error: None };
+        b.buffer(w.registers.cmd_base, w.registers.cmd_size / 4, 0);
+        (b.cmds, b.table, b.error, b.writes)
+    }
+
+    /// A small deterministic generator.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u32 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (self.0 >> 33) as u32
+        }
+        fn below(&mut self, n: u32) -> u32 {
+            self.next() % n
+        }
+        fn chance(&mut self, pct: u32) -> bool {
+            self.below(100) < pct
+        }
+    }
+
+    /// A random buffer of about `len` packets; an INDIRECT_BUFFER calls one
+    /// of `subs` (address, dwords) (or a bad or empty one).
+    fn random_buffer(r: &mut Rng, len: u32, subs: &[(u32, u32)], p: &CmdprocParams, bad: u32) -> Vec<u32> {
+        let mut v = Vec::new();
+        for _ in 0..len {
+            let k = r.below(12);
+            let x = match k {
+                0 | 1 => nop(1 + r.below(9)),
+                2 => vec![0x8000_0000],
+                3 => {
+                    let vals = 1 + r.below(5);
+                    let off = r.below(p.state_regs + 2);
+                    let mut x = vec![hdr(Opcode::SetContextReg, vals + 1), off];
+                    x.extend((0..vals).map(|_| r.next()));
+                    if !r.chance(bad * 5) {
+                        // Keep it in range most of the time.
+                        x[1] = off.min(p.state_regs.saturating_sub(vals));
+                        if vals > p.state_regs {
+                            x = nop(2);
+                        }
+                    }
+                    x
+                }
+                4 => pkt(Opcode::IndexType, &[if r.chance(bad) { 2 } else { r.below(2) }]),
+                5 => pkt(Opcode::DrawIndexAuto, &[r.next(), r.next()]),
+                6 | 7 => {
+                    let (o, m) = (r.below(8), if r.chance(20) { 0 } else { 1 + r.below(12) });
+                    let o = if r.chance(bad) { 250 } else { o };
+                    pkt(Opcode::DrawIndexOffset2, &[r.next(), o, m, r.next()])
+                }
+                8 => pkt(Opcode::DispatchDirect, &[r.next(), r.next(), r.next(), r.next()]),
+                9 => {
+                    let mut pl = vec![r.next(), 0x3000 + 4 * r.below(16), 0];
+                    if r.chance(bad) {
+                        pl[2] = 1;
+                    }
+                    if r.chance(bad) {
+                        pl[1] += 2;
+                    }
+                    pl.extend((0..1 + r.below(5)).map(|_| r.next()));
+                    pkt(Opcode::WriteData, &pl)
+                }
+                10 if !subs.is_empty() => {
+                    let (a, n) = subs[r.below(subs.len() as u32) as usize];
+                    let n = if r.chance(10) { 0 } else { n };
+                    let a = if r.chance(bad) { a + 2 } else { a };
+                    ib(a, n)
+                }
+                _ => {
+                    if r.chance(bad) {
+                        match r.below(4) {
+                            0 => vec![r.below(0x8000_0000)],
+                            1 => vec![0xFFFF_1200],
+                            2 => pkt(Opcode::IndexType, &[0, 0]),
+                            _ => vec![hdr(Opcode::Nop, 20)],
+                        }
+                    } else {
+                        nop(2)
+                    }
+                }
+            };
+            v.extend(x);
+        }
+        v
+    }
+
+    #[test]
+    fn timing_machine_matches_behaviour() {
+        let mut r = Rng(12345);
+        for case in 0..600 {
+            let p = CmdprocParams {
+                fetch_bits: [32, 64, 128][r.below(3) as usize],
+                pool_beats: 1 << (1 + r.below(5)),
+                prim_beats: 1 << (1 + r.below(4)),
+                out_depth: 1 + r.below(4),
+                state_regs: 1 + r.below(16),
+                nesting: r.below(4),
+                id_bits: 4 + r.below(29),
+            };
+            let bad = if case % 3 == 0 { 0 } else { r.below(4) };
+            // Level-3, -2, -1 buffers, each calling the deeper ones.
+            let mut extra: Vec<(u32, Vec<u32>)> = Vec::new();
+            let mut subs: Vec<(u32, u32)> = Vec::new();
+            for lvl in 0..3u32 {
+                let a = 0x8000 - 0x1000 * lvl + 4 * r.below(4);
+                let len = 1 + r.below(6);
+                let b = random_buffer(&mut r, len, &subs, &p, bad);
+                subs.push((a, b.len() as u32));
+                extra.push((a, b));
+            }
+            let prim: Vec<u32> = (0..300).map(|_| r.next()).collect();
+            extra.push((PRIM, prim));
+            let len = 1 + r.below(30);
+            let cmd = random_buffer(&mut r, len, &subs, &p, bad);
+            let mut w = wl(cmd, extra, 1 + r.below(30));
+            w.registers.cmd_base = BASE + 4 * r.below(4);
+            w.memory[0].0 = w.registers.cmd_base;
+            w.registers.state = (0..r.below(p.state_regs + 1)).map(|_| r.next()).collect();
+            let o = run(&p, &w);
+            let (cmds, table, error, writes) = behave(&p, &w);
+            assert_eq!(o.commands, cmds, "case {case}");
+            assert_eq!(o.state_table, table, "case {case}");
+            assert_eq!(o.error, error, "case {case}");
+            assert_eq!(o.memory_writes, writes, "case {case}");
+            assert_eq!(o.status == Status::Error, error.is_some(), "case {case}");
+            assert_eq!(o.trace.len(), o.commands.len());
+            assert!(o.cycles >= 2, "case {case}");
+        }
+    }
+
+    // ---- input and output files ----
+
+    fn good_input() -> Value {
+        json!({"registers": {"cmd_base": 4096, "cmd_size": 8, "prim_base": 65536, "prim_size": 1024,
+                             "state": [0, 1, 2], "state_ptr": 0, "irq_enable": 3},
+               "memory": [{"addr": 4096, "dwords": [3221622784u32, 0]}],
+               "mem_latency": 20})
+    }
+
+    #[test]
+    fn parse_good() {
+        let p = CmdprocParams::default();
+        let w = parse_input(&good_input(), &p).unwrap();
+        assert_eq!(w.registers.cmd_base, 4096);
+        assert_eq!(w.registers.state, vec![0, 1, 2]);
+        assert_eq!(w.memory, vec![(4096, vec![3221622784, 0])]);
+        assert_eq!(w.mem_latency, 20);
+        // Defaults.
+        let mut v = good_input();
+        v["registers"].as_object_mut().unwrap().remove("state_ptr");
+        v["registers"].as_object_mut().unwrap().remove("irq_enable");
+        let w = parse_input(&v, &p).unwrap();
+        assert_eq!((w.registers.state_ptr, w.registers.irq_enable), (0, 3));
+        // The spec's example is an overrun (reading 17).
+        let o = run(&p, &parse_input(&good_input(), &p).unwrap());
+        assert_eq!(o.error, Some((Cause::Overrun, 4096)));
+    }
+
+    #[test]
+    fn parse_every_violation() {
+        let p = CmdprocParams { state_regs: 2, ..CmdprocParams::default() };
+        let v = json!({"registers": {"cmd_base": 4097, "cmd_size": 8, "prim_base": 4294967296u64, "prim_size": -1,
+                                     "state": [0, 1, 2], "bogus": 1},
+                       "memory": [{"addr": 4096, "dwords": [1, 2]},
+                                  {"addr": 4100, "dwords": [3]},
+                                  {"addr": 6, "dwords": [0, 0, 0, 0, 0, 4294967296u64], "x": 0},
+                                  {"dwords": []}],
+                       "mem_latency": 1001, "extra": true});
+        let e = parse_input(&v, &p).unwrap_err();
+        let fields: Vec<&str> = e.0.iter().map(|x| x.field.as_str()).collect();
+        for f in [
+            "extra",
+            "registers.bogus",
+            "registers.cmd_base",
+            "registers.prim_base",
+            "registers.prim_size",
+            "registers.state",
+            "memory[1]",
+            "memory[2].x",
+            "memory[2].addr",
+            "memory[2].dwords[5]",
+            "memory[3].addr",
+            "mem_latency",
+        ] {
+            assert!(fields.contains(&f), "{f} not in {fields:?}");
+        }
+        assert_eq!(fields.len(), 12, "{e}");
+        let text = e.to_string();
+        assert!(text.contains("input `registers.cmd_base` = 4097: must be a multiple of 4"), "{text}");
+        assert!(text.contains("input `memory[1]` = bytes 0x1004..0x1008: must be not overlapping memory[0]"), "{text}");
+        assert!(text.contains("input `mem_latency` = 1001: must be an integer from 1 to 1000"), "{text}");
+        assert!(text.contains("input `registers.state` = a list of 3 values: must be a list of at most 2"), "{text}");
+        // Missing keys.
+        let e = parse_input(&json!({"registers": {}}), &p).unwrap_err();
+        let fields: Vec<&str> = e.0.iter().map(|x| x.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            vec![
+                "registers.cmd_base",
+                "registers.cmd_size",
+                "memory",
+                "mem_latency"
+            ]
+        );
+        assert!(parse_input(&json!([1]), &p).is_err());
+        let mut v = good_input();
+        v["mem_latency"] = json!(0);
+        assert_eq!(parse_input(&v, &CmdprocParams::default()).unwrap_err().0[0].field, "mem_latency");
+        // Runs overlap modulo 2^32.
+        let mut v = good_input();
+        v["memory"] = json!([{"addr": 4294967292u32, "dwords": [1, 2]}, {"addr": 0, "dwords": [3]}]);
+        assert_eq!(parse_input(&v, &CmdprocParams::default()).unwrap_err().0[0].field, "memory[1]");
+    }
+
+    #[test]
+    fn output_format() {
+        let p = CmdprocParams::default();
+        let cmd = cat(&[
+            pkt(Opcode::IndexType, &[0]),
+            pkt(Opcode::DrawIndexOffset2, &[9, 0, 2, 0x11]),
+            pkt(Opcode::WriteData, &[0, 0x2000, 0, 1, 2]),
+            pkt(Opcode::SetContextReg, &[0, 4, 5, 6, 7, 8]),
+        ]);
+        let o = run(&p, &wl(cmd, vec![(PRIM, vec![0x0002_0001])], 1));
+        let j = output_json(&p, &o);
+        assert_eq!(
+            j["commands"][0],
+            json!({"id": 0, "addr": 4096, "opcode": 0x2A, "header": hdr(Opcode::IndexType, 1),
+                                            "dwords": 1, "payload": [0], "prims": []})
+        );
+        assert_eq!(j["commands"][1]["prims"], json!([1, 2]));
+        assert_eq!(j["commands"][3]["payload"], json!([0, 4, 5, 6]));
+        assert_eq!(j["commands"][3]["dwords"], json!(6));
+        assert_eq!(j["memory_writes"], json!([{"addr": 8192, "dwords": [1, 2]}]));
+        assert_eq!(j["state_table"].as_array().unwrap()[..5], [json!(4), json!(5), json!(6), json!(7), json!(8)]);
+        assert_eq!(j["status"], json!("done"));
+        assert_eq!(j["error"], Value::Null);
+        assert_eq!(j["irq"], json!(true));
+        assert_eq!(j["trace"][3], json!("#3 @0x00001034 SET_CONTEXT_REG offset=0 values=4,5,6,...+2"));
+        assert_eq!(j["cycles"], json!(o.cycles));
+    }
+}
