@@ -33,7 +33,7 @@ use std::fmt;
 #[macro_export]
 macro_rules! for_each_block {
     ($callback:ident) => {
-        $callback!(compress, cbload, systolic, scheduler, texture);
+        $callback!(compress, cbload, systolic, scheduler, texture, cmdproc);
     };
 }
 
