@@ -1208,3 +1208,64 @@ fn asm_text_run_input_needs_a_block_with_a_text_form() {
     assert_eq!(code, 0);
     assert!(out.contains("  asm IN.txt --output OUT") && out.contains("  disasm IN [--output OUT.txt]"), "{out}");
 }
+
+#[test]
+fn cmdproc_runs_text_and_json_inputs_through_both_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    // The README's example: a text run file.
+    let v = both_engines(dir.path(), "cmdproc", &[], "examples/cmdproc/draw.txt");
+    assert_eq!(v["status"], "done");
+    let cmds = v["commands"].as_array().unwrap();
+    assert_eq!(cmds.len(), 6);
+    assert_eq!(cmds[1]["prims"], serde_json::json!([2, 3, 4]));
+    assert_eq!(v["memory_writes"], serde_json::json!([{"addr": 8192, "dwords": [1, 2]}]));
+    assert_eq!(v["state_table"][1], 5);
+    assert_eq!(v["trace"][0], "#0 @0x00001000 INDEX_TYPE size=16");
+    // The spec's example, as JSON.
+    let spec = write(
+        dir.path(),
+        "spec.json",
+        r#"{"registers": {"cmd_base": 4096, "cmd_size": 8, "prim_base": 65536, "prim_size": 1024,
+                         "state": [0, 1, 2], "state_ptr": 0, "irq_enable": 3},
+            "memory": [{"addr": 4096, "dwords": [3221229568, 0]}],
+            "mem_latency": 20}"#,
+    );
+    let v = both_engines(dir.path(), "cmdproc", &[], &spec);
+    assert_eq!(v["trace"], serde_json::json!(["#0 @0x00001000 NOP dwords=1"]));
+    assert_eq!((v["cycles"].as_u64(), v["irq"].as_bool()), (Some(24), Some(true)));
+    // An error: an unknown opcode after one command.
+    let err = write(
+        dir.path(),
+        "err.txt",
+        ".registers cmd_base=0x1000 mem_latency=3\nNOP\nDWORD value=0xC0FF7700\nNOP\n",
+    );
+    let v = both_engines(dir.path(), "cmdproc", &["--param", "fetch_bits=32"], &err);
+    assert_eq!(v["status"], "error");
+    assert_eq!(v["error"], serde_json::json!({"cause": "opcode", "addr": 4100}));
+    assert_eq!(v["commands"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn cmdproc_malformed_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("o.json");
+    let o = o.to_str().unwrap();
+    let j = write(
+        dir.path(),
+        "bad.json",
+        r#"{"registers": {"cmd_base": 4097, "cmd_size": 8, "state": [1, 2, 3, 4, 5, 6, 7, 8, 9]},
+            "memory": [{"addr": 4096, "dwords": [1, 2]}, {"addr": 4100, "dwords": [3]}],
+            "mem_latency": 0}"#,
+    );
+    let (code, _, err) = gpurtl(&["run", "cmdproc", "--preset", "small", "--input", &j, "--output", o]);
+    assert_eq!(code, 2, "{err}");
+    for field in ["registers.cmd_base", "registers.state", "memory[1]", "mem_latency"] {
+        assert!(err.contains(&format!("input `{field}`")), "{field}: {err}");
+    }
+    let t = write(dir.path(), "bad.txt", ".registers cmd_base=0x1000\nNOP\nDRAW_INDEX_AUTO count=1\nFOO\n");
+    let (code, _, err) = gpurtl(&["run", "cmdproc", "--input", &t, "--output", o]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("line 3: `DRAW_INDEX_AUTO count=1`"), "{err}");
+    assert!(err.contains("line 4: `FOO`: unknown mnemonic `FOO`"), "{err}");
+    assert!(!Path::new(o).exists());
+}

@@ -23,7 +23,7 @@ fn points() -> Vec<(&'static str, CmdprocParams)> {
         ("wide", pr[2].1.clone()),
         // Every queue at its smallest, one state register, 4-bit ids (they
         // wrap), nesting 3.
-        ("tiny", CmdprocParams { fetch_bits: 64, pool_beats: 2, prim_beats: 2, out_depth: 1, state_regs: 1, nesting: 3, id_bits: 4 }),
+        ("tiny", CmdprocParams { fetch_bits: 64, pool_beats: 2, prim_beats: 2, out_depth: 1, prim_jobs: 1, state_regs: 1, nesting: 3, id_bits: 4 }),
     ]
 }
 

@@ -12,6 +12,7 @@ pub struct CmdprocParams {
     pub pool_beats: u32,
     pub prim_beats: u32,
     pub out_depth: u32,
+    pub prim_jobs: u32,
     pub state_regs: u32,
     pub nesting: u32,
     pub id_bits: u32,
@@ -19,7 +20,7 @@ pub struct CmdprocParams {
 
 impl Default for CmdprocParams {
     fn default() -> Self {
-        CmdprocParams { fetch_bits: 64, pool_beats: 32, prim_beats: 16, out_depth: 4, state_regs: 16, nesting: 1, id_bits: 16 }
+        CmdprocParams { fetch_bits: 64, pool_beats: 32, prim_beats: 16, out_depth: 4, prim_jobs: 8, state_regs: 16, nesting: 1, id_bits: 16 }
     }
 }
 
@@ -179,6 +180,7 @@ impl BlockParams for CmdprocParams {
             ParamInfo::new("pool_beats", int(2, 64, "a power of two"), "instruction pool depth in beats"),
             ParamInfo::new("prim_beats", int(2, 64, "a power of two"), "primitive pool depth in beats"),
             ParamInfo::new("out_depth", int(1, 16, ""), "serialized output queue depth in commands"),
+            ParamInfo::new("prim_jobs", int(1, 32, ""), "draws whose indices the primitive unit holds (fetching or sending)"),
             ParamInfo::new("state_regs", int(1, 64, ""), "render-state table registers (32 bits each)"),
             ParamInfo::new("nesting", int(0, 3, ""), "indirect buffer nesting depth"),
             ParamInfo::new("id_bits", int(4, 32, ""), "command id width (ids count modulo 2^id_bits)"),
@@ -192,6 +194,7 @@ impl BlockParams for CmdprocParams {
         c.int(&t, "pool_beats", self.pool_beats as i64, self.pool_beats.is_power_of_two());
         c.int(&t, "prim_beats", self.prim_beats as i64, self.prim_beats.is_power_of_two());
         c.int(&t, "out_depth", self.out_depth as i64, true);
+        c.int(&t, "prim_jobs", self.prim_jobs as i64, true);
         c.int(&t, "state_regs", self.state_regs as i64, true);
         c.int(&t, "nesting", self.nesting as i64, true);
         c.int(&t, "id_bits", self.id_bits as i64, true);
@@ -203,11 +206,11 @@ impl BlockParams for CmdprocParams {
             ("default", Self::default()),
             (
                 "small",
-                CmdprocParams { fetch_bits: 32, pool_beats: 8, prim_beats: 4, out_depth: 2, state_regs: 8, nesting: 0, id_bits: 8 },
+                CmdprocParams { fetch_bits: 32, pool_beats: 8, prim_beats: 4, out_depth: 2, prim_jobs: 2, state_regs: 8, nesting: 0, id_bits: 8 },
             ),
             (
                 "wide",
-                CmdprocParams { fetch_bits: 128, pool_beats: 32, prim_beats: 8, out_depth: 4, state_regs: 32, nesting: 2, id_bits: 16 },
+                CmdprocParams { fetch_bits: 128, pool_beats: 32, prim_beats: 16, out_depth: 4, prim_jobs: 16, state_regs: 32, nesting: 2, id_bits: 16 },
             ),
         ]
     }

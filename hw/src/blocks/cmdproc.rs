@@ -280,7 +280,11 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
     // ---- the run's state machine ----
     let qfull = b.wire("out_full", 1);
     let qempty = b.wire("out_empty", 1);
-    let pjob = b.reg("prim_job_q", 1, 0);
+    // Jobs the primitive unit holds (0..prim_jobs).
+    let jw = clog2(p.prim_jobs as u64 + 1);
+    let jobs = b.reg("prim_jobs_q", jw, 0);
+    let jobs_none = b.let_("prim_idle", &jobs.eq_lit(0));
+    let jobs_full = b.let_("prim_full", &jobs.eq_lit(p.prim_jobs as u64));
     let active = b.let_("decoding", &busy.and(&stopped.not()).and(&finished.not()).and(&qfull.not()));
     let is_cont = b.let_("in_packet", &r.ne(&Expr::zero(rw)));
     let buf_end = b.let_("buffer_end", &active.and(&is_cont.not()).and(&left.eq_lit(0)));
@@ -383,14 +387,14 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
     );
     let wd_data = b.let_("write_data_dword", &wd_cont.and(&done.gt(&Expr::lit(rw, 3))));
     let wr_valid = b.let_("wr_offer", &take_mode.and(&wd_data).and(&a.ne(&lit_t(0))));
-    let wd_go = b.let_("write_fence_clear", &qempty.and(&pjob.not()));
+    let wd_go = b.let_("write_fence_clear", &qempty.and(&jobs_none));
     let wd_take = b.let_(
         "write_take",
         &a.ne(&lit_t(0)).and(&is_cont.mux(&wd_data.mux(&wr.ready, &wd_field_err.not()), &wd_go)),
     );
     let first_err = b.let_("first_error", &start_err.or(&first_scr_err).or(&field_err).or(&prim_err).or(&wd_field_err));
     // A draw with indices waits for the primitive unit.
-    let blocked = b.let_("draw_waits", &f_d2.and(&f_ends).and(&mp[2].ne(&Expr::zero(32))).and(&pjob));
+    let blocked = b.let_("draw_waits", &f_d2.and(&f_ends).and(&mp[2].ne(&Expr::zero(32))).and(&jobs_full));
     let t_first = b.let_(
         "first_take",
         &take_mode.and(&first_err.not()).mux(&f_wd.mux(&wd_take.zext(tw), &blocked.mux(&lit_t(0), &tn)), &lit_t(0)),
@@ -617,20 +621,27 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
     b.next(&cur_sc_ok, &f_fin.mux(&s_scr_bad.not(), &f_sc_ok), Some(&upd));
 
     // ---- the primitive unit ----
-    let pbb = pw_bits(ppw);
-    let pheld = b.reg("prim_held_q", ppw + 1, 0);
-    let prd = b.reg("prim_rd_ptr_q", pbb, 0);
-    let pwp = b.reg("prim_wr_ptr_q", pbb, 0);
-    let pcred = b.reg("prim_credits_q", ppw + 1, 0);
-    let pfa = b.reg_noreset("prim_fetch_addr_q", 32);
-    let pbeats = b.reg("prim_fetch_beats_q", 32, 0);
-    let pleft = b.reg_noreset("prim_left_q", 32);
-    let pid = b.reg_noreset("prim_id_q", iw);
-    let p16 = b.reg_noreset("prim_index16_q", 1);
+    // A job queue of prim_jobs entries; the request side and the index side
+    // each walk it in commit order. Beats go through one pool in request
+    // order, so the pool's head beat always belongs to the oldest job.
+    let nj = p.prim_jobs;
+    let jpw = clog2(nj as u64).max(1);
+    let bw32 = 32 - lbb;
     let pposw = lf + 1;
-    let ppos = b.reg_noreset("prim_pos_q", pposw);
-    let ppool: Vec<Expr> = (0..p.prim_beats).map(|k| b.reg_noreset(&format!("prim_pool{k}_q"), fb)).collect();
-    let job_start = b.let_("prim_job_start", &commit.and(&f_d2).and(&mp[2].ne(&Expr::zero(32))));
+    let job_fields: [(&str, u32); 6] = [("id", iw), ("beat", bw32), ("beats", 32), ("pos", pposw), ("count", 32), ("index16", 1)];
+    let job_q: Vec<Vec<Expr>> = (0..nj)
+        .map(|j| job_fields.iter().map(|(n, w)| b.reg_noreset(&format!("job{j}_{n}_q"), *w)).collect())
+        .collect();
+    let jpush = b.reg("job_push_q", jpw, 0);
+    let jfetch = b.reg("job_fetch_q", jpw, 0);
+    let jout = b.reg("job_out_q", jpw, 0);
+    let unfetched = b.reg("jobs_unfetched_q", jw, 0);
+    let field_of = |b: &mut ModuleBuilder, name: &str, ptr: &Expr, k: usize| -> Expr {
+        let items: Vec<Expr> = job_q.iter().map(|e| e[k].clone()).collect();
+        b.let_(name, &select(ptr, &items))
+    };
+    let bump = |q: &Expr| -> Expr { q.eq_lit(nj as u64 - 1).mux(&Expr::zero(jpw), &q.add(&Expr::lit(jpw, 1))) };
+    let job_start = b.let_("prim_job_push", &commit.and(&f_d2).and(&mp[2].ne(&Expr::zero(32))));
     let pb_addr = b.let_(
         "prim_first_byte",
         &d_prim_base.add(&isz32.mux(&Expr::cat(&[mp[1].slice(29, 0), Expr::zero(2)]), &Expr::cat(&[mp[1].slice(30, 0), Expr::zero(1)]))),
@@ -640,46 +651,75 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
     let pj_beats = m_bytes.zext(36).add(&pb_off.zext(36)).add(&Expr::lit(36, 4 * f as u64 - 1)).slice(31 + lbb, lbb);
     let pos32 = if lf == 0 { Expr::zero(pposw) } else { pb_off.slice(lbb - 1, 2).zext(pposw) };
     let pj_pos = isz32.mux(&pos32, &pb_off.slice(lbb - 1, 1));
-    let preq_valid = b.let_("pmem_req", &pjob.and(&pbeats.ne(&Expr::zero(32))).and(&pcred.ne(&Expr::zero(ppw + 1))));
+    let new_job = [next_id.clone(), pb_addr.slice(31, lbb), pj_beats, pj_pos, mp[2].clone(), isz32.not()];
+    for (j, e) in job_q.iter().enumerate() {
+        let here = job_start.and(&jpush.eq_lit(j as u64));
+        for (k, q) in e.iter().enumerate() {
+            b.next(q, &new_job[k], Some(&here));
+        }
+    }
+    b.next(&jpush, &start.mux(&Expr::zero(jpw), &bump(&jpush)), Some(&start.or(&job_start)));
+
+    // Requests: the oldest job not all requested, its next beat.
+    let phw = ppw + 1;
+    let pcred = b.reg("prim_credits_q", phw, 0);
+    let fdone = b.reg("job_beats_asked_q", 32, 0);
+    let f_beat = field_of(&mut b, "fetch_job_beat", &jfetch, 1);
+    let f_beats = field_of(&mut b, "fetch_job_beats", &jfetch, 2);
+    let preq_valid = b.let_("pmem_req", &unfetched.ne(&Expr::zero(jw)).and(&pcred.ne(&Expr::zero(phw))));
     b.assign(&pmem_req.valid, &preq_valid);
-    b.assign(&pmem_req.field("addr"), &pfa);
+    b.assign(&pmem_req.field("addr"), &Expr::cat(&[f_beat.add(&fdone.slice(bw32 - 1, 0)), Expr::zero(lbb)]));
     let preq_fire = b.let_("pmem_req_fire", &preq_valid.and(&pmem_req.ready));
+    let fetched_all = b.let_("job_all_asked", &preq_fire.and(&fdone.add(&Expr::lit(32, 1)).eq(&f_beats)));
+    b.next(&fdone, &fetched_all.or(&start).mux(&Expr::zero(32), &fdone.add(&Expr::lit(32, 1))), Some(&preq_fire.or(&start)));
+    b.next(&jfetch, &start.mux(&Expr::zero(jpw), &bump(&jfetch)), Some(&start.or(&fetched_all)));
+    b.next(
+        &unfetched,
+        &start.mux(&Expr::zero(jw), &unfetched.add(&job_start.zext(jw)).sub(&fetched_all.zext(jw))),
+        None,
+    );
+
+    // The pool and the indices of the oldest job.
     b.assign(&pmem_rsp.ready, &Expr::bit(true));
     let prsp = pmem_rsp.valid.clone();
-    let phead = select(&if ppw == 0 { Expr::zero(1) } else { prd.clone() }, &ppool);
-    let phead = b.let_("prim_head", &phead);
+    let pheld = b.reg("prim_held_q", phw, 0);
+    let prd = b.reg("prim_rd_ptr_q", ppw, 0);
+    let pwp = b.reg("prim_wr_ptr_q", ppw, 0);
+    let ppool: Vec<Expr> = (0..p.prim_beats).map(|k| b.reg_noreset(&format!("prim_pool{k}_q"), fb)).collect();
+    let started = b.reg("job_started_q", 1, 0);
+    let ppos_q = b.reg_noreset("prim_pos_q", pposw);
+    let pleft_q = b.reg_noreset("prim_left_q", 32);
+    let o_id = field_of(&mut b, "out_job_id", &jout, 0);
+    let o_pos = field_of(&mut b, "out_job_pos", &jout, 3);
+    let o_count = field_of(&mut b, "out_job_count", &jout, 4);
+    let o_16 = field_of(&mut b, "out_job_index16", &jout, 5);
+    let ppos = b.let_("prim_pos", &started.mux(&ppos_q, &o_pos));
+    let pleft = b.let_("prim_left", &started.mux(&pleft_q, &o_count));
+    let phead = b.let_("prim_head", &select(&prd, &ppool));
     let idx16: Vec<Expr> = (0..2 * f).map(|j| phead.part(16 * j, 16).zext(32)).collect();
     let idx32: Vec<Expr> = (0..f).map(|j| phead.part(32 * j, 32)).collect();
-    let pindex = p16.mux(&select(&ppos, &idx16), &select(&ppos, &idx32));
-    let pvalid = b.let_("prim_offer", &pjob.and(&pheld.ne(&Expr::zero(ppw + 1))));
+    let pindex = o_16.mux(&select(&ppos, &idx16), &select(&ppos, &idx32));
+    let pvalid = b.let_("prim_offer", &jobs_none.not().and(&pheld.ne(&Expr::zero(phw))));
     b.assign(&prim.valid, &pvalid);
-    b.assign(&prim.field("id"), &pid);
+    b.assign(&prim.field("id"), &o_id);
     b.assign(&prim.field("index"), &pindex);
     let plast = b.let_("prim_last", &pleft.eq_lit(1));
     b.assign(&prim.field("last"), &plast);
     let pfire = b.let_("prim_fire", &pvalid.and(&prim.ready));
-    let beat_end = p16.mux(&ppos.eq_lit(2 * f as u64 - 1), &ppos.eq_lit(f as u64 - 1));
+    let beat_end = o_16.mux(&ppos.eq_lit(2 * f as u64 - 1), &ppos.eq_lit(f as u64 - 1));
     let ppop = b.let_("prim_pop", &pfire.and(&beat_end.or(&plast)));
-    b.next(&pjob, &job_start.or(&pjob.and(&pfire.and(&plast).not())), None);
-    b.next(&pid, &next_id, Some(&job_start));
-    b.next(&p16, &isz32.not(), Some(&job_start));
-    b.next(&pleft, &job_start.mux(&mp[2], &pleft.sub(&Expr::lit(32, 1))), Some(&job_start.or(&pfire)));
-    b.next(&ppos, &job_start.mux(&pj_pos, &beat_end.mux(&Expr::zero(pposw), &ppos.add(&Expr::lit(pposw, 1)))), Some(&job_start.or(&pfire)));
-    b.next(&pfa, &job_start.mux(&Expr::cat(&[pb_addr.slice(31, lbb), Expr::zero(lbb)]), &pfa.add(&Expr::lit(32, 4 * f as u64))), Some(&job_start.or(&preq_fire)));
-    b.next(&pbeats, &job_start.mux(&pj_beats, &pbeats.sub(&Expr::lit(32, 1))), Some(&job_start.or(&preq_fire)));
-    let phw = ppw + 1;
-    b.next(&pcred, &job_start.mux(&Expr::lit(phw, p.prim_beats as u64), &pcred.sub(&preq_fire.zext(phw)).add(&ppop.zext(phw))), None);
-    b.next(&pheld, &job_start.mux(&Expr::zero(phw), &pheld.add(&prsp.zext(phw)).sub(&ppop.zext(phw))), None);
-    if ppw > 0 {
-        b.next(&prd, &job_start.mux(&Expr::zero(ppw), &prd.add(&one_p(ppw))), Some(&job_start.or(&ppop)));
-        b.next(&pwp, &job_start.mux(&Expr::zero(ppw), &pwp.add(&one_p(ppw))), Some(&job_start.or(&prsp)));
-    } else {
-        b.next(&prd, &Expr::zero(1), None);
-        b.next(&pwp, &Expr::zero(1), None);
-    }
+    let job_end = b.let_("prim_job_end", &pfire.and(&plast));
+    b.next(&started, &start.mux(&Expr::bit(false), &plast.not()), Some(&start.or(&pfire)));
+    b.next(&pleft_q, &pleft.sub(&Expr::lit(32, 1)), Some(&pfire));
+    b.next(&ppos_q, &beat_end.mux(&Expr::zero(pposw), &ppos.add(&Expr::lit(pposw, 1))), Some(&pfire));
+    b.next(&jout, &start.mux(&Expr::zero(jpw), &bump(&jout)), Some(&start.or(&job_end)));
+    b.next(&jobs, &start.mux(&Expr::zero(jw), &jobs.add(&job_start.zext(jw)).sub(&job_end.zext(jw))), None);
+    b.next(&pcred, &start.mux(&Expr::lit(phw, p.prim_beats as u64), &pcred.sub(&preq_fire.zext(phw)).add(&ppop.zext(phw))), None);
+    b.next(&pheld, &start.mux(&Expr::zero(phw), &pheld.add(&prsp.zext(phw)).sub(&ppop.zext(phw))), None);
+    b.next(&prd, &start.mux(&Expr::zero(ppw), &prd.add(&Expr::lit(ppw, 1))), Some(&start.or(&ppop)));
+    b.next(&pwp, &start.mux(&Expr::zero(ppw), &pwp.add(&Expr::lit(ppw, 1))), Some(&start.or(&prsp)));
     for (k, q) in ppool.iter().enumerate() {
-        let here = if ppw == 0 { Expr::bit(true) } else { pwp.eq_lit(k as u64) };
-        b.next(q, &pmem_rsp.field("data"), Some(&prsp.and(&here)));
+        b.next(q, &pmem_rsp.field("data"), Some(&prsp.and(&pwp.eq_lit(k as u64))));
     }
 
     // ---- errors, the end of a run, status ----
@@ -691,7 +731,7 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
     b.next(&err_addr, &start.mux(&Expr::zero(32), &addr_now), Some(&start.or(&raise)));
     let run_end = b.let_(
         "run_end",
-        &busy.and(&stopped.or(&finished)).and(&qempty).and(&pjob.not()).and(&inflight.eq_lit(0)),
+        &busy.and(&stopped.or(&finished)).and(&qempty).and(&jobs_none).and(&inflight.eq_lit(0)),
     );
     b.next(&busy, &start.or(&busy.and(&run_end.not())), None);
     b.next(&st_error, &start.mux(&Expr::bit(false), &stopped), Some(&start.or(&run_end)));
@@ -703,9 +743,4 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
 
     let top = b.finish()?;
     Ok(Design::of(top, p))
-}
-
-/// Width of a pointer into `2^bits` entries (at least 1).
-fn pw_bits(bits: u32) -> u32 {
-    bits.max(1)
 }

@@ -10,7 +10,7 @@
 //! primitive unit with its own pool, and the end condition. Every register
 //! is updated "at the edge" from values at the start of the cycle: each unit
 //! decides from the state at the start of the cycle (the pools, the queue's
-//! fill, whether the primitive unit holds a job), and pool writes of memory
+//! fill, the number of jobs the primitive unit holds), and pool writes of memory
 //! answers and jumps are applied after the decoder has read the pool. The
 //! behaviour (commands, primitives, table, writes, error) comes out of the
 //! same simulation; the tests check it against a plain packet-by-packet
@@ -54,14 +54,25 @@
 //!     header check `nesting` fails when the stack holds `D` entries.
 //! 11. The second packet's `overrun` check counts the buffer's dwords from its
 //!     own header on (`left - e`).
-//! 12. A draw that must wait for the primitive unit takes nothing in the
-//!     cycle (`t = 0`): no second packet either. A draw with `m = 0` never
-//!     waits and hands no job.
+//! 12. A draw that must wait for the primitive unit (it holds `prim_jobs`
+//!     jobs at the start of the cycle) takes nothing in the cycle (`t = 0`):
+//!     no second packet either. A draw with `m = 0` never waits and hands no
+//!     job. At most one packet commits a cycle, so the unit never holds more
+//!     than `prim_jobs` jobs.
 //! 13. The primitive unit: a request in a cycle uses `pcredits` at the start
-//!     of the cycle; the beat popped with an index (the index whose bytes end
-//!     the beat, or the job's last) gives its credit back at that edge.
+//!     of the cycle (one counter for all jobs, `prim_beats` at the doorbell
+//!     only); the beat popped with an index (the index whose bytes end the
+//!     beat, or the job's last) gives its credit back at that edge. The
+//!     request side and the index side each pick their job at the start of
+//!     the cycle: a job held from cycle c may request in c while an older
+//!     job sends; in the cycle after a job's last request the next held job
+//!     (if any) requests; in the cycle a job sends its last index the next
+//!     job sends nothing, even if its beat is in the pool. An index never
+//!     straddles two beats (`b` is a multiple of `s`), so the beat holding
+//!     the next index is in the pool iff the job has a beat in it.
 //!     The instruction and primitive read ports are answered independently,
-//!     each at `max(c + L, its previous answer + 1)`.
+//!     each at `max(c + L, its previous answer + 1)`; the primitive read
+//!     port's answers are shared by all jobs, in request order.
 //! 14. `ERR_ADDR` is the offending packet's header byte address whichever
 //!     dword the check needed (`state_range`, `field`, `prim_range` too).
 //! 15. `irq` is computed with `IRQ_STATUS` 0 before the run: the run's
@@ -242,8 +253,10 @@ struct Took {
     error: Option<(Cause, u32)>,
 }
 
-/// The primitive unit's job.
+/// A job the primitive unit holds.
 struct Job {
+    /// Its place in commit order among the run's jobs (tags its answers).
+    seq: u64,
     /// Index in the command list (for the primitives).
     cmd: usize,
     /// First byte `b`, `b mod BB`, count `m`, size `s`.
@@ -251,13 +264,12 @@ struct Job {
     boff: u64,
     m: u64,
     s: u32,
-    /// Beats to request in all, and requested so far.
+    /// Its beats `B`, and those requested so far.
     beats: u64,
     requested: u64,
-    pcredits: u32,
     /// The next index to leave.
     next: u64,
-    /// Beats in the primitive pool.
+    /// Its beats in the primitive pool.
     held: u32,
 }
 
@@ -301,9 +313,15 @@ struct Sim<'a> {
     queue: u32,
 
     // The primitive unit.
-    job: Option<Job>,
-    /// Primitive read requests not yet answered: answer cycles.
-    panswers: VecDeque<u64>,
+    /// The jobs it holds, in commit order (at most `prim_jobs`).
+    jobs: VecDeque<Job>,
+    /// The `seq` of the next job handed to it.
+    next_seq: u64,
+    /// `prim_beats` at the doorbell, -1 a request taken, +1 a beat popped.
+    pcredits: u32,
+    /// Primitive read requests not yet answered: (answer cycle, the `seq`
+    /// of the job whose beat it is).
+    panswers: VecDeque<(u64, u64)>,
     last_panswer: u64,
 
     // What the run gives.
@@ -345,7 +363,9 @@ impl<'a> Sim<'a> {
             finished: false,
             stopped: false,
             queue: 0,
-            job: None,
+            jobs: VecDeque::new(),
+            next_seq: 0,
+            pcredits: p.prim_beats,
             panswers: VecDeque::new(),
             last_panswer: 0,
             table,
@@ -417,10 +437,10 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Case 4 of the decoder: the window is `lanes`; `q0` and `job0` are the
-    /// queue's fill and whether the primitive unit holds a job at the start
-    /// of the cycle.
-    fn take(&self, lanes: &[u32], q0: u32, job0: bool) -> Took {
+    /// Case 4 of the decoder: the window is `lanes`; `q0` and `jobs0` are the
+    /// queue's fill and the number of jobs the primitive unit holds at the
+    /// start of the cycle.
+    fn take(&self, lanes: &[u32], q0: u32, jobs0: usize) -> Took {
         let level = self.stack.len() as u32;
         let mut tk = Took { t: 0, cur: self.cur.clone(), commit: None, writes: Vec::new(), wr: None, error: None };
         let a = lanes.len() as u32;
@@ -449,7 +469,7 @@ impl<'a> Sim<'a> {
                 0 => {
                     // The header: taken when the output queue is empty and
                     // the primitive unit holds no job (the fence).
-                    if q0 == 0 && !job0 {
+                    if q0 == 0 && jobs0 == 0 {
                         pk.done = 1;
                         pk.r -= 1;
                         tk.t = 1;
@@ -506,8 +526,9 @@ impl<'a> Sim<'a> {
             tk.error = Some((cause, pk.addr));
             return tk;
         }
-        if pk.op == Opcode::DrawIndexOffset2 && pk.p[2] > 0 && job0 {
-            // May end only when the primitive unit holds no job: t = 0.
+        if pk.op == Opcode::DrawIndexOffset2 && pk.p[2] > 0 && jobs0 >= self.p.prim_jobs as usize {
+            // May end only when the primitive unit holds fewer than
+            // `prim_jobs` jobs: t = 0.
             return tk;
         }
         tk.t = take;
@@ -559,7 +580,7 @@ impl<'a> Sim<'a> {
 
     /// The decoder in one cycle; returns the jump to make at the edge (after
     /// the fetcher's answer of the cycle).
-    fn decode(&mut self, q0: u32, job0: bool) -> Option<(u32, u32)> {
+    fn decode(&mut self, q0: u32, jobs0: usize) -> Option<(u32, u32)> {
         // 1. Nothing.
         if self.stopped || self.finished || q0 >= self.p.out_depth {
             return None;
@@ -585,7 +606,7 @@ impl<'a> Sim<'a> {
         for i in 0..a {
             buf[i as usize] = self.lane(i);
         }
-        let tk = self.take(&buf[..a as usize], q0, job0);
+        let tk = self.take(&buf[..a as usize], q0, jobs0);
         let mut jump = None;
         for (reg, v) in &tk.writes {
             self.table[*reg as usize] = *v;
@@ -631,7 +652,10 @@ impl<'a> Sim<'a> {
                 let (o, m, s) = (pk.p[1] as u64, pk.p[2] as u64, self.index_size);
                 let b = self.regs.prim_base.wrapping_add((o * s as u64) as u32);
                 let boff = (b % self.bb) as u64;
-                self.job = Some(Job {
+                // Held from the next cycle: `prim_cycle` of this cycle has
+                // already run.
+                self.jobs.push_back(Job {
+                    seq: self.next_seq,
                     cmd: self.commands.len() - 1,
                     b,
                     boff,
@@ -639,49 +663,61 @@ impl<'a> Sim<'a> {
                     s,
                     beats: (boff + m * s as u64).div_ceil(self.bb as u64),
                     requested: 0,
-                    pcredits: self.p.prim_beats,
                     next: 0,
                     held: 0,
                 });
+                self.next_seq += 1;
             }
             _ => {}
         }
     }
 
-    /// The primitive unit in cycle `c` (it held its job at the start).
+    /// The primitive unit in cycle `c` (the jobs it held at the start).
     fn prim_cycle(&mut self, c: u64) {
-        let Some(j) = self.job.as_mut() else { return };
-        // A request, one a cycle while pcredits > 0.
-        if j.requested < j.beats && j.pcredits > 0 {
-            let at = (c + self.lat).max(self.last_panswer + 1);
-            self.last_panswer = at;
-            self.panswers.push_back(at);
-            j.requested += 1;
-            j.pcredits -= 1;
-        }
-        // One index a cycle when its beat is in the pool.
-        let mut ended = false;
-        if j.held > 0 {
-            let s = j.s as u64;
-            let addr = j.b.wrapping_add((j.next * s) as u32);
-            let w = self.mem.dword(addr);
-            let v = if j.s == 2 { (w >> (16 * ((addr >> 1) & 1))) & 0xFFFF } else { w };
-            self.commands[j.cmd].prims.push(v);
-            j.next += 1;
-            ended = j.next == j.m;
-            if ended || (j.boff + j.next * s).is_multiple_of(self.bb as u64) {
-                j.held -= 1;
-                j.pcredits += 1;
+        // Requests: the oldest held job whose beats are not all requested,
+        // one beat a cycle with pcredits > 0 at the start of the cycle.
+        if self.pcredits > 0 {
+            if let Some(j) = self.jobs.iter_mut().find(|j| j.requested < j.beats) {
+                let at = (c + self.lat).max(self.last_panswer + 1);
+                self.last_panswer = at;
+                self.panswers.push_back((at, j.seq));
+                j.requested += 1;
+                self.pcredits -= 1;
             }
         }
-        // An answer, visible from the next cycle.
-        if self.panswers.front() == Some(&c) {
-            self.panswers.pop_front();
-            j.held += 1;
+        // Indices: the oldest held job, one a cycle while the beat holding
+        // its next index is in the pool (its beats before that one are
+        // popped, so: while it has a beat in the pool at the start).
+        let mut ended = false;
+        if let Some(j) = self.jobs.front_mut() {
+            if j.held > 0 {
+                let s = j.s as u64;
+                let addr = j.b.wrapping_add((j.next * s) as u32);
+                let w = self.mem.dword(addr);
+                let v = if j.s == 2 { (w >> (16 * ((addr >> 1) & 1))) & 0xFFFF } else { w };
+                self.commands[j.cmd].prims.push(v);
+                j.next += 1;
+                ended = j.next == j.m;
+                // The oldest beat is popped with its last index of the job
+                // or the job's last index: +1 at this edge.
+                if ended || (j.boff + j.next * s).is_multiple_of(self.bb as u64) {
+                    j.held -= 1;
+                    self.pcredits += 1;
+                }
+            }
         }
+        // Answers, in order, into the pool: visible from the next cycle.
+        if self.panswers.front().map(|x| x.0) == Some(c) {
+            let (_, seq) = self.panswers.pop_front().unwrap();
+            let first = self.jobs.front().expect("an answer for a held job").seq;
+            self.jobs[(seq - first) as usize].held += 1;
+        }
+        // The job ends with its last index: the next one sends from the
+        // next cycle.
         if ended {
-            debug_assert!(self.panswers.is_empty() && j.held == 0 && j.requested == j.beats);
-            self.job = None;
+            let j = self.jobs.pop_front().unwrap();
+            // Each of its B beats answered and popped once.
+            assert!(j.held == 0 && j.requested == j.beats, "cmdproc model: a job ended with beats left");
         }
     }
 }
@@ -694,12 +730,12 @@ pub fn run(p: &CmdprocParams, w: &Workload) -> Outcome {
     let mut c: u64 = 1;
     loop {
         // The end: at the start of the cycle.
-        if (s.finished || s.stopped) && s.queue == 0 && s.job.is_none() && s.inflight == 0 {
+        if (s.finished || s.stopped) && s.queue == 0 && s.jobs.is_empty() && s.inflight == 0 {
             break;
         }
         assert!(c <= CYCLE_LIMIT, "cmdproc model: the run did not end within {CYCLE_LIMIT} cycles (runaway)");
         let q0 = s.queue;
-        let job0 = s.job.is_some();
+        let jobs0 = s.jobs.len();
         // The fetcher's request (from the state at the start of the cycle).
         if s.fetching && s.fbeats > 0 && s.credits > 0 {
             let at = (c + s.lat).max(s.last_answer + 1);
@@ -710,10 +746,11 @@ pub fn run(p: &CmdprocParams, w: &Workload) -> Outcome {
             s.credits -= 1;
             s.inflight += 1;
         }
-        // The primitive unit (from its job at the start of the cycle).
+        // The primitive unit (from the jobs it holds at the start of the
+        // cycle; a job committed below is held from the next cycle).
         s.prim_cycle(c);
         // The decoder (reads the pool before this cycle's answer).
-        let jump = s.decode(q0, job0);
+        let jump = s.decode(q0, jobs0);
         // The output queue: the oldest command leaves (cmd_ready is 1).
         if q0 > 0 {
             s.queue -= 1;
@@ -1224,6 +1261,146 @@ mod tests {
         assert_eq!(o.memory_writes, vec![(0x3000, vec![9])]);
     }
 
+    /// Two 32-bit draws of one beat each: DRAW o=0 m=2, DRAW o=2 m=2
+    /// (10 dwords, 5 beats).
+    fn two_draws() -> Vec<u32> {
+        cat(&[pkt(Opcode::DrawIndexOffset2, &[0, 0, 2, 0]), pkt(Opcode::DrawIndexOffset2, &[0, 2, 2, 0])])
+    }
+
+    #[test]
+    fn two_draws_one_job() {
+        // prim_jobs = 1 (the old single job), F = 2 (BB = 8), L = 1.
+        // Instruction requests c1..c5, beats visible c3..c7:
+        // [h0 max0] [o0 m0] [init0 h1] [max1 o1] [m1 init1].
+        // c3 r=3; c4 r=1; c5 draw0 ends, 0 jobs held: commits (job0 held
+        // from c6), h1 is the second packet and takes 1 lane (r=4); c6 r=2;
+        // c7 draw1 ends but job0 is held: t = 0.
+        // Job0 (b = 0x10000, B = 1): request c6, answer c7, indices c8, c9
+        // (ends). draw1 waits c7..c9, commits c10 (job1 held from c11);
+        // c11 finished, draw1 leaves the queue.
+        // Job1 (b = 0x10008, B = 1): request c11, answer c12, indices c13,
+        // c14 (ends). c15 end.
+        let p = CmdprocParams { prim_jobs: 1, ..CmdprocParams::default() };
+        let o = run(&p, &wl(two_draws(), vec![(PRIM, vec![10, 11, 12, 13])], 1));
+        assert_eq!(o.cycles, 15);
+        assert_eq!(o.commands[0].prims, vec![10, 11]);
+        assert_eq!(o.commands[1].prims, vec![12, 13]);
+        // prim_jobs = 2: c7 draw1 commits (1 job held), job1 held from c8.
+        // Job0's beat is all requested (c6): job1 requests c8, answer c9.
+        // Job0 sends c8, c9 (ends); job1 sends from c10: c10, c11 (ends).
+        // c8 finished; draw1 leaves c8; c12 end.
+        let p = CmdprocParams { prim_jobs: 2, ..CmdprocParams::default() };
+        let o = run(&p, &wl(two_draws(), vec![(PRIM, vec![10, 11, 12, 13])], 1));
+        assert_eq!(o.cycles, 12);
+        assert_eq!(o.commands[1].prims, vec![12, 13]);
+    }
+
+    /// Four 32-bit draws, F = 2 (BB = 8), 20 dwords = 10 beats:
+    /// - draw0 o=0 m=5: b = 0x10000, B = ceil(20/8) = 3 (0x10000, 0x10008,
+    ///   0x10010); indices 0, 1 | 2, 3 | 4;
+    /// - draw1 o=3 m=2: b = 0x1000C, b mod 8 = 4, B = ceil(12/8) = 2
+    ///   (0x10008, 0x10010: fetched again, a beat holds one job's indices);
+    ///   indices 0 | 1;
+    /// - draw2 o=5 m=1: b = 0x10014, B = 1 (0x10010);
+    /// - draw3 o=6 m=4: b = 0x10018, B = 2 (0x10018, 0x10020); 0, 1 | 2, 3.
+    ///
+    /// Instruction beats at L = 10: requests c1..c10, visible c12..c21:
+    /// [h0 max0] [o0 m0] [init0 h1] [max1 o1] [m1 init1] [h2 max2] [o2 m2]
+    /// [init2 h3] [max3 o3] [m3 init3]. Without waiting: draw0 ends c14
+    /// (h1 second packet), draw1 c16, draw2 c19 (h3 second packet), draw3
+    /// c21; c22 finished.
+    fn four_draws() -> Workload {
+        let cmd = cat(&[
+            pkt(Opcode::DrawIndexOffset2, &[0, 0, 5, 0]),
+            pkt(Opcode::DrawIndexOffset2, &[0, 3, 2, 0]),
+            pkt(Opcode::DrawIndexOffset2, &[0, 5, 1, 0]),
+            pkt(Opcode::DrawIndexOffset2, &[0, 6, 4, 0]),
+        ]);
+        wl(cmd, vec![(PRIM, (100..110).collect())], 10)
+    }
+
+    fn four_draws_prims(o: &Outcome) {
+        assert_eq!(o.commands.len(), 4);
+        assert_eq!(o.commands[0].prims, vec![100, 101, 102, 103, 104]);
+        assert_eq!(o.commands[1].prims, vec![103, 104]);
+        assert_eq!(o.commands[2].prims, vec![105]);
+        assert_eq!(o.commands[3].prims, vec![106, 107, 108, 109]);
+    }
+
+    #[test]
+    fn draws_overlap_fetches() {
+        // prim_jobs = 4, L = 10, prim_beats = 16 (never short here). Commits
+        // c14, c16, c19, c21 (at most 3 jobs held at the start of each):
+        // jobs held from c15, c17, c20, c22.
+        // Requests, one a cycle, the oldest job not all requested first:
+        // c15, c16, c17 job0 (answers c25, c26, c27); c18, c19 job1 (c28,
+        // c29); c20 job2 (c30); c21 none (job3 not held yet); c22, c23 job3
+        // (c32, c33). Visible: job0 c26..c28, job1 c29, c30, job2 c31, job3
+        // c33, c34.
+        // Indices: job0 c26, c27 (pop), c28, c29 (pop), c30 (last); job1
+        // from c31: c31 (pop), c32 (last); job2 c33 (last); job3 c34, c35
+        // (pop), c36, c37 (last). c38 end.
+        let p = CmdprocParams { prim_jobs: 4, ..CmdprocParams::default() };
+        let o = run(&p, &four_draws());
+        assert_eq!(o.cycles, 38);
+        four_draws_prims(&o);
+        // More jobs change nothing: never 4 held at a draw's end.
+        let p = CmdprocParams { prim_jobs: 8, ..CmdprocParams::default() };
+        assert_eq!(run(&p, &four_draws()).cycles, 38);
+    }
+
+    #[test]
+    fn draws_share_pcredits() {
+        // The four draws at prim_jobs = 4 with prim_beats = 2: one pcredits
+        // for all jobs (2 at the doorbell). Commits and holds as in
+        // draws_overlap_fetches.
+        // c15 job0 b0 (2 -> 1, answer c25), c16 job0 b1 (-> 0, c26).
+        // Job0: c26 idx0, c27 idx1 pops (+1), c28 job0 b2 (c38) and idx2,
+        // c29 idx3 pops (+1), c30 job1 b0 (c40); idx4 waits for b2
+        // (visible c39): c39 idx4, job0 ends, pops (+1). c40 job1 b1 (c50).
+        // Job1: c41 idx0 pops (+1); c42 job2 b0 (c52); c51 idx1, ends,
+        // pops (+1); c52 job3 b0 (c62). Job2: c53 idx0, ends, pops (+1);
+        // c54 job3 b1 (c64). Job3: c63 idx0, c64 idx1 pops, c65 idx2, c66
+        // idx3 ends. c67 end.
+        let p = CmdprocParams { prim_jobs: 4, prim_beats: 2, ..CmdprocParams::default() };
+        let o = run(&p, &four_draws());
+        assert_eq!(o.cycles, 67);
+        four_draws_prims(&o);
+    }
+
+    #[test]
+    fn draw_waits_for_a_job_slot() {
+        // The four draws at prim_jobs = 2, L = 10.
+        // draw0 commits c14 (job0 held c15), draw1 c16 (job1 held c17).
+        // c17 [h2 max2], c18 [o2 m2], c19 draw2 ends with 2 jobs held:
+        // t = 0 (h3 is not looked at). Requests c15..c17 job0, c18, c19
+        // job1 (answers c25..c29, visible c26..c30). Job0 sends c26..c30
+        // (ends). c31 draw2 commits (1 job held), h3 second packet takes 1
+        // lane; job2 held c32. Job1 sends c31 (pop), c32 (ends). c32
+        // [max3 o3]; c33 draw3 ends with job2 only held: commits (job3 held
+        // c34); c34 finished. Job2 requests c32 (answer c42), job3 c34, c35
+        // (c44, c45). Job2 sends c43 (ends); job3 c45, c46 (pop), c47, c48
+        // (ends). c49 end.
+        let p = CmdprocParams { prim_jobs: 2, ..CmdprocParams::default() };
+        let o = run(&p, &four_draws());
+        assert_eq!(o.cycles, 49);
+        four_draws_prims(&o);
+        // prim_jobs = 1: each draw waits for the job before it to end.
+        // Job0 as above, ends c30. c15 [max1 o1], c16 draw1 ends: waits
+        // c16..c30, commits c31 (no second packet: e = 2 = A); job1 held
+        // c32, requests c32, c33 (answers c42, c43), sends c43 (pop), c44
+        // (ends). c32 [h2 max2], c33 [o2 m2], c34 draw2 waits c34..c44,
+        // commits c45 (h3 takes 1 lane); job2 held c46, request c46
+        // (answer c56), sends c57 (ends). c46 [max3 o3], c47 draw3 waits
+        // c47..c57, commits c58; c59 finished; job3 held c59, requests c59,
+        // c60 (answers c69, c70), sends c70, c71 (pop), c72, c73 (ends).
+        // c74 end.
+        let p = CmdprocParams { prim_jobs: 1, ..CmdprocParams::default() };
+        let o = run(&p, &four_draws());
+        assert_eq!(o.cycles, 74);
+        four_draws_prims(&o);
+    }
+
     #[test]
     fn set_context_reg() {
         // state_regs = 16: offset 14 with 2 values is the last good range.
@@ -1591,6 +1768,7 @@ mod tests {
                 state_regs: 1 + r.below(16),
                 nesting: r.below(4),
                 id_bits: 4 + r.below(29),
+                prim_jobs: 1 + r.below(4),
             };
             let bad = if case % 3 == 0 { 0 } else { r.below(4) };
             // Level-3, -2, -1 buffers, each calling the deeper ones.
