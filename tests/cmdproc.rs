@@ -24,6 +24,11 @@ fn points() -> Vec<(&'static str, CmdprocParams)> {
         // Every queue at its smallest, one state register, 4-bit ids (they
         // wrap), nesting 3.
         ("tiny", CmdprocParams { fetch_bits: 64, pool_beats: 2, prim_beats: 2, out_depth: 1, prim_jobs: 1, state_regs: 1, nesting: 3, id_bits: 4 }),
+        // One dword a beat with indirect buffers three deep, 3 jobs (not a
+        // power of two), the largest table, 32-bit ids.
+        ("narrow", CmdprocParams { fetch_bits: 32, pool_beats: 2, prim_beats: 2, out_depth: 1, prim_jobs: 3, state_regs: 64, nesting: 3, id_bits: 32 }),
+        // Four dwords a beat through two-beat pools, the largest queues.
+        ("deep", CmdprocParams { fetch_bits: 128, pool_beats: 2, prim_beats: 2, out_depth: 16, prim_jobs: 32, state_regs: 64, nesting: 3, id_bits: 32 }),
     ]
 }
 
@@ -150,6 +155,132 @@ fn cosim_tiny() {
 }
 
 #[test]
+fn cosim_narrow() {
+    let (n, p) = &points()[4];
+    cosim(n, p)
+}
+#[test]
+fn cosim_deep() {
+    let (n, p) = &points()[5];
+    cosim(n, p)
+}
+
+/// A type-3 packet: header and payload.
+fn pkt(op: Opcode, payload: &[u32]) -> Vec<u32> {
+    let n = payload.len() as u32;
+    let mut v = vec![(3 << 30) | (((n + 0x3FFF) & 0x3FFF) << 16) | (op.code() << 8)];
+    v.extend_from_slice(payload);
+    v
+}
+
+fn workload(cmd_base: u32, cmd: Vec<u32>, prim_base: u32, prims: Vec<u32>, prim_size: u32, latency: u32) -> Workload {
+    use gpurtl_sim::models::cmdproc::Registers;
+    let cmd_size = 4 * cmd.len() as u32;
+    let mut memory = vec![(cmd_base, cmd)];
+    if !prims.is_empty() {
+        memory.push((prim_base, prims));
+    }
+    Workload {
+        registers: Registers { cmd_base, cmd_size, prim_base, prim_size, state: vec![], state_ptr: 0x5000, irq_enable: 3 },
+        memory,
+        mem_latency: latency,
+    }
+}
+
+/// The RTL, unstalled and stalled, against the model; the unstalled outcome.
+fn agree(what: &str, p: &CmdprocParams, w: &Workload) -> Outcome {
+    let compiled = compile_design(&build(p).unwrap()).expect("verilator build");
+    let want = model::run(p, w);
+    let (got, _) = tb::run(&compiled, p, w, None, None).unwrap_or_else(|e| panic!("{what}: {e}"));
+    if let Some(d) = compare(what, 0, &want, &got, true) {
+        panic!("{d}");
+    }
+    let mut rng = Rng::new(7);
+    let (got, _) = tb::run(&compiled, p, w, Some(random_env(&mut rng, 7)), None).unwrap_or_else(|e| panic!("{what} stalled: {e}"));
+    if let Some(d) = compare(what, 7, &want, &got, false) {
+        panic!("{d}");
+    }
+    want
+}
+
+fn addrs(o: &Outcome) -> Vec<u32> {
+    o.commands.iter().map(|c| c.record.addr).collect()
+}
+
+/// Buffers, writes, returns and index reads that cross 2^32 wrap around.
+#[test]
+fn addresses_wrap_around() {
+    let wide = CmdprocParams::presets()[2].1.clone();
+    let cmd = [
+        pkt(Opcode::SetContextReg, &[0, 0xAAAA, 0xBBBB]),
+        pkt(Opcode::DrawIndexAuto, &[5, 6]),
+        pkt(Opcode::WriteData, &[0, 0xFFFF_FFF8, 0, 1, 2, 3]),
+    ]
+    .concat();
+    let o = agree("command buffer across 2^32", &wide, &workload(0xFFFF_FFF4, cmd, 0, vec![], 0, 5));
+    assert_eq!(o.status, Status::Done);
+    assert_eq!(addrs(&o), vec![0xFFFF_FFF4, 0x0000_0004, 0x0000_0010]);
+    assert_eq!(&o.state_table[..2], &[0xAAAA, 0xBBBB]);
+    assert_eq!(o.memory_writes, vec![(0xFFFF_FFF8, vec![1, 2, 3])]);
+    // The return address after an indirect buffer wraps.
+    let cmd = [pkt(Opcode::IndirectBuffer, &[0x2000, 0, 1]), pkt(Opcode::Nop, &[7])].concat();
+    let mut w = workload(0xFFFF_FFF0, cmd, 0, vec![], 0, 3);
+    w.memory.push((0x2000, pkt(Opcode::Nop, &[])));
+    let o = agree("return across 2^32", &CmdprocParams::default(), &w);
+    assert_eq!(addrs(&o), vec![0xFFFF_FFF0, 0x2000, 0x0000_0000]);
+    // 16-bit indices across 2^32: o = 5, m = 10 from 0xFFFFFFF0.
+    let cmd = [pkt(Opcode::IndexType, &[0]), pkt(Opcode::DrawIndexOffset2, &[0, 5, 10, 0])].concat();
+    let mut w = workload(0x1000, cmd, 0xFFFF_FFF0, (0..4).map(|k| (2 * k + 1) << 16 | 2 * k).collect(), 0x40, 4);
+    w.memory.push((0, (0..4).map(|k| (2 * k + 9) << 16 | (2 * k + 8)).collect()));
+    let o = agree("indices across 2^32", &wide, &w);
+    assert_eq!(o.commands[1].prims, (5..15).collect::<Vec<u32>>());
+}
+
+/// The longest payload, started as a cycle's second packet, and a buffer
+/// longer than 2^15 dwords (the overrun compare sees its upper bits).
+#[test]
+fn longest_packets() {
+    let wide = CmdprocParams::presets()[2].1.clone();
+    let mut nop: Vec<u32> = (0..16384).map(|i| i as u32).collect();
+    nop[0] = pkt(Opcode::Nop, &[0; 16383])[0];
+    let cmd = [pkt(Opcode::DispatchDirect, &[1, 2, 3, 4]), nop.clone(), pkt(Opcode::DrawIndexAuto, &[5, 6])].concat();
+    let o = agree("a 16383-dword NOP", &wide, &workload(0x10_0000, cmd, 0, vec![], 0, 2));
+    assert_eq!(addrs(&o), vec![0x10_0000, 0x10_0014, 0x10_0014 + 4 * 16384]);
+    assert_eq!((o.commands[1].record.count, o.commands[1].record.p), (16383, [1, 2, 3, 4]));
+    let cmd = [nop.clone(), nop, vec![0x8000_0000]].concat();
+    let o = agree("two of them and a filler", &CmdprocParams::default(), &workload(0x10_0000, cmd, 0, vec![], 0, 2));
+    assert_eq!((o.status, o.commands.len()), (Status::Done, 2));
+}
+
+/// Draws wait for a job slot; their indices leave in order, the fence after
+/// them all; one long draw through a two-beat primitive pool.
+#[test]
+fn draws_wait_for_job_slots() {
+    let p = CmdprocParams { prim_jobs: 3, prim_beats: 2, ..CmdprocParams::default() };
+    let mut cmd: Vec<u32> = (0..7).flat_map(|i| pkt(Opcode::DrawIndexOffset2, &[0, i, 1, 0])).collect();
+    cmd.extend(pkt(Opcode::WriteData, &[0, 0x9000, 0, 42]));
+    cmd.extend(pkt(Opcode::DrawIndexOffset2, &[0, 0, 5000, 0]));
+    let prims: Vec<u32> = (0..5000).map(|i| i * 3 + 1).collect();
+    let o = agree("draws and a fence", &p, &workload(0x1000, cmd, 0x4_0000, prims.clone(), 4 * 5000, 50));
+    assert_eq!(o.status, Status::Done);
+    for i in 0..7 {
+        assert_eq!(o.commands[i].prims, vec![prims[i]]);
+    }
+    assert_eq!(o.commands[8].prims, prims);
+    assert_eq!(o.memory_writes, vec![(0x9000, vec![42])]);
+}
+
+/// Two SET_CONTEXT_REG packets write register 5 in one cycle (lane 0 of the
+/// first, lane 3 of the second): the second's value stays.
+#[test]
+fn the_later_write_of_a_register_wins() {
+    let wide = CmdprocParams::presets()[2].1.clone();
+    let cmd = [pkt(Opcode::SetContextReg, &[3, 30, 40, 50]), pkt(Opcode::SetContextReg, &[5, 55, 66])].concat();
+    let o = agree("two writes of a register", &wide, &workload(0x1000, cmd, 0, vec![], 0, 1));
+    assert_eq!(&o.state_table[3..7], &[30, 40, 55, 66]);
+}
+
+#[test]
 fn verilator_lint_and_yosys_are_clean_at_every_point() {
     for (name, p) in points() {
         p.validate().expect("test point is valid");
@@ -167,8 +298,3 @@ fn regeneration_is_byte_identical() {
     gpurtl_tests::check_stable(|| build(&CmdprocParams::default()).unwrap());
 }
 
-/// Silence the unused import of Status until a directed test uses it.
-#[allow(dead_code)]
-fn _status(s: Status) -> Status {
-    s
-}

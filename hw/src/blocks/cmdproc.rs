@@ -237,10 +237,20 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
     let fa = b.reg_noreset("fetch_addr_q", 32);
     let fbeats = b.reg("fetch_beats_q", 32, 0);
     let pool: Vec<Expr> = (0..p.pool_beats).map(|k| b.reg_noreset(&format!("pool{k}_q"), fb)).collect();
-    let ireq_valid = b.let_("imem_req", &fetching.and(&fbeats.ne(&Expr::zero(32))).and(&credits.ne(&Expr::zero(pw + 1))));
-    b.assign(&imem_req.valid, &ireq_valid);
-    b.assign(&imem_req.field("addr"), &fa);
-    let ireq_fire = b.let_("imem_req_fire", &ireq_valid.and(&imem_req.ready));
+    // A request is issued (counted in flight, its credit taken) in the
+    // cycle it is first offered; one not taken at once is held on the port,
+    // address and all, until it is (a jump or an error does not withdraw it:
+    // its answer is dropped like any other in flight).
+    let rq_held = b.reg("imem_req_held_q", 1, 0);
+    let rq_addr = b.reg_noreset("imem_req_addr_q", 32);
+    let ireq_fire = b.let_(
+        "imem_req_issue",
+        &fetching.and(&fbeats.ne(&Expr::zero(32))).and(&credits.ne(&Expr::zero(pw + 1))).and(&rq_held.not()),
+    );
+    b.assign(&imem_req.valid, &rq_held.or(&ireq_fire));
+    b.assign(&imem_req.field("addr"), &rq_held.mux(&rq_addr, &fa));
+    b.next(&rq_held, &rq_held.or(&ireq_fire).and(&imem_req.ready.not()), None);
+    b.next(&rq_addr, &fa, Some(&ireq_fire));
     b.assign(&imem_rsp.ready, &Expr::bit(true));
     let irsp = imem_rsp.valid.clone();
     let dropping = drop.ne(&Expr::zero(iw2));
@@ -461,7 +471,7 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
     let reg_idx_w = 7;
     let mut state_q = Vec::new();
     for s in 0..sr {
-        let q = b.reg_noreset(&format!("state{s}_q"), 32);
+        let q = b.reg(&format!("state{s}_q"), 32, 0);
         state_q.push(q);
     }
     // Lane i writes as a value of the first packet (value k = done + i - 2 to

@@ -287,6 +287,9 @@ struct MemQueue {
     pending: VecDeque<Pending>,
     last_due: u64,
     last_answer: Option<u64>,
+    /// The address of a request offered and not taken last cycle: it must
+    /// be offered again, unchanged (valid/ready: never withdrawn).
+    offered: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -623,8 +626,22 @@ impl Bench<'_> {
             q.pending.pop_front();
             q.last_answer = Some(now);
         }
-        if req_ready && self.sim.get(ports.req_valid) == 1 {
-            let addr = self.sim.get(ports.req_addr) as u32;
+        let valid = self.sim.get(ports.req_valid) == 1;
+        let addr_now = self.sim.get(ports.req_addr) as u32;
+        {
+            let q = if inst { &mut self.imem } else { &mut self.pmem };
+            if let Some(a) = q.offered {
+                if !valid || addr_now != a {
+                    return Err(format!(
+                        "{name} request for 0x{a:08x} withdrawn or changed before it was taken (valid {}, address 0x{addr_now:08x})",
+                        valid as u8
+                    ));
+                }
+            }
+            q.offered = (valid && !req_ready).then_some(addr_now);
+        }
+        if req_ready && valid {
+            let addr = addr_now;
             let bb = self.p.fetch_bits / 8;
             if !addr.is_multiple_of(bb) {
                 return Err(format!("{name} request for 0x{addr:08x}, not a beat ({bb} bytes) address"));

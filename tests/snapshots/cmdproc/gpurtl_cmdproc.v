@@ -274,8 +274,9 @@ module gpurtl_cmdproc (
   reg  [63:0] pool29_q;
   reg  [63:0] pool30_q;
   reg  [63:0] pool31_q;
-  wire        imem_req;
-  wire        imem_req_fire;
+  reg         imem_req_held_q;
+  reg  [31:0] imem_req_addr_q;
+  wire        imem_req_issue;
   wire        pool_we;
   wire [6:0]  inflight_next;
   wire [63:0] pool_head;
@@ -615,13 +616,12 @@ module gpurtl_cmdproc (
   assign s_axi_rvalid = rvalid_q;
   assign s_axi_rdata = rdata_q;
   assign s_axi_rresp = 2'd0;
-  assign imem_req = (fetching_q & (fetch_beats_q != 32'd0)) & (credits_q != 6'd0);
-  assign imem_req_valid_o = imem_req;
-  assign imem_req_addr_o = fetch_addr_q;
-  assign imem_req_fire = imem_req & imem_req_ready_i;
+  assign imem_req_issue = ((fetching_q & (fetch_beats_q != 32'd0)) & (credits_q != 6'd0)) & ~imem_req_held_q;
+  assign imem_req_valid_o = imem_req_held_q | imem_req_issue;
+  assign imem_req_addr_o = imem_req_held_q ? imem_req_addr_q : fetch_addr_q;
   assign imem_rsp_ready_o = 1'd1;
   assign pool_we = imem_rsp_valid_i & ~(drop_q != 7'd0);
-  assign inflight_next = (inflight_q + {6'd0, imem_req_fire}) - {6'd0, imem_rsp_valid_i};
+  assign inflight_next = (inflight_q + {6'd0, imem_req_issue}) - {6'd0, imem_rsp_valid_i};
   assign pool_head = rd_ptr_q[4] ? (rd_ptr_q[3] ? (rd_ptr_q[2] ? (rd_ptr_q[1] ? (rd_ptr_q[0] ? pool31_q : pool30_q) : rd_ptr_q[0] ? pool29_q : pool28_q) : rd_ptr_q[1] ? (rd_ptr_q[0] ? pool27_q : pool26_q) : rd_ptr_q[0] ? pool25_q : pool24_q) : rd_ptr_q[2] ? (rd_ptr_q[1] ? (rd_ptr_q[0] ? pool23_q : pool22_q) : rd_ptr_q[0] ? pool21_q : pool20_q) : rd_ptr_q[1] ? (rd_ptr_q[0] ? pool19_q : pool18_q) : rd_ptr_q[0] ? pool17_q : pool16_q) : rd_ptr_q[3] ? (rd_ptr_q[2] ? (rd_ptr_q[1] ? (rd_ptr_q[0] ? pool15_q : pool14_q) : rd_ptr_q[0] ? pool13_q : pool12_q) : rd_ptr_q[1] ? (rd_ptr_q[0] ? pool11_q : pool10_q) : rd_ptr_q[0] ? pool9_q : pool8_q) : rd_ptr_q[2] ? (rd_ptr_q[1] ? (rd_ptr_q[0] ? pool7_q : pool6_q) : rd_ptr_q[0] ? pool5_q : pool4_q) : rd_ptr_q[1] ? (rd_ptr_q[0] ? pool3_q : pool2_q) : rd_ptr_q[0] ? pool1_q : pool0_q;
   assign pool_next_t2 = rd_ptr_q + 5'd1;
   assign pool_next = pool_next_t2[4] ? (pool_next_t2[3] ? (pool_next_t2[2] ? (pool_next_t2[1] ?
@@ -829,7 +829,24 @@ module gpurtl_cmdproc (
       busy_cycles_q <= 32'd0;
       rvalid_q <= 1'd0;
       rdata_q <= 32'd0;
+      imem_req_held_q <= 1'd0;
       inflight_q <= 7'd0;
+      state0_q <= 32'd0;
+      state1_q <= 32'd0;
+      state2_q <= 32'd0;
+      state3_q <= 32'd0;
+      state4_q <= 32'd0;
+      state5_q <= 32'd0;
+      state6_q <= 32'd0;
+      state7_q <= 32'd0;
+      state8_q <= 32'd0;
+      state9_q <= 32'd0;
+      state10_q <= 32'd0;
+      state11_q <= 32'd0;
+      state12_q <= 32'd0;
+      state13_q <= 32'd0;
+      state14_q <= 32'd0;
+      state15_q <= 32'd0;
       outq_valid_q <= 4'd0;
       trace_valid_q <= 1'd0;
       next_id_q <= 16'd0;
@@ -905,7 +922,24 @@ module gpurtl_cmdproc (
           (rdata_q_t1[0] ? {28'd0, err_cause_q} : {29'd0, {status_done_q, status_error_q, busy_q}})
           : rdata_q_t1[0] ? 32'd0 : state_ptr_q) : rdata_q_t1[1] ? (rdata_q_t1[0] ? prim_size_q :
           prim_base_q) : rdata_q_t1[0] ? cmd_size_q : cmd_base_q;
+      imem_req_held_q <= (imem_req_held_q | imem_req_issue) & ~imem_req_ready_i;
       inflight_q <= inflight_next;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd0))) | (lane1_state_we & (lane1_state_reg == 7'd0)))) state0_q <= start ? state_init0_q : (lane1_state_we & (lane1_state_reg == 7'd0)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd0)) ? lane0 : state0_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd1))) | (lane1_state_we & (lane1_state_reg == 7'd1)))) state1_q <= start ? state_init1_q : (lane1_state_we & (lane1_state_reg == 7'd1)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd1)) ? lane0 : state1_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd2))) | (lane1_state_we & (lane1_state_reg == 7'd2)))) state2_q <= start ? state_init2_q : (lane1_state_we & (lane1_state_reg == 7'd2)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd2)) ? lane0 : state2_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd3))) | (lane1_state_we & (lane1_state_reg == 7'd3)))) state3_q <= start ? state_init3_q : (lane1_state_we & (lane1_state_reg == 7'd3)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd3)) ? lane0 : state3_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd4))) | (lane1_state_we & (lane1_state_reg == 7'd4)))) state4_q <= start ? state_init4_q : (lane1_state_we & (lane1_state_reg == 7'd4)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd4)) ? lane0 : state4_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd5))) | (lane1_state_we & (lane1_state_reg == 7'd5)))) state5_q <= start ? state_init5_q : (lane1_state_we & (lane1_state_reg == 7'd5)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd5)) ? lane0 : state5_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd6))) | (lane1_state_we & (lane1_state_reg == 7'd6)))) state6_q <= start ? state_init6_q : (lane1_state_we & (lane1_state_reg == 7'd6)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd6)) ? lane0 : state6_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd7))) | (lane1_state_we & (lane1_state_reg == 7'd7)))) state7_q <= start ? state_init7_q : (lane1_state_we & (lane1_state_reg == 7'd7)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd7)) ? lane0 : state7_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd8))) | (lane1_state_we & (lane1_state_reg == 7'd8)))) state8_q <= start ? state_init8_q : (lane1_state_we & (lane1_state_reg == 7'd8)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd8)) ? lane0 : state8_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd9))) | (lane1_state_we & (lane1_state_reg == 7'd9)))) state9_q <= start ? state_init9_q : (lane1_state_we & (lane1_state_reg == 7'd9)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd9)) ? lane0 : state9_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd10))) | (lane1_state_we & (lane1_state_reg == 7'd10)))) state10_q <= start ? state_init10_q : (lane1_state_we & (lane1_state_reg == 7'd10)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd10)) ? lane0 : state10_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd11))) | (lane1_state_we & (lane1_state_reg == 7'd11)))) state11_q <= start ? state_init11_q : (lane1_state_we & (lane1_state_reg == 7'd11)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd11)) ? lane0 : state11_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd12))) | (lane1_state_we & (lane1_state_reg == 7'd12)))) state12_q <= start ? state_init12_q : (lane1_state_we & (lane1_state_reg == 7'd12)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd12)) ? lane0 : state12_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd13))) | (lane1_state_we & (lane1_state_reg == 7'd13)))) state13_q <= start ? state_init13_q : (lane1_state_we & (lane1_state_reg == 7'd13)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd13)) ? lane0 : state13_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd14))) | (lane1_state_we & (lane1_state_reg == 7'd14)))) state14_q <= start ? state_init14_q : (lane1_state_we & (lane1_state_reg == 7'd14)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd14)) ? lane0 : state14_q;
+      if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd15))) | (lane1_state_we & (lane1_state_reg == 7'd15)))) state15_q <= start ? state_init15_q : (lane1_state_we & (lane1_state_reg == 7'd15)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd15)) ? lane0 : state15_q;
       outq_valid_q <= {(cmd_fire & (outq_valid_q[3] & commit)) | (~cmd_fire & (((outq_valid_q[2] & ~outq_valid_q[3]) & commit) | outq_valid_q[3])), (cmd_fire & (((outq_valid_q[2] & ~outq_valid_q[3]) & commit) | outq_valid_q[3])) | (~cmd_fire & (((outq_valid_q[1] & ~outq_valid_q[2]) & commit) | outq_valid_q[2])), (cmd_fire & (((outq_valid_q[1] & ~outq_valid_q[2]) & commit) | outq_valid_q[2])) | (~cmd_fire & (((outq_valid_q[0] & ~outq_valid_q[1]) & commit) | outq_valid_q[1])), (cmd_fire & (((outq_valid_q[0] & ~outq_valid_q[1]) & commit) | outq_valid_q[1])) | (~cmd_fire & ((~outq_valid_q[0] & commit) | outq_valid_q[0]))};
       trace_valid_q <= commit;
       if (start | commit) next_id_q <= start ? 16'd0 : (next_id_q + 16'd1);
@@ -917,9 +951,9 @@ module gpurtl_cmdproc (
       held_q <= jump ? 6'd0 : ((held_q + {5'd0, pool_we}) - {5'd0, pool_pop});
       if (jump | pool_pop) rd_ptr_q <= jump ? 5'd0 : (rd_ptr_q + 5'd1);
       if (jump | pool_we) wr_ptr_q <= jump ? 5'd0 : (wr_ptr_q + 5'd1);
-      credits_q <= jump ? 6'd32 : ((credits_q - {5'd0, imem_req_fire}) + {5'd0, pool_pop});
+      credits_q <= jump ? 6'd32 : ((credits_q - {5'd0, imem_req_issue}) + {5'd0, pool_pop});
       drop_q <= jump ? inflight_next : (drop_q - {6'd0, imem_rsp_valid_i & (drop_q != 7'd0)});
-      if (jump | imem_req_fire) fetch_beats_q <= jump ? ((jump_dwords == 32'd0) ? 32'd0 : fetch_beats_q_t12[32:1]) : (fetch_beats_q - 32'd1);
+      if (jump | imem_req_issue) fetch_beats_q <= jump ? ((jump_dwords == 32'd0) ? 32'd0 : fetch_beats_q_t12[32:1]) : (fetch_beats_q - 32'd1);
       if (start | ((take_mode & ~decode_error) & (first_take != 3'd0))) pkt_left_q <= start ? 15'd0 : first_finishes ? (second_starts ? (hdr1_len - {12'd0, second_take}) : 15'd0) : (first_left - {12'd0, first_take});
       if (start | prim_job_push) job_push_q <= start ? 3'd0 : (job_push_q == 3'd7) ? 3'd0 : (job_push_q + 3'd1);
       if (pmem_req_fire | start) job_beats_asked_q <= (job_all_asked | start) ? 32'd0 : (job_beats_asked_q + 32'd1);
@@ -953,98 +987,8 @@ module gpurtl_cmdproc (
   end
 
   always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd0))) | (lane1_state_we & (lane1_state_reg == 7'd0)))) begin
-      state0_q <= start ? state_init0_q : (lane1_state_we & (lane1_state_reg == 7'd0)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd0)) ? lane0 : state0_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd1))) | (lane1_state_we & (lane1_state_reg == 7'd1)))) begin
-      state1_q <= start ? state_init1_q : (lane1_state_we & (lane1_state_reg == 7'd1)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd1)) ? lane0 : state1_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd2))) | (lane1_state_we & (lane1_state_reg == 7'd2)))) begin
-      state2_q <= start ? state_init2_q : (lane1_state_we & (lane1_state_reg == 7'd2)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd2)) ? lane0 : state2_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd3))) | (lane1_state_we & (lane1_state_reg == 7'd3)))) begin
-      state3_q <= start ? state_init3_q : (lane1_state_we & (lane1_state_reg == 7'd3)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd3)) ? lane0 : state3_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd4))) | (lane1_state_we & (lane1_state_reg == 7'd4)))) begin
-      state4_q <= start ? state_init4_q : (lane1_state_we & (lane1_state_reg == 7'd4)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd4)) ? lane0 : state4_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd5))) | (lane1_state_we & (lane1_state_reg == 7'd5)))) begin
-      state5_q <= start ? state_init5_q : (lane1_state_we & (lane1_state_reg == 7'd5)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd5)) ? lane0 : state5_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd6))) | (lane1_state_we & (lane1_state_reg == 7'd6)))) begin
-      state6_q <= start ? state_init6_q : (lane1_state_we & (lane1_state_reg == 7'd6)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd6)) ? lane0 : state6_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd7))) | (lane1_state_we & (lane1_state_reg == 7'd7)))) begin
-      state7_q <= start ? state_init7_q : (lane1_state_we & (lane1_state_reg == 7'd7)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd7)) ? lane0 : state7_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd8))) | (lane1_state_we & (lane1_state_reg == 7'd8)))) begin
-      state8_q <= start ? state_init8_q : (lane1_state_we & (lane1_state_reg == 7'd8)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd8)) ? lane0 : state8_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd9))) | (lane1_state_we & (lane1_state_reg == 7'd9)))) begin
-      state9_q <= start ? state_init9_q : (lane1_state_we & (lane1_state_reg == 7'd9)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd9)) ? lane0 : state9_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd10))) | (lane1_state_we & (lane1_state_reg == 7'd10)))) begin
-      state10_q <= start ? state_init10_q : (lane1_state_we & (lane1_state_reg == 7'd10)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd10)) ? lane0 : state10_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd11))) | (lane1_state_we & (lane1_state_reg == 7'd11)))) begin
-      state11_q <= start ? state_init11_q : (lane1_state_we & (lane1_state_reg == 7'd11)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd11)) ? lane0 : state11_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd12))) | (lane1_state_we & (lane1_state_reg == 7'd12)))) begin
-      state12_q <= start ? state_init12_q : (lane1_state_we & (lane1_state_reg == 7'd12)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd12)) ? lane0 : state12_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd13))) | (lane1_state_we & (lane1_state_reg == 7'd13)))) begin
-      state13_q <= start ? state_init13_q : (lane1_state_we & (lane1_state_reg == 7'd13)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd13)) ? lane0 : state13_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd14))) | (lane1_state_we & (lane1_state_reg == 7'd14)))) begin
-      state14_q <= start ? state_init14_q : (lane1_state_we & (lane1_state_reg == 7'd14)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd14)) ? lane0 : state14_q;
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd15))) | (lane1_state_we & (lane1_state_reg == 7'd15)))) begin
-      state15_q <= start ? state_init15_q : (lane1_state_we & (lane1_state_reg == 7'd15)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd15)) ? lane0 : state15_q;
+    if (imem_req_issue) begin
+      imem_req_addr_q <= fetch_addr_q;
     end
   end
 
@@ -1308,7 +1252,7 @@ module gpurtl_cmdproc (
   end
 
   always @(posedge clk_i) begin
-    if (jump | imem_req_fire) begin
+    if (jump | imem_req_issue) begin
       fetch_addr_q <= jump ? {jump_addr[31:3], 3'd0} : (fetch_addr_q + 32'd8);
     end
   end
