@@ -99,6 +99,7 @@ synth-report: build fpga-deps
 	$(GPURTL) synth compress --preset stream --param width=64 --target ice40 -o out/synth/compress-stream64-ice40 || true
 	$(GPURTL) synth systolic --preset infer --target ecp5 -o out/synth/systolic-infer-ecp5 || true
 	$(GPURTL) synth scheduler --preset wide --target generic -o out/synth/scheduler-wide-generic || true
+	$(GPURTL) synth cmdproc --preset small --target ice40 -o out/synth/cmdproc-small-ice40 || true
 	$(GPURTL) synth-table out/synth | tee out/synth/table.md
 
 clean:

@@ -230,8 +230,8 @@ fn addresses_wrap_around() {
     assert_eq!(addrs(&o), vec![0xFFFF_FFF0, 0x2000, 0x0000_0000]);
     // 16-bit indices across 2^32: o = 5, m = 10 from 0xFFFFFFF0.
     let cmd = [pkt(Opcode::IndexType, &[0]), pkt(Opcode::DrawIndexOffset2, &[0, 5, 10, 0])].concat();
-    let mut w = workload(0x1000, cmd, 0xFFFF_FFF0, (0..4).map(|k| (2 * k + 1) << 16 | 2 * k).collect(), 0x40, 4);
-    w.memory.push((0, (0..4).map(|k| (2 * k + 9) << 16 | (2 * k + 8)).collect()));
+    let mut w = workload(0x1000, cmd, 0xFFFF_FFF0, (0..4).map(|k| ((2 * k + 1) << 16) | (2 * k)).collect(), 0x40, 4);
+    w.memory.push((0, (0..4).map(|k| ((2 * k + 9) << 16) | (2 * k + 8)).collect()));
     let o = agree("indices across 2^32", &wide, &w);
     assert_eq!(o.commands[1].prims, (5..15).collect::<Vec<u32>>());
 }
@@ -263,8 +263,8 @@ fn draws_wait_for_job_slots() {
     let prims: Vec<u32> = (0..5000).map(|i| i * 3 + 1).collect();
     let o = agree("draws and a fence", &p, &workload(0x1000, cmd, 0x4_0000, prims.clone(), 4 * 5000, 50));
     assert_eq!(o.status, Status::Done);
-    for i in 0..7 {
-        assert_eq!(o.commands[i].prims, vec![prims[i]]);
+    for (c, &want) in o.commands.iter().zip(&prims).take(7) {
+        assert_eq!(c.prims, vec![want]);
     }
     assert_eq!(o.commands[8].prims, prims);
     assert_eq!(o.memory_writes, vec![(0x9000, vec![42])]);
