@@ -298,3 +298,228 @@ fn regeneration_is_byte_identical() {
     gpurtl_tests::check_stable(|| build(&CmdprocParams::default()).unwrap());
 }
 
+
+/// The register interface, driven cycle by cycle: strobes, read-only and
+/// unmapped offsets, address bits [1:0], doorbells that are not, writes and
+/// doorbells during a run, IRQ_STATUS across runs and its clearing, a write
+/// offered while its response is held back, a read and a write in one
+/// cycle. Every expected value is from docs/cmdproc.md ("Registers").
+#[test]
+fn axi_register_interface() {
+    use gpurtl_params::cmdproc::reg;
+    use gpurtl_sim::cosim::{PortHandle, Sim};
+    use std::collections::{HashMap, VecDeque};
+
+    struct Bench {
+        sim: Sim,
+        h: HashMap<&'static str, PortHandle>,
+        mem: HashMap<u32, u32>,
+        pending: VecDeque<(u32, u64)>,
+        now: u64,
+        busy_cycles: u64,
+    }
+    impl Bench {
+        fn set(&mut self, n: &'static str, v: u64) {
+            let p = self.h[n];
+            self.sim.set(p, v);
+        }
+        fn get(&self, n: &'static str) -> u64 {
+            self.sim.get(self.h[n])
+        }
+        /// One cycle: the memory (latency 1) and always-ready sinks; the
+        /// AXI inputs as set. Returns whether (aw/w, ar) were taken.
+        fn cycle(&mut self) -> (bool, bool) {
+            let due = self.pending.front().filter(|x| x.1 <= self.now).map(|x| x.0);
+            self.set("imem_rsp_valid_i", due.is_some() as u64);
+            let beat = due.map_or(0, |a| self.mem.get(&a).copied().unwrap_or(0) as u64 | (self.mem.get(&(a + 4)).copied().unwrap_or(0) as u64) << 32);
+            self.set("imem_rsp_data_i", beat);
+            for r in ["imem_req_ready_i", "pmem_req_ready_i", "wr_ready_i", "cmd_ready_i", "prim_ready_i"] {
+                self.set(r, 1);
+            }
+            self.sim.eval();
+            if due.is_some() {
+                self.pending.pop_front();
+            }
+            if self.get("imem_req_valid_o") == 1 {
+                let a = self.get("imem_req_addr_o") as u32;
+                self.pending.push_back((a, self.now + 1));
+            }
+            self.busy_cycles += self.get("busy_o");
+            let w = self.get("s_axi_awready") == 1;
+            let r = self.get("s_axi_arready") == 1 && self.get("s_axi_arvalid") == 1;
+            self.sim.tick();
+            self.now += 1;
+            (w, r)
+        }
+        fn write(&mut self, addr: u32, data: u32, strb: u32) {
+            self.set("s_axi_awvalid", 1);
+            self.set("s_axi_wvalid", 1);
+            self.set("s_axi_awaddr", addr as u64);
+            self.set("s_axi_wdata", data as u64);
+            self.set("s_axi_wstrb", strb as u64);
+            self.set("s_axi_bready", 1);
+            for _ in 0..10 {
+                if self.cycle().0 {
+                    break;
+                }
+            }
+            self.set("s_axi_awvalid", 0);
+            self.set("s_axi_wvalid", 0);
+            self.sim.eval();
+            assert_eq!((self.get("s_axi_bvalid"), self.get("s_axi_bresp")), (1, 0), "write response");
+            self.cycle();
+        }
+        fn read(&mut self, addr: u32) -> u32 {
+            self.set("s_axi_arvalid", 1);
+            self.set("s_axi_araddr", addr as u64);
+            self.set("s_axi_rready", 1);
+            for _ in 0..10 {
+                if self.cycle().1 {
+                    break;
+                }
+            }
+            self.set("s_axi_arvalid", 0);
+            self.sim.eval();
+            assert_eq!((self.get("s_axi_rvalid"), self.get("s_axi_rresp")), (1, 0), "read response");
+            let v = self.get("s_axi_rdata") as u32;
+            self.cycle();
+            v
+        }
+        fn wait_idle(&mut self) {
+            for _ in 0..10_000 {
+                self.sim.eval();
+                if self.get("busy_o") == 0 {
+                    return;
+                }
+                self.cycle();
+            }
+            panic!("the run did not end");
+        }
+    }
+
+    let p = CmdprocParams::default();
+    let compiled = compile_design(&build(&p).unwrap()).expect("verilator build");
+    let mut sim = compiled.start(None).unwrap();
+    let names = [
+        "rst_i", "s_axi_awvalid", "s_axi_awready", "s_axi_awaddr", "s_axi_wvalid", "s_axi_wready", "s_axi_wdata", "s_axi_wstrb",
+        "s_axi_bvalid", "s_axi_bready", "s_axi_bresp", "s_axi_arvalid", "s_axi_arready", "s_axi_araddr", "s_axi_rvalid",
+        "s_axi_rready", "s_axi_rdata", "s_axi_rresp", "imem_req_valid_o", "imem_req_ready_i", "imem_req_addr_o",
+        "imem_rsp_valid_i", "imem_rsp_data_i", "pmem_req_ready_i", "wr_ready_i", "cmd_ready_i", "prim_ready_i", "busy_o",
+        "irq_o", "state_o",
+    ];
+    let h: HashMap<&'static str, PortHandle> = names.iter().map(|n| (*n, sim.port(n).unwrap())).collect();
+    sim.reset(h["rst_i"], 2);
+    let mut b = Bench { sim, h, mem: HashMap::new(), pending: VecDeque::new(), now: 0, busy_cycles: 0 };
+    b.sim.eval();
+    assert!(b.sim.words(b.h["state_o"]).iter().all(|&w| w == 0), "the table resets to 0");
+    // Every offset reads 0 after reset; unmapped ones and DOORBELL always.
+    for a in (0..0x40 + 4 * p.state_regs + 8).step_by(4) {
+        assert_eq!(b.read(a), 0, "offset 0x{a:x} after reset");
+    }
+    // Strobes, bits that read 0, address bits [1:0].
+    b.write(reg::PRIM_SIZE, 0x1234_AB00, 0b0010);
+    assert_eq!(b.read(reg::PRIM_SIZE), 0x0000_AB00);
+    b.write(reg::PRIM_SIZE + 1, 0x1234_5678, 0b0001);
+    assert_eq!(b.read(reg::PRIM_SIZE + 2), 0x0000_AB78);
+    b.write(reg::CMD_BASE, 0x1003, 0xF);
+    assert_eq!(b.read(reg::CMD_BASE), 0x1000);
+    b.write(reg::IRQ_ENABLE, 0xFFFF_FFFF, 0xF);
+    assert_eq!(b.read(reg::IRQ_ENABLE), 3);
+    for ro in [reg::STATUS, reg::ERR_CAUSE, reg::ERR_ADDR, reg::IRQ_STATUS, reg::CMD_COUNT, reg::BUSY_CYCLES, reg::IGNORED, 0x38, 0x3C] {
+        b.write(ro, 0xFFFF_FFFF, 0xF);
+        assert_eq!(b.read(ro), 0, "offset 0x{ro:x} is not writable");
+    }
+    b.write(reg::STATE_INIT + 4, 77, 0xF);
+    assert_eq!(b.read(reg::STATE_INIT + 4), 77);
+    // A NOP of 100 payload dwords at 0x1000; then a type-0 header.
+    let nop = pkt(Opcode::Nop, &[9; 100]);
+    for (i, d) in nop.iter().chain(&[0u32]).enumerate() {
+        b.mem.insert(0x1000 + 4 * i as u32, *d);
+    }
+    b.write(reg::CMD_SIZE, 4 * 102, 0xF);
+    b.write(reg::STATE_PTR, 0x5000, 0xF);
+    // Not doorbells: another value, byte 0 not strobed.
+    b.write(reg::DOORBELL, 2, 0xF);
+    b.write(reg::DOORBELL, 1, 0b1110);
+    b.sim.eval();
+    assert_eq!(b.get("busy_o"), 0, "not a doorbell");
+    b.busy_cycles = 0;
+    b.write(reg::DOORBELL, 1, 0xF);
+    assert_eq!(b.get("busy_o"), 1);
+    assert_eq!(b.sim.words(b.h["state_o"])[1], 77, "the table from STATE_INIT at the doorbell");
+    // During the run: descriptor registers change the next run only; two
+    // doorbells and one non-doorbell; STATE_INIT changes.
+    b.write(reg::DOORBELL, 1, 0xF);
+    b.write(reg::DOORBELL, 3, 0xF);
+    b.write(reg::DOORBELL, 1, 0x1);
+    b.write(reg::STATE_INIT + 4, 88, 0xF);
+    b.write(reg::CMD_SIZE, 8, 0xF);
+    assert_eq!(b.read(reg::STATUS), reg::STATUS_BUSY);
+    b.wait_idle();
+    // One command, then `type` at 0x1000 + 404.
+    assert_eq!(b.read(reg::STATUS), reg::STATUS_ERROR);
+    assert_eq!((b.read(reg::ERR_CAUSE), b.read(reg::ERR_ADDR)), (Cause::Type.code(), 0x1000 + 404));
+    assert_eq!(b.read(reg::CMD_COUNT), 1);
+    assert_eq!(b.read(reg::IGNORED), 2);
+    assert_eq!(b.read(reg::BUSY_CYCLES) as u64, b.busy_cycles);
+    assert_eq!(b.sim.words(b.h["state_o"])[1], 77, "STATE_INIT written during the run is for the next one");
+    assert_eq!(b.read(reg::IRQ_STATUS), reg::IRQ_ERROR);
+    b.sim.eval();
+    assert_eq!(b.get("irq_o"), 1);
+    // The next run: one 1-dword NOP; IRQ_STATUS keeps the error bit.
+    b.write(reg::CMD_SIZE, 4, 0xF);
+    b.mem.insert(0x1000, pkt(Opcode::Nop, &[])[0]);
+    b.write(reg::DOORBELL, 1, 0xF);
+    assert_eq!(b.sim.words(b.h["state_o"])[1], 88);
+    b.wait_idle();
+    assert_eq!(b.read(reg::STATUS), reg::STATUS_DONE);
+    assert_eq!((b.read(reg::ERR_CAUSE), b.read(reg::ERR_ADDR)), (0, 0), "a doorbell clears the error registers");
+    assert_eq!(b.read(reg::IRQ_STATUS), reg::IRQ_ERROR | reg::IRQ_DONE, "a doorbell does not clear IRQ_STATUS");
+    // Clearing: byte 0 must be strobed; only the bits written as 1.
+    b.write(reg::IRQ_STATUS, 3, 0b0010);
+    assert_eq!(b.read(reg::IRQ_STATUS), 3);
+    b.write(reg::IRQ_STATUS, reg::IRQ_DONE, 0x1);
+    assert_eq!(b.read(reg::IRQ_STATUS), reg::IRQ_ERROR);
+    b.sim.eval();
+    assert_eq!(b.get("irq_o"), 1);
+    b.write(reg::IRQ_ENABLE, reg::IRQ_DONE, 0xF);
+    b.sim.eval();
+    assert_eq!(b.get("irq_o"), 0, "IRQ_ENABLE acts at once");
+    // A write offered while the last write's response is held back waits.
+    b.set("s_axi_awvalid", 1);
+    b.set("s_axi_wvalid", 1);
+    b.set("s_axi_awaddr", reg::STATE_PTR as u64);
+    b.set("s_axi_wdata", 0x6000);
+    b.set("s_axi_wstrb", 0xF);
+    b.set("s_axi_bready", 0);
+    assert!(b.cycle().0, "taken");
+    for _ in 0..3 {
+        b.set("s_axi_wdata", 0x7000);
+        b.sim.eval();
+        assert_eq!((b.get("s_axi_bvalid"), b.get("s_axi_awready"), b.get("s_axi_wready")), (1, 0, 0));
+        b.cycle();
+    }
+    b.set("s_axi_bready", 1);
+    b.cycle();
+    assert!(b.cycle().0, "taken once the response has gone");
+    b.set("s_axi_awvalid", 0);
+    b.set("s_axi_wvalid", 0);
+    b.cycle();
+    // A read and a write of one register in one cycle: the read gives the
+    // value before the write.
+    b.set("s_axi_awvalid", 1);
+    b.set("s_axi_wvalid", 1);
+    b.set("s_axi_wdata", 0x8000);
+    b.set("s_axi_arvalid", 1);
+    b.set("s_axi_araddr", reg::STATE_PTR as u64);
+    b.set("s_axi_rready", 1);
+    let (w, r) = b.cycle();
+    assert!(w && r);
+    b.set("s_axi_awvalid", 0);
+    b.set("s_axi_wvalid", 0);
+    b.set("s_axi_arvalid", 0);
+    b.sim.eval();
+    assert_eq!(b.get("s_axi_rdata"), 0x7000);
+    b.cycle();
+    assert_eq!(b.read(reg::STATE_PTR), 0x8000);
+}
