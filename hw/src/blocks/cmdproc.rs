@@ -354,17 +354,41 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
     let f_done = b.let_("first_done", &is_cont.mux(&done, &Expr::zero(rw)));
     let f_addr = b.let_("first_addr", &is_cont.mux(&cur_addr, &daddr));
     let a_r = a.zext(rw);
-    let f_ends = b.let_("first_ends", &f_rem.le(&a_r));
+    // "More than i dwords left" for i < F, and "ends within A", without the
+    // header's adders: a starting packet's length is c + 2 (c = h[29:16])
+    // for a command (1 for c = 0x3FFF) and 1 for a filler.
+    let c0 = lanes[0].slice(29, 16);
+    let c_one = c0.eq_lit(0x3FFF);
+    let c_small = c0.slice(13, tw).eq_lit(0);
+    let start_len_gt = |i: u32| -> Expr {
+        // c + 2 > i, i <= 4: always for i <= 1; else c >= i - 1.
+        let cmd = if i <= 1 { Expr::bit(true) } else { c_small.not().or(&c0.slice(tw - 1, 0).ge(&lit_t(i - 1))) };
+        h0.t3.and(&c_one.not()).and(&cmd).or(&Expr::bit(i == 0))
+    };
+    let r_small = r.slice(rw - 1, tw).eq_lit(0);
+    let rem_gt = |i: u32| -> Expr { is_cont.mux(&r_small.not().or(&r.slice(tw - 1, 0).gt(&lit_t(i))), &start_len_gt(i)) };
+    // Ends: not more than A dwords left.
+    let start_ends = h0.t3.not().or(&c_one).or(&c_small.and(&c0.slice(tw - 1, 0).zext(tw + 1).add(&Expr::lit(tw + 1, 2)).le(&a.zext(tw + 1))));
+    let cont_ends = r_small.and(&r.slice(tw - 1, 0).le(&a));
+    let f_ends = b.let_("first_ends", &is_cont.mux(&cont_ends, &start_ends));
     let start_err = b.let_("header_error", &take_mode.and(&is_cont.not()).and(&h0.cause.ne(&Expr::zero(4))));
     // Lanes the first packet may take: all it has left up to A (one for WRITE_DATA).
     let tn_all = f_ends.mux(&f_rem.slice(tw - 1, 0), &a);
     let tn = b.let_("first_lanes", &f_wd.mux(&a.ne(&lit_t(0)).zext(tw), &tn_all));
     // Lane i holds the first packet's dword done + i; p_k is dword 1 + k.
+    // Lane i is taken by the first packet iff i < tn, i.e. i < A, the
+    // packet has more than i dwords left, and i = 0 for WRITE_DATA.
+    let lane_in: Vec<Expr> = (0..f)
+        .map(|i| {
+            let one = if i == 0 { Expr::bit(true) } else { f_wd.not() };
+            b.let_(&format!("lane{i}_first"), &lit_t(i).lt(&a).and(&rem_gt(i)).and(&one))
+        })
+        .collect();
     let lane_has = |i: u32, dword: u32| -> Expr {
         if dword < i {
             Expr::bit(false)
         } else {
-            f_done.eq_lit((dword - i) as u64).and(&lit_t(i).lt(&tn))
+            f_done.eq_lit((dword - i) as u64).and(&lane_in[i as usize])
         }
     };
     let mp: Vec<Expr> = (0..4u32)
@@ -405,18 +429,25 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
     let first_err = b.let_("first_error", &start_err.or(&first_scr_err).or(&field_err).or(&prim_err).or(&wd_field_err));
     // A draw with indices waits for the primitive unit.
     let blocked = b.let_("draw_waits", &f_d2.and(&f_ends).and(&mp[2].ne(&Expr::zero(32))).and(&jobs_full));
+    // What the cycle takes and where the packets end are worked out as if no
+    // error were raised: after an error the decoder stops, so positions,
+    // counts and the current packet no longer matter (the next doorbell sets
+    // them), and the error checks (the draw's range: an add and a compare
+    // on payload dwords) stay off those paths. Commits, table writes and
+    // jobs do wait for them.
     let t_first = b.let_(
         "first_take",
-        &take_mode.and(&first_err.not()).mux(&f_wd.mux(&wd_take.zext(tw), &blocked.mux(&lit_t(0), &tn)), &lit_t(0)),
+        &take_mode.mux(&f_wd.mux(&wd_take.zext(tw), &blocked.mux(&lit_t(0), &tn)), &lit_t(0)),
     );
-    let f_fin = b.let_(
-        "first_finishes",
-        &take_mode.and(&first_err.not()).and(&f_wd.mux(&wd_take.and(&is_cont).and(&r.eq_lit(1)), &f_ends.and(&blocked.not()))),
+    let f_fin_any = b.let_(
+        "first_finishes_if_no_error",
+        &take_mode.and(&f_wd.mux(&wd_take.and(&is_cont).and(&r.eq_lit(1)), &f_ends.and(&blocked.not()))),
     );
+    let f_fin = b.let_("first_finishes", &f_fin_any.and(&first_err.not()));
     let commit = b.let_("commit", &f_fin.and(&f_t3));
 
     // ---- the second packet: a header in lane e = r, after the first ended ----
-    let sec_pre = b.let_("second_possible", &f_fin.and(&is_cont).and(&f_ib.not()).and(&r.lt(&a_r)));
+    let sec_pre = b.let_("second_possible", &f_fin_any.and(&is_cont).and(&f_ib.not()).and(&r.lt(&a_r)));
     let e_is: Vec<Expr> = (0..f).map(|e| if e == 0 { Expr::bit(false) } else { r.eq_lit(e as u64) }).collect();
     let by_e = |b: &mut ModuleBuilder, name: &str, vals: &dyn Fn(u32) -> Expr, w: u32| -> Expr {
         let v = (1..f).fold(Expr::zero(w), |acc, e| e_is[e as usize].mux(&vals(e), &acc));
@@ -477,7 +508,7 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
     // Lane i writes as a value of the first packet (value k = done + i - 2 to
     // p0 + k) or of the second (value k = i - e - 2).
     let f_writes = take_mode.and(&first_err.not()).and(&f_scr).and(&f_sc_ok);
-    let s_writes = sec_starts.and(&h1_scr).and(&s_p0_now).and(&s_scr_bad.not());
+    let s_writes = sec_starts.and(&first_err.not()).and(&h1_scr).and(&s_p0_now).and(&s_scr_bad.not());
     let mut lane_we = Vec::new();
     let mut lane_reg = Vec::new();
     for i in 0..f {
@@ -562,17 +593,27 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
         &start.mux(&Expr::cat(&[Expr::zero(2), cmd_size.slice(31, 2)]), &ib_jump.mux(&mp[2].slice(19, 0).zext(32), &top_left)),
     );
     let jump = b.let_("jump", &start.or(&ib_jump).or(&ret));
-    let j_pos = if lf == 0 { Expr::zero(posw) } else { j_addr.slice(lf + 1, 2) };
-    let j_pos = b.let_("jump_pos", &j_pos);
+    let pos_of = |a: &Expr| if lf == 0 { Expr::zero(posw) } else { a.slice(lf + 1, 2) };
+    let j_pos = b.let_("jump_pos", &pos_of(&j_addr));
+    // The beats to fetch, worked out for each kind of jump side by side and
+    // chosen last (the INDIRECT_BUFFER's decision comes late in the cycle).
     // An empty buffer fetches nothing (whatever its alignment).
-    let j_beats = j_size.eq_lit(0).mux(&Expr::zero(32), &j_size.zext(34).add(&j_pos.zext(34)).add(&Expr::lit(34, f as u64 - 1)).slice(31 + lf, lf).zext(32));
+    let beats_of = |size: &Expr, addr: &Expr| -> Expr {
+        size.eq_lit(0).mux(&Expr::zero(32), &size.zext(34).add(&pos_of(addr).zext(34)).add(&Expr::lit(34, f as u64 - 1)).slice(31 + lf, lf).zext(32))
+    };
+    let beats_start = beats_of(&Expr::cat(&[Expr::zero(2), cmd_size.slice(31, 2)]), &cmd_base);
+    let beats_ib = beats_of(&mp[2].slice(19, 0).zext(32), &mp[0]);
+    let beats_ret = beats_of(&top_left, &top_addr);
+    let j_beats = b.let_("jump_beats", &start.mux(&beats_start, &ib_jump.mux(&beats_ib, &beats_ret)));
     let j_fa = Expr::cat(&[j_addr.slice(31, lbb), Expr::zero(lbb)]);
     if depth > 0 {
         for (l, (sa, sl)) in stack.iter().enumerate() {
+            // An INDIRECT_BUFFER that commits takes all it has left (f_rem
+            // <= A): the return point, from values known early.
             let push_here = ib_jump.and(&sp.eq_lit(l as u64));
-            let t_ext = t_first.zext(32);
-            b.next(sa, &daddr.add(&Expr::cat(&[Expr::zero(32 - tw - 2), t_first.clone(), Expr::zero(2)])), Some(&push_here));
-            b.next(sl, &left.sub(&t_ext), Some(&push_here));
+            let t_ib = f_rem.slice(tw - 1, 0);
+            b.next(sa, &daddr.add(&Expr::cat(&[Expr::zero(32 - tw - 2), t_ib.clone(), Expr::zero(2)])), Some(&push_here));
+            b.next(sl, &left.sub(&t_ib.zext(32)), Some(&push_here));
         }
     }
     b.next(
@@ -583,9 +624,9 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
 
     // ---- pool, fetcher and decoder position updates ----
     let pos_sum = pos.zext(tw).add(&t_total);
-    let pop = b.let_("pool_pop", &take_mode.and(&dec_err.not()).and(&pos_sum.ge(&lit_t(f))));
+    let pop = b.let_("pool_pop", &take_mode.and(&pos_sum.ge(&lit_t(f))));
     let pos_adv = if lf == 0 { Expr::zero(posw) } else { pos_sum.slice(lf - 1, 0) };
-    let advance = take_mode.and(&dec_err.not());
+    let advance = take_mode.clone();
     b.next(&pos, &jump.mux(&j_pos, &pos_adv), Some(&jump.or(&advance)));
     b.next(&left, &jump.mux(&j_size, &left.sub(&t_total.zext(32))), Some(&jump.or(&advance)));
     b.next(&daddr, &jump.mux(&j_addr, &daddr.add(&Expr::cat(&[Expr::zero(32 - tw - 2), t_total.clone(), Expr::zero(2)]))), Some(&jump.or(&advance)));
@@ -617,18 +658,18 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
     b.next(&fbeats, &jump.mux(&j_beats, &fbeats.sub(&Expr::lit(32, 1))), Some(&jump.or(&ireq_fire)));
 
     // ---- current packet registers ----
-    let upd = take_mode.and(&dec_err.not()).and(&t_first.ne(&lit_t(0)));
+    let upd = take_mode.and(&t_first.ne(&lit_t(0)));
     let rem_first = f_rem.sub(&t_first.zext(rw));
-    let r_next = f_fin.mux(&sec_starts.mux(&h1.len.sub(&t2.zext(rw)), &Expr::zero(rw)), &rem_first);
+    let r_next = f_fin_any.mux(&sec_starts.mux(&h1.len.sub(&t2.zext(rw)), &Expr::zero(rw)), &rem_first);
     b.next(&r, &start.mux(&Expr::zero(rw), &r_next), Some(&start.or(&upd)));
-    b.next(&done, &f_fin.mux(&t2.zext(rw), &f_done.add(&t_first.zext(rw))), Some(&upd));
-    b.next(&cur_hdr, &f_fin.mux(&sec_hdr, &f_hdr), Some(&upd));
-    b.next(&cur_addr, &f_fin.mux(&sec_addr, &f_addr), Some(&upd));
-    b.next(&cur_n, &f_fin.mux(&h1.n, &f_n), Some(&upd));
+    b.next(&done, &f_fin_any.mux(&t2.zext(rw), &f_done.add(&t_first.zext(rw))), Some(&upd));
+    b.next(&cur_hdr, &f_fin_any.mux(&sec_hdr, &f_hdr), Some(&upd));
+    b.next(&cur_addr, &f_fin_any.mux(&sec_addr, &f_addr), Some(&upd));
+    b.next(&cur_n, &f_fin_any.mux(&h1.n, &f_n), Some(&upd));
     for k in 0..4 {
-        b.next(&cur_p[k], &f_fin.mux(&sp_k[k], &mp[k]), Some(&upd));
+        b.next(&cur_p[k], &f_fin_any.mux(&sp_k[k], &mp[k]), Some(&upd));
     }
-    b.next(&cur_sc_ok, &f_fin.mux(&s_scr_bad.not(), &f_sc_ok), Some(&upd));
+    b.next(&cur_sc_ok, &f_fin_any.mux(&s_scr_bad.not(), &f_sc_ok), Some(&upd));
 
     // ---- the primitive unit ----
     // A job queue of prim_jobs entries; the request side and the index side

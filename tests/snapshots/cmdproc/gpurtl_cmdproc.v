@@ -322,8 +322,11 @@ module gpurtl_cmdproc (
   wire [14:0] first_done;
   wire [31:0] first_addr;
   wire        first_ends;
+  wire [13:0] first_ends_t4;
   wire        header_error;
   wire [2:0]  first_lanes;
+  wire        lane0_first;
+  wire        lane1_first;
   wire [31:0] first_p0;
   wire [31:0] first_p1;
   wire [31:0] first_p2;
@@ -333,9 +336,9 @@ module gpurtl_cmdproc (
   wire        first_range_ok;
   wire        first_range_error;
   wire        prim_range_bad;
-  // prim_range_bad_t4: bits [34] unused: holds an expression of which only a slice is used
+  // prim_range_bad_t5: bits [34] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [34:0] prim_range_bad_t4;
+  wire [34:0] prim_range_bad_t5;
   /* verilator lint_on UNUSED */
   wire        first_field_error;
   wire        first_prim_error;
@@ -347,6 +350,7 @@ module gpurtl_cmdproc (
   wire        first_error;
   wire        draw_waits;
   wire [2:0]  first_take;
+  wire        first_finishes_if_no_error;
   wire        first_finishes;
   wire        commit;
   wire        second_possible;
@@ -364,11 +368,11 @@ module gpurtl_cmdproc (
   wire [13:0] hdr1_n;
   wire [14:0] hdr1_len;
   wire [3:0]  hdr1_cause;
-  // hdr1_cause_t5: bits [0] unused: holds an expression of which only a slice is used
+  // hdr1_cause_t6: bits [0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [1:0]  hdr1_cause_t5;
+  wire [1:0]  hdr1_cause_t6;
   /* verilator lint_on UNUSED */
-  wire [31:0] hdr1_cause_t6;
+  wire [31:0] hdr1_cause_t7;
   wire        second_header_error;
   wire [2:0]  second_take;
   wire        second_starts;
@@ -398,15 +402,15 @@ module gpurtl_cmdproc (
   reg  [31:0] state15_q;
   wire        lane0_state_we;
   wire [6:0]  lane0_state_reg;
-  // lane0_state_reg_t7: bits [14:7] unused: holds an expression of which only a slice is used
+  // lane0_state_reg_t8: bits [14:7] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [14:0] lane0_state_reg_t7;
+  wire [14:0] lane0_state_reg_t8;
   /* verilator lint_on UNUSED */
   wire        lane1_state_we;
   wire [6:0]  lane1_state_reg;
-  // lane1_state_reg_t8: bits [14:7] unused: holds an expression of which only a slice is used
+  // lane1_state_reg_t9: bits [14:7] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [14:0] lane1_state_reg_t8;
+  wire [14:0] lane1_state_reg_t9;
   /* verilator lint_on UNUSED */
   wire        cmd_fire;
   reg  [3:0]  outq_valid_q;
@@ -456,19 +460,32 @@ module gpurtl_cmdproc (
   wire        indirect_jump;
   wire        buffer_return;
   wire [31:0] jump_addr;
-  wire [1:0]  jump_addr_t9;
+  wire [1:0]  jump_addr_t10;
   wire [31:0] jump_dwords;
-  wire [1:0]  jump_dwords_t10;
+  wire [1:0]  jump_dwords_t11;
   wire        jump;
   wire        jump_pos;
-  wire        pool_pop;
-  // pos_q_t11: bits [2:1] unused: holds an expression of which only a slice is used
+  wire [31:0] jump_beats;
+  // jump_beats_t12: bits [33], [0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [2:0]  pos_q_t11;
+  wire [33:0] jump_beats_t12;
   /* verilator lint_on UNUSED */
-  // fetch_beats_q_t12: bits [33], [0] unused: holds an expression of which only a slice is used
+  // jump_beats_t13: bits [33], [0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [33:0] fetch_beats_q_t12;
+  wire [33:0] jump_beats_t13;
+  /* verilator lint_on UNUSED */
+  // jump_beats_t14: bits [31:3], [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0] jump_beats_t14;
+  /* verilator lint_on UNUSED */
+  // jump_beats_t15: bits [33], [0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [33:0] jump_beats_t15;
+  /* verilator lint_on UNUSED */
+  wire        pool_pop;
+  // pos_q_t16: bits [2:1] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [2:0]  pos_q_t16;
   /* verilator lint_on UNUSED */
   reg  [15:0] job0_id_q;
   reg  [28:0] job0_beat_q;
@@ -524,13 +541,13 @@ module gpurtl_cmdproc (
   reg  [3:0]  jobs_unfetched_q;
   wire        prim_job_push;
   wire [31:0] prim_first_byte;
-  // job0_beats_q_t13: bits [35], [2:0] unused: holds an expression of which only a slice is used
+  // job0_beats_q_t17: bits [35], [2:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [35:0] job0_beats_q_t13;
+  wire [35:0] job0_beats_q_t17;
   /* verilator lint_on UNUSED */
-  // job0_pos_q_t14: bits [0] unused: holds an expression of which only a slice is used
+  // job0_pos_q_t18: bits [0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [2:0]  job0_pos_q_t14;
+  wire [2:0]  job0_pos_q_t18;
   /* verilator lint_on UNUSED */
   reg  [4:0]  prim_credits_q;
   reg  [31:0] job_beats_asked_q;
@@ -670,19 +687,22 @@ module gpurtl_cmdproc (
   assign first_left = in_packet ? pkt_left_q : hdr0_len;
   assign first_done = in_packet ? pkt_done_q : 15'd0;
   assign first_addr = in_packet ? pkt_addr_q : daddr_q;
-  assign first_ends = first_left <= {12'd0, avail};
+  assign first_ends_t4 = lane0[29:16];
+  assign first_ends = in_packet ? ((pkt_left_q[14:3] == 12'd0) & (pkt_left_q[2:0] <= avail)) : ((~hdr0_t3 | (lane0[29:16] == 14'd16383)) | ((first_ends_t4[13:3] == 11'd0) & (({1'd0, first_ends_t4[2:0]} + 4'd2) <= {1'd0, avail})));
   assign header_error = (take_mode & ~in_packet) & (hdr0_cause != 4'd0);
   assign first_lanes = first_write_data ? {2'd0, avail != 3'd0} : first_ends ? first_left[2:0] : avail;
-  assign first_p0 = ((first_done == 15'd1) & (3'd0 < first_lanes)) ? lane0 : ((first_done == 15'd0) & (3'd1 < first_lanes)) ? lane1 : in_packet ? pkt_p0_q : 32'd0;
-  assign first_p1 = ((first_done == 15'd2) & (3'd0 < first_lanes)) ? lane0 : ((first_done == 15'd1) & (3'd1 < first_lanes)) ? lane1 : in_packet ? pkt_p1_q : 32'd0;
-  assign first_p2 = ((first_done == 15'd3) & (3'd0 < first_lanes)) ? lane0 : ((first_done == 15'd2) & (3'd1 < first_lanes)) ? lane1 : in_packet ? pkt_p2_q : 32'd0;
-  assign first_p3 = ((first_done == 15'd4) & (3'd0 < first_lanes)) ? lane0 : ((first_done == 15'd3) & (3'd1 < first_lanes)) ? lane1 : in_packet ? pkt_p3_q : 32'd0;
-  assign first_p0_now = (1'd0 | ((first_done == 15'd1) & (3'd0 < first_lanes))) | ((first_done == 15'd0) & (3'd1 < first_lanes));
+  assign lane0_first = ((3'd0 < avail) & (in_packet ? (~(pkt_left_q[14:3] == 12'd0) | (pkt_left_q[2:0] > 3'd0)) : (((hdr0_t3 & ~(lane0[29:16] == 14'd16383)) & 1'd1) | 1'd1))) & 1'd1;
+  assign lane1_first = ((3'd1 < avail) & (in_packet ? (~(pkt_left_q[14:3] == 12'd0) | (pkt_left_q[2:0] > 3'd1)) : (((hdr0_t3 & ~(lane0[29:16] == 14'd16383)) & 1'd1) | 1'd0))) & ~first_write_data;
+  assign first_p0 = ((first_done == 15'd1) & lane0_first) ? lane0 : ((first_done == 15'd0) & lane1_first) ? lane1 : in_packet ? pkt_p0_q : 32'd0;
+  assign first_p1 = ((first_done == 15'd2) & lane0_first) ? lane0 : ((first_done == 15'd1) & lane1_first) ? lane1 : in_packet ? pkt_p1_q : 32'd0;
+  assign first_p2 = ((first_done == 15'd3) & lane0_first) ? lane0 : ((first_done == 15'd2) & lane1_first) ? lane1 : in_packet ? pkt_p2_q : 32'd0;
+  assign first_p3 = ((first_done == 15'd4) & lane0_first) ? lane0 : ((first_done == 15'd3) & lane1_first) ? lane1 : in_packet ? pkt_p3_q : 32'd0;
+  assign first_p0_now = (1'd0 | ((first_done == 15'd1) & lane0_first)) | ((first_done == 15'd0) & lane1_first);
   assign first_range_bad = ({2'd0, first_p0} + {20'd0, first_n}) > 34'd17;
   assign first_range_ok = first_p0_now ? ~first_range_bad : pkt_range_ok_q;
   assign first_range_error = (((take_mode & ~header_error) & first_set_context) & first_p0_now) & first_range_bad;
-  assign prim_range_bad_t4 = {3'd0, first_p1} + {3'd0, first_p2};
-  assign prim_range_bad = (index32_q ? {prim_range_bad_t4[32:0], 2'd0} : {prim_range_bad_t4[33:0], 1'd0}) > {3'd0, desc_prim_size_q};
+  assign prim_range_bad_t5 = {3'd0, first_p1} + {3'd0, first_p2};
+  assign prim_range_bad = (index32_q ? {prim_range_bad_t5[32:0], 2'd0} : {prim_range_bad_t5[33:0], 1'd0}) > {3'd0, desc_prim_size_q};
   assign first_field_error = (((take_mode & ~header_error) & ~first_write_data) & first_ends) & ((first_index_type & (first_p0 > 32'd1)) | (first_indirect & ((first_p1 != 32'd0) | (first_p0[1:0] != 2'd0))));
   assign first_prim_error = ((((take_mode & ~header_error) & ~first_write_data) & first_ends) & first_draw_indexed) & prim_range_bad;
   assign write_field_error = (((take_mode & (first_write_data & in_packet)) & (pkt_done_q == 15'd3)) & (avail != 3'd0)) & ((lane0 != 32'd0) | (pkt_p1_q[1:0] != 2'd0));
@@ -692,10 +712,11 @@ module gpurtl_cmdproc (
   assign write_take = (avail != 3'd0) & (in_packet ? (write_data_dword ? wr_ready_i : ~write_field_error) : write_fence_clear);
   assign first_error = (((header_error | first_range_error) | first_field_error) | first_prim_error) | write_field_error;
   assign draw_waits = ((first_draw_indexed & first_ends) & (first_p2 != 32'd0)) & prim_full;
-  assign first_take = (take_mode & ~first_error) ? (first_write_data ? {2'd0, write_take} : draw_waits ? 3'd0 : first_lanes) : 3'd0;
-  assign first_finishes = (take_mode & ~first_error) & (first_write_data ? ((write_take & in_packet) & (pkt_left_q == 15'd1)) : (first_ends & ~draw_waits));
+  assign first_take = take_mode ? (first_write_data ? {2'd0, write_take} : draw_waits ? 3'd0 : first_lanes) : 3'd0;
+  assign first_finishes_if_no_error = take_mode & (first_write_data ? ((write_take & in_packet) & (pkt_left_q == 15'd1)) : (first_ends & ~draw_waits));
+  assign first_finishes = first_finishes_if_no_error & ~first_error;
   assign commit = first_finishes & first_t3;
-  assign second_possible = ((first_finishes & in_packet) & ~first_indirect) & (pkt_left_q < {12'd0, avail});
+  assign second_possible = ((first_finishes_if_no_error & in_packet) & ~first_indirect) & (pkt_left_q < {12'd0, avail});
   assign second_header = (pkt_left_q == 15'd1) ? lane1 : 32'd0;
   assign second_lane = (pkt_left_q == 15'd1) ? 3'd1 : 3'd0;
   assign hdr1_t3 = second_header[31:30] == 2'd3;
@@ -709,9 +730,9 @@ module gpurtl_cmdproc (
   assign hdr1_is_indirect_buffer = hdr1_t3 & (second_header[15:8] == 8'd63);
   assign hdr1_n = second_header[29:16] + 14'd1;
   assign hdr1_len = hdr1_t3 ? ({1'd0, hdr1_n} + 15'd1) : 15'd1;
-  assign hdr1_cause_t5 = second_header[31:30];
-  assign hdr1_cause_t6 = left_q - {29'd0, second_lane};
-  assign hdr1_cause = ~hdr1_cause_t5[1] ? 4'd1 : (hdr1_t3 & ~(((((((hdr1_is_nop | hdr1_is_set_context_reg) | hdr1_is_index_type) | hdr1_is_draw_index_auto) | hdr1_is_draw_index_offset_2) | hdr1_is_dispatch_direct) | hdr1_is_write_data) | hdr1_is_indirect_buffer)) ? 4'd2 : ((((((((1'd0 | (hdr1_is_nop & ~1'd1)) | (hdr1_is_set_context_reg & ~(hdr1_n > 14'd1))) | (hdr1_is_index_type & ~(hdr1_n == 14'd1))) | (hdr1_is_draw_index_auto & ~(hdr1_n == 14'd2))) | (hdr1_is_draw_index_offset_2 & ~(hdr1_n == 14'd4))) | (hdr1_is_dispatch_direct & ~(hdr1_n == 14'd4))) | (hdr1_is_write_data & ~(hdr1_n > 14'd3))) | (hdr1_is_indirect_buffer & ~(hdr1_n == 14'd3))) ? 4'd3 : (~(hdr1_cause_t6[31:15] != 17'd0) & (hdr1_cause_t6[14:0] < hdr1_len)) ? 4'd4 : (hdr1_is_indirect_buffer & (sp_q == 2'd1)) ? 4'd5 : 4'd0;
+  assign hdr1_cause_t6 = second_header[31:30];
+  assign hdr1_cause_t7 = left_q - {29'd0, second_lane};
+  assign hdr1_cause = ~hdr1_cause_t6[1] ? 4'd1 : (hdr1_t3 & ~(((((((hdr1_is_nop | hdr1_is_set_context_reg) | hdr1_is_index_type) | hdr1_is_draw_index_auto) | hdr1_is_draw_index_offset_2) | hdr1_is_dispatch_direct) | hdr1_is_write_data) | hdr1_is_indirect_buffer)) ? 4'd2 : ((((((((1'd0 | (hdr1_is_nop & ~1'd1)) | (hdr1_is_set_context_reg & ~(hdr1_n > 14'd1))) | (hdr1_is_index_type & ~(hdr1_n == 14'd1))) | (hdr1_is_draw_index_auto & ~(hdr1_n == 14'd2))) | (hdr1_is_draw_index_offset_2 & ~(hdr1_n == 14'd4))) | (hdr1_is_dispatch_direct & ~(hdr1_n == 14'd4))) | (hdr1_is_write_data & ~(hdr1_n > 14'd3))) | (hdr1_is_indirect_buffer & ~(hdr1_n == 14'd3))) ? 4'd3 : (~(hdr1_cause_t7[31:15] != 17'd0) & (hdr1_cause_t7[14:0] < hdr1_len)) ? 4'd4 : (hdr1_is_indirect_buffer & (sp_q == 2'd1)) ? 4'd5 : 4'd0;
   assign second_header_error = second_possible & (hdr1_cause != 4'd0);
   assign second_take = ((((second_possible & ~second_header_error) & hdr1_t3) & ~hdr1_is_write_data) & ~first_write_data) ? (((hdr1_n[13:3] == 11'd0) & (hdr1_n[2:0] < (avail - second_lane))) ? hdr1_n[2:0] : (avail - second_lane)) : 3'd0;
   assign second_starts = second_take != 3'd0;
@@ -723,12 +744,12 @@ module gpurtl_cmdproc (
   assign second_range_bad = ({2'd0, second_p0} + {20'd0, hdr1_n}) > 34'd17;
   assign second_range_error = (second_p0_now & hdr1_is_set_context_reg) & second_range_bad;
   assign decode_error = (first_error | second_header_error) | second_range_error;
-  assign lane0_state_we = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd0 < first_lanes)) & ((first_done + 15'd0) >= 15'd2)) | ((((second_starts & hdr1_is_set_context_reg) & second_p0_now) & ~second_range_bad) & 1'd0);
-  assign lane0_state_reg_t7 = first_done + 15'd0;
-  assign lane0_state_reg = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd0 < first_lanes)) & ((first_done + 15'd0) >= 15'd2)) ? ((first_p0[6:0] + lane0_state_reg_t7[6:0]) - 7'd2) : 7'd0;
-  assign lane1_state_we = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd1 < first_lanes)) & ((first_done + 15'd1) >= 15'd2)) | ((((second_starts & hdr1_is_set_context_reg) & second_p0_now) & ~second_range_bad) & 1'd0);
-  assign lane1_state_reg_t8 = first_done + 15'd1;
-  assign lane1_state_reg = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd1 < first_lanes)) & ((first_done + 15'd1) >= 15'd2)) ? ((first_p0[6:0] + lane1_state_reg_t8[6:0]) - 7'd2) : 7'd0;
+  assign lane0_state_we = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd0 < first_lanes)) & ((first_done + 15'd0) >= 15'd2)) | (((((second_starts & ~first_error) & hdr1_is_set_context_reg) & second_p0_now) & ~second_range_bad) & 1'd0);
+  assign lane0_state_reg_t8 = first_done + 15'd0;
+  assign lane0_state_reg = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd0 < first_lanes)) & ((first_done + 15'd0) >= 15'd2)) ? ((first_p0[6:0] + lane0_state_reg_t8[6:0]) - 7'd2) : 7'd0;
+  assign lane1_state_we = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd1 < first_lanes)) & ((first_done + 15'd1) >= 15'd2)) | (((((second_starts & ~first_error) & hdr1_is_set_context_reg) & second_p0_now) & ~second_range_bad) & 1'd0);
+  assign lane1_state_reg_t9 = first_done + 15'd1;
+  assign lane1_state_reg = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd1 < first_lanes)) & ((first_done + 15'd1) >= 15'd2)) ? ((first_p0[6:0] + lane1_state_reg_t9[6:0]) - 7'd2) : 7'd0;
   assign state_o = {state15_q, state14_q, state13_q, state12_q, state11_q, state10_q, state9_q, state8_q, state7_q, state6_q, state5_q, state4_q, state3_q, state2_q, state1_q, state0_q};
   assign cmd_fire = cmd_valid_o & cmd_ready_i;
   assign out_full = outq_valid_q[3];
@@ -759,19 +780,23 @@ module gpurtl_cmdproc (
   assign take = first_take + second_take;
   assign indirect_jump = commit & first_indirect;
   assign buffer_return = buffer_end & (sp_q != 2'd0);
-  assign jump_addr_t9 = sp_q - 2'd1;
-  assign jump_addr = start ? cmd_base_q : indirect_jump ? first_p0 : jump_addr_t9[1] ? (jump_addr_t9[0] ? 32'd0 : 32'd0) : jump_addr_t9[0] ? 32'd0 : ret0_addr_q;
-  assign jump_dwords_t10 = sp_q - 2'd1;
-  assign jump_dwords = start ? {2'd0, cmd_size_q[31:2]} : indirect_jump ? {12'd0, first_p2[19:0]} : jump_dwords_t10[1] ? (jump_dwords_t10[0] ? 32'd0 : 32'd0) : jump_dwords_t10[0] ? 32'd0 : ret0_left_q;
+  assign jump_addr_t10 = sp_q - 2'd1;
+  assign jump_addr = start ? cmd_base_q : indirect_jump ? first_p0 : jump_addr_t10[1] ? (jump_addr_t10[0] ? 32'd0 : 32'd0) : jump_addr_t10[0] ? 32'd0 : ret0_addr_q;
+  assign jump_dwords_t11 = sp_q - 2'd1;
+  assign jump_dwords = start ? {2'd0, cmd_size_q[31:2]} : indirect_jump ? {12'd0, first_p2[19:0]} : jump_dwords_t11[1] ? (jump_dwords_t11[0] ? 32'd0 : 32'd0) : jump_dwords_t11[0] ? 32'd0 : ret0_left_q;
   assign jump = (start | indirect_jump) | buffer_return;
   assign jump_pos = jump_addr[2];
-  assign pool_pop = (take_mode & ~decode_error) & (({2'd0, pos_q} + take) >= 3'd2);
-  assign pos_q_t11 = {2'd0, pos_q} + take;
-  assign fetch_beats_q_t12 = ({2'd0, jump_dwords} + {33'd0, jump_pos}) + 34'd1;
+  assign jump_beats_t12 = ({2'd0, {2'd0, cmd_size_q[31:2]}} + {33'd0, cmd_base_q[2]}) + 34'd1;
+  assign jump_beats_t13 = ({2'd0, {12'd0, first_p2[19:0]}} + {33'd0, first_p0[2]}) + 34'd1;
+  assign jump_beats_t14 = jump_addr_t10[1] ? (jump_addr_t10[0] ? 32'd0 : 32'd0) : jump_addr_t10[0] ? 32'd0 : ret0_addr_q;
+  assign jump_beats_t15 = ({2'd0, jump_dwords_t11[1] ? (jump_dwords_t11[0] ? 32'd0 : 32'd0) : jump_dwords_t11[0] ? 32'd0 : ret0_left_q} + {33'd0, jump_beats_t14[2]}) + 34'd1;
+  assign jump_beats = start ? (({2'd0, cmd_size_q[31:2]} == 32'd0) ? 32'd0 : jump_beats_t12[32:1]) : indirect_jump ? (({12'd0, first_p2[19:0]} == 32'd0) ? 32'd0 : jump_beats_t13[32:1]) : ((jump_dwords_t11[1] ? (jump_dwords_t11[0] ? 32'd0 : 32'd0) : jump_dwords_t11[0] ? 32'd0 : ret0_left_q) == 32'd0) ? 32'd0 : jump_beats_t15[32:1];
+  assign pool_pop = take_mode & (({2'd0, pos_q} + take) >= 3'd2);
+  assign pos_q_t16 = {2'd0, pos_q} + take;
   assign prim_job_push = (commit & first_draw_indexed) & (first_p2 != 32'd0);
   assign prim_first_byte = desc_prim_base_q + (index32_q ? {first_p1[29:0], 2'd0} : {first_p1[30:0], 1'd0});
-  assign job0_beats_q_t13 = ({2'd0, index32_q ? {first_p2, 2'd0} : {1'd0, first_p2, 1'd0}} + {33'd0, prim_first_byte[2:0]}) + 36'd7;
-  assign job0_pos_q_t14 = prim_first_byte[2:0];
+  assign job0_beats_q_t17 = ({2'd0, index32_q ? {first_p2, 2'd0} : {1'd0, first_p2, 1'd0}} + {33'd0, prim_first_byte[2:0]}) + 36'd7;
+  assign job0_pos_q_t18 = prim_first_byte[2:0];
   assign fetch_job_beat = job_fetch_q[2] ? (job_fetch_q[1] ? (job_fetch_q[0] ? job7_beat_q : job6_beat_q) : job_fetch_q[0] ? job5_beat_q : job4_beat_q) : job_fetch_q[1] ? (job_fetch_q[0] ? job3_beat_q : job2_beat_q) : job_fetch_q[0] ? job1_beat_q : job0_beat_q;
   assign fetch_job_beats = job_fetch_q[2] ? (job_fetch_q[1] ? (job_fetch_q[0] ? job7_beats_q : job6_beats_q) : job_fetch_q[0] ? job5_beats_q : job4_beats_q) : job_fetch_q[1] ? (job_fetch_q[0] ? job3_beats_q : job2_beats_q) : job_fetch_q[0] ? job1_beats_q : job0_beats_q;
   assign pmem_req = (jobs_unfetched_q != 4'd0) & (prim_credits_q != 5'd0);
@@ -946,15 +971,15 @@ module gpurtl_cmdproc (
       if (start | commit) cmd_count_q <= start ? 32'd0 : (cmd_count_q + 32'd1);
       if (start | (commit & first_index_type)) index32_q <= start ? 1'd1 : first_p0[0];
       if ((start | indirect_jump) | buffer_return) sp_q <= start ? 2'd0 : indirect_jump ? (sp_q + 2'd1) : (sp_q - 2'd1);
-      if (jump | (take_mode & ~decode_error)) pos_q <= jump ? jump_pos : pos_q_t11[0];
-      if (jump | (take_mode & ~decode_error)) left_q <= jump ? jump_dwords : (left_q - {29'd0, take});
+      if (jump | take_mode) pos_q <= jump ? jump_pos : pos_q_t16[0];
+      if (jump | take_mode) left_q <= jump ? jump_dwords : (left_q - {29'd0, take});
       held_q <= jump ? 6'd0 : ((held_q + {5'd0, pool_we}) - {5'd0, pool_pop});
       if (jump | pool_pop) rd_ptr_q <= jump ? 5'd0 : (rd_ptr_q + 5'd1);
       if (jump | pool_we) wr_ptr_q <= jump ? 5'd0 : (wr_ptr_q + 5'd1);
       credits_q <= jump ? 6'd32 : ((credits_q - {5'd0, imem_req_issue}) + {5'd0, pool_pop});
       drop_q <= jump ? inflight_next : (drop_q - {6'd0, imem_rsp_valid_i & (drop_q != 7'd0)});
-      if (jump | imem_req_issue) fetch_beats_q <= jump ? ((jump_dwords == 32'd0) ? 32'd0 : fetch_beats_q_t12[32:1]) : (fetch_beats_q - 32'd1);
-      if (start | ((take_mode & ~decode_error) & (first_take != 3'd0))) pkt_left_q <= start ? 15'd0 : first_finishes ? (second_starts ? (hdr1_len - {12'd0, second_take}) : 15'd0) : (first_left - {12'd0, first_take});
+      if (jump | imem_req_issue) fetch_beats_q <= jump ? jump_beats : (fetch_beats_q - 32'd1);
+      if (start | (take_mode & (first_take != 3'd0))) pkt_left_q <= start ? 15'd0 : first_finishes_if_no_error ? (second_starts ? (hdr1_len - {12'd0, second_take}) : 15'd0) : (first_left - {12'd0, first_take});
       if (start | prim_job_push) job_push_q <= start ? 3'd0 : (job_push_q == 3'd7) ? 3'd0 : (job_push_q + 3'd1);
       if (pmem_req_fire | start) job_beats_asked_q <= (job_all_asked | start) ? 32'd0 : (job_beats_asked_q + 32'd1);
       if (start | job_all_asked) job_fetch_q <= start ? 3'd0 : (job_fetch_q == 3'd7) ? 3'd0 : (job_fetch_q + 3'd1);
@@ -1048,13 +1073,13 @@ module gpurtl_cmdproc (
 
   always @(posedge clk_i) begin
     if (indirect_jump & (sp_q == 2'd0)) begin
-      ret0_addr_q <= daddr_q + {27'd0, first_take, 2'd0};
-      ret0_left_q <= left_q - {29'd0, first_take};
+      ret0_addr_q <= daddr_q + {27'd0, first_left[2:0], 2'd0};
+      ret0_left_q <= left_q - {29'd0, first_left[2:0]};
     end
   end
 
   always @(posedge clk_i) begin
-    if (jump | (take_mode & ~decode_error)) begin
+    if (jump | take_mode) begin
       daddr_q <= jump ? jump_addr : (daddr_q + {27'd0, take, 2'd0});
     end
   end
@@ -1258,16 +1283,16 @@ module gpurtl_cmdproc (
   end
 
   always @(posedge clk_i) begin
-    if ((take_mode & ~decode_error) & (first_take != 3'd0)) begin
-      pkt_done_q <= first_finishes ? {12'd0, second_take} : (first_done + {12'd0, first_take});
-      pkt_header_q <= first_finishes ? second_header : first_header;
-      pkt_addr_q <= first_finishes ? (daddr_q + {27'd0, second_lane, 2'd0}) : first_addr;
-      pkt_n_q <= first_finishes ? hdr1_n : first_n;
-      pkt_p0_q <= first_finishes ? second_p0 : first_p0;
-      pkt_p1_q <= first_finishes ? second_p1 : first_p1;
-      pkt_p2_q <= first_finishes ? second_p2 : first_p2;
-      pkt_p3_q <= first_finishes ? second_p3 : first_p3;
-      pkt_range_ok_q <= first_finishes ? ~second_range_bad : first_range_ok;
+    if (take_mode & (first_take != 3'd0)) begin
+      pkt_done_q <= first_finishes_if_no_error ? {12'd0, second_take} : (first_done + {12'd0, first_take});
+      pkt_header_q <= first_finishes_if_no_error ? second_header : first_header;
+      pkt_addr_q <= first_finishes_if_no_error ? (daddr_q + {27'd0, second_lane, 2'd0}) : first_addr;
+      pkt_n_q <= first_finishes_if_no_error ? hdr1_n : first_n;
+      pkt_p0_q <= first_finishes_if_no_error ? second_p0 : first_p0;
+      pkt_p1_q <= first_finishes_if_no_error ? second_p1 : first_p1;
+      pkt_p2_q <= first_finishes_if_no_error ? second_p2 : first_p2;
+      pkt_p3_q <= first_finishes_if_no_error ? second_p3 : first_p3;
+      pkt_range_ok_q <= first_finishes_if_no_error ? ~second_range_bad : first_range_ok;
     end
   end
 
@@ -1275,8 +1300,8 @@ module gpurtl_cmdproc (
     if (prim_job_push & (job_push_q == 3'd0)) begin
       job0_id_q <= next_id_q;
       job0_beat_q <= prim_first_byte[31:3];
-      job0_beats_q <= job0_beats_q_t13[34:3];
-      job0_pos_q <= index32_q ? {1'd0, job0_pos_q_t14[2]} : job0_pos_q_t14[2:1];
+      job0_beats_q <= job0_beats_q_t17[34:3];
+      job0_pos_q <= index32_q ? {1'd0, job0_pos_q_t18[2]} : job0_pos_q_t18[2:1];
       job0_count_q <= first_p2;
       job0_index16_q <= ~index32_q;
     end
@@ -1286,8 +1311,8 @@ module gpurtl_cmdproc (
     if (prim_job_push & (job_push_q == 3'd1)) begin
       job1_id_q <= next_id_q;
       job1_beat_q <= prim_first_byte[31:3];
-      job1_beats_q <= job0_beats_q_t13[34:3];
-      job1_pos_q <= index32_q ? {1'd0, job0_pos_q_t14[2]} : job0_pos_q_t14[2:1];
+      job1_beats_q <= job0_beats_q_t17[34:3];
+      job1_pos_q <= index32_q ? {1'd0, job0_pos_q_t18[2]} : job0_pos_q_t18[2:1];
       job1_count_q <= first_p2;
       job1_index16_q <= ~index32_q;
     end
@@ -1297,8 +1322,8 @@ module gpurtl_cmdproc (
     if (prim_job_push & (job_push_q == 3'd2)) begin
       job2_id_q <= next_id_q;
       job2_beat_q <= prim_first_byte[31:3];
-      job2_beats_q <= job0_beats_q_t13[34:3];
-      job2_pos_q <= index32_q ? {1'd0, job0_pos_q_t14[2]} : job0_pos_q_t14[2:1];
+      job2_beats_q <= job0_beats_q_t17[34:3];
+      job2_pos_q <= index32_q ? {1'd0, job0_pos_q_t18[2]} : job0_pos_q_t18[2:1];
       job2_count_q <= first_p2;
       job2_index16_q <= ~index32_q;
     end
@@ -1308,8 +1333,8 @@ module gpurtl_cmdproc (
     if (prim_job_push & (job_push_q == 3'd3)) begin
       job3_id_q <= next_id_q;
       job3_beat_q <= prim_first_byte[31:3];
-      job3_beats_q <= job0_beats_q_t13[34:3];
-      job3_pos_q <= index32_q ? {1'd0, job0_pos_q_t14[2]} : job0_pos_q_t14[2:1];
+      job3_beats_q <= job0_beats_q_t17[34:3];
+      job3_pos_q <= index32_q ? {1'd0, job0_pos_q_t18[2]} : job0_pos_q_t18[2:1];
       job3_count_q <= first_p2;
       job3_index16_q <= ~index32_q;
     end
@@ -1319,8 +1344,8 @@ module gpurtl_cmdproc (
     if (prim_job_push & (job_push_q == 3'd4)) begin
       job4_id_q <= next_id_q;
       job4_beat_q <= prim_first_byte[31:3];
-      job4_beats_q <= job0_beats_q_t13[34:3];
-      job4_pos_q <= index32_q ? {1'd0, job0_pos_q_t14[2]} : job0_pos_q_t14[2:1];
+      job4_beats_q <= job0_beats_q_t17[34:3];
+      job4_pos_q <= index32_q ? {1'd0, job0_pos_q_t18[2]} : job0_pos_q_t18[2:1];
       job4_count_q <= first_p2;
       job4_index16_q <= ~index32_q;
     end
@@ -1330,8 +1355,8 @@ module gpurtl_cmdproc (
     if (prim_job_push & (job_push_q == 3'd5)) begin
       job5_id_q <= next_id_q;
       job5_beat_q <= prim_first_byte[31:3];
-      job5_beats_q <= job0_beats_q_t13[34:3];
-      job5_pos_q <= index32_q ? {1'd0, job0_pos_q_t14[2]} : job0_pos_q_t14[2:1];
+      job5_beats_q <= job0_beats_q_t17[34:3];
+      job5_pos_q <= index32_q ? {1'd0, job0_pos_q_t18[2]} : job0_pos_q_t18[2:1];
       job5_count_q <= first_p2;
       job5_index16_q <= ~index32_q;
     end
@@ -1341,8 +1366,8 @@ module gpurtl_cmdproc (
     if (prim_job_push & (job_push_q == 3'd6)) begin
       job6_id_q <= next_id_q;
       job6_beat_q <= prim_first_byte[31:3];
-      job6_beats_q <= job0_beats_q_t13[34:3];
-      job6_pos_q <= index32_q ? {1'd0, job0_pos_q_t14[2]} : job0_pos_q_t14[2:1];
+      job6_beats_q <= job0_beats_q_t17[34:3];
+      job6_pos_q <= index32_q ? {1'd0, job0_pos_q_t18[2]} : job0_pos_q_t18[2:1];
       job6_count_q <= first_p2;
       job6_index16_q <= ~index32_q;
     end
@@ -1352,8 +1377,8 @@ module gpurtl_cmdproc (
     if (prim_job_push & (job_push_q == 3'd7)) begin
       job7_id_q <= next_id_q;
       job7_beat_q <= prim_first_byte[31:3];
-      job7_beats_q <= job0_beats_q_t13[34:3];
-      job7_pos_q <= index32_q ? {1'd0, job0_pos_q_t14[2]} : job0_pos_q_t14[2:1];
+      job7_beats_q <= job0_beats_q_t17[34:3];
+      job7_pos_q <= index32_q ? {1'd0, job0_pos_q_t18[2]} : job0_pos_q_t18[2:1];
       job7_count_q <= first_p2;
       job7_index16_q <= ~index32_q;
     end
