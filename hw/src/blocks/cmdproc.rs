@@ -228,15 +228,18 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
 
     // ---- instruction pool and fetcher ----
     let held = b.reg("held_q", pw + 1, 0);
-    let rd = b.reg("rd_ptr_q", pw.max(1), 0);
-    let wp = b.reg("wr_ptr_q", pw.max(1), 0);
+    // Beats past the oldest two are read from the pool array; with two
+    // beats there is no array (the two registers below are the pool).
+    let array = p.pool_beats > 2;
+    let rd = array.then(|| b.reg("rd_ptr_q", pw, 0));
+    let wp = array.then(|| b.reg("wr_ptr_q", pw, 0));
     let credits = b.reg("credits_q", pw + 1, 0);
     let iw2 = pw + 2;
     let inflight = b.reg("inflight_q", iw2, 0);
     let drop = b.reg("drop_q", iw2, 0);
     let fa = b.reg_noreset("fetch_addr_q", 32);
     let fbeats = b.reg("fetch_beats_q", 32, 0);
-    let pool: Vec<Expr> = (0..p.pool_beats).map(|k| b.reg_noreset(&format!("pool{k}_q"), fb)).collect();
+    let pool: Vec<Expr> = if array { (0..p.pool_beats).map(|k| b.reg_noreset(&format!("pool{k}_q"), fb)).collect() } else { Vec::new() };
     // A request is issued (counted in flight, its credit taken) in the
     // cycle it is first offered; one not taken at once is held on the port,
     // address and all, until it is (a jump or an error does not withdraw it:
@@ -262,14 +265,13 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
     b.next(&inflight, &inflight_next, None);
 
     // The window: F dwords from `pos` in the head beat and the next one.
-    let head = select(&rd, &pool);
-    let head = b.let_("pool_head", &head);
+    // The oldest two beats are also kept in registers of their own (loaded
+    // as beats arrive and move up as the oldest is popped), so the window
+    // does not start behind a pool_beats-way read multiplexer.
+    let head = b.reg_noreset("pool_head_q", fb);
+    let next_beat = b.reg_noreset("pool_next_q", fb);
     // Lane F-1 at pos F-1 reads the next beat's dword F-2 at most.
-    let nxt = (f > 1).then(|| {
-        let rd1 = rd.add(&Expr::lit(pw, 1));
-        let n = select(&rd1, &pool.iter().map(|x| x.slice(32 * (f - 1) - 1, 0)).collect::<Vec<_>>());
-        b.let_("pool_next", &n)
-    });
+    let nxt = (f > 1).then(|| next_beat.slice(32 * (f - 1) - 1, 0));
     let wdw: Vec<Expr> = (0..2 * f - 1)
         .map(|j| if j < f { head.part(32 * j, 32) } else { nxt.as_ref().map_or(Expr::zero(32), |n| n.part(32 * (j - f), 32)) })
         .collect();
@@ -637,17 +639,20 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
         &jump.mux(&Expr::zero(hw_), &held.add(&pool_we.zext(hw_)).sub(&pop.zext(hw_))),
         None,
     );
-    if pw > 0 {
-        b.next(&rd, &jump.mux(&Expr::zero(pw), &rd.add(&one_p(pw))), Some(&jump.or(&pop)));
-        b.next(&wp, &jump.mux(&Expr::zero(pw), &wp.add(&one_p(pw))), Some(&jump.or(&pool_we)));
-    } else {
-        b.next(&rd, &Expr::zero(1), None);
-        b.next(&wp, &Expr::zero(1), None);
+    if let (Some(rd), Some(wp)) = (&rd, &wp) {
+        b.next(rd, &jump.mux(&Expr::zero(pw), &rd.add(&one_p(pw))), Some(&jump.or(&pop)));
+        b.next(wp, &jump.mux(&Expr::zero(pw), &wp.add(&one_p(pw))), Some(&jump.or(&pool_we)));
+        for (k, q) in pool.iter().enumerate() {
+            b.next(q, &imem_rsp.field("data"), Some(&pool_we.and(&wp.eq_lit(k as u64))));
+        }
     }
-    for (k, q) in pool.iter().enumerate() {
-        let here = if pw == 0 { Expr::bit(true) } else { wp.eq_lit(k as u64) };
-        b.next(q, &imem_rsp.field("data"), Some(&pool_we.and(&here)));
-    }
+    // The beats in order: head, next, the third (from the array), then the
+    // beat arriving now (at position `held`).
+    let third = rd.as_ref().map_or(Expr::zero(fb), |rd| select(&rd.add(&Expr::lit(pw, 2)), &pool));
+    let stored = [head.clone(), next_beat.clone(), third];
+    let seq = |i: usize| held.gt(&Expr::lit(hw_, i as u64)).mux(&stored[i], &imem_rsp.field("data"));
+    b.next(&head, &pop.mux(&seq(1), &seq(0)), None);
+    b.next(&next_beat, &pop.mux(&seq(2), &seq(1)), None);
     b.next(
         &credits,
         &jump.mux(&Expr::lit(hw_, p.pool_beats as u64), &credits.sub(&ireq_fire.zext(hw_)).add(&pop.zext(hw_))),

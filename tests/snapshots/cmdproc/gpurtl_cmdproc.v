@@ -279,9 +279,8 @@ module gpurtl_cmdproc (
   wire        imem_req_issue;
   wire        pool_we;
   wire [6:0]  inflight_next;
-  wire [63:0] pool_head;
-  wire [31:0] pool_next;
-  wire [4:0]  pool_next_t2;
+  reg  [63:0] pool_head_q;
+  reg  [63:0] pool_next_q;
   wire [31:0] lane0;
   wire [31:0] lane1;
   wire [2:0]  avail;
@@ -306,9 +305,9 @@ module gpurtl_cmdproc (
   wire [13:0] hdr0_n;
   wire [14:0] hdr0_len;
   wire [3:0]  hdr0_cause;
-  // hdr0_cause_t3: bits [0] unused: holds an expression of which only a slice is used
+  // hdr0_cause_t2: bits [0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [1:0]  hdr0_cause_t3;
+  wire [1:0]  hdr0_cause_t2;
   /* verilator lint_on UNUSED */
   wire [31:0] first_header;
   wire        first_t3;
@@ -322,7 +321,7 @@ module gpurtl_cmdproc (
   wire [14:0] first_done;
   wire [31:0] first_addr;
   wire        first_ends;
-  wire [13:0] first_ends_t4;
+  wire [13:0] first_ends_t3;
   wire        header_error;
   wire [2:0]  first_lanes;
   wire        lane0_first;
@@ -336,9 +335,9 @@ module gpurtl_cmdproc (
   wire        first_range_ok;
   wire        first_range_error;
   wire        prim_range_bad;
-  // prim_range_bad_t5: bits [34] unused: holds an expression of which only a slice is used
+  // prim_range_bad_t4: bits [34] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [34:0] prim_range_bad_t5;
+  wire [34:0] prim_range_bad_t4;
   /* verilator lint_on UNUSED */
   wire        first_field_error;
   wire        first_prim_error;
@@ -368,11 +367,11 @@ module gpurtl_cmdproc (
   wire [13:0] hdr1_n;
   wire [14:0] hdr1_len;
   wire [3:0]  hdr1_cause;
-  // hdr1_cause_t6: bits [0] unused: holds an expression of which only a slice is used
+  // hdr1_cause_t5: bits [0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [1:0]  hdr1_cause_t6;
+  wire [1:0]  hdr1_cause_t5;
   /* verilator lint_on UNUSED */
-  wire [31:0] hdr1_cause_t7;
+  wire [31:0] hdr1_cause_t6;
   wire        second_header_error;
   wire [2:0]  second_take;
   wire        second_starts;
@@ -402,15 +401,15 @@ module gpurtl_cmdproc (
   reg  [31:0] state15_q;
   wire        lane0_state_we;
   wire [6:0]  lane0_state_reg;
-  // lane0_state_reg_t8: bits [14:7] unused: holds an expression of which only a slice is used
+  // lane0_state_reg_t7: bits [14:7] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [14:0] lane0_state_reg_t8;
+  wire [14:0] lane0_state_reg_t7;
   /* verilator lint_on UNUSED */
   wire        lane1_state_we;
   wire [6:0]  lane1_state_reg;
-  // lane1_state_reg_t9: bits [14:7] unused: holds an expression of which only a slice is used
+  // lane1_state_reg_t8: bits [14:7] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [14:0] lane1_state_reg_t9;
+  wire [14:0] lane1_state_reg_t8;
   /* verilator lint_on UNUSED */
   wire        cmd_fire;
   reg  [3:0]  outq_valid_q;
@@ -460,33 +459,34 @@ module gpurtl_cmdproc (
   wire        indirect_jump;
   wire        buffer_return;
   wire [31:0] jump_addr;
-  wire [1:0]  jump_addr_t10;
+  wire [1:0]  jump_addr_t9;
   wire [31:0] jump_dwords;
-  wire [1:0]  jump_dwords_t11;
+  wire [1:0]  jump_dwords_t10;
   wire        jump;
   wire        jump_pos;
   wire [31:0] jump_beats;
+  // jump_beats_t11: bits [33], [0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [33:0] jump_beats_t11;
+  /* verilator lint_on UNUSED */
   // jump_beats_t12: bits [33], [0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [33:0] jump_beats_t12;
   /* verilator lint_on UNUSED */
-  // jump_beats_t13: bits [33], [0] unused: holds an expression of which only a slice is used
+  // jump_beats_t13: bits [31:3], [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [33:0] jump_beats_t13;
+  wire [31:0] jump_beats_t13;
   /* verilator lint_on UNUSED */
-  // jump_beats_t14: bits [31:3], [1:0] unused: holds an expression of which only a slice is used
+  // jump_beats_t14: bits [33], [0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0] jump_beats_t14;
-  /* verilator lint_on UNUSED */
-  // jump_beats_t15: bits [33], [0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [33:0] jump_beats_t15;
+  wire [33:0] jump_beats_t14;
   /* verilator lint_on UNUSED */
   wire        pool_pop;
-  // pos_q_t16: bits [2:1] unused: holds an expression of which only a slice is used
+  // pos_q_t15: bits [2:1] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [2:0]  pos_q_t16;
+  wire [2:0]  pos_q_t15;
   /* verilator lint_on UNUSED */
+  wire [4:0]  pool_next_q_t16;
   reg  [15:0] job0_id_q;
   reg  [28:0] job0_beat_q;
   reg  [31:0] job0_beats_q;
@@ -639,23 +639,8 @@ module gpurtl_cmdproc (
   assign imem_rsp_ready_o = 1'd1;
   assign pool_we = imem_rsp_valid_i & ~(drop_q != 7'd0);
   assign inflight_next = (inflight_q + {6'd0, imem_req_issue}) - {6'd0, imem_rsp_valid_i};
-  assign pool_head = rd_ptr_q[4] ? (rd_ptr_q[3] ? (rd_ptr_q[2] ? (rd_ptr_q[1] ? (rd_ptr_q[0] ? pool31_q : pool30_q) : rd_ptr_q[0] ? pool29_q : pool28_q) : rd_ptr_q[1] ? (rd_ptr_q[0] ? pool27_q : pool26_q) : rd_ptr_q[0] ? pool25_q : pool24_q) : rd_ptr_q[2] ? (rd_ptr_q[1] ? (rd_ptr_q[0] ? pool23_q : pool22_q) : rd_ptr_q[0] ? pool21_q : pool20_q) : rd_ptr_q[1] ? (rd_ptr_q[0] ? pool19_q : pool18_q) : rd_ptr_q[0] ? pool17_q : pool16_q) : rd_ptr_q[3] ? (rd_ptr_q[2] ? (rd_ptr_q[1] ? (rd_ptr_q[0] ? pool15_q : pool14_q) : rd_ptr_q[0] ? pool13_q : pool12_q) : rd_ptr_q[1] ? (rd_ptr_q[0] ? pool11_q : pool10_q) : rd_ptr_q[0] ? pool9_q : pool8_q) : rd_ptr_q[2] ? (rd_ptr_q[1] ? (rd_ptr_q[0] ? pool7_q : pool6_q) : rd_ptr_q[0] ? pool5_q : pool4_q) : rd_ptr_q[1] ? (rd_ptr_q[0] ? pool3_q : pool2_q) : rd_ptr_q[0] ? pool1_q : pool0_q;
-  assign pool_next_t2 = rd_ptr_q + 5'd1;
-  assign pool_next = pool_next_t2[4] ? (pool_next_t2[3] ? (pool_next_t2[2] ? (pool_next_t2[1] ?
-      (pool_next_t2[0] ? pool31_q[31:0] : pool30_q[31:0]) : pool_next_t2[0] ? pool29_q[31:0] :
-      pool28_q[31:0]) : pool_next_t2[1] ? (pool_next_t2[0] ? pool27_q[31:0] : pool26_q[31:0]) :
-      pool_next_t2[0] ? pool25_q[31:0] : pool24_q[31:0]) : pool_next_t2[2] ? (pool_next_t2[1] ?
-      (pool_next_t2[0] ? pool23_q[31:0] : pool22_q[31:0]) : pool_next_t2[0] ? pool21_q[31:0] :
-      pool20_q[31:0]) : pool_next_t2[1] ? (pool_next_t2[0] ? pool19_q[31:0] : pool18_q[31:0]) :
-      pool_next_t2[0] ? pool17_q[31:0] : pool16_q[31:0]) : pool_next_t2[3] ? (pool_next_t2[2] ?
-      (pool_next_t2[1] ? (pool_next_t2[0] ? pool15_q[31:0] : pool14_q[31:0]) : pool_next_t2[0] ?
-      pool13_q[31:0] : pool12_q[31:0]) : pool_next_t2[1] ? (pool_next_t2[0] ? pool11_q[31:0] :
-      pool10_q[31:0]) : pool_next_t2[0] ? pool9_q[31:0] : pool8_q[31:0]) : pool_next_t2[2] ?
-      (pool_next_t2[1] ? (pool_next_t2[0] ? pool7_q[31:0] : pool6_q[31:0]) : pool_next_t2[0] ?
-      pool5_q[31:0] : pool4_q[31:0]) : pool_next_t2[1] ? (pool_next_t2[0] ? pool3_q[31:0] :
-      pool2_q[31:0]) : pool_next_t2[0] ? pool1_q[31:0] : pool0_q[31:0];
-  assign lane0 = pos_q ? pool_head[63:32] : pool_head[31:0];
-  assign lane1 = pos_q ? pool_next : pool_head[63:32];
+  assign lane0 = pos_q ? pool_head_q[63:32] : pool_head_q[31:0];
+  assign lane1 = pos_q ? pool_next_q[31:0] : pool_head_q[63:32];
   assign avail = ((left_q[31:3] == 29'd0) & (left_q[2:0] < ((held_q == 6'd0) ? 3'd0 : (held_q == 6'd1) ? (3'd2 - {2'd0, pos_q}) : 3'd2))) ? left_q[2:0] : (held_q == 6'd0) ? 3'd0 : (held_q == 6'd1) ? (3'd2 - {2'd0, pos_q}) : 3'd2;
   assign prim_idle = prim_jobs_q == 4'd0;
   assign prim_full = prim_jobs_q == 4'd8;
@@ -674,8 +659,8 @@ module gpurtl_cmdproc (
   assign hdr0_is_indirect_buffer = hdr0_t3 & (lane0[15:8] == 8'd63);
   assign hdr0_n = lane0[29:16] + 14'd1;
   assign hdr0_len = hdr0_t3 ? ({1'd0, hdr0_n} + 15'd1) : 15'd1;
-  assign hdr0_cause_t3 = lane0[31:30];
-  assign hdr0_cause = ~hdr0_cause_t3[1] ? 4'd1 : (hdr0_t3 & ~(((((((hdr0_is_nop | hdr0_is_set_context_reg) | hdr0_is_index_type) | hdr0_is_draw_index_auto) | hdr0_is_draw_index_offset_2) | hdr0_is_dispatch_direct) | hdr0_is_write_data) | hdr0_is_indirect_buffer)) ? 4'd2 : ((((((((1'd0 | (hdr0_is_nop & ~1'd1)) | (hdr0_is_set_context_reg & ~(hdr0_n > 14'd1))) | (hdr0_is_index_type & ~(hdr0_n == 14'd1))) | (hdr0_is_draw_index_auto & ~(hdr0_n == 14'd2))) | (hdr0_is_draw_index_offset_2 & ~(hdr0_n == 14'd4))) | (hdr0_is_dispatch_direct & ~(hdr0_n == 14'd4))) | (hdr0_is_write_data & ~(hdr0_n > 14'd3))) | (hdr0_is_indirect_buffer & ~(hdr0_n == 14'd3))) ? 4'd3 : (~(left_q[31:15] != 17'd0) & (left_q[14:0] < hdr0_len)) ? 4'd4 : (hdr0_is_indirect_buffer & (sp_q == 2'd1)) ? 4'd5 : 4'd0;
+  assign hdr0_cause_t2 = lane0[31:30];
+  assign hdr0_cause = ~hdr0_cause_t2[1] ? 4'd1 : (hdr0_t3 & ~(((((((hdr0_is_nop | hdr0_is_set_context_reg) | hdr0_is_index_type) | hdr0_is_draw_index_auto) | hdr0_is_draw_index_offset_2) | hdr0_is_dispatch_direct) | hdr0_is_write_data) | hdr0_is_indirect_buffer)) ? 4'd2 : ((((((((1'd0 | (hdr0_is_nop & ~1'd1)) | (hdr0_is_set_context_reg & ~(hdr0_n > 14'd1))) | (hdr0_is_index_type & ~(hdr0_n == 14'd1))) | (hdr0_is_draw_index_auto & ~(hdr0_n == 14'd2))) | (hdr0_is_draw_index_offset_2 & ~(hdr0_n == 14'd4))) | (hdr0_is_dispatch_direct & ~(hdr0_n == 14'd4))) | (hdr0_is_write_data & ~(hdr0_n > 14'd3))) | (hdr0_is_indirect_buffer & ~(hdr0_n == 14'd3))) ? 4'd3 : (~(left_q[31:15] != 17'd0) & (left_q[14:0] < hdr0_len)) ? 4'd4 : (hdr0_is_indirect_buffer & (sp_q == 2'd1)) ? 4'd5 : 4'd0;
   assign first_header = in_packet ? pkt_header_q : lane0;
   assign first_t3 = in_packet | hdr0_t3;
   assign first_write_data = first_t3 & (first_header[15:8] == 8'd55);
@@ -687,8 +672,8 @@ module gpurtl_cmdproc (
   assign first_left = in_packet ? pkt_left_q : hdr0_len;
   assign first_done = in_packet ? pkt_done_q : 15'd0;
   assign first_addr = in_packet ? pkt_addr_q : daddr_q;
-  assign first_ends_t4 = lane0[29:16];
-  assign first_ends = in_packet ? ((pkt_left_q[14:3] == 12'd0) & (pkt_left_q[2:0] <= avail)) : ((~hdr0_t3 | (lane0[29:16] == 14'd16383)) | ((first_ends_t4[13:3] == 11'd0) & (({1'd0, first_ends_t4[2:0]} + 4'd2) <= {1'd0, avail})));
+  assign first_ends_t3 = lane0[29:16];
+  assign first_ends = in_packet ? ((pkt_left_q[14:3] == 12'd0) & (pkt_left_q[2:0] <= avail)) : ((~hdr0_t3 | (lane0[29:16] == 14'd16383)) | ((first_ends_t3[13:3] == 11'd0) & (({1'd0, first_ends_t3[2:0]} + 4'd2) <= {1'd0, avail})));
   assign header_error = (take_mode & ~in_packet) & (hdr0_cause != 4'd0);
   assign first_lanes = first_write_data ? {2'd0, avail != 3'd0} : first_ends ? first_left[2:0] : avail;
   assign lane0_first = ((3'd0 < avail) & (in_packet ? (~(pkt_left_q[14:3] == 12'd0) | (pkt_left_q[2:0] > 3'd0)) : (((hdr0_t3 & ~(lane0[29:16] == 14'd16383)) & 1'd1) | 1'd1))) & 1'd1;
@@ -701,8 +686,8 @@ module gpurtl_cmdproc (
   assign first_range_bad = ({2'd0, first_p0} + {20'd0, first_n}) > 34'd17;
   assign first_range_ok = first_p0_now ? ~first_range_bad : pkt_range_ok_q;
   assign first_range_error = (((take_mode & ~header_error) & first_set_context) & first_p0_now) & first_range_bad;
-  assign prim_range_bad_t5 = {3'd0, first_p1} + {3'd0, first_p2};
-  assign prim_range_bad = (index32_q ? {prim_range_bad_t5[32:0], 2'd0} : {prim_range_bad_t5[33:0], 1'd0}) > {3'd0, desc_prim_size_q};
+  assign prim_range_bad_t4 = {3'd0, first_p1} + {3'd0, first_p2};
+  assign prim_range_bad = (index32_q ? {prim_range_bad_t4[32:0], 2'd0} : {prim_range_bad_t4[33:0], 1'd0}) > {3'd0, desc_prim_size_q};
   assign first_field_error = (((take_mode & ~header_error) & ~first_write_data) & first_ends) & ((first_index_type & (first_p0 > 32'd1)) | (first_indirect & ((first_p1 != 32'd0) | (first_p0[1:0] != 2'd0))));
   assign first_prim_error = ((((take_mode & ~header_error) & ~first_write_data) & first_ends) & first_draw_indexed) & prim_range_bad;
   assign write_field_error = (((take_mode & (first_write_data & in_packet)) & (pkt_done_q == 15'd3)) & (avail != 3'd0)) & ((lane0 != 32'd0) | (pkt_p1_q[1:0] != 2'd0));
@@ -730,9 +715,9 @@ module gpurtl_cmdproc (
   assign hdr1_is_indirect_buffer = hdr1_t3 & (second_header[15:8] == 8'd63);
   assign hdr1_n = second_header[29:16] + 14'd1;
   assign hdr1_len = hdr1_t3 ? ({1'd0, hdr1_n} + 15'd1) : 15'd1;
-  assign hdr1_cause_t6 = second_header[31:30];
-  assign hdr1_cause_t7 = left_q - {29'd0, second_lane};
-  assign hdr1_cause = ~hdr1_cause_t6[1] ? 4'd1 : (hdr1_t3 & ~(((((((hdr1_is_nop | hdr1_is_set_context_reg) | hdr1_is_index_type) | hdr1_is_draw_index_auto) | hdr1_is_draw_index_offset_2) | hdr1_is_dispatch_direct) | hdr1_is_write_data) | hdr1_is_indirect_buffer)) ? 4'd2 : ((((((((1'd0 | (hdr1_is_nop & ~1'd1)) | (hdr1_is_set_context_reg & ~(hdr1_n > 14'd1))) | (hdr1_is_index_type & ~(hdr1_n == 14'd1))) | (hdr1_is_draw_index_auto & ~(hdr1_n == 14'd2))) | (hdr1_is_draw_index_offset_2 & ~(hdr1_n == 14'd4))) | (hdr1_is_dispatch_direct & ~(hdr1_n == 14'd4))) | (hdr1_is_write_data & ~(hdr1_n > 14'd3))) | (hdr1_is_indirect_buffer & ~(hdr1_n == 14'd3))) ? 4'd3 : (~(hdr1_cause_t7[31:15] != 17'd0) & (hdr1_cause_t7[14:0] < hdr1_len)) ? 4'd4 : (hdr1_is_indirect_buffer & (sp_q == 2'd1)) ? 4'd5 : 4'd0;
+  assign hdr1_cause_t5 = second_header[31:30];
+  assign hdr1_cause_t6 = left_q - {29'd0, second_lane};
+  assign hdr1_cause = ~hdr1_cause_t5[1] ? 4'd1 : (hdr1_t3 & ~(((((((hdr1_is_nop | hdr1_is_set_context_reg) | hdr1_is_index_type) | hdr1_is_draw_index_auto) | hdr1_is_draw_index_offset_2) | hdr1_is_dispatch_direct) | hdr1_is_write_data) | hdr1_is_indirect_buffer)) ? 4'd2 : ((((((((1'd0 | (hdr1_is_nop & ~1'd1)) | (hdr1_is_set_context_reg & ~(hdr1_n > 14'd1))) | (hdr1_is_index_type & ~(hdr1_n == 14'd1))) | (hdr1_is_draw_index_auto & ~(hdr1_n == 14'd2))) | (hdr1_is_draw_index_offset_2 & ~(hdr1_n == 14'd4))) | (hdr1_is_dispatch_direct & ~(hdr1_n == 14'd4))) | (hdr1_is_write_data & ~(hdr1_n > 14'd3))) | (hdr1_is_indirect_buffer & ~(hdr1_n == 14'd3))) ? 4'd3 : (~(hdr1_cause_t6[31:15] != 17'd0) & (hdr1_cause_t6[14:0] < hdr1_len)) ? 4'd4 : (hdr1_is_indirect_buffer & (sp_q == 2'd1)) ? 4'd5 : 4'd0;
   assign second_header_error = second_possible & (hdr1_cause != 4'd0);
   assign second_take = ((((second_possible & ~second_header_error) & hdr1_t3) & ~hdr1_is_write_data) & ~first_write_data) ? (((hdr1_n[13:3] == 11'd0) & (hdr1_n[2:0] < (avail - second_lane))) ? hdr1_n[2:0] : (avail - second_lane)) : 3'd0;
   assign second_starts = second_take != 3'd0;
@@ -745,11 +730,11 @@ module gpurtl_cmdproc (
   assign second_range_error = (second_p0_now & hdr1_is_set_context_reg) & second_range_bad;
   assign decode_error = (first_error | second_header_error) | second_range_error;
   assign lane0_state_we = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd0 < first_lanes)) & ((first_done + 15'd0) >= 15'd2)) | (((((second_starts & ~first_error) & hdr1_is_set_context_reg) & second_p0_now) & ~second_range_bad) & 1'd0);
-  assign lane0_state_reg_t8 = first_done + 15'd0;
-  assign lane0_state_reg = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd0 < first_lanes)) & ((first_done + 15'd0) >= 15'd2)) ? ((first_p0[6:0] + lane0_state_reg_t8[6:0]) - 7'd2) : 7'd0;
+  assign lane0_state_reg_t7 = first_done + 15'd0;
+  assign lane0_state_reg = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd0 < first_lanes)) & ((first_done + 15'd0) >= 15'd2)) ? ((first_p0[6:0] + lane0_state_reg_t7[6:0]) - 7'd2) : 7'd0;
   assign lane1_state_we = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd1 < first_lanes)) & ((first_done + 15'd1) >= 15'd2)) | (((((second_starts & ~first_error) & hdr1_is_set_context_reg) & second_p0_now) & ~second_range_bad) & 1'd0);
-  assign lane1_state_reg_t9 = first_done + 15'd1;
-  assign lane1_state_reg = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd1 < first_lanes)) & ((first_done + 15'd1) >= 15'd2)) ? ((first_p0[6:0] + lane1_state_reg_t9[6:0]) - 7'd2) : 7'd0;
+  assign lane1_state_reg_t8 = first_done + 15'd1;
+  assign lane1_state_reg = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd1 < first_lanes)) & ((first_done + 15'd1) >= 15'd2)) ? ((first_p0[6:0] + lane1_state_reg_t8[6:0]) - 7'd2) : 7'd0;
   assign state_o = {state15_q, state14_q, state13_q, state12_q, state11_q, state10_q, state9_q, state8_q, state7_q, state6_q, state5_q, state4_q, state3_q, state2_q, state1_q, state0_q};
   assign cmd_fire = cmd_valid_o & cmd_ready_i;
   assign out_full = outq_valid_q[3];
@@ -780,19 +765,20 @@ module gpurtl_cmdproc (
   assign take = first_take + second_take;
   assign indirect_jump = commit & first_indirect;
   assign buffer_return = buffer_end & (sp_q != 2'd0);
-  assign jump_addr_t10 = sp_q - 2'd1;
-  assign jump_addr = start ? cmd_base_q : indirect_jump ? first_p0 : jump_addr_t10[1] ? (jump_addr_t10[0] ? 32'd0 : 32'd0) : jump_addr_t10[0] ? 32'd0 : ret0_addr_q;
-  assign jump_dwords_t11 = sp_q - 2'd1;
-  assign jump_dwords = start ? {2'd0, cmd_size_q[31:2]} : indirect_jump ? {12'd0, first_p2[19:0]} : jump_dwords_t11[1] ? (jump_dwords_t11[0] ? 32'd0 : 32'd0) : jump_dwords_t11[0] ? 32'd0 : ret0_left_q;
+  assign jump_addr_t9 = sp_q - 2'd1;
+  assign jump_addr = start ? cmd_base_q : indirect_jump ? first_p0 : jump_addr_t9[1] ? (jump_addr_t9[0] ? 32'd0 : 32'd0) : jump_addr_t9[0] ? 32'd0 : ret0_addr_q;
+  assign jump_dwords_t10 = sp_q - 2'd1;
+  assign jump_dwords = start ? {2'd0, cmd_size_q[31:2]} : indirect_jump ? {12'd0, first_p2[19:0]} : jump_dwords_t10[1] ? (jump_dwords_t10[0] ? 32'd0 : 32'd0) : jump_dwords_t10[0] ? 32'd0 : ret0_left_q;
   assign jump = (start | indirect_jump) | buffer_return;
   assign jump_pos = jump_addr[2];
-  assign jump_beats_t12 = ({2'd0, {2'd0, cmd_size_q[31:2]}} + {33'd0, cmd_base_q[2]}) + 34'd1;
-  assign jump_beats_t13 = ({2'd0, {12'd0, first_p2[19:0]}} + {33'd0, first_p0[2]}) + 34'd1;
-  assign jump_beats_t14 = jump_addr_t10[1] ? (jump_addr_t10[0] ? 32'd0 : 32'd0) : jump_addr_t10[0] ? 32'd0 : ret0_addr_q;
-  assign jump_beats_t15 = ({2'd0, jump_dwords_t11[1] ? (jump_dwords_t11[0] ? 32'd0 : 32'd0) : jump_dwords_t11[0] ? 32'd0 : ret0_left_q} + {33'd0, jump_beats_t14[2]}) + 34'd1;
-  assign jump_beats = start ? (({2'd0, cmd_size_q[31:2]} == 32'd0) ? 32'd0 : jump_beats_t12[32:1]) : indirect_jump ? (({12'd0, first_p2[19:0]} == 32'd0) ? 32'd0 : jump_beats_t13[32:1]) : ((jump_dwords_t11[1] ? (jump_dwords_t11[0] ? 32'd0 : 32'd0) : jump_dwords_t11[0] ? 32'd0 : ret0_left_q) == 32'd0) ? 32'd0 : jump_beats_t15[32:1];
+  assign jump_beats_t11 = ({2'd0, {2'd0, cmd_size_q[31:2]}} + {33'd0, cmd_base_q[2]}) + 34'd1;
+  assign jump_beats_t12 = ({2'd0, {12'd0, first_p2[19:0]}} + {33'd0, first_p0[2]}) + 34'd1;
+  assign jump_beats_t13 = jump_addr_t9[1] ? (jump_addr_t9[0] ? 32'd0 : 32'd0) : jump_addr_t9[0] ? 32'd0 : ret0_addr_q;
+  assign jump_beats_t14 = ({2'd0, jump_dwords_t10[1] ? (jump_dwords_t10[0] ? 32'd0 : 32'd0) : jump_dwords_t10[0] ? 32'd0 : ret0_left_q} + {33'd0, jump_beats_t13[2]}) + 34'd1;
+  assign jump_beats = start ? (({2'd0, cmd_size_q[31:2]} == 32'd0) ? 32'd0 : jump_beats_t11[32:1]) : indirect_jump ? (({12'd0, first_p2[19:0]} == 32'd0) ? 32'd0 : jump_beats_t12[32:1]) : ((jump_dwords_t10[1] ? (jump_dwords_t10[0] ? 32'd0 : 32'd0) : jump_dwords_t10[0] ? 32'd0 : ret0_left_q) == 32'd0) ? 32'd0 : jump_beats_t14[32:1];
   assign pool_pop = take_mode & (({2'd0, pos_q} + take) >= 3'd2);
-  assign pos_q_t16 = {2'd0, pos_q} + take;
+  assign pos_q_t15 = {2'd0, pos_q} + take;
+  assign pool_next_q_t16 = rd_ptr_q + 5'd2;
   assign prim_job_push = (commit & first_draw_indexed) & (first_p2 != 32'd0);
   assign prim_first_byte = desc_prim_base_q + (index32_q ? {first_p1[29:0], 2'd0} : {first_p1[30:0], 1'd0});
   assign job0_beats_q_t17 = ({2'd0, index32_q ? {first_p2, 2'd0} : {1'd0, first_p2, 1'd0}} + {33'd0, prim_first_byte[2:0]}) + 36'd7;
@@ -971,7 +957,7 @@ module gpurtl_cmdproc (
       if (start | commit) cmd_count_q <= start ? 32'd0 : (cmd_count_q + 32'd1);
       if (start | (commit & first_index_type)) index32_q <= start ? 1'd1 : first_p0[0];
       if ((start | indirect_jump) | buffer_return) sp_q <= start ? 2'd0 : indirect_jump ? (sp_q + 2'd1) : (sp_q - 2'd1);
-      if (jump | take_mode) pos_q <= jump ? jump_pos : pos_q_t16[0];
+      if (jump | take_mode) pos_q <= jump ? jump_pos : pos_q_t15[0];
       if (jump | take_mode) left_q <= jump ? jump_dwords : (left_q - {29'd0, take});
       held_q <= jump ? 6'd0 : ((held_q + {5'd0, pool_we}) - {5'd0, pool_pop});
       if (jump | pool_pop) rd_ptr_q <= jump ? 5'd0 : (rd_ptr_q + 5'd1);
@@ -1050,6 +1036,20 @@ module gpurtl_cmdproc (
     outq3_p1_q <= ~cmd_fire ? (outq_valid_q[3] ? outq3_p1_q : first_p1) : first_p1;
     outq3_p2_q <= ~cmd_fire ? (outq_valid_q[3] ? outq3_p2_q : first_p2) : first_p2;
     outq3_p3_q <= ~cmd_fire ? (outq_valid_q[3] ? outq3_p3_q : first_p3) : first_p3;
+    pool_head_q <= pool_pop ? ((held_q > 6'd1) ? pool_next_q : imem_rsp_data_i) : (held_q > 6'd0) ? pool_head_q : imem_rsp_data_i;
+    pool_next_q <= pool_pop ? ((held_q > 6'd2) ? (pool_next_q_t16[4] ? (pool_next_q_t16[3] ?
+        (pool_next_q_t16[2] ? (pool_next_q_t16[1] ? (pool_next_q_t16[0] ? pool31_q : pool30_q) :
+        pool_next_q_t16[0] ? pool29_q : pool28_q) : pool_next_q_t16[1] ? (pool_next_q_t16[0] ?
+        pool27_q : pool26_q) : pool_next_q_t16[0] ? pool25_q : pool24_q) : pool_next_q_t16[2] ?
+        (pool_next_q_t16[1] ? (pool_next_q_t16[0] ? pool23_q : pool22_q) : pool_next_q_t16[0] ?
+        pool21_q : pool20_q) : pool_next_q_t16[1] ? (pool_next_q_t16[0] ? pool19_q : pool18_q) :
+        pool_next_q_t16[0] ? pool17_q : pool16_q) : pool_next_q_t16[3] ? (pool_next_q_t16[2] ?
+        (pool_next_q_t16[1] ? (pool_next_q_t16[0] ? pool15_q : pool14_q) : pool_next_q_t16[0] ?
+        pool13_q : pool12_q) : pool_next_q_t16[1] ? (pool_next_q_t16[0] ? pool11_q : pool10_q) :
+        pool_next_q_t16[0] ? pool9_q : pool8_q) : pool_next_q_t16[2] ? (pool_next_q_t16[1] ?
+        (pool_next_q_t16[0] ? pool7_q : pool6_q) : pool_next_q_t16[0] ? pool5_q : pool4_q) :
+        pool_next_q_t16[1] ? (pool_next_q_t16[0] ? pool3_q : pool2_q) : pool_next_q_t16[0] ? pool1_q
+        : pool0_q) : imem_rsp_data_i) : (held_q > 6'd1) ? pool_next_q : imem_rsp_data_i;
   end
 
   always @(posedge clk_i) begin
