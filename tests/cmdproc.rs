@@ -280,9 +280,12 @@ fn the_later_write_of_a_register_wins() {
     assert_eq!(&o.state_table[3..7], &[30, 40, 55, 66]);
 }
 
+/// At the points that differ in fetch width (the lanes' logic) and in
+/// every queue's size; the others are linted by the parameter-space test's
+/// random points (synthesis takes a while at each).
 #[test]
-fn verilator_lint_and_yosys_are_clean_at_every_point() {
-    for (name, p) in points() {
+fn verilator_lint_and_yosys_are_clean() {
+    for (name, p) in points().into_iter().filter(|(n, _)| matches!(*n, "default" | "narrow" | "deep")) {
         p.validate().expect("test point is valid");
         gpurtl_tests::lint_and_synth_clean(name, &build(&p).unwrap());
     }
