@@ -168,7 +168,7 @@ fn cosim_deep() {
 /// A type-3 packet: header and payload.
 fn pkt(op: Opcode, payload: &[u32]) -> Vec<u32> {
     let n = payload.len() as u32;
-    let mut v = vec![(3 << 30) | (((n + 0x3FFF) & 0x3FFF) << 16) | (op.code() << 8)];
+    let mut v = vec![gpurtl_sim::models::cmdproc::pm4::header(op, n)];
     v.extend_from_slice(payload);
     v
 }

@@ -9,6 +9,7 @@ use gpurtl_hw::blocks::cmdproc::build;
 use gpurtl_params::cmdproc::{CmdprocParams, Opcode};
 use gpurtl_sim::cosim::{Compiled, CosimError};
 use gpurtl_sim::models::cmdproc::{self as model, pm4, Outcome, Registers, Workload};
+use pm4::header;
 use gpurtl_sim::models::InputErrors;
 use gpurtl_sim::rng::Rng;
 use gpurtl_sim::tb::cmdproc as tb;
@@ -18,11 +19,6 @@ use std::path::Path;
 
 pub struct Cmdproc;
 pub const BLOCK: Cmdproc = Cmdproc;
-
-/// A type-3 header with `n` payload dwords.
-fn header(op: Opcode, n: u32) -> u32 {
-    (3 << 30) | (((n + 0x3FFF) & 0x3FFF) << 16) | (op.code() << 8)
-}
 
 /// A run of `dwords` at 0x1000 with an index buffer of `prims` at 0x10_0000.
 fn workload(dwords: Vec<u32>, prims: Vec<u32>, latency: u32) -> Workload {

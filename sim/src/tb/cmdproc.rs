@@ -7,7 +7,7 @@
 //! every promise of the document it can see from the ports. Results come
 //! back in the golden model's format.
 
-use super::{fail, mask, LoopTimer, RunStats};
+use super::{fail, mask, LoopTimer, ReadPort, RunStats};
 use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
 use crate::models::cmdproc::{pm4, Command, Outcome, Record, Registers, Status, Workload};
 use crate::rng::Rng;
@@ -66,28 +66,6 @@ impl Env {
     }
 }
 
-#[derive(Clone, Copy)]
-struct MemPorts {
-    req_valid: PortHandle,
-    req_ready: PortHandle,
-    req_addr: PortHandle,
-    rsp_valid: PortHandle,
-    rsp_ready: PortHandle,
-    rsp_data: PortHandle,
-}
-
-impl MemPorts {
-    fn find(s: &Sim, name: &str) -> Result<MemPorts, CosimError> {
-        Ok(MemPorts {
-            req_valid: s.port(&format!("{name}_req_valid_o"))?,
-            req_ready: s.port(&format!("{name}_req_ready_i"))?,
-            req_addr: s.port(&format!("{name}_req_addr_o"))?,
-            rsp_valid: s.port(&format!("{name}_rsp_valid_i"))?,
-            rsp_ready: s.port(&format!("{name}_rsp_ready_o"))?,
-            rsp_data: s.port(&format!("{name}_rsp_data_i"))?,
-        })
-    }
-}
 
 /// The fields of a command record (`cmd_*` or `trace_*`).
 #[derive(Clone, Copy)]
@@ -141,8 +119,8 @@ struct Ports {
     rready: PortHandle,
     rdata: PortHandle,
     rresp: PortHandle,
-    imem: MemPorts,
-    pmem: MemPorts,
+    imem: ReadPort,
+    pmem: ReadPort,
     wr_valid: PortHandle,
     wr_ready: PortHandle,
     wr_addr: PortHandle,
@@ -185,8 +163,8 @@ impl Ports {
             rready: s.port("s_axi_rready")?,
             rdata: s.port("s_axi_rdata")?,
             rresp: s.port("s_axi_rresp")?,
-            imem: MemPorts::find(s, "imem")?,
-            pmem: MemPorts::find(s, "pmem")?,
+            imem: ReadPort::find(s, "imem")?,
+            pmem: ReadPort::find(s, "pmem")?,
             wr_valid: s.port("wr_valid_o")?,
             wr_ready: s.port("wr_ready_i")?,
             wr_addr: s.port("wr_addr_o")?,

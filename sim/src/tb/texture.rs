@@ -7,7 +7,7 @@
 //! when stalled. Results, counters and `cycles` come back as the golden
 //! model's [`Outcome`]; every value is read off the RTL's ports.
 
-use super::{fail, mask, take, LoopTimer, RunStats};
+use super::{fail, mask, take, LoopTimer, ReadPort, RunStats};
 use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
 use crate::models::texture::{self as model, Item, Op, OpResult, Outcome, Workload};
 use crate::rng::Rng;
@@ -37,15 +37,6 @@ pub struct TexStalls {
     pub mem_delay_max: u32,
 }
 
-struct BankPorts {
-    req_valid: PortHandle,
-    req_ready: PortHandle,
-    req_addr: PortHandle,
-    rsp_valid: PortHandle,
-    rsp_ready: PortHandle,
-    rsp_data: PortHandle,
-}
-
 struct Ports {
     rst: PortHandle,
     cfg_valid: PortHandle,
@@ -61,7 +52,7 @@ struct Ports {
     op_channel: PortHandle,
     op_dx: PortHandle,
     op_dy: PortHandle,
-    mem: Vec<BankPorts>,
+    mem: Vec<ReadPort>,
     res_valid: PortHandle,
     res_ready: PortHandle,
     res_kind: PortHandle,
@@ -74,18 +65,7 @@ struct Ports {
 
 impl Ports {
     fn find(s: &Sim, banks: u32) -> Result<Ports, CosimError> {
-        let mem = (0..banks)
-            .map(|b| {
-                Ok(BankPorts {
-                    req_valid: s.port(&format!("mem{b}_req_valid_o"))?,
-                    req_ready: s.port(&format!("mem{b}_req_ready_i"))?,
-                    req_addr: s.port(&format!("mem{b}_req_addr_o"))?,
-                    rsp_valid: s.port(&format!("mem{b}_rsp_valid_i"))?,
-                    rsp_ready: s.port(&format!("mem{b}_rsp_ready_o"))?,
-                    rsp_data: s.port(&format!("mem{b}_rsp_data_i"))?,
-                })
-            })
-            .collect::<Result<Vec<_>, CosimError>>()?;
+        let mem = (0..banks).map(|b| ReadPort::find(s, &format!("mem{b}"))).collect::<Result<Vec<_>, CosimError>>()?;
         Ok(Ports {
             rst: s.port("rst_i")?,
             cfg_valid: s.port("cfg_valid_i")?,
