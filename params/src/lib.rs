@@ -71,6 +71,19 @@ macro_rules! block_modules {
     ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
 }
 for_each_block!(block_modules);
+// Blocks being built, not yet in the block list.
+pub mod arbiter;
+pub mod scratchpad;
+
+param_enum! {
+    /// How a block that reads memory reaches it (docs/memory.md, `mem_if`).
+    pub enum MemIf {
+        /// The block's own native ports.
+        Native = "native",
+        /// One AXI4 master `m_axi_*` through an arbiter and its bridge.
+        Axi4 = "axi4",
+    }
+}
 
 /// `ceil(log2(n))`: index bits for `n` items (0 for `n <= 1`).
 pub fn clog2(n: u64) -> u32 {
