@@ -278,9 +278,10 @@ pub fn yosys_check(dir: &Path, top: &str, files: &[String]) -> Result<(), ToolEr
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProofFailure {
     /// An assertion fails in a reachable state: the log holds the trace.
-    Counterexample { log: PathBuf },
-    /// No counterexample within `max_steps`, but the induction did not close.
-    Inconclusive { log: PathBuf },
+    Counterexample { log: PathBuf, failed: Vec<String> },
+    /// No counterexample within `max_steps`, but the induction did not close
+    /// (`failed`: the assertions the last induction step broke).
+    Inconclusive { log: PathBuf, failed: Vec<String> },
     /// yosys did not get as far as the proof.
     Tool(String),
 }
@@ -288,8 +289,19 @@ pub enum ProofFailure {
 impl fmt::Display for ProofFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ProofFailure::Counterexample { log } => write!(f, "an assertion fails in a reachable state (trace: {})", log.display()),
-            ProofFailure::Inconclusive { log } => write!(f, "the induction did not close (log: {})", log.display()),
+            ProofFailure::Counterexample { log, failed } if failed.is_empty() => {
+                write!(f, "an assertion fails in a reachable state (trace: {})", log.display())
+            }
+            ProofFailure::Counterexample { log, failed } => {
+                write!(f, "{} fail(s) in a reachable state (trace: {})", failed.join(", "), log.display())
+            }
+            ProofFailure::Inconclusive { log, failed } => {
+                write!(f, "the induction did not close (log: {})", log.display())?;
+                if !failed.is_empty() {
+                    write!(f, "; not inductive: {}", failed.join(", "))?;
+                }
+                Ok(())
+            }
             ProofFailure::Tool(e) => write!(f, "{e}"),
         }
     }
@@ -303,7 +315,7 @@ impl fmt::Display for ProofFailure {
 pub fn prove(dir: &Path, top: &str, files: &[String], max_steps: u32) -> Result<u32, ProofFailure> {
     let script = format!(
         "read_verilog -formal {}; prep -top {top} -flatten; \
-         sat -tempinduct -prove-asserts -set-assumes -seq 1 -set-at 1 rst_i 1 -maxsteps {max_steps} -verify",
+         sat -tempinduct -prove-asserts -set-assumes -seq 1 -set-at 1 rst_i 1 -maxsteps {max_steps} -show-public -verify",
         files.join(" ")
     );
     let yosys = locate("yosys").map_err(|e| ProofFailure::Tool(e.to_string()))?;
@@ -315,9 +327,9 @@ pub fn prove(dir: &Path, top: &str, files: &[String], max_steps: u32) -> Result<
         Err(ToolError::Failed { .. }) => {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             return Err(if text.contains("model found for base case: FAIL!") {
-                ProofFailure::Counterexample { log }
-            } else if text.contains("Reached maximum number of time steps") {
-                ProofFailure::Inconclusive { log }
+                ProofFailure::Counterexample { failed: failed_properties(&text), log }
+            } else if text.contains("Reached maximum number of time steps") || text.contains("Induction step failed") {
+                ProofFailure::Inconclusive { failed: failed_properties(&text), log }
             } else {
                 ProofFailure::Tool(format!("yosys failed before the proof (log: {})", log.display()))
             });
@@ -330,9 +342,31 @@ pub fn prove(dir: &Path, top: &str, files: &[String], max_steps: u32) -> Result<
         .max()
         .unwrap_or(0);
     if !text.contains("Induction step proven: SUCCESS!") {
-        return Err(ProofFailure::Inconclusive { log });
+        return Err(ProofFailure::Inconclusive { failed: failed_properties(&text), log });
     }
     Ok(induction_length)
+}
+
+/// The assertions low in the last step of a counterexample's trace (the
+/// printer gives each a `<label>_holds` wire): their labels, hierarchy first.
+fn failed_properties(log: &str) -> Vec<String> {
+    let Some(at) = log.rfind("Time Signal Name") else { return Vec::new() };
+    let rows: Vec<(&str, &str, &str)> = log[at..]
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?, w.next()?, w.next()?))
+        })
+        .collect();
+    let last = rows.iter().filter_map(|r| r.0.parse::<u32>().ok()).max();
+    let mut failed: Vec<String> = rows
+        .iter()
+        .filter(|(t, name, v)| t.parse::<u32>().ok() == last && name.ends_with("_holds") && *v == "0")
+        .map(|(_, name, _)| name.trim_start_matches('\\').trim_end_matches("_holds").to_string())
+        .collect();
+    failed.sort();
+    failed.dedup();
+    failed
 }
 
 #[cfg(test)]

@@ -11,25 +11,7 @@
 //! [`ModuleBuilder::formal_let`]: they are declared with the properties.
 
 use super::expr::Expr;
-use super::module::ModuleBuilder;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PropKind {
-    /// Proven.
-    Assert,
-    /// Taken for granted (a promise of the environment about the inputs).
-    Assume,
-}
-
-#[derive(Clone, Debug)]
-pub struct Prop {
-    pub kind: PropKind,
-    /// The statement's label, `prop_<name>`: a failing proof names it.
-    pub name: String,
-    /// What it says, in words.
-    pub doc: String,
-    pub cond: Expr,
-}
+use super::module::{ModuleBuilder, Prop, PropKind};
 
 impl ModuleBuilder {
     /// `cond` (1 bit) holds in every cycle after the first reset.
@@ -50,6 +32,62 @@ impl ModuleBuilder {
         let w = self.let_(name, e);
         self.formal = false;
         w
+    }
+
+    /// The value `e` had in the previous cycle: a register for the
+    /// properties only (`` `ifdef FORMAL ``), named `<name>`.
+    pub fn formal_past(&mut self, name: &str, e: &Expr) -> Expr {
+        let q = self.formal_reg(name, e.width());
+        self.formal_next(&q, e);
+        q
+    }
+
+    /// A register for the properties only (state a property keeps, e.g.
+    /// "inside a burst"); set its next value with [`Self::formal_next`].
+    pub fn formal_reg(&mut self, name: &str, width: u32) -> Expr {
+        self.formal = true;
+        let q = self.add(name, width, super::module::SigKind::Reg, None, "");
+        self.formal = false;
+        q
+    }
+
+    /// The next value of a [`Self::formal_reg`], every cycle.
+    pub fn formal_next(&mut self, reg: &Expr, d: &Expr) {
+        let super::expr::ExprKind::Sig(id) = reg.kind() else { unreachable!("registers are signals") };
+        if reg.width() != d.width() {
+            self.problems.push(format!("formal register `{}`: next value is {} bits, must be {}", self.m.signals[id.0].name, d.width(), reg.width()));
+            return;
+        }
+        if self.checked(d) {
+            self.formal = true;
+            let d = self.hoist(d, "formal");
+            self.formal = false;
+            self.m.formal_regs.push(super::module::RegNext { reg: *id, d, enable: None });
+        }
+    }
+
+    /// The stream rule, proven: once `valid` is high without `ready`, the
+    /// next cycle has `valid` high and every field of `payload` unchanged.
+    /// (Checked from the second cycle after a reset, when the past values
+    /// are the logic's own.)
+    pub fn assert_held(&mut self, name: &str, valid: &Expr, ready: &Expr, payload: &[Expr], doc: &str) {
+        let Some(rst) = self.m.reset else {
+            self.problems.push(format!("property `{name}`: a held-until-ready property needs the reset"));
+            return;
+        };
+        let rst = Expr::new(super::expr::ExprKind::Sig(rst), 1);
+        let past_ok = match self.m.signals.iter().position(|s| s.formal && s.name == "formal_past_ok") {
+            Some(i) => Expr::new(super::expr::ExprKind::Sig(super::expr::SigId(i)), 1),
+            None => self.formal_past("formal_past_ok", &rst.not()),
+        };
+        let waiting = self.formal_past(&format!("{name}_waiting"), &valid.and(&ready.not()));
+        let mut held = valid.clone();
+        if !payload.is_empty() {
+            let now = Expr::cat(payload);
+            let before = self.formal_past(&format!("{name}_payload"), &now);
+            held = held.and(&now.eq(&before));
+        }
+        self.assert_always(name, &past_ok.and(&waiting).not().or(&held), doc);
     }
 
     fn prop(&mut self, kind: PropKind, name: &str, cond: &Expr, doc: &str) {

@@ -7,7 +7,6 @@
 //! without a next-state, unread signals (which `verilator -Wall` would flag).
 
 use super::expr::{Expr, ExprKind, SigId};
-use super::formal::Prop;
 use super::namer::Namer;
 use num_bigint::BigUint;
 use sha2::{Digest, Sha256};
@@ -55,6 +54,57 @@ pub struct RegNext {
     pub enable: Option<Expr>,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PropKind {
+    /// Proven.
+    Assert,
+    /// Taken for granted (a promise of the environment about the inputs).
+    Assume,
+}
+
+/// A property of the logic (stated with `formal.rs`'s
+/// [`ModuleBuilder::assert_always`] / `assume_always`).
+#[derive(Clone, Debug)]
+pub struct Prop {
+    pub kind: PropKind,
+    /// The statement's label, `prop_<name>`: a failing proof names it.
+    pub name: String,
+    /// What it says, in words.
+    pub doc: String,
+    pub cond: Expr,
+}
+
+/// A memory array (see `ram.rs`): `depth` words of `width` bits with one
+/// synchronous write port (optional byte enables) and one synchronous read
+/// port whose data register is `rdata`.
+#[derive(Clone, Debug)]
+pub struct Ram {
+    /// The array's name in the Verilog.
+    pub name: String,
+    pub doc: String,
+    pub width: u32,
+    pub depth: u64,
+    pub we: Expr,
+    pub waddr: Expr,
+    pub wdata: Expr,
+    /// One bit a lane of `lane` bits, lane 0 lowest; `None`: whole words.
+    pub wbe: Option<(Expr, u32)>,
+    pub re: Expr,
+    pub raddr: Expr,
+    /// The read data register (a [`SigKind::Reg`] loaded by the read).
+    pub rdata: SigId,
+}
+
+/// How a stream's port names are made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortNames {
+    /// `<name>_<field>_i` / `_o`: gpurtl's own ports.
+    Suffixed,
+    /// `<name><field>`, no suffix: AXI channels (`m_axi_ar` + `valid` =
+    /// `m_axi_arvalid`), the names vendor IP and cocotb read.
+    Plain,
+}
+
 /// The block and parameters a design was generated from: what its modules'
 /// banners print.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,6 +120,7 @@ pub struct Origin {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamDecl {
     pub name: String,
+    pub naming: PortNames,
     pub input: bool,
     pub valid: SigId,
     pub ready: SigId,
@@ -163,6 +214,10 @@ pub struct Module {
     /// the formal-only wires they use.
     pub props: Vec<Prop>,
     pub formal_assigns: Vec<Assign>,
+    /// Memory arrays (block RAM).
+    pub rams: Vec<Ram>,
+    /// Registers for the properties only (past values), printed with them.
+    pub formal_regs: Vec<RegNext>,
     /// The formal-only flag that is set by the first reset (the properties
     /// are checked from then on), named when the first property is stated.
     pub formal_seen: Option<String>,
@@ -233,6 +288,8 @@ impl ModuleBuilder {
                 streams: Vec::new(),
                 props: Vec::new(),
                 formal_assigns: Vec::new(),
+                rams: Vec::new(),
+                formal_regs: Vec::new(),
                 formal_seen: None,
             },
             namer: Namer::default(),
@@ -594,7 +651,19 @@ impl ModuleBuilder {
                 e.visit_sigs(&mut mark);
             }
         }
-        if !self.m.regs.is_empty() {
+        for r in &self.m.formal_regs {
+            reg_nexts[r.reg.0] += 1;
+        }
+        for r in &self.m.rams {
+            reg_nexts[r.rdata.0] += 1;
+            for e in [&r.we, &r.waddr, &r.wdata, &r.re, &r.raddr] {
+                e.visit_sigs(&mut mark);
+            }
+            if let Some((be, _)) = &r.wbe {
+                be.visit_sigs(&mut mark);
+            }
+        }
+        if !self.m.regs.is_empty() || !self.m.rams.is_empty() {
             if let Some(c) = self.m.clock {
                 mark(c, None);
             }
@@ -613,7 +682,7 @@ impl ModuleBuilder {
                 }
             }
         }
-        if !self.m.regs.is_empty() && self.m.clock.is_none() {
+        if (!self.m.regs.is_empty() || !self.m.rams.is_empty()) && self.m.clock.is_none() {
             self.problems.push("registers are used but no clock was declared".into());
         }
         let mut waived = Vec::new();
@@ -729,7 +798,14 @@ fn content_key(m: &Module) -> String {
         put((a.body)(&m.name).as_bytes());
     }
     for s in &m.streams {
-        put(format!("{s:?}").as_bytes());
+        // Written as before port naming existed, so that the keys (and the
+        // names they disambiguate) of existing designs do not move.
+        let naming = if s.naming == PortNames::Plain { "plain " } else { "" };
+        put(format!(
+            "{naming}StreamDecl {{ name: {:?}, input: {:?}, valid: {:?}, ready: {:?}, fields: {:?} }}",
+            s.name, s.input, s.valid, s.ready, s.fields
+        )
+        .as_bytes());
     }
     for a in &m.formal_assigns {
         put(format!("formal assign {}|{}", a.target.0, a.lo).as_bytes());
@@ -738,6 +814,20 @@ fn content_key(m: &Module) -> String {
     for p in &m.props {
         put(format!("prop {:?}|{}|{}", p.kind, p.name, p.doc).as_bytes());
         p.cond.digest(&mut put);
+    }
+    for r in &m.formal_regs {
+        put(format!("formal reg {}", r.reg.0).as_bytes());
+        r.d.digest(&mut put);
+    }
+    for r in &m.rams {
+        put(format!("ram {}|{}|{}|{}|{}", r.name, r.doc, r.width, r.depth, r.rdata.0).as_bytes());
+        for e in [&r.we, &r.waddr, &r.wdata, &r.re, &r.raddr] {
+            e.digest(&mut put);
+        }
+        if let Some((be, lane)) = &r.wbe {
+            put(format!("be {lane}").as_bytes());
+            be.digest(&mut put);
+        }
     }
     h.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -6,8 +6,7 @@
 //! reset domain and one per load enable for datapath registers.
 
 use super::expr::{literal, Expr, SigId};
-use super::formal::PropKind;
-use super::module::{Instance, Module, SigKind};
+use super::module::{Instance, Module, PropKind, SigKind};
 use std::fmt::Write;
 
 fn expr(m: &Module, e: &Expr) -> String {
@@ -79,6 +78,12 @@ pub fn module(m: &Module, name: &str, sub: &dyn Fn(&Instance) -> String) -> Stri
         }
     }
 
+    for r in &m.rams {
+        let _ = writeln!(s, "\n  // {}: {} words of {} bits{}", r.name, r.depth, r.width, if r.doc.is_empty() { String::new() } else { format!(", {}", r.doc) });
+        let _ = writeln!(s, "  (* no_rw_check *)");
+        let _ = writeln!(s, "  reg {} {} [0:{}];", range(r.width), r.name, r.depth - 1);
+    }
+
     if !m.assigns.is_empty() {
         s.push('\n');
         for a in &m.assigns {
@@ -141,6 +146,24 @@ pub fn module(m: &Module, name: &str, sub: &dyn Fn(&Instance) -> String) -> Stri
                 None => groups.push((en, vec![line])),
             }
         }
+        for r in &m.rams {
+            let (arr, waddr, wdata) = (&r.name, expr(m, &r.waddr), expr(m, &r.wdata));
+            let _ = writeln!(s, "\n  always @(posedge {clk}) begin\n    if ({}) begin", expr(m, &r.we));
+            match &r.wbe {
+                None => {
+                    let _ = writeln!(s, "      {arr}[{waddr}] <= {wdata};");
+                }
+                Some((be, lane)) => {
+                    let be = expr(m, be);
+                    for k in 0..r.width / lane {
+                        let (hi, lo) = ((k + 1) * lane - 1, k * lane);
+                        let _ = writeln!(s, "      if ({be}[{k}]) {arr}[{waddr}][{hi}:{lo}] <= {wdata}[{hi}:{lo}];");
+                    }
+                }
+            }
+            let _ = writeln!(s, "    end\n  end");
+            let _ = writeln!(s, "\n  always @(posedge {clk}) begin\n    if ({}) {} <= {arr}[{}];\n  end", expr(m, &r.re), m.sig(r.rdata).name, expr(m, &r.raddr));
+        }
         for (en, lines) in groups {
             let _ = writeln!(s, "\n  always @(posedge {clk}) begin");
             let ind = if en.is_some() { "      " } else { "    " };
@@ -171,20 +194,36 @@ fn formal(m: &Module, s: &mut String) {
     let _ = writeln!(s, "  // Properties: checked in every cycle after the first reset (yosys read_verilog -formal).");
     let _ = writeln!(s, "  reg {seen} = 1'b0;");
     for x in m.signals.iter().filter(|x| x.formal) {
-        let _ = writeln!(s, "  wire {} {};", range(x.width), x.name);
+        let kw = if x.kind == SigKind::Reg { "reg " } else { "wire" };
+        let _ = writeln!(s, "  {kw} {} {};", range(x.width), x.name);
     }
     for a in &m.formal_assigns {
         let _ = writeln!(s, "  assign {} = {};", m.sig(a.target).name, expr(m, &a.expr));
     }
+    if !m.formal_regs.is_empty() {
+        let _ = writeln!(s, "  always @(posedge {clk}) begin");
+        for r in &m.formal_regs {
+            let _ = writeln!(s, "    {} <= {};", m.sig(r.reg).name, expr(m, &r.d));
+        }
+        let _ = writeln!(s, "  end");
+    }
     let _ = writeln!(s, "  always @(posedge {clk}) if ({rst}) {seen} <= 1'b1;");
+    // Each assertion's condition on a wire of its own, so that a
+    // counterexample's trace shows which one fails (`<label>_holds` low).
+    for p in m.props.iter().filter(|p| p.kind == PropKind::Assert) {
+        let _ = writeln!(s, "  wire {}_holds = {};", p.name, expr(m, &p.cond));
+    }
     let _ = writeln!(s, "  always @* begin\n    if ({seen} && !{rst}) begin");
     for p in &m.props {
-        let kw = match p.kind {
-            PropKind::Assert => "assert",
-            PropKind::Assume => "assume",
-        };
         let _ = writeln!(s, "      // {}", p.doc);
-        let _ = writeln!(s, "      {}: {kw} ({});", p.name, expr(m, &p.cond));
+        match p.kind {
+            PropKind::Assert => {
+                let _ = writeln!(s, "      {}: assert ({}_holds);", p.name, p.name);
+            }
+            PropKind::Assume => {
+                let _ = writeln!(s, "      {}: assume ({});", p.name, expr(m, &p.cond));
+            }
+        }
     }
     let _ = writeln!(s, "    end\n  end\n`endif");
 }

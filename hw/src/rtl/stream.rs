@@ -10,7 +10,7 @@
 //! where `valid` and `ready` are both high.
 
 use super::expr::{Expr, ExprKind, SigId};
-use super::module::{Inst, ModuleBuilder, SigKind, StreamDecl};
+use super::module::{Inst, ModuleBuilder, PortNames, SigKind, StreamDecl};
 
 /// Which way a stream flows, seen from the module holding the [`Stream`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +34,8 @@ pub struct Stream {
     pub fields: Vec<(String, Expr)>,
     /// The meaning of valid, ready and each field (port docs), for [`ModuleBuilder::expose`].
     docs: Vec<String>,
+    /// How its ports are named (kept by [`ModuleBuilder::expose`]).
+    pub naming: PortNames,
 }
 
 impl Stream {
@@ -55,19 +57,32 @@ impl ModuleBuilder {
     /// An input stream: ports `<name>_valid_i`, `<name>_ready_o` and
     /// `<name>_<field>_i` for each `(field, width, meaning)`, in that order.
     pub fn stream_in(&mut self, name: &str, valid_doc: &str, ready_doc: &str, fields: &[(&str, u32, &str)]) -> Stream {
-        self.stream_ports(name, true, valid_doc, ready_doc, fields)
+        self.stream_ports(name, true, PortNames::Suffixed, valid_doc, ready_doc, fields)
     }
 
     /// An output stream: `<name>_valid_o`, `<name>_ready_i`, `<name>_<field>_o`.
     pub fn stream_out(&mut self, name: &str, valid_doc: &str, ready_doc: &str, fields: &[(&str, u32, &str)]) -> Stream {
-        self.stream_ports(name, false, valid_doc, ready_doc, fields)
+        self.stream_ports(name, false, PortNames::Suffixed, valid_doc, ready_doc, fields)
     }
 
-    fn stream_ports(&mut self, name: &str, input: bool, valid_doc: &str, ready_doc: &str, fields: &[(&str, u32, &str)]) -> Stream {
+    /// A stream's ports: `input` (it arrives here) or not, named by `naming`.
+    pub(crate) fn stream_ports(
+        &mut self,
+        name: &str,
+        input: bool,
+        naming: PortNames,
+        valid_doc: &str,
+        ready_doc: &str,
+        fields: &[(&str, u32, &str)],
+    ) -> Stream {
         let (fwd, back) = if input { ("_i", "_o") } else { ("_o", "_i") };
         let port = |b: &mut ModuleBuilder, n: &str, w: u32, doc: &str, forward: bool| {
             let kind = if forward == input { SigKind::Input } else { SigKind::Output };
-            b.add(&format!("{name}_{n}{}", if forward { fwd } else { back }), w, kind, None, doc)
+            let port = match naming {
+                PortNames::Suffixed => format!("{name}_{n}{}", if forward { fwd } else { back }),
+                PortNames::Plain => format!("{name}{n}"),
+            };
+            b.add(&port, w, kind, None, doc)
         };
         let valid = port(self, "valid", 1, valid_doc, true);
         let ready = port(self, "ready", 1, ready_doc, false);
@@ -81,12 +96,13 @@ impl ModuleBuilder {
             .collect();
         self.m.streams.push(StreamDecl {
             name: name.to_string(),
+            naming,
             input,
             valid: sig(&valid),
             ready: sig(&ready),
             fields: fields.iter().map(|(f, e)| (f.clone(), sig(e))).collect(),
         });
-        Stream { name: name.to_string(), flow: if input { Flow::Source } else { Flow::Sink }, valid, ready, fields, docs }
+        Stream { name: name.to_string(), flow: if input { Flow::Source } else { Flow::Sink }, valid, ready, fields, docs, naming }
     }
 
     /// Join a producer to a consumer: `to.valid = from.valid`, each field of
@@ -140,12 +156,12 @@ impl ModuleBuilder {
             s.fields.iter().zip(&s.docs[2..]).map(|((f, e), d)| (f.as_str(), e.width(), d.as_str())).collect();
         match s.flow {
             Flow::Sink => {
-                let ports = self.stream_in(name, &s.docs[0], &s.docs[1], &fields);
+                let ports = self.stream_ports(name, true, s.naming, &s.docs[0], &s.docs[1], &fields);
                 self.connect(&ports, s);
                 ports
             }
             Flow::Source => {
-                let ports = self.stream_out(name, &s.docs[0], &s.docs[1], &fields);
+                let ports = self.stream_ports(name, false, s.naming, &s.docs[0], &s.docs[1], &fields);
                 self.connect(s, &ports);
                 ports
             }
@@ -174,6 +190,7 @@ impl Inst {
             ready: at(d.ready),
             fields: d.fields.iter().map(|(f, id)| (f.clone(), at(*id))).collect(),
             docs,
+            naming: d.naming,
         }
     }
 }

@@ -1491,12 +1491,14 @@ module gpurtl_cmdproc (
   // Properties: checked in every cycle after the first reset (yosys read_verilog -formal).
   reg formal_reset_seen = 1'b0;
   always @(posedge clk_i) if (rst_i) formal_reset_seen <= 1'b1;
+  wire prop_outq_thermometer_holds = ((outq_valid_q[0] | ~outq_valid_q[1]) & (outq_valid_q[1] | ~outq_valid_q[2])) & (outq_valid_q[2] | ~outq_valid_q[3]);
+  wire prop_outq_fits_holds = ({2'd0, cmd_fire} <= (({2'd0, outq_valid_q[0]} + {2'd0, outq_valid_q[1]}) + ({2'd0, outq_valid_q[2]} + {2'd0, outq_valid_q[3]}))) & ((((({2'd0, outq_valid_q[0]} + {2'd0, outq_valid_q[1]}) + ({2'd0, outq_valid_q[2]} + {2'd0, outq_valid_q[3]})) - {2'd0, cmd_fire}) + {2'd0, commit}) <= 3'd4);
   always @* begin
     if (formal_reset_seen && !rst_i) begin
       // outq: the held entries are the first ones
-      prop_outq_thermometer: assert (((outq_valid_q[0] | ~outq_valid_q[1]) & (outq_valid_q[1] | ~outq_valid_q[2])) & (outq_valid_q[2] | ~outq_valid_q[3]));
+      prop_outq_thermometer: assert (prop_outq_thermometer_holds);
       // outq: pops and pushes are thermometers, a pop takes a held entry, a push finds room
-      prop_outq_fits: assert (({2'd0, cmd_fire} <= (({2'd0, outq_valid_q[0]} + {2'd0, outq_valid_q[1]}) + ({2'd0, outq_valid_q[2]} + {2'd0, outq_valid_q[3]}))) & ((((({2'd0, outq_valid_q[0]} + {2'd0, outq_valid_q[1]}) + ({2'd0, outq_valid_q[2]} + {2'd0, outq_valid_q[3]})) - {2'd0, cmd_fire}) + {2'd0, commit}) <= 3'd4));
+      prop_outq_fits: assert (prop_outq_fits_holds);
     end
   end
 `endif

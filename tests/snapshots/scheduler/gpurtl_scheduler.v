@@ -1118,214 +1118,300 @@ module gpurtl_scheduler (
   assign formal_s3_e3_dist = formal_s3_e3_dist_t24[2:0];
   assign formal_s3_e3_queued = formal_s3_e3_dist < s3_cnt_q;
   always @(posedge clk_i) if (rst_i) formal_reset_seen <= 1'b1;
+  wire prop_s0_counts_holds = (s0_pend_q <= s0_cnt_q) & (s0_cnt_q <= 3'd4);
+  wire prop_s0_pointers_holds = (s0_tptr_q == prop_s0_pointers_t1[1:0]) & (s0_dptr_q == prop_s0_pointers_t2[1:0]);
+  wire prop_s0_head_need_holds = ~(s0_pend_q != 3'd0) | (s0_head_need_q == (s0_dptr_q[1] ? (s0_dptr_q[0] ? s0_e3_need_q : s0_e2_need_q) : s0_dptr_q[0] ? s0_e1_need_q : s0_e0_need_q));
+  wire prop_s0_e0_counts_holds = ~formal_s0_e0_queued | (((s0_e0_blocks_q != 16'd0) & (s0_e0_done_q <= s0_e0_issued_q)) & (s0_e0_issued_q <= s0_e0_blocks_q));
+  wire prop_s0_e0_dispatched_holds = ~(formal_s0_e0_dist < formal_s0_dispatched) | (s0_e0_issued_q == s0_e0_blocks_q);
+  wire prop_s0_e0_pending_holds = ~(formal_s0_e0_queued & (formal_s0_dispatched <= formal_s0_e0_dist)) | (s0_e0_issued_q < s0_e0_blocks_q);
+  wire prop_s0_e0_waiting_holds = ~((formal_s0_dispatched < formal_s0_e0_dist) & formal_s0_e0_queued) | ((s0_e0_issued_q == 16'd0) & (s0_e0_done_q == 16'd0));
+  wire prop_s0_e1_counts_holds = ~formal_s0_e1_queued | (((s0_e1_blocks_q != 16'd0) & (s0_e1_done_q <= s0_e1_issued_q)) & (s0_e1_issued_q <= s0_e1_blocks_q));
+  wire prop_s0_e1_dispatched_holds = ~(formal_s0_e1_dist < formal_s0_dispatched) | (s0_e1_issued_q == s0_e1_blocks_q);
+  wire prop_s0_e1_pending_holds = ~(formal_s0_e1_queued & (formal_s0_dispatched <= formal_s0_e1_dist)) | (s0_e1_issued_q < s0_e1_blocks_q);
+  wire prop_s0_e1_waiting_holds = ~((formal_s0_dispatched < formal_s0_e1_dist) & formal_s0_e1_queued) | ((s0_e1_issued_q == 16'd0) & (s0_e1_done_q == 16'd0));
+  wire prop_s0_e2_counts_holds = ~formal_s0_e2_queued | (((s0_e2_blocks_q != 16'd0) & (s0_e2_done_q <= s0_e2_issued_q)) & (s0_e2_issued_q <= s0_e2_blocks_q));
+  wire prop_s0_e2_dispatched_holds = ~(formal_s0_e2_dist < formal_s0_dispatched) | (s0_e2_issued_q == s0_e2_blocks_q);
+  wire prop_s0_e2_pending_holds = ~(formal_s0_e2_queued & (formal_s0_dispatched <= formal_s0_e2_dist)) | (s0_e2_issued_q < s0_e2_blocks_q);
+  wire prop_s0_e2_waiting_holds = ~((formal_s0_dispatched < formal_s0_e2_dist) & formal_s0_e2_queued) | ((s0_e2_issued_q == 16'd0) & (s0_e2_done_q == 16'd0));
+  wire prop_s0_e3_counts_holds = ~formal_s0_e3_queued | (((s0_e3_blocks_q != 16'd0) & (s0_e3_done_q <= s0_e3_issued_q)) & (s0_e3_issued_q <= s0_e3_blocks_q));
+  wire prop_s0_e3_dispatched_holds = ~(formal_s0_e3_dist < formal_s0_dispatched) | (s0_e3_issued_q == s0_e3_blocks_q);
+  wire prop_s0_e3_pending_holds = ~(formal_s0_e3_queued & (formal_s0_dispatched <= formal_s0_e3_dist)) | (s0_e3_issued_q < s0_e3_blocks_q);
+  wire prop_s0_e3_waiting_holds = ~((formal_s0_dispatched < formal_s0_e3_dist) & formal_s0_e3_queued) | ((s0_e3_issued_q == 16'd0) & (s0_e3_done_q == 16'd0));
+  wire prop_s1_counts_holds = (s1_pend_q <= s1_cnt_q) & (s1_cnt_q <= 3'd4);
+  wire prop_s1_pointers_holds = (s1_tptr_q == prop_s1_pointers_t7[1:0]) & (s1_dptr_q == prop_s1_pointers_t8[1:0]);
+  wire prop_s1_head_need_holds = ~(s1_pend_q != 3'd0) | (s1_head_need_q == (s1_dptr_q[1] ? (s1_dptr_q[0] ? s1_e3_need_q : s1_e2_need_q) : s1_dptr_q[0] ? s1_e1_need_q : s1_e0_need_q));
+  wire prop_s1_e0_counts_holds = ~formal_s1_e0_queued | (((s1_e0_blocks_q != 16'd0) & (s1_e0_done_q <= s1_e0_issued_q)) & (s1_e0_issued_q <= s1_e0_blocks_q));
+  wire prop_s1_e0_dispatched_holds = ~(formal_s1_e0_dist < formal_s1_dispatched) | (s1_e0_issued_q == s1_e0_blocks_q);
+  wire prop_s1_e0_pending_holds = ~(formal_s1_e0_queued & (formal_s1_dispatched <= formal_s1_e0_dist)) | (s1_e0_issued_q < s1_e0_blocks_q);
+  wire prop_s1_e0_waiting_holds = ~((formal_s1_dispatched < formal_s1_e0_dist) & formal_s1_e0_queued) | ((s1_e0_issued_q == 16'd0) & (s1_e0_done_q == 16'd0));
+  wire prop_s1_e1_counts_holds = ~formal_s1_e1_queued | (((s1_e1_blocks_q != 16'd0) & (s1_e1_done_q <= s1_e1_issued_q)) & (s1_e1_issued_q <= s1_e1_blocks_q));
+  wire prop_s1_e1_dispatched_holds = ~(formal_s1_e1_dist < formal_s1_dispatched) | (s1_e1_issued_q == s1_e1_blocks_q);
+  wire prop_s1_e1_pending_holds = ~(formal_s1_e1_queued & (formal_s1_dispatched <= formal_s1_e1_dist)) | (s1_e1_issued_q < s1_e1_blocks_q);
+  wire prop_s1_e1_waiting_holds = ~((formal_s1_dispatched < formal_s1_e1_dist) & formal_s1_e1_queued) | ((s1_e1_issued_q == 16'd0) & (s1_e1_done_q == 16'd0));
+  wire prop_s1_e2_counts_holds = ~formal_s1_e2_queued | (((s1_e2_blocks_q != 16'd0) & (s1_e2_done_q <= s1_e2_issued_q)) & (s1_e2_issued_q <= s1_e2_blocks_q));
+  wire prop_s1_e2_dispatched_holds = ~(formal_s1_e2_dist < formal_s1_dispatched) | (s1_e2_issued_q == s1_e2_blocks_q);
+  wire prop_s1_e2_pending_holds = ~(formal_s1_e2_queued & (formal_s1_dispatched <= formal_s1_e2_dist)) | (s1_e2_issued_q < s1_e2_blocks_q);
+  wire prop_s1_e2_waiting_holds = ~((formal_s1_dispatched < formal_s1_e2_dist) & formal_s1_e2_queued) | ((s1_e2_issued_q == 16'd0) & (s1_e2_done_q == 16'd0));
+  wire prop_s1_e3_counts_holds = ~formal_s1_e3_queued | (((s1_e3_blocks_q != 16'd0) & (s1_e3_done_q <= s1_e3_issued_q)) & (s1_e3_issued_q <= s1_e3_blocks_q));
+  wire prop_s1_e3_dispatched_holds = ~(formal_s1_e3_dist < formal_s1_dispatched) | (s1_e3_issued_q == s1_e3_blocks_q);
+  wire prop_s1_e3_pending_holds = ~(formal_s1_e3_queued & (formal_s1_dispatched <= formal_s1_e3_dist)) | (s1_e3_issued_q < s1_e3_blocks_q);
+  wire prop_s1_e3_waiting_holds = ~((formal_s1_dispatched < formal_s1_e3_dist) & formal_s1_e3_queued) | ((s1_e3_issued_q == 16'd0) & (s1_e3_done_q == 16'd0));
+  wire prop_s2_counts_holds = (s2_pend_q <= s2_cnt_q) & (s2_cnt_q <= 3'd4);
+  wire prop_s2_pointers_holds = (s2_tptr_q == prop_s2_pointers_t13[1:0]) & (s2_dptr_q == prop_s2_pointers_t14[1:0]);
+  wire prop_s2_head_need_holds = ~(s2_pend_q != 3'd0) | (s2_head_need_q == (s2_dptr_q[1] ? (s2_dptr_q[0] ? s2_e3_need_q : s2_e2_need_q) : s2_dptr_q[0] ? s2_e1_need_q : s2_e0_need_q));
+  wire prop_s2_e0_counts_holds = ~formal_s2_e0_queued | (((s2_e0_blocks_q != 16'd0) & (s2_e0_done_q <= s2_e0_issued_q)) & (s2_e0_issued_q <= s2_e0_blocks_q));
+  wire prop_s2_e0_dispatched_holds = ~(formal_s2_e0_dist < formal_s2_dispatched) | (s2_e0_issued_q == s2_e0_blocks_q);
+  wire prop_s2_e0_pending_holds = ~(formal_s2_e0_queued & (formal_s2_dispatched <= formal_s2_e0_dist)) | (s2_e0_issued_q < s2_e0_blocks_q);
+  wire prop_s2_e0_waiting_holds = ~((formal_s2_dispatched < formal_s2_e0_dist) & formal_s2_e0_queued) | ((s2_e0_issued_q == 16'd0) & (s2_e0_done_q == 16'd0));
+  wire prop_s2_e1_counts_holds = ~formal_s2_e1_queued | (((s2_e1_blocks_q != 16'd0) & (s2_e1_done_q <= s2_e1_issued_q)) & (s2_e1_issued_q <= s2_e1_blocks_q));
+  wire prop_s2_e1_dispatched_holds = ~(formal_s2_e1_dist < formal_s2_dispatched) | (s2_e1_issued_q == s2_e1_blocks_q);
+  wire prop_s2_e1_pending_holds = ~(formal_s2_e1_queued & (formal_s2_dispatched <= formal_s2_e1_dist)) | (s2_e1_issued_q < s2_e1_blocks_q);
+  wire prop_s2_e1_waiting_holds = ~((formal_s2_dispatched < formal_s2_e1_dist) & formal_s2_e1_queued) | ((s2_e1_issued_q == 16'd0) & (s2_e1_done_q == 16'd0));
+  wire prop_s2_e2_counts_holds = ~formal_s2_e2_queued | (((s2_e2_blocks_q != 16'd0) & (s2_e2_done_q <= s2_e2_issued_q)) & (s2_e2_issued_q <= s2_e2_blocks_q));
+  wire prop_s2_e2_dispatched_holds = ~(formal_s2_e2_dist < formal_s2_dispatched) | (s2_e2_issued_q == s2_e2_blocks_q);
+  wire prop_s2_e2_pending_holds = ~(formal_s2_e2_queued & (formal_s2_dispatched <= formal_s2_e2_dist)) | (s2_e2_issued_q < s2_e2_blocks_q);
+  wire prop_s2_e2_waiting_holds = ~((formal_s2_dispatched < formal_s2_e2_dist) & formal_s2_e2_queued) | ((s2_e2_issued_q == 16'd0) & (s2_e2_done_q == 16'd0));
+  wire prop_s2_e3_counts_holds = ~formal_s2_e3_queued | (((s2_e3_blocks_q != 16'd0) & (s2_e3_done_q <= s2_e3_issued_q)) & (s2_e3_issued_q <= s2_e3_blocks_q));
+  wire prop_s2_e3_dispatched_holds = ~(formal_s2_e3_dist < formal_s2_dispatched) | (s2_e3_issued_q == s2_e3_blocks_q);
+  wire prop_s2_e3_pending_holds = ~(formal_s2_e3_queued & (formal_s2_dispatched <= formal_s2_e3_dist)) | (s2_e3_issued_q < s2_e3_blocks_q);
+  wire prop_s2_e3_waiting_holds = ~((formal_s2_dispatched < formal_s2_e3_dist) & formal_s2_e3_queued) | ((s2_e3_issued_q == 16'd0) & (s2_e3_done_q == 16'd0));
+  wire prop_s3_counts_holds = (s3_pend_q <= s3_cnt_q) & (s3_cnt_q <= 3'd4);
+  wire prop_s3_pointers_holds = (s3_tptr_q == prop_s3_pointers_t19[1:0]) & (s3_dptr_q == prop_s3_pointers_t20[1:0]);
+  wire prop_s3_head_need_holds = ~(s3_pend_q != 3'd0) | (s3_head_need_q == (s3_dptr_q[1] ? (s3_dptr_q[0] ? s3_e3_need_q : s3_e2_need_q) : s3_dptr_q[0] ? s3_e1_need_q : s3_e0_need_q));
+  wire prop_s3_e0_counts_holds = ~formal_s3_e0_queued | (((s3_e0_blocks_q != 16'd0) & (s3_e0_done_q <= s3_e0_issued_q)) & (s3_e0_issued_q <= s3_e0_blocks_q));
+  wire prop_s3_e0_dispatched_holds = ~(formal_s3_e0_dist < formal_s3_dispatched) | (s3_e0_issued_q == s3_e0_blocks_q);
+  wire prop_s3_e0_pending_holds = ~(formal_s3_e0_queued & (formal_s3_dispatched <= formal_s3_e0_dist)) | (s3_e0_issued_q < s3_e0_blocks_q);
+  wire prop_s3_e0_waiting_holds = ~((formal_s3_dispatched < formal_s3_e0_dist) & formal_s3_e0_queued) | ((s3_e0_issued_q == 16'd0) & (s3_e0_done_q == 16'd0));
+  wire prop_s3_e1_counts_holds = ~formal_s3_e1_queued | (((s3_e1_blocks_q != 16'd0) & (s3_e1_done_q <= s3_e1_issued_q)) & (s3_e1_issued_q <= s3_e1_blocks_q));
+  wire prop_s3_e1_dispatched_holds = ~(formal_s3_e1_dist < formal_s3_dispatched) | (s3_e1_issued_q == s3_e1_blocks_q);
+  wire prop_s3_e1_pending_holds = ~(formal_s3_e1_queued & (formal_s3_dispatched <= formal_s3_e1_dist)) | (s3_e1_issued_q < s3_e1_blocks_q);
+  wire prop_s3_e1_waiting_holds = ~((formal_s3_dispatched < formal_s3_e1_dist) & formal_s3_e1_queued) | ((s3_e1_issued_q == 16'd0) & (s3_e1_done_q == 16'd0));
+  wire prop_s3_e2_counts_holds = ~formal_s3_e2_queued | (((s3_e2_blocks_q != 16'd0) & (s3_e2_done_q <= s3_e2_issued_q)) & (s3_e2_issued_q <= s3_e2_blocks_q));
+  wire prop_s3_e2_dispatched_holds = ~(formal_s3_e2_dist < formal_s3_dispatched) | (s3_e2_issued_q == s3_e2_blocks_q);
+  wire prop_s3_e2_pending_holds = ~(formal_s3_e2_queued & (formal_s3_dispatched <= formal_s3_e2_dist)) | (s3_e2_issued_q < s3_e2_blocks_q);
+  wire prop_s3_e2_waiting_holds = ~((formal_s3_dispatched < formal_s3_e2_dist) & formal_s3_e2_queued) | ((s3_e2_issued_q == 16'd0) & (s3_e2_done_q == 16'd0));
+  wire prop_s3_e3_counts_holds = ~formal_s3_e3_queued | (((s3_e3_blocks_q != 16'd0) & (s3_e3_done_q <= s3_e3_issued_q)) & (s3_e3_issued_q <= s3_e3_blocks_q));
+  wire prop_s3_e3_dispatched_holds = ~(formal_s3_e3_dist < formal_s3_dispatched) | (s3_e3_issued_q == s3_e3_blocks_q);
+  wire prop_s3_e3_pending_holds = ~(formal_s3_e3_queued & (formal_s3_dispatched <= formal_s3_e3_dist)) | (s3_e3_issued_q < s3_e3_blocks_q);
+  wire prop_s3_e3_waiting_holds = ~((formal_s3_dispatched < formal_s3_e3_dist) & formal_s3_e3_queued) | ((s3_e3_issued_q == 16'd0) & (s3_e3_done_q == 16'd0));
+  wire prop_dispatch_from_stream_head_holds = ~cur_valid_q | (1'd1 & (((cur_stream_q[1] ? (cur_stream_q[0] ? s3_pend_q : s2_pend_q) : cur_stream_q[0] ? s1_pend_q : s0_pend_q) != 3'd0) & (cur_entry_q == (cur_stream_q[1] ? (cur_stream_q[0] ? s3_dptr_q : s2_dptr_q) : cur_stream_q[0] ? s1_dptr_q : s0_dptr_q))));
+  wire prop_dispatcher_matches_its_entry_holds = ~cur_valid_q | (((((cur_left_q != 16'd0) &
+      (cur_next_q == (cur_stream_q[1] ? (cur_stream_q[0] ? (cur_entry_q[1] ? (cur_entry_q[0] ?
+      s3_e3_issued_q : s3_e2_issued_q) : cur_entry_q[0] ? s3_e1_issued_q : s3_e0_issued_q) :
+      cur_entry_q[1] ? (cur_entry_q[0] ? s2_e3_issued_q : s2_e2_issued_q) : cur_entry_q[0] ?
+      s2_e1_issued_q : s2_e0_issued_q) : cur_stream_q[0] ? (cur_entry_q[1] ? (cur_entry_q[0] ?
+      s1_e3_issued_q : s1_e2_issued_q) : cur_entry_q[0] ? s1_e1_issued_q : s1_e0_issued_q) :
+      cur_entry_q[1] ? (cur_entry_q[0] ? s0_e3_issued_q : s0_e2_issued_q) : cur_entry_q[0] ?
+      s0_e1_issued_q : s0_e0_issued_q))) & (cur_left_q == ((cur_stream_q[1] ? (cur_stream_q[0] ?
+      (cur_entry_q[1] ? (cur_entry_q[0] ? s3_e3_blocks_q : s3_e2_blocks_q) : cur_entry_q[0] ?
+      s3_e1_blocks_q : s3_e0_blocks_q) : cur_entry_q[1] ? (cur_entry_q[0] ? s2_e3_blocks_q :
+      s2_e2_blocks_q) : cur_entry_q[0] ? s2_e1_blocks_q : s2_e0_blocks_q) : cur_stream_q[0] ?
+      (cur_entry_q[1] ? (cur_entry_q[0] ? s1_e3_blocks_q : s1_e2_blocks_q) : cur_entry_q[0] ?
+      s1_e1_blocks_q : s1_e0_blocks_q) : cur_entry_q[1] ? (cur_entry_q[0] ? s0_e3_blocks_q :
+      s0_e2_blocks_q) : cur_entry_q[0] ? s0_e1_blocks_q : s0_e0_blocks_q) - (cur_stream_q[1] ?
+      (cur_stream_q[0] ? (cur_entry_q[1] ? (cur_entry_q[0] ? s3_e3_issued_q : s3_e2_issued_q) :
+      cur_entry_q[0] ? s3_e1_issued_q : s3_e0_issued_q) : cur_entry_q[1] ? (cur_entry_q[0] ?
+      s2_e3_issued_q : s2_e2_issued_q) : cur_entry_q[0] ? s2_e1_issued_q : s2_e0_issued_q) :
+      cur_stream_q[0] ? (cur_entry_q[1] ? (cur_entry_q[0] ? s1_e3_issued_q : s1_e2_issued_q) :
+      cur_entry_q[0] ? s1_e1_issued_q : s1_e0_issued_q) : cur_entry_q[1] ? (cur_entry_q[0] ?
+      s0_e3_issued_q : s0_e2_issued_q) : cur_entry_q[0] ? s0_e1_issued_q : s0_e0_issued_q)))) &
+      (cur_need_q == (cur_stream_q[1] ? (cur_stream_q[0] ? (cur_entry_q[1] ? (cur_entry_q[0] ?
+      s3_e3_need_q : s3_e2_need_q) : cur_entry_q[0] ? s3_e1_need_q : s3_e0_need_q) : cur_entry_q[1]
+      ? (cur_entry_q[0] ? s2_e3_need_q : s2_e2_need_q) : cur_entry_q[0] ? s2_e1_need_q :
+      s2_e0_need_q) : cur_stream_q[0] ? (cur_entry_q[1] ? (cur_entry_q[0] ? s1_e3_need_q :
+      s1_e2_need_q) : cur_entry_q[0] ? s1_e1_need_q : s1_e0_need_q) : cur_entry_q[1] ?
+      (cur_entry_q[0] ? s0_e3_need_q : s0_e2_need_q) : cur_entry_q[0] ? s0_e1_need_q :
+      s0_e0_need_q))) & (cur_id_q == (cur_stream_q[1] ? (cur_stream_q[0] ? (cur_entry_q[1] ?
+      (cur_entry_q[0] ? s3_e3_id_q : s3_e2_id_q) : cur_entry_q[0] ? s3_e1_id_q : s3_e0_id_q) :
+      cur_entry_q[1] ? (cur_entry_q[0] ? s2_e3_id_q : s2_e2_id_q) : cur_entry_q[0] ? s2_e1_id_q :
+      s2_e0_id_q) : cur_stream_q[0] ? (cur_entry_q[1] ? (cur_entry_q[0] ? s1_e3_id_q : s1_e2_id_q) :
+      cur_entry_q[0] ? s1_e1_id_q : s1_e0_id_q) : cur_entry_q[1] ? (cur_entry_q[0] ? s0_e3_id_q :
+      s0_e2_id_q) : cur_entry_q[0] ? s0_e1_id_q : s0_e0_id_q)));
+  wire prop_fifo_count_holds = fifo_count_q <= 2'd2;
+  wire prop_sm0_dispatch_fits_holds = ~take[0] | ((((u_sm0_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm0_free[11:0])) & (cur_need_q[28:12] <= u_sm0_free[28:12])) & (cur_need_q[45:29] <= u_sm0_free[45:29]));
+  wire prop_sm1_dispatch_fits_holds = ~take[1] | ((((u_sm1_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm1_free[11:0])) & (cur_need_q[28:12] <= u_sm1_free[28:12])) & (cur_need_q[45:29] <= u_sm1_free[45:29]));
+  wire prop_sm2_dispatch_fits_holds = ~take[2] | ((((u_sm2_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm2_free[11:0])) & (cur_need_q[28:12] <= u_sm2_free[28:12])) & (cur_need_q[45:29] <= u_sm2_free[45:29]));
+  wire prop_sm3_dispatch_fits_holds = ~take[3] | ((((u_sm3_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm3_free[11:0])) & (cur_need_q[28:12] <= u_sm3_free[28:12])) & (cur_need_q[45:29] <= u_sm3_free[45:29]));
+  wire prop_sm4_dispatch_fits_holds = ~take[4] | ((((u_sm4_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm4_free[11:0])) & (cur_need_q[28:12] <= u_sm4_free[28:12])) & (cur_need_q[45:29] <= u_sm4_free[45:29]));
+  wire prop_sm5_dispatch_fits_holds = ~take[5] | ((((u_sm5_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm5_free[11:0])) & (cur_need_q[28:12] <= u_sm5_free[28:12])) & (cur_need_q[45:29] <= u_sm5_free[45:29]));
+  wire prop_sm6_dispatch_fits_holds = ~take[6] | ((((u_sm6_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm6_free[11:0])) & (cur_need_q[28:12] <= u_sm6_free[28:12])) & (cur_need_q[45:29] <= u_sm6_free[45:29]));
+  wire prop_sm7_dispatch_fits_holds = ~take[7] | ((((u_sm7_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm7_free[11:0])) & (cur_need_q[28:12] <= u_sm7_free[28:12])) & (cur_need_q[45:29] <= u_sm7_free[45:29]));
   always @* begin
     if (formal_reset_seen && !rst_i) begin
       // kernels not fully dispatched <= kernels in the queue <= queue_depth
-      prop_s0_counts: assert ((s0_pend_q <= s0_cnt_q) & (s0_cnt_q <= 3'd4));
+      prop_s0_counts: assert (prop_s0_counts_holds);
       // the tail is cnt entries after the oldest, the head cnt - pend after it
-      prop_s0_pointers: assert ((s0_tptr_q == prop_s0_pointers_t1[1:0]) & (s0_dptr_q == prop_s0_pointers_t2[1:0]));
+      prop_s0_pointers: assert (prop_s0_pointers_holds);
       // the comparator's copy of the head's need is the head entry's need
-      prop_s0_head_need: assert (~(s0_pend_q != 3'd0) | (s0_head_need_q == (s0_dptr_q[1] ? (s0_dptr_q[0] ? s0_e3_need_q : s0_e2_need_q) : s0_dptr_q[0] ? s0_e1_need_q : s0_e0_need_q)));
+      prop_s0_head_need: assert (prop_s0_head_need_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s0_e0_counts: assert (~formal_s0_e0_queued | (((s0_e0_blocks_q != 16'd0) & (s0_e0_done_q <= s0_e0_issued_q)) & (s0_e0_issued_q <= s0_e0_blocks_q)));
+      prop_s0_e0_counts: assert (prop_s0_e0_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s0_e0_dispatched: assert (~(formal_s0_e0_dist < formal_s0_dispatched) | (s0_e0_issued_q == s0_e0_blocks_q));
+      prop_s0_e0_dispatched: assert (prop_s0_e0_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s0_e0_pending: assert (~(formal_s0_e0_queued & (formal_s0_dispatched <= formal_s0_e0_dist)) | (s0_e0_issued_q < s0_e0_blocks_q));
+      prop_s0_e0_pending: assert (prop_s0_e0_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s0_e0_waiting: assert (~((formal_s0_dispatched < formal_s0_e0_dist) & formal_s0_e0_queued) | ((s0_e0_issued_q == 16'd0) & (s0_e0_done_q == 16'd0)));
+      prop_s0_e0_waiting: assert (prop_s0_e0_waiting_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s0_e1_counts: assert (~formal_s0_e1_queued | (((s0_e1_blocks_q != 16'd0) & (s0_e1_done_q <= s0_e1_issued_q)) & (s0_e1_issued_q <= s0_e1_blocks_q)));
+      prop_s0_e1_counts: assert (prop_s0_e1_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s0_e1_dispatched: assert (~(formal_s0_e1_dist < formal_s0_dispatched) | (s0_e1_issued_q == s0_e1_blocks_q));
+      prop_s0_e1_dispatched: assert (prop_s0_e1_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s0_e1_pending: assert (~(formal_s0_e1_queued & (formal_s0_dispatched <= formal_s0_e1_dist)) | (s0_e1_issued_q < s0_e1_blocks_q));
+      prop_s0_e1_pending: assert (prop_s0_e1_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s0_e1_waiting: assert (~((formal_s0_dispatched < formal_s0_e1_dist) & formal_s0_e1_queued) | ((s0_e1_issued_q == 16'd0) & (s0_e1_done_q == 16'd0)));
+      prop_s0_e1_waiting: assert (prop_s0_e1_waiting_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s0_e2_counts: assert (~formal_s0_e2_queued | (((s0_e2_blocks_q != 16'd0) & (s0_e2_done_q <= s0_e2_issued_q)) & (s0_e2_issued_q <= s0_e2_blocks_q)));
+      prop_s0_e2_counts: assert (prop_s0_e2_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s0_e2_dispatched: assert (~(formal_s0_e2_dist < formal_s0_dispatched) | (s0_e2_issued_q == s0_e2_blocks_q));
+      prop_s0_e2_dispatched: assert (prop_s0_e2_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s0_e2_pending: assert (~(formal_s0_e2_queued & (formal_s0_dispatched <= formal_s0_e2_dist)) | (s0_e2_issued_q < s0_e2_blocks_q));
+      prop_s0_e2_pending: assert (prop_s0_e2_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s0_e2_waiting: assert (~((formal_s0_dispatched < formal_s0_e2_dist) & formal_s0_e2_queued) | ((s0_e2_issued_q == 16'd0) & (s0_e2_done_q == 16'd0)));
+      prop_s0_e2_waiting: assert (prop_s0_e2_waiting_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s0_e3_counts: assert (~formal_s0_e3_queued | (((s0_e3_blocks_q != 16'd0) & (s0_e3_done_q <= s0_e3_issued_q)) & (s0_e3_issued_q <= s0_e3_blocks_q)));
+      prop_s0_e3_counts: assert (prop_s0_e3_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s0_e3_dispatched: assert (~(formal_s0_e3_dist < formal_s0_dispatched) | (s0_e3_issued_q == s0_e3_blocks_q));
+      prop_s0_e3_dispatched: assert (prop_s0_e3_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s0_e3_pending: assert (~(formal_s0_e3_queued & (formal_s0_dispatched <= formal_s0_e3_dist)) | (s0_e3_issued_q < s0_e3_blocks_q));
+      prop_s0_e3_pending: assert (prop_s0_e3_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s0_e3_waiting: assert (~((formal_s0_dispatched < formal_s0_e3_dist) & formal_s0_e3_queued) | ((s0_e3_issued_q == 16'd0) & (s0_e3_done_q == 16'd0)));
+      prop_s0_e3_waiting: assert (prop_s0_e3_waiting_holds);
       // kernels not fully dispatched <= kernels in the queue <= queue_depth
-      prop_s1_counts: assert ((s1_pend_q <= s1_cnt_q) & (s1_cnt_q <= 3'd4));
+      prop_s1_counts: assert (prop_s1_counts_holds);
       // the tail is cnt entries after the oldest, the head cnt - pend after it
-      prop_s1_pointers: assert ((s1_tptr_q == prop_s1_pointers_t7[1:0]) & (s1_dptr_q == prop_s1_pointers_t8[1:0]));
+      prop_s1_pointers: assert (prop_s1_pointers_holds);
       // the comparator's copy of the head's need is the head entry's need
-      prop_s1_head_need: assert (~(s1_pend_q != 3'd0) | (s1_head_need_q == (s1_dptr_q[1] ? (s1_dptr_q[0] ? s1_e3_need_q : s1_e2_need_q) : s1_dptr_q[0] ? s1_e1_need_q : s1_e0_need_q)));
+      prop_s1_head_need: assert (prop_s1_head_need_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s1_e0_counts: assert (~formal_s1_e0_queued | (((s1_e0_blocks_q != 16'd0) & (s1_e0_done_q <= s1_e0_issued_q)) & (s1_e0_issued_q <= s1_e0_blocks_q)));
+      prop_s1_e0_counts: assert (prop_s1_e0_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s1_e0_dispatched: assert (~(formal_s1_e0_dist < formal_s1_dispatched) | (s1_e0_issued_q == s1_e0_blocks_q));
+      prop_s1_e0_dispatched: assert (prop_s1_e0_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s1_e0_pending: assert (~(formal_s1_e0_queued & (formal_s1_dispatched <= formal_s1_e0_dist)) | (s1_e0_issued_q < s1_e0_blocks_q));
+      prop_s1_e0_pending: assert (prop_s1_e0_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s1_e0_waiting: assert (~((formal_s1_dispatched < formal_s1_e0_dist) & formal_s1_e0_queued) | ((s1_e0_issued_q == 16'd0) & (s1_e0_done_q == 16'd0)));
+      prop_s1_e0_waiting: assert (prop_s1_e0_waiting_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s1_e1_counts: assert (~formal_s1_e1_queued | (((s1_e1_blocks_q != 16'd0) & (s1_e1_done_q <= s1_e1_issued_q)) & (s1_e1_issued_q <= s1_e1_blocks_q)));
+      prop_s1_e1_counts: assert (prop_s1_e1_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s1_e1_dispatched: assert (~(formal_s1_e1_dist < formal_s1_dispatched) | (s1_e1_issued_q == s1_e1_blocks_q));
+      prop_s1_e1_dispatched: assert (prop_s1_e1_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s1_e1_pending: assert (~(formal_s1_e1_queued & (formal_s1_dispatched <= formal_s1_e1_dist)) | (s1_e1_issued_q < s1_e1_blocks_q));
+      prop_s1_e1_pending: assert (prop_s1_e1_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s1_e1_waiting: assert (~((formal_s1_dispatched < formal_s1_e1_dist) & formal_s1_e1_queued) | ((s1_e1_issued_q == 16'd0) & (s1_e1_done_q == 16'd0)));
+      prop_s1_e1_waiting: assert (prop_s1_e1_waiting_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s1_e2_counts: assert (~formal_s1_e2_queued | (((s1_e2_blocks_q != 16'd0) & (s1_e2_done_q <= s1_e2_issued_q)) & (s1_e2_issued_q <= s1_e2_blocks_q)));
+      prop_s1_e2_counts: assert (prop_s1_e2_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s1_e2_dispatched: assert (~(formal_s1_e2_dist < formal_s1_dispatched) | (s1_e2_issued_q == s1_e2_blocks_q));
+      prop_s1_e2_dispatched: assert (prop_s1_e2_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s1_e2_pending: assert (~(formal_s1_e2_queued & (formal_s1_dispatched <= formal_s1_e2_dist)) | (s1_e2_issued_q < s1_e2_blocks_q));
+      prop_s1_e2_pending: assert (prop_s1_e2_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s1_e2_waiting: assert (~((formal_s1_dispatched < formal_s1_e2_dist) & formal_s1_e2_queued) | ((s1_e2_issued_q == 16'd0) & (s1_e2_done_q == 16'd0)));
+      prop_s1_e2_waiting: assert (prop_s1_e2_waiting_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s1_e3_counts: assert (~formal_s1_e3_queued | (((s1_e3_blocks_q != 16'd0) & (s1_e3_done_q <= s1_e3_issued_q)) & (s1_e3_issued_q <= s1_e3_blocks_q)));
+      prop_s1_e3_counts: assert (prop_s1_e3_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s1_e3_dispatched: assert (~(formal_s1_e3_dist < formal_s1_dispatched) | (s1_e3_issued_q == s1_e3_blocks_q));
+      prop_s1_e3_dispatched: assert (prop_s1_e3_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s1_e3_pending: assert (~(formal_s1_e3_queued & (formal_s1_dispatched <= formal_s1_e3_dist)) | (s1_e3_issued_q < s1_e3_blocks_q));
+      prop_s1_e3_pending: assert (prop_s1_e3_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s1_e3_waiting: assert (~((formal_s1_dispatched < formal_s1_e3_dist) & formal_s1_e3_queued) | ((s1_e3_issued_q == 16'd0) & (s1_e3_done_q == 16'd0)));
+      prop_s1_e3_waiting: assert (prop_s1_e3_waiting_holds);
       // kernels not fully dispatched <= kernels in the queue <= queue_depth
-      prop_s2_counts: assert ((s2_pend_q <= s2_cnt_q) & (s2_cnt_q <= 3'd4));
+      prop_s2_counts: assert (prop_s2_counts_holds);
       // the tail is cnt entries after the oldest, the head cnt - pend after it
-      prop_s2_pointers: assert ((s2_tptr_q == prop_s2_pointers_t13[1:0]) & (s2_dptr_q == prop_s2_pointers_t14[1:0]));
+      prop_s2_pointers: assert (prop_s2_pointers_holds);
       // the comparator's copy of the head's need is the head entry's need
-      prop_s2_head_need: assert (~(s2_pend_q != 3'd0) | (s2_head_need_q == (s2_dptr_q[1] ? (s2_dptr_q[0] ? s2_e3_need_q : s2_e2_need_q) : s2_dptr_q[0] ? s2_e1_need_q : s2_e0_need_q)));
+      prop_s2_head_need: assert (prop_s2_head_need_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s2_e0_counts: assert (~formal_s2_e0_queued | (((s2_e0_blocks_q != 16'd0) & (s2_e0_done_q <= s2_e0_issued_q)) & (s2_e0_issued_q <= s2_e0_blocks_q)));
+      prop_s2_e0_counts: assert (prop_s2_e0_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s2_e0_dispatched: assert (~(formal_s2_e0_dist < formal_s2_dispatched) | (s2_e0_issued_q == s2_e0_blocks_q));
+      prop_s2_e0_dispatched: assert (prop_s2_e0_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s2_e0_pending: assert (~(formal_s2_e0_queued & (formal_s2_dispatched <= formal_s2_e0_dist)) | (s2_e0_issued_q < s2_e0_blocks_q));
+      prop_s2_e0_pending: assert (prop_s2_e0_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s2_e0_waiting: assert (~((formal_s2_dispatched < formal_s2_e0_dist) & formal_s2_e0_queued) | ((s2_e0_issued_q == 16'd0) & (s2_e0_done_q == 16'd0)));
+      prop_s2_e0_waiting: assert (prop_s2_e0_waiting_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s2_e1_counts: assert (~formal_s2_e1_queued | (((s2_e1_blocks_q != 16'd0) & (s2_e1_done_q <= s2_e1_issued_q)) & (s2_e1_issued_q <= s2_e1_blocks_q)));
+      prop_s2_e1_counts: assert (prop_s2_e1_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s2_e1_dispatched: assert (~(formal_s2_e1_dist < formal_s2_dispatched) | (s2_e1_issued_q == s2_e1_blocks_q));
+      prop_s2_e1_dispatched: assert (prop_s2_e1_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s2_e1_pending: assert (~(formal_s2_e1_queued & (formal_s2_dispatched <= formal_s2_e1_dist)) | (s2_e1_issued_q < s2_e1_blocks_q));
+      prop_s2_e1_pending: assert (prop_s2_e1_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s2_e1_waiting: assert (~((formal_s2_dispatched < formal_s2_e1_dist) & formal_s2_e1_queued) | ((s2_e1_issued_q == 16'd0) & (s2_e1_done_q == 16'd0)));
+      prop_s2_e1_waiting: assert (prop_s2_e1_waiting_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s2_e2_counts: assert (~formal_s2_e2_queued | (((s2_e2_blocks_q != 16'd0) & (s2_e2_done_q <= s2_e2_issued_q)) & (s2_e2_issued_q <= s2_e2_blocks_q)));
+      prop_s2_e2_counts: assert (prop_s2_e2_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s2_e2_dispatched: assert (~(formal_s2_e2_dist < formal_s2_dispatched) | (s2_e2_issued_q == s2_e2_blocks_q));
+      prop_s2_e2_dispatched: assert (prop_s2_e2_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s2_e2_pending: assert (~(formal_s2_e2_queued & (formal_s2_dispatched <= formal_s2_e2_dist)) | (s2_e2_issued_q < s2_e2_blocks_q));
+      prop_s2_e2_pending: assert (prop_s2_e2_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s2_e2_waiting: assert (~((formal_s2_dispatched < formal_s2_e2_dist) & formal_s2_e2_queued) | ((s2_e2_issued_q == 16'd0) & (s2_e2_done_q == 16'd0)));
+      prop_s2_e2_waiting: assert (prop_s2_e2_waiting_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s2_e3_counts: assert (~formal_s2_e3_queued | (((s2_e3_blocks_q != 16'd0) & (s2_e3_done_q <= s2_e3_issued_q)) & (s2_e3_issued_q <= s2_e3_blocks_q)));
+      prop_s2_e3_counts: assert (prop_s2_e3_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s2_e3_dispatched: assert (~(formal_s2_e3_dist < formal_s2_dispatched) | (s2_e3_issued_q == s2_e3_blocks_q));
+      prop_s2_e3_dispatched: assert (prop_s2_e3_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s2_e3_pending: assert (~(formal_s2_e3_queued & (formal_s2_dispatched <= formal_s2_e3_dist)) | (s2_e3_issued_q < s2_e3_blocks_q));
+      prop_s2_e3_pending: assert (prop_s2_e3_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s2_e3_waiting: assert (~((formal_s2_dispatched < formal_s2_e3_dist) & formal_s2_e3_queued) | ((s2_e3_issued_q == 16'd0) & (s2_e3_done_q == 16'd0)));
+      prop_s2_e3_waiting: assert (prop_s2_e3_waiting_holds);
       // kernels not fully dispatched <= kernels in the queue <= queue_depth
-      prop_s3_counts: assert ((s3_pend_q <= s3_cnt_q) & (s3_cnt_q <= 3'd4));
+      prop_s3_counts: assert (prop_s3_counts_holds);
       // the tail is cnt entries after the oldest, the head cnt - pend after it
-      prop_s3_pointers: assert ((s3_tptr_q == prop_s3_pointers_t19[1:0]) & (s3_dptr_q == prop_s3_pointers_t20[1:0]));
+      prop_s3_pointers: assert (prop_s3_pointers_holds);
       // the comparator's copy of the head's need is the head entry's need
-      prop_s3_head_need: assert (~(s3_pend_q != 3'd0) | (s3_head_need_q == (s3_dptr_q[1] ? (s3_dptr_q[0] ? s3_e3_need_q : s3_e2_need_q) : s3_dptr_q[0] ? s3_e1_need_q : s3_e0_need_q)));
+      prop_s3_head_need: assert (prop_s3_head_need_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s3_e0_counts: assert (~formal_s3_e0_queued | (((s3_e0_blocks_q != 16'd0) & (s3_e0_done_q <= s3_e0_issued_q)) & (s3_e0_issued_q <= s3_e0_blocks_q)));
+      prop_s3_e0_counts: assert (prop_s3_e0_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s3_e0_dispatched: assert (~(formal_s3_e0_dist < formal_s3_dispatched) | (s3_e0_issued_q == s3_e0_blocks_q));
+      prop_s3_e0_dispatched: assert (prop_s3_e0_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s3_e0_pending: assert (~(formal_s3_e0_queued & (formal_s3_dispatched <= formal_s3_e0_dist)) | (s3_e0_issued_q < s3_e0_blocks_q));
+      prop_s3_e0_pending: assert (prop_s3_e0_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s3_e0_waiting: assert (~((formal_s3_dispatched < formal_s3_e0_dist) & formal_s3_e0_queued) | ((s3_e0_issued_q == 16'd0) & (s3_e0_done_q == 16'd0)));
+      prop_s3_e0_waiting: assert (prop_s3_e0_waiting_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s3_e1_counts: assert (~formal_s3_e1_queued | (((s3_e1_blocks_q != 16'd0) & (s3_e1_done_q <= s3_e1_issued_q)) & (s3_e1_issued_q <= s3_e1_blocks_q)));
+      prop_s3_e1_counts: assert (prop_s3_e1_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s3_e1_dispatched: assert (~(formal_s3_e1_dist < formal_s3_dispatched) | (s3_e1_issued_q == s3_e1_blocks_q));
+      prop_s3_e1_dispatched: assert (prop_s3_e1_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s3_e1_pending: assert (~(formal_s3_e1_queued & (formal_s3_dispatched <= formal_s3_e1_dist)) | (s3_e1_issued_q < s3_e1_blocks_q));
+      prop_s3_e1_pending: assert (prop_s3_e1_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s3_e1_waiting: assert (~((formal_s3_dispatched < formal_s3_e1_dist) & formal_s3_e1_queued) | ((s3_e1_issued_q == 16'd0) & (s3_e1_done_q == 16'd0)));
+      prop_s3_e1_waiting: assert (prop_s3_e1_waiting_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s3_e2_counts: assert (~formal_s3_e2_queued | (((s3_e2_blocks_q != 16'd0) & (s3_e2_done_q <= s3_e2_issued_q)) & (s3_e2_issued_q <= s3_e2_blocks_q)));
+      prop_s3_e2_counts: assert (prop_s3_e2_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s3_e2_dispatched: assert (~(formal_s3_e2_dist < formal_s3_dispatched) | (s3_e2_issued_q == s3_e2_blocks_q));
+      prop_s3_e2_dispatched: assert (prop_s3_e2_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s3_e2_pending: assert (~(formal_s3_e2_queued & (formal_s3_dispatched <= formal_s3_e2_dist)) | (s3_e2_issued_q < s3_e2_blocks_q));
+      prop_s3_e2_pending: assert (prop_s3_e2_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s3_e2_waiting: assert (~((formal_s3_dispatched < formal_s3_e2_dist) & formal_s3_e2_queued) | ((s3_e2_issued_q == 16'd0) & (s3_e2_done_q == 16'd0)));
+      prop_s3_e2_waiting: assert (prop_s3_e2_waiting_holds);
       // a queued kernel has blocks, and done <= issued <= blocks
-      prop_s3_e3_counts: assert (~formal_s3_e3_queued | (((s3_e3_blocks_q != 16'd0) & (s3_e3_done_q <= s3_e3_issued_q)) & (s3_e3_issued_q <= s3_e3_blocks_q)));
+      prop_s3_e3_counts: assert (prop_s3_e3_counts_holds);
       // a kernel before its stream's head is fully dispatched
-      prop_s3_e3_dispatched: assert (~(formal_s3_e3_dist < formal_s3_dispatched) | (s3_e3_issued_q == s3_e3_blocks_q));
+      prop_s3_e3_dispatched: assert (prop_s3_e3_dispatched_holds);
       // a kernel at or behind its stream's head is not fully dispatched
-      prop_s3_e3_pending: assert (~(formal_s3_e3_queued & (formal_s3_dispatched <= formal_s3_e3_dist)) | (s3_e3_issued_q < s3_e3_blocks_q));
+      prop_s3_e3_pending: assert (prop_s3_e3_pending_holds);
       // a kernel behind its stream's head has not started
-      prop_s3_e3_waiting: assert (~((formal_s3_dispatched < formal_s3_e3_dist) & formal_s3_e3_queued) | ((s3_e3_issued_q == 16'd0) & (s3_e3_done_q == 16'd0)));
+      prop_s3_e3_waiting: assert (prop_s3_e3_waiting_holds);
       // the dispatcher's kernel is its stream's head: every earlier kernel of the stream is fully dispatched
-      prop_dispatch_from_stream_head: assert (~cur_valid_q | (1'd1 & (((cur_stream_q[1] ? (cur_stream_q[0] ? s3_pend_q : s2_pend_q) : cur_stream_q[0] ? s1_pend_q : s0_pend_q) != 3'd0) & (cur_entry_q == (cur_stream_q[1] ? (cur_stream_q[0] ? s3_dptr_q : s2_dptr_q) : cur_stream_q[0] ? s1_dptr_q : s0_dptr_q)))));
+      prop_dispatch_from_stream_head: assert (prop_dispatch_from_stream_head_holds);
       // the dispatcher's copy of its kernel (id, need, next block, blocks left) agrees with the queue entry
-      prop_dispatcher_matches_its_entry: assert (~cur_valid_q | (((((cur_left_q != 16'd0) &
-          (cur_next_q == (cur_stream_q[1] ? (cur_stream_q[0] ? (cur_entry_q[1] ? (cur_entry_q[0] ?
-          s3_e3_issued_q : s3_e2_issued_q) : cur_entry_q[0] ? s3_e1_issued_q : s3_e0_issued_q) :
-          cur_entry_q[1] ? (cur_entry_q[0] ? s2_e3_issued_q : s2_e2_issued_q) : cur_entry_q[0] ?
-          s2_e1_issued_q : s2_e0_issued_q) : cur_stream_q[0] ? (cur_entry_q[1] ? (cur_entry_q[0] ?
-          s1_e3_issued_q : s1_e2_issued_q) : cur_entry_q[0] ? s1_e1_issued_q : s1_e0_issued_q) :
-          cur_entry_q[1] ? (cur_entry_q[0] ? s0_e3_issued_q : s0_e2_issued_q) : cur_entry_q[0] ?
-          s0_e1_issued_q : s0_e0_issued_q))) & (cur_left_q == ((cur_stream_q[1] ? (cur_stream_q[0] ?
-          (cur_entry_q[1] ? (cur_entry_q[0] ? s3_e3_blocks_q : s3_e2_blocks_q) : cur_entry_q[0] ?
-          s3_e1_blocks_q : s3_e0_blocks_q) : cur_entry_q[1] ? (cur_entry_q[0] ? s2_e3_blocks_q :
-          s2_e2_blocks_q) : cur_entry_q[0] ? s2_e1_blocks_q : s2_e0_blocks_q) : cur_stream_q[0] ?
-          (cur_entry_q[1] ? (cur_entry_q[0] ? s1_e3_blocks_q : s1_e2_blocks_q) : cur_entry_q[0] ?
-          s1_e1_blocks_q : s1_e0_blocks_q) : cur_entry_q[1] ? (cur_entry_q[0] ? s0_e3_blocks_q :
-          s0_e2_blocks_q) : cur_entry_q[0] ? s0_e1_blocks_q : s0_e0_blocks_q) - (cur_stream_q[1] ?
-          (cur_stream_q[0] ? (cur_entry_q[1] ? (cur_entry_q[0] ? s3_e3_issued_q : s3_e2_issued_q) :
-          cur_entry_q[0] ? s3_e1_issued_q : s3_e0_issued_q) : cur_entry_q[1] ? (cur_entry_q[0] ?
-          s2_e3_issued_q : s2_e2_issued_q) : cur_entry_q[0] ? s2_e1_issued_q : s2_e0_issued_q) :
-          cur_stream_q[0] ? (cur_entry_q[1] ? (cur_entry_q[0] ? s1_e3_issued_q : s1_e2_issued_q) :
-          cur_entry_q[0] ? s1_e1_issued_q : s1_e0_issued_q) : cur_entry_q[1] ? (cur_entry_q[0] ?
-          s0_e3_issued_q : s0_e2_issued_q) : cur_entry_q[0] ? s0_e1_issued_q : s0_e0_issued_q)))) &
-          (cur_need_q == (cur_stream_q[1] ? (cur_stream_q[0] ? (cur_entry_q[1] ? (cur_entry_q[0] ?
-          s3_e3_need_q : s3_e2_need_q) : cur_entry_q[0] ? s3_e1_need_q : s3_e0_need_q) :
-          cur_entry_q[1] ? (cur_entry_q[0] ? s2_e3_need_q : s2_e2_need_q) : cur_entry_q[0] ?
-          s2_e1_need_q : s2_e0_need_q) : cur_stream_q[0] ? (cur_entry_q[1] ? (cur_entry_q[0] ?
-          s1_e3_need_q : s1_e2_need_q) : cur_entry_q[0] ? s1_e1_need_q : s1_e0_need_q) :
-          cur_entry_q[1] ? (cur_entry_q[0] ? s0_e3_need_q : s0_e2_need_q) : cur_entry_q[0] ?
-          s0_e1_need_q : s0_e0_need_q))) & (cur_id_q == (cur_stream_q[1] ? (cur_stream_q[0] ?
-          (cur_entry_q[1] ? (cur_entry_q[0] ? s3_e3_id_q : s3_e2_id_q) : cur_entry_q[0] ? s3_e1_id_q
-          : s3_e0_id_q) : cur_entry_q[1] ? (cur_entry_q[0] ? s2_e3_id_q : s2_e2_id_q) :
-          cur_entry_q[0] ? s2_e1_id_q : s2_e0_id_q) : cur_stream_q[0] ? (cur_entry_q[1] ?
-          (cur_entry_q[0] ? s1_e3_id_q : s1_e2_id_q) : cur_entry_q[0] ? s1_e1_id_q : s1_e0_id_q) :
-          cur_entry_q[1] ? (cur_entry_q[0] ? s0_e3_id_q : s0_e2_id_q) : cur_entry_q[0] ? s0_e1_id_q
-          : s0_e0_id_q))));
+      prop_dispatcher_matches_its_entry: assert (prop_dispatcher_matches_its_entry_holds);
       // the dispatch FIFO holds at most 2 records
-      prop_fifo_count: assert (fifo_count_q <= 2'd2);
+      prop_fifo_count: assert (prop_fifo_count_holds);
       // a block starts only on an SM where its need fits and a slot is free
-      prop_sm0_dispatch_fits: assert (~take[0] | ((((u_sm0_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm0_free[11:0])) & (cur_need_q[28:12] <= u_sm0_free[28:12])) & (cur_need_q[45:29] <= u_sm0_free[45:29])));
+      prop_sm0_dispatch_fits: assert (prop_sm0_dispatch_fits_holds);
       // a block starts only on an SM where its need fits and a slot is free
-      prop_sm1_dispatch_fits: assert (~take[1] | ((((u_sm1_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm1_free[11:0])) & (cur_need_q[28:12] <= u_sm1_free[28:12])) & (cur_need_q[45:29] <= u_sm1_free[45:29])));
+      prop_sm1_dispatch_fits: assert (prop_sm1_dispatch_fits_holds);
       // a block starts only on an SM where its need fits and a slot is free
-      prop_sm2_dispatch_fits: assert (~take[2] | ((((u_sm2_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm2_free[11:0])) & (cur_need_q[28:12] <= u_sm2_free[28:12])) & (cur_need_q[45:29] <= u_sm2_free[45:29])));
+      prop_sm2_dispatch_fits: assert (prop_sm2_dispatch_fits_holds);
       // a block starts only on an SM where its need fits and a slot is free
-      prop_sm3_dispatch_fits: assert (~take[3] | ((((u_sm3_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm3_free[11:0])) & (cur_need_q[28:12] <= u_sm3_free[28:12])) & (cur_need_q[45:29] <= u_sm3_free[45:29])));
+      prop_sm3_dispatch_fits: assert (prop_sm3_dispatch_fits_holds);
       // a block starts only on an SM where its need fits and a slot is free
-      prop_sm4_dispatch_fits: assert (~take[4] | ((((u_sm4_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm4_free[11:0])) & (cur_need_q[28:12] <= u_sm4_free[28:12])) & (cur_need_q[45:29] <= u_sm4_free[45:29])));
+      prop_sm4_dispatch_fits: assert (prop_sm4_dispatch_fits_holds);
       // a block starts only on an SM where its need fits and a slot is free
-      prop_sm5_dispatch_fits: assert (~take[5] | ((((u_sm5_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm5_free[11:0])) & (cur_need_q[28:12] <= u_sm5_free[28:12])) & (cur_need_q[45:29] <= u_sm5_free[45:29])));
+      prop_sm5_dispatch_fits: assert (prop_sm5_dispatch_fits_holds);
       // a block starts only on an SM where its need fits and a slot is free
-      prop_sm6_dispatch_fits: assert (~take[6] | ((((u_sm6_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm6_free[11:0])) & (cur_need_q[28:12] <= u_sm6_free[28:12])) & (cur_need_q[45:29] <= u_sm6_free[45:29])));
+      prop_sm6_dispatch_fits: assert (prop_sm6_dispatch_fits_holds);
       // a block starts only on an SM where its need fits and a slot is free
-      prop_sm7_dispatch_fits: assert (~take[7] | ((((u_sm7_free[50:46] != 5'd0) & (cur_need_q[11:0] <= u_sm7_free[11:0])) & (cur_need_q[28:12] <= u_sm7_free[28:12])) & (cur_need_q[45:29] <= u_sm7_free[45:29])));
+      prop_sm7_dispatch_fits: assert (prop_sm7_dispatch_fits_holds);
       // the SMs complete only blocks in flight: a queued kernel's tag, fewer completed than issued, an SM that exists
       prop_cpl0_in_flight: assume (~cpl0_valid | (((((((((((((((((1'd0 | ((((cpl_tag_i[3:2] == 2'd0)
           & (cpl_tag_i[1:0] == 2'd0)) & formal_s0_e0_queued) & (({2'd0, s0_e0_done_q} + {17'd0,
