@@ -15,6 +15,8 @@ fn space(p: &ArbiterParams) -> u128 {
 }
 
 /// `"0x"` followed by one or more hex digits (either case).
+// spec: "hex `0x...` of at most D bits" is read as a value of at most D
+// bits: leading zeros beyond D/4 digits are allowed, upper case too.
 fn parse_hex(v: &Value) -> Option<BigUint> {
     let s = v.as_str()?;
     let digits = s.strip_prefix("0x")?;
@@ -25,6 +27,7 @@ fn parse_hex(v: &Value) -> Option<BigUint> {
 }
 
 /// A string of hex digits, two a byte (either case); `""` is no bytes.
+// spec: an empty region (`"bytes": ""`) is allowed; it covers nothing.
 fn parse_bytes(v: &Value) -> Option<Vec<u8>> {
     let s = v.as_str()?;
     if !s.len().is_multiple_of(2) || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
@@ -81,6 +84,8 @@ pub fn parse_input(v: &Value, p: &ArbiterParams) -> Result<Workload, InputErrors
         },
     });
 
+    // spec: every key is optional; a missing `reads` or `writes` is no
+    // request at all (the spec says only `latency` and `memory` are).
     // memory
     let mut memory = Vec::new();
     let mut regions: Vec<Span> = Vec::new();
@@ -153,6 +158,9 @@ pub fn parse_input(v: &Value, p: &ArbiterParams) -> Result<Workload, InputErrors
         }
     }
 
+    // spec: a burst's "written byte range" is its whole range, `addr ..
+    // addr + beats*DB`, strobes or not, and two bursts of one source may
+    // not overlap either (the rule says "another write's").
     // Overlaps: regions with each other; each burst with the bursts before
     // it and with every read.
     let show = |s: &Span| format!("bytes {:#x}..{:#x}", s.1, s.2);

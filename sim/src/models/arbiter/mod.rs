@@ -96,6 +96,9 @@ pub struct Workload {
 
 /// Requests and beats taken from the sources, and requests (read requests
 /// and write bursts) the bridge split at a 4 KB boundary.
+// spec: "how many requests the bridge split" is read as read requests and
+// write bursts together; `read_beats` counts the beats of the requests
+// taken (all of which are answered by the end).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
     pub read_requests: u64,
@@ -105,6 +108,8 @@ pub struct Counters {
     pub split_bursts: u64,
 }
 
+// spec: the output has one `reads` list and one `writes` count per source
+// of the parameters (the example: `reads` = 2 gives two lists, one empty).
 /// What a run gives: per read source every response beat in order, per
 /// write source the number of write responses, per write burst (sources in
 /// order, bursts in order) its whole byte range after the run, the cycles

@@ -297,6 +297,9 @@ pub(super) fn simulate(p: &ArbiterParams, w: &Workload) -> (Outcome, Trace) {
         let b_id = mem.b_offer(c).filter(|_| bready);
 
         // Bridge (axi4) or the native memory: the arbiter's output ready.
+        // spec: with `out = native` the memory's ready signals are high as
+        // the agent's ARREADY and AWREADY/WREADY are ("the same rules with
+        // mem_rd_req in place of AR").
         let rd_ready = if axi { (ar.is_none() || arready) && p2.is_none() } else { true };
         let wr_first_of_piece = |wb: &WBurst| wb.k == 0 || (wb.split && wb.k == wb.f + 1);
         let wr_ready = if axi {
@@ -443,6 +446,9 @@ pub(super) fn simulate(p: &ArbiterParams, w: &Workload) -> (Outcome, Trace) {
                 if wb.k == 0 {
                     let (first, second) = pieces(p, x.addr, x.len, x.tag);
                     wb.split = second.is_some();
+                    // spec: "its first piece's length f" is the piece's len
+                    // (beats - 1): WLAST at k = f and the second piece at
+                    // k = f + 1 need it so.
                     wb.f = first.len;
                     wb.second = second;
                     bsplit[x.tag].push_back((wb.split, false));
