@@ -10,6 +10,7 @@ macro_rules! block_modules {
 gpurtl_params::for_each_block!(block_modules);
 // Blocks being built, not yet in the block list.
 pub mod arbiter;
+pub mod scratchpad;
 
 mod bytemem;
 
