@@ -319,6 +319,11 @@ fn wide_beats_at_the_top_of_a_64_bit_space() {
     assert!(o.memory[0].bytes[1..].iter().all(|&b| b == 0));
     // L = 1: the read's AR at 2, beats at 3, 4, at rd0 at 4, 5: cycles 6.
     assert_eq!(o.cycles, 6);
+    // 256 hex digits a beat.
+    let out = output_json(&p, &o);
+    assert_eq!(out["reads"][0][0], json!(format!("0x{}5a", "0".repeat(254))));
+    assert_eq!(out["reads"][0][1], json!(format!("0xa5{}", "0".repeat(254))));
+    assert_eq!(out["memory"][0]["addr"], json!(top + 256));
 }
 
 // ---- input errors ----
@@ -486,12 +491,29 @@ fn parse_counts_overlaps_beyond_a_few() {
     let got = parse_input(&json!({"writes": [bursts]}), &small(Out::Axi4)).unwrap_err().0;
     assert_eq!(got.len(), 6);
     assert_eq!(got[5].to_string(), "input `writes` = 16 more values like those: must be each as the message above says");
+    // Overlapping regions likewise: four regions on byte 0 make 6 overlaps
+    // (5 listed, 1 counted), five make 10.
+    let regions: Vec<Value> = (0..4).map(|_| json!({"addr": 0, "bytes": "00"})).collect();
+    let got = parse_input(&json!({"memory": regions}), &small(Out::Axi4)).unwrap_err().0;
+    assert_eq!(got.len(), 6);
+    assert_eq!(got[0].to_string(), "input `memory[1]` = bytes 0x0..0x1: must be not overlapping memory[0] (bytes 0x0..0x1)");
+    let five: Vec<Value> = (0..5).map(|_| json!({"addr": 0, "bytes": "00"})).collect();
+    let got = parse_input(&json!({"memory": five}), &small(Out::Axi4)).unwrap_err().0;
+    assert_eq!(got.len(), 6);
+    assert_eq!(got[5].to_string(), "input `memory` = 5 more values like those: must be each as the message above says");
     // Bad data beats beyond five in one burst are counted too.
     let p = ArbiterParams { max_burst: 8, read_buffer: 8, ..small(Out::Axi4) };
     let beats: Vec<Value> = (0..7).map(|_| json!("0xzz")).collect();
     let got = parse_input(&json!({"writes": [[{"addr": 0, "data": beats}]]}), &p).unwrap_err().0;
     assert_eq!(got.len(), 6);
     assert_eq!(got[5].to_string(), "input `writes[0][0].data` = 2 more values like those: must be each as the message above says");
+    // And bad strobes.
+    let data: Vec<Value> = (0..7).map(|_| json!("0x1")).collect();
+    let strb: Vec<Value> = (0..7).map(|_| json!("0x10")).collect();
+    let got = parse_input(&json!({"writes": [[{"addr": 0, "data": data, "strb": strb}]]}), &p).unwrap_err().0;
+    assert_eq!(got.len(), 6);
+    assert_eq!(got[4].to_string(), "input `writes[0][0].strb[4]` = \"0x10\": must be a hex string \"0x...\" of at most 4 bits");
+    assert_eq!(got[5].to_string(), "input `writes[0][0].strb` = 2 more values like those: must be each as the message above says");
 }
 
 #[test]
