@@ -214,8 +214,18 @@ pub fn module_stats(log: &str, top: &str) -> Vec<ModuleStat> {
 }
 
 pub fn yosys_synth(dir: &Path, top: &str, files: &[String]) -> Result<SynthStats, ToolError> {
+    // A generic target has no block RAM: `synth` would map every memory
+    // array to flip-flops (minutes and gigabytes for a scratchpad). Memories
+    // stay memory cells (`$mem_v2`, counted in the statistics); the rest of
+    // `synth`'s fine script runs as usual.
+    let has_ram = files.iter().any(|f| std::fs::read_to_string(dir.join(f)).is_ok_and(|t| t.contains("(* no_rw_check *)")));
+    let synth = if has_ram {
+        format!("synth -top {top} -run :fine; opt -fast -full; techmap; opt -fast; abc -fast; opt -fast; hierarchy -check")
+    } else {
+        format!("synth -top {top}")
+    };
     let script = format!(
-        "read_verilog {}; synth -top {top}; check -assert; select -assert-none t:$dlatch t:$_DLATCH_*; stat",
+        "read_verilog {}; {synth}; check -assert; select -assert-none t:$dlatch t:$_DLATCH_*; stat",
         files.join(" ")
     );
     let mut c = Command::new(locate("yosys")?);
@@ -308,13 +318,13 @@ impl fmt::Display for ProofFailure {
 }
 
 /// Prove the `` `ifdef FORMAL `` properties of `top` with yosys: read with
-/// `-formal`, flatten, then `sat -tempinduct` with the reset high in the
+/// `-formal`, flatten, memories as registers, then `sat -tempinduct` with the reset high in the
 /// first cycle (every other register, and every input, free), assumptions
 /// taken, induction up to `max_steps`. The induction length at which the
 /// proof closed.
 pub fn prove(dir: &Path, top: &str, files: &[String], max_steps: u32) -> Result<u32, ProofFailure> {
     let script = format!(
-        "read_verilog -formal {}; prep -top {top} -flatten; \
+        "read_verilog -formal {}; prep -top {top} -flatten; memory_map; opt_clean; \
          sat -tempinduct -prove-asserts -set-assumes -seq 1 -set-at 1 rst_i 1 -maxsteps {max_steps} -show-public -verify",
         files.join(" ")
     );

@@ -26,6 +26,7 @@ pub mod namer;
 pub mod pipe;
 pub mod print;
 pub mod ram;
+pub mod scratchpad;
 pub mod stream;
 
 pub use bus::{Axi, Bus, BusKind, Native, Role};

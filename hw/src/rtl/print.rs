@@ -153,6 +153,9 @@ pub fn module(m: &Module, name: &str, sub: &dyn Fn(&Instance) -> String) -> Stri
                 None => {
                     let _ = writeln!(s, "      {arr}[{waddr}] <= {wdata};");
                 }
+                Some((be, lane)) if *lane == r.width => {
+                    let _ = writeln!(s, "      if ({}) {arr}[{waddr}] <= {wdata};", expr(m, be));
+                }
                 Some((be, lane)) => {
                     let be = expr(m, be);
                     for k in 0..r.width / lane {
