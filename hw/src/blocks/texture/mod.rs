@@ -132,6 +132,8 @@ pub fn build(p: &TextureParams) -> Result<Design, RtlError> {
     let idle_o = b.output("idle_o", 1, "no op in the unit (configuration writes are taken)");
     let reg_writes_o = b.output("reg_writes_o", 32, "pixel register writes so far (wraps)");
 
+    // Each part declares its signals as it is built: this order is the
+    // Verilog's.
     let config = config::build(&mut b, p, &cfg_s, &cfg_addr, &cfg_data, &idle_o);
     let stage0_in = prep::accept(&mut b, p, &config, &op_s);
     let prep = Prep::build(&mut b, p, &config, stage0_in);
