@@ -3,7 +3,7 @@
 //! Each block's measurements are its adapter's `bench` (`gen/src/blocks/`);
 //! the pieces they share are here.
 
-use crate::block::{BenchOpts, Block};
+use crate::block::{BenchOpts, Block, HarnessPoint};
 use crate::emit;
 use crate::error::{Error, Result};
 use crate::tools::{self, SynthStats};
@@ -40,17 +40,6 @@ pub fn generator() -> String {
     format!("gpurtl {}", emit::VERSION)
 }
 
-/// Runs a block's testbench once on its workload.
-type TestbenchRun = Box<dyn Fn(&gpurtl_sim::cosim::Compiled) -> Result<gpurtl_sim::tb::RunStats>>;
-
-/// One point of `gpurtl bench harness`: the testbench's rate on a real
-/// workload against a native Verilator loop of the same design.
-struct HarnessPoint {
-    label: &'static str,
-    design: Design,
-    run: TestbenchRun,
-}
-
 /// Measurement rounds per point of `gpurtl bench harness`.
 const ROUNDS: usize = 5;
 
@@ -75,41 +64,15 @@ fn timed(min_secs: f64, mut f: impl FnMut() -> Result<u64>) -> Result<(u64, f64)
 /// `gpurtl bench harness`: the cosimulation harness against a native
 /// Verilator loop (`verilator --cc --exe`, the harness's flags, every input
 /// random every cycle, two evals per cycle) on the same generated designs,
-/// side by side: systolic 4x4 and 8x8 on a dense 64x64x64 GEMM, compress at
-/// 1024 bits on random 8-bit operations. The harness rate counts every tick
-/// of the testbench run, stimulus and checks included.
-pub fn harness(out: &mut dyn Write) -> Result<Value> {
-    use gpurtl_params::compress::CompressParams;
-    use gpurtl_params::systolic::SystolicParams;
-    use gpurtl_sim::rng::Rng;
-    let gemm = {
-        let mut rng = Rng::new(7);
-        let mut m = || (0..64).map(|_| (0..64).map(|_| rng.below(255) as i64 - 127).collect()).collect();
-        gpurtl_sim::models::systolic::Gemm { a: m(), b: m(), c0: None }
-    };
-    let systolic = |label: &'static str, p: SystolicParams| -> Result<HarnessPoint> {
-        let g = gemm.clone();
-        let q = p.clone();
-        Ok(HarnessPoint {
-            label,
-            design: gpurtl_hw::blocks::systolic::build(&p)?,
-            run: Box::new(move |c| Ok(gpurtl_sim::tb::systolic::run(c, &q, &g, None, None)?.1)),
-        })
-    };
-    let compress = |label: &'static str, p: CompressParams| -> Result<HarnessPoint> {
-        let ops = gpurtl_sim::tb::compress::random_ops(&mut Rng::new(3), p.width, 4000, Some(8));
-        let w = p.width;
-        Ok(HarnessPoint {
-            label,
-            design: gpurtl_hw::blocks::compress::build(&p)?,
-            run: Box::new(move |c| Ok(gpurtl_sim::tb::compress::run(c, w, &ops, None, None)?.1)),
-        })
-    };
-    let points = [
-        systolic("systolic 4x4", SystolicParams::default())?,
-        systolic("systolic 8x8", SystolicParams { rows: 8, cols: 8, ..SystolicParams::default() })?,
-        compress("compress 1024", CompressParams { width: 1024, latency: 2, stream: false })?,
-    ];
+/// side by side: the designs the `blocks` offer ([`Block::harness`]), each
+/// on its own workload. The harness rate counts every tick of the testbench
+/// run, stimulus and checks included.
+pub fn harness(blocks: &[&dyn Block], out: &mut dyn Write) -> Result<Value> {
+    let mut points: Vec<HarnessPoint> = Vec::new();
+    for b in blocks {
+        points.extend(b.harness()?);
+    }
+    points.sort_by_key(|pt| pt.order);
     let _ = writeln!(out, "harness against a native Verilator loop (same design, same flags; cycles per second)");
     let _ = writeln!(out, "{:<16} {:>12} {:>12} {:>7} {:>12}", "design", "harness", "native", "ratio", "whole run");
     let mut rows = Vec::new();

@@ -6,6 +6,11 @@
 //! and the bench. Every [`BlockDef`] is a [`Block`], the object-safe form the
 //! command line and the flows (synth, sweep, bench, run) use, with the
 //! parameters as their resolved JSON object.
+//!
+//! A block may also offer commands of its own (`asm`, `disasm`, `prune`:
+//! [`BlockDef::COMMANDS`] and their hooks) and designs for `gpurtl bench
+//! harness` ([`BlockDef::harness`]); the command line finds them through
+//! the registry, so that it names no block.
 
 use crate::error::{Error, Result};
 use crate::image::Image;
@@ -16,6 +21,7 @@ use gpurtl_params::{BlockParams, ParamErrors, ParamInfo};
 use gpurtl_sim::cosim::{Compiled, CosimError};
 use gpurtl_sim::models::InputErrors;
 use gpurtl_sim::rng::Rng;
+use gpurtl_sim::tb::RunStats;
 use serde_json::Value;
 use std::io::Write;
 use std::path::Path;
@@ -47,6 +53,24 @@ impl BenchOpts {
         let stem = self.report.file_stem().and_then(|s| s.to_str()).unwrap_or("bench");
         self.report.with_file_name(format!("{stem}-{name}"))
     }
+}
+
+/// Runs a block's testbench once on its workload.
+pub type TestbenchRun = Box<dyn Fn(&Compiled) -> Result<RunStats>>;
+
+/// One design of `gpurtl bench harness`: the testbench's rate on a real
+/// workload against a native Verilator loop of the same design.
+pub struct HarnessPoint {
+    pub label: &'static str,
+    /// The harness table lists its points by `order`, then in registry order.
+    pub order: u32,
+    pub design: Design,
+    pub run: TestbenchRun,
+}
+
+/// A hook of a command the block does not offer.
+fn not_offered(block: &str, cmd: &str) -> Error {
+    Error::Bad(format!("block `{block}` offers no `{cmd}`"))
 }
 
 /// A block, typed: everything the command line needs, in one place.
@@ -102,6 +126,31 @@ pub trait BlockDef: Sync + 'static {
     fn output_image(_p: &Self::Params, _input: &Value, _output: &Value) -> Result<Image> {
         Err(Error::Bad(format!("option `--output-image`: block `{}` gives no picture", Self::Params::BLOCK)))
     }
+    /// The commands of its own this block offers: `asm`, `disasm`, `prune`.
+    /// The command line hands each to the first block (in registry order)
+    /// that lists it; the hooks of the others refuse.
+    const COMMANDS: &'static [&'static str] = &[];
+    /// `gpurtl asm`: assembler text to dwords; an error is `Error::Bad` with
+    /// one line per problem (the command line puts the file's name before
+    /// each).
+    fn assemble(_text: &str) -> Result<Vec<u32>> {
+        Err(not_offered(Self::Params::BLOCK, "asm"))
+    }
+    /// `gpurtl disasm`: dwords to assembler text.
+    fn disassemble(_dwords: &[u32]) -> Result<String> {
+        Err(not_offered(Self::Params::BLOCK, "disasm"))
+    }
+    /// `gpurtl prune`: the input file with its matrices' `block` x `block`
+    /// blocks whose |sum| is below `threshold` zeroed, and how many non-zero
+    /// values that zeroed.
+    fn prune(_input: Value, _block: usize, _threshold: i64) -> Result<(Value, usize)> {
+        Err(not_offered(Self::Params::BLOCK, "prune"))
+    }
+    /// `gpurtl bench harness`: the designs this block adds to the harness
+    /// bench (none by default).
+    fn harness() -> Result<Vec<HarnessPoint>> {
+        Ok(Vec::new())
+    }
 }
 
 /// A block as the command line sees it; parameters travel as their resolved
@@ -127,6 +176,12 @@ pub trait Block: Sync {
     fn with_image(&self, params: &Value, input: Value, img: &Image) -> Result<Value>;
     fn gives_image(&self, params: &Value, input: &Value) -> Result<()>;
     fn output_image(&self, params: &Value, input: &Value, output: &Value) -> Result<Image>;
+    /// See [`BlockDef::COMMANDS`] and the hooks after it.
+    fn commands(&self) -> &'static [&'static str];
+    fn assemble(&self, text: &str) -> Result<Vec<u32>>;
+    fn disassemble(&self, dwords: &[u32]) -> Result<String>;
+    fn prune(&self, input: Value, block: usize, threshold: i64) -> Result<(Value, usize)>;
+    fn harness(&self) -> Result<Vec<HarnessPoint>>;
 }
 
 fn typed<P: BlockParams>(params: &Value) -> Result<P> {
@@ -195,5 +250,20 @@ impl<T: BlockDef> Block for T {
     }
     fn output_image(&self, params: &Value, input: &Value, output: &Value) -> Result<Image> {
         T::output_image(&typed(params)?, input, output)
+    }
+    fn commands(&self) -> &'static [&'static str] {
+        T::COMMANDS
+    }
+    fn assemble(&self, text: &str) -> Result<Vec<u32>> {
+        T::assemble(text)
+    }
+    fn disassemble(&self, dwords: &[u32]) -> Result<String> {
+        T::disassemble(dwords)
+    }
+    fn prune(&self, input: Value, block: usize, threshold: i64) -> Result<(Value, usize)> {
+        T::prune(input, block, threshold)
+    }
+    fn harness(&self) -> Result<Vec<HarnessPoint>> {
+        T::harness()
     }
 }

@@ -4,8 +4,6 @@
 use crate::block::{BenchOpts, Block, Engine};
 use crate::error::{Error, Result};
 use crate::{bench, blocks, emit, synth, sweep, tools};
-use gpurtl_params::systolic::{ElemType, SystolicParams};
-use gpurtl_sim::models::cmdproc::pm4;
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -193,6 +191,16 @@ struct Cli<'a> {
 }
 
 impl<'a> Cli<'a> {
+    /// The block that offers the command `cmd` (`asm`, `disasm`, `prune`):
+    /// the first in the registry that lists it.
+    fn offering(&self, cmd: &str) -> Result<&'a dyn Block> {
+        self.blocks
+            .iter()
+            .copied()
+            .find(|b| b.commands().contains(&cmd))
+            .ok_or_else(|| Error::Bad(format!("unknown command `{cmd}`: no block offers it; see `gpurtl help`")))
+    }
+
     fn block_of(&self, o: &Opts) -> Result<&'a dyn Block> {
         let known = self.blocks.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ");
         let name = o.block.as_deref().ok_or_else(|| Error::Bad(format!("a block name is needed; blocks: {known}")))?;
@@ -351,7 +359,7 @@ impl<'a> Cli<'a> {
             }
         };
         match block {
-            None => bench::write_report(&bench::harness(out)?, &json, out),
+            None => bench::write_report(&bench::harness(self.blocks, out)?, &json, out),
             Some((b, params)) => bench::run(b, &params, &BenchOpts { random, seed, report: json }, out),
         }
     }
@@ -462,13 +470,17 @@ fn asm_files<'o>(cmd: &str, o: &'o Opts, form: &str) -> Result<(PathBuf, Option<
     Ok((input, o.output.as_ref()))
 }
 
-/// `gpurtl asm IN.txt --output OUT`: packet lines to dwords.
-fn cmd_asm(o: &Opts, out: &mut dyn Write) -> Result<()> {
+/// `gpurtl asm IN.txt --output OUT`: assembler lines to dwords, by the block
+/// that offers `asm`.
+fn cmd_asm(b: &dyn Block, o: &Opts, out: &mut dyn Write) -> Result<()> {
     const FORM: &str = "`gpurtl asm IN.txt --output OUT` (OUT.bin: raw little-endian dwords; any other name: a hex file, one dword a line)";
     let (input, output) = asm_files("asm", o, FORM)?;
     let output = output.ok_or_else(|| Error::Bad(format!("`asm` needs `--output OUT`: {FORM}")))?;
     let text = crate::json::read_text(&input, "input file")?;
-    let dwords = pm4::assemble(&text).map_err(|e| Error::Bad(in_file(&input, &pm4::errors_text(&e))))?;
+    let dwords = b.assemble(&text).map_err(|e| match e {
+        Error::Bad(m) => Error::Bad(in_file(&input, &m)),
+        e => e,
+    })?;
     let bytes: Vec<u8> = if is_bin(output) {
         dwords.iter().flat_map(|d| d.to_le_bytes()).collect()
     } else {
@@ -523,8 +535,9 @@ fn hex_dwords(path: &Path, bytes: &[u8]) -> Result<Vec<u32>> {
     Err(Error::Bad(bad.join("\n")))
 }
 
-/// `gpurtl disasm IN [--output OUT.txt]`: dwords to packet lines.
-fn cmd_disasm(o: &Opts, out: &mut dyn Write) -> Result<()> {
+/// `gpurtl disasm IN [--output OUT.txt]`: dwords to assembler lines, by the
+/// block that offers `disasm`.
+fn cmd_disasm(b: &dyn Block, o: &Opts, out: &mut dyn Write) -> Result<()> {
     const FORM: &str = "`gpurtl disasm IN [--output OUT.txt]` (IN.bin: raw little-endian dwords; any other name: a hex file, one dword a line)";
     let (input, output) = asm_files("disasm", o, FORM)?;
     let bytes = crate::json::read_bytes(&input, "input file")?;
@@ -540,7 +553,7 @@ fn cmd_disasm(o: &Opts, out: &mut dyn Write) -> Result<()> {
     } else {
         hex_dwords(&input, &bytes)?
     };
-    let text = pm4::disassemble(&dwords);
+    let text = b.disassemble(&dwords)?;
     match output {
         Some(path) => {
             emit::write_atomic(path, text.as_bytes()).map_err(|e| Error::io("write", path, e))?;
@@ -553,7 +566,9 @@ fn cmd_disasm(o: &Opts, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-fn cmd_prune(o: &Opts, out: &mut dyn Write) -> Result<()> {
+/// `gpurtl prune`: the options and files; the pruning is the block's that
+/// offers `prune`.
+fn cmd_prune(b: &dyn Block, o: &Opts, out: &mut dyn Write) -> Result<()> {
     let input = o.input.as_ref().ok_or_else(|| Error::Bad("`prune` needs `--input IN.json`".into()))?;
     let output = o.output.as_ref().ok_or_else(|| Error::Bad("`prune` needs `--output OUT.json`".into()))?;
     let raw = o.prune_block.as_deref().unwrap_or("");
@@ -567,24 +582,7 @@ fn cmd_prune(o: &Opts, out: &mut dyn Write) -> Result<()> {
         _ => return Err(Error::Bad(format!("option `--threshold` = `{raw}`: must be a non-negative integer"))),
     };
     emit::check_output("--output", output).map_err(Error::Bad)?;
-    let mut v = crate::json::read(input, "input file")?;
-    // The file is a systolic input: checked as `gpurtl run systolic` checks
-    // one, at the element types it names (i8 where it names none), so a
-    // ragged matrix, a value out of its type or an unknown key is refused.
-    let elem = |key: &str| match v.get(key) {
-        None => Ok(ElemType::I8),
-        Some(x) => x.as_str().and_then(ElemType::from_name).ok_or_else(|| {
-            Error::Bad(format!("input `{key}` = {}: must be one of {}", gpurtl_params::short(x), ElemType::NAMES.join(", ")))
-        }),
-    };
-    let p = SystolicParams { a_type: elem("a_type")?, b_type: elem("b_type")?, acc_bits: 64, ..SystolicParams::default() };
-    let gemm = gpurtl_sim::models::systolic::parse_input(&v, &p)?;
-    let mut zeroed = 0usize;
-    for (key, m) in [("a", &gemm.a), ("b", &gemm.b)] {
-        let p = gpurtl_sim::models::systolic::prune(m, block, threshold);
-        zeroed += m.iter().flatten().zip(p.iter().flatten()).filter(|(x, y)| **x != 0 && **y == 0).count();
-        v[key] = serde_json::json!(p);
-    }
+    let (v, zeroed) = b.prune(crate::json::read(input, "input file")?, block, threshold)?;
     let text = serde_json::to_string(&v)? + "\n";
     emit::write_atomic(output, text.as_bytes()).map_err(|e| Error::io("write", output, e))?;
     let _ = writeln!(out, "{}: {zeroed} non-zero values pruned", output.display());
@@ -668,9 +666,9 @@ fn dispatch(args: &[String], blocks: &[&dyn Block], out: &mut dyn Write) -> Resu
         "lint" => cli.lint(&o, out),
         "run" => cli.run(&o, out),
         "bench" => cli.bench(&o, out),
-        "prune" => cmd_prune(&o, out),
-        "asm" => cmd_asm(&o, out),
-        "disasm" => cmd_disasm(&o, out),
+        "prune" => cmd_prune(cli.offering(cmd)?, &o, out),
+        "asm" => cmd_asm(cli.offering(cmd)?, &o, out),
+        "disasm" => cmd_disasm(cli.offering(cmd)?, &o, out),
         "synth-table" => {
             let dir = o.block.as_deref().ok_or_else(|| Error::Bad("`synth-table` needs a directory of synth runs".into()))?;
             let t = synth::table(Path::new(dir))?;
@@ -700,5 +698,96 @@ pub fn main_with_blocks(args: &[String], blocks: &[&dyn Block], out: &mut dyn Wr
             }
             e.code()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! A block of this test only, which offers `asm`: the command line hands
+    //! it the command through the registry, and refuses a command that no
+    //! block offers.
+
+    use super::main_with_blocks;
+    use crate::block::{BenchOpts, BlockDef};
+    use crate::error::Result;
+    use gpurtl_hw::rtl::RtlError;
+    use gpurtl_hw::Design;
+    use gpurtl_params::{BlockParams, ParamErrors, ParamInfo};
+    use gpurtl_sim::cosim::{Compiled, CosimError};
+    use gpurtl_sim::models::InputErrors;
+    use gpurtl_sim::rng::Rng;
+    use serde_json::Value;
+    use std::io::Write;
+    use std::path::Path;
+
+    #[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
+    struct NoParams {}
+
+    impl BlockParams for NoParams {
+        const BLOCK: &'static str = "hooked";
+        fn table() -> Vec<ParamInfo> {
+            Vec::new()
+        }
+        fn validate(&self) -> Result<(), ParamErrors> {
+            Ok(())
+        }
+        fn presets() -> Vec<(&'static str, Self)> {
+            vec![("default", NoParams {})]
+        }
+    }
+
+    /// Assembles each word of its text into its length.
+    struct Hooked;
+
+    impl BlockDef for Hooked {
+        type Params = NoParams;
+        type Input = ();
+        type Output = ();
+        const SUMMARY: &'static str = "a block with an assembler and nothing else";
+        const COMMANDS: &'static [&'static str] = &["asm"];
+
+        fn build(_: &NoParams) -> Result<Design, RtlError> {
+            unreachable!("the test builds no design")
+        }
+        fn parse_input(_: &NoParams, _: &Value) -> Result<(), InputErrors> {
+            Ok(())
+        }
+        fn model(_: &NoParams, _: &()) {}
+        fn rtl(_: &NoParams, _: &Compiled, _: &(), _: Option<&Path>) -> Result<(), CosimError> {
+            Ok(())
+        }
+        fn output_json(_: &NoParams, _: &()) -> Value {
+            Value::Null
+        }
+        fn random_input(_: &NoParams, _: &mut Rng) {}
+        fn bench(_: &NoParams, _: &BenchOpts, _: &mut dyn Write) -> Result<Value> {
+            Ok(Value::Null)
+        }
+        fn assemble(text: &str) -> Result<Vec<u32>> {
+            Ok(text.split_whitespace().map(|w| w.len() as u32).collect())
+        }
+    }
+
+    /// The command line with `Hooked` as its only block: (status, stdout, stderr).
+    fn gpurtl(args: &[&str]) -> (i32, String, String) {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = main_with_blocks(&args, &[&Hooked], &mut out, &mut err);
+        (code, String::from_utf8_lossy(&out).into_owned(), String::from_utf8_lossy(&err).into_owned())
+    }
+
+    #[test]
+    fn a_block_plugs_in_its_own_commands() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, dst) = (d.path().join("in.txt"), d.path().join("out.hex"));
+        std::fs::write(&src, "ab cde\n").unwrap();
+        let (src, dst) = (src.to_str().unwrap(), dst.to_str().unwrap());
+        let (code, out, err) = gpurtl(&["asm", src, "--output", dst]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(out, format!("{dst}: 2 dwords (hex, one a line)\n"));
+        assert_eq!(std::fs::read_to_string(dst).unwrap(), "00000002\n00000003\n");
+        let (code, _, err) = gpurtl(&["disasm", dst]);
+        assert_eq!(code, 2);
+        assert_eq!(err, "error: unknown command `disasm`: no block offers it; see `gpurtl help`\n");
     }
 }

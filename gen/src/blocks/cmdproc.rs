@@ -1,5 +1,6 @@
 //! The command processor front end on the command line: run (JSON or the
-//! assembler's run text), and a bench of decode throughput and latency.
+//! assembler's run text), `asm` and `disasm` of PM4 packets, and a bench of
+//! decode throughput and latency.
 
 use crate::bench::{generator, yosys_area};
 use crate::block::{BenchOpts, BlockDef};
@@ -67,6 +68,14 @@ impl BlockDef for Cmdproc {
     fn random_input(p: &CmdprocParams, rng: &mut Rng) -> Workload {
         let latency = 1 + rng.below(24) as u32;
         tb::random_workload(rng, p, latency)
+    }
+    const COMMANDS: &'static [&'static str] = &["asm", "disasm"];
+    /// PM4 packet lines (docs/cmdproc.md, Assembler text).
+    fn assemble(text: &str) -> Result<Vec<u32>> {
+        pm4::assemble(text).map_err(|e| Error::Bad(pm4::errors_text(&e)))
+    }
+    fn disassemble(dwords: &[u32]) -> Result<String> {
+        Ok(pm4::disassemble(dwords))
     }
 
     /// Commands per cycle at steady state against min(1, F / packet dwords),

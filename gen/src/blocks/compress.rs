@@ -1,7 +1,8 @@
-//! The compress/expand unit on the command line: run and bench.
+//! The compress/expand unit on the command line: run, bench, and its
+//! design of the harness bench.
 
 use crate::bench::{generator, yosys_area};
-use crate::block::{BenchOpts, BlockDef};
+use crate::block::{BenchOpts, BlockDef, HarnessPoint};
 use crate::error::{Error, Result};
 use crate::rtl_engine::compile_design;
 use gpurtl_hw::blocks::compress::build;
@@ -65,6 +66,19 @@ impl BlockDef for Compress {
             let n = 1 + rng.below(24) as usize;
             RunInput::Ops(tb::random_ops(rng, p.width, n, None))
         }
+    }
+    /// The unit at 1024 bits on random 8-bit operations, after the
+    /// systolic grids in the table.
+    fn harness() -> Result<Vec<HarnessPoint>> {
+        let p = CompressParams { width: 1024, latency: 2, stream: false };
+        let ops = tb::random_ops(&mut Rng::new(3), p.width, 4000, Some(8));
+        let w = p.width;
+        Ok(vec![HarnessPoint {
+            label: "compress 1024",
+            order: 1,
+            design: build(&p)?,
+            run: Box::new(move |c| Ok(tb::run(c, w, &ops, None, None)?.1)),
+        }])
     }
 
     /// Throughput and latency without stalls, area and cosim speed at the

@@ -1,12 +1,13 @@
-//! The systolic grid on the command line: run and bench.
+//! The systolic grid on the command line: run, bench, `prune` of an input
+//! file's matrices, and its designs of the harness bench.
 
 use crate::bench::generator;
-use crate::block::{BenchOpts, BlockDef};
+use crate::block::{BenchOpts, BlockDef, HarnessPoint};
 use crate::emit;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::rtl_engine::compile_design;
 use gpurtl_hw::blocks::systolic::build;
-use gpurtl_params::systolic::{Dataflow, SystolicParams};
+use gpurtl_params::systolic::{Dataflow, ElemType, SystolicParams};
 use gpurtl_sim::cosim::{Compiled, CosimError};
 use gpurtl_sim::models::systolic::{self as model, program, ws_program, Gemm, Outcome};
 use gpurtl_sim::models::InputErrors;
@@ -44,6 +45,45 @@ impl BlockDef for Systolic {
     }
     fn random_input(p: &SystolicParams, rng: &mut Rng) -> Gemm {
         tb::random_gemm(rng, p, 2 * p.rows.max(p.cols).max(3) as u64)
+    }
+    const COMMANDS: &'static [&'static str] = &["prune"];
+    /// Block pruning (seed 004 §369) of the `a` and `b` matrices.
+    fn prune(mut v: Value, block: usize, threshold: i64) -> Result<(Value, usize)> {
+        // The file is a systolic input: checked as `gpurtl run systolic` checks
+        // one, at the element types it names (i8 where it names none), so a
+        // ragged matrix, a value out of its type or an unknown key is refused.
+        let elem = |key: &str| match v.get(key) {
+            None => Ok(ElemType::I8),
+            Some(x) => x.as_str().and_then(ElemType::from_name).ok_or_else(|| {
+                Error::Bad(format!("input `{key}` = {}: must be one of {}", gpurtl_params::short(x), ElemType::NAMES.join(", ")))
+            }),
+        };
+        let p = SystolicParams { a_type: elem("a_type")?, b_type: elem("b_type")?, acc_bits: 64, ..SystolicParams::default() };
+        let gemm = model::parse_input(&v, &p)?;
+        let mut zeroed = 0usize;
+        for (key, m) in [("a", &gemm.a), ("b", &gemm.b)] {
+            let p = model::prune(m, block, threshold);
+            zeroed += m.iter().flatten().zip(p.iter().flatten()).filter(|(x, y)| **x != 0 && **y == 0).count();
+            v[key] = json!(p);
+        }
+        Ok((v, zeroed))
+    }
+    /// The 4x4 and 8x8 grids on a dense 64x64x64 GEMM, first in the table.
+    fn harness() -> Result<Vec<HarnessPoint>> {
+        let gemm = {
+            let mut rng = Rng::new(7);
+            let mut m = || (0..64).map(|_| (0..64).map(|_| rng.below(255) as i64 - 127).collect()).collect();
+            Gemm { a: m(), b: m(), c0: None }
+        };
+        let point = |label: &'static str, p: SystolicParams| -> Result<HarnessPoint> {
+            let g = gemm.clone();
+            let q = p.clone();
+            Ok(HarnessPoint { label, order: 0, design: build(&p)?, run: Box::new(move |c| Ok(tb::run(c, &q, &g, None, None)?.1)) })
+        };
+        Ok(vec![
+            point("systolic 4x4", SystolicParams::default())?,
+            point("systolic 8x8", SystolicParams { rows: 8, cols: 8, ..SystolicParams::default() })?,
+        ])
     }
 
     /// Utilization, load-filter speedups, gating counts, generation size and

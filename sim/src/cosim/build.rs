@@ -2,9 +2,9 @@
 //! generated shim to C++, make compiles it and links the prebuilt Verilator
 //! runtime; every step's output goes to the build's `build.log`.
 
-use super::cache::{build_cached, cache_root, lock, slot, Hasher, DESIGNS, RUNTIMES};
+use super::cache::{build_cached, cache_root, lock, slot, Hasher, SlotMap};
 use super::cpp::{cpp_member_name, validate, NativeTemplate, ShimTemplate};
-use super::runtime::{load, Compiled};
+use super::runtime::{load, Compiled, SHIM_ABI};
 use super::{io_err, spawn_err, write_file, CosimError, DesignSpec};
 use askama::Template;
 use std::collections::HashSet;
@@ -12,17 +12,11 @@ use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 // ---------------------------------------------------------------------------
 // Building
 // ---------------------------------------------------------------------------
-
-/// Bumped whenever the shim ABI or the build recipe changes, so stale cache
-/// entries are never reused.
-pub(crate) const HARNESS_VERSION: u32 = 3;
-/// Must match `gpurtl_cosim_abi()` in the generated shim.
-pub(crate) const SHIM_ABI: u32 = 2;
 
 /// Everything is position independent (it ends up in a shared library) and
 /// hidden: only the shim's entry points are exported, so two design libraries
@@ -81,6 +75,9 @@ pub fn verilator_version() -> Result<String, CosimError> {
     *cached = Some(v.clone());
     Ok(v)
 }
+
+/// Per-process memo of loaded designs, keyed by cache directory.
+static DESIGNS: SlotMap<Compiled> = OnceLock::new();
 
 /// Builds (or fetches from the cache) and loads a design.
 pub fn compile(spec: &DesignSpec) -> Result<Compiled, CosimError> {
@@ -158,12 +155,15 @@ pub fn native_loop(spec: &DesignSpec, reset: Option<&str>) -> Result<PathBuf, Co
 
 /// The prebuilt Verilator runtime archive.
 #[derive(Clone)]
-pub(crate) struct Runtime {
+struct Runtime {
     hash: String,
     archive: PathBuf,
     /// Object names (e.g. `verilated_vcd_c`) contained in the archive.
     objects: HashSet<String>,
 }
+
+/// Per-process memo of runtime archives, keyed by cache directory.
+static RUNTIMES: SlotMap<Runtime> = OnceLock::new();
 
 const RUNTIME_ARCHIVE: &str = "libverilated_rt.a";
 const RUNTIME_OBJECTS: &str = "objects.txt";

@@ -1,9 +1,7 @@
-//! The on-disk build cache, keyed by content hash, and the per-process memo
-//! of loaded libraries, so many test threads compiling one design build and
-//! load it once.
+//! The on-disk build cache, keyed by content hash, and the slots of the
+//! per-process memos (of loaded libraries, of runtime archives), so many
+//! test threads compiling one design build and load it once.
 
-use super::build::{Runtime, HARNESS_VERSION};
-use super::runtime::Compiled;
 use super::{io_err, CosimError};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -14,10 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
-/// Per-process memo of loaded designs, keyed by cache directory.
-pub(crate) static DESIGNS: SlotMap<Compiled> = OnceLock::new();
-/// Per-process memo of runtime archives, keyed by cache directory.
-pub(crate) static RUNTIMES: SlotMap<Runtime> = OnceLock::new();
+/// Bumped whenever the shim ABI or the build recipe changes, so stale cache
+/// entries are never reused.
+const HARNESS_VERSION: u32 = 3;
 
 pub(crate) type Slot<T> = Arc<Mutex<Option<T>>>;
 pub(crate) type SlotMap<T> = OnceLock<Mutex<HashMap<PathBuf, Slot<T>>>>;

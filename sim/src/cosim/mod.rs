@@ -34,6 +34,12 @@
 //! (Verilator and the C++ build), `cache.rs` (the content-hash cache and the
 //! per-process memo), `cpp.rs` (the shim's port table and C++ names); here,
 //! the public types.
+//!
+//! Layering, each file using only those before it: here (the public types
+//! and small helpers); `cpp.rs`, `cache.rs` and `runtime.rs`, each using
+//! this file only; `build.rs`, using all of them (it renders the shim with
+//! `cpp.rs`, builds into `cache.rs`'s cache and memos, and loads the result
+//! with `runtime.rs`, whose loader owns the shim's ABI version).
 
 mod build;
 mod cache;

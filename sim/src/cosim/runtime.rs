@@ -1,6 +1,5 @@
 //! Loaded design libraries ([`Compiled`]) and simulation instances ([`Sim`]).
 
-use super::build::SHIM_ABI;
 use super::{io_err, low_mask, path_to_cstring, words_bits, words_for, CosimError, DesignSpec, PortHandle, PortSpec};
 use num_bigint::BigUint;
 use std::collections::HashMap;
@@ -14,6 +13,10 @@ use std::sync::Arc;
 // ---------------------------------------------------------------------------
 // Compiled designs
 // ---------------------------------------------------------------------------
+
+/// The version of the C entry points below; must match
+/// `gpurtl_cosim_abi()` in the generated shim.
+pub(crate) const SHIM_ABI: u32 = 2;
 
 /// The C entry points of one design library (see `templates/shim.cpp`).
 #[derive(Clone, Copy)]

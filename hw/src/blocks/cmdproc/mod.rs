@@ -1,0 +1,159 @@
+//! Command processor front end (seed `001_8bf7a3f3cd91287c.txt`, items 2-38;
+//! docs/cmdproc.md).
+//!
+//! A driver programs registers over AXI4-Lite and rings a doorbell; the unit
+//! resets its render-state table, latches the descriptor and jumps to the
+//! command buffer. The instruction fetcher reads beats into the instruction
+//! pool (credits: a request only when its beat has room); the decoder takes
+//! up to F dwords a cycle from a window at the pool's head, ending at most one
+//! packet a cycle and starting the next one in the lanes left; a committed
+//! command goes into the serialized output queue (the pipeline port) and its
+//! record onto the trace port; a draw's indices are fetched by the primitive
+//! unit into its own pool and leave one a cycle on the primitive port, tagged
+//! with the command's id. Errors stop decoding; the run ends once everything
+//! before the error has left. Behaviour and cycle timing: docs/cmdproc.md.
+//!
+//! Files: `regs.rs` (the AXI4-Lite register file, the descriptor, status),
+//! `fetch.rs` (the instruction fetcher and pool, the decoder's window),
+//! `decoder.rs` (the run's registers, the mode of a cycle, header decode,
+//! the position and packet updates), `first.rs` and `second.rs` (the two
+//! packets a cycle may take), `table.rs` (the render-state table),
+//! `output.rs` (the output queue, trace and write ports), `jump.rs` (jumps
+//! and the return stack), `prim.rs` (the primitive unit); here, the ports
+//! and the wiring of the parts, in the order their signals are declared.
+
+mod decoder;
+mod fetch;
+mod first;
+mod jump;
+mod output;
+mod prim;
+mod regs;
+mod second;
+mod table;
+
+use crate::rtl::{Expr, ModuleBuilder, RtlError};
+use crate::Design;
+use decoder::{Decoder, Fences, RunState};
+use fetch::Fetch;
+use gpurtl_params::cmdproc::CmdprocParams;
+use jump::Jump;
+use prim::Jobs;
+use regs::{Axi, Regs};
+
+/// Name of the top module.
+pub const TOP: &str = "gpurtl_cmdproc";
+
+/// Widths: t and A count 0..F lanes; r, done and packet lengths 0..2^14.
+const TW: u32 = 3;
+const RW: u32 = 15;
+
+/// A lane count as a `TW`-bit literal.
+fn lit_t(v: u32) -> Expr {
+    Expr::lit(TW, v as u64)
+}
+
+pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
+    let fb = p.fetch_bits;
+    let aw = p.axi_addr_bits();
+    let iw = p.id_bits;
+    let sr = p.state_regs;
+    let depth = p.nesting;
+
+    let mut b = ModuleBuilder::new(TOP);
+    b.doc("Command processor front end (gpurtl block `cmdproc`; seed 001, items 2-38).");
+    b.doc("AXI4-Lite registers and doorbell, PM4 fetch and decode, primitive pool, serialized output, trace, errors.");
+    b.doc(format!(
+        "{}-bit fetch, {}-beat instruction pool, {}-beat primitive pool, {}-command output queue, {} state registers, nesting {}.",
+        fb, p.pool_beats, p.prim_beats, p.out_depth, sr, depth
+    ));
+    b.doc("Behaviour and cycle timing: docs/cmdproc.md.");
+
+    let _clk = b.clock("clk_i");
+    let _rst = b.reset("rst_i");
+
+    let awvalid = b.input("s_axi_awvalid", 1, "AXI4-Lite write address valid");
+    let awready = b.output("s_axi_awready", 1, "write address taken (with the data)");
+    let awaddr = b.input("s_axi_awaddr", aw, "register byte offset");
+    let wvalid = b.input("s_axi_wvalid", 1, "AXI4-Lite write data valid");
+    let wready = b.output("s_axi_wready", 1, "write data taken (with the address)");
+    let wdata = b.input("s_axi_wdata", 32, "write data");
+    let wstrb = b.input("s_axi_wstrb", 4, "write byte strobes");
+    let bvalid_o = b.output("s_axi_bvalid", 1, "write response valid");
+    let bready = b.input("s_axi_bready", 1, "write response taken");
+    let bresp = b.output("s_axi_bresp", 2, "write response: always OKAY");
+    let arvalid = b.input("s_axi_arvalid", 1, "AXI4-Lite read address valid");
+    let arready = b.output("s_axi_arready", 1, "read address taken");
+    let araddr = b.input("s_axi_araddr", aw, "register byte offset");
+    let rvalid_o = b.output("s_axi_rvalid", 1, "read data valid");
+    let rready = b.input("s_axi_rready", 1, "read data taken");
+    let rdata_o = b.output("s_axi_rdata", 32, "read data");
+    let rresp = b.output("s_axi_rresp", 2, "read response: always OKAY");
+
+    let imem_req = b.stream_out("imem_req", "instruction read request offered", "request taken", &[("addr", 32, "beat-aligned byte address")]);
+    let imem_rsp = b.stream_in("imem_rsp", "read data (in request order)", "always 1", &[("data", fb, "the beat")]);
+    let pmem_req = b.stream_out("pmem_req", "primitive read request offered", "request taken", &[("addr", 32, "beat-aligned byte address")]);
+    let pmem_rsp = b.stream_in("pmem_rsp", "read data (in request order)", "always 1", &[("data", fb, "the beat")]);
+    let wr = b.stream_out(
+        "wr",
+        "a WRITE_DATA dword offered",
+        "dword written",
+        &[("addr", 32, "byte address"), ("data", 32, "the dword"), ("last", 1, "the packet's last data dword")],
+    );
+    let rec_fields: Vec<(&str, u32, &str)> = vec![
+        ("id", iw, "command id (counts from 0 at each doorbell)"),
+        ("addr", 32, "byte address of the header"),
+        ("header", 32, "the header dword"),
+        ("count", 14, "payload dwords n"),
+        ("p0", 32, "payload dword 0 (0 beyond n)"),
+        ("p1", 32, "payload dword 1"),
+        ("p2", 32, "payload dword 2"),
+        ("p3", 32, "payload dword 3"),
+    ];
+    let mut cmd_fields = rec_fields.clone();
+    cmd_fields.push(("state_ptr", 32, "the descriptor's render-state table pointer"));
+    let cmd = b.stream_out("cmd", "a command offered to the pipeline", "the pipeline takes it", &cmd_fields);
+    let prim = b.stream_out(
+        "prim",
+        "an index offered",
+        "index taken",
+        &[("id", iw, "the draw's command id"), ("index", 32, "the index (16-bit ones zero-extended)"), ("last", 1, "the draw's last index")],
+    );
+    let trace_valid = b.output("trace_valid_o", 1, "a trace record (the cycle after the command is decoded)");
+    let trace_ports: Vec<Expr> = rec_fields.iter().map(|(n, w, d)| b.output(&format!("trace_{n}_o"), *w, d)).collect();
+    let state_o = b.output("state_o", 32 * sr, "render-state table, register i in bits 32i+31:32i");
+    let busy_o = b.output("busy_o", 1, "STATUS.busy");
+    let irq_o = b.output("irq_o", 1, "interrupt line: |(IRQ_STATUS & IRQ_ENABLE)");
+
+    // Each part declares its signals as it is built: this order is the
+    // Verilog's.
+    let axi = Axi { awvalid, awready, awaddr, wvalid, wready, wdata, wstrb, bvalid_o, bready, bresp, arvalid, arready, araddr, rvalid_o, rready, rdata_o, rresp };
+    let regs = Regs::build(&mut b, p, &axi, &busy_o, &irq_o);
+    let run = RunState::declare(&mut b, p);
+    let fetch = Fetch::build(&mut b, p, &run, &imem_req, &imem_rsp);
+    let (qfull, qempty) = output::flags(&mut b);
+    let jobs = Jobs::declare(&mut b, p);
+    let fences = Fences { qfull, qempty, jobs_none: jobs.none.clone(), jobs_full: jobs.full.clone(), wr_ready: wr.ready.clone() };
+    let dec = Decoder::build(&mut b, p, &regs, &run, &fetch, &fences);
+    table::build(&mut b, p, &regs, &fetch, &dec, &state_o);
+    let out = output::Ports { cmd, trace_valid, trace: trace_ports, fields: rec_fields.iter().map(|(n, w, _)| (*n, *w)).collect() };
+    output::queue(&mut b, p, &regs, &run, &dec, &fences, &out);
+    output::write_port(&mut b, &run, &fetch, &dec, &wr);
+    let jmp = Jump::build(&mut b, p, &regs, &run, &dec);
+    let pop = run.advance(&mut b, p, &dec, &jmp);
+    fetch.update(&mut b, p, &imem_rsp, &jmp, &pop);
+    run.update_packet(&mut b, &regs, &dec);
+    jobs.unit(&mut b, p, &regs, &run, &dec, &prim::Ports { req: pmem_req, rsp: pmem_rsp, out: prim });
+
+    // Errors, the end of a run, status.
+    let raise = run.stop(&mut b, &regs, &dec, &jmp);
+    regs.record_error(&mut b, &raise, &dec);
+    let run_end = b.let_(
+        "run_end",
+        &regs.busy.and(&run.stopped.or(&run.finished)).and(&fences.qempty).and(&jobs.none).and(&fetch.inflight.eq_lit(0)),
+    );
+    regs.end_run(&mut b, &axi, &run_end, &run.stopped);
+
+    let top = b.finish()?;
+    Ok(Design::of(top, p))
+}

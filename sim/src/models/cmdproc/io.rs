@@ -1,0 +1,199 @@
+//! `gpurtl run cmdproc` files: the input (every violation reported) and
+//! the output.
+
+use super::{Outcome, Registers, Status, Workload};
+use crate::models::{err, shown, InputError, InputErrors, Violations};
+use gpurtl_params::cmdproc::CmdprocParams;
+use serde_json::{json, Map, Value};
+
+/// The keys of an input file, of its `registers` and of a memory run.
+const TOP_KEYS: [&str; 3] = ["registers", "memory", "mem_latency"];
+const REGISTER_KEYS: [&str; 7] = ["cmd_base", "cmd_size", "prim_base", "prim_size", "state", "state_ptr", "irq_enable"];
+const RUN_KEYS: [&str; 2] = ["addr", "dwords"];
+
+const U32_ALLOWED: &str = "an integer from 0 to 4294967295";
+const ADDR_ALLOWED: &str = "a multiple of 4 from 0 to 4294967292";
+
+/// Keys of `o` not in `keys`, each a violation named by `at(key)`.
+fn refuse_unknown(e: &mut Violations, o: &Map<String, Value>, at: &dyn Fn(&str) -> String, keys: &[&str]) {
+    for k in o.keys() {
+        if !keys.contains(&k.as_str()) {
+            e.push(err(at(k), "(given)", format!("absent: the keys are {}", keys.join(", "))));
+        }
+    }
+}
+
+/// A 32-bit value (`four`: a multiple of 4), named `path`.
+fn word(x: &Value, path: &str, four: bool) -> Result<u32, InputError> {
+    match x.as_u64() {
+        Some(n) if n <= u32::MAX as u64 && (!four || n % 4 == 0) => Ok(n as u32),
+        _ => Err(err(path, shown(x), if four { ADDR_ALLOWED } else { U32_ALLOWED })),
+    }
+}
+
+/// `o[key]` as a 32-bit value, `default` when absent (missing if `None`).
+fn word_at(o: &Map<String, Value>, key: &str, path: &str, four: bool, default: Option<u32>) -> Result<u32, InputError> {
+    match o.get(key) {
+        None => default.ok_or_else(|| err(path, "(missing)", if four { ADDR_ALLOWED } else { U32_ALLOWED })),
+        Some(x) => word(x, path, four),
+    }
+}
+
+fn parse_registers(e: &mut Violations, r: &Value, p: &CmdprocParams) -> Option<Registers> {
+    let Some(o) = r.as_object() else {
+        e.push(err("registers", shown(r), format!("an object with the keys {}", REGISTER_KEYS.join(", "))));
+        return None;
+    };
+    refuse_unknown(e, o, &|k| format!("registers.{k}"), &REGISTER_KEYS);
+    let cmd_base = e.take(word_at(o, "cmd_base", "registers.cmd_base", true, None));
+    let cmd_size = e.take(word_at(o, "cmd_size", "registers.cmd_size", true, None));
+    let prim_base = e.take(word_at(o, "prim_base", "registers.prim_base", true, Some(0)));
+    let prim_size = e.take(word_at(o, "prim_size", "registers.prim_size", false, Some(0)));
+    let state_allowed = format!("a list of at most {} integers from 0 to 4294967295 (state_regs)", p.state_regs);
+    let state = match o.get("state") {
+        None => Some(Vec::new()),
+        Some(s) => match s.as_array() {
+            None => {
+                e.push(err("registers.state", shown(s), state_allowed));
+                None
+            }
+            Some(l) if l.len() > p.state_regs as usize => {
+                e.push(err("registers.state", format!("a list of {} values", l.len()), state_allowed));
+                None
+            }
+            Some(l) => e.each("registers.state", l, |k, x| word(x, &format!("registers.state[{k}]"), false)),
+        },
+    };
+    let state_ptr = e.take(word_at(o, "state_ptr", "registers.state_ptr", false, Some(0)));
+    let irq_enable = e.take(word_at(o, "irq_enable", "registers.irq_enable", false, Some(3)));
+    Some(Registers {
+        cmd_base: cmd_base?,
+        cmd_size: cmd_size?,
+        prim_base: prim_base?,
+        prim_size: prim_size?,
+        state: state?,
+        state_ptr: state_ptr?,
+        irq_enable: irq_enable?,
+    })
+}
+
+/// The memory runs; each checked against the good runs before it
+/// (`(index, addr, dwords)`) for overlap, modulo 2^32.
+fn parse_memory(e: &mut Violations, m: &Value) -> Option<Vec<(u32, Vec<u32>)>> {
+    let Some(list) = m.as_array() else {
+        e.push(err("memory", shown(m), "a list of dword runs {\"addr\", \"dwords\"}"));
+        return None;
+    };
+    let mut good: Vec<(usize, u32, Vec<u32>)> = Vec::new();
+    let mut all_good = true;
+    for (i, x) in list.iter().enumerate() {
+        let at = |f: &str| format!("memory[{i}].{f}");
+        let Some(o) = x.as_object() else {
+            e.push(err(format!("memory[{i}]"), shown(x), "an object {\"addr\", \"dwords\"}"));
+            all_good = false;
+            continue;
+        };
+        refuse_unknown(e, o, &|k| at(k), &RUN_KEYS);
+        let addr = e.take(word_at(o, "addr", &at("addr"), true, None));
+        let dwords_allowed = "a list of integers from 0 to 4294967295";
+        let dwords = match o.get("dwords") {
+            None => {
+                e.push(err(at("dwords"), "(missing)", dwords_allowed));
+                None
+            }
+            Some(d) => match d.as_array() {
+                None => {
+                    e.push(err(at("dwords"), shown(d), dwords_allowed));
+                    None
+                }
+                Some(l) => e.each(&at("dwords"), l, |k, v| word(v, &format!("{}[{k}]", at("dwords")), false)),
+            },
+        };
+        let (Some(addr), Some(dwords)) = (addr, dwords) else {
+            all_good = false;
+            continue;
+        };
+        // Dword indices modulo 2^30 (byte addresses modulo 2^32).
+        const DW: u64 = 1 << 30;
+        let (a1, l1) = ((addr / 4) as u64, dwords.len() as u64);
+        let bytes = |a: u32, l: u64| format!("bytes {:#x}..{:#x}", a, a as u64 + 4 * l);
+        let clash = good.iter().find(|(_, a2, d2)| {
+            let (a2, l2) = ((*a2 / 4) as u64, d2.len() as u64);
+            l1 > 0 && l2 > 0 && ((a1 + DW - a2) % DW < l2 || (a2 + DW - a1) % DW < l1)
+        });
+        if let Some((j, a2, d2)) = clash {
+            e.push(err(format!("memory[{i}]"), bytes(addr, l1), format!("not overlapping memory[{j}] ({})", bytes(*a2, d2.len() as u64))));
+            all_good = false;
+            continue;
+        }
+        good.push((i, addr, dwords));
+    }
+    all_good.then(|| good.into_iter().map(|(_, a, d)| (a, d)).collect())
+}
+
+/// Read a `gpurtl run cmdproc` input file (JSON); every violation, each naming its field.
+pub fn parse_input(v: &Value, p: &CmdprocParams) -> Result<Workload, InputErrors> {
+    let mut e = Violations::default();
+    let Some(obj) = v.as_object() else {
+        return Err(e.stop(Some(err("(file)", shown(v), "a JSON object with the keys registers, memory, mem_latency"))));
+    };
+    refuse_unknown(&mut e, obj, &|k| k.to_string(), &TOP_KEYS);
+    let registers = match obj.get("registers") {
+        None => {
+            e.push(err("registers", "(missing)", format!("an object with the keys {}", REGISTER_KEYS.join(", "))));
+            None
+        }
+        Some(r) => parse_registers(&mut e, r, p),
+    };
+    let memory = match obj.get("memory") {
+        None => {
+            e.push(err("memory", "(missing)", "a list of dword runs {\"addr\", \"dwords\"}"));
+            None
+        }
+        Some(m) => parse_memory(&mut e, m),
+    };
+    let lat_allowed = "an integer from 1 to 1000";
+    let mem_latency = e.take(match obj.get("mem_latency") {
+        None => Err(err("mem_latency", "(missing)", lat_allowed)),
+        Some(x) => match x.as_u64() {
+            Some(n) if (1..=1000).contains(&n) => Ok(n as u32),
+            _ => Err(err("mem_latency", shown(x), lat_allowed)),
+        },
+    });
+    match (registers, memory, mem_latency) {
+        (Some(registers), Some(memory), Some(mem_latency)) if e.is_empty() => Ok(Workload { registers, memory, mem_latency }),
+        _ => Err(e.stop(None)),
+    }
+}
+
+/// The `gpurtl run cmdproc` output file.
+pub fn output_json(p: &CmdprocParams, o: &Outcome) -> Value {
+    let _ = p;
+    let commands: Vec<Value> = o
+        .commands
+        .iter()
+        .map(|c| {
+            let r = &c.record;
+            json!({
+                "id": r.id,
+                "addr": r.addr,
+                "opcode": (r.header >> 8) & 0xFF,
+                "header": r.header,
+                "dwords": r.count,
+                "payload": r.p[..r.count.min(4) as usize].to_vec(),
+                "prims": c.prims,
+            })
+        })
+        .collect();
+    let writes: Vec<Value> = o.memory_writes.iter().map(|(a, d)| json!({"addr": a, "dwords": d})).collect();
+    json!({
+        "commands": commands,
+        "state_table": o.state_table,
+        "status": match o.status { Status::Done => "done", Status::Error => "error" },
+        "error": o.error.map(|(c, a)| json!({"cause": c.name(), "addr": a})),
+        "irq": o.irq,
+        "memory_writes": writes,
+        "trace": o.trace,
+        "cycles": o.cycles,
+    })
+}

@@ -1,0 +1,224 @@
+//! The unit register by register (docs/cmdproc.md, "Timing"): its state,
+//! a jump, and the cycle loop that runs the fetcher, the primitive unit,
+//! the decoder and the output queue from the state at the start of each
+//! cycle.
+
+use super::packet::Packet;
+use super::prim::Job;
+use super::{Command, Outcome, Registers, Status, Workload};
+use gpurtl_params::cmdproc::{Cause, CmdprocParams};
+use std::collections::{HashMap, VecDeque};
+
+/// A run longer than this is a bug of the model (the spec's machine always
+/// ends): `run` panics rather than loop for ever.
+const CYCLE_LIMIT: u64 = 1 << 28;
+
+/// Memory as the unit reads it: the contents at the doorbell (writes do not
+/// change what the unit reads). Keyed by dword byte address.
+pub(super) struct Memory {
+    words: HashMap<u32, u32>,
+}
+
+impl Memory {
+    pub(super) fn new(runs: &[(u32, Vec<u32>)]) -> Memory {
+        let mut words = HashMap::new();
+        for (a, d) in runs {
+            for (i, v) in d.iter().enumerate() {
+                words.insert(a.wrapping_add((i as u32).wrapping_mul(4)) & !3, *v);
+            }
+        }
+        Memory { words }
+    }
+    /// The dword holding byte `byte`.
+    pub(super) fn dword(&self, byte: u32) -> u32 {
+        self.words.get(&(byte & !3)).copied().unwrap_or(0)
+    }
+}
+
+/// The whole unit, register by register (docs/cmdproc.md, "Timing").
+pub(super) struct Sim<'a> {
+    pub(super) p: &'a CmdprocParams,
+    pub(super) mem: Memory,
+    pub(super) regs: &'a Registers,
+    /// `F`, `BB`, `L`.
+    pub(super) f: u32,
+    pub(super) bb: u32,
+    pub(super) lat: u64,
+
+    // The instruction fetcher.
+    pub(super) fa: u32,
+    pub(super) fbeats: u64,
+    pub(super) credits: u32,
+    pub(super) inflight: u32,
+    pub(super) drop: u32,
+    pub(super) fetching: bool,
+    /// Requests taken, not yet answered: (answer cycle, beat address).
+    pub(super) answers: VecDeque<(u64, u32)>,
+    pub(super) last_answer: u64,
+
+    // The decoder.
+    /// Beats in the pool (their addresses; memory is static).
+    pub(super) pool: VecDeque<u32>,
+    pub(super) pos: u32,
+    pub(super) left: u32,
+    pub(super) daddr: u32,
+    pub(super) cur: Option<Packet>,
+    /// Return stack: (byte address, left).
+    pub(super) stack: Vec<(u32, u32)>,
+    /// Index size in bytes (2 or 4).
+    pub(super) index_size: u32,
+    pub(super) next_id: u64,
+    pub(super) finished: bool,
+    pub(super) stopped: bool,
+
+    // The output queue (its fill; commands leave in order).
+    pub(super) queue: u32,
+
+    // The primitive unit.
+    /// The jobs it holds, in commit order (at most `prim_jobs`).
+    pub(super) jobs: VecDeque<Job>,
+    /// The `seq` of the next job handed to it.
+    pub(super) next_seq: u64,
+    /// `prim_beats` at the doorbell, -1 a request taken, +1 a beat popped.
+    pub(super) pcredits: u32,
+    /// Primitive read requests not yet answered: (answer cycle, the `seq`
+    /// of the job whose beat it is).
+    pub(super) panswers: VecDeque<(u64, u64)>,
+    pub(super) last_panswer: u64,
+
+    // What the run gives.
+    pub(super) table: Vec<u32>,
+    pub(super) commands: Vec<Command>,
+    pub(super) trace: Vec<String>,
+    pub(super) memory_writes: Vec<(u32, Vec<u32>)>,
+    pub(super) error: Option<(Cause, u32)>,
+}
+
+impl<'a> Sim<'a> {
+    fn new(p: &'a CmdprocParams, w: &'a Workload) -> Sim<'a> {
+        let f = p.fetch_dwords();
+        let regs = &w.registers;
+        let table = (0..p.state_regs as usize).map(|i| regs.state.get(i).copied().unwrap_or(0)).collect();
+        Sim {
+            p,
+            mem: Memory::new(&w.memory),
+            regs,
+            f,
+            bb: 4 * f,
+            lat: w.mem_latency.max(1) as u64,
+            fa: 0,
+            fbeats: 0,
+            credits: p.pool_beats,
+            inflight: 0,
+            drop: 0,
+            fetching: false,
+            answers: VecDeque::new(),
+            last_answer: 0,
+            pool: VecDeque::new(),
+            pos: 0,
+            left: 0,
+            daddr: 0,
+            cur: None,
+            stack: Vec::new(),
+            index_size: 4,
+            next_id: 0,
+            finished: false,
+            stopped: false,
+            queue: 0,
+            jobs: VecDeque::new(),
+            next_seq: 0,
+            pcredits: p.prim_beats,
+            panswers: VecDeque::new(),
+            last_panswer: 0,
+            table,
+            commands: Vec::new(),
+            trace: Vec::new(),
+            memory_writes: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// A jump to a buffer of `s` dwords at byte address `a`, at an edge
+    /// (after that edge's update of `inflight`).
+    fn jump(&mut self, a: u32, s: u32) {
+        let f = self.f;
+        self.pool.clear();
+        self.pos = (a / 4) % f;
+        self.fa = a.wrapping_sub(4 * self.pos);
+        // An empty buffer fetches nothing (the spec says so since reading 7).
+        self.fbeats = if s == 0 { 0 } else { (self.pos as u64 + s as u64).div_ceil(f as u64) };
+        self.left = s;
+        self.daddr = a;
+        self.cur = None;
+        self.credits = self.p.pool_beats;
+        self.drop = self.inflight;
+        self.fetching = true;
+    }
+}
+
+/// The golden model: one run from a doorbell.
+pub fn run(p: &CmdprocParams, w: &Workload) -> Outcome {
+    let mut s = Sim::new(p, w);
+    // The doorbell edge: the jump to the main buffer.
+    s.jump(w.registers.cmd_base, w.registers.cmd_size / 4);
+    let mut c: u64 = 1;
+    loop {
+        // The end: at the start of the cycle.
+        if (s.finished || s.stopped) && s.queue == 0 && s.jobs.is_empty() && s.inflight == 0 {
+            break;
+        }
+        assert!(c <= CYCLE_LIMIT, "cmdproc model: the run did not end within {CYCLE_LIMIT} cycles (runaway)");
+        let q0 = s.queue;
+        let jobs0 = s.jobs.len();
+        // The fetcher's request (from the state at the start of the cycle).
+        if s.fetching && s.fbeats > 0 && s.credits > 0 {
+            let at = (c + s.lat).max(s.last_answer + 1);
+            s.last_answer = at;
+            s.answers.push_back((at, s.fa));
+            s.fa = s.fa.wrapping_add(s.bb);
+            s.fbeats -= 1;
+            s.credits -= 1;
+            s.inflight += 1;
+        }
+        // The primitive unit (from the jobs it holds at the start of the
+        // cycle; a job committed below is held from the next cycle).
+        s.prim_cycle(c);
+        // The decoder (reads the pool before this cycle's answer).
+        let jump = s.decode(q0, jobs0);
+        // The output queue: the oldest command leaves (cmd_ready is 1).
+        if q0 > 0 {
+            s.queue -= 1;
+        }
+        // The fetcher's answer of the cycle.
+        if s.answers.front().map(|x| x.0) == Some(c) {
+            let (_, beat) = s.answers.pop_front().unwrap();
+            s.inflight -= 1;
+            if s.drop > 0 {
+                s.drop -= 1;
+            } else {
+                s.pool.push_back(beat);
+            }
+        }
+        if let Some((a, left)) = jump {
+            s.jump(a, left);
+        }
+        c += 1;
+    }
+    // The run's last busy cycle is the one in which the end holds.
+    let cycles = c;
+    let status = if s.error.is_some() { Status::Error } else { Status::Done };
+    let irq_status = match status {
+        Status::Done => gpurtl_params::cmdproc::reg::IRQ_DONE,
+        Status::Error => gpurtl_params::cmdproc::reg::IRQ_ERROR,
+    };
+    Outcome {
+        commands: s.commands,
+        state_table: s.table,
+        status,
+        error: s.error,
+        irq: irq_status & w.registers.irq_enable != 0,
+        memory_writes: s.memory_writes,
+        trace: s.trace,
+        cycles,
+    }
+}
