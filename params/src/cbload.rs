@@ -1,6 +1,6 @@
 //! Parameters of the constant-buffer burst load unit (docs/cbload.md).
 
-use crate::{bits_for, clog2, BlockParams, Checker, ParamErrors, ParamInfo, ParamKind};
+use crate::{bits_for, clog2, BlockParams, Checker, MemIf, ParamErrors, ParamInfo, ParamKind};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -14,6 +14,7 @@ pub struct CbloadParams {
     pub max_burst: u32,
     pub addr_bits: u32,
     pub tag_bits: u32,
+    pub mem_if: MemIf,
 }
 
 impl Default for CbloadParams {
@@ -27,6 +28,7 @@ impl Default for CbloadParams {
             max_burst: 64,
             addr_bits: 32,
             tag_bits: 8,
+            mem_if: MemIf::Native,
         }
     }
 }
@@ -107,6 +109,7 @@ impl BlockParams for CbloadParams {
             ParamInfo::new("max_burst", int(1, 256, ""), "most registers one burst fills; at most regs"),
             ParamInfo::new("addr_bits", int(16, 48, ""), "byte address and offset width"),
             ParamInfo::new("tag_bits", int(1, 16, ""), "instruction tag width"),
+            ParamInfo::new("mem_if", ParamKind::Choice(MemIf::NAMES), "native: the block's own memory ports; axi4: one AXI4 master m_axi_* through an arbiter (docs/memory.md)"),
         ]
     }
 
@@ -149,6 +152,7 @@ impl BlockParams for CbloadParams {
                     max_burst: 8,
                     addr_bits: 16,
                     tag_bits: 4,
+                    mem_if: MemIf::Native,
                 },
             ),
             ("simd32", CbloadParams { reg_bits: 1024, read_bits: 256, regs: 128, max_burst: 32, ..Self::default() }),

@@ -2,7 +2,7 @@
 //! packet format's constants that the hardware, the model and the assembler
 //! share: opcodes, error causes, the register map.
 
-use crate::{bits_for, BlockParams, Checker, ParamErrors, ParamInfo, ParamKind};
+use crate::{bits_for, BlockParams, Checker, MemIf, ParamErrors, ParamInfo, ParamKind};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,11 +16,12 @@ pub struct CmdprocParams {
     pub state_regs: u32,
     pub nesting: u32,
     pub id_bits: u32,
+    pub mem_if: MemIf,
 }
 
 impl Default for CmdprocParams {
     fn default() -> Self {
-        CmdprocParams { fetch_bits: 64, pool_beats: 32, prim_beats: 16, out_depth: 4, prim_jobs: 8, state_regs: 16, nesting: 1, id_bits: 16 }
+        CmdprocParams { fetch_bits: 64, pool_beats: 32, prim_beats: 16, out_depth: 4, prim_jobs: 8, state_regs: 16, nesting: 1, id_bits: 16, mem_if: MemIf::Native }
     }
 }
 
@@ -184,6 +185,7 @@ impl BlockParams for CmdprocParams {
             ParamInfo::new("state_regs", int(1, 64, ""), "render-state table registers (32 bits each)"),
             ParamInfo::new("nesting", int(0, 3, ""), "indirect buffer nesting depth"),
             ParamInfo::new("id_bits", int(4, 32, ""), "command id width (ids count modulo 2^id_bits)"),
+            ParamInfo::new("mem_if", ParamKind::Choice(MemIf::NAMES), "native: the block's own memory ports; axi4: one AXI4 master m_axi_* through an arbiter (docs/memory.md)"),
         ]
     }
 
@@ -206,11 +208,11 @@ impl BlockParams for CmdprocParams {
             ("default", Self::default()),
             (
                 "small",
-                CmdprocParams { fetch_bits: 32, pool_beats: 8, prim_beats: 4, out_depth: 2, prim_jobs: 2, state_regs: 8, nesting: 0, id_bits: 8 },
+                CmdprocParams { fetch_bits: 32, pool_beats: 8, prim_beats: 4, out_depth: 2, prim_jobs: 2, state_regs: 8, nesting: 0, id_bits: 8, mem_if: MemIf::Native },
             ),
             (
                 "wide",
-                CmdprocParams { fetch_bits: 128, pool_beats: 32, prim_beats: 16, out_depth: 4, prim_jobs: 16, state_regs: 32, nesting: 2, id_bits: 16 },
+                CmdprocParams { fetch_bits: 128, pool_beats: 32, prim_beats: 16, out_depth: 4, prim_jobs: 16, state_regs: 32, nesting: 2, id_bits: 16, mem_if: MemIf::Native },
             ),
         ]
     }

@@ -1,6 +1,6 @@
 //! Parameters of the texture unit (docs/texture.md).
 
-use crate::{bits_for, clog2, BlockParams, Checker, ParamErrors, ParamInfo, ParamKind};
+use crate::{bits_for, clog2, BlockParams, Checker, MemIf, ParamErrors, ParamInfo, ParamKind};
 use serde::{Deserialize, Serialize};
 
 param_enum! {
@@ -118,6 +118,7 @@ pub struct TextureParams {
     pub broadcast: Broadcast,
     pub max_outstanding: u32,
     pub addr_bits: u32,
+    pub mem_if: MemIf,
 }
 
 impl Default for TextureParams {
@@ -133,6 +134,7 @@ impl Default for TextureParams {
             broadcast: Broadcast::Selective,
             max_outstanding: 16,
             addr_bits: 24,
+            mem_if: MemIf::Native,
         }
     }
 }
@@ -213,6 +215,7 @@ impl BlockParams for TextureParams {
             ),
             ParamInfo::new("max_outstanding", int(2, 64, ""), "bank read passes in flight (tag queue depth)"),
             ParamInfo::new("addr_bits", int(8, 32, ""), "word address width of each bank"),
+            ParamInfo::new("mem_if", ParamKind::Choice(MemIf::NAMES), "native: the block's own memory ports; axi4: one AXI4 master m_axi_* through an arbiter (docs/memory.md)"),
         ]
     }
 
@@ -250,6 +253,7 @@ impl BlockParams for TextureParams {
                     broadcast: Broadcast::Whole,
                     max_outstanding: 8,
                     addr_bits: 16,
+                    mem_if: MemIf::Native,
                 },
             ),
             ("one_bank", TextureParams { banks: 1, max_size: 1024, max_kernel: 7, ..Self::default() }),

@@ -33,7 +33,7 @@ pub fn build(p: &ArbiterParams) -> Result<Design, RtlError> {
     let mut mem_rd = None;
     let mut mem_wr = None;
     if p.reads > 0 {
-        let m = rtl::arbiter::read_arbiter("gpurtl_arbiter_rd", p.reads, src, p.read_buffer)?;
+        let m = rtl::arbiter::read_arbiter("gpurtl_arbiter_rd", src, &vec![p.read_buffer; p.reads as usize])?;
         let u = b.instance(&m, "u_rd", &cr);
         for k in 0..p.reads {
             b.expose_bus(&u.bus(BusKind::Read, &format!("rd{k}")), &format!("rd{k}"));

@@ -13,14 +13,36 @@
 //! Beats past the end of the view are never requested: they are the tail of
 //! the burst, so they are supplied as zeros after the last real beat.
 
-use crate::rtl::{bits_for, clog2, select, Expr, ModuleBuilder, RtlError};
+use super::memif::{axi4_top, Kind, Part, Source};
+use crate::rtl::{bits_for, clog2, select, Axi, Expr, ModuleBuilder, RtlError};
 use crate::Design;
 use gpurtl_params::cbload::{CbloadParams, ErrorKind};
+use gpurtl_params::MemIf;
 
 /// Name of the top module.
 pub const TOP: &str = "gpurtl_cbload";
 
+/// The block: the unit itself, or with `mem_if = axi4` the unit (named
+/// `<TOP>_core`) behind the arbiter and its AXI4 bridge (docs/memory.md).
 pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
+    match p.mem_if {
+        MemIf::Native => Ok(Design::of(unit(p, TOP)?, p)),
+        MemIf::Axi4 => {
+            let core = Design::of(unit(p, &format!("{TOP}_core"))?, p);
+            let mem = Source { port: "mem".into(), kind: Kind::Read { credits: p.max_outstanding }, addr: Box::new(|a| a.clone()) };
+            let part = Part { design: &core, inst: "u_core", prefix: "", sources: vec![mem], busy: None };
+            let doc = [
+                "Constant-buffer burst load unit (gpurtl block `cbload`) with mem_if=axi4: the unit's memory port through an arbiter and".to_string(),
+                "its bridge to one AXI4 master (docs/memory.md, docs/cbload.md).".to_string(),
+            ];
+            let b = axi4_top(TOP, &doc, &[part], Axi { addr_bits: p.addr_bits, data_bits: p.read_bits, id_bits: 1 })?;
+            Ok(Design::of(b.finish()?, p))
+        }
+    }
+}
+
+/// The unit with its native memory port, as module `name`.
+fn unit(p: &CbloadParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     let aw = p.addr_bits;
     let dw = p.reg_index_bits();
     let vw = p.view_index_bits();
@@ -36,7 +58,7 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
     let bw = sw + 1 - lrb;
     let ow = bits_for(p.max_outstanding as u64);
 
-    let mut b = ModuleBuilder::new(TOP);
+    let mut b = ModuleBuilder::new(name);
     b.doc("Constant-buffer burst load unit (gpurtl block `cbload`; seed 000 §21-28, claims 1-13).");
     b.doc("CDL dest, offset, cbv[idx]: one instruction fills N registers when the burst flag is set.");
     b.doc(format!(
@@ -423,6 +445,5 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
         None,
     );
 
-    let top = b.finish()?;
-    Ok(Design::of(top, p))
+    b.finish()
 }

@@ -82,22 +82,24 @@ fn fifo(b: &mut ModuleBuilder, name: &str, depth: u32, data: &Expr, push: &Expr,
 
 /// The read arbiter (docs/arbiter.md, "Read side"): native read slaves
 /// `rd<k>` (shape `src`, no tag), one tagged native read master `mem_rd`,
-/// `buffer` beats of response queue per source.
-pub fn read_arbiter(name: &str, sources: u32, src: Native, buffer: u32) -> Result<Module, RtlError> {
-    let n = sources as usize;
+/// `buffers[k]` beats of response queue for source `k`.
+pub fn read_arbiter(name: &str, src: Native, buffers: &[u32]) -> Result<Module, RtlError> {
+    let n = buffers.len();
+    let sources = n as u32;
     let tw = clog2(sources as u64).max(1);
     let mut b = ModuleBuilder::new(name);
-    b.doc(format!("Round-robin read arbiter: {sources} native read sources, {buffer} beats of response queue each (docs/arbiter.md)."));
+    let each = if buffers.windows(2).all(|w| w[0] == w[1]) { format!("{} beats", buffers[0]) } else { format!("{buffers:?} beats") };
+    b.doc(format!("Round-robin read arbiter: {sources} native read sources, response queues of {each} (docs/arbiter.md)."));
     let _clk = b.clock("clk_i");
     let _rst = b.reset("rst_i");
     let srcs: Vec<_> = (0..n).map(|k| b.read_port(&format!("rd{k}"), Role::Slave, src)).collect();
     let mem = b.read_port("mem_rd", Role::Master, Native { tag_bits: tw, ..src });
-    let cw = bits_for(buffer as u64);
+    let cw = bits_for(*buffers.iter().max().unwrap_or(&1) as u64);
 
     // The output request register.
     let q_valid = b.reg("q_valid_q", 1, 0);
     let load = b.let_("q_load", &q_valid.not().or(&mem.req().ready));
-    let cred: Vec<Expr> = (0..n).map(|k| b.reg(&format!("cred{k}_q"), cw, buffer as u64)).collect();
+    let cred: Vec<Expr> = (0..n).map(|k| b.reg(&format!("cred{k}_q"), cw, buffers[k] as u64)).collect();
     let len = |k: usize| if src.len_bits > 0 { srcs[k].req().field("len") } else { Expr::zero(1) };
     let elig: Vec<Expr> = (0..n)
         .map(|k| {
@@ -129,6 +131,7 @@ pub fn read_arbiter(name: &str, sources: u32, src: Native, buffer: u32) -> Resul
     b.assign(&mem.rsp().ready, &Expr::bit(true));
     let (rvalid, rdata, rtag) = (mem.rsp().valid.clone(), mem.rsp().field("data"), mem.rsp().field("tag"));
     for k in 0..n {
+        let buffer = buffers[k];
         let push = b.let_(&format!("push{k}"), &rvalid.and(&rtag.eq_lit(k as u64)));
         let pop = b.let_(&format!("pop{k}"), &srcs[k].rsp().valid.and(&srcs[k].rsp().ready));
         let (v, d, count) = fifo(&mut b, &format!("fifo{k}"), buffer, &rdata, &push, &pop);

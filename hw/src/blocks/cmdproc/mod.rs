@@ -32,8 +32,10 @@ mod regs;
 mod second;
 mod table;
 
-use crate::rtl::{Expr, ModuleBuilder, RtlError};
+use super::memif::{axi4_top, Kind, Part, Source};
+use crate::rtl::{Axi as AxiShape, Expr, ModuleBuilder, RtlError};
 use crate::Design;
+use gpurtl_params::MemIf;
 use decoder::{Decoder, Fences, RunState};
 use fetch::Fetch;
 use gpurtl_params::cmdproc::CmdprocParams;
@@ -53,14 +55,43 @@ fn lit_t(v: u32) -> Expr {
     Expr::lit(TW, v as u64)
 }
 
+/// The block: the unit itself, or with `mem_if = axi4` the unit (named
+/// `<TOP>_core`) behind the arbiter and its AXI4 bridge; `busy_o` then also
+/// waits for the run's writes to be answered (docs/memory.md).
 pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
+    match p.mem_if {
+        MemIf::Native => Ok(Design::of(unit(p, TOP)?, p)),
+        MemIf::Axi4 => {
+            let core = Design::of(unit(p, &format!("{TOP}_core"))?, p);
+            let same = || -> Box<dyn Fn(&Expr) -> Expr> { Box::new(|a: &Expr| a.clone()) };
+            let sources = vec![
+                Source { port: "imem".into(), kind: Kind::Read { credits: p.pool_beats }, addr: same() },
+                Source { port: "pmem".into(), kind: Kind::Read { credits: p.prim_beats }, addr: same() },
+                Source { port: "wr".into(), kind: Kind::Dwords { outstanding: WRITES_IN_FLIGHT }, addr: same() },
+            ];
+            let part = Part { design: &core, inst: "u_core", prefix: "", sources, busy: Some("busy_o") };
+            let doc = [
+                "Command processor front end (gpurtl block `cmdproc`) with mem_if=axi4: instruction and primitive reads and WRITE_DATA".to_string(),
+                "writes through an arbiter and its bridge to one AXI4 master (docs/memory.md, docs/cmdproc.md).".to_string(),
+            ];
+            let b = axi4_top(TOP, &doc, &[part], AxiShape { addr_bits: 32, data_bits: p.fetch_bits, id_bits: 1 })?;
+            Ok(Design::of(b.finish()?, p))
+        }
+    }
+}
+
+/// WRITE_DATA dwords in flight to AXI memory with `mem_if = axi4`.
+pub const WRITES_IN_FLIGHT: u32 = 8;
+
+/// The unit with its native memory ports, as module `name`.
+fn unit(p: &CmdprocParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     let fb = p.fetch_bits;
     let aw = p.axi_addr_bits();
     let iw = p.id_bits;
     let sr = p.state_regs;
     let depth = p.nesting;
 
-    let mut b = ModuleBuilder::new(TOP);
+    let mut b = ModuleBuilder::new(name);
     b.doc("Command processor front end (gpurtl block `cmdproc`; seed 001, items 2-38).");
     b.doc("AXI4-Lite registers and doorbell, PM4 fetch and decode, primitive pool, serialized output, trace, errors.");
     b.doc(format!(
@@ -154,6 +185,5 @@ pub fn build(p: &CmdprocParams) -> Result<Design, RtlError> {
     );
     regs.end_run(&mut b, &axi, &run_end, &run.stopped);
 
-    let top = b.finish()?;
-    Ok(Design::of(top, p))
+    b.finish()
 }

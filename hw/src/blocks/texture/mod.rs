@@ -29,8 +29,10 @@ mod sequencer;
 mod stages;
 mod walk;
 
-use crate::rtl::{Expr, ModuleBuilder, RtlError};
+use super::memif::{axi4_top, Kind, Part, Source};
+use crate::rtl::{Axi, Expr, ModuleBuilder, RtlError};
 use crate::Design;
+use gpurtl_params::MemIf;
 use gpurtl_params::texture::{cfg, TextureParams};
 use memory::Memory;
 use prep::Prep;
@@ -59,7 +61,50 @@ fn fit(e: &Expr, w: u32) -> Expr {
     }
 }
 
+/// The block: the unit itself, or with `mem_if = axi4` the unit (named
+/// `<TOP>_core`) behind the arbiter and its AXI4 bridge, the banks
+/// interleaved word by word in one memory (docs/memory.md).
 pub fn build(p: &TextureParams) -> Result<Design, RtlError> {
+    match p.mem_if {
+        MemIf::Native => Ok(Design::of(unit(p, TOP)?, p)),
+        MemIf::Axi4 => {
+            let core = Design::of(unit(p, &format!("{TOP}_core"))?, p);
+            let bank_bits = crate::rtl::clog2(p.banks as u64);
+            let aw = axi_addr_bits(p);
+            let sources = (0..p.banks)
+                .map(|k| {
+                    // Bank k's word w is the dword at byte 4*(w*banks + k).
+                    let addr = move |w: &Expr| {
+                        let mut parts = vec![w.clone()];
+                        if bank_bits > 0 {
+                            parts.push(Expr::lit(bank_bits, k as u64));
+                        }
+                        parts.push(Expr::zero(2));
+                        let a = Expr::cat(&parts);
+                        if a.width() < aw { a.zext(aw) } else { a }
+                    };
+                    Source { port: format!("mem{k}"), kind: Kind::Read { credits: p.max_outstanding }, addr: Box::new(addr) }
+                })
+                .collect();
+            let part = Part { design: &core, inst: "u_core", prefix: "", sources, busy: None };
+            let doc = [
+                "Texture unit (gpurtl block `texture`) with mem_if=axi4: the banks' read ports through an arbiter and its bridge to one".to_string(),
+                format!("AXI4 master; bank b word w at byte 4*(w*{} + b) (docs/memory.md, docs/texture.md).", p.banks),
+            ];
+            let b = axi4_top(TOP, &doc, &[part], Axi { addr_bits: aw, data_bits: 32, id_bits: 1 })?;
+            Ok(Design::of(b.finish()?, p))
+        }
+    }
+}
+
+/// The AXI byte address width with `mem_if = axi4`: a bank's word address,
+/// the bank and the byte in the dword; at least 12 (a 4 KB page).
+pub fn axi_addr_bits(p: &TextureParams) -> u32 {
+    (p.addr_bits + crate::rtl::clog2(p.banks as u64) + 2).max(12)
+}
+
+/// The unit with its native bank ports, as module `name`.
+fn unit(p: &TextureParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     let f = p.frac_bits;
     let ub = p.uv_bits();
     let lb = p.level_bits();
@@ -69,7 +114,7 @@ pub fn build(p: &TextureParams) -> Result<Design, RtlError> {
     let lw = p.lane_bits();
     let nb = p.banks;
 
-    let mut b = ModuleBuilder::new(TOP);
+    let mut b = ModuleBuilder::new(name);
     b.doc("Texture unit (gpurtl block `texture`; seed 002 §61-84, §110-111, claims 1-20).");
     b.doc("bilinear / nearest samples, gather4 bypass from any level, conv_quad collective fetch with broadcast and MAC.");
     b.doc(format!(
@@ -157,5 +202,5 @@ pub fn build(p: &TextureParams) -> Result<Design, RtlError> {
     let iw_ = inflight.width();
     b.next(inflight, &inflight.add(&op_take.zext(iw_)).sub(&res_take.zext(iw_)), None);
 
-    Ok(Design::of(b.finish()?, p))
+    b.finish()
 }
