@@ -62,7 +62,7 @@ fn formal_properties_are_proven() {
             let t0 = std::time::Instant::now();
             let k = match tools::prove(dir.path(), part, &vs, 12) {
                 Ok(k) => k,
-                Err(e) => panic!("{name} {part}: {e} (files kept in {})", dir.into_path().display()),
+                Err(e) => panic!("{name} {part}: {e} (files kept in {})", dir.keep().display()),
             };
             eprintln!("arbiter formal {name} {part}: proven (induction length {k}, {:.1} s)", t0.elapsed().as_secs_f64());
         }

@@ -21,7 +21,7 @@ fn points() -> Vec<(&'static str, CbloadParams)> {
         // One beat per register, odd register and view counts, O = 1.
         (
             "narrow",
-            CbloadParams { reg_bits: 64, read_bits: 64, regs: 13, views: 5, max_burst: 7, max_outstanding: 1, addr_bits: 20, tag_bits: 3 },
+            CbloadParams { reg_bits: 64, read_bits: 64, regs: 13, views: 5, max_burst: 7, max_outstanding: 1, addr_bits: 20, tag_bits: 3, mem_if: gpurtl_params::MemIf::Native },
         ),
         ("wide", CbloadParams { reg_bits: 512, read_bits: 128, regs: 32, max_burst: 32, max_outstanding: 4, ..d }),
         // The `ice40` preset: the default with 16-bit addresses.
@@ -177,6 +177,7 @@ fn every_corner_of_the_parameter_table_builds() {
             views: pick(5, 1, 16),
             max_outstanding: pick(6, 1, 64),
             tag_bits: pick(7, 1, 16),
+            mem_if: gpurtl_params::MemIf::Native,
         };
         if p.validate().is_err() {
             continue;

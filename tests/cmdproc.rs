@@ -23,12 +23,12 @@ fn points() -> Vec<(&'static str, CmdprocParams)> {
         ("wide", pr[2].1.clone()),
         // Every queue at its smallest, one state register, 4-bit ids (they
         // wrap), nesting 3.
-        ("tiny", CmdprocParams { fetch_bits: 64, pool_beats: 2, prim_beats: 2, out_depth: 1, prim_jobs: 1, state_regs: 1, nesting: 3, id_bits: 4 }),
+        ("tiny", CmdprocParams { fetch_bits: 64, pool_beats: 2, prim_beats: 2, out_depth: 1, prim_jobs: 1, state_regs: 1, nesting: 3, id_bits: 4, mem_if: gpurtl_params::MemIf::Native }),
         // One dword a beat with indirect buffers three deep, 3 jobs (not a
         // power of two), the largest table, 32-bit ids.
-        ("narrow", CmdprocParams { fetch_bits: 32, pool_beats: 2, prim_beats: 2, out_depth: 1, prim_jobs: 3, state_regs: 64, nesting: 3, id_bits: 32 }),
+        ("narrow", CmdprocParams { fetch_bits: 32, pool_beats: 2, prim_beats: 2, out_depth: 1, prim_jobs: 3, state_regs: 64, nesting: 3, id_bits: 32, mem_if: gpurtl_params::MemIf::Native }),
         // Four dwords a beat through two-beat pools, the largest queues.
-        ("deep", CmdprocParams { fetch_bits: 128, pool_beats: 2, prim_beats: 2, out_depth: 16, prim_jobs: 32, state_regs: 64, nesting: 3, id_bits: 32 }),
+        ("deep", CmdprocParams { fetch_bits: 128, pool_beats: 2, prim_beats: 2, out_depth: 16, prim_jobs: 32, state_regs: 64, nesting: 3, id_bits: 32, mem_if: gpurtl_params::MemIf::Native }),
     ]
 }
 

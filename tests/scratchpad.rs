@@ -36,7 +36,7 @@ fn formal_properties_are_proven() {
         let (dir, top, vs) = generated(&build(&p).unwrap());
         let k = match tools::prove(dir.path(), &top, &vs, 8) {
             Ok(k) => k,
-            Err(e) => panic!("{name}: {e} (files kept in {})", dir.into_path().display()),
+            Err(e) => panic!("{name}: {e} (files kept in {})", dir.keep().display()),
         };
         eprintln!("scratchpad formal {name}: proven (induction length {k})");
     }

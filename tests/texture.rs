@@ -22,7 +22,7 @@ fn points() -> Vec<(&'static str, TextureParams)> {
         // that wrap, 3 fraction bits, offsets -4..3.
         (
             "two_banks",
-            TextureParams { banks: 2, max_size: 64, frac_bits: 3, offset_bits: 3, max_kernel: 20, weight_bits: 5, acc_bits: 12, broadcast: Broadcast::Whole, max_outstanding: 3, addr_bits: 14 },
+            TextureParams { banks: 2, max_size: 64, frac_bits: 3, offset_bits: 3, max_kernel: 20, weight_bits: 5, acc_bits: 12, broadcast: Broadcast::Whole, max_outstanding: 3, addr_bits: 14, mem_if: gpurtl_params::MemIf::Native },
         ),
     ]
 }
@@ -220,6 +220,7 @@ fn every_corner_of_the_parameter_table_builds() {
             broadcast: Broadcast::Whole,
             max_outstanding: pick(7, 2, 64),
             addr_bits: pick(8, 8, 32),
+            mem_if: gpurtl_params::MemIf::Native,
         };
         if p.validate().is_err() {
             continue;

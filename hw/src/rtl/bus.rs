@@ -182,7 +182,16 @@ impl ModuleBuilder {
                 // A channel arrives here when it flows toward this side.
                 let input = *from_master == (role == Role::Slave);
                 let f: Vec<(&str, u32, &str)> = f.iter().map(|(n, w, d)| (*n, *w, d.as_str())).collect();
-                let (v, r) = (format!("{what} {ch} valid"), format!("{what} {ch} ready"));
+                let long = match *ch {
+                    "aw" => "write address",
+                    "w" => "write data",
+                    "b" => "write response",
+                    "ar" => "read address",
+                    "r" => "read data",
+                    "req" => "request",
+                    _ => "response",
+                };
+                let (v, r) = (format!("{what} {long} valid"), format!("{what} {long} ready"));
                 self.stream_ports(&kind.stream_name(name, ch), input, naming, &v, &r, &f)
             })
             .collect();

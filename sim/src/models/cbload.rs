@@ -522,6 +522,7 @@ mod tests {
             max_burst: 4,
             addr_bits: 16,
             tag_bits: 4,
+            mem_if: gpurtl_params::MemIf::Native,
         }
     }
 

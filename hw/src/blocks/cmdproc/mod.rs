@@ -33,7 +33,7 @@ mod second;
 mod table;
 
 use super::memif::{axi4_top, Kind, Part, Source};
-use crate::rtl::{Axi as AxiShape, Expr, ModuleBuilder, RtlError};
+use crate::rtl::{Axi as AxiShape, Expr, ModuleBuilder, Native, Role, RtlError};
 use crate::Design;
 use gpurtl_params::MemIf;
 use decoder::{Decoder, Fences, RunState};
@@ -103,28 +103,20 @@ fn unit(p: &CmdprocParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     let _clk = b.clock("clk_i");
     let _rst = b.reset("rst_i");
 
-    let awvalid = b.input("s_axi_awvalid", 1, "AXI4-Lite write address valid");
-    let awready = b.output("s_axi_awready", 1, "write address taken (with the data)");
-    let awaddr = b.input("s_axi_awaddr", aw, "register byte offset");
-    let wvalid = b.input("s_axi_wvalid", 1, "AXI4-Lite write data valid");
-    let wready = b.output("s_axi_wready", 1, "write data taken (with the address)");
-    let wdata = b.input("s_axi_wdata", 32, "write data");
-    let wstrb = b.input("s_axi_wstrb", 4, "write byte strobes");
-    let bvalid_o = b.output("s_axi_bvalid", 1, "write response valid");
-    let bready = b.input("s_axi_bready", 1, "write response taken");
-    let bresp = b.output("s_axi_bresp", 2, "write response: always OKAY");
-    let arvalid = b.input("s_axi_arvalid", 1, "AXI4-Lite read address valid");
-    let arready = b.output("s_axi_arready", 1, "read address taken");
-    let araddr = b.input("s_axi_araddr", aw, "register byte offset");
-    let rvalid_o = b.output("s_axi_rvalid", 1, "read data valid");
-    let rready = b.input("s_axi_rready", 1, "read data taken");
-    let rdata_o = b.output("s_axi_rdata", 32, "read data");
-    let rresp = b.output("s_axi_rresp", 2, "read response: always OKAY");
-
-    let imem_req = b.stream_out("imem_req", "instruction read request offered", "request taken", &[("addr", 32, "beat-aligned byte address")]);
-    let imem_rsp = b.stream_in("imem_rsp", "read data (in request order)", "always 1", &[("data", fb, "the beat")]);
-    let pmem_req = b.stream_out("pmem_req", "primitive read request offered", "request taken", &[("addr", 32, "beat-aligned byte address")]);
-    let pmem_rsp = b.stream_in("pmem_rsp", "read data (in request order)", "always 1", &[("data", fb, "the beat")]);
+    // The host's registers (docs/cmdproc.md, "AXI4-Lite slave") and the two
+    // memory read ports, declared as the RTL layer's bus types.
+    let s_axi = b.axi_lite("s_axi_", Role::Slave, aw);
+    let field = |ch: &str, f: &str| s_axi.ch(ch).field(f);
+    let (awvalid, awready, awaddr) = (s_axi.ch("aw").valid.clone(), s_axi.ch("aw").ready.clone(), field("aw", "addr"));
+    let (wvalid, wready, wdata, wstrb) = (s_axi.ch("w").valid.clone(), s_axi.ch("w").ready.clone(), field("w", "data"), field("w", "strb"));
+    let (bvalid_o, bready, bresp) = (s_axi.ch("b").valid.clone(), s_axi.ch("b").ready.clone(), field("b", "resp"));
+    let (arvalid, arready, araddr) = (s_axi.ch("ar").valid.clone(), s_axi.ch("ar").ready.clone(), field("ar", "addr"));
+    let (rvalid_o, rready, rdata_o, rresp) = (s_axi.ch("r").valid.clone(), s_axi.ch("r").ready.clone(), field("r", "data"), field("r", "resp"));
+    let read_port = Native { addr_bits: 32, data_bits: fb, len_bits: 0, tag_bits: 0 };
+    let imem = b.read_port("imem", Role::Master, read_port);
+    let pmem = b.read_port("pmem", Role::Master, read_port);
+    let (imem_req, imem_rsp) = (imem.req().clone(), imem.rsp().clone());
+    let (pmem_req, pmem_rsp) = (pmem.req().clone(), pmem.rsp().clone());
     let wr = b.stream_out(
         "wr",
         "a WRITE_DATA dword offered",

@@ -791,6 +791,7 @@ fn timing_machine_matches_behaviour() {
             nesting: r.below(4),
             id_bits: 4 + r.below(29),
             prim_jobs: 1 + r.below(4),
+            mem_if: gpurtl_params::MemIf::Native,
         };
         let bad = if case % 3 == 0 { 0 } else { r.below(4) };
         // Level-3, -2, -1 buffers, each calling the deeper ones.

@@ -734,6 +734,7 @@ fn param_sets() -> Vec<TextureParams> {
             broadcast: Broadcast::Whole,
             max_outstanding: 2,
             addr_bits: 8,
+            mem_if: gpurtl_params::MemIf::Native,
         },
         TextureParams { max_size: 16, frac_bits: 10, offset_bits: 8, max_kernel: 31, weight_bits: 16, acc_bits: 48, addr_bits: 8, ..d },
     ]
