@@ -11,6 +11,8 @@ macro_rules! block_modules {
 }
 gpurtl_params::for_each_block!(block_modules);
 
+
+
 /// Random back-pressure on a block with one input and one output stream:
 /// the percent of cycles the source holds back a new item, and the percent
 /// of cycles the sink is not ready. `seed` seeds the stall sequence.
@@ -108,11 +110,18 @@ impl ReadPort {
     }
 }
 
-/// The run failed (the RTL stopped making progress, or gave something the
-/// testbench cannot read): close the waveform so it is complete, and say why.
+/// The RTL gave something wrong (a result, or a broken protocol rule):
+/// close the waveform so it is complete, and say why.
 pub fn fail(sim: &mut Sim, msg: String) -> CosimError {
     sim.trace_close();
-    CosimError::Io(msg)
+    CosimError::Mismatch(msg)
+}
+
+/// The RTL stopped making progress within the testbench's budget: close the
+/// waveform so it is complete, and say what was still outstanding.
+pub fn hang(sim: &mut Sim, msg: String) -> CosimError {
+    sim.trace_close();
+    CosimError::Hang(msg)
 }
 
 /// All ones in the low `bits` bits (`bits` <= 64).
