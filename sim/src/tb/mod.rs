@@ -11,7 +11,7 @@ macro_rules! block_modules {
 }
 gpurtl_params::for_each_block!(block_modules);
 
-
+pub mod agents;
 
 /// Random back-pressure on a block with one input and one output stream:
 /// the percent of cycles the source holds back a new item, and the percent
