@@ -161,7 +161,8 @@ impl Pace {
     pub fn random_or_steady(pct: Option<u32>) -> Pace {
         pct.map_or(Pace::Steady, Pace::Random)
     }
-    fn stall(&mut self, rng: &mut Rng, now: u64) -> bool {
+    /// Whether to hold back in cycle `now`.
+    pub fn stall(&mut self, rng: &mut Rng, now: u64) -> bool {
         match self {
             Pace::Steady => false,
             Pace::Random(pct) => rng.chance(*pct),
