@@ -133,12 +133,12 @@ fn native_masters_and_responders_move_the_right_bytes() {
         let stalls = seed % 4 != 0;
         let pct = |rng: &mut Rng| if stalls { rng.below(80) as u32 } else { 0 };
         let (a, b, cc, d) = (pct(&mut rng), pct(&mut rng), pct(&mut rng), pct(&mut rng));
-        let mut rm = ReadMaster::new(NativePort::slave(&sim, "s").unwrap(), reads.clone()).random(seed, a, b);
+        let mut rm = NativeMaster::reads(NativePort::slave(&sim, "s").unwrap(), &reads).random(seed, a, b);
         let n_bursts = bursts.len();
-        let mut wm = WriteMaster::new(NativePort::slave(&sim, "ws").unwrap(), bursts).random(seed, cc, d);
+        let mut wm = NativeMaster::writes(NativePort::slave(&sim, "ws").unwrap(), &bursts).random(seed, cc, d);
         let rnd = MemRandom { seed, latency: (1, 1 + rng.below(10) as u32), req_stall: pct(&mut rng), rsp_stall: pct(&mut rng) };
-        let mut rr = ReadResponder::new(NativePort::master(&sim, "m").unwrap(), mem.clone(), 3);
-        let mut wr = WriteResponder::new(NativePort::master(&sim, "wm").unwrap(), mem.clone(), 2);
+        let mut rr = MemResponder::new(NativePort::master(&sim, "m").unwrap(), mem.clone(), 3);
+        let mut wr = MemResponder::new(NativePort::master(&sim, "wm").unwrap(), mem.clone(), 2);
         if stalls {
             rr = rr.random(rnd);
             wr = wr.random(MemRandom { seed: seed + 1, ..rnd });
@@ -168,8 +168,8 @@ fn native_responder_keeps_the_documented_timing() {
         let mem = shared(Memory::new());
         let reqs: Vec<ReadRequest> = lens.iter().enumerate().map(|(i, &len)| ReadRequest { addr: 64 * i as u64, len, tag: i as u64 % 8 }).collect();
         let low = |c: u64| c % 5 == 3 || c.is_multiple_of(7);
-        let mut rm = ReadMaster::new(NativePort::slave(&sim, "s").unwrap(), reqs.clone()).paces(Pace::Steady, Pace::Pattern(Box::new(low)));
-        let mut rr = ReadResponder::new(NativePort::master(&sim, "m").unwrap(), mem, latency);
+        let mut rm = NativeMaster::reads(NativePort::slave(&sim, "s").unwrap(), &reqs).paces(Pace::Steady, Pace::Pattern(Box::new(low)));
+        let mut rr = MemResponder::new(NativePort::master(&sim, "m").unwrap(), mem, latency);
         Bench::new(1000).run(&mut sim, &mut [&mut rm, &mut rr]).unwrap();
         // Requests go one a cycle from cycle 0 (the responder is always ready).
         let t = rm.taken().to_vec();
@@ -186,7 +186,7 @@ fn native_responder_keeps_the_documented_timing() {
                 prev = Some(c);
             }
         }
-        assert_eq!(rm.beat_cycles(), &want[..], "latency {latency}");
+        assert_eq!(rm.responses(), &want[..], "latency {latency}");
     }
 }
 
@@ -244,12 +244,12 @@ fn native_checks_fire() {
     let mut sim = c.instantiate().unwrap();
     let (v, a) = (sim.port("s_req_valid_i").unwrap(), sim.port("s_req_addr_i").unwrap());
     let mut s = Script::new(vec![vec![(v, 1), (a, 8)], vec![(v, 1), (a, 16)]]);
-    let mut rr = ReadResponder::new(NativePort::master(&sim, "m").unwrap(), shared(Memory::new()), 1).random(never);
+    let mut rr = MemResponder::new(NativePort::master(&sim, "m").unwrap(), shared(Memory::new()), 1).random(never);
     expect_mismatch(Bench::new(100).run(&mut sim, &mut [&mut s, &mut rr]), "m_req_addr_o changed");
     // ... and an address that is not a beat's.
     let mut sim = c.instantiate().unwrap();
     let mut s = Script::new(vec![vec![(v, 1), (a, 12)], vec![(v, 0)]]);
-    let mut rr = ReadResponder::new(NativePort::master(&sim, "m").unwrap(), shared(Memory::new()), 1);
+    let mut rr = MemResponder::new(NativePort::master(&sim, "m").unwrap(), shared(Memory::new()), 1);
     expect_mismatch(Bench::new(100).run(&mut sim, &mut [&mut s, &mut rr]), "not a beat (8 bytes) address");
     // The write responder: `last` on the wrong beat, and a beat of another address.
     for (addr2, last1, want) in [(0x40, 0, "wm_req_last_o = 0"), (0x48, 1, "the burst's first beat had")] {
@@ -257,11 +257,11 @@ fn native_checks_fire() {
         let p = |n: &str| sim.port(&format!("ws_req_{n}_i")).unwrap();
         let (v, a, l, last) = (p("valid"), p("addr"), p("len"), p("last"));
         let mut s = Script::new(vec![vec![(v, 1), (a, 0x40), (l, 1), (last, 0)], vec![(v, 1), (a, addr2), (l, 1), (last, last1)], vec![(v, 0)]]);
-        let mut wr = WriteResponder::new(NativePort::master(&sim, "wm").unwrap(), shared(Memory::new()), 1);
+        let mut wr = MemResponder::new(NativePort::master(&sim, "wm").unwrap(), shared(Memory::new()), 1);
         expect_mismatch(Bench::new(100).run(&mut sim, &mut [&mut s, &mut wr]), want);
     }
     // The read master: a response with another request's tag, and one with no request.
-    for (lat_tag, want) in [(5u64, "tag 5, the request's is 1"), (99, "with no request taken")] {
+    for (lat_tag, want) in [(5u64, "response 0, to request 0: tag 5, the request's is 1"), (99, "with no request taken")] {
         let mut sim = c.instantiate().unwrap();
         let p = |n: &str| sim.port(&format!("m_rsp_{n}_i")).unwrap();
         let (v, t) = (p("valid"), p("tag"));
@@ -272,7 +272,7 @@ fn native_checks_fire() {
             vec![vec![(ready, 1)], vec![(v, 1), (t, lat_tag)], vec![(v, 0)]]
         };
         let mut s = Script::new(steps);
-        let mut rm = ReadMaster::new(NativePort::slave(&sim, "s").unwrap(), vec![ReadRequest { addr: 0, len: 0, tag: 1 }]);
+        let mut rm = NativeMaster::reads(NativePort::slave(&sim, "s").unwrap(), &[ReadRequest { addr: 0, len: 0, tag: 1 }]);
         expect_mismatch(Bench::new(100).run(&mut sim, &mut [&mut s, &mut rm]), want);
     }
     // The write master: a response before the burst's last beat.
@@ -280,7 +280,7 @@ fn native_checks_fire() {
     let (ready, v) = (sim.port("wm_req_ready_i").unwrap(), sim.port("wm_rsp_valid_i").unwrap());
     let mut s = Script::new(vec![vec![(ready, 1), (v, 1)]]);
     let beat = (vec![0, 0], vec![0xff]);
-    let mut wmst = WriteMaster::new(NativePort::slave(&sim, "ws").unwrap(), vec![WriteBurst { addr: 0, tag: 0, beats: vec![beat.clone(), beat] }]);
+    let mut wmst = NativeMaster::writes(NativePort::slave(&sim, "ws").unwrap(), &[WriteBurst { addr: 0, tag: 0, beats: vec![beat.clone(), beat] }]);
     expect_mismatch(Bench::new(100).run(&mut sim, &mut [&mut s, &mut wmst]), "before its last beat");
 }
 

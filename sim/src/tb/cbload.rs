@@ -7,7 +7,7 @@
 //! design has an AXI4 master (`m_axi_arvalid`), the AXI4 slave on
 //! `m_axi_*`. Results come back in the golden model's format.
 
-use super::agents::{shared, Agent, AxiRandom, AxiSlave, Bench, Expect, MemRandom, NativePort, Pace, ReadResponder, SharedMemory};
+use super::agents::{shared, Agent, AxiRandom, AxiSlave, Bench, Expect, MemRandom, NativePort, MemResponder, Pace, SharedMemory};
 use super::agents::{StreamSink, StreamSource};
 use super::{fail, LoopTimer, RunStats};
 use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
@@ -235,7 +235,7 @@ pub fn memory_agent(sim: &Sim, prefix: &str, mem: SharedMemory, latency: u32, en
         }
         return Ok(Box::new(a));
     }
-    let mut r = ReadResponder::new(NativePort::master(sim, &format!("{prefix}mem"))?, mem, latency);
+    let mut r = MemResponder::new(NativePort::master(sim, &format!("{prefix}mem"))?, mem, latency);
     if let Some(e) = env {
         r = r.random(MemRandom { seed: e.seed, latency: e.latency, req_stall: e.mem_req_stall, rsp_stall: e.mem_rsp_stall });
     }

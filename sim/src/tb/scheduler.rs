@@ -83,7 +83,7 @@ impl SchedulerDriver {
                 return Err(CosimError::Io(format!("workload: kernel id {} is used twice", k.id)));
             }
         }
-        let e = env.clone();
+        let e = *env;
         let mut sub = StreamSource::find(sim, &format!("{prefix}sub"), &["id", "stream", "blocks", "threads", "regs", "smem", "prio"])?
             .seed(env.seed)
             .junk_when_idle()
@@ -92,7 +92,7 @@ impl SchedulerDriver {
             let item = sub.fields().pack_u64(&[k.id, k.stream as u64, k.blocks as u64, k.threads as u64, k.regs as u64, k.smem as u64, k.priority as u64]);
             sub.push_at(base + k.submit, item);
         }
-        let (e1, e2) = (env.clone(), env.clone());
+        let (e1, e2) = (*env, *env);
         let dsp = StreamSink::find(sim, &format!("{prefix}dsp"), &["count", "tag", "id", "block", "sm"])?
             .pace(Pace::Pattern(Box::new(move |c| !e1.dsp_ready(c - base))));
         let rej = StreamSink::find(sim, &format!("{prefix}rej"), &["id"])?.pace(Pace::Pattern(Box::new(move |c| !e2.rej_ready(c - base))));
@@ -100,7 +100,7 @@ impl SchedulerDriver {
         Ok(SchedulerDriver {
             name: format!("{prefix}scheduler"),
             kernels: ks.clone(),
-            env: env.clone(),
+            env: *env,
             lanes: p.dispatch_width as usize,
             tb: p.tag_bits(),
             mb: p.sm_bits(),
@@ -190,7 +190,7 @@ impl Agent for SchedulerDriver {
         let c = sim.cycle() - self.base;
         // Every cycle is simulated (the model skips idle stretches): say
         // where a long run is.
-        if c > 0 && c % (1 << 27) == 0 {
+        if c > 0 && c.is_multiple_of(1 << 27) {
             eprintln!("gpurtl: scheduler RTL at cycle {c}: {} of {} kernels resolved", self.resolved, self.kernels.len());
         }
         self.sub.drive(sim);

@@ -42,20 +42,16 @@ fn acc_value(raw: u64, acc: u32, signed: bool) -> i64 {
     }
 }
 
-/// The inputs of a dataflow: OS takes groups of steps on `in`; WS takes
-/// weight rows on `w` and A vectors on `a`.
-enum Inputs {
-    Os { input: StreamSource },
-    /// `skipped`: the k-steps the WS sequencer skipped (it counts them).
-    Ws { w: StreamSource, a: StreamSource, skipped: u64 },
-}
-
 /// Everything a systolic grid needs, on the ports of a grid named
 /// `<prefix>...`: its input streams, the result rows, the `out_c0_i`
 /// answer, the counters.
 pub struct SystolicDriver {
     name: String,
-    inputs: Inputs,
+    /// OS: groups of steps on `in`. WS: weight rows on `w`, A vectors on
+    /// `a`. The first one's first transfer starts the cycle count.
+    inputs: Vec<StreamSource>,
+    /// WS: the k-steps the sequencer skipped (it counts them).
+    skipped: u64,
     out: StreamSink,
     /// Per result row: its output row of C and, per PE column, the column
     /// of C (OS: (tile, row) in order; WS: one per A vector).
@@ -96,7 +92,7 @@ impl SystolicDriver {
         let mut rows = Vec::new();
         let mut lasts = Vec::new();
         // Stimulus packed before the run, out of the per-cycle path.
-        let (inputs, out_fields, budget) = if ws {
+        let (inputs, skipped, out_fields, budget) = if ws {
             let (tiles, skipped) = ws_program(cfg, gemm);
             let mut w = src("w", &[""])?;
             let mut a = src("a", &["", "last"])?;
@@ -124,7 +120,7 @@ impl SystolicDriver {
                 }
             }
             let budget = 1000 + (w.len() + a.len()) as u64 * (r + c + 4) as u64 * 20;
-            (Inputs::Ws { w, a, skipped }, ["last", "c"], budget)
+            (vec![w, a], skipped, ["last", "c"], budget)
         } else {
             let tiles = program(cfg, gemm);
             let mut input = src("in", &["a", "b", "steps", "last"])?;
@@ -153,7 +149,7 @@ impl SystolicDriver {
                 rows.extend(t.rows.iter().map(|&mr| (mr, t.cols.clone())));
             }
             let budget = 1000 + (steps_total + tiles.len() as u64 * (r + c) as u64 * 4) * 20;
-            (Inputs::Os { input }, ["row", "c"], budget)
+            (vec![input], 0, ["row", "c"], budget)
         };
         let out = StreamSink::find(sim, &format!("{prefix}out"), &out_fields)?
             .seed(seed)
@@ -168,6 +164,7 @@ impl SystolicDriver {
         Ok(SystolicDriver {
             name: format!("{prefix}systolic"),
             inputs,
+            skipped,
             out,
             rows,
             lasts,
@@ -190,19 +187,15 @@ impl SystolicDriver {
     /// inclusive) and the counters, final a few cycles after the last step.
     pub fn outcome(&self, sim: &mut Sim) -> Outcome {
         let last_out = self.out.cycles().last().copied().unwrap_or(0);
-        let (first_in, settle) = match &self.inputs {
-            Inputs::Os { input, .. } => (input.taken().first(), 6),
-            Inputs::Ws { w, .. } => (w.taken().first(), 5),
-        };
-        let cycles = first_in.map_or(0, |f| last_out - f + self.ws as u64);
-        sim.idle(settle);
+        let cycles = self.inputs[0].taken().first().map_or(0, |f| last_out - f + self.ws as u64);
+        sim.idle(if self.ws { 5 } else { 6 });
         let (useful_macs, gated_products) = self.stats.map_or((0, 0), |(u, g, _)| (sim.get(u), sim.get(g)));
         // Without `stats` no counts are reported (see `comparable`), the
         // WS sequencer's included.
-        let skipped_ksteps = match (&self.inputs, self.stats) {
-            (_, None) => 0,
-            (Inputs::Ws { skipped, .. }, Some(_)) => *skipped,
-            (Inputs::Os { .. }, Some((_, _, s))) => s.map_or(0, |s| sim.get(s)),
+        let skipped_ksteps = match self.stats {
+            None => 0,
+            Some((_, _, Some(s))) => sim.get(s),
+            Some((_, _, None)) => self.skipped,
         };
         Outcome { c: self.c.clone(), cycles, useful_macs, gated_products, skipped_ksteps }
     }
@@ -239,12 +232,8 @@ impl Agent for SystolicDriver {
     }
 
     fn drive(&mut self, sim: &mut Sim) {
-        match &mut self.inputs {
-            Inputs::Os { input, .. } => input.drive(sim),
-            Inputs::Ws { w, a, .. } => {
-                w.drive(sim);
-                a.drive(sim);
-            }
+        for i in &mut self.inputs {
+            i.drive(sim);
         }
         self.out.drive(sim);
         // `out_c0_i` answers for the row due: OS, C0 of its place; WS, the
@@ -267,12 +256,8 @@ impl Agent for SystolicDriver {
     }
 
     fn sample(&mut self, sim: &Sim) -> Result<(), String> {
-        match &mut self.inputs {
-            Inputs::Os { input, .. } => input.sample(sim)?,
-            Inputs::Ws { w, a, .. } => {
-                w.sample(sim)?;
-                a.sample(sim)?;
-            }
+        for i in &mut self.inputs {
+            i.sample(sim)?;
         }
         let k = self.out.items().len();
         self.out.sample(sim)?;
@@ -287,19 +272,12 @@ impl Agent for SystolicDriver {
     }
 
     fn waiting(&self) -> String {
-        let inputs = match &self.inputs {
-            Inputs::Os { input, .. } => format!("group {}", input.waiting()),
-            Inputs::Ws { w, a, .. } => format!("weight row {}, vector {}", w.waiting(), a.waiting()),
-        };
-        format!("result row {} ({inputs})", self.out.waiting())
+        let inputs: Vec<String> = self.inputs.iter().map(|i| format!("{} {}", i.name(), i.waiting())).collect();
+        format!("result row {} ({})", self.out.waiting(), inputs.join(", "))
     }
 
     fn progress(&self) -> u64 {
-        let p = match &self.inputs {
-            Inputs::Os { input, .. } => input.progress(),
-            Inputs::Ws { w, a, .. } => w.progress() + a.progress(),
-        };
-        p + self.out.progress()
+        self.inputs.iter().map(|i| i.progress()).sum::<u64>() + self.out.progress()
     }
 }
 

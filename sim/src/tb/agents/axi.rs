@@ -142,14 +142,19 @@ struct WriteSide {
 /// previous B's handshake. (L = 0 behaves as 1.)
 pub struct AxiSlave {
     name: String,
+    core: Core,
+    read: Option<ReadSide>,
+    write: Option<WriteSide>,
+}
+
+/// What both sides share.
+struct Core {
     mem: SharedMemory,
     bytes: u64,
     size: u64,
     latency: u64,
     random: Option<AxiRandom>,
     rng: Rng,
-    read: Option<ReadSide>,
-    write: Option<WriteSide>,
     seq: u64,
     handshakes: u64,
 }
@@ -212,27 +217,27 @@ impl AxiSlave {
         }
         let bytes = (data.width() / 8) as u64;
         let name = format!("AXI4 slave {p}");
-        Ok(AxiSlave {
+        let core = Core {
             rng: agent_rng(0, &name),
-            name,
             mem,
             bytes,
             size: bytes.trailing_zeros() as u64,
             latency: latency as u64,
             random: None,
-            read,
-            write,
             seq: 0,
             handshakes: 0,
-        })
+        };
+        Ok(AxiSlave { name, core, read, write })
     }
 
     pub fn random(mut self, r: AxiRandom) -> AxiSlave {
-        self.rng = agent_rng(r.seed, &self.name);
-        self.random = Some(r);
+        self.core.rng = agent_rng(r.seed, &self.name);
+        self.core.random = Some(r);
         self
     }
+}
 
+impl Core {
     fn chance(&mut self, pct: fn(&AxiRandom) -> u32) -> bool {
         self.random.is_some_and(|r| self.rng.chance(pct(&r)))
     }
@@ -243,14 +248,20 @@ impl AxiSlave {
         }
     }
 
-    /// Picks among the candidates: the first in deterministic mode (there is
-    /// only one), any at random otherwise.
-    fn pick(&mut self, n: usize) -> usize {
-        if self.random.is_some() {
-            self.rng.below(n as u64) as usize
+    /// Which of the bursts waiting for an answer (in AR or AW order: their
+    /// IDs and whether each is due) to answer now, if any. Deterministic:
+    /// the oldest, once due. Random: any due one that is the oldest of its
+    /// ID, unless a gap (`gap`) is drawn.
+    fn choose(&mut self, bursts: &[(u64, bool)], gap: fn(&AxiRandom) -> u32) -> Option<usize> {
+        let due: Vec<usize> = if self.random.is_some() {
+            (0..bursts.len()).filter(|&i| bursts[i].1 && !bursts[..i].iter().any(|b| b.0 == bursts[i].0)).collect()
         } else {
-            0
+            bursts.first().filter(|b| b.1).map(|_| 0).into_iter().collect()
+        };
+        if due.is_empty() || self.chance(gap) {
+            return None;
         }
+        Some(due[if self.random.is_some() { self.rng.below(due.len() as u64) as usize } else { 0 }])
     }
 
     /// The checks of an AR or AW handshake; (id, addr, len).
@@ -279,155 +290,6 @@ impl AxiSlave {
         Ok((id, addr, len))
     }
 
-    fn drive_read(&mut self, sim: &mut Sim, now: u64) {
-        let Some(mut rd) = self.read.take() else { return };
-        rd.ar_ready = !self.chance(|r| r.ar_stall);
-        sim.set(rd.ar.ready, rd.ar_ready as u64);
-        if rd.offer.is_none() {
-            // Deterministic: only the oldest burst; random: the oldest of each ID.
-            let cands: Vec<usize> = if self.random.is_some() {
-                (0..rd.bursts.len()).filter(|&i| !rd.bursts[..i].iter().any(|b| b.id == rd.bursts[i].id)).collect()
-            } else {
-                (0..rd.bursts.len().min(1)).collect()
-            };
-            let due: Vec<usize> = cands.into_iter().filter(|&i| rd.bursts[i].due <= now).collect();
-            if !due.is_empty() && !self.chance(|r| r.r_gap) {
-                let b = &rd.bursts[due[self.pick(due.len())]];
-                let mut data = Vec::new();
-                self.mem.borrow().read_words_into(b.addr + b.next * self.bytes, self.bytes as usize, &mut data);
-                rd.offer = Some((b.seq, data));
-            }
-        }
-        sim.set(rd.r_valid, rd.offer.is_some() as u64);
-        match &rd.offer {
-            Some((seq, data)) => {
-                let b = rd.bursts.iter().find(|b| b.seq == *seq).expect("the offered burst");
-                sim.set_words(rd.r_data, data);
-                if let Some(p) = rd.r_id {
-                    sim.set(p, b.id);
-                }
-                sim.set(rd.r_resp, 0);
-                sim.set(rd.r_last, (b.next == b.len) as u64);
-            }
-            None => {
-                for p in rd.r_id.into_iter().chain([rd.r_data, rd.r_resp, rd.r_last]) {
-                    set_junk(sim, p, &mut self.rng);
-                }
-            }
-        }
-        self.read = Some(rd);
-    }
-
-    fn sample_read(&mut self, sim: &Sim, now: u64) -> Result<(), String> {
-        let Some(mut rd) = self.read.take() else { return Ok(()) };
-        let r = self.sample_read_side(sim, now, &mut rd);
-        self.read = Some(rd);
-        r
-    }
-
-    fn sample_read_side(&mut self, sim: &Sim, now: u64, rd: &mut ReadSide) -> Result<(), String> {
-        if rd.offer.is_some() && sim.get(rd.r_ready) == 1 {
-            let (seq, _) = rd.offer.take().expect("offered");
-            let i = rd.bursts.iter().position(|b| b.seq == seq).expect("the offered burst");
-            rd.bursts[i].next += 1;
-            if rd.bursts[i].next > rd.bursts[i].len {
-                rd.bursts.remove(i);
-            }
-            self.handshakes += 1;
-        }
-        let valid = sim.get(rd.ar.valid) == 1;
-        rd.ar.hold.check(sim, "AR", valid, rd.ar_ready, &rd.ar.fields)?;
-        if valid && rd.ar_ready {
-            let (id, addr, len) = self.address(sim, &rd.ar, "AR")?;
-            let due = now + self.latency();
-            self.seq += 1;
-            rd.bursts.push(ReadBurst { seq: self.seq, id, addr, len, due, next: 0 });
-            self.handshakes += 1;
-        }
-        Ok(())
-    }
-
-    fn drive_write(&mut self, sim: &mut Sim, now: u64) {
-        let Some(mut wr) = self.write.take() else { return };
-        wr.aw_ready = !self.chance(|r| r.aw_stall);
-        wr.w_ready_now = !self.chance(|r| r.w_stall);
-        sim.set(wr.aw.ready, wr.aw_ready as u64);
-        sim.set(wr.w_ready, wr.w_ready_now as u64);
-        if wr.offer.is_none() {
-            let cands: Vec<usize> = if self.random.is_some() {
-                (0..wr.bursts.len()).filter(|&i| !wr.bursts[..i].iter().any(|b| b.id == wr.bursts[i].id)).collect()
-            } else {
-                (0..wr.bursts.len().min(1)).collect()
-            };
-            let due: Vec<usize> = cands.into_iter().filter(|&i| wr.bursts[i].due.is_some_and(|d| d <= now)).collect();
-            if !due.is_empty() && !self.chance(|r| r.b_gap) {
-                wr.offer = Some(wr.bursts[due[self.pick(due.len())]].seq);
-            }
-        }
-        sim.set(wr.b_valid, wr.offer.is_some() as u64);
-        match wr.offer {
-            Some(seq) => {
-                let b = wr.bursts.iter().find(|b| b.seq == seq).expect("the offered burst");
-                if let Some(p) = wr.b_id {
-                    sim.set(p, b.id);
-                }
-                sim.set(wr.b_resp, 0);
-            }
-            None => {
-                for p in wr.b_id.into_iter().chain([wr.b_resp]) {
-                    set_junk(sim, p, &mut self.rng);
-                }
-            }
-        }
-        self.write = Some(wr);
-    }
-
-    fn sample_write(&mut self, sim: &Sim, now: u64) -> Result<(), String> {
-        let Some(mut wr) = self.write.take() else { return Ok(()) };
-        let r = self.sample_write_side(sim, now, &mut wr);
-        self.write = Some(wr);
-        r
-    }
-
-    fn sample_write_side(&mut self, sim: &Sim, now: u64, wr: &mut WriteSide) -> Result<(), String> {
-        if let Some(seq) = wr.offer {
-            if sim.get(wr.b_ready) == 1 {
-                wr.offer = None;
-                wr.bursts.retain(|b| b.seq != seq);
-                self.handshakes += 1;
-            }
-        }
-        let aw_valid = sim.get(wr.aw.valid) == 1;
-        wr.aw.hold.check(sim, "AW", aw_valid, wr.aw_ready, &wr.aw.fields)?;
-        if aw_valid && wr.aw_ready {
-            let (id, addr, len) = self.address(sim, &wr.aw, "AW")?;
-            self.seq += 1;
-            wr.bursts.push(WriteBurst { seq: self.seq, id, addr, len, t_aw: now, beats: 0, due: None });
-            self.handshakes += 1;
-            // Beats that came before this AW are its first ones.
-            let i = wr.bursts.len() - 1;
-            while wr.bursts[i].beats <= len {
-                let Some(e) = wr.early.pop_front() else { break };
-                self.apply(&mut wr.bursts[i], &e.data, &e.strb, e.last, e.t)?;
-            }
-        }
-        let w_valid = sim.get(wr.w_valid) == 1;
-        wr.w_hold.check(sim, "W", w_valid, wr.w_ready_now, &wr.w_fields)?;
-        if w_valid && wr.w_ready_now {
-            let last = sim.get(wr.w_last) == 1;
-            let mut data = Vec::new();
-            let mut strb = Vec::new();
-            sim.get_words(wr.w_data, &mut data);
-            sim.get_words(wr.w_strb, &mut strb);
-            match wr.bursts.iter_mut().find(|b| b.beats <= b.len) {
-                Some(b) => self.apply(b, &data, &strb, last, now)?,
-                None => wr.early.push_back(EarlyBeat { data, strb, last, t: now }),
-            }
-            self.handshakes += 1;
-        }
-        Ok(())
-    }
-
     /// Beat `b.beats` of burst `b`, taken on W in cycle `t`.
     fn apply(&mut self, b: &mut WriteBurst, data: &[u32], strb: &[u32], last: bool, t: u64) -> Result<(), String> {
         let want = b.beats == b.len;
@@ -450,6 +312,128 @@ impl AxiSlave {
     }
 }
 
+impl ReadSide {
+    fn drive(&mut self, sim: &mut Sim, now: u64, core: &mut Core) {
+        self.ar_ready = !core.chance(|r| r.ar_stall);
+        sim.set(self.ar.ready, self.ar_ready as u64);
+        if self.offer.is_none() {
+            let waiting: Vec<(u64, bool)> = self.bursts.iter().map(|b| (b.id, b.due <= now)).collect();
+            if let Some(i) = core.choose(&waiting, |r| r.r_gap) {
+                let b = &self.bursts[i];
+                let mut data = Vec::new();
+                core.mem.borrow().read_words_into(b.addr + b.next * core.bytes, core.bytes as usize, &mut data);
+                self.offer = Some((b.seq, data));
+            }
+        }
+        sim.set(self.r_valid, self.offer.is_some() as u64);
+        match &self.offer {
+            Some((seq, data)) => {
+                let b = self.bursts.iter().find(|b| b.seq == *seq).expect("the offered burst");
+                sim.set_words(self.r_data, data);
+                if let Some(p) = self.r_id {
+                    sim.set(p, b.id);
+                }
+                sim.set(self.r_resp, 0);
+                sim.set(self.r_last, (b.next == b.len) as u64);
+            }
+            None => {
+                for p in self.r_id.into_iter().chain([self.r_data, self.r_resp, self.r_last]) {
+                    set_junk(sim, p, &mut core.rng);
+                }
+            }
+        }
+    }
+
+    fn sample(&mut self, sim: &Sim, now: u64, core: &mut Core) -> Result<(), String> {
+        if self.offer.is_some() && sim.get(self.r_ready) == 1 {
+            let (seq, _) = self.offer.take().expect("offered");
+            let i = self.bursts.iter().position(|b| b.seq == seq).expect("the offered burst");
+            self.bursts[i].next += 1;
+            if self.bursts[i].next > self.bursts[i].len {
+                self.bursts.remove(i);
+            }
+            core.handshakes += 1;
+        }
+        let valid = sim.get(self.ar.valid) == 1;
+        self.ar.hold.check(sim, "AR", valid, self.ar_ready, &self.ar.fields)?;
+        if valid && self.ar_ready {
+            let (id, addr, len) = core.address(sim, &self.ar, "AR")?;
+            let due = now + core.latency();
+            core.seq += 1;
+            self.bursts.push(ReadBurst { seq: core.seq, id, addr, len, due, next: 0 });
+            core.handshakes += 1;
+        }
+        Ok(())
+    }
+}
+
+impl WriteSide {
+    fn drive(&mut self, sim: &mut Sim, now: u64, core: &mut Core) {
+        self.aw_ready = !core.chance(|r| r.aw_stall);
+        self.w_ready_now = !core.chance(|r| r.w_stall);
+        sim.set(self.aw.ready, self.aw_ready as u64);
+        sim.set(self.w_ready, self.w_ready_now as u64);
+        if self.offer.is_none() {
+            let waiting: Vec<(u64, bool)> = self.bursts.iter().map(|b| (b.id, b.due.is_some_and(|d| d <= now))).collect();
+            self.offer = core.choose(&waiting, |r| r.b_gap).map(|i| self.bursts[i].seq);
+        }
+        sim.set(self.b_valid, self.offer.is_some() as u64);
+        match self.offer {
+            Some(seq) => {
+                let b = self.bursts.iter().find(|b| b.seq == seq).expect("the offered burst");
+                if let Some(p) = self.b_id {
+                    sim.set(p, b.id);
+                }
+                sim.set(self.b_resp, 0);
+            }
+            None => {
+                for p in self.b_id.into_iter().chain([self.b_resp]) {
+                    set_junk(sim, p, &mut core.rng);
+                }
+            }
+        }
+    }
+
+    fn sample(&mut self, sim: &Sim, now: u64, core: &mut Core) -> Result<(), String> {
+        if let Some(seq) = self.offer {
+            if sim.get(self.b_ready) == 1 {
+                self.offer = None;
+                self.bursts.retain(|b| b.seq != seq);
+                core.handshakes += 1;
+            }
+        }
+        let aw_valid = sim.get(self.aw.valid) == 1;
+        self.aw.hold.check(sim, "AW", aw_valid, self.aw_ready, &self.aw.fields)?;
+        if aw_valid && self.aw_ready {
+            let (id, addr, len) = core.address(sim, &self.aw, "AW")?;
+            core.seq += 1;
+            self.bursts.push(WriteBurst { seq: core.seq, id, addr, len, t_aw: now, beats: 0, due: None });
+            core.handshakes += 1;
+            // Beats that came before this AW are its first ones.
+            let i = self.bursts.len() - 1;
+            while self.bursts[i].beats <= len {
+                let Some(e) = self.early.pop_front() else { break };
+                core.apply(&mut self.bursts[i], &e.data, &e.strb, e.last, e.t)?;
+            }
+        }
+        let w_valid = sim.get(self.w_valid) == 1;
+        self.w_hold.check(sim, "W", w_valid, self.w_ready_now, &self.w_fields)?;
+        if w_valid && self.w_ready_now {
+            let last = sim.get(self.w_last) == 1;
+            let mut data = Vec::new();
+            let mut strb = Vec::new();
+            sim.get_words(self.w_data, &mut data);
+            sim.get_words(self.w_strb, &mut strb);
+            match self.bursts.iter_mut().find(|b| b.beats <= b.len) {
+                Some(b) => core.apply(b, &data, &strb, last, now)?,
+                None => self.early.push_back(EarlyBeat { data, strb, last, t: now }),
+            }
+            core.handshakes += 1;
+        }
+        Ok(())
+    }
+}
+
 impl Agent for AxiSlave {
     fn name(&self) -> &str {
         &self.name
@@ -457,14 +441,23 @@ impl Agent for AxiSlave {
 
     fn drive(&mut self, sim: &mut Sim) {
         let now = sim.cycle();
-        self.drive_read(sim, now);
-        self.drive_write(sim, now);
+        if let Some(r) = &mut self.read {
+            r.drive(sim, now, &mut self.core);
+        }
+        if let Some(w) = &mut self.write {
+            w.drive(sim, now, &mut self.core);
+        }
     }
 
     fn sample(&mut self, sim: &Sim) -> Result<(), String> {
         let now = sim.cycle();
-        self.sample_read(sim, now)?;
-        self.sample_write(sim, now)
+        if let Some(r) = &mut self.read {
+            r.sample(sim, now, &mut self.core)?;
+        }
+        if let Some(w) = &mut self.write {
+            w.sample(sim, now, &mut self.core)?;
+        }
+        Ok(())
     }
 
     fn done(&self) -> bool {
@@ -503,6 +496,6 @@ impl Agent for AxiSlave {
     }
 
     fn progress(&self) -> u64 {
-        self.handshakes
+        self.core.handshakes
     }
 }

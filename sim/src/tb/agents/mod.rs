@@ -23,9 +23,9 @@ mod responder;
 mod stream;
 
 pub use axi::{AxiRandom, AxiSlave};
-pub use master::{ReadMaster, ReadRequest, WriteBurst, WriteMaster};
+pub use master::{NativeMaster, ReadRequest, WriteBurst};
 pub use native::NativePort;
-pub use responder::{AddrMap, MemRandom, ReadResponder, WriteResponder};
+pub use responder::{AddrMap, MemRandom, MemResponder};
 pub use stream::{Expect, StreamSink, StreamSource};
 
 use super::mask;

@@ -12,8 +12,7 @@
 //! write port "the request taken at `t`" is the burst's last beat, and the
 //! answer is its one response.
 
-use super::{agent_rng, port_name, Fields, HoldCheck, NativePort, SharedMemory};
-use super::{set_junk, Agent};
+use super::{agent_rng, port_name, set_junk, Agent, Fields, HoldCheck, NativePort, SharedMemory};
 use crate::cosim::Sim;
 use crate::rng::Rng;
 use std::collections::VecDeque;
@@ -87,137 +86,6 @@ impl<T> InOrder<T> {
     }
 }
 
-/// Behind a design's native read port: reads the shared memory.
-pub struct ReadResponder {
-    name: String,
-    port: NativePort,
-    fields: Fields,
-    mem: SharedMemory,
-    map: AddrMap,
-    bytes: usize,
-    timing: Timing,
-    /// (byte address, tag) of each beat to answer.
-    answers: InOrder<(u64, u64)>,
-    data: Vec<u32>,
-    req_ready: bool,
-    hold: HoldCheck,
-    handshakes: u64,
-}
-
-impl ReadResponder {
-    /// Answers port `port` from `mem` after `latency` cycles (see the
-    /// module's timing rule); addresses are byte addresses until
-    /// [`ReadResponder::map`].
-    pub fn new(port: NativePort, mem: SharedMemory, latency: u32) -> ReadResponder {
-        assert!(!port.is_write(), "{}: a write port", port.name);
-        let name = port.name.clone();
-        ReadResponder {
-            fields: port.req_fields(),
-            bytes: port.beat_bytes(),
-            timing: Timing::new(&name, latency),
-            name,
-            port,
-            mem,
-            map: Box::new(|a| a),
-            answers: InOrder::new(),
-            data: Vec::new(),
-            req_ready: false,
-            hold: HoldCheck::default(),
-            handshakes: 0,
-        }
-    }
-    pub fn map(mut self, map: AddrMap) -> ReadResponder {
-        self.map = map;
-        self
-    }
-    pub fn random(mut self, r: MemRandom) -> ReadResponder {
-        self.timing.randomize(&self.name, r);
-        self
-    }
-    /// Beats taken and not yet answered.
-    pub fn in_flight(&self) -> usize {
-        self.answers.queue.len()
-    }
-}
-
-impl Agent for ReadResponder {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn drive(&mut self, sim: &mut Sim) {
-        let now = sim.cycle();
-        self.req_ready = !self.timing.req_stall();
-        sim.set(self.port.req_ready, self.req_ready as u64);
-        let timing = &mut self.timing;
-        let head = self.answers.offer(now, || timing.rsp_stall());
-        sim.set(self.port.rsp_valid, head.is_some() as u64);
-        let data = self.port.rsp_data.expect("a read port");
-        match head {
-            Some((&(addr, tag), fresh)) => {
-                // Read when first offered, so the answer holds still.
-                if fresh {
-                    self.mem.borrow().read_words_into(addr, self.bytes, &mut self.data);
-                }
-                sim.set_words(data, &self.data);
-                if let Some(t) = self.port.rsp_tag {
-                    sim.set(t, tag);
-                }
-            }
-            None => {
-                set_junk(sim, data, &mut self.timing.rng);
-                if let Some(t) = self.port.rsp_tag {
-                    set_junk(sim, t, &mut self.timing.rng);
-                }
-            }
-        }
-    }
-
-    fn sample(&mut self, sim: &Sim) -> Result<(), String> {
-        let now = sim.cycle();
-        if self.answers.offered && sim.get(self.port.rsp_ready) == 1 {
-            self.answers.take();
-            self.handshakes += 1;
-        }
-        let valid = sim.get(self.port.req_valid) == 1;
-        self.hold.check(sim, "request", valid, self.req_ready, &self.fields)?;
-        if valid && self.req_ready {
-            let addr = sim.get(self.port.req_addr);
-            let byte = (self.map)(addr);
-            if !byte.is_multiple_of(self.bytes as u64) {
-                return Err(format!("request for {addr:#x} (byte {byte:#x}), not a beat ({} bytes) address", self.bytes));
-            }
-            let beats = self.port.req_len.map_or(0, |l| sim.get(l)) + 1;
-            let tag = self.port.req_tag.map_or(0, |t| sim.get(t));
-            let due = now + self.timing.latency();
-            for k in 0..beats {
-                self.answers.queue.push_back((due, (byte.wrapping_add(k * self.bytes as u64), tag)));
-            }
-            self.handshakes += 1;
-        }
-        Ok(())
-    }
-
-    fn done(&self) -> bool {
-        self.answers.queue.is_empty()
-    }
-
-    fn waiting(&self) -> String {
-        match self.answers.queue.front() {
-            Some(&(due, (addr, _))) => format!(
-                "{} beats to be answered and taken (the first: byte {addr:#x}, due cycle {due}, {})",
-                self.answers.queue.len(),
-                if self.answers.offered { "offered" } else { "not offered" }
-            ),
-            None => "nothing".into(),
-        }
-    }
-
-    fn progress(&self) -> u64 {
-        self.handshakes
-    }
-}
-
 /// A burst being written: its first beat's request fields and the beats so far.
 struct Burst {
     addr: u64,
@@ -226,9 +94,13 @@ struct Burst {
     beats: u64,
 }
 
-/// Behind a design's native write port: writes the shared memory with the
-/// strobes, one response per burst.
-pub struct WriteResponder {
+/// Behind a design's native memory port: a read port reads the shared
+/// memory (one answer a beat); a write port writes it with the strobes
+/// (one answer, with no data, a burst). Checks: the request held until
+/// taken, its address a beat's (after the map); on a write port every beat
+/// of a burst with the burst's address, len and tag, and `last` exactly on
+/// its last beat.
+pub struct MemResponder {
     name: String,
     port: NativePort,
     fields: Fields,
@@ -236,21 +108,26 @@ pub struct WriteResponder {
     map: AddrMap,
     bytes: usize,
     timing: Timing,
+    /// (byte address, tag) of each answer: a read beat's, or a write
+    /// burst's (address of its first beat).
+    answers: InOrder<(u64, u64)>,
+    /// A write port's burst being taken.
     burst: Option<Burst>,
-    /// The tag of each burst to answer.
-    answers: InOrder<u64>,
+    /// The read data on the port, or a write beat's data and strobes.
+    data: Vec<u32>,
+    strb: Vec<u32>,
     req_ready: bool,
     hold: HoldCheck,
     handshakes: u64,
-    data: Vec<u32>,
-    strb: Vec<u32>,
 }
 
-impl WriteResponder {
-    pub fn new(port: NativePort, mem: SharedMemory, latency: u32) -> WriteResponder {
-        assert!(port.is_write(), "{}: a read port", port.name);
+impl MemResponder {
+    /// Answers port `port` (found with [`NativePort::master`]) from `mem`
+    /// after `latency` cycles (see the module's timing rule); addresses are
+    /// byte addresses until [`MemResponder::map`].
+    pub fn new(port: NativePort, mem: SharedMemory, latency: u32) -> MemResponder {
         let name = port.name.clone();
-        WriteResponder {
+        MemResponder {
             fields: port.req_fields(),
             bytes: port.beat_bytes(),
             timing: Timing::new(&name, latency),
@@ -258,29 +135,57 @@ impl WriteResponder {
             port,
             mem,
             map: Box::new(|a| a),
-            burst: None,
             answers: InOrder::new(),
+            burst: None,
+            data: Vec::new(),
+            strb: Vec::new(),
             req_ready: false,
             hold: HoldCheck::default(),
             handshakes: 0,
-            data: Vec::new(),
-            strb: Vec::new(),
         }
     }
-    pub fn map(mut self, map: AddrMap) -> WriteResponder {
+    pub fn map(mut self, map: AddrMap) -> MemResponder {
         self.map = map;
         self
     }
-    pub fn random(mut self, r: MemRandom) -> WriteResponder {
+    pub fn random(mut self, r: MemRandom) -> MemResponder {
         self.timing.randomize(&self.name, r);
         self
     }
+    /// Answers owed: read beats, or write bursts taken and not answered.
+    pub fn in_flight(&self) -> usize {
+        self.answers.queue.len()
+    }
 
-    /// One beat taken: check it against its burst, write it.
-    fn beat(&mut self, sim: &Sim, now: u64) -> Result<(), String> {
+    /// The port's address as a byte address, checked to be a beat's.
+    fn byte_address(&self, addr: u64) -> Result<u64, String> {
+        let byte = (self.map)(addr);
+        if !byte.is_multiple_of(self.bytes as u64) {
+            return Err(format!("request for {addr:#x} (byte {byte:#x}), not a beat ({} bytes) address", self.bytes));
+        }
+        Ok(byte)
+    }
+
+    /// A read request taken in cycle `now`: its beats are owed.
+    fn read(&mut self, sim: &Sim, now: u64) -> Result<(), String> {
+        let p = &self.port;
+        let (addr, tag) = (sim.get(p.req_addr), p.req_tag.map_or(0, |t| sim.get(t)));
+        let beats = p.req_len.map_or(0, |l| sim.get(l)) + 1;
+        let byte = self.byte_address(addr)?;
+        let due = now + self.timing.latency();
+        for k in 0..beats {
+            self.answers.queue.push_back((due, (byte.wrapping_add(k * self.bytes as u64), tag)));
+        }
+        Ok(())
+    }
+
+    /// A write beat taken in cycle `now`: check it against its burst,
+    /// write it; after the last, the burst's answer is owed.
+    fn write(&mut self, sim: &Sim, now: u64) -> Result<(), String> {
         let p = &self.port;
         let (addr, tag) = (sim.get(p.req_addr), p.req_tag.map_or(0, |t| sim.get(t)));
         let len = p.req_len.map_or(0, |l| sim.get(l));
+        let byte = self.byte_address(addr)?;
         let b = self.burst.get_or_insert(Burst { addr, len, tag, beats: 0 });
         if (addr, len, tag) != (b.addr, b.len, b.tag) {
             return Err(format!(
@@ -291,18 +196,8 @@ impl WriteResponder {
         let last = b.beats == b.len;
         if let Some(l) = p.req_last {
             if (sim.get(l) == 1) != last {
-                return Err(format!(
-                    "beat {} of {} of the burst at {addr:#x}: {} = {}",
-                    b.beats,
-                    b.len + 1,
-                    port_name(sim, l),
-                    sim.get(l)
-                ));
+                return Err(format!("beat {} of {} of the burst at {addr:#x}: {} = {}", b.beats, b.len + 1, port_name(sim, l), sim.get(l)));
             }
-        }
-        let byte = (self.map)(addr);
-        if !byte.is_multiple_of(self.bytes as u64) {
-            return Err(format!("write to {addr:#x} (byte {byte:#x}), not a beat ({} bytes) address", self.bytes));
         }
         sim.get_words(p.req_data.expect("a write port"), &mut self.data);
         sim.get_words(p.req_strb.expect("a write port"), &mut self.strb);
@@ -310,15 +205,15 @@ impl WriteResponder {
         self.mem.borrow_mut().write_beat(at, self.bytes, &self.data, Some(&self.strb));
         b.beats += 1;
         if last {
-            let due = now + self.timing.latency();
-            self.answers.queue.push_back((due, tag));
             self.burst = None;
+            let due = now + self.timing.latency();
+            self.answers.queue.push_back((due, (byte, tag)));
         }
         Ok(())
     }
 }
 
-impl Agent for WriteResponder {
+impl Agent for MemResponder {
     fn name(&self) -> &str {
         &self.name
     }
@@ -328,12 +223,25 @@ impl Agent for WriteResponder {
         self.req_ready = !self.timing.req_stall();
         sim.set(self.port.req_ready, self.req_ready as u64);
         let timing = &mut self.timing;
-        let head = self.answers.offer(now, || timing.rsp_stall()).map(|(&t, _)| t);
+        let head = self.answers.offer(now, || timing.rsp_stall()).map(|(&a, fresh)| (a, fresh));
         sim.set(self.port.rsp_valid, head.is_some() as u64);
-        if let Some(t) = self.port.rsp_tag {
-            match head {
-                Some(tag) => sim.set(t, tag),
-                None => set_junk(sim, t, &mut self.timing.rng),
+        match head {
+            Some(((addr, tag), fresh)) => {
+                if let Some(d) = self.port.rsp_data {
+                    // Read when first offered, so the answer holds still.
+                    if fresh {
+                        self.mem.borrow().read_words_into(addr, self.bytes, &mut self.data);
+                    }
+                    sim.set_words(d, &self.data);
+                }
+                if let Some(t) = self.port.rsp_tag {
+                    sim.set(t, tag);
+                }
+            }
+            None => {
+                for p in self.port.rsp_data.into_iter().chain(self.port.rsp_tag) {
+                    set_junk(sim, p, &mut self.timing.rng);
+                }
             }
         }
     }
@@ -347,7 +255,11 @@ impl Agent for WriteResponder {
         let valid = sim.get(self.port.req_valid) == 1;
         self.hold.check(sim, "request", valid, self.req_ready, &self.fields)?;
         if valid && self.req_ready {
-            self.beat(sim, now)?;
+            if self.port.is_write() {
+                self.write(sim, now)?;
+            } else {
+                self.read(sim, now)?;
+            }
             self.handshakes += 1;
         }
         Ok(())
@@ -362,8 +274,9 @@ impl Agent for WriteResponder {
         if let Some(b) = &self.burst {
             w.push(format!("beat {} of {} of the burst at {:#x}", b.beats, b.len + 1, b.addr));
         }
-        if !self.answers.queue.is_empty() {
-            w.push(format!("{} responses to be taken", self.answers.queue.len()));
+        if let Some(&(due, (addr, _))) = self.answers.queue.front() {
+            let state = if self.answers.offered { "offered" } else { "not offered" };
+            w.push(format!("{} answers to be taken (the first: byte {addr:#x}, due cycle {due}, {state})", self.answers.queue.len()));
         }
         w.join(", ")
     }

@@ -47,13 +47,8 @@ impl StreamSource {
     /// `<stream>_ready_o`, and a field `f` on `<stream>_<f>_i` (`""`:
     /// `<stream>_i`, a stream whose payload is one port).
     pub fn find(sim: &Sim, stream: &str, fields: &[&str]) -> Result<StreamSource, CosimError> {
-        let ports = fields.iter().map(|f| sim.port(&field_name(stream, f, "i"))).collect::<Result<Vec<_>, _>>()?;
-        Ok(StreamSource::new(
-            stream,
-            sim.port(&format!("{stream}_valid_i"))?,
-            sim.port(&format!("{stream}_ready_o"))?,
-            Fields::new(ports),
-        ))
+        let (valid, ready, fields) = find(sim, stream, fields, "i", "o")?;
+        Ok(StreamSource::new(stream, valid, ready, fields))
     }
 
     /// Seeds the agent's random stream (with its name).
@@ -192,13 +187,8 @@ impl StreamSink {
     /// `<stream>_ready_i`, and a field `f` on `<stream>_<f>_o` (`""`:
     /// `<stream>_o`).
     pub fn find(sim: &Sim, stream: &str, fields: &[&str]) -> Result<StreamSink, CosimError> {
-        let ports = fields.iter().map(|f| sim.port(&field_name(stream, f, "o"))).collect::<Result<Vec<_>, _>>()?;
-        Ok(StreamSink::new(
-            stream,
-            sim.port(&format!("{stream}_valid_o"))?,
-            sim.port(&format!("{stream}_ready_i"))?,
-            Fields::new(ports),
-        ))
+        let (valid, ready, fields) = find(sim, stream, fields, "o", "i")?;
+        Ok(StreamSink::new(stream, valid, ready, fields))
     }
 
     pub fn seed(mut self, seed: u64) -> StreamSink {
@@ -287,10 +277,10 @@ impl Agent for StreamSink {
     }
 }
 
-fn field_name(stream: &str, field: &str, dir: &str) -> String {
-    if field.is_empty() {
-        format!("{stream}_{dir}")
-    } else {
-        format!("{stream}_{field}_{dir}")
-    }
+/// A stream's valid, ready and fields: `<stream>_valid_<d>`,
+/// `<stream>_ready_<r>`, `<stream>_<f>_<d>` (`<stream>_<d>` for `f` = "").
+fn find(sim: &Sim, stream: &str, fields: &[&str], d: &str, r: &str) -> Result<(PortHandle, PortHandle, Fields), CosimError> {
+    let name = |f: &str| if f.is_empty() { format!("{stream}_{d}") } else { format!("{stream}_{f}_{d}") };
+    let ports = fields.iter().map(|f| sim.port(&name(f))).collect::<Result<Vec<_>, _>>()?;
+    Ok((sim.port(&format!("{stream}_valid_{d}"))?, sim.port(&format!("{stream}_ready_{r}"))?, Fields::new(ports)))
 }
