@@ -1,10 +1,12 @@
 //! One testbench per block: drives the generated RTL through the harness,
 //! with random back-pressure, and returns results in the model's format.
-//! What they share is here: random stalls, run statistics, packing values
-//! into port words, and giving up with the waveform closed.
+//! The cbload, compress, systolic and scheduler testbenches are built from
+//! the protocol agents of [`agents`] (a block driver plus stream and memory
+//! agents on one [`agents::Bench`]); texture and cmdproc still run loops of
+//! their own. What they share is here: stall settings, run statistics,
+//! packing values into port words, and giving up with the waveform closed.
 
 use crate::cosim::{CosimError, PortHandle, Sim};
-use crate::rng::Rng;
 
 macro_rules! block_modules {
     ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
@@ -21,30 +23,6 @@ pub struct Stalls {
     pub seed: u64,
     pub in_pct: u32,
     pub out_pct: u32,
-}
-
-/// Decides stalls cycle by cycle; never stalls without [`Stalls`].
-pub struct Staller {
-    rng: Rng,
-    stalls: Option<Stalls>,
-}
-
-impl Staller {
-    pub fn new(stalls: Option<Stalls>) -> Staller {
-        Staller { rng: Rng::new(stalls.map_or(0, |s| s.seed)), stalls }
-    }
-    /// The source holds back this cycle.
-    pub fn hold_input(&mut self) -> bool {
-        self.stalls.is_some_and(|s| self.rng.chance(s.in_pct))
-    }
-    /// The sink is not ready this cycle.
-    pub fn hold_output(&mut self) -> bool {
-        self.stalls.is_some_and(|s| self.rng.chance(s.out_pct))
-    }
-    /// Random bits (e.g. junk on inputs that must not matter).
-    pub fn junk(&mut self) -> u64 {
-        self.rng.next_u64()
-    }
 }
 
 /// What a run gives besides the results.
