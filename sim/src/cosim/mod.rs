@@ -102,6 +102,12 @@ pub enum CosimError {
     Io(String),
     /// The design has no port with this name.
     UnknownPort(String),
+    /// The RTL gave something wrong: a result that is not the expected
+    /// one, or a broken protocol rule (a testbench's check failed).
+    Mismatch(String),
+    /// The RTL stopped making progress: the testbench's cycle budget ran
+    /// out with work still outstanding.
+    Hang(String),
     /// A value does not fit in the port it was written to.
     Width {
         port: String,
@@ -125,6 +131,8 @@ impl fmt::Display for CosimError {
             }
             CosimError::Load(msg) => write!(f, "could not load the Verilated model: {msg}"),
             CosimError::Io(msg) => write!(f, "cosimulation I/O error: {msg}"),
+            CosimError::Mismatch(msg) => write!(f, "the RTL is wrong: {msg}"),
+            CosimError::Hang(msg) => write!(f, "the RTL stopped making progress: {msg}"),
             CosimError::UnknownPort(name) => write!(f, "the design has no port named `{name}`"),
             CosimError::Width { port, width, value_bits } => write!(
                 f,

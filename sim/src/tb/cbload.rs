@@ -1,16 +1,21 @@
-//! Testbench for the generated constant-buffer load RTL: a register file with
-//! a synchronous read port and a stallable write port, an in-order memory
-//! with per-request latency and stalls on both handshakes, and a response
-//! sink that applies back-pressure. Results come back in the golden model's
-//! format.
+//! Testbench for the generated constant-buffer load RTL, built from agents:
+//! [`CbloadDriver`] (the view table, a register file with a synchronous
+//! read port and a stallable write port, the instruction source on `in`
+//! and the response sink on `rsp`) and a memory agent over one
+//! [`Memory`] holding the views: a native responder on `mem_req`/`mem_rsp`
+//! (in order, per-request latency, stalls on both handshakes), or, when the
+//! design has an AXI4 master (`m_axi_arvalid`), the AXI4 slave on
+//! `m_axi_*`. Results come back in the golden model's format.
 
+use super::agents::{shared, Agent, AxiRandom, AxiSlave, Bench, Expect, MemRandom, NativePort, MemResponder, Pace, SharedMemory};
+use super::agents::{StreamSink, StreamSource};
 use super::{fail, LoopTimer, RunStats};
 use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
+use crate::mem::Memory;
 use crate::models::cbload::{Instr, Offset, Outcome, Response, Workload};
-use gpurtl_params::cbload::{CbloadParams, ErrorKind};
 use crate::rng::Rng;
+use gpurtl_params::cbload::{CbloadParams, ErrorKind};
 use num_bigint::BigUint;
-use std::collections::VecDeque;
 use std::path::Path;
 
 /// Randomized environment. Without one, the memory answers each request
@@ -28,19 +33,8 @@ pub struct Env {
     pub rsp_stall: u32,
 }
 
-
+/// The register file's ports and the view table's.
 struct Ports {
-    rst: PortHandle,
-    in_valid: PortHandle,
-    in_ready: PortHandle,
-    dest: PortHandle,
-    view: PortHandle,
-    offset: PortHandle,
-    is_reg: PortHandle,
-    offset_reg: PortHandle,
-    burst: PortHandle,
-    size: PortHandle,
-    tag: PortHandle,
     rf_re: PortHandle,
     rf_raddr: PortHandle,
     rf_rdata: PortHandle,
@@ -48,16 +42,6 @@ struct Ports {
     rf_wready: PortHandle,
     rf_waddr: PortHandle,
     rf_wdata: PortHandle,
-    req_valid: PortHandle,
-    req_ready: PortHandle,
-    req_addr: PortHandle,
-    mrsp_valid: PortHandle,
-    mrsp_ready: PortHandle,
-    mrsp_data: PortHandle,
-    rsp_valid: PortHandle,
-    rsp_ready: PortHandle,
-    rsp_tag: PortHandle,
-    rsp_error: PortHandle,
     cfg_we: PortHandle,
     cfg_addr: PortHandle,
     cfg_wdata: PortHandle,
@@ -65,73 +49,198 @@ struct Ports {
     oob_tag: PortHandle,
 }
 
-impl Ports {
-    fn find(s: &Sim) -> Result<Ports, CosimError> {
-        Ok(Ports {
-            rst: s.port("rst_i")?,
-            in_valid: s.port("in_valid_i")?,
-            in_ready: s.port("in_ready_o")?,
-            dest: s.port("in_dest_i")?,
-            view: s.port("in_view_i")?,
-            offset: s.port("in_offset_i")?,
-            is_reg: s.port("in_offset_is_reg_i")?,
-            offset_reg: s.port("in_offset_reg_i")?,
-            burst: s.port("in_burst_i")?,
-            size: s.port("in_size_i")?,
-            tag: s.port("in_tag_i")?,
-            rf_re: s.port("rf_re_o")?,
-            rf_raddr: s.port("rf_raddr_o")?,
-            rf_rdata: s.port("rf_rdata_i")?,
-            rf_we: s.port("rf_we_o")?,
-            rf_wready: s.port("rf_wready_i")?,
-            rf_waddr: s.port("rf_waddr_o")?,
-            rf_wdata: s.port("rf_wdata_o")?,
-            req_valid: s.port("mem_req_valid_o")?,
-            req_ready: s.port("mem_req_ready_i")?,
-            req_addr: s.port("mem_req_addr_o")?,
-            mrsp_valid: s.port("mem_rsp_valid_i")?,
-            mrsp_ready: s.port("mem_rsp_ready_o")?,
-            mrsp_data: s.port("mem_rsp_data_i")?,
-            rsp_valid: s.port("rsp_valid_o")?,
-            rsp_ready: s.port("rsp_ready_i")?,
-            rsp_tag: s.port("rsp_tag_o")?,
-            rsp_error: s.port("rsp_error_o")?,
-            cfg_we: s.port("cfg_we_i")?,
-            cfg_addr: s.port("cfg_addr_i")?,
-            cfg_wdata: s.port("cfg_wdata_i")?,
-            oob: s.port("oob_o")?,
-            oob_tag: s.port("oob_tag_o")?,
+/// Everything a cbload block needs besides memory, on the ports of a block
+/// named `<prefix>...` (`""` for the block on its own): the view table,
+/// the register file, the instructions in and the responses out.
+pub struct CbloadDriver {
+    name: String,
+    p: Ports,
+    regs: Vec<BigUint>,
+    /// The register read last cycle: its value is on `rf_rdata_i` this one.
+    read_reg: Option<usize>,
+    rdata: u64,
+    amask: u64,
+    rf_pace: Pace,
+    rf_ready: bool,
+    rng: Rng,
+    input: StreamSource,
+    output: StreamSink,
+}
+
+impl CbloadDriver {
+    pub fn new(sim: &Sim, prefix: &str, cfg: &CbloadParams, w: &Workload, env: Option<Env>) -> Result<CbloadDriver, CosimError> {
+        let port = |name: &str| sim.port(&format!("{prefix}{name}"));
+        let p = Ports {
+            rf_re: port("rf_re_o")?,
+            rf_raddr: port("rf_raddr_o")?,
+            rf_rdata: port("rf_rdata_i")?,
+            rf_we: port("rf_we_o")?,
+            rf_wready: port("rf_wready_i")?,
+            rf_waddr: port("rf_waddr_o")?,
+            rf_wdata: port("rf_wdata_o")?,
+            cfg_we: port("cfg_we_i")?,
+            cfg_addr: port("cfg_addr_i")?,
+            cfg_wdata: port("cfg_wdata_i")?,
+            oob: port("oob_o")?,
+            oob_tag: port("oob_tag_o")?,
+        };
+        let seed = env.map_or(0, |e| e.seed);
+        let name = format!("{prefix}cbload");
+        let mut rng = super::agents::agent_rng(seed, &name);
+        let mut input = StreamSource::find(sim, &format!("{prefix}in"), &["dest", "view", "offset", "offset_is_reg", "offset_reg", "burst", "size", "tag"])?
+            .seed(seed)
+            .pace(Pace::random_or_steady(env.map(|e| e.in_stall)));
+        for i in &w.instrs {
+            // The offset field the instruction does not use gets junk.
+            let (imm, is_reg, reg) = match i.offset {
+                Offset::Imm(o) => (o, 0, rng.next_u64()),
+                Offset::Reg(r) => (rng.next_u64(), 1, r as u64),
+            };
+            let item = input.fields().pack_u64(&[i.dest as u64, i.view as u64, imm, is_reg, reg, i.burst as u64, i.size as u64, i.tag as u64]);
+            input.push(item);
+        }
+        let output = StreamSink::find(sim, &format!("{prefix}rsp"), &["tag", "error"])?
+            .seed(seed)
+            .pace(Pace::random_or_steady(env.map(|e| e.rsp_stall)))
+            .expect(Expect::Items(w.instrs.len()));
+        let mut regs = vec![BigUint::default(); cfg.regs as usize];
+        for (r, v) in &w.init_regs {
+            regs[*r as usize] = v.clone();
+        }
+        Ok(CbloadDriver {
+            name,
+            p,
+            regs,
+            read_reg: None,
+            rdata: 0,
+            amask: super::mask(cfg.addr_bits),
+            rf_pace: Pace::random_or_steady(env.map(|e| e.rf_stall)),
+            rf_ready: false,
+            rng,
+            input,
+            output,
         })
     }
-}
 
-/// Byte-addressed memory made of the views' data.
-struct Memory<'a> {
-    w: &'a Workload,
-    mask: u64,
-}
-
-impl Memory<'_> {
-    fn byte(&self, addr: u64) -> u8 {
-        let addr = addr & self.mask;
-        for v in &self.w.views {
-            if addr >= v.base && addr - v.base < v.data.len() as u64 {
-                return v.data[(addr - v.base) as usize];
+    /// Programs the view table, one write a cycle (before the bench runs).
+    pub fn configure(&self, sim: &mut Sim, cfg: &CbloadParams, w: &Workload) {
+        for v in 0..cfg.views {
+            let (base, size) = w.views.get(v as usize).map_or((0, 0), |x| (x.base, x.size));
+            for (k, val) in [(2 * v, base), (2 * v + 1, size)] {
+                sim.set(self.p.cfg_we, 1);
+                sim.set(self.p.cfg_addr, k as u64);
+                sim.set(self.p.cfg_wdata, val);
+                sim.eval();
+                sim.tick();
             }
         }
-        0
+        sim.set(self.p.cfg_we, 0);
     }
-    fn beat(&self, addr: u64, bytes: u32) -> BigUint {
-        let b: Vec<u8> = (0..bytes as u64).map(|i| self.byte(addr.wrapping_add(i))).collect();
-        BigUint::from_bytes_le(&b)
+
+    /// The outcome once the bench has run: the registers, the responses,
+    /// `oob_o` as the last edge left it, and the cycles from the first
+    /// instruction taken to the last response.
+    pub fn outcome(&self, sim: &mut Sim) -> Result<Outcome, CosimError> {
+        let mut responses = Vec::with_capacity(self.output.items().len());
+        for i in 0..self.output.items().len() {
+            let code = self.output.field_u64(i, 1);
+            let Some(error) = ErrorKind::from_code(code) else {
+                let c = self.output.cycles()[i];
+                return Err(fail(sim, format!("cycle {c}: response {i}: error code {code} is not defined")));
+            };
+            responses.push(Response { tag: self.output.field_u64(i, 0) as u32, error });
+        }
+        sim.eval();
+        let oob = sim.get(self.p.oob) == 1;
+        let oob_tag = oob.then(|| sim.get(self.p.oob_tag) as u32);
+        let last_out = self.output.cycles().last().copied().unwrap_or(0);
+        let cycles = self.input.taken().first().map_or(0, |f| last_out - f);
+        Ok(Outcome { regs: self.regs.clone(), responses, oob, oob_tag, cycles })
     }
 }
 
-struct Pending {
-    addr: u64,
-    ready_at: u64,
+impl Agent for CbloadDriver {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn drive(&mut self, sim: &mut Sim) {
+        if let Some(r) = self.read_reg.take() {
+            let v = self.regs.get(r).cloned().unwrap_or_default() & BigUint::from(self.amask);
+            self.rdata = v.iter_u64_digits().next().unwrap_or(0);
+        }
+        sim.set(self.p.rf_rdata, self.rdata);
+        self.rf_ready = !self.rf_pace.stall(&mut self.rng, sim.cycle());
+        sim.set(self.p.rf_wready, self.rf_ready as u64);
+        self.input.drive(sim);
+        self.output.drive(sim);
+    }
+
+    fn sample(&mut self, sim: &Sim) -> Result<(), String> {
+        self.input.sample(sim)?;
+        self.output.sample(sim)?;
+        // A read sees the write of the same edge (the value is read after it).
+        self.read_reg = (sim.get(self.p.rf_re) == 1).then(|| sim.get(self.p.rf_raddr) as usize);
+        if sim.get(self.p.rf_we) == 1 && self.rf_ready {
+            let r = sim.get(self.p.rf_waddr) as usize;
+            if r >= self.regs.len() {
+                return Err(format!("register write to {r}, past the {} registers", self.regs.len()));
+            }
+            self.regs[r] = sim.get_big(self.p.rf_wdata);
+        }
+        Ok(())
+    }
+
+    fn done(&self) -> bool {
+        self.input.done() && self.output.done()
+    }
+
+    fn waiting(&self) -> String {
+        format!("instruction {}, response {}", self.input.waiting(), self.output.waiting())
+    }
+
+    fn progress(&self) -> u64 {
+        self.input.progress() + self.output.progress()
+    }
 }
 
+/// The views as one memory: a byte belongs to the first view whose data
+/// holds it, zero elsewhere.
+pub fn view_memory(w: &Workload) -> Memory {
+    let mut m = Memory::new();
+    // Later views first, so an earlier one wins where they overlap.
+    for v in w.views.iter().rev() {
+        m.load(v.base, &v.data);
+    }
+    m
+}
+
+/// The memory behind the block `<prefix>`: the AXI4 slave when the design
+/// has `<prefix>m_axi_arvalid` (`mem_if=axi4`), else the native responder
+/// on `<prefix>mem_req`/`<prefix>mem_rsp`. Without `env`, each request is
+/// answered `latency` cycles after it is taken.
+pub fn memory_agent(sim: &Sim, prefix: &str, mem: SharedMemory, latency: u32, env: Option<Env>) -> Result<Box<dyn Agent>, CosimError> {
+    if sim.port(&format!("{prefix}m_axi_arvalid")).is_ok() {
+        let mut a = AxiSlave::new(sim, &format!("{prefix}m_axi_"), mem, latency)?;
+        if let Some(e) = env {
+            a = a.random(AxiRandom {
+                seed: e.seed,
+                latency: e.latency,
+                ar_stall: e.mem_req_stall,
+                aw_stall: e.mem_req_stall,
+                w_stall: e.mem_req_stall,
+                r_gap: e.mem_rsp_stall,
+                b_gap: e.mem_rsp_stall,
+            });
+        }
+        return Ok(Box::new(a));
+    }
+    let mut r = MemResponder::new(NativePort::master(sim, &format!("{prefix}mem"))?, mem, latency);
+    if let Some(e) = env {
+        r = r.random(MemRandom { seed: e.seed, latency: e.latency, req_stall: e.mem_req_stall, rsp_stall: e.mem_rsp_stall });
+    }
+    Ok(Box::new(r))
+}
 
 /// Run the workload through the RTL.
 pub fn run(
@@ -142,145 +251,21 @@ pub fn run(
     vcd: Option<&Path>,
 ) -> Result<(Outcome, RunStats), CosimError> {
     let mut sim = compiled.start(vcd)?;
-    let p = Ports::find(&sim)?;
-    let mut rng = Rng::new(env.map_or(0, |e| e.seed));
-    let stall = |pct: fn(&Env) -> u32, rng: &mut Rng| env.is_some_and(|e| rng.chance(pct(&e)));
-    let amask = if cfg.addr_bits >= 64 { u64::MAX } else { (1u64 << cfg.addr_bits) - 1 };
-    let mem = Memory { w, mask: amask };
-    let read_bytes = cfg.read_bits / 8;
+    let rst = sim.port("rst_i")?;
+    let mut driver = CbloadDriver::new(&sim, "", cfg, w, env)?;
+    let mut memory = memory_agent(&sim, "", shared(view_memory(w)), w.mem_latency, env)?;
 
-    sim.reset(p.rst, 2);
+    sim.reset(rst, 2);
     let timer = LoopTimer::start(&sim);
-    // Program the view table, one write per cycle.
-    for v in 0..cfg.views {
-        let (base, size) = w.views.get(v as usize).map_or((0, 0), |x| (x.base, x.size));
-        for (k, val) in [(2 * v, base), (2 * v + 1, size)] {
-            sim.set(p.cfg_we, 1);
-            sim.set(p.cfg_addr, k as u64);
-            sim.set(p.cfg_wdata, val);
-            sim.eval();
-            sim.tick();
-        }
-    }
-    sim.set(p.cfg_we, 0);
-
-    let mut regs: Vec<BigUint> = vec![BigUint::default(); cfg.regs as usize];
-    for (r, v) in &w.init_regs {
-        regs[*r as usize] = v.clone();
-    }
-    let mut responses: Vec<Response> = Vec::new();
-    let mut next = 0usize;
-    let mut offering = false;
-    let mut pending: VecDeque<Pending> = VecDeque::new();
-    let mut presenting = false;
-    let mut rdata = 0u64;
-    let mut first_in: Option<u64> = None;
-    let mut last_out = 0u64;
-    let total_beats: u64 = w.instrs.iter().map(|i| (if i.burst { i.size as u64 } else { cfg.reg_bits as u64 / 8 }) / read_bytes as u64 + 2).sum();
+    driver.configure(&mut sim, cfg, w);
+    let read_bytes = cfg.read_bits as u64 / 8;
+    let total_beats: u64 = w.instrs.iter().map(|i| (if i.burst { i.size as u64 } else { cfg.reg_bits as u64 / 8 }) / read_bytes + 2).sum();
     let max_lat = env.map_or(w.mem_latency, |e| e.latency.1) as u64;
-    let limit = sim.cycle() + 1000 + (total_beats + w.instrs.len() as u64) * (max_lat + 20);
-
-    while responses.len() < w.instrs.len() {
-        if sim.cycle() > limit {
-            return Err(fail(
-                &mut sim,
-                format!("the RTL stopped making progress: {} of {} responses", responses.len(), w.instrs.len()),
-            ));
-        }
-        let now = sim.cycle();
-        if !offering && next < w.instrs.len() && !stall(|e| e.in_stall, &mut rng) {
-            offering = true;
-            let i: &Instr = &w.instrs[next];
-            sim.set(p.dest, i.dest as u64);
-            sim.set(p.view, i.view as u64);
-            match i.offset {
-                Offset::Imm(o) => {
-                    sim.set(p.offset, o);
-                    sim.set(p.is_reg, 0);
-                    sim.set(p.offset_reg, rng.next_u64());
-                }
-                Offset::Reg(r) => {
-                    sim.set(p.offset, rng.next_u64());
-                    sim.set(p.is_reg, 1);
-                    sim.set(p.offset_reg, r as u64);
-                }
-            }
-            sim.set(p.burst, i.burst as u64);
-            sim.set(p.size, i.size as u64);
-            sim.set(p.tag, i.tag as u64);
-        }
-        sim.set(p.in_valid, offering as u64);
-        sim.set(p.rf_rdata, rdata);
-        let rf_ready = !stall(|e| e.rf_stall, &mut rng);
-        sim.set(p.rf_wready, rf_ready as u64);
-        let req_ready = !stall(|e| e.mem_req_stall, &mut rng);
-        sim.set(p.req_ready, req_ready as u64);
-        // In-order memory: the head answers once its latency has passed; a
-        // presented answer is held until taken.
-        let head_ready = pending.front().is_some_and(|h| h.ready_at <= now);
-        if head_ready && !presenting && !stall(|e| e.mem_rsp_stall, &mut rng) {
-            presenting = true;
-        }
-        sim.set(p.mrsp_valid, presenting as u64);
-        if presenting {
-            let a = pending.front().map_or(0, |h| h.addr);
-            sim.set_big(p.mrsp_data, &mem.beat(a, read_bytes));
-        } else {
-            let junk = BigUint::from(rng.next_u64()) << 3u32;
-            sim.set_big(p.mrsp_data, &junk);
-        }
-        let rsp_ready = !stall(|e| e.rsp_stall, &mut rng);
-        sim.set(p.rsp_ready, rsp_ready as u64);
-        sim.eval();
-
-        if offering && sim.get(p.in_ready) == 1 {
-            first_in.get_or_insert(now);
-            offering = false;
-            next += 1;
-        }
-        let read_reg = (sim.get(p.rf_re) == 1).then(|| sim.get(p.rf_raddr) as usize);
-        if sim.get(p.rf_we) == 1 && rf_ready {
-            let r = sim.get(p.rf_waddr) as usize;
-            if r >= regs.len() {
-                return Err(fail(&mut sim, format!("register write to {r}, past the {} registers", regs.len())));
-            }
-            regs[r] = sim.get_big(p.rf_wdata);
-        }
-        if sim.get(p.req_valid) == 1 && req_ready {
-            let lat = match env {
-                Some(e) => e.latency.0 as u64 + rng.below((e.latency.1 - e.latency.0) as u64 + 1),
-                None => w.mem_latency as u64,
-            };
-            let prev = pending.back().map_or(0, |h| h.ready_at);
-            pending.push_back(Pending { addr: sim.get(p.req_addr), ready_at: (now + lat).max(prev) });
-        }
-        if presenting && sim.get(p.mrsp_ready) == 1 {
-            pending.pop_front();
-            presenting = false;
-        }
-        if sim.get(p.rsp_valid) == 1 && rsp_ready {
-            let code = sim.get(p.rsp_error);
-            let Some(error) = ErrorKind::from_code(code) else {
-                return Err(fail(&mut sim, format!("response error code {code} is not defined")));
-            };
-            responses.push(Response { tag: sim.get(p.rsp_tag) as u32, error });
-            last_out = now;
-        }
-        sim.tick();
-        if let Some(r) = read_reg {
-            let v = regs.get(r).cloned().unwrap_or_default();
-            rdata = (v & BigUint::from(amask)).iter_u64_digits().next().unwrap_or(0);
-        }
-    }
-    sim.eval();
-    let oob = sim.get(p.oob) == 1;
-    let oob_tag = oob.then(|| sim.get(p.oob_tag) as u32);
-    if !pending.is_empty() {
-        return Err(fail(&mut sim, format!("{} memory reads were never consumed", pending.len())));
-    }
+    let budget = 1000 + (total_beats + w.instrs.len() as u64) * (max_lat + 20);
+    Bench::new(budget).run(&mut sim, &mut [&mut driver, &mut *memory])?;
+    let outcome = driver.outcome(&mut sim)?;
     sim.trace_close();
-    let cycles = first_in.map_or(0, |f| last_out - f);
-    Ok((Outcome { regs, responses, oob, oob_tag, cycles }, timer.stats(&sim)))
+    Ok((outcome, timer.stats(&sim)))
 }
 
 /// A random workload that reaches every path: bursts and single loads,

@@ -7,7 +7,7 @@
 //! every promise of the document it can see from the ports. Results come
 //! back in the golden model's format.
 
-use super::{fail, mask, LoopTimer, ReadPort, RunStats};
+use super::{fail, hang, mask, LoopTimer, ReadPort, RunStats};
 use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
 use crate::models::cmdproc::{pm4, Command, Outcome, Record, Registers, Status, Workload};
 use crate::rng::Rng;
@@ -477,6 +477,12 @@ impl Bench<'_> {
     fn bad(&mut self, msg: String) -> CosimError {
         let msg = format!("workload {}, cycle {}: {msg}", self.which, self.sim.cycle());
         fail(&mut self.sim, msg)
+    }
+
+    /// The RTL stopped making progress.
+    fn stuck(&mut self, msg: String) -> CosimError {
+        let msg = format!("workload {}, cycle {}: {msg}", self.which, self.sim.cycle());
+        hang(&mut self.sim, msg)
     }
 
     fn stall(&mut self, pct: fn(&Env) -> u32) -> bool {
@@ -985,7 +991,7 @@ impl Bench<'_> {
         while self.axi.busy() {
             if self.sim.cycle() - start > limit {
                 let msg = format!("AXI: {what} did not finish in {limit} cycles; stuck at {:?}", self.axi.active.map(|a| a.op));
-                return Err(self.bad(msg));
+                return Err(self.stuck(msg));
             }
             self.step()?;
         }
@@ -1133,7 +1139,7 @@ impl Bench<'_> {
                     self.imem.pending.len(),
                     self.pmem.pending.len()
                 );
-                return Err(self.bad(msg));
+                return Err(self.stuck(msg));
             }
             self.step()?;
         }

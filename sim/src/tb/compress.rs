@@ -1,54 +1,125 @@
-//! Testbench for the generated compress/expand RTL: drives operations through
-//! the Verilator model with valid/ready, optionally with random stalls on both
-//! sides, and collects results in the golden model's format.
+//! Testbench for the generated compress/expand RTL, built from agents: a
+//! [`CompressDriver`] (the unit's streams: operations in on `in`, results
+//! out of `out`, and the stream unit's dense beats in and out) made of
+//! stream sources and sinks, with random stalls on every stream. Results
+//! come back in the golden model's format.
 
-use super::{fail, pack, put, unpack, LoopTimer, RunStats, Staller, Stalls};
-use crate::cosim::{CosimError, Compiled, PortHandle, Sim};
+use super::agents::{Agent, Bench, Expect, Fields, Pace, StreamSink, StreamSource};
+use super::{fail, pack, put, unpack, LoopTimer, RunStats, Stalls};
+use crate::cosim::{CosimError, Compiled, Sim};
 use crate::models::compress::{Beat, Kind, Op, OpResult, Output, Stream, StreamKind, StreamOutput, StreamResult, StreamVector};
 use crate::rng::Rng;
 use std::path::Path;
 
-struct Ports {
-    rst: PortHandle,
-    in_valid: PortHandle,
-    in_ready: PortHandle,
-    op: PortHandle,
-    esize: PortHandle,
-    mask_gen: PortHandle,
-    mask: PortHandle,
-    zeroing: PortHandle,
-    src: PortHandle,
-    old: PortHandle,
-    out_valid: PortHandle,
-    out_ready: PortHandle,
-    dst: PortHandle,
-    out_mask: PortHandle,
-    count: PortHandle,
+/// The `in` fields of the vector unit, in item order.
+const IN_FIELDS: [&str; 7] = ["op", "esize", "mask_gen", "mask", "zeroing", "src", "old"];
+/// The stream unit's two more.
+const STREAM_FIELDS: [&str; 9] = ["op", "esize", "mask_gen", "mask", "zeroing", "src", "old", "stream", "last"];
+/// The `out` fields: dst, mask, count.
+const OUT_FIELDS: [&str; 3] = ["dst", "mask", "count"];
+/// The `dense_out` fields: data, count, esize, last.
+const DENSE_OUT_FIELDS: [&str; 4] = ["data", "count", "esize", "last"];
+
+/// Everything a compress unit needs, on the streams of a unit named
+/// `<prefix>...`: the operations on `in` and the results of `out`; for a
+/// stream unit, also the dense beats on `dense_in` and from `dense_out`.
+pub struct CompressDriver {
+    name: String,
+    width: u32,
+    input: StreamSource,
+    output: StreamSink,
+    dense_in: Option<StreamSource>,
+    dense_out: Option<StreamSink>,
 }
 
-impl Ports {
-    /// The unit's ports; `prefix` names its streams in a composed top
-    /// (`narrow_` finds `narrow_in_valid_i`).
-    fn find(s: &Sim, prefix: &str) -> Result<Ports, CosimError> {
-        let port = |name: &str| s.port(&format!("{prefix}{name}"));
-        Ok(Ports {
-            rst: s.port("rst_i")?,
-            in_valid: port("in_valid_i")?,
-            in_ready: port("in_ready_o")?,
-            op: port("in_op_i")?,
-            esize: port("in_esize_i")?,
-            mask_gen: port("in_mask_gen_i")?,
-            mask: port("in_mask_i")?,
-            zeroing: port("in_zeroing_i")?,
-            src: port("in_src_i")?,
-            old: port("in_old_i")?,
-            out_valid: port("out_valid_o")?,
-            out_ready: port("out_ready_i")?,
-            dst: port("out_dst_o")?,
-            out_mask: port("out_mask_o")?,
-            count: port("out_count_o")?,
-        })
+impl CompressDriver {
+    /// The vector unit's streams (the stream unit's `in_stream_i` and
+    /// `in_last_i` stay 0), to run `ops`.
+    pub fn vector(sim: &Sim, prefix: &str, width: u32, ops: &[Op], stalls: Option<Stalls>) -> Result<CompressDriver, CosimError> {
+        // Ignored mask bits (all of a generated mask's, those above the
+        // element count of a given one) get junk: they must not matter.
+        let mut junk = Rng::new(stalls.map_or(0, |s| s.seed) ^ 0x6a09_e667_f3bc_c908);
+        let mut input = source(sim, &format!("{prefix}in"), &IN_FIELDS, stalls)?;
+        for o in ops {
+            let item = PackedOp::vector(o, &mut junk, width).item(input.fields(), None);
+            input.push(item);
+        }
+        let output = sink(sim, &format!("{prefix}out"), &OUT_FIELDS, stalls)?.expect(Expect::Items(ops.len()));
+        Ok(CompressDriver { name: format!("{prefix}compress"), width, input, output, dense_in: None, dense_out: None })
     }
+
+    /// The cycles from the first operation taken to the last result or
+    /// dense beat.
+    fn cycles(&self) -> u64 {
+        let last = |s: &StreamSink| s.cycles().last().copied().unwrap_or(0);
+        let last_out = last(&self.output).max(self.dense_out.as_ref().map_or(0, last));
+        self.input.taken().first().map_or(0, |f| last_out - f)
+    }
+
+    /// Result `index` taken from `out` (of `element_bits` elements); an
+    /// error message if `out_mask_o` has bits above the elements.
+    fn result(&self, index: usize, element_bits: u32) -> Result<OpResult, String> {
+        let n = (self.width / element_bits) as usize;
+        let dst = unpack(self.output.field(index, 0), element_bits, n);
+        let mask_all = unpack(self.output.field(index, 1), 1, (self.width / 8) as usize);
+        if mask_all[n..].iter().any(|&b| b != 0) {
+            let c = self.output.cycles()[index];
+            return Err(format!("cycle {c}: result {index}: out_mask_o has bits set above element {} ({:?})", n - 1, mask_all));
+        }
+        let mask = mask_all[..n].iter().map(|&b| b as u8).collect();
+        Ok(OpResult { dst, mask, count: self.output.field_u64(index, 2) as u32 })
+    }
+}
+
+impl Agent for CompressDriver {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn drive(&mut self, sim: &mut Sim) {
+        self.input.drive(sim);
+        self.output.drive(sim);
+        if let Some(d) = &mut self.dense_in {
+            d.drive(sim);
+        }
+        if let Some(d) = &mut self.dense_out {
+            d.drive(sim);
+        }
+    }
+    fn sample(&mut self, sim: &Sim) -> Result<(), String> {
+        self.input.sample(sim)?;
+        self.output.sample(sim)?;
+        if let Some(d) = &mut self.dense_in {
+            d.sample(sim)?;
+        }
+        if let Some(d) = &mut self.dense_out {
+            d.sample(sim)?;
+        }
+        Ok(())
+    }
+    fn done(&self) -> bool {
+        self.input.done() && self.output.done() && self.dense_in.as_ref().is_none_or(|d| d.done()) && self.dense_out.as_ref().is_none_or(|d| d.done())
+    }
+    fn waiting(&self) -> String {
+        let mut w = vec![format!("operation {}", self.input.waiting()), format!("result {}", self.output.waiting())];
+        if let Some(d) = &self.dense_in {
+            w.push(format!("dense beat {}", d.waiting()));
+        }
+        if let Some(d) = &self.dense_out {
+            w.push(format!("dense out {}", d.waiting()));
+        }
+        w.join(", ")
+    }
+    fn progress(&self) -> u64 {
+        self.input.progress() + self.output.progress() + self.dense_in.as_ref().map_or(0, |d| d.progress()) + self.dense_out.as_ref().map_or(0, |d| d.progress())
+    }
+}
+
+fn source(sim: &Sim, stream: &str, fields: &[&str], stalls: Option<Stalls>) -> Result<StreamSource, CosimError> {
+    Ok(StreamSource::find(sim, stream, fields)?.seed(stalls.map_or(0, |s| s.seed)).pace(Pace::random_or_steady(stalls.map(|s| s.in_pct))))
+}
+
+fn sink(sim: &Sim, stream: &str, fields: &[&str], stalls: Option<Stalls>) -> Result<StreamSink, CosimError> {
+    Ok(StreamSink::find(sim, stream, fields)?.seed(stalls.map_or(0, |s| s.seed)).pace(Pace::random_or_steady(stalls.map(|s| s.out_pct))))
 }
 
 /// Run `ops` through the RTL. `vcd`: write a waveform of the whole run.
@@ -73,58 +144,19 @@ pub fn run_at(
     vcd: Option<&Path>,
 ) -> Result<(Output, RunStats), CosimError> {
     let mut sim = compiled.start(vcd)?;
-    let p = Ports::find(&sim, prefix)?;
-    let mut stall = Staller::new(stalls);
-    // Stimulus packed before the run, out of the per-cycle path. Ignored
-    // mask bits (all of a generated mask's, those above the element count of
-    // a given one) get junk: they must not matter.
-    let mut junk = Rng::new(stalls.map_or(0, |s| s.seed) ^ 0x6a09_e667_f3bc_c908);
-    let packed: Vec<PackedOp> = ops.iter().map(|op| PackedOp::vector(op, &mut junk, width)).collect();
-
-    sim.set(p.in_valid, 0);
-    sim.set(p.out_ready, 0);
-    sim.reset(p.rst, 2);
-
-    let mut results: Vec<OpResult> = Vec::with_capacity(ops.len());
-    let mut next = 0usize; // next op to offer
-    let mut offering = false;
-    let mut first_in: Option<u64> = None;
-    let mut last_out = 0u64;
-    // Generous bound: every op can be stalled, but the RTL must not hang.
-    let limit = sim.cycle() + 64 + 40 * ops.len() as u64 + 1000;
+    let rst = sim.port("rst_i")?;
+    // Stimulus packed before the run, out of the per-cycle path.
+    let mut d = CompressDriver::vector(&sim, prefix, width, ops, stalls)?;
+    sim.reset(rst, 2);
     let timer = LoopTimer::start(&sim);
-    while results.len() < ops.len() {
-        if sim.cycle() > limit {
-            let msg = format!("the RTL stopped making progress: {} of {} results after {} cycles", results.len(), ops.len(), sim.cycle());
-            return Err(fail(&mut sim, msg));
-        }
-        // A producer holds valid and data until the transfer.
-        if !offering && next < ops.len() && !stall.hold_input() {
-            offering = true;
-            packed[next].drive(&mut sim, &p);
-        }
-        sim.set(p.in_valid, offering as u64);
-        let ready_out = !stall.hold_output();
-        sim.set(p.out_ready, ready_out as u64);
-        sim.eval();
-        let now = sim.cycle();
-        if offering && sim.get(p.in_ready) == 1 {
-            first_in.get_or_insert(now);
-            offering = false;
-            next += 1;
-        }
-        if ready_out && sim.get(p.out_valid) == 1 {
-            match read_result(&sim, &p, width, ops[results.len()].element_bits, results.len()) {
-                Ok(r) => results.push(r),
-                Err(msg) => return Err(fail(&mut sim, msg)),
-            }
-            last_out = now;
-        }
-        sim.tick();
+    // Generous: every op can be stalled, but the RTL must not hang.
+    Bench::new(64 + 40 * ops.len() as u64 + 1000).run(&mut sim, &mut [&mut d])?;
+    let mut results = Vec::with_capacity(ops.len());
+    for (i, o) in ops.iter().enumerate() {
+        results.push(d.result(i, o.element_bits).map_err(|m| fail(&mut sim, m))?);
     }
     sim.trace_close();
-    let cycles = first_in.map_or(0, |f| last_out - f);
-    Ok((Output { results, cycles }, timer.stats(&sim)))
+    Ok((Output { results, cycles: d.cycles() }, timer.stats(&sim)))
 }
 
 /// Random operations for cosimulation and benches: both kinds, all element
@@ -189,15 +221,18 @@ impl PackedOp {
         }
     }
 
-    /// Put it on the `in` fields (valid is the caller's).
-    fn drive(&self, sim: &mut Sim, p: &Ports) {
-        sim.set(p.op, self.op);
-        sim.set(p.esize, self.esize);
-        sim.set(p.zeroing, self.zeroing);
-        sim.set(p.mask_gen, self.mask_gen);
-        sim.set_words(p.mask, &self.mask);
-        sim.set_words(p.src, &self.src);
-        sim.set_words(p.old, &self.old);
+    /// The item on `in` (fields [`IN_FIELDS`], or [`STREAM_FIELDS`] with
+    /// `stream_last`: `in_stream_i` and `in_last_i`).
+    fn item(&self, f: &Fields, stream_last: Option<(u64, u64)>) -> Vec<u32> {
+        let w = |v: u64| [v as u32, (v >> 32) as u32];
+        let (op, esize, mask_gen, zeroing) = (w(self.op), w(self.esize), w(self.mask_gen), w(self.zeroing));
+        let mut v: Vec<&[u32]> = vec![&op, &esize, &mask_gen, &self.mask, &zeroing, &self.src, &self.old];
+        let sl = stream_last.map(|(s, l)| (w(s), w(l)));
+        if let Some((s, l)) = &sl {
+            v.push(s);
+            v.push(l);
+        }
+        f.pack(&v)
     }
 }
 
@@ -211,19 +246,6 @@ fn old_words(old: Option<&Vec<u64>>, element_bits: u32, width: u32) -> Vec<u32> 
     old.map_or_else(|| vec![0; width.div_ceil(32) as usize], |o| pack(o, element_bits, width))
 }
 
-/// The result on `out` (result number `index`, of `element_bits`
-/// elements); an error message if `out_mask_o` has bits above the elements.
-fn read_result(sim: &Sim, p: &Ports, width: u32, element_bits: u32, index: usize) -> Result<OpResult, String> {
-    let n = (width / element_bits) as usize;
-    let dst = unpack(sim.words(p.dst), element_bits, n);
-    let mask_all = unpack(sim.words(p.out_mask), 1, (width / 8) as usize);
-    if mask_all[n..].iter().any(|&b| b != 0) {
-        return Err(format!("result {index}: out_mask_o has bits set above element {} ({:?})", n - 1, mask_all));
-    }
-    let mask = mask_all[..n].iter().map(|&b| b as u8).collect();
-    Ok(OpResult { dst, mask, count: sim.get(p.count) as u32 })
-}
-
 /// The `in_mask_i` words: a given mask with junk at and above its `n`
 /// elements (bits the unit must ignore), or all junk for a generated mask.
 fn mask_words(junk: &mut Rng, mask: Option<&Vec<u8>>, lanes: u32) -> Vec<u32> {
@@ -234,28 +256,6 @@ fn mask_words(junk: &mut Rng, mask: Option<&Vec<u8>>, lanes: u32) -> Vec<u32> {
         put(&mut w, e as u32, 1, bit);
     }
     w
-}
-
-/// The stream unit's ports beyond the vector unit's.
-struct StreamPorts {
-    stream: PortHandle,
-    last: PortHandle,
-    din_valid: PortHandle,
-    din_ready: PortHandle,
-    din_data: PortHandle,
-    dout_valid: PortHandle,
-    dout_ready: PortHandle,
-    dout_data: PortHandle,
-    dout_count: PortHandle,
-    dout_esize: PortHandle,
-    dout_last: PortHandle,
-}
-
-/// A stream unit's operation: the `in` fields, `in_stream_i` and `in_last_i`.
-struct StreamOp {
-    fields: PackedOp,
-    stream: u64,
-    last: u64,
 }
 
 /// What [`run_streams`] sends.
@@ -298,29 +298,16 @@ pub fn run_streams(
 ) -> Result<(StreamOutput, Vec<OpResult>, RunStats), CosimError> {
     let StreamRun { streams, vector_ops, stalls, mix } = *run;
     let mut sim = compiled.start(vcd)?;
-    let p = Ports::find(&sim, "")?;
-    let sp = StreamPorts {
-        stream: sim.port("in_stream_i")?,
-        last: sim.port("in_last_i")?,
-        din_valid: sim.port("dense_in_valid_i")?,
-        din_ready: sim.port("dense_in_ready_o")?,
-        din_data: sim.port("dense_in_data_i")?,
-        dout_valid: sim.port("dense_out_valid_o")?,
-        dout_ready: sim.port("dense_out_ready_i")?,
-        dout_data: sim.port("dense_out_data_o")?,
-        dout_count: sim.port("dense_out_count_o")?,
-        dout_esize: sim.port("dense_out_esize_o")?,
-        dout_last: sim.port("dense_out_last_o")?,
-    };
-    let mut stall = Staller::new(stalls);
+    let rst = sim.port("rst_i")?;
     let mut junk = Rng::new(stalls.map_or(0, |s| s.seed) ^ 0xbb67_ae85_84ca_a73b);
     let lanes = width / 8;
     let words = width.div_ceil(32) as usize;
     let junk_words = |junk: &mut Rng| -> Vec<u32> { (0..words).map(|_| junk.next_u64() as u32).collect() };
+    let mut input = source(&sim, "in", &STREAM_FIELDS, stalls)?;
+    let mut dense_in = source(&sim, "dense_in", &["data"], stalls)?;
     // Operations in order, each with its stream (None: a vector operation);
     // dense beats in order.
-    let mut ops: Vec<(Option<usize>, StreamOp)> = Vec::new();
-    let mut beats_in: Vec<Vec<u32>> = Vec::new();
+    let mut ops: Vec<(Option<usize>, Vec<u32>)> = Vec::new();
     for (si, st) in streams.iter().enumerate() {
         let eb = st.element_bits;
         let n = (width / eb) as usize;
@@ -335,7 +322,7 @@ pub fn run_streams(
             let mask_gen = if expand { junk.next_u64() & 1 } else { v.mask.is_none() as u64 };
             let last = (vi + 1 == st.vectors.len()) as u64;
             let fields = PackedOp { op: expand as u64, esize: esize_code(eb), mask_gen, zeroing: st.zeroing as u64, mask, src, old };
-            ops.push((Some(si), StreamOp { fields, stream: 1, last }));
+            ops.push((Some(si), fields.item(input.fields(), Some((1, last)))));
         }
         if expand {
             for chunk in st.dense.chunks(n) {
@@ -344,18 +331,19 @@ pub fn run_streams(
                 for e in chunk.len()..n {
                     put(&mut w, e as u32 * eb, eb, junk.next_u64());
                 }
-                beats_in.push(w);
+                dense_in.push(w);
             }
         }
     }
     for o in vector_ops {
         let fields = PackedOp::vector(o, &mut junk, width);
-        ops.push((None, StreamOp { fields, stream: 0, last: junk.next_u64() & 1 }));
+        let last = junk.next_u64() & 1;
+        ops.push((None, fields.item(input.fields(), Some((0, last)))));
     }
     if let Some(seed) = mix {
         let mut rng = Rng::new(seed);
         let kind = |si: &Option<usize>| si.map_or(0, |i| 1 + (streams[i].op == StreamKind::ExpandStream) as usize);
-        let mut queues: [Vec<(Option<usize>, StreamOp)>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+        let mut queues: [Vec<(Option<usize>, Vec<u32>)>; 3] = [Vec::new(), Vec::new(), Vec::new()];
         for o in ops.into_iter().rev() {
             queues[kind(&o.0)].push(o);
         }
@@ -368,11 +356,21 @@ pub fn run_streams(
         }
     }
     let compress_streams: Vec<usize> = (0..streams.len()).filter(|&i| streams[i].op == StreamKind::CompressStream).collect();
-
-    for port in [p.in_valid, sp.din_valid, p.out_ready, sp.dout_ready] {
-        sim.set(port, 0);
+    let beats_in = dense_in.len();
+    // Each result's stream (None: a vector operation's).
+    let result_streams: Vec<Option<usize>> = ops.iter().map(|o| o.0).collect();
+    for (_, item) in ops {
+        input.push(item);
     }
-    sim.reset(p.rst, 2);
+    let output = sink(&sim, "out", &OUT_FIELDS, stalls)?.expect(Expect::Items(result_streams.len()));
+    let dense_out = sink(&sim, "dense_out", &DENSE_OUT_FIELDS, stalls)?.expect(Expect::Packets { last_field: 3, count: compress_streams.len() });
+    let mut d = CompressDriver { name: "compress".into(), width, input, output, dense_in: Some(dense_in), dense_out: Some(dense_out) };
+
+    sim.reset(rst, 2);
+    let timer = LoopTimer::start(&sim);
+    let budget = 200 + 60 * (result_streams.len() + beats_in) as u64;
+    // After the last result and the last beat the unit stays quiet.
+    Bench::new(budget).drain(2 * latency as u64 + 16).run(&mut sim, &mut [&mut d])?;
 
     let mut out: Vec<StreamResult> = streams
         .iter()
@@ -382,107 +380,30 @@ pub fn run_streams(
         })
         .collect();
     let mut vec_results: Vec<OpResult> = Vec::with_capacity(vector_ops.len());
-    let (mut next, mut next_beat, mut results, mut beat_streams) = (0usize, 0usize, 0usize, 0usize);
-    let (mut offering, mut offering_beat) = (false, false);
-    let mut first_in: Option<u64> = None;
-    let mut last_out = 0u64;
-    let limit = sim.cycle() + 200 + 60 * (ops.len() + beats_in.len()) as u64;
-    // Cycles to stay quiet after the last result and the last beat.
-    let mut quiet_left = 2 * latency as u64 + 16;
-    let timer = LoopTimer::start(&sim);
-    loop {
-        let done = results == ops.len() && beat_streams == compress_streams.len();
-        if done {
-            if quiet_left == 0 {
-                break;
-            }
-            quiet_left -= 1;
+    for (i, si) in result_streams.iter().enumerate() {
+        let eb = si.map_or_else(|| vector_ops[vec_results.len()].element_bits, |s| streams[s].element_bits);
+        let r = d.result(i, eb).map_err(|m| fail(&mut sim, m))?;
+        match si {
+            Some(s) => out[*s].results.push(r),
+            None => vec_results.push(r),
         }
-        if sim.cycle() > limit {
-            let msg = format!(
-                "the RTL stopped making progress: {results} of {} results, {beat_streams} of {} dense streams out, after {} cycles",
-                ops.len(),
-                compress_streams.len(),
-                sim.cycle()
-            );
+    }
+    let dense = d.dense_out.as_ref().expect("the stream unit's");
+    let mut stream = 0usize;
+    for i in 0..dense.items().len() {
+        let si = compress_streams[stream];
+        let eb = streams[si].element_bits;
+        let esize = dense.field_u64(i, 2);
+        if esize != esize_code(eb) {
+            let msg = format!("cycle {}: dense beat of stream {si}: dense_out_esize_o = {esize}, the stream's elements are {eb} bits", dense.cycles()[i]);
             return Err(fail(&mut sim, msg));
         }
-        if !offering && next < ops.len() && !stall.hold_input() {
-            offering = true;
-            let o = &ops[next].1;
-            o.fields.drive(&mut sim, &p);
-            sim.set(sp.stream, o.stream);
-            sim.set(sp.last, o.last);
-        }
-        if !offering_beat && next_beat < beats_in.len() && !stall.hold_input() {
-            offering_beat = true;
-            sim.set_words(sp.din_data, &beats_in[next_beat]);
-        }
-        sim.set(p.in_valid, offering as u64);
-        sim.set(sp.din_valid, offering_beat as u64);
-        let ready_out = done || !stall.hold_output();
-        let ready_dense = done || !stall.hold_output();
-        sim.set(p.out_ready, ready_out as u64);
-        sim.set(sp.dout_ready, ready_dense as u64);
-        sim.eval();
-        let now = sim.cycle();
-        if offering && sim.get(p.in_ready) == 1 {
-            first_in.get_or_insert(now);
-            offering = false;
-            next += 1;
-        }
-        if offering_beat && sim.get(sp.din_ready) == 1 {
-            offering_beat = false;
-            next_beat += 1;
-        }
-        if ready_out && sim.get(p.out_valid) == 1 {
-            if results == ops.len() {
-                return Err(fail(&mut sim, format!("a result on out after all {} were taken", ops.len())));
-            }
-            let si = ops[results].0;
-            let eb = si.map_or_else(|| vector_ops[vec_results.len()].element_bits, |i| streams[i].element_bits);
-            let r = match read_result(&sim, &p, width, eb, results) {
-                Ok(r) => r,
-                Err(msg) => return Err(fail(&mut sim, msg)),
-            };
-            match si {
-                Some(i) => out[i].results.push(r),
-                None => vec_results.push(r),
-            }
-            results += 1;
-            last_out = now;
-        }
-        if ready_dense && sim.get(sp.dout_valid) == 1 {
-            let Some(&si) = compress_streams.get(beat_streams) else {
-                return Err(fail(&mut sim, format!("a dense beat after all {} compress streams ended", compress_streams.len())));
-            };
-            let eb = streams[si].element_bits;
-            let esize = sim.get(sp.dout_esize);
-            if esize != esize_code(eb) {
-                let msg = format!("dense beat of stream {si}: dense_out_esize_o = {esize}, the stream's elements are {eb} bits");
-                return Err(fail(&mut sim, msg));
-            }
-            let n = (width / eb) as usize;
-            let beat = Beat {
-                count: sim.get(sp.dout_count) as u32,
-                data: unpack(sim.words(sp.dout_data), eb, n),
-                last: sim.get(sp.dout_last) == 1,
-            };
-            if beat.last {
-                beat_streams += 1;
-            }
-            out[si].beats.as_mut().expect("a compress stream").push(beat);
-            last_out = now;
-        }
-        sim.tick();
-    }
-    if next_beat < beats_in.len() {
-        let msg = format!("the unit took {next_beat} of the {} dense beats offered", beats_in.len());
-        return Err(fail(&mut sim, msg));
+        let beat = Beat { count: dense.field_u64(i, 1) as u32, data: unpack(dense.field(i, 0), eb, (width / eb) as usize), last: dense.field_u64(i, 3) == 1 };
+        stream += beat.last as usize;
+        out[si].beats.as_mut().expect("a compress stream").push(beat);
     }
     sim.trace_close();
-    let cycles = first_in.map_or(0, |f| last_out - f);
-    Ok((StreamOutput { cycles, streams: out }, vec_results, timer.stats(&sim)))
+    Ok((StreamOutput { cycles: d.cycles(), streams: out }, vec_results, timer.stats(&sim)))
 }
 
 /// Random streams for cosimulation and benches: both kinds, all element

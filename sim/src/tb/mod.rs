@@ -1,15 +1,19 @@
 //! One testbench per block: drives the generated RTL through the harness,
 //! with random back-pressure, and returns results in the model's format.
-//! What they share is here: random stalls, run statistics, packing values
-//! into port words, and giving up with the waveform closed.
+//! The cbload, compress, systolic and scheduler testbenches are built from
+//! the protocol agents of [`agents`] (a block driver plus stream and memory
+//! agents on one [`agents::Bench`]); texture and cmdproc still run loops of
+//! their own. What they share is here: stall settings, run statistics,
+//! packing values into port words, and giving up with the waveform closed.
 
 use crate::cosim::{CosimError, PortHandle, Sim};
-use crate::rng::Rng;
 
 macro_rules! block_modules {
     ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
 }
 gpurtl_params::for_each_block!(block_modules);
+
+pub mod agents;
 
 /// Random back-pressure on a block with one input and one output stream:
 /// the percent of cycles the source holds back a new item, and the percent
@@ -19,30 +23,6 @@ pub struct Stalls {
     pub seed: u64,
     pub in_pct: u32,
     pub out_pct: u32,
-}
-
-/// Decides stalls cycle by cycle; never stalls without [`Stalls`].
-pub struct Staller {
-    rng: Rng,
-    stalls: Option<Stalls>,
-}
-
-impl Staller {
-    pub fn new(stalls: Option<Stalls>) -> Staller {
-        Staller { rng: Rng::new(stalls.map_or(0, |s| s.seed)), stalls }
-    }
-    /// The source holds back this cycle.
-    pub fn hold_input(&mut self) -> bool {
-        self.stalls.is_some_and(|s| self.rng.chance(s.in_pct))
-    }
-    /// The sink is not ready this cycle.
-    pub fn hold_output(&mut self) -> bool {
-        self.stalls.is_some_and(|s| self.rng.chance(s.out_pct))
-    }
-    /// Random bits (e.g. junk on inputs that must not matter).
-    pub fn junk(&mut self) -> u64 {
-        self.rng.next_u64()
-    }
 }
 
 /// What a run gives besides the results.
@@ -108,11 +88,18 @@ impl ReadPort {
     }
 }
 
-/// The run failed (the RTL stopped making progress, or gave something the
-/// testbench cannot read): close the waveform so it is complete, and say why.
+/// The RTL gave something wrong (a result, or a broken protocol rule):
+/// close the waveform so it is complete, and say why.
 pub fn fail(sim: &mut Sim, msg: String) -> CosimError {
     sim.trace_close();
-    CosimError::Io(msg)
+    CosimError::Mismatch(msg)
+}
+
+/// The RTL stopped making progress within the testbench's budget: close the
+/// waveform so it is complete, and say what was still outstanding.
+pub fn hang(sim: &mut Sim, msg: String) -> CosimError {
+    sim.trace_close();
+    CosimError::Hang(msg)
 }
 
 /// All ones in the low `bits` bits (`bits` <= 64).

@@ -1,12 +1,16 @@
 //! Testbench for the generated kernel scheduler: the environment of
-//! docs/scheduler.md ("The environment") around the RTL. A source offers
-//! the kernels in order, the dispatch and rejection sinks apply the
-//! environment's stall pattern, and a stand-in for the SMs runs every
-//! dispatched block for its kernel's duration plus its extra latency and
-//! returns it on the completion port, `dispatch_width` a cycle. The port
-//! events come back as the model's [`Trace`].
+//! docs/scheduler.md ("The environment") around the RTL, built from
+//! agents. A stream source offers the kernels in order (not before their
+//! submit cycles, held back in the environment's stall cycles, junk on the
+//! fields while idle), stream sinks take dispatches and rejections with the
+//! environment's stall patterns, and [`SchedulerDriver`] holds them and a
+//! stand-in for the SMs that runs every dispatched block for its kernel's
+//! duration plus its extra latency and returns it on the completion port,
+//! `dispatch_width` a cycle. The port events come back as the model's
+//! [`Trace`].
 
-use super::{fail, mask, LoopTimer, RunStats};
+use super::agents::{Agent, Bench, Pace, StreamSink, StreamSource};
+use super::{mask, LoopTimer, RunStats};
 use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
 use crate::models::scheduler::{BlockEvent, Env, Kernel, Trace, Workload};
 use crate::rng::Rng;
@@ -14,72 +18,257 @@ use gpurtl_params::scheduler::SchedulerParams;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-struct Ports {
-    rst: PortHandle,
-    sub_valid: PortHandle,
-    sub_ready: PortHandle,
-    sub_id: PortHandle,
-    sub_stream: PortHandle,
-    sub_blocks: PortHandle,
-    sub_threads: PortHandle,
-    sub_regs: PortHandle,
-    sub_smem: PortHandle,
-    sub_prio: PortHandle,
-    rej_valid: PortHandle,
-    rej_ready: PortHandle,
-    rej_id: PortHandle,
-    dsp_valid: PortHandle,
-    dsp_ready: PortHandle,
-    dsp_count: PortHandle,
-    dsp_tag: PortHandle,
-    dsp_id: PortHandle,
-    dsp_block: PortHandle,
-    dsp_sm: PortHandle,
-    cpl_valid: PortHandle,
-    cpl_ready: PortHandle,
-    cpl_count: PortHandle,
-    cpl_tag: PortHandle,
-    cpl_sm: PortHandle,
-}
-
-impl Ports {
-    fn find(s: &Sim) -> Result<Ports, CosimError> {
-        Ok(Ports {
-            rst: s.port("rst_i")?,
-            sub_valid: s.port("sub_valid_i")?,
-            sub_ready: s.port("sub_ready_o")?,
-            sub_id: s.port("sub_id_i")?,
-            sub_stream: s.port("sub_stream_i")?,
-            sub_blocks: s.port("sub_blocks_i")?,
-            sub_threads: s.port("sub_threads_i")?,
-            sub_regs: s.port("sub_regs_i")?,
-            sub_smem: s.port("sub_smem_i")?,
-            sub_prio: s.port("sub_prio_i")?,
-            rej_valid: s.port("rej_valid_o")?,
-            rej_ready: s.port("rej_ready_i")?,
-            rej_id: s.port("rej_id_o")?,
-            dsp_valid: s.port("dsp_valid_o")?,
-            dsp_ready: s.port("dsp_ready_i")?,
-            dsp_count: s.port("dsp_count_o")?,
-            dsp_tag: s.port("dsp_tag_o")?,
-            dsp_id: s.port("dsp_id_o")?,
-            dsp_block: s.port("dsp_block_o")?,
-            dsp_sm: s.port("dsp_sm_o")?,
-            cpl_valid: s.port("cpl_valid_i")?,
-            cpl_ready: s.port("cpl_ready_o")?,
-            cpl_count: s.port("cpl_count_i")?,
-            cpl_tag: s.port("cpl_tag_i")?,
-            cpl_sm: s.port("cpl_sm_i")?,
-        })
-    }
-}
-
 /// A block running on the SM stand-in.
 struct Running {
     tag: u64,
     kernel: usize,
     block: u32,
     sm: u32,
+}
+
+/// The completion port.
+struct Cpl {
+    valid: PortHandle,
+    ready: PortHandle,
+    count: PortHandle,
+    tag: PortHandle,
+    sm: PortHandle,
+}
+
+/// Everything a scheduler needs, on the ports of a scheduler named
+/// `<prefix>...`: the submission source, the dispatch and rejection sinks,
+/// the SM stand-in on the completion port, and the checks on the events.
+pub struct SchedulerDriver {
+    name: String,
+    kernels: Vec<Kernel>,
+    env: Env,
+    lanes: usize,
+    /// Tag and SM field bits of a completion lane.
+    tb: u32,
+    mb: u32,
+    sms: u32,
+    /// The cycle the run's cycle 0 is.
+    base: u64,
+    index: HashMap<u64, usize>,
+    sub: StreamSource,
+    dsp: StreamSink,
+    rej: StreamSink,
+    cpl: Cpl,
+    dsp_valid: PortHandle,
+    rej_valid: PortHandle,
+    /// In completion order: (due, dispatch cycle, lane).
+    running: BTreeMap<(u64, u64, u32), Running>,
+    /// The blocks on the completion port this cycle.
+    due: Vec<(u64, u64, u32)>,
+    completed: Vec<u32>,
+    rejected: Vec<bool>,
+    resolved: usize,
+    /// From this cycle on, every kernel is resolved: a dispatch or a
+    /// rejection is an error.
+    quiet_from: Option<u64>,
+    trace: Trace,
+    junk: Rng,
+    events: u64,
+}
+
+impl SchedulerDriver {
+    /// The driver of a run whose cycle 0 is the simulation's cycle `base`
+    /// (the first after reset).
+    pub fn new(sim: &Sim, prefix: &str, p: &SchedulerParams, w: &Workload, env: &Env, base: u64) -> Result<SchedulerDriver, CosimError> {
+        let port = |name: &str| sim.port(&format!("{prefix}{name}"));
+        let ks = &w.kernels;
+        let mut index: HashMap<u64, usize> = HashMap::new();
+        for (i, k) in ks.iter().enumerate() {
+            if index.insert(k.id, i).is_some() {
+                return Err(CosimError::Io(format!("workload: kernel id {} is used twice", k.id)));
+            }
+        }
+        let e = *env;
+        let mut sub = StreamSource::find(sim, &format!("{prefix}sub"), &["id", "stream", "blocks", "threads", "regs", "smem", "prio"])?
+            .seed(env.seed)
+            .junk_when_idle()
+            .pace(Pace::Pattern(Box::new(move |c| e.src_stall(c - base))));
+        for k in ks {
+            let item = sub.fields().pack_u64(&[k.id, k.stream as u64, k.blocks as u64, k.threads as u64, k.regs as u64, k.smem as u64, k.priority as u64]);
+            sub.push_at(base + k.submit, item);
+        }
+        let (e1, e2) = (*env, *env);
+        let dsp = StreamSink::find(sim, &format!("{prefix}dsp"), &["count", "tag", "id", "block", "sm"])?
+            .pace(Pace::Pattern(Box::new(move |c| !e1.dsp_ready(c - base))));
+        let rej = StreamSink::find(sim, &format!("{prefix}rej"), &["id"])?.pace(Pace::Pattern(Box::new(move |c| !e2.rej_ready(c - base))));
+        let cpl = Cpl { valid: port("cpl_valid_i")?, ready: port("cpl_ready_o")?, count: port("cpl_count_i")?, tag: port("cpl_tag_i")?, sm: port("cpl_sm_i")? };
+        Ok(SchedulerDriver {
+            name: format!("{prefix}scheduler"),
+            kernels: ks.clone(),
+            env: *env,
+            lanes: p.dispatch_width as usize,
+            tb: p.tag_bits(),
+            mb: p.sm_bits(),
+            sms: p.sms,
+            base,
+            index,
+            sub,
+            dsp,
+            rej,
+            cpl,
+            dsp_valid: port("dsp_valid_o")?,
+            rej_valid: port("rej_valid_o")?,
+            running: BTreeMap::new(),
+            due: Vec::new(),
+            completed: vec![0; ks.len()],
+            rejected: vec![false; ks.len()],
+            resolved: 0,
+            quiet_from: ks.is_empty().then_some(base),
+            trace: Trace::default(),
+            // Inputs that must not matter get junk: the completion lanes above the count.
+            junk: Rng::new(env.seed ^ 0x5be0_cd19_137e_2179),
+            events: 0,
+        })
+    }
+
+    /// The events, once the bench has run.
+    pub fn trace(&self) -> Trace {
+        let mut t = self.trace.clone();
+        t.submissions = self.sub.taken().iter().zip(&self.kernels).map(|(&c, k)| (c - self.base, k.id)).collect();
+        t
+    }
+
+    fn resolve(&mut self, now: u64) {
+        self.resolved += 1;
+        if self.resolved == self.kernels.len() {
+            self.quiet_from = Some(now + 1);
+        }
+    }
+
+    /// A rejection taken this cycle.
+    fn on_rejection(&mut self, c: u64, id: u64, now: u64) -> Result<(), String> {
+        let next = self.sub.taken().len();
+        let Some(&i) = self.index.get(&id).filter(|&&i| !self.rejected[i] && i < next) else {
+            return Err(format!("cycle {c}: rejection of kernel id {id}, which is not a submitted kernel"));
+        };
+        self.rejected[i] = true;
+        self.trace.rejections.push((c, id));
+        self.resolve(now);
+        Ok(())
+    }
+
+    /// A dispatch taken this cycle: its blocks start on the SM stand-in.
+    fn on_dispatch(&mut self, c: u64, k: usize) -> Result<(), String> {
+        let d = &self.dsp;
+        let (count, tag, id, block, sm_lanes) = (d.field_u64(k, 0) as usize, d.field_u64(k, 1), d.field_u64(k, 2), d.field_u64(k, 3) as u32, d.field_u64(k, 4));
+        let next = self.sub.taken().len();
+        let Some(&i) = self.index.get(&id).filter(|&&i| i < next) else {
+            return Err(format!("cycle {c}: dispatch of kernel id {id}, which is not a submitted kernel"));
+        };
+        if count == 0 || count > self.lanes {
+            return Err(format!("cycle {c}: dispatch of {count} blocks; allowed 1..{}", self.lanes));
+        }
+        let blocks = self.kernels[i].blocks;
+        if block as u64 + count as u64 > blocks as u64 {
+            return Err(format!("cycle {c}: kernel {id} dispatches blocks {block}..{} of {blocks}", block as usize + count));
+        }
+        for lane in 0..count {
+            let sm = ((sm_lanes >> (lane as u32 * self.mb)) & mask(self.mb)) as u32;
+            let b = block + lane as u32;
+            if sm >= self.sms {
+                return Err(format!("cycle {c}: kernel {id} block {b} on SM {sm}, past the {} SMs", self.sms));
+            }
+            self.trace.dispatches.push(BlockEvent { cycle: c, kernel: id, block: b, sm });
+            let due = c + self.kernels[i].duration + self.env.extra(i, b);
+            self.running.insert((due, c, lane as u32), Running { tag, kernel: i, block: b, sm });
+        }
+        Ok(())
+    }
+}
+
+impl Agent for SchedulerDriver {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn drive(&mut self, sim: &mut Sim) {
+        let c = sim.cycle() - self.base;
+        // Every cycle is simulated (the model skips idle stretches): say
+        // where a long run is.
+        if c > 0 && c.is_multiple_of(1 << 27) {
+            eprintln!("gpurtl: scheduler RTL at cycle {c}: {} of {} kernels resolved", self.resolved, self.kernels.len());
+        }
+        self.sub.drive(sim);
+        self.dsp.drive(sim);
+        self.rej.drive(sim);
+        // Completions: the first W blocks due by now.
+        self.due = self.running.range(..=(c, u64::MAX, u32::MAX)).take(self.lanes).map(|(k, _)| *k).collect();
+        let (mut tags, mut sms) = (0u64, 0u64);
+        for j in 0..self.lanes {
+            let (t, m) = match self.due.get(j) {
+                Some(key) => (self.running[key].tag, self.running[key].sm as u64),
+                None => (self.junk.next_u64() & mask(self.tb), self.junk.next_u64() & mask(self.mb)),
+            };
+            tags |= t << (j as u32 * self.tb);
+            sms |= m << (j as u32 * self.mb);
+        }
+        let count = if self.due.is_empty() { self.junk.next_u64() & mask(self.cpl.count.width()) } else { self.due.len() as u64 };
+        sim.set(self.cpl.valid, !self.due.is_empty() as u64);
+        sim.set(self.cpl.count, count);
+        sim.set(self.cpl.tag, tags);
+        sim.set(self.cpl.sm, sms);
+    }
+
+    fn sample(&mut self, sim: &Sim) -> Result<(), String> {
+        let now = sim.cycle();
+        let c = now - self.base;
+        if !self.due.is_empty() && sim.get(self.cpl.ready) != 1 {
+            return Err(format!("cycle {c}: cpl_ready_o is 0; it must always be 1"));
+        }
+        for key in std::mem::take(&mut self.due) {
+            let r = self.running.remove(&key).expect("a due block is running");
+            self.trace.completions.push(BlockEvent { cycle: c, kernel: self.kernels[r.kernel].id, block: r.block, sm: r.sm });
+            self.completed[r.kernel] += 1;
+            if self.completed[r.kernel] == self.kernels[r.kernel].blocks {
+                self.resolve(now);
+            }
+            self.events += 1;
+        }
+        let (nr, nd) = (self.rej.items().len(), self.dsp.items().len());
+        self.sub.sample(sim)?;
+        self.rej.sample(sim)?;
+        self.dsp.sample(sim)?;
+        if self.rej.items().len() > nr {
+            let id = self.rej.field_u64(nr, 0);
+            self.on_rejection(c, id, now)?;
+            self.events += 1;
+        }
+        if self.dsp.items().len() > nd {
+            self.on_dispatch(c, nd)?;
+            self.events += 1;
+        }
+        if self.quiet_from.is_some_and(|q| now >= q) && (sim.get(self.dsp_valid) == 1 || sim.get(self.rej_valid) == 1) {
+            return Err(format!("cycle {c}: a dispatch or rejection after every kernel was resolved"));
+        }
+        Ok(())
+    }
+
+    fn done(&self) -> bool {
+        self.resolved == self.kernels.len()
+    }
+
+    fn waiting(&self) -> String {
+        let t = &self.trace;
+        format!(
+            "{} of {} kernels to be resolved: {} submitted, {} dispatches, {} completions, {} rejections",
+            self.kernels.len() - self.resolved,
+            self.kernels.len(),
+            self.sub.taken().len(),
+            t.dispatches.len(),
+            t.completions.len(),
+            t.rejections.len()
+        )
+    }
+
+    fn progress(&self) -> u64 {
+        // Waiting for the source's next kernel is not a hang.
+        self.events + self.sub.progress()
+    }
 }
 
 /// Run the workload through the RTL in the environment `env` (zero stalls
@@ -94,187 +283,16 @@ pub fn run(
 ) -> Result<(Trace, RunStats), CosimError> {
     fits_ports(p, w).map_err(CosimError::Io)?;
     let mut sim = compiled.start(vcd)?;
-    let ports = Ports::find(&sim)?;
-    let ks = &w.kernels;
-    let lanes = p.dispatch_width as usize;
-    let (tb, mb) = (p.tag_bits(), p.sm_bits());
-    let mut index: HashMap<u64, usize> = HashMap::new();
-    for (i, k) in ks.iter().enumerate() {
-        if index.insert(k.id, i).is_some() {
-            return Err(CosimError::Io(format!("workload: kernel id {} is used twice", k.id)));
-        }
-    }
-    // Inputs that must not matter get junk: the submission's fields while
-    // nothing is offered, the completion lanes above the count.
-    let mut junk = Rng::new(env.seed ^ 0x5be0_cd19_137e_2179);
-    let kernel_fields = |k: &Kernel| {
-        [k.id, k.stream as u64, k.blocks as u64, k.threads as u64, k.regs as u64, k.smem as u64, k.priority as u64]
-    };
-    let field_ports = [
-        ports.sub_id,
-        ports.sub_stream,
-        ports.sub_blocks,
-        ports.sub_threads,
-        ports.sub_regs,
-        ports.sub_smem,
-        ports.sub_prio,
-    ];
-
-    for f in field_ports {
-        sim.set(f, 0);
-    }
-    sim.set(ports.sub_valid, 0);
-    sim.set(ports.rej_ready, 0);
-    sim.set(ports.dsp_ready, 0);
-    sim.set(ports.cpl_valid, 0);
-    sim.reset(ports.rst, 2);
-    let base = sim.cycle();
+    let rst = sim.port("rst_i")?;
+    sim.reset(rst, 2);
+    let mut d = SchedulerDriver::new(&sim, "", p, w, env, sim.cycle())?;
     let timer = LoopTimer::start(&sim);
-
-    let mut trace = Trace::default();
-    let mut next = 0usize;
-    let mut offering = false;
-    let mut prev_transfer: Option<u64> = None;
-    // The SM stand-in, in completion order: (due, dispatch cycle, lane).
-    let mut running: BTreeMap<(u64, u64, u32), Running> = BTreeMap::new();
-    let mut completed = vec![0u32; ks.len()];
-    let mut rejected = vec![false; ks.len()];
-    let mut resolved = 0usize;
-    let longest = ks.iter().map(|k| k.duration).max().unwrap_or(0);
+    let longest = w.kernels.iter().map(|k| k.duration).max().unwrap_or(0);
     let guard = longest.saturating_add(env.max_extra).saturating_add(p.age_threshold as u64 * 4 + 20_000);
-    let mut last_progress = 0u64;
-    let mut drain = 0u32;
-
-    loop {
-        let c = sim.cycle() - base;
-        if resolved == ks.len() {
-            // Everything is resolved: a few more cycles must show nothing.
-            if drain == 4 {
-                break;
-            }
-            drain += 1;
-        }
-        // Waiting for the source's next kernel is not a hang.
-        if next < ks.len() && c <= ks[next].submit {
-            last_progress = c;
-        }
-        // Every cycle is simulated (the model skips idle stretches): say
-        // where a long run is.
-        if c > 0 && c % (1 << 27) == 0 {
-            eprintln!("gpurtl: scheduler RTL at cycle {c}: {} of {} kernels resolved", resolved, ks.len());
-        }
-        if c > last_progress + guard {
-            let msg = format!(
-                "the RTL stopped making progress at cycle {c}: {} of {} kernels submitted, {} dispatches, {} completions, {} rejections",
-                trace.submissions.len(),
-                ks.len(),
-                trace.dispatches.len(),
-                trace.completions.len(),
-                trace.rejections.len()
-            );
-            return Err(fail(&mut sim, msg));
-        }
-        // Source.
-        if !offering
-            && next < ks.len()
-            && c >= ks[next].submit
-            && prev_transfer.is_none_or(|t| c > t)
-            && !env.src_stall(c)
-        {
-            offering = true;
-            for (f, v) in field_ports.iter().zip(kernel_fields(&ks[next])) {
-                sim.set(*f, v & mask(f.width()));
-            }
-        } else if !offering {
-            for f in field_ports {
-                let v = junk.next_u64() & mask(f.width());
-                sim.set(f, v);
-            }
-        }
-        sim.set(ports.sub_valid, offering as u64);
-        let dsp_ready = env.dsp_ready(c);
-        let rej_ready = env.rej_ready(c);
-        sim.set(ports.dsp_ready, dsp_ready as u64);
-        sim.set(ports.rej_ready, rej_ready as u64);
-        // Completions: the first W blocks due by now.
-        let due: Vec<(u64, u64, u32)> = running.range(..=(c, u64::MAX, u32::MAX)).take(lanes).map(|(k, _)| *k).collect();
-        let (mut tags, mut sms) = (0u64, 0u64);
-        for j in 0..lanes {
-            let (t, m) = match due.get(j) {
-                Some(key) => (running[key].tag, running[key].sm as u64),
-                None => (junk.next_u64() & mask(tb), junk.next_u64() & mask(mb)),
-            };
-            tags |= t << (j as u32 * tb);
-            sms |= m << (j as u32 * mb);
-        }
-        sim.set(ports.cpl_valid, !due.is_empty() as u64);
-        sim.set(ports.cpl_count, if due.is_empty() { junk.next_u64() & mask(ports.cpl_count.width()) } else { due.len() as u64 });
-        sim.set(ports.cpl_tag, tags);
-        sim.set(ports.cpl_sm, sms);
-        sim.eval();
-
-        if !due.is_empty() && sim.get(ports.cpl_ready) != 1 {
-            return Err(fail(&mut sim, format!("cycle {c}: cpl_ready_o is 0; it must always be 1")));
-        }
-        for key in &due {
-            let r = running.remove(key).expect("a due block is running");
-            trace.completions.push(BlockEvent { cycle: c, kernel: ks[r.kernel].id, block: r.block, sm: r.sm });
-            completed[r.kernel] += 1;
-            if completed[r.kernel] == ks[r.kernel].blocks {
-                resolved += 1;
-            }
-            last_progress = c;
-        }
-        if offering && sim.get(ports.sub_ready) == 1 {
-            trace.submissions.push((c, ks[next].id));
-            prev_transfer = Some(c);
-            offering = false;
-            next += 1;
-            last_progress = c;
-        }
-        if rej_ready && sim.get(ports.rej_valid) == 1 {
-            let id = sim.get(ports.rej_id);
-            let Some(&i) = index.get(&id).filter(|&&i| !rejected[i] && i < next) else {
-                return Err(fail(&mut sim, format!("cycle {c}: rejection of kernel id {id}, which is not a submitted kernel")));
-            };
-            rejected[i] = true;
-            resolved += 1;
-            trace.rejections.push((c, id));
-            last_progress = c;
-        }
-        if dsp_ready && sim.get(ports.dsp_valid) == 1 {
-            let count = sim.get(ports.dsp_count) as usize;
-            let (tag, id, block) = (sim.get(ports.dsp_tag), sim.get(ports.dsp_id), sim.get(ports.dsp_block) as u32);
-            let sm_lanes = sim.get(ports.dsp_sm);
-            let Some(&i) = index.get(&id).filter(|&&i| i < next) else {
-                return Err(fail(&mut sim, format!("cycle {c}: dispatch of kernel id {id}, which is not a submitted kernel")));
-            };
-            if count == 0 || count > lanes {
-                return Err(fail(&mut sim, format!("cycle {c}: dispatch of {count} blocks; allowed 1..{lanes}")));
-            }
-            if block as u64 + count as u64 > ks[i].blocks as u64 {
-                let msg = format!("cycle {c}: kernel {id} dispatches blocks {block}..{} of {}", block as usize + count, ks[i].blocks);
-                return Err(fail(&mut sim, msg));
-            }
-            for k in 0..count {
-                let sm = ((sm_lanes >> (k as u32 * mb)) & mask(mb)) as u32;
-                if sm >= p.sms {
-                    return Err(fail(&mut sim, format!("cycle {c}: kernel {id} block {} on SM {sm}, past the {} SMs", block + k as u32, p.sms)));
-                }
-                let b = block + k as u32;
-                trace.dispatches.push(BlockEvent { cycle: c, kernel: id, block: b, sm });
-                let due = c + ks[i].duration + env.extra(i, b);
-                running.insert((due, c, k as u32), Running { tag, kernel: i, block: b, sm });
-            }
-            last_progress = c;
-        }
-        if resolved == ks.len() && drain > 0 && (sim.get(ports.dsp_valid) == 1 || sim.get(ports.rej_valid) == 1) {
-            return Err(fail(&mut sim, format!("cycle {c}: a dispatch or rejection after every kernel was resolved")));
-        }
-        sim.tick();
-    }
+    // Everything resolved, a few more cycles must show nothing.
+    Bench::new(u64::MAX).quiet(guard).drain(4).run(&mut sim, &mut [&mut d])?;
     sim.trace_close();
-    Ok((trace, timer.stats(&sim)))
+    Ok((d.trace(), timer.stats(&sim)))
 }
 
 /// The largest value of a `bits`-wide port field, at most `cap`.

@@ -1,32 +1,17 @@
-//! Testbench for the generated systolic grid: plays the sequencer's step
-//! program (docs/systolic.md) into the grid group by group, answers the
-//! initial-accumulator read port, collects result rows into C, and reads the
-//! statistics counters. Random stalls on the input and the output.
+//! Testbench for the generated systolic grid, built from agents: a
+//! [`SystolicDriver`] plays the sequencer's step program (docs/systolic.md)
+//! into the grid group by group on stream sources, takes result rows with a
+//! stream sink into C, and answers the `out_c0_i` port for the row due;
+//! the statistics counters are read after the run. Random stalls on every
+//! stream.
 
-use super::{fail, mask, put, take, LoopTimer, RunStats, Staller, Stalls};
-use crate::cosim::{Compiled, CosimError, PortHandle};
+use super::agents::{Agent, Bench, Expect, Pace, StreamSink, StreamSource};
+use super::{mask, put, take, LoopTimer, RunStats, Stalls};
+use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
 use crate::models::systolic::{program, ws_program, Gemm, Outcome};
 use gpurtl_params::systolic::{Dataflow, ElemType, SystolicParams};
 use crate::rng::Rng;
 use std::path::Path;
-
-struct Ports {
-    rst: PortHandle,
-    in_valid: PortHandle,
-    in_ready: PortHandle,
-    in_a: PortHandle,
-    in_b: PortHandle,
-    in_steps: PortHandle,
-    in_last: PortHandle,
-    out_valid: PortHandle,
-    out_ready: PortHandle,
-    out_row: PortHandle,
-    out_c: PortHandle,
-    /// Absent without `c0_add`.
-    out_c0: Option<PortHandle>,
-    /// The counters; absent without `stats`.
-    stats: Option<(PortHandle, PortHandle, PortHandle)>,
-}
 
 /// Runs one GEMM through the grid of either dataflow.
 pub fn run(
@@ -36,11 +21,15 @@ pub fn run(
     stalls: Option<Stalls>,
     vcd: Option<&Path>,
 ) -> Result<(Outcome, RunStats), CosimError> {
-    if cfg.dataflow == Dataflow::Ws {
-        run_ws(compiled, cfg, gemm, stalls, vcd)
-    } else {
-        run_os(compiled, cfg, gemm, stalls, vcd)
-    }
+    let mut sim = compiled.start(vcd)?;
+    let rst = sim.port("rst_i")?;
+    let mut d = SystolicDriver::new(&sim, "", cfg, gemm, stalls)?;
+    sim.reset(rst, 2);
+    let timer = LoopTimer::start(&sim);
+    Bench::new(d.budget).run(&mut sim, &mut [&mut d])?;
+    let outcome = d.outcome(&mut sim);
+    sim.trace_close();
+    Ok((outcome, timer.stats(&sim)))
 }
 
 /// A value of `acc` bits read as the accumulator's type: signed when either
@@ -53,320 +42,243 @@ fn acc_value(raw: u64, acc: u32, signed: bool) -> i64 {
     }
 }
 
-fn run_os(
-    compiled: &Compiled,
-    cfg: &SystolicParams,
-    gemm: &Gemm,
-    stalls: Option<Stalls>,
-    vcd: Option<&Path>,
-) -> Result<(Outcome, RunStats), CosimError> {
-    let mut sim = compiled.start(vcd)?;
-    let s = &sim;
-    let p = Ports {
-        rst: s.port("rst_i")?,
-        in_valid: s.port("in_valid_i")?,
-        in_ready: s.port("in_ready_o")?,
-        in_a: s.port("in_a_i")?,
-        in_b: s.port("in_b_i")?,
-        in_steps: s.port("in_steps_i")?,
-        in_last: s.port("in_last_i")?,
-        out_valid: s.port("out_valid_o")?,
-        out_ready: s.port("out_ready_i")?,
-        out_row: s.port("out_row_o")?,
-        out_c: s.port("out_c_o")?,
-        out_c0: if cfg.c0_add { Some(s.port("out_c0_i")?) } else { None },
-        stats: if cfg.stats {
-            Some((s.port("stat_useful_o")?, s.port("stat_gated_o")?, s.port("stat_skipped_o")?))
-        } else {
-            None
-        },
-    };
-    let (r, c, l, g) = (cfg.rows, cfg.cols, cfg.lanes, cfg.group);
-    let (ab, bb, acc) = (cfg.a_type.bits(), cfg.b_type.bits(), cfg.acc_bits);
-    let (ch, slot) = (cfg.channel_bits, cfg.channel_bits / cfg.lanes);
-    let signed = cfg.a_type.signed() || cfg.b_type.signed();
-    let (m, n) = (gemm.a.len(), gemm.b[0].len());
-    let c0_at = |row: usize, col: usize| gemm.c0.as_ref().map_or(0, |c0| c0[row][col]);
-    let mut out: Vec<Vec<i64>> = (0..m).map(|i| (0..n).map(|j| c0_at(i, j)).collect()).collect();
-
-    let tiles = program(cfg, gemm);
-    let groups: Vec<_> = tiles.iter().flat_map(|t| t.groups.iter()).collect();
-    let mut stall = Staller::new(stalls);
-
-    sim.reset(p.rst, 2);
-
-    let mut next = 0usize;
-    let mut offering = false;
-    let (mut tile, mut rows_out) = (0usize, 0u32);
-    let mut first_in: Option<u64> = None;
-    let mut last_out = 0u64;
-    // Stimulus packed before the run, out of the per-cycle path.
-    let a_words = (g * r * ch).div_ceil(32) as usize;
-    let b_words = (g * c * ch).div_ceil(32) as usize;
-    let packed: Vec<(Vec<u32>, Vec<u32>)> = groups
-        .iter()
-        .map(|gr| {
-            let (mut wa, mut wb) = (vec![0u32; a_words], vec![0u32; b_words]);
-            for (si, st) in gr.steps.iter().enumerate() {
-                let si = si as u32;
-                for i in 0..r {
-                    for ln in 0..l {
-                        put(&mut wa, (si * r + i) * ch + ln * slot, ab, st.a[i as usize][ln as usize] as u64);
-                    }
-                }
-                for j in 0..c {
-                    for ln in 0..l {
-                        put(&mut wb, (si * c + j) * ch + ln * slot, bb, st.b[j as usize][ln as usize] as u64);
-                    }
-                }
-            }
-            (wa, wb)
-        })
-        .collect();
-    // The initial-accumulator answer, kept for the (tile, row) it was made for.
-    let mut wc0 = vec![0u32; (c * acc).div_ceil(32) as usize];
-    let mut c0_for: Option<(usize, usize)> = None;
-    let mut words = Vec::new();
-    let steps_total: u64 = groups.iter().map(|gr| gr.steps.len() as u64 + 1).sum();
-    let limit = sim.cycle() + 1000 + (steps_total + tiles.len() as u64 * (r + c) as u64 * 4) * 20;
-    let timer = LoopTimer::start(&sim);
-    while tile < tiles.len() {
-        if sim.cycle() > limit {
-            let msg = format!("the RTL stopped making progress: {tile} of {} tiles out", tiles.len());
-            return Err(fail(&mut sim, msg));
-        }
-        let now = sim.cycle();
-        if !offering && next < groups.len() && !stall.hold_input() {
-            offering = true;
-            let gr = groups[next];
-            sim.set_words(p.in_a, &packed[next].0);
-            sim.set_words(p.in_b, &packed[next].1);
-            sim.set(p.in_steps, gr.steps.len() as u64);
-            sim.set(p.in_last, gr.last as u64);
-        }
-        sim.set(p.in_valid, offering as u64);
-        let ready = !stall.hold_output();
-        sim.set(p.out_ready, ready as u64);
-        // The initial-accumulator port answers for the row on offer. The row
-        // is a register (known since the last edge); should it ever follow
-        // the inputs, the answer is made again and the model settled again.
-        let t = &tiles[tile];
-        let mut row = sim.get(p.out_row) as usize;
-        loop {
-            if let (Some(out_c0), true) = (p.out_c0, c0_for != Some((tile, row))) {
-                wc0.fill(0);
-                if let Some(Some(mr)) = t.rows.get(row) {
-                    for (j, col) in t.cols.iter().enumerate() {
-                        if let Some(nc) = col {
-                            put(&mut wc0, j as u32 * acc, acc, c0_at(*mr, *nc) as u64);
-                        }
-                    }
-                }
-                sim.set_words(out_c0, &wc0);
-                c0_for = Some((tile, row));
-            }
-            sim.eval();
-            let settled = sim.get(p.out_row) as usize;
-            if settled == row {
-                break;
-            }
-            row = settled;
-        }
-        if offering && sim.get(p.in_ready) == 1 {
-            first_in.get_or_insert(now);
-            offering = false;
-            next += 1;
-        }
-        if ready && sim.get(p.out_valid) == 1 {
-            if row as u32 != rows_out {
-                return Err(fail(&mut sim, format!("tile {tile}: row {row} came out where row {rows_out} was due")));
-            }
-            sim.get_words(p.out_c, &mut words);
-            if let Some(Some(mr)) = t.rows.get(row) {
-                for (j, col) in t.cols.iter().enumerate() {
-                    if let Some(nc) = col {
-                        out[*mr][*nc] = acc_value(take(&words, j as u32 * acc, acc), acc, signed);
-                    }
-                }
-            }
-            last_out = now;
-            rows_out += 1;
-            if rows_out == r {
-                rows_out = 0;
-                tile += 1;
-            }
-        }
-        sim.tick();
-    }
-    // The counters are final 6 cycles after the last step issued.
-    sim.set(p.in_valid, 0);
-    sim.idle(6);
-    // Without counters the outcome's counts are 0 (see `comparable`).
-    let (useful_macs, gated_products, skipped_ksteps) =
-        p.stats.map_or((0, 0, 0), |(u, g, s)| (sim.get(u), sim.get(g), sim.get(s)));
-    let outcome = Outcome { c: out, cycles: first_in.map_or(0, |f| last_out - f), useful_macs, gated_products, skipped_ksteps };
-    sim.trace_close();
-    Ok((outcome, timer.stats(&sim)))
+/// Everything a systolic grid needs, on the ports of a grid named
+/// `<prefix>...`: its input streams, the result rows, the `out_c0_i`
+/// answer, the counters.
+pub struct SystolicDriver {
+    name: String,
+    /// OS: groups of steps on `in`. WS: weight rows on `w`, A vectors on
+    /// `a`. The first one's first transfer starts the cycle count.
+    inputs: Vec<StreamSource>,
+    /// WS: the k-steps the sequencer skipped (it counts them).
+    skipped: u64,
+    out: StreamSink,
+    /// Per result row: its output row of C and, per PE column, the column
+    /// of C (OS: (tile, row) in order; WS: one per A vector).
+    rows: Vec<(Option<usize>, Vec<Option<usize>>)>,
+    /// WS: whether each result row is its tile's last.
+    lasts: Vec<bool>,
+    /// C as far as the results have come (C0, or 0, before).
+    c: Vec<Vec<i64>>,
+    /// OS: C0 as given (the `out_c0_i` answer of each row).
+    c0: Vec<Vec<i64>>,
+    out_c0: Option<PortHandle>,
+    /// The answer on `out_c0_i` and the result row it is for.
+    wc0: Vec<u32>,
+    c0_for: Option<usize>,
+    /// (useful, gated, skipped) counters, where the grid has them.
+    stats: Option<(PortHandle, PortHandle, Option<PortHandle>)>,
+    /// Result rows per tile (OS).
+    r: usize,
+    acc: u32,
+    signed: bool,
+    ws: bool,
+    budget: u64,
 }
 
-/// The weight-stationary grid: weight rows and A vectors from the WS
-/// sequencer on two independent streams, each stalled at random; the driver
-/// keeps the running sums and answers `out_c0_i` with them (K blocks
-/// accumulate through that port).
-fn run_ws(
-    compiled: &Compiled,
-    cfg: &SystolicParams,
-    gemm: &Gemm,
-    stalls: Option<Stalls>,
-    vcd: Option<&Path>,
-) -> Result<(Outcome, RunStats), CosimError> {
-    let mut sim = compiled.start(vcd)?;
-    let s = &sim;
-    let (rst, w_valid, w_ready, w_in) = (s.port("rst_i")?, s.port("w_valid_i")?, s.port("w_ready_o")?, s.port("w_i")?);
-    let (a_valid, a_ready, a_in, a_last) =
-        (s.port("a_valid_i")?, s.port("a_ready_o")?, s.port("a_i")?, s.port("a_last_i")?);
-    let (out_valid, out_ready, out_last, out_c, out_c0) = (
-        s.port("out_valid_o")?,
-        s.port("out_ready_i")?,
-        s.port("out_last_o")?,
-        s.port("out_c_o")?,
-        s.port("out_c0_i")?,
-    );
-    let counters = if cfg.stats { Some((s.port("stat_useful_o")?, s.port("stat_gated_o")?)) } else { None };
-    let (r, c) = (cfg.rows, cfg.cols);
-    let (ab, bb, acc) = (cfg.a_type.bits(), cfg.b_type.bits(), cfg.acc_bits);
-    let (ch, slot) = (cfg.channel_bits, cfg.channel_bits / cfg.lanes);
-    let signed = cfg.a_type.signed() || cfg.b_type.signed();
-    let (m, n) = (gemm.a.len(), gemm.b[0].len());
-    let c0_at = |row: usize, col: usize| gemm.c0.as_ref().map_or(0, |c0| c0[row][col]);
-    let mut sums: Vec<Vec<i64>> = (0..m).map(|i| (0..n).map(|j| c0_at(i, j)).collect()).collect();
-
-    let (tiles, skipped) = ws_program(cfg, gemm);
-    let weights: Vec<&Vec<Vec<i64>>> = tiles.iter().flat_map(|t| t.weights.iter()).collect();
-    let vectors: Vec<(usize, &crate::models::systolic::WsVector)> =
-        tiles.iter().enumerate().flat_map(|(ti, t)| t.vectors.iter().map(move |v| (ti, v))).collect();
-    let mut stall = Staller::new(stalls);
-    // Stimulus packed before the run, out of the per-cycle path.
-    let packed_w: Vec<Vec<u32>> = weights
-        .iter()
-        .map(|row| {
-            let mut w = vec![0u32; (c * ch).div_ceil(32) as usize];
-            for (j, lanes) in row.iter().enumerate() {
-                for (ln, &v) in lanes.iter().enumerate() {
-                    put(&mut w, j as u32 * ch + ln as u32 * slot, bb, v as u64);
+impl SystolicDriver {
+    pub fn new(sim: &Sim, prefix: &str, cfg: &SystolicParams, gemm: &Gemm, stalls: Option<Stalls>) -> Result<SystolicDriver, CosimError> {
+        let port = |name: &str| sim.port(&format!("{prefix}{name}"));
+        let seed = stalls.map_or(0, |s| s.seed);
+        let src = |name: &str, fields: &[&str]| -> Result<StreamSource, CosimError> {
+            Ok(StreamSource::find(sim, &format!("{prefix}{name}"), fields)?.seed(seed).pace(Pace::random_or_steady(stalls.map(|s| s.in_pct))))
+        };
+        let (r, c) = (cfg.rows, cfg.cols);
+        let (ab, bb, acc) = (cfg.a_type.bits(), cfg.b_type.bits(), cfg.acc_bits);
+        let (ch, slot) = (cfg.channel_bits, cfg.channel_bits / cfg.lanes);
+        let (m, n) = (gemm.a.len(), gemm.b[0].len());
+        let c0: Vec<Vec<i64>> = (0..m).map(|i| (0..n).map(|j| gemm.c0.as_ref().map_or(0, |c0| c0[i][j])).collect()).collect();
+        let ws = cfg.dataflow == Dataflow::Ws;
+        let mut rows = Vec::new();
+        let mut lasts = Vec::new();
+        // Stimulus packed before the run, out of the per-cycle path.
+        let (inputs, skipped, out_fields, budget) = if ws {
+            let (tiles, skipped) = ws_program(cfg, gemm);
+            let mut w = src("w", &[""])?;
+            let mut a = src("a", &["", "last"])?;
+            for t in &tiles {
+                for row in &t.weights {
+                    let mut words = vec![0u32; (c * ch).div_ceil(32) as usize];
+                    for (j, lanes) in row.iter().enumerate() {
+                        for (ln, &v) in lanes.iter().enumerate() {
+                            put(&mut words, j as u32 * ch + ln as u32 * slot, bb, v as u64);
+                        }
+                    }
+                    w.push(words);
+                }
+                for v in &t.vectors {
+                    let mut words = vec![0u32; (r * ch).div_ceil(32) as usize];
+                    for (i, lanes) in v.a.iter().enumerate() {
+                        for (ln, &x) in lanes.iter().enumerate() {
+                            put(&mut words, i as u32 * ch + ln as u32 * slot, ab, x as u64);
+                        }
+                    }
+                    let item = a.fields().pack(&[&words, &[v.last as u32]]);
+                    a.push(item);
+                    rows.push((Some(v.row), t.cols.clone()));
+                    lasts.push(v.last);
                 }
             }
-            w
+            let budget = 1000 + (w.len() + a.len()) as u64 * (r + c + 4) as u64 * 20;
+            (vec![w, a], skipped, ["last", "c"], budget)
+        } else {
+            let tiles = program(cfg, gemm);
+            let mut input = src("in", &["a", "b", "steps", "last"])?;
+            let (a_words, b_words) = ((cfg.group * r * ch).div_ceil(32) as usize, (cfg.group * c * ch).div_ceil(32) as usize);
+            let mut steps_total = 0u64;
+            for t in &tiles {
+                for gr in &t.groups {
+                    let (mut wa, mut wb) = (vec![0u32; a_words], vec![0u32; b_words]);
+                    for (si, st) in gr.steps.iter().enumerate() {
+                        let si = si as u32;
+                        for i in 0..r {
+                            for ln in 0..cfg.lanes {
+                                put(&mut wa, (si * r + i) * ch + ln * slot, ab, st.a[i as usize][ln as usize] as u64);
+                            }
+                        }
+                        for j in 0..c {
+                            for ln in 0..cfg.lanes {
+                                put(&mut wb, (si * c + j) * ch + ln * slot, bb, st.b[j as usize][ln as usize] as u64);
+                            }
+                        }
+                    }
+                    let item = input.fields().pack(&[&wa, &wb, &[gr.steps.len() as u32], &[gr.last as u32]]);
+                    input.push(item);
+                    steps_total += gr.steps.len() as u64 + 1;
+                }
+                rows.extend(t.rows.iter().map(|&mr| (mr, t.cols.clone())));
+            }
+            let budget = 1000 + (steps_total + tiles.len() as u64 * (r + c) as u64 * 4) * 20;
+            (vec![input], 0, ["row", "c"], budget)
+        };
+        let out = StreamSink::find(sim, &format!("{prefix}out"), &out_fields)?
+            .seed(seed)
+            .pace(Pace::random_or_steady(stalls.map(|s| s.out_pct)))
+            .expect(Expect::Items(rows.len()));
+        let out_c0 = if ws || cfg.c0_add { Some(port("out_c0_i")?) } else { None };
+        let stats = match (cfg.stats, ws) {
+            (false, _) => None,
+            (true, true) => Some((port("stat_useful_o")?, port("stat_gated_o")?, None)),
+            (true, false) => Some((port("stat_useful_o")?, port("stat_gated_o")?, Some(port("stat_skipped_o")?))),
+        };
+        Ok(SystolicDriver {
+            name: format!("{prefix}systolic"),
+            inputs,
+            skipped,
+            out,
+            rows,
+            lasts,
+            c: c0.clone(),
+            c0,
+            out_c0,
+            wc0: vec![0u32; (c * acc).div_ceil(32) as usize],
+            c0_for: None,
+            stats,
+            r: r as usize,
+            acc,
+            signed: cfg.a_type.signed() || cfg.b_type.signed(),
+            ws,
+            budget,
         })
-        .collect();
-    let packed_a: Vec<Vec<u32>> = vectors
-        .iter()
-        .map(|(_, v)| {
-            let mut w = vec![0u32; (r * ch).div_ceil(32) as usize];
-            for (i, lanes) in v.a.iter().enumerate() {
-                for (ln, &x) in lanes.iter().enumerate() {
-                    put(&mut w, i as u32 * ch + ln as u32 * slot, ab, x as u64);
+    }
+
+    /// The outcome once the bench has run: C, the cycles (OS: first group
+    /// taken to last row; WS: first weight row taken to last row,
+    /// inclusive) and the counters, final a few cycles after the last step.
+    pub fn outcome(&self, sim: &mut Sim) -> Outcome {
+        let last_out = self.out.cycles().last().copied().unwrap_or(0);
+        let cycles = self.inputs[0].taken().first().map_or(0, |f| last_out - f + self.ws as u64);
+        sim.idle(if self.ws { 5 } else { 6 });
+        let (useful_macs, gated_products) = self.stats.map_or((0, 0), |(u, g, _)| (sim.get(u), sim.get(g)));
+        // Without `stats` no counts are reported (see `comparable`), the
+        // WS sequencer's included.
+        let skipped_ksteps = match self.stats {
+            None => 0,
+            Some((_, _, Some(s))) => sim.get(s),
+            Some((_, _, None)) => self.skipped,
+        };
+        Outcome { c: self.c.clone(), cycles, useful_macs, gated_products, skipped_ksteps }
+    }
+
+    /// Takes the result row `k` just received into C.
+    fn take_row(&mut self, k: usize) -> Result<(), String> {
+        if self.ws {
+            let last = self.out.field_u64(k, 0) == 1;
+            if last != self.lasts[k] {
+                return Err(format!("row {k} (matrix row {:?}): out_last_o is {} where the vector's last is {}", self.rows[k].0, last as u8, self.lasts[k]));
+            }
+        } else {
+            let (r, row) = (self.r, self.out.field_u64(k, 0) as usize);
+            if row != k % r {
+                return Err(format!("tile {}: row {row} came out where row {} was due", k / r, k % r));
+            }
+        }
+        let (mr, cols) = &self.rows[k];
+        if let Some(mr) = mr {
+            let words = self.out.field(k, 1);
+            for (j, col) in cols.iter().enumerate() {
+                if let Some(nc) = col {
+                    self.c[*mr][*nc] = acc_value(take(words, j as u32 * self.acc, self.acc), self.acc, self.signed);
                 }
             }
-            w
-        })
-        .collect();
-    let mut wc0 = vec![0u32; (c * acc).div_ceil(32) as usize];
-    let mut c0_for: Option<usize> = None;
+        }
+        Ok(())
+    }
+}
 
-    sim.reset(rst, 2);
+impl Agent for SystolicDriver {
+    fn name(&self) -> &str {
+        &self.name
+    }
 
-    let (mut next_w, mut next_a, mut next_out) = (0usize, 0usize, 0usize);
-    let (mut offer_w, mut offer_a) = (false, false);
-    let mut first_in: Option<u64> = None;
-    let mut last_out = 0u64;
-    let mut words = Vec::new();
-    let limit = sim.cycle() + 1000 + (weights.len() + vectors.len()) as u64 * (r + c + 4) as u64 * 20;
-    let timer = LoopTimer::start(&sim);
-    while next_out < vectors.len() {
-        if sim.cycle() > limit {
-            let msg = format!(
-                "the RTL stopped making progress: {next_out} of {} rows out, {next_w} of {} weight rows and {next_a} vectors in",
-                vectors.len(),
-                weights.len()
-            );
-            return Err(fail(&mut sim, msg));
+    fn drive(&mut self, sim: &mut Sim) {
+        for i in &mut self.inputs {
+            i.drive(sim);
         }
-        let now = sim.cycle();
-        if !offer_w && next_w < weights.len() && !stall.hold_input() {
-            offer_w = true;
-            sim.set_words(w_in, &packed_w[next_w]);
-        }
-        if !offer_a && next_a < vectors.len() && !stall.hold_input() {
-            offer_a = true;
-            sim.set_words(a_in, &packed_a[next_a]);
-            sim.set(a_last, vectors[next_a].1.last as u64);
-        }
-        sim.set(w_valid, offer_w as u64);
-        sim.set(a_valid, offer_a as u64);
-        let ready = !stall.hold_output();
-        sim.set(out_ready, ready as u64);
-        // The accumulator port answers with the running sums of the row due
-        // (they change only when that row comes out).
-        if c0_for != Some(next_out) {
-            wc0.fill(0);
-            if let Some((ti, v)) = vectors.get(next_out) {
-                for (j, col) in tiles[*ti].cols.iter().enumerate() {
+        self.out.drive(sim);
+        // `out_c0_i` answers for the row due: OS, C0 of its place; WS, the
+        // running sums of its output row (they change only when a row of
+        // that output row comes out).
+        let due = self.out.items().len();
+        if let (Some(p), true) = (self.out_c0, self.c0_for != Some(due)) {
+            self.wc0.fill(0);
+            if let Some((Some(mr), cols)) = self.rows.get(due) {
+                let src = if self.ws { &self.c } else { &self.c0 };
+                for (j, col) in cols.iter().enumerate() {
                     if let Some(nc) = col {
-                        put(&mut wc0, j as u32 * acc, acc, sums[v.row][*nc] as u64);
+                        put(&mut self.wc0, j as u32 * self.acc, self.acc, src[*mr][*nc] as u64);
                     }
                 }
             }
-            sim.set_words(out_c0, &wc0);
-            c0_for = Some(next_out);
+            sim.set_words(p, &self.wc0);
+            self.c0_for = Some(due);
         }
-        sim.eval();
-        if offer_w && sim.get(w_ready) == 1 {
-            first_in.get_or_insert(now);
-            offer_w = false;
-            next_w += 1;
-        }
-        if offer_a && sim.get(a_ready) == 1 {
-            offer_a = false;
-            next_a += 1;
-        }
-        if ready && sim.get(out_valid) == 1 {
-            let (ti, v) = vectors[next_out];
-            if (sim.get(out_last) == 1) != v.last {
-                let msg = format!(
-                    "row {next_out} (tile {ti}, matrix row {}): out_last_o is {} where the vector's last is {}",
-                    v.row,
-                    sim.get(out_last),
-                    v.last
-                );
-                return Err(fail(&mut sim, msg));
-            }
-            sim.get_words(out_c, &mut words);
-            for (j, col) in tiles[ti].cols.iter().enumerate() {
-                if let Some(nc) = col {
-                    sums[v.row][*nc] = acc_value(take(&words, j as u32 * acc, acc), acc, signed);
-                }
-            }
-            last_out = now;
-            next_out += 1;
-        }
-        sim.tick();
     }
-    // The counters are final 5 cycles after the last vector issued.
-    sim.set(w_valid, 0);
-    sim.set(a_valid, 0);
-    sim.idle(5);
-    let outcome = Outcome {
-        c: sums,
-        cycles: first_in.map_or(0, |f| last_out - f + 1),
-        useful_macs: counters.map_or(0, |(u, _)| sim.get(u)),
-        gated_products: counters.map_or(0, |(_, g)| sim.get(g)),
-        // Without `stats` no counts are reported (see `comparable`), the
-        // sequencer's included.
-        skipped_ksteps: if cfg.stats { skipped } else { 0 },
-    };
-    sim.trace_close();
-    Ok((outcome, timer.stats(&sim)))
+
+    fn sample(&mut self, sim: &Sim) -> Result<(), String> {
+        for i in &mut self.inputs {
+            i.sample(sim)?;
+        }
+        let k = self.out.items().len();
+        self.out.sample(sim)?;
+        if self.out.items().len() > k {
+            self.take_row(k)?;
+        }
+        Ok(())
+    }
+
+    fn done(&self) -> bool {
+        self.out.done()
+    }
+
+    fn waiting(&self) -> String {
+        let inputs: Vec<String> = self.inputs.iter().map(|i| format!("{} {}", i.name(), i.waiting())).collect();
+        format!("result row {} ({})", self.out.waiting(), inputs.join(", "))
+    }
+
+    fn progress(&self) -> u64 {
+        self.inputs.iter().map(|i| i.progress()).sum::<u64>() + self.out.progress()
+    }
 }
 
 /// The model's outcome as a grid of these parameters reports it: without

@@ -7,7 +7,7 @@
 //! when stalled. Results, counters and `cycles` come back as the golden
 //! model's [`Outcome`]; every value is read off the RTL's ports.
 
-use super::{fail, mask, take, LoopTimer, ReadPort, RunStats};
+use super::{fail, hang, mask, take, LoopTimer, ReadPort, RunStats};
 use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
 use crate::models::texture::{self as model, Item, Op, OpResult, Outcome, Workload};
 use crate::rng::Rng;
@@ -293,11 +293,11 @@ pub fn run(
         }
         if c > limit || c > last_progress + quiet_limit {
             let msg = format!(
-                "timeout: the RTL stopped making progress at cycle {c}: {} of {n_results} results, {next} of {} script items taken, {texel_fetches} texel fetches",
+                "at cycle {c}: {} of {n_results} results, {next} of {} script items taken, {texel_fetches} texel fetches",
                 results.len(),
                 script.len()
             );
-            return Err(fail(&mut sim, msg));
+            return Err(hang(&mut sim, msg));
         }
 
         // Driver: the first item not yet taken, on its own port.
@@ -306,8 +306,10 @@ pub fn run(
             values = item_values(&script[next], p, &mut junk);
             let fields = ports.item_fields();
             if let Some((f, v)) = fields.iter().zip(values).find_map(|(f, v)| v.filter(|&v| v > mask(f.width())).map(|v| (f, v))) {
+                // The workload, not the RTL, is at fault.
                 let msg = format!("script item {next} ({:?}): {v:#x} does not fit the {}-bit port #{}", script[next], f.width(), f.index());
-                return Err(fail(&mut sim, msg));
+                sim.trace_close();
+                return Err(CosimError::Io(msg));
             }
         }
         let item = offering.then(|| &script[next]);
