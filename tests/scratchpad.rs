@@ -41,3 +41,11 @@ fn formal_properties_are_proven() {
         eprintln!("scratchpad formal {name}: proven (induction length {k})");
     }
 }
+
+/// Write a point's files into `GPURTL_DUMP` (a directory), for reading.
+#[test]
+fn dump_default_when_asked() {
+    let Some(dir) = std::env::var_os("GPURTL_DUMP") else { return };
+    let files = gpurtl_gen::emit::files(&build(&ScratchpadParams::default()).unwrap());
+    gpurtl_gen::emit::write_all(std::path::Path::new(&dir), &files).unwrap();
+}
