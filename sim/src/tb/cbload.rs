@@ -218,10 +218,11 @@ pub fn view_memory(w: &Workload) -> Memory {
 /// The memory behind the block `<prefix>`: the AXI4 slave when the design
 /// has `<prefix>m_axi_arvalid` (`mem_if=axi4`), else the native responder
 /// on `<prefix>mem_req`/`<prefix>mem_rsp`. Without `env`, each request is
-/// answered `latency` cycles after it is taken.
+/// answered `latency` cycles after it is taken (through the AXI path: the
+/// memory's latency less the path's, [`super::axi_latency`]).
 pub fn memory_agent(sim: &Sim, prefix: &str, mem: SharedMemory, latency: u32, env: Option<Env>) -> Result<Box<dyn Agent>, CosimError> {
     if sim.port(&format!("{prefix}m_axi_arvalid")).is_ok() {
-        let mut a = AxiSlave::new(sim, &format!("{prefix}m_axi_"), mem, latency)?;
+        let mut a = AxiSlave::new(sim, &format!("{prefix}m_axi_"), mem, super::axi_latency(latency))?;
         if let Some(e) = env {
             a = a.random(AxiRandom {
                 seed: e.seed,

@@ -102,6 +102,22 @@ pub fn hang(sim: &mut Sim, msg: String) -> CosimError {
     CosimError::Hang(msg)
 }
 
+/// Cycles the arbiter and the AXI4 bridge of `mem_if = axi4` add to a read
+/// (docs/arbiter.md: a request taken at `c` reaches AR at `c+2`; a beat
+/// taken from R at `d` reaches the block at `d+1`).
+pub const AXI_PATH_CYCLES: u32 = 3;
+
+/// The deterministic AXI memory's latency for a run whose native memory
+/// latency is `native`: `native - 3` (at least 1), so that a block with one
+/// read port sees the latency its native runs see, and its cycles equal
+/// the model's (from 4 on; below that the arbiter and bridge alone take
+/// longer). Blocks whose ports share the AXI read channel (texture's banks,
+/// the command processor's two fetchers) see the same latency per beat but
+/// one beat a cycle between them.
+pub fn axi_latency(native: u32) -> u32 {
+    native.saturating_sub(AXI_PATH_CYCLES).max(1)
+}
+
 /// All ones in the low `bits` bits (`bits` <= 64).
 pub fn mask(bits: u32) -> u64 {
     if bits >= 64 {
