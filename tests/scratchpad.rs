@@ -2,11 +2,76 @@
 //! points that differ in shape, the properties proven, and block RAM on both
 //! FPGA families.
 
+use gpurtl_gen::rtl_engine::compile_design;
 use gpurtl_gen::tools;
 use gpurtl_hw::blocks::scratchpad::build;
 use gpurtl_params::scratchpad::ScratchpadParams;
 use gpurtl_params::BlockParams;
-use gpurtl_tests::{generated, lint_and_synth_clean};
+use gpurtl_sim::models::scratchpad as model;
+use gpurtl_sim::rng::Rng;
+use gpurtl_sim::tb::scratchpad::{self as tb, Env};
+use gpurtl_tests::{failure_dir, generated, lint_and_synth_clean, seeds};
+
+/// Seeds per cosimulation point (`GPURTL_SEED=N` runs one).
+const SEEDS: u64 = 200;
+
+/// Random phases at `p`: every other seed with ports that offer back to
+/// back and take at once, where the whole output (cycles, conflict waits)
+/// must equal the model's, and some of those with a read and a write of
+/// one word in a phase (the read held back a cycle, seen only there); the
+/// rest with random holds and back-pressure, where every word read must.
+fn cosim(name: &str, p: &ScratchpadParams) -> u64 {
+    p.validate().expect("test point is valid");
+    let compiled = compile_design(&build(p).unwrap()).expect("verilator build");
+    let mut waits = 0;
+    for seed in seeds(SEEDS) {
+        let mut rng = Rng::new(seed * 6007 + p.banks as u64 * 13 + p.read_ports as u64);
+        let exact = seed % 2 == 0;
+        let hazards = exact && seed % 4 == 0;
+        let (phases, per_port) = (1 + rng.below(4) as usize, 1 + rng.below(10) as usize);
+        let w = model::random_workload(&mut rng, p, phases, per_port, hazards);
+        let env = (!exact).then(|| Env { seed, req_stall: rng.below(60) as u32, rsp_stall: rng.below(60) as u32 });
+        let want = model::run(p, &w);
+        waits += want.counters.conflict_waits;
+        let problem = match tb::run(&compiled, p, &w, env, None) {
+            Err(e) => Some(format!("the RTL run failed: {e}")),
+            Ok((got, _)) => {
+                let same = if exact {
+                    got == want
+                } else {
+                    got.phases.iter().zip(&want.phases).all(|(g, m)| g.reads == m.reads && g.writes == m.writes)
+                };
+                (!same).then(|| format!("\n  model: {}\n  rtl:   {}", model::output_json(p, &want), model::output_json(p, &got)))
+            }
+        };
+        if let Some(problem) = problem {
+            let vcd = failure_dir().join(format!("scratchpad_{name}_seed{seed}.vcd"));
+            let _ = tb::run(&compiled, p, &w, env, Some(&vcd));
+            panic!(
+                "scratchpad {name} seed {seed} (env {env:?}): {problem}\n  waveform: {}\n  reproduce: GPURTL_SEED={seed} cargo test --release --test scratchpad",
+                vcd.display()
+            );
+        }
+    }
+    waits
+}
+
+#[test]
+fn cosim_points() {
+    let points = [
+        ("default", ScratchpadParams::default()),
+        ("small", preset("small")),
+        ("one_bank_bytes", ScratchpadParams { banks: 1, words: 16, data_bits: 8, read_ports: 1, write_ports: 1 }),
+        ("many_ports", ScratchpadParams { banks: 2, words: 32, data_bits: 64, read_ports: 4, write_ports: 3 }),
+    ];
+    for (name, p) in points {
+        let waits = cosim(name, &p);
+        eprintln!("scratchpad cosim {name}: {waits} conflict waits");
+        if p.read_ports + p.write_ports > 2 && std::env::var_os("GPURTL_SEED").is_none() {
+            assert!(waits > 0, "{name}: the random workloads never met a bank conflict");
+        }
+    }
+}
 
 fn preset(name: &str) -> ScratchpadParams {
     ScratchpadParams::presets().into_iter().find(|(n, _)| *n == name).unwrap().1

@@ -33,7 +33,7 @@ use std::fmt;
 #[macro_export]
 macro_rules! for_each_block {
     ($callback:ident) => {
-        $callback!(compress, cbload, systolic, scheduler, texture, cmdproc);
+        $callback!(compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad);
     };
 }
 
@@ -71,9 +71,6 @@ macro_rules! block_modules {
     ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
 }
 for_each_block!(block_modules);
-// Blocks being built, not yet in the block list.
-pub mod arbiter;
-pub mod scratchpad;
 
 param_enum! {
     /// How a block that reads memory reaches it (docs/memory.md, `mem_if`).

@@ -4,9 +4,6 @@ macro_rules! block_modules {
     ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
 }
 gpurtl_params::for_each_block!(block_modules);
-// Blocks being built, not yet in the block list.
-pub mod arbiter;
-pub mod scratchpad;
 
 /// `mem_if = axi4`: blocks behind the arbiter and its AXI4 bridge.
 pub mod memif;

@@ -14,16 +14,18 @@
 //! Files: `stream.rs` (valid/ready source and sink), `native.rs` (the
 //! handles of a native memory port), `responder.rs` (native memory slave:
 //! read and write), `master.rs` (native memory masters), `axi.rs` (AXI4
-//! slave memory).
+//! slave memory), `monitor.rs` (a passive watcher).
 
 mod axi;
 mod master;
+mod monitor;
 mod native;
 mod responder;
 mod stream;
 
 pub use axi::{AxiRandom, AxiSlave};
 pub use master::{NativeMaster, ReadRequest, WriteBurst};
+pub use monitor::Monitor;
 pub use native::NativePort;
 pub use responder::{AddrMap, MemRandom, MemResponder};
 pub use stream::{Expect, StreamSink, StreamSource};
