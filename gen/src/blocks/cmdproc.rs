@@ -56,6 +56,13 @@ impl BlockDef for Cmdproc {
     fn text_input(_p: &CmdprocParams, text: &str) -> Option<Result<Value>> {
         Some(pm4::run_input(text).map_err(|e| Error::Bad(pm4::errors_text(&e))))
     }
+    fn unmodeled(p: &Self::Params) -> &'static [&'static str] {
+        if p.mem_if == gpurtl_params::MemIf::Axi4 {
+            &["cycles"]
+        } else {
+            &[]
+        }
+    }
     fn model(p: &CmdprocParams, w: &Workload) -> Outcome {
         model::run(p, w)
     }

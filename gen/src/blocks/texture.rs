@@ -43,6 +43,13 @@ impl BlockDef for TextureUnit {
     fn parse_input(p: &TextureParams, input: &Value) -> Result<Workload, InputErrors> {
         model::parse_input(input, p)
     }
+    fn unmodeled(p: &Self::Params) -> &'static [&'static str] {
+        if p.mem_if == gpurtl_params::MemIf::Axi4 {
+            &["cycles"]
+        } else {
+            &[]
+        }
+    }
     fn model(p: &TextureParams, w: &Workload) -> Outcome {
         model::run(p, w)
     }
