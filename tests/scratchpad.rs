@@ -114,3 +114,32 @@ fn dump_default_when_asked() {
     let files = gpurtl_gen::emit::files(&build(&ScratchpadParams::default()).unwrap());
     gpurtl_gen::emit::write_all(std::path::Path::new(&dir), &files).unwrap();
 }
+
+/// The banks are block RAM on both FPGA families: yosys maps the default
+/// scratchpad (4 banks of 512 x 32 bits) to DP16KD (ECP5) and SB_RAM40_4K
+/// (iCE40), with less than 5% of its bits in flip-flops.
+#[test]
+fn banks_map_to_block_ram() {
+    let p = ScratchpadParams::default();
+    let bits = (p.banks * p.words * p.data_bits) as u64;
+    let (dir, top, vs) = generated(&build(&p).unwrap());
+    for (arch, ram, ff) in [("ecp5", "DP16KD", "TRELLIS_FF"), ("ice40", "SB_RAM40_4K", "SB_DFF")] {
+        let script = format!("read_verilog {}; synth_{arch} -top {top}; stat", vs.join(" "));
+        let out = std::process::Command::new("yosys").current_dir(dir.path()).args(["-p", &script]).output().expect("yosys runs");
+        let log = String::from_utf8_lossy(&out.stdout);
+        let text = log.rsplit("Printing statistics").next().unwrap_or("");
+        let count = |cell: &str| -> u64 {
+            text.lines()
+                .filter_map(|l| {
+                    let mut w = l.split_whitespace();
+                    let (name, n) = (w.next()?, w.next()?);
+                    name.starts_with(cell).then(|| n.parse::<u64>().ok()).flatten()
+                })
+                .sum()
+        };
+        let (rams, ffs) = (count(ram), count(ff));
+        eprintln!("scratchpad {arch}: {rams} {ram}, {ffs} flip-flops for {bits} bits");
+        assert!(rams > 0, "{arch}: no {ram} in\n{text}");
+        assert!(ffs * 20 < bits, "{arch}: {ffs} flip-flops, 5% of {bits} bits or more");
+    }
+}
