@@ -87,9 +87,12 @@ fn points() -> Vec<(&'static str, ArbiterParams)> {
     ]
 }
 
+/// Lint and synthesis at the points that differ in structure; the wide and
+/// page points (their response queues are thousands of flip-flops) are
+/// cosimulated, and the parameter-space test lints random points.
 #[test]
 fn verilator_lint_and_yosys_are_clean() {
-    for (name, p) in points() {
+    for (name, p) in points().into_iter().filter(|(n, _)| !matches!(*n, "wide" | "page")) {
         p.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
         lint_and_synth_clean(&format!("arbiter {name}"), &build(&p).unwrap());
     }
