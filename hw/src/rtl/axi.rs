@@ -57,7 +57,6 @@ pub fn bridge(name: &str, rd: Option<Native>, wr: Option<(Native, u32)>, axi: Ax
     let err_o = b.output("axi_err_o", 1, "sticky: an R beat or B response other than OKAY was taken");
     let db = axi.data_bits / 8;
     let size = Expr::lit(3, clog2(db as u64) as u64);
-    let iw = axi.id_bits;
     // Fixed attributes of every burst, on the address channels in use.
     for (ch, used) in [("ar", rd.is_some()), ("aw", wr.is_some())] {
         if !used {
@@ -72,71 +71,11 @@ pub fn bridge(name: &str, rd: Option<Native>, wr: Option<(Native, u32)>, axi: Ax
     }
     let mut errs = Vec::new();
 
-    // ---- read: AR register and the pending second piece ----
     match (&rdp, rd) {
-        (Some(p), Some(s)) => {
-            let (ar, r) = (m.ch("ar").clone(), m.ch("r").clone());
-            let ar_valid = b.reg("ar_valid_q", 1, 0);
-            let p2_valid = b.reg("p2_valid_q", 1, 0);
-            let ar_fire = b.let_("ar_fire", &ar_valid.and(&ar.ready));
-            let ready = b.let_("rd_take_ready", &ar_valid.not().or(&ar.ready).and(&p2_valid.not()));
-            b.assign(&p.req().ready, &ready);
-            let take = b.let_("rd_take", &p.req().valid.and(&ready));
-            let (addr, tag) = (p.req().field("addr"), p.req().field("tag"));
-            let ar_addr = b.reg_noreset("ar_addr_q", axi.addr_bits);
-            let ar_len = b.reg_noreset("ar_len_q", 8);
-            let ar_id = b.pipe("ar_id_q", &tag.zext(iw), &take);
-            if s.len_bits > 0 {
-                let len = p.req().field("len");
-                let pc = pieces(&mut b, "rd", &addr, &len, db);
-                let p2_addr = b.pipe("p2_addr_q", &pc.second_addr, &take);
-                let p2_len = b.pipe("p2_len_q", &pc.second_len, &take);
-                b.assert_always("p2_on_page", &p2_valid.not().or(&p2_addr.slice(11, 0).eq_lit(0)), "a pending second piece starts a 4 KB page");
-                b.next(&ar_addr, &take.mux(&addr, &p2_addr), Some(&take.or(&ar_fire)));
-                b.next(&ar_len, &take.mux(&pc.first_len.zext(8), &p2_len.zext(8)), Some(&take.or(&ar_fire)));
-                b.next(&p2_valid, &take.mux(&pc.split, &Expr::bit(false)), Some(&take.or(&ar_fire)));
-                b.next(&ar_valid, &take.or(&p2_valid), Some(&take.or(&ar_fire)));
-            } else {
-                b.next(&ar_addr, &addr, Some(&take));
-                b.next(&ar_len, &Expr::zero(8), Some(&take));
-                b.next(&p2_valid, &Expr::bit(false), None);
-                b.next(&ar_valid, &take, Some(&take.or(&ar_fire)));
-            }
-            b.assign(&ar.valid, &ar_valid);
-            b.assign(&ar.field("addr"), &ar_addr);
-            b.assign(&ar.field("len"), &ar_len);
-            b.assign(&ar.field("id"), &ar_id);
-            b.assert_held("ar_held", &ar_valid, &ar.ready, &[ar_addr.clone(), ar_len.clone(), ar_id.clone()], "AR: valid and payload held until ready");
-            b.assert_always("ar_no_4k", &ar_valid.not().or(&no_crossing(&ar_addr, &ar_len, db)), "AR: no burst crosses a 4 KB boundary");
-            // R: every beat goes back with its ID as the tag.
-            b.assign(&p.rsp().valid, &r.valid);
-            b.assign(&p.rsp().field("data"), &r.field("data"));
-            let tw = p.rsp().field("tag").width();
-            b.assign(&p.rsp().field("tag"), &r.field("id").slice(tw - 1, 0));
-            b.assign(&r.ready, &p.rsp().ready);
-            if iw > tw {
-                b.waive_unused(&r.field("id"), "IDs above the sources' tags are never issued");
-            }
-            b.waive_unused(&r.field("last"), "beats are counted by the sources, not by RLAST");
-            errs.push(r.valid.and(&r.ready).and(&r.field("resp").any()));
-            // The slave answers only IDs with beats outstanding.
-            let ow = bits_for(255 * 2 + 1) + 8;
-            let outs: Vec<Expr> = (0..1u64 << tw.min(4))
-                .map(|j| {
-                    let o = b.formal_reg(&format!("rd_out{j}"), ow);
-                    let add = ar_fire.and(&ar_id.eq_lit(j)).mux(&ar_len.zext(ow).add(&Expr::lit(ow, 1)), &Expr::zero(ow));
-                    let sub = r.valid.and(&r.ready).and(&r.field("id").eq_lit(j)).zext(ow);
-                    b.formal_next(&o, &rst.mux(&Expr::zero(ow), &o.add(&add).sub(&sub)));
-                    o
-                })
-                .collect();
-            let cur = select(&r.field("id").slice(tw.min(4) - 1, 0), &outs);
-            b.assume_always("r_outstanding", &r.valid.not().or(&cur.eq_lit(0).not()), "the slave sends R beats only for an ID with beats outstanding");
-        }
+        (Some(p), Some(s)) => read_side(&mut b, p, &m, s, axi, &rst, &mut errs),
         _ => b.tie_off(&m, &["ar", "r"], "no read sources"),
     }
 
-    // ---- write: AW and W registers, the burst's pieces, B by ID ----
     match (&wrp, wr) {
         (Some(p), Some((s, outstanding))) => write_side(&mut b, p, &m, s, outstanding, axi, &rst, &mut errs),
         _ => b.tie_off(&m, &["aw", "w", "b"], "no write sources"),
@@ -147,6 +86,71 @@ pub fn bridge(name: &str, rd: Option<Native>, wr: Option<(Native, u32)>, axi: Ax
     b.next(&err, &err.or(&any_err), None);
     b.assign(&err_o, &err);
     b.finish()
+}
+
+/// The read half of the bridge (see [`bridge`]): the AR register and the
+/// pending second piece of a split request; R beats back with their ID as
+/// the tag.
+fn read_side(b: &mut ModuleBuilder, p: &Bus, m: &Bus, s: Native, axi: Axi, rst: &Expr, errs: &mut Vec<Expr>) {
+    let db = axi.data_bits / 8;
+    let iw = axi.id_bits;
+    let (ar, r) = (m.ch("ar").clone(), m.ch("r").clone());
+    let ar_valid = b.reg("ar_valid_q", 1, 0);
+    let p2_valid = b.reg("p2_valid_q", 1, 0);
+    let ar_fire = b.let_("ar_fire", &ar_valid.and(&ar.ready));
+    let ready = b.let_("rd_take_ready", &ar_valid.not().or(&ar.ready).and(&p2_valid.not()));
+    b.assign(&p.req().ready, &ready);
+    let take = b.let_("rd_take", &p.req().valid.and(&ready));
+    let (addr, tag) = (p.req().field("addr"), p.req().field("tag"));
+    let ar_addr = b.reg_noreset("ar_addr_q", axi.addr_bits);
+    let ar_len = b.reg_noreset("ar_len_q", 8);
+    let ar_id = b.pipe("ar_id_q", &tag.zext(iw), &take);
+    if s.len_bits > 0 {
+        let len = p.req().field("len");
+        let pc = pieces(b, "rd", &addr, &len, db);
+        let p2_addr = b.pipe("p2_addr_q", &pc.second_addr, &take);
+        let p2_len = b.pipe("p2_len_q", &pc.second_len, &take);
+        b.assert_always("p2_on_page", &p2_valid.not().or(&p2_addr.slice(11, 0).eq_lit(0)), "a pending second piece starts a 4 KB page");
+        b.next(&ar_addr, &take.mux(&addr, &p2_addr), Some(&take.or(&ar_fire)));
+        b.next(&ar_len, &take.mux(&pc.first_len.zext(8), &p2_len.zext(8)), Some(&take.or(&ar_fire)));
+        b.next(&p2_valid, &take.mux(&pc.split, &Expr::bit(false)), Some(&take.or(&ar_fire)));
+        b.next(&ar_valid, &take.or(&p2_valid), Some(&take.or(&ar_fire)));
+    } else {
+        b.next(&ar_addr, &addr, Some(&take));
+        b.next(&ar_len, &Expr::zero(8), Some(&take));
+        b.next(&p2_valid, &Expr::bit(false), None);
+        b.next(&ar_valid, &take, Some(&take.or(&ar_fire)));
+    }
+    b.assign(&ar.valid, &ar_valid);
+    b.assign(&ar.field("addr"), &ar_addr);
+    b.assign(&ar.field("len"), &ar_len);
+    b.assign(&ar.field("id"), &ar_id);
+    b.assert_held("ar_held", &ar_valid, &ar.ready, &[ar_addr.clone(), ar_len.clone(), ar_id.clone()], "AR: valid and payload held until ready");
+    b.assert_always("ar_no_4k", &ar_valid.not().or(&no_crossing(&ar_addr, &ar_len, db)), "AR: no burst crosses a 4 KB boundary");
+    // R: every beat goes back with its ID as the tag.
+    b.assign(&p.rsp().valid, &r.valid);
+    b.assign(&p.rsp().field("data"), &r.field("data"));
+    let tw = p.rsp().field("tag").width();
+    b.assign(&p.rsp().field("tag"), &r.field("id").slice(tw - 1, 0));
+    b.assign(&r.ready, &p.rsp().ready);
+    if iw > tw {
+        b.waive_unused(&r.field("id"), "IDs above the sources' tags are never issued");
+    }
+    b.waive_unused(&r.field("last"), "beats are counted by the sources, not by RLAST");
+    errs.push(r.valid.and(&r.ready).and(&r.field("resp").any()));
+    // The slave answers only IDs with beats outstanding.
+    let ow = bits_for(255 * 2 + 1) + 8;
+    let outs: Vec<Expr> = (0..1u64 << tw.min(4))
+        .map(|j| {
+            let o = b.formal_reg(&format!("rd_out{j}"), ow);
+            let add = ar_fire.and(&ar_id.eq_lit(j)).mux(&ar_len.zext(ow).add(&Expr::lit(ow, 1)), &Expr::zero(ow));
+            let sub = r.valid.and(&r.ready).and(&r.field("id").eq_lit(j)).zext(ow);
+            b.formal_next(&o, &rst.mux(&Expr::zero(ow), &o.add(&add).sub(&sub)));
+            o
+        })
+        .collect();
+    let cur = select(&r.field("id").slice(tw.min(4) - 1, 0), &outs);
+    b.assume_always("r_outstanding", &r.valid.not().or(&cur.eq_lit(0).not()), "the slave sends R beats only for an ID with beats outstanding");
 }
 
 /// The write half of the bridge (see [`bridge`]).
