@@ -12,7 +12,6 @@ gpurtl_params::for_each_block!(block_modules);
 pub mod arbiter;
 pub mod scratchpad;
 
-mod bytemem;
 
 /// A malformed input file: where (a path like `ops[2].src`), what was found,
 /// what is allowed.
