@@ -211,9 +211,11 @@ impl CmdprocDriver {
     }
 
     /// Rings a few more doorbells while `busy_o` is 1 (`IGNORED` must count
-    /// them); set before the bench runs.
+    /// them); set before the bench runs. Not through AXI4 (no `wr` port):
+    /// there `busy_o` stays 1 while the writes are answered after the unit
+    /// is idle, when a doorbell starts a run.
     pub fn extra_doorbells(mut self, on: bool) -> CmdprocDriver {
-        self.extra = on;
+        self.extra = on && self.wr.is_some();
         self
     }
 

@@ -292,7 +292,9 @@ impl CmdprocDriver {
             }
         }
         let ok = match ctx.addr {
-            reg::STATUS if ctx.busy => v == reg::STATUS_BUSY,
+            reg::STATUS if ctx.busy && self.wr.is_some() => v == reg::STATUS_BUSY,
+            // Through AXI4 busy_o also waits for the writes' responses.
+            reg::STATUS if ctx.busy => v == reg::STATUS_BUSY || v == reg::STATUS_DONE || v == reg::STATUS_ERROR,
             reg::STATUS => v == 0 || v == reg::STATUS_DONE || v == reg::STATUS_ERROR,
             reg::IRQ_STATUS => v <= 3 && ctx.irq == (v & ctx.irq_enable != 0),
             reg::CMD_COUNT => v as u64 == ctx.traces & 0xFFFF_FFFF,
