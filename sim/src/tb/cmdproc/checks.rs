@@ -241,7 +241,7 @@ impl CmdprocDriver {
             let bytes = 4 * b.data.len();
             let on: Vec<usize> = (0..bytes).filter(|&i| b.strobed(i)).collect();
             let j = on.first().map_or(0, |&i| i / 4);
-            if on.len() != 4 || on[0] % 4 != 0 || on[3] != on[0] + 3 {
+            if on.len() != 4 || !on[0].is_multiple_of(4) || on[3] != on[0] + 3 {
                 return Err(format!("an AXI write beat at {:#x} (cycle {}) strobes bytes {on:?}; each must strobe one dword", b.addr, b.cycle));
             }
             dwords.push((b.addr.wrapping_sub(base).wrapping_add(4 * j as u64) as u32, b.data[j], b.cycle));
