@@ -126,6 +126,16 @@ impl Memory {
         self.write(addr, data);
     }
 
+    /// Copies `other` into this memory `offset` bytes up: every 4 KB page
+    /// `other` has written, whole (its zeros too), so a composed design's
+    /// memory can hold each block's image in a region of its own (regions
+    /// apart by whole pages).
+    pub fn place(&mut self, other: &Memory, offset: u64) {
+        for (&page, bytes) in &other.pages {
+            self.write((page << PAGE_BITS).wrapping_add(offset), &bytes[..]);
+        }
+    }
+
     /// The first address in `addr..addr + want.len()` whose byte is not the
     /// one in `want`, with the byte found there.
     pub fn compare(&self, addr: u64, want: &[u8]) -> Option<(u64, u8)> {
@@ -212,5 +222,10 @@ mod tests {
         b.write(12_000, &[7]);
         assert_eq!(a.first_difference(&b, 0, 20_000), Some(12_000));
         assert_eq!(a.first_difference(&b, 0, 12_000), None);
+        // One image placed in a region of another.
+        let mut c = Memory::new();
+        c.load(0x10, &[9]);
+        c.place(&b, 0x10_0000);
+        assert_eq!((c.byte(0x10), c.byte(0x10_0000 + 8001), c.byte(0x10_0000 + 12_000)), (9, 2, 7));
     }
 }

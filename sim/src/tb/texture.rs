@@ -215,6 +215,8 @@ pub struct TextureDriver {
     script: Vec<Item>,
     kinds: Vec<OpKind>,
     format: Format,
+    /// The workload's ops (`n_ops`) and conv section, for the outcome.
+    w: Workload,
     next: usize,
     offering: bool,
     values: [Option<u64>; 9],
@@ -267,6 +269,7 @@ impl TextureDriver {
             kinds,
             script,
             format: w.texture.format,
+            w: w.clone(),
             next: 0,
             offering: false,
             values: [None; 9],
@@ -288,7 +291,8 @@ impl TextureDriver {
     /// when there are none: a composed design's shared memory port),
     /// `reg_writes_o`, and `cycles`, from the first cycle the driver drove
     /// to its last handshake. Fails if `idle_o` is low.
-    pub fn outcome(&self, sim: &mut Sim, w: &Workload) -> Result<Outcome, CosimError> {
+    pub fn outcome(&self, sim: &mut Sim) -> Result<Outcome, CosimError> {
+        let w = &self.w;
         sim.eval();
         if sim.get(self.ports.idle) != 1 {
             return Err(fail(sim, format!("{}: idle_o is low at the end, after the last result", self.name)));
@@ -496,7 +500,7 @@ pub fn run(
     let mut agents: Vec<&mut dyn Agent> = vec![&mut driver];
     agents.extend(memory.iter_mut().map(|m| &mut **m as &mut dyn Agent));
     bench.run(&mut sim, &mut agents)?;
-    let outcome = driver.outcome(&mut sim, w)?;
+    let outcome = driver.outcome(&mut sim)?;
     sim.trace_close();
     Ok((outcome, timer.stats(&sim)))
 }
