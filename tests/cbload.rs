@@ -29,14 +29,22 @@ fn points() -> Vec<(&'static str, CbloadParams)> {
     ]
 }
 
+/// Cosimulation over `SEEDS` random workloads; every fourth seed with
+/// fixed latency and no stalls, so cycles must match too. With `mem_if =
+/// axi4` the memory is the AXI4 slave agent: the other seeds with random
+/// latency, AR readiness, R gaps (cycles not compared), the fixed-latency
+/// ones with latency at least 4, where the AXI path gives the model's
+/// cycles exactly (one read port: the arbiter and bridge add 3 cycles that
+/// the slave's latency gives back).
 fn cosim(name: &str, p: &CbloadParams) {
     p.validate().expect("test point is valid");
+    let axi = p.mem_if == gpurtl_params::MemIf::Axi4;
     let cfg = p.clone();
     let compiled = compile_design(&build(p).unwrap()).expect("verilator build");
     let (mut instrs, mut errors) = (0, [0usize; 5]);
     for seed in seeds(SEEDS) {
         let mut rng = Rng::new(seed * 104_729 + p.reg_bits as u64 + p.regs as u64);
-        let lat = 1 + rng.below(12) as u32;
+        let lat = if axi && seed % 4 == 0 { 4 + rng.below(9) as u32 } else { 1 + rng.below(12) as u32 };
         let n = 1 + rng.below(12) as usize;
         let w = tb::random_workload(&mut rng, &cfg, n, lat);
         // Every fourth seed: fixed latency, no stalls, so cycles must match.
@@ -76,7 +84,7 @@ fn cosim(name: &str, p: &CbloadParams) {
             let vcd = failure_dir().join(format!("cbload_{name}_seed{seed}.vcd"));
             let _ = tb::run(&compiled, &cfg, &w, env, Some(&vcd));
             panic!(
-                "cbload {name} seed {seed} (env {env:?}): {problem}\n  waveform: {}\n  reproduce: GPURTL_SEED={seed} cargo test --release --test cbload",
+                "cbload {name} seed {seed} (env {env:?}): {problem}\n  waveform: {}\n  reproduce: GPURTL_SEED={seed} cargo test --release --test cbload cosim_{name}",
                 vcd.display()
             );
         }
@@ -112,6 +120,12 @@ fn cosim_wide() {
 fn cosim_ice40() {
     let (n, p) = &points()[4];
     cosim(n, p)
+}
+/// The default point with `mem_if = axi4`, behind the AXI4 slave agent.
+#[test]
+fn cosim_axi4() {
+    let p = CbloadParams { mem_if: gpurtl_params::MemIf::Axi4, ..CbloadParams::default() };
+    cosim("axi4", &p)
 }
 
 /// A burst streams one beat per cycle once the pipe is full: N registers

@@ -12,6 +12,7 @@ use gpurtl_tests::{failure_dir, seeds};
 use std::collections::BTreeSet;
 
 const SEEDS: u64 = 500;
+const AXI_SEEDS: u64 = 200;
 
 fn points() -> Vec<(&'static str, CmdprocParams)> {
     let pr = CmdprocParams::presets();
@@ -92,15 +93,25 @@ fn compare(name: &str, seed: u64, want: &Outcome, got: &Outcome, exact_cycles: b
     ))
 }
 
+/// Cosimulation over random workloads. Native memory: `SEEDS` seeds, every
+/// fourth with fixed latency and no stalls, so cycles must match too.
+/// `mem_if = axi4`: `AXI_SEEDS` seeds, every one through the AXI4 slave
+/// agent with random latency, readiness, R/B gaps and reordering across the
+/// two fetchers' IDs (and every 20th also through the deterministic slave);
+/// every field but `cycles` (BUSY_CYCLES: the fetchers share the AXI read
+/// channel, so the model's timing does not apply) must match, the writes
+/// read from the slave's write log.
 fn cosim(name: &str, p: &CmdprocParams) {
     p.validate().expect("test point is valid");
+    let axi = p.mem_if == gpurtl_params::MemIf::Axi4;
+    let n_seeds = if axi { AXI_SEEDS } else { SEEDS };
     let compiled = compile_design(&build(p).unwrap()).expect("verilator build");
     let mut reached = Reached::default();
-    for seed in seeds(SEEDS) {
+    for seed in seeds(n_seeds) {
         let mut rng = Rng::new(seed * 7_919 + p.fetch_bits as u64 + p.nesting as u64);
         let lat = 1 + rng.below(24) as u32;
         // Every fourth seed: fixed latency, no stalls, so cycles must match.
-        let stalled = seed % 4 != 0;
+        let stalled = seed % 4 != 0 || axi;
         let env = stalled.then(|| random_env(&mut rng, seed));
         // Every eighth seed: two or three runs in one simulation (the
         // doorbell restarts after an error), extra doorbells while busy.
@@ -112,6 +123,11 @@ fn cosim(name: &str, p: &CmdprocParams) {
             Err(e) => Some(format!("{name} seed {seed}: the RTL run failed: {e}")),
             Ok((outs, _)) => wants.iter().zip(outs).find_map(|(w, g)| compare(name, seed, w, g, !stalled)),
         };
+        let problem = problem.or_else(|| match (axi && seed % 20 == 0).then(|| tb::run_many(&compiled, p, &ws, None, runs > 1, None)) {
+            Some(Err(e)) => Some(format!("{name} seed {seed}: the RTL run through the deterministic slave failed: {e}")),
+            Some(Ok((outs, _))) => wants.iter().zip(&outs).find_map(|(w, g)| compare(name, seed, w, g, false)),
+            None => None,
+        });
         if let Some(problem) = problem {
             let vcd = failure_dir().join(format!("cmdproc_{name}_seed{seed}.vcd"));
             let _ = tb::run_many(&compiled, p, &ws, env, runs > 1, Some(&vcd));
@@ -129,7 +145,7 @@ fn cosim(name: &str, p: &CmdprocParams) {
         assert!(reached.opcodes.is_superset(&all_ops), "{name}: opcodes reached {:x?}", reached.opcodes);
         let causes: BTreeSet<&str> = Cause::ALL.iter().map(|c| c.name()).collect();
         assert_eq!(reached.causes, causes, "{name}: causes reached");
-        assert!(reached.done > SEEDS as usize / 4 && reached.prims > 0 && reached.writes > 0, "{name}: done {} prims {} writes {}", reached.done, reached.prims, reached.writes);
+        assert!(reached.done > n_seeds as usize / 4 && reached.prims > 0 && reached.writes > 0, "{name}: done {} prims {} writes {}", reached.done, reached.prims, reached.writes);
     }
 }
 
@@ -163,6 +179,13 @@ fn cosim_narrow() {
 fn cosim_deep() {
     let (n, p) = &points()[5];
     cosim(n, p)
+}
+/// The default point with `mem_if = axi4`: both fetchers and the writes
+/// through one AXI4 master, behind the AXI4 slave agent.
+#[test]
+fn cosim_axi4() {
+    let p = CmdprocParams { mem_if: gpurtl_params::MemIf::Axi4, ..CmdprocParams::default() };
+    cosim("axi4", &p)
 }
 
 /// A type-3 packet: header and payload.

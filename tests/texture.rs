@@ -4,7 +4,7 @@
 use gpurtl_gen::rtl_engine::compile_design;
 use gpurtl_hw::blocks::texture::build;
 use gpurtl_params::texture::{AddressMode, Broadcast, Format, TextureParams};
-use gpurtl_params::BlockParams;
+use gpurtl_params::{BlockParams, MemIf};
 use gpurtl_sim::models::texture::{self as model, Kernel, Level, Op, OpResult, Texture, Workload};
 use gpurtl_sim::rng::Rng;
 use gpurtl_sim::tb::texture::{self as tb, TexStalls};
@@ -40,8 +40,15 @@ struct Reach {
     fetches: u64,
 }
 
+/// Cosimulation over `SEEDS` random workloads. Native memory: every fourth
+/// seed without stalls, so cycles must match too. `mem_if = axi4`: every
+/// seed through the AXI4 slave agent with random latency, AR readiness, R
+/// gaps and reordering across the banks' IDs; every field but `cycles` must
+/// match (the banks share the AXI read channel, one beat a cycle, so the
+/// model's timing does not apply).
 fn cosim(name: &str, p: &TextureParams) {
     p.validate().expect("test point is valid");
+    let axi = p.mem_if == MemIf::Axi4;
     let compiled = compile_design(&build(p).unwrap()).expect("verilator build");
     let mut reach = Reach::default();
     let (lo, hi) = p.offset_range();
@@ -49,11 +56,13 @@ fn cosim(name: &str, p: &TextureParams) {
         let mut rng = Rng::new(seed * 7919 + p.banks as u64 * 31 + p.max_size as u64);
         let n = 1 + rng.below(10) as usize;
         let w = model::random_workload(&mut rng, p, n);
-        // Every fourth seed: no stalls, so cycles must match too.
-        let stalls = (seed % 4 != 0).then(|| TexStalls {
+        // Every fourth seed: no stalls, so cycles must match too (native);
+        // through AXI4, no stalls on the unit's own ports then.
+        let quiet = seed % 4 == 0;
+        let stalls = (!quiet || axi).then(|| TexStalls {
             seed,
-            in_pct: rng.below(60) as u32,
-            out_pct: rng.below(60) as u32,
+            in_pct: if quiet { 0 } else { rng.below(60) as u32 },
+            out_pct: if quiet { 0 } else { rng.below(60) as u32 },
             mem_ready_pct: rng.below(60) as u32,
             mem_delay_max: rng.below(8) as u32,
         });
@@ -97,11 +106,20 @@ fn cosim(name: &str, p: &TextureParams) {
                 })
             }
         };
+        // Through AXI4, now and then the deterministic slave too (what
+        // `gpurtl run` uses): the same results.
+        let problem = problem.or_else(|| {
+            (axi && seed % 20 == 0).then(|| tb::run(&compiled, p, &w, None, None)).and_then(|got| match got {
+                Err(e) => Some(format!("the RTL run without stalls failed: {e}")),
+                Ok((got, _)) => (got.results != want.results || got.texel_fetches != want.texel_fetches || got.register_writes != want.register_writes)
+                    .then(|| format!("without stalls: results, fetches or writes differ: {got:?}")),
+            })
+        });
         if let Some(problem) = problem {
             let vcd = failure_dir().join(format!("texture_{name}_seed{seed}.vcd"));
             let _ = tb::run(&compiled, p, &w, stalls, Some(&vcd));
             panic!(
-                "texture {name} seed {seed} (stalls {stalls:?}): {problem}\n  waveform: {}\n  reproduce: GPURTL_SEED={seed} cargo test --release --test texture",
+                "texture {name} seed {seed} (stalls {stalls:?}): {problem}\n  waveform: {}\n  reproduce: GPURTL_SEED={seed} cargo test --release --test texture cosim_{name}",
                 vcd.display()
             );
         }
@@ -134,6 +152,13 @@ fn cosim_one_bank() {
 fn cosim_two_banks() {
     let (n, p) = &points()[3];
     cosim(n, p)
+}
+/// The default point with `mem_if = axi4`: the banks interleaved in one
+/// memory behind the AXI4 slave agent.
+#[test]
+fn cosim_axi4() {
+    let p = TextureParams { mem_if: MemIf::Axi4, ..TextureParams::default() };
+    cosim("axi4", &p)
 }
 
 fn grey(w: u32, h: u32) -> Texture {

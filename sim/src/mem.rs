@@ -1,5 +1,7 @@
-//! One sparse byte-addressed memory, shared by the testbench agents (and,
-//! later, the models) so a composed design's blocks see one memory image.
+//! One sparse byte-addressed memory, shared by the testbench agents (so a
+//! composed design's blocks see one memory image) and the golden models'
+//! memory images (cmdproc's dword runs, texture's interleaved banks, the
+//! arbiter's and the scratchpad's reference memories).
 //! Pages are allocated on first write; unwritten bytes read 0. Addresses
 //! are u64 and wrap at 2^64.
 
@@ -102,9 +104,36 @@ impl Memory {
         }
     }
 
+    /// The `n` bytes at `addr`.
+    pub fn bytes(&self, addr: u64, n: usize) -> Vec<u8> {
+        let mut out = vec![0u8; n];
+        self.read(addr, &mut out);
+        out
+    }
+
+    /// Byte `i` of `data` to `addr + i` where `strobes[i]` is set.
+    pub fn write_strobed(&mut self, addr: u64, data: &[u8], strobes: &[bool]) {
+        assert_eq!(data.len(), strobes.len(), "one strobe a byte");
+        for (i, (&b, &s)) in data.iter().zip(strobes).enumerate() {
+            if s {
+                self.write(addr.wrapping_add(i as u64), &[b]);
+            }
+        }
+    }
+
     /// Loads `data` at `addr` (a region of an image).
     pub fn load(&mut self, addr: u64, data: &[u8]) {
         self.write(addr, data);
+    }
+
+    /// Copies `other` into this memory `offset` bytes up: every 4 KB page
+    /// `other` has written, whole (its zeros too), so a composed design's
+    /// memory can hold each block's image in a region of its own (regions
+    /// apart by whole pages).
+    pub fn place(&mut self, other: &Memory, offset: u64) {
+        for (&page, bytes) in &other.pages {
+            self.write((page << PAGE_BITS).wrapping_add(offset), &bytes[..]);
+        }
     }
 
     /// The first address in `addr..addr + want.len()` whose byte is not the
@@ -174,6 +203,8 @@ mod tests {
         assert_eq!(m.read_words(0, 8), vec![0xee33_ee11, 0x88ee_66ee]);
         m.write_beat(0, 8, &[0, 0], None);
         assert_eq!(m.read_words(0, 8), vec![0, 0]);
+        m.write_strobed(2, &[1, 2, 3], &[true, false, true]);
+        assert_eq!(m.bytes(1, 5), vec![0, 1, 0, 3, 0]);
         // Strobe bits past the first word of a 64-byte beat.
         m.write_beat(0x1000, 64, &[0xffff_ffff; 16], Some(&[0, 1 << 31]));
         assert_eq!(m.byte(0x1000 + 63), 0xff);
@@ -191,5 +222,10 @@ mod tests {
         b.write(12_000, &[7]);
         assert_eq!(a.first_difference(&b, 0, 20_000), Some(12_000));
         assert_eq!(a.first_difference(&b, 0, 12_000), None);
+        // One image placed in a region of another.
+        let mut c = Memory::new();
+        c.load(0x10, &[9]);
+        c.place(&b, 0x10_0000);
+        assert_eq!((c.byte(0x10), c.byte(0x10_0000 + 8001), c.byte(0x10_0000 + 12_000)), (9, 2, 7));
     }
 }

@@ -9,7 +9,6 @@ macro_rules! block_modules {
 }
 gpurtl_params::for_each_block!(block_modules);
 
-mod bytemem;
 
 /// A malformed input file: where (a path like `ops[2].src`), what was found,
 /// what is allowed.

@@ -1,12 +1,12 @@
 //! One testbench per block: drives the generated RTL through the harness,
 //! with random back-pressure, and returns results in the model's format.
-//! The cbload, compress, systolic and scheduler testbenches are built from
-//! the protocol agents of [`agents`] (a block driver plus stream and memory
-//! agents on one [`agents::Bench`]); texture and cmdproc still run loops of
-//! their own. What they share is here: stall settings, run statistics,
-//! packing values into port words, and giving up with the waveform closed.
+//! Every testbench is built from the protocol agents of [`agents`]: a
+//! block driver (with a port prefix) plus stream and memory agents on one
+//! [`agents::Bench`]. What they share is here: stall settings, run
+//! statistics, the AXI path's latency, packing values into port words, and
+//! giving up with the waveform closed.
 
-use crate::cosim::{CosimError, PortHandle, Sim};
+use crate::cosim::{CosimError, Sim};
 
 macro_rules! block_modules {
     ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
@@ -59,32 +59,6 @@ impl LoopTimer {
             loop_ticks: sim.cycle() - self.first_tick,
             loop_seconds: self.start.elapsed().as_secs_f64(),
         }
-    }
-}
-
-/// The ports of a memory read port `<name>_req_*` / `<name>_rsp_*` (valid,
-/// ready and address of a request; valid, ready and data of an in-order
-/// answer), as the blocks declare them with `stream_out`/`stream_in`.
-#[derive(Clone, Copy, Debug)]
-pub struct ReadPort {
-    pub req_valid: PortHandle,
-    pub req_ready: PortHandle,
-    pub req_addr: PortHandle,
-    pub rsp_valid: PortHandle,
-    pub rsp_ready: PortHandle,
-    pub rsp_data: PortHandle,
-}
-
-impl ReadPort {
-    pub fn find(s: &Sim, name: &str) -> Result<ReadPort, CosimError> {
-        Ok(ReadPort {
-            req_valid: s.port(&format!("{name}_req_valid_o"))?,
-            req_ready: s.port(&format!("{name}_req_ready_i"))?,
-            req_addr: s.port(&format!("{name}_req_addr_o"))?,
-            rsp_valid: s.port(&format!("{name}_rsp_valid_i"))?,
-            rsp_ready: s.port(&format!("{name}_rsp_ready_o"))?,
-            rsp_data: s.port(&format!("{name}_rsp_data_i"))?,
-        })
     }
 }
 

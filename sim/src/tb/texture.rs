@@ -1,18 +1,23 @@
-//! Testbench for the generated texture unit (docs/texture.md): the run
-//! driver of "The run driver" offers the script's configuration writes and
-//! operations one item at a time; `banks` in-order memories, filled with the
-//! laid-out texture (junk above each texel and past each bank's end), answer
-//! the read ports `mem_latency` cycles after each request (plus a random
-//! delay with stalls); a sink takes the results, with random back-pressure
-//! when stalled. Results, counters and `cycles` come back as the golden
-//! model's [`Outcome`]; every value is read off the RTL's ports.
+//! Testbench for the generated texture unit (docs/texture.md), built from
+//! agents: [`TextureDriver`] (the run driver of "The run driver", offering
+//! the script's configuration writes and operations one item at a time,
+//! and a sink on the results, with the unit's port checks) and the memory
+//! agents of [`memory_agents`] over one [`Memory`] holding the banks
+//! interleaved word by word ([`memory_image`]): a native responder a bank
+//! (`mem<b>`, in order, each bank's word `w` at byte `4*(w*banks + b)`),
+//! or, when the design has an AXI4 master (`m_axi_arvalid`), the AXI4
+//! slave on `m_axi_*`. Either way the read data has junk above each texel
+//! and past the layout. Results, counters and `cycles` come back as the
+//! golden model's [`Outcome`]; every value is read off the RTL's ports.
 
-use super::{fail, hang, mask, take, LoopTimer, ReadPort, RunStats};
+use super::agents::{agent_rng, shared, Agent, AxiRandom, AxiSlave, Bench, DataHook, Expect, MemRandom, MemResponder};
+use super::agents::{NativePort, Pace, SharedMemory, StreamSink};
+use super::{fail, mask, take, LoopTimer, RunStats};
 use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
+use crate::mem::Memory;
 use crate::models::texture::{self as model, Item, Op, OpResult, Outcome, Workload};
 use crate::rng::Rng;
 use gpurtl_params::texture::{Format, OpKind, Stitch, TextureParams};
-use std::collections::VecDeque;
 use std::path::Path;
 
 /// Randomized environment. Without one (what `gpurtl run` uses) every item
@@ -30,15 +35,19 @@ pub struct TexStalls {
     pub in_pct: u32,
     /// Percent of cycles `res_ready_i` is low.
     pub out_pct: u32,
-    /// Percent of cycles each bank's `mem<b>_req_ready_i` is low.
+    /// Percent of cycles each bank's `mem<b>_req_ready_i` is low (through
+    /// AXI4: ARREADY; half as often, no R beat although one is due).
     pub mem_ready_pct: u32,
     /// Each response comes a further 0..=`mem_delay_max` cycles (uniform)
-    /// after the `mem_latency` ones; responses stay in request order.
+    /// after the `mem_latency` ones; responses stay in request order (per
+    /// bank; through AXI4, the banks' bursts are reordered).
     pub mem_delay_max: u32,
 }
 
+/// The unit's ports under a prefix, and the memory request handshakes the
+/// driver counts as texel fetches: each bank's native request, or the AXI4
+/// master's AR (one a fetch) when the memory ports are under the prefix.
 struct Ports {
-    rst: PortHandle,
     cfg_valid: PortHandle,
     cfg_ready: PortHandle,
     cfg_addr: PortHandle,
@@ -52,44 +61,47 @@ struct Ports {
     op_channel: PortHandle,
     op_dx: PortHandle,
     op_dy: PortHandle,
-    mem: Vec<ReadPort>,
     res_valid: PortHandle,
-    res_ready: PortHandle,
-    res_kind: PortHandle,
-    res_data: PortHandle,
-    res_stitch: PortHandle,
-    res_subops: PortHandle,
     idle: PortHandle,
     reg_writes: PortHandle,
+    /// (valid, ready, name) of each memory request channel.
+    requests: Vec<(PortHandle, PortHandle, String)>,
 }
 
 impl Ports {
-    fn find(s: &Sim, banks: u32) -> Result<Ports, CosimError> {
-        let mem = (0..banks).map(|b| ReadPort::find(s, &format!("mem{b}"))).collect::<Result<Vec<_>, CosimError>>()?;
+    fn find(s: &Sim, prefix: &str, banks: u32) -> Result<Ports, CosimError> {
+        let port = |name: &str| s.port(&format!("{prefix}{name}"));
+        let axi = format!("{prefix}m_axi_");
+        let requests = if s.port(&format!("{axi}arvalid")).is_ok() {
+            vec![(s.port(&format!("{axi}arvalid"))?, s.port(&format!("{axi}arready"))?, format!("{axi}ar"))]
+        } else {
+            let mut r = Vec::new();
+            for b in 0..banks {
+                let name = format!("{prefix}mem{b}");
+                if let Ok(n) = NativePort::master(s, &name) {
+                    r.push((n.req_valid, n.req_ready, format!("bank {b}")));
+                }
+            }
+            r
+        };
         Ok(Ports {
-            rst: s.port("rst_i")?,
-            cfg_valid: s.port("cfg_valid_i")?,
-            cfg_ready: s.port("cfg_ready_o")?,
-            cfg_addr: s.port("cfg_addr_i")?,
-            cfg_data: s.port("cfg_data_i")?,
-            op_valid: s.port("op_valid_i")?,
-            op_ready: s.port("op_ready_o")?,
-            op_kind: s.port("op_kind_i")?,
-            op_u: s.port("op_u_i")?,
-            op_v: s.port("op_v_i")?,
-            op_level: s.port("op_level_i")?,
-            op_channel: s.port("op_channel_i")?,
-            op_dx: s.port("op_dx_i")?,
-            op_dy: s.port("op_dy_i")?,
-            mem,
-            res_valid: s.port("res_valid_o")?,
-            res_ready: s.port("res_ready_i")?,
-            res_kind: s.port("res_kind_o")?,
-            res_data: s.port("res_data_o")?,
-            res_stitch: s.port("res_stitch_o")?,
-            res_subops: s.port("res_subops_o")?,
-            idle: s.port("idle_o")?,
-            reg_writes: s.port("reg_writes_o")?,
+            cfg_valid: port("cfg_valid_i")?,
+            cfg_ready: port("cfg_ready_o")?,
+            cfg_addr: port("cfg_addr_i")?,
+            cfg_data: port("cfg_data_i")?,
+            op_valid: port("op_valid_i")?,
+            op_ready: port("op_ready_o")?,
+            op_kind: port("op_kind_i")?,
+            op_u: port("op_u_i")?,
+            op_v: port("op_v_i")?,
+            op_level: port("op_level_i")?,
+            op_channel: port("op_channel_i")?,
+            op_dx: port("op_dx_i")?,
+            op_dy: port("op_dy_i")?,
+            res_valid: port("res_valid_o")?,
+            idle: port("idle_o")?,
+            reg_writes: port("reg_writes_o")?,
+            requests,
         })
     }
 
@@ -106,28 +118,6 @@ impl Ports {
             self.op_dx,
             self.op_dy,
         ]
-    }
-}
-
-/// One bank of texture memory and its in-order read queue.
-struct Bank {
-    words: Vec<u32>,
-    /// Requests taken and not yet answered, oldest first: (the first cycle
-    /// the answer may be on `rsp_valid`, the word it carries).
-    queue: VecDeque<(u64, u32)>,
-    /// The head's answer is on the port (held until `rsp_ready_o`).
-    presenting: bool,
-}
-
-impl Bank {
-    /// The word at `addr`: the texel with junk in the bits above it, or all
-    /// junk past the bank's contents.
-    fn word(&self, addr: u64, junk_bits: u32, junk: &mut Rng) -> u32 {
-        let j = junk.next_u64() as u32;
-        match self.words.get(addr as usize) {
-            Some(&w) => w | (j & junk_bits),
-            None => j,
-        }
     }
 }
 
@@ -160,18 +150,19 @@ fn fetches_of(op: &Op) -> u64 {
     }
 }
 
-/// The result on the `res` port, for op `index` of kind `want`.
-fn read_result(sim: &Sim, ports: &Ports, p: &TextureParams, format: Format, want: OpKind, index: usize) -> Result<OpResult, String> {
-    let code = sim.get(ports.res_kind);
+/// Result `index` as the sink took it from the `res` port, for an op of
+/// kind `want`.
+fn read_result(res: &StreamSink, p: &TextureParams, format: Format, want: OpKind, index: usize) -> Result<OpResult, String> {
+    let code = res.field_u64(index, 0);
     let kind = OpKind::from_code(code).ok_or_else(|| format!("result {index}: res_kind_o = {code} is no kind"))?;
     if kind != want {
         return Err(format!("result {index}: res_kind_o says {kind:?} but op {index} is {want:?}"));
     }
     let lw = p.lane_bits();
-    let words = sim.words(ports.res_data);
+    let words = res.field(index, 1);
     let lanes: Vec<u64> = (0..4).map(|n| take(words, lw * n, lw)).collect();
-    let stitch = sim.get(ports.res_stitch);
-    let subops = sim.get(ports.res_subops);
+    let stitch = res.field_u64(index, 2);
+    let subops = res.field_u64(index, 3);
     if kind != OpKind::ConvQuad && (stitch != 0 || subops != 0) {
         return Err(format!("result {index} ({kind:?}): res_stitch_o = {stitch}, res_subops_o = {subops}; both must be 0"));
     }
@@ -209,6 +200,273 @@ fn read_result(sim: &Sim, ports: &Ports, p: &TextureParams, format: Format, want
     })
 }
 
+
+/// The run driver and the result sink of a texture unit whose ports are
+/// named `<prefix>...` (`""` for the unit on its own), with the unit's
+/// checks: `cfg_ready_o` = `idle_o`; idle exactly when every op taken has
+/// its result; `op_ready_o` low while a configuration write is offered;
+/// results decoded and checked as they are taken, none before its op and
+/// none after the last; no memory request (on the memory ports under the
+/// prefix) after the last result; `idle_o` high at the end.
+pub struct TextureDriver {
+    name: String,
+    p: TextureParams,
+    ports: Ports,
+    script: Vec<Item>,
+    kinds: Vec<OpKind>,
+    format: Format,
+    /// The workload's ops (`n_ops`) and conv section, for the outcome.
+    w: Workload,
+    next: usize,
+    offering: bool,
+    values: [Option<u64>; 9],
+    pace: Pace,
+    rng: Rng,
+    /// Junk on inputs that must not matter.
+    junk: Rng,
+    ops_taken: usize,
+    res: StreamSink,
+    results: Vec<OpResult>,
+    fetches: u64,
+    start: Option<u64>,
+    last_handshake: Option<u64>,
+    progress: u64,
+}
+
+impl TextureDriver {
+    /// The driver for workload `w` (its script, [`model::script`]). An item
+    /// value that does not fit its port is the workload's fault:
+    /// [`CosimError::Io`].
+    pub fn new(sim: &Sim, prefix: &str, p: &TextureParams, w: &Workload, stalls: Option<TexStalls>) -> Result<TextureDriver, CosimError> {
+        let ports = Ports::find(sim, prefix, p.banks)?;
+        let script = model::script(p, w);
+        let fields = ports.item_fields();
+        let mut probe = Rng::new(0);
+        for (i, item) in script.iter().enumerate() {
+            let values = item_values(item, p, &mut probe);
+            if let Some((f, v)) = fields.iter().zip(values).find_map(|(f, v)| v.filter(|&v| v > mask(f.width())).map(|v| (f, v))) {
+                let msg = format!("script item {i} ({item:?}): {v:#x} does not fit the {}-bit port #{}", f.width(), f.index());
+                return Err(CosimError::Io(msg));
+            }
+        }
+        let kinds: Vec<OpKind> = script
+            .iter()
+            .filter_map(|it| match it {
+                Item::Op { kind, .. } => Some(*kind),
+                Item::Cfg { .. } => None,
+            })
+            .collect();
+        let seed = stalls.map_or(0, |s| s.seed);
+        let name = format!("{prefix}texture");
+        let res = StreamSink::find(sim, &format!("{prefix}res"), &["kind", "data", "stitch", "subops"])?
+            .seed(seed)
+            .pace(Pace::random_or_steady(stalls.map(|s| s.out_pct)))
+            .expect(Expect::Items(kinds.len()));
+        Ok(TextureDriver {
+            p: p.clone(),
+            ports,
+            results: Vec::with_capacity(kinds.len()),
+            kinds,
+            script,
+            format: w.texture.format,
+            w: w.clone(),
+            next: 0,
+            offering: false,
+            values: [None; 9],
+            pace: Pace::random_or_steady(stalls.map(|s| s.in_pct)),
+            rng: agent_rng(seed, &name),
+            junk: agent_rng(seed, &format!("{name} junk")),
+            ops_taken: 0,
+            res,
+            fetches: 0,
+            start: None,
+            last_handshake: None,
+            progress: 0,
+            name,
+        })
+    }
+
+    /// The outcome once the bench has run: the results, the conv image,
+    /// the texel fetches counted on the memory ports under the prefix (0
+    /// when there are none: a composed design's shared memory port),
+    /// `reg_writes_o`, and `cycles`, from the first cycle the driver drove
+    /// to its last handshake. Fails if `idle_o` is low.
+    pub fn outcome(&self, sim: &mut Sim) -> Result<Outcome, CosimError> {
+        let w = &self.w;
+        sim.eval();
+        if sim.get(self.ports.idle) != 1 {
+            return Err(fail(sim, format!("{}: idle_o is low at the end, after the last result", self.name)));
+        }
+        let results = self.results.clone();
+        let image = model::conv_image(w, &results);
+        let cycles = match (self.start, self.last_handshake) {
+            (Some(s), Some(h)) => h - s + 1,
+            _ => 0,
+        };
+        Ok(Outcome { n_ops: w.ops.len(), results, image, texel_fetches: self.fetches, register_writes: sim.get(self.ports.reg_writes), cycles })
+    }
+
+    fn finished(&self) -> bool {
+        self.next == self.script.len() && self.results.len() == self.kinds.len()
+    }
+}
+
+impl Agent for TextureDriver {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn drive(&mut self, sim: &mut Sim) {
+        let now = sim.cycle();
+        self.start.get_or_insert(now);
+        if !self.offering && self.next < self.script.len() && !self.pace.stall(&mut self.rng, now) {
+            self.offering = true;
+            self.values = item_values(&self.script[self.next], &self.p, &mut self.junk);
+        }
+        let item = self.offering.then(|| &self.script[self.next]);
+        sim.set(self.ports.cfg_valid, matches!(item, Some(Item::Cfg { .. })) as u64);
+        sim.set(self.ports.op_valid, matches!(item, Some(Item::Op { .. })) as u64);
+        for (k, f) in self.ports.item_fields().into_iter().enumerate() {
+            let v = match (self.offering, self.values[k]) {
+                (true, Some(v)) => v,
+                _ => self.junk.next_u64() & mask(f.width()),
+            };
+            sim.set(f, v);
+        }
+        self.res.drive(sim);
+    }
+
+    fn sample(&mut self, sim: &Sim) -> Result<(), String> {
+        let now = sim.cycle();
+        let ports = &self.ports;
+        let is_cfg = self.offering && matches!(self.script[self.next], Item::Cfg { .. });
+        let (idle, cfg_ready) = (sim.get(ports.idle), sim.get(ports.cfg_ready));
+        if cfg_ready != idle {
+            return Err(format!("cfg_ready_o = {cfg_ready} but idle_o = {idle}; they must be equal"));
+        }
+        // Idle exactly when every op taken has given its result.
+        if (idle == 1) != (self.ops_taken == self.results.len()) {
+            return Err(format!("idle_o = {idle} with {} ops taken and {} results given", self.ops_taken, self.results.len()));
+        }
+        if is_cfg && sim.get(ports.op_ready) == 1 {
+            return Err("op_ready_o is high while cfg_valid_i is high".into());
+        }
+        let req = ports.requests.iter().find(|r| sim.get(r.0) == 1);
+        if self.finished() {
+            if let Some(r) = req {
+                return Err(format!("a read request on {} after the last of the {} results", r.2, self.kinds.len()));
+            }
+            if sim.get(ports.res_valid) == 1 {
+                return Err(format!("a result after the last of the {} results", self.kinds.len()));
+            }
+        }
+        if self.offering {
+            let taken = if is_cfg { cfg_ready == 1 } else { sim.get(ports.op_ready) == 1 };
+            if taken {
+                self.ops_taken += !is_cfg as usize;
+                self.offering = false;
+                self.next += 1;
+                self.last_handshake = Some(now);
+                self.progress += 1;
+            }
+        }
+        for r in &ports.requests {
+            if sim.get(r.0) == 1 && sim.get(r.1) == 1 {
+                self.fetches += 1;
+            }
+        }
+        let index = self.results.len();
+        self.res.sample(sim)?;
+        if self.res.items().len() > index {
+            if index >= self.ops_taken {
+                return Err(format!("result {index} before op {index} was taken ({} ops taken)", self.ops_taken));
+            }
+            self.results.push(read_result(&self.res, &self.p, self.format, self.kinds[index], index)?);
+            self.last_handshake = Some(now);
+            self.progress += 1;
+        }
+        Ok(())
+    }
+
+    fn done(&self) -> bool {
+        self.finished()
+    }
+
+    fn waiting(&self) -> String {
+        format!("{} of {} results, {} of {} script items taken, {} texel fetches", self.results.len(), self.kinds.len(), self.next, self.script.len(), self.fetches)
+    }
+
+    fn progress(&self) -> u64 {
+        self.progress + self.fetches
+    }
+}
+
+/// The workload's memory: the banks interleaved word by word, bank `b`'s
+/// word `w` the little-endian dword at byte `4*(w*banks + b)`
+/// ([`model::interleaved`]), zero elsewhere. The native banks read it
+/// through that map, the AXI4 slave as it is.
+pub fn memory_image(p: &TextureParams, w: &Workload) -> Memory {
+    model::interleaved(p, &w.texture)
+}
+
+/// Junk where the memory's contents must not matter: the bits of a word
+/// above its texel, and whole words past the layout (byte addresses of the
+/// interleaved image).
+fn junk_hook(p: &TextureParams, w: &Workload, seed: u64, name: &str) -> DataHook {
+    let format = w.texture.format;
+    // Texel bits: r8 8, r16 16, rgba8 32; the bits above get junk.
+    let junk_bits = !(mask(format.channel_bits() * format.channels()) as u32);
+    let words = model::bank_words(p, &w.texture).first().map_or(0, |b| b.len()) as u64;
+    let banks = p.banks as u64;
+    let mut junk = agent_rng(seed, &format!("{name} junk"));
+    Box::new(move |addr, data| {
+        let j = junk.next_u64() as u32;
+        data[0] = if addr / 4 / banks < words { data[0] | (j & junk_bits) } else { j };
+    })
+}
+
+/// The memory behind the unit `<prefix>`, over `mem` (holding
+/// [`memory_image`] at byte 0): the AXI4 slave on `<prefix>m_axi_*` when
+/// the design has `<prefix>m_axi_arvalid` (`mem_if=axi4`; deterministic
+/// latency [`super::axi_latency`] of the workload's), else a native
+/// responder on each bank `<prefix>mem<b>`. Junk above each texel and past
+/// the layout either way.
+pub fn memory_agents(sim: &Sim, prefix: &str, p: &TextureParams, w: &Workload, mem: SharedMemory, stalls: Option<TexStalls>) -> Result<Vec<Box<dyn Agent>>, CosimError> {
+    let seed = stalls.map_or(0, |s| s.seed);
+    let axi = format!("{prefix}m_axi_");
+    if sim.port(&format!("{axi}arvalid")).is_ok() {
+        let lat = super::axi_latency(w.mem_latency);
+        let mut a = AxiSlave::new(sim, &axi, mem, lat)?;
+        a = a.data_hook(junk_hook(p, w, seed, &axi));
+        if let Some(s) = stalls {
+            a = a.random(AxiRandom {
+                seed,
+                latency: (lat, lat + s.mem_delay_max),
+                ar_stall: s.mem_ready_pct,
+                aw_stall: 0,
+                w_stall: 0,
+                r_gap: s.mem_ready_pct / 2,
+                b_gap: 0,
+            });
+        }
+        return Ok(vec![Box::new(a)]);
+    }
+    let banks = p.banks as u64;
+    let mut agents: Vec<Box<dyn Agent>> = Vec::new();
+    for b in 0..banks {
+        let name = format!("{prefix}mem{b}");
+        let mut r = MemResponder::new(NativePort::master(sim, &name)?, mem.clone(), w.mem_latency)
+            .map(Box::new(move |word| 4 * (word * banks + b)))
+            .data_hook(junk_hook(p, w, seed, &name));
+        if let Some(s) = stalls {
+            let lat = w.mem_latency;
+            r = r.random(MemRandom { seed, latency: (lat, lat + s.mem_delay_max), req_stall: s.mem_ready_pct, rsp_stall: 0 });
+        }
+        agents.push(Box::new(r));
+    }
+    Ok(agents)
+}
+
 /// Run the workload's script through the RTL. `stalls`: random
 /// back-pressure and memory delay (`None` for `gpurtl run`). `vcd`: a
 /// waveform of the whole run.
@@ -220,215 +478,29 @@ pub fn run(
     vcd: Option<&Path>,
 ) -> Result<(Outcome, RunStats), CosimError> {
     let mut sim = compiled.start(vcd)?;
-    let ports = Ports::find(&sim, p.banks)?;
-    let script = model::script(p, w);
-    let kinds: Vec<OpKind> = script
-        .iter()
-        .filter_map(|it| match it {
-            Item::Op { kind, .. } => Some(*kind),
-            Item::Cfg { .. } => None,
-        })
-        .collect();
-    let n_results = kinds.len();
-    let format = w.texture.format;
-    // Texel bits: r8 8, r16 16, rgba8 32; the bits above get junk.
-    let junk_bits = !(mask(format.channel_bits() * format.channels()) as u32);
-    let mut banks: Vec<Bank> = model::bank_words(p, &w.texture)
-        .into_iter()
-        .map(|words| Bank { words, queue: VecDeque::new(), presenting: false })
-        .collect();
-    banks.resize_with(p.banks as usize, || Bank { words: Vec::new(), queue: VecDeque::new(), presenting: false });
-
-    let mut stall_rng = Rng::new(stalls.map_or(0, |s| s.seed));
-    let mut hold = |pct: fn(&TexStalls) -> u32| stalls.is_some_and(|s| stall_rng.chance(pct(&s)));
-    let mut delay_rng = Rng::new(stalls.map_or(0, |s| s.seed) ^ 0x3c6e_f372_fe94_f82b);
-    // Inputs that must not matter get junk: item fields off their handshake
-    // or unused by the op, memory data while no answer is on the port, and
-    // the bits of a memory word above its texel.
-    let mut junk = Rng::new(stalls.map_or(0, |s| s.seed) ^ 0xa54f_f53a_5f1d_36f1);
-
+    let rst = sim.port("rst_i")?;
+    let mut driver = match TextureDriver::new(&sim, "", p, w, stalls) {
+        Ok(d) => d,
+        Err(e) => {
+            sim.trace_close();
+            return Err(e);
+        }
+    };
+    let mut memory = memory_agents(&sim, "", p, w, shared(memory_image(p, w)), stalls)?;
+    sim.reset(rst, 2);
+    let timer = LoopTimer::start(&sim);
     let latency = w.mem_latency as u64;
     let max_delay = stalls.map_or(0, |s| s.mem_delay_max) as u64;
     let fetches: u64 = model::all_ops(w).iter().map(fetches_of).sum();
     let per_step = latency + max_delay + 5;
     // Far beyond any run: a livelock guard; and a shorter one for a run in
     // which nothing moves at all.
-    let limit = 1000 + 200 * (script.len() as u64 + fetches) * per_step;
-    let quiet_limit = 10_000 + 20 * per_step;
-
-    sim.set(ports.cfg_valid, 0);
-    sim.set(ports.op_valid, 0);
-    sim.set(ports.res_ready, 0);
-    for f in ports.item_fields() {
-        sim.set(f, 0);
-    }
-    for b in &ports.mem {
-        sim.set(b.req_ready, 0);
-        sim.set(b.rsp_valid, 0);
-        sim.set(b.rsp_data, 0);
-    }
-    sim.reset(ports.rst, 2);
-    let base = sim.cycle();
-    let timer = LoopTimer::start(&sim);
-
-    let mut results: Vec<OpResult> = Vec::with_capacity(n_results);
-    let mut next = 0usize;
-    let mut offering = false;
-    let mut values: [Option<u64>; 9] = [None; 9];
-    let mut ops_taken = 0usize;
-    let mut last_handshake: Option<u64> = None;
-    let mut last_progress = 0u64;
-    let mut texel_fetches = 0u64;
-    let drain = 2 * (latency + max_delay + 10);
-    // Set once the last result is taken: the cycle the quiet check ends.
-    let mut drain_end: Option<u64> = None;
-
-    loop {
-        let c = sim.cycle() - base;
-        if drain_end.is_none() && next == script.len() && results.len() == n_results {
-            drain_end = Some(c + drain);
-        }
-        if drain_end.is_some_and(|e| c >= e) {
-            break;
-        }
-        if c > limit || c > last_progress + quiet_limit {
-            let msg = format!(
-                "at cycle {c}: {} of {n_results} results, {next} of {} script items taken, {texel_fetches} texel fetches",
-                results.len(),
-                script.len()
-            );
-            return Err(hang(&mut sim, msg));
-        }
-
-        // Driver: the first item not yet taken, on its own port.
-        if !offering && next < script.len() && !hold(|s| s.in_pct) {
-            offering = true;
-            values = item_values(&script[next], p, &mut junk);
-            let fields = ports.item_fields();
-            if let Some((f, v)) = fields.iter().zip(values).find_map(|(f, v)| v.filter(|&v| v > mask(f.width())).map(|v| (f, v))) {
-                // The workload, not the RTL, is at fault.
-                let msg = format!("script item {next} ({:?}): {v:#x} does not fit the {}-bit port #{}", script[next], f.width(), f.index());
-                sim.trace_close();
-                return Err(CosimError::Io(msg));
-            }
-        }
-        let item = offering.then(|| &script[next]);
-        let is_cfg = matches!(item, Some(Item::Cfg { .. }));
-        let is_op = matches!(item, Some(Item::Op { .. }));
-        sim.set(ports.cfg_valid, is_cfg as u64);
-        sim.set(ports.op_valid, is_op as u64);
-        for (k, f) in ports.item_fields().into_iter().enumerate() {
-            let v = match (offering, values[k]) {
-                (true, Some(v)) => v,
-                _ => junk.next_u64() & mask(f.width()),
-            };
-            sim.set(f, v);
-        }
-
-        // Memory: each bank answers its head once due, held until taken.
-        let mut req_ready = [false; 4];
-        for (b, (bank, bp)) in banks.iter_mut().zip(&ports.mem).enumerate() {
-            req_ready[b] = !hold(|s| s.mem_ready_pct);
-            sim.set(bp.req_ready, req_ready[b] as u64);
-            if !bank.presenting && bank.queue.front().is_some_and(|&(due, _)| due <= c) {
-                bank.presenting = true;
-            }
-            sim.set(bp.rsp_valid, bank.presenting as u64);
-            let data = match bank.queue.front() {
-                Some(&(_, word)) if bank.presenting => word,
-                _ => junk.next_u64() as u32,
-            };
-            sim.set(bp.rsp_data, data as u64);
-        }
-        let res_ready = !hold(|s| s.out_pct);
-        sim.set(ports.res_ready, res_ready as u64);
-        sim.eval();
-
-        let idle = sim.get(ports.idle);
-        let cfg_ready = sim.get(ports.cfg_ready);
-        if cfg_ready != idle {
-            return Err(fail(&mut sim, format!("cycle {c}: cfg_ready_o = {cfg_ready} but idle_o = {idle}; they must be equal")));
-        }
-        // Idle exactly when every op taken has given its result.
-        let empty = ops_taken == results.len();
-        if (idle == 1) != empty {
-            return Err(fail(
-                &mut sim,
-                format!("cycle {c}: idle_o = {idle} with {ops_taken} ops taken and {} results given", results.len()),
-            ));
-        }
-        if is_cfg && sim.get(ports.op_ready) == 1 {
-            return Err(fail(&mut sim, format!("cycle {c}: op_ready_o is high while cfg_valid_i is high")));
-        }
-        if drain_end.is_some() {
-            let req = ports.mem.iter().position(|bp| sim.get(bp.req_valid) == 1);
-            if sim.get(ports.res_valid) == 1 || req.is_some() {
-                let what = match req {
-                    Some(b) => format!("a read request on bank {b}"),
-                    None => "a result".to_string(),
-                };
-                return Err(fail(&mut sim, format!("cycle {c}: {what} after the last of the {n_results} results")));
-            }
-        }
-
-        if offering {
-            let taken = if is_cfg { cfg_ready == 1 } else { sim.get(ports.op_ready) == 1 };
-            if taken {
-                ops_taken += is_op as usize;
-                offering = false;
-                next += 1;
-                last_handshake = Some(c);
-                last_progress = c;
-            }
-        }
-        for (b, (bank, bp)) in banks.iter_mut().zip(&ports.mem).enumerate() {
-            if req_ready[b] && sim.get(bp.req_valid) == 1 {
-                let addr = sim.get(bp.req_addr);
-                let extra = if max_delay > 0 { delay_rng.below(max_delay + 1) } else { 0 };
-                let word = bank.word(addr, junk_bits, &mut junk);
-                bank.queue.push_back((c + latency + extra, word));
-                texel_fetches += 1;
-                last_progress = c;
-            }
-            if bank.presenting && sim.get(bp.rsp_ready) == 1 {
-                bank.queue.pop_front();
-                bank.presenting = false;
-                last_progress = c;
-            }
-        }
-        if res_ready && sim.get(ports.res_valid) == 1 {
-            let index = results.len();
-            if index >= ops_taken {
-                return Err(fail(&mut sim, format!("cycle {c}: result {index} before op {index} was taken ({ops_taken} ops taken)")));
-            }
-            match read_result(&sim, &ports, p, format, kinds[index], index) {
-                Ok(r) => results.push(r),
-                Err(e) => return Err(fail(&mut sim, format!("cycle {c}: {e}"))),
-            }
-            last_handshake = Some(c);
-            last_progress = c;
-        }
-        sim.tick();
-    }
-
-    sim.eval();
-    if sim.get(ports.idle) != 1 {
-        return Err(fail(&mut sim, format!("idle_o is low {drain} cycles after the last result")));
-    }
-    if let Some((b, bank)) = banks.iter().enumerate().find(|(_, bank)| !bank.queue.is_empty()) {
-        let msg = format!("bank {b}: {} read responses were never taken", bank.queue.len());
-        return Err(fail(&mut sim, msg));
-    }
-    let register_writes = sim.get(ports.reg_writes);
+    let budget = 1000 + 200 * (driver.script.len() as u64 + fetches) * per_step;
+    let bench = Bench::new(budget).quiet(10_000 + 20 * per_step).drain(2 * (latency + max_delay + 10));
+    let mut agents: Vec<&mut dyn Agent> = vec![&mut driver];
+    agents.extend(memory.iter_mut().map(|m| &mut **m as &mut dyn Agent));
+    bench.run(&mut sim, &mut agents)?;
+    let outcome = driver.outcome(&mut sim)?;
     sim.trace_close();
-    let image = model::conv_image(w, &results);
-    let outcome = Outcome {
-        n_ops: w.ops.len(),
-        results,
-        image,
-        texel_fetches,
-        register_writes,
-        cycles: last_handshake.map_or(0, |h| h + 1),
-    };
     Ok((outcome, timer.stats(&sim)))
 }

@@ -6,7 +6,7 @@
 //! beats than are left to its 4 KB boundary (`out = axi4` only).
 
 use super::{beat_bytes, db, strobes, Counters, Region, Workload};
-use crate::models::bytemem::ByteMem;
+use crate::mem::Memory;
 use gpurtl_params::arbiter::{ArbiterParams, Out};
 use num_bigint::BigUint;
 
@@ -22,7 +22,7 @@ pub(super) struct Results {
 
 pub(super) fn results(p: &ArbiterParams, w: &Workload) -> Results {
     let db = db(p);
-    let mut before = ByteMem::new();
+    let mut before = Memory::new();
     for r in &w.memory {
         before.load(r.addr, &r.bytes);
     }
@@ -38,7 +38,7 @@ pub(super) fn results(p: &ArbiterParams, w: &Workload) -> Results {
                 counters.split_bursts += 1;
             }
             for j in 0..r.beats as u64 {
-                let bytes = before.read(r.addr + j * db, db as usize);
+                let bytes = before.bytes(r.addr + j * db, db as usize);
                 reads[k].push(BigUint::from_bytes_le(&bytes));
             }
         }
@@ -54,7 +54,7 @@ pub(super) fn results(p: &ArbiterParams, w: &Workload) -> Results {
                 counters.split_bursts += 1;
             }
             for (j, (d, s)) in b.data.iter().zip(&b.strb).enumerate() {
-                after.write(b.addr + j as u64 * db, &beat_bytes(p, d), &strobes(p, s));
+                after.write_strobed(b.addr + j as u64 * db, &beat_bytes(p, d), &strobes(p, s));
             }
             writes[k] += 1;
         }
@@ -63,7 +63,7 @@ pub(super) fn results(p: &ArbiterParams, w: &Workload) -> Results {
         .writes
         .iter()
         .flatten()
-        .map(|b| Region { addr: b.addr, bytes: after.read(b.addr, b.data.len() * db as usize) })
+        .map(|b| Region { addr: b.addr, bytes: after.bytes(b.addr, b.data.len() * db as usize) })
         .collect();
     Results { reads, writes, memory, counters }
 }

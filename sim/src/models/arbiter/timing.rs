@@ -5,7 +5,6 @@
 //! after edge `c - 1`), then every register takes its value at edge `c`.
 
 use super::{beat_bytes, db, strobes, Counters, Outcome, Region, Workload};
-use crate::models::bytemem::ByteMem;
 use gpurtl_params::arbiter::{ArbiterParams, Out};
 use num_bigint::BigUint;
 use std::collections::VecDeque;
@@ -113,7 +112,7 @@ struct MemW {
 struct Memory {
     l: u64,
     db: u64,
-    bytes: ByteMem,
+    bytes: crate::mem::Memory,
     /// Read bursts in AR order, not yet fully answered.
     rd: VecDeque<MemRd>,
     /// Write bursts in AW order whose beats have not all arrived.
@@ -136,7 +135,7 @@ impl Memory {
         if f.sent == 0 && c < f.t + self.l {
             return None;
         }
-        Some((f.id, self.bytes.read(f.addr + f.sent as u64 * self.db, self.db as usize)))
+        Some((f.id, self.bytes.bytes(f.addr + f.sent as u64 * self.db, self.db as usize)))
     }
 
     /// The R beat of `r_offer` is taken.
@@ -162,7 +161,7 @@ impl Memory {
             let beat = self.w.pop_front().unwrap();
             let bu = self.wr.front_mut().unwrap();
             let at = bu.addr + bu.got as u64 * self.db;
-            self.bytes.write(at, &beat.data, &beat.strb);
+            self.bytes.write_strobed(at, &beat.data, &beat.strb);
             bu.got += 1;
             let last = bu.got == bu.len + 1;
             assert_eq!(beat.last, last, "WLAST exactly on the last beat of each AW burst");
@@ -219,7 +218,7 @@ pub(super) fn simulate(p: &ArbiterParams, w: &Workload) -> (Outcome, Trace) {
     let mut mem = Memory {
         l: w.latency as u64,
         db: db(p),
-        bytes: ByteMem::new(),
+        bytes: crate::mem::Memory::new(),
         rd: VecDeque::new(),
         wr: VecDeque::new(),
         w: VecDeque::new(),
@@ -558,7 +557,7 @@ pub(super) fn simulate(p: &ArbiterParams, w: &Workload) -> (Outcome, Trace) {
     let memory = writes
         .iter()
         .flat_map(|l| l.iter())
-        .map(|bu| Region { addr: bu.addr, bytes: mem.bytes.read(bu.addr, bu.data.len() * dbu) })
+        .map(|bu| Region { addr: bu.addr, bytes: mem.bytes.bytes(bu.addr, bu.data.len() * dbu) })
         .collect();
     let cycles = match (first_req, last_rsp) {
         (Some(f), Some(l)) => l - f + 1,

@@ -32,7 +32,7 @@ impl<'a> Sim<'a> {
         let beat = self.pool[(k / self.f) as usize];
         let a = beat.wrapping_add(4 * (k % self.f));
         debug_assert_eq!(a, self.daddr.wrapping_add(4 * i));
-        self.mem.dword(a)
+        super::dword(&self.mem, a)
     }
 
     /// Feeds the packet its next dword `v` (taken in this cycle): `p_k`,

@@ -103,7 +103,27 @@ pub use io::{output_json, parse_input};
 pub use pm4::Record;
 pub use timing::run;
 
+use crate::mem::Memory;
 use gpurtl_params::cmdproc::Cause;
+
+/// The memory image of dword runs (a run's dword `i` at byte
+/// `(addr + 4i) mod 2^32`, little-endian), zero elsewhere.
+pub fn memory_image(runs: &[(u32, Vec<u32>)]) -> Memory {
+    let mut m = Memory::new();
+    for (a, d) in runs {
+        for (i, v) in d.iter().enumerate() {
+            m.write((a.wrapping_add((i as u32).wrapping_mul(4)) & !3) as u64, &v.to_le_bytes());
+        }
+    }
+    m
+}
+
+/// The dword of `m` holding byte `byte`.
+pub fn dword(m: &Memory, byte: u32) -> u32 {
+    let mut b = [0u8; 4];
+    m.read((byte & !3) as u64, &mut b);
+    u32::from_le_bytes(b)
+}
 
 /// The registers a run is started with (docs/cmdproc.md, "gpurtl run cmdproc").
 #[derive(Clone, Debug, PartialEq, Eq)]

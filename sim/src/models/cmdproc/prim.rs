@@ -45,7 +45,7 @@ impl<'a> Sim<'a> {
             if j.held > 0 {
                 let s = j.s as u64;
                 let addr = j.b.wrapping_add((j.next * s) as u32);
-                let w = self.mem.dword(addr);
+                let w = super::dword(&self.mem, addr);
                 let v = if j.s == 2 { (w >> (16 * ((addr >> 1) & 1))) & 0xFFFF } else { w };
                 self.commands[j.cmd].prims.push(v);
                 j.next += 1;

@@ -2,7 +2,8 @@
 //! packet-by-packet reading of the "Behaviour" section.
 
 use super::packet::{payload_count, IB_SIZE_MASK};
-use super::timing::Memory;
+use super::{dword, memory_image};
+use crate::mem::Memory;
 use super::*;
 use gpurtl_params::cmdproc::{CmdprocParams, Opcode};
 use serde_json::{json, Value};
@@ -592,7 +593,7 @@ impl Beh<'_> {
         let mut i = 0u32;
         while i < size {
             let ha = a.wrapping_add(4 * i);
-            let h = self.mem.dword(ha);
+            let h = dword(&self.mem, ha);
             let mut fail = |c: Cause| {
                 self.error = Some((c, ha));
                 false
@@ -616,7 +617,7 @@ impl Beh<'_> {
             if op == Opcode::IndirectBuffer && level == self.p.nesting {
                 return fail(Cause::Nesting);
             }
-            let pl: Vec<u32> = (0..n).map(|k| self.mem.dword(ha.wrapping_add(4 + 4 * k))).collect();
+            let pl: Vec<u32> = (0..n).map(|k| dword(&self.mem, ha.wrapping_add(4 + 4 * k))).collect();
             let bad = match op {
                 Opcode::SetContextReg => pl[0] as u64 + n as u64 - 1 > self.p.state_regs as u64,
                 _ => false,
@@ -655,7 +656,7 @@ impl Beh<'_> {
                 Opcode::DrawIndexOffset2 => {
                     for k in 0..pl[2] as u64 {
                         let at = self.w.registers.prim_base.wrapping_add(((pl[1] as u64 + k) * s) as u32);
-                        let d = self.mem.dword(at);
+                        let d = dword(&self.mem, at);
                         prims.push(if s == 2 { (d >> (8 * (at & 2))) & 0xFFFF } else { d });
                     }
                 }
@@ -692,7 +693,7 @@ type Behaviour = (Vec<Command>, Vec<u32>, Option<(Cause, u32)>, Vec<(u32, Vec<u3
 
 fn behave(p: &CmdprocParams, w: &Workload) -> Behaviour {
     let table = (0..p.state_regs as usize).map(|i| w.registers.state.get(i).copied().unwrap_or(0)).collect();
-    let mut b = Beh { p, w, mem: Memory::new(&w.memory), table, s: 4, id: 0, cmds: vec![], writes: vec![], error: None };
+    let mut b = Beh { p, w, mem: memory_image(&w.memory), table, s: 4, id: 0, cmds: vec![], writes: vec![], error: None };
     b.buffer(w.registers.cmd_base, w.registers.cmd_size / 4, 0);
     (b.cmds, b.table, b.error, b.writes)
 }

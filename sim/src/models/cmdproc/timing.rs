@@ -7,37 +7,19 @@ use super::packet::Packet;
 use super::prim::Job;
 use super::{Command, Outcome, Registers, Status, Workload};
 use gpurtl_params::cmdproc::{Cause, CmdprocParams};
-use std::collections::{HashMap, VecDeque};
+use super::memory_image;
+use crate::mem::Memory;
+use std::collections::VecDeque;
 
 /// A run longer than this is a bug of the model (the spec's machine always
 /// ends): `run` panics rather than loop for ever.
 const CYCLE_LIMIT: u64 = 1 << 28;
 
-/// Memory as the unit reads it: the contents at the doorbell (writes do not
-/// change what the unit reads). Keyed by dword byte address.
-pub(super) struct Memory {
-    words: HashMap<u32, u32>,
-}
-
-impl Memory {
-    pub(super) fn new(runs: &[(u32, Vec<u32>)]) -> Memory {
-        let mut words = HashMap::new();
-        for (a, d) in runs {
-            for (i, v) in d.iter().enumerate() {
-                words.insert(a.wrapping_add((i as u32).wrapping_mul(4)) & !3, *v);
-            }
-        }
-        Memory { words }
-    }
-    /// The dword holding byte `byte`.
-    pub(super) fn dword(&self, byte: u32) -> u32 {
-        self.words.get(&(byte & !3)).copied().unwrap_or(0)
-    }
-}
-
 /// The whole unit, register by register (docs/cmdproc.md, "Timing").
 pub(super) struct Sim<'a> {
     pub(super) p: &'a CmdprocParams,
+    /// Memory as the unit reads it: the contents at the doorbell (writes
+    /// do not change what the unit reads).
     pub(super) mem: Memory,
     pub(super) regs: &'a Registers,
     /// `F`, `BB`, `L`.
@@ -101,7 +83,7 @@ impl<'a> Sim<'a> {
         let table = (0..p.state_regs as usize).map(|i| regs.state.get(i).copied().unwrap_or(0)).collect();
         Sim {
             p,
-            mem: Memory::new(&w.memory),
+            mem: memory_image(&w.memory),
             regs,
             f,
             bb: 4 * f,

@@ -4,7 +4,7 @@
 //! with their strobes.
 
 use super::{db, reads_of, strobes, word_bytes, writes_of, Workload};
-use crate::models::bytemem::ByteMem;
+use crate::mem::Memory;
 use gpurtl_params::scratchpad::ScratchpadParams;
 use num_bigint::BigUint;
 
@@ -19,17 +19,17 @@ pub(super) struct Results {
 
 pub(super) fn results(p: &ScratchpadParams, w: &Workload) -> Results {
     let db = db(p) as usize;
-    let mut mem = ByteMem::new();
+    let mut mem = Memory::new();
     let (mut nreads, mut nwrites) = (0, 0);
     let mut phases = Vec::new();
     for ph in &w.phases {
         let reads: Vec<Vec<BigUint>> = (0..p.read_ports as usize)
-            .map(|k| reads_of(ph, k).iter().map(|&a| BigUint::from_bytes_le(&mem.read(a, db))).collect())
+            .map(|k| reads_of(ph, k).iter().map(|&a| BigUint::from_bytes_le(&mem.bytes(a, db))).collect())
             .collect();
         let mut writes = vec![0u64; p.write_ports as usize];
         for (k, n) in writes.iter_mut().enumerate() {
             for x in writes_of(ph, k) {
-                mem.write(x.addr, &word_bytes(p, &x.data), &strobes(p, x.strb));
+                mem.write_strobed(x.addr, &word_bytes(p, &x.data), &strobes(p, x.strb));
                 *n += 1;
             }
         }

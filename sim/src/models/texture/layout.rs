@@ -2,6 +2,7 @@
 //! word hold each texel.
 
 use super::Texture;
+use crate::mem::Memory;
 use gpurtl_params::texture::TextureParams;
 
 /// `bx`: 1 if banks >= 2.
@@ -58,4 +59,22 @@ pub fn bank_words(p: &TextureParams, t: &Texture) -> Vec<Vec<u32>> {
         }
     }
     banks
+}
+
+/// The banks in one byte-addressed memory, interleaved word by word (the
+/// `mem_if = axi4` layout, docs/memory.md): word `w` of bank `b` is the
+/// little-endian dword at byte `4 * (w * banks + b)`; bytes past the
+/// layout read 0.
+pub fn interleaved(p: &TextureParams, t: &Texture) -> Memory {
+    let banks = bank_words(p, t);
+    let total = banks.first().map_or(0, |b| b.len());
+    let mut bytes = Vec::with_capacity(4 * total * banks.len());
+    for w in 0..total {
+        for bank in &banks {
+            bytes.extend_from_slice(&bank[w].to_le_bytes());
+        }
+    }
+    let mut m = Memory::new();
+    m.load(0, &bytes);
+    m
 }

@@ -74,7 +74,7 @@ mod timing;
 mod tests;
 
 pub use io::{output_json, parse_input};
-pub use layout::{bank_words, level_bases};
+pub use layout::{bank_words, interleaved, level_bases};
 pub use random::random_workload;
 pub use script::{all_ops, script};
 

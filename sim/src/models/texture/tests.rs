@@ -512,6 +512,13 @@ fn layout_and_banks() {
     let p2 = TextureParams { banks: 2, ..p };
     assert_eq!(level_bases(&p2, &t), vec![0, 9]);
     assert_eq!(bank_words(&p2, &t)[1], vec![1, 3, 0, 6, 8, 0, 11, 13, 0, 101]);
+    // Interleaved: bank b's word w at byte 4 * (w * banks + b).
+    let m = crate::models::texture::interleaved(&p2, &t);
+    assert_eq!(m.read_words(0, 16), vec![0, 1, 2, 3]);
+    assert_eq!(m.read_words(4 * (9 * 2 + 1), 4), vec![101]);
+    assert_eq!(m.read_words(4 * 20, 4), vec![0]);
+    let m4 = crate::models::texture::interleaved(&TextureParams::default(), &t);
+    assert_eq!(m4.read_words(4 * (3 * 4 + 1), 4), vec![11]);
 }
 
 #[test]

@@ -4,10 +4,35 @@
 //! its read channels (AR, R) or only its write channels (AW, W, B); the ID
 //! ports and AxLOCK/AxCACHE/AxPROT/AxQOS may be absent.
 
-use super::{agent_rng, optional, set_junk, Agent, Fields, HoldCheck, SharedMemory};
+use super::{agent_rng, optional, set_junk, Agent, DataHook, Fields, HoldCheck, MemState, MemWatch, SharedMemory};
 use crate::cosim::{CosimError, PortHandle, Sim};
 use crate::rng::Rng;
+use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::rc::Rc;
+
+/// One W beat as the slave applied it to the memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteBeat {
+    /// The beat's byte address (its burst's address plus the beats before).
+    pub addr: u64,
+    /// The data and the byte strobes, as port words.
+    pub data: Vec<u32>,
+    pub strb: Vec<u32>,
+    /// The cycle of its W handshake.
+    pub cycle: u64,
+}
+
+impl WriteBeat {
+    /// Whether byte `i` of the beat is strobed.
+    pub fn strobed(&self, i: usize) -> bool {
+        self.strb.get(i / 32).is_some_and(|w| w >> (i % 32) & 1 == 1)
+    }
+}
+
+/// Every W beat a slave applied, in the order applied; shared, so a block's
+/// driver can read the writes that its block made.
+pub type WriteLog = Rc<RefCell<Vec<WriteBeat>>>;
 
 /// Randomized slave behaviour.
 #[derive(Clone, Copy, Debug)]
@@ -56,6 +81,7 @@ struct ReadBurst {
     id: u64,
     addr: u64,
     len: u64,
+    taken: u64,
     due: u64,
     /// Beats handed over so far.
     next: u64,
@@ -150,6 +176,10 @@ pub struct AxiSlave {
 /// What both sides share.
 struct Core {
     mem: SharedMemory,
+    log: WriteLog,
+    hook: Option<DataHook>,
+    watch: MemWatch,
+    last_r: Option<u64>,
     bytes: u64,
     size: u64,
     latency: u64,
@@ -220,6 +250,10 @@ impl AxiSlave {
         let core = Core {
             rng: agent_rng(0, &name),
             mem,
+            log: WriteLog::default(),
+            hook: None,
+            watch: MemWatch::default(),
+            last_r: None,
             bytes,
             size: bytes.trailing_zeros() as u64,
             latency: latency as u64,
@@ -234,6 +268,24 @@ impl AxiSlave {
         self.core.rng = agent_rng(r.seed, &self.name);
         self.core.random = Some(r);
         self
+    }
+
+    /// R data passes through `hook` (the beat's byte address, its words)
+    /// when the beat is first offered.
+    pub fn data_hook(mut self, hook: DataHook) -> AxiSlave {
+        self.core.hook = Some(hook);
+        self
+    }
+
+    /// The W beats applied so far (the log goes on growing as the slave runs).
+    pub fn write_log(&self) -> WriteLog {
+        self.core.log.clone()
+    }
+
+    /// Read bursts and write bursts owed, the oldest read burst and the
+    /// cycle of the last R beat taken, as of the last sample.
+    pub fn watch(&self) -> MemWatch {
+        self.core.watch.clone()
     }
 }
 
@@ -303,7 +355,9 @@ impl Core {
                 last as u8
             ));
         }
-        self.mem.borrow_mut().write_beat(b.addr + b.beats * self.bytes, self.bytes as usize, data, Some(strb));
+        let addr = b.addr + b.beats * self.bytes;
+        self.mem.borrow_mut().write_beat(addr, self.bytes as usize, data, Some(strb));
+        self.log.borrow_mut().push(WriteBeat { addr, data: data.to_vec(), strb: strb.to_vec(), cycle: t });
         b.beats += 1;
         if last {
             b.due = Some(b.t_aw.max(t) + self.latency());
@@ -321,7 +375,11 @@ impl ReadSide {
             if let Some(i) = core.choose(&waiting, |r| r.r_gap) {
                 let b = &self.bursts[i];
                 let mut data = Vec::new();
-                core.mem.borrow().read_words_into(b.addr + b.next * core.bytes, core.bytes as usize, &mut data);
+                let addr = b.addr + b.next * core.bytes;
+                core.mem.borrow().read_words_into(addr, core.bytes as usize, &mut data);
+                if let Some(h) = &mut core.hook {
+                    h(addr, &mut data);
+                }
                 self.offer = Some((b.seq, data));
             }
         }
@@ -353,6 +411,7 @@ impl ReadSide {
                 self.bursts.remove(i);
             }
             core.handshakes += 1;
+            core.last_r = Some(now);
         }
         let valid = sim.get(self.ar.valid) == 1;
         self.ar.hold.check(sim, "AR", valid, self.ar_ready, &self.ar.fields)?;
@@ -360,7 +419,7 @@ impl ReadSide {
             let (id, addr, len) = core.address(sim, &self.ar, "AR")?;
             let due = now + core.latency();
             core.seq += 1;
-            self.bursts.push(ReadBurst { seq: core.seq, id, addr, len, due, next: 0 });
+            self.bursts.push(ReadBurst { seq: core.seq, id, addr, len, taken: now, due, next: 0 });
             core.handshakes += 1;
         }
         Ok(())
@@ -457,6 +516,10 @@ impl Agent for AxiSlave {
         if let Some(w) = &mut self.write {
             w.sample(sim, now, &mut self.core)?;
         }
+        let reads = self.read.as_ref().map_or(0, |r| r.bursts.len());
+        let writes = self.write.as_ref().map_or(0, |w| w.bursts.len());
+        let oldest = self.read.as_ref().and_then(|r| r.bursts.first()).map(|b| (b.addr, b.taken));
+        self.core.watch.set(MemState { reads, writes, oldest, last_answer: self.core.last_r });
         Ok(())
     }
 

@@ -14,16 +14,19 @@
 //! Files: `stream.rs` (valid/ready source and sink), `native.rs` (the
 //! handles of a native memory port), `responder.rs` (native memory slave:
 //! read and write), `master.rs` (native memory masters), `axi.rs` (AXI4
-//! slave memory), `monitor.rs` (a passive watcher).
+//! slave memory), `lite.rs` (AXI4-Lite master for a host's registers),
+//! `monitor.rs` (a passive watcher).
 
 mod axi;
+mod lite;
 mod master;
 mod monitor;
 mod native;
 mod responder;
 mod stream;
 
-pub use axi::{AxiRandom, AxiSlave};
+pub use axi::{AxiRandom, AxiSlave, WriteBeat, WriteLog};
+pub use lite::{LiteEvents, LiteMaster, LiteOp};
 pub use master::{NativeMaster, ReadRequest, WriteBurst};
 pub use monitor::Monitor;
 pub use native::NativePort;
@@ -34,7 +37,7 @@ use super::mask;
 use crate::cosim::{CosimError, PortHandle, Sim};
 use crate::mem::Memory;
 use crate::rng::Rng;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 /// The memory every agent of a bench reads and writes.
@@ -43,6 +46,39 @@ pub type SharedMemory = Rc<RefCell<Memory>>;
 /// A memory to share between agents.
 pub fn shared(m: Memory) -> SharedMemory {
     Rc::new(RefCell::new(m))
+}
+
+/// Changes a memory agent's read data as it is first offered: (the beat's
+/// byte address, its words). For junk where the memory's contents must not
+/// matter (bits above a texel, words past a table's end).
+pub type DataHook = Box<dyn FnMut(u64, &mut [u32])>;
+
+/// What a memory agent has in flight, as of its last sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemState {
+    /// Read beats (native) or read bursts (AXI) owed.
+    pub reads: usize,
+    /// Write bursts taken and not answered.
+    pub writes: usize,
+    /// The oldest request owed: (byte address, the cycle it was taken).
+    pub oldest: Option<(u64, u64)>,
+    /// The cycle of the last read answer taken (a native answer, an R beat).
+    pub last_answer: Option<u64>,
+}
+
+/// A memory agent's [`MemState`], shared with another agent that checks a
+/// design's promises about its memory traffic (e.g. idle only with nothing
+/// in flight). Each memory agent updates its own at the end of its sample.
+#[derive(Clone, Debug, Default)]
+pub struct MemWatch(Rc<Cell<MemState>>);
+
+impl MemWatch {
+    pub fn get(&self) -> MemState {
+        self.0.get()
+    }
+    fn set(&self, s: MemState) {
+        self.0.set(s)
+    }
 }
 
 /// One side of one interface of the design under test.

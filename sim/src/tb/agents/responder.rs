@@ -12,7 +12,7 @@
 //! write port "the request taken at `t`" is the burst's last beat, and the
 //! answer is its one response.
 
-use super::{agent_rng, port_name, set_junk, Agent, Fields, HoldCheck, NativePort, SharedMemory};
+use super::{agent_rng, port_name, set_junk, Agent, DataHook, Fields, HoldCheck, MemState, MemWatch, NativePort, SharedMemory};
 use crate::cosim::Sim;
 use crate::rng::Rng;
 use std::collections::VecDeque;
@@ -108,9 +108,9 @@ pub struct MemResponder {
     map: AddrMap,
     bytes: usize,
     timing: Timing,
-    /// (byte address, tag) of each answer: a read beat's, or a write
-    /// burst's (address of its first beat).
-    answers: InOrder<(u64, u64)>,
+    /// (byte address, tag, cycle the request was taken) of each answer: a
+    /// read beat's, or a write burst's (address of its first beat).
+    answers: InOrder<(u64, u64, u64)>,
     /// A write port's burst being taken.
     burst: Option<Burst>,
     /// The read data on the port, or a write beat's data and strobes.
@@ -119,6 +119,13 @@ pub struct MemResponder {
     req_ready: bool,
     hold: HoldCheck,
     handshakes: u64,
+    /// Changes read data as it is first offered (junk where the memory's
+    /// contents must not matter).
+    hook: Option<DataHook>,
+    /// The response ready must be 1 whenever an answer is offered.
+    always_ready: bool,
+    watch: MemWatch,
+    last_answer: Option<u64>,
 }
 
 impl MemResponder {
@@ -142,6 +149,10 @@ impl MemResponder {
             req_ready: false,
             hold: HoldCheck::default(),
             handshakes: 0,
+            hook: None,
+            always_ready: false,
+            watch: MemWatch::default(),
+            last_answer: None,
         }
     }
     pub fn map(mut self, map: AddrMap) -> MemResponder {
@@ -152,9 +163,37 @@ impl MemResponder {
         self.timing.randomize(&self.name, r);
         self
     }
+    /// Read data passes through `hook` (byte address, the beat's words)
+    /// when first offered: to put junk where the memory's contents must
+    /// not matter.
+    pub fn data_hook(mut self, hook: DataHook) -> MemResponder {
+        self.hook = Some(hook);
+        self
+    }
+    /// The design promises its response ready is 1 whenever an answer is
+    /// offered: a 0 then is an error.
+    pub fn rsp_always_ready(mut self) -> MemResponder {
+        self.always_ready = true;
+        self
+    }
     /// Answers owed: read beats, or write bursts taken and not answered.
     pub fn in_flight(&self) -> usize {
         self.answers.queue.len()
+    }
+    /// The cycle of the last answer taken.
+    pub fn last_answer(&self) -> Option<u64> {
+        self.last_answer
+    }
+    /// A handle that shows [`MemResponder::in_flight`], the oldest request
+    /// owed and [`MemResponder::last_answer`] as of the last sample, for
+    /// another agent's checks.
+    pub fn watch(&self) -> MemWatch {
+        self.watch.clone()
+    }
+    fn publish(&self) {
+        let (reads, writes) = if self.port.is_write() { (0, self.in_flight()) } else { (self.in_flight(), 0) };
+        let oldest = self.answers.queue.front().map(|&(_, (addr, _, taken))| (addr, taken));
+        self.watch.set(MemState { reads, writes, oldest, last_answer: self.last_answer });
     }
 
     /// The port's address as a byte address, checked to be a beat's.
@@ -174,7 +213,7 @@ impl MemResponder {
         let byte = self.byte_address(addr)?;
         let due = now + self.timing.latency();
         for k in 0..beats {
-            self.answers.queue.push_back((due, (byte.wrapping_add(k * self.bytes as u64), tag)));
+            self.answers.queue.push_back((due, (byte.wrapping_add(k * self.bytes as u64), tag, now)));
         }
         Ok(())
     }
@@ -207,7 +246,7 @@ impl MemResponder {
         if last {
             self.burst = None;
             let due = now + self.timing.latency();
-            self.answers.queue.push_back((due, (byte, tag)));
+            self.answers.queue.push_back((due, (byte, tag, now)));
         }
         Ok(())
     }
@@ -226,11 +265,14 @@ impl Agent for MemResponder {
         let head = self.answers.offer(now, || timing.rsp_stall()).map(|(&a, fresh)| (a, fresh));
         sim.set(self.port.rsp_valid, head.is_some() as u64);
         match head {
-            Some(((addr, tag), fresh)) => {
+            Some(((addr, tag, _), fresh)) => {
                 if let Some(d) = self.port.rsp_data {
                     // Read when first offered, so the answer holds still.
                     if fresh {
                         self.mem.borrow().read_words_into(addr, self.bytes, &mut self.data);
+                        if let Some(h) = &mut self.hook {
+                            h(addr, &mut self.data);
+                        }
                     }
                     sim.set_words(d, &self.data);
                 }
@@ -248,9 +290,14 @@ impl Agent for MemResponder {
 
     fn sample(&mut self, sim: &Sim) -> Result<(), String> {
         let now = sim.cycle();
-        if self.answers.offered && sim.get(self.port.rsp_ready) == 1 {
-            self.answers.take();
-            self.handshakes += 1;
+        if self.answers.offered {
+            if sim.get(self.port.rsp_ready) == 1 {
+                self.answers.take();
+                self.handshakes += 1;
+                self.last_answer = Some(now);
+            } else if self.always_ready {
+                return Err(format!("{} is 0 with an answer on the port; it must always be 1", port_name(sim, self.port.rsp_ready)));
+            }
         }
         let valid = sim.get(self.port.req_valid) == 1;
         self.hold.check(sim, "request", valid, self.req_ready, &self.fields)?;
@@ -262,6 +309,7 @@ impl Agent for MemResponder {
             }
             self.handshakes += 1;
         }
+        self.publish();
         Ok(())
     }
 
@@ -274,7 +322,7 @@ impl Agent for MemResponder {
         if let Some(b) = &self.burst {
             w.push(format!("beat {} of {} of the burst at {:#x}", b.beats, b.len + 1, b.addr));
         }
-        if let Some(&(due, (addr, _))) = self.answers.queue.front() {
+        if let Some(&(due, (addr, _, _))) = self.answers.queue.front() {
             let state = if self.answers.offered { "offered" } else { "not offered" };
             w.push(format!("{} answers to be taken (the first: byte {addr:#x}, due cycle {due}, {state})", self.answers.queue.len()));
         }
