@@ -121,7 +121,7 @@ impl BlockParams for ArbiterParams {
         if (12..=64).contains(&self.addr_bits) && self.data_bits.is_power_of_two() && (8..=1024).contains(&self.data_bits) {
             let bytes_bits = clog2(self.data_bits as u64 / 8);
             c.check(
-                self.addr_bits >= bytes_bits + 1,
+                self.addr_bits > bytes_bits,
                 "addr_bits",
                 self.addr_bits,
                 format!("more than the {bytes_bits} byte-offset bits of a {}-bit beat", self.data_bits),

@@ -232,7 +232,7 @@ fn write_side(b: &mut ModuleBuilder, p: &Bus, m: &Bus, s: Native, outstanding: u
             &k.eq_lit(0).or(&split_q.mux(&f_q.zext(lb + 1).add(&len2_q.zext(lb + 1)).add(&Expr::lit(lb + 1, 1)).eq(&len_q.zext(lb + 1)), &f_q.eq(&len_q))),
             "the two pieces make the burst",
         );
-        b.assert_held("w_held", &w_valid, &w.ready, &[w_last.clone()], "W: WLAST held until ready");
+        b.assert_held("w_held", &w_valid, &w.ready, std::slice::from_ref(&w_last), "W: WLAST held until ready");
         // B: a split burst's first piece's response is dropped.
         split_flags(b, p, &bch, &tf, &pc.split, &tag, outstanding, rst);
     } else {

@@ -56,7 +56,7 @@ impl ModuleBuilder {
         need(&mut ok, "read address", &r.addr, aw, &mut problems);
         let mut wbe = None;
         if let Some(s) = &w.strb {
-            if s.width() == 0 || width % s.width() != 0 {
+            if s.width() == 0 || !width.is_multiple_of(s.width()) {
                 problems.push(format!("ram `{name}`: {} strobes do not split {width} bits into equal lanes", s.width()));
                 ok = false;
             } else {

@@ -28,6 +28,7 @@ use super::{err, shown, InputErrors, Violations};
 use gpurtl_params::cbload::CbloadParams;
 use gpurtl_params::cbload::ErrorKind;
 use num_bigint::BigUint;
+use super::parse_hex;
 use serde_json::Value;
 
 /// `RB`: bytes per memory beat.
@@ -471,16 +472,6 @@ fn parse_view(e: &mut Violations, i: usize, x: &Value, earlier: &[View], rb: u64
         }
     }
     Some(View { base, size, data })
-}
-
-/// `"0x"` followed by one or more hex digits (either case).
-fn parse_hex(v: &Value) -> Option<BigUint> {
-    let s = v.as_str()?;
-    let digits = s.strip_prefix("0x")?;
-    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_hexdigit()) {
-        return None;
-    }
-    BigUint::parse_bytes(digits.as_bytes(), 16)
 }
 
 /// The output file as JSON, per docs/cbload.md "output".

@@ -31,6 +31,18 @@ pub fn err(field: impl Into<String>, value: impl fmt::Display, allowed: impl Int
     InputError { field: field.into(), value: value.to_string(), allowed: allowed.into() }
 }
 
+/// `"0x"` followed by one or more hex digits (either case): a value of any
+/// width (the caller checks it against its field's bits; leading zeros are
+/// allowed). The models' input files write wide values this way.
+pub fn parse_hex(v: &Value) -> Option<num_bigint::BigUint> {
+    let s = v.as_str()?;
+    let digits = s.strip_prefix("0x")?;
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    num_bigint::BigUint::parse_bytes(digits.as_bytes(), 16)
+}
+
 /// A JSON value as shown in a message, shortened (see [`gpurtl_params::short`]).
 pub fn shown(v: &Value) -> String {
     gpurtl_params::short(v)

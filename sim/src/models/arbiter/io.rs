@@ -3,7 +3,7 @@
 //! workloads for the testbench.
 
 use super::{db, Outcome, ReadRequest, Region, Workload, WriteBurst};
-use crate::models::{err, shown, InputError, InputErrors, Violations};
+use crate::models::{err, parse_hex, shown, InputError, InputErrors, Violations};
 use crate::rng::Rng;
 use gpurtl_params::arbiter::ArbiterParams;
 use num_bigint::BigUint;
@@ -12,18 +12,6 @@ use serde_json::{json, Value};
 /// `2^A`, the address space's size in bytes.
 fn space(p: &ArbiterParams) -> u128 {
     1u128 << p.addr_bits
-}
-
-/// `"0x"` followed by one or more hex digits (either case).
-// spec: "hex `0x...` of at most D bits" is read as a value of at most D
-// bits: leading zeros beyond D/4 digits are allowed, upper case too.
-fn parse_hex(v: &Value) -> Option<BigUint> {
-    let s = v.as_str()?;
-    let digits = s.strip_prefix("0x")?;
-    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_hexdigit()) {
-        return None;
-    }
-    BigUint::parse_bytes(digits.as_bytes(), 16)
 }
 
 /// A string of hex digits, two a byte (either case); `""` is no bytes.

@@ -3,7 +3,7 @@
 //! workloads for the testbench.
 
 use super::{db, Outcome, Phase, Workload, Write};
-use crate::models::{err, shown, InputError, InputErrors, Violations};
+use crate::models::{err, parse_hex, shown, InputError, InputErrors, Violations};
 use crate::rng::Rng;
 use gpurtl_params::scratchpad::ScratchpadParams;
 use num_bigint::BigUint;
@@ -18,16 +18,6 @@ fn space(p: &ScratchpadParams) -> u64 {
 /// All strobes of a word.
 fn all_strobes(p: &ScratchpadParams) -> u32 {
     ((1u64 << db(p)) - 1) as u32
-}
-
-/// `"0x"` followed by one or more hex digits (either case).
-fn parse_hex(v: &Value) -> Option<BigUint> {
-    let s = v.as_str()?;
-    let digits = s.strip_prefix("0x")?;
-    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_hexdigit()) {
-        return None;
-    }
-    BigUint::parse_bytes(digits.as_bytes(), 16)
 }
 
 /// `errs` into `e`: the first few, then how many more (named after `field`).

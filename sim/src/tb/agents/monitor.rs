@@ -5,10 +5,13 @@
 use super::Agent;
 use crate::cosim::Sim;
 
+/// What a monitor does in each cycle's sample; an error is a mismatch.
+type Watch = Box<dyn FnMut(&Sim) -> Result<(), String>>;
+
 /// Calls `watch` in every cycle's sample; never drives, always done.
 pub struct Monitor {
     name: String,
-    watch: Box<dyn FnMut(&Sim) -> Result<(), String>>,
+    watch: Watch,
 }
 
 impl Monitor {
