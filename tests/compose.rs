@@ -4,7 +4,7 @@
 //! line (nested parameters on the command line and in JSON), linted with
 //! `verilator -Wall` and checked by yosys, on its own and behind the
 //! synthesis wrapper, and cosimulated channel by channel against the golden
-//! model.
+//! model, both units on one simulation, each driven by its own agent.
 
 use gpurtl_gen::bench::yosys_area;
 use gpurtl_gen::block::{BenchOpts, Block, BlockDef};
@@ -20,6 +20,7 @@ use gpurtl_sim::cosim::{Compiled, CosimError};
 use gpurtl_sim::models::compress::{self as model, Op, Output};
 use gpurtl_sim::models::{InputError, InputErrors};
 use gpurtl_sim::rng::Rng;
+use gpurtl_sim::tb::agents::Bench;
 use gpurtl_sim::tb::compress as tb;
 use gpurtl_sim::tb::Stalls;
 use gpurtl_tests::seeds;
@@ -108,10 +109,17 @@ impl BlockDef for Pair {
     fn model(p: &PairParams, (n, w): &Self::Input) -> Self::Output {
         (model::run(n, p.narrow.latency), model::run(w, p.wide.latency))
     }
+    /// Both units on one simulation at once, each driven by its own agent.
     fn rtl(p: &PairParams, c: &Compiled, (n, w): &Self::Input, vcd: Option<&Path>) -> Result<Self::Output, CosimError> {
-        let narrow = tb::run_at(c, "narrow_", p.narrow.width, n, None, vcd)?.0;
-        let wide = tb::run_at(c, "wide_", p.wide.width, w, None, vcd.map(|v| v.with_extension("wide.vcd")).as_deref())?.0;
-        Ok((narrow, wide))
+        let mut sim = c.start(vcd)?;
+        let rst = sim.port("rst_i")?;
+        let mut narrow = tb::CompressDriver::vector(&sim, "narrow_", p.narrow.width, n, None)?;
+        let mut wide = tb::CompressDriver::vector(&sim, "wide_", p.wide.width, w, None)?;
+        sim.reset(rst, 2);
+        Bench::new(2000 + 40 * (n.len() + w.len()) as u64).run(&mut sim, &mut [&mut narrow, &mut wide])?;
+        let outs = (narrow.outcome(&mut sim, n)?, wide.outcome(&mut sim, w)?);
+        sim.trace_close();
+        Ok(outs)
     }
     fn output_json(_: &PairParams, (n, w): &Self::Output) -> Value {
         json!({"narrow": n, "wide": w})

@@ -632,8 +632,8 @@ fn axi_slave_checks_fire() {
 }
 
 /// cbload's memory side is pluggable: on a design with `m_axi_arvalid` it is
-/// the AXI4 slave over the views' memory (the cbload RTL has no AXI4 master
-/// yet, so the wire design stands in for it); the native responder on
+/// the AXI4 slave over the views' memory (a wire design stands in for the
+/// cbload RTL, whose AXI4 form tests/cbload.rs runs); the native responder on
 /// `mem_req_*` is what tests/cbload.rs runs.
 #[test]
 fn cbload_memory_agent_follows_the_design_ports() {
@@ -655,8 +655,10 @@ fn cbload_memory_agent_follows_the_design_ports() {
     assert_eq!(m.r_data[0].iter().map(|x| x.0.clone()).collect::<Vec<_>>(), (0..4).map(|k| beat(0x1000 + 8 * k)).collect::<Vec<_>>());
     // The second burst reads past the view's end: zeros.
     assert_eq!(m.r_data[1].iter().map(|x| x.0.clone()).collect::<Vec<_>>(), vec![beat(0x10f8), vec![0, 0]]);
-    // The first beat at t + 4 (AR taken at cycle 0).
-    assert_eq!(m.r_data[0][0].1, 4);
+    // The first beat at t + 1 (AR taken at cycle 0): the AXI memory's
+    // latency is the native one less the arbiter and bridge's 3 cycles.
+    assert_eq!(m.r_data[0][0].1, gpurtl_sim::tb::axi_latency(4) as u64);
+    assert_eq!(gpurtl_sim::tb::axi_latency(4), 1);
     // Neither `m_axi_arvalid` nor `mem_req_valid_o`: an unknown port.
     let sim = native_design().instantiate().unwrap();
     assert!(matches!(memory_agent(&sim, "", shared(Memory::new()), 1, None), Err(CosimError::UnknownPort(p)) if p == "mem_req_valid_o"));

@@ -56,6 +56,16 @@ impl CompressDriver {
         self.input.taken().first().map_or(0, |f| last_out - f)
     }
 
+    /// The vector run's output once the bench is over: every result of
+    /// `ops` (the operations the driver was made with) and the cycles.
+    pub fn outcome(&self, sim: &mut Sim, ops: &[Op]) -> Result<Output, CosimError> {
+        let mut results = Vec::with_capacity(ops.len());
+        for (i, o) in ops.iter().enumerate() {
+            results.push(self.result(i, o.element_bits).map_err(|m| fail(sim, m))?);
+        }
+        Ok(Output { results, cycles: self.cycles() })
+    }
+
     /// Result `index` taken from `out` (of `element_bits` elements); an
     /// error message if `out_mask_o` has bits above the elements.
     fn result(&self, index: usize, element_bits: u32) -> Result<OpResult, String> {
@@ -151,12 +161,9 @@ pub fn run_at(
     let timer = LoopTimer::start(&sim);
     // Generous: every op can be stalled, but the RTL must not hang.
     Bench::new(64 + 40 * ops.len() as u64 + 1000).run(&mut sim, &mut [&mut d])?;
-    let mut results = Vec::with_capacity(ops.len());
-    for (i, o) in ops.iter().enumerate() {
-        results.push(d.result(i, o.element_bits).map_err(|m| fail(&mut sim, m))?);
-    }
+    let out = d.outcome(&mut sim, ops)?;
     sim.trace_close();
-    Ok((Output { results, cycles: d.cycles() }, timer.stats(&sim)))
+    Ok((out, timer.stats(&sim)))
 }
 
 /// Random operations for cosimulation and benches: both kinds, all element
