@@ -115,6 +115,15 @@ impl Violations {
         }
         (bad == 0).then_some(out)
     }
+    /// Violations found apart from any one list (e.g. overlaps between
+    /// requests): the first few, then how many more, named after `field`.
+    pub fn capped(&mut self, field: &str, errs: Vec<InputError>) {
+        let n = errs.len();
+        self.list.extend(errs.into_iter().take(Self::PER_LIST));
+        if n > Self::PER_LIST {
+            self.push(err(field, format!("{} more values like those", n - Self::PER_LIST), "each as the message above says"));
+        }
+    }
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }

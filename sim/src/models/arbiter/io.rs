@@ -29,17 +29,6 @@ fn hex_bytes(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// `errs` into `e`: the first few, then how many more (named after `field`).
-fn capped(e: &mut Violations, field: &str, errs: Vec<InputError>) {
-    let n = errs.len();
-    for x in errs.into_iter().take(Violations::PER_LIST) {
-        e.push(x);
-    }
-    if n > Violations::PER_LIST {
-        e.push(err(field, format!("{} more values like those", n - Violations::PER_LIST), "each as the message above says"));
-    }
-}
-
 /// A byte range of the input, for the overlap rules: (path, start, end).
 type Span = (String, u128, u128);
 
@@ -160,7 +149,7 @@ pub fn parse_input(v: &Value, p: &ArbiterParams) -> Result<Workload, InputErrors
             }
         }
     }
-    capped(&mut e, "memory", bad);
+    e.capped("memory", bad);
     let mut bad = Vec::new();
     for (i, s) in write_spans.iter().enumerate() {
         for q in write_spans[..i].iter().chain(&read_spans) {
@@ -169,7 +158,7 @@ pub fn parse_input(v: &Value, p: &ArbiterParams) -> Result<Workload, InputErrors
             }
         }
     }
-    capped(&mut e, "writes", bad);
+    e.capped("writes", bad);
 
     let latency = latency.unwrap_or(4);
     e.finish(|| Workload { latency, memory, reads, writes })

@@ -20,17 +20,6 @@ fn all_strobes(p: &ScratchpadParams) -> u32 {
     ((1u64 << db(p)) - 1) as u32
 }
 
-/// `errs` into `e`: the first few, then how many more (named after `field`).
-fn capped(e: &mut Violations, field: &str, errs: Vec<InputError>) {
-    let n = errs.len();
-    for x in errs.into_iter().take(Violations::PER_LIST) {
-        e.push(x);
-    }
-    if n > Violations::PER_LIST {
-        e.push(err(field, format!("{} more values like those", n - Violations::PER_LIST), "each as the message above says"));
-    }
-}
-
 fn addr_allowed(p: &ScratchpadParams) -> String {
     format!("an integer multiple of {} from 0 to {}", db(p), space(p) - db(p))
 }
@@ -115,7 +104,7 @@ pub fn parse_input(v: &Value, p: &ScratchpadParams) -> Result<Workload, InputErr
                                 Err(x) => bad.push(x),
                             }
                         }
-                        capped(&mut e, &lat, bad);
+                        e.capped(&lat, bad);
                     }
                 }
             }
@@ -192,7 +181,7 @@ pub fn parse_input(v: &Value, p: &ScratchpadParams) -> Result<Workload, InputErr
                 }
             }
         }
-        capped(&mut e, &at, bad);
+        e.capped(&at, bad);
         for &(_, _, a, strb) in &placed {
             for b in 0..dbu {
                 if strb >> b & 1 == 1 {
