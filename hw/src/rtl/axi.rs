@@ -234,7 +234,7 @@ fn write_side(b: &mut ModuleBuilder, p: &Bus, m: &Bus, s: Native, outstanding: u
         );
         b.assert_held("w_held", &w_valid, &w.ready, std::slice::from_ref(&w_last), "W: WLAST held until ready");
         // B: a split burst's first piece's response is dropped.
-        split_flags(b, p, &bch, &tf, &pc.split, &tag, outstanding, rst);
+        split_flags(b, p, &bch, &tf, &pc.split, &tag, outstanding);
     } else {
         let ready = b.let_("wr_take_ready", &w_free.and(&aw_free));
         b.assign(&p.req().ready, &ready);
@@ -273,7 +273,7 @@ fn write_side(b: &mut ModuleBuilder, p: &Bus, m: &Bus, s: Native, outstanding: u
 /// piece's `B` has been seen: the `B` of a split burst's first piece is
 /// taken and dropped, the last piece's `B` is the burst's response.
 #[allow(clippy::too_many_arguments)]
-fn split_flags(b: &mut ModuleBuilder, p: &Bus, bch: &Stream, push: &Expr, split: &Expr, tag: &Expr, outstanding: u32, rst: &Expr) {
+fn split_flags(b: &mut ModuleBuilder, p: &Bus, bch: &Stream, push: &Expr, split: &Expr, tag: &Expr, outstanding: u32) {
     let tw = tag.width();
     let ids = 1usize << tw;
     let cw = bits_for(outstanding as u64);
@@ -314,7 +314,6 @@ fn split_flags(b: &mut ModuleBuilder, p: &Bus, bch: &Stream, push: &Expr, split:
             &format!("the slave sends B for ID {j} only for a burst it was given"),
         );
     }
-    let _ = rst;
 }
 
 /// A burst of `len + 1` (8-bit `len`) beats of `db` bytes at `addr` stays
