@@ -56,8 +56,10 @@ pub fn axi4_top(name: &str, doc: &[String], parts: &[Part], axi: Axi) -> Result<
     let rst = b.reset("rst_i");
     let src = Native { addr_bits: axi.addr_bits, data_bits: axi.data_bits, len_bits: 0, tag_bits: 0 };
     let db = axi.data_bits / 8;
-    let mut reads: Vec<(rtl::Bus, &Source)> = Vec::new();
+    // Read sources with their buffer beats; write sources with their part.
+    let mut reads: Vec<(rtl::Bus, &Source, u32)> = Vec::new();
     let mut writes: Vec<(rtl::Stream, &Source, usize)> = Vec::new();
+    let mut outstanding = 1;
     let mut busy: Vec<(usize, Expr, Expr)> = Vec::new();
     for (pi, part) in parts.iter().enumerate() {
         let m = part.design.top();
@@ -101,8 +103,11 @@ pub fn axi4_top(name: &str, doc: &[String], parts: &[Part], axi: Axi) -> Result<
         }
         for s in &part.sources {
             match s.kind {
-                Kind::Read { .. } => reads.push((u.bus(BusKind::Read, &s.port), s)),
-                Kind::Dwords { .. } => writes.push((u.stream(&s.port), s, pi)),
+                Kind::Read { credits } => reads.push((u.bus(BusKind::Read, &s.port), s, credits)),
+                Kind::Dwords { outstanding: o } => {
+                    outstanding = outstanding.max(o);
+                    writes.push((u.stream(&s.port), s, pi))
+                }
             }
         }
     }
@@ -112,10 +117,10 @@ pub fn axi4_top(name: &str, doc: &[String], parts: &[Part], axi: Axi) -> Result<
     let cr = [("clk_i", clk.clone()), ("rst_i", rst.clone())];
     let mut mem_rd = None;
     if !reads.is_empty() {
-        let credits: Vec<u32> = reads.iter().map(|(_, s)| if let Kind::Read { credits } = s.kind { credits } else { 1 }).collect();
+        let credits: Vec<u32> = reads.iter().map(|r| r.2).collect();
         let m = rtl::arbiter::read_arbiter(&format!("{name}_rd_arbiter"), src, &credits)?;
         let u = b.instance(&m, "u_rd_arbiter", &cr);
-        for (k, (core, s)) in reads.iter().enumerate() {
+        for (k, (core, s, _)) in reads.iter().enumerate() {
             let arb = u.bus(BusKind::Read, &format!("rd{k}"));
             b.assign(&arb.req().valid, &core.req().valid);
             b.assign(&arb.req().field("addr"), &(s.addr)(&core.req().field("addr")));
@@ -125,8 +130,9 @@ pub fn axi4_top(name: &str, doc: &[String], parts: &[Part], axi: Axi) -> Result<
         mem_rd = Some(u.bus(BusKind::Read, "mem_rd"));
     }
     let mut mem_wr = None;
+    // Per part, its writes taken and not yet answered.
+    let mut owing: Vec<Vec<Expr>> = vec![Vec::new(); parts.len()];
     if !writes.is_empty() {
-        let outstanding = writes.iter().map(|(_, s, _)| if let Kind::Dwords { outstanding } = s.kind { outstanding } else { 1 }).max().unwrap_or(1);
         let m = rtl::arbiter::write_arbiter(&format!("{name}_wr_arbiter"), writes.len() as u32, src, outstanding)?;
         let u = b.instance(&m, "u_wr_arbiter", &cr);
         let lg = rtl::clog2(db as u64);
@@ -157,19 +163,14 @@ pub fn axi4_top(name: &str, doc: &[String], parts: &[Part], axi: Axi) -> Result<
             let owed = b.reg(&format!("wr{k}_owed_q"), ow, 0);
             let took = arb.req().valid.and(&arb.req().ready);
             b.next(&owed, &owed.add(&took.zext(ow)).sub(&arb.rsp().valid.zext(ow)), None);
-            if let Some((_, out, w)) = busy.iter().find(|(p, _, _)| p == pi) {
-                b.assign(out, &w.or(&owed.eq_lit(0).not()));
-            }
+            owing[*pi].push(owed.eq_lit(0).not());
         }
         mem_wr = Some(u.bus(BusKind::Write, "mem_wr"));
     }
     for (pi, out, w) in &busy {
-        if !writes.iter().any(|(_, _, p)| p == pi) {
-            b.assign(out, w);
-        }
+        b.assign(out, &owing[*pi].iter().fold(w.clone(), |a, o| a.or(o)));
     }
     let rd = mem_rd.as_ref().map(|_| Native { tag_bits: rtl::clog2(reads.len() as u64).max(1), ..src });
-    let outstanding = writes.iter().map(|(_, s, _)| if let Kind::Dwords { outstanding } = s.kind { outstanding } else { 1 }).max().unwrap_or(1);
     let wr = mem_wr.as_ref().map(|_| (Native { tag_bits: rtl::clog2(writes.len() as u64).max(1), ..src }, outstanding));
     let bridge = rtl::axi::bridge(&format!("{name}_axi_bridge"), rd, wr, axi)?;
     let err = b.output("axi_err_o", 1, "sticky: an R beat or B response other than OKAY was taken");

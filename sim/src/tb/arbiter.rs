@@ -84,15 +84,7 @@ pub fn run(compiled: &Compiled, p: &ArbiterParams, w: &Workload, env: Option<Env
         Out::Axi4 => {
             let mut a = AxiSlave::new(&sim, "m_axi_", mem.clone(), w.latency)?;
             if let Some(e) = env {
-                a = a.random(AxiRandom {
-                    seed: e.seed,
-                    latency: e.latency,
-                    ar_stall: e.mem_stall,
-                    aw_stall: e.mem_stall,
-                    w_stall: e.mem_stall,
-                    r_gap: e.mem_gap,
-                    b_gap: e.mem_gap,
-                });
+                a = a.random(AxiRandom::even(e.seed, e.latency, e.mem_stall, e.mem_gap));
             }
             memory.push(Box::new(a));
             for (ch, count) in [("ar", ar.clone()), ("aw", aw.clone())] {

@@ -224,15 +224,7 @@ pub fn memory_agent(sim: &Sim, prefix: &str, mem: SharedMemory, latency: u32, en
     if sim.port(&format!("{prefix}m_axi_arvalid")).is_ok() {
         let mut a = AxiSlave::new(sim, &format!("{prefix}m_axi_"), mem, super::axi_latency(latency))?;
         if let Some(e) = env {
-            a = a.random(AxiRandom {
-                seed: e.seed,
-                latency: e.latency,
-                ar_stall: e.mem_req_stall,
-                aw_stall: e.mem_req_stall,
-                w_stall: e.mem_req_stall,
-                r_gap: e.mem_rsp_stall,
-                b_gap: e.mem_rsp_stall,
-            });
+            a = a.random(AxiRandom::even(e.seed, e.latency, e.mem_req_stall, e.mem_rsp_stall));
         }
         return Ok(Box::new(a));
     }

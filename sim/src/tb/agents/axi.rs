@@ -49,6 +49,13 @@ pub struct AxiRandom {
     pub b_gap: u32,
 }
 
+impl AxiRandom {
+    /// The same chance of a stall on AR, AW and W, and of a gap on R and B.
+    pub fn even(seed: u64, latency: (u32, u32), stall: u32, gap: u32) -> AxiRandom {
+        AxiRandom { seed, latency, ar_stall: stall, aw_stall: stall, w_stall: stall, r_gap: gap, b_gap: gap }
+    }
+}
+
 /// AR or AW.
 struct AddrChannel {
     valid: PortHandle,
