@@ -164,12 +164,3 @@ fn planted_bridge_bugs_give_counterexamples() {
         }
     }
 }
-
-/// Write the small formal point's files into `GPURTL_DUMP` (a directory), for reading.
-#[test]
-fn dump_small_point_when_asked() {
-    let Some(dir) = std::env::var_os("GPURTL_DUMP") else { return };
-    let p = formal_points()[0].1.clone();
-    let files = gpurtl_gen::emit::files(&build(&p).unwrap());
-    gpurtl_gen::emit::write_all(std::path::Path::new(&dir), &files).unwrap();
-}

@@ -107,14 +107,6 @@ fn formal_properties_are_proven() {
     }
 }
 
-/// Write a point's files into `GPURTL_DUMP` (a directory), for reading.
-#[test]
-fn dump_default_when_asked() {
-    let Some(dir) = std::env::var_os("GPURTL_DUMP") else { return };
-    let files = gpurtl_gen::emit::files(&build(&ScratchpadParams::default()).unwrap());
-    gpurtl_gen::emit::write_all(std::path::Path::new(&dir), &files).unwrap();
-}
-
 /// The banks are block RAM on both FPGA families: yosys maps the default
 /// scratchpad (4 banks of 512 x 32 bits) to DP16KD (ECP5) and SB_RAM40_4K
 /// (iCE40), with less than 5% of its bits in flip-flops.
