@@ -71,6 +71,8 @@ macro_rules! block_modules {
     ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
 }
 for_each_block!(block_modules);
+/// The compute unit, not yet in the block list (issue 23 in progress).
+pub mod cu;
 
 param_enum! {
     /// How a block that reads memory reaches it (docs/memory.md, `mem_if`).

@@ -1,0 +1,143 @@
+//! Parameters of the compute unit (docs/cu.md).
+
+use crate::cbload::CbloadParams;
+use crate::{clog2, BlockParams, Checker, MemIf, ParamErrors, ParamInfo, ParamKind};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CuParams {
+    pub slots: u32,
+    pub regs: u32,
+    pub imem_depth: u32,
+    pub banks: u32,
+    pub words: u32,
+    pub max_outstanding: u32,
+    pub tag_bits: u32,
+}
+
+impl Default for CuParams {
+    fn default() -> Self {
+        CuParams { slots: 2, regs: 64, imem_depth: 64, banks: 4, words: 1024, max_outstanding: 8, tag_bits: 4 }
+    }
+}
+
+/// Completion status codes (`cpl_status_o`, docs/cu.md "Errors").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    Ok = 0,
+    Opcode = 1,
+    Field = 2,
+    Reg = 3,
+    Pc = 4,
+    Align = 5,
+    Smem = 6,
+    Dispatch = 7,
+}
+
+impl Status {
+    pub const ALL: [Status; 8] =
+        [Status::Ok, Status::Opcode, Status::Field, Status::Reg, Status::Pc, Status::Align, Status::Smem, Status::Dispatch];
+    pub fn code(self) -> u64 {
+        self as u64
+    }
+    pub fn from_code(c: u64) -> Option<Status> {
+        Self::ALL.get(c as usize).copied()
+    }
+    /// The name in `gpurtl run cu` output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Opcode => "opcode",
+            Status::Field => "field",
+            Status::Reg => "reg",
+            Status::Pc => "pc",
+            Status::Align => "align",
+            Status::Smem => "smem",
+            Status::Dispatch => "dispatch",
+        }
+    }
+}
+
+impl CuParams {
+    /// Scratchpad bytes `SB`.
+    pub fn smem_bytes(&self) -> u64 {
+        self.banks as u64 * self.words as u64 * 4
+    }
+    /// Scratchpad byte address bits.
+    pub fn smem_addr_bits(&self) -> u32 {
+        clog2(self.smem_bytes())
+    }
+    /// Width of the dispatch's scratchpad base and size (`log2(SB) + 1`).
+    pub fn smem_field_bits(&self) -> u32 {
+        self.smem_addr_bits() + 1
+    }
+    /// Register index bits (`log2(regs)`).
+    pub fn reg_bits(&self) -> u32 {
+        clog2(self.regs as u64)
+    }
+    /// Slot index bits (1 at least).
+    pub fn slot_bits(&self) -> u32 {
+        clog2(self.slots as u64).max(1)
+    }
+    /// pc bits (`log2(imem_depth)`).
+    pub fn pc_bits(&self) -> u32 {
+        clog2(self.imem_depth as u64)
+    }
+    /// The `cbload` the unit's `cdl` runs on (docs/cu.md, "`cdl`"): views
+    /// `0 .. slots-1` the slots' user data, view `slots` the memory, a 33-bit
+    /// address (bit 32 selects the user-data store).
+    pub fn cbload(&self) -> CbloadParams {
+        CbloadParams {
+            reg_bits: 32,
+            regs: self.regs,
+            read_bits: 32,
+            max_outstanding: self.max_outstanding,
+            views: self.slots + 1,
+            max_burst: 16,
+            addr_bits: 33,
+            tag_bits: 1,
+            mem_if: MemIf::Native,
+        }
+    }
+}
+
+impl BlockParams for CuParams {
+    const BLOCK: &'static str = "cu";
+
+    fn table() -> Vec<ParamInfo> {
+        let int = |min, max, rule| ParamKind::Int { min, max, rule };
+        vec![
+            ParamInfo::new("slots", int(1, 8, ""), "blocks resident at once"),
+            ParamInfo::new("regs", int(16, 256, "a power of two"), "32-bit registers in the register file, shared by the slots"),
+            ParamInfo::new("imem_depth", int(16, 256, "a power of two"), "instructions in each slot's program store"),
+            ParamInfo::new("banks", int(1, 8, "a power of two"), "scratchpad banks"),
+            ParamInfo::new("words", int(64, 16384, "a power of two"), "32-bit words a scratchpad bank"),
+            ParamInfo::new("max_outstanding", int(1, 64, ""), "memory reads (and st writes) in flight"),
+            ParamInfo::new("tag_bits", int(1, 8, ""), "dispatch tag width"),
+        ]
+    }
+
+    fn validate(&self) -> Result<(), ParamErrors> {
+        let t = Self::table();
+        let mut c = Checker::default();
+        c.int(&t, "slots", self.slots as i64, true);
+        c.int(&t, "regs", self.regs as i64, self.regs.is_power_of_two());
+        c.int(&t, "imem_depth", self.imem_depth as i64, self.imem_depth.is_power_of_two());
+        c.int(&t, "banks", self.banks as i64, self.banks.is_power_of_two());
+        c.int(&t, "words", self.words as i64, self.words.is_power_of_two());
+        c.int(&t, "max_outstanding", self.max_outstanding as i64, true);
+        c.int(&t, "tag_bits", self.tag_bits as i64, true);
+        c.finish()
+    }
+
+    fn presets() -> Vec<(&'static str, Self)> {
+        vec![
+            ("default", Self::default()),
+            // Small enough for quick cosimulation of every corner.
+            ("small", CuParams { slots: 1, regs: 16, imem_depth: 16, banks: 1, words: 64, max_outstanding: 1, tag_bits: 1 }),
+            // Four resident blocks over eight banks of 64 KiB.
+            ("wide", CuParams { slots: 4, regs: 128, imem_depth: 128, banks: 8, words: 2048, max_outstanding: 16, tag_bits: 4 }),
+        ]
+    }
+}
