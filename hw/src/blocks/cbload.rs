@@ -42,7 +42,7 @@ pub fn build(p: &CbloadParams) -> Result<Design, RtlError> {
 }
 
 /// The unit with its native memory port, as module `name`.
-fn unit(p: &CbloadParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
+pub fn unit(p: &CbloadParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     let aw = p.addr_bits;
     let dw = p.reg_index_bits();
     let vw = p.view_index_bits();

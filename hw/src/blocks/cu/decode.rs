@@ -1,0 +1,217 @@
+//! The X stage's decode (docs/cu.md, "Encoding", "Errors"): fields, the
+//! checks in their order, the scalar ALU, the next pc, and what the
+//! instruction hands to the `cdl` and DMA queues.
+
+use crate::rtl::{select, Expr, ModuleBuilder};
+use gpurtl_params::cu::{CuParams, Status};
+
+/// What the executing instruction does (meaningful when `x_valid_q`).
+pub struct Decoded {
+    /// No error.
+    pub ok: Expr,
+    /// The error's status (0 when `ok`).
+    pub status: Expr,
+    /// The block stops here (`end` or an error).
+    pub ends: Expr,
+    /// The slot may be picked again next cycle.
+    pub resumes: Expr,
+    pub npc: Expr,
+    /// A register write: global index and value.
+    pub we: Expr,
+    pub wreg: Expr,
+    pub wdata: Expr,
+    pub go_cdl: Expr,
+    pub cdl_dest: Expr,
+    pub cdl_n: Expr,
+    pub cdl_mem: Expr,
+    pub cdl_off: Expr,
+    pub go_dma: Expr,
+    pub dma_st: Expr,
+    pub dma_s: Expr,
+    pub dma_a: Expr,
+    pub dma_stride: Expr,
+    pub dma_rows: Expr,
+    pub dma_n: Expr,
+    pub dma_p: Expr,
+}
+
+/// `x << k`, `x >> k` (logical or arithmetic) for a 5-bit `k`: five mux levels.
+fn shift(x: &Expr, k: &Expr, left: bool, arith: bool) -> Expr {
+    let fill = if arith { x.bit_at(31) } else { Expr::bit(false) };
+    let mut v = x.clone();
+    for i in 0..5 {
+        let s = 1u32 << i;
+        let moved = if left {
+            Expr::cat(&[v.slice(31 - s, 0), Expr::zero(s)])
+        } else {
+            Expr::cat(&[fill.repl(s), v.slice(31, s)])
+        };
+        v = k.bit_at(i).mux(&moved, &v);
+    }
+    v
+}
+
+impl Decoded {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new<F>(b: &mut ModuleBuilder, p: &CuParams, insn: &Expr, valid: &Expr, rbase: &Expr, rcount: &Expr, pc: &Expr, msize: &Expr, mut read: F) -> Decoded
+    where
+        F: FnMut(&mut ModuleBuilder, &str, &Expr) -> Expr,
+    {
+        let pw = p.pc_bits();
+        let rbw = p.reg_bits();
+        let op = b.let_("x_op", &insn.slice(7, 0));
+        let rd = b.let_("x_rd", &insn.slice(15, 8));
+        let ra = b.let_("x_ra", &insn.slice(23, 16));
+        let rb = b.let_("x_rb", &insn.slice(31, 24));
+        let imm = b.let_("x_imm", &insn.slice(63, 32));
+        let rc = imm.slice(7, 0);
+        let is = |b: &mut ModuleBuilder, name: &str, v: u64| b.let_(&format!("x_is_{name}"), &op.eq_lit(v));
+        let in_range = |lo: u64, hi: u64| op.ge(&Expr::lit(8, lo)).and(&op.le(&Expr::lit(8, hi)));
+        let alu_r = b.let_("x_is_alu_r", &in_range(0x01, 0x10));
+        let alu_i = b.let_("x_is_alu_i", &in_range(0x21, 0x30));
+        let li = is(b, "li", 0x40);
+        let jmp = is(b, "jmp", 0x41);
+        let bnz = is(b, "bnz", 0x42);
+        let bz = is(b, "bz", 0x43);
+        let lp = is(b, "loop", 0x44);
+        let cdl_u = is(b, "cdl_ud", 0x50);
+        let cdl_m = is(b, "cdl_mem", 0x51);
+        let ld = is(b, "ld", 0x60);
+        let st = is(b, "st", 0x61);
+        let end = is(b, "end", 0x7F);
+        let alu = alu_r.or(&alu_i);
+        let cdl = cdl_u.or(&cdl_m);
+        let dma = ld.or(&st);
+        let defined = [&alu, &li, &jmp, &bnz, &bz, &lp, &cdl, &dma, &end].iter().fold(Expr::bit(false), |a, e| a.or(e));
+
+        // Operands.
+        let a = read(b, "ra", &ra);
+        let bval = read(b, "rb", &rb);
+        let dval = read(b, "rd", &rd);
+        let cval = read(b, "rc", &rc);
+
+        // field: unused fields not 0, cdl's n not 1..16.
+        let nz = |e: &Expr| e.any();
+        let n_bad = rb.eq_lit(0).or(&rb.gt(&Expr::lit(8, 16)));
+        let field = b.let_(
+            "x_bad_field",
+            &alu_r
+                .and(&nz(&imm))
+                .or(&alu_i.and(&nz(&rb)))
+                .or(&li.and(&nz(&ra).or(&nz(&rb))))
+                .or(&jmp.and(&nz(&rd).or(&nz(&ra)).or(&nz(&rb))))
+                .or(&bnz.or(&bz).and(&nz(&rd).or(&nz(&rb))))
+                .or(&lp.and(&nz(&ra).or(&nz(&rb))))
+                .or(&cdl_u.and(&nz(&ra)))
+                .or(&cdl.and(&n_bad))
+                .or(&dma.and(&nz(&imm.slice(15, 8))))
+                .or(&end.and(&nz(&rd).or(&nz(&ra)).or(&nz(&rb)).or(&nz(&imm)))),
+        );
+        // reg: an index the instruction uses is past the block's registers.
+        let cw = 10;
+        let cnt = rcount.zext(cw);
+        let inr = |r: &Expr| r.zext(cw).lt(&cnt);
+        let uses_rd = alu.or(&li).or(&lp).or(&dma);
+        let uses_ra = alu.or(&bnz).or(&bz).or(&cdl_m).or(&dma);
+        let cdl_top_ok = rd.zext(cw).add(&rb.zext(cw)).le(&cnt);
+        let regbad = b.let_(
+            "x_bad_reg",
+            &uses_rd
+                .and(&inr(&rd).not())
+                .or(&uses_ra.and(&inr(&ra).not()))
+                .or(&alu_r.or(&dma).and(&inr(&rb).not()))
+                .or(&dma.and(&inr(&rc).not()))
+                .or(&cdl.and(&cdl_top_ok.not())),
+        );
+        // pc: the next pc past the program store.
+        let dec = b.let_("x_rd_dec", &dval.sub(&Expr::lit(32, 1)));
+        let taken = b.let_(
+            "x_taken",
+            &jmp.or(&bnz.and(&a.any())).or(&bz.and(&a.any().not())).or(&lp.and(&dec.any())),
+        );
+        let target_far = if pw < 32 { imm.slice(31, pw).any() } else { Expr::bit(false) };
+        let pcbad = b.let_(
+            "x_bad_pc",
+            &end.not().and(&taken.mux(&target_far, &pc.eq_lit(p.imem_depth as u64 - 1))),
+        );
+        let npc = b.let_("x_npc", &taken.mux(&imm.slice(pw - 1, 0), &pc.add(&Expr::lit(pw, 1))));
+        // align: cdl's offset.
+        let cdl_off = b.let_("x_cdl_off", &cdl_m.mux(&a.add(&imm), &imm));
+        let alignbad = b.let_("x_bad_align", &cdl.and(&cdl_off.slice(1, 0).any()));
+        // smem: the DMA rows outside the share.
+        let rows = cval.slice(31, 16);
+        let n = cval.slice(15, 0);
+        let pitch = b.let_("x_dma_p", &imm.slice(31, 16).any().mux(&imm.slice(31, 16), &n));
+        let span = rows.sub(&Expr::lit(16, 1)).zext(32).mul(&pitch.zext(32));
+        let end_off = dval.zext(34).add(&span.zext(34)).add(&n.zext(34));
+        let nonempty = rows.any().and(&n.any());
+        let smembad = b.let_("x_bad_smem", &dma.and(&nonempty).and(&end_off.gt(&msize.zext(34))));
+
+        let code = |s: Status| Expr::lit(4, s.code());
+        let status = defined.not().mux(
+            &code(Status::Opcode),
+            &field.mux(
+                &code(Status::Field),
+                &regbad.mux(
+                    &code(Status::Reg),
+                    &pcbad.mux(&code(Status::Pc), &alignbad.mux(&code(Status::Align), &smembad.mux(&code(Status::Smem), &code(Status::Ok)))),
+                ),
+            ),
+        );
+        let status = b.let_("x_status", &status);
+        let ok = b.let_("x_ok", &status.eq_lit(0));
+
+        // The ALU: results by op mod 32 (1..16).
+        let bo = alu_i.mux(&imm, &bval);
+        let flip = Expr::lit(32, 0x8000_0000);
+        let slt = a.xor(&flip).lt(&bo.xor(&flip));
+        let sltu = a.lt(&bo);
+        let k = bo.slice(4, 0);
+        let results = vec![
+            Expr::zero(32),
+            a.add(&bo),
+            a.sub(&bo),
+            a.mul(&bo),
+            shift(&a, &k, true, false),
+            shift(&a, &k, false, false),
+            shift(&a, &k, false, true),
+            a.and(&bo),
+            a.or(&bo),
+            a.xor(&bo),
+            slt.mux(&a, &bo),
+            slt.mux(&bo, &a),
+            sltu.mux(&a, &bo),
+            sltu.mux(&bo, &a),
+            slt.zext(32),
+            sltu.zext(32),
+            a.eq(&bo).zext(32),
+        ];
+        let alu_out = b.let_("x_alu", &select(&op.slice(4, 0), &results));
+        let wdata = b.let_("x_wdata", &alu.mux(&alu_out, &li.mux(&imm, &dec)));
+        let gidx = |r: &Expr| rbase.add(&r.zext(rbase.width().max(8)).slice(rbase.width() - 1, 0)).slice(rbw - 1, 0);
+        let good = valid.and(&ok);
+        Decoded {
+            ok: ok.clone(),
+            status,
+            ends: valid.and(&ok.not().or(&end)),
+            resumes: good.and(&end.or(&cdl).or(&dma).not()),
+            npc,
+            we: b.let_("x_we", &good.and(&alu.or(&li).or(&lp))),
+            wreg: b.let_("x_wreg", &gidx(&rd)),
+            wdata,
+            go_cdl: b.let_("x_go_cdl", &good.and(&cdl)),
+            cdl_dest: gidx(&rd),
+            cdl_n: rb.slice(4, 0),
+            cdl_mem: cdl_m,
+            cdl_off,
+            go_dma: b.let_("x_go_dma", &good.and(&dma)),
+            dma_st: st,
+            dma_s: dval,
+            dma_a: a,
+            dma_stride: bval,
+            dma_rows: rows,
+            dma_n: n,
+            dma_p: pitch,
+        }
+    }
+}
