@@ -97,7 +97,9 @@ pub trait BlockDef: Sync + 'static {
         None
     }
     /// The golden model.
-    fn model(p: &Self::Params, input: &Self::Input) -> Self::Output;
+    /// The golden model (an error: a run the model refuses, e.g. past its
+    /// cycle budget; exit 2).
+    fn model(p: &Self::Params, input: &Self::Input) -> Result<Self::Output>;
     /// Output fields the golden model does not model at these parameters
     /// (with `mem_if = axi4` a block whose ports share the AXI read channel
     /// runs at a pace the model, written for its native ports, does not
@@ -228,7 +230,7 @@ impl<T: BlockDef> Block for T {
         let p = typed(params)?;
         let input = T::parse_input(&p, input)?;
         let output = match engine {
-            Engine::Model => T::model(&p, &input),
+            Engine::Model => T::model(&p, &input)?,
             Engine::Rtl => {
                 let compiled = compile_design(&T::build(&p)?)?;
                 T::rtl(&p, &compiled, &input, vcd)?
@@ -245,7 +247,7 @@ impl<T: BlockDef> Block for T {
     fn self_check(&self, params: &Value, compiled: &Compiled, seed: u64) -> Result<Option<(Value, Value)>> {
         let p = typed(params)?;
         let input = T::random_input(&p, &mut Rng::new(seed));
-        let mut want = T::output_json(&p, &T::model(&p, &input));
+        let mut want = T::output_json(&p, &T::model(&p, &input)?);
         let mut got = T::output_json(&p, &T::rtl(&p, compiled, &input, None)?);
         for f in T::unmodeled(&p) {
             for v in [&mut want, &mut got] {

@@ -752,7 +752,9 @@ mod tests {
         fn parse_input(_: &NoParams, _: &Value) -> Result<(), InputErrors> {
             Ok(())
         }
-        fn model(_: &NoParams, _: &()) {}
+        fn model(_: &NoParams, _: &()) -> Result<()> {
+            Ok(())
+        }
         fn rtl(_: &NoParams, _: &Compiled, _: &(), _: Option<&Path>) -> Result<(), CosimError> {
             Ok(())
         }

@@ -32,8 +32,8 @@ impl BlockDef for Arbiter {
     fn parse_input(p: &ArbiterParams, input: &Value) -> Result<Workload, InputErrors> {
         model::parse_input(input, p)
     }
-    fn model(p: &ArbiterParams, w: &Workload) -> Outcome {
-        model::run(p, w)
+    fn model(p: &ArbiterParams, w: &Workload) -> Result<Outcome> {
+        Ok(model::run(p, w))
     }
     fn rtl(p: &ArbiterParams, compiled: &Compiled, w: &Workload, vcd: Option<&Path>) -> Result<Outcome, CosimError> {
         Ok(tb::run(compiled, p, w, None, vcd)?.0)

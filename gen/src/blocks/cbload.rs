@@ -31,8 +31,8 @@ impl BlockDef for Cbload {
     fn parse_input(p: &CbloadParams, input: &Value) -> Result<Workload, InputErrors> {
         model::parse_input(input, p)
     }
-    fn model(p: &CbloadParams, w: &Workload) -> Outcome {
-        model::run(p, w)
+    fn model(p: &CbloadParams, w: &Workload) -> Result<Outcome> {
+        Ok(model::run(p, w))
     }
     fn rtl(p: &CbloadParams, compiled: &Compiled, w: &Workload, vcd: Option<&Path>) -> Result<Outcome, CosimError> {
         Ok(tb::run(compiled, p, w, None, vcd)?.0)

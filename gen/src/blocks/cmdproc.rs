@@ -63,8 +63,8 @@ impl BlockDef for Cmdproc {
             &[]
         }
     }
-    fn model(p: &CmdprocParams, w: &Workload) -> Outcome {
-        model::run(p, w)
+    fn model(p: &CmdprocParams, w: &Workload) -> Result<Outcome> {
+        Ok(model::run(p, w))
     }
     fn rtl(p: &CmdprocParams, compiled: &Compiled, w: &Workload, vcd: Option<&Path>) -> Result<Outcome, CosimError> {
         Ok(tb::run(compiled, p, w, None, vcd)?.0)

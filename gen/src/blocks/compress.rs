@@ -38,12 +38,12 @@ impl BlockDef for Compress {
     fn parse_input(p: &CompressParams, input: &Value) -> Result<RunInput, InputErrors> {
         model::parse_run_input(input, p.width, p.stream)
     }
-    fn model(p: &CompressParams, input: &RunInput) -> RunOutput {
-        match input {
+    fn model(p: &CompressParams, input: &RunInput) -> Result<RunOutput> {
+        Ok(match input {
             // The stream unit's input queue and issue register add two cycles.
             RunInput::Ops(ops) => RunOutput::Ops(model::run(ops, p.latency + 2 * p.stream as u32)),
             RunInput::Streams(s) => RunOutput::Streams(model::run_streams(s, p.width, p.latency)),
-        }
+        })
     }
     fn rtl(p: &CompressParams, compiled: &Compiled, input: &RunInput, vcd: Option<&Path>) -> Result<RunOutput, CosimError> {
         Ok(match input {

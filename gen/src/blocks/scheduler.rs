@@ -41,8 +41,8 @@ impl BlockDef for Scheduler {
     fn parse_input(p: &SchedulerParams, input: &Value) -> Result<Workload, InputErrors> {
         model::parse_input(input, p)
     }
-    fn model(p: &SchedulerParams, w: &Workload) -> Run {
-        Run { workload: w.clone(), trace: model::run(p, w, &Env::default()) }
+    fn model(p: &SchedulerParams, w: &Workload) -> Result<Run> {
+        Ok(Run { workload: w.clone(), trace: model::run(p, w, &Env::default()) })
     }
     fn rtl(p: &SchedulerParams, compiled: &Compiled, w: &Workload, vcd: Option<&Path>) -> Result<Run, CosimError> {
         let (trace, _) = tb::run(compiled, p, w, &Env::default(), vcd)?;

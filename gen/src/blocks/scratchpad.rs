@@ -31,8 +31,8 @@ impl BlockDef for Scratchpad {
     fn parse_input(p: &ScratchpadParams, input: &Value) -> Result<Workload, InputErrors> {
         model::parse_input(input, p)
     }
-    fn model(p: &ScratchpadParams, w: &Workload) -> Outcome {
-        model::run(p, w)
+    fn model(p: &ScratchpadParams, w: &Workload) -> Result<Outcome> {
+        Ok(model::run(p, w))
     }
     fn rtl(p: &ScratchpadParams, compiled: &Compiled, w: &Workload, vcd: Option<&Path>) -> Result<Outcome, CosimError> {
         Ok(tb::run(compiled, p, w, None, vcd)?.0)

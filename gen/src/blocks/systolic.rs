@@ -34,8 +34,8 @@ impl BlockDef for Systolic {
     fn parse_input(p: &SystolicParams, input: &Value) -> Result<Gemm, InputErrors> {
         model::parse_input(input, p)
     }
-    fn model(p: &SystolicParams, g: &Gemm) -> Outcome {
-        model::run(p, g)
+    fn model(p: &SystolicParams, g: &Gemm) -> Result<Outcome> {
+        Ok(model::run(p, g))
     }
     fn rtl(p: &SystolicParams, compiled: &Compiled, g: &Gemm, vcd: Option<&Path>) -> Result<Outcome, CosimError> {
         Ok(tb::run(compiled, p, g, None, vcd)?.0)

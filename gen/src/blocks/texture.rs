@@ -50,8 +50,8 @@ impl BlockDef for TextureUnit {
             &[]
         }
     }
-    fn model(p: &TextureParams, w: &Workload) -> Outcome {
-        model::run(p, w)
+    fn model(p: &TextureParams, w: &Workload) -> Result<Outcome> {
+        Ok(model::run(p, w))
     }
     fn rtl(p: &TextureParams, compiled: &Compiled, w: &Workload, vcd: Option<&Path>) -> Result<Outcome, CosimError> {
         Ok(tb::run(compiled, p, w, None, vcd)?.0)
