@@ -86,6 +86,11 @@ pub trait BlockDef: Sync + 'static {
     fn build(p: &Self::Params) -> Result<Design, RtlError>;
     /// Read a `gpurtl run` input file; every violation, each naming its field.
     fn parse_input(p: &Self::Params, input: &Value) -> Result<Self::Input, InputErrors>;
+    /// [`BlockDef::parse_input`] for an input file in folder `base`: blocks
+    /// whose input names other files (relative to it) read them here.
+    fn parse_input_in(p: &Self::Params, input: &Value, _base: &Path) -> Result<Self::Input, InputErrors> {
+        Self::parse_input(p, input)
+    }
     /// `gpurtl run --input` with a file that is not JSON: the block's text
     /// form of an input, as the JSON input it stands for (then read by
     /// [`BlockDef::parse_input`]); an error names the line: `Error::Bad` with
@@ -176,7 +181,8 @@ pub trait Block: Sync {
     fn design(&self, params: &Value) -> Result<Design>;
     /// The JSON input a text input file stands for (see [`BlockDef::text_input`]).
     fn text_input(&self, params: &Value, text: &str) -> Option<Result<Value>>;
-    fn run(&self, params: &Value, input: &Value, engine: Engine, vcd: Option<&Path>) -> Result<Value>;
+    /// `base`: the folder of the input file (its relative paths start there).
+    fn run(&self, params: &Value, input: &Value, base: &Path, engine: Engine, vcd: Option<&Path>) -> Result<Value>;
     fn bench_options(&self) -> &'static [&'static str];
     fn bench(&self, params: &Value, o: &BenchOpts, out: &mut dyn Write) -> Result<Value>;
     /// Both engines on a random workload from `seed`: `Ok(None)` when the
@@ -226,9 +232,9 @@ impl<T: BlockDef> Block for T {
             Err(e) => Some(Err(e)),
         }
     }
-    fn run(&self, params: &Value, input: &Value, engine: Engine, vcd: Option<&Path>) -> Result<Value> {
+    fn run(&self, params: &Value, input: &Value, base: &Path, engine: Engine, vcd: Option<&Path>) -> Result<Value> {
         let p = typed(params)?;
-        let input = T::parse_input(&p, input)?;
+        let input = T::parse_input_in(&p, input, base)?;
         let output = match engine {
             Engine::Model => T::model(&p, &input)?,
             Engine::Rtl => {

@@ -293,6 +293,7 @@ impl<'a> Cli<'a> {
                 return Err(Error::Bad(format!("option `--output-image` = `{}`: is the file of another option (an input or an output); must be its own file", img.display())));
             }
         }
+        let base = input.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut input = read_run_input(b, &params, input)?;
         if let Some(path) = &o.image {
             let img = crate::image::read_png("--image", path)?;
@@ -301,7 +302,7 @@ impl<'a> Cli<'a> {
         if o.output_image.is_some() {
             b.gives_image(&params, &input)?;
         }
-        let result = b.run(&params, &input, engine, o.vcd.as_deref())?;
+        let result = b.run(&params, &input, &base, engine, o.vcd.as_deref())?;
         let picture = match &o.output_image {
             Some(path) => Some((path, b.output_image(&params, &input, &result)?)),
             None => None,
