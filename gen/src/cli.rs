@@ -31,13 +31,17 @@ commands:
   synth-table DIR              Markdown table of the synth reports under DIR
   sweep BLOCK --param K=V1,V2,... [--zip] --target T [--clock-mhz F] [--seeds ...] [-o DIR]
                                synth per point in parallel; CSV, JSON and an SVG plot
-  asm IN.txt --output OUT      assemble PM4 packet lines (docs/cmdproc.md, Assembler
+  asm IN.txt --output OUT [--isa pm4|cu]
+                               with --isa cu: compute-unit kernel lines (docs/cu.md),
+                               two dwords an instruction; by default (pm4):
+                               assemble PM4 packet lines (docs/cmdproc.md, Assembler
                                text) into dwords: OUT ending in .bin gets raw
                                little-endian dwords, any other name a $readmemh hex
                                file (one dword a line, 8 hex digits); every bad line
                                is reported. Packets only: a run file (`.registers`,
                                `.memory`) is an input of `run cmdproc --input`
-  disasm IN [--output OUT.txt] PM4 dwords to packet lines, on stdout or into OUT.txt;
+  disasm IN [--output OUT.txt] [--isa pm4|cu]
+                               PM4 dwords (or with --isa cu kernel instructions) to lines, on stdout or into OUT.txt;
                                IN ending in .bin is raw little-endian dwords, any
                                other a hex file (one dword a line, `//` comments)
   prune --input IN.json --output OUT.json --block N --threshold T
@@ -62,6 +66,8 @@ struct Opts {
     pub input: Option<PathBuf>,
     pub output: Option<PathBuf>,
     pub engine: Option<String>,
+    /// `asm`/`disasm --isa pm4|cu`.
+    pub isa: Option<String>,
     pub vcd: Option<PathBuf>,
     pub image: Option<PathBuf>,
     pub output_image: Option<PathBuf>,
@@ -114,6 +120,7 @@ fn parse(args: &[String]) -> Result<Opts> {
             "--input" => o.input = Some(val(a)?.into()),
             "--output" => o.output = Some(val(a)?.into()),
             "--engine" => o.engine = Some(val(a)?),
+            "--isa" => o.isa = Some(val(a)?),
             "--vcd" => o.vcd = Some(val(a)?.into()),
             "--image" => o.image = Some(val(a)?.into()),
             "--output-image" => o.output_image = Some(val(a)?.into()),
@@ -166,8 +173,8 @@ fn check_options(cmd: &str, o: &Opts) -> Result<()> {
         "sweep" => &["--target", "--clock-mhz", "--seed", "--seeds", "--zip", "--out"],
         "prune" => &["--input", "--output", "--block", "--threshold"],
         "list" => &["--names"],
-        "asm" => &["--output"],
-        "disasm" => &["--output"],
+        "asm" => &["--output", "--isa"],
+        "disasm" => &["--output", "--isa"],
         "help" | "--help" | "-h" | "version" | "--version" | "synth-table" => &[],
         _ => return Ok(()),
     };
@@ -199,6 +206,21 @@ impl<'a> Cli<'a> {
             .copied()
             .find(|b| b.commands().contains(&cmd))
             .ok_or_else(|| Error::Bad(format!("unknown command `{cmd}`: no block offers it; see `gpurtl help`")))
+    }
+
+    /// The block whose instruction set `asm`/`disasm` use: `--isa pm4` (the
+    /// default: the command processor's packets) or `--isa cu` (the compute
+    /// unit's kernels).
+    fn isa(&self, cmd: &str, o: &Opts) -> Result<&'a dyn Block> {
+        let name = match o.isa.as_deref() {
+            None => return self.offering(cmd),
+            Some("pm4") => "cmdproc",
+            Some("cu") => "cu",
+            Some(x) => return Err(Error::Bad(format!("option `--isa` = `{x}`: must be pm4 or cu"))),
+        };
+        blocks::find(self.blocks, name)
+            .filter(|b| b.commands().contains(&cmd))
+            .ok_or_else(|| Error::Bad(format!("option `--isa`: block `{name}` does not offer `{cmd}` in this build")))
     }
 
     fn block_of(&self, o: &Opts) -> Result<&'a dyn Block> {
@@ -668,8 +690,8 @@ fn dispatch(args: &[String], blocks: &[&dyn Block], out: &mut dyn Write) -> Resu
         "run" => cli.run(&o, out),
         "bench" => cli.bench(&o, out),
         "prune" => cmd_prune(cli.offering(cmd)?, &o, out),
-        "asm" => cmd_asm(cli.offering(cmd)?, &o, out),
-        "disasm" => cmd_disasm(cli.offering(cmd)?, &o, out),
+        "asm" => cmd_asm(cli.isa(cmd, &o)?, &o, out),
+        "disasm" => cmd_disasm(cli.isa(cmd, &o)?, &o, out),
         "synth-table" => {
             let dir = o.block.as_deref().ok_or_else(|| Error::Bad("`synth-table` needs a directory of synth runs".into()))?;
             let t = synth::table(Path::new(dir))?;
