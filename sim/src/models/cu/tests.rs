@@ -1,0 +1,1 @@
+//! Hand-computed expectations from docs/cu.md.
