@@ -307,6 +307,19 @@ fn check(slot: &Slot, word: u64, regs: &[u32], d: u32) -> Result<Insn, Status> {
 /// Runs the blocks of `r` on a unit with parameters `p` (docs/cu.md,
 /// "Timing" and "`gpurtl run cu`").
 pub fn run(p: &CuParams, r: &Run) -> Result<Outcome, ModelError> {
+    run_full(p, r).map(|f| f.outcome)
+}
+
+/// [`run`]'s outcome with the final register file and scratchpad (which
+/// the output does not show; the tests look at them).
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) struct Full {
+    pub outcome: Outcome,
+    pub regfile: Vec<u32>,
+    pub smem: Vec<u8>,
+}
+
+pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
     let slots_n = p.slots as usize;
     let d = p.imem_depth;
     let lat = r.mem_latency.max(1) as u64;
@@ -632,5 +645,5 @@ pub fn run(p: &CuParams, r: &Run) -> Result<Outcome, ModelError> {
 
     let first = results.iter().map(|b| b.dispatch_cycle).min().unwrap_or(0);
     let last = results.iter().map(|b| b.complete_cycle).max().unwrap_or(0);
-    Ok(Outcome { memory: mem, blocks: results, trace, counters: k, cycles: last - first })
+    Ok(Full { outcome: Outcome { memory: mem, blocks: results, trace, counters: k, cycles: last - first }, regfile, smem })
 }
