@@ -605,3 +605,131 @@ fn runs_that_cannot_end() {
     let r = setup("end", vec![block(0)], 0, 17, 5);
     assert_eq!(run(&one_slot(), &r).unwrap_err(), ModelError::NoShare { smem_bytes: 0, regs: 17 });
 }
+
+// ---- the run files ----
+
+mod files {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for (name, data) in files {
+            std::fs::write(d.path().join(name), data).unwrap();
+        }
+        d
+    }
+
+    fn errors(v: Value, d: &std::path::Path) -> Vec<String> {
+        io::parse_input(&v, d, &one_slot()).unwrap_err().0.iter().map(|e| e.to_string()).collect()
+    }
+
+    #[test]
+    fn the_example_input_runs() {
+        let d = dir_with(&[
+            ("kernel.s", b"cdl r3, 2, ud[0]\nli r6, 0x10008\nld r7, r3, r0, r6\nst r7, r3, r0, r6, 0\nend\n"),
+            ("data.bin", &[9, 8, 7]),
+        ]);
+        let v = json!({"program": 4096,
+            "memory": [{"addr": 4096, "asm": "kernel.s", "isa": "cu"},
+                       {"addr": 65536, "dwords": [1, 2, 3]},
+                       {"addr": 131072, "bytes": [255, 0]},
+                       {"addr": 262144, "file": "data.bin"}],
+            "blocks": [{"id": [0, 0, 0], "user_data": [65536, 3]}],
+            "smem_bytes": 64, "regs": 16,
+            "dump": [{"addr": 65536, "bytes": 12}, {"addr": 262143, "bytes": 5}],
+            "mem_latency": 10});
+        let r = io::parse_input(&v, d.path(), &one_slot()).unwrap();
+        assert_eq!(r.program, 4096);
+        assert_eq!(r.mem_latency, 10);
+        assert_eq!(r.blocks[0].user_data[..3], [65536, 3, 0]);
+        assert_eq!(r.memory.bytes(65536, 4), [1, 0, 0, 0]);
+        assert_eq!(r.memory.bytes(131072, 3), [255, 0, 0]);
+        assert_eq!(r.memory.bytes(262144, 3), [9, 8, 7]);
+        assert_eq!(r.memory.bytes(4096, 8), isa::assemble("cdl r3, 2, ud[0]").unwrap()[0].to_le_bytes());
+        let o = run(&one_slot(), &r).unwrap();
+        let out = io::output_json(&one_slot(), &r, &o);
+        assert_eq!(out["dumps"][0], json!({"addr": 65536, "data": "010000000200000003000000"}));
+        assert_eq!(out["dumps"][1], json!({"addr": 262143, "data": "0009080700"}));
+        assert_eq!(out["blocks"][0]["status"], "ok");
+        assert_eq!(out["blocks"][0]["pc"], 4);
+        assert_eq!(out["trace"][0]["insn"], "cdl r3, 2, ud[0]");
+        assert_eq!(out["trace"][3]["insn"], "st r7, r3, r0, r6");
+        assert_eq!(out["counters"], json!({"instructions": 5, "cdl": 1, "ld": 1, "st": 1, "loads": 1,
+                                           "rd_beats": 16 + 2, "wr_beats": 2}));
+        assert_eq!(out["cycles"], out["blocks"][0]["cycles"]);
+        let keys: Vec<&str> = out.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        assert_eq!(keys.len(), 5);
+        // Defaults: mem_latency 10, user_data zeros.
+        let v = json!({"program": 0, "memory": [], "blocks": [{"id": [1, 2, 3]}], "smem_bytes": 0, "regs": 3, "dump": []});
+        let r = io::parse_input(&v, d.path(), &one_slot()).unwrap();
+        assert_eq!((r.mem_latency, r.blocks[0].id, r.blocks[0].user_data), (10, [1, 2, 3], [0; 16]));
+        // pm4 text.
+        let d = dir_with(&[("cmds.txt", b"NOP\n")]);
+        let v = json!({"program": 0, "memory": [{"addr": 8, "asm": "cmds.txt", "isa": "pm4"}],
+                       "blocks": [{"id": [0, 0, 0]}], "smem_bytes": 0, "regs": 3, "dump": []});
+        let r = io::parse_input(&v, d.path(), &one_slot()).unwrap();
+        assert_eq!(r.memory.read_words(8, 4), crate::models::cmdproc::pm4::assemble("NOP").unwrap());
+    }
+
+    #[test]
+    fn every_violation_is_reported() {
+        let d = dir_with(&[("bad.s", b"add r1, r2\nend\nmov r1, r2\n"), ("big.bin", &[])]);
+        std::fs::File::options().write(true).open(d.path().join("big.bin")).unwrap().set_len((16 << 20) + 1).unwrap();
+        let v = json!({"program": 4097, "extra": 1,
+            "memory": [{"addr": 4096, "asm": "bad.s", "isa": "cu"},
+                       {"addr": 4294967295u64, "dwords": [1]},
+                       {"addr": 0, "bytes": [256], "dwords": []},
+                       {"addr": 0, "asm": "bad.s", "isa": "x86"},
+                       {"addr": 0, "file": "missing.bin"},
+                       {"addr": 0, "file": "big.bin"},
+                       {"addr": 0, "dwords": [1], "isa": "cu"},
+                       {"dwords": [4294967296u64]}],
+            "blocks": [{"id": [0, 0]}, {"id": [0, 0, 65536], "user_data": [1, -1], "x": 0}],
+            "smem_bytes": 6, "regs": 2, "dump": [{"addr": 0, "bytes": 0}, {"addr": 4294967295u64, "bytes": 2}],
+            "mem_latency": 0});
+        let got = errors(v, d.path());
+        let want = [
+            "input `extra` = (given): must be absent: the keys are program, memory, blocks, smem_bytes, regs, dump, mem_latency",
+            "input `program` = 4097: must be a multiple of 256 from 0 to 4294967040",
+            "input `memory[0].asm` = \"bad.s\" line 1: `add r1, r2`: must be valid cu assembly (missing operand: `add` takes rd, ra, rb)",
+            "input `memory[0].asm` = \"bad.s\" line 3: `mov r1, r2`: must be valid cu assembly (unknown mnemonic `mov`; known: ",
+            "input `memory[1]` = bytes 0xffffffff..0x100000003: must be below 2^32: the entry's last byte at most 0xffffffff",
+            "input `memory[2].bytes` = (given): must be absent when `dwords` is given: exactly one of asm, dwords, bytes, file",
+            "input `memory[3].isa` = \"x86\": must be \"cu\" or \"pm4\"",
+            "input `memory[4].file` = \"missing.bin\": must be a readable file (",
+            "input `memory[5].file` = \"big.bin\": 16777217 bytes: must be a file of at most 16777216 bytes (16 MiB)",
+            "input `memory[6].isa` = (given): must be absent: isa goes with asm",
+            "input `memory[7].addr` = (missing): must be an integer from 0 to 4294967295",
+            "input `memory[7].dwords[0]` = 4294967296: must be an integer from 0 to 4294967295",
+            "input `blocks[0].id` = [0,0]: must be three integers from 0 to 65535",
+            "input `blocks[1].x` = (given): must be absent: the keys are id, user_data",
+            "input `blocks[1].id` = [0,0,65536]: must be three integers from 0 to 65535",
+            "input `blocks[1].user_data[1]` = -1: must be an integer from 0 to 4294967295",
+            "input `smem_bytes` = 6: must be a multiple of 4 from 0 to 256 (the scratchpad's bytes)",
+            "input `regs` = 2: must be an integer from 3 to 16 (the unit's registers)",
+            "input `dump[0].bytes` = 0: must be an integer from 1 to 1048576",
+            "input `dump[1]` = bytes 0xffffffff..0x100000001: must be below 2^32: the region's last byte at most 0xffffffff",
+            "input `mem_latency` = 0: must be an integer from 1 to 1000",
+        ];
+        assert_eq!(got.len(), want.len(), "{got:#?}");
+        for (g, w) in got.iter().zip(want) {
+            assert!(g.starts_with(w), "got  {g}\nwant {w}");
+        }
+        // Missing keys and a list of blocks too long.
+        let blocks: Vec<Value> = (0..4097).map(|_| json!({"id": [0, 0, 0]})).collect();
+        let got = errors(json!({"blocks": blocks}), d.path());
+        assert_eq!(
+            got,
+            [
+                "input `program` = (missing): must be a multiple of 256 from 0 to 4294967040",
+                "input `memory` = (missing): must be a list of memory entries (possibly empty)",
+                "input `blocks` = a list of 4097 blocks: must be a list of 1 to 4096 blocks {\"id\", \"user_data\"}",
+                "input `smem_bytes` = (missing): must be a multiple of 4 from 0 to 256 (the scratchpad's bytes)",
+                "input `regs` = (missing): must be an integer from 3 to 16 (the unit's registers)",
+                "input `dump` = (missing): must be a list of regions {\"addr\", \"bytes\"} (possibly empty)",
+            ]
+        );
+        assert_eq!(errors(json!([]), d.path())[0], "input `(file)` = []: must be a JSON object with the keys program, memory, blocks, smem_bytes, regs, dump, mem_latency");
+    }
+}
