@@ -1,0 +1,836 @@
+//! The compute unit's instruction set (docs/cu.md, "Encoding"): the
+//! instruction type, decoding (with the `opcode` / `field` distinction the
+//! errors need), encoding, the assembler, the disassembler and the
+//! one-instruction text of traces.
+//!
+//! - [`assemble`]: lines to 64-bit words; every bad line is reported with its
+//!   number ([`AsmError`], the same type as the PM4 assembler's).
+//! - [`disassemble`]: words to lines; `assemble(disassemble(w)) == w` for any
+//!   words, and `disassemble(assemble(t)) == t` for canonical text.
+//! - [`text`]: one word's line, without the newline.
+
+pub use crate::models::cmdproc::pm4::{errors_text, AsmError};
+use std::collections::HashMap;
+
+/// The register-register and register-immediate arithmetic operations, by
+/// their register-form opcode (`0x01 ..= 0x10`; the immediate form is
+/// `op + 0x20`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AluOp {
+    Add = 0x01,
+    Sub = 0x02,
+    Mul = 0x03,
+    Shl = 0x04,
+    Shr = 0x05,
+    Sra = 0x06,
+    And = 0x07,
+    Or = 0x08,
+    Xor = 0x09,
+    Min = 0x0A,
+    Max = 0x0B,
+    Minu = 0x0C,
+    Maxu = 0x0D,
+    Slt = 0x0E,
+    Sltu = 0x0F,
+    Seq = 0x10,
+}
+
+impl AluOp {
+    pub const ALL: [AluOp; 16] = [
+        AluOp::Add,
+        AluOp::Sub,
+        AluOp::Mul,
+        AluOp::Shl,
+        AluOp::Shr,
+        AluOp::Sra,
+        AluOp::And,
+        AluOp::Or,
+        AluOp::Xor,
+        AluOp::Min,
+        AluOp::Max,
+        AluOp::Minu,
+        AluOp::Maxu,
+        AluOp::Slt,
+        AluOp::Sltu,
+        AluOp::Seq,
+    ];
+    /// The register form's opcode.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+    pub fn from_code(c: u8) -> Option<AluOp> {
+        Self::ALL.iter().copied().find(|o| o.code() == c)
+    }
+    /// The register form's mnemonic (the immediate form adds `i`).
+    pub fn name(self) -> &'static str {
+        match self {
+            AluOp::Add => "add",
+            AluOp::Sub => "sub",
+            AluOp::Mul => "mul",
+            AluOp::Shl => "shl",
+            AluOp::Shr => "shr",
+            AluOp::Sra => "sra",
+            AluOp::And => "and",
+            AluOp::Or => "or",
+            AluOp::Xor => "xor",
+            AluOp::Min => "min",
+            AluOp::Max => "max",
+            AluOp::Minu => "minu",
+            AluOp::Maxu => "maxu",
+            AluOp::Slt => "slt",
+            AluOp::Sltu => "sltu",
+            AluOp::Seq => "seq",
+        }
+    }
+    /// The result for `a`, `b` (docs/cu.md, "Scalar arithmetic").
+    pub fn apply(self, a: u32, b: u32) -> u32 {
+        let (sa, sb) = (a as i32, b as i32);
+        match self {
+            AluOp::Add => a.wrapping_add(b),
+            AluOp::Sub => a.wrapping_sub(b),
+            AluOp::Mul => a.wrapping_mul(b),
+            AluOp::Shl => a << (b % 32),
+            AluOp::Shr => a >> (b % 32),
+            AluOp::Sra => (sa >> (b % 32)) as u32,
+            AluOp::And => a & b,
+            AluOp::Or => a | b,
+            AluOp::Xor => a ^ b,
+            AluOp::Min => sa.min(sb) as u32,
+            AluOp::Max => sa.max(sb) as u32,
+            AluOp::Minu => a.min(b),
+            AluOp::Maxu => a.max(b),
+            AluOp::Slt => u32::from(sa < sb),
+            AluOp::Sltu => u32::from(a < b),
+            AluOp::Seq => u32::from(a == b),
+        }
+    }
+}
+
+/// The opcodes (docs/cu.md).
+pub mod op {
+    pub const IMM_FORM: u8 = 0x20;
+    pub const LI: u8 = 0x40;
+    pub const JMP: u8 = 0x41;
+    pub const BNZ: u8 = 0x42;
+    pub const BZ: u8 = 0x43;
+    pub const LOOP: u8 = 0x44;
+    pub const CDL_UD: u8 = 0x50;
+    pub const CDL_MEM: u8 = 0x51;
+    pub const LD: u8 = 0x60;
+    pub const ST: u8 = 0x61;
+    pub const END: u8 = 0x7F;
+}
+
+/// One instruction, its fields as encoded (registers are indices 0..255,
+/// immediates and targets 32-bit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Insn {
+    /// `op rd, ra, rb`.
+    Alu { op: AluOp, rd: u8, ra: u8, rb: u8 },
+    /// `opi rd, ra, imm`.
+    AluI { op: AluOp, rd: u8, ra: u8, imm: u32 },
+    Li { rd: u8, imm: u32 },
+    Jmp { t: u32 },
+    Bnz { ra: u8, t: u32 },
+    Bz { ra: u8, t: u32 },
+    Loop { rd: u8, t: u32 },
+    End,
+    /// `cdl rd, n, ud[i]`: `n` in 1..=16.
+    CdlUd { rd: u8, n: u8, i: u32 },
+    /// `cdl rd, n, [ra + i]`: `n` in 1..=16.
+    CdlMem { rd: u8, ra: u8, n: u8, i: u32 },
+    /// `ld rd, ra, rb, rc [, p]`.
+    Ld { rd: u8, ra: u8, rb: u8, rc: u8, p: u16 },
+    /// `st rd, ra, rb, rc [, p]`.
+    St { rd: u8, ra: u8, rb: u8, rc: u8, p: u16 },
+}
+
+/// Why a word is no instruction: the `opcode` and `field` errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Undefined opcode (including the reserved 0x70..0x74).
+    Opcode,
+    /// A field the instruction does not use is not 0, or `cdl`'s `n` is not
+    /// 1..16.
+    Field,
+}
+
+/// The fields of a word.
+#[derive(Clone, Copy, Debug)]
+struct Fields {
+    op: u8,
+    rd: u8,
+    ra: u8,
+    rb: u8,
+    imm: u32,
+}
+
+fn fields(w: u64) -> Fields {
+    Fields { op: w as u8, rd: (w >> 8) as u8, ra: (w >> 16) as u8, rb: (w >> 24) as u8, imm: (w >> 32) as u32 }
+}
+
+fn pack(op: u8, rd: u8, ra: u8, rb: u8, imm: u32) -> u64 {
+    op as u64 | (rd as u64) << 8 | (ra as u64) << 16 | (rb as u64) << 24 | (imm as u64) << 32
+}
+
+/// The instruction a word encodes.
+pub fn decode(w: u64) -> Result<Insn, DecodeError> {
+    let f = fields(w);
+    // `ok` when every listed unused field is zero.
+    let zero = |unused: &[u32]| if unused.iter().all(|&x| x == 0) { Ok(()) } else { Err(DecodeError::Field) };
+    let (rd, ra, rb, imm) = (f.rd as u32, f.ra as u32, f.rb as u32, f.imm);
+    match f.op {
+        c if AluOp::from_code(c).is_some() => {
+            zero(&[imm])?;
+            Ok(Insn::Alu { op: AluOp::from_code(c).unwrap(), rd: f.rd, ra: f.ra, rb: f.rb })
+        }
+        c if c > op::IMM_FORM && AluOp::from_code(c - op::IMM_FORM).is_some() => {
+            zero(&[rb])?;
+            Ok(Insn::AluI { op: AluOp::from_code(c - op::IMM_FORM).unwrap(), rd: f.rd, ra: f.ra, imm })
+        }
+        op::LI => zero(&[ra, rb]).map(|_| Insn::Li { rd: f.rd, imm }),
+        op::JMP => zero(&[rd, ra, rb]).map(|_| Insn::Jmp { t: imm }),
+        op::BNZ => zero(&[rd, rb]).map(|_| Insn::Bnz { ra: f.ra, t: imm }),
+        op::BZ => zero(&[rd, rb]).map(|_| Insn::Bz { ra: f.ra, t: imm }),
+        op::LOOP => zero(&[ra, rb]).map(|_| Insn::Loop { rd: f.rd, t: imm }),
+        op::END => zero(&[rd, ra, rb, imm]).map(|_| Insn::End),
+        op::CDL_UD => {
+            zero(&[ra])?;
+            if !(1..=16).contains(&f.rb) {
+                return Err(DecodeError::Field);
+            }
+            Ok(Insn::CdlUd { rd: f.rd, n: f.rb, i: imm })
+        }
+        op::CDL_MEM => {
+            if !(1..=16).contains(&f.rb) {
+                return Err(DecodeError::Field);
+            }
+            Ok(Insn::CdlMem { rd: f.rd, ra: f.ra, n: f.rb, i: imm })
+        }
+        op::LD | op::ST => {
+            zero(&[(imm >> 8) & 0xFF])?;
+            let (rc, p) = (imm as u8, (imm >> 16) as u16);
+            Ok(if f.op == op::LD {
+                Insn::Ld { rd: f.rd, ra: f.ra, rb: f.rb, rc, p }
+            } else {
+                Insn::St { rd: f.rd, ra: f.ra, rb: f.rb, rc, p }
+            })
+        }
+        _ => Err(DecodeError::Opcode),
+    }
+}
+
+/// The word of an instruction (`cdl`'s `n` is encoded as given).
+pub fn encode(i: &Insn) -> u64 {
+    match *i {
+        Insn::Alu { op, rd, ra, rb } => pack(op.code(), rd, ra, rb, 0),
+        Insn::AluI { op, rd, ra, imm } => pack(op.code() + op::IMM_FORM, rd, ra, 0, imm),
+        Insn::Li { rd, imm } => pack(op::LI, rd, 0, 0, imm),
+        Insn::Jmp { t } => pack(op::JMP, 0, 0, 0, t),
+        Insn::Bnz { ra, t } => pack(op::BNZ, 0, ra, 0, t),
+        Insn::Bz { ra, t } => pack(op::BZ, 0, ra, 0, t),
+        Insn::Loop { rd, t } => pack(op::LOOP, rd, 0, 0, t),
+        Insn::End => pack(op::END, 0, 0, 0, 0),
+        Insn::CdlUd { rd, n, i } => pack(op::CDL_UD, rd, 0, n, i),
+        Insn::CdlMem { rd, ra, n, i } => pack(op::CDL_MEM, rd, ra, n, i),
+        Insn::Ld { rd, ra, rb, rc, p } => pack(op::LD, rd, ra, rb, rc as u32 | (p as u32) << 16),
+        Insn::St { rd, ra, rb, rc, p } => pack(op::ST, rd, ra, rb, rc as u32 | (p as u32) << 16),
+    }
+}
+
+/// `[ra]`, `[ra + i]` or `[ra - i]`, `i` read as signed.
+fn mem_operand(ra: u8, i: u32) -> String {
+    let s = i as i32;
+    if s == 0 {
+        format!("[r{ra}]")
+    } else if s < 0 {
+        format!("[r{ra} - {}]", (s as i64).unsigned_abs())
+    } else {
+        format!("[r{ra} + {s}]")
+    }
+}
+
+/// The canonical line of an instruction.
+pub fn insn_text(i: &Insn) -> String {
+    match *i {
+        Insn::Alu { op, rd, ra, rb } => format!("{} r{rd}, r{ra}, r{rb}", op.name()),
+        Insn::AluI { op, rd, ra, imm } => format!("{}i r{rd}, r{ra}, {}", op.name(), imm as i32),
+        Insn::Li { rd, imm } => format!("li r{rd}, {}", imm as i32),
+        Insn::Jmp { t } => format!("jmp {t}"),
+        Insn::Bnz { ra, t } => format!("bnz r{ra}, {t}"),
+        Insn::Bz { ra, t } => format!("bz r{ra}, {t}"),
+        Insn::Loop { rd, t } => format!("loop r{rd}, {t}"),
+        Insn::End => "end".to_string(),
+        Insn::CdlUd { rd, n, i } => format!("cdl r{rd}, {n}, ud[{i}]"),
+        Insn::CdlMem { rd, ra, n, i } => format!("cdl r{rd}, {n}, {}", mem_operand(ra, i)),
+        Insn::Ld { rd, ra, rb, rc, p } | Insn::St { rd, ra, rb, rc, p } => {
+            let name = if matches!(i, Insn::Ld { .. }) { "ld" } else { "st" };
+            let mut s = format!("{name} r{rd}, r{ra}, r{rb}, r{rc}");
+            if p != 0 {
+                s.push_str(&format!(", {p}"));
+            }
+            s
+        }
+    }
+}
+
+/// One word's line (no newline): the instruction, or `.word 0x` and 16 hex
+/// digits for a word that is none.
+pub fn text(w: u64) -> String {
+    match decode(w) {
+        Ok(i) => insn_text(&i),
+        Err(_) => format!(".word 0x{w:016x}"),
+    }
+}
+
+/// Words to lines, one a line, each ending in a newline.
+pub fn disassemble(words: &[u64]) -> String {
+    let mut out = String::new();
+    for &w in words {
+        out.push_str(&text(w));
+        out.push('\n');
+    }
+    out
+}
+
+// ---- the assembler ----
+
+/// Text shown in a message, shortened past 60 characters.
+fn short(s: &str) -> String {
+    const MAX: usize = 60;
+    if s.chars().count() <= MAX {
+        s.to_string()
+    } else {
+        s.chars().take(MAX - 3).collect::<String>() + "..."
+    }
+}
+
+/// The operand kinds of the forms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Opd {
+    /// `rN`, N 0..255.
+    Reg,
+    /// A 32-bit immediate, -2^31 .. 2^32-1.
+    Imm,
+    /// A target: 0 .. 2^32-1, or a label.
+    Target,
+    /// `cdl`'s `n`: 1..16.
+    N,
+    /// `ud[i]` or `[ra +- i]`.
+    View,
+    /// `ld`/`st`'s pitch: 0..65535 (optional, last).
+    Pitch,
+}
+
+/// A mnemonic's operands, and the names used in messages.
+fn form(mn: &str) -> Option<(&'static [Opd], &'static str)> {
+    use Opd::*;
+    if AluOp::ALL.iter().any(|o| o.name() == mn) {
+        return Some((&[Reg, Reg, Reg], "rd, ra, rb"));
+    }
+    if let Some(base) = mn.strip_suffix('i') {
+        if AluOp::ALL.iter().any(|o| o.name() == base) {
+            return Some((&[Reg, Reg, Imm], "rd, ra, i"));
+        }
+    }
+    Some(match mn {
+        "li" => (&[Reg, Imm], "rd, i"),
+        "jmp" => (&[Target], "t"),
+        "bnz" | "bz" => (&[Reg, Target], "ra, t"),
+        "loop" => (&[Reg, Target], "rd, t"),
+        "end" => (&[], ""),
+        "cdl" => (&[Reg, N, View], "rd, n, ud[i] or rd, n, [ra + i]"),
+        "ld" | "st" => (&[Reg, Reg, Reg, Reg, Pitch], "rd, ra, rb, rc [, p]"),
+        _ => return None,
+    })
+}
+
+fn known_mnemonics() -> String {
+    let mut v: Vec<String> = AluOp::ALL.iter().map(|o| o.name().to_string()).collect();
+    v.extend(AluOp::ALL.iter().map(|o| format!("{}i", o.name())));
+    v.extend(["li", "jmp", "bnz", "bz", "loop", "end", "cdl", "ld", "st", ".word"].map(String::from));
+    v.join(", ")
+}
+
+/// An unsigned number: decimal, or `0x` and hex digits (either case); at most
+/// `max`. `Err(None)`: not a number; `Err(Some(()))`: too large.
+fn unsigned(s: &str, max: u64) -> Result<u64, Option<()>> {
+    let (digits, radix) = match s.strip_prefix("0x") {
+        Some(h) => (h, 16),
+        None => (s, 10),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return Err(None);
+    }
+    let digits = digits.trim_start_matches('0');
+    if digits.len() > 20 {
+        return Err(Some(()));
+    }
+    let v = u128::from_str_radix(if digits.is_empty() { "0" } else { digits }, radix).map_err(|_| Some(()))?;
+    if v > max as u128 {
+        return Err(Some(()));
+    }
+    Ok(v as u64)
+}
+
+const NOT_A_NUMBER: &str = "is not a number (decimal or 0x hex)";
+
+/// An unsigned operand in `min..=max`, named `what` in messages.
+fn unsigned_in(what: &str, s: &str, min: u64, max: u64) -> Result<u64, String> {
+    match unsigned(s, max) {
+        Ok(v) if v >= min => Ok(v),
+        Err(None) if s.starts_with('-') => Err(format!("{what} `{}` is out of range: must be {min} .. {max}", short(s))),
+        Err(None) => Err(format!("{what} `{}` {NOT_A_NUMBER}", short(s))),
+        _ => Err(format!("{what} `{}` is out of range: must be {min} .. {max}", short(s))),
+    }
+}
+
+/// A 32-bit immediate: -2^31 .. 2^32-1, encoded modulo 2^32.
+fn imm32(s: &str) -> Result<u32, String> {
+    let range = || format!("immediate `{}` is out of range: must be -2147483648 .. 4294967295", short(s));
+    match s.strip_prefix('-') {
+        Some(m) => match unsigned(m, 1 << 31) {
+            Ok(v) => Ok((v as u32).wrapping_neg()),
+            Err(None) => Err(format!("immediate `{}` {NOT_A_NUMBER}", short(s))),
+            Err(Some(())) => Err(range()),
+        },
+        None => match unsigned(s, u32::MAX as u64) {
+            Ok(v) => Ok(v as u32),
+            Err(None) => Err(format!("immediate `{}` {NOT_A_NUMBER}", short(s))),
+            Err(Some(())) => Err(range()),
+        },
+    }
+}
+
+/// `rN`, N 0..255.
+fn reg(s: &str) -> Result<u8, String> {
+    let bad = || format!("`{}` is not a register: registers are r0 .. r255", short(s));
+    let Some(d) = s.strip_prefix('r') else { return Err(bad()) };
+    if d.is_empty() || !d.chars().all(|c| c.is_ascii_digit()) {
+        return Err(bad());
+    }
+    match d.trim_start_matches('0').parse::<u64>() {
+        _ if d.trim_start_matches('0').is_empty() => Ok(0),
+        Ok(n) if n <= 255 => Ok(n as u8),
+        _ => Err(format!("register `{}` is above r255", short(s))),
+    }
+}
+
+/// `r` and digits: a register's name (or one above r255), never a label.
+fn is_register_name(s: &str) -> bool {
+    s.strip_prefix('r').is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// Letters, digits and `_`, not starting with a digit.
+fn is_identifier(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_') && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
+
+/// A target: a number, or a label (resolved against `labels`).
+fn target(s: &str, labels: &HashMap<String, u32>) -> Result<u32, String> {
+    if s.starts_with(|c: char| c.is_ascii_digit() || c == '-') {
+        return unsigned_in("target", s, 0, u32::MAX as u64).map(|v| v as u32);
+    }
+    if !is_identifier(s) || is_register_name(s) {
+        return Err(format!("target `{}` is neither a number nor a label name", short(s)));
+    }
+    labels.get(s).copied().ok_or_else(|| format!("unknown label `{}`", short(s)))
+}
+
+/// The view operand of `cdl`: `ud[i]` → (None, i); `[ra]`, `[ra + i]`,
+/// `[ra - i]` → (Some(ra), i mod 2^32).
+fn view(s: &str) -> Result<(Option<u8>, u32), String> {
+    let bad = || format!("`{}` is not a view: `ud[i]`, `[ra]`, `[ra + i]` or `[ra - i]`", short(s));
+    if let Some(rest) = s.strip_prefix("ud") {
+        let inner = rest.trim_start().strip_prefix('[').and_then(|r| r.strip_suffix(']')).ok_or_else(bad)?;
+        let i = unsigned_in("ud offset", inner.trim(), 0, u32::MAX as u64)?;
+        return Ok((None, i as u32));
+    }
+    let inner = s.strip_prefix('[').and_then(|r| r.strip_suffix(']')).ok_or_else(bad)?.trim();
+    let (r, off) = match inner.find(['+', '-']) {
+        None => (inner, None),
+        Some(k) => (inner[..k].trim(), Some((&inner[k..k + 1], inner[k + 1..].trim()))),
+    };
+    let ra = reg(r)?;
+    let i = match off {
+        None => 0,
+        Some(("+", v)) => unsigned_in("offset", v, 0, u32::MAX as u64)? as u32,
+        Some((_, v)) => (unsigned_in("offset", v, 0, 1 << 31)? as u32).wrapping_neg(),
+    };
+    Ok((Some(ra), i))
+}
+
+/// One instruction line (label and comment removed, trimmed, not empty).
+fn assemble_line(code: &str, labels: &HashMap<String, u32>) -> Result<u64, String> {
+    let (mn, rest) = match code.find(char::is_whitespace) {
+        Some(k) => (&code[..k], code[k..].trim()),
+        None => (code, ""),
+    };
+    let ops: Vec<&str> = if rest.is_empty() { Vec::new() } else { rest.split(',').map(str::trim).collect() };
+    if mn == ".word" {
+        return match ops.as_slice() {
+            [] => Err("missing operand: `.word` takes one 64-bit value".into()),
+            [v] => unsigned_in("value", v, 0, u64::MAX),
+            _ => Err("extra operand: `.word` takes one 64-bit value".into()),
+        };
+    }
+    let Some((kinds, names)) = form(mn) else {
+        return Err(format!("unknown mnemonic `{}`; known: {}", short(mn), known_mnemonics()));
+    };
+    let required = kinds.iter().filter(|k| **k != Opd::Pitch).count();
+    let usage = if names.is_empty() { format!("`{mn}` takes no operands") } else { format!("`{mn}` takes {names}") };
+    if ops.len() < required {
+        return Err(format!("missing operand: {usage}"));
+    }
+    if ops.len() > kinds.len() {
+        return Err(format!("extra operand: {usage}"));
+    }
+    if let Some(k) = ops.iter().position(|o| o.is_empty()) {
+        return Err(format!("operand {} is empty: {usage}", k + 1));
+    }
+    let mut regs: Vec<u8> = Vec::new();
+    let mut imm = 0u32;
+    let mut n = 0u8;
+    let mut view_op = (None, 0u32);
+    let mut pitch = 0u16;
+    for (kind, o) in kinds.iter().zip(&ops) {
+        match kind {
+            Opd::Reg => regs.push(reg(o)?),
+            Opd::Imm => imm = imm32(o)?,
+            Opd::Target => imm = target(o, labels)?,
+            Opd::N => n = unsigned_in("n", o, 1, 16)? as u8,
+            Opd::View => view_op = view(o)?,
+            Opd::Pitch => pitch = unsigned_in("p", o, 0, 65535)? as u16,
+        }
+    }
+    let r = |k: usize| regs[k];
+    let insn = if let Some(op) = AluOp::ALL.iter().copied().find(|o| o.name() == mn) {
+        Insn::Alu { op, rd: r(0), ra: r(1), rb: r(2) }
+    } else if let Some(op) = AluOp::ALL.iter().copied().find(|o| mn.strip_suffix('i') == Some(o.name())) {
+        Insn::AluI { op, rd: r(0), ra: r(1), imm }
+    } else {
+        match mn {
+            "li" => Insn::Li { rd: r(0), imm },
+            "jmp" => Insn::Jmp { t: imm },
+            "bnz" => Insn::Bnz { ra: r(0), t: imm },
+            "bz" => Insn::Bz { ra: r(0), t: imm },
+            "loop" => Insn::Loop { rd: r(0), t: imm },
+            "end" => Insn::End,
+            "cdl" => match view_op {
+                (None, i) => Insn::CdlUd { rd: r(0), n, i },
+                (Some(ra), i) => Insn::CdlMem { rd: r(0), ra, n, i },
+            },
+            "ld" => Insn::Ld { rd: r(0), ra: r(1), rb: r(2), rc: r(3), p: pitch },
+            "st" => Insn::St { rd: r(0), ra: r(1), rb: r(2), rc: r(3), p: pitch },
+            _ => unreachable!("form() knows {mn}"),
+        }
+    };
+    Ok(encode(&insn))
+}
+
+/// A line taken apart: its labels (each checked) and its code.
+struct Line<'a> {
+    number: usize,
+    text: &'a str,
+    labels: Vec<&'a str>,
+    code: &'a str,
+}
+
+/// Splits the labels (`name:`) off the front of a line's code (comment
+/// removed, trimmed).
+fn split_labels(code: &str) -> (Vec<&str>, &str) {
+    let mut labels = Vec::new();
+    let mut rest = code;
+    while let Some(k) = rest.find(':') {
+        let name = rest[..k].trim();
+        // A colon after anything but one word is not a label's.
+        if name.is_empty() || name.contains(char::is_whitespace) || name.contains(',') {
+            break;
+        }
+        labels.push(name);
+        rest = rest[k + 1..].trim();
+    }
+    (labels, rest)
+}
+
+fn asm_error(line: usize, text: &str, message: String) -> AsmError {
+    AsmError { line, text: short(text), message }
+}
+
+/// Assemble lines (docs/cu.md, "Assembler and disassembler") into words;
+/// every bad line is reported, in line order (a line with several faults is
+/// reported once, for its first).
+pub fn assemble(text: &str) -> Result<Vec<u64>, Vec<AsmError>> {
+    let mut errors = Vec::new();
+    let mut lines = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let code = raw.split(['#', ';']).next().unwrap_or("").trim();
+        if code.is_empty() {
+            continue;
+        }
+        let (labels, code) = split_labels(code);
+        lines.push(Line { number: i + 1, text: raw.trim(), labels, code });
+    }
+    // Pass 1: labels, each the index of the next instruction.
+    let mut labels: HashMap<String, u32> = HashMap::new();
+    let mut defined_at: HashMap<String, usize> = HashMap::new();
+    let mut pc: u64 = 0;
+    let mut bad_label_line = std::collections::HashSet::new();
+    for l in &lines {
+        for &name in &l.labels {
+            let msg = if !is_identifier(name) {
+                Some(format!(
+                    "label `{}` is not a name: letters, digits and `_`, not starting with a digit",
+                    short(name)
+                ))
+            } else if is_register_name(name) {
+                Some(format!("label `{}` is a register's name", short(name)))
+            } else if let Some(first) = defined_at.get(name) {
+                Some(format!("label `{}` is defined twice (first on line {first})", short(name)))
+            } else {
+                defined_at.insert(name.to_string(), l.number);
+                labels.insert(name.to_string(), pc.min(u32::MAX as u64) as u32);
+                None
+            };
+            if let Some(m) = msg {
+                if bad_label_line.insert(l.number) {
+                    errors.push(asm_error(l.number, l.text, m));
+                }
+            }
+        }
+        if !l.code.is_empty() {
+            pc += 1;
+        }
+    }
+    // Pass 2: the instructions.
+    let mut out = Vec::new();
+    for l in &lines {
+        if l.code.is_empty() {
+            continue;
+        }
+        match assemble_line(l.code, &labels) {
+            Ok(w) => out.push(w),
+            Err(m) if !bad_label_line.contains(&l.number) => errors.push(asm_error(l.number, l.text, m)),
+            Err(_) => {}
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        errors.sort_by_key(|e| e.line);
+        Err(errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator for the round trips.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let x = self.0;
+            (x ^ (x >> 29)).wrapping_mul(0xbf58476d1ce4e5b9) ^ (x >> 32)
+        }
+    }
+
+    fn one(line: &str) -> u64 {
+        let w = assemble(line).unwrap_or_else(|e| panic!("{line}: {}", errors_text(&e)));
+        assert_eq!(w.len(), 1);
+        w[0]
+    }
+
+    fn bad(text: &str) -> Vec<String> {
+        assemble(text).unwrap_err().iter().map(|e| e.to_string()).collect()
+    }
+
+    #[test]
+    fn encodings_from_the_table() {
+        // op 7:0, rd 15:8, ra 23:16, rb 31:24, imm 63:32.
+        assert_eq!(one("add r1, r2, r3"), 0x0302_0101);
+        assert_eq!(one("seq r255, r0, r7"), 0x0700_FF10);
+        assert_eq!(one("addi r1, r2, -4"), 0xFFFF_FFFC_0002_0121);
+        assert_eq!(one("seqi r1, r2, 0x10"), 0x10_0002_0130);
+        assert_eq!(one("li r5, 4294967295"), 0xFFFF_FFFF_0000_0540);
+        assert_eq!(one("li r5, -2147483648"), 0x8000_0000_0000_0540);
+        assert_eq!(one("jmp 7"), 0x7_0000_0041);
+        assert_eq!(one("bnz r4, 2"), 0x2_0004_0042);
+        assert_eq!(one("bz r4, 2"), 0x2_0004_0043);
+        assert_eq!(one("loop r6, 1"), 0x1_0000_0644);
+        assert_eq!(one("end"), 0x7F);
+        assert_eq!(one("cdl r3, 2, ud[8]"), 0x8_0200_0350);
+        assert_eq!(one("cdl r3, 16, [r4 + 12]"), 0xC_1004_0351);
+        assert_eq!(one("cdl r3, 1, [r4]"), 0x0_0104_0351);
+        assert_eq!(one("cdl r3, 1, [r4 - 4]"), 0xFFFF_FFFC_0104_0351);
+        assert_eq!(one("ld r1, r2, r3, r4"), 0x4_0302_0160);
+        assert_eq!(one("st r1, r2, r3, r4, 65535"), 0xFFFF_0004_0302_0161);
+    }
+
+    #[test]
+    fn decode_errors() {
+        // Undefined opcodes, the reserved ones among them.
+        for op in [0x00u64, 0x11, 0x20, 0x31, 0x45, 0x52, 0x62, 0x70, 0x71, 0x72, 0x73, 0x74, 0x7E, 0x80, 0xFF] {
+            assert_eq!(decode(op), Err(DecodeError::Opcode), "{op:#x}");
+        }
+        // Unused fields.
+        assert_eq!(decode(0x1_0302_0101), Err(DecodeError::Field)); // add with imm
+        assert_eq!(decode(0x0100_0121), Err(DecodeError::Field)); // addi with rb
+        assert_eq!(decode(0x0001_0540), Err(DecodeError::Field)); // li with ra
+        assert_eq!(decode(0x0000_0141), Err(DecodeError::Field)); // jmp with rd
+        assert_eq!(decode(0x0100_0042), Err(DecodeError::Field)); // bnz with rb
+        assert_eq!(decode(0x0001_0044), Err(DecodeError::Field)); // loop with ra
+        assert_eq!(decode(0x1_0000_007F), Err(DecodeError::Field)); // end with imm
+        assert_eq!(decode(0x0101_0050), Err(DecodeError::Field)); // cdl ud with ra
+        assert_eq!(decode(0x0000_0050), Err(DecodeError::Field)); // cdl n = 0
+        assert_eq!(decode(0x1100_0051), Err(DecodeError::Field)); // cdl n = 17
+        assert_eq!(decode(0x100_0000_0060), Err(DecodeError::Field)); // ld imm bits 15:8
+        assert_eq!(decode(0x0100_0000_0000_0061), Ok(Insn::St { rd: 0, ra: 0, rb: 0, rc: 0, p: 256 }));
+    }
+
+    #[test]
+    fn disassembly_is_canonical() {
+        let text = "add r1, r2, r3\n\
+                    subi r0, r1, -4\n\
+                    srai r0, r1, 31\n\
+                    li r9, -1\n\
+                    li r9, 2147483647\n\
+                    jmp 4294967295\n\
+                    bnz r1, 0\n\
+                    loop r2, 3\n\
+                    end\n\
+                    cdl r3, 2, ud[4294967295]\n\
+                    cdl r3, 2, [r1]\n\
+                    cdl r3, 2, [r1 + 2147483647]\n\
+                    cdl r3, 2, [r1 - 2147483648]\n\
+                    ld r1, r2, r3, r4\n\
+                    st r1, r2, r3, r4, 1\n\
+                    .word 0x0000000000000000\n\
+                    .word 0x00000000ffffffff\n";
+        let w = assemble(text).unwrap();
+        assert_eq!(disassemble(&w), text);
+        assert_eq!(text_of(&w, 3), "li r9, -1");
+        // Non-canonical spellings assemble to the same words.
+        assert_eq!(one("addi r1, r2, 0xFFFFFFFC"), one("addi r1, r2, -4"));
+        assert_eq!(one("cdl r1, 1, [r2 + 0]"), one("cdl r1, 1, [r2]"));
+        assert_eq!(one("cdl r1, 1, [r2 + 4294967292]"), one("cdl r1, 1, [r2 - 4]"));
+        assert_eq!(one("cdl r1,1,[r2-4]"), one("cdl r1, 1, [r2 - 4]"));
+        assert_eq!(one("ld r1, r2, r3, r4, 0"), one("ld r1, r2, r3, r4"));
+        assert_eq!(one(".word 127"), one("end"));
+        assert_eq!(super::text(0x7F), "end");
+        assert_eq!(super::text(0x70), ".word 0x0000000000000070");
+    }
+
+    fn text_of(w: &[u64], i: usize) -> String {
+        text(w[i])
+    }
+
+    #[test]
+    fn round_trip_any_words() {
+        let mut g = Lcg(1);
+        let mut words = Vec::new();
+        for k in 0..20000u64 {
+            let w = g.next();
+            // Bias towards defined opcodes and zero fields, so most are
+            // instructions.
+            let op = [0x01, 0x10, 0x21, 0x30, 0x40, 0x41, 0x42, 0x43, 0x44, 0x50, 0x51, 0x60, 0x61, 0x7F][k as usize % 14];
+            let masked = match k % 4 {
+                0 => w,
+                1 => (w & !0xFF) | op,
+                2 => (w & 0xFFFF_FFFF_00FF_FF00) | op,
+                // Register fields only, zero immediate; cdl's n 1..16.
+                _ => (w & 0x0F0F_FF00) | op | if op == 0x50 { 0x0100_0000 } else { 0 },
+            };
+            words.push(masked);
+        }
+        let text = disassemble(&words);
+        assert_eq!(assemble(&text).unwrap(), words);
+        // And the text is canonical: a second round is the same text.
+        assert_eq!(disassemble(&assemble(&text).unwrap()), text);
+        // Most of them decoded.
+        let decoded = text.lines().filter(|l| !l.starts_with(".word")).count();
+        assert!(decoded > 2000, "{decoded}");
+    }
+
+    #[test]
+    fn labels_and_comments() {
+        let src = "# a kernel\n\
+                   start: li r3, 4   ; four times\n\
+                   again:\n\
+                   addi r4, r4, 1\n\
+                   loop r3, again # back\n\
+                   bz r4, done\n\
+                   jmp start\n\
+                   done: end\n";
+        let w = assemble(src).unwrap();
+        assert_eq!(
+            disassemble(&w),
+            "li r3, 4\naddi r4, r4, 1\nloop r3, 1\nbz r4, 5\njmp 0\nend\n"
+        );
+        // A label at the end is the index past the last instruction; two
+        // labels on one line.
+        let w = assemble("a: b: jmp c\nc:").unwrap();
+        assert_eq!(disassemble(&w), "jmp 1\n");
+        // Labels may shadow mnemonics but not registers.
+        assert_eq!(assemble("end: jmp end").unwrap(), vec![one("jmp 0")]);
+    }
+
+    #[test]
+    fn every_bad_line_kind_is_reported_with_its_line() {
+        let src = "add r1, r2, r256\n\
+                   addi r1, r2, 4294967296\n\
+                   addi r1, r2, -2147483649\n\
+                   cdl r1, 0, ud[0]\n\
+                   cdl r1, 17, ud[0]\n\
+                   ld r1, r2, r3, r4, 65536\n\
+                   add r1, r2\n\
+                   add r1, r2, r3, r4\n\
+                   mov r1, r2\n\
+                   jmp nowhere\n\
+                   x: end\n\
+                   x: end\n\
+                   r3: end\n\
+                   jmp -1\n\
+                   li r1, 12abc\n\
+                   cdl r1, 1, ud[-4]\n\
+                   ADD r1, r2, r3\n\
+                   add R1, r2, r3\n\
+                   end r1\n\
+                   cdl r1, 1, [r2 - 2147483649]\n\
+                   1x: end\n\
+                   add r1,, r2\n\
+                   .word 0x10000000000000000\n";
+        let got = bad(src);
+        let want = [
+            "line 1: `add r1, r2, r256`: register `r256` is above r255",
+            "line 2: `addi r1, r2, 4294967296`: immediate `4294967296` is out of range: must be -2147483648 .. 4294967295",
+            "line 3: `addi r1, r2, -2147483649`: immediate `-2147483649` is out of range: must be -2147483648 .. 4294967295",
+            "line 4: `cdl r1, 0, ud[0]`: n `0` is out of range: must be 1 .. 16",
+            "line 5: `cdl r1, 17, ud[0]`: n `17` is out of range: must be 1 .. 16",
+            "line 6: `ld r1, r2, r3, r4, 65536`: p `65536` is out of range: must be 0 .. 65535",
+            "line 7: `add r1, r2`: missing operand: `add` takes rd, ra, rb",
+            "line 8: `add r1, r2, r3, r4`: extra operand: `add` takes rd, ra, rb",
+            "line 9: `mov r1, r2`: unknown mnemonic `mov`; known: ",
+            "line 10: `jmp nowhere`: unknown label `nowhere`",
+            "line 12: `x: end`: label `x` is defined twice (first on line 11)",
+            "line 13: `r3: end`: label `r3` is a register's name",
+            "line 14: `jmp -1`: target `-1` is out of range: must be 0 .. 4294967295",
+            "line 15: `li r1, 12abc`: immediate `12abc` is not a number (decimal or 0x hex)",
+            "line 16: `cdl r1, 1, ud[-4]`: ud offset `-4` is out of range: must be 0 .. 4294967295",
+            "line 17: `ADD r1, r2, r3`: unknown mnemonic `ADD`; known: ",
+            "line 18: `add R1, r2, r3`: `R1` is not a register: registers are r0 .. r255",
+            "line 19: `end r1`: extra operand: `end` takes no operands",
+            "line 20: `cdl r1, 1, [r2 - 2147483649]`: offset `2147483649` is out of range: must be 0 .. 2147483648",
+            "line 21: `1x: end`: label `1x` is not a name: letters, digits and `_`, not starting with a digit",
+            "line 22: `add r1,, r2`: operand 2 is empty: `add` takes rd, ra, rb",
+            "line 23: `.word 0x10000000000000000`: value `0x10000000000000000` is out of range: must be 0 .. 18446744073709551615",
+        ];
+        assert_eq!(got.len(), want.len(), "{got:#?}");
+        for (g, w) in got.iter().zip(want) {
+            assert!(g.starts_with(w), "got  {g}\nwant {w}");
+        }
+        assert!(errors_text(&assemble("add\nsub").unwrap_err()).contains("line 2: `sub`"));
+    }
+}

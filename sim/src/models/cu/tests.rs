@@ -1,0 +1,735 @@
+//! Hand-computed expectations from docs/cu.md: the values of the scalar
+//! operations, every error code, and the exact cycles of small runs, worked
+//! out from the spec's text in the comments.
+//!
+//! Common ground of the timing tests (unless a test says otherwise):
+//! `imem_depth` D = 16, memory latency L = 5, the program at 0x100.
+//! - Start: `dsp_ready` is 0 in cycles `0 .. 2*(slots+1) - 1`, so the first
+//!   dispatch is taken in `d = 2*(slots+1)` (4 with one slot, 6 with two).
+//! - A dispatch into a slot whose store does not hold the program joins the
+//!   load queue at the end of `d`; the request is offered (and taken) in
+//!   `d + 1`; beat `k` is taken in `d + 1 + L + k`; the last (k = 15) in
+//!   `e = d + L + 16`; the slot may be picked from `e + 1`. With one slot
+//!   and L = 5: request 5, beats 10..25, `e = 25`, first pick 26, first X
+//!   cycle 27.
+//! - A slot alone issues every other cycle: picked in `t`, X in `t + 1`,
+//!   picked again in `t + 2`.
+//! - `end` in X cycle `x`: done at the end of `x`, completion taken in
+//!   `x + 1`, the slot (and share) free from `x + 2`.
+
+use super::*;
+use crate::mem::Memory;
+
+const PROG: u32 = 0x100;
+
+/// One slot, 16 registers, D = 16, one bank of 64 words (SB = 256), O = 2.
+fn one_slot() -> CuParams {
+    CuParams { slots: 1, regs: 16, imem_depth: 16, banks: 1, words: 64, max_outstanding: 2, tag_bits: 1 }
+}
+
+fn two_slots() -> CuParams {
+    CuParams { slots: 2, ..one_slot() }
+}
+
+fn block(x: u16) -> Block {
+    Block { id: [x, 0, 0], user_data: [0; 16] }
+}
+
+/// A run of `src` (assembled at PROG) with `blocks`, shares of
+/// `smem_bytes` and `regs`, latency `lat`.
+fn setup(src: &str, blocks: Vec<Block>, smem_bytes: u32, regs: u32, lat: u32) -> Run {
+    let words = isa::assemble(src).unwrap_or_else(|e| panic!("{}", isa::errors_text(&e)));
+    let mut memory = Memory::new();
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    memory.load(PROG as u64, &bytes);
+    Run { program: PROG, memory, blocks, smem_bytes, regs, mem_latency: lat, dump: vec![] }
+}
+
+fn go(p: &CuParams, r: &Run) -> Full {
+    run_full(p, r).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// (X cycle, slot, pc) of the trace.
+fn xs(o: &Outcome) -> Vec<(u64, u32, u32)> {
+    o.trace.iter().map(|t| (t.cycle, t.slot, t.pc)).collect()
+}
+
+/// The X cycles of the trace.
+fn x_cycles(o: &Outcome) -> Vec<u64> {
+    o.trace.iter().map(|t| t.cycle).collect()
+}
+
+// ---- values ----
+
+#[test]
+fn alu_results_from_the_table() {
+    use isa::AluOp::*;
+    let m = 0xFFFF_FFFEu32; // -2
+    let cases: [(isa::AluOp, u32, u32, u32); 24] = [
+        (Add, 0xFFFF_FFFF, 2, 1),
+        (Sub, 1, 2, 0xFFFF_FFFF),
+        (Mul, 0x1_0001, 0x1_0001, 0x0002_0001), // (2^16+1)^2 = 2^32 + 2^17 + 1
+        (Mul, 7, m, 0xFFFF_FFF2),
+        (Shl, 1, 33, 2), // b mod 32
+        (Shr, 0x8000_0000, 31, 1),
+        (Shr, 0x8000_0000, 63, 1),
+        (Sra, 0x8000_0000, 31, 0xFFFF_FFFF),
+        (Sra, 0x4000_0000, 30, 1),
+        (And, 0b1100, 0b1010, 0b1000),
+        (Or, 0b1100, 0b1010, 0b1110),
+        (Xor, 0b1100, 0b1010, 0b0110),
+        (Min, 3, m, m),
+        (Max, 3, m, 3),
+        (Minu, 3, m, 3),
+        (Maxu, 3, m, m),
+        (Slt, m, 3, 1),
+        (Slt, 3, m, 0),
+        (Sltu, m, 3, 0),
+        (Sltu, 3, m, 1),
+        (Seq, 5, 5, 1),
+        (Seq, 5, 6, 0),
+        (Slt, 3, 3, 0),
+        (Sltu, 3, 3, 0),
+    ];
+    for (op, a, b, want) in cases {
+        assert_eq!(op.apply(a, b), want, "{op:?} {a:#x} {b:#x}");
+    }
+}
+
+#[test]
+fn scalar_program_values() {
+    // r0 = x = 5, r1 = y = 6, r2 = z = 7 at dispatch; the rest 0.
+    let src = "li r3, -2\n\
+               add r4, r0, r1\n\
+               subi r5, r3, 1\n\
+               mul r6, r2, r3\n\
+               shli r7, r0, 33\n\
+               srai r8, r3, 1\n\
+               shri r9, r3, 28\n\
+               sltu r10, r0, r3\n\
+               slti r11, r3, 0\n\
+               maxi r12, r3, -5\n\
+               li r13, 3\n\
+               loop r13, 11\n\
+               bz r13, 15\n\
+               end\n\
+               end\n\
+               seqi r14, r13, 0\n";
+    // pc 11 loops back to itself until r13 = 0 (3 times), bz jumps to 15,
+    // where seqi is at D-1 = 15: its next pc 16 >= D is the pc error, and
+    // it has no effect.
+    let r = setup(src, vec![Block { id: [5, 6, 7], user_data: [0; 16] }], 0, 16, 5);
+    let f = go(&one_slot(), &r);
+    let g = &f.regfile;
+    assert_eq!(&g[0..3], &[5, 6, 7]);
+    assert_eq!(g[3], 0xFFFF_FFFE);
+    assert_eq!(g[4], 11);
+    assert_eq!(g[5], 0xFFFF_FFFD);
+    assert_eq!(g[6], 0xFFFF_FFF2);
+    assert_eq!(g[7], 10);
+    assert_eq!(g[8], 0xFFFF_FFFF);
+    assert_eq!(g[9], 0xF);
+    assert_eq!(g[10], 1);
+    assert_eq!(g[11], 1);
+    assert_eq!(g[12], 0xFFFF_FFFE);
+    assert_eq!(g[13], 0);
+    assert_eq!(g[14], 0, "the erring seqi wrote nothing");
+    let b = &f.outcome.blocks[0];
+    assert_eq!((b.status, b.pc), (Status::Pc, 15));
+    // pcs executed: 0..=10, 11 three times, 12, 15.
+    let pcs: Vec<u32> = f.outcome.trace.iter().map(|t| t.pc).collect();
+    assert_eq!(pcs, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 11, 11, 12, 15]);
+}
+
+// ---- errors ----
+
+/// Status and pc of a one-block run of `src` with 4 registers a block and
+/// 64 scratchpad bytes.
+fn status_of(src: &str) -> (Status, u32) {
+    let f = go(&one_slot(), &setup(src, vec![block(1)], 64, 4, 5));
+    let b = f.outcome.blocks[0];
+    // The erring instruction is in the trace (the last entry).
+    if b.status != Status::Ok {
+        assert_eq!(f.outcome.trace.last().unwrap().pc, b.pc);
+    }
+    (b.status, b.pc)
+}
+
+#[test]
+fn every_error_code() {
+    use Status::*;
+    assert_eq!(status_of("end"), (Ok, 0));
+    // opcode: undefined and reserved opcodes.
+    assert_eq!(status_of("li r3, 1\n.word 0x70"), (Opcode, 1));
+    assert_eq!(status_of(".word 0x0000000000000074"), (Opcode, 0));
+    assert_eq!(status_of(".word 0"), (Opcode, 0));
+    // opcode before field: a reserved opcode with fields set.
+    assert_eq!(status_of(".word 0xffffffffffffff72"), (Opcode, 0));
+    // field: add with imm, cdl with n = 0, end with rd, ld with imm 15:8.
+    assert_eq!(status_of(".word 0x0000000100000001"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000000000000050"), (Field, 0));
+    assert_eq!(status_of(".word 0x000000000000017f"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000010000000060"), (Field, 0));
+    // field before reg: add r200 with imm set.
+    assert_eq!(status_of(".word 0x00000001000000c8" ), (Opcode, 0)); // 0xc8 is no opcode
+    assert_eq!(status_of(".word 0x00000001c8000001"), (Field, 0));
+    // reg: reg_count = 4.
+    assert_eq!(status_of("add r4, r0, r0"), (Reg, 0));
+    assert_eq!(status_of("add r3, r0, r0\nend"), (Ok, 1));
+    assert_eq!(status_of("cdl r2, 2, ud[0]\nend"), (Ok, 1));
+    assert_eq!(status_of("cdl r2, 3, ud[0]"), (Reg, 0)); // rd + n - 1 = 4
+    assert_eq!(status_of("cdl r0, 1, [r4]"), (Reg, 0));
+    assert_eq!(status_of("ld r0, r1, r2, r4"), (Reg, 0)); // rc
+    assert_eq!(status_of("bnz r9, 100"), (Reg, 0)); // reg before pc
+    // pc: D = 16.
+    assert_eq!(status_of("jmp 16"), (Pc, 0));
+    assert_eq!(status_of("jmp 4294967295"), (Pc, 0));
+    assert_eq!(status_of("bz r3, 16"), (Pc, 0)); // taken
+    assert_eq!(status_of("bnz r3, 16\nend"), (Ok, 1)); // not taken: pc + 1
+    assert_eq!(status_of("li r3, 1\nloop r3, 16\nend"), (Ok, 2)); // r3 becomes 0: pc + 1
+    assert_eq!(status_of("li r3, 2\nloop r3, 16"), (Pc, 1)); // taken to 16
+    // An instruction at D-1 other than end (pc + 1 = 16), before align.
+    let pad = "li r3, 0\n".repeat(15);
+    assert_eq!(status_of(&format!("{pad}cdl r3, 1, ud[2]")), (Pc, 15));
+    assert_eq!(status_of(&format!("{pad}end")), (Ok, 15));
+    // align: off = i for ud, a + i for memory.
+    assert_eq!(status_of("cdl r3, 1, ud[2]"), (Align, 0));
+    assert_eq!(status_of("cdl r3, 1, ud[64]\nend"), (Ok, 1)); // beyond the view: zeros, no error
+    assert_eq!(status_of("li r3, 1\ncdl r3, 1, [r3 + 2]"), (Align, 1));
+    assert_eq!(status_of("li r3, 1\ncdl r3, 1, [r3 - 1]\nend"), (Ok, 2));
+    // smem: s + (rows-1)*P + n > smem_size = 64.
+    assert_eq!(status_of("li r3, 0x10040\nld r1, r0, r0, r3\nend"), (Ok, 2)); // r1 = y = 0: 0 + 64
+    assert_eq!(status_of("li r3, 0x10041\nst r1, r0, r0, r3"), (Smem, 1)); // 65
+    assert_eq!(status_of("li r3, 0x20010\nld r1, r0, r0, r3, 48\nend"), (Ok, 2)); // 48 + 16 = 64
+    assert_eq!(status_of("li r3, 0x20010\nld r1, r0, r0, r3, 49"), (Smem, 1)); // 49 + 16
+    assert_eq!(status_of("li r3, 0x30010\nld r1, r0, r0, r3\nend"), (Ok, 2)); // P = n: 32 + 16
+    assert_eq!(status_of("li r3, 0x00050\nld r1, r0, r0, r3\nend"), (Ok, 2)); // rows = 0: nothing
+    assert_eq!(status_of("li r3, 0xffff0000\nld r1, r0, r0, r3\nend"), (Ok, 2)); // n = 0: nothing
+    assert_eq!(status_of("li r2, -1\nli r3, 0x10001\nld r2, r0, r0, r3"), (Smem, 2)); // no wrap
+}
+
+#[test]
+fn smem_check_with_the_block_id_as_offset() {
+    // rows 1, n 33 at s = r0 = x: x = 40 gives 73 > 64, x = 31 gives 64.
+    let f = go(&one_slot(), &setup("li r3, 0x10021\nld r0, r0, r0, r3\nend", vec![block(40)], 64, 4, 5));
+    assert_eq!((f.outcome.blocks[0].status, f.outcome.blocks[0].pc), (Status::Smem, 1));
+    let f = go(&one_slot(), &setup("li r3, 0x10021\nld r0, r0, r0, r3\nend", vec![block(31)], 64, 4, 5));
+    assert_eq!((f.outcome.blocks[0].status, f.outcome.blocks[0].pc), (Status::Ok, 2));
+}
+
+#[test]
+fn dispatch_error() {
+    // prog not a multiple of 256. One slot: dispatches taken in 4 and 6
+    // (done at the end of d, completion in d + 1, free from d + 2); no
+    // instruction, no load.
+    let mut r = setup("end", vec![block(0), block(1)], 0, 4, 5);
+    r.program = 0x180;
+    let o = go(&one_slot(), &r).outcome;
+    let got: Vec<_> = o.blocks.iter().map(|b| (b.status, b.pc, b.dispatch_cycle, b.complete_cycle)).collect();
+    assert_eq!(got, [(Status::Dispatch, 0, 4, 5), (Status::Dispatch, 0, 6, 7)]);
+    assert!(o.trace.is_empty());
+    assert_eq!(o.counters, Counters::default());
+    assert_eq!(o.cycles, 3);
+    // reg_count < 3.
+    let r = setup("end", vec![block(0)], 0, 2, 5);
+    assert_eq!(go(&one_slot(), &r).outcome.blocks[0].status, Status::Dispatch);
+    // smem_size not a multiple of 4.
+    let r = setup("end", vec![block(0)], 6, 4, 5);
+    assert_eq!(go(&one_slot(), &r).outcome.blocks[0].status, Status::Dispatch);
+    // Two slots: shares 0 and 1 (the tag), completions in 7 and 8; block 2
+    // waits for share 0, free from 8.
+    let mut r = setup("end", vec![block(0), block(1), block(2)], 0, 4, 5);
+    r.program = 0x104;
+    let o = go(&two_slots(), &r).outcome;
+    let got: Vec<_> = o.blocks.iter().map(|b| (b.share, b.dispatch_cycle, b.complete_cycle)).collect();
+    assert_eq!(got, [(0, 6, 7), (1, 7, 8), (0, 8, 9)]);
+}
+
+// ---- timing ----
+
+#[test]
+fn three_instructions_one_slot() {
+    // d = 4; load: request 5, beats 10..25, e = 25; picks 26, 28, 30; X
+    // 27 (li), 29 (addi), 31 (end); done at the end of 31, completion 32.
+    let r = setup("li r3, 1\naddi r3, r3, 2\nend", vec![block(0)], 0, 4, 5);
+    let f = go(&one_slot(), &r);
+    let o = &f.outcome;
+    assert_eq!(xs(o), [(27, 0, 0), (29, 0, 1), (31, 0, 2)]);
+    assert_eq!(o.blocks[0], BlockResult { id: [0, 0, 0], status: Status::Ok, pc: 2, share: 0, dispatch_cycle: 4, complete_cycle: 32 });
+    assert_eq!(o.cycles, 28);
+    assert_eq!(f.regfile[3], 3);
+    assert_eq!(o.counters, Counters { instructions: 3, loads: 1, rd_beats: 16, ..Counters::default() });
+    // The output: trace cycles relative to the first dispatch (4).
+    let v = io::output_json(&one_slot(), &r, o);
+    assert_eq!(v["trace"][0], serde_json::json!({"cycle": 23, "slot": 0, "block": [0, 0, 0], "pc": 0, "insn": "li r3, 1"}));
+    assert_eq!(v["trace"][2]["cycle"], 27);
+    assert_eq!(v["blocks"][0], serde_json::json!({"id": [0, 0, 0], "status": "ok", "pc": 2, "cycles": 28}));
+    assert_eq!(v["cycles"], 28);
+}
+
+#[test]
+fn program_load_skipped_when_the_store_holds_it() {
+    // Block 0 as above (completion 32, slot free from 33). Block 1 is
+    // dispatched in 33 into the slot whose store holds 0x100: running, picked
+    // from 34; X 35, 37, 39; completion 40. One load.
+    let r = setup("li r3, 1\naddi r3, r3, 2\nend", vec![block(0), block(1)], 0, 4, 5);
+    let o = go(&one_slot(), &r).outcome;
+    assert_eq!(x_cycles(&o), [27, 29, 31, 35, 37, 39]);
+    assert_eq!((o.blocks[1].dispatch_cycle, o.blocks[1].complete_cycle), (33, 40));
+    assert_eq!(o.counters.loads, 1);
+    assert_eq!(o.counters.rd_beats, 16);
+    assert_eq!(o.cycles, 36);
+    // Another program address: the store does not hold it, so each run
+    // loads once (a new run starts from reset).
+    let mut r2 = r.clone();
+    r2.program = 0x200;
+    r2.memory.load(0x200, &r.memory.bytes(0x100, 24));
+    assert_eq!(go(&one_slot(), &r2).outcome.counters.loads, 1);
+}
+
+#[test]
+fn three_instructions_two_slots_interleave() {
+    // L = 1, two slots, a loop so that both slots run at once:
+    //   0: li r3, 20   1: loop r3, 1   2: end
+    // d0 = 6 (slot 0), d1 = 7 (slot 1). Load 0: request 7, beats 8..23,
+    // e = 23, slot 0 picked from 24. Load 1 may be offered from 24: request
+    // 24, beats 25..40, slot 1 picked from 41.
+    // Slot 0 is picked in the even cycles 24, 26, ...: X 25 (li), loop in
+    // 27, 29, .., 65 (20 times, r3 20 -> 0), end in 67; completion 68.
+    // Slot 1 is picked from 41 (slot 0 is in its X cycle 41, not pickable),
+    // then the two alternate: slot 1 X in 42 (li), loops 44 .. 82, end 84;
+    // completion 85.
+    let r = setup("li r3, 20\nloop r3, 1\nend", vec![block(0), block(1)], 0, 4, 1);
+    let o = go(&two_slots(), &r).outcome;
+    let mut want: Vec<(u64, u32, u32)> = vec![(25, 0, 0)];
+    want.extend((0..20).map(|i| (27 + 2 * i, 0, 1)));
+    want.push((67, 0, 2));
+    want.push((42, 1, 0));
+    want.extend((0..20).map(|i| (44 + 2 * i, 1, 1)));
+    want.push((84, 1, 2));
+    want.sort();
+    assert_eq!(xs(&o), want);
+    let got: Vec<_> = o.blocks.iter().map(|b| (b.share, b.dispatch_cycle, b.complete_cycle, b.pc)).collect();
+    assert_eq!(got, [(0, 6, 68, 2), (1, 7, 85, 2)]);
+    assert_eq!(o.cycles, 79);
+    assert_eq!(o.counters.loads, 2);
+    assert_eq!(o.counters.instructions, 44);
+
+    // The same three-instruction program as the one-slot test, two slots,
+    // L = 5: slot 1's load waits for slot 0's, so its instructions come
+    // after slot 0's end: d0 = 6, load 0 request 7, beats 12..27; slot 0 X
+    // 29, 31, 33, completion 34. Load 1: request 28, beats 33..48; X 50,
+    // 52, 54; completion 55. Block 2 goes to slot 0 (free from 35, share 0
+    // free from 35) in 35, no load: X 37, 39, 41, completion 42.
+    let r = setup("li r3, 1\naddi r3, r3, 2\nend", vec![block(0), block(1), block(2)], 0, 4, 5);
+    let o = go(&two_slots(), &r).outcome;
+    assert_eq!(xs(&o), [(29, 0, 0), (31, 0, 1), (33, 0, 2), (37, 0, 0), (39, 0, 1), (41, 0, 2), (50, 1, 0), (52, 1, 1), (54, 1, 2)]);
+    let got: Vec<_> = o.blocks.iter().map(|b| (b.share, b.dispatch_cycle, b.complete_cycle)).collect();
+    assert_eq!(got, [(0, 6, 34), (1, 7, 55), (0, 35, 42)]);
+}
+
+#[test]
+fn round_robin_picks_when_both_may_be_picked() {
+    // Two slots, L = 1. Block 0 (x = 0) runs a cdl from ud then two
+    // instructions; block 1 (x = 1) skips to a plain path.
+    //   0: bnz r0, 3   1: cdl r3, 1, ud[0]   2: jmp 4
+    //   3: li r3, 7    4: li r4, 1   5: end
+    // Slot 0: load 7..23, picked 24: X 25 bnz (not taken), X 27 cdl (joins
+    // at the end of 27). cdl accepted a = 28: req0 = 30, t0 = max(31, 30) =
+    // 31, response (done) 32; slot 0 may be picked from 33.
+    // Slot 1: load request 24, beats 25..40, picked from 41: X 42 bnz
+    // (taken), 44 li, 46 li, 48 end.
+    // Slot 0: picked 33, X 34 jmp, picked 35, X 36 li r4, picked 37, X 38
+    // end; done at the end of 38, completion 39.
+    // No cycle has both pickable here; so a second pair where they meet:
+    // see below.
+    let src = "bnz r0, 3\ncdl r3, 1, ud[0]\njmp 4\nli r3, 7\nli r4, 1\nend";
+    let r = setup(src, vec![block(0), block(1)], 0, 8, 1);
+    let o = go(&two_slots(), &r).outcome;
+    assert_eq!(xs(&o), [(25, 0, 0), (27, 0, 1), (34, 0, 2), (36, 0, 4), (38, 0, 5), (42, 1, 0), (44, 1, 3), (46, 1, 4), (48, 1, 5)]);
+
+    // Both pickable in one cycle: a 2-dword cdl.
+    //   0: bz r0, 2    1: cdl r3, 2, ud[0]   2: li r4, 1  3: li r4, 2
+    //   4: li r4, 3    5: end
+    // Block 0 (x = 0) in slot 0: X 25 bz (taken), 27, 29, 31, 33 (end),
+    // completion 34. Block 2 (x = 2) goes to slot 0 in 35 (it holds the
+    // program), picked from 36: X 37 bz (not taken), X 39 cdl: a = 40,
+    // req0 = 42, t0 = 43, req1 = 43, t1 = 44, done 45; picked from 46.
+    // Block 1 (x = 1) in slot 1, picked from 41 (load 24..40): X 42 bz (not
+    // taken), X 44 cdl; the cbload takes it in 46 (free from 45 + 1):
+    // req0 = 48, t0 = 49, req1 = 49, t1 = 50, done 51; picked from 52.
+    // Slot 0: picked 46, 48, 50: X 47, 49, 51 (pcs 2, 3, 4), may be picked
+    // from 52. In 52 both may be picked; slot 0 was picked most recently
+    // (50), so the order is 1, 0: slot 1 (X 53), then slot 0 in 53 (X 54,
+    // end), slot 1 in 54, 56, 58 (X 55, 57, 59).
+    let src = "bz r0, 2\ncdl r3, 2, ud[0]\nli r4, 1\nli r4, 2\nli r4, 3\nend";
+    let r = setup(src, vec![block(0), block(1), block(2)], 0, 8, 1);
+    let o = go(&two_slots(), &r).outcome;
+    assert_eq!(
+        xs(&o),
+        [
+            (25, 0, 0),
+            (27, 0, 2),
+            (29, 0, 3),
+            (31, 0, 4),
+            (33, 0, 5),
+            (37, 0, 0),
+            (39, 0, 1),
+            (42, 1, 0),
+            (44, 1, 1),
+            (47, 0, 2),
+            (49, 0, 3),
+            (51, 0, 4),
+            (53, 1, 2),
+            (54, 0, 5),
+            (55, 1, 3),
+            (57, 1, 4),
+            (59, 1, 5),
+        ]
+    );
+    let got: Vec<_> = o.blocks.iter().map(|b| (b.dispatch_cycle, b.complete_cycle)).collect();
+    assert_eq!(got, [(6, 34), (7, 60), (35, 55)]);
+}
+
+#[test]
+fn cdl_from_user_data() {
+    // One slot, O = 2. X 27: cdl r3, 2, ud[4] joins at the end of 27;
+    // accepted a = 28. B = 2, view size 64, R = 2, L = 1:
+    //   req0 = a+2 = 30, t0 = max(31, a+2 = 30) = 31,
+    //   req1 = 31,       t1 = max(32, 32) = 32; response (done) 33.
+    // Picked 34, X 35 end, completion 36.
+    let mut b = block(0);
+    b.user_data = core::array::from_fn(|i| 10 * (i as u32 + 1));
+    let r = setup("cdl r3, 2, ud[4]\nend", vec![b.clone()], 0, 8, 5);
+    let f = go(&one_slot(), &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 35]);
+    assert_eq!(f.outcome.blocks[0].complete_cycle, 36);
+    assert_eq!(&f.regfile[3..5], &[20, 30]);
+    assert_eq!(f.outcome.counters, Counters { instructions: 2, cdl: 1, loads: 1, rd_beats: 16, ..Counters::default() });
+
+    // Past the view: off 56, n = 4: R = min(4, ceil(8/4)) = 2; beats 2, 3
+    // read as zero. X 27, 29 li; X 31 cdl, a = 32: req0 = 34, t0 = 35;
+    // req1 = 35, t1 = 36; t2 = 37, t3 = 38; response 39; X 41 end.
+    let r = setup("li r5, 9\nli r6, 9\ncdl r3, 4, ud[56]\nend", vec![b.clone()], 0, 8, 5);
+    let f = go(&one_slot(), &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 41]);
+    assert_eq!(&f.regfile[3..7], &[150, 160, 0, 0]);
+
+    // O = 1 (a = 28): req1 = max(req0 + 1, t0 + 1) = 32, t1 = 33, response
+    // 34: X end 36.
+    let p1 = CuParams { max_outstanding: 1, ..one_slot() };
+    let r = setup("cdl r3, 2, ud[4]\nend", vec![b], 0, 8, 5);
+    let f = go(&p1, &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 36]);
+    assert_eq!(&f.regfile[3..5], &[20, 30]);
+}
+
+#[test]
+fn cdl_from_memory_at_latency() {
+    // L = 5, O = 2. X 27 li r5, X 29 cdl r6, 3, [r5 + 8]: off = 0x2008,
+    // joins at the end of 29, a = 30. B = R = 3:
+    //   req0 = 32, t0 = max(37, 31 + 1) = 37
+    //   req1 = 33, t1 = max(38, 38) = 38
+    //   req2 = max(34, t0 + 1 = 38) = 38 (k = 2 >= O), t2 = max(43, 39) = 43
+    // response (done) 44; picked 45, X 46 end; completion 47.
+    let mut r = setup("li r5, 0x2000\ncdl r6, 3, [r5 + 8]\nend", vec![block(0)], 0, 10, 5);
+    r.memory.load(0x2008, &[0x11, 0, 0, 0, 0x22, 0, 0, 0, 0x33, 0, 0, 0]);
+    let f = go(&one_slot(), &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 46]);
+    assert_eq!(f.outcome.blocks[0].complete_cycle, 47);
+    assert_eq!(&f.regfile[6..9], &[0x11, 0x22, 0x33]);
+    assert_eq!(f.outcome.counters.rd_beats, 16 + 3);
+    assert_eq!(f.outcome.counters.cdl, 1);
+
+    // At the top of memory: off = 0xFFFF_FFF8, n = 4: R = 2, the other two
+    // read as zero (no wrap). a = 30: req0 32, t0 37; req1 33, t1 38; t2 39,
+    // t3 40; response 41; X end 43.
+    let mut r = setup("li r5, -8\ncdl r6, 4, [r5]\nend", vec![block(0)], 0, 10, 5);
+    r.memory.load(0xFFFF_FFF8, &[1, 0, 0, 0, 2, 0, 0, 0]);
+    r.memory.load(0, &[3, 0, 0, 0]);
+    let f = go(&one_slot(), &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 43]);
+    assert_eq!(&f.regfile[6..10], &[1, 2, 0, 0]);
+    assert_eq!(f.outcome.counters.rd_beats, 16 + 2);
+}
+
+/// Memory bytes 0x3000.. hold their address's low byte; 0x4000..0x4018
+/// hold 0xEE.
+fn dma_memory(r: &mut Run) {
+    let v: Vec<u8> = (0..64).collect();
+    r.memory.load(0x3000, &v);
+    r.memory.load(0x4000, &[0xEE; 0x18]);
+}
+
+#[test]
+fn ld_with_misaligned_ends() {
+    // ld r3, r4, r5, r6: s = 1, a = 0x3002, stride 16, rows 2, n 9, P = n.
+    // Row 0: a = 0x3002 (da 2), S = 1 (ds 1): nb = ceil(11/4) = 3, nw =
+    //   ceil(10/4) = 3; ds < da: word j at beat j + 1, word 2 by a flush.
+    // Row 1: a = 0x3012 (da 2), S = 10 (ds 2): nb = 3, nw = ceil(11/4) = 3;
+    //   ds >= da: word j at beat j, no flush.
+    // X 27, 29, 31, 33 (li), X 35 ld: joins at the end of 35, g = 36. O = 2,
+    // L = 5. Requests from 37, while fewer than 2 are requested and not
+    // taken at the end of the previous cycle:
+    //   37 req b0 (due 42)   38 req b1 (due 43)
+    //   42 take b0 (no word)
+    //   43 take b1: row 0 word 0; req b2 (1 in flight at the end of 42, due 48)
+    //   44 req b3 (due 49)
+    //   48 take b2: row 0 word 1; row 0's last beat, word 2 missing: flush 49
+    //   49 flush: row 0 word 2 (b3, due, is not taken); req b4 (due 54)
+    //   50 take b3: row 1 word 0
+    //   51 req b5 (due 56)
+    //   54 take b4: row 1 word 1
+    //   56 take b5: row 1 word 2, the last: e = 56.
+    // Picked 57, X 58 end, completion 59.
+    let src = "li r3, 1\nli r4, 0x3002\nli r5, 16\nli r6, 0x20009\nld r3, r4, r5, r6\nend";
+    let mut r = setup(src, vec![block(0)], 64, 8, 5);
+    dma_memory(&mut r);
+    let f = go(&one_slot(), &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 33, 35, 58]);
+    assert_eq!(f.outcome.blocks[0].complete_cycle, 59);
+    // smem[1..10] = mem[0x3002..0x300b], smem[10..19] = mem[0x3012..0x301b].
+    let mut want = vec![0u8; 20];
+    for i in 0..9 {
+        want[1 + i] = 2 + i as u8;
+        want[10 + i] = 0x12 + i as u8;
+    }
+    assert_eq!(&f.smem[..20], &want[..]);
+    assert_eq!(f.outcome.counters, Counters { instructions: 6, ld: 1, loads: 1, rd_beats: 16 + 6, ..Counters::default() });
+}
+
+#[test]
+fn st_with_misaligned_ends() {
+    // First an aligned ld fills smem[0..32] from 0x3000 (bytes 0..31):
+    // X 27 li r4, X 29 li r6, X 31 ld (rows 1, n 32: 8 beats, 8 words, no
+    // flush), g = 32; O = 2, L = 5: requests in pairs, each pair after the
+    // previous pair's first beat:
+    //   33, 34 req (due 38, 39); 38, 39 take; 39, 40 req (due 44, 45);
+    //   44, 45 take; 45, 46 req; 50, 51 take; 51, 52 req; 56, 57 take: e = 57.
+    // Picked 58: X 59, 61, 63, 65 (li), X 67 st r3, r4, r5, r6, 20: s = 1,
+    // a = 0x4003, stride 8, rows 2, n 6, P = 20.
+    // Row 0: a 0x4003 (da 3), S 1 (ds 1): nw = ceil(7/4) = 2 words in, nb =
+    //   ceil(9/4) = 3 beats out; da >= ds: beat j at word j, beat 2 by a flush.
+    // Row 1: a 0x400b (da 3), S 21 (ds 1): the same.
+    // g = 68. Scratchpad reads from 69; O = 2 beats taken and not answered:
+    //   69 read w0 (offered 70)
+    //   70 take w0 -> beat 0x4000 (lane 3) (due 75); read w1
+    //   71 take w1 -> beat 0x4004 (due 76); row 0 done: flush from 72; read w2
+    //   72..75 flush: 2 in flight (as counted at the end of 71..74) -> wait;
+    //      75: response 1 taken (counted from 76)
+    //   76 flush beat 0x4008 (lane 0) taken (1 in flight at the end of 75),
+    //      due 81; response 2 taken
+    //   77 take w2 -> beat 0x4008 (lane 3) (due 82); read w3
+    //   78..81 w3's beat waits (2 in flight); 81: response 3 taken
+    //   82 take w3 -> beat 0x400c (due 87); flush from 83; response 4 taken
+    //   83 flush beat 0x4010 (lane 0) (1 in flight at the end of 82), due 88
+    //   87, 88 responses 5, 6: e = 88.
+    // Picked 89, X 90 end, completion 91.
+    let src = "li r4, 0x3000\nli r6, 0x10020\nld r3, r4, r5, r6\n\
+               li r3, 1\nli r4, 0x4003\nli r5, 8\nli r6, 0x20006\nst r3, r4, r5, r6, 20\nend";
+    let mut r = setup(src, vec![block(0)], 64, 8, 5);
+    dma_memory(&mut r);
+    let f = go(&one_slot(), &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 59, 61, 63, 65, 67, 90]);
+    assert_eq!(f.outcome.blocks[0].complete_cycle, 91);
+    let e = 0xEE;
+    assert_eq!(
+        f.outcome.memory.bytes(0x4000, 0x18),
+        [e, e, e, 1, 2, 3, 4, 5, 6, e, e, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, e, e, e, e, e, e, e]
+    );
+    assert_eq!(
+        f.outcome.counters,
+        Counters { instructions: 9, ld: 1, st: 1, loads: 1, rd_beats: 16 + 8, wr_beats: 6, ..Counters::default() }
+    );
+}
+
+#[test]
+fn empty_dma_is_done_at_its_start() {
+    // rows = 0: X 27 li, X 29 ld joins at the end of 29, starts (and is done)
+    // in g = 30: picked 31, X 32 end.
+    let r = setup("li r6, 0x0005\nld r3, r4, r5, r6\nend", vec![block(0)], 64, 8, 5);
+    let o = go(&one_slot(), &r).outcome;
+    assert_eq!(x_cycles(&o), [27, 29, 32]);
+    assert_eq!(o.counters.ld, 1);
+    assert_eq!(o.counters.rd_beats, 16);
+}
+
+#[test]
+fn completion_order_and_shares() {
+    // L = 1, two slots. Block 0 (x = 0) loops 8 times; blocks 1, 2 end at
+    // once.
+    //   0: bnz r0, 4   1: li r3, 8   2: loop r3, 2   3: end   4: end
+    // Load 0: request 7, beats 8..23; slot 0 picked from 24: X 25 bnz, 27 li,
+    // loops 29 .. 43, end 45; completion 46.
+    // Load 1: request 24, beats 25..40; slot 1 picked 41: X 42 bnz (taken),
+    // X 44 end; completion 45 (before block 0's): share 1 and slot 1 free
+    // from 46. Block 2 is dispatched in 46 with the lowest free share (1; 0
+    // is still block 0's) to the lowest free slot (1; slot 0 is done, not
+    // free): no load, picked 47: X 48 bnz, X 50 end; completion 51.
+    let src = "bnz r0, 4\nli r3, 8\nloop r3, 2\nend\nend";
+    let r = setup(src, vec![block(0), block(1), block(2)], 0, 4, 1);
+    let o = go(&two_slots(), &r).outcome;
+    let got: Vec<_> = o.blocks.iter().map(|b| (b.id[0], b.share, b.dispatch_cycle, b.complete_cycle, b.pc)).collect();
+    assert_eq!(got, [(0, 0, 6, 46, 3), (1, 1, 7, 45, 4), (2, 1, 46, 51, 4)]);
+    assert_eq!(o.cycles, 45);
+    assert_eq!(o.counters.loads, 2);
+    let slot_of_block2: Vec<u32> = o.trace.iter().filter(|t| t.block == [2, 0, 0]).map(|t| t.slot).collect();
+    assert_eq!(slot_of_block2, [1, 1]);
+    assert_eq!(o.trace.iter().filter(|t| t.block == [2, 0, 0]).map(|t| t.cycle).collect::<Vec<_>>(), [48, 50]);
+}
+
+#[test]
+fn shares_limit_residency() {
+    // R = min(slots = 2, SB / smem_bytes = 256 / 256 = 1, ...) = 1: one
+    // block at a time even with two slots: block 1 waits for block 0's
+    // completion (32 + ... as with one slot, but d0 = 6).
+    assert_eq!(shares(&two_slots(), 256, 4), 1);
+    assert_eq!(shares(&two_slots(), 0, 16), 1);
+    assert_eq!(shares(&two_slots(), 0, 0), 2);
+    assert_eq!(shares(&two_slots(), 0, 17), 0);
+    let r = setup("end", vec![block(0), block(1)], 256, 4, 5);
+    let o = go(&two_slots(), &r).outcome;
+    // d0 = 6: load request 7, beats 12..27, X 29 end, completion 30; d1 = 31
+    // to slot 0 (the lowest free, holding the program): X 33, completion 34.
+    let got: Vec<_> = o.blocks.iter().map(|b| (b.share, b.dispatch_cycle, b.complete_cycle)).collect();
+    assert_eq!(got, [(0, 6, 30), (0, 31, 34)]);
+    assert!(o.trace.iter().all(|t| t.slot == 0));
+}
+
+#[test]
+fn runs_that_cannot_end() {
+    let r = setup("jmp 0", vec![block(0)], 0, 4, 5);
+    let e = run(&one_slot(), &r).unwrap_err();
+    assert!(matches!(e, ModelError::Cycles { completed: 0, blocks: 1, .. }), "{e}");
+    assert!(e.to_string().starts_with("the run did not end within 1048580 cycles"), "{e}");
+    let r = setup("end", vec![block(0)], 0, 17, 5);
+    assert_eq!(run(&one_slot(), &r).unwrap_err(), ModelError::NoShare { smem_bytes: 0, regs: 17 });
+}
+
+// ---- the run files ----
+
+mod files {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for (name, data) in files {
+            std::fs::write(d.path().join(name), data).unwrap();
+        }
+        d
+    }
+
+    fn errors(v: Value, d: &std::path::Path) -> Vec<String> {
+        io::parse_input(&v, d, &one_slot()).unwrap_err().0.iter().map(|e| e.to_string()).collect()
+    }
+
+    #[test]
+    fn the_example_input_runs() {
+        let d = dir_with(&[
+            ("kernel.s", b"cdl r3, 2, ud[0]\nli r6, 0x10008\nld r7, r3, r0, r6\nst r7, r3, r0, r6, 0\nend\n"),
+            ("data.bin", &[9, 8, 7]),
+        ]);
+        let v = json!({"program": 4096,
+            "memory": [{"addr": 4096, "asm": "kernel.s", "isa": "cu"},
+                       {"addr": 65536, "dwords": [1, 2, 3]},
+                       {"addr": 131072, "bytes": [255, 0]},
+                       {"addr": 262144, "file": "data.bin"}],
+            "blocks": [{"id": [0, 0, 0], "user_data": [65536, 3]}],
+            "smem_bytes": 64, "regs": 16,
+            "dump": [{"addr": 65536, "bytes": 12}, {"addr": 262143, "bytes": 5}],
+            "mem_latency": 10});
+        let r = io::parse_input(&v, d.path(), &one_slot()).unwrap();
+        assert_eq!(r.program, 4096);
+        assert_eq!(r.mem_latency, 10);
+        assert_eq!(r.blocks[0].user_data[..3], [65536, 3, 0]);
+        assert_eq!(r.memory.bytes(65536, 4), [1, 0, 0, 0]);
+        assert_eq!(r.memory.bytes(131072, 3), [255, 0, 0]);
+        assert_eq!(r.memory.bytes(262144, 3), [9, 8, 7]);
+        assert_eq!(r.memory.bytes(4096, 8), isa::assemble("cdl r3, 2, ud[0]").unwrap()[0].to_le_bytes());
+        let o = run(&one_slot(), &r).unwrap();
+        let out = io::output_json(&one_slot(), &r, &o);
+        assert_eq!(out["dumps"][0], json!({"addr": 65536, "data": "010000000200000003000000"}));
+        assert_eq!(out["dumps"][1], json!({"addr": 262143, "data": "0009080700"}));
+        assert_eq!(out["blocks"][0]["status"], "ok");
+        assert_eq!(out["blocks"][0]["pc"], 4);
+        assert_eq!(out["trace"][0]["insn"], "cdl r3, 2, ud[0]");
+        assert_eq!(out["trace"][3]["insn"], "st r7, r3, r0, r6");
+        assert_eq!(out["counters"], json!({"instructions": 5, "cdl": 1, "ld": 1, "st": 1, "loads": 1,
+                                           "rd_beats": 16 + 2, "wr_beats": 2}));
+        assert_eq!(out["cycles"], out["blocks"][0]["cycles"]);
+        let keys: Vec<&str> = out.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        assert_eq!(keys.len(), 5);
+        // Defaults: mem_latency 10, user_data zeros.
+        let v = json!({"program": 0, "memory": [], "blocks": [{"id": [1, 2, 3]}], "smem_bytes": 0, "regs": 3, "dump": []});
+        let r = io::parse_input(&v, d.path(), &one_slot()).unwrap();
+        assert_eq!((r.mem_latency, r.blocks[0].id, r.blocks[0].user_data), (10, [1, 2, 3], [0; 16]));
+        // pm4 text.
+        let d = dir_with(&[("cmds.txt", b"NOP\n")]);
+        let v = json!({"program": 0, "memory": [{"addr": 8, "asm": "cmds.txt", "isa": "pm4"}],
+                       "blocks": [{"id": [0, 0, 0]}], "smem_bytes": 0, "regs": 3, "dump": []});
+        let r = io::parse_input(&v, d.path(), &one_slot()).unwrap();
+        assert_eq!(r.memory.read_words(8, 4), crate::models::cmdproc::pm4::assemble("NOP").unwrap());
+    }
+
+    #[test]
+    fn every_violation_is_reported() {
+        let d = dir_with(&[("bad.s", b"add r1, r2\nend\nmov r1, r2\n"), ("big.bin", &[])]);
+        std::fs::File::options().write(true).open(d.path().join("big.bin")).unwrap().set_len((16 << 20) + 1).unwrap();
+        let v = json!({"program": 4097, "extra": 1,
+            "memory": [{"addr": 4096, "asm": "bad.s", "isa": "cu"},
+                       {"addr": 4294967295u64, "dwords": [1]},
+                       {"addr": 0, "bytes": [256], "dwords": []},
+                       {"addr": 0, "asm": "bad.s", "isa": "x86"},
+                       {"addr": 0, "file": "missing.bin"},
+                       {"addr": 0, "file": "big.bin"},
+                       {"addr": 0, "dwords": [1], "isa": "cu"},
+                       {"dwords": [4294967296u64]}],
+            "blocks": [{"id": [0, 0]}, {"id": [0, 0, 65536], "user_data": [1, -1], "x": 0}],
+            "smem_bytes": 6, "regs": 2, "dump": [{"addr": 0, "bytes": 0}, {"addr": 4294967295u64, "bytes": 2}],
+            "mem_latency": 0});
+        let got = errors(v, d.path());
+        let want = [
+            "input `extra` = (given): must be absent: the keys are program, memory, blocks, smem_bytes, regs, dump, mem_latency",
+            "input `program` = 4097: must be a multiple of 256 from 0 to 4294967040",
+            "input `memory[0].asm` = \"bad.s\" line 1: `add r1, r2`: must be valid cu assembly (missing operand: `add` takes rd, ra, rb)",
+            "input `memory[0].asm` = \"bad.s\" line 3: `mov r1, r2`: must be valid cu assembly (unknown mnemonic `mov`; known: ",
+            "input `memory[1]` = bytes 0xffffffff..0x100000003: must be below 2^32: the entry's last byte at most 0xffffffff",
+            "input `memory[2].bytes` = (given): must be absent when `dwords` is given: exactly one of asm, dwords, bytes, file",
+            "input `memory[3].isa` = \"x86\": must be \"cu\" or \"pm4\"",
+            "input `memory[4].file` = \"missing.bin\": must be a readable file (",
+            "input `memory[5].file` = \"big.bin\": 16777217 bytes: must be a file of at most 16777216 bytes (16 MiB)",
+            "input `memory[6].isa` = (given): must be absent: isa goes with asm",
+            "input `memory[7].addr` = (missing): must be an integer from 0 to 4294967295",
+            "input `memory[7].dwords[0]` = 4294967296: must be an integer from 0 to 4294967295",
+            "input `blocks[0].id` = [0,0]: must be three integers from 0 to 65535",
+            "input `blocks[1].x` = (given): must be absent: the keys are id, user_data",
+            "input `blocks[1].id` = [0,0,65536]: must be three integers from 0 to 65535",
+            "input `blocks[1].user_data[1]` = -1: must be an integer from 0 to 4294967295",
+            "input `smem_bytes` = 6: must be a multiple of 4 from 0 to 256 (the scratchpad's bytes)",
+            "input `regs` = 2: must be an integer from 3 to 16 (the unit's registers)",
+            "input `dump[0].bytes` = 0: must be an integer from 1 to 1048576",
+            "input `dump[1]` = bytes 0xffffffff..0x100000001: must be below 2^32: the region's last byte at most 0xffffffff",
+            "input `mem_latency` = 0: must be an integer from 1 to 1000",
+        ];
+        assert_eq!(got.len(), want.len(), "{got:#?}");
+        for (g, w) in got.iter().zip(want) {
+            assert!(g.starts_with(w), "got  {g}\nwant {w}");
+        }
+        // Missing keys and a list of blocks too long.
+        let blocks: Vec<Value> = (0..4097).map(|_| json!({"id": [0, 0, 0]})).collect();
+        let got = errors(json!({"blocks": blocks}), d.path());
+        assert_eq!(
+            got,
+            [
+                "input `program` = (missing): must be a multiple of 256 from 0 to 4294967040",
+                "input `memory` = (missing): must be a list of memory entries (possibly empty)",
+                "input `blocks` = a list of 4097 blocks: must be a list of 1 to 4096 blocks {\"id\", \"user_data\"}",
+                "input `smem_bytes` = (missing): must be a multiple of 4 from 0 to 256 (the scratchpad's bytes)",
+                "input `regs` = (missing): must be an integer from 3 to 16 (the unit's registers)",
+                "input `dump` = (missing): must be a list of regions {\"addr\", \"bytes\"} (possibly empty)",
+            ]
+        );
+        assert_eq!(errors(json!([]), d.path())[0], "input `(file)` = []: must be a JSON object with the keys program, memory, blocks, smem_bytes, regs, dump, mem_latency");
+    }
+}
