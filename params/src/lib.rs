@@ -33,7 +33,7 @@ use std::fmt;
 #[macro_export]
 macro_rules! for_each_block {
     ($callback:ident) => {
-        $callback!(compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad);
+        $callback!(compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad, cu);
     };
 }
 
@@ -71,8 +71,6 @@ macro_rules! block_modules {
     ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
 }
 for_each_block!(block_modules);
-/// The compute unit, not yet in the block list (issue 23 in progress).
-pub mod cu;
 
 param_enum! {
     /// How a block that reads memory reaches it (docs/memory.md, `mem_if`).

@@ -8,9 +8,6 @@ macro_rules! block_modules {
     ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
 }
 gpurtl_params::for_each_block!(block_modules);
-/// The compute unit's model: cu is not yet in the block list
-/// (`gpurtl_params::for_each_block!`), so it is declared on its own.
-pub mod cu;
 
 
 /// A malformed input file: where (a path like `ops[2].src`), what was found,

@@ -1,0 +1,173 @@
+//! The compute unit on the command line: run (a kernel, its memory and its
+//! blocks), `asm`/`disasm --isa cu` of kernels, and a bench of issue and DMA
+//! rates.
+
+use crate::bench::{generator, yosys_area};
+use crate::block::{BenchOpts, BlockDef};
+use crate::error::{Error, Result};
+use crate::rtl_engine::compile_design;
+use gpurtl_hw::blocks::cu::build;
+use gpurtl_params::cu::CuParams;
+use gpurtl_sim::cosim::{Compiled, CosimError};
+use gpurtl_sim::models::cu::{self as model, io, isa, Outcome, Run};
+use gpurtl_sim::models::InputErrors;
+use gpurtl_sim::rng::Rng;
+use gpurtl_sim::tb::cu as tb;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::Path;
+
+pub struct Cu;
+pub const BLOCK: Cu = Cu;
+
+/// A run and what it gave (the output file reports the run's `dump` regions).
+pub struct Done {
+    run: Run,
+    outcome: Outcome,
+}
+
+/// The cycle budget of an RTL run: the golden model's (docs/cu.md).
+pub fn budget(p: &CuParams, r: &Run) -> u64 {
+    (2 * (p.slots as u64 + 1) + model::CYCLES_PER_BLOCK * r.blocks.len() as u64).min(model::MAX_CYCLES)
+}
+
+impl BlockDef for Cu {
+    type Params = CuParams;
+    type Input = Run;
+    type Output = Done;
+    const SUMMARY: &'static str =
+        "compute unit: resident thread blocks run a kernel (scalar ISA, cdl on the cbload, 2-D DMA over the scratchpad)";
+
+    fn build(p: &CuParams) -> Result<gpurtl_hw::Design, gpurtl_hw::rtl::RtlError> {
+        build(p)
+    }
+    fn parse_input(p: &CuParams, input: &Value) -> Result<Run, InputErrors> {
+        io::parse_input(input, Path::new(""), p)
+    }
+    fn parse_input_in(p: &CuParams, input: &Value, base: &Path) -> Result<Run, InputErrors> {
+        io::parse_input(input, base, p)
+    }
+    fn model(p: &CuParams, r: &Run) -> Result<Done> {
+        let outcome = model::run(p, r).map_err(|e| Error::Bad(format!("run cu: {e}")))?;
+        Ok(Done { run: r.clone(), outcome })
+    }
+    fn rtl(p: &CuParams, compiled: &Compiled, r: &Run, vcd: Option<&Path>) -> Result<Done, CosimError> {
+        let (outcome, _) = tb::run(compiled, p, r, None, budget(p, r), vcd)?;
+        Ok(Done { run: r.clone(), outcome })
+    }
+    fn output_json(p: &CuParams, d: &Done) -> Value {
+        io::output_json(p, &d.run, &d.outcome)
+    }
+    fn random_input(p: &CuParams, rng: &mut Rng) -> Run {
+        let plant = tb::Planted::ALL[rng.below(tb::Planted::ALL.len() as u64) as usize];
+        let blocks = 1 + rng.below(2 * p.slots as u64 + 1) as usize;
+        tb::random_run(rng, p, blocks, plant)
+    }
+
+    const COMMANDS: &'static [&'static str] = &["asm", "disasm"];
+    /// Kernel lines (docs/cu.md, "Assembler and disassembler"): two dwords an
+    /// instruction, the low one first.
+    fn assemble(text: &str) -> Result<Vec<u32>> {
+        let words = isa::assemble(text).map_err(|e| Error::Bad(isa::errors_text(&e)))?;
+        Ok(words.iter().flat_map(|w| [*w as u32, (*w >> 32) as u32]).collect())
+    }
+    fn disassemble(dwords: &[u32]) -> Result<String> {
+        if dwords.len() % 2 == 1 {
+            return Err(Error::Bad(format!(
+                "{} dwords: kernel instructions are 64 bits, two dwords each; must be an even number",
+                dwords.len()
+            )));
+        }
+        let words: Vec<u64> = dwords.chunks(2).map(|c| c[0] as u64 | (c[1] as u64) << 32).collect();
+        Ok(isa::disassemble(&words))
+    }
+
+    /// Issue rate (instructions a cycle) of an arithmetic loop with one block
+    /// and with `slots` blocks, and DMA bytes a cycle of `ld` and `st` of
+    /// 4 KiB, aligned and with both ends misaligned, at memory latency 1 and 20.
+    fn bench(p: &CuParams, _: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+        let design = build(p)?;
+        let compiled = compile_design(&design)?;
+        let _ = writeln!(
+            out,
+            "cu bench: {} slot(s), {} registers, {} instructions a slot, scratchpad {} x {} words, {} in flight",
+            p.slots, p.regs, p.imem_depth, p.banks, p.words, p.max_outstanding
+        );
+        let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9} {:>9}", "workload", "latency", "cycles", "rate", "floor");
+        let mut rows = Vec::new();
+        for latency in [1u32, 20] {
+            for (name, blocks) in [("arithmetic loop, 1 block", 1usize), ("arithmetic loop, all slots busy", p.slots as usize)] {
+                let r = bench_loop(p, blocks, latency)?;
+                let o = model_or_rtl(&compiled, p, &r)?;
+                // Cycles of the loop alone: first to last instruction.
+                let first = o.trace.first().map_or(0, |t| t.cycle);
+                let last = o.trace.last().map_or(0, |t| t.cycle);
+                let rate = o.trace.len() as f64 / (last - first + 1) as f64;
+                let floor = (blocks as f64 / 2.0).min(1.0);
+                let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9.3} {:>9.3}", name, latency, last - first + 1, rate, floor);
+                rows.push(json!({"workload": name, "mem_latency": latency, "cycles": last - first + 1, "instructions": o.trace.len(),
+                                 "instructions_per_cycle": rate, "floor": floor}));
+            }
+            for (name, st, skew) in [("ld 4 KiB, aligned", false, 0u32), ("ld 4 KiB, misaligned", false, 1), ("st 4 KiB, aligned", true, 0), ("st 4 KiB, misaligned", true, 3)] {
+                let bytes = 4096.min(p.smem_bytes() as u32 - 4);
+                let ops = 1 + st as u32;
+                // The operation's cycles: the block's, less the same block
+                // without the operation.
+                let o = model_or_rtl(&compiled, p, &bench_dma(p, skew, bytes, ops, latency)?)?;
+                let base = model_or_rtl(&compiled, p, &bench_dma(p, skew, bytes, ops - 1, latency)?)?;
+                let c = o.cycles - base.cycles;
+                let rate = bytes as f64 / c as f64;
+                let floor = 4.0 * (p.max_outstanding as f64 / latency as f64).min(1.0);
+                let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9.3} {:>9.3}", name, latency, c, rate, floor);
+                rows.push(json!({"workload": name, "mem_latency": latency, "cycles": c, "bytes": bytes, "bytes_per_cycle": rate, "floor": floor}));
+            }
+        }
+        let s = yosys_area(&design)?;
+        let _ = writeln!(out, "yosys: {} cells, {} flip-flops (memories as memory cells)", s.cells, s.flip_flops);
+        Ok(json!({"block": "cu", "generator": generator(), "params": p, "rows": rows, "yosys_cells": s.cells, "yosys_flip_flops": s.flip_flops}))
+    }
+}
+
+/// The RTL's outcome, checked against the golden model's (a bench measures
+/// the hardware; a mismatch is an error, not a figure).
+fn model_or_rtl(compiled: &Compiled, p: &CuParams, r: &Run) -> Result<Outcome> {
+    let want = model::run(p, r).map_err(|e| Error::Bad(format!("bench cu: {e}")))?;
+    let (got, _) = tb::run(compiled, p, r, None, budget(p, r), None)?;
+    if io::output_json(p, r, &want) != io::output_json(p, r, &got) {
+        return Err(Error::Bad("bench cu: the RTL and the golden model disagree on a bench run".into()));
+    }
+    Ok(got)
+}
+
+fn assembled(p: &CuParams, text: &str, blocks: usize, smem: u32, latency: u32) -> Result<Run> {
+    let words = isa::assemble(text).map_err(|e| Error::Bad(isa::errors_text(&e)))?;
+    let mut memory = gpurtl_sim::mem::Memory::new();
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    memory.write(0x1000, &bytes);
+    let data: Vec<u8> = (0..8192u32).map(|i| (i * 7 + 3) as u8).collect();
+    memory.write(0x10000, &data);
+    let blocks = (0..blocks).map(|b| model::Block { id: [b as u16, 0, 0], user_data: [0; 16] }).collect();
+    let regs = (p.regs / p.slots).min(16);
+    Ok(Run { program: 0x1000, memory, blocks, smem_bytes: smem, regs, mem_latency: latency, dump: vec![] })
+}
+
+fn bench_loop(p: &CuParams, blocks: usize, latency: u32) -> Result<Run> {
+    let text = "li r3, 200\ntop: addi r4, r4, 3\nxor r5, r5, r4\nloop r3, top\nend\n";
+    assembled(p, text, blocks, 0, latency)
+}
+
+/// A block that loads `bytes` into its share (scratchpad offset `skew`,
+/// memory `0x10000 + 2*skew`), then with `st` stores them back to
+/// `0x20000 + 3*skew`; `ops` = 0 leaves out both, 1 the store.
+fn bench_dma(p: &CuParams, skew: u32, bytes: u32, ops: u32, latency: u32) -> Result<Run> {
+    let shape = 1 << 16 | bytes;
+    let mut text = format!("li r3, {skew}\nli r4, {}\nli r5, {bytes}\nli r6, {shape}\nli r7, {}\n", 0x10000 + 2 * skew, 0x20000 + 3 * skew);
+    if ops >= 1 {
+        text += "ld r3, r4, r5, r6\n";
+    }
+    if ops >= 2 {
+        text += "st r3, r7, r5, r6\n";
+    }
+    text += "end\n";
+    assembled(p, &text, 1, (p.smem_bytes() as u32).min(8192), latency)
+}
