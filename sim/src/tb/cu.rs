@@ -371,7 +371,7 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, plant: Pl
         }
     };
     // Room for the last group and `end` (or the planted error).
-    let budget = depth as usize - 8;
+    let budget = depth as usize - 5;
     let mut plant_at = if plant == Planted::None { usize::MAX } else { 1 + rng.below(budget as u64 - 1) as usize };
     while v.len() < budget {
         if v.len() >= plant_at {

@@ -1,0 +1,217 @@
+//! Compute unit: cosimulation of the generated Verilog against the golden
+//! model (docs/cu.md) over random kernels that reach every instruction and
+//! every error, at several parameter points, with random memory latency and
+//! back-pressure; planted bugs; lint and synthesis; the example.
+
+use gpurtl_gen::rtl_engine::{compile_design, spec};
+use gpurtl_hw::blocks::cu::build;
+use gpurtl_params::cu::{CuParams, Status};
+use gpurtl_params::BlockParams;
+use gpurtl_sim::cosim::{compile, Compiled};
+use gpurtl_sim::models::cu::{self as model, io, Outcome, Run};
+use gpurtl_sim::rng::Rng;
+use gpurtl_sim::tb::cu::{self as tb, Env, Planted};
+use gpurtl_tests::{failure_dir, seeds};
+use serde_json::Value;
+
+const SEEDS: u64 = 200;
+
+fn points() -> Vec<(&'static str, CuParams)> {
+    let d = CuParams::default();
+    vec![
+        ("default", d.clone()),
+        ("small", CuParams::presets()[1].1.clone()),
+        ("wide", CuParams::presets()[2].1.clone()),
+        // Three slots over two banks, three reads in flight, a short store.
+        ("odd", CuParams { slots: 3, regs: 32, imem_depth: 32, banks: 2, words: 256, max_outstanding: 3, tag_bits: 2 }),
+    ]
+}
+
+fn budget(p: &CuParams, r: &Run) -> u64 {
+    (2 * (p.slots as u64 + 1) + model::CYCLES_PER_BLOCK * r.blocks.len() as u64).min(model::MAX_CYCLES)
+}
+
+/// What must agree. At fixed latency without stalls: the whole output file
+/// (memory, blocks, trace with cycles, counters, cycles). With a random
+/// environment the timing, the shares the blocks land in, and the program
+/// loads (which depend on them) may differ: the memory, each block's status
+/// and pc, each block's instructions in order, and the operation counts.
+fn view(p: &CuParams, r: &Run, o: &Outcome, timed: bool) -> Value {
+    let mut v = io::output_json(p, r, o);
+    if !timed {
+        let per_block: Vec<Vec<(u32, u64)>> = (0..o.blocks.len())
+            .map(|b| {
+                // The trace entries of block b: those of its share between its
+                // dispatch and its completion.
+                let br = &o.blocks[b];
+                o.trace
+                    .iter()
+                    .filter(|t| t.slot == br.share && t.cycle > br.dispatch_cycle && t.cycle <= br.complete_cycle)
+                    .map(|t| (t.pc, t.insn))
+                    .collect()
+            })
+            .collect();
+        let blocks: Vec<Value> = o.blocks.iter().map(|b| serde_json::json!([b.id, b.status.name(), b.pc])).collect();
+        let k = &o.counters;
+        v = serde_json::json!({
+            "dumps": v["dumps"], "blocks": blocks, "trace": per_block,
+            "counters": [k.instructions, k.cdl, k.ld, k.st, k.wr_beats],
+        });
+    }
+    v
+}
+
+/// The first seed of `seeds` whose RTL run differs from the model's, with what differs.
+fn first_mismatch(compiled: &Compiled, p: &CuParams, seeds: &[u64], stats: &mut [usize; 8], ops: &mut [u64; 4]) -> Option<(u64, String, Run, Option<Env>)> {
+    for &seed in seeds {
+        let mut rng = Rng::new(seed * 7919 + p.slots as u64 * 31 + p.banks as u64);
+        let plant = Planted::ALL[(seed % Planted::ALL.len() as u64) as usize];
+        let blocks = 1 + rng.below(2 * p.slots as u64 + 1) as usize;
+        let r = tb::random_run(&mut rng, p, blocks, plant);
+        let env = (seed % 4 != 0).then(|| Env {
+            seed,
+            latency: (1, 1 + rng.below(24) as u32),
+            req_stall: rng.below(50) as u32,
+            rsp_stall: rng.below(50) as u32,
+            dsp_stall: rng.below(50) as u32,
+            cpl_stall: rng.below(50) as u32,
+        });
+        let want = match model::run(p, &r) {
+            Ok(o) => o,
+            Err(e) => return Some((seed, format!("the model refused the run: {e}"), r, env)),
+        };
+        for b in &want.blocks {
+            stats[b.status as usize] += 1;
+        }
+        let k = &want.counters;
+        for (o, v) in ops.iter_mut().zip([k.cdl, k.ld, k.st, k.wr_beats]) {
+            *o += v;
+        }
+        match tb::run(compiled, p, &r, env, budget(p, &r), None) {
+            Err(e) => return Some((seed, format!("the RTL run failed: {e}"), r, env)),
+            Ok((got, _)) => {
+                let timed = env.is_none();
+                let (w, g) = (view(p, &r, &want, timed), view(p, &r, &got, timed));
+                if w != g {
+                    let key = w.as_object().unwrap().keys().find(|k| w[k.as_str()] != g[k.as_str()]).cloned().unwrap_or_default();
+                    let first = |x: &Value| x[key.as_str()].to_string().chars().take(600).collect::<String>();
+                    return Some((seed, format!("`{key}` differs\n  model: {}\n  rtl:   {}", first(&w), first(&g)), r, env));
+                }
+            }
+        }
+    }
+    None
+}
+
+fn cosim(name: &str, p: &CuParams) {
+    p.validate().expect("test point is valid");
+    let compiled = compile_design(&build(p).unwrap()).expect("verilator build");
+    let mut stats = [0usize; 8];
+    let mut ops = [0u64; 4];
+    let all = seeds(SEEDS);
+    if let Some((seed, problem, r, env)) = first_mismatch(&compiled, p, &all, &mut stats, &mut ops) {
+        let vcd = failure_dir().join(format!("cu_{name}_seed{seed}.vcd"));
+        let _ = tb::run(&compiled, p, &r, env, budget(p, &r), Some(&vcd));
+        let program: Vec<u64> = (0..p.imem_depth as u64)
+            .map(|i| u64::from_le_bytes(r.memory.bytes(r.program as u64 + 8 * i, 8).try_into().unwrap()))
+            .collect();
+        panic!(
+            "cu {name} seed {seed} (env {env:?}): {problem}\n  program:\n{}\n  waveform: {}\n  reproduce: GPURTL_SEED={seed} cargo test --release --test cu cosim_{name}",
+            model::isa::disassemble(&program),
+            vcd.display()
+        );
+    }
+    eprintln!(
+        "cu {name}: {} seeds, block statuses ok/opcode/field/reg/pc/align/smem/dispatch: {stats:?}, cdl/ld/st/write beats: {ops:?}, all match",
+        all.len()
+    );
+    if std::env::var("GPURTL_SEED").is_err() {
+        // Every status but `dispatch` (which a run's dispatcher never sends:
+        // see `dispatch_errors`) must come up, or the test proves less than it claims.
+        for s in &Status::ALL[..7] {
+            assert!(stats[*s as usize] > 0, "{name}: no block ended with `{}`: {stats:?}", s.name());
+        }
+        assert!(ops.iter().all(|&n| n >= 40), "{name}: too few cdl/ld/st operations or write beats: {ops:?}");
+    }
+}
+
+#[test]
+fn cosim_default() {
+    cosim("default", &points()[0].1)
+}
+#[test]
+fn cosim_small() {
+    cosim("small", &points()[1].1)
+}
+#[test]
+fn cosim_wide() {
+    cosim("wide", &points()[2].1)
+}
+#[test]
+fn cosim_odd() {
+    cosim("odd", &points()[3].1)
+}
+
+/// Three bugs planted in the generated Verilog, each caught: a DMA byte
+/// strobe one past the row's end, a counted loop that stops one iteration
+/// early, and an aligner that emits its word one unit late when the two
+/// lanes are equal.
+#[test]
+fn planted_bugs_are_caught() {
+    let p = CuParams::default();
+    let design = build(&p).unwrap();
+    let clean = spec(&design);
+    let bugs: [(&str, &str, &str); 3] = [
+        ("strobe past the row", "(dma_strb_t30[16:0] < {1'd0, dma_n_q})", "(dma_strb_t30[16:0] <= {1'd0, dma_n_q})"),
+        ("loop one short", "(x_is_loop & |x_rd_dec)", "(x_is_loop & |x_rd_dec[31:1])"),
+        ("aligner late on equal lanes", "(dma_p_out_row_q[1:0] >= dma_p_in_row_q[1:0])", "(dma_p_out_row_q[1:0] > dma_p_in_row_q[1:0])"),
+    ];
+    let all: Vec<u64> = (0..SEEDS).collect();
+    for (what, from, to) in bugs {
+        let mut s = clean.clone();
+        assert!(s.verilog.contains(from), "{what}: `{from}` is not in the generated Verilog");
+        s.verilog = s.verilog.replace(from, to);
+        let compiled = compile(&s).expect("verilator build");
+        let Some((seed, diff, _, _)) = first_mismatch(&compiled, &p, &all, &mut [0; 8], &mut [0; 4]) else {
+            panic!("planted bug `{what}` was not caught in {SEEDS} seeds");
+        };
+        eprintln!("planted bug `{what}`: caught at seed {seed}: {}", diff.lines().next().unwrap_or(""));
+    }
+}
+
+/// The example runs the same in both engines, and copies exactly the tiles.
+#[test]
+fn copy2d_example_runs_the_same_in_both_engines() {
+    let p = CuParams::default();
+    let dir = gpurtl_tests::repo().join("examples/cu");
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("copy2d.json")).unwrap()).unwrap();
+    let r = io::parse_input(&input, &dir, &p).unwrap();
+    let want = model::run(&p, &r).unwrap();
+    let compiled = compile_design(&build(&p).unwrap()).unwrap();
+    let (got, _) = tb::run(&compiled, &p, &r, None, budget(&p, &r), None).unwrap();
+    assert_eq!(io::output_json(&p, &r, &want), io::output_json(&p, &r, &got));
+    let src = r.memory.bytes(65537, 70);
+    assert_eq!(got.memory.bytes(131075, 70), src, "dst is a copy of the 10 x 7 image");
+    assert_eq!(got.memory.bytes(131072, 3), vec![0; 3], "nothing before dst");
+    assert_eq!(got.memory.bytes(131075 + 70, 16), vec![0; 16], "nothing after dst");
+    assert!(want.blocks.iter().all(|b| b.status == Status::Ok));
+}
+
+#[test]
+fn verilator_lint_and_yosys_are_clean_at_every_point() {
+    for (name, p) in points() {
+        gpurtl_tests::lint_and_synth_clean(name, &build(&p).unwrap());
+    }
+}
+
+#[test]
+fn default_output_matches_snapshot() {
+    gpurtl_tests::check_snapshot("cu", &build(&CuParams::default()).unwrap());
+}
+
+#[test]
+fn regeneration_is_byte_identical() {
+    for (_, p) in CuParams::presets() {
+        gpurtl_tests::check_stable(|| build(&p).unwrap());
+    }
+}
