@@ -13,6 +13,7 @@ use gpurtl_sim::rng::Rng;
 use gpurtl_sim::tb::cu::{self as tb, Env, Planted};
 use gpurtl_tests::{failure_dir, seeds};
 use serde_json::Value;
+use std::path::Path;
 
 const SEEDS: u64 = 200;
 
@@ -214,4 +215,68 @@ fn regeneration_is_byte_identical() {
     for (_, p) in CuParams::presets() {
         gpurtl_tests::check_stable(|| build(&p).unwrap());
     }
+}
+
+/// `gpurtl asm/disasm --isa cu`: a kernel round trips, every bad line is
+/// named, and bad options and files get exit 2.
+#[test]
+fn assembler_on_the_command_line() {
+    use gpurtl_tests::gpurtl;
+    let dir = tempfile::tempdir().unwrap();
+    let d = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+    let src = gpurtl_tests::repo().join("examples/cu/copy2d.s").to_string_lossy().into_owned();
+    let (code, _, err) = gpurtl(&["asm", "--isa", "cu", &src, "--output", &d("k.bin")]);
+    assert_eq!(code, 0, "{err}");
+    let bin = std::fs::read(d("k.bin")).unwrap();
+    assert_eq!(bin.len(), 17 * 8, "17 instructions of 8 bytes");
+    let (code, text, err) = gpurtl(&["disasm", "--isa", "cu", &d("k.bin")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.starts_with("cdl r3, 6, ud[0]\nmul r9, r0, r7\n"), "{text}");
+    std::fs::write(d("k2.s"), &text).unwrap();
+    let (code, _, err) = gpurtl(&["asm", "--isa", "cu", &d("k2.s"), "--output", &d("k2.bin")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read(d("k2.bin")).unwrap(), bin, "disassembly reassembles to the same words");
+
+    std::fs::write(d("bad.s"), "add r1, r2\nfrob r1\ncdl r3, 17, ud[0]\nend\n").unwrap();
+    let (code, _, err) = gpurtl(&["asm", "--isa", "cu", &d("bad.s"), "--output", &d("bad.bin")]);
+    assert_eq!(code, 2);
+    for line in ["line 1", "line 2", "line 3"] {
+        assert!(err.contains(line), "{line} is named: {err}");
+    }
+    assert!(!Path::new(&d("bad.bin")).exists(), "nothing is written");
+    std::fs::write(d("odd.bin"), [0u8; 12]).unwrap();
+    let (code, _, err) = gpurtl(&["disasm", "--isa", "cu", &d("odd.bin")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("3 dwords") && err.contains("even"), "{err}");
+    let (code, _, err) = gpurtl(&["asm", "--isa", "x86", &src, "--output", &d("x.bin")]);
+    assert_eq!((code, err.as_str()), (2, "error: option `--isa` = `x86`: must be pm4 or cu\n"));
+}
+
+/// `gpurtl run cu`: bad input files, parameters and a kernel that never
+/// ends are exit 2 with the field or the budget named, and nothing written.
+#[test]
+fn run_errors_on_the_command_line() {
+    use gpurtl_tests::gpurtl;
+    let dir = tempfile::tempdir().unwrap();
+    let d = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+    std::fs::write(d("bad.json"), r#"{"program": 5, "memory": [{"addr": 0, "file": "missing.bin"}], "blocks": [{"id": [0, 70000, 0]}], "smem_bytes": 3, "regs": 1, "dump": []}"#).unwrap();
+    let (code, _, err) = gpurtl(&["run", "cu", "--input", &d("bad.json"), "--output", &d("out.json")]);
+    assert_eq!(code, 2, "{err}");
+    for field in ["`program` = 5", "memory[0].file", "blocks[0].id", "`smem_bytes` = 3", "`regs` = 1"] {
+        assert!(err.contains(field), "{field} is named: {err}");
+    }
+    assert!(!Path::new(&d("out.json")).exists());
+    std::fs::write(d("spin.s"), "top: jmp top\n").unwrap();
+    std::fs::write(
+        d("spin.json"),
+        r#"{"program": 4096, "memory": [{"addr": 4096, "asm": "spin.s", "isa": "cu"}], "blocks": [{"id": [0, 0, 0]}], "smem_bytes": 0, "regs": 4, "dump": []}"#,
+    )
+    .unwrap();
+    let (code, _, err) = gpurtl(&["run", "cu", "--input", &d("spin.json"), "--output", &d("out.json")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("budget"), "{err}");
+    assert!(!Path::new(&d("out.json")).exists());
+    let (code, _, err) = gpurtl(&["gen", "cu", "--param", "slots=9", "--param", "regs=48", "-o", &d("g")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("`slots` = 9") && err.contains("`regs` = 48"), "{err}");
 }

@@ -154,8 +154,8 @@ module gpurtl_cu (
   reg  [14:0]  s1_smem_base_q;
   reg  [14:0]  s0_smem_size_q;
   reg  [14:0]  s1_smem_size_q;
+  wire [1:0]   dsp_free;
   wire [1:0]   dsp_slot_oh;
-  wire [1:0]   dsp_slot_oh_t1;
   wire         dsp_fire;
   wire         dsp_bad;
   wire         dsp_hit;
@@ -268,31 +268,31 @@ module gpurtl_cu (
   wire         x_is_st;
   wire         x_is_end;
   wire [5:0]   x_ra_gidx;
-  // x_ra_gidx_t2: bits [6] unused: holds an expression of which only a slice is used
+  // x_ra_gidx_t1: bits [6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [6:0]   x_ra_gidx_t2;
+  wire [6:0]   x_ra_gidx_t1;
   /* verilator lint_on UNUSED */
   wire [31:0]  x_ra_val;
   wire [5:0]   x_rb_gidx;
-  // x_rb_gidx_t3: bits [6] unused: holds an expression of which only a slice is used
+  // x_rb_gidx_t2: bits [6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [6:0]   x_rb_gidx_t3;
+  wire [6:0]   x_rb_gidx_t2;
   /* verilator lint_on UNUSED */
   wire [31:0]  x_rb_val;
   wire [5:0]   x_rd_gidx;
-  // x_rd_gidx_t4: bits [6] unused: holds an expression of which only a slice is used
+  // x_rd_gidx_t3: bits [6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [6:0]   x_rd_gidx_t4;
+  wire [6:0]   x_rd_gidx_t3;
   /* verilator lint_on UNUSED */
   wire [31:0]  x_rd_val;
   wire [5:0]   x_rc_gidx;
-  // x_rc_gidx_t5: bits [7] unused: holds an expression of which only a slice is used
+  // x_rc_gidx_t4: bits [7] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   x_rc_gidx_t5;
+  wire [7:0]   x_rc_gidx_t4;
   /* verilator lint_on UNUSED */
-  // x_rc_gidx_t6: bits [6] unused: holds an expression of which only a slice is used
+  // x_rc_gidx_t5: bits [6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [6:0]   x_rc_gidx_t6;
+  wire [6:0]   x_rc_gidx_t5;
   /* verilator lint_on UNUSED */
   wire [31:0]  x_rc_val;
   wire         x_bad_field;
@@ -308,66 +308,66 @@ module gpurtl_cu (
   wire [3:0]   x_status;
   wire         x_ok;
   wire [31:0]  x_alu;
-  wire [4:0]   x_alu_t7;
-  // x_alu_t8: bits [31:5] unused: holds an expression of which only a slice is used
+  wire [4:0]   x_alu_t6;
+  // x_alu_t7: bits [31:5] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  x_alu_t8;
+  wire [31:0]  x_alu_t7;
   /* verilator lint_on UNUSED */
-  wire [4:0]   x_alu_t9;
-  // x_alu_t10: bits [1:0] unused: holds an expression of which only a slice is used
+  wire [4:0]   x_alu_t8;
+  // x_alu_t9: bits [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  x_alu_t9;
+  /* verilator lint_on UNUSED */
+  // x_alu_t10: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t10;
   /* verilator lint_on UNUSED */
-  // x_alu_t11: bits [3:0] unused: holds an expression of which only a slice is used
+  // x_alu_t11: bits [7:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t11;
   /* verilator lint_on UNUSED */
-  // x_alu_t12: bits [7:0] unused: holds an expression of which only a slice is used
+  // x_alu_t12: bits [15:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t12;
   /* verilator lint_on UNUSED */
-  // x_alu_t13: bits [15:0] unused: holds an expression of which only a slice is used
+  // x_alu_t13: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t13;
   /* verilator lint_on UNUSED */
-  // x_alu_t14: bits [1:0] unused: holds an expression of which only a slice is used
+  // x_alu_t14: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t14;
   /* verilator lint_on UNUSED */
-  // x_alu_t15: bits [3:0] unused: holds an expression of which only a slice is used
+  // x_alu_t15: bits [7:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t15;
   /* verilator lint_on UNUSED */
-  // x_alu_t16: bits [7:0] unused: holds an expression of which only a slice is used
+  // x_alu_t16: bits [15:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t16;
   /* verilator lint_on UNUSED */
-  // x_alu_t17: bits [15:0] unused: holds an expression of which only a slice is used
+  // x_alu_t17: bits [31:30] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t17;
   /* verilator lint_on UNUSED */
-  // x_alu_t18: bits [31:30] unused: holds an expression of which only a slice is used
+  // x_alu_t18: bits [31:28] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t18;
   /* verilator lint_on UNUSED */
-  // x_alu_t19: bits [31:28] unused: holds an expression of which only a slice is used
+  // x_alu_t19: bits [31:24] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t19;
   /* verilator lint_on UNUSED */
-  // x_alu_t20: bits [31:24] unused: holds an expression of which only a slice is used
+  // x_alu_t20: bits [31:16] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t20;
-  /* verilator lint_on UNUSED */
-  // x_alu_t21: bits [31:16] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [31:0]  x_alu_t21;
   /* verilator lint_on UNUSED */
   wire [31:0]  x_wdata;
   wire         x_we;
   wire [5:0]   x_wreg;
-  // x_wreg_t22: bits [6] unused: holds an expression of which only a slice is used
+  // x_wreg_t21: bits [6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [6:0]   x_wreg_t22;
+  wire [6:0]   x_wreg_t21;
   /* verilator lint_on UNUSED */
   wire         x_go_cdl;
   wire         x_go_dma;
@@ -439,8 +439,8 @@ module gpurtl_cu (
   reg  [31:0]  ud_data_q;
   reg          cdl_space_q;
   wire         ud_take;
-  wire [2:0]   ud_data_q_t23;
-  wire [3:0]   ud_data_q_t24;
+  wire [2:0]   ud_data_q_t22;
+  wire [3:0]   ud_data_q_t23;
   wire         dq_pop;
   reg  [1:0]   dq_valid_q;
   reg          dq0_slot_q;
@@ -492,14 +492,14 @@ module gpurtl_cu (
   wire         dma_rd_fire;
   wire         dma_q_fire;
   wire [31:0]  dma_q_next_row;
-  wire [31:0]  dma_q_addr_q_t25;
+  wire [31:0]  dma_q_addr_q_t24;
+  // dma_q_left_q_t25: bits [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [17:0]  dma_q_left_q_t25;
+  /* verilator lint_on UNUSED */
   // dma_q_left_q_t26: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [17:0]  dma_q_left_q_t26;
-  /* verilator lint_on UNUSED */
-  // dma_q_left_q_t27: bits [1:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [17:0]  dma_q_left_q_t27;
   /* verilator lint_on UNUSED */
   reg  [15:0]  dma_p_rows_q;
   reg  [31:0]  dma_p_in_row_q;
@@ -512,57 +512,57 @@ module gpurtl_cu (
   reg          dma_flush_q;
   wire         dma_emit;
   wire [31:0]  dma_word;
-  wire [1:0]   dma_word_t28;
-  // dma_word_t29: bits [7:0] unused: holds an expression of which only a slice is used
+  wire [1:0]   dma_word_t27;
+  // dma_word_t28: bits [7:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [63:0]  dma_word_t29;
+  wire [63:0]  dma_word_t28;
   /* verilator lint_on UNUSED */
   wire [3:0]   dma_strb;
+  wire [17:0]  dma_strb_t29;
   wire [17:0]  dma_strb_t30;
   wire [17:0]  dma_strb_t31;
   wire [17:0]  dma_strb_t32;
-  wire [17:0]  dma_strb_t33;
   wire         dma_out_valid;
   wire         dma_out_fire;
   wire         dma_take;
   wire         dma_in_fire;
   wire         dma_to_flush;
-  wire [17:0]  dma_to_flush_t34;
+  wire [17:0]  dma_to_flush_t33;
   wire         dma_row_done;
+  wire [31:0]  dma_p_out_addr_q_t34;
   wire [31:0]  dma_p_out_addr_q_t35;
-  wire [31:0]  dma_p_out_addr_q_t36;
-  // dma_p_left_q_t37: bits [1:0] unused: holds an expression of which only a slice is used
+  // dma_p_left_q_t36: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [17:0]  dma_p_left_q_t37;
+  wire [17:0]  dma_p_left_q_t36;
   /* verilator lint_on UNUSED */
-  // dma_p_left_q_t38: bits [31:2] unused: holds an expression of which only a slice is used
+  // dma_p_left_q_t37: bits [31:2] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  dma_p_left_q_t38;
+  wire [31:0]  dma_p_left_q_t37;
   /* verilator lint_on UNUSED */
-  // dma_p_left_q_t39: bits [1:0] unused: holds an expression of which only a slice is used
+  // dma_p_left_q_t38: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [17:0]  dma_p_left_q_t39;
+  wire [17:0]  dma_p_left_q_t38;
   /* verilator lint_on UNUSED */
   wire         dma_finish;
   wire         dma_done;
   reg          dma_slot_q;
   wire [1:0]   cpl_slot_oh;
-  wire [1:0]   cpl_slot_oh_t40;
+  wire [1:0]   cpl_slot_oh_t39;
   wire         cpl_slot;
   wire         cpl_fire;
   wire         s0_x;
-  // s0_cdl_dest_q_t41: bits [6] unused: holds an expression of which only a slice is used
+  // s0_cdl_dest_q_t40: bits [6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [6:0]   s0_cdl_dest_q_t41;
+  wire [6:0]   s0_cdl_dest_q_t40;
   /* verilator lint_on UNUSED */
-  // s0_dma_s_q_t42: bits [32:14] unused: holds an expression of which only a slice is used
+  // s0_dma_s_q_t41: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_s_q_t42;
+  wire [32:0]  s0_dma_s_q_t41;
   /* verilator lint_on UNUSED */
   wire         s1_x;
-  // s1_dma_s_q_t43: bits [32:14] unused: holds an expression of which only a slice is used
+  // s1_dma_s_q_t42: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_s_q_t43;
+  wire [32:0]  s1_dma_s_q_t42;
   /* verilator lint_on UNUSED */
 
   // imem: 128 words of 64 bits, the program store: slot s's instruction i at s*imem_depth + i
@@ -570,9 +570,9 @@ module gpurtl_cu (
   reg [63:0] imem [0:127];
 
   assign init_busy = init_q < 3'd6;
-  assign dsp_slot_oh_t1 = ~{s1_busy_q, s0_busy_q};
-  assign dsp_slot_oh = {dsp_slot_oh_t1[1] & ~dsp_slot_oh_t1[0], dsp_slot_oh_t1[0]};
-  assign dsp_ready_o = ~init_busy & |~{s1_busy_q, s0_busy_q};
+  assign dsp_free = ~{s1_busy_q, s0_busy_q};
+  assign dsp_slot_oh = {dsp_free[1] & ~dsp_free[0], dsp_free[0]};
+  assign dsp_ready_o = ~init_busy & |dsp_free;
   assign dsp_fire = dsp_valid_i & dsp_ready_o;
   assign dsp_bad = (((((dsp_reg_count_i < 7'd3) | (({1'd0, dsp_reg_base_i} + {1'd0, dsp_reg_count_i}) > 8'd64)) | |dsp_smem_base_i[1:0]) | |dsp_smem_size_i[1:0]) | (({1'd0, dsp_smem_base_i} + {1'd0, dsp_smem_size_i}) > 16'd16384)) | |dsp_prog_i[7:0];
   assign dsp_hit = ((s0_progv_q & (s0_prog_q == dsp_prog_i)) & dsp_slot_oh[0]) | ((s1_progv_q & (s1_prog_q == dsp_prog_i)) & dsp_slot_oh[1]);
@@ -614,8 +614,8 @@ module gpurtl_cu (
   assign x_is_ld = x_op == 8'd96;
   assign x_is_st = x_op == 8'd97;
   assign x_is_end = x_op == 8'd127;
-  assign x_ra_gidx_t2 = x_reg_base + x_ra[6:0];
-  assign x_ra_gidx = x_ra_gidx_t2[5:0];
+  assign x_ra_gidx_t1 = x_reg_base + x_ra[6:0];
+  assign x_ra_gidx = x_ra_gidx_t1[5:0];
   assign x_ra_val = x_ra_gidx[5] ? (x_ra_gidx[4] ? (x_ra_gidx[3] ? (x_ra_gidx[2] ? (x_ra_gidx[1] ?
       (x_ra_gidx[0] ? rf63_q : rf62_q) : x_ra_gidx[0] ? rf61_q : rf60_q) : x_ra_gidx[1] ?
       (x_ra_gidx[0] ? rf59_q : rf58_q) : x_ra_gidx[0] ? rf57_q : rf56_q) : x_ra_gidx[2] ?
@@ -634,8 +634,8 @@ module gpurtl_cu (
       (x_ra_gidx[0] ? rf11_q : rf10_q) : x_ra_gidx[0] ? rf9_q : rf8_q) : x_ra_gidx[2] ?
       (x_ra_gidx[1] ? (x_ra_gidx[0] ? rf7_q : rf6_q) : x_ra_gidx[0] ? rf5_q : rf4_q) : x_ra_gidx[1]
       ? (x_ra_gidx[0] ? rf3_q : rf2_q) : x_ra_gidx[0] ? rf1_q : rf0_q;
-  assign x_rb_gidx_t3 = x_reg_base + x_rb[6:0];
-  assign x_rb_gidx = x_rb_gidx_t3[5:0];
+  assign x_rb_gidx_t2 = x_reg_base + x_rb[6:0];
+  assign x_rb_gidx = x_rb_gidx_t2[5:0];
   assign x_rb_val = x_rb_gidx[5] ? (x_rb_gidx[4] ? (x_rb_gidx[3] ? (x_rb_gidx[2] ? (x_rb_gidx[1] ?
       (x_rb_gidx[0] ? rf63_q : rf62_q) : x_rb_gidx[0] ? rf61_q : rf60_q) : x_rb_gidx[1] ?
       (x_rb_gidx[0] ? rf59_q : rf58_q) : x_rb_gidx[0] ? rf57_q : rf56_q) : x_rb_gidx[2] ?
@@ -654,8 +654,8 @@ module gpurtl_cu (
       (x_rb_gidx[0] ? rf11_q : rf10_q) : x_rb_gidx[0] ? rf9_q : rf8_q) : x_rb_gidx[2] ?
       (x_rb_gidx[1] ? (x_rb_gidx[0] ? rf7_q : rf6_q) : x_rb_gidx[0] ? rf5_q : rf4_q) : x_rb_gidx[1]
       ? (x_rb_gidx[0] ? rf3_q : rf2_q) : x_rb_gidx[0] ? rf1_q : rf0_q;
-  assign x_rd_gidx_t4 = x_reg_base + x_rd[6:0];
-  assign x_rd_gidx = x_rd_gidx_t4[5:0];
+  assign x_rd_gidx_t3 = x_reg_base + x_rd[6:0];
+  assign x_rd_gidx = x_rd_gidx_t3[5:0];
   assign x_rd_val = x_rd_gidx[5] ? (x_rd_gidx[4] ? (x_rd_gidx[3] ? (x_rd_gidx[2] ? (x_rd_gidx[1] ?
       (x_rd_gidx[0] ? rf63_q : rf62_q) : x_rd_gidx[0] ? rf61_q : rf60_q) : x_rd_gidx[1] ?
       (x_rd_gidx[0] ? rf59_q : rf58_q) : x_rd_gidx[0] ? rf57_q : rf56_q) : x_rd_gidx[2] ?
@@ -674,9 +674,9 @@ module gpurtl_cu (
       (x_rd_gidx[0] ? rf11_q : rf10_q) : x_rd_gidx[0] ? rf9_q : rf8_q) : x_rd_gidx[2] ?
       (x_rd_gidx[1] ? (x_rd_gidx[0] ? rf7_q : rf6_q) : x_rd_gidx[0] ? rf5_q : rf4_q) : x_rd_gidx[1]
       ? (x_rd_gidx[0] ? rf3_q : rf2_q) : x_rd_gidx[0] ? rf1_q : rf0_q;
-  assign x_rc_gidx_t5 = x_imm[7:0];
-  assign x_rc_gidx_t6 = x_reg_base + x_rc_gidx_t5[6:0];
-  assign x_rc_gidx = x_rc_gidx_t6[5:0];
+  assign x_rc_gidx_t4 = x_imm[7:0];
+  assign x_rc_gidx_t5 = x_reg_base + x_rc_gidx_t4[6:0];
+  assign x_rc_gidx = x_rc_gidx_t5[5:0];
   assign x_rc_val = x_rc_gidx[5] ? (x_rc_gidx[4] ? (x_rc_gidx[3] ? (x_rc_gidx[2] ? (x_rc_gidx[1] ?
       (x_rc_gidx[0] ? rf63_q : rf62_q) : x_rc_gidx[0] ? rf61_q : rf60_q) : x_rc_gidx[1] ?
       (x_rc_gidx[0] ? rf59_q : rf58_q) : x_rc_gidx[0] ? rf57_q : rf56_q) : x_rc_gidx[2] ?
@@ -707,50 +707,50 @@ module gpurtl_cu (
   assign x_bad_smem = ((x_is_ld | x_is_st) & (|x_rc_val[31:16] & |x_rc_val[15:0])) & ((({2'd0, x_rd_val} + {2'd0, {16'd0, x_rc_val[31:16] - 16'd1} * {16'd0, x_dma_p}}) + {18'd0, x_rc_val[15:0]}) > {19'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q});
   assign x_status = ~(((((((((1'd0 | (x_is_alu_r | x_is_alu_i)) | x_is_li) | x_is_jmp) | x_is_bnz) | x_is_bz) | x_is_loop) | (x_is_cdl_ud | x_is_cdl_mem)) | (x_is_ld | x_is_st)) | x_is_end) ? 4'd1 : x_bad_field ? 4'd2 : x_bad_reg ? 4'd3 : x_bad_pc ? 4'd4 : x_bad_align ? 4'd5 : x_bad_smem ? 4'd6 : 4'd0;
   assign x_ok = x_status == 4'd0;
-  assign x_alu_t7 = x_op[4:0];
-  assign x_alu_t8 = x_is_alu_i ? x_imm : x_rb_val;
-  assign x_alu_t9 = x_alu_t8[4:0];
-  assign x_alu_t10 = x_alu_t9[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t11 = x_alu_t9[1] ? {{2{x_ra_val[31]}}, x_alu_t10[31:2]} : x_alu_t9[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t12 = x_alu_t9[2] ? {{4{x_ra_val[31]}}, x_alu_t11[31:4]} : x_alu_t9[1] ? {{2{x_ra_val[31]}}, x_alu_t10[31:2]} : x_alu_t9[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t13 = x_alu_t9[3] ? {{8{x_ra_val[31]}}, x_alu_t12[31:8]} : x_alu_t9[2] ? {{4{x_ra_val[31]}}, x_alu_t11[31:4]} : x_alu_t9[1] ? {{2{x_ra_val[31]}}, x_alu_t10[31:2]} : x_alu_t9[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t14 = x_alu_t9[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t15 = x_alu_t9[1] ? {{2{1'd0}}, x_alu_t14[31:2]} : x_alu_t9[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t16 = x_alu_t9[2] ? {{4{1'd0}}, x_alu_t15[31:4]} : x_alu_t9[1] ? {{2{1'd0}}, x_alu_t14[31:2]} : x_alu_t9[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t17 = x_alu_t9[3] ? {{8{1'd0}}, x_alu_t16[31:8]} : x_alu_t9[2] ? {{4{1'd0}}, x_alu_t15[31:4]} : x_alu_t9[1] ? {{2{1'd0}}, x_alu_t14[31:2]} : x_alu_t9[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t18 = x_alu_t9[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
-  assign x_alu_t19 = x_alu_t9[1] ? {x_alu_t18[29:0], 2'd0} : x_alu_t9[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
-  assign x_alu_t20 = x_alu_t9[2] ? {x_alu_t19[27:0], 4'd0} : x_alu_t9[1] ? {x_alu_t18[29:0], 2'd0} : x_alu_t9[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
-  assign x_alu_t21 = x_alu_t9[3] ? {x_alu_t20[23:0], 8'd0} : x_alu_t9[2] ? {x_alu_t19[27:0], 4'd0} : x_alu_t9[1] ? {x_alu_t18[29:0], 2'd0} : x_alu_t9[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
-  assign x_alu = x_alu_t7[4] ? (x_alu_t7[3] ? (x_alu_t7[2] ? (x_alu_t7[1] ? (x_alu_t7[0] ? 32'd0 :
-      32'd0) : x_alu_t7[0] ? 32'd0 : 32'd0) : x_alu_t7[1] ? (x_alu_t7[0] ? 32'd0 : 32'd0) :
-      x_alu_t7[0] ? 32'd0 : 32'd0) : x_alu_t7[2] ? (x_alu_t7[1] ? (x_alu_t7[0] ? 32'd0 : 32'd0) :
-      x_alu_t7[0] ? 32'd0 : 32'd0) : x_alu_t7[1] ? (x_alu_t7[0] ? 32'd0 : 32'd0) : x_alu_t7[0] ?
-      32'd0 : {31'd0, x_ra_val == (x_is_alu_i ? x_imm : x_rb_val)}) : x_alu_t7[3] ? (x_alu_t7[2] ?
-      (x_alu_t7[1] ? (x_alu_t7[0] ? {31'd0, x_ra_val < (x_is_alu_i ? x_imm : x_rb_val)} : {31'd0,
-      (x_ra_val ^ 32'h80000000) < ((x_is_alu_i ? x_imm : x_rb_val) ^ 32'h80000000)}) : x_alu_t7[0] ?
+  assign x_alu_t6 = x_op[4:0];
+  assign x_alu_t7 = x_is_alu_i ? x_imm : x_rb_val;
+  assign x_alu_t8 = x_alu_t7[4:0];
+  assign x_alu_t9 = x_alu_t8[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t10 = x_alu_t8[1] ? {{2{x_ra_val[31]}}, x_alu_t9[31:2]} : x_alu_t8[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t11 = x_alu_t8[2] ? {{4{x_ra_val[31]}}, x_alu_t10[31:4]} : x_alu_t8[1] ? {{2{x_ra_val[31]}}, x_alu_t9[31:2]} : x_alu_t8[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t12 = x_alu_t8[3] ? {{8{x_ra_val[31]}}, x_alu_t11[31:8]} : x_alu_t8[2] ? {{4{x_ra_val[31]}}, x_alu_t10[31:4]} : x_alu_t8[1] ? {{2{x_ra_val[31]}}, x_alu_t9[31:2]} : x_alu_t8[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t13 = x_alu_t8[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t14 = x_alu_t8[1] ? {{2{1'd0}}, x_alu_t13[31:2]} : x_alu_t8[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t15 = x_alu_t8[2] ? {{4{1'd0}}, x_alu_t14[31:4]} : x_alu_t8[1] ? {{2{1'd0}}, x_alu_t13[31:2]} : x_alu_t8[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t16 = x_alu_t8[3] ? {{8{1'd0}}, x_alu_t15[31:8]} : x_alu_t8[2] ? {{4{1'd0}}, x_alu_t14[31:4]} : x_alu_t8[1] ? {{2{1'd0}}, x_alu_t13[31:2]} : x_alu_t8[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t17 = x_alu_t8[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
+  assign x_alu_t18 = x_alu_t8[1] ? {x_alu_t17[29:0], 2'd0} : x_alu_t8[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
+  assign x_alu_t19 = x_alu_t8[2] ? {x_alu_t18[27:0], 4'd0} : x_alu_t8[1] ? {x_alu_t17[29:0], 2'd0} : x_alu_t8[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
+  assign x_alu_t20 = x_alu_t8[3] ? {x_alu_t19[23:0], 8'd0} : x_alu_t8[2] ? {x_alu_t18[27:0], 4'd0} : x_alu_t8[1] ? {x_alu_t17[29:0], 2'd0} : x_alu_t8[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
+  assign x_alu = x_alu_t6[4] ? (x_alu_t6[3] ? (x_alu_t6[2] ? (x_alu_t6[1] ? (x_alu_t6[0] ? 32'd0 :
+      32'd0) : x_alu_t6[0] ? 32'd0 : 32'd0) : x_alu_t6[1] ? (x_alu_t6[0] ? 32'd0 : 32'd0) :
+      x_alu_t6[0] ? 32'd0 : 32'd0) : x_alu_t6[2] ? (x_alu_t6[1] ? (x_alu_t6[0] ? 32'd0 : 32'd0) :
+      x_alu_t6[0] ? 32'd0 : 32'd0) : x_alu_t6[1] ? (x_alu_t6[0] ? 32'd0 : 32'd0) : x_alu_t6[0] ?
+      32'd0 : {31'd0, x_ra_val == (x_is_alu_i ? x_imm : x_rb_val)}) : x_alu_t6[3] ? (x_alu_t6[2] ?
+      (x_alu_t6[1] ? (x_alu_t6[0] ? {31'd0, x_ra_val < (x_is_alu_i ? x_imm : x_rb_val)} : {31'd0,
+      (x_ra_val ^ 32'h80000000) < ((x_is_alu_i ? x_imm : x_rb_val) ^ 32'h80000000)}) : x_alu_t6[0] ?
       ((x_ra_val < (x_is_alu_i ? x_imm : x_rb_val)) ? (x_is_alu_i ? x_imm : x_rb_val) : x_ra_val) :
       (x_ra_val < (x_is_alu_i ? x_imm : x_rb_val)) ? x_ra_val : x_is_alu_i ? x_imm : x_rb_val) :
-      x_alu_t7[1] ? (x_alu_t7[0] ? (((x_ra_val ^ 32'h80000000) < ((x_is_alu_i ? x_imm : x_rb_val) ^
+      x_alu_t6[1] ? (x_alu_t6[0] ? (((x_ra_val ^ 32'h80000000) < ((x_is_alu_i ? x_imm : x_rb_val) ^
       32'h80000000)) ? (x_is_alu_i ? x_imm : x_rb_val) : x_ra_val) : ((x_ra_val ^ 32'h80000000) <
       ((x_is_alu_i ? x_imm : x_rb_val) ^ 32'h80000000)) ? x_ra_val : x_is_alu_i ? x_imm : x_rb_val)
-      : x_alu_t7[0] ? (x_ra_val ^ (x_is_alu_i ? x_imm : x_rb_val)) : (x_ra_val | (x_is_alu_i ? x_imm
-      : x_rb_val))) : x_alu_t7[2] ? (x_alu_t7[1] ? (x_alu_t7[0] ? (x_ra_val & (x_is_alu_i ? x_imm :
-      x_rb_val)) : x_alu_t9[4] ? {{16{x_ra_val[31]}}, x_alu_t13[31:16]} : x_alu_t9[3] ?
-      {{8{x_ra_val[31]}}, x_alu_t12[31:8]} : x_alu_t9[2] ? {{4{x_ra_val[31]}}, x_alu_t11[31:4]} :
-      x_alu_t9[1] ? {{2{x_ra_val[31]}}, x_alu_t10[31:2]} : x_alu_t9[0] ? {x_ra_val[31],
-      x_ra_val[31:1]} : x_ra_val) : x_alu_t7[0] ? (x_alu_t9[4] ? {{16{1'd0}}, x_alu_t17[31:16]} :
-      x_alu_t9[3] ? {{8{1'd0}}, x_alu_t16[31:8]} : x_alu_t9[2] ? {{4{1'd0}}, x_alu_t15[31:4]} :
-      x_alu_t9[1] ? {{2{1'd0}}, x_alu_t14[31:2]} : x_alu_t9[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val)
-      : x_alu_t9[4] ? {x_alu_t21[15:0], 16'd0} : x_alu_t9[3] ? {x_alu_t20[23:0], 8'd0} : x_alu_t9[2]
-      ? {x_alu_t19[27:0], 4'd0} : x_alu_t9[1] ? {x_alu_t18[29:0], 2'd0} : x_alu_t9[0] ?
-      {x_ra_val[30:0], 1'd0} : x_ra_val) : x_alu_t7[1] ? (x_alu_t7[0] ? (x_ra_val * (x_is_alu_i ?
-      x_imm : x_rb_val)) : (x_ra_val - (x_is_alu_i ? x_imm : x_rb_val))) : x_alu_t7[0] ? (x_ra_val +
+      : x_alu_t6[0] ? (x_ra_val ^ (x_is_alu_i ? x_imm : x_rb_val)) : (x_ra_val | (x_is_alu_i ? x_imm
+      : x_rb_val))) : x_alu_t6[2] ? (x_alu_t6[1] ? (x_alu_t6[0] ? (x_ra_val & (x_is_alu_i ? x_imm :
+      x_rb_val)) : x_alu_t8[4] ? {{16{x_ra_val[31]}}, x_alu_t12[31:16]} : x_alu_t8[3] ?
+      {{8{x_ra_val[31]}}, x_alu_t11[31:8]} : x_alu_t8[2] ? {{4{x_ra_val[31]}}, x_alu_t10[31:4]} :
+      x_alu_t8[1] ? {{2{x_ra_val[31]}}, x_alu_t9[31:2]} : x_alu_t8[0] ? {x_ra_val[31],
+      x_ra_val[31:1]} : x_ra_val) : x_alu_t6[0] ? (x_alu_t8[4] ? {{16{1'd0}}, x_alu_t16[31:16]} :
+      x_alu_t8[3] ? {{8{1'd0}}, x_alu_t15[31:8]} : x_alu_t8[2] ? {{4{1'd0}}, x_alu_t14[31:4]} :
+      x_alu_t8[1] ? {{2{1'd0}}, x_alu_t13[31:2]} : x_alu_t8[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val)
+      : x_alu_t8[4] ? {x_alu_t20[15:0], 16'd0} : x_alu_t8[3] ? {x_alu_t19[23:0], 8'd0} : x_alu_t8[2]
+      ? {x_alu_t18[27:0], 4'd0} : x_alu_t8[1] ? {x_alu_t17[29:0], 2'd0} : x_alu_t8[0] ?
+      {x_ra_val[30:0], 1'd0} : x_ra_val) : x_alu_t6[1] ? (x_alu_t6[0] ? (x_ra_val * (x_is_alu_i ?
+      x_imm : x_rb_val)) : (x_ra_val - (x_is_alu_i ? x_imm : x_rb_val))) : x_alu_t6[0] ? (x_ra_val +
       (x_is_alu_i ? x_imm : x_rb_val)) : 32'd0;
   assign x_wdata = (x_is_alu_r | x_is_alu_i) ? x_alu : x_is_li ? x_imm : x_rd_dec;
   assign x_we = (x_valid_q & x_ok) & (((x_is_alu_r | x_is_alu_i) | x_is_li) | x_is_loop);
-  assign x_wreg_t22 = x_reg_base + x_rd[6:0];
-  assign x_wreg = x_wreg_t22[5:0];
+  assign x_wreg_t21 = x_reg_base + x_rd[6:0];
+  assign x_wreg = x_wreg_t21[5:0];
   assign x_go_cdl = (x_valid_q & x_ok) & (x_is_cdl_ud | x_is_cdl_mem);
   assign x_go_dma = (x_valid_q & x_ok) & (x_is_ld | x_is_st);
   assign retire_valid_o = x_valid_q;
@@ -778,8 +778,8 @@ module gpurtl_cu (
   assign cdl_req_addr_o = u_cbload_mem_req_addr[31:0];
   assign u_cbload_mem_req_ready = u_cbload_mem_req_addr[32] ? (~ud_valid_q | u_cbload_mem_rsp_ready) : cdl_req_ready_i;
   assign ud_take = (u_cbload_mem_req_valid & u_cbload_mem_req_addr[32]) & (~ud_valid_q | u_cbload_mem_rsp_ready);
-  assign ud_data_q_t23 = u_cbload_mem_req_addr[8:6];
-  assign ud_data_q_t24 = u_cbload_mem_req_addr[5:2];
+  assign ud_data_q_t22 = u_cbload_mem_req_addr[8:6];
+  assign ud_data_q_t23 = u_cbload_mem_req_addr[5:2];
   assign u_cbload_mem_rsp_valid = cdl_space_q ? ud_valid_q : cdl_rsp_valid_i;
   assign u_cbload_mem_rsp_data = cdl_space_q ? ud_data_q : cdl_rsp_data_i;
   assign cdl_rsp_ready_o = u_cbload_mem_rsp_ready & ~cdl_space_q;
@@ -794,18 +794,18 @@ module gpurtl_cu (
   assign dma_rd_fire = dma_rd_req_valid_o & dma_rd_req_ready_i;
   assign dma_q_fire = dma_rd_fire | (u_scratchpad_rd0_req_valid & u_scratchpad_rd0_req_ready);
   assign dma_q_next_row = dma_q_row_q + (dma_st_q ? {16'd0, dma_p_q} : dma_stride_q);
-  assign dma_q_addr_q_t25 = (dq0_slot_q ? s1_dma_st_q : s0_dma_st_q) ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
-  assign dma_q_left_q_t26 = ({16'd0, dma_q_addr_q_t25[1:0]} + {2'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) + 18'd3;
-  assign dma_q_left_q_t27 = ({16'd0, dma_q_next_row[1:0]} + {2'd0, dma_n_q}) + 18'd3;
+  assign dma_q_addr_q_t24 = (dq0_slot_q ? s1_dma_st_q : s0_dma_st_q) ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
+  assign dma_q_left_q_t25 = ({16'd0, dma_q_addr_q_t24[1:0]} + {2'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) + 18'd3;
+  assign dma_q_left_q_t26 = ({16'd0, dma_q_next_row[1:0]} + {2'd0, dma_n_q}) + 18'd3;
   assign dma_emit = (dma_p_out_row_q[1:0] >= dma_p_in_row_q[1:0]) | ~dma_p_first_q;
-  assign dma_word_t28 = dma_p_out_row_q[1:0] - dma_p_in_row_q[1:0];
-  assign dma_word_t29 = {dma_flush_q ? 32'd0 : dma_st_q ? u_scratchpad_rd0_rsp_data : dma_rd_rsp_data_i, dma_p_prev_q};
-  assign dma_word = dma_word_t28[1] ? (dma_word_t28[0] ? dma_word_t29[39:8] : dma_word_t29[47:16]) : dma_word_t28[0] ? dma_word_t29[55:24] : dma_word_t29[63:32];
-  assign dma_strb_t30 = dma_p_pos_q + 18'd3;
-  assign dma_strb_t31 = dma_p_pos_q + 18'd2;
-  assign dma_strb_t32 = dma_p_pos_q + 18'd1;
-  assign dma_strb_t33 = dma_p_pos_q + 18'd0;
-  assign dma_strb = {~dma_strb_t30[17] & (dma_strb_t30[16:0] < {1'd0, dma_n_q}), ~dma_strb_t31[17] & (dma_strb_t31[16:0] < {1'd0, dma_n_q}), ~dma_strb_t32[17] & (dma_strb_t32[16:0] < {1'd0, dma_n_q}), ~dma_strb_t33[17] & (dma_strb_t33[16:0] < {1'd0, dma_n_q})};
+  assign dma_word_t27 = dma_p_out_row_q[1:0] - dma_p_in_row_q[1:0];
+  assign dma_word_t28 = {dma_flush_q ? 32'd0 : dma_st_q ? u_scratchpad_rd0_rsp_data : dma_rd_rsp_data_i, dma_p_prev_q};
+  assign dma_word = dma_word_t27[1] ? (dma_word_t27[0] ? dma_word_t28[39:8] : dma_word_t28[47:16]) : dma_word_t27[0] ? dma_word_t28[55:24] : dma_word_t28[63:32];
+  assign dma_strb_t29 = dma_p_pos_q + 18'd3;
+  assign dma_strb_t30 = dma_p_pos_q + 18'd2;
+  assign dma_strb_t31 = dma_p_pos_q + 18'd1;
+  assign dma_strb_t32 = dma_p_pos_q + 18'd0;
+  assign dma_strb = {~dma_strb_t29[17] & (dma_strb_t29[16:0] < {1'd0, dma_n_q}), ~dma_strb_t30[17] & (dma_strb_t30[16:0] < {1'd0, dma_n_q}), ~dma_strb_t31[17] & (dma_strb_t31[16:0] < {1'd0, dma_n_q}), ~dma_strb_t32[17] & (dma_strb_t32[16:0] < {1'd0, dma_n_q})};
   assign dma_out_valid = (dma_busy_q & (~dma_st_q | dma_credit)) & (dma_flush_q | ((dma_st_q ? u_scratchpad_rd0_rsp_valid : dma_rd_rsp_valid_i) & dma_emit));
   assign u_scratchpad_wr0_req_valid = dma_out_valid & ~dma_st_q;
   assign u_scratchpad_wr0_req_addr = dma_p_out_addr_q[13:0];
@@ -822,19 +822,19 @@ module gpurtl_cu (
   assign dma_rd_rsp_ready_o = dma_take & ~dma_st_q;
   assign u_scratchpad_rd0_rsp_ready = dma_take & dma_st_q;
   assign dma_in_fire = (dma_st_q ? u_scratchpad_rd0_rsp_valid : dma_rd_rsp_valid_i) & dma_take;
-  assign dma_to_flush_t34 = (dma_in_fire & dma_emit) ? (dma_p_pos_q + 18'd4) : dma_p_pos_q;
-  assign dma_to_flush = (dma_in_fire & (dma_p_left_q == 16'd1)) & (dma_to_flush_t34[17] | (dma_to_flush_t34[16:0] < {1'd0, dma_n_q}));
-  assign dma_row_done = ((dma_in_fire & (dma_p_left_q == 16'd1)) & ~(dma_to_flush_t34[17] | (dma_to_flush_t34[16:0] < {1'd0, dma_n_q}))) | (dma_flush_q & dma_out_fire);
-  assign dma_p_out_addr_q_t35 = (dq0_slot_q ? s1_dma_st_q : s0_dma_st_q) ? (dq0_slot_q ? s1_dma_a_q : s0_dma_a_q) : {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q};
-  assign dma_p_out_addr_q_t36 = dma_p_out_row_q + (dma_st_q ? dma_stride_q : {16'd0, dma_p_q});
-  assign dma_p_left_q_t37 = ({16'd0, dma_q_addr_q_t25[1:0]} + {2'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) + 18'd3;
-  assign dma_p_left_q_t38 = dma_p_in_row_q + (dma_st_q ? {16'd0, dma_p_q} : dma_stride_q);
-  assign dma_p_left_q_t39 = ({16'd0, dma_p_left_q_t38[1:0]} + {2'd0, dma_n_q}) + 18'd3;
+  assign dma_to_flush_t33 = (dma_in_fire & dma_emit) ? (dma_p_pos_q + 18'd4) : dma_p_pos_q;
+  assign dma_to_flush = (dma_in_fire & (dma_p_left_q == 16'd1)) & (dma_to_flush_t33[17] | (dma_to_flush_t33[16:0] < {1'd0, dma_n_q}));
+  assign dma_row_done = ((dma_in_fire & (dma_p_left_q == 16'd1)) & ~(dma_to_flush_t33[17] | (dma_to_flush_t33[16:0] < {1'd0, dma_n_q}))) | (dma_flush_q & dma_out_fire);
+  assign dma_p_out_addr_q_t34 = (dq0_slot_q ? s1_dma_st_q : s0_dma_st_q) ? (dq0_slot_q ? s1_dma_a_q : s0_dma_a_q) : {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q};
+  assign dma_p_out_addr_q_t35 = dma_p_out_row_q + (dma_st_q ? dma_stride_q : {16'd0, dma_p_q});
+  assign dma_p_left_q_t36 = ({16'd0, dma_q_addr_q_t24[1:0]} + {2'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) + 18'd3;
+  assign dma_p_left_q_t37 = dma_p_in_row_q + (dma_st_q ? {16'd0, dma_p_q} : dma_stride_q);
+  assign dma_p_left_q_t38 = ({16'd0, dma_p_left_q_t37[1:0]} + {2'd0, dma_n_q}) + 18'd3;
   assign dma_finish = (((dma_busy_q & ~dma_st_q) & dma_row_done) & (dma_p_rows_q == 16'd1)) | ((((dma_busy_q & dma_st_q) & (dma_p_rows_q == 16'd0)) & dma_wr_rsp_valid_i) & (dma_inflight_q == 4'd1));
   assign dma_done = dma_done_now | dma_finish;
   assign dq_pop = dma_start;
-  assign cpl_slot_oh_t40 = {s1_done_q, s0_done_q};
-  assign cpl_slot_oh = {cpl_slot_oh_t40[1] & ~cpl_slot_oh_t40[0], cpl_slot_oh_t40[0]};
+  assign cpl_slot_oh_t39 = {s1_done_q, s0_done_q};
+  assign cpl_slot_oh = {cpl_slot_oh_t39[1] & ~cpl_slot_oh_t39[0], cpl_slot_oh_t39[0]};
   assign cpl_slot = cpl_slot_oh[1];
   assign cpl_valid_o = |cpl_slot_oh;
   assign cpl_fire = cpl_valid_o & cpl_ready_i;
@@ -846,10 +846,10 @@ module gpurtl_cu (
   assign cpl_status_o = cpl_slot ? s1_status_q : s0_status_q;
   assign cpl_pc_o = cpl_slot ? s1_cpc_q : s0_cpc_q;
   assign s0_x = x_valid_q & (x_slot_q == 1'd0);
-  assign s0_cdl_dest_q_t41 = x_reg_base + x_rd[6:0];
-  assign s0_dma_s_q_t42 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
+  assign s0_cdl_dest_q_t40 = x_reg_base + x_rd[6:0];
+  assign s0_dma_s_q_t41 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
   assign s1_x = x_valid_q & (x_slot_q == 1'd1);
-  assign s1_dma_s_q_t43 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
+  assign s1_dma_s_q_t42 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
 
   gpurtl_cu_cbload u_cbload (
     .clk_i              (clk_i),
@@ -1002,24 +1002,24 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (ud_take) begin
-      ud_data_q <= ud_data_q_t23[2] ? (ud_data_q_t23[1] ? (ud_data_q_t23[0] ? 32'd0 : 32'd0) :
-          ud_data_q_t23[0] ? 32'd0 : 32'd0) : ud_data_q_t23[1] ? (ud_data_q_t23[0] ? 32'd0 : 32'd0)
-          : ud_data_q_t23[0] ? (ud_data_q_t24[3] ? (ud_data_q_t24[2] ? (ud_data_q_t24[1] ?
-          (ud_data_q_t24[0] ? s1_user_q[511:480] : s1_user_q[479:448]) : ud_data_q_t24[0] ?
-          s1_user_q[447:416] : s1_user_q[415:384]) : ud_data_q_t24[1] ? (ud_data_q_t24[0] ?
-          s1_user_q[383:352] : s1_user_q[351:320]) : ud_data_q_t24[0] ? s1_user_q[319:288] :
-          s1_user_q[287:256]) : ud_data_q_t24[2] ? (ud_data_q_t24[1] ? (ud_data_q_t24[0] ?
-          s1_user_q[255:224] : s1_user_q[223:192]) : ud_data_q_t24[0] ? s1_user_q[191:160] :
-          s1_user_q[159:128]) : ud_data_q_t24[1] ? (ud_data_q_t24[0] ? s1_user_q[127:96] :
-          s1_user_q[95:64]) : ud_data_q_t24[0] ? s1_user_q[63:32] : s1_user_q[31:0]) :
-          ud_data_q_t24[3] ? (ud_data_q_t24[2] ? (ud_data_q_t24[1] ? (ud_data_q_t24[0] ?
-          s0_user_q[511:480] : s0_user_q[479:448]) : ud_data_q_t24[0] ? s0_user_q[447:416] :
-          s0_user_q[415:384]) : ud_data_q_t24[1] ? (ud_data_q_t24[0] ? s0_user_q[383:352] :
-          s0_user_q[351:320]) : ud_data_q_t24[0] ? s0_user_q[319:288] : s0_user_q[287:256]) :
-          ud_data_q_t24[2] ? (ud_data_q_t24[1] ? (ud_data_q_t24[0] ? s0_user_q[255:224] :
-          s0_user_q[223:192]) : ud_data_q_t24[0] ? s0_user_q[191:160] : s0_user_q[159:128]) :
-          ud_data_q_t24[1] ? (ud_data_q_t24[0] ? s0_user_q[127:96] : s0_user_q[95:64]) :
-          ud_data_q_t24[0] ? s0_user_q[63:32] : s0_user_q[31:0];
+      ud_data_q <= ud_data_q_t22[2] ? (ud_data_q_t22[1] ? (ud_data_q_t22[0] ? 32'd0 : 32'd0) :
+          ud_data_q_t22[0] ? 32'd0 : 32'd0) : ud_data_q_t22[1] ? (ud_data_q_t22[0] ? 32'd0 : 32'd0)
+          : ud_data_q_t22[0] ? (ud_data_q_t23[3] ? (ud_data_q_t23[2] ? (ud_data_q_t23[1] ?
+          (ud_data_q_t23[0] ? s1_user_q[511:480] : s1_user_q[479:448]) : ud_data_q_t23[0] ?
+          s1_user_q[447:416] : s1_user_q[415:384]) : ud_data_q_t23[1] ? (ud_data_q_t23[0] ?
+          s1_user_q[383:352] : s1_user_q[351:320]) : ud_data_q_t23[0] ? s1_user_q[319:288] :
+          s1_user_q[287:256]) : ud_data_q_t23[2] ? (ud_data_q_t23[1] ? (ud_data_q_t23[0] ?
+          s1_user_q[255:224] : s1_user_q[223:192]) : ud_data_q_t23[0] ? s1_user_q[191:160] :
+          s1_user_q[159:128]) : ud_data_q_t23[1] ? (ud_data_q_t23[0] ? s1_user_q[127:96] :
+          s1_user_q[95:64]) : ud_data_q_t23[0] ? s1_user_q[63:32] : s1_user_q[31:0]) :
+          ud_data_q_t23[3] ? (ud_data_q_t23[2] ? (ud_data_q_t23[1] ? (ud_data_q_t23[0] ?
+          s0_user_q[511:480] : s0_user_q[479:448]) : ud_data_q_t23[0] ? s0_user_q[447:416] :
+          s0_user_q[415:384]) : ud_data_q_t23[1] ? (ud_data_q_t23[0] ? s0_user_q[383:352] :
+          s0_user_q[351:320]) : ud_data_q_t23[0] ? s0_user_q[319:288] : s0_user_q[287:256]) :
+          ud_data_q_t23[2] ? (ud_data_q_t23[1] ? (ud_data_q_t23[0] ? s0_user_q[255:224] :
+          s0_user_q[223:192]) : ud_data_q_t23[0] ? s0_user_q[191:160] : s0_user_q[159:128]) :
+          ud_data_q_t23[1] ? (ud_data_q_t23[0] ? s0_user_q[127:96] : s0_user_q[95:64]) :
+          ud_data_q_t23[0] ? s0_user_q[63:32] : s0_user_q[31:0];
     end
   end
 
@@ -1040,8 +1040,8 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (dma_go | dma_q_fire) begin
-      dma_q_addr_q <= dma_go ? {dma_q_addr_q_t25[31:2], 2'd0} : (dma_q_left_q == 16'd1) ? {dma_q_next_row[31:2], 2'd0} : (dma_q_addr_q + 32'd4);
-      dma_q_left_q <= dma_go ? dma_q_left_q_t26[17:2] : (dma_q_left_q == 16'd1) ? dma_q_left_q_t27[17:2] : (dma_q_left_q - 16'd1);
+      dma_q_addr_q <= dma_go ? {dma_q_addr_q_t24[31:2], 2'd0} : (dma_q_left_q == 16'd1) ? {dma_q_next_row[31:2], 2'd0} : (dma_q_addr_q + 32'd4);
+      dma_q_left_q <= dma_go ? dma_q_left_q_t25[17:2] : (dma_q_left_q == 16'd1) ? dma_q_left_q_t26[17:2] : (dma_q_left_q - 16'd1);
     end
   end
 
@@ -1060,14 +1060,14 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if ((dma_go | dma_row_done) | (dma_in_fire & dma_emit)) begin
-      dma_p_out_addr_q <= dma_go ? {dma_p_out_addr_q_t35[31:2], 2'd0} : dma_row_done ? {dma_p_out_addr_q_t36[31:2], 2'd0} : (dma_p_out_addr_q + 32'd4);
-      dma_p_pos_q <= dma_go ? (18'd0 - {16'd0, dma_p_out_addr_q_t35[1:0]}) : dma_row_done ? (18'd0 - {16'd0, dma_p_out_addr_q_t36[1:0]}) : (dma_in_fire & dma_emit) ? (dma_p_pos_q + 18'd4) : dma_p_pos_q;
+      dma_p_out_addr_q <= dma_go ? {dma_p_out_addr_q_t34[31:2], 2'd0} : dma_row_done ? {dma_p_out_addr_q_t35[31:2], 2'd0} : (dma_p_out_addr_q + 32'd4);
+      dma_p_pos_q <= dma_go ? (18'd0 - {16'd0, dma_p_out_addr_q_t34[1:0]}) : dma_row_done ? (18'd0 - {16'd0, dma_p_out_addr_q_t35[1:0]}) : (dma_in_fire & dma_emit) ? (dma_p_pos_q + 18'd4) : dma_p_pos_q;
     end
   end
 
   always @(posedge clk_i) begin
     if ((dma_go | dma_row_done) | dma_in_fire) begin
-      dma_p_left_q <= dma_go ? dma_p_left_q_t37[17:2] : dma_row_done ? dma_p_left_q_t39[17:2] : (dma_p_left_q - 16'd1);
+      dma_p_left_q <= dma_go ? dma_p_left_q_t36[17:2] : dma_row_done ? dma_p_left_q_t38[17:2] : (dma_p_left_q - 16'd1);
     end
   end
 
@@ -1112,7 +1112,7 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (s0_x & x_go_cdl) begin
-      s0_cdl_dest_q <= s0_cdl_dest_q_t41[5:0];
+      s0_cdl_dest_q <= s0_cdl_dest_q_t40[5:0];
       s0_cdl_n_q <= x_rb[4:0];
       s0_cdl_mem_q <= x_is_cdl_mem;
       s0_cdl_off_q <= x_cdl_off;
@@ -1122,7 +1122,7 @@ module gpurtl_cu (
   always @(posedge clk_i) begin
     if (s0_x & x_go_dma) begin
       s0_dma_st_q <= x_is_st;
-      s0_dma_s_q <= s0_dma_s_q_t42[13:0];
+      s0_dma_s_q <= s0_dma_s_q_t41[13:0];
       s0_dma_a_q <= x_ra_val;
       s0_dma_stride_q <= x_rb_val;
       s0_dma_rows_q <= x_rc_val[31:16];
@@ -1166,7 +1166,7 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (s1_x & x_go_cdl) begin
-      s1_cdl_dest_q <= s0_cdl_dest_q_t41[5:0];
+      s1_cdl_dest_q <= s0_cdl_dest_q_t40[5:0];
       s1_cdl_n_q <= x_rb[4:0];
       s1_cdl_mem_q <= x_is_cdl_mem;
       s1_cdl_off_q <= x_cdl_off;
@@ -1176,7 +1176,7 @@ module gpurtl_cu (
   always @(posedge clk_i) begin
     if (s1_x & x_go_dma) begin
       s1_dma_st_q <= x_is_st;
-      s1_dma_s_q <= s1_dma_s_q_t43[13:0];
+      s1_dma_s_q <= s1_dma_s_q_t42[13:0];
       s1_dma_a_q <= x_ra_val;
       s1_dma_stride_q <= x_rb_val;
       s1_dma_rows_q <= x_rc_val[31:16];

@@ -131,7 +131,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     let msize = regn(&mut b, "smem_size", sfw);
 
     // ---------------- dispatch ----------------
-    let free_bits = Expr::cat_lanes(&busy).not();
+    let free_bits = b.let_("dsp_free", &Expr::cat_lanes(&busy).not());
     let dsp_slot_oh = b.let_("dsp_slot_oh", &lowest_bit(&free_bits));
     b.assign(&dsp.ready, &init_busy.not().and(&free_bits.any()));
     let dsp_fire = b.let_("dsp_fire", &dsp.valid.and(&dsp.ready));
