@@ -93,7 +93,7 @@ impl BlockDef for Cu {
             "cu bench: {} slot(s), {} registers, {} instructions a slot, scratchpad {} x {} words, {} in flight",
             p.slots, p.regs, p.imem_depth, p.banks, p.words, p.max_outstanding
         );
-        let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9} {:>9}", "workload", "latency", "cycles", "rate", "floor");
+        let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9} {:>9}", "workload", "latency", "cycles", "rate", "bound");
         let mut rows = Vec::new();
         for latency in [1u32, 20] {
             for (name, blocks) in [("arithmetic loop, 1 block", 1usize), ("arithmetic loop, all slots busy", p.slots as usize)] {
@@ -103,10 +103,10 @@ impl BlockDef for Cu {
                 let first = o.trace.first().map_or(0, |t| t.cycle);
                 let last = o.trace.last().map_or(0, |t| t.cycle);
                 let rate = o.trace.len() as f64 / (last - first + 1) as f64;
-                let floor = (blocks as f64 / 2.0).min(1.0);
-                let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9.3} {:>9.3}", name, latency, last - first + 1, rate, floor);
+                let bound = (blocks as f64 / 2.0).min(1.0);
+                let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9.3} {:>9.3}", name, latency, last - first + 1, rate, bound);
                 rows.push(json!({"workload": name, "mem_latency": latency, "cycles": last - first + 1, "instructions": o.trace.len(),
-                                 "instructions_per_cycle": rate, "floor": floor}));
+                                 "instructions_per_cycle": rate, "bound": bound}));
             }
             for (name, st, skew) in [("ld 4 KiB, aligned", false, 0u32), ("ld 4 KiB, misaligned", false, 1), ("st 4 KiB, aligned", true, 0), ("st 4 KiB, misaligned", true, 3)] {
                 let bytes = 4096.min(p.smem_bytes() as u32 - 4);
@@ -117,9 +117,9 @@ impl BlockDef for Cu {
                 let base = model_or_rtl(&compiled, p, &bench_dma(p, skew, bytes, ops - 1, latency)?)?;
                 let c = o.cycles - base.cycles;
                 let rate = bytes as f64 / c as f64;
-                let floor = 4.0 * (p.max_outstanding as f64 / latency as f64).min(1.0);
-                let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9.3} {:>9.3}", name, latency, c, rate, floor);
-                rows.push(json!({"workload": name, "mem_latency": latency, "cycles": c, "bytes": bytes, "bytes_per_cycle": rate, "floor": floor}));
+                let bound = 4.0 * (p.max_outstanding as f64 / latency as f64).min(1.0);
+                let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9.3} {:>9.3}", name, latency, c, rate, bound);
+                rows.push(json!({"workload": name, "mem_latency": latency, "cycles": c, "bytes": bytes, "bytes_per_cycle": rate, "bound": bound}));
             }
         }
         let s = yosys_area(&design)?;
