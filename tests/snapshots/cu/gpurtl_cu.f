@@ -3,4 +3,5 @@
 // Verilog sources of `gpurtl_cu`, submodules first; paths relative to this file.
 gpurtl_cu_cbload.v
 gpurtl_cu_scratchpad.v
+gpurtl_compress.v
 gpurtl_cu.v

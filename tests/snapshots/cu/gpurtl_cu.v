@@ -267,6 +267,9 @@ module gpurtl_cu (
   wire         x_is_ld;
   wire         x_is_st;
   wire         x_is_end;
+  wire         x_is_act;
+  wire         x_is_cmp;
+  wire         x_is_exp;
   wire [5:0]   x_ra_gidx;
   // x_ra_gidx_t1: bits [6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
@@ -303,74 +306,86 @@ module gpurtl_cu (
   wire [5:0]   x_npc;
   wire [31:0]  x_cdl_off;
   wire         x_bad_align;
+  // x_bad_align_t6: bits [15:2] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [15:0]  x_bad_align_t6;
+  /* verilator lint_on UNUSED */
   wire [15:0]  x_dma_p;
+  wire [31:0]  x_act_p;
+  wire [39:0]  x_vec_nz;
+  wire [1:0]   x_vec_nz_t7;
   wire         x_bad_smem;
+  // x_bad_smem_t8: bits [4:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [39:0]  x_bad_smem_t8;
+  /* verilator lint_on UNUSED */
   wire [3:0]   x_status;
   wire         x_ok;
   wire [31:0]  x_alu;
-  wire [4:0]   x_alu_t6;
-  // x_alu_t7: bits [31:5] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [31:0]  x_alu_t7;
-  /* verilator lint_on UNUSED */
-  wire [4:0]   x_alu_t8;
-  // x_alu_t9: bits [1:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [31:0]  x_alu_t9;
-  /* verilator lint_on UNUSED */
-  // x_alu_t10: bits [3:0] unused: holds an expression of which only a slice is used
+  wire [4:0]   x_alu_t9;
+  // x_alu_t10: bits [31:5] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t10;
   /* verilator lint_on UNUSED */
-  // x_alu_t11: bits [7:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [31:0]  x_alu_t11;
-  /* verilator lint_on UNUSED */
-  // x_alu_t12: bits [15:0] unused: holds an expression of which only a slice is used
+  wire [4:0]   x_alu_t11;
+  // x_alu_t12: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t12;
   /* verilator lint_on UNUSED */
-  // x_alu_t13: bits [1:0] unused: holds an expression of which only a slice is used
+  // x_alu_t13: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t13;
   /* verilator lint_on UNUSED */
-  // x_alu_t14: bits [3:0] unused: holds an expression of which only a slice is used
+  // x_alu_t14: bits [7:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t14;
   /* verilator lint_on UNUSED */
-  // x_alu_t15: bits [7:0] unused: holds an expression of which only a slice is used
+  // x_alu_t15: bits [15:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t15;
   /* verilator lint_on UNUSED */
-  // x_alu_t16: bits [15:0] unused: holds an expression of which only a slice is used
+  // x_alu_t16: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t16;
   /* verilator lint_on UNUSED */
-  // x_alu_t17: bits [31:30] unused: holds an expression of which only a slice is used
+  // x_alu_t17: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t17;
   /* verilator lint_on UNUSED */
-  // x_alu_t18: bits [31:28] unused: holds an expression of which only a slice is used
+  // x_alu_t18: bits [7:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t18;
   /* verilator lint_on UNUSED */
-  // x_alu_t19: bits [31:24] unused: holds an expression of which only a slice is used
+  // x_alu_t19: bits [15:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t19;
   /* verilator lint_on UNUSED */
-  // x_alu_t20: bits [31:16] unused: holds an expression of which only a slice is used
+  // x_alu_t20: bits [31:30] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t20;
+  /* verilator lint_on UNUSED */
+  // x_alu_t21: bits [31:28] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  x_alu_t21;
+  /* verilator lint_on UNUSED */
+  // x_alu_t22: bits [31:24] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  x_alu_t22;
+  /* verilator lint_on UNUSED */
+  // x_alu_t23: bits [31:16] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  x_alu_t23;
   /* verilator lint_on UNUSED */
   wire [31:0]  x_wdata;
   wire         x_we;
   wire [5:0]   x_wreg;
-  // x_wreg_t21: bits [6] unused: holds an expression of which only a slice is used
+  // x_wreg_t24: bits [6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [6:0]   x_wreg_t21;
+  wire [6:0]   x_wreg_t24;
   /* verilator lint_on UNUSED */
   wire         x_go_cdl;
   wire         x_go_dma;
+  wire [2:0]   x_dma_kind;
   wire         cq_pop;
   reg  [1:0]   cq_valid_q;
   reg          cq0_slot_q;
@@ -439,14 +454,14 @@ module gpurtl_cu (
   reg  [31:0]  ud_data_q;
   reg          cdl_space_q;
   wire         ud_take;
-  wire [2:0]   ud_data_q_t22;
-  wire [3:0]   ud_data_q_t23;
+  wire [2:0]   ud_data_q_t25;
+  wire [3:0]   ud_data_q_t26;
   wire         dq_pop;
   reg  [1:0]   dq_valid_q;
   reg          dq0_slot_q;
   reg          dq1_slot_q;
-  reg          s0_dma_st_q;
-  reg          s1_dma_st_q;
+  reg  [2:0]   s0_dma_kind_q;
+  reg  [2:0]   s1_dma_kind_q;
   reg  [13:0]  s0_dma_s_q;
   reg  [13:0]  s1_dma_s_q;
   reg  [31:0]  s0_dma_a_q;
@@ -457,14 +472,22 @@ module gpurtl_cu (
   reg  [15:0]  s1_dma_rows_q;
   reg  [15:0]  s0_dma_n_q;
   reg  [15:0]  s1_dma_n_q;
-  reg  [15:0]  s0_dma_p_q;
-  reg  [15:0]  s1_dma_p_q;
+  reg  [31:0]  s0_dma_p_q;
+  reg  [31:0]  s1_dma_p_q;
+  reg  [1:0]   s0_dma_z_q;
+  reg  [1:0]   s1_dma_z_q;
   wire         u_scratchpad_rd0_req_valid;
   wire         u_scratchpad_rd0_req_ready;
   wire [13:0]  u_scratchpad_rd0_req_addr;
   wire         u_scratchpad_rd0_rsp_valid;
   wire         u_scratchpad_rd0_rsp_ready;
   wire [31:0]  u_scratchpad_rd0_rsp_data;
+  wire         u_scratchpad_rd1_req_valid;
+  wire         u_scratchpad_rd1_req_ready;
+  wire [13:0]  u_scratchpad_rd1_req_addr;
+  wire         u_scratchpad_rd1_rsp_valid;
+  wire         u_scratchpad_rd1_rsp_ready;
+  wire [31:0]  u_scratchpad_rd1_rsp_data;
   wire         u_scratchpad_wr0_req_valid;
   wire         u_scratchpad_wr0_req_ready;
   wire [13:0]  u_scratchpad_wr0_req_addr;
@@ -475,6 +498,19 @@ module gpurtl_cu (
   wire         u_scratchpad_wr0_rsp_valid;
   /* verilator lint_on UNUSED */
   wire         u_scratchpad_wr0_rsp_ready;
+  wire         u_scratchpad_wr1_req_valid;
+  wire         u_scratchpad_wr1_req_ready;
+  wire [13:0]  u_scratchpad_wr1_req_addr;
+  wire [31:0]  u_scratchpad_wr1_req_data;
+  wire [3:0]   u_scratchpad_wr1_req_strb;
+  // u_scratchpad_wr1_rsp_valid: bits [0] unused: a scratchpad write is done once taken (docs/scratchpad.md)
+  /* verilator lint_off UNUSED */
+  wire         u_scratchpad_wr1_rsp_valid;
+  /* verilator lint_on UNUSED */
+  wire         u_scratchpad_wr1_rsp_ready;
+  wire [2:0]   dma_head_kind;
+  wire         vec_busy_w;
+  wire         dma_busy_w;
   reg          dma_busy_q;
   reg          dma_st_q;
   reg  [15:0]  dma_n_q;
@@ -483,6 +519,10 @@ module gpurtl_cu (
   wire         dma_start;
   wire         dma_done_now;
   wire         dma_go;
+  // dma_p_q_t27: bits [31:16] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  dma_p_q_t27;
+  /* verilator lint_on UNUSED */
   reg  [3:0]   dma_inflight_q;
   wire         dma_credit;
   reg  [15:0]  dma_q_rows_q;
@@ -492,14 +532,14 @@ module gpurtl_cu (
   wire         dma_rd_fire;
   wire         dma_q_fire;
   wire [31:0]  dma_q_next_row;
-  wire [31:0]  dma_q_addr_q_t24;
-  // dma_q_left_q_t25: bits [1:0] unused: holds an expression of which only a slice is used
+  wire [31:0]  dma_q_addr_q_t28;
+  // dma_q_left_q_t29: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [17:0]  dma_q_left_q_t25;
+  wire [17:0]  dma_q_left_q_t29;
   /* verilator lint_on UNUSED */
-  // dma_q_left_q_t26: bits [1:0] unused: holds an expression of which only a slice is used
+  // dma_q_left_q_t30: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [17:0]  dma_q_left_q_t26;
+  wire [17:0]  dma_q_left_q_t30;
   /* verilator lint_on UNUSED */
   reg  [15:0]  dma_p_rows_q;
   reg  [31:0]  dma_p_in_row_q;
@@ -512,57 +552,331 @@ module gpurtl_cu (
   reg          dma_flush_q;
   wire         dma_emit;
   wire [31:0]  dma_word;
-  wire [1:0]   dma_word_t27;
-  // dma_word_t28: bits [7:0] unused: holds an expression of which only a slice is used
+  wire [1:0]   dma_word_t31;
+  // dma_word_t32: bits [7:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [63:0]  dma_word_t28;
+  wire [63:0]  dma_word_t32;
   /* verilator lint_on UNUSED */
   wire [3:0]   dma_strb;
-  wire [17:0]  dma_strb_t29;
-  wire [17:0]  dma_strb_t30;
-  wire [17:0]  dma_strb_t31;
-  wire [17:0]  dma_strb_t32;
+  wire [17:0]  dma_strb_t33;
+  wire [17:0]  dma_strb_t34;
+  wire [17:0]  dma_strb_t35;
+  wire [17:0]  dma_strb_t36;
   wire         dma_out_valid;
   wire         dma_out_fire;
   wire         dma_take;
   wire         dma_in_fire;
   wire         dma_to_flush;
-  wire [17:0]  dma_to_flush_t33;
+  wire [17:0]  dma_to_flush_t37;
   wire         dma_row_done;
-  wire [31:0]  dma_p_out_addr_q_t34;
-  wire [31:0]  dma_p_out_addr_q_t35;
-  // dma_p_left_q_t36: bits [1:0] unused: holds an expression of which only a slice is used
+  wire [31:0]  dma_p_out_addr_q_t38;
+  wire [31:0]  dma_p_out_addr_q_t39;
+  // dma_p_left_q_t40: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [17:0]  dma_p_left_q_t36;
+  wire [17:0]  dma_p_left_q_t40;
   /* verilator lint_on UNUSED */
-  // dma_p_left_q_t37: bits [31:2] unused: holds an expression of which only a slice is used
+  // dma_p_left_q_t41: bits [31:2] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  dma_p_left_q_t37;
+  wire [31:0]  dma_p_left_q_t41;
   /* verilator lint_on UNUSED */
-  // dma_p_left_q_t38: bits [1:0] unused: holds an expression of which only a slice is used
+  // dma_p_left_q_t42: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [17:0]  dma_p_left_q_t38;
+  wire [17:0]  dma_p_left_q_t42;
   /* verilator lint_on UNUSED */
   wire         dma_finish;
   wire         dma_done;
+  wire         u_compress_in_valid;
+  // u_compress_in_ready: bits [0] unused: the unit is empty whenever it is offered an operation (one at a time)
+  /* verilator lint_off UNUSED */
+  wire         u_compress_in_ready;
+  /* verilator lint_on UNUSED */
+  wire         u_compress_in_op;
+  wire [1:0]   u_compress_in_esize;
+  wire         u_compress_in_mask_gen;
+  wire [7:0]   u_compress_in_mask;
+  wire         u_compress_in_zeroing;
+  wire [63:0]  u_compress_in_src;
+  wire [63:0]  u_compress_in_old;
+  // u_compress_out_valid: bits [0] unused: the result is offered in the cycle after the operation (latency 1)
+  /* verilator lint_off UNUSED */
+  wire         u_compress_out_valid;
+  /* verilator lint_on UNUSED */
+  wire         u_compress_out_ready;
+  wire [63:0]  u_compress_out_dst;
+  wire [7:0]   u_compress_out_mask;
+  wire [3:0]   u_compress_out_count;
+  reg  [4:0]   vec_state_q;
+  reg  [2:0]   vec_kind_q;
+  reg  [1:0]   vec_z_q;
+  wire         vec_busy;
+  wire         vec_start;
+  wire         vec_go;
+  reg  [31:0]  vec_rows_q;
+  reg  [31:0]  vec_words_q;
+  reg  [31:0]  vec_left_q;
+  reg  [31:0]  vec_pitch_q;
+  reg  [31:0]  vec_row_q;
+  reg  [31:0]  vec_addr_q;
+  reg  [31:0]  vec_daddr_q;
+  reg  [31:0]  vec_maddr_q;
+  reg  [31:0]  vec_qaddr_q;
+  reg  [31:0]  vec_total_q;
+  reg  [31:0]  vec_lo_q;
+  reg  [31:0]  vec_hi_q;
+  reg  [31:0]  vec_count_q;
+  reg  [31:0]  vec_accn_q;
+  reg  [31:0]  vec_mbits_q;
+  reg  [63:0]  vec_res_q;
+  reg  [95:0]  vec_acc_q;
+  reg  [39:0]  vec_mbuf_q;
+  wire [31:0]  vec_m;
+  wire [7:0]   vec_vmask;
+  wire [31:0]  vec_c_bytes;
+  // vec_c_bytes_t43: bits [7:1] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_c_bytes_t43;
+  /* verilator lint_on UNUSED */
+  // vec_c_bytes_t44: bits [7:2], [0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_c_bytes_t44;
+  /* verilator lint_on UNUSED */
+  // vec_c_bytes_t45: bits [7:3], [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_c_bytes_t45;
+  /* verilator lint_on UNUSED */
+  // vec_c_bytes_t46: bits [7:4], [2:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_c_bytes_t46;
+  /* verilator lint_on UNUSED */
+  // vec_c_bytes_t47: bits [7:5], [3:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_c_bytes_t47;
+  /* verilator lint_on UNUSED */
+  // vec_c_bytes_t48: bits [7:6], [4:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_c_bytes_t48;
+  /* verilator lint_on UNUSED */
+  // vec_c_bytes_t49: bits [7], [5:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_c_bytes_t49;
+  /* verilator lint_on UNUSED */
+  // vec_c_bytes_t50: bits [6:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_c_bytes_t50;
+  /* verilator lint_on UNUSED */
+  // vec_c_bytes_t51: bits [31] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  vec_c_bytes_t51;
+  /* verilator lint_on UNUSED */
+  // u_scratchpad_rd1_req_addr_t52: bits [31:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  u_scratchpad_rd1_req_addr_t52;
+  /* verilator lint_on UNUSED */
+  wire         vec_rd_taken;
+  wire         vec_rsp_taken;
+  // u_scratchpad_wr1_req_addr_t53: bits [31:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  u_scratchpad_wr1_req_addr_t53;
+  /* verilator lint_on UNUSED */
+  // u_scratchpad_wr1_req_strb_t54: bits [2:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  u_scratchpad_wr1_req_strb_t54;
+  /* verilator lint_on UNUSED */
+  wire         vec_wr_taken;
+  wire [4:0]   vec_next;
+  // vec_next_t55: bits [31] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  vec_next_t55;
+  /* verilator lint_on UNUSED */
+  wire [5:0]   vec_next_t56;
+  // vec_next_t57: bits [39] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [39:0]  vec_next_t57;
+  /* verilator lint_on UNUSED */
+  // vec_next_t58: bits [39:8] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [39:0]  vec_next_t58;
+  /* verilator lint_on UNUSED */
+  // vec_next_t59: bits [7:1] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t59;
+  /* verilator lint_on UNUSED */
+  // vec_next_t60: bits [7:2], [0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t60;
+  /* verilator lint_on UNUSED */
+  // vec_next_t61: bits [7:3], [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t61;
+  /* verilator lint_on UNUSED */
+  // vec_next_t62: bits [7:4], [2:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t62;
+  /* verilator lint_on UNUSED */
+  // vec_next_t63: bits [7:5], [3:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t63;
+  /* verilator lint_on UNUSED */
+  // vec_next_t64: bits [7:6], [4:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t64;
+  /* verilator lint_on UNUSED */
+  // vec_next_t65: bits [7], [5:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t65;
+  /* verilator lint_on UNUSED */
+  // vec_next_t66: bits [6:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t66;
+  /* verilator lint_on UNUSED */
+  // vec_next_t67: bits [31] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  vec_next_t67;
+  /* verilator lint_on UNUSED */
+  // vec_next_t68: bits [7:1] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t68;
+  /* verilator lint_on UNUSED */
+  // vec_next_t69: bits [7:2], [0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t69;
+  /* verilator lint_on UNUSED */
+  // vec_next_t70: bits [7:3], [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t70;
+  /* verilator lint_on UNUSED */
+  // vec_next_t71: bits [7:4], [2:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t71;
+  /* verilator lint_on UNUSED */
+  // vec_next_t72: bits [7:5], [3:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t72;
+  /* verilator lint_on UNUSED */
+  // vec_next_t73: bits [7:6], [4:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t73;
+  /* verilator lint_on UNUSED */
+  // vec_next_t74: bits [7], [5:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t74;
+  /* verilator lint_on UNUSED */
+  // vec_next_t75: bits [6:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t75;
+  /* verilator lint_on UNUSED */
+  // vec_next_t76: bits [31] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  vec_next_t76;
+  /* verilator lint_on UNUSED */
+  // vec_next_t77: bits [7:1] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t77;
+  /* verilator lint_on UNUSED */
+  // vec_next_t78: bits [7:2], [0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t78;
+  /* verilator lint_on UNUSED */
+  // vec_next_t79: bits [7:3], [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t79;
+  /* verilator lint_on UNUSED */
+  // vec_next_t80: bits [7:4], [2:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t80;
+  /* verilator lint_on UNUSED */
+  // vec_next_t81: bits [7:5], [3:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t81;
+  /* verilator lint_on UNUSED */
+  // vec_next_t82: bits [7:6], [4:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t82;
+  /* verilator lint_on UNUSED */
+  // vec_next_t83: bits [7], [5:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t83;
+  /* verilator lint_on UNUSED */
+  // vec_next_t84: bits [6:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t84;
+  /* verilator lint_on UNUSED */
+  // vec_next_t85: bits [31] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  vec_next_t85;
+  /* verilator lint_on UNUSED */
+  wire         vec_done;
+  // vec_addr_q_t86: bits [31:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  vec_addr_q_t86;
+  /* verilator lint_on UNUSED */
+  // vec_maddr_q_t87: bits [31:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  vec_maddr_q_t87;
+  /* verilator lint_on UNUSED */
+  wire [1:0]   vec_total_q_t88;
+  // vec_total_q_t89: bits [31] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  vec_total_q_t89;
+  /* verilator lint_on UNUSED */
+  wire [5:0]   vec_acc_q_t90;
+  // vec_acc_q_t91: bits [95:88] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [95:0]  vec_acc_q_t91;
+  /* verilator lint_on UNUSED */
+  // vec_acc_q_t92: bits [31:6] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  vec_acc_q_t92;
+  /* verilator lint_on UNUSED */
+  wire [5:0]   vec_acc_q_t93;
+  wire [5:0]   vec_acc_q_t94;
+  // vec_acc_q_t95: bits [95:88] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [95:0]  vec_acc_q_t95;
+  /* verilator lint_on UNUSED */
+  wire [5:0]   vec_acc_q_t96;
+  wire [5:0]   vec_mbuf_q_t97;
+  // vec_mbuf_q_t98: bits [39] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [39:0]  vec_mbuf_q_t98;
+  /* verilator lint_on UNUSED */
+  wire [5:0]   vec_mbuf_q_t99;
+  wire         dmaq_start;
   reg          dma_slot_q;
+  wire         dmaq_done;
   wire [1:0]   cpl_slot_oh;
-  wire [1:0]   cpl_slot_oh_t39;
+  wire [1:0]   cpl_slot_oh_t100;
   wire         cpl_slot;
   wire         cpl_fire;
   wire         s0_x;
-  // s0_cdl_dest_q_t40: bits [6] unused: holds an expression of which only a slice is used
+  // s0_cdl_dest_q_t101: bits [6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [6:0]   s0_cdl_dest_q_t40;
+  wire [6:0]   s0_cdl_dest_q_t101;
   /* verilator lint_on UNUSED */
-  // s0_dma_s_q_t41: bits [32:14] unused: holds an expression of which only a slice is used
+  // s0_dma_s_q_t102: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_s_q_t41;
+  wire [32:0]  s0_dma_s_q_t102;
+  /* verilator lint_on UNUSED */
+  // s0_dma_a_q_t103: bits [32:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [32:0]  s0_dma_a_q_t103;
+  /* verilator lint_on UNUSED */
+  // s0_dma_stride_q_t104: bits [32:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [32:0]  s0_dma_stride_q_t104;
   /* verilator lint_on UNUSED */
   wire         s1_x;
-  // s1_dma_s_q_t42: bits [32:14] unused: holds an expression of which only a slice is used
+  // s1_dma_s_q_t105: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_s_q_t42;
+  wire [32:0]  s1_dma_s_q_t105;
+  /* verilator lint_on UNUSED */
+  // s1_dma_a_q_t106: bits [32:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [32:0]  s1_dma_a_q_t106;
+  /* verilator lint_on UNUSED */
+  // s1_dma_stride_q_t107: bits [32:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [32:0]  s1_dma_stride_q_t107;
   /* verilator lint_on UNUSED */
 
   // imem: 128 words of 64 bits, the program store: slot s's instruction i at s*imem_depth + i
@@ -614,6 +928,9 @@ module gpurtl_cu (
   assign x_is_ld = x_op == 8'd96;
   assign x_is_st = x_op == 8'd97;
   assign x_is_end = x_op == 8'd127;
+  assign x_is_act = x_op == 8'd113;
+  assign x_is_cmp = x_op == 8'd114;
+  assign x_is_exp = x_op == 8'd115;
   assign x_ra_gidx_t1 = x_reg_base + x_ra[6:0];
   assign x_ra_gidx = x_ra_gidx_t1[5:0];
   assign x_ra_val = x_ra_gidx[5] ? (x_ra_gidx[4] ? (x_ra_gidx[3] ? (x_ra_gidx[2] ? (x_ra_gidx[1] ?
@@ -695,64 +1012,84 @@ module gpurtl_cu (
       (x_rc_gidx[0] ? rf11_q : rf10_q) : x_rc_gidx[0] ? rf9_q : rf8_q) : x_rc_gidx[2] ?
       (x_rc_gidx[1] ? (x_rc_gidx[0] ? rf7_q : rf6_q) : x_rc_gidx[0] ? rf5_q : rf4_q) : x_rc_gidx[1]
       ? (x_rc_gidx[0] ? rf3_q : rf2_q) : x_rc_gidx[0] ? rf1_q : rf0_q;
-  assign x_bad_field = (((((((((x_is_alu_r & |x_imm) | (x_is_alu_i & |x_rb)) | (x_is_li & (|x_ra | |x_rb))) | (x_is_jmp & ((|x_rd | |x_ra) | |x_rb))) | ((x_is_bnz | x_is_bz) & (|x_rd | |x_rb))) | (x_is_loop & (|x_ra | |x_rb))) | (x_is_cdl_ud & |x_ra)) | ((x_is_cdl_ud | x_is_cdl_mem) & ((x_rb == 8'd0) | (x_rb > 8'd16)))) | ((x_is_ld | x_is_st) & |x_imm[15:8])) | (x_is_end & (((|x_rd | |x_ra) | |x_rb) | |x_imm));
-  assign x_bad_reg = ((((((((x_is_alu_r | x_is_alu_i) | x_is_li) | x_is_loop) | (x_is_ld | x_is_st)) & ~({2'd0, x_rd} < {3'd0, x_reg_count})) | ((((((x_is_alu_r | x_is_alu_i) | x_is_bnz) | x_is_bz) | x_is_cdl_mem) | (x_is_ld | x_is_st)) & ~({2'd0, x_ra} < {3'd0, x_reg_count}))) | ((x_is_alu_r | (x_is_ld | x_is_st)) & ~({2'd0, x_rb} < {3'd0, x_reg_count}))) | ((x_is_ld | x_is_st) & ~({2'd0, x_imm[7:0]} < {3'd0, x_reg_count}))) | ((x_is_cdl_ud | x_is_cdl_mem) & ~(({2'd0, x_rd} + {2'd0, x_rb}) <= {3'd0, x_reg_count}));
+  assign x_bad_field = (((((((((((x_is_alu_r & |x_imm) | (x_is_alu_i & |x_rb)) | (x_is_li & (|x_ra | |x_rb))) | (x_is_jmp & ((|x_rd | |x_ra) | |x_rb))) | ((x_is_bnz | x_is_bz) & (|x_rd | |x_rb))) | (x_is_loop & (|x_ra | |x_rb))) | (x_is_cdl_ud & |x_ra)) | ((x_is_cdl_ud | x_is_cdl_mem) & ((x_rb == 8'd0) | (x_rb > 8'd16)))) | ((x_is_ld | x_is_st) & |x_imm[15:8])) | (x_is_act & (|x_rb | |x_imm[15:0]))) | ((x_is_cmp | x_is_exp) & (|x_imm[31:16] | (x_imm[15:8] > 8'd2)))) | (x_is_end & (((|x_rd | |x_ra) | |x_rb) | |x_imm));
+  assign x_bad_reg = ((((((((((x_is_alu_r | x_is_alu_i) | x_is_li) | x_is_loop) | (x_is_ld | x_is_st)) | x_is_act) | (x_is_cmp | x_is_exp)) & ~({2'd0, x_rd} < {3'd0, x_reg_count})) | ((((((((x_is_alu_r | x_is_alu_i) | x_is_bnz) | x_is_bz) | x_is_cdl_mem) | (x_is_ld | x_is_st)) | x_is_act) | (x_is_cmp | x_is_exp)) & ~({2'd0, x_ra} < {3'd0, x_reg_count}))) | (((x_is_alu_r | (x_is_ld | x_is_st)) | (x_is_cmp | x_is_exp)) & ~({2'd0, x_rb} < {3'd0, x_reg_count}))) | (((x_is_ld | x_is_st) | (x_is_cmp | x_is_exp)) & ~({2'd0, x_imm[7:0]} < {3'd0, x_reg_count}))) | ((x_is_cdl_ud | x_is_cdl_mem) & ~(({2'd0, x_rd} + {2'd0, x_rb}) <= {3'd0, x_reg_count}));
   assign x_rd_dec = x_rd_val - 32'd1;
   assign x_taken = ((x_is_jmp | (x_is_bnz & |x_ra_val)) | (x_is_bz & ~|x_ra_val)) | (x_is_loop & |x_rd_dec);
   assign x_bad_pc = ~x_is_end & (x_taken ? |x_imm[31:6] : (x_pc == 6'd63));
   assign x_npc = x_taken ? x_imm[5:0] : (x_pc + 6'd1);
   assign x_cdl_off = x_is_cdl_mem ? (x_ra_val + x_imm) : x_imm;
-  assign x_bad_align = (x_is_cdl_ud | x_is_cdl_mem) & |x_cdl_off[1:0];
+  assign x_bad_align_t6 = x_imm[31:16];
+  assign x_bad_align = (((x_is_cdl_ud | x_is_cdl_mem) & |x_cdl_off[1:0]) | (x_is_act & (|x_rd_val[1:0] | |x_bad_align_t6[1:0]))) | ((x_is_cmp | x_is_exp) & ((|x_rd_val[1:0] | |x_ra_val[1:0]) | |x_rb_val[1:0]));
   assign x_dma_p = |x_imm[31:16] ? x_imm[31:16] : x_rc_val[15:0];
-  assign x_bad_smem = ((x_is_ld | x_is_st) & (|x_rc_val[31:16] & |x_rc_val[15:0])) & ((({2'd0, x_rd_val} + {2'd0, {16'd0, x_rc_val[31:16] - 16'd1} * {16'd0, x_dma_p}}) + {18'd0, x_rc_val[15:0]}) > {19'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q});
-  assign x_status = ~(((((((((1'd0 | (x_is_alu_r | x_is_alu_i)) | x_is_li) | x_is_jmp) | x_is_bnz) | x_is_bz) | x_is_loop) | (x_is_cdl_ud | x_is_cdl_mem)) | (x_is_ld | x_is_st)) | x_is_end) ? 4'd1 : x_bad_field ? 4'd2 : x_bad_reg ? 4'd3 : x_bad_pc ? 4'd4 : x_bad_align ? 4'd5 : x_bad_smem ? 4'd6 : 4'd0;
+  assign x_act_p = |x_imm[31:16] ? {16'd0, x_imm[31:16]} : {{14'd0, x_ra_val[15:0]}, 2'd0};
+  assign x_vec_nz_t7 = x_imm[9:8];
+  assign x_vec_nz = x_vec_nz_t7[1] ? (x_vec_nz_t7[0] ? ({24'd0, x_rc_val[15:0]} * 40'd4) : ({24'd0, x_rc_val[15:0]} * 40'd4)) : x_vec_nz_t7[0] ? ({24'd0, x_rc_val[15:0]} * 40'd2) : {24'd0, x_rc_val[15:0]};
+  assign x_bad_smem_t8 = ({24'd0, x_rc_val[15:0]} + 40'd31) & 40'hffffffffe0;
+  assign x_bad_smem = (((((x_is_ld | x_is_st) & (|x_rc_val[31:16] & |x_rc_val[15:0])) & ((({2'd0,
+      x_rd_val} + {2'd0, {16'd0, x_rc_val[31:16] - 16'd1} * {16'd0, x_dma_p}}) + {18'd0,
+      x_rc_val[15:0]}) > {19'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q})) | (((x_is_act &
+      |x_ra_val[31:16]) & |x_ra_val[15:0]) & ((({8'd0, x_rd_val} + ({8'd0, {16'd0, x_ra_val[31:16] -
+      16'd1}} * {8'd0, x_act_p})) + ({24'd0, x_ra_val[15:0]} * 40'd4)) > {25'd0, x_slot_q ?
+      s1_smem_size_q : s0_smem_size_q}))) | (x_is_cmp & (|x_rc_val[15:0] ? (((({8'd0, x_ra_val} +
+      ((x_vec_nz + 40'd7) & 40'hfffffffff8)) > {25'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q})
+      | (({8'd0, x_rd_val} + x_vec_nz) > {25'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q})) |
+      ((({8'd0, x_rb_val} + 40'd4) + ({5'd0, x_bad_smem_t8[39:5]} * 40'd4)) > {25'd0, x_slot_q ?
+      s1_smem_size_q : s0_smem_size_q})) : (({8'd0, x_rb_val} + 40'd4) > {25'd0, x_slot_q ?
+      s1_smem_size_q : s0_smem_size_q})))) | (x_is_exp & (|x_rc_val[15:0] & (((({8'd0, x_ra_val} +
+      ((x_vec_nz + 40'd3) & 40'hfffffffffc)) > {25'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q})
+      | ((({8'd0, x_rb_val} + 40'd4) + ({5'd0, x_bad_smem_t8[39:5]} * 40'd4)) > {25'd0, x_slot_q ?
+      s1_smem_size_q : s0_smem_size_q})) | (({8'd0, x_rd_val} + x_vec_nz) > {25'd0, x_slot_q ?
+      s1_smem_size_q : s0_smem_size_q}))));
+  assign x_status = ~(((((((((((1'd0 | (x_is_alu_r | x_is_alu_i)) | x_is_li) | x_is_jmp) | x_is_bnz) | x_is_bz) | x_is_loop) | (x_is_cdl_ud | x_is_cdl_mem)) | (x_is_ld | x_is_st)) | x_is_end) | x_is_act) | (x_is_cmp | x_is_exp)) ? 4'd1 : x_bad_field ? 4'd2 : x_bad_reg ? 4'd3 : x_bad_pc ? 4'd4 : x_bad_align ? 4'd5 : x_bad_smem ? 4'd6 : 4'd0;
   assign x_ok = x_status == 4'd0;
-  assign x_alu_t6 = x_op[4:0];
-  assign x_alu_t7 = x_is_alu_i ? x_imm : x_rb_val;
-  assign x_alu_t8 = x_alu_t7[4:0];
-  assign x_alu_t9 = x_alu_t8[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t10 = x_alu_t8[1] ? {{2{x_ra_val[31]}}, x_alu_t9[31:2]} : x_alu_t8[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t11 = x_alu_t8[2] ? {{4{x_ra_val[31]}}, x_alu_t10[31:4]} : x_alu_t8[1] ? {{2{x_ra_val[31]}}, x_alu_t9[31:2]} : x_alu_t8[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t12 = x_alu_t8[3] ? {{8{x_ra_val[31]}}, x_alu_t11[31:8]} : x_alu_t8[2] ? {{4{x_ra_val[31]}}, x_alu_t10[31:4]} : x_alu_t8[1] ? {{2{x_ra_val[31]}}, x_alu_t9[31:2]} : x_alu_t8[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t13 = x_alu_t8[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t14 = x_alu_t8[1] ? {{2{1'd0}}, x_alu_t13[31:2]} : x_alu_t8[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t15 = x_alu_t8[2] ? {{4{1'd0}}, x_alu_t14[31:4]} : x_alu_t8[1] ? {{2{1'd0}}, x_alu_t13[31:2]} : x_alu_t8[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t16 = x_alu_t8[3] ? {{8{1'd0}}, x_alu_t15[31:8]} : x_alu_t8[2] ? {{4{1'd0}}, x_alu_t14[31:4]} : x_alu_t8[1] ? {{2{1'd0}}, x_alu_t13[31:2]} : x_alu_t8[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t17 = x_alu_t8[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
-  assign x_alu_t18 = x_alu_t8[1] ? {x_alu_t17[29:0], 2'd0} : x_alu_t8[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
-  assign x_alu_t19 = x_alu_t8[2] ? {x_alu_t18[27:0], 4'd0} : x_alu_t8[1] ? {x_alu_t17[29:0], 2'd0} : x_alu_t8[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
-  assign x_alu_t20 = x_alu_t8[3] ? {x_alu_t19[23:0], 8'd0} : x_alu_t8[2] ? {x_alu_t18[27:0], 4'd0} : x_alu_t8[1] ? {x_alu_t17[29:0], 2'd0} : x_alu_t8[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
-  assign x_alu = x_alu_t6[4] ? (x_alu_t6[3] ? (x_alu_t6[2] ? (x_alu_t6[1] ? (x_alu_t6[0] ? 32'd0 :
-      32'd0) : x_alu_t6[0] ? 32'd0 : 32'd0) : x_alu_t6[1] ? (x_alu_t6[0] ? 32'd0 : 32'd0) :
-      x_alu_t6[0] ? 32'd0 : 32'd0) : x_alu_t6[2] ? (x_alu_t6[1] ? (x_alu_t6[0] ? 32'd0 : 32'd0) :
-      x_alu_t6[0] ? 32'd0 : 32'd0) : x_alu_t6[1] ? (x_alu_t6[0] ? 32'd0 : 32'd0) : x_alu_t6[0] ?
-      32'd0 : {31'd0, x_ra_val == (x_is_alu_i ? x_imm : x_rb_val)}) : x_alu_t6[3] ? (x_alu_t6[2] ?
-      (x_alu_t6[1] ? (x_alu_t6[0] ? {31'd0, x_ra_val < (x_is_alu_i ? x_imm : x_rb_val)} : {31'd0,
-      (x_ra_val ^ 32'h80000000) < ((x_is_alu_i ? x_imm : x_rb_val) ^ 32'h80000000)}) : x_alu_t6[0] ?
+  assign x_alu_t9 = x_op[4:0];
+  assign x_alu_t10 = x_is_alu_i ? x_imm : x_rb_val;
+  assign x_alu_t11 = x_alu_t10[4:0];
+  assign x_alu_t12 = x_alu_t11[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t13 = x_alu_t11[1] ? {{2{x_ra_val[31]}}, x_alu_t12[31:2]} : x_alu_t11[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t14 = x_alu_t11[2] ? {{4{x_ra_val[31]}}, x_alu_t13[31:4]} : x_alu_t11[1] ? {{2{x_ra_val[31]}}, x_alu_t12[31:2]} : x_alu_t11[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t15 = x_alu_t11[3] ? {{8{x_ra_val[31]}}, x_alu_t14[31:8]} : x_alu_t11[2] ? {{4{x_ra_val[31]}}, x_alu_t13[31:4]} : x_alu_t11[1] ? {{2{x_ra_val[31]}}, x_alu_t12[31:2]} : x_alu_t11[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t16 = x_alu_t11[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t17 = x_alu_t11[1] ? {{2{1'd0}}, x_alu_t16[31:2]} : x_alu_t11[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t18 = x_alu_t11[2] ? {{4{1'd0}}, x_alu_t17[31:4]} : x_alu_t11[1] ? {{2{1'd0}}, x_alu_t16[31:2]} : x_alu_t11[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t19 = x_alu_t11[3] ? {{8{1'd0}}, x_alu_t18[31:8]} : x_alu_t11[2] ? {{4{1'd0}}, x_alu_t17[31:4]} : x_alu_t11[1] ? {{2{1'd0}}, x_alu_t16[31:2]} : x_alu_t11[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t20 = x_alu_t11[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
+  assign x_alu_t21 = x_alu_t11[1] ? {x_alu_t20[29:0], 2'd0} : x_alu_t11[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
+  assign x_alu_t22 = x_alu_t11[2] ? {x_alu_t21[27:0], 4'd0} : x_alu_t11[1] ? {x_alu_t20[29:0], 2'd0} : x_alu_t11[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
+  assign x_alu_t23 = x_alu_t11[3] ? {x_alu_t22[23:0], 8'd0} : x_alu_t11[2] ? {x_alu_t21[27:0], 4'd0} : x_alu_t11[1] ? {x_alu_t20[29:0], 2'd0} : x_alu_t11[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
+  assign x_alu = x_alu_t9[4] ? (x_alu_t9[3] ? (x_alu_t9[2] ? (x_alu_t9[1] ? (x_alu_t9[0] ? 32'd0 :
+      32'd0) : x_alu_t9[0] ? 32'd0 : 32'd0) : x_alu_t9[1] ? (x_alu_t9[0] ? 32'd0 : 32'd0) :
+      x_alu_t9[0] ? 32'd0 : 32'd0) : x_alu_t9[2] ? (x_alu_t9[1] ? (x_alu_t9[0] ? 32'd0 : 32'd0) :
+      x_alu_t9[0] ? 32'd0 : 32'd0) : x_alu_t9[1] ? (x_alu_t9[0] ? 32'd0 : 32'd0) : x_alu_t9[0] ?
+      32'd0 : {31'd0, x_ra_val == (x_is_alu_i ? x_imm : x_rb_val)}) : x_alu_t9[3] ? (x_alu_t9[2] ?
+      (x_alu_t9[1] ? (x_alu_t9[0] ? {31'd0, x_ra_val < (x_is_alu_i ? x_imm : x_rb_val)} : {31'd0,
+      (x_ra_val ^ 32'h80000000) < ((x_is_alu_i ? x_imm : x_rb_val) ^ 32'h80000000)}) : x_alu_t9[0] ?
       ((x_ra_val < (x_is_alu_i ? x_imm : x_rb_val)) ? (x_is_alu_i ? x_imm : x_rb_val) : x_ra_val) :
       (x_ra_val < (x_is_alu_i ? x_imm : x_rb_val)) ? x_ra_val : x_is_alu_i ? x_imm : x_rb_val) :
-      x_alu_t6[1] ? (x_alu_t6[0] ? (((x_ra_val ^ 32'h80000000) < ((x_is_alu_i ? x_imm : x_rb_val) ^
+      x_alu_t9[1] ? (x_alu_t9[0] ? (((x_ra_val ^ 32'h80000000) < ((x_is_alu_i ? x_imm : x_rb_val) ^
       32'h80000000)) ? (x_is_alu_i ? x_imm : x_rb_val) : x_ra_val) : ((x_ra_val ^ 32'h80000000) <
       ((x_is_alu_i ? x_imm : x_rb_val) ^ 32'h80000000)) ? x_ra_val : x_is_alu_i ? x_imm : x_rb_val)
-      : x_alu_t6[0] ? (x_ra_val ^ (x_is_alu_i ? x_imm : x_rb_val)) : (x_ra_val | (x_is_alu_i ? x_imm
-      : x_rb_val))) : x_alu_t6[2] ? (x_alu_t6[1] ? (x_alu_t6[0] ? (x_ra_val & (x_is_alu_i ? x_imm :
-      x_rb_val)) : x_alu_t8[4] ? {{16{x_ra_val[31]}}, x_alu_t12[31:16]} : x_alu_t8[3] ?
-      {{8{x_ra_val[31]}}, x_alu_t11[31:8]} : x_alu_t8[2] ? {{4{x_ra_val[31]}}, x_alu_t10[31:4]} :
-      x_alu_t8[1] ? {{2{x_ra_val[31]}}, x_alu_t9[31:2]} : x_alu_t8[0] ? {x_ra_val[31],
-      x_ra_val[31:1]} : x_ra_val) : x_alu_t6[0] ? (x_alu_t8[4] ? {{16{1'd0}}, x_alu_t16[31:16]} :
-      x_alu_t8[3] ? {{8{1'd0}}, x_alu_t15[31:8]} : x_alu_t8[2] ? {{4{1'd0}}, x_alu_t14[31:4]} :
-      x_alu_t8[1] ? {{2{1'd0}}, x_alu_t13[31:2]} : x_alu_t8[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val)
-      : x_alu_t8[4] ? {x_alu_t20[15:0], 16'd0} : x_alu_t8[3] ? {x_alu_t19[23:0], 8'd0} : x_alu_t8[2]
-      ? {x_alu_t18[27:0], 4'd0} : x_alu_t8[1] ? {x_alu_t17[29:0], 2'd0} : x_alu_t8[0] ?
-      {x_ra_val[30:0], 1'd0} : x_ra_val) : x_alu_t6[1] ? (x_alu_t6[0] ? (x_ra_val * (x_is_alu_i ?
-      x_imm : x_rb_val)) : (x_ra_val - (x_is_alu_i ? x_imm : x_rb_val))) : x_alu_t6[0] ? (x_ra_val +
+      : x_alu_t9[0] ? (x_ra_val ^ (x_is_alu_i ? x_imm : x_rb_val)) : (x_ra_val | (x_is_alu_i ? x_imm
+      : x_rb_val))) : x_alu_t9[2] ? (x_alu_t9[1] ? (x_alu_t9[0] ? (x_ra_val & (x_is_alu_i ? x_imm :
+      x_rb_val)) : x_alu_t11[4] ? {{16{x_ra_val[31]}}, x_alu_t15[31:16]} : x_alu_t11[3] ?
+      {{8{x_ra_val[31]}}, x_alu_t14[31:8]} : x_alu_t11[2] ? {{4{x_ra_val[31]}}, x_alu_t13[31:4]} :
+      x_alu_t11[1] ? {{2{x_ra_val[31]}}, x_alu_t12[31:2]} : x_alu_t11[0] ? {x_ra_val[31],
+      x_ra_val[31:1]} : x_ra_val) : x_alu_t9[0] ? (x_alu_t11[4] ? {{16{1'd0}}, x_alu_t19[31:16]} :
+      x_alu_t11[3] ? {{8{1'd0}}, x_alu_t18[31:8]} : x_alu_t11[2] ? {{4{1'd0}}, x_alu_t17[31:4]} :
+      x_alu_t11[1] ? {{2{1'd0}}, x_alu_t16[31:2]} : x_alu_t11[0] ? {1'd0, x_ra_val[31:1]} :
+      x_ra_val) : x_alu_t11[4] ? {x_alu_t23[15:0], 16'd0} : x_alu_t11[3] ? {x_alu_t22[23:0], 8'd0} :
+      x_alu_t11[2] ? {x_alu_t21[27:0], 4'd0} : x_alu_t11[1] ? {x_alu_t20[29:0], 2'd0} : x_alu_t11[0]
+      ? {x_ra_val[30:0], 1'd0} : x_ra_val) : x_alu_t9[1] ? (x_alu_t9[0] ? (x_ra_val * (x_is_alu_i ?
+      x_imm : x_rb_val)) : (x_ra_val - (x_is_alu_i ? x_imm : x_rb_val))) : x_alu_t9[0] ? (x_ra_val +
       (x_is_alu_i ? x_imm : x_rb_val)) : 32'd0;
   assign x_wdata = (x_is_alu_r | x_is_alu_i) ? x_alu : x_is_li ? x_imm : x_rd_dec;
   assign x_we = (x_valid_q & x_ok) & (((x_is_alu_r | x_is_alu_i) | x_is_li) | x_is_loop);
-  assign x_wreg_t21 = x_reg_base + x_rd[6:0];
-  assign x_wreg = x_wreg_t21[5:0];
+  assign x_wreg_t24 = x_reg_base + x_rd[6:0];
+  assign x_wreg = x_wreg_t24[5:0];
   assign x_go_cdl = (x_valid_q & x_ok) & (x_is_cdl_ud | x_is_cdl_mem);
-  assign x_go_dma = (x_valid_q & x_ok) & (x_is_ld | x_is_st);
+  assign x_go_dma = (x_valid_q & x_ok) & (((x_is_ld | x_is_st) | x_is_act) | (x_is_cmp | x_is_exp));
+  assign x_dma_kind = x_is_st ? 3'd1 : x_is_act ? 3'd2 : x_is_cmp ? 3'd3 : x_is_exp ? 3'd4 : 3'd0;
   assign retire_valid_o = x_valid_q;
   assign retire_slot_o = x_slot_q;
   assign retire_pc_o = x_pc;
@@ -778,14 +1115,16 @@ module gpurtl_cu (
   assign cdl_req_addr_o = u_cbload_mem_req_addr[31:0];
   assign u_cbload_mem_req_ready = u_cbload_mem_req_addr[32] ? (~ud_valid_q | u_cbload_mem_rsp_ready) : cdl_req_ready_i;
   assign ud_take = (u_cbload_mem_req_valid & u_cbload_mem_req_addr[32]) & (~ud_valid_q | u_cbload_mem_rsp_ready);
-  assign ud_data_q_t22 = u_cbload_mem_req_addr[8:6];
-  assign ud_data_q_t23 = u_cbload_mem_req_addr[5:2];
+  assign ud_data_q_t25 = u_cbload_mem_req_addr[8:6];
+  assign ud_data_q_t26 = u_cbload_mem_req_addr[5:2];
   assign u_cbload_mem_rsp_valid = cdl_space_q ? ud_valid_q : cdl_rsp_valid_i;
   assign u_cbload_mem_rsp_data = cdl_space_q ? ud_data_q : cdl_rsp_data_i;
   assign cdl_rsp_ready_o = u_cbload_mem_rsp_ready & ~cdl_space_q;
-  assign dma_start = dq_valid_q[0] & ~dma_busy_q;
+  assign dma_head_kind = dq0_slot_q ? s1_dma_kind_q : s0_dma_kind_q;
+  assign dma_start = ((dq_valid_q[0] & ~(dma_head_kind >= 3'd2)) & ~vec_busy_w) & ~dma_busy_q;
   assign dma_done_now = dma_start & (((dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) == 16'd0) | ((dq0_slot_q ? s1_dma_n_q : s0_dma_n_q) == 16'd0));
   assign dma_go = dma_start & ~(((dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) == 16'd0) | ((dq0_slot_q ? s1_dma_n_q : s0_dma_n_q) == 16'd0));
+  assign dma_p_q_t27 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
   assign dma_credit = dma_inflight_q < 4'd8;
   assign dma_rd_req_valid_o = ((dma_busy_q & |dma_q_rows_q) & ~dma_st_q) & dma_credit;
   assign dma_rd_req_addr_o = dma_q_addr_q;
@@ -794,18 +1133,18 @@ module gpurtl_cu (
   assign dma_rd_fire = dma_rd_req_valid_o & dma_rd_req_ready_i;
   assign dma_q_fire = dma_rd_fire | (u_scratchpad_rd0_req_valid & u_scratchpad_rd0_req_ready);
   assign dma_q_next_row = dma_q_row_q + (dma_st_q ? {16'd0, dma_p_q} : dma_stride_q);
-  assign dma_q_addr_q_t24 = (dq0_slot_q ? s1_dma_st_q : s0_dma_st_q) ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
-  assign dma_q_left_q_t25 = ({16'd0, dma_q_addr_q_t24[1:0]} + {2'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) + 18'd3;
-  assign dma_q_left_q_t26 = ({16'd0, dma_q_next_row[1:0]} + {2'd0, dma_n_q}) + 18'd3;
+  assign dma_q_addr_q_t28 = (dma_head_kind == 3'd1) ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
+  assign dma_q_left_q_t29 = ({16'd0, dma_q_addr_q_t28[1:0]} + {2'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) + 18'd3;
+  assign dma_q_left_q_t30 = ({16'd0, dma_q_next_row[1:0]} + {2'd0, dma_n_q}) + 18'd3;
   assign dma_emit = (dma_p_out_row_q[1:0] >= dma_p_in_row_q[1:0]) | ~dma_p_first_q;
-  assign dma_word_t27 = dma_p_out_row_q[1:0] - dma_p_in_row_q[1:0];
-  assign dma_word_t28 = {dma_flush_q ? 32'd0 : dma_st_q ? u_scratchpad_rd0_rsp_data : dma_rd_rsp_data_i, dma_p_prev_q};
-  assign dma_word = dma_word_t27[1] ? (dma_word_t27[0] ? dma_word_t28[39:8] : dma_word_t28[47:16]) : dma_word_t27[0] ? dma_word_t28[55:24] : dma_word_t28[63:32];
-  assign dma_strb_t29 = dma_p_pos_q + 18'd3;
-  assign dma_strb_t30 = dma_p_pos_q + 18'd2;
-  assign dma_strb_t31 = dma_p_pos_q + 18'd1;
-  assign dma_strb_t32 = dma_p_pos_q + 18'd0;
-  assign dma_strb = {~dma_strb_t29[17] & (dma_strb_t29[16:0] < {1'd0, dma_n_q}), ~dma_strb_t30[17] & (dma_strb_t30[16:0] < {1'd0, dma_n_q}), ~dma_strb_t31[17] & (dma_strb_t31[16:0] < {1'd0, dma_n_q}), ~dma_strb_t32[17] & (dma_strb_t32[16:0] < {1'd0, dma_n_q})};
+  assign dma_word_t31 = dma_p_out_row_q[1:0] - dma_p_in_row_q[1:0];
+  assign dma_word_t32 = {dma_flush_q ? 32'd0 : dma_st_q ? u_scratchpad_rd0_rsp_data : dma_rd_rsp_data_i, dma_p_prev_q};
+  assign dma_word = dma_word_t31[1] ? (dma_word_t31[0] ? dma_word_t32[39:8] : dma_word_t32[47:16]) : dma_word_t31[0] ? dma_word_t32[55:24] : dma_word_t32[63:32];
+  assign dma_strb_t33 = dma_p_pos_q + 18'd3;
+  assign dma_strb_t34 = dma_p_pos_q + 18'd2;
+  assign dma_strb_t35 = dma_p_pos_q + 18'd1;
+  assign dma_strb_t36 = dma_p_pos_q + 18'd0;
+  assign dma_strb = {~dma_strb_t33[17] & (dma_strb_t33[16:0] < {1'd0, dma_n_q}), ~dma_strb_t34[17] & (dma_strb_t34[16:0] < {1'd0, dma_n_q}), ~dma_strb_t35[17] & (dma_strb_t35[16:0] < {1'd0, dma_n_q}), ~dma_strb_t36[17] & (dma_strb_t36[16:0] < {1'd0, dma_n_q})};
   assign dma_out_valid = (dma_busy_q & (~dma_st_q | dma_credit)) & (dma_flush_q | ((dma_st_q ? u_scratchpad_rd0_rsp_valid : dma_rd_rsp_valid_i) & dma_emit));
   assign u_scratchpad_wr0_req_valid = dma_out_valid & ~dma_st_q;
   assign u_scratchpad_wr0_req_addr = dma_p_out_addr_q[13:0];
@@ -822,19 +1161,631 @@ module gpurtl_cu (
   assign dma_rd_rsp_ready_o = dma_take & ~dma_st_q;
   assign u_scratchpad_rd0_rsp_ready = dma_take & dma_st_q;
   assign dma_in_fire = (dma_st_q ? u_scratchpad_rd0_rsp_valid : dma_rd_rsp_valid_i) & dma_take;
-  assign dma_to_flush_t33 = (dma_in_fire & dma_emit) ? (dma_p_pos_q + 18'd4) : dma_p_pos_q;
-  assign dma_to_flush = (dma_in_fire & (dma_p_left_q == 16'd1)) & (dma_to_flush_t33[17] | (dma_to_flush_t33[16:0] < {1'd0, dma_n_q}));
-  assign dma_row_done = ((dma_in_fire & (dma_p_left_q == 16'd1)) & ~(dma_to_flush_t33[17] | (dma_to_flush_t33[16:0] < {1'd0, dma_n_q}))) | (dma_flush_q & dma_out_fire);
-  assign dma_p_out_addr_q_t34 = (dq0_slot_q ? s1_dma_st_q : s0_dma_st_q) ? (dq0_slot_q ? s1_dma_a_q : s0_dma_a_q) : {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q};
-  assign dma_p_out_addr_q_t35 = dma_p_out_row_q + (dma_st_q ? dma_stride_q : {16'd0, dma_p_q});
-  assign dma_p_left_q_t36 = ({16'd0, dma_q_addr_q_t24[1:0]} + {2'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) + 18'd3;
-  assign dma_p_left_q_t37 = dma_p_in_row_q + (dma_st_q ? {16'd0, dma_p_q} : dma_stride_q);
-  assign dma_p_left_q_t38 = ({16'd0, dma_p_left_q_t37[1:0]} + {2'd0, dma_n_q}) + 18'd3;
+  assign dma_to_flush_t37 = (dma_in_fire & dma_emit) ? (dma_p_pos_q + 18'd4) : dma_p_pos_q;
+  assign dma_to_flush = (dma_in_fire & (dma_p_left_q == 16'd1)) & (dma_to_flush_t37[17] | (dma_to_flush_t37[16:0] < {1'd0, dma_n_q}));
+  assign dma_row_done = ((dma_in_fire & (dma_p_left_q == 16'd1)) & ~(dma_to_flush_t37[17] | (dma_to_flush_t37[16:0] < {1'd0, dma_n_q}))) | (dma_flush_q & dma_out_fire);
+  assign dma_p_out_addr_q_t38 = (dma_head_kind == 3'd1) ? (dq0_slot_q ? s1_dma_a_q : s0_dma_a_q) : {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q};
+  assign dma_p_out_addr_q_t39 = dma_p_out_row_q + (dma_st_q ? dma_stride_q : {16'd0, dma_p_q});
+  assign dma_p_left_q_t40 = ({16'd0, dma_q_addr_q_t28[1:0]} + {2'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) + 18'd3;
+  assign dma_p_left_q_t41 = dma_p_in_row_q + (dma_st_q ? {16'd0, dma_p_q} : dma_stride_q);
+  assign dma_p_left_q_t42 = ({16'd0, dma_p_left_q_t41[1:0]} + {2'd0, dma_n_q}) + 18'd3;
   assign dma_finish = (((dma_busy_q & ~dma_st_q) & dma_row_done) & (dma_p_rows_q == 16'd1)) | ((((dma_busy_q & dma_st_q) & (dma_p_rows_q == 16'd0)) & dma_wr_rsp_valid_i) & (dma_inflight_q == 4'd1));
   assign dma_done = dma_done_now | dma_finish;
-  assign dq_pop = dma_start;
-  assign cpl_slot_oh_t39 = {s1_done_q, s0_done_q};
-  assign cpl_slot_oh = {cpl_slot_oh_t39[1] & ~cpl_slot_oh_t39[0], cpl_slot_oh_t39[0]};
+  assign dma_busy_w = dma_busy_q;
+  assign vec_busy = ~(vec_state_q == 5'd0);
+  assign vec_start = ((dq_valid_q[0] & (dma_head_kind >= 3'd2)) & ~dma_busy_w) & ~vec_busy;
+  assign vec_go = vec_start & ~(((dma_head_kind == 3'd2) & (((dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) == 16'd0) | ((dq0_slot_q ? s1_dma_n_q : s0_dma_n_q) == 16'd0))) | ((dma_head_kind == 3'd4) & ((dq0_slot_q ? s1_dma_n_q : s0_dma_n_q) == 16'd0)));
+  assign vec_m = (vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8;
+  assign vec_vmask = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
+  assign vec_c_bytes_t43 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
+  assign vec_c_bytes_t44 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
+  assign vec_c_bytes_t45 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
+  assign vec_c_bytes_t46 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
+  assign vec_c_bytes_t47 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
+  assign vec_c_bytes_t48 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
+  assign vec_c_bytes_t49 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
+  assign vec_c_bytes_t50 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
+  assign vec_c_bytes_t51 = (({31'd0, vec_c_bytes_t43[0]} + {31'd0, vec_c_bytes_t44[1]}) + ({31'd0, vec_c_bytes_t45[2]} + {31'd0, vec_c_bytes_t46[3]})) + (({31'd0, vec_c_bytes_t47[4]} + {31'd0, vec_c_bytes_t48[5]}) + ({31'd0, vec_c_bytes_t49[6]} + {31'd0, vec_c_bytes_t50[7]}));
+  assign vec_c_bytes = vec_z_q[1] ? (vec_z_q[0] ? ((({31'd0, vec_c_bytes_t43[0]} + {31'd0, vec_c_bytes_t44[1]}) + ({31'd0, vec_c_bytes_t45[2]} + {31'd0, vec_c_bytes_t46[3]})) + (({31'd0, vec_c_bytes_t47[4]} + {31'd0, vec_c_bytes_t48[5]}) + ({31'd0, vec_c_bytes_t49[6]} + {31'd0, vec_c_bytes_t50[7]}))) : {vec_c_bytes_t51[29:0], 2'd0}) : vec_z_q[0] ? {vec_c_bytes_t51[30:0], 1'd0} : ((({31'd0, vec_c_bytes_t43[0]} + {31'd0, vec_c_bytes_t44[1]}) + ({31'd0, vec_c_bytes_t45[2]} + {31'd0, vec_c_bytes_t46[3]})) + (({31'd0, vec_c_bytes_t47[4]} + {31'd0, vec_c_bytes_t48[5]}) + ({31'd0, vec_c_bytes_t49[6]} + {31'd0, vec_c_bytes_t50[7]})));
+  assign u_compress_in_valid = (vec_state_q == 5'd8) | (vec_state_q == 5'd19);
+  assign u_compress_in_op = vec_kind_q == 3'd4;
+  assign u_compress_in_esize = vec_z_q;
+  assign u_compress_in_mask_gen = vec_kind_q == 3'd3;
+  assign u_compress_in_mask = vec_vmask;
+  assign u_compress_in_zeroing = 1'd1;
+  assign u_compress_in_src = (vec_kind_q == 3'd3) ? ({vec_hi_q, vec_lo_q} & {{8{32'd7 < (vec_z_q[1]
+      ? (vec_z_q[0] ? vec_m : {vec_m[29:0], 2'd0}) : vec_z_q[0] ? {vec_m[30:0], 1'd0} : vec_m)}},
+      {8{32'd6 < (vec_z_q[1] ? (vec_z_q[0] ? vec_m : {vec_m[29:0], 2'd0}) : vec_z_q[0] ?
+      {vec_m[30:0], 1'd0} : vec_m)}}, {8{32'd5 < (vec_z_q[1] ? (vec_z_q[0] ? vec_m : {vec_m[29:0],
+      2'd0}) : vec_z_q[0] ? {vec_m[30:0], 1'd0} : vec_m)}}, {8{32'd4 < (vec_z_q[1] ? (vec_z_q[0] ?
+      vec_m : {vec_m[29:0], 2'd0}) : vec_z_q[0] ? {vec_m[30:0], 1'd0} : vec_m)}}, {8{32'd3 <
+      (vec_z_q[1] ? (vec_z_q[0] ? vec_m : {vec_m[29:0], 2'd0}) : vec_z_q[0] ? {vec_m[30:0], 1'd0} :
+      vec_m)}}, {8{32'd2 < (vec_z_q[1] ? (vec_z_q[0] ? vec_m : {vec_m[29:0], 2'd0}) : vec_z_q[0] ?
+      {vec_m[30:0], 1'd0} : vec_m)}}, {8{32'd1 < (vec_z_q[1] ? (vec_z_q[0] ? vec_m : {vec_m[29:0],
+      2'd0}) : vec_z_q[0] ? {vec_m[30:0], 1'd0} : vec_m)}}, {8{32'd0 < (vec_z_q[1] ? (vec_z_q[0] ?
+      vec_m : {vec_m[29:0], 2'd0}) : vec_z_q[0] ? {vec_m[30:0], 1'd0} : vec_m)}}}) :
+      vec_acc_q[63:0];
+  assign u_compress_in_old = 64'd0;
+  assign u_compress_out_ready = (vec_state_q == 5'd9) | (vec_state_q == 5'd20);
+  assign u_scratchpad_rd1_req_valid = ((((1'd0 | (vec_state_q == 5'd1)) | (vec_state_q == 5'd4)) | (vec_state_q == 5'd6)) | (vec_state_q == 5'd15)) | (vec_state_q == 5'd17);
+  assign u_scratchpad_rd1_req_addr_t52 = (vec_state_q == 5'd6) ? (vec_addr_q + 32'd4) : (vec_state_q == 5'd15) ? vec_maddr_q : vec_addr_q;
+  assign u_scratchpad_rd1_req_addr = u_scratchpad_rd1_req_addr_t52[13:0];
+  assign u_scratchpad_rd1_rsp_ready = ((((1'd0 | (vec_state_q == 5'd2)) | (vec_state_q == 5'd5)) | (vec_state_q == 5'd7)) | (vec_state_q == 5'd16)) | (vec_state_q == 5'd18);
+  assign vec_rd_taken = u_scratchpad_rd1_req_valid & u_scratchpad_rd1_req_ready;
+  assign vec_rsp_taken = u_scratchpad_rd1_rsp_ready & u_scratchpad_rd1_rsp_valid;
+  assign u_scratchpad_wr1_req_valid = (((((((1'd0 | (vec_state_q == 5'd3)) | (vec_state_q == 5'd10)) | (vec_state_q == 5'd11)) | (vec_state_q == 5'd12)) | (vec_state_q == 5'd13)) | (vec_state_q == 5'd14)) | (vec_state_q == 5'd21)) | (vec_state_q == 5'd22);
+  assign u_scratchpad_wr1_req_addr_t53 = (vec_state_q == 5'd3) ? vec_addr_q : (vec_state_q == 5'd10) ? vec_daddr_q : (vec_state_q == 5'd11) ? vec_maddr_q : (vec_state_q == 5'd12) ? vec_daddr_q : (vec_state_q == 5'd13) ? vec_maddr_q : (vec_state_q == 5'd14) ? vec_qaddr_q : (vec_state_q == 5'd21) ? vec_daddr_q : (vec_state_q == 5'd22) ? (vec_daddr_q + 32'd4) : 32'd0;
+  assign u_scratchpad_wr1_req_addr = u_scratchpad_wr1_req_addr_t53[13:0];
+  assign u_scratchpad_wr1_req_data = (vec_state_q == 5'd3) ? (vec_lo_q[31] ? 32'd0 : vec_lo_q) : (vec_state_q == 5'd10) ? vec_acc_q[31:0] : (vec_state_q == 5'd11) ? vec_mbuf_q[31:0] : (vec_state_q == 5'd12) ? vec_acc_q[31:0] : (vec_state_q == 5'd13) ? vec_mbuf_q[31:0] : (vec_state_q == 5'd14) ? vec_count_q : (vec_state_q == 5'd21) ? vec_res_q[31:0] : (vec_state_q == 5'd22) ? vec_res_q[63:32] : 32'd0;
+  assign u_scratchpad_wr1_req_strb_t54 = vec_mbits_q + 32'd7;
+  assign u_scratchpad_wr1_req_strb = (vec_state_q == 5'd3) ? 4'd15 : (vec_state_q == 5'd10) ? 4'd15 : (vec_state_q == 5'd11) ? 4'd15 : (vec_state_q == 5'd12) ? {32'd3 < vec_accn_q, 32'd2 < vec_accn_q, 32'd1 < vec_accn_q, 32'd0 < vec_accn_q} : (vec_state_q == 5'd13) ? {32'd3 < {3'd0, u_scratchpad_wr1_req_strb_t54[31:3]}, 32'd2 < {3'd0, u_scratchpad_wr1_req_strb_t54[31:3]}, 32'd1 < {3'd0, u_scratchpad_wr1_req_strb_t54[31:3]}, 32'd0 < {3'd0, u_scratchpad_wr1_req_strb_t54[31:3]}} : (vec_state_q == 5'd14) ? 4'd15 : (vec_state_q == 5'd21) ? {32'd3 < vec_total_q, 32'd2 < vec_total_q, 32'd1 < vec_total_q, 32'd0 < vec_total_q} : (vec_state_q == 5'd22) ? {32'd3 < (vec_total_q - 32'd4), 32'd2 < (vec_total_q - 32'd4), 32'd1 < (vec_total_q - 32'd4), 32'd0 < (vec_total_q - 32'd4)} : 4'd0;
+  assign u_scratchpad_wr1_rsp_ready = 1'd1;
+  assign vec_wr_taken = u_scratchpad_wr1_req_valid & u_scratchpad_wr1_req_ready;
+  assign vec_next_t55 = {28'd0, u_compress_out_count};
+  assign vec_next_t56 = vec_mbits_q[5:0];
+  assign vec_next_t57 = {8'd0, u_scratchpad_rd1_rsp_data};
+  assign vec_next_t58 = vec_mbuf_q | ((vec_mbits_q < 32'd8) ? (vec_next_t56[5] ? (vec_next_t56[4] ?
+      (vec_next_t56[3] ? (vec_next_t56[2] ? (vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) :
+      vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) :
+      vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[2] ? (vec_next_t56[1] ? (vec_next_t56[0] ?
+      40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0
+      : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[3] ? (vec_next_t56[2] ?
+      (vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) :
+      vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) :
+      vec_next_t56[2] ? (vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ?
+      40'd0 : 40'd0) : vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0
+      : 40'd0) : vec_next_t56[4] ? (vec_next_t56[3] ? (vec_next_t56[2] ? (vec_next_t56[1] ?
+      (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[1] ?
+      (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[2] ?
+      (vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) :
+      vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) :
+      vec_next_t56[3] ? (vec_next_t56[2] ? (vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) :
+      vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) :
+      vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[2] ? (vec_next_t56[1] ? (vec_next_t56[0] ?
+      {vec_next_t57[32:0], 7'd0} : {vec_next_t57[33:0], 6'd0}) : vec_next_t56[0] ?
+      {vec_next_t57[34:0], 5'd0} : {vec_next_t57[35:0], 4'd0}) : vec_next_t56[1] ? (vec_next_t56[0]
+      ? {vec_next_t57[36:0], 3'd0} : {vec_next_t57[37:0], 2'd0}) : vec_next_t56[0] ?
+      {vec_next_t57[38:0], 1'd0} : {8'd0, u_scratchpad_rd1_rsp_data}) : 40'd0);
+  assign vec_next_t59 = {vec_next_t58[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+      : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t60 = {vec_next_t58[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+      : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t61 = {vec_next_t58[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+      : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t62 = {vec_next_t58[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+      : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t63 = {vec_next_t58[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+      : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t64 = {vec_next_t58[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+      : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t65 = {vec_next_t58[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+      : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t66 = {vec_next_t58[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+      : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_next_t58[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t58[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t67 = (({31'd0, vec_next_t59[0]} + {31'd0, vec_next_t60[1]}) + ({31'd0, vec_next_t61[2]} + {31'd0, vec_next_t62[3]})) + (({31'd0, vec_next_t63[4]} + {31'd0, vec_next_t64[5]}) + ({31'd0, vec_next_t65[6]} + {31'd0, vec_next_t66[7]}));
+  assign vec_next_t68 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t69 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t70 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t71 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t72 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t73 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t74 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t75 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t76 = (({31'd0, vec_next_t68[0]} + {31'd0, vec_next_t69[1]}) + ({31'd0, vec_next_t70[2]} + {31'd0, vec_next_t71[3]})) + (({31'd0, vec_next_t72[4]} + {31'd0, vec_next_t73[5]}) + ({31'd0, vec_next_t74[6]} + {31'd0, vec_next_t75[7]}));
+  assign vec_next_t77 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t78 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t79 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t80 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t81 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t82 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t83 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t84 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t85 = (({31'd0, vec_next_t77[0]} + {31'd0, vec_next_t78[1]}) + ({31'd0, vec_next_t79[2]} + {31'd0, vec_next_t80[3]})) + (({31'd0, vec_next_t81[4]} + {31'd0, vec_next_t82[5]}) + ({31'd0, vec_next_t83[6]} + {31'd0, vec_next_t84[7]}));
+  assign vec_next = vec_go ? ((dma_head_kind == 3'd2) ? 5'd1 : (dma_head_kind == 3'd3) ?
+      (((dq0_slot_q ? s1_dma_n_q : s0_dma_n_q) == 16'd0) ? 5'd14 : 5'd4) : 5'd15) : ((vec_state_q ==
+      5'd1) & vec_rd_taken) ? 5'd2 : ((vec_state_q == 5'd2) & vec_rsp_taken) ? 5'd3 : ((vec_state_q
+      == 5'd3) & vec_wr_taken) ? (((vec_left_q == 32'd1) & (vec_rows_q == 32'd1)) ? 5'd0 : 5'd1) :
+      ((vec_state_q == 5'd4) & vec_rd_taken) ? 5'd5 : ((vec_state_q == 5'd5) & vec_rsp_taken) ? 5'd6
+      : ((vec_state_q == 5'd6) & vec_rd_taken) ? 5'd7 : ((vec_state_q == 5'd7) & vec_rsp_taken) ?
+      5'd8 : (vec_state_q == 5'd8) ? 5'd9 : (vec_state_q == 5'd9) ? (((vec_accn_q + (vec_z_q[1] ?
+      (vec_z_q[0] ? {28'd0, u_compress_out_count} : {vec_next_t55[29:0], 2'd0}) : vec_z_q[0] ?
+      {vec_next_t55[30:0], 1'd0} : {28'd0, u_compress_out_count})) >= 32'd4) ? 5'd10 : ((vec_mbits_q
+      + vec_m) == 32'd32) ? 5'd11 : |(vec_left_q - vec_m) ? 5'd4 : |(vec_accn_q + (vec_z_q[1] ?
+      (vec_z_q[0] ? {28'd0, u_compress_out_count} : {vec_next_t55[29:0], 2'd0}) : vec_z_q[0] ?
+      {vec_next_t55[30:0], 1'd0} : {28'd0, u_compress_out_count})) ? 5'd12 : |(vec_mbits_q + vec_m)
+      ? 5'd13 : 5'd14) : ((vec_state_q == 5'd10) & vec_wr_taken) ? (((vec_accn_q - 32'd4) >= 32'd4)
+      ? 5'd10 : (vec_mbits_q == 32'd32) ? 5'd11 : |vec_left_q ? 5'd4 : |(vec_accn_q - 32'd4) ? 5'd12
+      : |vec_mbits_q ? 5'd13 : 5'd14) : ((vec_state_q == 5'd11) & vec_wr_taken) ? ((vec_accn_q >=
+      32'd4) ? 5'd10 : (32'd0 == 32'd32) ? 5'd11 : |vec_left_q ? 5'd4 : |vec_accn_q ? 5'd12 : |32'd0
+      ? 5'd13 : 5'd14) : ((vec_state_q == 5'd12) & vec_wr_taken) ? (|vec_mbits_q ? 5'd13 : 5'd14) :
+      ((vec_state_q == 5'd13) & vec_wr_taken) ? 5'd14 : ((vec_state_q == 5'd14) & vec_wr_taken) ?
+      5'd0 : ((vec_state_q == 5'd15) & vec_rd_taken) ? 5'd16 : ((vec_state_q == 5'd16) &
+      vec_rsp_taken) ? (~|vec_left_q ? 5'd0 : ((vec_mbits_q + 32'd32) < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? 5'd15 : (vec_accn_q <
+      (vec_z_q[1] ? (vec_z_q[0] ? ((({31'd0, vec_next_t59[0]} + {31'd0, vec_next_t60[1]}) + ({31'd0,
+      vec_next_t61[2]} + {31'd0, vec_next_t62[3]})) + (({31'd0, vec_next_t63[4]} + {31'd0,
+      vec_next_t64[5]}) + ({31'd0, vec_next_t65[6]} + {31'd0, vec_next_t66[7]}))) :
+      {vec_next_t67[29:0], 2'd0}) : vec_z_q[0] ? {vec_next_t67[30:0], 1'd0} : ((({31'd0,
+      vec_next_t59[0]} + {31'd0, vec_next_t60[1]}) + ({31'd0, vec_next_t61[2]} + {31'd0,
+      vec_next_t62[3]})) + (({31'd0, vec_next_t63[4]} + {31'd0, vec_next_t64[5]}) + ({31'd0,
+      vec_next_t65[6]} + {31'd0, vec_next_t66[7]}))))) ? 5'd17 : 5'd19) : ((vec_state_q == 5'd17) &
+      vec_rd_taken) ? 5'd18 : ((vec_state_q == 5'd18) & vec_rsp_taken) ? (~|vec_left_q ? 5'd0 :
+      (vec_mbits_q < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4
+      : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 :
+      32'd8)) ? 5'd15 : ((vec_accn_q + 32'd4) < (vec_z_q[1] ? (vec_z_q[0] ? ((({31'd0,
+      vec_next_t68[0]} + {31'd0, vec_next_t69[1]}) + ({31'd0, vec_next_t70[2]} + {31'd0,
+      vec_next_t71[3]})) + (({31'd0, vec_next_t72[4]} + {31'd0, vec_next_t73[5]}) + ({31'd0,
+      vec_next_t74[6]} + {31'd0, vec_next_t75[7]}))) : {vec_next_t76[29:0], 2'd0}) : vec_z_q[0] ?
+      {vec_next_t76[30:0], 1'd0} : ((({31'd0, vec_next_t68[0]} + {31'd0, vec_next_t69[1]}) +
+      ({31'd0, vec_next_t70[2]} + {31'd0, vec_next_t71[3]})) + (({31'd0, vec_next_t72[4]} + {31'd0,
+      vec_next_t73[5]}) + ({31'd0, vec_next_t74[6]} + {31'd0, vec_next_t75[7]}))))) ? 5'd17 : 5'd19)
+      : (vec_state_q == 5'd19) ? 5'd20 : (vec_state_q == 5'd20) ? 5'd21 : ((vec_state_q == 5'd21) &
+      vec_wr_taken) ? ((vec_total_q > 32'd4) ? 5'd22 : ~|vec_left_q ? 5'd0 : (vec_mbits_q <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? 5'd15
+      : (vec_accn_q < (vec_z_q[1] ? (vec_z_q[0] ? ((({31'd0, vec_next_t77[0]} + {31'd0,
+      vec_next_t78[1]}) + ({31'd0, vec_next_t79[2]} + {31'd0, vec_next_t80[3]})) + (({31'd0,
+      vec_next_t81[4]} + {31'd0, vec_next_t82[5]}) + ({31'd0, vec_next_t83[6]} + {31'd0,
+      vec_next_t84[7]}))) : {vec_next_t85[29:0], 2'd0}) : vec_z_q[0] ? {vec_next_t85[30:0], 1'd0} :
+      ((({31'd0, vec_next_t77[0]} + {31'd0, vec_next_t78[1]}) + ({31'd0, vec_next_t79[2]} + {31'd0,
+      vec_next_t80[3]})) + (({31'd0, vec_next_t81[4]} + {31'd0, vec_next_t82[5]}) + ({31'd0,
+      vec_next_t83[6]} + {31'd0, vec_next_t84[7]}))))) ? 5'd17 : 5'd19) : ((vec_state_q == 5'd22) &
+      vec_wr_taken) ? (~|vec_left_q ? 5'd0 : (vec_mbits_q < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0]
+      ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ?
+      32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? 5'd15 : (vec_accn_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? ((({31'd0, vec_next_t77[0]} + {31'd0, vec_next_t78[1]}) + ({31'd0,
+      vec_next_t79[2]} + {31'd0, vec_next_t80[3]})) + (({31'd0, vec_next_t81[4]} + {31'd0,
+      vec_next_t82[5]}) + ({31'd0, vec_next_t83[6]} + {31'd0, vec_next_t84[7]}))) :
+      {vec_next_t85[29:0], 2'd0}) : vec_z_q[0] ? {vec_next_t85[30:0], 1'd0} : ((({31'd0,
+      vec_next_t77[0]} + {31'd0, vec_next_t78[1]}) + ({31'd0, vec_next_t79[2]} + {31'd0,
+      vec_next_t80[3]})) + (({31'd0, vec_next_t81[4]} + {31'd0, vec_next_t82[5]}) + ({31'd0,
+      vec_next_t83[6]} + {31'd0, vec_next_t84[7]}))))) ? 5'd17 : 5'd19) : vec_state_q;
+  assign vec_done = (vec_start & (((dma_head_kind == 3'd2) & (((dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) == 16'd0) | ((dq0_slot_q ? s1_dma_n_q : s0_dma_n_q) == 16'd0))) | ((dma_head_kind == 3'd4) & ((dq0_slot_q ? s1_dma_n_q : s0_dma_n_q) == 16'd0)))) | (vec_busy & (vec_next == 5'd0));
+  assign vec_addr_q_t86 = dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
+  assign vec_maddr_q_t87 = dq0_slot_q ? s1_dma_stride_q : s0_dma_stride_q;
+  assign vec_total_q_t88 = dq0_slot_q ? s1_dma_z_q : s0_dma_z_q;
+  assign vec_total_q_t89 = {16'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q};
+  assign vec_acc_q_t90 = vec_accn_q[5:0];
+  assign vec_acc_q_t91 = {32'd0, u_compress_out_dst};
+  assign vec_acc_q_t92 = 32'd4;
+  assign vec_acc_q_t93 = vec_acc_q_t92[5:0];
+  assign vec_acc_q_t94 = vec_accn_q[5:0];
+  assign vec_acc_q_t95 = {64'd0, u_scratchpad_rd1_rsp_data};
+  assign vec_acc_q_t96 = vec_c_bytes[5:0];
+  assign vec_mbuf_q_t97 = vec_mbits_q[5:0];
+  assign vec_mbuf_q_t98 = {32'd0, u_compress_out_mask};
+  assign vec_mbuf_q_t99 = vec_m[5:0];
+  assign vec_busy_w = vec_busy;
+  assign dmaq_start = dma_start | vec_start;
+  assign dq_pop = dmaq_start;
+  assign dmaq_done = dma_done | vec_done;
+  assign cpl_slot_oh_t100 = {s1_done_q, s0_done_q};
+  assign cpl_slot_oh = {cpl_slot_oh_t100[1] & ~cpl_slot_oh_t100[0], cpl_slot_oh_t100[0]};
   assign cpl_slot = cpl_slot_oh[1];
   assign cpl_valid_o = |cpl_slot_oh;
   assign cpl_fire = cpl_valid_o & cpl_ready_i;
@@ -846,10 +1797,14 @@ module gpurtl_cu (
   assign cpl_status_o = cpl_slot ? s1_status_q : s0_status_q;
   assign cpl_pc_o = cpl_slot ? s1_cpc_q : s0_cpc_q;
   assign s0_x = x_valid_q & (x_slot_q == 1'd0);
-  assign s0_cdl_dest_q_t40 = x_reg_base + x_rd[6:0];
-  assign s0_dma_s_q_t41 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
+  assign s0_cdl_dest_q_t101 = x_reg_base + x_rd[6:0];
+  assign s0_dma_s_q_t102 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
+  assign s0_dma_a_q_t103 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_ra_val};
+  assign s0_dma_stride_q_t104 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rb_val};
   assign s1_x = x_valid_q & (x_slot_q == 1'd1);
-  assign s1_dma_s_q_t42 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
+  assign s1_dma_s_q_t105 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
+  assign s1_dma_a_q_t106 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_ra_val};
+  assign s1_dma_stride_q_t107 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rb_val};
 
   gpurtl_cu_cbload u_cbload (
     .clk_i              (clk_i),
@@ -897,13 +1852,45 @@ module gpurtl_cu (
     .rd0_rsp_valid_o (u_scratchpad_rd0_rsp_valid),
     .rd0_rsp_ready_i (u_scratchpad_rd0_rsp_ready),
     .rd0_rsp_data_o  (u_scratchpad_rd0_rsp_data),
+    .rd1_req_valid_i (u_scratchpad_rd1_req_valid),
+    .rd1_req_ready_o (u_scratchpad_rd1_req_ready),
+    .rd1_req_addr_i  (u_scratchpad_rd1_req_addr),
+    .rd1_rsp_valid_o (u_scratchpad_rd1_rsp_valid),
+    .rd1_rsp_ready_i (u_scratchpad_rd1_rsp_ready),
+    .rd1_rsp_data_o  (u_scratchpad_rd1_rsp_data),
     .wr0_req_valid_i (u_scratchpad_wr0_req_valid),
     .wr0_req_ready_o (u_scratchpad_wr0_req_ready),
     .wr0_req_addr_i  (u_scratchpad_wr0_req_addr),
     .wr0_req_data_i  (u_scratchpad_wr0_req_data),
     .wr0_req_strb_i  (u_scratchpad_wr0_req_strb),
     .wr0_rsp_valid_o (u_scratchpad_wr0_rsp_valid),
-    .wr0_rsp_ready_i (u_scratchpad_wr0_rsp_ready)
+    .wr0_rsp_ready_i (u_scratchpad_wr0_rsp_ready),
+    .wr1_req_valid_i (u_scratchpad_wr1_req_valid),
+    .wr1_req_ready_o (u_scratchpad_wr1_req_ready),
+    .wr1_req_addr_i  (u_scratchpad_wr1_req_addr),
+    .wr1_req_data_i  (u_scratchpad_wr1_req_data),
+    .wr1_req_strb_i  (u_scratchpad_wr1_req_strb),
+    .wr1_rsp_valid_o (u_scratchpad_wr1_rsp_valid),
+    .wr1_rsp_ready_i (u_scratchpad_wr1_rsp_ready)
+  );
+
+  gpurtl_compress u_compress (
+    .clk_i         (clk_i),
+    .rst_i         (rst_i),
+    .in_valid_i    (u_compress_in_valid),
+    .in_ready_o    (u_compress_in_ready),
+    .in_op_i       (u_compress_in_op),
+    .in_esize_i    (u_compress_in_esize),
+    .in_mask_gen_i (u_compress_in_mask_gen),
+    .in_mask_i     (u_compress_in_mask),
+    .in_zeroing_i  (u_compress_in_zeroing),
+    .in_src_i      (u_compress_in_src),
+    .in_old_i      (u_compress_in_old),
+    .out_valid_o   (u_compress_out_valid),
+    .out_ready_i   (u_compress_out_ready),
+    .out_dst_o     (u_compress_out_dst),
+    .out_mask_o    (u_compress_out_mask),
+    .out_count_o   (u_compress_out_count)
   );
 
   always @(posedge clk_i) begin
@@ -922,6 +1909,7 @@ module gpurtl_cu (
       dma_p_rows_q <= 16'd0;
       dma_inflight_q <= 4'd0;
       dma_busy_q <= 1'd0;
+      vec_state_q <= 5'd0;
       s0_busy_q <= 1'd0;
       s0_run_q <= 1'd0;
       s0_done_q <= 1'd0;
@@ -945,12 +1933,13 @@ module gpurtl_cu (
       if (dma_go | dma_row_done) dma_p_rows_q <= dma_go ? (dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) : (dma_p_rows_q - 16'd1);
       dma_inflight_q <= (dma_inflight_q + {3'd0, dma_st_q ? (dma_wr_req_valid_o & dma_wr_req_ready_i) : dma_rd_fire}) - {3'd0, dma_st_q ? dma_wr_rsp_valid_i : dma_in_fire};
       dma_busy_q <= dma_go | (dma_busy_q & ~dma_finish);
+      vec_state_q <= vec_next;
       s0_busy_q <= (dsp_fire & dsp_slot_oh[0]) | (s0_busy_q & ~(cpl_fire & cpl_slot_oh[0]));
-      s0_run_q <= (((((((dsp_fire & dsp_slot_oh[0]) & ~dsp_bad) & (s0_progv_q & (s0_prog_q == dsp_prog_i))) | (load_last & (load_slot_q == 1'd0))) | (u_cbload_rsp_valid & (cdl_slot_q == 1'd0))) | (dma_done & ((dma_done_now ? dq0_slot_q : dma_slot_q) == 1'd0))) | (s0_x & ((x_valid_q & x_ok) & ~((x_is_end | (x_is_cdl_ud | x_is_cdl_mem)) | (x_is_ld | x_is_st))))) | (s0_run_q & ~issue_grant[0]);
+      s0_run_q <= (((((((dsp_fire & dsp_slot_oh[0]) & ~dsp_bad) & (s0_progv_q & (s0_prog_q == dsp_prog_i))) | (load_last & (load_slot_q == 1'd0))) | (u_cbload_rsp_valid & (cdl_slot_q == 1'd0))) | (dmaq_done & (((dma_done_now | (vec_start & vec_done)) ? dq0_slot_q : dma_slot_q) == 1'd0))) | (s0_x & ((x_valid_q & x_ok) & ~((((x_is_end | (x_is_cdl_ud | x_is_cdl_mem)) | (x_is_ld | x_is_st)) | x_is_act) | (x_is_cmp | x_is_exp))))) | (s0_run_q & ~issue_grant[0]);
       s0_done_q <= (((dsp_fire & dsp_slot_oh[0]) & dsp_bad) | (s0_x & (x_valid_q & (~x_ok | x_is_end)))) | (s0_done_q & ~(cpl_fire & cpl_slot_oh[0]));
       s0_progv_q <= (load_last & (load_slot_q == 1'd0)) | (s0_progv_q & ~(dsp_load & dsp_slot_oh[0]));
       s1_busy_q <= (dsp_fire & dsp_slot_oh[1]) | (s1_busy_q & ~(cpl_fire & cpl_slot_oh[1]));
-      s1_run_q <= (((((((dsp_fire & dsp_slot_oh[1]) & ~dsp_bad) & (s1_progv_q & (s1_prog_q == dsp_prog_i))) | (load_last & (load_slot_q == 1'd1))) | (u_cbload_rsp_valid & (cdl_slot_q == 1'd1))) | (dma_done & ((dma_done_now ? dq0_slot_q : dma_slot_q) == 1'd1))) | (s1_x & ((x_valid_q & x_ok) & ~((x_is_end | (x_is_cdl_ud | x_is_cdl_mem)) | (x_is_ld | x_is_st))))) | (s1_run_q & ~issue_grant[1]);
+      s1_run_q <= (((((((dsp_fire & dsp_slot_oh[1]) & ~dsp_bad) & (s1_progv_q & (s1_prog_q == dsp_prog_i))) | (load_last & (load_slot_q == 1'd1))) | (u_cbload_rsp_valid & (cdl_slot_q == 1'd1))) | (dmaq_done & (((dma_done_now | (vec_start & vec_done)) ? dq0_slot_q : dma_slot_q) == 1'd1))) | (s1_x & ((x_valid_q & x_ok) & ~((((x_is_end | (x_is_cdl_ud | x_is_cdl_mem)) | (x_is_ld | x_is_st)) | x_is_act) | (x_is_cmp | x_is_exp))))) | (s1_run_q & ~issue_grant[1]);
       s1_done_q <= (((dsp_fire & dsp_slot_oh[1]) & dsp_bad) | (s1_x & (x_valid_q & (~x_ok | x_is_end)))) | (s1_done_q & ~(cpl_fire & cpl_slot_oh[1]));
       s1_progv_q <= (load_last & (load_slot_q == 1'd1)) | (s1_progv_q & ~(dsp_load & dsp_slot_oh[1]));
     end
@@ -1002,46 +1991,46 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (ud_take) begin
-      ud_data_q <= ud_data_q_t22[2] ? (ud_data_q_t22[1] ? (ud_data_q_t22[0] ? 32'd0 : 32'd0) :
-          ud_data_q_t22[0] ? 32'd0 : 32'd0) : ud_data_q_t22[1] ? (ud_data_q_t22[0] ? 32'd0 : 32'd0)
-          : ud_data_q_t22[0] ? (ud_data_q_t23[3] ? (ud_data_q_t23[2] ? (ud_data_q_t23[1] ?
-          (ud_data_q_t23[0] ? s1_user_q[511:480] : s1_user_q[479:448]) : ud_data_q_t23[0] ?
-          s1_user_q[447:416] : s1_user_q[415:384]) : ud_data_q_t23[1] ? (ud_data_q_t23[0] ?
-          s1_user_q[383:352] : s1_user_q[351:320]) : ud_data_q_t23[0] ? s1_user_q[319:288] :
-          s1_user_q[287:256]) : ud_data_q_t23[2] ? (ud_data_q_t23[1] ? (ud_data_q_t23[0] ?
-          s1_user_q[255:224] : s1_user_q[223:192]) : ud_data_q_t23[0] ? s1_user_q[191:160] :
-          s1_user_q[159:128]) : ud_data_q_t23[1] ? (ud_data_q_t23[0] ? s1_user_q[127:96] :
-          s1_user_q[95:64]) : ud_data_q_t23[0] ? s1_user_q[63:32] : s1_user_q[31:0]) :
-          ud_data_q_t23[3] ? (ud_data_q_t23[2] ? (ud_data_q_t23[1] ? (ud_data_q_t23[0] ?
-          s0_user_q[511:480] : s0_user_q[479:448]) : ud_data_q_t23[0] ? s0_user_q[447:416] :
-          s0_user_q[415:384]) : ud_data_q_t23[1] ? (ud_data_q_t23[0] ? s0_user_q[383:352] :
-          s0_user_q[351:320]) : ud_data_q_t23[0] ? s0_user_q[319:288] : s0_user_q[287:256]) :
-          ud_data_q_t23[2] ? (ud_data_q_t23[1] ? (ud_data_q_t23[0] ? s0_user_q[255:224] :
-          s0_user_q[223:192]) : ud_data_q_t23[0] ? s0_user_q[191:160] : s0_user_q[159:128]) :
-          ud_data_q_t23[1] ? (ud_data_q_t23[0] ? s0_user_q[127:96] : s0_user_q[95:64]) :
-          ud_data_q_t23[0] ? s0_user_q[63:32] : s0_user_q[31:0];
+      ud_data_q <= ud_data_q_t25[2] ? (ud_data_q_t25[1] ? (ud_data_q_t25[0] ? 32'd0 : 32'd0) :
+          ud_data_q_t25[0] ? 32'd0 : 32'd0) : ud_data_q_t25[1] ? (ud_data_q_t25[0] ? 32'd0 : 32'd0)
+          : ud_data_q_t25[0] ? (ud_data_q_t26[3] ? (ud_data_q_t26[2] ? (ud_data_q_t26[1] ?
+          (ud_data_q_t26[0] ? s1_user_q[511:480] : s1_user_q[479:448]) : ud_data_q_t26[0] ?
+          s1_user_q[447:416] : s1_user_q[415:384]) : ud_data_q_t26[1] ? (ud_data_q_t26[0] ?
+          s1_user_q[383:352] : s1_user_q[351:320]) : ud_data_q_t26[0] ? s1_user_q[319:288] :
+          s1_user_q[287:256]) : ud_data_q_t26[2] ? (ud_data_q_t26[1] ? (ud_data_q_t26[0] ?
+          s1_user_q[255:224] : s1_user_q[223:192]) : ud_data_q_t26[0] ? s1_user_q[191:160] :
+          s1_user_q[159:128]) : ud_data_q_t26[1] ? (ud_data_q_t26[0] ? s1_user_q[127:96] :
+          s1_user_q[95:64]) : ud_data_q_t26[0] ? s1_user_q[63:32] : s1_user_q[31:0]) :
+          ud_data_q_t26[3] ? (ud_data_q_t26[2] ? (ud_data_q_t26[1] ? (ud_data_q_t26[0] ?
+          s0_user_q[511:480] : s0_user_q[479:448]) : ud_data_q_t26[0] ? s0_user_q[447:416] :
+          s0_user_q[415:384]) : ud_data_q_t26[1] ? (ud_data_q_t26[0] ? s0_user_q[383:352] :
+          s0_user_q[351:320]) : ud_data_q_t26[0] ? s0_user_q[319:288] : s0_user_q[287:256]) :
+          ud_data_q_t26[2] ? (ud_data_q_t26[1] ? (ud_data_q_t26[0] ? s0_user_q[255:224] :
+          s0_user_q[223:192]) : ud_data_q_t26[0] ? s0_user_q[191:160] : s0_user_q[159:128]) :
+          ud_data_q_t26[1] ? (ud_data_q_t26[0] ? s0_user_q[127:96] : s0_user_q[95:64]) :
+          ud_data_q_t26[0] ? s0_user_q[63:32] : s0_user_q[31:0];
     end
   end
 
   always @(posedge clk_i) begin
     if (dma_go) begin
-      dma_st_q <= dq0_slot_q ? s1_dma_st_q : s0_dma_st_q;
+      dma_st_q <= dma_head_kind == 3'd1;
       dma_n_q <= dq0_slot_q ? s1_dma_n_q : s0_dma_n_q;
-      dma_p_q <= dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
+      dma_p_q <= dma_p_q_t27[15:0];
       dma_stride_q <= dq0_slot_q ? s1_dma_stride_q : s0_dma_stride_q;
     end
   end
 
   always @(posedge clk_i) begin
     if (dma_go | (dma_q_fire & (dma_q_left_q == 16'd1))) begin
-      dma_q_row_q <= dma_go ? ((dq0_slot_q ? s1_dma_st_q : s0_dma_st_q) ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : dq0_slot_q ? s1_dma_a_q : s0_dma_a_q) : dma_q_next_row;
+      dma_q_row_q <= dma_go ? ((dma_head_kind == 3'd1) ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : dq0_slot_q ? s1_dma_a_q : s0_dma_a_q) : dma_q_next_row;
     end
   end
 
   always @(posedge clk_i) begin
     if (dma_go | dma_q_fire) begin
-      dma_q_addr_q <= dma_go ? {dma_q_addr_q_t24[31:2], 2'd0} : (dma_q_left_q == 16'd1) ? {dma_q_next_row[31:2], 2'd0} : (dma_q_addr_q + 32'd4);
-      dma_q_left_q <= dma_go ? dma_q_left_q_t25[17:2] : (dma_q_left_q == 16'd1) ? dma_q_left_q_t26[17:2] : (dma_q_left_q - 16'd1);
+      dma_q_addr_q <= dma_go ? {dma_q_addr_q_t28[31:2], 2'd0} : (dma_q_left_q == 16'd1) ? {dma_q_next_row[31:2], 2'd0} : (dma_q_addr_q + 32'd4);
+      dma_q_left_q <= dma_go ? dma_q_left_q_t29[17:2] : (dma_q_left_q == 16'd1) ? dma_q_left_q_t30[17:2] : (dma_q_left_q - 16'd1);
     end
   end
 
@@ -1053,26 +2042,290 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (dma_go | dma_row_done) begin
-      dma_p_in_row_q <= dma_go ? ((dq0_slot_q ? s1_dma_st_q : s0_dma_st_q) ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : dq0_slot_q ? s1_dma_a_q : s0_dma_a_q) : (dma_p_in_row_q + (dma_st_q ? {16'd0, dma_p_q} : dma_stride_q));
-      dma_p_out_row_q <= dma_go ? ((dq0_slot_q ? s1_dma_st_q : s0_dma_st_q) ? (dq0_slot_q ? s1_dma_a_q : s0_dma_a_q) : {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q}) : (dma_p_out_row_q + (dma_st_q ? dma_stride_q : {16'd0, dma_p_q}));
+      dma_p_in_row_q <= dma_go ? ((dma_head_kind == 3'd1) ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : dq0_slot_q ? s1_dma_a_q : s0_dma_a_q) : (dma_p_in_row_q + (dma_st_q ? {16'd0, dma_p_q} : dma_stride_q));
+      dma_p_out_row_q <= dma_go ? ((dma_head_kind == 3'd1) ? (dq0_slot_q ? s1_dma_a_q : s0_dma_a_q) : {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q}) : (dma_p_out_row_q + (dma_st_q ? dma_stride_q : {16'd0, dma_p_q}));
     end
   end
 
   always @(posedge clk_i) begin
     if ((dma_go | dma_row_done) | (dma_in_fire & dma_emit)) begin
-      dma_p_out_addr_q <= dma_go ? {dma_p_out_addr_q_t34[31:2], 2'd0} : dma_row_done ? {dma_p_out_addr_q_t35[31:2], 2'd0} : (dma_p_out_addr_q + 32'd4);
-      dma_p_pos_q <= dma_go ? (18'd0 - {16'd0, dma_p_out_addr_q_t34[1:0]}) : dma_row_done ? (18'd0 - {16'd0, dma_p_out_addr_q_t35[1:0]}) : (dma_in_fire & dma_emit) ? (dma_p_pos_q + 18'd4) : dma_p_pos_q;
+      dma_p_out_addr_q <= dma_go ? {dma_p_out_addr_q_t38[31:2], 2'd0} : dma_row_done ? {dma_p_out_addr_q_t39[31:2], 2'd0} : (dma_p_out_addr_q + 32'd4);
+      dma_p_pos_q <= dma_go ? (18'd0 - {16'd0, dma_p_out_addr_q_t38[1:0]}) : dma_row_done ? (18'd0 - {16'd0, dma_p_out_addr_q_t39[1:0]}) : (dma_in_fire & dma_emit) ? (dma_p_pos_q + 18'd4) : dma_p_pos_q;
     end
   end
 
   always @(posedge clk_i) begin
     if ((dma_go | dma_row_done) | dma_in_fire) begin
-      dma_p_left_q <= dma_go ? dma_p_left_q_t36[17:2] : dma_row_done ? dma_p_left_q_t38[17:2] : (dma_p_left_q - 16'd1);
+      dma_p_left_q <= dma_go ? dma_p_left_q_t40[17:2] : dma_row_done ? dma_p_left_q_t42[17:2] : (dma_p_left_q - 16'd1);
     end
   end
 
   always @(posedge clk_i) begin
-    if (dma_start) begin
+    if (vec_go) begin
+      vec_kind_q <= dma_head_kind;
+      vec_z_q <= dq0_slot_q ? s1_dma_z_q : s0_dma_z_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if ((1'd0 | vec_go) | (((vec_state_q == 5'd3) & vec_wr_taken) & (vec_left_q == 32'd1))) begin
+      vec_rows_q <= vec_go ? {16'd0, dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q} : (((vec_state_q == 5'd3) & vec_wr_taken) & (vec_left_q == 32'd1)) ? (vec_rows_q - 32'd1) : vec_rows_q;
+      vec_row_q <= vec_go ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : (((vec_state_q == 5'd3) & vec_wr_taken) & (vec_left_q == 32'd1)) ? (vec_row_q + vec_pitch_q) : vec_row_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (1'd0 | vec_go) begin
+      vec_words_q <= vec_go ? {16'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q} : vec_words_q;
+      vec_pitch_q <= vec_go ? (dq0_slot_q ? s1_dma_p_q : s0_dma_p_q) : vec_pitch_q;
+      vec_qaddr_q <= vec_go ? {18'd0, vec_maddr_q_t87[13:0]} : vec_qaddr_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if ((((1'd0 | vec_go) | (((vec_state_q == 5'd3) & vec_wr_taken) & (vec_left_q == 32'd1))) | (((vec_state_q == 5'd3) & vec_wr_taken) & ~(vec_left_q == 32'd1))) | ((vec_state_q == 5'd9) | (vec_state_q == 5'd20))) begin
+      vec_left_q <= vec_go ? {16'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q} : (((vec_state_q == 5'd3) & vec_wr_taken) & (vec_left_q == 32'd1)) ? vec_words_q : (((vec_state_q == 5'd3) & vec_wr_taken) & ~(vec_left_q == 32'd1)) ? (vec_left_q - 32'd1) : ((vec_state_q == 5'd9) | (vec_state_q == 5'd20)) ? (vec_left_q - vec_m) : vec_left_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (((((1'd0 | vec_go) | (((vec_state_q == 5'd3) & vec_wr_taken) & (vec_left_q == 32'd1))) | (((vec_state_q == 5'd3) & vec_wr_taken) & ~(vec_left_q == 32'd1))) | (vec_state_q == 5'd9)) | ((vec_state_q == 5'd18) & vec_rsp_taken)) begin
+      vec_addr_q <= vec_go ? ((dma_head_kind == 3'd2) ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : {18'd0, vec_addr_q_t86[13:0]}) : (((vec_state_q == 5'd3) & vec_wr_taken) & (vec_left_q == 32'd1)) ? (vec_row_q + vec_pitch_q) : (((vec_state_q == 5'd3) & vec_wr_taken) & ~(vec_left_q == 32'd1)) ? (vec_addr_q + 32'd4) : (vec_state_q == 5'd9) ? (vec_addr_q + 32'd8) : ((vec_state_q == 5'd18) & vec_rsp_taken) ? (vec_addr_q + 32'd4) : vec_addr_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (((1'd0 | vec_go) | ((vec_state_q == 5'd10) & vec_wr_taken)) | ((((vec_state_q == 5'd21) & vec_wr_taken) & ~(vec_total_q > 32'd4)) | ((vec_state_q == 5'd22) & vec_wr_taken))) begin
+      vec_daddr_q <= vec_go ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : ((vec_state_q == 5'd10) & vec_wr_taken) ? (vec_daddr_q + 32'd4) : ((((vec_state_q == 5'd21) & vec_wr_taken) & ~(vec_total_q > 32'd4)) | ((vec_state_q == 5'd22) & vec_wr_taken)) ? (vec_daddr_q + 32'd8) : vec_daddr_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (((1'd0 | vec_go) | ((vec_state_q == 5'd11) & vec_wr_taken)) | ((vec_state_q == 5'd16) & vec_rsp_taken)) begin
+      vec_maddr_q <= vec_go ? ({18'd0, vec_maddr_q_t87[13:0]} + 32'd4) : ((vec_state_q == 5'd11) & vec_wr_taken) ? (vec_maddr_q + 32'd4) : ((vec_state_q == 5'd16) & vec_rsp_taken) ? (vec_maddr_q + 32'd4) : vec_maddr_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if ((1'd0 | vec_go) | ((((vec_state_q == 5'd21) & vec_wr_taken) & ~(vec_total_q > 32'd4)) | ((vec_state_q == 5'd22) & vec_wr_taken))) begin
+      vec_total_q <= vec_go ? (vec_total_q_t88[1] ? (vec_total_q_t88[0] ? {16'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q} : {vec_total_q_t89[29:0], 2'd0}) : vec_total_q_t88[0] ? {vec_total_q_t89[30:0], 1'd0} : {16'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) : ((((vec_state_q == 5'd21) & vec_wr_taken) & ~(vec_total_q > 32'd4)) | ((vec_state_q == 5'd22) & vec_wr_taken)) ? (vec_total_q - 32'd8) : vec_total_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (1'd0 | (((vec_state_q == 5'd2) | (vec_state_q == 5'd5)) & vec_rsp_taken)) begin
+      vec_lo_q <= (((vec_state_q == 5'd2) | (vec_state_q == 5'd5)) & vec_rsp_taken) ? u_scratchpad_rd1_rsp_data : vec_lo_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (1'd0 | ((vec_state_q == 5'd7) & vec_rsp_taken)) begin
+      vec_hi_q <= ((vec_state_q == 5'd7) & vec_rsp_taken) ? u_scratchpad_rd1_rsp_data : vec_hi_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if ((1'd0 | vec_go) | (vec_state_q == 5'd9)) begin
+      vec_count_q <= vec_go ? 32'd0 : (vec_state_q == 5'd9) ? (vec_count_q + {28'd0, u_compress_out_count}) : vec_count_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (1'd0 | (vec_state_q == 5'd20)) begin
+      vec_res_q <= (vec_state_q == 5'd20) ? u_compress_out_dst : vec_res_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (((((1'd0 | vec_go) | (vec_state_q == 5'd9)) | ((vec_state_q == 5'd10) & vec_wr_taken)) | ((vec_state_q == 5'd18) & vec_rsp_taken)) | (vec_state_q == 5'd20)) begin
+      vec_accn_q <= vec_go ? 32'd0 : (vec_state_q == 5'd9) ? (vec_accn_q + (vec_z_q[1] ? (vec_z_q[0] ? {28'd0, u_compress_out_count} : {vec_next_t55[29:0], 2'd0}) : vec_z_q[0] ? {vec_next_t55[30:0], 1'd0} : {28'd0, u_compress_out_count})) : ((vec_state_q == 5'd10) & vec_wr_taken) ? (vec_accn_q - 32'd4) : ((vec_state_q == 5'd18) & vec_rsp_taken) ? (vec_accn_q + 32'd4) : (vec_state_q == 5'd20) ? (vec_accn_q - vec_c_bytes) : vec_accn_q;
+      vec_acc_q <= vec_go ? 96'd0 : (vec_state_q == 5'd9) ? (vec_acc_q | ((vec_accn_q < 32'd4) ?
+          (vec_acc_q_t90[5] ? (vec_acc_q_t90[4] ? (vec_acc_q_t90[3] ? (vec_acc_q_t90[2] ?
+          (vec_acc_q_t90[1] ? (vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t90[1] ? (vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t90[2] ? (vec_acc_q_t90[1] ? (vec_acc_q_t90[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[1] ? (vec_acc_q_t90[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[3] ? (vec_acc_q_t90[2] ?
+          (vec_acc_q_t90[1] ? (vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t90[1] ? (vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t90[2] ? (vec_acc_q_t90[1] ? (vec_acc_q_t90[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[1] ? (vec_acc_q_t90[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[4] ? (vec_acc_q_t90[3] ?
+          (vec_acc_q_t90[2] ? (vec_acc_q_t90[1] ? (vec_acc_q_t90[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[1] ? (vec_acc_q_t90[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[2] ? (vec_acc_q_t90[1] ?
+          (vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[1]
+          ? (vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t90[3] ? (vec_acc_q_t90[2] ? (vec_acc_q_t90[1] ? (vec_acc_q_t90[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[1] ? (vec_acc_q_t90[0] ? 96'd0
+          : 96'd0) : vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[2] ? (vec_acc_q_t90[1] ?
+          (vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[0] ? 96'd0 : 96'd0) : vec_acc_q_t90[1]
+          ? (vec_acc_q_t90[0] ? {vec_acc_q_t91[71:0], 24'd0} : {vec_acc_q_t91[79:0], 16'd0}) :
+          vec_acc_q_t90[0] ? {vec_acc_q_t91[87:0], 8'd0} : {32'd0, u_compress_out_dst}) : 96'd0)) :
+          ((vec_state_q == 5'd10) & vec_wr_taken) ? ((32'd4 < 32'd5) ? (vec_acc_q_t93[5] ?
+          (vec_acc_q_t93[4] ? (vec_acc_q_t93[3] ? (vec_acc_q_t93[2] ? (vec_acc_q_t93[1] ?
+          (vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[1]
+          ? (vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t93[2] ? (vec_acc_q_t93[1] ? (vec_acc_q_t93[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[1] ? (vec_acc_q_t93[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[3] ? (vec_acc_q_t93[2] ?
+          (vec_acc_q_t93[1] ? (vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t93[1] ? (vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t93[2] ? (vec_acc_q_t93[1] ? (vec_acc_q_t93[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[1] ? (vec_acc_q_t93[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[4] ? (vec_acc_q_t93[3] ?
+          (vec_acc_q_t93[2] ? (vec_acc_q_t93[1] ? (vec_acc_q_t93[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[1] ? (vec_acc_q_t93[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[2] ? (vec_acc_q_t93[1] ?
+          (vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[1]
+          ? (vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t93[3] ? (vec_acc_q_t93[2] ? (vec_acc_q_t93[1] ? (vec_acc_q_t93[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[1] ? (vec_acc_q_t93[0] ? 96'd0
+          : 96'd0) : vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[2] ? (vec_acc_q_t93[1] ?
+          (vec_acc_q_t93[0] ? 96'd0 : 96'd0) : vec_acc_q_t93[0] ? 96'd0 : {32'd0, vec_acc_q[95:32]})
+          : vec_acc_q_t93[1] ? (vec_acc_q_t93[0] ? {24'd0, vec_acc_q[95:24]} : {16'd0,
+          vec_acc_q[95:16]}) : vec_acc_q_t93[0] ? {8'd0, vec_acc_q[95:8]} : vec_acc_q) : 96'd0) :
+          ((vec_state_q == 5'd18) & vec_rsp_taken) ? (vec_acc_q | ((vec_accn_q < 32'd8) ?
+          (vec_acc_q_t94[5] ? (vec_acc_q_t94[4] ? (vec_acc_q_t94[3] ? (vec_acc_q_t94[2] ?
+          (vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t94[2] ? (vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[3] ? (vec_acc_q_t94[2] ?
+          (vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t94[2] ? (vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[4] ? (vec_acc_q_t94[3] ?
+          (vec_acc_q_t94[2] ? (vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[2] ? (vec_acc_q_t94[1] ?
+          (vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[1]
+          ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t94[3] ? (vec_acc_q_t94[2] ? (vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0
+          : 96'd0) : vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[2] ? (vec_acc_q_t94[1] ?
+          (vec_acc_q_t94[0] ? {vec_acc_q_t95[39:0], 56'd0} : {vec_acc_q_t95[47:0], 48'd0}) :
+          vec_acc_q_t94[0] ? {vec_acc_q_t95[55:0], 40'd0} : {vec_acc_q_t95[63:0], 32'd0}) :
+          vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? {vec_acc_q_t95[71:0], 24'd0} :
+          {vec_acc_q_t95[79:0], 16'd0}) : vec_acc_q_t94[0] ? {vec_acc_q_t95[87:0], 8'd0} : {64'd0,
+          u_scratchpad_rd1_rsp_data}) : 96'd0)) : (vec_state_q == 5'd20) ? ((vec_c_bytes < 32'd9) ?
+          (vec_acc_q_t96[5] ? (vec_acc_q_t96[4] ? (vec_acc_q_t96[3] ? (vec_acc_q_t96[2] ?
+          (vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t96[2] ? (vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[3] ? (vec_acc_q_t96[2] ?
+          (vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t96[2] ? (vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[4] ? (vec_acc_q_t96[3] ?
+          (vec_acc_q_t96[2] ? (vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[2] ? (vec_acc_q_t96[1] ?
+          (vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[1]
+          ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t96[3] ? (vec_acc_q_t96[2] ? (vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0
+          : 96'd0) : vec_acc_q_t96[0] ? 96'd0 : {64'd0, vec_acc_q[95:64]}) : vec_acc_q_t96[2] ?
+          (vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? {56'd0, vec_acc_q[95:56]} : {48'd0,
+          vec_acc_q[95:48]}) : vec_acc_q_t96[0] ? {40'd0, vec_acc_q[95:40]} : {32'd0,
+          vec_acc_q[95:32]}) : vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? {24'd0, vec_acc_q[95:24]} :
+          {16'd0, vec_acc_q[95:16]}) : vec_acc_q_t96[0] ? {8'd0, vec_acc_q[95:8]} : vec_acc_q) :
+          96'd0) : vec_acc_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (((((1'd0 | vec_go) | (vec_state_q == 5'd9)) | ((vec_state_q == 5'd11) & vec_wr_taken)) | ((vec_state_q == 5'd16) & vec_rsp_taken)) | (vec_state_q == 5'd20)) begin
+      vec_mbits_q <= vec_go ? 32'd0 : (vec_state_q == 5'd9) ? (vec_mbits_q + vec_m) : ((vec_state_q == 5'd11) & vec_wr_taken) ? 32'd0 : ((vec_state_q == 5'd16) & vec_rsp_taken) ? (vec_mbits_q + 32'd32) : (vec_state_q == 5'd20) ? (vec_mbits_q - vec_m) : vec_mbits_q;
+      vec_mbuf_q <= vec_go ? 40'd0 : (vec_state_q == 5'd9) ? (vec_mbuf_q | ((vec_mbits_q < 32'd33) ?
+          (vec_mbuf_q_t97[5] ? (vec_mbuf_q_t97[4] ? (vec_mbuf_q_t97[3] ? (vec_mbuf_q_t97[2] ?
+          (vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t97[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t97[0] ?
+          40'd0 : 40'd0) : vec_mbuf_q_t97[2] ? (vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t97[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ?
+          40'd0 : 40'd0) : vec_mbuf_q_t97[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t97[3] ?
+          (vec_mbuf_q_t97[2] ? (vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ? 40'd0 : 40'd0) :
+          vec_mbuf_q_t97[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t97[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t97[2] ? (vec_mbuf_q_t97[1] ?
+          (vec_mbuf_q_t97[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t97[0] ? 40'd0 : 40'd0) :
+          vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t97[0] ? 40'd0 :
+          {vec_mbuf_q_t98[7:0], 32'd0}) : vec_mbuf_q_t97[4] ? (vec_mbuf_q_t97[3] ?
+          (vec_mbuf_q_t97[2] ? (vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ? {vec_mbuf_q_t98[8:0],
+          31'd0} : {vec_mbuf_q_t98[9:0], 30'd0}) : vec_mbuf_q_t97[0] ? {vec_mbuf_q_t98[10:0], 29'd0}
+          : {vec_mbuf_q_t98[11:0], 28'd0}) : vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ?
+          {vec_mbuf_q_t98[12:0], 27'd0} : {vec_mbuf_q_t98[13:0], 26'd0}) : vec_mbuf_q_t97[0] ?
+          {vec_mbuf_q_t98[14:0], 25'd0} : {vec_mbuf_q_t98[15:0], 24'd0}) : vec_mbuf_q_t97[2] ?
+          (vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ? {vec_mbuf_q_t98[16:0], 23'd0} :
+          {vec_mbuf_q_t98[17:0], 22'd0}) : vec_mbuf_q_t97[0] ? {vec_mbuf_q_t98[18:0], 21'd0} :
+          {vec_mbuf_q_t98[19:0], 20'd0}) : vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ?
+          {vec_mbuf_q_t98[20:0], 19'd0} : {vec_mbuf_q_t98[21:0], 18'd0}) : vec_mbuf_q_t97[0] ?
+          {vec_mbuf_q_t98[22:0], 17'd0} : {vec_mbuf_q_t98[23:0], 16'd0}) : vec_mbuf_q_t97[3] ?
+          (vec_mbuf_q_t97[2] ? (vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ? {vec_mbuf_q_t98[24:0],
+          15'd0} : {vec_mbuf_q_t98[25:0], 14'd0}) : vec_mbuf_q_t97[0] ? {vec_mbuf_q_t98[26:0],
+          13'd0} : {vec_mbuf_q_t98[27:0], 12'd0}) : vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ?
+          {vec_mbuf_q_t98[28:0], 11'd0} : {vec_mbuf_q_t98[29:0], 10'd0}) : vec_mbuf_q_t97[0] ?
+          {vec_mbuf_q_t98[30:0], 9'd0} : {vec_mbuf_q_t98[31:0], 8'd0}) : vec_mbuf_q_t97[2] ?
+          (vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ? {vec_mbuf_q_t98[32:0], 7'd0} :
+          {vec_mbuf_q_t98[33:0], 6'd0}) : vec_mbuf_q_t97[0] ? {vec_mbuf_q_t98[34:0], 5'd0} :
+          {vec_mbuf_q_t98[35:0], 4'd0}) : vec_mbuf_q_t97[1] ? (vec_mbuf_q_t97[0] ?
+          {vec_mbuf_q_t98[36:0], 3'd0} : {vec_mbuf_q_t98[37:0], 2'd0}) : vec_mbuf_q_t97[0] ?
+          {vec_mbuf_q_t98[38:0], 1'd0} : {32'd0, u_compress_out_mask}) : 40'd0)) : ((vec_state_q ==
+          5'd11) & vec_wr_taken) ? 40'd0 : ((vec_state_q == 5'd16) & vec_rsp_taken) ? (vec_mbuf_q |
+          ((vec_mbits_q < 32'd8) ? (vec_next_t56[5] ? (vec_next_t56[4] ? (vec_next_t56[3] ?
+          (vec_next_t56[2] ? (vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0]
+          ? 40'd0 : 40'd0) : vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ?
+          40'd0 : 40'd0) : vec_next_t56[2] ? (vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) :
+          vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) :
+          vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[3] ? (vec_next_t56[2] ? (vec_next_t56[1] ?
+          (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[1] ?
+          (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[2] ?
+          (vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) :
+          vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) :
+          vec_next_t56[4] ? (vec_next_t56[3] ? (vec_next_t56[2] ? (vec_next_t56[1] ?
+          (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[1] ?
+          (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[2] ?
+          (vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) :
+          vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[0] ? 40'd0 : 40'd0) :
+          vec_next_t56[3] ? (vec_next_t56[2] ? (vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0)
+          : vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[1] ? (vec_next_t56[0] ? 40'd0 : 40'd0) :
+          vec_next_t56[0] ? 40'd0 : 40'd0) : vec_next_t56[2] ? (vec_next_t56[1] ? (vec_next_t56[0] ?
+          {vec_next_t57[32:0], 7'd0} : {vec_next_t57[33:0], 6'd0}) : vec_next_t56[0] ?
+          {vec_next_t57[34:0], 5'd0} : {vec_next_t57[35:0], 4'd0}) : vec_next_t56[1] ?
+          (vec_next_t56[0] ? {vec_next_t57[36:0], 3'd0} : {vec_next_t57[37:0], 2'd0}) :
+          vec_next_t56[0] ? {vec_next_t57[38:0], 1'd0} : {8'd0, u_scratchpad_rd1_rsp_data}) :
+          40'd0)) : (vec_state_q == 5'd20) ? ((vec_m < 32'd9) ? (vec_mbuf_q_t99[5] ?
+          (vec_mbuf_q_t99[4] ? (vec_mbuf_q_t99[3] ? (vec_mbuf_q_t99[2] ? (vec_mbuf_q_t99[1] ?
+          (vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) :
+          vec_mbuf_q_t99[1] ? (vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t99[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t99[2] ? (vec_mbuf_q_t99[1] ? (vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) :
+          vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t99[1] ? (vec_mbuf_q_t99[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t99[3] ? (vec_mbuf_q_t99[2] ?
+          (vec_mbuf_q_t99[1] ? (vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t99[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t99[1] ? (vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t99[0] ?
+          40'd0 : 40'd0) : vec_mbuf_q_t99[2] ? (vec_mbuf_q_t99[1] ? (vec_mbuf_q_t99[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t99[1] ? (vec_mbuf_q_t99[0] ?
+          40'd0 : 40'd0) : vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t99[4] ?
+          (vec_mbuf_q_t99[3] ? (vec_mbuf_q_t99[2] ? (vec_mbuf_q_t99[1] ? (vec_mbuf_q_t99[0] ? 40'd0
+          : 40'd0) : vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t99[1] ? (vec_mbuf_q_t99[0] ?
+          40'd0 : 40'd0) : vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t99[2] ?
+          (vec_mbuf_q_t99[1] ? (vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t99[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t99[1] ? (vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t99[0] ?
+          40'd0 : 40'd0) : vec_mbuf_q_t99[3] ? (vec_mbuf_q_t99[2] ? (vec_mbuf_q_t99[1] ?
+          (vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) :
+          vec_mbuf_q_t99[1] ? (vec_mbuf_q_t99[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t99[0] ? 40'd0 :
+          {8'd0, vec_mbuf_q[39:8]}) : vec_mbuf_q_t99[2] ? (vec_mbuf_q_t99[1] ? (vec_mbuf_q_t99[0] ?
+          {7'd0, vec_mbuf_q[39:7]} : {6'd0, vec_mbuf_q[39:6]}) : vec_mbuf_q_t99[0] ? {5'd0,
+          vec_mbuf_q[39:5]} : {4'd0, vec_mbuf_q[39:4]}) : vec_mbuf_q_t99[1] ? (vec_mbuf_q_t99[0] ?
+          {3'd0, vec_mbuf_q[39:3]} : {2'd0, vec_mbuf_q[39:2]}) : vec_mbuf_q_t99[0] ? {1'd0,
+          vec_mbuf_q[39:1]} : vec_mbuf_q) : 40'd0) : vec_mbuf_q;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (dmaq_start) begin
       dma_slot_q <= dq0_slot_q;
     end
   end
@@ -1112,7 +2365,7 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (s0_x & x_go_cdl) begin
-      s0_cdl_dest_q <= s0_cdl_dest_q_t40[5:0];
+      s0_cdl_dest_q <= s0_cdl_dest_q_t101[5:0];
       s0_cdl_n_q <= x_rb[4:0];
       s0_cdl_mem_q <= x_is_cdl_mem;
       s0_cdl_off_q <= x_cdl_off;
@@ -1121,13 +2374,14 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (s0_x & x_go_dma) begin
-      s0_dma_st_q <= x_is_st;
-      s0_dma_s_q <= s0_dma_s_q_t41[13:0];
-      s0_dma_a_q <= x_ra_val;
-      s0_dma_stride_q <= x_rb_val;
-      s0_dma_rows_q <= x_rc_val[31:16];
-      s0_dma_n_q <= x_rc_val[15:0];
-      s0_dma_p_q <= x_dma_p;
+      s0_dma_kind_q <= x_dma_kind;
+      s0_dma_s_q <= s0_dma_s_q_t102[13:0];
+      s0_dma_a_q <= (x_dma_kind < 3'd2) ? x_ra_val : {18'd0, s0_dma_a_q_t103[13:0]};
+      s0_dma_stride_q <= (x_dma_kind < 3'd2) ? x_rb_val : {18'd0, s0_dma_stride_q_t104[13:0]};
+      s0_dma_rows_q <= (x_dma_kind == 3'd2) ? x_ra_val[31:16] : x_rc_val[31:16];
+      s0_dma_n_q <= (x_dma_kind == 3'd2) ? x_ra_val[15:0] : x_rc_val[15:0];
+      s0_dma_p_q <= (x_dma_kind == 3'd2) ? x_act_p : {16'd0, x_dma_p};
+      s0_dma_z_q <= x_imm[9:8];
     end
   end
 
@@ -1166,7 +2420,7 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (s1_x & x_go_cdl) begin
-      s1_cdl_dest_q <= s0_cdl_dest_q_t40[5:0];
+      s1_cdl_dest_q <= s0_cdl_dest_q_t101[5:0];
       s1_cdl_n_q <= x_rb[4:0];
       s1_cdl_mem_q <= x_is_cdl_mem;
       s1_cdl_off_q <= x_cdl_off;
@@ -1175,13 +2429,14 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (s1_x & x_go_dma) begin
-      s1_dma_st_q <= x_is_st;
-      s1_dma_s_q <= s1_dma_s_q_t42[13:0];
-      s1_dma_a_q <= x_ra_val;
-      s1_dma_stride_q <= x_rb_val;
-      s1_dma_rows_q <= x_rc_val[31:16];
-      s1_dma_n_q <= x_rc_val[15:0];
-      s1_dma_p_q <= x_dma_p;
+      s1_dma_kind_q <= x_dma_kind;
+      s1_dma_s_q <= s1_dma_s_q_t105[13:0];
+      s1_dma_a_q <= (x_dma_kind < 3'd2) ? x_ra_val : {18'd0, s1_dma_a_q_t106[13:0]};
+      s1_dma_stride_q <= (x_dma_kind < 3'd2) ? x_rb_val : {18'd0, s1_dma_stride_q_t107[13:0]};
+      s1_dma_rows_q <= (x_dma_kind == 3'd2) ? x_ra_val[31:16] : x_rc_val[31:16];
+      s1_dma_n_q <= (x_dma_kind == 3'd2) ? x_ra_val[15:0] : x_rc_val[15:0];
+      s1_dma_p_q <= (x_dma_kind == 3'd2) ? x_act_p : {16'd0, x_dma_p};
+      s1_dma_z_q <= x_imm[9:8];
     end
   end
 

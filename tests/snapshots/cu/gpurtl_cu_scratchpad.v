@@ -4,7 +4,7 @@
 // Regenerate: gpurtl gen cu --param banks=4 --param imem_depth=64 --param max_outstanding=8 --param regs=64 --param slots=2 --param tag_bits=4 --param words=1024 -o <dir>
 `default_nettype none
 
-// Scratchpad: 4 bank(s) of 1024 x 32-bit block RAM, 1 read and 1 write port(s), round robin per bank (docs/scratchpad.md).
+// Scratchpad: 4 bank(s) of 1024 x 32-bit block RAM, 2 read and 2 write port(s), round robin per bank (docs/scratchpad.md).
 //
 // port             dir     width  meaning
 // clk_i            input       1  clock, rising edge
@@ -15,6 +15,12 @@
 // rd0_rsp_valid_o  output      1  rd0 read response valid
 // rd0_rsp_ready_i  input       1  rd0 read response ready
 // rd0_rsp_data_o   output     32  one beat, in request order
+// rd1_req_valid_i  input       1  rd1 read request valid
+// rd1_req_ready_o  output      1  rd1 read request ready
+// rd1_req_addr_i   input      14  byte address of the first beat
+// rd1_rsp_valid_o  output      1  rd1 read response valid
+// rd1_rsp_ready_i  input       1  rd1 read response ready
+// rd1_rsp_data_o   output     32  one beat, in request order
 // wr0_req_valid_i  input       1  wr0 write request valid
 // wr0_req_ready_o  output      1  wr0 write request ready
 // wr0_req_addr_i   input      14  byte address of the burst (every beat)
@@ -22,6 +28,13 @@
 // wr0_req_strb_i   input       4  byte strobes
 // wr0_rsp_valid_o  output      1  wr0 write response valid
 // wr0_rsp_ready_i  input       1  wr0 write response ready
+// wr1_req_valid_i  input       1  wr1 write request valid
+// wr1_req_ready_o  output      1  wr1 write request ready
+// wr1_req_addr_i   input      14  byte address of the burst (every beat)
+// wr1_req_data_i   input      32  the beat
+// wr1_req_strb_i   input       4  byte strobes
+// wr1_rsp_valid_o  output      1  wr1 write response valid
+// wr1_rsp_ready_i  input       1  wr1 write response ready
 module gpurtl_cu_scratchpad (
   input  wire        clk_i,
   input  wire        rst_i,
@@ -31,75 +44,156 @@ module gpurtl_cu_scratchpad (
   output wire        rd0_rsp_valid_o,
   input  wire        rd0_rsp_ready_i,
   output wire [31:0] rd0_rsp_data_o,
+  input  wire        rd1_req_valid_i,
+  output wire        rd1_req_ready_o,
+  input  wire [13:0] rd1_req_addr_i,
+  output wire        rd1_rsp_valid_o,
+  input  wire        rd1_rsp_ready_i,
+  output wire [31:0] rd1_rsp_data_o,
   input  wire        wr0_req_valid_i,
   output wire        wr0_req_ready_o,
   input  wire [13:0] wr0_req_addr_i,
   input  wire [31:0] wr0_req_data_i,
   input  wire [3:0]  wr0_req_strb_i,
   output wire        wr0_rsp_valid_o,
-  input  wire        wr0_rsp_ready_i
+  input  wire        wr0_rsp_ready_i,
+  input  wire        wr1_req_valid_i,
+  output wire        wr1_req_ready_o,
+  input  wire [13:0] wr1_req_addr_i,
+  input  wire [31:0] wr1_req_data_i,
+  input  wire [3:0]  wr1_req_strb_i,
+  output wire        wr1_rsp_valid_o,
+  input  wire        wr1_rsp_ready_i
 );
 
   reg         rd0_valid_q;
+  reg         rd1_valid_q;
   reg         wr0_valid_q;
+  reg         wr1_valid_q;
   wire        rd0_free;
+  wire        rd1_free;
   wire        wr0_free;
+  wire        wr1_free;
   wire        b0_wreq0;
+  wire        b0_wreq1;
+  reg         b0_w_ptr_q;
+  wire [1:0]  b0_w_req;
+  wire [1:0]  b0_w_upper;
+  wire [1:0]  b0_w_grant;
+  wire        b0_w_index;
+  wire        b0_w_any;
   wire [9:0]  b0_wrow;
-  // b0_wrow_t1: bits [3:0] unused: holds an expression of which only a slice is used
+  wire [1:0]  b0_wrow_t1;
+  // b0_wrow_t2: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [13:0] b0_wrow_t1;
+  wire [13:0] b0_wrow_t2;
   /* verilator lint_on UNUSED */
   wire        b0_rreq0;
+  wire        b0_rreq1;
+  reg         b0_r_ptr_q;
+  wire [1:0]  b0_r_req;
+  wire [1:0]  b0_r_upper;
+  wire [1:0]  b0_r_grant;
+  wire        b0_r_index;
+  wire        b0_r_any;
   wire [9:0]  b0_rrow;
-  // b0_rrow_t2: bits [3:0] unused: holds an expression of which only a slice is used
+  wire [1:0]  b0_rrow_t3;
+  // b0_rrow_t4: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [13:0] b0_rrow_t2;
+  wire [13:0] b0_rrow_t4;
   /* verilator lint_on UNUSED */
   reg  [31:0] bank0_rdata_q;
   wire [31:0] bank0_wdata;
   wire [3:0]  bank0_wstrb;
   wire        b1_wreq0;
+  wire        b1_wreq1;
+  reg         b1_w_ptr_q;
+  wire [1:0]  b1_w_req;
+  wire [1:0]  b1_w_upper;
+  wire [1:0]  b1_w_grant;
+  wire        b1_w_index;
+  wire        b1_w_any;
   wire [9:0]  b1_wrow;
-  // b1_wrow_t3: bits [3:0] unused: holds an expression of which only a slice is used
+  wire [1:0]  b1_wrow_t5;
+  // b1_wrow_t6: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [13:0] b1_wrow_t3;
+  wire [13:0] b1_wrow_t6;
   /* verilator lint_on UNUSED */
   wire        b1_rreq0;
+  wire        b1_rreq1;
+  reg         b1_r_ptr_q;
+  wire [1:0]  b1_r_req;
+  wire [1:0]  b1_r_upper;
+  wire [1:0]  b1_r_grant;
+  wire        b1_r_index;
+  wire        b1_r_any;
   wire [9:0]  b1_rrow;
-  // b1_rrow_t4: bits [3:0] unused: holds an expression of which only a slice is used
+  wire [1:0]  b1_rrow_t7;
+  // b1_rrow_t8: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [13:0] b1_rrow_t4;
+  wire [13:0] b1_rrow_t8;
   /* verilator lint_on UNUSED */
   reg  [31:0] bank1_rdata_q;
   wire [31:0] bank1_wdata;
   wire [3:0]  bank1_wstrb;
   wire        b2_wreq0;
+  wire        b2_wreq1;
+  reg         b2_w_ptr_q;
+  wire [1:0]  b2_w_req;
+  wire [1:0]  b2_w_upper;
+  wire [1:0]  b2_w_grant;
+  wire        b2_w_index;
+  wire        b2_w_any;
   wire [9:0]  b2_wrow;
-  // b2_wrow_t5: bits [3:0] unused: holds an expression of which only a slice is used
+  wire [1:0]  b2_wrow_t9;
+  // b2_wrow_t10: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [13:0] b2_wrow_t5;
+  wire [13:0] b2_wrow_t10;
   /* verilator lint_on UNUSED */
   wire        b2_rreq0;
+  wire        b2_rreq1;
+  reg         b2_r_ptr_q;
+  wire [1:0]  b2_r_req;
+  wire [1:0]  b2_r_upper;
+  wire [1:0]  b2_r_grant;
+  wire        b2_r_index;
+  wire        b2_r_any;
   wire [9:0]  b2_rrow;
-  // b2_rrow_t6: bits [3:0] unused: holds an expression of which only a slice is used
+  wire [1:0]  b2_rrow_t11;
+  // b2_rrow_t12: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [13:0] b2_rrow_t6;
+  wire [13:0] b2_rrow_t12;
   /* verilator lint_on UNUSED */
   reg  [31:0] bank2_rdata_q;
   wire [31:0] bank2_wdata;
   wire [3:0]  bank2_wstrb;
   wire        b3_wreq0;
+  wire        b3_wreq1;
+  reg         b3_w_ptr_q;
+  wire [1:0]  b3_w_req;
+  wire [1:0]  b3_w_upper;
+  wire [1:0]  b3_w_grant;
+  wire        b3_w_index;
+  wire        b3_w_any;
   wire [9:0]  b3_wrow;
-  // b3_wrow_t7: bits [3:0] unused: holds an expression of which only a slice is used
+  wire [1:0]  b3_wrow_t13;
+  // b3_wrow_t14: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [13:0] b3_wrow_t7;
+  wire [13:0] b3_wrow_t14;
   /* verilator lint_on UNUSED */
   wire        b3_rreq0;
+  wire        b3_rreq1;
+  reg         b3_r_ptr_q;
+  wire [1:0]  b3_r_req;
+  wire [1:0]  b3_r_upper;
+  wire [1:0]  b3_r_grant;
+  wire        b3_r_index;
+  wire        b3_r_any;
   wire [9:0]  b3_rrow;
-  // b3_rrow_t8: bits [3:0] unused: holds an expression of which only a slice is used
+  wire [1:0]  b3_rrow_t15;
+  // b3_rrow_t16: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [13:0] b3_rrow_t8;
+  wire [13:0] b3_rrow_t16;
   /* verilator lint_on UNUSED */
   reg  [31:0] bank3_rdata_q;
   wire [31:0] bank3_wdata;
@@ -109,7 +203,13 @@ module gpurtl_cu_scratchpad (
   reg         rd0_held_q;
   reg  [31:0] rd0_hold_q;
   wire [31:0] rd0_data;
+  wire        rd1_taken;
+  reg  [1:0]  rd1_bank_q;
+  reg         rd1_held_q;
+  reg  [31:0] rd1_hold_q;
+  wire [31:0] rd1_data;
   wire        wr0_taken;
+  wire        wr1_taken;
 
   // bank0: 1024 words of 32 bits, bank 0: words n with n mod 4 = 0
   (* no_rw_check *)
@@ -128,62 +228,150 @@ module gpurtl_cu_scratchpad (
   reg [31:0] bank3 [0:1023];
 
   assign rd0_free = ~rd0_valid_q | rd0_rsp_ready_i;
+  assign rd1_free = ~rd1_valid_q | rd1_rsp_ready_i;
   assign wr0_free = ~wr0_valid_q | wr0_rsp_ready_i;
+  assign wr1_free = ~wr1_valid_q | wr1_rsp_ready_i;
   assign b0_wreq0 = (wr0_req_valid_i & (wr0_req_addr_i[3:2] == 2'd0)) & wr0_free;
-  assign b0_wrow_t1 = wr0_req_addr_i & {14{b0_wreq0}};
-  assign b0_wrow = b0_wrow_t1[13:4];
-  assign b0_rreq0 = ((rd0_req_valid_i & (rd0_req_addr_i[3:2] == 2'd0)) & rd0_free) & ~(b0_wreq0 & (rd0_req_addr_i[13:4] == b0_wrow));
-  assign b0_rrow_t2 = rd0_req_addr_i & {14{b0_rreq0}};
-  assign b0_rrow = b0_rrow_t2[13:4];
-  assign bank0_wdata = wr0_req_data_i & {32{b0_wreq0}};
-  assign bank0_wstrb = wr0_req_strb_i & {4{b0_wreq0}};
+  assign b0_wreq1 = (wr1_req_valid_i & (wr1_req_addr_i[3:2] == 2'd0)) & wr1_free;
+  assign b0_w_req = {b0_wreq1, b0_wreq0};
+  assign b0_w_upper = b0_w_req & {b0_w_ptr_q < 1'd1, 1'd0};
+  assign b0_w_grant = |b0_w_upper ? {b0_w_upper[1] & ~b0_w_upper[0], b0_w_upper[0]} : {b0_w_req[1] & ~b0_w_req[0], b0_w_req[0]};
+  assign b0_w_index = b0_w_grant[1];
+  assign b0_w_any = |b0_w_req;
+  assign b0_wrow_t1 = {b0_w_grant[1], b0_w_grant[0]};
+  assign b0_wrow_t2 = (wr0_req_addr_i & {14{b0_wrow_t1[0]}}) | (wr1_req_addr_i & {14{b0_wrow_t1[1]}});
+  assign b0_wrow = b0_wrow_t2[13:4];
+  assign b0_rreq0 = ((rd0_req_valid_i & (rd0_req_addr_i[3:2] == 2'd0)) & rd0_free) & ~(b0_w_any & (rd0_req_addr_i[13:4] == b0_wrow));
+  assign b0_rreq1 = ((rd1_req_valid_i & (rd1_req_addr_i[3:2] == 2'd0)) & rd1_free) & ~(b0_w_any & (rd1_req_addr_i[13:4] == b0_wrow));
+  assign b0_r_req = {b0_rreq1, b0_rreq0};
+  assign b0_r_upper = b0_r_req & {b0_r_ptr_q < 1'd1, 1'd0};
+  assign b0_r_grant = |b0_r_upper ? {b0_r_upper[1] & ~b0_r_upper[0], b0_r_upper[0]} : {b0_r_req[1] & ~b0_r_req[0], b0_r_req[0]};
+  assign b0_r_index = b0_r_grant[1];
+  assign b0_r_any = |b0_r_req;
+  assign b0_rrow_t3 = {b0_r_grant[1], b0_r_grant[0]};
+  assign b0_rrow_t4 = (rd0_req_addr_i & {14{b0_rrow_t3[0]}}) | (rd1_req_addr_i & {14{b0_rrow_t3[1]}});
+  assign b0_rrow = b0_rrow_t4[13:4];
+  assign bank0_wdata = (wr0_req_data_i & {32{b0_wrow_t1[0]}}) | (wr1_req_data_i & {32{b0_wrow_t1[1]}});
+  assign bank0_wstrb = (wr0_req_strb_i & {4{b0_wrow_t1[0]}}) | (wr1_req_strb_i & {4{b0_wrow_t1[1]}});
   assign b1_wreq0 = (wr0_req_valid_i & (wr0_req_addr_i[3:2] == 2'd1)) & wr0_free;
-  assign b1_wrow_t3 = wr0_req_addr_i & {14{b1_wreq0}};
-  assign b1_wrow = b1_wrow_t3[13:4];
-  assign b1_rreq0 = ((rd0_req_valid_i & (rd0_req_addr_i[3:2] == 2'd1)) & rd0_free) & ~(b1_wreq0 & (rd0_req_addr_i[13:4] == b1_wrow));
-  assign b1_rrow_t4 = rd0_req_addr_i & {14{b1_rreq0}};
-  assign b1_rrow = b1_rrow_t4[13:4];
-  assign bank1_wdata = wr0_req_data_i & {32{b1_wreq0}};
-  assign bank1_wstrb = wr0_req_strb_i & {4{b1_wreq0}};
+  assign b1_wreq1 = (wr1_req_valid_i & (wr1_req_addr_i[3:2] == 2'd1)) & wr1_free;
+  assign b1_w_req = {b1_wreq1, b1_wreq0};
+  assign b1_w_upper = b1_w_req & {b1_w_ptr_q < 1'd1, 1'd0};
+  assign b1_w_grant = |b1_w_upper ? {b1_w_upper[1] & ~b1_w_upper[0], b1_w_upper[0]} : {b1_w_req[1] & ~b1_w_req[0], b1_w_req[0]};
+  assign b1_w_index = b1_w_grant[1];
+  assign b1_w_any = |b1_w_req;
+  assign b1_wrow_t5 = {b1_w_grant[1], b1_w_grant[0]};
+  assign b1_wrow_t6 = (wr0_req_addr_i & {14{b1_wrow_t5[0]}}) | (wr1_req_addr_i & {14{b1_wrow_t5[1]}});
+  assign b1_wrow = b1_wrow_t6[13:4];
+  assign b1_rreq0 = ((rd0_req_valid_i & (rd0_req_addr_i[3:2] == 2'd1)) & rd0_free) & ~(b1_w_any & (rd0_req_addr_i[13:4] == b1_wrow));
+  assign b1_rreq1 = ((rd1_req_valid_i & (rd1_req_addr_i[3:2] == 2'd1)) & rd1_free) & ~(b1_w_any & (rd1_req_addr_i[13:4] == b1_wrow));
+  assign b1_r_req = {b1_rreq1, b1_rreq0};
+  assign b1_r_upper = b1_r_req & {b1_r_ptr_q < 1'd1, 1'd0};
+  assign b1_r_grant = |b1_r_upper ? {b1_r_upper[1] & ~b1_r_upper[0], b1_r_upper[0]} : {b1_r_req[1] & ~b1_r_req[0], b1_r_req[0]};
+  assign b1_r_index = b1_r_grant[1];
+  assign b1_r_any = |b1_r_req;
+  assign b1_rrow_t7 = {b1_r_grant[1], b1_r_grant[0]};
+  assign b1_rrow_t8 = (rd0_req_addr_i & {14{b1_rrow_t7[0]}}) | (rd1_req_addr_i & {14{b1_rrow_t7[1]}});
+  assign b1_rrow = b1_rrow_t8[13:4];
+  assign bank1_wdata = (wr0_req_data_i & {32{b1_wrow_t5[0]}}) | (wr1_req_data_i & {32{b1_wrow_t5[1]}});
+  assign bank1_wstrb = (wr0_req_strb_i & {4{b1_wrow_t5[0]}}) | (wr1_req_strb_i & {4{b1_wrow_t5[1]}});
   assign b2_wreq0 = (wr0_req_valid_i & (wr0_req_addr_i[3:2] == 2'd2)) & wr0_free;
-  assign b2_wrow_t5 = wr0_req_addr_i & {14{b2_wreq0}};
-  assign b2_wrow = b2_wrow_t5[13:4];
-  assign b2_rreq0 = ((rd0_req_valid_i & (rd0_req_addr_i[3:2] == 2'd2)) & rd0_free) & ~(b2_wreq0 & (rd0_req_addr_i[13:4] == b2_wrow));
-  assign b2_rrow_t6 = rd0_req_addr_i & {14{b2_rreq0}};
-  assign b2_rrow = b2_rrow_t6[13:4];
-  assign bank2_wdata = wr0_req_data_i & {32{b2_wreq0}};
-  assign bank2_wstrb = wr0_req_strb_i & {4{b2_wreq0}};
+  assign b2_wreq1 = (wr1_req_valid_i & (wr1_req_addr_i[3:2] == 2'd2)) & wr1_free;
+  assign b2_w_req = {b2_wreq1, b2_wreq0};
+  assign b2_w_upper = b2_w_req & {b2_w_ptr_q < 1'd1, 1'd0};
+  assign b2_w_grant = |b2_w_upper ? {b2_w_upper[1] & ~b2_w_upper[0], b2_w_upper[0]} : {b2_w_req[1] & ~b2_w_req[0], b2_w_req[0]};
+  assign b2_w_index = b2_w_grant[1];
+  assign b2_w_any = |b2_w_req;
+  assign b2_wrow_t9 = {b2_w_grant[1], b2_w_grant[0]};
+  assign b2_wrow_t10 = (wr0_req_addr_i & {14{b2_wrow_t9[0]}}) | (wr1_req_addr_i & {14{b2_wrow_t9[1]}});
+  assign b2_wrow = b2_wrow_t10[13:4];
+  assign b2_rreq0 = ((rd0_req_valid_i & (rd0_req_addr_i[3:2] == 2'd2)) & rd0_free) & ~(b2_w_any & (rd0_req_addr_i[13:4] == b2_wrow));
+  assign b2_rreq1 = ((rd1_req_valid_i & (rd1_req_addr_i[3:2] == 2'd2)) & rd1_free) & ~(b2_w_any & (rd1_req_addr_i[13:4] == b2_wrow));
+  assign b2_r_req = {b2_rreq1, b2_rreq0};
+  assign b2_r_upper = b2_r_req & {b2_r_ptr_q < 1'd1, 1'd0};
+  assign b2_r_grant = |b2_r_upper ? {b2_r_upper[1] & ~b2_r_upper[0], b2_r_upper[0]} : {b2_r_req[1] & ~b2_r_req[0], b2_r_req[0]};
+  assign b2_r_index = b2_r_grant[1];
+  assign b2_r_any = |b2_r_req;
+  assign b2_rrow_t11 = {b2_r_grant[1], b2_r_grant[0]};
+  assign b2_rrow_t12 = (rd0_req_addr_i & {14{b2_rrow_t11[0]}}) | (rd1_req_addr_i & {14{b2_rrow_t11[1]}});
+  assign b2_rrow = b2_rrow_t12[13:4];
+  assign bank2_wdata = (wr0_req_data_i & {32{b2_wrow_t9[0]}}) | (wr1_req_data_i & {32{b2_wrow_t9[1]}});
+  assign bank2_wstrb = (wr0_req_strb_i & {4{b2_wrow_t9[0]}}) | (wr1_req_strb_i & {4{b2_wrow_t9[1]}});
   assign b3_wreq0 = (wr0_req_valid_i & (wr0_req_addr_i[3:2] == 2'd3)) & wr0_free;
-  assign b3_wrow_t7 = wr0_req_addr_i & {14{b3_wreq0}};
-  assign b3_wrow = b3_wrow_t7[13:4];
-  assign b3_rreq0 = ((rd0_req_valid_i & (rd0_req_addr_i[3:2] == 2'd3)) & rd0_free) & ~(b3_wreq0 & (rd0_req_addr_i[13:4] == b3_wrow));
-  assign b3_rrow_t8 = rd0_req_addr_i & {14{b3_rreq0}};
-  assign b3_rrow = b3_rrow_t8[13:4];
-  assign bank3_wdata = wr0_req_data_i & {32{b3_wreq0}};
-  assign bank3_wstrb = wr0_req_strb_i & {4{b3_wreq0}};
-  assign rd0_taken = (((1'd0 | b0_rreq0) | b1_rreq0) | b2_rreq0) | b3_rreq0;
+  assign b3_wreq1 = (wr1_req_valid_i & (wr1_req_addr_i[3:2] == 2'd3)) & wr1_free;
+  assign b3_w_req = {b3_wreq1, b3_wreq0};
+  assign b3_w_upper = b3_w_req & {b3_w_ptr_q < 1'd1, 1'd0};
+  assign b3_w_grant = |b3_w_upper ? {b3_w_upper[1] & ~b3_w_upper[0], b3_w_upper[0]} : {b3_w_req[1] & ~b3_w_req[0], b3_w_req[0]};
+  assign b3_w_index = b3_w_grant[1];
+  assign b3_w_any = |b3_w_req;
+  assign b3_wrow_t13 = {b3_w_grant[1], b3_w_grant[0]};
+  assign b3_wrow_t14 = (wr0_req_addr_i & {14{b3_wrow_t13[0]}}) | (wr1_req_addr_i & {14{b3_wrow_t13[1]}});
+  assign b3_wrow = b3_wrow_t14[13:4];
+  assign b3_rreq0 = ((rd0_req_valid_i & (rd0_req_addr_i[3:2] == 2'd3)) & rd0_free) & ~(b3_w_any & (rd0_req_addr_i[13:4] == b3_wrow));
+  assign b3_rreq1 = ((rd1_req_valid_i & (rd1_req_addr_i[3:2] == 2'd3)) & rd1_free) & ~(b3_w_any & (rd1_req_addr_i[13:4] == b3_wrow));
+  assign b3_r_req = {b3_rreq1, b3_rreq0};
+  assign b3_r_upper = b3_r_req & {b3_r_ptr_q < 1'd1, 1'd0};
+  assign b3_r_grant = |b3_r_upper ? {b3_r_upper[1] & ~b3_r_upper[0], b3_r_upper[0]} : {b3_r_req[1] & ~b3_r_req[0], b3_r_req[0]};
+  assign b3_r_index = b3_r_grant[1];
+  assign b3_r_any = |b3_r_req;
+  assign b3_rrow_t15 = {b3_r_grant[1], b3_r_grant[0]};
+  assign b3_rrow_t16 = (rd0_req_addr_i & {14{b3_rrow_t15[0]}}) | (rd1_req_addr_i & {14{b3_rrow_t15[1]}});
+  assign b3_rrow = b3_rrow_t16[13:4];
+  assign bank3_wdata = (wr0_req_data_i & {32{b3_wrow_t13[0]}}) | (wr1_req_data_i & {32{b3_wrow_t13[1]}});
+  assign bank3_wstrb = (wr0_req_strb_i & {4{b3_wrow_t13[0]}}) | (wr1_req_strb_i & {4{b3_wrow_t13[1]}});
+  assign rd0_taken = (((1'd0 | b0_r_grant[0]) | b1_r_grant[0]) | b2_r_grant[0]) | b3_r_grant[0];
   assign rd0_req_ready_o = rd0_taken;
   assign rd0_data = rd0_held_q ? rd0_hold_q : rd0_bank_q[1] ? (rd0_bank_q[0] ? bank3_rdata_q : bank2_rdata_q) : rd0_bank_q[0] ? bank1_rdata_q : bank0_rdata_q;
   assign rd0_rsp_valid_o = rd0_valid_q;
   assign rd0_rsp_data_o = rd0_data;
-  assign wr0_taken = (((1'd0 | b0_wreq0) | b1_wreq0) | b2_wreq0) | b3_wreq0;
+  assign rd1_taken = (((1'd0 | b0_r_grant[1]) | b1_r_grant[1]) | b2_r_grant[1]) | b3_r_grant[1];
+  assign rd1_req_ready_o = rd1_taken;
+  assign rd1_data = rd1_held_q ? rd1_hold_q : rd1_bank_q[1] ? (rd1_bank_q[0] ? bank3_rdata_q : bank2_rdata_q) : rd1_bank_q[0] ? bank1_rdata_q : bank0_rdata_q;
+  assign rd1_rsp_valid_o = rd1_valid_q;
+  assign rd1_rsp_data_o = rd1_data;
+  assign wr0_taken = (((1'd0 | b0_w_grant[0]) | b1_w_grant[0]) | b2_w_grant[0]) | b3_w_grant[0];
   assign wr0_req_ready_o = wr0_taken;
   assign wr0_rsp_valid_o = wr0_valid_q;
+  assign wr1_taken = (((1'd0 | b0_w_grant[1]) | b1_w_grant[1]) | b2_w_grant[1]) | b3_w_grant[1];
+  assign wr1_req_ready_o = wr1_taken;
+  assign wr1_rsp_valid_o = wr1_valid_q;
 
   always @(posedge clk_i) begin
     if (rst_i) begin
+      b0_w_ptr_q <= 1'd1;
+      b0_r_ptr_q <= 1'd1;
+      b1_w_ptr_q <= 1'd1;
+      b1_r_ptr_q <= 1'd1;
+      b2_w_ptr_q <= 1'd1;
+      b2_r_ptr_q <= 1'd1;
+      b3_w_ptr_q <= 1'd1;
+      b3_r_ptr_q <= 1'd1;
       rd0_held_q <= 1'd0;
       rd0_valid_q <= 1'd0;
+      rd1_held_q <= 1'd0;
+      rd1_valid_q <= 1'd0;
       wr0_valid_q <= 1'd0;
+      wr1_valid_q <= 1'd0;
     end else begin
+      if (1'd1 & b0_w_any) b0_w_ptr_q <= b0_w_index;
+      if (1'd1 & b0_r_any) b0_r_ptr_q <= b0_r_index;
+      if (1'd1 & b1_w_any) b1_w_ptr_q <= b1_w_index;
+      if (1'd1 & b1_r_any) b1_r_ptr_q <= b1_r_index;
+      if (1'd1 & b2_w_any) b2_w_ptr_q <= b2_w_index;
+      if (1'd1 & b2_r_any) b2_r_ptr_q <= b2_r_index;
+      if (1'd1 & b3_w_any) b3_w_ptr_q <= b3_w_index;
+      if (1'd1 & b3_r_any) b3_r_ptr_q <= b3_r_index;
       rd0_held_q <= (~rd0_taken & rd0_valid_q) & ~rd0_rsp_ready_i;
       rd0_valid_q <= rd0_taken | (rd0_valid_q & ~rd0_rsp_ready_i);
+      rd1_held_q <= (~rd1_taken & rd1_valid_q) & ~rd1_rsp_ready_i;
+      rd1_valid_q <= rd1_taken | (rd1_valid_q & ~rd1_rsp_ready_i);
       wr0_valid_q <= wr0_taken | (wr0_valid_q & ~wr0_rsp_ready_i);
+      wr1_valid_q <= wr1_taken | (wr1_valid_q & ~wr1_rsp_ready_i);
     end
   end
 
   always @(posedge clk_i) begin
-    if (b0_wreq0) begin
+    if (b0_w_any) begin
       if (bank0_wstrb[0]) bank0[b0_wrow][7:0] <= bank0_wdata[7:0];
       if (bank0_wstrb[1]) bank0[b0_wrow][15:8] <= bank0_wdata[15:8];
       if (bank0_wstrb[2]) bank0[b0_wrow][23:16] <= bank0_wdata[23:16];
@@ -192,11 +380,11 @@ module gpurtl_cu_scratchpad (
   end
 
   always @(posedge clk_i) begin
-    if (b0_rreq0) bank0_rdata_q <= bank0[b0_rrow];
+    if (b0_r_any) bank0_rdata_q <= bank0[b0_rrow];
   end
 
   always @(posedge clk_i) begin
-    if (b1_wreq0) begin
+    if (b1_w_any) begin
       if (bank1_wstrb[0]) bank1[b1_wrow][7:0] <= bank1_wdata[7:0];
       if (bank1_wstrb[1]) bank1[b1_wrow][15:8] <= bank1_wdata[15:8];
       if (bank1_wstrb[2]) bank1[b1_wrow][23:16] <= bank1_wdata[23:16];
@@ -205,11 +393,11 @@ module gpurtl_cu_scratchpad (
   end
 
   always @(posedge clk_i) begin
-    if (b1_rreq0) bank1_rdata_q <= bank1[b1_rrow];
+    if (b1_r_any) bank1_rdata_q <= bank1[b1_rrow];
   end
 
   always @(posedge clk_i) begin
-    if (b2_wreq0) begin
+    if (b2_w_any) begin
       if (bank2_wstrb[0]) bank2[b2_wrow][7:0] <= bank2_wdata[7:0];
       if (bank2_wstrb[1]) bank2[b2_wrow][15:8] <= bank2_wdata[15:8];
       if (bank2_wstrb[2]) bank2[b2_wrow][23:16] <= bank2_wdata[23:16];
@@ -218,11 +406,11 @@ module gpurtl_cu_scratchpad (
   end
 
   always @(posedge clk_i) begin
-    if (b2_rreq0) bank2_rdata_q <= bank2[b2_rrow];
+    if (b2_r_any) bank2_rdata_q <= bank2[b2_rrow];
   end
 
   always @(posedge clk_i) begin
-    if (b3_wreq0) begin
+    if (b3_w_any) begin
       if (bank3_wstrb[0]) bank3[b3_wrow][7:0] <= bank3_wdata[7:0];
       if (bank3_wstrb[1]) bank3[b3_wrow][15:8] <= bank3_wdata[15:8];
       if (bank3_wstrb[2]) bank3[b3_wrow][23:16] <= bank3_wdata[23:16];
@@ -231,7 +419,7 @@ module gpurtl_cu_scratchpad (
   end
 
   always @(posedge clk_i) begin
-    if (b3_rreq0) bank3_rdata_q <= bank3[b3_rrow];
+    if (b3_r_any) bank3_rdata_q <= bank3[b3_rrow];
   end
 
   always @(posedge clk_i) begin
@@ -246,23 +434,40 @@ module gpurtl_cu_scratchpad (
     end
   end
 
+  always @(posedge clk_i) begin
+    if (rd1_taken) begin
+      rd1_bank_q <= rd1_req_addr_i[3:2];
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if ((rd1_valid_q & ~rd1_rsp_ready_i) & ~rd1_held_q) begin
+      rd1_hold_q <= rd1_bank_q[1] ? (rd1_bank_q[0] ? bank3_rdata_q : bank2_rdata_q) : rd1_bank_q[0] ? bank1_rdata_q : bank0_rdata_q;
+    end
+  end
+
 `ifdef FORMAL
   // Properties: checked in every cycle after the first reset (yosys read_verilog -formal).
   reg formal_reset_seen = 1'b0;
   reg   formal_past_ok;
   reg   rd0_rsp_held_waiting;
   reg  [31:0] rd0_rsp_held_payload;
+  reg   rd1_rsp_held_waiting;
+  reg  [31:0] rd1_rsp_held_payload;
   always @(posedge clk_i) begin
     formal_past_ok <= ~rst_i;
     rd0_rsp_held_waiting <= rd0_valid_q & ~rd0_rsp_ready_i;
     rd0_rsp_held_payload <= rd0_data;
+    rd1_rsp_held_waiting <= rd1_valid_q & ~rd1_rsp_ready_i;
+    rd1_rsp_held_payload <= rd1_data;
   end
   always @(posedge clk_i) if (rst_i) formal_reset_seen <= 1'b1;
-  wire prop_bank0_no_collision_holds = ~((b0_wreq0 & b0_rreq0) & (b0_wrow == b0_rrow));
-  wire prop_bank1_no_collision_holds = ~((b1_wreq0 & b1_rreq0) & (b1_wrow == b1_rrow));
-  wire prop_bank2_no_collision_holds = ~((b2_wreq0 & b2_rreq0) & (b2_wrow == b2_rrow));
-  wire prop_bank3_no_collision_holds = ~((b3_wreq0 & b3_rreq0) & (b3_wrow == b3_rrow));
+  wire prop_bank0_no_collision_holds = ~((b0_w_any & b0_r_any) & (b0_wrow == b0_rrow));
+  wire prop_bank1_no_collision_holds = ~((b1_w_any & b1_r_any) & (b1_wrow == b1_rrow));
+  wire prop_bank2_no_collision_holds = ~((b2_w_any & b2_r_any) & (b2_wrow == b2_rrow));
+  wire prop_bank3_no_collision_holds = ~((b3_w_any & b3_r_any) & (b3_wrow == b3_rrow));
   wire prop_rd0_rsp_held_holds = ~(formal_past_ok & rd0_rsp_held_waiting) | (rd0_valid_q & (rd0_data == rd0_rsp_held_payload));
+  wire prop_rd1_rsp_held_holds = ~(formal_past_ok & rd1_rsp_held_waiting) | (rd1_valid_q & (rd1_data == rd1_rsp_held_payload));
   always @* begin
     if (formal_reset_seen && !rst_i) begin
       // bank0: a word is never read in the cycle it is written (block RAM leaves that undefined)
@@ -275,6 +480,8 @@ module gpurtl_cu_scratchpad (
       prop_bank3_no_collision: assert (prop_bank3_no_collision_holds);
       // read port 0: the word is held until taken
       prop_rd0_rsp_held: assert (prop_rd0_rsp_held_holds);
+      // read port 1: the word is held until taken
+      prop_rd1_rsp_held: assert (prop_rd1_rsp_held_holds);
     end
   end
 `endif

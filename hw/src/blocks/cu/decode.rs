@@ -26,7 +26,16 @@ pub struct Decoded {
     pub cdl_mem: Expr,
     pub cdl_off: Expr,
     pub go_dma: Expr,
-    pub dma_st: Expr,
+    /// 0 ld, 1 st, 2 act, 3 cmp, 4 exp.
+    pub dma_kind: Expr,
+    /// cmp/exp: the values of `ra` (S) and `rb` (Q); the element size code.
+    pub vec_s: Expr,
+    pub vec_q: Expr,
+    pub vec_z: Expr,
+    /// act: rows and words (the value of `ra`), the pitch in bytes.
+    pub act_rows: Expr,
+    pub act_words: Expr,
+    pub act_p: Expr,
     pub dma_s: Expr,
     pub dma_a: Expr,
     pub dma_stride: Expr,
@@ -79,10 +88,14 @@ impl Decoded {
         let ld = is(b, "ld", 0x60);
         let st = is(b, "st", 0x61);
         let end = is(b, "end", 0x7F);
+        let act = is(b, "act", 0x71);
+        let vcmp = is(b, "cmp", 0x72);
+        let vexp = is(b, "exp", 0x73);
+        let vec2 = vcmp.or(&vexp);
         let alu = alu_r.or(&alu_i);
         let cdl = cdl_u.or(&cdl_m);
         let dma = ld.or(&st);
-        let defined = [&alu, &li, &jmp, &bnz, &bz, &lp, &cdl, &dma, &end].iter().fold(Expr::bit(false), |a, e| a.or(e));
+        let defined = [&alu, &li, &jmp, &bnz, &bz, &lp, &cdl, &dma, &end, &act, &vec2].iter().fold(Expr::bit(false), |a, e| a.or(e));
 
         // Operands.
         let a = read(b, "ra", &ra);
@@ -105,22 +118,24 @@ impl Decoded {
                 .or(&cdl_u.and(&nz(&ra)))
                 .or(&cdl.and(&n_bad))
                 .or(&dma.and(&nz(&imm.slice(15, 8))))
+                .or(&act.and(&nz(&rb).or(&nz(&imm.slice(15, 0)))))
+                .or(&vec2.and(&nz(&imm.slice(31, 16)).or(&imm.slice(15, 8).gt(&Expr::lit(8, 2)))))
                 .or(&end.and(&nz(&rd).or(&nz(&ra)).or(&nz(&rb)).or(&nz(&imm)))),
         );
         // reg: an index the instruction uses is past the block's registers.
         let cw = 10;
         let cnt = rcount.zext(cw);
         let inr = |r: &Expr| r.zext(cw).lt(&cnt);
-        let uses_rd = alu.or(&li).or(&lp).or(&dma);
-        let uses_ra = alu.or(&bnz).or(&bz).or(&cdl_m).or(&dma);
+        let uses_rd = alu.or(&li).or(&lp).or(&dma).or(&act).or(&vec2);
+        let uses_ra = alu.or(&bnz).or(&bz).or(&cdl_m).or(&dma).or(&act).or(&vec2);
         let cdl_top_ok = rd.zext(cw).add(&rb.zext(cw)).le(&cnt);
         let regbad = b.let_(
             "x_bad_reg",
             &uses_rd
                 .and(&inr(&rd).not())
                 .or(&uses_ra.and(&inr(&ra).not()))
-                .or(&alu_r.or(&dma).and(&inr(&rb).not()))
-                .or(&dma.and(&inr(&rc).not()))
+                .or(&alu_r.or(&dma).or(&vec2).and(&inr(&rb).not()))
+                .or(&dma.or(&vec2).and(&inr(&rc).not()))
                 .or(&cdl.and(&cdl_top_ok.not())),
         );
         // pc: the next pc past the program store.
@@ -137,7 +152,14 @@ impl Decoded {
         let npc = b.let_("x_npc", &taken.mux(&imm.slice(pw - 1, 0), &pc.add(&Expr::lit(pw, 1))));
         // align: cdl's offset.
         let cdl_off = b.let_("x_cdl_off", &cdl_m.mux(&a.add(&imm), &imm));
-        let alignbad = b.let_("x_bad_align", &cdl.and(&cdl_off.slice(1, 0).any()));
+        let low2 = |e: &Expr| e.slice(1, 0).any();
+        let act_pp = imm.slice(31, 16);
+        let alignbad = b.let_(
+            "x_bad_align",
+            &cdl.and(&low2(&cdl_off))
+                .or(&act.and(&low2(&dval).or(&low2(&act_pp))))
+                .or(&vec2.and(&low2(&dval).or(&low2(&a)).or(&low2(&bval)))),
+        );
         // smem: the DMA rows outside the share.
         let rows = cval.slice(31, 16);
         let n = cval.slice(15, 0);
@@ -145,7 +167,29 @@ impl Decoded {
         let span = rows.sub(&Expr::lit(16, 1)).zext(32).mul(&pitch.zext(32));
         let end_off = dval.zext(34).add(&span.zext(34)).add(&n.zext(34));
         let nonempty = rows.any().and(&n.any());
-        let smembad = b.let_("x_bad_smem", &dma.and(&nonempty).and(&end_off.gt(&msize.zext(34))));
+        // act: rows x words of int32 at the pitch; cmp/exp: their regions.
+        let w40 = |e: &Expr| e.zext(40);
+        let size40 = w40(msize);
+        let a_rows = a.slice(31, 16);
+        let a_words = a.slice(15, 0);
+        let a_p = b.let_("x_act_p", &act_pp.any().mux(&act_pp.zext(32), &Expr::cat(&[a_words.zext(30), Expr::zero(2)])));
+        let act_end = w40(&dval).add(&w40(&a_rows.sub(&Expr::lit(16, 1)).zext(32)).mul(&w40(&a_p))).add(&w40(&a_words).mul(&Expr::lit(40, 4)));
+        let act_bad = act.and(&a_rows.any()).and(&a_words.any()).and(&act_end.gt(&size40));
+        let vn = cval.slice(15, 0);
+        let vz = imm.slice(9, 8);
+        let nz = b.let_("x_vec_nz", &select(&vz, &[w40(&vn), w40(&vn).mul(&Expr::lit(40, 2)), w40(&vn).mul(&Expr::lit(40, 4)), w40(&vn).mul(&Expr::lit(40, 4))]));
+        let round = |e: &Expr, k: u64| e.add(&Expr::lit(40, k - 1)).and(&Expr::lit(40, (1u64 << 40) - k));
+        let mask_end = w40(&bval).add(&Expr::lit(40, 4)).add(&round(&w40(&vn), 32).slice(39, 5).zext(40).mul(&Expr::lit(40, 4)));
+        let past = |e: &Expr| e.gt(&size40);
+        let cmp_bad = vn.any().mux(
+            &past(&w40(&a).add(&round(&nz, 8))).or(&past(&w40(&dval).add(&nz))).or(&past(&mask_end)),
+            &past(&w40(&bval).add(&Expr::lit(40, 4))),
+        );
+        let exp_bad = vn.any().and(&past(&w40(&a).add(&round(&nz, 4))).or(&past(&mask_end)).or(&past(&w40(&dval).add(&nz))));
+        let smembad = b.let_(
+            "x_bad_smem",
+            &dma.and(&nonempty).and(&end_off.gt(&msize.zext(34))).or(&act_bad).or(&vcmp.and(&cmp_bad)).or(&vexp.and(&exp_bad)),
+        );
 
         let code = |s: Status| Expr::lit(4, s.code());
         let status = defined.not().mux(
@@ -194,7 +238,7 @@ impl Decoded {
             ok: ok.clone(),
             status,
             ends: valid.and(&ok.not().or(&end)),
-            resumes: good.and(&end.or(&cdl).or(&dma).not()),
+            resumes: good.and(&end.or(&cdl).or(&dma).or(&act).or(&vec2).not()),
             npc,
             we: b.let_("x_we", &good.and(&alu.or(&li).or(&lp))),
             wreg: b.let_("x_wreg", &gidx(&rd)),
@@ -204,8 +248,17 @@ impl Decoded {
             cdl_n: rb.slice(4, 0),
             cdl_mem: cdl_m,
             cdl_off,
-            go_dma: b.let_("x_go_dma", &good.and(&dma)),
-            dma_st: st,
+            go_dma: b.let_("x_go_dma", &good.and(&dma.or(&act).or(&vec2))),
+            dma_kind: b.let_(
+                "x_dma_kind",
+                &st.mux(&Expr::lit(3, 1), &act.mux(&Expr::lit(3, 2), &vcmp.mux(&Expr::lit(3, 3), &vexp.mux(&Expr::lit(3, 4), &Expr::lit(3, 0))))),
+            ),
+            vec_s: a.clone(),
+            vec_q: bval.clone(),
+            vec_z: vz,
+            act_rows: a_rows,
+            act_words: a_words,
+            act_p: a_p,
             dma_s: dval,
             dma_a: a,
             dma_stride: bval,

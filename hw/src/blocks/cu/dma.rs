@@ -31,6 +31,8 @@ pub struct Io {
 }
 
 pub struct Engine {
+    /// An operation is in progress.
+    pub busy: Expr,
     /// The head operation starts in this cycle (and leaves the queue).
     pub started: Expr,
     /// ... and it copies nothing: it is done in this same cycle.
@@ -182,5 +184,5 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let finish = b.let_("dma_finish", &done_ld.or(&done_st));
     b.next(&busy, &go.or(&busy.and(&finish.not())), None);
     let done = b.let_("dma_done", &done_now.or(&finish));
-    Engine { started, done_now, done }
+    Engine { busy, started, done_now, done }
 }

@@ -9,6 +9,7 @@
 
 mod decode;
 mod dma;
+mod vec;
 
 use crate::rtl::bus::{Native, Role};
 use crate::rtl::pipe::shift_queue;
@@ -288,39 +289,73 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     // ---------------- DMA ----------------
     let dq_pop = b.wire("dq_pop", 1);
     let dq = shift_queue(&mut b, "dq", ns, &[("slot", sb)], &[dq_pop.clone()], &[(d.go_dma.clone(), vec![x_slot.clone()])]);
-    let o_st = regn(&mut b, "dma_st", 1);
+    // The operation's operands, per slot. ld/st: s (the share's scratchpad
+    // address), a, stride, rows, n, pitch. act: s = the tile, rows, n =
+    // words, pitch. cmp/exp: s = D, a = S, stride = Q (scratchpad
+    // addresses), n, z.
+    let o_kind = regn(&mut b, "dma_kind", 3);
     let o_s = regn(&mut b, "dma_s", sw);
     let o_a = regn(&mut b, "dma_a", 32);
     let o_stride = regn(&mut b, "dma_stride", 32);
     let o_rows = regn(&mut b, "dma_rows", 16);
     let o_n = regn(&mut b, "dma_n", 16);
-    let o_p = regn(&mut b, "dma_p", 16);
+    let o_p = regn(&mut b, "dma_p", 32);
+    let o_z = regn(&mut b, "dma_z", 2);
     let spm = scratchpad(
         &format!("{TOP}_scratchpad"),
-        Shape { banks: p.banks, words: p.words, data_bits: 32, read_ports: 1, write_ports: 1 },
+        Shape { banks: p.banks, words: p.words, data_bits: 32, read_ports: 2, write_ports: 2 },
     )?;
     let spu = b.instance(&spm, "u_scratchpad", &[("clk_i", clk.clone()), ("rst_i", rst.clone())]);
     let dh = dq.entries[0][0].clone();
+    let h_kind = b.let_("dma_head_kind", &select(&dh, &o_kind));
+    let head_vec = h_kind.ge(&Expr::lit(3, 2));
+    let vec_busy = b.wire("vec_busy_w", 1);
+    let dma_busy = b.wire("dma_busy_w", 1);
     let dma_io = dma::Io {
-        start: dq.has[0].clone(),
-        st: select(&dh, &o_st),
+        start: dq.has[0].and(&head_vec.not()).and(&vec_busy.not()),
+        st: h_kind.eq_lit(1),
         s: select(&dh, &o_s),
         a: select(&dh, &o_a),
         stride: select(&dh, &o_stride),
         rows: select(&dh, &o_rows),
         n: select(&dh, &o_n),
-        p: select(&dh, &o_p),
+        p: select(&dh, &o_p).slice(15, 0),
         mem_rd: dma_rd,
         mem_wr: dma_wr,
         spm_rd: spu.bus(BusKind::Read, "rd0"),
         spm_wr: spu.bus(BusKind::Write, "wr0"),
     };
     let dma = dma::engine(&mut b, p, dma_io);
-    b.assign(&dq_pop, &dma.started);
+    b.assign(&dma_busy, &dma.busy);
+    // The vector operations, on the compress block's vector unit.
+    let cpp = gpurtl_params::compress::CompressParams { width: 64, latency: 1, stream: false };
+    let cdesign = super::compress::build(&cpp)?;
+    let cu_c = b.instance_of(&cdesign, "u_compress", &[("clk_i", clk.clone()), ("rst_i", rst.clone())]);
+    let vec_io = vec::Io {
+        start: dq.has[0].and(&head_vec).and(&dma_busy.not()),
+        kind: h_kind.clone(),
+        d: select(&dh, &o_s),
+        s: select(&dh, &o_a).slice(sw - 1, 0),
+        q: select(&dh, &o_stride).slice(sw - 1, 0),
+        rows: select(&dh, &o_rows),
+        n: select(&dh, &o_n),
+        p: select(&dh, &o_p),
+        z: select(&dh, &o_z),
+        spm_rd: spu.bus(BusKind::Read, "rd1"),
+        spm_wr: spu.bus(BusKind::Write, "wr1"),
+        cin: cu_c.stream("in"),
+        cout: cu_c.stream("out"),
+    };
+    let vece = vec::engine(&mut b, p, vec_io);
+    b.assign(&vec_busy, &vece.busy);
+    let any_start = b.let_("dmaq_start", &dma.started.or(&vece.started));
+    b.assign(&dq_pop, &any_start);
     let dma_slot = b.reg_noreset("dma_slot_q", sb);
-    b.next(&dma_slot, &dh, Some(&dma.started));
+    b.next(&dma_slot, &dh, Some(&any_start));
     // An empty operation is done in its start cycle.
-    let dma_done_slot = dma.done_now.mux(&dh, &dma_slot);
+    let done_now = dma.done_now.or(&vece.started.and(&vece.done));
+    let dma_done_slot = done_now.mux(&dh, &dma_slot);
+    let dmaq_done = b.let_("dmaq_done", &dma.done.or(&vece.done));
 
     // ---------------- per-slot updates ----------------
     let cpl_oh = b.let_("cpl_slot_oh", &lowest_bit(&Expr::cat_lanes(&done)));
@@ -343,7 +378,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         let picked = pick.grant[s].clone();
         let loaded = last_beat.and(&ld_done_oh[s]);
         let cdl_back = cdl_done.and(&cdl_oh[s]);
-        let dma_back = dma.done.and(&dma_oh[s]);
+        let dma_back = dmaq_done.and(&dma_oh[s]);
         let x_end = here_x.and(&d.ends);
         let x_resume = here_x.and(&d.resumes);
         // busy: from dispatch until the completion is taken.
@@ -368,14 +403,18 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         b.next(&c_mem[s], &d.cdl_mem, Some(&cap_c));
         b.next(&c_off[s], &d.cdl_off, Some(&cap_c));
         let cap_d = here_x.and(&d.go_dma);
-        let s_abs = xs(&mbase).zext(33).add(&d.dma_s.zext(33)).slice(sw - 1, 0);
-        b.next(&o_st[s], &d.dma_st, Some(&cap_d));
-        b.next(&o_s[s], &s_abs, Some(&cap_d));
-        b.next(&o_a[s], &d.dma_a, Some(&cap_d));
-        b.next(&o_stride[s], &d.dma_stride, Some(&cap_d));
-        b.next(&o_rows[s], &d.dma_rows, Some(&cap_d));
-        b.next(&o_n[s], &d.dma_n, Some(&cap_d));
-        b.next(&o_p[s], &d.dma_p, Some(&cap_d));
+        let abs = |off: &Expr| xs(&mbase).zext(33).add(&off.zext(33)).slice(sw - 1, 0);
+        let k = &d.dma_kind;
+        let is_ldst = k.lt(&Expr::lit(3, 2));
+        let is_act = k.eq_lit(2);
+        b.next(&o_kind[s], k, Some(&cap_d));
+        b.next(&o_s[s], &abs(&d.dma_s), Some(&cap_d));
+        b.next(&o_a[s], &is_ldst.mux(&d.dma_a, &abs(&d.vec_s).zext(32)), Some(&cap_d));
+        b.next(&o_stride[s], &is_ldst.mux(&d.dma_stride, &abs(&d.vec_q).zext(32)), Some(&cap_d));
+        b.next(&o_rows[s], &is_act.mux(&d.act_rows, &d.dma_rows), Some(&cap_d));
+        b.next(&o_n[s], &is_act.mux(&d.act_words, &d.dma_n), Some(&cap_d));
+        b.next(&o_p[s], &is_act.mux(&d.act_p, &d.dma_p.zext(32)), Some(&cap_d));
+        b.next(&o_z[s], &d.vec_z, Some(&cap_d));
     }
 
     // Register file writes: a dispatch sets its block's registers, the X
