@@ -163,8 +163,10 @@ fn every_error_code() {
     assert_eq!(status_of("li r3, 1\n.word 0x70"), (Opcode, 1));
     assert_eq!(status_of(".word 0x0000000000000074"), (Opcode, 0));
     assert_eq!(status_of(".word 0"), (Opcode, 0));
-    // opcode before field: a reserved opcode with fields set.
-    assert_eq!(status_of(".word 0xffffffffffffff72"), (Opcode, 0));
+    // opcode before field: a reserved opcode with fields set (0x72 was
+    // reserved before docs/cu.md defined cmp; mma 0x70 and tex 0x74 still are).
+    assert_eq!(status_of(".word 0xffffffffffffff74"), (Opcode, 0));
+    assert_eq!(status_of(".word 0xffffffffffffff70"), (Opcode, 0));
     // field: add with imm, cdl with n = 0, end with rd, ld with imm 15:8.
     assert_eq!(status_of(".word 0x0000000100000001"), (Field, 0));
     assert_eq!(status_of(".word 0x0000000000000050"), (Field, 0));
@@ -655,7 +657,7 @@ mod files {
         assert_eq!(out["blocks"][0]["pc"], 4);
         assert_eq!(out["trace"][0]["insn"], "cdl r3, 2, ud[0]");
         assert_eq!(out["trace"][3]["insn"], "st r7, r3, r0, r6");
-        assert_eq!(out["counters"], json!({"instructions": 5, "cdl": 1, "ld": 1, "st": 1, "loads": 1,
+        assert_eq!(out["counters"], json!({"instructions": 5, "cdl": 1, "ld": 1, "st": 1, "act": 0, "cmp": 0, "exp": 0, "loads": 1,
                                            "rd_beats": 16 + 2, "wr_beats": 2}));
         assert_eq!(out["cycles"], out["blocks"][0]["cycles"]);
         let keys: Vec<&str> = out.as_object().unwrap().keys().map(|k| k.as_str()).collect();
