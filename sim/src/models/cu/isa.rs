@@ -118,7 +118,41 @@ pub mod op {
     pub const CDL_MEM: u8 = 0x51;
     pub const LD: u8 = 0x60;
     pub const ST: u8 = 0x61;
+    pub const ACT: u8 = 0x71;
+    pub const CMP: u8 = 0x72;
+    pub const EXP: u8 = 0x73;
     pub const END: u8 = 0x7F;
+}
+
+/// `cmp`/`exp`'s element size (docs/cu.md, "`cmp`, `exp`"): codes 0, 1, 2
+/// for 8, 16, 32 bits (code 3 is no instruction).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ElemSize {
+    B8 = 0,
+    B16 = 1,
+    B32 = 2,
+}
+
+impl ElemSize {
+    pub const ALL: [ElemSize; 3] = [ElemSize::B8, ElemSize::B16, ElemSize::B32];
+    /// The code in `imm` bits 15:8.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+    pub fn from_code(c: u8) -> Option<ElemSize> {
+        Self::ALL.iter().copied().find(|e| e.code() == c)
+    }
+    /// `e`: 8, 16 or 32.
+    pub fn bits(self) -> u32 {
+        8 << self.code()
+    }
+    /// `z = e/8`.
+    pub fn bytes(self) -> u32 {
+        self.bits() / 8
+    }
+    pub fn from_bits(b: u64) -> Option<ElemSize> {
+        Self::ALL.iter().copied().find(|e| e.bits() as u64 == b)
+    }
 }
 
 /// One instruction, its fields as encoded (registers are indices 0..255,
@@ -143,15 +177,21 @@ pub enum Insn {
     Ld { rd: u8, ra: u8, rb: u8, rc: u8, p: u16 },
     /// `st rd, ra, rb, rc [, p]`.
     St { rd: u8, ra: u8, rb: u8, rc: u8, p: u16 },
+    /// `act rd, ra, 0 [, p]`: ReLU (`f` = 0, the only function defined).
+    Act { rd: u8, ra: u8, p: u16 },
+    /// `cmp rd, ra, rb, rc, e`.
+    Cmp { rd: u8, ra: u8, rb: u8, rc: u8, e: ElemSize },
+    /// `exp rd, ra, rb, rc, e`.
+    Exp { rd: u8, ra: u8, rb: u8, rc: u8, e: ElemSize },
 }
 
 /// Why a word is no instruction: the `opcode` and `field` errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecodeError {
-    /// Undefined opcode (including the reserved 0x70..0x74).
+    /// Undefined opcode (including the reserved 0x70 `mma` and 0x74 `tex`).
     Opcode,
-    /// A field the instruction does not use is not 0, or `cdl`'s `n` is not
-    /// 1..16.
+    /// A field the instruction does not use is not 0, `cdl`'s `n` is not
+    /// 1..16, `act`'s `f` is not 0, or `cmp`/`exp`'s size code is 3.
     Field,
 }
 
@@ -216,6 +256,21 @@ pub fn decode(w: u64) -> Result<Insn, DecodeError> {
                 Insn::St { rd: f.rd, ra: f.ra, rb: f.rb, rc, p }
             })
         }
+        op::ACT => {
+            // rb and imm bits 15:8 unused; f (bits 7:0) must be 0 (ReLU).
+            zero(&[rb, (imm >> 8) & 0xFF, imm & 0xFF])?;
+            Ok(Insn::Act { rd: f.rd, ra: f.ra, p: (imm >> 16) as u16 })
+        }
+        op::CMP | op::EXP => {
+            zero(&[imm >> 16])?;
+            let e = ElemSize::from_code((imm >> 8) as u8).ok_or(DecodeError::Field)?;
+            let rc = imm as u8;
+            Ok(if f.op == op::CMP {
+                Insn::Cmp { rd: f.rd, ra: f.ra, rb: f.rb, rc, e }
+            } else {
+                Insn::Exp { rd: f.rd, ra: f.ra, rb: f.rb, rc, e }
+            })
+        }
         _ => Err(DecodeError::Opcode),
     }
 }
@@ -235,6 +290,9 @@ pub fn encode(i: &Insn) -> u64 {
         Insn::CdlMem { rd, ra, n, i } => pack(op::CDL_MEM, rd, ra, n, i),
         Insn::Ld { rd, ra, rb, rc, p } => pack(op::LD, rd, ra, rb, rc as u32 | (p as u32) << 16),
         Insn::St { rd, ra, rb, rc, p } => pack(op::ST, rd, ra, rb, rc as u32 | (p as u32) << 16),
+        Insn::Act { rd, ra, p } => pack(op::ACT, rd, ra, 0, (p as u32) << 16),
+        Insn::Cmp { rd, ra, rb, rc, e } => pack(op::CMP, rd, ra, rb, rc as u32 | (e.code() as u32) << 8),
+        Insn::Exp { rd, ra, rb, rc, e } => pack(op::EXP, rd, ra, rb, rc as u32 | (e.code() as u32) << 8),
     }
 }
 
@@ -271,6 +329,15 @@ pub fn insn_text(i: &Insn) -> String {
             }
             s
         }
+        Insn::Act { rd, ra, p } => {
+            let mut s = format!("act r{rd}, r{ra}, 0");
+            if p != 0 {
+                s.push_str(&format!(", {p}"));
+            }
+            s
+        }
+        Insn::Cmp { rd, ra, rb, rc, e } => format!("cmp r{rd}, r{ra}, r{rb}, r{rc}, {}", e.bits()),
+        Insn::Exp { rd, ra, rb, rc, e } => format!("exp r{rd}, r{ra}, r{rb}, r{rc}, {}", e.bits()),
     }
 }
 
@@ -318,8 +385,12 @@ enum Opd {
     N,
     /// `ud[i]` or `[ra +- i]`.
     View,
-    /// `ld`/`st`'s pitch: 0..65535 (optional, last).
+    /// `ld`/`st`/`act`'s pitch: 0..65535 (optional, last).
     Pitch,
+    /// `act`'s function: 0 (ReLU) only.
+    Func,
+    /// `cmp`/`exp`'s element size: 8, 16 or 32.
+    Esize,
 }
 
 /// A mnemonic's operands, and the names used in messages.
@@ -341,6 +412,8 @@ fn form(mn: &str) -> Option<(&'static [Opd], &'static str)> {
         "end" => (&[], ""),
         "cdl" => (&[Reg, N, View], "rd, n, ud[i] or rd, n, [ra + i]"),
         "ld" | "st" => (&[Reg, Reg, Reg, Reg, Pitch], "rd, ra, rb, rc [, p]"),
+        "act" => (&[Reg, Reg, Func, Pitch], "rd, ra, f [, p]"),
+        "cmp" | "exp" => (&[Reg, Reg, Reg, Reg, Esize], "rd, ra, rb, rc, e"),
         _ => return None,
     })
 }
@@ -348,7 +421,7 @@ fn form(mn: &str) -> Option<(&'static [Opd], &'static str)> {
 fn known_mnemonics() -> String {
     let mut v: Vec<String> = AluOp::ALL.iter().map(|o| o.name().to_string()).collect();
     v.extend(AluOp::ALL.iter().map(|o| format!("{}i", o.name())));
-    v.extend(["li", "jmp", "bnz", "bz", "loop", "end", "cdl", "ld", "st", ".word"].map(String::from));
+    v.extend(["li", "jmp", "bnz", "bz", "loop", "end", "cdl", "ld", "st", "act", "cmp", "exp", ".word"].map(String::from));
     v.join(", ")
 }
 
@@ -494,6 +567,7 @@ fn assemble_line(code: &str, labels: &HashMap<String, u32>) -> Result<u64, Strin
     let mut n = 0u8;
     let mut view_op = (None, 0u32);
     let mut pitch = 0u16;
+    let mut esize = ElemSize::B8;
     for (kind, o) in kinds.iter().zip(&ops) {
         match kind {
             Opd::Reg => regs.push(reg(o)?),
@@ -502,6 +576,19 @@ fn assemble_line(code: &str, labels: &HashMap<String, u32>) -> Result<u64, Strin
             Opd::N => n = unsigned_in("n", o, 1, 16)? as u8,
             Opd::View => view_op = view(o)?,
             Opd::Pitch => pitch = unsigned_in("p", o, 0, 65535)? as u16,
+            Opd::Func => match unsigned(o, u64::MAX) {
+                Ok(0) => {}
+                Err(None) if !o.starts_with('-') => return Err(format!("f `{}` {NOT_A_NUMBER}", short(o))),
+                _ => return Err(format!("f `{}` is out of range: must be 0 (ReLU; other functions are reserved)", short(o))),
+            },
+            Opd::Esize => {
+                esize = match unsigned(o, u64::MAX) {
+                    Ok(b) => ElemSize::from_bits(b),
+                    Err(None) if !o.starts_with('-') => return Err(format!("e `{}` {NOT_A_NUMBER}", short(o))),
+                    Err(_) => None,
+                }
+                .ok_or_else(|| format!("e `{}` is not an element size: must be 8, 16 or 32", short(o)))?
+            }
         }
     }
     let r = |k: usize| regs[k];
@@ -523,6 +610,9 @@ fn assemble_line(code: &str, labels: &HashMap<String, u32>) -> Result<u64, Strin
             },
             "ld" => Insn::Ld { rd: r(0), ra: r(1), rb: r(2), rc: r(3), p: pitch },
             "st" => Insn::St { rd: r(0), ra: r(1), rb: r(2), rc: r(3), p: pitch },
+            "act" => Insn::Act { rd: r(0), ra: r(1), p: pitch },
+            "cmp" => Insn::Cmp { rd: r(0), ra: r(1), rb: r(2), rc: r(3), e: esize },
+            "exp" => Insn::Exp { rd: r(0), ra: r(1), rb: r(2), rc: r(3), e: esize },
             _ => unreachable!("form() knows {mn}"),
         }
     };
@@ -671,8 +761,9 @@ mod tests {
 
     #[test]
     fn decode_errors() {
-        // Undefined opcodes, the reserved ones among them.
-        for op in [0x00u64, 0x11, 0x20, 0x31, 0x45, 0x52, 0x62, 0x70, 0x71, 0x72, 0x73, 0x74, 0x7E, 0x80, 0xFF] {
+        // Undefined opcodes, the reserved ones (mma 0x70, tex 0x74) among
+        // them; 0x71..0x73 are act, cmp, exp since docs/cu.md defined them.
+        for op in [0x00u64, 0x11, 0x20, 0x31, 0x45, 0x52, 0x62, 0x70, 0x74, 0x75, 0x7E, 0x80, 0xFF] {
             assert_eq!(decode(op), Err(DecodeError::Opcode), "{op:#x}");
         }
         // Unused fields.
@@ -832,5 +923,132 @@ mod tests {
             assert!(g.starts_with(w), "got  {g}\nwant {w}");
         }
         assert!(errors_text(&assemble("add\nsub").unwrap_err()).contains("line 2: `sub`"));
+    }
+
+    // ---- act, cmp, exp ----
+
+    #[test]
+    fn vector_encodings_from_the_table() {
+        // act: rd, ra; imm 7:0 = f (0), 31:16 = p.
+        assert_eq!(one("act r1, r2, 0"), 0x0002_0171);
+        assert_eq!(one("act r1, r2, 0, 16"), 0x0010_0000_0002_0171);
+        assert_eq!(one("act r255, r254, 0, 65535"), 0xFFFF_0000_00FE_FF71);
+        // cmp/exp: rd, ra, rb; imm 7:0 = rc, 15:8 = size code (8: 0, 16: 1, 32: 2).
+        assert_eq!(one("cmp r1, r2, r3, r4, 8"), 0x0000_0004_0302_0172);
+        assert_eq!(one("cmp r1, r2, r3, r4, 16"), 0x0000_0104_0302_0172);
+        assert_eq!(one("exp r1, r2, r3, r4, 32"), 0x0000_0204_0302_0173);
+        assert_eq!(one("exp r9, r8, r7, r255, 0x10"), 0x0000_01FF_0708_0973);
+        assert_eq!(decode(0x0010_0000_0002_0171), Ok(Insn::Act { rd: 1, ra: 2, p: 16 }));
+        assert_eq!(decode(0x0000_0204_0302_0173), Ok(Insn::Exp { rd: 1, ra: 2, rb: 3, rc: 4, e: ElemSize::B32 }));
+        for e in ElemSize::ALL {
+            assert_eq!(ElemSize::from_code(e.code()), Some(e));
+            assert_eq!(ElemSize::from_bits(e.bits() as u64), Some(e));
+            assert_eq!(e.bytes() * 8, e.bits());
+        }
+        assert_eq!(ElemSize::from_code(3), None);
+        assert_eq!(ElemSize::from_bits(64), None);
+    }
+
+    #[test]
+    fn vector_decode_errors() {
+        // act: rb, imm bits 15:8, f != 0.
+        assert_eq!(decode(0x0100_0071), Err(DecodeError::Field));
+        assert_eq!(decode(0x0000_0100_0000_0071), Err(DecodeError::Field));
+        assert_eq!(decode(0x0000_8000_0000_0071), Err(DecodeError::Field));
+        assert_eq!(decode(0x0000_0001_0000_0071), Err(DecodeError::Field)); // f = 1
+        assert_eq!(decode(0x0000_00FF_0000_0071), Err(DecodeError::Field)); // f = 255
+        assert_eq!(decode(0xFFFF_0000_00FF_FF71), Ok(Insn::Act { rd: 255, ra: 255, p: 65535 }));
+        // cmp/exp: size code 3, imm bits 31:16.
+        for op in [0x72u64, 0x73] {
+            assert_eq!(decode(0x0000_0300_0000_0000 | op), Err(DecodeError::Field), "{op:#x}");
+            assert_eq!(decode(0x0001_0000_0000_0000 | op), Err(DecodeError::Field), "{op:#x}");
+            assert_eq!(decode(0x8000_0200_0000_0000 | op), Err(DecodeError::Field), "{op:#x}");
+            assert!(decode(0x0000_02FF_FFFF_FF00 | op).is_ok(), "{op:#x}");
+        }
+        assert_eq!(decode(0x70), Err(DecodeError::Opcode));
+        assert_eq!(decode(0x74), Err(DecodeError::Opcode));
+    }
+
+    #[test]
+    fn vector_disassembly_is_canonical() {
+        let text = "act r1, r2, 0\n\
+                    act r3, r4, 0, 65535\n\
+                    cmp r1, r2, r3, r4, 8\n\
+                    cmp r0, r0, r0, r0, 16\n\
+                    exp r255, r1, r2, r3, 32\n\
+                    .word 0x0000000100020171\n\
+                    .word 0x0000030400030272\n\
+                    .word 0x0001000000000073\n";
+        let w = assemble(text).unwrap();
+        assert_eq!(disassemble(&w), text);
+        assert_eq!(one("act r1, r2, 0, 0"), one("act r1, r2, 0"));
+        assert_eq!(one("act r1,r2,0x0,0x10"), one("act r1, r2, 0, 16"));
+        assert_eq!(one("cmp r1,r2,r3,r4,0x20"), one("cmp r1, r2, r3, r4, 32"));
+        assert_eq!(super::text(0x0000_0100_0003_0272), "cmp r2, r3, r0, r0, 16");
+        assert_eq!(super::text(0x0000_0300_0003_0272), ".word 0x0000030000030272");
+    }
+
+    #[test]
+    fn vector_round_trip_any_words() {
+        let mut g = Lcg(7);
+        let mut words = Vec::new();
+        for k in 0..20000u64 {
+            let w = g.next();
+            let op = [0x71u64, 0x72, 0x73][k as usize % 3];
+            let masked = match k % 4 {
+                0 => (w & !0xFF) | op,
+                // Register fields, f or rc, size code, p or zero.
+                1 => (w & 0xFFFF_03FF_FFFF_FF00) | op,
+                2 => (w & 0x0000_03FF_FFFF_FF00) | op,
+                _ => (w & 0xFFFF_0000_00FF_FF00) | op,
+            };
+            words.push(masked);
+        }
+        let text = disassemble(&words);
+        assert_eq!(assemble(&text).unwrap(), words);
+        assert_eq!(disassemble(&assemble(&text).unwrap()), text);
+        for m in ["act ", "cmp ", "exp ", ".word"] {
+            assert!(text.lines().filter(|l| l.starts_with(m)).count() > 1000, "{m}");
+        }
+    }
+
+    #[test]
+    fn vector_bad_lines() {
+        let src = "act r1, r2, 1\n\
+                   act r1, r2\n\
+                   act r1, r2, 0, 65536\n\
+                   act r1, r2, 0, 4, 5\n\
+                   act r1, r2, relu\n\
+                   act r1, r2, -1\n\
+                   cmp r1, r2, r3, r4, 64\n\
+                   cmp r1, r2, r3, r4\n\
+                   exp r1, r2, r3, r4, 8, 1\n\
+                   cmp r1, r2, r3, r256, 8\n\
+                   exp r1, r2, r3, r4, -8\n\
+                   exp r1, r2, r3, r4, byte\n\
+                   cmp r1, r2, r3, 4, 8\n\
+                   act r1, r2, 0, -4\n\
+                   cmp r1, r2, r3, r4, 0\n";
+        let got = bad(src);
+        let want = [
+            "line 1: `act r1, r2, 1`: f `1` is out of range: must be 0 (ReLU; other functions are reserved)",
+            "line 2: `act r1, r2`: missing operand: `act` takes rd, ra, f [, p]",
+            "line 3: `act r1, r2, 0, 65536`: p `65536` is out of range: must be 0 .. 65535",
+            "line 4: `act r1, r2, 0, 4, 5`: extra operand: `act` takes rd, ra, f [, p]",
+            "line 5: `act r1, r2, relu`: f `relu` is not a number (decimal or 0x hex)",
+            "line 6: `act r1, r2, -1`: f `-1` is out of range: must be 0 (ReLU; other functions are reserved)",
+            "line 7: `cmp r1, r2, r3, r4, 64`: e `64` is not an element size: must be 8, 16 or 32",
+            "line 8: `cmp r1, r2, r3, r4`: missing operand: `cmp` takes rd, ra, rb, rc, e",
+            "line 9: `exp r1, r2, r3, r4, 8, 1`: extra operand: `exp` takes rd, ra, rb, rc, e",
+            "line 10: `cmp r1, r2, r3, r256, 8`: register `r256` is above r255",
+            "line 11: `exp r1, r2, r3, r4, -8`: e `-8` is not an element size: must be 8, 16 or 32",
+            "line 12: `exp r1, r2, r3, r4, byte`: e `byte` is not a number (decimal or 0x hex)",
+            "line 13: `cmp r1, r2, r3, 4, 8`: `4` is not a register: registers are r0 .. r255",
+            "line 14: `act r1, r2, 0, -4`: p `-4` is out of range: must be 0 .. 65535",
+            "line 15: `cmp r1, r2, r3, r4, 0`: e `0` is not an element size: must be 8, 16 or 32",
+        ];
+        assert_eq!(got, want);
+        assert!(bad("act r1, r2, 0\nfoo").last().unwrap().contains("known: add, "));
+        assert!(bad("foo").last().unwrap().contains("act, cmp, exp, .word"));
     }
 }

@@ -23,6 +23,7 @@ pub mod io;
 pub mod isa;
 #[cfg(test)]
 mod tests;
+pub mod vector;
 
 use crate::mem::Memory;
 pub use gpurtl_params::cu::{CuParams, Status};
@@ -91,6 +92,10 @@ pub struct Counters {
     /// `ld` / `st` operations started.
     pub ld: u64,
     pub st: u64,
+    /// `act` / `cmp` / `exp` operations started.
+    pub act: u64,
+    pub cmp: u64,
+    pub exp: u64,
     /// Program loads.
     pub loads: u64,
     /// Memory read beats on `ifetch`, `cdl` and `dma_rd`.
@@ -268,9 +273,13 @@ fn check(slot: &Slot, word: u64, regs: &[u32], d: u32) -> Result<Insn, Status> {
         Insn::Jmp { .. } | Insn::End => vec![],
         Insn::CdlUd { rd, n, .. } => vec![rd as u32 + n as u32 - 1],
         Insn::CdlMem { rd, ra, n, .. } => vec![rd as u32 + n as u32 - 1, ra as u32],
-        Insn::Ld { rd, ra, rb, rc, .. } | Insn::St { rd, ra, rb, rc, .. } => {
+        Insn::Ld { rd, ra, rb, rc, .. }
+        | Insn::St { rd, ra, rb, rc, .. }
+        | Insn::Cmp { rd, ra, rb, rc, .. }
+        | Insn::Exp { rd, ra, rb, rc, .. } => {
             vec![rd as u32, ra as u32, rb as u32, rc as u32]
         }
+        Insn::Act { rd, ra, .. } => vec![rd as u32, ra as u32],
     };
     if used.iter().any(|&r| r >= slot.reg_count) {
         return Err(Status::Reg);
@@ -299,9 +308,74 @@ fn check(slot: &Slot, word: u64, regs: &[u32], d: u32) -> Result<Insn, Status> {
                 return Err(Status::Smem);
             }
         }
+        Insn::Act { rd, ra, p } => {
+            // align: s or P (p, or 4w) not a multiple of 4, whatever rows and w.
+            let (s, rows, w) = (r(rd) as u64, (r(ra) >> 16) as u64, (r(ra) & 0xFFFF) as u64);
+            let pitch = if p != 0 { p as u64 } else { 4 * w };
+            if s % 4 != 0 || pitch % 4 != 0 {
+                return Err(Status::Align);
+            }
+            if rows > 0 && w > 0 && s + (rows - 1) * pitch + 4 * w > slot.smem_size as u64 {
+                return Err(Status::Smem);
+            }
+        }
+        Insn::Cmp { rd, ra, rb, rc, e } | Insn::Exp { rd, ra, rb, rc, e } => {
+            let (dd, ss, q) = (r(rd) as u64, r(ra) as u64, r(rb) as u64);
+            if dd % 4 != 0 || ss % 4 != 0 || q % 4 != 0 {
+                return Err(Status::Align);
+            }
+            let (n, z) = ((r(rc) & 0xFFFF) as u64, e.bytes() as u64);
+            let mask_end = q + 4 + 4 * n.div_ceil(32);
+            // The ends (exclusive) of what it reads and writes.
+            let ends: Vec<u64> = match insn {
+                Insn::Cmp { .. } if n == 0 => vec![q + 4],
+                Insn::Cmp { .. } => vec![ss + 8 * (n * z).div_ceil(8), dd + n * z, mask_end],
+                _ if n == 0 => vec![],
+                _ => vec![ss + 4 * (n * z).div_ceil(4), mask_end, dd + n * z],
+            };
+            if ends.iter().any(|&end| end > slot.smem_size as u64) {
+                return Err(Status::Smem);
+            }
+        }
         _ => {}
     }
     Ok(insn)
+}
+
+/// An entry of the DMA queue: a copy (`ld`/`st`) or a vector operation.
+#[derive(Clone, Copy, Debug)]
+enum DmaOp {
+    Copy(dma::Op),
+    Vector(vector::Op),
+}
+
+impl DmaOp {
+    fn joined(&self) -> u64 {
+        match self {
+            DmaOp::Copy(o) => o.joined,
+            DmaOp::Vector(o) => o.joined,
+        }
+    }
+    fn slot(&self) -> usize {
+        match self {
+            DmaOp::Copy(o) => o.slot,
+            DmaOp::Vector(o) => o.slot,
+        }
+    }
+    fn empty(&self) -> bool {
+        match self {
+            DmaOp::Copy(o) => o.empty(),
+            DmaOp::Vector(o) => o.empty(),
+        }
+    }
+}
+
+/// The DMA operation in progress.
+enum DmaBusy {
+    Copy(dma::Active),
+    /// A vector operation of `slot`, done in `done` (its data already
+    /// written: see [`vector`]).
+    Vector { slot: usize, done: u64 },
 }
 
 /// Runs the blocks of `r` on a unit with parameters `p` (docs/cu.md,
@@ -374,8 +448,8 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
     let mut cdl: Option<CdlActive> = None;
     let mut cdl_free_from = 0u64;
 
-    let mut dma_queue: VecDeque<dma::Op> = VecDeque::new();
-    let mut dma_active: Option<dma::Active> = None;
+    let mut dma_queue: VecDeque<DmaOp> = VecDeque::new();
+    let mut dma_active: Option<DmaBusy> = None;
     let mut dma_free_from = 0u64;
 
     let mut c: u64 = 0;
@@ -514,7 +588,7 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
                         Insn::Ld { rd, ra, rb, rc, p } | Insn::St { rd, ra, rb, rc, p } => {
                             sl.state = State::Waiting;
                             let (rows, n) = (reg(rc) >> 16, reg(rc) & 0xFFFF);
-                            dma_queue.push_back(dma::Op {
+                            dma_queue.push_back(DmaOp::Copy(dma::Op {
                                 kind: if matches!(insn, Insn::Ld { .. }) { dma::Kind::Ld } else { dma::Kind::St },
                                 slot: s,
                                 joined: c,
@@ -525,7 +599,42 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
                                 n,
                                 pitch: if p != 0 { p as u32 } else { n },
                                 smem_base: sl.smem_base,
-                            });
+                            }));
+                        }
+                        Insn::Act { rd, ra, p } => {
+                            sl.state = State::Waiting;
+                            let (rows, w) = (reg(ra) >> 16, reg(ra) & 0xFFFF);
+                            dma_queue.push_back(DmaOp::Vector(vector::Op {
+                                kind: vector::Kind::Act,
+                                slot: s,
+                                joined: c,
+                                smem_base: sl.smem_base,
+                                d: reg(rd),
+                                s: 0,
+                                q: 0,
+                                rows,
+                                w,
+                                pitch: if p != 0 { p as u32 } else { 4 * w },
+                                n: 0,
+                                e: isa::ElemSize::B8,
+                            }));
+                        }
+                        Insn::Cmp { rd, ra, rb, rc, e } | Insn::Exp { rd, ra, rb, rc, e } => {
+                            sl.state = State::Waiting;
+                            dma_queue.push_back(DmaOp::Vector(vector::Op {
+                                kind: if matches!(insn, Insn::Cmp { .. }) { vector::Kind::Cmp } else { vector::Kind::Exp },
+                                slot: s,
+                                joined: c,
+                                smem_base: sl.smem_base,
+                                d: reg(rd),
+                                s: reg(ra),
+                                q: reg(rb),
+                                rows: 0,
+                                w: 0,
+                                pitch: 0,
+                                n: reg(rc) & 0xFFFF,
+                                e,
+                            }));
                         }
                     }
                     if let Some((rd, v)) = set {
@@ -612,27 +721,45 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
             }
         }
 
-        // DMA: one operation at a time.
-        if dma_active.is_none() && c >= dma_free_from && dma_queue.front().is_some_and(|op| op.joined < c) {
+        // DMA: one operation at a time, whatever its kind.
+        if dma_active.is_none() && c >= dma_free_from && dma_queue.front().is_some_and(|op| op.joined() < c) {
             let op = dma_queue.pop_front().unwrap();
-            match op.kind {
-                dma::Kind::Ld => k.ld += 1,
-                dma::Kind::St => k.st += 1,
+            match op {
+                DmaOp::Copy(o) if o.kind == dma::Kind::Ld => k.ld += 1,
+                DmaOp::Copy(_) => k.st += 1,
+                DmaOp::Vector(v) => match v.kind {
+                    vector::Kind::Act => k.act += 1,
+                    vector::Kind::Cmp => k.cmp += 1,
+                    vector::Kind::Exp => k.exp += 1,
+                },
             }
             if op.empty() {
-                let sl = &mut slots[op.slot];
+                let sl = &mut slots[op.slot()];
                 sl.state = State::Running;
                 sl.pick_from = c + 1;
                 dma_free_from = c + 1;
             } else {
-                dma_active = Some(dma::Active::start(op, c, r.mem_latency.max(1), o));
+                dma_active = Some(match op {
+                    DmaOp::Copy(op) => DmaBusy::Copy(dma::Active::start(op, c, r.mem_latency.max(1), o)),
+                    // Steps from g + 1, back to back: done in g + their cycles.
+                    DmaOp::Vector(op) => {
+                        let steps = vector::run(&op, &mut smem);
+                        DmaBusy::Vector { slot: op.slot, done: c + vector::cycles(&steps) }
+                    }
+                });
             }
-        } else if let Some(a) = &mut dma_active {
-            let step = a.step(c, &mut mem, &mut smem);
-            k.rd_beats += step.rd_beats;
-            k.wr_beats += step.wr_beats;
-            if step.done {
-                let sl = &mut slots[a.op.slot];
+        } else if let Some(busy) = &mut dma_active {
+            let done_slot = match busy {
+                DmaBusy::Copy(a) => {
+                    let step = a.step(c, &mut mem, &mut smem);
+                    k.rd_beats += step.rd_beats;
+                    k.wr_beats += step.wr_beats;
+                    step.done.then_some(a.op.slot)
+                }
+                DmaBusy::Vector { slot, done } => (*done == c).then_some(*slot),
+            };
+            if let Some(s) = done_slot {
+                let sl = &mut slots[s];
                 sl.state = State::Running;
                 sl.pick_from = c + 1;
                 dma_free_from = c + 1;

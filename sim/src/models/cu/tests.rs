@@ -163,8 +163,10 @@ fn every_error_code() {
     assert_eq!(status_of("li r3, 1\n.word 0x70"), (Opcode, 1));
     assert_eq!(status_of(".word 0x0000000000000074"), (Opcode, 0));
     assert_eq!(status_of(".word 0"), (Opcode, 0));
-    // opcode before field: a reserved opcode with fields set.
-    assert_eq!(status_of(".word 0xffffffffffffff72"), (Opcode, 0));
+    // opcode before field: a reserved opcode with fields set (0x72 was
+    // reserved before docs/cu.md defined cmp; mma 0x70 and tex 0x74 still are).
+    assert_eq!(status_of(".word 0xffffffffffffff74"), (Opcode, 0));
+    assert_eq!(status_of(".word 0xffffffffffffff70"), (Opcode, 0));
     // field: add with imm, cdl with n = 0, end with rd, ld with imm 15:8.
     assert_eq!(status_of(".word 0x0000000100000001"), (Field, 0));
     assert_eq!(status_of(".word 0x0000000000000050"), (Field, 0));
@@ -655,7 +657,7 @@ mod files {
         assert_eq!(out["blocks"][0]["pc"], 4);
         assert_eq!(out["trace"][0]["insn"], "cdl r3, 2, ud[0]");
         assert_eq!(out["trace"][3]["insn"], "st r7, r3, r0, r6");
-        assert_eq!(out["counters"], json!({"instructions": 5, "cdl": 1, "ld": 1, "st": 1, "loads": 1,
+        assert_eq!(out["counters"], json!({"instructions": 5, "cdl": 1, "ld": 1, "st": 1, "act": 0, "cmp": 0, "exp": 0, "loads": 1,
                                            "rd_beats": 16 + 2, "wr_beats": 2}));
         assert_eq!(out["cycles"], out["blocks"][0]["cycles"]);
         let keys: Vec<&str> = out.as_object().unwrap().keys().map(|k| k.as_str()).collect();
@@ -732,4 +734,446 @@ mod files {
         );
         assert_eq!(errors(json!([]), d.path())[0], "input `(file)` = []: must be a JSON object with the keys program, memory, blocks, smem_bytes, regs, dump, mem_latency");
     }
+}
+
+// ---- act, cmp, exp ----
+//
+// Steps (docs/cu.md "Vector operations"): READ 2 cycles, OP 2, WRITE 1, the
+// first beginning in g + 1, back to back; done in the cycle the last ends,
+// i.e. e = g + (sum of the steps' cycles). Below `R(x)` is a READ of the
+// word at share offset x, `O` an OP, `W(x, m)` a WRITE with strobes m.
+
+use vector::Step::{Op as O, Read as R, Write as W};
+
+/// The little-endian bytes of int32 words.
+fn le(words: &[i32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// A `cmp`/`exp` operation (the `act` fields 0) on the share at `base`.
+fn vop(kind: vector::Kind, base: u32, d: u32, s: u32, q: u32, n: u32, e: isa::ElemSize) -> vector::Op {
+    vector::Op { kind, slot: 0, joined: 0, smem_base: base, d, s, q, rows: 0, w: 0, pitch: 0, n, e }
+}
+
+/// A scratchpad of `bytes` bytes filled with 0xEE, `init` written at
+/// `base + at`.
+fn smem_with(bytes: usize, base: usize, at: usize, init: &[u8]) -> Vec<u8> {
+    let mut m = vec![0xEE; bytes];
+    m[base + at..base + at + init.len()].copy_from_slice(init);
+    m
+}
+
+#[test]
+fn act_values_with_overlapping_rows() {
+    // Share at 64; words [-1, 2, -3, 4, -5] at offset 0; rows 3, w 2, P 4:
+    // words 0, 4 | 4, 8 | 8, 12 in order, each READ then WRITE: 6 x 3 = 18
+    // cycles. Word 16 (-5) is not touched.
+    let mut m = smem_with(128, 64, 0, &le(&[-1, 2, -3, 4, -5]));
+    let op = vector::Op { kind: vector::Kind::Act, rows: 3, w: 2, pitch: 4, ..vop(vector::Kind::Act, 64, 0, 0, 0, 0, isa::ElemSize::B8) };
+    let steps = vector::run(&op, &mut m);
+    assert_eq!(steps, [R(0), W(0, 0xF), R(4), W(4, 0xF), R(4), W(4, 0xF), R(8), W(8, 0xF), R(8), W(8, 0xF), R(12), W(12, 0xF)]);
+    assert_eq!(vector::cycles(&steps), 18);
+    assert_eq!(&m[64..84], &le(&[0, 2, 0, 4, -5])[..]);
+    assert_eq!(&m[..64], &[0xEE; 64][..]);
+    assert!(!op.empty());
+    assert!(vector::Op { rows: 0, ..op }.empty());
+    assert!(vector::Op { w: 0, ..op }.empty());
+}
+
+#[test]
+fn cmp_exp_16_bit_partial_words() {
+    // n = 7 elements of 16 bits (z = 2, 4 a vector): V = ceil(14/8) = 2;
+    // element 7 (0xABCD) is past n: given as 0, not selected.
+    //   S = 0: [0x1234, 0, 0xFFFF, 0x0100 | 0, 0x0001, 0x8000, (0xABCD)]
+    // v0: mask 0b1101, count 3: packed 34 12 FF FF 00 01: word 0 complete
+    //     (W D+0), 2 bytes pending; 4 mask bits.
+    // v1: mask 0b0110 (m = min(4, 7 - 4) = 3 bits), count 2: + 01 00 00 80:
+    //     word 1 = 00 01 01 00 complete (W D+4); 00 80 pending; 7 bits.
+    // Then the partial packed word (2 bytes, W D+8 strobes 0x3), the partial
+    // mask word (7 bits: 1 byte, mask 0b110_1101 = 0x6D, W Q+4 strobe 0x1),
+    // the count 5 (W Q). Cycles: 2 x (2+2+2+1) + 1 + 1 + 1 = 17.
+    let (base, d, q) = (64usize, 16u32, 32u32);
+    let elems: Vec<u8> = [0x1234u16, 0, 0xFFFF, 0x0100, 0, 0x0001, 0x8000, 0xABCD].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let mut m = smem_with(128, base, 0, &elems);
+    let op = vop(vector::Kind::Cmp, base as u32, d, 0, q, 7, isa::ElemSize::B16);
+    let steps = vector::run(&op, &mut m);
+    assert_eq!(steps, [R(0), R(4), O, W(16, 0xF), R(8), R(12), O, W(20, 0xF), W(24, 0x3), W(36, 0x1), W(32, 0xF)]);
+    assert_eq!(vector::cycles(&steps), 17);
+    let e = 0xEE;
+    assert_eq!(&m[base + 16..base + 28], &[0x34, 0x12, 0xFF, 0xFF, 0x00, 0x01, 0x01, 0x00, 0x00, 0x80, e, e]);
+    assert_eq!(&m[base + 32..base + 40], &[5, 0, 0, 0, 0x6D, e, e, e]);
+    assert_eq!(&m[base..base + 16], &elems[..], "the source is not written");
+
+    // exp back to D' = 48 from S = 16, Q = 32 (mask bits past 7 are 0xEE
+    // junk, never used): v0: m = 4, no bits held: R Q+4; c = 3 set bits
+    // (0xD), 6 bytes: R S, R S+4 (8 held); O; W D'+0, W D'+4 (4 < 14); 2
+    // bytes held. v1: m = 3, 28 bits held; bits 4..6 of 0x6D = 0b110, c = 2:
+    // 4 bytes, 2 held: R S+8; O; W D'+8 (strobe F), W D'+12 (12 < 14: bytes
+    // 12, 13 only, strobe 0x3). Cycles 2+2+2+2+1+1 + 2+2+1+1 = 16.
+    let op = vop(vector::Kind::Exp, base as u32, 48, 16, q, 7, isa::ElemSize::B16);
+    let steps = vector::run(&op, &mut m);
+    assert_eq!(steps, [R(36), R(16), R(20), O, W(48, 0xF), W(52, 0xF), R(24), O, W(56, 0xF), W(60, 0x3)]);
+    assert_eq!(vector::cycles(&steps), 16);
+    let mut want = elems[..14].to_vec();
+    want.extend([e, e]);
+    assert_eq!(&m[base + 48..base + 64], &want[..]);
+    assert_eq!(&m[..base], &[e; 64][..], "nothing outside the share");
+}
+
+#[test]
+fn cmp_exp_32_bit_with_a_full_mask_word() {
+    // n = 35 elements of 32 bits (2 a vector): V = ceil(140/8) = 18; x_i = 0
+    // when i % 3 == 0, else 0xA000_0000 + i; element 35 (past n) = 0xDEAD.
+    // Selected: the 35 - 12 = 23 with i % 3 != 0. Mask word 0 = bits 0..31
+    // = 0xFFFF_FFFF - (2^0 + 2^3 + .. + 2^30 = 0x4924_9249) = 0xB6DB_6DB6,
+    // complete after v15 (elements 30, 31): its WRITE follows v15's packed
+    // write (element 31, the 21st selected: D + 80). Bits 32..34: 32 and
+    // 34 set: 0b101, partial: 1 byte at Q + 8.
+    // Steps: 18 x (R, R, O) = 108 cycles, 23 packed WRITEs (z = 4: one a
+    // selected element, never partial), the mask word, the partial mask
+    // word, the count: 108 + 23 + 3 = 134.
+    let (s, d, q, d2) = (0u32, 160u32, 256u32, 288u32);
+    let x = |i: u32| if i % 3 == 0 { 0 } else { 0xA000_0000 + i };
+    let mut src: Vec<u8> = (0..35).flat_map(|i| x(i).to_le_bytes()).collect();
+    src.extend(0xDEADu32.to_le_bytes());
+    let mut m = smem_with(512, 0, s as usize, &src);
+    let steps = vector::run(&vop(vector::Kind::Cmp, 0, d, s, q, 35, isa::ElemSize::B32), &mut m);
+    assert_eq!(vector::cycles(&steps), 134);
+    assert_eq!(steps.iter().filter(|t| matches!(t, R(_))).count(), 36);
+    assert_eq!(steps.iter().filter(|t| matches!(t, O)).count(), 18);
+    let k = steps.iter().position(|t| *t == W(q + 4, 0xF)).unwrap();
+    assert_eq!(&steps[k - 4..k + 2], &[R(120), R(124), O, W(d + 80, 0xF), W(q + 4, 0xF), R(128)]);
+    assert_eq!(&steps[steps.len() - 6..], &[R(136), R(140), O, W(d + 88, 0xF), W(q + 8, 0x1), W(q, 0xF)]);
+    let packed: Vec<u8> = (0..35).filter(|i| i % 3 != 0).flat_map(|i| x(i).to_le_bytes()).collect();
+    assert_eq!(packed.len(), 92);
+    assert_eq!(&m[d as usize..d as usize + 96], &[&packed[..], &[0xEE; 4][..]].concat()[..]);
+    assert_eq!(&m[q as usize..q as usize + 12], &[23, 0, 0, 0, 0xB6, 0x6D, 0xDB, 0xB6, 0x05, 0xEE, 0xEE, 0xEE]);
+
+    // exp to D' = 288: mask READs at v0 (Q+4) and v16 (Q+8: the 32 bits of
+    // the first word used by v0..v15); v17 has m = 1 (element 34) and 30
+    // bits held. One packed READ a selected element (23). Two WRITEs a
+    // vector but v17's second (byte 140 is not below n*z = 140): 35.
+    // Cycles: (2 + 23) x 2 + 18 x 2 + 35 = 121.
+    let steps = vector::run(&vop(vector::Kind::Exp, 0, d2, d, q, 35, isa::ElemSize::B32), &mut m);
+    assert_eq!(vector::cycles(&steps), 121);
+    assert_eq!(&steps[..5], &[R(q + 4), R(d), O, W(d2, 0xF), W(d2 + 4, 0xF)]); // v0: x0 = 0, x1 selected
+    let mask_reads: Vec<usize> = steps.iter().enumerate().filter(|(_, t)| matches!(t, R(a) if *a >= q)).map(|(i, _)| i).collect();
+    assert_eq!(mask_reads.len(), 2);
+    assert_eq!(steps[mask_reads[1]], R(q + 8));
+    // v16 (x32 selected, x33 not): R Q+8, c = 1: the 22nd packed word
+    // (21 selected below 32) R D+84; O; W D'+128, W D'+132. v17 (x34): R
+    // D+88; O; W D'+136 (bytes 136..139, all below 140).
+    assert_eq!(
+        &steps[steps.len() - 8..],
+        &[R(q + 8), R(d + 84), O, W(d2 + 128, 0xF), W(d2 + 132, 0xF), R(d + 88), O, W(d2 + 136, 0xF)]
+    );
+    let want: Vec<u8> = (0..35).flat_map(|i| x(i).to_le_bytes()).collect();
+    assert_eq!(&m[d2 as usize..d2 as usize + 140], &want[..]);
+    assert_eq!(&m[d2 as usize + 140..d2 as usize + 144], &[0xEE; 4]);
+}
+
+#[test]
+fn cmp_exp_8_bit_whole_words_and_edge_cases() {
+    // n = 32 bytes, all non-zero: V = 4; each vector completes 2 packed
+    // words (8 bytes); v3 completes the mask word (32 bits). No partial
+    // words; the count 32. Cycles 4 x (2+2+2+1+1) + 1 + 1 = 34.
+    let src: Vec<u8> = (1..=32).collect();
+    let mut m = smem_with(128, 0, 0, &src);
+    let steps = vector::run(&vop(vector::Kind::Cmp, 0, 32, 0, 64, 32, isa::ElemSize::B8), &mut m);
+    let mut want = Vec::new();
+    for v in 0..4 {
+        want.extend([R(8 * v), R(8 * v + 4), O, W(32 + 8 * v, 0xF), W(32 + 8 * v + 4, 0xF)]);
+    }
+    want.extend([W(68, 0xF), W(64, 0xF)]);
+    assert_eq!(steps, want);
+    assert_eq!(vector::cycles(&steps), 34);
+    assert_eq!(&m[32..64], &src[..]);
+    assert_eq!(&m[64..72], &[32, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF]);
+
+    // cmp with n = 0: only the count's WRITE (1 cycle), nothing else.
+    let mut m = smem_with(64, 0, 0, &[]);
+    let op = vop(vector::Kind::Cmp, 0, 0, 0, 8, 0, isa::ElemSize::B16);
+    assert!(!op.empty());
+    assert_eq!(vector::run(&op, &mut m), [W(8, 0xF)]);
+    assert_eq!(&m[..16], &[0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0, 0, 0, 0, 0xEE, 0xEE, 0xEE, 0xEE]);
+    // exp with n = 0 does nothing (done at its start).
+    assert!(vop(vector::Kind::Exp, 0, 0, 0, 8, 0, isa::ElemSize::B16).empty());
+
+    // exp with a vector of no set bits: n = 4 bytes, mask 0: R Q+4 (m = 4),
+    // c = 0: no packed READ; O; W D (bytes 0..3, all below 4), and not
+    // D+4. Cycles 2 + 2 + 1 = 5; the packed data is never read.
+    let mut m = smem_with(64, 0, 36, &[0, 0, 0, 0]);
+    let steps = vector::run(&vop(vector::Kind::Exp, 0, 0, 16, 32, 4, isa::ElemSize::B8), &mut m);
+    assert_eq!(steps, [R(36), O, W(0, 0xF)]);
+    assert_eq!(vector::cycles(&steps), 5);
+    assert_eq!(&m[..8], &[0, 0, 0, 0, 0xEE, 0xEE, 0xEE, 0xEE]);
+
+    // exp of 8-bit elements, one packed word read for two vectors: n = 16,
+    // mask bits 0x0101 (elements 0 and 8): v0 R Q+4, c = 1: R S; O; W W.
+    // v1: 24 bits and 3 packed bytes held, c = 1: no READ; O; W W.
+    // Cycles 2+2+2+1+1 + 2+1+1 = 12.
+    let mut m = smem_with(64, 0, 16, &[7, 9, 0xEE, 0xEE]);
+    m[36..40].copy_from_slice(&[1, 1, 0, 0]);
+    let steps = vector::run(&vop(vector::Kind::Exp, 0, 0, 16, 32, 16, isa::ElemSize::B8), &mut m);
+    assert_eq!(steps, [R(36), R(16), O, W(0, 0xF), W(4, 0xF), O, W(8, 0xF), W(12, 0xF)]);
+    assert_eq!(vector::cycles(&steps), 12);
+    assert_eq!(&m[..16], &[7, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0]);
+}
+
+#[test]
+fn act_after_ld_exact_cycles() {
+    // One slot, L = 5, O = 2, D = 16, share of 64 bytes at 0.
+    // X 27 li r4, X 29 li r6 (rows 1, n 32), X 31 ld: g = 32, 8 aligned
+    // beats, e = 57 (as in st_with_misaligned_ends). Picked 58.
+    // X 59 li r7 (rows 2, w 3), X 61 act r3, r7, 0, 16: s = 0, P = 16:
+    //   words 0, 4, 8, 16, 20, 24; g = 62; 6 x (READ 2 + WRITE 1) = 18
+    //   cycles, 63..80: e = 80. Picked 81.
+    // X 82 act r3, r7, 0: P = 4w = 12: words 0, 4, .., 20; g = 83; 18
+    //   cycles, 84..101: e = 101. Picked 102, X 103 end, completion 104.
+    // Values: [-5, 7, 0, -1, MIN, MAX, 0x80000001, -3]; after the first:
+    // [0, 7, 0, -1, 0, MAX, 0, -3] (words 12, 28 not in the tile); the
+    // second reaches word 12 (-1 -> 0) but not 24, 28.
+    let src = "li r4, 0x3000\nli r6, 0x10020\nld r3, r4, r5, r6\n\
+               li r7, 0x20003\nact r3, r7, 0, 16\nact r3, r7, 0\nend";
+    let mut r = setup(src, vec![block(0)], 64, 8, 5);
+    r.memory.load(0x3000, &le(&[-5, 7, 0, -1, i32::MIN, i32::MAX, -0x7FFF_FFFF, -3]));
+    let f = go(&one_slot(), &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 59, 61, 82, 103]);
+    assert_eq!(f.outcome.blocks[0].complete_cycle, 104);
+    assert_eq!(&f.smem[..32], &le(&[0, 7, 0, 0, 0, i32::MAX, 0, -3])[..]);
+    assert_eq!(
+        f.outcome.counters,
+        Counters { instructions: 7, ld: 1, act: 2, loads: 1, rd_beats: 16 + 8, ..Counters::default() }
+    );
+    let v = io::output_json(&one_slot(), &r, &f.outcome);
+    assert_eq!(v["trace"][4]["insn"], "act r3, r7, 0, 16");
+    assert_eq!(v["trace"][5]["insn"], "act r3, r7, 0");
+}
+
+#[test]
+fn cmp_then_exp_exact_cycles() {
+    // One slot, L = 5, O = 2, share of 64 bytes. Memory 0x3000: 16 bytes
+    // [0, 5, 0, 0, 7, 1, 0, 9, 3, 0, 0, 4, 0, 0x55, 0x66, 0x77], then 48
+    // bytes of 0xEE.
+    // X 27 li r4, X 29 li r6 (rows 1, n 64), X 31 ld: g = 32, 16 beats in
+    // pairs: requests 33, 34, taken 38, 39; requests 39, 40, taken 44, 45;
+    // .. the 8th pair taken 80, 81: e = 81. Picked 82.
+    // X 83 li r1 (D 16), X 85 li r2 (Q 32), X 87 li r7 (0xABCD000D: n = 13,
+    // the upper bits ignored), X 89 cmp r1, r3, r2, r7, 8 (S = r3 = 0):
+    //   V = ceil(13/8) = 2. v0: [0,5,0,0,7,1,0,9]: mask 0xB2, count 4:
+    //   packed 05 07 01 09, word 0 complete (W D). v1: [3,0,0,4,0] and
+    //   elements 13..15 given as 0: mask 0b1001, count 2: 03 04 pending.
+    //   Then W D+4 (2 bytes), W Q+4 (13 bits: 2 bytes, 0xB2 0x09), W Q (6).
+    //   Steps 2+2+2+1 + 2+2+2 + 1+1+1 = 16: g = 90, 91..106, e = 106.
+    // Picked 107. X 108 li r3 (48), X 110 exp r3, r1, r2, r7, 8: D = 48,
+    //   S = 16, Q = 32, n = 13. v0: m 8, R Q+4 (bytes B2 09 EE EE: bits past
+    //   13 are junk); c = 4: R S; O; W D, W D+4. v1: m = 5, 24 bits held;
+    //   bits 8..12 = 0b01001, c = 2: R S+4; O; W D+8 (8 < 13), W D+12
+    //   (12 < 13: byte 12 only). Steps 2+2+2+1+1 + 2+2+1+1 = 14: g = 111,
+    //   112..125, e = 125. Picked 126, X 127 end, completion 128.
+    let src = "li r4, 0x3000\nli r6, 0x10040\nld r3, r4, r5, r6\n\
+               li r1, 16\nli r2, 32\nli r7, 0xABCD000D\ncmp r1, r3, r2, r7, 8\n\
+               li r3, 48\nexp r3, r1, r2, r7, 8\nend";
+    let mut r = setup(src, vec![block(0)], 64, 8, 5);
+    let elems = [0u8, 5, 0, 0, 7, 1, 0, 9, 3, 0, 0, 4, 0, 0x55, 0x66, 0x77];
+    r.memory.load(0x3000, &elems);
+    r.memory.load(0x3010, &[0xEE; 48]);
+    let f = go(&one_slot(), &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 83, 85, 87, 89, 108, 110, 127]);
+    assert_eq!(f.outcome.blocks[0].complete_cycle, 128);
+    let e = 0xEE;
+    assert_eq!(&f.smem[..16], &elems[..]);
+    assert_eq!(&f.smem[16..24], &[5, 7, 1, 9, 3, 4, e, e]);
+    assert_eq!(&f.smem[32..40], &[6, 0, 0, 0, 0xB2, 0x09, e, e]);
+    assert_eq!(&f.smem[48..64], &[0, 5, 0, 0, 7, 1, 0, 9, 3, 0, 0, 4, 0, e, e, e]);
+    assert_eq!(
+        f.outcome.counters,
+        Counters { instructions: 10, ld: 1, cmp: 1, exp: 1, loads: 1, rd_beats: 16 + 16, ..Counters::default() }
+    );
+    let v = io::output_json(&one_slot(), &r, &f.outcome);
+    assert_eq!(v["trace"][6]["insn"], "cmp r1, r3, r2, r7, 8");
+    assert_eq!(v["trace"][8]["insn"], "exp r3, r1, r2, r7, 8");
+    assert_eq!(
+        v["counters"],
+        serde_json::json!({"instructions": 10, "cdl": 0, "ld": 1, "st": 0, "act": 0, "cmp": 1, "exp": 1,
+                           "loads": 1, "rd_beats": 32, "wr_beats": 0})
+    );
+}
+
+#[test]
+fn empty_vector_operations() {
+    // act with rows = 0 (w = 5), exp with n = 0 (upper bits of rc set): done
+    // in their start cycle g = 30 (X 29 joins): picked 31, X 32 end.
+    for src in ["li r6, 0x0005\nact r3, r6, 0\nend", "li r6, 0x70000\nexp r3, r4, r5, r6, 32\nend"] {
+        let o = go(&one_slot(), &setup(src, vec![block(0)], 64, 8, 5)).outcome;
+        assert_eq!(x_cycles(&o), [27, 29, 32], "{src}");
+        assert_eq!(o.counters.act + o.counters.exp, 1, "started, though empty");
+    }
+    // act with w = 0.
+    let o = go(&one_slot(), &setup("li r6, 0x30000\nact r3, r6, 0\nend", vec![block(0)], 64, 8, 5)).outcome;
+    assert_eq!(x_cycles(&o), [27, 29, 32]);
+    // cmp with n = 0 is not empty: the count's WRITE in 31, e = 31: picked
+    // 32, X 33 end; the count 0 at Q = 8.
+    let src = "li r3, 0x3000\nli r6, 0x10010\nld r0, r3, r0, r6\nli r5, 8\ncmp r3, r4, r5, r0, 16\nend";
+    // (The ld fills smem[0..16] with 0xEE first: X 27, 29, 31; g = 32, 4
+    // beats taken 38, 39, 44, 45: e = 45; X 47 li, X 49 cmp, g = 50: W in
+    // 51, e = 51; X 53 end.) D = 0x3000 is not checked for n = 0.
+    let mut r = setup(src, vec![block(0)], 64, 8, 5);
+    r.memory.load(0x3000, &[0xEE; 16]);
+    let f = go(&one_slot(), &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 47, 49, 53]);
+    assert_eq!(&f.smem[..16], &[0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0, 0, 0, 0, 0xEE, 0xEE, 0xEE, 0xEE]);
+    assert_eq!(f.outcome.counters.cmp, 1);
+}
+
+#[test]
+fn every_vector_error() {
+    use Status::*;
+    // status_of: 4 registers (r0 = x = 1), 64 bytes of share, D = 16.
+    // field: act f = 1, act rb, act imm 15:8; cmp/exp size code 3, imm 31:16.
+    assert_eq!(status_of(".word 0x0000000100020171"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000000001020171"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000010000020171"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000030003020172"), (Field, 0));
+    assert_eq!(status_of(".word 0x0001000003020172"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000030003020173"), (Field, 0));
+    assert_eq!(status_of(".word 0x8000000003020173"), (Field, 0));
+    // field before reg: act r200, r200 with f = 1.
+    assert_eq!(status_of(".word 0x0000000100c8c871"), (Field, 0));
+    // reg: act's rd, ra; cmp's rc; exp's rb.
+    assert_eq!(status_of("act r4, r0, 0"), (Reg, 0));
+    assert_eq!(status_of("act r0, r4, 0"), (Reg, 0));
+    assert_eq!(status_of("cmp r0, r1, r2, r4, 8"), (Reg, 0));
+    assert_eq!(status_of("exp r0, r1, r5, r3, 16"), (Reg, 0));
+    // pc before align (act at D-1 with s = r0 = 1); reg before pc.
+    let pad = "li r3, 0\n".repeat(15);
+    assert_eq!(status_of(&format!("{pad}act r0, r1, 0")), (Pc, 15));
+    assert_eq!(status_of(&format!("{pad}act r9, r1, 0")), (Reg, 15));
+    // align: act's s (r0 = 1), even with rows = w = 0 (r1 = 0); act's P = p.
+    assert_eq!(status_of("act r0, r1, 0"), (Align, 0));
+    assert_eq!(status_of("li r0, 0\nact r0, r1, 0, 6"), (Align, 1));
+    assert_eq!(status_of("li r0, 0\nli r1, 0x10001\nact r0, r1, 0, 2"), (Align, 2));
+    assert_eq!(status_of("li r0, 0\nli r1, 0x10003\nact r0, r1, 0, 12\nend"), (Ok, 3));
+    // cmp/exp: D, S, Q each; also with n = 0.
+    assert_eq!(status_of("li r1, 0\nli r2, 8\nli r3, 1\ncmp r0, r1, r2, r3, 8"), (Align, 3)); // D = 1
+    assert_eq!(status_of("li r0, 0\nli r1, 2\nli r2, 8\ncmp r0, r1, r2, r3, 8"), (Align, 3)); // S = 2
+    assert_eq!(status_of("li r1, 0\nli r2, 0\nexp r2, r1, r0, r3, 32"), (Align, 2)); // Q = 1
+    assert_eq!(status_of("li r1, 0\nli r2, 0\nli r3, 0\nexp r0, r1, r2, r3, 8"), (Align, 3)); // n = 0, D = 1
+    // smem, act: s + (rows-1)*P + 4w > 64.
+    assert_eq!(status_of("li r0, 48\nli r1, 0x20003\nact r0, r1, 0, 4\nend"), (Ok, 3)); // 48 + 4 + 12 = 64
+    assert_eq!(status_of("li r0, 52\nli r1, 0x20003\nact r0, r1, 0, 4"), (Smem, 2)); // 68
+    assert_eq!(status_of("li r0, 40\nli r1, 0x20003\nact r0, r1, 0\nend"), (Ok, 3)); // P = 12: 64
+    assert_eq!(status_of("li r0, 44\nli r1, 0x20003\nact r0, r1, 0"), (Smem, 2)); // 68
+    assert_eq!(status_of("li r0, 0\nli r1, 0xFFFF\nact r0, r1, 0\nend"), (Ok, 3)); // rows = 0
+    assert_eq!(status_of("li r0, -4\nli r1, 0x10001\nact r0, r1, 0"), (Smem, 2)); // no wrap
+    // smem, cmp with n = 0: only Q + 4 (D, S far outside).
+    let cmp0 = |qv: u32| format!("li r0, 0x10000\nli r1, 0x10000\nli r2, {qv}\nli r3, 0xFFFF0000\ncmp r0, r1, r2, r3, 32\nend");
+    assert_eq!(status_of(&cmp0(60)), (Ok, 5));
+    assert_eq!(status_of(&cmp0(64)), (Smem, 4));
+    // smem, cmp reads S .. S + 8V: n = 3 bytes, V = 1: S = 56 fits, S = 60
+    // does not (68), though the 3 bytes would; exp reads S + 4*ceil(3/4) =
+    // 64 there: no error.
+    let three = |op: &str, sv: u32| format!("li r0, 0\nli r1, {sv}\nli r2, 8\nli r3, 3\n{op} r0, r1, r2, r3, 8\nend");
+    assert_eq!(status_of(&three("cmp", 56)), (Ok, 5));
+    assert_eq!(status_of(&three("cmp", 60)), (Smem, 4));
+    assert_eq!(status_of(&three("exp", 60)), (Ok, 5));
+    // smem, D + n*z: n = 3 words of 32 bits: D = 52 fits, 56 does not, for
+    // both (exp with S = 0: 12 bytes read; cmp with S = 0: V = 2, 16).
+    let words = |op: &str, dv: u32| format!("li r0, {dv}\nli r1, 0\nli r2, 16\nli r3, 3\n{op} r0, r1, r2, r3, 32\nend");
+    for op in ["cmp", "exp"] {
+        assert_eq!(status_of(&words(op, 52)), (Ok, 5), "{op}");
+        assert_eq!(status_of(&words(op, 56)), (Smem, 4), "{op}");
+    }
+    // smem, the mask words: n = 33 bytes: Q + 4 + 4*2 = Q + 12: Q = 52
+    // fits, Q = 56 does not (S = D = 0: cmp reads 40, exp 36, writes 33).
+    let mask = |op: &str, qv: u32| format!("li r0, 0\nli r1, 0\nli r2, {qv}\nli r3, 33\n{op} r0, r1, r2, r3, 8\nend");
+    for op in ["cmp", "exp"] {
+        assert_eq!(status_of(&mask(op, 52)), (Ok, 5), "{op}");
+        assert_eq!(status_of(&mask(op, 56)), (Smem, 4), "{op}");
+    }
+    // smem, exp reads S + 4*ceil(33/4) = S + 36: S = 28 fits, 32 does not.
+    let exps = |sv: u32| format!("li r0, 0\nli r1, {sv}\nli r2, 0\nli r3, 33\nexp r0, r1, r2, r3, 8\nend");
+    assert_eq!(status_of(&exps(28)), (Ok, 5));
+    assert_eq!(status_of(&exps(32)), (Smem, 4));
+    // exp with n = 0: nothing checked but alignment.
+    assert_eq!(status_of("li r0, 0x1000\nli r1, 0x1000\nli r2, 0x1000\nli r3, 0\nexp r0, r1, r2, r3, 8\nend"), (Ok, 5));
+    // No wrap: D = 2^32 - 4, n = 1.
+    assert_eq!(status_of("li r0, -4\nli r1, 0\nli r2, 8\nli r3, 1\ncmp r0, r1, r2, r3, 8"), (Smem, 4));
+    // mma and tex stay undefined.
+    assert_eq!(status_of(".word 0x70"), (Opcode, 0));
+    assert_eq!(status_of(".word 0x74"), (Opcode, 0));
+}
+
+#[test]
+fn act_queued_behind_an_ld_of_another_slot() {
+    // Two slots, L = 1, O = 2, 8 registers and 128 bytes a share (R = 2).
+    //   0: li r6, 0x10080   1: li r4, 0x3000   2: bnz r0, 5
+    //   3: ld r3, r4, r5, r6   4: end
+    //   5: li r7, 0x10002   6: act r3, r7, 0   7: end
+    // d0 = 6, d1 = 7. Load 0: request 7, beats 8..23; slot 0 picked from
+    // 24. Load 1: request 24, beats 25..40; slot 1 picked from 41.
+    // Slot 0: X 25, 27, 29 (bnz, x = 0: not taken), 31 ld: g = 32, 32
+    // aligned beats at L = 1: requested 33 + k, taken 34 + k: e = 65.
+    // Slot 1 (alone from 41): X 42, 44, 46 (bnz taken), 48 li, 50 act: it
+    // joins at the end of 50 but the ld is in progress until 65: g = 66;
+    // 2 words x 3 cycles, 67..72: e = 72; picked 73, X 74 end, completion
+    // 75. Slot 0: picked 66, X 67 end, completion 68.
+    // (Alone, the act would start in 51.)
+    let src = "li r6, 0x10080\nli r4, 0x3000\nbnz r0, 5\nld r3, r4, r5, r6\nend\n\
+               li r7, 0x10002\nact r3, r7, 0\nend";
+    let r = setup(src, vec![block(0), block(1)], 128, 8, 1);
+    let o = go(&two_slots(), &r).outcome;
+    assert_eq!(
+        xs(&o),
+        [(25, 0, 0), (27, 0, 1), (29, 0, 2), (31, 0, 3), (42, 1, 0), (44, 1, 1), (46, 1, 2), (48, 1, 5), (50, 1, 6), (67, 0, 4), (74, 1, 7)]
+    );
+    let got: Vec<_> = o.blocks.iter().map(|b| (b.share, b.dispatch_cycle, b.complete_cycle)).collect();
+    assert_eq!(got, [(0, 6, 68), (1, 7, 75)]);
+    assert_eq!(o.cycles, 69);
+    assert_eq!((o.counters.ld, o.counters.act), (1, 1));
+}
+
+#[test]
+fn cmp_queued_behind_an_ld_of_another_slot() {
+    // Two slots, L = 1, O = 2, 8 registers and 128 bytes a share.
+    //   0: li r4, 0x3000   1: li r6, 0x10008   2: bnz r0, 8
+    //   3: li r6, 0x10080  4: li r2, 11   5: loop r2, 5
+    //   6: ld r3, r4, r5, r6   7: end
+    //   8: li r1, 16   9: li r2, 32   10: li r7, 8
+    //   11: ld r3, r4, r5, r6   12: cmp r1, r3, r2, r7, 8   13: end
+    // Loads as above: slot 0 picked from 24, slot 1 from 41; then they
+    // alternate, slot 0 executing in odd cycles, slot 1 in even ones.
+    // Slot 0: X 25, 27, 29 (bnz not taken), 31, 33, loop 35 .. 55 (11
+    //   times), X 57 ld (128 bytes) joins at the end of 57.
+    // Slot 1: X 42, 44, 46 (bnz taken), 48, 50, 52, 54 ld (8 bytes): g =
+    //   55, requests 56, 57, beats taken 57, 58: e = 58.
+    // Slot 0's ld starts in 59: 32 beats taken 61 .. 92: e = 92.
+    // Slot 1 picked 59, X 60 cmp: joins at the end of 60, behind the ld:
+    //   g = 93. n = 8 bytes [0, 5, 0, 0, 7, 1, 0, 9], V = 1: R, R, O, W D
+    //   (05 07 01 09), W Q+4 (8 bits: 1 byte, 0xB2), W Q (4): 9 cycles,
+    //   94..102: e = 102. Picked 103, X 104 end, completion 105.
+    // Slot 0: picked 93, X 94 end, completion 95.
+    let src = "li r4, 0x3000\nli r6, 0x10008\nbnz r0, 8\n\
+               li r6, 0x10080\nli r2, 11\nloop r2, 5\nld r3, r4, r5, r6\nend\n\
+               li r1, 16\nli r2, 32\nli r7, 8\nld r3, r4, r5, r6\ncmp r1, r3, r2, r7, 8\nend";
+    let mut r = setup(src, vec![block(0), block(1)], 128, 8, 1);
+    r.memory.load(0x3000, &[0, 5, 0, 0, 7, 1, 0, 9]);
+    let f = go(&two_slots(), &r);
+    let o = &f.outcome;
+    let slot0: Vec<u64> = o.trace.iter().filter(|t| t.slot == 0).map(|t| t.cycle).collect();
+    let slot1: Vec<(u64, u32)> = o.trace.iter().filter(|t| t.slot == 1).map(|t| (t.cycle, t.pc)).collect();
+    let mut want0: Vec<u64> = (0..16).map(|i| 25 + 2 * i).collect(); // 25 .. 55
+    want0.extend([57, 94]);
+    assert_eq!(slot0, want0);
+    assert_eq!(slot1, [(42, 0), (44, 1), (46, 2), (48, 8), (50, 9), (52, 10), (54, 11), (60, 12), (104, 13)]);
+    let got: Vec<_> = o.blocks.iter().map(|b| (b.dispatch_cycle, b.complete_cycle)).collect();
+    assert_eq!(got, [(6, 95), (7, 105)]);
+    // Share 1 (scratchpad bytes 128..): the packed word at D = 16, the count
+    // at Q = 32 and the mask byte at Q + 4.
+    assert_eq!(&f.smem[128 + 16..128 + 20], &[5, 7, 1, 9]);
+    assert_eq!(&f.smem[128 + 32..128 + 37], &[4, 0, 0, 0, 0xB2]);
+    assert_eq!(
+        o.counters,
+        Counters { instructions: 27, ld: 2, cmp: 1, loads: 2, rd_beats: 32 + 32 + 2, ..Counters::default() }
+    );
 }
