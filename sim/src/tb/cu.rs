@@ -299,6 +299,9 @@ pub fn run(compiled: &Compiled, p: &CuParams, r: &Run, env: Option<Env>, budget:
             0x50 | 0x51 => counters.cdl += 1,
             0x60 => counters.ld += 1,
             0x61 => counters.st += 1,
+            0x71 => counters.act += 1,
+            0x72 => counters.cmp += 1,
+            0x73 => counters.exp += 1,
             _ => {}
         }
     }
@@ -348,7 +351,10 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, plant: Pl
         v.push(encode(&Insn::Li { rd: 6, imm: 1 << 16 | smem }));
         v.push(encode(&Insn::Ld { rd: 5, ra: 4, rb: 6, rc: 6, p: 0 }));
     }
-    let scratch = |rng: &mut Rng| 5 + rng.below(regs as u64 - 5) as u8;
+    let word = |op: u8, rd: u8, ra: u8, rb: u8, imm: u32| op as u64 | (rd as u64) << 8 | (ra as u64) << 16 | (rb as u64) << 24 | (imm as u64) << 32;
+    // r5 = 0 and r6 = the share's shape stay as the start sets them, for
+    // the closing store of the whole share.
+    let scratch = |rng: &mut Rng| 7 + rng.below(regs as u64 - 7) as u8;
     let any_reg = |rng: &mut Rng| rng.below(regs as u64) as u8;
     let imm = |rng: &mut Rng| match rng.below(4) {
         0 => rng.below(16) as u32,
@@ -371,14 +377,14 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, plant: Pl
         }
     };
     // Room for the last group and `end` (or the planted error).
-    let budget = depth as usize - 5;
+    let budget = depth as usize - 6;
     let mut plant_at = if plant == Planted::None { usize::MAX } else { 1 + rng.below(budget as u64 - 1) as usize };
     while v.len() < budget {
         if v.len() >= plant_at {
             break;
         }
         let room = budget - v.len();
-        match rng.below(10) {
+        match rng.below(13) {
             0..=2 => v.push(alu(rng, None)),
             3 if room >= 6 => {
                 // A counted loop over a little arithmetic.
@@ -405,8 +411,8 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, plant: Pl
             }
             5 if room >= 2 => {
                 // cdl from the input data (aligned).
-                let n = 1 + rng.below(16.min(regs as u64 - 5)) as u8;
-                let rd = 5 + rng.below(regs as u64 - 5 - n as u64 + 1) as u8;
+                let n = 1 + rng.below(16.min(regs as u64 - 7)) as u8;
+                let rd = 7 + rng.below(regs as u64 - 7 - n as u64 + 1) as u8;
                 v.push(encode(&Insn::CdlMem { rd, ra: 4, n, i: 4 * rng.below(IN_BYTES as u64 / 4 - 16) as u32 }));
             }
             6..=9 if room >= 6 && smem >= 4 => {
@@ -448,19 +454,73 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, plant: Pl
                     Insn::Ld { rd: s_r, ra: a_r, rb: str_r, rc: sh_r, p: p16 }
                 }));
             }
+            10 if room >= 4 && smem >= 16 => {
+                // act over a few int32 rows of the share.
+                let (s_r, sh_r) = (scratch(rng), scratch(rng));
+                if s_r == sh_r {
+                    continue;
+                }
+                let rows = rng.below(4) as u32;
+                let w = rng.below(6) as u32;
+                let p = if rng.chance(50) { 0 } else { 4 * (w + rng.below(3) as u32) };
+                let pitch = if p == 0 { 4 * w } else { p };
+                let span = if rows == 0 || w == 0 { 0 } else { (rows - 1) * pitch + 4 * w };
+                if span > smem {
+                    continue;
+                }
+                let off = 4 * rng.below(((smem - span) / 4) as u64 + 1) as u32;
+                v.push(encode(&Insn::Li { rd: s_r, imm: off }));
+                v.push(encode(&Insn::Li { rd: sh_r, imm: rows << 16 | w }));
+                v.push(word(0x71, s_r, sh_r, 0, p << 16));
+            }
+            11 | 12 if room >= 6 && smem >= 64 => {
+                // cmp of n elements, then (often) exp of what it wrote, in
+                // thirds of the share.
+                let rs: Vec<u8> = (0..4).map(|_| scratch(rng)).collect();
+                if rs.iter().collect::<std::collections::HashSet<_>>().len() < 4 {
+                    continue;
+                }
+                let third = (smem / 3) & !3;
+                let zc = rng.below(3) as u32;
+                let z = 1u32 << zc;
+                let q_need = |n: u32| 4 + 4 * n.div_ceil(32);
+                let max_n = (third.saturating_sub(8) / z).min(80);
+                let n = if rng.chance(10) { 0 } else { rng.below(max_n as u64 + 1) as u32 };
+                if n * z + 8 > third || q_need(n) > third {
+                    continue;
+                }
+                let (src, dst, q) = (0u32, third, 2 * third);
+                let (src, dst) = if rng.chance(50) { (src, dst) } else { (dst, src) };
+                v.push(encode(&Insn::Li { rd: rs[0], imm: dst }));
+                v.push(encode(&Insn::Li { rd: rs[1], imm: src }));
+                v.push(encode(&Insn::Li { rd: rs[2], imm: q }));
+                v.push(encode(&Insn::Li { rd: rs[3], imm: n | (rng.below(4) as u32) << 16 }));
+                v.push(word(0x72, rs[0], rs[1], rs[2], rs[3] as u32 | zc << 8));
+                if v.len() < budget && rng.chance(60) {
+                    // Expand the packed elements back over the source.
+                    v.push(word(0x73, rs[1], rs[0], rs[2], rs[3] as u32 | zc << 8));
+                }
+            }
             _ => v.push(alu(rng, None)),
         }
     }
+    // The whole share out to the block's output region, so that what every
+    // instruction left in the scratchpad is compared.
+    if smem > 0 {
+        v.push(encode(&Insn::St { rd: 5, ra: 3, rb: 6, rc: 6, p: 0 }));
+    }
     plant_at = v.len();
     let _ = plant_at;
-    let word = |op: u8, rd: u8, ra: u8, rb: u8, imm: u32| op as u64 | (rd as u64) << 8 | (ra as u64) << 16 | (rb as u64) << 24 | (imm as u64) << 32;
     match plant {
         Planted::None => {}
         Planted::Opcode => {
             let ops = [0x00u8, 0x11, 0x20, 0x31, 0x45, 0x52, 0x62, 0x70, 0x74, 0x75, 0x7E, 0x80, 0xFF];
             v.push(word(ops[rng.below(ops.len() as u64) as usize], 0, 0, 0, 0));
         }
-        Planted::Field => v.push(match rng.below(5) {
+        Planted::Field => v.push(match rng.below(8) {
+            5 => word(0x71, 5, 5, 0, 1 + rng.below(255) as u32),
+            6 => word(0x72, 5, 5, 5, 5 | 3 << 8),
+            7 => word(0x73, 5, 5, 5, 5 | (1 + rng.below(0xFFFF) as u32) << 16),
             0 => word(0x01, 5, 5, 5, 1 + rng.below(1000) as u32),
             1 => word(0x7F, 1 + rng.below(255) as u8, 0, 0, 0),
             2 => word(0x50, 5, 0, [0u8, 17, 200][rng.below(3) as usize], 0),
@@ -473,7 +533,18 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, plant: Pl
             _ => word(0x60, 5, 5, 5, regs + rng.below(256 - regs as u64) as u32),
         }),
         Planted::Pc => v.push(encode(&Insn::Jmp { t: depth + rng.below(1000) as u32 })),
-        Planted::Align => v.push(encode(&Insn::CdlUd { rd: 5, n: 1, i: 1 + 4 * rng.below(4) as u32 + rng.below(3) as u32 })),
+        Planted::Align if rng.chance(50) => v.push(encode(&Insn::CdlUd { rd: 5, n: 1, i: 1 + 4 * rng.below(4) as u32 + rng.below(3) as u32 })),
+        Planted::Align => {
+            v.push(encode(&Insn::Li { rd: 5, imm: 1 + rng.below(3) as u32 }));
+            v.push(encode(&Insn::Li { rd: 6, imm: 1 << 16 | 1 }));
+            v.push(if rng.chance(50) { word(0x71, 5, 6, 0, 0) } else { word(0x72 + rng.below(2) as u8, 5, 6, 6, 6) });
+        }
+        Planted::Smem if rng.chance(40) => {
+            // cmp or exp whose packed region runs past the share.
+            v.push(encode(&Insn::Li { rd: 5, imm: 0 }));
+            v.push(encode(&Insn::Li { rd: 6, imm: smem / 4 + 1 + rng.below(64) as u32 }));
+            v.push(word(0x72 + rng.below(2) as u8, 5, 5, 5, 6 | 2 << 8));
+        }
         Planted::Smem => {
             v.push(encode(&Insn::Li { rd: 5, imm: smem + rng.below(64) as u32 }));
             v.push(encode(&Insn::Li { rd: 6, imm: 1 << 16 | 1 }));
@@ -491,7 +562,7 @@ pub fn random_run(rng: &mut Rng, p: &CuParams, blocks: usize, plant: Planted) ->
     use crate::mem::Memory;
     use crate::models::cu::{Block, Region};
     let resident = 1 + rng.below(p.slots as u64) as u32;
-    let regs = (p.regs / resident).clamp(8, 32);
+    let regs = (p.regs / resident).clamp(12, 32);
     let smem = ((p.smem_bytes() / resident as u64) as u32 & !3).min(2048);
     let smem = if rng.chance(20) && smem >= 128 { smem & !63 } else { smem - 4 * rng.below(smem as u64 / 8 + 1) as u32 };
     let words = random_program(rng, p.imem_depth, regs, smem, plant);
