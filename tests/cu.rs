@@ -189,7 +189,7 @@ fn planted_bugs_are_caught() {
 fn copy2d_example_runs_the_same_in_both_engines() {
     let p = CuParams::default();
     let dir = gpurtl_tests::repo().join("examples/cu");
-    let input: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("copy2d.json")).unwrap()).unwrap();
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("copy2d-run.json")).unwrap()).unwrap();
     let r = io::parse_input(&input, &dir, &p).unwrap();
     let want = model::run(&p, &r).unwrap();
     let compiled = compile_design(&build(&p).unwrap()).unwrap();
@@ -293,4 +293,79 @@ fn run_errors_on_the_command_line() {
     let (code, _, err) = gpurtl(&["gen", "cu", "--param", "slots=9", "--param", "regs=48", "-o", &d("g")]);
     assert_eq!(code, 2);
     assert!(err.contains("`slots` = 9") && err.contains("`regs` = 48"), "{err}");
+}
+
+/// The example kernel's sidecar (`examples/cu/<name>.json`).
+fn sidecar(name: &str) -> Value {
+    let path = gpurtl_tests::repo().join(format!("examples/cu/{name}.json"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `examples/cu/compress.s` at random sizes (n not a multiple of the block
+/// tile, every element size, random zeros) and memory latencies, in both
+/// engines, against the definition: per block, the selected elements
+/// packed, the mask bits, the count; nothing else in memory changes.
+#[test]
+fn compress_example_at_random_sizes() {
+    use gpurtl_sim::mem::Memory;
+    let p = CuParams::default();
+    let car = sidecar("compress");
+    assert_eq!(car["args"], serde_json::json!(["src", "n", "dense", "masks", "counts", "element_bits"]));
+    let e = car["block_tile"][0].as_u64().unwrap() as usize;
+    let (smem, regs) = (car["smem_bytes"].as_u64().unwrap() as u32, car["regs"].as_u64().unwrap() as u32);
+    let text = std::fs::read_to_string(gpurtl_tests::repo().join("examples/cu/compress.s")).unwrap();
+    let words = model::isa::assemble(&text).unwrap();
+    let compiled = compile_design(&build(&p).unwrap()).unwrap();
+    let seeds = seeds(if std::env::var("GPURTL_SEED").is_ok() { 1 } else { 24 });
+    for seed in seeds {
+        let mut rng = Rng::new(seed * 31 + 5);
+        let bits = [8u32, 16, 32][rng.below(3) as usize];
+        let s = bits as usize / 8;
+        let n = 1 + rng.below(5 * e as u64) as usize;
+        let zeros = rng.below(101);
+        let vals: Vec<u64> = (0..n).map(|_| if rng.chance(zeros as u32) { 0 } else { 1 + rng.below((1u64 << bits) - 1) }).collect();
+        let (src, dense, masks, counts) = (0x1_0003u32 & !(s as u32 - 1), 0x4_0000u32, 0x6_0001u32, 0x7_0000u32);
+        let mut memory = Memory::new();
+        memory.write(0x1000, &words.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>());
+        let bytes: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()[..s].to_vec()).collect();
+        memory.write(src as u64, &bytes);
+        let blocks = n.div_ceil(e);
+        let mut user = [0u32; 16];
+        user[..6].copy_from_slice(&[src, n as u32, dense, masks, counts, bits]);
+        let r = Run {
+            program: 0x1000,
+            memory: memory.clone(),
+            blocks: (0..blocks).map(|b| model::Block { id: [b as u16, 0, 0], user_data: user }).collect(),
+            smem_bytes: smem,
+            regs,
+            mem_latency: 1 + rng.below(30) as u32,
+            dump: vec![],
+        };
+        // The definition.
+        let mut want = memory.clone();
+        for b in 0..blocks {
+            let el = &vals[b * e..n.min((b + 1) * e)];
+            let sel: Vec<u64> = el.iter().copied().filter(|v| *v != 0).collect();
+            let packed: Vec<u8> = sel.iter().flat_map(|v| v.to_le_bytes()[..s].to_vec()).collect();
+            want.write((dense as usize + b * e * s) as u64, &packed);
+            let mut m = vec![0u8; el.len().div_ceil(8)];
+            for (i, v) in el.iter().enumerate() {
+                if *v != 0 {
+                    m[i / 8] |= 1 << (i % 8);
+                }
+            }
+            want.write((masks as usize + b * e / 8) as u64, &m);
+            want.write(counts as u64 + 4 * b as u64, &(sel.len() as u32).to_le_bytes());
+        }
+        let got_model = model::run(&p, &r).unwrap();
+        let (got_rtl, _) = tb::run(&compiled, &p, &r, None, budget(&p, &r), None).unwrap();
+        assert_eq!(io::output_json(&p, &r, &got_model), io::output_json(&p, &r, &got_rtl), "seed {seed}: engines");
+        for (what, o) in [("model", &got_model), ("rtl", &got_rtl)] {
+            assert!(o.blocks.iter().all(|b| b.status == Status::Ok), "seed {seed} {what}: {:?}", o.blocks);
+            for region in [(src as u64, n * s + 8), (dense as u64, blocks * e * s + 8), (masks as u64, blocks * e / 8 + 8), (counts as u64, 4 * blocks + 8)] {
+                let (a, len) = (region.0.saturating_sub(8), region.1 + 8);
+                assert_eq!(o.memory.bytes(a, len), want.bytes(a, len), "seed {seed} {what}: n {n}, {bits}-bit, region at {:#x}", region.0);
+            }
+        }
+    }
 }
