@@ -83,8 +83,10 @@ impl BlockDef for Cu {
     }
 
     /// Issue rate (instructions a cycle) of an arithmetic loop with one block
-    /// and with `slots` blocks, and DMA bytes a cycle of `ld` and `st` of
-    /// 4 KiB, aligned and with both ends misaligned, at memory latency 1 and 20.
+    /// and with `slots` blocks, DMA bytes a cycle of `ld` and `st` of 4 KiB,
+    /// aligned and with both ends misaligned, at memory latency 1 and 20; and
+    /// the overlap of one block's DMA with another's compute (two blocks
+    /// resident together against one after the other).
     fn bench(p: &CuParams, _: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
         let design = build(p)?;
         let compiled = compile_design(&design)?;
@@ -122,6 +124,20 @@ impl BlockDef for Cu {
                 rows.push(json!({"workload": name, "mem_latency": latency, "cycles": c, "bytes": bytes, "bytes_per_cycle": rate, "bound": bound}));
             }
         }
+        // Overlap: two blocks that each load 2 KiB and then compute about as
+        // long (a scalar loop), resident together (two shares) against one
+        // after the other (one share).
+        if p.slots >= 2 {
+            for latency in [1u32, 20] {
+                let together = model_or_rtl(&compiled, p, &bench_overlap(p, 2, latency)?)?;
+                let alone = model_or_rtl(&compiled, p, &bench_overlap(p, 1, latency)?)?;
+                let ratio = together.cycles as f64 / alone.cycles as f64;
+                let name = "2 blocks (4 x (ld 1 KiB, loop)), together/apart";
+                let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9.3} {:>9}", name, latency, together.cycles, ratio, "0.5");
+                rows.push(json!({"workload": name, "mem_latency": latency, "cycles_together": together.cycles, "cycles_apart": alone.cycles,
+                                 "ratio": ratio, "bound": 0.5}));
+            }
+        }
         let s = yosys_area(&design)?;
         let _ = writeln!(out, "yosys: {} cells, {} flip-flops (memories as memory cells)", s.cells, s.flip_flops);
         Ok(json!({"block": "cu", "generator": generator(), "params": p, "rows": rows, "yosys_cells": s.cells, "yosys_flip_flops": s.flip_flops}))
@@ -149,6 +165,24 @@ fn assembled(p: &CuParams, text: &str, blocks: usize, smem: u32, latency: u32) -
     let blocks = (0..blocks).map(|b| model::Block { id: [b as u16, 0, 0], user_data: [0; 16] }).collect();
     let regs = (p.regs / p.slots).min(16);
     Ok(Run { program: 0x1000, memory, blocks, smem_bytes: smem, regs, mem_latency: latency, dump: vec![] })
+}
+
+/// Two blocks, each loading four tiles of 1 KiB into its share and
+/// computing on each (a scalar loop of about the load's cycles) before it
+/// loads the next: balanced DMA and compute. `shares` of them resident at
+/// once.
+fn bench_overlap(p: &CuParams, shares: u32, latency: u32) -> Result<Run> {
+    let bytes = 1024.min(p.smem_bytes() as u32 / 2) & !3;
+    // A load's cycles: a beat a cycle, or O beats a round trip.
+    let per_beat = ((latency as f64 + 1.0) / p.max_outstanding as f64).max(1.0);
+    let iters = ((bytes / 4) as f64 * per_beat / 4.0).round() as u32;
+    let text = format!(
+        "li r3, 0\nli r4, 65536\nli r5, {}\nli r8, 4\ntile: ld r3, r4, r5, r5\nli r6, {iters}\ntop: addi r7, r7, 1\nloop r6, top\naddi r4, r4, {bytes}\nloop r8, tile\nend\n",
+        1 << 16 | bytes
+    );
+    let mut r = assembled(p, &text, 2, bytes, latency)?;
+    r.smem_bytes = (p.smem_bytes() as u32 / shares) & !3;
+    Ok(r)
 }
 
 fn bench_loop(p: &CuParams, blocks: usize, latency: u32) -> Result<Run> {
