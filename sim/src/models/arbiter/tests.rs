@@ -633,7 +633,7 @@ fn random_workloads_reach_the_corners() {
             s.long_read |= w.reads.iter().flatten().any(|r| r.beats == p.max_burst);
             s.one_write |= w.writes.iter().flatten().any(|b| b.beats() == 1);
             s.long_write |= w.writes.iter().flatten().any(|b| b.beats() == p.max_burst);
-            s.region_under_write |= w.writes.iter().flatten().any(|b| w.memory.iter().any(|r| r.addr <= b.addr && b.addr < r.addr + r.bytes.len() as u64));
+            s.region_under_write |= w.writes.iter().flatten().any(|b| w.memory.iter().any(|r| r.addr <= b.addr && b.addr < r.addr.saturating_add(r.bytes.len() as u64)));
         }
         let (r, wr) = (p.reads > 0, p.writes > 0);
         // A 4 KB boundary is reachable when a burst can span two pages.
