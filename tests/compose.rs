@@ -106,8 +106,8 @@ impl BlockDef for Pair {
             (n, w) => Err(InputErrors(n.err().into_iter().chain(w.err()).flat_map(|e| e.0).collect())),
         }
     }
-    fn model(p: &PairParams, (n, w): &Self::Input) -> Self::Output {
-        (model::run(n, p.narrow.latency), model::run(w, p.wide.latency))
+    fn model(p: &PairParams, (n, w): &Self::Input) -> gpurtl_gen::error::Result<Self::Output> {
+        Ok((model::run(n, p.narrow.latency), model::run(w, p.wide.latency)))
     }
     /// Both units on one simulation at once, each driven by its own agent.
     fn rtl(p: &PairParams, c: &Compiled, (n, w): &Self::Input, vcd: Option<&Path>) -> Result<Self::Output, CosimError> {

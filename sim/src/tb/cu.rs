@@ -45,6 +45,15 @@ struct Ports {
     retire_insn: PortHandle,
 }
 
+/// What the driver saw: blocks in dispatch order, the trace, each trace
+/// entry's block (its dispatch index), the run's cycles.
+struct Finished {
+    blocks: Vec<BlockResult>,
+    trace: Vec<Retire>,
+    trace_block: Vec<usize>,
+    cycles: u64,
+}
+
 /// The dispatcher, the completion sink and the retire watcher.
 pub struct CuDriver {
     p: Ports,
@@ -116,7 +125,7 @@ impl CuDriver {
 
     /// Blocks, trace and cycles as the model reports them (memory and
     /// counters are filled in by [`run`]).
-    fn finish(self, sim: &mut Sim) -> Result<(Vec<BlockResult>, Vec<Retire>, Vec<usize>, u64), CosimError> {
+    fn finish(self, sim: &mut Sim) -> Result<Finished, CosimError> {
         let mut blocks = Vec::new();
         for (i, r) in self.results.into_iter().enumerate() {
             match r {
@@ -126,7 +135,7 @@ impl CuDriver {
         }
         let first = blocks.iter().map(|b| b.dispatch_cycle).min().unwrap_or(0);
         let last = blocks.iter().map(|b| b.complete_cycle).max().unwrap_or(0);
-        Ok((blocks, self.trace, self.trace_block, last - first))
+        Ok(Finished { blocks, trace: self.trace, trace_block: self.trace_block, cycles: last - first })
     }
 }
 
@@ -281,9 +290,9 @@ pub fn run(compiled: &Compiled, p: &CuParams, r: &Run, env: Option<Env>, budget:
         Bench::new(budget).run(&mut sim, &mut all)?;
     }
     let stats = timer.stats(&sim);
-    let (blocks, trace, trace_block, cycles) = driver.finish(&mut sim)?;
+    let Finished { blocks, trace, trace_block, cycles } = driver.finish(&mut sim)?;
     sim.trace_close();
-    let mut counters = counts.borrow().clone();
+    let mut counters = *counts.borrow();
     counters.instructions = trace.len() as u64;
     // Operations started: every cdl/ld/st retired but a block's erring last one.
     let mut last = vec![usize::MAX; blocks.len()];

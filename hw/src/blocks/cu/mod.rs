@@ -156,7 +156,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     // ---------------- program store and loads ----------------
     let lq = {
         let pop = b.wire("lq_pop", 1);
-        let q = shift_queue(&mut b, "lq", ns, &[("slot", sb)], &[pop.clone()], &[(d_load.clone(), vec![dsp_slot_idx.clone()])]);
+        let q = shift_queue(&mut b, "lq", ns, &[("slot", sb)], std::slice::from_ref(&pop), &[(d_load.clone(), vec![dsp_slot_idx.clone()])]);
         (q, pop)
     };
     let (lq, lq_pop) = lq;
@@ -217,7 +217,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     // ---------------- cdl on the cbload ----------------
     let x_oh = onehot(&x_slot, ns);
     let cq_pop = b.wire("cq_pop", 1);
-    let cq = shift_queue(&mut b, "cq", ns, &[("slot", sb)], &[cq_pop.clone()], &[(d.go_cdl.clone(), vec![x_slot.clone()])]);
+    let cq = shift_queue(&mut b, "cq", ns, &[("slot", sb)], std::slice::from_ref(&cq_pop), &[(d.go_cdl.clone(), vec![x_slot.clone()])]);
     let c_dest = regn(&mut b, "cdl_dest", rbw);
     let c_n = regn(&mut b, "cdl_n", 5);
     let c_mem = regn(&mut b, "cdl_mem", 1);
@@ -288,7 +288,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
 
     // ---------------- DMA ----------------
     let dq_pop = b.wire("dq_pop", 1);
-    let dq = shift_queue(&mut b, "dq", ns, &[("slot", sb)], &[dq_pop.clone()], &[(d.go_dma.clone(), vec![x_slot.clone()])]);
+    let dq = shift_queue(&mut b, "dq", ns, &[("slot", sb)], std::slice::from_ref(&dq_pop), &[(d.go_dma.clone(), vec![x_slot.clone()])]);
     // The operation's operands, per slot. ld/st: s (the share's scratchpad
     // address), a, stride, rows, n, pitch. act: s = the tile, rows, n =
     // words, pitch. cmp/exp: s = D, a = S, stride = Q (scratchpad

@@ -201,11 +201,13 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
         (EXP_WLO, daddr.clone(), res.slice(31, 0), strobes(&total)),
         (EXP_WHI, daddr.add(&lit(4)), res.slice(63, 32), strobes(&total.sub(&lit(4)))),
     ];
-    let pickw = |f: &dyn Fn(&(u64, Expr, Expr, Expr)) -> Expr| cases.iter().rev().fold(Expr::zero(f(&cases[0]).width()), |acc, c| is(c.0).mux(&f(c), &acc));
+    // (state, address, data, strobes) of each WRITE; the state's own wins.
+    type WriteCase = (u64, Expr, Expr, Expr);
+    let pickw = |f: fn(&WriteCase) -> Expr| cases.iter().rev().fold(Expr::zero(f(&cases[0]).width()), |acc, c| is(c.0).mux(&f(c), &acc));
     b.assign(&io.spm_wr.req().valid, &any_of(&wr_states));
-    b.assign(&io.spm_wr.req().field("addr"), &pickw(&|c| c.1.clone()).slice(sw - 1, 0));
-    b.assign(&io.spm_wr.req().field("data"), &pickw(&|c| c.2.clone()));
-    b.assign(&io.spm_wr.req().field("strb"), &pickw(&|c| c.3.clone()));
+    b.assign(&io.spm_wr.req().field("addr"), &pickw(|c| c.1.clone()).slice(sw - 1, 0));
+    b.assign(&io.spm_wr.req().field("data"), &pickw(|c| c.2.clone()));
+    b.assign(&io.spm_wr.req().field("strb"), &pickw(|c| c.3.clone()));
     b.assign(&io.spm_wr.rsp().ready, &Expr::bit(true));
     b.waive_unused(&io.spm_wr.rsp().valid, "a scratchpad write is done once taken (docs/scratchpad.md)");
     let wr_taken = b.let_("vec_wr_taken", &io.spm_wr.req().valid.and(&io.spm_wr.req().ready));

@@ -258,14 +258,13 @@ impl Active {
         let mut word_taken = false;
         let mut beat: Option<(Row, u64)> = None;
         match self.flush {
-            Some((row, from)) if from <= c => {
+            Some((row, from)) if from <= c
                 // Flush cycles: the row's last beat, under the count, until
                 // taken; no word is taken.
-                if in_flight < self.max_out {
+                && in_flight < self.max_out => {
                     beat = Some((row, row.nb - 1));
                     self.flush = None;
                 }
-            }
             _ if slot_full => {
                 // The offered word: does it emit a beat, and may that beat go?
                 let row = self.geo;

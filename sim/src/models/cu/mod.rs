@@ -372,7 +372,7 @@ impl DmaOp {
 
 /// The DMA operation in progress.
 enum DmaBusy {
-    Copy(dma::Active),
+    Copy(Box<dma::Active>),
     /// A vector operation of `slot`, done in `done` (its data already
     /// written: see [`vector`]).
     Vector { slot: usize, done: u64 },
@@ -501,10 +501,10 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
                 next_block += 1;
                 let bad = sl.reg_count < 3
                     || sl.reg_base as u64 + sl.reg_count as u64 > p.regs as u64
-                    || sl.smem_base % 4 != 0
-                    || sl.smem_size % 4 != 0
+                    || !sl.smem_base.is_multiple_of(4)
+                    || !sl.smem_size.is_multiple_of(4)
                     || sl.smem_base as u64 + sl.smem_size as u64 > sb
-                    || r.program % 256 != 0;
+                    || !r.program.is_multiple_of(256);
                 if bad {
                     sl.state = State::Done;
                     sl.done_at = c;
@@ -740,7 +740,7 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
                 dma_free_from = c + 1;
             } else {
                 dma_active = Some(match op {
-                    DmaOp::Copy(op) => DmaBusy::Copy(dma::Active::start(op, c, r.mem_latency.max(1), o)),
+                    DmaOp::Copy(op) => DmaBusy::Copy(Box::new(dma::Active::start(op, c, r.mem_latency.max(1), o))),
                     // Steps from g + 1, back to back: done in g + their cycles.
                     DmaOp::Vector(op) => {
                         let steps = vector::run(&op, &mut smem);

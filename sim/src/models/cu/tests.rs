@@ -491,7 +491,7 @@ fn ld_with_misaligned_ends() {
     assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 33, 35, 58]);
     assert_eq!(f.outcome.blocks[0].complete_cycle, 59);
     // smem[1..10] = mem[0x3002..0x300b], smem[10..19] = mem[0x3012..0x301b].
-    let mut want = vec![0u8; 20];
+    let mut want = [0u8; 20];
     for i in 0..9 {
         want[1 + i] = 2 + i as u8;
         want[10 + i] = 0x12 + i as u8;
@@ -833,7 +833,7 @@ fn cmp_exp_32_bit_with_a_full_mask_word() {
     // selected element, never partial), the mask word, the partial mask
     // word, the count: 108 + 23 + 3 = 134.
     let (s, d, q, d2) = (0u32, 160u32, 256u32, 288u32);
-    let x = |i: u32| if i % 3 == 0 { 0 } else { 0xA000_0000 + i };
+    let x = |i: u32| if i.is_multiple_of(3) { 0 } else { 0xA000_0000 + i };
     let mut src: Vec<u8> = (0..35).flat_map(|i| x(i).to_le_bytes()).collect();
     src.extend(0xDEADu32.to_le_bytes());
     let mut m = smem_with(512, 0, s as usize, &src);

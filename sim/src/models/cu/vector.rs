@@ -187,7 +187,7 @@ fn cmp(op: &Op, en: &mut Engine) {
         for k in 0..m {
             mask |= (res.mask[k as usize] as u32) << (mask_bits % 32);
             mask_bits += 1;
-            if mask_bits % 32 == 0 {
+            if mask_bits.is_multiple_of(32) {
                 en.write(op.q + 4 + 4 * (mask_bits / 32 - 1), mask, 0xF);
                 mask = 0;
             }
@@ -198,7 +198,7 @@ fn cmp(op: &Op, en: &mut Engine) {
         b[..packed.len()].copy_from_slice(&packed);
         en.write(op.d + 4 * packed_words, u32::from_le_bytes(b), low_bytes(packed.len() as u32));
     }
-    if mask_bits % 32 != 0 {
+    if !mask_bits.is_multiple_of(32) {
         en.write(op.q + 4 + 4 * (mask_bits / 32), mask, low_bytes((mask_bits % 32).div_ceil(8)));
     }
     en.write(op.q, count, 0xF);
