@@ -369,3 +369,27 @@ fn compress_example_at_random_sizes() {
         }
     }
 }
+
+/// A bad dispatch (too few registers, a program not 256-byte aligned, a
+/// share past the scratchpad) completes with `dispatch`, pc 0, in both
+/// engines and at the same cycles; a run's own dispatcher never sends one,
+/// so the cosimulation above does not reach it.
+#[test]
+fn dispatch_errors() {
+    let p = CuParams::default();
+    let compiled = compile_design(&build(&p).unwrap()).unwrap();
+    let mut rng = Rng::new(9);
+    let base = tb::random_run(&mut rng, &p, 3, Planted::None);
+    let cases = [
+        Run { regs: 2, ..base.clone() },
+        Run { program: base.program + 4, ..base.clone() },
+        Run { smem_bytes: 6, ..base.clone() },
+    ];
+    for (i, r) in cases.iter().enumerate() {
+        let want = model::run(&p, r).unwrap();
+        let (got, _) = tb::run(&compiled, &p, r, None, budget(&p, r), None).unwrap();
+        assert_eq!(io::output_json(&p, r, &want), io::output_json(&p, r, &got), "case {i}");
+        assert!(got.blocks.iter().all(|b| b.status == Status::Dispatch && b.pc == 0), "case {i}: {:?}", got.blocks);
+        assert!(got.trace.is_empty(), "case {i}: nothing runs");
+    }
+}

@@ -258,13 +258,16 @@ impl Active {
         let mut word_taken = false;
         let mut beat: Option<(Row, u64)> = None;
         match self.flush {
-            Some((row, from)) if from <= c
+            Some((row, from)) if from <= c => {
                 // Flush cycles: the row's last beat, under the count, until
-                // taken; no word is taken.
-                && in_flight < self.max_out => {
+                // taken; no word is taken (nor in a cycle the count holds the
+                // beat back).
+                #[allow(clippy::collapsible_match)]
+                if in_flight < self.max_out {
                     beat = Some((row, row.nb - 1));
                     self.flush = None;
                 }
+            }
             _ if slot_full => {
                 // The offered word: does it emit a beat, and may that beat go?
                 let row = self.geo;
