@@ -149,7 +149,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
             .or(&d_prog.slice(7, 0).any()),
     );
     let d_hit: Vec<Expr> = (0..ns as usize).map(|s| progv[s].and(&prog[s].eq(&d_prog))).collect();
-    let d_hit_any = b.let_("dsp_hit", &select_onehot_bits(&dsp_slot_oh, &d_hit));
+    let d_hit_any = b.let_("dsp_hit", &crate::rtl::select_onehot(&dsp_slot_oh, &d_hit));
     let d_load = b.let_("dsp_load", &dsp_fire.and(&d_bad.not()).and(&d_hit_any.not()));
     let dsp_slot_idx = b.let_("dsp_slot", &crate::rtl::arbiter::onehot_index(&dsp_slot_oh, ns as usize, sb));
 
@@ -433,11 +433,6 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         b.next(r, &v, Some(&in_d.or(&x_w).or(&c_w)));
     }
     b.finish()
-}
-
-/// The bit of `bits` selected by the one-hot `oh`.
-fn select_onehot_bits(oh: &Expr, bits: &[Expr]) -> Expr {
-    crate::rtl::select_onehot(oh, bits)
 }
 
 #[cfg(test)]
