@@ -28,10 +28,6 @@ fn points() -> Vec<(&'static str, CuParams)> {
     ]
 }
 
-fn budget(p: &CuParams, r: &Run) -> u64 {
-    (2 * (p.slots as u64 + 1) + model::CYCLES_PER_BLOCK * r.blocks.len() as u64).min(model::MAX_CYCLES)
-}
-
 /// What must agree. At fixed latency without stalls: the whole output file
 /// (memory, blocks, trace with cycles, counters, cycles). With a random
 /// environment the timing, the shares the blocks land in, and the program
@@ -88,7 +84,7 @@ fn first_mismatch(compiled: &Compiled, p: &CuParams, seeds: &[u64], stats: &mut 
         for (o, v) in ops.iter_mut().zip([k.cdl, k.ld, k.st, k.act, k.cmp, k.exp, k.wr_beats]) {
             *o += v;
         }
-        match tb::run(compiled, p, &r, env, budget(p, &r), None) {
+        match tb::run(compiled, p, &r, env, tb::budget(p, &r), None) {
             Err(e) => return Some((seed, format!("the RTL run failed: {e}"), r, env)),
             Ok((got, _)) => {
                 let timed = env.is_none();
@@ -112,7 +108,7 @@ fn cosim(name: &str, p: &CuParams) {
     let all = seeds(SEEDS);
     if let Some((seed, problem, r, env)) = first_mismatch(&compiled, p, &all, &mut stats, &mut ops) {
         let vcd = failure_dir().join(format!("cu_{name}_seed{seed}.vcd"));
-        let _ = tb::run(&compiled, p, &r, env, budget(p, &r), Some(&vcd));
+        let _ = tb::run(&compiled, p, &r, env, tb::budget(p, &r), Some(&vcd));
         let program: Vec<u64> = (0..p.imem_depth as u64)
             .map(|i| u64::from_le_bytes(r.memory.bytes(r.program as u64 + 8 * i, 8).try_into().unwrap()))
             .collect();
@@ -194,7 +190,7 @@ fn copy2d_example_runs_the_same_in_both_engines() {
     let r = io::parse_input(&input, &dir, &p).unwrap();
     let want = model::run(&p, &r).unwrap();
     let compiled = compile_design(&build(&p).unwrap()).unwrap();
-    let (got, _) = tb::run(&compiled, &p, &r, None, budget(&p, &r), None).unwrap();
+    let (got, _) = tb::run(&compiled, &p, &r, None, tb::budget(&p, &r), None).unwrap();
     assert_eq!(io::output_json(&p, &r, &want), io::output_json(&p, &r, &got));
     let src = r.memory.bytes(65537, 70);
     assert_eq!(got.memory.bytes(131075, 70), src, "dst is a copy of the 10 x 7 image");
@@ -362,7 +358,7 @@ fn compress_example_at_random_sizes() {
             want.write(counts as u64 + 4 * b as u64, &(sel.len() as u32).to_le_bytes());
         }
         let got_model = model::run(&p, &r).unwrap();
-        let (got_rtl, _) = tb::run(&compiled, &p, &r, None, budget(&p, &r), None).unwrap();
+        let (got_rtl, _) = tb::run(&compiled, &p, &r, None, tb::budget(&p, &r), None).unwrap();
         assert_eq!(io::output_json(&p, &r, &got_model), io::output_json(&p, &r, &got_rtl), "seed {seed}: engines");
         for (what, o) in [("model", &got_model), ("rtl", &got_rtl)] {
             assert!(o.blocks.iter().all(|b| b.status == Status::Ok), "seed {seed} {what}: {:?}", o.blocks);
@@ -391,7 +387,7 @@ fn dispatch_errors() {
     ];
     for (i, r) in cases.iter().enumerate() {
         let want = model::run(&p, r).unwrap();
-        let (got, _) = tb::run(&compiled, &p, r, None, budget(&p, r), None).unwrap();
+        let (got, _) = tb::run(&compiled, &p, r, None, tb::budget(&p, r), None).unwrap();
         assert_eq!(io::output_json(&p, r, &want), io::output_json(&p, r, &got), "case {i}");
         assert!(got.blocks.iter().all(|b| b.status == Status::Dispatch && b.pc == 0), "case {i}: {:?}", got.blocks);
         assert!(got.trace.is_empty(), "case {i}: nothing runs");

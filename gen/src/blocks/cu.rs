@@ -26,11 +26,6 @@ pub struct Done {
     outcome: Outcome,
 }
 
-/// The cycle budget of an RTL run: the golden model's (docs/cu.md).
-pub fn budget(p: &CuParams, r: &Run) -> u64 {
-    (2 * (p.slots as u64 + 1) + model::CYCLES_PER_BLOCK * r.blocks.len() as u64).min(model::MAX_CYCLES)
-}
-
 impl BlockDef for Cu {
     type Params = CuParams;
     type Input = Run;
@@ -52,7 +47,7 @@ impl BlockDef for Cu {
         Ok(Done { run: r.clone(), outcome })
     }
     fn rtl(p: &CuParams, compiled: &Compiled, r: &Run, vcd: Option<&Path>) -> Result<Done, CosimError> {
-        let (outcome, _) = tb::run(compiled, p, r, None, budget(p, r), vcd)?;
+        let (outcome, _) = tb::run(compiled, p, r, None, tb::budget(p, r), vcd)?;
         Ok(Done { run: r.clone(), outcome })
     }
     fn output_json(p: &CuParams, d: &Done) -> Value {
@@ -148,7 +143,7 @@ impl BlockDef for Cu {
 /// the hardware; a mismatch is an error, not a figure).
 fn model_or_rtl(compiled: &Compiled, p: &CuParams, r: &Run) -> Result<Outcome> {
     let want = model::run(p, r).map_err(|e| Error::Bad(format!("bench cu: {e}")))?;
-    let (got, _) = tb::run(compiled, p, r, None, budget(p, r), None)?;
+    let (got, _) = tb::run(compiled, p, r, None, tb::budget(p, r), None)?;
     if io::output_json(p, r, &want) != io::output_json(p, r, &got) {
         return Err(Error::Bad("bench cu: the RTL and the golden model disagree on a bench run".into()));
     }

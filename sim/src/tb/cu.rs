@@ -248,6 +248,13 @@ impl Agent for CuDriver {
     }
 }
 
+/// The cycle budget of an RTL run: the golden model's (the start, then
+/// `CYCLES_PER_BLOCK` a block, at most `MAX_CYCLES`).
+pub fn budget(p: &CuParams, r: &Run) -> u64 {
+    use crate::models::cu::{CYCLES_PER_BLOCK, MAX_CYCLES};
+    (2 * (p.slots as u64 + 1) + CYCLES_PER_BLOCK * r.blocks.len() as u64).min(MAX_CYCLES)
+}
+
 /// Run `r` through the RTL within `budget` cycles.
 pub fn run(compiled: &Compiled, p: &CuParams, r: &Run, env: Option<Env>, budget: u64, vcd: Option<&Path>) -> Result<(Outcome, RunStats), CosimError> {
     let mut sim = compiled.start(vcd)?;
