@@ -1,6 +1,7 @@
 //! Parameters of the compute unit (docs/cu.md).
 
 use crate::cbload::CbloadParams;
+use crate::systolic::{Dataflow, Dsp, ElemType, SystolicParams};
 use crate::{clog2, BlockParams, Checker, MemIf, ParamErrors, ParamInfo, ParamKind};
 use serde::{Deserialize, Serialize};
 
@@ -14,11 +15,14 @@ pub struct CuParams {
     pub words: u32,
     pub max_outstanding: u32,
     pub tag_bits: u32,
+    pub grid_rows: u32,
+    pub grid_cols: u32,
+    pub kmax: u32,
 }
 
 impl Default for CuParams {
     fn default() -> Self {
-        CuParams { slots: 2, regs: 64, imem_depth: 64, banks: 4, words: 1024, max_outstanding: 8, tag_bits: 4 }
+        CuParams { slots: 2, regs: 64, imem_depth: 64, banks: 4, words: 1024, max_outstanding: 8, tag_bits: 4, grid_rows: 4, grid_cols: 4, kmax: 256 }
     }
 }
 
@@ -84,6 +88,27 @@ impl CuParams {
     pub fn pc_bits(&self) -> u32 {
         clog2(self.imem_depth as u64)
     }
+    /// The `systolic` grid `mma` runs on (docs/cu.md, "`mma`").
+    pub fn grid(&self) -> SystolicParams {
+        SystolicParams {
+            rows: self.grid_rows,
+            cols: self.grid_cols,
+            lanes: 1,
+            channel_bits: 8,
+            a_type: ElemType::I8,
+            b_type: ElemType::I8,
+            acc_bits: 32,
+            dataflow: Dataflow::Os,
+            group: 4,
+            pipeline: 2,
+            dsp: Dsp::Auto,
+            gating: true,
+            load_filter: true,
+            rowcol_skip: false,
+            stats: false,
+            c0_add: false,
+        }
+    }
     /// The `cbload` the unit's `cdl` runs on (docs/cu.md, "`cdl`"): views
     /// `0 .. slots-1` the slots' user data, view `slots` the memory, a 33-bit
     /// address (bit 32 selects the user-data store).
@@ -115,6 +140,9 @@ impl BlockParams for CuParams {
             ParamInfo::new("words", int(64, 16384, "a power of two"), "32-bit words a scratchpad bank"),
             ParamInfo::new("max_outstanding", int(1, 64, ""), "memory reads (and st writes) in flight"),
             ParamInfo::new("tag_bits", int(1, 8, ""), "dispatch tag width"),
+            ParamInfo::new("grid_rows", int(1, 8, ""), "rows of the mma grid"),
+            ParamInfo::new("grid_cols", int(1, 8, "1, 2, 4 or 8"), "columns of the mma grid"),
+            ParamInfo::new("kmax", int(8, 1024, "a power of two"), "largest K of one mma (the tile buffer holds two tiles of kmax k-steps)"),
         ]
     }
 
@@ -128,6 +156,9 @@ impl BlockParams for CuParams {
         c.int(&t, "words", self.words as i64, self.words.is_power_of_two());
         c.int(&t, "max_outstanding", self.max_outstanding as i64, true);
         c.int(&t, "tag_bits", self.tag_bits as i64, true);
+        c.int(&t, "grid_rows", self.grid_rows as i64, true);
+        c.int(&t, "grid_cols", self.grid_cols as i64, self.grid_cols.is_power_of_two());
+        c.int(&t, "kmax", self.kmax as i64, self.kmax.is_power_of_two());
         c.finish()
     }
 
@@ -135,9 +166,31 @@ impl BlockParams for CuParams {
         vec![
             ("default", Self::default()),
             // Small enough for quick cosimulation of every corner.
-            ("small", CuParams { slots: 1, regs: 16, imem_depth: 16, banks: 1, words: 64, max_outstanding: 1, tag_bits: 1 }),
+            ("small", CuParams {
+                slots: 1,
+                regs: 16,
+                imem_depth: 16,
+                banks: 1,
+                words: 64,
+                max_outstanding: 1,
+                tag_bits: 1,
+                grid_rows: 2,
+                grid_cols: 2,
+                kmax: 16,
+            }),
             // Four resident blocks over eight banks of 64 KiB.
-            ("wide", CuParams { slots: 4, regs: 128, imem_depth: 128, banks: 8, words: 2048, max_outstanding: 16, tag_bits: 4 }),
+            ("wide", CuParams {
+                slots: 4,
+                regs: 128,
+                imem_depth: 128,
+                banks: 8,
+                words: 2048,
+                max_outstanding: 16,
+                tag_bits: 4,
+                grid_rows: 4,
+                grid_cols: 8,
+                kmax: 128,
+            }),
         ]
     }
 }
