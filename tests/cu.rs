@@ -24,7 +24,22 @@ fn points() -> Vec<(&'static str, CuParams)> {
         ("small", CuParams::presets()[1].1.clone()),
         ("wide", CuParams::presets()[2].1.clone()),
         // Three slots over two banks, three reads in flight, a short store.
-        ("odd", CuParams { slots: 3, regs: 32, imem_depth: 32, banks: 2, words: 256, max_outstanding: 3, tag_bits: 2 }),
+        // A 3 x 2 grid, K up to 32.
+        (
+            "odd",
+            CuParams {
+                slots: 3,
+                regs: 32,
+                imem_depth: 32,
+                banks: 2,
+                words: 256,
+                max_outstanding: 3,
+                tag_bits: 2,
+                grid_rows: 3,
+                grid_cols: 2,
+                kmax: 32,
+            },
+        ),
     ]
 }
 
@@ -52,14 +67,14 @@ fn view(p: &CuParams, r: &Run, o: &Outcome, timed: bool) -> Value {
         let k = &o.counters;
         v = serde_json::json!({
             "dumps": v["dumps"], "blocks": blocks, "trace": per_block,
-            "counters": [k.instructions, k.cdl, k.ld, k.st, k.act, k.cmp, k.exp, k.wr_beats],
+            "counters": [k.instructions, k.cdl, k.ld, k.st, k.act, k.cmp, k.exp, k.mma, k.wr_beats],
         });
     }
     v
 }
 
 /// The first seed of `seeds` whose RTL run differs from the model's, with what differs.
-fn first_mismatch(compiled: &Compiled, p: &CuParams, seeds: &[u64], stats: &mut [usize; 8], ops: &mut [u64; 7]) -> Option<(u64, String, Run, Option<Env>)> {
+fn first_mismatch(compiled: &Compiled, p: &CuParams, seeds: &[u64], stats: &mut [usize; 8], ops: &mut [u64; 8]) -> Option<(u64, String, Run, Option<Env>)> {
     for &seed in seeds {
         let mut rng = Rng::new(seed * 7919 + p.slots as u64 * 31 + p.banks as u64);
         let plant = Planted::ALL[(seed % Planted::ALL.len() as u64) as usize];
@@ -81,7 +96,7 @@ fn first_mismatch(compiled: &Compiled, p: &CuParams, seeds: &[u64], stats: &mut 
             stats[b.status as usize] += 1;
         }
         let k = &want.counters;
-        for (o, v) in ops.iter_mut().zip([k.cdl, k.ld, k.st, k.act, k.cmp, k.exp, k.wr_beats]) {
+        for (o, v) in ops.iter_mut().zip([k.cdl, k.ld, k.st, k.act, k.cmp, k.exp, k.mma, k.wr_beats]) {
             *o += v;
         }
         match tb::run(compiled, p, &r, env, tb::budget(p, &r), None) {
@@ -104,7 +119,7 @@ fn cosim(name: &str, p: &CuParams) {
     p.validate().expect("test point is valid");
     let compiled = compile_design(&build(p).unwrap()).expect("verilator build");
     let mut stats = [0usize; 8];
-    let mut ops = [0u64; 7];
+    let mut ops = [0u64; 8];
     let all = seeds(SEEDS);
     if let Some((seed, problem, r, env)) = first_mismatch(&compiled, p, &all, &mut stats, &mut ops) {
         let vcd = failure_dir().join(format!("cu_{name}_seed{seed}.vcd"));
@@ -174,7 +189,7 @@ fn planted_bugs_are_caught() {
         assert_ne!(planted, s.verilog[at..end], "{what}: `{from}` is not on the line `{line}`");
         s.verilog.replace_range(at..end, &planted);
         let compiled = compile(&s).expect("verilator build");
-        let Some((seed, diff, _, _)) = first_mismatch(&compiled, &p, &all, &mut [0; 8], &mut [0; 7]) else {
+        let Some((seed, diff, _, _)) = first_mismatch(&compiled, &p, &all, &mut [0; 8], &mut [0; 8]) else {
             panic!("planted bug `{what}` was not caught in {SEEDS} seeds");
         };
         eprintln!("planted bug `{what}`: caught at seed {seed}: {}", diff.lines().next().unwrap_or(""));
@@ -391,5 +406,102 @@ fn dispatch_errors() {
         assert_eq!(io::output_json(&p, r, &want), io::output_json(&p, r, &got), "case {i}");
         assert!(got.blocks.iter().all(|b| b.status == Status::Dispatch && b.pc == 0), "case {i}: {:?}", got.blocks);
         assert!(got.trace.is_empty(), "case {i}: nothing runs");
+    }
+}
+
+/// `mma` against its definition (C = A.B, int8 in, int32 wrapping out) at
+/// random shapes, edges and zero densities, in both engines: one block loads
+/// A and B with `ld` (rows padded to `PA`, `PB`), multiplies, stores C.
+#[test]
+fn mma_matches_its_definition() {
+    use gpurtl_sim::mem::Memory;
+    let word = |op: u8, rd: u8, ra: u8, rb: u8, imm: u32| op as u64 | (rd as u64) << 8 | (ra as u64) << 16 | (rb as u64) << 24 | (imm as u64) << 32;
+    let li = |rd: u8, v: u32| word(0x40, rd, 0, 0, v);
+    let odd = points().into_iter().find(|(n, _)| *n == "odd").unwrap().1;
+    for (name, p, cases, max_mn) in [("default", CuParams::default(), 10u64, 20u32), ("odd", odd, 10, 9)] {
+        let compiled = compile_design(&build(&p).unwrap()).unwrap();
+        let cases = if std::env::var("GPURTL_SEED").is_ok() { 1 } else { cases };
+        for seed in seeds(cases) {
+            let mut rng = Rng::new(seed * 131 + p.grid_rows as u64);
+            let tm = 1 + rng.below(max_mn as u64) as u32;
+            let tn = 1 + rng.below(max_mn as u64) as u32;
+            let k = if seed % 3 == 0 { p.kmax } else { 1 + rng.below(p.kmax as u64) as u32 };
+            let zeros = [0u32, 30, 60][rng.below(3) as usize];
+            let mut val = |rng: &mut Rng| if rng.chance(zeros) { 0u8 } else { rng.below(256) as u8 };
+            let a: Vec<Vec<u8>> = (0..tm).map(|_| (0..k).map(|_| val(&mut rng)).collect()).collect();
+            let mut b: Vec<Vec<u8>> = (0..k).map(|_| (0..tn).map(|_| val(&mut rng)).collect()).collect();
+            // Some all-zero k-steps.
+            for row in b.iter_mut() {
+                if rng.chance(zeros / 2) {
+                    row.iter_mut().for_each(|x| *x = 0);
+                }
+            }
+            let (pa, pb) = (4 * k.div_ceil(4), 8 * tn.div_ceil(8));
+            let (ao, bo) = (0u32, tm * pa);
+            let co = bo + k * pb;
+            let (amem, bmem, cmem) = (0x1_0000u32 + 4 * rng.below(4) as u32 + rng.below(4) as u32, 0x2_0001u32, 0x4_0000u32);
+            let prog = vec![
+                li(3, amem),
+                li(4, k),
+                li(5, ao),
+                li(6, tm << 16 | k),
+                word(0x60, 5, 3, 4, 6 | pa << 16),
+                li(3, bmem),
+                li(4, tn),
+                li(5, bo),
+                li(6, k << 16 | tn),
+                word(0x60, 5, 3, 4, 6 | pb << 16),
+                li(5, co),
+                li(7, ao),
+                li(8, bo),
+                li(6, tm | tn << 8 | k << 16),
+                word(0x70, 5, 7, 8, 6),
+                li(3, cmem),
+                li(4, 4 * tn),
+                li(6, tm << 16 | 4 * tn),
+                word(0x61, 5, 3, 4, 6),
+                word(0x7F, 0, 0, 0, 0),
+            ];
+            let mut memory = Memory::new();
+            memory.write(0x1000, &prog.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>());
+            memory.write(amem as u64, &a.concat());
+            memory.write(bmem as u64, &b.concat());
+            let r = Run {
+                program: 0x1000,
+                memory: memory.clone(),
+                blocks: vec![model::Block { id: [0, 0, 0], user_data: [0; 16] }],
+                smem_bytes: p.smem_bytes() as u32,
+                regs: 16,
+                mem_latency: 1 + rng.below(10) as u32,
+                dump: vec![model::Region { addr: cmem - 8, bytes: 4 * tm * tn + 16 }],
+            };
+            let want: Vec<u8> = (0..tm as usize)
+                .flat_map(|i| {
+                    let a = &a;
+                    let b = &b;
+                    (0..tn as usize).flat_map(move |n| {
+                        let s = (0..k as usize).fold(0i32, |acc, kk| acc.wrapping_add(a[i][kk] as i8 as i32 * b[kk][n] as i8 as i32));
+                        s.to_le_bytes()
+                    })
+                })
+                .collect();
+            let shape = format!("{name} seed {seed}: {tm} x {k} x {tn}, {zeros}% zeros");
+            let (got_rtl, _) = tb::run(&compiled, &p, &r, None, tb::budget(&p, &r), None).unwrap();
+            if std::env::var("TMP_RTL_ONLY").is_ok() {
+                let o = &got_rtl;
+                assert!(o.blocks.iter().all(|b| b.status == Status::Ok), "{shape}: {:?}", o.blocks);
+                assert_eq!(o.memory.bytes(cmem as u64, want.len()), want, "{shape}: C");
+                eprintln!("{shape}: rtl ok, {} cycles", o.cycles);
+                continue;
+            }
+            let got_model = model::run(&p, &r).unwrap();
+            for (what, o) in [("rtl", &got_rtl), ("model", &got_model)] {
+                assert!(o.blocks.iter().all(|b| b.status == Status::Ok), "{shape} {what}: {:?}", o.blocks);
+                assert_eq!(o.memory.bytes(cmem as u64, want.len()), want, "{shape} {what}: C");
+                assert_eq!(o.memory.bytes(cmem as u64 - 8, 8), vec![0; 8], "{shape} {what}: before C");
+                assert_eq!(o.memory.bytes(cmem as u64 + want.len() as u64, 8), vec![0; 8], "{shape} {what}: after C");
+            }
+            assert_eq!(io::output_json(&p, &r, &got_model), io::output_json(&p, &r, &got_rtl), "{shape}: engines");
+        }
     }
 }

@@ -318,6 +318,7 @@ pub fn run(compiled: &Compiled, p: &CuParams, r: &Run, env: Option<Env>, budget:
             0x71 => counters.act += 1,
             0x72 => counters.cmp += 1,
             0x73 => counters.exp += 1,
+            0x70 => counters.mma += 1,
             _ => {}
         }
     }
@@ -354,7 +355,7 @@ impl Planted {
 /// data), then arithmetic of every kind, `cdl` from memory, `ld`/`st` with
 /// ragged ends, forward branches and counted loops, and `end` (or the error
 /// `plant` at a random place). Fits `depth` instructions.
-pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, plant: Planted) -> Vec<u64> {
+pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32, plant: Planted) -> Vec<u64> {
     use crate::models::cu::isa::{encode, AluOp, Insn};
     let mut v: Vec<u64> = Vec::new();
     let ud_n = 2 + rng.below(regs.min(16) as u64 - 4) as u8;
@@ -400,7 +401,7 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, plant: Pl
             break;
         }
         let room = budget - v.len();
-        match rng.below(13) {
+        match rng.below(15) {
             0..=2 => v.push(alu(rng, None)),
             3 if room >= 6 => {
                 // A counted loop over a little arithmetic.
@@ -517,6 +518,37 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, plant: Pl
                     v.push(word(0x73, rs[1], rs[0], rs[2], rs[3] as u32 | zc << 8));
                 }
             }
+            13 | 14 if room >= 6 && smem >= 8 => {
+                // mma on tiles anywhere in the share (C may overlap A or B).
+                let rs: Vec<u8> = (0..4).map(|_| scratch(rng)).collect();
+                if rs.iter().collect::<std::collections::HashSet<_>>().len() < 4 {
+                    continue;
+                }
+                let mut tm = 1 + rng.below(6) as u32;
+                let mut tn = 1 + rng.below(10) as u32;
+                let mut k = 1 + rng.below(kmax.min(24) as u64) as u32;
+                if rng.chance(15) {
+                    k = kmax - rng.below(4) as u32 * 4;
+                    (tm, tn) = (1 + rng.below(2) as u32, 1 + rng.below(3) as u32);
+                }
+                match rng.below(40) {
+                    0 => tm = 0,
+                    1 => tn = 0,
+                    2 => k = 0,
+                    _ => {}
+                }
+                let (pa, pb) = (4 * k.div_ceil(4), 8 * tn.div_ceil(8));
+                let sizes = [4 * tm * tn, tm * pa, k * pb];
+                if sizes.iter().any(|&z| z > smem) {
+                    continue;
+                }
+                for (r, z) in rs.iter().zip(sizes) {
+                    let off = 4 * rng.below(((smem - z) / 4) as u64 + 1) as u32;
+                    v.push(encode(&Insn::Li { rd: *r, imm: off }));
+                }
+                v.push(encode(&Insn::Li { rd: rs[3], imm: tm | tn << 8 | k << 16 }));
+                v.push(word(0x70, rs[0], rs[1], rs[2], rs[3] as u32));
+            }
             _ => v.push(alu(rng, None)),
         }
     }
@@ -530,10 +562,11 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, plant: Pl
     match plant {
         Planted::None => {}
         Planted::Opcode => {
-            let ops = [0x00u8, 0x11, 0x20, 0x31, 0x45, 0x52, 0x62, 0x70, 0x74, 0x75, 0x7E, 0x80, 0xFF];
+            let ops = [0x00u8, 0x11, 0x20, 0x31, 0x45, 0x52, 0x62, 0x6F, 0x74, 0x75, 0x7E, 0x80, 0xFF];
             v.push(word(ops[rng.below(ops.len() as u64) as usize], 0, 0, 0, 0));
         }
-        Planted::Field => v.push(match rng.below(8) {
+        Planted::Field => v.push(match rng.below(9) {
+            8 => word(0x70, 5, 5, 5, 6 | (1 + rng.below(0xFF_FFFF) as u32) << 8),
             5 => word(0x71, 5, 5, 0, 1 + rng.below(255) as u32),
             6 => word(0x72, 5, 5, 5, 5 | 3 << 8),
             7 => word(0x73, 5, 5, 5, 5 | (1 + rng.below(0xFFFF) as u32) << 16),
@@ -543,7 +576,8 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, plant: Pl
             3 => word(0x41, 0, 1, 0, 0),
             _ => word(0x60, 5, 5, 5, 0x0100),
         }),
-        Planted::Reg => v.push(match rng.below(3) {
+        Planted::Reg => v.push(match rng.below(4) {
+            3 => word(0x70, 5, 5, 5, regs + rng.below(256 - regs as u64) as u32),
             0 => word(0x01, regs as u8 + rng.below(256 - regs as u64) as u8, 0, 0, 0),
             1 => word(0x50, (regs - 1) as u8, 0, 2, 0),
             _ => word(0x60, 5, 5, 5, regs + rng.below(256 - regs as u64) as u32),
@@ -553,13 +587,29 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, plant: Pl
         Planted::Align => {
             v.push(encode(&Insn::Li { rd: 5, imm: 1 + rng.below(3) as u32 }));
             v.push(encode(&Insn::Li { rd: 6, imm: 1 << 16 | 1 }));
-            v.push(if rng.chance(50) { word(0x71, 5, 6, 0, 0) } else { word(0x72 + rng.below(2) as u8, 5, 6, 6, 6) });
+            v.push(match rng.below(3) {
+                0 => word(0x71, 5, 6, 0, 0),
+                1 => word(0x72 + rng.below(2) as u8, 5, 6, 6, 6),
+                // mma with a misaligned C, A or B (6 = a 1 x 1 x 1 shape).
+                _ => [word(0x70, 5, 0, 0, 6), word(0x70, 0, 5, 0, 6), word(0x70, 0, 0, 5, 6)][rng.below(3) as usize],
+            });
         }
         Planted::Smem if rng.chance(40) => {
             // cmp or exp whose packed region runs past the share.
             v.push(encode(&Insn::Li { rd: 5, imm: 0 }));
             v.push(encode(&Insn::Li { rd: 6, imm: smem / 4 + 1 + rng.below(64) as u32 }));
             v.push(word(0x72 + rng.below(2) as u8, 5, 5, 5, 6 | 2 << 8));
+        }
+        Planted::Smem if rng.chance(30) => {
+            // mma with K past kmax, or a tile past the share.
+            let (off, shape) = if rng.chance(50) {
+                (0, 1 | 1 << 8 | (kmax + 1 + rng.below(64) as u32) << 16)
+            } else {
+                (smem + 4 * rng.below(4) as u32, 1 | 1 << 8 | 1 << 16)
+            };
+            v.push(encode(&Insn::Li { rd: 5, imm: off }));
+            v.push(encode(&Insn::Li { rd: 6, imm: shape }));
+            v.push(word(0x70, 5, 5, 5, 6));
         }
         Planted::Smem => {
             v.push(encode(&Insn::Li { rd: 5, imm: smem + rng.below(64) as u32 }));
@@ -581,12 +631,19 @@ pub fn random_run(rng: &mut Rng, p: &CuParams, blocks: usize, plant: Planted) ->
     let regs = (p.regs / resident).clamp(12, 32);
     let smem = ((p.smem_bytes() / resident as u64) as u32 & !3).min(2048);
     let smem = if rng.chance(20) && smem >= 128 { smem & !63 } else { smem - 4 * rng.below(smem as u64 / 8 + 1) as u32 };
-    let words = random_program(rng, p.imem_depth, regs, smem, plant);
+    let words = random_program(rng, p.imem_depth, regs, smem, p.kmax, plant);
     let program = 0x1000 + 0x100 * rng.below(16) as u32;
     let mut memory = Memory::new();
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     memory.write(program as u64, &bytes);
-    let data: Vec<u8> = (0..IN_BYTES).map(|_| rng.below(256) as u8).collect();
+    // Zero-rich input: a quarter of the 16-byte chunks zero, a fifth of the
+    // other bytes zero (zero k-steps, rows and columns for mma).
+    let data: Vec<u8> = (0..IN_BYTES / 16)
+        .flat_map(|_| {
+            let zero = rng.chance(25);
+            (0..16).map(|_| if zero || rng.chance(20) { 0 } else { rng.below(256) as u8 }).collect::<Vec<_>>()
+        })
+        .collect();
     memory.write(IN_BASE as u64, &data);
     let blocks: Vec<Block> = (0..blocks)
         .map(|b| {

@@ -26,7 +26,7 @@ pub struct Decoded {
     pub cdl_mem: Expr,
     pub cdl_off: Expr,
     pub go_dma: Expr,
-    /// 0 ld, 1 st, 2 act, 3 cmp, 4 exp.
+    /// 0 ld, 1 st, 2 act, 3 cmp, 4 exp, 5 mma.
     pub dma_kind: Expr,
     /// cmp/exp: the values of `ra` (S) and `rb` (Q); the element size code.
     pub vec_s: Expr,
@@ -91,11 +91,12 @@ impl Decoded {
         let act = is(b, "act", 0x71);
         let vcmp = is(b, "cmp", 0x72);
         let vexp = is(b, "exp", 0x73);
+        let mma = is(b, "mma", 0x70);
         let vec2 = vcmp.or(&vexp);
         let alu = alu_r.or(&alu_i);
         let cdl = cdl_u.or(&cdl_m);
         let dma = ld.or(&st);
-        let defined = [&alu, &li, &jmp, &bnz, &bz, &lp, &cdl, &dma, &end, &act, &vec2].iter().fold(Expr::bit(false), |a, e| a.or(e));
+        let defined = [&alu, &li, &jmp, &bnz, &bz, &lp, &cdl, &dma, &end, &act, &vec2, &mma].iter().fold(Expr::bit(false), |a, e| a.or(e));
 
         // Operands.
         let a = read(b, "ra", &ra);
@@ -120,22 +121,24 @@ impl Decoded {
                 .or(&dma.and(&nz(&imm.slice(15, 8))))
                 .or(&act.and(&nz(&rb).or(&nz(&imm.slice(15, 0)))))
                 .or(&vec2.and(&nz(&imm.slice(31, 16)).or(&imm.slice(15, 8).gt(&Expr::lit(8, 2)))))
+                .or(&mma.and(&nz(&imm.slice(31, 8))))
                 .or(&end.and(&nz(&rd).or(&nz(&ra)).or(&nz(&rb)).or(&nz(&imm)))),
         );
         // reg: an index the instruction uses is past the block's registers.
         let cw = 10;
         let cnt = rcount.zext(cw);
         let inr = |r: &Expr| r.zext(cw).lt(&cnt);
-        let uses_rd = alu.or(&li).or(&lp).or(&dma).or(&act).or(&vec2);
-        let uses_ra = alu.or(&bnz).or(&bz).or(&cdl_m).or(&dma).or(&act).or(&vec2);
+        let uses_rd = alu.or(&li).or(&lp).or(&dma).or(&act).or(&vec2).or(&mma);
+        let uses_ra = alu.or(&bnz).or(&bz).or(&cdl_m).or(&dma).or(&act).or(&vec2).or(&mma);
+        let four = dma.or(&vec2).or(&mma);
         let cdl_top_ok = rd.zext(cw).add(&rb.zext(cw)).le(&cnt);
         let regbad = b.let_(
             "x_bad_reg",
             &uses_rd
                 .and(&inr(&rd).not())
                 .or(&uses_ra.and(&inr(&ra).not()))
-                .or(&alu_r.or(&dma).or(&vec2).and(&inr(&rb).not()))
-                .or(&dma.or(&vec2).and(&inr(&rc).not()))
+                .or(&alu_r.or(&four).and(&inr(&rb).not()))
+                .or(&four.and(&inr(&rc).not()))
                 .or(&cdl.and(&cdl_top_ok.not())),
         );
         // pc: the next pc past the program store.
@@ -158,7 +161,7 @@ impl Decoded {
             "x_bad_align",
             &cdl.and(&low2(&cdl_off))
                 .or(&act.and(&low2(&dval).or(&low2(&act_pp))))
-                .or(&vec2.and(&low2(&dval).or(&low2(&a)).or(&low2(&bval)))),
+                .or(&vec2.or(&mma).and(&low2(&dval).or(&low2(&a)).or(&low2(&bval)))),
         );
         // smem: the DMA rows outside the share.
         let rows = cval.slice(31, 16);
@@ -186,9 +189,26 @@ impl Decoded {
             &past(&w40(&bval).add(&Expr::lit(40, 4))),
         );
         let exp_bad = vn.any().and(&past(&w40(&a).add(&round(&nz, 4))).or(&past(&mask_end)).or(&past(&w40(&dval).add(&nz))));
+        // mma: TM x PA, K x PB, TM x TN x 4 bytes; K at most kmax.
+        let (m_tm, m_tn, m_k) = (cval.slice(7, 0), cval.slice(15, 8), cval.slice(31, 16));
+        let m_pa = w40(&m_k).add(&Expr::lit(40, 3)).and(&Expr::lit(40, (1u64 << 40) - 4));
+        let m_pb = w40(&m_tn).add(&Expr::lit(40, 7)).and(&Expr::lit(40, (1u64 << 40) - 8));
+        let m_nonempty = m_tm.any().and(&m_tn.any()).and(&m_k.any());
+        let mma_bad = m_nonempty.and(
+            &w40(&m_k)
+                .gt(&Expr::lit(40, p.kmax as u64))
+                .or(&past(&w40(&a).add(&w40(&m_tm).mul(&m_pa))))
+                .or(&past(&w40(&bval).add(&w40(&m_k).mul(&m_pb))))
+                .or(&past(&w40(&dval).add(&w40(&m_tm).mul(&w40(&m_tn)).mul(&Expr::lit(40, 4))))),
+        );
         let smembad = b.let_(
             "x_bad_smem",
-            &dma.and(&nonempty).and(&end_off.gt(&msize.zext(34))).or(&act_bad).or(&vcmp.and(&cmp_bad)).or(&vexp.and(&exp_bad)),
+            &dma.and(&nonempty)
+                .and(&end_off.gt(&msize.zext(34)))
+                .or(&act_bad)
+                .or(&vcmp.and(&cmp_bad))
+                .or(&vexp.and(&exp_bad))
+                .or(&mma.and(&mma_bad)),
         );
 
         let code = |s: Status| Expr::lit(4, s.code());
@@ -238,7 +258,7 @@ impl Decoded {
             ok: ok.clone(),
             status,
             ends: valid.and(&ok.not().or(&end)),
-            resumes: good.and(&end.or(&cdl).or(&dma).or(&act).or(&vec2).not()),
+            resumes: good.and(&end.or(&cdl).or(&dma).or(&act).or(&vec2).or(&mma).not()),
             npc,
             we: b.let_("x_we", &good.and(&alu.or(&li).or(&lp))),
             wreg: b.let_("x_wreg", &gidx(&rd)),
@@ -248,10 +268,13 @@ impl Decoded {
             cdl_n: rb.slice(4, 0),
             cdl_mem: cdl_m,
             cdl_off,
-            go_dma: b.let_("x_go_dma", &good.and(&dma.or(&act).or(&vec2))),
+            go_dma: b.let_("x_go_dma", &good.and(&dma.or(&act).or(&vec2).or(&mma))),
             dma_kind: b.let_(
                 "x_dma_kind",
-                &st.mux(&Expr::lit(3, 1), &act.mux(&Expr::lit(3, 2), &vcmp.mux(&Expr::lit(3, 3), &vexp.mux(&Expr::lit(3, 4), &Expr::lit(3, 0))))),
+                &st.mux(
+                    &Expr::lit(3, 1),
+                    &act.mux(&Expr::lit(3, 2), &vcmp.mux(&Expr::lit(3, 3), &vexp.mux(&Expr::lit(3, 4), &mma.mux(&Expr::lit(3, 5), &Expr::lit(3, 0))))),
+                ),
             ),
             vec_s: a.clone(),
             vec_q: bval.clone(),

@@ -5,10 +5,12 @@
 //!
 //! Rooms: `mod.rs` (ports, slots, dispatch, program loads, issue, execute,
 //! completion, `cdl`), `decode.rs` (fields, checks, the scalar ALU),
-//! `dma.rs` (the DMA engine and its byte aligner).
+//! `dma.rs` (the DMA engine and its byte aligner), `vec.rs` (`act`, `cmp`,
+//! `exp`), `mma.rs` (the tile sequencer on the systolic grid).
 
 mod decode;
 mod dma;
+mod mma;
 mod vec;
 
 use crate::rtl::bus::{Native, Role};
@@ -303,16 +305,18 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     let o_z = regn(&mut b, "dma_z", 2);
     let spm = scratchpad(
         &format!("{TOP}_scratchpad"),
-        Shape { banks: p.banks, words: p.words, data_bits: 32, read_ports: 2, write_ports: 2 },
+        Shape { banks: p.banks, words: p.words, data_bits: 32, read_ports: 4, write_ports: 3 },
     )?;
     let spu = b.instance(&spm, "u_scratchpad", &[("clk_i", clk.clone()), ("rst_i", rst.clone())]);
     let dh = dq.entries[0][0].clone();
     let h_kind = b.let_("dma_head_kind", &select(&dh, &o_kind));
-    let head_vec = h_kind.ge(&Expr::lit(3, 2));
+    let head_vec = h_kind.ge(&Expr::lit(3, 2)).and(&h_kind.le(&Expr::lit(3, 4)));
+    let head_mma = h_kind.eq_lit(5);
     let vec_busy = b.wire("vec_busy_w", 1);
     let dma_busy = b.wire("dma_busy_w", 1);
+    let mma_busy = b.wire("mma_busy_w", 1);
     let dma_io = dma::Io {
-        start: dq.has[0].and(&head_vec.not()).and(&vec_busy.not()),
+        start: dq.has[0].and(&head_vec.not()).and(&head_mma.not()).and(&vec_busy.not()).and(&mma_busy.not()),
         st: h_kind.eq_lit(1),
         s: select(&dh, &o_s),
         a: select(&dh, &o_a),
@@ -332,7 +336,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     let cdesign = super::compress::build(&cpp)?;
     let cu_c = b.instance_of(&cdesign, "u_compress", &[("clk_i", clk.clone()), ("rst_i", rst.clone())]);
     let vec_io = vec::Io {
-        start: dq.has[0].and(&head_vec).and(&dma_busy.not()),
+        start: dq.has[0].and(&head_vec).and(&dma_busy.not()).and(&mma_busy.not()),
         kind: h_kind.clone(),
         d: select(&dh, &o_s),
         s: select(&dh, &o_a).slice(sw - 1, 0),
@@ -348,14 +352,33 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     };
     let vece = vec::engine(&mut b, p, vec_io);
     b.assign(&vec_busy, &vece.busy);
-    let any_start = b.let_("dmaq_start", &dma.started.or(&vece.started));
+    // mma, on the systolic grid.
+    let gp = p.grid();
+    let gdesign = super::systolic::build(&gp)?;
+    let gu = b.instance_of(&gdesign, "u_grid", &[("clk_i", clk.clone()), ("rst_i", rst.clone())]);
+    let mma_io = mma::Io {
+        start: dq.has[0].and(&head_mma).and(&dma_busy.not()).and(&vec_busy.not()),
+        co: select(&dh, &o_s),
+        ao: select(&dh, &o_a).slice(sw - 1, 0),
+        bo: select(&dh, &o_stride).slice(sw - 1, 0),
+        mn: select(&dh, &o_n),
+        k: select(&dh, &o_rows),
+        rd_a: spu.bus(BusKind::Read, "rd2"),
+        rd_b: spu.bus(BusKind::Read, "rd3"),
+        wr_c: spu.bus(BusKind::Write, "wr2"),
+        gin: gu.stream("in"),
+        gout: gu.stream("out"),
+    };
+    let mmae = mma::engine(&mut b, p, mma_io);
+    b.assign(&mma_busy, &mmae.busy);
+    let any_start = b.let_("dmaq_start", &dma.started.or(&vece.started).or(&mmae.started));
     b.assign(&dq_pop, &any_start);
     let dma_slot = b.reg_noreset("dma_slot_q", sb);
     b.next(&dma_slot, &dh, Some(&any_start));
     // An empty operation is done in its start cycle.
-    let done_now = dma.done_now.or(&vece.started.and(&vece.done));
+    let done_now = dma.done_now.or(&vece.started.and(&vece.done)).or(&mmae.started.and(&mmae.done));
     let dma_done_slot = done_now.mux(&dh, &dma_slot);
-    let dmaq_done = b.let_("dmaq_done", &dma.done.or(&vece.done));
+    let dmaq_done = b.let_("dmaq_done", &dma.done.or(&vece.done).or(&mmae.done));
 
     // ---------------- per-slot updates ----------------
     let cpl_oh = b.let_("cpl_slot_oh", &lowest_bit(&Expr::cat_lanes(&done)));

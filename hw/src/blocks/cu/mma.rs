@@ -1,0 +1,388 @@
+//! `mma` on the DMA queue (docs/cu.md, "`mma`" and "Matrix multiply"): a tile
+//! sequencer that reads `A` and `B` from the scratchpad into a tile buffer two
+//! tiles deep, streams each tile's groups to the `systolic` grid from an idle
+//! grid, and writes the result rows to `C`.
+//!
+//! Four walkers share the tile order (row blocks, column blocks fastest): the
+//! `A` reader (port `rd2`), the `B` reader (`rd3`), the streamer (the grid's
+//! `in` stream) and the writer (`wr2`). Each keeps its own tile position and
+//! running addresses, so no address needs a multiply.
+
+use crate::rtl::bus::Bus;
+use crate::rtl::{bits_for, clog2, select, Expr, ModuleBuilder, RamRead, RamWrite, Stream};
+use gpurtl_params::cu::CuParams;
+
+/// The operation at the head of the DMA queue (when it is an `mma`) and the
+/// ports the sequencer drives.
+pub struct Io {
+    pub start: Expr,
+    /// Scratchpad addresses of `C`, `A`, `B`.
+    pub co: Expr,
+    pub ao: Expr,
+    pub bo: Expr,
+    /// `TM` (bits 7:0) and `TN` (15:8) of the shape register.
+    pub mn: Expr,
+    /// `K`.
+    pub k: Expr,
+    pub rd_a: Bus,
+    pub rd_b: Bus,
+    pub wr_c: Bus,
+    /// The grid's `in` and `out` streams.
+    pub gin: Stream,
+    pub gout: Stream,
+}
+
+pub struct Engine {
+    pub busy: Expr,
+    pub started: Expr,
+    /// Done in this cycle (an empty operation: in its start cycle).
+    pub done: Expr,
+}
+
+/// A tile position walker: row block `rb` and column block `cb`, and
+/// whether this is the operation's last tile.
+struct Tiles {
+    rows_left: Expr,
+    cb: Expr,
+}
+
+fn tiles(b: &mut ModuleBuilder, name: &str) -> Tiles {
+    Tiles { rows_left: b.reg_noreset(&format!("mma_{name}_rows_left_q"), 8), cb: b.reg_noreset(&format!("mma_{name}_cb_q"), 8) }
+}
+
+pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
+    let sw = p.smem_addr_bits();
+    let (r, c) = (p.grid_rows, p.grid_cols);
+    let half_groups = p.kmax / 4;
+    let hb = clog2(half_groups as u64);
+    let ent_bits = hb + 1;
+    let cw = (c + 3) / 4; // B words a k-step
+    let lit = |x: u64| Expr::lit(sw, x);
+
+    // ---- the operation ----
+    let busy = b.reg("mma_busy_q", 1, 0);
+    let started = b.let_("mma_start", &io.start.and(&busy.not()));
+    let tm_in = io.mn.slice(7, 0);
+    let tn_in = io.mn.slice(15, 8);
+    let empty = tm_in.eq_lit(0).or(&tn_in.eq_lit(0)).or(&io.k.eq_lit(0));
+    let go = b.let_("mma_go", &started.and(&empty.not()));
+    let cap = |b: &mut ModuleBuilder, n: &str, v: &Expr| {
+        let q = b.reg_noreset(&format!("mma_{n}_q"), v.width());
+        b.next(&q, v, Some(&go));
+        q
+    };
+    let tn = cap(b, "tn", &tn_in);
+    let kk = cap(b, "k", &io.k.slice(15, 0));
+    let bo = cap(b, "bo", &io.bo);
+    // PA = 4*ceil(K/4), PB = 8*ceil(TN/8), PC = 4*TN (bytes).
+    let pa_in = io.k.slice(15, 0).zext(18).add(&Expr::lit(18, 3)).and(&Expr::lit(18, !3u64 & 0x3FFFF));
+    let pa = cap(b, "pa", &pa_in.zext(sw.max(18)).slice(sw - 1, 0));
+    let pb_in = tn_in.zext(sw.max(11)).add(&Expr::lit(sw.max(11), 7)).and(&Expr::lit(sw.max(11), !7u64 & ((1 << sw.max(11)) - 1)));
+    let pb = cap(b, "pb", &pb_in.slice(sw - 1, 0));
+    let pc = cap(b, "pc", &Expr::cat(&[tn_in.clone(), Expr::zero(2)]).zext(sw.max(10)).slice(sw - 1, 0));
+    // Tiles: nc column blocks, total nr*nc.
+    let ceil_div = |x: &Expr, d: u32| -> Expr {
+        // x (8 bits) / d rounded up, d a small constant: by a table-free loop.
+        let w = x.width();
+        let xs = x.zext(w + 4).add(&Expr::lit(w + 4, d as u64 - 1));
+        if d.is_power_of_two() {
+            let sh = clog2(d as u64);
+            if sh == 0 {
+                xs.slice(w - 1, 0)
+            } else {
+                xs.slice(w + 3, sh).zext(w + 4 - sh).slice(w - 1, 0)
+            }
+        } else {
+            // d in 3..7: x < 256, quotient by comparison with multiples.
+            (0..=255u64 / d as u64 + 1).map(|k| xs.ge(&Expr::lit(w + 4, (k + 1) * d as u64)).zext(w)).fold(Expr::zero(w), |a, e| a.add(&e))
+        }
+    };
+    let nc = cap(b, "nc", &ceil_div(&tn_in, c));
+    let ntiles_in = ceil_div(&tm_in, r).zext(16).mul(&ceil_div(&tn_in, c).zext(16));
+    let ntiles = cap(b, "ntiles", &ntiles_in);
+    let q_groups = cap(b, "q", &io.k.slice(15, 0).add(&Expr::lit(16, 3)).slice(15, 2).zext(16));
+
+    let min_r = |x: &Expr| x.lt(&Expr::lit(8, r as u64)).mux(x, &Expr::lit(8, r as u64));
+
+    // ---- tiles written (W_t passed): gates the readers and the streamer ----
+    let wdone = b.reg_noreset("mma_wdone_q", 16);
+    let tw = 16;
+
+    // ---- A reader (rd2) ----
+    let a_t = b.reg_noreset("mma_a_tile_q", tw);
+    let a_tl = tiles(b, "a");
+    let a_j = b.reg_noreset("mma_a_j_q", 16);
+    let a_i = b.reg_noreset("mma_a_i_q", 8);
+    let a_rb_base = b.reg_noreset("mma_a_rb_base_q", sw); // Ao + rb*R*PA
+    let a_j_base = b.reg_noreset("mma_a_j_base_q", sw); // + 4j
+    let a_addr = b.reg_noreset("mma_a_addr_q", sw); // + i*PA
+    let a_more = b.reg("mma_a_more_q", 1, 0);
+    let a_h = min_r(&a_tl.rows_left);
+    let a_free = a_t.lt(&wdone.add(&Expr::lit(tw, 2)));
+    let a_req = b.let_("mma_a_req", &a_more.and(&a_free));
+    b.assign(&io.rd_a.req().valid, &a_req);
+    b.assign(&io.rd_a.req().field("addr"), &a_addr);
+    let a_take = b.let_("mma_a_take", &a_req.and(&io.rd_a.req().ready));
+    let a_last_i = a_i.add(&Expr::lit(8, 1)).eq(&a_h);
+    let a_last_j = a_j.add(&Expr::lit(16, 1)).eq(&q_groups);
+    let a_last_cb = a_tl.cb.add(&Expr::lit(8, 1)).eq(&nc);
+    let a_last_tile = a_t.add(&Expr::lit(tw, 1)).eq(&ntiles);
+    {
+        let next_i = a_last_i.not();
+        let next_t = a_last_i.and(&a_last_j);
+        b.next(&a_i, &go.or(&a_last_i).mux(&Expr::zero(8), &a_i.add(&Expr::lit(8, 1))), Some(&go.or(&a_take)));
+        b.next(&a_j, &go.or(&next_t).mux(&Expr::zero(16), &a_j.add(&Expr::lit(16, 1))), Some(&go.or(&a_take.and(&a_last_i))));
+        let new_rb = next_t.and(&a_last_cb);
+        let rb_base_next = new_rb.mux(&a_rb_base.add(&pa.mul(&lit(r as u64)).slice(sw - 1, 0)), &a_rb_base);
+        b.next(&a_rb_base, &go.mux(&io.ao, &rb_base_next), Some(&go.or(&a_take.and(&next_t))));
+        let j_base_next = next_t.mux(&rb_base_next, &a_j_base.add(&lit(4)));
+        b.next(&a_j_base, &go.mux(&io.ao, &j_base_next), Some(&go.or(&a_take.and(&a_last_i))));
+        let addr_next = next_i.mux(&a_addr.add(&pa), &j_base_next);
+        b.next(&a_addr, &go.mux(&io.ao, &addr_next), Some(&go.or(&a_take)));
+        b.next(&a_tl.cb, &go.or(&a_last_cb).mux(&Expr::zero(8), &a_tl.cb.add(&Expr::lit(8, 1))), Some(&go.or(&a_take.and(&next_t))));
+        b.next(
+            &a_tl.rows_left,
+            &go.mux(&tm_in, &a_tl.rows_left.sub(&Expr::lit(8, r as u64))),
+            Some(&go.or(&a_take.and(&next_t).and(&a_last_cb))),
+        );
+        b.next(&a_t, &go.mux(&Expr::zero(tw), &a_t.add(&Expr::lit(tw, 1))), Some(&go.or(&a_take.and(&next_t))));
+        b.next(&a_more, &go.or(&a_more.and(&a_take.and(&next_t).and(&a_last_tile).not())), None);
+    }
+    // The response: where it goes in the buffer.
+    let a_rsp_ent = b.reg_noreset("mma_a_rsp_ent_q", ent_bits);
+    let a_rsp_i = b.reg_noreset("mma_a_rsp_i_q", 8);
+    let a_rsp_last = b.reg("mma_a_rsp_last_q", 1, 0);
+    let ent = |t: &Expr, j: &Expr| {
+        if hb == 0 {
+            t.bit_at(0)
+        } else {
+            Expr::cat(&[t.bit_at(0), j.slice(hb - 1, 0)])
+        }
+    };
+    b.next(&a_rsp_ent, &ent(&a_t, &a_j), Some(&a_take));
+    b.next(&a_rsp_i, &a_i, Some(&a_take));
+    b.next(&a_rsp_last, &a_take.and(&a_last_i).and(&a_last_j), None);
+    b.assign(&io.rd_a.rsp().ready, &Expr::bit(true));
+    let a_rv = io.rd_a.rsp().valid.clone();
+    let a_word = io.rd_a.rsp().field("data");
+    // Tiles whose A reads are all in.
+    let a_fill = b.reg_noreset("mma_a_fill_q", tw);
+    b.next(&a_fill, &go.mux(&Expr::zero(tw), &a_fill.add(&Expr::lit(tw, 1))), Some(&go.or(&a_rv.and(&a_rsp_last))));
+
+    // ---- B reader (rd3) ----
+    let b_t = b.reg_noreset("mma_b_tile_q", tw);
+    let b_cb = b.reg_noreset("mma_b_cb_q", 8);
+    let b_k = b.reg_noreset("mma_b_k_q", 16);
+    let b_h = b.reg_noreset("mma_b_h_q", 1);
+    let b_coff = b.reg_noreset("mma_b_coff_q", sw); // cb*C bytes
+    let b_kaddr = b.reg_noreset("mma_b_kaddr_q", sw); // Bo + k*PB
+    let b_more = b.reg("mma_b_more_q", 1, 0);
+    let b_free = b_t.lt(&wdone.add(&Expr::lit(tw, 2)));
+    let b_req = b.let_("mma_b_req", &b_more.and(&b_free));
+    let word_off = Expr::cat(&[b_coff.slice(sw - 1, 2), Expr::zero(2)]);
+    let b_addr = b_kaddr.add(&word_off).add(&Expr::cat(&[b_h.zext(sw - 2), Expr::zero(2)]));
+    b.assign(&io.rd_b.req().valid, &b_req);
+    b.assign(&io.rd_b.req().field("addr"), &b_addr);
+    let b_take = b.let_("mma_b_take", &b_req.and(&io.rd_b.req().ready));
+    let b_last_h = if cw == 1 { Expr::bit(true) } else { b_h.eq_lit(1) };
+    let b_last_k = b_k.add(&Expr::lit(16, 1)).eq(&kk);
+    let b_last_cb = b_cb.add(&Expr::lit(8, 1)).eq(&nc);
+    let b_last_tile = b_t.add(&Expr::lit(tw, 1)).eq(&ntiles);
+    {
+        let next_t = b_last_h.and(&b_last_k);
+        if cw == 1 {
+            b.next(&b_h, &Expr::zero(1), None);
+        } else {
+            b.next(&b_h, &go.or(&b_last_h).mux(&Expr::zero(1), &Expr::bit(true)), Some(&go.or(&b_take)));
+        }
+        b.next(&b_k, &go.or(&next_t).mux(&Expr::zero(16), &b_k.add(&Expr::lit(16, 1))), Some(&go.or(&b_take.and(&b_last_h))));
+        b.next(&b_kaddr, &go.or(&next_t).mux(&go.mux(&io.bo, &bo), &b_kaddr.add(&pb)), Some(&go.or(&b_take.and(&b_last_h))));
+        b.next(&b_cb, &go.or(&b_last_cb).mux(&Expr::zero(8), &b_cb.add(&Expr::lit(8, 1))), Some(&go.or(&b_take.and(&next_t))));
+        b.next(&b_coff, &go.or(&b_last_cb).mux(&lit(0), &b_coff.add(&lit(c as u64))), Some(&go.or(&b_take.and(&next_t))));
+        b.next(&b_t, &go.mux(&Expr::zero(tw), &b_t.add(&Expr::lit(tw, 1))), Some(&go.or(&b_take.and(&next_t))));
+        b.next(&b_more, &go.or(&b_more.and(&b_take.and(&next_t).and(&b_last_tile).not())), None);
+    }
+    let b_rsp_ent = b.reg_noreset("mma_b_rsp_ent_q", ent_bits);
+    let b_rsp_s = b.reg_noreset("mma_b_rsp_s_q", 2);
+    let b_rsp_h = b.reg_noreset("mma_b_rsp_h_q", 1);
+    let b_rsp_off = b.reg_noreset("mma_b_rsp_off_q", 2);
+    let b_rsp_last = b.reg("mma_b_rsp_last_q", 1, 0);
+    b.next(&b_rsp_ent, &ent(&b_t, &b_k.slice(15, 2)), Some(&b_take));
+    b.next(&b_rsp_s, &b_k.slice(1, 0), Some(&b_take));
+    b.next(&b_rsp_h, &b_h, Some(&b_take));
+    b.next(&b_rsp_off, &b_coff.slice(1, 0), Some(&b_take));
+    b.next(&b_rsp_last, &b_take.and(&b_last_h).and(&b_last_k), None);
+    b.assign(&io.rd_b.rsp().ready, &Expr::bit(true));
+    let b_rv = io.rd_b.rsp().valid.clone();
+    let b_word = io.rd_b.rsp().field("data");
+    let b_fill = b.reg_noreset("mma_b_fill_q", tw);
+    b.next(&b_fill, &go.mux(&Expr::zero(tw), &b_fill.add(&Expr::lit(tw, 1))), Some(&go.or(&b_rv.and(&b_rsp_last))));
+
+    // ---- the tile buffer: A entries [step s][row i], B entries [step s][column n] ----
+    let depth = 2 * half_groups as u64;
+    // A: lane s*R + i gets byte s of the word; only row a_rsp_i's lanes are strobed.
+    let a_data = Expr::cat_lanes(&(0..4).flat_map(|s| (0..r).map(move |_| s)).map(|s| a_word.slice(8 * s + 7, 8 * s)).collect::<Vec<_>>());
+    let a_strb = Expr::cat_lanes(&(0..4).flat_map(|_| (0..r).map(|i| a_rsp_i.eq_lit(i as u64))).collect::<Vec<_>>());
+    // The streamer's read (declared below, used here).
+    let rd_en = b.wire("mma_buf_re", 1);
+    let rd_addr = b.wire("mma_buf_raddr", ent_bits);
+    let a_buf = b.ram(
+        "mma_abuf",
+        "mma's tile buffer, A: entry (tile mod 2, group) holds lane s*R + i = A[row i][4*group + s]",
+        depth,
+        4 * r * 8,
+        RamWrite { en: a_rv.clone(), addr: a_rsp_ent.clone(), data: a_data, strb: Some(a_strb) },
+        RamRead { en: rd_en.clone(), addr: rd_addr.clone() },
+    );
+    // B: lane s*C + n. C >= 4: word h fills columns 4h..4h+3; C < 4: the C
+    // bytes at the column block's offset in the word.
+    let (b_data, b_strb) = {
+        let lanes: Vec<(u32, u32)> = (0..4).flat_map(|s| (0..c).map(move |n| (s, n))).collect();
+        let data: Vec<Expr> = lanes
+            .iter()
+            .map(|&(_, n)| {
+                if c >= 4 {
+                    b_word.slice(8 * (n % 4) + 7, 8 * (n % 4))
+                } else {
+                    let opts: Vec<Expr> = (0..4).map(|o| b_word.slice(8 * ((o + n) % 4) + 7, 8 * ((o + n) % 4))).collect();
+                    select(&b_rsp_off, &opts)
+                }
+            })
+            .collect();
+        let strb: Vec<Expr> = lanes
+            .iter()
+            .map(|&(s, n)| {
+                let st = b_rsp_s.eq_lit(s as u64);
+                if c > 4 {
+                    st.and(&b_rsp_h.eq_lit((n / 4) as u64))
+                } else {
+                    st
+                }
+            })
+            .collect();
+        (Expr::cat_lanes(&data), Expr::cat_lanes(&strb))
+    };
+    if cw == 1 {
+        b.waive_unused(&b_rsp_h, "one B word a k-step");
+    }
+    if c >= 4 {
+        b.waive_unused(&b_rsp_off, "the column block starts a word");
+    }
+    let b_buf = b.ram(
+        "mma_bbuf",
+        "mma's tile buffer, B: entry (tile mod 2, group) holds lane s*C + n = B[4*group + s][column n]",
+        depth,
+        4 * c * 8,
+        RamWrite { en: b_rv.clone(), addr: b_rsp_ent.clone(), data: b_data, strb: Some(b_strb) },
+        RamRead { en: rd_en.clone(), addr: rd_addr.clone() },
+    );
+
+    // ---- the streamer ----
+    let s_t = b.reg_noreset("mma_s_tile_q", tw);
+    let s_tl = tiles(b, "s");
+    let s_j = b.reg_noreset("mma_s_j_q", 16);
+    let s_kleft = b.reg_noreset("mma_s_kleft_q", 16);
+    let s_arm = b.reg("mma_s_arm_q", 1, 0); // the buffer read before the first group
+    let s_on = b.reg("mma_s_on_q", 1, 0); // groups offered
+    let s_more = b.reg("mma_s_more_q", 1, 0); // tiles left to stream
+    let filled = a_fill.gt(&s_t).and(&b_fill.gt(&s_t));
+    let ready_t = s_t.eq(&wdone); // tile s_t - 1 complete
+    let arm = b.let_("mma_s_arm_now", &s_more.and(&s_arm.not()).and(&s_on.not()).and(&filled).and(&ready_t));
+    b.next(&s_arm, &arm, None);
+    let g_take = b.let_("mma_g_take", &io.gin.valid.and(&io.gin.ready));
+    let s_last_j = s_j.add(&Expr::lit(16, 1)).eq(&q_groups);
+    let tile_sent = g_take.and(&s_last_j);
+    b.next(&s_on, &s_arm.or(&s_on.and(&tile_sent.not())), None);
+    b.assign(&rd_en, &arm.or(&g_take));
+    let next_j = g_take.mux(&s_j.add(&Expr::lit(16, 1)), &s_j);
+    b.assign(&rd_addr, &ent(&s_t, &arm.mux(&Expr::zero(16), &next_j)));
+    b.next(&s_j, &arm.or(&tile_sent).mux(&Expr::zero(16), &next_j), Some(&arm.or(&g_take)));
+    b.next(&s_kleft, &arm.mux(&kk, &s_kleft.sub(&Expr::lit(16, 4))), Some(&arm.or(&g_take)));
+    let s_last_cb = s_tl.cb.add(&Expr::lit(8, 1)).eq(&nc);
+    b.next(&s_tl.cb, &go.or(&s_last_cb).mux(&Expr::zero(8), &s_tl.cb.add(&Expr::lit(8, 1))), Some(&go.or(&tile_sent)));
+    b.next(&s_tl.rows_left, &go.mux(&tm_in, &s_tl.rows_left.sub(&Expr::lit(8, r as u64))), Some(&go.or(&tile_sent.and(&s_last_cb))));
+    b.next(&s_t, &go.mux(&Expr::zero(tw), &s_t.add(&Expr::lit(tw, 1))), Some(&go.or(&tile_sent)));
+    let s_last_tile = s_t.add(&Expr::lit(tw, 1)).eq(&ntiles);
+    b.next(&s_more, &go.or(&s_more.and(&tile_sent.and(&s_last_tile).not())), None);
+    // Columns of the tile: w = min(C, TN - cb*C).
+    let s_cols_left = tn.zext(16).sub(&s_tl.cb.zext(16).mul(&Expr::lit(16, c as u64)));
+    let s_w = b.let_("mma_s_w", &s_cols_left.lt(&Expr::lit(16, c as u64)).mux(&s_cols_left, &Expr::lit(16, c as u64)));
+    let s_h = b.let_("mma_s_h", &min_r(&s_tl.rows_left));
+    let a_keep = Expr::cat_lanes(&(0..4).flat_map(|_| (0..r).map(|i| Expr::lit(8, i as u64).lt(&s_h).repl(8))).collect::<Vec<_>>());
+    let b_keep = Expr::cat_lanes(&(0..4).flat_map(|_| (0..c).map(|n| Expr::lit(16, n as u64).lt(&s_w).repl(8))).collect::<Vec<_>>());
+    b.assign(&io.gin.valid, &s_on);
+    b.assign(&io.gin.field("a"), &a_buf.and(&a_keep));
+    b.assign(&io.gin.field("b"), &b_buf.and(&b_keep));
+    let steps = s_kleft.gt(&Expr::lit(16, 4)).mux(&Expr::lit(16, 4), &s_kleft);
+    let stw = io.gin.field("steps").width();
+    b.assign(&io.gin.field("steps"), &steps.slice(stw - 1, 0));
+    b.assign(&io.gin.field("last"), &s_last_j);
+
+    // ---- the writer: rows into a row buffer, then words to C on wr2 ----
+    b.assign(&io.gout.ready, &Expr::bit(true));
+    let o_take = io.gout.valid.clone();
+    let o_row = io.gout.field("row");
+    let o_c = io.gout.field("c");
+    let rowbuf: Vec<Expr> = (0..r)
+        .map(|i| {
+            let q = b.reg_noreset(&format!("mma_row{i}_q"), 32 * c);
+            b.next(&q, &o_c, Some(&o_take.and(&o_row.eq_lit(i as u64))));
+            q
+        })
+        .collect();
+    let rb_bits = bits_for(r as u64);
+    let w_rows_in = b.reg_noreset("mma_w_rows_in_q", rb_bits);
+    let w_tl = tiles(b, "w");
+    let w_r = b.reg_noreset("mma_w_r_q", 8);
+    let w_n = b.reg_noreset("mma_w_n_q", 8);
+    let w_words_done = b.reg_noreset("mma_w_words_done_q", 1);
+    let w_rb_base = b.reg_noreset("mma_w_rb_base_q", sw); // Co + rb*R*PC
+    let w_row = b.reg_noreset("mma_w_row_q", sw); // + r*PC + 4*cb*C
+    let w_addr = b.reg_noreset("mma_w_addr_q", sw); // + 4n
+    let w_cbase = b.reg_noreset("mma_w_cbase_q", sw); // 4*cb*C
+    let w_h = min_r(&w_tl.rows_left);
+    let w_cols_left = tn.zext(16).sub(&w_tl.cb.zext(16).mul(&Expr::lit(16, c as u64)));
+    let w_w = w_cols_left.lt(&Expr::lit(16, c as u64)).mux(&w_cols_left, &Expr::lit(16, c as u64));
+    let w_ready = w_rows_in.zext(8).gt(&w_r);
+    let w_valid = b.let_("mma_w_valid", &busy.and(&w_words_done.not()).and(&w_ready));
+    let word = select(&w_n, &(0..c).map(|n| select(&w_r, &rowbuf).slice(32 * n + 31, 32 * n)).collect::<Vec<_>>());
+    b.assign(&io.wr_c.req().valid, &w_valid);
+    b.assign(&io.wr_c.req().field("addr"), &w_addr);
+    b.assign(&io.wr_c.req().field("data"), &word);
+    b.assign(&io.wr_c.req().field("strb"), &Expr::ones(4));
+    b.assign(&io.wr_c.rsp().ready, &Expr::bit(true));
+    b.waive_unused(&io.wr_c.rsp().valid, "writes are taken as offered; the response is never waited for");
+    b.waive_unused(&io.wr_c.req().ready, "the only writer while an mma runs: taken as offered");
+    let w_last_n = w_n.zext(16).add(&Expr::lit(16, 1)).eq(&w_w);
+    let w_last_r = w_r.add(&Expr::lit(8, 1)).eq(&w_h);
+    let w_last_word = w_valid.and(&w_last_n).and(&w_last_r);
+    let rows_in_now = w_rows_in.zext(rb_bits + 1).add(&o_take.zext(rb_bits + 1));
+    let words_now = w_words_done.or(&w_last_word);
+    let t_done = b.let_("mma_tile_done", &busy.and(&words_now).and(&rows_in_now.eq_lit(r as u64)));
+    let w_last_cb = w_tl.cb.add(&Expr::lit(8, 1)).eq(&nc);
+    {
+        let wn = w_valid.and(&w_last_n.not());
+        let wr_ = w_valid.and(&w_last_n);
+        b.next(&w_n, &go.or(&wr_).mux(&Expr::zero(8), &w_n.add(&Expr::lit(8, 1))), Some(&go.or(&w_valid)));
+        b.next(&w_r, &go.or(&t_done).mux(&Expr::zero(8), &w_r.add(&Expr::lit(8, 1))), Some(&go.or(&t_done).or(&wr_.and(&w_last_r.not()))));
+        b.next(&w_words_done, &go.or(&t_done).mux(&Expr::zero(1), &Expr::bit(true)), Some(&go.or(&t_done).or(&w_last_word)));
+        b.next(&w_rows_in, &go.or(&t_done).mux(&Expr::zero(rb_bits), &rows_in_now.slice(rb_bits - 1, 0)), None);
+        let new_rb = t_done.and(&w_last_cb);
+        let rb_next = w_rb_base.add(&pc.mul(&lit(r as u64)).slice(sw - 1, 0));
+        b.next(&w_rb_base, &go.mux(&io.co, &rb_next), Some(&go.or(&new_rb)));
+        let cbase_next = w_last_cb.mux(&lit(0), &w_cbase.add(&lit(4 * c as u64)));
+        b.next(&w_cbase, &go.mux(&lit(0), &cbase_next), Some(&go.or(&t_done)));
+        let row_next_tile = new_rb.mux(&rb_next, &w_rb_base.add(&cbase_next));
+        let row_next = t_done.mux(&row_next_tile, &w_row.add(&pc));
+        b.next(&w_row, &go.mux(&io.co, &row_next), Some(&go.or(&t_done).or(&wr_.and(&w_last_r.not()))));
+        let addr_next = t_done.mux(&row_next_tile, &wr_.mux(&w_row.add(&pc), &w_addr.add(&lit(4))));
+        b.next(&w_addr, &go.mux(&io.co, &addr_next), Some(&go.or(&t_done).or(&wn).or(&wr_)));
+        b.next(&w_tl.cb, &go.or(&t_done.and(&w_last_cb)).mux(&Expr::zero(8), &w_tl.cb.add(&Expr::lit(8, 1))), Some(&go.or(&t_done)));
+        b.next(&w_tl.rows_left, &go.mux(&tm_in, &w_tl.rows_left.sub(&Expr::lit(8, r as u64))), Some(&go.or(&new_rb)));
+        b.next(&wdone, &go.mux(&Expr::zero(tw), &wdone.add(&Expr::lit(tw, 1))), Some(&go.or(&t_done)));
+    }
+    let last_done = b.let_("mma_last_done", &t_done.and(&wdone.add(&Expr::lit(tw, 1)).eq(&ntiles)));
+    b.next(&busy, &go.or(&busy.and(&last_done.not())), None);
+    let done = b.let_("mma_done", &last_done.or(&started.and(&empty)));
+    Engine { busy, started, done }
+}
