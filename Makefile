@@ -64,7 +64,7 @@ BLOCKS = $(shell $(GPURTL) list --names)
 lint: build
 	for b in $(BLOCKS); do $(GPURTL) lint $$b || exit 1; done
 
-# The README's figures: every block at its defaults, compress at each
+# The figures of the README and docs/<block>.md: every block at its defaults, compress at each
 # width, the systolic grid at 8x8 (preset grid8) in both dataflows, and the
 # cosimulation harness against a native Verilator loop.
 bench: build
@@ -84,7 +84,7 @@ fpga: build fpga-deps
 	$(GPURTL) synth $(BLOCK) --target $(TARGET) -o out/synth/$(BLOCK)-$(TARGET)
 
 # Every block on every target (FPGA targets at placement seeds 1-3, the
-# median reported), the FPGA presets, then the README's table (a block that
+# median reported), the FPGA presets, then docs/fpga.md's table (a block that
 # does not fit or misses timing is reported as such, not a make failure).
 synth-report: build fpga-deps
 	for b in $(BLOCKS); do for t in generic ice40 ecp5; do \

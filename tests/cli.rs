@@ -957,7 +957,7 @@ fn texture_malformed_inputs_and_pictures() {
     assert_eq!((code, err.as_str()), (2, "error: option `--image`: block `cbload` takes no picture\n"));
 }
 
-/// The README's pictures: a real photograph (docs/figures/texture-camera.png,
+/// docs/texture.md's pictures: a real photograph (docs/figures/texture-camera.png,
 /// CC0) through the generated RTL gives the model's output byte for byte,
 /// and the committed outputs are what the RTL gives today.
 #[test]
@@ -1212,7 +1212,7 @@ fn asm_text_run_input_needs_a_block_with_a_text_form() {
 #[test]
 fn cmdproc_runs_text_and_json_inputs_through_both_engines() {
     let dir = tempfile::tempdir().unwrap();
-    // The README's example: a text run file.
+    // docs/cmdproc.md's example: a text run file.
     let v = both_engines(dir.path(), "cmdproc", &[], "examples/cmdproc/draw.txt");
     assert_eq!(v["status"], "done");
     let cmds = v["commands"].as_array().unwrap();

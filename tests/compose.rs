@@ -286,3 +286,15 @@ fn run_with_both_engines_gives_the_same_file() {
     assert_eq!(code, 2);
     assert!(err.starts_with("error: input `wide.ops[0].src` = a list of 8 values: must be a list of 32 values"), "{err}");
 }
+
+/// docs/compose.md shows this file's code: each `rust` block of that page
+/// is in this file, as it is.
+#[test]
+fn the_doc_samples_are_this_files_code() {
+    let doc = std::fs::read_to_string(gpurtl_tests::repo().join("docs/compose.md")).unwrap();
+    let samples: Vec<&str> = doc.split("```rust\n").skip(1).map(|s| s.split("```").next().unwrap()).collect();
+    assert!(samples.len() >= 2, "docs/compose.md has {} rust samples", samples.len());
+    for s in samples {
+        assert!(include_str!("compose.rs").contains(s), "docs/compose.md shows code that tests/compose.rs does not hold:\n{s}");
+    }
+}

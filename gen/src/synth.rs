@@ -76,7 +76,7 @@ fn utilization_from_log(log: &str) -> Vec<(String, u64, u64)> {
 }
 
 /// A Markdown table of the `synth-report.json` files under `dir` (one
-/// directory per run), for the README.
+/// directory per run), for docs/fpga.md.
 pub fn table(dir: &Path) -> Result<String, Error> {
     let mut reports: Vec<Value> = Vec::new();
     let entries = std::fs::read_dir(dir).map_err(|e| Error::Bad(format!("directory `{}`: cannot be read: {e}", dir.display())))?;

@@ -157,8 +157,8 @@ impl BlockParams for CbloadParams {
             ),
             ("simd32", CbloadParams { reg_bits: 1024, read_bits: 256, regs: 128, max_burst: 32, ..Self::default() }),
             // The default's unit with a 64 KiB address space (an iCE40's
-            // memories), for 100 MHz on the iCE40-HX8K (README, "Synthesis
-            // and FPGA flow").
+            // memories), for 100 MHz on the iCE40-HX8K (docs/cbload.md, "Using
+            // it").
             ("ice40", CbloadParams { addr_bits: 16, ..Self::default() }),
         ]
     }

@@ -239,7 +239,7 @@ impl BlockParams for TextureParams {
             ("default", Self::default()),
             // A small unit: 256x256 textures, 5x5 kernels, whole broadcast
             // (it does not fit the iCE40-HX8K: its 16 multipliers alone are
-            // most of the device; README, Synthesis and FPGA flow).
+            // most of the device; docs/texture.md, "Using it").
             (
                 "small",
                 TextureParams {

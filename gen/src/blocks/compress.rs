@@ -82,7 +82,7 @@ impl BlockDef for Compress {
     }
 
     /// Throughput and latency without stalls, area and cosim speed at the
-    /// given parameters (the README's table runs it at each width).
+    /// given parameters (`make bench` runs it at each width for docs/compress.md).
     fn bench(p: &CompressParams, _: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
         let design = build(p)?;
         // Throughput: a long run with no stalls. Steady state = results / (cycles - latency + 1).

@@ -88,7 +88,7 @@ impl BlockDef for Systolic {
 
     /// Utilization, load-filter speedups, gating counts, generation size and
     /// time, cosim speed, at the given parameters (`--preset grid8` is the
-    /// 8x8 grid of the README's figures).
+    /// 8x8 grid of docs/systolic.md's figures).
     fn bench(p: &SystolicParams, _: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
         let run = |p: &SystolicParams, gemm: &Gemm| -> Result<(Outcome, f64)> {
             let compiled = compile_design(&build(p)?)?;
