@@ -36,7 +36,7 @@ impl ReadError {
 
 /// " (N MiB)" for a whole number of MiB.
 fn mib(limit: u64) -> String {
-    if limit > 0 && limit % (1 << 20) == 0 {
+    if limit > 0 && limit.is_multiple_of(1 << 20) {
         format!(" ({} MiB)", limit >> 20)
     } else {
         String::new()
