@@ -256,9 +256,10 @@ fn gen_writes_verilog_filelist_and_json() {
     let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(o.join("gpurtl_compress.json")).unwrap()).unwrap();
     assert_eq!(j["params"]["width"], 256);
     assert_eq!(j["ports"][0]["name"], "clk_i");
-    // No temporary files are left beside the outputs.
+    // No temporary or lock file is left beside the outputs and the manifest.
     let n = std::fs::read_dir(&o).unwrap().count();
-    assert_eq!(n, 4);
+    assert_eq!(n, 5);
+    assert!(o.join("gpurtl.manifest.json").is_file());
 }
 
 #[test]
