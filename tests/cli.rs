@@ -208,7 +208,7 @@ fn run_options() {
     );
     bad(
         &["run", "compress", "--input", "/nonexistent/in.json", "--output", "o.json"],
-        "error: input file `/nonexistent/in.json`: cannot be read: No such file or directory (os error 2)\n",
+        "error: option `--input` = `/nonexistent/in.json`: cannot be read: No such file or directory (os error 2)\n",
     );
 }
 
@@ -256,9 +256,10 @@ fn gen_writes_verilog_filelist_and_json() {
     let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(o.join("gpurtl_compress.json")).unwrap()).unwrap();
     assert_eq!(j["params"]["width"], 256);
     assert_eq!(j["ports"][0]["name"], "clk_i");
-    // No temporary files are left beside the outputs.
+    // No temporary or lock file is left beside the outputs and the manifest.
     let n = std::fs::read_dir(&o).unwrap().count();
-    assert_eq!(n, 4);
+    assert_eq!(n, 5);
+    assert!(o.join("gpurtl.manifest.json").is_file());
 }
 
 #[test]
@@ -606,7 +607,7 @@ fn large_inputs_are_refused() {
     assert_eq!(
         err,
         format!(
-            "error: input file `{}`: 17825792 bytes is larger than the limit of 16777216 bytes (16 MiB); split the workload into several runs\n",
+            "error: option `--input` = `{}`: 17825792 bytes is larger than the limit of 16777216 bytes (16 MiB); split the workload into several runs\n",
             big.display()
         )
     );
@@ -692,8 +693,11 @@ fn gen_writes_all_its_files_or_none() {
     std::fs::write(d.path().join("gpurtl_compress.v"), "old").unwrap();
     std::fs::create_dir(d.path().join("gpurtl_compress.json")).unwrap();
     let (code, _, err) = gpurtl(&["gen", "compress", "-o", d.path().to_str().unwrap()]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("`gpurtl_compress.json` is a directory"), "{err}");
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        err,
+        format!("error: option `--out` = `{}`: `gpurtl_compress.json` is a directory; gpurtl writes a file of that name there\n", d.path().display())
+    );
     assert_eq!(std::fs::read_to_string(d.path().join("gpurtl_compress.v")).unwrap(), "old");
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2, "no temporary file is left");
 }
@@ -712,7 +716,15 @@ fn gen_removes_the_files_of_an_earlier_configuration() {
     names.sort();
     assert_eq!(
         names,
-        ["gpurtl_systolic.core", "gpurtl_systolic.f", "gpurtl_systolic.json", "gpurtl_systolic.v", "gpurtl_systolic_pe.v", "notes.txt"]
+        [
+            "gpurtl.manifest.json",
+            "gpurtl_systolic.core",
+            "gpurtl_systolic.f",
+            "gpurtl_systolic.json",
+            "gpurtl_systolic.v",
+            "gpurtl_systolic_pe.v",
+            "notes.txt"
+        ]
     );
 }
 
@@ -942,7 +954,7 @@ fn texture_malformed_inputs_and_pictures() {
     bad_tex(
         r#"{"ops": []}"#,
         &["--output-image", inp.to_str().unwrap()],
-        &format!("option `--output-image` = `{}`: is the file of another option (an input or an output); must be its own file", inp.display()),
+        &format!("option `--output-image` = `{}`: is the `--input` file; must be another file", inp.display()),
     );
     bad_tex(&format!("{{{tex}}}"), &["--image", camera.to_str().unwrap()], "input `texture`: given together with `--image`; must be one or the other");
     bad_tex(&format!("{{{tex}}}"), &["--output-image", "x.png"], "option `--output-image`: the input has no `conv` section, so the run gives no image");
@@ -1140,7 +1152,7 @@ fn asm_errors_name_the_line() {
     let missing = d.path().join("missing.txt");
     bad(
         &["asm", missing.to_str().unwrap(), "--output", o],
-        &format!("error: input file `{}`: cannot be read: No such file or directory (os error 2)\n", missing.display()),
+        &format!("error: argument `IN` = `{}`: cannot be read: No such file or directory (os error 2)\n", missing.display()),
     );
     assert!(!out.exists());
 }
@@ -1182,7 +1194,7 @@ fn disasm_errors_name_the_file_and_line() {
     let missing = d.path().join("missing.bin");
     bad(
         &["disasm", missing.to_str().unwrap()],
-        &format!("error: input file `{}`: cannot be read: No such file or directory (os error 2)\n", missing.display()),
+        &format!("error: argument `IN` = `{}`: cannot be read: No such file or directory (os error 2)\n", missing.display()),
     );
     bad(
         &["disasm"],
@@ -1268,4 +1280,346 @@ fn cmdproc_malformed_inputs() {
     assert!(err.contains("line 3: `DRAW_INDEX_AUTO count=1`"), "{err}");
     assert!(err.contains("line 4: `FOO`: unknown mnemonic `FOO`"), "{err}");
     assert!(!Path::new(o).exists());
+}
+
+// ---- Outputs never lose a user's file; every input goes through one bounded reader ----
+
+/// The names in a folder, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut n: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    n.sort();
+    n
+}
+
+/// An output that is one of the command's inputs, however it is spelled
+/// (another path, a symbolic or hard link, a file not made yet through a
+/// linked folder), is refused before any work, and the input is untouched.
+#[cfg(unix)]
+#[test]
+fn outputs_never_replace_inputs() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let x = write(p, "x.json", r#"{"ops": []}"#);
+    let same = |what: &str, opt: &str, path: &str| format!("error: option `{opt}` = `{path}`: is {what}; must be another file\n");
+    bad(&["run", "compress", "--input", &x, "--output", &x], &same("the `--input` file", "--output", &x));
+    let spelled = format!("{}/./sub/../x.json", p.display());
+    std::fs::create_dir(p.join("sub")).unwrap();
+    bad(&["run", "compress", "--input", &x, "--output", &spelled], &same("the `--input` file", "--output", &spelled));
+    std::os::unix::fs::symlink(p.join("x.json"), p.join("link.json")).unwrap();
+    std::fs::hard_link(p.join("x.json"), p.join("hard.json")).unwrap();
+    for alias in ["link.json", "hard.json"] {
+        let a = p.join(alias);
+        let a = a.to_str().unwrap();
+        bad(&["run", "compress", "--input", &x, "--output", a], &same("the `--input` file", "--output", a));
+    }
+    // An output not made yet, through a linked folder, that names the input.
+    std::os::unix::fs::symlink(p.join("sub"), p.join("sublink")).unwrap();
+    let i2 = write(&p.join("sub"), "new.json", r#"{"ops": []}"#);
+    let via = p.join("sublink/new.json");
+    std::fs::remove_file(&i2).unwrap();
+    let o = p.join("o.json");
+    bad(
+        &["run", "compress", "--input", via.to_str().unwrap(), "--output", o.to_str().unwrap(), "--engine", "rtl", "--vcd", &i2],
+        &same("the `--input` file", "--vcd", &i2),
+    );
+    bad(&["run", "compress", "--input", &x, "--output", o.to_str().unwrap(), "--engine", "rtl", "--vcd", &x], &same("the `--input` file", "--vcd", &x));
+    let params = write(p, "params.json", r#"{"width": 64}"#);
+    bad(&["run", "compress", "--params", &params, "--input", &x, "--output", &params], &same("the `--params` file", "--output", &params));
+    // texture: the picture is an input too.
+    let png = p.join("p.png");
+    std::fs::copy(gpurtl_tests::repo().join("docs/figures/texture-camera.png"), &png).unwrap();
+    let png = png.to_str().unwrap();
+    bad(&["run", "texture", "--image", png, "--input", &x, "--output", png], &same("the `--image` file", "--output", png));
+    let g = write(p, "g.json", r#"{"a": [[1]], "b": [[1]]}"#);
+    bad(&["prune", "--input", &g, "--output", &g, "--block", "2", "--threshold", "1"], &same("the `--input` file", "--output", &g));
+    bad(&["bench", "compress", "--params", &params, "--json", &params], &same("the `--params` file", "--json", &params));
+    // `gen`: a params file where gen writes; synth: one inside its folder.
+    let gd = p.join("gen");
+    std::fs::create_dir(&gd).unwrap();
+    let inside = write(&gd, "gpurtl_compress.json", r#"{"width": 64}"#);
+    bad(
+        &["gen", "compress", "--params", &inside, "-o", gd.to_str().unwrap()],
+        &format!(
+            "error: option `--out` = `{}`: `gen` would write `gpurtl_compress.json` there, which is the `--params` file; must be a folder where no input is replaced\n",
+            gd.display()
+        ),
+    );
+    bad(
+        &["synth", "compress", "--params", &inside, "-o", gd.to_str().unwrap()],
+        &format!(
+            "error: option `--params` = `{inside}`: is inside the folder `--out` = `{}`, which this command writes into; must be outside it\n",
+            gd.display()
+        ),
+    );
+    assert_eq!(std::fs::read_to_string(&x).unwrap(), r#"{"ops": []}"#);
+    assert_eq!(std::fs::read_to_string(&g).unwrap(), r#"{"a": [[1]], "b": [[1]]}"#);
+    assert_eq!(std::fs::read_to_string(&params).unwrap(), r#"{"width": 64}"#);
+    assert_eq!(std::fs::read_to_string(&inside).unwrap(), r#"{"width": 64}"#);
+    assert!(!o.exists());
+    assert_eq!(names_in(&gd), ["gpurtl_compress.json"]);
+    // Devices are written through, not compared: stdout may be the terminal stdin is.
+    let (code, _, err) = gpurtl(&["run", "compress", "--input", &x, "--output", "/dev/null"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// `gen` removes only files its manifest proves it wrote and that are
+/// unchanged: not a hand-written file, not one a planted `<top>.json` lists,
+/// not one edited since (a warning names it); the files of an earlier top
+/// go, so the folder holds one design.
+#[test]
+fn gen_removes_only_files_it_provably_wrote() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let o = p.to_str().unwrap();
+    std::fs::write(p.join("gpurtl_compress.json"), r#"{"files":["important.v"]}"#).unwrap();
+    std::fs::write(p.join("important.v"), "mine").unwrap();
+    std::fs::write(p.join("gpurtl_compress.ecp5.v"), "hand-mapped").unwrap();
+    let (code, _, err) = gpurtl(&["gen", "compress", "-o", o]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let compress = ["gpurtl_compress.core", "gpurtl_compress.f", "gpurtl_compress.json", "gpurtl_compress.v"];
+    let kept = ["gpurtl_compress.ecp5.v", "important.v"];
+    let want = |design: &[&str]| {
+        let mut w: Vec<String> = design.iter().chain(&kept).chain(&["gpurtl.manifest.json"]).map(|s| s.to_string()).collect();
+        w.sort();
+        w
+    };
+    assert_eq!(names_in(p), want(&compress));
+    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join("gpurtl.manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["top"], "gpurtl_compress");
+    assert_eq!(manifest["files"].as_object().unwrap().keys().collect::<Vec<_>>(), compress);
+    // Another top into the folder: the first top's files go.
+    let (code, _, err) = gpurtl(&["gen", "systolic", "-o", o]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let systolic = [
+        "gpurtl_systolic.core",
+        "gpurtl_systolic.f",
+        "gpurtl_systolic.json",
+        "gpurtl_systolic.v",
+        "gpurtl_systolic_mul.ecp5.v",
+        "gpurtl_systolic_mul.v",
+        "gpurtl_systolic_pe.v",
+    ];
+    assert_eq!(names_in(p), want(&systolic));
+    // An edited file of the earlier generation stays, with a warning.
+    std::fs::write(p.join("gpurtl_systolic_pe.v"), "edited").unwrap();
+    let (code, _, err) = gpurtl(&["gen", "compress", "-o", o]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "warning: `{}`: changed since an earlier generation wrote it (its content hash is not the one in `gpurtl.manifest.json`); left in place\n",
+            p.join("gpurtl_systolic_pe.v").display()
+        )
+    );
+    assert_eq!(names_in(p), want(&[&compress[..], &["gpurtl_systolic_pe.v"]].concat()));
+    assert_eq!(std::fs::read_to_string(p.join("gpurtl_systolic_pe.v")).unwrap(), "edited");
+    // The new filelist reads only files that are there.
+    for line in std::fs::read_to_string(p.join("gpurtl_compress.f")).unwrap().lines().filter(|l| l.ends_with(".v")) {
+        assert!(p.join(line.trim()).exists(), "{line}");
+    }
+    // A manifest entry without a hash, or out of the folder, proves nothing.
+    std::fs::write(p.join("gpurtl.manifest.json"), r#"{"files": {"important.v": null, "../x.v": "0000000000000000"}}"#).unwrap();
+    let (code, _, err) = gpurtl(&["gen", "compress", "-o", o]);
+    assert_eq!(code, 0, "{err}");
+    let m = p.join("gpurtl.manifest.json");
+    assert_eq!(
+        err,
+        format!(
+            "warning: the manifest `{}` lists `../x.v`, which is not a file gpurtl writes in this folder; ignored\n\
+             warning: `{}`: listed by `gpurtl.manifest.json` without a content hash, so not provably gpurtl's; left in place\n",
+            m.display(),
+            p.join("important.v").display()
+        )
+    );
+    assert_eq!(std::fs::read_to_string(p.join("important.v")).unwrap(), "mine");
+}
+
+/// Eight `gen`s of two tops into one folder at once take turns on its lock:
+/// every one succeeds, and the folder ends up as one generation wrote it
+/// (manifest, filelist and files agree; no lock or temporary file left).
+#[test]
+fn concurrent_gens_into_one_folder_take_turns() {
+    let d = tempfile::tempdir().unwrap();
+    let t = std::time::Instant::now();
+    std::thread::scope(|s| {
+        let runs: Vec<_> = (0..8)
+            .map(|i| {
+                let o = d.path().to_str().unwrap();
+                s.spawn(move || gpurtl(&["gen", if i % 2 == 0 { "compress" } else { "systolic" }, "-o", o]))
+            })
+            .collect();
+        for r in runs {
+            let (code, _, err) = r.join().unwrap();
+            assert_eq!((code, err.as_str()), (0, ""));
+        }
+    });
+    assert!(t.elapsed().as_secs() < 20, "{:?}", t.elapsed());
+    let p = d.path();
+    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join("gpurtl.manifest.json")).unwrap()).unwrap();
+    let top = manifest["top"].as_str().unwrap();
+    let files = manifest["files"].as_object().unwrap();
+    let mut want: Vec<String> = files.keys().cloned().chain(["gpurtl.manifest.json".to_string()]).collect();
+    want.sort();
+    assert_eq!(names_in(p), want);
+    for (name, hash) in files {
+        let bytes = std::fs::read(p.join(name)).unwrap();
+        assert_eq!(format!("{:016x}", gpurtl_gen::emit::fnv1a64(&bytes)), hash.as_str().unwrap(), "{name}");
+    }
+    let filelist = std::fs::read_to_string(p.join(format!("{top}.f"))).unwrap();
+    let listed: Vec<&str> = filelist.lines().filter(|l| l.ends_with(".v")).map(str::trim).collect();
+    assert!(!listed.is_empty());
+    for f in listed {
+        assert!(files.contains_key(f), "{f} listed by {top}.f but not by the manifest");
+    }
+}
+
+/// A run holding the folder's lock is waited for; a lock file that no
+/// running gpurtl holds (left by a killed run) is taken over at once.
+#[test]
+fn gen_waits_for_a_held_lock_and_takes_over_a_stale_one() {
+    let d = tempfile::tempdir().unwrap();
+    let o = d.path().to_str().unwrap();
+    let lock = gpurtl_gen::emit::lock_dir(d.path(), std::time::Duration::ZERO).unwrap();
+    let t = std::time::Instant::now();
+    let run = std::thread::spawn({
+        let o = o.to_string();
+        move || gpurtl(&["gen", "compress", "-o", &o])
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!d.path().join("gpurtl_compress.v").exists(), "gen wrote while the lock was held");
+    drop(lock);
+    let (code, _, err) = run.join().unwrap();
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(t.elapsed().as_millis() >= 300);
+    // A stale lock file: present, held by no one.
+    std::fs::write(d.path().join("gpurtl.lock"), "99999999\n").unwrap();
+    let t = std::time::Instant::now();
+    let (code, _, err) = gpurtl(&["gen", "systolic", "-o", o]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(t.elapsed().as_secs() < 5);
+    assert!(!d.path().join("gpurtl.lock").exists());
+}
+
+/// An empty path is an error for every path option, never the current
+/// folder.
+#[test]
+fn empty_paths_are_errors() {
+    for (args, opt) in [
+        (&["gen", "compress", "-o", ""][..], "--out"),
+        (&["gen", "compress", "--params", "", "-o", "x"], "--params"),
+        (&["run", "compress", "--input", "", "--output", "o.json"], "--input"),
+        (&["run", "compress", "--input", "i.json", "--output", ""], "--output"),
+        (&["run", "compress", "--input", "i.json", "--output", "o.json", "--vcd", ""], "--vcd"),
+        (&["run", "texture", "--input", "i.json", "--output", "o.json", "--image", ""], "--image"),
+        (&["run", "texture", "--input", "i.json", "--output", "o.json", "--output-image", ""], "--output-image"),
+        (&["bench", "compress", "--json", ""], "--json"),
+        (&["synth", "compress", "-o", ""], "--out"),
+        (&["asm", "a.txt", "--output", ""], "--output"),
+    ] {
+        bad(args, &format!("error: option `{opt}` = ``: is empty; must be a path\n"));
+    }
+    bad(
+        &["asm", "", "--output", "x.hex"],
+        "error: argument `IN` = ``: is empty; must be a path: `gpurtl asm IN.txt --output OUT` (OUT.bin: raw little-endian dwords; any other name: a hex file, one dword a line)\n",
+    );
+    bad(&["synth-table", ""], "error: argument `DIR` of `synth-table` = ``: is empty; must be a path\n");
+}
+
+/// Output paths: a dangling symbolic link is written through (the link
+/// stays, its target is made), for a file and for `gen`'s folder; a link
+/// whose target's folder is missing, a file where `gen` needs a folder and
+/// a folder under a file are exit 2 naming the option and the path.
+#[cfg(unix)]
+#[test]
+fn output_paths_through_dangling_links_and_their_problems() {
+    use std::os::unix::fs::symlink;
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let i = write(p, "in.json", r#"{"ops": []}"#);
+    symlink("target.json", p.join("dangling.json")).unwrap();
+    let (code, _, err) = gpurtl(&["run", "compress", "--input", &i, "--output", p.join("dangling.json").to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::symlink_metadata(p.join("dangling.json")).unwrap().file_type().is_symlink());
+    assert!(std::fs::read_to_string(p.join("target.json")).unwrap().contains("\"results\""));
+    let txt = write(p, "a.txt", "FILLER\n");
+    symlink("a.hex", p.join("dangling.hex")).unwrap();
+    let (code, _, err) = gpurtl(&["asm", &txt, "--output", p.join("dangling.hex").to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::symlink_metadata(p.join("dangling.hex")).unwrap().file_type().is_symlink() && p.join("a.hex").is_file());
+    symlink("gen-here", p.join("dangling-dir")).unwrap();
+    let (code, _, err) = gpurtl(&["gen", "compress", "-o", p.join("dangling-dir").to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::symlink_metadata(p.join("dangling-dir")).unwrap().file_type().is_symlink());
+    assert!(p.join("gen-here/gpurtl_compress.v").is_file());
+    // A link into a missing folder.
+    let nowhere = p.join("nowhere/x.json");
+    symlink(&nowhere, p.join("lost.json")).unwrap();
+    let lost = p.join("lost.json");
+    bad(
+        &["run", "compress", "--input", &i, "--output", lost.to_str().unwrap()],
+        &format!(
+            "error: option `--output` = `{}` (a symbolic link to `{}`): the directory `{}` does not exist\n",
+            lost.display(),
+            nowhere.display(),
+            p.join("nowhere").display()
+        ),
+    );
+    // `gen -o` onto a file, and under one.
+    let f = write(p, "file", "mine");
+    bad(&["gen", "compress", "-o", &f], &format!("error: option `--out` = `{f}`: is a file; must be a folder (made when missing)\n"));
+    let under = format!("{f}/sub");
+    bad(&["gen", "compress", "-o", &under], &format!("error: option `--out` = `{under}`: cannot make the folder: Not a directory (os error 20)\n"));
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "mine");
+}
+
+/// Every input file goes through one reader that stops past the limit,
+/// whatever the file is: an endless device is refused (exit 2, naming the
+/// option, the path and the limit), neither hanging nor filling memory.
+#[cfg(unix)]
+#[test]
+fn endless_inputs_are_cut_off_at_the_limit() {
+    let d = tempfile::tempdir().unwrap();
+    let o = d.path().join("o.json");
+    let o = o.to_str().unwrap();
+    let limit = "more than 16777216 bytes arrived (it is not a regular file); the limit is 16777216 bytes (16 MiB)";
+    let t = std::time::Instant::now();
+    bad(&["disasm", "/dev/zero"], &format!("error: argument `IN` = `/dev/zero`: {limit}\n"));
+    bad(&["asm", "/dev/zero", "--output", o], &format!("error: argument `IN` = `/dev/zero`: {limit}\n"));
+    bad(&["run", "compress", "--input", "/dev/zero", "--output", o], &format!("error: option `--input` = `/dev/zero`: {limit}; split the workload into several runs\n"));
+    bad(&["gen", "compress", "--params", "/dev/zero", "-o", d.path().to_str().unwrap()], &format!("error: option `--params` = `/dev/zero`: {limit}\n"));
+    let i = write(d.path(), "in.json", r#"{"ops": []}"#);
+    bad(
+        &["run", "texture", "--input", &i, "--output", o, "--image", "/dev/zero"],
+        "error: option `--image` = `/dev/zero`: more than 67108864 bytes arrived (it is not a regular file); the limit is 67108864 bytes (64 MiB)\n",
+    );
+    assert!(t.elapsed().as_secs() < 10, "{:?}", t.elapsed());
+}
+
+/// A UTF-8 byte order mark at the start of a JSON, assembler or hex input
+/// is skipped.
+#[test]
+fn a_byte_order_mark_is_skipped() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let bom = |name: &str, text: &str| {
+        let f = p.join(name);
+        std::fs::write(&f, [&b"\xef\xbb\xbf"[..], text.as_bytes()].concat()).unwrap();
+        f.to_string_lossy().into_owned()
+    };
+    let i = bom("in.json", r#"{"ops": []}"#);
+    let params = bom("p.json", r#"{"width": 128}"#);
+    let o = p.join("o.json");
+    let (code, _, err) = gpurtl(&["run", "compress", "--params", &params, "--input", &i, "--output", o.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = gpurtl(&["gen", "compress", "--params", &params, "-o", p.join("g").to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(p.join("g/gpurtl_compress.json")).unwrap().contains("\"width\": 128"));
+    let txt = bom("a.txt", "FILLER\n");
+    let hex = p.join("a.hex");
+    let (code, _, err) = gpurtl(&["asm", &txt, "--output", hex.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let hex_bom = bom("b.hex", &std::fs::read_to_string(&hex).unwrap());
+    let (code, out, err) = gpurtl(&["disasm", &hex_bom]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(out, "FILLER\n");
 }

@@ -1,5 +1,14 @@
 //! The `gpurtl` command line. Exit status: 0 success, 2 bad parameters,
-//! arguments or input file (the message names the field), 1 a failing tool.
+//! arguments, input file or output path (the message names the option or
+//! field), 1 a failing tool.
+//!
+//! Files: every input file is read through one size-limited reader
+//! ([`crate::json::read_bytes`]; a UTF-8 byte order mark before text is
+//! skipped); an empty path is an error for every path option; no output
+//! may be one of the command's inputs or another of its outputs
+//! ([`distinct_files`]); outputs are written atomically and through
+//! symbolic links ([`emit::write_atomic`]); `gen` removes only files it
+//! provably wrote and holds its folder's lock while it writes ([`emit`]).
 
 use crate::block::{BenchOpts, Block, Engine};
 use crate::error::{Error, Result};
@@ -114,17 +123,17 @@ fn parse(args: &[String]) -> Result<Opts> {
                     _ => return Err(Error::Bad(format!("option `--param` = `{kv}`: must be KEY=VALUE"))),
                 }
             }
-            "--params" => o.params_file = Some(val(a)?.into()),
+            "--params" => o.params_file = Some(path_value(a, val(a)?)?),
             "--preset" => o.preset = Some(val(a)?),
-            "-o" | "--out" => o.out_dir = Some(val(a)?.into()),
-            "--input" => o.input = Some(val(a)?.into()),
-            "--output" => o.output = Some(val(a)?.into()),
+            "-o" | "--out" => o.out_dir = Some(path_value(a, val(a)?)?),
+            "--input" => o.input = Some(path_value(a, val(a)?)?),
+            "--output" => o.output = Some(path_value(a, val(a)?)?),
             "--engine" => o.engine = Some(val(a)?),
             "--isa" => o.isa = Some(val(a)?),
-            "--vcd" => o.vcd = Some(val(a)?.into()),
-            "--image" => o.image = Some(val(a)?.into()),
-            "--output-image" => o.output_image = Some(val(a)?.into()),
-            "--json" => o.json = Some(val(a)?.into()),
+            "--vcd" => o.vcd = Some(path_value(a, val(a)?)?),
+            "--image" => o.image = Some(path_value(a, val(a)?)?),
+            "--output-image" => o.output_image = Some(path_value(a, val(a)?)?),
+            "--json" => o.json = Some(path_value(a, val(a)?)?),
             "--block" => o.prune_block = Some(val(a)?),
             "--target" => o.target = Some(val(a)?),
             "--clock-mhz" => o.clock_mhz = Some(val(a)?),
@@ -145,6 +154,68 @@ fn parse(args: &[String]) -> Result<Opts> {
         }
     }
     Ok(o)
+}
+
+/// The value of a path option: an empty one is an error, not the current
+/// folder.
+fn path_value(option: &str, v: String) -> Result<PathBuf> {
+    if v.is_empty() {
+        let option = long_name(option).unwrap_or(option);
+        return Err(Error::Bad(format!("option `{option}` = ``: is empty; must be a path")));
+    }
+    Ok(v.into())
+}
+
+/// Refuse an output that would replace one of the command's inputs or
+/// another of its outputs, before any work. `outputs`: (option, path);
+/// `inputs`: (what the file is, path), e.g. ("the `--input` file", path).
+/// Paths are compared as files ([`emit::same_file`]: canonical paths,
+/// through symbolic and hard links; an output not made yet by its folder's
+/// canonical path and its name). An output that is a device or a pipe
+/// replaces no file and is not compared.
+fn distinct_files(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)]) -> Result<()> {
+    for (i, (opt, out)) in outputs.iter().enumerate() {
+        if !emit::replaces_a_file(out) {
+            continue;
+        }
+        let shown = out.display();
+        if let Some((what, _)) = inputs.iter().find(|(_, f)| emit::same_file(out, f)) {
+            return Err(Error::Bad(format!("option `{opt}` = `{shown}`: is {what}; must be another file")));
+        }
+        if let Some((other, _)) = outputs[..i].iter().find(|(_, f)| emit::same_file(out, f)) {
+            return Err(Error::Bad(format!("option `{opt}` = `{shown}`: is the `{other}` file; must be another file")));
+        }
+    }
+    Ok(())
+}
+
+/// An error of writing into the folder of option `option`, named by it.
+fn in_folder(option: &str, dir: &Path, e: Error) -> Error {
+    let m = format!("option `{option}` = `{}`: {}", dir.display(), e.message());
+    match e {
+        Error::Bad(_) => Error::Bad(m),
+        Error::Failed(_) => Error::Failed(m),
+    }
+}
+
+/// The `--params` file, if given, as an input of the command.
+fn params_input(o: &Opts) -> Vec<(&'static str, &Path)> {
+    o.params_file.iter().map(|p| ("the `--params` file", p.as_path())).collect()
+}
+
+/// A folder option (`-o DIR` of `synth`, `sweep`): checked up front, and
+/// the `--params` file may not lie inside it, where the command writes.
+fn check_work_dir(o: &Opts) -> Result<()> {
+    let Some(dir) = &o.out_dir else { return Ok(()) };
+    emit::check_out_dir("--out", dir).map_err(Error::Bad)?;
+    if let Some(p) = o.params_file.as_ref().filter(|p| emit::is_inside(p, dir)) {
+        return Err(Error::Bad(format!(
+            "option `--params` = `{}`: is inside the folder `--out` = `{}`, which this command writes into; must be outside it",
+            p.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The long name of a known option (`-p` is `--param`, `-o` is `--out`).
@@ -195,6 +266,13 @@ fn check_options(cmd: &str, o: &Opts) -> Result<()> {
 /// The command line with its block registry.
 struct Cli<'a> {
     blocks: &'a [&'a dyn Block],
+}
+
+/// Write `warnings` to `err`, each line prefixed `warning: `.
+fn warn(err: &mut dyn Write, warnings: &[String]) {
+    for w in warnings {
+        let _ = writeln!(err, "warning: {w}");
+    }
 }
 
 impl<'a> Cli<'a> {
@@ -252,22 +330,23 @@ impl<'a> Cli<'a> {
         Ok(())
     }
 
-    fn gen(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {
+    fn gen(&self, o: &Opts, out: &mut dyn Write, err: &mut dyn Write) -> Result<()> {
         let dir = o.out_dir.as_ref().ok_or_else(|| Error::Bad("`gen` needs `-o DIR`".into()))?;
+        emit::check_out_dir("--out", dir).map_err(Error::Bad)?;
         if o.all {
             if o.block.is_some() || !o.pairs.is_empty() || o.params_file.is_some() || o.preset.is_some() {
                 return Err(Error::Bad("`gen --all` writes every block at its defaults and takes no block or parameters".into()));
             }
             for b in self.blocks {
                 let sub = dir.join(b.name());
-                let (_, files) = gen_one(*b, &b.defaults(), &sub)?;
+                let (_, files) = gen_one(*b, &b.defaults(), &sub, &[], err)?;
                 let _ = writeln!(out, "{}: {} files in {}", b.name(), files.len(), sub.display());
             }
             return Ok(());
         }
         let b = self.block_of(o)?;
         let params = params_of(b, o)?;
-        let (_, files) = gen_one(b, &params, dir)?;
+        let (_, files) = gen_one(b, &params, dir, &params_input(o), err)?;
         for (f, _) in files {
             let _ = writeln!(out, "{}", dir.join(f).display());
         }
@@ -279,7 +358,7 @@ impl<'a> Cli<'a> {
         let params = params_of(b, o)?;
         let tmp = tempfile::tempdir().map_err(|e| Error::Failed(format!("cannot make a temporary directory: {e}")))?;
         let dir = o.out_dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
-        let (top, files) = gen_one(b, &params, &dir)?;
+        let (top, files) = gen_one(b, &params, &dir, &[], &mut std::io::sink())?;
         tools::verilator_lint(&dir, &top)?;
         let _ = writeln!(out, "verilator --lint-only -Wall: clean");
         let s = tools::yosys_synth(&dir, &top, &emit::sources(&files))?;
@@ -300,21 +379,23 @@ impl<'a> Cli<'a> {
         if o.vcd.is_some() && engine != Engine::Rtl {
             return Err(Error::Bad("option `--vcd` needs `--engine rtl`".into()));
         }
-        // Outputs are checked before any work.
+        // Outputs are checked before any work: each one's folder exists, and
+        // none replaces an input or another output.
         emit::check_output("--output", output).map_err(Error::Bad)?;
         if let Some(vcd) = &o.vcd {
             emit::check_output("--vcd", vcd).map_err(Error::Bad)?;
-            if emit::same_file(vcd, output) {
-                return Err(Error::Bad(format!("option `--vcd` = `{}`: is the `--output` file; must be another file", vcd.display())));
-            }
         }
         if let Some(img) = &o.output_image {
             emit::check_output("--output-image", img).map_err(Error::Bad)?;
-            let others = [Some(output), o.vcd.as_ref(), Some(input), o.image.as_ref()];
-            if others.into_iter().flatten().any(|f| emit::same_file(img, f)) {
-                return Err(Error::Bad(format!("option `--output-image` = `{}`: is the file of another option (an input or an output); must be its own file", img.display())));
-            }
         }
+        let outputs: Vec<(&str, &Path)> = [("--output", Some(output)), ("--vcd", o.vcd.as_ref()), ("--output-image", o.output_image.as_ref())]
+            .into_iter()
+            .filter_map(|(k, p)| Some((k, p?.as_path())))
+            .collect();
+        let mut inputs = vec![("the `--input` file", input.as_path())];
+        inputs.extend(o.image.iter().map(|p| ("the `--image` file", p.as_path())));
+        inputs.extend(params_input(o));
+        distinct_files(&outputs, &inputs)?;
         let base = input.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut input = read_run_input(b, &params, input)?;
         if let Some(path) = &o.image {
@@ -330,10 +411,10 @@ impl<'a> Cli<'a> {
             None => None,
         };
         let text = serde_json::to_string_pretty(&result)? + "\n";
-        emit::write_atomic(output, text.as_bytes()).map_err(|e| Error::io("write", output, e))?;
+        emit::write_atomic(output, text.as_bytes()).map_err(|e| emit::output_error("--output", output, e))?;
         let _ = writeln!(out, "{}", output.display());
         if let Some((path, img)) = picture {
-            crate::image::write_png(path, &img)?;
+            crate::image::write_png("--output-image", path, &img)?;
             let _ = writeln!(out, "{}", path.display());
         }
         Ok(())
@@ -381,6 +462,7 @@ impl<'a> Cli<'a> {
                 dir.join(format!("{}.json", block.as_ref().map_or("harness", |(b, _)| b.name())))
             }
         };
+        distinct_files(&[("--json", &json)], &params_input(o))?;
         match block {
             None => bench::write_report(&bench::harness(self.blocks, out)?, &json, out),
             Some((b, params)) => bench::run(b, &params, &BenchOpts { random, seed, report: json }, out),
@@ -390,6 +472,7 @@ impl<'a> Cli<'a> {
     fn synth(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {
         let b = self.block_of(o)?;
         let (target, clock_mhz) = target_and_clock(o)?;
+        check_work_dir(o)?;
         let params = params_of(b, o)?;
         let dir = o.out_dir.clone().unwrap_or_else(|| format!("out/synth/{}-{}", b.name(), target.name()).into());
         let seeds = pnr_seeds(o)?;
@@ -404,6 +487,7 @@ impl<'a> Cli<'a> {
     fn sweep(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {
         let b = self.block_of(o)?;
         let (target, clock_mhz) = target_and_clock(o)?;
+        check_work_dir(o)?;
         let seeds = pnr_seeds(o)?;
         let layers = layers_of(b, o)?;
         let lists: Vec<(String, Vec<String>)> =
@@ -428,7 +512,7 @@ fn layers_of(b: &dyn Block, o: &Opts) -> Result<Vec<Value>> {
         }
     }
     if let Some(f) = &o.params_file {
-        layers.push(crate::json::read(f, "params file")?);
+        layers.push(crate::json::read(f, "--params")?);
     }
     Ok(layers)
 }
@@ -440,11 +524,29 @@ fn params_of(b: &dyn Block, o: &Opts) -> Result<Value> {
     Ok(b.resolve(&refs, &o.pairs)?)
 }
 
-/// Generate and write a block's files; returns the top's name and the files.
-fn gen_one(b: &dyn Block, params: &Value, dir: &Path) -> Result<(String, Vec<(String, String)>)> {
+/// Generate and write a block's files into `dir` (option `--out`); returns
+/// the top's name and the files. None of them may be one of `inputs`
+/// (what the file is, path). Warnings about files of an earlier generation
+/// left in place go to `err`.
+fn gen_one(
+    b: &dyn Block,
+    params: &Value,
+    dir: &Path,
+    inputs: &[(&str, &Path)],
+    err: &mut dyn Write,
+) -> Result<(String, Vec<(String, String)>)> {
     let design = b.design(params)?;
     let files = emit::files(&design);
-    emit::write_all(dir, &files).map_err(|e| Error::io("write to", dir, e))?;
+    for name in files.iter().map(|(f, _)| f.as_str()).chain([emit::MANIFEST]) {
+        if let Some((what, _)) = inputs.iter().find(|(_, f)| emit::same_file(&dir.join(name), f)) {
+            return Err(Error::Bad(format!(
+                "option `--out` = `{}`: `gen` would write `{name}` there, which is {what}; must be a folder where no input is replaced",
+                dir.display()
+            )));
+        }
+    }
+    let warnings = emit::write_all(dir, &files).map_err(|e| in_folder("--out", dir, e))?;
+    warn(err, &warnings);
     Ok((design.elaborate().top_name().to_string(), files))
 }
 
@@ -455,7 +557,7 @@ fn gen_one(b: &dyn Block, params: &Value, dir: &Path) -> Result<(String, Vec<(St
 /// line of a text form's error names the file.
 fn read_run_input(b: &dyn Block, params: &Value, path: &Path) -> Result<Value> {
     const WHAT: &str = "input file";
-    let text = crate::json::read_text(path, WHAT)?;
+    let text = crate::json::read_text(path, "--input")?;
     let e = match crate::json::parse(&text) {
         Ok(v) => return Ok(v),
         Err(e) => e,
@@ -484,11 +586,12 @@ fn is_bin(path: &Path) -> bool {
 /// The input file of `asm`/`disasm` and its `--output` (checked up front).
 fn asm_files<'o>(cmd: &str, o: &'o Opts, form: &str) -> Result<(PathBuf, Option<&'o PathBuf>)> {
     let input = o.block.as_ref().map(PathBuf::from).ok_or_else(|| Error::Bad(format!("`{cmd}` needs an input file: {form}")))?;
+    if input.as_os_str().is_empty() {
+        return Err(Error::Bad(format!("argument `IN` = ``: is empty; must be a path: {form}")));
+    }
     if let Some(output) = &o.output {
         emit::check_output("--output", output).map_err(Error::Bad)?;
-        if emit::same_file(output, &input) {
-            return Err(Error::Bad(format!("option `--output` = `{}`: is the input file; must be another file", output.display())));
-        }
+        distinct_files(&[("--output", output)], &[("the input file", &input)])?;
     }
     Ok((input, o.output.as_ref()))
 }
@@ -499,7 +602,7 @@ fn cmd_asm(b: &dyn Block, o: &Opts, out: &mut dyn Write) -> Result<()> {
     const FORM: &str = "`gpurtl asm IN.txt --output OUT` (OUT.bin: raw little-endian dwords; any other name: a hex file, one dword a line)";
     let (input, output) = asm_files("asm", o, FORM)?;
     let output = output.ok_or_else(|| Error::Bad(format!("`asm` needs `--output OUT`: {FORM}")))?;
-    let text = crate::json::read_text(&input, "input file")?;
+    let text = crate::json::read_text(&input, "IN")?;
     let dwords = b.assemble(&text).map_err(|e| match e {
         Error::Bad(m) => Error::Bad(in_file(&input, &m)),
         e => e,
@@ -509,7 +612,7 @@ fn cmd_asm(b: &dyn Block, o: &Opts, out: &mut dyn Write) -> Result<()> {
     } else {
         dwords.iter().map(|d| format!("{d:08x}\n")).collect::<String>().into_bytes()
     };
-    emit::write_atomic(output, &bytes).map_err(|e| Error::io("write", output, e))?;
+    emit::write_atomic(output, &bytes).map_err(|e| emit::output_error("--output", output, e))?;
     let form = if is_bin(output) { "raw little-endian" } else { "hex, one a line" };
     let _ = writeln!(out, "{}: {} dwords ({form})", output.display(), dwords.len());
     Ok(())
@@ -526,6 +629,8 @@ fn hex_dwords(path: &Path, bytes: &[u8]) -> Result<Vec<u32>> {
             e.valid_up_to()
         ))
     })?;
+    // A UTF-8 byte order mark at the start is no part of the text.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut dwords = Vec::new();
     let mut bad = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -563,7 +668,7 @@ fn hex_dwords(path: &Path, bytes: &[u8]) -> Result<Vec<u32>> {
 fn cmd_disasm(b: &dyn Block, o: &Opts, out: &mut dyn Write) -> Result<()> {
     const FORM: &str = "`gpurtl disasm IN [--output OUT.txt]` (IN.bin: raw little-endian dwords; any other name: a hex file, one dword a line)";
     let (input, output) = asm_files("disasm", o, FORM)?;
-    let bytes = crate::json::read_bytes(&input, "input file")?;
+    let bytes = crate::json::read_bytes(&input, "IN")?;
     let dwords = if is_bin(&input) {
         if bytes.len() % 4 != 0 {
             return Err(Error::Bad(format!(
@@ -579,7 +684,7 @@ fn cmd_disasm(b: &dyn Block, o: &Opts, out: &mut dyn Write) -> Result<()> {
     let text = b.disassemble(&dwords)?;
     match output {
         Some(path) => {
-            emit::write_atomic(path, text.as_bytes()).map_err(|e| Error::io("write", path, e))?;
+            emit::write_atomic(path, text.as_bytes()).map_err(|e| emit::output_error("--output", path, e))?;
             let _ = writeln!(out, "{}", path.display());
         }
         None => {
@@ -605,9 +710,10 @@ fn cmd_prune(b: &dyn Block, o: &Opts, out: &mut dyn Write) -> Result<()> {
         _ => return Err(Error::Bad(format!("option `--threshold` = `{raw}`: must be a non-negative integer"))),
     };
     emit::check_output("--output", output).map_err(Error::Bad)?;
-    let (v, zeroed) = b.prune(crate::json::read(input, "input file")?, block, threshold)?;
+    distinct_files(&[("--output", output)], &[("the `--input` file", input)])?;
+    let (v, zeroed) = b.prune(crate::json::read(input, "--input")?, block, threshold)?;
     let text = serde_json::to_string(&v)? + "\n";
-    emit::write_atomic(output, text.as_bytes()).map_err(|e| Error::io("write", output, e))?;
+    emit::write_atomic(output, text.as_bytes()).map_err(|e| emit::output_error("--output", output, e))?;
     let _ = writeln!(out, "{}: {zeroed} non-zero values pruned", output.display());
     Ok(())
 }
@@ -668,7 +774,7 @@ fn pnr_seeds(o: &Opts) -> Result<Vec<u32>> {
     }
 }
 
-fn dispatch(args: &[String], blocks: &[&dyn Block], out: &mut dyn Write) -> Result<()> {
+fn dispatch(args: &[String], blocks: &[&dyn Block], out: &mut dyn Write, err: &mut dyn Write) -> Result<()> {
     let Some(cmd) = args.first() else {
         return Err(Error::Bad(format!("a command is needed\n{USAGE}")));
     };
@@ -685,7 +791,7 @@ fn dispatch(args: &[String], blocks: &[&dyn Block], out: &mut dyn Write) -> Resu
             Ok(())
         }
         "list" => cli.list(&o, out),
-        "gen" => cli.gen(&o, out),
+        "gen" => cli.gen(&o, out, err),
         "lint" => cli.lint(&o, out),
         "run" => cli.run(&o, out),
         "bench" => cli.bench(&o, out),
@@ -694,6 +800,9 @@ fn dispatch(args: &[String], blocks: &[&dyn Block], out: &mut dyn Write) -> Resu
         "disasm" => cmd_disasm(cli.isa(cmd, &o)?, &o, out),
         "synth-table" => {
             let dir = o.block.as_deref().ok_or_else(|| Error::Bad("`synth-table` needs a directory of synth runs".into()))?;
+            if dir.is_empty() {
+                return Err(Error::Bad("argument `DIR` of `synth-table` = ``: is empty; must be a path".into()));
+            }
             let t = synth::table(Path::new(dir))?;
             let _ = write!(out, "{t}");
             Ok(())
@@ -713,7 +822,7 @@ pub fn main_with(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
 /// Run the command line with the blocks `blocks` (a test adds a composed
 /// design of its own); returns the exit status.
 pub fn main_with_blocks(args: &[String], blocks: &[&dyn Block], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    match dispatch(args, blocks, out) {
+    match dispatch(args, blocks, out, err) {
         Ok(()) => 0,
         Err(e) => {
             for line in e.message().lines() {

@@ -25,13 +25,20 @@ impl Image {
 /// The largest picture side `--image` reads (a texture level's largest size).
 pub const MAX_SIDE: u32 = 4096;
 
+/// The largest PNG file `--image` reads: 64 MiB (a 4096 x 4096 RGBA
+/// picture, stored uncompressed).
+pub const MAX_PNG_BYTES: u64 = 64 << 20;
+
 /// Read `path` as an 8-bit PNG: grey stays grey; grey with alpha, RGB,
 /// RGBA and palette pictures become RGBA (alpha 255 where there is none).
 /// `option` names the command-line option in messages.
 pub fn read_png(option: &str, path: &Path) -> Result<Image> {
     let shown = path.display();
-    let file = std::fs::File::open(path).map_err(|e| Error::Bad(format!("option `{option}` = `{shown}`: cannot open it: {e}")))?;
-    let mut decoder = png::Decoder::new(std::io::BufReader::new(file));
+    let bytes = gpurtl_sim::files::read_limited(path, MAX_PNG_BYTES).map_err(|e| match e {
+        gpurtl_sim::files::ReadError::Io(e) => Error::Bad(format!("option `{option}` = `{shown}`: cannot open it: {e}")),
+        e => Error::Bad(format!("option `{option}` = `{shown}`: {}", e.reason(MAX_PNG_BYTES))),
+    })?;
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
     decoder.set_transformations(png::Transformations::EXPAND);
     let mut reader = decoder
         .read_info()
@@ -74,8 +81,9 @@ pub fn read_png(option: &str, path: &Path) -> Result<Image> {
     Ok(Image { width: w, height: h, channels, data })
 }
 
-/// Write `img` to `path` as a PNG, atomically (a temporary file, renamed).
-pub fn write_png(path: &Path, img: &Image) -> Result<()> {
+/// Write `img` to `path` as a PNG, atomically (a temporary file, renamed);
+/// `option` names the command-line option in messages.
+pub fn write_png(option: &str, path: &Path, img: &Image) -> Result<()> {
     let mut bytes = Vec::new();
     {
         let mut enc = png::Encoder::new(&mut bytes, img.width, img.height);
@@ -84,7 +92,7 @@ pub fn write_png(path: &Path, img: &Image) -> Result<()> {
         let mut w = enc.write_header().map_err(|e| Error::Failed(format!("PNG encoding: {e}")))?;
         w.write_image_data(&img.data).map_err(|e| Error::Failed(format!("PNG encoding: {e}")))?;
     }
-    crate::emit::write_atomic(path, &bytes).map_err(|e| Error::io("write", path, e))
+    crate::emit::write_atomic(path, &bytes).map_err(|e| crate::emit::output_error(option, path, e))
 }
 
 #[cfg(test)]
@@ -96,10 +104,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a.png");
         let grey = Image { width: 3, height: 2, channels: 1, data: vec![0, 1, 2, 250, 251, 255] };
-        write_png(&p, &grey).unwrap();
+        write_png("--output-image", &p, &grey).unwrap();
         assert_eq!(read_png("--image", &p).unwrap(), grey);
         let rgba = Image { width: 2, height: 1, channels: 4, data: vec![1, 2, 3, 4, 5, 6, 7, 8] };
-        write_png(&p, &rgba).unwrap();
+        write_png("--output-image", &p, &rgba).unwrap();
         assert_eq!(read_png("--image", &p).unwrap(), rgba);
     }
 

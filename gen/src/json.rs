@@ -13,11 +13,26 @@ use std::path::Path;
 /// so an input past this is refused with a message rather than read.
 pub const MAX_INPUT_BYTES: u64 = 16 << 20;
 
-/// Read a JSON file named by the user. `what` names it in messages
-/// ("input file", "params file").
-pub fn read(path: &Path, what: &str) -> Result<Value> {
-    let text = read_text(path, what)?;
-    parse(&text).map_err(|e| not_json(path, what, &e))
+/// Read a JSON file named by the user with the option `option` (`--input`,
+/// `--params`; a command's own argument by its name, `IN`). A UTF-8 byte
+/// order mark before the JSON is skipped.
+pub fn read(path: &Path, option: &str) -> Result<Value> {
+    let text = read_text(path, option)?;
+    parse(&text).map_err(|e| not_json(path, what(option), &e))
+}
+
+/// What the file named by `option` is, in messages about its content.
+pub fn what(option: &str) -> &'static str {
+    match option {
+        "--params" => "params file",
+        _ => "input file",
+    }
+}
+
+/// How messages name the option (or argument) that named a file.
+fn named(option: &str, path: &Path) -> String {
+    let kind = if option.starts_with('-') { "option" } else { "argument" };
+    format!("{kind} `{option}` = `{}`", path.display())
 }
 
 /// The message of a file that is not valid JSON.
@@ -25,27 +40,30 @@ pub fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> Error {
     Error::Bad(format!("{what} `{}`: not valid JSON: {e}", path.display()))
 }
 
-/// Read a text file named by the user, size-limited as [`read`] is.
-pub fn read_text(path: &Path, what: &str) -> Result<String> {
-    let bytes = read_bytes(path, what)?;
-    String::from_utf8(bytes).map_err(|e| {
-        Error::Bad(format!("{what} `{}`: cannot be read: not UTF-8 text (byte {})", path.display(), e.utf8_error().valid_up_to()))
-    })
+/// Read a text file named by the user, size-limited as [`read_bytes`]; a
+/// UTF-8 byte order mark at its start is dropped (editors on Windows write
+/// one; it is no part of the text).
+pub fn read_text(path: &Path, option: &str) -> Result<String> {
+    let bytes = read_bytes(path, option)?;
+    let mut text = String::from_utf8(bytes).map_err(|e| {
+        Error::Bad(format!("{}: cannot be read: not UTF-8 text (byte {})", named(option, path), e.utf8_error().valid_up_to()))
+    })?;
+    if text.starts_with('\u{feff}') {
+        text.drain(..'\u{feff}'.len_utf8());
+    }
+    Ok(text)
 }
 
-/// Read a file named by the user, at most [`MAX_INPUT_BYTES`] long.
-pub fn read_bytes(path: &Path, what: &str) -> Result<Vec<u8>> {
-    let shown = path.display();
-    let bad = |why: String| Error::Bad(format!("{what} `{shown}`: {why}"));
-    let meta = std::fs::metadata(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
-    if meta.is_file() && meta.len() > MAX_INPUT_BYTES {
-        return Err(bad(format!(
-            "{} bytes is larger than the limit of {} bytes (16 MiB); split the workload into several runs",
-            meta.len(),
-            MAX_INPUT_BYTES
-        )));
-    }
-    std::fs::read(path).map_err(|e| bad(format!("cannot be read: {e}")))
+/// Read a file named by the user, at most [`MAX_INPUT_BYTES`] long, through
+/// the one size-limited reader ([`gpurtl_sim::files::read_limited`]) that
+/// every input file goes through, whatever its kind (a device or a pipe is
+/// cut off past the limit too).
+pub fn read_bytes(path: &Path, option: &str) -> Result<Vec<u8>> {
+    gpurtl_sim::files::read_limited(path, MAX_INPUT_BYTES).map_err(|e| {
+        let too_large = matches!(e, gpurtl_sim::files::ReadError::TooLarge { .. });
+        let split = if too_large && option == "--input" { "; split the workload into several runs" } else { "" };
+        Error::Bad(format!("{}: {}{split}", named(option, path), e.reason(MAX_INPUT_BYTES)))
+    })
 }
 
 /// Parse JSON text; a key repeated within one object is an error.
@@ -116,6 +134,27 @@ impl<'de> Visitor<'de> for StrictVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_and_endless_files_are_cut_off() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("p.json");
+        std::fs::write(&p, b"\xef\xbb\xbf{\"a\": 1}").unwrap();
+        assert_eq!(read(&p, "--params").unwrap(), serde_json::json!({"a": 1}));
+        // Only at the start: elsewhere it is a character like any other.
+        std::fs::write(&p, b"{\"a\": 1}\xef\xbb\xbf").unwrap();
+        assert!(read(&p, "--params").unwrap_err().message().starts_with(&format!("params file `{}`: not valid JSON", p.display())));
+        #[cfg(unix)]
+        {
+            let e = read(Path::new("/dev/zero"), "--params").unwrap_err();
+            assert_eq!(e.code(), 2);
+            assert_eq!(
+                e.message(),
+                "option `--params` = `/dev/zero`: more than 16777216 bytes arrived (it is not a regular file); \
+                 the limit is 16777216 bytes (16 MiB)"
+            );
+        }
+    }
 
     #[test]
     fn repeated_keys_are_errors_anywhere() {

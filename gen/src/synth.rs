@@ -271,7 +271,13 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
     let design = if wrapped { gpurtl_hw::wrapper::wrap(&design)? } else { design };
     let files = emit::files(&design);
     let dir = o.dir;
-    emit::write_all(dir, &files).map_err(|e| Error::Failed(format!("cannot write to `{}`: {e}", dir.display())))?;
+    let warnings = emit::write_all(dir, &files).map_err(|e| {
+        let m = format!("cannot write to `{}`: {e}", dir.display());
+        if e.code() == 2 { Error::Bad(m) } else { Error::Failed(m) }
+    })?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
     let sources = emit::sources_for(&files, Some(o.target.name()));
     let top = design.elaborate().top_name().to_string();
     let mut report = json!({

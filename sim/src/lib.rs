@@ -2,6 +2,7 @@
 //! one testbench per block that drives its generated RTL through the harness.
 
 pub mod cosim;
+pub mod files;
 pub mod mem;
 pub mod models;
 pub mod rng;

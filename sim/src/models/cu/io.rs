@@ -45,27 +45,29 @@ fn need<'a>(o: &'a Map<String, Value>, key: &str, path: &str, allowed: &str) -> 
     o.get(key).ok_or_else(|| err(path, "(missing)", allowed))
 }
 
-/// Reads a file named by the input (relative to `base_dir`), counting its
-/// bytes against the run's budget `left`.
+/// Reads a file named by the input (relative to `base_dir`) through the
+/// one size-limited reader, counting its bytes against the run's budget
+/// `left`.
 fn read_file(base_dir: &Path, name: &str, path: &str, left: &mut u64) -> Result<Vec<u8>, InputError> {
+    use crate::files::{read_limited, ReadError};
     let full = base_dir.join(name);
     let value = shown(&Value::String(name.to_string()));
-    let meta = std::fs::metadata(&full).map_err(|x| err(path, &value, format!("a readable file ({x})")))?;
-    if !meta.is_file() {
-        return Err(err(path, &value, "a readable file (it is not a file)"));
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(err(path, format!("{value}: {} bytes", meta.len()), format!("a file of at most {MAX_FILE_BYTES} bytes (16 MiB)")));
-    }
-    if meta.len() > *left {
+    let data = match read_limited(&full, MAX_FILE_BYTES) {
+        Ok(data) => data,
+        Err(ReadError::Io(x)) => return Err(err(path, &value, format!("a readable file ({x})"))),
+        Err(ReadError::TooLarge { size }) => {
+            let size = size.map_or(format!("more than {MAX_FILE_BYTES} bytes"), |n| format!("{n} bytes"));
+            return Err(err(path, format!("{value}: {size}"), format!("a file of at most {MAX_FILE_BYTES} bytes (16 MiB)")));
+        }
+    };
+    if data.len() as u64 > *left {
         return Err(err(
             path,
-            format!("{value}: {} bytes", meta.len()),
+            format!("{value}: {} bytes", data.len()),
             format!("within the {MAX_FILE_BYTES} bytes (16 MiB) all files of an input may hold together ({left} left)"),
         ));
     }
-    let data = std::fs::read(&full).map_err(|x| err(path, &value, format!("a readable file ({x})")))?;
-    *left = left.saturating_sub(data.len() as u64);
+    *left -= data.len() as u64;
     Ok(data)
 }
 
