@@ -16,7 +16,12 @@
 //! only `st` writes memory, one operation at a time, so `ld` may take a
 //! word's bytes from memory when the word is emitted (memory cannot change
 //! during an `ld`), and `st` its beats' bytes from the scratchpad.
+//!
+//! `st`'s scratchpad reads are `rd0`'s: each is recorded in [`Banks`] in
+//! the cycle the scratchpad takes it (the word's bank: docs/cu.md, "The
+//! scratchpad").
 
+use super::{Banks, RD0};
 use crate::mem::Memory;
 use std::collections::VecDeque;
 
@@ -109,6 +114,9 @@ pub struct Active {
     // slot (offered), beats taken on dma_wr_req, write responses due and
     // taken.
     sp_requested: u64,
+    /// The next word to read: its row and index in the row.
+    sp_row: u32,
+    sp_j: u64,
     sp_slot: bool,
     wr_taken: u64,
     wr_due: VecDeque<u64>,
@@ -151,6 +159,8 @@ impl Active {
             due: VecDeque::new(),
             written: 0,
             sp_requested: 0,
+            sp_row: 0,
+            sp_j: 0,
             sp_slot: false,
             wr_taken: 0,
             wr_due: VecDeque::new(),
@@ -208,11 +218,11 @@ impl Active {
         }
     }
 
-    /// Cycle `c` (> `g`) of the operation.
-    pub fn step(&mut self, c: u64, mem: &mut Memory, smem: &mut [u8]) -> Step {
+    /// Cycle `c` (> `g`) of the operation; `banks` records `st`'s reads.
+    pub fn step(&mut self, c: u64, mem: &mut Memory, smem: &mut [u8], banks: &mut Banks) -> Step {
         match self.op.kind {
             Kind::Ld => self.step_ld(c, mem, smem),
-            Kind::St => self.step_st(c, mem, smem),
+            Kind::St => self.step_st(c, mem, smem, banks),
         }
     }
 
@@ -249,7 +259,7 @@ impl Active {
         s
     }
 
-    fn step_st(&mut self, c: u64, mem: &mut Memory, smem: &mut [u8]) -> Step {
+    fn step_st(&mut self, c: u64, mem: &mut Memory, smem: &mut [u8], banks: &mut Banks) -> Step {
         let mut s = Step::default();
         // Beats taken and not answered, as counted at the end of c - 1; the
         // scratchpad's response slot as it was at the start of c.
@@ -291,6 +301,13 @@ impl Active {
         // The next word's read, taken when the slot is empty or its word is
         // taken in this cycle; offered from c + 1.
         if c > self.g && self.sp_requested < self.words && (!slot_full || word_taken) {
+            let row = self.op.row(self.sp_row);
+            banks.took(row.sa - row.ds as u64 + 4 * self.sp_j, RD0);
+            self.sp_j += 1;
+            if self.sp_j == row.nw {
+                self.sp_row += 1;
+                self.sp_j = 0;
+            }
             self.sp_requested += 1;
             self.sp_slot = true;
         }

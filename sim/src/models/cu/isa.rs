@@ -118,6 +118,7 @@ pub mod op {
     pub const CDL_MEM: u8 = 0x51;
     pub const LD: u8 = 0x60;
     pub const ST: u8 = 0x61;
+    pub const MMA: u8 = 0x70;
     pub const ACT: u8 = 0x71;
     pub const CMP: u8 = 0x72;
     pub const EXP: u8 = 0x73;
@@ -183,15 +184,19 @@ pub enum Insn {
     Cmp { rd: u8, ra: u8, rb: u8, rc: u8, e: ElemSize },
     /// `exp rd, ra, rb, rc, e`.
     Exp { rd: u8, ra: u8, rb: u8, rc: u8, e: ElemSize },
+    /// `mma rd, ra, rb, rc`: `C` at `rd`, `A` at `ra`, `B` at `rb`, the
+    /// shape (`TM`, `TN`, `K`) in `rc`.
+    Mma { rd: u8, ra: u8, rb: u8, rc: u8 },
 }
 
 /// Why a word is no instruction: the `opcode` and `field` errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecodeError {
-    /// Undefined opcode (including the reserved 0x70 `mma` and 0x74 `tex`).
+    /// Undefined opcode (including the reserved 0x74 `tex`).
     Opcode,
     /// A field the instruction does not use is not 0, `cdl`'s `n` is not
-    /// 1..16, `act`'s `f` is not 0, or `cmp`/`exp`'s size code is 3.
+    /// 1..16, `act`'s `f` is not 0, or `cmp`/`exp`'s size code is 3
+    /// (`mma`: `imm` bits 31:8 not 0).
     Field,
 }
 
@@ -256,6 +261,11 @@ pub fn decode(w: u64) -> Result<Insn, DecodeError> {
                 Insn::St { rd: f.rd, ra: f.ra, rb: f.rb, rc, p }
             })
         }
+        op::MMA => {
+            // imm bits 7:0 = rc; bits 31:8 unused.
+            zero(&[imm >> 8])?;
+            Ok(Insn::Mma { rd: f.rd, ra: f.ra, rb: f.rb, rc: imm as u8 })
+        }
         op::ACT => {
             // rb and imm bits 15:8 unused; f (bits 7:0) must be 0 (ReLU).
             zero(&[rb, (imm >> 8) & 0xFF, imm & 0xFF])?;
@@ -293,6 +303,7 @@ pub fn encode(i: &Insn) -> u64 {
         Insn::Act { rd, ra, p } => pack(op::ACT, rd, ra, 0, (p as u32) << 16),
         Insn::Cmp { rd, ra, rb, rc, e } => pack(op::CMP, rd, ra, rb, rc as u32 | (e.code() as u32) << 8),
         Insn::Exp { rd, ra, rb, rc, e } => pack(op::EXP, rd, ra, rb, rc as u32 | (e.code() as u32) << 8),
+        Insn::Mma { rd, ra, rb, rc } => pack(op::MMA, rd, ra, rb, rc as u32),
     }
 }
 
@@ -338,6 +349,7 @@ pub fn insn_text(i: &Insn) -> String {
         }
         Insn::Cmp { rd, ra, rb, rc, e } => format!("cmp r{rd}, r{ra}, r{rb}, r{rc}, {}", e.bits()),
         Insn::Exp { rd, ra, rb, rc, e } => format!("exp r{rd}, r{ra}, r{rb}, r{rc}, {}", e.bits()),
+        Insn::Mma { rd, ra, rb, rc } => format!("mma r{rd}, r{ra}, r{rb}, r{rc}"),
     }
 }
 
@@ -414,6 +426,7 @@ fn form(mn: &str) -> Option<(&'static [Opd], &'static str)> {
         "ld" | "st" => (&[Reg, Reg, Reg, Reg, Pitch], "rd, ra, rb, rc [, p]"),
         "act" => (&[Reg, Reg, Func, Pitch], "rd, ra, f [, p]"),
         "cmp" | "exp" => (&[Reg, Reg, Reg, Reg, Esize], "rd, ra, rb, rc, e"),
+        "mma" => (&[Reg, Reg, Reg, Reg], "rd, ra, rb, rc"),
         _ => return None,
     })
 }
@@ -421,7 +434,7 @@ fn form(mn: &str) -> Option<(&'static [Opd], &'static str)> {
 fn known_mnemonics() -> String {
     let mut v: Vec<String> = AluOp::ALL.iter().map(|o| o.name().to_string()).collect();
     v.extend(AluOp::ALL.iter().map(|o| format!("{}i", o.name())));
-    v.extend(["li", "jmp", "bnz", "bz", "loop", "end", "cdl", "ld", "st", "act", "cmp", "exp", ".word"].map(String::from));
+    v.extend(["li", "jmp", "bnz", "bz", "loop", "end", "cdl", "ld", "st", "mma", "act", "cmp", "exp", ".word"].map(String::from));
     v.join(", ")
 }
 
@@ -613,6 +626,7 @@ fn assemble_line(code: &str, labels: &HashMap<String, u32>) -> Result<u64, Strin
             "act" => Insn::Act { rd: r(0), ra: r(1), p: pitch },
             "cmp" => Insn::Cmp { rd: r(0), ra: r(1), rb: r(2), rc: r(3), e: esize },
             "exp" => Insn::Exp { rd: r(0), ra: r(1), rb: r(2), rc: r(3), e: esize },
+            "mma" => Insn::Mma { rd: r(0), ra: r(1), rb: r(2), rc: r(3) },
             _ => unreachable!("form() knows {mn}"),
         }
     };
@@ -761,9 +775,9 @@ mod tests {
 
     #[test]
     fn decode_errors() {
-        // Undefined opcodes, the reserved ones (mma 0x70, tex 0x74) among
-        // them; 0x71..0x73 are act, cmp, exp since docs/cu.md defined them.
-        for op in [0x00u64, 0x11, 0x20, 0x31, 0x45, 0x52, 0x62, 0x70, 0x74, 0x75, 0x7E, 0x80, 0xFF] {
+        // Undefined opcodes, the reserved tex 0x74 among them; 0x70..0x73
+        // are mma, act, cmp, exp since docs/cu.md defined them.
+        for op in [0x00u64, 0x11, 0x20, 0x31, 0x45, 0x52, 0x62, 0x74, 0x75, 0x7E, 0x80, 0xFF] {
             assert_eq!(decode(op), Err(DecodeError::Opcode), "{op:#x}");
         }
         // Unused fields.
@@ -811,7 +825,7 @@ mod tests {
         assert_eq!(one("ld r1, r2, r3, r4, 0"), one("ld r1, r2, r3, r4"));
         assert_eq!(one(".word 127"), one("end"));
         assert_eq!(super::text(0x7F), "end");
-        assert_eq!(super::text(0x70), ".word 0x0000000000000070");
+        assert_eq!(super::text(0x74), ".word 0x0000000000000074");
     }
 
     fn text_of(w: &[u64], i: usize) -> String {
@@ -965,7 +979,6 @@ mod tests {
             assert_eq!(decode(0x8000_0200_0000_0000 | op), Err(DecodeError::Field), "{op:#x}");
             assert!(decode(0x0000_02FF_FFFF_FF00 | op).is_ok(), "{op:#x}");
         }
-        assert_eq!(decode(0x70), Err(DecodeError::Opcode));
         assert_eq!(decode(0x74), Err(DecodeError::Opcode));
     }
 
@@ -1050,5 +1063,78 @@ mod tests {
         assert_eq!(got, want);
         assert!(bad("act r1, r2, 0\nfoo").last().unwrap().contains("known: add, "));
         assert!(bad("foo").last().unwrap().contains("act, cmp, exp, .word"));
+    }
+
+    // ---- mma ----
+
+    #[test]
+    fn mma_encoding_from_the_table() {
+        // op 0x70; rd, ra, rb; imm bits 7:0 = rc, bits 31:8 must be 0.
+        assert_eq!(one("mma r1, r2, r3, r4"), 0x0000_0004_0302_0170);
+        assert_eq!(one("mma r255, r254, r253, r252"), 0x0000_00FC_FDFE_FF70);
+        assert_eq!(one("mma r0, r0, r0, r0"), 0x70);
+        assert_eq!(decode(0x0000_0004_0302_0170), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4 }));
+        assert_eq!(encode(&Insn::Mma { rd: 9, ra: 8, rb: 7, rc: 6 }), 0x0000_0006_0708_0970);
+        // Any of imm bits 31:8 set: no instruction (the field error).
+        for bit in 8..32 {
+            let w = 0x0000_0004_0302_0170u64 | 1u64 << (32 + bit);
+            assert_eq!(decode(w), Err(DecodeError::Field), "bit {bit}");
+            assert!(super::text(w).starts_with(".word 0x"), "bit {bit}");
+        }
+        assert_eq!(super::text(0x0000_0100_0000_0070), ".word 0x0000010000000070");
+        assert_eq!(super::text(0x0000_00FF_0000_0070), "mma r0, r0, r0, r255");
+    }
+
+    #[test]
+    fn mma_disassembly_is_canonical() {
+        let text = "mma r1, r2, r3, r4\n\
+                    mma r0, r0, r0, r0\n\
+                    mma r255, r255, r255, r255\n\
+                    .word 0x0000010004030270\n\
+                    .word 0x8000000000000070\n";
+        let w = assemble(text).unwrap();
+        assert_eq!(disassemble(&w), text);
+        assert_eq!(one("mma r1,r2,r3,r4"), one("mma r1, r2, r3, r4"));
+        assert_eq!(one("mma r01, r2, r3, r4 # C = A . B"), one("mma r1, r2, r3, r4"));
+    }
+
+    #[test]
+    fn mma_round_trip_any_words() {
+        let mut g = Lcg(11);
+        let mut words = Vec::new();
+        for k in 0..20000u64 {
+            let w = g.next();
+            let masked = match k % 3 {
+                0 => (w & !0xFF) | 0x70,
+                // Register fields and rc only: instructions.
+                1 => (w & 0x0000_00FF_FFFF_FF00) | 0x70,
+                // One stray bit in imm 31:8.
+                _ => (w & 0x0000_00FF_FFFF_FF00) | 0x70 | 1u64 << (40 + (w >> 59) % 24),
+            };
+            words.push(masked);
+        }
+        let text = disassemble(&words);
+        assert_eq!(assemble(&text).unwrap(), words);
+        assert_eq!(disassemble(&assemble(&text).unwrap()), text);
+        for m in ["mma ", ".word"] {
+            assert!(text.lines().filter(|l| l.starts_with(m)).count() > 6000, "{m}");
+        }
+    }
+
+    #[test]
+    fn mma_bad_lines() {
+        let src = "mma r1, r2, r3\n\
+                   mma r1, r2, r3, r4, 0\n\
+                   mma r1, r2, r3, 4\n\
+                   mma r1, r2, r3, r256\n";
+        let got = bad(src);
+        let want = [
+            "line 1: `mma r1, r2, r3`: missing operand: `mma` takes rd, ra, rb, rc",
+            "line 2: `mma r1, r2, r3, r4, 0`: extra operand: `mma` takes rd, ra, rb, rc",
+            "line 3: `mma r1, r2, r3, 4`: `4` is not a register: registers are r0 .. r255",
+            "line 4: `mma r1, r2, r3, r256`: register `r256` is above r255",
+        ];
+        assert_eq!(got, want);
+        assert!(bad("foo").last().unwrap().contains("ld, st, mma, act, cmp, exp, .word"));
     }
 }

@@ -15,12 +15,19 @@
 //! taken in cycles before `c` (the testbench responder's choice; the spec
 //! leaves it open).
 //!
+//! The scratchpad's read ports (docs/cu.md, "The scratchpad": `rd0` for
+//! `st`, `rd1` for the vector operations, `rd2`/`rd3` for `mma`) matter
+//! only where `mma`'s two meet on a bank; the rule looks at the port of the
+//! bank's last read since reset, which [`Banks`] keeps: every scratchpad
+//! word read the model makes is recorded there with its port.
+//!
 //! Per cycle the work is bounded by the number of slots: no part looks back
 //! over history.
 
 pub mod dma;
 pub mod io;
 pub mod isa;
+pub mod mma;
 #[cfg(test)]
 mod tests;
 pub mod vector;
@@ -30,6 +37,42 @@ pub use gpurtl_params::cu::{CuParams, Status};
 use isa::Insn;
 use std::collections::VecDeque;
 use std::fmt;
+
+/// The scratchpad's read ports (docs/cu.md, "The scratchpad").
+pub const RD0: u8 = 0;
+pub const RD1: u8 = 1;
+pub const RD2: u8 = 2;
+pub const RD3: u8 = 3;
+
+/// The scratchpad's banks as the read arbitration sees them: per bank, the
+/// read port that took the bank's last read since reset (`None`: no read
+/// yet). Word `m = X/4` of scratchpad byte address `X` is in bank
+/// `m mod banks` at row `m div banks`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Banks {
+    banks: u32,
+    last: Vec<Option<u8>>,
+}
+
+impl Banks {
+    pub fn new(banks: u32) -> Banks {
+        Banks { banks, last: vec![None; banks as usize] }
+    }
+    /// (bank, row) of scratchpad byte address `x`.
+    pub fn bank_row(&self, x: u64) -> (u32, u64) {
+        let m = x / 4;
+        ((m % self.banks as u64) as u32, m / self.banks as u64)
+    }
+    /// A read of the word at scratchpad byte address `x` taken by `port`.
+    pub fn took(&mut self, x: u64, port: u8) {
+        let (b, _) = self.bank_row(x);
+        self.last[b as usize] = Some(port);
+    }
+    /// The port of `bank`'s last read.
+    pub fn last(&self, bank: u32) -> Option<u8> {
+        self.last[bank as usize]
+    }
+}
 
 /// One block of the run: its id and the kernel's user data.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,6 +139,8 @@ pub struct Counters {
     pub act: u64,
     pub cmp: u64,
     pub exp: u64,
+    /// `mma` operations started.
+    pub mma: u64,
     /// Program loads.
     pub loads: u64,
     /// Memory read beats on `ifetch`, `cdl` and `dma_rd`.
@@ -259,7 +304,7 @@ pub fn cbload_beats(a: u64, b: u32, r: u32, o: u32, l: u64) -> Vec<u64> {
 
 /// The error an instruction raises in its X cycle (docs/cu.md "Errors", in
 /// order), or `None`; `next` is its next pc if it has one.
-fn check(slot: &Slot, word: u64, regs: &[u32], d: u32) -> Result<Insn, Status> {
+fn check(slot: &Slot, word: u64, regs: &[u32], d: u32, kmax: u32) -> Result<Insn, Status> {
     let insn = isa::decode(word).map_err(|e| match e {
         isa::DecodeError::Opcode => Status::Opcode,
         isa::DecodeError::Field => Status::Field,
@@ -276,7 +321,8 @@ fn check(slot: &Slot, word: u64, regs: &[u32], d: u32) -> Result<Insn, Status> {
         Insn::Ld { rd, ra, rb, rc, .. }
         | Insn::St { rd, ra, rb, rc, .. }
         | Insn::Cmp { rd, ra, rb, rc, .. }
-        | Insn::Exp { rd, ra, rb, rc, .. } => {
+        | Insn::Exp { rd, ra, rb, rc, .. }
+        | Insn::Mma { rd, ra, rb, rc } => {
             vec![rd as u32, ra as u32, rb as u32, rc as u32]
         }
         Insn::Act { rd, ra, .. } => vec![rd as u32, ra as u32],
@@ -337,16 +383,19 @@ fn check(slot: &Slot, word: u64, regs: &[u32], d: u32) -> Result<Insn, Status> {
                 return Err(Status::Smem);
             }
         }
+        Insn::Mma { rd, ra, rb, rc } => mma::check(kmax, slot.smem_size, r(rd), r(ra), r(rb), r(rc))?,
         _ => {}
     }
     Ok(insn)
 }
 
-/// An entry of the DMA queue: a copy (`ld`/`st`) or a vector operation.
+/// An entry of the DMA queue: a copy (`ld`/`st`), a vector operation or an
+/// `mma`.
 #[derive(Clone, Copy, Debug)]
 enum DmaOp {
     Copy(dma::Op),
     Vector(vector::Op),
+    Mma(mma::Op),
 }
 
 impl DmaOp {
@@ -354,18 +403,21 @@ impl DmaOp {
         match self {
             DmaOp::Copy(o) => o.joined,
             DmaOp::Vector(o) => o.joined,
+            DmaOp::Mma(o) => o.joined,
         }
     }
     fn slot(&self) -> usize {
         match self {
             DmaOp::Copy(o) => o.slot,
             DmaOp::Vector(o) => o.slot,
+            DmaOp::Mma(o) => o.slot,
         }
     }
     fn empty(&self) -> bool {
         match self {
             DmaOp::Copy(o) => o.empty(),
             DmaOp::Vector(o) => o.empty(),
+            DmaOp::Mma(o) => o.empty(),
         }
     }
 }
@@ -373,9 +425,9 @@ impl DmaOp {
 /// The DMA operation in progress.
 enum DmaBusy {
     Copy(Box<dma::Active>),
-    /// A vector operation of `slot`, done in `done` (its data already
-    /// written: see [`vector`]).
-    Vector { slot: usize, done: u64 },
+    /// A vector operation or an `mma` of `slot`, done in `done` (its data
+    /// already written: see [`vector`], [`mma`]).
+    Ahead { slot: usize, done: u64 },
 }
 
 /// Runs the blocks of `r` on a unit with parameters `p` (docs/cu.md,
@@ -391,6 +443,7 @@ pub(crate) struct Full {
     pub outcome: Outcome,
     pub regfile: Vec<u32>,
     pub smem: Vec<u8>,
+    pub banks: Banks,
 }
 
 pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
@@ -408,6 +461,7 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
 
     let mut mem = r.memory.clone();
     let mut smem = vec![0u8; sb as usize];
+    let mut banks = Banks::new(p.banks);
     let mut regfile = vec![0u32; p.regs as usize];
     let mut slots: Vec<Slot> = (0..slots_n)
         .map(|_| Slot {
@@ -536,7 +590,7 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
             sl.x_at = None;
             let word = sl.store[sl.pc as usize];
             trace.push(Retire { cycle: c, slot: s as u32, block: results[sl.block].id, pc: sl.pc, insn: word });
-            match check(sl, word, &regfile, d) {
+            match check(sl, word, &regfile, d, p.kmax) {
                 Err(status) => {
                     sl.state = State::Done;
                     sl.done_at = c;
@@ -636,6 +690,21 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
                                 e,
                             }));
                         }
+                        Insn::Mma { rd, ra, rb, rc } => {
+                            sl.state = State::Waiting;
+                            let (tm, tn, kk) = mma::Op::shape(reg(rc));
+                            dma_queue.push_back(DmaOp::Mma(mma::Op {
+                                slot: s,
+                                joined: c,
+                                smem_base: sl.smem_base,
+                                co: reg(rd),
+                                ao: reg(ra),
+                                bo: reg(rb),
+                                tm,
+                                tn,
+                                k: kk,
+                            }));
+                        }
                     }
                     if let Some((rd, v)) = set {
                         regfile[(base + rd as u32) as usize] = v;
@@ -732,6 +801,7 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
                     vector::Kind::Cmp => k.cmp += 1,
                     vector::Kind::Exp => k.exp += 1,
                 },
+                DmaOp::Mma(_) => k.mma += 1,
             }
             if op.empty() {
                 let sl = &mut slots[op.slot()];
@@ -742,21 +812,31 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
                 dma_active = Some(match op {
                     DmaOp::Copy(op) => DmaBusy::Copy(Box::new(dma::Active::start(op, c, r.mem_latency.max(1), o))),
                     // Steps from g + 1, back to back: done in g + their cycles.
+                    // Their READs are rd1's.
                     DmaOp::Vector(op) => {
                         let steps = vector::run(&op, &mut smem);
-                        DmaBusy::Vector { slot: op.slot, done: c + vector::cycles(&steps) }
+                        for st in &steps {
+                            if let vector::Step::Read(at) = st {
+                                banks.took(op.smem_base as u64 + *at as u64, RD1);
+                            }
+                        }
+                        DmaBusy::Ahead { slot: op.slot, done: c + vector::cycles(&steps) }
+                    }
+                    DmaOp::Mma(op) => {
+                        let done = mma::run(p, &op, c, &mut smem, &mut banks, false).done;
+                        DmaBusy::Ahead { slot: op.slot, done }
                     }
                 });
             }
         } else if let Some(busy) = &mut dma_active {
             let done_slot = match busy {
                 DmaBusy::Copy(a) => {
-                    let step = a.step(c, &mut mem, &mut smem);
+                    let step = a.step(c, &mut mem, &mut smem, &mut banks);
                     k.rd_beats += step.rd_beats;
                     k.wr_beats += step.wr_beats;
                     step.done.then_some(a.op.slot)
                 }
-                DmaBusy::Vector { slot, done } => (*done == c).then_some(*slot),
+                DmaBusy::Ahead { slot, done } => (*done == c).then_some(*slot),
             };
             if let Some(s) = done_slot {
                 let sl = &mut slots[s];
@@ -772,5 +852,5 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
 
     let first = results.iter().map(|b| b.dispatch_cycle).min().unwrap_or(0);
     let last = results.iter().map(|b| b.complete_cycle).max().unwrap_or(0);
-    Ok(Full { outcome: Outcome { memory: mem, blocks: results, trace, counters: k, cycles: last - first }, regfile, smem })
+    Ok(Full { outcome: Outcome { memory: mem, blocks: results, trace, counters: k, cycles: last - first }, regfile, smem, banks })
 }

@@ -22,9 +22,21 @@ use crate::mem::Memory;
 
 const PROG: u32 = 0x100;
 
-/// One slot, 16 registers, D = 16, one bank of 64 words (SB = 256), O = 2.
+/// One slot, 16 registers, D = 16, one bank of 64 words (SB = 256), O = 2;
+/// a 2 x 2 grid, `kmax` 16.
 fn one_slot() -> CuParams {
-    CuParams { slots: 1, regs: 16, imem_depth: 16, banks: 1, words: 64, max_outstanding: 2, tag_bits: 1 }
+    CuParams {
+        slots: 1,
+        regs: 16,
+        imem_depth: 16,
+        banks: 1,
+        words: 64,
+        max_outstanding: 2,
+        tag_bits: 1,
+        grid_rows: 2,
+        grid_cols: 2,
+        kmax: 16,
+    }
 }
 
 fn two_slots() -> CuParams {
@@ -160,13 +172,14 @@ fn every_error_code() {
     use Status::*;
     assert_eq!(status_of("end"), (Ok, 0));
     // opcode: undefined and reserved opcodes.
-    assert_eq!(status_of("li r3, 1\n.word 0x70"), (Opcode, 1));
+    assert_eq!(status_of("li r3, 1\n.word 0x75"), (Opcode, 1));
     assert_eq!(status_of(".word 0x0000000000000074"), (Opcode, 0));
     assert_eq!(status_of(".word 0"), (Opcode, 0));
-    // opcode before field: a reserved opcode with fields set (0x72 was
-    // reserved before docs/cu.md defined cmp; mma 0x70 and tex 0x74 still are).
+    // opcode before field: a reserved opcode with fields set (0x70 and
+    // 0x72 were reserved before docs/cu.md defined mma and cmp; tex 0x74
+    // still is).
     assert_eq!(status_of(".word 0xffffffffffffff74"), (Opcode, 0));
-    assert_eq!(status_of(".word 0xffffffffffffff70"), (Opcode, 0));
+    assert_eq!(status_of(".word 0xffffffffffffff70"), (Field, 0));
     // field: add with imm, cdl with n = 0, end with rd, ld with imm 15:8.
     assert_eq!(status_of(".word 0x0000000100000001"), (Field, 0));
     assert_eq!(status_of(".word 0x0000000000000050"), (Field, 0));
@@ -657,8 +670,8 @@ mod files {
         assert_eq!(out["blocks"][0]["pc"], 4);
         assert_eq!(out["trace"][0]["insn"], "cdl r3, 2, ud[0]");
         assert_eq!(out["trace"][3]["insn"], "st r7, r3, r0, r6");
-        assert_eq!(out["counters"], json!({"instructions": 5, "cdl": 1, "ld": 1, "st": 1, "act": 0, "cmp": 0, "exp": 0, "loads": 1,
-                                           "rd_beats": 16 + 2, "wr_beats": 2}));
+        assert_eq!(out["counters"], json!({"instructions": 5, "cdl": 1, "ld": 1, "st": 1, "act": 0, "cmp": 0, "exp": 0, "mma": 0,
+                                           "loads": 1, "rd_beats": 16 + 2, "wr_beats": 2}));
         assert_eq!(out["cycles"], out["blocks"][0]["cycles"]);
         let keys: Vec<&str> = out.as_object().unwrap().keys().map(|k| k.as_str()).collect();
         assert_eq!(keys.len(), 5);
@@ -996,7 +1009,7 @@ fn cmp_then_exp_exact_cycles() {
     assert_eq!(
         v["counters"],
         serde_json::json!({"instructions": 10, "cdl": 0, "ld": 1, "st": 0, "act": 0, "cmp": 1, "exp": 1,
-                           "loads": 1, "rd_beats": 32, "wr_beats": 0})
+                           "mma": 0, "loads": 1, "rd_beats": 32, "wr_beats": 0})
     );
 }
 
@@ -1099,8 +1112,7 @@ fn every_vector_error() {
     assert_eq!(status_of("li r0, 0x1000\nli r1, 0x1000\nli r2, 0x1000\nli r3, 0\nexp r0, r1, r2, r3, 8\nend"), (Ok, 5));
     // No wrap: D = 2^32 - 4, n = 1.
     assert_eq!(status_of("li r0, -4\nli r1, 0\nli r2, 8\nli r3, 1\ncmp r0, r1, r2, r3, 8"), (Smem, 4));
-    // mma and tex stay undefined.
-    assert_eq!(status_of(".word 0x70"), (Opcode, 0));
+    // tex stays undefined.
     assert_eq!(status_of(".word 0x74"), (Opcode, 0));
 }
 
@@ -1176,4 +1188,685 @@ fn cmp_queued_behind_an_ld_of_another_slot() {
         o.counters,
         Counters { instructions: 27, ld: 2, cmp: 1, loads: 2, rd_beats: 32 + 32 + 2, ..Counters::default() }
     );
+}
+
+// ---- mma ----
+//
+// docs/cu.md, "`mma`" and "Matrix multiply". Below `rd2(x)` / `rd3(x)` is a
+// read of share offset x taken on that port, `wr2(x)` a write.
+
+use mma::Access::{Read as Rd, Write as Wr};
+
+/// `one_slot` with the grid, the banks (of 1024 words) and `kmax` given.
+fn grid_params(rows: u32, cols: u32, banks: u32, kmax: u32) -> CuParams {
+    CuParams { grid_rows: rows, grid_cols: cols, banks, words: 1024, kmax, ..one_slot() }
+}
+
+/// An `mma` of the share at `base`.
+#[allow(clippy::too_many_arguments)]
+fn mop(base: u32, co: u32, ao: u32, bo: u32, tm: u32, tn: u32, k: u32) -> mma::Op {
+    mma::Op { slot: 0, joined: 0, smem_base: base, co, ao, bo, tm, tn, k }
+}
+
+/// `C = A . B` from the definition, on the scratchpad `m` as it is: `A`
+/// row `i` at `Ao + i*PA`, `B` row `k` at `Bo + k*PB`, int8 products,
+/// wrapped to 32 bits; the little-endian bytes of `C`'s rows.
+fn mma_reference(m: &[u8], op: &mma::Op) -> Vec<u8> {
+    let (base, pa, pb) = (op.smem_base as usize, op.pa() as usize, op.pb() as usize);
+    let a = |i: usize, k: usize| m[base + op.ao as usize + i * pa + k] as i8 as i32;
+    let b = |k: usize, n: usize| m[base + op.bo as usize + k * pb + n] as i8 as i32;
+    let mut out = Vec::new();
+    for i in 0..op.tm as usize {
+        for n in 0..op.tn as usize {
+            let c = (0..op.k as usize).fold(0i32, |s, k| s.wrapping_add(a(i, k).wrapping_mul(b(k, n))));
+            out.extend(c.to_le_bytes());
+        }
+    }
+    out
+}
+
+/// Deterministic bytes, every value -128..127 likely.
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// The spec's read orders of `op` (not empty) on a grid of `r` x `c`: per
+/// port, (tile, share offset) in order.
+fn spec_reads(op: &mma::Op, r: u32, c: u32) -> [Vec<(usize, u32)>; 2] {
+    let (nr, nc, q) = (op.tm.div_ceil(r), op.tn.div_ceil(c), op.k.div_ceil(4));
+    let (pa, pb) = (op.pa() as u32, op.pb() as u32);
+    let mut out = [Vec::new(), Vec::new()];
+    for b in 0..nr {
+        for cb in 0..nc {
+            let t = (b * nc + cb) as usize;
+            let h = r.min(op.tm - b * r);
+            for j in 0..q {
+                for i in 0..h {
+                    out[0].push((t, op.ao + (b * r + i) * pa + 4 * j));
+                }
+            }
+            for k in 0..op.k {
+                for hh in 0..c.div_ceil(4) {
+                    out[1].push((t, op.bo + k * pb + 4 * (cb * c / 4) + 4 * hh));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Runs `op` from `g` on `m` and checks what the spec says of any run: the
+/// read orders, one read a port a cycle, never two reads of one bank in a
+/// cycle nor a read of the row written in that cycle, the buffer halves
+/// (tile t >= 2 read after W_{t-2}), F_t, S_t = max(F_t, W_{t-1}) + 1, the
+/// writes one a cycle in the spec's order after their row's transfer, and
+/// e = the last W.
+fn mma_checked(p: &CuParams, op: &mma::Op, g: u64, m: &mut [u8], banks: &mut Banks) -> mma::Outcome {
+    let out = mma::run(p, op, g, m, banks, true);
+    let (r, c) = (p.grid_rows, p.grid_cols);
+    let want = spec_reads(op, r, c);
+    let bank_row = |at: u32| {
+        let w = (op.smem_base + at) as u64 / 4;
+        (w % p.banks as u64, w / p.banks as u64)
+    };
+    // Reads per port in order, with their cycles.
+    let mut got: [Vec<(u64, u32)>; 2] = [Vec::new(), Vec::new()];
+    let mut writes: Vec<(u64, u32)> = Vec::new();
+    for a in &out.accesses {
+        match *a {
+            Rd { cycle, port, at } => got[(port - RD2) as usize].push((cycle, at)),
+            Wr { cycle, at, .. } => writes.push((cycle, at)),
+        }
+    }
+    for port in 0..2 {
+        let at: Vec<u32> = got[port].iter().map(|x| x.1).collect();
+        let w: Vec<u32> = want[port].iter().map(|x| x.1).collect();
+        assert_eq!(at, w, "rd{} order", port + 2);
+        assert!(got[port].windows(2).all(|x| x[0].0 < x[1].0), "one read a cycle on rd{}", port + 2);
+        assert!(got[port].iter().all(|x| x.0 > g));
+        for (k, &(cycle, _)) in got[port].iter().enumerate() {
+            let t = want[port][k].0;
+            if t >= 2 {
+                assert!(cycle > out.tiles[t - 2].w, "tile {t} read in {cycle} before W_{} + 1", t - 2);
+            }
+        }
+    }
+    for &(c2, a2) in &got[0] {
+        if let Some(&(_, a3)) = got[1].iter().find(|x| x.0 == c2) {
+            assert_ne!(bank_row(a2).0, bank_row(a3).0, "two reads of one bank in {c2}");
+        }
+    }
+    for &(cw, aw) in &writes {
+        for reads in &got {
+            if let Some(&(_, ar)) = reads.iter().find(|x| x.0 == cw) {
+                assert_ne!(bank_row(ar), bank_row(aw), "a read of the row written in {cw}");
+            }
+        }
+    }
+    // Tiles.
+    let (nr, nc) = (op.tm.div_ceil(r), op.tn.div_ceil(c));
+    assert_eq!(out.tiles.len(), (nr * nc) as usize);
+    let mut wi = 0;
+    let mut last_write = 0;
+    for (t, tt) in out.tiles.iter().enumerate() {
+        let last_read = (0..2)
+            .flat_map(|port| got[port].iter().zip(&want[port]).filter(|(_, w)| w.0 == t).map(|(x, _)| x.0))
+            .max()
+            .unwrap();
+        assert_eq!(tt.f, last_read + 1, "F_{t}");
+        let prev = if t == 0 { 0 } else { out.tiles[t - 1].w };
+        assert_eq!(tt.s, tt.f.max(prev) + 1, "S_{t}");
+        let (b, cb) = (t as u32 / nc, t as u32 % nc);
+        let (h, w) = (r.min(op.tm - b * r), c.min(op.tn - cb * c));
+        for row in 0..h {
+            let xfer = tt.s + tt.cyc + 1 + row as u64 - r as u64;
+            for n in 0..w {
+                let (cycle, at) = writes[wi];
+                assert_eq!(at, op.co + (b * r + row) * 4 * op.tn + 4 * (cb * c + n), "write {wi}");
+                assert!(cycle > xfer && cycle > last_write, "write {wi} in {cycle}");
+                assert!(n == 0 || cycle == last_write + 1);
+                if n == 0 {
+                    assert_eq!(cycle, (last_write + 1).max(xfer + 1), "write {wi}");
+                }
+                last_write = cycle;
+                wi += 1;
+            }
+        }
+        assert_eq!(tt.w, last_write, "W_{t}");
+    }
+    assert_eq!(wi, writes.len());
+    assert_eq!(out.done, last_write);
+    out
+}
+
+#[test]
+fn mma_values_against_the_definition() {
+    // (grid rows, cols, banks, kmax), (TM, TN, K): K and the sizes not
+    // multiples of the grid, K = 1, TM = TN = 1, K = kmax, one tile, many.
+    type Case = ((u32, u32, u32, u32), (u32, u32, u32));
+    let cases: [Case; 14] = [
+        ((2, 2, 1, 16), (2, 2, 4)),
+        ((2, 2, 1, 16), (3, 5, 7)),
+        ((2, 2, 1, 16), (1, 1, 1)),
+        ((2, 2, 1, 16), (5, 3, 16)),
+        ((2, 2, 2, 16), (4, 9, 1)),
+        ((4, 4, 4, 256), (7, 10, 13)),
+        ((4, 4, 4, 256), (1, 1, 256)),
+        ((3, 8, 8, 64), (5, 17, 9)),
+        ((1, 1, 2, 8), (2, 3, 5)),
+        ((1, 1, 4, 8), (3, 1, 8)),
+        ((8, 8, 4, 64), (9, 9, 33)),
+        ((8, 1, 8, 32), (17, 2, 6)),
+        ((5, 2, 4, 16), (11, 3, 15)),
+        ((4, 8, 8, 1024), (4, 8, 1024)),
+    ];
+    for (i, &((r, c, banks, kmax), (tm, tn, k))) in cases.iter().enumerate() {
+        let p = grid_params(r, c, banks, kmax);
+        let base = 64 * (i as u32 % 3);
+        let pa = 4 * k.div_ceil(4);
+        let pb = 8 * tn.div_ceil(8);
+        let (ao, bo) = (4 * (i as u32 % 2), 4 * (i as u32 % 2) + tm * pa + 8);
+        let co = bo + k * pb + 4;
+        let size = p.smem_bytes() as usize;
+        assert!((base + co + 4 * tm * tn) as usize <= size, "case {i}");
+        let mut m = noise(size, i as u64 + 1);
+        let op = mop(base, co, ao, bo, tm, tn, k);
+        assert_eq!(mma::check(kmax, size as u32 - base, co, ao, bo, tm | tn << 8 | k << 16), Ok(()), "case {i}");
+        let want = mma_reference(&m, &op);
+        let before = m.clone();
+        let mut banks = Banks::new(banks);
+        let out = mma_checked(&p, &op, 1000, &mut m, &mut banks);
+        let (lo, hi) = ((base + co) as usize, (base + co + 4 * tm * tn) as usize);
+        assert_eq!(&m[lo..hi], &want[..], "case {i}: C");
+        assert_eq!(&m[..lo], &before[..lo], "case {i}: bytes before C");
+        assert_eq!(&m[hi..], &before[hi..], "case {i}: bytes after C");
+        assert!(out.done > 1000);
+    }
+}
+
+#[test]
+fn mma_values_with_zero_steps_and_extremes() {
+    // -128 x -128 products, all-zero k-steps (skipped by the grid's load
+    // filter: fewer grid cycles, the same reads) and all-zero tiles.
+    let p = grid_params(2, 2, 1, 16);
+    let (tm, tn, k) = (3u32, 3u32, 9u32);
+    let op = mop(0, 200, 0, 64, tm, tn, k);
+    let mut m = vec![0u8; 256];
+    for i in 0..tm as usize {
+        for kk in 0..k as usize {
+            m[i * 12 + kk] = if kk % 3 == 1 { 0 } else { 0x80 }; // -128, or 0 in steps 1, 4, 7
+        }
+    }
+    for kk in 0..k as usize {
+        for n in 0..tn as usize {
+            m[64 + kk * 8 + n] = if n == 2 { 0 } else { 0x80 }; // column 2 zero
+        }
+    }
+    let want = mma_reference(&m, &op);
+    // 6 non-zero steps of 16384 each; column 2 zero.
+    assert_eq!(&want[..12], &le(&[6 * 16384, 6 * 16384, 0])[..]);
+    let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
+    assert_eq!(&m[200..236], &want[..]);
+    // Tile 1 (rows 0, 1; column 2 only: every B slice zero) has no useful
+    // step: its grid cycles are fewer than tile 0's.
+    assert!(out.tiles[1].cyc < out.tiles[0].cyc, "{:?}", out.tiles);
+}
+
+#[test]
+fn mma_exact_cycles_on_the_small_preset() {
+    // The `small` preset: one slot, D = 16, one bank, O = 1, grid 2 x 2,
+    // kmax 16; L = 5, a share of 64 bytes at 0, block (0, 0, 0).
+    //   0: li r4, 0x3000     1: li r6, 0x10028 (rows 1, n 40)
+    //   2: ld r3, r4, r5, r6 (s = 0, stride 0)
+    //   3: li r7, 8 (Bo)     4: li r8, 40 (Co)   5: li r9, 0x40202 (K 4, TN 2, TM 2)
+    //   6: mma r8, r3, r7, r9 (Ao = r3 = 0)      7: end
+    // Load: request 5, beats 10..25; X 27, 29, 31 (ld): g = 32. O = 1: beat
+    //   k requested in 33 + 6k (nothing in flight at the end of the previous
+    //   cycle), taken (word k written, aligned) in 38 + 6k; beat 9 in 92:
+    //   e = 92. Picked 93: X 94, 96, 98, X 100 mma: joins at the end of 100,
+    //   g = 101.
+    // mma: PA = 4*ceil(4/4) = 4, PB = 8*ceil(2/8) = 8; smem: A 0 + 2*4 = 8,
+    //   B 8 + 4*8 = 40, C 40 + 4*2*2 = 56, all <= 64. nr = nc = 1: one tile,
+    //   h = w = 2, q = 1 group of 4 k-steps. rd2: group 0, rows 0, 1:
+    //   offsets 0, 4 (words 0, 1). rd3: k = 0..3, ceil(2/4) = 1 word each:
+    //   8, 16, 24, 32. One bank: every read is in bank 0; the ld took no
+    //   read, so bank 0 has taken none since reset:
+    //   102 both offer, bank 0's last read is none: rd2(0)
+    //   103 last rd2: rd3(8)
+    //   104 last rd3: rd2(4); rd2 has no read left
+    //   105 rd3(16)   106 rd3(24)   107 rd3(32): F_0 = 108.
+    //   S_0 = max(108, W_{-1} = 0) + 1 = 109.
+    // cyc (docs/systolic.md, 2 x 2, pipeline 2, group 4, one tile of one
+    //   group, every step useful): the unit accepts the group in S; the
+    //   loader takes it in S + 1, holds it from S + 2 and issues steps 0..3
+    //   in S + 2 .. S + 5; step 3 is tile-ending (s = S + 5, no earlier tile
+    //   in flight). Row r ready from s + r + C + 1 + P = S + 10 + r,
+    //   transferred in S + 11 + r; cycles = (S + 12) - S = 12.
+    //   Row r transferred in S_0 + cyc - R + 1 + r = 120 + r.
+    // Writes: row 0 words 0, 1 in 121, 122 (after its transfer in 120); row
+    //   1 (transferred 121) in 123, 124: W_0 = 124 = e.
+    // Picked 125, X 126 end, completion 127.
+    use gpurtl_params::BlockParams;
+    let p = CuParams::presets().into_iter().find(|(n, _)| *n == "small").unwrap().1;
+    assert_eq!((p.slots, p.banks, p.max_outstanding, p.grid_rows, p.grid_cols, p.kmax), (1, 1, 1, 2, 2, 16));
+    let src = "li r4, 0x3000\nli r6, 0x10028\nld r3, r4, r5, r6\n\
+               li r7, 8\nli r8, 40\nli r9, 0x40202\nmma r8, r3, r7, r9\nend";
+    // A = [[1, -2, 3, -4], [5, 6, -7, 8]]; B rows [1, 2], [-3, 4], [5, -6],
+    // [7, 8], each padded with 0x55 (never used).
+    let a: [i8; 8] = [1, -2, 3, -4, 5, 6, -7, 8];
+    let b: [[i8; 2]; 4] = [[1, 2], [-3, 4], [5, -6], [7, 8]];
+    let image = |a: &[i8; 8]| {
+        let mut v: Vec<u8> = a.iter().map(|&x| x as u8).collect();
+        for row in &b {
+            v.extend([row[0] as u8, row[1] as u8, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55]);
+        }
+        v
+    };
+    let mut r = setup(src, vec![block(0)], 64, 16, 5);
+    r.memory.load(0x3000, &image(&a));
+    let f = go(&p, &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 94, 96, 98, 100, 126]);
+    assert_eq!((f.outcome.blocks[0].status, f.outcome.blocks[0].complete_cycle), (Status::Ok, 127));
+    // C[0] = [1 + 6 + 15 - 28, 2 - 8 - 18 - 32], C[1] = [5 - 18 - 35 + 56,
+    // 10 + 24 + 42 + 64].
+    assert_eq!(&f.smem[40..56], &le(&[-6, -56, 8, 140])[..]);
+    assert_eq!(&f.smem[56..64], &[0; 8], "nothing after C");
+    assert_eq!(f.banks.last(0), Some(RD3));
+    assert_eq!(
+        f.outcome.counters,
+        Counters { instructions: 8, ld: 1, mma: 1, loads: 1, rd_beats: 16 + 10, ..Counters::default() }
+    );
+    let v = io::output_json(&p, &r, &f.outcome);
+    assert_eq!(v["trace"][6]["insn"], "mma r8, r3, r7, r9");
+    assert_eq!(v["counters"]["mma"], 1);
+
+    // The same operation on the engine, every access: g = 101.
+    let mut m = vec![0u8; 256];
+    m[..40].copy_from_slice(&image(&a));
+    let out = mma_checked(&p, &mop(0, 40, 0, 8, 2, 2, 4), 101, &mut m, &mut Banks::new(1));
+    assert_eq!(out.tiles, [mma::TileTimes { f: 108, s: 109, cyc: 12, w: 124 }]);
+    assert_eq!(
+        out.accesses,
+        [
+            Rd { cycle: 102, port: RD2, at: 0 },
+            Rd { cycle: 103, port: RD3, at: 8 },
+            Rd { cycle: 104, port: RD2, at: 4 },
+            Rd { cycle: 105, port: RD3, at: 16 },
+            Rd { cycle: 106, port: RD3, at: 24 },
+            Rd { cycle: 107, port: RD3, at: 32 },
+            Wr { cycle: 121, at: 40, value: -6i32 as u32 },
+            Wr { cycle: 122, at: 44, value: -56i32 as u32 },
+            Wr { cycle: 123, at: 48, value: 8 },
+            Wr { cycle: 124, at: 52, value: 140 },
+        ]
+    );
+
+    // k-step 2 all zero in A (column 2 of both rows): the load filter skips
+    // it: steps 0, 1, 3 issue in S + 2 .. S + 4 (s = S + 4), rows in
+    // S + 10 + r: cyc = 11, everything after F one cycle earlier: writes
+    // 120..123, X end 125, completion 126.
+    let a0: [i8; 8] = [1, -2, 0, -4, 5, 6, 0, 8];
+    let mut r = setup(src, vec![block(0)], 64, 16, 5);
+    r.memory.load(0x3000, &image(&a0));
+    let f = go(&p, &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 94, 96, 98, 100, 125]);
+    assert_eq!(f.outcome.blocks[0].complete_cycle, 126);
+    assert_eq!(&f.smem[40..56], &le(&[-21, -38, 43, 98])[..]);
+}
+
+#[test]
+fn mma_bank_conflicts_follow_the_last_read_of_the_bank() {
+    // Grid 2 x 2, one bank, g = 100. A = [[2], [3]] at 0 (PA = 4: words 0,
+    // 1), B = [[4, 5, 6]] at 8 (PB = 8), C at 16. TM = 2, TN = 3, K = 1: two
+    // tiles (columns 0, 1 and column 2), each rd2(0), rd2(4) and rd3(8)
+    // (tile 1: 8 + 4*floor(2/4) = 8).
+    // cyc of a tile of one useful step: accepted S, issued S + 2 (tile
+    //   ending), rows ready S + 7 + r, transferred S + 8 + r: 9.
+    // (a) bank 0's last read was rd2's:
+    //   101 rd3(8) [t0]   102 rd2(0)   103 rd3(8) [t1; tile 1 < 2: free]
+    //   104 rd2(4): F_0 = 105   105 rd2(0) [t1]   106 rd2(4): F_1 = 107
+    //   S_0 = 106: rows 114, 115: writes 115, 116, 117, 118 = W_0
+    //   S_1 = max(107, 118) + 1 = 119: rows 127, 128: writes 128 (row 0),
+    //   129 (row 1) = W_1 = e.
+    // (b) its last read was another port's (or none):
+    //   101 rd2(0)   102 rd3(8)   103 rd2(4): F_0 = 104   104 rd3(8) [t1;
+    //   last rd2]   105 rd2(0)   106 rd2(4): F_1 = 107
+    //   S_0 = 105: writes 114..117 = W_0; S_1 = 118: writes 127, 128 = e.
+    let p = grid_params(2, 2, 1, 16);
+    let op = mop(0, 16, 0, 8, 2, 3, 1);
+    let init = |m: &mut Vec<u8>| {
+        m[0] = 2;
+        m[4] = 3;
+        m[8..11].copy_from_slice(&[4, 5, 6]);
+    };
+    let want = le(&[8, 10, 12, 12, 15, 18]);
+    let mut results = Vec::new();
+    for last in [Some(RD2), None, Some(RD0), Some(RD1), Some(RD3)] {
+        let mut banks = Banks::new(1);
+        if let Some(port) = last {
+            banks.took(0, port);
+        }
+        let mut m = vec![0u8; 64];
+        init(&mut m);
+        let out = mma_checked(&p, &op, 100, &mut m, &mut banks);
+        assert_eq!(&m[16..40], &want[..], "{last:?}");
+        assert_eq!(banks.last(0), Some(RD2), "the last read: rd2(4) of tile 1");
+        let first = out.accesses[0];
+        results.push((first, out.tiles.iter().map(|t| (t.f, t.s, t.w)).collect::<Vec<_>>(), out.done));
+    }
+    assert_eq!(results[0], (Rd { cycle: 101, port: RD3, at: 8 }, vec![(105, 106, 118), (107, 119, 129)], 129));
+    for r in &results[1..] {
+        assert_eq!(*r, (Rd { cycle: 101, port: RD2, at: 0 }, vec![(104, 105, 117), (107, 118, 128)], 128));
+    }
+}
+
+#[test]
+fn mma_arbitration_rule() {
+    // (bank, row) of the rd2 and rd3 offers, the write taken in the cycle.
+    let mut banks = Banks::new(4);
+    let (x, y) = (Some((1u32, 5u64)), Some((1u32, 6u64)));
+    // Different banks: both.
+    assert_eq!(mma::arbitrate([Some((0, 5)), Some((1, 5))], None, &banks), [true, true]);
+    // One bank, no read yet: rd2; then by the bank's last read.
+    assert_eq!(mma::arbitrate([x, y], None, &banks), [true, false]);
+    for (port, want) in [(RD0, [true, false]), (RD1, [true, false]), (RD2, [false, true]), (RD3, [true, false])] {
+        banks.took(4, port); // word 1: bank 1
+        assert_eq!(mma::arbitrate([x, y], None, &banks), want, "last {port}");
+        // Another bank's history does not matter.
+        banks.took(4 * 2, if port == RD2 { RD3 } else { RD2 });
+        assert_eq!(mma::arbitrate([x, y], None, &banks), want, "last {port}");
+    }
+    // A read of the row written in the cycle waits, and the other read of
+    // its bank takes the bank even if it would have lost.
+    banks.took(4, RD2); // rd3 would win bank 1
+    assert_eq!(mma::arbitrate([x, y], Some((1, 6)), &banks), [true, false]);
+    assert_eq!(mma::arbitrate([x, y], Some((1, 5)), &banks), [false, true]);
+    assert_eq!(mma::arbitrate([x, None], Some((1, 5)), &banks), [false, false]);
+    // The same row in another bank, or another row of the bank, is no
+    // conflict.
+    assert_eq!(mma::arbitrate([x, None], Some((0, 5)), &banks), [true, false]);
+    assert_eq!(mma::arbitrate([Some((0, 5)), x], Some((1, 4)), &banks), [true, true]);
+    // Both reads of the written row wait.
+    assert_eq!(mma::arbitrate([x, x], Some((1, 5)), &banks), [false, false]);
+    // Bank and row of a scratchpad byte address: word m = X/4, bank m mod
+    // banks, row m div banks.
+    assert_eq!(banks.bank_row(0), (0, 0));
+    assert_eq!(banks.bank_row(4 * 13 + 3), (1, 3));
+    assert_eq!(Banks::new(1).bank_row(4 * 13), (0, 13));
+}
+
+#[test]
+fn mma_reads_see_its_own_earlier_writes() {
+    // Grid 1 x 1, one bank, g = 100. A = [[-128]] at 0, B = [[127, 2, 5]] at
+    // 8 (bytes 8, 9, 10), C (1 x 3) at 8: C[0][0] overwrites B's row. Three
+    // tiles (columns 0, 1, 2), each rd2(0) and rd3(8) (4*floor(c/4) = 0).
+    // cyc of a 1 x 1 tile of one useful step: issued S + 2, row ready
+    //   s + 0 + C + 1 + P = S + 6, transferred S + 7: cyc = 7; row 0
+    //   transferred in S + 7 - 1 + 1 = S + 7.
+    //   101 rd2(0) [t0: no read yet]   102 rd3(8) [t0]: F_0 = 103
+    //   103 rd2(0) [t1]   104 rd3(8) [t1]: F_1 = 105
+    //   S_0 = 104: row in 111, wr2(8) in 112 = W_0 (C[0][0] = -16256 =
+    //     0xFFFFC080)
+    //   tile 2 may read from 113: 113 rd2(0) (last rd3)   114 rd3(8): it
+    //     sees the write of 112: B[0][2] is byte 2 of 0xFFFFC080 = -1
+    //     F_2 = 115
+    //   S_1 = max(105, 112) + 1 = 113: row 120, wr2(12) in 121 = W_1
+    //     (C[0][1] = -128*2, from the B read in 104, before the write)
+    //   S_2 = max(115, 121) + 1 = 122: row 129, wr2(16) in 130 = W_2 = e
+    //     (C[0][2] = -128 * -1 = 128, not -128*5)
+    let p = grid_params(1, 1, 1, 8);
+    let mut m = vec![0u8; 64];
+    m[0] = 0x80;
+    m[8..11].copy_from_slice(&[127, 2, 5]);
+    let op = mop(0, 8, 0, 8, 1, 3, 1);
+    let out = mma_checked(&p, &op, 100, &mut m, &mut Banks::new(1));
+    assert_eq!(
+        out.accesses,
+        [
+            Rd { cycle: 101, port: RD2, at: 0 },
+            Rd { cycle: 102, port: RD3, at: 8 },
+            Rd { cycle: 103, port: RD2, at: 0 },
+            Rd { cycle: 104, port: RD3, at: 8 },
+            Wr { cycle: 112, at: 8, value: 0xFFFF_C080 },
+            Rd { cycle: 113, port: RD2, at: 0 },
+            Rd { cycle: 114, port: RD3, at: 8 },
+            Wr { cycle: 121, at: 12, value: -256i32 as u32 },
+            Wr { cycle: 130, at: 16, value: 128 },
+        ]
+    );
+    assert_eq!(
+        out.tiles,
+        [
+            mma::TileTimes { f: 103, s: 104, cyc: 7, w: 112 },
+            mma::TileTimes { f: 105, s: 113, cyc: 7, w: 121 },
+            mma::TileTimes { f: 115, s: 122, cyc: 7, w: 130 },
+        ]
+    );
+    assert_eq!(&m[8..20], &le(&[-16256, -256, 128])[..]);
+}
+
+#[test]
+fn mma_read_held_back_by_a_write_of_its_row() {
+    // Grid 1 x 1, one bank (a word's row is its index), kmax 32, g = 0:
+    // TM = 1, TN = 3, K = 32, all values 1. A at 0 (PA = 32): per tile 8
+    // rd2 reads 0, 4, .., 28; B at 32 (PB = 8): per tile 32 rd3 reads
+    // 32 + 8k (columns 0..2 in the row's first word). C at 276: C[0][n] at
+    // 276 + 4n; C[0][1] at 280 is B's row 31.
+    // cyc of a tile of 32 useful steps (8 groups back to back): steps issue
+    //   in S + 2 .. S + 33 (the last tile-ending), the row is ready from
+    //   s + 0 + C + 1 + P = S + 37, transferred S + 38: cyc = 38.
+    // Reads (bank 0 only; no read yet): rd2 wins 1, then they alternate:
+    //   rd2 tile 0 in 1, 3, .., 15, tile 1 in 17, .., 31 (tile 1 < 2);
+    //   rd3 tile 0 in 2, 4, .., 32, then alone 33..48: F_0 = 49; tile 1
+    //   in 49..80: F_1 = 81.
+    //   S_0 = 50: row in 88, wr2(276) in 89 = W_0.
+    //   Tile 2 from 90 (last read rd3's): rd2 in 90, 92, .., 104, rd3 k =
+    //   0..7 in 91, .., 105, k = 8..30 in 106..128; k = 31 (280) offered in
+    //   129.
+    //   S_1 = max(81, 89) + 1 = 90: row in 128, wr2(280) in 129 = W_1: the
+    //   read of 280 (bank 0, row 70) waits; taken in 130, it sees C[0][1] =
+    //   32: B[31][2] = byte 2 = 0. F_2 = 131.
+    //   Tile 2's step 31 is not useful (B slice zero): step 30 is
+    //   tile-ending, in S + 32: cyc = 37. S_2 = max(131, 129) + 1 = 132:
+    //   row in 169, wr2(284) in 170 = W_2 = e. C[0][2] = 31.
+    let p = grid_params(1, 1, 1, 32);
+    let mut m = vec![0u8; 512];
+    m[..32].fill(1);
+    for k in 0..32 {
+        m[32 + 8 * k..32 + 8 * k + 3].fill(1);
+    }
+    let op = mop(0, 276, 0, 32, 1, 3, 32);
+    let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
+    assert_eq!(
+        out.tiles,
+        [
+            mma::TileTimes { f: 49, s: 50, cyc: 38, w: 89 },
+            mma::TileTimes { f: 81, s: 90, cyc: 38, w: 129 },
+            mma::TileTimes { f: 131, s: 132, cyc: 37, w: 170 },
+        ]
+    );
+    let k = out.accesses.iter().position(|a| *a == Wr { cycle: 129, at: 280, value: 32 }).unwrap();
+    assert_eq!(
+        &out.accesses[k - 2..],
+        [
+            Rd { cycle: 127, port: RD3, at: 32 + 8 * 29 },
+            Rd { cycle: 128, port: RD3, at: 32 + 8 * 30 },
+            Wr { cycle: 129, at: 280, value: 32 },
+            Rd { cycle: 130, port: RD3, at: 280 },
+            Wr { cycle: 170, at: 284, value: 31 },
+        ]
+    );
+    assert_eq!(&m[276..288], &le(&[32, 32, 31])[..]);
+}
+
+#[test]
+fn reads_of_st_and_vector_operations_are_recorded_per_bank() {
+    // Four banks. st of 8 bytes from offset 0 (words 0, 1: banks 0, 1 on
+    // rd0), then act on the word at 8 (bank 2, rd1); bank 3 never read.
+    let p = CuParams { banks: 4, ..one_slot() };
+    let src = "li r6, 0x10008\nst r3, r4, r5, r6\nli r7, 0x10001\nli r3, 8\nact r3, r7, 0\nend";
+    let f = go(&p, &setup(src, vec![block(0)], 64, 8, 5));
+    assert_eq!(f.outcome.blocks[0].status, Status::Ok);
+    assert_eq!((0..4).map(|b| f.banks.last(b)).collect::<Vec<_>>(), [Some(RD0), Some(RD0), Some(RD1), None]);
+    // A misaligned st: s = 6, n = 6: bytes 6..11, words 1, 2 (banks 1, 2).
+    let src = "li r3, 6\nli r6, 0x10006\nst r3, r4, r5, r6\nend";
+    let f = go(&p, &setup(src, vec![block(0)], 64, 8, 5));
+    assert_eq!((0..4).map(|b| f.banks.last(b)).collect::<Vec<_>>(), [None, Some(RD0), Some(RD0), None]);
+    // In the second share (base 64: word 16 = bank 0): st of offset 4 ->
+    // word 17, bank 1.
+    let src = "bz r0, 4\nli r3, 4\nli r6, 0x10004\nst r3, r4, r5, r6\nend";
+    let f = go(&CuParams { slots: 2, ..p.clone() }, &setup(src, vec![block(0), block(1)], 64, 8, 5));
+    assert_eq!((0..4).map(|b| f.banks.last(b)).collect::<Vec<_>>(), [None, Some(RD0), None, None]);
+}
+
+#[test]
+fn st_between_two_mma_changes_the_second_ones_arbitration() {
+    // One slot (O = 2, L = 5), grid 2 x 2, one bank; the data and the
+    // second mma of mma_bank_conflicts_follow_the_last_read_of_the_bank.
+    //   0: li r4, 0x3000   1: li r6, 0x1000C   2: ld r3, r4, r5, r6
+    //   3: li r7, 8   4: li r8, 16   5: li r9, 0x10102 (K 1, TN 1, TM 2)
+    //   6: mma r8, r3, r7, r9: reads rd2(0) [no read yet], rd3(8), rd2(4):
+    //      bank 0's last read is rd2's
+    //   7: li r9, 0x10302 (K 1, TN 3, TM 2)   [7': st r3, r4, r5, r10 with
+    //      r10 = 0x10004: a read of word 0 on rd0]
+    //   8: mma r8, r3, r7, r9   9: end
+    // The second mma, started in g (its X cycle + 1, the DMA idle), is
+    // done in g + 29 after rd2's last read, g + 28 after st's (see
+    // mma_bank_conflicts_...): X end in e + 2.
+    let p = grid_params(2, 2, 1, 16);
+    let head = "li r4, 0x3000\nli r6, 0x1000C\nld r3, r4, r5, r6\nli r7, 8\nli r8, 16\nli r9, 0x10102\nmma r8, r3, r7, r9\nli r10, 0x10004\n";
+    let mut span = Vec::new();
+    for mid in ["", "st r3, r4, r5, r10\n"] {
+        let src = format!("{head}{mid}li r9, 0x10302\nmma r8, r3, r7, r9\nend");
+        let mut r = setup(&src, vec![block(0)], 64, 16, 5);
+        r.memory.load(0x3000, &[2, 0, 0, 0, 3, 0, 0, 0, 4, 5, 6, 0]);
+        let f = go(&p, &r);
+        let o = &f.outcome;
+        assert_eq!(o.blocks[0].status, Status::Ok);
+        let n = o.trace.len();
+        span.push(o.trace[n - 1].cycle - o.trace[n - 2].cycle);
+        assert_eq!(&f.smem[16..40], &le(&[8, 10, 12, 12, 15, 18])[..]);
+        assert_eq!(o.counters.mma, 2);
+    }
+    assert_eq!(span, [1 + 29 + 2, 1 + 28 + 2]);
+}
+
+#[test]
+fn empty_mma_is_done_at_its_start() {
+    // TM, TN or K = 0 (with the other fields anything, K > kmax and the
+    // offsets far outside the share): X 27, 29, 31 (li), X 33 mma joins,
+    // g = 34 done: picked 35, X 36 end. Counted as started.
+    for rc in ["0xFFFFFF00", "0xFFFF00FF", "0x0000FFFF"] {
+        let src = format!("li r3, {rc}\nli r4, 0x10000\nli r5, 0x10000\nmma r4, r5, r4, r3\nend");
+        let f = go(&one_slot(), &setup(&src, vec![block(0)], 64, 8, 5));
+        assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 33, 36], "{rc}");
+        assert_eq!(f.outcome.blocks[0].status, Status::Ok);
+        assert_eq!(f.outcome.counters.mma, 1);
+        assert_eq!(f.banks.last(0), None);
+    }
+}
+
+#[test]
+fn every_mma_error() {
+    use Status::*;
+    // status_of: 4 registers (r0 = x = 1), 64 bytes of share, D = 16, kmax
+    // 16, grid 2 x 2. Co, Ao, Bo, rc in r0, r1, r2, r3.
+    let mma = |co: i64, ao: i64, bo: i64, rc: u32| {
+        status_of(&format!("li r0, {co}\nli r1, {ao}\nli r2, {bo}\nli r3, {rc:#x}\nmma r0, r1, r2, r3\nend"))
+    };
+    let shape = |tm: u32, tn: u32, k: u32| tm | tn << 8 | k << 16;
+    // field: imm bits 31:8 (bit 8, bit 31); field before reg (r200).
+    assert_eq!(status_of(".word 0x0000010003020170"), (Field, 0));
+    assert_eq!(status_of(".word 0x8000000003020170"), (Field, 0));
+    assert_eq!(status_of(".word 0x00000100c8c8c870"), (Field, 0));
+    // reg: each of rd, ra, rb, rc.
+    assert_eq!(status_of("mma r4, r1, r2, r3"), (Reg, 0));
+    assert_eq!(status_of("mma r0, r4, r2, r3"), (Reg, 0));
+    assert_eq!(status_of("mma r0, r1, r255, r3"), (Reg, 0));
+    assert_eq!(status_of("mma r0, r1, r2, r4"), (Reg, 0));
+    // pc at D-1, before align (Co = r0 = 1); reg before pc.
+    let pad = "li r3, 0\n".repeat(15);
+    assert_eq!(status_of(&format!("{pad}mma r0, r1, r2, r3")), (Pc, 15));
+    assert_eq!(status_of(&format!("{pad}mma r0, r1, r2, r9")), (Reg, 15));
+    // align: Co, Ao, Bo each, even when the shape is empty; before smem.
+    assert_eq!(status_of("mma r0, r1, r2, r3"), (Align, 0)); // Co = 1, empty
+    assert_eq!(mma(0, 2, 0, 0), (Align, 4));
+    assert_eq!(mma(0, 0, 0x1000_0001, 0), (Align, 4));
+    assert_eq!(mma(4, 8, 12, shape(1, 1, 1)), (Ok, 5));
+    assert_eq!(mma(-2, 0, 0, shape(200, 200, 200)), (Align, 4)); // also smem
+    // smem, TM = 2, TN = 3, K = 5: PA = 8, PB = 8: A Ao + 16, B Bo + 40, C
+    // Co + 24, each at most 64.
+    let s = shape(2, 3, 5);
+    assert_eq!(mma(40, 48, 24, s), (Ok, 5));
+    assert_eq!(mma(44, 0, 0, s), (Smem, 4));
+    assert_eq!(mma(0, 52, 0, s), (Smem, 4));
+    assert_eq!(mma(0, 0, 28, s), (Smem, 4));
+    // PB = 8*ceil(TN/8), PA = 4*ceil(K/4): TN = 9, K = 1: PB = 16, PA =
+    // 4, C 36 bytes; TN = 8: PB = 8; K = 3: PA = 4, K = 5: 8.
+    assert_eq!(mma(28, 60, 48, shape(1, 9, 1)), (Ok, 5)); // C 64, A 64, B 64
+    assert_eq!(mma(28, 60, 52, shape(1, 9, 1)), (Smem, 4)); // B 68
+    assert_eq!(mma(32, 60, 48, shape(1, 9, 1)), (Smem, 4)); // C 68
+    assert_eq!(mma(0, 0, 56, shape(1, 8, 1)), (Ok, 5)); // B 64
+    assert_eq!(mma(0, 0, 56, shape(1, 9, 1)), (Smem, 4)); // B 72
+    assert_eq!(mma(0, 56, 0, shape(2, 1, 3)), (Ok, 5)); // A 56 + 2*4
+    assert_eq!(mma(0, 56, 0, shape(2, 1, 5)), (Smem, 4)); // A 56 + 2*8
+    // K > kmax (16) even when everything fits (K = 17 needs B 17*8 = 136
+    // bytes: see below with a larger share); K = 16 fits.
+    assert_eq!(mma(0, 0, 0, shape(1, 1, 17)), (Smem, 4));
+    // No wrap.
+    assert_eq!(mma(-4, 0, 0, shape(1, 1, 1)), (Smem, 4));
+    assert_eq!(mma(0, 0, -8, shape(1, 1, 1)), (Smem, 4));
+    // Empty shapes: no smem check (offsets past the share, K > kmax).
+    assert_eq!(mma(0x1000, 0x1000, 0x1000, shape(0, 9, 300)), (Ok, 5));
+    assert_eq!(mma(0x1000, 0x1000, 0x1000, shape(9, 0, 300)), (Ok, 5));
+    assert_eq!(mma(0x1000, 0x1000, 0x1000, shape(9, 9, 0)), (Ok, 5));
+
+    // K > kmax with a share that holds it: kmax 16, share 256: K = 16 fits
+    // (A 16, B 128, C 4), K = 17 (A 20, B 136) does not, by kmax alone.
+    let p = CuParams { kmax: 16, ..one_slot() };
+    let run_k = |k: u32| {
+        let src = format!("li r0, 200\nli r1, 0\nli r2, 32\nli r3, {:#x}\nmma r0, r1, r2, r3\nend", shape(1, 1, k));
+        let b = go(&p, &setup(&src, vec![block(1)], 256, 4, 5)).outcome.blocks[0];
+        (b.status, b.pc)
+    };
+    assert_eq!(run_k(16), (Ok, 5));
+    assert_eq!(run_k(17), (Smem, 4));
+    // The check alone.
+    assert_eq!(mma::check(16, 1 << 20, 0, 0, 4096, shape(1, 1, 16)), Result::Ok(()));
+    assert_eq!(mma::check(16, 1 << 20, 0, 0, 4096, shape(1, 1, 17)), Err(Smem));
+    assert_eq!(mma::check(1024, 1 << 20, 0, 0, 4096, shape(1, 1, 1024)), Result::Ok(()));
+    assert_eq!(mma::check(1024, 1 << 20, 0, 0, 4096, shape(1, 1, 1025)), Err(Smem));
+    assert_eq!(mma::check(16, 0, 0, 0, 0, shape(0, 1, 17)), Result::Ok(()));
+    assert_eq!(mma::check(16, 0, 1, 0, 0, shape(0, 1, 17)), Err(Align));
+}
+
+#[test]
+fn mma_in_a_kernel_on_two_shares() {
+    // Two slots, four banks of 64 words, shares of 256 bytes (bases 0 and
+    // 256), grid 2 x 2: each block loads A (5 x 7, PA = 8: 40 bytes) and B
+    // (7 x 6, PB = 8: 56 bytes) from memory, then C = A . B (5 x 6) at 96.
+    let p = CuParams { slots: 2, banks: 4, regs: 32, ..one_slot() };
+    let src = "li r4, 0x3000\nli r6, 0x10060\nld r3, r4, r5, r6\n\
+               li r7, 40\nli r8, 96\nli r9, 0x70605\nmma r8, r3, r7, r9\nend";
+    let mut r = setup(src, vec![block(0), block(1)], 256, 16, 3);
+    r.memory.load(0x3000, &noise(96, 42));
+    let f = go(&p, &r);
+    assert!(f.outcome.blocks.iter().all(|b| b.status == Status::Ok));
+    assert_eq!(f.outcome.blocks.iter().map(|b| b.share).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(f.outcome.counters.mma, 2);
+    for base in [0u32, 256] {
+        let op = mop(base, 96, 0, 40, 5, 6, 7);
+        let b = base as usize;
+        assert_eq!(&f.smem[b..b + 96], &noise(96, 42)[..]);
+        assert_eq!(&f.smem[b + 96..b + 216], &mma_reference(&f.smem, &op)[..], "share at {base}");
+        assert_eq!(&f.smem[b + 216..b + 256], &[0; 40][..], "nothing after C");
+    }
 }
