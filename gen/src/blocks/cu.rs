@@ -133,6 +133,28 @@ impl BlockDef for Cu {
                                  "ratio": ratio, "bound": 0.5}));
             }
         }
+        // mma: a GEMM tile whose A and B are in the scratchpad; its cycles
+        // are the block's less the same block without the mma.
+        let (tm, tn, k) = mma_shape(p);
+        let macs = (tm * tn * k) as f64;
+        let grid = (p.grid_rows * p.grid_cols) as f64;
+        let mut dense_cycles = 0u64;
+        for (name, zero_pct) in [("mma, dense", 0u32), ("mma, 50% zero k-slices", 50), ("mma, 75% zero k-slices", 75)] {
+            let with = model_or_rtl(&compiled, p, &bench_mma(p, zero_pct, true)?)?;
+            let without = model_or_rtl(&compiled, p, &bench_mma(p, zero_pct, false)?)?;
+            let c = with.cycles - without.cycles;
+            let rate = macs / c as f64;
+            if zero_pct == 0 {
+                dense_cycles = c;
+                let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9.3} {:>9.3}", format!("{name} {tm}x{tn}x{k} (MACs/cycle)"), 1, c, rate, grid);
+                rows.push(json!({"workload": name, "tm": tm, "tn": tn, "k": k, "cycles": c, "macs": macs, "macs_per_cycle": rate,
+                                 "bound": grid, "of_bound": rate / grid}));
+            } else {
+                let speedup = dense_cycles as f64 / c as f64;
+                let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9.3} {:>9}", format!("{name} (speedup)"), 1, c, speedup, "");
+                rows.push(json!({"workload": name, "tm": tm, "tn": tn, "k": k, "cycles": c, "speedup": speedup}));
+            }
+        }
         let s = yosys_area(&design)?;
         let _ = writeln!(out, "yosys: {} cells, {} flip-flops (memories as memory cells)", s.cells, s.flip_flops);
         Ok(json!({"block": "cu", "generator": generator(), "params": p, "rows": rows, "yosys_cells": s.cells, "yosys_flip_flops": s.flip_flops}))
@@ -199,4 +221,49 @@ fn bench_dma(p: &CuParams, skew: u32, bytes: u32, ops: u32, latency: u32) -> Res
     }
     text += "end\n";
     assembled(p, &text, 1, (p.smem_bytes() as u32).min(8192), latency)
+}
+
+/// The bench's mma tile: 16 x 16 x min(256, kmax), smaller where the
+/// scratchpad is.
+fn mma_shape(p: &CuParams) -> (u32, u32, u32) {
+    let k = p.kmax.min(256);
+    for t in [16u32, 8, 4, 2, 1] {
+        let (pa, pb) = (4 * k.div_ceil(4), 8 * t.div_ceil(8));
+        if t * pa + k * pb + 4 * t * t <= p.smem_bytes() as u32 {
+            return (t, t, k);
+        }
+    }
+    (1, 1, 1)
+}
+
+/// One block: `ld` A and B (B's k-slices zero with `zero_pct` per cent
+/// probability, a fixed pattern), then `mma` if `with_mma`.
+fn bench_mma(p: &CuParams, zero_pct: u32, with_mma: bool) -> Result<Run> {
+    let (tm, tn, k) = mma_shape(p);
+    let (pa, pb) = (4 * k.div_ceil(4), 8 * tn.div_ceil(8));
+    let (ao, bo) = (0, tm * pa);
+    let co = bo + k * pb;
+    let mut text = format!(
+        "li r3, {}\nli r4, {k}\nli r5, {ao}\nli r6, {}\nld r5, r3, r4, r6, {pa}\nli r3, {}\nli r4, {tn}\nli r5, {bo}\nli r6, {}\nld r5, r3, r4, r6, {pb}\n",
+        0x10000,
+        tm << 16 | k,
+        0x20000,
+        k << 16 | tn
+    );
+    if with_mma {
+        text += &format!("li r5, {co}\nli r7, {ao}\nli r8, {bo}\nli r6, {}\nmma r5, r7, r8, r6\n", tm | tn << 8 | k << 16);
+    }
+    text += "end\n";
+    let mut r = assembled(p, &text, 1, p.smem_bytes() as u32, 1)?;
+    let mut rng = gpurtl_sim::rng::Rng::new(7);
+    let a: Vec<u8> = (0..tm * k).map(|_| 1 + rng.below(255) as u8).collect();
+    let b: Vec<u8> = (0..k)
+        .flat_map(|_| {
+            let zero = rng.chance(zero_pct);
+            (0..tn).map(|_| if zero { 0 } else { 1 + rng.below(255) as u8 }).collect::<Vec<_>>()
+        })
+        .collect();
+    r.memory.write(0x10000, &a);
+    r.memory.write(0x20000, &b);
+    Ok(r)
 }

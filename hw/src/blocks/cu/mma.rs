@@ -282,17 +282,16 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let s_tl = tiles(b, "s");
     let s_j = b.reg_noreset("mma_s_j_q", 16);
     let s_kleft = b.reg_noreset("mma_s_kleft_q", 16);
-    let s_arm = b.reg("mma_s_arm_q", 1, 0); // the buffer read before the first group
     let s_on = b.reg("mma_s_on_q", 1, 0); // groups offered
     let s_more = b.reg("mma_s_more_q", 1, 0); // tiles left to stream
     let filled = a_fill.gt(&s_t).and(&b_fill.gt(&s_t));
     let ready_t = s_t.eq(&wdone); // tile s_t - 1 complete
-    let arm = b.let_("mma_s_arm_now", &s_more.and(&s_arm.not()).and(&s_on.not()).and(&filled).and(&ready_t));
-    b.next(&s_arm, &arm, None);
+    // The buffer read of the tile's first group: the cycle before its offer.
+    let arm = b.let_("mma_s_arm", &s_more.and(&s_on.not()).and(&filled).and(&ready_t));
     let g_take = b.let_("mma_g_take", &io.gin.valid.and(&io.gin.ready));
     let s_last_j = s_j.add(&Expr::lit(16, 1)).eq(&q_groups);
     let tile_sent = g_take.and(&s_last_j);
-    b.next(&s_on, &s_arm.or(&s_on.and(&tile_sent.not())), None);
+    b.next(&s_on, &arm.or(&s_on.and(&tile_sent.not())), None);
     b.assign(&rd_en, &arm.or(&g_take));
     let next_j = g_take.mux(&s_j.add(&Expr::lit(16, 1)), &s_j);
     b.assign(&rd_addr, &ent(&s_t, &arm.mux(&Expr::zero(16), &next_j)));

@@ -15,11 +15,12 @@
 //!   row written in the same cycle waits; a read taken in c gives its word
 //!   in c + 1
 //! F_t = last read of the tile taken + 1
-//! S_t = max(F_t, W_{t-1}) + 1            (W_{-1} = 0)
+//! S_t = max(F_t, W_{t-1}) + 2            (W_{-1} = 0)
 //! cyc = systolic::run(grid, R x K A tile, K x C B tile).cycles
 //! row r transferred in S_t + cyc - R + 1 + r; rows r < h_t written on wr2,
 //!   word n at Co + (b*R + r)*4*TN + 4*(c*C + n), one a cycle, each after
-//!   the word before it and after its row's transfer; W_t = the last one
+//!   the word before it and after its row's transfer; W_t = the later of
+//!   the last one and row R-1's transfer
 //! done: e = W of the last tile
 //! ```
 //!
@@ -300,7 +301,7 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
             }
             let f = c + 1;
             let prev_w = t.checked_sub(1).map(|u| times[u].w);
-            let s = f.max(prev_w.unwrap_or(0)) + 1;
+            let s = f.max(prev_w.unwrap_or(0)) + 2;
             let gemm = Gemm { a, b: bm, c0: None };
             let cyc = systolic::run(&grid, &gemm).cycles;
             let mut last = prev_w;
@@ -314,7 +315,8 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
                     last = Some(at);
                 }
             }
-            times.push(TileTimes { f, s, cyc, w: last.unwrap() });
+            // W_t: the later of the last word and row R-1's transfer.
+            times.push(TileTimes { f, s, cyc, w: last.unwrap().max(s + cyc) });
         }
         // The write taken in c.
         if writes.front().is_some_and(|w| w.0 == c) {
