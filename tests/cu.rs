@@ -134,7 +134,7 @@ fn cosim(name: &str, p: &CuParams) {
         );
     }
     eprintln!(
-        "cu {name}: {} seeds, block statuses ok/opcode/field/reg/pc/align/smem/dispatch: {stats:?}, cdl/ld/st/act/cmp/exp/write beats: {ops:?}, all match",
+        "cu {name}: {} seeds, block statuses ok/opcode/field/reg/pc/align/smem/dispatch: {stats:?}, cdl/ld/st/act/cmp/exp/mma/write beats: {ops:?}, all match",
         all.len()
     );
     if std::env::var("GPURTL_SEED").is_err() {
@@ -143,7 +143,7 @@ fn cosim(name: &str, p: &CuParams) {
         for s in &Status::ALL[..7] {
             assert!(stats[*s as usize] > 0, "{name}: no block ended with `{}`: {stats:?}", s.name());
         }
-        assert!(ops.iter().all(|&n| n >= 5), "{name}: too few cdl/ld/st/act/cmp/exp operations or write beats: {ops:?}");
+        assert!(ops.iter().all(|&n| n >= 5), "{name}: too few cdl/ld/st/act/cmp/exp/mma operations or write beats: {ops:?}");
     }
 }
 
@@ -166,8 +166,8 @@ fn cosim_odd() {
 
 /// Three bugs planted in the generated Verilog (at `small`), each caught: a DMA byte
 /// strobe one past the row's end, a counted loop that stops one iteration
-/// early, and an aligner that emits its word one unit late when the two
-/// lanes are equal.
+/// early, an aligner that emits its word one unit late when the two lanes
+/// are equal, and an `mma` writer that takes a row's words a cycle early.
 #[test]
 fn planted_bugs_are_caught() {
     // At `small`: the same logic, a quicker Verilator build for each bug.
@@ -175,10 +175,11 @@ fn planted_bugs_are_caught() {
     let design = build(&p).unwrap();
     let clean = spec(&design);
     // (what, the line it is on, text in that line, its replacement)
-    let bugs: [(&str, &str, &str, &str); 3] = [
+    let bugs: [(&str, &str, &str, &str); 4] = [
         ("strobe past the row", "  assign dma_strb = ", "[16:0] < {1'd0, dma_n_q}", "[16:0] <= {1'd0, dma_n_q}"),
         ("loop one short", "  assign x_taken = ", "(x_is_loop & |x_rd_dec)", "(x_is_loop & |x_rd_dec[31:1])"),
         ("aligner late on equal lanes", "  assign dma_emit = ", "(dma_p_out_row_q[1:0] >= dma_p_in_row_q[1:0])", "(dma_p_out_row_q[1:0] > dma_p_in_row_q[1:0])"),
+        ("mma writes a row before it leaves the grid", "  assign mma_w_valid = ", "> mma_w_r_q", ">= mma_w_r_q"),
     ];
     let all: Vec<u64> = (0..SEEDS).collect();
     for (what, line, from, to) in bugs {
