@@ -166,6 +166,7 @@ impl BlockDef for Systolic {
             }
         }
         let _ = writeln!(out, "gating on 24x40x24 (30% zero k-slices, filter off): RTL gated {} products, direct count {}", o.gated_products, zero_products);
+        let engines = model_vs_rtl(p, out)?;
         // Generation size and time.
         let mut gen_rows = Vec::new();
         for d in [8u32, 16, 32] {
@@ -185,9 +186,59 @@ impl BlockDef for Systolic {
             "dense_64x64x64": {"cycles": dense_o.cycles, "utilization": util, "cosim_cycles_per_second": cps},
             "load_filter": filter_rows,
             "gating": {"rtl_gated_products": o.gated_products, "zero_operand_products": zero_products},
+            "model_vs_rtl": engines,
             "generation": gen_rows,
         }))
     }
+}
+
+/// The GEMM on which the bench times the golden model against the RTL
+/// engine (M x K x N), and the seed of its values.
+const ENGINES_GEMM: (usize, usize, usize) = (1024, 64, 1024);
+const ENGINES_SEED: u64 = 1;
+
+/// Wall-clock time of the golden model and of the RTL engine (the
+/// testbench's run; the Verilator build apart) on the same large GEMM of
+/// random values (uniform over the element types), at the bench's
+/// parameters; the two outcomes must be equal.
+fn model_vs_rtl(p: &SystolicParams, out: &mut dyn Write) -> Result<Value> {
+    let (m, k, n) = ENGINES_GEMM;
+    let mut rng = Rng::new(ENGINES_SEED);
+    let mut matrix = |rows: usize, cols: usize, t: ElemType| -> Vec<Vec<i64>> {
+        let span = (t.max() - t.min() + 1) as u64;
+        (0..rows).map(|_| (0..cols).map(|_| t.min() + rng.below(span) as i64).collect()).collect()
+    };
+    let a = matrix(m, k, p.a_type);
+    let b = matrix(k, n, p.b_type);
+    let gemm = Gemm { a, b, c0: None };
+    let t0 = Instant::now();
+    let model_o = model::run(p, &gemm);
+    let model_secs = t0.elapsed().as_secs_f64();
+    let t0 = Instant::now();
+    let compiled = compile_design(&build(p)?)?;
+    let build_secs = t0.elapsed().as_secs_f64();
+    let t0 = Instant::now();
+    let (rtl_o, st) = tb::run(&compiled, p, &gemm, None, None)?;
+    let rtl_secs = t0.elapsed().as_secs_f64();
+    if rtl_o != model_o {
+        return Err(Error::Failed(format!(
+            "model against RTL on {m}x{k}x{n}: the outcomes differ (cycles {} and {}, useful MACs {} and {})",
+            model_o.cycles, rtl_o.cycles, model_o.useful_macs, rtl_o.useful_macs
+        )));
+    }
+    let ratio = model_secs / rtl_secs;
+    let _ = writeln!(
+        out,
+        "model against RTL on {m}x{k}x{n} (random {}/{}, seed {ENGINES_SEED}; {} cycles, same outcome): model {model_secs:.2} s, RTL {rtl_secs:.2} s (+ {build_secs:.1} s Verilator build), model/RTL {ratio:.3}",
+        p.a_type.name(),
+        p.b_type.name(),
+        model_o.cycles
+    );
+    Ok(json!({
+        "m": m, "k": k, "n": n, "seed": ENGINES_SEED, "cycles": model_o.cycles,
+        "model_seconds": model_secs, "rtl_seconds": rtl_secs, "rtl_build_seconds": build_secs,
+        "model_over_rtl": ratio, "cosim_cycles_per_second": st.rate(),
+    }))
 }
 
 /// A GEMM whose A has exactly `zero_pct` percent of its k columns all zero

@@ -8,7 +8,7 @@
 use super::agents::{Agent, Bench, Expect, Pace, StreamSink, StreamSource};
 use super::{mask, put, take, LoopTimer, RunStats, Stalls};
 use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
-use crate::models::systolic::{program, ws_program, Gemm, Outcome};
+use crate::models::systolic::{os_tiles, ws_tiles, Gemm, Outcome};
 use gpurtl_params::systolic::{Dataflow, ElemType, SystolicParams};
 use crate::rng::Rng;
 use std::path::Path;
@@ -91,12 +91,13 @@ impl SystolicDriver {
         let ws = cfg.dataflow == Dataflow::Ws;
         let mut rows = Vec::new();
         let mut lasts = Vec::new();
-        // Stimulus packed before the run, out of the per-cycle path.
+        // Stimulus packed before the run, out of the per-cycle path (the
+        // sequencer's tiles one at a time: only the packed words are kept).
         let (inputs, skipped, out_fields, budget) = if ws {
-            let (tiles, skipped) = ws_program(cfg, gemm);
+            let (tiles, _, skipped) = ws_tiles(cfg, gemm);
             let mut w = src("w", &[""])?;
             let mut a = src("a", &["", "last"])?;
-            for t in &tiles {
+            for t in tiles {
                 for row in &t.weights {
                     let mut words = vec![0u32; (c * ch).div_ceil(32) as usize];
                     for (j, lanes) in row.iter().enumerate() {
@@ -122,11 +123,11 @@ impl SystolicDriver {
             let budget = 1000 + (w.len() + a.len()) as u64 * (r + c + 4) as u64 * 20;
             (vec![w, a], skipped, ["last", "c"], budget)
         } else {
-            let tiles = program(cfg, gemm);
             let mut input = src("in", &["a", "b", "steps", "last"])?;
             let (a_words, b_words) = ((cfg.group * r * ch).div_ceil(32) as usize, (cfg.group * c * ch).div_ceil(32) as usize);
-            let mut steps_total = 0u64;
-            for t in &tiles {
+            let (mut steps_total, mut n_tiles) = (0u64, 0u64);
+            for t in os_tiles(cfg, gemm) {
+                n_tiles += 1;
                 for gr in &t.groups {
                     let (mut wa, mut wb) = (vec![0u32; a_words], vec![0u32; b_words]);
                     for (si, st) in gr.steps.iter().enumerate() {
@@ -148,7 +149,7 @@ impl SystolicDriver {
                 }
                 rows.extend(t.rows.iter().map(|&mr| (mr, t.cols.clone())));
             }
-            let budget = 1000 + (steps_total + tiles.len() as u64 * (r + c) as u64 * 4) * 20;
+            let budget = 1000 + (steps_total + n_tiles * (r + c) as u64 * 4) * 20;
             (vec![input], 0, ["row", "c"], budget)
         };
         let out = StreamSink::find(sim, &format!("{prefix}out"), &out_fields)?

@@ -88,8 +88,9 @@ fn matrix(
 
 /// The most lane vectors (one PE row's or column's `lanes` elements of one
 /// step) a run's step program may hold: the sequencer expands a GEMM into
-/// every tile's slices of A and B, and this bounds a run's memory (to about
-/// a quarter of a gigabyte).
+/// every tile's slices of A and B, and this bounds a run's work. (The model
+/// builds one tile at a time and holds about its input and C; the RTL
+/// engine's testbench packs the whole program into stimulus words first.)
 pub const MAX_PROGRAM: u64 = 4_000_000;
 
 /// Lane vectors in the step program of an M x K by K x N GEMM (at most: rows

@@ -52,6 +52,12 @@
 //! sequencers of both dataflows: the step programs), `timing.rs` (the cycle
 //! loops of the loader and WS rules), `io.rs` (input and output files,
 //! pruning); here, the types and `run`.
+//!
+//! Cost: `run` is linear in the cycles and steps it plays (plus the
+//! reference's M·N·K). The sequencer builds each tile when the cycle loop
+//! reaches it and drops it once played, and the loop keeps only the latest
+//! ended tile's in-flight window and a running last row transfer, so a
+//! cycle costs the same however many tiles came before it.
 
 mod io;
 mod reference;
@@ -61,11 +67,11 @@ mod timing;
 mod tests;
 
 pub use io::{output_json, parse_input, program_size, prune, MAX_PROGRAM};
-pub use sequencer::{program, ws_program, Group, Step, Tile, WsTile, WsVector};
+pub use sequencer::{os_tiles, program, ws_program, ws_tiles, Group, Step, Tile, WsTile, WsVector};
 
 use gpurtl_params::systolic::{Dataflow, SystolicParams};
 use reference::reference_c;
-use timing::{simulate, simulate_ws};
+use timing::{simulate_groups, simulate_ws};
 
 /// One GEMM: A is M x K, B is K x N, C0 (if given) is M x N.
 ///
@@ -109,12 +115,13 @@ impl Outcome {
 /// modulo 2^acc_bits); anything else is `os`.
 pub fn run(cfg: &SystolicParams, g: &Gemm) -> Outcome {
     let c = reference_c(cfg, g);
+    // The tiles are built as the cycle loops reach them, one at a time.
     if cfg.dataflow == Dataflow::Ws {
-        let (tiles, skipped_ksteps) = ws_program(cfg, g);
-        let (cycles, useful_macs, gated_products) = simulate_ws(cfg, &tiles);
+        let (tiles, n_tiles, skipped_ksteps) = ws_tiles(cfg, g);
+        let (cycles, useful_macs, gated_products) = simulate_ws(cfg, n_tiles, tiles);
         return Outcome { c, cycles, useful_macs, gated_products, skipped_ksteps };
     }
-    let (cycles, useful_macs, gated_products, skipped_ksteps) = simulate(cfg, &program(cfg, g));
+    let (cycles, useful_macs, gated_products, skipped_ksteps) = simulate_groups(cfg, os_tiles(cfg, g).flat_map(|t| t.groups));
     Outcome { c, cycles, useful_macs, gated_products, skipped_ksteps }
 }
 

@@ -32,54 +32,68 @@ pub struct Tile {
 }
 
 /// The sequencer of docs/systolic.md: tiles in order with their groups.
-/// (Stimulus, shared with the RTL testbench.)
+/// (Stimulus, shared with the RTL testbench.) All of [`os_tiles`] at once.
 pub fn program(cfg: &SystolicParams, g: &Gemm) -> Vec<Tile> {
-    let (r, c, l) = (cfg.rows as usize, cfg.cols as usize, cfg.lanes as usize);
-    let k = g.b.len();
-    let (row_list, col_list) = row_col_lists(cfg, g);
-    let nsteps = k.div_ceil(l);
-    let ngroups = nsteps.div_ceil(cfg.group as usize);
-    let mut tiles = Vec::new();
-    for rb in row_list.chunks(r) {
-        let rows: Vec<Option<usize>> = (0..r).map(|i| rb.get(i).copied()).collect();
-        for cb in col_list.chunks(c) {
-            let cols: Vec<Option<usize>> = (0..c).map(|j| cb.get(j).copied()).collect();
-            let steps: Vec<Step> = (0..nsteps)
-                .map(|s| Step {
-                    a: rows
-                        .iter()
-                        .map(|row| {
-                            (0..l)
-                                .map(|ln| match row {
-                                    Some(mm) if s * l + ln < k => g.a[*mm][s * l + ln],
-                                    _ => 0,
-                                })
-                                .collect()
-                        })
-                        .collect(),
-                    b: cols
-                        .iter()
-                        .map(|col| {
-                            (0..l)
-                                .map(|ln| match col {
-                                    Some(nn) if s * l + ln < k => g.b[s * l + ln][*nn],
-                                    _ => 0,
-                                })
-                                .collect()
-                        })
-                        .collect(),
-                })
-                .collect();
-            let mut steps = steps.into_iter();
-            let groups = (0..ngroups)
-                .map(|gi| Group { steps: steps.by_ref().take(cfg.group as usize).collect(), last: gi + 1 == ngroups })
-                .collect();
-            tiles.push(Tile { rows: rows.clone(), cols, groups });
-        }
-    }
-    tiles
+    os_tiles(cfg, g).collect()
 }
 
+/// The tiles of [`program`] in order, each built when it is asked for: a
+/// run that plays them holds one at a time, not the whole program (which
+/// holds every tile's slices of A and B).
+pub fn os_tiles<'a>(cfg: &'a SystolicParams, g: &'a Gemm) -> impl Iterator<Item = Tile> + 'a {
+    let (r, c) = (cfg.rows as usize, cfg.cols as usize);
+    let (row_list, col_list) = row_col_lists(cfg, g);
+    let (row_blocks, col_blocks) = (row_list.len().div_ceil(r), col_list.len().div_ceil(c));
+    // Row-block-major: tile t is row block t / col_blocks, column block t % col_blocks.
+    (0..row_blocks * col_blocks).map(move |t| {
+        let (rb, cb) = (t / col_blocks, t % col_blocks);
+        let rows = &row_list[rb * r..(rb * r + r).min(row_list.len())];
+        let cols = &col_list[cb * c..(cb * c + c).min(col_list.len())];
+        os_tile(cfg, g, rows, cols)
+    })
+}
+
+/// One tile of the OS program: the R x C block of output rows `rb` and
+/// columns `cb` (short blocks padded), its steps cut into groups.
+fn os_tile(cfg: &SystolicParams, g: &Gemm, rb: &[usize], cb: &[usize]) -> Tile {
+    let (r, c, l) = (cfg.rows as usize, cfg.cols as usize, cfg.lanes as usize);
+    let k = g.b.len();
+    let nsteps = k.div_ceil(l);
+    let ngroups = nsteps.div_ceil(cfg.group as usize);
+    let rows: Vec<Option<usize>> = (0..r).map(|i| rb.get(i).copied()).collect();
+    let cols: Vec<Option<usize>> = (0..c).map(|j| cb.get(j).copied()).collect();
+    let steps: Vec<Step> = (0..nsteps)
+        .map(|s| Step {
+            a: rows
+                .iter()
+                .map(|row| {
+                    (0..l)
+                        .map(|ln| match row {
+                            Some(mm) if s * l + ln < k => g.a[*mm][s * l + ln],
+                            _ => 0,
+                        })
+                        .collect()
+                })
+                .collect(),
+            b: cols
+                .iter()
+                .map(|col| {
+                    (0..l)
+                        .map(|ln| match col {
+                            Some(nn) if s * l + ln < k => g.b[s * l + ln][*nn],
+                            _ => 0,
+                        })
+                        .collect()
+                })
+                .collect(),
+        })
+        .collect();
+    let mut steps = steps.into_iter();
+    let groups = (0..ngroups)
+        .map(|gi| Group { steps: steps.by_ref().take(cfg.group as usize).collect(), last: gi + 1 == ngroups })
+        .collect();
+    Tile { rows, cols, groups }
+}
 
 /// One A vector of a WS tile.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,7 +129,7 @@ fn row_col_lists(cfg: &SystolicParams, g: &Gemm) -> (Vec<usize>, Vec<usize>) {
 }
 
 /// The WS sequencer of docs/systolic.md: tiles in order, and skipped_ksteps.
-/// (Stimulus, shared with the RTL testbench.)
+/// (Stimulus, shared with the RTL testbench.) All of [`ws_tiles`] at once.
 ///
 /// For each column block (C columns of the column list, column-block-major):
 /// its k-steps (all, or with `load_filter` those where some listed row has a
@@ -125,63 +139,85 @@ fn row_col_lists(cfg: &SystolicParams, g: &Gemm) -> (Vec<usize>, Vec<usize>) {
 /// is empty. `skipped_ksteps` = sum over column blocks of
 /// (ceil(K/L) - useful steps) with `load_filter`, else 0.
 pub fn ws_program(cfg: &SystolicParams, g: &Gemm) -> (Vec<WsTile>, u64) {
+    let (tiles, _, skipped) = ws_tiles(cfg, g);
+    (tiles.collect(), skipped)
+}
+
+/// The tiles of [`ws_program`] in order, each built when it is asked for
+/// (a run that plays them holds one at a time), with the number of tiles
+/// and `skipped_ksteps`, which are known before any tile is built.
+pub fn ws_tiles<'a>(cfg: &'a SystolicParams, g: &'a Gemm) -> (impl Iterator<Item = WsTile> + 'a, usize, u64) {
     let (r, c, l) = (cfg.rows as usize, cfg.cols as usize, cfg.lanes as usize);
     let k = g.b.len();
     let (row_list, col_list) = row_col_lists(cfg, g);
     let nsteps = k.div_ceil(l);
     // The K indices of step s that exist.
     let kidx = |s: usize| s * l..(s * l + l).min(k);
-    let mut tiles = Vec::new();
+    // With `load_filter`: whether some listed row has a non-zero A value in
+    // step s (the same for every column block).
+    let rows_nz: Vec<bool> = match cfg.load_filter {
+        true => (0..nsteps).map(|s| row_list.iter().any(|&m| kidx(s).any(|kk| g.a[m][kk] != 0))).collect(),
+        false => Vec::new(),
+    };
+    // Per column block: its columns and its k-steps.
+    let mut blocks: Vec<(Vec<Option<usize>>, Vec<usize>)> = Vec::new();
     let mut skipped = 0u64;
     for cb in col_list.chunks(c) {
         let cols: Vec<Option<usize>> = (0..c).map(|j| cb.get(j).copied()).collect();
         let steps: Vec<usize> = (0..nsteps)
-            .filter(|&s| {
-                !cfg.load_filter
-                    || (row_list.iter().any(|&m| kidx(s).any(|kk| g.a[m][kk] != 0))
-                        && cb.iter().any(|&n| kidx(s).any(|kk| g.b[kk][n] != 0)))
-            })
+            .filter(|&s| !cfg.load_filter || (rows_nz[s] && cb.iter().any(|&n| kidx(s).any(|kk| g.b[kk][n] != 0))))
             .collect();
         if cfg.load_filter {
             skipped += (nsteps - steps.len()) as u64;
         }
-        if row_list.is_empty() {
-            continue;
-        }
-        for kb in steps.chunks(r) {
-            let ksteps: Vec<Option<usize>> = (0..r).map(|i| kb.get(i).copied()).collect();
-            // Lane `ln` of step `s`: K index s*L + ln, if it exists.
-            let at = |s: Option<usize>, ln: usize| s.map(|s| s * l + ln).filter(|&kk| kk < k);
-            let weights = ksteps
-                .iter()
-                .map(|&s| {
-                    cols.iter()
-                        .map(|col| {
-                            (0..l)
-                                .map(|ln| match (at(s, ln), col) {
-                                    (Some(kk), Some(n)) => g.b[kk][*n],
-                                    _ => 0,
-                                })
-                                .collect()
+        blocks.push((cols, steps));
+    }
+    // The tiles: (column block, first step of its k block), none when the
+    // row list is empty.
+    let tiles: Vec<(usize, usize)> = if row_list.is_empty() {
+        Vec::new()
+    } else {
+        blocks.iter().enumerate().flat_map(|(bi, (_, steps))| (0..steps.len()).step_by(r).map(move |k0| (bi, k0))).collect()
+    };
+    let count = tiles.len();
+    let iter = tiles.into_iter().map(move |(bi, k0)| {
+        let (cols, steps) = &blocks[bi];
+        ws_tile(cfg, g, &row_list, cols, &steps[k0..(k0 + r).min(steps.len())])
+    });
+    (iter, count, skipped)
+}
+
+/// One WS tile: the block of columns `cols` (padded to C) and the k-steps
+/// `kb` (at most R, padded to R).
+fn ws_tile(cfg: &SystolicParams, g: &Gemm, row_list: &[usize], cols: &[Option<usize>], kb: &[usize]) -> WsTile {
+    let (r, l) = (cfg.rows as usize, cfg.lanes as usize);
+    let k = g.b.len();
+    let ksteps: Vec<Option<usize>> = (0..r).map(|i| kb.get(i).copied()).collect();
+    // Lane `ln` of step `s`: K index s*L + ln, if it exists.
+    let at = |s: Option<usize>, ln: usize| s.map(|s| s * l + ln).filter(|&kk| kk < k);
+    let weights = ksteps
+        .iter()
+        .map(|&s| {
+            cols.iter()
+                .map(|col| {
+                    (0..l)
+                        .map(|ln| match (at(s, ln), col) {
+                            (Some(kk), Some(n)) => g.b[kk][*n],
+                            _ => 0,
                         })
                         .collect()
                 })
-                .collect();
-            let vectors = row_list
-                .iter()
-                .enumerate()
-                .map(|(vi, &m)| WsVector {
-                    row: m,
-                    a: ksteps
-                        .iter()
-                        .map(|&s| (0..l).map(|ln| at(s, ln).map_or(0, |kk| g.a[m][kk])).collect())
-                        .collect(),
-                    last: vi + 1 == row_list.len(),
-                })
-                .collect();
-            tiles.push(WsTile { cols: cols.clone(), ksteps, weights, vectors });
-        }
-    }
-    (tiles, skipped)
+                .collect()
+        })
+        .collect();
+    let vectors = row_list
+        .iter()
+        .enumerate()
+        .map(|(vi, &m)| WsVector {
+            row: m,
+            a: ksteps.iter().map(|&s| (0..l).map(|ln| at(s, ln).map_or(0, |kk| g.a[m][kk])).collect()).collect(),
+            last: vi + 1 == row_list.len(),
+        })
+        .collect();
+    WsTile { cols: cols.to_vec(), ksteps, weights, vectors }
 }
-

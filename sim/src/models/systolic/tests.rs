@@ -204,6 +204,34 @@ fn cycles_second_tile_waits_for_first_to_drain() {
 }
 
 #[test]
+fn many_tiles_one_pe() {
+    // 400 x 1 x 400 on a 1x1 grid: 160 000 tiles of one step each (the
+    // model once scanned every finished tile each cycle). No zero values,
+    // so every tile is alike: accept 0; tile t's step (tile-ending)
+    // issues at s_t; its row is ready at s_t+0+1+1 = s_t+2 and goes out
+    // at s_t+3, in flight s_t+1..=s_t+2; tile t+1 (accepted at s_t, its
+    // ending step waiting) issues at s_t+3. So s_t = 1+3t, the last
+    // row out at 3*160 000+1.
+    let (m, n) = (400usize, 400usize);
+    let a: Vec<Vec<i64>> = (0..m).map(|i| vec![1 + (i % 127) as i64]).collect();
+    let b: Vec<Vec<i64>> = vec![(0..n).map(|j| -1 - (j % 128) as i64).collect()];
+    let g = gemm(a.clone(), b.clone());
+    let want: Vec<Vec<i64>> = (0..m).map(|i| (0..n).map(|j| a[i][0] * b[0][j]).collect()).collect();
+    let tiles = (m * n) as u64;
+    let o = run(&cfg(1, 1), &g);
+    assert_eq!(o.c, want);
+    assert_eq!(o.c, reference_c(&cfg(1, 1), &g));
+    assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (1 + 3 * tiles + 1, tiles, 0, 0));
+    // The same in weight-stationary: 400 tiles (one per column) of 400
+    // vectors. Tile t's weight row goes in while tile t-1 streams; its
+    // vectors issue at 1+400t ..= 400(t+1), back-to-back; the last row
+    // out at 160 000+1+1.
+    let o = run(&ws(1, 1), &g);
+    assert_eq!(o.c, want);
+    assert_eq!((o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps), (160_000 + 2 + 1, tiles, 0, 0));
+}
+
+#[test]
 fn load_filter_on_and_off() {
     let g = gemm(vec![vec![1, 0, 2, 0]], vec![vec![3], vec![4], vec![5], vec![6]]);
     // On: steps 0 and 2 issue at 1, 2 (ending); ready at 4, out at 5.

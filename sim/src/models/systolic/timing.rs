@@ -1,8 +1,11 @@
 //! Cycles and counters: the loader rules (output-stationary) and the WS
 //! cycle rules of docs/systolic.md, played cycle by cycle over a program.
 
-use super::sequencer::{Group, Step, Tile, WsTile, WsVector};
+#[cfg(test)]
+use super::sequencer::Tile;
+use super::sequencer::{Group, Step, WsTile, WsVector};
 use gpurtl_params::systolic::SystolicParams;
+use std::borrow::Borrow;
 use std::collections::VecDeque;
 
 /// A step offered to the grid: a real step (index in its group) or the null
@@ -13,20 +16,21 @@ enum Candidate {
     Null,
 }
 
-/// The group in the loader.
-struct Held<'a> {
-    group: &'a Group,
+/// The group in the loader (the group itself, or a reference to it).
+struct Held<G> {
+    group: G,
     /// Useful steps not yet issued, lowest index first.
     pending: VecDeque<usize>,
     ended: bool,
 }
 
-impl Held<'_> {
+impl<G: Borrow<Group>> Held<G> {
     /// The candidate and whether it is tile-ending; `None` when nothing remains.
     fn candidate(&self) -> Option<(Candidate, bool)> {
+        let last = self.group.borrow().last;
         if let Some(&k) = self.pending.front() {
-            Some((Candidate::Step(k), self.group.last && self.pending.len() == 1))
-        } else if self.group.last && !self.ended {
+            Some((Candidate::Step(k), last && self.pending.len() == 1))
+        } else if last && !self.ended {
             Some((Candidate::Null, true))
         } else {
             None
@@ -57,18 +61,28 @@ fn step_macs(s: &Step, lanes: usize) -> u64 {
 }
 
 /// (cycles, useful_macs, gated_products, skipped_ksteps) of a program.
+#[cfg(test)]
 pub(super) fn simulate(cfg: &SystolicParams, tiles: &[Tile]) -> (u64, u64, u64, u64) {
+    simulate_groups(cfg, tiles.iter().flat_map(|t| t.groups.iter()))
+}
+
+/// [`simulate`] on the program's groups in order, taken from `groups` one
+/// at a time as the loader accepts them (nothing else of the program is
+/// kept): each cycle costs the same however many tiles came before.
+pub(super) fn simulate_groups<G: Borrow<Group>>(cfg: &SystolicParams, groups: impl Iterator<Item = G>) -> (u64, u64, u64, u64) {
     let (r, c, l) = (cfg.rows as u64, cfg.cols as u64, cfg.lanes as u64);
-    let groups: Vec<&Group> = tiles.iter().flat_map(|t| t.groups.iter()).collect();
-    let present: u64 = groups.iter().map(|g| g.steps.len() as u64).sum();
-    let mut next = 0;
-    let mut held: Option<Held> = None;
-    // (tile-ending issue cycle, last in-flight cycle) of every ended tile.
-    let mut ended: Vec<(u64, u64)> = Vec::new();
+    let mut groups = groups.peekable();
+    // Steps present in the groups accepted so far (all of them at the end).
+    let mut present = 0u64;
+    let mut held: Option<Held<G>> = None;
+    // (tile-ending issue cycle, last in-flight cycle) of the latest ended
+    // tile. Tiles end in order and their last row transfers increase, so
+    // when any earlier tile is in flight the latest one is: it alone is kept.
+    let mut latest: Option<(u64, u64)> = None;
     let mut last_transfer: Option<u64> = None;
     let (mut useful_macs, mut gated, mut issued_steps) = (0u64, 0u64, 0u64);
     let mut cycle: u64 = 0;
-    while held.is_some() || next < groups.len() {
+    while held.is_some() || groups.peek().is_some() {
         let mut ready = true;
         if let Some(h) = held.as_mut() {
             match h.candidate() {
@@ -76,12 +90,12 @@ pub(super) fn simulate(cfg: &SystolicParams, tiles: &[Tile]) -> (u64, u64, u64, 
                 // the loader is free this cycle.
                 None => {}
                 Some((cand, ending)) => {
-                    let in_flight = ended.iter().any(|&(s, t)| s < cycle && cycle <= t);
+                    let in_flight = latest.is_some_and(|(s, t)| s < cycle && cycle <= t);
                     if ending && in_flight {
                         ready = false;
                     } else {
                         if let Candidate::Step(k) = cand {
-                            let step = &h.group.steps[k];
+                            let step = &h.group.borrow().steps[k];
                             let macs = step_macs(step, l as usize);
                             useful_macs += macs;
                             if cfg.gating {
@@ -103,7 +117,7 @@ pub(super) fn simulate(cfg: &SystolicParams, tiles: &[Tile]) -> (u64, u64, u64, 
                                 last_transfer = Some(t);
                             }
                             // Free once the last row is in the output register.
-                            ended.push((s, last_transfer.unwrap() - 1));
+                            latest = Some((s, last_transfer.unwrap() - 1));
                         }
                         ready = h.nothing_remains();
                     }
@@ -113,11 +127,13 @@ pub(super) fn simulate(cfg: &SystolicParams, tiles: &[Tile]) -> (u64, u64, u64, 
                 held = None;
             }
         }
-        if ready && next < groups.len() {
-            let g = groups[next];
-            let pending = (0..g.steps.len()).filter(|&k| useful(cfg, &g.steps[k])).collect();
-            held = Some(Held { group: g, pending, ended: false });
-            next += 1;
+        if ready {
+            if let Some(g) = groups.next() {
+                let gr = g.borrow();
+                present += gr.steps.len() as u64;
+                let pending = (0..gr.steps.len()).filter(|&k| useful(cfg, &gr.steps[k])).collect();
+                held = Some(Held { group: g, pending, ended: false });
+            }
         }
         cycle += 1;
     }
@@ -139,27 +155,28 @@ fn ws_vector_macs(tile: &WsTile, v: &WsVector) -> u64 {
     n
 }
 
-/// (cycles, useful_macs, gated_products) of a WS program, by the spec's "WS
-/// cycle rules" with weight rows and A vectors offered back-to-back (each in
-/// global order across tiles) and the output always ready. Cycle 0 is the
-/// first weight transfer.
-pub(super) fn simulate_ws(cfg: &SystolicParams, tiles: &[WsTile]) -> (u64, u64, u64) {
+/// (cycles, useful_macs, gated_products) of a WS program of `n_tiles`
+/// tiles, by the spec's "WS cycle rules" with weight rows and A vectors
+/// offered back-to-back (each in global order across tiles) and the output
+/// always ready. Cycle 0 is the first weight transfer. The tiles are taken
+/// from `tiles` one at a time as the A vector stream reaches them (the
+/// weight stream only counts rows).
+pub(super) fn simulate_ws<T: Borrow<WsTile>>(cfg: &SystolicParams, n_tiles: usize, tiles: impl Iterator<Item = T>) -> (u64, u64, u64) {
     let (r, c, l) = (cfg.rows as u64, cfg.cols as u64, cfg.lanes as u64);
     let p = cfg.pipeline as u64;
-    // The two input streams: R weight rows per tile; the vectors, each with
-    // its tile.
-    let weight_rows = tiles.len() as u64 * r;
-    let vectors: Vec<(&WsTile, &WsVector)> = tiles.iter().flat_map(|t| t.vectors.iter().map(move |v| (t, v))).collect();
-    let (mut next_w, mut next_v) = (0u64, 0usize);
+    // The two input streams: R weight rows per tile; the vectors, tile by tile.
+    let weight_rows = n_tiles as u64 * r;
+    let mut vectors = VectorStream::new(tiles);
+    let mut next_w = 0u64;
     let (mut wcnt, mut wblock, mut open) = (0u64, 0u64, false);
-    // The input register: index of the held vector.
-    let mut held: Option<usize> = None;
+    // The input register: the held vector's (useful MACs, last).
+    let mut held: Option<(u64, bool)> = None;
     // Output transfer cycles of issued vectors not yet transferred (in order).
     let mut outstanding: VecDeque<u64> = VecDeque::new();
     let mut last_transfer: Option<u64> = None;
     let (mut useful_macs, mut gated) = (0u64, 0u64);
     let mut cycle: u64 = 0;
-    while next_w < weight_rows || next_v < vectors.len() || held.is_some() {
+    while next_w < weight_rows || vectors.any_left() || held.is_some() {
         // 4. Rows go out in order; with the output always ready a row is
         // transferred in its offer cycle (issues are at most one per cycle).
         while outstanding.front().is_some_and(|&t| t < cycle) {
@@ -172,14 +189,13 @@ pub(super) fn simulate_ws(cfg: &SystolicParams, tiles: &[WsTile]) -> (u64, u64, 
         let issue = held.is_some() && (open || wcnt == r) && credit;
         let mut first = false;
         if issue {
-            let (tile, v) = vectors[held.unwrap()];
-            let macs = ws_vector_macs(tile, v);
+            let (macs, last) = held.unwrap();
             useful_macs += macs;
             if cfg.gating {
                 gated += r * c * l - macs;
             }
             first = !open;
-            open = !v.last;
+            open = !last;
             let t = cycle + r + c + p;
             outstanding.push_back(t);
             last_transfer = Some(t);
@@ -199,9 +215,8 @@ pub(super) fn simulate_ws(cfg: &SystolicParams, tiles: &[WsTile]) -> (u64, u64, 
         if issue {
             held = None;
         }
-        if held.is_none() && next_v < vectors.len() {
-            held = Some(next_v);
-            next_v += 1;
+        if held.is_none() {
+            held = vectors.take();
         }
         cycle += 1;
     }
@@ -209,3 +224,40 @@ pub(super) fn simulate_ws(cfg: &SystolicParams, tiles: &[WsTile]) -> (u64, u64, 
     (cycles, useful_macs, gated)
 }
 
+/// The A vectors of a WS program in order, from its tiles one at a time:
+/// each vector as (its useful MACs against its tile's weights, last).
+struct VectorStream<T, I> {
+    tiles: I,
+    /// The tile of the next vector and that vector's index in it; `None`
+    /// when no vector is left.
+    cur: Option<(T, usize)>,
+}
+
+impl<T: Borrow<WsTile>, I: Iterator<Item = T>> VectorStream<T, I> {
+    fn new(tiles: I) -> Self {
+        let mut s = VectorStream { tiles, cur: None };
+        s.advance();
+        s
+    }
+
+    /// Moves `cur` to the next tile that has a vector (none left: `None`).
+    fn advance(&mut self) {
+        self.cur = self.tiles.by_ref().find(|t| !t.borrow().vectors.is_empty()).map(|t| (t, 0));
+    }
+
+    fn any_left(&self) -> bool {
+        self.cur.is_some()
+    }
+
+    fn take(&mut self) -> Option<(u64, bool)> {
+        let (tile, i) = self.cur.as_mut()?;
+        let t: &WsTile = (*tile).borrow();
+        let v = &t.vectors[*i];
+        let item = (ws_vector_macs(t, v), v.last);
+        *i += 1;
+        if *i == t.vectors.len() {
+            self.advance();
+        }
+        Some(item)
+    }
+}
