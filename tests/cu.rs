@@ -410,16 +410,17 @@ fn dispatch_errors() {
     }
 }
 
-/// `mma` against its definition (C = A.B, int8 in, int32 wrapping out) at
-/// random shapes, edges and zero densities, in both engines: one block loads
-/// A and B with `ld` (rows padded to `PA`, `PB`), multiplies, stores C.
+/// `mma` against its definition (C = A.B + C0, int8 in, int32 wrapping out,
+/// C0 none, C itself or a bias row) at random shapes, pads, edges and zero
+/// densities, in both engines: one block loads A and B (and C0) with `ld`,
+/// multiplies, stores C.
 #[test]
 fn mma_matches_its_definition() {
     use gpurtl_sim::mem::Memory;
     let word = |op: u8, rd: u8, ra: u8, rb: u8, imm: u32| op as u64 | (rd as u64) << 8 | (ra as u64) << 16 | (rb as u64) << 24 | (imm as u64) << 32;
     let li = |rd: u8, v: u32| word(0x40, rd, 0, 0, v);
     let odd = points().into_iter().find(|(n, _)| *n == "odd").unwrap().1;
-    for (name, p, cases, max_mn) in [("default", CuParams::default(), 10u64, 20u32), ("odd", odd, 10, 9)] {
+    for (name, p, cases, max_mn) in [("default", CuParams::default(), 12u64, 16u32), ("odd", odd, 12, 9)] {
         let compiled = compile_design(&build(&p).unwrap()).unwrap();
         let cases = if std::env::var("GPURTL_SEED").is_ok() { 1 } else { cases };
         for seed in seeds(cases) {
@@ -427,6 +428,8 @@ fn mma_matches_its_definition() {
             let tm = 1 + rng.below(max_mn as u64) as u32;
             let tn = 1 + rng.below(max_mn as u64) as u32;
             let k = if seed % 3 == 0 { p.kmax } else { 1 + rng.below(p.kmax as u64) as u32 };
+            let mode = (seed % 3) as u32;
+            let (qa, qb) = (rng.below(4) as u32, rng.below(4) as u32);
             let zeros = [0u32, 30, 60][rng.below(3) as usize];
             let mut val = |rng: &mut Rng| if rng.chance(zeros) { 0u8 } else { rng.below(256) as u8 };
             let a: Vec<Vec<u8>> = (0..tm).map(|_| (0..k).map(|_| val(&mut rng)).collect()).collect();
@@ -437,36 +440,33 @@ fn mma_matches_its_definition() {
                     row.iter_mut().for_each(|x| *x = 0);
                 }
             }
-            let (pa, pb) = (4 * k.div_ceil(4), 8 * tn.div_ceil(8));
+            let c0: Vec<Vec<i32>> = (0..tm).map(|_| (0..tn).map(|_| rng.next_u64() as i32).collect()).collect();
+            let bias: Vec<i32> = (0..tn).map(|_| rng.next_u64() as i32).collect();
+            let (pa, pb) = (4 * k.div_ceil(4) + 4 * qa, 8 * tn.div_ceil(8) + 4 * qb);
             let (ao, bo) = (0u32, tm * pa);
             let co = bo + k * pb;
-            let (amem, bmem, cmem) = (0x1_0000u32 + 4 * rng.below(4) as u32 + rng.below(4) as u32, 0x2_0001u32, 0x4_0000u32);
-            let prog = vec![
-                li(3, amem),
-                li(4, k),
-                li(5, ao),
-                li(6, tm << 16 | k),
-                word(0x60, 5, 3, 4, 6 | pa << 16),
-                li(3, bmem),
-                li(4, tn),
-                li(5, bo),
-                li(6, k << 16 | tn),
-                word(0x60, 5, 3, 4, 6 | pb << 16),
-                li(5, co),
-                li(7, ao),
-                li(8, bo),
-                li(6, tm | tn << 8 | k << 16),
-                word(0x70, 5, 7, 8, 6),
-                li(3, cmem),
-                li(4, 4 * tn),
-                li(6, tm << 16 | 4 * tn),
-                word(0x61, 5, 3, 4, 6),
-                word(0x7F, 0, 0, 0, 0),
-            ];
+            let bi = co + 4 * tm * tn;
+            let (amem, bmem, cmem, bimem) = (0x1_0000u32 + 4 * rng.below(4) as u32 + rng.below(4) as u32, 0x2_0001u32, 0x4_0000u32, 0x6_0000u32);
+            let mut prog = vec![li(3, amem), li(4, k), li(5, ao), li(6, tm << 16 | k), word(0x60, 5, 3, 4, 6 | pa << 16)];
+            prog.extend([li(3, bmem), li(4, tn), li(5, bo), li(6, k << 16 | tn), word(0x60, 5, 3, 4, 6 | pb << 16)]);
+            match mode {
+                1 => prog.extend([li(3, cmem), li(4, 4 * tn), li(5, co), li(6, tm << 16 | 4 * tn), word(0x60, 5, 3, 4, 6)]),
+                2 => prog.extend([li(3, bimem), li(4, 4 * tn), li(5, bi), li(6, 1 << 16 | 4 * tn), word(0x60, 5, 3, 4, 6)]),
+                _ => {}
+            }
+            prog.extend([li(5, co), li(7, ao), li(8, bo), li(6, tm | tn << 8 | k << 16)]);
+            let bias_field = if mode == 2 { bi / 4 } else { 0 };
+            prog.push(word(0x70, 5, 7, 8, 6 | mode << 8 | qa << 10 | qb << 12 | bias_field << 16));
+            prog.extend([li(3, cmem), li(4, 4 * tn), li(6, tm << 16 | 4 * tn), word(0x61, 5, 3, 4, 6), word(0x7F, 0, 0, 0, 0)]);
+            assert!(prog.len() <= p.imem_depth as usize);
             let mut memory = Memory::new();
             memory.write(0x1000, &prog.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>());
             memory.write(amem as u64, &a.concat());
             memory.write(bmem as u64, &b.concat());
+            if mode == 1 {
+                memory.write(cmem as u64, &c0.iter().flatten().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+            }
+            memory.write(bimem as u64, &bias.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
             let r = Run {
                 program: 0x1000,
                 memory: memory.clone(),
@@ -478,16 +478,26 @@ fn mma_matches_its_definition() {
             };
             let want: Vec<u8> = (0..tm as usize)
                 .flat_map(|i| {
-                    let a = &a;
-                    let b = &b;
+                    let (a, b, c0, bias) = (&a, &b, &c0, &bias);
                     (0..tn as usize).flat_map(move |n| {
-                        let s = (0..k as usize).fold(0i32, |acc, kk| acc.wrapping_add(a[i][kk] as i8 as i32 * b[kk][n] as i8 as i32));
+                        let init = match mode {
+                            1 => c0[i][n],
+                            2 => bias[n],
+                            _ => 0,
+                        };
+                        let s = (0..k as usize).fold(init, |acc, kk| acc.wrapping_add(a[i][kk] as i8 as i32 * b[kk][n] as i8 as i32));
                         s.to_le_bytes()
                     })
                 })
                 .collect();
-            let shape = format!("{name} seed {seed}: {tm} x {k} x {tn}, {zeros}% zeros");
+            let shape = format!("{name} seed {seed}: {tm} x {k} x {tn}, C0 mode {mode}, pads {qa} {qb}, {zeros}% zeros");
             let (got_rtl, _) = tb::run(&compiled, &p, &r, None, tb::budget(&p, &r), None).unwrap();
+            if std::env::var("TMP_RTL_ONLY").is_ok() {
+                assert!(got_rtl.blocks.iter().all(|b| b.status == Status::Ok), "{shape}: {:?}", got_rtl.blocks);
+                assert_eq!(got_rtl.memory.bytes(cmem as u64, want.len()), want, "{shape}: C");
+                eprintln!("{shape}: rtl ok, {} cycles", got_rtl.cycles);
+                continue;
+            }
             let got_model = model::run(&p, &r).unwrap();
             for (what, o) in [("rtl", &got_rtl), ("model", &got_model)] {
                 assert!(o.blocks.iter().all(|b| b.status == Status::Ok), "{shape} {what}: {:?}", o.blocks);

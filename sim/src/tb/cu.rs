@@ -537,9 +537,10 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                     2 => k = 0,
                     _ => {}
                 }
-                let (pa, pb) = (4 * k.div_ceil(4), 8 * tn.div_ceil(8));
+                let (qa, qb) = if rng.chance(50) { (0, 0) } else { (rng.below(4) as u32, rng.below(4) as u32) };
+                let (pa, pb) = (4 * k.div_ceil(4) + 4 * qa, 8 * tn.div_ceil(8) + 4 * qb);
                 let sizes = [4 * tm * tn, tm * pa, k * pb];
-                if sizes.iter().any(|&z| z > smem) {
+                if sizes.iter().any(|&z| z > smem) || 4 * tn > smem {
                     continue;
                 }
                 for (r, z) in rs.iter().zip(sizes) {
@@ -547,7 +548,10 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                     v.push(encode(&Insn::Li { rd: *r, imm: off }));
                 }
                 v.push(encode(&Insn::Li { rd: rs[3], imm: tm | tn << 8 | k << 16 }));
-                v.push(word(0x70, rs[0], rs[1], rs[2], rs[3] as u32));
+                // C0: none, C itself, or a bias row anywhere in the share.
+                let mode = [0u32, 0, 1, 2][rng.below(4) as usize];
+                let bias = if mode == 2 { rng.below(((smem - 4 * tn) / 4).min(0xFFFF) as u64 + 1) as u32 } else { 0 };
+                v.push(word(0x70, rs[0], rs[1], rs[2], rs[3] as u32 | mode << 8 | qa << 10 | qb << 12 | bias << 16));
             }
             _ => v.push(alu(rng, None)),
         }
@@ -566,7 +570,7 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
             v.push(word(ops[rng.below(ops.len() as u64) as usize], 0, 0, 0, 0));
         }
         Planted::Field => v.push(match rng.below(9) {
-            8 => word(0x70, 5, 5, 5, 6 | (1 + rng.below(0xFF_FFFF) as u32) << 8),
+            8 => word(0x70, 5, 5, 5, 6 | [3 << 8, 1 << 14 | (rng.below(4) as u32) << 8, (1 + rng.below(0xFFFF) as u32) << 16 | (rng.below(2) as u32) << 8][rng.below(3) as usize]),
             5 => word(0x71, 5, 5, 0, 1 + rng.below(255) as u32),
             6 => word(0x72, 5, 5, 5, 5 | 3 << 8),
             7 => word(0x73, 5, 5, 5, 5 | (1 + rng.below(0xFFFF) as u32) << 16),

@@ -42,6 +42,8 @@ pub struct Decoded {
     pub dma_rows: Expr,
     pub dma_n: Expr,
     pub dma_p: Expr,
+    /// mma: `imm` (the C0 mode, pads and bias offset).
+    pub imm: Expr,
 }
 
 /// `x << k`, `x >> k` (logical or arithmetic) for a 5-bit `k`: five mux levels.
@@ -121,7 +123,7 @@ impl Decoded {
                 .or(&dma.and(&nz(&imm.slice(15, 8))))
                 .or(&act.and(&nz(&rb).or(&nz(&imm.slice(15, 0)))))
                 .or(&vec2.and(&nz(&imm.slice(31, 16)).or(&imm.slice(15, 8).gt(&Expr::lit(8, 2)))))
-                .or(&mma.and(&nz(&imm.slice(31, 8))))
+                .or(&mma.and(&imm.slice(9, 8).eq_lit(3).or(&nz(&imm.slice(15, 14))).or(&imm.slice(9, 8).eq_lit(2).not().and(&nz(&imm.slice(31, 16))))))
                 .or(&end.and(&nz(&rd).or(&nz(&ra)).or(&nz(&rb)).or(&nz(&imm)))),
         );
         // reg: an index the instruction uses is past the block's registers.
@@ -191,15 +193,17 @@ impl Decoded {
         let exp_bad = vn.any().and(&past(&w40(&a).add(&round(&nz, 4))).or(&past(&mask_end)).or(&past(&w40(&dval).add(&nz))));
         // mma: TM x PA, K x PB, TM x TN x 4 bytes; K at most kmax.
         let (m_tm, m_tn, m_k) = (cval.slice(7, 0), cval.slice(15, 8), cval.slice(31, 16));
-        let m_pa = w40(&m_k).add(&Expr::lit(40, 3)).and(&Expr::lit(40, (1u64 << 40) - 4));
-        let m_pb = w40(&m_tn).add(&Expr::lit(40, 7)).and(&Expr::lit(40, (1u64 << 40) - 8));
+        let m_pa = w40(&m_k).add(&Expr::lit(40, 3)).and(&Expr::lit(40, (1u64 << 40) - 4)).add(&w40(&imm.slice(11, 10)).mul(&Expr::lit(40, 4)));
+        let m_pb = w40(&m_tn).add(&Expr::lit(40, 7)).and(&Expr::lit(40, (1u64 << 40) - 8)).add(&w40(&imm.slice(13, 12)).mul(&Expr::lit(40, 4)));
+        let m_bias = imm.slice(9, 8).eq_lit(2).and(&past(&w40(&imm.slice(31, 16)).mul(&Expr::lit(40, 4)).add(&w40(&m_tn).mul(&Expr::lit(40, 4)))));
         let m_nonempty = m_tm.any().and(&m_tn.any()).and(&m_k.any());
         let mma_bad = m_nonempty.and(
             &w40(&m_k)
                 .gt(&Expr::lit(40, p.kmax as u64))
                 .or(&past(&w40(&a).add(&w40(&m_tm).mul(&m_pa))))
                 .or(&past(&w40(&bval).add(&w40(&m_k).mul(&m_pb))))
-                .or(&past(&w40(&dval).add(&w40(&m_tm).mul(&w40(&m_tn)).mul(&Expr::lit(40, 4))))),
+                .or(&past(&w40(&dval).add(&w40(&m_tm).mul(&w40(&m_tn)).mul(&Expr::lit(40, 4)))))
+                .or(&m_bias),
         );
         let smembad = b.let_(
             "x_bad_smem",
@@ -288,6 +292,7 @@ impl Decoded {
             dma_rows: rows,
             dma_n: n,
             dma_p: pitch,
+            imm,
         }
     }
 }

@@ -5,7 +5,7 @@
 //!
 //! Four walkers share the tile order (row blocks, column blocks fastest): the
 //! `A` reader (port `rd2`), the `B` reader (`rd3`), the streamer (the grid's
-//! `in` stream) and the writer (`wr2`). Each keeps its own tile position and
+//! `in` stream) and the writer (`wr2`, with its `C0` reads on `rd4`). Each keeps its own tile position and
 //! running addresses, so no address needs a multiply.
 
 use crate::rtl::bus::Bus;
@@ -24,8 +24,15 @@ pub struct Io {
     pub mn: Expr,
     /// `K`.
     pub k: Expr,
+    /// The C0 mode (0 none, 1 acc, 2 bias), the row pads `qa`, `qb`, and
+    /// the bias row's scratchpad address.
+    pub mode: Expr,
+    pub qa: Expr,
+    pub qb: Expr,
+    pub bias: Expr,
     pub rd_a: Bus,
     pub rd_b: Bus,
+    pub rd_c0: Bus,
     pub wr_c: Bus,
     /// The grid's `in` and `out` streams.
     pub gin: Stream,
@@ -74,11 +81,15 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let tn = cap(b, "tn", &tn_in);
     let kk = cap(b, "k", &io.k.slice(15, 0));
     let bo = cap(b, "bo", &io.bo);
-    // PA = 4*ceil(K/4), PB = 8*ceil(TN/8), PC = 4*TN (bytes).
-    let pa_in = io.k.slice(15, 0).zext(18).add(&Expr::lit(18, 3)).and(&Expr::lit(18, !3u64 & 0x3FFFF));
-    let pa = cap(b, "pa", &pa_in.zext(sw.max(18)).slice(sw - 1, 0));
-    let pb_in = tn_in.zext(sw.max(11)).add(&Expr::lit(sw.max(11), 7)).and(&Expr::lit(sw.max(11), !7u64 & ((1 << sw.max(11)) - 1)));
+    // PA = 4*ceil(K/4) + 4*qa, PB = 8*ceil(TN/8) + 4*qb, PC = 4*TN (bytes).
+    let pw = sw.max(19);
+    let pa_in = io.k.slice(15, 0).zext(pw).add(&Expr::lit(pw, 3)).and(&Expr::lit(pw, (1u64 << pw) - 4)).add(&Expr::cat(&[io.qa.clone(), Expr::zero(2)]).zext(pw));
+    let pa = cap(b, "pa", &pa_in.slice(sw - 1, 0));
+    let pb_in = tn_in.zext(pw).add(&Expr::lit(pw, 7)).and(&Expr::lit(pw, (1u64 << pw) - 8)).add(&Expr::cat(&[io.qb.clone(), Expr::zero(2)]).zext(pw));
     let pb = cap(b, "pb", &pb_in.slice(sw - 1, 0));
+    let mode = cap(b, "mode", &io.mode);
+    let bias = cap(b, "bias", &io.bias);
+    let c0 = mode.any();
     let pc = cap(b, "pc", &Expr::cat(&[tn_in.clone(), Expr::zero(2)]).zext(sw.max(10)).slice(sw - 1, 0));
     // Tiles: nc column blocks, total nr*nc.
     let ceil_div = |x: &Expr, d: u32| -> Expr {
@@ -104,7 +115,8 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
 
     let min_r = |x: &Expr| x.lt(&Expr::lit(8, r as u64)).mux(x, &Expr::lit(8, r as u64));
 
-    // ---- tiles written (W_t passed): gates the readers and the streamer ----
+    // ---- tiles out of the grid (X_t passed) and written (W_t passed) ----
+    let xdone = b.reg_noreset("mma_xdone_q", 16);
     let wdone = b.reg_noreset("mma_wdone_q", 16);
     let tw = 16;
 
@@ -118,7 +130,7 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let a_addr = b.reg_noreset("mma_a_addr_q", sw); // + i*PA
     let a_more = b.reg("mma_a_more_q", 1, 0);
     let a_h = min_r(&a_tl.rows_left);
-    let a_free = a_t.lt(&wdone.add(&Expr::lit(tw, 2)));
+    let a_free = a_t.lt(&xdone.add(&Expr::lit(tw, 2)));
     let a_req = b.let_("mma_a_req", &a_more.and(&a_free));
     b.assign(&io.rd_a.req().valid, &a_req);
     b.assign(&io.rd_a.req().field("addr"), &a_addr);
@@ -177,7 +189,7 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let b_coff = b.reg_noreset("mma_b_coff_q", sw); // cb*C bytes
     let b_kaddr = b.reg_noreset("mma_b_kaddr_q", sw); // Bo + k*PB
     let b_more = b.reg("mma_b_more_q", 1, 0);
-    let b_free = b_t.lt(&wdone.add(&Expr::lit(tw, 2)));
+    let b_free = b_t.lt(&xdone.add(&Expr::lit(tw, 2)));
     let b_req = b.let_("mma_b_req", &b_more.and(&b_free));
     let word_off = Expr::cat(&[b_coff.slice(sw - 1, 2), Expr::zero(2)]);
     let b_addr = b_kaddr.add(&word_off).add(&Expr::cat(&[b_h.zext(sw - 2), Expr::zero(2)]));
@@ -285,7 +297,8 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let s_on = b.reg("mma_s_on_q", 1, 0); // groups offered
     let s_more = b.reg("mma_s_more_q", 1, 0); // tiles left to stream
     let filled = a_fill.gt(&s_t).and(&b_fill.gt(&s_t));
-    let ready_t = s_t.eq(&wdone); // tile s_t - 1 complete
+    // Tile s_t - 1 has left the grid, tile s_t - 2's rows are written.
+    let ready_t = s_t.eq(&xdone).and(&s_t.lt(&wdone.add(&Expr::lit(tw, 2))));
     // The buffer read of the tile's first group: the cycle before its offer.
     let arm = b.let_("mma_s_arm", &s_more.and(&s_on.not()).and(&filled).and(&ready_t));
     let g_take = b.let_("mma_g_take", &io.gin.valid.and(&io.gin.ready));
@@ -317,70 +330,103 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     b.assign(&io.gin.field("steps"), &steps.slice(stw - 1, 0));
     b.assign(&io.gin.field("last"), &s_last_j);
 
-    // ---- the writer: rows into a row buffer, then words to C on wr2 ----
+    // ---- rows out of the grid, into a row buffer two tiles deep ----
     b.assign(&io.gout.ready, &Expr::bit(true));
     let o_take = io.gout.valid.clone();
     let o_row = io.gout.field("row");
     let o_c = io.gout.field("c");
-    let rowbuf: Vec<Expr> = (0..r)
-        .map(|i| {
-            let q = b.reg_noreset(&format!("mma_row{i}_q"), 32 * c);
-            b.next(&q, &o_c, Some(&o_take.and(&o_row.eq_lit(i as u64))));
-            q
+    let rb_bits = bits_for(r as u64);
+    // Rows of tile `xdone` captured so far.
+    let o_rows = b.reg_noreset("mma_o_rows_q", rb_bits);
+    let rowbuf: Vec<Vec<Expr>> = (0..2u64)
+        .map(|h| {
+            (0..r)
+                .map(|i| {
+                    let q = b.reg_noreset(&format!("mma_row{h}_{i}_q"), 32 * c);
+                    b.next(&q, &o_c, Some(&o_take.and(&o_row.eq_lit(i as u64)).and(&xdone.bit_at(0).eq_lit(h))));
+                    q
+                })
+                .collect()
         })
         .collect();
-    let rb_bits = bits_for(r as u64);
-    let w_rows_in = b.reg_noreset("mma_w_rows_in_q", rb_bits);
+    let x_inc = b.let_("mma_x_inc", &o_take.and(&o_row.eq_lit(r as u64 - 1)));
+    b.next(&o_rows, &go.or(&x_inc).mux(&Expr::zero(rb_bits), &o_rows.add(&Expr::lit(rb_bits, 1))), Some(&go.or(&o_take)));
+    b.next(&xdone, &go.mux(&Expr::zero(tw), &xdone.add(&Expr::lit(tw, 1))), Some(&go.or(&x_inc)));
+
+    // ---- the writer: a word pointer across rows and tiles; with C0 each
+    // word is read on rd4, then written the cycle after ----
+    let w_t = b.reg_noreset("mma_w_tile_q", tw);
     let w_tl = tiles(b, "w");
     let w_r = b.reg_noreset("mma_w_r_q", 8);
     let w_n = b.reg_noreset("mma_w_n_q", 8);
-    let w_words_done = b.reg_noreset("mma_w_words_done_q", 1);
+    let w_more = b.reg("mma_w_more_q", 1, 0);
     let w_rb_base = b.reg_noreset("mma_w_rb_base_q", sw); // Co + rb*R*PC
-    let w_row = b.reg_noreset("mma_w_row_q", sw); // + r*PC + 4*cb*C
-    let w_addr = b.reg_noreset("mma_w_addr_q", sw); // + 4n
     let w_cbase = b.reg_noreset("mma_w_cbase_q", sw); // 4*cb*C
+    let w_row = b.reg_noreset("mma_w_row_q", sw); // Co + (rb*R + r)*PC + 4*cb*C
+    let w_addr = b.reg_noreset("mma_w_addr_q", sw); // + 4n
+    let w_baddr = b.reg_noreset("mma_w_baddr_q", sw); // bias + 4*cb*C + 4n
     let w_h = min_r(&w_tl.rows_left);
     let w_cols_left = tn.zext(16).sub(&w_tl.cb.zext(16).mul(&Expr::lit(16, c as u64)));
     let w_w = w_cols_left.lt(&Expr::lit(16, c as u64)).mux(&w_cols_left, &Expr::lit(16, c as u64));
-    let w_ready = w_rows_in.zext(8).gt(&w_r);
-    let w_valid = b.let_("mma_w_valid", &busy.and(&w_words_done.not()).and(&w_ready));
-    let word = select(&w_n, &(0..c).map(|n| select(&w_r, &rowbuf).slice(32 * n + 31, 32 * n)).collect::<Vec<_>>());
-    b.assign(&io.wr_c.req().valid, &w_valid);
-    b.assign(&io.wr_c.req().field("addr"), &w_addr);
-    b.assign(&io.wr_c.req().field("data"), &word);
+    // Row w_r of tile w_t has left the grid.
+    let w_here = w_t.lt(&xdone).or(&w_t.eq(&xdone).and(&o_rows.zext(8).gt(&w_r)));
+    let w_ok = b.let_("mma_w_ok", &busy.and(&w_more).and(&w_here));
+    let half_rows: Vec<Expr> = (0..r as usize).map(|i| w_t.bit_at(0).mux(&rowbuf[1][i], &rowbuf[0][i])).collect();
+    let value = b.let_("mma_w_value", &select(&w_n, &(0..c).map(|n| select(&w_r, &half_rows).slice(32 * n + 31, 32 * n)).collect::<Vec<_>>()));
+    b.assign(&io.rd_c0.req().valid, &w_ok.and(&c0));
+    b.assign(&io.rd_c0.req().field("addr"), &mode.eq_lit(1).mux(&w_addr, &w_baddr));
+    b.assign(&io.rd_c0.rsp().ready, &Expr::bit(true));
+    let issue = b.let_("mma_w_issue", &w_ok.and(&c0.not().or(&io.rd_c0.req().ready)));
+    let w_last_n = w_n.zext(16).add(&Expr::lit(16, 1)).eq(&w_w);
+    let w_last_r = w_r.add(&Expr::lit(8, 1)).eq(&w_h);
+    let w_last_t = w_t.add(&Expr::lit(tw, 1)).eq(&ntiles);
+    let tile_end = issue.and(&w_last_n).and(&w_last_r);
+    let w_last_cb = w_tl.cb.add(&Expr::lit(8, 1)).eq(&nc);
+    {
+        let wr_ = issue.and(&w_last_n);
+        b.next(&w_n, &go.or(&wr_).mux(&Expr::zero(8), &w_n.add(&Expr::lit(8, 1))), Some(&go.or(&issue)));
+        b.next(&w_r, &go.or(&tile_end).mux(&Expr::zero(8), &w_r.add(&Expr::lit(8, 1))), Some(&go.or(&wr_)));
+        let new_rb = tile_end.and(&w_last_cb);
+        let rb_next = w_rb_base.add(&pc.mul(&lit(r as u64)).slice(sw - 1, 0));
+        b.next(&w_rb_base, &go.mux(&io.co, &rb_next), Some(&go.or(&new_rb)));
+        let cbase_next = w_last_cb.mux(&lit(0), &w_cbase.add(&lit(4 * c as u64)));
+        b.next(&w_cbase, &go.mux(&lit(0), &cbase_next), Some(&go.or(&tile_end)));
+        let row_next_tile = new_rb.mux(&rb_next, &w_rb_base.add(&cbase_next));
+        let row_next = tile_end.mux(&row_next_tile, &w_row.add(&pc));
+        b.next(&w_row, &go.mux(&io.co, &row_next), Some(&go.or(&wr_)));
+        b.next(&w_addr, &go.mux(&io.co, &wr_.mux(&row_next, &w_addr.add(&lit(4))))  , Some(&go.or(&issue)));
+        let bias_row = bias.add(&tile_end.mux(&cbase_next, &w_cbase));
+        b.next(&w_baddr, &go.mux(&io.bias, &wr_.mux(&bias_row, &w_baddr.add(&lit(4)))), Some(&go.or(&issue)));
+        b.next(&w_tl.cb, &go.or(&new_rb).mux(&Expr::zero(8), &w_tl.cb.add(&Expr::lit(8, 1))), Some(&go.or(&tile_end)));
+        b.next(&w_tl.rows_left, &go.mux(&tm_in, &w_tl.rows_left.sub(&Expr::lit(8, r as u64))), Some(&go.or(&new_rb)));
+        b.next(&w_t, &go.mux(&Expr::zero(tw), &w_t.add(&Expr::lit(tw, 1))), Some(&go.or(&tile_end)));
+        b.next(&w_more, &go.or(&w_more.and(&tile_end.and(&w_last_t).not())), None);
+    }
+    // The write: at issue (no C0), or the cycle after the C0 read.
+    let p_valid = b.reg("mma_p_valid_q", 1, 0);
+    let p_last = b.reg("mma_p_last_q", 1, 0);
+    let p_addr = b.reg_noreset("mma_p_addr_q", sw);
+    let p_val = b.reg_noreset("mma_p_value_q", 32);
+    let c0_issue = issue.and(&c0);
+    b.next(&p_valid, &c0_issue, None);
+    b.next(&p_last, &c0_issue.and(&tile_end), None);
+    b.next(&p_addr, &w_addr, Some(&c0_issue));
+    b.next(&p_val, &value, Some(&c0_issue));
+    let c0_word = io.rd_c0.rsp().field("data");
+    b.waive_unused(&io.rd_c0.rsp().valid, "the C0 word is offered the cycle after its read is taken");
+    b.assign(&io.wr_c.req().valid, &c0.mux(&p_valid, &issue));
+    b.assign(&io.wr_c.req().field("addr"), &c0.mux(&p_addr, &w_addr));
+    b.assign(&io.wr_c.req().field("data"), &c0.mux(&p_val.add(&c0_word), &value));
     b.assign(&io.wr_c.req().field("strb"), &Expr::ones(4));
     b.assign(&io.wr_c.rsp().ready, &Expr::bit(true));
     b.waive_unused(&io.wr_c.rsp().valid, "writes are taken as offered; the response is never waited for");
     b.waive_unused(&io.wr_c.req().ready, "the only writer while an mma runs: taken as offered");
-    let w_last_n = w_n.zext(16).add(&Expr::lit(16, 1)).eq(&w_w);
-    let w_last_r = w_r.add(&Expr::lit(8, 1)).eq(&w_h);
-    let w_last_word = w_valid.and(&w_last_n).and(&w_last_r);
-    let rows_in_now = w_rows_in.zext(rb_bits + 1).add(&o_take.zext(rb_bits + 1));
-    let words_now = w_words_done.or(&w_last_word);
-    let t_done = b.let_("mma_tile_done", &busy.and(&words_now).and(&rows_in_now.eq_lit(r as u64)));
-    let w_last_cb = w_tl.cb.add(&Expr::lit(8, 1)).eq(&nc);
-    {
-        let wn = w_valid.and(&w_last_n.not());
-        let wr_ = w_valid.and(&w_last_n);
-        b.next(&w_n, &go.or(&wr_).mux(&Expr::zero(8), &w_n.add(&Expr::lit(8, 1))), Some(&go.or(&w_valid)));
-        b.next(&w_r, &go.or(&t_done).mux(&Expr::zero(8), &w_r.add(&Expr::lit(8, 1))), Some(&go.or(&t_done).or(&wr_.and(&w_last_r.not()))));
-        b.next(&w_words_done, &go.or(&t_done).mux(&Expr::zero(1), &Expr::bit(true)), Some(&go.or(&t_done).or(&w_last_word)));
-        b.next(&w_rows_in, &go.or(&t_done).mux(&Expr::zero(rb_bits), &rows_in_now.slice(rb_bits - 1, 0)), None);
-        let new_rb = t_done.and(&w_last_cb);
-        let rb_next = w_rb_base.add(&pc.mul(&lit(r as u64)).slice(sw - 1, 0));
-        b.next(&w_rb_base, &go.mux(&io.co, &rb_next), Some(&go.or(&new_rb)));
-        let cbase_next = w_last_cb.mux(&lit(0), &w_cbase.add(&lit(4 * c as u64)));
-        b.next(&w_cbase, &go.mux(&lit(0), &cbase_next), Some(&go.or(&t_done)));
-        let row_next_tile = new_rb.mux(&rb_next, &w_rb_base.add(&cbase_next));
-        let row_next = t_done.mux(&row_next_tile, &w_row.add(&pc));
-        b.next(&w_row, &go.mux(&io.co, &row_next), Some(&go.or(&t_done).or(&wr_.and(&w_last_r.not()))));
-        let addr_next = t_done.mux(&row_next_tile, &wr_.mux(&w_row.add(&pc), &w_addr.add(&lit(4))));
-        b.next(&w_addr, &go.mux(&io.co, &addr_next), Some(&go.or(&t_done).or(&wn).or(&wr_)));
-        b.next(&w_tl.cb, &go.or(&t_done.and(&w_last_cb)).mux(&Expr::zero(8), &w_tl.cb.add(&Expr::lit(8, 1))), Some(&go.or(&t_done)));
-        b.next(&w_tl.rows_left, &go.mux(&tm_in, &w_tl.rows_left.sub(&Expr::lit(8, r as u64))), Some(&go.or(&new_rb)));
-        b.next(&wdone, &go.mux(&Expr::zero(tw), &wdone.add(&Expr::lit(tw, 1))), Some(&go.or(&t_done)));
-    }
-    let last_done = b.let_("mma_last_done", &t_done.and(&wdone.add(&Expr::lit(tw, 1)).eq(&ntiles)));
+    let w_inc = b.let_("mma_w_inc", &c0.mux(&p_valid.and(&p_last), &tile_end));
+    b.next(&wdone, &go.mux(&Expr::zero(tw), &wdone.add(&Expr::lit(tw, 1))), Some(&go.or(&w_inc)));
+    // Done when every tile has left the grid and is written.
+    let x_all = xdone.add(&x_inc.zext(tw)).eq(&ntiles);
+    let w_all = wdone.add(&w_inc.zext(tw)).eq(&ntiles);
+    let last_done = b.let_("mma_last_done", &busy.and(&x_all).and(&w_all));
     b.next(&busy, &go.or(&busy.and(&last_done.not())), None);
     let done = b.let_("mma_done", &last_done.or(&started.and(&empty)));
     Engine { busy, started, done }

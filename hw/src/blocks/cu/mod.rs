@@ -305,7 +305,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     let o_z = regn(&mut b, "dma_z", 2);
     let spm = scratchpad(
         &format!("{TOP}_scratchpad"),
-        Shape { banks: p.banks, words: p.words, data_bits: 32, read_ports: 4, write_ports: 3 },
+        Shape { banks: p.banks, words: p.words, data_bits: 32, read_ports: 5, write_ports: 3 },
     )?;
     let spu = b.instance(&spm, "u_scratchpad", &[("clk_i", clk.clone()), ("rst_i", rst.clone())]);
     let dh = dq.entries[0][0].clone();
@@ -363,8 +363,13 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         bo: select(&dh, &o_stride).slice(sw - 1, 0),
         mn: select(&dh, &o_n),
         k: select(&dh, &o_rows),
+        mode: select(&dh, &o_p).slice(27, 26),
+        qa: select(&dh, &o_p).slice(29, 28),
+        qb: select(&dh, &o_p).slice(31, 30),
+        bias: select(&dh, &o_p).slice(sw - 1, 0),
         rd_a: spu.bus(BusKind::Read, "rd2"),
         rd_b: spu.bus(BusKind::Read, "rd3"),
+        rd_c0: spu.bus(BusKind::Read, "rd4"),
         wr_c: spu.bus(BusKind::Write, "wr2"),
         gin: gu.stream("in"),
         gout: gu.stream("out"),
@@ -436,7 +441,9 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         b.next(&o_stride[s], &is_ldst.mux(&d.dma_stride, &abs(&d.vec_q).zext(32)), Some(&cap_d));
         b.next(&o_rows[s], &is_act.mux(&d.act_rows, &d.dma_rows), Some(&cap_d));
         b.next(&o_n[s], &is_act.mux(&d.act_words, &d.dma_n), Some(&cap_d));
-        b.next(&o_p[s], &is_act.mux(&d.act_p, &d.dma_p.zext(32)), Some(&cap_d));
+        // mma: qb, qa, the C0 mode, the bias row's scratchpad address.
+        let mma_p = Expr::cat(&[d.imm.slice(13, 12), d.imm.slice(11, 10), d.imm.slice(9, 8), Expr::zero(26 - sw), abs(&Expr::cat(&[d.imm.slice(31, 16), Expr::zero(2)]))]);
+        b.next(&o_p[s], &k.eq_lit(5).mux(&mma_p, &is_act.mux(&d.act_p, &d.dma_p.zext(32))), Some(&cap_d));
         b.next(&o_z[s], &d.vec_z, Some(&cap_d));
     }
 
