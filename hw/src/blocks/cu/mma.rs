@@ -414,7 +414,9 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     b.next(&p_val, &value, Some(&c0_issue));
     let c0_word = io.rd_c0.rsp().field("data");
     b.waive_unused(&io.rd_c0.rsp().valid, "the C0 word is offered the cycle after its read is taken");
-    b.assign(&io.wr_c.req().valid, &c0.mux(&p_valid, &issue));
+    // (Without C0 the write is the issue itself: `w_ok`, so that no path runs
+    // from the scratchpad's read grant to its write request.)
+    b.assign(&io.wr_c.req().valid, &c0.mux(&p_valid, &w_ok));
     b.assign(&io.wr_c.req().field("addr"), &c0.mux(&p_addr, &w_addr));
     b.assign(&io.wr_c.req().field("data"), &c0.mux(&p_val.add(&c0_word), &value));
     b.assign(&io.wr_c.req().field("strb"), &Expr::ones(4));
