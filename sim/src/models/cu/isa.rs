@@ -156,6 +156,35 @@ impl ElemSize {
     }
 }
 
+/// `mma`'s `C0` (docs/cu.md, "`mma`"): the mode in `imm` bits 9:8 and,
+/// for `bias`, `o/4` in bits 31:16.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum C0 {
+    /// Mode 0 (no suffix): `C0` is zero, `C = A . B`.
+    Zero,
+    /// Mode 1 (`, acc`): `C`'s own words before the operation, `C += A . B`.
+    Acc,
+    /// Mode 2 (`, bias o`): the int32 row at share offset `o` (bytes: a
+    /// multiple of 4, below 2^18; encoded as `o/4`) added to every row.
+    Bias(u32),
+}
+
+impl C0 {
+    /// The mode: 0, 1 or 2.
+    pub fn mode(self) -> u32 {
+        match self {
+            C0::Zero => 0,
+            C0::Acc => 1,
+            C0::Bias(_) => 2,
+        }
+    }
+    /// `imm` bits 9:8 and 31:16.
+    fn imm_bits(self) -> u32 {
+        let o4 = if let C0::Bias(o) = self { o / 4 } else { 0 };
+        self.mode() << 8 | o4 << 16
+    }
+}
+
 /// One instruction, its fields as encoded (registers are indices 0..255,
 /// immediates and targets 32-bit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -184,9 +213,10 @@ pub enum Insn {
     Cmp { rd: u8, ra: u8, rb: u8, rc: u8, e: ElemSize },
     /// `exp rd, ra, rb, rc, e`.
     Exp { rd: u8, ra: u8, rb: u8, rc: u8, e: ElemSize },
-    /// `mma rd, ra, rb, rc`: `C` at `rd`, `A` at `ra`, `B` at `rb`, the
-    /// shape (`TM`, `TN`, `K`) in `rc`.
-    Mma { rd: u8, ra: u8, rb: u8, rc: u8 },
+    /// `mma rd, ra, rb, rc [, acc | , bias o] [, pad qa, qb]`: `C` at `rd`,
+    /// `A` at `ra`, `B` at `rb`, the shape (`TM`, `TN`, `K`) in `rc`; `C0`;
+    /// the row pads `qa`, `qb` (0..3, in words).
+    Mma { rd: u8, ra: u8, rb: u8, rc: u8, c0: C0, qa: u8, qb: u8 },
 }
 
 /// Why a word is no instruction: the `opcode` and `field` errors.
@@ -196,7 +226,8 @@ pub enum DecodeError {
     Opcode,
     /// A field the instruction does not use is not 0, `cdl`'s `n` is not
     /// 1..16, `act`'s `f` is not 0, or `cmp`/`exp`'s size code is 3
-    /// (`mma`: `imm` bits 31:8 not 0).
+    /// (`mma`: `imm` bits 15:14 not 0, the C0 mode 3, or bits 31:16 not 0
+    /// outside mode 2).
     Field,
 }
 
@@ -262,9 +293,21 @@ pub fn decode(w: u64) -> Result<Insn, DecodeError> {
             })
         }
         op::MMA => {
-            // imm bits 7:0 = rc; bits 31:8 unused.
-            zero(&[imm >> 8])?;
-            Ok(Insn::Mma { rd: f.rd, ra: f.ra, rb: f.rb, rc: imm as u8 })
+            // imm bits 7:0 = rc, 9:8 = the C0 mode, 11:10 = qa, 13:12 = qb,
+            // 15:14 unused, 31:16 = o/4 (mode 2 only; else unused).
+            zero(&[(imm >> 14) & 3])?;
+            let hi = imm >> 16;
+            let c0 = match (imm >> 8) & 3 {
+                0 => C0::Zero,
+                1 => C0::Acc,
+                2 => C0::Bias(4 * hi),
+                _ => return Err(DecodeError::Field),
+            };
+            if c0.mode() != 2 {
+                zero(&[hi])?;
+            }
+            let (qa, qb) = ((imm >> 10) as u8 & 3, (imm >> 12) as u8 & 3);
+            Ok(Insn::Mma { rd: f.rd, ra: f.ra, rb: f.rb, rc: imm as u8, c0, qa, qb })
         }
         op::ACT => {
             // rb and imm bits 15:8 unused; f (bits 7:0) must be 0 (ReLU).
@@ -285,7 +328,8 @@ pub fn decode(w: u64) -> Result<Insn, DecodeError> {
     }
 }
 
-/// The word of an instruction (`cdl`'s `n` is encoded as given).
+/// The word of an instruction (`cdl`'s `n` is encoded as given; `mma`'s
+/// `qa`, `qb` modulo 4 and its bias offset `o` as `(o/4) mod 2^16`).
 pub fn encode(i: &Insn) -> u64 {
     match *i {
         Insn::Alu { op, rd, ra, rb } => pack(op.code(), rd, ra, rb, 0),
@@ -303,7 +347,9 @@ pub fn encode(i: &Insn) -> u64 {
         Insn::Act { rd, ra, p } => pack(op::ACT, rd, ra, 0, (p as u32) << 16),
         Insn::Cmp { rd, ra, rb, rc, e } => pack(op::CMP, rd, ra, rb, rc as u32 | (e.code() as u32) << 8),
         Insn::Exp { rd, ra, rb, rc, e } => pack(op::EXP, rd, ra, rb, rc as u32 | (e.code() as u32) << 8),
-        Insn::Mma { rd, ra, rb, rc } => pack(op::MMA, rd, ra, rb, rc as u32),
+        Insn::Mma { rd, ra, rb, rc, c0, qa, qb } => {
+            pack(op::MMA, rd, ra, rb, rc as u32 | c0.imm_bits() | (qa as u32 & 3) << 10 | (qb as u32 & 3) << 12)
+        }
     }
 }
 
@@ -349,7 +395,18 @@ pub fn insn_text(i: &Insn) -> String {
         }
         Insn::Cmp { rd, ra, rb, rc, e } => format!("cmp r{rd}, r{ra}, r{rb}, r{rc}, {}", e.bits()),
         Insn::Exp { rd, ra, rb, rc, e } => format!("exp r{rd}, r{ra}, r{rb}, r{rc}, {}", e.bits()),
-        Insn::Mma { rd, ra, rb, rc } => format!("mma r{rd}, r{ra}, r{rb}, r{rc}"),
+        Insn::Mma { rd, ra, rb, rc, c0, qa, qb } => {
+            let mut s = format!("mma r{rd}, r{ra}, r{rb}, r{rc}");
+            match c0 {
+                C0::Zero => {}
+                C0::Acc => s.push_str(", acc"),
+                C0::Bias(o) => s.push_str(&format!(", bias {o}")),
+            }
+            if qa != 0 || qb != 0 {
+                s.push_str(&format!(", pad {qa}, {qb}"));
+            }
+            s
+        }
     }
 }
 
@@ -426,7 +483,6 @@ fn form(mn: &str) -> Option<(&'static [Opd], &'static str)> {
         "ld" | "st" => (&[Reg, Reg, Reg, Reg, Pitch], "rd, ra, rb, rc [, p]"),
         "act" => (&[Reg, Reg, Func, Pitch], "rd, ra, f [, p]"),
         "cmp" | "exp" => (&[Reg, Reg, Reg, Reg, Esize], "rd, ra, rb, rc, e"),
-        "mma" => (&[Reg, Reg, Reg, Reg], "rd, ra, rb, rc"),
         _ => return None,
     })
 }
@@ -561,6 +617,9 @@ fn assemble_line(code: &str, labels: &HashMap<String, u32>) -> Result<u64, Strin
             _ => Err("extra operand: `.word` takes one 64-bit value".into()),
         };
     }
+    if mn == "mma" {
+        return mma_line(&ops);
+    }
     let Some((kinds, names)) = form(mn) else {
         return Err(format!("unknown mnemonic `{}`; known: {}", short(mn), known_mnemonics()));
     };
@@ -626,11 +685,90 @@ fn assemble_line(code: &str, labels: &HashMap<String, u32>) -> Result<u64, Strin
             "act" => Insn::Act { rd: r(0), ra: r(1), p: pitch },
             "cmp" => Insn::Cmp { rd: r(0), ra: r(1), rb: r(2), rc: r(3), e: esize },
             "exp" => Insn::Exp { rd: r(0), ra: r(1), rb: r(2), rc: r(3), e: esize },
-            "mma" => Insn::Mma { rd: r(0), ra: r(1), rb: r(2), rc: r(3) },
             _ => unreachable!("form() knows {mn}"),
         }
     };
     Ok(encode(&insn))
+}
+
+/// `mma`'s usage, for messages.
+const MMA_USAGE: &str = "`mma` takes rd, ra, rb, rc [, acc | , bias o] [, pad qa, qb]";
+
+/// An `mma` line's operands (split at commas, trimmed): four registers,
+/// then optionally `acc` or `bias o`, then optionally `pad qa, qb`.
+fn mma_line(ops: &[&str]) -> Result<u64, String> {
+    if ops.len() < 4 {
+        return Err(format!("missing operand: {MMA_USAGE}"));
+    }
+    if let Some(k) = ops.iter().position(|o| o.is_empty()) {
+        return Err(format!("operand {} is empty: {MMA_USAGE}", k + 1));
+    }
+    let mut regs = [0u8; 4];
+    for (r, o) in regs.iter_mut().zip(ops) {
+        *r = reg(o)?;
+    }
+    // An option's keyword and the rest of the operand after it.
+    let split = |o: &str| -> (String, String) {
+        match o.find(char::is_whitespace) {
+            Some(k) => (o[..k].to_string(), o[k..].trim().to_string()),
+            None => (o.to_string(), String::new()),
+        }
+    };
+    let mut c0 = C0::Zero;
+    let (mut qa, mut qb) = (0u8, 0u8);
+    let mut i = 4;
+    if let Some(o) = ops.get(i) {
+        match split(o) {
+            (kw, arg) if kw == "acc" && arg.is_empty() => {
+                c0 = C0::Acc;
+                i += 1;
+            }
+            (kw, arg) if kw == "bias" => {
+                if arg.is_empty() {
+                    return Err(format!("missing operand: {MMA_USAGE}"));
+                }
+                let o = unsigned_in("o", &arg, 0, (1 << 18) - 4)?;
+                if o % 4 != 0 {
+                    return Err(format!("o `{}` is not a multiple of 4", short(&arg)));
+                }
+                c0 = C0::Bias(o as u32);
+                i += 1;
+            }
+            (kw, _) if kw == "acc" => {
+                return Err(format!("`{}` is not `acc`, `bias o` or `pad qa, qb`: {MMA_USAGE}", short(o)));
+            }
+            _ => {}
+        }
+    }
+    let mut padded = false;
+    if let Some(o) = ops.get(i) {
+        let (kw, arg) = split(o);
+        if kw == "pad" {
+            if arg.is_empty() {
+                return Err(format!("missing operand: {MMA_USAGE}"));
+            }
+            qa = unsigned_in("qa", &arg, 0, 3)? as u8;
+            let Some(b) = ops.get(i + 1) else {
+                return Err(format!("missing operand: {MMA_USAGE}"));
+            };
+            qb = unsigned_in("qb", b, 0, 3)? as u8;
+            i += 2;
+            padded = true;
+        }
+    }
+    // Anything left: an option out of order or repeated, an unknown one, or
+    // an operand after `pad qa, qb`.
+    if let Some(o) = ops.get(i) {
+        let (kw, _) = split(o);
+        return Err(if ["acc", "bias", "pad"].contains(&kw.as_str()) {
+            format!("`{}` is out of place: {MMA_USAGE}", short(o))
+        } else if padded {
+            format!("extra operand: {MMA_USAGE}")
+        } else {
+            format!("`{}` is not `acc`, `bias o` or `pad qa, qb`: {MMA_USAGE}", short(o))
+        });
+    }
+    Ok(encode(&Insn::Mma { rd: regs[0], ra: regs[1], rb: regs[2], rc: regs[3], c0, qa, qb }))
 }
 
 /// A line taken apart: its labels (each checked) and its code.
@@ -1067,22 +1205,62 @@ mod tests {
 
     // ---- mma ----
 
+    /// `mma`'s `imm`: rc 7:0, C0 mode 9:8, qa 11:10, qb 13:12, o/4 31:16.
+    fn mma_imm(rc: u32, mode: u32, qa: u32, qb: u32, o4: u32) -> u64 {
+        (rc | mode << 8 | qa << 10 | qb << 12 | o4 << 16) as u64
+    }
+
     #[test]
     fn mma_encoding_from_the_table() {
-        // op 0x70; rd, ra, rb; imm bits 7:0 = rc, bits 31:8 must be 0.
+        // op 0x70; rd, ra, rb; imm bits 7:0 = rc, 9:8 = C0 mode, 11:10 = qa,
+        // 13:12 = qb, 31:16 = o/4 (mode 2 only), 15:14 must be 0.
+        let w = |imm: u64| 0x0302_0170u64 | imm << 32;
         assert_eq!(one("mma r1, r2, r3, r4"), 0x0000_0004_0302_0170);
         assert_eq!(one("mma r255, r254, r253, r252"), 0x0000_00FC_FDFE_FF70);
         assert_eq!(one("mma r0, r0, r0, r0"), 0x70);
-        assert_eq!(decode(0x0000_0004_0302_0170), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4 }));
-        assert_eq!(encode(&Insn::Mma { rd: 9, ra: 8, rb: 7, rc: 6 }), 0x0000_0006_0708_0970);
-        // Any of imm bits 31:8 set: no instruction (the field error).
-        for bit in 8..32 {
-            let w = 0x0000_0004_0302_0170u64 | 1u64 << (32 + bit);
-            assert_eq!(decode(w), Err(DecodeError::Field), "bit {bit}");
-            assert!(super::text(w).starts_with(".word 0x"), "bit {bit}");
+        assert_eq!(one("mma r1, r2, r3, r4, acc"), 0x0000_0104_0302_0170);
+        assert_eq!(one("mma r1, r2, r3, r4, bias 64"), 0x0010_0204_0302_0170);
+        assert_eq!(one("mma r1, r2, r3, r4, bias 0"), 0x0000_0204_0302_0170);
+        assert_eq!(one("mma r1, r2, r3, r4, pad 1, 2"), 0x0000_2404_0302_0170);
+        assert_eq!(one("mma r1, r2, r3, r4, acc, pad 3, 0"), w(mma_imm(4, 1, 3, 0, 0)));
+        assert_eq!(one("mma r1, r2, r3, r4, bias 262140, pad 3, 3"), 0xFFFF_3E04_0302_0170);
+        assert_eq!(decode(0x0000_0004_0302_0170), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Zero, qa: 0, qb: 0 }));
+        assert_eq!(decode(0x0000_0104_0302_0170), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Acc, qa: 0, qb: 0 }));
+        assert_eq!(decode(0xFFFF_3E04_0302_0170), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Bias(262140), qa: 3, qb: 3 }));
+        assert_eq!(decode(0x0000_2404_0302_0170), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Zero, qa: 1, qb: 2 }));
+        assert_eq!(encode(&Insn::Mma { rd: 9, ra: 8, rb: 7, rc: 6, c0: C0::Zero, qa: 0, qb: 0 }), 0x0000_0006_0708_0970);
+        assert_eq!(encode(&Insn::Mma { rd: 9, ra: 8, rb: 7, rc: 6, c0: C0::Bias(8), qa: 2, qb: 1 }), 0x0002_1A06_0708_0970);
+        for (c0, mode) in [(C0::Zero, 0), (C0::Acc, 1), (C0::Bias(4), 2)] {
+            assert_eq!(c0.mode(), mode);
         }
-        assert_eq!(super::text(0x0000_0100_0000_0070), ".word 0x0000010000000070");
+        // The field error (no instruction, `.word`): bits 15:14 in any mode;
+        // mode 3; any of bits 31:16 outside mode 2.
+        for mode in 0..3 {
+            for bit in [14, 15] {
+                let x = w(mma_imm(4, mode, 1, 1, 0)) | 1u64 << (32 + bit);
+                assert_eq!(decode(x), Err(DecodeError::Field), "mode {mode} bit {bit}");
+                assert!(super::text(x).starts_with(".word 0x"));
+            }
+        }
+        for qa in 0..4 {
+            assert_eq!(decode(w(mma_imm(4, 3, qa, 0, 0))), Err(DecodeError::Field), "mode 3");
+        }
+        for bit in 16..32 {
+            for mode in [0, 1] {
+                let x = w(mma_imm(4, mode, 0, 0, 0)) | 1u64 << (32 + bit);
+                assert_eq!(decode(x), Err(DecodeError::Field), "mode {mode} bit {bit}");
+                assert!(super::text(x).starts_with(".word 0x"), "bit {bit}");
+            }
+            let x = w(mma_imm(4, 2, 0, 0, 0)) | 1u64 << (32 + bit);
+            assert_eq!(decode(x), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Bias(1 << (bit - 14)), qa: 0, qb: 0 }));
+        }
+        assert_eq!(super::text(0x0000_4000_0000_0070), ".word 0x0000400000000070");
+        assert_eq!(super::text(0x0000_0300_0000_0070), ".word 0x0000030000000070");
+        assert_eq!(super::text(0x0001_0100_0000_0070), ".word 0x0001010000000070");
+        assert_eq!(super::text(0x0001_0000_0000_0070), ".word 0x0001000000000070");
+        assert_eq!(super::text(0x0001_0200_0000_0070), "mma r0, r0, r0, r0, bias 4");
         assert_eq!(super::text(0x0000_00FF_0000_0070), "mma r0, r0, r0, r255");
+        assert_eq!(super::text(0x0000_3000_0000_0070), "mma r0, r0, r0, r0, pad 0, 3");
     }
 
     #[test]
@@ -1090,12 +1268,27 @@ mod tests {
         let text = "mma r1, r2, r3, r4\n\
                     mma r0, r0, r0, r0\n\
                     mma r255, r255, r255, r255\n\
-                    .word 0x0000010004030270\n\
+                    mma r1, r2, r3, r4, acc\n\
+                    mma r1, r2, r3, r4, bias 0\n\
+                    mma r1, r2, r3, r4, bias 262140\n\
+                    mma r1, r2, r3, r4, pad 0, 1\n\
+                    mma r1, r2, r3, r4, pad 3, 0\n\
+                    mma r1, r2, r3, r4, acc, pad 2, 2\n\
+                    mma r1, r2, r3, r4, bias 4096, pad 1, 3\n\
+                    .word 0x0000030004030270\n\
+                    .word 0x0000400004030270\n\
+                    .word 0x0004010004030270\n\
                     .word 0x8000000000000070\n";
         let w = assemble(text).unwrap();
         assert_eq!(disassemble(&w), text);
         assert_eq!(one("mma r1,r2,r3,r4"), one("mma r1, r2, r3, r4"));
         assert_eq!(one("mma r01, r2, r3, r4 # C = A . B"), one("mma r1, r2, r3, r4"));
+        // Non-canonical spellings.
+        assert_eq!(one("mma r1,r2,r3,r4,acc,pad 0,0"), one("mma r1, r2, r3, r4, acc"));
+        assert_eq!(one("mma r1, r2, r3, r4, pad 0, 0"), one("mma r1, r2, r3, r4"));
+        assert_eq!(one("mma r1, r2, r3, r4, bias 0x40, pad 0x1, 02"), one("mma r1, r2, r3, r4, bias 64, pad 1, 2"));
+        assert_eq!(one("mma r1, r2, r3, r4,  bias\t  8 ,pad   1 , 0"), one("mma r1, r2, r3, r4, bias 8, pad 1, 0"));
+        assert_eq!(super::text(one("mma r1, r2, r3, r4, bias 0x40, pad 0, 0")), "mma r1, r2, r3, r4, bias 64");
     }
 
     #[test]
@@ -1104,20 +1297,22 @@ mod tests {
         let mut words = Vec::new();
         for k in 0..20000u64 {
             let w = g.next();
-            let masked = match k % 3 {
+            let masked = match k % 4 {
                 0 => (w & !0xFF) | 0x70,
-                // Register fields and rc only: instructions.
-                1 => (w & 0x0000_00FF_FFFF_FF00) | 0x70,
-                // One stray bit in imm 31:8.
-                _ => (w & 0x0000_00FF_FFFF_FF00) | 0x70 | 1u64 << (40 + (w >> 59) % 24),
+                // Register fields, rc, mode, qa, qb, o/4: bits 15:14 zero
+                // (mode 3, or o in modes 0, 1, still errors).
+                1 => (w & 0xFFFF_3FFF_FFFF_FF00) | 0x70,
+                // Modes 0..2 without o, and mode 2 with it.
+                2 => (w & 0x0000_3CFF_FFFF_FF00) | 0x70 | ((w >> 40) % 3) << 40,
+                _ => (w & 0xFFFF_3CFF_FFFF_FF00) | 0x70 | 2 << 40,
             };
             words.push(masked);
         }
         let text = disassemble(&words);
         assert_eq!(assemble(&text).unwrap(), words);
         assert_eq!(disassemble(&assemble(&text).unwrap()), text);
-        for m in ["mma ", ".word"] {
-            assert!(text.lines().filter(|l| l.starts_with(m)).count() > 6000, "{m}");
+        for m in ["mma ", ".word", ", acc", ", bias ", ", pad "] {
+            assert!(text.lines().filter(|l| l.contains(m)).count() > 1000, "{m}");
         }
     }
 
@@ -1126,13 +1321,52 @@ mod tests {
         let src = "mma r1, r2, r3\n\
                    mma r1, r2, r3, r4, 0\n\
                    mma r1, r2, r3, 4\n\
-                   mma r1, r2, r3, r256\n";
+                   mma r1, r2, r3, r256\n\
+                   mma r1, r2, r3, r4, bias 6\n\
+                   mma r1, r2, r3, r4, bias 262144\n\
+                   mma r1, r2, r3, r4, bias -4\n\
+                   mma r1, r2, r3, r4, bias\n\
+                   mma r1, r2, r3, r4, bias x\n\
+                   mma r1, r2, r3, r4, pad 4, 0\n\
+                   mma r1, r2, r3, r4, pad 0, 4\n\
+                   mma r1, r2, r3, r4, pad -1, 0\n\
+                   mma r1, r2, r3, r4, pad 1\n\
+                   mma r1, r2, r3, r4, pad\n\
+                   mma r1, r2, r3, r4, pad 1, 2, 3\n\
+                   mma r1, r2, r3, r4, pad 1, 2, acc\n\
+                   mma r1, r2, r3, r4, acc, bias 4\n\
+                   mma r1, r2, r3, r4, acc, acc\n\
+                   mma r1, r2, r3, r4, acc 1\n\
+                   mma r1, r2, r3, r4, ACC\n\
+                   mma r1, r2, r3, r4, acc, 1\n\
+                   mma r1, r2, r3, r4, , acc\n\
+                   mma r1, r2, r3, r4, bias 8, pad 1, x\n";
         let got = bad(src);
+        let usage = "`mma` takes rd, ra, rb, rc [, acc | , bias o] [, pad qa, qb]";
         let want = [
-            "line 1: `mma r1, r2, r3`: missing operand: `mma` takes rd, ra, rb, rc",
-            "line 2: `mma r1, r2, r3, r4, 0`: extra operand: `mma` takes rd, ra, rb, rc",
-            "line 3: `mma r1, r2, r3, 4`: `4` is not a register: registers are r0 .. r255",
-            "line 4: `mma r1, r2, r3, r256`: register `r256` is above r255",
+            format!("line 1: `mma r1, r2, r3`: missing operand: {usage}"),
+            format!("line 2: `mma r1, r2, r3, r4, 0`: `0` is not `acc`, `bias o` or `pad qa, qb`: {usage}"),
+            "line 3: `mma r1, r2, r3, 4`: `4` is not a register: registers are r0 .. r255".to_string(),
+            "line 4: `mma r1, r2, r3, r256`: register `r256` is above r255".to_string(),
+            "line 5: `mma r1, r2, r3, r4, bias 6`: o `6` is not a multiple of 4".to_string(),
+            "line 6: `mma r1, r2, r3, r4, bias 262144`: o `262144` is out of range: must be 0 .. 262140".to_string(),
+            "line 7: `mma r1, r2, r3, r4, bias -4`: o `-4` is out of range: must be 0 .. 262140".to_string(),
+            format!("line 8: `mma r1, r2, r3, r4, bias`: missing operand: {usage}"),
+            "line 9: `mma r1, r2, r3, r4, bias x`: o `x` is not a number (decimal or 0x hex)".to_string(),
+            "line 10: `mma r1, r2, r3, r4, pad 4, 0`: qa `4` is out of range: must be 0 .. 3".to_string(),
+            "line 11: `mma r1, r2, r3, r4, pad 0, 4`: qb `4` is out of range: must be 0 .. 3".to_string(),
+            "line 12: `mma r1, r2, r3, r4, pad -1, 0`: qa `-1` is out of range: must be 0 .. 3".to_string(),
+            format!("line 13: `mma r1, r2, r3, r4, pad 1`: missing operand: {usage}"),
+            format!("line 14: `mma r1, r2, r3, r4, pad`: missing operand: {usage}"),
+            format!("line 15: `mma r1, r2, r3, r4, pad 1, 2, 3`: extra operand: {usage}"),
+            format!("line 16: `mma r1, r2, r3, r4, pad 1, 2, acc`: `acc` is out of place: {usage}"),
+            format!("line 17: `mma r1, r2, r3, r4, acc, bias 4`: `bias 4` is out of place: {usage}"),
+            format!("line 18: `mma r1, r2, r3, r4, acc, acc`: `acc` is out of place: {usage}"),
+            format!("line 19: `mma r1, r2, r3, r4, acc 1`: `acc 1` is not `acc`, `bias o` or `pad qa, qb`: {usage}"),
+            format!("line 20: `mma r1, r2, r3, r4, ACC`: `ACC` is not `acc`, `bias o` or `pad qa, qb`: {usage}"),
+            format!("line 21: `mma r1, r2, r3, r4, acc, 1`: `1` is not `acc`, `bias o` or `pad qa, qb`: {usage}"),
+            format!("line 22: `mma r1, r2, r3, r4, , acc`: operand 5 is empty: {usage}"),
+            "line 23: `mma r1, r2, r3, r4, bias 8, pad 1, x`: qb `x` is not a number (decimal or 0x hex)".to_string(),
         ];
         assert_eq!(got, want);
         assert!(bad("foo").last().unwrap().contains("ld, st, mma, act, cmp, exp, .word"));

@@ -1,34 +1,43 @@
-//! `mma` (docs/cu.md, "`mma`: matrix multiply on the systolic grid" and
-//! "Matrix multiply"): `C = A . B` of int8 tiles in the scratchpad on an
-//! `R x C` systolic grid, simulated cycle by cycle.
+//! `mma` (docs/cu.md, "`mma`: matrix multiply on the systolic grid",
+//! "The scratchpad" and "Matrix multiply"): `C = A . B + C0` of int8 tiles
+//! in the scratchpad on an `R x C` systolic grid, simulated cycle by cycle.
 //!
 //! With `nr = ceil(TM/R)`, `nc = ceil(TN/C)`, tile `t = b*nc + c` covers
 //! `h_t = min(R, TM - b*R)` rows and `w_t = min(C, TN - c*C)` columns;
-//! `q = ceil(K/4)` groups of k-steps. Per tile:
+//! `q = ceil(K/4)` groups of k-steps; `PA = 4*ceil(K/4) + 4*qa`, `PB =
+//! 8*ceil(TN/8) + 4*qb`. Per tile:
 //!
 //! ```text
 //! rd2 (A): for j < q, for i < h_t:  Ao + (b*R + i)*PA + 4j
 //! rd3 (B): for k < K, for h < ceil(C/4):  Bo + k*PB + 4*floor(c*C/4) + 4h
 //! each port offers its next read from g + 1 while its tile t < 2, or from
-//!   W_{t-2} + 1; both ports on one bank: rd3 if that bank's last read
-//!   (any port, since reset) was rd2's, else rd2; a read of the bank and
-//!   row written in the same cycle waits; a read taken in c gives its word
-//!   in c + 1
-//! F_t = last read of the tile taken + 1
-//! S_t = max(F_t, W_{t-1}) + 2            (W_{-1} = 0)
+//!   X_{t-2} + 1; a read taken in c gives its word in c + 1
+//! F_t = the tile's last read (of both ports) taken + 1
+//! S_t = max(F_t, X_{t-1}, W_{t-2}) + 2      (missing terms 0)
 //! cyc = systolic::run(grid, R x K A tile, K x C B tile).cycles
-//! row r transferred in S_t + cyc - R + 1 + r; rows r < h_t written on wr2,
-//!   word n at Co + (b*R + r)*4*TN + 4*(c*C + n), one a cycle, each after
-//!   the word before it and after its row's transfer; W_t = the later of
-//!   the last one and row R-1's transfer
-//! done: e = W of the last tile
+//! row r transferred in S_t + cyc - R + 1 + r;  X_t = S_t + cyc
+//! rows r < h_t, words n < w_t, in order across rows and tiles, at
+//!   Co + (b*R + r)*4*TN + 4*(c*C + n) on wr2:
+//!   mode 0: written in max(previous word's write + 1, row's transfer + 1)
+//!   modes 1, 2: C0 read on rd4 (mode 1: the word's own offset; mode 2:
+//!     o + 4*(c*C + n)), offered from max(previous word's read taken + 1,
+//!     row's transfer + 1); written (grid value + C0, wrapping) in the
+//!     cycle after its read was taken
+//! W_t = the tile's last write;  done: e = max(X, W) of the last tile
 //! ```
+//!
+//! Arbitration (per bank, each cycle): of the ports among `rd2`, `rd3`,
+//! `rd4` asking for the bank, leaving out a read of the row the cycle's
+//! write takes, the lowest-numbered port above the port of the bank's last
+//! read (any port since reset; none counts as `rd4`), else the
+//! lowest-numbered asking port.
 //!
 //! Data: a read taken in cycle `c` sees the writes taken in cycles before
 //! `c` (the only writes during the operation are its own `C` words, which
-//! may overlap `A` or `B` in a kernel that asks for it); `C` is the
-//! definition's sum of products, wrapped to 32 bits, of the values the
-//! tile's reads returned. The grid model gives only `cyc` (its `c` is
+//! may overlap `A`, `B` or the bias row in a kernel that asks for it; a read
+//! of the word written in its own cycle cannot be taken); the grid's value
+//! is the definition's sum of products, wrapped to 32 bits, of the values
+//! the tile's reads returned. The grid model gives only `cyc` (its `c` is
 //! the same sum).
 //!
 //! Nothing else touches the scratchpad while the operation is in progress
@@ -41,31 +50,31 @@
 //! - "`F_t` is the cycle in which the last word of tile `t` (of both ports)
 //!   is taken": a word is taken the cycle after its read was taken, so
 //!   `F_t` = the cycle of the tile's last read + 1.
-//! - "the bank takes `rd3`'s request if the last read that bank took (by
-//!   any port, since reset) was `rd2`'s, else `rd2`'s" together with "A
-//!   read of the row of a bank that a write takes in the same cycle waits
-//!   too": as docs/scratchpad.md orders them, a read of the written row
-//!   (same bank, same row) is not eligible, and the rule chooses between
-//!   eligible reads only: the other port's read of that bank is taken even
-//!   where the rule would have preferred the waiting one. A bank with no
-//!   read since reset gives `rd2` the bank.
-//! - "each in the cycle after the word before it and not before the cycle
-//!   after its row's transfer": a word is written in `max(previous word +
-//!   1, its row's transfer + 1)`; the operation's first word has no word
-//!   before it.
+//! - "the bank takes, of those, the lowest-numbered port above the port
+//!   whose read it took last": "above" is the port number, not wrapping
+//!   (if no asking port is above it, the lowest-numbered asking port); a
+//!   bank whose last read was `rd0`'s or `rd1`'s (`st`, vector operations)
+//!   gives the lowest asking `mma` port, as none does.
+//! - Mode 0, "each word is written in the cycle after the word before it
+//!   and not before the cycle after its row's transfer": in `max(previous
+//!   word + 1, its row's transfer + 1)`; the operation's first word has no
+//!   word before it (and likewise for the first `C0` read in modes 1, 2).
 //! - `align` is checked whatever the shape; only `smem` is skipped when
 //!   `TM`, `TN` or `K` is 0 (as the model does for `act`, `cmp`, `exp`).
+//!   The bias offset `o` is a multiple of 4 by its encoding.
 //! - With `C` overlapping `A` or `B`, `C` is the sum of products of the
 //!   values the tile's reads returned (the tile buffer), which is what the
-//!   grid multiplies.
+//!   grid multiplies; with `C0`'s words overlapping `C` (mode 2), a `C0`
+//!   read sees the `C` words written before it.
 
-use super::{Banks, CuParams, RD2, RD3};
+use super::isa::C0;
+use super::{Banks, CuParams, RD2, RD3, RD4};
 use crate::models::systolic::{self, Gemm};
 use std::collections::VecDeque;
 
 /// An `mma` as it joined the DMA queue (register values read in its X
-/// cycle), with its block's scratchpad base. Offsets are share offsets,
-/// checked (`align`, `smem`) at execution.
+/// cycle, the instruction's `C0` and pads), with its block's scratchpad
+/// base. Offsets are share offsets, checked (`align`, `smem`) at execution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Op {
     pub slot: usize,
@@ -81,6 +90,11 @@ pub struct Op {
     pub tm: u32,
     pub tn: u32,
     pub k: u32,
+    /// The C0 mode (with the bias offset `o` of mode 2).
+    pub c0: C0,
+    /// The row pads `qa`, `qb` (words, 0..3).
+    pub qa: u32,
+    pub qb: u32,
 }
 
 impl Op {
@@ -88,37 +102,49 @@ impl Op {
     pub fn shape(rc: u32) -> (u32, u32, u32) {
         (rc & 0xFF, (rc >> 8) & 0xFF, rc >> 16)
     }
+    /// The operation of an instruction's register values (`Co`, `Ao`, `Bo`,
+    /// `rc`'s value), its `C0` and pads, not yet in the queue (slot, joined
+    /// cycle and share base 0).
+    pub fn of(co: u32, ao: u32, bo: u32, rc: u32, c0: C0, qa: u32, qb: u32) -> Op {
+        let (tm, tn, k) = Op::shape(rc);
+        Op { slot: 0, joined: 0, smem_base: 0, co, ao, bo, tm, tn, k, c0, qa, qb }
+    }
     /// True when it does nothing (`TM`, `TN` or `K` = 0) and is done in its
     /// start cycle.
     pub fn empty(&self) -> bool {
         self.tm == 0 || self.tn == 0 || self.k == 0
     }
-    /// `PA = 4*ceil(K/4)`: `A`'s row pitch.
+    /// `PA = 4*ceil(K/4) + 4*qa`: `A`'s row pitch.
     pub fn pa(&self) -> u64 {
-        4 * (self.k as u64).div_ceil(4)
+        4 * (self.k as u64).div_ceil(4) + 4 * self.qa as u64
     }
-    /// `PB = 8*ceil(TN/8)`: `B`'s row pitch.
+    /// `PB = 8*ceil(TN/8) + 4*qb`: `B`'s row pitch.
     pub fn pb(&self) -> u64 {
-        8 * (self.tn as u64).div_ceil(8)
+        8 * (self.tn as u64).div_ceil(8) + 4 * self.qb as u64
     }
 }
 
-/// The check of docs/cu.md "Errors" beyond `reg` and `pc`, in order: the
-/// `align` error (`Co`, `Ao` or `Bo` not a multiple of 4, whatever the
-/// shape), then the `smem` error (for `TM, TN, K > 0`: `K > kmax`, or
-/// `Ao + TM*PA`, `Bo + K*PB` or `Co + 4*TM*TN` above `smem_size`, exact).
-pub fn check(kmax: u32, smem_size: u32, co: u32, ao: u32, bo: u32, rc: u32) -> Result<(), super::Status> {
-    if !co.is_multiple_of(4) || !ao.is_multiple_of(4) || !bo.is_multiple_of(4) {
+/// The check of docs/cu.md "Errors" beyond `field`, `reg` and `pc`, in
+/// order: the `align` error (`Co`, `Ao` or `Bo` not a multiple of 4,
+/// whatever the shape), then the `smem` error (for `TM, TN, K > 0`: `K >
+/// kmax`, or `Ao + TM*PA`, `Bo + K*PB`, `Co + 4*TM*TN` or, in mode 2, `o +
+/// 4*TN` above `smem_size`, exact).
+pub fn check(kmax: u32, smem_size: u32, op: &Op) -> Result<(), super::Status> {
+    if !op.co.is_multiple_of(4) || !op.ao.is_multiple_of(4) || !op.bo.is_multiple_of(4) {
         return Err(super::Status::Align);
     }
-    let (tm, tn, k) = Op::shape(rc);
-    let op = Op { slot: 0, joined: 0, smem_base: 0, co, ao, bo, tm, tn, k };
     if op.empty() {
         return Ok(());
     }
     let size = smem_size as u64;
-    let (tm, tn, k) = (tm as u64, tn as u64, k as u64);
-    if k > kmax as u64 || ao as u64 + tm * op.pa() > size || bo as u64 + k * op.pb() > size || co as u64 + 4 * tm * tn > size {
+    let (tm, tn, k) = (op.tm as u64, op.tn as u64, op.k as u64);
+    let bias_end = if let C0::Bias(o) = op.c0 { o as u64 + 4 * tn } else { 0 };
+    if k > kmax as u64
+        || op.ao as u64 + tm * op.pa() > size
+        || op.bo as u64 + k * op.pb() > size
+        || op.co as u64 + 4 * tm * tn > size
+        || bias_end > size
+    {
         return Err(super::Status::Smem);
     }
     Ok(())
@@ -181,12 +207,14 @@ pub struct TileTimes {
     pub s: u64,
     /// `cyc`: the grid's `cycles` for the tile.
     pub cyc: u64,
+    /// `X_t = S_t + cyc`: its row `R-1` leaves the grid.
+    pub x: u64,
     /// `W_t`: its last write.
     pub w: u64,
 }
 
-/// One scratchpad access of the operation: a read taken on `rd2`/`rd3`
-/// (port 2 or 3), or a write on `wr2` (port 2), at its share offset.
+/// One scratchpad access of the operation: a read taken on `rd2`/`rd3`/
+/// `rd4` (port 2, 3 or 4), or a write on `wr2`, at its share offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
     Read { cycle: u64, port: u8, at: u32 },
@@ -199,34 +227,55 @@ pub struct Outcome {
     /// The done cycle `e`.
     pub done: u64,
     pub tiles: Vec<TileTimes>,
-    /// Every access in cycle order (reads of a cycle before its write),
-    /// when asked for.
+    /// Every access in cycle order (reads of a cycle, by port, before its
+    /// write), when asked for.
     pub accesses: Vec<Access>,
 }
 
-/// Which of the two offered reads (`rd2`, `rd3`; their bank and row) a
+/// Which of the offered reads on `rd2`, `rd3`, `rd4` (their bank and row) a
 /// cycle takes, given the write taken in the cycle (its bank and row) and
-/// the port of each bank's last read (docs/cu.md, "The scratchpad", and
-/// docs/scratchpad.md: a read of the written row is not eligible; of two
-/// eligible reads of one bank, `rd3` wins if the bank's last read was
-/// `rd2`'s, else `rd2`).
-pub fn arbitrate(offers: [Option<(u32, u64)>; 2], write: Option<(u32, u64)>, banks: &Banks) -> [bool; 2] {
-    let eligible = offers.map(|o| o.filter(|br| Some(*br) != write));
-    match eligible {
-        [Some((b2, _)), Some((b3, _))] if b2 == b3 => {
-            if banks.last(b2) == Some(RD2) {
-                [false, true]
-            } else {
-                [true, false]
-            }
-        }
-        _ => eligible.map(|e| e.is_some()),
+/// the port of each bank's last read (docs/cu.md, "The scratchpad"): a read
+/// of the written row is not among those asking; of the reads asking for a
+/// bank, the lowest-numbered port above the port of the bank's last read
+/// (none: `rd4`) wins, else the lowest-numbered one.
+pub fn arbitrate(offers: [Option<(u32, u64)>; 3], write: Option<(u32, u64)>, banks: &Banks) -> [bool; 3] {
+    const PORTS: [u8; 3] = [RD2, RD3, RD4];
+    let asking = offers.map(|o| o.filter(|br| Some(*br) != write));
+    let mut taken = [false; 3];
+    for i in 0..3 {
+        let Some((bank, _)) = asking[i] else { continue };
+        let on_bank: Vec<usize> = (0..3).filter(|&j| asking[j].is_some_and(|(b, _)| b == bank)).collect();
+        let last = banks.last(bank).unwrap_or(RD4);
+        let winner = on_bank.iter().copied().find(|&j| PORTS[j] > last).unwrap_or(on_bank[0]);
+        taken[i] = winner == i;
     }
+    taken
 }
 
 fn read_word(smem: &[u8], a: u64) -> u32 {
     let a = a as usize;
     u32::from_le_bytes(smem[a..a + 4].try_into().unwrap())
+}
+
+/// A word of `C` whose `C0` is still to be read (modes 1, 2).
+#[derive(Clone, Copy, Debug)]
+struct Word {
+    tile: usize,
+    /// The cycle its row is transferred.
+    xfer: u64,
+    /// Scratchpad addresses of the word and of its `C0`.
+    at: u64,
+    c0_at: u64,
+    /// The grid's value.
+    value: u32,
+}
+
+/// A write scheduled on `wr2`.
+#[derive(Clone, Copy, Debug)]
+struct Write {
+    cycle: u64,
+    at: u64,
+    value: u32,
 }
 
 /// Does `op` (not empty), started in cycle `g`, on the scratchpad `smem`
@@ -240,35 +289,62 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
     let base = op.smem_base as u64;
     let (r_rows, c_cols) = (tl.r as usize, tl.c as usize);
     // Per port (rd2, rd3): the next read (tile, index), and the words read
-    // for the tiles whose reads are not all taken, in read order.
+    // for the tiles not yet started on the grid, in read order.
     let mut next = [(0usize, 0usize); 2];
     let mut words: [VecDeque<Vec<u32>>; 2] = [VecDeque::new(), VecDeque::new()];
+    // F_t of the tiles whose reads are all taken.
+    let mut f_of: Vec<u64> = Vec::with_capacity(n);
+    // The tiles started on the grid (S_t known), their W_t once known.
     let mut times: Vec<TileTimes> = Vec::with_capacity(n);
-    // The writes scheduled, in cycle order: (cycle, scratchpad address, value).
-    let mut writes: VecDeque<(u64, u64, u32)> = VecDeque::new();
+    let mut w_of: Vec<Option<u64>> = vec![None; n];
+    // Modes 1, 2: the words whose C0 read is not taken yet, in order, and
+    // the cycle the last C0 read was taken. Mode 0: the cycle of the last
+    // write scheduled.
+    let mut pending: VecDeque<Word> = VecDeque::new();
+    let mut last_c0_read: Option<u64> = None;
+    let mut last_write: Option<u64> = None;
+    // The writes scheduled, in cycle order.
+    let mut writes: VecDeque<Write> = VecDeque::new();
     let mut accesses = Vec::new();
 
     let mut c = g + 1;
-    while times.len() < n {
-        let write = writes.front().filter(|w| w.0 == c).map(|w| banks.bank_row(w.1));
-        // Offers: the next read, if its tile's buffer half is free.
-        let mut offers: [Option<u64>; 2] = [None, None];
-        for (port, o) in offers.iter_mut().enumerate() {
+    while times.len() < n || !pending.is_empty() || !writes.is_empty() {
+        let write = writes.front().filter(|w| w.cycle == c).map(|w| banks.bank_row(w.at));
+        // Offers: rd2, rd3 their next read if its tile's buffer half is
+        // free; rd4 the next word's C0 read from the cycle after the
+        // previous one was taken and after its row's transfer.
+        let mut offers: [Option<u64>; 3] = [None; 3];
+        for (port, o) in offers.iter_mut().take(2).enumerate() {
             let (t, i) = next[port];
-            if t < n && (t < 2 || times.get(t - 2).is_some_and(|tt| c > tt.w)) {
+            if t < n && (t < 2 || times.get(t - 2).is_some_and(|tt| c > tt.x)) {
                 *o = Some(base + tl.read_at(op, port, t, i));
             }
         }
+        if let Some(wd) = pending.front() {
+            if c > wd.xfer && last_c0_read.is_none_or(|l| c > l) {
+                offers[2] = Some(wd.c0_at);
+            }
+        }
         let taken = arbitrate(offers.map(|o| o.map(|a| banks.bank_row(a))), write, banks);
-        for port in 0..2 {
+        for port in 0..3 {
             let Some(a) = offers[port].filter(|_| taken[port]) else { continue };
-            let (t, i) = next[port];
             let v = read_word(smem, a);
-            let rd = if port == 0 { RD2 } else { RD3 };
+            let rd = [RD2, RD3, RD4][port];
             banks.took(a, rd);
             if log {
                 accesses.push(Access::Read { cycle: c, port: rd, at: (a - base) as u32 });
             }
+            if port == 2 {
+                // The C word: written in c + 1.
+                let wd = pending.pop_front().unwrap();
+                last_c0_read = Some(c);
+                writes.push_back(Write { cycle: c + 1, at: wd.at, value: wd.value.wrapping_add(v) });
+                if pending.front().is_none_or(|nx| nx.tile != wd.tile) {
+                    w_of[wd.tile] = Some(c + 1);
+                }
+                continue;
+            }
+            let (t, i) = next[port];
             if i == 0 {
                 words[port].push_back(Vec::with_capacity(tl.reads(op, port, t)));
             }
@@ -276,8 +352,33 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
             next[port] = if i + 1 == tl.reads(op, port, t) { (t + 1, 0) } else { (t, i + 1) };
         }
         // Tiles whose last word (of both ports) is taken in c + 1.
-        while times.len() < n && next[0].0 > times.len() && next[1].0 > times.len() {
+        while f_of.len() < n && next[0].0 > f_of.len() && next[1].0 > f_of.len() {
+            f_of.push(c + 1);
+        }
+        // The write taken in c.
+        if writes.front().is_some_and(|w| w.cycle == c) {
+            let w = writes.pop_front().unwrap();
+            smem[w.at as usize..w.at as usize + 4].copy_from_slice(&w.value.to_le_bytes());
+            if log {
+                accesses.push(Access::Write { cycle: c, at: (w.at - base) as u32, value: w.value });
+            }
+        }
+        debug_assert!(writes.front().is_none_or(|w| w.cycle > c));
+        // Tiles that can start: F_t, X_{t-1} and W_{t-2} known (each is
+        // after c, so S_t > c + 2).
+        while times.len() < f_of.len() {
             let t = times.len();
+            let x_prev = t.checked_sub(1).map_or(0, |u| times[u].x);
+            let w_prev2 = match t.checked_sub(2) {
+                None => 0,
+                Some(u) => match w_of[u] {
+                    Some(w) => w,
+                    None => break,
+                },
+            };
+            let f = f_of[t];
+            let s = f.max(x_prev).max(w_prev2) + 2;
+            debug_assert!(s > c + 2);
             let a_words = words[0].pop_front().unwrap();
             let b_words = words[1].pop_front().unwrap();
             let (b, cb, h, w) = tl.tile(op, t);
@@ -299,42 +400,37 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
                     *x = (b_words[k * tl.cw as usize + byte / 4] >> (8 * (byte % 4))) as u8 as i8 as i64;
                 }
             }
-            let f = c + 1;
-            let prev_w = t.checked_sub(1).map(|u| times[u].w);
-            let s = f.max(prev_w.unwrap_or(0)) + 2;
             let gemm = Gemm { a, b: bm, c0: None };
             let cyc = systolic::run(&grid, &gemm).cycles;
-            let mut last = prev_w;
             for r in 0..h as usize {
                 let xfer = s + cyc + 1 + r as u64 - tl.r as u64;
                 for nn in 0..w as usize {
-                    let at = last.map_or(xfer + 1, |l| (l + 1).max(xfer + 1));
                     let sum = (0..kk).fold(0i32, |acc, k| acc.wrapping_add((gemm.a[r][k] * gemm.b[k][nn]) as i32));
-                    let off = op.co as u64 + (b as u64 * tl.r as u64 + r as u64) * 4 * op.tn as u64 + 4 * (cb as u64 * tl.c as u64 + nn as u64);
-                    writes.push_back((at, base + off, sum as u32));
-                    last = Some(at);
+                    let col = cb as u64 * tl.c as u64 + nn as u64;
+                    let at = base + op.co as u64 + (b as u64 * tl.r as u64 + r as u64) * 4 * op.tn as u64 + 4 * col;
+                    match op.c0 {
+                        C0::Zero => {
+                            let cycle = last_write.map_or(xfer + 1, |l| (l + 1).max(xfer + 1));
+                            writes.push_back(Write { cycle, at, value: sum as u32 });
+                            last_write = Some(cycle);
+                        }
+                        C0::Acc => pending.push_back(Word { tile: t, xfer, at, c0_at: at, value: sum as u32 }),
+                        C0::Bias(o) => {
+                            pending.push_back(Word { tile: t, xfer, at, c0_at: base + o as u64 + 4 * col, value: sum as u32 })
+                        }
+                    }
                 }
             }
-            // W_t: the later of the last word and row R-1's transfer.
-            times.push(TileTimes { f, s, cyc, w: last.unwrap().max(s + cyc) });
-        }
-        // The write taken in c.
-        if writes.front().is_some_and(|w| w.0 == c) {
-            let (_, a, v) = writes.pop_front().unwrap();
-            smem[a as usize..a as usize + 4].copy_from_slice(&v.to_le_bytes());
-            if log {
-                accesses.push(Access::Write { cycle: c, at: (a - base) as u32, value: v });
+            if op.c0 == C0::Zero {
+                w_of[t] = last_write;
             }
+            times.push(TileTimes { f, s, cyc, x: s + cyc, w: 0 });
         }
-        debug_assert!(writes.front().is_none_or(|w| w.0 > c));
         c += 1;
     }
-    // No read remains: the rest of the writes.
-    for (cycle, a, v) in writes {
-        smem[a as usize..a as usize + 4].copy_from_slice(&v.to_le_bytes());
-        if log {
-            accesses.push(Access::Write { cycle, at: (a - base) as u32, value: v });
-        }
+    for (tt, w) in times.iter_mut().zip(&w_of) {
+        tt.w = w.unwrap();
     }
-    Outcome { done: times.last().unwrap().w, tiles: times, accesses }
+    let last = times.last().unwrap();
+    Outcome { done: last.x.max(last.w), tiles: times, accesses }
 }

@@ -16,10 +16,11 @@
 //! leaves it open).
 //!
 //! The scratchpad's read ports (docs/cu.md, "The scratchpad": `rd0` for
-//! `st`, `rd1` for the vector operations, `rd2`/`rd3` for `mma`) matter
-//! only where `mma`'s two meet on a bank; the rule looks at the port of the
-//! bank's last read since reset, which [`Banks`] keeps: every scratchpad
-//! word read the model makes is recorded there with its port.
+//! `st`, `rd1` for the vector operations, `rd2`/`rd3`/`rd4` for `mma`'s `A`,
+//! `B` and `C0`) matter only where `mma`'s meet on a bank; the rule looks
+//! at the port of the bank's last read since reset, which [`Banks`] keeps:
+//! every scratchpad word read the model makes is recorded there with its
+//! port.
 //!
 //! Per cycle the work is bounded by the number of slots: no part looks back
 //! over history.
@@ -43,6 +44,7 @@ pub const RD0: u8 = 0;
 pub const RD1: u8 = 1;
 pub const RD2: u8 = 2;
 pub const RD3: u8 = 3;
+pub const RD4: u8 = 4;
 
 /// The scratchpad's banks as the read arbitration sees them: per bank, the
 /// read port that took the bank's last read since reset (`None`: no read
@@ -322,7 +324,7 @@ fn check(slot: &Slot, word: u64, regs: &[u32], d: u32, kmax: u32) -> Result<Insn
         | Insn::St { rd, ra, rb, rc, .. }
         | Insn::Cmp { rd, ra, rb, rc, .. }
         | Insn::Exp { rd, ra, rb, rc, .. }
-        | Insn::Mma { rd, ra, rb, rc } => {
+        | Insn::Mma { rd, ra, rb, rc, .. } => {
             vec![rd as u32, ra as u32, rb as u32, rc as u32]
         }
         Insn::Act { rd, ra, .. } => vec![rd as u32, ra as u32],
@@ -383,7 +385,9 @@ fn check(slot: &Slot, word: u64, regs: &[u32], d: u32, kmax: u32) -> Result<Insn
                 return Err(Status::Smem);
             }
         }
-        Insn::Mma { rd, ra, rb, rc } => mma::check(kmax, slot.smem_size, r(rd), r(ra), r(rb), r(rc))?,
+        Insn::Mma { rd, ra, rb, rc, c0, qa, qb } => {
+            mma::check(kmax, slot.smem_size, &mma::Op::of(r(rd), r(ra), r(rb), r(rc), c0, qa as u32, qb as u32))?
+        }
         _ => {}
     }
     Ok(insn)
@@ -690,20 +694,10 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
                                 e,
                             }));
                         }
-                        Insn::Mma { rd, ra, rb, rc } => {
+                        Insn::Mma { rd, ra, rb, rc, c0, qa, qb } => {
                             sl.state = State::Waiting;
-                            let (tm, tn, kk) = mma::Op::shape(reg(rc));
-                            dma_queue.push_back(DmaOp::Mma(mma::Op {
-                                slot: s,
-                                joined: c,
-                                smem_base: sl.smem_base,
-                                co: reg(rd),
-                                ao: reg(ra),
-                                bo: reg(rb),
-                                tm,
-                                tn,
-                                k: kk,
-                            }));
+                            let op = mma::Op::of(reg(rd), reg(ra), reg(rb), reg(rc), c0, qa as u32, qb as u32);
+                            dma_queue.push_back(DmaOp::Mma(mma::Op { slot: s, joined: c, smem_base: sl.smem_base, ..op }));
                         }
                     }
                     if let Some((rd, v)) = set {

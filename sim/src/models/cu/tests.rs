@@ -1192,33 +1192,53 @@ fn cmp_queued_behind_an_ld_of_another_slot() {
 
 // ---- mma ----
 //
-// docs/cu.md, "`mma`" and "Matrix multiply". Below `rd2(x)` / `rd3(x)` is a
-// read of share offset x taken on that port, `wr2(x)` a write.
+// docs/cu.md, "`mma`", "The scratchpad" and "Matrix multiply". Below
+// `rd2(x)` / `rd3(x)` / `rd4(x)` is a read of share offset x taken on that
+// port, `wr2(x)` a write. The times of a tile (the spec's): F_t = its last
+// A/B read + 1, S_t = max(F_t, X_{t-1}, W_{t-2}) + 2 (missing terms 0),
+// X_t = S_t + cyc, row r transferred in S_t + cyc - R + 1 + r, W_t its last
+// write; e = max(X, W) of the last tile; tile t >= 2 read from X_{t-2} + 1.
 
+use isa::C0;
 use mma::Access::{Read as Rd, Write as Wr};
+use std::collections::HashMap;
 
 /// `one_slot` with the grid, the banks (of 1024 words) and `kmax` given.
 fn grid_params(rows: u32, cols: u32, banks: u32, kmax: u32) -> CuParams {
     CuParams { grid_rows: rows, grid_cols: cols, banks, words: 1024, kmax, ..one_slot() }
 }
 
-/// An `mma` of the share at `base`.
+/// An `mma` of the share at `base` (no `C0`, no pads).
 #[allow(clippy::too_many_arguments)]
 fn mop(base: u32, co: u32, ao: u32, bo: u32, tm: u32, tn: u32, k: u32) -> mma::Op {
-    mma::Op { slot: 0, joined: 0, smem_base: base, co, ao, bo, tm, tn, k }
+    mma::Op { slot: 0, joined: 0, smem_base: base, co, ao, bo, tm, tn, k, c0: C0::Zero, qa: 0, qb: 0 }
 }
 
-/// `C = A . B` from the definition, on the scratchpad `m` as it is: `A`
-/// row `i` at `Ao + i*PA`, `B` row `k` at `Bo + k*PB`, int8 products,
-/// wrapped to 32 bits; the little-endian bytes of `C`'s rows.
+/// The pitches from the definition: `PA = 4*ceil(K/4) + 4*qa`, `PB =
+/// 8*ceil(TN/8) + 4*qb`.
+fn pitches(op: &mma::Op) -> (u32, u32) {
+    (4 * op.k.div_ceil(4) + 4 * op.qa, 8 * op.tn.div_ceil(8) + 4 * op.qb)
+}
+
+/// `C = A . B + C0` from the definition, on the scratchpad `m` as it is
+/// (before the operation): `A` row `i` at `Ao + i*PA`, `B` row `k` at `Bo +
+/// k*PB`, int8 products; `C0` zero, `C`'s own words, or the bias row at `o`
+/// for every row; wrapped to 32 bits; the little-endian bytes of `C`'s rows.
 fn mma_reference(m: &[u8], op: &mma::Op) -> Vec<u8> {
-    let (base, pa, pb) = (op.smem_base as usize, op.pa() as usize, op.pb() as usize);
-    let a = |i: usize, k: usize| m[base + op.ao as usize + i * pa + k] as i8 as i32;
-    let b = |k: usize, n: usize| m[base + op.bo as usize + k * pb + n] as i8 as i32;
+    let (pa, pb) = pitches(op);
+    let base = op.smem_base as usize;
+    let a = |i: usize, k: usize| m[base + op.ao as usize + i * pa as usize + k] as i8 as i32;
+    let b = |k: usize, n: usize| m[base + op.bo as usize + k * pb as usize + n] as i8 as i32;
+    let word = |at: usize| i32::from_le_bytes(m[base + at..base + at + 4].try_into().unwrap());
     let mut out = Vec::new();
     for i in 0..op.tm as usize {
         for n in 0..op.tn as usize {
-            let c = (0..op.k as usize).fold(0i32, |s, k| s.wrapping_add(a(i, k).wrapping_mul(b(k, n))));
+            let c0 = match op.c0 {
+                C0::Zero => 0,
+                C0::Acc => word(op.co as usize + 4 * (i * op.tn as usize + n)),
+                C0::Bias(o) => word(o as usize + 4 * n),
+            };
+            let c = (0..op.k as usize).fold(c0, |s, k| s.wrapping_add(a(i, k).wrapping_mul(b(k, n))));
             out.extend(c.to_le_bytes());
         }
     }
@@ -1238,11 +1258,11 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-/// The spec's read orders of `op` (not empty) on a grid of `r` x `c`: per
-/// port, (tile, share offset) in order.
+/// The spec's read orders of `op` (not empty) on a grid of `r` x `c` on
+/// `rd2` and `rd3`: per port, (tile, share offset) in order.
 fn spec_reads(op: &mma::Op, r: u32, c: u32) -> [Vec<(usize, u32)>; 2] {
     let (nr, nc, q) = (op.tm.div_ceil(r), op.tn.div_ceil(c), op.k.div_ceil(4));
-    let (pa, pb) = (op.pa() as u32, op.pb() as u32);
+    let (pa, pb) = pitches(op);
     let mut out = [Vec::new(), Vec::new()];
     for b in 0..nr {
         for cb in 0..nc {
@@ -1263,94 +1283,193 @@ fn spec_reads(op: &mma::Op, r: u32, c: u32) -> [Vec<(usize, u32)>; 2] {
     out
 }
 
-/// Runs `op` from `g` on `m` and checks what the spec says of any run: the
-/// read orders, one read a port a cycle, never two reads of one bank in a
-/// cycle nor a read of the row written in that cycle, the buffer halves
-/// (tile t >= 2 read after W_{t-2}), F_t, S_t = max(F_t, W_{t-1}) + 1, the
-/// writes one a cycle in the spec's order after their row's transfer, and
-/// e = the last W.
+/// A word of `C` in the spec's write order.
+#[derive(Clone, Copy, Debug)]
+struct SpecWord {
+    tile: usize,
+    /// Its row in the tile.
+    row: u32,
+    at: u32,
+    /// Where its `C0` is read on `rd4` (modes 1, 2).
+    c0_at: Option<u32>,
+}
+
+/// The spec's `C` words of `op` in order (rows of a tile, words of a row,
+/// tiles in order).
+fn spec_words(op: &mma::Op, r: u32, c: u32) -> Vec<SpecWord> {
+    let (nr, nc) = (op.tm.div_ceil(r), op.tn.div_ceil(c));
+    let mut out = Vec::new();
+    for b in 0..nr {
+        for cb in 0..nc {
+            let (h, w) = (r.min(op.tm - b * r), c.min(op.tn - cb * c));
+            for row in 0..h {
+                for n in 0..w {
+                    let at = op.co + (b * r + row) * 4 * op.tn + 4 * (cb * c + n);
+                    let c0_at = match op.c0 {
+                        C0::Zero => None,
+                        C0::Acc => Some(at),
+                        C0::Bias(o) => Some(o + 4 * (cb * c + n)),
+                    };
+                    out.push(SpecWord { tile: (b * nc + cb) as usize, row, at, c0_at });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Runs `op` from `g` on `m` and checks what the spec says of any run
+/// against the log of accesses:
+/// - the read orders of rd2, rd3 and rd4 and the write order;
+/// - the tile times: F_t, S_t = max(F_t, X_{t-1}, W_{t-2}) + 2, X_t = S_t +
+///   cyc, W_t, e = max(X, W) of the last tile;
+/// - mode 0: each write in max(previous write + 1, its row's transfer + 1);
+///   modes 1, 2: each write in the cycle after its C0 read;
+/// - cycle by cycle from g + 1, the reads taken are exactly those the
+///   scratchpad's rule takes of the reads asking: rd2/rd3 their next read
+///   if its tile is < 2 or the cycle is after X_{t-2}; rd4 its next word's
+///   C0 read from the cycle after the previous one was taken and after its
+///   row's transfer; not a read of the word written in the cycle; per bank
+///   the lowest port above the bank's last read's port (none: rd4), else
+///   the lowest (the banks' history replayed from `banks` as given);
+/// - `banks` ends with the replayed history.
 fn mma_checked(p: &CuParams, op: &mma::Op, g: u64, m: &mut [u8], banks: &mut Banks) -> mma::Outcome {
+    let before = banks.clone();
     let out = mma::run(p, op, g, m, banks, true);
     let (r, c) = (p.grid_rows, p.grid_cols);
-    let want = spec_reads(op, r, c);
+    let reads = spec_reads(op, r, c);
+    let words = spec_words(op, r, c);
+    let nb = p.banks as u64;
     let bank_row = |at: u32| {
         let w = (op.smem_base + at) as u64 / 4;
-        (w % p.banks as u64, w / p.banks as u64)
+        ((w % nb) as u32, w / nb)
     };
-    // Reads per port in order, with their cycles.
-    let mut got: [Vec<(u64, u32)>; 2] = [Vec::new(), Vec::new()];
+    // The log: reads per port (rd2, rd3, rd4) with their cycles, writes.
+    let mut got: [Vec<(u64, u32)>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     let mut writes: Vec<(u64, u32)> = Vec::new();
+    let mut by_cycle: HashMap<u64, Vec<(u8, u32)>> = HashMap::new();
+    let mut prev_cycle = 0;
     for a in &out.accesses {
         match *a {
-            Rd { cycle, port, at } => got[(port - RD2) as usize].push((cycle, at)),
-            Wr { cycle, at, .. } => writes.push((cycle, at)),
+            Rd { cycle, port, at } => {
+                assert!((RD2..=RD4).contains(&port));
+                got[(port - RD2) as usize].push((cycle, at));
+                by_cycle.entry(cycle).or_default().push((port, at));
+                assert!(cycle >= prev_cycle);
+                prev_cycle = cycle;
+            }
+            Wr { cycle, at, .. } => {
+                writes.push((cycle, at));
+                assert!(cycle >= prev_cycle);
+                prev_cycle = cycle;
+            }
         }
     }
+    // Orders.
     for port in 0..2 {
         let at: Vec<u32> = got[port].iter().map(|x| x.1).collect();
-        let w: Vec<u32> = want[port].iter().map(|x| x.1).collect();
+        let w: Vec<u32> = reads[port].iter().map(|x| x.1).collect();
         assert_eq!(at, w, "rd{} order", port + 2);
-        assert!(got[port].windows(2).all(|x| x[0].0 < x[1].0), "one read a cycle on rd{}", port + 2);
-        assert!(got[port].iter().all(|x| x.0 > g));
-        for (k, &(cycle, _)) in got[port].iter().enumerate() {
-            let t = want[port][k].0;
-            if t >= 2 {
-                assert!(cycle > out.tiles[t - 2].w, "tile {t} read in {cycle} before W_{} + 1", t - 2);
-            }
-        }
     }
-    for &(c2, a2) in &got[0] {
-        if let Some(&(_, a3)) = got[1].iter().find(|x| x.0 == c2) {
-            assert_ne!(bank_row(a2).0, bank_row(a3).0, "two reads of one bank in {c2}");
-        }
-    }
-    for &(cw, aw) in &writes {
-        for reads in &got {
-            if let Some(&(_, ar)) = reads.iter().find(|x| x.0 == cw) {
-                assert_ne!(bank_row(ar), bank_row(aw), "a read of the row written in {cw}");
-            }
-        }
+    let c0_want: Vec<u32> = words.iter().filter_map(|w| w.c0_at).collect();
+    assert_eq!(got[2].iter().map(|x| x.1).collect::<Vec<_>>(), c0_want, "rd4 order");
+    assert_eq!(writes.iter().map(|x| x.1).collect::<Vec<_>>(), words.iter().map(|w| w.at).collect::<Vec<_>>(), "write order");
+    for port in &got {
+        assert!(port.windows(2).all(|x| x[0].0 < x[1].0), "one read a cycle on a port");
+        assert!(port.iter().all(|x| x.0 > g));
     }
     // Tiles.
     let (nr, nc) = (op.tm.div_ceil(r), op.tn.div_ceil(c));
-    assert_eq!(out.tiles.len(), (nr * nc) as usize);
-    let mut wi = 0;
-    let mut last_write = 0;
+    let n = (nr * nc) as usize;
+    assert_eq!(out.tiles.len(), n);
     for (t, tt) in out.tiles.iter().enumerate() {
         let last_read = (0..2)
-            .flat_map(|port| got[port].iter().zip(&want[port]).filter(|(_, w)| w.0 == t).map(|(x, _)| x.0))
+            .flat_map(|port| got[port].iter().zip(&reads[port]).filter(|(_, w)| w.0 == t).map(|(x, _)| x.0))
             .max()
             .unwrap();
         assert_eq!(tt.f, last_read + 1, "F_{t}");
-        let prev = if t == 0 { 0 } else { out.tiles[t - 1].w };
-        assert_eq!(tt.s, tt.f.max(prev) + 1, "S_{t}");
-        let (b, cb) = (t as u32 / nc, t as u32 % nc);
-        let (h, w) = (r.min(op.tm - b * r), c.min(op.tn - cb * c));
-        for row in 0..h {
-            let xfer = tt.s + tt.cyc + 1 + row as u64 - r as u64;
-            for n in 0..w {
-                let (cycle, at) = writes[wi];
-                assert_eq!(at, op.co + (b * r + row) * 4 * op.tn + 4 * (cb * c + n), "write {wi}");
-                assert!(cycle > xfer && cycle > last_write, "write {wi} in {cycle}");
-                assert!(n == 0 || cycle == last_write + 1);
-                if n == 0 {
-                    assert_eq!(cycle, (last_write + 1).max(xfer + 1), "write {wi}");
-                }
-                last_write = cycle;
-                wi += 1;
-            }
-        }
+        let x_prev = if t >= 1 { out.tiles[t - 1].x } else { 0 };
+        let w_prev2 = if t >= 2 { out.tiles[t - 2].w } else { 0 };
+        assert_eq!(tt.s, tt.f.max(x_prev).max(w_prev2) + 2, "S_{t}");
+        assert_eq!(tt.x, tt.s + tt.cyc, "X_{t}");
+        let last_write = writes.iter().zip(&words).filter(|(_, w)| w.tile == t).map(|(x, _)| x.0).max().unwrap();
         assert_eq!(tt.w, last_write, "W_{t}");
     }
-    assert_eq!(wi, writes.len());
-    assert_eq!(out.done, last_write);
+    let last = out.tiles[n - 1];
+    assert_eq!(out.done, last.x.max(last.w), "e");
+    // Writes.
+    let xfer = |w: &SpecWord| {
+        let tt = out.tiles[w.tile];
+        tt.s + tt.cyc + 1 + w.row as u64 - r as u64
+    };
+    for (k, w) in words.iter().enumerate() {
+        let cycle = writes[k].0;
+        if op.c0 == C0::Zero {
+            let earliest = if k == 0 { xfer(w) + 1 } else { (writes[k - 1].0 + 1).max(xfer(w) + 1) };
+            assert_eq!(cycle, earliest, "write {k}");
+        } else {
+            assert_eq!(cycle, got[2][k].0 + 1, "write {k} after its C0 read");
+        }
+    }
+    // The arbitration, cycle by cycle.
+    let write_at: HashMap<u64, u32> = writes.iter().copied().collect();
+    assert_eq!(write_at.len(), writes.len(), "one write a cycle");
+    let mut last: Vec<Option<u8>> = (0..p.banks).map(|b| before.last(b)).collect();
+    let mut ptr = [0usize; 3];
+    let mut last_rd4: Option<u64> = None;
+    let end = out.accesses.iter().map(|a| match *a {
+        Rd { cycle, .. } | Wr { cycle, .. } => cycle,
+    });
+    let end = end.max().unwrap();
+    for cy in g + 1..=end {
+        let written = write_at.get(&cy).map(|&at| bank_row(at));
+        let mut asking: Vec<(u8, u32)> = Vec::new();
+        for port in 0..2 {
+            if let Some(&(t, at)) = reads[port].get(ptr[port]) {
+                if t < 2 || cy > out.tiles[t - 2].x {
+                    asking.push((RD2 + port as u8, at));
+                }
+            }
+        }
+        if op.c0 != C0::Zero {
+            if let Some(w) = words.get(ptr[2]) {
+                if cy > xfer(w) && last_rd4.is_none_or(|l| cy > l) {
+                    asking.push((RD4, w.c0_at.unwrap()));
+                }
+            }
+        }
+        asking.retain(|&(_, at)| Some(bank_row(at)) != written);
+        let mut want: Vec<(u8, u32)> = Vec::new();
+        for &(port, at) in &asking {
+            let bank = bank_row(at).0;
+            let rivals: Vec<u8> = asking.iter().filter(|x| bank_row(x.1).0 == bank).map(|x| x.0).collect();
+            let prev = last[bank as usize].unwrap_or(RD4);
+            let winner = rivals.iter().copied().filter(|&q| q > prev).min().unwrap_or(*rivals.iter().min().unwrap());
+            if winner == port {
+                want.push((port, at));
+            }
+        }
+        let taken = by_cycle.get(&cy).cloned().unwrap_or_default();
+        assert_eq!(taken, want, "reads taken in {cy}");
+        for &(port, at) in &want {
+            last[bank_row(at).0 as usize] = Some(port);
+            ptr[(port - RD2) as usize] += 1;
+            if port == RD4 {
+                last_rd4 = Some(cy);
+            }
+        }
+    }
+    assert_eq!(ptr, [reads[0].len(), reads[1].len(), c0_want.len()]);
+    assert_eq!((0..p.banks).map(|b| banks.last(b)).collect::<Vec<_>>(), last, "the banks' last reads");
     out
 }
 
 #[test]
 fn mma_values_against_the_definition() {
     // (grid rows, cols, banks, kmax), (TM, TN, K): K and the sizes not
-    // multiples of the grid, K = 1, TM = TN = 1, K = kmax, one tile, many.
+    // multiples of the grid, K = 1, TM = TN = 1, K = kmax, one tile, many;
+    // each with every C0 mode and with pads (qa, qb) from the case number,
+    // the pad words and everything outside A, B, C and the bias row noise.
     type Case = ((u32, u32, u32, u32), (u32, u32, u32));
     let cases: [Case; 14] = [
         ((2, 2, 1, 16), (2, 2, 4)),
@@ -1370,25 +1489,33 @@ fn mma_values_against_the_definition() {
     ];
     for (i, &((r, c, banks, kmax), (tm, tn, k))) in cases.iter().enumerate() {
         let p = grid_params(r, c, banks, kmax);
-        let base = 64 * (i as u32 % 3);
-        let pa = 4 * k.div_ceil(4);
-        let pb = 8 * tn.div_ceil(8);
-        let (ao, bo) = (4 * (i as u32 % 2), 4 * (i as u32 % 2) + tm * pa + 8);
-        let co = bo + k * pb + 4;
-        let size = p.smem_bytes() as usize;
-        assert!((base + co + 4 * tm * tn) as usize <= size, "case {i}");
-        let mut m = noise(size, i as u64 + 1);
-        let op = mop(base, co, ao, bo, tm, tn, k);
-        assert_eq!(mma::check(kmax, size as u32 - base, co, ao, bo, tm | tn << 8 | k << 16), Ok(()), "case {i}");
-        let want = mma_reference(&m, &op);
-        let before = m.clone();
-        let mut banks = Banks::new(banks);
-        let out = mma_checked(&p, &op, 1000, &mut m, &mut banks);
-        let (lo, hi) = ((base + co) as usize, (base + co + 4 * tm * tn) as usize);
-        assert_eq!(&m[lo..hi], &want[..], "case {i}: C");
-        assert_eq!(&m[..lo], &before[..lo], "case {i}: bytes before C");
-        assert_eq!(&m[hi..], &before[hi..], "case {i}: bytes after C");
-        assert!(out.done > 1000);
+        let iu = i as u32;
+        let variants = [(0u32, (0u32, 0u32)), (1, (iu % 4, 0)), (2, (0, iu % 4)), (0, (3 - iu % 4, (iu + 1) % 4)), (1, (1, 3)), (2, (2, 1))];
+        for (mode, (qa, qb)) in variants {
+            let base = 64 * (i as u32 % 3);
+            let pa = 4 * k.div_ceil(4) + 4 * qa;
+            let pb = 8 * tn.div_ceil(8) + 4 * qb;
+            let (ao, bo) = (4 * (i as u32 % 2), 4 * (i as u32 % 2) + tm * pa + 8);
+            let co = bo + k * pb + 4;
+            let o = co + 4 * tm * tn + 4 * (i as u32 % 3);
+            let c0 = [C0::Zero, C0::Acc, C0::Bias(o)][mode as usize];
+            let size = p.smem_bytes() as usize;
+            assert!((base + o + 4 * tn) as usize <= size, "case {i}");
+            let mut m = noise(size, i as u64 + 1 + 100 * mode as u64);
+            let op = mma::Op { c0, qa, qb, ..mop(base, co, ao, bo, tm, tn, k) };
+            assert_eq!((op.pa(), op.pb()), (pa as u64, pb as u64));
+            let rc = tm | tn << 8 | k << 16;
+            assert_eq!(mma::check(kmax, size as u32 - base, &mma::Op::of(co, ao, bo, rc, c0, qa, qb)), Ok(()), "case {i}");
+            let want = mma_reference(&m, &op);
+            let before = m.clone();
+            let mut banks = Banks::new(banks);
+            let out = mma_checked(&p, &op, 1000, &mut m, &mut banks);
+            let (lo, hi) = ((base + co) as usize, (base + co + 4 * tm * tn) as usize);
+            assert_eq!(&m[lo..hi], &want[..], "case {i} {c0:?} pads {qa} {qb}: C");
+            assert_eq!(&m[..lo], &before[..lo], "case {i}: bytes before C");
+            assert_eq!(&m[hi..], &before[hi..], "case {i}: bytes after C");
+            assert!(out.done > 1000);
+        }
     }
 }
 
@@ -1421,6 +1548,51 @@ fn mma_values_with_zero_steps_and_extremes() {
 }
 
 #[test]
+fn mma_c0_wraps_to_32_bits() {
+    // 1 x 2 x 1 on a 2 x 2 grid: A = [[-128]], B = [[-128, 127]]: products
+    // 16384 and -16256. acc: C = [i32::MAX, i32::MIN] before: wraps to
+    // [i32::MIN + 16383, i32::MAX - 16255]. bias (row at 32): the same.
+    let p = grid_params(2, 2, 1, 16);
+    for c0 in [C0::Acc, C0::Bias(32)] {
+        let mut m = vec![0u8; 64];
+        m[0] = 0x80;
+        m[8] = 0x80;
+        m[9] = 127;
+        let at = if c0 == C0::Acc { 16 } else { 32 };
+        m[at..at + 8].copy_from_slice(&le(&[i32::MAX, i32::MIN]));
+        let op = mma::Op { c0, ..mop(0, 16, 0, 8, 1, 2, 1) };
+        mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
+        assert_eq!(&m[16..24], &le(&[i32::MIN + 16383, i32::MAX - 16255])[..], "{c0:?}");
+    }
+}
+
+#[test]
+fn mma_pads_move_the_rows() {
+    // Grid 2 x 2, two banks, g = 0: TM = 2, K = 3, qa = 2: PA = 4*1 + 8 = 12
+    // (A's rows at 0 and 12; bytes 3..11 of each row are padding); TN = 2,
+    // qb = 1: PB = 8 + 4 = 12 (B's rows at 24, 36, 48; bytes 2..11
+    // padding). rd2 reads 0, 12; rd3 reads 24, 36, 48. Padding bytes are
+    // 0x7F (never used). C at 60.
+    let p = grid_params(2, 2, 2, 16);
+    let mut m = vec![0x7Fu8; 128];
+    m[0..3].copy_from_slice(&[1, 2, 3]);
+    m[12..15].copy_from_slice(&[-1i8 as u8, 0, 2]);
+    m[24..26].copy_from_slice(&[1, 10]);
+    m[36..38].copy_from_slice(&[2, 20]);
+    m[48..50].copy_from_slice(&[3, 30]);
+    let op = mma::Op { qa: 2, qb: 1, ..mop(0, 60, 0, 24, 2, 2, 3) };
+    assert_eq!(spec_reads(&op, 2, 2), [vec![(0, 0), (0, 12)], vec![(0, 24), (0, 36), (0, 48)]]);
+    mma_checked(&p, &op, 0, &mut m, &mut Banks::new(2));
+    // C[0] = [1 + 4 + 9, 10 + 40 + 90], C[1] = [-1 + 0 + 6, -10 + 0 + 60].
+    assert_eq!(&m[60..76], &le(&[14, 140, 5, 50])[..]);
+    // The same bytes read with qa = qb = 0 would take the pads as rows.
+    let mut m2 = m.clone();
+    let op0 = mop(0, 60, 0, 24, 2, 2, 3);
+    mma_checked(&p, &op0, 0, &mut m2, &mut Banks::new(2));
+    assert_ne!(&m2[60..76], &m[60..76]);
+}
+
+#[test]
 fn mma_exact_cycles_on_the_small_preset() {
     // The `small` preset: one slot, D = 16, one bank, O = 1, grid 2 x 2,
     // kmax 16; L = 5, a share of 64 bytes at 0, block (0, 0, 0).
@@ -1438,22 +1610,25 @@ fn mma_exact_cycles_on_the_small_preset() {
     //   h = w = 2, q = 1 group of 4 k-steps. rd2: group 0, rows 0, 1:
     //   offsets 0, 4 (words 0, 1). rd3: k = 0..3, ceil(2/4) = 1 word each:
     //   8, 16, 24, 32. One bank: every read is in bank 0; the ld took no
-    //   read, so bank 0 has taken none since reset:
-    //   102 both offer, bank 0's last read is none: rd2(0)
+    //   read, so bank 0 has taken none since reset (counts as rd4's):
+    //   102 both ask; no port above rd4: the lowest, rd2(0)
     //   103 last rd2: rd3(8)
-    //   104 last rd3: rd2(4); rd2 has no read left
+    //   104 last rd3: rd2(4) (rd4 is not asking); rd2 has no read left
     //   105 rd3(16)   106 rd3(24)   107 rd3(32): F_0 = 108.
-    //   S_0 = max(108, W_{-1} = 0) + 1 = 109.
+    //   S_0 = max(108, X_{-1} = 0, W_{-2} = 0) + 2 = 110.
     // cyc (docs/systolic.md, 2 x 2, pipeline 2, group 4, one tile of one
     //   group, every step useful): the unit accepts the group in S; the
     //   loader takes it in S + 1, holds it from S + 2 and issues steps 0..3
     //   in S + 2 .. S + 5; step 3 is tile-ending (s = S + 5, no earlier tile
     //   in flight). Row r ready from s + r + C + 1 + P = S + 10 + r,
     //   transferred in S + 11 + r; cycles = (S + 12) - S = 12.
-    //   Row r transferred in S_0 + cyc - R + 1 + r = 120 + r.
-    // Writes: row 0 words 0, 1 in 121, 122 (after its transfer in 120); row
-    //   1 (transferred 121) in 123, 124: W_0 = 124 = e.
-    // Picked 125, X 126 end, completion 127.
+    //   Row r transferred in S_0 + cyc - R + 1 + r = 121 + r: X_0 = 122.
+    // Writes (mode 0): row 0 words 0, 1 in 122, 123 (after its transfer in
+    //   121); row 1 (transferred 122) in 124, 125: W_0 = 125; e = max(122,
+    //   125) = 125.
+    // Picked 126, X 127 end, completion 128.
+    // (The spec revision of a627405 made S_t = max(F_t, W_{t-1}) + 2, where
+    // this test had + 1: everything after F one cycle later than it had.)
     use gpurtl_params::BlockParams;
     let p = CuParams::presets().into_iter().find(|(n, _)| *n == "small").unwrap().1;
     assert_eq!((p.slots, p.banks, p.max_outstanding, p.grid_rows, p.grid_cols, p.kmax), (1, 1, 1, 2, 2, 16));
@@ -1462,19 +1637,12 @@ fn mma_exact_cycles_on_the_small_preset() {
     // A = [[1, -2, 3, -4], [5, 6, -7, 8]]; B rows [1, 2], [-3, 4], [5, -6],
     // [7, 8], each padded with 0x55 (never used).
     let a: [i8; 8] = [1, -2, 3, -4, 5, 6, -7, 8];
-    let b: [[i8; 2]; 4] = [[1, 2], [-3, 4], [5, -6], [7, 8]];
-    let image = |a: &[i8; 8]| {
-        let mut v: Vec<u8> = a.iter().map(|&x| x as u8).collect();
-        for row in &b {
-            v.extend([row[0] as u8, row[1] as u8, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55]);
-        }
-        v
-    };
+    let image = |a: &[i8; 8]| small_image(a);
     let mut r = setup(src, vec![block(0)], 64, 16, 5);
     r.memory.load(0x3000, &image(&a));
     let f = go(&p, &r);
-    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 94, 96, 98, 100, 126]);
-    assert_eq!((f.outcome.blocks[0].status, f.outcome.blocks[0].complete_cycle), (Status::Ok, 127));
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 94, 96, 98, 100, 127]);
+    assert_eq!((f.outcome.blocks[0].status, f.outcome.blocks[0].complete_cycle), (Status::Ok, 128));
     // C[0] = [1 + 6 + 15 - 28, 2 - 8 - 18 - 32], C[1] = [5 - 18 - 35 + 56,
     // 10 + 24 + 42 + 64].
     assert_eq!(&f.smem[40..56], &le(&[-6, -56, 8, 140])[..]);
@@ -1492,7 +1660,8 @@ fn mma_exact_cycles_on_the_small_preset() {
     let mut m = vec![0u8; 256];
     m[..40].copy_from_slice(&image(&a));
     let out = mma_checked(&p, &mop(0, 40, 0, 8, 2, 2, 4), 101, &mut m, &mut Banks::new(1));
-    assert_eq!(out.tiles, [mma::TileTimes { f: 108, s: 109, cyc: 12, w: 124 }]);
+    assert_eq!(out.tiles, [mma::TileTimes { f: 108, s: 110, cyc: 12, x: 122, w: 125 }]);
+    assert_eq!(out.done, 125);
     assert_eq!(
         out.accesses,
         [
@@ -1502,24 +1671,113 @@ fn mma_exact_cycles_on_the_small_preset() {
             Rd { cycle: 105, port: RD3, at: 16 },
             Rd { cycle: 106, port: RD3, at: 24 },
             Rd { cycle: 107, port: RD3, at: 32 },
-            Wr { cycle: 121, at: 40, value: -6i32 as u32 },
-            Wr { cycle: 122, at: 44, value: -56i32 as u32 },
-            Wr { cycle: 123, at: 48, value: 8 },
-            Wr { cycle: 124, at: 52, value: 140 },
+            Wr { cycle: 122, at: 40, value: -6i32 as u32 },
+            Wr { cycle: 123, at: 44, value: -56i32 as u32 },
+            Wr { cycle: 124, at: 48, value: 8 },
+            Wr { cycle: 125, at: 52, value: 140 },
         ]
     );
 
     // k-step 2 all zero in A (column 2 of both rows): the load filter skips
     // it: steps 0, 1, 3 issue in S + 2 .. S + 4 (s = S + 4), rows in
     // S + 10 + r: cyc = 11, everything after F one cycle earlier: writes
-    // 120..123, X end 125, completion 126.
+    // 121..124, X end 126, completion 127.
     let a0: [i8; 8] = [1, -2, 0, -4, 5, 6, 0, 8];
     let mut r = setup(src, vec![block(0)], 64, 16, 5);
     r.memory.load(0x3000, &image(&a0));
     let f = go(&p, &r);
-    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 94, 96, 98, 100, 125]);
-    assert_eq!(f.outcome.blocks[0].complete_cycle, 126);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 94, 96, 98, 100, 126]);
+    assert_eq!(f.outcome.blocks[0].complete_cycle, 127);
     assert_eq!(&f.smem[40..56], &le(&[-21, -38, 43, 98])[..]);
+}
+
+/// The small preset tests' A (2 x 4, PA = 4) and B (4 x 2, PB = 8: rows [1,
+/// 2], [-3, 4], [5, -6], [7, 8], each padded with 0x55): 40 bytes.
+fn small_image(a: &[i8; 8]) -> Vec<u8> {
+    let b: [[i8; 2]; 4] = [[1, 2], [-3, 4], [5, -6], [7, 8]];
+    let mut v: Vec<u8> = a.iter().map(|&x| x as u8).collect();
+    for row in &b {
+        v.extend([row[0] as u8, row[1] as u8, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55]);
+    }
+    v
+}
+
+#[test]
+fn mma_acc_exact_cycles_on_the_small_preset() {
+    // mma_exact_cycles_on_the_small_preset with `, acc` and C's words
+    // loaded first: the ld copies 56 bytes (A, B, then C = [1000, -2000,
+    // i32::MAX, -1] at 40).
+    //   0: li r4, 0x3000   1: li r6, 0x10038 (rows 1, n 56)
+    //   2: ld r3, r4, r5, r6   3: li r7, 8   4: li r8, 40   5: li r9, 0x40202
+    //   6: mma r8, r3, r7, r9, acc   7: end
+    // Load as there: X 27, 29, 31 (ld), g = 32; 14 beats, beat k taken in
+    //   38 + 6k: beat 13 in 116 = e. Picked 117: X 118, 120, 122, X 124
+    //   mma: g = 125.
+    // smem: A 8, B 40, C 40 + 16 = 56 <= 64 (mode 1 adds no bound).
+    // Reads as there, 24 cycles later (bank 0 has taken no read; rd4 asks
+    //   for nothing before the rows leave the grid):
+    //   126 rd2(0)   127 rd3(8)   128 rd2(4)   129 rd3(16)   130 rd3(24)
+    //   131 rd3(32): F_0 = 132; S_0 = 134; cyc = 12: row r transferred in
+    //   134 + 12 - 2 + 1 + r = 145 + r; X_0 = 146.
+    // C0 reads on rd4 at the words' own offsets, writes on wr2:
+    //   word (0, 0) at 40: offered from 146 (row 0 transferred 145), alone
+    //     on the bank: taken 146, written 147;
+    //   word (0, 1) at 44: from 147 (the previous read taken 146): the write
+    //     of 147 is word 10 (offset 40), this read word 11: not held; taken
+    //     147, written 148;
+    //   word (1, 0) at 48: from max(147 + 1, 146 + 1) = 148: taken 148,
+    //     written 149;
+    //   word (1, 1) at 52: taken 149, written 150 = W_0.
+    //   e = max(X_0 = 146, W_0 = 150) = 150. (Mode 0 would write in 146,
+    //   147, 148, 149: acc costs one cycle here.)
+    // Picked 151, X 152 end, completion 153.
+    // C = A . B + C: [-6 + 1000, -56 - 2000, 8 + i32::MAX (wraps), 140 - 1].
+    use gpurtl_params::BlockParams;
+    let p = CuParams::presets().into_iter().find(|(n, _)| *n == "small").unwrap().1;
+    let src = "li r4, 0x3000\nli r6, 0x10038\nld r3, r4, r5, r6\n\
+               li r7, 8\nli r8, 40\nli r9, 0x40202\nmma r8, r3, r7, r9, acc\nend";
+    let a: [i8; 8] = [1, -2, 3, -4, 5, 6, -7, 8];
+    let mut image = small_image(&a);
+    image.extend(le(&[1000, -2000, i32::MAX, -1]));
+    let mut r = setup(src, vec![block(0)], 64, 16, 5);
+    r.memory.load(0x3000, &image);
+    let f = go(&p, &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 118, 120, 122, 124, 152]);
+    assert_eq!((f.outcome.blocks[0].status, f.outcome.blocks[0].complete_cycle), (Status::Ok, 153));
+    let want = le(&[994, -2056, i32::MIN + 7, 139]);
+    assert_eq!(&f.smem[40..56], &want[..]);
+    assert_eq!(&f.smem[..40], &image[..40]);
+    assert_eq!(f.banks.last(0), Some(RD4));
+    let v = io::output_json(&p, &r, &f.outcome);
+    assert_eq!(v["trace"][6]["insn"], "mma r8, r3, r7, r9, acc");
+
+    // The operation on the engine: g = 125.
+    let mut m = vec![0u8; 256];
+    m[..56].copy_from_slice(&image);
+    let op = mma::Op { c0: C0::Acc, ..mop(0, 40, 0, 8, 2, 2, 4) };
+    let out = mma_checked(&p, &op, 125, &mut m, &mut Banks::new(1));
+    assert_eq!(out.tiles, [mma::TileTimes { f: 132, s: 134, cyc: 12, x: 146, w: 150 }]);
+    assert_eq!(out.done, 150);
+    assert_eq!(
+        out.accesses,
+        [
+            Rd { cycle: 126, port: RD2, at: 0 },
+            Rd { cycle: 127, port: RD3, at: 8 },
+            Rd { cycle: 128, port: RD2, at: 4 },
+            Rd { cycle: 129, port: RD3, at: 16 },
+            Rd { cycle: 130, port: RD3, at: 24 },
+            Rd { cycle: 131, port: RD3, at: 32 },
+            Rd { cycle: 146, port: RD4, at: 40 },
+            Rd { cycle: 147, port: RD4, at: 44 },
+            Wr { cycle: 147, at: 40, value: 994 },
+            Rd { cycle: 148, port: RD4, at: 48 },
+            Wr { cycle: 148, at: 44, value: -2056i32 as u32 },
+            Rd { cycle: 149, port: RD4, at: 52 },
+            Wr { cycle: 149, at: 48, value: (i32::MIN + 7) as u32 },
+            Wr { cycle: 150, at: 52, value: 139 },
+        ]
+    );
+    assert_eq!(&m[40..56], &want[..]);
 }
 
 #[test]
@@ -1529,17 +1787,21 @@ fn mma_bank_conflicts_follow_the_last_read_of_the_bank() {
     // tiles (columns 0, 1 and column 2), each rd2(0), rd2(4) and rd3(8)
     // (tile 1: 8 + 4*floor(2/4) = 8).
     // cyc of a tile of one useful step: accepted S, issued S + 2 (tile
-    //   ending), rows ready S + 7 + r, transferred S + 8 + r: 9.
+    //   ending), rows ready S + 7 + r, transferred S + 8 + r: 9; X = S + 9.
     // (a) bank 0's last read was rd2's:
-    //   101 rd3(8) [t0]   102 rd2(0)   103 rd3(8) [t1; tile 1 < 2: free]
+    //   101 rd3(8) [t0: rd3 is above rd2]   102 rd2(0) [last rd3: none above
+    //   asks, the lowest]   103 rd3(8) [t1; tile 1 < 2: free]
     //   104 rd2(4): F_0 = 105   105 rd2(0) [t1]   106 rd2(4): F_1 = 107
-    //   S_0 = 106: rows 114, 115: writes 115, 116, 117, 118 = W_0
-    //   S_1 = max(107, 118) + 1 = 119: rows 127, 128: writes 128 (row 0),
-    //   129 (row 1) = W_1 = e.
-    // (b) its last read was another port's (or none):
+    //   S_0 = 107, X_0 = 116: rows 115, 116: writes 116, 117, 118, 119 = W_0
+    //   S_1 = max(107, X_0 = 116) + 2 = 118, X_1 = 127: rows 126, 127:
+    //   writes 127 (row 0), 128 (row 1) = W_1; e = max(127, 128) = 128.
+    // (b) its last read was none, rd0's, rd1's or rd3's (none above rd3 or
+    //   rd4 asks; rd2 is above rd0, rd1): rd2 first:
     //   101 rd2(0)   102 rd3(8)   103 rd2(4): F_0 = 104   104 rd3(8) [t1;
     //   last rd2]   105 rd2(0)   106 rd2(4): F_1 = 107
-    //   S_0 = 105: writes 114..117 = W_0; S_1 = 118: writes 127, 128 = e.
+    //   S_0 = 106, X_0 = 115: writes 115..118 = W_0; S_1 = max(107, 115) + 2
+    //   = 117, X_1 = 126: writes 126, 127 = W_1 = e.
+    // (Under the previous revision S_1 waited for W_0: 1 and 2 cycles more.)
     let p = grid_params(2, 2, 1, 16);
     let op = mop(0, 16, 0, 8, 2, 3, 1);
     let init = |m: &mut Vec<u8>| {
@@ -1560,42 +1822,162 @@ fn mma_bank_conflicts_follow_the_last_read_of_the_bank() {
         assert_eq!(&m[16..40], &want[..], "{last:?}");
         assert_eq!(banks.last(0), Some(RD2), "the last read: rd2(4) of tile 1");
         let first = out.accesses[0];
-        results.push((first, out.tiles.iter().map(|t| (t.f, t.s, t.w)).collect::<Vec<_>>(), out.done));
+        results.push((first, out.tiles.iter().map(|t| (t.f, t.s, t.x, t.w)).collect::<Vec<_>>(), out.done));
     }
-    assert_eq!(results[0], (Rd { cycle: 101, port: RD3, at: 8 }, vec![(105, 106, 118), (107, 119, 129)], 129));
+    assert_eq!(results[0], (Rd { cycle: 101, port: RD3, at: 8 }, vec![(105, 107, 116, 119), (107, 118, 127, 128)], 128));
     for r in &results[1..] {
-        assert_eq!(*r, (Rd { cycle: 101, port: RD2, at: 0 }, vec![(104, 105, 117), (107, 118, 128)], 128));
+        assert_eq!(*r, (Rd { cycle: 101, port: RD2, at: 0 }, vec![(104, 106, 115, 118), (107, 117, 126, 127)], 127));
     }
 }
 
 #[test]
+fn mma_tile_start_waits_for_the_writes_two_tiles_back() {
+    // Grid 4 x 8, eight banks (word m: bank m mod 8, row m div 8), g = 0,
+    // no read yet. TM = 4, TN = 24, K = 1: three tiles (column blocks), 32
+    // words each. A (4 x 1) at 0, PA = 4: rd2 reads words 0..3 each tile.
+    // B (1 x 24) at 32, PB = 24: rd3 reads 2 words a tile, 32 + 8c + 4h:
+    // words 8, 9 | 10, 11 | 12, 13. C at 64: C[i][n] at 64 + 96i + 4n.
+    // cyc (one useful step): issued S + 2, row r ready S + 2 + r + 8 + 1 + 2,
+    //   transferred S + 14 + r: cyc = 17, rows in S + 17 - 4 + 1 + r.
+    // Reads:
+    //   1 rd2 w0 (bank 0) and rd3 w8 (bank 0): no read yet: rd2
+    //   2 rd2 w1, rd3 w8 (banks 1, 0)   3 rd2 w2, rd3 w9 (tile 0's last)
+    //   4 rd2 w3 (tile 0's last: F_0 = 5), rd3 w10 (tile 1; banks 3, 2)
+    //   5 rd2 w0, rd3 w11 (tile 1's last)   6 w1   7 w2   8 w3: F_1 = 9
+    //   S_0 = 7, X_0 = 24, rows 21..24: writes one a cycle from 22, row r's
+    //   8 words in 22 + 8r .. 29 + 8r (each after its row): W_0 = 53.
+    //   S_1 = max(9, X_0 = 24) + 2 = 26, X_1 = 43, rows 40..43: writes after
+    //   tile 0's, 54 .. 85 = W_1.
+    //   Tile 2 from X_0 + 1 = 25: 25 rd2 w0, rd3 w12 (banks 0, 4; the
+    //   write is word 19: bank 3 row 2)   26 rd2 w1, rd3 w13 (write w20)
+    //   27 rd2 w2 (w21)   28 rd2 w3 (w22): F_2 = 29.
+    //   S_2 = max(F_2 = 29, X_1 = 43, W_0 = 53) + 2 = 55: the row buffer
+    //   still holds tile 0's rows. X_2 = 72, rows 69..72; writes after tile
+    //   1's: 86 .. 117 = W_2; e = max(72, 117) = 117.
+    let p = grid_params(4, 8, 8, 16);
+    let mut m = noise(1024, 5);
+    let op = mop(0, 64, 0, 32, 4, 24, 1);
+    let want = mma_reference(&m, &op);
+    let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(8));
+    assert_eq!(
+        out.tiles,
+        [
+            mma::TileTimes { f: 5, s: 7, cyc: 17, x: 24, w: 53 },
+            mma::TileTimes { f: 9, s: 26, cyc: 17, x: 43, w: 85 },
+            mma::TileTimes { f: 29, s: 55, cyc: 17, x: 72, w: 117 },
+        ]
+    );
+    assert_eq!(out.done, 117);
+    let reads: Vec<(u64, u8, u32)> = out
+        .accesses
+        .iter()
+        .filter_map(|a| match *a {
+            Rd { cycle, port, at } => Some((cycle, port, at / 4)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        reads,
+        [
+            (1, RD2, 0),
+            (2, RD2, 1),
+            (2, RD3, 8),
+            (3, RD2, 2),
+            (3, RD3, 9),
+            (4, RD2, 3),
+            (4, RD3, 10),
+            (5, RD2, 0),
+            (5, RD3, 11),
+            (6, RD2, 1),
+            (7, RD2, 2),
+            (8, RD2, 3),
+            (25, RD2, 0),
+            (25, RD3, 12),
+            (26, RD2, 1),
+            (26, RD3, 13),
+            (27, RD2, 2),
+            (28, RD2, 3),
+        ]
+    );
+    assert_eq!(&m[64..448], &want[..]);
+}
+
+#[test]
+fn mma_done_when_the_dropped_rows_leave_the_grid() {
+    // Grid 3 x 1, one bank, g = 0: TM = TN = K = 1, A = [[5]] at 0, B =
+    // [[7]] at 8, C at 16. 1 rd2(0) [no read yet]   2 rd3(8): F_0 = 3,
+    // S_0 = 5. cyc (3 x 1, one step): issued S + 2, row r ready S + 2 + r +
+    // 1 + 1 + 2, transferred S + 7 + r: cyc = 9, X_0 = 14. Row 0 (the only
+    // one written) transferred in 5 + 9 - 3 + 1 = 12, written in 13 = W_0;
+    // rows 1, 2 are dropped. e = max(X_0 = 14, W_0 = 13) = 14.
+    let p = grid_params(3, 1, 1, 16);
+    let mut m = vec![0u8; 64];
+    m[0] = 5;
+    m[8] = 7;
+    let out = mma_checked(&p, &mop(0, 16, 0, 8, 1, 1, 1), 0, &mut m, &mut Banks::new(1));
+    assert_eq!(out.tiles, [mma::TileTimes { f: 3, s: 5, cyc: 9, x: 14, w: 13 }]);
+    assert_eq!(out.done, 14);
+    assert_eq!(&m[16..20], &le(&[35])[..]);
+}
+
+#[test]
 fn mma_arbitration_rule() {
-    // (bank, row) of the rd2 and rd3 offers, the write taken in the cycle.
+    // (bank, row) of the rd2, rd3 and rd4 offers, the write taken in the
+    // cycle. Of the ports asking for a bank: the lowest above the port of
+    // the bank's last read, else the lowest; no read yet counts as rd4.
     let mut banks = Banks::new(4);
-    let (x, y) = (Some((1u32, 5u64)), Some((1u32, 6u64)));
-    // Different banks: both.
-    assert_eq!(mma::arbitrate([Some((0, 5)), Some((1, 5))], None, &banks), [true, true]);
-    // One bank, no read yet: rd2; then by the bank's last read.
-    assert_eq!(mma::arbitrate([x, y], None, &banks), [true, false]);
-    for (port, want) in [(RD0, [true, false]), (RD1, [true, false]), (RD2, [false, true]), (RD3, [true, false])] {
-        banks.took(4, port); // word 1: bank 1
-        assert_eq!(mma::arbitrate([x, y], None, &banks), want, "last {port}");
+    let (x, y, z) = (Some((1u32, 5u64)), Some((1u32, 6u64)), Some((1u32, 7u64)));
+    // Different banks: all.
+    assert_eq!(mma::arbitrate([Some((0, 5)), Some((1, 5)), Some((2, 5))], None, &banks), [true, true, true]);
+    // One bank, no read yet (rd4): the lowest asking.
+    assert_eq!(mma::arbitrate([x, y, z], None, &banks), [true, false, false]);
+    assert_eq!(mma::arbitrate([None, y, z], None, &banks), [false, true, false]);
+    assert_eq!(mma::arbitrate([x, None, z], None, &banks), [true, false, false]);
+    // Every last port and every set of two or three asking, by hand:
+    //   last   {2,3}  {2,4}  {3,4}  {2,3,4}
+    //   rd0    2      2      3      2
+    //   rd1    2      2      3      2
+    //   rd2    3      4      3      3
+    //   rd3    2      4      4      4
+    //   rd4    2      2      3      2
+    let table: [(u8, [usize; 4]); 5] =
+        [(RD0, [0, 0, 1, 0]), (RD1, [0, 0, 1, 0]), (RD2, [1, 2, 1, 1]), (RD3, [0, 2, 2, 2]), (RD4, [0, 0, 1, 0])];
+    let sets: [[bool; 3]; 4] = [[true, true, false], [true, false, true], [false, true, true], [true, true, true]];
+    for (last, winners) in table {
+        banks.took(4, last); // word 1: bank 1
         // Another bank's history does not matter.
-        banks.took(4 * 2, if port == RD2 { RD3 } else { RD2 });
-        assert_eq!(mma::arbitrate([x, y], None, &banks), want, "last {port}");
+        banks.took(4 * 2, if last == RD2 { RD3 } else { RD2 });
+        for (set, &w) in sets.iter().zip(&winners) {
+            let offers = [0, 1, 2].map(|i| if set[i] { [x, y, z][i] } else { None });
+            let mut want = [false; 3];
+            want[w] = true;
+            assert_eq!(mma::arbitrate(offers, None, &banks), want, "last {last} set {set:?}");
+        }
+        // Alone, a port always takes the bank.
+        for i in 0..3 {
+            let mut offers = [None; 3];
+            offers[i] = [x, y, z][i];
+            let mut want = [false; 3];
+            want[i] = true;
+            assert_eq!(mma::arbitrate(offers, None, &banks), want, "last {last} alone {i}");
+        }
     }
-    // A read of the row written in the cycle waits, and the other read of
-    // its bank takes the bank even if it would have lost.
-    banks.took(4, RD2); // rd3 would win bank 1
-    assert_eq!(mma::arbitrate([x, y], Some((1, 6)), &banks), [true, false]);
-    assert_eq!(mma::arbitrate([x, y], Some((1, 5)), &banks), [false, true]);
-    assert_eq!(mma::arbitrate([x, None], Some((1, 5)), &banks), [false, false]);
+    // A read of the row written in the cycle is not among those asking: the
+    // others share the bank as if it did not ask.
+    banks.took(4, RD2); // of rd3 and rd4, rd3 would win bank 1
+    assert_eq!(mma::arbitrate([x, y, z], Some((1, 6)), &banks), [false, false, true]);
+    assert_eq!(mma::arbitrate([x, y, z], Some((1, 5)), &banks), [false, true, false]);
+    assert_eq!(mma::arbitrate([x, y, z], Some((1, 7)), &banks), [false, true, false]);
+    assert_eq!(mma::arbitrate([x, None, None], Some((1, 5)), &banks), [false, false, false]);
+    assert_eq!(mma::arbitrate([None, None, z], Some((1, 7)), &banks), [false, false, false]);
+    banks.took(4, RD3); // rd4 would win
+    assert_eq!(mma::arbitrate([x, y, z], Some((1, 7)), &banks), [true, false, false]);
     // The same row in another bank, or another row of the bank, is no
     // conflict.
-    assert_eq!(mma::arbitrate([x, None], Some((0, 5)), &banks), [true, false]);
-    assert_eq!(mma::arbitrate([Some((0, 5)), x], Some((1, 4)), &banks), [true, true]);
-    // Both reads of the written row wait.
-    assert_eq!(mma::arbitrate([x, x], Some((1, 5)), &banks), [false, false]);
+    assert_eq!(mma::arbitrate([x, None, None], Some((0, 5)), &banks), [true, false, false]);
+    assert_eq!(mma::arbitrate([Some((0, 5)), x, Some((2, 9))], Some((1, 4)), &banks), [true, true, true]);
+    // Every read of the written row waits.
+    assert_eq!(mma::arbitrate([x, x, x], Some((1, 5)), &banks), [false, false, false]);
     // Bank and row of a scratchpad byte address: word m = X/4, bank m mod
     // banks, row m div banks.
     assert_eq!(banks.bank_row(0), (0, 0));
@@ -1605,23 +1987,26 @@ fn mma_arbitration_rule() {
 
 #[test]
 fn mma_reads_see_its_own_earlier_writes() {
-    // Grid 1 x 1, one bank, g = 100. A = [[-128]] at 0, B = [[127, 2, 5]] at
-    // 8 (bytes 8, 9, 10), C (1 x 3) at 8: C[0][0] overwrites B's row. Three
-    // tiles (columns 0, 1, 2), each rd2(0) and rd3(8) (4*floor(c/4) = 0).
+    // Grid 1 x 1, one bank (a word's row is its index), g = 100. A = [[-128]]
+    // at 0, B = [[127, 2, 5]] at 8 (bytes 8, 9, 10), C (1 x 3) at 8: C[0][0]
+    // overwrites B's row. Three tiles (columns 0, 1, 2), each rd2(0) and
+    // rd3(8) (4*floor(c/4) = 0).
     // cyc of a 1 x 1 tile of one useful step: issued S + 2, row ready
-    //   s + 0 + C + 1 + P = S + 6, transferred S + 7: cyc = 7; row 0
-    //   transferred in S + 7 - 1 + 1 = S + 7.
-    //   101 rd2(0) [t0: no read yet]   102 rd3(8) [t0]: F_0 = 103
-    //   103 rd2(0) [t1]   104 rd3(8) [t1]: F_1 = 105
-    //   S_0 = 104: row in 111, wr2(8) in 112 = W_0 (C[0][0] = -16256 =
+    //   s + 0 + C + 1 + P = S + 6, transferred S + 7: cyc = 7 = X - S; row 0
+    //   transferred in S + 7 - 1 + 1 = X.
+    //   101 rd2(0) [t0: no read yet]   102 rd3(8) [t0; last rd2]: F_0 = 103
+    //   103 rd2(0) [t1; last rd3, no rd4]   104 rd3(8) [t1]: F_1 = 105
+    //   S_0 = 105, X_0 = 112: wr2(8) in 113 = W_0 (C[0][0] = -16256 =
     //     0xFFFFC080)
-    //   tile 2 may read from 113: 113 rd2(0) (last rd3)   114 rd3(8): it
-    //     sees the write of 112: B[0][2] is byte 2 of 0xFFFFC080 = -1
-    //     F_2 = 115
-    //   S_1 = max(105, 112) + 1 = 113: row 120, wr2(12) in 121 = W_1
+    //   S_1 = max(105, X_0 = 112) + 2 = 114, X_1 = 121: wr2(12) in 122 = W_1
     //     (C[0][1] = -128*2, from the B read in 104, before the write)
-    //   S_2 = max(115, 121) + 1 = 122: row 129, wr2(16) in 130 = W_2 = e
-    //     (C[0][2] = -128 * -1 = 128, not -128*5)
+    //   Tile 2 may read from X_0 + 1 = 113: rd3(8) is the word written in
+    //     113: not asking; rd2(0) alone: 113 rd2(0); 114 rd3(8): it sees the
+    //     write of 113: B[0][2] is byte 2 of 0xFFFFC080 = -1. F_2 = 115.
+    //   S_2 = max(115, X_1 = 121, W_0 = 113) + 2 = 123, X_2 = 130: wr2(16)
+    //     in 131 = W_2; e = 131 (C[0][2] = -128 * -1 = 128, not -128*5)
+    // (The previous revision freed tile 2's half at W_0 + 1, not X_0 + 1,
+    // and started tiles after W_{t-1}.)
     let p = grid_params(1, 1, 1, 8);
     let mut m = vec![0u8; 64];
     m[0] = 0x80;
@@ -1635,21 +2020,22 @@ fn mma_reads_see_its_own_earlier_writes() {
             Rd { cycle: 102, port: RD3, at: 8 },
             Rd { cycle: 103, port: RD2, at: 0 },
             Rd { cycle: 104, port: RD3, at: 8 },
-            Wr { cycle: 112, at: 8, value: 0xFFFF_C080 },
             Rd { cycle: 113, port: RD2, at: 0 },
+            Wr { cycle: 113, at: 8, value: 0xFFFF_C080 },
             Rd { cycle: 114, port: RD3, at: 8 },
-            Wr { cycle: 121, at: 12, value: -256i32 as u32 },
-            Wr { cycle: 130, at: 16, value: 128 },
+            Wr { cycle: 122, at: 12, value: -256i32 as u32 },
+            Wr { cycle: 131, at: 16, value: 128 },
         ]
     );
     assert_eq!(
         out.tiles,
         [
-            mma::TileTimes { f: 103, s: 104, cyc: 7, w: 112 },
-            mma::TileTimes { f: 105, s: 113, cyc: 7, w: 121 },
-            mma::TileTimes { f: 115, s: 122, cyc: 7, w: 130 },
+            mma::TileTimes { f: 103, s: 105, cyc: 7, x: 112, w: 113 },
+            mma::TileTimes { f: 105, s: 114, cyc: 7, x: 121, w: 122 },
+            mma::TileTimes { f: 115, s: 123, cyc: 7, x: 130, w: 131 },
         ]
     );
+    assert_eq!(out.done, 131);
     assert_eq!(&m[8..20], &le(&[-16256, -256, 128])[..]);
 }
 
@@ -1658,8 +2044,8 @@ fn mma_read_held_back_by_a_write_of_its_row() {
     // Grid 1 x 1, one bank (a word's row is its index), kmax 32, g = 0:
     // TM = 1, TN = 3, K = 32, all values 1. A at 0 (PA = 32): per tile 8
     // rd2 reads 0, 4, .., 28; B at 32 (PB = 8): per tile 32 rd3 reads
-    // 32 + 8k (columns 0..2 in the row's first word). C at 276: C[0][n] at
-    // 276 + 4n; C[0][1] at 280 is B's row 31.
+    // 32 + 8k (columns 0..2 in the row's first word). C at 0: C[0][n] at
+    // 4n, over A's words 0, 1, 2.
     // cyc of a tile of 32 useful steps (8 groups back to back): steps issue
     //   in S + 2 .. S + 33 (the last tile-ending), the row is ready from
     //   s + 0 + C + 1 + P = S + 37, transferred S + 38: cyc = 38.
@@ -1667,44 +2053,193 @@ fn mma_read_held_back_by_a_write_of_its_row() {
     //   rd2 tile 0 in 1, 3, .., 15, tile 1 in 17, .., 31 (tile 1 < 2);
     //   rd3 tile 0 in 2, 4, .., 32, then alone 33..48: F_0 = 49; tile 1
     //   in 49..80: F_1 = 81.
-    //   S_0 = 50: row in 88, wr2(276) in 89 = W_0.
-    //   Tile 2 from 90 (last read rd3's): rd2 in 90, 92, .., 104, rd3 k =
-    //   0..7 in 91, .., 105, k = 8..30 in 106..128; k = 31 (280) offered in
-    //   129.
-    //   S_1 = max(81, 89) + 1 = 90: row in 128, wr2(280) in 129 = W_1: the
-    //   read of 280 (bank 0, row 70) waits; taken in 130, it sees C[0][1] =
-    //   32: B[31][2] = byte 2 = 0. F_2 = 131.
-    //   Tile 2's step 31 is not useful (B slice zero): step 30 is
-    //   tile-ending, in S + 32: cyc = 37. S_2 = max(131, 129) + 1 = 132:
-    //   row in 169, wr2(284) in 170 = W_2 = e. C[0][2] = 31.
+    //   S_0 = 51, X_0 = 89: wr2(0) in 90 = W_0 (C[0][0] = 32).
+    //   S_1 = max(81, X_0 = 89) + 2 = 91, X_1 = 129: wr2(4) in 130 = W_1
+    //   (C[0][1] = 32: tile 1's A was read in 17..31).
+    //   Tile 2 from X_0 + 1 = 90. In 90 rd2(0) is the word written: it is
+    //   not asking (though above rd3, the bank's last reader), and rd3(32)
+    //   takes the bank. 91: rd2(0) (last rd3) sees C[0][0] = 32: A[0][0..3]
+    //   = 32, 0, 0, 0. Then they alternate: rd2 j in 91 + 2j (j = 7 in
+    //   105), rd3 k <= 7 in 90 + 2k, k = 8..31 alone in 98 + k (k = 31 in
+    //   129): F_2 = 130.
+    //   Tile 2: steps 1, 2, 3 have a zero A slice (load filter): 29 useful
+    //   steps in S + 2 .. S + 30 (group 0's one step, then the others back
+    //   to back), the row ready S + 34, transferred S + 35: cyc = 35.
+    //   S_2 = max(130, X_1 = 129, W_0 = 90) + 2 = 132, X_2 = 167: wr2(8) in
+    //   168 = W_2 = e. C[0][2] = 32*1 + 28*1 = 60.
     let p = grid_params(1, 1, 1, 32);
     let mut m = vec![0u8; 512];
     m[..32].fill(1);
     for k in 0..32 {
         m[32 + 8 * k..32 + 8 * k + 3].fill(1);
     }
-    let op = mop(0, 276, 0, 32, 1, 3, 32);
+    let op = mop(0, 0, 0, 32, 1, 3, 32);
     let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
     assert_eq!(
         out.tiles,
         [
-            mma::TileTimes { f: 49, s: 50, cyc: 38, w: 89 },
-            mma::TileTimes { f: 81, s: 90, cyc: 38, w: 129 },
-            mma::TileTimes { f: 131, s: 132, cyc: 37, w: 170 },
+            mma::TileTimes { f: 49, s: 51, cyc: 38, x: 89, w: 90 },
+            mma::TileTimes { f: 81, s: 91, cyc: 38, x: 129, w: 130 },
+            mma::TileTimes { f: 130, s: 132, cyc: 35, x: 167, w: 168 },
         ]
     );
-    let k = out.accesses.iter().position(|a| *a == Wr { cycle: 129, at: 280, value: 32 }).unwrap();
+    let k = out.accesses.iter().position(|a| *a == Wr { cycle: 90, at: 0, value: 32 }).unwrap();
     assert_eq!(
-        &out.accesses[k - 2..],
+        &out.accesses[k - 2..k + 4],
         [
-            Rd { cycle: 127, port: RD3, at: 32 + 8 * 29 },
-            Rd { cycle: 128, port: RD3, at: 32 + 8 * 30 },
-            Wr { cycle: 129, at: 280, value: 32 },
-            Rd { cycle: 130, port: RD3, at: 280 },
-            Wr { cycle: 170, at: 284, value: 31 },
+            Rd { cycle: 80, port: RD3, at: 32 + 8 * 31 },
+            Rd { cycle: 90, port: RD3, at: 32 },
+            Wr { cycle: 90, at: 0, value: 32 },
+            Rd { cycle: 91, port: RD2, at: 0 },
+            Rd { cycle: 92, port: RD3, at: 40 },
+            Rd { cycle: 93, port: RD2, at: 4 },
         ]
     );
-    assert_eq!(&m[276..288], &le(&[32, 32, 31])[..]);
+    assert_eq!(&out.accesses[out.accesses.len() - 4..], [
+        Rd { cycle: 128, port: RD3, at: 32 + 8 * 30 },
+        Rd { cycle: 129, port: RD3, at: 32 + 8 * 31 },
+        Wr { cycle: 130, at: 4, value: 32 },
+        Wr { cycle: 168, at: 8, value: 60 },
+    ]);
+    assert_eq!(&m[0..12], &le(&[32, 32, 60])[..]);
+}
+
+#[test]
+fn mma_three_ports_meet_on_one_bank() {
+    // Grid 2 x 1, one bank (a word's row is its index), g = 100, no read
+    // yet. TM = 2, TN = 3, K = 2: three tiles (columns 0, 1, 2), h = 2,
+    // w = 1, q = 1. A (2 x 2) at 0, PA = 4: rd2 reads 0, 4 each tile. B
+    // (2 x 3) at 8, PB = 8: rd3 reads 8, 16 each tile (4*floor(t/4) = 0).
+    // C (2 x 3) at 24: tile t's words (row 0) 24 + 4t, (row 1) 36 + 4t.
+    // Mode 1: C0 read at the word's offset; mode 2 (bias at 48): at 48 + 4t
+    // for both rows. Every value non-zero: both steps useful.
+    // cyc (2 x 1, two steps): issued S + 2, S + 3 (tile-ending s = S + 3),
+    //   row r ready s + r + C + 1 + P = S + 7 + r, transferred S + 8 + r:
+    //   cyc = 9, X = S + 9, row 0 transferred X - 1, row 1 X.
+    // A/B reads of tiles 0, 1 (rd2, rd3 alternate: last none, rd2, rd3, ..):
+    //   101 rd2(0)  102 rd3(8)  103 rd2(4)  104 rd3(16): F_0 = 105
+    //   105 rd2(0)  106 rd3(8)  107 rd2(4)  108 rd3(16): F_1 = 109
+    //   (rd2 has tile 2 next from 105: not free before X_0 + 1.)
+    //   S_0 = 107, X_0 = 116 (rows 115, 116); S_1 = max(109, 116) + 2 = 118,
+    //   X_1 = 127 (rows 126, 127).
+    //   116: rd4 (tile 0, row 0; from 115 + 1) alone: taken; written 117.
+    //   117: tile 2 free (X_0 + 1): rd2(0), rd3(8) and rd4 (row 1: from
+    //     max(116 + 1, 116 + 1)) all ask; the write of 117 is another word.
+    //     Last rd4: none above: the lowest, rd2(0).
+    //   118: rd2(4), rd3(8), rd4: last rd2: rd3(8).
+    //   119: rd2(4), rd3(16), rd4: last rd3: rd4. Written 120 = W_0.
+    //   120: rd2(4), rd3(16): last rd4: rd2(4).   121: rd3(16): F_2 = 122.
+    //   S_2 = max(122, X_1 = 127, W_0 = 120) + 2 = 129, X_2 = 138.
+    //   127, 128: rd4 of tile 1 (rows transferred 126, 127), written 128,
+    //   129 = W_1. 138, 139: tile 2's, written 139, 140 = W_2; e = 140.
+    let p = grid_params(2, 1, 1, 16);
+    // A = [[1, 2], [3, -4]], B = [[5, 6, 7], [-8, 9, 10]].
+    let mut m0 = vec![0u8; 128];
+    m0[0..2].copy_from_slice(&[1, 2]);
+    m0[4..6].copy_from_slice(&[3, -4i8 as u8]);
+    m0[8..11].copy_from_slice(&[5, 6, 7]);
+    m0[16..19].copy_from_slice(&[-8i8 as u8, 9, 10]);
+    m0[24..48].copy_from_slice(&le(&[100, 200, 300, 400, 500, 600]));
+    m0[48..60].copy_from_slice(&le(&[-1000, -2000, -3000]));
+    // A . B = [[-11, 24, 27], [47, -18, -19]].
+    for (c0, c0_at, want) in [
+        (C0::Acc, [24, 36, 28, 40, 32, 44], [89, 224, 327, 447, 482, 581]),
+        (C0::Bias(48), [48, 48, 52, 52, 56, 56], [-1011, -1976, -2973, -953, -2018, -3019]),
+    ] {
+        let mut m = m0.clone();
+        let op = mma::Op { c0, ..mop(0, 24, 0, 8, 2, 3, 2) };
+        let out = mma_checked(&p, &op, 100, &mut m, &mut Banks::new(1));
+        assert_eq!(
+            out.tiles,
+            [
+                mma::TileTimes { f: 105, s: 107, cyc: 9, x: 116, w: 120 },
+                mma::TileTimes { f: 109, s: 118, cyc: 9, x: 127, w: 129 },
+                mma::TileTimes { f: 122, s: 129, cyc: 9, x: 138, w: 140 },
+            ],
+            "{c0:?}"
+        );
+        assert_eq!(out.done, 140);
+        let reads: Vec<(u64, u8, u32)> = out
+            .accesses
+            .iter()
+            .filter_map(|a| match *a {
+                Rd { cycle, port, at } => Some((cycle, port, at)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            reads,
+            [
+                (101, RD2, 0),
+                (102, RD3, 8),
+                (103, RD2, 4),
+                (104, RD3, 16),
+                (105, RD2, 0),
+                (106, RD3, 8),
+                (107, RD2, 4),
+                (108, RD3, 16),
+                (116, RD4, c0_at[0]),
+                (117, RD2, 0),
+                (118, RD3, 8),
+                (119, RD4, c0_at[1]),
+                (120, RD2, 4),
+                (121, RD3, 16),
+                (127, RD4, c0_at[2]),
+                (128, RD4, c0_at[3]),
+                (138, RD4, c0_at[4]),
+                (139, RD4, c0_at[5]),
+            ],
+            "{c0:?}"
+        );
+        let writes: Vec<(u64, u32)> = out
+            .accesses
+            .iter()
+            .filter_map(|a| match *a {
+                Wr { cycle, at, .. } => Some((cycle, at)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(writes, [(117, 24), (120, 36), (128, 28), (129, 40), (139, 32), (140, 44)]);
+        // C's rows (row 0 at 24, row 1 at 36).
+        assert_eq!(&m[24..48], &le(&want)[..], "{c0:?}");
+        assert_eq!(&m[48..60], &m0[48..60], "the bias row is not written");
+    }
+}
+
+#[test]
+fn mma_c0_read_waits_for_the_write_of_its_word() {
+    // Grid 1 x 2, one bank, g = 100: TM = 1, TN = 2, K = 1, mode 2 with the
+    // bias row at o = 16 and C at 20: C0[0] is the word at 16, C0[1] the
+    // word at 20, which is C[0][0]. A = [[3]] at 0, B = [[-2, 5]] at 8.
+    //   101 rd2(0) [no read yet]   102 rd3(8): F_0 = 103; S_0 = 105.
+    //   cyc (1 x 2, one step): issued S + 2, ready s + 0 + C + 1 + P = S + 7,
+    //   transferred S + 8: cyc = 8, X_0 = 113 (row 0 transferred).
+    //   114 rd4(16): C[0][0] = -6 + 100 = 94, written 115.
+    //   115 rd4(20) offered: the word written in 115: not asking, waits.
+    //   116 rd4(20) taken: it sees 94; C[0][1] = 15 + 94 = 109 (not 15 + the
+    //   1000 there before), written 117 = W_0 = e.
+    let p = grid_params(1, 2, 1, 16);
+    let mut m = vec![0u8; 64];
+    m[0] = 3;
+    m[8..10].copy_from_slice(&[-2i8 as u8, 5]);
+    m[16..24].copy_from_slice(&le(&[100, 1000]));
+    let op = mma::Op { c0: C0::Bias(16), ..mop(0, 20, 0, 8, 1, 2, 1) };
+    assert_eq!(mma::check(16, 28, &op), Ok(()));
+    let out = mma_checked(&p, &op, 100, &mut m, &mut Banks::new(1));
+    assert_eq!(out.tiles, [mma::TileTimes { f: 103, s: 105, cyc: 8, x: 113, w: 117 }]);
+    assert_eq!(
+        out.accesses,
+        [
+            Rd { cycle: 101, port: RD2, at: 0 },
+            Rd { cycle: 102, port: RD3, at: 8 },
+            Rd { cycle: 114, port: RD4, at: 16 },
+            Wr { cycle: 115, at: 20, value: 94 },
+            Rd { cycle: 116, port: RD4, at: 20 },
+            Wr { cycle: 117, at: 24, value: 109 },
+        ]
+    );
+    assert_eq!(out.done, 117);
+    assert_eq!(&m[16..28], &le(&[100, 94, 109])[..]);
 }
 
 #[test]
@@ -1739,8 +2274,9 @@ fn st_between_two_mma_changes_the_second_ones_arbitration() {
     //      r10 = 0x10004: a read of word 0 on rd0]
     //   8: mma r8, r3, r7, r9   9: end
     // The second mma, started in g (its X cycle + 1, the DMA idle), is
-    // done in g + 29 after rd2's last read, g + 28 after st's (see
-    // mma_bank_conflicts_...): X end in e + 2.
+    // done in g + 28 after rd2's last read, g + 27 after st's (see
+    // mma_bank_conflicts_...: e = 128 and 127 for g = 100): X end in e + 2.
+    // (Under the previous revision, tile 1 waited for W_0: g + 29, g + 28.)
     let p = grid_params(2, 2, 1, 16);
     let head = "li r4, 0x3000\nli r6, 0x1000C\nld r3, r4, r5, r6\nli r7, 8\nli r8, 16\nli r9, 0x10102\nmma r8, r3, r7, r9\nli r10, 0x10004\n";
     let mut span = Vec::new();
@@ -1756,7 +2292,7 @@ fn st_between_two_mma_changes_the_second_ones_arbitration() {
         assert_eq!(&f.smem[16..40], &le(&[8, 10, 12, 12, 15, 18])[..]);
         assert_eq!(o.counters.mma, 2);
     }
-    assert_eq!(span, [1 + 29 + 2, 1 + 28 + 2]);
+    assert_eq!(span, [1 + 28 + 2, 1 + 27 + 2]);
 }
 
 #[test]
@@ -1764,13 +2300,17 @@ fn empty_mma_is_done_at_its_start() {
     // TM, TN or K = 0 (with the other fields anything, K > kmax and the
     // offsets far outside the share): X 27, 29, 31 (li), X 33 mma joins,
     // g = 34 done: picked 35, X 36 end. Counted as started.
+    // The same with acc, bias (o far outside the share) and pads: no C0
+    // read either.
     for rc in ["0xFFFFFF00", "0xFFFF00FF", "0x0000FFFF"] {
-        let src = format!("li r3, {rc}\nli r4, 0x10000\nli r5, 0x10000\nmma r4, r5, r4, r3\nend");
-        let f = go(&one_slot(), &setup(&src, vec![block(0)], 64, 8, 5));
-        assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 33, 36], "{rc}");
-        assert_eq!(f.outcome.blocks[0].status, Status::Ok);
-        assert_eq!(f.outcome.counters.mma, 1);
-        assert_eq!(f.banks.last(0), None);
+        for suffix in ["", ", acc", ", bias 262140", ", acc, pad 3, 3"] {
+            let src = format!("li r3, {rc}\nli r4, 0x10000\nli r5, 0x10000\nmma r4, r5, r4, r3{suffix}\nend");
+            let f = go(&one_slot(), &setup(&src, vec![block(0)], 64, 8, 5));
+            assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 33, 36], "{rc}{suffix}");
+            assert_eq!(f.outcome.blocks[0].status, Status::Ok);
+            assert_eq!(f.outcome.counters.mma, 1);
+            assert_eq!(f.banks.last(0), None);
+        }
     }
 }
 
@@ -1778,30 +2318,52 @@ fn empty_mma_is_done_at_its_start() {
 fn every_mma_error() {
     use Status::*;
     // status_of: 4 registers (r0 = x = 1), 64 bytes of share, D = 16, kmax
-    // 16, grid 2 x 2. Co, Ao, Bo, rc in r0, r1, r2, r3.
-    let mma = |co: i64, ao: i64, bo: i64, rc: u32| {
-        status_of(&format!("li r0, {co}\nli r1, {ao}\nli r2, {bo}\nli r3, {rc:#x}\nmma r0, r1, r2, r3\nend"))
+    // 16, grid 2 x 2. Co, Ao, Bo, rc in r0, r1, r2, r3; `suffix` after rc.
+    let mma_s = |co: i64, ao: i64, bo: i64, rc: u32, suffix: &str| {
+        status_of(&format!("li r0, {co}\nli r1, {ao}\nli r2, {bo}\nli r3, {rc:#x}\nmma r0, r1, r2, r3{suffix}\nend"))
     };
+    let mma = |co: i64, ao: i64, bo: i64, rc: u32| mma_s(co, ao, bo, rc, "");
     let shape = |tm: u32, tn: u32, k: u32| tm | tn << 8 | k << 16;
-    // field: imm bits 31:8 (bit 8, bit 31); field before reg (r200).
-    assert_eq!(status_of(".word 0x0000010003020170"), (Field, 0));
-    assert_eq!(status_of(".word 0x8000000003020170"), (Field, 0));
-    assert_eq!(status_of(".word 0x00000100c8c8c870"), (Field, 0));
-    // reg: each of rd, ra, rb, rc.
-    assert_eq!(status_of("mma r4, r1, r2, r3"), (Reg, 0));
-    assert_eq!(status_of("mma r0, r4, r2, r3"), (Reg, 0));
-    assert_eq!(status_of("mma r0, r1, r255, r3"), (Reg, 0));
-    assert_eq!(status_of("mma r0, r1, r2, r4"), (Reg, 0));
+    // field (`mma r1, r2, r3, r3` with imm bits): imm bits 15:14 in any
+    // mode; mode 3; bits 31:16 outside mode 2 (bit 16, bit 31).
+    assert_eq!(status_of(".word 0x0000400303020170"), (Field, 0)); // bit 14
+    assert_eq!(status_of(".word 0x0000800303020170"), (Field, 0)); // bit 15
+    assert_eq!(status_of(".word 0x0000c20303020170"), (Field, 0)); // bits 15:14, mode 2
+    assert_eq!(status_of(".word 0x0000430303020170"), (Field, 0)); // bit 14, mode 3
+    assert_eq!(status_of(".word 0x0000030303020170"), (Field, 0)); // mode 3
+    assert_eq!(status_of(".word 0x00003f0303020170"), (Field, 0)); // mode 3, pads
+    assert_eq!(status_of(".word 0x0001000303020170"), (Field, 0)); // o bits, mode 0
+    assert_eq!(status_of(".word 0x8000000303020170"), (Field, 0));
+    assert_eq!(status_of(".word 0x0001010303020170"), (Field, 0)); // o bits, mode 1
+    assert_eq!(status_of(".word 0xffff010303020170"), (Field, 0));
+    // field before reg (r200).
+    assert_eq!(status_of(".word 0x00000300c8c8c870"), (Field, 0));
+    assert_eq!(status_of(".word 0x00004000c8c8c870"), (Field, 0));
+    assert_eq!(status_of(".word 0x00010000c8c8c870"), (Field, 0));
+    // Not errors of decoding: mode 1, mode 2 with o, pads (then the shape
+    // of r3 = 0 does nothing; the next word, 0, is undefined).
+    assert_eq!(status_of(".word 0x0000010003020170"), (Opcode, 1));
+    assert_eq!(status_of(".word 0xffff3e0003020170"), (Opcode, 1));
+    // reg: each of rd, ra, rb, rc, whatever the suffix.
+    for suffix in ["", ", acc", ", bias 4", ", pad 1, 1"] {
+        assert_eq!(status_of(&format!("mma r4, r1, r2, r3{suffix}")), (Reg, 0));
+        assert_eq!(status_of(&format!("mma r0, r4, r2, r3{suffix}")), (Reg, 0));
+        assert_eq!(status_of(&format!("mma r0, r1, r255, r3{suffix}")), (Reg, 0));
+        assert_eq!(status_of(&format!("mma r0, r1, r2, r4{suffix}")), (Reg, 0));
+    }
     // pc at D-1, before align (Co = r0 = 1); reg before pc.
     let pad = "li r3, 0\n".repeat(15);
     assert_eq!(status_of(&format!("{pad}mma r0, r1, r2, r3")), (Pc, 15));
+    assert_eq!(status_of(&format!("{pad}mma r0, r1, r2, r3, bias 4")), (Pc, 15));
     assert_eq!(status_of(&format!("{pad}mma r0, r1, r2, r9")), (Reg, 15));
     // align: Co, Ao, Bo each, even when the shape is empty; before smem.
     assert_eq!(status_of("mma r0, r1, r2, r3"), (Align, 0)); // Co = 1, empty
+    assert_eq!(status_of("mma r0, r1, r2, r3, acc"), (Align, 0));
     assert_eq!(mma(0, 2, 0, 0), (Align, 4));
     assert_eq!(mma(0, 0, 0x1000_0001, 0), (Align, 4));
     assert_eq!(mma(4, 8, 12, shape(1, 1, 1)), (Ok, 5));
     assert_eq!(mma(-2, 0, 0, shape(200, 200, 200)), (Align, 4)); // also smem
+    assert_eq!(mma_s(2, 0, 0, shape(1, 1, 1), ", bias 262140"), (Align, 4)); // also smem
     // smem, TM = 2, TN = 3, K = 5: PA = 8, PB = 8: A Ao + 16, B Bo + 40, C
     // Co + 24, each at most 64.
     let s = shape(2, 3, 5);
@@ -1809,6 +2371,9 @@ fn every_mma_error() {
     assert_eq!(mma(44, 0, 0, s), (Smem, 4));
     assert_eq!(mma(0, 52, 0, s), (Smem, 4));
     assert_eq!(mma(0, 0, 28, s), (Smem, 4));
+    // Mode 1 adds no bound: C at the share's end.
+    assert_eq!(mma_s(40, 48, 24, s, ", acc"), (Ok, 5));
+    assert_eq!(mma_s(44, 0, 0, s, ", acc"), (Smem, 4));
     // PB = 8*ceil(TN/8), PA = 4*ceil(K/4): TN = 9, K = 1: PB = 16, PA =
     // 4, C 36 bytes; TN = 8: PB = 8; K = 3: PA = 4, K = 5: 8.
     assert_eq!(mma(28, 60, 48, shape(1, 9, 1)), (Ok, 5)); // C 64, A 64, B 64
@@ -1818,16 +2383,40 @@ fn every_mma_error() {
     assert_eq!(mma(0, 0, 56, shape(1, 9, 1)), (Smem, 4)); // B 72
     assert_eq!(mma(0, 56, 0, shape(2, 1, 3)), (Ok, 5)); // A 56 + 2*4
     assert_eq!(mma(0, 56, 0, shape(2, 1, 5)), (Smem, 4)); // A 56 + 2*8
+    // Pads: PA = 4*ceil(K/4) + 4*qa, PB = 8*ceil(TN/8) + 4*qb. TM = 4, K =
+    // 1, qa = 3: PA = 16, A Ao + 64; TN = 1, K = 5, qb = 1: PB = 12, B Bo
+    // + 60; qb = 2: 16, B Bo + 80.
+    assert_eq!(mma_s(0, 0, 0, shape(4, 1, 1), ", pad 3, 0"), (Ok, 5));
+    assert_eq!(mma_s(0, 4, 0, shape(4, 1, 1), ", pad 3, 0"), (Smem, 4));
+    assert_eq!(mma_s(0, 4, 0, shape(4, 1, 1), ", pad 2, 0"), (Ok, 5)); // A 4 + 4*12
+    assert_eq!(mma_s(0, 0, 4, shape(1, 1, 5), ", pad 0, 1"), (Ok, 5));
+    assert_eq!(mma_s(0, 0, 8, shape(1, 1, 5), ", pad 0, 1"), (Smem, 4));
+    assert_eq!(mma_s(0, 0, 0, shape(1, 1, 5), ", pad 0, 2"), (Smem, 4)); // B 80
+    assert_eq!(mma_s(0, 0, 4, shape(1, 1, 5), ", acc, pad 3, 1"), (Ok, 5)); // A 20, B 64
+    // The bias row: o + 4*TN at most 64 (TN = 2: C 8, A 4, B 8; TN = 9:
+    // C 36, A 4, B 16).
+    assert_eq!(mma_s(0, 8, 16, shape(1, 2, 1), ", bias 56"), (Ok, 5));
+    assert_eq!(mma_s(0, 8, 16, shape(1, 2, 1), ", bias 60"), (Smem, 4));
+    assert_eq!(mma_s(0, 8, 16, shape(1, 2, 1), ", bias 64"), (Smem, 4));
+    assert_eq!(mma_s(0, 8, 16, shape(1, 2, 1), ", bias 262140"), (Smem, 4));
+    assert_eq!(mma_s(0, 36, 40, shape(1, 9, 1), ", bias 28"), (Ok, 5));
+    assert_eq!(mma_s(0, 36, 40, shape(1, 9, 1), ", bias 32"), (Smem, 4));
+    assert_eq!(mma_s(0, 36, 40, shape(1, 9, 1), ", bias 32, pad 0, 0"), (Smem, 4));
+    // The bias row may overlap A, B or C.
+    assert_eq!(mma_s(0, 8, 16, shape(1, 2, 1), ", bias 0"), (Ok, 5));
+    assert_eq!(mma_s(0, 8, 16, shape(1, 2, 1), ", bias 16"), (Ok, 5));
     // K > kmax (16) even when everything fits (K = 17 needs B 17*8 = 136
     // bytes: see below with a larger share); K = 16 fits.
     assert_eq!(mma(0, 0, 0, shape(1, 1, 17)), (Smem, 4));
     // No wrap.
     assert_eq!(mma(-4, 0, 0, shape(1, 1, 1)), (Smem, 4));
     assert_eq!(mma(0, 0, -8, shape(1, 1, 1)), (Smem, 4));
-    // Empty shapes: no smem check (offsets past the share, K > kmax).
+    // Empty shapes: no smem check (offsets past the share, K > kmax, the
+    // bias row past the share).
     assert_eq!(mma(0x1000, 0x1000, 0x1000, shape(0, 9, 300)), (Ok, 5));
     assert_eq!(mma(0x1000, 0x1000, 0x1000, shape(9, 0, 300)), (Ok, 5));
     assert_eq!(mma(0x1000, 0x1000, 0x1000, shape(9, 9, 0)), (Ok, 5));
+    assert_eq!(mma_s(0, 0, 0, shape(9, 0, 1), ", bias 262140, pad 3, 3"), (Ok, 5));
 
     // K > kmax with a share that holds it: kmax 16, share 256: K = 16 fits
     // (A 16, B 128, C 4), K = 17 (A 20, B 136) does not, by kmax alone.
@@ -1840,12 +2429,21 @@ fn every_mma_error() {
     assert_eq!(run_k(16), (Ok, 5));
     assert_eq!(run_k(17), (Smem, 4));
     // The check alone.
-    assert_eq!(mma::check(16, 1 << 20, 0, 0, 4096, shape(1, 1, 16)), Result::Ok(()));
-    assert_eq!(mma::check(16, 1 << 20, 0, 0, 4096, shape(1, 1, 17)), Err(Smem));
-    assert_eq!(mma::check(1024, 1 << 20, 0, 0, 4096, shape(1, 1, 1024)), Result::Ok(()));
-    assert_eq!(mma::check(1024, 1 << 20, 0, 0, 4096, shape(1, 1, 1025)), Err(Smem));
-    assert_eq!(mma::check(16, 0, 0, 0, 0, shape(0, 1, 17)), Result::Ok(()));
-    assert_eq!(mma::check(16, 0, 1, 0, 0, shape(0, 1, 17)), Err(Align));
+    let op = |co: u32, ao: u32, bo: u32, rc: u32, c0: C0| mma::Op::of(co, ao, bo, rc, c0, 0, 0);
+    assert_eq!(mma::check(16, 1 << 20, &op(0, 0, 4096, shape(1, 1, 16), C0::Zero)), Result::Ok(()));
+    assert_eq!(mma::check(16, 1 << 20, &op(0, 0, 4096, shape(1, 1, 17), C0::Zero)), Err(Smem));
+    assert_eq!(mma::check(1024, 1 << 20, &op(0, 0, 4096, shape(1, 1, 1024), C0::Zero)), Result::Ok(()));
+    assert_eq!(mma::check(1024, 1 << 20, &op(0, 0, 4096, shape(1, 1, 1025), C0::Zero)), Err(Smem));
+    assert_eq!(mma::check(16, 0, &op(0, 0, 0, shape(0, 1, 17), C0::Zero)), Result::Ok(()));
+    assert_eq!(mma::check(16, 0, &op(1, 0, 0, shape(0, 1, 17), C0::Zero)), Err(Align));
+    assert_eq!(mma::check(16, 100, &op(0, 0, 0, shape(1, 3, 1), C0::Bias(88))), Result::Ok(()));
+    assert_eq!(mma::check(16, 100, &op(0, 0, 0, shape(1, 3, 1), C0::Bias(92))), Err(Smem));
+    assert_eq!(mma::check(16, 0, &op(0, 0, 0, shape(1, 0, 1), C0::Bias(92))), Result::Ok(()));
+    assert_eq!(mma::check(16, 100, &op(0, 0, 0, shape(1, 3, 1), C0::Acc)), Result::Ok(()));
+    assert_eq!(mma::check(16, 100, &mma::Op::of(0, 36, 0, shape(4, 1, 1), C0::Zero, 3, 0)), Result::Ok(()));
+    assert_eq!(mma::check(16, 100, &mma::Op::of(0, 40, 0, shape(4, 1, 1), C0::Zero, 3, 0)), Err(Smem));
+    assert_eq!(mma::check(16, 100, &mma::Op::of(0, 0, 40, shape(1, 9, 3), C0::Zero, 0, 1)), Result::Ok(()));
+    assert_eq!(mma::check(16, 100, &mma::Op::of(0, 0, 44, shape(1, 9, 3), C0::Zero, 0, 1)), Err(Smem));
 }
 
 #[test]
@@ -1868,5 +2466,39 @@ fn mma_in_a_kernel_on_two_shares() {
         assert_eq!(&f.smem[b..b + 96], &noise(96, 42)[..]);
         assert_eq!(&f.smem[b + 96..b + 216], &mma_reference(&f.smem, &op)[..], "share at {base}");
         assert_eq!(&f.smem[b + 216..b + 256], &[0; 40][..], "nothing after C");
+    }
+}
+
+#[test]
+fn mma_acc_and_bias_in_a_kernel_on_two_shares() {
+    // mma_in_a_kernel_on_two_shares with 240 bytes loaded (A at 0, B at 40,
+    // C at 96, a bias row of 6 words at 216) and each C0 mode.
+    let p = CuParams { slots: 2, banks: 4, regs: 32, ..one_slot() };
+    let image = noise(240, 7);
+    for (suffix, c0) in [("", C0::Zero), (", acc", C0::Acc), (", bias 216", C0::Bias(216))] {
+        let src = format!(
+            "li r4, 0x3000\nli r6, 0x100F0\nld r3, r4, r5, r6\n\
+             li r7, 40\nli r8, 96\nli r9, 0x70605\nmma r8, r3, r7, r9{suffix}\nend"
+        );
+        let mut r = setup(&src, vec![block(0), block(1)], 256, 16, 3);
+        r.memory.load(0x3000, &image);
+        let f = go(&p, &r);
+        assert!(f.outcome.blocks.iter().all(|b| b.status == Status::Ok), "{suffix}");
+        assert_eq!(f.outcome.counters.mma, 2);
+        let mut before = vec![0u8; 512];
+        before[..240].copy_from_slice(&image);
+        before[256..496].copy_from_slice(&image);
+        for base in [0u32, 256] {
+            let op = mma::Op { c0, ..mop(base, 96, 0, 40, 5, 6, 7) };
+            let b = base as usize;
+            assert_eq!(&f.smem[b..b + 96], &image[..96]);
+            assert_eq!(&f.smem[b + 96..b + 216], &mma_reference(&before, &op)[..], "share at {base}{suffix}");
+            assert_eq!(&f.smem[b + 216..b + 240], &image[216..240], "the bias row");
+        }
+        if c0 != C0::Zero {
+            // C0 is really added.
+            let op = mop(0, 96, 0, 40, 5, 6, 7);
+            assert_ne!(&f.smem[96..216], &mma_reference(&before, &op)[..]);
+        }
     }
 }
