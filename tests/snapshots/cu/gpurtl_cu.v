@@ -501,6 +501,15 @@ module gpurtl_cu (
   wire         u_scratchpad_rd3_rsp_valid;
   wire         u_scratchpad_rd3_rsp_ready;
   wire [31:0]  u_scratchpad_rd3_rsp_data;
+  wire         u_scratchpad_rd4_req_valid;
+  wire         u_scratchpad_rd4_req_ready;
+  wire [13:0]  u_scratchpad_rd4_req_addr;
+  // u_scratchpad_rd4_rsp_valid: bits [0] unused: the C0 word is offered the cycle after its read is taken
+  /* verilator lint_off UNUSED */
+  wire         u_scratchpad_rd4_rsp_valid;
+  /* verilator lint_on UNUSED */
+  wire         u_scratchpad_rd4_rsp_ready;
+  wire [31:0]  u_scratchpad_rd4_rsp_data;
   wire         u_scratchpad_wr0_req_valid;
   wire         u_scratchpad_wr0_req_ready;
   wire [13:0]  u_scratchpad_wr0_req_addr;
@@ -890,43 +899,66 @@ module gpurtl_cu (
   wire [31:0]  mma_bo_q_t101;
   /* verilator lint_on UNUSED */
   reg  [13:0]  mma_pa_q;
-  // mma_pa_q_t102: bits [17:14] unused: holds an expression of which only a slice is used
+  // mma_pa_q_t102: bits [31:30], [27:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [17:0]  mma_pa_q_t102;
+  wire [31:0]  mma_pa_q_t102;
+  /* verilator lint_on UNUSED */
+  // mma_pa_q_t103: bits [18:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [18:0]  mma_pa_q_t103;
   /* verilator lint_on UNUSED */
   reg  [13:0]  mma_pb_q;
+  // mma_pb_q_t104: bits [29:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  mma_pb_q_t104;
+  /* verilator lint_on UNUSED */
+  // mma_pb_q_t105: bits [18:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [18:0]  mma_pb_q_t105;
+  /* verilator lint_on UNUSED */
+  reg  [1:0]   mma_mode_q;
+  // mma_mode_q_t106: bits [31:28], [25:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  mma_mode_q_t106;
+  /* verilator lint_on UNUSED */
+  reg  [13:0]  mma_bias_q;
+  // mma_bias_q_t107: bits [31:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  mma_bias_q_t107;
+  /* verilator lint_on UNUSED */
   reg  [13:0]  mma_pc_q;
   reg  [7:0]   mma_nc_q;
-  // mma_nc_q_t103: bits [1:0] unused: holds an expression of which only a slice is used
+  // mma_nc_q_t108: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [11:0]  mma_nc_q_t103;
+  wire [11:0]  mma_nc_q_t108;
   /* verilator lint_on UNUSED */
-  // mma_nc_q_t104: bits [9:8] unused: holds an expression of which only a slice is used
+  // mma_nc_q_t109: bits [9:8] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [9:0]   mma_nc_q_t104;
+  wire [9:0]   mma_nc_q_t109;
   /* verilator lint_on UNUSED */
   reg  [15:0]  mma_ntiles_q;
-  // mma_ntiles_q_t105: bits [1:0] unused: holds an expression of which only a slice is used
+  // mma_ntiles_q_t110: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [11:0]  mma_ntiles_q_t105;
+  wire [11:0]  mma_ntiles_q_t110;
   /* verilator lint_on UNUSED */
-  // mma_ntiles_q_t106: bits [9:8] unused: holds an expression of which only a slice is used
+  // mma_ntiles_q_t111: bits [9:8] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [9:0]   mma_ntiles_q_t106;
+  wire [9:0]   mma_ntiles_q_t111;
   /* verilator lint_on UNUSED */
-  // mma_ntiles_q_t107: bits [1:0] unused: holds an expression of which only a slice is used
+  // mma_ntiles_q_t112: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [11:0]  mma_ntiles_q_t107;
+  wire [11:0]  mma_ntiles_q_t112;
   /* verilator lint_on UNUSED */
-  // mma_ntiles_q_t108: bits [9:8] unused: holds an expression of which only a slice is used
+  // mma_ntiles_q_t113: bits [9:8] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [9:0]   mma_ntiles_q_t108;
+  wire [9:0]   mma_ntiles_q_t113;
   /* verilator lint_on UNUSED */
   reg  [15:0]  mma_q_q;
-  // mma_q_q_t109: bits [1:0] unused: holds an expression of which only a slice is used
+  // mma_q_q_t114: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  mma_q_q_t109;
+  wire [15:0]  mma_q_q_t114;
   /* verilator lint_on UNUSED */
+  reg  [15:0]  mma_xdone_q;
   reg  [15:0]  mma_wdone_q;
   reg  [15:0]  mma_a_tile_q;
   reg  [7:0]   mma_a_rows_left_q;
@@ -939,9 +971,9 @@ module gpurtl_cu (
   reg          mma_a_more_q;
   wire         mma_a_req;
   wire         mma_a_take;
-  // mma_a_rb_base_q_t110: bits [31:14] unused: holds an expression of which only a slice is used
+  // mma_a_rb_base_q_t115: bits [31:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  mma_a_rb_base_q_t110;
+  wire [31:0]  mma_a_rb_base_q_t115;
   /* verilator lint_on UNUSED */
   reg  [6:0]   mma_a_rsp_ent_q;
   reg  [7:0]   mma_a_rsp_i_q;
@@ -967,9 +999,9 @@ module gpurtl_cu (
   reg  [1:0]   mma_b_rsp_off_q;
   /* verilator lint_on UNUSED */
   reg          mma_b_rsp_last_q;
-  // mma_b_rsp_ent_q_t111: bits [13:6] unused: holds an expression of which only a slice is used
+  // mma_b_rsp_ent_q_t116: bits [13:6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [13:0]  mma_b_rsp_ent_q_t111;
+  wire [13:0]  mma_b_rsp_ent_q_t116;
   /* verilator lint_on UNUSED */
   reg  [15:0]  mma_b_fill_q;
   wire         mma_buf_re;
@@ -989,90 +1021,107 @@ module gpurtl_cu (
   reg          mma_s_more_q;
   wire         mma_s_arm;
   wire         mma_g_take;
-  // mma_buf_raddr_t112: bits [15:6] unused: holds an expression of which only a slice is used
+  // mma_buf_raddr_t117: bits [15:6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  mma_buf_raddr_t112;
+  wire [15:0]  mma_buf_raddr_t117;
   /* verilator lint_on UNUSED */
   wire [15:0]  mma_s_w;
   wire [7:0]   mma_s_h;
-  // u_grid_in_steps_t113: bits [15:3] unused: holds an expression of which only a slice is used
+  // u_grid_in_steps_t118: bits [15:3] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  u_grid_in_steps_t113;
+  wire [15:0]  u_grid_in_steps_t118;
   /* verilator lint_on UNUSED */
-  reg  [127:0] mma_row0_q;
-  reg  [127:0] mma_row1_q;
-  reg  [127:0] mma_row2_q;
-  reg  [127:0] mma_row3_q;
-  reg  [2:0]   mma_w_rows_in_q;
+  reg  [2:0]   mma_o_rows_q;
+  reg  [127:0] mma_row0_0_q;
+  reg  [127:0] mma_row0_1_q;
+  reg  [127:0] mma_row0_2_q;
+  reg  [127:0] mma_row0_3_q;
+  reg  [127:0] mma_row1_0_q;
+  reg  [127:0] mma_row1_1_q;
+  reg  [127:0] mma_row1_2_q;
+  reg  [127:0] mma_row1_3_q;
+  wire         mma_x_inc;
+  reg  [15:0]  mma_w_tile_q;
   reg  [7:0]   mma_w_rows_left_q;
   reg  [7:0]   mma_w_cb_q;
   reg  [7:0]   mma_w_r_q;
   reg  [7:0]   mma_w_n_q;
-  reg          mma_w_words_done_q;
+  reg          mma_w_more_q;
   reg  [13:0]  mma_w_rb_base_q;
+  reg  [13:0]  mma_w_cbase_q;
   reg  [13:0]  mma_w_row_q;
   reg  [13:0]  mma_w_addr_q;
-  reg  [13:0]  mma_w_cbase_q;
-  wire         mma_w_valid;
-  // u_scratchpad_wr2_req_data_t114: bits [95:0] unused: holds an expression of which only a slice is used
+  reg  [13:0]  mma_w_baddr_q;
+  wire         mma_w_ok;
+  wire [31:0]  mma_w_value;
+  // mma_w_value_t119: bits [95:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [127:0] u_scratchpad_wr2_req_data_t114;
+  wire [127:0] mma_w_value_t119;
   /* verilator lint_on UNUSED */
-  // u_scratchpad_wr2_req_data_t115: bits [127:96], [63:0] unused: holds an expression of which only a slice is used
+  // mma_w_value_t120: bits [127:96], [63:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [127:0] u_scratchpad_wr2_req_data_t115;
+  wire [127:0] mma_w_value_t120;
   /* verilator lint_on UNUSED */
-  // u_scratchpad_wr2_req_data_t116: bits [127:64], [31:0] unused: holds an expression of which only a slice is used
+  // mma_w_value_t121: bits [127:64], [31:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [127:0] u_scratchpad_wr2_req_data_t116;
+  wire [127:0] mma_w_value_t121;
   /* verilator lint_on UNUSED */
-  // u_scratchpad_wr2_req_data_t117: bits [127:32] unused: holds an expression of which only a slice is used
+  // mma_w_value_t122: bits [127:32] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [127:0] u_scratchpad_wr2_req_data_t117;
+  wire [127:0] mma_w_value_t122;
   /* verilator lint_on UNUSED */
-  wire         mma_tile_done;
-  // mma_w_rows_in_q_t118: bits [3] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [3:0]   mma_w_rows_in_q_t118;
-  /* verilator lint_on UNUSED */
+  wire         mma_w_issue;
+  reg          mma_p_valid_q;
+  reg          mma_p_last_q;
+  reg  [13:0]  mma_p_addr_q;
+  reg  [31:0]  mma_p_value_q;
+  wire         mma_w_inc;
   wire         mma_last_done;
   wire         mma_done;
   wire         dmaq_start;
   reg          dma_slot_q;
   wire         dmaq_done;
   wire [1:0]   cpl_slot_oh;
-  wire [1:0]   cpl_slot_oh_t119;
+  wire [1:0]   cpl_slot_oh_t123;
   wire         cpl_slot;
   wire         cpl_fire;
   wire         s0_x;
-  // s0_cdl_dest_q_t120: bits [6] unused: holds an expression of which only a slice is used
+  // s0_cdl_dest_q_t124: bits [6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [6:0]   s0_cdl_dest_q_t120;
+  wire [6:0]   s0_cdl_dest_q_t124;
   /* verilator lint_on UNUSED */
-  // s0_dma_s_q_t121: bits [32:14] unused: holds an expression of which only a slice is used
+  // s0_dma_s_q_t125: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_s_q_t121;
+  wire [32:0]  s0_dma_s_q_t125;
   /* verilator lint_on UNUSED */
-  // s0_dma_a_q_t122: bits [32:14] unused: holds an expression of which only a slice is used
+  // s0_dma_a_q_t126: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_a_q_t122;
+  wire [32:0]  s0_dma_a_q_t126;
   /* verilator lint_on UNUSED */
-  // s0_dma_stride_q_t123: bits [32:14] unused: holds an expression of which only a slice is used
+  // s0_dma_stride_q_t127: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_stride_q_t123;
+  wire [32:0]  s0_dma_stride_q_t127;
+  /* verilator lint_on UNUSED */
+  // s0_dma_p_q_t128: bits [32:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [32:0]  s0_dma_p_q_t128;
   /* verilator lint_on UNUSED */
   wire         s1_x;
-  // s1_dma_s_q_t124: bits [32:14] unused: holds an expression of which only a slice is used
+  // s1_dma_s_q_t129: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_s_q_t124;
+  wire [32:0]  s1_dma_s_q_t129;
   /* verilator lint_on UNUSED */
-  // s1_dma_a_q_t125: bits [32:14] unused: holds an expression of which only a slice is used
+  // s1_dma_a_q_t130: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_a_q_t125;
+  wire [32:0]  s1_dma_a_q_t130;
   /* verilator lint_on UNUSED */
-  // s1_dma_stride_q_t126: bits [32:14] unused: holds an expression of which only a slice is used
+  // s1_dma_stride_q_t131: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_stride_q_t126;
+  wire [32:0]  s1_dma_stride_q_t131;
+  /* verilator lint_on UNUSED */
+  // s1_dma_p_q_t132: bits [32:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [32:0]  s1_dma_p_q_t132;
   /* verilator lint_on UNUSED */
 
   // imem: 128 words of 64 bits, the program store: slot s's instruction i at s*imem_depth + i
@@ -1217,7 +1266,7 @@ module gpurtl_cu (
       (x_rc_gidx[0] ? rf11_q : rf10_q) : x_rc_gidx[0] ? rf9_q : rf8_q) : x_rc_gidx[2] ?
       (x_rc_gidx[1] ? (x_rc_gidx[0] ? rf7_q : rf6_q) : x_rc_gidx[0] ? rf5_q : rf4_q) : x_rc_gidx[1]
       ? (x_rc_gidx[0] ? rf3_q : rf2_q) : x_rc_gidx[0] ? rf1_q : rf0_q;
-  assign x_bad_field = ((((((((((((x_is_alu_r & |x_imm) | (x_is_alu_i & |x_rb)) | (x_is_li & (|x_ra | |x_rb))) | (x_is_jmp & ((|x_rd | |x_ra) | |x_rb))) | ((x_is_bnz | x_is_bz) & (|x_rd | |x_rb))) | (x_is_loop & (|x_ra | |x_rb))) | (x_is_cdl_ud & |x_ra)) | ((x_is_cdl_ud | x_is_cdl_mem) & ((x_rb == 8'd0) | (x_rb > 8'd16)))) | ((x_is_ld | x_is_st) & |x_imm[15:8])) | (x_is_act & (|x_rb | |x_imm[15:0]))) | ((x_is_cmp | x_is_exp) & (|x_imm[31:16] | (x_imm[15:8] > 8'd2)))) | (x_is_mma & |x_imm[31:8])) | (x_is_end & (((|x_rd | |x_ra) | |x_rb) | |x_imm));
+  assign x_bad_field = ((((((((((((x_is_alu_r & |x_imm) | (x_is_alu_i & |x_rb)) | (x_is_li & (|x_ra | |x_rb))) | (x_is_jmp & ((|x_rd | |x_ra) | |x_rb))) | ((x_is_bnz | x_is_bz) & (|x_rd | |x_rb))) | (x_is_loop & (|x_ra | |x_rb))) | (x_is_cdl_ud & |x_ra)) | ((x_is_cdl_ud | x_is_cdl_mem) & ((x_rb == 8'd0) | (x_rb > 8'd16)))) | ((x_is_ld | x_is_st) & |x_imm[15:8])) | (x_is_act & (|x_rb | |x_imm[15:0]))) | ((x_is_cmp | x_is_exp) & (|x_imm[31:16] | (x_imm[15:8] > 8'd2)))) | (x_is_mma & (((x_imm[9:8] == 2'd3) | |x_imm[15:14]) | (~(x_imm[9:8] == 2'd2) & |x_imm[31:16])))) | (x_is_end & (((|x_rd | |x_ra) | |x_rb) | |x_imm));
   assign x_bad_reg = (((((((((((x_is_alu_r | x_is_alu_i) | x_is_li) | x_is_loop) | (x_is_ld | x_is_st)) | x_is_act) | (x_is_cmp | x_is_exp)) | x_is_mma) & ~({2'd0, x_rd} < {3'd0, x_reg_count})) | (((((((((x_is_alu_r | x_is_alu_i) | x_is_bnz) | x_is_bz) | x_is_cdl_mem) | (x_is_ld | x_is_st)) | x_is_act) | (x_is_cmp | x_is_exp)) | x_is_mma) & ~({2'd0, x_ra} < {3'd0, x_reg_count}))) | ((x_is_alu_r | (((x_is_ld | x_is_st) | (x_is_cmp | x_is_exp)) | x_is_mma)) & ~({2'd0, x_rb} < {3'd0, x_reg_count}))) | ((((x_is_ld | x_is_st) | (x_is_cmp | x_is_exp)) | x_is_mma) & ~({2'd0, x_imm[7:0]} < {3'd0, x_reg_count}))) | ((x_is_cdl_ud | x_is_cdl_mem) & ~(({2'd0, x_rd} + {2'd0, x_rb}) <= {3'd0, x_reg_count}));
   assign x_rd_dec = x_rd_val - 32'd1;
   assign x_taken = ((x_is_jmp | (x_is_bnz & |x_ra_val)) | (x_is_bz & ~|x_ra_val)) | (x_is_loop & |x_rd_dec);
@@ -1246,12 +1295,15 @@ module gpurtl_cu (
       | ((({8'd0, x_rb_val} + 40'd4) + ({5'd0, x_bad_smem_t8[39:5]} * 40'd4)) > {25'd0, x_slot_q ?
       s1_smem_size_q : s0_smem_size_q})) | (({8'd0, x_rd_val} + x_vec_nz) > {25'd0, x_slot_q ?
       s1_smem_size_q : s0_smem_size_q}))))) | (x_is_mma & (((|x_rc_val[7:0] & |x_rc_val[15:8]) &
-      |x_rc_val[31:16]) & (((({24'd0, x_rc_val[31:16]} > 40'd256) | (({8'd0, x_ra_val} + ({32'd0,
-      x_rc_val[7:0]} * (({24'd0, x_rc_val[31:16]} + 40'd3) & 40'hfffffffffc))) > {25'd0, x_slot_q ?
-      s1_smem_size_q : s0_smem_size_q})) | (({8'd0, x_rb_val} + ({24'd0, x_rc_val[31:16]} *
-      (({32'd0, x_rc_val[15:8]} + 40'd7) & 40'hfffffffff8))) > {25'd0, x_slot_q ? s1_smem_size_q :
-      s0_smem_size_q})) | (({8'd0, x_rd_val} + (({32'd0, x_rc_val[7:0]} * {32'd0, x_rc_val[15:8]}) *
-      40'd4)) > {25'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q}))));
+      |x_rc_val[31:16]) & ((((({24'd0, x_rc_val[31:16]} > 40'd256) | (({8'd0, x_ra_val} + ({32'd0,
+      x_rc_val[7:0]} * ((({24'd0, x_rc_val[31:16]} + 40'd3) & 40'hfffffffffc) + ({38'd0,
+      x_imm[11:10]} * 40'd4)))) > {25'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q})) | (({8'd0,
+      x_rb_val} + ({24'd0, x_rc_val[31:16]} * ((({32'd0, x_rc_val[15:8]} + 40'd7) & 40'hfffffffff8)
+      + ({38'd0, x_imm[13:12]} * 40'd4)))) > {25'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q})) |
+      (({8'd0, x_rd_val} + (({32'd0, x_rc_val[7:0]} * {32'd0, x_rc_val[15:8]}) * 40'd4)) > {25'd0,
+      x_slot_q ? s1_smem_size_q : s0_smem_size_q})) | ((x_imm[9:8] == 2'd2) & ((({24'd0,
+      x_imm[31:16]} * 40'd4) + ({32'd0, x_rc_val[15:8]} * 40'd4)) > {25'd0, x_slot_q ?
+      s1_smem_size_q : s0_smem_size_q})))));
   assign x_status = ~((((((((((((1'd0 | (x_is_alu_r | x_is_alu_i)) | x_is_li) | x_is_jmp) | x_is_bnz) | x_is_bz) | x_is_loop) | (x_is_cdl_ud | x_is_cdl_mem)) | (x_is_ld | x_is_st)) | x_is_end) | x_is_act) | (x_is_cmp | x_is_exp)) | x_is_mma) ? 4'd1 : x_bad_field ? 4'd2 : x_bad_reg ? 4'd3 : x_bad_pc ? 4'd4 : x_bad_align ? 4'd5 : x_bad_smem ? 4'd6 : 4'd0;
   assign x_ok = x_status == 4'd0;
   assign x_alu_t9 = x_op[4:0];
@@ -1996,50 +2048,54 @@ module gpurtl_cu (
   assign mma_go_t100 = dq0_slot_q ? s1_dma_n_q : s0_dma_n_q;
   assign mma_go = mma_start & ~(((mma_go_t100[7:0] == 8'd0) | (mma_go_t100[15:8] == 8'd0)) | ((dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) == 16'd0));
   assign mma_bo_q_t101 = dq0_slot_q ? s1_dma_stride_q : s0_dma_stride_q;
-  assign mma_pa_q_t102 = ({2'd0, dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q} + 18'd3) & 18'h3fffc;
-  assign mma_nc_q_t103 = {4'd0, mma_go_t100[15:8]} + 12'd3;
-  assign mma_nc_q_t104 = mma_nc_q_t103[11:2];
-  assign mma_ntiles_q_t105 = {4'd0, mma_go_t100[7:0]} + 12'd3;
-  assign mma_ntiles_q_t106 = mma_ntiles_q_t105[11:2];
-  assign mma_ntiles_q_t107 = {4'd0, mma_go_t100[15:8]} + 12'd3;
-  assign mma_ntiles_q_t108 = mma_ntiles_q_t107[11:2];
-  assign mma_q_q_t109 = (dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) + 16'd3;
-  assign mma_a_req = mma_a_more_q & (mma_a_tile_q < (mma_wdone_q + 16'd2));
+  assign mma_pa_q_t102 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
+  assign mma_pa_q_t103 = (({3'd0, dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q} + 19'd3) & 19'h7fffc) + {15'd0, {mma_pa_q_t102[29:28], 2'd0}};
+  assign mma_pb_q_t104 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
+  assign mma_pb_q_t105 = (({11'd0, mma_go_t100[15:8]} + 19'd7) & 19'h7fff8) + {15'd0, {mma_pb_q_t104[31:30], 2'd0}};
+  assign mma_mode_q_t106 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
+  assign mma_bias_q_t107 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
+  assign mma_nc_q_t108 = {4'd0, mma_go_t100[15:8]} + 12'd3;
+  assign mma_nc_q_t109 = mma_nc_q_t108[11:2];
+  assign mma_ntiles_q_t110 = {4'd0, mma_go_t100[7:0]} + 12'd3;
+  assign mma_ntiles_q_t111 = mma_ntiles_q_t110[11:2];
+  assign mma_ntiles_q_t112 = {4'd0, mma_go_t100[15:8]} + 12'd3;
+  assign mma_ntiles_q_t113 = mma_ntiles_q_t112[11:2];
+  assign mma_q_q_t114 = (dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) + 16'd3;
+  assign mma_a_req = mma_a_more_q & (mma_a_tile_q < (mma_xdone_q + 16'd2));
   assign u_scratchpad_rd2_req_valid = mma_a_req;
   assign u_scratchpad_rd2_req_addr = mma_a_addr_q;
   assign mma_a_take = mma_a_req & u_scratchpad_rd2_req_ready;
-  assign mma_a_rb_base_q_t110 = dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
+  assign mma_a_rb_base_q_t115 = dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
   assign u_scratchpad_rd2_rsp_ready = 1'd1;
-  assign mma_b_req = mma_b_more_q & (mma_b_tile_q < (mma_wdone_q + 16'd2));
+  assign mma_b_req = mma_b_more_q & (mma_b_tile_q < (mma_xdone_q + 16'd2));
   assign u_scratchpad_rd3_req_valid = mma_b_req;
   assign u_scratchpad_rd3_req_addr = (mma_b_kaddr_q + {mma_b_coff_q[13:2], 2'd0}) + {{11'd0, mma_b_h_q}, 2'd0};
   assign mma_b_take = mma_b_req & u_scratchpad_rd3_req_ready;
-  assign mma_b_rsp_ent_q_t111 = mma_b_k_q[15:2];
+  assign mma_b_rsp_ent_q_t116 = mma_b_k_q[15:2];
   assign u_scratchpad_rd3_rsp_ready = 1'd1;
   assign mma_abuf_wdata = {u_scratchpad_rd2_rsp_data[31:24], u_scratchpad_rd2_rsp_data[31:24], u_scratchpad_rd2_rsp_data[31:24], u_scratchpad_rd2_rsp_data[31:24], u_scratchpad_rd2_rsp_data[23:16], u_scratchpad_rd2_rsp_data[23:16], u_scratchpad_rd2_rsp_data[23:16], u_scratchpad_rd2_rsp_data[23:16], u_scratchpad_rd2_rsp_data[15:8], u_scratchpad_rd2_rsp_data[15:8], u_scratchpad_rd2_rsp_data[15:8], u_scratchpad_rd2_rsp_data[15:8], u_scratchpad_rd2_rsp_data[7:0], u_scratchpad_rd2_rsp_data[7:0], u_scratchpad_rd2_rsp_data[7:0], u_scratchpad_rd2_rsp_data[7:0]};
   assign mma_abuf_wstrb = {mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0, mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0, mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0, mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0};
   assign mma_bbuf_wdata = {u_scratchpad_rd3_rsp_data[31:24], u_scratchpad_rd3_rsp_data[23:16], u_scratchpad_rd3_rsp_data[15:8], u_scratchpad_rd3_rsp_data[7:0], u_scratchpad_rd3_rsp_data[31:24], u_scratchpad_rd3_rsp_data[23:16], u_scratchpad_rd3_rsp_data[15:8], u_scratchpad_rd3_rsp_data[7:0], u_scratchpad_rd3_rsp_data[31:24], u_scratchpad_rd3_rsp_data[23:16], u_scratchpad_rd3_rsp_data[15:8], u_scratchpad_rd3_rsp_data[7:0], u_scratchpad_rd3_rsp_data[31:24], u_scratchpad_rd3_rsp_data[23:16], u_scratchpad_rd3_rsp_data[15:8], u_scratchpad_rd3_rsp_data[7:0]};
   assign mma_bbuf_wstrb = {mma_b_rsp_s_q == 2'd3, mma_b_rsp_s_q == 2'd3, mma_b_rsp_s_q == 2'd3, mma_b_rsp_s_q == 2'd3, mma_b_rsp_s_q == 2'd2, mma_b_rsp_s_q == 2'd2, mma_b_rsp_s_q == 2'd2, mma_b_rsp_s_q == 2'd2, mma_b_rsp_s_q == 2'd1, mma_b_rsp_s_q == 2'd1, mma_b_rsp_s_q == 2'd1, mma_b_rsp_s_q == 2'd1, mma_b_rsp_s_q == 2'd0, mma_b_rsp_s_q == 2'd0, mma_b_rsp_s_q == 2'd0, mma_b_rsp_s_q == 2'd0};
-  assign mma_s_arm = ((mma_s_more_q & ~mma_s_on_q) & ((mma_a_fill_q > mma_s_tile_q) & (mma_b_fill_q > mma_s_tile_q))) & (mma_s_tile_q == mma_wdone_q);
+  assign mma_s_arm = ((mma_s_more_q & ~mma_s_on_q) & ((mma_a_fill_q > mma_s_tile_q) & (mma_b_fill_q > mma_s_tile_q))) & ((mma_s_tile_q == mma_xdone_q) & (mma_s_tile_q < (mma_wdone_q + 16'd2)));
   assign mma_g_take = u_grid_in_valid & u_grid_in_ready;
   assign mma_buf_re = mma_s_arm | mma_g_take;
-  assign mma_buf_raddr_t112 = mma_s_arm ? 16'd0 : mma_g_take ? (mma_s_j_q + 16'd1) : mma_s_j_q;
-  assign mma_buf_raddr = {mma_s_tile_q[0], mma_buf_raddr_t112[5:0]};
+  assign mma_buf_raddr_t117 = mma_s_arm ? 16'd0 : mma_g_take ? (mma_s_j_q + 16'd1) : mma_s_j_q;
+  assign mma_buf_raddr = {mma_s_tile_q[0], mma_buf_raddr_t117[5:0]};
   assign mma_s_w = (({8'd0, mma_tn_q} - ({8'd0, mma_s_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_s_cb_q} * 16'd4)) : 16'd4;
   assign mma_s_h = (mma_s_rows_left_q < 8'd4) ? mma_s_rows_left_q : 8'd4;
   assign u_grid_in_valid = mma_s_on_q;
   assign u_grid_in_a = mma_abuf_rdata_q & {{8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}, {8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}, {8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}, {8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}};
   assign u_grid_in_b = mma_bbuf_rdata_q & {{8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}, {8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}, {8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}, {8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}};
-  assign u_grid_in_steps_t113 = (mma_s_kleft_q > 16'd4) ? 16'd4 : mma_s_kleft_q;
-  assign u_grid_in_steps = u_grid_in_steps_t113[2:0];
+  assign u_grid_in_steps_t118 = (mma_s_kleft_q > 16'd4) ? 16'd4 : mma_s_kleft_q;
+  assign u_grid_in_steps = u_grid_in_steps_t118[2:0];
   assign u_grid_in_last = (mma_s_j_q + 16'd1) == mma_q_q;
   assign u_grid_out_ready = 1'd1;
-  assign mma_w_valid = (mma_busy_q & ~mma_w_words_done_q) & ({5'd0, mma_w_rows_in_q} > mma_w_r_q);
-  assign u_scratchpad_wr2_req_valid = mma_w_valid;
-  assign u_scratchpad_wr2_req_addr = mma_w_addr_q;
-  assign u_scratchpad_wr2_req_data_t114 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ?
-      (mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
+  assign mma_x_inc = u_grid_out_valid & (u_grid_out_row == 2'd3);
+  assign mma_w_ok = (mma_busy_q & mma_w_more_q) & ((mma_w_tile_q < mma_xdone_q) | ((mma_w_tile_q == mma_xdone_q) & ({5'd0, mma_o_rows_q} > mma_w_r_q)));
+  assign mma_w_value_t119 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
+      (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
       128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0]
@@ -2107,11 +2163,13 @@ module gpurtl_cu (
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0]
       ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
       128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? mma_row3_q
-      : mma_row2_q) : mma_w_r_q[0] ? mma_row1_q : mma_row0_q;
-  assign u_scratchpad_wr2_req_data_t115 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ?
-      (mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ?
+      (mma_w_tile_q[0] ? mma_row1_3_q : mma_row0_3_q) : mma_w_tile_q[0] ? mma_row1_2_q :
+      mma_row0_2_q) : mma_w_r_q[0] ? (mma_w_tile_q[0] ? mma_row1_1_q : mma_row0_1_q) :
+      mma_w_tile_q[0] ? mma_row1_0_q : mma_row0_0_q;
+  assign mma_w_value_t120 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
+      (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
       128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0]
@@ -2179,11 +2237,13 @@ module gpurtl_cu (
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0]
       ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
       128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? mma_row3_q
-      : mma_row2_q) : mma_w_r_q[0] ? mma_row1_q : mma_row0_q;
-  assign u_scratchpad_wr2_req_data_t116 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ?
-      (mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ?
+      (mma_w_tile_q[0] ? mma_row1_3_q : mma_row0_3_q) : mma_w_tile_q[0] ? mma_row1_2_q :
+      mma_row0_2_q) : mma_w_r_q[0] ? (mma_w_tile_q[0] ? mma_row1_1_q : mma_row0_1_q) :
+      mma_w_tile_q[0] ? mma_row1_0_q : mma_row0_0_q;
+  assign mma_w_value_t121 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
+      (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
       128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0]
@@ -2251,11 +2311,13 @@ module gpurtl_cu (
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0]
       ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
       128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? mma_row3_q
-      : mma_row2_q) : mma_w_r_q[0] ? mma_row1_q : mma_row0_q;
-  assign u_scratchpad_wr2_req_data_t117 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ?
-      (mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ?
+      (mma_w_tile_q[0] ? mma_row1_3_q : mma_row0_3_q) : mma_w_tile_q[0] ? mma_row1_2_q :
+      mma_row0_2_q) : mma_w_r_q[0] ? (mma_w_tile_q[0] ? mma_row1_1_q : mma_row0_1_q) :
+      mma_w_tile_q[0] ? mma_row1_0_q : mma_row0_0_q;
+  assign mma_w_value_t122 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
+      (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
       128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0]
@@ -2323,32 +2385,34 @@ module gpurtl_cu (
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0]
       ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
       128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? mma_row3_q
-      : mma_row2_q) : mma_w_r_q[0] ? mma_row1_q : mma_row0_q;
-  assign u_scratchpad_wr2_req_data = mma_w_n_q[7] ? (mma_w_n_q[6] ? (mma_w_n_q[5] ? (mma_w_n_q[4] ?
-      (mma_w_n_q[3] ? (mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0]
-      ? 32'd0 : 32'd0) : mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 :
-      32'd0) : mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0
-      : 32'd0) : mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) :
-      mma_w_n_q[3] ? (mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ?
-      32'd0 : 32'd0) : mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0)
-      : mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 :
+      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ?
+      (mma_w_tile_q[0] ? mma_row1_3_q : mma_row0_3_q) : mma_w_tile_q[0] ? mma_row1_2_q :
+      mma_row0_2_q) : mma_w_r_q[0] ? (mma_w_tile_q[0] ? mma_row1_1_q : mma_row0_1_q) :
+      mma_w_tile_q[0] ? mma_row1_0_q : mma_row0_0_q;
+  assign mma_w_value = mma_w_n_q[7] ? (mma_w_n_q[6] ? (mma_w_n_q[5] ? (mma_w_n_q[4] ? (mma_w_n_q[3]
+      ? (mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 :
       32'd0) : mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) :
-      mma_w_n_q[4] ? (mma_w_n_q[3] ? (mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0)
-      : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0]
-      ? 32'd0 : 32'd0) : mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) :
+      mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0)
+      : mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[3]
+      ? (mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 :
+      32'd0) : mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) :
+      mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0)
+      : mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[4]
+      ? (mma_w_n_q[3] ? (mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) :
       mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ?
-      32'd0 : 32'd0) : mma_w_n_q[3] ? (mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0)
-      : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0]
-      ? 32'd0 : 32'd0) : mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) :
+      32'd0 : 32'd0) : mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0]
+      ? 32'd0 : 32'd0) : mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 :
+      32'd0) : mma_w_n_q[3] ? (mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) :
       mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ?
-      32'd0 : 32'd0) : mma_w_n_q[5] ? (mma_w_n_q[4] ? (mma_w_n_q[3] ? (mma_w_n_q[2] ? (mma_w_n_q[1]
-      ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1] ?
-      (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[2] ? (mma_w_n_q[1]
-      ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1] ?
-      (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[3] ? (mma_w_n_q[2]
-      ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) :
-      mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[2] ?
+      32'd0 : 32'd0) : mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0]
+      ? 32'd0 : 32'd0) : mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 :
+      32'd0) : mma_w_n_q[5] ? (mma_w_n_q[4] ? (mma_w_n_q[3] ? (mma_w_n_q[2] ? (mma_w_n_q[1] ?
+      (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1] ? (mma_w_n_q[0]
+      ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[2] ? (mma_w_n_q[1] ?
+      (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1] ? (mma_w_n_q[0]
+      ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[3] ? (mma_w_n_q[2] ?
+      (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1]
+      ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[2] ?
       (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1]
       ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[4] ?
       (mma_w_n_q[3] ? (mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0]
@@ -2392,21 +2456,26 @@ module gpurtl_cu (
       (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1]
       ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[2] ?
       (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1]
-      ? (mma_w_n_q[0] ? u_scratchpad_wr2_req_data_t114[127:96] :
-      u_scratchpad_wr2_req_data_t115[95:64]) : mma_w_n_q[0] ? u_scratchpad_wr2_req_data_t116[63:32]
-      : u_scratchpad_wr2_req_data_t117[31:0];
+      ? (mma_w_n_q[0] ? mma_w_value_t119[127:96] : mma_w_value_t120[95:64]) : mma_w_n_q[0] ?
+      mma_w_value_t121[63:32] : mma_w_value_t122[31:0];
+  assign u_scratchpad_rd4_req_valid = mma_w_ok & |mma_mode_q;
+  assign u_scratchpad_rd4_req_addr = (mma_mode_q == 2'd1) ? mma_w_addr_q : mma_w_baddr_q;
+  assign u_scratchpad_rd4_rsp_ready = 1'd1;
+  assign mma_w_issue = mma_w_ok & (~|mma_mode_q | u_scratchpad_rd4_req_ready);
+  assign u_scratchpad_wr2_req_valid = |mma_mode_q ? mma_p_valid_q : mma_w_ok;
+  assign u_scratchpad_wr2_req_addr = |mma_mode_q ? mma_p_addr_q : mma_w_addr_q;
+  assign u_scratchpad_wr2_req_data = |mma_mode_q ? (mma_p_value_q + u_scratchpad_rd4_rsp_data) : mma_w_value;
   assign u_scratchpad_wr2_req_strb = 4'd15;
   assign u_scratchpad_wr2_rsp_ready = 1'd1;
-  assign mma_tile_done = (mma_busy_q & (mma_w_words_done_q | ((mma_w_valid & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))))) & (({1'd0, mma_w_rows_in_q} + {3'd0, u_grid_out_valid}) == 4'd4);
-  assign mma_w_rows_in_q_t118 = {1'd0, mma_w_rows_in_q} + {3'd0, u_grid_out_valid};
-  assign mma_last_done = mma_tile_done & ((mma_wdone_q + 16'd1) == mma_ntiles_q);
+  assign mma_w_inc = |mma_mode_q ? (mma_p_valid_q & mma_p_last_q) : ((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4)));
+  assign mma_last_done = (mma_busy_q & ((mma_xdone_q + {15'd0, mma_x_inc}) == mma_ntiles_q)) & ((mma_wdone_q + {15'd0, mma_w_inc}) == mma_ntiles_q);
   assign mma_done = mma_last_done | (mma_start & (((mma_go_t100[7:0] == 8'd0) | (mma_go_t100[15:8] == 8'd0)) | ((dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) == 16'd0)));
   assign mma_busy_w = mma_busy_q;
   assign dmaq_start = (dma_start | vec_start) | mma_start;
   assign dq_pop = dmaq_start;
   assign dmaq_done = (dma_done | vec_done) | mma_done;
-  assign cpl_slot_oh_t119 = {s1_done_q, s0_done_q};
-  assign cpl_slot_oh = {cpl_slot_oh_t119[1] & ~cpl_slot_oh_t119[0], cpl_slot_oh_t119[0]};
+  assign cpl_slot_oh_t123 = {s1_done_q, s0_done_q};
+  assign cpl_slot_oh = {cpl_slot_oh_t123[1] & ~cpl_slot_oh_t123[0], cpl_slot_oh_t123[0]};
   assign cpl_slot = cpl_slot_oh[1];
   assign cpl_valid_o = |cpl_slot_oh;
   assign cpl_fire = cpl_valid_o & cpl_ready_i;
@@ -2418,14 +2487,16 @@ module gpurtl_cu (
   assign cpl_status_o = cpl_slot ? s1_status_q : s0_status_q;
   assign cpl_pc_o = cpl_slot ? s1_cpc_q : s0_cpc_q;
   assign s0_x = x_valid_q & (x_slot_q == 1'd0);
-  assign s0_cdl_dest_q_t120 = x_reg_base + x_rd[6:0];
-  assign s0_dma_s_q_t121 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
-  assign s0_dma_a_q_t122 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_ra_val};
-  assign s0_dma_stride_q_t123 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rb_val};
+  assign s0_cdl_dest_q_t124 = x_reg_base + x_rd[6:0];
+  assign s0_dma_s_q_t125 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
+  assign s0_dma_a_q_t126 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_ra_val};
+  assign s0_dma_stride_q_t127 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rb_val};
+  assign s0_dma_p_q_t128 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {15'd0, {x_imm[31:16], 2'd0}};
   assign s1_x = x_valid_q & (x_slot_q == 1'd1);
-  assign s1_dma_s_q_t124 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
-  assign s1_dma_a_q_t125 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_ra_val};
-  assign s1_dma_stride_q_t126 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rb_val};
+  assign s1_dma_s_q_t129 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
+  assign s1_dma_a_q_t130 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_ra_val};
+  assign s1_dma_stride_q_t131 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rb_val};
+  assign s1_dma_p_q_t132 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {15'd0, {x_imm[31:16], 2'd0}};
 
   gpurtl_cu_cbload u_cbload (
     .clk_i              (clk_i),
@@ -2491,6 +2562,12 @@ module gpurtl_cu (
     .rd3_rsp_valid_o (u_scratchpad_rd3_rsp_valid),
     .rd3_rsp_ready_i (u_scratchpad_rd3_rsp_ready),
     .rd3_rsp_data_o  (u_scratchpad_rd3_rsp_data),
+    .rd4_req_valid_i (u_scratchpad_rd4_req_valid),
+    .rd4_req_ready_o (u_scratchpad_rd4_req_ready),
+    .rd4_req_addr_i  (u_scratchpad_rd4_req_addr),
+    .rd4_rsp_valid_o (u_scratchpad_rd4_rsp_valid),
+    .rd4_rsp_ready_i (u_scratchpad_rd4_rsp_ready),
+    .rd4_rsp_data_o  (u_scratchpad_rd4_rsp_data),
     .wr0_req_valid_i (u_scratchpad_wr0_req_valid),
     .wr0_req_ready_o (u_scratchpad_wr0_req_ready),
     .wr0_req_addr_i  (u_scratchpad_wr0_req_addr),
@@ -2571,6 +2648,9 @@ module gpurtl_cu (
       mma_b_rsp_last_q <= 1'd0;
       mma_s_on_q <= 1'd0;
       mma_s_more_q <= 1'd0;
+      mma_w_more_q <= 1'd0;
+      mma_p_valid_q <= 1'd0;
+      mma_p_last_q <= 1'd0;
       mma_busy_q <= 1'd0;
       s0_busy_q <= 1'd0;
       s0_run_q <= 1'd0;
@@ -2602,6 +2682,9 @@ module gpurtl_cu (
       mma_b_rsp_last_q <= (mma_b_take & 1'd1) & ((mma_b_k_q + 16'd1) == mma_k_q);
       mma_s_on_q <= mma_s_arm | (mma_s_on_q & ~(mma_g_take & ((mma_s_j_q + 16'd1) == mma_q_q)));
       mma_s_more_q <= mma_go | (mma_s_more_q & ~((mma_g_take & ((mma_s_j_q + 16'd1) == mma_q_q)) & ((mma_s_tile_q + 16'd1) == mma_ntiles_q)));
+      mma_w_more_q <= mma_go | (mma_w_more_q & ~(((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) & ((mma_w_tile_q + 16'd1) == mma_ntiles_q)));
+      mma_p_valid_q <= mma_w_issue & |mma_mode_q;
+      mma_p_last_q <= (mma_w_issue & |mma_mode_q) & ((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4)));
       mma_busy_q <= mma_go | (mma_busy_q & ~mma_last_done);
       s0_busy_q <= (dsp_fire & dsp_slot_oh[0]) | (s0_busy_q & ~(cpl_fire & cpl_slot_oh[0]));
       s0_run_q <= (((((((dsp_fire & dsp_slot_oh[0]) & ~dsp_bad) & (s0_progv_q & (s0_prog_q == dsp_prog_i))) | (load_last & (load_slot_q == 1'd0))) | (u_cbload_rsp_valid & (cdl_slot_q == 1'd0))) | (dmaq_done & ((((dma_done_now | (vec_start & vec_done)) | (mma_start & mma_done)) ? dq0_slot_q : dma_slot_q) == 1'd0))) | (s0_x & ((x_valid_q & x_ok) & ~(((((x_is_end | (x_is_cdl_ud | x_is_cdl_mem)) | (x_is_ld | x_is_st)) | x_is_act) | (x_is_cmp | x_is_exp)) | x_is_mma)))) | (s0_run_q & ~issue_grant[0]);
@@ -2683,7 +2766,6 @@ module gpurtl_cu (
     dq1_slot_q <= ~dq_pop ? (dq_valid_q[1] ? dq1_slot_q : x_slot_q) : x_slot_q;
     dma_p_first_q <= (dma_go | dma_row_done) | (dma_p_first_q & ~dma_in_fire);
     mma_b_h_q <= 1'd0;
-    mma_w_rows_in_q <= (mma_go | mma_tile_done) ? 3'd0 : mma_w_rows_in_q_t118[2:0];
   end
 
   always @(posedge clk_i) begin
@@ -3050,32 +3132,34 @@ module gpurtl_cu (
       mma_tn_q <= mma_go_t100[15:8];
       mma_k_q <= dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q;
       mma_bo_q <= mma_bo_q_t101[13:0];
-      mma_pa_q <= mma_pa_q_t102[13:0];
-      mma_pb_q <= ({6'd0, mma_go_t100[15:8]} + 14'd7) & 14'd16376;
+      mma_pa_q <= mma_pa_q_t103[13:0];
+      mma_pb_q <= mma_pb_q_t105[13:0];
+      mma_mode_q <= mma_mode_q_t106[27:26];
+      mma_bias_q <= mma_bias_q_t107[13:0];
       mma_pc_q <= {4'd0, {mma_go_t100[15:8], 2'd0}};
-      mma_nc_q <= mma_nc_q_t104[7:0];
-      mma_ntiles_q <= {8'd0, mma_ntiles_q_t106[7:0]} * {8'd0, mma_ntiles_q_t108[7:0]};
-      mma_q_q <= {2'd0, mma_q_q_t109[15:2]};
+      mma_nc_q <= mma_nc_q_t109[7:0];
+      mma_ntiles_q <= {8'd0, mma_ntiles_q_t111[7:0]} * {8'd0, mma_ntiles_q_t113[7:0]};
+      mma_q_q <= {2'd0, mma_q_q_t114[15:2]};
     end
   end
 
   always @(posedge clk_i) begin
     if (mma_go | mma_a_take) begin
       mma_a_i_q <= (mma_go | ((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4))) ? 8'd0 : (mma_a_i_q + 8'd1);
-      mma_a_addr_q <= mma_go ? mma_a_rb_base_q_t110[13:0] : ~((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) ? (mma_a_addr_q + mma_pa_q) : (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) ? (((((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) & ((mma_a_cb_q + 8'd1) == mma_nc_q)) ? (mma_a_rb_base_q + (mma_pa_q * 14'd4)) : mma_a_rb_base_q) : (mma_a_j_base_q + 14'd4);
+      mma_a_addr_q <= mma_go ? mma_a_rb_base_q_t115[13:0] : ~((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) ? (mma_a_addr_q + mma_pa_q) : (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) ? (((((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) & ((mma_a_cb_q + 8'd1) == mma_nc_q)) ? (mma_a_rb_base_q + (mma_pa_q * 14'd4)) : mma_a_rb_base_q) : (mma_a_j_base_q + 14'd4);
     end
   end
 
   always @(posedge clk_i) begin
     if (mma_go | (mma_a_take & ((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)))) begin
       mma_a_j_q <= (mma_go | (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q))) ? 16'd0 : (mma_a_j_q + 16'd1);
-      mma_a_j_base_q <= mma_go ? mma_a_rb_base_q_t110[13:0] : (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) ? (((((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) & ((mma_a_cb_q + 8'd1) == mma_nc_q)) ? (mma_a_rb_base_q + (mma_pa_q * 14'd4)) : mma_a_rb_base_q) : (mma_a_j_base_q + 14'd4);
+      mma_a_j_base_q <= mma_go ? mma_a_rb_base_q_t115[13:0] : (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) ? (((((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) & ((mma_a_cb_q + 8'd1) == mma_nc_q)) ? (mma_a_rb_base_q + (mma_pa_q * 14'd4)) : mma_a_rb_base_q) : (mma_a_j_base_q + 14'd4);
     end
   end
 
   always @(posedge clk_i) begin
     if (mma_go | (mma_a_take & (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)))) begin
-      mma_a_rb_base_q <= mma_go ? mma_a_rb_base_q_t110[13:0] : ((((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) & ((mma_a_cb_q + 8'd1) == mma_nc_q)) ? (mma_a_rb_base_q + (mma_pa_q * 14'd4)) : mma_a_rb_base_q;
+      mma_a_rb_base_q <= mma_go ? mma_a_rb_base_q_t115[13:0] : ((((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) & ((mma_a_cb_q + 8'd1) == mma_nc_q)) ? (mma_a_rb_base_q + (mma_pa_q * 14'd4)) : mma_a_rb_base_q;
       mma_a_cb_q <= (mma_go | ((mma_a_cb_q + 8'd1) == mma_nc_q)) ? 8'd0 : (mma_a_cb_q + 8'd1);
       mma_a_tile_q <= mma_go ? 16'd0 : (mma_a_tile_q + 16'd1);
     end
@@ -3117,7 +3201,7 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (mma_b_take) begin
-      mma_b_rsp_ent_q <= {mma_b_tile_q[0], mma_b_rsp_ent_q_t111[5:0]};
+      mma_b_rsp_ent_q <= {mma_b_tile_q[0], mma_b_rsp_ent_q_t116[5:0]};
       mma_b_rsp_s_q <= mma_b_k_q[1:0];
       mma_b_rsp_h_q <= mma_b_h_q;
       mma_b_rsp_off_q <= mma_b_coff_q[1:0];
@@ -3151,66 +3235,105 @@ module gpurtl_cu (
   end
 
   always @(posedge clk_i) begin
-    if (u_grid_out_valid & (u_grid_out_row == 2'd0)) begin
-      mma_row0_q <= u_grid_out_c;
+    if ((u_grid_out_valid & (u_grid_out_row == 2'd0)) & (mma_xdone_q[0] == 1'd0)) begin
+      mma_row0_0_q <= u_grid_out_c;
     end
   end
 
   always @(posedge clk_i) begin
-    if (u_grid_out_valid & (u_grid_out_row == 2'd1)) begin
-      mma_row1_q <= u_grid_out_c;
+    if ((u_grid_out_valid & (u_grid_out_row == 2'd1)) & (mma_xdone_q[0] == 1'd0)) begin
+      mma_row0_1_q <= u_grid_out_c;
     end
   end
 
   always @(posedge clk_i) begin
-    if (u_grid_out_valid & (u_grid_out_row == 2'd2)) begin
-      mma_row2_q <= u_grid_out_c;
+    if ((u_grid_out_valid & (u_grid_out_row == 2'd2)) & (mma_xdone_q[0] == 1'd0)) begin
+      mma_row0_2_q <= u_grid_out_c;
     end
   end
 
   always @(posedge clk_i) begin
-    if (u_grid_out_valid & (u_grid_out_row == 2'd3)) begin
-      mma_row3_q <= u_grid_out_c;
+    if ((u_grid_out_valid & (u_grid_out_row == 2'd3)) & (mma_xdone_q[0] == 1'd0)) begin
+      mma_row0_3_q <= u_grid_out_c;
     end
   end
 
   always @(posedge clk_i) begin
-    if (mma_go | mma_w_valid) begin
-      mma_w_n_q <= (mma_go | (mma_w_valid & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4)))) ? 8'd0 : (mma_w_n_q + 8'd1);
+    if ((u_grid_out_valid & (u_grid_out_row == 2'd0)) & (mma_xdone_q[0] == 1'd1)) begin
+      mma_row1_0_q <= u_grid_out_c;
     end
   end
 
   always @(posedge clk_i) begin
-    if ((mma_go | mma_tile_done) | ((mma_w_valid & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ~((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4)))) begin
-      mma_w_r_q <= (mma_go | mma_tile_done) ? 8'd0 : (mma_w_r_q + 8'd1);
-      mma_w_row_q <= mma_go ? (dq0_slot_q ? s1_dma_s_q : s0_dma_s_q) : mma_tile_done ? ((mma_tile_done & ((mma_w_cb_q + 8'd1) == mma_nc_q)) ? (mma_w_rb_base_q + (mma_pc_q * 14'd4)) : (mma_w_rb_base_q + (((mma_w_cb_q + 8'd1) == mma_nc_q) ? 14'd0 : (mma_w_cbase_q + 14'd16)))) : (mma_w_row_q + mma_pc_q);
+    if ((u_grid_out_valid & (u_grid_out_row == 2'd1)) & (mma_xdone_q[0] == 1'd1)) begin
+      mma_row1_1_q <= u_grid_out_c;
     end
   end
 
   always @(posedge clk_i) begin
-    if ((mma_go | mma_tile_done) | ((mma_w_valid & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4)))) begin
-      mma_w_words_done_q <= (mma_go | mma_tile_done) ? 1'd0 : 1'd1;
+    if ((u_grid_out_valid & (u_grid_out_row == 2'd2)) & (mma_xdone_q[0] == 1'd1)) begin
+      mma_row1_2_q <= u_grid_out_c;
     end
   end
 
   always @(posedge clk_i) begin
-    if (mma_go | (mma_tile_done & ((mma_w_cb_q + 8'd1) == mma_nc_q))) begin
+    if ((u_grid_out_valid & (u_grid_out_row == 2'd3)) & (mma_xdone_q[0] == 1'd1)) begin
+      mma_row1_3_q <= u_grid_out_c;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_go | u_grid_out_valid) begin
+      mma_o_rows_q <= (mma_go | mma_x_inc) ? 3'd0 : (mma_o_rows_q + 3'd1);
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_go | mma_x_inc) begin
+      mma_xdone_q <= mma_go ? 16'd0 : (mma_xdone_q + 16'd1);
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_go | mma_w_issue) begin
+      mma_w_n_q <= (mma_go | (mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4)))) ? 8'd0 : (mma_w_n_q + 8'd1);
+      mma_w_addr_q <= mma_go ? (dq0_slot_q ? s1_dma_s_q : s0_dma_s_q) : (mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) ? (((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) ? ((((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) & ((mma_w_cb_q + 8'd1) == mma_nc_q)) ? (mma_w_rb_base_q + (mma_pc_q * 14'd4)) : (mma_w_rb_base_q + (((mma_w_cb_q + 8'd1) == mma_nc_q) ? 14'd0 : (mma_w_cbase_q + 14'd16)))) : (mma_w_row_q + mma_pc_q)) : (mma_w_addr_q + 14'd4);
+      mma_w_baddr_q <= mma_go ? mma_bias_q_t107[13:0] : (mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) ? (mma_bias_q + (((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) ? (((mma_w_cb_q + 8'd1) == mma_nc_q) ? 14'd0 : (mma_w_cbase_q + 14'd16)) : mma_w_cbase_q)) : (mma_w_baddr_q + 14'd4);
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_go | (mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4)))) begin
+      mma_w_r_q <= (mma_go | ((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4)))) ? 8'd0 : (mma_w_r_q + 8'd1);
+      mma_w_row_q <= mma_go ? (dq0_slot_q ? s1_dma_s_q : s0_dma_s_q) : ((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) ? ((((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) & ((mma_w_cb_q + 8'd1) == mma_nc_q)) ? (mma_w_rb_base_q + (mma_pc_q * 14'd4)) : (mma_w_rb_base_q + (((mma_w_cb_q + 8'd1) == mma_nc_q) ? 14'd0 : (mma_w_cbase_q + 14'd16)))) : (mma_w_row_q + mma_pc_q);
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_go | (((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) & ((mma_w_cb_q + 8'd1) == mma_nc_q))) begin
       mma_w_rb_base_q <= mma_go ? (dq0_slot_q ? s1_dma_s_q : s0_dma_s_q) : (mma_w_rb_base_q + (mma_pc_q * 14'd4));
       mma_w_rows_left_q <= mma_go ? mma_go_t100[7:0] : (mma_w_rows_left_q - 8'd4);
     end
   end
 
   always @(posedge clk_i) begin
-    if (mma_go | mma_tile_done) begin
+    if (mma_go | ((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4)))) begin
       mma_w_cbase_q <= mma_go ? 14'd0 : ((mma_w_cb_q + 8'd1) == mma_nc_q) ? 14'd0 : (mma_w_cbase_q + 14'd16);
-      mma_w_cb_q <= (mma_go | (mma_tile_done & ((mma_w_cb_q + 8'd1) == mma_nc_q))) ? 8'd0 : (mma_w_cb_q + 8'd1);
-      mma_wdone_q <= mma_go ? 16'd0 : (mma_wdone_q + 16'd1);
+      mma_w_cb_q <= (mma_go | (((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) & ((mma_w_cb_q + 8'd1) == mma_nc_q))) ? 8'd0 : (mma_w_cb_q + 8'd1);
+      mma_w_tile_q <= mma_go ? 16'd0 : (mma_w_tile_q + 16'd1);
     end
   end
 
   always @(posedge clk_i) begin
-    if (((mma_go | mma_tile_done) | (mma_w_valid & ~(({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4)))) | (mma_w_valid & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4)))) begin
-      mma_w_addr_q <= mma_go ? (dq0_slot_q ? s1_dma_s_q : s0_dma_s_q) : mma_tile_done ? ((mma_tile_done & ((mma_w_cb_q + 8'd1) == mma_nc_q)) ? (mma_w_rb_base_q + (mma_pc_q * 14'd4)) : (mma_w_rb_base_q + (((mma_w_cb_q + 8'd1) == mma_nc_q) ? 14'd0 : (mma_w_cbase_q + 14'd16)))) : (mma_w_valid & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) ? (mma_w_row_q + mma_pc_q) : (mma_w_addr_q + 14'd4);
+    if (mma_w_issue & |mma_mode_q) begin
+      mma_p_addr_q <= mma_w_addr_q;
+      mma_p_value_q <= mma_w_value;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_go | mma_w_inc) begin
+      mma_wdone_q <= mma_go ? 16'd0 : (mma_wdone_q + 16'd1);
     end
   end
 
@@ -3255,7 +3378,7 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (s0_x & x_go_cdl) begin
-      s0_cdl_dest_q <= s0_cdl_dest_q_t120[5:0];
+      s0_cdl_dest_q <= s0_cdl_dest_q_t124[5:0];
       s0_cdl_n_q <= x_rb[4:0];
       s0_cdl_mem_q <= x_is_cdl_mem;
       s0_cdl_off_q <= x_cdl_off;
@@ -3265,12 +3388,12 @@ module gpurtl_cu (
   always @(posedge clk_i) begin
     if (s0_x & x_go_dma) begin
       s0_dma_kind_q <= x_dma_kind;
-      s0_dma_s_q <= s0_dma_s_q_t121[13:0];
-      s0_dma_a_q <= (x_dma_kind < 3'd2) ? x_ra_val : {18'd0, s0_dma_a_q_t122[13:0]};
-      s0_dma_stride_q <= (x_dma_kind < 3'd2) ? x_rb_val : {18'd0, s0_dma_stride_q_t123[13:0]};
+      s0_dma_s_q <= s0_dma_s_q_t125[13:0];
+      s0_dma_a_q <= (x_dma_kind < 3'd2) ? x_ra_val : {18'd0, s0_dma_a_q_t126[13:0]};
+      s0_dma_stride_q <= (x_dma_kind < 3'd2) ? x_rb_val : {18'd0, s0_dma_stride_q_t127[13:0]};
       s0_dma_rows_q <= (x_dma_kind == 3'd2) ? x_ra_val[31:16] : x_rc_val[31:16];
       s0_dma_n_q <= (x_dma_kind == 3'd2) ? x_ra_val[15:0] : x_rc_val[15:0];
-      s0_dma_p_q <= (x_dma_kind == 3'd2) ? x_act_p : {16'd0, x_dma_p};
+      s0_dma_p_q <= (x_dma_kind == 3'd5) ? {x_imm[13:12], x_imm[11:10], x_imm[9:8], 12'd0, s0_dma_p_q_t128[13:0]} : (x_dma_kind == 3'd2) ? x_act_p : {16'd0, x_dma_p};
       s0_dma_z_q <= x_imm[9:8];
     end
   end
@@ -3310,7 +3433,7 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (s1_x & x_go_cdl) begin
-      s1_cdl_dest_q <= s0_cdl_dest_q_t120[5:0];
+      s1_cdl_dest_q <= s0_cdl_dest_q_t124[5:0];
       s1_cdl_n_q <= x_rb[4:0];
       s1_cdl_mem_q <= x_is_cdl_mem;
       s1_cdl_off_q <= x_cdl_off;
@@ -3320,12 +3443,12 @@ module gpurtl_cu (
   always @(posedge clk_i) begin
     if (s1_x & x_go_dma) begin
       s1_dma_kind_q <= x_dma_kind;
-      s1_dma_s_q <= s1_dma_s_q_t124[13:0];
-      s1_dma_a_q <= (x_dma_kind < 3'd2) ? x_ra_val : {18'd0, s1_dma_a_q_t125[13:0]};
-      s1_dma_stride_q <= (x_dma_kind < 3'd2) ? x_rb_val : {18'd0, s1_dma_stride_q_t126[13:0]};
+      s1_dma_s_q <= s1_dma_s_q_t129[13:0];
+      s1_dma_a_q <= (x_dma_kind < 3'd2) ? x_ra_val : {18'd0, s1_dma_a_q_t130[13:0]};
+      s1_dma_stride_q <= (x_dma_kind < 3'd2) ? x_rb_val : {18'd0, s1_dma_stride_q_t131[13:0]};
       s1_dma_rows_q <= (x_dma_kind == 3'd2) ? x_ra_val[31:16] : x_rc_val[31:16];
       s1_dma_n_q <= (x_dma_kind == 3'd2) ? x_ra_val[15:0] : x_rc_val[15:0];
-      s1_dma_p_q <= (x_dma_kind == 3'd2) ? x_act_p : {16'd0, x_dma_p};
+      s1_dma_p_q <= (x_dma_kind == 3'd5) ? {x_imm[13:12], x_imm[11:10], x_imm[9:8], 12'd0, s1_dma_p_q_t132[13:0]} : (x_dma_kind == 3'd2) ? x_act_p : {16'd0, x_dma_p};
       s1_dma_z_q <= x_imm[9:8];
     end
   end

@@ -4,7 +4,7 @@
 // Regenerate: gpurtl gen cu --param banks=4 --param grid_cols=4 --param grid_rows=4 --param imem_depth=64 --param kmax=256 --param max_outstanding=8 --param regs=64 --param slots=2 --param tag_bits=4 --param words=1024 -o <dir>
 `default_nettype none
 
-// Scratchpad: 4 bank(s) of 1024 x 32-bit block RAM, 4 read and 3 write port(s), round robin per bank (docs/scratchpad.md).
+// Scratchpad: 4 bank(s) of 1024 x 32-bit block RAM, 5 read and 3 write port(s), round robin per bank (docs/scratchpad.md).
 //
 // port             dir     width  meaning
 // clk_i            input       1  clock, rising edge
@@ -33,6 +33,12 @@
 // rd3_rsp_valid_o  output      1  rd3 read response valid
 // rd3_rsp_ready_i  input       1  rd3 read response ready
 // rd3_rsp_data_o   output     32  one beat, in request order
+// rd4_req_valid_i  input       1  rd4 read request valid
+// rd4_req_ready_o  output      1  rd4 read request ready
+// rd4_req_addr_i   input      14  byte address of the first beat
+// rd4_rsp_valid_o  output      1  rd4 read response valid
+// rd4_rsp_ready_i  input       1  rd4 read response ready
+// rd4_rsp_data_o   output     32  one beat, in request order
 // wr0_req_valid_i  input       1  wr0 write request valid
 // wr0_req_ready_o  output      1  wr0 write request ready
 // wr0_req_addr_i   input      14  byte address of the burst (every beat)
@@ -81,6 +87,12 @@ module gpurtl_cu_scratchpad (
   output wire        rd3_rsp_valid_o,
   input  wire        rd3_rsp_ready_i,
   output wire [31:0] rd3_rsp_data_o,
+  input  wire        rd4_req_valid_i,
+  output wire        rd4_req_ready_o,
+  input  wire [13:0] rd4_req_addr_i,
+  output wire        rd4_rsp_valid_o,
+  input  wire        rd4_rsp_ready_i,
+  output wire [31:0] rd4_rsp_data_o,
   input  wire        wr0_req_valid_i,
   output wire        wr0_req_ready_o,
   input  wire [13:0] wr0_req_addr_i,
@@ -108,6 +120,7 @@ module gpurtl_cu_scratchpad (
   reg         rd1_valid_q;
   reg         rd2_valid_q;
   reg         rd3_valid_q;
+  reg         rd4_valid_q;
   reg         wr0_valid_q;
   reg         wr1_valid_q;
   reg         wr2_valid_q;
@@ -115,6 +128,7 @@ module gpurtl_cu_scratchpad (
   wire        rd1_free;
   wire        rd2_free;
   wire        rd3_free;
+  wire        rd4_free;
   wire        wr0_free;
   wire        wr1_free;
   wire        wr2_free;
@@ -137,14 +151,15 @@ module gpurtl_cu_scratchpad (
   wire        b0_rreq1;
   wire        b0_rreq2;
   wire        b0_rreq3;
-  reg  [1:0]  b0_r_ptr_q;
-  wire [3:0]  b0_r_req;
-  wire [3:0]  b0_r_upper;
-  wire [3:0]  b0_r_grant;
-  wire [1:0]  b0_r_index;
+  wire        b0_rreq4;
+  reg  [2:0]  b0_r_ptr_q;
+  wire [4:0]  b0_r_req;
+  wire [4:0]  b0_r_upper;
+  wire [4:0]  b0_r_grant;
+  wire [2:0]  b0_r_index;
   wire        b0_r_any;
   wire [9:0]  b0_rrow;
-  wire [3:0]  b0_rrow_t3;
+  wire [4:0]  b0_rrow_t3;
   // b0_rrow_t4: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [13:0] b0_rrow_t4;
@@ -171,14 +186,15 @@ module gpurtl_cu_scratchpad (
   wire        b1_rreq1;
   wire        b1_rreq2;
   wire        b1_rreq3;
-  reg  [1:0]  b1_r_ptr_q;
-  wire [3:0]  b1_r_req;
-  wire [3:0]  b1_r_upper;
-  wire [3:0]  b1_r_grant;
-  wire [1:0]  b1_r_index;
+  wire        b1_rreq4;
+  reg  [2:0]  b1_r_ptr_q;
+  wire [4:0]  b1_r_req;
+  wire [4:0]  b1_r_upper;
+  wire [4:0]  b1_r_grant;
+  wire [2:0]  b1_r_index;
   wire        b1_r_any;
   wire [9:0]  b1_rrow;
-  wire [3:0]  b1_rrow_t7;
+  wire [4:0]  b1_rrow_t7;
   // b1_rrow_t8: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [13:0] b1_rrow_t8;
@@ -205,14 +221,15 @@ module gpurtl_cu_scratchpad (
   wire        b2_rreq1;
   wire        b2_rreq2;
   wire        b2_rreq3;
-  reg  [1:0]  b2_r_ptr_q;
-  wire [3:0]  b2_r_req;
-  wire [3:0]  b2_r_upper;
-  wire [3:0]  b2_r_grant;
-  wire [1:0]  b2_r_index;
+  wire        b2_rreq4;
+  reg  [2:0]  b2_r_ptr_q;
+  wire [4:0]  b2_r_req;
+  wire [4:0]  b2_r_upper;
+  wire [4:0]  b2_r_grant;
+  wire [2:0]  b2_r_index;
   wire        b2_r_any;
   wire [9:0]  b2_rrow;
-  wire [3:0]  b2_rrow_t11;
+  wire [4:0]  b2_rrow_t11;
   // b2_rrow_t12: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [13:0] b2_rrow_t12;
@@ -239,14 +256,15 @@ module gpurtl_cu_scratchpad (
   wire        b3_rreq1;
   wire        b3_rreq2;
   wire        b3_rreq3;
-  reg  [1:0]  b3_r_ptr_q;
-  wire [3:0]  b3_r_req;
-  wire [3:0]  b3_r_upper;
-  wire [3:0]  b3_r_grant;
-  wire [1:0]  b3_r_index;
+  wire        b3_rreq4;
+  reg  [2:0]  b3_r_ptr_q;
+  wire [4:0]  b3_r_req;
+  wire [4:0]  b3_r_upper;
+  wire [4:0]  b3_r_grant;
+  wire [2:0]  b3_r_index;
   wire        b3_r_any;
   wire [9:0]  b3_rrow;
-  wire [3:0]  b3_rrow_t15;
+  wire [4:0]  b3_rrow_t15;
   // b3_rrow_t16: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [13:0] b3_rrow_t16;
@@ -274,6 +292,11 @@ module gpurtl_cu_scratchpad (
   reg         rd3_held_q;
   reg  [31:0] rd3_hold_q;
   wire [31:0] rd3_data;
+  wire        rd4_taken;
+  reg  [1:0]  rd4_bank_q;
+  reg         rd4_held_q;
+  reg  [31:0] rd4_hold_q;
+  wire [31:0] rd4_data;
   wire        wr0_taken;
   wire        wr1_taken;
   wire        wr2_taken;
@@ -298,6 +321,7 @@ module gpurtl_cu_scratchpad (
   assign rd1_free = ~rd1_valid_q | rd1_rsp_ready_i;
   assign rd2_free = ~rd2_valid_q | rd2_rsp_ready_i;
   assign rd3_free = ~rd3_valid_q | rd3_rsp_ready_i;
+  assign rd4_free = ~rd4_valid_q | rd4_rsp_ready_i;
   assign wr0_free = ~wr0_valid_q | wr0_rsp_ready_i;
   assign wr1_free = ~wr1_valid_q | wr1_rsp_ready_i;
   assign wr2_free = ~wr2_valid_q | wr2_rsp_ready_i;
@@ -316,13 +340,14 @@ module gpurtl_cu_scratchpad (
   assign b0_rreq1 = ((rd1_req_valid_i & (rd1_req_addr_i[3:2] == 2'd0)) & rd1_free) & ~(b0_w_any & (rd1_req_addr_i[13:4] == b0_wrow));
   assign b0_rreq2 = ((rd2_req_valid_i & (rd2_req_addr_i[3:2] == 2'd0)) & rd2_free) & ~(b0_w_any & (rd2_req_addr_i[13:4] == b0_wrow));
   assign b0_rreq3 = ((rd3_req_valid_i & (rd3_req_addr_i[3:2] == 2'd0)) & rd3_free) & ~(b0_w_any & (rd3_req_addr_i[13:4] == b0_wrow));
-  assign b0_r_req = {b0_rreq3, b0_rreq2, b0_rreq1, b0_rreq0};
-  assign b0_r_upper = b0_r_req & {b0_r_ptr_q < 2'd3, b0_r_ptr_q < 2'd2, b0_r_ptr_q < 2'd1, 1'd0};
-  assign b0_r_grant = |b0_r_upper ? {b0_r_upper[3] & ~((b0_r_upper[0] | b0_r_upper[1]) | b0_r_upper[2]), b0_r_upper[2] & ~(b0_r_upper[0] | b0_r_upper[1]), b0_r_upper[1] & ~b0_r_upper[0], b0_r_upper[0]} : {b0_r_req[3] & ~((b0_r_req[0] | b0_r_req[1]) | b0_r_req[2]), b0_r_req[2] & ~(b0_r_req[0] | b0_r_req[1]), b0_r_req[1] & ~b0_r_req[0], b0_r_req[0]};
-  assign b0_r_index = {b0_r_grant[2] | b0_r_grant[3], b0_r_grant[1] | b0_r_grant[3]};
+  assign b0_rreq4 = ((rd4_req_valid_i & (rd4_req_addr_i[3:2] == 2'd0)) & rd4_free) & ~(b0_w_any & (rd4_req_addr_i[13:4] == b0_wrow));
+  assign b0_r_req = {b0_rreq4, b0_rreq3, b0_rreq2, b0_rreq1, b0_rreq0};
+  assign b0_r_upper = b0_r_req & {b0_r_ptr_q < 3'd4, b0_r_ptr_q < 3'd3, b0_r_ptr_q < 3'd2, b0_r_ptr_q < 3'd1, 1'd0};
+  assign b0_r_grant = |b0_r_upper ? {b0_r_upper[4] & ~(((b0_r_upper[0] | b0_r_upper[1]) | b0_r_upper[2]) | b0_r_upper[3]), b0_r_upper[3] & ~((b0_r_upper[0] | b0_r_upper[1]) | b0_r_upper[2]), b0_r_upper[2] & ~(b0_r_upper[0] | b0_r_upper[1]), b0_r_upper[1] & ~b0_r_upper[0], b0_r_upper[0]} : {b0_r_req[4] & ~(((b0_r_req[0] | b0_r_req[1]) | b0_r_req[2]) | b0_r_req[3]), b0_r_req[3] & ~((b0_r_req[0] | b0_r_req[1]) | b0_r_req[2]), b0_r_req[2] & ~(b0_r_req[0] | b0_r_req[1]), b0_r_req[1] & ~b0_r_req[0], b0_r_req[0]};
+  assign b0_r_index = {b0_r_grant[4], b0_r_grant[2] | b0_r_grant[3], b0_r_grant[1] | b0_r_grant[3]};
   assign b0_r_any = |b0_r_req;
-  assign b0_rrow_t3 = {b0_r_grant[3], b0_r_grant[2], b0_r_grant[1], b0_r_grant[0]};
-  assign b0_rrow_t4 = (((rd0_req_addr_i & {14{b0_rrow_t3[0]}}) | (rd1_req_addr_i & {14{b0_rrow_t3[1]}})) | (rd2_req_addr_i & {14{b0_rrow_t3[2]}})) | (rd3_req_addr_i & {14{b0_rrow_t3[3]}});
+  assign b0_rrow_t3 = {b0_r_grant[4], b0_r_grant[3], b0_r_grant[2], b0_r_grant[1], b0_r_grant[0]};
+  assign b0_rrow_t4 = ((((rd0_req_addr_i & {14{b0_rrow_t3[0]}}) | (rd1_req_addr_i & {14{b0_rrow_t3[1]}})) | (rd2_req_addr_i & {14{b0_rrow_t3[2]}})) | (rd3_req_addr_i & {14{b0_rrow_t3[3]}})) | (rd4_req_addr_i & {14{b0_rrow_t3[4]}});
   assign b0_rrow = b0_rrow_t4[13:4];
   assign bank0_wdata = ((wr0_req_data_i & {32{b0_wrow_t1[0]}}) | (wr1_req_data_i & {32{b0_wrow_t1[1]}})) | (wr2_req_data_i & {32{b0_wrow_t1[2]}});
   assign bank0_wstrb = ((wr0_req_strb_i & {4{b0_wrow_t1[0]}}) | (wr1_req_strb_i & {4{b0_wrow_t1[1]}})) | (wr2_req_strb_i & {4{b0_wrow_t1[2]}});
@@ -341,13 +366,14 @@ module gpurtl_cu_scratchpad (
   assign b1_rreq1 = ((rd1_req_valid_i & (rd1_req_addr_i[3:2] == 2'd1)) & rd1_free) & ~(b1_w_any & (rd1_req_addr_i[13:4] == b1_wrow));
   assign b1_rreq2 = ((rd2_req_valid_i & (rd2_req_addr_i[3:2] == 2'd1)) & rd2_free) & ~(b1_w_any & (rd2_req_addr_i[13:4] == b1_wrow));
   assign b1_rreq3 = ((rd3_req_valid_i & (rd3_req_addr_i[3:2] == 2'd1)) & rd3_free) & ~(b1_w_any & (rd3_req_addr_i[13:4] == b1_wrow));
-  assign b1_r_req = {b1_rreq3, b1_rreq2, b1_rreq1, b1_rreq0};
-  assign b1_r_upper = b1_r_req & {b1_r_ptr_q < 2'd3, b1_r_ptr_q < 2'd2, b1_r_ptr_q < 2'd1, 1'd0};
-  assign b1_r_grant = |b1_r_upper ? {b1_r_upper[3] & ~((b1_r_upper[0] | b1_r_upper[1]) | b1_r_upper[2]), b1_r_upper[2] & ~(b1_r_upper[0] | b1_r_upper[1]), b1_r_upper[1] & ~b1_r_upper[0], b1_r_upper[0]} : {b1_r_req[3] & ~((b1_r_req[0] | b1_r_req[1]) | b1_r_req[2]), b1_r_req[2] & ~(b1_r_req[0] | b1_r_req[1]), b1_r_req[1] & ~b1_r_req[0], b1_r_req[0]};
-  assign b1_r_index = {b1_r_grant[2] | b1_r_grant[3], b1_r_grant[1] | b1_r_grant[3]};
+  assign b1_rreq4 = ((rd4_req_valid_i & (rd4_req_addr_i[3:2] == 2'd1)) & rd4_free) & ~(b1_w_any & (rd4_req_addr_i[13:4] == b1_wrow));
+  assign b1_r_req = {b1_rreq4, b1_rreq3, b1_rreq2, b1_rreq1, b1_rreq0};
+  assign b1_r_upper = b1_r_req & {b1_r_ptr_q < 3'd4, b1_r_ptr_q < 3'd3, b1_r_ptr_q < 3'd2, b1_r_ptr_q < 3'd1, 1'd0};
+  assign b1_r_grant = |b1_r_upper ? {b1_r_upper[4] & ~(((b1_r_upper[0] | b1_r_upper[1]) | b1_r_upper[2]) | b1_r_upper[3]), b1_r_upper[3] & ~((b1_r_upper[0] | b1_r_upper[1]) | b1_r_upper[2]), b1_r_upper[2] & ~(b1_r_upper[0] | b1_r_upper[1]), b1_r_upper[1] & ~b1_r_upper[0], b1_r_upper[0]} : {b1_r_req[4] & ~(((b1_r_req[0] | b1_r_req[1]) | b1_r_req[2]) | b1_r_req[3]), b1_r_req[3] & ~((b1_r_req[0] | b1_r_req[1]) | b1_r_req[2]), b1_r_req[2] & ~(b1_r_req[0] | b1_r_req[1]), b1_r_req[1] & ~b1_r_req[0], b1_r_req[0]};
+  assign b1_r_index = {b1_r_grant[4], b1_r_grant[2] | b1_r_grant[3], b1_r_grant[1] | b1_r_grant[3]};
   assign b1_r_any = |b1_r_req;
-  assign b1_rrow_t7 = {b1_r_grant[3], b1_r_grant[2], b1_r_grant[1], b1_r_grant[0]};
-  assign b1_rrow_t8 = (((rd0_req_addr_i & {14{b1_rrow_t7[0]}}) | (rd1_req_addr_i & {14{b1_rrow_t7[1]}})) | (rd2_req_addr_i & {14{b1_rrow_t7[2]}})) | (rd3_req_addr_i & {14{b1_rrow_t7[3]}});
+  assign b1_rrow_t7 = {b1_r_grant[4], b1_r_grant[3], b1_r_grant[2], b1_r_grant[1], b1_r_grant[0]};
+  assign b1_rrow_t8 = ((((rd0_req_addr_i & {14{b1_rrow_t7[0]}}) | (rd1_req_addr_i & {14{b1_rrow_t7[1]}})) | (rd2_req_addr_i & {14{b1_rrow_t7[2]}})) | (rd3_req_addr_i & {14{b1_rrow_t7[3]}})) | (rd4_req_addr_i & {14{b1_rrow_t7[4]}});
   assign b1_rrow = b1_rrow_t8[13:4];
   assign bank1_wdata = ((wr0_req_data_i & {32{b1_wrow_t5[0]}}) | (wr1_req_data_i & {32{b1_wrow_t5[1]}})) | (wr2_req_data_i & {32{b1_wrow_t5[2]}});
   assign bank1_wstrb = ((wr0_req_strb_i & {4{b1_wrow_t5[0]}}) | (wr1_req_strb_i & {4{b1_wrow_t5[1]}})) | (wr2_req_strb_i & {4{b1_wrow_t5[2]}});
@@ -366,13 +392,14 @@ module gpurtl_cu_scratchpad (
   assign b2_rreq1 = ((rd1_req_valid_i & (rd1_req_addr_i[3:2] == 2'd2)) & rd1_free) & ~(b2_w_any & (rd1_req_addr_i[13:4] == b2_wrow));
   assign b2_rreq2 = ((rd2_req_valid_i & (rd2_req_addr_i[3:2] == 2'd2)) & rd2_free) & ~(b2_w_any & (rd2_req_addr_i[13:4] == b2_wrow));
   assign b2_rreq3 = ((rd3_req_valid_i & (rd3_req_addr_i[3:2] == 2'd2)) & rd3_free) & ~(b2_w_any & (rd3_req_addr_i[13:4] == b2_wrow));
-  assign b2_r_req = {b2_rreq3, b2_rreq2, b2_rreq1, b2_rreq0};
-  assign b2_r_upper = b2_r_req & {b2_r_ptr_q < 2'd3, b2_r_ptr_q < 2'd2, b2_r_ptr_q < 2'd1, 1'd0};
-  assign b2_r_grant = |b2_r_upper ? {b2_r_upper[3] & ~((b2_r_upper[0] | b2_r_upper[1]) | b2_r_upper[2]), b2_r_upper[2] & ~(b2_r_upper[0] | b2_r_upper[1]), b2_r_upper[1] & ~b2_r_upper[0], b2_r_upper[0]} : {b2_r_req[3] & ~((b2_r_req[0] | b2_r_req[1]) | b2_r_req[2]), b2_r_req[2] & ~(b2_r_req[0] | b2_r_req[1]), b2_r_req[1] & ~b2_r_req[0], b2_r_req[0]};
-  assign b2_r_index = {b2_r_grant[2] | b2_r_grant[3], b2_r_grant[1] | b2_r_grant[3]};
+  assign b2_rreq4 = ((rd4_req_valid_i & (rd4_req_addr_i[3:2] == 2'd2)) & rd4_free) & ~(b2_w_any & (rd4_req_addr_i[13:4] == b2_wrow));
+  assign b2_r_req = {b2_rreq4, b2_rreq3, b2_rreq2, b2_rreq1, b2_rreq0};
+  assign b2_r_upper = b2_r_req & {b2_r_ptr_q < 3'd4, b2_r_ptr_q < 3'd3, b2_r_ptr_q < 3'd2, b2_r_ptr_q < 3'd1, 1'd0};
+  assign b2_r_grant = |b2_r_upper ? {b2_r_upper[4] & ~(((b2_r_upper[0] | b2_r_upper[1]) | b2_r_upper[2]) | b2_r_upper[3]), b2_r_upper[3] & ~((b2_r_upper[0] | b2_r_upper[1]) | b2_r_upper[2]), b2_r_upper[2] & ~(b2_r_upper[0] | b2_r_upper[1]), b2_r_upper[1] & ~b2_r_upper[0], b2_r_upper[0]} : {b2_r_req[4] & ~(((b2_r_req[0] | b2_r_req[1]) | b2_r_req[2]) | b2_r_req[3]), b2_r_req[3] & ~((b2_r_req[0] | b2_r_req[1]) | b2_r_req[2]), b2_r_req[2] & ~(b2_r_req[0] | b2_r_req[1]), b2_r_req[1] & ~b2_r_req[0], b2_r_req[0]};
+  assign b2_r_index = {b2_r_grant[4], b2_r_grant[2] | b2_r_grant[3], b2_r_grant[1] | b2_r_grant[3]};
   assign b2_r_any = |b2_r_req;
-  assign b2_rrow_t11 = {b2_r_grant[3], b2_r_grant[2], b2_r_grant[1], b2_r_grant[0]};
-  assign b2_rrow_t12 = (((rd0_req_addr_i & {14{b2_rrow_t11[0]}}) | (rd1_req_addr_i & {14{b2_rrow_t11[1]}})) | (rd2_req_addr_i & {14{b2_rrow_t11[2]}})) | (rd3_req_addr_i & {14{b2_rrow_t11[3]}});
+  assign b2_rrow_t11 = {b2_r_grant[4], b2_r_grant[3], b2_r_grant[2], b2_r_grant[1], b2_r_grant[0]};
+  assign b2_rrow_t12 = ((((rd0_req_addr_i & {14{b2_rrow_t11[0]}}) | (rd1_req_addr_i & {14{b2_rrow_t11[1]}})) | (rd2_req_addr_i & {14{b2_rrow_t11[2]}})) | (rd3_req_addr_i & {14{b2_rrow_t11[3]}})) | (rd4_req_addr_i & {14{b2_rrow_t11[4]}});
   assign b2_rrow = b2_rrow_t12[13:4];
   assign bank2_wdata = ((wr0_req_data_i & {32{b2_wrow_t9[0]}}) | (wr1_req_data_i & {32{b2_wrow_t9[1]}})) | (wr2_req_data_i & {32{b2_wrow_t9[2]}});
   assign bank2_wstrb = ((wr0_req_strb_i & {4{b2_wrow_t9[0]}}) | (wr1_req_strb_i & {4{b2_wrow_t9[1]}})) | (wr2_req_strb_i & {4{b2_wrow_t9[2]}});
@@ -391,13 +418,14 @@ module gpurtl_cu_scratchpad (
   assign b3_rreq1 = ((rd1_req_valid_i & (rd1_req_addr_i[3:2] == 2'd3)) & rd1_free) & ~(b3_w_any & (rd1_req_addr_i[13:4] == b3_wrow));
   assign b3_rreq2 = ((rd2_req_valid_i & (rd2_req_addr_i[3:2] == 2'd3)) & rd2_free) & ~(b3_w_any & (rd2_req_addr_i[13:4] == b3_wrow));
   assign b3_rreq3 = ((rd3_req_valid_i & (rd3_req_addr_i[3:2] == 2'd3)) & rd3_free) & ~(b3_w_any & (rd3_req_addr_i[13:4] == b3_wrow));
-  assign b3_r_req = {b3_rreq3, b3_rreq2, b3_rreq1, b3_rreq0};
-  assign b3_r_upper = b3_r_req & {b3_r_ptr_q < 2'd3, b3_r_ptr_q < 2'd2, b3_r_ptr_q < 2'd1, 1'd0};
-  assign b3_r_grant = |b3_r_upper ? {b3_r_upper[3] & ~((b3_r_upper[0] | b3_r_upper[1]) | b3_r_upper[2]), b3_r_upper[2] & ~(b3_r_upper[0] | b3_r_upper[1]), b3_r_upper[1] & ~b3_r_upper[0], b3_r_upper[0]} : {b3_r_req[3] & ~((b3_r_req[0] | b3_r_req[1]) | b3_r_req[2]), b3_r_req[2] & ~(b3_r_req[0] | b3_r_req[1]), b3_r_req[1] & ~b3_r_req[0], b3_r_req[0]};
-  assign b3_r_index = {b3_r_grant[2] | b3_r_grant[3], b3_r_grant[1] | b3_r_grant[3]};
+  assign b3_rreq4 = ((rd4_req_valid_i & (rd4_req_addr_i[3:2] == 2'd3)) & rd4_free) & ~(b3_w_any & (rd4_req_addr_i[13:4] == b3_wrow));
+  assign b3_r_req = {b3_rreq4, b3_rreq3, b3_rreq2, b3_rreq1, b3_rreq0};
+  assign b3_r_upper = b3_r_req & {b3_r_ptr_q < 3'd4, b3_r_ptr_q < 3'd3, b3_r_ptr_q < 3'd2, b3_r_ptr_q < 3'd1, 1'd0};
+  assign b3_r_grant = |b3_r_upper ? {b3_r_upper[4] & ~(((b3_r_upper[0] | b3_r_upper[1]) | b3_r_upper[2]) | b3_r_upper[3]), b3_r_upper[3] & ~((b3_r_upper[0] | b3_r_upper[1]) | b3_r_upper[2]), b3_r_upper[2] & ~(b3_r_upper[0] | b3_r_upper[1]), b3_r_upper[1] & ~b3_r_upper[0], b3_r_upper[0]} : {b3_r_req[4] & ~(((b3_r_req[0] | b3_r_req[1]) | b3_r_req[2]) | b3_r_req[3]), b3_r_req[3] & ~((b3_r_req[0] | b3_r_req[1]) | b3_r_req[2]), b3_r_req[2] & ~(b3_r_req[0] | b3_r_req[1]), b3_r_req[1] & ~b3_r_req[0], b3_r_req[0]};
+  assign b3_r_index = {b3_r_grant[4], b3_r_grant[2] | b3_r_grant[3], b3_r_grant[1] | b3_r_grant[3]};
   assign b3_r_any = |b3_r_req;
-  assign b3_rrow_t15 = {b3_r_grant[3], b3_r_grant[2], b3_r_grant[1], b3_r_grant[0]};
-  assign b3_rrow_t16 = (((rd0_req_addr_i & {14{b3_rrow_t15[0]}}) | (rd1_req_addr_i & {14{b3_rrow_t15[1]}})) | (rd2_req_addr_i & {14{b3_rrow_t15[2]}})) | (rd3_req_addr_i & {14{b3_rrow_t15[3]}});
+  assign b3_rrow_t15 = {b3_r_grant[4], b3_r_grant[3], b3_r_grant[2], b3_r_grant[1], b3_r_grant[0]};
+  assign b3_rrow_t16 = ((((rd0_req_addr_i & {14{b3_rrow_t15[0]}}) | (rd1_req_addr_i & {14{b3_rrow_t15[1]}})) | (rd2_req_addr_i & {14{b3_rrow_t15[2]}})) | (rd3_req_addr_i & {14{b3_rrow_t15[3]}})) | (rd4_req_addr_i & {14{b3_rrow_t15[4]}});
   assign b3_rrow = b3_rrow_t16[13:4];
   assign bank3_wdata = ((wr0_req_data_i & {32{b3_wrow_t13[0]}}) | (wr1_req_data_i & {32{b3_wrow_t13[1]}})) | (wr2_req_data_i & {32{b3_wrow_t13[2]}});
   assign bank3_wstrb = ((wr0_req_strb_i & {4{b3_wrow_t13[0]}}) | (wr1_req_strb_i & {4{b3_wrow_t13[1]}})) | (wr2_req_strb_i & {4{b3_wrow_t13[2]}});
@@ -421,6 +449,11 @@ module gpurtl_cu_scratchpad (
   assign rd3_data = rd3_held_q ? rd3_hold_q : rd3_bank_q[1] ? (rd3_bank_q[0] ? bank3_rdata_q : bank2_rdata_q) : rd3_bank_q[0] ? bank1_rdata_q : bank0_rdata_q;
   assign rd3_rsp_valid_o = rd3_valid_q;
   assign rd3_rsp_data_o = rd3_data;
+  assign rd4_taken = (((1'd0 | b0_r_grant[4]) | b1_r_grant[4]) | b2_r_grant[4]) | b3_r_grant[4];
+  assign rd4_req_ready_o = rd4_taken;
+  assign rd4_data = rd4_held_q ? rd4_hold_q : rd4_bank_q[1] ? (rd4_bank_q[0] ? bank3_rdata_q : bank2_rdata_q) : rd4_bank_q[0] ? bank1_rdata_q : bank0_rdata_q;
+  assign rd4_rsp_valid_o = rd4_valid_q;
+  assign rd4_rsp_data_o = rd4_data;
   assign wr0_taken = (((1'd0 | b0_w_grant[0]) | b1_w_grant[0]) | b2_w_grant[0]) | b3_w_grant[0];
   assign wr0_req_ready_o = wr0_taken;
   assign wr0_rsp_valid_o = wr0_valid_q;
@@ -434,13 +467,13 @@ module gpurtl_cu_scratchpad (
   always @(posedge clk_i) begin
     if (rst_i) begin
       b0_w_ptr_q <= 2'd2;
-      b0_r_ptr_q <= 2'd3;
+      b0_r_ptr_q <= 3'd4;
       b1_w_ptr_q <= 2'd2;
-      b1_r_ptr_q <= 2'd3;
+      b1_r_ptr_q <= 3'd4;
       b2_w_ptr_q <= 2'd2;
-      b2_r_ptr_q <= 2'd3;
+      b2_r_ptr_q <= 3'd4;
       b3_w_ptr_q <= 2'd2;
-      b3_r_ptr_q <= 2'd3;
+      b3_r_ptr_q <= 3'd4;
       rd0_held_q <= 1'd0;
       rd0_valid_q <= 1'd0;
       rd1_held_q <= 1'd0;
@@ -449,6 +482,8 @@ module gpurtl_cu_scratchpad (
       rd2_valid_q <= 1'd0;
       rd3_held_q <= 1'd0;
       rd3_valid_q <= 1'd0;
+      rd4_held_q <= 1'd0;
+      rd4_valid_q <= 1'd0;
       wr0_valid_q <= 1'd0;
       wr1_valid_q <= 1'd0;
       wr2_valid_q <= 1'd0;
@@ -469,6 +504,8 @@ module gpurtl_cu_scratchpad (
       rd2_valid_q <= rd2_taken | (rd2_valid_q & ~rd2_rsp_ready_i);
       rd3_held_q <= (~rd3_taken & rd3_valid_q) & ~rd3_rsp_ready_i;
       rd3_valid_q <= rd3_taken | (rd3_valid_q & ~rd3_rsp_ready_i);
+      rd4_held_q <= (~rd4_taken & rd4_valid_q) & ~rd4_rsp_ready_i;
+      rd4_valid_q <= rd4_taken | (rd4_valid_q & ~rd4_rsp_ready_i);
       wr0_valid_q <= wr0_taken | (wr0_valid_q & ~wr0_rsp_ready_i);
       wr1_valid_q <= wr1_taken | (wr1_valid_q & ~wr1_rsp_ready_i);
       wr2_valid_q <= wr2_taken | (wr2_valid_q & ~wr2_rsp_ready_i);
@@ -575,6 +612,18 @@ module gpurtl_cu_scratchpad (
     end
   end
 
+  always @(posedge clk_i) begin
+    if (rd4_taken) begin
+      rd4_bank_q <= rd4_req_addr_i[3:2];
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if ((rd4_valid_q & ~rd4_rsp_ready_i) & ~rd4_held_q) begin
+      rd4_hold_q <= rd4_bank_q[1] ? (rd4_bank_q[0] ? bank3_rdata_q : bank2_rdata_q) : rd4_bank_q[0] ? bank1_rdata_q : bank0_rdata_q;
+    end
+  end
+
 `ifdef FORMAL
   // Properties: checked in every cycle after the first reset (yosys read_verilog -formal).
   reg formal_reset_seen = 1'b0;
@@ -587,6 +636,8 @@ module gpurtl_cu_scratchpad (
   reg  [31:0] rd2_rsp_held_payload;
   reg   rd3_rsp_held_waiting;
   reg  [31:0] rd3_rsp_held_payload;
+  reg   rd4_rsp_held_waiting;
+  reg  [31:0] rd4_rsp_held_payload;
   always @(posedge clk_i) begin
     formal_past_ok <= ~rst_i;
     rd0_rsp_held_waiting <= rd0_valid_q & ~rd0_rsp_ready_i;
@@ -597,6 +648,8 @@ module gpurtl_cu_scratchpad (
     rd2_rsp_held_payload <= rd2_data;
     rd3_rsp_held_waiting <= rd3_valid_q & ~rd3_rsp_ready_i;
     rd3_rsp_held_payload <= rd3_data;
+    rd4_rsp_held_waiting <= rd4_valid_q & ~rd4_rsp_ready_i;
+    rd4_rsp_held_payload <= rd4_data;
   end
   always @(posedge clk_i) if (rst_i) formal_reset_seen <= 1'b1;
   wire prop_bank0_no_collision_holds = ~((b0_w_any & b0_r_any) & (b0_wrow == b0_rrow));
@@ -607,6 +660,7 @@ module gpurtl_cu_scratchpad (
   wire prop_rd1_rsp_held_holds = ~(formal_past_ok & rd1_rsp_held_waiting) | (rd1_valid_q & (rd1_data == rd1_rsp_held_payload));
   wire prop_rd2_rsp_held_holds = ~(formal_past_ok & rd2_rsp_held_waiting) | (rd2_valid_q & (rd2_data == rd2_rsp_held_payload));
   wire prop_rd3_rsp_held_holds = ~(formal_past_ok & rd3_rsp_held_waiting) | (rd3_valid_q & (rd3_data == rd3_rsp_held_payload));
+  wire prop_rd4_rsp_held_holds = ~(formal_past_ok & rd4_rsp_held_waiting) | (rd4_valid_q & (rd4_data == rd4_rsp_held_payload));
   always @* begin
     if (formal_reset_seen && !rst_i) begin
       // bank0: a word is never read in the cycle it is written (block RAM leaves that undefined)
@@ -625,6 +679,8 @@ module gpurtl_cu_scratchpad (
       prop_rd2_rsp_held: assert (prop_rd2_rsp_held_holds);
       // read port 3: the word is held until taken
       prop_rd3_rsp_held: assert (prop_rd3_rsp_held_holds);
+      // read port 4: the word is held until taken
+      prop_rd4_rsp_held: assert (prop_rd4_rsp_held_holds);
     end
   end
 `endif
