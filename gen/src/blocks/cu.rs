@@ -134,25 +134,43 @@ impl BlockDef for Cu {
             }
         }
         // mma: a GEMM tile whose A and B are in the scratchpad; its cycles
-        // are the block's less the same block without the mma.
+        // are the block's less the same block without the mma. Row pads of
+        // 3 words spread the A and B reads over the banks.
         let (tm, tn, k) = mma_shape(p);
         let macs = (tm * tn * k) as f64;
         let grid = (p.grid_rows * p.grid_cols) as f64;
         let mut dense_cycles = 0u64;
-        for (name, zero_pct) in [("mma, dense", 0u32), ("mma, 50% zero k-slices", 50), ("mma, 75% zero k-slices", 75)] {
-            let with = model_or_rtl(&compiled, p, &bench_mma(p, zero_pct, true)?)?;
-            let without = model_or_rtl(&compiled, p, &bench_mma(p, zero_pct, false)?)?;
+        for (name, zero_pct, pad) in [("mma, dense, no pads", 0u32, 0u32), ("mma, dense", 0, 3), ("mma, 50% zero k-slices", 50, 3), ("mma, 75% zero k-slices", 75, 3)] {
+            let with = model_or_rtl(&compiled, p, &bench_mma(p, zero_pct, pad, true)?)?;
+            let without = model_or_rtl(&compiled, p, &bench_mma(p, zero_pct, pad, false)?)?;
             let c = with.cycles - without.cycles;
             let rate = macs / c as f64;
             if zero_pct == 0 {
                 dense_cycles = c;
                 let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9.3} {:>9.3}", format!("{name} {tm}x{tn}x{k} (MACs/cycle)"), 1, c, rate, grid);
-                rows.push(json!({"workload": name, "tm": tm, "tn": tn, "k": k, "cycles": c, "macs": macs, "macs_per_cycle": rate,
+                rows.push(json!({"workload": name, "tm": tm, "tn": tn, "k": k, "pad": pad, "cycles": c, "macs": macs, "macs_per_cycle": rate,
                                  "bound": grid, "of_bound": rate / grid}));
             } else {
                 let speedup = dense_cycles as f64 / c as f64;
                 let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9.3} {:>9}", format!("{name} (speedup)"), 1, c, speedup, "");
-                rows.push(json!({"workload": name, "tm": tm, "tn": tn, "k": k, "cycles": c, "speedup": speedup}));
+                rows.push(json!({"workload": name, "tm": tm, "tn": tn, "k": k, "pad": pad, "cycles": c, "speedup": speedup}));
+            }
+        }
+        // The gemm example kernel end to end: 32 x 256 x 32 (four blocks),
+        // loads, mma and stores on the one DMA queue.
+        if p.smem_bytes() >= 5184 && p.imem_depth >= 64 && p.regs >= 32 {
+            for latency in [1u32, 20] {
+                let o = model_or_rtl(&compiled, p, &bench_gemm(p, latency)?)?;
+                let (m, n, k) = (32u64, 32u64, 256u64);
+                let rate = (m * n * k) as f64 / o.cycles as f64;
+                // Bytes each block moves: its A rows, B columns, C tile.
+                let bytes = (m.div_ceil(16) * n.div_ceil(16) * (16 * k + 16 * k + 4 * 256)) as f64;
+                let mem_bound = 4.0 * (p.max_outstanding as f64 / latency as f64).min(1.0) * (m * n * k) as f64 / bytes;
+                let bound = grid.min(mem_bound);
+                let name = "gemm.s 32x256x32 (MACs/cycle)";
+                let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9.3} {:>9.3}", name, latency, o.cycles, rate, bound);
+                rows.push(json!({"workload": name, "mem_latency": latency, "cycles": o.cycles, "macs_per_cycle": rate, "bound": bound,
+                                 "memory_bound": mem_bound}));
             }
         }
         let s = yosys_area(&design)?;
@@ -237,10 +255,12 @@ fn mma_shape(p: &CuParams) -> (u32, u32, u32) {
 }
 
 /// One block: `ld` A and B (B's k-slices zero with `zero_pct` per cent
-/// probability, a fixed pattern), then `mma` if `with_mma`.
-fn bench_mma(p: &CuParams, zero_pct: u32, with_mma: bool) -> Result<Run> {
+/// probability, a fixed pattern; rows padded by `pad` words), then `mma` if
+/// `with_mma`.
+fn bench_mma(p: &CuParams, zero_pct: u32, pad: u32, with_mma: bool) -> Result<Run> {
     let (tm, tn, k) = mma_shape(p);
-    let (pa, pb) = (4 * k.div_ceil(4), 8 * tn.div_ceil(8));
+    let (pa, pb) = (4 * k.div_ceil(4) + 4 * pad, 8 * tn.div_ceil(8) + 4 * pad);
+    let (pa, pb, pad) = if tm * pa + k * pb + 4 * tm * tn <= p.smem_bytes() as u32 { (pa, pb, pad) } else { (pa - 4 * pad, pb - 4 * pad, 0) };
     let (ao, bo) = (0, tm * pa);
     let co = bo + k * pb;
     let mut text = format!(
@@ -251,11 +271,11 @@ fn bench_mma(p: &CuParams, zero_pct: u32, with_mma: bool) -> Result<Run> {
         k << 16 | tn
     );
     if with_mma {
-        text += &format!("li r5, {co}\nli r7, {ao}\nli r8, {bo}\nli r6, {}\nmma r5, r7, r8, r6\n", tm | tn << 8 | k << 16);
+        text += &format!("li r5, {co}\nli r7, {ao}\nli r8, {bo}\nli r6, {}\nmma r5, r7, r8, r6, pad {pad}, {pad}\n", tm | tn << 8 | k << 16);
     }
     text += "end\n";
     let mut r = assembled(p, &text, 1, p.smem_bytes() as u32, 1)?;
-    let mut rng = gpurtl_sim::rng::Rng::new(7);
+    let mut rng = Rng::new(7);
     let a: Vec<u8> = (0..tm * k).map(|_| 1 + rng.below(255) as u8).collect();
     let b: Vec<u8> = (0..k)
         .flat_map(|_| {
@@ -265,5 +285,22 @@ fn bench_mma(p: &CuParams, zero_pct: u32, with_mma: bool) -> Result<Run> {
         .collect();
     r.memory.write(0x10000, &a);
     r.memory.write(0x20000, &b);
+    Ok(r)
+}
+
+/// `examples/cu/gemm.s` on a 32 x 256 x 32 GEMM with a bias: four blocks.
+fn bench_gemm(p: &CuParams, latency: u32) -> Result<Run> {
+    let text = include_str!("../../../examples/cu/gemm.s");
+    let (m, n, k) = (32u32, 32u32, 256u32);
+    let mut r = assembled(p, text, 0, 5184, latency)?;
+    let mut rng = Rng::new(11);
+    let (am, bm, cm, bim) = (0x10_0000u32, 0x20_0000u32, 0x40_0000u32, 0x60_0000u32);
+    r.memory.write(am as u64, &(0..m * k).map(|_| rng.below(256) as u8).collect::<Vec<u8>>());
+    r.memory.write(bm as u64, &(0..k * n).map(|_| rng.below(256) as u8).collect::<Vec<u8>>());
+    r.memory.write(bim as u64, &(0..4 * n).map(|_| rng.below(256) as u8).collect::<Vec<u8>>());
+    let mut user = [0u32; 16];
+    user[..8].copy_from_slice(&[am, bm, cm, bim, m, n, k, 0]);
+    r.blocks = (0..m.div_ceil(16)).flat_map(|y| (0..n.div_ceil(16)).map(move |x| model::Block { id: [x as u16, y as u16, 0], user_data: user })).collect();
+    r.regs = 32;
     Ok(r)
 }
