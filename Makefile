@@ -6,7 +6,7 @@ GPURTL  := target/release/gpurtl
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SHELL   := /bin/bash
 
-.PHONY: all deps fpga-deps build install gen test lint bench synth fpga synth-report clean
+.PHONY: all deps fpga-deps build install gen test test-full lint bench synth fpga synth-report clean
 
 VENV    := .venv
 TARGET  ?= ice40
@@ -57,6 +57,10 @@ test: fpga-deps
 	  | tee target/test.log; status=$$?; \
 	  awk '/^test result:/ { p += $$4; f += $$6 } END { printf "summary: %d passed, %d failed\n", p, f }' target/test.log; \
 	  exit $$status
+
+# The heavier tier: more points and shapes (docs/testing.md, GPURTL_FULL).
+test-full:
+	GPURTL_FULL=1 $(MAKE) test
 
 # Every block, from the registry: a new block needs no edit here.
 BLOCKS = $(shell $(GPURTL) list --names)

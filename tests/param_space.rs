@@ -8,7 +8,7 @@
 //!
 //! Every run draws new points from a seed it prints; `GPURTL_PARAM_SEED=S`
 //! reruns exactly those points. A CI run tries `GPURTL_PARAM_POINTS` points
-//! per block (default 4) of at most `GPURTL_PARAM_MAX_LINES` lines of
+//! per block (default 3, 6 with `GPURTL_FULL=1`) of at most `GPURTL_PARAM_MAX_LINES` lines of
 //! Verilog (default 12000: both ends of every range are reached, not all at
 //! once) and cosimulates `GPURTL_PARAM_COSIM` of them (default 1). A longer
 //! run, e.g. `GPURTL_PARAM_POINTS=60 GPURTL_PARAM_COSIM=10
@@ -27,7 +27,9 @@ fn reproduce(seed: u64) -> String {
 #[test]
 fn every_point_generates_lints_and_elaborates() {
     let seed = run_seed();
-    let (n, max_lines) = (setting("GPURTL_PARAM_POINTS", 4), setting("GPURTL_PARAM_MAX_LINES", 12_000));
+    // Three points a block in `make test`, six with GPURTL_FULL.
+    let default_points = if std::env::var_os("GPURTL_FULL").is_some() { 6 } else { 3 };
+    let (n, max_lines) = (setting("GPURTL_PARAM_POINTS", default_points), setting("GPURTL_PARAM_MAX_LINES", 12_000));
     eprintln!("parameter space: seed {seed}, {n} points per block, at most {max_lines} lines each");
     let mut failures = Vec::new();
     let mut tried = 0;
