@@ -433,7 +433,7 @@ fn mma_matches_its_definition() {
             let mode = (seed % 3) as u32;
             let (qa, qb) = (rng.below(4) as u32, rng.below(4) as u32);
             let zeros = [0u32, 30, 60][rng.below(3) as usize];
-            let mut val = |rng: &mut Rng| if rng.chance(zeros) { 0u8 } else { rng.below(256) as u8 };
+            let val = |rng: &mut Rng| if rng.chance(zeros) { 0u8 } else { rng.below(256) as u8 };
             let a: Vec<Vec<u8>> = (0..tm).map(|_| (0..k).map(|_| val(&mut rng)).collect()).collect();
             let mut b: Vec<Vec<u8>> = (0..k).map(|_| (0..tn).map(|_| val(&mut rng)).collect()).collect();
             // Some all-zero k-steps.
@@ -530,7 +530,7 @@ fn gemm_example_at_random_sizes() {
         let with_bias = rng.chance(50);
         let relu = rng.chance(50);
         let zeros = rng.below(60) as u32;
-        let mut v8 = |rng: &mut Rng| if rng.chance(zeros) { 0i8 } else { rng.below(256) as u8 as i8 };
+        let v8 = |rng: &mut Rng| if rng.chance(zeros) { 0i8 } else { rng.below(256) as u8 as i8 };
         let a: Vec<i8> = (0..m * k).map(|_| v8(&mut rng)).collect();
         let b: Vec<i8> = (0..k * n).map(|_| v8(&mut rng)).collect();
         let bias: Vec<i32> = (0..n).map(|_| rng.next_u64() as i32 >> 8).collect();
