@@ -64,6 +64,7 @@ pub struct CuDriver {
     dsp_pace: Pace,
     cpl_pace: Pace,
     cpl_ready: bool,
+    tag_bits: u32,
     rng: Rng,
     c0: u64,
     dispatched: Vec<(u32, u64)>,
@@ -109,6 +110,7 @@ impl CuDriver {
             dsp_pace: Pace::random_or_steady(env.map(|e| e.dsp_stall)),
             cpl_pace: Pace::random_or_steady(env.map(|e| e.cpl_stall)),
             cpl_ready: false,
+            tag_bits: p.tag_bits,
             rng: super::agents::agent_rng(seed, "cu"),
             c0: sim.cycle(),
             dispatched: Vec::new(),
@@ -205,23 +207,24 @@ impl Agent for CuDriver {
         if sim.get(self.p.cpl_valid) == 1 && self.cpl_ready {
             let g = |k: usize| sim.get(self.p.cpl[k]);
             let (tag, slot) = (g(0) as usize, g(1) as usize);
-            if tag != slot {
-                return Err(format!("completion with tag {tag} from slot {slot}: the run's tag is the share, which is the slot"));
+            // The tag is the share's low `tag_bits` bits (the share is the slot).
+            if tag != slot & ((1usize << self.tag_bits) - 1) {
+                return Err(format!("completion with tag {tag} from slot {slot}: the run's tag is the share's low {} bits, and the share is the slot", self.tag_bits));
             }
-            let Some(Some(b)) = self.shares.get(tag).copied() else {
-                return Err(format!("completion with tag {tag}: no block holds that share"));
+            let Some(Some(b)) = self.shares.get(slot).copied() else {
+                return Err(format!("completion from slot {slot}: no block holds that share"));
             };
             let id = self.run.blocks[b].id;
             let got = [g(2) as u16, g(3) as u16, g(4) as u16];
             if got != id {
-                return Err(format!("completion of share {tag} names block {got:?}, which is block {id:?}"));
+                return Err(format!("completion of share {slot} names block {got:?}, which is block {id:?}"));
             }
             let Some(status) = Status::from_code(g(5)) else {
                 return Err(format!("completion status {} is not defined", g(5)));
             };
             let (share, dcycle) = self.dispatched[b];
             self.results[b] = Some(BlockResult { id, status, pc: g(6) as u32, share, dispatch_cycle: dcycle, complete_cycle: now });
-            self.shares[tag] = None;
+            self.shares[slot] = None;
             self.progress += 1;
         }
         if sim.get(self.p.dsp_valid) == 1 && sim.get(self.p.dsp_ready) == 1 {
