@@ -1,12 +1,14 @@
 //! `mma` on the DMA queue (docs/cu.md, "`mma`" and "Matrix multiply"): a tile
 //! sequencer that reads `A` and `B` from the scratchpad into a tile buffer two
 //! tiles deep, streams each tile's groups to the `systolic` grid from an idle
-//! grid, and writes the result rows to `C`.
+//! grid, catches the result rows in a row buffer two tiles deep, and writes
+//! them to `C` (adding `C0`: `C`'s own words or a bias row).
 //!
 //! Four walkers share the tile order (row blocks, column blocks fastest): the
 //! `A` reader (port `rd2`), the `B` reader (`rd3`), the streamer (the grid's
-//! `in` stream) and the writer (`wr2`, with its `C0` reads on `rd4`). Each keeps its own tile position and
-//! running addresses, so no address needs a multiply.
+//! `in` stream) and the writer (`wr2`, with its `C0` reads on `rd4`). Each
+//! keeps its own tile position and running addresses, so no address needs a
+//! multiply.
 
 use crate::rtl::bus::Bus;
 use crate::rtl::{bits_for, clog2, select, Expr, ModuleBuilder, RamRead, RamWrite, Stream};
@@ -46,8 +48,8 @@ pub struct Engine {
     pub done: Expr,
 }
 
-/// A tile position walker: row block `rb` and column block `cb`, and
-/// whether this is the operation's last tile.
+/// A walker's tile position: the rows left from its row block on (`TM -
+/// rb*R`, so the block's rows are `min(R, rows_left)`) and its column block.
 struct Tiles {
     rows_left: Expr,
     cb: Expr,
