@@ -3319,7 +3319,7 @@ module gpurtl_cu (
   always @(posedge clk_i) begin
     if (mma_go | ((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4)))) begin
       mma_w_cbase_q <= mma_go ? 14'd0 : ((mma_w_cb_q + 8'd1) == mma_nc_q) ? 14'd0 : (mma_w_cbase_q + 14'd16);
-      mma_w_cb_q <= (mma_go | (((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) & ((mma_w_cb_q + 8'd1) == mma_nc_q))) ? 8'd0 : (mma_w_cb_q + 8'd1);
+      mma_w_cb_q <= (mma_go | ((mma_w_cb_q + 8'd1) == mma_nc_q)) ? 8'd0 : (mma_w_cb_q + 8'd1);
       mma_w_tile_q <= mma_go ? 16'd0 : (mma_w_tile_q + 16'd1);
     end
   end

@@ -55,8 +55,29 @@ struct Tiles {
     cb: Expr,
 }
 
-fn tiles(b: &mut ModuleBuilder, name: &str) -> Tiles {
-    Tiles { rows_left: b.reg_noreset(&format!("mma_{name}_rows_left_q"), 8), cb: b.reg_noreset(&format!("mma_{name}_cb_q"), 8) }
+impl Tiles {
+    fn new(b: &mut ModuleBuilder, name: &str) -> Tiles {
+        Tiles { rows_left: b.reg_noreset(&format!("mma_{name}_rows_left_q"), 8), cb: b.reg_noreset(&format!("mma_{name}_cb_q"), 8) }
+    }
+    /// The tile is in its row block's last column block (of `nc`).
+    fn last_cb(&self, nc: &Expr) -> Expr {
+        self.cb.add(&Expr::lit(8, 1)).eq(nc)
+    }
+    /// The tile's rows: `min(R, rows_left)`.
+    fn rows(&self, r: u32) -> Expr {
+        self.rows_left.lt(&Expr::lit(8, r as u64)).mux(&self.rows_left, &Expr::lit(8, r as u64))
+    }
+    /// The tile's columns: `min(C, TN - cb*C)` (16 bits).
+    fn cols(&self, tn: &Expr, c: u32) -> Expr {
+        let left = tn.zext(16).sub(&self.cb.zext(16).mul(&Expr::lit(16, c as u64)));
+        left.lt(&Expr::lit(16, c as u64)).mux(&left, &Expr::lit(16, c as u64))
+    }
+    /// The first tile at `go` (`TM` = `tm`); the next one where `adv`.
+    fn walk(&self, b: &mut ModuleBuilder, go: &Expr, tm: &Expr, adv: &Expr, nc: &Expr, r: u32) {
+        let last = self.last_cb(nc);
+        b.next(&self.cb, &go.or(&last).mux(&Expr::zero(8), &self.cb.add(&Expr::lit(8, 1))), Some(&go.or(adv)));
+        b.next(&self.rows_left, &go.mux(tm, &self.rows_left.sub(&Expr::lit(8, r as u64))), Some(&go.or(&adv.and(&last))));
+    }
 }
 
 pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
@@ -115,7 +136,6 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let ntiles = cap(b, "ntiles", &ntiles_in);
     let q_groups = cap(b, "q", &io.k.slice(15, 0).add(&Expr::lit(16, 3)).slice(15, 2).zext(16));
 
-    let min_r = |x: &Expr| x.lt(&Expr::lit(8, r as u64)).mux(x, &Expr::lit(8, r as u64));
 
     // ---- tiles out of the grid (X_t passed) and written (W_t passed) ----
     let xdone = b.reg_noreset("mma_xdone_q", 16);
@@ -124,14 +144,14 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
 
     // ---- A reader (rd2) ----
     let a_t = b.reg_noreset("mma_a_tile_q", tw);
-    let a_tl = tiles(b, "a");
+    let a_tl = Tiles::new(b, "a");
     let a_j = b.reg_noreset("mma_a_j_q", 16);
     let a_i = b.reg_noreset("mma_a_i_q", 8);
     let a_rb_base = b.reg_noreset("mma_a_rb_base_q", sw); // Ao + rb*R*PA
     let a_j_base = b.reg_noreset("mma_a_j_base_q", sw); // + 4j
     let a_addr = b.reg_noreset("mma_a_addr_q", sw); // + i*PA
     let a_more = b.reg("mma_a_more_q", 1, 0);
-    let a_h = min_r(&a_tl.rows_left);
+    let a_h = a_tl.rows(r);
     let a_free = a_t.lt(&xdone.add(&Expr::lit(tw, 2)));
     let a_req = b.let_("mma_a_req", &a_more.and(&a_free));
     b.assign(&io.rd_a.req().valid, &a_req);
@@ -139,7 +159,7 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let a_take = b.let_("mma_a_take", &a_req.and(&io.rd_a.req().ready));
     let a_last_i = a_i.add(&Expr::lit(8, 1)).eq(&a_h);
     let a_last_j = a_j.add(&Expr::lit(16, 1)).eq(&q_groups);
-    let a_last_cb = a_tl.cb.add(&Expr::lit(8, 1)).eq(&nc);
+    let a_last_cb = a_tl.last_cb(&nc);
     let a_last_tile = a_t.add(&Expr::lit(tw, 1)).eq(&ntiles);
     {
         let next_i = a_last_i.not();
@@ -153,12 +173,7 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
         b.next(&a_j_base, &go.mux(&io.ao, &j_base_next), Some(&go.or(&a_take.and(&a_last_i))));
         let addr_next = next_i.mux(&a_addr.add(&pa), &j_base_next);
         b.next(&a_addr, &go.mux(&io.ao, &addr_next), Some(&go.or(&a_take)));
-        b.next(&a_tl.cb, &go.or(&a_last_cb).mux(&Expr::zero(8), &a_tl.cb.add(&Expr::lit(8, 1))), Some(&go.or(&a_take.and(&next_t))));
-        b.next(
-            &a_tl.rows_left,
-            &go.mux(&tm_in, &a_tl.rows_left.sub(&Expr::lit(8, r as u64))),
-            Some(&go.or(&a_take.and(&next_t).and(&a_last_cb))),
-        );
+        a_tl.walk(b, &go, &tm_in, &a_take.and(&next_t), &nc, r);
         b.next(&a_t, &go.mux(&Expr::zero(tw), &a_t.add(&Expr::lit(tw, 1))), Some(&go.or(&a_take.and(&next_t))));
         b.next(&a_more, &go.or(&a_more.and(&a_take.and(&next_t).and(&a_last_tile).not())), None);
     }
@@ -293,7 +308,7 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
 
     // ---- the streamer ----
     let s_t = b.reg_noreset("mma_s_tile_q", tw);
-    let s_tl = tiles(b, "s");
+    let s_tl = Tiles::new(b, "s");
     let s_j = b.reg_noreset("mma_s_j_q", 16);
     let s_kleft = b.reg_noreset("mma_s_kleft_q", 16);
     let s_on = b.reg("mma_s_on_q", 1, 0); // groups offered
@@ -312,16 +327,13 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     b.assign(&rd_addr, &ent(&s_t, &arm.mux(&Expr::zero(16), &next_j)));
     b.next(&s_j, &arm.or(&tile_sent).mux(&Expr::zero(16), &next_j), Some(&arm.or(&g_take)));
     b.next(&s_kleft, &arm.mux(&kk, &s_kleft.sub(&Expr::lit(16, 4))), Some(&arm.or(&g_take)));
-    let s_last_cb = s_tl.cb.add(&Expr::lit(8, 1)).eq(&nc);
-    b.next(&s_tl.cb, &go.or(&s_last_cb).mux(&Expr::zero(8), &s_tl.cb.add(&Expr::lit(8, 1))), Some(&go.or(&tile_sent)));
-    b.next(&s_tl.rows_left, &go.mux(&tm_in, &s_tl.rows_left.sub(&Expr::lit(8, r as u64))), Some(&go.or(&tile_sent.and(&s_last_cb))));
+    s_tl.walk(b, &go, &tm_in, &tile_sent, &nc, r);
     b.next(&s_t, &go.mux(&Expr::zero(tw), &s_t.add(&Expr::lit(tw, 1))), Some(&go.or(&tile_sent)));
     let s_last_tile = s_t.add(&Expr::lit(tw, 1)).eq(&ntiles);
     b.next(&s_more, &go.or(&s_more.and(&tile_sent.and(&s_last_tile).not())), None);
     // Columns of the tile: w = min(C, TN - cb*C).
-    let s_cols_left = tn.zext(16).sub(&s_tl.cb.zext(16).mul(&Expr::lit(16, c as u64)));
-    let s_w = b.let_("mma_s_w", &s_cols_left.lt(&Expr::lit(16, c as u64)).mux(&s_cols_left, &Expr::lit(16, c as u64)));
-    let s_h = b.let_("mma_s_h", &min_r(&s_tl.rows_left));
+    let s_w = b.let_("mma_s_w", &s_tl.cols(&tn, c));
+    let s_h = b.let_("mma_s_h", &s_tl.rows(r));
     let a_keep = Expr::cat_lanes(&(0..4).flat_map(|_| (0..r).map(|i| Expr::lit(8, i as u64).lt(&s_h).repl(8))).collect::<Vec<_>>());
     let b_keep = Expr::cat_lanes(&(0..4).flat_map(|_| (0..c).map(|n| Expr::lit(16, n as u64).lt(&s_w).repl(8))).collect::<Vec<_>>());
     b.assign(&io.gin.valid, &s_on);
@@ -358,7 +370,7 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     // ---- the writer: a word pointer across rows and tiles; with C0 each
     // word is read on rd4, then written the cycle after ----
     let w_t = b.reg_noreset("mma_w_tile_q", tw);
-    let w_tl = tiles(b, "w");
+    let w_tl = Tiles::new(b, "w");
     let w_r = b.reg_noreset("mma_w_r_q", 8);
     let w_n = b.reg_noreset("mma_w_n_q", 8);
     let w_more = b.reg("mma_w_more_q", 1, 0);
@@ -367,9 +379,8 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let w_row = b.reg_noreset("mma_w_row_q", sw); // Co + (rb*R + r)*PC + 4*cb*C
     let w_addr = b.reg_noreset("mma_w_addr_q", sw); // + 4n
     let w_baddr = b.reg_noreset("mma_w_baddr_q", sw); // bias + 4*cb*C + 4n
-    let w_h = min_r(&w_tl.rows_left);
-    let w_cols_left = tn.zext(16).sub(&w_tl.cb.zext(16).mul(&Expr::lit(16, c as u64)));
-    let w_w = w_cols_left.lt(&Expr::lit(16, c as u64)).mux(&w_cols_left, &Expr::lit(16, c as u64));
+    let w_h = w_tl.rows(r);
+    let w_w = w_tl.cols(&tn, c);
     // Row w_r of tile w_t has left the grid.
     let w_here = w_t.lt(&xdone).or(&w_t.eq(&xdone).and(&o_rows.zext(8).gt(&w_r)));
     let w_ok = b.let_("mma_w_ok", &busy.and(&w_more).and(&w_here));
@@ -383,7 +394,7 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let w_last_r = w_r.add(&Expr::lit(8, 1)).eq(&w_h);
     let w_last_t = w_t.add(&Expr::lit(tw, 1)).eq(&ntiles);
     let tile_end = issue.and(&w_last_n).and(&w_last_r);
-    let w_last_cb = w_tl.cb.add(&Expr::lit(8, 1)).eq(&nc);
+    let w_last_cb = w_tl.last_cb(&nc);
     {
         let wr_ = issue.and(&w_last_n);
         b.next(&w_n, &go.or(&wr_).mux(&Expr::zero(8), &w_n.add(&Expr::lit(8, 1))), Some(&go.or(&issue)));
@@ -399,8 +410,7 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
         b.next(&w_addr, &go.mux(&io.co, &wr_.mux(&row_next, &w_addr.add(&lit(4))))  , Some(&go.or(&issue)));
         let bias_row = bias.add(&tile_end.mux(&cbase_next, &w_cbase));
         b.next(&w_baddr, &go.mux(&io.bias, &wr_.mux(&bias_row, &w_baddr.add(&lit(4)))), Some(&go.or(&issue)));
-        b.next(&w_tl.cb, &go.or(&new_rb).mux(&Expr::zero(8), &w_tl.cb.add(&Expr::lit(8, 1))), Some(&go.or(&tile_end)));
-        b.next(&w_tl.rows_left, &go.mux(&tm_in, &w_tl.rows_left.sub(&Expr::lit(8, r as u64))), Some(&go.or(&new_rb)));
+        w_tl.walk(b, &go, &tm_in, &tile_end, &nc, r);
         b.next(&w_t, &go.mux(&Expr::zero(tw), &w_t.add(&Expr::lit(tw, 1))), Some(&go.or(&tile_end)));
         b.next(&w_more, &go.or(&w_more.and(&tile_end.and(&w_last_t).not())), None);
     }
