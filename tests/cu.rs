@@ -567,3 +567,80 @@ fn gemm_example_at_random_sizes() {
         }
     }
 }
+
+/// `examples/cu/conv.s` at random sizes (W, H not multiples of the tile,
+/// kernels 1..8 on each side, every address mode), in both engines, against
+/// the definition; every byte of `out` written, nothing around it; and
+/// every conv_quad at its fetch floor, `(KW+1)*(KH+1)` texels.
+#[test]
+fn conv_example_at_random_sizes() {
+    use gpurtl_sim::mem::Memory;
+    let p = CuParams::default();
+    let car = sidecar("conv");
+    assert_eq!(car["args"], serde_json::json!(["image", "out", "w", "h", "weights", "kw", "kh", "mode"]));
+    let (tw, th) = (car["block_tile"][0].as_u64().unwrap() as usize, car["block_tile"][1].as_u64().unwrap() as usize);
+    let (smem, regs) = (car["smem_bytes"].as_u64().unwrap() as u32, car["regs"].as_u64().unwrap() as u32);
+    let text = std::fs::read_to_string(gpurtl_tests::repo().join("examples/cu/conv.s")).unwrap();
+    let words = model::isa::assemble(&text).unwrap();
+    let compiled = compile_design(&build(&p).unwrap()).unwrap();
+    let full = std::env::var_os("GPURTL_FULL").is_some();
+    let cases = if std::env::var("GPURTL_SEED").is_ok() { 1 } else if full { 8 } else { 4 };
+    for seed in seeds(cases) {
+        let mut rng = Rng::new(seed * 1013 + 7);
+        let w = 1 + rng.below(if seed % 2 == 0 { 40 } else { 12 }) as usize;
+        let h = 1 + rng.below(if seed % 2 == 0 { 30 } else { 12 }) as usize;
+        let (kw, kh) = (1 + rng.below(8) as usize, 1 + rng.below(8) as usize);
+        let mode = (seed % 3) as u32;
+        let img: Vec<u8> = (0..w * h).map(|_| rng.below(256) as u8).collect();
+        let wts: Vec<i8> = (0..kw * kh).map(|_| rng.below(256) as u8 as i8).collect();
+        let (im, om, wm) = (0x10_0003u32, 0x40_0000u32, 0x60_0001u32);
+        let mut memory = Memory::new();
+        memory.write(0x1000, &words.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>());
+        memory.write(im as u64, &img);
+        memory.write(wm as u64, &wts.iter().map(|&x| x as u8).collect::<Vec<u8>>());
+        let mut user = [0u32; 16];
+        user[..8].copy_from_slice(&[im, om, w as u32, h as u32, wm, kw as u32, kh as u32, mode]);
+        let blocks: Vec<model::Block> =
+            (0..h.div_ceil(th)).flat_map(|y| (0..w.div_ceil(tw)).map(move |x| model::Block { id: [x as u16, y as u16, 0], user_data: user })).collect();
+        let quads = blocks.len() as u64 * (tw as u64 / 2) * (th as u64 / 2);
+        let r = Run { program: 0x1000, memory, blocks, smem_bytes: smem, regs, mem_latency: 1 + rng.below(20) as u32, dump: vec![] };
+        // The address mode on a coordinate (docs/texture.md).
+        let wrap = |x: i64, s: usize| -> usize {
+            let s = s as i64;
+            (match mode {
+                0 => x.clamp(0, s - 1),
+                1 => x.rem_euclid(s),
+                _ => {
+                    let m = x.rem_euclid(2 * s);
+                    if m < s { m } else { 2 * s - 1 - m }
+                }
+            }) as usize
+        };
+        let want: Vec<u8> = (0..h)
+            .flat_map(|y| {
+                let (img, wts) = (&img, &wts);
+                (0..w).flat_map(move |x| {
+                    let mut s = 0i32;
+                    for j in 0..kh {
+                        for i in 0..kw {
+                            let (sx, sy) = (wrap(x as i64 + i as i64 - (kw / 2) as i64, w), wrap(y as i64 + j as i64 - (kh / 2) as i64, h));
+                            s = s.wrapping_add(wts[j * kw + i] as i32 * img[sy * w + sx] as i32);
+                        }
+                    }
+                    s.to_le_bytes()
+                })
+            })
+            .collect();
+        let shape = format!("seed {seed}: {w} x {h}, kernel {kw} x {kh}, mode {mode}");
+        let got_model = model::run(&p, &r).unwrap();
+        let (got_rtl, _) = tb::run(&compiled, &p, &r, None, tb::budget(&p, &r), None).unwrap();
+        assert_eq!(io::output_json(&p, &r, &got_model), io::output_json(&p, &r, &got_rtl), "{shape}: engines");
+        for (what, o) in [("model", &got_model), ("rtl", &got_rtl)] {
+            assert!(o.blocks.iter().all(|b| b.status == Status::Ok), "{shape} {what}: {:?}", o.blocks);
+            assert_eq!(o.memory.bytes(om as u64, want.len()), want, "{shape} {what}: out");
+            assert_eq!(o.memory.bytes(om as u64 - 16, 16), vec![0; 16], "{shape} {what}: before out");
+            assert_eq!(o.memory.bytes(om as u64 + want.len() as u64, 16), vec![0; 16], "{shape} {what}: after out");
+            assert_eq!(o.counters.texel_fetches, quads * ((kw + 1) * (kh + 1)) as u64, "{shape} {what}: fetches");
+        }
+    }
+}

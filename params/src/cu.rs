@@ -2,6 +2,7 @@
 
 use crate::cbload::CbloadParams;
 use crate::systolic::{Dataflow, Dsp, ElemType, SystolicParams};
+use crate::texture::{Broadcast, TextureParams};
 use crate::{clog2, BlockParams, Checker, MemIf, ParamErrors, ParamInfo, ParamKind};
 use serde::{Deserialize, Serialize};
 
@@ -112,6 +113,23 @@ impl CuParams {
     /// The `cbload` the unit's `cdl` runs on (docs/cu.md, "`cdl`"): views
     /// `0 .. slots-1` the slots' user data, view `slots` the memory, a 33-bit
     /// address (bit 32 selects the user-data store).
+    /// The `texture` unit of `tex` (docs/cu.md, "`tex`"): one bank (the
+    /// scratchpad), textures up to 4096 a side, kernels up to 8 x 8.
+    pub fn texture(&self) -> TextureParams {
+        TextureParams {
+            banks: 1,
+            max_size: 4096,
+            frac_bits: 8,
+            offset_bits: 6,
+            max_kernel: 8,
+            weight_bits: 8,
+            acc_bits: 32,
+            broadcast: Broadcast::Selective,
+            max_outstanding: 4,
+            addr_bits: self.smem_addr_bits(),
+            mem_if: MemIf::Native,
+        }
+    }
     pub fn cbload(&self) -> CbloadParams {
         CbloadParams {
             reg_bits: 32,

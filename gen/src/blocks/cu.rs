@@ -173,6 +173,25 @@ impl BlockDef for Cu {
                                  "memory_bound": mem_bound}));
             }
         }
+        // The conv example: a 3x3 convolution of a 64 x 32 image (16 blocks
+        // of 16 x 8 pixels, 8 x 4 quads each) through tex: texel fetches a
+        // quad against the floor (each patch texel once: 16; 36 naive) and
+        // cycles a quad (the whole run: each block loads the image, then one
+        // tex, then stores its tile).
+        if p.smem_bytes() >= 8192 && p.imem_depth >= 64 && p.regs >= 32 {
+            for latency in [1u32, 20] {
+                let (w, h) = (64u32, 32u32);
+                let o = model_or_rtl(&compiled, p, &bench_conv(p, w, h, latency)?)?;
+                let quads = (w / 2 * (h / 2)) as u64;
+                let per_quad = o.counters.texel_fetches as f64 / quads as f64;
+                let cyc = o.cycles as f64 / quads as f64;
+                let name = "conv.s 3x3, 64x32: fetches/quad, cycles/quad";
+                let _ = writeln!(out, "{:<40} {:>8} {:>9} {:>9.3} {:>9}", name, latency, o.cycles, per_quad, "16");
+                rows.push(json!({"workload": "conv.s 3x3 64x32", "mem_latency": latency, "cycles": o.cycles, "quads": quads,
+                                 "texel_fetches": o.counters.texel_fetches, "fetches_per_quad": per_quad, "floor": 16, "naive": 36,
+                                 "cycles_per_quad": cyc}));
+            }
+        }
         let s = yosys_area(&design)?;
         let _ = writeln!(out, "yosys: {} cells, {} flip-flops (memories as memory cells)", s.cells, s.flip_flops);
         Ok(json!({"block": "cu", "generator": generator(), "params": p, "rows": rows, "yosys_cells": s.cells, "yosys_flip_flops": s.flip_flops}))
@@ -289,6 +308,21 @@ fn bench_mma(p: &CuParams, zero_pct: u32, pad: u32, with_mma: bool) -> Result<Ru
 }
 
 /// `examples/cu/gemm.s` on a 32 x 256 x 32 GEMM with a bias: four blocks.
+/// `examples/cu/conv.s` on a `w x h` R8 image with a 3x3 kernel, clamped.
+fn bench_conv(p: &CuParams, w: u32, h: u32, latency: u32) -> Result<Run> {
+    let text = include_str!("../../../examples/cu/conv.s");
+    let mut r = assembled(p, text, 0, 8192, latency)?;
+    let mut rng = Rng::new(13);
+    let (im, om, wm) = (0x10_0000u32, 0x40_0000u32, 0x60_0000u32);
+    r.memory.write(im as u64, &(0..w * h).map(|_| rng.below(256) as u8).collect::<Vec<u8>>());
+    r.memory.write(wm as u64, &[1, 2, 1, 2, 4, 2, 1, 2, 1]);
+    let mut user = [0u32; 16];
+    user[..8].copy_from_slice(&[im, om, w, h, wm, 3, 3, 0]);
+    r.blocks = (0..h.div_ceil(8)).flat_map(|y| (0..w.div_ceil(16)).map(move |x| model::Block { id: [x as u16, y as u16, 0], user_data: user })).collect();
+    r.regs = 32;
+    Ok(r)
+}
+
 fn bench_gemm(p: &CuParams, latency: u32) -> Result<Run> {
     let text = include_str!("../../../examples/cu/gemm.s");
     let (m, n, k) = (32u32, 32u32, 256u32);

@@ -282,6 +282,7 @@ pub fn run(compiled: &Compiled, p: &CuParams, r: &Run, env: Option<Env>, budget:
         .map(|n| Ok((h(&format!("{n}_rsp_valid_i"))?, h(&format!("{n}_rsp_ready_o"))?)))
         .collect::<Result<_, CosimError>>()?;
     let (wq_v, wq_r) = (h("dma_wr_req_valid_o")?, h("dma_wr_req_ready_i")?);
+    let tex_fetch = h("tex_fetch_o")?;
     let c = counts.clone();
     let mut monitor = Monitor::new("counters", move |sim| {
         let fire = |v: PortHandle, r: PortHandle| sim.get(v) == 1 && sim.get(r) == 1;
@@ -289,6 +290,7 @@ pub fn run(compiled: &Compiled, p: &CuParams, r: &Run, env: Option<Env>, budget:
         c.loads += fire(ifq_v, ifq_r) as u64;
         c.rd_beats += rd.iter().filter(|(v, r)| fire(*v, *r)).count() as u64;
         c.wr_beats += fire(wq_v, wq_r) as u64;
+        c.texel_fetches += sim.get(tex_fetch);
         Ok(())
     });
     let timer = LoopTimer::start(&sim);
@@ -322,6 +324,7 @@ pub fn run(compiled: &Compiled, p: &CuParams, r: &Run, env: Option<Env>, budget:
             0x72 => counters.cmp += 1,
             0x73 => counters.exp += 1,
             0x70 => counters.mma += 1,
+            0x74 => counters.tex += 1,
             _ => {}
         }
     }
@@ -404,7 +407,7 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
             break;
         }
         let room = budget - v.len();
-        match rng.below(15) {
+        match rng.below(17) {
             0..=2 => v.push(alu(rng, None)),
             3 if room >= 6 => {
                 // A counted loop over a little arithmetic.
@@ -556,6 +559,55 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                 let bias = if mode == 2 { rng.below(((smem - 4 * tn) / 4).min(0xFFFF) as u64 + 1) as u32 } else { 0 };
                 v.push(word(0x70, rs[0], rs[1], rs[2], rs[3] as u32 | mode << 8 | qa << 10 | qb << 12 | bias << 16));
             }
+            15 | 16 if room >= 6 && smem >= 16 => {
+                // tex on a small texture anywhere in the share: samples
+                // whose coordinates are the share's bytes, or a conv over a
+                // few quads with its kernel just before the texture.
+                let rs: Vec<u8> = (0..4).map(|_| scratch(rng)).collect();
+                if rs.iter().collect::<std::collections::HashSet<_>>().len() < 4 {
+                    continue;
+                }
+                let fmt = rng.below(3) as u32;
+                let z = 1u32 << fmt;
+                let (w, h) = (1 + rng.below(12) as u32, 1 + rng.below(8) as u32);
+                let tb = w * h * z;
+                let (mx, my) = (rng.below(3) as u32, rng.below(3) as u32);
+                let ch = if fmt == 2 { rng.below(4) as u32 } else { 0 };
+                let conv = rng.chance(50);
+                let words4 = |x: u32| 4 * rng.below((x / 4) as u64 + 1) as u32;
+                let (o, t, c, tail, ksz) = if conv {
+                    let (kw, kh) = (1 + rng.below(8) as u32, 1 + rng.below(8) as u32);
+                    let (qw, qh) = (1 + rng.below(3) as u32, 1 + rng.below(3) as u32);
+                    let out = 16 * qw * qh;
+                    // Texture (after its kernel) and output, in either order.
+                    let kb = (kw * kh).next_multiple_of(4);
+                    if kb + tb.next_multiple_of(4) + out > smem {
+                        continue;
+                    }
+                    let slack = smem - kb - tb.next_multiple_of(4) - out;
+                    let first = words4(slack);
+                    let (t, o) = if rng.chance(50) { (first + kb, first + kb + tb.next_multiple_of(4)) } else { (first + out + kb, first) };
+                    let (x0, y0) = (rng.below(w as u64) as u32, rng.below(h as u64) as u32);
+                    (o, t, x0 | y0 << 16, (qw - 1) << 24 | (qh - 1) << 28, (kw - 1) << 13 | (kh - 1) << 29)
+                } else {
+                    let n = if rng.chance(10) { 0 } else { 1 + rng.below(4) as u32 };
+                    if tb > smem || 8 * n > smem || 16 * n > smem {
+                        continue;
+                    }
+                    // The list, the texture and the output anywhere (they may meet).
+                    let t = words4(smem - tb);
+                    let l = words4(smem - 8 * n);
+                    let o = words4(smem - 16 * n);
+                    // Kernel-size bits, ignored by the sample kinds.
+                    (o, t, l, n << 18, (rng.below(8) as u32) << 13 | (rng.below(8) as u32) << 29)
+                };
+                let kind = if conv { 3 } else { rng.below(3) as u32 };
+                v.push(encode(&Insn::Li { rd: rs[0], imm: o }));
+                v.push(encode(&Insn::Li { rd: rs[1], imm: t }));
+                v.push(encode(&Insn::Li { rd: rs[2], imm: w | h << 16 | ksz }));
+                v.push(encode(&Insn::Li { rd: rs[3], imm: c }));
+                v.push(word(0x74, rs[0], rs[1], rs[2], rs[3] as u32 | kind << 8 | ch << 10 | fmt << 12 | mx << 14 | my << 16 | tail));
+            }
             _ => v.push(alu(rng, None)),
         }
     }
@@ -569,10 +621,12 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
     match plant {
         Planted::None => {}
         Planted::Opcode => {
-            let ops = [0x00u8, 0x11, 0x20, 0x31, 0x45, 0x52, 0x62, 0x6F, 0x74, 0x75, 0x7E, 0x80, 0xFF];
+            let ops = [0x00u8, 0x11, 0x20, 0x31, 0x45, 0x52, 0x62, 0x6F, 0x75, 0x7E, 0x80, 0xFF];
             v.push(word(ops[rng.below(ops.len() as u64) as usize], 0, 0, 0, 0));
         }
-        Planted::Field => v.push(match rng.below(9) {
+        Planted::Field => v.push(match rng.below(10) {
+            // tex: format 3, a mode 3, or a channel past r8/r16's one.
+            9 => word(0x74, 5, 5, 5, 6 | [3 << 12, 3 << 14, 3 << 16, (1 + rng.below(3) as u32) << 10 | (rng.below(2) as u32) << 12, 3 << 8 | (1 + rng.below(63) as u32) << 18][rng.below(5) as usize]),
             8 => word(0x70, 5, 5, 5, 6 | [3 << 8, 1 << 14 | (rng.below(4) as u32) << 8, (1 + rng.below(0xFFFF) as u32) << 16 | (rng.below(2) as u32) << 8][rng.below(3) as usize]),
             5 => word(0x71, 5, 5, 0, 1 + rng.below(255) as u32),
             6 => word(0x72, 5, 5, 5, 5 | 3 << 8),
@@ -583,7 +637,8 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
             3 => word(0x41, 0, 1, 0, 0),
             _ => word(0x60, 5, 5, 5, 0x0100),
         }),
-        Planted::Reg => v.push(match rng.below(4) {
+        Planted::Reg => v.push(match rng.below(5) {
+            4 => word(0x74, 5, 5, 5, regs + rng.below(256 - regs as u64) as u32 | 3 << 8),
             3 => word(0x70, 5, 5, 5, regs + rng.below(256 - regs as u64) as u32),
             0 => word(0x01, regs as u8 + rng.below(256 - regs as u64) as u8, 0, 0, 0),
             1 => word(0x50, (regs - 1) as u8, 0, 2, 0),
@@ -594,7 +649,9 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
         Planted::Align => {
             v.push(encode(&Insn::Li { rd: 5, imm: 1 + rng.below(3) as u32 }));
             v.push(encode(&Insn::Li { rd: 6, imm: 1 << 16 | 1 }));
-            v.push(match rng.below(3) {
+            v.push(match rng.below(4) {
+                // tex with a misaligned output, texture or (samples) list.
+                3 => [word(0x74, 5, 0, 6, 0), word(0x74, 0, 5, 6, 3 << 8), word(0x74, 0, 0, 6, 5 | 1 << 18)][rng.below(3) as usize],
                 0 => word(0x71, 5, 6, 0, 0),
                 1 => word(0x72 + rng.below(2) as u8, 5, 6, 6, 6),
                 // mma with a misaligned C, A or B (6 = a 1 x 1 x 1 shape).
@@ -617,6 +674,23 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
             v.push(encode(&Insn::Li { rd: 5, imm: off }));
             v.push(encode(&Insn::Li { rd: 6, imm: shape }));
             v.push(word(0x70, 5, 5, 5, 6));
+        }
+        Planted::Smem if rng.chance(40) => {
+            // tex with r5 = 0 (output, texture and list or x0|y0 all at 0)
+            // and r6 = W | H << 16: a size 0 or past 4096, a texture past
+            // the share, a conv with no room for its 1 x 1 kernel before
+            // the texture, or one starting at x0 = W.
+            v.push(encode(&Insn::Li { rd: 5, imm: 0 }));
+            let fmt = rng.below(3) as u32;
+            let (wh, kind) = match rng.below(4) {
+                0 => ([0u32, 1 << 16, 1, 4097 | 1 << 16, 1 | 4097 << 16][rng.below(5) as usize], rng.below(4) as u32),
+                1 => ((smem + 1) | 1 << 16, rng.below(3) as u32),
+                2 => (1 | 1 << 16, 3),
+                _ => (1 | 1 << 16, 3),
+            };
+            v.push(encode(&Insn::Li { rd: 6, imm: wh }));
+            let rc = if kind == 3 && rng.chance(50) { 6 } else { 5 };
+            v.push(word(0x74, 5, 5, 6, rc | kind << 8 | fmt << 12));
         }
         Planted::Smem => {
             v.push(encode(&Insn::Li { rd: 5, imm: smem + rng.below(64) as u32 }));

@@ -26,7 +26,7 @@ pub struct Decoded {
     pub cdl_mem: Expr,
     pub cdl_off: Expr,
     pub go_dma: Expr,
-    /// 0 ld, 1 st, 2 act, 3 cmp, 4 exp, 5 mma.
+    /// 0 ld, 1 st, 2 act, 3 cmp, 4 exp, 5 mma, 6 tex.
     pub dma_kind: Expr,
     /// cmp/exp: the values of `ra` (S) and `rb` (Q); the element size code.
     pub vec_s: Expr,
@@ -42,8 +42,13 @@ pub struct Decoded {
     pub dma_rows: Expr,
     pub dma_n: Expr,
     pub dma_p: Expr,
-    /// mma: `imm` (the C0 mode, pads and bias offset).
+    /// mma: `imm` (the C0 mode, pads and bias offset); tex: its kind,
+    /// channel, format, modes and counts.
     pub imm: Expr,
+    /// tex: the value of `rc` (the list's offset, or `x0 | y0 << 16`); a
+    /// sample kind.
+    pub tex_c: Expr,
+    pub tex_samples: Expr,
 }
 
 /// `x << k`, `x >> k` (logical or arithmetic) for a 5-bit `k`: five mux levels.
@@ -94,11 +99,12 @@ impl Decoded {
         let vcmp = is(b, "cmp", 0x72);
         let vexp = is(b, "exp", 0x73);
         let mma = is(b, "mma", 0x70);
+        let tex = is(b, "tex", 0x74);
         let vec2 = vcmp.or(&vexp);
         let alu = alu_r.or(&alu_i);
         let cdl = cdl_u.or(&cdl_m);
         let dma = ld.or(&st);
-        let defined = [&alu, &li, &jmp, &bnz, &bz, &lp, &cdl, &dma, &end, &act, &vec2, &mma].iter().fold(Expr::bit(false), |a, e| a.or(e));
+        let defined = [&alu, &li, &jmp, &bnz, &bz, &lp, &cdl, &dma, &end, &act, &vec2, &mma, &tex].iter().fold(Expr::bit(false), |a, e| a.or(e));
 
         // Operands.
         let a = read(b, "ra", &ra);
@@ -124,15 +130,17 @@ impl Decoded {
                 .or(&act.and(&nz(&rb).or(&nz(&imm.slice(15, 0)))))
                 .or(&vec2.and(&nz(&imm.slice(31, 16)).or(&imm.slice(15, 8).gt(&Expr::lit(8, 2)))))
                 .or(&mma.and(&imm.slice(9, 8).eq_lit(3).or(&nz(&imm.slice(15, 14))).or(&imm.slice(9, 8).eq_lit(2).not().and(&nz(&imm.slice(31, 16))))))
+                .or(&tex.and(&imm.slice(13, 12).eq_lit(3).or(&imm.slice(15, 14).eq_lit(3)).or(&imm.slice(17, 16).eq_lit(3)).or(&imm.slice(13, 12).eq_lit(2).not().and(&nz(&imm.slice(11, 10))))
+                    .or(&imm.slice(9, 8).eq_lit(3).and(&nz(&imm.slice(23, 18))))))
                 .or(&end.and(&nz(&rd).or(&nz(&ra)).or(&nz(&rb)).or(&nz(&imm)))),
         );
         // reg: an index the instruction uses is past the block's registers.
         let cw = 10;
         let cnt = rcount.zext(cw);
         let inr = |r: &Expr| r.zext(cw).lt(&cnt);
-        let uses_rd = alu.or(&li).or(&lp).or(&dma).or(&act).or(&vec2).or(&mma);
-        let uses_ra = alu.or(&bnz).or(&bz).or(&cdl_m).or(&dma).or(&act).or(&vec2).or(&mma);
-        let four = dma.or(&vec2).or(&mma);
+        let uses_rd = alu.or(&li).or(&lp).or(&dma).or(&act).or(&vec2).or(&mma).or(&tex);
+        let uses_ra = alu.or(&bnz).or(&bz).or(&cdl_m).or(&dma).or(&act).or(&vec2).or(&mma).or(&tex);
+        let four = dma.or(&vec2).or(&mma).or(&tex);
         let cdl_top_ok = rd.zext(cw).add(&rb.zext(cw)).le(&cnt);
         let regbad = b.let_(
             "x_bad_reg",
@@ -163,7 +171,8 @@ impl Decoded {
             "x_bad_align",
             &cdl.and(&low2(&cdl_off))
                 .or(&act.and(&low2(&dval).or(&low2(&act_pp))))
-                .or(&vec2.or(&mma).and(&low2(&dval).or(&low2(&a)).or(&low2(&bval)))),
+                .or(&vec2.or(&mma).and(&low2(&dval).or(&low2(&a)).or(&low2(&bval))))
+                .or(&tex.and(&low2(&dval).or(&low2(&a)).or(&imm.slice(9, 8).eq_lit(3).not().and(&low2(&cval))))),
         );
         // smem: the DMA rows outside the share.
         let rows = cval.slice(31, 16);
@@ -205,6 +214,31 @@ impl Decoded {
                 .or(&past(&w40(&dval).add(&w40(&m_tm).mul(&w40(&m_tn)).mul(&Expr::lit(40, 4)))))
                 .or(&m_bias),
         );
+        // tex: the texture W x H x z at T (ra); samples: the list (rc) and
+        // the results; conv: its start, the kernel before T, the output and
+        // its overlap with the texture.
+        let (t_w, t_h) = (bval.slice(12, 0).zext(16), bval.slice(28, 16).zext(16));
+        let t_fmt = imm.slice(13, 12);
+        let t_wh = w40(&t_w).mul(&w40(&t_h));
+        let t_bytes = b.let_("x_tex_bytes", &select(&t_fmt, &[t_wh.clone(), t_wh.mul(&Expr::lit(40, 2)), t_wh.mul(&Expr::lit(40, 4)), t_wh.mul(&Expr::lit(40, 4))]));
+        let t_end = w40(&a).add(&t_bytes);
+        let big = |e: &Expr| e.eq_lit(0).or(&e.gt(&Expr::lit(16, 4096)));
+        let t_n = w40(&imm.slice(31, 18));
+        let t_nw4 = imm.slice(9, 8).eq_lit(2).or(&t_fmt.eq_lit(2));
+        let t_out_s = w40(&dval).add(&t_n.mul(&t_nw4.mux(&Expr::lit(40, 16), &Expr::lit(40, 4))));
+        let t_samples = b.let_("x_tex_samples", &imm.slice(9, 8).eq_lit(3).not());
+        let samp_bad = past(&w40(&cval).add(&t_n.mul(&Expr::lit(40, 8)))).or(&past(&t_out_s));
+        let one = |e: Expr| e.zext(40).add(&Expr::lit(40, 1));
+        let t_kk = one(bval.slice(15, 13)).mul(&one(bval.slice(31, 29)));
+        let t_out_c = w40(&dval).add(&one(imm.slice(27, 24)).mul(&one(imm.slice(31, 28))).mul(&Expr::lit(40, 16)));
+        let conv_bad = cval
+            .slice(15, 0)
+            .ge(&t_w)
+            .or(&cval.slice(31, 16).ge(&t_h))
+            .or(&w40(&a).lt(&t_kk))
+            .or(&past(&t_out_c))
+            .or(&w40(&dval).lt(&t_end).and(&w40(&a).lt(&t_out_c)));
+        let tex_bad = big(&t_w).or(&big(&t_h)).or(&past(&t_end)).or(&t_samples.mux(&samp_bad, &conv_bad));
         let smembad = b.let_(
             "x_bad_smem",
             &dma.and(&nonempty)
@@ -212,7 +246,8 @@ impl Decoded {
                 .or(&act_bad)
                 .or(&vcmp.and(&cmp_bad))
                 .or(&vexp.and(&exp_bad))
-                .or(&mma.and(&mma_bad)),
+                .or(&mma.and(&mma_bad))
+                .or(&tex.and(&tex_bad)),
         );
 
         let code = |s: Status| Expr::lit(4, s.code());
@@ -262,7 +297,7 @@ impl Decoded {
             ok: ok.clone(),
             status,
             ends: valid.and(&ok.not().or(&end)),
-            resumes: good.and(&end.or(&cdl).or(&dma).or(&act).or(&vec2).or(&mma).not()),
+            resumes: good.and(&end.or(&cdl).or(&dma).or(&act).or(&vec2).or(&mma).or(&tex).not()),
             npc,
             we: b.let_("x_we", &good.and(&alu.or(&li).or(&lp))),
             wreg: b.let_("x_wreg", &gidx(&rd)),
@@ -272,12 +307,12 @@ impl Decoded {
             cdl_n: rb.slice(4, 0),
             cdl_mem: cdl_m,
             cdl_off,
-            go_dma: b.let_("x_go_dma", &good.and(&dma.or(&act).or(&vec2).or(&mma))),
+            go_dma: b.let_("x_go_dma", &good.and(&dma.or(&act).or(&vec2).or(&mma).or(&tex))),
             dma_kind: b.let_(
                 "x_dma_kind",
                 &st.mux(
                     &Expr::lit(3, 1),
-                    &act.mux(&Expr::lit(3, 2), &vcmp.mux(&Expr::lit(3, 3), &vexp.mux(&Expr::lit(3, 4), &mma.mux(&Expr::lit(3, 5), &Expr::lit(3, 0))))),
+                    &act.mux(&Expr::lit(3, 2), &vcmp.mux(&Expr::lit(3, 3), &vexp.mux(&Expr::lit(3, 4), &mma.mux(&Expr::lit(3, 5), &tex.mux(&Expr::lit(3, 6), &Expr::lit(3, 0)))))),
                 ),
             ),
             vec_s: a.clone(),
@@ -293,6 +328,8 @@ impl Decoded {
             dma_n: n,
             dma_p: pitch,
             imm,
+            tex_c: cval,
+            tex_samples: t_samples,
         }
     }
 }

@@ -6,11 +6,13 @@
 //! Rooms: `mod.rs` (ports, slots, dispatch, program loads, issue, execute,
 //! completion, `cdl`), `decode.rs` (fields, checks, the scalar ALU),
 //! `dma.rs` (the DMA engine and its byte aligner), `vec.rs` (`act`, `cmp`,
-//! `exp`), `mma.rs` (the tile sequencer on the systolic grid).
+//! `exp`), `mma.rs` (the tile sequencer on the systolic grid), `tex.rs`
+//! (`tex` on the texture unit).
 
 mod decode;
 mod dma;
 mod mma;
+mod tex;
 mod vec;
 
 use crate::rtl::bus::{Native, Role};
@@ -94,6 +96,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     let retire_slot = b.output("retire_slot_o", sb, "its slot");
     let retire_pc = b.output("retire_pc_o", pw, "its pc");
     let retire_insn = b.output("retire_insn_o", 64, "its encoding");
+    let tex_fetch_o = b.output("tex_fetch_o", 1, "a texel read of tex is taken by the scratchpad in this cycle");
 
     // ---------------- start: the cbload's view table ----------------
     let init_n = 2 * (ns as u64 + 1);
@@ -305,18 +308,20 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     let o_z = regn(&mut b, "dma_z", 2);
     let spm = scratchpad(
         &format!("{TOP}_scratchpad"),
-        Shape { banks: p.banks, words: p.words, data_bits: 32, read_ports: 5, write_ports: 3 },
+        Shape { banks: p.banks, words: p.words, data_bits: 32, read_ports: 6, write_ports: 4 },
     )?;
     let spu = b.instance(&spm, "u_scratchpad", &[("clk_i", clk.clone()), ("rst_i", rst.clone())]);
     let dh = dq.entries[0][0].clone();
     let h_kind = b.let_("dma_head_kind", &select(&dh, &o_kind));
     let head_vec = h_kind.ge(&Expr::lit(3, 2)).and(&h_kind.le(&Expr::lit(3, 4)));
     let head_mma = h_kind.eq_lit(5);
+    let head_tex = h_kind.eq_lit(6);
     let vec_busy = b.wire("vec_busy_w", 1);
     let dma_busy = b.wire("dma_busy_w", 1);
     let mma_busy = b.wire("mma_busy_w", 1);
+    let tex_busy = b.wire("tex_busy_w", 1);
     let dma_io = dma::Io {
-        start: dq.has[0].and(&head_vec.not()).and(&head_mma.not()).and(&vec_busy.not()).and(&mma_busy.not()),
+        start: dq.has[0].and(&head_vec.not()).and(&head_mma.not()).and(&head_tex.not()).and(&vec_busy.not()).and(&mma_busy.not()).and(&tex_busy.not()),
         st: h_kind.eq_lit(1),
         s: select(&dh, &o_s),
         a: select(&dh, &o_a),
@@ -336,7 +341,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     let cdesign = super::compress::build(&cpp)?;
     let cu_c = b.instance_of(&cdesign, "u_compress", &[("clk_i", clk.clone()), ("rst_i", rst.clone())]);
     let vec_io = vec::Io {
-        start: dq.has[0].and(&head_vec).and(&dma_busy.not()).and(&mma_busy.not()),
+        start: dq.has[0].and(&head_vec).and(&dma_busy.not()).and(&mma_busy.not()).and(&tex_busy.not()),
         kind: h_kind.clone(),
         d: select(&dh, &o_s),
         s: select(&dh, &o_a).slice(sw - 1, 0),
@@ -357,7 +362,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     let gdesign = super::systolic::build(&gp)?;
     let gu = b.instance_of(&gdesign, "u_grid", &[("clk_i", clk.clone()), ("rst_i", rst.clone())]);
     let mma_io = mma::Io {
-        start: dq.has[0].and(&head_mma).and(&dma_busy.not()).and(&vec_busy.not()),
+        start: dq.has[0].and(&head_mma).and(&dma_busy.not()).and(&vec_busy.not()).and(&tex_busy.not()),
         co: select(&dh, &o_s),
         ao: select(&dh, &o_a).slice(sw - 1, 0),
         bo: select(&dh, &o_stride).slice(sw - 1, 0),
@@ -376,14 +381,40 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     };
     let mmae = mma::engine(&mut b, p, mma_io);
     b.assign(&mma_busy, &mmae.busy);
-    let any_start = b.let_("dmaq_start", &dma.started.or(&vece.started).or(&mmae.started));
+    // tex, on the texture unit.
+    let tdesign = super::texture::build(&p.texture())?;
+    let tu = b.instance_of(&tdesign, "u_texture", &[("clk_i", clk.clone()), ("rst_i", rst.clone())]);
+    let h_c = Expr::cat(&[select(&dh, &o_rows), select(&dh, &o_n)]);
+    let h_wh = select(&dh, &o_stride);
+    let tex_io = tex::Io {
+        start: dq.has[0].and(&head_tex).and(&dma_busy.not()).and(&vec_busy.not()).and(&mma_busy.not()),
+        t: select(&dh, &o_a).slice(sw - 1, 0),
+        o: select(&dh, &o_s),
+        c: h_c,
+        w: h_wh.slice(15, 0),
+        h: h_wh.slice(31, 16),
+        imm: select(&dh, &o_p),
+        spm_rd: spu.bus(BusKind::Read, "rd5"),
+        spm_wr: spu.bus(BusKind::Write, "wr3"),
+        cfg: tu.stream("cfg"),
+        op: tu.stream("op"),
+        res: tu.stream("res"),
+        mreq: tu.stream("mem0_req"),
+        mrsp: tu.stream("mem0_rsp"),
+    };
+    let texe = tex::engine(&mut b, p, tex_io);
+    b.assign(&tex_busy, &texe.busy);
+    b.assign(&tex_fetch_o, &texe.fetch);
+    b.waive_unused(&tu.port("idle_o"), "the machine knows when the unit is idle");
+    b.waive_unused(&tu.port("reg_writes_o"), "the pixel register writes are not counted");
+    let any_start = b.let_("dmaq_start", &dma.started.or(&vece.started).or(&mmae.started).or(&texe.started));
     b.assign(&dq_pop, &any_start);
     let dma_slot = b.reg_noreset("dma_slot_q", sb);
     b.next(&dma_slot, &dh, Some(&any_start));
     // An empty operation is done in its start cycle.
-    let done_now = dma.done_now.or(&vece.started.and(&vece.done)).or(&mmae.started.and(&mmae.done));
+    let done_now = dma.done_now.or(&vece.started.and(&vece.done)).or(&mmae.started.and(&mmae.done)).or(&texe.started.and(&texe.done));
     let dma_done_slot = done_now.mux(&dh, &dma_slot);
-    let dmaq_done = b.let_("dmaq_done", &dma.done.or(&vece.done).or(&mmae.done));
+    let dmaq_done = b.let_("dmaq_done", &dma.done.or(&vece.done).or(&mmae.done).or(&texe.done));
 
     // ---------------- per-slot updates ----------------
     let cpl_oh = b.let_("cpl_slot_oh", &lowest_bit(&Expr::cat_lanes(&done)));
@@ -435,15 +466,19 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         let k = &d.dma_kind;
         let is_ldst = k.lt(&Expr::lit(3, 2));
         let is_act = k.eq_lit(2);
+        let is_tex = k.eq_lit(6);
+        // tex: rows:n is the value of rc, the list's scratchpad address for
+        // the sample kinds; stride is W | H << 16.
+        let tex_c = d.tex_samples.mux(&abs(&d.tex_c).zext(32), &d.tex_c);
         b.next(&o_kind[s], k, Some(&cap_d));
         b.next(&o_s[s], &abs(&d.dma_s), Some(&cap_d));
         b.next(&o_a[s], &is_ldst.mux(&d.dma_a, &abs(&d.vec_s).zext(32)), Some(&cap_d));
-        b.next(&o_stride[s], &is_ldst.mux(&d.dma_stride, &abs(&d.vec_q).zext(32)), Some(&cap_d));
-        b.next(&o_rows[s], &is_act.mux(&d.act_rows, &d.dma_rows), Some(&cap_d));
-        b.next(&o_n[s], &is_act.mux(&d.act_words, &d.dma_n), Some(&cap_d));
+        b.next(&o_stride[s], &is_ldst.or(&is_tex).mux(&d.dma_stride, &abs(&d.vec_q).zext(32)), Some(&cap_d));
+        b.next(&o_rows[s], &is_tex.mux(&tex_c.slice(31, 16), &is_act.mux(&d.act_rows, &d.dma_rows)), Some(&cap_d));
+        b.next(&o_n[s], &is_tex.mux(&tex_c.slice(15, 0), &is_act.mux(&d.act_words, &d.dma_n)), Some(&cap_d));
         // mma: qb, qa, the C0 mode, the bias row's scratchpad address.
         let mma_p = Expr::cat(&[d.imm.slice(13, 12), d.imm.slice(11, 10), d.imm.slice(9, 8), Expr::zero(26 - sw), abs(&Expr::cat(&[d.imm.slice(31, 16), Expr::zero(2)]))]);
-        b.next(&o_p[s], &k.eq_lit(5).mux(&mma_p, &is_act.mux(&d.act_p, &d.dma_p.zext(32))), Some(&cap_d));
+        b.next(&o_p[s], &k.eq_lit(5).mux(&mma_p, &is_tex.mux(&d.imm, &is_act.mux(&d.act_p, &d.dma_p.zext(32)))), Some(&cap_d));
         b.next(&o_z[s], &d.vec_z, Some(&cap_d));
     }
 
