@@ -679,7 +679,7 @@ impl<'a> Cli<'a> {
         let total = (blocks.len() * n) as u64 * (seeds.1 - seeds.0).div_ceil(per_job);
         if total > jobs::MAX_JOBS as u64 {
             return Err(Error::Bad(format!(
-                "`regress` would emit {total} jobs ({} points x {} seeds in ranges of {per_job}); at most {}: \
+                "`regress` would emit {total} jobs ({} point(s) x {} seeds in ranges of {per_job}); at most {}: \
                  fewer points or seeds, or more seeds a job (`--seeds-per-job`)",
                 blocks.len() * n,
                 seeds.1 - seeds.0,
@@ -805,22 +805,29 @@ fn command_text(argv: &[String]) -> String {
     argv.iter().map(|a| jobs::shell_quote(a)).collect::<Vec<_>>().join(" ")
 }
 
-/// `--emit FILE` and `--emit-format F` (default jsonl): checked before any work.
+/// `--emit FILE` and `--emit-format F` (default jsonl).
 fn emit_target(o: &Opts) -> Result<Option<(PathBuf, jobs::Format)>> {
     let format = o.emit_format.as_deref().map(jobs::Format::parse).transpose()?;
     match (&o.emit, format) {
         (None, Some(_)) => Err(Error::Bad("option `--emit-format` needs `--emit FILE`".into())),
         (None, None) => Ok(None),
-        (Some(file), format) => {
-            emit::check_output("--emit", file).map_err(Error::Bad)?;
-            Ok(Some((file.clone(), format.unwrap_or(jobs::Format::Jsonl))))
-        }
+        (Some(file), format) => Ok(Some((file.clone(), format.unwrap_or(jobs::Format::Jsonl)))),
     }
 }
 
-/// The `--emit` file is neither an input nor, but in the manifest's own
-/// format, the manifest the command writes beside the jobs.
+/// The `--emit` file, before any work: its folder exists (or is the jobs'
+/// folder `dir`, which the command makes); it is not an input, nor, but in
+/// the manifest's own format, the manifest the command writes beside the
+/// jobs.
 fn check_emit_file(file: &Path, format: jobs::Format, dir: &Path, o: &Opts) -> Result<()> {
+    let in_dir = file.parent().is_some_and(|p| p == dir || (p.exists() && dir.exists() && emit::same_file(p, dir)));
+    if in_dir {
+        if file.is_dir() {
+            return Err(Error::Bad(format!("option `--emit` = `{}`: is a directory; must be a file", file.display())));
+        }
+    } else {
+        emit::check_output("--emit", file).map_err(Error::Bad)?;
+    }
     distinct_files(&[("--emit", file)], &params_input(o))?;
     let manifest = dir.join(jobs::MANIFEST);
     if format != jobs::Format::Jsonl && emit::same_file(file, &manifest) {

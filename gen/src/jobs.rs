@@ -183,6 +183,7 @@ pub fn read_manifest(path: &Path, option: &str) -> Result<Vec<Job>> {
     let text = crate::json::read_text(path, option)?;
     let shown = path.display();
     let mut jobs: Vec<Job> = Vec::new();
+    let mut line_of: Vec<usize> = Vec::new();
     let mut errs = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -195,9 +196,10 @@ pub fn read_manifest(path: &Path, option: &str) -> Result<Vec<Job>> {
                 Err(es) => errs.extend(es.into_iter().map(|e| format!("{at}: {e}"))),
                 Ok(j) => {
                     if let Some(k) = jobs.iter().position(|x| x.id == j.id) {
-                        errs.push(format!("{at}: field `id` = \"{}\": is the id of job {k} too; ids must be distinct", j.id));
+                        errs.push(format!("{at}: field `id` = \"{}\": is the id of line {}'s job too; ids must be distinct", j.id, line_of[k]));
                     }
                     jobs.push(j);
+                    line_of.push(i + 1);
                 }
             },
         }
@@ -586,7 +588,9 @@ pub fn parse_seeds(seeds: Option<&str>, seed: Option<&str>, default: Option<u64>
             Ok(s) if s < u64::MAX => Ok((s, s + 1)),
             _ => Err(Error::Bad(format!("option `--seed` = `{raw}`: must be an integer from 0 to {}", u64::MAX - 1))),
         },
-        (None, None) => default.map(|n| (0, n)).ok_or_else(|| Error::Bad("`--seeds N` or `--seeds A..B` is needed".into())),
+        (None, None) => default
+            .map(|n| (0, n))
+            .ok_or_else(|| Error::Bad("the seeds are needed: `--seeds N` (seeds 0 to N-1), `--seeds A..B` (A to B-1) or `--seed N`".into())),
         (Some(raw), None) => {
             let bad = || Error::Bad(format!("option `--seeds` = `{raw}`: {FORM}"));
             match raw.split_once("..") {
@@ -849,7 +853,8 @@ pub fn draw_points(b: &dyn Block, base: Value, pinned: &[(String, String)], n: u
                     }
                 }
                 Ok(params) => {
-                    let too_big = lines(b, &params).is_none_or(|l| l > max_lines);
+                    // A point drawn before costs no design to find out.
+                    let too_big = !out.contains(&params) && lines(b, &params).is_none_or(|l| l > max_lines);
                     if too_big || out.contains(&params) {
                         for (i, info) in table.iter().enumerate() {
                             let int = matches!(info.kind, gpurtl_params::ParamKind::Int { .. });
@@ -1057,7 +1062,7 @@ pub fn collect(dir: &Path, describe: &dyn Fn(&[String]) -> Result<Kind>, out: &m
     if !failed.is_empty() {
         parts.push(format!("{} failed ({})", failed.len(), some_ids(&failed)));
     }
-    Err(Error::Failed(format!("{} of {} jobs {}; see {}", missing.len() + failed.len(), jobs.len(), parts.join(", "), dir.join("collected.json").display())))
+    Err(Error::Failed(format!("of {} jobs: {}; see {}", jobs.len(), parts.join(", "), dir.join("collected.json").display())))
 }
 
 #[cfg(test)]
