@@ -700,9 +700,13 @@ impl<'a> Cli<'a> {
         }
         // Run every job here, as a runner would, then collect.
         jobs::write_manifest(&dir, &list)?;
+        let done = std::sync::Mutex::new(0usize);
         let runs = tools::parallel_map(list.len(), |i| {
             let (mut o, mut e) = (Vec::new(), Vec::new());
-            main_with_blocks(&list[i].argv[1..], self.blocks, &mut o, &mut e);
+            let code = main_with_blocks(&list[i].argv[1..], self.blocks, &mut o, &mut e);
+            let mut d = done.lock().unwrap_or_else(|e| e.into_inner());
+            *d += 1;
+            eprintln!("[{}/{}] {}: {}", *d, list.len(), list[i].id, if code == 0 { "ok" } else { "failed" });
             (o, e)
         });
         for (o, e) in runs {

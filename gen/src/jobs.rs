@@ -1237,5 +1237,11 @@ mod tests {
         assert_eq!(entries[256], json!({"id": "j256", "cmd": "env 'GPURTL_X=a b' timeout 90 gpurtl cosim compress --seeds 0..2 -o out/r/j256"}));
         let embedded: Vec<&str> = y.lines().filter(|l| l.starts_with("          {\"id\":")).map(str::trim).collect();
         assert_eq!(embedded, jobs.iter().map(Job::line).collect::<Vec<_>>());
+        let mut j = a_job("x");
+        j.argv.push("${{ secrets.T }}".into());
+        assert_eq!(
+            render(Format::Gha, &[j], &place).unwrap_err().message(),
+            "job `x`: holds `${{`, which GitHub Actions reads as an expression"
+        );
     }
 }
