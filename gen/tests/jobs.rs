@@ -29,7 +29,8 @@ fn path_with(dirs: &[&Path]) -> String {
 /// on PATH: (status, stdout, stderr).
 fn run_in(dir: &Path, program: &str, args: &[&str], input: Option<&str>, path: &str) -> (i32, String, String) {
     let mut c = Command::new(program);
-    c.args(args).current_dir(dir).env("PATH", path).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // LC_ALL=C: make's messages in English, whatever the machine's locale.
+    c.args(args).current_dir(dir).env("PATH", path).env("LC_ALL", "C").stdout(Stdio::piped()).stderr(Stdio::piped());
     c.stdin(match input {
         Some(f) => Stdio::from(std::fs::File::open(dir.join(f)).unwrap()),
         None => Stdio::null(),
@@ -71,7 +72,7 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |c| c.get())
 }
 
-const SWEEP: &[&str] = &["sweep", "compress", "--param", "width=64,128", "--param", "latency=1", "--target", "generic"];
+const SWEEP: &[&str] = &["sweep", "compress", "--param", "width=64", "--param", "latency=1,2", "--target", "generic"];
 
 #[test]
 fn sweep_jobs_through_parallel_and_make_equal_the_sweep_run_here() {
@@ -94,13 +95,13 @@ fn sweep_jobs_through_parallel_and_make_equal_the_sweep_run_here() {
     let lines = read(&d.join("par.txt"));
     assert_eq!(
         lines,
-        "timeout 3600 gpurtl sweep compress --param width=64,128 --param latency=1 --target generic --clock-mhz 100 -o par --point 0\n\
-         timeout 3600 gpurtl sweep compress --param width=64,128 --param latency=1 --target generic --clock-mhz 100 -o par --point 1\n"
+        "timeout 3600 gpurtl sweep compress --param width=64 --param latency=1,2 --target generic --clock-mhz 100 -o par --point 0\n\
+         timeout 3600 gpurtl sweep compress --param width=64 --param latency=1,2 --target generic --clock-mhz 100 -o par --point 1\n"
     );
     let manifest = read(&d.join("par/jobs.jsonl"));
     assert_eq!(
         manifest.lines().next().unwrap(),
-        "{\"id\":\"run00\",\"argv\":[\"gpurtl\",\"sweep\",\"compress\",\"--param\",\"width=64,128\",\"--param\",\"latency=1\",\
+        "{\"id\":\"run00\",\"argv\":[\"gpurtl\",\"sweep\",\"compress\",\"--param\",\"width=64\",\"--param\",\"latency=1,2\",\
          \"--target\",\"generic\",\"--clock-mhz\",\"100\",\"-o\",\"par\",\"--point\",\"0\"],\"env\":{},\"seed\":null,\"timeout_s\":3600,\
          \"cpus\":1,\"mem_mb\":4096,\"outputs\":[\"par/run00/result.json\"]}"
     );
