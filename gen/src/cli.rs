@@ -12,7 +12,7 @@
 
 use crate::block::{BenchOpts, Block, Engine};
 use crate::error::{Error, Result};
-use crate::{bench, blocks, emit, synth, sweep, tools};
+use crate::{bench, blocks, emit, jobs, synth, sweep, tools};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -40,6 +40,24 @@ commands:
   synth-table DIR              Markdown table of the synth reports under DIR
   sweep BLOCK --param K=V1,V2,... [--zip] --target T [--clock-mhz F] [--seeds ...] [-o DIR]
                                synth per point in parallel; CSV, JSON and an SVG plot
+        [--emit FILE [--emit-format F] [--timeout-s S] [--mem-mb M]]
+                               instead, a job per point (docs/jobs.md): the manifest
+                               DIR/jobs.jsonl, and FILE in format F: jsonl (default),
+                               parallel, slurm, make or gha
+        [--point I]            run point I only (a job): DIR/runI/result.json
+  cosim BLOCK --seeds N|A..B|--seed N [-o DIR]
+                               the RTL against the golden model on each seed's random
+                               workload (N: seeds 0 to N-1; A..B: A to B-1);
+                               DIR/result.json; exit 1 on a mismatch
+  regress BLOCK|--all [--points N] [--points-seed R] [--seeds N|A..B] [--seeds-per-job K]
+        [-o DIR] [--emit FILE [--emit-format F]] [--timeout-s S] [--mem-mb M]
+                               cosim jobs at N points (the parameters given, then points
+                               drawn from the block's table from seed R; default 1
+                               point, 200 seeds, 100 a job): the manifest DIR/jobs.jsonl,
+                               run here, or with --emit rendered into FILE
+  job MANIFEST --index N       run job N (from 0) of a manifest (a Slurm array task)
+  collect DIR                  merge the jobs' DIR/<id>/result.json into DIR/collected.json
+                               and .csv (a sweep's: the rows of sweep.json, and a plot)
   asm IN.txt --output OUT [--isa pm4|cu]
                                with --isa cu: compute-unit kernel lines (docs/cu.md),
                                two dwords an instruction; by default (pm4):
@@ -90,6 +108,22 @@ struct Opts {
     pub names: bool,
     pub threshold: Option<String>,
     pub random: Option<String>,
+    /// `regress --points N`, `--points-seed R`, `--seeds-per-job K`.
+    pub points: Option<String>,
+    pub points_seed: Option<String>,
+    pub seeds_per_job: Option<String>,
+    /// A job's resources: `--timeout-s`, `--mem-mb`.
+    pub timeout_s: Option<String>,
+    pub mem_mb: Option<String>,
+    /// `--emit FILE`, `--emit-format F`: jobs instead of a run.
+    pub emit: Option<PathBuf>,
+    pub emit_format: Option<String>,
+    /// `sweep --point I`: one point, as a job.
+    pub point: Option<String>,
+    /// `job --index N`.
+    pub index: Option<String>,
+    /// The whole command line, `gpurtl` first (what a job's result records).
+    pub argv: Vec<String>,
     /// The options given, by their long names, in order.
     pub given: Vec<&'static str>,
 }
@@ -141,6 +175,15 @@ fn parse(args: &[String]) -> Result<Opts> {
             "--seeds" => o.seeds = Some(val(a)?),
             "--threshold" => o.threshold = Some(val(a)?),
             "--random" => o.random = Some(val(a)?),
+            "--points" => o.points = Some(val(a)?),
+            "--points-seed" => o.points_seed = Some(val(a)?),
+            "--seeds-per-job" => o.seeds_per_job = Some(val(a)?),
+            "--timeout-s" => o.timeout_s = Some(val(a)?),
+            "--mem-mb" => o.mem_mb = Some(val(a)?),
+            "--emit" => o.emit = Some(path_value(a, val(a)?)?),
+            "--emit-format" => o.emit_format = Some(val(a)?),
+            "--point" => o.point = Some(val(a)?),
+            "--index" => o.index = Some(val(a)?),
             "--all" => o.all = true,
             "--zip" => o.zip = true,
             "--names" => o.names = true,
@@ -222,7 +265,8 @@ fn check_work_dir(o: &Opts) -> Result<()> {
 fn long_name(a: &str) -> Option<&'static str> {
     const LONG: &[&str] = &[
         "--param", "--params", "--preset", "--out", "--input", "--output", "--engine", "--vcd", "--image", "--output-image", "--json", "--block",
-        "--target", "--clock-mhz", "--seed", "--seeds", "--threshold", "--random", "--all", "--zip", "--names",
+        "--target", "--clock-mhz", "--seed", "--seeds", "--threshold", "--random", "--all", "--zip", "--names", "--points",
+        "--points-seed", "--seeds-per-job", "--timeout-s", "--mem-mb", "--emit", "--emit-format", "--point", "--index",
     ];
     match a {
         "-p" => Some("--param"),
@@ -241,7 +285,15 @@ fn check_options(cmd: &str, o: &Opts) -> Result<()> {
         "lint" => &[],
         "bench" => &["--json", "--random", "--seed"],
         "synth" => &["--target", "--clock-mhz", "--seed", "--seeds", "--out"],
-        "sweep" => &["--target", "--clock-mhz", "--seed", "--seeds", "--zip", "--out"],
+        "sweep" => &[
+            "--target", "--clock-mhz", "--seed", "--seeds", "--zip", "--out", "--emit", "--emit-format", "--timeout-s", "--mem-mb", "--point",
+        ],
+        "cosim" => &["--seeds", "--seed", "--out"],
+        "regress" => &[
+            "--points", "--points-seed", "--seeds", "--seeds-per-job", "--timeout-s", "--mem-mb", "--emit", "--emit-format", "--out", "--all",
+        ],
+        "job" => &["--index"],
+        "collect" => &[],
         "prune" => &["--input", "--output", "--block", "--threshold"],
         "list" => &["--names"],
         "asm" => &["--output", "--isa"],
@@ -253,8 +305,10 @@ fn check_options(cmd: &str, o: &Opts) -> Result<()> {
     if let (Some(extra), "help" | "--help" | "-h" | "version" | "--version" | "prune") = (&o.block, cmd) {
         return Err(Error::Bad(format!("unexpected argument `{extra}` to `{cmd}`; see `gpurtl help`")));
     }
-    let takes_params =
-        !matches!(cmd, "prune" | "list" | "help" | "--help" | "-h" | "version" | "--version" | "synth-table" | "asm" | "disasm");
+    let takes_params = !matches!(
+        cmd,
+        "prune" | "list" | "help" | "--help" | "-h" | "version" | "--version" | "synth-table" | "asm" | "disasm" | "job" | "collect"
+    );
     let reads = |g: &&str| own.contains(g) || (takes_params && PARAMS.contains(g));
     match o.given.iter().find(|g| !reads(g)) {
         Some(g) => Err(Error::Bad(format!("option `{g}` is not used by `{cmd}`; see `gpurtl help`"))),
@@ -487,15 +541,308 @@ impl<'a> Cli<'a> {
     fn sweep(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {
         let b = self.block_of(o)?;
         let (target, clock_mhz) = target_and_clock(o)?;
-        check_work_dir(o)?;
+        let emit_to = emit_target(o)?;
+        let point = match (&o.point, &emit_to) {
+            (Some(_), Some(_)) => {
+                return Err(Error::Bad("options `--point` and `--emit`: give one of them (`--emit` writes the jobs, `--point` runs one)".into()))
+            }
+            (Some(raw), None) => Some(raw.trim().parse::<usize>().map_err(|_| {
+                Error::Bad(format!("option `--point` = `{raw}`: must be the index of a point of the sweep, from 0"))
+            })?),
+            (None, _) => None,
+        };
+        if emit_to.is_none() {
+            if let Some(g) = o.given.iter().find(|g| matches!(**g, "--timeout-s" | "--mem-mb")) {
+                return Err(Error::Bad(format!("option `{g}` is a job's resource: it needs `--emit FILE`")));
+            }
+        }
+        match point {
+            // A job may read the sweep's copy of the `--params` file in the
+            // folder, not in its own point's folder.
+            Some(i) => {
+                if let Some(dir) = &o.out_dir {
+                    emit::check_out_dir("--out", dir).map_err(Error::Bad)?;
+                    let sub = dir.join(sweep::point_dir(i));
+                    if let Some(p) = o.params_file.as_ref().filter(|p| emit::is_inside(p, &sub)) {
+                        return Err(Error::Bad(format!(
+                            "option `--params` = `{}`: is inside the folder `{}`, which this command writes into; must be outside it",
+                            p.display(),
+                            sub.display()
+                        )));
+                    }
+                }
+            }
+            None => check_work_dir(o)?,
+        }
         let seeds = pnr_seeds(o)?;
         let layers = layers_of(b, o)?;
         let lists: Vec<(String, Vec<String>)> =
             o.pairs.iter().map(|(k, v)| (k.clone(), v.split(',').map(|s| s.trim().to_string()).collect())).collect();
         let dir = o.out_dir.clone().unwrap_or_else(|| format!("out/sweep/{}-{}", b.name(), target.name()).into());
         let refs: Vec<&Value> = layers.iter().collect();
-        sweep::run(b, &refs, &lists, &sweep::Opts { target, clock_mhz, seeds, zip: o.zip, dir: &dir }, out)
+        let opts = sweep::Opts { target, clock_mhz, seeds, zip: o.zip, dir: &dir };
+        if let Some(i) = point {
+            return sweep::run_point(b, &refs, &lists, &opts, i, &o.argv, out);
+        }
+        let Some((file, format)) = emit_to else {
+            return sweep::run(b, &refs, &lists, &opts, out);
+        };
+        // Jobs: every point validated first; each job runs the sweep's own
+        // command line with `--point I`.
+        let resources = jobs::Resources::parse(o.timeout_s.as_deref(), o.mem_mb.as_deref())?;
+        let n = sweep::expand(b, &refs, &lists, o.zip)?.len();
+        check_emit_file(&file, format, &dir, o)?;
+        let params_copy = dir.join("sweep.params.json");
+        let mut argv: Vec<String> = vec!["gpurtl".into(), "sweep".into(), b.name().into()];
+        if let Some(p) = &o.preset {
+            argv.extend(["--preset".into(), p.clone()]);
+        }
+        if o.params_file.is_some() {
+            argv.extend(["--params".into(), params_copy.to_string_lossy().into_owned()]);
+        }
+        for (k, v) in &o.pairs {
+            argv.extend(["--param".into(), format!("{k}={v}")]);
+        }
+        if o.zip {
+            argv.push("--zip".into());
+        }
+        argv.extend(["--target".into(), target.name().into(), "--clock-mhz".into(), clock_mhz.to_string()]);
+        if target != synth::Target::Generic {
+            let list: Vec<String> = opts.seeds.iter().map(u32::to_string).collect();
+            argv.extend([if list.len() == 1 { "--seed" } else { "--seeds" }.into(), list.join(",")]);
+        }
+        argv.extend(["-o".into(), dir.to_string_lossy().into_owned()]);
+        // Synthesis runs two yosys at once, then place and route a seed a core.
+        let cpus = if target == synth::Target::Generic { 1 } else { opts.seeds.len().max(2) as u64 };
+        let list: Vec<jobs::Job> = (0..n)
+            .map(|i| {
+                let argv = [argv.clone(), vec!["--point".into(), i.to_string()]].concat();
+                jobs::job(sweep::point_dir(i), argv, None, cpus, resources, &dir)
+            })
+            .collect();
+        jobs::emit(&list, format, &file, &dir, &command_text(&o.argv), out)?;
+        if let Some(layer) = o.params_file.as_ref().and(layers.last()) {
+            let text = serde_json::to_string_pretty(layer)? + "\n";
+            emit::write_atomic(&params_copy, text.as_bytes()).map_err(|e| Error::io("write", &params_copy, e))?;
+        }
+        Ok(())
     }
+
+    /// `gpurtl cosim`: seeds of the block's random workload, both engines.
+    fn cosim(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {
+        let b = self.block_of(o)?;
+        check_work_dir(o)?;
+        let seeds = jobs::parse_seeds(o.seeds.as_deref(), o.seed.as_deref(), None)?;
+        let params = params_of(b, o)?;
+        jobs::cosim(b, &params, seeds, &o.argv, o.out_dir.as_deref(), out)
+    }
+
+    /// `gpurtl regress`: cosimulation jobs at points of a block (or of
+    /// every block), emitted or run here and collected.
+    fn regress(&self, o: &Opts, out: &mut dyn Write, err: &mut dyn Write) -> Result<()> {
+        let blocks: Vec<&dyn Block> = if o.all {
+            if o.block.is_some() || !o.pairs.is_empty() || o.params_file.is_some() || o.preset.is_some() {
+                return Err(Error::Bad("`regress --all` draws the points of every block and takes no block or parameters".into()));
+            }
+            self.blocks.to_vec()
+        } else {
+            vec![self.block_of(o)?]
+        };
+        let int = |opt: &str, raw: Option<&str>, default: u64, max: u64| -> Result<u64> {
+            match raw {
+                None => Ok(default),
+                Some(r) => r
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|x| (1..=max).contains(x))
+                    .ok_or_else(|| Error::Bad(format!("option `{opt}` = `{r}`: must be an integer from 1 to {max}"))),
+            }
+        };
+        let n = int("--points", o.points.as_deref(), 1, 1000)? as usize;
+        let per_job = int("--seeds-per-job", o.seeds_per_job.as_deref(), 100, 1_000_000_000)?;
+        let draw_seed = match o.points_seed.as_deref() {
+            None => 1,
+            Some(r) => r
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| Error::Bad(format!("option `--points-seed` = `{r}`: must be an integer from 0 to {}", u64::MAX)))?,
+        };
+        let seeds = jobs::parse_seeds(o.seeds.as_deref(), None, Some(200))?;
+        let resources = jobs::Resources::parse(o.timeout_s.as_deref(), o.mem_mb.as_deref())?;
+        let emit_to = emit_target(o)?;
+        check_work_dir(o)?;
+        let dir = o.out_dir.clone().unwrap_or_else(|| match &blocks[..] {
+            [b] if !o.all => format!("out/regress/{}", b.name()).into(),
+            _ => "out/regress".into(),
+        });
+        let total = (blocks.len() * n) as u64 * (seeds.1 - seeds.0).div_ceil(per_job);
+        if total > jobs::MAX_JOBS as u64 {
+            return Err(Error::Bad(format!(
+                "`regress` would emit {total} jobs ({} point(s) x {} seeds in ranges of {per_job}); at most {}: \
+                 fewer points or seeds, or more seeds a job (`--seeds-per-job`)",
+                blocks.len() * n,
+                seeds.1 - seeds.0,
+                jobs::MAX_JOBS
+            )));
+        }
+        if let Some((file, format)) = &emit_to {
+            check_emit_file(file, *format, &dir, o)?;
+        }
+        let mut list = Vec::new();
+        for b in &blocks {
+            let base = if o.all { b.defaults() } else { params_of(*b, o)? };
+            let points = jobs::draw_points(*b, base, &o.pairs, n, draw_seed, jobs::MAX_LINES)?;
+            list.extend(jobs::regress_jobs(*b, &points, seeds, per_job, resources, &dir));
+        }
+        if let Some((file, format)) = emit_to {
+            return jobs::emit(&list, format, &file, &dir, &command_text(&o.argv), out);
+        }
+        // Run every job here, as a runner would, then collect.
+        jobs::write_manifest(&dir, &list)?;
+        let done = std::sync::Mutex::new(0usize);
+        let runs = tools::parallel_map(list.len(), |i| {
+            let (mut o, mut e) = (Vec::new(), Vec::new());
+            let code = main_with_blocks(&list[i].argv[1..], self.blocks, &mut o, &mut e);
+            let mut d = done.lock().unwrap_or_else(|e| e.into_inner());
+            *d += 1;
+            eprintln!("[{}/{}] {}: {}", *d, list.len(), list[i].id, if code == 0 { "ok" } else { "failed" });
+            (o, e)
+        });
+        for (o, e) in runs {
+            let _ = out.write_all(&o);
+            let _ = err.write_all(&e);
+        }
+        self.collect_dir(&dir, out)
+    }
+
+    /// `gpurtl collect DIR`.
+    fn collect(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {
+        let dir = o.block.as_deref().ok_or_else(|| Error::Bad("`collect` needs the jobs' folder: `gpurtl collect DIR`".into()))?;
+        if dir.is_empty() {
+            return Err(Error::Bad("argument `DIR` of `collect` = ``: is empty; must be a path".into()));
+        }
+        self.collect_dir(Path::new(dir), out)
+    }
+
+    fn collect_dir(&self, dir: &Path, out: &mut dyn Write) -> Result<()> {
+        jobs::collect(dir, &|argv: &[String]| self.describe(argv), out)
+    }
+
+    /// What the job of `argv` is, for `collect`: read as the command line
+    /// reads it.
+    fn describe(&self, argv: &[String]) -> Result<jobs::Kind> {
+        let cmd = argv.get(1).map(String::as_str).unwrap_or("");
+        if !is_gpurtl(&argv[0]) || !matches!(cmd, "sweep" | "cosim") {
+            return Err(Error::Bad(format!(
+                "runs `{}`; `collect` collects `gpurtl sweep ... --point I` and `gpurtl cosim` jobs",
+                argv.iter().take(2).cloned().collect::<Vec<_>>().join(" ")
+            )));
+        }
+        let o = parse(&argv[2..])?;
+        check_options(cmd, &o)?;
+        let b = self.block_of(&o)?;
+        if cmd == "cosim" {
+            let params = params_of(b, &o)?;
+            let seeds = jobs::parse_seeds(o.seeds.as_deref(), o.seed.as_deref(), None)?;
+            return Ok(jobs::Kind::Cosim { block: b.name().into(), label: jobs::label(b, &params), params, seeds });
+        }
+        let (target, clock_mhz) = target_and_clock(&o)?;
+        let lists: Vec<(String, Vec<String>)> =
+            o.pairs.iter().map(|(k, v)| (k.clone(), v.split(',').map(|s| s.trim().to_string()).collect())).collect();
+        let points = sweep::points(&lists, o.zip)?;
+        let i = o.point.as_deref().ok_or_else(|| Error::Bad("is a `gpurtl sweep` without `--point`: not a job".into()))?;
+        let point = i.parse::<usize>().ok().and_then(|i| points.get(i)).ok_or_else(|| {
+            Error::Bad(format!("option `--point` = `{i}`: the sweep has {} points; must be from 0 to {}", points.len(), points.len() - 1))
+        })?;
+        Ok(jobs::Kind::SweepPoint {
+            block: b.name().into(),
+            target,
+            clock_mhz,
+            keys: lists.iter().map(|(k, _)| k.clone()).collect(),
+            point: point.clone(),
+        })
+    }
+
+    /// `gpurtl job MANIFEST --index N`: job N of the manifest, here, with
+    /// its environment (a Slurm array task, a GitHub Actions matrix entry).
+    fn job(&self, o: &Opts, out: &mut dyn Write, err: &mut dyn Write) -> Result<()> {
+        const FORM: &str = "`gpurtl job MANIFEST --index N`";
+        let path = o.block.as_deref().ok_or_else(|| Error::Bad(format!("`job` needs a manifest: {FORM}")))?;
+        if path.is_empty() {
+            return Err(Error::Bad(format!("argument `MANIFEST` = ``: is empty; must be a path: {FORM}")));
+        }
+        let raw = o.index.as_deref().ok_or_else(|| Error::Bad(format!("`job` needs `--index N`: {FORM}")))?;
+        let path = Path::new(path);
+        let list = jobs::read_manifest(path, "MANIFEST")?;
+        let i = raw.trim().parse::<usize>().ok().filter(|i| *i < list.len()).ok_or_else(|| {
+            Error::Bad(format!(
+                "option `--index` = `{raw}`: the manifest `{}` holds {} jobs; must be an integer from 0 to {}",
+                path.display(),
+                list.len(),
+                list.len() - 1
+            ))
+        })?;
+        let j = &list[i];
+        let at = format!("manifest `{}`: job {i} (`{}`)", path.display(), j.id);
+        if !is_gpurtl(&j.argv[0]) {
+            return Err(Error::Bad(format!("{at}: argv[0] = `{}`: must be `gpurtl`; `gpurtl job` runs gpurtl commands", j.argv[0])));
+        }
+        if j.argv.get(1).map(String::as_str) == Some("job") {
+            return Err(Error::Bad(format!("{at}: runs `gpurtl job` itself; a job must run another command")));
+        }
+        for (k, v) in &j.env {
+            std::env::set_var(k, v);
+        }
+        let _ = writeln!(err, "job {i} ({}): {}", j.id, command_text(&j.argv));
+        dispatch(&j.argv[1..], self.blocks, out, err)
+    }
+}
+
+/// Whether a job's argv[0] names gpurtl (`gpurtl`, or a path ending in it).
+fn is_gpurtl(arg0: &str) -> bool {
+    Path::new(arg0).file_name().is_some_and(|n| n == "gpurtl")
+}
+
+/// A command line as one shell line.
+fn command_text(argv: &[String]) -> String {
+    argv.iter().map(|a| jobs::shell_quote(a)).collect::<Vec<_>>().join(" ")
+}
+
+/// `--emit FILE` and `--emit-format F` (default jsonl).
+fn emit_target(o: &Opts) -> Result<Option<(PathBuf, jobs::Format)>> {
+    let format = o.emit_format.as_deref().map(jobs::Format::parse).transpose()?;
+    match (&o.emit, format) {
+        (None, Some(_)) => Err(Error::Bad("option `--emit-format` needs `--emit FILE`".into())),
+        (None, None) => Ok(None),
+        (Some(file), format) => Ok(Some((file.clone(), format.unwrap_or(jobs::Format::Jsonl)))),
+    }
+}
+
+/// The `--emit` file, before any work: its folder exists (or is the jobs'
+/// folder `dir`, which the command makes); it is not an input, nor, but in
+/// the manifest's own format, the manifest the command writes beside the
+/// jobs.
+fn check_emit_file(file: &Path, format: jobs::Format, dir: &Path, o: &Opts) -> Result<()> {
+    let in_dir = file.parent().is_some_and(|p| p == dir || (p.exists() && dir.exists() && emit::same_file(p, dir)));
+    if in_dir {
+        if file.is_dir() {
+            return Err(Error::Bad(format!("option `--emit` = `{}`: is a directory; must be a file", file.display())));
+        }
+    } else {
+        emit::check_output("--emit", file).map_err(Error::Bad)?;
+    }
+    distinct_files(&[("--emit", file)], &params_input(o))?;
+    let manifest = dir.join(jobs::MANIFEST);
+    if format != jobs::Format::Jsonl && emit::same_file(file, &manifest) {
+        return Err(Error::Bad(format!(
+            "option `--emit` = `{}`: is the manifest `{}` this command writes; must be another file for the `{}` rendering",
+            file.display(),
+            manifest.display(),
+            format.name()
+        )));
+    }
+    Ok(())
 }
 
 /// The JSON layers under the `--param` pairs: the preset (if any), then the
@@ -778,8 +1125,9 @@ fn dispatch(args: &[String], blocks: &[&dyn Block], out: &mut dyn Write, err: &m
     let Some(cmd) = args.first() else {
         return Err(Error::Bad(format!("a command is needed\n{USAGE}")));
     };
-    let o = parse(&args[1..])?;
+    let mut o = parse(&args[1..])?;
     check_options(cmd, &o)?;
+    o.argv = std::iter::once("gpurtl".to_string()).chain(args.iter().cloned()).collect();
     let cli = Cli { blocks };
     match cmd.as_str() {
         "help" | "--help" | "-h" => {
@@ -808,6 +1156,10 @@ fn dispatch(args: &[String], blocks: &[&dyn Block], out: &mut dyn Write, err: &m
             Ok(())
         }
         "sweep" => cli.sweep(&o, out),
+        "cosim" => cli.cosim(&o, out),
+        "regress" => cli.regress(&o, out, err),
+        "collect" => cli.collect(&o, out),
+        "job" => cli.job(&o, out, err),
         "synth" => cli.synth(&o, out),
         other => Err(Error::Bad(format!("unknown command `{other}`; see `gpurtl help`"))),
     }

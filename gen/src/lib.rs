@@ -3,8 +3,9 @@
 //!
 //! Module layering, each using only those above it: `error`, `tools`,
 //! `json`, `emit`, `image`, `rtl_engine`; `block` (the `Block` trait); `bench`, `synth`,
-//! `sweep` (flows that take resolved parameters); `blocks` (one adapter per
-//! block); `cli` (argument parsing and dispatch).
+//! `sweep` (flows that take resolved parameters); `jobs` (manifests of
+//! sweep and cosimulation jobs, their renderings, `collect`); `blocks` (one
+//! adapter per block); `cli` (argument parsing and dispatch).
 
 pub mod bench;
 pub mod block;
@@ -13,6 +14,7 @@ pub mod cli;
 pub mod emit;
 pub mod error;
 pub mod image;
+pub mod jobs;
 pub mod json;
 pub mod rtl_engine;
 pub mod sweep;

@@ -11,10 +11,13 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::sync::Mutex;
 
+/// One point of a sweep: a value for each swept parameter, as given.
+pub type Point = Vec<(String, String)>;
+
 /// `rows=2,4,8` style lists: (name, values). With `zip`, lists advance
 /// together (rows=cols=2,4,8 is `--param rows=2,4,8 --param cols=2,4,8 --zip`);
 /// otherwise every combination runs.
-pub fn points(lists: &[(String, Vec<String>)], zip: bool) -> Result<Vec<Vec<(String, String)>>> {
+pub fn points(lists: &[(String, Vec<String>)], zip: bool) -> Result<Vec<Point>> {
     if lists.is_empty() {
         return Err(Error::Bad("`sweep` needs at least one `--param NAME=V1,V2,...`".into()));
     }
@@ -28,7 +31,7 @@ pub fn points(lists: &[(String, Vec<String>)], zip: bool) -> Result<Vec<Vec<(Str
         }
         return Ok((0..n).map(|i| lists.iter().map(|(k, v)| (k.clone(), v[i].clone())).collect()).collect());
     }
-    let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    let mut out: Vec<Point> = vec![Vec::new()];
     for (k, vs) in lists {
         out = out.iter().flat_map(|p| vs.iter().map(move |v| [p.clone(), vec![(k.clone(), v.clone())]].concat())).collect();
     }
@@ -46,42 +49,124 @@ pub struct Opts<'a> {
     pub dir: &'a std::path::Path,
 }
 
+/// The folder of point `i` of a sweep, inside its `-o` folder: `run00`,
+/// `run01`, ... (a sweep job's id, [`crate::jobs`]).
+pub fn point_dir(i: usize) -> String {
+    format!("run{i:02}")
+}
+
+/// The points of `lists` (see [`points`]), each resolved over `layers` and
+/// validated: every point is checked before anything runs.
+pub fn expand(b: &dyn Block, layers: &[&Value], lists: &[(String, Vec<String>)], zip: bool) -> Result<Vec<(Point, Value)>> {
+    let pts = points(lists, zip)?;
+    let mut out = Vec::new();
+    for pt in pts {
+        let resolved = b.resolve(layers, &pt)?;
+        out.push((pt, resolved));
+    }
+    Ok(out)
+}
+
+/// Synthesize point `i` (`pt`, resolved as `params`) into `<dir>/run<i>/`:
+/// its row of the table, `{"point", "status", "report"}` (a run that misses
+/// timing or does not fit still has its report).
+fn point_row(b: &dyn Block, i: usize, pt: &[(String, String)], params: &Value, o: &Opts) -> Value {
+    let sub = o.dir.join(point_dir(i));
+    let mut sink = Vec::new();
+    let synth = synth::Opts { target: o.target, clock_mhz: o.clock_mhz, seeds: o.seeds.clone(), dir: &sub };
+    let outcome = synth::run(b, params, &synth, &mut sink);
+    let report = std::fs::read_to_string(sub.join("synth-report.json")).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    let status = match (&outcome, &report) {
+        (Ok(_), _) => "ok".to_string(),
+        (Err(e), Some(_)) => e.to_string(),
+        (Err(e), None) => format!("failed: {e}"),
+    };
+    json!({"point": pt.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+           "status": status, "report": report})
+}
+
+/// A point's line on stderr: `[<n>] <block> k=v ...: <status's first line>`.
+fn progress(b: &dyn Block, n: &str, pt: &[(String, String)], row: &Value) {
+    let label: Vec<String> = pt.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    eprintln!("[{n}] {} {}: {}", b.name(), label.join(" "), row["status"].as_str().unwrap_or("").lines().next().unwrap_or(""));
+}
+
 /// Synthesize `b` at every point of `lists` (`rows=2,4,8` style, applied over
 /// the parameter `layers`: a preset, a file), each point resolved and
 /// validated before anything runs.
 pub fn run(b: &dyn Block, layers: &[&Value], lists: &[(String, Vec<String>)], o: &Opts, out: &mut dyn Write) -> Result<()> {
-    let (target, clock_mhz, dir) = (o.target, o.clock_mhz, o.dir);
-    let pts = points(lists, o.zip)?;
-    // Validate every point before running anything.
-    let mut resolved = Vec::new();
-    for pt in &pts {
-        resolved.push(b.resolve(layers, pt)?);
-    }
+    let dir = o.dir;
+    let pts = expand(b, layers, lists, o.zip)?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
     let done = Mutex::new(0usize);
     let total = pts.len();
     let rows: Vec<Value> = tools::parallel_map(total, |i| {
-        let label: Vec<String> = pts[i].iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let sub = dir.join(format!("run{i:02}"));
-        let mut sink = Vec::new();
-        let outcome = synth::run(b, &resolved[i], &synth::Opts { target, clock_mhz, seeds: o.seeds.clone(), dir: &sub }, &mut sink);
-        // A run that misses timing or does not fit still wrote its report.
-        let report = std::fs::read_to_string(sub.join("synth-report.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-        let status = match (&outcome, &report) {
-            (Ok(_), _) => "ok".to_string(),
-            (Err(e), Some(_)) => e.to_string(),
-            (Err(e), None) => format!("failed: {e}"),
-        };
+        let row = point_row(b, i, &pts[i].0, &pts[i].1, o);
         let mut d = done.lock().unwrap_or_else(|e| e.into_inner());
         *d += 1;
-        eprintln!("[{}/{total}] {} {}: {}", *d, b.name(), label.join(" "), status.lines().next().unwrap_or(""));
-        json!({"point": pts[i].iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
-               "status": status, "report": report})
+        progress(b, &format!("{}/{total}", *d), &pts[i].0, &row);
+        row
     });
-    // Table: swept parameters, logic, flip-flops, DSPs, Fmax, status.
     let keys: Vec<String> = lists.iter().map(|(k, _)| k.clone()).collect();
+    let failed = write_tables(b.name(), o.target, o.clock_mhz, &keys, &rows, &Tables { dir, stem: "sweep", extra: None }, out)?;
+    // The exit status follows `gpurtl synth`: a point that misses timing or
+    // does not fit fails the sweep (after every report is written).
+    if failed > 0 {
+        return Err(Error::Failed(format!(
+            "{failed} of {} points did not meet timing, did not fit or failed (their status is in {})",
+            rows.len(),
+            dir.join("sweep.csv").display()
+        )));
+    }
+    Ok(())
+}
+
+/// One point of a sweep, as a job runs it (`gpurtl sweep ... --point I`):
+/// every point is resolved and validated as by [`run`], then point `i` is
+/// synthesized into `<dir>/run<i>/`, and its row, with the job's command
+/// line `argv`, is written to `<dir>/run<i>/result.json`. A point that
+/// misses timing or does not fit is an error (exit 1) after the file is
+/// written.
+pub fn run_point(b: &dyn Block, layers: &[&Value], lists: &[(String, Vec<String>)], o: &Opts, i: usize, argv: &[String], out: &mut dyn Write) -> Result<()> {
+    let pts = expand(b, layers, lists, o.zip)?;
+    if i >= pts.len() {
+        return Err(Error::Bad(format!("option `--point` = `{i}`: the sweep has {} points; must be from 0 to {}", pts.len(), pts.len() - 1)));
+    }
+    let sub = o.dir.join(point_dir(i));
+    std::fs::create_dir_all(&sub).map_err(|e| Error::io("create", &sub, e))?;
+    let mut row = point_row(b, i, &pts[i].0, &pts[i].1, o);
+    progress(b, &format!("point {i} of {}", pts.len()), &pts[i].0, &row);
+    let status = row["status"].as_str().unwrap_or("").to_string();
+    let mut result = serde_json::Map::new();
+    result.insert("argv".into(), json!(argv));
+    if let Some(r) = row.as_object_mut() {
+        result.append(r);
+    }
+    let path = sub.join("result.json");
+    let text = serde_json::to_string_pretty(&Value::Object(result))? + "\n";
+    emit::write_atomic(&path, text.as_bytes()).map_err(|e| Error::io("write", &path, e))?;
+    let _ = writeln!(out, "{}", path.display());
+    if status != "ok" {
+        return Err(Error::Failed(format!("point {i}: {status}")));
+    }
+    Ok(())
+}
+
+/// Where [`write_tables`] writes: `<dir>/<stem>.csv`, `.json` and `.svg`;
+/// `extra`: fields added to the JSON document (a collection's `missing` and
+/// `failed` lists).
+pub struct Tables<'a> {
+    pub dir: &'a std::path::Path,
+    pub stem: &'a str,
+    pub extra: Option<serde_json::Map<String, Value>>,
+}
+
+/// A sweep's table from its rows (`{"point", "status", "report"}`, the
+/// swept parameters `keys`): `<stem>.csv` (printed too), `<stem>.json` and
+/// the plot `<stem>.svg`. Returns how many rows are not `ok`.
+pub fn write_tables(block: &str, target: Target, clock_mhz: f64, keys: &[String], rows: &[Value], t: &Tables, out: &mut dyn Write) -> Result<usize> {
+    let dir = t.dir;
+    // Table: swept parameters, logic, flip-flops, DSPs, Fmax, status.
     let metric = |r: &Value| -> (Option<u64>, Option<u64>, Option<u64>, Option<f64>) {
         let rep = &r["report"];
         let u = &rep["utilization"];
@@ -91,7 +176,7 @@ pub fn run(b: &dyn Block, layers: &[&Value], lists: &[(String, Vec<String>)], o:
     };
     let opt = |v: Option<String>| v.unwrap_or_default();
     let mut csv = format!("{},logic,flip_flops,dsp,fmax_mhz,status\n", keys.join(","));
-    for r in &rows {
+    for r in rows {
         let (l, f, d, fm) = metric(r);
         let vals: Vec<String> = keys.iter().map(|k| r["point"][k].as_str().unwrap_or("").to_string()).collect();
         csv.push_str(&format!(
@@ -107,9 +192,11 @@ pub fn run(b: &dyn Block, layers: &[&Value], lists: &[(String, Vec<String>)], o:
     let write = |name: &str, text: &str| {
         emit::write_atomic(&dir.join(name), text.as_bytes()).map_err(|e| Error::Failed(format!("cannot write {name}: {e}")))
     };
-    write("sweep.csv", &csv)?;
-    let doc = json!({"block": b.name(), "target": target.name(), "clock_mhz": clock_mhz, "rows": rows});
-    write("sweep.json", &(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"))?;
+    let (csv_name, json_name, svg_name) = (format!("{}.csv", t.stem), format!("{}.json", t.stem), format!("{}.svg", t.stem));
+    let mut doc = json!({"block": block, "target": target.name(), "clock_mhz": clock_mhz, "rows": rows});
+    if let (Some(extra), Some(d)) = (&t.extra, doc.as_object_mut()) {
+        d.extend(extra.clone());
+    }
     let logic_name = match target {
         Target::Generic => "yosys cells",
         Target::Ice40 => "iCE40 logic cells",
@@ -122,21 +209,14 @@ pub fn run(b: &dyn Block, layers: &[&Value], lists: &[(String, Vec<String>)], o:
             (keys.iter().map(|k| r["point"][k].as_str().unwrap_or("")).collect::<Vec<_>>().join("/"), l, fm)
         })
         .collect();
-    let title = format!("gpurtl {} on {} ({})", b.name(), target.name(), keys.join("/"));
-    write("sweep.svg", &svg(&title, logic_name, &pts_xy, clock_mhz))?;
+    let title = format!("gpurtl {} on {} ({})", block, target.name(), keys.join("/"));
+    // The table and the plot first, the JSON (what `collect` is read by) last.
+    write(&csv_name, &csv)?;
+    write(&svg_name, &svg(&title, logic_name, &pts_xy, clock_mhz))?;
+    write(&json_name, &(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"))?;
     let _ = write!(out, "{csv}");
-    let _ = writeln!(out, "table: {}  plot: {}", dir.join("sweep.csv").display(), dir.join("sweep.svg").display());
-    // The exit status follows `gpurtl synth`: a point that misses timing or
-    // does not fit fails the sweep (after every report is written).
-    let failed = rows.iter().filter(|r| r["status"] != "ok").count();
-    if failed > 0 {
-        return Err(Error::Failed(format!(
-            "{failed} of {} points did not meet timing, did not fit or failed (their status is in {})",
-            rows.len(),
-            dir.join("sweep.csv").display()
-        )));
-    }
-    Ok(())
+    let _ = writeln!(out, "table: {}  plot: {}", dir.join(&csv_name).display(), dir.join(&svg_name).display());
+    Ok(rows.iter().filter(|r| r["status"] != "ok").count())
 }
 
 /// The smallest 1, 2 or 5 x 10^k at least `v`: readable axis ends.
