@@ -171,15 +171,19 @@ fn status_of(src: &str) -> (Status, u32) {
 fn every_error_code() {
     use Status::*;
     assert_eq!(status_of("end"), (Ok, 0));
-    // opcode: undefined and reserved opcodes.
+    // opcode: undefined opcodes.
     assert_eq!(status_of("li r3, 1\n.word 0x75"), (Opcode, 1));
-    assert_eq!(status_of(".word 0x0000000000000074"), (Opcode, 0));
+    assert_eq!(status_of(".word 0x0000000000000075"), (Opcode, 0));
     assert_eq!(status_of(".word 0"), (Opcode, 0));
-    // opcode before field: a reserved opcode with fields set (0x70 and
-    // 0x72 were reserved before docs/cu.md defined mma and cmp; tex 0x74
-    // still is).
-    assert_eq!(status_of(".word 0xffffffffffffff74"), (Opcode, 0));
+    // opcode before field: an undefined opcode with fields set; 0x70, 0x72
+    // and 0x74 were reserved before docs/cu.md defined mma, cmp and tex
+    // (0x74 with every bit set: F = 3, the field error; with every bit
+    // clear it is `tex r0, r0, r0, r0, bilinear 0, r8, clamp, clamp, c 0`,
+    // and O = r0 = x = 1 is the align error).
+    assert_eq!(status_of(".word 0xffffffffffffff75"), (Opcode, 0));
     assert_eq!(status_of(".word 0xffffffffffffff70"), (Field, 0));
+    assert_eq!(status_of(".word 0xffffffffffffff74"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000000000000074"), (Align, 0));
     // field: add with imm, cdl with n = 0, end with rd, ld with imm 15:8.
     assert_eq!(status_of(".word 0x0000000100000001"), (Field, 0));
     assert_eq!(status_of(".word 0x0000000000000050"), (Field, 0));
@@ -671,7 +675,7 @@ mod files {
         assert_eq!(out["trace"][0]["insn"], "cdl r3, 2, ud[0]");
         assert_eq!(out["trace"][3]["insn"], "st r7, r3, r0, r6");
         assert_eq!(out["counters"], json!({"instructions": 5, "cdl": 1, "ld": 1, "st": 1, "act": 0, "cmp": 0, "exp": 0, "mma": 0,
-                                           "loads": 1, "rd_beats": 16 + 2, "wr_beats": 2}));
+                                           "tex": 0, "loads": 1, "rd_beats": 16 + 2, "wr_beats": 2, "texel_fetches": 0}));
         assert_eq!(out["cycles"], out["blocks"][0]["cycles"]);
         let keys: Vec<&str> = out.as_object().unwrap().keys().map(|k| k.as_str()).collect();
         assert_eq!(keys.len(), 5);
@@ -1009,7 +1013,7 @@ fn cmp_then_exp_exact_cycles() {
     assert_eq!(
         v["counters"],
         serde_json::json!({"instructions": 10, "cdl": 0, "ld": 1, "st": 0, "act": 0, "cmp": 1, "exp": 1,
-                           "mma": 0, "loads": 1, "rd_beats": 32, "wr_beats": 0})
+                           "mma": 0, "tex": 0, "loads": 1, "rd_beats": 32, "wr_beats": 0, "texel_fetches": 0})
     );
 }
 
@@ -1112,8 +1116,6 @@ fn every_vector_error() {
     assert_eq!(status_of("li r0, 0x1000\nli r1, 0x1000\nli r2, 0x1000\nli r3, 0\nexp r0, r1, r2, r3, 8\nend"), (Ok, 5));
     // No wrap: D = 2^32 - 4, n = 1.
     assert_eq!(status_of("li r0, -4\nli r1, 0\nli r2, 8\nli r3, 1\ncmp r0, r1, r2, r3, 8"), (Smem, 4));
-    // tex stays undefined.
-    assert_eq!(status_of(".word 0x74"), (Opcode, 0));
 }
 
 #[test]
@@ -1610,7 +1612,7 @@ fn mma_exact_cycles_on_the_small_preset() {
     //   h = w = 2, q = 1 group of 4 k-steps. rd2: group 0, rows 0, 1:
     //   offsets 0, 4 (words 0, 1). rd3: k = 0..3, ceil(2/4) = 1 word each:
     //   8, 16, 24, 32. One bank: every read is in bank 0; the ld took no
-    //   read, so bank 0 has taken none since reset (counts as rd4's):
+    //   read, so bank 0 has taken none since reset (counts as rd5's):
     //   102 both ask; no port above rd4: the lowest, rd2(0)
     //   103 last rd2: rd3(8)
     //   104 last rd3: rd2(4) (rd4 is not asking); rd2 has no read left
@@ -1924,12 +1926,13 @@ fn mma_done_when_the_dropped_rows_leave_the_grid() {
 fn mma_arbitration_rule() {
     // (bank, row) of the rd2, rd3 and rd4 offers, the write taken in the
     // cycle. Of the ports asking for a bank: the lowest above the port of
-    // the bank's last read, else the lowest; no read yet counts as rd4.
+    // the bank's last read, else the lowest; no read yet counts as rd5
+    // (tex's port, the highest: the lowest asking wins).
     let mut banks = Banks::new(4);
     let (x, y, z) = (Some((1u32, 5u64)), Some((1u32, 6u64)), Some((1u32, 7u64)));
     // Different banks: all.
     assert_eq!(mma::arbitrate([Some((0, 5)), Some((1, 5)), Some((2, 5))], None, &banks), [true, true, true]);
-    // One bank, no read yet (rd4): the lowest asking.
+    // One bank, no read yet (rd5): the lowest asking.
     assert_eq!(mma::arbitrate([x, y, z], None, &banks), [true, false, false]);
     assert_eq!(mma::arbitrate([None, y, z], None, &banks), [false, true, false]);
     assert_eq!(mma::arbitrate([x, None, z], None, &banks), [true, false, false]);
@@ -1940,8 +1943,15 @@ fn mma_arbitration_rule() {
     //   rd2    3      4      3      3
     //   rd3    2      4      4      4
     //   rd4    2      2      3      2
-    let table: [(u8, [usize; 4]); 5] =
-        [(RD0, [0, 0, 1, 0]), (RD1, [0, 0, 1, 0]), (RD2, [1, 2, 1, 1]), (RD3, [0, 2, 2, 2]), (RD4, [0, 0, 1, 0])];
+    //   rd5    2      2      3      2   (tex)
+    let table: [(u8, [usize; 4]); 6] = [
+        (RD0, [0, 0, 1, 0]),
+        (RD1, [0, 0, 1, 0]),
+        (RD2, [1, 2, 1, 1]),
+        (RD3, [0, 2, 2, 2]),
+        (RD4, [0, 0, 1, 0]),
+        (RD5, [0, 0, 1, 0]),
+    ];
     let sets: [[bool; 3]; 4] = [[true, true, false], [true, false, true], [false, true, true], [true, true, true]];
     for (last, winners) in table {
         banks.took(4, last); // word 1: bank 1
@@ -2502,3 +2512,4 @@ fn mma_acc_and_bias_in_a_kernel_on_two_shares() {
         }
     }
 }
+
