@@ -2627,7 +2627,7 @@ fn tex_conv_values_with_each_address_mode() {
 }
 
 #[test]
-fn tex_conv_channels_and_wrapping() {
+fn tex_conv_channels_and_the_extreme_sum() {
     // rgba8, 2 x 1, texels [1, 2, 3, 4], [5, 6, 7, 8] (bytes r, g, b, a), a
     // 1x2 kernel [-128; 127] (KW = 1, KH = 2: floor(KH/2) = 1: pixel (x, y)
     // = -128 T(x, y-1) + 127 T(x, y)), clamp, channel 2 (b): T(0, .) = 3,
