@@ -393,8 +393,8 @@ pub fn output_json(p: &CuParams, r: &Run, o: &Outcome) -> Value {
         "blocks": blocks,
         "trace": trace,
         "counters": {"instructions": k.instructions, "cdl": k.cdl, "ld": k.ld, "st": k.st,
-                     "act": k.act, "cmp": k.cmp, "exp": k.exp, "mma": k.mma, "loads": k.loads,
-                     "rd_beats": k.rd_beats, "wr_beats": k.wr_beats},
+                     "act": k.act, "cmp": k.cmp, "exp": k.exp, "mma": k.mma, "tex": k.tex, "loads": k.loads,
+                     "rd_beats": k.rd_beats, "wr_beats": k.wr_beats, "texel_fetches": k.texel_fetches},
         "cycles": o.cycles,
     })
 }

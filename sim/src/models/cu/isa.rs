@@ -10,6 +10,7 @@
 //! - [`text`]: one word's line, without the newline.
 
 pub use crate::models::cmdproc::pm4::{errors_text, AsmError};
+pub use gpurtl_params::texture::{AddressMode, Format};
 use std::collections::HashMap;
 
 /// The register-register and register-immediate arithmetic operations, by
@@ -122,6 +123,7 @@ pub mod op {
     pub const ACT: u8 = 0x71;
     pub const CMP: u8 = 0x72;
     pub const EXP: u8 = 0x73;
+    pub const TEX: u8 = 0x74;
     pub const END: u8 = 0x7F;
 }
 
@@ -185,6 +187,71 @@ impl C0 {
     }
 }
 
+/// The sample ops of `tex` (docs/cu.md, "`tex`"): the kind codes 0, 1, 2
+/// of `imm` bits 9:8 (3 is `conv`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SampleOp {
+    Bilinear = 0,
+    Nearest = 1,
+    Gather4 = 2,
+}
+
+impl SampleOp {
+    pub const ALL: [SampleOp; 3] = [SampleOp::Bilinear, SampleOp::Nearest, SampleOp::Gather4];
+    /// The kind code in `imm` bits 9:8.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            SampleOp::Bilinear => "bilinear",
+            SampleOp::Nearest => "nearest",
+            SampleOp::Gather4 => "gather4",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<SampleOp> {
+        Self::ALL.iter().copied().find(|o| o.name() == s)
+    }
+}
+
+/// What a `tex` does: `n` samples (`n` 0..16383, 14 bits), or the
+/// convolution of a `KW x KH` kernel over `QW x QH` quads (`KW`, `KH`
+/// 1..8, `QW`, `QH` 1..16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TexKind {
+    Sample { op: SampleOp, n: u16 },
+    Conv { kw: u8, kh: u8, qw: u8, qh: u8 },
+}
+
+impl TexKind {
+    /// The kind code in `imm` bits 9:8: 0 bilinear, 1 nearest, 2 gather4,
+    /// 3 conv.
+    pub fn code(self) -> u32 {
+        match self {
+            TexKind::Sample { op, .. } => op.code(),
+            TexKind::Conv { .. } => 3,
+        }
+    }
+    /// `imm` bits 31:18: `n`, or `KW - 1` (20:18), `KH - 1` (23:21), `QW -
+    /// 1` (27:24), `QH - 1` (31:28); each modulo its field.
+    fn high_bits(self) -> u32 {
+        let m1 = |v: u8, bits: u32| (v as u32).wrapping_sub(1) & ((1 << bits) - 1);
+        match self {
+            TexKind::Sample { n, .. } => (n as u32 & 0x3FFF) << 18,
+            TexKind::Conv { kw, kh, qw, qh } => m1(kw, 3) << 18 | m1(kh, 3) << 21 | m1(qw, 4) << 24 | m1(qh, 4) << 28,
+        }
+    }
+}
+
+/// `z`: bytes a texel of a format, 1, 2 or 4.
+pub fn texel_bytes(f: Format) -> u32 {
+    match f {
+        Format::R8 => 1,
+        Format::R16 => 2,
+        Format::Rgba8 => 4,
+    }
+}
+
 /// One instruction, its fields as encoded (registers are indices 0..255,
 /// immediates and targets 32-bit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -217,17 +284,24 @@ pub enum Insn {
     /// `A` at `ra`, `B` at `rb`, the shape (`TM`, `TN`, `K`) in `rc`; `C0`;
     /// the row pads `qa`, `qb` (0..3, in words).
     Mma { rd: u8, ra: u8, rb: u8, rc: u8, c0: C0, qa: u8, qb: u8 },
+    /// `tex rd, ra, rb, rc, bilinear n, F, MX, MY, c k` (also `nearest n`,
+    /// `gather4 n`, `conv KWxKH QWxQH`): the output `O` at `rd`, the
+    /// texture `T` at `ra`, its size in `rb`, the coordinate list `L` (or
+    /// the conv's start) in `rc`; the format, the address modes of x and y
+    /// and the channel `k` (below the format's channels).
+    Tex { rd: u8, ra: u8, rb: u8, rc: u8, kind: TexKind, format: Format, mx: AddressMode, my: AddressMode, k: u8 },
 }
 
 /// Why a word is no instruction: the `opcode` and `field` errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecodeError {
-    /// Undefined opcode (including the reserved 0x74 `tex`).
+    /// Undefined opcode.
     Opcode,
     /// A field the instruction does not use is not 0, `cdl`'s `n` is not
     /// 1..16, `act`'s `f` is not 0, or `cmp`/`exp`'s size code is 3
     /// (`mma`: `imm` bits 15:14 not 0, the C0 mode 3, or bits 31:16 not 0
-    /// outside mode 2).
+    /// outside mode 2; `tex`: the format or a mode code 3, or the channel
+    /// `k` not below the format's channels).
     Field,
 }
 
@@ -324,12 +398,37 @@ pub fn decode(w: u64) -> Result<Insn, DecodeError> {
                 Insn::Exp { rd: f.rd, ra: f.ra, rb: f.rb, rc, e }
             })
         }
+        op::TEX => {
+            // imm bits 7:0 = rc, 9:8 = the kind, 11:10 = k, 13:12 = F,
+            // 15:14 = MX, 17:16 = MY, 31:18 = n or the conv's sizes: every
+            // bit is used; codes 3 of F, MX, MY and k past the format's
+            // channels are the field error.
+            let format = Format::from_code(((imm >> 12) & 3) as u64).ok_or(DecodeError::Field)?;
+            let mx = AddressMode::from_code(((imm >> 14) & 3) as u64).ok_or(DecodeError::Field)?;
+            let my = AddressMode::from_code(((imm >> 16) & 3) as u64).ok_or(DecodeError::Field)?;
+            let k = ((imm >> 10) & 3) as u8;
+            if k as u32 >= format.channels() {
+                return Err(DecodeError::Field);
+            }
+            let kind = match (imm >> 8) & 3 {
+                3 => TexKind::Conv {
+                    kw: ((imm >> 18) & 7) as u8 + 1,
+                    kh: ((imm >> 21) & 7) as u8 + 1,
+                    qw: ((imm >> 24) & 15) as u8 + 1,
+                    qh: ((imm >> 28) & 15) as u8 + 1,
+                },
+                c => TexKind::Sample { op: SampleOp::ALL[c as usize], n: (imm >> 18) as u16 },
+            };
+            Ok(Insn::Tex { rd: f.rd, ra: f.ra, rb: f.rb, rc: imm as u8, kind, format, mx, my, k })
+        }
         _ => Err(DecodeError::Opcode),
     }
 }
 
 /// The word of an instruction (`cdl`'s `n` is encoded as given; `mma`'s
-/// `qa`, `qb` modulo 4 and its bias offset `o` as `(o/4) mod 2^16`).
+/// `qa`, `qb` modulo 4 and its bias offset `o` as `(o/4) mod 2^16`; `tex`'s
+/// `k` modulo 4, `n` modulo 2^14, `KW - 1`, `KH - 1` modulo 8 and `QW - 1`,
+/// `QH - 1` modulo 16).
 pub fn encode(i: &Insn) -> u64 {
     match *i {
         Insn::Alu { op, rd, ra, rb } => pack(op.code(), rd, ra, rb, 0),
@@ -350,6 +449,19 @@ pub fn encode(i: &Insn) -> u64 {
         Insn::Mma { rd, ra, rb, rc, c0, qa, qb } => {
             pack(op::MMA, rd, ra, rb, rc as u32 | c0.imm_bits() | (qa as u32 & 3) << 10 | (qb as u32 & 3) << 12)
         }
+        Insn::Tex { rd, ra, rb, rc, kind, format, mx, my, k } => pack(
+            op::TEX,
+            rd,
+            ra,
+            rb,
+            rc as u32
+                | kind.code() << 8
+                | (k as u32 & 3) << 10
+                | (format.code() as u32) << 12
+                | (mx.code() as u32) << 14
+                | (my.code() as u32) << 16
+                | kind.high_bits(),
+        ),
     }
 }
 
@@ -406,6 +518,13 @@ pub fn insn_text(i: &Insn) -> String {
                 s.push_str(&format!(", pad {qa}, {qb}"));
             }
             s
+        }
+        Insn::Tex { rd, ra, rb, rc, kind, format, mx, my, k } => {
+            let kind = match kind {
+                TexKind::Sample { op, n } => format!("{} {n}", op.name()),
+                TexKind::Conv { kw, kh, qw, qh } => format!("conv {kw}x{kh} {qw}x{qh}"),
+            };
+            format!("tex r{rd}, r{ra}, r{rb}, r{rc}, {kind}, {}, {}, {}, c {k}", format.name(), mx.name(), my.name())
         }
     }
 }
@@ -490,7 +609,7 @@ fn form(mn: &str) -> Option<(&'static [Opd], &'static str)> {
 fn known_mnemonics() -> String {
     let mut v: Vec<String> = AluOp::ALL.iter().map(|o| o.name().to_string()).collect();
     v.extend(AluOp::ALL.iter().map(|o| format!("{}i", o.name())));
-    v.extend(["li", "jmp", "bnz", "bz", "loop", "end", "cdl", "ld", "st", "mma", "act", "cmp", "exp", ".word"].map(String::from));
+    v.extend(["li", "jmp", "bnz", "bz", "loop", "end", "cdl", "ld", "st", "mma", "act", "cmp", "exp", "tex", ".word"].map(String::from));
     v.join(", ")
 }
 
@@ -619,6 +738,9 @@ fn assemble_line(code: &str, labels: &HashMap<String, u32>) -> Result<u64, Strin
     }
     if mn == "mma" {
         return mma_line(&ops);
+    }
+    if mn == "tex" {
+        return tex_line(&ops);
     }
     let Some((kinds, names)) = form(mn) else {
         return Err(format!("unknown mnemonic `{}`; known: {}", short(mn), known_mnemonics()));
@@ -771,6 +893,95 @@ fn mma_line(ops: &[&str]) -> Result<u64, String> {
     Ok(encode(&Insn::Mma { rd: regs[0], ra: regs[1], rb: regs[2], rc: regs[3], c0, qa, qb }))
 }
 
+/// `tex`'s usage, for messages.
+const TEX_USAGE: &str =
+    "`tex` takes rd, ra, rb, rc, bilinear n (or nearest n, gather4 n, conv KWxKH QWxQH), F, MX, MY, c k";
+
+/// A keyword and the rest of an operand after it (trimmed).
+fn keyword(o: &str) -> (&str, &str) {
+    match o.find(char::is_whitespace) {
+        Some(k) => (&o[..k], o[k..].trim()),
+        None => (o, ""),
+    }
+}
+
+/// `AxB`: two unsigned numbers (each decimal or 0x hex) joined by `x`,
+/// named `what` (`KWxKH`) in messages, `a` in `1..=amax` and `b` in
+/// `1..=bmax`. The `x` is the first one with a number on each side.
+fn size_pair(what: &str, names: (&str, &str), s: &str, amax: u64, bmax: u64) -> Result<(u8, u8), String> {
+    let number = |t: &str| !matches!(unsigned(t, u64::MAX), Err(None));
+    let at = s.char_indices().filter(|&(_, c)| c == 'x').map(|(i, _)| i).find(|&i| number(&s[..i]) && number(&s[i + 1..]));
+    let Some(i) = at else {
+        return Err(format!("`{}` is not {what}", short(s)));
+    };
+    let a = unsigned_in(names.0, &s[..i], 1, amax)?;
+    let b = unsigned_in(names.1, &s[i + 1..], 1, bmax)?;
+    Ok((a as u8, b as u8))
+}
+
+/// A `tex` line's operands (split at commas, trimmed): four registers,
+/// the kind (`bilinear n`, `nearest n`, `gather4 n` or `conv KWxKH
+/// QWxQH`), the format, the two address modes and `c k`.
+fn tex_line(ops: &[&str]) -> Result<u64, String> {
+    if ops.len() < 9 {
+        return Err(format!("missing operand: {TEX_USAGE}"));
+    }
+    if ops.len() > 9 {
+        return Err(format!("extra operand: {TEX_USAGE}"));
+    }
+    if let Some(k) = ops.iter().position(|o| o.is_empty()) {
+        return Err(format!("operand {} is empty: {TEX_USAGE}", k + 1));
+    }
+    let mut regs = [0u8; 4];
+    for (r, o) in regs.iter_mut().zip(ops) {
+        *r = reg(o)?;
+    }
+    let not_kind = || format!("`{}` is not `bilinear n`, `nearest n`, `gather4 n` or `conv KWxKH QWxQH`: {TEX_USAGE}", short(ops[4]));
+    let kind = match keyword(ops[4]) {
+        (kw, "") if kw == "conv" || SampleOp::from_name(kw).is_some() => return Err(format!("missing operand: {TEX_USAGE}")),
+        ("conv", arg) => {
+            let (ksize, quads) = keyword(arg);
+            if quads.is_empty() {
+                return Err(format!("missing operand: {TEX_USAGE}"));
+            }
+            if quads.contains(char::is_whitespace) {
+                return Err(format!("extra operand: {TEX_USAGE}"));
+            }
+            let (kw, kh) = size_pair("KWxKH (the kernel's width and height, 1 .. 8 each)", ("KW", "KH"), ksize, 8, 8)?;
+            let (qw, qh) = size_pair("QWxQH (the quads across and down, 1 .. 16 each)", ("QW", "QH"), quads, 16, 16)?;
+            TexKind::Conv { kw, kh, qw, qh }
+        }
+        (kw, arg) => {
+            let op = SampleOp::from_name(kw).ok_or_else(not_kind)?;
+            if arg.contains(char::is_whitespace) {
+                return Err(format!("extra operand: {TEX_USAGE}"));
+            }
+            TexKind::Sample { op, n: unsigned_in("n", arg, 0, 16383)? as u16 }
+        }
+    };
+    let format = Format::from_name(ops[5]).ok_or_else(|| format!("F `{}` is not a texel format: must be r8, r16 or rgba8", short(ops[5])))?;
+    let mode = |what: &str, o: &str| {
+        AddressMode::from_name(o).ok_or_else(|| format!("{what} `{}` is not an address mode: must be clamp, repeat or mirror", short(o)))
+    };
+    let mx = mode("MX", ops[6])?;
+    let my = mode("MY", ops[7])?;
+    let k = match keyword(ops[8]) {
+        ("c", "") => return Err(format!("missing operand: {TEX_USAGE}")),
+        ("c", arg) => {
+            let top = format.channels() as u64 - 1;
+            match unsigned_in("k", arg, 0, top) {
+                Ok(k) => k as u8,
+                Err(m) if top == 0 && m.contains("out of range") => {
+                    return Err(format!("k `{}` is out of range: must be 0 ({} has one channel)", short(arg), format.name()))
+                }
+                Err(m) => return Err(m),
+            }
+        }
+        _ => return Err(format!("`{}` is not `c k`: {TEX_USAGE}", short(ops[8]))),
+    };
+    Ok(encode(&Insn::Tex { rd: regs[0], ra: regs[1], rb: regs[2], rc: regs[3], kind, format, mx, my, k }))
+}
+
 /// A line taken apart: its labels (each checked) and its code.
 struct Line<'a> {
     number: usize,
@@ -913,9 +1124,9 @@ mod tests {
 
     #[test]
     fn decode_errors() {
-        // Undefined opcodes, the reserved tex 0x74 among them; 0x70..0x73
-        // are mma, act, cmp, exp since docs/cu.md defined them.
-        for op in [0x00u64, 0x11, 0x20, 0x31, 0x45, 0x52, 0x62, 0x74, 0x75, 0x7E, 0x80, 0xFF] {
+        // Undefined opcodes; 0x70..0x74 are mma, act, cmp, exp, tex since
+        // docs/cu.md defined them.
+        for op in [0x00u64, 0x11, 0x20, 0x31, 0x45, 0x52, 0x62, 0x75, 0x7E, 0x80, 0xFF] {
             assert_eq!(decode(op), Err(DecodeError::Opcode), "{op:#x}");
         }
         // Unused fields.
@@ -963,7 +1174,8 @@ mod tests {
         assert_eq!(one("ld r1, r2, r3, r4, 0"), one("ld r1, r2, r3, r4"));
         assert_eq!(one(".word 127"), one("end"));
         assert_eq!(super::text(0x7F), "end");
-        assert_eq!(super::text(0x74), ".word 0x0000000000000074");
+        assert_eq!(super::text(0x75), ".word 0x0000000000000075");
+        assert_eq!(super::text(0x74), "tex r0, r0, r0, r0, bilinear 0, r8, clamp, clamp, c 0");
     }
 
     fn text_of(w: &[u64], i: usize) -> String {
@@ -1117,7 +1329,7 @@ mod tests {
             assert_eq!(decode(0x8000_0200_0000_0000 | op), Err(DecodeError::Field), "{op:#x}");
             assert!(decode(0x0000_02FF_FFFF_FF00 | op).is_ok(), "{op:#x}");
         }
-        assert_eq!(decode(0x74), Err(DecodeError::Opcode));
+        assert_eq!(decode(0x75), Err(DecodeError::Opcode));
     }
 
     #[test]
@@ -1200,7 +1412,7 @@ mod tests {
         ];
         assert_eq!(got, want);
         assert!(bad("act r1, r2, 0\nfoo").last().unwrap().contains("known: add, "));
-        assert!(bad("foo").last().unwrap().contains("act, cmp, exp, .word"));
+        assert!(bad("foo").last().unwrap().contains("act, cmp, exp, tex, .word"));
     }
 
     // ---- mma ----
@@ -1369,6 +1581,246 @@ mod tests {
             "line 23: `mma r1, r2, r3, r4, bias 8, pad 1, x`: qb `x` is not a number (decimal or 0x hex)".to_string(),
         ];
         assert_eq!(got, want);
-        assert!(bad("foo").last().unwrap().contains("ld, st, mma, act, cmp, exp, .word"));
+        assert!(bad("foo").last().unwrap().contains("ld, st, mma, act, cmp, exp, tex, .word"));
+    }
+
+    // ---- tex ----
+
+    /// `tex`'s `imm`: rc 7:0, kind 9:8, k 11:10, F 13:12, MX 15:14, MY
+    /// 17:16, bits 31:18 as given.
+    fn tex_imm(rc: u64, kind: u64, k: u64, f: u64, mx: u64, my: u64, hi: u64) -> u64 {
+        rc | kind << 8 | k << 10 | f << 12 | mx << 14 | my << 16 | hi << 18
+    }
+
+    #[test]
+    fn tex_encoding_from_the_table() {
+        // The spec's two lines, by hand: op 0x74, rd 15:8, ra 23:16, rb
+        // 31:24; conv: imm = 7 | 3 << 8 | (3-1) << 18 | (3-1) << 21 |
+        // (8-1) << 24 | (4-1) << 28 = 0x37480307.
+        let conv = "tex r4, r5, r6, r7, conv 3x3 8x4, r8, clamp, clamp, c 0";
+        assert_eq!(one(conv), 0x3748_0307_0605_0474);
+        // gather4: 4 | 2 << 8 | 2 << 10 (c 2) | 2 << 12 (rgba8) | 1 << 14
+        // (repeat) | 2 << 16 (mirror) | 12 << 18 = 0x00326A04.
+        let g4 = "tex r1, r2, r3, r4, gather4 12, rgba8, repeat, mirror, c 2";
+        assert_eq!(one(g4), 0x0032_6A04_0302_0174);
+        assert_eq!(super::text(0x3748_0307_0605_0474), conv);
+        assert_eq!(super::text(0x0032_6A04_0302_0174), g4);
+        assert_eq!(one("tex r0, r0, r0, r0, bilinear 0, r8, clamp, clamp, c 0"), 0x74);
+        assert_eq!(one("tex r0, r0, r0, r0, nearest 16383, r16, clamp, clamp, c 0"), 0xFFFC_1100_0000_0074);
+        assert_eq!(one("tex r255, r255, r255, r255, conv 8x8 16x16, rgba8, mirror, mirror, c 3"), 0xFFFE_AFFF_FFFF_FF74);
+        assert_eq!(one("tex r1, r2, r3, r4, conv 1x1 1x1, r16, repeat, clamp, c 0"), 0x0000_5304_0302_0174);
+        assert_eq!(
+            decode(0x3748_0307_0605_0474),
+            Ok(Insn::Tex {
+                rd: 4,
+                ra: 5,
+                rb: 6,
+                rc: 7,
+                kind: TexKind::Conv { kw: 3, kh: 3, qw: 8, qh: 4 },
+                format: Format::R8,
+                mx: AddressMode::Clamp,
+                my: AddressMode::Clamp,
+                k: 0
+            })
+        );
+        let g = Insn::Tex {
+            rd: 1,
+            ra: 2,
+            rb: 3,
+            rc: 4,
+            kind: TexKind::Sample { op: SampleOp::Gather4, n: 12 },
+            format: Format::Rgba8,
+            mx: AddressMode::Repeat,
+            my: AddressMode::Mirror,
+            k: 2,
+        };
+        assert_eq!(decode(0x0032_6A04_0302_0174), Ok(g));
+        assert_eq!(encode(&g), 0x0032_6A04_0302_0174);
+        // Every kind, format, mode and channel, each field where the table
+        // puts it.
+        let w = |imm: u64| 0x0302_0174u64 | imm << 32;
+        for (kind, op) in SampleOp::ALL.iter().enumerate() {
+            assert_eq!(op.code(), kind as u32);
+            for n in [0u64, 1, 5000, 16383] {
+                let text = format!("tex r1, r2, r3, r4, {} {n}, r16, mirror, repeat, c 0", op.name());
+                assert_eq!(one(&text), w(tex_imm(4, kind as u64, 0, 1, 2, 1, n)), "{text}");
+                assert_eq!(super::text(w(tex_imm(4, kind as u64, 0, 1, 2, 1, n))), text);
+            }
+        }
+        for (kw, kh, qw, qh) in [(1u64, 1u64, 1u64, 1u64), (8, 1, 1, 16), (1, 8, 16, 1), (5, 7, 3, 11)] {
+            let text = format!("tex r1, r2, r3, r4, conv {kw}x{kh} {qw}x{qh}, rgba8, clamp, mirror, c 3");
+            let hi = (kw - 1) | (kh - 1) << 3 | (qw - 1) << 6 | (qh - 1) << 10;
+            assert_eq!(one(&text), w(tex_imm(4, 3, 3, 2, 0, 2, hi)), "{text}");
+            assert_eq!(super::text(w(tex_imm(4, 3, 3, 2, 0, 2, hi))), text);
+        }
+        for (f, name) in [(0u64, "r8"), (1, "r16"), (2, "rgba8")] {
+            for (m, mode) in [(0u64, "clamp"), (1, "repeat"), (2, "mirror")] {
+                let text = format!("tex r1, r2, r3, r4, bilinear 3, {name}, {mode}, clamp, c 0");
+                assert_eq!(one(&text), w(tex_imm(4, 0, 0, f, m, 0, 3)), "{text}");
+                let text = format!("tex r1, r2, r3, r4, bilinear 3, {name}, clamp, {mode}, c 0");
+                assert_eq!(one(&text), w(tex_imm(4, 0, 0, f, 0, m, 3)), "{text}");
+            }
+        }
+        for k in 0..4u64 {
+            let text = format!("tex r1, r2, r3, r4, conv 3x3 1x1, rgba8, clamp, clamp, c {k}");
+            assert_eq!(one(&text), w(tex_imm(4, 3, k, 2, 0, 0, 2 | 2 << 3)), "{text}");
+        }
+        assert_eq!(texel_bytes(Format::R8), 1);
+        assert_eq!(texel_bytes(Format::R16), 2);
+        assert_eq!(texel_bytes(Format::Rgba8), 4);
+    }
+
+    #[test]
+    fn tex_decode_errors() {
+        // field: the format code 3, a mode code 3, the channel not below
+        // the format's channels (r8, r16: 1; rgba8: 4), whatever the kind
+        // (bilinear and nearest use no channel, but it is checked).
+        let w = |imm: u64| 0x0302_0174u64 | imm << 32;
+        for kind in 0..4 {
+            let hi = if kind == 3 { 0x3FFF } else { 77 };
+            for (f, m1, m2, k) in [(3, 0, 0, 0), (0, 3, 0, 0), (0, 0, 3, 0), (2, 3, 3, 0), (0, 0, 0, 1), (0, 0, 0, 3), (1, 0, 0, 1), (1, 2, 2, 2)] {
+                let x = w(tex_imm(4, kind, k, f, m1, m2, hi));
+                assert_eq!(decode(x), Err(DecodeError::Field), "kind {kind} F {f} MX {m1} MY {m2} k {k}");
+                assert_eq!(super::text(x), format!(".word 0x{x:016x}"));
+            }
+            for (f, k) in [(0, 0), (1, 0), (2, 0), (2, 1), (2, 2), (2, 3)] {
+                assert!(decode(w(tex_imm(4, kind, k, f, 2, 1, hi))).is_ok(), "kind {kind} F {f} k {k}");
+            }
+        }
+        // Every bit of imm is used: no field error for any of them.
+        for bit in 0..32 {
+            let x = w(1 << bit);
+            let ok = !(10..12).contains(&bit); // k = 1, 2 with r8
+            assert_eq!(decode(x).is_ok(), ok, "bit {bit}");
+        }
+        assert_eq!(decode(0xFFFF_FFFF_FFFF_FF74), Err(DecodeError::Field));
+        assert!(decode(0xFFFE_AFFF_FFFF_FF74).is_ok());
+    }
+
+    #[test]
+    fn tex_disassembly_is_canonical() {
+        let text = "tex r4, r5, r6, r7, conv 3x3 8x4, r8, clamp, clamp, c 0\n\
+                    tex r1, r2, r3, r4, gather4 12, rgba8, repeat, mirror, c 2\n\
+                    tex r0, r0, r0, r0, bilinear 0, r8, clamp, clamp, c 0\n\
+                    tex r9, r10, r11, r12, nearest 16383, r16, mirror, repeat, c 0\n\
+                    tex r255, r255, r255, r255, conv 8x8 16x16, rgba8, mirror, mirror, c 3\n\
+                    tex r1, r2, r3, r4, bilinear 100, rgba8, clamp, repeat, c 1\n\
+                    .word 0x0000300000000074\n\
+                    .word 0x0000040000000074\n\
+                    .word 0x000315ff00000074\n";
+        let w = assemble(text).unwrap();
+        assert_eq!(disassemble(&w), text);
+        // Non-canonical spellings.
+        let canon = one("tex r1, r2, r3, r4, conv 3x3 8x4, r8, clamp, clamp, c 0");
+        assert_eq!(one("tex r1,r2,r3,r4,conv 3x3 8x4,r8,clamp,clamp,c 0"), canon);
+        assert_eq!(one("tex r01, r2, r3, r4,  conv\t3x3   8x4 , r8 , clamp, clamp, c   0 # conv"), canon);
+        assert_eq!(one("tex r1, r2, r3, r4, conv 0x3x0x3 0x8x4, r8, clamp, clamp, c 0x0"), canon);
+        assert_eq!(one("tex r1, r2, r3, r4, conv 03x3 8x04, r8, clamp, clamp, c 00"), canon);
+        assert_eq!(
+            one("tex r1, r2, r3, r4, bilinear 0x10, rgba8, clamp, clamp, c 0x3"),
+            one("tex r1, r2, r3, r4, bilinear 16, rgba8, clamp, clamp, c 3")
+        );
+        assert_eq!(
+            super::text(one("tex r1, r2, r3, r4, gather4 0x3FFF, r16, repeat, repeat, c 0")),
+            "tex r1, r2, r3, r4, gather4 16383, r16, repeat, repeat, c 0"
+        );
+    }
+
+    #[test]
+    fn tex_round_trip_any_words() {
+        let mut g = Lcg(13);
+        let mut words = Vec::new();
+        for k in 0..20000u64 {
+            let w = g.next();
+            let masked = match k % 3 {
+                0 => (w & !0xFF) | 0x74,
+                // Codes 0..2 for F, MX, MY and k = 0 (any format's channel).
+                1 => (w & 0xFFFC_03FF_FFFF_FF00) | 0x74 | ((w >> 40) % 3) << 44 | ((w >> 50) % 3) << 46 | ((w >> 56) % 3) << 48,
+                // rgba8, any channel, modes 0..2.
+                _ => (w & 0xFFFC_0FFF_FFFF_FF00) | 0x74 | 2 << 44 | ((w >> 50) % 3) << 46 | ((w >> 56) % 3) << 48,
+            };
+            words.push(masked);
+        }
+        let text = disassemble(&words);
+        assert_eq!(assemble(&text).unwrap(), words);
+        assert_eq!(disassemble(&assemble(&text).unwrap()), text);
+        for m in ["tex ", ".word", "bilinear ", "nearest ", "gather4 ", "conv ", ", r8,", ", r16,", ", rgba8,", "mirror", "c 3"] {
+            assert!(text.lines().filter(|l| l.contains(m)).count() > 500, "{m}");
+        }
+    }
+
+    #[test]
+    fn tex_bad_lines() {
+        let tail = "r8, clamp, clamp, c 0";
+        let src = [
+            "tex r1, r2, r3, r4, bilinear 1, r8, clamp, clamp".to_string(),
+            format!("tex r1, r2, r3, r4, bilinear 1, {tail}, 1"),
+            format!("tex r1, r2, r3, r4, bilinear 16384, {tail}"),
+            format!("tex r1, r2, r3, r4, bilinear, {tail}"),
+            format!("tex r1, r2, r3, r4, trilinear 1, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 3x3, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 9x3 1x1, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 3x0 1x1, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 3x3 17x1, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 3x3 1x0, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 33 1x1, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 3x3 1x1 2, {tail}"),
+            "tex r1, r2, r3, r4, nearest 1, rgb8, clamp, clamp, c 0".to_string(),
+            "tex r1, r2, r3, r4, nearest 1, r8, wrap, clamp, c 0".to_string(),
+            "tex r1, r2, r3, r4, nearest 1, r8, clamp, CLAMP, c 0".to_string(),
+            "tex r1, r2, r3, r4, gather4 1, r8, clamp, clamp, c 1".to_string(),
+            "tex r1, r2, r3, r4, gather4 1, rgba8, clamp, clamp, c 4".to_string(),
+            "tex r1, r2, r3, r4, gather4 1, rgba8, clamp, clamp, k 0".to_string(),
+            "tex r1, r2, r3, r4, gather4 1, rgba8, clamp, clamp, c".to_string(),
+            format!("tex r1, r2, r3, 4, nearest 1, {tail}"),
+            format!("tex r1, r2, r3, r256, nearest 1, {tail}"),
+            format!("tex r1, r2, r3, r4, , {tail}"),
+            format!("tex r1, r2, r3, r4, bilinear 1 2, {tail}"),
+            "tex r1, r2, r3, r4, conv 3x3 1x1, r16, clamp, clamp, c x".to_string(),
+            "tex r1, r2, r3, r4, conv 3x3 1x1, r16, clamp, clamp, c -1".to_string(),
+            format!("tex r1, r2, r3, r4, nearest -1, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 3x3 1x1x1, {tail}"),
+            format!("tex r1, r2, r3, r4, conv, {tail}"),
+            "tex r1, r2, r3, r4".to_string(),
+        ]
+        .join("\n");
+        let got = bad(&src);
+        let usage = "`tex` takes rd, ra, rb, rc, bilinear n (or nearest n, gather4 n, conv KWxKH QWxQH), F, MX, MY, c k";
+        let not_kind = "is not `bilinear n`, `nearest n`, `gather4 n` or `conv KWxKH QWxQH`";
+        let want = [
+            format!("line 1: `tex r1, r2, r3, r4, bilinear 1, r8, clamp, clamp`: missing operand: {usage}"),
+            format!("line 2: `tex r1, r2, r3, r4, bilinear 1, r8, clamp, clamp, c 0, 1`: extra operand: {usage}"),
+            "line 3: `tex r1, r2, r3, r4, bilinear 16384, r8, clamp, clamp, c 0`: n `16384` is out of range: must be 0 .. 16383".to_string(),
+            format!("line 4: `tex r1, r2, r3, r4, bilinear, r8, clamp, clamp, c 0`: missing operand: {usage}"),
+            format!("line 5: `tex r1, r2, r3, r4, trilinear 1, r8, clamp, clamp, c 0`: `trilinear 1` {not_kind}: {usage}"),
+            format!("line 6: `tex r1, r2, r3, r4, conv 3x3, r8, clamp, clamp, c 0`: missing operand: {usage}"),
+            "line 7: `tex r1, r2, r3, r4, conv 9x3 1x1, r8, clamp, clamp, c 0`: KW `9` is out of range: must be 1 .. 8".to_string(),
+            "line 8: `tex r1, r2, r3, r4, conv 3x0 1x1, r8, clamp, clamp, c 0`: KH `0` is out of range: must be 1 .. 8".to_string(),
+            "line 9: `tex r1, r2, r3, r4, conv 3x3 17x1, r8, clamp, clamp, c 0`: QW `17` is out of range: must be 1 .. 16".to_string(),
+            "line 10: `tex r1, r2, r3, r4, conv 3x3 1x0, r8, clamp, clamp, c 0`: QH `0` is out of range: must be 1 .. 16".to_string(),
+            "line 11: `tex r1, r2, r3, r4, conv 33 1x1, r8, clamp, clamp, c 0`: `33` is not KWxKH (the kernel's width and height, 1 .. 8 each)".to_string(),
+            format!("line 12: `tex r1, r2, r3, r4, conv 3x3 1x1 2, r8, clamp, clamp, c 0`: extra operand: {usage}"),
+            "line 13: `tex r1, r2, r3, r4, nearest 1, rgb8, clamp, clamp, c 0`: F `rgb8` is not a texel format: must be r8, r16 or rgba8".to_string(),
+            "line 14: `tex r1, r2, r3, r4, nearest 1, r8, wrap, clamp, c 0`: MX `wrap` is not an address mode: must be clamp, repeat or mirror".to_string(),
+            "line 15: `tex r1, r2, r3, r4, nearest 1, r8, clamp, CLAMP, c 0`: MY `CLAMP` is not an address mode: must be clamp, repeat or mirror".to_string(),
+            "line 16: `tex r1, r2, r3, r4, gather4 1, r8, clamp, clamp, c 1`: k `1` is out of range: must be 0 (r8 has one channel)".to_string(),
+            "line 17: `tex r1, r2, r3, r4, gather4 1, rgba8, clamp, clamp, c 4`: k `4` is out of range: must be 0 .. 3".to_string(),
+            format!("line 18: `tex r1, r2, r3, r4, gather4 1, rgba8, clamp, clamp, k 0`: `k 0` is not `c k`: {usage}"),
+            format!("line 19: `tex r1, r2, r3, r4, gather4 1, rgba8, clamp, clamp, c`: missing operand: {usage}"),
+            "line 20: `tex r1, r2, r3, 4, nearest 1, r8, clamp, clamp, c 0`: `4` is not a register: registers are r0 .. r255".to_string(),
+            "line 21: `tex r1, r2, r3, r256, nearest 1, r8, clamp, clamp, c 0`: register `r256` is above r255".to_string(),
+            format!("line 22: `tex r1, r2, r3, r4, , r8, clamp, clamp, c 0`: operand 5 is empty: {usage}"),
+            format!("line 23: `tex r1, r2, r3, r4, bilinear 1 2, r8, clamp, clamp, c 0`: extra operand: {usage}"),
+            "line 24: `tex r1, r2, r3, r4, conv 3x3 1x1, r16, clamp, clamp, c x`: k `x` is not a number (decimal or 0x hex)".to_string(),
+            "line 25: `tex r1, r2, r3, r4, conv 3x3 1x1, r16, clamp, clamp, c -1`: k `-1` is out of range: must be 0 (r16 has one channel)".to_string(),
+            "line 26: `tex r1, r2, r3, r4, nearest -1, r8, clamp, clamp, c 0`: n `-1` is out of range: must be 0 .. 16383".to_string(),
+            "line 27: `tex r1, r2, r3, r4, conv 3x3 1x1x1, r8, clamp, clamp, c 0`: `1x1x1` is not QWxQH (the quads across and down, 1 .. 16 each)".to_string(),
+            format!("line 28: `tex r1, r2, r3, r4, conv, r8, clamp, clamp, c 0`: missing operand: {usage}"),
+            format!("line 29: `tex r1, r2, r3, r4`: missing operand: {usage}"),
+        ];
+        assert_eq!(got.len(), want.len(), "{got:#?}");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g, w);
+        }
     }
 }

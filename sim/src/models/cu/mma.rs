@@ -29,8 +29,8 @@
 //! Arbitration (per bank, each cycle): of the ports among `rd2`, `rd3`,
 //! `rd4` asking for the bank, leaving out a read of the row the cycle's
 //! write takes, the lowest-numbered port above the port of the bank's last
-//! read (any port since reset; none counts as `rd4`), else the
-//! lowest-numbered asking port.
+//! read (any port since reset; none counts as `rd5`, `tex`'s port), else
+//! the lowest-numbered asking port.
 //!
 //! Data: a read taken in cycle `c` sees the writes taken in cycles before
 //! `c` (the only writes during the operation are its own `C` words, which
@@ -54,7 +54,7 @@
 //!   whose read it took last": "above" is the port number, not wrapping
 //!   (if no asking port is above it, the lowest-numbered asking port); a
 //!   bank whose last read was `rd0`'s or `rd1`'s (`st`, vector operations)
-//!   gives the lowest asking `mma` port, as none does.
+//!   gives the lowest asking `mma` port, as `rd5`'s (`tex`) and none do.
 //! - Mode 0, "each word is written in the cycle after the word before it
 //!   and not before the cycle after its row's transfer": in `max(previous
 //!   word + 1, its row's transfer + 1)`; the operation's first word has no
@@ -68,7 +68,7 @@
 //!   read sees the `C` words written before it.
 
 use super::isa::C0;
-use super::{Banks, CuParams, RD2, RD3, RD4};
+use super::{Banks, CuParams, RD2, RD3, RD4, RD5};
 use crate::models::systolic::{self, Gemm};
 use std::collections::VecDeque;
 
@@ -237,7 +237,7 @@ pub struct Outcome {
 /// the port of each bank's last read (docs/cu.md, "The scratchpad"): a read
 /// of the written row is not among those asking; of the reads asking for a
 /// bank, the lowest-numbered port above the port of the bank's last read
-/// (none: `rd4`) wins, else the lowest-numbered one.
+/// (none: `rd5`) wins, else the lowest-numbered one.
 pub fn arbitrate(offers: [Option<(u32, u64)>; 3], write: Option<(u32, u64)>, banks: &Banks) -> [bool; 3] {
     const PORTS: [u8; 3] = [RD2, RD3, RD4];
     let asking = offers.map(|o| o.filter(|br| Some(*br) != write));
@@ -245,7 +245,7 @@ pub fn arbitrate(offers: [Option<(u32, u64)>; 3], write: Option<(u32, u64)>, ban
     for i in 0..3 {
         let Some((bank, _)) = asking[i] else { continue };
         let on_bank: Vec<usize> = (0..3).filter(|&j| asking[j].is_some_and(|(b, _)| b == bank)).collect();
-        let last = banks.last(bank).unwrap_or(RD4);
+        let last = banks.last(bank).unwrap_or(RD5);
         let winner = on_bank.iter().copied().find(|&j| PORTS[j] > last).unwrap_or(on_bank[0]);
         taken[i] = winner == i;
     }

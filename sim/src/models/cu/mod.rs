@@ -17,7 +17,7 @@
 //!
 //! The scratchpad's read ports (docs/cu.md, "The scratchpad": `rd0` for
 //! `st`, `rd1` for the vector operations, `rd2`/`rd3`/`rd4` for `mma`'s `A`,
-//! `B` and `C0`) matter only where `mma`'s meet on a bank; the rule looks
+//! `B` and `C0`, `rd5` for `tex`) matter only where `mma`'s meet on a bank; the rule looks
 //! at the port of the bank's last read since reset, which [`Banks`] keeps:
 //! every scratchpad word read the model makes is recorded there with its
 //! port.
@@ -31,6 +31,7 @@ pub mod isa;
 pub mod mma;
 #[cfg(test)]
 mod tests;
+pub mod tex;
 pub mod vector;
 
 use crate::mem::Memory;
@@ -45,6 +46,7 @@ pub const RD1: u8 = 1;
 pub const RD2: u8 = 2;
 pub const RD3: u8 = 3;
 pub const RD4: u8 = 4;
+pub const RD5: u8 = 5;
 
 /// The scratchpad's banks as the read arbitration sees them: per bank, the
 /// read port that took the bank's last read since reset (`None`: no read
@@ -143,12 +145,18 @@ pub struct Counters {
     pub exp: u64,
     /// `mma` operations started.
     pub mma: u64,
+    /// `tex` operations started (an empty one, `n = 0`, included).
+    pub tex: u64,
     /// Program loads.
     pub loads: u64,
     /// Memory read beats on `ifetch`, `cdl` and `dma_rd`.
     pub rd_beats: u64,
     /// Memory write beats on `dma_wr`.
     pub wr_beats: u64,
+    /// Texel reads of `tex` taken by the scratchpad (`tex_fetch_o`): 4 a
+    /// `bilinear` or `gather4` sample, 1 a `nearest` one, `(KW+1)*(KH+1)` a
+    /// conv quad.
+    pub texel_fetches: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -324,7 +332,8 @@ fn check(slot: &Slot, word: u64, regs: &[u32], d: u32, kmax: u32) -> Result<Insn
         | Insn::St { rd, ra, rb, rc, .. }
         | Insn::Cmp { rd, ra, rb, rc, .. }
         | Insn::Exp { rd, ra, rb, rc, .. }
-        | Insn::Mma { rd, ra, rb, rc, .. } => {
+        | Insn::Mma { rd, ra, rb, rc, .. }
+        | Insn::Tex { rd, ra, rb, rc, .. } => {
             vec![rd as u32, ra as u32, rb as u32, rc as u32]
         }
         Insn::Act { rd, ra, .. } => vec![rd as u32, ra as u32],
@@ -388,18 +397,22 @@ fn check(slot: &Slot, word: u64, regs: &[u32], d: u32, kmax: u32) -> Result<Insn
         Insn::Mma { rd, ra, rb, rc, c0, qa, qb } => {
             mma::check(kmax, slot.smem_size, &mma::Op::of(r(rd), r(ra), r(rb), r(rc), c0, qa as u32, qb as u32))?
         }
+        Insn::Tex { rd, ra, rb, rc, kind, format, mx, my, k } => {
+            tex::check(slot.smem_size, &tex::Op::of(r(rd), r(ra), r(rb), r(rc), kind, format, mx, my, k))?
+        }
         _ => {}
     }
     Ok(insn)
 }
 
-/// An entry of the DMA queue: a copy (`ld`/`st`), a vector operation or an
-/// `mma`.
+/// An entry of the DMA queue: a copy (`ld`/`st`), a vector operation, an
+/// `mma` or a `tex`.
 #[derive(Clone, Copy, Debug)]
 enum DmaOp {
     Copy(dma::Op),
     Vector(vector::Op),
     Mma(mma::Op),
+    Tex(tex::Op),
 }
 
 impl DmaOp {
@@ -408,6 +421,7 @@ impl DmaOp {
             DmaOp::Copy(o) => o.joined,
             DmaOp::Vector(o) => o.joined,
             DmaOp::Mma(o) => o.joined,
+            DmaOp::Tex(o) => o.joined,
         }
     }
     fn slot(&self) -> usize {
@@ -415,6 +429,7 @@ impl DmaOp {
             DmaOp::Copy(o) => o.slot,
             DmaOp::Vector(o) => o.slot,
             DmaOp::Mma(o) => o.slot,
+            DmaOp::Tex(o) => o.slot,
         }
     }
     fn empty(&self) -> bool {
@@ -422,6 +437,7 @@ impl DmaOp {
             DmaOp::Copy(o) => o.empty(),
             DmaOp::Vector(o) => o.empty(),
             DmaOp::Mma(o) => o.empty(),
+            DmaOp::Tex(o) => o.empty(),
         }
     }
 }
@@ -429,8 +445,8 @@ impl DmaOp {
 /// The DMA operation in progress.
 enum DmaBusy {
     Copy(Box<dma::Active>),
-    /// A vector operation or an `mma` of `slot`, done in `done` (its data
-    /// already written: see [`vector`], [`mma`]).
+    /// A vector operation, an `mma` or a `tex` of `slot`, done in `done`
+    /// (its data already written: see [`vector`], [`mma`], [`tex`]).
     Ahead { slot: usize, done: u64 },
 }
 
@@ -699,6 +715,11 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
                             let op = mma::Op::of(reg(rd), reg(ra), reg(rb), reg(rc), c0, qa as u32, qb as u32);
                             dma_queue.push_back(DmaOp::Mma(mma::Op { slot: s, joined: c, smem_base: sl.smem_base, ..op }));
                         }
+                        Insn::Tex { rd, ra, rb, rc, kind, format, mx, my, k } => {
+                            sl.state = State::Waiting;
+                            let op = tex::Op::of(reg(rd), reg(ra), reg(rb), reg(rc), kind, format, mx, my, k);
+                            dma_queue.push_back(DmaOp::Tex(tex::Op { slot: s, joined: c, smem_base: sl.smem_base, ..op }));
+                        }
                     }
                     if let Some((rd, v)) = set {
                         regfile[(base + rd as u32) as usize] = v;
@@ -796,6 +817,7 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
                     vector::Kind::Exp => k.exp += 1,
                 },
                 DmaOp::Mma(_) => k.mma += 1,
+                DmaOp::Tex(_) => k.tex += 1,
             }
             if op.empty() {
                 let sl = &mut slots[op.slot()];
@@ -819,6 +841,11 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
                     DmaOp::Mma(op) => {
                         let done = mma::run(p, &op, c, &mut smem, &mut banks, false).done;
                         DmaBusy::Ahead { slot: op.slot, done }
+                    }
+                    DmaOp::Tex(op) => {
+                        let out = tex::run(p, &op, c, &mut smem, &mut banks, false);
+                        k.texel_fetches += out.fetches;
+                        DmaBusy::Ahead { slot: op.slot, done: out.done }
                     }
                 });
             }

@@ -171,15 +171,19 @@ fn status_of(src: &str) -> (Status, u32) {
 fn every_error_code() {
     use Status::*;
     assert_eq!(status_of("end"), (Ok, 0));
-    // opcode: undefined and reserved opcodes.
+    // opcode: undefined opcodes.
     assert_eq!(status_of("li r3, 1\n.word 0x75"), (Opcode, 1));
-    assert_eq!(status_of(".word 0x0000000000000074"), (Opcode, 0));
+    assert_eq!(status_of(".word 0x0000000000000075"), (Opcode, 0));
     assert_eq!(status_of(".word 0"), (Opcode, 0));
-    // opcode before field: a reserved opcode with fields set (0x70 and
-    // 0x72 were reserved before docs/cu.md defined mma and cmp; tex 0x74
-    // still is).
-    assert_eq!(status_of(".word 0xffffffffffffff74"), (Opcode, 0));
+    // opcode before field: an undefined opcode with fields set; 0x70, 0x72
+    // and 0x74 were reserved before docs/cu.md defined mma, cmp and tex
+    // (0x74 with every bit set: F = 3, the field error; with every bit
+    // clear it is `tex r0, r0, r0, r0, bilinear 0, r8, clamp, clamp, c 0`,
+    // and O = r0 = x = 1 is the align error).
+    assert_eq!(status_of(".word 0xffffffffffffff75"), (Opcode, 0));
     assert_eq!(status_of(".word 0xffffffffffffff70"), (Field, 0));
+    assert_eq!(status_of(".word 0xffffffffffffff74"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000000000000074"), (Align, 0));
     // field: add with imm, cdl with n = 0, end with rd, ld with imm 15:8.
     assert_eq!(status_of(".word 0x0000000100000001"), (Field, 0));
     assert_eq!(status_of(".word 0x0000000000000050"), (Field, 0));
@@ -671,7 +675,7 @@ mod files {
         assert_eq!(out["trace"][0]["insn"], "cdl r3, 2, ud[0]");
         assert_eq!(out["trace"][3]["insn"], "st r7, r3, r0, r6");
         assert_eq!(out["counters"], json!({"instructions": 5, "cdl": 1, "ld": 1, "st": 1, "act": 0, "cmp": 0, "exp": 0, "mma": 0,
-                                           "loads": 1, "rd_beats": 16 + 2, "wr_beats": 2}));
+                                           "tex": 0, "loads": 1, "rd_beats": 16 + 2, "wr_beats": 2, "texel_fetches": 0}));
         assert_eq!(out["cycles"], out["blocks"][0]["cycles"]);
         let keys: Vec<&str> = out.as_object().unwrap().keys().map(|k| k.as_str()).collect();
         assert_eq!(keys.len(), 5);
@@ -1009,7 +1013,7 @@ fn cmp_then_exp_exact_cycles() {
     assert_eq!(
         v["counters"],
         serde_json::json!({"instructions": 10, "cdl": 0, "ld": 1, "st": 0, "act": 0, "cmp": 1, "exp": 1,
-                           "mma": 0, "loads": 1, "rd_beats": 32, "wr_beats": 0})
+                           "mma": 0, "tex": 0, "loads": 1, "rd_beats": 32, "wr_beats": 0, "texel_fetches": 0})
     );
 }
 
@@ -1112,8 +1116,6 @@ fn every_vector_error() {
     assert_eq!(status_of("li r0, 0x1000\nli r1, 0x1000\nli r2, 0x1000\nli r3, 0\nexp r0, r1, r2, r3, 8\nend"), (Ok, 5));
     // No wrap: D = 2^32 - 4, n = 1.
     assert_eq!(status_of("li r0, -4\nli r1, 0\nli r2, 8\nli r3, 1\ncmp r0, r1, r2, r3, 8"), (Smem, 4));
-    // tex stays undefined.
-    assert_eq!(status_of(".word 0x74"), (Opcode, 0));
 }
 
 #[test]
@@ -1610,7 +1612,7 @@ fn mma_exact_cycles_on_the_small_preset() {
     //   h = w = 2, q = 1 group of 4 k-steps. rd2: group 0, rows 0, 1:
     //   offsets 0, 4 (words 0, 1). rd3: k = 0..3, ceil(2/4) = 1 word each:
     //   8, 16, 24, 32. One bank: every read is in bank 0; the ld took no
-    //   read, so bank 0 has taken none since reset (counts as rd4's):
+    //   read, so bank 0 has taken none since reset (counts as rd5's):
     //   102 both ask; no port above rd4: the lowest, rd2(0)
     //   103 last rd2: rd3(8)
     //   104 last rd3: rd2(4) (rd4 is not asking); rd2 has no read left
@@ -1924,12 +1926,13 @@ fn mma_done_when_the_dropped_rows_leave_the_grid() {
 fn mma_arbitration_rule() {
     // (bank, row) of the rd2, rd3 and rd4 offers, the write taken in the
     // cycle. Of the ports asking for a bank: the lowest above the port of
-    // the bank's last read, else the lowest; no read yet counts as rd4.
+    // the bank's last read, else the lowest; no read yet counts as rd5
+    // (tex's port, the highest: the lowest asking wins).
     let mut banks = Banks::new(4);
     let (x, y, z) = (Some((1u32, 5u64)), Some((1u32, 6u64)), Some((1u32, 7u64)));
     // Different banks: all.
     assert_eq!(mma::arbitrate([Some((0, 5)), Some((1, 5)), Some((2, 5))], None, &banks), [true, true, true]);
-    // One bank, no read yet (rd4): the lowest asking.
+    // One bank, no read yet (rd5): the lowest asking.
     assert_eq!(mma::arbitrate([x, y, z], None, &banks), [true, false, false]);
     assert_eq!(mma::arbitrate([None, y, z], None, &banks), [false, true, false]);
     assert_eq!(mma::arbitrate([x, None, z], None, &banks), [true, false, false]);
@@ -1940,8 +1943,15 @@ fn mma_arbitration_rule() {
     //   rd2    3      4      3      3
     //   rd3    2      4      4      4
     //   rd4    2      2      3      2
-    let table: [(u8, [usize; 4]); 5] =
-        [(RD0, [0, 0, 1, 0]), (RD1, [0, 0, 1, 0]), (RD2, [1, 2, 1, 1]), (RD3, [0, 2, 2, 2]), (RD4, [0, 0, 1, 0])];
+    //   rd5    2      2      3      2   (tex)
+    let table: [(u8, [usize; 4]); 6] = [
+        (RD0, [0, 0, 1, 0]),
+        (RD1, [0, 0, 1, 0]),
+        (RD2, [1, 2, 1, 1]),
+        (RD3, [0, 2, 2, 2]),
+        (RD4, [0, 0, 1, 0]),
+        (RD5, [0, 0, 1, 0]),
+    ];
     let sets: [[bool; 3]; 4] = [[true, true, false], [true, false, true], [false, true, true], [true, true, true]];
     for (last, winners) in table {
         banks.took(4, last); // word 1: bank 1
@@ -2501,4 +2511,696 @@ fn mma_acc_and_bias_in_a_kernel_on_two_shares() {
             assert_ne!(&f.smem[96..216], &mma_reference(&before, &op)[..]);
         }
     }
+}
+
+// ---- tex ----
+//
+// From docs/cu.md ("`tex`", "Texture operations") and docs/texture.md
+// ("Exact arithmetic", "Tiles", "Timing"). The unit here: one bank, PD = 1 +
+// ceil(CW/4) = 5 prep stages (max_size 4096: IB = 13, CW = max(13, 6, 6) +
+// 2 = 15), D = 4 passes in flight, L = 1. With one bank a pass is one texel
+// and, as a pass is counted from its issue to its collect (L + 1 = 2
+// cycles) and D = 4 >= L + 2, a pass issues every cycle. An op taken in `a`
+// by the idle unit: in the sequencer from a + PD + 1 = a + 6, its passes
+// issue in a + 6, a + 7, ..; each request is taken (a texel fetch) the
+// cycle after its pass issues; the last pass, issued in i, is collected in
+// i + 1 + L = i + 2 (S1 loaded), S1 -> S2 in i + 3, S2 -> result in i + 4,
+// the result valid and taken in i + 5. So:
+//   nearest (1 texel):            passes a + 6,           result a + 11
+//   bilinear, gather4 (4 texels): passes a + 6 .. a + 9,  result a + 14
+//   conv quad, P = (KW+1)(KH+1) texels, back to back from B = g + 6 +
+//   KW*KH: quad q's passes B + 6 + qP .. B + 5 + (q+1)P, result
+//   B + 10 + (q+1)P (the next quad waits in the last prep stage)
+
+use gpurtl_params::texture::{AddressMode as Am, Format as Fm};
+use isa::{SampleOp, TexKind};
+
+/// A `tex` of the share at `base`.
+#[allow(clippy::too_many_arguments)]
+fn top(base: u32, o: u32, t: u32, w: u32, h: u32, rc: u32, kind: TexKind, format: Fm, mx: Am, my: Am, k: u8) -> tex::Op {
+    tex::Op { smem_base: base, ..tex::Op::of(o, t, w | h << 16, rc, kind, format, mx, my, k) }
+}
+
+fn sample(op: SampleOp, n: u16) -> TexKind {
+    TexKind::Sample { op, n }
+}
+
+fn conv(kw: u8, kh: u8, qw: u8, qh: u8) -> TexKind {
+    TexKind::Conv { kw, kh, qw, qh }
+}
+
+/// `tex::run` on `m` (checked first), started in `g`, with its log.
+fn tex_run(op: &tex::Op, g: u64, m: &mut [u8]) -> tex::Outcome {
+    assert_eq!(tex::check(m.len() as u32 - op.smem_base, op), Ok(()));
+    tex::run(&one_slot(), op, g, m, &mut Banks::new(1), true)
+}
+
+/// The int32 words at share offsets `at ..`.
+fn words_at(m: &[u8], at: usize, n: usize) -> Vec<i32> {
+    (0..n).map(|i| i32::from_le_bytes(m[at + 4 * i..at + 4 * i + 4].try_into().unwrap())).collect()
+}
+
+fn u32s(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+#[test]
+fn tex_parameters_from_the_spec() {
+    let p = one_slot();
+    let tp = tex::texture_params(&p);
+    use gpurtl_params::texture::Broadcast;
+    assert_eq!((tp.banks, tp.max_size, tp.frac_bits, tp.offset_bits, tp.max_kernel), (1, 4096, 8, 6, 8));
+    assert_eq!((tp.weight_bits, tp.acc_bits, tp.broadcast, tp.max_outstanding), (8, 32, Broadcast::Selective, 4));
+    // addr_bits = log2(SB): 256 bytes here, 4 x 1024 x 4 by default.
+    assert_eq!(tp.addr_bits, 8);
+    assert_eq!(tex::texture_params(&CuParams::default()).addr_bits, 14);
+    assert_eq!(crate::models::texture::timing::prep_depth(&tp), 5);
+}
+
+/// The 3 x 2 r8 texture [10, 20, 30; 40, 50, 60] at share offset 16, the
+/// 3x3 kernel [1, 0, 0; 0, 2, 0; 0, 0, -1] just before it (bytes 7..15),
+/// 0xEE elsewhere: 32 bytes. So pixel(x, y) = T(x-1, y-1) + 2 T(x, y) -
+/// T(x+1, y+1).
+fn conv_image() -> Vec<u8> {
+    let mut v = vec![0xEE; 32];
+    v[7..16].copy_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0, 0xFF]);
+    v[16..22].copy_from_slice(&[10, 20, 30, 40, 50, 60]);
+    v
+}
+
+#[test]
+fn tex_conv_values_with_each_address_mode() {
+    // The quad at (2, 1): pixels (2, 1), (3, 1), (2, 2), (3, 2), using
+    // x in 1..4, y in 0..3 (T(x, y) = 10 (1 + x + 3y) inside):
+    //   (2,1) = T(1,0) + 2 T(2,1) - T(3,2)   (3,1) = T(2,0) + 2 T(3,1) - T(4,2)
+    //   (2,2) = T(1,1) + 2 T(2,2) - T(3,3)   (3,2) = T(2,1) + 2 T(3,2) - T(4,3)
+    // clamp (x <= 2, y <= 1): 20 + 120 - 60, 30 + 120 - 60, 50 + 120 - 60,
+    //   60 + 120 - 60 = 80, 90, 110, 120.
+    // repeat (x mod 3, y mod 2): 20 + 2*60 - T(0,0) = 130; 30 + 2 T(0,1) -
+    //   T(1,0) = 30 + 80 - 20 = 90; 50 + 2 T(2,0) - T(0,1) = 50 + 60 - 40 =
+    //   70; 60 + 2 T(0,0) - T(1,1) = 60 + 20 - 50 = 30.
+    // mirror (W = 3: x mod 6, 3 -> 2, 4 -> 1; H = 2: y mod 4, 2 -> 1, 3 ->
+    //   0): 20 + 120 - T(2,1) = 80; 30 + 2 T(2,1) - T(1,1) = 30 + 120 - 50 =
+    //   100; 50 + 2 T(2,1) - T(2,0) = 50 + 120 - 30 = 140; 60 + 2 T(2,1) -
+    //   T(1,0) = 60 + 120 - 20 = 160.
+    for (mode, want) in [(Am::Clamp, [80, 90, 110, 120]), (Am::Repeat, [130, 90, 70, 30]), (Am::Mirror, [80, 100, 140, 160])] {
+        let mut m = conv_image();
+        m.resize(64, 0xEE);
+        let op = top(0, 32, 16, 3, 2, 2 | 1 << 16, conv(3, 3, 1, 1), Fm::R8, mode, mode, 0);
+        let out = tex_run(&op, 0, &mut m);
+        assert_eq!(words_at(&m, 32, 4), want, "{mode:?}");
+        assert_eq!(&m[48..64], &[0xEE; 16], "nothing after the output");
+        assert_eq!(&m[..32], &conv_image()[..], "nothing before it");
+        // 16 fetches: the 4 x 4 patch, each texel once (clamped or wrapped
+        // duplicates counted).
+        assert_eq!(out.fetches, 16);
+    }
+    // Mixed modes: x repeat, y mirror. (2,1): 20 + 120 - T(0, 1) = 100;
+    // (3,1): 30 + 2 T(0,1) - T(1,1) = 30 + 80 - 50 = 60; (2,2): 50 + 2 T(2,1)
+    // - T(0,0) = 50 + 120 - 10 = 160; (3,2): 60 + 2 T(0,1) - T(1,0) = 60 +
+    // 80 - 20 = 120.
+    let mut m = conv_image();
+    m.resize(64, 0xEE);
+    let op = top(0, 32, 16, 3, 2, 2 | 1 << 16, conv(3, 3, 1, 1), Fm::R8, Am::Repeat, Am::Mirror, 0);
+    tex_run(&op, 0, &mut m);
+    assert_eq!(words_at(&m, 32, 4), [100, 60, 160, 120]);
+}
+
+#[test]
+fn tex_conv_channels_and_the_extreme_sum() {
+    // rgba8, 2 x 1, texels [1, 2, 3, 4], [5, 6, 7, 8] (bytes r, g, b, a), a
+    // 1x2 kernel [-128; 127] (KW = 1, KH = 2: floor(KH/2) = 1: pixel (x, y)
+    // = -128 T(x, y-1) + 127 T(x, y)), clamp, channel 2 (b): T(0, .) = 3,
+    // T(1, .) = 7 (one row: every y clamps to 0): pixel = -128 t + 127 t =
+    // -t: (0,0) -3, (1,0) -7, (0,1) -3, (1,1) -7.
+    let mut m = vec![0xEE; 64];
+    m[14..16].copy_from_slice(&[0x80, 0x7F]);
+    m[16..24].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+    let op = top(0, 32, 16, 2, 1, 0, conv(1, 2, 1, 1), Fm::Rgba8, Am::Clamp, Am::Clamp, 2);
+    let out = tex_run(&op, 0, &mut m);
+    assert_eq!(words_at(&m, 32, 4), [-3, -7, -3, -7]);
+    assert_eq!(out.fetches, 2 * 3);
+    // Channel 3 (a): -4, -8. r16 (2 bytes a texel, little-endian) with
+    // channel 0: texels 0x0201, 0x0403: -513, -1027.
+    let mut m2 = m.clone();
+    tex_run(&tex::Op { k: 3, ..op }, 0, &mut m2);
+    assert_eq!(words_at(&m2, 32, 4), [-4, -8, -4, -8]);
+    let mut m3 = m.clone();
+    tex_run(&tex::Op { format: Fm::R16, k: 0, ..op }, 0, &mut m3);
+    assert_eq!(words_at(&m3, 32, 4), [-0x201, -0x403, -0x201, -0x403]);
+    // The extreme sum: an 8 x 8 kernel of -128 on r16 texels 0xFFFF (a 1 x 1
+    // texture: every coordinate clamps to it): 64 * -128 * 65535 =
+    // -536862720. No sum reaches 2^31, so the 32-bit wrap never shows.
+    let mut m4 = vec![0u8; 256];
+    m4[..64].fill(0x80); // 64 weights of -128 at T - 64 = 0
+    m4[64..66].copy_from_slice(&[0xFF, 0xFF]);
+    let op = top(0, 128, 64, 1, 1, 0, conv(8, 8, 1, 1), Fm::R16, Am::Clamp, Am::Clamp, 0);
+    let out = tex_run(&op, 0, &mut m4);
+    assert_eq!(words_at(&m4, 128, 4), [-536862720; 4]);
+    assert_eq!(out.fetches, 81);
+}
+
+#[test]
+fn tex_sample_values() {
+    // r8 3 x 2 [10, 20, 30; 40, 50, 60] at 16 (conv_image), coordinates at
+    // L = 32, output at 48.
+    let coords = |m: &mut Vec<u8>, pairs: &[(u32, u32)]| {
+        let w: Vec<u32> = pairs.iter().flat_map(|&(u, v)| [u, v]).collect();
+        m[32..32 + 8 * pairs.len()].copy_from_slice(&u32s(&w));
+    };
+    let mut base = conv_image();
+    base.resize(128, 0xEE);
+    // nearest: (floor(u/256), floor(v/256)): u = 0x2FF, v = 0x100 -> T(2,1)
+    // = 60; u = 0x400 (x = 4): clamp T(2, 0) = 30, repeat T(1, 0) = 20,
+    // mirror (4 mod 6 = 4 >= 3: 6 - 1 - 4 = 1) T(1, 0) = 20; bits 31:21
+    // ignored.
+    for (mode, want) in [(Am::Clamp, [60, 30]), (Am::Repeat, [60, 20]), (Am::Mirror, [60, 20])] {
+        let mut m = base.clone();
+        coords(&mut m, &[(0xFFE0_02FF, 0x100), (0x400, 0x8000_0000)]);
+        let out = tex_run(&top(0, 48, 16, 3, 2, 32, sample(SampleOp::Nearest, 2), Fm::R8, mode, Am::Clamp, 0), 0, &mut m);
+        assert_eq!(words_at(&m, 48, 2), want, "{mode:?}");
+        assert_eq!(&m[56..64], &[0xEE; 8]);
+        assert_eq!(out.fetches, 2);
+    }
+    // bilinear r8: u' = u - 128, x0 = floor(u'/256), a = u' mod 256 (the
+    // same for v): u = 384, v = 128: x0 = 1, a = 0, y0 = 0, b = 0: T(1,0) =
+    // 20. u = 256, v = 256: x0 = y0 = 0, a = b = 128: (10 + 20 + 40 + 50) *
+    // 128 * 128 + 2^15 >> 16 = 30 (30.5 floored). u = 0, v = 0: x0 = y0 =
+    // -1, a = b = 128, clamp: all four T(0,0) = 10: (40 * 16384 + 32768) >>
+    // 16 = 10.
+    let mut m = base.clone();
+    coords(&mut m, &[(384, 128), (256, 256), (0, 0)]);
+    let out = tex_run(&top(0, 64, 16, 3, 2, 32, sample(SampleOp::Bilinear, 3), Fm::R8, Am::Clamp, Am::Clamp, 0), 0, &mut m);
+    assert_eq!(words_at(&m, 64, 3), [20, 30, 10]);
+    assert_eq!(out.fetches, 12);
+    // gather4 r8: texels (x0+dx, y0+dy), (x0+1+dx, ..), (.., y0+1+dy), ..;
+    // dx, dy = bits 31:26 (signed), 25:21 ignored. u = v = 256: x0 = y0 =
+    // 0: [10, 20, 40, 50]. dx = -1 (0b111111), dy = 1, x repeat, y clamp:
+    // x -1 -> 2, 0; y 1, 2 -> 1: T(2,1), T(0,1), T(2,1), T(0,1) = [60, 40,
+    // 60, 40].
+    let mut m = base.clone();
+    coords(&mut m, &[(256, 256), (0xFFE0_0100, 0x0400_0100)]);
+    let out = tex_run(&top(0, 64, 16, 3, 2, 32, sample(SampleOp::Gather4, 2), Fm::R8, Am::Repeat, Am::Clamp, 0), 0, &mut m);
+    assert_eq!(words_at(&m, 64, 8), [10, 20, 40, 50, 60, 40, 60, 40]);
+    assert_eq!(out.fetches, 8);
+}
+
+#[test]
+fn tex_rgba8_and_r16_byte_order() {
+    // rgba8 2 x 2 at 0: texel (x, y) = bytes [t, t+1, t+2, t+3] with t =
+    // 0x10 (1 + x + 2y): r = byte 0 .. a = byte 3.
+    let mut m = vec![0xEE; 128];
+    for (i, t) in [0x10u8, 0x20, 0x30, 0x40].iter().enumerate() {
+        m[4 * i..4 * i + 4].copy_from_slice(&[*t, t + 1, t + 2, t + 3]);
+    }
+    // bilinear u = 256, v = 128: x0 = 0, a = 128, y0 = 0, b = 0: per
+    // channel (T00 + T10) * 128 * 256 + 2^15 >> 16: (0x10 + c + 0x20 + c)/2
+    // + 1/2, floored: 24, 25, 26, 27 (r, g, b, a: nw = 4).
+    m[32..40].copy_from_slice(&u32s(&[256, 128]));
+    // gather4 channel 2 (b) at u = v = 256: [0x12, 0x22, 0x32, 0x42].
+    m[40..48].copy_from_slice(&u32s(&[256, 256]));
+    let mut m1 = m.clone();
+    tex_run(&top(0, 64, 0, 2, 2, 32, sample(SampleOp::Bilinear, 1), Fm::Rgba8, Am::Clamp, Am::Clamp, 0), 0, &mut m1);
+    assert_eq!(words_at(&m1, 64, 4), [24, 25, 26, 27]);
+    assert_eq!(&m1[80..96], &[0xEE; 16]);
+    // nearest: every channel of T(1, 1) = [0x40, 0x41, 0x42, 0x43].
+    let mut m2 = m.clone();
+    m2[32..40].copy_from_slice(&u32s(&[0x1FF, 0x100]));
+    tex_run(&top(0, 64, 0, 2, 2, 32, sample(SampleOp::Nearest, 1), Fm::Rgba8, Am::Clamp, Am::Clamp, 3), 0, &mut m2);
+    assert_eq!(words_at(&m2, 64, 4), [0x40, 0x41, 0x42, 0x43]);
+    let mut m3 = m.clone();
+    tex_run(&top(0, 64, 0, 2, 2, 40, sample(SampleOp::Gather4, 1), Fm::Rgba8, Am::Clamp, Am::Clamp, 2), 0, &mut m3);
+    assert_eq!(words_at(&m3, 64, 4), [0x12, 0x22, 0x32, 0x42]);
+    // r16, the same bytes as a 4 x 2 texture of 2-byte texels: T(x, 0) =
+    // 0x1110, 0x1312, 0x2120, 0x2322; T(x, 1) = 0x3130, ...: nearest at (1,
+    // 0) and (3, 1): 0x1312, 0x4342.
+    let mut m4 = m.clone();
+    m4[32..48].copy_from_slice(&u32s(&[0x100, 0, 0x3FF, 0x1FF]));
+    tex_run(&top(0, 64, 0, 4, 2, 32, sample(SampleOp::Nearest, 2), Fm::R16, Am::Clamp, Am::Clamp, 0), 0, &mut m4);
+    assert_eq!(words_at(&m4, 64, 2), [0x1312, 0x4342]);
+}
+
+#[test]
+fn tex_sample_exact_cycles_and_accesses() {
+    // Two nearest samples, r8 3 x 2 at 16, L = 32, O = 48, g = 100.
+    // Configuration 101 (0x000: r8 | clamp << 2 | mirror << 4 = 0x20), 102
+    // (0x002, 0), 103 (0x003: W - 1 = 2, H - 1 = 1 << 16).
+    // Sample 0: t = 104: READ u 104 (word 32), READ v 106 (36); op taken
+    //   108; pass 114, fetch 115 (texel (2, 1): 16 + 5 = 21); result 119;
+    //   write 120 (48).
+    // Sample 1: t = 121: READs 121 (40), 123 (44); op 125; fetch 132 (u =
+    //   0x100, v = 0x280: (1, 2), mirror y: 4 - 1 - 2 = 1: texel (1, 1) at
+    //   20); result 136; write 137 (52). Done 137.
+    let mut m = conv_image();
+    m.resize(64, 0xEE);
+    m[32..48].copy_from_slice(&u32s(&[0x2FF, 0x100, 0x100, 0x280]));
+    let op = top(0, 48, 16, 3, 2, 32, sample(SampleOp::Nearest, 2), Fm::R8, Am::Clamp, Am::Mirror, 0);
+    let out = tex_run(&op, 100, &mut m);
+    use tex::Access as A;
+    assert_eq!(
+        out.accesses,
+        [
+            A::Cfg { cycle: 101, addr: 0x000, data: 0x20 },
+            A::Cfg { cycle: 102, addr: 0x002, data: 0 },
+            A::Cfg { cycle: 103, addr: 0x003, data: 0x1_0002 },
+            A::Read { cycle: 104, at: 32 },
+            A::Read { cycle: 106, at: 36 },
+            A::Op { cycle: 108 },
+            A::Fetch { cycle: 115, at: 21 },
+            A::Result { cycle: 119 },
+            A::Write { cycle: 120, at: 48, value: 60 },
+            A::Read { cycle: 121, at: 40 },
+            A::Read { cycle: 123, at: 44 },
+            A::Op { cycle: 125 },
+            A::Fetch { cycle: 132, at: 20 },
+            A::Result { cycle: 136 },
+            A::Write { cycle: 137, at: 52, value: 50 },
+        ]
+    );
+    assert_eq!((out.done, out.fetches), (137, 2));
+
+    // Two bilinear samples of rgba8 (nw = 4), 1 x 1 texture at 0 (every
+    // footprint texel is (0, 0): clamp), g = 0: sample 0 op 8, passes 14 ..
+    // 17, fetches 15 .. 18 (all at 0), result 22, writes 23 .. 26; sample 1
+    // t = 27, op 31, fetches 38 .. 41, result 45, writes 46 .. 49: done 49.
+    let mut m = vec![0u8; 64];
+    m[..4].copy_from_slice(&[1, 2, 3, 4]);
+    m[8..24].copy_from_slice(&u32s(&[77, 1000, 0x1F_FFFF, 0]));
+    let op = top(0, 24, 0, 1, 1, 8, sample(SampleOp::Bilinear, 2), Fm::Rgba8, Am::Clamp, Am::Clamp, 0);
+    let out = tex_run(&op, 0, &mut m);
+    let fetches: Vec<u64> = out.accesses.iter().filter_map(|a| if let A::Fetch { cycle, at: 0 } = a { Some(*cycle) } else { None }).collect();
+    assert_eq!(fetches, [15, 16, 17, 18, 38, 39, 40, 41]);
+    let writes: Vec<(u64, u32, u32)> =
+        out.accesses.iter().filter_map(|a| if let A::Write { cycle, at, value } = a { Some((*cycle, *at, *value)) } else { None }).collect();
+    let want: Vec<(u64, u32, u32)> = (0..8).map(|i| (if i < 4 { 23 + i } else { 42 + i } as u64, 24 + 4 * i as u32, 1 + (i % 4) as u32)).collect();
+    assert_eq!(writes, want);
+    assert_eq!(out.done, 49);
+    // gather4 takes as long as bilinear; nearest 3 cycles less a sample.
+    let g4 = tex_run(&tex::Op { kind: sample(SampleOp::Gather4, 2), ..op }, 0, &mut m.clone());
+    assert_eq!(g4.done, 49);
+    let near = tex_run(&tex::Op { kind: sample(SampleOp::Nearest, 2), ..op }, 0, &mut m.clone());
+    assert_eq!(near.done, 49 - 6);
+}
+
+#[test]
+fn tex_conv_exact_cycles_and_accesses() {
+    // A 1x1 kernel (weight 3 at T - 1 = 19), r8 2 x 2 [1, 2; 3, 4] at 20,
+    // one quad at (0, 0), O = 32, g = 100:
+    //   cfg 101 0x000 (0), 102 0x002 (0), 103 0x003 (1 | 1 << 16), 104
+    //   0x001 (0 | 0 << 8); weight 0 requested 105 (the word at 16), written
+    //   106 to 0x400 (3); B = g + 6 + 1 = 107: op taken 107; one tile of 4
+    //   texels (patch 2 x 2 at (0, 0)): passes 113 .. 116, fetches 114 ..
+    //   117 (texels at 20, 21, 22, 23); result 121; pixels 3 T: (0,0) 3 at
+    //   32 in 122, (1,0) 6 at 36 in 123, (0,1) 9 at 40 in 124, (1,1) 12 at
+    //   44 in 125. Done 125.
+    let mut m = vec![0xEEu8; 64];
+    m[19] = 3;
+    m[20..24].copy_from_slice(&[1, 2, 3, 4]);
+    let op = top(0, 32, 20, 2, 2, 0, conv(1, 1, 1, 1), Fm::R8, Am::Clamp, Am::Clamp, 0);
+    let out = tex_run(&op, 100, &mut m);
+    use tex::Access as A;
+    assert_eq!(
+        out.accesses,
+        [
+            A::Cfg { cycle: 101, addr: 0x000, data: 0 },
+            A::Cfg { cycle: 102, addr: 0x002, data: 0 },
+            A::Cfg { cycle: 103, addr: 0x003, data: 0x1_0001 },
+            A::Cfg { cycle: 104, addr: 0x001, data: 0 },
+            A::Read { cycle: 105, at: 16 },
+            A::Cfg { cycle: 106, addr: 0x400, data: 3 },
+            A::Op { cycle: 107 },
+            A::Fetch { cycle: 114, at: 20 },
+            A::Fetch { cycle: 115, at: 21 },
+            A::Fetch { cycle: 116, at: 22 },
+            A::Fetch { cycle: 117, at: 23 },
+            A::Result { cycle: 121 },
+            A::Write { cycle: 122, at: 32, value: 3 },
+            A::Write { cycle: 123, at: 36, value: 6 },
+            A::Write { cycle: 124, at: 40, value: 9 },
+            A::Write { cycle: 125, at: 44, value: 12 },
+        ]
+    );
+    assert_eq!((out.done, out.fetches), (125, 4));
+
+    // 3x3 over 2 x 1 quads on conv_image's texture (W 3, H 2 at 16,
+    // weights at 7..15), quads at (0, 0) and (2, 0), g = 0:
+    //   cfg 1, 2, 3, 4 (0x001: 2 | 2 << 8); weights m = 0..8 requested 5 ..
+    //   13 (bytes 7 .. 15: words 4, 8, .., 12), written 6 .. 14 to 0x400 +
+    //   32 (m / 3) + m % 3; B = 6 + 9 = 15; quad 0 taken 15, quad 1 16;
+    //   P = 16: quad 0's passes 21 .. 36, result 15 + 10 + 16 = 41, writes
+    //   42 .. 45; quad 1's passes 37 .. 52, result 57, writes 58 .. 61: done
+    //   61.
+    // Values (clamp): pixel(x, y) = T(x-1, y-1) + 2 T(x, y) - T(x+1, y+1):
+    //   (0,0) 10 + 20 - 50 = -20, (1,0) 10 + 40 - 60 = -10, (2,0) 20 + 60 -
+    //   60 = 20, (3,0) 30 + 60 - 60 = 30, (0,1) 10 + 80 - 50 = 40, (1,1) 10
+    //   + 100 - 60 = 50, (2,1) 80, (3,1) 90; rows of 2*QW = 4 words: [-20,
+    //   -10, 20, 30], [40, 50, 80, 90]; quad 0 writes (0,0), (1,0), (0,1),
+    //   (1,1) at 32, 36, 48, 52; quad 1 at 40, 44, 56, 60.
+    let mut m = conv_image();
+    m.resize(64, 0xEE);
+    let op = top(0, 32, 16, 3, 2, 0, conv(3, 3, 2, 1), Fm::R8, Am::Clamp, Am::Clamp, 0);
+    let out = tex_run(&op, 0, &mut m);
+    assert_eq!(words_at(&m, 32, 8), [-20, -10, 20, 30, 40, 50, 80, 90]);
+    let kinds = |f: &dyn Fn(&A) -> Option<u64>| out.accesses.iter().filter_map(f).collect::<Vec<u64>>();
+    assert_eq!(kinds(&|a| if let A::Read { cycle, .. } = a { Some(*cycle) } else { None }), (5..14).collect::<Vec<_>>());
+    let reads: Vec<u32> = out.accesses.iter().filter_map(|a| if let A::Read { at, .. } = a { Some(*at) } else { None }).collect();
+    assert_eq!(reads, [4, 8, 8, 8, 8, 12, 12, 12, 12]);
+    let cfgs: Vec<(u64, u32, u32)> =
+        out.accesses.iter().filter_map(|a| if let A::Cfg { cycle, addr, data } = a { Some((*cycle, *addr, *data)) } else { None }).collect();
+    assert_eq!(
+        cfgs,
+        [
+            (1, 0, 0),
+            (2, 2, 0),
+            (3, 3, 0x1_0002),
+            (4, 1, 0x202),
+            (6, 0x400, 1),
+            (7, 0x401, 0),
+            (8, 0x402, 0),
+            (9, 0x420, 0),
+            (10, 0x421, 2),
+            (11, 0x422, 0),
+            (12, 0x440, 0),
+            (13, 0x441, 0),
+            (14, 0x442, 0xFF),
+        ]
+    );
+    assert_eq!(kinds(&|a| if let A::Op { cycle } = a { Some(*cycle) } else { None }), [15, 16]);
+    assert_eq!(kinds(&|a| if let A::Result { cycle } = a { Some(*cycle) } else { None }), [41, 57]);
+    assert_eq!(kinds(&|a| if let A::Fetch { cycle, .. } = a { Some(*cycle) } else { None }), (22..54).collect::<Vec<_>>());
+    let writes: Vec<(u64, u32)> = out.accesses.iter().filter_map(|a| if let A::Write { cycle, at, .. } = a { Some((*cycle, *at)) } else { None }).collect();
+    assert_eq!(writes, [(42, 32), (43, 36), (44, 48), (45, 52), (58, 40), (59, 44), (60, 56), (61, 60)]);
+    assert_eq!((out.done, out.fetches), (61, 32));
+    // Quad 0's patch, 4 x 4 at (-1, -1), tiles in raster order, texels of
+    // a tile in index order: tile (0,0): (-1,-1) (0,-1) (-1,0) (0,0) ->
+    // clamped all (0, 0); tile (1, 0) at (1, -1): (1,0) (2,0) (1,0) (2,0);
+    // tile (0, 1) at (-1, 1): (0,1) (0,1) (0,1) (0,1) [y 2 clamps to 1];
+    // tile (1, 1): (1,1) (2,1) (1,1) (2,1). Offsets T + X + 3Y.
+    let fetched: Vec<u32> = out.accesses.iter().filter_map(|a| if let A::Fetch { at, .. } = a { Some(*at - 16) } else { None }).collect();
+    assert_eq!(&fetched[..16], &[0, 0, 0, 0, 1, 2, 1, 2, 3, 3, 3, 3, 4, 5, 4, 5]);
+}
+
+#[test]
+fn tex_conv_results_never_wait_for_the_writer() {
+    // Every kernel size: the results of back-to-back quads come exactly P
+    // = (KW+1)(KH+1) >= 4 cycles apart (one texel a cycle on one bank), so
+    // each is taken as offered; the first at B + 10 + P, B = g + 6 + KW*KH;
+    // done 4 cycles after the last.
+    use tex::Access as A;
+    for kw in 1..=8u8 {
+        for kh in 1..=8u8 {
+            let kk = kw as u32 * kh as u32;
+            let mut m = vec![1u8; 256];
+            let op = top(0, 192, 64, 5, 3, 1 | 1 << 16, conv(kw, kh, 2, 2), Fm::R8, Am::Mirror, Am::Repeat, 0);
+            let out = tex_run(&op, 0, &mut m);
+            let p = (kw as u64 + 1) * (kh as u64 + 1);
+            let b = 6 + kk as u64;
+            let results: Vec<u64> = out.accesses.iter().filter_map(|a| if let A::Result { cycle } = a { Some(*cycle) } else { None }).collect();
+            assert_eq!(results, (1..=4).map(|q| b + 10 + q * p).collect::<Vec<_>>(), "{kw}x{kh}");
+            assert_eq!(out.done, b + 10 + 4 * p + 4);
+            assert_eq!(out.fetches, 4 * p);
+            // Every texel 1, every weight 1: each pixel is KW * KH.
+            assert_eq!(words_at(&m, 192, 16), [kk as i32; 16]);
+        }
+    }
+}
+
+#[test]
+fn tex_fetch_counts() {
+    // 4 a bilinear or gather4 sample, 1 a nearest one, (KW+1)(KH+1) a conv
+    // quad: 16 for 3x3 (instead of 36), 4 for 1x1, 81 for 8x8, 18 for 8x1.
+    let mut m = vec![0u8; 256];
+    for (kind, n) in [
+        (sample(SampleOp::Bilinear, 5), 20),
+        (sample(SampleOp::Gather4, 5), 20),
+        (sample(SampleOp::Nearest, 5), 5),
+        (conv(3, 3, 1, 1), 16),
+        (conv(3, 3, 3, 2), 6 * 16),
+        (conv(1, 1, 1, 1), 4),
+        (conv(8, 8, 1, 1), 81),
+        (conv(8, 1, 2, 1), 2 * 18),
+    ] {
+        let op = top(0, 128, 64, 4, 4, 0, kind, Fm::R8, Am::Clamp, Am::Clamp, 0);
+        let out = tex_run(&op, 0, &mut m);
+        assert_eq!(out.fetches, n, "{kind:?}");
+        assert_eq!(out.accesses.iter().filter(|a| matches!(a, tex::Access::Fetch { .. })).count() as u64, n);
+    }
+}
+
+#[test]
+fn tex_samples_read_what_earlier_ones_wrote() {
+    // Output O = L + 8: sample 0's result overwrites sample 1's u word, and
+    // its texels may be overwritten too (samples have no overlap check).
+    // r16 2 x 2 at 0: 0x0100, 0x0200, 0x0300, 0x1000 (little-endian).
+    // Sample 0 (u word 0xFFE00100: bits 31:21 ignored; u = 256, v = 128):
+    //   x0 = 0, a = 128, y0 = 0, b = 0: (256 + 512) * 128 * 256 + 2^15 >> 16
+    //   = 384, written at L + 8.
+    // Sample 1: u = 384 (not 0): x0 = 1, a = 0; v = 256: y0 = 0, b = 128:
+    //   (512 + 4096) * 256 * 128 + 2^15 >> 16 = 2304 (with u = 0 it would
+    //   be 512), written at L + 12.
+    let mut m = vec![0u8; 64];
+    m[..8].copy_from_slice(&[0, 1, 0, 2, 0, 3, 0, 0x10]);
+    m[8..24].copy_from_slice(&u32s(&[0xFFE0_0100, 128, 0, 256]));
+    let op = top(0, 16, 0, 2, 2, 8, sample(SampleOp::Bilinear, 2), Fm::R16, Am::Clamp, Am::Clamp, 0);
+    tex_run(&op, 0, &mut m);
+    assert_eq!(words_at(&m, 8, 4), [0xFFE0_0100u32 as i32, 128, 384, 2304]);
+    // Output over the texture: nearest at (0, 0) twice, O = T = 0 (r8 4 x
+    // 1: 1, 2, 3, 4): sample 0 reads 1 and writes the word 1 at 0 (texels
+    // 1, 0, 0, 0); sample 1 reads texel 0 again: 1; sample 1 at (1, 0)
+    // instead reads 0.
+    for (u1, want) in [(0u32, [1, 1]), (0x100, [1, 0])] {
+        let mut m = vec![0u8; 64];
+        m[..4].copy_from_slice(&[1, 2, 3, 4]);
+        m[16..32].copy_from_slice(&u32s(&[0, 0, u1, 0]));
+        let op = top(0, 0, 0, 4, 1, 16, sample(SampleOp::Nearest, 2), Fm::R8, Am::Clamp, Am::Clamp, 0);
+        tex_run(&op, 0, &mut m);
+        assert_eq!(words_at(&m, 0, 2), want, "u1 {u1}");
+    }
+}
+
+#[test]
+fn every_tex_error() {
+    use Status::*;
+    // status_of: 4 registers (r0 = x = 1), 64 bytes of share, D = 16. O, T,
+    // the size and rc in r0 .. r3: `tex r0, r1, r2, r3, ...` at pc 4.
+    let tex_s = |o: i64, t: i64, size: u32, rc: u32, rest: &str| {
+        status_of(&format!("li r0, {o}\nli r1, {t}\nli r2, {size:#x}\nli r3, {rc:#x}\ntex r0, r1, r2, r3, {rest}\nend"))
+    };
+    let wh = |w: u32, h: u32| w | h << 16;
+    let r8 = "r8, clamp, clamp, c 0";
+    // field (`tex r1, r2, r3, r3` with imm bits): F = 3, MX = 3, MY = 3, k
+    // = 1 with r8, k = 3 with r16; rgba8 with k = 3 is no field error (then
+    // O = T = L = 0, W = 0: smem).
+    assert_eq!(status_of(".word 0x0000300303020174"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000c00303020174"), (Field, 0));
+    assert_eq!(status_of(".word 0x0003000303020174"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000040303020174"), (Field, 0));
+    assert_eq!(status_of(".word 0x00001c0303020174"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000330303020174"), (Field, 0)); // conv, F = 3
+    assert_eq!(status_of(".word 0x00002c0303020174"), (Smem, 0));
+    // field before reg: rd = r4.
+    assert_eq!(status_of(".word 0x0000300303020474"), (Field, 0));
+    // reg: rd, ra, rb, rc (reg_count 4), every kind.
+    for rest in ["bilinear 1, r8, clamp, clamp, c 0", "conv 3x3 1x1, rgba8, mirror, repeat, c 3"] {
+        assert_eq!(status_of(&format!("tex r4, r1, r2, r3, {rest}")), (Reg, 0));
+        assert_eq!(status_of(&format!("tex r0, r4, r2, r3, {rest}")), (Reg, 0));
+        assert_eq!(status_of(&format!("tex r0, r1, r4, r3, {rest}")), (Reg, 0));
+        assert_eq!(status_of(&format!("tex r0, r1, r2, r4, {rest}")), (Reg, 0));
+    }
+    // pc: at D - 1 (before align: O = r0 = 1).
+    let pad = "li r3, 0\n".repeat(15);
+    assert_eq!(status_of(&format!("{pad}tex r0, r1, r2, r3, nearest 1, {r8}")), (Pc, 15));
+    // align: O, T, or (samples) L not a multiple of 4, whatever n; not a
+    // conv's rc (x0 = 2 is fine); align before smem (W = 0).
+    assert_eq!(tex_s(2, 0, 0, 0, &format!("bilinear 0, {r8}")), (Align, 4));
+    assert_eq!(tex_s(0, 2, 0, 0, &format!("bilinear 1, {r8}")), (Align, 4));
+    assert_eq!(tex_s(0, 0, 0, 2, &format!("gather4 0, {r8}")), (Align, 4));
+    assert_eq!(tex_s(2, 12, wh(4, 1), 0, &format!("conv 3x3 1x1, {r8}")), (Align, 4));
+    assert_eq!(tex_s(48, 12, wh(4, 1), 2, &format!("conv 3x3 1x1, {r8}")), (Ok, 5));
+    // smem, the texture: W or H 0 (whatever n), T + W*H*z above 64.
+    assert_eq!(tex_s(0, 0, wh(0, 1), 0, &format!("nearest 0, {r8}")), (Smem, 4));
+    assert_eq!(tex_s(0, 0, wh(1, 0), 0, &format!("nearest 0, {r8}")), (Smem, 4));
+    assert_eq!(tex_s(0, 48, wh(4, 4), 0, &format!("nearest 1, {r8}")), (Ok, 5));
+    assert_eq!(tex_s(0, 52, wh(4, 4), 0, &format!("nearest 1, {r8}")), (Smem, 4));
+    assert_eq!(tex_s(0, 48, wh(2, 2), 0, "nearest 1, rgba8, clamp, clamp, c 0"), (Ok, 5));
+    assert_eq!(tex_s(0, 52, wh(2, 2), 0, "nearest 1, rgba8, clamp, clamp, c 0"), (Smem, 4));
+    assert_eq!(tex_s(0, 48, wh(4, 2), 0, "nearest 1, r16, clamp, clamp, c 0"), (Ok, 5));
+    assert_eq!(tex_s(0, 52, wh(3, 2), 0, "nearest 1, r16, clamp, clamp, c 0"), (Ok, 5)); // 52 + 12
+    assert_eq!(tex_s(0, 52, wh(4, 2), 0, "nearest 1, r16, clamp, clamp, c 0"), (Smem, 4)); // 52 + 16
+    assert_eq!(tex_s(0, -4, wh(1, 1), 0, &format!("nearest 0, {r8}")), (Smem, 4)); // no wrap
+    // samples: L + 8n, O + 4*nw*n above 64 (n = 0 checked too: nothing
+    // written, so O = 64 is fine).
+    assert_eq!(tex_s(0, 0, wh(1, 1), 48, &format!("nearest 2, {r8}")), (Ok, 5));
+    assert_eq!(tex_s(0, 0, wh(1, 1), 52, &format!("nearest 2, {r8}")), (Smem, 4));
+    assert_eq!(tex_s(52, 0, wh(1, 1), 8, &format!("nearest 3, {r8}")), (Ok, 5));
+    assert_eq!(tex_s(56, 0, wh(1, 1), 8, &format!("nearest 3, {r8}")), (Smem, 4));
+    assert_eq!(tex_s(48, 0, wh(1, 1), 8, &format!("gather4 1, {r8}")), (Ok, 5));
+    assert_eq!(tex_s(52, 0, wh(1, 1), 8, &format!("gather4 1, {r8}")), (Smem, 4));
+    assert_eq!(tex_s(32, 0, wh(1, 1), 8, "bilinear 2, rgba8, clamp, clamp, c 0"), (Ok, 5));
+    assert_eq!(tex_s(36, 0, wh(1, 1), 8, "bilinear 2, rgba8, clamp, clamp, c 0"), (Smem, 4));
+    assert_eq!(tex_s(64, 0, wh(1, 1), 64, &format!("bilinear 0, {r8}")), (Ok, 5));
+    assert_eq!(tex_s(68, 0, wh(1, 1), 64, &format!("bilinear 0, {r8}")), (Smem, 4));
+    assert_eq!(tex_s(-4, 0, wh(1, 1), 8, &format!("nearest 1, {r8}")), (Smem, 4)); // no wrap
+    // conv (texture 4 x 4 r8 at 32 .. 47, kernel 3x3 at 23 .. 31): x0 >= W,
+    // y0 >= H, T < KW*KH, O + 16*QW*QH above 64, output meeting the
+    // texture.
+    let c33 = format!("conv 3x3 1x1, {r8}");
+    assert_eq!(tex_s(48, 32, wh(4, 4), wh(3, 3), &c33), (Ok, 5));
+    assert_eq!(tex_s(48, 32, wh(4, 4), wh(4, 3), &c33), (Smem, 4));
+    assert_eq!(tex_s(48, 32, wh(4, 4), wh(3, 4), &c33), (Smem, 4));
+    assert_eq!(tex_s(48, 8, wh(4, 1), 0, &c33), (Smem, 4)); // 8 < 9
+    assert_eq!(tex_s(48, 12, wh(4, 1), 0, &c33), (Ok, 5));
+    assert_eq!(tex_s(52, 32, wh(4, 4), 0, &c33), (Smem, 4)); // 52 + 16
+    assert_eq!(tex_s(16, 32, wh(4, 4), 0, &c33), (Ok, 5)); // 16 .. 31
+    assert_eq!(tex_s(20, 32, wh(4, 4), 0, &c33), (Smem, 4)); // 20 .. 35
+    assert_eq!(tex_s(32, 32, wh(4, 4), 0, &c33), (Smem, 4));
+    assert_eq!(tex_s(44, 32, wh(4, 4), 0, &c33), (Smem, 4)); // 44 .. 59
+    assert_eq!(tex_s(32, 16, wh(4, 4), 0, "conv 3x3 2x1, r8, clamp, clamp, c 0"), (Ok, 5)); // 32 .. 63
+    assert_eq!(tex_s(32, 16, wh(4, 4), 0, "conv 3x3 1x2, r8, clamp, clamp, c 0"), (Ok, 5));
+    assert_eq!(tex_s(32, 16, wh(4, 4), 0, "conv 3x3 2x2, r8, clamp, clamp, c 0"), (Smem, 4)); // 32 + 64
+    // Exact: an r8 texture of 3 bytes at 32 (32 .. 34) and an output from
+    // 36 does not meet it, though they share no word either way; from 28 it
+    // does.
+    assert_eq!(tex_s(36, 32, wh(3, 1), 0, &c33), (Ok, 5));
+    assert_eq!(tex_s(28, 32, wh(3, 1), 0, &c33), (Smem, 4));
+    // Above 4096 (a larger share, through the check itself).
+    let ck = |w: u32, h: u32| tex::check(1 << 20, &top(0, 0, 0, w, h, 0, sample(SampleOp::Nearest, 0), Fm::R8, Am::Clamp, Am::Clamp, 0));
+    assert_eq!(ck(4096, 1), Result::Ok(()));
+    assert_eq!(ck(4097, 1), Err(Smem));
+    assert_eq!(ck(1, 4096), Result::Ok(()));
+    assert_eq!(ck(1, 4097), Err(Smem));
+    assert_eq!(ck(65535, 1), Err(Smem));
+}
+
+#[test]
+fn empty_tex_is_done_at_its_start() {
+    // A sample kind with n = 0: X 27, 29, 31 (li), X 33 tex joins, g = 34
+    // done: picked 35, X 36 end. Counted as started; no read, no fetch.
+    for kind in ["bilinear", "nearest", "gather4"] {
+        let src = format!("li r3, 0x10001\nli r4, 8\nli r5, 0\ntex r4, r5, r3, r5, {kind} 0, rgba8, mirror, mirror, c 3\nend");
+        let f = go(&one_slot(), &setup(&src, vec![block(0)], 64, 8, 5));
+        assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 33, 36], "{kind}");
+        assert_eq!(f.outcome.blocks[0].status, Status::Ok);
+        assert_eq!((f.outcome.counters.tex, f.outcome.counters.texel_fetches), (1, 0));
+        assert_eq!(f.banks.last(0), None);
+    }
+}
+
+#[test]
+fn tex_conv_in_a_kernel_exact_cycles() {
+    // One slot, L = 5, O = 2, D = 16, a share of 64 bytes at 0, block (0, 0,
+    // 0). conv_image (32 bytes) at memory 0x3000.
+    //   0: li r4, 0x3000   1: li r6, 0x10020 (rows 1, n 32)
+    //   2: ld r3, r4, r5, r6 (s = 0)
+    //   3: li r7, 32 (O)   4: li r8, 16 (T)   5: li r9, 0x10003 (W 3, H 2)
+    //   6: tex r7, r8, r9, r10, conv 3x3 2x1, r8, clamp, clamp, c 0 (x0 = y0
+    //      = r10 = 0)
+    //   7: end
+    // X 27, 29, 31 (ld: g = 32, e = 57, as in act_after_ld_exact_cycles);
+    //   picked 58: X 59, 61, 63, X 65 tex: joins at the end of 65, g = 66.
+    // tex_conv_exact_cycles_and_accesses at g = 0, shifted by 66: results
+    //   107, 123, writes 108 .. 111, 124 .. 127: e = 127. Picked 128, X 129
+    //   end, completion 130.
+    let src = "li r4, 0x3000\nli r6, 0x10020\nld r3, r4, r5, r6\n\
+               li r7, 32\nli r8, 16\nli r9, 0x20003\n\
+               tex r7, r8, r9, r10, conv 3x3 2x1, r8, clamp, clamp, c 0\nend";
+    let mut r = setup(src, vec![block(0)], 64, 16, 5);
+    r.memory.load(0x3000, &conv_image());
+    let f = go(&one_slot(), &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 59, 61, 63, 65, 129]);
+    assert_eq!((f.outcome.blocks[0].status, f.outcome.blocks[0].complete_cycle), (Status::Ok, 130));
+    assert_eq!(words_at(&f.smem, 32, 8), [-20, -10, 20, 30, 40, 50, 80, 90]);
+    assert_eq!(&f.smem[..32], &conv_image()[..]);
+    assert_eq!(f.banks.last(0), Some(RD5));
+    assert_eq!(
+        f.outcome.counters,
+        Counters { instructions: 8, ld: 1, tex: 1, loads: 1, rd_beats: 16 + 8, texel_fetches: 32, ..Counters::default() }
+    );
+    let v = io::output_json(&one_slot(), &r, &f.outcome);
+    assert_eq!(v["trace"][6]["insn"], "tex r7, r8, r9, r10, conv 3x3 2x1, r8, clamp, clamp, c 0");
+    assert_eq!(
+        v["counters"],
+        serde_json::json!({"instructions": 8, "cdl": 0, "ld": 1, "st": 0, "act": 0, "cmp": 0, "exp": 0,
+                           "mma": 0, "tex": 1, "loads": 1, "rd_beats": 24, "wr_beats": 0, "texel_fetches": 32})
+    );
+}
+
+#[test]
+fn tex_samples_in_a_kernel_exact_cycles() {
+    // As tex_conv_in_a_kernel_exact_cycles, the 32 bytes at 0x3000: an r16
+    // 2 x 2 texture at 0 (0x0100, 0x0200, 0x0300, 0x1000), the coordinates
+    // at L = 8 (tex_samples_read_what_earlier_ones_wrote), the rest 0.
+    //   3: li r7, 16 (O = L + 8)   4: li r9, 0x20002   5: li r10, 8 (L)
+    //   6: tex r7, r8, r9, r10, bilinear 2, r16, clamp, clamp, c 0 (T = r8 =
+    //      0)   7: end
+    // X 65 tex, g = 66. Sample 0: READs 70, 72; op 74; passes 80 .. 83;
+    //   result 88; write 89 (384 at 16). Sample 1: t = 90: READs 90 (its u:
+    //   384, written in 89), 92; op 94; result 108; write 109 (2304 at 20).
+    //   e = 109. Picked 110, X 111 end, completion 112.
+    let src = "li r4, 0x3000\nli r6, 0x10020\nld r3, r4, r5, r6\n\
+               li r7, 16\nli r9, 0x20002\nli r10, 8\n\
+               tex r7, r8, r9, r10, bilinear 2, r16, clamp, clamp, c 0\nend";
+    let mut r = setup(src, vec![block(0)], 64, 16, 5);
+    let mut image = vec![0u8; 32];
+    image[..8].copy_from_slice(&[0, 1, 0, 2, 0, 3, 0, 0x10]);
+    image[8..24].copy_from_slice(&u32s(&[0xFFE0_0100, 128, 0, 256]));
+    r.memory.load(0x3000, &image);
+    let f = go(&one_slot(), &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 59, 61, 63, 65, 111]);
+    assert_eq!((f.outcome.blocks[0].status, f.outcome.blocks[0].complete_cycle), (Status::Ok, 112));
+    assert_eq!(words_at(&f.smem, 16, 2), [384, 2304]);
+    assert_eq!(
+        f.outcome.counters,
+        Counters { instructions: 8, ld: 1, tex: 1, loads: 1, rd_beats: 24, texel_fetches: 8, ..Counters::default() }
+    );
+    // The same operation on the engine, g = 66.
+    let mut m = vec![0u8; 256];
+    m[..32].copy_from_slice(&image);
+    let op = top(0, 16, 0, 2, 2, 8, sample(SampleOp::Bilinear, 2), Fm::R16, Am::Clamp, Am::Clamp, 0);
+    let out = tex_run(&op, 66, &mut m);
+    use tex::Access as A;
+    let marks: Vec<A> = out.accesses.iter().copied().filter(|a| !matches!(a, A::Fetch { .. } | A::Cfg { .. })).collect();
+    assert_eq!(
+        marks,
+        [
+            A::Read { cycle: 70, at: 8 },
+            A::Read { cycle: 72, at: 12 },
+            A::Op { cycle: 74 },
+            A::Result { cycle: 88 },
+            A::Write { cycle: 89, at: 16, value: 384 },
+            A::Read { cycle: 90, at: 16 },
+            A::Read { cycle: 92, at: 20 },
+            A::Op { cycle: 94 },
+            A::Result { cycle: 108 },
+            A::Write { cycle: 109, at: 20, value: 2304 },
+        ]
+    );
+    // Sample 1 at u = 384, v = 256: x0 = 1, y0 = 0; its footprint (1, 0),
+    // (2, 0), (1, 1), (2, 1) clamps x 2 to 1: texels at 2, 2, 6, 6.
+    let fetched: Vec<(u64, u32)> = out.accesses.iter().filter_map(|a| if let A::Fetch { cycle, at } = a { Some((*cycle, *at)) } else { None }).collect();
+    assert_eq!(fetched, [(81, 0), (82, 2), (83, 4), (84, 6), (101, 2), (102, 2), (103, 6), (104, 6)]);
+}
+
+#[test]
+fn tex_in_two_shares() {
+    // Two slots, a share of 128 bytes each (bases 0 and 128), four banks of
+    // 64 words: each block loads conv_image and runs the 3x3 conv at (x0,
+    // y0) = (x, 0) with its block id x: block 0 as above, block 1 the quads
+    // at (1, 0), (3, 0): pixels (1..4, 0..1) = (1,0) -10, (2,0) 20, (3,0)
+    // 30, (4,0) T(3,-1) + 2 T(4,0) - T(5,1) = 30 + 60 - 60 = 30, (1,1) 50,
+    // (2,1) 80, (3,1) 90, (4,1) T(3,0) + 2 T(4,1) - T(5,2) = 30 + 120 - 60 =
+    // 90.
+    let p = CuParams { slots: 2, banks: 4, regs: 32, ..one_slot() };
+    let src = "li r4, 0x3000\nli r6, 0x10020\nld r3, r4, r5, r6\n\
+               li r7, 32\nli r8, 16\nli r9, 0x20003\n\
+               tex r7, r8, r9, r0, conv 3x3 2x1, r8, clamp, clamp, c 0\nend";
+    let mut r = setup(src, vec![block(0), block(1)], 128, 16, 3);
+    r.memory.load(0x3000, &conv_image());
+    let f = go(&p, &r);
+    assert!(f.outcome.blocks.iter().all(|b| b.status == Status::Ok));
+    assert_eq!(words_at(&f.smem, 32, 8), [-20, -10, 20, 30, 40, 50, 80, 90]);
+    assert_eq!(words_at(&f.smem, 128 + 32, 8), [-10, 20, 30, 30, 50, 80, 90, 90]);
+    assert_eq!(&f.smem[64..128], &[0; 64][..]);
+    assert_eq!(f.outcome.blocks.iter().map(|b| b.share).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!((f.outcome.counters.tex, f.outcome.counters.texel_fetches), (2, 64));
 }

@@ -67,9 +67,9 @@
 mod io;
 mod layout;
 mod random;
-mod reference;
+pub(crate) mod reference;
 mod script;
-mod timing;
+pub(crate) mod timing;
 #[cfg(test)]
 mod tests;
 

@@ -7,7 +7,7 @@ use gpurtl_params::texture::{AddressMode, Broadcast, Format, Stitch, TexturePara
 /// Coordinate `x` on an axis of size `s` under `mode`: clamp
 /// `min(max(x, 0), s-1)`; repeat `x mod s` (Euclidean); mirror `m = x mod 2s`,
 /// then `m` if `m < s`, else `2s-1-m`.
-pub(super) fn address(mode: AddressMode, x: i64, s: u32) -> i64 {
+pub(crate) fn address(mode: AddressMode, x: i64, s: u32) -> i64 {
     let s = s as i64;
     match mode {
         AddressMode::Clamp => x.clamp(0, s - 1),
@@ -69,7 +69,7 @@ fn used_channel(format: Format, channel: u32) -> u32 {
 
 /// `(x0, a)` of a coordinate `u` with `f` fraction bits: `u' = u - 2^(f-1)`,
 /// `x0 = floor(u' / 2^f)`, `a = u' mod 2^f` (x0 may be -1).
-pub(super) fn split(u: u64, f: u32) -> (i64, i64) {
+pub(crate) fn split(u: u64, f: u32) -> (i64, i64) {
     let u1 = u as i64 - (1 << (f - 1));
     (u1.div_euclid(1 << f), u1.rem_euclid(1 << f))
 }
@@ -105,7 +105,7 @@ pub(super) fn stitch(kw: u32, kh: u32) -> (Stitch, u32) {
 }
 
 /// The result of one op, from the formulas of "Exact arithmetic".
-pub(super) fn op_result(p: &TextureParams, w: &Workload, op: &Op) -> OpResult {
+pub(crate) fn op_result(p: &TextureParams, w: &Workload, op: &Op) -> OpResult {
     let f = p.frac_bits;
     let one = 1i64 << f; // 2^F
     let channels = w.texture.format.channels();
@@ -162,7 +162,7 @@ pub(super) fn op_result(p: &TextureParams, w: &Workload, op: &Op) -> OpResult {
 }
 
 /// Texels an op fetches: 4, 1, or the patch's PW * PH.
-pub(super) fn texel_fetches(op: &Op) -> u64 {
+pub(crate) fn texel_fetches(op: &Op) -> u64 {
     match op {
         Op::Bilinear { .. } | Op::Gather4 { .. } => 4,
         Op::Nearest { .. } => 1,

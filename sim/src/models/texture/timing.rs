@@ -11,14 +11,14 @@ use std::collections::VecDeque;
 /// One tile as the timing sees it: the mask of texels to fetch and the bank
 /// of each texel k (from its wrapped coordinates).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Tile {
-    pub(super) bank: [usize; 4],
-    pub(super) mask: u8,
+pub(crate) struct Tile {
+    pub(crate) bank: [usize; 4],
+    pub(crate) mask: u8,
 }
 
 /// The op's tiles ("Tiles: what is fetched"): texel k of a tile at origin
 /// (tx, ty) is at unwrapped (tx + (k & 1), ty + (k >> 1)).
-pub(super) fn tiles(p: &TextureParams, w: &Workload, op: &Op) -> Vec<Tile> {
+pub(crate) fn tiles(p: &TextureParams, w: &Workload, op: &Op) -> Vec<Tile> {
     let f = p.frac_bits;
     let level = match op {
         Op::Bilinear { level, .. } | Op::Nearest { level, .. } | Op::Gather4 { level, .. } | Op::ConvQuad { level, .. } => *level,
@@ -73,7 +73,7 @@ pub(super) fn pass(tile: &Tile, todo: u8) -> (u8, u8) {
 
 /// A script item as the timing sees it: a configuration write, or the
 /// op of that index in the op list.
-pub(super) enum Step {
+pub(crate) enum Step {
     Cfg,
     Op(usize),
 }
@@ -106,7 +106,7 @@ struct Tag {
 /// `PD`, the number of prep stages: `1 + ceil(CW / 4)` with the signed
 /// texel coordinate width `CW = max(IB, offset_bits, 6) + 2`,
 /// `IB = log2(max_size) + 1` (5 at the defaults).
-pub(super) fn prep_depth(p: &TextureParams) -> usize {
+pub(crate) fn prep_depth(p: &TextureParams) -> usize {
     let ib = p.max_size.trailing_zeros() + 1;
     let cw = ib.max(p.offset_bits).max(6) + 2;
     1 + cw.div_ceil(4) as usize
@@ -123,6 +123,28 @@ pub(super) fn simulate(p: &TextureParams, latency: u64, steps: &[Step], tiles_of
 
 /// [`simulate`], also giving the cycle of each op's handshake, in op order.
 pub(super) fn schedule(p: &TextureParams, latency: u64, steps: &[Step], tiles_of: &dyn Fn(usize) -> Vec<Tile>) -> (u64, Vec<u64>) {
+    let h = handshakes(p, latency, steps, tiles_of);
+    (h.cycles, h.accepted)
+}
+
+/// What [`handshakes`] records of the no-stall run of a script.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Handshakes {
+    /// [`simulate`]'s `cycles`.
+    pub(crate) cycles: u64,
+    /// The cycle of each op's handshake on `op`, in op order.
+    pub(crate) accepted: Vec<u64>,
+    /// The cycle of each result's handshake on `res`, in op order (results
+    /// come in op order, one per op).
+    pub(crate) results: Vec<u64>,
+    /// The cycle of each memory request's handshake (a fetched texel), on
+    /// any bank, in cycle order (banks in order within a cycle).
+    pub(crate) requests: Vec<u64>,
+}
+
+/// [`schedule`], also giving the cycles of the results' and the memory
+/// requests' handshakes (the same run: these are only recorded).
+pub(crate) fn handshakes(p: &TextureParams, latency: u64, steps: &[Step], tiles_of: &dyn Fn(usize) -> Vec<Tile>) -> Handshakes {
     let nb = p.banks as usize;
     let depth = p.max_outstanding as usize;
     let in_pass = |banks: u8, b: usize| banks & (1 << b) != 0;
@@ -151,6 +173,8 @@ pub(super) fn schedule(p: &TextureParams, latency: u64, steps: &[Step], tiles_of
     let mut in_flight = 0u64;
 
     let mut accepted = Vec::new();
+    let mut results = Vec::new();
+    let mut requests = Vec::new();
     let mut last_handshake: Option<u64> = None;
     let mut last_activity = 0u64;
     let mut t = 0u64;
@@ -226,6 +250,7 @@ pub(super) fn schedule(p: &TextureParams, latency: u64, steps: &[Step], tiles_of
             if req_hs[b] {
                 req[b] = false;
                 mem[b].push_back(t + latency);
+                requests.push(t);
             }
         }
         if let Some((_, banks, _)) = issue {
@@ -310,6 +335,7 @@ pub(super) fn schedule(p: &TextureParams, latency: u64, steps: &[Step], tiles_of
         }
         if res_hs {
             in_flight -= 1;
+            results.push(t);
         }
         if cfg_hs || op_hs {
             next += 1;
@@ -319,5 +345,5 @@ pub(super) fn schedule(p: &TextureParams, latency: u64, steps: &[Step], tiles_of
         }
         t += 1;
     }
-    (last_handshake.map_or(0, |c| c + 1), accepted)
+    Handshakes { cycles: last_handshake.map_or(0, |c| c + 1), accepted, results, requests }
 }
