@@ -574,7 +574,7 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                 let (mx, my) = (rng.below(3) as u32, rng.below(3) as u32);
                 let ch = if fmt == 2 { rng.below(4) as u32 } else { 0 };
                 let conv = rng.chance(50);
-                let words4 = |x: u32| 4 * rng.below((x / 4) as u64 + 1) as u32;
+                let words4 = |rng: &mut Rng, x: u32| 4 * rng.below((x / 4) as u64 + 1) as u32;
                 let (o, t, c, tail, ksz) = if conv {
                     let (kw, kh) = (1 + rng.below(8) as u32, 1 + rng.below(8) as u32);
                     let (qw, qh) = (1 + rng.below(3) as u32, 1 + rng.below(3) as u32);
@@ -585,7 +585,7 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                         continue;
                     }
                     let slack = smem - kb - tb.next_multiple_of(4) - out;
-                    let first = words4(slack);
+                    let first = words4(rng, slack);
                     let (t, o) = if rng.chance(50) { (first + kb, first + kb + tb.next_multiple_of(4)) } else { (first + out + kb, first) };
                     let (x0, y0) = (rng.below(w as u64) as u32, rng.below(h as u64) as u32);
                     (o, t, x0 | y0 << 16, (qw - 1) << 24 | (qh - 1) << 28, (kw - 1) << 13 | (kh - 1) << 29)
@@ -595,9 +595,9 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                         continue;
                     }
                     // The list, the texture and the output anywhere (they may meet).
-                    let t = words4(smem - tb);
-                    let l = words4(smem - 8 * n);
-                    let o = words4(smem - 16 * n);
+                    let t = words4(rng, smem - tb);
+                    let l = words4(rng, smem - 8 * n);
+                    let o = words4(rng, smem - 16 * n);
                     // Kernel-size bits, ignored by the sample kinds.
                     (o, t, l, n << 18, (rng.below(8) as u32) << 13 | (rng.below(8) as u32) << 29)
                 };
