@@ -38,6 +38,7 @@ fn points() -> Vec<(&'static str, CuParams)> {
                 grid_rows: 3,
                 grid_cols: 2,
                 kmax: 32,
+                tex: true,
             },
         ),
     ]
@@ -164,10 +165,11 @@ fn cosim_odd() {
     cosim("odd", &points()[3].1)
 }
 
-/// Three bugs planted in the generated Verilog (at `small`), each caught: a DMA byte
+/// Bugs planted in the generated Verilog (at `small`), each caught: a DMA byte
 /// strobe one past the row's end, a counted loop that stops one iteration
 /// early, an aligner that emits its word one unit late when the two lanes
-/// are equal, and an `mma` writer that takes a row's words a cycle early.
+/// are equal, an `mma` writer that takes a row's words a cycle early, and a
+/// `tex` conv that loads `KW x KW` weights instead of `KW x KH`.
 #[test]
 fn planted_bugs_are_caught() {
     // At `small`: the same logic, a quicker Verilator build for each bug.
@@ -175,11 +177,12 @@ fn planted_bugs_are_caught() {
     let design = build(&p).unwrap();
     let clean = spec(&design);
     // (what, the line it is on, text in that line, its replacement)
-    let bugs: [(&str, &str, &str, &str); 4] = [
+    let bugs: [(&str, &str, &str, &str); 5] = [
         ("strobe past the row", "  assign dma_strb = ", "[16:0] < {1'd0, dma_n_q}", "[16:0] <= {1'd0, dma_n_q}"),
         ("loop one short", "  assign x_taken = ", "(x_is_loop & |x_rd_dec)", "(x_is_loop & |x_rd_dec[31:1])"),
         ("aligner late on equal lanes", "  assign dma_emit = ", "(dma_p_out_row_q[1:0] >= dma_p_in_row_q[1:0])", "(dma_p_out_row_q[1:0] > dma_p_in_row_q[1:0])"),
         ("mma writes a row before it leaves the grid", "  assign mma_w_ok = ", "mma_o_rows_q} > mma_w_r_q", "mma_o_rows_q} >= mma_w_r_q"),
+        ("tex loads KW x KW weights", "  assign tex_nwt = ", "tex_h_q[15:13]", "tex_w_q[15:13]"),
     ];
     let all: Vec<u64> = (0..SEEDS).collect();
     for (what, line, from, to) in bugs {

@@ -19,11 +19,13 @@ pub struct CuParams {
     pub grid_rows: u32,
     pub grid_cols: u32,
     pub kmax: u32,
+    /// `tex` and its `texture` unit are built (else 0x74 is undefined).
+    pub tex: bool,
 }
 
 impl Default for CuParams {
     fn default() -> Self {
-        CuParams { slots: 2, regs: 64, imem_depth: 64, banks: 4, words: 1024, max_outstanding: 8, tag_bits: 4, grid_rows: 4, grid_cols: 4, kmax: 256 }
+        CuParams { slots: 2, regs: 64, imem_depth: 64, banks: 4, words: 1024, max_outstanding: 8, tag_bits: 4, grid_rows: 4, grid_cols: 4, kmax: 256, tex: true }
     }
 }
 
@@ -161,6 +163,7 @@ impl BlockParams for CuParams {
             ParamInfo::new("grid_rows", int(1, 8, ""), "rows of the mma grid"),
             ParamInfo::new("grid_cols", int(1, 8, "1, 2, 4 or 8"), "columns of the mma grid"),
             ParamInfo::new("kmax", int(8, 1024, "a power of two"), "largest K of one mma (the tile buffer holds two tiles of kmax k-steps)"),
+            ParamInfo::new("tex", ParamKind::Bool, "build tex and its texture unit (else opcode 0x74 is undefined)"),
         ]
     }
 
@@ -195,6 +198,9 @@ impl BlockParams for CuParams {
                 grid_rows: 2,
                 grid_cols: 2,
                 kmax: 16,
+                // Without the texture unit's 36 multipliers, so that it fits
+                // an ECP5-25F.
+                tex: false,
             }),
             // Four resident blocks over eight banks of 64 KiB.
             ("wide", CuParams {
@@ -208,6 +214,7 @@ impl BlockParams for CuParams {
                 grid_rows: 4,
                 grid_cols: 8,
                 kmax: 128,
+                tex: true,
             }),
         ]
     }

@@ -361,7 +361,7 @@ impl Planted {
 /// data), then arithmetic of every kind, `cdl` from memory, `ld`/`st` with
 /// ragged ends, forward branches and counted loops, and `end` (or the error
 /// `plant` at a random place). Fits `depth` instructions.
-pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32, plant: Planted) -> Vec<u64> {
+pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32, tex: bool, plant: Planted) -> Vec<u64> {
     use crate::models::cu::isa::{encode, AluOp, Insn};
     let mut v: Vec<u64> = Vec::new();
     let ud_n = 2 + rng.below(regs.min(16) as u64 - 4) as u8;
@@ -559,7 +559,7 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                 let bias = if mode == 2 { rng.below(((smem - 4 * tn) / 4).min(0xFFFF) as u64 + 1) as u32 } else { 0 };
                 v.push(word(0x70, rs[0], rs[1], rs[2], rs[3] as u32 | mode << 8 | qa << 10 | qb << 12 | bias << 16));
             }
-            15 | 16 if room >= 6 && smem >= 16 => {
+            15 | 16 if tex && room >= 6 && smem >= 16 => {
                 // tex on a small texture anywhere in the share: samples
                 // whose coordinates are the share's bytes, or a conv over a
                 // few quads with its kernel just before the texture.
@@ -712,7 +712,7 @@ pub fn random_run(rng: &mut Rng, p: &CuParams, blocks: usize, plant: Planted) ->
     let regs = (p.regs / resident).clamp(12, 32);
     let smem = ((p.smem_bytes() / resident as u64) as u32 & !3).min(2048);
     let smem = if rng.chance(20) && smem >= 128 { smem & !63 } else { smem - 4 * rng.below(smem as u64 / 8 + 1) as u32 };
-    let words = random_program(rng, p.imem_depth, regs, smem, p.kmax, plant);
+    let words = random_program(rng, p.imem_depth, regs, smem, p.kmax, p.tex, plant);
     let program = 0x1000 + 0x100 * rng.below(16) as u32;
     let mut memory = Memory::new();
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();

@@ -99,7 +99,8 @@ impl Decoded {
         let vcmp = is(b, "cmp", 0x72);
         let vexp = is(b, "exp", 0x73);
         let mma = is(b, "mma", 0x70);
-        let tex = is(b, "tex", 0x74);
+        // Without the texture unit (`tex = false`) 0x74 is undefined.
+        let tex = if p.tex { is(b, "tex", 0x74) } else { Expr::bit(false) };
         let vec2 = vcmp.or(&vexp);
         let alu = alu_r.or(&alu_i);
         let cdl = cdl_u.or(&cdl_m);

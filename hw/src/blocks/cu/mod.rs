@@ -308,7 +308,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     let o_z = regn(&mut b, "dma_z", 2);
     let spm = scratchpad(
         &format!("{TOP}_scratchpad"),
-        Shape { banks: p.banks, words: p.words, data_bits: 32, read_ports: 6, write_ports: 4 },
+        Shape { banks: p.banks, words: p.words, data_bits: 32, read_ports: 5 + p.tex as u32, write_ports: 3 + p.tex as u32 },
     )?;
     let spu = b.instance(&spm, "u_scratchpad", &[("clk_i", clk.clone()), ("rst_i", rst.clone())]);
     let dh = dq.entries[0][0].clone();
@@ -381,40 +381,47 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     };
     let mmae = mma::engine(&mut b, p, mma_io);
     b.assign(&mma_busy, &mmae.busy);
-    // tex, on the texture unit.
-    let tdesign = super::texture::build(&p.texture())?;
-    let tu = b.instance_of(&tdesign, "u_texture", &[("clk_i", clk.clone()), ("rst_i", rst.clone())]);
-    let h_c = Expr::cat(&[select(&dh, &o_rows), select(&dh, &o_n)]);
-    let h_wh = select(&dh, &o_stride);
-    let tex_io = tex::Io {
-        start: dq.has[0].and(&head_tex).and(&dma_busy.not()).and(&vec_busy.not()).and(&mma_busy.not()),
-        t: select(&dh, &o_a).slice(sw - 1, 0),
-        o: select(&dh, &o_s),
-        c: h_c,
-        w: h_wh.slice(15, 0),
-        h: h_wh.slice(31, 16),
-        imm: select(&dh, &o_p),
-        spm_rd: spu.bus(BusKind::Read, "rd5"),
-        spm_wr: spu.bus(BusKind::Write, "wr3"),
-        cfg: tu.stream("cfg"),
-        op: tu.stream("op"),
-        res: tu.stream("res"),
-        mreq: tu.stream("mem0_req"),
-        mrsp: tu.stream("mem0_rsp"),
+    // tex, on the texture unit (when built).
+    let (tex_started, tex_done) = if p.tex {
+        let tdesign = super::texture::build(&p.texture())?;
+        let tu = b.instance_of(&tdesign, "u_texture", &[("clk_i", clk.clone()), ("rst_i", rst.clone())]);
+        let h_c = Expr::cat(&[select(&dh, &o_rows), select(&dh, &o_n)]);
+        let h_wh = select(&dh, &o_stride);
+        let tex_io = tex::Io {
+            start: dq.has[0].and(&head_tex).and(&dma_busy.not()).and(&vec_busy.not()).and(&mma_busy.not()),
+            t: select(&dh, &o_a).slice(sw - 1, 0),
+            o: select(&dh, &o_s),
+            c: h_c,
+            w: h_wh.slice(15, 0),
+            h: h_wh.slice(31, 16),
+            imm: select(&dh, &o_p),
+            spm_rd: spu.bus(BusKind::Read, "rd5"),
+            spm_wr: spu.bus(BusKind::Write, "wr3"),
+            cfg: tu.stream("cfg"),
+            op: tu.stream("op"),
+            res: tu.stream("res"),
+            mreq: tu.stream("mem0_req"),
+            mrsp: tu.stream("mem0_rsp"),
+        };
+        let texe = tex::engine(&mut b, p, tex_io);
+        b.assign(&tex_busy, &texe.busy);
+        b.assign(&tex_fetch_o, &texe.fetch);
+        b.waive_unused(&tu.port("idle_o"), "the machine knows when the unit is idle");
+        b.waive_unused(&tu.port("reg_writes_o"), "the pixel register writes are not counted");
+        (texe.started, texe.done)
+    } else {
+        b.assign(&tex_busy, &Expr::bit(false));
+        b.assign(&tex_fetch_o, &Expr::bit(false));
+        (Expr::bit(false), Expr::bit(false))
     };
-    let texe = tex::engine(&mut b, p, tex_io);
-    b.assign(&tex_busy, &texe.busy);
-    b.assign(&tex_fetch_o, &texe.fetch);
-    b.waive_unused(&tu.port("idle_o"), "the machine knows when the unit is idle");
-    b.waive_unused(&tu.port("reg_writes_o"), "the pixel register writes are not counted");
-    let any_start = b.let_("dmaq_start", &dma.started.or(&vece.started).or(&mmae.started).or(&texe.started));
+    let any_start = b.let_("dmaq_start", &dma.started.or(&vece.started).or(&mmae.started).or(&tex_started));
     b.assign(&dq_pop, &any_start);
     let dma_slot = b.reg_noreset("dma_slot_q", sb);
     b.next(&dma_slot, &dh, Some(&any_start));
     // An empty operation is done in its start cycle.
-    let done_now = dma.done_now.or(&vece.started.and(&vece.done)).or(&mmae.started.and(&mmae.done)).or(&texe.started.and(&texe.done));
+    let done_now = dma.done_now.or(&vece.started.and(&vece.done)).or(&mmae.started.and(&mmae.done)).or(&tex_started.and(&tex_done));
     let dma_done_slot = done_now.mux(&dh, &dma_slot);
-    let dmaq_done = b.let_("dmaq_done", &dma.done.or(&vece.done).or(&mmae.done).or(&texe.done));
+    let dmaq_done = b.let_("dmaq_done", &dma.done.or(&vece.done).or(&mmae.done).or(&tex_done));
 
     // ---------------- per-slot updates ----------------
     let cpl_oh = b.let_("cpl_slot_oh", &lowest_bit(&Expr::cat_lanes(&done)));

@@ -83,18 +83,19 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let t = cap(b, "t", &io.t);
     let w = cap(b, "w", &io.w);
     let h = cap(b, "h", &io.h);
-    let imm = cap(b, "imm", &io.imm.slice(31, 8));
+    let imm = cap(b, "imm", &io.imm.slice(17, 8));
+    let quads = cap(b, "quads", &io.imm.slice(31, 24));
     let x0 = cap(b, "x0", &io.c.slice(15, 0));
     let y0 = cap(b, "y0", &io.c.slice(31, 16));
-    // imm bits, shifted down by 8.
+    // imm bits 17:8 (kind, channel, format, modes) and 31:24 (QW - 1, QH - 1).
     let kind = imm.slice(1, 0);
     let conv = kind.eq_lit(3);
     let channel = imm.slice(3, 2);
     let fmt = imm.slice(5, 4);
     let kw1 = w.slice(15, 13);
     let kh1 = h.slice(15, 13);
-    let qw1 = imm.slice(19, 16);
-    let qh1 = imm.slice(23, 20);
+    let qw1 = quads.slice(3, 0);
+    let qh1 = quads.slice(7, 4);
     let nwt = b.let_("tex_nwt", &kw1.zext(7).add(&lit(7, 1)).mul(&kh1.zext(7).add(&lit(7, 1))));
     // Words a sample's result: gather4 and rgba8 four, else one.
     let nw4 = kind.eq_lit(2).or(&fmt.eq_lit(2));

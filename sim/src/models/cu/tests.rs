@@ -36,6 +36,7 @@ fn one_slot() -> CuParams {
         grid_rows: 2,
         grid_cols: 2,
         kmax: 16,
+        tex: true,
     }
 }
 
