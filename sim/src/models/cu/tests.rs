@@ -2535,18 +2535,31 @@ fn mma_acc_and_bias_in_a_kernel_on_two_shares() {
 use gpurtl_params::texture::{AddressMode as Am, Format as Fm};
 use isa::{SampleOp, TexKind};
 
-/// A `tex` of the share at `base`.
+/// A kind, with the bits of `rb`'s value it adds to `W | H << 16`: a
+/// conv's kernel size (`KW - 1` at 15:13, `KH - 1` at 31:29), none for a
+/// sample.
+type Kind = (TexKind, u32);
+
+/// `rb`'s value: `W` = bits 12:0, `KW - 1` = 15:13, `H` = 28:16, `KH - 1`
+/// = 31:29.
+fn rb(w: u32, h: u32, kw: u32, kh: u32) -> u32 {
+    w | (kw - 1) << 13 | h << 16 | (kh - 1) << 29
+}
+
+/// A `tex` of the share at `base`, `rb`'s value `W | H << 16` and the
+/// kind's bits.
 #[allow(clippy::too_many_arguments)]
-fn top(base: u32, o: u32, t: u32, w: u32, h: u32, rc: u32, kind: TexKind, format: Fm, mx: Am, my: Am, k: u8) -> tex::Op {
-    tex::Op { smem_base: base, ..tex::Op::of(o, t, w | h << 16, rc, kind, format, mx, my, k) }
+fn top(base: u32, o: u32, t: u32, w: u32, h: u32, rc: u32, kind: Kind, format: Fm, mx: Am, my: Am, k: u8) -> tex::Op {
+    tex::Op { smem_base: base, ..tex::Op::of(o, t, w | h << 16 | kind.1, rc, kind.0, format, mx, my, k) }
 }
 
-fn sample(op: SampleOp, n: u16) -> TexKind {
-    TexKind::Sample { op, n }
+fn sample(op: SampleOp, n: u16) -> Kind {
+    (TexKind::Sample { op, n }, 0)
 }
 
-fn conv(kw: u8, kh: u8, qw: u8, qh: u8) -> TexKind {
-    TexKind::Conv { kw, kh, qw, qh }
+/// A `KW x KH` conv over `QW x QH` quads.
+fn conv(kw: u8, kh: u8, qw: u8, qh: u8) -> Kind {
+    (TexKind::Conv { qw, qh }, rb(0, 0, kw as u32, kh as u32))
 }
 
 /// `tex::run` on `m` (checked first), started in `g`, with its log.
@@ -2796,9 +2809,9 @@ fn tex_sample_exact_cycles_and_accesses() {
     assert_eq!(writes, want);
     assert_eq!(out.done, 49);
     // gather4 takes as long as bilinear; nearest 3 cycles less a sample.
-    let g4 = tex_run(&tex::Op { kind: sample(SampleOp::Gather4, 2), ..op }, 0, &mut m.clone());
+    let g4 = tex_run(&tex::Op { kind: sample(SampleOp::Gather4, 2).0, ..op }, 0, &mut m.clone());
     assert_eq!(g4.done, 49);
-    let near = tex_run(&tex::Op { kind: sample(SampleOp::Nearest, 2), ..op }, 0, &mut m.clone());
+    let near = tex_run(&tex::Op { kind: sample(SampleOp::Nearest, 2).0, ..op }, 0, &mut m.clone());
     assert_eq!(near.done, 49 - 6);
 }
 
@@ -2987,6 +3000,8 @@ fn every_tex_error() {
         status_of(&format!("li r0, {o}\nli r1, {t}\nli r2, {size:#x}\nli r3, {rc:#x}\ntex r0, r1, r2, r3, {rest}\nend"))
     };
     let wh = |w: u32, h: u32| w | h << 16;
+    // With a 3x3 kernel (for conv).
+    let wh33 = |w: u32, h: u32| rb(w, h, 3, 3);
     let r8 = "r8, clamp, clamp, c 0";
     // field (`tex r1, r2, r3, r3` with imm bits): F = 3, MX = 3, MY = 3, k
     // = 1 with r8, k = 3 with r16; rgba8 with k = 3 is no field error (then
@@ -3001,7 +3016,7 @@ fn every_tex_error() {
     // field before reg: rd = r4.
     assert_eq!(status_of(".word 0x0000300303020474"), (Field, 0));
     // reg: rd, ra, rb, rc (reg_count 4), every kind.
-    for rest in ["bilinear 1, r8, clamp, clamp, c 0", "conv 3x3 1x1, rgba8, mirror, repeat, c 3"] {
+    for rest in ["bilinear 1, r8, clamp, clamp, c 0", "conv 1x1, rgba8, mirror, repeat, c 3"] {
         assert_eq!(status_of(&format!("tex r4, r1, r2, r3, {rest}")), (Reg, 0));
         assert_eq!(status_of(&format!("tex r0, r4, r2, r3, {rest}")), (Reg, 0));
         assert_eq!(status_of(&format!("tex r0, r1, r4, r3, {rest}")), (Reg, 0));
@@ -3015,8 +3030,8 @@ fn every_tex_error() {
     assert_eq!(tex_s(2, 0, 0, 0, &format!("bilinear 0, {r8}")), (Align, 4));
     assert_eq!(tex_s(0, 2, 0, 0, &format!("bilinear 1, {r8}")), (Align, 4));
     assert_eq!(tex_s(0, 0, 0, 2, &format!("gather4 0, {r8}")), (Align, 4));
-    assert_eq!(tex_s(2, 12, wh(4, 1), 0, &format!("conv 3x3 1x1, {r8}")), (Align, 4));
-    assert_eq!(tex_s(48, 12, wh(4, 1), 2, &format!("conv 3x3 1x1, {r8}")), (Ok, 5));
+    assert_eq!(tex_s(2, 12, wh33(4, 1), 0, &format!("conv 1x1, {r8}")), (Align, 4));
+    assert_eq!(tex_s(48, 12, wh33(4, 1), 2, &format!("conv 1x1, {r8}")), (Ok, 5));
     // smem, the texture: W or H 0 (whatever n), T + W*H*z above 64.
     assert_eq!(tex_s(0, 0, wh(0, 1), 0, &format!("nearest 0, {r8}")), (Smem, 4));
     assert_eq!(tex_s(0, 0, wh(1, 0), 0, &format!("nearest 0, {r8}")), (Smem, 4));
@@ -3044,25 +3059,25 @@ fn every_tex_error() {
     // conv (texture 4 x 4 r8 at 32 .. 47, kernel 3x3 at 23 .. 31): x0 >= W,
     // y0 >= H, T < KW*KH, O + 16*QW*QH above 64, output meeting the
     // texture.
-    let c33 = format!("conv 3x3 1x1, {r8}");
-    assert_eq!(tex_s(48, 32, wh(4, 4), wh(3, 3), &c33), (Ok, 5));
-    assert_eq!(tex_s(48, 32, wh(4, 4), wh(4, 3), &c33), (Smem, 4));
-    assert_eq!(tex_s(48, 32, wh(4, 4), wh(3, 4), &c33), (Smem, 4));
-    assert_eq!(tex_s(48, 8, wh(4, 1), 0, &c33), (Smem, 4)); // 8 < 9
-    assert_eq!(tex_s(48, 12, wh(4, 1), 0, &c33), (Ok, 5));
-    assert_eq!(tex_s(52, 32, wh(4, 4), 0, &c33), (Smem, 4)); // 52 + 16
-    assert_eq!(tex_s(16, 32, wh(4, 4), 0, &c33), (Ok, 5)); // 16 .. 31
-    assert_eq!(tex_s(20, 32, wh(4, 4), 0, &c33), (Smem, 4)); // 20 .. 35
-    assert_eq!(tex_s(32, 32, wh(4, 4), 0, &c33), (Smem, 4));
-    assert_eq!(tex_s(44, 32, wh(4, 4), 0, &c33), (Smem, 4)); // 44 .. 59
-    assert_eq!(tex_s(32, 16, wh(4, 4), 0, "conv 3x3 2x1, r8, clamp, clamp, c 0"), (Ok, 5)); // 32 .. 63
-    assert_eq!(tex_s(32, 16, wh(4, 4), 0, "conv 3x3 1x2, r8, clamp, clamp, c 0"), (Ok, 5));
-    assert_eq!(tex_s(32, 16, wh(4, 4), 0, "conv 3x3 2x2, r8, clamp, clamp, c 0"), (Smem, 4)); // 32 + 64
+    let c11 = format!("conv 1x1, {r8}");
+    assert_eq!(tex_s(48, 32, wh33(4, 4), wh(3, 3), &c11), (Ok, 5));
+    assert_eq!(tex_s(48, 32, wh33(4, 4), wh(4, 3), &c11), (Smem, 4));
+    assert_eq!(tex_s(48, 32, wh33(4, 4), wh(3, 4), &c11), (Smem, 4));
+    assert_eq!(tex_s(48, 8, wh33(4, 1), 0, &c11), (Smem, 4)); // 8 < 9
+    assert_eq!(tex_s(48, 12, wh33(4, 1), 0, &c11), (Ok, 5));
+    assert_eq!(tex_s(52, 32, wh33(4, 4), 0, &c11), (Smem, 4)); // 52 + 16
+    assert_eq!(tex_s(16, 32, wh33(4, 4), 0, &c11), (Ok, 5)); // 16 .. 31
+    assert_eq!(tex_s(20, 32, wh33(4, 4), 0, &c11), (Smem, 4)); // 20 .. 35
+    assert_eq!(tex_s(32, 32, wh33(4, 4), 0, &c11), (Smem, 4));
+    assert_eq!(tex_s(44, 32, wh33(4, 4), 0, &c11), (Smem, 4)); // 44 .. 59
+    assert_eq!(tex_s(32, 16, wh33(4, 4), 0, "conv 2x1, r8, clamp, clamp, c 0"), (Ok, 5)); // 32 .. 63
+    assert_eq!(tex_s(32, 16, wh33(4, 4), 0, "conv 1x2, r8, clamp, clamp, c 0"), (Ok, 5));
+    assert_eq!(tex_s(32, 16, wh33(4, 4), 0, "conv 2x2, r8, clamp, clamp, c 0"), (Smem, 4)); // 32 + 64
     // Exact: an r8 texture of 3 bytes at 32 (32 .. 34) and an output from
     // 36 does not meet it, though they share no word either way; from 28 it
     // does.
-    assert_eq!(tex_s(36, 32, wh(3, 1), 0, &c33), (Ok, 5));
-    assert_eq!(tex_s(28, 32, wh(3, 1), 0, &c33), (Smem, 4));
+    assert_eq!(tex_s(36, 32, wh33(3, 1), 0, &c11), (Ok, 5));
+    assert_eq!(tex_s(28, 32, wh33(3, 1), 0, &c11), (Smem, 4));
     // Above 4096 (a larger share, through the check itself).
     let ck = |w: u32, h: u32| tex::check(1 << 20, &top(0, 0, 0, w, h, 0, sample(SampleOp::Nearest, 0), Fm::R8, Am::Clamp, Am::Clamp, 0));
     assert_eq!(ck(4096, 1), Result::Ok(()));
@@ -3092,8 +3107,9 @@ fn tex_conv_in_a_kernel_exact_cycles() {
     // 0). conv_image (32 bytes) at memory 0x3000.
     //   0: li r4, 0x3000   1: li r6, 0x10020 (rows 1, n 32)
     //   2: ld r3, r4, r5, r6 (s = 0)
-    //   3: li r7, 32 (O)   4: li r8, 16 (T)   5: li r9, 0x10003 (W 3, H 2)
-    //   6: tex r7, r8, r9, r10, conv 3x3 2x1, r8, clamp, clamp, c 0 (x0 = y0
+    //   3: li r7, 32 (O)   4: li r8, 16 (T)   5: li r9, 0x40024003 (W 3,
+    //      H 2, KW - 1 = KH - 1 = 2)
+    //   6: tex r7, r8, r9, r10, conv 2x1, r8, clamp, clamp, c 0 (x0 = y0
     //      = r10 = 0)
     //   7: end
     // X 27, 29, 31 (ld: g = 32, e = 57, as in act_after_ld_exact_cycles);
@@ -3102,8 +3118,8 @@ fn tex_conv_in_a_kernel_exact_cycles() {
     //   107, 123, writes 108 .. 111, 124 .. 127: e = 127. Picked 128, X 129
     //   end, completion 130.
     let src = "li r4, 0x3000\nli r6, 0x10020\nld r3, r4, r5, r6\n\
-               li r7, 32\nli r8, 16\nli r9, 0x20003\n\
-               tex r7, r8, r9, r10, conv 3x3 2x1, r8, clamp, clamp, c 0\nend";
+               li r7, 32\nli r8, 16\nli r9, 0x40024003\n\
+               tex r7, r8, r9, r10, conv 2x1, r8, clamp, clamp, c 0\nend";
     let mut r = setup(src, vec![block(0)], 64, 16, 5);
     r.memory.load(0x3000, &conv_image());
     let f = go(&one_slot(), &r);
@@ -3117,7 +3133,7 @@ fn tex_conv_in_a_kernel_exact_cycles() {
         Counters { instructions: 8, ld: 1, tex: 1, loads: 1, rd_beats: 16 + 8, texel_fetches: 32, ..Counters::default() }
     );
     let v = io::output_json(&one_slot(), &r, &f.outcome);
-    assert_eq!(v["trace"][6]["insn"], "tex r7, r8, r9, r10, conv 3x3 2x1, r8, clamp, clamp, c 0");
+    assert_eq!(v["trace"][6]["insn"], "tex r7, r8, r9, r10, conv 2x1, r8, clamp, clamp, c 0");
     assert_eq!(
         v["counters"],
         serde_json::json!({"instructions": 8, "cdl": 0, "ld": 1, "st": 0, "act": 0, "cmp": 0, "exp": 0,
@@ -3192,8 +3208,8 @@ fn tex_in_two_shares() {
     // 90.
     let p = CuParams { slots: 2, banks: 4, regs: 32, ..one_slot() };
     let src = "li r4, 0x3000\nli r6, 0x10020\nld r3, r4, r5, r6\n\
-               li r7, 32\nli r8, 16\nli r9, 0x20003\n\
-               tex r7, r8, r9, r0, conv 3x3 2x1, r8, clamp, clamp, c 0\nend";
+               li r7, 32\nli r8, 16\nli r9, 0x40024003\n\
+               tex r7, r8, r9, r0, conv 2x1, r8, clamp, clamp, c 0\nend";
     let mut r = setup(src, vec![block(0), block(1)], 128, 16, 3);
     r.memory.load(0x3000, &conv_image());
     let f = go(&p, &r);
