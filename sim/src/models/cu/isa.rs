@@ -215,12 +215,13 @@ impl SampleOp {
 }
 
 /// What a `tex` does: `n` samples (`n` 0..16383, 14 bits), or the
-/// convolution of a `KW x KH` kernel over `QW x QH` quads (`KW`, `KH`
-/// 1..8, `QW`, `QH` 1..16).
+/// convolution over `QW x QH` quads (`QW`, `QH` 1..16). The conv's kernel
+/// size `KW x KH` is no field of the instruction: it is in the value of
+/// `rb` (bits 15:13 = `KW - 1`, 31:29 = `KH - 1`), read at execution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TexKind {
     Sample { op: SampleOp, n: u16 },
-    Conv { kw: u8, kh: u8, qw: u8, qh: u8 },
+    Conv { qw: u8, qh: u8 },
 }
 
 impl TexKind {
@@ -232,13 +233,13 @@ impl TexKind {
             TexKind::Conv { .. } => 3,
         }
     }
-    /// `imm` bits 31:18: `n`, or `KW - 1` (20:18), `KH - 1` (23:21), `QW -
-    /// 1` (27:24), `QH - 1` (31:28); each modulo its field.
+    /// `imm` bits 31:18: `n`, or `QW - 1` (27:24), `QH - 1` (31:28) with
+    /// bits 23:18 0; each modulo its field.
     fn high_bits(self) -> u32 {
-        let m1 = |v: u8, bits: u32| (v as u32).wrapping_sub(1) & ((1 << bits) - 1);
+        let m1 = |v: u8| (v as u32).wrapping_sub(1) & 15;
         match self {
             TexKind::Sample { n, .. } => (n as u32 & 0x3FFF) << 18,
-            TexKind::Conv { kw, kh, qw, qh } => m1(kw, 3) << 18 | m1(kh, 3) << 21 | m1(qw, 4) << 24 | m1(qh, 4) << 28,
+            TexKind::Conv { qw, qh } => m1(qw) << 24 | m1(qh) << 28,
         }
     }
 }
@@ -285,10 +286,10 @@ pub enum Insn {
     /// the row pads `qa`, `qb` (0..3, in words).
     Mma { rd: u8, ra: u8, rb: u8, rc: u8, c0: C0, qa: u8, qb: u8 },
     /// `tex rd, ra, rb, rc, bilinear n, F, MX, MY, c k` (also `nearest n`,
-    /// `gather4 n`, `conv KWxKH QWxQH`): the output `O` at `rd`, the
-    /// texture `T` at `ra`, its size in `rb`, the coordinate list `L` (or
-    /// the conv's start) in `rc`; the format, the address modes of x and y
-    /// and the channel `k` (below the format's channels).
+    /// `gather4 n`, `conv QWxQH`): the output `O` at `rd`, the texture `T`
+    /// at `ra`, its size (and a conv's kernel size) in `rb`, the coordinate
+    /// list `L` (or the conv's start) in `rc`; the format, the address
+    /// modes of x and y and the channel `k` (below the format's channels).
     Tex { rd: u8, ra: u8, rb: u8, rc: u8, kind: TexKind, format: Format, mx: AddressMode, my: AddressMode, k: u8 },
 }
 
@@ -300,8 +301,9 @@ pub enum DecodeError {
     /// A field the instruction does not use is not 0, `cdl`'s `n` is not
     /// 1..16, `act`'s `f` is not 0, or `cmp`/`exp`'s size code is 3
     /// (`mma`: `imm` bits 15:14 not 0, the C0 mode 3, or bits 31:16 not 0
-    /// outside mode 2; `tex`: the format or a mode code 3, or the channel
-    /// `k` not below the format's channels).
+    /// outside mode 2; `tex`: the format or a mode code 3, the channel `k`
+    /// not below the format's channels, or for `conv` `imm` bits 23:18 not
+    /// 0).
     Field,
 }
 
@@ -400,9 +402,10 @@ pub fn decode(w: u64) -> Result<Insn, DecodeError> {
         }
         op::TEX => {
             // imm bits 7:0 = rc, 9:8 = the kind, 11:10 = k, 13:12 = F,
-            // 15:14 = MX, 17:16 = MY, 31:18 = n or the conv's sizes: every
-            // bit is used; codes 3 of F, MX, MY and k past the format's
-            // channels are the field error.
+            // 15:14 = MX, 17:16 = MY, 31:18 = n, or for conv 27:24 = QW - 1
+            // and 31:28 = QH - 1 with 23:18 unused (not 0: the field
+            // error); codes 3 of F, MX, MY and k past the format's channels
+            // are the field error.
             let format = Format::from_code(((imm >> 12) & 3) as u64).ok_or(DecodeError::Field)?;
             let mx = AddressMode::from_code(((imm >> 14) & 3) as u64).ok_or(DecodeError::Field)?;
             let my = AddressMode::from_code(((imm >> 16) & 3) as u64).ok_or(DecodeError::Field)?;
@@ -411,12 +414,10 @@ pub fn decode(w: u64) -> Result<Insn, DecodeError> {
                 return Err(DecodeError::Field);
             }
             let kind = match (imm >> 8) & 3 {
-                3 => TexKind::Conv {
-                    kw: ((imm >> 18) & 7) as u8 + 1,
-                    kh: ((imm >> 21) & 7) as u8 + 1,
-                    qw: ((imm >> 24) & 15) as u8 + 1,
-                    qh: ((imm >> 28) & 15) as u8 + 1,
-                },
+                3 => {
+                    zero(&[(imm >> 18) & 0x3F])?;
+                    TexKind::Conv { qw: ((imm >> 24) & 15) as u8 + 1, qh: ((imm >> 28) & 15) as u8 + 1 }
+                }
                 c => TexKind::Sample { op: SampleOp::ALL[c as usize], n: (imm >> 18) as u16 },
             };
             Ok(Insn::Tex { rd: f.rd, ra: f.ra, rb: f.rb, rc: imm as u8, kind, format, mx, my, k })
@@ -427,8 +428,7 @@ pub fn decode(w: u64) -> Result<Insn, DecodeError> {
 
 /// The word of an instruction (`cdl`'s `n` is encoded as given; `mma`'s
 /// `qa`, `qb` modulo 4 and its bias offset `o` as `(o/4) mod 2^16`; `tex`'s
-/// `k` modulo 4, `n` modulo 2^14, `KW - 1`, `KH - 1` modulo 8 and `QW - 1`,
-/// `QH - 1` modulo 16).
+/// `k` modulo 4, `n` modulo 2^14 and `QW - 1`, `QH - 1` modulo 16).
 pub fn encode(i: &Insn) -> u64 {
     match *i {
         Insn::Alu { op, rd, ra, rb } => pack(op.code(), rd, ra, rb, 0),
@@ -522,7 +522,7 @@ pub fn insn_text(i: &Insn) -> String {
         Insn::Tex { rd, ra, rb, rc, kind, format, mx, my, k } => {
             let kind = match kind {
                 TexKind::Sample { op, n } => format!("{} {n}", op.name()),
-                TexKind::Conv { kw, kh, qw, qh } => format!("conv {kw}x{kh} {qw}x{qh}"),
+                TexKind::Conv { qw, qh } => format!("conv {qw}x{qh}"),
             };
             format!("tex r{rd}, r{ra}, r{rb}, r{rc}, {kind}, {}, {}, {}, c {k}", format.name(), mx.name(), my.name())
         }
@@ -895,7 +895,7 @@ fn mma_line(ops: &[&str]) -> Result<u64, String> {
 
 /// `tex`'s usage, for messages.
 const TEX_USAGE: &str =
-    "`tex` takes rd, ra, rb, rc, bilinear n (or nearest n, gather4 n, conv KWxKH QWxQH), F, MX, MY, c k";
+    "`tex` takes rd, ra, rb, rc, bilinear n (or nearest n, gather4 n, conv QWxQH), F, MX, MY, c k";
 
 /// A keyword and the rest of an operand after it (trimmed).
 fn keyword(o: &str) -> (&str, &str) {
@@ -906,7 +906,7 @@ fn keyword(o: &str) -> (&str, &str) {
 }
 
 /// `AxB`: two unsigned numbers (each decimal or 0x hex) joined by `x`,
-/// named `what` (`KWxKH`) in messages, `a` in `1..=amax` and `b` in
+/// named `what` (`QWxQH`) in messages, `a` in `1..=amax` and `b` in
 /// `1..=bmax`. The `x` is the first one with a number on each side.
 fn size_pair(what: &str, names: (&str, &str), s: &str, amax: u64, bmax: u64) -> Result<(u8, u8), String> {
     let number = |t: &str| !matches!(unsigned(t, u64::MAX), Err(None));
@@ -920,8 +920,8 @@ fn size_pair(what: &str, names: (&str, &str), s: &str, amax: u64, bmax: u64) -> 
 }
 
 /// A `tex` line's operands (split at commas, trimmed): four registers,
-/// the kind (`bilinear n`, `nearest n`, `gather4 n` or `conv KWxKH
-/// QWxQH`), the format, the two address modes and `c k`.
+/// the kind (`bilinear n`, `nearest n`, `gather4 n` or `conv QWxQH`), the
+/// format, the two address modes and `c k`.
 fn tex_line(ops: &[&str]) -> Result<u64, String> {
     if ops.len() < 9 {
         return Err(format!("missing operand: {TEX_USAGE}"));
@@ -936,20 +936,15 @@ fn tex_line(ops: &[&str]) -> Result<u64, String> {
     for (r, o) in regs.iter_mut().zip(ops) {
         *r = reg(o)?;
     }
-    let not_kind = || format!("`{}` is not `bilinear n`, `nearest n`, `gather4 n` or `conv KWxKH QWxQH`: {TEX_USAGE}", short(ops[4]));
+    let not_kind = || format!("`{}` is not `bilinear n`, `nearest n`, `gather4 n` or `conv QWxQH`: {TEX_USAGE}", short(ops[4]));
     let kind = match keyword(ops[4]) {
         (kw, "") if kw == "conv" || SampleOp::from_name(kw).is_some() => return Err(format!("missing operand: {TEX_USAGE}")),
         ("conv", arg) => {
-            let (ksize, quads) = keyword(arg);
-            if quads.is_empty() {
-                return Err(format!("missing operand: {TEX_USAGE}"));
-            }
-            if quads.contains(char::is_whitespace) {
+            if arg.contains(char::is_whitespace) {
                 return Err(format!("extra operand: {TEX_USAGE}"));
             }
-            let (kw, kh) = size_pair("KWxKH (the kernel's width and height, 1 .. 8 each)", ("KW", "KH"), ksize, 8, 8)?;
-            let (qw, qh) = size_pair("QWxQH (the quads across and down, 1 .. 16 each)", ("QW", "QH"), quads, 16, 16)?;
-            TexKind::Conv { kw, kh, qw, qh }
+            let (qw, qh) = size_pair("QWxQH (the quads across and down, 1 .. 16 each)", ("QW", "QH"), arg, 16, 16)?;
+            TexKind::Conv { qw, qh }
         }
         (kw, arg) => {
             let op = SampleOp::from_name(kw).ok_or_else(not_kind)?;
@@ -1595,28 +1590,28 @@ mod tests {
     #[test]
     fn tex_encoding_from_the_table() {
         // The spec's two lines, by hand: op 0x74, rd 15:8, ra 23:16, rb
-        // 31:24; conv: imm = 7 | 3 << 8 | (3-1) << 18 | (3-1) << 21 |
-        // (8-1) << 24 | (4-1) << 28 = 0x37480307.
-        let conv = "tex r4, r5, r6, r7, conv 3x3 8x4, r8, clamp, clamp, c 0";
-        assert_eq!(one(conv), 0x3748_0307_0605_0474);
+        // 31:24; conv: imm = 7 | 3 << 8 | (8-1) << 24 | (4-1) << 28 =
+        // 0x37000307 (bits 23:18 0; the kernel's size is in rb's value).
+        let conv = "tex r4, r5, r6, r7, conv 8x4, r8, clamp, clamp, c 0";
+        assert_eq!(one(conv), 0x3700_0307_0605_0474);
         // gather4: 4 | 2 << 8 | 2 << 10 (c 2) | 2 << 12 (rgba8) | 1 << 14
         // (repeat) | 2 << 16 (mirror) | 12 << 18 = 0x00326A04.
         let g4 = "tex r1, r2, r3, r4, gather4 12, rgba8, repeat, mirror, c 2";
         assert_eq!(one(g4), 0x0032_6A04_0302_0174);
-        assert_eq!(super::text(0x3748_0307_0605_0474), conv);
+        assert_eq!(super::text(0x3700_0307_0605_0474), conv);
         assert_eq!(super::text(0x0032_6A04_0302_0174), g4);
         assert_eq!(one("tex r0, r0, r0, r0, bilinear 0, r8, clamp, clamp, c 0"), 0x74);
         assert_eq!(one("tex r0, r0, r0, r0, nearest 16383, r16, clamp, clamp, c 0"), 0xFFFC_1100_0000_0074);
-        assert_eq!(one("tex r255, r255, r255, r255, conv 8x8 16x16, rgba8, mirror, mirror, c 3"), 0xFFFE_AFFF_FFFF_FF74);
-        assert_eq!(one("tex r1, r2, r3, r4, conv 1x1 1x1, r16, repeat, clamp, c 0"), 0x0000_5304_0302_0174);
+        assert_eq!(one("tex r255, r255, r255, r255, conv 16x16, rgba8, mirror, mirror, c 3"), 0xFF02_AFFF_FFFF_FF74);
+        assert_eq!(one("tex r1, r2, r3, r4, conv 1x1, r16, repeat, clamp, c 0"), 0x0000_5304_0302_0174);
         assert_eq!(
-            decode(0x3748_0307_0605_0474),
+            decode(0x3700_0307_0605_0474),
             Ok(Insn::Tex {
                 rd: 4,
                 ra: 5,
                 rb: 6,
                 rc: 7,
-                kind: TexKind::Conv { kw: 3, kh: 3, qw: 8, qh: 4 },
+                kind: TexKind::Conv { qw: 8, qh: 4 },
                 format: Format::R8,
                 mx: AddressMode::Clamp,
                 my: AddressMode::Clamp,
@@ -1647,9 +1642,9 @@ mod tests {
                 assert_eq!(super::text(w(tex_imm(4, kind as u64, 0, 1, 2, 1, n))), text);
             }
         }
-        for (kw, kh, qw, qh) in [(1u64, 1u64, 1u64, 1u64), (8, 1, 1, 16), (1, 8, 16, 1), (5, 7, 3, 11)] {
-            let text = format!("tex r1, r2, r3, r4, conv {kw}x{kh} {qw}x{qh}, rgba8, clamp, mirror, c 3");
-            let hi = (kw - 1) | (kh - 1) << 3 | (qw - 1) << 6 | (qh - 1) << 10;
+        for (qw, qh) in [(1u64, 1u64), (1, 16), (16, 1), (3, 11), (16, 16)] {
+            let text = format!("tex r1, r2, r3, r4, conv {qw}x{qh}, rgba8, clamp, mirror, c 3");
+            let hi = (qw - 1) << 6 | (qh - 1) << 10;
             assert_eq!(one(&text), w(tex_imm(4, 3, 3, 2, 0, 2, hi)), "{text}");
             assert_eq!(super::text(w(tex_imm(4, 3, 3, 2, 0, 2, hi))), text);
         }
@@ -1662,8 +1657,8 @@ mod tests {
             }
         }
         for k in 0..4u64 {
-            let text = format!("tex r1, r2, r3, r4, conv 3x3 1x1, rgba8, clamp, clamp, c {k}");
-            assert_eq!(one(&text), w(tex_imm(4, 3, k, 2, 0, 0, 2 | 2 << 3)), "{text}");
+            let text = format!("tex r1, r2, r3, r4, conv 1x1, rgba8, clamp, clamp, c {k}");
+            assert_eq!(one(&text), w(tex_imm(4, 3, k, 2, 0, 0, 0)), "{text}");
         }
         assert_eq!(texel_bytes(Format::R8), 1);
         assert_eq!(texel_bytes(Format::R16), 2);
@@ -1677,7 +1672,7 @@ mod tests {
         // (bilinear and nearest use no channel, but it is checked).
         let w = |imm: u64| 0x0302_0174u64 | imm << 32;
         for kind in 0..4 {
-            let hi = if kind == 3 { 0x3FFF } else { 77 };
+            let hi = if kind == 3 { 0x3FC0 } else { 77 };
             for (f, m1, m2, k) in [(3, 0, 0, 0), (0, 3, 0, 0), (0, 0, 3, 0), (2, 3, 3, 0), (0, 0, 0, 1), (0, 0, 0, 3), (1, 0, 0, 1), (1, 2, 2, 2)] {
                 let x = w(tex_imm(4, kind, k, f, m1, m2, hi));
                 assert_eq!(decode(x), Err(DecodeError::Field), "kind {kind} F {f} MX {m1} MY {m2} k {k}");
@@ -1687,35 +1682,58 @@ mod tests {
                 assert!(decode(w(tex_imm(4, kind, k, f, 2, 1, hi))).is_ok(), "kind {kind} F {f} k {k}");
             }
         }
-        // Every bit of imm is used: no field error for any of them.
+        // Every bit of imm is used by the sample kinds: no field error for
+        // any of them.
         for bit in 0..32 {
             let x = w(1 << bit);
             let ok = !(10..12).contains(&bit); // k = 1, 2 with r8
             assert_eq!(decode(x).is_ok(), ok, "bit {bit}");
         }
+        // conv: bits 23:18 must be 0, each alone and every value of them.
+        for bit in (0..32).filter(|b| !(8..10).contains(b)) {
+            let x = w(3 << 8 | 1 << bit);
+            let ok = !(10..12).contains(&bit) && !(18..24).contains(&bit);
+            assert_eq!(decode(x).is_ok(), ok, "conv, bit {bit}");
+            assert_eq!(decode(x).is_ok(), !super::text(x).starts_with(".word"));
+        }
+        for v in 0..64u64 {
+            for kind in 0..4 {
+                let x = w(tex_imm(4, kind, 3, 2, 2, 2, v | 0xFF << 6));
+                if kind == 3 && v != 0 {
+                    assert_eq!(decode(x), Err(DecodeError::Field), "conv, bits 23:18 {v:#x}");
+                } else {
+                    assert!(decode(x).is_ok(), "kind {kind}, bits 23:18 {v:#x}");
+                }
+            }
+        }
         assert_eq!(decode(0xFFFF_FFFF_FFFF_FF74), Err(DecodeError::Field));
-        assert!(decode(0xFFFE_AFFF_FFFF_FF74).is_ok());
+        assert_eq!(decode(0xFFFE_AFFF_FFFF_FF74), Err(DecodeError::Field)); // conv, bits 23:18 set
+        assert!(decode(0xFF02_AFFF_FFFF_FF74).is_ok());
+        assert!(decode(0xFFFE_AEFF_FFFF_FF74).is_ok()); // the same bits, gather4
     }
 
     #[test]
     fn tex_disassembly_is_canonical() {
-        let text = "tex r4, r5, r6, r7, conv 3x3 8x4, r8, clamp, clamp, c 0\n\
+        let text = "tex r4, r5, r6, r7, conv 8x4, r8, clamp, clamp, c 0\n\
                     tex r1, r2, r3, r4, gather4 12, rgba8, repeat, mirror, c 2\n\
                     tex r0, r0, r0, r0, bilinear 0, r8, clamp, clamp, c 0\n\
                     tex r9, r10, r11, r12, nearest 16383, r16, mirror, repeat, c 0\n\
-                    tex r255, r255, r255, r255, conv 8x8 16x16, rgba8, mirror, mirror, c 3\n\
+                    tex r255, r255, r255, r255, conv 16x16, rgba8, mirror, mirror, c 3\n\
                     tex r1, r2, r3, r4, bilinear 100, rgba8, clamp, repeat, c 1\n\
                     .word 0x0000300000000074\n\
                     .word 0x0000040000000074\n\
-                    .word 0x000315ff00000074\n";
+                    .word 0x000315ff00000074\n\
+                    .word 0x0004030000000074\n\
+                    .word 0x3780030700000074\n";
         let w = assemble(text).unwrap();
         assert_eq!(disassemble(&w), text);
         // Non-canonical spellings.
-        let canon = one("tex r1, r2, r3, r4, conv 3x3 8x4, r8, clamp, clamp, c 0");
-        assert_eq!(one("tex r1,r2,r3,r4,conv 3x3 8x4,r8,clamp,clamp,c 0"), canon);
-        assert_eq!(one("tex r01, r2, r3, r4,  conv\t3x3   8x4 , r8 , clamp, clamp, c   0 # conv"), canon);
-        assert_eq!(one("tex r1, r2, r3, r4, conv 0x3x0x3 0x8x4, r8, clamp, clamp, c 0x0"), canon);
-        assert_eq!(one("tex r1, r2, r3, r4, conv 03x3 8x04, r8, clamp, clamp, c 00"), canon);
+        let canon = one("tex r1, r2, r3, r4, conv 8x4, r8, clamp, clamp, c 0");
+        assert_eq!(one("tex r1,r2,r3,r4,conv 8x4,r8,clamp,clamp,c 0"), canon);
+        assert_eq!(one("tex r01, r2, r3, r4,  conv\t  8x4 , r8 , clamp, clamp, c   0 # conv"), canon);
+        assert_eq!(one("tex r1, r2, r3, r4, conv 0x8x4, r8, clamp, clamp, c 0x0"), canon);
+        assert_eq!(one("tex r1, r2, r3, r4, conv 0x8x0x4, r8, clamp, clamp, c 0x0"), canon);
+        assert_eq!(one("tex r1, r2, r3, r4, conv 08x04, r8, clamp, clamp, c 00"), canon);
         assert_eq!(
             one("tex r1, r2, r3, r4, bilinear 0x10, rgba8, clamp, clamp, c 0x3"),
             one("tex r1, r2, r3, r4, bilinear 16, rgba8, clamp, clamp, c 3")
@@ -1739,6 +1757,10 @@ mod tests {
                 // rgba8, any channel, modes 0..2.
                 _ => (w & 0xFFFC_0FFF_FFFF_FF00) | 0x74 | 2 << 44 | ((w >> 50) % 3) << 46 | ((w >> 56) % 3) << 48,
             };
+            // conv: bits 23:18 of imm (word bits 55:50) 0 but in 1 of 8
+            // (the field error).
+            let conv = (masked >> 40) & 3 == 3;
+            let masked = if conv && !k.is_multiple_of(3) && (w >> 13) & 7 != 0 { masked & !(0x3F << 50) } else { masked };
             words.push(masked);
         }
         let text = disassemble(&words);
@@ -1746,6 +1768,14 @@ mod tests {
         assert_eq!(disassemble(&assemble(&text).unwrap()), text);
         for m in ["tex ", ".word", "bilinear ", "nearest ", "gather4 ", "conv ", ", r8,", ", r16,", ", rgba8,", "mirror", "c 3"] {
             assert!(text.lines().filter(|l| l.contains(m)).count() > 500, "{m}");
+        }
+        // conv words with bits 23:18 not 0 are .word lines.
+        let conv_field = words.iter().filter(|&&x| (x >> 40) & 3 == 3 && (x >> 50) & 0x3F != 0).count();
+        assert!(conv_field > 500);
+        for (x, l) in words.iter().zip(text.lines()) {
+            if (x >> 40) & 3 == 3 && (x >> 50) & 0x3F != 0 {
+                assert!(l.starts_with(".word"), "{l}");
+            }
         }
     }
 
@@ -1758,13 +1788,14 @@ mod tests {
             format!("tex r1, r2, r3, r4, bilinear 16384, {tail}"),
             format!("tex r1, r2, r3, r4, bilinear, {tail}"),
             format!("tex r1, r2, r3, r4, trilinear 1, {tail}"),
-            format!("tex r1, r2, r3, r4, conv 3x3, {tail}"),
-            format!("tex r1, r2, r3, r4, conv 9x3 1x1, {tail}"),
-            format!("tex r1, r2, r3, r4, conv 3x0 1x1, {tail}"),
-            format!("tex r1, r2, r3, r4, conv 3x3 17x1, {tail}"),
-            format!("tex r1, r2, r3, r4, conv 3x3 1x0, {tail}"),
-            format!("tex r1, r2, r3, r4, conv 33 1x1, {tail}"),
-            format!("tex r1, r2, r3, r4, conv 3x3 1x1 2, {tail}"),
+            // The earlier form, with the kernel's size: no longer an operand.
+            format!("tex r1, r2, r3, r4, conv 3x3 1x1, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 17x1, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 0x1, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 1x17, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 1x0, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 33, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 1x1 2, {tail}"),
             "tex r1, r2, r3, r4, nearest 1, rgb8, clamp, clamp, c 0".to_string(),
             "tex r1, r2, r3, r4, nearest 1, r8, wrap, clamp, c 0".to_string(),
             "tex r1, r2, r3, r4, nearest 1, r8, clamp, CLAMP, c 0".to_string(),
@@ -1776,30 +1807,35 @@ mod tests {
             format!("tex r1, r2, r3, r256, nearest 1, {tail}"),
             format!("tex r1, r2, r3, r4, , {tail}"),
             format!("tex r1, r2, r3, r4, bilinear 1 2, {tail}"),
-            "tex r1, r2, r3, r4, conv 3x3 1x1, r16, clamp, clamp, c x".to_string(),
-            "tex r1, r2, r3, r4, conv 3x3 1x1, r16, clamp, clamp, c -1".to_string(),
+            "tex r1, r2, r3, r4, conv 1x1, r16, clamp, clamp, c x".to_string(),
+            "tex r1, r2, r3, r4, conv 1x1, r16, clamp, clamp, c -1".to_string(),
             format!("tex r1, r2, r3, r4, nearest -1, {tail}"),
-            format!("tex r1, r2, r3, r4, conv 3x3 1x1x1, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 1x1x1, {tail}"),
             format!("tex r1, r2, r3, r4, conv, {tail}"),
             "tex r1, r2, r3, r4".to_string(),
+            format!("tex r1, r2, r3, r4, conv 3x3, 1x1, {tail}"),
+            format!("tex r1, r2, r3, r4, conv x, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 2x, {tail}"),
+            format!("tex r1, r2, r3, r4, conv 4x-1, {tail}"),
         ]
         .join("\n");
         let got = bad(&src);
-        let usage = "`tex` takes rd, ra, rb, rc, bilinear n (or nearest n, gather4 n, conv KWxKH QWxQH), F, MX, MY, c k";
-        let not_kind = "is not `bilinear n`, `nearest n`, `gather4 n` or `conv KWxKH QWxQH`";
+        let usage = "`tex` takes rd, ra, rb, rc, bilinear n (or nearest n, gather4 n, conv QWxQH), F, MX, MY, c k";
+        let not_kind = "is not `bilinear n`, `nearest n`, `gather4 n` or `conv QWxQH`";
+        let not_q = "is not QWxQH (the quads across and down, 1 .. 16 each)";
         let want = [
             format!("line 1: `tex r1, r2, r3, r4, bilinear 1, r8, clamp, clamp`: missing operand: {usage}"),
             format!("line 2: `tex r1, r2, r3, r4, bilinear 1, r8, clamp, clamp, c 0, 1`: extra operand: {usage}"),
             "line 3: `tex r1, r2, r3, r4, bilinear 16384, r8, clamp, clamp, c 0`: n `16384` is out of range: must be 0 .. 16383".to_string(),
             format!("line 4: `tex r1, r2, r3, r4, bilinear, r8, clamp, clamp, c 0`: missing operand: {usage}"),
             format!("line 5: `tex r1, r2, r3, r4, trilinear 1, r8, clamp, clamp, c 0`: `trilinear 1` {not_kind}: {usage}"),
-            format!("line 6: `tex r1, r2, r3, r4, conv 3x3, r8, clamp, clamp, c 0`: missing operand: {usage}"),
-            "line 7: `tex r1, r2, r3, r4, conv 9x3 1x1, r8, clamp, clamp, c 0`: KW `9` is out of range: must be 1 .. 8".to_string(),
-            "line 8: `tex r1, r2, r3, r4, conv 3x0 1x1, r8, clamp, clamp, c 0`: KH `0` is out of range: must be 1 .. 8".to_string(),
-            "line 9: `tex r1, r2, r3, r4, conv 3x3 17x1, r8, clamp, clamp, c 0`: QW `17` is out of range: must be 1 .. 16".to_string(),
-            "line 10: `tex r1, r2, r3, r4, conv 3x3 1x0, r8, clamp, clamp, c 0`: QH `0` is out of range: must be 1 .. 16".to_string(),
-            "line 11: `tex r1, r2, r3, r4, conv 33 1x1, r8, clamp, clamp, c 0`: `33` is not KWxKH (the kernel's width and height, 1 .. 8 each)".to_string(),
-            format!("line 12: `tex r1, r2, r3, r4, conv 3x3 1x1 2, r8, clamp, clamp, c 0`: extra operand: {usage}"),
+            format!("line 6: `tex r1, r2, r3, r4, conv 3x3 1x1, r8, clamp, clamp, c 0`: extra operand: {usage}"),
+            "line 7: `tex r1, r2, r3, r4, conv 17x1, r8, clamp, clamp, c 0`: QW `17` is out of range: must be 1 .. 16".to_string(),
+            "line 8: `tex r1, r2, r3, r4, conv 0x1, r8, clamp, clamp, c 0`: QW `0` is out of range: must be 1 .. 16".to_string(),
+            "line 9: `tex r1, r2, r3, r4, conv 1x17, r8, clamp, clamp, c 0`: QH `17` is out of range: must be 1 .. 16".to_string(),
+            "line 10: `tex r1, r2, r3, r4, conv 1x0, r8, clamp, clamp, c 0`: QH `0` is out of range: must be 1 .. 16".to_string(),
+            format!("line 11: `tex r1, r2, r3, r4, conv 33, r8, clamp, clamp, c 0`: `33` {not_q}"),
+            format!("line 12: `tex r1, r2, r3, r4, conv 1x1 2, r8, clamp, clamp, c 0`: extra operand: {usage}"),
             "line 13: `tex r1, r2, r3, r4, nearest 1, rgb8, clamp, clamp, c 0`: F `rgb8` is not a texel format: must be r8, r16 or rgba8".to_string(),
             "line 14: `tex r1, r2, r3, r4, nearest 1, r8, wrap, clamp, c 0`: MX `wrap` is not an address mode: must be clamp, repeat or mirror".to_string(),
             "line 15: `tex r1, r2, r3, r4, nearest 1, r8, clamp, CLAMP, c 0`: MY `CLAMP` is not an address mode: must be clamp, repeat or mirror".to_string(),
@@ -1811,12 +1847,16 @@ mod tests {
             "line 21: `tex r1, r2, r3, r256, nearest 1, r8, clamp, clamp, c 0`: register `r256` is above r255".to_string(),
             format!("line 22: `tex r1, r2, r3, r4, , r8, clamp, clamp, c 0`: operand 5 is empty: {usage}"),
             format!("line 23: `tex r1, r2, r3, r4, bilinear 1 2, r8, clamp, clamp, c 0`: extra operand: {usage}"),
-            "line 24: `tex r1, r2, r3, r4, conv 3x3 1x1, r16, clamp, clamp, c x`: k `x` is not a number (decimal or 0x hex)".to_string(),
-            "line 25: `tex r1, r2, r3, r4, conv 3x3 1x1, r16, clamp, clamp, c -1`: k `-1` is out of range: must be 0 (r16 has one channel)".to_string(),
+            "line 24: `tex r1, r2, r3, r4, conv 1x1, r16, clamp, clamp, c x`: k `x` is not a number (decimal or 0x hex)".to_string(),
+            "line 25: `tex r1, r2, r3, r4, conv 1x1, r16, clamp, clamp, c -1`: k `-1` is out of range: must be 0 (r16 has one channel)".to_string(),
             "line 26: `tex r1, r2, r3, r4, nearest -1, r8, clamp, clamp, c 0`: n `-1` is out of range: must be 0 .. 16383".to_string(),
-            "line 27: `tex r1, r2, r3, r4, conv 3x3 1x1x1, r8, clamp, clamp, c 0`: `1x1x1` is not QWxQH (the quads across and down, 1 .. 16 each)".to_string(),
+            format!("line 27: `tex r1, r2, r3, r4, conv 1x1x1, r8, clamp, clamp, c 0`: `1x1x1` {not_q}"),
             format!("line 28: `tex r1, r2, r3, r4, conv, r8, clamp, clamp, c 0`: missing operand: {usage}"),
             format!("line 29: `tex r1, r2, r3, r4`: missing operand: {usage}"),
+            format!("line 30: `tex r1, r2, r3, r4, conv 3x3, 1x1, r8, clamp, clamp, c 0`: extra operand: {usage}"),
+            format!("line 31: `tex r1, r2, r3, r4, conv x, r8, clamp, clamp, c 0`: `x` {not_q}"),
+            format!("line 32: `tex r1, r2, r3, r4, conv 2x, r8, clamp, clamp, c 0`: `2x` {not_q}"),
+            format!("line 33: `tex r1, r2, r3, r4, conv 4x-1, r8, clamp, clamp, c 0`: `4x-1` {not_q}"),
         ];
         assert_eq!(got.len(), want.len(), "{got:#?}");
         for (g, w) in got.iter().zip(&want) {

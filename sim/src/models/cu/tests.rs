@@ -2536,18 +2536,31 @@ fn mma_acc_and_bias_in_a_kernel_on_two_shares() {
 use gpurtl_params::texture::{AddressMode as Am, Format as Fm};
 use isa::{SampleOp, TexKind};
 
-/// A `tex` of the share at `base`.
+/// A kind, with the bits of `rb`'s value it adds to `W | H << 16`: a
+/// conv's kernel size (`KW - 1` at 15:13, `KH - 1` at 31:29), none for a
+/// sample.
+type Kind = (TexKind, u32);
+
+/// `rb`'s value: `W` = bits 12:0, `KW - 1` = 15:13, `H` = 28:16, `KH - 1`
+/// = 31:29.
+fn rb(w: u32, h: u32, kw: u32, kh: u32) -> u32 {
+    w | (kw - 1) << 13 | h << 16 | (kh - 1) << 29
+}
+
+/// A `tex` of the share at `base`, `rb`'s value `W | H << 16` and the
+/// kind's bits.
 #[allow(clippy::too_many_arguments)]
-fn top(base: u32, o: u32, t: u32, w: u32, h: u32, rc: u32, kind: TexKind, format: Fm, mx: Am, my: Am, k: u8) -> tex::Op {
-    tex::Op { smem_base: base, ..tex::Op::of(o, t, w | h << 16, rc, kind, format, mx, my, k) }
+fn top(base: u32, o: u32, t: u32, w: u32, h: u32, rc: u32, kind: Kind, format: Fm, mx: Am, my: Am, k: u8) -> tex::Op {
+    tex::Op { smem_base: base, ..tex::Op::of(o, t, w | h << 16 | kind.1, rc, kind.0, format, mx, my, k) }
 }
 
-fn sample(op: SampleOp, n: u16) -> TexKind {
-    TexKind::Sample { op, n }
+fn sample(op: SampleOp, n: u16) -> Kind {
+    (TexKind::Sample { op, n }, 0)
 }
 
-fn conv(kw: u8, kh: u8, qw: u8, qh: u8) -> TexKind {
-    TexKind::Conv { kw, kh, qw, qh }
+/// A `KW x KH` conv over `QW x QH` quads.
+fn conv(kw: u8, kh: u8, qw: u8, qh: u8) -> Kind {
+    (TexKind::Conv { qw, qh }, rb(0, 0, kw as u32, kh as u32))
 }
 
 /// `tex::run` on `m` (checked first), started in `g`, with its log.
@@ -2797,9 +2810,9 @@ fn tex_sample_exact_cycles_and_accesses() {
     assert_eq!(writes, want);
     assert_eq!(out.done, 49);
     // gather4 takes as long as bilinear; nearest 3 cycles less a sample.
-    let g4 = tex_run(&tex::Op { kind: sample(SampleOp::Gather4, 2), ..op }, 0, &mut m.clone());
+    let g4 = tex_run(&tex::Op { kind: sample(SampleOp::Gather4, 2).0, ..op }, 0, &mut m.clone());
     assert_eq!(g4.done, 49);
-    let near = tex_run(&tex::Op { kind: sample(SampleOp::Nearest, 2), ..op }, 0, &mut m.clone());
+    let near = tex_run(&tex::Op { kind: sample(SampleOp::Nearest, 2).0, ..op }, 0, &mut m.clone());
     assert_eq!(near.done, 49 - 6);
 }
 
@@ -2926,6 +2939,122 @@ fn tex_conv_results_never_wait_for_the_writer() {
     }
 }
 
+/// The share of `tex_conv_kernel_size_from_rb`: at 0 .. 63 the bytes
+/// `(37b + 11) mod 256` (int8 weights: the `KW*KH` just before `T` = 64),
+/// at 64 .. 78 the r8 5 x 3 texture `T(x, y) = 3 + 7x + 40y`, then 0.
+fn kernel_share() -> Vec<u8> {
+    let mut m: Vec<u8> = (0..64u32).map(|b| (37 * b + 11) as u8).collect();
+    m.extend((0..15u32).map(|i| (3 + 7 * (i % 5) + 40 * (i / 5)) as u8));
+    m.resize(128, 0);
+    m
+}
+
+/// The spec's conv, written out: pixel `(x, y)` = `sum_{j < KH, i < KW}
+/// w[j][i] * T(x + i - floor(KW/2), y + j - floor(KH/2))`, `w[j][i]` the
+/// int8 byte at `T - KW*KH + j*KW + i`, coordinates clamped to the 5 x 3
+/// texture of [`kernel_share`].
+fn kernel_pixel(m: &[u8], kw: i64, kh: i64, x: i64, y: i64) -> i32 {
+    let mut sum = 0i64;
+    for j in 0..kh {
+        for i in 0..kw {
+            let w = m[(64 - kw * kh + j * kw + i) as usize] as i8 as i64;
+            let (tx, ty) = ((x + i - kw / 2).clamp(0, 4), (y + j - kh / 2).clamp(0, 2));
+            sum += w * m[(64 + ty * 5 + tx) as usize] as i64;
+        }
+    }
+    sum as i32
+}
+
+#[test]
+fn tex_conv_kernel_size_from_rb() {
+    // Every KW, KH in 1..8, set only in rb's value (KW - 1 at bits 15:13,
+    // KH - 1 at 31:29; imm bits 23:18 are 0): `tex r7, r8, r9, r10, conv
+    // 2x2, r8, clamp, clamp, c 0` with O = 128, T = 64, rb = W 5 | H 3 <<
+    // 16 | the kernel bits, x0 = 1, y0 = 1 (pixels x, y in 1 ..= 4: the
+    // larger patches leave the texture on every side). The values are the spec's
+    // formula (kernel_pixel); the kernel is not symmetric, so KW and KH
+    // swapped give other values (checked for KW != KH). The unit writes KW
+    // - 1, KH - 1 << 8 at cfg 0x001, reads the KW*KH weights, and fetches
+    // (KW+1)(KH+1) texels a quad; the writes begin at B + 10 + P + 1 with B
+    // = g + 6 + KW*KH.
+    use tex::Access as A;
+    let image = kernel_share();
+    for kw in 1..=8u32 {
+        for kh in 1..=8u32 {
+            let size = rb(5, 3, kw, kh);
+            let want: Vec<i32> = (0..16).map(|q| kernel_pixel(&image, kw as i64, kh as i64, 1 + q % 4, 1 + q / 4)).collect();
+            if kw != kh {
+                let swapped: Vec<i32> = (0..16).map(|q| kernel_pixel(&image, kh as i64, kw as i64, 1 + q % 4, 1 + q / 4)).collect();
+                assert_ne!(want, swapped, "{kw}x{kh}");
+            }
+            let p = ((kw + 1) * (kh + 1)) as u64;
+            // The unit, from the assembly.
+            let src = format!(
+                "li r4, 0x3000\nli r6, 0x10080\nld r3, r4, r5, r6\n\
+                 li r7, 128\nli r8, 64\nli r9, {size:#x}\nli r10, 0x10001\n\
+                 tex r7, r8, r9, r10, conv 2x2, r8, clamp, clamp, c 0\nend"
+            );
+            let mut r = setup(&src, vec![block(0)], 256, 16, 5);
+            r.memory.load(0x3000, &image);
+            let f = go(&one_slot(), &r);
+            assert_eq!(f.outcome.blocks[0].status, Status::Ok, "{kw}x{kh}");
+            assert_eq!(words_at(&f.smem, 128, 16), want, "{kw}x{kh}");
+            assert_eq!(&f.smem[..128], &image[..], "{kw}x{kh}");
+            assert_eq!(f.outcome.counters.texel_fetches, 4 * p, "{kw}x{kh}");
+            // The engine: the configuration, the weight reads, the timing.
+            let mut m = image.clone();
+            m.resize(256, 0);
+            let op = tex::Op::of(128, 64, size, 1 | 1 << 16, TexKind::Conv { qw: 2, qh: 2 }, Fm::R8, Am::Clamp, Am::Clamp, 0);
+            let out = tex_run(&op, 0, &mut m);
+            assert_eq!(words_at(&m, 128, 16), want, "{kw}x{kh}");
+            let cfg1: Vec<(u64, u32)> =
+                out.accesses.iter().filter_map(|a| if let A::Cfg { cycle, addr: 1, data } = a { Some((*cycle, *data)) } else { None }).collect();
+            assert_eq!(cfg1, [(4, (kw - 1) | (kh - 1) << 8)], "{kw}x{kh}");
+            let kk = kw * kh;
+            let reads: Vec<(u64, u32)> = out.accesses.iter().filter_map(|a| if let A::Read { cycle, at } = a { Some((*cycle, *at)) } else { None }).collect();
+            assert_eq!(reads, (0..kk).map(|m| (5 + m as u64, (64 - kk + m) & !3)).collect::<Vec<_>>(), "{kw}x{kh}");
+            let first_write = out.accesses.iter().find_map(|a| if let A::Write { cycle, .. } = a { Some(*cycle) } else { None });
+            assert_eq!(first_write, Some(6 + kk as u64 + 10 + p + 1), "{kw}x{kh}");
+            assert_eq!(out.done, 6 + kk as u64 + 10 + 4 * p + 4, "{kw}x{kh}");
+        }
+    }
+}
+
+#[test]
+fn tex_samples_ignore_rb_kernel_bits() {
+    // A sample kind ignores bits 15:13 and 31:29 of rb's value: the same
+    // accesses, cycles, fetches and values with any of them set, and no
+    // error (W, H are bits 12:0 and 28:16 only).
+    let mut base = conv_image();
+    base.resize(128, 0xEE);
+    base[32..56].copy_from_slice(&u32s(&[0x2FF, 0x100, 0x180, 0x80, 0xFC00_0100, 0x0400_0180]));
+    for kind in [sample(SampleOp::Nearest, 3), sample(SampleOp::Bilinear, 3), sample(SampleOp::Gather4, 3)] {
+        let mut m0 = base.clone();
+        let clean = tex_run(&top(0, 64, 16, 3, 2, 32, kind, Fm::R8, Am::Mirror, Am::Repeat, 0), 0, &mut m0);
+        for junk in [1u32 << 13, 7 << 13, 1 << 29, 7 << 29, 0xE000_E000, 0x4000_A000] {
+            let mut m = base.clone();
+            let op = tex::Op::of(64, 16, 3 | 2 << 16 | junk, 32, kind.0, Fm::R8, Am::Mirror, Am::Repeat, 0);
+            assert_eq!((op.w(), op.h()), (3, 2));
+            let out = tex_run(&op, 0, &mut m);
+            assert_eq!(out, clean, "{kind:?} {junk:#x}");
+            assert_eq!(m, m0, "{kind:?} {junk:#x}");
+        }
+    }
+    // Through the unit: nearest at (2, 1) = 60 with rb = 0xE002_E003 (W 3,
+    // H 2 and every kernel bit), O = 48, T = 16, L = 32.
+    let mut image = conv_image();
+    image.resize(48, 0);
+    image[32..40].copy_from_slice(&u32s(&[0x2FF, 0x100]));
+    let src = "li r4, 0x3000\nli r6, 0x10030\nld r3, r4, r5, r6\n\
+               li r7, 48\nli r8, 16\nli r9, 0xE002E003\nli r10, 32\n\
+               tex r7, r8, r9, r10, nearest 1, r8, clamp, clamp, c 0\nend";
+    let mut r = setup(src, vec![block(0)], 64, 16, 5);
+    r.memory.load(0x3000, &image);
+    let f = go(&one_slot(), &r);
+    assert_eq!(f.outcome.blocks[0].status, Status::Ok);
+    assert_eq!(words_at(&f.smem, 48, 1), [60]);
+}
+
 #[test]
 fn tex_fetch_counts() {
     // 4 a bilinear or gather4 sample, 1 a nearest one, (KW+1)(KH+1) a conv
@@ -2988,6 +3117,8 @@ fn every_tex_error() {
         status_of(&format!("li r0, {o}\nli r1, {t}\nli r2, {size:#x}\nli r3, {rc:#x}\ntex r0, r1, r2, r3, {rest}\nend"))
     };
     let wh = |w: u32, h: u32| w | h << 16;
+    // With a 3x3 kernel (for conv).
+    let wh33 = |w: u32, h: u32| rb(w, h, 3, 3);
     let r8 = "r8, clamp, clamp, c 0";
     // field (`tex r1, r2, r3, r3` with imm bits): F = 3, MX = 3, MY = 3, k
     // = 1 with r8, k = 3 with r16; rgba8 with k = 3 is no field error (then
@@ -2999,10 +3130,20 @@ fn every_tex_error() {
     assert_eq!(status_of(".word 0x00001c0303020174"), (Field, 0));
     assert_eq!(status_of(".word 0x0000330303020174"), (Field, 0)); // conv, F = 3
     assert_eq!(status_of(".word 0x00002c0303020174"), (Smem, 0));
+    // conv: imm bits 23:18 not 0 (each bit, and all six); 0 is no field
+    // error (O = T = 0, W = 0: smem), nor are the same bits for a sample
+    // kind (n).
+    for bits in [1u64, 2, 4, 8, 16, 32, 63] {
+        assert_eq!(status_of(&format!(".word {:#018x}", 0x0000_0303_0302_0174u64 | bits << 50)), (Field, 0), "{bits}");
+        assert_eq!(status_of(&format!(".word {:#018x}", 0x0000_0203_0302_0174u64 | bits << 50)), (Smem, 0), "{bits}");
+        // field before reg.
+        assert_eq!(status_of(&format!(".word {:#018x}", 0x0000_0303_0302_0474u64 | bits << 50)), (Field, 0), "{bits}");
+    }
+    assert_eq!(status_of(".word 0x0000030303020174"), (Smem, 0));
     // field before reg: rd = r4.
     assert_eq!(status_of(".word 0x0000300303020474"), (Field, 0));
     // reg: rd, ra, rb, rc (reg_count 4), every kind.
-    for rest in ["bilinear 1, r8, clamp, clamp, c 0", "conv 3x3 1x1, rgba8, mirror, repeat, c 3"] {
+    for rest in ["bilinear 1, r8, clamp, clamp, c 0", "conv 1x1, rgba8, mirror, repeat, c 3"] {
         assert_eq!(status_of(&format!("tex r4, r1, r2, r3, {rest}")), (Reg, 0));
         assert_eq!(status_of(&format!("tex r0, r4, r2, r3, {rest}")), (Reg, 0));
         assert_eq!(status_of(&format!("tex r0, r1, r4, r3, {rest}")), (Reg, 0));
@@ -3016,8 +3157,8 @@ fn every_tex_error() {
     assert_eq!(tex_s(2, 0, 0, 0, &format!("bilinear 0, {r8}")), (Align, 4));
     assert_eq!(tex_s(0, 2, 0, 0, &format!("bilinear 1, {r8}")), (Align, 4));
     assert_eq!(tex_s(0, 0, 0, 2, &format!("gather4 0, {r8}")), (Align, 4));
-    assert_eq!(tex_s(2, 12, wh(4, 1), 0, &format!("conv 3x3 1x1, {r8}")), (Align, 4));
-    assert_eq!(tex_s(48, 12, wh(4, 1), 2, &format!("conv 3x3 1x1, {r8}")), (Ok, 5));
+    assert_eq!(tex_s(2, 12, wh33(4, 1), 0, &format!("conv 1x1, {r8}")), (Align, 4));
+    assert_eq!(tex_s(48, 12, wh33(4, 1), 2, &format!("conv 1x1, {r8}")), (Ok, 5));
     // smem, the texture: W or H 0 (whatever n), T + W*H*z above 64.
     assert_eq!(tex_s(0, 0, wh(0, 1), 0, &format!("nearest 0, {r8}")), (Smem, 4));
     assert_eq!(tex_s(0, 0, wh(1, 0), 0, &format!("nearest 0, {r8}")), (Smem, 4));
@@ -3045,32 +3186,61 @@ fn every_tex_error() {
     // conv (texture 4 x 4 r8 at 32 .. 47, kernel 3x3 at 23 .. 31): x0 >= W,
     // y0 >= H, T < KW*KH, O + 16*QW*QH above 64, output meeting the
     // texture.
-    let c33 = format!("conv 3x3 1x1, {r8}");
-    assert_eq!(tex_s(48, 32, wh(4, 4), wh(3, 3), &c33), (Ok, 5));
-    assert_eq!(tex_s(48, 32, wh(4, 4), wh(4, 3), &c33), (Smem, 4));
-    assert_eq!(tex_s(48, 32, wh(4, 4), wh(3, 4), &c33), (Smem, 4));
-    assert_eq!(tex_s(48, 8, wh(4, 1), 0, &c33), (Smem, 4)); // 8 < 9
-    assert_eq!(tex_s(48, 12, wh(4, 1), 0, &c33), (Ok, 5));
-    assert_eq!(tex_s(52, 32, wh(4, 4), 0, &c33), (Smem, 4)); // 52 + 16
-    assert_eq!(tex_s(16, 32, wh(4, 4), 0, &c33), (Ok, 5)); // 16 .. 31
-    assert_eq!(tex_s(20, 32, wh(4, 4), 0, &c33), (Smem, 4)); // 20 .. 35
-    assert_eq!(tex_s(32, 32, wh(4, 4), 0, &c33), (Smem, 4));
-    assert_eq!(tex_s(44, 32, wh(4, 4), 0, &c33), (Smem, 4)); // 44 .. 59
-    assert_eq!(tex_s(32, 16, wh(4, 4), 0, "conv 3x3 2x1, r8, clamp, clamp, c 0"), (Ok, 5)); // 32 .. 63
-    assert_eq!(tex_s(32, 16, wh(4, 4), 0, "conv 3x3 1x2, r8, clamp, clamp, c 0"), (Ok, 5));
-    assert_eq!(tex_s(32, 16, wh(4, 4), 0, "conv 3x3 2x2, r8, clamp, clamp, c 0"), (Smem, 4)); // 32 + 64
+    let c11 = format!("conv 1x1, {r8}");
+    assert_eq!(tex_s(48, 32, wh33(4, 4), wh(3, 3), &c11), (Ok, 5));
+    assert_eq!(tex_s(48, 32, wh33(4, 4), wh(4, 3), &c11), (Smem, 4));
+    assert_eq!(tex_s(48, 32, wh33(4, 4), wh(3, 4), &c11), (Smem, 4));
+    assert_eq!(tex_s(48, 8, wh33(4, 1), 0, &c11), (Smem, 4)); // 8 < 9
+    assert_eq!(tex_s(48, 12, wh33(4, 1), 0, &c11), (Ok, 5));
+    assert_eq!(tex_s(52, 32, wh33(4, 4), 0, &c11), (Smem, 4)); // 52 + 16
+    assert_eq!(tex_s(16, 32, wh33(4, 4), 0, &c11), (Ok, 5)); // 16 .. 31
+    assert_eq!(tex_s(20, 32, wh33(4, 4), 0, &c11), (Smem, 4)); // 20 .. 35
+    assert_eq!(tex_s(32, 32, wh33(4, 4), 0, &c11), (Smem, 4));
+    assert_eq!(tex_s(44, 32, wh33(4, 4), 0, &c11), (Smem, 4)); // 44 .. 59
+    assert_eq!(tex_s(32, 16, wh33(4, 4), 0, "conv 2x1, r8, clamp, clamp, c 0"), (Ok, 5)); // 32 .. 63
+    assert_eq!(tex_s(32, 16, wh33(4, 4), 0, "conv 1x2, r8, clamp, clamp, c 0"), (Ok, 5));
+    assert_eq!(tex_s(32, 16, wh33(4, 4), 0, "conv 2x2, r8, clamp, clamp, c 0"), (Smem, 4)); // 32 + 64
     // Exact: an r8 texture of 3 bytes at 32 (32 .. 34) and an output from
     // 36 does not meet it, though they share no word either way; from 28 it
     // does.
-    assert_eq!(tex_s(36, 32, wh(3, 1), 0, &c33), (Ok, 5));
-    assert_eq!(tex_s(28, 32, wh(3, 1), 0, &c33), (Smem, 4));
-    // Above 4096 (a larger share, through the check itself).
-    let ck = |w: u32, h: u32| tex::check(1 << 20, &top(0, 0, 0, w, h, 0, sample(SampleOp::Nearest, 0), Fm::R8, Am::Clamp, Am::Clamp, 0));
-    assert_eq!(ck(4096, 1), Result::Ok(()));
-    assert_eq!(ck(4097, 1), Err(Smem));
-    assert_eq!(ck(1, 4096), Result::Ok(()));
-    assert_eq!(ck(1, 4097), Err(Smem));
-    assert_eq!(ck(65535, 1), Err(Smem));
+    assert_eq!(tex_s(36, 32, wh33(3, 1), 0, &c11), (Ok, 5));
+    assert_eq!(tex_s(28, 32, wh33(3, 1), 0, &c11), (Smem, 4));
+    // Above 4096 (a larger share, through the check itself): W and H are
+    // the 13-bit fields 12:0 and 28:16 of rb's value; bits 15:13 and 31:29
+    // (a conv's kernel size) are no part of them, for samples and conv
+    // alike.
+    let nearest0 = sample(SampleOp::Nearest, 0).0;
+    let ck = |size: u32, kind: TexKind| tex::check(1 << 20, &tex::Op::of(0, 64, size, 0, kind, Fm::R8, Am::Clamp, Am::Clamp, 0));
+    let conv11 = TexKind::Conv { qw: 1, qh: 1 };
+    for (kw, kh) in [(1, 1), (8, 8), (3, 5)] {
+        for kind in [nearest0, conv11] {
+            let rb = |w: u32, h: u32| rb(w, h, kw, kh);
+            assert_eq!(ck(rb(4096, 1), kind), Result::Ok(()), "{kind:?}");
+            assert_eq!(ck(rb(4097, 1), kind), Err(Smem), "{kind:?}");
+            assert_eq!(ck(rb(1, 4096), kind), Result::Ok(()), "{kind:?}");
+            assert_eq!(ck(rb(1, 4097), kind), Err(Smem), "{kind:?}");
+            assert_eq!(ck(rb(0x1FFF, 1), kind), Err(Smem), "{kind:?}");
+            assert_eq!(ck(rb(1, 0x1FFF), kind), Err(Smem), "{kind:?}");
+            assert_eq!(ck(rb(0, 1), kind), Err(Smem), "{kind:?}");
+            assert_eq!(ck(rb(1, 0), kind), Err(Smem), "{kind:?}");
+        }
+    }
+    // Read as 16 bits these would be 0xE001 (above 4096) and 0x2000 (not
+    // 0); as 13 bits they are 1 and 0.
+    for kind in [nearest0, conv11] {
+        assert_eq!(ck(0xE001_E001, kind), Result::Ok(()), "{kind:?}");
+        assert_eq!(ck(0x0001_2000, kind), Err(Smem), "{kind:?}");
+        assert_eq!(ck(0x2000_0001, kind), Err(Smem), "{kind:?}");
+        assert_eq!(ck(0xF001_0001, kind), Err(Smem), "{kind:?}"); // H = 4097
+        assert_eq!(ck(0x0001_F001, kind), Err(Smem), "{kind:?}"); // W = 4097
+    }
+    // Through the unit: rb = 4097 | 7 << 13 | 1 << 16 (W = 4097) is smem
+    // for a sample and a conv (KW = 8); with W = 1 instead it is not.
+    assert_eq!(tex_s(0, 0, 0x0001_F001, 0, &format!("nearest 0, {r8}")), (Smem, 4));
+    assert_eq!(tex_s(0, 0, 0x0001_E001, 0, &format!("nearest 0, {r8}")), (Ok, 5));
+    assert_eq!(tex_s(48, 12, 0x0001_F001, 0, &c11), (Smem, 4));
+    assert_eq!(tex_s(48, 12, rb(4, 1, 3, 3) & !0x1FFF | 4097, 0, &c11), (Smem, 4));
+    assert_eq!(tex_s(48, 12, 0x0001_2004, 0, &c11), (Ok, 5)); // W 4, KW 2: T >= 2
 }
 
 #[test]
@@ -3093,8 +3263,9 @@ fn tex_conv_in_a_kernel_exact_cycles() {
     // 0). conv_image (32 bytes) at memory 0x3000.
     //   0: li r4, 0x3000   1: li r6, 0x10020 (rows 1, n 32)
     //   2: ld r3, r4, r5, r6 (s = 0)
-    //   3: li r7, 32 (O)   4: li r8, 16 (T)   5: li r9, 0x10003 (W 3, H 2)
-    //   6: tex r7, r8, r9, r10, conv 3x3 2x1, r8, clamp, clamp, c 0 (x0 = y0
+    //   3: li r7, 32 (O)   4: li r8, 16 (T)   5: li r9, 0x40024003 (W 3,
+    //      H 2, KW - 1 = KH - 1 = 2)
+    //   6: tex r7, r8, r9, r10, conv 2x1, r8, clamp, clamp, c 0 (x0 = y0
     //      = r10 = 0)
     //   7: end
     // X 27, 29, 31 (ld: g = 32, e = 57, as in act_after_ld_exact_cycles);
@@ -3103,8 +3274,8 @@ fn tex_conv_in_a_kernel_exact_cycles() {
     //   107, 123, writes 108 .. 111, 124 .. 127: e = 127. Picked 128, X 129
     //   end, completion 130.
     let src = "li r4, 0x3000\nli r6, 0x10020\nld r3, r4, r5, r6\n\
-               li r7, 32\nli r8, 16\nli r9, 0x20003\n\
-               tex r7, r8, r9, r10, conv 3x3 2x1, r8, clamp, clamp, c 0\nend";
+               li r7, 32\nli r8, 16\nli r9, 0x40024003\n\
+               tex r7, r8, r9, r10, conv 2x1, r8, clamp, clamp, c 0\nend";
     let mut r = setup(src, vec![block(0)], 64, 16, 5);
     r.memory.load(0x3000, &conv_image());
     let f = go(&one_slot(), &r);
@@ -3118,7 +3289,7 @@ fn tex_conv_in_a_kernel_exact_cycles() {
         Counters { instructions: 8, ld: 1, tex: 1, loads: 1, rd_beats: 16 + 8, texel_fetches: 32, ..Counters::default() }
     );
     let v = io::output_json(&one_slot(), &r, &f.outcome);
-    assert_eq!(v["trace"][6]["insn"], "tex r7, r8, r9, r10, conv 3x3 2x1, r8, clamp, clamp, c 0");
+    assert_eq!(v["trace"][6]["insn"], "tex r7, r8, r9, r10, conv 2x1, r8, clamp, clamp, c 0");
     assert_eq!(
         v["counters"],
         serde_json::json!({"instructions": 8, "cdl": 0, "ld": 1, "st": 0, "act": 0, "cmp": 0, "exp": 0,
@@ -3193,8 +3364,8 @@ fn tex_in_two_shares() {
     // 90.
     let p = CuParams { slots: 2, banks: 4, regs: 32, ..one_slot() };
     let src = "li r4, 0x3000\nli r6, 0x10020\nld r3, r4, r5, r6\n\
-               li r7, 32\nli r8, 16\nli r9, 0x20003\n\
-               tex r7, r8, r9, r0, conv 3x3 2x1, r8, clamp, clamp, c 0\nend";
+               li r7, 32\nli r8, 16\nli r9, 0x40024003\n\
+               tex r7, r8, r9, r0, conv 2x1, r8, clamp, clamp, c 0\nend";
     let mut r = setup(src, vec![block(0), block(1)], 128, 16, 3);
     r.memory.load(0x3000, &conv_image());
     let f = go(&p, &r);

@@ -11,8 +11,10 @@
 //! argues holds for the ops as the unit offers them). This file builds the
 //! unit's parameters ([`texture_params`]), the texture (one level, `W x H`,
 //! format `F`, modes `MX`, `MY`, its texels read from the scratchpad) and
-//! the ops, and lays the operation's cycles around them, with `g` the start
-//! cycle:
+//! the ops, and lays the operation's cycles around them. `W`, `H` and a
+//! conv's kernel size come from the value of `rb`: `W` = bits 12:0, `H` =
+//! bits 28:16, `KW - 1` = bits 15:13, `KH - 1` = bits 31:29 (the sample
+//! kinds ignore bits 15:13 and 31:29). With `g` the start cycle:
 //!
 //! ```text
 //! cfg   g+1 0x000 (F, MX << 2, MY << 4)   g+2 0x002 (0)   g+3 0x003 (W-1, H-1 << 16)
@@ -54,8 +56,6 @@
 //! - `bilinear` and `nearest` return every channel of the format and use no
 //!   channel, but their `k` is checked all the same ("its channel is not
 //!   below the format's channels" is the `field` error whatever the kind).
-//! - Bits 31:21 of a `bilinear` or `nearest` sample's words are ignored (only
-//!   `gather4` reads 31:26 as its offsets).
 //! - `align` is checked before `smem` whatever `n` (and `smem` too: "checked
 //!   whatever `n`").
 //! - `texel_fetches` counts texel reads only (not the coordinate and weight
@@ -108,7 +108,9 @@ pub struct Op {
     /// `O`, `T`: the values of `rd`, `ra`.
     pub o: u32,
     pub t: u32,
-    /// The value of `rb`: `W` = bits 15:0, `H` = bits 31:16.
+    /// The value of `rb`: `W` = bits 12:0, `H` = bits 28:16 and, for
+    /// `conv`, `KW - 1` = bits 15:13, `KH - 1` = bits 31:29 (the sample
+    /// kinds ignore those bits).
     pub size: u32,
     /// The value of `rc`: `L` (samples), or `x0` = bits 15:0 and `y0` =
     /// bits 31:16 (`conv`).
@@ -129,13 +131,23 @@ impl Op {
     pub fn of(o: u32, t: u32, size: u32, rc: u32, kind: TexKind, format: Format, mx: AddressMode, my: AddressMode, k: u8) -> Op {
         Op { slot: 0, joined: 0, smem_base: 0, o, t, size, rc, kind, format, mx, my, k: k as u32 }
     }
-    /// `W`.
+    /// `W`: bits 12:0 of `rb`'s value.
     pub fn w(&self) -> u32 {
-        self.size & 0xFFFF
+        self.size & 0x1FFF
     }
-    /// `H`.
+    /// `H`: bits 28:16 of `rb`'s value.
     pub fn h(&self) -> u32 {
-        self.size >> 16
+        (self.size >> 16) & 0x1FFF
+    }
+    /// `KW`, 1..8: bits 15:13 of `rb`'s value plus 1 (a `conv`'s kernel
+    /// width; the sample kinds ignore it).
+    pub fn kw(&self) -> u32 {
+        ((self.size >> 13) & 7) + 1
+    }
+    /// `KH`, 1..8: bits 31:29 of `rb`'s value plus 1 (a `conv`'s kernel
+    /// height; the sample kinds ignore it).
+    pub fn kh(&self) -> u32 {
+        (self.size >> 29) + 1
     }
     /// `z`.
     pub fn z(&self) -> u32 {
@@ -162,7 +174,8 @@ impl Op {
 
 /// The checks of docs/cu.md "Errors" beyond `field`, `reg` and `pc`, in
 /// order: `align` (`O` or `T` not a multiple of 4, or for samples `L`),
-/// then `smem`, whatever `n`: `W` or `H` 0 or above 4096, or `T + W*H*z`
+/// then `smem`, whatever `n`: `W` or `H` (13 bits each) 0 or above 4096,
+/// or `T + W*H*z`
 /// above `smem_size`; samples: `L + 8n` or `O + 4*nw*n` above it; `conv`:
 /// `x0 >= W`, `y0 >= H`, `T < KW*KH`, `O + 16*QW*QH` above `smem_size`, or
 /// the output's bytes meeting the texture's (all exact, no wrap).
@@ -181,11 +194,11 @@ pub fn check(smem_size: u32, op: &Op) -> Result<(), Status> {
             let n = n as u64;
             op.rc as u64 + 8 * n > size || op.o as u64 + 4 * op.nw() as u64 * n > size
         }
-        TexKind::Conv { kw, kh, qw, qh } => {
+        TexKind::Conv { qw, qh } => {
             let out_end = op.o as u64 + 16 * qw as u64 * qh as u64;
             op.rc & 0xFFFF >= w
                 || op.rc >> 16 >= h
-                || (op.t as u64) < kw as u64 * kh as u64
+                || (op.t as u64) < op.kw() as u64 * op.kh() as u64
                 || out_end > size
                 || (op.o as u64) < op.texture_end() && (op.t as u64) < out_end
         }
@@ -411,8 +424,8 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
             }
             done
         }
-        TexKind::Conv { kw, kh, qw, qh } => {
-            let (kw, kh, qw, qh) = (kw as u32, kh as u32, qw as u32, qh as u32);
+        TexKind::Conv { qw, qh } => {
+            let (kw, kh, qw, qh) = (op.kw(), op.kh(), qw as u32, qh as u32);
             en.cfg(g + 4, 0x001, (kw - 1) | (kh - 1) << 8);
             // The weights: the int8 bytes at T - KW*KH + m, m = j*KW + i.
             let first = op.t as u64 - (kw * kh) as u64;
