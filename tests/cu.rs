@@ -75,7 +75,7 @@ fn view(p: &CuParams, r: &Run, o: &Outcome, timed: bool) -> Value {
 }
 
 /// The first seed of `seeds` whose RTL run differs from the model's, with what differs.
-fn first_mismatch(compiled: &Compiled, p: &CuParams, seeds: &[u64], stats: &mut [usize; 8], ops: &mut [u64; 8]) -> Option<(u64, String, Run, Option<Env>)> {
+fn first_mismatch(compiled: &Compiled, p: &CuParams, seeds: &[u64], stats: &mut [usize; 8], ops: &mut [u64; 10]) -> Option<(u64, String, Run, Option<Env>)> {
     for &seed in seeds {
         let mut rng = Rng::new(seed * 7919 + p.slots as u64 * 31 + p.banks as u64);
         let plant = Planted::ALL[(seed % Planted::ALL.len() as u64) as usize];
@@ -97,7 +97,7 @@ fn first_mismatch(compiled: &Compiled, p: &CuParams, seeds: &[u64], stats: &mut 
             stats[b.status as usize] += 1;
         }
         let k = &want.counters;
-        for (o, v) in ops.iter_mut().zip([k.cdl, k.ld, k.st, k.act, k.cmp, k.exp, k.mma, k.wr_beats]) {
+        for (o, v) in ops.iter_mut().zip([k.cdl, k.ld, k.st, k.act, k.cmp, k.exp, k.mma, k.tex, k.texel_fetches, k.wr_beats]) {
             *o += v;
         }
         match tb::run(compiled, p, &r, env, tb::budget(p, &r), None) {
@@ -120,7 +120,7 @@ fn cosim(name: &str, p: &CuParams) {
     p.validate().expect("test point is valid");
     let compiled = compile_design(&build(p).unwrap()).expect("verilator build");
     let mut stats = [0usize; 8];
-    let mut ops = [0u64; 8];
+    let mut ops = [0u64; 10];
     let all = seeds(SEEDS);
     if let Some((seed, problem, r, env)) = first_mismatch(&compiled, p, &all, &mut stats, &mut ops) {
         let vcd = failure_dir().join(format!("cu_{name}_seed{seed}.vcd"));
@@ -135,7 +135,7 @@ fn cosim(name: &str, p: &CuParams) {
         );
     }
     eprintln!(
-        "cu {name}: {} seeds, block statuses ok/opcode/field/reg/pc/align/smem/dispatch: {stats:?}, cdl/ld/st/act/cmp/exp/mma/write beats: {ops:?}, all match",
+        "cu {name}: {} seeds, block statuses ok/opcode/field/reg/pc/align/smem/dispatch: {stats:?}, cdl/ld/st/act/cmp/exp/mma/tex/texel fetches/write beats: {ops:?}, all match",
         all.len()
     );
     if std::env::var("GPURTL_SEED").is_err() {
@@ -144,7 +144,9 @@ fn cosim(name: &str, p: &CuParams) {
         for s in &Status::ALL[..7] {
             assert!(stats[*s as usize] > 0, "{name}: no block ended with `{}`: {stats:?}", s.name());
         }
-        assert!(ops.iter().all(|&n| n >= 5), "{name}: too few cdl/ld/st/act/cmp/exp/mma operations or write beats: {ops:?}");
+        // (tex and its fetches only where the unit is built.)
+        let skip = |i: usize| !p.tex && (i == 7 || i == 8);
+        assert!(ops.iter().enumerate().all(|(i, &n)| skip(i) || n >= 5), "{name}: too few cdl/ld/st/act/cmp/exp/mma/tex operations, texel fetches or write beats: {ops:?}");
     }
 }
 
@@ -172,8 +174,9 @@ fn cosim_odd() {
 /// `tex` conv that loads `KW x KW` weights instead of `KW x KH`.
 #[test]
 fn planted_bugs_are_caught() {
-    // At `small`: the same logic, a quicker Verilator build for each bug.
-    let p = points()[1].1.clone();
+    // At `small` with `tex`: the same logic, a quicker Verilator build for
+    // each bug.
+    let p = CuParams { tex: true, ..points()[1].1.clone() };
     let design = build(&p).unwrap();
     let clean = spec(&design);
     // (what, the line it is on, text in that line, its replacement)
@@ -193,7 +196,7 @@ fn planted_bugs_are_caught() {
         assert_ne!(planted, s.verilog[at..end], "{what}: `{from}` is not on the line `{line}`");
         s.verilog.replace_range(at..end, &planted);
         let compiled = compile(&s).expect("verilator build");
-        let Some((seed, diff, _, _)) = first_mismatch(&compiled, &p, &all, &mut [0; 8], &mut [0; 8]) else {
+        let Some((seed, diff, _, _)) = first_mismatch(&compiled, &p, &all, &mut [0; 8], &mut [0; 10]) else {
             panic!("planted bug `{what}` was not caught in {SEEDS} seeds");
         };
         eprintln!("planted bug `{what}`: caught at seed {seed}: {}", diff.lines().next().unwrap_or(""));
