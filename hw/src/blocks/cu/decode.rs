@@ -218,28 +218,33 @@ impl Decoded {
         // tex: the texture W x H x z at T (ra); samples: the list (rc) and
         // the results; conv: its start, the kernel before T, the output and
         // its overlap with the texture.
-        let (t_w, t_h) = (bval.slice(12, 0).zext(16), bval.slice(28, 16).zext(16));
-        let t_fmt = imm.slice(13, 12);
-        let t_wh = w40(&t_w).mul(&w40(&t_h));
-        let t_bytes = b.let_("x_tex_bytes", &select(&t_fmt, &[t_wh.clone(), t_wh.mul(&Expr::lit(40, 2)), t_wh.mul(&Expr::lit(40, 4)), t_wh.mul(&Expr::lit(40, 4))]));
-        let t_end = w40(&a).add(&t_bytes);
-        let big = |e: &Expr| e.eq_lit(0).or(&e.gt(&Expr::lit(16, 4096)));
-        let t_n = w40(&imm.slice(31, 18));
-        let t_nw4 = imm.slice(9, 8).eq_lit(2).or(&t_fmt.eq_lit(2));
-        let t_out_s = w40(&dval).add(&t_n.mul(&t_nw4.mux(&Expr::lit(40, 16), &Expr::lit(40, 4))));
-        let t_samples = b.let_("x_tex_samples", &imm.slice(9, 8).eq_lit(3).not());
-        let samp_bad = past(&w40(&cval).add(&t_n.mul(&Expr::lit(40, 8)))).or(&past(&t_out_s));
-        let one = |e: Expr| e.zext(40).add(&Expr::lit(40, 1));
-        let t_kk = one(bval.slice(15, 13)).mul(&one(bval.slice(31, 29)));
-        let t_out_c = w40(&dval).add(&one(imm.slice(27, 24)).mul(&one(imm.slice(31, 28))).mul(&Expr::lit(40, 16)));
-        let conv_bad = cval
-            .slice(15, 0)
-            .ge(&t_w)
-            .or(&cval.slice(31, 16).ge(&t_h))
-            .or(&w40(&a).lt(&t_kk))
-            .or(&past(&t_out_c))
-            .or(&w40(&dval).lt(&t_end).and(&w40(&a).lt(&t_out_c)));
-        let tex_bad = big(&t_w).or(&big(&t_h)).or(&past(&t_end)).or(&t_samples.mux(&samp_bad, &conv_bad));
+        let (tex_bad, t_samples) = if p.tex {
+            let (t_w, t_h) = (bval.slice(12, 0).zext(16), bval.slice(28, 16).zext(16));
+            let t_fmt = imm.slice(13, 12);
+            let t_wh = w40(&t_w).mul(&w40(&t_h));
+            let t_bytes = b.let_("x_tex_bytes", &select(&t_fmt, &[t_wh.clone(), t_wh.mul(&Expr::lit(40, 2)), t_wh.mul(&Expr::lit(40, 4)), t_wh.mul(&Expr::lit(40, 4))]));
+            let t_end = w40(&a).add(&t_bytes);
+            let big = |e: &Expr| e.eq_lit(0).or(&e.gt(&Expr::lit(16, 4096)));
+            let t_n = w40(&imm.slice(31, 18));
+            let t_nw4 = imm.slice(9, 8).eq_lit(2).or(&t_fmt.eq_lit(2));
+            let t_out_s = w40(&dval).add(&t_n.mul(&t_nw4.mux(&Expr::lit(40, 16), &Expr::lit(40, 4))));
+            let t_samples = b.let_("x_tex_samples", &imm.slice(9, 8).eq_lit(3).not());
+            let samp_bad = past(&w40(&cval).add(&t_n.mul(&Expr::lit(40, 8)))).or(&past(&t_out_s));
+            let one = |e: Expr| e.zext(40).add(&Expr::lit(40, 1));
+            let t_kk = one(bval.slice(15, 13)).mul(&one(bval.slice(31, 29)));
+            let t_out_c = w40(&dval).add(&one(imm.slice(27, 24)).mul(&one(imm.slice(31, 28))).mul(&Expr::lit(40, 16)));
+            let conv_bad = cval
+                .slice(15, 0)
+                .ge(&t_w)
+                .or(&cval.slice(31, 16).ge(&t_h))
+                .or(&w40(&a).lt(&t_kk))
+                .or(&past(&t_out_c))
+                .or(&w40(&dval).lt(&t_end).and(&w40(&a).lt(&t_out_c)));
+            let tex_bad = big(&t_w).or(&big(&t_h)).or(&past(&t_end)).or(&t_samples.mux(&samp_bad, &conv_bad));
+            (tex_bad, t_samples)
+        } else {
+            (Expr::bit(false), Expr::bit(false))
+        };
         let smembad = b.let_(
             "x_bad_smem",
             &dma.and(&nonempty)

@@ -473,7 +473,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         let k = &d.dma_kind;
         let is_ldst = k.lt(&Expr::lit(3, 2));
         let is_act = k.eq_lit(2);
-        let is_tex = k.eq_lit(6);
+        let is_tex = if p.tex { k.eq_lit(6) } else { Expr::bit(false) };
         // tex: rows:n is the value of rc, the list's scratchpad address for
         // the sample kinds; stride is W | H << 16.
         let tex_c = d.tex_samples.mux(&abs(&d.tex_c).zext(32), &d.tex_c);
