@@ -3523,3 +3523,27 @@ fn kernels_without_tex_run_as_with_it() {
     same(&small, &r, 1);
 }
 
+#[test]
+fn conv_x0_y0_are_16_bits_each() {
+    // docs/cu.md, "`tex`": x0 = bits 15:0 and y0 = bits 31:16 of rc's value,
+    // 16 bits each, checked against W and H (at most 4096): x0 = 0x2000 (0
+    // if it were 13 bits), 0x8000 (0 if it were 15) or 0xFFFF is past a
+    // 4096-wide texture, and so is each such y0; bits 31:16 are y0, no part
+    // of x0. Through the check, with a share large enough for a 4096 x 4096
+    // r8 texture.
+    use Status::*;
+    let ck = |rc: u32| {
+        tex::check(1 << 25, &tex::Op::of(0, 64, rb(4096, 4096, 1, 1), rc, TexKind::Conv { qw: 1, qh: 1 }, Fm::R8, Am::Clamp, Am::Clamp, 0))
+    };
+    assert_eq!(ck(0x0FFF_0FFF), Result::Ok(()));
+    for rc in [0x0000_1000, 0x0000_2000, 0x0000_8000, 0x0000_FFFF, 0x1000_0000, 0x2000_0000, 0x8000_0000, 0xFFFF_0000] {
+        assert_eq!(ck(rc), Err(Smem), "{rc:#x}");
+    }
+    // y0 = 1 (bits 31:16), x0 = 0: fine on a 1-wide texture of 2 rows; x0 = 1 is not.
+    let ck1 = |rc: u32| {
+        tex::check(1 << 12, &tex::Op::of(0, 64, rb(1, 2, 1, 1), rc, TexKind::Conv { qw: 1, qh: 1 }, Fm::R8, Am::Clamp, Am::Clamp, 0))
+    };
+    assert_eq!(ck1(0x0001_0000), Result::Ok(()));
+    assert_eq!(ck1(0x0000_0001), Err(Smem));
+    assert_eq!(ck1(0x0002_0000), Err(Smem));
+}
