@@ -313,8 +313,14 @@ pub fn cbload_beats(a: u64, b: u32, r: u32, o: u32, l: u64) -> Vec<u64> {
 }
 
 /// The error an instruction raises in its X cycle (docs/cu.md "Errors", in
-/// order), or `None`; `next` is its next pc if it has one.
-fn check(slot: &Slot, word: u64, regs: &[u32], d: u32, kmax: u32) -> Result<Insn, Status> {
+/// order), or `None`; `next` is its next pc if it has one. Built without
+/// `tex` (`p.tex` false), opcode 0x74 is undefined: the `opcode` error,
+/// whatever its other fields (the ISA's decode, shared with the
+/// disassembler, still knows it).
+fn check(p: &CuParams, slot: &Slot, word: u64, regs: &[u32], d: u32) -> Result<Insn, Status> {
+    if !p.tex && word as u8 == isa::op::TEX {
+        return Err(Status::Opcode);
+    }
     let insn = isa::decode(word).map_err(|e| match e {
         isa::DecodeError::Opcode => Status::Opcode,
         isa::DecodeError::Field => Status::Field,
@@ -395,7 +401,7 @@ fn check(slot: &Slot, word: u64, regs: &[u32], d: u32, kmax: u32) -> Result<Insn
             }
         }
         Insn::Mma { rd, ra, rb, rc, c0, qa, qb } => {
-            mma::check(kmax, slot.smem_size, &mma::Op::of(r(rd), r(ra), r(rb), r(rc), c0, qa as u32, qb as u32))?
+            mma::check(p.kmax, slot.smem_size, &mma::Op::of(r(rd), r(ra), r(rb), r(rc), c0, qa as u32, qb as u32))?
         }
         Insn::Tex { rd, ra, rb, rc, kind, format, mx, my, k } => {
             tex::check(slot.smem_size, &tex::Op::of(r(rd), r(ra), r(rb), r(rc), kind, format, mx, my, k))?
@@ -610,7 +616,7 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
             sl.x_at = None;
             let word = sl.store[sl.pc as usize];
             trace.push(Retire { cycle: c, slot: s as u32, block: results[sl.block].id, pc: sl.pc, insn: word });
-            match check(sl, word, &regfile, d, p.kmax) {
+            match check(p, sl, word, &regfile, d) {
                 Err(status) => {
                     sl.state = State::Done;
                     sl.done_at = c;

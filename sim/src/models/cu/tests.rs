@@ -159,7 +159,12 @@ fn scalar_program_values() {
 /// Status and pc of a one-block run of `src` with 4 registers a block and
 /// 64 scratchpad bytes.
 fn status_of(src: &str) -> (Status, u32) {
-    let f = go(&one_slot(), &setup(src, vec![block(1)], 64, 4, 5));
+    status_on(&one_slot(), src)
+}
+
+/// `status_of` on the unit `p`.
+fn status_on(p: &CuParams, src: &str) -> (Status, u32) {
+    let f = go(p, &setup(src, vec![block(1)], 64, 4, 5));
     let b = f.outcome.blocks[0];
     // The erring instruction is in the trace (the last entry).
     if b.status != Status::Ok {
@@ -3375,4 +3380,170 @@ fn tex_in_two_shares() {
     assert_eq!(&f.smem[64..128], &[0; 64][..]);
     assert_eq!(f.outcome.blocks.iter().map(|b| b.share).collect::<Vec<_>>(), [0, 1]);
     assert_eq!((f.outcome.counters.tex, f.outcome.counters.texel_fetches), (2, 64));
+}
+
+// ---- the parameter tex ----
+//
+// docs/cu.md, "Parameters": with `tex = false` opcode 0x74 is undefined (the
+// `opcode` error); "`tex`": "Every opcode not listed above is undefined, and
+// so is 0x74 when the unit is built without `tex`". The `opcode` check is
+// the first of "Errors", so it comes before whatever else the word would
+// raise. Nothing else depends on the parameter: the assembler and the
+// disassembler are the ISA's (the trace still shows the word as `tex`).
+
+/// `one_slot` built without `tex`.
+fn no_tex() -> CuParams {
+    CuParams { tex: false, ..one_slot() }
+}
+
+#[test]
+fn tex_is_undefined_without_tex() {
+    use Status::*;
+    // status_of's unit: 4 registers (r0 = x = 1), 64 bytes of share, D =
+    // 16; `tex r0, r1, r2, r3, ...` at pc 4 with O, T, rb, rc in r0 .. r3.
+    let tex_s = |o: i64, t: i64, size: u32, rc: u32, rest: &str| {
+        format!("li r0, {o}\nli r1, {t}\nli r2, {size:#x}\nli r3, {rc:#x}\ntex r0, r1, r2, r3, {rest}\nend")
+    };
+    let r8 = "r8, clamp, clamp, c 0";
+    let pad = "li r3, 0\n".repeat(15);
+    // (program, its status with tex): without tex each is the opcode error
+    // at the tex's pc, whatever the tex would have done or raised.
+    let cases: Vec<(String, (Status, u32))> = vec![
+        // every other bit clear: tex r0, r0, r0, r0, bilinear 0 with O = 1.
+        (".word 0x0000000000000074".into(), (Align, 0)),
+        // every other bit set: F = 3.
+        (".word 0xffffffffffffff74".into(), (Field, 0)),
+        // conv with imm bit 18 set.
+        (".word 0x0004030303020174".into(), (Field, 0)),
+        // rd = r4 >= reg_count.
+        (format!("tex r4, r1, r2, r3, bilinear 1, {r8}"), (Reg, 0)),
+        (format!("tex r0, r1, r2, r4, conv 1x1, {r8}"), (Reg, 0)),
+        // at D - 1.
+        (format!("{pad}tex r0, r1, r2, r3, nearest 1, {r8}"), (Pc, 15)),
+        (tex_s(2, 0, 0, 0, &format!("bilinear 0, {r8}")), (Align, 4)),
+        (tex_s(0, 52, 4 | 4 << 16, 0, &format!("nearest 1, {r8}")), (Smem, 4)),
+        (tex_s(48, 32, rb(4, 4, 3, 3), 3 | 4 << 16, &format!("conv 1x1, {r8}")), (Smem, 4)),
+        // runs: a sample kind with n = 0 (done at its start), a sample, a conv.
+        (tex_s(0, 0, 1 | 1 << 16, 0, &format!("nearest 0, {r8}")), (Ok, 5)),
+        (tex_s(0, 48, 4 | 4 << 16, 0, &format!("nearest 1, {r8}")), (Ok, 5)),
+        (tex_s(48, 32, rb(4, 4, 3, 3), 3 | 2 << 16, &format!("conv 1x1, {r8}")), (Ok, 5)),
+    ];
+    for (src, with) in &cases {
+        assert_eq!(status_on(&one_slot(), src), *with, "{src}");
+        let pc = if with.0 == Ok { with.1 - 1 } else { with.1 };
+        assert_eq!(status_on(&no_tex(), src), (Opcode, pc), "{src}");
+    }
+    // Every other opcode is as it was: the word alone, with every other bit
+    // clear but imm = 15 (no branch back to 0) and with every other bit set.
+    for op in (0..=255u64).filter(|&op| op != isa::op::TEX as u64) {
+        for fill in [0x0000_000F_0000_0000u64, 0xFFFF_FFFF_FFFF_FF00] {
+            let src = format!(".word {:#018x}", fill | op);
+            assert_eq!(status_on(&no_tex(), &src), status_on(&one_slot(), &src), "{src}");
+        }
+    }
+    assert_eq!(status_on(&no_tex(), ".word 0x75"), (Opcode, 0));
+    assert_eq!(status_on(&no_tex(), ".word 0x0000000000000073"), status_of(".word 0x0000000000000073"));
+}
+
+#[test]
+fn tex_kernel_without_tex_stops_at_the_tex() {
+    // tex_conv_in_a_kernel_exact_cycles's kernel: with tex it runs the conv
+    // (X 65) and ends (X 129, completion 130); without, X 65 is the opcode
+    // error at pc 6: the slot is done at the end of 65, its completion is
+    // offered and taken in 66. The error has no effect: the share holds what
+    // the ld wrote and nothing at 32 .., the tex is not counted (nor any
+    // texel fetch), and no scratchpad read was made.
+    let src = "li r4, 0x3000\nli r6, 0x10020\nld r3, r4, r5, r6\n\
+               li r7, 32\nli r8, 16\nli r9, 0x40024003\n\
+               tex r7, r8, r9, r10, conv 2x1, r8, clamp, clamp, c 0\nend";
+    let mut r = setup(src, vec![block(0)], 64, 16, 5);
+    r.memory.load(0x3000, &conv_image());
+    let with = go(&one_slot(), &r);
+    assert_eq!(x_cycles(&with.outcome), [27, 29, 31, 59, 61, 63, 65, 129]);
+    assert_eq!((with.outcome.blocks[0].status, with.outcome.blocks[0].pc), (Status::Ok, 7));
+    assert_eq!((with.outcome.counters.tex, with.outcome.counters.texel_fetches), (1, 32));
+    let f = go(&no_tex(), &r);
+    assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 59, 61, 63, 65]);
+    let b = f.outcome.blocks[0];
+    assert_eq!((b.status, b.pc, b.complete_cycle), (Status::Opcode, 6, 66));
+    assert_eq!(&f.smem[..32], &conv_image()[..]);
+    assert_eq!(&f.smem[32..64], &[0; 32][..]);
+    assert_eq!(f.banks.last(0), None);
+    assert_eq!(f.outcome.counters, Counters { instructions: 7, ld: 1, loads: 1, rd_beats: 16 + 8, ..Counters::default() });
+    // Up to the tex, the same run.
+    assert_eq!(xs(&f.outcome), xs(&with.outcome)[..7]);
+    // The output file: the same fields; the trace shows the word as tex.
+    let v = io::output_json(&no_tex(), &r, &f.outcome);
+    assert_eq!(v["trace"][6]["insn"], "tex r7, r8, r9, r10, conv 2x1, r8, clamp, clamp, c 0");
+    assert_eq!(v["blocks"][0]["status"], "opcode");
+    assert_eq!(v["blocks"][0]["pc"], 6);
+    assert_eq!(
+        v["counters"],
+        serde_json::json!({"instructions": 7, "cdl": 0, "ld": 1, "st": 0, "act": 0, "cmp": 0, "exp": 0,
+                           "mma": 0, "tex": 0, "loads": 1, "rd_beats": 24, "wr_beats": 0, "texel_fetches": 0})
+    );
+    let w = io::output_json(&one_slot(), &r, &with.outcome);
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&v), keys(&w));
+}
+
+#[test]
+fn kernels_without_tex_run_as_with_it() {
+    // Kernels with no tex run the same with and without the parameter:
+    // outcome (the output file, a memory dump included), share, registers
+    // and each bank's last read. mma_in_a_kernel_on_two_shares' kernel on
+    // its unit, with an st of C back to memory; the small preset (built
+    // without tex) and the same with tex, on
+    // mma_exact_cycles_on_the_small_preset's kernel.
+    let same = |p: &CuParams, r: &Run, banks: u32| {
+        let q = CuParams { tex: !p.tex, ..p.clone() };
+        let (a, b) = (go(p, r), go(&q, r));
+        assert_eq!(io::output_json(p, r, &a.outcome), io::output_json(&q, r, &b.outcome));
+        assert_eq!((&a.smem, &a.regfile), (&b.smem, &b.regfile));
+        for k in 0..banks {
+            assert_eq!(a.banks.last(k), b.banks.last(k), "bank {k}");
+        }
+        assert!(a.outcome.blocks.iter().all(|b| b.status == Status::Ok));
+    };
+    let p = CuParams { slots: 2, banks: 4, regs: 32, ..one_slot() };
+    let src = "li r4, 0x3000\nli r6, 0x10060\nld r3, r4, r5, r6\n\
+               li r7, 40\nli r8, 96\nli r9, 0x70605\nmma r8, r3, r7, r9\n\
+               li r4, 0x4000\nli r6, 0x10078\nst r8, r4, r5, r6\nend";
+    let mut r = setup(src, vec![block(0), block(1)], 256, 16, 3);
+    r.memory.load(0x3000, &noise(96, 42));
+    r.dump = vec![Region { addr: 0x4000, bytes: 120 }];
+    same(&p, &r, 4);
+    use gpurtl_params::BlockParams;
+    let small = CuParams::presets().into_iter().find(|(n, _)| *n == "small").unwrap().1;
+    assert!(!small.tex);
+    let src = "li r4, 0x3000\nli r6, 0x10028\nld r3, r4, r5, r6\n\
+               li r7, 8\nli r8, 40\nli r9, 0x40202\nmma r8, r3, r7, r9\nend";
+    let mut r = setup(src, vec![block(0)], 64, 16, 5);
+    r.memory.load(0x3000, &small_image(&[1, -2, 3, -4, 5, 6, -7, 8]));
+    same(&small, &r, 1);
+}
+
+#[test]
+fn conv_x0_y0_are_16_bits_each() {
+    // docs/cu.md, "`tex`": x0 = bits 15:0 and y0 = bits 31:16 of rc's value,
+    // 16 bits each, checked against W and H (at most 4096): x0 = 0x2000 (0
+    // if it were 13 bits), 0x8000 (0 if it were 15) or 0xFFFF is past a
+    // 4096-wide texture, and so is each such y0; bits 31:16 are y0, no part
+    // of x0. Through the check, with a share large enough for a 4096 x 4096
+    // r8 texture.
+    use Status::*;
+    let ck = |rc: u32| {
+        tex::check(1 << 25, &tex::Op::of(0, 64, rb(4096, 4096, 1, 1), rc, TexKind::Conv { qw: 1, qh: 1 }, Fm::R8, Am::Clamp, Am::Clamp, 0))
+    };
+    assert_eq!(ck(0x0FFF_0FFF), Result::Ok(()));
+    for rc in [0x0000_1000, 0x0000_2000, 0x0000_8000, 0x0000_FFFF, 0x1000_0000, 0x2000_0000, 0x8000_0000, 0xFFFF_0000] {
+        assert_eq!(ck(rc), Err(Smem), "{rc:#x}");
+    }
+    // y0 = 1 (bits 31:16), x0 = 0: fine on a 1-wide texture of 2 rows; x0 = 1 is not.
+    let ck1 = |rc: u32| {
+        tex::check(1 << 12, &tex::Op::of(0, 64, rb(1, 2, 1, 1), rc, TexKind::Conv { qw: 1, qh: 1 }, Fm::R8, Am::Clamp, Am::Clamp, 0))
+    };
+    assert_eq!(ck1(0x0001_0000), Result::Ok(()));
+    assert_eq!(ck1(0x0000_0001), Err(Smem));
+    assert_eq!(ck1(0x0002_0000), Err(Smem));
 }
