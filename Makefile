@@ -6,7 +6,7 @@ GPURTL  := target/release/gpurtl
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SHELL   := /bin/bash
 
-.PHONY: all deps fpga-deps build install gen test test-full lint bench synth fpga synth-report clean
+.PHONY: all deps fpga-deps build install gen test test-full lint bench synth fpga synth-report docs-tables clean
 
 VENV    := .venv
 TARGET  ?= ice40
@@ -106,6 +106,11 @@ synth-report: build fpga-deps
 	$(GPURTL) synth scheduler --preset wide --target generic -o out/synth/scheduler-wide-generic || true
 	$(GPURTL) synth cmdproc --preset small --target ice40 -o out/synth/cmdproc-small-ice40 || true
 	$(GPURTL) synth-table out/synth | tee out/synth/table.md
+
+# The generated tables of docs/ (`<!-- gpurtl list ... -->` ... `<!-- end -->`)
+# rewritten from the code (docs/cli.md, "Parameters").
+docs-tables:
+	GPURTL_BLESS=1 $(CARGO) test --release -p gpurtl-gen --test doc_tables
 
 clean:
 	rm -rf out target/gpurtl-cosim

@@ -175,6 +175,8 @@ pub trait Block: Sync {
     fn table(&self) -> Vec<ParamInfo>;
     fn defaults(&self) -> Value;
     fn presets(&self) -> Vec<(&'static str, Value)>;
+    /// What a preset is for (see [`BlockParams::preset_doc`]).
+    fn preset_doc(&self, name: &str) -> &'static str;
     /// Defaults, then each JSON object of `layers` (a preset, a file), then
     /// `KEY=VALUE` pairs; type-checked and validated: the resolved set.
     fn resolve(&self, layers: &[&Value], pairs: &[(String, String)]) -> Result<Value, ParamErrors>;
@@ -218,6 +220,9 @@ impl<T: BlockDef> Block for T {
     }
     fn presets(&self) -> Vec<(&'static str, Value)> {
         T::Params::presets().into_iter().map(|(n, p)| (n, serde_json::to_value(p).unwrap_or(Value::Null))).collect()
+    }
+    fn preset_doc(&self, name: &str) -> &'static str {
+        T::Params::preset_doc(name)
     }
     fn resolve(&self, layers: &[&Value], pairs: &[(String, String)]) -> Result<Value, ParamErrors> {
         let p: T::Params = gpurtl_params::resolve(layers, pairs)?;

@@ -3,7 +3,8 @@
 //!
 //! Module layering, each using only those above it: `error`, `tools`,
 //! `json`, `emit`, `image`, `rtl_engine`; `block` (the `Block` trait); `bench`, `synth`,
-//! `sweep` (flows that take resolved parameters); `jobs` (manifests of
+//! `sweep` (flows that take resolved parameters); `tables` (the parameter,
+//! preset and port tables of `gpurtl list`); `jobs` (manifests of
 //! sweep and cosimulation jobs, their renderings, `collect`); `blocks` (one
 //! adapter per block); `cli` (argument parsing and dispatch).
 
@@ -19,4 +20,5 @@ pub mod json;
 pub mod rtl_engine;
 pub mod sweep;
 pub mod synth;
+pub mod tables;
 pub mod tools;
