@@ -595,7 +595,7 @@ impl<'a> Cli<'a> {
                 return Err(Error::Bad(format!("option `{g}` is used by the FPGA targets (ice40, ecp5) only: `generic` places nothing")));
             }
         }
-        synth::run(b, &params, &synth::Opts { target, clock_mhz, seeds, dir: &dir }, out).map(|_| ())
+        synth::run(b, &params, &synth::Opts { target, clock_mhz, seeds, dir: &dir, progress: true }, out).map(|_| ())
     }
 
     fn sweep(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {

@@ -1,7 +1,7 @@
 //! gpurtl generation: output files, external tools, benchmarks, the block
 //! registry and the `gpurtl` command line.
 //!
-//! Module layering, each using only those above it: `error`, `tools`,
+//! Module layering, each using only those above it: `error`, `progress`, `tools`,
 //! `json`, `emit`, `image`, `rtl_engine`; `block` (the `Block` trait); `bench`, `synth`,
 //! `sweep` (flows that take resolved parameters); `tables` (the parameter,
 //! preset and port tables of `gpurtl list`); `jobs` (manifests of
@@ -17,6 +17,7 @@ pub mod error;
 pub mod image;
 pub mod jobs;
 pub mod json;
+pub mod progress;
 pub mod rtl_engine;
 pub mod sweep;
 pub mod synth;
