@@ -45,9 +45,30 @@ pub struct BenchOpts {
     pub seed: Option<u64>,
     /// Where the JSON report goes; charts go beside it, named after it.
     pub report: std::path::PathBuf,
+    /// The bench's progress on stderr: a bench says how many steps it
+    /// measures ([`BenchOpts::steps`]) and each one done ([`BenchOpts::done`]).
+    pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
 }
 
 impl BenchOpts {
+    /// The bench measures `n` steps (said once, before the first).
+    pub fn steps(&self, n: u64) {
+        if let Some(p) = &self.progress {
+            p.set_total(n);
+        }
+    }
+    /// Step `what` is running (shown on a terminal's bar).
+    pub fn running(&self, what: &str) {
+        if let Some(p) = &self.progress {
+            p.running(what);
+        }
+    }
+    /// Step `what` is done.
+    pub fn done(&self, what: &str) {
+        if let Some(p) = &self.progress {
+            p.done(what);
+        }
+    }
     /// A chart's path: beside the report, `<report stem>-<name>`.
     pub fn beside(&self, name: &str) -> std::path::PathBuf {
         let stem = self.report.file_stem().and_then(|s| s.to_str()).unwrap_or("bench");

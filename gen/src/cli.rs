@@ -579,7 +579,10 @@ impl<'a> Cli<'a> {
         distinct_files(&[("--json", &json)], &params_input(o))?;
         match block {
             None => bench::write_report(&bench::harness(self.blocks, out)?, &json, out),
-            Some((b, params)) => bench::run(b, &params, &BenchOpts { random, seed, report: json }, out),
+            Some((b, params)) => {
+                let progress = Some(std::sync::Arc::new(crate::progress::Progress::new(format!("bench {}", b.name()), 0)));
+                bench::run(b, &params, &BenchOpts { random, seed, report: json, progress }, out)
+            }
         }
     }
 

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// threads that run the steps (`&Progress` is enough).
 pub struct Progress {
     what: String,
-    total: u64,
+    total: std::sync::atomic::AtomicU64,
     start: Instant,
     done: Mutex<u64>,
     bar: Option<ProgressBar>,
@@ -39,11 +39,14 @@ fn left(elapsed: Duration, done: u64, total: u64) -> String {
 }
 
 impl Progress {
-    /// `what`: the work, as the lines name it (`sweep systolic on ice40`).
+    /// `what`: the work, as the lines name it (`sweep systolic on ice40`);
+    /// `total` steps (0: not known yet, nothing is shown until
+    /// [`Progress::set_total`]).
     pub fn new(what: impl Into<String>, total: u64) -> Progress {
         let what = what.into();
         let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            let target = if total > 0 { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
+            let bar = ProgressBar::with_draw_target(Some(total), target);
             // `{left}`: the estimate, at the mean step's pace, kept current.
             let style = ProgressStyle::with_template("{prefix} [{bar:24}] {pos}/{len}, {elapsed} elapsed{left}{msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -56,12 +59,25 @@ impl Progress {
             bar.enable_steady_tick(Duration::from_millis(500));
             bar
         });
-        Progress { what, total, start: Instant::now(), done: Mutex::new(0), bar }
+        Progress { what, total: total.into(), start: Instant::now(), done: Mutex::new(0), bar }
+    }
+
+    /// The number of steps, once known (a bench's, from its own loops).
+    pub fn set_total(&self, total: u64) {
+        self.total.store(total, std::sync::atomic::Ordering::Relaxed);
+        if let Some(bar) = &self.bar {
+            bar.set_length(total);
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    }
+
+    fn total(&self) -> u64 {
+        self.total.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The time left at the mean step's pace: `, about 2m 10s left`.
     fn estimate(&self, done: u64) -> String {
-        left(self.start.elapsed(), done, self.total)
+        left(self.start.elapsed(), done, self.total())
     }
 
     /// What is running now (on the bar; a plain log waits for its end).
@@ -75,10 +91,14 @@ impl Progress {
     pub fn done(&self, line: &str) {
         let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
         *done += 1;
+        // A step past the count given makes the count (never n of fewer).
+        if *done > self.total() {
+            self.set_total(*done);
+        }
         let text = format!(
             "[{}/{}] {}: {line} ({} elapsed{})",
             *done,
-            self.total,
+            self.total(),
             self.what,
             duration(self.start.elapsed()),
             self.estimate(*done)
@@ -90,6 +110,12 @@ impl Progress {
             }
             None => eprintln!("{text}"),
         }
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Progress({}, {} of {})", self.what, self.done.lock().map_or(0, |d| *d), self.total())
     }
 }
 
@@ -113,7 +139,7 @@ mod tests {
 
     #[test]
     fn the_estimate_is_the_mean_steps_pace() {
-        let p = Progress { what: "w".into(), total: 4, start: Instant::now() - Duration::from_secs(10), done: Mutex::new(0), bar: None };
+        let p = Progress { what: "w".into(), total: 4.into(), start: Instant::now() - Duration::from_secs(10), done: Mutex::new(0), bar: None };
         assert_eq!(p.estimate(0), "");
         assert_eq!(p.estimate(1), ", about 30s left");
         assert_eq!(p.estimate(2), ", about 10s left");
