@@ -6,7 +6,7 @@ GPURTL  := target/release/gpurtl
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SHELL   := /bin/bash
 
-.PHONY: all deps fpga-deps build install gen test test-full lint bench synth fpga synth-report clean
+.PHONY: all deps fpga-deps build install gen test test-full lint bench synth fpga synth-report docs-tables clean
 
 VENV    := .venv
 TARGET  ?= ice40
@@ -72,13 +72,13 @@ lint: build
 # The figures of the README and docs/<block>.md: every block at its defaults, compress at each
 # width, the systolic grid at 8x8 (preset grid8) in both dataflows, and the
 # cosimulation harness against a native Verilator loop.
+# Each command runs after a progress line on stderr (scripts/steps.sh).
 bench: build
-	for b in $(BLOCKS); do $(GPURTL) bench $$b || exit 1; done
-	for w in 128 256 512 1024; do \
-	  $(GPURTL) bench compress --param width=$$w --json out/bench/compress-$$w.json || exit 1; done
-	$(GPURTL) bench systolic --preset grid8 --json out/bench/systolic-8x8.json
-	$(GPURTL) bench systolic --preset grid8 --param dataflow=ws --json out/bench/systolic-ws.json
-	$(GPURTL) bench harness
+	{ for b in $(BLOCKS); do echo "$(GPURTL) bench $$b"; done; \
+	  for w in 128 256 512 1024; do echo "$(GPURTL) bench compress --param width=$$w --json out/bench/compress-$$w.json"; done; \
+	  echo "$(GPURTL) bench systolic --preset grid8 --json out/bench/systolic-8x8.json"; \
+	  echo "$(GPURTL) bench systolic --preset grid8 --param dataflow=ws --json out/bench/systolic-ws.json"; \
+	  echo "$(GPURTL) bench harness"; } | bash scripts/steps.sh
 
 # Generic yosys synthesis of every block at default parameters.
 synth: build
@@ -92,20 +92,26 @@ fpga: build fpga-deps
 # median reported), the FPGA presets, then docs/fpga.md's table (a block that
 # does not fit or misses timing is reported as such, not a make failure).
 synth-report: build fpga-deps
-	for b in $(BLOCKS); do for t in generic ice40 ecp5; do \
-	  $(GPURTL) synth $$b --target $$t -o out/synth/$$b-$$t || true; done; done
-	for t in ice40 ecp5; do \
-	  $(GPURTL) synth compress --preset fpga --target $$t -o out/synth/compress-fpga-$$t || true; \
-	  $(GPURTL) synth systolic --preset minimal --target $$t -o out/synth/systolic-minimal-$$t || true; done
-	$(GPURTL) synth systolic --preset hx8k --target ice40 -o out/synth/systolic-hx8k-ice40 || true
-	$(GPURTL) synth cbload --preset ice40 --target ice40 -o out/synth/cbload-ice40-ice40 || true
-	$(GPURTL) synth compress --preset stream --target generic -o out/synth/compress-stream-generic || true
-	$(GPURTL) synth compress --preset stream --target ecp5 -o out/synth/compress-stream-ecp5 || true
-	$(GPURTL) synth compress --preset stream --param width=64 --target ice40 -o out/synth/compress-stream64-ice40 || true
-	$(GPURTL) synth systolic --preset infer --target ecp5 -o out/synth/systolic-infer-ecp5 || true
-	$(GPURTL) synth scheduler --preset wide --target generic -o out/synth/scheduler-wide-generic || true
-	$(GPURTL) synth cmdproc --preset small --target ice40 -o out/synth/cmdproc-small-ice40 || true
+	{ for b in $(BLOCKS); do for t in generic ice40 ecp5; do \
+	    echo "$(GPURTL) synth $$b --target $$t -o out/synth/$$b-$$t"; done; done; \
+	  for t in ice40 ecp5; do \
+	    echo "$(GPURTL) synth compress --preset fpga --target $$t -o out/synth/compress-fpga-$$t"; \
+	    echo "$(GPURTL) synth systolic --preset minimal --target $$t -o out/synth/systolic-minimal-$$t"; done; \
+	  echo "$(GPURTL) synth systolic --preset hx8k --target ice40 -o out/synth/systolic-hx8k-ice40"; \
+	  echo "$(GPURTL) synth cbload --preset ice40 --target ice40 -o out/synth/cbload-ice40-ice40"; \
+	  echo "$(GPURTL) synth compress --preset stream --target generic -o out/synth/compress-stream-generic"; \
+	  echo "$(GPURTL) synth compress --preset stream --target ecp5 -o out/synth/compress-stream-ecp5"; \
+	  echo "$(GPURTL) synth compress --preset stream --param width=64 --target ice40 -o out/synth/compress-stream64-ice40"; \
+	  echo "$(GPURTL) synth systolic --preset infer --target ecp5 -o out/synth/systolic-infer-ecp5"; \
+	  echo "$(GPURTL) synth scheduler --preset wide --target generic -o out/synth/scheduler-wide-generic"; \
+	  echo "$(GPURTL) synth cmdproc --preset small --target ice40 -o out/synth/cmdproc-small-ice40"; \
+	} | bash scripts/steps.sh --keep-going
 	$(GPURTL) synth-table out/synth | tee out/synth/table.md
+
+# The generated tables of docs/ (`<!-- gpurtl list ... -->` ... `<!-- end -->`)
+# rewritten from the code (docs/cli.md, "Parameters").
+docs-tables:
+	GPURTL_BLESS=1 $(CARGO) test --release -p gpurtl-gen --test doc_tables
 
 clean:
 	rm -rf out target/gpurtl-cosim

@@ -76,7 +76,9 @@ pub fn harness(blocks: &[&dyn Block], out: &mut dyn Write) -> Result<Value> {
     let _ = writeln!(out, "harness against a native Verilator loop (same design, same flags; cycles per second)");
     let _ = writeln!(out, "{:<16} {:>12} {:>12} {:>7} {:>12}", "design", "harness", "native", "ratio", "whole run");
     let mut rows = Vec::new();
+    let progress = crate::progress::Progress::new("bench harness", points.len() as u64);
     for pt in &points {
+        progress.running(&format!("{}: the Verilator builds, then {ROUNDS} rounds", pt.label));
         let compiled = crate::rtl_engine::compile_design(&pt.design)?;
         let native = crate::rtl_engine::native_loop(&pt.design)?;
         // Rounds of the testbench's cycle loop (stimulus prepared before it)
@@ -109,6 +111,7 @@ pub fn harness(blocks: &[&dyn Block], out: &mut dyn Write) -> Result<Value> {
         }
         let (harness, native_rate, ratio, whole) = (median(harness_r), median(native_r), median(ratio_r), median(whole_r));
         let _ = writeln!(out, "{:<16} {:>12.0} {:>12.0} {:>6.2}x {:>12.0}", pt.label, harness, native_rate, ratio, whole);
+        progress.done(&format!("{}: {ratio:.2}x the native loop", pt.label));
         rows.push(serde_json::json!({
             "design": pt.label, "harness_cycles_per_second": harness, "native_cycles_per_second": native_rate,
             "ratio": ratio, "whole_run_cycles_per_second": whole, "harness_ticks": ticks,

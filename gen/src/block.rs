@@ -45,9 +45,30 @@ pub struct BenchOpts {
     pub seed: Option<u64>,
     /// Where the JSON report goes; charts go beside it, named after it.
     pub report: std::path::PathBuf,
+    /// The bench's progress on stderr: a bench says how many steps it
+    /// measures ([`BenchOpts::steps`]) and each one done ([`BenchOpts::done`]).
+    pub progress: Option<std::sync::Arc<crate::progress::Progress>>,
 }
 
 impl BenchOpts {
+    /// The bench measures `n` steps (said once, before the first).
+    pub fn steps(&self, n: u64) {
+        if let Some(p) = &self.progress {
+            p.set_total(n);
+        }
+    }
+    /// Step `what` is running (shown on a terminal's bar).
+    pub fn running(&self, what: &str) {
+        if let Some(p) = &self.progress {
+            p.running(what);
+        }
+    }
+    /// Step `what` is done.
+    pub fn done(&self, what: &str) {
+        if let Some(p) = &self.progress {
+            p.done(what);
+        }
+    }
     /// A chart's path: beside the report, `<report stem>-<name>`.
     pub fn beside(&self, name: &str) -> std::path::PathBuf {
         let stem = self.report.file_stem().and_then(|s| s.to_str()).unwrap_or("bench");
@@ -175,6 +196,8 @@ pub trait Block: Sync {
     fn table(&self) -> Vec<ParamInfo>;
     fn defaults(&self) -> Value;
     fn presets(&self) -> Vec<(&'static str, Value)>;
+    /// What a preset is for (see [`BlockParams::preset_doc`]).
+    fn preset_doc(&self, name: &str) -> &'static str;
     /// Defaults, then each JSON object of `layers` (a preset, a file), then
     /// `KEY=VALUE` pairs; type-checked and validated: the resolved set.
     fn resolve(&self, layers: &[&Value], pairs: &[(String, String)]) -> Result<Value, ParamErrors>;
@@ -218,6 +241,9 @@ impl<T: BlockDef> Block for T {
     }
     fn presets(&self) -> Vec<(&'static str, Value)> {
         T::Params::presets().into_iter().map(|(n, p)| (n, serde_json::to_value(p).unwrap_or(Value::Null))).collect()
+    }
+    fn preset_doc(&self, name: &str) -> &'static str {
+        T::Params::preset_doc(name)
     }
     fn resolve(&self, layers: &[&Value], pairs: &[(String, String)]) -> Result<Value, ParamErrors> {
         let p: T::Params = gpurtl_params::resolve(layers, pairs)?;

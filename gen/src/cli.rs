@@ -12,7 +12,7 @@
 
 use crate::block::{BenchOpts, Block, Engine};
 use crate::error::{Error, Result};
-use crate::{bench, blocks, emit, jobs, synth, sweep, tools};
+use crate::{bench, blocks, emit, jobs, synth, sweep, tables, tools};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,6 +23,13 @@ usage: gpurtl <command> [options]
 commands:
   list [BLOCK] [--names]       blocks, their parameters, defaults and allowed values
                                (--names: the block names only, one per line)
+  list BLOCK --markdown [--table params|presets|ports]
+                               the block's tables as Markdown (docs/<block>.md holds
+                               them): parameters and presets, or the one table named;
+                               --table without --markdown: as plain text
+        [--table ports --param K=V ...]
+                               the top module's ports at those parameters (name,
+                               direction, width, meaning); default: at the defaults
   gen BLOCK|--all -o DIR       write Verilog, a filelist DIR/<top>.f and DIR/<top>.json
   run BLOCK --input IN.json --output OUT.json [--engine model|rtl] [--vcd FILE]
                                run a workload through the golden model or the RTL
@@ -106,6 +113,9 @@ struct Opts {
     pub seeds: Option<String>,
     pub zip: bool,
     pub names: bool,
+    /// `list --markdown`, `list --table T`.
+    pub markdown: bool,
+    pub table: Option<String>,
     pub threshold: Option<String>,
     pub random: Option<String>,
     /// `regress --points N`, `--points-seed R`, `--seeds-per-job K`.
@@ -187,6 +197,8 @@ fn parse(args: &[String]) -> Result<Opts> {
             "--all" => o.all = true,
             "--zip" => o.zip = true,
             "--names" => o.names = true,
+            "--markdown" => o.markdown = true,
+            "--table" => o.table = Some(val(a)?),
             s if s.starts_with('-') => return Err(Error::Bad(format!("unknown option `{s}`; see `gpurtl help`"))),
             s => {
                 if o.block.is_some() {
@@ -266,7 +278,8 @@ fn long_name(a: &str) -> Option<&'static str> {
     const LONG: &[&str] = &[
         "--param", "--params", "--preset", "--out", "--input", "--output", "--engine", "--vcd", "--image", "--output-image", "--json", "--block",
         "--target", "--clock-mhz", "--seed", "--seeds", "--threshold", "--random", "--all", "--zip", "--names", "--points",
-        "--points-seed", "--seeds-per-job", "--timeout-s", "--mem-mb", "--emit", "--emit-format", "--point", "--index",
+        "--points-seed", "--seeds-per-job", "--timeout-s", "--mem-mb", "--emit", "--emit-format", "--point", "--index", "--markdown",
+        "--table",
     ];
     match a {
         "-p" => Some("--param"),
@@ -295,7 +308,7 @@ fn check_options(cmd: &str, o: &Opts) -> Result<()> {
         "job" => &["--index"],
         "collect" => &[],
         "prune" => &["--input", "--output", "--block", "--threshold"],
-        "list" => &["--names"],
+        "list" => &["--names", "--markdown", "--table"],
         "asm" => &["--output", "--isa"],
         "disasm" => &["--output", "--isa"],
         "help" | "--help" | "-h" | "version" | "--version" | "synth-table" => &[],
@@ -305,10 +318,18 @@ fn check_options(cmd: &str, o: &Opts) -> Result<()> {
     if let (Some(extra), "help" | "--help" | "-h" | "version" | "--version" | "prune") = (&o.block, cmd) {
         return Err(Error::Bad(format!("unexpected argument `{extra}` to `{cmd}`; see `gpurtl help`")));
     }
-    let takes_params = !matches!(
-        cmd,
-        "prune" | "list" | "help" | "--help" | "-h" | "version" | "--version" | "synth-table" | "asm" | "disasm" | "job" | "collect"
-    );
+    // `list` reads parameters for the ports' widths only.
+    let ports_table = cmd == "list" && o.table.as_deref() == Some("ports");
+    if let Some(g) = o.given.iter().find(|g| cmd == "list" && !ports_table && (o.markdown || o.table.is_some()) && PARAMS.contains(g)) {
+        return Err(Error::Bad(format!(
+            "option `{g}` is used by `list` with `--table ports` only (the ports' widths at those parameters); the other tables show every value"
+        )));
+    }
+    let takes_params = ports_table
+        || !matches!(
+            cmd,
+            "prune" | "list" | "help" | "--help" | "-h" | "version" | "--version" | "synth-table" | "asm" | "disasm" | "job" | "collect"
+        );
     let reads = |g: &&str| own.contains(g) || (takes_params && PARAMS.contains(g));
     match o.given.iter().find(|g| !reads(g)) {
         Some(g) => Err(Error::Bad(format!("option `{g}` is not used by `{cmd}`; see `gpurtl help`"))),
@@ -361,8 +382,12 @@ impl<'a> Cli<'a> {
         blocks::find(self.blocks, name).ok_or_else(|| Error::Bad(format!("unknown block `{name}`; blocks: {known}")))
     }
 
-    /// Every block, or the one named.
+    /// Every block, or the one named; with `--markdown` or `--table`, the
+    /// named block's tables ([`tables`]).
     fn list(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {
+        if o.markdown || o.table.is_some() {
+            return self.list_tables(o, out);
+        }
         let blocks: Vec<&dyn Block> = match &o.block {
             Some(_) => vec![self.block_of(o)?],
             None => self.blocks.to_vec(),
@@ -373,14 +398,49 @@ impl<'a> Cli<'a> {
                 continue;
             }
             let _ = writeln!(out, "{}: {}", b.name(), b.summary());
-            let d = gpurtl_params::flat_params(&b.defaults());
-            for p in b.table() {
-                let default = d.iter().find(|(k, _)| *k == p.name).map_or(String::new(), |(_, v)| v.to_string());
-                let _ = writeln!(out, "  {:<10} default {:<6} {}; {}", p.name, default, p.allowed(), p.doc);
-            }
+            let _ = write!(out, "{}", tables::params(b, false));
             let presets: Vec<String> = b.presets().iter().map(|(n, v)| format!("{n} {v}")).collect();
             let _ = writeln!(out, "  presets: {}", presets.join(", "));
         }
+        Ok(())
+    }
+
+    /// `gpurtl list BLOCK --markdown [--table T]`, `gpurtl list BLOCK --table T`.
+    fn list_tables(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {
+        let opt = if o.markdown { "--markdown" } else { "--table" };
+        if o.names {
+            return Err(Error::Bad(format!("options `--names` and `{opt}`: give one of them (`--names` lists the blocks, `{opt}` one block's tables)")));
+        }
+        let table = o.table.as_deref().map(tables::Table::parse).transpose()?;
+        if o.block.is_none() {
+            let known = self.blocks.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ");
+            return Err(Error::Bad(format!("option `{opt}` needs a block: `gpurtl list BLOCK {opt}`; blocks: {known}")));
+        }
+        let b = self.block_of(o)?;
+        let md = o.markdown;
+        let text = match table {
+            None => format!("{}
+{}", tables::params(b, md), tables::presets(b, md)),
+            Some(tables::Table::Params) => tables::params(b, md),
+            Some(tables::Table::Presets) => tables::presets(b, md),
+            Some(tables::Table::Ports) => {
+                let params = params_of(b, o)?;
+                let mut at: Vec<String> = Vec::new();
+                if let Some(p) = &o.preset {
+                    at.push(format!("the preset `{p}`"));
+                }
+                if let Some(f) = &o.params_file {
+                    at.push(format!("the parameters of `{}`", f.display()));
+                }
+                if !o.pairs.is_empty() {
+                    let pairs = o.pairs.iter().map(|(k, v)| format!("`{k}={v}`")).collect::<Vec<_>>().join(" ");
+                    at.push(if at.is_empty() { format!("the parameters {pairs}") } else { pairs });
+                }
+                let at = if at.is_empty() { "the default parameters".to_string() } else { at.join(" with ") };
+                tables::ports(b, &params, &at, md)?
+            }
+        };
+        let _ = write!(out, "{text}");
         Ok(())
     }
 
@@ -519,7 +579,10 @@ impl<'a> Cli<'a> {
         distinct_files(&[("--json", &json)], &params_input(o))?;
         match block {
             None => bench::write_report(&bench::harness(self.blocks, out)?, &json, out),
-            Some((b, params)) => bench::run(b, &params, &BenchOpts { random, seed, report: json }, out),
+            Some((b, params)) => {
+                let progress = Some(std::sync::Arc::new(crate::progress::Progress::new(format!("bench {}", b.name()), 0)));
+                bench::run(b, &params, &BenchOpts { random, seed, report: json, progress }, out)
+            }
         }
     }
 
@@ -535,7 +598,7 @@ impl<'a> Cli<'a> {
                 return Err(Error::Bad(format!("option `{g}` is used by the FPGA targets (ice40, ecp5) only: `generic` places nothing")));
             }
         }
-        synth::run(b, &params, &synth::Opts { target, clock_mhz, seeds, dir: &dir }, out).map(|_| ())
+        synth::run(b, &params, &synth::Opts { target, clock_mhz, seeds, dir: &dir, progress: true }, out).map(|_| ())
     }
 
     fn sweep(&self, o: &Opts, out: &mut dyn Write) -> Result<()> {

@@ -1,10 +1,11 @@
 //! `gpurtl sweep`: one synthesis run per parameter point, in parallel up to
-//! the core count, with progress on stderr; a CSV and JSON table and an SVG
+//! the core count, with progress on stderr ([`crate::progress`]); a CSV and JSON table and an SVG
 //! plot (logic and Fmax against the swept parameter) in the output directory.
 
 use crate::block::Block;
 use crate::emit;
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::synth::{self, Target};
 use crate::tools;
 use serde_json::{json, Value};
@@ -73,7 +74,8 @@ pub fn expand(b: &dyn Block, layers: &[&Value], lists: &[(String, Vec<String>)],
 fn point_row(b: &dyn Block, i: usize, pt: &[(String, String)], params: &Value, o: &Opts) -> Value {
     let sub = o.dir.join(point_dir(i));
     let mut sink = Vec::new();
-    let synth = synth::Opts { target: o.target, clock_mhz: o.clock_mhz, seeds: o.seeds.clone(), dir: &sub };
+    // The sweep shows its points' progress, not each point's seeds.
+    let synth = synth::Opts { target: o.target, clock_mhz: o.clock_mhz, seeds: o.seeds.clone(), dir: &sub, progress: false };
     let outcome = synth::run(b, params, &synth, &mut sink);
     let report = std::fs::read_to_string(sub.join("synth-report.json")).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
     let status = match (&outcome, &report) {
@@ -85,10 +87,14 @@ fn point_row(b: &dyn Block, i: usize, pt: &[(String, String)], params: &Value, o
            "status": status, "report": report})
 }
 
-/// A point's line on stderr: `[<n>] <block> k=v ...: <status's first line>`.
-fn progress(b: &dyn Block, n: &str, pt: &[(String, String)], row: &Value) {
-    let label: Vec<String> = pt.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    eprintln!("[{n}] {} {}: {}", b.name(), label.join(" "), row["status"].as_str().unwrap_or("").lines().next().unwrap_or(""));
+/// A point as its progress line names it: `k=v k=v`.
+fn label(pt: &[(String, String)]) -> String {
+    pt.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+}
+
+/// A row's status, its first line.
+fn status_line(row: &Value) -> &str {
+    row["status"].as_str().unwrap_or("").lines().next().unwrap_or("")
 }
 
 /// Synthesize `b` at every point of `lists` (`rows=2,4,8` style, applied over
@@ -98,15 +104,22 @@ pub fn run(b: &dyn Block, layers: &[&Value], lists: &[(String, Vec<String>)], o:
     let dir = o.dir;
     let pts = expand(b, layers, lists, o.zip)?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
-    let done = Mutex::new(0usize);
     let total = pts.len();
+    let progress = Progress::new(format!("sweep {} on {}", b.name(), o.target.name()), total as u64);
+    let running = Mutex::new(Vec::new());
     let rows: Vec<Value> = tools::parallel_map(total, |i| {
+        let now = |f: &dyn Fn(&mut Vec<String>)| {
+            let mut r = running.lock().unwrap_or_else(|e| e.into_inner());
+            f(&mut r);
+            progress.running(&if r.is_empty() { String::new() } else { format!("running {}", r.join(", ")) });
+        };
+        now(&|r| r.push(label(&pts[i].0)));
         let row = point_row(b, i, &pts[i].0, &pts[i].1, o);
-        let mut d = done.lock().unwrap_or_else(|e| e.into_inner());
-        *d += 1;
-        progress(b, &format!("{}/{total}", *d), &pts[i].0, &row);
+        now(&|r| r.retain(|x| *x != label(&pts[i].0)));
+        progress.done(&format!("{}: {}", label(&pts[i].0), status_line(&row)));
         row
     });
+    drop(progress);
     let keys: Vec<String> = lists.iter().map(|(k, _)| k.clone()).collect();
     let failed = write_tables(b.name(), o.target, o.clock_mhz, &keys, &rows, &Tables { dir, stem: "sweep", extra: None }, out)?;
     // The exit status follows `gpurtl synth`: a point that misses timing or
@@ -135,7 +148,7 @@ pub fn run_point(b: &dyn Block, layers: &[&Value], lists: &[(String, Vec<String>
     let sub = o.dir.join(point_dir(i));
     std::fs::create_dir_all(&sub).map_err(|e| Error::io("create", &sub, e))?;
     let mut row = point_row(b, i, &pts[i].0, &pts[i].1, o);
-    progress(b, &format!("point {i} of {}", pts.len()), &pts[i].0, &row);
+    eprintln!("[point {i} of {}] {} {}: {}", pts.len(), b.name(), label(&pts[i].0), status_line(&row));
     let status = row["status"].as_str().unwrap_or("").to_string();
     let mut result = serde_json::Map::new();
     result.insert("argv".into(), json!(argv));

@@ -13,6 +13,7 @@
 use crate::block::Block;
 use crate::emit;
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::tools::{self, locate, run_logged, version};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -214,6 +215,9 @@ pub struct Opts<'a> {
     /// median (the lower middle value for an even count).
     pub seeds: Vec<u32>,
     pub dir: &'a Path,
+    /// Progress on stderr ([`crate::progress`]) when placing at several
+    /// seeds: the synthesis, then each seed.
+    pub progress: bool,
 }
 
 /// The median of sorted values: the middle one, the lower of the two middle
@@ -229,8 +233,23 @@ pub fn median(sorted: &[f64]) -> Option<f64> {
 /// nextpnr once per seed of `o`, up to the machine's cores at a time, each in
 /// `<dir>/seed-N/` (log, `pnr-report.json`, bitstream text); the parsed
 /// reports in seed order.
-fn place_and_route_seeds(o: &Opts, pnr: &Path, tool: &str, top: &str) -> Vec<Result<Value, Error>> {
-    tools::parallel_map(o.seeds.len(), |i| place_and_route(o, pnr, tool, top, o.seeds[i]))
+fn place_and_route_seeds(o: &Opts, pnr: &Path, tool: &str, top: &str, progress: Option<&Progress>) -> Vec<Result<Value, Error>> {
+    tools::parallel_map(o.seeds.len(), |i| {
+        let seed = o.seeds[i];
+        if let Some(p) = progress {
+            p.running(&format!("place and route, seed {seed}"));
+        }
+        let r = place_and_route(o, pnr, tool, top, seed);
+        if let Some(p) = progress {
+            let fmax = r.as_ref().ok().and_then(|pr| pr["fmax"].as_object()?.values().filter_map(|v| v["achieved"].as_f64()).reduce(f64::min));
+            p.done(&match (&r, fmax) {
+                (Ok(_), Some(f)) => format!("seed {seed} placed and routed: {f:.1} MHz"),
+                (Ok(_), None) => format!("seed {seed} placed and routed"),
+                (Err(_), _) => format!("seed {seed} failed"),
+            });
+        }
+        r
+    })
 }
 
 /// One nextpnr run at `seed` in `<dir>/seed-N/`; its JSON report.
@@ -280,6 +299,8 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
     }
     let sources = emit::sources_for(&files, Some(o.target.name()));
     let top = design.elaborate().top_name().to_string();
+    let progress = (o.progress && wrapped && o.seeds.len() > 1)
+        .then(|| Progress::new(format!("synth {} on {}", b.name(), o.target.name()), 1 + o.seeds.len() as u64));
     let mut report = json!({
         "block": b.name(),
         "changed_params": changed_params(&b.defaults(), params),
@@ -334,6 +355,9 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
                 std::fs::read_to_string(area_dir.join(stat))
                     .map_err(|e| Error::Failed(format!("{synth_tool} wrote no statistics in `{}`: {e}", area_dir.display())))
             };
+            if let Some(p) = &progress {
+                p.running(&format!("{synth_tool}: synthesis, the block by module and alone"));
+            }
             let (flat, side) = std::thread::scope(|sc| {
                 let h = sc.spawn(|| -> Result<(String, Option<String>), Error> {
                     let hier = area_run(&hier_script, &format!("{block_top}.hier.yosys.log"), "hier-stat.txt")?;
@@ -349,6 +373,9 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
             });
             flat?;
             let (hier, alone) = side.map_err(|_| Error::Failed("the hierarchical synthesis thread failed".into()))??;
+            if let Some(p) = &progress {
+                p.done(&format!("synthesis ({synth_tool})"));
+            }
             area = area_by_module(o.target, &tools::module_stats(&hier, &block_top));
             if let Some(alone) = alone {
                 // Flat: one module, counted as the area by module counts.
@@ -368,7 +395,8 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
                 emit::write_atomic(&dir.join("ecp5-25k.lpf"), lpf.as_bytes()).map_err(|e| Error::Failed(e.to_string()))?;
             }
             // One place and route per seed, in parallel, each in `seed-N/`.
-            let pnr_runs = place_and_route_seeds(o, &pnr, pnr_tool.unwrap_or("nextpnr"), &top);
+            let pnr_runs = place_and_route_seeds(o, &pnr, pnr_tool.unwrap_or("nextpnr"), &top, progress.as_ref());
+            drop(progress);
             let mut fits = Vec::new();
             let mut first_failure = None;
             for (seed, r) in o.seeds.iter().zip(pnr_runs) {

@@ -61,6 +61,16 @@ fn ice40_flow_reports_utilization_and_fmax_and_fails_an_impossible_clock() {
     assert!(r["fmax_mhz"].as_f64().unwrap() > 20.0, "{r}");
     assert_eq!(r["fits"], true);
     assert!(r["tools"]["nextpnr-ice40"].as_str().unwrap().contains("nextpnr"), "{r}");
+    // Progress on stderr, not a terminal here: one line a step (the
+    // synthesis, then each seed, in either order), stdout untouched.
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(lines[0].starts_with("[1/3] synth compress on ice40: synthesis (yosys) (") && lines[0].ends_with(" left)"), "{err}");
+    for seed in [4, 2] {
+        assert!(lines[1..].iter().any(|l| l.contains(&format!("] synth compress on ice40: seed {seed} placed and routed: "))), "{err}");
+    }
+    assert!(lines[2].starts_with("[3/3] ") && lines[2].ends_with(" elapsed)"), "{err}");
+    assert!(!out.contains("[1/3]"), "{out}");
 
     let o = d.path().join("fast");
     let args = ["synth", "compress", "--param", "width=64", "--param", "latency=1", "--target", "ice40", "--clock-mhz", "1500", "--seed", "1"];
@@ -145,6 +155,7 @@ fn a_sweep_that_misses_timing_fails() {
     let (code, out, err) = gpurtl(&[&args[..], &["-o", o.to_str().unwrap()]].concat(), &[]);
     assert_eq!(code, 1, "{out}{err}");
     // After the progress line of the point, the verdict.
+    assert!(err.starts_with("[1/1] sweep compress on ice40: width=64 latency=1: timing not met: Fmax "), "{err}");
     assert!(err.lines().last().unwrap_or("").starts_with("error: 1 of 1 points did not meet timing, did not fit or failed"), "{err}");
     assert!(o.join("sweep.csv").is_file() && o.join("sweep.svg").is_file());
 }

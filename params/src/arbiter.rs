@@ -75,8 +75,8 @@ impl BlockParams for ArbiterParams {
         vec![
             ParamInfo::new("reads", int(0, 16, ""), "native read sources rd0.. (reads and writes are not both 0)"),
             ParamInfo::new("writes", int(0, 16, ""), "native write sources wr0.."),
-            ParamInfo::new("addr_bits", int(12, 64, ""), "byte address width"),
-            ParamInfo::new("data_bits", int(8, 1024, "a power of two"), "data width of every port and of AXI"),
+            ParamInfo::new("addr_bits", int(12, 64, ""), "byte address width A"),
+            ParamInfo::new("data_bits", int(8, 1024, "a power of two"), "data width D of every port and of AXI (DB = D/8 bytes a beat)"),
             ParamInfo::new("max_burst", int(1, 256, ""), "most beats a request asks for (1: no len/last fields); with out=axi4 at most 4096 bytes"),
             ParamInfo::new("read_buffer", int(1, 256, ""), "response buffer beats per read source (its most beats in flight); at least max_burst"),
             ParamInfo::new("write_outstanding", int(1, 64, ""), "write bursts per write source waiting for their response"),
@@ -128,6 +128,16 @@ impl BlockParams for ArbiterParams {
             );
         }
         c.finish()
+    }
+
+    fn preset_doc(name: &str) -> &'static str {
+        match name {
+            "default" => "2 read and 1 write source, 64-bit data, one AXI4 master",
+            "small" => "the smallest useful point: what the properties are proven at",
+            "native" => "the default with tagged native ports out instead of AXI4",
+            "wide" => "wide beats and long bursts: a DMA engine's port",
+            _ => "",
+        }
     }
 
     fn presets() -> Vec<(&'static str, Self)> {

@@ -109,7 +109,7 @@ impl BlockParams for CbloadParams {
             ParamInfo::new("max_burst", int(1, 256, ""), "most registers one burst fills; at most regs"),
             ParamInfo::new("addr_bits", int(16, 48, ""), "byte address and offset width"),
             ParamInfo::new("tag_bits", int(1, 16, ""), "instruction tag width"),
-            ParamInfo::new("mem_if", ParamKind::Choice(MemIf::NAMES), "native: the block's own memory ports; axi4: one AXI4 master m_axi_* through an arbiter (docs/memory.md)"),
+            ParamInfo::new("mem_if", ParamKind::Choice(MemIf::NAMES), "native: the block's own memory ports; axi4: one AXI4 master m_axi_* (and axi_err_o) through an arbiter and its bridge in their place (docs/memory.md, \"mem_if\")"),
         ]
     }
 
@@ -136,6 +136,16 @@ impl BlockParams for CbloadParams {
         c.int(&t, "addr_bits", self.addr_bits as i64, true);
         c.int(&t, "tag_bits", self.tag_bits as i64, true);
         c.finish()
+    }
+
+    fn preset_doc(name: &str) -> &'static str {
+        match name {
+            "default" => "a SIMD register file's loads: 64 registers of 256 bits, fed by 64-bit beats",
+            "small" => "the smallest unit",
+            "simd32" => "a 32-lane SIMD register file: 128 registers of 1024 bits, 256-bit reads",
+            "ice40" => "the default with a 64 KiB address space (an iCE40's memories), for 100 MHz on the iCE40-HX8K (docs/cbload.md, \"On FPGAs\")",
+            _ => "",
+        }
     }
 
     fn presets() -> Vec<(&'static str, Self)> {

@@ -185,7 +185,7 @@ impl BlockParams for CmdprocParams {
             ParamInfo::new("state_regs", int(1, 64, ""), "render-state table registers (32 bits each)"),
             ParamInfo::new("nesting", int(0, 3, ""), "indirect buffer nesting depth"),
             ParamInfo::new("id_bits", int(4, 32, ""), "command id width (ids count modulo 2^id_bits)"),
-            ParamInfo::new("mem_if", ParamKind::Choice(MemIf::NAMES), "native: the block's own memory ports; axi4: one AXI4 master m_axi_* through an arbiter (docs/memory.md)"),
+            ParamInfo::new("mem_if", ParamKind::Choice(MemIf::NAMES), "native: the block's own memory ports; axi4: one AXI4 master m_axi_* (and axi_err_o) through an arbiter and its bridge in their place (docs/memory.md, \"mem_if\")"),
         ]
     }
 
@@ -201,6 +201,15 @@ impl BlockParams for CmdprocParams {
         c.int(&t, "nesting", self.nesting as i64, true);
         c.int(&t, "id_bits", self.id_bits as i64, true);
         c.finish()
+    }
+
+    fn preset_doc(name: &str) -> &'static str {
+        match name {
+            "default" => "64-bit fetch, one level of indirect buffers",
+            "small" => "the smallest unit: 32-bit fetch, an 8-beat pool, no indirect buffers",
+            "wide" => "128-bit fetch, 16 draws in the primitive unit, two levels of indirect buffers",
+            _ => "",
+        }
     }
 
     fn presets() -> Vec<(&'static str, Self)> {

@@ -78,6 +78,17 @@ impl BlockParams for CompressParams {
         c.finish()
     }
 
+    fn preset_doc(name: &str) -> &'static str {
+        match name {
+            "default" => "the unit of the README's figures: a vector a cycle",
+            "small" => "the smallest unit",
+            "wide" => "512-bit vectors, as AVX-512's compress and expand",
+            "max" => "the widest vectors",
+            "fpga" => "the default's function pipelined for FPGA clocks: at least 150 MHz on ECP5 and 100 MHz on iCE40-HX8K (`gpurtl synth compress --preset fpga --target ecp5|ice40`)",
+            "stream" => "stream mode around the default vector unit (top gpurtl_compress_stream)",
+            _ => "",
+        }
+    }
     fn presets() -> Vec<(&'static str, Self)> {
         vec![
             ("default", Self::default()),

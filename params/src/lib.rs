@@ -209,6 +209,11 @@ pub trait BlockParams: Serialize + DeserializeOwned + Default + Clone {
     fn validate(&self) -> Result<(), ParamErrors>;
     /// Named parameter sets, the first being the defaults.
     fn presets() -> Vec<(&'static str, Self)>;
+    /// What preset `name` is for, in a sentence (`gpurtl list BLOCK
+    /// --markdown --table presets`); empty when the block says nothing.
+    fn preset_doc(_name: &str) -> &'static str {
+        ""
+    }
 }
 
 /// The leaves of a parameter object in field order, nested objects as

@@ -128,28 +128,28 @@ impl BlockParams for SchedulerParams {
     fn table() -> Vec<ParamInfo> {
         let int = |min, max| ParamKind::Int { min, max, rule: "" };
         vec![
-            ParamInfo::new("streams", int(1, 16), "kernel streams"),
-            ParamInfo::new("sms", int(1, 64), "streaming multiprocessors"),
+            ParamInfo::new("streams", int(1, 16), "kernel streams, S"),
+            ParamInfo::new("sms", int(1, 64), "streaming multiprocessors, M"),
             ParamInfo::new("sm_threads", int(1, 4096), "threads per SM"),
             ParamInfo::new("sm_regs", int(1, 262144), "registers per SM"),
             ParamInfo::new("sm_smem", int(1, 262144), "shared memory bytes per SM"),
             ParamInfo::new("sm_slots", int(1, 64), "block slots per SM (blocks resident at once)"),
-            ParamInfo::new("queue_depth", int(1, 16), "kernels per stream queue"),
+            ParamInfo::new("queue_depth", int(1, 16), "kernels per stream queue, Q"),
             ParamInfo::new("policy", ParamKind::Choice(Policy::NAMES), "how a stream head is picked; rr is the baseline"),
             ParamInfo::new("age_threshold", int(0, 65534), "cycles a head may wait before it goes first; 0 turns aging off"),
             ParamInfo::new(
                 "reserve",
                 ParamKind::Bool,
-                "an aged head that has not started and does not fit stops dispatch until it fits (bounds the wait; needs aging)",
+                "an aged head that has not started and does not fit stops dispatch until it fits (bounds the wait; needs aging: age_threshold > 0 and policy not rr)",
             ),
-            ParamInfo::new("dispatch_width", int(1, 8), "blocks dispatched (and completions taken) per cycle; at most sms and 2^block_bits - 1"),
+            ParamInfo::new("dispatch_width", int(1, 8), "blocks dispatched (and completions taken) per cycle, W; at most sms and 2^block_bits - 1"),
             ParamInfo::new(
                 "stream_order",
                 ParamKind::Choice(StreamOrder::NAMES),
                 "dispatch = a stream's next kernel starts after the last block is dispatched; complete = after it completed",
             ),
             ParamInfo::new("id_bits", int(1, 32), "kernel id width"),
-            ParamInfo::new("block_bits", int(1, 20), "block count width"),
+            ParamInfo::new("block_bits", int(1, 20), "block count width: a kernel has 1 to 2^block_bits - 1 blocks"),
             ParamInfo::new("prio_bits", int(1, 4), "kernel priority width"),
         ]
     }
@@ -197,6 +197,16 @@ impl BlockParams for SchedulerParams {
             );
         }
         c.finish()
+    }
+
+    fn preset_doc(name: &str) -> &'static str {
+        match name {
+            "default" => "4 streams over 8 SMs, best fit",
+            "rr" => "round robin: the baseline of the policy figures",
+            "wide" => "16 streams over 64 SMs, queues of 8, 4 blocks a cycle",
+            "cuda" => "as CUDA streams: a stream's kernels run one after another, and an aged head that does not fit holds dispatch until it fits",
+            _ => "",
+        }
     }
 
     fn presets() -> Vec<(&'static str, Self)> {

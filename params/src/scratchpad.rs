@@ -44,9 +44,9 @@ impl BlockParams for ScratchpadParams {
     fn table() -> Vec<ParamInfo> {
         let int = |min, max, rule| ParamKind::Int { min, max, rule };
         vec![
-            ParamInfo::new("banks", int(1, 8, "a power of two"), "banks; word n is in bank n mod banks"),
-            ParamInfo::new("words", int(16, 16384, "a power of two"), "words per bank"),
-            ParamInfo::new("data_bits", int(8, 128, "a power of two"), "word width in bits"),
+            ParamInfo::new("banks", int(1, 8, "a power of two"), "banks B; word n is in bank n mod B"),
+            ParamInfo::new("words", int(16, 16384, "a power of two"), "words per bank W"),
+            ParamInfo::new("data_bits", int(8, 128, "a power of two"), "word width D in bits (DB = D/8 bytes)"),
             ParamInfo::new("read_ports", int(1, 4, ""), "native read ports rd0.."),
             ParamInfo::new("write_ports", int(1, 4, ""), "native write ports wr0.."),
         ]
@@ -61,6 +61,15 @@ impl BlockParams for ScratchpadParams {
         c.int(&t, "read_ports", self.read_ports as i64, true);
         c.int(&t, "write_ports", self.write_ports as i64, true);
         c.finish()
+    }
+
+    fn preset_doc(name: &str) -> &'static str {
+        match name {
+            "default" => "4 banks x 512 words of 32 bits, 2 read and 1 write port",
+            "cu" => "a compute unit's 64 KiB: 8 banks of 2048 x 32 bits (one DP16KD, or four SB_RAM40_4K, a bank per 512 words)",
+            "small" => "small enough for formal proofs and quick tests",
+            _ => "",
+        }
     }
 
     fn presets() -> Vec<(&'static str, Self)> {

@@ -154,30 +154,50 @@ impl BlockParams for SystolicParams {
     fn table() -> Vec<ParamInfo> {
         let int = |min, max| ParamKind::Int { min, max, rule: "" };
         vec![
-            ParamInfo::new("rows", int(1, 64), "grid rows"),
-            ParamInfo::new("cols", int(1, 64), "grid columns"),
-            ParamInfo::new("lanes", int(1, 8), "element pairs per PE per cycle (dot product)"),
-            ParamInfo::new("channel_bits", int(8, 64), "bits per operand channel; lanes divide it; a slot holds one element"),
-            ParamInfo::new("a_type", ParamKind::Choice(ElemType::NAMES), "A element type"),
+            ParamInfo::new("rows", int(1, 64), "grid rows R"),
+            ParamInfo::new("cols", int(1, 64), "grid columns C"),
+            ParamInfo::new("lanes", int(1, 8), "element pairs per PE per cycle L (a dot product of L pairs)"),
+            ParamInfo::new(
+                "channel_bits",
+                int(8, 64),
+                "bits per operand channel; lanes must divide it, and each lane's slot (channel_bits/lanes bits) must hold the element type",
+            ),
+            ParamInfo::new("a_type", ParamKind::Choice(ElemType::NAMES), "A element type (mixed pairs with b_type allowed)"),
             ParamInfo::new("b_type", ParamKind::Choice(ElemType::NAMES), "B element type"),
-            ParamInfo::new("acc_bits", int(8, 64), "accumulator width; sums wrap"),
-            ParamInfo::new("dataflow", ParamKind::Choice(Dataflow::NAMES), "os = output-stationary, ws = weight-stationary"),
-            ParamInfo::new("group", int(1, 16), "k-steps per input transfer (load filter window); os only"),
-            ParamInfo::new("gating", ParamKind::Bool, "PE gating of zero-operand products"),
-            ParamInfo::new("load_filter", ParamKind::Bool, "skip all-zero k-steps"),
-            ParamInfo::new("rowcol_skip", ParamKind::Bool, "sequencer skips all-zero A rows / B columns"),
+            ParamInfo::new(
+                "acc_bits",
+                int(8, 64),
+                "accumulator width, at least the product width (bits(a) + bits(b), one more when exactly one type is signed); sums wrap modulo 2^acc_bits",
+            ),
+            ParamInfo::new(
+                "dataflow",
+                ParamKind::Choice(Dataflow::NAMES),
+                "os = output-stationary, ws = weight-stationary (docs/systolic.md, \"Weight-stationary\")",
+            ),
+            ParamInfo::new("group", int(1, 16), "k-steps per input transfer (the load filter's window); os only, not used by ws"),
+            ParamInfo::new("gating", ParamKind::Bool, "PE gating: products with a zero operand are not computed, and counted"),
+            ParamInfo::new("load_filter", ParamKind::Bool, "skip k-steps whose A or B slice is all zero"),
+            ParamInfo::new("rowcol_skip", ParamKind::Bool, "the sequencer does not stream all-zero A rows / B columns"),
             ParamInfo::new(
                 "pipeline",
                 int(0, 3),
-                "extra register stages in each PE's multiply-accumulate (3 splits the multiplier, for LUT-only FPGAs)",
+                "extra register stages in each PE's multiply-accumulate (2: the multiplier sits alone between registers; 3: it is split into two half-width products with a register between, for FPGAs without multipliers)",
             ),
             ParamInfo::new(
                 "dsp",
                 ParamKind::Choice(Dsp::NAMES),
-                "ecp5 = each multiply is a module that the ECP5 flow maps onto a MULT18X18D holding its input and output registers (needs pipeline = 2); infer = multipliers as `*`; auto = ecp5 when pipeline is 2, else infer",
+                "ecp5 = each multiply is a gpurtl_systolic_mul instance whose ECP5 body (gpurtl_systolic_mul.ecp5.v, read by `gpurtl synth --target ecp5` only) is a MULT18X18D holding the two pipeline registers (needs pipeline = 2); infer = an inline `*` between the PE's own registers; auto = ecp5 when pipeline is 2, else infer. Behaviour and timing are the same for all three",
             ),
-            ParamInfo::new("stats", ParamKind::Bool, "statistics counters (useful, gated, skipped) and their stat_*_o ports"),
-            ParamInfo::new("c0_add", ParamKind::Bool, "the out_c0_i port and its add on each result row (os only; ws needs it)"),
+            ParamInfo::new(
+                "stats",
+                ParamKind::Bool,
+                "the statistics counters (useful, gated, skipped) and their stat_*_o ports; without them the ports are absent and `gpurtl run` reports no counts and no utilization",
+            ),
+            ParamInfo::new(
+                "c0_add",
+                ParamKind::Bool,
+                "the out_c0_i port and its add on each result row; without it (os only: ws needs it) the rows are A·B and an input with c0 is an error",
+            ),
         ]
     }
 
@@ -229,6 +249,20 @@ impl BlockParams for SystolicParams {
             );
         }
         c.finish()
+    }
+
+    fn preset_doc(name: &str) -> &'static str {
+        match name {
+            "default" => "a 4x4 int8 output-stationary grid with every level of zero skipping",
+            "grid8" => "the 8x8 grid of the figures (`gpurtl bench systolic --preset grid8`)",
+            "int4x4" => "int4 operands, four pairs a PE a cycle in 16-bit channels",
+            "dense" => "no load filter and no row/column skip: every k-step, row and column is streamed",
+            "hx8k" => "the 4x4 grid for an iCE40-HX8K at 100 MHz: a load-filter window of 2, the multiplier split for LUTs, 24-bit accumulators (exact for K <= 256 int8 products)",
+            "infer" => "the inline `*` multipliers, to compare with the hand-mapped ECP5 ones",
+            "ws" => "weight-stationary",
+            "minimal" => "the smallest 4x4 int8 grid with valid/ready: no gating, skipping, counters or C0 add, a one-step input transfer, 24-bit accumulators (exact for K <= 256)",
+            _ => "",
+        }
     }
 
     fn presets() -> Vec<(&'static str, Self)> {

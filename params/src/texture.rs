@@ -203,9 +203,9 @@ impl BlockParams for TextureParams {
         vec![
             ParamInfo::new("banks", int(1, 4, "1, 2 or 4"), "texel read ports; with 4 any 2x2 footprint reads each bank once"),
             ParamInfo::new("max_size", int(2, 4096, "a power of two"), "largest level width or height, in texels"),
-            ParamInfo::new("frac_bits", int(1, 10, ""), "fraction bits of u and v"),
-            ParamInfo::new("offset_bits", int(2, 8, ""), "gather4 offset width (signed)"),
-            ParamInfo::new("max_kernel", int(1, 31, ""), "largest conv kernel width or height"),
+            ParamInfo::new("frac_bits", int(1, 10, ""), "F: fraction bits of u and v"),
+            ParamInfo::new("offset_bits", int(2, 8, ""), "gather4 offset width, signed (-32..31 at 6)"),
+            ParamInfo::new("max_kernel", int(1, 31, ""), "MK: largest conv kernel width or height"),
             ParamInfo::new("weight_bits", int(2, 16, ""), "conv weight width (signed)"),
             ParamInfo::new("acc_bits", int(8, 48, ""), "conv accumulator width; results wrap"),
             ParamInfo::new(
@@ -213,9 +213,9 @@ impl BlockParams for TextureParams {
                 ParamKind::Choice(Broadcast::NAMES),
                 "conv patch into the pixels' register banks: whole, or only each pixel's own texels",
             ),
-            ParamInfo::new("max_outstanding", int(2, 64, ""), "bank read passes in flight (tag queue depth)"),
+            ParamInfo::new("max_outstanding", int(2, 64, ""), "D: bank read passes in flight (tag queue depth)"),
             ParamInfo::new("addr_bits", int(8, 32, ""), "word address width of each bank"),
-            ParamInfo::new("mem_if", ParamKind::Choice(MemIf::NAMES), "native: the block's own memory ports; axi4: one AXI4 master m_axi_* through an arbiter (docs/memory.md)"),
+            ParamInfo::new("mem_if", ParamKind::Choice(MemIf::NAMES), "native: the block's own memory ports; axi4: one AXI4 master m_axi_* (and axi_err_o) through an arbiter and its bridge in their place (docs/memory.md, \"mem_if\")"),
         ]
     }
 
@@ -232,6 +232,15 @@ impl BlockParams for TextureParams {
         c.int(&t, "max_outstanding", self.max_outstanding as i64, true);
         c.int(&t, "addr_bits", self.addr_bits as i64, true);
         c.finish()
+    }
+
+    fn preset_doc(name: &str) -> &'static str {
+        match name {
+            "default" => "4 banks (any 2x2 footprint in one pass), levels up to 4096 texels, kernels up to 19x19",
+            "small" => "256x256 textures, 5x5 kernels, whole broadcast; still too big for the iCE40-HX8K (its 16 multipliers alone are most of it)",
+            "one_bank" => "one read port (a 2x2 footprint in 4 passes), 1024x1024 textures, 7x7 kernels",
+            _ => "",
+        }
     }
 
     fn presets() -> Vec<(&'static str, Self)> {

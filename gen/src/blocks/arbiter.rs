@@ -49,9 +49,8 @@ impl BlockDef for Arbiter {
     /// Beats a cycle through the memory port against its floor of one beat
     /// a cycle on R (W): every source reading (writing) bursts back to back,
     /// at a short and a long memory latency; and what a 4 KB split costs.
-    fn bench(p: &ArbiterParams, _: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+    fn bench(p: &ArbiterParams, bo: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
         let design = build(p)?;
-        let compiled = compile_design(&design)?;
         let db = p.data_bytes() as u64;
         let per_source = 64u64;
         let _ = writeln!(
@@ -64,12 +63,17 @@ impl BlockDef for Arbiter {
         // Sources in disjoint 1 MiB regions, bursts within a page.
         let base = |k: u64| k << 20 & ((1u64 << p.addr_bits.min(63)) - 1);
         let patterns: Vec<(&str, u32)> = vec![("reads, longest bursts", p.max_burst), ("reads, one beat", 1), ("writes, longest bursts", p.max_burst), ("writes, one beat", 1)];
+        let patterns: Vec<(&str, u32)> =
+            patterns.into_iter().filter(|(name, _)| if name.starts_with("writes") { p.writes > 0 } else { p.reads > 0 }).collect();
+        // The Verilator build, each pattern at 2 latencies, the area.
+        bo.steps(1 + 2 * patterns.len() as u64 + 1);
+        bo.running("the Verilator build");
+        let compiled = compile_design(&design)?;
+        bo.done("the Verilator build");
         for (name, beats) in patterns {
             let writing = name.starts_with("writes");
-            if (writing && p.writes == 0) || (!writing && p.reads == 0) {
-                continue;
-            }
             for latency in [4u32, 20] {
+                bo.running(&format!("{name}, latency {latency}"));
                 let n = (per_source / beats as u64).max(1);
                 let mut w = Workload { latency, memory: vec![], reads: vec![vec![]; p.reads as usize], writes: vec![vec![]; p.writes as usize] };
                 if writing {
@@ -92,9 +96,12 @@ impl BlockDef for Arbiter {
                 let rate = total as f64 / o.cycles.max(1) as f64;
                 let _ = writeln!(out, "{:<34} {:>7} {:>8} {:>8} {:>10.3} {:>11.1}%", name, latency, total, o.cycles, rate, 100.0 * rate);
                 rows.push(json!({"pattern": name, "latency": latency, "beats": total, "cycles": o.cycles, "beats_per_cycle": rate, "floor_beats_per_cycle": 1.0}));
+                bo.done(&format!("{name}, latency {latency}"));
             }
         }
+        bo.running("yosys area");
         let s = yosys_area(&design)?;
+        bo.done("yosys area");
         let _ = writeln!(out, "yosys: {} cells, {} flip-flops", s.cells, s.flip_flops);
         Ok(json!({"block": "arbiter", "generator": generator(), "params": p, "rows": rows, "yosys_cells": s.cells, "yosys_flip_flops": s.flip_flops}))
     }

@@ -48,9 +48,14 @@ impl BlockDef for Cbload {
 
     /// Burst versus single loads at memory latency 10, against the bandwidth
     /// floor of N*reg_bits/read_bits beats.
-    fn bench(cfg: &CbloadParams, _: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+    fn bench(cfg: &CbloadParams, o: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+        let sizes: Vec<u32> = [1u32, 4, 16, 64].into_iter().filter(|&n| n <= cfg.max_burst).collect();
+        // The Verilator build, a burst and singles at each size, the area.
+        o.steps(1 + 2 * sizes.len() as u64 + 1);
+        o.running("the Verilator build");
         let design = build(cfg)?;
         let compiled = compile_design(&design)?;
+        o.done("the Verilator build");
         let gb = cfg.reg_bits / 8;
         let per_reg = (cfg.reg_bits / cfg.read_bits) as u64;
         let latency = 10;
@@ -63,7 +68,7 @@ impl BlockDef for Cbload {
             cfg.reg_bits, cfg.read_bits, cfg.max_outstanding
         );
         let _ = writeln!(out, "{:>4} {:>8} {:>12} {:>12} {:>8} {:>10} {:>14}", "N", "floor", "burst", "N singles", "speedup", "burst/floor", "cosim cyc/s");
-        for n in [1u32, 4, 16, 64].into_iter().filter(|&n| n <= cfg.max_burst) {
+        for n in sizes {
             let load = |burst: bool| -> Vec<Instr> {
                 let one = |dest: u32, offset: u64, size: u32| Instr { dest, view: 0, offset: Offset::Imm(offset), burst, size, tag: dest };
                 if burst {
@@ -76,7 +81,10 @@ impl BlockDef for Cbload {
             let mut cps = 0.0;
             for (k, burst) in [true, false].into_iter().enumerate() {
                 let w = Workload { mem_latency: latency, views: vec![view.clone()], init_regs: vec![], instrs: load(burst) };
+                let what = format!("{n} registers, {}", if burst { "a burst" } else { "single loads" });
+                o.running(&what);
                 let (res, stats) = tb::run(&compiled, cfg, &w, None, None)?;
+                o.done(&what);
                 cps = stats.rate();
                 cycles[k] = res.cycles;
             }
@@ -89,7 +97,9 @@ impl BlockDef for Cbload {
                 "speedup": speedup, "burst_vs_floor": ratio, "cosim_cycles_per_second": cps,
             }));
         }
+        o.running("yosys area");
         let s = yosys_area(&design)?;
+        o.done("yosys area");
         let _ = writeln!(out, "yosys: {} cells, {} flip-flops", s.cells, s.flip_flops);
         Ok(json!({
             "block": "cbload",

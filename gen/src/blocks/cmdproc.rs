@@ -88,9 +88,13 @@ impl BlockDef for Cmdproc {
     /// Commands per cycle at steady state against min(1, F / packet dwords),
     /// for NOPs of 1, 2, 4 and 6 dwords and for indexed draws, at memory
     /// latency 1 and 20; doorbell-to-first-command latency.
-    fn bench(cfg: &CmdprocParams, _: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+    fn bench(cfg: &CmdprocParams, bo: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+        // The Verilator build, 6 rows at each of 2 latencies, the doorbell, the area.
+        bo.steps(1 + 2 * (4 + 2) + 1 + 1);
+        bo.running("the Verilator build");
         let design = build(cfg)?;
         let compiled = compile_design(&design)?;
+        bo.done("the Verilator build");
         let f = cfg.fetch_dwords() as f64;
         let run = |w: &Workload| -> Result<(Outcome, f64)> {
             let (o, stats) = tb::run(&compiled, cfg, w, None, None)?;
@@ -111,6 +115,8 @@ impl BlockDef for Cmdproc {
         let mut rows = Vec::new();
         let n = 400usize;
         let mut row = |name: String, latency: u32, bound: f64, make: &dyn Fn(usize) -> Workload| -> Result<()> {
+            let what = format!("{name}, latency {latency}");
+            bo.running(&what);
             let (a, _) = run(&make(n))?;
             let (b2, cps) = run(&make(2 * n))?;
             let rate = n as f64 / (b2.cycles - a.cycles) as f64;
@@ -118,6 +124,7 @@ impl BlockDef for Cmdproc {
             rows.push(json!({"packets": name, "latency": latency, "commands_per_cycle": rate, "bound": bound,
                              "ratio": rate / bound, "cycles_n": a.cycles, "cycles_2n": b2.cycles, "n": n,
                              "cosim_cycles_per_second": cps}));
+            bo.done(&what);
             Ok(())
         };
         for latency in [1u32, 20] {
@@ -142,12 +149,16 @@ impl BlockDef for Cmdproc {
         // Doorbell to first command: a one-NOP buffer; the command leaves in
         // the run's second-to-last busy cycle.
         let mut first = Vec::new();
+        bo.running("doorbell to first command");
         for latency in [1u32, 20] {
             let (o, _) = run(&workload(nops(1, 1), vec![], latency))?;
             let _ = writeln!(out, "doorbell to first command at latency {latency}: {} cycles", o.cycles - 1);
             first.push(json!({"latency": latency, "cycles": o.cycles - 1}));
         }
+        bo.done("doorbell to first command");
+        bo.running("yosys area");
         let s = yosys_area(&design)?;
+        bo.done("yosys area");
         let _ = writeln!(out, "yosys: {} cells, {} flip-flops", s.cells, s.flip_flops);
         Ok(json!({
             "block": "cmdproc",

@@ -83,7 +83,10 @@ impl BlockDef for Compress {
 
     /// Throughput and latency without stalls, area and cosim speed at the
     /// given parameters (`make bench` runs it at each width for docs/compress.md).
-    fn bench(p: &CompressParams, _: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+    fn bench(p: &CompressParams, o: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+        // The throughput run, the area, the stream unit's build and area, its 16 rows.
+        o.steps(2 + 1 + 2 * 2 * 4);
+        o.running("throughput: the Verilator build and 2000 vectors");
         let design = build(p)?;
         // Throughput: a long run with no stalls. Steady state = results / (cycles - latency + 1).
         let compiled = compile_design(&design)?;
@@ -91,7 +94,10 @@ impl BlockDef for Compress {
         let ops = tb::random_ops(&mut Rng::new(p.width as u64), p.width, n, Some(8));
         let (res, stats) = tb::run(&compiled, p.width, &ops, None, None)?;
         let vpc = n as f64 / (res.cycles - p.latency as u64 + 1) as f64;
+        o.done(&format!("throughput, {n} vectors"));
+        o.running("yosys area");
         let s = yosys_area(&design)?;
+        o.done("yosys area");
         let _ = writeln!(out, "compress bench (8-bit elements, no stalls)");
         let _ = writeln!(
             out,
@@ -109,7 +115,7 @@ impl BlockDef for Compress {
             s.flip_flops,
             stats.rate()
         );
-        let streams = stream_bench(p, out)?;
+        let streams = stream_bench(p, o, out)?;
         Ok(json!({
             "block": "compress",
             "generator": generator(),
@@ -126,12 +132,14 @@ impl BlockDef for Compress {
 /// probability). For compress, the dense beats against the floor (the
 /// selected elements / lanes, rounded up per stream); for both, vectors per
 /// cycle. The RTL's results and cycles are checked against the model.
-fn stream_bench(p: &CompressParams, out: &mut dyn Write) -> Result<Value> {
+fn stream_bench(p: &CompressParams, o: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
     let ones = |v: &StreamVector| v.mask.as_ref().map_or(0, |m| m.iter().filter(|&&b| b == 1).count());
     let sp = CompressParams { stream: true, ..p.clone() };
+    o.running("stream unit: the Verilator build and yosys area");
     let design = build(&sp)?;
     let compiled = compile_design(&design)?;
     let area = yosys_area(&design)?;
+    o.done("stream unit: the Verilator build and yosys area");
     let _ = writeln!(out, "\ncompress stream mode (stream unit, width {}, latency {}: {} cells, {} FFs)", p.width, p.latency, area.cells, area.flip_flops);
     let _ = writeln!(
         out,
@@ -143,6 +151,8 @@ fn stream_bench(p: &CompressParams, out: &mut dyn Write) -> Result<Value> {
     for kind in [StreamKind::CompressStream, StreamKind::ExpandStream] {
         for eb in [8u32, 32] {
             for density in [10u32, 50, 90, 100] {
+                let what = format!("{} streams, {eb}-bit elements, mask density {density}%", if kind == StreamKind::CompressStream { "compress" } else { "expand" });
+                o.running(&what);
                 let n = (p.width / eb) as usize;
                 let max = (1u64 << eb) - 1;
                 let streams: Vec<Stream> = (0..10)
@@ -181,6 +191,7 @@ fn stream_bench(p: &CompressParams, out: &mut dyn Write) -> Result<Value> {
                     "{:>8} {:>5} {:>7}% {:>8} {:>9} {:>7} {:>7} {:>8} {:>10.4} {:>11.4}",
                     name, eb, density, vectors, elements, beats, floor, got.cycles, vpc, bpc
                 );
+                o.done(&what);
                 rows.push(json!({
                     "op": name, "element_bits": eb, "density_percent": density, "streams": streams.len(),
                     "vectors": vectors, "elements": elements, "beats": beats, "floor_beats": floor,

@@ -70,15 +70,20 @@ impl BlockDef for Scheduler {
         for (name, _, w) in &mixes {
             check_mix(p, name, w)?;
         }
+        // The Verilator build, each named mix, the random mixes, the area.
+        o.steps(1 + mixes.len() as u64 + 1 + 1);
         let _ = writeln!(
             out,
             "scheduler bench: {} streams, {} SMs ({} threads, {} regs, {} B smem, {} slots), queue {}, {} per cycle, stream order {}, age threshold {}",
             p.streams, p.sms, p.sm_threads, p.sm_regs, p.sm_smem, p.sm_slots, p.queue_depth, p.dispatch_width, p.stream_order, p.age_threshold
         );
+        o.running("the Verilator build");
         let design = build(p)?;
         let compiled = compile_design(&design)?;
+        o.done("the Verilator build");
         let mut mixes_json = Vec::new();
         for (name, about, w) in mixes {
+            o.running(&format!("mix `{name}`: every policy, then the RTL"));
             let _ = writeln!(out, "\nmix `{name}`: {about} ({} kernels, {} blocks)", w.kernels.len(), blocks_of(&w));
             let _ = writeln!(
                 out,
@@ -133,6 +138,7 @@ impl BlockDef for Scheduler {
             let svg = gantt(p, &w, &format!("mix `{name}`"), &shown.iter().map(|r| (r.0.as_str(), &r.1)).collect::<Vec<_>>());
             emit::write_atomic(&chart, svg.as_bytes()).map_err(|e| Error::io("write", &chart, e))?;
             let _ = writeln!(out, "chart: {}", chart.display());
+            o.done(&format!("mix `{name}`"));
             mixes_json.push(json!({
                 "mix": name, "about": about, "kernels": w.kernels.len(), "blocks": blocks_of(&w),
                 "rows": row_json, "best": best.0, "best_vs_rr": 1.0 - gain,
@@ -147,6 +153,7 @@ impl BlockDef for Scheduler {
         let mut waits = vec![0u64; policies.len()];
         let mut bound_ok = true;
         let mut rng = Rng::new(seed);
+        o.running(&format!("{n_random} random mixes"));
         for k in 0..n_random {
             let w = random_mix(&mut rng, p);
             check_mix(p, &format!("random {}", k + 1), &w)?;
@@ -179,7 +186,10 @@ impl BlockDef for Scheduler {
             }));
         }
         let _ = writeln!(out, "reserve: every worst wait within its bound: {}", if bound_ok { "yes" } else { "NO" });
+        o.done(&format!("{n_random} random mixes"));
+        o.running("yosys area");
         let s = yosys_area(&design)?;
+        o.done("yosys area");
         let _ = writeln!(out, "yosys: {} cells, {} flip-flops", s.cells, s.flip_flops);
         Ok(json!({
             "block": "scheduler",

@@ -49,9 +49,13 @@ impl BlockDef for Scratchpad {
     /// Words a cycle against the floor of min(ports, banks): every read
     /// port streaming consecutive words (no conflict), then every read port
     /// on one bank (all conflicts), and the write ports likewise.
-    fn bench(p: &ScratchpadParams, _: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+    fn bench(p: &ScratchpadParams, bo: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+        // The Verilator build, 4 patterns, the area.
+        bo.steps(1 + 4 + 1);
+        bo.running("the Verilator build");
         let design = build(p)?;
         let compiled = compile_design(&design)?;
+        bo.done("the Verilator build");
         let db = p.data_bytes() as u64;
         let n = 256u64.min(p.words as u64 * p.banks as u64 / p.read_ports.max(p.write_ports) as u64);
         let _ = writeln!(out, "scratchpad bench: {} banks x {} words x {} bits, {} read / {} write ports", p.banks, p.words, p.data_bits, p.read_ports, p.write_ports);
@@ -69,6 +73,7 @@ impl BlockDef for Scratchpad {
             })
             .collect();
         for (name, spread) in [("reads, consecutive words", true), ("reads, one bank", false), ("writes, consecutive words", true), ("writes, one bank", false)] {
+            bo.running(name);
             let writing = name.starts_with("writes");
             let ports = if writing { p.write_ports } else { p.read_ports } as u64;
             let span = 1u64 << p.addr_bits();
@@ -91,8 +96,11 @@ impl BlockDef for Scratchpad {
             let floor = if spread { ports.min(p.banks as u64) } else { 1 } as f64;
             let _ = writeln!(out, "{:<28} {:>7} {:>8} {:>10.3} {:>8.1} {:>10}", name, words, last.cycles, rate, floor, o.counters.conflict_waits);
             rows.push(json!({"pattern": name, "words": words, "cycles": last.cycles, "words_per_cycle": rate, "floor_words_per_cycle": floor, "conflict_waits": o.counters.conflict_waits}));
+            bo.done(name);
         }
+        bo.running("yosys area");
         let s = yosys_area(&design)?;
+        bo.done("yosys area");
         let _ = writeln!(out, "yosys: {} cells, {} flip-flops (memories as memory cells)", s.cells, s.flip_flops);
         Ok(json!({"block": "scratchpad", "generator": generator(), "params": p, "rows": rows, "yosys_cells": s.cells, "yosys_flip_flops": s.flip_flops}))
     }

@@ -89,7 +89,10 @@ impl BlockDef for Systolic {
     /// Utilization, load-filter speedups, gating counts, generation size and
     /// time, cosim speed, at the given parameters (`--preset grid8` is the
     /// 8x8 grid of docs/systolic.md's figures).
-    fn bench(p: &SystolicParams, _: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+    fn bench(p: &SystolicParams, bo: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+        // Dense, the load filter off and on at two sparsities, gating, model
+        // against RTL, generation.
+        bo.steps(1 + 2 * 2 + 1 + 1 + 1);
         let run = |p: &SystolicParams, gemm: &Gemm| -> Result<(Outcome, f64)> {
             let compiled = compile_design(&build(p)?)?;
             let (o, st) = tb::run(&compiled, p, gemm, None, None)?;
@@ -113,7 +116,9 @@ impl BlockDef for Systolic {
         let mut rng = Rng::new(7);
         // Dense utilization on a 64x64x64 GEMM.
         let dense = sparse_gemm(&mut rng, 64, 64, 64, 0);
+        bo.running("dense 64x64x64 GEMM (with the Verilator build)");
         let (dense_o, cps) = run(p, &dense)?;
+        bo.done("dense 64x64x64 GEMM");
         let macs = (p.rows * p.cols * p.lanes) as f64;
         let util = dense_o.useful_macs as f64 / (macs * dense_o.cycles as f64);
         let _ = writeln!(
@@ -127,8 +132,12 @@ impl BlockDef for Systolic {
             let g = sparse_gemm(&mut rng, 64, 64, 64, pct);
             let off = SystolicParams { load_filter: false, ..p.clone() };
             let on = SystolicParams { load_filter: true, ..p.clone() };
+            bo.running(&format!("{pct}% zero k-slices, load filter off"));
             let (o_off, _) = run(&off, &g)?;
+            bo.done(&format!("{pct}% zero k-slices, load filter off"));
+            bo.running(&format!("{pct}% zero k-slices, load filter on"));
             let (o_on, _) = run(&on, &g)?;
+            bo.done(&format!("{pct}% zero k-slices, load filter on"));
             let zero_k = g.a[0].iter().enumerate().filter(|(k, _)| g.a.iter().all(|row| row[*k] == 0)).count();
             let speedup = o_off.cycles as f64 / o_on.cycles as f64;
             let _ = writeln!(
@@ -141,7 +150,9 @@ impl BlockDef for Systolic {
         // Gated products against a direct count of zero-operand products over the program.
         let g = sparse_gemm(&mut rng, 24, 40, 24, 30);
         let gp = SystolicParams { load_filter: false, rowcol_skip: false, ..p.clone() };
+        bo.running("gated products on 24x40x24");
         let (o, _) = run(&gp, &g)?;
+        bo.done("gated products on 24x40x24");
         let cfg = gp.clone();
         let mut zero_products = 0u64;
         let zero = |x: &i64, y: &i64| *x == 0 || *y == 0;
@@ -166,7 +177,10 @@ impl BlockDef for Systolic {
             }
         }
         let _ = writeln!(out, "gating on 24x40x24 (30% zero k-slices, filter off): RTL gated {} products, direct count {}", o.gated_products, zero_products);
+        bo.running("the model against the RTL");
         let engines = model_vs_rtl(p, out)?;
+        bo.done("the model against the RTL");
+        bo.running("generation of 8x8, 16x16 and 32x32 grids");
         // Generation size and time.
         let mut gen_rows = Vec::new();
         for d in [8u32, 16, 32] {
@@ -179,6 +193,7 @@ impl BlockDef for Systolic {
             let _ = writeln!(out, "generate {d}x{d}: {lines} Verilog lines, {} modules, {:.3} s", design.elaborate().units.len(), secs);
             gen_rows.push(json!({"grid": d, "verilog_lines": lines, "modules": design.elaborate().units.len(), "seconds": secs}));
         }
+        bo.done("generation of 8x8, 16x16 and 32x32 grids");
         Ok(json!({
             "block": "systolic",
             "generator": generator(),

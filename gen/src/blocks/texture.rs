@@ -129,9 +129,15 @@ impl BlockDef for TextureUnit {
     /// Texel fetches and cycles per conv quad by kernel shape, bilinear
     /// samples per cycle, a 3x3 conv of a 256x256 image, register writes
     /// whole against selective.
-    fn bench(cfg: &TextureParams, _: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+    fn bench(cfg: &TextureParams, bo: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
+        let shapes_run: Vec<(u32, u32)> =
+            [(3, 3), (1, 7), (7, 1), (5, 5), (19, 1), (1, 19)].into_iter().filter(|(w, h)| *w <= cfg.max_kernel && *h <= cfg.max_kernel).collect();
+        // The Verilator build, each kernel shape, bilinear, the image, the area.
+        bo.steps(1 + shapes_run.len() as u64 + 3);
+        bo.running("the Verilator build");
         let design = build(cfg)?;
         let compiled = compile_design(&design)?;
+        bo.done("the Verilator build");
         let latency = 10;
         let side = 256.min(cfg.max_size);
         let texture = |side: u32| Texture {
@@ -171,10 +177,8 @@ impl BlockDef for TextureUnit {
         // levels of 112 texels and more; on smaller ones, a row across.
         let (x0, quads) = if side >= 112 { (24, 64) } else { (0, (side as u64 / 2).max(2)) };
         let mut rate = 0.0;
-        for (kw, kh) in [(3, 3), (1, 7), (7, 1), (5, 5), (19, 1), (1, 19)] {
-            if kw > cfg.max_kernel || kh > cfg.max_kernel {
-                continue;
-            }
+        for (kw, kh) in shapes_run {
+            bo.running(&format!("{kw}x{kh} kernel quads"));
             let k = kernel(kw, kh);
             let one = base(vec![Op::ConvQuad { x: side as u64 / 2, y: side as u64 / 2, level: 0, channel: 0, kernel: k.clone() }], None);
             let (o1, _) = run(&one)?;
@@ -213,6 +217,7 @@ impl BlockDef for TextureUnit {
                 "register_writes_whole": writes(Broadcast::Whole), "register_writes_selective": writes(Broadcast::Selective),
                 "register_writes_rtl": o1.register_writes,
             }));
+            bo.done(&format!("{kw}x{kh} kernel quads"));
         }
         // Bilinear samples per cycle: many samples against a few.
         let mut rng = Rng::new(1);
@@ -221,11 +226,14 @@ impl BlockDef for TextureUnit {
         let span = (side as u64 - 2 * margin).max(1) << f;
         let sample = |rng: &mut Rng| Op::Bilinear { u: (margin << f) + rng.below(span), v: (margin << f) + rng.below(span), level: 0 };
         let n = 2000u64;
+        bo.running(&format!("bilinear, {n} samples"));
         let many: Vec<Op> = (0..n).map(|_| sample(&mut rng)).collect();
         let (o_many, _) = run(&base(many.clone(), None))?;
         let (o_few, _) = run(&base(many[..1].to_vec(), None))?;
         let samples_per_cycle = (n - 1) as f64 / (o_many.cycles - o_few.cycles) as f64;
         let _ = writeln!(out, "bilinear: {n} samples, {:.3} samples/cycle at steady state", samples_per_cycle);
+        bo.done(&format!("bilinear, {n} samples"));
+        bo.running(&format!("3x3 conv of a {side}x{side} image"));
         // A 3x3 conv of the whole side x side image.
         let blur = Kernel { width: 3, height: 3, weights: vec![1, 2, 1, 2, 4, 2, 1, 2, 1].into() };
         let job = base(vec![], Some(ConvJob { level: 0, channel: 0, kernel: blur }));
@@ -242,8 +250,11 @@ impl BlockDef for TextureUnit {
             oc.cycles as f64 / floor as f64,
             oc.register_writes
         );
+        bo.done(&format!("3x3 conv of a {side}x{side} image"));
         let _ = writeln!(out, "cosim: {rate:.0} cycles/s");
+        bo.running("yosys area");
         let s = yosys_area(&design)?;
+        bo.done("yosys area");
         let _ = writeln!(out, "yosys: {} cells, {} flip-flops", s.cells, s.flip_flops);
         Ok(json!({
             "block": "texture",
