@@ -155,15 +155,15 @@ impl BlockParams for CuParams {
         vec![
             ParamInfo::new("slots", int(1, 8, ""), "blocks resident at once"),
             ParamInfo::new("regs", int(16, 256, "a power of two"), "32-bit registers in the register file, shared by the slots"),
-            ParamInfo::new("imem_depth", int(16, 256, "a power of two"), "instructions in each slot's program store"),
+            ParamInfo::new("imem_depth", int(16, 256, "a power of two"), "instructions in each slot's program store `D`"),
             ParamInfo::new("banks", int(1, 8, "a power of two"), "scratchpad banks"),
             ParamInfo::new("words", int(64, 16384, "a power of two"), "32-bit words a scratchpad bank"),
-            ParamInfo::new("max_outstanding", int(1, 64, ""), "memory reads (and st writes) in flight"),
-            ParamInfo::new("tag_bits", int(1, 8, ""), "dispatch tag width"),
-            ParamInfo::new("grid_rows", int(1, 8, ""), "rows of the mma grid"),
-            ParamInfo::new("grid_cols", int(1, 8, "1, 2, 4 or 8"), "columns of the mma grid"),
-            ParamInfo::new("kmax", int(8, 1024, "a power of two"), "largest K of one mma (the tile buffer holds two tiles of kmax k-steps)"),
-            ParamInfo::new("tex", ParamKind::Bool, "build tex and its texture unit (else opcode 0x74 is undefined)"),
+            ParamInfo::new("max_outstanding", int(1, 64, ""), "memory reads (and, for `st`, writes) in flight, `O`"),
+            ParamInfo::new("tag_bits", int(1, 8, ""), "the dispatch tag's width"),
+            ParamInfo::new("grid_rows", int(1, 8, ""), "rows `R` of the `mma` grid"),
+            ParamInfo::new("grid_cols", int(1, 8, "1, 2, 4 or 8"), "columns `C` of the `mma` grid"),
+            ParamInfo::new("kmax", int(8, 1024, "a power of two"), "the largest `K` of one `mma` (its tile buffer holds two tiles of `kmax` k-steps)"),
+            ParamInfo::new("tex", ParamKind::Bool, "`tex` and its `texture` unit are built; with `false` opcode 0x74 is undefined (the `opcode` error), the scratchpad has no `rd5`/`wr3` and `tex_fetch_o` is 0"),
         ]
     }
 
@@ -181,6 +181,15 @@ impl BlockParams for CuParams {
         c.int(&t, "grid_cols", self.grid_cols as i64, self.grid_cols.is_power_of_two());
         c.int(&t, "kmax", self.kmax as i64, self.kmax.is_power_of_two());
         c.finish()
+    }
+
+    fn preset_doc(name: &str) -> &'static str {
+        match name {
+            "default" => "two slots, 64 registers, a 16 KiB scratchpad in four banks, a 4x4 `mma` grid, `tex`",
+            "small" => "one slot, 16 registers, a 256-byte scratchpad in one bank, a 2x2 grid with `kmax` 16, no `tex`: fits an ECP5-25F",
+            "wide" => "four slots over eight banks of 8 KiB, a 4x8 grid",
+            _ => "",
+        }
     }
 
     fn presets() -> Vec<(&'static str, Self)> {
