@@ -171,7 +171,7 @@ fn cosim_odd() {
 /// strobe one past the row's end, a counted loop that stops one iteration
 /// early, an aligner that emits its word one unit late when the two lanes
 /// are equal, an `mma` writer that takes a row's words a cycle early, and a
-/// `tex` conv that loads `KW x KW` weights instead of `KW x KH`.
+/// `tex` conv that writes each quad's pixel `(x+1, y+1)` at the wrong place.
 #[test]
 fn planted_bugs_are_caught() {
     // At `small` with `tex`: the same logic, a quicker Verilator build for
@@ -185,7 +185,7 @@ fn planted_bugs_are_caught() {
         ("loop one short", "  assign x_taken = ", "(x_is_loop & |x_rd_dec)", "(x_is_loop & |x_rd_dec[31:1])"),
         ("aligner late on equal lanes", "  assign dma_emit = ", "(dma_p_out_row_q[1:0] >= dma_p_in_row_q[1:0])", "(dma_p_out_row_q[1:0] > dma_p_in_row_q[1:0])"),
         ("mma writes a row before it leaves the grid", "  assign mma_w_ok = ", "mma_o_rows_q} > mma_w_r_q", "mma_o_rows_q} >= mma_w_r_q"),
-        ("tex loads KW x KW weights", "  assign tex_nwt = ", "tex_h_q[15:13]", "tex_w_q[15:13]"),
+        ("tex conv writes a quad's fourth pixel a word before the third", "  assign u_scratchpad_wr3_req_addr = ", "(tex_pitch + ", "(tex_pitch - "),
     ];
     let all: Vec<u64> = (0..SEEDS).collect();
     for (what, line, from, to) in bugs {
