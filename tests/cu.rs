@@ -458,14 +458,14 @@ fn mma_matches_its_definition() {
             let mut prog = vec![li(3, amem), li(4, k), li(5, ao), li(6, tm << 16 | k), word(0x60, 5, 3, 4, 6 | pa << 16)];
             prog.extend([li(3, bmem), li(4, tn), li(5, bo), li(6, k << 16 | tn), word(0x60, 5, 3, 4, 6 | pb << 16)]);
             match mode {
-                1 => prog.extend([li(3, cmem), li(4, 4 * tn), li(5, co), li(6, tm << 16 | 4 * tn), word(0x60, 5, 3, 4, 6)]),
-                2 => prog.extend([li(3, bimem), li(4, 4 * tn), li(5, bi), li(6, 1 << 16 | 4 * tn), word(0x60, 5, 3, 4, 6)]),
+                1 => prog.extend([li(3, cmem), li(4, 4 * tn), li(5, co), li(6, tm << 16 | (4 * tn)), word(0x60, 5, 3, 4, 6)]),
+                2 => prog.extend([li(3, bimem), li(4, 4 * tn), li(5, bi), li(6, 1 << 16 | (4 * tn)), word(0x60, 5, 3, 4, 6)]),
                 _ => {}
             }
             prog.extend([li(5, co), li(7, ao), li(8, bo), li(6, tm | tn << 8 | k << 16)]);
             let bias_field = if mode == 2 { bi / 4 } else { 0 };
             prog.push(word(0x70, 5, 7, 8, 6 | mode << 8 | qa << 10 | qb << 12 | bias_field << 16));
-            prog.extend([li(3, cmem), li(4, 4 * tn), li(6, tm << 16 | 4 * tn), word(0x61, 5, 3, 4, 6), word(0x7F, 0, 0, 0, 0)]);
+            prog.extend([li(3, cmem), li(4, 4 * tn), li(6, tm << 16 | (4 * tn)), word(0x61, 5, 3, 4, 6), word(0x7F, 0, 0, 0, 0)]);
             assert!(prog.len() <= p.imem_depth as usize);
             let mut memory = Memory::new();
             memory.write(0x1000, &prog.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>());

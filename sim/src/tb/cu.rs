@@ -638,7 +638,7 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
             _ => word(0x60, 5, 5, 5, 0x0100),
         }),
         Planted::Reg => v.push(match rng.below(5) {
-            4 => word(0x74, 5, 5, 5, regs + rng.below(256 - regs as u64) as u32 | 3 << 8),
+            4 => word(0x74, 5, 5, 5, (regs + rng.below(256 - regs as u64) as u32) | 3 << 8),
             3 => word(0x70, 5, 5, 5, regs + rng.below(256 - regs as u64) as u32),
             0 => word(0x01, regs as u8 + rng.below(256 - regs as u64) as u8, 0, 0, 0),
             1 => word(0x50, (regs - 1) as u8, 0, 2, 0),

@@ -86,7 +86,7 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let half_groups = p.kmax / 4;
     let hb = clog2(half_groups as u64);
     let ent_bits = hb + 1;
-    let cw = (c + 3) / 4; // B words a k-step
+    let cw = c.div_ceil(4); // B words a k-step
     let lit = |x: u64| Expr::lit(sw, x);
 
     // ---- the operation ----
