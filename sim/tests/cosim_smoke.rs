@@ -582,7 +582,10 @@ fn error_messages_are_readable() {
 const CHILD_ENV: &str = "GPURTL_COSIM_SMOKE_CHILD";
 
 fn cache_spec() -> DesignSpec {
-    counter_spec("smoke_cached")
+    match std::env::var(CHILD_ENV).as_deref() {
+        Ok("race") => counter_spec("smoke_raced"),
+        _ => counter_spec("smoke_cached"),
+    }
 }
 
 /// Helper for `cache_is_reused_across_processes`: does nothing unless
@@ -602,24 +605,32 @@ fn cache_child() {
     println!("BUILD_DIR={}", design.build_dir().display());
 }
 
-fn run_child(cache: &std::path::Path) -> PathBuf {
-    let out = Command::new(std::env::current_exe().unwrap())
+fn spawn_child(cache: &std::path::Path, which: &str) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
         .args(["cache_child", "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
+        .env(CHILD_ENV, which)
         .env("GPURTL_COSIM_CACHE", cache)
-        .output()
-        .unwrap();
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The child's build directory and its stderr.
+fn child_result(child: std::process::Child) -> (PathBuf, String) {
+    let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "child failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
     let line = stdout
         .lines()
         .find_map(|l| l.split_once("BUILD_DIR=").map(|(_, dir)| dir))
         .unwrap_or_else(|| panic!("no BUILD_DIR in child output:\n{stdout}"));
-    PathBuf::from(line)
+    (PathBuf::from(line), stderr)
+}
+
+fn run_child(cache: &std::path::Path) -> PathBuf {
+    child_result(spawn_child(cache, "1")).0
 }
 
 #[test]
@@ -653,16 +664,30 @@ fn cache_is_reused_across_processes() {
         lib_mtime,
         "relinked"
     );
-    // Only the runtime and this one design were ever built there.
-    let entries: Vec<String> = std::fs::read_dir(cache.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(entries.len(), 2, "{entries:?}");
+    // Only the runtime and this one design were ever built there (beside
+    // the folder of lock files).
+    let entries = || -> Vec<String> {
+        std::fs::read_dir(cache.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|e| e != ".locks")
+            .collect()
+    };
+    assert_eq!(entries().len(), 2, "{:?}", entries());
     assert!(
-        entries.iter().any(|e| e.starts_with("runtime-")),
-        "{entries:?}"
+        entries().iter().any(|e| e.starts_with("runtime-")),
+        "{:?}",
+        entries()
     );
+
+    // Two processes wanting a new design at the same time: one builds it,
+    // the other waits for that build instead of building it too.
+    let (a, b) = (spawn_child(cache.path(), "race"), spawn_child(cache.path(), "race"));
+    let ((dir_a, err_a), (dir_b, err_b)) = (child_result(a), child_result(b));
+    assert_eq!(dir_a, dir_b);
+    let builds = |err: &str| err.lines().filter(|l| l.starts_with("gpurtl: building `smoke_raced`")).count();
+    assert_eq!(builds(&err_a) + builds(&err_b), 1, "{err_a}\n{err_b}");
+    assert_eq!(entries().len(), 3, "{:?}", entries());
 
     // In-process: the second compile returns the memoized library.
     let a = compile(&cache_spec()).unwrap();

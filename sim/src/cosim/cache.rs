@@ -102,9 +102,14 @@ fn workspace_root() -> PathBuf {
 
 /// Builds `final_dir` unless it already exists. The build runs in a fresh
 /// temporary directory next to it, which is then renamed into place, so a
-/// cache entry is either complete or absent, and concurrent processes
-/// building the same entry simply race: the loser discards its copy. A
-/// failed build is kept as `failed-<name>` so its log can be inspected.
+/// cache entry is either complete or absent. Processes building the same
+/// entry at once take turns on a lock file (`.locks/<name>`): one builds,
+/// the others wait and then load its result. A failed build is kept as
+/// `failed-<name>` so its log can be inspected.
+///
+/// The progress lines go straight to the process's stderr, not through
+/// `eprintln!`, so that they also show under `cargo test`'s output capture:
+/// a build can take minutes.
 pub(crate) fn build_cached(
     root: &Path,
     final_dir: &Path,
@@ -112,7 +117,35 @@ pub(crate) fn build_cached(
     what: &str,
     build: impl FnOnce(&Path, &mut File) -> Result<(), CosimError>,
 ) -> Result<(), CosimError> {
-    build_cached_reporting(root, final_dir, marker, what, &|line| eprintln!("{line}"), build)
+    let report = |line: &str| {
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    };
+    build_cached_reporting(root, final_dir, marker, what, &report, build)
+}
+
+/// Holds the lock of one cache entry, across processes (an advisory lock
+/// on `<root>/.locks/<name>`, released when dropped or when the process
+/// dies). Taking it says so when another process holds it.
+fn lock_entry(root: &Path, final_dir: &Path, what: &str, report: &dyn Fn(&str)) -> Result<File, CosimError> {
+    let dir = root.join(".locks");
+    fs::create_dir_all(&dir).map_err(|e| io_err(format!("cannot create {}", dir.display()), e))?;
+    let path = dir.join(final_dir.file_name().unwrap_or_default());
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io_err(format!("cannot open lock file {}", path.display()), e))?;
+    let locked = |r: std::io::Result<()>| r.map_err(|e| io_err(format!("cannot lock {}", path.display()), e));
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            report(&format!("gpurtl: waiting for another process building {what} with Verilator"));
+            locked(file.lock())?;
+        }
+        Err(fs::TryLockError::Error(e)) => locked(Err(e))?,
+    }
+    Ok(file)
 }
 
 /// [`build_cached`], with its progress lines going to `report`.
@@ -125,6 +158,11 @@ fn build_cached_reporting(
     build: impl FnOnce(&Path, &mut File) -> Result<(), CosimError>,
 ) -> Result<(), CosimError> {
     let complete = |d: &Path| d.join(marker).is_file();
+    if complete(final_dir) {
+        return Ok(());
+    }
+    // Another process may be building it: wait for it, then look again.
+    let _lock = lock_entry(root, final_dir, what, report)?;
     if complete(final_dir) {
         return Ok(());
     }
@@ -191,8 +229,8 @@ fn build_cached_reporting(
     drop(log);
     match fs::rename(tmp.path(), final_dir) {
         Ok(()) => Ok(()),
-        // Another process published the same entry first; use theirs (the
-        // TempDir guard deletes ours).
+        // Published meanwhile by a process that does not take the lock (an
+        // older gpurtl); use theirs (the TempDir guard deletes ours).
         Err(_) if complete(final_dir) => Ok(()),
         Err(e) => Err(io_err(
             format!("cannot publish build directory {}", final_dir.display()),
