@@ -678,23 +678,6 @@ pub fn first_difference(a: &Value, b: &Value) -> Option<(String, Value, Value)> 
     walk("", a, b)
 }
 
-/// Jobs on one machine that cosimulate one design (a point's seed ranges,
-/// run at once by GNU parallel or `make -j`) take turns to build it: the
-/// first builds it into the cosim cache, the others wait for it and then
-/// find it there, instead of each building it at the same time. The turn
-/// is a lock on `<temp>/gpurtl-cosim-locks/<hash of the Verilog>.lock`,
-/// held while the file is open (the operating system lets go of a killed
-/// job's); where it cannot be taken, the job builds without waiting.
-fn build_turn(design: &gpurtl_hw::Design) -> Option<std::fs::File> {
-    let verilog = crate::rtl_engine::spec(design).verilog;
-    let dir = std::env::temp_dir().join("gpurtl-cosim-locks");
-    std::fs::create_dir_all(&dir).ok()?;
-    let path = dir.join(format!("{:016x}.lock", emit::fnv1a64(verilog.as_bytes())));
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).ok()?;
-    file.lock().ok()?;
-    Some(file)
-}
-
 /// A failing seed's entry in a result: at most this many are listed.
 const LISTED_FAILURES: usize = 100;
 
@@ -754,10 +737,9 @@ pub fn cosim(b: &dyn Block, params: &Value, seeds: (u64, u64), argv: &[String], 
         words.push(s.to_string());
         words.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ")
     };
-    let setup = b.design(params).and_then(|d| {
-        let _turn = build_turn(&d);
-        compile_design(&d).map_err(Error::from)
-    });
+    // Jobs on one machine that need one new design take turns to build it
+    // (the cosim cache's lock: docs/cosim.md).
+    let setup = b.design(params).and_then(|d| compile_design(&d).map_err(Error::from));
     let (passed, failed, failures) = match &setup {
         Err(_) => (0, 0, Vec::new()),
         Ok(compiled) => check_seeds(seeds, &|seed| b.self_check(params, compiled, seed), &reproduce, out),
