@@ -29,8 +29,12 @@ fn path_with(dirs: &[&Path]) -> String {
 /// on PATH: (status, stdout, stderr).
 fn run_in(dir: &Path, program: &str, args: &[&str], input: Option<&str>, path: &str) -> (i32, String, String) {
     let mut c = Command::new(program);
-    // LC_ALL=C: make's messages in English, whatever the machine's locale.
+    // LC_ALL=C: make's messages in English, whatever the machine's locale;
+    // and a top-level make even under `make test` (no "make[1]: Entering").
     c.args(args).current_dir(dir).env("PATH", path).env("LC_ALL", "C").stdout(Stdio::piped()).stderr(Stdio::piped());
+    for v in ["MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES"] {
+        c.env_remove(v);
+    }
     c.stdin(match input {
         Some(f) => Stdio::from(std::fs::File::open(dir.join(f)).unwrap()),
         None => Stdio::null(),
