@@ -128,6 +128,21 @@ fn cosim_axi4() {
     cosim("axi4", &p)
 }
 
+/// `gpurtl cosim cbload --param mem_if=axi4` (its random workloads, cycles
+/// compared) matches on 40 seeds: the workload keeps its memory latency
+/// above the AXI path's cycles.
+#[test]
+fn cosim_command_workload_at_axi4() {
+    let p = CbloadParams { mem_if: gpurtl_params::MemIf::Axi4, ..CbloadParams::default() };
+    let params = serde_json::to_value(&p).unwrap();
+    let b = gpurtl_gen::blocks::find(&gpurtl_gen::blocks::all(), "cbload").unwrap();
+    let compiled = compile_design(&b.design(&params).unwrap()).unwrap();
+    for seed in 0..40 {
+        let diff = b.self_check(&params, &compiled, seed).unwrap();
+        assert!(diff.is_none(), "seed {seed}: {diff:?}");
+    }
+}
+
 /// A burst streams one beat per cycle once the pipe is full: N registers
 /// take N*P beats plus the latency and a fixed overhead of 2 cycles.
 #[test]

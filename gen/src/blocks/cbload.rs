@@ -42,7 +42,10 @@ impl BlockDef for Cbload {
     }
     fn random_input(p: &CbloadParams, rng: &mut Rng) -> Workload {
         let n = 1 + rng.below(8) as usize;
-        let latency = 1 + rng.below(12) as u32;
+        // Through AXI4 the path takes AXI_PATH_CYCLES of the latency, so the
+        // model's cycles are the RTL's only from one cycle more (tests/cbload.rs).
+        let min = if p.mem_if == gpurtl_params::MemIf::Axi4 { gpurtl_sim::tb::AXI_PATH_CYCLES + 1 } else { 1 };
+        let latency = min + rng.below(12) as u32;
         tb::random_workload(rng, p, n, latency)
     }
 
