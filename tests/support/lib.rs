@@ -72,10 +72,28 @@ pub mod space;
 /// `verilator --lint-only -Wall` finds nothing, and yosys synthesizes the
 /// design (`check -assert`) without latches; `what` names it in a failure.
 pub fn lint_and_synth_clean(what: &str, design: &Design) {
+    lint_and_yosys_clean(what, design, true);
+}
+
+/// Whether the heavier tier runs: `GPURTL_FULL` set (`make test-full`).
+pub fn full() -> bool {
+    std::env::var_os("GPURTL_FULL").is_some()
+}
+
+/// `verilator --lint-only -Wall` finds nothing, and yosys finds no latch,
+/// combinational loop, undriven or multiply driven net: after a full
+/// synthesis when `synth` is set or under `GPURTL_FULL=1`, else after
+/// elaboration (`tools::yosys_check`, the same checks on the design before
+/// technology mapping: a second where a synthesis can take a minute).
+pub fn lint_and_yosys_clean(what: &str, design: &Design, synth: bool) {
     let (dir, top, sources) = generated(design);
     if let Err(e) = gpurtl_gen::tools::verilator_lint(dir.path(), &top) {
         panic!("{what}: {e}");
     }
-    let s = gpurtl_gen::tools::yosys_synth(dir.path(), &top, &sources).unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(!s.by_type.iter().any(|(t, _)| t.contains("LATCH")), "{what}: latches: {:?}", s.by_type);
+    if synth || full() {
+        let s = gpurtl_gen::tools::yosys_synth(dir.path(), &top, &sources).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(!s.by_type.iter().any(|(t, _)| t.contains("LATCH")), "{what}: latches: {:?}", s.by_type);
+    } else if let Err(e) = gpurtl_gen::tools::yosys_check(dir.path(), &top, &sources) {
+        panic!("{what}: {e}");
+    }
 }
