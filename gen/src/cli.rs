@@ -32,7 +32,9 @@ commands:
                                direction, width, meaning); default: at the defaults
   gen BLOCK|--all -o DIR       write Verilog, a filelist DIR/<top>.f and DIR/<top>.json
   run BLOCK --input IN.json --output OUT.json [--engine model|rtl] [--vcd FILE]
-                               run a workload through the golden model or the RTL
+        [--max-cycles N]       run a workload through the golden model or the RTL,
+                               at most N cycles (default: 4194304 and 1024 a byte
+                               of input; docs/cli.md, Run budget)
                                (cmdproc: IN may also be a run file in assembler text,
                                `.registers`/`.memory` lines then packets; docs/cmdproc.md)
         [--image IN.png] [--output-image OUT.png]
@@ -100,6 +102,8 @@ struct Opts {
     pub input: Option<PathBuf>,
     pub output: Option<PathBuf>,
     pub engine: Option<String>,
+    /// `run --max-cycles N`: the run budget.
+    pub max_cycles: Option<String>,
     /// `asm`/`disasm --isa pm4|cu`.
     pub isa: Option<String>,
     pub vcd: Option<PathBuf>,
@@ -173,6 +177,7 @@ fn parse(args: &[String]) -> Result<Opts> {
             "--input" => o.input = Some(path_value(a, val(a)?)?),
             "--output" => o.output = Some(path_value(a, val(a)?)?),
             "--engine" => o.engine = Some(val(a)?),
+            "--max-cycles" => o.max_cycles = Some(val(a)?),
             "--isa" => o.isa = Some(val(a)?),
             "--vcd" => o.vcd = Some(path_value(a, val(a)?)?),
             "--image" => o.image = Some(path_value(a, val(a)?)?),
@@ -276,7 +281,7 @@ fn check_work_dir(o: &Opts) -> Result<()> {
 /// The long name of a known option (`-p` is `--param`, `-o` is `--out`).
 fn long_name(a: &str) -> Option<&'static str> {
     const LONG: &[&str] = &[
-        "--param", "--params", "--preset", "--out", "--input", "--output", "--engine", "--vcd", "--image", "--output-image", "--json", "--block",
+        "--param", "--params", "--preset", "--out", "--input", "--output", "--engine", "--max-cycles", "--vcd", "--image", "--output-image", "--json", "--block",
         "--target", "--clock-mhz", "--seed", "--seeds", "--threshold", "--random", "--all", "--zip", "--names", "--points",
         "--points-seed", "--seeds-per-job", "--timeout-s", "--mem-mb", "--emit", "--emit-format", "--point", "--index", "--markdown",
         "--table",
@@ -294,7 +299,7 @@ fn check_options(cmd: &str, o: &Opts) -> Result<()> {
     const PARAMS: &[&str] = &["--param", "--params", "--preset"];
     let own: &[&str] = match cmd {
         "gen" => &["--out", "--all"],
-        "run" => &["--input", "--output", "--engine", "--vcd", "--image", "--output-image"],
+        "run" => &["--input", "--output", "--engine", "--max-cycles", "--vcd", "--image", "--output-image"],
         "lint" => &[],
         "bench" => &["--json", "--random", "--seed"],
         "synth" => &["--target", "--clock-mhz", "--seed", "--seeds", "--out"],
@@ -493,6 +498,12 @@ impl<'a> Cli<'a> {
         if o.vcd.is_some() && engine != Engine::Rtl {
             return Err(Error::Bad("option `--vcd` needs `--engine rtl`".into()));
         }
+        let max_cycles = match o.max_cycles.as_deref() {
+            None => None,
+            Some(raw) => Some(raw.parse::<u64>().ok().filter(|n| (1..=MAX_CYCLES_LIMIT).contains(n)).ok_or_else(|| {
+                Error::Bad(format!("option `--max-cycles` = `{raw}`: must be an integer from 1 to {MAX_CYCLES_LIMIT}"))
+            })?),
+        };
         // Outputs are checked before any work: each one's folder exists, and
         // none replaces an input or another output.
         emit::check_output("--output", output).map_err(Error::Bad)?;
@@ -511,6 +522,12 @@ impl<'a> Cli<'a> {
         inputs.extend(params_input(o));
         distinct_files(&outputs, &inputs)?;
         let base = input.parent().map(Path::to_path_buf).unwrap_or_default();
+        // The default budget grows with the input (its files' bytes).
+        let input_bytes: u64 = std::iter::once(input.as_path())
+            .chain(o.image.as_deref())
+            .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+            .sum();
+        let budget = max_cycles.unwrap_or_else(|| default_max_cycles(input_bytes));
         let mut input = read_run_input(b, &params, input)?;
         if let Some(path) = &o.image {
             let img = crate::image::read_png("--image", path)?;
@@ -519,12 +536,48 @@ impl<'a> Cli<'a> {
         if o.output_image.is_some() {
             b.gives_image(&params, &input)?;
         }
-        let result = b.run(&params, &input, &base, engine, o.vcd.as_deref())?;
+        // The waveform is traced beside its path and moved there when the
+        // run ends, or ends in a failure it shows; a run stopped by its
+        // budget leaves nothing.
+        let staged = match &o.vcd {
+            Some(vcd) => emit::stage_path(vcd).map_err(|e| emit::output_error("--vcd", vcd, e))?,
+            None => None,
+        };
+        let vcd_path: Option<&Path> = match &staged {
+            Some((tmp, _)) => Some(tmp),
+            None => o.vcd.as_deref(),
+        };
+        let (result, over) = gpurtl_sim::budget::within(budget, || b.run(&params, &input, &base, engine, vcd_path));
+        if let (Some((tmp, target)), Some(vcd), false) = (staged, &o.vcd, over) {
+            // An empty file: the run never began (a failed build).
+            if std::fs::metadata(&tmp).is_ok_and(|m| m.len() > 0) {
+                tmp.persist(&target).map_err(|e| emit::output_error("--vcd", vcd, e.error))?;
+            }
+        }
+        if over {
+            let why = match max_cycles {
+                Some(_) => "as given".to_string(),
+                None => format!(
+                    "the default for {input_bytes} bytes of input: {DEFAULT_MAX_CYCLES} and {MAX_CYCLES_PER_INPUT_BYTE} a byte; give a larger one to run longer"
+                ),
+            };
+            return Err(Error::Bad(format!(
+                "the run did not end within its budget of {budget} cycles (`--max-cycles` = {budget}, {why}); nothing was written"
+            )));
+        }
+        let result = result?;
         let picture = match &o.output_image {
             Some(path) => Some((path, b.output_image(&params, &input, &result)?)),
             None => None,
         };
         let text = serde_json::to_string_pretty(&result)? + "\n";
+        if text.len() as u64 > MAX_OUTPUT_BYTES {
+            return Err(Error::Bad(format!(
+                "option `--output`: the run's result is {} bytes, over the {} MiB a run may write; nothing was written (run less work at once)",
+                text.len(),
+                MAX_OUTPUT_BYTES >> 20
+            )));
+        }
         emit::write_atomic(output, text.as_bytes()).map_err(|e| emit::output_error("--output", output, e))?;
         let _ = writeln!(out, "{}", output.display());
         if let Some((path, img)) = picture {
@@ -965,6 +1018,21 @@ fn gen_one(
 /// does (`{` or `[` first) is read as JSON, so a broken JSON file gets the
 /// JSON error; a block without a text form gets the JSON error too. Each
 /// line of a text form's error names the file.
+/// The run budget without `--max-cycles`: this many cycles, and
+/// [`MAX_CYCLES_PER_INPUT_BYTE`] more for each byte of the input's files.
+/// The examples end in at most tens of thousands of cycles.
+pub const DEFAULT_MAX_CYCLES: u64 = 1 << 22;
+pub const MAX_CYCLES_PER_INPUT_BYTE: u64 = 1 << 10;
+/// The largest `--max-cycles`.
+pub const MAX_CYCLES_LIMIT: u64 = 1 << 48;
+/// The most a run writes as its result (the JSON text).
+pub const MAX_OUTPUT_BYTES: u64 = 256 << 20;
+
+/// The run budget for an input of `bytes` bytes.
+pub fn default_max_cycles(bytes: u64) -> u64 {
+    DEFAULT_MAX_CYCLES.saturating_add(MAX_CYCLES_PER_INPUT_BYTE.saturating_mul(bytes)).min(MAX_CYCLES_LIMIT)
+}
+
 fn read_run_input(b: &dyn Block, params: &Value, path: &Path) -> Result<Value> {
     const WHAT: &str = "input file";
     let text = crate::json::read_text(path, "--input")?;

@@ -465,6 +465,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
 }
 
+/// A temporary path beside the file `path` names (its links followed), for
+/// an output another program writes (Verilator's waveform): `persist` it
+/// onto the returned target when the output is complete; dropped, it is
+/// removed. `None` when the target is not a regular file (a device, a
+/// pipe): that is written through.
+pub fn stage_path(path: &Path) -> std::io::Result<Option<(tempfile::TempPath, PathBuf)>> {
+    let target = resolve_links(path)?;
+    if std::fs::metadata(&target).is_ok_and(|m| !m.is_file()) {
+        return Ok(None);
+    }
+    let tmp = stage(&target, b"")?;
+    Ok(Some((tmp.into_temp_path(), target)))
+}
+
 /// Check an output file option before any work: it is not empty, its
 /// directory exists and it is not a directory itself; through a symbolic
 /// link, the same of the file the link names. The message names the option

@@ -108,6 +108,8 @@ pub enum CosimError {
     /// The RTL stopped making progress: the testbench's cycle budget ran
     /// out with work still outstanding.
     Hang(String),
+    /// The run budget ([`crate::budget`]) ran out at this many cycles.
+    Budget(u64),
     /// A value does not fit in the port it was written to.
     Width {
         port: String,
@@ -133,6 +135,7 @@ impl fmt::Display for CosimError {
             CosimError::Io(msg) => write!(f, "cosimulation I/O error: {msg}"),
             CosimError::Mismatch(msg) => write!(f, "the RTL is wrong: {msg}"),
             CosimError::Hang(msg) => write!(f, "the RTL stopped making progress: {msg}"),
+            CosimError::Budget(limit) => write!(f, "the run reached its budget of {limit} cycles before it ended"),
             CosimError::UnknownPort(name) => write!(f, "the design has no port named `{name}`"),
             CosimError::Width { port, width, value_bits } => write!(
                 f,

@@ -186,6 +186,9 @@ pub fn run(cfg: &CbloadParams, w: &Workload) -> Outcome {
 
     for ins in &w.instrs {
         let a = accept;
+        if crate::budget::over(a) {
+            break;
+        }
         // The offset: immediate, or the low addr_bits of a register as it is
         // now (after every earlier instruction). A register index beyond the
         // register file reads as zero.
@@ -242,6 +245,7 @@ pub fn run(cfg: &CbloadParams, w: &Workload) -> Outcome {
     }
 
     let cycles = if w.instrs.is_empty() { 0 } else { last_response };
+    crate::budget::spend(cycles);
     Outcome { regs, responses, oob, oob_tag, cycles }
 }
 

@@ -287,6 +287,9 @@ pub(super) fn simulate(p: &ArbiterParams, w: &Workload) -> (Outcome, Trace) {
 
     let mut c: u64 = 0;
     while !finished(&rd_next, &wr_next, &out_reads, &out_writes) {
+        if crate::budget::over(c) {
+            break;
+        }
         assert!(c < limit, "arbiter model: no progress by cycle {c}");
 
         // ---- the cycle's decisions, from the registers at its start ----

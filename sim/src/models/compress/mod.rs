@@ -85,6 +85,8 @@ pub fn apply(op: &Op) -> OpResult {
 pub fn run(ops: &[Op], latency: u32) -> Output {
     let results: Vec<OpResult> = ops.iter().map(apply).collect();
     let cycles = if ops.is_empty() { 0 } else { ops.len() as u64 - 1 + latency as u64 };
+    // A closed form: the run budget is checked against its length.
+    crate::budget::spend(cycles);
     Output { results, cycles }
 }
 

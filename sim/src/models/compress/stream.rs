@@ -161,8 +161,10 @@ fn run_stream(s: &Stream, width: u32) -> StreamResult {
 
 /// Functional results and cycles per docs/compress.md.
 pub fn run_streams(streams: &[Stream], width: u32, latency: u32) -> StreamOutput {
+    let cycles = stream_cycles(streams, width, latency);
+    crate::budget::spend(cycles);
     StreamOutput {
-        cycles: stream_cycles(streams, width, latency),
+        cycles,
         streams: streams.iter().map(|s| run_stream(s, width)).collect(),
     }
 }
@@ -249,6 +251,9 @@ fn simulate(ops: &[Timed], dense_beats: u64, latency: u32) -> u64 {
     let bound = 16 * (ops.len() as u64 + dense_beats + l + 8);
     let mut t = 0u64;
     while done < ops.len() || dq > 0 {
+        if crate::budget::over(t) {
+            break;
+        }
         assert!(t < bound, "stream timing model: no progress by cycle {t}");
         // Decisions, from the registers at the start of cycle t.
         let take_in = offered < ops.len() && iq.len() < 2;

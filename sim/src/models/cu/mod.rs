@@ -483,7 +483,11 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
         return Err(ModelError::NoShare { smem_bytes: r.smem_bytes, regs: r.regs });
     }
     let start = 2 * (p.slots as u64 + 1);
-    let budget = (start + CYCLES_PER_BLOCK * r.blocks.len() as u64).min(MAX_CYCLES);
+    // The model's own budget, unless a run budget is in force (it decides).
+    let budget = match crate::budget::limit() {
+        u64::MAX => (start + CYCLES_PER_BLOCK * r.blocks.len() as u64).min(MAX_CYCLES),
+        _ => u64::MAX,
+    };
 
     let mut mem = r.memory.clone();
     let mut smem = vec![0u8; sb as usize];
@@ -534,6 +538,9 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
 
     let mut c: u64 = 0;
     while completed < r.blocks.len() {
+        if crate::budget::over(c) {
+            break;
+        }
         if c > budget {
             return Err(ModelError::Cycles { budget, completed, blocks: r.blocks.len() });
         }

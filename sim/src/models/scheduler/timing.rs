@@ -353,6 +353,9 @@ pub(super) fn simulate(p: &SchedulerParams, w: &Workload, env: &dyn Environment,
     let mut quiet: u64 = 0;
     let mut c: u64 = 0;
     while sim.resolved < w.kernels.len() {
+        if crate::budget::over(c) {
+            break;
+        }
         if skip {
             if let Some(e) = sim.idle_until(c) {
                 if e > c + 1 {

@@ -60,6 +60,9 @@ pub(super) fn simulate(p: &ScratchpadParams, w: &Workload) -> (Outcome, Trace) {
     let mut phases = Vec::new();
     let mut c: u64 = 0;
     for ph in &w.phases {
+        if crate::budget::over(c) {
+            break;
+        }
         let reads: Vec<&[u64]> = (0..nr).map(|k| reads_of(ph, k)).collect();
         let writes: Vec<&[super::Write]> = (0..nw).map(|k| writes_of(ph, k)).collect();
         let total = reads.iter().map(|l| l.len()).sum::<usize>() + writes.iter().map(|l| l.len()).sum::<usize>();
@@ -82,6 +85,9 @@ pub(super) fn simulate(p: &ScratchpadParams, w: &Workload) -> (Outcome, Trace) {
         let mut rn = vec![0usize; nr];
         let mut wn = vec![0usize; nw];
         loop {
+            if crate::budget::over(c) {
+                break;
+            }
             // Every request alone, one at a time, takes two cycles.
             assert!(c - start <= 2 * total as u64 + 2, "scratchpad model: no progress by cycle {c}");
 
@@ -204,5 +210,6 @@ pub(super) fn simulate(p: &ScratchpadParams, w: &Workload) -> (Outcome, Trace) {
         tr.phases.push(pt);
     }
     let cycles = phases.iter().map(|ph| ph.cycles).sum();
+    crate::budget::spend(cycles);
     (Outcome { phases, cycles, counters }, tr)
 }

@@ -83,6 +83,9 @@ pub(super) fn simulate_groups<G: Borrow<Group>>(cfg: &SystolicParams, groups: im
     let (mut useful_macs, mut gated, mut issued_steps) = (0u64, 0u64, 0u64);
     let mut cycle: u64 = 0;
     while held.is_some() || groups.peek().is_some() {
+        if crate::budget::over(cycle) {
+            break;
+        }
         let mut ready = true;
         if let Some(h) = held.as_mut() {
             match h.candidate() {
@@ -140,6 +143,7 @@ pub(super) fn simulate_groups<G: Borrow<Group>>(cfg: &SystolicParams, groups: im
     // The loader takes the first group in cycle 0 of this schedule; the unit
     // accepted it one cycle earlier, into its input register.
     let cycles = last_transfer.map_or(0, |t| t + 1);
+    crate::budget::spend(cycles);
     (cycles, useful_macs, gated, present - issued_steps)
 }
 
@@ -177,6 +181,9 @@ pub(super) fn simulate_ws<T: Borrow<WsTile>>(cfg: &SystolicParams, n_tiles: usiz
     let (mut useful_macs, mut gated) = (0u64, 0u64);
     let mut cycle: u64 = 0;
     while next_w < weight_rows || vectors.any_left() || held.is_some() {
+        if crate::budget::over(cycle) {
+            break;
+        }
         // 4. Rows go out in order; with the output always ready a row is
         // transferred in its offer cycle (issues are at most one per cycle).
         while outstanding.front().is_some_and(|&t| t < cycle) {
@@ -221,6 +228,7 @@ pub(super) fn simulate_ws<T: Borrow<WsTile>>(cfg: &SystolicParams, n_tiles: usiz
         cycle += 1;
     }
     let cycles = last_transfer.map_or(0, |t| t + 1);
+    crate::budget::spend(cycles);
     (cycles, useful_macs, gated)
 }
 

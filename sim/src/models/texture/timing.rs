@@ -179,6 +179,9 @@ pub(crate) fn handshakes(p: &TextureParams, latency: u64, steps: &[Step], tiles_
     let mut last_activity = 0u64;
     let mut t = 0u64;
     while next < steps.len() || in_flight > 0 {
+        if crate::budget::over(t) {
+            break;
+        }
         assert!(t <= last_activity + latency + 8, "texture timing model: no progress since cycle {last_activity}");
 
         // ---- the cycle: everything from the registers at its start ----

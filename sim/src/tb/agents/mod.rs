@@ -130,7 +130,9 @@ impl Bench {
     /// The run ends after a tick: the outputs are those of the last edge
     /// with the inputs of the last cycle still driven. A check that fails
     /// is [`CosimError::Mismatch`], a budget that runs out
-    /// [`CosimError::Hang`]; either closes the waveform.
+    /// [`CosimError::Hang`], the run budget ([`crate::budget`], cycles
+    /// since the simulation began) [`CosimError::Budget`]; each closes the
+    /// waveform.
     pub fn run(&self, sim: &mut Sim, agents: &mut [&mut dyn Agent]) -> Result<(), CosimError> {
         let start = sim.cycle();
         let mut drain_left: Option<u64> = None;
@@ -149,6 +151,10 @@ impl Bench {
                 None => {}
             }
             let now = sim.cycle();
+            if crate::budget::over(now) {
+                sim.trace_close();
+                return Err(CosimError::Budget(crate::budget::limit()));
+            }
             let over = now - start >= self.budget;
             let still = self.quiet.is_some_and(|q| now - last_progress > q);
             if drain_left.is_none() && (over || still) {
