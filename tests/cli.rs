@@ -179,11 +179,11 @@ fn run_options() {
         "error: option `--engine` = `spice`: must be model or rtl\n",
     );
     // An option the command does not read is an error, not silently dropped.
-    bad(&["gen", "compress", "--seed", "3", "-o", "x"], "error: option `--seed` is not used by `gen`; see `gpurtl help`\n");
-    bad(&["prune", "--preset", "wide"], "error: option `--preset` is not used by `prune`; see `gpurtl help`\n");
+    bad(&["gen", "compress", "--seed", "3", "-o", "x"], "error: option `--seed` is not used by `gen`; see `gpurtl gen --help`\n");
+    bad(&["prune", "--preset", "wide"], "error: option `--preset` is not used by `prune`; see `gpurtl prune --help`\n");
     bad(
         &["run", "compress", "--input", &i, "--output", "o.json", "--target", "ice40"],
-        "error: option `--target` is not used by `run`; see `gpurtl help`\n",
+        "error: option `--target` is not used by `run`; see `gpurtl run --help`\n",
     );
     bad(
         &["synth", "compress", "--target", "generic", "--seed", "-1"],
@@ -563,8 +563,8 @@ fn negative_and_huge_integers_name_the_field() {
 #[test]
 fn options_are_not_silently_ignored() {
     bad(&["gen", "--all", "--preset", "wide", "-o", "x"], "error: `gen --all` writes every block at its defaults and takes no block or parameters\n");
-    bad(&["list", "--param", "width=1"], "error: option `--param` is not used by `list`; see `gpurtl help`\n");
-    bad(&["help", "extra"], "error: unexpected argument `extra` to `help`; see `gpurtl help`\n");
+    bad(&["list", "--param", "width=1"], "error: option `--param` is not used by `list`; see `gpurtl list --help`\n");
+    bad(&["help", "extra"], "error: unknown command `extra`; see `gpurtl help`\n");
     bad(&["list", "nosuch"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad, cu\n");
     let (code, out, _) = gpurtl(&["list", "compress"]);
     assert_eq!(code, 0);
@@ -1142,8 +1142,8 @@ fn asm_errors_name_the_line() {
     bad(&["asm", &f], &format!("error: `asm` needs `--output OUT`: {FORM}\n"));
     bad(&["asm", "--output", o], &format!("error: `asm` needs an input file: {FORM}\n"));
     bad(&["asm", &f, "--output", &f], &format!("error: option `--output` = `{f}`: is the input file; must be another file\n"));
-    bad(&["asm", &f, "--output", o, "--param", "x=1"], "error: option `--param` is not used by `asm`; see `gpurtl help`\n");
-    bad(&["asm", &f, "extra", "--output", o], "error: unexpected argument `extra`; see `gpurtl help`\n");
+    bad(&["asm", &f, "--output", o, "--param", "x=1"], "error: option `--param` is not used by `asm`; see `gpurtl asm --help`\n");
+    bad(&["asm", &f, "extra", "--output", o], "error: unexpected argument `extra` to `asm`; see `gpurtl asm --help`\n");
     let nodir = d.path().join("nonexist").join("o.bin");
     bad(
         &["asm", &f, "--output", nodir.to_str().unwrap()],
@@ -1202,7 +1202,7 @@ fn disasm_errors_name_the_file_and_line() {
     );
     let ok = write(d.path(), "ok.hex", "ffff1000\n");
     bad(&["disasm", &ok, "--output", &ok], &format!("error: option `--output` = `{ok}`: is the input file; must be another file\n"));
-    bad(&["disasm", &ok, "--engine", "rtl"], "error: option `--engine` is not used by `disasm`; see `gpurtl help`\n");
+    bad(&["disasm", &ok, "--engine", "rtl"], "error: option `--engine` is not used by `disasm`; see `gpurtl disasm --help`\n");
 }
 
 /// A `run` input that is not JSON, for a block without a text form, gets
@@ -1218,7 +1218,37 @@ fn asm_text_run_input_needs_a_block_with_a_text_form() {
     assert!(!o.exists());
     let (code, out, _) = gpurtl(&["help"]);
     assert_eq!(code, 0);
-    assert!(out.contains("  asm IN.txt --output OUT") && out.contains("  disasm IN [--output OUT.txt]"), "{out}");
+    assert!(out.contains("\n  asm ") && out.contains("\n  disasm "), "{out}");
+}
+
+/// Help from clap: `gpurtl help CMD` and `gpurtl CMD --help` on stdout with
+/// exit 0, a bare `gpurtl` the overview on stderr with exit 2; completion
+/// scripts; usage errors name the option and the command's help.
+#[test]
+fn help_usage_and_completions() {
+    for args in [&["gen", "--help"][..], &["help", "gen"], &["gen", "-h"]] {
+        let (code, out, err) = gpurtl(args);
+        assert_eq!((code, err.as_str()), (0, ""), "{args:?}");
+        assert!(out.contains("Usage: gpurtl gen [OPTIONS] [BLOCK]") && out.contains("-o, --out <DIR>"), "{args:?}: {out}");
+    }
+    let (code, out, err) = gpurtl(&["run", "--help"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("--max-cycles <N>") && out.contains("--param <KEY=VALUE>"), "{out}");
+    let (code, out, err) = gpurtl(&[]);
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert!(err.contains("Usage: gpurtl <COMMAND>") && err.contains("  run ") && !err.contains("error:"), "{err}");
+    let (code, out, _) = gpurtl(&["--version"]);
+    assert_eq!((code, out.starts_with("gpurtl ")), (0, true));
+    for (shell, mark) in [("bash", "_gpurtl()"), ("zsh", "#compdef gpurtl"), ("fish", "complete -c gpurtl")] {
+        let (code, out, err) = gpurtl(&["completions", shell]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains(mark) && out.contains("max-cycles"), "{shell}");
+    }
+    bad(&["completions", "tcsh"], "error: argument `SHELL` = `tcsh`: must be one of bash, zsh, fish, elvish or powershell\n");
+    bad(&["run", "compress", "--vcd"], "error: option `--vcd` needs a value\n");
+    bad(&["run", "compress", "--bogus", "1"], "error: option `--bogus` is not used by `run`; see `gpurtl run --help`\n");
+    bad(&["gen", "compress", "--all", "--all"], "error: option `--all` is given twice; give it once\n");
+    bad(&["gen", "a", "b"], "error: unexpected argument `b` to `gen`; see `gpurtl gen --help`\n");
 }
 
 #[test]

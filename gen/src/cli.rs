@@ -17,80 +17,6 @@ use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub const USAGE: &str = "\
-usage: gpurtl <command> [options]
-
-commands:
-  list [BLOCK] [--names]       blocks, their parameters, defaults and allowed values
-                               (--names: the block names only, one per line)
-  list BLOCK --markdown [--table params|presets|ports]
-                               the block's tables as Markdown (docs/<block>.md holds
-                               them): parameters and presets, or the one table named;
-                               --table without --markdown: as plain text
-        [--table ports --param K=V ...]
-                               the top module's ports at those parameters (name,
-                               direction, width, meaning); default: at the defaults
-  gen BLOCK|--all -o DIR       write Verilog, a filelist DIR/<top>.f and DIR/<top>.json
-  run BLOCK --input IN.json --output OUT.json [--engine model|rtl] [--vcd FILE]
-        [--max-cycles N]       run a workload through the golden model or the RTL,
-                               at most N cycles (default: 4194304 and 1024 a byte
-                               of input; docs/cli.md, Run budget)
-                               (cmdproc: IN may also be a run file in assembler text,
-                               `.registers`/`.memory` lines then packets; docs/cmdproc.md)
-        [--image IN.png] [--output-image OUT.png]
-                               (texture) a picture as the texture; the conv result as a picture
-  lint BLOCK                   verilator --lint-only -Wall and yosys synth + check -assert
-  bench BLOCK [--json FILE]    measure the block's figures (table + JSON)
-        [--random N] [--seed S] (scheduler) N random mixes from seed S
-  bench harness [--json FILE]  the cosimulation harness against a native Verilator loop
-  synth BLOCK --target generic|ice40|ecp5 [--clock-mhz F] [--seeds 1,2,3|K] [-o DIR]
-                               yosys (+ nextpnr) report: cells, LUTs, FFs, DSPs, Fmax
-                               (median over the seeds, default 1,2,3; --seed N: one)
-  synth-table DIR              Markdown table of the synth reports under DIR
-  sweep BLOCK --param K=V1,V2,... [--zip] --target T [--clock-mhz F] [--seeds ...] [-o DIR]
-                               synth per point in parallel; CSV, JSON and an SVG plot
-        [--emit FILE [--emit-format F] [--timeout-s S] [--mem-mb M]]
-                               instead, a job per point (docs/jobs.md): the manifest
-                               DIR/jobs.jsonl, and FILE in format F: jsonl (default),
-                               parallel, slurm, make or gha
-        [--point I]            run point I only (a job): DIR/runI/result.json
-  cosim BLOCK --seeds N|A..B|--seed N [-o DIR]
-                               the RTL against the golden model on each seed's random
-                               workload (N: seeds 0 to N-1; A..B: A to B-1);
-                               DIR/result.json; exit 1 on a mismatch
-  regress BLOCK|--all [--points N] [--points-seed R] [--seeds N|A..B] [--seeds-per-job K]
-        [-o DIR] [--emit FILE [--emit-format F]] [--timeout-s S] [--mem-mb M]
-                               cosim jobs at N points (the parameters given, then points
-                               drawn from the block's table from seed R; default 1
-                               point, 200 seeds, 100 a job): the manifest DIR/jobs.jsonl,
-                               run here, or with --emit rendered into FILE
-  job MANIFEST --index N       run job N (from 0) of a manifest (a Slurm array task)
-  collect DIR                  merge the jobs' DIR/<id>/result.json into DIR/collected.json
-                               and .csv (a sweep's: the rows of sweep.json, and a plot)
-  asm IN.txt --output OUT [--isa pm4|cu]
-                               with --isa cu: compute-unit kernel lines (docs/cu.md),
-                               two dwords an instruction; by default (pm4):
-                               assemble PM4 packet lines (docs/cmdproc.md, Assembler
-                               text) into dwords: OUT ending in .bin gets raw
-                               little-endian dwords, any other name a $readmemh hex
-                               file (one dword a line, 8 hex digits); every bad line
-                               is reported. Packets only: a run file (`.registers`,
-                               `.memory`) is an input of `run cmdproc --input`
-  disasm IN [--output OUT.txt] [--isa pm4|cu]
-                               PM4 dwords (or with --isa cu kernel instructions) to lines, on stdout or into OUT.txt;
-                               IN ending in .bin is raw little-endian dwords, any
-                               other a hex file (one dword a line, `//` comments)
-  prune --input IN.json --output OUT.json --block N --threshold T
-                               block pruning (seed 004 §369) of the `a` and `b`
-                               matrices of a systolic input: every N x N block
-                               whose |sum| < T becomes zero
-
-parameters (gen, run, lint, bench):
-  --param KEY=VALUE            set one parameter (repeatable)
-  --params FILE.json           a JSON object of parameters
-  --preset NAME                start from a named preset (see `gpurtl list`)
-";
-
 #[derive(Clone, Default)]
 struct Opts {
     pub block: Option<String>,
@@ -142,85 +68,228 @@ struct Opts {
     pub given: Vec<&'static str>,
 }
 
-fn parse(args: &[String]) -> Result<Opts> {
+/// The command line `args` (the command first) read by its grammar
+/// ([`crate::args`]): the command's name and its options. A usage error is
+/// exit 2 in the house's form; `Ok((cmd, None))` for a help or version
+/// request whose text is in `cmd`.
+fn parse(args: &[String]) -> Result<(String, Option<Opts>)> {
+    use crate::args::{Cli, Command as C};
+    use clap::Parser;
+    let cmd = args.first().map(String::as_str).filter(|c| !c.starts_with('-'));
+    let argv = std::iter::once("gpurtl".to_string()).chain(args.iter().cloned());
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            return match crate::args::usage_error(&e, cmd) {
+                Ok(text) => Ok((text, None)),
+                Err(m) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => Err(Error::Usage(m)),
+                Err(m) => Err(Error::Bad(m)),
+            }
+        }
+    };
     let mut o = Opts::default();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut val = |name: &str| {
-            it.next().cloned().ok_or_else(|| Error::Bad(format!("option `{name}` needs a value")))
-        };
-        if let Some(long) = long_name(a) {
-            // Every option but `--param` is given once: a second one would
-            // silently override the first.
-            if long != "--param" && o.given.contains(&long) {
-                return Err(Error::Bad(format!("option `{long}` is given twice; give it once")));
-            }
-            o.given.push(long);
+    let mut given: Vec<&'static str> = Vec::new();
+    fn text(given: &mut Vec<&'static str>, name: &'static str, v: Option<String>) -> Option<String> {
+        if v.is_some() {
+            given.push(name);
         }
-        match a.as_str() {
-            "--param" | "-p" => {
-                let kv = val(a)?;
-                match kv.split_once('=') {
-                    Some((k, v)) if !k.is_empty() => {
-                        let k = k.trim().to_string();
-                        if o.pairs.iter().any(|(x, _)| *x == k) {
-                            return Err(Error::Bad(format!("parameter `{k}` is given twice; give it once")));
-                        }
-                        o.pairs.push((k, v.to_string()))
-                    }
-                    _ => return Err(Error::Bad(format!("option `--param` = `{kv}`: must be KEY=VALUE"))),
-                }
-            }
-            "--params" => o.params_file = Some(path_value(a, val(a)?)?),
-            "--preset" => o.preset = Some(val(a)?),
-            "-o" | "--out" => o.out_dir = Some(path_value(a, val(a)?)?),
-            "--input" => o.input = Some(path_value(a, val(a)?)?),
-            "--output" => o.output = Some(path_value(a, val(a)?)?),
-            "--engine" => o.engine = Some(val(a)?),
-            "--max-cycles" => o.max_cycles = Some(val(a)?),
-            "--isa" => o.isa = Some(val(a)?),
-            "--vcd" => o.vcd = Some(path_value(a, val(a)?)?),
-            "--image" => o.image = Some(path_value(a, val(a)?)?),
-            "--output-image" => o.output_image = Some(path_value(a, val(a)?)?),
-            "--json" => o.json = Some(path_value(a, val(a)?)?),
-            "--block" => o.prune_block = Some(val(a)?),
-            "--target" => o.target = Some(val(a)?),
-            "--clock-mhz" => o.clock_mhz = Some(val(a)?),
-            "--seed" => o.seed = Some(val(a)?),
-            "--seeds" => o.seeds = Some(val(a)?),
-            "--threshold" => o.threshold = Some(val(a)?),
-            "--random" => o.random = Some(val(a)?),
-            "--points" => o.points = Some(val(a)?),
-            "--points-seed" => o.points_seed = Some(val(a)?),
-            "--seeds-per-job" => o.seeds_per_job = Some(val(a)?),
-            "--timeout-s" => o.timeout_s = Some(val(a)?),
-            "--mem-mb" => o.mem_mb = Some(val(a)?),
-            "--emit" => o.emit = Some(path_value(a, val(a)?)?),
-            "--emit-format" => o.emit_format = Some(val(a)?),
-            "--point" => o.point = Some(val(a)?),
-            "--index" => o.index = Some(val(a)?),
-            "--all" => o.all = true,
-            "--zip" => o.zip = true,
-            "--names" => o.names = true,
-            "--markdown" => o.markdown = true,
-            "--table" => o.table = Some(val(a)?),
-            s if s.starts_with('-') => return Err(Error::Bad(format!("unknown option `{s}`; see `gpurtl help`"))),
-            s => {
-                if o.block.is_some() {
-                    return Err(Error::Bad(format!("unexpected argument `{s}`; see `gpurtl help`")));
-                }
-                o.block = Some(s.to_string());
-            }
-        }
+        v
     }
-    Ok(o)
+    fn path(given: &mut Vec<&'static str>, name: &'static str, v: Option<String>) -> Result<Option<PathBuf>> {
+        text(given, name, v).map(|v| path_value(name, v)).transpose()
+    }
+    fn flag(given: &mut Vec<&'static str>, name: &'static str, v: bool) -> bool {
+        if v {
+            given.push(name);
+        }
+        v
+    }
+    fn params(o: &mut Opts, given: &mut Vec<&'static str>, p: crate::args::Params) -> Result<()> {
+        if !p.param.is_empty() {
+            given.push("--param");
+        }
+        for kv in p.param {
+            match kv.split_once('=') {
+                Some((k, v)) if !k.trim().is_empty() => {
+                    let k = k.trim().to_string();
+                    if o.pairs.iter().any(|(x, _)| *x == k) {
+                        return Err(Error::Bad(format!("parameter `{k}` is given twice; give it once")));
+                    }
+                    o.pairs.push((k, v.to_string()))
+                }
+                _ => return Err(Error::Bad(format!("option `--param` = `{kv}`: must be KEY=VALUE"))),
+            }
+        }
+        o.params_file = path(given, "--params", p.params)?;
+        o.preset = text(given, "--preset", p.preset);
+        Ok(())
+    }
+    fn emit(o: &mut Opts, given: &mut Vec<&'static str>, e: crate::args::Emit) -> Result<()> {
+        o.emit = path(given, "--emit", e.emit)?;
+        o.emit_format = text(given, "--emit-format", e.emit_format);
+        o.timeout_s = text(given, "--timeout-s", e.timeout_s);
+        o.mem_mb = text(given, "--mem-mb", e.mem_mb);
+        Ok(())
+    }
+    let g = &mut given;
+    let name = match cli.command {
+        C::List { block, names, markdown, table, params: p } => {
+            o.block = block;
+            o.names = flag(g, "--names", names);
+            o.markdown = flag(g, "--markdown", markdown);
+            o.table = text(g, "--table", table);
+            params(&mut o, g, p)?;
+            // `list` reads parameters for the ports' widths only.
+            if o.table.as_deref() != Some("ports") {
+                if let Some(opt) = g.iter().find(|x| matches!(**x, "--param" | "--params" | "--preset")) {
+                    return Err(Error::Bad(if o.markdown || o.table.is_some() {
+                        format!(
+                            "option `{opt}` is used by `list` with `--table ports` only (the ports' widths at those parameters); the other tables show every value"
+                        )
+                    } else {
+                        format!("option `{opt}` is not used by `list`; see `gpurtl list --help`")
+                    }));
+                }
+            }
+            "list"
+        }
+        C::Gen { block, all, out, params: p } => {
+            o.block = block;
+            o.all = flag(g, "--all", all);
+            o.out_dir = path(g, "--out", out)?;
+            params(&mut o, g, p)?;
+            "gen"
+        }
+        C::Run { block, input, output, engine, max_cycles, vcd, image, output_image, params: p } => {
+            o.block = block;
+            o.input = path(g, "--input", input)?;
+            o.output = path(g, "--output", output)?;
+            o.engine = text(g, "--engine", engine);
+            o.max_cycles = text(g, "--max-cycles", max_cycles);
+            o.vcd = path(g, "--vcd", vcd)?;
+            o.image = path(g, "--image", image)?;
+            o.output_image = path(g, "--output-image", output_image)?;
+            params(&mut o, g, p)?;
+            "run"
+        }
+        C::Lint { block, params: p } => {
+            o.block = block;
+            params(&mut o, g, p)?;
+            "lint"
+        }
+        C::Bench { block, json, random, seed, params: p } => {
+            o.block = block;
+            o.json = path(g, "--json", json)?;
+            o.random = text(g, "--random", random);
+            o.seed = text(g, "--seed", seed);
+            params(&mut o, g, p)?;
+            "bench"
+        }
+        C::Synth { block, target, clock_mhz, seed, seeds, out, params: p } => {
+            o.block = block;
+            o.target = text(g, "--target", target);
+            o.clock_mhz = text(g, "--clock-mhz", clock_mhz);
+            o.seed = text(g, "--seed", seed);
+            o.seeds = text(g, "--seeds", seeds);
+            o.out_dir = path(g, "--out", out)?;
+            params(&mut o, g, p)?;
+            "synth"
+        }
+        C::SynthTable { dir } => {
+            o.block = dir;
+            "synth-table"
+        }
+        C::Sweep { block, target, clock_mhz, seed, seeds, zip, out, point, emit: e, params: p } => {
+            o.block = block;
+            o.target = text(g, "--target", target);
+            o.clock_mhz = text(g, "--clock-mhz", clock_mhz);
+            o.seed = text(g, "--seed", seed);
+            o.seeds = text(g, "--seeds", seeds);
+            o.zip = flag(g, "--zip", zip);
+            o.out_dir = path(g, "--out", out)?;
+            o.point = text(g, "--point", point);
+            emit(&mut o, g, e)?;
+            params(&mut o, g, p)?;
+            "sweep"
+        }
+        C::Cosim { block, seeds, seed, out, params: p } => {
+            o.block = block;
+            o.seeds = text(g, "--seeds", seeds);
+            o.seed = text(g, "--seed", seed);
+            o.out_dir = path(g, "--out", out)?;
+            params(&mut o, g, p)?;
+            "cosim"
+        }
+        C::Regress { block, all, points, points_seed, seeds, seeds_per_job, out, emit: e, params: p } => {
+            o.block = block;
+            o.all = flag(g, "--all", all);
+            o.points = text(g, "--points", points);
+            o.points_seed = text(g, "--points-seed", points_seed);
+            o.seeds = text(g, "--seeds", seeds);
+            o.seeds_per_job = text(g, "--seeds-per-job", seeds_per_job);
+            o.out_dir = path(g, "--out", out)?;
+            emit(&mut o, g, e)?;
+            params(&mut o, g, p)?;
+            "regress"
+        }
+        C::Job { manifest, index } => {
+            o.block = manifest;
+            o.index = text(g, "--index", index);
+            "job"
+        }
+        C::Collect { dir } => {
+            o.block = dir;
+            "collect"
+        }
+        C::Asm { input, output, isa } => {
+            o.block = input;
+            o.output = path(g, "--output", output)?;
+            o.isa = text(g, "--isa", isa);
+            "asm"
+        }
+        C::Disasm { input, output, isa } => {
+            o.block = input;
+            o.output = path(g, "--output", output)?;
+            o.isa = text(g, "--isa", isa);
+            "disasm"
+        }
+        C::Prune { input, output, block, threshold } => {
+            o.input = path(g, "--input", input)?;
+            o.output = path(g, "--output", output)?;
+            o.prune_block = text(g, "--block", block);
+            o.threshold = text(g, "--threshold", threshold);
+            "prune"
+        }
+        C::Version => return Ok((format!("gpurtl {}\n", emit::VERSION), None)),
+        C::Completions { shell } => return completions(shell.as_deref()).map(|t| (t, None)),
+    };
+    o.given = given;
+    Ok((name.to_string(), Some(o)))
+}
+
+/// `gpurtl completions SHELL`: clap_complete's script for the shell.
+fn completions(shell: Option<&str>) -> Result<String> {
+    use clap::CommandFactory;
+    use clap_complete::Shell;
+    const ALLOWED: &str = "bash, zsh, fish, elvish or powershell";
+    let raw = shell.ok_or_else(|| Error::Bad(format!("`completions` needs a shell: `gpurtl completions SHELL`, SHELL one of {ALLOWED}")))?;
+    let sh = match raw {
+        "bash" => Shell::Bash,
+        "zsh" => Shell::Zsh,
+        "fish" => Shell::Fish,
+        "elvish" => Shell::Elvish,
+        "powershell" => Shell::PowerShell,
+        _ => return Err(Error::Bad(format!("argument `SHELL` = `{raw}`: must be one of {ALLOWED}"))),
+    };
+    let mut buf = Vec::new();
+    clap_complete::generate(sh, &mut crate::args::Cli::command(), "gpurtl", &mut buf);
+    String::from_utf8(buf).map_err(|e| Error::Failed(format!("completion script: {e}")))
 }
 
 /// The value of a path option: an empty one is an error, not the current
 /// folder.
 fn path_value(option: &str, v: String) -> Result<PathBuf> {
     if v.is_empty() {
-        let option = long_name(option).unwrap_or(option);
         return Err(Error::Bad(format!("option `{option}` = ``: is empty; must be a path")));
     }
     Ok(v.into())
@@ -253,7 +322,7 @@ fn distinct_files(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)]) -> Result
 fn in_folder(option: &str, dir: &Path, e: Error) -> Error {
     let m = format!("option `{option}` = `{}`: {}", dir.display(), e.message());
     match e {
-        Error::Bad(_) => Error::Bad(m),
+        Error::Bad(_) | Error::Usage(_) => Error::Bad(m),
         Error::Failed(_) => Error::Failed(m),
     }
 }
@@ -277,71 +346,6 @@ fn check_work_dir(o: &Opts) -> Result<()> {
     }
     Ok(())
 }
-
-/// The long name of a known option (`-p` is `--param`, `-o` is `--out`).
-fn long_name(a: &str) -> Option<&'static str> {
-    const LONG: &[&str] = &[
-        "--param", "--params", "--preset", "--out", "--input", "--output", "--engine", "--max-cycles", "--vcd", "--image", "--output-image", "--json", "--block",
-        "--target", "--clock-mhz", "--seed", "--seeds", "--threshold", "--random", "--all", "--zip", "--names", "--points",
-        "--points-seed", "--seeds-per-job", "--timeout-s", "--mem-mb", "--emit", "--emit-format", "--point", "--index", "--markdown",
-        "--table",
-    ];
-    match a {
-        "-p" => Some("--param"),
-        "-o" => Some("--out"),
-        _ => LONG.iter().find(|l| **l == a).copied(),
-    }
-}
-
-/// The options each command reads; any other given option is an error, so
-/// that a mistyped command line is not run with a setting silently dropped.
-fn check_options(cmd: &str, o: &Opts) -> Result<()> {
-    const PARAMS: &[&str] = &["--param", "--params", "--preset"];
-    let own: &[&str] = match cmd {
-        "gen" => &["--out", "--all"],
-        "run" => &["--input", "--output", "--engine", "--max-cycles", "--vcd", "--image", "--output-image"],
-        "lint" => &[],
-        "bench" => &["--json", "--random", "--seed"],
-        "synth" => &["--target", "--clock-mhz", "--seed", "--seeds", "--out"],
-        "sweep" => &[
-            "--target", "--clock-mhz", "--seed", "--seeds", "--zip", "--out", "--emit", "--emit-format", "--timeout-s", "--mem-mb", "--point",
-        ],
-        "cosim" => &["--seeds", "--seed", "--out"],
-        "regress" => &[
-            "--points", "--points-seed", "--seeds", "--seeds-per-job", "--timeout-s", "--mem-mb", "--emit", "--emit-format", "--out", "--all",
-        ],
-        "job" => &["--index"],
-        "collect" => &[],
-        "prune" => &["--input", "--output", "--block", "--threshold"],
-        "list" => &["--names", "--markdown", "--table"],
-        "asm" => &["--output", "--isa"],
-        "disasm" => &["--output", "--isa"],
-        "help" | "--help" | "-h" | "version" | "--version" | "synth-table" => &[],
-        _ => return Ok(()),
-    };
-    // Commands that take no positional argument.
-    if let (Some(extra), "help" | "--help" | "-h" | "version" | "--version" | "prune") = (&o.block, cmd) {
-        return Err(Error::Bad(format!("unexpected argument `{extra}` to `{cmd}`; see `gpurtl help`")));
-    }
-    // `list` reads parameters for the ports' widths only.
-    let ports_table = cmd == "list" && o.table.as_deref() == Some("ports");
-    if let Some(g) = o.given.iter().find(|g| cmd == "list" && !ports_table && (o.markdown || o.table.is_some()) && PARAMS.contains(g)) {
-        return Err(Error::Bad(format!(
-            "option `{g}` is used by `list` with `--table ports` only (the ports' widths at those parameters); the other tables show every value"
-        )));
-    }
-    let takes_params = ports_table
-        || !matches!(
-            cmd,
-            "prune" | "list" | "help" | "--help" | "-h" | "version" | "--version" | "synth-table" | "asm" | "disasm" | "job" | "collect"
-        );
-    let reads = |g: &&str| own.contains(g) || (takes_params && PARAMS.contains(g));
-    match o.given.iter().find(|g| !reads(g)) {
-        Some(g) => Err(Error::Bad(format!("option `{g}` is not used by `{cmd}`; see `gpurtl help`"))),
-        None => Ok(()),
-    }
-}
-
 
 /// The command line with its block registry.
 struct Cli<'a> {
@@ -855,8 +859,9 @@ impl<'a> Cli<'a> {
                 argv.iter().take(2).cloned().collect::<Vec<_>>().join(" ")
             )));
         }
-        let o = parse(&argv[2..])?;
-        check_options(cmd, &o)?;
+        let Some(o) = parse(&argv[1..])?.1 else {
+            return Err(Error::Bad("is not a job: it asks for help".into()));
+        };
         let b = self.block_of(&o)?;
         if cmd == "cosim" {
             let params = params_of(b, &o)?;
@@ -1253,30 +1258,23 @@ fn pnr_seeds(o: &Opts) -> Result<Vec<u32>> {
 }
 
 fn dispatch(args: &[String], blocks: &[&dyn Block], out: &mut dyn Write, err: &mut dyn Write) -> Result<()> {
-    let Some(cmd) = args.first() else {
-        return Err(Error::Bad(format!("a command is needed\n{USAGE}")));
+    let (cmd, o) = parse(args)?;
+    let Some(mut o) = o else {
+        // Help, the version or a completion script.
+        let _ = write!(out, "{cmd}");
+        return Ok(());
     };
-    let mut o = parse(&args[1..])?;
-    check_options(cmd, &o)?;
     o.argv = std::iter::once("gpurtl".to_string()).chain(args.iter().cloned()).collect();
     let cli = Cli { blocks };
     match cmd.as_str() {
-        "help" | "--help" | "-h" => {
-            let _ = write!(out, "{USAGE}");
-            Ok(())
-        }
-        "--version" | "version" => {
-            let _ = writeln!(out, "gpurtl {}", emit::VERSION);
-            Ok(())
-        }
         "list" => cli.list(&o, out),
         "gen" => cli.gen(&o, out, err),
         "lint" => cli.lint(&o, out),
         "run" => cli.run(&o, out),
         "bench" => cli.bench(&o, out),
-        "prune" => cmd_prune(cli.offering(cmd)?, &o, out),
-        "asm" => cmd_asm(cli.isa(cmd, &o)?, &o, out),
-        "disasm" => cmd_disasm(cli.isa(cmd, &o)?, &o, out),
+        "prune" => cmd_prune(cli.offering(&cmd)?, &o, out),
+        "asm" => cmd_asm(cli.isa(&cmd, &o)?, &o, out),
+        "disasm" => cmd_disasm(cli.isa(&cmd, &o)?, &o, out),
         "synth-table" => {
             let dir = o.block.as_deref().ok_or_else(|| Error::Bad("`synth-table` needs a directory of synth runs".into()))?;
             if dir.is_empty() {
@@ -1307,6 +1305,10 @@ pub fn main_with(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
 pub fn main_with_blocks(args: &[String], blocks: &[&dyn Block], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     match dispatch(args, blocks, out, err) {
         Ok(()) => 0,
+        Err(Error::Usage(text)) => {
+            let _ = writeln!(err, "{text}");
+            2
+        }
         Err(e) => {
             for line in e.message().lines() {
                 let _ = writeln!(err, "error: {line}");

@@ -9,17 +9,19 @@ use std::fmt;
 pub enum Error {
     Bad(String),
     Failed(String),
+    /// A usage error shown as it is (the help of a bare `gpurtl`), exit 2.
+    Usage(String),
 }
 
 impl Error {
     pub fn code(&self) -> i32 {
         match self {
-            Error::Bad(_) => 2,
+            Error::Bad(_) | Error::Usage(_) => 2,
             Error::Failed(_) => 1,
         }
     }
     pub fn message(&self) -> &str {
-        let (Error::Bad(m) | Error::Failed(m)) = self;
+        let (Error::Bad(m) | Error::Failed(m) | Error::Usage(m)) = self;
         m
     }
     /// A file system failure on `path`.

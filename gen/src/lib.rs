@@ -8,6 +8,7 @@
 //! sweep and cosimulation jobs, their renderings, `collect`); `blocks` (one
 //! adapter per block); `cli` (argument parsing and dispatch).
 
+pub mod args;
 pub mod bench;
 pub mod block;
 pub mod blocks;

@@ -258,7 +258,7 @@ fn bad_table_options_are_refused() {
         &["list", "compress", "--table", "ports", "--preset", "huge"],
         "error: preset `huge` of block `compress`: must be one of default, small, wide, max, fpga, stream\n",
     );
-    bad(&["list", "compress", "--markdown", "-o", "x"], "error: option `--out` is not used by `list`; see `gpurtl help`\n");
+    bad(&["list", "compress", "--markdown", "-o", "x"], "error: option `--out` is not used by `list`; see `gpurtl list --help`\n");
     // As before: `--param` without the ports table.
-    bad(&["list", "--param", "width=1"], "error: option `--param` is not used by `list`; see `gpurtl help`\n");
+    bad(&["list", "--param", "width=1"], "error: option `--param` is not used by `list`; see `gpurtl list --help`\n");
 }
