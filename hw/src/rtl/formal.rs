@@ -66,6 +66,18 @@ impl ModuleBuilder {
         }
     }
 
+    /// The next value of a [`Self::formal_reg`] that the reset sets to
+    /// `value`: state a property counts from the reset (a reference count,
+    /// the operations inside a submodule).
+    pub fn formal_next_reset(&mut self, reg: &Expr, d: &Expr, value: u64) {
+        let Some(rst) = self.m.reset else {
+            self.problems.push("formal register: a reset value needs the reset".to_string());
+            return;
+        };
+        let rst = Expr::new(super::expr::ExprKind::Sig(rst), 1);
+        self.formal_next(reg, &rst.mux(&Expr::lit(d.width(), value), d));
+    }
+
     /// The stream rule, proven: once `valid` is high without `ready`, the
     /// next cycle has `valid` high and every field of `payload` unchanged.
     /// (Checked from the second cycle after a reset, when the past values
