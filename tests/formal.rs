@@ -3,19 +3,24 @@
 //! queue, and the split counter (`hw/src/rtl/counter.rs`), each in a small
 //! wrapper module that uses it the way the blocks do. Their properties are
 //! stated next to their logic and printed in every module that uses them, so
-//! the blocks inherit them; the compress vector and stream units, which use
-//! the credit queue and the shift queue, are proven here too. A bug planted in
-//! each piece's Verilog gives a counterexample naming the property it breaks.
+//! the blocks inherit them; the blocks that use them are proven here too at
+//! small points: the compress vector and stream units (credit queue, shift
+//! queues), the command processor (its output queue) and the systolic array
+//! (credit pipeline, split counters). A bug planted in each piece's Verilog
+//! gives a counterexample naming the property it breaks.
 //!
-//! `make test` proves the pieces at depths 1 to 5 and the compress units at
-//! width 64; `GPURTL_FULL=1` adds deeper queues, wider counters and more
-//! compress points.
+//! `make test` proves the pieces at depths 1 to 5 and the blocks at their
+//! smallest points (about 35 s of CPU); `GPURTL_FULL=1` adds deeper queues,
+//! wider counters and more block points.
 
 use gpurtl_gen::tools::{self, ProofFailure};
 use gpurtl_hw::rtl::pipe::{credit_begin, credit_end, credit_queue_begin, credit_queue_end, shift_queue};
 use gpurtl_hw::rtl::{bits_for, popcount, split_counter, Expr, ModuleBuilder, Origin};
 use gpurtl_hw::Design;
+use gpurtl_params::cmdproc::CmdprocParams;
 use gpurtl_params::compress::CompressParams;
+use gpurtl_params::systolic::{Dataflow, ElemType, SystolicParams};
+use gpurtl_params::BlockParams;
 use gpurtl_tests::{full, generated};
 use std::time::Instant;
 
@@ -281,4 +286,43 @@ fn planted_compress_bugs_give_counterexamples() {
         "assign issue_free = 1'b1;",
         "prop_tag_fits",
     );
+}
+
+/// The command processor's output queue (a shift queue) in the block: its
+/// properties at a small point (the `small` preset, pools of 2 beats, one
+/// primitive job, one state register, 4-bit ids) with 1, 2 and 3 entries
+/// (and 5 with `GPURTL_FULL=1`).
+#[test]
+fn cmdproc_output_queue_is_proven() {
+    let small = CmdprocParams::presets().into_iter().find(|(n, _)| *n == "small").expect("a small preset").1;
+    let depths: &[u32] = if full() { &[1, 2, 3, 5] } else { &[1, 2, 3] };
+    for &out_depth in depths {
+        let p = CmdprocParams { out_depth, pool_beats: 2, prim_beats: 2, prim_jobs: 1, state_regs: 1, id_bits: 4, ..small.clone() };
+        p.validate().unwrap_or_else(|e| panic!("{e}"));
+        let d = gpurtl_hw::blocks::cmdproc::build(&p).unwrap();
+        let k = prove(&format!("cmdproc out_depth={out_depth}"), &d, 8);
+        assert_eq!(k, 1, "cmdproc out_depth={out_depth}: the invariants should be inductive at length 1");
+    }
+}
+
+/// The systolic array's credit pipeline (weight-stationary: `rows + cols +
+/// pipeline` stages) and statistics counters (split counters, both
+/// dataflows) in the block, at tiny grids of 2-bit elements.
+#[test]
+fn systolic_pieces_are_proven() {
+    let tiny = SystolicParams { rows: 1, cols: 1, a_type: ElemType::I2, b_type: ElemType::I2, acc_bits: 8, pipeline: 0, ..SystolicParams::default() };
+    let mut points = vec![
+        ("ws 1x1 (2 stages)", SystolicParams { dataflow: Dataflow::Ws, ..tiny.clone() }),
+        ("ws 2x3 pipeline 1 (6 stages)", SystolicParams { dataflow: Dataflow::Ws, rows: 2, cols: 3, pipeline: 1, ..tiny.clone() }),
+        ("os 1x1", tiny.clone()),
+    ];
+    if full() {
+        points.push(("ws 3x3 pipeline 2 (8 stages)", SystolicParams { dataflow: Dataflow::Ws, rows: 3, cols: 3, pipeline: 2, ..tiny.clone() }));
+    }
+    for (name, p) in points {
+        p.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let d = gpurtl_hw::blocks::systolic::build(&p).unwrap();
+        let k = prove(&format!("systolic {name}"), &d, 8);
+        assert_eq!(k, 1, "systolic {name}: the invariants should be inductive at length 1");
+    }
 }

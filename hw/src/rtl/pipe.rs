@@ -17,6 +17,15 @@
 //! then `credit_queue_end` with the values entering the last stage: the last
 //! stage register is the head of an output queue of `stages + 1` entries.
 //! The timing at the ports is the same.
+//!
+//! Each piece states its invariants next to its logic (printed under
+//! `` `ifdef FORMAL `` in every module that uses it): the credit pipeline's
+//! occupancy is its valid stage registers plus its waiting results, at most
+//! `stages + 1`, and counts every result it offers; the bypass FIFO's write
+//! pointer is its read pointer plus its count; the output and shift queues'
+//! held entries come first and a push always finds room. `tests/formal.rs`
+//! proves them by induction (length 1) in small wrappers, with a planted bug
+//! per piece, and in the blocks that use them.
 
 use super::{bits_for, clog2, select, Expr, ExprKind, ModuleBuilder};
 use num_bigint::BigUint;
