@@ -9,6 +9,15 @@
 //! every reachable state, given the assumptions (see `gen/src/tools.rs`,
 //! `prove`). Values used only by properties are made with
 //! [`ModuleBuilder::formal_let`]: they are declared with the properties.
+//!
+//! The shared pieces (the queues of `pipe.rs`, the counter of `counter.rs`)
+//! state their own invariants, so every module that uses one carries them
+//! (proven in `tests/formal.rs`). A property cannot name a register inside
+//! an instance (yosys has no hierarchical references): a module that relies
+//! on what an instance guarantees at its ports counts what it needs itself
+//! (a [`ModuleBuilder::formal_reg`] from the reset) and assumes the
+//! guarantee of that count, the instance's own proof being what makes the
+//! assumption sound (the compress stream unit and its vector unit).
 
 use super::expr::Expr;
 use super::module::{ModuleBuilder, Prop, PropKind};
