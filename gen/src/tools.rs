@@ -329,13 +329,18 @@ pub fn prove(dir: &Path, top: &str, files: &[String], max_steps: u32) -> Result<
         files.join(" ")
     );
     let yosys = locate("yosys").map_err(|e| ProofFailure::Tool(e.to_string()))?;
+    // yosys also writes its log itself (`-l`): when the proof fails it exits
+    // without flushing its standard output, which then ends inside the
+    // counterexample's trace, before the last step's assertions.
+    let own_log = format!("{top}.prove.yosys.log");
     let mut c = Command::new(yosys);
-    c.current_dir(dir).args(["-p", &script]);
+    c.current_dir(dir).args(["-l", &own_log, "-p", &script]);
     let log = dir.join(format!("{top}.prove.log"));
     let text = match run_logged("yosys", &mut c, &log) {
         Ok(t) => t,
         Err(ToolError::Failed { .. }) => {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let text = std::fs::read_to_string(dir.join(&own_log)).or_else(|_| std::fs::read_to_string(&log)).unwrap_or_default();
+            let log = dir.join(&own_log);
             return Err(if text.contains("model found for base case: FAIL!") {
                 ProofFailure::Counterexample { failed: failed_properties(&text), log }
             } else if text.contains("Reached maximum number of time steps") || text.contains("Induction step failed") {

@@ -9,6 +9,15 @@
 //! every reachable state, given the assumptions (see `gen/src/tools.rs`,
 //! `prove`). Values used only by properties are made with
 //! [`ModuleBuilder::formal_let`]: they are declared with the properties.
+//!
+//! The shared pieces (the queues of `pipe.rs`, the counter of `counter.rs`)
+//! state their own invariants, so every module that uses one carries them
+//! (proven in `tests/formal.rs`). A property cannot name a register inside
+//! an instance (yosys has no hierarchical references): a module that relies
+//! on what an instance guarantees at its ports counts what it needs itself
+//! (a [`ModuleBuilder::formal_reg`] from the reset) and assumes the
+//! guarantee of that count, the instance's own proof being what makes the
+//! assumption sound (the compress stream unit and its vector unit).
 
 use super::expr::Expr;
 use super::module::{ModuleBuilder, Prop, PropKind};
@@ -64,6 +73,18 @@ impl ModuleBuilder {
             self.formal = false;
             self.m.formal_regs.push(super::module::RegNext { reg: *id, d, enable: None });
         }
+    }
+
+    /// The next value of a [`Self::formal_reg`] that the reset sets to
+    /// `value`: state a property counts from the reset (a reference count,
+    /// the operations inside a submodule).
+    pub fn formal_next_reset(&mut self, reg: &Expr, d: &Expr, value: u64) {
+        let Some(rst) = self.m.reset else {
+            self.problems.push("formal register: a reset value needs the reset".to_string());
+            return;
+        };
+        let rst = Expr::new(super::expr::ExprKind::Sig(rst), 1);
+        self.formal_next(reg, &rst.mux(&Expr::lit(d.width(), value), d));
     }
 
     /// The stream rule, proven: once `valid` is high without `ready`, the

@@ -17,6 +17,15 @@
 //! then `credit_queue_end` with the values entering the last stage: the last
 //! stage register is the head of an output queue of `stages + 1` entries.
 //! The timing at the ports is the same.
+//!
+//! Each piece states its invariants next to its logic (printed under
+//! `` `ifdef FORMAL `` in every module that uses it): the credit pipeline's
+//! occupancy is its valid stage registers plus its waiting results, at most
+//! `stages + 1`, and counts every result it offers; the bypass FIFO's write
+//! pointer is its read pointer plus its count; the output and shift queues'
+//! held entries come first and a push always finds room. `tests/formal.rs`
+//! proves them by induction (length 1) in small wrappers, with a planted bug
+//! per piece, and in the blocks that use them.
 
 use super::{bits_for, clog2, select, Expr, ExprKind, ModuleBuilder};
 use num_bigint::BigUint;
@@ -92,16 +101,61 @@ pub fn credit_end(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str, Expr)
     let occ_in = ctl.accept.zext(ow);
     let occ_out = fire.zext(ow);
     b.next(&ctl.occupancy, &ctl.occupancy.add(&occ_in).sub(&occ_out), None);
+    credit_props(b, ctl, &count, &out_valid);
+    // The bypass FIFO: its write pointer is its read pointer plus its count,
+    // both pointers name entries, and a push always finds a free entry.
+    let sw = bits_for(2 * depth);
+    let ahead = rd.zext(sw).add(&count.zext(sw));
+    let dl = Expr::lit(sw, depth);
+    let ahead = ahead.ge(&dl).mux(&ahead.sub(&dl), &ahead);
+    let in_range = |p: &Expr| p.zext(sw).lt(&dl);
+    b.assert_always(
+        "credit_fifo_pointers",
+        &in_range(&rd).and(&in_range(&wr)).and(&wr.zext(sw).eq(&ahead)),
+        "credit pipeline: the FIFO's pointers name entries, the write pointer is the read pointer plus the count",
+    );
+    b.assert_always(
+        "credit_fifo_room",
+        &push.not().or(&count.lt(&Expr::lit(cw, depth))),
+        "credit pipeline: a result goes into the FIFO only when it has a free entry",
+    );
     (out_valid, outs)
+}
+
+/// The credit invariants, stated where the pipeline ends: the occupancy
+/// counts exactly the valid stage registers and the items `queued` at the
+/// end, it never passes the `stages + 1` credits, and an item is offered
+/// only while the occupancy counts it. (The last is what a block that
+/// instantiates the pipeline takes for granted of its ports: see the
+/// compress stream unit.)
+fn credit_props(b: &mut ModuleBuilder, ctl: &CreditCtl, queued: &Expr, out_valid: &Expr) {
+    let depth = ctl.stages as u64 + 1;
+    let sw = bits_for(2 * depth + ctl.valid.len() as u64);
+    let inside = super::popcount(&ctl.valid, sw).add(&queued.zext(sw));
+    let occ = ctl.occupancy.zext(sw);
+    b.assert_always(
+        "credit_occupancy",
+        &occ.eq(&inside),
+        "credit pipeline: the occupancy is the valid stage registers plus the waiting results",
+    );
+    b.assert_always("credit_bound", &occ.le(&Expr::lit(sw, depth)), "credit pipeline: at most stages + 1 items inside");
+    b.assert_always(
+        "credit_out_counted",
+        &out_valid.not().or(&occ.ne(&Expr::zero(sw))),
+        "credit pipeline: a result is offered only while the occupancy counts it",
+    );
 }
 
 /// The output side of [`credit_queue_begin`]: `fields` are the values
 /// entering the last stage. Returns (out_valid, the head's fields).
 pub fn credit_queue_end(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str, Expr)], out_ready: &Expr) -> (Expr, Vec<Expr>) {
     let push = ctl.valid.last().unwrap_or(&ctl.accept).clone();
-    let (out_valid, fire, outs) = output_queue(b, ctl.stages as u32 + 1, &push, fields, out_ready);
+    let depth = ctl.stages as u32 + 1;
+    let (out_valid, fire, outs, full) = output_queue(b, depth, &push, fields, out_ready);
     let ow = ctl.occupancy.width();
     b.next(&ctl.occupancy, &ctl.occupancy.add(&ctl.accept.zext(ow)).sub(&fire.zext(ow)), None);
+    let waiting = super::popcount(&(0..depth).map(|i| full.bit_at(i)).collect::<Vec<_>>(), bits_for(depth as u64));
+    credit_props(b, ctl, &waiting, &out_valid);
     (out_valid, outs)
 }
 
@@ -110,8 +164,9 @@ pub fn credit_queue_end(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str,
 /// `fields` behind the last waiting result (behind the one leaving, if one
 /// leaves this cycle). Each entry loads either the entry behind it or the new
 /// result, chosen by a register bit, so the head is a plain register.
-/// Returns (out_valid, the output transfer, the head's fields).
-fn output_queue(b: &mut ModuleBuilder, depth: u32, push: &Expr, fields: &[(&str, Expr)], out_ready: &Expr) -> (Expr, Expr, Vec<Expr>) {
+/// Returns (out_valid, the output transfer, the head's fields, the held
+/// entries' thermometer register).
+fn output_queue(b: &mut ModuleBuilder, depth: u32, push: &Expr, fields: &[(&str, Expr)], out_ready: &Expr) -> (Expr, Expr, Vec<Expr>, Expr) {
     // Thermometer: bit i = entry i holds a result.
     let full = b.reg("oq_valid_q", depth, 0);
     let v = |i: i64| held(&full, i);
@@ -133,7 +188,14 @@ fn output_queue(b: &mut ModuleBuilder, depth: u32, push: &Expr, fields: &[(&str,
         next_full.push(fire.mux(&push.mux(&v(i), &v(i + 1)), &push.mux(&v(i - 1), &v(i))));
     }
     b.next(&full, &Expr::cat_lanes(&next_full), None);
-    (out_valid, fire, entries[0].clone())
+    let bits: Vec<Expr> = (0..depth).map(|i| full.bit_at(i)).collect();
+    b.assert_always("oq_thermometer", &thermometer(&bits), "output queue: the held entries are the first ones");
+    b.assert_always(
+        "oq_room",
+        &push.not().or(&v(depth as i64 - 1).not()).or(&fire),
+        "output queue: a result goes in only when an entry is free or the head leaves",
+    );
+    (out_valid, fire, entries[0].clone(), full)
 }
 
 /// A queue whose entries shift towards entry 0, the head, and which can take
@@ -216,7 +278,7 @@ pub fn shift_queue(
     let out = count(pops);
     let valids: Vec<Expr> = pushes.iter().map(|(v, _)| v.clone()).collect();
     let inn = count(&valids);
-    let therm = |bits: &[Expr]| bits.windows(2).fold(Expr::bit(true), |acc, w| and(&acc, &or(&w[0], &not(&w[1]))));
+    let therm = thermometer;
     let ok = therm(&(0..depth).map(|i| full.bit_at(i)).collect::<Vec<_>>());
     b.assert_always(&format!("{prefix}_thermometer"), &ok, &format!("{prefix}: the held entries are the first ones"));
     b.assert_always(
@@ -225,6 +287,11 @@ pub fn shift_queue(
         &format!("{prefix}: pops and pushes are thermometers, a pop takes a held entry, a push finds room"),
     );
     ShiftQueue { has: (0..depth).map(|i| full.bit_at(i)).collect(), entries }
+}
+
+/// The bits, first one first, are a thermometer: no 1 after a 0.
+fn thermometer(bits: &[Expr]) -> Expr {
+    bits.windows(2).fold(Expr::bit(true), |acc, w| and(&acc, &or(&w[0], &not(&w[1]))))
 }
 
 /// Entry `i` of a queue whose thermometer register is `full` holds an item:

@@ -442,6 +442,31 @@ module gpurtl_compress (
       oq2_count_q <= count;
     end
   end
+
+`ifdef FORMAL
+  // Properties: checked in every cycle after the first reset (yosys read_verilog -formal).
+  reg formal_reset_seen = 1'b0;
+  always @(posedge clk_i) if (rst_i) formal_reset_seen <= 1'b1;
+  wire prop_oq_thermometer_holds = (oq_valid_q[0] | ~oq_valid_q[1]) & (oq_valid_q[1] | ~oq_valid_q[2]);
+  wire prop_oq_room_holds = (~valid_p1_q | ~oq_valid_q[2]) | out_fire;
+  wire prop_credit_occupancy_holds = {1'd0, occupancy_q} == ({2'd0, valid_p1_q} + {1'd0, {1'd0, oq_valid_q[0]} + ({1'd0, oq_valid_q[1]} + {1'd0, oq_valid_q[2]})});
+  wire prop_credit_bound_holds = {1'd0, occupancy_q} <= 3'd3;
+  wire prop_credit_out_counted_holds = ~oq_valid_q[0] | ({1'd0, occupancy_q} != 3'd0);
+  always @* begin
+    if (formal_reset_seen && !rst_i) begin
+      // output queue: the held entries are the first ones
+      prop_oq_thermometer: assert (prop_oq_thermometer_holds);
+      // output queue: a result goes in only when an entry is free or the head leaves
+      prop_oq_room: assert (prop_oq_room_holds);
+      // credit pipeline: the occupancy is the valid stage registers plus the waiting results
+      prop_credit_occupancy: assert (prop_credit_occupancy_holds);
+      // credit pipeline: at most stages + 1 items inside
+      prop_credit_bound: assert (prop_credit_bound_holds);
+      // credit pipeline: a result is offered only while the occupancy counts it
+      prop_credit_out_counted: assert (prop_credit_out_counted_holds);
+    end
+  end
+`endif
 endmodule
 
 `default_nettype wire

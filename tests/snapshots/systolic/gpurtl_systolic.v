@@ -958,6 +958,33 @@ module gpurtl_systolic (
       out_row_index_q <= out_row_q;
     end
   end
+
+`ifdef FORMAL
+  // Properties: checked in every cycle after the first reset (yosys read_verilog -formal).
+  reg formal_reset_seen = 1'b0;
+  reg  [47:0] useful_count_ref;
+  reg  [47:0] gated_count_ref;
+  reg  [47:0] skipped_count_ref;
+  always @(posedge clk_i) begin
+    useful_count_ref <= rst_i ? 48'd0 : stat_valid2_q ? (useful_count_ref + {43'd0, useful_now_q}) : useful_count_ref;
+    gated_count_ref <= rst_i ? 48'd0 : stat_valid3_q ? (gated_count_ref + {43'd0, gated_now_q}) : gated_count_ref;
+    skipped_count_ref <= rst_i ? 48'd0 : accepted_q ? (skipped_count_ref + {44'd0, skipped_now_q}) : skipped_count_ref;
+  end
+  always @(posedge clk_i) if (rst_i) formal_reset_seen <= 1'b1;
+  wire prop_useful_count_counts_holds = ({useful_count_hi_q, useful_count_lo_q} + {{23'd0, useful_count_carry_q}, 24'd0}) == useful_count_ref;
+  wire prop_gated_count_counts_holds = ({gated_count_hi_q, gated_count_lo_q} + {{23'd0, gated_count_carry_q}, 24'd0}) == gated_count_ref;
+  wire prop_skipped_count_counts_holds = ({skipped_count_hi_q, skipped_count_lo_q} + {{23'd0, skipped_count_carry_q}, 24'd0}) == skipped_count_ref;
+  always @* begin
+    if (formal_reset_seen && !rst_i) begin
+      // useful_count: the value plus the pending carry is the sum of the adds since the reset
+      prop_useful_count_counts: assert (prop_useful_count_counts_holds);
+      // gated_count: the value plus the pending carry is the sum of the adds since the reset
+      prop_gated_count_counts: assert (prop_gated_count_counts_holds);
+      // skipped_count: the value plus the pending carry is the sum of the adds since the reset
+      prop_skipped_count_counts: assert (prop_skipped_count_counts_holds);
+    end
+  end
+`endif
 endmodule
 
 `default_nettype wire

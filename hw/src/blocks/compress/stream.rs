@@ -19,7 +19,7 @@
 
 use super::{bytes_to_elems, elems_to_bytes};
 use crate::rtl::pipe::shift_queue;
-use crate::rtl::{clog2, popcount, Expr, ModuleBuilder, RtlError};
+use crate::rtl::{bits_for, clog2, popcount, Expr, ModuleBuilder, RtlError};
 use crate::Design;
 use gpurtl_params::compress::CompressParams;
 
@@ -173,6 +173,31 @@ pub fn build(p: &CompressParams) -> Result<Design, RtlError> {
         &[(issue.clone(), vec![h_stream.and(&h_op.not()), h_last.clone(), h_esize.clone()])],
     );
     let (t_cs, t_last, t_esize) = (&tq.entries[0][0], &tq.entries[0][1], &tq.entries[0][2]);
+    // The tags are the operations in the issue register and the vector
+    // unit. Its count of operations inside (taken, not yet given) is
+    // counted here too, and what its credit queue guarantees at its ports
+    // (`credit_bound` and `credit_out_counted` in `pipe.rs`, proven on the
+    // vector unit) is assumed of that count: yosys sees no names inside an
+    // instance, so the two counts cannot be equated directly.
+    let inside_w = bits_for(p.latency as u64 + 2);
+    let inside = b.formal_reg("vector_inside", inside_w);
+    let one = Expr::lit(inside_w, 1);
+    let vin_fire = r_valid.and(&vin.ready);
+    let vout_fire = vout.valid.and(&vout.ready);
+    b.formal_next_reset(&inside, &inside.add(&vin_fire.mux(&one, &Expr::zero(inside_w))).sub(&vout_fire.mux(&one, &Expr::zero(inside_w))), 0);
+    let credits = Expr::lit(inside_w, p.latency as u64 + 1);
+    b.assume_always(
+        "vector_credits",
+        &vin.ready.not().or(&inside.lt(&credits)).and(&vout.valid.not().or(&inside.ne(&Expr::zero(inside_w)))),
+        "the vector unit takes an operation only while fewer than latency + 1 are inside, offers one only while one is inside",
+    );
+    let tw = bits_for(p.latency as u64 + 3);
+    let tags = popcount(&tq.has, tw);
+    b.assert_always(
+        "tags_inside",
+        &tags.eq(&r_valid.zext(tw).add(&inside.zext(tw))).and(&inside.le(&credits)),
+        "a tag for each operation in the issue register and the vector unit, at most latency + 1 in the vector unit",
+    );
 
     // ---- output fork: out, and the packer for compress-stream results ----
     let dq_has: Vec<Expr> = (0..2).map(|i| b.wire(&format!("dq_has{i}"), 1)).collect();
