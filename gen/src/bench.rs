@@ -68,16 +68,16 @@ fn timed(min_secs: f64, mut f: impl FnMut() -> Result<u64>) -> Result<(u64, f64)
 /// on its own workload. The harness rate counts every tick of the testbench
 /// run, stimulus and checks included.
 pub fn harness(blocks: &[&dyn Block], out: &mut dyn Write) -> Result<Value> {
-    let mut points: Vec<HarnessPoint> = Vec::new();
+    let mut points: Vec<(&dyn Block, HarnessPoint)> = Vec::new();
     for b in blocks {
-        points.extend(b.harness()?);
+        points.extend(b.harness()?.into_iter().map(|pt| (*b, pt)));
     }
-    points.sort_by_key(|pt| pt.order);
+    points.sort_by_key(|(_, pt)| pt.order);
     let _ = writeln!(out, "harness against a native Verilator loop (same design, same flags; cycles per second)");
-    let _ = writeln!(out, "{:<16} {:>12} {:>12} {:>7} {:>12}", "design", "harness", "native", "ratio", "whole run");
+    let _ = writeln!(out, "{:<16} {:>12} {:>12} {:>7} {:>12} {:>12} {:>7}", "design", "harness", "native", "ratio", "whole run", "gpurtl run", "ratio");
     let mut rows = Vec::new();
     let progress = crate::progress::Progress::new("bench harness", points.len() as u64);
-    for pt in &points {
+    for (b, pt) in &points {
         progress.running(&format!("{}: the Verilator builds, then {ROUNDS} rounds", pt.label));
         let compiled = crate::rtl_engine::compile_design(&pt.design)?;
         let native = crate::rtl_engine::native_loop(&pt.design)?;
@@ -110,14 +110,55 @@ pub fn harness(blocks: &[&dyn Block], out: &mut dyn Write) -> Result<Value> {
             whole_r.push(t as f64 / secs);
         }
         let (harness, native_rate, ratio, whole) = (median(harness_r), median(native_r), median(ratio_r), median(whole_r));
-        let _ = writeln!(out, "{:<16} {:>12.0} {:>12.0} {:>6.2}x {:>12.0}", pt.label, harness, native_rate, ratio, whole);
+        // `gpurtl run BLOCK --engine rtl` whole (the input's text parsed,
+        // the design loaded from the cache, run, the result's JSON text),
+        // as the marginal rate between a small and a large input.
+        let marginal = match &pt.whole {
+            Some(w) => Some(whole_marginal(*b, w)?),
+            None => None,
+        };
+        let (run_col, run_ratio_col) = match marginal {
+            Some(m) => (format!("{m:.0}"), format!("{:.2}x", m / native_rate)),
+            None => ("-".into(), "-".into()),
+        };
+        let _ = writeln!(out, "{:<16} {:>12.0} {:>12.0} {:>6.2}x {:>12.0} {:>12} {:>7}", pt.label, harness, native_rate, ratio, whole, run_col, run_ratio_col);
         progress.done(&format!("{}: {ratio:.2}x the native loop", pt.label));
         rows.push(serde_json::json!({
             "design": pt.label, "harness_cycles_per_second": harness, "native_cycles_per_second": native_rate,
             "ratio": ratio, "whole_run_cycles_per_second": whole, "harness_ticks": ticks,
+            "gpurtl_run_marginal_cycles_per_second": marginal, "gpurtl_run_ratio": marginal.map(|m| m / native_rate),
         }));
     }
     Ok(serde_json::json!({"bench": "harness", "generator": generator(), "rows": rows}))
+}
+
+/// The marginal rate of whole `gpurtl run ... --engine rtl` runs: the
+/// large input's cycles less the small one's over its time less the small
+/// one's (medians of [`ROUNDS`] rounds, each a small and a large run), so
+/// that what every run pays once (loading the design) cancels out.
+fn whole_marginal(b: &dyn Block, w: &crate::block::WholeRun) -> Result<f64> {
+    let once = |text: &str| -> Result<(u64, f64)> {
+        let t0 = std::time::Instant::now();
+        let input: Value = serde_json::from_str(text)?;
+        let result = b.run(&w.params, &input, Path::new("."), crate::block::Engine::Rtl, None)?;
+        let json = serde_json::to_string_pretty(&result)?;
+        let secs = t0.elapsed().as_secs_f64();
+        std::hint::black_box(json.len());
+        let cycles = result["cycles"].as_u64().ok_or_else(|| Error::Failed("whole run: the result has no `cycles`".into()))?;
+        Ok((cycles, secs))
+    };
+    let mut rates = Vec::new();
+    for _ in 0..ROUNDS {
+        let (cs, ts) = once(&w.small)?;
+        let (cl, tl) = once(&w.large)?;
+        if cl > cs && tl > ts {
+            rates.push((cl - cs) as f64 / (tl - ts));
+        }
+    }
+    if rates.is_empty() {
+        return Err(Error::Failed("whole run: the large input was not slower than the small one".into()));
+    }
+    Ok(median(rates))
 }
 
 /// Runs the native loop for `cycles`: (cycles, seconds) as it reports them.

@@ -87,6 +87,19 @@ pub struct HarnessPoint {
     pub order: u32,
     pub design: Design,
     pub run: TestbenchRun,
+    /// A whole `gpurtl run BLOCK --engine rtl` to time at this point, on a
+    /// small and a large input: its marginal rate (the cycles and seconds
+    /// between the two) against the native loop.
+    pub whole: Option<WholeRun>,
+}
+
+/// The inputs of a whole-run measurement ([`HarnessPoint::whole`]): the
+/// parameters, and a small and a large `--input` file's text (whose results
+/// report `cycles`).
+pub struct WholeRun {
+    pub params: Value,
+    pub small: String,
+    pub large: String,
 }
 
 /// A hook of a command the block does not offer.

@@ -78,6 +78,7 @@ impl BlockDef for Compress {
             order: 1,
             design: build(&p)?,
             run: Box::new(move |c| Ok(tb::run(c, w, &ops, None, None)?.1)),
+            whole: None,
         }])
     }
 

@@ -2,7 +2,7 @@
 //! file's matrices, and its designs of the harness bench.
 
 use crate::bench::generator;
-use crate::block::{BenchOpts, BlockDef, HarnessPoint};
+use crate::block::{BenchOpts, BlockDef, HarnessPoint, WholeRun};
 use crate::emit;
 use crate::error::{Error, Result};
 use crate::rtl_engine::compile_design;
@@ -75,15 +75,21 @@ impl BlockDef for Systolic {
             let mut m = || (0..64).map(|_| (0..64).map(|_| rng.below(255) as i64 - 127).collect()).collect();
             Gemm { a: m(), b: m(), c0: None }
         };
-        let point = |label: &'static str, p: SystolicParams| -> Result<HarnessPoint> {
+        let point = |label: &'static str, p: SystolicParams, whole: Option<WholeRun>| -> Result<HarnessPoint> {
             let g = gemm.clone();
             let q = p.clone();
-            Ok(HarnessPoint { label, order: 0, design: build(&p)?, run: Box::new(move |c| Ok(tb::run(c, &q, &g, None, None)?.1)) })
+            Ok(HarnessPoint { label, order: 0, design: build(&p)?, run: Box::new(move |c| Ok(tb::run(c, &q, &g, None, None)?.1)), whole })
         };
-        Ok(vec![
-            point("systolic 4x4", SystolicParams::default())?,
-            point("systolic 8x8", SystolicParams { rows: 8, cols: 8, ..SystolicParams::default() })?,
-        ])
+        // The whole run of issue 29: `gpurtl run systolic --engine rtl` on
+        // the 8x8 grid, a 16^3 and a 128^3 random int8 GEMM.
+        let square = |n: usize, seed: u64| {
+            let mut rng = Rng::new(seed);
+            let mut m = || Value::from((0..n).map(|_| Value::from((0..n).map(|_| rng.below(255) as i64 - 127).collect::<Vec<_>>())).collect::<Vec<_>>());
+            json!({"a": m(), "b": m()}).to_string()
+        };
+        let p8 = SystolicParams { rows: 8, cols: 8, ..SystolicParams::default() };
+        let whole = WholeRun { params: serde_json::to_value(&p8).unwrap_or(Value::Null), small: square(16, 1), large: square(128, 2) };
+        Ok(vec![point("systolic 4x4", SystolicParams::default(), None)?, point("systolic 8x8", p8, Some(whole))?])
     }
 
     /// Utilization, load-filter speedups, gating counts, generation size and
@@ -167,7 +173,7 @@ impl BlockDef for Systolic {
         }
         for t in program(&cfg, &g).iter().filter(|_| p.dataflow != Dataflow::Ws) {
             for gr in &t.groups {
-                for st in &gr.steps {
+                for st in &gr.steps() {
                     for ai in &st.a {
                         for bj in &st.b {
                             zero_products += ai.iter().zip(bj).filter(|(x, y)| zero(x, y)).count() as u64;

@@ -130,22 +130,21 @@ impl SystolicDriver {
                 n_tiles += 1;
                 for gr in &t.groups {
                     let (mut wa, mut wb) = (vec![0u32; a_words], vec![0u32; b_words]);
-                    for (si, st) in gr.steps.iter().enumerate() {
-                        let si = si as u32;
-                        for i in 0..r {
-                            for ln in 0..cfg.lanes {
-                                put(&mut wa, (si * r + i) * ch + ln * slot, ab, st.a[i as usize][ln as usize] as u64);
-                            }
-                        }
-                        for j in 0..c {
-                            for ln in 0..cfg.lanes {
-                                put(&mut wb, (si * c + j) * ch + ln * slot, bb, st.b[j as usize][ln as usize] as u64);
-                            }
-                        }
+                    let lanes = cfg.lanes as usize;
+                    // Values in order: PE row (column) i, lane ln of step si
+                    // is value (si * R + i) * L + ln, at bit ((si * R + i) *
+                    // ch + ln * slot) of the word.
+                    for (x, &v) in gr.a.iter().enumerate() {
+                        let (slot_i, ln) = ((x / lanes) as u32, (x % lanes) as u32);
+                        put(&mut wa, slot_i * ch + ln * slot, ab, v as u64);
                     }
-                    let item = input.fields().pack(&[&wa, &wb, &[gr.steps.len() as u32], &[gr.last as u32]]);
+                    for (x, &v) in gr.b.iter().enumerate() {
+                        let (slot_j, ln) = ((x / lanes) as u32, (x % lanes) as u32);
+                        put(&mut wb, slot_j * ch + ln * slot, bb, v as u64);
+                    }
+                    let item = input.fields().pack(&[&wa, &wb, &[gr.len() as u32], &[gr.last as u32]]);
                     input.push(item);
-                    steps_total += gr.steps.len() as u64 + 1;
+                    steps_total += gr.len() as u64 + 1;
                 }
                 rows.extend(t.rows.iter().map(|&mr| (mr, t.cols.clone())));
             }

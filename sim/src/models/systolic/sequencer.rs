@@ -14,11 +14,49 @@ pub struct Step {
     pub b: Vec<Vec<i64>>,
 }
 
-/// One input transfer: up to `group` consecutive steps of a tile.
+/// One input transfer: up to `group` consecutive steps of a tile, their
+/// values held flat (two allocations a group, not one a PE row and column
+/// a step: a run plays millions of steps).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Group {
-    pub steps: Vec<Step>,
+    /// Steps in the group.
+    pub n: usize,
+    /// PE rows, PE columns and lanes of each step.
+    pub dims: (usize, usize, usize),
+    /// Step `s`, PE row `i`, lane `l` at `(s * R + i) * L + l`.
+    pub a: Vec<i64>,
+    /// Step `s`, PE column `j`, lane `l` at `(s * C + j) * L + l`.
+    pub b: Vec<i64>,
     pub last: bool,
+}
+
+impl Group {
+    /// Steps in the group.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+    /// Step `s`'s A values, PE row by PE row (R x L).
+    pub fn step_a(&self, s: usize) -> &[i64] {
+        let (r, _, l) = self.dims;
+        &self.a[s * r * l..(s + 1) * r * l]
+    }
+    /// Step `s`'s B values, PE column by PE column (C x L).
+    pub fn step_b(&self, s: usize) -> &[i64] {
+        let (_, c, l) = self.dims;
+        &self.b[s * c * l..(s + 1) * c * l]
+    }
+    /// Step `s` as a [`Step`].
+    pub fn step(&self, s: usize) -> Step {
+        let l = self.dims.2;
+        Step { a: self.step_a(s).chunks(l).map(<[i64]>::to_vec).collect(), b: self.step_b(s).chunks(l).map(<[i64]>::to_vec).collect() }
+    }
+    /// Every step as a [`Step`].
+    pub fn steps(&self) -> Vec<Step> {
+        (0..self.n).map(|s| self.step(s)).collect()
+    }
 }
 
 /// One R x C output tile.
@@ -62,35 +100,28 @@ fn os_tile(cfg: &SystolicParams, g: &Gemm, rb: &[usize], cb: &[usize]) -> Tile {
     let ngroups = nsteps.div_ceil(cfg.group as usize);
     let rows: Vec<Option<usize>> = (0..r).map(|i| rb.get(i).copied()).collect();
     let cols: Vec<Option<usize>> = (0..c).map(|j| cb.get(j).copied()).collect();
-    let steps: Vec<Step> = (0..nsteps)
-        .map(|s| Step {
-            a: rows
-                .iter()
-                .map(|row| {
-                    (0..l)
-                        .map(|ln| match row {
-                            Some(mm) if s * l + ln < k => g.a[*mm][s * l + ln],
-                            _ => 0,
-                        })
-                        .collect()
-                })
-                .collect(),
-            b: cols
-                .iter()
-                .map(|col| {
-                    (0..l)
-                        .map(|ln| match col {
-                            Some(nn) if s * l + ln < k => g.b[s * l + ln][*nn],
-                            _ => 0,
-                        })
-                        .collect()
-                })
-                .collect(),
-        })
-        .collect();
-    let mut steps = steps.into_iter();
+    let group = cfg.group as usize;
     let groups = (0..ngroups)
-        .map(|gi| Group { steps: steps.by_ref().take(cfg.group as usize).collect(), last: gi + 1 == ngroups })
+        .map(|gi| {
+            let steps = gi * group..((gi + 1) * group).min(nsteps);
+            let n = steps.len();
+            let (mut a, mut b) = (Vec::with_capacity(n * r * l), Vec::with_capacity(n * c * l));
+            for s in steps {
+                for row in &rows {
+                    a.extend((0..l).map(|ln| match row {
+                        Some(mm) if s * l + ln < k => g.a[*mm][s * l + ln],
+                        _ => 0,
+                    }));
+                }
+                for col in &cols {
+                    b.extend((0..l).map(|ln| match col {
+                        Some(nn) if s * l + ln < k => g.b[s * l + ln][*nn],
+                        _ => 0,
+                    }));
+                }
+            }
+            Group { n, dims: (r, c, l), a, b, last: gi + 1 == ngroups }
+        })
         .collect();
     Tile { rows, cols, groups }
 }

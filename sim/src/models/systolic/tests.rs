@@ -102,7 +102,7 @@ fn lanes_2_with_odd_k() {
     let g = gemm(vec![vec![1, 2, 3]], vec![vec![4], vec![5], vec![6]]);
     let t = program(&c, &g);
     assert_eq!(t.len(), 1);
-    let steps = &t[0].groups[0].steps;
+    let steps = &t[0].groups[0].steps();
     assert_eq!(
         steps,
         &vec![Step { a: vec![vec![1, 2]], b: vec![vec![4, 5]] }, Step { a: vec![vec![3, 0]], b: vec![vec![6, 0]] }]
@@ -156,11 +156,11 @@ fn program_shape() {
     // ceil(5/2) = 3 steps -> groups of 2 and 1.
     for tile in &t {
         assert_eq!(tile.groups.len(), 2);
-        assert_eq!((tile.groups[0].steps.len(), tile.groups[0].last), (2, false));
-        assert_eq!((tile.groups[1].steps.len(), tile.groups[1].last), (1, true));
+        assert_eq!((tile.groups[0].len(), tile.groups[0].last), (2, false));
+        assert_eq!((tile.groups[1].len(), tile.groups[1].last), (1, true));
     }
-    assert_eq!(t[0].groups[0].steps[1], Step { a: vec![vec![3, 4], vec![8, 9]], b: vec![vec![3, 4], vec![0, 0]] });
-    assert_eq!(t[1].groups[1].steps[0], Step { a: vec![vec![15, 0], vec![0, 0]], b: vec![vec![5, 0], vec![0, 0]] });
+    assert_eq!(t[0].groups[0].step(1), Step { a: vec![vec![3, 4], vec![8, 9]], b: vec![vec![3, 4], vec![0, 0]] });
+    assert_eq!(t[1].groups[1].step(0), Step { a: vec![vec![15, 0], vec![0, 0]], b: vec![vec![5, 0], vec![0, 0]] });
     // Row-block-major tile order.
     let c = cfg(1, 1);
     let t = program(&c, &gemm(vec![vec![1], vec![2]], vec![vec![1, 2]]));

@@ -3,7 +3,7 @@
 
 #[cfg(test)]
 use super::sequencer::Tile;
-use super::sequencer::{Group, Step, WsTile, WsVector};
+use super::sequencer::{Group, WsTile, WsVector};
 use gpurtl_params::systolic::SystolicParams;
 use std::borrow::Borrow;
 use std::collections::VecDeque;
@@ -44,17 +44,17 @@ impl<G: Borrow<Group>> Held<G> {
 
 /// Whether a step is useful: with `load_filter`, its A slice and its B slice
 /// both have a non-zero value; without, always.
-fn useful(cfg: &SystolicParams, s: &Step) -> bool {
-    !cfg.load_filter
-        || (s.a.iter().flatten().any(|&x| x != 0) && s.b.iter().flatten().any(|&x| x != 0))
+fn useful(cfg: &SystolicParams, g: &Group, s: usize) -> bool {
+    !cfg.load_filter || (g.step_a(s).iter().any(|&x| x != 0) && g.step_b(s).iter().any(|&x| x != 0))
 }
 
-/// `sum_l nzA[l] * nzB[l]` of one step.
-fn step_macs(s: &Step, lanes: usize) -> u64 {
+/// `sum_l nzA[l] * nzB[l]` of step `s`.
+fn step_macs(g: &Group, s: usize, lanes: usize) -> u64 {
+    let (a, b) = (g.step_a(s), g.step_b(s));
     (0..lanes)
         .map(|l| {
-            let nza = s.a.iter().filter(|row| row[l] != 0).count() as u64;
-            let nzb = s.b.iter().filter(|col| col[l] != 0).count() as u64;
+            let nza = a.iter().skip(l).step_by(lanes).filter(|&&x| x != 0).count() as u64;
+            let nzb = b.iter().skip(l).step_by(lanes).filter(|&&x| x != 0).count() as u64;
             nza * nzb
         })
         .sum()
@@ -98,8 +98,7 @@ pub(super) fn simulate_groups<G: Borrow<Group>>(cfg: &SystolicParams, groups: im
                         ready = false;
                     } else {
                         if let Candidate::Step(k) = cand {
-                            let step = &h.group.borrow().steps[k];
-                            let macs = step_macs(step, l as usize);
+                            let macs = step_macs(&h.group.borrow(), k, l as usize);
                             useful_macs += macs;
                             if cfg.gating {
                                 gated += r * c * l - macs;
@@ -133,8 +132,8 @@ pub(super) fn simulate_groups<G: Borrow<Group>>(cfg: &SystolicParams, groups: im
         if ready {
             if let Some(g) = groups.next() {
                 let gr = g.borrow();
-                present += gr.steps.len() as u64;
-                let pending = (0..gr.steps.len()).filter(|&k| useful(cfg, &gr.steps[k])).collect();
+                present += gr.len() as u64;
+                let pending = (0..gr.len()).filter(|&k| useful(cfg, &gr, k)).collect();
                 held = Some(Held { group: g, pending, ended: false });
             }
         }
