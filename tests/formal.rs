@@ -81,7 +81,7 @@ fn shift(depth: u32, pops: usize, pushes: usize) -> Design {
     // Pop k: item k is held and items 0..k leave too.
     let mut pop = Vec::new();
     for k in 0..pops {
-        let held_k = if (k as u32) < depth { has[k].clone() } else { Expr::bit(false) };
+        let held_k = has.get(k).cloned().unwrap_or_else(|| Expr::bit(false));
         let mut p = pop_req.bit_at(k as u32).and(&held_k);
         if let Some(prev) = pop.last() {
             p = p.and(prev);

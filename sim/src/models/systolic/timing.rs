@@ -98,7 +98,7 @@ pub(super) fn simulate_groups<G: Borrow<Group>>(cfg: &SystolicParams, groups: im
                         ready = false;
                     } else {
                         if let Candidate::Step(k) = cand {
-                            let macs = step_macs(&h.group.borrow(), k, l as usize);
+                            let macs = step_macs(h.group.borrow(), k, l as usize);
                             useful_macs += macs;
                             if cfg.gating {
                                 gated += r * c * l - macs;
@@ -133,7 +133,7 @@ pub(super) fn simulate_groups<G: Borrow<Group>>(cfg: &SystolicParams, groups: im
             if let Some(g) = groups.next() {
                 let gr = g.borrow();
                 present += gr.len() as u64;
-                let pending = (0..gr.len()).filter(|&k| useful(cfg, &gr, k)).collect();
+                let pending = (0..gr.len()).filter(|&k| useful(cfg, gr, k)).collect();
                 held = Some(Held { group: g, pending, ended: false });
             }
         }
