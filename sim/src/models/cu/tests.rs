@@ -190,11 +190,16 @@ fn every_error_code() {
     assert_eq!(status_of(".word 0xffffffffffffff70"), (Field, 0));
     assert_eq!(status_of(".word 0xffffffffffffff74"), (Field, 0));
     assert_eq!(status_of(".word 0x0000000000000074"), (Align, 0));
-    // field: add with imm, cdl with n = 0, end with rd, ld with imm 15:8.
+    // field: add with imm, cdl with n = 0, end with rd, ld with imm 15:9
+    // (bit 8 is `zmap`), st with imm 15:8.
     assert_eq!(status_of(".word 0x0000000100000001"), (Field, 0));
     assert_eq!(status_of(".word 0x0000000000000050"), (Field, 0));
     assert_eq!(status_of(".word 0x000000000000017f"), (Field, 0));
-    assert_eq!(status_of(".word 0x0000010000000060"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000020000000060"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000800000000060"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000010000000061"), (Field, 0));
+    // ld with bit 8 (zmap) decodes: rd = r0 = x = 1 is the align error.
+    assert_eq!(status_of(".word 0x0000010000000060"), (Align, 0));
     // field before reg: add r200 with imm set.
     assert_eq!(status_of(".word 0x00000001000000c8" ), (Opcode, 0)); // 0xc8 is no opcode
     assert_eq!(status_of(".word 0x00000001c8000001"), (Field, 0));
@@ -1219,7 +1224,7 @@ fn grid_params(rows: u32, cols: u32, banks: u32, kmax: u32) -> CuParams {
 /// An `mma` of the share at `base` (no `C0`, no pads).
 #[allow(clippy::too_many_arguments)]
 fn mop(base: u32, co: u32, ao: u32, bo: u32, tm: u32, tn: u32, k: u32) -> mma::Op {
-    mma::Op { slot: 0, joined: 0, smem_base: base, co, ao, bo, tm, tn, k, c0: C0::Zero, qa: 0, qb: 0 }
+    mma::Op { slot: 0, joined: 0, smem_base: base, co, ao, bo, tm, tn, k, c0: C0::Zero, qa: 0, qb: 0, skip: false }
 }
 
 /// The pitches from the definition: `PA = 4*ceil(K/4) + 4*qa`, `PB =
@@ -1228,8 +1233,20 @@ fn pitches(op: &mma::Op) -> (u32, u32) {
     (4 * op.k.div_ceil(4) + 4 * op.qa, 8 * op.tn.div_ceil(8) + 4 * op.qb)
 }
 
+/// The used k-steps from the definition: all of `0 .. K` without `skip`;
+/// with it, those whose bit `k mod 32` of the word at `Bo - 4*nk +
+/// 4*floor(k/32)` (`nk = ceil(K/32)`) of `m` (the whole scratchpad) is 0.
+fn spec_used(m: &[u8], op: &mma::Op) -> Vec<u32> {
+    let nk = op.k.div_ceil(32);
+    let word = |at: u32| {
+        let at = (op.smem_base + at) as usize;
+        u32::from_le_bytes(m[at..at + 4].try_into().unwrap())
+    };
+    (0..op.k).filter(|&k| !op.skip || word(op.bo - 4 * nk + 4 * (k / 32)) >> (k % 32) & 1 == 0).collect()
+}
+
 /// `C = A . B + C0` from the definition, on the scratchpad `m` as it is
-/// (before the operation): `A` row `i` at `Ao + i*PA`, `B` row `k` at `Bo +
+/// (before the operation), the sum over the used k-steps only: `A` row `i` at `Ao + i*PA`, `B` row `k` at `Bo +
 /// k*PB`, int8 products; `C0` zero, `C`'s own words, or the bias row at `o`
 /// for every row; wrapped to 32 bits; the little-endian bytes of `C`'s rows.
 fn mma_reference(m: &[u8], op: &mma::Op) -> Vec<u8> {
@@ -1246,7 +1263,7 @@ fn mma_reference(m: &[u8], op: &mma::Op) -> Vec<u8> {
                 C0::Acc => word(op.co as usize + 4 * (i * op.tn as usize + n)),
                 C0::Bias(o) => word(o as usize + 4 * n),
             };
-            let c = (0..op.k as usize).fold(c0, |s, k| s.wrapping_add(a(i, k).wrapping_mul(b(k, n))));
+            let c = spec_used(m, op).iter().fold(c0, |s, &k| s.wrapping_add(a(i, k as usize).wrapping_mul(b(k as usize, n))));
             out.extend(c.to_le_bytes());
         }
     }
@@ -1266,24 +1283,46 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// What a read of `rd2`/`rd3` belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    /// A word of the k-map (`skip`), on `rd3` first.
+    Map,
+    /// An `A` word of row block `b` (rd2).
+    A(usize),
+    /// A `B` word of tile `t` (rd3).
+    B(usize),
+}
+
 /// The spec's read orders of `op` (not empty) on a grid of `r` x `c` on
-/// `rd2` and `rd3`: per port, (tile, share offset) in order.
-fn spec_reads(op: &mma::Op, r: u32, c: u32) -> [Vec<(usize, u32)>; 2] {
-    let (nr, nc, q) = (op.tm.div_ceil(r), op.tn.div_ceil(c), op.k.div_ceil(4));
+/// `rd2` and `rd3` (docs/cu.md "Matrix multiply"), the used steps `used`:
+/// per port, (what the read belongs to, share offset) in order. rd2: per
+/// row block, per needed word column `x` (one of `4x .. 4x+3` used), per
+/// row; rd3: the k-map's `nk` words (with `skip`), then per tile, per used
+/// step, `ceil(C/4)` words.
+fn spec_reads(op: &mma::Op, r: u32, c: u32, used: &[u32]) -> [Vec<(Part, u32)>; 2] {
+    let (nr, nc) = (op.tm.div_ceil(r), op.tn.div_ceil(c));
     let (pa, pb) = pitches(op);
     let mut out = [Vec::new(), Vec::new()];
+    if op.skip {
+        let nk = op.k.div_ceil(32);
+        for m in 0..nk {
+            out[1].push((Part::Map, op.bo - 4 * nk + 4 * m));
+        }
+    }
+    let needed: Vec<u32> = (0..op.k.div_ceil(4)).filter(|x| used.iter().any(|k| k / 4 == *x)).collect();
     for b in 0..nr {
+        let h = r.min(op.tm - b * r);
+        for &x in &needed {
+            for i in 0..h {
+                out[0].push((Part::A(b as usize), op.ao + (b * r + i) * pa + 4 * x));
+            }
+        }
         for cb in 0..nc {
             let t = (b * nc + cb) as usize;
-            let h = r.min(op.tm - b * r);
-            for j in 0..q {
-                for i in 0..h {
-                    out[0].push((t, op.ao + (b * r + i) * pa + 4 * j));
-                }
-            }
-            for k in 0..op.k {
+            for &k in used {
                 for hh in 0..c.div_ceil(4) {
-                    out[1].push((t, op.bo + k * pb + 4 * (cb * c / 4) + 4 * hh));
+                    out[1].push((Part::B(t), op.bo + k * pb + 4 * (cb * c / 4) + 4 * hh));
                 }
             }
         }
@@ -1328,14 +1367,19 @@ fn spec_words(op: &mma::Op, r: u32, c: u32) -> Vec<SpecWord> {
 
 /// Runs `op` from `g` on `m` and checks what the spec says of any run
 /// against the log of accesses:
-/// - the read orders of rd2, rd3 and rd4 and the write order;
-/// - the tile times: F_t, S_t = max(F_t, X_{t-1}, W_{t-2}) + 2, X_t = S_t +
+/// - the read orders of rd2, rd3 (the k-map first with `skip`) and rd4 and
+///   the write order;
+/// - M = the k-map's last read + 1 (g without skip); the tile times: F_t =
+///   max(its row block's last A read + 1, its last B read + 1, M) (a
+///   missing read: g), S_t = max(F_t, X_{t-1}, W_{t-2}) + 2, X_t = S_t +
 ///   cyc, W_t, e = max(X, W) of the last tile;
 /// - mode 0: each write in max(previous write + 1, its row's transfer + 1);
 ///   modes 1, 2: each write in the cycle after its C0 read;
 /// - cycle by cycle from g + 1, the reads taken are exactly those the
-///   scratchpad's rule takes of the reads asking: rd2/rd3 their next read
-///   if its tile is < 2 or the cycle is after X_{t-2}; rd4 its next word's
+///   scratchpad's rule takes of the reads asking: rd2 its next read if its
+///   row block b is < 2 or the cycle is after X of row block b-2's last
+///   tile; rd3 its next k-map read, or (after M) its next B read if its
+///   tile is < 2 or the cycle is after X_{t-2}; rd4 its next word's
 ///   C0 read from the cycle after the previous one was taken and after its
 ///   row's transfer; not a read of the word written in the cycle; per bank
 ///   the lowest port above the bank's last read's port (none: rd4), else
@@ -1343,9 +1387,10 @@ fn spec_words(op: &mma::Op, r: u32, c: u32) -> Vec<SpecWord> {
 /// - `banks` ends with the replayed history.
 fn mma_checked(p: &CuParams, op: &mma::Op, g: u64, m: &mut [u8], banks: &mut Banks) -> mma::Outcome {
     let before = banks.clone();
+    let used = spec_used(m, op);
     let out = mma::run(p, op, g, m, banks, true);
     let (r, c) = (p.grid_rows, p.grid_cols);
-    let reads = spec_reads(op, r, c);
+    let reads = spec_reads(op, r, c, &used);
     let words = spec_words(op, r, c);
     let nb = p.banks as u64;
     let bank_row = |at: u32| {
@@ -1390,12 +1435,18 @@ fn mma_checked(p: &CuParams, op: &mma::Op, g: u64, m: &mut [u8], banks: &mut Ban
     let (nr, nc) = (op.tm.div_ceil(r), op.tn.div_ceil(c));
     let n = (nr * nc) as usize;
     assert_eq!(out.tiles.len(), n);
-    for (t, tt) in out.tiles.iter().enumerate() {
-        let last_read = (0..2)
-            .flat_map(|port| got[port].iter().zip(&reads[port]).filter(|(_, w)| w.0 == t).map(|(x, _)| x.0))
+    // The cycle the last word of a part is taken (its read + 1), g if none.
+    let taken_of = |part: Part| {
+        (0..2)
+            .flat_map(|port| got[port].iter().zip(&reads[port]).filter(move |(_, w)| w.0 == part).map(|(x, _)| x.0 + 1))
             .max()
-            .unwrap();
-        assert_eq!(tt.f, last_read + 1, "F_{t}");
+            .unwrap_or(g)
+    };
+    let m_cycle = taken_of(Part::Map);
+    assert_eq!(out.m, m_cycle, "M");
+    for (t, tt) in out.tiles.iter().enumerate() {
+        let f = taken_of(Part::A(t / nc as usize)).max(taken_of(Part::B(t))).max(m_cycle);
+        assert_eq!(tt.f, f, "F_{t}");
         let x_prev = if t >= 1 { out.tiles[t - 1].x } else { 0 };
         let w_prev2 = if t >= 2 { out.tiles[t - 2].w } else { 0 };
         assert_eq!(tt.s, tt.f.max(x_prev).max(w_prev2) + 2, "S_{t}");
@@ -1433,8 +1484,13 @@ fn mma_checked(p: &CuParams, op: &mma::Op, g: u64, m: &mut [u8], banks: &mut Ban
         let written = write_at.get(&cy).map(|&at| bank_row(at));
         let mut asking: Vec<(u8, u32)> = Vec::new();
         for port in 0..2 {
-            if let Some(&(t, at)) = reads[port].get(ptr[port]) {
-                if t < 2 || cy > out.tiles[t - 2].x {
+            if let Some(&(part, at)) = reads[port].get(ptr[port]) {
+                let free = match part {
+                    Part::Map => true,
+                    Part::A(b) => b < 2 || cy > out.tiles[(b - 1) * nc as usize - 1].x,
+                    Part::B(t) => cy > m_cycle && (t < 2 || cy > out.tiles[t - 2].x),
+                };
+                if free {
                     asking.push((RD2 + port as u8, at));
                 }
             }
@@ -1589,7 +1645,10 @@ fn mma_pads_move_the_rows() {
     m[36..38].copy_from_slice(&[2, 20]);
     m[48..50].copy_from_slice(&[3, 30]);
     let op = mma::Op { qa: 2, qb: 1, ..mop(0, 60, 0, 24, 2, 2, 3) };
-    assert_eq!(spec_reads(&op, 2, 2), [vec![(0, 0), (0, 12)], vec![(0, 24), (0, 36), (0, 48)]]);
+    assert_eq!(
+        spec_reads(&op, 2, 2, &[0, 1, 2]),
+        [vec![(Part::A(0), 0), (Part::A(0), 12)], vec![(Part::B(0), 24), (Part::B(0), 36), (Part::B(0), 48)]]
+    );
     mma_checked(&p, &op, 0, &mut m, &mut Banks::new(2));
     // C[0] = [1 + 4 + 9, 10 + 40 + 90], C[1] = [-1 + 0 + 6, -10 + 0 + 60].
     assert_eq!(&m[60..76], &le(&[14, 140, 5, 50])[..]);
@@ -2340,9 +2399,10 @@ fn every_mma_error() {
     };
     let mma = |co: i64, ao: i64, bo: i64, rc: u32| mma_s(co, ao, bo, rc, "");
     let shape = |tm: u32, tn: u32, k: u32| tm | tn << 8 | k << 16;
-    // field (`mma r1, r2, r3, r3` with imm bits): imm bits 15:14 in any
-    // mode; mode 3; bits 31:16 outside mode 2 (bit 16, bit 31).
-    assert_eq!(status_of(".word 0x0000400303020170"), (Field, 0)); // bit 14
+    // field (`mma r1, r2, r3, r3` with imm bits): imm bit 15 in any mode;
+    // mode 3; bits 31:16 outside mode 2 (bit 16, bit 31). Bit 14 is `skip`
+    // (r1 = y = 0, r2 = z = 0, r3 = 0: an empty shape; then the word 0).
+    assert_eq!(status_of(".word 0x0000400303020170"), (Opcode, 1)); // bit 14: skip
     assert_eq!(status_of(".word 0x0000800303020170"), (Field, 0)); // bit 15
     assert_eq!(status_of(".word 0x0000c20303020170"), (Field, 0)); // bits 15:14, mode 2
     assert_eq!(status_of(".word 0x0000430303020170"), (Field, 0)); // bit 14, mode 3
@@ -2354,7 +2414,8 @@ fn every_mma_error() {
     assert_eq!(status_of(".word 0xffff010303020170"), (Field, 0));
     // field before reg (r200).
     assert_eq!(status_of(".word 0x00000300c8c8c870"), (Field, 0));
-    assert_eq!(status_of(".word 0x00004000c8c8c870"), (Field, 0));
+    assert_eq!(status_of(".word 0x00008000c8c8c870"), (Field, 0));
+    assert_eq!(status_of(".word 0x00004000c8c8c870"), (Reg, 0)); // skip
     assert_eq!(status_of(".word 0x00010000c8c8c870"), (Field, 0));
     // Not errors of decoding: mode 1, mode 2 with o, pads (then the shape
     // of r3 = 0 does nothing; the next word, 0, is undefined).
