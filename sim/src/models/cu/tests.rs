@@ -1850,25 +1850,32 @@ fn mma_acc_exact_cycles_on_the_small_preset() {
 #[test]
 fn mma_bank_conflicts_follow_the_last_read_of_the_bank() {
     // Grid 2 x 2, one bank, g = 100. A = [[2], [3]] at 0 (PA = 4: words 0,
-    // 1), B = [[4, 5, 6]] at 8 (PB = 8), C at 16. TM = 2, TN = 3, K = 1: two
-    // tiles (columns 0, 1 and column 2), each rd2(0), rd2(4) and rd3(8)
-    // (tile 1: 8 + 4*floor(2/4) = 8).
+    // 1), B = [[4, 5, 6]] at 8 (PB = 8), C at 16. TM = 2, TN = 3, K = 1: one
+    // row block, two tiles (columns 0, 1 and column 2): rd2 reads A once,
+    // rd2(0), rd2(4); rd3 reads rd3(8) for each tile (tile 1: 8 +
+    // 4*floor(2/4) = 8). No skip: M = g = 100.
     // cyc of a tile of one useful step: accepted S, issued S + 2 (tile
     //   ending), rows ready S + 7 + r, transferred S + 8 + r: 9; X = S + 9.
     // (a) bank 0's last read was rd2's:
-    //   101 rd3(8) [t0: rd3 is above rd2]   102 rd2(0) [last rd3: none above
-    //   asks, the lowest]   103 rd3(8) [t1; tile 1 < 2: free]
-    //   104 rd2(4): F_0 = 105   105 rd2(0) [t1]   106 rd2(4): F_1 = 107
+    //   101 rd3(8) [t0: rd3 is above rd2]: B_0 taken 102   102 rd2(0) [last
+    //   rd3: none above asks, the lowest]   103 rd3(8) [t1; tile 1 < 2:
+    //   free]: B_1 taken 104   104 rd2(4): A taken 105
+    //   F_0 = max(105, 102, M) = 105, F_1 = max(105, 104, M) = 105.
     //   S_0 = 107, X_0 = 116: rows 115, 116: writes 116, 117, 118, 119 = W_0
-    //   S_1 = max(107, X_0 = 116) + 2 = 118, X_1 = 127: rows 126, 127:
+    //   S_1 = max(105, X_0 = 116) + 2 = 118, X_1 = 127: rows 126, 127:
     //   writes 127 (row 0), 128 (row 1) = W_1; e = max(127, 128) = 128.
+    //   The bank's last read: rd2(4).
     // (b) its last read was none, rd0's, rd1's or rd3's (none above rd3 or
     //   rd4 asks; rd2 is above rd0, rd1): rd2 first:
-    //   101 rd2(0)   102 rd3(8)   103 rd2(4): F_0 = 104   104 rd3(8) [t1;
-    //   last rd2]   105 rd2(0)   106 rd2(4): F_1 = 107
-    //   S_0 = 106, X_0 = 115: writes 115..118 = W_0; S_1 = max(107, 115) + 2
-    //   = 117, X_1 = 126: writes 126, 127 = W_1 = e.
-    // (Under the previous revision S_1 waited for W_0: 1 and 2 cycles more.)
+    //   101 rd2(0)   102 rd3(8): B_0 103   103 rd2(4) [last rd3: the
+    //   lowest]: A 104   104 rd3(8) [t1, alone]: B_1 105
+    //   F_0 = max(104, 103) = 104, F_1 = max(104, 105) = 105.
+    //   S_0 = 106, X_0 = 115: writes 115..118 = W_0; S_1 = max(105, 115) + 2
+    //   = 117, X_1 = 126: writes 126, 127 = W_1 = e. The last read: rd3(8).
+    // (Under the previous revision S_1 waited for W_0: 1 and 2 cycles more.
+    // Under the revision before A's reuse (a692cb3), tile 1 read A again:
+    // rd2(0), rd2(4) in 105, 106 and F_1 = 107 in both cases, the bank's
+    // last read rd2's; the other times were the same.)
     let p = grid_params(2, 2, 1, 16);
     let op = mop(0, 16, 0, 8, 2, 3, 1);
     let init = |m: &mut Vec<u8>| {
@@ -1887,40 +1894,45 @@ fn mma_bank_conflicts_follow_the_last_read_of_the_bank() {
         init(&mut m);
         let out = mma_checked(&p, &op, 100, &mut m, &mut banks);
         assert_eq!(&m[16..40], &want[..], "{last:?}");
-        assert_eq!(banks.last(0), Some(RD2), "the last read: rd2(4) of tile 1");
+        let last_read = if last == Some(RD2) { RD2 } else { RD3 };
+        assert_eq!(banks.last(0), Some(last_read), "the last read: rd2(4) in (a), rd3(8) in (b)");
         let first = out.accesses[0];
         results.push((first, out.tiles.iter().map(|t| (t.f, t.s, t.x, t.w)).collect::<Vec<_>>(), out.done));
     }
-    assert_eq!(results[0], (Rd { cycle: 101, port: RD3, at: 8 }, vec![(105, 107, 116, 119), (107, 118, 127, 128)], 128));
+    assert_eq!(results[0], (Rd { cycle: 101, port: RD3, at: 8 }, vec![(105, 107, 116, 119), (105, 118, 127, 128)], 128));
     for r in &results[1..] {
-        assert_eq!(*r, (Rd { cycle: 101, port: RD2, at: 0 }, vec![(104, 106, 115, 118), (107, 117, 126, 127)], 127));
+        assert_eq!(*r, (Rd { cycle: 101, port: RD2, at: 0 }, vec![(104, 106, 115, 118), (105, 117, 126, 127)], 127));
     }
 }
 
 #[test]
 fn mma_tile_start_waits_for_the_writes_two_tiles_back() {
     // Grid 4 x 8, eight banks (word m: bank m mod 8, row m div 8), g = 0,
-    // no read yet. TM = 4, TN = 24, K = 1: three tiles (column blocks), 32
-    // words each. A (4 x 1) at 0, PA = 4: rd2 reads words 0..3 each tile.
-    // B (1 x 24) at 32, PB = 24: rd3 reads 2 words a tile, 32 + 8c + 4h:
-    // words 8, 9 | 10, 11 | 12, 13. C at 64: C[i][n] at 64 + 96i + 4n.
+    // no read yet. TM = 4, TN = 24, K = 1: one row block, three tiles
+    // (column blocks), 32 words each. A (4 x 1) at 0, PA = 4: rd2 reads
+    // words 0..3 once (the row block). B (1 x 24) at 32, PB = 24: rd3 reads
+    // 2 words a tile, 32 + 8c + 4h: words 8, 9 | 10, 11 | 12, 13. C at 64:
+    // C[i][n] at 64 + 96i + 4n. No skip: M = g = 0.
     // cyc (one useful step): issued S + 2, row r ready S + 2 + r + 8 + 1 + 2,
     //   transferred S + 14 + r: cyc = 17, rows in S + 17 - 4 + 1 + r.
     // Reads:
     //   1 rd2 w0 (bank 0) and rd3 w8 (bank 0): no read yet: rd2
-    //   2 rd2 w1, rd3 w8 (banks 1, 0)   3 rd2 w2, rd3 w9 (tile 0's last)
-    //   4 rd2 w3 (tile 0's last: F_0 = 5), rd3 w10 (tile 1; banks 3, 2)
-    //   5 rd2 w0, rd3 w11 (tile 1's last)   6 w1   7 w2   8 w3: F_1 = 9
+    //   2 rd2 w1, rd3 w8 (banks 1, 0)   3 rd2 w2, rd3 w9 (tile 0's last B:
+    //   taken 4)   4 rd2 w3 (A's last: taken 5), rd3 w10 (tile 1; banks 3,
+    //   2)   5 rd3 w11 (tile 1's last: taken 6); then rd3 waits (tile 2).
+    //   F_0 = max(5, 4) = 5, F_1 = max(5, 6) = 6.
     //   S_0 = 7, X_0 = 24, rows 21..24: writes one a cycle from 22, row r's
     //   8 words in 22 + 8r .. 29 + 8r (each after its row): W_0 = 53.
-    //   S_1 = max(9, X_0 = 24) + 2 = 26, X_1 = 43, rows 40..43: writes after
+    //   S_1 = max(6, X_0 = 24) + 2 = 26, X_1 = 43, rows 40..43: writes after
     //   tile 0's, 54 .. 85 = W_1.
-    //   Tile 2 from X_0 + 1 = 25: 25 rd2 w0, rd3 w12 (banks 0, 4; the
-    //   write is word 19: bank 3 row 2)   26 rd2 w1, rd3 w13 (write w20)
-    //   27 rd2 w2 (w21)   28 rd2 w3 (w22): F_2 = 29.
-    //   S_2 = max(F_2 = 29, X_1 = 43, W_0 = 53) + 2 = 55: the row buffer
+    //   Tile 2's B from X_0 + 1 = 25: 25 rd3 w12 (bank 4 row 1; the write
+    //   is word 19: bank 3 row 2)   26 rd3 w13 (write w20: bank 4 row 2):
+    //   taken 27: F_2 = max(5, 27) = 27.
+    //   S_2 = max(F_2 = 27, X_1 = 43, W_0 = 53) + 2 = 55: the row buffer
     //   still holds tile 0's rows. X_2 = 72, rows 69..72; writes after tile
     //   1's: 86 .. 117 = W_2; e = max(72, 117) = 117.
+    // (Before A's reuse, a692cb3, tiles 1 and 2 read A again: F_1 = 9,
+    // F_2 = 29; S, X, W were the same.)
     let p = grid_params(4, 8, 8, 16);
     let mut m = noise(1024, 5);
     let op = mop(0, 64, 0, 32, 4, 24, 1);
@@ -1930,8 +1942,8 @@ fn mma_tile_start_waits_for_the_writes_two_tiles_back() {
         out.tiles,
         [
             mma::TileTimes { f: 5, s: 7, cyc: 17, x: 24, w: 53 },
-            mma::TileTimes { f: 9, s: 26, cyc: 17, x: 43, w: 85 },
-            mma::TileTimes { f: 29, s: 55, cyc: 17, x: 72, w: 117 },
+            mma::TileTimes { f: 6, s: 26, cyc: 17, x: 43, w: 85 },
+            mma::TileTimes { f: 27, s: 55, cyc: 17, x: 72, w: 117 },
         ]
     );
     assert_eq!(out.done, 117);
@@ -1953,17 +1965,9 @@ fn mma_tile_start_waits_for_the_writes_two_tiles_back() {
             (3, RD3, 9),
             (4, RD2, 3),
             (4, RD3, 10),
-            (5, RD2, 0),
             (5, RD3, 11),
-            (6, RD2, 1),
-            (7, RD2, 2),
-            (8, RD2, 3),
-            (25, RD2, 0),
             (25, RD3, 12),
-            (26, RD2, 1),
             (26, RD3, 13),
-            (27, RD2, 2),
-            (28, RD2, 3),
         ]
     );
     assert_eq!(&m[64..448], &want[..]);
@@ -2064,24 +2068,25 @@ fn mma_arbitration_rule() {
 fn mma_reads_see_its_own_earlier_writes() {
     // Grid 1 x 1, one bank (a word's row is its index), g = 100. A = [[-128]]
     // at 0, B = [[127, 2, 5]] at 8 (bytes 8, 9, 10), C (1 x 3) at 8: C[0][0]
-    // overwrites B's row. Three tiles (columns 0, 1, 2), each rd2(0) and
-    // rd3(8) (4*floor(c/4) = 0).
+    // overwrites B's row. One row block, three tiles (columns 0, 1, 2): A
+    // read once, rd2(0); each tile rd3(8) (4*floor(c/4) = 0). M = g.
     // cyc of a 1 x 1 tile of one useful step: issued S + 2, row ready
     //   s + 0 + C + 1 + P = S + 6, transferred S + 7: cyc = 7 = X - S; row 0
     //   transferred in S + 7 - 1 + 1 = X.
-    //   101 rd2(0) [t0: no read yet]   102 rd3(8) [t0; last rd2]: F_0 = 103
-    //   103 rd2(0) [t1; last rd3, no rd4]   104 rd3(8) [t1]: F_1 = 105
+    //   101 rd2(0) [no read yet: the lowest]: A taken 102   102 rd3(8) [t0]:
+    //   103: F_0 = 103   103 rd3(8) [t1]: 104: F_1 = max(102, 104) = 104
     //   S_0 = 105, X_0 = 112: wr2(8) in 113 = W_0 (C[0][0] = -16256 =
     //     0xFFFFC080)
-    //   S_1 = max(105, X_0 = 112) + 2 = 114, X_1 = 121: wr2(12) in 122 = W_1
-    //     (C[0][1] = -128*2, from the B read in 104, before the write)
-    //   Tile 2 may read from X_0 + 1 = 113: rd3(8) is the word written in
-    //     113: not asking; rd2(0) alone: 113 rd2(0); 114 rd3(8): it sees the
-    //     write of 113: B[0][2] is byte 2 of 0xFFFFC080 = -1. F_2 = 115.
+    //   S_1 = max(104, X_0 = 112) + 2 = 114, X_1 = 121: wr2(12) in 122 = W_1
+    //     (C[0][1] = -128*2, from the B read in 103, before the write)
+    //   Tile 2's B may be read from X_0 + 1 = 113: rd3(8) is the word
+    //     written in 113: not asking; 114 rd3(8): it sees the write of 113:
+    //     B[0][2] is byte 2 of 0xFFFFC080 = -1. F_2 = 115.
     //   S_2 = max(115, X_1 = 121, W_0 = 113) + 2 = 123, X_2 = 130: wr2(16)
     //     in 131 = W_2; e = 131 (C[0][2] = -128 * -1 = 128, not -128*5)
     // (The previous revision freed tile 2's half at W_0 + 1, not X_0 + 1,
-    // and started tiles after W_{t-1}.)
+    // and started tiles after W_{t-1}. Before A's reuse, a692cb3, each tile
+    // read rd2(0) again: in 103 (F_1 = 105) and 113.)
     let p = grid_params(1, 1, 1, 8);
     let mut m = vec![0u8; 64];
     m[0] = 0x80;
@@ -2093,9 +2098,7 @@ fn mma_reads_see_its_own_earlier_writes() {
         [
             Rd { cycle: 101, port: RD2, at: 0 },
             Rd { cycle: 102, port: RD3, at: 8 },
-            Rd { cycle: 103, port: RD2, at: 0 },
-            Rd { cycle: 104, port: RD3, at: 8 },
-            Rd { cycle: 113, port: RD2, at: 0 },
+            Rd { cycle: 103, port: RD3, at: 8 },
             Wr { cycle: 113, at: 8, value: 0xFFFF_C080 },
             Rd { cycle: 114, port: RD3, at: 8 },
             Wr { cycle: 122, at: 12, value: -256i32 as u32 },
@@ -2106,7 +2109,7 @@ fn mma_reads_see_its_own_earlier_writes() {
         out.tiles,
         [
             mma::TileTimes { f: 103, s: 105, cyc: 7, x: 112, w: 113 },
-            mma::TileTimes { f: 105, s: 114, cyc: 7, x: 121, w: 122 },
+            mma::TileTimes { f: 104, s: 114, cyc: 7, x: 121, w: 122 },
             mma::TileTimes { f: 115, s: 123, cyc: 7, x: 130, w: 131 },
         ]
     );
@@ -2115,33 +2118,34 @@ fn mma_reads_see_its_own_earlier_writes() {
 }
 
 #[test]
-fn mma_read_held_back_by_a_write_of_its_row() {
+fn mma_row_block_a_is_read_once_before_c_overwrites_it() {
+    // (Was mma_read_held_back_by_a_write_of_its_row: before A's reuse,
+    // a692cb3, tile 2 read A again, and its first rd2 read was held back by
+    // C[0][0]'s write; now A is read once for the row block and no read
+    // meets a write here. mma_reads_see_its_own_earlier_writes and
+    // mma_c0_read_waits_for_the_write_of_its_word hold reads back.)
     // Grid 1 x 1, one bank (a word's row is its index), kmax 32, g = 0:
-    // TM = 1, TN = 3, K = 32, all values 1. A at 0 (PA = 32): per tile 8
-    // rd2 reads 0, 4, .., 28; B at 32 (PB = 8): per tile 32 rd3 reads
-    // 32 + 8k (columns 0..2 in the row's first word). C at 0: C[0][n] at
-    // 4n, over A's words 0, 1, 2.
+    // TM = 1, TN = 3, K = 32, all values 1. A at 0 (PA = 32): 8 rd2 reads
+    // 0, 4, .., 28, once; B at 32 (PB = 8): per tile 32 rd3 reads 32 + 8k
+    // (columns 0..2 in the row's first word). C at 0: C[0][n] at 4n, over
+    // A's words 0, 1, 2. M = g = 0.
     // cyc of a tile of 32 useful steps (8 groups back to back): steps issue
     //   in S + 2 .. S + 33 (the last tile-ending), the row is ready from
     //   s + 0 + C + 1 + P = S + 37, transferred S + 38: cyc = 38.
-    // Reads (bank 0 only; no read yet): rd2 wins 1, then they alternate:
-    //   rd2 tile 0 in 1, 3, .., 15, tile 1 in 17, .., 31 (tile 1 < 2);
-    //   rd3 tile 0 in 2, 4, .., 32, then alone 33..48: F_0 = 49; tile 1
-    //   in 49..80: F_1 = 81.
-    //   S_0 = 51, X_0 = 89: wr2(0) in 90 = W_0 (C[0][0] = 32).
-    //   S_1 = max(81, X_0 = 89) + 2 = 91, X_1 = 129: wr2(4) in 130 = W_1
-    //   (C[0][1] = 32: tile 1's A was read in 17..31).
-    //   Tile 2 from X_0 + 1 = 90. In 90 rd2(0) is the word written: it is
-    //   not asking (though above rd3, the bank's last reader), and rd3(32)
-    //   takes the bank. 91: rd2(0) (last rd3) sees C[0][0] = 32: A[0][0..3]
-    //   = 32, 0, 0, 0. Then they alternate: rd2 j in 91 + 2j (j = 7 in
-    //   105), rd3 k <= 7 in 90 + 2k, k = 8..31 alone in 98 + k (k = 31 in
-    //   129): F_2 = 130.
-    //   Tile 2: steps 1, 2, 3 have a zero A slice (load filter): 29 useful
-    //   steps in S + 2 .. S + 30 (group 0's one step, then the others back
-    //   to back), the row ready S + 34, transferred S + 35: cyc = 35.
-    //   S_2 = max(130, X_1 = 129, W_0 = 90) + 2 = 132, X_2 = 167: wr2(8) in
-    //   168 = W_2 = e. C[0][2] = 32*1 + 28*1 = 60.
+    // Reads (bank 0 only; no read yet): rd2 wins 1, then they alternate
+    //   (last rd2: rd3 is above; last rd3: none above asks, the lowest):
+    //   rd2 in 1, 3, .., 15 (A taken 16); rd3 k = 0..7 in 2, 4, .., 16,
+    //   then alone k = 8..31 in 9 + k (k = 31 in 40): B_0 taken 41; tile 1
+    //   in 41..72: taken 73.
+    //   F_0 = max(16, 41) = 41, S_0 = 43, X_0 = 81: wr2(0) in 82 = W_0
+    //   (C[0][0] = 32).
+    //   F_1 = max(16, 73) = 73, S_1 = max(73, X_0 = 81) + 2 = 83, X_1 =
+    //   121: wr2(4) in 122 = W_1 (C[0][1] = 32).
+    //   Tile 2's B from X_0 + 1 = 82: the write of 82 is word 0 (row 0),
+    //   rd3(32) is word 8: taken; 82..113, taken 114: F_2 = 114.
+    //   S_2 = max(114, X_1 = 121, W_0 = 82) + 2 = 123, X_2 = 161 (A from
+    //   the buffer, all ones: 32 useful steps, cyc 38): wr2(8) in 162 = W_2
+    //   = e. C[0][2] = 32, though C[0][0] = 32 overwrote A[0][0] in 82.
     let p = grid_params(1, 1, 1, 32);
     let mut m = vec![0u8; 512];
     m[..32].fill(1);
@@ -2153,60 +2157,65 @@ fn mma_read_held_back_by_a_write_of_its_row() {
     assert_eq!(
         out.tiles,
         [
-            mma::TileTimes { f: 49, s: 51, cyc: 38, x: 89, w: 90 },
-            mma::TileTimes { f: 81, s: 91, cyc: 38, x: 129, w: 130 },
-            mma::TileTimes { f: 130, s: 132, cyc: 35, x: 167, w: 168 },
+            mma::TileTimes { f: 41, s: 43, cyc: 38, x: 81, w: 82 },
+            mma::TileTimes { f: 73, s: 83, cyc: 38, x: 121, w: 122 },
+            mma::TileTimes { f: 114, s: 123, cyc: 38, x: 161, w: 162 },
         ]
     );
-    let k = out.accesses.iter().position(|a| *a == Wr { cycle: 90, at: 0, value: 32 }).unwrap();
+    let k = out.accesses.iter().position(|a| *a == Wr { cycle: 82, at: 0, value: 32 }).unwrap();
     assert_eq!(
         &out.accesses[k - 2..k + 4],
         [
-            Rd { cycle: 80, port: RD3, at: 32 + 8 * 31 },
-            Rd { cycle: 90, port: RD3, at: 32 },
-            Wr { cycle: 90, at: 0, value: 32 },
-            Rd { cycle: 91, port: RD2, at: 0 },
-            Rd { cycle: 92, port: RD3, at: 40 },
-            Rd { cycle: 93, port: RD2, at: 4 },
+            Rd { cycle: 72, port: RD3, at: 32 + 8 * 31 },
+            Rd { cycle: 82, port: RD3, at: 32 },
+            Wr { cycle: 82, at: 0, value: 32 },
+            Rd { cycle: 83, port: RD3, at: 40 },
+            Rd { cycle: 84, port: RD3, at: 48 },
+            Rd { cycle: 85, port: RD3, at: 56 },
         ]
     );
     assert_eq!(&out.accesses[out.accesses.len() - 4..], [
-        Rd { cycle: 128, port: RD3, at: 32 + 8 * 30 },
-        Rd { cycle: 129, port: RD3, at: 32 + 8 * 31 },
-        Wr { cycle: 130, at: 4, value: 32 },
-        Wr { cycle: 168, at: 8, value: 60 },
+        Rd { cycle: 112, port: RD3, at: 32 + 8 * 30 },
+        Rd { cycle: 113, port: RD3, at: 32 + 8 * 31 },
+        Wr { cycle: 122, at: 4, value: 32 },
+        Wr { cycle: 162, at: 8, value: 32 },
     ]);
-    assert_eq!(&m[0..12], &le(&[32, 32, 60])[..]);
+    assert_eq!(&m[0..12], &le(&[32, 32, 32])[..]);
 }
 
 #[test]
 fn mma_three_ports_meet_on_one_bank() {
     // Grid 2 x 1, one bank (a word's row is its index), g = 100, no read
     // yet. TM = 2, TN = 3, K = 2: three tiles (columns 0, 1, 2), h = 2,
-    // w = 1, q = 1. A (2 x 2) at 0, PA = 4: rd2 reads 0, 4 each tile. B
-    // (2 x 3) at 8, PB = 8: rd3 reads 8, 16 each tile (4*floor(t/4) = 0).
+    // w = 1, q = 1. A (2 x 2) at 0, PA = 4: rd2 reads 0, 4 once (one row
+    // block). B (2 x 3) at 8, PB = 8: rd3 reads 8, 16 each tile
+    // (4*floor(t/4) = 0). M = g.
     // C (2 x 3) at 24: tile t's words (row 0) 24 + 4t, (row 1) 36 + 4t.
     // Mode 1: C0 read at the word's offset; mode 2 (bias at 48): at 48 + 4t
     // for both rows. Every value non-zero: both steps useful.
     // cyc (2 x 1, two steps): issued S + 2, S + 3 (tile-ending s = S + 3),
     //   row r ready s + r + C + 1 + P = S + 7 + r, transferred S + 8 + r:
     //   cyc = 9, X = S + 9, row 0 transferred X - 1, row 1 X.
-    // A/B reads of tiles 0, 1 (rd2, rd3 alternate: last none, rd2, rd3, ..):
-    //   101 rd2(0)  102 rd3(8)  103 rd2(4)  104 rd3(16): F_0 = 105
-    //   105 rd2(0)  106 rd3(8)  107 rd2(4)  108 rd3(16): F_1 = 109
-    //   (rd2 has tile 2 next from 105: not free before X_0 + 1.)
-    //   S_0 = 107, X_0 = 116 (rows 115, 116); S_1 = max(109, 116) + 2 = 118,
+    // A and B reads of tiles 0, 1 (rd2, rd3 alternate while both ask: last
+    // none, rd2, rd3, ..):
+    //   101 rd2(0)  102 rd3(8)  103 rd2(4): A taken 104  104 rd3(16): B_0
+    //   taken 105: F_0 = 105   105 rd3(8)  106 rd3(16): B_1 taken 107: F_1 =
+    //   max(104, 107) = 107 (rd3 has tile 2 next from 107: not free before
+    //   X_0 + 1).
+    //   S_0 = 107, X_0 = 116 (rows 115, 116); S_1 = max(107, 116) + 2 = 118,
     //   X_1 = 127 (rows 126, 127).
     //   116: rd4 (tile 0, row 0; from 115 + 1) alone: taken; written 117.
-    //   117: tile 2 free (X_0 + 1): rd2(0), rd3(8) and rd4 (row 1: from
-    //     max(116 + 1, 116 + 1)) all ask; the write of 117 is another word.
-    //     Last rd4: none above: the lowest, rd2(0).
-    //   118: rd2(4), rd3(8), rd4: last rd2: rd3(8).
-    //   119: rd2(4), rd3(16), rd4: last rd3: rd4. Written 120 = W_0.
-    //   120: rd2(4), rd3(16): last rd4: rd2(4).   121: rd3(16): F_2 = 122.
-    //   S_2 = max(122, X_1 = 127, W_0 = 120) + 2 = 129, X_2 = 138.
+    //   117: tile 2's B free (X_0 + 1): rd3(8) and rd4 (row 1: from max(116
+    //     + 1, 116 + 1)) ask; the write of 117 is another word. Last rd4:
+    //     none above: the lowest, rd3(8).
+    //   118: rd3(16), rd4: last rd3: rd4. Written 119 = W_0.
+    //   119: rd3(16) alone: B_2 taken 120: F_2 = max(104, 120) = 120.
+    //   S_2 = max(120, X_1 = 127, W_0 = 119) + 2 = 129, X_2 = 138.
     //   127, 128: rd4 of tile 1 (rows transferred 126, 127), written 128,
     //   129 = W_1. 138, 139: tile 2's, written 139, 140 = W_2; e = 140.
+    // (Before A's reuse, a692cb3, each tile read A again: rd2 in 105, 107
+    // and 117, 120, all three ports asking in 117..119; F_1 = 109, F_2 =
+    // 122, W_0 = 120.)
     let p = grid_params(2, 1, 1, 16);
     // A = [[1, 2], [3, -4]], B = [[5, 6, 7], [-8, 9, 10]].
     let mut m0 = vec![0u8; 128];
@@ -2227,9 +2236,9 @@ fn mma_three_ports_meet_on_one_bank() {
         assert_eq!(
             out.tiles,
             [
-                mma::TileTimes { f: 105, s: 107, cyc: 9, x: 116, w: 120 },
-                mma::TileTimes { f: 109, s: 118, cyc: 9, x: 127, w: 129 },
-                mma::TileTimes { f: 122, s: 129, cyc: 9, x: 138, w: 140 },
+                mma::TileTimes { f: 105, s: 107, cyc: 9, x: 116, w: 119 },
+                mma::TileTimes { f: 107, s: 118, cyc: 9, x: 127, w: 129 },
+                mma::TileTimes { f: 120, s: 129, cyc: 9, x: 138, w: 140 },
             ],
             "{c0:?}"
         );
@@ -2249,16 +2258,12 @@ fn mma_three_ports_meet_on_one_bank() {
                 (102, RD3, 8),
                 (103, RD2, 4),
                 (104, RD3, 16),
-                (105, RD2, 0),
-                (106, RD3, 8),
-                (107, RD2, 4),
-                (108, RD3, 16),
+                (105, RD3, 8),
+                (106, RD3, 16),
                 (116, RD4, c0_at[0]),
-                (117, RD2, 0),
-                (118, RD3, 8),
-                (119, RD4, c0_at[1]),
-                (120, RD2, 4),
-                (121, RD3, 16),
+                (117, RD3, 8),
+                (118, RD4, c0_at[1]),
+                (119, RD3, 16),
                 (127, RD4, c0_at[2]),
                 (128, RD4, c0_at[3]),
                 (138, RD4, c0_at[4]),
@@ -2274,7 +2279,7 @@ fn mma_three_ports_meet_on_one_bank() {
                 _ => None,
             })
             .collect();
-        assert_eq!(writes, [(117, 24), (120, 36), (128, 28), (129, 40), (139, 32), (140, 44)]);
+        assert_eq!(writes, [(117, 24), (119, 36), (128, 28), (129, 40), (139, 32), (140, 44)]);
         // C's rows (row 0 at 24, row 1 at 36).
         assert_eq!(&m[24..48], &le(&want)[..], "{c0:?}");
         assert_eq!(&m[48..60], &m0[48..60], "the bias row is not written");
