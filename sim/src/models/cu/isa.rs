@@ -778,6 +778,9 @@ fn assemble_line(code: &str, labels: &HashMap<String, u32>) -> Result<u64, Strin
         zmap = true;
     }
     if mn == "ld" || mn == "st" {
+        if ops.iter().filter(|o| keyword(o).0 != "zmap").count() < required {
+            return Err(format!("missing operand: {usage}"));
+        }
         if let Some(o) = ops.iter().find(|o| keyword(o).0 == "zmap") {
             return Err(if mn == "st" {
                 format!("`{}`: only `ld` writes a zero map: {usage}", short(o))

@@ -3613,3 +3613,101 @@ fn conv_x0_y0_are_16_bits_each() {
     assert_eq!(ck1(0x0000_0001), Err(Smem));
     assert_eq!(ck1(0x0002_0000), Err(Smem));
 }
+
+// ---- ld ..., zmap and mma ..., skip (docs/cu.md a692cb3) ----
+
+#[test]
+fn zmap_and_skip_encodings_and_round_trips() {
+    let one = |line: &str| {
+        let w = isa::assemble(line).unwrap_or_else(|e| panic!("{line}: {}", isa::errors_text(&e)));
+        assert_eq!(w.len(), 1);
+        w[0]
+    };
+    // ld: imm bit 8 = zmap; mma: imm bit 14 = skip.
+    assert_eq!(one("ld r1, r2, r3, r4, zmap"), 0x0000_0104_0302_0160);
+    assert_eq!(one("ld r1, r2, r3, r4, 16, zmap"), 0x0010_0104_0302_0160);
+    assert_eq!(one("ld r1, r2, r3, r4, 0, zmap"), one("ld r1, r2, r3, r4, zmap"));
+    assert_eq!(one("ld r1,r2,r3,r4,zmap"), one("ld r1, r2, r3, r4, zmap"));
+    assert_eq!(one("mma r1, r2, r3, r4, skip"), 0x0000_4004_0302_0170);
+    assert_eq!(one("mma r1, r2, r3, r4, bias 64, pad 1, 2, skip"), 0x0010_6604_0302_0170);
+    assert_eq!(one("mma r1, r2, r3, r4, pad 0, 0, skip"), one("mma r1, r2, r3, r4, skip"));
+    assert_eq!(isa::decode(0x0000_0104_0302_0160), Ok(Insn::LdZmap { rd: 1, ra: 2, rb: 3, rc: 4, p: 0 }));
+    assert_eq!(isa::decode(0x0000_0004_0302_0160), Ok(Insn::Ld { rd: 1, ra: 2, rb: 3, rc: 4, p: 0 }));
+    assert_eq!(
+        isa::decode(0x0000_4104_0302_0170),
+        Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Acc, qa: 0, qb: 0, skip: true })
+    );
+    // Bits that stay unused: ld 15:9, st 15:8, mma 15.
+    for bit in 9..16 {
+        assert_eq!(isa::decode(0x0000_0004_0302_0160 | 1 << (32 + bit)), Err(isa::DecodeError::Field), "ld bit {bit}");
+    }
+    for bit in 8..16 {
+        assert_eq!(isa::decode(0x0000_0004_0302_0161 | 1 << (32 + bit)), Err(isa::DecodeError::Field), "st bit {bit}");
+    }
+    assert_eq!(isa::decode(0x0000_C004_0302_0170), Err(isa::DecodeError::Field));
+    // The disassembler: `, zmap` after p (or rc), `, skip` last.
+    let text = "ld r1, r2, r3, r4, zmap\n\
+                ld r1, r2, r3, r4, 65535, zmap\n\
+                ld r1, r2, r3, r4, 7\n\
+                st r1, r2, r3, r4, 7\n\
+                mma r1, r2, r3, r4, skip\n\
+                mma r1, r2, r3, r4, acc, skip\n\
+                mma r1, r2, r3, r4, bias 262140, skip\n\
+                mma r1, r2, r3, r4, pad 3, 0, skip\n\
+                mma r1, r2, r3, r4, acc, pad 1, 1, skip\n\
+                .word 0x0000020004030260\n\
+                .word 0x0000010004030261\n\
+                .word 0x0000c00004030270\n";
+    let w = isa::assemble(text).unwrap();
+    assert_eq!(isa::disassemble(&w), text);
+    // Any word of these opcodes: its line assembles back to it.
+    let mut x = 0x1234_5678_9ABC_DEF0u64;
+    for i in 0..3000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let op = [0x60u64, 0x61, 0x70][(i % 3) as usize];
+        let w = (x & !0xFF) | op;
+        let line = isa::text(w);
+        assert_eq!(one(&line), w, "{line}");
+    }
+}
+
+#[test]
+fn zmap_and_skip_bad_lines() {
+    let bad = |t: &str| isa::assemble(t).unwrap_err().iter().map(|e| e.to_string()).collect::<Vec<_>>();
+    let ld = "`ld` takes rd, ra, rb, rc [, p] [, zmap]";
+    let st = "`st` takes rd, ra, rb, rc [, p]";
+    let mma = "`mma` takes rd, ra, rb, rc [, acc | , bias o] [, pad qa, qb] [, skip]";
+    let src = "ld r1, r2, r3, r4, zmap, 4\n\
+               ld r1, r2, r3, r4, zmap, zmap\n\
+               ld r1, r2, r3, r4, zmap 1\n\
+               st r1, r2, r3, r4, zmap\n\
+               ld r1, r2, r3, zmap\n\
+               ld r1, r2, r3, r4, 4, 5, zmap\n\
+               ld r1, r2, r3, r4, ZMAP\n\
+               mma r1, r2, r3, r4, skip, acc\n\
+               mma r1, r2, r3, r4, skip, skip\n\
+               mma r1, r2, r3, r4, skip 1\n\
+               mma r1, r2, r3, r4, skip, 1\n\
+               mma r1, r2, r3, r4, skip, pad 1, 1\n\
+               mma r1, r2, r3, r4, pad 1, 1, skip, x\n\
+               mma r1, r2, r3, r4, zmap\n";
+    let want = [
+        format!("line 1: `ld r1, r2, r3, r4, zmap, 4`: `zmap` is out of place: {ld}"),
+        format!("line 2: `ld r1, r2, r3, r4, zmap, zmap`: `zmap` is out of place: {ld}"),
+        format!("line 3: `ld r1, r2, r3, r4, zmap 1`: `zmap 1` is not `zmap`: {ld}"),
+        format!("line 4: `st r1, r2, r3, r4, zmap`: `zmap`: only `ld` writes a zero map: {st}"),
+        format!("line 5: `ld r1, r2, r3, zmap`: missing operand: {ld}"),
+        format!("line 6: `ld r1, r2, r3, r4, 4, 5, zmap`: extra operand: {ld}"),
+        "line 7: `ld r1, r2, r3, r4, ZMAP`: p `ZMAP` is not a number (decimal or 0x hex)".to_string(),
+        format!("line 8: `mma r1, r2, r3, r4, skip, acc`: `acc` is out of place: {mma}"),
+        format!("line 9: `mma r1, r2, r3, r4, skip, skip`: `skip` is out of place: {mma}"),
+        format!("line 10: `mma r1, r2, r3, r4, skip 1`: `skip 1` is not `acc`, `bias o`, `pad qa, qb` or `skip`: {mma}"),
+        format!("line 11: `mma r1, r2, r3, r4, skip, 1`: extra operand: {mma}"),
+        format!("line 12: `mma r1, r2, r3, r4, skip, pad 1, 1`: `pad 1` is out of place: {mma}"),
+        format!("line 13: `mma r1, r2, r3, r4, pad 1, 1, skip, x`: extra operand: {mma}"),
+        format!("line 14: `mma r1, r2, r3, r4, zmap`: `zmap` is not `acc`, `bias o`, `pad qa, qb` or `skip`: {mma}"),
+    ];
+    assert_eq!(bad(src), want);
+}
