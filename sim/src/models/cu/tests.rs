@@ -3711,3 +3711,204 @@ fn zmap_and_skip_bad_lines() {
     ];
     assert_eq!(bad(src), want);
 }
+
+/// Runs the DMA engine alone on `op` from `g` (latency 3, O = 2) until
+/// done: (the done cycle, the scratchpad after each cycle from g + 1).
+fn dma_alone(op: dma::Op, g: u64, mem: &mut Memory, smem: &mut [u8]) -> (u64, Vec<Vec<u8>>) {
+    let mut a = dma::Active::start(op, g, 3, 2);
+    let mut banks = Banks::new(1);
+    let mut after = Vec::new();
+    for c in g + 1..g + 10_000 {
+        let s = a.step(c, mem, smem, &mut banks);
+        after.push(smem.to_vec());
+        if s.done {
+            return (c, after);
+        }
+    }
+    panic!("not done");
+}
+
+/// An `ld` of `rows` x `n` from `a` (stride `stride`) to share offset `s`
+/// (pitch `pitch`) of a share at 0.
+fn ld_op(s: u32, a: u32, stride: u32, rows: u32, n: u32, pitch: u32, zmap: bool) -> dma::Op {
+    dma::Op { kind: dma::Kind::Ld, slot: 0, joined: 0, s, a, stride, rows, n, pitch, smem_base: 0, zmap }
+}
+
+/// The zero map from the definition: bit `r mod 32` of word `floor(r/32)`
+/// is 1 if memory bytes `a + r*stride .. + n - 1` are all zero.
+fn zero_map_reference(mem: &Memory, a: u32, stride: u32, rows: u32, n: u32) -> Vec<u32> {
+    let mut w = vec![0u32; rows.div_ceil(32) as usize];
+    for r in 0..rows {
+        let ar = a.wrapping_add(r.wrapping_mul(stride)) as u64;
+        if (0..n as u64).all(|i| mem.byte((ar + i) & 0xFFFF_FFFF) == 0) {
+            w[r as usize / 32] |= 1 << (r % 32);
+        }
+    }
+    w
+}
+
+#[test]
+fn zmap_bits_rows_zero_and_not_and_overlapping() {
+    // Memory at 0x5000: row r (stride 3, n = 3) is zero for r in ZERO,
+    // else its last byte is r + 1 (so a row with two zero bytes is not
+    // zero). 40 rows: nz = 2, the bits of rows 40..63 are 0.
+    const ZERO: [u32; 8] = [0, 1, 5, 31, 32, 33, 37, 39];
+    let mut mem = Memory::new();
+    for r in 0..40u32 {
+        let v = if ZERO.contains(&r) { 0 } else { r as u8 + 1 };
+        mem.load(0x5000 + 3 * r as u64, &[0, 0, v]);
+    }
+    let want: u32 = ZERO.iter().filter(|&&r| r < 32).map(|r| 1u32 << r).sum();
+    let want1: u32 = ZERO.iter().filter(|&&r| r >= 32).map(|r| 1u32 << (r - 32)).sum();
+    assert_eq!(zero_map_reference(&mem, 0x5000, 3, 40, 3), [want, want1]);
+    // P = 2 < n = 3: the rows overlap in the scratchpad (the later row's
+    // bytes win), the map is of the bytes as read from memory. s = 16: the
+    // map at 8, 12; everything else stays 0xA5.
+    let mut smem = vec![0xA5u8; 256];
+    let (_, _) = dma_alone(ld_op(16, 0x5000, 3, 40, 3, 2, true), 10, &mut mem, &mut smem);
+    assert_eq!(&smem[8..16], &[want.to_le_bytes(), want1.to_le_bytes()].concat()[..]);
+    assert_eq!(want1 >> 8, 0, "bits for r >= rows are 0");
+    assert_eq!(&smem[..8], &[0xA5; 8]);
+    let mut data = vec![0xA5u8; 256];
+    for r in 0..40usize {
+        data[16 + 2 * r..16 + 2 * r + 3].copy_from_slice(&mem.bytes(0x5000 + 3 * r as u64, 3));
+    }
+    assert_eq!(&smem[16..], &data[16..]);
+    // Rows overlapping in memory (stride 1, n = 4): row r is zero when
+    // bytes r .. r + 3 are; rows 0..=31 exactly: nz = 1.
+    let mut mem = Memory::new();
+    mem.load(0x6000, &[1, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9]);
+    // Zero rows: 1, 2 (bytes 1..4, 2..5; row 3 has byte 6 = 7), 7..=29
+    // (bytes 7..32 are zero; row 30 has byte 33 = 9).
+    let want: u32 = (1 << 1) | (1 << 2) | (7..=29).map(|r| 1u32 << r).sum::<u32>();
+    assert_eq!(zero_map_reference(&mem, 0x6000, 1, 32, 4), [want]);
+    let mut smem = vec![0xA5u8; 256];
+    dma_alone(ld_op(100, 0x6000, 1, 32, 4, 4, true), 0, &mut mem, &mut smem);
+    assert_eq!(&smem[96..100], &want.to_le_bytes());
+    // Every row zero, 64 rows, n = 1 (memory at 0x7000 never written):
+    // two all-ones words; and none zero.
+    let mut smem = vec![0u8; 256];
+    dma_alone(ld_op(8, 0x7000, 1, 64, 1, 1, true), 0, &mut Memory::new(), &mut smem);
+    assert_eq!(&smem[0..8], &[0xFF; 8]);
+    let mut mem = Memory::new();
+    mem.load(0x7000, &[0x80; 64]);
+    let mut smem = vec![0xFFu8; 256];
+    dma_alone(ld_op(8, 0x7000, 1, 33, 1, 1, true), 0, &mut mem, &mut smem);
+    assert_eq!(&smem[0..8], &[0; 8]);
+}
+
+#[test]
+fn zmap_words_written_after_the_copy() {
+    // Against the same ld without zmap (done in e0, its last data word's
+    // cycle): with zmap map word m is written in e0 + 1 + m (all four
+    // bytes, the scratchpad unchanged in that cycle otherwise), the
+    // operation done in e0 + nz; the data the same. 70 rows: nz = 3; rows
+    // 3k zero; misaligned source and pitch 5 (flush cycles).
+    let mut mem = Memory::new();
+    for r in 0..70u32 {
+        let v = if r % 3 == 0 { [0u8; 5] } else { [r as u8; 5] };
+        mem.load(0x8001 + 7 * r as u64, &v);
+    }
+    let want = zero_map_reference(&mem, 0x8001, 7, 70, 5);
+    assert_eq!(want.len(), 3);
+    let mut plain = vec![0x5Au8; 512];
+    let (e0, _) = dma_alone(ld_op(12, 0x8001, 7, 70, 5, 5, false), 20, &mut mem, &mut plain);
+    let mut smem = vec![0x5Au8; 512];
+    let (e, after) = dma_alone(ld_op(12, 0x8001, 7, 70, 5, 5, true), 20, &mut mem, &mut smem);
+    assert_eq!(e, e0 + 3);
+    let at_cycle = |c: u64| &after[(c - 21) as usize];
+    // Up to e0: the data as the plain ld, the map words untouched.
+    assert_eq!(&at_cycle(e0)[12..], &plain[12..]);
+    assert_eq!(&at_cycle(e0)[..12], &[0x5A; 12]);
+    for m in 0..3usize {
+        let c = e0 + 1 + m as u64;
+        let mut expect = at_cycle(c - 1).clone();
+        expect[4 * m..4 * m + 4].copy_from_slice(&want[m].to_le_bytes());
+        assert_eq!(at_cycle(c), &expect, "map word {m} in e0 + 1 + {m}");
+    }
+    assert_eq!(&smem[12..], &plain[12..]);
+}
+
+#[test]
+fn ld_zmap_exact_cycles_in_a_kernel() {
+    // ld_with_misaligned_ends with s = 8 and zmap: ld r3, r4, r5, r6, zmap:
+    // s = 8, a = 0x3002, stride 16, rows 2, n 9, P = 9. O = 2, L = 5.
+    // Row 0: a = 0x3002 (da 2), S = 8 (ds 0): nb = 3, nw = 3; ds < da: word
+    //   j at beat j + 1, word 2 by a flush.
+    // Row 1: a = 0x3012 (da 2), S = 17 (ds 1): nb = 3, nw = ceil(10/4) = 3;
+    //   ds < da: the same.
+    // X 27, 29, 31, 33 (li), X 35 ld: g = 36.
+    //   37 req b0 (due 42)   38 req b1 (due 43)   42 take b0 (no word)
+    //   43 take b1: row 0 word 0; req b2 (due 48)   44 req b3 (due 49)
+    //   48 take b2: row 0 word 1; flush owed in 49
+    //   49 flush: row 0 word 2; req b4 (due 54)   50 take b3 (no word)
+    //   51 req b5 (due 56)   54 take b4: row 1 word 0
+    //   56 take b5: row 1 word 1; flush owed in 57   57 flush: row 1 word
+    //   2: e0 = 57.
+    //   zmap: nz = 1: map word 0 (at s - 4 = 4) in 58: e = 58.
+    // Picked 59, X 60 end, completion 61 (without zmap: 59, 60).
+    // Memory 0x3002..0x300a zero (row 0: bit 0), 0x3012.. not (bit 1 = 0).
+    let src = |suffix: &str| format!("li r3, 8\nli r4, 0x3002\nli r5, 16\nli r6, 0x20009\nld r3, r4, r5, r6{suffix}\nend");
+    for (suffix, end_x, done) in [("", 59, 60), (", zmap", 60, 61)] {
+        let mut r = setup(&src(suffix), vec![block(0)], 64, 8, 5);
+        dma_memory(&mut r);
+        r.memory.load(0x3002, &[0; 9]);
+        let f = go(&one_slot(), &r);
+        assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 33, 35, end_x], "{suffix}");
+        assert_eq!(f.outcome.blocks[0].complete_cycle, done);
+        let mut want = [0u8; 26];
+        for i in 0..9 {
+            want[17 + i] = 0x12 + i as u8;
+        }
+        if suffix.is_empty() {
+            assert_eq!(&f.smem[8..26], &want[8..]);
+        } else {
+            want[4] = 1;
+            assert_eq!(&f.smem[..26], &want[..]);
+        }
+        assert_eq!(f.outcome.counters.rd_beats, 16 + 6);
+    }
+}
+
+#[test]
+fn every_zmap_error() {
+    use Status::*;
+    // status_of: 4 registers (r0 = x = 1, r1 = r2 = 0), a 64-byte share,
+    // kmax 16. s in r2, rc in r3.
+    let ld = |s: i64, rc: u32, tail: &str| status_of(&format!("li r2, {s}\nli r3, {rc:#x}\nld r2, r0, r0, r3{tail}\nend"));
+    // align: s not a multiple of 4 with zmap, whatever rows and n; before
+    // smem; not without zmap.
+    assert_eq!(status_of("ld r0, r0, r0, r3, zmap"), (Align, 0)); // s = 1, rows = n = 0
+    assert_eq!(ld(6, 0x10001, ", zmap"), (Align, 2));
+    assert_eq!(ld(6, 0x10001, ""), (Ok, 3));
+    assert_eq!(ld(2, 0x10100, ", zmap"), (Align, 2)); // also smem
+    // smem: s < 4*nz (rows 1..32: nz 1; 33..: 2).
+    assert_eq!(ld(0, 0x10001, ", zmap"), (Smem, 2));
+    assert_eq!(ld(0, 0x10001, ""), (Ok, 3));
+    assert_eq!(ld(4, 0x10001, ", zmap"), (Ok, 3));
+    assert_eq!(ld(4, 0x100001, ", 1, zmap"), (Ok, 3)); // rows 16 = kmax: 4 + 15 + 1
+    // rows > kmax (16), though the rows fit.
+    assert_eq!(ld(4, 0x110001, ", 1, zmap"), (Smem, 2));
+    assert_eq!(ld(4, 0x110001, ", 1"), (Ok, 3));
+    // The rows' own bound still: 4 + 61 > 64.
+    assert_eq!(ld(4, 0x1003d, ", zmap"), (Smem, 2));
+    assert_eq!(ld(4, 0x1003c, ", zmap"), (Ok, 3));
+    // rows = 0 or n = 0: nothing, no smem error (s = 0 < 4*nz, rows >
+    // kmax), but align still.
+    assert_eq!(ld(0, 0x10000, ", zmap"), (Ok, 3));
+    assert_eq!(ld(0, 0x00005, ", zmap"), (Ok, 3));
+    assert_eq!(ld(0, 0xFFFF_0000, ", zmap"), (Ok, 3));
+    // nz = 2 from 33 rows, with kmax 64: s = 4 is not enough, 8 is.
+    let p = CuParams { kmax: 64, ..one_slot() };
+    let ld64 = |s: i64| status_on(&p, &format!("li r2, {s}\nli r3, 0x210001\nld r2, r0, r0, r3, 1, zmap\nend"));
+    assert_eq!(ld64(4), (Smem, 2));
+    assert_eq!(ld64(8), (Ok, 3));
+    // Nothing copied on the error: an ld that would write byte 4.. and its
+    // map at 0.
+    let src = "li r2, 4\nli r3, 0x110001\nld r2, r0, r0, r3, 1, zmap\nend";
+    let mut r = setup(src, vec![block(1)], 64, 4, 5);
+    r.memory.load(0, &[9; 32]);
+    let f = go(&one_slot(), &r);
+    assert_eq!(f.outcome.blocks[0].status, Smem);
+    assert!(f.smem[..64].iter().all(|&b| b == 0));
+}
