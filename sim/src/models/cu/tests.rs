@@ -3912,3 +3912,295 @@ fn every_zmap_error() {
     assert_eq!(f.outcome.blocks[0].status, Smem);
     assert!(f.smem[..64].iter().all(|&b| b == 0));
 }
+
+/// (cycle, port, share offset) of the reads of an `mma` outcome.
+fn mma_reads(out: &mma::Outcome) -> Vec<(u64, u8, u32)> {
+    out.accesses
+        .iter()
+        .filter_map(|a| match *a {
+            Rd { cycle, port, at } => Some((cycle, port, at)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn mma_a_reuse_exact_cycles_two_row_blocks_two_column_blocks() {
+    // Grid 2 x 2, one bank (a word's row is its index), g = 0, no read yet.
+    // TM = TN = K = 4: nr = nc = 2, tiles t = 2b + c, each h = w = 2. A
+    // (4 x 4) at 0, PA = 4: row i is word i. B (4 x 4) at 16, PB = 8: row k
+    // at 16 + 8k (bytes 4..7 padding, 0x55). C (4 x 4) at 48: C[i][n] at
+    // 48 + 16i + 4n. Every A and B value non-zero. No skip: M = g = 0.
+    // Reads: rd2 A once a row block, one needed word column: row block 0
+    //   offsets 0, 4; row block 1: 8, 12 (b < 2: free from g + 1). rd3 per
+    //   tile k = 0..3, one word (ceil(2/4) = 1, 4*floor(2c/4) = 0): 16, 24,
+    //   32, 40; tiles 0, 1 free, tile 2 from X_0 + 1, tile 3 from X_1 + 1.
+    //   One bank: both asking alternate (last rd2: rd3 is above; last rd3:
+    //   none above asks, the lowest: rd2); no read yet counts as rd5's.
+    //   1 rd2(0)  2 rd3(16)  3 rd2(4): A of row block 0 taken 4
+    //   4 rd3(24)  5 rd2(8)  6 rd3(32)  7 rd2(12): row block 1 taken 8
+    //   8 rd3(40): B_0 taken 9   9..12 rd3 16, 24, 32, 40: B_1 taken 13.
+    // cyc (2 x 2, pipeline 2, one group of 4 useful steps; the small preset
+    //   test): 12. Rows in S + 12 - 2 + 1 + r = S + 11 + r.
+    // F_0 = max(4, 9, 0) = 9, S_0 = 11, X_0 = 23: rows 22, 23; writes 23,
+    //   24 (row 0), 25, 26 (row 1): W_0 = 26.
+    // F_1 = max(4, 13) = 13, S_1 = max(13, X_0 = 23) + 2 = 25, X_1 = 37:
+    //   rows 36, 37; writes 37, 38, 39, 40 = W_1.
+    // Tile 2's B from X_0 + 1 = 24: 24..27 (the writes of 24..26 are C's
+    //   words 13, 16, 17: other rows): taken 28. F_2 = max(8, 28) = 28.
+    //   S_2 = max(28, X_1 = 37, W_0 = 26) + 2 = 39, X_2 = 51: rows 50, 51;
+    //   writes 51, 52, 53, 54 = W_2.
+    // Tile 3's B from X_1 + 1 = 38: 38..41 (writes of words 15, 18, 19):
+    //   taken 42. F_3 = max(8, 42) = 42. S_3 = max(42, X_2 = 51, W_1 = 40) +
+    //   2 = 53, X_3 = 65: rows 64, 65; writes 65..68 = W_3; e = 68.
+    let p = grid_params(2, 2, 1, 16);
+    let mut m = vec![0x55u8; 128];
+    let av = |i: usize, k: usize| (i * 4 + k + 1) as i8;
+    let bv = |k: usize, n: usize| -((k * 4 + n + 3) as i8);
+    for i in 0..4 {
+        for k in 0..4 {
+            m[4 * i + k] = av(i, k) as u8;
+            m[16 + 8 * k + i] = bv(k, i) as u8;
+        }
+    }
+    let op = mop(0, 48, 0, 16, 4, 4, 4);
+    let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
+    let tt = |f, s, x, w| mma::TileTimes { f, s, cyc: 12, x, w };
+    assert_eq!(out.m, 0);
+    assert_eq!(out.tiles, [tt(9, 11, 23, 26), tt(13, 25, 37, 40), tt(28, 39, 51, 54), tt(42, 53, 65, 68)]);
+    assert_eq!(out.done, 68);
+    let mut want = vec![(1, RD2, 0), (2, RD3, 16), (3, RD2, 4), (4, RD3, 24), (5, RD2, 8), (6, RD3, 32), (7, RD2, 12), (8, RD3, 40)];
+    for from in [9, 24, 38] {
+        want.extend((0..4).map(|k| (from + k as u64, RD3, 16 + 8 * k)));
+    }
+    assert_eq!(mma_reads(&out), want);
+    // C from the definition, computed here directly.
+    let c: Vec<i32> =
+        (0..16).map(|x| (0..4).map(|k| av(x / 4, k) as i32 * bv(k, x % 4) as i32).sum()).collect();
+    assert_eq!(&m[48..112], &le(&c)[..]);
+}
+
+#[test]
+fn mma_skip_exact_cycles_three_row_blocks() {
+    // Grid 2 x 2, one bank, g = 0, no read yet. TM = 6, TN = 2, K = 8,
+    // skip: nr = 3, nc = 1 (tile t = row block t, h = w = 2). A (6 x 8) at
+    // 0, PA = 8. The k-map at Bo - 4*nk = 48 (nk = 1): 0xFFFF_FFF2: steps 1
+    // and 4..7 skipped (bits 8..31, past K, ignored): used 0, 2, 3 (u = 3,
+    // q = 1 group of 3). Needed word columns: x = 0 only (k 4..7 all
+    // skipped). B (8 x 2) at 52, PB = 8: used rows at 52, 68, 76. C (6 x 2)
+    // at 116. Every A and B value non-zero, the skipped B rows and A's
+    // column 1 too (so summing them would show).
+    // Reads: rd3 first the map, from g + 1; B from M + 1. rd2: row block b
+    //   offsets 16b, 16b + 8 (rows 2b, 2b + 1, column 0); row block 2 from
+    //   X_{L_0} + 1 = X_0 + 1. rd3 per tile: 52, 68, 76; tile 2 from X_0 + 1.
+    //   1 rd2(0) [none yet: the lowest]   2 rd3(48) [above rd2]: M = 3
+    //   3 rd2(8) [rd3's B not before M + 1 = 4]: row block 0 taken 4
+    //   4 rd3(52)  5 rd2(16)  6 rd3(68)  7 rd2(24): row block 1 taken 8
+    //   8 rd3(76): B_0 taken 9   9 rd3(52)  10 rd3(68)  11 rd3(76): B_1
+    //   taken 12.
+    // cyc (one group of 3 useful steps: issued S + 2 .. S + 4, tile-ending
+    //   s = S + 4, row r ready s + r + C + 1 + P = S + 9 + r, transferred
+    //   S + 10 + r): 11; rows in S + 11 - 2 + 1 + r = S + 10 + r.
+    // F_0 = max(4, 9, M = 3) = 9, S_0 = 11, X_0 = 22: rows 21, 22; writes
+    //   22, 23, 24, 25 = W_0.
+    // F_1 = max(8, 12, 3) = 12, S_1 = max(12, 22) + 2 = 24, X_1 = 35;
+    //   writes 35..38 = W_1.
+    // From X_0 + 1 = 23, row block 2's A and tile 2's B (the writes of
+    //   23..25 are C's words 30..32): last read rd3 (11): none above asks:
+    //   23 rd2(32)  24 rd3(52)  25 rd2(40): row block 2 taken 26
+    //   26 rd3(68)  27 rd3(76): B_2 taken 28.
+    // F_2 = max(26, 28, 3) = 28, S_2 = max(28, X_1 = 35, W_0 = 25) + 2 =
+    //   37, X_2 = 48; writes 48..51 = W_2; e = 51.
+    let p = grid_params(2, 2, 1, 16);
+    let mut m = vec![0u8; 256];
+    let av = |i: usize, k: usize| (i * 8 + k + 1) as i8;
+    let bv = |k: usize, n: usize| -((k * 2 + n + 1) as i8);
+    for i in 0..6 {
+        for k in 0..8 {
+            m[8 * i + k] = av(i, k) as u8;
+        }
+    }
+    for k in 0..8 {
+        for n in 0..2 {
+            m[52 + 8 * k + n] = bv(k, n) as u8;
+        }
+    }
+    m[48..52].copy_from_slice(&0xFFFF_FFF2u32.to_le_bytes());
+    let op = mma::Op { skip: true, ..mop(0, 116, 0, 52, 6, 2, 8) };
+    assert_eq!(mma::check(16, 256, &op), Ok(()));
+    let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
+    let tt = |f, s, x, w| mma::TileTimes { f, s, cyc: 11, x, w };
+    assert_eq!(out.m, 3);
+    assert_eq!(out.tiles, [tt(9, 11, 22, 25), tt(12, 24, 35, 38), tt(28, 37, 48, 51)]);
+    assert_eq!(out.done, 51);
+    assert_eq!(
+        mma_reads(&out),
+        [
+            (1, RD2, 0),
+            (2, RD3, 48),
+            (3, RD2, 8),
+            (4, RD3, 52),
+            (5, RD2, 16),
+            (6, RD3, 68),
+            (7, RD2, 24),
+            (8, RD3, 76),
+            (9, RD3, 52),
+            (10, RD3, 68),
+            (11, RD3, 76),
+            (23, RD2, 32),
+            (24, RD3, 52),
+            (25, RD2, 40),
+            (26, RD3, 68),
+            (27, RD3, 76),
+        ]
+    );
+    // C over the used steps 0, 2, 3 only, computed here directly.
+    let c: Vec<i32> = (0..12).map(|x| [0, 2, 3].iter().map(|&k| av(x / 2, k) as i32 * bv(k, x % 2) as i32).sum()).collect();
+    assert_eq!(&m[116..164], &le(&c)[..]);
+}
+
+#[test]
+fn mma_skip_values_against_the_definition() {
+    // Random k-maps (bits past K set at random too: ignored), every C0
+    // mode, pads, shapes across word columns and map words; each run
+    // checked against the spec's orders and times (mma_checked) and C
+    // against the definition over the used steps.
+    let cases: [((u32, u32, u32, u32), (u32, u32, u32)); 6] = [
+        ((2, 2, 1, 16), (3, 5, 9)),
+        ((3, 2, 2, 64), (7, 4, 40)),
+        ((4, 8, 8, 64), (9, 17, 33)),
+        ((1, 1, 1, 64), (2, 3, 64)),
+        ((2, 4, 4, 16), (5, 9, 16)),
+        ((4, 4, 2, 128), (6, 6, 100)),
+    ];
+    let mut used_total = 0;
+    for (case, ((r, c, banks, kmax), (tm, tn, k))) in cases.into_iter().enumerate() {
+        let p = grid_params(r, c, banks, kmax);
+        for (mode, density) in [(0u32, 0.5f64), (1, 0.2), (2, 0.8), (0, 0.0), (1, 1.0)] {
+            let (qa, qb) = (case as u32 % 4, (case as u32 + mode) % 4);
+            let c0 = match mode {
+                0 => C0::Zero,
+                1 => C0::Acc,
+                _ => C0::Bias(8),
+            };
+            let nk = k.div_ceil(32);
+            let base = 64 * (case as u32 % 3);
+            let mut op = mma::Op { c0, qa, qb, skip: true, ..mop(base, 0, 0, 0, tm, tn, k) };
+            let (pa, pb) = pitches(&op);
+            // Layout: bias row at 8, A, the map, B, C.
+            op.ao = (8 + 4 * tn).next_multiple_of(4) + 4;
+            let map_at = op.ao + tm * pa + 4;
+            op.bo = map_at + 4 * nk;
+            op.co = op.bo + k * pb + 8;
+            let size = op.co + 4 * tm * tn + 12;
+            assert_eq!(mma::check(kmax, size, &op), Ok(()));
+            let mut m = noise((base + size) as usize + 64, 7 * case as u64 + mode as u64);
+            let coin = noise(32 * nk as usize, 99 + case as u64);
+            for w in 0..nk {
+                let mut word = 0u32;
+                for b in 0..32 {
+                    if (coin[(32 * w + b) as usize] as f64) < density * 256.0 {
+                        word |= 1 << b;
+                    }
+                }
+                let at = (base + map_at + 4 * w) as usize;
+                m[at..at + 4].copy_from_slice(&word.to_le_bytes());
+            }
+            let used = spec_used(&m, &op);
+            used_total += used.len();
+            let want = mma_reference(&m, &op);
+            let before = m.clone();
+            mma_checked(&p, &op, 10, &mut m, &mut Banks::new(banks));
+            let (cs, ce) = ((base + op.co) as usize, (base + op.co + 4 * tm * tn) as usize);
+            assert_eq!(&m[cs..ce], &want[..], "case {case} mode {mode}");
+            // Nothing but C written.
+            assert_eq!(&m[..cs], &before[..cs]);
+            assert_eq!(&m[ce..], &before[ce..]);
+        }
+    }
+    assert!(used_total > 0);
+}
+
+#[test]
+fn mma_skip_with_no_used_step_gives_c0() {
+    // u = 0 (every k-step's bit 1): C = C0 in each mode; no A or B read,
+    // only the map; each tile through the grid with one all-zero step.
+    // Grid 2 x 2, two banks, TM = TN = 3 (four tiles), K = 40 (nk = 2).
+    let p = grid_params(2, 2, 2, 64);
+    for c0 in [C0::Zero, C0::Acc, C0::Bias(0)] {
+        let op = mma::Op { c0, skip: true, ..mop(0, 400, 16, 84, 3, 3, 40) };
+        let mut m = noise(512, 3);
+        m[76..84].copy_from_slice(&[0xFF; 8]);
+        let before = m.clone();
+        let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(2));
+        let reads = mma_reads(&out);
+        assert_eq!(reads.iter().filter(|r| r.1 != RD4).map(|r| (r.1, r.2)).collect::<Vec<_>>(), [(RD3, 76), (RD3, 80)]);
+        // M: the map's reads in 1, 2 (nothing else asks): M = 3; F_t = M.
+        assert_eq!(out.m, 3);
+        assert!(out.tiles.iter().all(|t| t.f == 3));
+        let zero = crate::models::systolic::run(&p.grid(), &crate::models::systolic::Gemm { a: vec![vec![0]; 2], b: vec![vec![0; 2]], c0: None }).cycles;
+        assert!(out.tiles.iter().all(|t| t.cyc == zero));
+        let word = |m: &[u8], at: usize| i32::from_le_bytes(m[at..at + 4].try_into().unwrap());
+        for i in 0..3 {
+            for n in 0..3 {
+                let at = 400 + 4 * (3 * i + n);
+                let want = match c0 {
+                    C0::Zero => 0,
+                    C0::Acc => word(&before, at),
+                    C0::Bias(o) => word(&before, o as usize + 4 * n),
+                };
+                assert_eq!(word(&m, at), want, "{c0:?} C[{i}][{n}]");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_skip_error() {
+    use Status::*;
+    let shape = |tm: u32, tn: u32, k: u32| tm | tn << 8 | k << 16;
+    let op = |bo: u32, rc: u32| mma::Op { skip: true, ..mma::Op::of(0, 0, bo, rc, C0::Zero, 0, 0) };
+    // Bo < 4*nk (nk = ceil(K/32)); without skip no such bound.
+    assert_eq!(mma::check(64, 1 << 20, &op(0, shape(1, 1, 1))), Err(Smem));
+    assert_eq!(mma::check(64, 1 << 20, &op(4, shape(1, 1, 1))), Result::Ok(()));
+    assert_eq!(mma::check(64, 1 << 20, &op(4, shape(1, 1, 32))), Result::Ok(()));
+    assert_eq!(mma::check(64, 1 << 20, &op(4, shape(1, 1, 33))), Err(Smem));
+    assert_eq!(mma::check(64, 1 << 20, &op(8, shape(1, 1, 33))), Result::Ok(()));
+    assert_eq!(mma::check(64, 1 << 20, &mma::Op::of(0, 0, 0, shape(1, 1, 33), C0::Zero, 0, 0)), Result::Ok(()));
+    // Empty shapes: no smem check; align first.
+    assert_eq!(mma::check(64, 1 << 20, &op(0, shape(0, 1, 1))), Result::Ok(()));
+    assert_eq!(mma::check(64, 1 << 20, &op(2, shape(1, 1, 1))), Err(Align));
+    // In a kernel (status_of: r0 = x = 1, 64-byte share, kmax 16): mma r1,
+    // r2, r3, r0 with Co = Ao = 0 (r1, r2), Bo in r3, rc in r0.
+    let k = |bo: u32, rc: u32| status_of(&format!("li r3, {bo}\nli r0, {rc:#x}\nmma r1, r2, r3, r0, skip\nend"));
+    assert_eq!(k(0, shape(1, 1, 1)), (Smem, 2));
+    assert_eq!(k(4, shape(1, 1, 1)), (Ok, 3));
+    assert_eq!(k(0, shape(0, 1, 1)), (Ok, 3));
+    assert_eq!(k(2, shape(1, 1, 1)), (Align, 2));
+}
+
+#[test]
+fn ld_zmap_then_mma_skip_in_a_kernel() {
+    // B (8 x 4, rows 1, 2, 5 zero) loaded with ld ..., zmap at Bo = 40 (its
+    // map at 36), A (2 x 8) at 0; mma ..., skip gives the dense product
+    // (the skipped rows are zero).
+    let src = "li r4, 0x3000\nli r5, 8\nli r11, 0x20008\nld r1, r4, r5, r11\n\
+               li r6, 40\nli r4, 0x3100\nli r7, 4\nli r8, 0x80004\nld r6, r4, r7, r8, 8, zmap\n\
+               li r9, 112\nli r10, 0x80402\nmma r9, r1, r6, r10, skip\nend";
+    let a: Vec<u8> = (0..16).map(|i| (i as i8 - 5) as u8).collect();
+    let mut b = vec![0u8; 32];
+    for k in [0, 3, 4, 6, 7] {
+        for n in 0..4 {
+            b[4 * k + n] = (k * 4 + n + 1) as u8;
+        }
+    }
+    let mut r = setup(src, vec![block(0)], 256, 16, 3);
+    r.memory.load(0x3000, &a);
+    r.memory.load(0x3100, &b);
+    let f = go(&CuParams { regs: 16, words: 64, ..one_slot() }, &r);
+    assert_eq!(f.outcome.blocks[0].status, Status::Ok);
+    assert_eq!(&f.smem[36..40], &0b0010_0110u32.to_le_bytes());
+    let c: Vec<i32> =
+        (0..8).map(|x| (0..8).map(|k| a[8 * (x / 4) + k] as i8 as i32 * b[4 * k + x % 4] as i8 as i32).sum()).collect();
+    assert_eq!(&f.smem[112..144], &le(&c)[..]);
+}
