@@ -1497,11 +1497,12 @@ mod tests {
         // The field error (no instruction, `.word`): bit 15 in any mode;
         // mode 3; any of bits 31:16 outside mode 2.
         for mode in 0..3 {
-            for bit in [15] {
-                let x = w(mma_imm(4, mode, 1, 1, 0)) | 1u64 << (32 + bit);
-                assert_eq!(decode(x), Err(DecodeError::Field), "mode {mode} bit {bit}");
-                assert!(super::text(x).starts_with(".word 0x"));
-            }
+            let x = w(mma_imm(4, mode, 1, 1, 0)) | 1u64 << (32 + 15);
+            assert_eq!(decode(x), Err(DecodeError::Field), "mode {mode} bit 15");
+            assert!(super::text(x).starts_with(".word 0x"));
+            // Bit 14 is `skip`.
+            let x = w(mma_imm(4, mode, 1, 1, 0)) | 1u64 << (32 + 14);
+            assert!(matches!(decode(x), Ok(Insn::Mma { skip: true, qa: 1, qb: 1, .. })), "mode {mode} bit 14");
         }
         for qa in 0..4 {
             assert_eq!(decode(w(mma_imm(4, 3, qa, 0, 0))), Err(DecodeError::Field), "mode 3");

@@ -4065,8 +4065,8 @@ fn mma_skip_values_against_the_definition() {
     // mode, pads, shapes across word columns and map words; each run
     // checked against the spec's orders and times (mma_checked) and C
     // against the definition over the used steps.
-    let cases: [((u32, u32, u32, u32), (u32, u32, u32)); 6] = [
-        ((2, 2, 1, 16), (3, 5, 9)),
+    let cases = [
+        ((2, 2, 1, 16), (3u32, 5u32, 9u32)),
         ((3, 2, 2, 64), (7, 4, 40)),
         ((4, 8, 8, 64), (9, 17, 33)),
         ((1, 1, 1, 64), (2, 3, 64)),
