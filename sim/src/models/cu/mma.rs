@@ -58,6 +58,12 @@
 //! - "`M` is the cycle the last one's word is taken (the cycle after the
 //!   scratchpad took its read)", and likewise "the cycle the last `A` (`B`)
 //!   word ... is taken": the cycle of the read + 1.
+//! - "`F_t` is the latest of: the cycle the last `A` word of tile `t`'s row
+//!   block is taken, ...": the last of all the row block's `A` reads (every
+//!   needed column, every row), which every tile of the row block shares.
+//! - `rd3`'s `B` reads are offered "from `M + 1`", `M` being the cycle after
+//!   the last map read was taken: so `rd3` is idle for one cycle between
+//!   the map and `B` (taken literally).
 //! - The needed word columns of `A` decide `rd2`'s reads from `g + 1`, but
 //!   the k-map is read on `rd3` from `g + 1` too: the spec has `rd2` start
 //!   in `g + 1` whatever the map (it does not wait for `M`), so the model
