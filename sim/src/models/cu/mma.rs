@@ -13,7 +13,7 @@
 //! rd3 (skip only) first: for m < nk:  Bo - 4*nk + 4m, from g + 1;
 //!   M = the last one taken + 1 (without skip M = g)
 //! rd2 (A): per row block b, for needed x, for i < h_b:  Ao + (b*R + i)*PA + 4x
-//!   offered from g + 1 while b < 2, or from X_{L_{b-2}} + 1
+//!   offered from M + 1 while b < 2, or from X_{L_{b-2}} + 1
 //!   (L_b = b*nc + nc - 1, the row block's last tile)
 //! rd3 (B): per tile t, for used k, for h < ceil(C/4):
 //!   Bo + k*PB + 4*floor(c*C/4) + 4h, offered from M + 1 while t < 2, or
@@ -64,13 +64,11 @@
 //! - `rd3`'s `B` reads are offered "from `M + 1`", `M` being the cycle after
 //!   the last map read was taken: so `rd3` is idle for one cycle between
 //!   the map and `B` (taken literally).
-//! - The needed word columns of `A` decide `rd2`'s reads from `g + 1`, but
-//!   the k-map is read on `rd3` from `g + 1` too: the spec has `rd2` start
-//!   in `g + 1` whatever the map (it does not wait for `M`), so the model
-//!   takes the used steps from the map's words as they are in the
-//!   scratchpad at `g` (the map reads return exactly those: no write is
-//!   taken before the first tile starts, after `M`). Flagged for the spec
-//!   author: hardware cannot know the needed columns before the map is read.
+//! - Both ports' `A` and `B` reads are offered from `M + 1` (docs/cu.md as
+//!   of 30446b4, which made `rd2` wait for the map too). The model takes
+//!   the used steps from the map's words as the scratchpad holds them at
+//!   `g`: the map's reads return exactly those (no write is taken before
+//!   the first tile starts, after `M`).
 //! - "the bank takes, of those, the lowest-numbered port above the port
 //!   whose read it took last": "above" is the port number, not wrapping
 //!   (if no asking port is above it, the lowest-numbered asking port); a
@@ -397,14 +395,17 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
     let mut c = g + 1;
     while times.len() < n || !pending.is_empty() || !writes.is_empty() {
         let write = writes.front().filter(|w| w.cycle == c).map(|w| banks.bank_row(w.at));
-        // Offers: rd2 its next A read if its row block's buffer half is
-        // free; rd3 the next map read, else (from M + 1) its next B read if
-        // its tile's buffer half is free; rd4 the next word's C0 read from
+        // Offers: rd3 the next map read; from M + 1, rd2 its next A read if
+        // its row block's buffer half is free and rd3 its next B read if its
+        // tile's buffer half is free; rd4 the next word's C0 read from
         // the cycle after the previous one was taken and after its row's
         // transfer.
         let mut offers: [Option<u64>; 3] = [None; 3];
         let (b, i) = a_next;
-        if b < nr && (b < 2 || times.get(tl.last_tile(b as u32 - 2)).is_some_and(|tt| c > tt.x)) {
+        if b < nr
+            && m_done.is_some_and(|m| c > m)
+            && (b < 2 || times.get(tl.last_tile(b as u32 - 2)).is_some_and(|tt| c > tt.x))
+        {
             offers[0] = Some(base + tl.a_at(op, b as u32, i));
         }
         if map_taken < nk {

@@ -1376,9 +1376,9 @@ fn spec_words(op: &mma::Op, r: u32, c: u32) -> Vec<SpecWord> {
 /// - mode 0: each write in max(previous write + 1, its row's transfer + 1);
 ///   modes 1, 2: each write in the cycle after its C0 read;
 /// - cycle by cycle from g + 1, the reads taken are exactly those the
-///   scratchpad's rule takes of the reads asking: rd2 its next read if its
-///   row block b is < 2 or the cycle is after X of row block b-2's last
-///   tile; rd3 its next k-map read, or (after M) its next B read if its
+///   scratchpad's rule takes of the reads asking: rd3 its next k-map read;
+///   after M, rd2 its next read if its row block b is < 2 or the cycle is
+///   after X of row block b-2's last tile, and rd3 its next B read if its
 ///   tile is < 2 or the cycle is after X_{t-2}; rd4 its next word's
 ///   C0 read from the cycle after the previous one was taken and after its
 ///   row's transfer; not a read of the word written in the cycle; per bank
@@ -1487,7 +1487,7 @@ fn mma_checked(p: &CuParams, op: &mma::Op, g: u64, m: &mut [u8], banks: &mut Ban
             if let Some(&(part, at)) = reads[port].get(ptr[port]) {
                 let free = match part {
                     Part::Map => true,
-                    Part::A(b) => b < 2 || cy > out.tiles[(b - 1) * nc as usize - 1].x,
+                    Part::A(b) => cy > m_cycle && (b < 2 || cy > out.tiles[(b - 1) * nc as usize - 1].x),
                     Part::B(t) => cy > m_cycle && (t < 2 || cy > out.tiles[t - 2].x),
                 };
                 if free {
@@ -3990,26 +3990,27 @@ fn mma_skip_exact_cycles_three_row_blocks() {
     // skipped). B (8 x 2) at 52, PB = 8: used rows at 52, 68, 76. C (6 x 2)
     // at 116. Every A and B value non-zero, the skipped B rows and A's
     // column 1 too (so summing them would show).
-    // Reads: rd3 first the map, from g + 1; B from M + 1. rd2: row block b
-    //   offsets 16b, 16b + 8 (rows 2b, 2b + 1, column 0); row block 2 from
-    //   X_{L_0} + 1 = X_0 + 1. rd3 per tile: 52, 68, 76; tile 2 from X_0 + 1.
-    //   1 rd2(0) [none yet: the lowest]   2 rd3(48) [above rd2]: M = 3
-    //   3 rd2(8) [rd3's B not before M + 1 = 4]: row block 0 taken 4
-    //   4 rd3(52)  5 rd2(16)  6 rd3(68)  7 rd2(24): row block 1 taken 8
-    //   8 rd3(76): B_0 taken 9   9 rd3(52)  10 rd3(68)  11 rd3(76): B_1
-    //   taken 12.
+    // Reads: rd3 first the map, from g + 1; A and B from M + 1 (docs/cu.md
+    //   30446b4: both ports wait for the map). rd2: row block b offsets
+    //   16b, 16b + 8 (rows 2b, 2b + 1, column 0); row block 2 from X_{L_0}
+    //   + 1 = X_0 + 1. rd3 per tile: 52, 68, 76; tile 2 from X_0 + 1.
+    //   1 rd3(48) alone: M = 2   2 nothing (A, B from M + 1 = 3)
+    //   3 rd2(0) [last rd3: none above asks, the lowest]   4 rd3(52)
+    //   5 rd2(8): row block 0 taken 6   6 rd3(68)   7 rd2(16)   8 rd3(76):
+    //   B_0 taken 9   9 rd2(24): row block 1 taken 10   10 rd3(52) [t1]
+    //   11 rd3(68)   12 rd3(76): B_1 taken 13.
     // cyc (one group of 3 useful steps: issued S + 2 .. S + 4, tile-ending
     //   s = S + 4, row r ready s + r + C + 1 + P = S + 9 + r, transferred
     //   S + 10 + r): 11; rows in S + 11 - 2 + 1 + r = S + 10 + r.
-    // F_0 = max(4, 9, M = 3) = 9, S_0 = 11, X_0 = 22: rows 21, 22; writes
+    // F_0 = max(6, 9, M = 2) = 9, S_0 = 11, X_0 = 22: rows 21, 22; writes
     //   22, 23, 24, 25 = W_0.
-    // F_1 = max(8, 12, 3) = 12, S_1 = max(12, 22) + 2 = 24, X_1 = 35;
+    // F_1 = max(10, 13, 2) = 13, S_1 = max(13, 22) + 2 = 24, X_1 = 35;
     //   writes 35..38 = W_1.
     // From X_0 + 1 = 23, row block 2's A and tile 2's B (the writes of
-    //   23..25 are C's words 30..32): last read rd3 (11): none above asks:
+    //   23..25 are C's words 30..32): last read rd3 (12): none above asks:
     //   23 rd2(32)  24 rd3(52)  25 rd2(40): row block 2 taken 26
     //   26 rd3(68)  27 rd3(76): B_2 taken 28.
-    // F_2 = max(26, 28, 3) = 28, S_2 = max(28, X_1 = 35, W_0 = 25) + 2 =
+    // F_2 = max(26, 28, 2) = 28, S_2 = max(28, X_1 = 35, W_0 = 25) + 2 =
     //   37, X_2 = 48; writes 48..51 = W_2; e = 51.
     let p = grid_params(2, 2, 1, 16);
     let mut m = vec![0u8; 256];
@@ -4030,23 +4031,23 @@ fn mma_skip_exact_cycles_three_row_blocks() {
     assert_eq!(mma::check(16, 256, &op), Ok(()));
     let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
     let tt = |f, s, x, w| mma::TileTimes { f, s, cyc: 11, x, w };
-    assert_eq!(out.m, 3);
-    assert_eq!(out.tiles, [tt(9, 11, 22, 25), tt(12, 24, 35, 38), tt(28, 37, 48, 51)]);
+    assert_eq!(out.m, 2);
+    assert_eq!(out.tiles, [tt(9, 11, 22, 25), tt(13, 24, 35, 38), tt(28, 37, 48, 51)]);
     assert_eq!(out.done, 51);
     assert_eq!(
         mma_reads(&out),
         [
-            (1, RD2, 0),
-            (2, RD3, 48),
-            (3, RD2, 8),
+            (1, RD3, 48),
+            (3, RD2, 0),
             (4, RD3, 52),
-            (5, RD2, 16),
+            (5, RD2, 8),
             (6, RD3, 68),
-            (7, RD2, 24),
+            (7, RD2, 16),
             (8, RD3, 76),
-            (9, RD3, 52),
-            (10, RD3, 68),
-            (11, RD3, 76),
+            (9, RD2, 24),
+            (10, RD3, 52),
+            (11, RD3, 68),
+            (12, RD3, 76),
             (23, RD2, 32),
             (24, RD3, 52),
             (25, RD2, 40),
