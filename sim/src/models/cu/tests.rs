@@ -4141,6 +4141,20 @@ fn mma_skip_with_no_used_step_gives_c0() {
         assert!(out.tiles.iter().all(|t| t.f == 3));
         let zero = crate::models::systolic::run(&p.grid(), &crate::models::systolic::Gemm { a: vec![vec![0]; 2], b: vec![vec![0; 2]], c0: None }).cycles;
         assert!(out.tiles.iter().all(|t| t.cyc == zero));
+        // By hand (docs/systolic.md): the one step is not useful, so the
+        // last group's candidate is the null step, tile-ending, issued in
+        // S + 2 as a single useful step would be: rows ready S + 7 + r,
+        // transferred S + 8 + r: cyc = 9. Mode 0: S_0 = M + 2 = 5, X_0 = 14,
+        // rows 13, 14: writes 14..17 = W_0. Tile 1 (h 2, w 1): S_1 = X_0 + 2
+        // = 16, X_1 = 25, writes 25, 26. Tile 2 (h 1, w 2): S_2 = max(X_1,
+        // W_0) + 2 = 27, X_2 = 36, writes 36, 37. Tile 3 (h 1, w 1): S_3 =
+        // max(X_2, W_1) + 2 = 38, X_3 = 47, write 47 = e.
+        assert_eq!(zero, 9);
+        if c0 == C0::Zero {
+            let got: Vec<_> = out.tiles.iter().map(|t| (t.s, t.x, t.w)).collect();
+            assert_eq!(got, [(5, 14, 17), (16, 25, 26), (27, 36, 37), (38, 47, 47)]);
+            assert_eq!(out.done, 47);
+        }
         let word = |m: &[u8], at: usize| i32::from_le_bytes(m[at..at + 4].try_into().unwrap());
         for i in 0..3 {
             for n in 0..3 {
