@@ -33,35 +33,57 @@ pub const MAX_PNG_BYTES: u64 = 64 << 20;
 /// RGBA and palette pictures become RGBA (alpha 255 where there is none).
 /// `option` names the command-line option in messages.
 pub fn read_png(option: &str, path: &Path) -> Result<Image> {
-    let shown = path.display();
+    let what = format!("option `{option}` = `{}`", path.display());
     let bytes = gpurtl_sim::files::read_limited(path, MAX_PNG_BYTES).map_err(|e| match e {
-        gpurtl_sim::files::ReadError::Io(e) => Error::Bad(format!("option `{option}` = `{shown}`: cannot open it: {e}")),
-        e => Error::Bad(format!("option `{option}` = `{shown}`: {}", e.reason(MAX_PNG_BYTES))),
+        gpurtl_sim::files::ReadError::Io(e) => Error::Bad(format!("{what}: cannot open it: {e}")),
+        e => Error::Bad(format!("{what}: {}", e.reason(MAX_PNG_BYTES))),
     })?;
+    decode_png(&what, bytes)
+}
+
+/// Why the decoder refused a file, in words: the decoder's message with its
+/// chunk types shown by name (`IHDR`), not as the Rust structures it prints.
+fn png_reason(e: &png::DecodingError) -> String {
+    let mut s = e.to_string();
+    while let Some(at) = s.find("ChunkType {") {
+        let rest = &s[at..];
+        let Some(end) = rest.find('}') else { break };
+        let name = rest.split("type: ").nth(1).and_then(|t| t.split([',', ' ', '}']).next()).unwrap_or("?");
+        let name = format!("`{name}`");
+        s.replace_range(at..at + end + 1, &name);
+    }
+    let s = s.trim_end_matches('.').to_string();
+    if s.is_empty() {
+        "the decoder refused it".into()
+    } else {
+        s
+    }
+}
+
+/// [`read_png`] of a file's bytes; `what` names the file in messages
+/// ("option `--image` = `a.png`").
+pub fn decode_png(what: &str, bytes: Vec<u8>) -> Result<Image> {
+    let bad = |e: png::DecodingError| Error::Bad(format!("{what}: not a readable PNG file: {}; must be an 8-bit PNG", png_reason(&e)));
     let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
     decoder.set_transformations(png::Transformations::EXPAND);
-    let mut reader = decoder
-        .read_info()
-        .map_err(|e| Error::Bad(format!("option `{option}` = `{shown}`: not a readable PNG file ({e})")))?;
+    let mut reader = decoder.read_info().map_err(bad)?;
     // Refused before decoding: no block takes a picture larger than this.
     let (w, h) = (reader.info().width, reader.info().height);
     if w > MAX_SIDE || h > MAX_SIDE || w == 0 || h == 0 {
-        return Err(Error::Bad(format!("option `{option}` = `{shown}`: the picture is {w}x{h} pixels; must be 1 to {MAX_SIDE} on each side")));
+        return Err(Error::Bad(format!("{what}: the picture is {w}x{h} pixels; must be 1 to {MAX_SIDE} on each side")));
     }
     let depth = reader.info().bit_depth;
     if depth != png::BitDepth::Eight && reader.info().color_type != png::ColorType::Indexed {
         return Err(Error::Bad(format!(
-            "option `{option}` = `{shown}`: has {}-bit samples; must be an 8-bit PNG (grey, grey+alpha, RGB, RGBA or palette)",
+            "{what}: has {}-bit samples; must be an 8-bit PNG (grey, grey+alpha, RGB, RGBA or palette)",
             depth as u8
         )));
     }
     let mut buf = vec![0; reader.output_buffer_size()];
-    let frame = reader
-        .next_frame(&mut buf)
-        .map_err(|e| Error::Bad(format!("option `{option}` = `{shown}`: not a readable PNG file ({e})")))?;
+    let frame = reader.next_frame(&mut buf).map_err(bad)?;
     if frame.bit_depth != png::BitDepth::Eight {
         return Err(Error::Bad(format!(
-            "option `{option}` = `{shown}`: has {:?}-bit samples; must be an 8-bit PNG (grey, grey+alpha, RGB, RGBA or palette)",
+            "{what}: has {:?}-bit samples; must be an 8-bit PNG (grey, grey+alpha, RGB, RGBA or palette)",
             frame.bit_depth as u8
         )));
     }
@@ -75,7 +97,7 @@ pub fn read_png(option: &str, path: &Path) -> Result<Image> {
         png::ColorType::Rgba => (4, src.to_vec()),
         // EXPAND turns palettes into RGB or RGBA; a decoder that did not is refused.
         png::ColorType::Indexed => {
-            return Err(Error::Bad(format!("option `{option}` = `{shown}`: a palette PNG the decoder did not expand")))
+            return Err(Error::Bad(format!("{what}: a palette PNG the decoder did not expand")))
         }
     };
     Ok(Image { width: w, height: h, channels, data })
