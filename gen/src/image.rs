@@ -60,9 +60,29 @@ fn png_reason(e: &png::DecodingError) -> String {
     }
 }
 
+/// A palette chunk (`PLTE`) of a length the decoder does not check (png
+/// 0.17.16 panics on one that is not whole RGB entries): the message.
+fn bad_palette(bytes: &[u8]) -> Option<String> {
+    let mut i = 8;
+    if !bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        return None;
+    }
+    while i + 8 <= bytes.len() {
+        let n = u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]) as usize;
+        if &bytes[i + 4..i + 8] == b"PLTE" && (n % 3 != 0 || n == 0 || n > 768) {
+            return Some(format!("its palette (chunk `PLTE`) is {n} bytes; must be 1 to 256 RGB entries of 3 bytes each"));
+        }
+        i = i.saturating_add(12).saturating_add(n);
+    }
+    None
+}
+
 /// [`read_png`] of a file's bytes; `what` names the file in messages
 /// ("option `--image` = `a.png`").
 pub fn decode_png(what: &str, bytes: Vec<u8>) -> Result<Image> {
+    if let Some(m) = bad_palette(&bytes) {
+        return Err(Error::Bad(format!("{what}: not a readable PNG file: {m}")));
+    }
     let bad = |e: png::DecodingError| Error::Bad(format!("{what}: not a readable PNG file: {}; must be an 8-bit PNG", png_reason(&e)));
     let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
     decoder.set_transformations(png::Transformations::EXPAND);
@@ -141,6 +161,29 @@ mod tests {
         let e = read_png("--image", &p).unwrap_err();
         assert_eq!(e.code(), 2);
         assert!(e.message().contains("option `--image`") && e.message().contains("not a readable PNG"), "{e}");
+        // A palette of 28 bytes (9 entries and a byte): the decoder would panic.
+        let crc = |b: &[u8]| {
+            let mut c = !0u32;
+            for x in b {
+                c ^= *x as u32;
+                for _ in 0..8 {
+                    c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+                }
+            }
+            !c
+        };
+        let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+        for (kind, data) in [(&b"IHDR"[..], &[0, 0, 0, 2, 0, 0, 0, 1, 8, 3, 0, 0, 0][..]), (b"PLTE", &[7; 28]), (b"IDAT", &[0x78, 1, 1, 3, 0, 0xfc, 0xff, 0, 0, 0, 0, 3, 0, 1])] {
+            png.extend((data.len() as u32).to_be_bytes());
+            let body = [kind, data].concat();
+            png.extend(&body);
+            png.extend(crc(&body).to_be_bytes());
+        }
+        let e = decode_png("option `--image` = `p.png`", png).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "option `--image` = `p.png`: not a readable PNG file: its palette (chunk `PLTE`) is 28 bytes; must be 1 to 256 RGB entries of 3 bytes each"
+        );
         let e = read_png("--image", &dir.path().join("missing.png")).unwrap_err();
         assert!(e.message().contains("cannot open"), "{e}");
     }

@@ -30,7 +30,7 @@ fn hex_bytes(b: &[u8]) -> String {
 }
 
 /// A byte range of the input, for the overlap rules: (path, start, end).
-type Span = (String, u128, u128);
+pub(super) type Span = (String, u128, u128);
 
 fn overlaps(a: &Span, b: &Span) -> bool {
     a.1 < a.2 && b.1 < b.2 && a.1 < b.2 && b.1 < a.2
@@ -157,7 +157,7 @@ pub fn parse_input(v: &Value, p: &ArbiterParams) -> Result<Workload, InputErrors
 /// before it in `list`, then with every span of `others`. The first `keep`
 /// pairs in that order, and how many there are in all, in O(n log n) (an
 /// input of 500,000 requests is read in a second, not an hour).
-fn overlap_pairs<'a>(list: &'a [Span], others: &'a [Span], keep: usize) -> (Vec<(&'a Span, &'a Span)>, usize) {
+pub(super) fn overlap_pairs<'a>(list: &'a [Span], others: &'a [Span], keep: usize) -> (Vec<(&'a Span, &'a Span)>, usize) {
     let nonempty = |l: &'a [Span]| -> Vec<&'a Span> { l.iter().filter(|s| s.1 < s.2).collect() };
     let (a, b) = (nonempty(list), nonempty(others));
     // Pairs (x, y), x of `xs`, y of `ys`, that overlap: all pairs less
