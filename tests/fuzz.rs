@@ -490,6 +490,13 @@ fn run_input_parsers(out: &mut Vec<Parser>) {
         let files = read_examples(&dir, |f| f.ends_with(".json") && (name != "cu" || f.ends_with("-run.json")) && f != "params.json");
         let mut examples: Vec<Value> = files.iter().filter_map(|(_, t)| serde_json::from_str(t).ok()).collect();
         let texts: Vec<String> = read_examples(&dir, |f| f.ends_with(".txt")).into_iter().map(|(_, t)| t).collect();
+        // The JSON of the block's page (inputs, outputs: seeds all the same).
+        let page = std::fs::read_to_string(repo().join("docs").join(format!("{name}.md"))).unwrap_or_default();
+        for block in page.split("```json").skip(1) {
+            if let Some(Ok(v)) = block.split("```").next().map(serde_json::from_str::<Value>) {
+                examples.push(v);
+            }
+        }
         // A text form's examples as the JSON inputs they stand for.
         examples.extend(texts.iter().filter_map(|t| b.text_input(&b.defaults(), t).and_then(|r| r.ok())));
         assert!(!examples.is_empty(), "block `{name}` has no example input under examples/{name}");
@@ -645,14 +652,21 @@ fn mutate_line(rng: &mut Rng, line: &str, names: &[String]) -> String {
 /// `.memory` lines), many of them mutated; or an example mutated.
 fn pm4_case(rng: &mut Rng, examples: &[String], run: bool) -> Case {
     thread_local! {
-        static LINES: Vec<String> = pm4_lines();
+        /// The lines, and their words.
+        static LINES: (Vec<String>, Vec<String>) = {
+            let lines = pm4_lines();
+            let mut names: Vec<String> = lines
+                .iter()
+                .flat_map(|l| l.split(' ').map(str::to_string))
+                .chain(["shader=1", "predicate=1", ".registers", ".memory", "cmd_base=0x1000", "mem_latency=3", "state=1,2", "#"].map(String::from))
+                .collect();
+            names.sort();
+            names.dedup();
+            (lines, names)
+        };
     }
-    LINES.with(|lines| {
-        let names: Vec<String> = lines
-            .iter()
-            .flat_map(|l| l.split(' ').map(str::to_string))
-            .chain(["shader=1", "predicate=1", ".registers", ".memory", "cmd_base=0x1000", "mem_latency=3", "state=1,2", "#"].map(String::from))
-            .collect();
+    LINES.with(|(lines, names)| {
+        let names = &names[..];
         let mut text = String::new();
         if !examples.is_empty() && rng.chance(40) {
             text = rng.pick(examples).clone();
@@ -672,7 +686,7 @@ fn pm4_case(rng: &mut Rng, examples: &[String], run: bool) -> Case {
             let n = if rng.chance(3) { rng.below(5000) } else { rng.below(12) };
             for _ in 0..n {
                 let l = rng.pick(lines).clone();
-                text += &if rng.chance(30) { mutate_line(rng, &l, &names) } else { l };
+                text += &if rng.chance(30) { mutate_line(rng, &l, names) } else { l };
                 text.push('\n');
             }
         }
@@ -680,7 +694,7 @@ fn pm4_case(rng: &mut Rng, examples: &[String], run: bool) -> Case {
         let mutate_lines = rng.chance(50);
         let mut t = String::from_utf8_lossy(&b).into_owned();
         if mutate_lines {
-            let ls: Vec<String> = t.lines().map(|l| if rng.chance(20) { mutate_line(rng, l, &names) } else { l.to_string() }).collect();
+            let ls: Vec<String> = t.lines().map(|l| if rng.chance(20) { mutate_line(rng, l, names) } else { l.to_string() }).collect();
             t = ls.join("\n");
         }
         b = t.into_bytes();
@@ -693,12 +707,7 @@ fn pm4_case(rng: &mut Rng, examples: &[String], run: bool) -> Case {
 
 /// `cu` kernels: lines of the examples and of disassembled random words,
 /// mutated.
-fn cu_case(rng: &mut Rng, lines: &[String], examples: &[String]) -> Case {
-    let names: Vec<String> = lines
-        .iter()
-        .flat_map(|l| l.split([' ', ',']).filter(|t| !t.is_empty()).map(str::to_string))
-        .chain(["r0", "r31", "r32", "r255", "r-1", "top:", "top", "ud[0]", "ud[16]", "ud[-1]", "end", ":", "a:b:", "1abc:", "r3:", "pad"].map(String::from))
-        .collect();
+fn cu_case(rng: &mut Rng, lines: &[String], names: &[String], examples: &[String]) -> Case {
     let mut text = String::new();
     if rng.chance(30) {
         text = rng.pick(examples).clone();
@@ -706,7 +715,7 @@ fn cu_case(rng: &mut Rng, lines: &[String], examples: &[String]) -> Case {
         let n = if rng.chance(3) { rng.below(5000) } else { rng.below(16) };
         for _ in 0..n {
             let l = rng.pick(lines).clone();
-            let l = if rng.chance(35) { mutate_line(rng, &l, &names) } else { l };
+            let l = if rng.chance(35) { mutate_line(rng, &l, names) } else { l };
             if rng.chance(10) {
                 text += &format!("{}: ", rng.pick(&["top", "a", "loop", "r3", "1x", "tile", "x y"]));
             }
@@ -714,7 +723,7 @@ fn cu_case(rng: &mut Rng, lines: &[String], examples: &[String]) -> Case {
             text.push('\n');
         }
     }
-    let ls: Vec<String> = text.lines().map(|l| if rng.chance(10) { mutate_line(rng, l, &names) } else { l.to_string() }).collect();
+    let ls: Vec<String> = text.lines().map(|l| if rng.chance(10) { mutate_line(rng, l, names) } else { l.to_string() }).collect();
     let mut b = ls.join("\n").into_bytes();
     if rng.chance(25) {
         mutate_bytes(rng, &mut b, &[]);
@@ -823,10 +832,17 @@ fn asm_parsers(out: &mut Vec<Parser>) {
     }
     lines.sort();
     lines.dedup();
+    let mut names: Vec<String> = lines
+        .iter()
+        .flat_map(|l| l.split([' ', ',']).filter(|t| !t.is_empty()).map(str::to_string))
+        .chain(["r0", "r31", "r32", "r255", "r-1", "top:", "top", "ud[0]", "ud[16]", "ud[-1]", "end", ":", "a:b:", "1abc:", "r3:", "pad"].map(String::from))
+        .collect();
+    names.sort();
+    names.dedup();
     let ex = cu_examples.clone();
     out.push(Parser {
         name: "asm (cu)".into(),
-        gen: Box::new(move |rng| cu_case(rng, &lines, &ex)),
+        gen: Box::new(move |rng| cu_case(rng, &lines, &names, &ex)),
         check: Box::new(|c| {
             let b = blocks::find(&blocks::all(), "cu").expect("cu");
             judge(b.assemble(&c.as_text()).map(|_| ()))
