@@ -5,8 +5,9 @@
 //!
 //! The parsers: each block's `gpurtl run` input (JSON; `cmdproc`'s run text
 //! too), each block's parameter file and `--param` pairs, the PM4 and `cu`
-//! assemblers and disassemblers, the hex dword files of `gpurtl disasm`, and
-//! PNG pictures (`--image`, then the texture unit's input with the picture).
+//! assemblers and disassemblers, the hex dword files of `gpurtl disasm`, PNG
+//! pictures (`--image`, then the texture unit's input with the picture),
+//! `gpurtl prune`'s input and the job manifests.
 //!
 //! `GPURTL_FUZZ=N`: N inputs a parser (1,000 by default; the long
 //! run is 100,000). `GPURTL_FUZZ_SEED=S`: the seed (else the clock; printed).
@@ -540,6 +541,68 @@ fn run_input_parsers(out: &mut Vec<Parser>) {
             });
         }
     }
+}
+
+/// `gpurtl prune`'s input (the systolic block's), and the job manifests of
+/// `gpurtl job` and `collect`.
+fn other_parsers(out: &mut Vec<Parser>) {
+    let gemm: Value = serde_json::from_str(&std::fs::read_to_string(repo().join("examples/systolic/gemm.json")).unwrap()).unwrap();
+    let mut keys = Vec::new();
+    keys_of(&gemm, &mut keys);
+    let examples = vec![gemm];
+    out.push(Parser {
+        name: "prune (systolic)".into(),
+        gen: Box::new(move |rng| {
+            let mut c = json_case(rng, &examples, &keys);
+            // `--block` and `--threshold`, as the command line checks them.
+            let (block, bits) = (1 + rng.below(64), rng.below(40));
+            c.pairs = vec![(block.to_string(), rng.below(1 << bits).to_string())];
+            c
+        }),
+        check: Box::new(|c| {
+            let b = blocks::find(&blocks::all(), "systolic").expect("systolic");
+            let (block, threshold) = (c.pairs[0].0.parse().unwrap_or(1), c.pairs[0].1.parse().unwrap_or(0));
+            judge(match gpurtl_gen::json::parse(&c.as_text()) {
+                Ok(v) => b.prune(v, block, threshold).map(|_| ()),
+                Err(e) => Err(Error::Bad(format!("not valid JSON: {e}"))),
+            })
+        }),
+    });
+    let dir = std::env::temp_dir();
+    let r = gpurtl_gen::jobs::Resources::parse(None, None).unwrap();
+    let argv = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+    let lines: Vec<Value> = [
+        gpurtl_gen::jobs::job("a-1".into(), argv("gpurtl job cosim compress --seeds 0..100"), Some(0), 1, r, &dir),
+        gpurtl_gen::jobs::job("p.2_x".into(), argv("gpurtl synth systolic --target ice40 --seeds 1,2,3"), None, 2, r, &dir),
+    ]
+    .iter()
+    .map(|j| serde_json::from_str(&j.line()).unwrap())
+    .collect();
+    let mut keys = Vec::new();
+    lines.iter().for_each(|v| keys_of(v, &mut keys));
+    out.push(Parser {
+        name: "jobs manifest".into(),
+        gen: Box::new(move |rng| {
+            let mut b = Vec::new();
+            let most = if rng.chance(3) { 3000 } else { 6 };
+            for _ in 0..1 + rng.below(most) {
+                let c = if rng.chance(50) { Case { bytes: serde_json::to_vec(rng.pick(&lines)).unwrap(), pairs: vec![] } } else { json_case(rng, &lines, &keys) };
+                b.extend(c.bytes.iter().filter(|x| **x != b'\n'));
+                b.push(b'\n');
+            }
+            Case { bytes: b, pairs: vec![] }
+        }),
+        check: Box::new(|c| {
+            thread_local! {
+                static DIR: tempfile::TempDir = tempfile::tempdir().expect("a temporary folder");
+            }
+            DIR.with(|d| {
+                let p = d.path().join("jobs.jsonl");
+                std::fs::write(&p, &c.bytes).map_err(|e| e.to_string())?;
+                judge(gpurtl_gen::jobs::read_manifest(&p, "MANIFEST").map(|_| ()))
+            })
+        }),
+    });
 }
 
 fn params_parsers(out: &mut Vec<Parser>) {
@@ -1136,6 +1199,7 @@ fn every_parser_survives_random_and_mutated_inputs() {
                 run_input_parsers(&mut parsers);
                 params_parsers(&mut parsers);
                 asm_parsers(&mut parsers);
+                other_parsers(&mut parsers);
                 png_parser(&mut parsers);
                 let mut failures = Vec::new();
                 let mut report = Vec::new();
