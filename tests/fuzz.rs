@@ -136,7 +136,10 @@ fn number(rng: &mut Rng) -> Value {
     match rng.below(4) {
         0 => json!(rng.below(300) as i64 - 20),
         1 => json!(rng.next_u64() >> rng.below(64)),
-        _ => serde_json::from_str(*rng.pick(NUMBERS)).unwrap_or(json!(0)),
+        _ => {
+            let n: &&str = rng.pick(NUMBERS);
+            serde_json::from_str(n).unwrap_or(json!(0))
+        }
     }
 }
 

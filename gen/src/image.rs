@@ -69,7 +69,7 @@ fn bad_palette(bytes: &[u8]) -> Option<String> {
     }
     while i + 8 <= bytes.len() {
         let n = u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]) as usize;
-        if &bytes[i + 4..i + 8] == b"PLTE" && (n % 3 != 0 || n == 0 || n > 768) {
+        if &bytes[i + 4..i + 8] == b"PLTE" && (!n.is_multiple_of(3) || n == 0 || n > 768) {
             return Some(format!("its palette (chunk `PLTE`) is {n} bytes; must be 1 to 256 RGB entries of 3 bytes each"));
         }
         i = i.saturating_add(12).saturating_add(n);
