@@ -1103,7 +1103,7 @@ fn cmd_asm(b: &dyn Block, o: &Opts, out: &mut dyn Write) -> Result<()> {
 
 /// The dwords of a hex file: one a line, 1 to 8 hex digits, blank lines and
 /// `//` comments skipped. Bad lines are reported (the first 20).
-fn hex_dwords(path: &Path, bytes: &[u8]) -> Result<Vec<u32>> {
+pub fn hex_dwords(path: &Path, bytes: &[u8]) -> Result<Vec<u32>> {
     const SHOWN: usize = 20;
     let shown = path.display();
     let text = std::str::from_utf8(bytes).map_err(|e| {
@@ -1246,11 +1246,22 @@ fn pnr_seeds(o: &Opts) -> Result<Vec<u32>> {
                     })
                 })
                 .collect::<Result<Vec<u32>>>()?;
-            let mut seen = list.clone();
-            seen.sort_unstable();
-            seen.dedup();
-            if seen.len() != list.len() || list.len() > 64 {
-                return Err(Error::Bad(format!("option `--seeds` = `{raw}`: must list at most 64 distinct seeds")));
+            let mut twice: Vec<u32> = Vec::new();
+            for (i, s) in list.iter().enumerate() {
+                if list[..i].contains(s) && !twice.contains(s) {
+                    twice.push(*s);
+                }
+            }
+            if !twice.is_empty() {
+                let names: Vec<String> = twice.iter().map(|s| s.to_string()).collect();
+                let (what, verb) = if twice.len() == 1 { ("seed", "is") } else { ("seeds", "are") };
+                return Err(Error::Bad(format!(
+                    "option `--seeds` = `{raw}`: {what} {} {verb} listed more than once; must list distinct seeds",
+                    names.join(", ")
+                )));
+            }
+            if list.len() > 64 {
+                return Err(Error::Bad(format!("option `--seeds` = `{raw}`: lists {} seeds; must list at most 64", list.len())));
             }
             Ok(list)
         }
