@@ -648,7 +648,7 @@ impl<'a> Cli<'a> {
         let (target, clock_mhz) = target_and_clock(o)?;
         check_work_dir(o)?;
         let params = params_of(b, o)?;
-        let dir = o.out_dir.clone().unwrap_or_else(|| format!("out/synth/{}-{}", b.name(), target.name()).into());
+        let dir = o.out_dir.clone().unwrap_or_else(|| synth_dir(b, o, &params, target));
         let seeds = pnr_seeds(o)?;
         if target == synth::Target::Generic {
             if let Some(g) = o.given.iter().find(|g| matches!(**g, "--seed" | "--seeds")) {
@@ -1023,6 +1023,22 @@ fn gen_one(
 /// does (`{` or `[` first) is read as JSON, so a broken JSON file gets the
 /// JSON error; a block without a text form gets the JSON error too. Each
 /// line of a text form's error names the file.
+/// `gpurtl synth`'s default folder: `out/synth/<block>-<target>` at the
+/// defaults, with the preset's name (`<block>-<preset>-<target>`) and, when
+/// parameters are given, a hash of the resolved parameters
+/// (`<block>[-<preset>]-p<8 hex digits>-<target>`), so that runs at other
+/// parameters never share a folder.
+fn synth_dir(b: &dyn Block, o: &Opts, params: &Value, target: synth::Target) -> PathBuf {
+    let mut name = b.name().to_string();
+    if let Some(p) = &o.preset {
+        name += &format!("-{p}");
+    }
+    if !o.pairs.is_empty() || o.params_file.is_some() {
+        name += &format!("-p{:08x}", emit::fnv1a64(params.to_string().as_bytes()) as u32);
+    }
+    format!("out/synth/{name}-{}", target.name()).into()
+}
+
 /// The run budget without `--max-cycles`: this many cycles, and
 /// [`MAX_CYCLES_PER_INPUT_BYTE`] more for each byte of the input's files.
 /// The examples end in at most tens of thousands of cycles.
@@ -1419,5 +1435,25 @@ mod tests {
         let (code, _, err) = gpurtl(&["disasm", dst]);
         assert_eq!(code, 2);
         assert_eq!(err, "error: unknown command `disasm`: no block offers it; see `gpurtl help`\n");
+    }
+
+    /// `synth`'s default folder differs with the preset and the parameters.
+    #[test]
+    fn synth_folders_name_the_preset_and_the_parameters() {
+        let blocks = crate::blocks::all();
+        let b = crate::blocks::find(&blocks, "compress").unwrap();
+        let dir = |args: &[&str]| {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            let o = super::parse(&args).unwrap().1.unwrap();
+            let params = super::params_of(b, &o).unwrap();
+            super::synth_dir(b, &o, &params, crate::synth::Target::Ecp5).to_string_lossy().into_owned()
+        };
+        assert_eq!(dir(&["synth", "compress"]), "out/synth/compress-ecp5");
+        assert_eq!(dir(&["synth", "compress", "--preset", "fpga"]), "out/synth/compress-fpga-ecp5");
+        let w64 = dir(&["synth", "compress", "--param", "width=64"]);
+        let w128 = dir(&["synth", "compress", "--param", "width=128"]);
+        assert!(w64.starts_with("out/synth/compress-p") && w64.ends_with("-ecp5") && w64.len() == "out/synth/compress-p12345678-ecp5".len(), "{w64}");
+        assert_ne!(w64, w128);
+        assert!(dir(&["synth", "compress", "--preset", "fpga", "--param", "width=64"]).starts_with("out/synth/compress-fpga-p"));
     }
 }
