@@ -482,9 +482,15 @@ impl<'a> Cli<'a> {
         let tmp = tempfile::tempdir().map_err(|e| Error::Failed(format!("cannot make a temporary directory: {e}")))?;
         let dir = o.out_dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
         let (top, files) = gen_one(b, &params, &dir, &[], &mut std::io::sink())?;
+        // Progress on stderr: yosys takes up to minutes on a large design.
+        let progress = crate::progress::Progress::new(format!("lint {}", b.name()), 2);
+        progress.running("verilator --lint-only -Wall");
         tools::verilator_lint(&dir, &top)?;
+        progress.done("verilator --lint-only -Wall: clean");
         let _ = writeln!(out, "verilator --lint-only -Wall: clean");
+        progress.running("yosys synth + check -assert");
         let s = tools::yosys_synth(&dir, &top, &emit::sources(&files))?;
+        progress.done("yosys: clean");
         let _ = writeln!(out, "yosys synth + check -assert: clean, no latches ({} cells, {} flip-flops)", s.cells, s.flip_flops);
         Ok(())
     }
