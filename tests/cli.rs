@@ -197,10 +197,14 @@ fn run_options() {
         ("0", "must be a count from 1 to 64 or a comma-separated list of seeds"),
         ("65", "must be a count from 1 to 64 or a comma-separated list of seeds"),
         ("x", "must be a count from 1 to 64 or a comma-separated list of seeds"),
-        ("1,1", "must list at most 64 distinct seeds"),
+        ("1,1", "seed 1 is listed more than once; must list distinct seeds"),
+        ("3,1,3,2,1,3", "seeds 3, 1 are listed more than once; must list distinct seeds"),
     ] {
         bad(&["synth", "compress", "--target", "ecp5", "--seeds", seeds], &format!("error: option `--seeds` = `{seeds}`: {why}\n"));
     }
+    let many: Vec<String> = (1..=65).map(|s| s.to_string()).collect();
+    let many = many.join(",");
+    bad(&["synth", "compress", "--target", "ecp5", "--seeds", &many], &format!("error: option `--seeds` = `{many}`: lists 65 seeds; must list at most 64\n"));
     bad(&["synth", "compress", "--target", "ecp5", "--seeds", "1,-2"], "error: option `--seeds` = `1,-2`: `-2` must be an integer from 0 to 2147483647\n");
     bad(
         &["synth", "compress", "--target", "ecp5", "--seed", "1", "--seeds", "2,3"],
@@ -595,6 +599,37 @@ fn every_violation_of_an_input_is_reported() {
     );
 }
 
+/// A file of many bad entries gives the first 50 violations and a count,
+/// whatever reads it: 80,000 bad ops, 80,000 bad assembler lines (PM4 and
+/// cu), a parameter file of 80,000 unknown keys.
+#[test]
+fn error_lists_are_capped() {
+    let d = tempfile::tempdir().unwrap();
+    let ops: Vec<serde_json::Value> = (0..80_000).map(|_| serde_json::json!({"op": "squash", "element_bits": 12, "x": 1})).collect();
+    let (code, err) = run_input(&serde_json::json!({ "ops": ops }).to_string());
+    assert_eq!(code, 2);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 51, "{}", lines[..3].join("\n"));
+    assert_eq!(lines[0], "error: input `ops[0].x` = (given): must be absent: keys are op, element_bits, src, mask, old, zeroing");
+    assert_eq!(lines[50], "error: input: 239950 more violations (the first 50 are listed above)");
+    for (isa, text) in [("pm4", "BOGUS x=1\n"), ("cu", "bogus r1, r2\n")] {
+        let i = write(d.path(), "bad.txt", &text.repeat(80_000));
+        let o = d.path().join("o.hex");
+        let (code, _, err) = gpurtl(&["asm", "--isa", isa, &i, "--output", o.to_str().unwrap()]);
+        assert_eq!(code, 2, "{err}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 51, "{isa}");
+        assert_eq!(lines[50], format!("error: input file `{i}`: 79950 more bad lines (the first 50 are listed above)"), "{isa}");
+    }
+    let keys: serde_json::Map<String, serde_json::Value> = (0..80_000).map(|k| (format!("k{k}"), serde_json::json!(1))).collect();
+    let p = write(d.path(), "p.json", &serde_json::Value::Object(keys).to_string());
+    let (code, _, err) = gpurtl(&["gen", "compress", "--params", &p, "-o", d.path().join("out").to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 51);
+    assert_eq!(lines[50], "error: parameters: 79950 more violations (the first 50 are listed above)");
+}
+
 /// Inputs past the documented size, and workloads whose model would not fit
 /// in memory, are refused with a message.
 #[test]
@@ -948,7 +983,29 @@ fn texture_malformed_inputs_and_pictures() {
     );
     bad_tex(r#"{"ops": []}"#, &["--image", "/nonexistent/a.png"], "option `--image` = `/nonexistent/a.png`: cannot open it: No such file or directory (os error 2)");
     let not_png = write(d.path(), "n.png", "not a png");
-    bad_tex(r#"{"ops": []}"#, &["--image", &not_png], &format!("option `--image` = `{not_png}`: not a readable PNG file (Invalid PNG signature.)"));
+    bad_tex(
+        r#"{"ops": []}"#,
+        &["--image", &not_png],
+        &format!("option `--image` = `{not_png}`: not a readable PNG file: Invalid PNG signature; must be an 8-bit PNG"),
+    );
+    // A PNG signature, then garbage: the decoder's chunk types by name, not
+    // as the Rust structures it prints.
+    let garbage = d.path().join("g.png");
+    std::fs::write(&garbage, [&b"\x89PNG\r\n\x1a\n"[..], &b"garbage".repeat(10)].concat()).unwrap();
+    let g = garbage.to_str().unwrap();
+    bad_tex(
+        r#"{"ops": []}"#,
+        &["--image", g],
+        &format!("option `--image` = `{g}`: not a readable PNG file: `ageg` chunk appeared before IHDR chunk; must be an 8-bit PNG"),
+    );
+    // A header whose CRC is wrong.
+    let mut png = std::fs::read(gpurtl_tests::repo().join("docs/figures/texture-camera.png")).unwrap();
+    png[20] ^= 0xff;
+    std::fs::write(&garbage, &png).unwrap();
+    let (code, err) = run(r#"{"ops": []}"#, &["--image", g]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.starts_with(&format!("error: option `--image` = `{g}`: not a readable PNG file: CRC error: expected 0x")), "{err}");
+    assert!(err.ends_with("while decoding `IHDR` chunk; must be an 8-bit PNG\n") && !err.contains('{'), "{err}");
     let camera = gpurtl_tests::repo().join("docs/figures/texture-camera.png");
     let inp = d.path().join("in.json");
     bad_tex(

@@ -98,12 +98,17 @@ impl BlockDef for Pair {
     fn parse_input(p: &PairParams, input: &Value) -> Result<Self::Input, InputErrors> {
         let channel = |name: &str, width: u32| {
             model::parse_input(&input[name], width).map_err(|es| {
-                InputErrors(es.0.into_iter().map(|e| InputError { field: format!("{name}.{}", e.field), ..e }).collect())
+                InputErrors(es.0.into_iter().map(|e| InputError { field: format!("{name}.{}", e.field), ..e }).collect(), es.1)
             })
         };
         match (channel("narrow", p.narrow.width), channel("wide", p.wide.width)) {
             (Ok(n), Ok(w)) => Ok((n, w)),
-            (n, w) => Err(InputErrors(n.err().into_iter().chain(w.err()).flat_map(|e| e.0).collect())),
+            (n, w) => {
+                let es: Vec<InputErrors> = n.err().into_iter().chain(w.err()).collect();
+                let more: usize = es.iter().map(|e| e.1).sum();
+                let all = InputErrors::new(es.into_iter().flat_map(|e| e.0).collect());
+                Err(InputErrors(all.0, all.1 + more))
+            }
         }
     }
     fn model(p: &PairParams, (n, w): &Self::Input) -> gpurtl_gen::error::Result<Self::Output> {

@@ -217,6 +217,9 @@ pub trait Block: Sync {
     fn design(&self, params: &Value) -> Result<Design>;
     /// The JSON input a text input file stands for (see [`BlockDef::text_input`]).
     fn text_input(&self, params: &Value, text: &str) -> Option<Result<Value>>;
+    /// Read a `gpurtl run` input as [`Block::run`] does, and stop there: no
+    /// model, no RTL (the input fuzz test, tests/fuzz.rs).
+    fn check_input(&self, params: &Value, input: &Value, base: &Path) -> Result<()>;
     /// `base`: the folder of the input file (its relative paths start there).
     fn run(&self, params: &Value, input: &Value, base: &Path, engine: Engine, vcd: Option<&Path>) -> Result<Value>;
     fn bench_options(&self) -> &'static [&'static str];
@@ -270,6 +273,10 @@ impl<T: BlockDef> Block for T {
             Ok(p) => T::text_input(&p, text),
             Err(e) => Some(Err(e)),
         }
+    }
+    fn check_input(&self, params: &Value, input: &Value, base: &Path) -> Result<()> {
+        T::parse_input_in(&typed(params)?, input, base)?;
+        Ok(())
     }
     fn run(&self, params: &Value, input: &Value, base: &Path, engine: Engine, vcd: Option<&Path>) -> Result<Value> {
         let p = typed(params)?;

@@ -482,9 +482,15 @@ impl<'a> Cli<'a> {
         let tmp = tempfile::tempdir().map_err(|e| Error::Failed(format!("cannot make a temporary directory: {e}")))?;
         let dir = o.out_dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
         let (top, files) = gen_one(b, &params, &dir, &[], &mut std::io::sink())?;
+        // Progress on stderr: yosys takes up to minutes on a large design.
+        let progress = crate::progress::Progress::new(format!("lint {}", b.name()), 2);
+        progress.running("verilator --lint-only -Wall");
         tools::verilator_lint(&dir, &top)?;
+        progress.done("verilator --lint-only -Wall: clean");
         let _ = writeln!(out, "verilator --lint-only -Wall: clean");
+        progress.running("yosys synth + check -assert");
         let s = tools::yosys_synth(&dir, &top, &emit::sources(&files))?;
+        progress.done("yosys: clean");
         let _ = writeln!(out, "yosys synth + check -assert: clean, no latches ({} cells, {} flip-flops)", s.cells, s.flip_flops);
         Ok(())
     }
@@ -648,7 +654,7 @@ impl<'a> Cli<'a> {
         let (target, clock_mhz) = target_and_clock(o)?;
         check_work_dir(o)?;
         let params = params_of(b, o)?;
-        let dir = o.out_dir.clone().unwrap_or_else(|| format!("out/synth/{}-{}", b.name(), target.name()).into());
+        let dir = o.out_dir.clone().unwrap_or_else(|| synth_dir(b, o, &params, target));
         let seeds = pnr_seeds(o)?;
         if target == synth::Target::Generic {
             if let Some(g) = o.given.iter().find(|g| matches!(**g, "--seed" | "--seeds")) {
@@ -1023,6 +1029,22 @@ fn gen_one(
 /// does (`{` or `[` first) is read as JSON, so a broken JSON file gets the
 /// JSON error; a block without a text form gets the JSON error too. Each
 /// line of a text form's error names the file.
+/// `gpurtl synth`'s default folder: `out/synth/<block>-<target>` at the
+/// defaults, with the preset's name (`<block>-<preset>-<target>`) and, when
+/// parameters are given, a hash of the resolved parameters
+/// (`<block>[-<preset>]-p<8 hex digits>-<target>`), so that runs at other
+/// parameters never share a folder.
+fn synth_dir(b: &dyn Block, o: &Opts, params: &Value, target: synth::Target) -> PathBuf {
+    let mut name = b.name().to_string();
+    if let Some(p) = &o.preset {
+        name += &format!("-{p}");
+    }
+    if !o.pairs.is_empty() || o.params_file.is_some() {
+        name += &format!("-p{:08x}", emit::fnv1a64(params.to_string().as_bytes()) as u32);
+    }
+    format!("out/synth/{name}-{}", target.name()).into()
+}
+
 /// The run budget without `--max-cycles`: this many cycles, and
 /// [`MAX_CYCLES_PER_INPUT_BYTE`] more for each byte of the input's files.
 /// The examples end in at most tens of thousands of cycles.
@@ -1103,7 +1125,7 @@ fn cmd_asm(b: &dyn Block, o: &Opts, out: &mut dyn Write) -> Result<()> {
 
 /// The dwords of a hex file: one a line, 1 to 8 hex digits, blank lines and
 /// `//` comments skipped. Bad lines are reported (the first 20).
-fn hex_dwords(path: &Path, bytes: &[u8]) -> Result<Vec<u32>> {
+pub fn hex_dwords(path: &Path, bytes: &[u8]) -> Result<Vec<u32>> {
     const SHOWN: usize = 20;
     let shown = path.display();
     let text = std::str::from_utf8(bytes).map_err(|e| {
@@ -1246,11 +1268,22 @@ fn pnr_seeds(o: &Opts) -> Result<Vec<u32>> {
                     })
                 })
                 .collect::<Result<Vec<u32>>>()?;
-            let mut seen = list.clone();
-            seen.sort_unstable();
-            seen.dedup();
-            if seen.len() != list.len() || list.len() > 64 {
-                return Err(Error::Bad(format!("option `--seeds` = `{raw}`: must list at most 64 distinct seeds")));
+            let mut twice: Vec<u32> = Vec::new();
+            for (i, s) in list.iter().enumerate() {
+                if list[..i].contains(s) && !twice.contains(s) {
+                    twice.push(*s);
+                }
+            }
+            if !twice.is_empty() {
+                let names: Vec<String> = twice.iter().map(|s| s.to_string()).collect();
+                let (what, verb) = if twice.len() == 1 { ("seed", "is") } else { ("seeds", "are") };
+                return Err(Error::Bad(format!(
+                    "option `--seeds` = `{raw}`: {what} {} {verb} listed more than once; must list distinct seeds",
+                    names.join(", ")
+                )));
+            }
+            if list.len() > 64 {
+                return Err(Error::Bad(format!("option `--seeds` = `{raw}`: lists {} seeds; must list at most 64", list.len())));
             }
             Ok(list)
         }
@@ -1408,5 +1441,25 @@ mod tests {
         let (code, _, err) = gpurtl(&["disasm", dst]);
         assert_eq!(code, 2);
         assert_eq!(err, "error: unknown command `disasm`: no block offers it; see `gpurtl help`\n");
+    }
+
+    /// `synth`'s default folder differs with the preset and the parameters.
+    #[test]
+    fn synth_folders_name_the_preset_and_the_parameters() {
+        let blocks = crate::blocks::all();
+        let b = crate::blocks::find(&blocks, "compress").unwrap();
+        let dir = |args: &[&str]| {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            let o = super::parse(&args).unwrap().1.unwrap();
+            let params = super::params_of(b, &o).unwrap();
+            super::synth_dir(b, &o, &params, crate::synth::Target::Ecp5).to_string_lossy().into_owned()
+        };
+        assert_eq!(dir(&["synth", "compress"]), "out/synth/compress-ecp5");
+        assert_eq!(dir(&["synth", "compress", "--preset", "fpga"]), "out/synth/compress-fpga-ecp5");
+        let w64 = dir(&["synth", "compress", "--param", "width=64"]);
+        let w128 = dir(&["synth", "compress", "--param", "width=128"]);
+        assert!(w64.starts_with("out/synth/compress-p") && w64.ends_with("-ecp5") && w64.len() == "out/synth/compress-p12345678-ecp5".len(), "{w64}");
+        assert_ne!(w64, w128);
+        assert!(dir(&["synth", "compress", "--preset", "fpga", "--param", "width=64"]).starts_with("out/synth/compress-fpga-p"));
     }
 }

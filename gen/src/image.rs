@@ -33,35 +33,77 @@ pub const MAX_PNG_BYTES: u64 = 64 << 20;
 /// RGBA and palette pictures become RGBA (alpha 255 where there is none).
 /// `option` names the command-line option in messages.
 pub fn read_png(option: &str, path: &Path) -> Result<Image> {
-    let shown = path.display();
+    let what = format!("option `{option}` = `{}`", path.display());
     let bytes = gpurtl_sim::files::read_limited(path, MAX_PNG_BYTES).map_err(|e| match e {
-        gpurtl_sim::files::ReadError::Io(e) => Error::Bad(format!("option `{option}` = `{shown}`: cannot open it: {e}")),
-        e => Error::Bad(format!("option `{option}` = `{shown}`: {}", e.reason(MAX_PNG_BYTES))),
+        gpurtl_sim::files::ReadError::Io(e) => Error::Bad(format!("{what}: cannot open it: {e}")),
+        e => Error::Bad(format!("{what}: {}", e.reason(MAX_PNG_BYTES))),
     })?;
+    decode_png(&what, bytes)
+}
+
+/// Why the decoder refused a file, in words: the decoder's message with its
+/// chunk types shown by name (`IHDR`), not as the Rust structures it prints.
+fn png_reason(e: &png::DecodingError) -> String {
+    let mut s = e.to_string();
+    while let Some(at) = s.find("ChunkType {") {
+        let rest = &s[at..];
+        let Some(end) = rest.find('}') else { break };
+        let name = rest.split("type: ").nth(1).and_then(|t| t.split([',', ' ', '}']).next()).unwrap_or("?");
+        let name = format!("`{name}`");
+        s.replace_range(at..at + end + 1, &name);
+    }
+    let s = s.trim_end_matches('.').to_string();
+    if s.is_empty() {
+        "the decoder refused it".into()
+    } else {
+        s
+    }
+}
+
+/// A palette chunk (`PLTE`) of a length the decoder does not check (png
+/// 0.17.16 panics on one that is not whole RGB entries): the message.
+fn bad_palette(bytes: &[u8]) -> Option<String> {
+    let mut i = 8;
+    if !bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        return None;
+    }
+    while i + 8 <= bytes.len() {
+        let n = u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]) as usize;
+        if &bytes[i + 4..i + 8] == b"PLTE" && (!n.is_multiple_of(3) || n == 0 || n > 768) {
+            return Some(format!("its palette (chunk `PLTE`) is {n} bytes; must be 1 to 256 RGB entries of 3 bytes each"));
+        }
+        i = i.saturating_add(12).saturating_add(n);
+    }
+    None
+}
+
+/// [`read_png`] of a file's bytes; `what` names the file in messages
+/// ("option `--image` = `a.png`").
+pub fn decode_png(what: &str, bytes: Vec<u8>) -> Result<Image> {
+    if let Some(m) = bad_palette(&bytes) {
+        return Err(Error::Bad(format!("{what}: not a readable PNG file: {m}")));
+    }
+    let bad = |e: png::DecodingError| Error::Bad(format!("{what}: not a readable PNG file: {}; must be an 8-bit PNG", png_reason(&e)));
     let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
     decoder.set_transformations(png::Transformations::EXPAND);
-    let mut reader = decoder
-        .read_info()
-        .map_err(|e| Error::Bad(format!("option `{option}` = `{shown}`: not a readable PNG file ({e})")))?;
+    let mut reader = decoder.read_info().map_err(bad)?;
     // Refused before decoding: no block takes a picture larger than this.
     let (w, h) = (reader.info().width, reader.info().height);
     if w > MAX_SIDE || h > MAX_SIDE || w == 0 || h == 0 {
-        return Err(Error::Bad(format!("option `{option}` = `{shown}`: the picture is {w}x{h} pixels; must be 1 to {MAX_SIDE} on each side")));
+        return Err(Error::Bad(format!("{what}: the picture is {w}x{h} pixels; must be 1 to {MAX_SIDE} on each side")));
     }
     let depth = reader.info().bit_depth;
     if depth != png::BitDepth::Eight && reader.info().color_type != png::ColorType::Indexed {
         return Err(Error::Bad(format!(
-            "option `{option}` = `{shown}`: has {}-bit samples; must be an 8-bit PNG (grey, grey+alpha, RGB, RGBA or palette)",
+            "{what}: has {}-bit samples; must be an 8-bit PNG (grey, grey+alpha, RGB, RGBA or palette)",
             depth as u8
         )));
     }
     let mut buf = vec![0; reader.output_buffer_size()];
-    let frame = reader
-        .next_frame(&mut buf)
-        .map_err(|e| Error::Bad(format!("option `{option}` = `{shown}`: not a readable PNG file ({e})")))?;
+    let frame = reader.next_frame(&mut buf).map_err(bad)?;
     if frame.bit_depth != png::BitDepth::Eight {
         return Err(Error::Bad(format!(
-            "option `{option}` = `{shown}`: has {:?}-bit samples; must be an 8-bit PNG (grey, grey+alpha, RGB, RGBA or palette)",
+            "{what}: has {:?}-bit samples; must be an 8-bit PNG (grey, grey+alpha, RGB, RGBA or palette)",
             frame.bit_depth as u8
         )));
     }
@@ -75,7 +117,7 @@ pub fn read_png(option: &str, path: &Path) -> Result<Image> {
         png::ColorType::Rgba => (4, src.to_vec()),
         // EXPAND turns palettes into RGB or RGBA; a decoder that did not is refused.
         png::ColorType::Indexed => {
-            return Err(Error::Bad(format!("option `{option}` = `{shown}`: a palette PNG the decoder did not expand")))
+            return Err(Error::Bad(format!("{what}: a palette PNG the decoder did not expand")))
         }
     };
     Ok(Image { width: w, height: h, channels, data })
@@ -119,6 +161,29 @@ mod tests {
         let e = read_png("--image", &p).unwrap_err();
         assert_eq!(e.code(), 2);
         assert!(e.message().contains("option `--image`") && e.message().contains("not a readable PNG"), "{e}");
+        // A palette of 28 bytes (9 entries and a byte): the decoder would panic.
+        let crc = |b: &[u8]| {
+            let mut c = !0u32;
+            for x in b {
+                c ^= *x as u32;
+                for _ in 0..8 {
+                    c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+                }
+            }
+            !c
+        };
+        let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+        for (kind, data) in [(&b"IHDR"[..], &[0, 0, 0, 2, 0, 0, 0, 1, 8, 3, 0, 0, 0][..]), (b"PLTE", &[7; 28]), (b"IDAT", &[0x78, 1, 1, 3, 0, 0xfc, 0xff, 0, 0, 0, 0, 3, 0, 1])] {
+            png.extend((data.len() as u32).to_be_bytes());
+            let body = [kind, data].concat();
+            png.extend(&body);
+            png.extend(crc(&body).to_be_bytes());
+        }
+        let e = decode_png("option `--image` = `p.png`", png).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "option `--image` = `p.png`: not a readable PNG file: its palette (chunk `PLTE`) is 28 bytes; must be 1 to 256 RGB entries of 3 bytes each"
+        );
         let e = read_png("--image", &dir.path().join("missing.png")).unwrap_err();
         assert!(e.message().contains("cannot open"), "{e}");
     }

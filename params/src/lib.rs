@@ -155,13 +155,22 @@ impl fmt::Display for ParamError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParamErrors(pub Vec<ParamError>);
 
+impl ParamErrors {
+    /// Violations a message lists; the rest (a file of many unknown keys)
+    /// are counted on a last line.
+    pub const SHOWN: usize = 50;
+}
+
 impl fmt::Display for ParamErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, e) in self.0.iter().enumerate() {
+        for (i, e) in self.0.iter().take(Self::SHOWN).enumerate() {
             if i > 0 {
                 writeln!(f)?;
             }
             write!(f, "{e}")?;
+        }
+        if self.0.len() > Self::SHOWN {
+            write!(f, "\nparameters: {} more violations (the first {} are listed above)", self.0.len() - Self::SHOWN, Self::SHOWN)?;
         }
         Ok(())
     }
@@ -271,7 +280,7 @@ pub fn resolve<P: BlockParams>(layers: &[&Value], pairs: &[(String, String)]) ->
     let is_group = |name: &str| table.iter().any(|p| p.name.starts_with(&format!("{name}.")));
     let mut errs = Vec::new();
     let unknown = |name: &str| ParamError {
-        field: name.to_string(),
+        field: short_text(name),
         value: String::new(),
         allowed: format!(
             "unknown for block `{}`; known: {}",
@@ -354,6 +363,14 @@ pub fn short(v: &Value) -> String {
     match s.char_indices().nth(40) {
         Some((cut, _)) => format!("{}...", &s[..cut]),
         None => s,
+    }
+}
+
+/// A name as a message shows it: its first 40 characters and `...` when longer.
+fn short_text(s: &str) -> String {
+    match s.char_indices().nth(40) {
+        Some((cut, _)) => format!("{}...", &s[..cut]),
+        None => s.to_string(),
     }
 }
 

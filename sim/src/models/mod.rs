@@ -48,17 +48,39 @@ pub fn shown(v: &Value) -> String {
     gpurtl_params::short(v)
 }
 
-/// Every violation of one input file, in file order.
+/// The violations of one input file, in file order: the first
+/// [`InputErrors::SHOWN`] of them, and how many more there were (`.1`), so
+/// that a file of 80,000 bad entries gives a short message, not a line each.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InputErrors(pub Vec<InputError>);
+pub struct InputErrors(pub Vec<InputError>, pub usize);
+
+impl InputErrors {
+    /// Violations listed in a message; the rest are counted.
+    pub const SHOWN: usize = 50;
+
+    /// `list`, capped: the first [`InputErrors::SHOWN`], the rest counted.
+    pub fn new(mut list: Vec<InputError>) -> InputErrors {
+        let more = list.len().saturating_sub(Self::SHOWN);
+        list.truncate(Self::SHOWN);
+        InputErrors(list, more)
+    }
+    /// Every violation, counted ones included.
+    pub fn count(&self) -> usize {
+        self.0.len() + self.1
+    }
+}
 
 impl fmt::Display for InputErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, e) in self.0.iter().enumerate() {
+        let more = self.1 + self.0.len().saturating_sub(Self::SHOWN);
+        for (i, e) in self.0.iter().take(Self::SHOWN).enumerate() {
             if i > 0 {
                 writeln!(f)?;
             }
             write!(f, "{e}")?;
+        }
+        if more > 0 {
+            write!(f, "\ninput: {more} more violations (the first {} are listed above)", Self::SHOWN)?;
         }
         Ok(())
     }
@@ -68,7 +90,7 @@ impl std::error::Error for InputErrors {}
 
 impl From<InputError> for InputErrors {
     fn from(e: InputError) -> Self {
-        InputErrors(vec![e])
+        InputErrors(vec![e], 0)
     }
 }
 
@@ -79,14 +101,21 @@ impl From<InputError> for InputErrors {
 #[derive(Default)]
 pub struct Violations {
     list: Vec<InputError>,
+    /// Violations past the first [`InputErrors::SHOWN`]: counted, not kept.
+    more: usize,
 }
 
 impl Violations {
     /// Bad elements listed per list before the rest are counted.
     pub const PER_LIST: usize = 5;
 
+    /// Record a violation (past the first [`InputErrors::SHOWN`], only counted).
     pub fn push(&mut self, e: InputError) {
-        self.list.push(e);
+        if self.list.len() < InputErrors::SHOWN {
+            self.list.push(e);
+        } else {
+            self.more += 1;
+        }
     }
     /// The value, or `None` with the violation recorded.
     pub fn take<T>(&mut self, r: Result<T, InputError>) -> Option<T> {
@@ -119,9 +148,16 @@ impl Violations {
     /// requests): the first few, then how many more, named after `field`.
     pub fn capped(&mut self, field: &str, errs: Vec<InputError>) {
         let n = errs.len();
-        self.list.extend(errs.into_iter().take(Self::PER_LIST));
-        if n > Self::PER_LIST {
-            self.push(err(field, format!("{} more values like those", n - Self::PER_LIST), "each as the message above says"));
+        self.counted(field, errs, n);
+    }
+    /// [`Violations::capped`] of `total` violations of which `first` are
+    /// the first few (a rule whose violations are counted, not listed).
+    pub fn counted(&mut self, field: &str, first: Vec<InputError>, total: usize) {
+        for e in first.into_iter().take(Self::PER_LIST) {
+            self.push(e);
+        }
+        if total > Self::PER_LIST {
+            self.push(err(field, format!("{} more values like those", total - Self::PER_LIST), "each as the message above says"));
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -132,12 +168,14 @@ impl Violations {
         if self.list.is_empty() {
             Ok(value())
         } else {
-            Err(InputErrors(self.list))
+            Err(InputErrors(self.list, self.more))
         }
     }
     /// Every violation so far (and the one that stops reading, if any).
     pub fn stop(mut self, last: Option<InputError>) -> InputErrors {
-        self.list.extend(last);
-        InputErrors(self.list)
+        if let Some(e) = last {
+            self.push(e);
+        }
+        InputErrors(self.list, self.more)
     }
 }

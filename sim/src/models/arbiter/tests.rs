@@ -517,6 +517,44 @@ fn parse_counts_overlaps_beyond_a_few() {
 }
 
 #[test]
+fn overlaps_are_counted_fast_and_agree_with_every_pair() {
+    // 20,000 copies of one region: C(20000, 2) overlaps, 5 listed, at once
+    // (every pair's message was built before: 2.4 GB, an abort).
+    let regions: Vec<Value> = (0..20_000).map(|_| json!({"addr": 0, "bytes": "00"})).collect();
+    let t = std::time::Instant::now();
+    let got = parse_input(&json!({"memory": regions}), &small(Out::Axi4)).unwrap_err().0;
+    assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+    assert_eq!(got.len(), 6);
+    assert_eq!(got[5].to_string(), format!("input `memory` = {} more values like those: must be each as the message above says", 20_000 * 19_999 / 2 - 5));
+    // Against every pair, on random spans (empty ones included).
+    let mut rng = Rng::new(5);
+    for _ in 0..300 {
+        let mut spans = |n: u64| -> Vec<super::io::Span> {
+            (0..rng.below(n))
+                .map(|i| {
+                    let s = rng.below(40) as u128;
+                    (format!("s{i}"), s, s + rng.below(6) as u128)
+                })
+                .collect()
+        };
+        let (list, others) = (spans(30), spans(10));
+        let meet = |a: &super::io::Span, b: &super::io::Span| a.1 < a.2 && b.1 < b.2 && a.1 < b.2 && b.1 < a.2;
+        let mut want = Vec::new();
+        for (i, s) in list.iter().enumerate() {
+            for q in list[..i].iter().chain(&others) {
+                if meet(s, q) {
+                    want.push((s.0.clone(), q.0.clone()));
+                }
+            }
+        }
+        let (first, total) = super::io::overlap_pairs(&list, &others, 5);
+        assert_eq!(total, want.len());
+        let first: Vec<(String, String)> = first.iter().map(|(a, b)| (a.0.clone(), b.0.clone())).collect();
+        assert_eq!(first, want[..want.len().min(5)]);
+    }
+}
+
+#[test]
 fn parse_limits_follow_the_parameters() {
     // reads = 0: no read list at all may be given; 64-bit addresses.
     let p = ArbiterParams { reads: 0, writes: 1, addr_bits: 64, ..ArbiterParams::default() };

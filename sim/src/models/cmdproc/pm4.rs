@@ -143,6 +143,59 @@ pub fn errors_text(errors: &[AsmError]) -> String {
     errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n")
 }
 
+/// Bad lines an assembler lists; the rest are counted on a last line.
+pub const SHOWN_ERRORS: usize = 50;
+
+/// The errors of an assembler as it reads: the first [`SHOWN_ERRORS`] by
+/// line number kept, the others counted, so that a file of 80,000 bad lines
+/// gives a short message (and a short list in memory).
+#[derive(Default)]
+pub(crate) struct AsmErrors {
+    list: Vec<AsmError>,
+    more: usize,
+}
+
+impl AsmErrors {
+    /// Record an error; errors come in line order.
+    pub(crate) fn push(&mut self, e: AsmError) {
+        if self.list.len() < SHOWN_ERRORS {
+            self.list.push(e);
+        } else {
+            self.more += 1;
+        }
+    }
+    /// Record an error out of line order: before the others of its line.
+    pub(crate) fn insert(&mut self, e: AsmError) {
+        let at = self.list.partition_point(|x| x.line < e.line);
+        self.list.insert(at, e);
+        if self.list.len() > SHOWN_ERRORS {
+            self.list.pop();
+            self.more += 1;
+        }
+    }
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+    /// The errors of several passes over the file, each in line order, as
+    /// one list: sorted by line, the first [`SHOWN_ERRORS`], then a line
+    /// counting the rest.
+    pub(crate) fn finish(parts: impl IntoIterator<Item = AsmErrors>) -> Vec<AsmError> {
+        let mut list = Vec::new();
+        let mut more = 0;
+        for p in parts {
+            list.extend(p.list);
+            more += p.more;
+        }
+        list.sort_by_key(|e| e.line);
+        more += list.len().saturating_sub(SHOWN_ERRORS);
+        list.truncate(SHOWN_ERRORS);
+        if more > 0 {
+            list.push(AsmError { line: 0, text: String::new(), message: format!("{more} more bad lines (the first {SHOWN_ERRORS} are listed above)") });
+        }
+        list
+    }
+}
+
 /// Text shown in a message, shortened past 60 characters.
 fn short(s: &str) -> String {
     const MAX: usize = 60;
@@ -430,7 +483,7 @@ fn asm_error(line: usize, text: &str, message: String) -> AsmError {
 
 /// Appends a line's dwords to a program, or an error when the program
 /// would pass [`MAX_PROGRAM_DWORDS`] (reported once).
-fn push_packet(out: &mut Vec<u32>, dwords: Vec<u32>, line: usize, text: &str, errors: &mut Vec<AsmError>, full: &mut bool) {
+fn push_packet(out: &mut Vec<u32>, dwords: Vec<u32>, line: usize, text: &str, errors: &mut AsmErrors, full: &mut bool) {
     if *full {
         return;
     }
@@ -453,7 +506,7 @@ const RUN_FILE: &str =
 /// every bad line is reported, in line order.
 pub fn assemble(text: &str) -> Result<Vec<u32>, Vec<AsmError>> {
     let mut out = Vec::new();
-    let mut errors = Vec::new();
+    let mut errors = AsmErrors::default();
     let mut full = false;
     for (n, line, code) in code_lines(text) {
         if code.starts_with('.') {
@@ -473,7 +526,7 @@ pub fn assemble(text: &str) -> Result<Vec<u32>, Vec<AsmError>> {
     if errors.is_empty() {
         Ok(out)
     } else {
-        Err(errors)
+        Err(AsmErrors::finish([errors]))
     }
 }
 
@@ -563,7 +616,7 @@ pub const DEFAULT_MEM_LATENCY: u32 = 20;
 /// given. Only syntax and numbers (< 2^32) are checked here; the JSON reader
 /// checks the rest.
 pub fn run_input(text: &str) -> Result<Value, Vec<AsmError>> {
-    let mut errors = Vec::new();
+    let mut errors = AsmErrors::default();
     let mut packets = Vec::new();
     let mut full = false;
     let mut seen_packet = false;
@@ -582,16 +635,16 @@ pub fn run_input(text: &str) -> Result<Value, Vec<AsmError>> {
         let mut toks = code.split_whitespace();
         let d = toks.next().unwrap_or("");
         let r = if !matches!(d, ".registers" | ".memory") {
-            Err(format!("unknown directive `{}`; known: .registers, .memory", short(d)))
+            Err(vec![format!("unknown directive `{}`; known: .registers, .memory", short(d))])
         } else if seen_packet {
-            Err(format!("`{d}` after a packet: `.registers` and `.memory` lines come before the packets"))
+            Err(vec![format!("`{d}` after a packet: `.registers` and `.memory` lines come before the packets")])
         } else if d == ".registers" {
             first_registers.get_or_insert((n, line));
             registers_line(toks, &mut regs)
         } else {
-            memory_line(toks).map(|m| memory.push(m))
+            memory_line(toks).map(|m| memory.push(m)).map_err(|m| vec![m])
         };
-        if let Err(m) = r {
+        for m in r.err().into_iter().flatten() {
             errors.push(asm_error(n, line, m));
         }
     }
@@ -599,16 +652,14 @@ pub fn run_input(text: &str) -> Result<Value, Vec<AsmError>> {
     if get("cmd_base").is_none() {
         let msg = "missing register `cmd_base`: the packets are placed there".to_string();
         match first_registers {
-            Some((n, line)) => errors.insert(0, asm_error(n, line, msg)),
+            Some((n, line)) => errors.insert(asm_error(n, line, msg)),
             None => errors.insert(
-                0,
                 asm_error(0, "", "a run file needs a `.registers cmd_base=ADDR ...` line before its packets (the packets are placed at cmd_base)".into()),
             ),
         }
     }
     if !errors.is_empty() {
-        errors.sort_by_key(|e| e.line);
-        return Err(errors);
+        return Err(AsmErrors::finish([errors]));
     }
     let mut registers = Map::new();
     for k in REGISTER_KEYS.iter().filter(|k| **k != "mem_latency") {
@@ -632,23 +683,36 @@ pub fn run_input(text: &str) -> Result<Value, Vec<AsmError>> {
     }))
 }
 
-fn registers_line<'a>(toks: impl Iterator<Item = &'a str>, regs: &mut Vec<(&'static str, Value)>) -> Result<(), String> {
+/// The registers of a `.registers` line into `regs`; every bad field is
+/// reported (the good ones are kept).
+fn registers_line<'a>(toks: impl Iterator<Item = &'a str>, regs: &mut Vec<(&'static str, Value)>) -> Result<(), Vec<String>> {
     let known = || REGISTER_KEYS.join(", ");
+    let mut errs = Vec::new();
     for tok in toks {
         let Some((name, raw)) = tok.split_once('=') else {
-            return Err(format!("`{}` is not a register: registers are written name=value; known: {}", short(tok), known()));
+            errs.push(format!("`{}` is not a register: registers are written name=value; known: {}", short(tok), known()));
+            continue;
         };
         let Some(key) = REGISTER_KEYS.iter().copied().find(|k| *k == name) else {
-            return Err(format!("unknown register `{}`; known: {}", short(name), known()));
+            errs.push(format!("unknown register `{}`; known: {}", short(name), known()));
+            continue;
         };
         if regs.iter().any(|(k, _)| *k == key) {
-            return Err(format!("register `{key}` is given twice"));
+            errs.push(format!("register `{key}` is given twice"));
+            continue;
         }
         let what = format!("register `{key}`");
-        let v = if key == "state" { json!(number_list(&what, raw)?) } else { json!(one_number(&what, raw)?) };
-        regs.push((key, v));
+        let v = if key == "state" { number_list(&what, raw).map(|l| json!(l)) } else { one_number(&what, raw).map(|n| json!(n)) };
+        match v {
+            Ok(v) => regs.push((key, v)),
+            Err(m) => errs.push(m),
+        }
     }
-    Ok(())
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs)
+    }
 }
 
 fn memory_line<'a>(mut toks: impl Iterator<Item = &'a str>) -> Result<Value, String> {
@@ -1080,8 +1144,27 @@ INDEX_TYPE size=16
             vec![
                 "line 1: `.registers prim_base=0`: missing register `cmd_base`: the packets are placed there",
                 "line 2: `.registers cmd_size=0x100000000 x`: register `cmd_size` = `0x100000000` is too large: numbers are below 2^32 = 4294967296",
+                "line 2: `.registers cmd_size=0x100000000 x`: `x` is not a register: registers are written name=value; known: cmd_base, cmd_size, prim_base, prim_size, state, state_ptr, irq_enable, mem_latency",
             ]
         );
+        // Every bad field of a `.registers` line is reported, not only the first.
+        assert_eq!(
+            e(".registers cmd_base=0x1000 prim_base=y foo=1 state=1,z irq_enable=3 irq_enable=4\nNOP\n"),
+            vec![
+                "line 1: `.registers cmd_base=0x1000 prim_base=y foo=1 state=1,z ir...`: register `prim_base` = `y` is not a number (decimal, or 0x and hex digits)",
+                "line 1: `.registers cmd_base=0x1000 prim_base=y foo=1 state=1,z ir...`: unknown register `foo`; known: cmd_base, cmd_size, prim_base, prim_size, state, state_ptr, irq_enable, mem_latency",
+                "line 1: `.registers cmd_base=0x1000 prim_base=y foo=1 state=1,z ir...`: register `state` = `1,z`: value 2 `z` is not a number (decimal, or 0x and hex digits)",
+                "line 1: `.registers cmd_base=0x1000 prim_base=y foo=1 state=1,z ir...`: register `irq_enable` is given twice",
+            ]
+        );
+        // 80,000 bad lines: the first 50, then a count.
+        let many = e(&format!(".registers cmd_base=0\n{}", "BAD\n".repeat(80_000)));
+        assert_eq!(many.len(), SHOWN_ERRORS + 1);
+        assert_eq!(many[0], "line 2: `BAD`: unknown mnemonic `BAD`; known: NOP, SET_CONTEXT_REG, INDEX_TYPE, DRAW_INDEX_AUTO, DRAW_INDEX_OFFSET_2, DISPATCH_DIRECT, WRITE_DATA, INDIRECT_BUFFER, FILLER, DWORD");
+        assert_eq!(many[SHOWN_ERRORS], "79950 more bad lines (the first 50 are listed above)");
+        let many = assemble(&"BAD\n".repeat(80_000)).unwrap_err();
+        assert_eq!(many.len(), SHOWN_ERRORS + 1);
+        assert_eq!(many[SHOWN_ERRORS].to_string(), "79950 more bad lines (the first 50 are listed above)");
         assert_eq!(
             e(".registers cmd_base=0 x\n"),
             vec!["line 1: `.registers cmd_base=0 x`: `x` is not a register: registers are written name=value; known: cmd_base, cmd_size, prim_base, prim_size, state, state_ptr, irq_enable, mem_latency"]

@@ -20,6 +20,9 @@ pub const MAX_FILE_BYTES: u64 = 16 << 20;
 pub const MAX_BLOCKS: usize = 4096;
 /// The most bytes one dump region has.
 pub const MAX_DUMP_BYTES: u64 = 1 << 20;
+/// The most bytes all dump regions have together (the output file holds
+/// two hex digits a byte: at most 32 MiB of them).
+pub const MAX_DUMP_TOTAL: u64 = 16 << 20;
 
 const U32_ALLOWED: &str = "an integer from 0 to 4294967295";
 
@@ -279,6 +282,7 @@ fn parse_dump(e: &mut Violations, d: &Value) -> Option<Vec<Region>> {
     };
     let mut out = Vec::new();
     let mut good = true;
+    let mut total = 0;
     for (i, x) in list.iter().enumerate() {
         let at = |f: &str| format!("dump[{i}].{f}");
         let Some(o) = x.as_object() else {
@@ -298,6 +302,16 @@ fn parse_dump(e: &mut Violations, d: &Value) -> Option<Vec<Region>> {
             e.push(err(format!("dump[{i}]"), format!("bytes {addr:#x}..{:#x}", addr + bytes), "below 2^32: the region's last byte at most 0xffffffff"));
             good = false;
             continue;
+        }
+        total += bytes;
+        if total > MAX_DUMP_TOTAL {
+            e.push(err(
+                format!("dump[{i}].bytes"),
+                bytes,
+                format!("within the {MAX_DUMP_TOTAL} bytes (16 MiB) all dump regions may hold together ({} left)", MAX_DUMP_TOTAL - (total - bytes)),
+            ));
+            good = false;
+            break;
         }
         out.push(Region { addr: addr as u32, bytes: bytes as u32 });
     }

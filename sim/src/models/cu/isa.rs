@@ -9,7 +9,8 @@
 //!   words, and `disassemble(assemble(t)) == t` for canonical text.
 //! - [`text`]: one word's line, without the newline.
 
-pub use crate::models::cmdproc::pm4::{errors_text, AsmError};
+pub use crate::models::cmdproc::pm4::{errors_text, AsmError, SHOWN_ERRORS};
+use crate::models::cmdproc::pm4::AsmErrors;
 pub use gpurtl_params::texture::{AddressMode, Format};
 use std::collections::HashMap;
 
@@ -1061,7 +1062,9 @@ fn asm_error(line: usize, text: &str, message: String) -> AsmError {
 /// every bad line is reported, in line order (a line with several faults is
 /// reported once, for its first).
 pub fn assemble(text: &str) -> Result<Vec<u64>, Vec<AsmError>> {
-    let mut errors = Vec::new();
+    // The label errors (pass 1) and the instructions' (pass 2), each in line order.
+    let mut errors = AsmErrors::default();
+    let mut insn_errors = AsmErrors::default();
     let mut lines = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let code = raw.split(['#', ';']).next().unwrap_or("").trim();
@@ -1110,15 +1113,14 @@ pub fn assemble(text: &str) -> Result<Vec<u64>, Vec<AsmError>> {
         }
         match assemble_line(l.code, &labels) {
             Ok(w) => out.push(w),
-            Err(m) if !bad_label_line.contains(&l.number) => errors.push(asm_error(l.number, l.text, m)),
+            Err(m) if !bad_label_line.contains(&l.number) => insn_errors.push(asm_error(l.number, l.text, m)),
             Err(_) => {}
         }
     }
-    if errors.is_empty() {
+    if errors.is_empty() && insn_errors.is_empty() {
         Ok(out)
     } else {
-        errors.sort_by_key(|e| e.line);
-        Err(errors)
+        Err(AsmErrors::finish([errors, insn_errors]))
     }
 }
 
@@ -1279,6 +1281,18 @@ mod tests {
         assert_eq!(disassemble(&w), "jmp 1\n");
         // Labels may shadow mnemonics but not registers.
         assert_eq!(assemble("end: jmp end").unwrap(), vec![one("jmp 0")]);
+    }
+
+    #[test]
+    fn a_file_of_bad_lines_gives_the_first_fifty_and_a_count() {
+        // Bad instructions and bad labels, two passes: still in line order.
+        let text = "bogus r1, r2\n1x: add r1, r2, r3\n".repeat(40_000);
+        let e = assemble(&text).unwrap_err();
+        assert_eq!(e.len(), SHOWN_ERRORS + 1);
+        assert_eq!(e[0].line, 1);
+        assert_eq!(e[1].line, 2);
+        assert_eq!(e[SHOWN_ERRORS - 1].line, SHOWN_ERRORS);
+        assert_eq!(e[SHOWN_ERRORS].to_string(), "79950 more bad lines (the first 50 are listed above)");
     }
 
     #[test]

@@ -761,6 +761,14 @@ mod files {
             ]
         );
         assert_eq!(errors(json!([]), d.path())[0], "input `(file)` = []: must be a JSON object with the keys program, memory, blocks, smem_bytes, regs, dump, mem_latency");
+        // Dumps of 16 MiB in all at most: 500,000 regions of 1 MiB would
+        // make an output of a terabyte.
+        let dump: Vec<Value> = (0..500_000).map(|_| json!({"addr": 0, "bytes": 1 << 20})).collect();
+        let got = errors(json!({"program": 0, "memory": [], "blocks": [{"id": [0, 0, 0]}], "smem_bytes": 0, "regs": 3, "dump": dump}), d.path());
+        assert_eq!(
+            got,
+            ["input `dump[16].bytes` = 1048576: must be within the 16777216 bytes (16 MiB) all dump regions may hold together (0 left)"]
+        );
     }
 }
 
