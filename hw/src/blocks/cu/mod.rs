@@ -329,6 +329,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         rows: select(&dh, &o_rows),
         n: select(&dh, &o_n),
         p: select(&dh, &o_p).slice(15, 0),
+        zmap: select(&dh, &o_p).bit_at(16),
         mem_rd: dma_rd,
         mem_wr: dma_wr,
         spm_rd: spu.bus(BusKind::Read, "rd0"),
@@ -485,7 +486,9 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         b.next(&o_n[s], &is_tex.mux(&tex_c.slice(15, 0), &is_act.mux(&d.act_words, &d.dma_n)), Some(&cap_d));
         // mma: qb, qa, the C0 mode, the bias row's scratchpad address.
         let mma_p = Expr::cat(&[d.imm.slice(13, 12), d.imm.slice(11, 10), d.imm.slice(9, 8), Expr::zero(26 - sw), abs(&Expr::cat(&[d.imm.slice(31, 16), Expr::zero(2)]))]);
-        b.next(&o_p[s], &k.eq_lit(5).mux(&mma_p, &is_tex.mux(&d.imm, &is_act.mux(&d.act_p, &d.dma_p.zext(32)))), Some(&cap_d));
+        // ld/st: the pitch, and ld's zmap flag in bit 16.
+        let ldst_p = Expr::cat(&[Expr::zero(15), k.eq_lit(0).and(&d.imm.bit_at(8)), d.dma_p.clone()]);
+        b.next(&o_p[s], &k.eq_lit(5).mux(&mma_p, &is_tex.mux(&d.imm, &is_act.mux(&d.act_p, &ldst_p))), Some(&cap_d));
         b.next(&o_z[s], &d.vec_z, Some(&cap_d));
     }
 
