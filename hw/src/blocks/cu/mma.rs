@@ -1,5 +1,6 @@
 //! `mma` on the DMA queue (docs/cu.md, "`mma`" and "Matrix multiply"): a tile
-//! sequencer that reads `A` and `B` from the scratchpad into a tile buffer two
+//! sequencer that reads `A` from the scratchpad once a row block (for all
+//! its column blocks) into a buffer two row blocks deep and `B` into one two
 //! tiles deep, streams each tile's groups to the `systolic` grid from an idle
 //! grid, catches the result rows in a row buffer two tiles deep, and writes
 //! them to `C` (adding `C0`: `C`'s own words or a bias row).
@@ -142,40 +143,43 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let wdone = b.reg_noreset("mma_wdone_q", 16);
     let tw = 16;
 
-    // ---- A reader (rd2) ----
-    let a_t = b.reg_noreset("mma_a_tile_q", tw);
-    let a_tl = Tiles::new(b, "a");
+    // ---- A reader (rd2): once a row block, for all its column blocks ----
+    let a_rb = b.reg_noreset("mma_a_rb_q", tw);
+    let a_before = b.reg_noreset("mma_a_before_q", tw); // rb*nc: tiles before the row block
+    let a_rows_left = b.reg_noreset("mma_a_rows_left_q", 8);
     let a_j = b.reg_noreset("mma_a_j_q", 16);
     let a_i = b.reg_noreset("mma_a_i_q", 8);
     let a_rb_base = b.reg_noreset("mma_a_rb_base_q", sw); // Ao + rb*R*PA
     let a_j_base = b.reg_noreset("mma_a_j_base_q", sw); // + 4j
     let a_addr = b.reg_noreset("mma_a_addr_q", sw); // + i*PA
     let a_more = b.reg("mma_a_more_q", 1, 0);
-    let a_h = a_tl.rows(r);
-    let a_free = a_t.lt(&xdone.add(&Expr::lit(tw, 2)));
+    let a_h = a_rows_left.lt(&Expr::lit(8, r as u64)).mux(&a_rows_left, &Expr::lit(8, r as u64));
+    // Row block rb's buffer half is free once row block rb - 2's last tile
+    // ((rb - 1)*nc - 1) has left the grid.
+    let a_free = a_rb.lt(&Expr::lit(tw, 2)).or(&xdone.add(&nc.zext(tw)).ge(&a_before));
     let a_req = b.let_("mma_a_req", &a_more.and(&a_free));
     b.assign(&io.rd_a.req().valid, &a_req);
     b.assign(&io.rd_a.req().field("addr"), &a_addr);
     let a_take = b.let_("mma_a_take", &a_req.and(&io.rd_a.req().ready));
     let a_last_i = a_i.add(&Expr::lit(8, 1)).eq(&a_h);
     let a_last_j = a_j.add(&Expr::lit(16, 1)).eq(&q_groups);
-    let a_last_cb = a_tl.last_cb(&nc);
-    let a_last_tile = a_t.add(&Expr::lit(tw, 1)).eq(&ntiles);
+    let a_last_rb = a_rows_left.le(&Expr::lit(8, r as u64));
     {
         let next_i = a_last_i.not();
-        let next_t = a_last_i.and(&a_last_j);
+        let next_rb = a_last_i.and(&a_last_j);
         b.next(&a_i, &go.or(&a_last_i).mux(&Expr::zero(8), &a_i.add(&Expr::lit(8, 1))), Some(&go.or(&a_take)));
-        b.next(&a_j, &go.or(&next_t).mux(&Expr::zero(16), &a_j.add(&Expr::lit(16, 1))), Some(&go.or(&a_take.and(&a_last_i))));
-        let new_rb = next_t.and(&a_last_cb);
-        let rb_base_next = new_rb.mux(&a_rb_base.add(&pa.mul(&lit(r as u64)).slice(sw - 1, 0)), &a_rb_base);
-        b.next(&a_rb_base, &go.mux(&io.ao, &rb_base_next), Some(&go.or(&a_take.and(&next_t))));
-        let j_base_next = next_t.mux(&rb_base_next, &a_j_base.add(&lit(4)));
+        b.next(&a_j, &go.or(&next_rb).mux(&Expr::zero(16), &a_j.add(&Expr::lit(16, 1))), Some(&go.or(&a_take.and(&a_last_i))));
+        let rb_base_next = a_rb_base.add(&pa.mul(&lit(r as u64)).slice(sw - 1, 0));
+        b.next(&a_rb_base, &go.mux(&io.ao, &rb_base_next), Some(&go.or(&a_take.and(&next_rb))));
+        let j_base_next = next_rb.mux(&rb_base_next, &a_j_base.add(&lit(4)));
         b.next(&a_j_base, &go.mux(&io.ao, &j_base_next), Some(&go.or(&a_take.and(&a_last_i))));
         let addr_next = next_i.mux(&a_addr.add(&pa), &j_base_next);
         b.next(&a_addr, &go.mux(&io.ao, &addr_next), Some(&go.or(&a_take)));
-        a_tl.walk(b, &go, &tm_in, &a_take.and(&next_t), &nc, r);
-        b.next(&a_t, &go.mux(&Expr::zero(tw), &a_t.add(&Expr::lit(tw, 1))), Some(&go.or(&a_take.and(&next_t))));
-        b.next(&a_more, &go.or(&a_more.and(&a_take.and(&next_t).and(&a_last_tile).not())), None);
+        let adv = a_take.and(&next_rb);
+        b.next(&a_rows_left, &go.mux(&tm_in, &a_rows_left.sub(&Expr::lit(8, r as u64))), Some(&go.or(&adv)));
+        b.next(&a_rb, &go.mux(&Expr::zero(tw), &a_rb.add(&Expr::lit(tw, 1))), Some(&go.or(&adv)));
+        b.next(&a_before, &go.mux(&Expr::zero(tw), &a_before.add(&nc.zext(tw))), Some(&go.or(&adv)));
+        b.next(&a_more, &go.or(&a_more.and(&adv.and(&a_last_rb).not())), None);
     }
     // The response: where it goes in the buffer.
     let a_rsp_ent = b.reg_noreset("mma_a_rsp_ent_q", ent_bits);
@@ -188,13 +192,13 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
             Expr::cat(&[t.bit_at(0), j.slice(hb - 1, 0)])
         }
     };
-    b.next(&a_rsp_ent, &ent(&a_t, &a_j), Some(&a_take));
+    b.next(&a_rsp_ent, &ent(&a_rb, &a_j), Some(&a_take));
     b.next(&a_rsp_i, &a_i, Some(&a_take));
     b.next(&a_rsp_last, &a_take.and(&a_last_i).and(&a_last_j), None);
     b.assign(&io.rd_a.rsp().ready, &Expr::bit(true));
     let a_rv = io.rd_a.rsp().valid.clone();
     let a_word = io.rd_a.rsp().field("data");
-    // Tiles whose A reads are all in.
+    // Row blocks whose A reads are all in.
     let a_fill = b.reg_noreset("mma_a_fill_q", tw);
     b.next(&a_fill, &go.mux(&Expr::zero(tw), &a_fill.add(&Expr::lit(tw, 1))), Some(&go.or(&a_rv.and(&a_rsp_last))));
 
@@ -255,13 +259,14 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     // The streamer's read (declared below, used here).
     let rd_en = b.wire("mma_buf_re", 1);
     let rd_addr = b.wire("mma_buf_raddr", ent_bits);
+    let rd_addr_a = b.wire("mma_abuf_raddr", ent_bits);
     let a_buf = b.ram(
         "mma_abuf",
-        "mma's tile buffer, A: entry (tile mod 2, group) holds lane s*R + i = A[row i][4*group + s]",
+        "mma's tile buffer, A: entry (row block mod 2, group) holds lane s*R + i = A[row i][4*group + s]",
         depth,
         4 * r * 8,
         RamWrite { en: a_rv.clone(), addr: a_rsp_ent.clone(), data: a_data, strb: Some(a_strb) },
-        RamRead { en: rd_en.clone(), addr: rd_addr.clone() },
+        RamRead { en: rd_en.clone(), addr: rd_addr_a.clone() },
     );
     // B: lane s*C + n. C >= 4: word h fills columns 4h..4h+3; C < 4: the C
     // bytes at the column block's offset in the word.
@@ -313,7 +318,8 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let s_kleft = b.reg_noreset("mma_s_kleft_q", 16);
     let s_on = b.reg("mma_s_on_q", 1, 0); // groups offered
     let s_more = b.reg("mma_s_more_q", 1, 0); // tiles left to stream
-    let filled = a_fill.gt(&s_t).and(&b_fill.gt(&s_t));
+    let s_rb = b.reg_noreset("mma_s_rb_q", tw);
+    let filled = a_fill.gt(&s_rb).and(&b_fill.gt(&s_t));
     // Tile s_t - 1 has left the grid, tile s_t - 2's rows are written.
     let ready_t = s_t.eq(&xdone).and(&s_t.lt(&wdone.add(&Expr::lit(tw, 2))));
     // The buffer read of the tile's first group: the cycle before its offer.
@@ -325,8 +331,10 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     b.assign(&rd_en, &arm.or(&g_take));
     let next_j = g_take.mux(&s_j.add(&Expr::lit(16, 1)), &s_j);
     b.assign(&rd_addr, &ent(&s_t, &arm.mux(&Expr::zero(16), &next_j)));
+    b.assign(&rd_addr_a, &ent(&s_rb, &arm.mux(&Expr::zero(16), &next_j)));
     b.next(&s_j, &arm.or(&tile_sent).mux(&Expr::zero(16), &next_j), Some(&arm.or(&g_take)));
     b.next(&s_kleft, &arm.mux(&kk, &s_kleft.sub(&Expr::lit(16, 4))), Some(&arm.or(&g_take)));
+    b.next(&s_rb, &go.mux(&Expr::zero(tw), &s_rb.add(&Expr::lit(tw, 1))), Some(&go.or(&tile_sent.and(&s_tl.last_cb(&nc)))));
     s_tl.walk(b, &go, &tm_in, &tile_sent, &nc, r);
     b.next(&s_t, &go.mux(&Expr::zero(tw), &s_t.add(&Expr::lit(tw, 1))), Some(&go.or(&tile_sent)));
     let s_last_tile = s_t.add(&Expr::lit(tw, 1)).eq(&ntiles);
