@@ -373,6 +373,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         qa: select(&dh, &o_p).slice(29, 28),
         qb: select(&dh, &o_p).slice(31, 30),
         bias: select(&dh, &o_p).slice(sw - 1, 0),
+        skip: select(&dh, &o_z).bit_at(0),
         rd_a: spu.bus(BusKind::Read, "rd2"),
         rd_b: spu.bus(BusKind::Read, "rd3"),
         rd_c0: spu.bus(BusKind::Read, "rd4"),
@@ -489,7 +490,8 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         // ld/st: the pitch, and ld's zmap flag in bit 16.
         let ldst_p = Expr::cat(&[Expr::zero(15), k.eq_lit(0).and(&d.imm.bit_at(8)), d.dma_p.clone()]);
         b.next(&o_p[s], &k.eq_lit(5).mux(&mma_p, &is_tex.mux(&d.imm, &is_act.mux(&d.act_p, &ldst_p))), Some(&cap_d));
-        b.next(&o_z[s], &d.vec_z, Some(&cap_d));
+        // mma: the skip flag in bit 0 (o_z is the vector ops' size code).
+        b.next(&o_z[s], &k.eq_lit(5).mux(&Expr::cat(&[Expr::zero(1), d.imm.bit_at(14)]), &d.vec_z), Some(&cap_d));
     }
 
     // Register file writes: a dispatch sets its block's registers, the X
