@@ -279,18 +279,23 @@ fn mma_shape(p: &CuParams) -> (u32, u32, u32) {
 fn bench_mma(p: &CuParams, zero_pct: u32, pad: u32, with_mma: bool) -> Result<Run> {
     let (tm, tn, k) = mma_shape(p);
     let (pa, pb) = (4 * k.div_ceil(4) + 4 * pad, 8 * tn.div_ceil(8) + 4 * pad);
-    let (pa, pb, pad) = if tm * pa + k * pb + 4 * tm * tn <= p.smem_bytes() as u32 { (pa, pb, pad) } else { (pa - 4 * pad, pb - 4 * pad, 0) };
-    let (ao, bo) = (0, tm * pa);
+    // With zero k-slices B is loaded with its zero map (`ld ..., zmap`, the
+    // map's words just before B) and the mma skips them (`, skip`).
+    let skip = zero_pct > 0;
+    let map = if skip { 4 * k.div_ceil(32) } else { 0 };
+    let (pa, pb, pad) = if tm * pa + map + k * pb + 4 * tm * tn <= p.smem_bytes() as u32 { (pa, pb, pad) } else { (pa - 4 * pad, pb - 4 * pad, 0) };
+    let (ao, bo) = (0, tm * pa + map);
     let co = bo + k * pb;
+    let (zmap, skip) = if skip { (", zmap", ", skip") } else { ("", "") };
     let mut text = format!(
-        "li r3, {}\nli r4, {k}\nli r5, {ao}\nli r6, {}\nld r5, r3, r4, r6, {pa}\nli r3, {}\nli r4, {tn}\nli r5, {bo}\nli r6, {}\nld r5, r3, r4, r6, {pb}\n",
+        "li r3, {}\nli r4, {k}\nli r5, {ao}\nli r6, {}\nld r5, r3, r4, r6, {pa}\nli r3, {}\nli r4, {tn}\nli r5, {bo}\nli r6, {}\nld r5, r3, r4, r6, {pb}{zmap}\n",
         0x10000,
         tm << 16 | k,
         0x20000,
         k << 16 | tn
     );
     if with_mma {
-        text += &format!("li r5, {co}\nli r7, {ao}\nli r8, {bo}\nli r6, {}\nmma r5, r7, r8, r6, pad {pad}, {pad}\n", tm | tn << 8 | k << 16);
+        text += &format!("li r5, {co}\nli r7, {ao}\nli r8, {bo}\nli r6, {}\nmma r5, r7, r8, r6, pad {pad}, {pad}{skip}\n", tm | tn << 8 | k << 16);
     }
     text += "end\n";
     let mut r = assembled(p, &text, 1, p.smem_bytes() as u32, 1)?;
