@@ -940,6 +940,7 @@ module gpurtl_cu (
   wire [127:0] u_grid_in_b;
   wire [2:0]   u_grid_in_steps;
   wire         u_grid_in_last;
+  wire         u_grid_in_idle;
   wire         u_grid_out_valid;
   wire         u_grid_out_ready;
   wire [1:0]   u_grid_out_row;
@@ -1051,6 +1052,9 @@ module gpurtl_cu (
   reg          mma_a_more_q;
   wire [9:0]   mma_a_x;
   wire [3:0]   mma_a_nib;
+  reg  [15:0]  mma_s_tile_q;
+  reg  [15:0]  mma_edone_q;
+  wire [15:0]  mma_e_now;
   wire         mma_a_req;
   // u_scratchpad_rd2_req_addr_t124: bits [13:12] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
@@ -1157,7 +1161,6 @@ module gpurtl_cu (
   wire         mma_bbuf_we;
   wire [127:0] mma_bbuf_wdata;
   wire [15:0]  mma_bbuf_wstrb;
-  reg  [15:0]  mma_s_tile_q;
   reg  [7:0]   mma_s_rows_left_q;
   reg  [7:0]   mma_s_cb_q;
   reg  [15:0]  mma_s_j_q;
@@ -3175,7 +3178,8 @@ module gpurtl_cu (
       mma_k_q) & (~mma_skip_q | ~mma_map_q[3]), (16'd2 < mma_k_q) & (~mma_skip_q | ~mma_map_q[2]),
       (16'd1 < mma_k_q) & (~mma_skip_q | ~mma_map_q[1]), (16'd0 < mma_k_q) & (~mma_skip_q |
       ~mma_map_q[0])};
-  assign mma_a_req = ((mma_a_more_q & ((mma_a_rb_q < 16'd2) | ((mma_xdone_q + {8'd0, mma_nc_q}) >= mma_a_before_q))) & mma_mapped_q) & mma_any_used;
+  assign mma_e_now = mma_go ? 16'd0 : u_grid_in_idle ? mma_s_tile_q : mma_edone_q;
+  assign mma_a_req = ((mma_a_more_q & ((mma_a_rb_q < 16'd2) | ((mma_e_now + {8'd0, mma_nc_q}) >= mma_a_before_q))) & mma_mapped_q) & mma_any_used;
   assign u_scratchpad_rd2_req_valid = mma_a_req;
   assign u_scratchpad_rd2_req_addr_t124 = {4'd0, mma_a_x};
   assign u_scratchpad_rd2_req_addr = (mma_a_rb_base_q + {u_scratchpad_rd2_req_addr_t124[11:0], 2'd0}) + mma_a_ioff_q;
@@ -3463,7 +3467,7 @@ module gpurtl_cu (
       mma_b_from_q)) ? 10'd255 : 10'd0;
   assign mma_b_kaddr_t126 = {4'd0, mma_b_k};
   assign mma_b_kaddr = mma_bo_q + ({4'd0, mma_b_kaddr_t126[9:0]} * mma_pb_q);
-  assign mma_b_req = ((mma_b_more_q & (mma_b_tile_q < (mma_xdone_q + 16'd2))) & mma_mapped_q) & mma_any_used;
+  assign mma_b_req = ((mma_b_more_q & (mma_b_tile_q < (mma_e_now + 16'd2))) & mma_mapped_q) & mma_any_used;
   assign u_scratchpad_rd3_req_valid = mma_m_req | mma_b_req;
   assign u_scratchpad_rd3_req_addr = mma_m_req ? mma_m_addr_q : ((mma_b_kaddr + {mma_b_coff_q[13:2], 2'd0}) + {{11'd0, mma_b_h_q}, 2'd0});
   assign mma_b_take = mma_b_req & u_scratchpad_rd3_req_ready;
@@ -3616,7 +3620,7 @@ module gpurtl_cu (
   assign mma_bbuf_we = u_scratchpad_rd3_rsp_valid & ~mma_m_pend_q;
   assign mma_bbuf_wdata = {u_scratchpad_rd3_rsp_data[31:24], u_scratchpad_rd3_rsp_data[23:16], u_scratchpad_rd3_rsp_data[15:8], u_scratchpad_rd3_rsp_data[7:0], u_scratchpad_rd3_rsp_data[31:24], u_scratchpad_rd3_rsp_data[23:16], u_scratchpad_rd3_rsp_data[15:8], u_scratchpad_rd3_rsp_data[7:0], u_scratchpad_rd3_rsp_data[31:24], u_scratchpad_rd3_rsp_data[23:16], u_scratchpad_rd3_rsp_data[15:8], u_scratchpad_rd3_rsp_data[7:0], u_scratchpad_rd3_rsp_data[31:24], u_scratchpad_rd3_rsp_data[23:16], u_scratchpad_rd3_rsp_data[15:8], u_scratchpad_rd3_rsp_data[7:0]};
   assign mma_bbuf_wstrb = {mma_b_rsp_s_q == 2'd3, mma_b_rsp_s_q == 2'd3, mma_b_rsp_s_q == 2'd3, mma_b_rsp_s_q == 2'd3, mma_b_rsp_s_q == 2'd2, mma_b_rsp_s_q == 2'd2, mma_b_rsp_s_q == 2'd2, mma_b_rsp_s_q == 2'd2, mma_b_rsp_s_q == 2'd1, mma_b_rsp_s_q == 2'd1, mma_b_rsp_s_q == 2'd1, mma_b_rsp_s_q == 2'd1, mma_b_rsp_s_q == 2'd0, mma_b_rsp_s_q == 2'd0, mma_b_rsp_s_q == 2'd0, mma_b_rsp_s_q == 2'd0};
-  assign mma_s_arm = ((mma_s_more_q & ~mma_s_on_q) & (mma_mapped_q & (~mma_any_used | ((mma_a_fill_q > mma_s_rb_q) & (mma_b_fill_q > mma_s_tile_q))))) & ((mma_s_tile_q == mma_xdone_q) & (mma_s_tile_q < (mma_wdone_q + 16'd2)));
+  assign mma_s_arm = ((mma_s_more_q & ~mma_s_on_q) & (mma_mapped_q & (~mma_any_used | ((mma_a_fill_q > mma_s_rb_q) & (mma_b_fill_q > mma_s_tile_q))))) & (u_grid_in_idle & (mma_s_tile_q < (mma_wdone_q + 16'd2)));
   assign mma_g_take = u_grid_in_valid & u_grid_in_ready;
   assign mma_buf_re = mma_s_arm | mma_g_take;
   assign mma_buf_raddr_t136 = mma_s_arm ? 16'd0 : mma_g_take ? (mma_s_j_q + 16'd1) : mma_s_j_q;
@@ -4231,6 +4235,7 @@ module gpurtl_cu (
     .in_b_i      (u_grid_in_b),
     .in_steps_i  (u_grid_in_steps),
     .in_last_i   (u_grid_in_last),
+    .in_idle_o   (u_grid_in_idle),
     .out_valid_o (u_grid_out_valid),
     .out_ready_i (u_grid_out_ready),
     .out_row_o   (u_grid_out_row),
@@ -5691,6 +5696,7 @@ module gpurtl_cu (
         mma_map_q[2], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[1] :
         mma_map_q[1], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[0] :
         mma_map_q[0]};
+    mma_edone_q <= mma_e_now;
     mma_b_h_q <= 1'd0;
   end
 

@@ -42,6 +42,8 @@ pub struct Io {
     /// The grid's `in` and `out` streams.
     pub gin: Stream,
     pub gout: Stream,
+    /// The grid holds no group (`in_idle_o`).
+    pub gidle: Expr,
 }
 
 pub struct Engine {
@@ -228,9 +230,16 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let a_col = a_rb_base.add(&Expr::cat(&[a_x.zext(sw.max(kw)).slice(sw - 3, 0), Expr::zero(2)]));
     let a_addr = a_col.add(&a_ioff);
     let a_h = a_rows_left.lt(&Expr::lit(8, r as u64)).mux(&a_rows_left, &Expr::lit(8, r as u64));
+    // Tiles whose ending step has issued (E_t passed): every tile sent
+    // whole, once the grid is idle (a tile is offered only to an idle grid,
+    // so in E_t + 1 the count is t + 1).
+    let s_t = b.reg_noreset("mma_s_tile_q", tw); // tiles sent whole (the streamer's)
+    let edone = b.reg_noreset("mma_edone_q", tw);
+    let e_now = b.let_("mma_e_now", &go.mux(&Expr::zero(tw), &io.gidle.mux(&s_t, &edone)));
+    b.next(&edone, &e_now, None);
     // Row block rb's buffer half is free once row block rb - 2's last tile
-    // ((rb - 1)*nc - 1) has left the grid.
-    let a_free = a_rb.lt(&Expr::lit(tw, 2)).or(&xdone.add(&nc.zext(tw)).ge(&a_before));
+    // ((rb - 1)*nc - 1) has issued its ending step.
+    let a_free = a_rb.lt(&Expr::lit(tw, 2)).or(&e_now.add(&nc.zext(tw)).ge(&a_before));
     let a_req = b.let_("mma_a_req", &a_more.and(&a_free).and(&mapped).and(&any_used));
     b.assign(&io.rd_a.req().valid, &a_req);
     b.assign(&io.rd_a.req().field("addr"), &a_addr);
@@ -291,7 +300,7 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let (b_more_k, _) = first_from(&used_bits, &b_k.add(&Expr::lit(kw, 1)), kw);
     let b_kaddr = b.let_("mma_b_kaddr", &bo.add(&b_k.zext(sw.max(kw)).slice(sw.min(kw) - 1, 0).zext(sw).mul(&pb).slice(sw - 1, 0)));
     let b_more = b.reg("mma_b_more_q", 1, 0);
-    let b_free = b_t.lt(&xdone.add(&Expr::lit(tw, 2)));
+    let b_free = b_t.lt(&e_now.add(&Expr::lit(tw, 2)));
     let b_req = b.let_("mma_b_req", &b_more.and(&b_free).and(&mapped).and(&any_used));
     let word_off = Expr::cat(&[b_coff.slice(sw - 1, 2), Expr::zero(2)]);
     let b_addr = b_kaddr.add(&word_off).add(&Expr::cat(&[b_h.zext(sw - 2), Expr::zero(2)]));
@@ -411,7 +420,6 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     );
 
     // ---- the streamer ----
-    let s_t = b.reg_noreset("mma_s_tile_q", tw);
     let s_tl = Tiles::new(b, "s");
     let s_j = b.reg_noreset("mma_s_j_q", 16);
     let s_kleft = b.reg_noreset("mma_s_kleft_q", 16);
@@ -419,8 +427,9 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let s_more = b.reg("mma_s_more_q", 1, 0); // tiles left to stream
     let s_rb = b.reg_noreset("mma_s_rb_q", tw);
     let filled = mapped.and(&any_used.not().or(&a_fill.gt(&s_rb).and(&b_fill.gt(&s_t))));
-    // Tile s_t - 1 has left the grid, tile s_t - 2's rows are written.
-    let ready_t = s_t.eq(&xdone).and(&s_t.lt(&wdone.add(&Expr::lit(tw, 2))));
+    // Tile s_t - 1 has issued its ending step (the grid is idle: the next
+    // tile computes while its rows drain), tile s_t - 2's rows are written.
+    let ready_t = io.gidle.and(&s_t.lt(&wdone.add(&Expr::lit(tw, 2))));
     // The buffer read of the tile's first group: the cycle before its offer.
     let arm = b.let_("mma_s_arm", &s_more.and(&s_on.not()).and(&filled).and(&ready_t));
     let g_take = b.let_("mma_g_take", &io.gin.valid.and(&io.gin.ready));

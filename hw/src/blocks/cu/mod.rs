@@ -380,6 +380,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         wr_c: spu.bus(BusKind::Write, "wr2"),
         gin: gu.stream("in"),
         gout: gu.stream("out"),
+        gidle: gu.port("in_idle_o"),
     };
     let mmae = mma::engine(&mut b, p, mma_io);
     b.assign(&mma_busy, &mmae.busy);
