@@ -273,8 +273,8 @@ fn mma_shape(p: &CuParams) -> (u32, u32, u32) {
     (1, 1, 1)
 }
 
-/// One block: `ld` A and B (B's k-slices zero with `zero_pct` per cent
-/// probability, a fixed pattern; rows padded by `pad` words), then `mma` if
+/// One block: `ld` A and B (exactly `zero_pct` per cent of B's k-slices
+/// zero, a fixed pattern; rows padded by `pad` words), then `mma` if
 /// `with_mma`.
 fn bench_mma(p: &CuParams, zero_pct: u32, pad: u32, with_mma: bool) -> Result<Run> {
     let (tm, tn, k) = mma_shape(p);
@@ -301,9 +301,16 @@ fn bench_mma(p: &CuParams, zero_pct: u32, pad: u32, with_mma: bool) -> Result<Ru
     let mut r = assembled(p, &text, 1, p.smem_bytes() as u32, 1)?;
     let mut rng = Rng::new(7);
     let a: Vec<u8> = (0..tm * k).map(|_| 1 + rng.below(255) as u8).collect();
+    // Exactly zero_pct per cent of the k-slices zero, at places drawn at
+    // random (a shuffle), as the grid's own bench has them.
+    let mut order: Vec<u32> = (0..k).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let zeros: std::collections::HashSet<u32> = order[..(k * zero_pct / 100) as usize].iter().copied().collect();
     let b: Vec<u8> = (0..k)
-        .flat_map(|_| {
-            let zero = rng.chance(zero_pct);
+        .flat_map(|kk| {
+            let zero = zeros.contains(&kk);
             (0..tn).map(|_| if zero { 0 } else { 1 + rng.below(255) as u8 }).collect::<Vec<_>>()
         })
         .collect();
