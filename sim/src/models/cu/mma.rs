@@ -13,17 +13,31 @@
 //! rd3 (skip only) first: for m < nk:  Bo - 4*nk + 4m, from g + 1;
 //!   M = the last one taken + 1 (without skip M = g)
 //! rd2 (A): per row block b, for needed x, for i < h_b:  Ao + (b*R + i)*PA + 4x
-//!   offered from M + 1 while b < 2, or from X_{L_{b-2}} + 1
+//!   offered from M + 1 while b < 2, or from E_{L_{b-2}} + 1
 //!   (L_b = b*nc + nc - 1, the row block's last tile)
 //! rd3 (B): per tile t, for used k, for h < ceil(C/4):
 //!   Bo + k*PB + 4*floor(c*C/4) + 4h, offered from M + 1 while t < 2, or
-//!   from X_{t-2} + 1; a read taken in c gives its word in c + 1
+//!   from E_{t-2} + 1; a read taken in c gives its word in c + 1
 //! F_t = max(last A word of its row block taken, last B word of t taken, M)
 //!   (a missing read counts as g)
-//! S_t = max(F_t, X_{t-1}, W_{t-2}) + 2      (missing terms 0)
-//! cyc = systolic::run(grid, R x u' A tile, u' x C B tile).cycles, u' =
-//!   max(u, 1) (u = 0: one all-zero step)
-//! row r transferred in S_t + cyc - R + 1 + r;  X_t = S_t + cyc
+//! S_t = max(F_t, E_{t-1}, W_{t-2}) + 2      (missing terms 0)
+//! groups of tile t: docs/systolic.md's sequencer on R x u' by u' x C, u' =
+//!   max(u, 1) (u = 0: one all-zero step), groups of 4, `last` on q - 1
+//! the grid's loader (systolic::Loader, the one implementation of
+//!   docs/systolic.md's loader rules) played in the unit's cycles over the
+//!   stream of all tiles' groups, the output always ready:
+//!   tile t's first group offered to the loader from S_t + 1 (the unit
+//!     accepted it in S_t; the grid is idle from E_{t-1} + 1, so the
+//!     loader takes it in S_t + 1 and holds it from S_t + 2), each later
+//!     group whenever the loader is ready for one
+//!   a tile-ending step waits while the previous tile is in flight
+//!     (E_{t-1} + 1 ..= X_{t-1} - 1)
+//!   E_t = its tile-ending step's issue cycle; row r ready from
+//!     E_t + r + C + 1 + P, transferred in max(ready + 1, the previous
+//!     row's transfer + 1) (the previous tile's row R-1 for r = 0);
+//!     X_t = row R-1's transfer
+//! cyc = systolic::run(grid, the tile alone).cycles (reported only; X_t =
+//!   S_t + cyc when X_{t-1} < S_t)
 //! rows r < h_b, words n < w_t, in order across rows and tiles, at
 //!   Co + (b*R + r)*4*TN + 4*(c*C + n) on wr2:
 //!   mode 0: written in max(previous word's write + 1, row's transfer + 1)
@@ -45,8 +59,8 @@
 //! may overlap `A`, `B` or the bias row in a kernel that asks for it; a read
 //! of the word written in its own cycle cannot be taken); the grid's value
 //! is the definition's sum of products over the used k-steps, wrapped to 32
-//! bits, of the values the reads returned. The grid model gives only `cyc`
-//! (its `c` is the same sum).
+//! bits, of the values the reads returned. The grid model gives the times
+//! (E_t, the row transfers) and `cyc`; its `c` would be the same sum.
 //!
 //! Nothing else touches the scratchpad while the operation is in progress
 //! (the DMA queue runs one operation at a time and is the scratchpad's only
@@ -91,6 +105,33 @@
 //! - With `u = 0` there are no `A` or `B` reads (no needed column, no used
 //!   step): `F_t = M` for every tile, and each tile still goes through the
 //!   grid (one all-zero step) and writes `C = C0`.
+//!
+//! Readings of the spec (docs/cu.md as of 8e84419: the grid played over the
+//! whole stream):
+//! - The loader's cycles are the unit's: "a group offered in a cycle `c`
+//!   when `in_idle_o` is high is accepted in `c`, taken by the loader in `c
+//!   + 1`", so the loader may take tile `t`'s first group in a unit cycle
+//!   `>= S_t + 1` (and does so in `S_t + 1`, the grid being idle from
+//!   `E_{t-1} + 1 <= S_t - 1`: checked in debug builds).
+//! - "each later group of the tile whenever it is ready for one": the
+//!   unit's input register adds no cycle to later groups: the loader takes
+//!   group `j + 1` in the cycle it is ready (the cycle group `j`'s last
+//!   step issued, or a cycle it holds nothing), as in docs/systolic.md's
+//!   back-to-back schedule, which "runs one cycle later than the unit's
+//!   first accept" and no more.
+//! - "the in-flight rule holds from tile to tile": a tile is in flight from
+//!   the cycle after its tile-ending step issued through the cycle before
+//!   its row `R-1`'s transfer (its last row moves into the output register
+//!   then, the output always ready), so `E_t >= X_{t-1}`; and the output
+//!   register orders rows across tiles: tile `t`'s row 0 goes after tile
+//!   `t-1`'s row `R-1`. A tile's rows go out in consecutive cycles (its
+//!   rows' ready cycles are consecutive), so row `r` is `X_t - (R-1) + r`.
+//! - `E_t` for `u = 0` is the issue of the null step (the one step of zeros
+//!   is not useful under the load filter). A missing `E_{t-1}` (`t = 0`)
+//!   counts as 0, like the other missing terms.
+//! - `cyc` ("`cycles` for the tile alone") only states a consequence of the
+//!   rules; the model reports it for each tile (the grid model run on the
+//!   tile alone) and does not use it for the times.
 
 use super::isa::C0;
 use super::{Banks, CuParams, RD2, RD3, RD4, RD5};
@@ -267,9 +308,13 @@ pub struct TileTimes {
     pub f: u64,
     /// `S_t`: its first group offered to the grid.
     pub s: u64,
-    /// `cyc`: the grid's `cycles` for the tile.
+    /// `E_t`: its tile-ending step issues in the grid.
+    pub e: u64,
+    /// `cyc`: the grid's `cycles` for the tile alone, groups back-to-back
+    /// (`X_t = S_t + cyc` when `X_{t-1} < S_t`).
     pub cyc: u64,
-    /// `X_t = S_t + cyc`: its row `R-1` leaves the grid.
+    /// `X_t`: its row `R-1` leaves the grid (rows go out one a cycle: row
+    /// `r` in `X_t - (R-1) + r`).
     pub x: u64,
     /// `W_t`: its last write.
     pub w: u64,
@@ -334,6 +379,10 @@ struct Word {
     value: u32,
 }
 
+/// A tile started on the grid, until it ends: (row block, column block,
+/// `h_b`, `w_t`, the grid's `h_b x w_t` values).
+type Started = (u32, u32, u32, u32, Vec<Vec<u32>>);
+
 /// A write scheduled on `wr2`.
 #[derive(Clone, Copy, Debug)]
 struct Write {
@@ -379,9 +428,22 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
         b_next.0 = n;
         b_last.iter_mut().for_each(|x| *x = Some(g));
     }
-    // The tiles started on the grid (S_t known), their W_t once known.
+    // The tiles started on the grid (S_t known; E_t and X_t once the tile
+    // ended), their E_t and W_t once known.
     let mut times: Vec<TileTimes> = Vec::with_capacity(n);
+    let mut e_of: Vec<Option<u64>> = vec![None; n];
     let mut w_of: Vec<Option<u64>> = vec![None; n];
+    // The grid: its loader played in the unit's cycles (a group the unit
+    // accepts in c is taken by the loader in c + 1: the loader's cycle c is
+    // the unit's), the groups of the started tiles not yet offered (tile,
+    // its first group?, group), the group on offer, and the started tiles'
+    // values (row block, column block, h, w, the grid's h x w sums) until
+    // they end.
+    let mut loader: systolic::Loader<systolic::Group> = systolic::Loader::new(&grid, g + 1);
+    let mut queue: VecDeque<(usize, bool, systolic::Group)> = VecDeque::new();
+    let mut offer: Option<systolic::Group> = None;
+    let mut started: VecDeque<Started> = VecDeque::new();
+    let mut ended = 0usize;
     // Modes 1, 2: the words whose C0 read is not taken yet, in order, and
     // the cycle the last C0 read was taken. Mode 0: the cycle of the last
     // write scheduled.
@@ -393,7 +455,7 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
     let mut accesses = Vec::new();
 
     let mut c = g + 1;
-    while times.len() < n || !pending.is_empty() || !writes.is_empty() {
+    while ended < n || !pending.is_empty() || !writes.is_empty() {
         let write = writes.front().filter(|w| w.cycle == c).map(|w| banks.bank_row(w.at));
         // Offers: rd3 the next map read; from M + 1, rd2 its next A read if
         // its row block's buffer half is free and rd3 its next B read if its
@@ -402,17 +464,14 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
         // transfer.
         let mut offers: [Option<u64>; 3] = [None; 3];
         let (b, i) = a_next;
-        if b < nr
-            && m_done.is_some_and(|m| c > m)
-            && (b < 2 || times.get(tl.last_tile(b as u32 - 2)).is_some_and(|tt| c > tt.x))
-        {
+        if b < nr && m_done.is_some_and(|m| c > m) && (b < 2 || e_of[tl.last_tile(b as u32 - 2)].is_some_and(|e| c > e)) {
             offers[0] = Some(base + tl.a_at(op, b as u32, i));
         }
         if map_taken < nk {
             offers[1] = Some(map_at + 4 * map_taken as u64);
         } else {
             let (t, i) = b_next;
-            if t < n && m_done.is_some_and(|m| c > m) && (t < 2 || times.get(t - 2).is_some_and(|tt| c > tt.x)) {
+            if t < n && m_done.is_some_and(|m| c > m) && (t < 2 || e_of[t - 2].is_some_and(|e| c > e)) {
                 offers[1] = Some(base + tl.b_at(op, t, i));
             }
         }
@@ -478,13 +537,64 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
             }
         }
         debug_assert!(writes.front().is_none_or(|w| w.cycle > c));
-        // Tiles that can start: F_t (its row block's A, its B and M), X_{t-1}
-        // and W_{t-2} known (each is at most c + 1, so S_t > c).
+        // The grid in c: the next group of the stream is offered, a tile's
+        // first from S_t + 1, each later one as soon as the one before it
+        // was taken; the loader takes it if it is ready for one.
+        let mut first_offered = false;
+        if offer.is_none() {
+            if let Some(&(t, first, _)) = queue.front() {
+                if !first || c > times[t].s {
+                    offer = queue.pop_front().map(|x| x.2);
+                    first_offered = first;
+                }
+            }
+        }
+        debug_assert_eq!(loader.cycle(), c);
+        let end = loader.step(&mut offer);
+        // The grid is idle from E_{t-1} + 1: a tile's first group is taken
+        // in S_t + 1.
+        debug_assert!(!first_offered || offer.is_none());
+        if let Some(end) = end {
+            // Tile `ended` ended: E_t, its rows' transfers, X_t (row R-1).
+            let t = ended;
+            ended += 1;
+            let (b, cb, h, w, vals) = started.pop_front().unwrap();
+            e_of[t] = Some(end.issue);
+            times[t].e = end.issue;
+            times[t].x = end.rows[r_rows - 1];
+            for (r, row) in vals.iter().enumerate().take(h as usize) {
+                let xfer = end.rows[r];
+                for (nn, &value) in row.iter().enumerate().take(w as usize) {
+                    let col = cb as u64 * tl.c as u64 + nn as u64;
+                    let at = base + op.co as u64 + (b as u64 * tl.r as u64 + r as u64) * 4 * op.tn as u64 + 4 * col;
+                    match op.c0 {
+                        C0::Zero => {
+                            let cycle = last_write.map_or(xfer + 1, |l| (l + 1).max(xfer + 1));
+                            writes.push_back(Write { cycle, at, value });
+                            last_write = Some(cycle);
+                        }
+                        C0::Acc => pending.push_back(Word { tile: t, xfer, at, c0_at: at, value }),
+                        C0::Bias(o) => pending.push_back(Word { tile: t, xfer, at, c0_at: base + o as u64 + 4 * col, value }),
+                    }
+                }
+            }
+            if op.c0 == C0::Zero {
+                w_of[t] = last_write;
+            }
+        }
+        // Tiles that can start: F_t (its row block's A, its B and M),
+        // E_{t-1} and W_{t-2} known (each is at most c + 1, so S_t > c).
         while times.len() < n {
             let t = times.len();
             let (b, cb, h, w) = tl.tile(op, t);
             let (Some(fa), Some(fb), Some(m)) = (a_last[b as usize], b_last[t], m_done) else { break };
-            let x_prev = t.checked_sub(1).map_or(0, |v| times[v].x);
+            let e_prev = match t.checked_sub(1) {
+                None => 0,
+                Some(v) => match e_of[v] {
+                    Some(e) => e,
+                    None => break,
+                },
+            };
             let w_prev2 = match t.checked_sub(2) {
                 None => 0,
                 Some(v) => match w_of[v] {
@@ -493,7 +603,7 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
                 },
             };
             let f = fa.max(fb).max(m);
-            let s = f.max(x_prev).max(w_prev2) + 2;
+            let s = f.max(e_prev).max(w_prev2) + 2;
             debug_assert!(s > c);
             // The tile's A (R x u', rows >= h zero) and B (u' x C, columns
             // >= w zero) over the used steps, as read: A[i][k_j] is byte
@@ -515,30 +625,24 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
                 }
             }
             let gemm = Gemm { a, b: bm, c0: None };
+            // The grid's value of each written word: the sum of products
+            // over the used steps, wrapped to 32 bits.
+            let vals: Vec<Vec<u32>> = (0..h as usize)
+                .map(|r| {
+                    (0..w as usize)
+                        .map(|nn| (0..uu).fold(0i32, |acc, j| acc.wrapping_add((gemm.a[r][j] * gemm.b[j][nn]) as i32)) as u32)
+                        .collect()
+                })
+                .collect();
+            // Its groups (the sequencer of docs/systolic.md on this one
+            // tile: R x u' by u' x C, no row/column skip, groups of 4).
+            let tile = systolic::os_tiles(&grid, &gemm).next().unwrap();
+            let q = tile.groups.len();
+            queue.extend(tile.groups.into_iter().enumerate().map(|(j, grp)| (t, j == 0, grp)));
+            debug_assert_eq!(q, u.div_ceil(4).max(1));
             let cyc = systolic::run(&grid, &gemm).cycles;
-            for r in 0..h as usize {
-                let xfer = s + cyc + 1 + r as u64 - tl.r as u64;
-                for nn in 0..w as usize {
-                    let sum = (0..uu).fold(0i32, |acc, j| acc.wrapping_add((gemm.a[r][j] * gemm.b[j][nn]) as i32));
-                    let col = cb as u64 * tl.c as u64 + nn as u64;
-                    let at = base + op.co as u64 + (b as u64 * tl.r as u64 + r as u64) * 4 * op.tn as u64 + 4 * col;
-                    match op.c0 {
-                        C0::Zero => {
-                            let cycle = last_write.map_or(xfer + 1, |l| (l + 1).max(xfer + 1));
-                            writes.push_back(Write { cycle, at, value: sum as u32 });
-                            last_write = Some(cycle);
-                        }
-                        C0::Acc => pending.push_back(Word { tile: t, xfer, at, c0_at: at, value: sum as u32 }),
-                        C0::Bias(o) => {
-                            pending.push_back(Word { tile: t, xfer, at, c0_at: base + o as u64 + 4 * col, value: sum as u32 })
-                        }
-                    }
-                }
-            }
-            if op.c0 == C0::Zero {
-                w_of[t] = last_write;
-            }
-            times.push(TileTimes { f, s, cyc, x: s + cyc, w: 0 });
+            started.push_back((b, cb, h, w, vals));
+            times.push(TileTimes { f, s, e: 0, cyc, x: 0, w: 0 });
         }
         c += 1;
     }

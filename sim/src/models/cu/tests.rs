@@ -1215,10 +1215,20 @@ fn cmp_queued_behind_an_ld_of_another_slot() {
 //
 // docs/cu.md, "`mma`", "The scratchpad" and "Matrix multiply". Below
 // `rd2(x)` / `rd3(x)` / `rd4(x)` is a read of share offset x taken on that
-// port, `wr2(x)` a write. The times of a tile (the spec's): F_t = its last
-// A/B read + 1, S_t = max(F_t, X_{t-1}, W_{t-2}) + 2 (missing terms 0),
-// X_t = S_t + cyc, row r transferred in S_t + cyc - R + 1 + r, W_t its last
-// write; e = max(X, W) of the last tile; tile t >= 2 read from X_{t-2} + 1.
+// port, `wr2(x)` a write. The times of a tile (the spec's, 8e84419): F_t =
+// its last A/B read + 1, S_t = max(F_t, E_{t-1}, W_{t-2}) + 2 (missing
+// terms 0); the grid's loader (docs/systolic.md) played over the whole
+// stream of groups in the unit's cycles: tile t's first group taken by the
+// loader in S_t + 1 (held from S_t + 2), each later one whenever it is
+// ready; E_t its tile-ending step's issue (not while the previous tile is
+// in flight: E_{t-1} + 1 .. X_{t-1} - 1); row r ready from E_t + r + C + 1
+// + P (P = 2), transferred at the earliest cycle >= ready + 1 after the row
+// before it (the previous tile's row R-1 for r = 0); X_t row R-1's; W_t
+// its last write; e = max(X, W) of the last tile; row block b >= 2 read
+// from E_{L_{b-2}} + 1, tile t >= 2 from E_{t-2} + 1.
+// For a tile of n <= 4 useful steps in one group, not stalled: steps issue
+// in S + 2 .. S + 1 + n, E = S + 1 + n (a null step: E = S + 2), row r
+// transferred in E + r + C + P + 2.
 
 use isa::C0;
 use mma::Access::{Read as Rd, Write as Wr};
@@ -1379,15 +1389,18 @@ fn spec_words(op: &mma::Op, r: u32, c: u32) -> Vec<SpecWord> {
 ///   the write order;
 /// - M = the k-map's last read + 1 (g without skip); the tile times: F_t =
 ///   max(its row block's last A read + 1, its last B read + 1, M) (a
-///   missing read: g), S_t = max(F_t, X_{t-1}, W_{t-2}) + 2, X_t = S_t +
-///   cyc, W_t, e = max(X, W) of the last tile;
+///   missing read: g), S_t = max(F_t, E_{t-1}, W_{t-2}) + 2, E_t >= S_t +
+///   2 and (in-flight rule) >= X_{t-1}, X_t = max(E_t + R - 1 + C + 1 +
+///   P + 1, X_{t-1} + R) (rows one a cycle through the output register),
+///   X_t = S_t + cyc when X_{t-1} < S_t, W_t, e = max(X, W) of the last
+///   tile;
 /// - mode 0: each write in max(previous write + 1, its row's transfer + 1);
 ///   modes 1, 2: each write in the cycle after its C0 read;
 /// - cycle by cycle from g + 1, the reads taken are exactly those the
 ///   scratchpad's rule takes of the reads asking: rd3 its next k-map read;
 ///   after M, rd2 its next read if its row block b is < 2 or the cycle is
-///   after X of row block b-2's last tile, and rd3 its next B read if its
-///   tile is < 2 or the cycle is after X_{t-2}; rd4 its next word's
+///   after E of row block b-2's last tile, and rd3 its next B read if its
+///   tile is < 2 or the cycle is after E_{t-2}; rd4 its next word's
 ///   C0 read from the cycle after the previous one was taken and after its
 ///   row's transfer; not a read of the word written in the cycle; per bank
 ///   the lowest port above the bank's last read's port (none: rd4), else
@@ -1452,22 +1465,41 @@ fn mma_checked(p: &CuParams, op: &mma::Op, g: u64, m: &mut [u8], banks: &mut Ban
     };
     let m_cycle = taken_of(Part::Map);
     assert_eq!(out.m, m_cycle, "M");
+    let pipe = p.grid().pipeline as u64;
     for (t, tt) in out.tiles.iter().enumerate() {
         let f = taken_of(Part::A(t / nc as usize)).max(taken_of(Part::B(t))).max(m_cycle);
         assert_eq!(tt.f, f, "F_{t}");
-        let x_prev = if t >= 1 { out.tiles[t - 1].x } else { 0 };
+        let e_prev = if t >= 1 { out.tiles[t - 1].e } else { 0 };
         let w_prev2 = if t >= 2 { out.tiles[t - 2].w } else { 0 };
-        assert_eq!(tt.s, tt.f.max(x_prev).max(w_prev2) + 2, "S_{t}");
-        assert_eq!(tt.x, tt.s + tt.cyc, "X_{t}");
+        assert_eq!(tt.s, tt.f.max(e_prev).max(w_prev2) + 2, "S_{t}");
+        // The loader takes the first group in S + 1 and holds it from S + 2:
+        // the tile-ending step issues from S + 2, and (the in-flight rule)
+        // not before the previous tile's row R-1 left. Row r is ready from
+        // E + r + C + 1 + P and transferred after it and after the row
+        // before it (the previous tile's row R-1 for r = 0).
+        assert!(tt.e >= tt.s + 2, "E_{t}");
+        let x_prev = if t >= 1 { Some(out.tiles[t - 1].x) } else { None };
+        if let Some(xp) = x_prev {
+            assert!(tt.e >= xp, "E_{t}: in flight");
+        }
+        let last_ready = tt.e + (r as u64 - 1) + c as u64 + 1 + pipe;
+        assert_eq!(tt.x, (last_ready + 1).max(x_prev.map_or(0, |xp| xp + r as u64)), "X_{t}");
+        // docs/cu.md: X_t = S_t + cyc when the previous tile's row R-1 left
+        // before S_t.
+        if x_prev.is_none_or(|xp| xp < tt.s) {
+            assert_eq!(tt.x, tt.s + tt.cyc, "X_{t} alone");
+        }
         let last_write = writes.iter().zip(&words).filter(|(_, w)| w.tile == t).map(|(x, _)| x.0).max().unwrap();
         assert_eq!(tt.w, last_write, "W_{t}");
     }
     let last = out.tiles[n - 1];
     assert_eq!(out.done, last.x.max(last.w), "e");
     // Writes.
+    // Rows go out one a cycle (the ready cycles of a tile's rows are
+    // consecutive): row r in X_t - (R-1) + r.
     let xfer = |w: &SpecWord| {
         let tt = out.tiles[w.tile];
-        tt.s + tt.cyc + 1 + w.row as u64 - r as u64
+        tt.x + 1 + w.row as u64 - r as u64
     };
     for (k, w) in words.iter().enumerate() {
         let cycle = writes[k].0;
@@ -1495,8 +1527,8 @@ fn mma_checked(p: &CuParams, op: &mma::Op, g: u64, m: &mut [u8], banks: &mut Ban
             if let Some(&(part, at)) = reads[port].get(ptr[port]) {
                 let free = match part {
                     Part::Map => true,
-                    Part::A(b) => cy > m_cycle && (b < 2 || cy > out.tiles[(b - 1) * nc as usize - 1].x),
-                    Part::B(t) => cy > m_cycle && (t < 2 || cy > out.tiles[t - 2].x),
+                    Part::A(b) => cy > m_cycle && (b < 2 || cy > out.tiles[(b - 1) * nc as usize - 1].e),
+                    Part::B(t) => cy > m_cycle && (t < 2 || cy > out.tiles[t - 2].e),
                 };
                 if free {
                     asking.push((RD2 + port as u8, at));
@@ -1697,7 +1729,9 @@ fn mma_exact_cycles_on_the_small_preset() {
     //   in S + 2 .. S + 5; step 3 is tile-ending (s = S + 5, no earlier tile
     //   in flight). Row r ready from s + r + C + 1 + P = S + 10 + r,
     //   transferred in S + 11 + r; cycles = (S + 12) - S = 12.
-    //   Row r transferred in S_0 + cyc - R + 1 + r = 121 + r: X_0 = 122.
+    //   In the unit's cycles (8e84419: the loader played over the stream,
+    //   taking tile 0's group in S_0 + 1): E_0 = S_0 + 5 = 115, row r
+    //   transferred in 121 + r: X_0 = 122 (= S_0 + cyc).
     // Writes (mode 0): row 0 words 0, 1 in 122, 123 (after its transfer in
     //   121); row 1 (transferred 122) in 124, 125: W_0 = 125; e = max(122,
     //   125) = 125.
@@ -1735,7 +1769,7 @@ fn mma_exact_cycles_on_the_small_preset() {
     let mut m = vec![0u8; 256];
     m[..40].copy_from_slice(&image(&a));
     let out = mma_checked(&p, &mop(0, 40, 0, 8, 2, 2, 4), 101, &mut m, &mut Banks::new(1));
-    assert_eq!(out.tiles, [mma::TileTimes { f: 108, s: 110, cyc: 12, x: 122, w: 125 }]);
+    assert_eq!(out.tiles, [mma::TileTimes { f: 108, s: 110, e: 115, cyc: 12, x: 122, w: 125 }]);
     assert_eq!(out.done, 125);
     assert_eq!(
         out.accesses,
@@ -1792,8 +1826,9 @@ fn mma_acc_exact_cycles_on_the_small_preset() {
     // Reads as there, 24 cycles later (bank 0 has taken no read; rd4 asks
     //   for nothing before the rows leave the grid):
     //   126 rd2(0)   127 rd3(8)   128 rd2(4)   129 rd3(16)   130 rd3(24)
-    //   131 rd3(32): F_0 = 132; S_0 = 134; cyc = 12: row r transferred in
-    //   134 + 12 - 2 + 1 + r = 145 + r; X_0 = 146.
+    //   131 rd3(32): F_0 = 132; S_0 = 134; cyc = 12; the loader takes the
+    //   group in 135, issues steps 136..139: E_0 = 139, row r ready 139 + r
+    //   + 5, transferred 145 + r; X_0 = 146.
     // C0 reads on rd4 at the words' own offsets, writes on wr2:
     //   word (0, 0) at 40: offered from 146 (row 0 transferred 145), alone
     //     on the bank: taken 146, written 147;
@@ -1831,7 +1866,7 @@ fn mma_acc_exact_cycles_on_the_small_preset() {
     m[..56].copy_from_slice(&image);
     let op = mma::Op { c0: C0::Acc, ..mop(0, 40, 0, 8, 2, 2, 4) };
     let out = mma_checked(&p, &op, 125, &mut m, &mut Banks::new(1));
-    assert_eq!(out.tiles, [mma::TileTimes { f: 132, s: 134, cyc: 12, x: 146, w: 150 }]);
+    assert_eq!(out.tiles, [mma::TileTimes { f: 132, s: 134, e: 139, cyc: 12, x: 146, w: 150 }]);
     assert_eq!(out.done, 150);
     assert_eq!(
         out.accesses,
@@ -1862,25 +1897,34 @@ fn mma_bank_conflicts_follow_the_last_read_of_the_bank() {
     // row block, two tiles (columns 0, 1 and column 2): rd2 reads A once,
     // rd2(0), rd2(4); rd3 reads rd3(8) for each tile (tile 1: 8 +
     // 4*floor(2/4) = 8). No skip: M = g = 100.
-    // cyc of a tile of one useful step: accepted S, issued S + 2 (tile
-    //   ending), rows ready S + 7 + r, transferred S + 8 + r: 9; X = S + 9.
+    // A tile of one useful step, started in S: the loader takes its group
+    //   in S + 1, issues the step (tile-ending) in S + 2 unless the tile
+    //   before is in flight; row r ready E + r + C + 1 + P = E + 5 + r,
+    //   transferred E + 6 + r: X = E + 7. Tile 0 is in flight E_0 + 1 ..
+    //   X_0 - 1.
     // (a) bank 0's last read was rd2's:
     //   101 rd3(8) [t0: rd3 is above rd2]: B_0 taken 102   102 rd2(0) [last
     //   rd3: none above asks, the lowest]   103 rd3(8) [t1; tile 1 < 2:
     //   free]: B_1 taken 104   104 rd2(4): A taken 105
     //   F_0 = max(105, 102, M) = 105, F_1 = max(105, 104, M) = 105.
-    //   S_0 = 107, X_0 = 116: rows 115, 116: writes 116, 117, 118, 119 = W_0
-    //   S_1 = max(105, X_0 = 116) + 2 = 118, X_1 = 127: rows 126, 127:
-    //   writes 127 (row 0), 128 (row 1) = W_1; e = max(127, 128) = 128.
+    //   S_0 = 107, E_0 = 109, X_0 = 116: rows 115, 116: writes 116, 117,
+    //   118, 119 = W_0.
+    //   S_1 = max(105, E_0 = 109) + 2 = 111: group taken 112, held 113; its
+    //   step is tile-ending and tile 0 is in flight 110 .. 115: E_1 = 116.
+    //   Rows ready 121 + r, transferred 122, 123 (after X_0): X_1 = 123;
+    //   writes 123 (row 0), 124 (row 1) = W_1; e = max(123, 124) = 124.
     //   The bank's last read: rd2(4).
     // (b) its last read was none, rd0's, rd1's or rd3's (none above rd3 or
     //   rd4 asks; rd2 is above rd0, rd1): rd2 first:
     //   101 rd2(0)   102 rd3(8): B_0 103   103 rd2(4) [last rd3: the
     //   lowest]: A 104   104 rd3(8) [t1, alone]: B_1 105
     //   F_0 = max(104, 103) = 104, F_1 = max(104, 105) = 105.
-    //   S_0 = 106, X_0 = 115: writes 115..118 = W_0; S_1 = max(105, 115) + 2
-    //   = 117, X_1 = 126: writes 126, 127 = W_1 = e. The last read: rd3(8).
-    // (Under the previous revision S_1 waited for W_0: 1 and 2 cycles more.
+    //   S_0 = 106, E_0 = 108, X_0 = 115: writes 115..118 = W_0; S_1 =
+    //   max(105, 108) + 2 = 110, held 112, tile 0 in flight 109 .. 114:
+    //   E_1 = 115, rows 121, 122: X_1 = 122: writes 122, 123 = W_1 = e.
+    //   The last read: rd3(8).
+    // (Under 8e84419's parent S_1 waited for X_0: X_1 was 127 and 126.
+    // Under the revision before that S_1 waited for W_0: 1 and 2 cycles more.
     // Under the revision before A's reuse (a692cb3), tile 1 read A again:
     // rd2(0), rd2(4) in 105, 106 and F_1 = 107 in both cases, the bank's
     // last read rd2's; the other times were the same.)
@@ -1905,11 +1949,11 @@ fn mma_bank_conflicts_follow_the_last_read_of_the_bank() {
         let last_read = if last == Some(RD2) { RD2 } else { RD3 };
         assert_eq!(banks.last(0), Some(last_read), "the last read: rd2(4) in (a), rd3(8) in (b)");
         let first = out.accesses[0];
-        results.push((first, out.tiles.iter().map(|t| (t.f, t.s, t.x, t.w)).collect::<Vec<_>>(), out.done));
+        results.push((first, out.tiles.iter().map(|t| (t.f, t.s, t.e, t.x, t.w)).collect::<Vec<_>>(), out.done));
     }
-    assert_eq!(results[0], (Rd { cycle: 101, port: RD3, at: 8 }, vec![(105, 107, 116, 119), (105, 118, 127, 128)], 128));
+    assert_eq!(results[0], (Rd { cycle: 101, port: RD3, at: 8 }, vec![(105, 107, 109, 116, 119), (105, 111, 116, 123, 124)], 124));
     for r in &results[1..] {
-        assert_eq!(*r, (Rd { cycle: 101, port: RD2, at: 0 }, vec![(104, 106, 115, 118), (105, 117, 126, 127)], 127));
+        assert_eq!(*r, (Rd { cycle: 101, port: RD2, at: 0 }, vec![(104, 106, 108, 115, 118), (105, 110, 115, 122, 123)], 123));
     }
 }
 
@@ -1921,24 +1965,28 @@ fn mma_tile_start_waits_for_the_writes_two_tiles_back() {
     // words 0..3 once (the row block). B (1 x 24) at 32, PB = 24: rd3 reads
     // 2 words a tile, 32 + 8c + 4h: words 8, 9 | 10, 11 | 12, 13. C at 64:
     // C[i][n] at 64 + 96i + 4n. No skip: M = g = 0.
-    // cyc (one useful step): issued S + 2, row r ready S + 2 + r + 8 + 1 + 2,
-    //   transferred S + 14 + r: cyc = 17, rows in S + 17 - 4 + 1 + r.
+    // A tile of one useful step: taken by the loader in S + 1, issued
+    //   (tile-ending) in E = S + 2 unless the tile before is in flight (its
+    //   E + 1 .. X - 1); row r ready E + r + 8 + 1 + 2, transferred E + 12
+    //   + r: X = E + 15 (cyc = 17 alone).
     // Reads:
     //   1 rd2 w0 (bank 0) and rd3 w8 (bank 0): no read yet: rd2
     //   2 rd2 w1, rd3 w8 (banks 1, 0)   3 rd2 w2, rd3 w9 (tile 0's last B:
     //   taken 4)   4 rd2 w3 (A's last: taken 5), rd3 w10 (tile 1; banks 3,
     //   2)   5 rd3 w11 (tile 1's last: taken 6); then rd3 waits (tile 2).
     //   F_0 = max(5, 4) = 5, F_1 = max(5, 6) = 6.
-    //   S_0 = 7, X_0 = 24, rows 21..24: writes one a cycle from 22, row r's
-    //   8 words in 22 + 8r .. 29 + 8r (each after its row): W_0 = 53.
-    //   S_1 = max(6, X_0 = 24) + 2 = 26, X_1 = 43, rows 40..43: writes after
-    //   tile 0's, 54 .. 85 = W_1.
-    //   Tile 2's B from X_0 + 1 = 25: 25 rd3 w12 (bank 4 row 1; the write
-    //   is word 19: bank 3 row 2)   26 rd3 w13 (write w20: bank 4 row 2):
-    //   taken 27: F_2 = max(5, 27) = 27.
-    //   S_2 = max(F_2 = 27, X_1 = 43, W_0 = 53) + 2 = 55: the row buffer
-    //   still holds tile 0's rows. X_2 = 72, rows 69..72; writes after tile
-    //   1's: 86 .. 117 = W_2; e = max(72, 117) = 117.
+    //   S_0 = 7, E_0 = 9, X_0 = 24, rows 21..24: writes one a cycle from 22,
+    //   row r's 8 words in 22 + 8r .. 29 + 8r (each after its row): W_0 =
+    //   53.
+    //   S_1 = max(6, E_0 = 9) + 2 = 11: taken 12, held 13; tile 0 in flight
+    //   10 .. 23: E_1 = 24; rows ready 35 + r, transferred 36..39: X_1 =
+    //   39; writes after tile 0's (and each after its row), 54 .. 85 = W_1.
+    //   Tile 2's B from E_0 + 1 = 10 (no write yet): 10 rd3 w12, 11 rd3
+    //   w13: taken 12: F_2 = max(5, 12) = 12.
+    //   S_2 = max(F_2 = 12, E_1 = 24, W_0 = 53) + 2 = 55: the row buffer
+    //   still holds tile 0's rows. Taken 56, held 57 (tile 1 in flight 25
+    //   .. 38): E_2 = 57, rows 69..72: X_2 = 72 (= S_2 + 17: X_1 < S_2);
+    //   writes after tile 1's: 86 .. 117 = W_2; e = max(72, 117) = 117.
     // (Before A's reuse, a692cb3, tiles 1 and 2 read A again: F_1 = 9,
     // F_2 = 29; S, X, W were the same.)
     let p = grid_params(4, 8, 8, 16);
@@ -1949,9 +1997,9 @@ fn mma_tile_start_waits_for_the_writes_two_tiles_back() {
     assert_eq!(
         out.tiles,
         [
-            mma::TileTimes { f: 5, s: 7, cyc: 17, x: 24, w: 53 },
-            mma::TileTimes { f: 6, s: 26, cyc: 17, x: 43, w: 85 },
-            mma::TileTimes { f: 27, s: 55, cyc: 17, x: 72, w: 117 },
+            mma::TileTimes { f: 5, s: 7, e: 9, cyc: 17, x: 24, w: 53 },
+            mma::TileTimes { f: 6, s: 11, e: 24, cyc: 17, x: 39, w: 85 },
+            mma::TileTimes { f: 12, s: 55, e: 57, cyc: 17, x: 72, w: 117 },
         ]
     );
     assert_eq!(out.done, 117);
@@ -1974,8 +2022,8 @@ fn mma_tile_start_waits_for_the_writes_two_tiles_back() {
             (4, RD2, 3),
             (4, RD3, 10),
             (5, RD3, 11),
-            (25, RD3, 12),
-            (26, RD3, 13),
+            (10, RD3, 12),
+            (11, RD3, 13),
         ]
     );
     assert_eq!(&m[64..448], &want[..]);
@@ -1985,16 +2033,17 @@ fn mma_tile_start_waits_for_the_writes_two_tiles_back() {
 fn mma_done_when_the_dropped_rows_leave_the_grid() {
     // Grid 3 x 1, one bank, g = 0: TM = TN = K = 1, A = [[5]] at 0, B =
     // [[7]] at 8, C at 16. 1 rd2(0) [no read yet]   2 rd3(8): F_0 = 3,
-    // S_0 = 5. cyc (3 x 1, one step): issued S + 2, row r ready S + 2 + r +
-    // 1 + 1 + 2, transferred S + 7 + r: cyc = 9, X_0 = 14. Row 0 (the only
-    // one written) transferred in 5 + 9 - 3 + 1 = 12, written in 13 = W_0;
+    // S_0 = 5. The loader takes the group in 6, issues its one step in 7
+    // (tile-ending): E_0 = 7; row r ready 7 + r + 1 + 1 + 2, transferred
+    // 12 + r: X_0 = 14 (cyc = 9 = X_0 - S_0). Row 0 (the only one
+    // written) transferred in 12, written in 13 = W_0;
     // rows 1, 2 are dropped. e = max(X_0 = 14, W_0 = 13) = 14.
     let p = grid_params(3, 1, 1, 16);
     let mut m = vec![0u8; 64];
     m[0] = 5;
     m[8] = 7;
     let out = mma_checked(&p, &mop(0, 16, 0, 8, 1, 1, 1), 0, &mut m, &mut Banks::new(1));
-    assert_eq!(out.tiles, [mma::TileTimes { f: 3, s: 5, cyc: 9, x: 14, w: 13 }]);
+    assert_eq!(out.tiles, [mma::TileTimes { f: 3, s: 5, e: 7, cyc: 9, x: 14, w: 13 }]);
     assert_eq!(out.done, 14);
     assert_eq!(&m[16..20], &le(&[35])[..]);
 }
@@ -2073,28 +2122,34 @@ fn mma_arbitration_rule() {
 }
 
 #[test]
-fn mma_reads_see_its_own_earlier_writes() {
+fn mma_reads_see_only_the_writes_before_them() {
     // Grid 1 x 1, one bank (a word's row is its index), g = 100. A = [[-128]]
     // at 0, B = [[127, 2, 5]] at 8 (bytes 8, 9, 10), C (1 x 3) at 8: C[0][0]
     // overwrites B's row. One row block, three tiles (columns 0, 1, 2): A
     // read once, rd2(0); each tile rd3(8) (4*floor(c/4) = 0). M = g.
-    // cyc of a 1 x 1 tile of one useful step: issued S + 2, row ready
-    //   s + 0 + C + 1 + P = S + 6, transferred S + 7: cyc = 7 = X - S; row 0
-    //   transferred in S + 7 - 1 + 1 = X.
+    // A 1 x 1 tile of one useful step: taken by the loader in S + 1, its
+    //   step (tile-ending) issued in E = S + 2 unless the tile before is in
+    //   flight (its E + 1 .. X - 1); the row ready E + 0 + C + 1 + P = E +
+    //   4, transferred E + 5 = X (cyc = 7 alone).
     //   101 rd2(0) [no read yet: the lowest]: A taken 102   102 rd3(8) [t0]:
     //   103: F_0 = 103   103 rd3(8) [t1]: 104: F_1 = max(102, 104) = 104
-    //   S_0 = 105, X_0 = 112: wr2(8) in 113 = W_0 (C[0][0] = -16256 =
-    //     0xFFFFC080)
-    //   S_1 = max(104, X_0 = 112) + 2 = 114, X_1 = 121: wr2(12) in 122 = W_1
-    //     (C[0][1] = -128*2, from the B read in 103, before the write)
-    //   Tile 2's B may be read from X_0 + 1 = 113: rd3(8) is the word
-    //     written in 113: not asking; 114 rd3(8): it sees the write of 113:
-    //     B[0][2] is byte 2 of 0xFFFFC080 = -1. F_2 = 115.
-    //   S_2 = max(115, X_1 = 121, W_0 = 113) + 2 = 123, X_2 = 130: wr2(16)
-    //     in 131 = W_2; e = 131 (C[0][2] = -128 * -1 = 128, not -128*5)
-    // (The previous revision freed tile 2's half at W_0 + 1, not X_0 + 1,
-    // and started tiles after W_{t-1}. Before A's reuse, a692cb3, each tile
-    // read rd2(0) again: in 103 (F_1 = 105) and 113.)
+    //   S_0 = 105, E_0 = 107, X_0 = 112: wr2(8) in 113 = W_0 (C[0][0] =
+    //     -16256 = 0xFFFFC080)
+    //   S_1 = max(104, E_0 = 107) + 2 = 109: held 111, tile 0 in flight 108
+    //     .. 111: E_1 = 112, X_1 = 117: wr2(12) in 118 = W_1 (C[0][1] =
+    //     -128*2, from the B read in 103, before the write)
+    //   Tile 2's B may be read from E_0 + 1 = 108: rd3(8) taken in 108 (no
+    //     write in 108), before the write of 113: it does not see it:
+    //     B[0][2] = 5. F_2 = 109.
+    //   S_2 = max(109, E_1 = 112, W_0 = 113) + 2 = 115: held 117, tile 1 in
+    //     flight 113 .. 116: E_2 = 117, X_2 = 122: wr2(16) in 123 = W_2; e =
+    //     123 (C[0][2] = -128 * 5 = -640: the read came before C[0][0]'s
+    //     write over B's row, so the write is not seen).
+    // (Before 8e84419 tile 2's half was free from X_0 + 1 = 113: its read,
+    // held back by the write of 113, was taken in 114 and saw it (C[0][2] =
+    // 128); tiles started after X_{t-1}. The revision before that freed it
+    // at W_0 + 1 and started tiles after W_{t-1}. Before A's reuse, a692cb3,
+    // each tile read rd2(0) again.)
     let p = grid_params(1, 1, 1, 8);
     let mut m = vec![0u8; 64];
     m[0] = 0x80;
@@ -2107,22 +2162,22 @@ fn mma_reads_see_its_own_earlier_writes() {
             Rd { cycle: 101, port: RD2, at: 0 },
             Rd { cycle: 102, port: RD3, at: 8 },
             Rd { cycle: 103, port: RD3, at: 8 },
+            Rd { cycle: 108, port: RD3, at: 8 },
             Wr { cycle: 113, at: 8, value: 0xFFFF_C080 },
-            Rd { cycle: 114, port: RD3, at: 8 },
-            Wr { cycle: 122, at: 12, value: -256i32 as u32 },
-            Wr { cycle: 131, at: 16, value: 128 },
+            Wr { cycle: 118, at: 12, value: -256i32 as u32 },
+            Wr { cycle: 123, at: 16, value: -640i32 as u32 },
         ]
     );
     assert_eq!(
         out.tiles,
         [
-            mma::TileTimes { f: 103, s: 105, cyc: 7, x: 112, w: 113 },
-            mma::TileTimes { f: 104, s: 114, cyc: 7, x: 121, w: 122 },
-            mma::TileTimes { f: 115, s: 123, cyc: 7, x: 130, w: 131 },
+            mma::TileTimes { f: 103, s: 105, e: 107, cyc: 7, x: 112, w: 113 },
+            mma::TileTimes { f: 104, s: 109, e: 112, cyc: 7, x: 117, w: 118 },
+            mma::TileTimes { f: 109, s: 115, e: 117, cyc: 7, x: 122, w: 123 },
         ]
     );
-    assert_eq!(out.done, 131);
-    assert_eq!(&m[8..20], &le(&[-16256, -256, 128])[..]);
+    assert_eq!(out.done, 123);
+    assert_eq!(&m[8..20], &le(&[-16256, -256, -640])[..]);
 }
 
 #[test]
@@ -2130,30 +2185,35 @@ fn mma_row_block_a_is_read_once_before_c_overwrites_it() {
     // (Was mma_read_held_back_by_a_write_of_its_row: before A's reuse,
     // a692cb3, tile 2 read A again, and its first rd2 read was held back by
     // C[0][0]'s write; now A is read once for the row block and no read
-    // meets a write here. mma_reads_see_its_own_earlier_writes and
+    // meets a write here. mma_reads_see_only_the_writes_before_them and
     // mma_c0_read_waits_for_the_write_of_its_word hold reads back.)
     // Grid 1 x 1, one bank (a word's row is its index), kmax 32, g = 0:
     // TM = 1, TN = 3, K = 32, all values 1. A at 0 (PA = 32): 8 rd2 reads
     // 0, 4, .., 28, once; B at 32 (PB = 8): per tile 32 rd3 reads 32 + 8k
     // (columns 0..2 in the row's first word). C at 0: C[0][n] at 4n, over
     // A's words 0, 1, 2. M = g = 0.
-    // cyc of a tile of 32 useful steps (8 groups back to back): steps issue
-    //   in S + 2 .. S + 33 (the last tile-ending), the row is ready from
-    //   s + 0 + C + 1 + P = S + 37, transferred S + 38: cyc = 38.
+    // A tile of 32 useful steps (8 groups; the loader takes each next one
+    //   in the cycle its last step issues): first taken S + 1, steps issue
+    //   in S + 2 .. S + 33, the last tile-ending (E = S + 33 when no tile
+    //   before is in flight), the row ready from E + 0 + C + 1 + P = E + 4,
+    //   transferred E + 5 = X (cyc = 38 alone).
     // Reads (bank 0 only; no read yet): rd2 wins 1, then they alternate
     //   (last rd2: rd3 is above; last rd3: none above asks, the lowest):
     //   rd2 in 1, 3, .., 15 (A taken 16); rd3 k = 0..7 in 2, 4, .., 16,
     //   then alone k = 8..31 in 9 + k (k = 31 in 40): B_0 taken 41; tile 1
     //   in 41..72: taken 73.
-    //   F_0 = max(16, 41) = 41, S_0 = 43, X_0 = 81: wr2(0) in 82 = W_0
-    //   (C[0][0] = 32).
-    //   F_1 = max(16, 73) = 73, S_1 = max(73, X_0 = 81) + 2 = 83, X_1 =
-    //   121: wr2(4) in 122 = W_1 (C[0][1] = 32).
-    //   Tile 2's B from X_0 + 1 = 82: the write of 82 is word 0 (row 0),
-    //   rd3(32) is word 8: taken; 82..113, taken 114: F_2 = 114.
-    //   S_2 = max(114, X_1 = 121, W_0 = 82) + 2 = 123, X_2 = 161 (A from
-    //   the buffer, all ones: 32 useful steps, cyc 38): wr2(8) in 162 = W_2
-    //   = e. C[0][2] = 32, though C[0][0] = 32 overwrote A[0][0] in 82.
+    //   F_0 = max(16, 41) = 41, S_0 = 43, E_0 = 76, X_0 = 81: wr2(0) in 82
+    //   = W_0 (C[0][0] = 32).
+    //   F_1 = max(16, 73) = 73, S_1 = max(73, E_0 = 76) + 2 = 78: steps in
+    //   80 .. 111 (tile 0 in flight 77 .. 80 only): E_1 = 111, X_1 = 116:
+    //   wr2(4) in 117 = W_1 (C[0][1] = 32).
+    //   Tile 2's B from E_0 + 1 = 77: 77..108 (k in 77 + k; the write of 82
+    //   is word 0, row 0, rd3(72) word 18: taken), taken 109: F_2 = 109.
+    //   S_2 = max(109, E_1 = 111, W_0 = 82) + 2 = 113: steps 115 .. 146 (A
+    //   from the buffer, all ones: 32 useful steps; tile 1 in flight 112 ..
+    //   115, the tile-ending step comes later): E_2 = 146, X_2 = 151:
+    //   wr2(8) in 152 = W_2 = e. C[0][2] = 32, though C[0][0] = 32
+    //   overwrote A[0][0] in 82.
     let p = grid_params(1, 1, 1, 32);
     let mut m = vec![0u8; 512];
     m[..32].fill(1);
@@ -2165,34 +2225,36 @@ fn mma_row_block_a_is_read_once_before_c_overwrites_it() {
     assert_eq!(
         out.tiles,
         [
-            mma::TileTimes { f: 41, s: 43, cyc: 38, x: 81, w: 82 },
-            mma::TileTimes { f: 73, s: 83, cyc: 38, x: 121, w: 122 },
-            mma::TileTimes { f: 114, s: 123, cyc: 38, x: 161, w: 162 },
+            mma::TileTimes { f: 41, s: 43, e: 76, cyc: 38, x: 81, w: 82 },
+            mma::TileTimes { f: 73, s: 78, e: 111, cyc: 38, x: 116, w: 117 },
+            mma::TileTimes { f: 109, s: 113, e: 146, cyc: 38, x: 151, w: 152 },
         ]
     );
     let k = out.accesses.iter().position(|a| *a == Wr { cycle: 82, at: 0, value: 32 }).unwrap();
     assert_eq!(
         &out.accesses[k - 2..k + 4],
         [
-            Rd { cycle: 72, port: RD3, at: 32 + 8 * 31 },
-            Rd { cycle: 82, port: RD3, at: 32 },
+            Rd { cycle: 81, port: RD3, at: 32 + 8 * 4 },
+            Rd { cycle: 82, port: RD3, at: 32 + 8 * 5 },
             Wr { cycle: 82, at: 0, value: 32 },
-            Rd { cycle: 83, port: RD3, at: 40 },
-            Rd { cycle: 84, port: RD3, at: 48 },
-            Rd { cycle: 85, port: RD3, at: 56 },
+            Rd { cycle: 83, port: RD3, at: 32 + 8 * 6 },
+            Rd { cycle: 84, port: RD3, at: 32 + 8 * 7 },
+            Rd { cycle: 85, port: RD3, at: 32 + 8 * 8 },
         ]
     );
+    let k2 = out.accesses.iter().position(|a| *a == Rd { cycle: 77, port: RD3, at: 32 }).unwrap();
+    assert_eq!(out.accesses[k2 - 1], Rd { cycle: 72, port: RD3, at: 32 + 8 * 31 });
     assert_eq!(&out.accesses[out.accesses.len() - 4..], [
-        Rd { cycle: 112, port: RD3, at: 32 + 8 * 30 },
-        Rd { cycle: 113, port: RD3, at: 32 + 8 * 31 },
-        Wr { cycle: 122, at: 4, value: 32 },
-        Wr { cycle: 162, at: 8, value: 32 },
+        Rd { cycle: 107, port: RD3, at: 32 + 8 * 30 },
+        Rd { cycle: 108, port: RD3, at: 32 + 8 * 31 },
+        Wr { cycle: 117, at: 4, value: 32 },
+        Wr { cycle: 152, at: 8, value: 32 },
     ]);
     assert_eq!(&m[0..12], &le(&[32, 32, 32])[..]);
 }
 
 #[test]
-fn mma_three_ports_meet_on_one_bank() {
+fn mma_ports_share_one_bank() {
     // Grid 2 x 1, one bank (a word's row is its index), g = 100, no read
     // yet. TM = 2, TN = 3, K = 2: three tiles (columns 0, 1, 2), h = 2,
     // w = 1, q = 1. A (2 x 2) at 0, PA = 4: rd2 reads 0, 4 once (one row
@@ -2201,29 +2263,35 @@ fn mma_three_ports_meet_on_one_bank() {
     // C (2 x 3) at 24: tile t's words (row 0) 24 + 4t, (row 1) 36 + 4t.
     // Mode 1: C0 read at the word's offset; mode 2 (bias at 48): at 48 + 4t
     // for both rows. Every value non-zero: both steps useful.
-    // cyc (2 x 1, two steps): issued S + 2, S + 3 (tile-ending s = S + 3),
-    //   row r ready s + r + C + 1 + P = S + 7 + r, transferred S + 8 + r:
-    //   cyc = 9, X = S + 9, row 0 transferred X - 1, row 1 X.
+    // A tile (2 x 1, two steps): taken by the loader in S + 1, steps issue
+    //   S + 2, S + 3 (the second tile-ending: E = S + 3 unless the tile
+    //   before is in flight, its E + 1 .. X - 1), row r ready E + r + C + 1
+    //   + P = E + 4 + r, transferred E + 5 + r: X = E + 6 (cyc = 9 alone),
+    //   row 0 transferred X - 1, row 1 X.
     // A and B reads of tiles 0, 1 (rd2, rd3 alternate while both ask: last
     // none, rd2, rd3, ..):
     //   101 rd2(0)  102 rd3(8)  103 rd2(4): A taken 104  104 rd3(16): B_0
     //   taken 105: F_0 = 105   105 rd3(8)  106 rd3(16): B_1 taken 107: F_1 =
     //   max(104, 107) = 107 (rd3 has tile 2 next from 107: not free before
-    //   X_0 + 1).
-    //   S_0 = 107, X_0 = 116 (rows 115, 116); S_1 = max(107, 116) + 2 = 118,
-    //   X_1 = 127 (rows 126, 127).
+    //   E_0 + 1).
+    //   S_0 = 107, E_0 = 110, X_0 = 116 (rows 115, 116).
+    //   111: tile 2's B free (E_0 + 1): rd3(8) alone (no C0 read yet);
+    //   112 rd3(16): B_2 taken 113: F_2 = max(104, 113) = 113.
+    //   S_1 = max(107, E_0 = 110) + 2 = 112: steps 114, 115; the second is
+    //     tile-ending and tile 0 is in flight 111 .. 115: E_1 = 116, rows
+    //     ready 120 + r, transferred 121, 122: X_1 = 122.
     //   116: rd4 (tile 0, row 0; from 115 + 1) alone: taken; written 117.
-    //   117: tile 2's B free (X_0 + 1): rd3(8) and rd4 (row 1: from max(116
-    //     + 1, 116 + 1)) ask; the write of 117 is another word. Last rd4:
-    //     none above: the lowest, rd3(8).
-    //   118: rd3(16), rd4: last rd3: rd4. Written 119 = W_0.
-    //   119: rd3(16) alone: B_2 taken 120: F_2 = max(104, 120) = 120.
-    //   S_2 = max(120, X_1 = 127, W_0 = 119) + 2 = 129, X_2 = 138.
-    //   127, 128: rd4 of tile 1 (rows transferred 126, 127), written 128,
-    //   129 = W_1. 138, 139: tile 2's, written 139, 140 = W_2; e = 140.
-    // (Before A's reuse, a692cb3, each tile read A again: rd2 in 105, 107
-    // and 117, 120, all three ports asking in 117..119; F_1 = 109, F_2 =
-    // 122, W_0 = 120.)
+    //   117: rd4 (row 1: from max(116 + 1, 116 + 1)): the write of 117 is
+    //     another word (row): taken, written 118 = W_0.
+    //   122, 123: rd4 of tile 1 (rows transferred 121, 122), written 123,
+    //     124 = W_1.
+    //   S_2 = max(113, E_1 = 116, W_0 = 118) + 2 = 120: steps 122, 123
+    //     (tile 1 in flight 117 .. 121): E_2 = 123, rows 128, 129: X_2 =
+    //     129; rd4 129, 130, written 130, 131 = W_2; e = 131.
+    // (Under 8e84419's parent tile 2's B was free only from X_0 + 1 = 117,
+    // so rd3 and rd4 met on the bank in 117, 118; now the B reads are over
+    // before the first C0 read and the three ports never ask together here.
+    // Before A's reuse, a692cb3, each tile read A again.)
     let p = grid_params(2, 1, 1, 16);
     // A = [[1, 2], [3, -4]], B = [[5, 6, 7], [-8, 9, 10]].
     let mut m0 = vec![0u8; 128];
@@ -2244,13 +2312,13 @@ fn mma_three_ports_meet_on_one_bank() {
         assert_eq!(
             out.tiles,
             [
-                mma::TileTimes { f: 105, s: 107, cyc: 9, x: 116, w: 119 },
-                mma::TileTimes { f: 107, s: 118, cyc: 9, x: 127, w: 129 },
-                mma::TileTimes { f: 120, s: 129, cyc: 9, x: 138, w: 140 },
+                mma::TileTimes { f: 105, s: 107, e: 110, cyc: 9, x: 116, w: 118 },
+                mma::TileTimes { f: 107, s: 112, e: 116, cyc: 9, x: 122, w: 124 },
+                mma::TileTimes { f: 113, s: 120, e: 123, cyc: 9, x: 129, w: 131 },
             ],
             "{c0:?}"
         );
-        assert_eq!(out.done, 140);
+        assert_eq!(out.done, 131);
         let reads: Vec<(u64, u8, u32)> = out
             .accesses
             .iter()
@@ -2268,14 +2336,14 @@ fn mma_three_ports_meet_on_one_bank() {
                 (104, RD3, 16),
                 (105, RD3, 8),
                 (106, RD3, 16),
+                (111, RD3, 8),
+                (112, RD3, 16),
                 (116, RD4, c0_at[0]),
-                (117, RD3, 8),
-                (118, RD4, c0_at[1]),
-                (119, RD3, 16),
-                (127, RD4, c0_at[2]),
-                (128, RD4, c0_at[3]),
-                (138, RD4, c0_at[4]),
-                (139, RD4, c0_at[5]),
+                (117, RD4, c0_at[1]),
+                (122, RD4, c0_at[2]),
+                (123, RD4, c0_at[3]),
+                (129, RD4, c0_at[4]),
+                (130, RD4, c0_at[5]),
             ],
             "{c0:?}"
         );
@@ -2287,7 +2355,7 @@ fn mma_three_ports_meet_on_one_bank() {
                 _ => None,
             })
             .collect();
-        assert_eq!(writes, [(117, 24), (119, 36), (128, 28), (129, 40), (139, 32), (140, 44)]);
+        assert_eq!(writes, [(117, 24), (118, 36), (123, 28), (124, 40), (130, 32), (131, 44)]);
         // C's rows (row 0 at 24, row 1 at 36).
         assert_eq!(&m[24..48], &le(&want)[..], "{c0:?}");
         assert_eq!(&m[48..60], &m0[48..60], "the bias row is not written");
@@ -2300,8 +2368,9 @@ fn mma_c0_read_waits_for_the_write_of_its_word() {
     // bias row at o = 16 and C at 20: C0[0] is the word at 16, C0[1] the
     // word at 20, which is C[0][0]. A = [[3]] at 0, B = [[-2, 5]] at 8.
     //   101 rd2(0) [no read yet]   102 rd3(8): F_0 = 103; S_0 = 105.
-    //   cyc (1 x 2, one step): issued S + 2, ready s + 0 + C + 1 + P = S + 7,
-    //   transferred S + 8: cyc = 8, X_0 = 113 (row 0 transferred).
+    //   The loader takes the group in 106, its step issues in 107 = E_0;
+    //   row 0 ready E + 0 + C + 1 + P = 112, transferred 113 = X_0 (cyc =
+    //   8 = X_0 - S_0).
     //   114 rd4(16): C[0][0] = -6 + 100 = 94, written 115.
     //   115 rd4(20) offered: the word written in 115: not asking, waits.
     //   116 rd4(20) taken: it sees 94; C[0][1] = 15 + 94 = 109 (not 15 + the
@@ -2314,7 +2383,7 @@ fn mma_c0_read_waits_for_the_write_of_its_word() {
     let op = mma::Op { c0: C0::Bias(16), ..mop(0, 20, 0, 8, 1, 2, 1) };
     assert_eq!(mma::check(16, 28, &op), Ok(()));
     let out = mma_checked(&p, &op, 100, &mut m, &mut Banks::new(1));
-    assert_eq!(out.tiles, [mma::TileTimes { f: 103, s: 105, cyc: 8, x: 113, w: 117 }]);
+    assert_eq!(out.tiles, [mma::TileTimes { f: 103, s: 105, e: 107, cyc: 8, x: 113, w: 117 }]);
     assert_eq!(
         out.accesses,
         [
@@ -2362,9 +2431,10 @@ fn st_between_two_mma_changes_the_second_ones_arbitration() {
     //      r10 = 0x10004: a read of word 0 on rd0]
     //   8: mma r8, r3, r7, r9   9: end
     // The second mma, started in g (its X cycle + 1, the DMA idle), is
-    // done in g + 28 after rd2's last read, g + 27 after st's (see
-    // mma_bank_conflicts_...: e = 128 and 127 for g = 100): X end in e + 2.
-    // (Under the previous revision, tile 1 waited for W_0: g + 29, g + 28.)
+    // done in g + 24 after rd2's last read, g + 23 after st's (see
+    // mma_bank_conflicts_...: e = 124 and 123 for g = 100): X end in e + 2.
+    // (Before 8e84419, tile 1 waited for X_0: g + 28, g + 27; before that
+    // for W_0: g + 29, g + 28.)
     let p = grid_params(2, 2, 1, 16);
     let head = "li r4, 0x3000\nli r6, 0x1000C\nld r3, r4, r5, r6\nli r7, 8\nli r8, 16\nli r9, 0x10102\nmma r8, r3, r7, r9\nli r10, 0x10004\n";
     let mut span = Vec::new();
@@ -2380,7 +2450,7 @@ fn st_between_two_mma_changes_the_second_ones_arbitration() {
         assert_eq!(&f.smem[16..40], &le(&[8, 10, 12, 12, 15, 18])[..]);
         assert_eq!(o.counters.mma, 2);
     }
-    assert_eq!(span, [1 + 28 + 2, 1 + 27 + 2]);
+    assert_eq!(span, [1 + 24 + 2, 1 + 23 + 2]);
 }
 
 #[test]
@@ -3942,25 +4012,33 @@ fn mma_a_reuse_exact_cycles_two_row_blocks_two_column_blocks() {
     // Reads: rd2 A once a row block, one needed word column: row block 0
     //   offsets 0, 4; row block 1: 8, 12 (b < 2: free from g + 1). rd3 per
     //   tile k = 0..3, one word (ceil(2/4) = 1, 4*floor(2c/4) = 0): 16, 24,
-    //   32, 40; tiles 0, 1 free, tile 2 from X_0 + 1, tile 3 from X_1 + 1.
+    //   32, 40; tiles 0, 1 free, tile 2 from E_0 + 1, tile 3 from E_1 + 1.
     //   One bank: both asking alternate (last rd2: rd3 is above; last rd3:
     //   none above asks, the lowest: rd2); no read yet counts as rd5's.
     //   1 rd2(0)  2 rd3(16)  3 rd2(4): A of row block 0 taken 4
     //   4 rd3(24)  5 rd2(8)  6 rd3(32)  7 rd2(12): row block 1 taken 8
     //   8 rd3(40): B_0 taken 9   9..12 rd3 16, 24, 32, 40: B_1 taken 13.
-    // cyc (2 x 2, pipeline 2, one group of 4 useful steps; the small preset
-    //   test): 12. Rows in S + 12 - 2 + 1 + r = S + 11 + r.
-    // F_0 = max(4, 9, 0) = 9, S_0 = 11, X_0 = 23: rows 22, 23; writes 23,
-    //   24 (row 0), 25, 26 (row 1): W_0 = 26.
-    // F_1 = max(4, 13) = 13, S_1 = max(13, X_0 = 23) + 2 = 25, X_1 = 37:
-    //   rows 36, 37; writes 37, 38, 39, 40 = W_1.
-    // Tile 2's B from X_0 + 1 = 24: 24..27 (the writes of 24..26 are C's
-    //   words 13, 16, 17: other rows): taken 28. F_2 = max(8, 28) = 28.
-    //   S_2 = max(28, X_1 = 37, W_0 = 26) + 2 = 39, X_2 = 51: rows 50, 51;
-    //   writes 51, 52, 53, 54 = W_2.
-    // Tile 3's B from X_1 + 1 = 38: 38..41 (writes of words 15, 18, 19):
-    //   taken 42. F_3 = max(8, 42) = 42. S_3 = max(42, X_2 = 51, W_1 = 40) +
-    //   2 = 53, X_3 = 65: rows 64, 65; writes 65..68 = W_3; e = 68.
+    // A tile (one group of 4 useful steps): taken by the loader in S + 1,
+    //   steps issue S + 2 .. S + 5, the last tile-ending (E = S + 5 unless
+    //   the tile before is in flight, its E + 1 .. X - 1); row r ready E +
+    //   r + C + 1 + P = E + 5 + r, transferred E + 6 + r: X = E + 7 (cyc =
+    //   12 alone, the small preset test).
+    // F_0 = max(4, 9, 0) = 9, S_0 = 11, E_0 = 16, X_0 = 23: rows 22, 23;
+    //   writes 23, 24 (row 0), 25, 26 (row 1): W_0 = 26.
+    // Tile 2's B from E_0 + 1 = 17: 17..20 (no write yet): taken 21. F_2 =
+    //   max(8, 21) = 21.
+    // F_1 = max(4, 13) = 13, S_1 = max(13, E_0 = 16) + 2 = 18: steps 20 ..
+    //   23, tile 0 in flight 17 .. 22: E_1 = 23 (not held back), X_1 = 30:
+    //   rows 29, 30; writes 30, 31, 32, 33 = W_1.
+    // Tile 3's B from E_1 + 1 = 24: 24..27 (the writes of 24..26 are C's
+    //   words 13, 16, 17: other rows than B's words 4, 6, 8): taken 28.
+    //   F_3 = max(8, 28) = 28.
+    // S_2 = max(21, E_1 = 23, W_0 = 26) + 2 = 28: steps 30 .. 33 (tile 1
+    //   in flight 24 .. 29): E_2 = 33, X_2 = 40: rows 39, 40; writes 40,
+    //   41, 42, 43 = W_2.
+    // S_3 = max(28, E_2 = 33, W_1 = 33) + 2 = 35: steps 37 .. 40 (tile 2 in
+    //   flight 34 .. 39): E_3 = 40, X_3 = 47: rows 46, 47; writes 47..50 =
+    //   W_3; e = 50.
     let p = grid_params(2, 2, 1, 16);
     let mut m = vec![0x55u8; 128];
     let av = |i: usize, k: usize| (i * 4 + k + 1) as i8;
@@ -3973,12 +4051,12 @@ fn mma_a_reuse_exact_cycles_two_row_blocks_two_column_blocks() {
     }
     let op = mop(0, 48, 0, 16, 4, 4, 4);
     let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
-    let tt = |f, s, x, w| mma::TileTimes { f, s, cyc: 12, x, w };
+    let tt = |f, s, e, x, w| mma::TileTimes { f, s, e, cyc: 12, x, w };
     assert_eq!(out.m, 0);
-    assert_eq!(out.tiles, [tt(9, 11, 23, 26), tt(13, 25, 37, 40), tt(28, 39, 51, 54), tt(42, 53, 65, 68)]);
-    assert_eq!(out.done, 68);
+    assert_eq!(out.tiles, [tt(9, 11, 16, 23, 26), tt(13, 18, 23, 30, 33), tt(21, 28, 33, 40, 43), tt(28, 35, 40, 47, 50)]);
+    assert_eq!(out.done, 50);
     let mut want = vec![(1, RD2, 0), (2, RD3, 16), (3, RD2, 4), (4, RD3, 24), (5, RD2, 8), (6, RD3, 32), (7, RD2, 12), (8, RD3, 40)];
-    for from in [9, 24, 38] {
+    for from in [9, 17, 24] {
         want.extend((0..4).map(|k| (from + k as u64, RD3, 16 + 8 * k)));
     }
     assert_eq!(mma_reads(&out), want);
@@ -4000,26 +4078,31 @@ fn mma_skip_exact_cycles_three_row_blocks() {
     // column 1 too (so summing them would show).
     // Reads: rd3 first the map, from g + 1; A and B from M + 1 (docs/cu.md
     //   30446b4: both ports wait for the map). rd2: row block b offsets
-    //   16b, 16b + 8 (rows 2b, 2b + 1, column 0); row block 2 from X_{L_0}
-    //   + 1 = X_0 + 1. rd3 per tile: 52, 68, 76; tile 2 from X_0 + 1.
+    //   16b, 16b + 8 (rows 2b, 2b + 1, column 0); row block 2 from E_{L_0}
+    //   + 1 = E_0 + 1. rd3 per tile: 52, 68, 76; tile 2 from E_0 + 1.
     //   1 rd3(48) alone: M = 2   2 nothing (A, B from M + 1 = 3)
     //   3 rd2(0) [last rd3: none above asks, the lowest]   4 rd3(52)
     //   5 rd2(8): row block 0 taken 6   6 rd3(68)   7 rd2(16)   8 rd3(76):
     //   B_0 taken 9   9 rd2(24): row block 1 taken 10   10 rd3(52) [t1]
     //   11 rd3(68)   12 rd3(76): B_1 taken 13.
-    // cyc (one group of 3 useful steps: issued S + 2 .. S + 4, tile-ending
-    //   s = S + 4, row r ready s + r + C + 1 + P = S + 9 + r, transferred
-    //   S + 10 + r): 11; rows in S + 11 - 2 + 1 + r = S + 10 + r.
-    // F_0 = max(6, 9, M = 2) = 9, S_0 = 11, X_0 = 22: rows 21, 22; writes
-    //   22, 23, 24, 25 = W_0.
-    // F_1 = max(10, 13, 2) = 13, S_1 = max(13, 22) + 2 = 24, X_1 = 35;
-    //   writes 35..38 = W_1.
-    // From X_0 + 1 = 23, row block 2's A and tile 2's B (the writes of
-    //   23..25 are C's words 30..32): last read rd3 (12): none above asks:
-    //   23 rd2(32)  24 rd3(52)  25 rd2(40): row block 2 taken 26
-    //   26 rd3(68)  27 rd3(76): B_2 taken 28.
-    // F_2 = max(26, 28, 2) = 28, S_2 = max(28, X_1 = 35, W_0 = 25) + 2 =
-    //   37, X_2 = 48; writes 48..51 = W_2; e = 51.
+    // A tile (one group of 3 useful steps): taken by the loader in S + 1,
+    //   steps issue S + 2 .. S + 4, the last tile-ending (E = S + 4 unless
+    //   the tile before is in flight, its E + 1 .. X - 1), row r ready E +
+    //   r + C + 1 + P = E + 5 + r, transferred E + 6 + r: X = E + 7 (cyc =
+    //   11 alone).
+    // F_0 = max(6, 9, M = 2) = 9, S_0 = 11, E_0 = 15, X_0 = 22: rows 21,
+    //   22; writes 22, 23, 24, 25 = W_0.
+    // From E_0 + 1 = 16, row block 2's A and tile 2's B (no write yet):
+    //   last read rd3 (12): none above asks: the lowest:
+    //   16 rd2(32)  17 rd3(52)  18 rd2(40): row block 2 taken 19
+    //   19 rd3(68)  20 rd3(76): B_2 taken 21.
+    // F_1 = max(10, 13, 2) = 13, S_1 = max(13, E_0 = 15) + 2 = 17: steps
+    //   19, 20, 21; the third is tile-ending and tile 0 is in flight 16 ..
+    //   21: E_1 = 22; rows ready 27 + r, transferred 28, 29: X_1 = 29;
+    //   writes 29, 30, 31, 32 = W_1.
+    // F_2 = max(19, 21, 2) = 21, S_2 = max(21, E_1 = 22, W_0 = 25) + 2 =
+    //   27: steps 29, 30, 31 (tile 1 in flight 23 .. 28): E_2 = 31, X_2 =
+    //   38; writes 38..41 = W_2; e = 41.
     let p = grid_params(2, 2, 1, 16);
     let mut m = vec![0u8; 256];
     let av = |i: usize, k: usize| (i * 8 + k + 1) as i8;
@@ -4038,10 +4121,10 @@ fn mma_skip_exact_cycles_three_row_blocks() {
     let op = mma::Op { skip: true, ..mop(0, 116, 0, 52, 6, 2, 8) };
     assert_eq!(mma::check(16, 256, &op), Ok(()));
     let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
-    let tt = |f, s, x, w| mma::TileTimes { f, s, cyc: 11, x, w };
+    let tt = |f, s, e, x, w| mma::TileTimes { f, s, e, cyc: 11, x, w };
     assert_eq!(out.m, 2);
-    assert_eq!(out.tiles, [tt(9, 11, 22, 25), tt(13, 24, 35, 38), tt(28, 37, 48, 51)]);
-    assert_eq!(out.done, 51);
+    assert_eq!(out.tiles, [tt(9, 11, 15, 22, 25), tt(13, 17, 22, 29, 32), tt(21, 27, 31, 38, 41)]);
+    assert_eq!(out.done, 41);
     assert_eq!(
         mma_reads(&out),
         [
@@ -4056,11 +4139,11 @@ fn mma_skip_exact_cycles_three_row_blocks() {
             (10, RD3, 52),
             (11, RD3, 68),
             (12, RD3, 76),
-            (23, RD2, 32),
-            (24, RD3, 52),
-            (25, RD2, 40),
-            (26, RD3, 68),
-            (27, RD3, 76),
+            (16, RD2, 32),
+            (17, RD3, 52),
+            (18, RD2, 40),
+            (19, RD3, 68),
+            (20, RD3, 76),
         ]
     );
     // C over the used steps 0, 2, 3 only, computed here directly.
@@ -4150,18 +4233,23 @@ fn mma_skip_with_no_used_step_gives_c0() {
         let zero = crate::models::systolic::run(&p.grid(), &crate::models::systolic::Gemm { a: vec![vec![0]; 2], b: vec![vec![0; 2]], c0: None }).cycles;
         assert!(out.tiles.iter().all(|t| t.cyc == zero));
         // By hand (docs/systolic.md): the one step is not useful, so the
-        // last group's candidate is the null step, tile-ending, issued in
-        // S + 2 as a single useful step would be: rows ready S + 7 + r,
-        // transferred S + 8 + r: cyc = 9. Mode 0: S_0 = M + 2 = 5, X_0 = 14,
-        // rows 13, 14: writes 14..17 = W_0. Tile 1 (h 2, w 1): S_1 = X_0 + 2
-        // = 16, X_1 = 25, writes 25, 26. Tile 2 (h 1, w 2): S_2 = max(X_1,
-        // W_0) + 2 = 27, X_2 = 36, writes 36, 37. Tile 3 (h 1, w 1): S_3 =
-        // max(X_2, W_1) + 2 = 38, X_3 = 47, write 47 = e.
+        // last group's candidate is the null step, tile-ending: the loader
+        // takes the group in S + 1 and issues it in E = S + 2 unless the
+        // tile before is in flight (its E + 1 .. X - 1): rows ready E + 5 +
+        // r, transferred E + 6 + r, X = E + 7 (cyc = 9 alone). Mode 0:
+        // S_0 = M + 2 = 5, E_0 = 7, X_0 = 14, rows 13, 14: writes 14..17 =
+        // W_0. Tile 1 (h 2, w 1): S_1 = E_0 + 2 = 9, held 11, tile 0 in
+        // flight 8 .. 13: E_1 = 14, rows 20, 21: X_1 = 21, writes 21, 22 =
+        // W_1. Tile 2 (h 1, w 2): S_2 = max(E_1, W_0) + 2 = 19, held 21 (tile
+        // 1 in flight 15 .. 20): E_2 = 21, X_2 = 28 (rows 27, 28), writes 28,
+        // 29. Tile 3 (h 1, w 1): S_3 = max(E_2, W_1) + 2 = 24, held 26, tile
+        // 2 in flight 22 .. 27: E_3 = 28, X_3 = 35 (rows 34, 35), write 35 =
+        // e.
         assert_eq!(zero, 9);
         if c0 == C0::Zero {
-            let got: Vec<_> = out.tiles.iter().map(|t| (t.s, t.x, t.w)).collect();
-            assert_eq!(got, [(5, 14, 17), (16, 25, 26), (27, 36, 37), (38, 47, 47)]);
-            assert_eq!(out.done, 47);
+            let got: Vec<_> = out.tiles.iter().map(|t| (t.s, t.e, t.x, t.w)).collect();
+            assert_eq!(got, [(5, 7, 14, 17), (9, 14, 21, 22), (19, 21, 28, 29), (24, 28, 35, 35)]);
+            assert_eq!(out.done, 35);
         }
         let word = |m: &[u8], at: usize| i32::from_le_bytes(m[at..at + 4].try_into().unwrap());
         for i in 0..3 {
@@ -4226,4 +4314,155 @@ fn ld_zmap_then_mma_skip_in_a_kernel() {
     let c: Vec<i32> =
         (0..8).map(|x| (0..8).map(|k| a[8 * (x / 4) + k] as i8 as i32 * b[4 * k + x % 4] as i8 as i32).sum()).collect();
     assert_eq!(&f.smem[112..144], &le(&c)[..]);
+}
+
+#[test]
+fn mma_next_tile_computes_while_the_previous_rows_drain() {
+    // docs/cu.md (8e84419): S_t waits for E_{t-1}, not X_{t-1}. Grid 2 x 2,
+    // eight banks (word m: bank m mod 8), g = 0, no read yet. TM = 2, TN =
+    // 4, K = 8: one row block, two tiles (column blocks 0, 1), h = w = 2, u
+    // = 8: two groups of 4. A (2 x 8) at 0, PA = 8: needed word columns 0,
+    // 1: rd2 reads 0, 8, 4, 12 (words 0, 2, 1, 3: banks 0, 2, 1, 3). B (8 x
+    // 4) at 16, PB = 8: one word a step (ceil(2/4) = 1), for both tiles at
+    // 16 + 8k (4*floor(2c/4) = 0): words 4 + 2k, banks 4, 6, 0, 2, 4, 6,
+    // 0, 2. C (2 x 4) at 80. Every A and B value non-zero: every step
+    // useful. No skip: M = 0.
+    // Reads (never two on one bank in a cycle, no write before 27):
+    //   1 rd2 w0, rd3 w4   2 rd2 w2, rd3 w6   3 rd2 w1, rd3 w8   4 rd2 w3
+    //   (A taken 5), rd3 w10   5..8 rd3 w12..w18: B_0 taken 9   9..16 tile
+    //   1's: B_1 taken 17.
+    // Tile 0: F_0 = max(5, 9) = 9, S_0 = 11. The loader takes group 0 in
+    //   12, holds it from 13, issues steps 13..16; in 16 (its last step
+    //   issued, nothing left) it takes group 1, held from 17: steps 17..20,
+    //   the last tile-ending (no tile before): E_0 = 20. Row r ready E_0 +
+    //   r + C + 1 + P = 25 + r, transferred 26 + r: rows 26, 27: X_0 = 27.
+    //   Writes 27, 28 (row 0), 29, 30 (row 1): W_0 = 30.
+    // Tile 1: S_1 = max(F_1 = 17, E_0 = 20, W_{-1} = 0) + 2 = 22 (the old
+    //   rule waited for X_0: 29). Group 0 taken 23, steps 24..27, group 1
+    //   taken 27, steps 28..31: it computes while tile 0's rows leave (26,
+    //   27); its tile-ending step in 31, after tile 0's flight (21 .. 26):
+    //   E_1 = 31. Rows ready 36 + r, transferred 37, 38: X_1 = 38 (= S_1 +
+    //   cyc, cyc = 16: the same as alone). Writes 38..41 = W_1 = e.
+    let p = grid_params(2, 2, 8, 16);
+    let mut m = vec![0x55u8; 256];
+    for i in 0..2 {
+        for k in 0..8 {
+            m[8 * i + k] = (i * 8 + k + 1) as u8;
+        }
+    }
+    for k in 0..8 {
+        for n in 0..4 {
+            m[16 + 8 * k + n] = (-((k * 4 + n + 1) as i8)) as u8;
+        }
+    }
+    let op = mop(0, 80, 0, 16, 2, 4, 8);
+    assert_eq!(mma::check(16, 256, &op), Ok(()));
+    let want = mma_reference(&m, &op);
+    let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(8));
+    assert_eq!(
+        out.tiles,
+        [
+            mma::TileTimes { f: 9, s: 11, e: 20, cyc: 16, x: 27, w: 30 },
+            mma::TileTimes { f: 17, s: 22, e: 31, cyc: 16, x: 38, w: 41 },
+        ]
+    );
+    assert_eq!(out.done, 41);
+    let mut reads = vec![(1, RD2, 0), (1, RD3, 16), (2, RD2, 8), (2, RD3, 24), (3, RD2, 4), (3, RD3, 32), (4, RD2, 12), (4, RD3, 40)];
+    reads.extend((4..8).map(|k| (1 + k as u64, RD3, 16 + 8 * k)));
+    reads.extend((0..8).map(|k| (9 + k as u64, RD3, 16 + 8 * k)));
+    assert_eq!(mma_reads(&out), reads);
+    assert_eq!(&m[80..112], &want[..]);
+}
+
+#[test]
+fn mma_in_flight_rule_holds_back_the_next_tile_ending_step() {
+    // One used k-step a tile: the next tile's only step is tile-ending and
+    // waits while the previous tile is in flight. Grid 2 x 2, two banks
+    // (word m: bank m mod 2, row m div 2), g = 0, no read yet. TM = 2, TN
+    // = 6, K = 8, skip: three tiles (column blocks 0, 1, 2), h = w = 2. A
+    // (2 x 8) at 0, PA = 8. The k-map (nk = 1) at Bo - 4 = 16: 0xFFFF_FFDF:
+    // only k-step 5 used (u = 1, q = 1 group of one step). Needed word
+    // column: x = 1 only: rd2 reads 4, 12 (words 1, 3, both bank 1). B (8 x
+    // 6) at 20, PB = 8: used row 5 at 60: tiles 0, 1 read 60 (word 15, bank
+    // 1; 4*floor(2c/4) = 0), tile 2 reads 64 (word 16, bank 0). C (2 x 6)
+    // at 84. Every A and B value non-zero.
+    // Reads: 1 rd3(16) the map, alone: M = 2   2 nothing (A, B from M + 1)
+    //   3 rd2(4), rd3(60) on bank 1, no read of it yet (counts as rd5's):
+    //   the lowest, rd2   4 rd2(12), rd3(60): last rd2: rd3 is above: rd3
+    //   (B_0 taken 5)   5 rd2(12), rd3(60) [t1]: last rd3: none above asks:
+    //   rd2 (A taken 6)   6 rd3(60): B_1 taken 7. Tile 2's B waits for E_0.
+    // A tile of one step: taken by the loader in S + 1, held from S + 2,
+    //   its step tile-ending: E = S + 2 unless the tile before is in flight
+    //   (its E + 1 .. X - 1); row r ready E + r + C + 1 + P = E + 5 + r,
+    //   transferred E + 6 + r: X = E + 7.
+    // Tile 0: F_0 = max(6, 5, 2) = 6, S_0 = 8, E_0 = 10, rows 16, 17: X_0 =
+    //   17; writes 17, 18, 19, 20 = W_0.
+    // 11: tile 2's B free (E_0 + 1): rd3(64) alone, no write: B_2 taken 12:
+    //   F_2 = max(6, 12, 2) = 12.
+    // Tile 1: F_1 = max(6, 7, 2) = 7, S_1 = max(7, E_0 = 10) + 2 = 12: the
+    //   loader takes the group in 13, holds it from 14; tile 0 is in flight
+    //   11 .. 16, so the step waits in 14, 15, 16 and issues in 17 = E_1
+    //   (S_1 + 2 = 14 without the rule). Rows ready 22 + r, transferred 23,
+    //   24: X_1 = 24 (alone it would be S_1 + cyc = 12 + 9 = 21); writes
+    //   after W_0 and each after its row: 24, 25, 26, 27 = W_1.
+    // Tile 2: S_2 = max(F_2 = 12, E_1 = 17, W_0 = 20) + 2 = 22, taken 23,
+    //   held 24; tile 1 in flight 18 .. 23: E_2 = 24. Rows 30, 31: X_2 =
+    //   31; writes 31..34 = W_2; e = 34.
+    // C = A[., 5] x B[5][.] (the definition over the used step only).
+    let p = grid_params(2, 2, 2, 16);
+    let mut m = vec![0u8; 256];
+    for i in 0..2 {
+        for k in 0..8 {
+            m[8 * i + k] = (i * 8 + k + 1) as u8;
+        }
+    }
+    for k in 0..8 {
+        for n in 0..6 {
+            m[20 + 8 * k + n] = (-((k * 6 + n + 1) as i8)) as u8;
+        }
+    }
+    m[16..20].copy_from_slice(&0xFFFF_FFDFu32.to_le_bytes());
+    let op = mma::Op { skip: true, ..mop(0, 84, 0, 20, 2, 6, 8) };
+    assert_eq!(mma::check(16, 256, &op), Ok(()));
+    assert_eq!(spec_used(&m, &op), [5]);
+    let want = mma_reference(&m, &op);
+    let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(2));
+    assert_eq!(out.m, 2);
+    assert_eq!(
+        out.tiles,
+        [
+            mma::TileTimes { f: 6, s: 8, e: 10, cyc: 9, x: 17, w: 20 },
+            mma::TileTimes { f: 7, s: 12, e: 17, cyc: 9, x: 24, w: 27 },
+            mma::TileTimes { f: 12, s: 22, e: 24, cyc: 9, x: 31, w: 34 },
+        ]
+    );
+    assert_eq!(out.done, 34);
+    assert_eq!(mma_reads(&out), [(1, RD3, 16), (3, RD2, 4), (4, RD3, 60), (5, RD2, 12), (6, RD3, 60), (11, RD3, 64)]);
+    // C from the definition, computed here directly: k-step 5 only.
+    let c: Vec<i32> = (0..12).map(|x: i32| (x / 6 * 8 + 5 + 1) * -(5 * 6 + x % 6 + 1)).collect();
+    assert_eq!(want, le(&c));
+    assert_eq!(&m[84..132], &le(&c)[..]);
+}
+
+#[test]
+fn mma_skip_multi_tile_small_u_values_against_the_definition() {
+    // Skipped multi-tile mmas with few used steps (u = 0, 1, 2, 5), tiles
+    // overlapping in the grid, every C0 mode: C is the definition's sum
+    // over the used steps (mma_checked: the spec's orders and times).
+    let p = grid_params(2, 2, 2, 64);
+    for (map, u) in [(0xFFFF_FFFFu32, 0usize), (!(1u32 << 9), 1), (!(1u32 << 3 | 1 << 30), 2), (!0b1011_0001_0000u32, 4), (!0x8000_0107u32, 5)] {
+        for c0 in [C0::Zero, C0::Acc, C0::Bias(0)] {
+            // TM = 5, TN = 5 (nine tiles), K = 32: A at 16 (PA = 32), the map at
+            // 176, B at 180 (PB = 8), C at 440.
+            let op = mma::Op { c0, skip: true, ..mop(0, 440, 16, 180, 5, 5, 32) };
+            assert_eq!(mma::check(64, 1024, &op), Ok(()));
+            let mut m = noise(1024, 11 + u as u64);
+            m[176..180].copy_from_slice(&map.to_le_bytes());
+            assert_eq!(spec_used(&m, &op).len(), u);
+            let want = mma_reference(&m, &op);
+            let out = mma_checked(&p, &op, 3, &mut m, &mut Banks::new(2));
+            assert_eq!(out.tiles.len(), 9);
+            assert_eq!(&m[440..540], &want[..], "u {u} {c0:?}");
+        }
+    }
 }

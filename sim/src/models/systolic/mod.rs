@@ -50,7 +50,10 @@
 //!
 //! Files: `reference.rs` (C by a naive loop), `sequencer.rs` (the tile
 //! sequencers of both dataflows: the step programs), `timing.rs` (the cycle
-//! loops of the loader and WS rules), `io.rs` (input and output files,
+//! loops of the loader and WS rules; [`Loader`], the loader stepped one
+//! cycle at a time, which `run` plays with the groups back-to-back and the
+//! compute unit's `mma` (docs/cu.md) with its groups as its tiles start),
+//! `io.rs` (input and output files,
 //! pruning); here, the types and `run`.
 //!
 //! Cost: `run` is linear in the cycles and steps it plays (plus the
@@ -72,6 +75,7 @@ pub use sequencer::{os_tiles, program, ws_program, ws_tiles, Group, Step, Tile, 
 use gpurtl_params::systolic::{Dataflow, SystolicParams};
 use reference::reference_c;
 use timing::{simulate_groups, simulate_ws};
+pub use timing::{Loader, TileEnd};
 
 /// One GEMM: A is M x K, B is K x N, C0 (if given) is M x N.
 ///
