@@ -175,7 +175,8 @@ fn cosim_odd() {
 /// early, an aligner that emits its word one unit late when the two lanes
 /// are equal, an `mma` writer that takes a row's words a cycle early, a
 /// `tex` conv that writes each quad's pixel `(x+1, y+1)` at the wrong place,
-/// and an `ld ..., zmap` that takes row 0's zero bit from row 1.
+/// and an `ld ..., zmap` that writes its map a word up, over its rows' first
+/// word.
 #[test]
 fn planted_bugs_are_caught() {
     // At `small` with `tex`: the same logic, a quicker Verilator build for
@@ -190,7 +191,7 @@ fn planted_bugs_are_caught() {
         ("aligner late on equal lanes", "  assign dma_emit = ", "(dma_p_out_row_q[1:0] >= dma_p_in_row_q[1:0])", "(dma_p_out_row_q[1:0] > dma_p_in_row_q[1:0])"),
         ("mma writes a row before it leaves the grid", "  assign mma_w_ok = ", "mma_o_rows_q} > mma_w_r_q", "mma_o_rows_q} >= mma_w_r_q"),
         ("tex conv writes a quad's fourth pixel a word before the third", "  assign u_scratchpad_wr3_req_addr = ", "(tex_pitch + ", "(tex_pitch - "),
-        ("zmap takes row 0's zero bit from row 1", "      dma_zmap_q <= ", "dma_zrow_q == 16'd0}", "dma_zrow_q == 16'd1}"),
+        ("zmap writes its map a word up, over the rows' first word", "  assign dma_zm_addr = ", "{{5'd0, dma_zm_m_q}, 2'd0}", "{{5'd0, ~dma_zm_m_q}, 2'd0}"),
     ];
     let all: Vec<u64> = (0..SEEDS).collect();
     for (what, line, from, to) in bugs {

@@ -529,15 +529,18 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                     v.push(word(0x73, rs[1], rs[0], rs[2], rs[3] as u32 | zc << 8));
                 }
             }
-            13 | 14 if room >= 12 && smem >= 8 => {
+            13 | 14 if room >= 6 && smem >= 8 => {
                 // mma on tiles anywhere in the share (C may overlap A or B);
-                // with `, skip` (40%) its k-map is the words below B: what
+                // with `, skip` (60%) its k-map is the words below B: what
                 // the share holds there, or (half the time) the map of an
                 // `ld ..., zmap` of B's rows just before.
-                let rs: Vec<u8> = (0..5).map(|_| scratch(rng)).collect();
-                if rs.iter().collect::<std::collections::HashSet<_>>().len() < 5 {
+                let mut rs: Vec<u8> = (0..4).map(|_| scratch(rng)).collect();
+                if rs.iter().collect::<std::collections::HashSet<_>>().len() < 4 {
                     continue;
                 }
+                // A fifth for the zmap load's shape: the first scratch
+                // register not taken (there are at least 5).
+                rs.push((7..regs as u8).find(|r| !rs.contains(r)).expect("five scratch registers"));
                 let mut tm = 1 + rng.below(6) as u32;
                 let mut tn = 1 + rng.below(10) as u32;
                 let mut k = 1 + rng.below(kmax.min(24) as u64) as u32;
@@ -553,7 +556,7 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                 }
                 let (qa, qb) = if rng.chance(50) { (0, 0) } else { (rng.below(4) as u32, rng.below(4) as u32) };
                 let (pa, pb) = (4 * k.div_ceil(4) + 4 * qa, 8 * tn.div_ceil(8) + 4 * qb);
-                let skip = rng.chance(40);
+                let skip = rng.chance(60);
                 let map = if skip { 4 * k.div_ceil(32) } else { 0 };
                 let sizes = [4 * tm * tn, tm * pa, k * pb + map];
                 if sizes.iter().any(|&z| z > smem) || 4 * tn > smem {
@@ -564,7 +567,7 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                     // B after its map.
                     v.push(encode(&Insn::Li { rd: *r, imm: off + if i == 2 { map } else { 0 } }));
                 }
-                if skip && k > 0 && tn > 0 && rng.chance(50) {
+                if skip && k > 0 && tn > 0 && room >= 11 && rng.chance(50) {
                     // B's k rows of tn bytes (pitch PB) from the input data,
                     // with their zero map.
                     let stride = tn + rng.below(8) as u32;
