@@ -1055,6 +1055,7 @@ module gpurtl_cu (
   reg  [15:0]  mma_s_tile_q;
   reg  [15:0]  mma_edone_q;
   wire [15:0]  mma_e_now;
+  wire         mma_a_yield;
   wire         mma_a_req;
   // u_scratchpad_rd2_req_addr_t124: bits [13:12] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
@@ -1085,6 +1086,11 @@ module gpurtl_cu (
   /* verilator lint_on UNUSED */
   reg          mma_b_more_q;
   wire         mma_b_req;
+  wire [13:0]  mma_rd3_addr;
+  // mma_a_yield_t127: bits [13:4], [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [13:0]  mma_a_yield_t127;
+  /* verilator lint_on UNUSED */
   wire         mma_b_take;
   reg  [6:0]   mma_b_rsp_ent_q;
   reg  [1:0]   mma_b_rsp_s_q;
@@ -1097,9 +1103,9 @@ module gpurtl_cu (
   reg  [1:0]   mma_b_rsp_off_q;
   /* verilator lint_on UNUSED */
   reg          mma_b_rsp_last_q;
-  // mma_b_rsp_ent_q_t127: bits [7:6] unused: holds an expression of which only a slice is used
+  // mma_b_rsp_ent_q_t128: bits [7:6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mma_b_rsp_ent_q_t127;
+  wire [7:0]   mma_b_rsp_ent_q_t128;
   /* verilator lint_on UNUSED */
   reg  [15:0]  mma_b_fill_q;
   wire         mma_buf_re;
@@ -1108,52 +1114,52 @@ module gpurtl_cu (
   reg  [31:0]  mma_abuf0_rdata_q;
   wire         mma_abuf0_we;
   wire [6:0]   mma_abuf0_waddr;
-  // mma_abuf0_waddr_t128: bits [1:0] unused: holds an expression of which only a slice is used
+  // mma_abuf0_waddr_t129: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [9:0]   mma_abuf0_waddr_t128;
+  wire [9:0]   mma_abuf0_waddr_t129;
   /* verilator lint_on UNUSED */
-  // mma_abuf0_waddr_t129: bits [7:6] unused: holds an expression of which only a slice is used
+  // mma_abuf0_waddr_t130: bits [7:6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mma_abuf0_waddr_t129;
+  wire [7:0]   mma_abuf0_waddr_t130;
   /* verilator lint_on UNUSED */
   wire [31:0]  mma_abuf0_wdata;
   wire [3:0]   mma_abuf0_wstrb;
   reg  [31:0]  mma_abuf1_rdata_q;
   wire         mma_abuf1_we;
   wire [6:0]   mma_abuf1_waddr;
-  // mma_abuf1_waddr_t130: bits [1:0] unused: holds an expression of which only a slice is used
+  // mma_abuf1_waddr_t131: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [9:0]   mma_abuf1_waddr_t130;
+  wire [9:0]   mma_abuf1_waddr_t131;
   /* verilator lint_on UNUSED */
-  // mma_abuf1_waddr_t131: bits [7:6] unused: holds an expression of which only a slice is used
+  // mma_abuf1_waddr_t132: bits [7:6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mma_abuf1_waddr_t131;
+  wire [7:0]   mma_abuf1_waddr_t132;
   /* verilator lint_on UNUSED */
   wire [31:0]  mma_abuf1_wdata;
   wire [3:0]   mma_abuf1_wstrb;
   reg  [31:0]  mma_abuf2_rdata_q;
   wire         mma_abuf2_we;
   wire [6:0]   mma_abuf2_waddr;
-  // mma_abuf2_waddr_t132: bits [1:0] unused: holds an expression of which only a slice is used
+  // mma_abuf2_waddr_t133: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [9:0]   mma_abuf2_waddr_t132;
+  wire [9:0]   mma_abuf2_waddr_t133;
   /* verilator lint_on UNUSED */
-  // mma_abuf2_waddr_t133: bits [7:6] unused: holds an expression of which only a slice is used
+  // mma_abuf2_waddr_t134: bits [7:6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mma_abuf2_waddr_t133;
+  wire [7:0]   mma_abuf2_waddr_t134;
   /* verilator lint_on UNUSED */
   wire [31:0]  mma_abuf2_wdata;
   wire [3:0]   mma_abuf2_wstrb;
   reg  [31:0]  mma_abuf3_rdata_q;
   wire         mma_abuf3_we;
   wire [6:0]   mma_abuf3_waddr;
-  // mma_abuf3_waddr_t134: bits [1:0] unused: holds an expression of which only a slice is used
+  // mma_abuf3_waddr_t135: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [9:0]   mma_abuf3_waddr_t134;
+  wire [9:0]   mma_abuf3_waddr_t135;
   /* verilator lint_on UNUSED */
-  // mma_abuf3_waddr_t135: bits [7:6] unused: holds an expression of which only a slice is used
+  // mma_abuf3_waddr_t136: bits [7:6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mma_abuf3_waddr_t135;
+  wire [7:0]   mma_abuf3_waddr_t136;
   /* verilator lint_on UNUSED */
   wire [31:0]  mma_abuf3_wdata;
   wire [3:0]   mma_abuf3_wstrb;
@@ -1170,19 +1176,19 @@ module gpurtl_cu (
   reg  [15:0]  mma_s_rb_q;
   wire         mma_s_arm;
   wire         mma_g_take;
-  // mma_buf_raddr_t136: bits [15:6] unused: holds an expression of which only a slice is used
+  // mma_buf_raddr_t137: bits [15:6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  mma_buf_raddr_t136;
+  wire [15:0]  mma_buf_raddr_t137;
   /* verilator lint_on UNUSED */
-  // mma_abuf_raddr_t137: bits [15:6] unused: holds an expression of which only a slice is used
+  // mma_abuf_raddr_t138: bits [15:6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  mma_abuf_raddr_t137;
+  wire [15:0]  mma_abuf_raddr_t138;
   /* verilator lint_on UNUSED */
   wire [15:0]  mma_s_w;
   wire [7:0]   mma_s_h;
-  // u_grid_in_steps_t138: bits [15:3] unused: holds an expression of which only a slice is used
+  // u_grid_in_steps_t139: bits [15:3] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  u_grid_in_steps_t138;
+  wire [15:0]  u_grid_in_steps_t139;
   /* verilator lint_on UNUSED */
   reg  [2:0]   mma_o_rows_q;
   reg  [127:0] mma_row0_0_q;
@@ -1207,21 +1213,21 @@ module gpurtl_cu (
   reg  [13:0]  mma_w_baddr_q;
   wire         mma_w_ok;
   wire [31:0]  mma_w_value;
-  // mma_w_value_t139: bits [95:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [127:0] mma_w_value_t139;
-  /* verilator lint_on UNUSED */
-  // mma_w_value_t140: bits [127:96], [63:0] unused: holds an expression of which only a slice is used
+  // mma_w_value_t140: bits [95:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [127:0] mma_w_value_t140;
   /* verilator lint_on UNUSED */
-  // mma_w_value_t141: bits [127:64], [31:0] unused: holds an expression of which only a slice is used
+  // mma_w_value_t141: bits [127:96], [63:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [127:0] mma_w_value_t141;
   /* verilator lint_on UNUSED */
-  // mma_w_value_t142: bits [127:32] unused: holds an expression of which only a slice is used
+  // mma_w_value_t142: bits [127:64], [31:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [127:0] mma_w_value_t142;
+  /* verilator lint_on UNUSED */
+  // mma_w_value_t143: bits [127:32] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [127:0] mma_w_value_t143;
   /* verilator lint_on UNUSED */
   wire         mma_w_issue;
   reg          mma_p_valid_q;
@@ -1277,22 +1283,22 @@ module gpurtl_cu (
   wire         tex_busy;
   wire         tex_start;
   wire         tex_go;
-  // tex_go_t143: bits [7:0] unused: holds an expression of which only a slice is used
+  // tex_go_t144: bits [7:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  tex_go_t143;
+  wire [31:0]  tex_go_t144;
   /* verilator lint_on UNUSED */
   reg  [13:0]  tex_t_q;
-  // tex_t_q_t144: bits [31:14] unused: holds an expression of which only a slice is used
+  // tex_t_q_t145: bits [31:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  tex_t_q_t144;
+  wire [31:0]  tex_t_q_t145;
   /* verilator lint_on UNUSED */
   reg  [15:0]  tex_w_q;
-  wire [31:0]  tex_w_q_t145;
+  wire [31:0]  tex_w_q_t146;
   reg  [15:0]  tex_h_q;
   reg  [9:0]   tex_imm_q;
   reg  [7:0]   tex_quads_q;
   reg  [15:0]  tex_x0_q;
-  wire [31:0]  tex_x0_q_t146;
+  wire [31:0]  tex_x0_q_t147;
   reg  [15:0]  tex_y0_q;
   wire [6:0]   tex_nwt;
   wire         tex_own_req;
@@ -1301,14 +1307,14 @@ module gpurtl_cu (
   reg          tex_texel_pend_q;
   reg  [1:0]   tex_texel_lane_q;
   wire [13:0]  tex_texel_addr;
-  wire [1:0]   tex_texel_addr_t147;
-  // tex_texel_addr_t148: bits [15:14] unused: holds an expression of which only a slice is used
+  wire [1:0]   tex_texel_addr_t148;
+  // tex_texel_addr_t149: bits [15:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  tex_texel_addr_t148;
+  wire [15:0]  tex_texel_addr_t149;
   /* verilator lint_on UNUSED */
-  // tex_texel_addr_t149: bits [14] unused: holds an expression of which only a slice is used
+  // tex_texel_addr_t150: bits [14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [14:0]  tex_texel_addr_t149;
+  wire [14:0]  tex_texel_addr_t150;
   /* verilator lint_on UNUSED */
   wire         tex_fetch;
   wire         tex_own_take;
@@ -1341,23 +1347,23 @@ module gpurtl_cu (
   reg  [8:0]   tex_r_left_q;
   wire [13:0]  tex_pitch;
   wire         tex_wgt_write;
-  wire [2:0]   u_texture_cfg_addr_t150;
-  wire [2:0]   u_texture_cfg_data_t151;
-  // u_texture_cfg_data_t152: bits [6:0] unused: holds an expression of which only a slice is used
+  wire [2:0]   u_texture_cfg_addr_t151;
+  wire [2:0]   u_texture_cfg_data_t152;
+  // u_texture_cfg_data_t153: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   u_texture_cfg_data_t152;
+  wire [7:0]   u_texture_cfg_data_t153;
   /* verilator lint_on UNUSED */
-  // tex_own_addr_t153: bits [1:0] unused: holds an expression of which only a slice is used
+  // tex_own_addr_t154: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [13:0]  tex_own_addr_t153;
-  /* verilator lint_on UNUSED */
-  // tex_wbase_q_t154: bits [12:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [15:0]  tex_wbase_q_t154;
+  wire [13:0]  tex_own_addr_t154;
   /* verilator lint_on UNUSED */
   // tex_wbase_q_t155: bits [12:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [15:0]  tex_wbase_q_t155;
+  /* verilator lint_on UNUSED */
+  // tex_wbase_q_t156: bits [12:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [15:0]  tex_wbase_q_t156;
   /* verilator lint_on UNUSED */
   wire         tex_op_take;
   wire         tex_res_take;
@@ -1366,56 +1372,56 @@ module gpurtl_cu (
   reg          dma_slot_q;
   wire         dmaq_done;
   wire [1:0]   cpl_slot_oh;
-  wire [1:0]   cpl_slot_oh_t156;
+  wire [1:0]   cpl_slot_oh_t157;
   wire         cpl_slot;
   wire         cpl_fire;
   wire         s0_x;
-  // s0_cdl_dest_q_t157: bits [6] unused: holds an expression of which only a slice is used
+  // s0_cdl_dest_q_t158: bits [6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [6:0]   s0_cdl_dest_q_t157;
+  wire [6:0]   s0_cdl_dest_q_t158;
   /* verilator lint_on UNUSED */
-  // s0_dma_s_q_t158: bits [32:14] unused: holds an expression of which only a slice is used
+  // s0_dma_s_q_t159: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_s_q_t158;
+  wire [32:0]  s0_dma_s_q_t159;
   /* verilator lint_on UNUSED */
-  // s0_dma_a_q_t159: bits [32:14] unused: holds an expression of which only a slice is used
+  // s0_dma_a_q_t160: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_a_q_t159;
+  wire [32:0]  s0_dma_a_q_t160;
   /* verilator lint_on UNUSED */
-  // s0_dma_stride_q_t160: bits [32:14] unused: holds an expression of which only a slice is used
+  // s0_dma_stride_q_t161: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_stride_q_t160;
+  wire [32:0]  s0_dma_stride_q_t161;
   /* verilator lint_on UNUSED */
-  // s0_dma_rows_q_t161: bits [32:14] unused: holds an expression of which only a slice is used
+  // s0_dma_rows_q_t162: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_rows_q_t161;
+  wire [32:0]  s0_dma_rows_q_t162;
   /* verilator lint_on UNUSED */
-  wire [31:0]  s0_dma_rows_q_t162;
-  // s0_dma_p_q_t163: bits [32:14] unused: holds an expression of which only a slice is used
+  wire [31:0]  s0_dma_rows_q_t163;
+  // s0_dma_p_q_t164: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_p_q_t163;
+  wire [32:0]  s0_dma_p_q_t164;
   /* verilator lint_on UNUSED */
   wire         s1_x;
-  // s1_dma_s_q_t164: bits [32:14] unused: holds an expression of which only a slice is used
+  // s1_dma_s_q_t165: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_s_q_t164;
+  wire [32:0]  s1_dma_s_q_t165;
   /* verilator lint_on UNUSED */
-  // s1_dma_a_q_t165: bits [32:14] unused: holds an expression of which only a slice is used
+  // s1_dma_a_q_t166: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_a_q_t165;
+  wire [32:0]  s1_dma_a_q_t166;
   /* verilator lint_on UNUSED */
-  // s1_dma_stride_q_t166: bits [32:14] unused: holds an expression of which only a slice is used
+  // s1_dma_stride_q_t167: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_stride_q_t166;
+  wire [32:0]  s1_dma_stride_q_t167;
   /* verilator lint_on UNUSED */
-  // s1_dma_rows_q_t167: bits [32:14] unused: holds an expression of which only a slice is used
+  // s1_dma_rows_q_t168: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_rows_q_t167;
+  wire [32:0]  s1_dma_rows_q_t168;
   /* verilator lint_on UNUSED */
-  wire [31:0]  s1_dma_rows_q_t168;
-  // s1_dma_p_q_t169: bits [32:14] unused: holds an expression of which only a slice is used
+  wire [31:0]  s1_dma_rows_q_t169;
+  // s1_dma_p_q_t170: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_p_q_t169;
+  wire [32:0]  s1_dma_p_q_t170;
   /* verilator lint_on UNUSED */
 
   // imem: 128 words of 64 bits, the program store: slot s's instruction i at s*imem_depth + i
@@ -3179,7 +3185,7 @@ module gpurtl_cu (
       (16'd1 < mma_k_q) & (~mma_skip_q | ~mma_map_q[1]), (16'd0 < mma_k_q) & (~mma_skip_q |
       ~mma_map_q[0])};
   assign mma_e_now = mma_go ? 16'd0 : u_grid_in_idle ? mma_s_tile_q : mma_edone_q;
-  assign mma_a_req = ((mma_a_more_q & ((mma_a_rb_q < 16'd2) | ((mma_e_now + {8'd0, mma_nc_q}) >= mma_a_before_q))) & mma_mapped_q) & mma_any_used;
+  assign mma_a_req = (((mma_a_more_q & ((mma_a_rb_q < 16'd2) | ((mma_e_now + {8'd0, mma_nc_q}) >= mma_a_before_q))) & mma_mapped_q) & mma_any_used) & ~mma_a_yield;
   assign u_scratchpad_rd2_req_valid = mma_a_req;
   assign u_scratchpad_rd2_req_addr_t124 = {4'd0, mma_a_x};
   assign u_scratchpad_rd2_req_addr = (mma_a_rb_base_q + {u_scratchpad_rd2_req_addr_t124[11:0], 2'd0}) + mma_a_ioff_q;
@@ -3469,14 +3475,17 @@ module gpurtl_cu (
   assign mma_b_kaddr = mma_bo_q + ({4'd0, mma_b_kaddr_t126[9:0]} * mma_pb_q);
   assign mma_b_req = ((mma_b_more_q & (mma_b_tile_q < (mma_e_now + 16'd2))) & mma_mapped_q) & mma_any_used;
   assign u_scratchpad_rd3_req_valid = mma_m_req | mma_b_req;
-  assign u_scratchpad_rd3_req_addr = mma_m_req ? mma_m_addr_q : ((mma_b_kaddr + {mma_b_coff_q[13:2], 2'd0}) + {{11'd0, mma_b_h_q}, 2'd0});
+  assign mma_rd3_addr = mma_m_req ? mma_m_addr_q : ((mma_b_kaddr + {mma_b_coff_q[13:2], 2'd0}) + {{11'd0, mma_b_h_q}, 2'd0});
+  assign u_scratchpad_rd3_req_addr = mma_rd3_addr;
+  assign mma_a_yield_t127 = (mma_a_rb_base_q + {u_scratchpad_rd2_req_addr_t124[11:0], 2'd0}) + mma_a_ioff_q;
+  assign mma_a_yield = (|mma_a_rb_q & (mma_m_req | mma_b_req)) & (mma_a_yield_t127[3:2] == mma_rd3_addr[3:2]);
   assign mma_b_take = mma_b_req & u_scratchpad_rd3_req_ready;
-  assign mma_b_rsp_ent_q_t127 = mma_b_idx_q[9:2];
+  assign mma_b_rsp_ent_q_t128 = mma_b_idx_q[9:2];
   assign u_scratchpad_rd3_rsp_ready = 1'd1;
   assign mma_abuf0_we = u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd0 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})));
-  assign mma_abuf0_waddr_t128 = mma_a_rsp_base_q + {8'd0, 2'd0 - mma_a_rsp_base_q[1:0]};
-  assign mma_abuf0_waddr_t129 = mma_abuf0_waddr_t128[9:2];
-  assign mma_abuf0_waddr = {mma_a_rsp_par_q, mma_abuf0_waddr_t129[5:0]};
+  assign mma_abuf0_waddr_t129 = mma_a_rsp_base_q + {8'd0, 2'd0 - mma_a_rsp_base_q[1:0]};
+  assign mma_abuf0_waddr_t130 = mma_abuf0_waddr_t129[9:2];
+  assign mma_abuf0_waddr = {mma_a_rsp_par_q, mma_abuf0_waddr_t130[5:0]};
   assign mma_abuf0_wdata = {(((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd0 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
       ({1'd0, mma_a_rsp_mask_q[0]} == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
@@ -3510,9 +3519,9 @@ module gpurtl_cu (
       u_scratchpad_rd2_rsp_data[31:24])};
   assign mma_abuf0_wstrb = {mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0};
   assign mma_abuf1_we = u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd1 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})));
-  assign mma_abuf1_waddr_t130 = mma_a_rsp_base_q + {8'd0, 2'd1 - mma_a_rsp_base_q[1:0]};
-  assign mma_abuf1_waddr_t131 = mma_abuf1_waddr_t130[9:2];
-  assign mma_abuf1_waddr = {mma_a_rsp_par_q, mma_abuf1_waddr_t131[5:0]};
+  assign mma_abuf1_waddr_t131 = mma_a_rsp_base_q + {8'd0, 2'd1 - mma_a_rsp_base_q[1:0]};
+  assign mma_abuf1_waddr_t132 = mma_abuf1_waddr_t131[9:2];
+  assign mma_abuf1_waddr = {mma_a_rsp_par_q, mma_abuf1_waddr_t132[5:0]};
   assign mma_abuf1_wdata = {(((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd1 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
       ({1'd0, mma_a_rsp_mask_q[0]} == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
@@ -3546,9 +3555,9 @@ module gpurtl_cu (
       u_scratchpad_rd2_rsp_data[31:24])};
   assign mma_abuf1_wstrb = {mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0};
   assign mma_abuf2_we = u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd2 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})));
-  assign mma_abuf2_waddr_t132 = mma_a_rsp_base_q + {8'd0, 2'd2 - mma_a_rsp_base_q[1:0]};
-  assign mma_abuf2_waddr_t133 = mma_abuf2_waddr_t132[9:2];
-  assign mma_abuf2_waddr = {mma_a_rsp_par_q, mma_abuf2_waddr_t133[5:0]};
+  assign mma_abuf2_waddr_t133 = mma_a_rsp_base_q + {8'd0, 2'd2 - mma_a_rsp_base_q[1:0]};
+  assign mma_abuf2_waddr_t134 = mma_abuf2_waddr_t133[9:2];
+  assign mma_abuf2_waddr = {mma_a_rsp_par_q, mma_abuf2_waddr_t134[5:0]};
   assign mma_abuf2_wdata = {(((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd2 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
       ({1'd0, mma_a_rsp_mask_q[0]} == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
@@ -3582,9 +3591,9 @@ module gpurtl_cu (
       u_scratchpad_rd2_rsp_data[31:24])};
   assign mma_abuf2_wstrb = {mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0};
   assign mma_abuf3_we = u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd3 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})));
-  assign mma_abuf3_waddr_t134 = mma_a_rsp_base_q + {8'd0, 2'd3 - mma_a_rsp_base_q[1:0]};
-  assign mma_abuf3_waddr_t135 = mma_abuf3_waddr_t134[9:2];
-  assign mma_abuf3_waddr = {mma_a_rsp_par_q, mma_abuf3_waddr_t135[5:0]};
+  assign mma_abuf3_waddr_t135 = mma_a_rsp_base_q + {8'd0, 2'd3 - mma_a_rsp_base_q[1:0]};
+  assign mma_abuf3_waddr_t136 = mma_abuf3_waddr_t135[9:2];
+  assign mma_abuf3_waddr = {mma_a_rsp_par_q, mma_abuf3_waddr_t136[5:0]};
   assign mma_abuf3_wdata = {(((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd3 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
       ({1'd0, mma_a_rsp_mask_q[0]} == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
@@ -3623,95 +3632,21 @@ module gpurtl_cu (
   assign mma_s_arm = ((mma_s_more_q & ~mma_s_on_q) & (mma_mapped_q & (~mma_any_used | ((mma_a_fill_q > mma_s_rb_q) & (mma_b_fill_q > mma_s_tile_q))))) & (u_grid_in_idle & (mma_s_tile_q < (mma_wdone_q + 16'd2)));
   assign mma_g_take = u_grid_in_valid & u_grid_in_ready;
   assign mma_buf_re = mma_s_arm | mma_g_take;
-  assign mma_buf_raddr_t136 = mma_s_arm ? 16'd0 : mma_g_take ? (mma_s_j_q + 16'd1) : mma_s_j_q;
-  assign mma_buf_raddr = {mma_s_tile_q[0], mma_buf_raddr_t136[5:0]};
-  assign mma_abuf_raddr_t137 = mma_s_arm ? 16'd0 : mma_g_take ? (mma_s_j_q + 16'd1) : mma_s_j_q;
-  assign mma_abuf_raddr = {mma_s_rb_q[0], mma_abuf_raddr_t137[5:0]};
+  assign mma_buf_raddr_t137 = mma_s_arm ? 16'd0 : mma_g_take ? (mma_s_j_q + 16'd1) : mma_s_j_q;
+  assign mma_buf_raddr = {mma_s_tile_q[0], mma_buf_raddr_t137[5:0]};
+  assign mma_abuf_raddr_t138 = mma_s_arm ? 16'd0 : mma_g_take ? (mma_s_j_q + 16'd1) : mma_s_j_q;
+  assign mma_abuf_raddr = {mma_s_rb_q[0], mma_abuf_raddr_t138[5:0]};
   assign mma_s_w = (({8'd0, mma_tn_q} - ({8'd0, mma_s_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_s_cb_q} * 16'd4)) : 16'd4;
   assign mma_s_h = (mma_s_rows_left_q < 8'd4) ? mma_s_rows_left_q : 8'd4;
   assign u_grid_in_valid = mma_s_on_q;
   assign u_grid_in_a = ({mma_abuf3_rdata_q, mma_abuf2_rdata_q, mma_abuf1_rdata_q, mma_abuf0_rdata_q} & {{8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}, {8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}, {8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}, {8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}}) & {128{mma_any_used}};
   assign u_grid_in_b = (mma_bbuf_rdata_q & {{8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}, {8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}, {8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}, {8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}}) & {128{mma_any_used}};
-  assign u_grid_in_steps_t138 = (mma_s_kleft_q > 16'd4) ? 16'd4 : mma_s_kleft_q;
-  assign u_grid_in_steps = u_grid_in_steps_t138[2:0];
+  assign u_grid_in_steps_t139 = (mma_s_kleft_q > 16'd4) ? 16'd4 : mma_s_kleft_q;
+  assign u_grid_in_steps = u_grid_in_steps_t139[2:0];
   assign u_grid_in_last = (mma_s_j_q + 16'd1) == mma_q;
   assign u_grid_out_ready = 1'd1;
   assign mma_x_inc = u_grid_out_valid & (u_grid_out_row == 2'd3);
   assign mma_w_ok = (mma_busy_q & mma_w_more_q) & ((mma_w_tile_q < mma_xdone_q) | ((mma_w_tile_q == mma_xdone_q) & ({5'd0, mma_o_rows_q} > mma_w_r_q)));
-  assign mma_w_value_t139 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
-      (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0]
-      ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ?
-      (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0]
-      ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[5] ? (mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ?
-      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ?
-      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ?
-      (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0]
-      ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ?
-      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ?
-      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ?
-      (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ?
-      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ?
-      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ?
-      (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0]
-      ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ?
-      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ?
-      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ?
-      (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[5] ? (mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ?
-      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ?
-      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ?
-      (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
-      mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0]
-      ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
-      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
-      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ?
-      (mma_w_tile_q[0] ? mma_row1_3_q : mma_row0_3_q) : mma_w_tile_q[0] ? mma_row1_2_q :
-      mma_row0_2_q) : mma_w_r_q[0] ? (mma_w_tile_q[0] ? mma_row1_1_q : mma_row0_1_q) :
-      mma_w_tile_q[0] ? mma_row1_0_q : mma_row0_0_q;
   assign mma_w_value_t140 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
       (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
@@ -3934,6 +3869,80 @@ module gpurtl_cu (
       (mma_w_tile_q[0] ? mma_row1_3_q : mma_row0_3_q) : mma_w_tile_q[0] ? mma_row1_2_q :
       mma_row0_2_q) : mma_w_r_q[0] ? (mma_w_tile_q[0] ? mma_row1_1_q : mma_row0_1_q) :
       mma_w_tile_q[0] ? mma_row1_0_q : mma_row0_0_q;
+  assign mma_w_value_t143 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
+      (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0]
+      ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
+      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ?
+      (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0]
+      ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ?
+      128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[5] ? (mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ?
+      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ?
+      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ?
+      (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0]
+      ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ?
+      128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
+      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
+      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ?
+      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ?
+      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ?
+      (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ?
+      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ?
+      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ?
+      (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0]
+      ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ?
+      128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
+      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
+      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ?
+      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ?
+      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ?
+      (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[5] ? (mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
+      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
+      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ?
+      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ?
+      (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ?
+      (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[4] ? (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
+      mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0]
+      ? 128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
+      128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ?
+      128'd0 : 128'd0) : mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ?
+      (mma_w_tile_q[0] ? mma_row1_3_q : mma_row0_3_q) : mma_w_tile_q[0] ? mma_row1_2_q :
+      mma_row0_2_q) : mma_w_r_q[0] ? (mma_w_tile_q[0] ? mma_row1_1_q : mma_row0_1_q) :
+      mma_w_tile_q[0] ? mma_row1_0_q : mma_row0_0_q;
   assign mma_w_value = mma_w_n_q[7] ? (mma_w_n_q[6] ? (mma_w_n_q[5] ? (mma_w_n_q[4] ? (mma_w_n_q[3]
       ? (mma_w_n_q[2] ? (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 :
       32'd0) : mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) :
@@ -4001,8 +4010,8 @@ module gpurtl_cu (
       (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1]
       ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[2] ?
       (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1]
-      ? (mma_w_n_q[0] ? mma_w_value_t139[127:96] : mma_w_value_t140[95:64]) : mma_w_n_q[0] ?
-      mma_w_value_t141[63:32] : mma_w_value_t142[31:0];
+      ? (mma_w_n_q[0] ? mma_w_value_t140[127:96] : mma_w_value_t141[95:64]) : mma_w_n_q[0] ?
+      mma_w_value_t142[63:32] : mma_w_value_t143[31:0];
   assign u_scratchpad_rd4_req_valid = mma_w_ok & |mma_mode_q;
   assign u_scratchpad_rd4_req_addr = (mma_mode_q == 2'd1) ? mma_w_addr_q : mma_w_baddr_q;
   assign u_scratchpad_rd4_rsp_ready = 1'd1;
@@ -4018,39 +4027,39 @@ module gpurtl_cu (
   assign mma_busy_w = mma_busy_q;
   assign tex_busy = ~(tex_state_q == 4'd0);
   assign tex_start = ((((dq_valid_q[0] & (dma_head_kind == 3'd6)) & ~dma_busy_w) & ~vec_busy_w) & ~mma_busy_w) & ~tex_busy;
-  assign tex_go_t143 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
-  assign tex_go = tex_start & ~(~(tex_go_t143[9:8] == 2'd3) & (tex_go_t143[31:18] == 14'd0));
-  assign tex_t_q_t144 = dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
-  assign tex_w_q_t145 = dq0_slot_q ? s1_dma_stride_q : s0_dma_stride_q;
-  assign tex_x0_q_t146 = {dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q};
+  assign tex_go_t144 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
+  assign tex_go = tex_start & ~(~(tex_go_t144[9:8] == 2'd3) & (tex_go_t144[31:18] == 14'd0));
+  assign tex_t_q_t145 = dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
+  assign tex_w_q_t146 = dq0_slot_q ? s1_dma_stride_q : s0_dma_stride_q;
+  assign tex_x0_q_t147 = {dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q};
   assign tex_nwt = ({4'd0, tex_w_q[15:13]} + 7'd1) * ({4'd0, tex_h_q[15:13]} + 7'd1);
-  assign tex_texel_addr_t147 = tex_imm_q[5:4];
-  assign tex_texel_addr_t148 = {u_texture_mem0_req_addr, 2'd0};
-  assign tex_texel_addr_t149 = {u_texture_mem0_req_addr, 1'd0};
-  assign tex_texel_addr = tex_t_q + (tex_texel_addr_t147[1] ? (tex_texel_addr_t147[0] ? u_texture_mem0_req_addr : tex_texel_addr_t148[13:0]) : tex_texel_addr_t147[0] ? tex_texel_addr_t149[13:0] : u_texture_mem0_req_addr);
+  assign tex_texel_addr_t148 = tex_imm_q[5:4];
+  assign tex_texel_addr_t149 = {u_texture_mem0_req_addr, 2'd0};
+  assign tex_texel_addr_t150 = {u_texture_mem0_req_addr, 1'd0};
+  assign tex_texel_addr = tex_t_q + (tex_texel_addr_t148[1] ? (tex_texel_addr_t148[0] ? u_texture_mem0_req_addr : tex_texel_addr_t149[13:0]) : tex_texel_addr_t148[0] ? tex_texel_addr_t150[13:0] : u_texture_mem0_req_addr);
   assign u_scratchpad_rd5_req_valid = tex_own_req | u_texture_mem0_req_valid;
   assign u_scratchpad_rd5_req_addr = tex_own_req ? tex_own_addr : tex_texel_addr;
   assign u_texture_mem0_req_ready = u_scratchpad_rd5_req_ready & ~tex_own_req;
   assign tex_fetch = u_texture_mem0_req_valid & u_texture_mem0_req_ready;
   assign u_texture_mem0_rsp_valid = u_scratchpad_rd5_rsp_valid & tex_texel_pend_q;
-  assign u_texture_mem0_rsp_data = tex_texel_addr_t147[1] ? (tex_texel_addr_t147[0] ? u_scratchpad_rd5_rsp_data : u_scratchpad_rd5_rsp_data) : tex_texel_addr_t147[0] ? {16'd0, tex_texel_lane_q[1] ? u_scratchpad_rd5_rsp_data[31:16] : u_scratchpad_rd5_rsp_data[15:0]} : {24'd0, tex_texel_lane_q[1] ? (tex_texel_lane_q[0] ? u_scratchpad_rd5_rsp_data[31:24] : u_scratchpad_rd5_rsp_data[23:16]) : tex_texel_lane_q[0] ? u_scratchpad_rd5_rsp_data[15:8] : u_scratchpad_rd5_rsp_data[7:0]};
+  assign u_texture_mem0_rsp_data = tex_texel_addr_t148[1] ? (tex_texel_addr_t148[0] ? u_scratchpad_rd5_rsp_data : u_scratchpad_rd5_rsp_data) : tex_texel_addr_t148[0] ? {16'd0, tex_texel_lane_q[1] ? u_scratchpad_rd5_rsp_data[31:16] : u_scratchpad_rd5_rsp_data[15:0]} : {24'd0, tex_texel_lane_q[1] ? (tex_texel_lane_q[0] ? u_scratchpad_rd5_rsp_data[31:24] : u_scratchpad_rd5_rsp_data[23:16]) : tex_texel_lane_q[0] ? u_scratchpad_rd5_rsp_data[15:8] : u_scratchpad_rd5_rsp_data[7:0]};
   assign u_scratchpad_rd5_rsp_ready = tex_texel_pend_q ? u_texture_mem0_rsp_ready : tex_own_rsp_ready;
   assign tex_own_take = tex_own_req & u_scratchpad_rd5_req_ready;
   assign tex_own_rsp = (tex_own_rsp_ready & u_scratchpad_rd5_rsp_valid) & ~tex_texel_pend_q;
   assign tex_pitch = {{7'd0, tex_quads_q[3:0]} + 11'd1, 3'd0};
   assign tex_wgt_write = ((tex_state_q == 4'd5) & u_scratchpad_rd5_rsp_valid) & ~tex_texel_pend_q;
   assign u_texture_cfg_valid = ((((tex_state_q == 4'd1) | (tex_state_q == 4'd2)) | (tex_state_q == 4'd3)) | (tex_state_q == 4'd4)) | tex_wgt_write;
-  assign u_texture_cfg_addr_t150 = tex_state_q[2:0];
-  assign u_texture_cfg_addr = u_texture_cfg_addr_t150[2] ? (u_texture_cfg_addr_t150[1] ? (u_texture_cfg_addr_t150[0] ? 11'd0 : 11'd0) : u_texture_cfg_addr_t150[0] ? {3'd4, tex_wj_q, 2'd0, tex_wi_q} : 11'd1) : u_texture_cfg_addr_t150[1] ? (u_texture_cfg_addr_t150[0] ? 11'd3 : 11'd2) : u_texture_cfg_addr_t150[0] ? 11'd0 : 11'd0;
-  assign u_texture_cfg_data_t151 = tex_state_q[2:0];
-  assign u_texture_cfg_data_t152 = tex_wlane_q[1] ? (tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[31:24] : u_scratchpad_rd5_rsp_data[23:16]) : tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[15:8] : u_scratchpad_rd5_rsp_data[7:0];
-  assign u_texture_cfg_data = u_texture_cfg_data_t151[2] ? (u_texture_cfg_data_t151[1] ? (u_texture_cfg_data_t151[0] ? 32'd0 : 32'd0) : u_texture_cfg_data_t151[0] ? {{24{u_texture_cfg_data_t152[7]}}, tex_wlane_q[1] ? (tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[31:24] : u_scratchpad_rd5_rsp_data[23:16]) : tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[15:8] : u_scratchpad_rd5_rsp_data[7:0]} : {21'd0, tex_h_q[15:13], 5'd0, tex_w_q[15:13]}) : u_texture_cfg_data_t151[1] ? (u_texture_cfg_data_t151[0] ? {{3'd0, tex_h_q[12:0]} - 16'd1, {3'd0, tex_w_q[12:0]} - 16'd1} : 32'd0) : u_texture_cfg_data_t151[0] ? {26'd0, tex_imm_q[9:4]} : 32'd0;
+  assign u_texture_cfg_addr_t151 = tex_state_q[2:0];
+  assign u_texture_cfg_addr = u_texture_cfg_addr_t151[2] ? (u_texture_cfg_addr_t151[1] ? (u_texture_cfg_addr_t151[0] ? 11'd0 : 11'd0) : u_texture_cfg_addr_t151[0] ? {3'd4, tex_wj_q, 2'd0, tex_wi_q} : 11'd1) : u_texture_cfg_addr_t151[1] ? (u_texture_cfg_addr_t151[0] ? 11'd3 : 11'd2) : u_texture_cfg_addr_t151[0] ? 11'd0 : 11'd0;
+  assign u_texture_cfg_data_t152 = tex_state_q[2:0];
+  assign u_texture_cfg_data_t153 = tex_wlane_q[1] ? (tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[31:24] : u_scratchpad_rd5_rsp_data[23:16]) : tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[15:8] : u_scratchpad_rd5_rsp_data[7:0];
+  assign u_texture_cfg_data = u_texture_cfg_data_t152[2] ? (u_texture_cfg_data_t152[1] ? (u_texture_cfg_data_t152[0] ? 32'd0 : 32'd0) : u_texture_cfg_data_t152[0] ? {{24{u_texture_cfg_data_t153[7]}}, tex_wlane_q[1] ? (tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[31:24] : u_scratchpad_rd5_rsp_data[23:16]) : tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[15:8] : u_scratchpad_rd5_rsp_data[7:0]} : {21'd0, tex_h_q[15:13], 5'd0, tex_w_q[15:13]}) : u_texture_cfg_data_t152[1] ? (u_texture_cfg_data_t152[0] ? {{3'd0, tex_h_q[12:0]} - 16'd1, {3'd0, tex_w_q[12:0]} - 16'd1} : 32'd0) : u_texture_cfg_data_t152[0] ? {26'd0, tex_imm_q[9:4]} : 32'd0;
   assign tex_own_req = (((tex_state_q == 4'd5) & (tex_wreq_q < tex_nwt)) | (tex_state_q == 4'd6)) | (tex_state_q == 4'd8);
-  assign tex_own_addr_t153 = ((tex_state_q == 4'd6) | (tex_state_q == 4'd8)) ? (tex_list_q + ((tex_state_q == 4'd8) ? 14'd4 : 14'd0)) : tex_wbase_q;
-  assign tex_own_addr = {tex_own_addr_t153[13:2], 2'd0};
+  assign tex_own_addr_t154 = ((tex_state_q == 4'd6) | (tex_state_q == 4'd8)) ? (tex_list_q + ((tex_state_q == 4'd8) ? 14'd4 : 14'd0)) : tex_wbase_q;
+  assign tex_own_addr = {tex_own_addr_t154[13:2], 2'd0};
   assign tex_own_rsp_ready = ((tex_state_q == 4'd7) | (tex_state_q == 4'd9)) | ((tex_state_q == 4'd5) & u_texture_cfg_ready);
-  assign tex_wbase_q_t154 = tex_w_q_t145[15:0];
-  assign tex_wbase_q_t155 = tex_w_q_t145[31:16];
+  assign tex_wbase_q_t155 = tex_w_q_t146[15:0];
+  assign tex_wbase_q_t156 = tex_w_q_t146[31:16];
   assign u_texture_op_valid = (tex_state_q == 4'd10) | ((tex_state_q == 4'd13) & tex_q_more_q);
   assign u_texture_op_kind = tex_imm_q[1:0];
   assign u_texture_op_u = (tex_imm_q[1:0] == 2'd3) ? {5'd0, tex_x0_q + {11'd0, {tex_qi_q, 1'd0}}} : tex_u_q[20:0];
@@ -4067,14 +4076,14 @@ module gpurtl_cu (
   assign u_scratchpad_wr3_req_data = tex_widx_q[1] ? (tex_widx_q[0] ? tex_lanes_q[127:96] : tex_lanes_q[95:64]) : tex_widx_q[0] ? tex_lanes_q[63:32] : tex_lanes_q[31:0];
   assign u_scratchpad_wr3_req_strb = 4'd15;
   assign u_scratchpad_wr3_rsp_ready = 1'd1;
-  assign tex_done = ((((tex_state_q == 4'd12) & (|tex_left_q & (tex_left_q == 3'd1))) & (tex_n_q == 14'd0)) | ((((tex_state_q == 4'd13) & (|tex_left_q & (tex_left_q == 3'd1))) & (tex_r_left_q == 9'd0)) & ~tex_res_take)) | (tex_start & (~(tex_go_t143[9:8] == 2'd3) & (tex_go_t143[31:18] == 14'd0)));
+  assign tex_done = ((((tex_state_q == 4'd12) & (|tex_left_q & (tex_left_q == 3'd1))) & (tex_n_q == 14'd0)) | ((((tex_state_q == 4'd13) & (|tex_left_q & (tex_left_q == 3'd1))) & (tex_r_left_q == 9'd0)) & ~tex_res_take)) | (tex_start & (~(tex_go_t144[9:8] == 2'd3) & (tex_go_t144[31:18] == 14'd0)));
   assign tex_busy_w = tex_busy;
   assign tex_fetch_o = tex_fetch;
   assign dmaq_start = ((dma_start | vec_start) | mma_start) | tex_start;
   assign dq_pop = dmaq_start;
   assign dmaq_done = ((dma_done | vec_done) | mma_done) | tex_done;
-  assign cpl_slot_oh_t156 = {s1_done_q, s0_done_q};
-  assign cpl_slot_oh = {cpl_slot_oh_t156[1] & ~cpl_slot_oh_t156[0], cpl_slot_oh_t156[0]};
+  assign cpl_slot_oh_t157 = {s1_done_q, s0_done_q};
+  assign cpl_slot_oh = {cpl_slot_oh_t157[1] & ~cpl_slot_oh_t157[0], cpl_slot_oh_t157[0]};
   assign cpl_slot = cpl_slot_oh[1];
   assign cpl_valid_o = |cpl_slot_oh;
   assign cpl_fire = cpl_valid_o & cpl_ready_i;
@@ -4086,20 +4095,20 @@ module gpurtl_cu (
   assign cpl_status_o = cpl_slot ? s1_status_q : s0_status_q;
   assign cpl_pc_o = cpl_slot ? s1_cpc_q : s0_cpc_q;
   assign s0_x = x_valid_q & (x_slot_q == 1'd0);
-  assign s0_cdl_dest_q_t157 = x_reg_base + x_rd[6:0];
-  assign s0_dma_s_q_t158 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
-  assign s0_dma_a_q_t159 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_ra_val};
-  assign s0_dma_stride_q_t160 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rb_val};
-  assign s0_dma_rows_q_t161 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rc_val};
-  assign s0_dma_rows_q_t162 = x_tex_samples ? {18'd0, s0_dma_rows_q_t161[13:0]} : x_rc_val;
-  assign s0_dma_p_q_t163 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {15'd0, {x_imm[31:16], 2'd0}};
+  assign s0_cdl_dest_q_t158 = x_reg_base + x_rd[6:0];
+  assign s0_dma_s_q_t159 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
+  assign s0_dma_a_q_t160 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_ra_val};
+  assign s0_dma_stride_q_t161 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rb_val};
+  assign s0_dma_rows_q_t162 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rc_val};
+  assign s0_dma_rows_q_t163 = x_tex_samples ? {18'd0, s0_dma_rows_q_t162[13:0]} : x_rc_val;
+  assign s0_dma_p_q_t164 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {15'd0, {x_imm[31:16], 2'd0}};
   assign s1_x = x_valid_q & (x_slot_q == 1'd1);
-  assign s1_dma_s_q_t164 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
-  assign s1_dma_a_q_t165 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_ra_val};
-  assign s1_dma_stride_q_t166 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rb_val};
-  assign s1_dma_rows_q_t167 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rc_val};
-  assign s1_dma_rows_q_t168 = x_tex_samples ? {18'd0, s1_dma_rows_q_t167[13:0]} : x_rc_val;
-  assign s1_dma_p_q_t169 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {15'd0, {x_imm[31:16], 2'd0}};
+  assign s1_dma_s_q_t165 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
+  assign s1_dma_a_q_t166 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_ra_val};
+  assign s1_dma_stride_q_t167 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rb_val};
+  assign s1_dma_rows_q_t168 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rc_val};
+  assign s1_dma_rows_q_t169 = x_tex_samples ? {18'd0, s1_dma_rows_q_t168[13:0]} : x_rc_val;
+  assign s1_dma_p_q_t170 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {15'd0, {x_imm[31:16], 2'd0}};
 
   gpurtl_cu_cbload u_cbload (
     .clk_i              (clk_i),
@@ -7685,7 +7694,7 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (mma_b_take) begin
-      mma_b_rsp_ent_q <= {mma_b_tile_q[0], mma_b_rsp_ent_q_t127[5:0]};
+      mma_b_rsp_ent_q <= {mma_b_tile_q[0], mma_b_rsp_ent_q_t128[5:0]};
       mma_b_rsp_s_q <= mma_b_idx_q[1:0];
       mma_b_rsp_h_q <= mma_b_h_q;
       mma_b_rsp_off_q <= mma_b_coff_q[1:0];
@@ -7824,13 +7833,13 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (tex_go) begin
-      tex_t_q <= tex_t_q_t144[13:0];
-      tex_w_q <= tex_w_q_t145[15:0];
-      tex_h_q <= tex_w_q_t145[31:16];
-      tex_imm_q <= tex_go_t143[17:8];
-      tex_quads_q <= tex_go_t143[31:24];
-      tex_x0_q <= tex_x0_q_t146[15:0];
-      tex_y0_q <= tex_x0_q_t146[31:16];
+      tex_t_q <= tex_t_q_t145[13:0];
+      tex_w_q <= tex_w_q_t146[15:0];
+      tex_h_q <= tex_w_q_t146[31:16];
+      tex_imm_q <= tex_go_t144[17:8];
+      tex_quads_q <= tex_go_t144[31:24];
+      tex_x0_q <= tex_x0_q_t147[15:0];
+      tex_y0_q <= tex_x0_q_t147[31:16];
     end
   end
 
@@ -7843,7 +7852,7 @@ module gpurtl_cu (
   always @(posedge clk_i) begin
     if (tex_go | (((tex_state_q == 4'd5) & (tex_wreq_q < tex_nwt)) & tex_own_take)) begin
       tex_wreq_q <= tex_go ? 7'd0 : (tex_wreq_q + 7'd1);
-      tex_wbase_q <= tex_go ? (tex_t_q_t144[13:0] - (({11'd0, tex_wbase_q_t154[15:13]} + 14'd1) * ({11'd0, tex_wbase_q_t155[15:13]} + 14'd1))) : (tex_wbase_q + 14'd1);
+      tex_wbase_q <= tex_go ? (tex_t_q_t145[13:0] - (({11'd0, tex_wbase_q_t155[15:13]} + 14'd1) * ({11'd0, tex_wbase_q_t156[15:13]} + 14'd1))) : (tex_wbase_q + 14'd1);
     end
   end
 
@@ -7911,7 +7920,7 @@ module gpurtl_cu (
     if (tex_go | (tex_res_take & (tex_imm_q[1:0] == 2'd3))) begin
       tex_ri_q <= (tex_go | (tex_ri_q == tex_quads_q[3:0])) ? 4'd0 : (tex_ri_q + 4'd1);
       tex_rbase_q <= tex_go ? (dq0_slot_q ? s1_dma_s_q : s0_dma_s_q) : (tex_rbase_q + ((tex_ri_q == tex_quads_q[3:0]) ? (tex_pitch + 14'd8) : 14'd8));
-      tex_r_left_q <= tex_go ? (({5'd0, tex_go_t143[27:24]} + 9'd1) * ({5'd0, tex_go_t143[31:28]} + 9'd1)) : (tex_r_left_q - 9'd1);
+      tex_r_left_q <= tex_go ? (({5'd0, tex_go_t144[27:24]} + 9'd1) * ({5'd0, tex_go_t144[31:28]} + 9'd1)) : (tex_r_left_q - 9'd1);
     end
   end
 
@@ -7923,13 +7932,13 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (tex_go | ((tex_state_q == 4'd9) & tex_own_rsp)) begin
-      tex_list_q <= tex_go ? tex_x0_q_t146[13:0] : (tex_list_q + 14'd8);
+      tex_list_q <= tex_go ? tex_x0_q_t147[13:0] : (tex_list_q + 14'd8);
     end
   end
 
   always @(posedge clk_i) begin
     if (tex_go | (tex_res_take & ~(tex_imm_q[1:0] == 2'd3))) begin
-      tex_n_q <= tex_go ? tex_go_t143[31:18] : (tex_n_q - 14'd1);
+      tex_n_q <= tex_go ? tex_go_t144[31:18] : (tex_n_q - 14'd1);
     end
   end
 
@@ -7974,7 +7983,7 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (s0_x & x_go_cdl) begin
-      s0_cdl_dest_q <= s0_cdl_dest_q_t157[5:0];
+      s0_cdl_dest_q <= s0_cdl_dest_q_t158[5:0];
       s0_cdl_n_q <= x_rb[4:0];
       s0_cdl_mem_q <= x_is_cdl_mem;
       s0_cdl_off_q <= x_cdl_off;
@@ -7984,12 +7993,12 @@ module gpurtl_cu (
   always @(posedge clk_i) begin
     if (s0_x & x_go_dma) begin
       s0_dma_kind_q <= x_dma_kind;
-      s0_dma_s_q <= s0_dma_s_q_t158[13:0];
-      s0_dma_a_q <= (x_dma_kind < 3'd2) ? x_ra_val : {18'd0, s0_dma_a_q_t159[13:0]};
-      s0_dma_stride_q <= ((x_dma_kind < 3'd2) | (x_dma_kind == 3'd6)) ? x_rb_val : {18'd0, s0_dma_stride_q_t160[13:0]};
-      s0_dma_rows_q <= (x_dma_kind == 3'd6) ? s0_dma_rows_q_t162[31:16] : (x_dma_kind == 3'd2) ? x_ra_val[31:16] : x_rc_val[31:16];
-      s0_dma_n_q <= (x_dma_kind == 3'd6) ? s0_dma_rows_q_t162[15:0] : (x_dma_kind == 3'd2) ? x_ra_val[15:0] : x_rc_val[15:0];
-      s0_dma_p_q <= (x_dma_kind == 3'd5) ? {x_imm[13:12], x_imm[11:10], x_imm[9:8], 12'd0, s0_dma_p_q_t163[13:0]} : (x_dma_kind == 3'd6) ? x_imm : (x_dma_kind == 3'd2) ? x_act_p : {15'd0, (x_dma_kind == 3'd0) & x_imm[8], x_dma_p};
+      s0_dma_s_q <= s0_dma_s_q_t159[13:0];
+      s0_dma_a_q <= (x_dma_kind < 3'd2) ? x_ra_val : {18'd0, s0_dma_a_q_t160[13:0]};
+      s0_dma_stride_q <= ((x_dma_kind < 3'd2) | (x_dma_kind == 3'd6)) ? x_rb_val : {18'd0, s0_dma_stride_q_t161[13:0]};
+      s0_dma_rows_q <= (x_dma_kind == 3'd6) ? s0_dma_rows_q_t163[31:16] : (x_dma_kind == 3'd2) ? x_ra_val[31:16] : x_rc_val[31:16];
+      s0_dma_n_q <= (x_dma_kind == 3'd6) ? s0_dma_rows_q_t163[15:0] : (x_dma_kind == 3'd2) ? x_ra_val[15:0] : x_rc_val[15:0];
+      s0_dma_p_q <= (x_dma_kind == 3'd5) ? {x_imm[13:12], x_imm[11:10], x_imm[9:8], 12'd0, s0_dma_p_q_t164[13:0]} : (x_dma_kind == 3'd6) ? x_imm : (x_dma_kind == 3'd2) ? x_act_p : {15'd0, (x_dma_kind == 3'd0) & x_imm[8], x_dma_p};
       s0_dma_z_q <= (x_dma_kind == 3'd5) ? {1'd0, x_imm[14]} : x_imm[9:8];
     end
   end
@@ -8029,7 +8038,7 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (s1_x & x_go_cdl) begin
-      s1_cdl_dest_q <= s0_cdl_dest_q_t157[5:0];
+      s1_cdl_dest_q <= s0_cdl_dest_q_t158[5:0];
       s1_cdl_n_q <= x_rb[4:0];
       s1_cdl_mem_q <= x_is_cdl_mem;
       s1_cdl_off_q <= x_cdl_off;
@@ -8039,12 +8048,12 @@ module gpurtl_cu (
   always @(posedge clk_i) begin
     if (s1_x & x_go_dma) begin
       s1_dma_kind_q <= x_dma_kind;
-      s1_dma_s_q <= s1_dma_s_q_t164[13:0];
-      s1_dma_a_q <= (x_dma_kind < 3'd2) ? x_ra_val : {18'd0, s1_dma_a_q_t165[13:0]};
-      s1_dma_stride_q <= ((x_dma_kind < 3'd2) | (x_dma_kind == 3'd6)) ? x_rb_val : {18'd0, s1_dma_stride_q_t166[13:0]};
-      s1_dma_rows_q <= (x_dma_kind == 3'd6) ? s1_dma_rows_q_t168[31:16] : (x_dma_kind == 3'd2) ? x_ra_val[31:16] : x_rc_val[31:16];
-      s1_dma_n_q <= (x_dma_kind == 3'd6) ? s1_dma_rows_q_t168[15:0] : (x_dma_kind == 3'd2) ? x_ra_val[15:0] : x_rc_val[15:0];
-      s1_dma_p_q <= (x_dma_kind == 3'd5) ? {x_imm[13:12], x_imm[11:10], x_imm[9:8], 12'd0, s1_dma_p_q_t169[13:0]} : (x_dma_kind == 3'd6) ? x_imm : (x_dma_kind == 3'd2) ? x_act_p : {15'd0, (x_dma_kind == 3'd0) & x_imm[8], x_dma_p};
+      s1_dma_s_q <= s1_dma_s_q_t165[13:0];
+      s1_dma_a_q <= (x_dma_kind < 3'd2) ? x_ra_val : {18'd0, s1_dma_a_q_t166[13:0]};
+      s1_dma_stride_q <= ((x_dma_kind < 3'd2) | (x_dma_kind == 3'd6)) ? x_rb_val : {18'd0, s1_dma_stride_q_t167[13:0]};
+      s1_dma_rows_q <= (x_dma_kind == 3'd6) ? s1_dma_rows_q_t169[31:16] : (x_dma_kind == 3'd2) ? x_ra_val[31:16] : x_rc_val[31:16];
+      s1_dma_n_q <= (x_dma_kind == 3'd6) ? s1_dma_rows_q_t169[15:0] : (x_dma_kind == 3'd2) ? x_ra_val[15:0] : x_rc_val[15:0];
+      s1_dma_p_q <= (x_dma_kind == 3'd5) ? {x_imm[13:12], x_imm[11:10], x_imm[9:8], 12'd0, s1_dma_p_q_t170[13:0]} : (x_dma_kind == 3'd6) ? x_imm : (x_dma_kind == 3'd2) ? x_act_p : {15'd0, (x_dma_kind == 3'd0) & x_imm[8], x_dma_p};
       s1_dma_z_q <= (x_dma_kind == 3'd5) ? {1'd0, x_imm[14]} : x_imm[9:8];
     end
   end
@@ -8445,10 +8454,10 @@ module gpurtl_cu (
   wire prop_cdl_no_error_holds = ~u_cbload_rsp_valid | (u_cbload_rsp_error == 3'd0);
   wire prop_dq_thermometer_holds = dq_valid_q[0] | ~dq_valid_q[1];
   wire prop_dq_fits_holds = ({1'd0, dq_pop} <= ({1'd0, dq_valid_q[0]} + {1'd0, dq_valid_q[1]})) & (((({1'd0, dq_valid_q[0]} + {1'd0, dq_valid_q[1]}) - {1'd0, dq_pop}) + {1'd0, x_go_dma}) <= 2'd2);
-  wire prop_mma_abuf0_no_collision_holds = ~(((u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd0 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})))) & mma_buf_re) & ({mma_a_rsp_par_q, mma_abuf0_waddr_t129[5:0]} == mma_abuf_raddr));
-  wire prop_mma_abuf1_no_collision_holds = ~(((u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd1 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})))) & mma_buf_re) & ({mma_a_rsp_par_q, mma_abuf1_waddr_t131[5:0]} == mma_abuf_raddr));
-  wire prop_mma_abuf2_no_collision_holds = ~(((u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd2 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})))) & mma_buf_re) & ({mma_a_rsp_par_q, mma_abuf2_waddr_t133[5:0]} == mma_abuf_raddr));
-  wire prop_mma_abuf3_no_collision_holds = ~(((u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd3 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})))) & mma_buf_re) & ({mma_a_rsp_par_q, mma_abuf3_waddr_t135[5:0]} == mma_abuf_raddr));
+  wire prop_mma_abuf0_no_collision_holds = ~(((u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd0 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})))) & mma_buf_re) & ({mma_a_rsp_par_q, mma_abuf0_waddr_t130[5:0]} == mma_abuf_raddr));
+  wire prop_mma_abuf1_no_collision_holds = ~(((u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd1 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})))) & mma_buf_re) & ({mma_a_rsp_par_q, mma_abuf1_waddr_t132[5:0]} == mma_abuf_raddr));
+  wire prop_mma_abuf2_no_collision_holds = ~(((u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd2 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})))) & mma_buf_re) & ({mma_a_rsp_par_q, mma_abuf2_waddr_t134[5:0]} == mma_abuf_raddr));
+  wire prop_mma_abuf3_no_collision_holds = ~(((u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd3 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})))) & mma_buf_re) & ({mma_a_rsp_par_q, mma_abuf3_waddr_t136[5:0]} == mma_abuf_raddr));
   wire prop_mma_bbuf_no_collision_holds = ~(((u_scratchpad_rd3_rsp_valid & ~mma_m_pend_q) & mma_buf_re) & (mma_b_rsp_ent_q == mma_buf_raddr));
   always @* begin
     if (formal_reset_seen && !rst_i) begin

@@ -240,7 +240,10 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     // Row block rb's buffer half is free once row block rb - 2's last tile
     // ((rb - 1)*nc - 1) has issued its ending step.
     let a_free = a_rb.lt(&Expr::lit(tw, 2)).or(&e_now.add(&nc.zext(tw)).ge(&a_before));
-    let a_req = b.let_("mma_a_req", &a_more.and(&a_free).and(&mapped).and(&any_used));
+    // A row block b >= 1 yields a bank to rd3's read in the same cycle (the
+    // grid waits on B; a later row block's A has time to arrive).
+    let a_yield = b.wire("mma_a_yield", 1);
+    let a_req = b.let_("mma_a_req", &a_more.and(&a_free).and(&mapped).and(&any_used).and(&a_yield.not()));
     b.assign(&io.rd_a.req().valid, &a_req);
     b.assign(&io.rd_a.req().field("addr"), &a_addr);
     let a_take = b.let_("mma_a_take", &a_req.and(&io.rd_a.req().ready));
@@ -305,7 +308,11 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let word_off = Expr::cat(&[b_coff.slice(sw - 1, 2), Expr::zero(2)]);
     let b_addr = b_kaddr.add(&word_off).add(&Expr::cat(&[b_h.zext(sw - 2), Expr::zero(2)]));
     b.assign(&io.rd_b.req().valid, &m_req.or(&b_req));
-    b.assign(&io.rd_b.req().field("addr"), &m_req.mux(&m_addr, &b_addr));
+    let rd3_addr = b.let_("mma_rd3_addr", &m_req.mux(&m_addr, &b_addr));
+    b.assign(&io.rd_b.req().field("addr"), &rd3_addr);
+    let bank_bits = clog2(p.banks as u64); // banks is a power of two
+    let same_bank = if bank_bits == 0 { Expr::bit(true) } else { a_addr.slice(bank_bits + 1, 2).eq(&rd3_addr.slice(bank_bits + 1, 2)) };
+    b.assign(&a_yield, &a_rb.any().and(&m_req.or(&b_req)).and(&same_bank));
     let b_take = b.let_("mma_b_take", &b_req.and(&io.rd_b.req().ready));
     let b_last_h = if cw == 1 { Expr::bit(true) } else { b_h.eq_lit(1) };
     let b_last_k = b_more_k.not();
