@@ -14,7 +14,8 @@
 //!   M = the last one taken + 1 (without skip M = g)
 //! rd2 (A): per row block b, for needed x, for i < h_b:  Ao + (b*R + i)*PA + 4x
 //!   offered from M + 1 while b < 2, or from E_{L_{b-2}} + 1
-//!   (L_b = b*nc + nc - 1, the row block's last tile)
+//!   (L_b = b*nc + nc - 1, the row block's last tile); for b >= 1 not in
+//!   a cycle rd3 offers a read (k-map or B) of the same bank (B first)
 //! rd3 (B): per tile t, for used k, for h < ceil(C/4):
 //!   Bo + k*PB + 4*floor(c*C/4) + 4h, offered from M + 1 while t < 2, or
 //!   from E_{t-2} + 1; a read taken in c gives its word in c + 1
@@ -83,6 +84,14 @@
 //!   the used steps from the map's words as the scratchpad holds them at
 //!   `g`: the map's reads return exactly those (no write is taken before
 //!   the first tile starts, after `M`).
+//! - `rd2` yields to `rd3` (docs/cu.md as of 4cf197a): "`rd2`'s read of a
+//!   row block `b >= 1` only if `rd3` does not offer a read of the same
+//!   bank in that cycle": `rd3`'s offer as made in the cycle (its k-map or
+//!   `B` read, under its own buffer rule), whether or not the scratchpad
+//!   then takes it (a `B` read of the row the cycle's write takes still
+//!   holds `rd2` off that bank); banks are `Banks::bank_row`'s, of the
+//!   scratchpad word. Row block 0 never yields. (The k-map's reads all
+//!   come before `M + 1`, where `rd2` starts, so only `B` reads bite.)
 //! - "the bank takes, of those, the lowest-numbered port above the port
 //!   whose read it took last": "above" is the port number, not wrapping
 //!   (if no asking port is above it, the lowest-numbered asking port); a
@@ -457,22 +466,27 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
     let mut c = g + 1;
     while ended < n || !pending.is_empty() || !writes.is_empty() {
         let write = writes.front().filter(|w| w.cycle == c).map(|w| banks.bank_row(w.at));
-        // Offers: rd3 the next map read; from M + 1, rd2 its next A read if
-        // its row block's buffer half is free and rd3 its next B read if its
-        // tile's buffer half is free; rd4 the next word's C0 read from
-        // the cycle after the previous one was taken and after its row's
-        // transfer.
+        // Offers: rd3 the next map read; from M + 1, rd3 its next B read if
+        // its tile's buffer half is free and rd2 its next A read if its row
+        // block's buffer half is free and, for a row block b >= 1, rd3
+        // offers no read (map or B) of the same bank; rd4 the next word's
+        // C0 read from the cycle after the previous one was taken and after
+        // its row's transfer.
         let mut offers: [Option<u64>; 3] = [None; 3];
-        let (b, i) = a_next;
-        if b < nr && m_done.is_some_and(|m| c > m) && (b < 2 || e_of[tl.last_tile(b as u32 - 2)].is_some_and(|e| c > e)) {
-            offers[0] = Some(base + tl.a_at(op, b as u32, i));
-        }
         if map_taken < nk {
             offers[1] = Some(map_at + 4 * map_taken as u64);
         } else {
             let (t, i) = b_next;
             if t < n && m_done.is_some_and(|m| c > m) && (t < 2 || e_of[t - 2].is_some_and(|e| c > e)) {
                 offers[1] = Some(base + tl.b_at(op, t, i));
+            }
+        }
+        let (b, i) = a_next;
+        if b < nr && m_done.is_some_and(|m| c > m) && (b < 2 || e_of[tl.last_tile(b as u32 - 2)].is_some_and(|e| c > e)) {
+            let a = base + tl.a_at(op, b as u32, i);
+            let yields = b >= 1 && offers[1].is_some_and(|x| banks.bank_row(x).0 == banks.bank_row(a).0);
+            if !yields {
+                offers[0] = Some(a);
             }
         }
         if let Some(wd) = pending.front() {

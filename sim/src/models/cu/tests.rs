@@ -1225,7 +1225,8 @@ fn cmp_queued_behind_an_ld_of_another_slot() {
 // + P (P = 2), transferred at the earliest cycle >= ready + 1 after the row
 // before it (the previous tile's row R-1 for r = 0); X_t row R-1's; W_t
 // its last write; e = max(X, W) of the last tile; row block b >= 2 read
-// from E_{L_{b-2}} + 1, tile t >= 2 from E_{t-2} + 1.
+// from E_{L_{b-2}} + 1, tile t >= 2 from E_{t-2} + 1; a read of row block
+// b >= 1 not offered in a cycle rd3 offers one of the same bank (4cf197a).
 // For a tile of n <= 4 useful steps in one group, not stalled: steps issue
 // in S + 2 .. S + 1 + n, E = S + 1 + n (a null step: E = S + 2), row r
 // transferred in E + r + C + P + 2.
@@ -1399,7 +1400,8 @@ fn spec_words(op: &mma::Op, r: u32, c: u32) -> Vec<SpecWord> {
 /// - cycle by cycle from g + 1, the reads taken are exactly those the
 ///   scratchpad's rule takes of the reads asking: rd3 its next k-map read;
 ///   after M, rd2 its next read if its row block b is < 2 or the cycle is
-///   after E of row block b-2's last tile, and rd3 its next B read if its
+///   after E of row block b-2's last tile (and, for b >= 1, rd3 offers no
+///   read of the same bank in the cycle), and rd3 its next B read if its
 ///   tile is < 2 or the cycle is after E_{t-2}; rd4 its next word's
 ///   C0 read from the cycle after the previous one was taken and after its
 ///   row's transfer; not a read of the word written in the cycle; per bank
@@ -1523,18 +1525,23 @@ fn mma_checked(p: &CuParams, op: &mma::Op, g: u64, m: &mut [u8], banks: &mut Ban
     for cy in g + 1..=end {
         let written = write_at.get(&cy).map(|&at| bank_row(at));
         let mut asking: Vec<(u8, u32)> = Vec::new();
-        for port in 0..2 {
+        // rd3 first: its offer (map or B) decides whether rd2 (row block
+        // b >= 1) offers a read of the same bank.
+        for port in [1, 0] {
             if let Some(&(part, at)) = reads[port].get(ptr[port]) {
                 let free = match part {
                     Part::Map => true,
                     Part::A(b) => cy > m_cycle && (b < 2 || cy > out.tiles[(b - 1) * nc as usize - 1].e),
                     Part::B(t) => cy > m_cycle && (t < 2 || cy > out.tiles[t - 2].e),
                 };
-                if free {
+                let yields = matches!(part, Part::A(b) if b >= 1)
+                    && asking.iter().any(|&(q, x)| q == RD3 && bank_row(x).0 == bank_row(at).0);
+                if free && !yields {
                     asking.push((RD2 + port as u8, at));
                 }
             }
         }
+        asking.sort_by_key(|x| x.0);
         if op.c0 != C0::Zero {
             if let Some(w) = words.get(ptr[2]) {
                 if cy > xfer(w) && last_rd4.is_none_or(|l| cy > l) {
@@ -4015,30 +4022,38 @@ fn mma_a_reuse_exact_cycles_two_row_blocks_two_column_blocks() {
     //   32, 40; tiles 0, 1 free, tile 2 from E_0 + 1, tile 3 from E_1 + 1.
     //   One bank: both asking alternate (last rd2: rd3 is above; last rd3:
     //   none above asks, the lowest: rd2); no read yet counts as rd5's.
+    //   And (docs/cu.md 4cf197a) rd2 offers row block 1's A (b >= 1) only
+    //   in a cycle rd3 offers no read of the same bank: with one bank, only
+    //   when rd3 offers nothing.
     //   1 rd2(0)  2 rd3(16)  3 rd2(4): A of row block 0 taken 4
-    //   4 rd3(24)  5 rd2(8)  6 rd3(32)  7 rd2(12): row block 1 taken 8
-    //   8 rd3(40): B_0 taken 9   9..12 rd3 16, 24, 32, 40: B_1 taken 13.
+    //   4..6 rd3 24, 32, 40 (rd2 yields): B_0 taken 7
+    //   7..10 rd3 16, 24, 32, 40 [tile 1] (rd2 yields): B_1 taken 11
+    //   11 rd2(8)  12 rd2(12) (tile 2 waits for E_0 + 1 = 15, below: rd3
+    //   offers nothing): row block 1 taken 13.
+    //   (Before 4cf197a rd2 took 8, 12 in 5, 7, between B_0's reads, and
+    //   B_0 was taken 9: here the grid's first tile starts two cycles
+    //   earlier and row block 1's A, needed only by tile 2, later.)
     // A tile (one group of 4 useful steps): taken by the loader in S + 1,
     //   steps issue S + 2 .. S + 5, the last tile-ending (E = S + 5 unless
     //   the tile before is in flight, its E + 1 .. X - 1); row r ready E +
     //   r + C + 1 + P = E + 5 + r, transferred E + 6 + r: X = E + 7 (cyc =
     //   12 alone, the small preset test).
-    // F_0 = max(4, 9, 0) = 9, S_0 = 11, E_0 = 16, X_0 = 23: rows 22, 23;
-    //   writes 23, 24 (row 0), 25, 26 (row 1): W_0 = 26.
-    // Tile 2's B from E_0 + 1 = 17: 17..20 (no write yet): taken 21. F_2 =
-    //   max(8, 21) = 21.
-    // F_1 = max(4, 13) = 13, S_1 = max(13, E_0 = 16) + 2 = 18: steps 20 ..
-    //   23, tile 0 in flight 17 .. 22: E_1 = 23 (not held back), X_1 = 30:
-    //   rows 29, 30; writes 30, 31, 32, 33 = W_1.
-    // Tile 3's B from E_1 + 1 = 24: 24..27 (the writes of 24..26 are C's
-    //   words 13, 16, 17: other rows than B's words 4, 6, 8): taken 28.
-    //   F_3 = max(8, 28) = 28.
-    // S_2 = max(21, E_1 = 23, W_0 = 26) + 2 = 28: steps 30 .. 33 (tile 1
-    //   in flight 24 .. 29): E_2 = 33, X_2 = 40: rows 39, 40; writes 40,
-    //   41, 42, 43 = W_2.
-    // S_3 = max(28, E_2 = 33, W_1 = 33) + 2 = 35: steps 37 .. 40 (tile 2 in
-    //   flight 34 .. 39): E_3 = 40, X_3 = 47: rows 46, 47; writes 47..50 =
-    //   W_3; e = 50.
+    // F_0 = max(4, 7, 0) = 7, S_0 = 9, E_0 = 14, X_0 = 21: rows 20, 21;
+    //   writes 21, 22 (row 0), 23, 24 (row 1): W_0 = 24.
+    // Tile 2's B from E_0 + 1 = 15: 15..18 (rd2 is done; no write yet):
+    //   taken 19. F_2 = max(13, 19) = 19.
+    // F_1 = max(4, 11) = 11, S_1 = max(11, E_0 = 14) + 2 = 16: steps 18 ..
+    //   21, tile 0 in flight 15 .. 20: E_1 = 21 (not held back), X_1 = 28:
+    //   rows 27, 28; writes 28, 29, 30, 31 = W_1.
+    // Tile 3's B from E_1 + 1 = 22: 22..25 (the writes of 22..24 are C's
+    //   words 13, 16, 17: other rows than B's words 4, 6, 8, 10): taken 26.
+    //   F_3 = max(13, 26) = 26.
+    // S_2 = max(19, E_1 = 21, W_0 = 24) + 2 = 26: steps 28 .. 31 (tile 1
+    //   in flight 22 .. 27): E_2 = 31, X_2 = 38: rows 37, 38; writes 38,
+    //   39, 40, 41 = W_2.
+    // S_3 = max(26, E_2 = 31, W_1 = 31) + 2 = 33: steps 35 .. 38 (tile 2 in
+    //   flight 32 .. 37): E_3 = 38, X_3 = 45: rows 44, 45; writes 45..48 =
+    //   W_3; e = 48.
     let p = grid_params(2, 2, 1, 16);
     let mut m = vec![0x55u8; 128];
     let av = |i: usize, k: usize| (i * 4 + k + 1) as i8;
@@ -4053,10 +4068,12 @@ fn mma_a_reuse_exact_cycles_two_row_blocks_two_column_blocks() {
     let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
     let tt = |f, s, e, x, w| mma::TileTimes { f, s, e, cyc: 12, x, w };
     assert_eq!(out.m, 0);
-    assert_eq!(out.tiles, [tt(9, 11, 16, 23, 26), tt(13, 18, 23, 30, 33), tt(21, 28, 33, 40, 43), tt(28, 35, 40, 47, 50)]);
-    assert_eq!(out.done, 50);
-    let mut want = vec![(1, RD2, 0), (2, RD3, 16), (3, RD2, 4), (4, RD3, 24), (5, RD2, 8), (6, RD3, 32), (7, RD2, 12), (8, RD3, 40)];
-    for from in [9, 17, 24] {
+    assert_eq!(out.tiles, [tt(7, 9, 14, 21, 24), tt(11, 16, 21, 28, 31), tt(19, 26, 31, 38, 41), tt(26, 33, 38, 45, 48)]);
+    assert_eq!(out.done, 48);
+    let mut want = vec![(1, RD2, 0), (2, RD3, 16), (3, RD2, 4), (4, RD3, 24), (5, RD3, 32), (6, RD3, 40)];
+    want.extend((0..4).map(|k| (7 + k as u64, RD3, 16 + 8 * k)));
+    want.extend([(11, RD2, 8), (12, RD2, 12)]);
+    for from in [15, 22] {
         want.extend((0..4).map(|k| (from + k as u64, RD3, 16 + 8 * k)));
     }
     assert_eq!(mma_reads(&out), want);
@@ -4080,29 +4097,33 @@ fn mma_skip_exact_cycles_three_row_blocks() {
     //   30446b4: both ports wait for the map). rd2: row block b offsets
     //   16b, 16b + 8 (rows 2b, 2b + 1, column 0); row block 2 from E_{L_0}
     //   + 1 = E_0 + 1. rd3 per tile: 52, 68, 76; tile 2 from E_0 + 1.
+    //   rd2 offers row blocks b >= 1 only in a cycle rd3 offers no read
+    //   of the same bank (docs/cu.md 4cf197a; one bank: none at all).
     //   1 rd3(48) alone: M = 2   2 nothing (A, B from M + 1 = 3)
     //   3 rd2(0) [last rd3: none above asks, the lowest]   4 rd3(52)
-    //   5 rd2(8): row block 0 taken 6   6 rd3(68)   7 rd2(16)   8 rd3(76):
-    //   B_0 taken 9   9 rd2(24): row block 1 taken 10   10 rd3(52) [t1]
-    //   11 rd3(68)   12 rd3(76): B_1 taken 13.
+    //   5 rd2(8): row block 0 taken 6   6 rd3(68) (rd2, at row block 1,
+    //   yields)   7 rd3(76): B_0 taken 8   8..10 rd3 52, 68, 76 [t1]
+    //   (rd2 yields): B_1 taken 11   11 rd2(16)   12 rd2(24) (tile 2 waits
+    //   for E_0 + 1 = 15, below): row block 1 taken 13.
     // A tile (one group of 3 useful steps): taken by the loader in S + 1,
     //   steps issue S + 2 .. S + 4, the last tile-ending (E = S + 4 unless
     //   the tile before is in flight, its E + 1 .. X - 1), row r ready E +
     //   r + C + 1 + P = E + 5 + r, transferred E + 6 + r: X = E + 7 (cyc =
     //   11 alone).
-    // F_0 = max(6, 9, M = 2) = 9, S_0 = 11, E_0 = 15, X_0 = 22: rows 21,
-    //   22; writes 22, 23, 24, 25 = W_0.
-    // From E_0 + 1 = 16, row block 2's A and tile 2's B (no write yet):
-    //   last read rd3 (12): none above asks: the lowest:
-    //   16 rd2(32)  17 rd3(52)  18 rd2(40): row block 2 taken 19
-    //   19 rd3(68)  20 rd3(76): B_2 taken 21.
-    // F_1 = max(10, 13, 2) = 13, S_1 = max(13, E_0 = 15) + 2 = 17: steps
-    //   19, 20, 21; the third is tile-ending and tile 0 is in flight 16 ..
-    //   21: E_1 = 22; rows ready 27 + r, transferred 28, 29: X_1 = 29;
-    //   writes 29, 30, 31, 32 = W_1.
-    // F_2 = max(19, 21, 2) = 21, S_2 = max(21, E_1 = 22, W_0 = 25) + 2 =
-    //   27: steps 29, 30, 31 (tile 1 in flight 23 .. 28): E_2 = 31, X_2 =
-    //   38; writes 38..41 = W_2; e = 41.
+    // F_0 = max(6, 8, M = 2) = 8, S_0 = 10, E_0 = 14, X_0 = 21: rows 20,
+    //   21; writes 21, 22, 23, 24 = W_0.
+    // From E_0 + 1 = 15, row block 2's A and tile 2's B (no write yet):
+    //   rd3 offers B_2's reads, so rd2 (row block 2) yields to them:
+    //   15 rd3(52)  16 rd3(68)  17 rd3(76): B_2 taken 18
+    //   18 rd2(32)  19 rd2(40): row block 2 taken 20.
+    //   (Before 4cf197a the two alternated, 16 rd2(32) .. 20 rd3(76).)
+    // F_1 = max(13, 11, 2) = 13, S_1 = max(13, E_0 = 14) + 2 = 16: steps
+    //   18, 19, 20; the third is tile-ending and tile 0 is in flight 15 ..
+    //   20: E_1 = 21; rows ready 26 + r, transferred 27, 28: X_1 = 28;
+    //   writes 28, 29, 30, 31 = W_1.
+    // F_2 = max(20, 18, 2) = 20, S_2 = max(20, E_1 = 21, W_0 = 24) + 2 =
+    //   26: steps 28, 29, 30 (tile 1 in flight 22 .. 27): E_2 = 30, X_2 =
+    //   37; writes 37..40 = W_2; e = 40.
     let p = grid_params(2, 2, 1, 16);
     let mut m = vec![0u8; 256];
     let av = |i: usize, k: usize| (i * 8 + k + 1) as i8;
@@ -4123,8 +4144,8 @@ fn mma_skip_exact_cycles_three_row_blocks() {
     let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
     let tt = |f, s, e, x, w| mma::TileTimes { f, s, e, cyc: 11, x, w };
     assert_eq!(out.m, 2);
-    assert_eq!(out.tiles, [tt(9, 11, 15, 22, 25), tt(13, 17, 22, 29, 32), tt(21, 27, 31, 38, 41)]);
-    assert_eq!(out.done, 41);
+    assert_eq!(out.tiles, [tt(8, 10, 14, 21, 24), tt(13, 16, 21, 28, 31), tt(20, 26, 30, 37, 40)]);
+    assert_eq!(out.done, 40);
     assert_eq!(
         mma_reads(&out),
         [
@@ -4133,22 +4154,87 @@ fn mma_skip_exact_cycles_three_row_blocks() {
             (4, RD3, 52),
             (5, RD2, 8),
             (6, RD3, 68),
-            (7, RD2, 16),
-            (8, RD3, 76),
-            (9, RD2, 24),
-            (10, RD3, 52),
-            (11, RD3, 68),
-            (12, RD3, 76),
-            (16, RD2, 32),
-            (17, RD3, 52),
-            (18, RD2, 40),
-            (19, RD3, 68),
-            (20, RD3, 76),
+            (7, RD3, 76),
+            (8, RD3, 52),
+            (9, RD3, 68),
+            (10, RD3, 76),
+            (11, RD2, 16),
+            (12, RD2, 24),
+            (15, RD3, 52),
+            (16, RD3, 68),
+            (17, RD3, 76),
+            (18, RD2, 32),
+            (19, RD2, 40),
         ]
     );
     // C over the used steps 0, 2, 3 only, computed here directly.
     let c: Vec<i32> = (0..12).map(|x| [0, 2, 3].iter().map(|&k| av(x / 2, k) as i32 * bv(k, x % 2) as i32).sum()).collect();
     assert_eq!(&m[116..164], &le(&c)[..]);
+}
+
+#[test]
+fn mma_row_block_1_a_yields_its_bank_to_b() {
+    // docs/cu.md 4cf197a: rd2's read of a row block b >= 1 is offered only
+    // if rd3 does not offer a read of the same bank in that cycle.
+    // Grid 2 x 2, two banks (word w in bank w mod 2), g = 0, no read yet.
+    // TM = 4, TN = 2, K = 4, no skip (M = 0): nr = 2, nc = 1, tile t = row
+    // block t, h = w = 2, u = 4 (one group of 4). A (4 x 4) at Ao = 4, PA
+    // = 4: row i is word 1 + i; row block 0 reads words 1 (bank 1), 2
+    // (bank 0); row block 1 words 3 (bank 1), 4 (bank 0). B (4 x 2) at Bo
+    // = 24, PB = 8, cw = 1: step k's word is 6 + 2k, all in bank 0; tiles 0
+    // and 1 (both < 2: free from M + 1 = 1) each read 24, 32, 40, 48. C (4 x
+    // 2) at 56.
+    //   1 rd2(4) [bank 1] and rd3(24) [bank 0]: both taken
+    //   2 rd2(8) and rd3(32) both bank 0, row block 0 (no yield): bank 0's
+    //     last read rd3's, none above asks: the lowest, rd2 (rd3 waits):
+    //     row block 0 taken 3
+    //   3 rd2(12) [row block 1, bank 1] and rd3(32) [bank 0]: different
+    //     banks, rd2 offers: both taken
+    //   4 rd2's next, 16, is bank 0 and rd3 offers 40 on bank 0: rd2 does
+    //     not offer; rd3(40). (Without the rule bank 0, last read rd3's,
+    //     would have given it to rd2.)
+    //   5 rd3(48) (rd2 yields): B_0 taken 6
+    //   6..9 rd3 24, 32, 40, 48 [tile 1] (rd2 yields each cycle): B_1
+    //     taken 10
+    //   10 rd3 has nothing left: rd2(16): row block 1 taken 11.
+    // A tile (one group of 4 useful steps): taken by the loader in S + 1,
+    //   steps S + 2 .. S + 5, E = S + 5 unless the previous tile is in
+    //   flight (its E + 1 .. X - 1); row r ready E + r + C + 1 + P = E + 5
+    //   + r, transferred E + 6 + r (not before the previous tile's row 1):
+    //   X = E + 7 (cyc = 12 alone, as on the small preset).
+    // F_0 = max(3, 6, 0) = 6, S_0 = 8, steps 10..13: E_0 = 13, X_0 = 20:
+    //   rows 19, 20; writes (mode 0) 20, 21 (row 0), 22, 23 (row 1): W_0 =
+    //   23.
+    // F_1 = max(11, 10, 0) = 11, S_1 = max(11, E_0 = 13) + 2 = 15: steps 17
+    //   .. 20, tile 0 in flight 14 .. 19: E_1 = 20, rows 26, 27: X_1 = 27;
+    //   writes 27, 28, 29, 30 = W_1; e = max(27, 30) = 30.
+    let p = grid_params(2, 2, 2, 16);
+    let mut m = vec![0u8; 128];
+    let av = |i: usize, k: usize| (i * 4 + k + 1) as i8;
+    let bv = |k: usize, n: usize| -((k * 2 + n + 1) as i8);
+    for i in 0..4 {
+        for k in 0..4 {
+            m[4 + 4 * i + k] = av(i, k) as u8;
+        }
+    }
+    for k in 0..4 {
+        for n in 0..2 {
+            m[24 + 8 * k + n] = bv(k, n) as u8;
+        }
+    }
+    let op = mop(0, 56, 4, 24, 4, 2, 4);
+    assert_eq!(mma::check(16, 128, &op), Ok(()));
+    let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(2));
+    let tt = |f, s, e, x, w| mma::TileTimes { f, s, e, cyc: 12, x, w };
+    assert_eq!(out.tiles, [tt(6, 8, 13, 20, 23), tt(11, 15, 20, 27, 30)]);
+    assert_eq!(out.done, 30);
+    let mut want = vec![(1, RD2, 4), (1, RD3, 24), (2, RD2, 8), (3, RD2, 12), (3, RD3, 32), (4, RD3, 40), (5, RD3, 48)];
+    want.extend((0..4).map(|k| (6 + k as u64, RD3, 24 + 8 * k)));
+    want.push((10, RD2, 16));
+    assert_eq!(mma_reads(&out), want);
+    // C from the definition, computed here directly.
+    let c: Vec<i32> = (0..8).map(|x| (0..4).map(|k| av(x / 2, k) as i32 * bv(k, x % 2) as i32).sum()).collect();
+    assert_eq!(&m[56..88], &le(&c)[..]);
 }
 
 #[test]
