@@ -175,8 +175,9 @@ fn cosim_odd() {
 /// early, an aligner that emits its word one unit late when the two lanes
 /// are equal, an `mma` writer that takes a row's words a cycle early, a
 /// `tex` conv that writes each quad's pixel `(x+1, y+1)` at the wrong place,
-/// and an `ld ..., zmap` that writes its map a word up, over its rows' first
-/// word.
+/// an `ld ..., zmap` that writes its map a word up, over its rows' first
+/// word, and an `mma` streamer that offers the next tile before the grid is
+/// idle.
 #[test]
 fn planted_bugs_are_caught() {
     // At `small` with `tex`: the same logic, a quicker Verilator build for
@@ -185,13 +186,14 @@ fn planted_bugs_are_caught() {
     let design = build(&p).unwrap();
     let clean = spec(&design);
     // (what, the line it is on, text in that line, its replacement)
-    let bugs: [(&str, &str, &str, &str); 6] = [
+    let bugs: [(&str, &str, &str, &str); 7] = [
         ("strobe past the row", "  assign dma_strb = ", "[16:0] < {1'd0, dma_n_q}", "[16:0] <= {1'd0, dma_n_q}"),
         ("loop one short", "  assign x_taken = ", "(x_is_loop & |x_rd_dec)", "(x_is_loop & |x_rd_dec[31:1])"),
         ("aligner late on equal lanes", "  assign dma_emit = ", "(dma_p_out_row_q[1:0] >= dma_p_in_row_q[1:0])", "(dma_p_out_row_q[1:0] > dma_p_in_row_q[1:0])"),
         ("mma writes a row before it leaves the grid", "  assign mma_w_ok = ", "mma_o_rows_q} > mma_w_r_q", "mma_o_rows_q} >= mma_w_r_q"),
         ("tex conv writes a quad's fourth pixel a word before the third", "  assign u_scratchpad_wr3_req_addr = ", "(tex_pitch + ", "(tex_pitch - "),
         ("zmap writes its map a word up, over the rows' first word", "  assign dma_zm_addr = ", "{{5'd0, dma_zm_m_q}, 2'd0}", "{{5'd0, ~dma_zm_m_q}, 2'd0}"),
+        ("mma offers the next tile before the grid is idle", "  assign mma_s_arm = ", "(u_grid_in_idle & (", "(1'b1 & ("),
     ];
     let all: Vec<u64> = (0..SEEDS).collect();
     for (what, line, from, to) in bugs {
