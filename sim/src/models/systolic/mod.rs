@@ -51,7 +51,8 @@
 //! Files: `reference.rs` (C by a naive loop), `sequencer.rs` (the tile
 //! sequencers of both dataflows: the step programs), `timing.rs` (the cycle
 //! loops of the loader and WS rules), `io.rs` (input and output files,
-//! pruning); here, the types and `run`.
+//! pruning), `fp.rs` (the floating-point arithmetic of issue 27, not yet
+//! used by `run`); here, the types and `run`.
 //!
 //! Cost: `run` is linear in the cycles and steps it plays (plus the
 //! reference's M·N·K). The sequencer builds each tile when the cycle loop
@@ -59,6 +60,7 @@
 //! ended tile's in-flight window and a running last row transfer, so a
 //! cycle costs the same however many tiles came before it.
 
+pub mod fp;
 mod io;
 mod reference;
 mod sequencer;
