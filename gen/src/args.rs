@@ -61,6 +61,27 @@ pub struct Emit {
     pub mem_mb: Option<String>,
 }
 
+/// A synthesis's target, clock, placement seeds and folder (`synth`,
+/// `sweep`).
+#[derive(Args, Debug, Default)]
+pub struct Synthesis {
+    /// generic, ice40 or ecp5.
+    #[arg(allow_hyphen_values = true, long, value_name = "T")]
+    pub target: Option<String>,
+    /// The clock constraint, MHz.
+    #[arg(allow_hyphen_values = true, long = "clock-mhz", value_name = "F")]
+    pub clock_mhz: Option<String>,
+    /// One placement seed.
+    #[arg(allow_hyphen_values = true, long, value_name = "N")]
+    pub seed: Option<String>,
+    /// Placement seeds: a list (1,2,3, the default) or a count K.
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST|K")]
+    pub seeds: Option<String>,
+    /// The report's folder.
+    #[arg(allow_hyphen_values = true, short = 'o', long = "out", value_name = "DIR")]
+    pub out: Option<String>,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Blocks, their parameters, defaults and allowed values; with
@@ -153,21 +174,8 @@ pub enum Command {
     Synth {
         #[arg(value_name = "BLOCK")]
         block: Option<String>,
-        /// generic, ice40 or ecp5.
-        #[arg(allow_hyphen_values = true, long, value_name = "T")]
-        target: Option<String>,
-        /// The clock constraint, MHz.
-        #[arg(allow_hyphen_values = true, long = "clock-mhz", value_name = "F")]
-        clock_mhz: Option<String>,
-        /// One placement seed.
-        #[arg(allow_hyphen_values = true, long, value_name = "N")]
-        seed: Option<String>,
-        /// Placement seeds: a list (1,2,3, the default) or a count K.
-        #[arg(allow_hyphen_values = true, long, value_name = "LIST|K")]
-        seeds: Option<String>,
-        /// The report's folder.
-        #[arg(allow_hyphen_values = true, short = 'o', long = "out", value_name = "DIR")]
-        out: Option<String>,
+        #[command(flatten)]
+        synth: Synthesis,
         #[command(flatten)]
         params: Params,
     },
@@ -182,19 +190,11 @@ pub enum Command {
     Sweep {
         #[arg(value_name = "BLOCK")]
         block: Option<String>,
-        #[arg(allow_hyphen_values = true, long, value_name = "T")]
-        target: Option<String>,
-        #[arg(allow_hyphen_values = true, long = "clock-mhz", value_name = "F")]
-        clock_mhz: Option<String>,
-        #[arg(allow_hyphen_values = true, long, value_name = "N")]
-        seed: Option<String>,
-        #[arg(allow_hyphen_values = true, long, value_name = "LIST|K")]
-        seeds: Option<String>,
+        #[command(flatten)]
+        synth: Synthesis,
         /// Points from the lists side by side, not their product.
         #[arg(long)]
         zip: bool,
-        #[arg(allow_hyphen_values = true, short = 'o', long = "out", value_name = "DIR")]
-        out: Option<String>,
         /// Run point I only (a job): DIR/runI/result.json.
         #[arg(allow_hyphen_values = true, long, value_name = "I")]
         point: Option<String>,

@@ -131,6 +131,14 @@ fn parse(args: &[String]) -> Result<(String, Option<Opts>)> {
         o.mem_mb = text(given, "--mem-mb", e.mem_mb);
         Ok(())
     }
+    fn synthesis(o: &mut Opts, given: &mut Vec<&'static str>, s: crate::args::Synthesis) -> Result<()> {
+        o.target = text(given, "--target", s.target);
+        o.clock_mhz = text(given, "--clock-mhz", s.clock_mhz);
+        o.seed = text(given, "--seed", s.seed);
+        o.seeds = text(given, "--seeds", s.seeds);
+        o.out_dir = path(given, "--out", s.out)?;
+        Ok(())
+    }
     let g = &mut given;
     let name = match cli.command {
         C::List { block, names, markdown, table, params: p } => {
@@ -185,13 +193,9 @@ fn parse(args: &[String]) -> Result<(String, Option<Opts>)> {
             params(&mut o, g, p)?;
             "bench"
         }
-        C::Synth { block, target, clock_mhz, seed, seeds, out, params: p } => {
+        C::Synth { block, synth: sy, params: p } => {
             o.block = block;
-            o.target = text(g, "--target", target);
-            o.clock_mhz = text(g, "--clock-mhz", clock_mhz);
-            o.seed = text(g, "--seed", seed);
-            o.seeds = text(g, "--seeds", seeds);
-            o.out_dir = path(g, "--out", out)?;
+            synthesis(&mut o, g, sy)?;
             params(&mut o, g, p)?;
             "synth"
         }
@@ -199,14 +203,10 @@ fn parse(args: &[String]) -> Result<(String, Option<Opts>)> {
             o.block = dir;
             "synth-table"
         }
-        C::Sweep { block, target, clock_mhz, seed, seeds, zip, out, point, emit: e, params: p } => {
+        C::Sweep { block, synth: sy, zip, point, emit: e, params: p } => {
             o.block = block;
-            o.target = text(g, "--target", target);
-            o.clock_mhz = text(g, "--clock-mhz", clock_mhz);
-            o.seed = text(g, "--seed", seed);
-            o.seeds = text(g, "--seeds", seeds);
+            synthesis(&mut o, g, sy)?;
             o.zip = flag(g, "--zip", zip);
-            o.out_dir = path(g, "--out", out)?;
             o.point = text(g, "--point", point);
             emit(&mut o, g, e)?;
             params(&mut o, g, p)?;

@@ -2,7 +2,7 @@
 //! registry and the `gpurtl` command line.
 //!
 //! Module layering, each using only those above it: `error`, `progress`, `tools`,
-//! `json`, `emit`, `image`, `rtl_engine`; `block` (the `Block` trait); `bench`, `synth`,
+//! `timing`, `json`, `emit`, `image`, `rtl_engine`; `block` (the `Block` trait); `bench`, `synth`,
 //! `sweep` (flows that take resolved parameters); `tables` (the parameter,
 //! preset and port tables of `gpurtl list`); `jobs` (manifests of
 //! sweep and cosimulation jobs, their renderings, `collect`); `blocks` (one
@@ -23,4 +23,5 @@ pub mod rtl_engine;
 pub mod sweep;
 pub mod synth;
 pub mod tables;
+pub mod timing;
 pub mod tools;

@@ -14,6 +14,7 @@ use crate::block::Block;
 use crate::emit;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
+use crate::timing;
 use crate::tools::{self, locate, run_logged, version};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -454,7 +455,19 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
             report["fmax_mhz"] = json!(fmax);
             report["fmax_min_mhz"] = json!(sorted.first());
             report["fmax_max_mhz"] = json!(sorted.last());
-            report["fmax_by_seed"] = json!(by_seed.iter().map(|(s, f)| json!({"seed": s, "fmax_mhz": f})).collect::<Vec<_>>());
+            // Each seed's worst path of that clock, from its report (else its log).
+            let paths: Vec<Option<timing::CriticalPath>> = fits
+                .iter()
+                .map(|(s, pr)| {
+                    let log = std::fs::read_to_string(dir.join(format!("seed-{s}")).join(format!("{top}.pnr.log"))).unwrap_or_default();
+                    timing::critical_path(pr, &log)
+                })
+                .collect();
+            report["fmax_by_seed"] = json!(by_seed
+                .iter()
+                .zip(&paths)
+                .map(|((s, f), p)| json!({"seed": s, "fmax_mhz": f, "critical_path": p.as_ref().map(timing::CriticalPath::to_json)}))
+                .collect::<Vec<_>>());
             report["clock_mhz"] = json!(o.clock_mhz);
             let line = match (fmax, sorted.len()) {
                 (None, _) => "n/a".to_string(),
@@ -470,6 +483,10 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
             if by_seed.len() > 1 {
                 let each: Vec<String> = by_seed.iter().map(|(s, f)| format!("{s}: {}", f.map_or("n/a".into(), |f| format!("{f:.1}")))).collect();
                 rows.push(("Fmax by seed".into(), each.join(", ")));
+            }
+            for (i, ((s, _), p)) in by_seed.iter().zip(&paths).enumerate() {
+                let key = if i == 0 { "critical path" } else { "" };
+                rows.push((key.into(), format!("seed {s}: {}", p.as_ref().map_or("n/a (nextpnr reported none)".into(), timing::CriticalPath::line))));
             }
         }
     }

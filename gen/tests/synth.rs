@@ -57,6 +57,15 @@ fn ice40_flow_reports_utilization_and_fmax_and_fails_an_impossible_clock() {
     assert_eq!(r["fmax_max_mhz"].as_f64(), Some(by_seed[0].1.max(by_seed[1].1)), "{r}");
     assert!(o.join("seed-4/gpurtl_compress_synth_wrap.asc").exists() && o.join("seed-2/pnr-report.json").exists());
     assert!(out.contains("Fmax by seed     4: "), "{out}");
+    // Each seed's critical path, in its entry and on a line of the table.
+    for (i, x) in r["fmax_by_seed"].as_array().unwrap().iter().enumerate() {
+        let p = &x["critical_path"];
+        assert!(p["logic_levels"].as_u64().unwrap() > 0 && p["to"].as_str().is_some_and(|t| !t.is_empty()), "{r}");
+        let d = p["logic_ns"].as_f64().unwrap() + p["routing_ns"].as_f64().unwrap();
+        assert!((d - p["delay_ns"].as_f64().unwrap()).abs() < 0.01 && (1000.0 / d - x["fmax_mhz"].as_f64().unwrap()).abs() < 0.5, "{r}");
+        let line = format!("{:<17}seed {}: {} -> {}, ", if i == 0 { "critical path" } else { "" }, x["seed"], p["from"].as_str().unwrap(), p["to"].as_str().unwrap());
+        assert!(out.contains(&format!("  {line}")), "{out}");
+    }
     assert!(r["utilization"]["ICESTORM_LC"]["used"].as_u64().unwrap() > 100, "{r}");
     assert!(r["fmax_mhz"].as_f64().unwrap() > 20.0, "{r}");
     assert_eq!(r["fits"], true);

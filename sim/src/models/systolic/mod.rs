@@ -53,8 +53,8 @@
 //! loops of the loader and WS rules; [`Loader`], the loader stepped one
 //! cycle at a time, which `run` plays with the groups back-to-back and the
 //! compute unit's `mma` (docs/cu.md) with its groups as its tiles start),
-//! `io.rs` (input and output files,
-//! pruning); here, the types and `run`.
+//! `io.rs` (input and output files, pruning), `fp.rs` (the floating-point
+//! arithmetic of issue 27, not yet used by `run`); here, the types and `run`.
 //!
 //! Cost: `run` is linear in the cycles and steps it plays (plus the
 //! reference's M·N·K). The sequencer builds each tile when the cycle loop
@@ -62,6 +62,7 @@
 //! ended tile's in-flight window and a running last row transfer, so a
 //! cycle costs the same however many tiles came before it.
 
+pub mod fp;
 mod io;
 mod reference;
 mod sequencer;

@@ -135,6 +135,8 @@ impl Bench {
     /// waveform.
     pub fn run(&self, sim: &mut Sim, agents: &mut [&mut dyn Agent]) -> Result<(), CosimError> {
         let start = sim.cycle();
+        // The run budget, read once: the cycle loop only compares.
+        let run_limit = crate::budget::limit();
         let mut drain_left: Option<u64> = None;
         let mut progress: u64 = agents.iter().map(|a| a.progress()).sum();
         let mut last_progress = start;
@@ -151,7 +153,7 @@ impl Bench {
                 None => {}
             }
             let now = sim.cycle();
-            if crate::budget::over(now) {
+            if now >= run_limit && crate::budget::over(now) {
                 sim.trace_close();
                 return Err(CosimError::Budget(crate::budget::limit()));
             }
