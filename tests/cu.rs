@@ -75,7 +75,7 @@ fn view(p: &CuParams, r: &Run, o: &Outcome, timed: bool) -> Value {
 }
 
 /// The first seed of `seeds` whose RTL run differs from the model's, with what differs.
-fn first_mismatch(compiled: &Compiled, p: &CuParams, seeds: &[u64], stats: &mut [usize; 8], ops: &mut [u64; 10]) -> Option<(u64, String, Run, Option<Env>)> {
+fn first_mismatch(compiled: &Compiled, p: &CuParams, seeds: &[u64], stats: &mut [usize; 8], ops: &mut [u64; 12]) -> Option<(u64, String, Run, Option<Env>)> {
     for &seed in seeds {
         let mut rng = Rng::new(seed * 7919 + p.slots as u64 * 31 + p.banks as u64);
         let plant = Planted::ALL[(seed % Planted::ALL.len() as u64) as usize];
@@ -97,7 +97,10 @@ fn first_mismatch(compiled: &Compiled, p: &CuParams, seeds: &[u64], stats: &mut 
             stats[b.status as usize] += 1;
         }
         let k = &want.counters;
-        for (o, v) in ops.iter_mut().zip([k.cdl, k.ld, k.st, k.act, k.cmp, k.exp, k.mma, k.tex, k.texel_fetches, k.wr_beats]) {
+        // `ld ..., zmap` and `mma ..., skip` as issued (op and imm bit).
+        let issued = |op: u64, bit: u32| want.trace.iter().filter(|t| t.insn & 0xFF == op && (t.insn >> (32 + bit)) & 1 == 1).count() as u64;
+        let (zmaps, skips) = (issued(0x60, 8), issued(0x70, 14));
+        for (o, v) in ops.iter_mut().zip([k.cdl, k.ld, k.st, k.act, k.cmp, k.exp, k.mma, k.tex, k.texel_fetches, k.wr_beats, zmaps, skips]) {
             *o += v;
         }
         match tb::run(compiled, p, &r, env, tb::budget(p, &r), None) {
@@ -120,7 +123,7 @@ fn cosim(name: &str, p: &CuParams) {
     p.validate().expect("test point is valid");
     let compiled = compile_design(&build(p).unwrap()).expect("verilator build");
     let mut stats = [0usize; 8];
-    let mut ops = [0u64; 10];
+    let mut ops = [0u64; 12];
     let all = seeds(SEEDS);
     if let Some((seed, problem, r, env)) = first_mismatch(&compiled, p, &all, &mut stats, &mut ops) {
         let vcd = failure_dir().join(format!("cu_{name}_seed{seed}.vcd"));
@@ -135,7 +138,7 @@ fn cosim(name: &str, p: &CuParams) {
         );
     }
     eprintln!(
-        "cu {name}: {} seeds, block statuses ok/opcode/field/reg/pc/align/smem/dispatch: {stats:?}, cdl/ld/st/act/cmp/exp/mma/tex/texel fetches/write beats: {ops:?}, all match",
+        "cu {name}: {} seeds, block statuses ok/opcode/field/reg/pc/align/smem/dispatch: {stats:?}, cdl/ld/st/act/cmp/exp/mma/tex/texel fetches/write beats/ld zmap/mma skip: {ops:?}, all match",
         all.len()
     );
     if std::env::var("GPURTL_SEED").is_err() {
@@ -146,7 +149,7 @@ fn cosim(name: &str, p: &CuParams) {
         }
         // (tex and its fetches only where the unit is built.)
         let skip = |i: usize| !p.tex && (i == 7 || i == 8);
-        assert!(ops.iter().enumerate().all(|(i, &n)| skip(i) || n >= 5), "{name}: too few cdl/ld/st/act/cmp/exp/mma/tex operations, texel fetches or write beats: {ops:?}");
+        assert!(ops.iter().enumerate().all(|(i, &n)| skip(i) || n >= 5), "{name}: too few cdl/ld/st/act/cmp/exp/mma/tex operations, texel fetches, write beats, ld zmap or mma skip: {ops:?}");
     }
 }
 
@@ -170,8 +173,11 @@ fn cosim_odd() {
 /// Bugs planted in the generated Verilog (at `small`), each caught: a DMA byte
 /// strobe one past the row's end, a counted loop that stops one iteration
 /// early, an aligner that emits its word one unit late when the two lanes
-/// are equal, an `mma` writer that takes a row's words a cycle early, and a
-/// `tex` conv that writes each quad's pixel `(x+1, y+1)` at the wrong place.
+/// are equal, an `mma` writer that takes a row's words a cycle early, a
+/// `tex` conv that writes each quad's pixel `(x+1, y+1)` at the wrong place,
+/// an `ld ..., zmap` that writes its map a word up, over its rows' first
+/// word, and an `mma` streamer that offers the next tile before the grid is
+/// idle.
 #[test]
 fn planted_bugs_are_caught() {
     // At `small` with `tex`: the same logic, a quicker Verilator build for
@@ -180,12 +186,14 @@ fn planted_bugs_are_caught() {
     let design = build(&p).unwrap();
     let clean = spec(&design);
     // (what, the line it is on, text in that line, its replacement)
-    let bugs: [(&str, &str, &str, &str); 5] = [
+    let bugs: [(&str, &str, &str, &str); 7] = [
         ("strobe past the row", "  assign dma_strb = ", "[16:0] < {1'd0, dma_n_q}", "[16:0] <= {1'd0, dma_n_q}"),
         ("loop one short", "  assign x_taken = ", "(x_is_loop & |x_rd_dec)", "(x_is_loop & |x_rd_dec[31:1])"),
         ("aligner late on equal lanes", "  assign dma_emit = ", "(dma_p_out_row_q[1:0] >= dma_p_in_row_q[1:0])", "(dma_p_out_row_q[1:0] > dma_p_in_row_q[1:0])"),
         ("mma writes a row before it leaves the grid", "  assign mma_w_ok = ", "mma_o_rows_q} > mma_w_r_q", "mma_o_rows_q} >= mma_w_r_q"),
         ("tex conv writes a quad's fourth pixel a word before the third", "  assign u_scratchpad_wr3_req_addr = ", "(tex_pitch + ", "(tex_pitch - "),
+        ("zmap writes its map a word up, over the rows' first word", "  assign dma_zm_addr = ", "{{5'd0, dma_zm_m_q}, 2'd0}", "{{5'd0, ~dma_zm_m_q}, 2'd0}"),
+        ("mma offers the next tile before the grid is idle", "  assign mma_s_arm = ", "(u_grid_in_idle & (", "(1'b1 & ("),
     ];
     let all: Vec<u64> = (0..SEEDS).collect();
     for (what, line, from, to) in bugs {
@@ -196,7 +204,7 @@ fn planted_bugs_are_caught() {
         assert_ne!(planted, s.verilog[at..end], "{what}: `{from}` is not on the line `{line}`");
         s.verilog.replace_range(at..end, &planted);
         let compiled = compile(&s).expect("verilator build");
-        let Some((seed, diff, _, _)) = first_mismatch(&compiled, &p, &all, &mut [0; 8], &mut [0; 10]) else {
+        let Some((seed, diff, _, _)) = first_mismatch(&compiled, &p, &all, &mut [0; 8], &mut [0; 12]) else {
             panic!("planted bug `{what}` was not caught in {SEEDS} seeds");
         };
         eprintln!("planted bug `{what}`: caught at seed {seed}: {}", diff.lines().next().unwrap_or(""));

@@ -162,7 +162,7 @@ impl BlockParams for CuParams {
             ParamInfo::new("tag_bits", int(1, 8, ""), "the dispatch tag's width"),
             ParamInfo::new("grid_rows", int(1, 8, ""), "rows `R` of the `mma` grid"),
             ParamInfo::new("grid_cols", int(1, 8, "1, 2, 4 or 8"), "columns `C` of the `mma` grid"),
-            ParamInfo::new("kmax", int(8, 1024, "a power of two"), "the largest `K` of one `mma` (its tile buffer holds two tiles of `kmax` k-steps)"),
+            ParamInfo::new("kmax", int(8, 1024, "a power of two"), "the largest `K` of one `mma` and the most rows of one `ld ..., zmap` (its tile buffers hold two row blocks of `A` and two tiles of `B` of `kmax` k-steps)"),
             ParamInfo::new("tex", ParamKind::Bool, "`tex` and its `texture` unit are built; with `false` opcode 0x74 is undefined (the `opcode` error), the scratchpad has no `rd5`/`wr3` and `tex_fetch_o` is 0"),
         ]
     }

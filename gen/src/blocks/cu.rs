@@ -273,32 +273,44 @@ fn mma_shape(p: &CuParams) -> (u32, u32, u32) {
     (1, 1, 1)
 }
 
-/// One block: `ld` A and B (B's k-slices zero with `zero_pct` per cent
-/// probability, a fixed pattern; rows padded by `pad` words), then `mma` if
+/// One block: `ld` A and B (exactly `zero_pct` per cent of B's k-slices
+/// zero, a fixed pattern; rows padded by `pad` words), then `mma` if
 /// `with_mma`.
 fn bench_mma(p: &CuParams, zero_pct: u32, pad: u32, with_mma: bool) -> Result<Run> {
     let (tm, tn, k) = mma_shape(p);
     let (pa, pb) = (4 * k.div_ceil(4) + 4 * pad, 8 * tn.div_ceil(8) + 4 * pad);
-    let (pa, pb, pad) = if tm * pa + k * pb + 4 * tm * tn <= p.smem_bytes() as u32 { (pa, pb, pad) } else { (pa - 4 * pad, pb - 4 * pad, 0) };
-    let (ao, bo) = (0, tm * pa);
+    // With zero k-slices B is loaded with its zero map (`ld ..., zmap`, the
+    // map's words just before B) and the mma skips them (`, skip`).
+    let skip = zero_pct > 0;
+    let map = if skip { 4 * k.div_ceil(32) } else { 0 };
+    let (pa, pb, pad) = if tm * pa + map + k * pb + 4 * tm * tn <= p.smem_bytes() as u32 { (pa, pb, pad) } else { (pa - 4 * pad, pb - 4 * pad, 0) };
+    let (ao, bo) = (0, tm * pa + map);
     let co = bo + k * pb;
+    let (zmap, skip) = if skip { (", zmap", ", skip") } else { ("", "") };
     let mut text = format!(
-        "li r3, {}\nli r4, {k}\nli r5, {ao}\nli r6, {}\nld r5, r3, r4, r6, {pa}\nli r3, {}\nli r4, {tn}\nli r5, {bo}\nli r6, {}\nld r5, r3, r4, r6, {pb}\n",
+        "li r3, {}\nli r4, {k}\nli r5, {ao}\nli r6, {}\nld r5, r3, r4, r6, {pa}\nli r3, {}\nli r4, {tn}\nli r5, {bo}\nli r6, {}\nld r5, r3, r4, r6, {pb}{zmap}\n",
         0x10000,
         tm << 16 | k,
         0x20000,
         k << 16 | tn
     );
     if with_mma {
-        text += &format!("li r5, {co}\nli r7, {ao}\nli r8, {bo}\nli r6, {}\nmma r5, r7, r8, r6, pad {pad}, {pad}\n", tm | tn << 8 | k << 16);
+        text += &format!("li r5, {co}\nli r7, {ao}\nli r8, {bo}\nli r6, {}\nmma r5, r7, r8, r6, pad {pad}, {pad}{skip}\n", tm | tn << 8 | k << 16);
     }
     text += "end\n";
     let mut r = assembled(p, &text, 1, p.smem_bytes() as u32, 1)?;
     let mut rng = Rng::new(7);
     let a: Vec<u8> = (0..tm * k).map(|_| 1 + rng.below(255) as u8).collect();
+    // Exactly zero_pct per cent of the k-slices zero, at places drawn at
+    // random (a shuffle), as the grid's own bench has them.
+    let mut order: Vec<u32> = (0..k).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let zeros: std::collections::HashSet<u32> = order[..(k * zero_pct / 100) as usize].iter().copied().collect();
     let b: Vec<u8> = (0..k)
-        .flat_map(|_| {
-            let zero = rng.chance(zero_pct);
+        .flat_map(|kk| {
+            let zero = zeros.contains(&kk);
             (0..tn).map(|_| if zero { 0 } else { 1 + rng.below(255) as u8 }).collect::<Vec<_>>()
         })
         .collect();

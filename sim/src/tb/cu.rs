@@ -454,7 +454,10 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                 if span > smem {
                     continue;
                 }
-                let s_off = rng.below((smem - span) as u64 + 1) as u32;
+                // A third of the loads also write their rows' zero map
+                // (`, zmap`: the map's word just below an aligned `s`).
+                let zmap = !st && span + 4 <= smem && rng.chance(33);
+                let s_off = if zmap { 4 + 4 * rng.below(((smem - span - 4) / 4) as u64 + 1) as u32 } else { rng.below((smem - span) as u64 + 1) as u32 };
                 let stride = match rng.below(3) {
                     0 => n,
                     1 => 1 + rng.below(64) as u32,
@@ -473,6 +476,8 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                 let p16 = p as u16;
                 v.push(encode(&if st {
                     Insn::St { rd: s_r, ra: a_r, rb: str_r, rc: sh_r, p: p16 }
+                } else if zmap {
+                    Insn::LdZmap { rd: s_r, ra: a_r, rb: str_r, rc: sh_r, p: p16 }
                 } else {
                     Insn::Ld { rd: s_r, ra: a_r, rb: str_r, rc: sh_r, p: p16 }
                 }));
@@ -525,11 +530,17 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                 }
             }
             13 | 14 if room >= 6 && smem >= 8 => {
-                // mma on tiles anywhere in the share (C may overlap A or B).
-                let rs: Vec<u8> = (0..4).map(|_| scratch(rng)).collect();
+                // mma on tiles anywhere in the share (C may overlap A or B);
+                // with `, skip` (60%) its k-map is the words below B: what
+                // the share holds there, or (half the time) the map of an
+                // `ld ..., zmap` of B's rows just before.
+                let mut rs: Vec<u8> = (0..4).map(|_| scratch(rng)).collect();
                 if rs.iter().collect::<std::collections::HashSet<_>>().len() < 4 {
                     continue;
                 }
+                // A fifth for the zmap load's shape: the first scratch
+                // register not taken (there are at least 5).
+                rs.push((7..regs as u8).find(|r| !rs.contains(r)).expect("five scratch registers"));
                 let mut tm = 1 + rng.below(6) as u32;
                 let mut tn = 1 + rng.below(10) as u32;
                 let mut k = 1 + rng.below(kmax.min(24) as u64) as u32;
@@ -545,19 +556,36 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                 }
                 let (qa, qb) = if rng.chance(50) { (0, 0) } else { (rng.below(4) as u32, rng.below(4) as u32) };
                 let (pa, pb) = (4 * k.div_ceil(4) + 4 * qa, 8 * tn.div_ceil(8) + 4 * qb);
-                let sizes = [4 * tm * tn, tm * pa, k * pb];
+                let skip = rng.chance(60);
+                let map = if skip { 4 * k.div_ceil(32) } else { 0 };
+                let sizes = [4 * tm * tn, tm * pa, k * pb + map];
                 if sizes.iter().any(|&z| z > smem) || 4 * tn > smem {
                     continue;
                 }
-                for (r, z) in rs.iter().zip(sizes) {
+                for (i, (r, z)) in rs.iter().zip(sizes).enumerate() {
                     let off = 4 * rng.below(((smem - z) / 4) as u64 + 1) as u32;
-                    v.push(encode(&Insn::Li { rd: *r, imm: off }));
+                    // B after its map.
+                    v.push(encode(&Insn::Li { rd: *r, imm: off + if i == 2 { map } else { 0 } }));
+                }
+                if skip && k > 0 && tn > 0 && room >= 11 && rng.chance(50) {
+                    // B's k rows of tn bytes (pitch PB) from the input data,
+                    // with their zero map.
+                    let stride = tn + rng.below(8) as u32;
+                    if (k - 1) * stride + tn <= IN_BYTES {
+                        let a_off = rng.below((IN_BYTES - (k - 1) * stride - tn) as u64 + 1) as u32;
+                        v.push(encode(&Insn::AluI { op: AluOp::Add, rd: rs[0], ra: 4, imm: a_off }));
+                        v.push(encode(&Insn::Li { rd: rs[3], imm: stride }));
+                        v.push(encode(&Insn::Li { rd: rs[4], imm: k << 16 | tn }));
+                        v.push(encode(&Insn::LdZmap { rd: rs[2], ra: rs[0], rb: rs[3], rc: rs[4], p: pb as u16 }));
+                        let off = 4 * rng.below(((smem - sizes[0]) / 4) as u64 + 1) as u32;
+                        v.push(encode(&Insn::Li { rd: rs[0], imm: off }));
+                    }
                 }
                 v.push(encode(&Insn::Li { rd: rs[3], imm: tm | tn << 8 | k << 16 }));
                 // C0: none, C itself, or a bias row anywhere in the share.
                 let mode = [0u32, 0, 1, 2][rng.below(4) as usize];
                 let bias = if mode == 2 { rng.below(((smem - 4 * tn) / 4).min(0xFFFF) as u64 + 1) as u32 } else { 0 };
-                v.push(word(0x70, rs[0], rs[1], rs[2], rs[3] as u32 | mode << 8 | qa << 10 | qb << 12 | bias << 16));
+                v.push(word(0x70, rs[0], rs[1], rs[2], rs[3] as u32 | mode << 8 | qa << 10 | qb << 12 | (skip as u32) << 14 | bias << 16));
             }
             15 | 16 if tex && room >= 6 && smem >= 16 => {
                 // tex on a small texture anywhere in the share: samples
@@ -627,7 +655,7 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
         Planted::Field => v.push(match rng.below(10) {
             // tex: format 3, a mode 3, or a channel past r8/r16's one.
             9 => word(0x74, 5, 5, 5, 6 | [3 << 12, 3 << 14, 3 << 16, (1 + rng.below(3) as u32) << 10 | (rng.below(2) as u32) << 12, 3 << 8 | (1 + rng.below(63) as u32) << 18][rng.below(5) as usize]),
-            8 => word(0x70, 5, 5, 5, 6 | [3 << 8, 1 << 14 | (rng.below(4) as u32) << 8, (1 + rng.below(0xFFFF) as u32) << 16 | (rng.below(2) as u32) << 8][rng.below(3) as usize]),
+            8 => word(0x70, 5, 5, 5, 6 | [3 << 8, 1 << 15 | (rng.below(3) as u32) << 8 | (rng.below(2) as u32) << 14, (1 + rng.below(0xFFFF) as u32) << 16 | (rng.below(2) as u32) << 8][rng.below(3) as usize]),
             5 => word(0x71, 5, 5, 0, 1 + rng.below(255) as u32),
             6 => word(0x72, 5, 5, 5, 5 | 3 << 8),
             7 => word(0x73, 5, 5, 5, 5 | (1 + rng.below(0xFFFF) as u32) << 16),
@@ -635,7 +663,8 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
             1 => word(0x7F, 1 + rng.below(255) as u8, 0, 0, 0),
             2 => word(0x50, 5, 0, [0u8, 17, 200][rng.below(3) as usize], 0),
             3 => word(0x41, 0, 1, 0, 0),
-            _ => word(0x60, 5, 5, 5, 0x0100),
+            // ld's bits 15:9 (bit 8 is `zmap`), or st's 15:8.
+            _ => word(0x60 + rng.below(2) as u8, 5, 5, 5, (1 + rng.below(127) as u32) << 9 | (rng.below(2) as u32) << 8),
         }),
         Planted::Reg => v.push(match rng.below(5) {
             4 => word(0x74, 5, 5, 5, (regs + rng.below(256 - regs as u64) as u32) | 3 << 8),
@@ -652,7 +681,9 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
             v.push(match rng.below(4) {
                 // tex with a misaligned output, texture or (samples) list.
                 3 => [word(0x74, 5, 0, 6, 0), word(0x74, 0, 5, 6, 3 << 8), word(0x74, 0, 0, 6, 5 | 1 << 18)][rng.below(3) as usize],
-                0 => word(0x71, 5, 6, 0, 0),
+                0 if rng.chance(50) => word(0x71, 5, 6, 0, 0),
+                // ld ..., zmap at a misaligned s (r5 = 1..3).
+                0 => word(0x60, 5, 0, 0, 6 | 1 << 8),
                 1 => word(0x72 + rng.below(2) as u8, 5, 6, 6, 6),
                 // mma with a misaligned C, A or B (6 = a 1 x 1 x 1 shape).
                 _ => [word(0x70, 5, 0, 0, 6), word(0x70, 0, 5, 0, 6), word(0x70, 0, 0, 5, 6)][rng.below(3) as usize],
@@ -691,6 +722,27 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
             v.push(encode(&Insn::Li { rd: 6, imm: wh }));
             let rc = if kind == 3 && rng.chance(50) { 6 } else { 5 };
             v.push(word(0x74, 5, 5, 6, rc | kind << 8 | fmt << 12));
+        }
+        Planted::Smem if rng.chance(30) => {
+            // ld ..., zmap or mma ..., skip with no room below s or Bo for
+            // the map (s = Bo = 0), or a zmap of more than kmax rows.
+            v.push(encode(&Insn::Li { rd: 5, imm: 0 }));
+            let last = match rng.below(3) {
+                0 => {
+                    v.push(encode(&Insn::Li { rd: 6, imm: 1 << 16 | 1 }));
+                    encode(&Insn::LdZmap { rd: 5, ra: 4, rb: 4, rc: 6, p: 0 })
+                }
+                1 => {
+                    v.push(encode(&Insn::Li { rd: 7, imm: 4 }));
+                    v.push(encode(&Insn::Li { rd: 6, imm: (kmax + 1) << 16 | 1 }));
+                    encode(&Insn::LdZmap { rd: 7, ra: 4, rb: 4, rc: 6, p: 0 })
+                }
+                _ => {
+                    v.push(encode(&Insn::Li { rd: 6, imm: 1 | 1 << 8 | 1 << 16 }));
+                    word(0x70, 5, 5, 5, 6 | 1 << 14)
+                }
+            };
+            v.push(last);
         }
         Planted::Smem => {
             v.push(encode(&Insn::Li { rd: 5, imm: smem + rng.below(64) as u32 }));

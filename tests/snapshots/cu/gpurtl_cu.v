@@ -324,71 +324,79 @@ module gpurtl_cu (
   wire         x_bad_smem;
   // x_bad_smem_t9: bits [4:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [39:0]  x_bad_smem_t9;
+  wire [16:0]  x_bad_smem_t9;
+  /* verilator lint_on UNUSED */
+  // x_bad_smem_t10: bits [4:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [39:0]  x_bad_smem_t10;
+  /* verilator lint_on UNUSED */
+  // x_bad_smem_t11: bits [4:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [16:0]  x_bad_smem_t11;
   /* verilator lint_on UNUSED */
   wire [3:0]   x_status;
   wire         x_ok;
   wire [31:0]  x_alu;
-  wire [4:0]   x_alu_t10;
-  // x_alu_t11: bits [31:5] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [31:0]  x_alu_t11;
-  /* verilator lint_on UNUSED */
   wire [4:0]   x_alu_t12;
-  // x_alu_t13: bits [1:0] unused: holds an expression of which only a slice is used
+  // x_alu_t13: bits [31:5] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t13;
   /* verilator lint_on UNUSED */
-  // x_alu_t14: bits [3:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [31:0]  x_alu_t14;
-  /* verilator lint_on UNUSED */
-  // x_alu_t15: bits [7:0] unused: holds an expression of which only a slice is used
+  wire [4:0]   x_alu_t14;
+  // x_alu_t15: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t15;
   /* verilator lint_on UNUSED */
-  // x_alu_t16: bits [15:0] unused: holds an expression of which only a slice is used
+  // x_alu_t16: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t16;
   /* verilator lint_on UNUSED */
-  // x_alu_t17: bits [1:0] unused: holds an expression of which only a slice is used
+  // x_alu_t17: bits [7:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t17;
   /* verilator lint_on UNUSED */
-  // x_alu_t18: bits [3:0] unused: holds an expression of which only a slice is used
+  // x_alu_t18: bits [15:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t18;
   /* verilator lint_on UNUSED */
-  // x_alu_t19: bits [7:0] unused: holds an expression of which only a slice is used
+  // x_alu_t19: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t19;
   /* verilator lint_on UNUSED */
-  // x_alu_t20: bits [15:0] unused: holds an expression of which only a slice is used
+  // x_alu_t20: bits [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t20;
   /* verilator lint_on UNUSED */
-  // x_alu_t21: bits [31:30] unused: holds an expression of which only a slice is used
+  // x_alu_t21: bits [7:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t21;
   /* verilator lint_on UNUSED */
-  // x_alu_t22: bits [31:28] unused: holds an expression of which only a slice is used
+  // x_alu_t22: bits [15:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t22;
   /* verilator lint_on UNUSED */
-  // x_alu_t23: bits [31:24] unused: holds an expression of which only a slice is used
+  // x_alu_t23: bits [31:30] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t23;
   /* verilator lint_on UNUSED */
-  // x_alu_t24: bits [31:16] unused: holds an expression of which only a slice is used
+  // x_alu_t24: bits [31:28] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [31:0]  x_alu_t24;
+  /* verilator lint_on UNUSED */
+  // x_alu_t25: bits [31:24] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  x_alu_t25;
+  /* verilator lint_on UNUSED */
+  // x_alu_t26: bits [31:16] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  x_alu_t26;
   /* verilator lint_on UNUSED */
   wire [31:0]  x_wdata;
   wire         x_we;
   wire [5:0]   x_wreg;
-  // x_wreg_t25: bits [6] unused: holds an expression of which only a slice is used
+  // x_wreg_t27: bits [6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [6:0]   x_wreg_t25;
+  wire [6:0]   x_wreg_t27;
   /* verilator lint_on UNUSED */
   wire         x_go_cdl;
   wire         x_go_dma;
@@ -461,8 +469,8 @@ module gpurtl_cu (
   reg  [31:0]  ud_data_q;
   reg          cdl_space_q;
   wire         ud_take;
-  wire [2:0]   ud_data_q_t26;
-  wire [3:0]   ud_data_q_t27;
+  wire [2:0]   ud_data_q_t28;
+  wire [3:0]   ud_data_q_t29;
   wire         dq_pop;
   reg  [1:0]   dq_valid_q;
   reg          dq0_slot_q;
@@ -581,9 +589,9 @@ module gpurtl_cu (
   wire         dma_start;
   wire         dma_done_now;
   wire         dma_go;
-  // dma_p_q_t28: bits [31:16] unused: holds an expression of which only a slice is used
+  // dma_p_q_t30: bits [31:16] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  dma_p_q_t28;
+  wire [31:0]  dma_p_q_t30;
   /* verilator lint_on UNUSED */
   reg  [3:0]   dma_inflight_q;
   wire         dma_credit;
@@ -594,14 +602,14 @@ module gpurtl_cu (
   wire         dma_rd_fire;
   wire         dma_q_fire;
   wire [31:0]  dma_q_next_row;
-  wire [31:0]  dma_q_addr_q_t29;
-  // dma_q_left_q_t30: bits [1:0] unused: holds an expression of which only a slice is used
+  wire [31:0]  dma_q_addr_q_t31;
+  // dma_q_left_q_t32: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [17:0]  dma_q_left_q_t30;
+  wire [17:0]  dma_q_left_q_t32;
   /* verilator lint_on UNUSED */
-  // dma_q_left_q_t31: bits [1:0] unused: holds an expression of which only a slice is used
+  // dma_q_left_q_t33: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [17:0]  dma_q_left_q_t31;
+  wire [17:0]  dma_q_left_q_t33;
   /* verilator lint_on UNUSED */
   reg  [15:0]  dma_p_rows_q;
   reg  [31:0]  dma_p_in_row_q;
@@ -614,36 +622,59 @@ module gpurtl_cu (
   reg          dma_flush_q;
   wire         dma_emit;
   wire [31:0]  dma_word;
-  wire [1:0]   dma_word_t32;
-  // dma_word_t33: bits [7:0] unused: holds an expression of which only a slice is used
+  wire [1:0]   dma_word_t34;
+  // dma_word_t35: bits [7:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [63:0]  dma_word_t33;
+  wire [63:0]  dma_word_t35;
   /* verilator lint_on UNUSED */
   wire [3:0]   dma_strb;
-  wire [17:0]  dma_strb_t34;
-  wire [17:0]  dma_strb_t35;
   wire [17:0]  dma_strb_t36;
   wire [17:0]  dma_strb_t37;
+  wire [17:0]  dma_strb_t38;
+  wire [17:0]  dma_strb_t39;
   wire         dma_out_valid;
+  reg          dma_zw_q;
+  wire [13:0]  dma_zm_addr;
+  wire [31:0]  dma_zm_word;
   wire         dma_out_fire;
   wire         dma_take;
   wire         dma_in_fire;
   wire         dma_to_flush;
-  wire [17:0]  dma_to_flush_t38;
+  wire [17:0]  dma_to_flush_t40;
   wire         dma_row_done;
-  wire [31:0]  dma_p_out_addr_q_t39;
-  wire [31:0]  dma_p_out_addr_q_t40;
-  // dma_p_left_q_t41: bits [1:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [17:0]  dma_p_left_q_t41;
-  /* verilator lint_on UNUSED */
-  // dma_p_left_q_t42: bits [31:2] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [31:0]  dma_p_left_q_t42;
-  /* verilator lint_on UNUSED */
+  wire [31:0]  dma_p_out_addr_q_t41;
+  wire [31:0]  dma_p_out_addr_q_t42;
   // dma_p_left_q_t43: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [17:0]  dma_p_left_q_t43;
+  /* verilator lint_on UNUSED */
+  // dma_p_left_q_t44: bits [31:2] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  dma_p_left_q_t44;
+  /* verilator lint_on UNUSED */
+  // dma_p_left_q_t45: bits [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [17:0]  dma_p_left_q_t45;
+  /* verilator lint_on UNUSED */
+  reg          dma_zm_q;
+  // dma_zm_q_t46: bits [31:17], [15:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  dma_zm_q_t46;
+  /* verilator lint_on UNUSED */
+  reg  [15:0]  dma_zrow_q;
+  reg          dma_row_nz_q;
+  wire         dma_row_nz;
+  reg  [255:0] dma_zmap_q;
+  reg  [3:0]   dma_zm_n_q;
+  reg  [3:0]   dma_zm_m_q;
+  reg  [13:0]  dma_zm_base_q;
+  // dma_zm_n_q_t47: bits [4:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [16:0]  dma_zm_n_q_t47;
+  /* verilator lint_on UNUSED */
+  // dma_zm_n_q_t48: bits [11:4] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [11:0]  dma_zm_n_q_t48;
   /* verilator lint_on UNUSED */
   wire         dma_finish;
   wire         dma_done;
@@ -694,221 +725,222 @@ module gpurtl_cu (
   wire [31:0]  vec_m;
   wire [7:0]   vec_vmask;
   wire [31:0]  vec_c_bytes;
-  // vec_c_bytes_t44: bits [7:1] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [7:0]   vec_c_bytes_t44;
-  /* verilator lint_on UNUSED */
-  // vec_c_bytes_t45: bits [7:2], [0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [7:0]   vec_c_bytes_t45;
-  /* verilator lint_on UNUSED */
-  // vec_c_bytes_t46: bits [7:3], [1:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [7:0]   vec_c_bytes_t46;
-  /* verilator lint_on UNUSED */
-  // vec_c_bytes_t47: bits [7:4], [2:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [7:0]   vec_c_bytes_t47;
-  /* verilator lint_on UNUSED */
-  // vec_c_bytes_t48: bits [7:5], [3:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [7:0]   vec_c_bytes_t48;
-  /* verilator lint_on UNUSED */
-  // vec_c_bytes_t49: bits [7:6], [4:0] unused: holds an expression of which only a slice is used
+  // vec_c_bytes_t49: bits [7:1] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_c_bytes_t49;
   /* verilator lint_on UNUSED */
-  // vec_c_bytes_t50: bits [7], [5:0] unused: holds an expression of which only a slice is used
+  // vec_c_bytes_t50: bits [7:2], [0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_c_bytes_t50;
   /* verilator lint_on UNUSED */
-  // vec_c_bytes_t51: bits [6:0] unused: holds an expression of which only a slice is used
+  // vec_c_bytes_t51: bits [7:3], [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_c_bytes_t51;
   /* verilator lint_on UNUSED */
-  // vec_c_bytes_t52: bits [31] unused: holds an expression of which only a slice is used
+  // vec_c_bytes_t52: bits [7:4], [2:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  vec_c_bytes_t52;
+  wire [7:0]   vec_c_bytes_t52;
   /* verilator lint_on UNUSED */
-  // u_scratchpad_rd1_req_addr_t53: bits [31:14] unused: holds an expression of which only a slice is used
+  // vec_c_bytes_t53: bits [7:5], [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  u_scratchpad_rd1_req_addr_t53;
+  wire [7:0]   vec_c_bytes_t53;
+  /* verilator lint_on UNUSED */
+  // vec_c_bytes_t54: bits [7:6], [4:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_c_bytes_t54;
+  /* verilator lint_on UNUSED */
+  // vec_c_bytes_t55: bits [7], [5:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_c_bytes_t55;
+  /* verilator lint_on UNUSED */
+  // vec_c_bytes_t56: bits [6:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_c_bytes_t56;
+  /* verilator lint_on UNUSED */
+  // vec_c_bytes_t57: bits [31] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  vec_c_bytes_t57;
+  /* verilator lint_on UNUSED */
+  // u_scratchpad_rd1_req_addr_t58: bits [31:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  u_scratchpad_rd1_req_addr_t58;
   /* verilator lint_on UNUSED */
   wire         vec_rd_taken;
   wire         vec_rsp_taken;
-  // u_scratchpad_wr1_req_addr_t54: bits [31:14] unused: holds an expression of which only a slice is used
+  // u_scratchpad_wr1_req_addr_t59: bits [31:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  u_scratchpad_wr1_req_addr_t54;
+  wire [31:0]  u_scratchpad_wr1_req_addr_t59;
   /* verilator lint_on UNUSED */
-  // u_scratchpad_wr1_req_strb_t55: bits [2:0] unused: holds an expression of which only a slice is used
+  // u_scratchpad_wr1_req_strb_t60: bits [2:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  u_scratchpad_wr1_req_strb_t55;
+  wire [31:0]  u_scratchpad_wr1_req_strb_t60;
   /* verilator lint_on UNUSED */
   wire         vec_wr_taken;
   wire [4:0]   vec_next;
-  // vec_next_t56: bits [31] unused: holds an expression of which only a slice is used
+  // vec_next_t61: bits [31] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  vec_next_t56;
+  wire [31:0]  vec_next_t61;
   /* verilator lint_on UNUSED */
-  wire [5:0]   vec_next_t57;
-  // vec_next_t58: bits [39] unused: holds an expression of which only a slice is used
+  wire [5:0]   vec_next_t62;
+  // vec_next_t63: bits [39] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [39:0]  vec_next_t58;
+  wire [39:0]  vec_next_t63;
   /* verilator lint_on UNUSED */
-  // vec_next_t59: bits [39:8] unused: holds an expression of which only a slice is used
+  // vec_next_t64: bits [39:8] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [39:0]  vec_next_t59;
+  wire [39:0]  vec_next_t64;
   /* verilator lint_on UNUSED */
-  // vec_next_t60: bits [7:1] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [7:0]   vec_next_t60;
-  /* verilator lint_on UNUSED */
-  // vec_next_t61: bits [7:2], [0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [7:0]   vec_next_t61;
-  /* verilator lint_on UNUSED */
-  // vec_next_t62: bits [7:3], [1:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [7:0]   vec_next_t62;
-  /* verilator lint_on UNUSED */
-  // vec_next_t63: bits [7:4], [2:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [7:0]   vec_next_t63;
-  /* verilator lint_on UNUSED */
-  // vec_next_t64: bits [7:5], [3:0] unused: holds an expression of which only a slice is used
-  /* verilator lint_off UNUSED */
-  wire [7:0]   vec_next_t64;
-  /* verilator lint_on UNUSED */
-  // vec_next_t65: bits [7:6], [4:0] unused: holds an expression of which only a slice is used
+  // vec_next_t65: bits [7:1] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t65;
   /* verilator lint_on UNUSED */
-  // vec_next_t66: bits [7], [5:0] unused: holds an expression of which only a slice is used
+  // vec_next_t66: bits [7:2], [0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t66;
   /* verilator lint_on UNUSED */
-  // vec_next_t67: bits [6:0] unused: holds an expression of which only a slice is used
+  // vec_next_t67: bits [7:3], [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t67;
   /* verilator lint_on UNUSED */
-  // vec_next_t68: bits [31] unused: holds an expression of which only a slice is used
+  // vec_next_t68: bits [7:4], [2:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  vec_next_t68;
+  wire [7:0]   vec_next_t68;
   /* verilator lint_on UNUSED */
-  // vec_next_t69: bits [7:1] unused: holds an expression of which only a slice is used
+  // vec_next_t69: bits [7:5], [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t69;
   /* verilator lint_on UNUSED */
-  // vec_next_t70: bits [7:2], [0] unused: holds an expression of which only a slice is used
+  // vec_next_t70: bits [7:6], [4:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t70;
   /* verilator lint_on UNUSED */
-  // vec_next_t71: bits [7:3], [1:0] unused: holds an expression of which only a slice is used
+  // vec_next_t71: bits [7], [5:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t71;
   /* verilator lint_on UNUSED */
-  // vec_next_t72: bits [7:4], [2:0] unused: holds an expression of which only a slice is used
+  // vec_next_t72: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t72;
   /* verilator lint_on UNUSED */
-  // vec_next_t73: bits [7:5], [3:0] unused: holds an expression of which only a slice is used
+  // vec_next_t73: bits [31] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   vec_next_t73;
+  wire [31:0]  vec_next_t73;
   /* verilator lint_on UNUSED */
-  // vec_next_t74: bits [7:6], [4:0] unused: holds an expression of which only a slice is used
+  // vec_next_t74: bits [7:1] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t74;
   /* verilator lint_on UNUSED */
-  // vec_next_t75: bits [7], [5:0] unused: holds an expression of which only a slice is used
+  // vec_next_t75: bits [7:2], [0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t75;
   /* verilator lint_on UNUSED */
-  // vec_next_t76: bits [6:0] unused: holds an expression of which only a slice is used
+  // vec_next_t76: bits [7:3], [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t76;
   /* verilator lint_on UNUSED */
-  // vec_next_t77: bits [31] unused: holds an expression of which only a slice is used
+  // vec_next_t77: bits [7:4], [2:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  vec_next_t77;
+  wire [7:0]   vec_next_t77;
   /* verilator lint_on UNUSED */
-  // vec_next_t78: bits [7:1] unused: holds an expression of which only a slice is used
+  // vec_next_t78: bits [7:5], [3:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t78;
   /* verilator lint_on UNUSED */
-  // vec_next_t79: bits [7:2], [0] unused: holds an expression of which only a slice is used
+  // vec_next_t79: bits [7:6], [4:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t79;
   /* verilator lint_on UNUSED */
-  // vec_next_t80: bits [7:3], [1:0] unused: holds an expression of which only a slice is used
+  // vec_next_t80: bits [7], [5:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t80;
   /* verilator lint_on UNUSED */
-  // vec_next_t81: bits [7:4], [2:0] unused: holds an expression of which only a slice is used
+  // vec_next_t81: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t81;
   /* verilator lint_on UNUSED */
-  // vec_next_t82: bits [7:5], [3:0] unused: holds an expression of which only a slice is used
+  // vec_next_t82: bits [31] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   vec_next_t82;
+  wire [31:0]  vec_next_t82;
   /* verilator lint_on UNUSED */
-  // vec_next_t83: bits [7:6], [4:0] unused: holds an expression of which only a slice is used
+  // vec_next_t83: bits [7:1] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t83;
   /* verilator lint_on UNUSED */
-  // vec_next_t84: bits [7], [5:0] unused: holds an expression of which only a slice is used
+  // vec_next_t84: bits [7:2], [0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t84;
   /* verilator lint_on UNUSED */
-  // vec_next_t85: bits [6:0] unused: holds an expression of which only a slice is used
+  // vec_next_t85: bits [7:3], [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
   wire [7:0]   vec_next_t85;
   /* verilator lint_on UNUSED */
-  // vec_next_t86: bits [31] unused: holds an expression of which only a slice is used
+  // vec_next_t86: bits [7:4], [2:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  vec_next_t86;
+  wire [7:0]   vec_next_t86;
+  /* verilator lint_on UNUSED */
+  // vec_next_t87: bits [7:5], [3:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t87;
+  /* verilator lint_on UNUSED */
+  // vec_next_t88: bits [7:6], [4:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t88;
+  /* verilator lint_on UNUSED */
+  // vec_next_t89: bits [7], [5:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t89;
+  /* verilator lint_on UNUSED */
+  // vec_next_t90: bits [6:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   vec_next_t90;
+  /* verilator lint_on UNUSED */
+  // vec_next_t91: bits [31] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  vec_next_t91;
   /* verilator lint_on UNUSED */
   wire         vec_done;
-  // vec_addr_q_t87: bits [31:14] unused: holds an expression of which only a slice is used
+  // vec_addr_q_t92: bits [31:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  vec_addr_q_t87;
+  wire [31:0]  vec_addr_q_t92;
   /* verilator lint_on UNUSED */
-  // vec_maddr_q_t88: bits [31:14] unused: holds an expression of which only a slice is used
+  // vec_maddr_q_t93: bits [31:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  vec_maddr_q_t88;
+  wire [31:0]  vec_maddr_q_t93;
   /* verilator lint_on UNUSED */
-  wire [1:0]   vec_total_q_t89;
-  // vec_total_q_t90: bits [31] unused: holds an expression of which only a slice is used
+  wire [1:0]   vec_total_q_t94;
+  // vec_total_q_t95: bits [31] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  vec_total_q_t90;
+  wire [31:0]  vec_total_q_t95;
   /* verilator lint_on UNUSED */
-  wire [5:0]   vec_acc_q_t91;
-  // vec_acc_q_t92: bits [95:88] unused: holds an expression of which only a slice is used
+  wire [5:0]   vec_acc_q_t96;
+  // vec_acc_q_t97: bits [95:88] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [95:0]  vec_acc_q_t92;
+  wire [95:0]  vec_acc_q_t97;
   /* verilator lint_on UNUSED */
-  // vec_acc_q_t93: bits [31:6] unused: holds an expression of which only a slice is used
+  // vec_acc_q_t98: bits [31:6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  vec_acc_q_t93;
+  wire [31:0]  vec_acc_q_t98;
   /* verilator lint_on UNUSED */
-  wire [5:0]   vec_acc_q_t94;
-  wire [5:0]   vec_acc_q_t95;
-  // vec_acc_q_t96: bits [95:88] unused: holds an expression of which only a slice is used
+  wire [5:0]   vec_acc_q_t99;
+  wire [5:0]   vec_acc_q_t100;
+  // vec_acc_q_t101: bits [95:88] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [95:0]  vec_acc_q_t96;
+  wire [95:0]  vec_acc_q_t101;
   /* verilator lint_on UNUSED */
-  wire [5:0]   vec_acc_q_t97;
-  wire [5:0]   vec_mbuf_q_t98;
-  // vec_mbuf_q_t99: bits [39] unused: holds an expression of which only a slice is used
+  wire [5:0]   vec_acc_q_t102;
+  wire [5:0]   vec_mbuf_q_t103;
+  // vec_mbuf_q_t104: bits [39] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [39:0]  vec_mbuf_q_t99;
+  wire [39:0]  vec_mbuf_q_t104;
   /* verilator lint_on UNUSED */
-  wire [5:0]   vec_mbuf_q_t100;
+  wire [5:0]   vec_mbuf_q_t105;
   wire         u_grid_in_valid;
   wire         u_grid_in_ready;
   wire [127:0] u_grid_in_a;
   wire [127:0] u_grid_in_b;
   wire [2:0]   u_grid_in_steps;
   wire         u_grid_in_last;
+  wire         u_grid_in_idle;
   wire         u_grid_out_valid;
   wire         u_grid_out_ready;
   wire [1:0]   u_grid_out_row;
@@ -916,103 +948,149 @@ module gpurtl_cu (
   reg          mma_busy_q;
   wire         mma_start;
   wire         mma_go;
-  wire [15:0]  mma_go_t101;
+  wire [15:0]  mma_go_t106;
   reg  [7:0]   mma_tn_q;
   reg  [15:0]  mma_k_q;
   reg  [13:0]  mma_bo_q;
-  // mma_bo_q_t102: bits [31:14] unused: holds an expression of which only a slice is used
+  // mma_bo_q_t107: bits [31:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  mma_bo_q_t102;
+  wire [31:0]  mma_bo_q_t107;
   /* verilator lint_on UNUSED */
   reg  [13:0]  mma_pa_q;
-  // mma_pa_q_t103: bits [31:30], [27:0] unused: holds an expression of which only a slice is used
+  // mma_pa_q_t108: bits [31:30], [27:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  mma_pa_q_t103;
+  wire [31:0]  mma_pa_q_t108;
   /* verilator lint_on UNUSED */
-  // mma_pa_q_t104: bits [18:14] unused: holds an expression of which only a slice is used
+  // mma_pa_q_t109: bits [18:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [18:0]  mma_pa_q_t104;
+  wire [18:0]  mma_pa_q_t109;
   /* verilator lint_on UNUSED */
   reg  [13:0]  mma_pb_q;
-  // mma_pb_q_t105: bits [29:0] unused: holds an expression of which only a slice is used
+  // mma_pb_q_t110: bits [29:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  mma_pb_q_t105;
+  wire [31:0]  mma_pb_q_t110;
   /* verilator lint_on UNUSED */
-  // mma_pb_q_t106: bits [18:14] unused: holds an expression of which only a slice is used
+  // mma_pb_q_t111: bits [18:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [18:0]  mma_pb_q_t106;
+  wire [18:0]  mma_pb_q_t111;
   /* verilator lint_on UNUSED */
   reg  [1:0]   mma_mode_q;
-  // mma_mode_q_t107: bits [31:28], [25:0] unused: holds an expression of which only a slice is used
+  // mma_mode_q_t112: bits [31:28], [25:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  mma_mode_q_t107;
+  wire [31:0]  mma_mode_q_t112;
   /* verilator lint_on UNUSED */
   reg  [13:0]  mma_bias_q;
-  // mma_bias_q_t108: bits [31:14] unused: holds an expression of which only a slice is used
+  // mma_bias_q_t113: bits [31:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  mma_bias_q_t108;
+  wire [31:0]  mma_bias_q_t113;
   /* verilator lint_on UNUSED */
   reg  [13:0]  mma_pc_q;
   reg  [7:0]   mma_nc_q;
-  // mma_nc_q_t109: bits [1:0] unused: holds an expression of which only a slice is used
+  // mma_nc_q_t114: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [11:0]  mma_nc_q_t109;
+  wire [11:0]  mma_nc_q_t114;
   /* verilator lint_on UNUSED */
-  // mma_nc_q_t110: bits [9:8] unused: holds an expression of which only a slice is used
+  // mma_nc_q_t115: bits [9:8] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [9:0]   mma_nc_q_t110;
+  wire [9:0]   mma_nc_q_t115;
   /* verilator lint_on UNUSED */
   reg  [15:0]  mma_ntiles_q;
-  // mma_ntiles_q_t111: bits [1:0] unused: holds an expression of which only a slice is used
+  // mma_ntiles_q_t116: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [11:0]  mma_ntiles_q_t111;
+  wire [11:0]  mma_ntiles_q_t116;
   /* verilator lint_on UNUSED */
-  // mma_ntiles_q_t112: bits [9:8] unused: holds an expression of which only a slice is used
+  // mma_ntiles_q_t117: bits [9:8] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [9:0]   mma_ntiles_q_t112;
+  wire [9:0]   mma_ntiles_q_t117;
   /* verilator lint_on UNUSED */
-  // mma_ntiles_q_t113: bits [1:0] unused: holds an expression of which only a slice is used
+  // mma_ntiles_q_t118: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [11:0]  mma_ntiles_q_t113;
+  wire [11:0]  mma_ntiles_q_t118;
   /* verilator lint_on UNUSED */
-  // mma_ntiles_q_t114: bits [9:8] unused: holds an expression of which only a slice is used
+  // mma_ntiles_q_t119: bits [9:8] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [9:0]   mma_ntiles_q_t114;
+  wire [9:0]   mma_ntiles_q_t119;
   /* verilator lint_on UNUSED */
-  reg  [15:0]  mma_q_q;
-  // mma_q_q_t115: bits [1:0] unused: holds an expression of which only a slice is used
+  reg          mma_skip_q;
+  // mma_skip_q_t120: bits [1] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  mma_q_q_t115;
+  wire [1:0]   mma_skip_q_t120;
+  /* verilator lint_on UNUSED */
+  reg  [3:0]   mma_m_n_q;
+  // mma_m_n_q_t121: bits [4:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [16:0]  mma_m_n_q_t121;
+  /* verilator lint_on UNUSED */
+  // mma_m_n_q_t122: bits [11:4] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [11:0]  mma_m_n_q_t122;
+  /* verilator lint_on UNUSED */
+  reg  [3:0]   mma_m_left_q;
+  reg  [13:0]  mma_m_addr_q;
+  reg  [3:0]   mma_m_got_q;
+  reg          mma_m_pend_q;
+  reg          mma_mapped_q;
+  reg  [255:0] mma_map_q;
+  wire         mma_m_req;
+  wire [9:0]   mma_u;
+  wire         mma_any_used;
+  wire [15:0]  mma_q;
+  // mma_q_t123: bits [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [15:0]  mma_q_t123;
   /* verilator lint_on UNUSED */
   reg  [15:0]  mma_xdone_q;
   reg  [15:0]  mma_wdone_q;
-  reg  [15:0]  mma_a_tile_q;
+  reg  [15:0]  mma_a_rb_q;
+  reg  [15:0]  mma_a_before_q;
   reg  [7:0]   mma_a_rows_left_q;
-  reg  [7:0]   mma_a_cb_q;
-  reg  [15:0]  mma_a_j_q;
+  reg  [9:0]   mma_a_from_q;
   reg  [7:0]   mma_a_i_q;
   reg  [13:0]  mma_a_rb_base_q;
-  reg  [13:0]  mma_a_j_base_q;
-  reg  [13:0]  mma_a_addr_q;
+  reg  [13:0]  mma_a_ioff_q;
+  reg  [9:0]   mma_a_ubase_q;
   reg          mma_a_more_q;
+  wire [9:0]   mma_a_x;
+  wire [3:0]   mma_a_nib;
+  reg  [15:0]  mma_s_tile_q;
+  reg  [15:0]  mma_edone_q;
+  wire [15:0]  mma_e_now;
+  wire         mma_a_yield;
   wire         mma_a_req;
-  wire         mma_a_take;
-  // mma_a_rb_base_q_t116: bits [31:14] unused: holds an expression of which only a slice is used
+  // u_scratchpad_rd2_req_addr_t124: bits [13:12] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  mma_a_rb_base_q_t116;
+  wire [13:0]  u_scratchpad_rd2_req_addr_t124;
   /* verilator lint_on UNUSED */
-  reg  [6:0]   mma_a_rsp_ent_q;
+  wire         mma_a_take;
+  // mma_a_rb_base_q_t125: bits [31:14] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [31:0]  mma_a_rb_base_q_t125;
+  /* verilator lint_on UNUSED */
   reg  [7:0]   mma_a_rsp_i_q;
   reg          mma_a_rsp_last_q;
+  reg          mma_a_rsp_par_q;
+  reg  [9:0]   mma_a_rsp_base_q;
+  reg  [3:0]   mma_a_rsp_mask_q;
   reg  [15:0]  mma_a_fill_q;
   reg  [15:0]  mma_b_tile_q;
   reg  [7:0]   mma_b_cb_q;
-  reg  [15:0]  mma_b_k_q;
+  reg  [9:0]   mma_b_from_q;
+  reg  [9:0]   mma_b_idx_q;
   reg          mma_b_h_q;
   reg  [13:0]  mma_b_coff_q;
-  reg  [13:0]  mma_b_kaddr_q;
+  wire [9:0]   mma_b_k;
+  wire [13:0]  mma_b_kaddr;
+  // mma_b_kaddr_t126: bits [13:10] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [13:0]  mma_b_kaddr_t126;
+  /* verilator lint_on UNUSED */
   reg          mma_b_more_q;
   wire         mma_b_req;
+  wire [13:0]  mma_rd3_addr;
+  // mma_a_yield_t127: bits [13:4], [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [13:0]  mma_a_yield_t127;
+  /* verilator lint_on UNUSED */
   wire         mma_b_take;
   reg  [6:0]   mma_b_rsp_ent_q;
   reg  [1:0]   mma_b_rsp_s_q;
@@ -1025,37 +1103,92 @@ module gpurtl_cu (
   reg  [1:0]   mma_b_rsp_off_q;
   /* verilator lint_on UNUSED */
   reg          mma_b_rsp_last_q;
-  // mma_b_rsp_ent_q_t117: bits [13:6] unused: holds an expression of which only a slice is used
+  // mma_b_rsp_ent_q_t128: bits [7:6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [13:0]  mma_b_rsp_ent_q_t117;
+  wire [7:0]   mma_b_rsp_ent_q_t128;
   /* verilator lint_on UNUSED */
   reg  [15:0]  mma_b_fill_q;
   wire         mma_buf_re;
   wire [6:0]   mma_buf_raddr;
-  reg  [127:0] mma_abuf_rdata_q;
-  wire [127:0] mma_abuf_wdata;
-  wire [15:0]  mma_abuf_wstrb;
+  wire [6:0]   mma_abuf_raddr;
+  reg  [31:0]  mma_abuf0_rdata_q;
+  wire         mma_abuf0_we;
+  wire [6:0]   mma_abuf0_waddr;
+  // mma_abuf0_waddr_t129: bits [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [9:0]   mma_abuf0_waddr_t129;
+  /* verilator lint_on UNUSED */
+  // mma_abuf0_waddr_t130: bits [7:6] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   mma_abuf0_waddr_t130;
+  /* verilator lint_on UNUSED */
+  wire [31:0]  mma_abuf0_wdata;
+  wire [3:0]   mma_abuf0_wstrb;
+  reg  [31:0]  mma_abuf1_rdata_q;
+  wire         mma_abuf1_we;
+  wire [6:0]   mma_abuf1_waddr;
+  // mma_abuf1_waddr_t131: bits [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [9:0]   mma_abuf1_waddr_t131;
+  /* verilator lint_on UNUSED */
+  // mma_abuf1_waddr_t132: bits [7:6] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   mma_abuf1_waddr_t132;
+  /* verilator lint_on UNUSED */
+  wire [31:0]  mma_abuf1_wdata;
+  wire [3:0]   mma_abuf1_wstrb;
+  reg  [31:0]  mma_abuf2_rdata_q;
+  wire         mma_abuf2_we;
+  wire [6:0]   mma_abuf2_waddr;
+  // mma_abuf2_waddr_t133: bits [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [9:0]   mma_abuf2_waddr_t133;
+  /* verilator lint_on UNUSED */
+  // mma_abuf2_waddr_t134: bits [7:6] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   mma_abuf2_waddr_t134;
+  /* verilator lint_on UNUSED */
+  wire [31:0]  mma_abuf2_wdata;
+  wire [3:0]   mma_abuf2_wstrb;
+  reg  [31:0]  mma_abuf3_rdata_q;
+  wire         mma_abuf3_we;
+  wire [6:0]   mma_abuf3_waddr;
+  // mma_abuf3_waddr_t135: bits [1:0] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [9:0]   mma_abuf3_waddr_t135;
+  /* verilator lint_on UNUSED */
+  // mma_abuf3_waddr_t136: bits [7:6] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [7:0]   mma_abuf3_waddr_t136;
+  /* verilator lint_on UNUSED */
+  wire [31:0]  mma_abuf3_wdata;
+  wire [3:0]   mma_abuf3_wstrb;
   reg  [127:0] mma_bbuf_rdata_q;
+  wire         mma_bbuf_we;
   wire [127:0] mma_bbuf_wdata;
   wire [15:0]  mma_bbuf_wstrb;
-  reg  [15:0]  mma_s_tile_q;
   reg  [7:0]   mma_s_rows_left_q;
   reg  [7:0]   mma_s_cb_q;
   reg  [15:0]  mma_s_j_q;
   reg  [15:0]  mma_s_kleft_q;
   reg          mma_s_on_q;
   reg          mma_s_more_q;
+  reg  [15:0]  mma_s_rb_q;
   wire         mma_s_arm;
   wire         mma_g_take;
-  // mma_buf_raddr_t118: bits [15:6] unused: holds an expression of which only a slice is used
+  // mma_buf_raddr_t137: bits [15:6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  mma_buf_raddr_t118;
+  wire [15:0]  mma_buf_raddr_t137;
+  /* verilator lint_on UNUSED */
+  // mma_abuf_raddr_t138: bits [15:6] unused: holds an expression of which only a slice is used
+  /* verilator lint_off UNUSED */
+  wire [15:0]  mma_abuf_raddr_t138;
   /* verilator lint_on UNUSED */
   wire [15:0]  mma_s_w;
   wire [7:0]   mma_s_h;
-  // u_grid_in_steps_t119: bits [15:3] unused: holds an expression of which only a slice is used
+  // u_grid_in_steps_t139: bits [15:3] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  u_grid_in_steps_t119;
+  wire [15:0]  u_grid_in_steps_t139;
   /* verilator lint_on UNUSED */
   reg  [2:0]   mma_o_rows_q;
   reg  [127:0] mma_row0_0_q;
@@ -1080,21 +1213,21 @@ module gpurtl_cu (
   reg  [13:0]  mma_w_baddr_q;
   wire         mma_w_ok;
   wire [31:0]  mma_w_value;
-  // mma_w_value_t120: bits [95:0] unused: holds an expression of which only a slice is used
+  // mma_w_value_t140: bits [95:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [127:0] mma_w_value_t120;
+  wire [127:0] mma_w_value_t140;
   /* verilator lint_on UNUSED */
-  // mma_w_value_t121: bits [127:96], [63:0] unused: holds an expression of which only a slice is used
+  // mma_w_value_t141: bits [127:96], [63:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [127:0] mma_w_value_t121;
+  wire [127:0] mma_w_value_t141;
   /* verilator lint_on UNUSED */
-  // mma_w_value_t122: bits [127:64], [31:0] unused: holds an expression of which only a slice is used
+  // mma_w_value_t142: bits [127:64], [31:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [127:0] mma_w_value_t122;
+  wire [127:0] mma_w_value_t142;
   /* verilator lint_on UNUSED */
-  // mma_w_value_t123: bits [127:32] unused: holds an expression of which only a slice is used
+  // mma_w_value_t143: bits [127:32] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [127:0] mma_w_value_t123;
+  wire [127:0] mma_w_value_t143;
   /* verilator lint_on UNUSED */
   wire         mma_w_issue;
   reg          mma_p_valid_q;
@@ -1150,22 +1283,22 @@ module gpurtl_cu (
   wire         tex_busy;
   wire         tex_start;
   wire         tex_go;
-  // tex_go_t124: bits [7:0] unused: holds an expression of which only a slice is used
+  // tex_go_t144: bits [7:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  tex_go_t124;
+  wire [31:0]  tex_go_t144;
   /* verilator lint_on UNUSED */
   reg  [13:0]  tex_t_q;
-  // tex_t_q_t125: bits [31:14] unused: holds an expression of which only a slice is used
+  // tex_t_q_t145: bits [31:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [31:0]  tex_t_q_t125;
+  wire [31:0]  tex_t_q_t145;
   /* verilator lint_on UNUSED */
   reg  [15:0]  tex_w_q;
-  wire [31:0]  tex_w_q_t126;
+  wire [31:0]  tex_w_q_t146;
   reg  [15:0]  tex_h_q;
   reg  [9:0]   tex_imm_q;
   reg  [7:0]   tex_quads_q;
   reg  [15:0]  tex_x0_q;
-  wire [31:0]  tex_x0_q_t127;
+  wire [31:0]  tex_x0_q_t147;
   reg  [15:0]  tex_y0_q;
   wire [6:0]   tex_nwt;
   wire         tex_own_req;
@@ -1174,14 +1307,14 @@ module gpurtl_cu (
   reg          tex_texel_pend_q;
   reg  [1:0]   tex_texel_lane_q;
   wire [13:0]  tex_texel_addr;
-  wire [1:0]   tex_texel_addr_t128;
-  // tex_texel_addr_t129: bits [15:14] unused: holds an expression of which only a slice is used
+  wire [1:0]   tex_texel_addr_t148;
+  // tex_texel_addr_t149: bits [15:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  tex_texel_addr_t129;
+  wire [15:0]  tex_texel_addr_t149;
   /* verilator lint_on UNUSED */
-  // tex_texel_addr_t130: bits [14] unused: holds an expression of which only a slice is used
+  // tex_texel_addr_t150: bits [14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [14:0]  tex_texel_addr_t130;
+  wire [14:0]  tex_texel_addr_t150;
   /* verilator lint_on UNUSED */
   wire         tex_fetch;
   wire         tex_own_take;
@@ -1214,23 +1347,23 @@ module gpurtl_cu (
   reg  [8:0]   tex_r_left_q;
   wire [13:0]  tex_pitch;
   wire         tex_wgt_write;
-  wire [2:0]   u_texture_cfg_addr_t131;
-  wire [2:0]   u_texture_cfg_data_t132;
-  // u_texture_cfg_data_t133: bits [6:0] unused: holds an expression of which only a slice is used
+  wire [2:0]   u_texture_cfg_addr_t151;
+  wire [2:0]   u_texture_cfg_data_t152;
+  // u_texture_cfg_data_t153: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   u_texture_cfg_data_t133;
+  wire [7:0]   u_texture_cfg_data_t153;
   /* verilator lint_on UNUSED */
-  // tex_own_addr_t134: bits [1:0] unused: holds an expression of which only a slice is used
+  // tex_own_addr_t154: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [13:0]  tex_own_addr_t134;
+  wire [13:0]  tex_own_addr_t154;
   /* verilator lint_on UNUSED */
-  // tex_wbase_q_t135: bits [12:0] unused: holds an expression of which only a slice is used
+  // tex_wbase_q_t155: bits [12:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  tex_wbase_q_t135;
+  wire [15:0]  tex_wbase_q_t155;
   /* verilator lint_on UNUSED */
-  // tex_wbase_q_t136: bits [12:0] unused: holds an expression of which only a slice is used
+  // tex_wbase_q_t156: bits [12:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  tex_wbase_q_t136;
+  wire [15:0]  tex_wbase_q_t156;
   /* verilator lint_on UNUSED */
   wire         tex_op_take;
   wire         tex_res_take;
@@ -1239,65 +1372,77 @@ module gpurtl_cu (
   reg          dma_slot_q;
   wire         dmaq_done;
   wire [1:0]   cpl_slot_oh;
-  wire [1:0]   cpl_slot_oh_t137;
+  wire [1:0]   cpl_slot_oh_t157;
   wire         cpl_slot;
   wire         cpl_fire;
   wire         s0_x;
-  // s0_cdl_dest_q_t138: bits [6] unused: holds an expression of which only a slice is used
+  // s0_cdl_dest_q_t158: bits [6] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [6:0]   s0_cdl_dest_q_t138;
+  wire [6:0]   s0_cdl_dest_q_t158;
   /* verilator lint_on UNUSED */
-  // s0_dma_s_q_t139: bits [32:14] unused: holds an expression of which only a slice is used
+  // s0_dma_s_q_t159: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_s_q_t139;
+  wire [32:0]  s0_dma_s_q_t159;
   /* verilator lint_on UNUSED */
-  // s0_dma_a_q_t140: bits [32:14] unused: holds an expression of which only a slice is used
+  // s0_dma_a_q_t160: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_a_q_t140;
+  wire [32:0]  s0_dma_a_q_t160;
   /* verilator lint_on UNUSED */
-  // s0_dma_stride_q_t141: bits [32:14] unused: holds an expression of which only a slice is used
+  // s0_dma_stride_q_t161: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_stride_q_t141;
+  wire [32:0]  s0_dma_stride_q_t161;
   /* verilator lint_on UNUSED */
-  // s0_dma_rows_q_t142: bits [32:14] unused: holds an expression of which only a slice is used
+  // s0_dma_rows_q_t162: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_rows_q_t142;
+  wire [32:0]  s0_dma_rows_q_t162;
   /* verilator lint_on UNUSED */
-  wire [31:0]  s0_dma_rows_q_t143;
-  // s0_dma_p_q_t144: bits [32:14] unused: holds an expression of which only a slice is used
+  wire [31:0]  s0_dma_rows_q_t163;
+  // s0_dma_p_q_t164: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s0_dma_p_q_t144;
+  wire [32:0]  s0_dma_p_q_t164;
   /* verilator lint_on UNUSED */
   wire         s1_x;
-  // s1_dma_s_q_t145: bits [32:14] unused: holds an expression of which only a slice is used
+  // s1_dma_s_q_t165: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_s_q_t145;
+  wire [32:0]  s1_dma_s_q_t165;
   /* verilator lint_on UNUSED */
-  // s1_dma_a_q_t146: bits [32:14] unused: holds an expression of which only a slice is used
+  // s1_dma_a_q_t166: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_a_q_t146;
+  wire [32:0]  s1_dma_a_q_t166;
   /* verilator lint_on UNUSED */
-  // s1_dma_stride_q_t147: bits [32:14] unused: holds an expression of which only a slice is used
+  // s1_dma_stride_q_t167: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_stride_q_t147;
+  wire [32:0]  s1_dma_stride_q_t167;
   /* verilator lint_on UNUSED */
-  // s1_dma_rows_q_t148: bits [32:14] unused: holds an expression of which only a slice is used
+  // s1_dma_rows_q_t168: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_rows_q_t148;
+  wire [32:0]  s1_dma_rows_q_t168;
   /* verilator lint_on UNUSED */
-  wire [31:0]  s1_dma_rows_q_t149;
-  // s1_dma_p_q_t150: bits [32:14] unused: holds an expression of which only a slice is used
+  wire [31:0]  s1_dma_rows_q_t169;
+  // s1_dma_p_q_t170: bits [32:14] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [32:0]  s1_dma_p_q_t150;
+  wire [32:0]  s1_dma_p_q_t170;
   /* verilator lint_on UNUSED */
 
   // imem: 128 words of 64 bits, the program store: slot s's instruction i at s*imem_depth + i
   (* no_rw_check *)
   reg [63:0] imem [0:127];
 
-  // mma_abuf: 128 words of 128 bits, mma's tile buffer, A: entry (tile mod 2, group) holds lane s*R + i = A[row i][4*group + s]
+  // mma_abuf0: 128 words of 32 bits, mma's tile buffer, A lane 0: entry (row block mod 2, group) holds A[row i][used step 4*group + 0] in byte i
   (* no_rw_check *)
-  reg [127:0] mma_abuf [0:127];
+  reg [31:0] mma_abuf0 [0:127];
+
+  // mma_abuf1: 128 words of 32 bits, mma's tile buffer, A lane 1: entry (row block mod 2, group) holds A[row i][used step 4*group + 1] in byte i
+  (* no_rw_check *)
+  reg [31:0] mma_abuf1 [0:127];
+
+  // mma_abuf2: 128 words of 32 bits, mma's tile buffer, A lane 2: entry (row block mod 2, group) holds A[row i][used step 4*group + 2] in byte i
+  (* no_rw_check *)
+  reg [31:0] mma_abuf2 [0:127];
+
+  // mma_abuf3: 128 words of 32 bits, mma's tile buffer, A lane 3: entry (row block mod 2, group) holds A[row i][used step 4*group + 3] in byte i
+  (* no_rw_check *)
+  reg [31:0] mma_abuf3 [0:127];
 
   // mma_bbuf: 128 words of 128 bits, mma's tile buffer, B: entry (tile mod 2, group) holds lane s*C + n = B[4*group + s][column n]
   (* no_rw_check *)
@@ -1434,7 +1579,7 @@ module gpurtl_cu (
       (x_rc_gidx[0] ? rf11_q : rf10_q) : x_rc_gidx[0] ? rf9_q : rf8_q) : x_rc_gidx[2] ?
       (x_rc_gidx[1] ? (x_rc_gidx[0] ? rf7_q : rf6_q) : x_rc_gidx[0] ? rf5_q : rf4_q) : x_rc_gidx[1]
       ? (x_rc_gidx[0] ? rf3_q : rf2_q) : x_rc_gidx[0] ? rf1_q : rf0_q;
-  assign x_bad_field = (((((((((((((x_is_alu_r & |x_imm) | (x_is_alu_i & |x_rb)) | (x_is_li & (|x_ra | |x_rb))) | (x_is_jmp & ((|x_rd | |x_ra) | |x_rb))) | ((x_is_bnz | x_is_bz) & (|x_rd | |x_rb))) | (x_is_loop & (|x_ra | |x_rb))) | (x_is_cdl_ud & |x_ra)) | ((x_is_cdl_ud | x_is_cdl_mem) & ((x_rb == 8'd0) | (x_rb > 8'd16)))) | ((x_is_ld | x_is_st) & |x_imm[15:8])) | (x_is_act & (|x_rb | |x_imm[15:0]))) | ((x_is_cmp | x_is_exp) & (|x_imm[31:16] | (x_imm[15:8] > 8'd2)))) | (x_is_mma & (((x_imm[9:8] == 2'd3) | |x_imm[15:14]) | (~(x_imm[9:8] == 2'd2) & |x_imm[31:16])))) | (x_is_tex & (((((x_imm[13:12] == 2'd3) | (x_imm[15:14] == 2'd3)) | (x_imm[17:16] == 2'd3)) | (~(x_imm[13:12] == 2'd2) & |x_imm[11:10])) | ((x_imm[9:8] == 2'd3) & |x_imm[23:18])))) | (x_is_end & (((|x_rd | |x_ra) | |x_rb) | |x_imm));
+  assign x_bad_field = ((((((((((((((x_is_alu_r & |x_imm) | (x_is_alu_i & |x_rb)) | (x_is_li & (|x_ra | |x_rb))) | (x_is_jmp & ((|x_rd | |x_ra) | |x_rb))) | ((x_is_bnz | x_is_bz) & (|x_rd | |x_rb))) | (x_is_loop & (|x_ra | |x_rb))) | (x_is_cdl_ud & |x_ra)) | ((x_is_cdl_ud | x_is_cdl_mem) & ((x_rb == 8'd0) | (x_rb > 8'd16)))) | (x_is_ld & |x_imm[15:9])) | (x_is_st & |x_imm[15:8])) | (x_is_act & (|x_rb | |x_imm[15:0]))) | ((x_is_cmp | x_is_exp) & (|x_imm[31:16] | (x_imm[15:8] > 8'd2)))) | (x_is_mma & (((x_imm[9:8] == 2'd3) | x_imm[15]) | (~(x_imm[9:8] == 2'd2) & |x_imm[31:16])))) | (x_is_tex & (((((x_imm[13:12] == 2'd3) | (x_imm[15:14] == 2'd3)) | (x_imm[17:16] == 2'd3)) | (~(x_imm[13:12] == 2'd2) & |x_imm[11:10])) | ((x_imm[9:8] == 2'd3) & |x_imm[23:18])))) | (x_is_end & (((|x_rd | |x_ra) | |x_rb) | |x_imm));
   assign x_bad_reg = ((((((((((((x_is_alu_r | x_is_alu_i) | x_is_li) | x_is_loop) | (x_is_ld | x_is_st)) | x_is_act) | (x_is_cmp | x_is_exp)) | x_is_mma) | x_is_tex) & ~({2'd0, x_rd} < {3'd0, x_reg_count})) | ((((((((((x_is_alu_r | x_is_alu_i) | x_is_bnz) | x_is_bz) | x_is_cdl_mem) | (x_is_ld | x_is_st)) | x_is_act) | (x_is_cmp | x_is_exp)) | x_is_mma) | x_is_tex) & ~({2'd0, x_ra} < {3'd0, x_reg_count}))) | ((x_is_alu_r | ((((x_is_ld | x_is_st) | (x_is_cmp | x_is_exp)) | x_is_mma) | x_is_tex)) & ~({2'd0, x_rb} < {3'd0, x_reg_count}))) | (((((x_is_ld | x_is_st) | (x_is_cmp | x_is_exp)) | x_is_mma) | x_is_tex) & ~({2'd0, x_imm[7:0]} < {3'd0, x_reg_count}))) | ((x_is_cdl_ud | x_is_cdl_mem) & ~(({2'd0, x_rd} + {2'd0, x_rb}) <= {3'd0, x_reg_count}));
   assign x_rd_dec = x_rd_val - 32'd1;
   assign x_taken = ((x_is_jmp | (x_is_bnz & |x_ra_val)) | (x_is_bz & ~|x_ra_val)) | (x_is_loop & |x_rd_dec);
@@ -1442,7 +1587,7 @@ module gpurtl_cu (
   assign x_npc = x_taken ? x_imm[5:0] : (x_pc + 6'd1);
   assign x_cdl_off = x_is_cdl_mem ? (x_ra_val + x_imm) : x_imm;
   assign x_bad_align_t6 = x_imm[31:16];
-  assign x_bad_align = ((((x_is_cdl_ud | x_is_cdl_mem) & |x_cdl_off[1:0]) | (x_is_act & (|x_rd_val[1:0] | |x_bad_align_t6[1:0]))) | (((x_is_cmp | x_is_exp) | x_is_mma) & ((|x_rd_val[1:0] | |x_ra_val[1:0]) | |x_rb_val[1:0]))) | (x_is_tex & ((|x_rd_val[1:0] | |x_ra_val[1:0]) | (~(x_imm[9:8] == 2'd3) & |x_rc_val[1:0])));
+  assign x_bad_align = (((((x_is_cdl_ud | x_is_cdl_mem) & |x_cdl_off[1:0]) | ((x_is_ld & x_imm[8]) & |x_rd_val[1:0])) | (x_is_act & (|x_rd_val[1:0] | |x_bad_align_t6[1:0]))) | (((x_is_cmp | x_is_exp) | x_is_mma) & ((|x_rd_val[1:0] | |x_ra_val[1:0]) | |x_rb_val[1:0]))) | (x_is_tex & ((|x_rd_val[1:0] | |x_ra_val[1:0]) | (~(x_imm[9:8] == 2'd3) & |x_rc_val[1:0])));
   assign x_dma_p = |x_imm[31:16] ? x_imm[31:16] : x_rc_val[15:0];
   assign x_act_p = |x_imm[31:16] ? {16'd0, x_imm[31:16]} : {{14'd0, x_ra_val[15:0]}, 2'd0};
   assign x_vec_nz_t7 = x_imm[9:8];
@@ -1450,23 +1595,27 @@ module gpurtl_cu (
   assign x_tex_bytes_t8 = x_imm[13:12];
   assign x_tex_bytes = x_tex_bytes_t8[1] ? (x_tex_bytes_t8[0] ? (({24'd0, {3'd0, x_rb_val[12:0]}} * {24'd0, {3'd0, x_rb_val[28:16]}}) * 40'd4) : (({24'd0, {3'd0, x_rb_val[12:0]}} * {24'd0, {3'd0, x_rb_val[28:16]}}) * 40'd4)) : x_tex_bytes_t8[0] ? (({24'd0, {3'd0, x_rb_val[12:0]}} * {24'd0, {3'd0, x_rb_val[28:16]}}) * 40'd2) : ({24'd0, {3'd0, x_rb_val[12:0]}} * {24'd0, {3'd0, x_rb_val[28:16]}});
   assign x_tex_samples = ~(x_imm[9:8] == 2'd3);
-  assign x_bad_smem_t9 = ({24'd0, x_rc_val[15:0]} + 40'd31) & 40'hffffffffe0;
-  assign x_bad_smem = (((((((x_is_ld | x_is_st) & (|x_rc_val[31:16] & |x_rc_val[15:0])) & ((({2'd0,
+  assign x_bad_smem_t9 = {1'd0, x_rc_val[31:16]} + 17'd31;
+  assign x_bad_smem_t10 = ({24'd0, x_rc_val[15:0]} + 40'd31) & 40'hffffffffe0;
+  assign x_bad_smem_t11 = {1'd0, x_rc_val[31:16]} + 17'd31;
+  assign x_bad_smem = ((((((((x_is_ld | x_is_st) & (|x_rc_val[31:16] & |x_rc_val[15:0])) & ((({2'd0,
       x_rd_val} + {2'd0, {16'd0, x_rc_val[31:16] - 16'd1} * {16'd0, x_dma_p}}) + {18'd0,
-      x_rc_val[15:0]}) > {19'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q})) | (((x_is_act &
+      x_rc_val[15:0]}) > {19'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q})) | (((x_is_ld &
+      x_imm[8]) & (|x_rc_val[31:16] & |x_rc_val[15:0])) & (({8'd0, x_rd_val} < ({28'd0,
+      x_bad_smem_t9[16:5]} * 40'd4)) | ({1'd0, x_rc_val[31:16]} > 17'd256)))) | (((x_is_act &
       |x_ra_val[31:16]) & |x_ra_val[15:0]) & ((({8'd0, x_rd_val} + ({8'd0, {16'd0, x_ra_val[31:16] -
       16'd1}} * {8'd0, x_act_p})) + ({24'd0, x_ra_val[15:0]} * 40'd4)) > {25'd0, x_slot_q ?
       s1_smem_size_q : s0_smem_size_q}))) | (x_is_cmp & (|x_rc_val[15:0] ? (((({8'd0, x_ra_val} +
       ((x_vec_nz + 40'd7) & 40'hfffffffff8)) > {25'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q})
       | (({8'd0, x_rd_val} + x_vec_nz) > {25'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q})) |
-      ((({8'd0, x_rb_val} + 40'd4) + ({5'd0, x_bad_smem_t9[39:5]} * 40'd4)) > {25'd0, x_slot_q ?
+      ((({8'd0, x_rb_val} + 40'd4) + ({5'd0, x_bad_smem_t10[39:5]} * 40'd4)) > {25'd0, x_slot_q ?
       s1_smem_size_q : s0_smem_size_q})) : (({8'd0, x_rb_val} + 40'd4) > {25'd0, x_slot_q ?
       s1_smem_size_q : s0_smem_size_q})))) | (x_is_exp & (|x_rc_val[15:0] & (((({8'd0, x_ra_val} +
       ((x_vec_nz + 40'd3) & 40'hfffffffffc)) > {25'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q})
-      | ((({8'd0, x_rb_val} + 40'd4) + ({5'd0, x_bad_smem_t9[39:5]} * 40'd4)) > {25'd0, x_slot_q ?
+      | ((({8'd0, x_rb_val} + 40'd4) + ({5'd0, x_bad_smem_t10[39:5]} * 40'd4)) > {25'd0, x_slot_q ?
       s1_smem_size_q : s0_smem_size_q})) | (({8'd0, x_rd_val} + x_vec_nz) > {25'd0, x_slot_q ?
       s1_smem_size_q : s0_smem_size_q}))))) | (x_is_mma & (((|x_rc_val[7:0] & |x_rc_val[15:8]) &
-      |x_rc_val[31:16]) & ((((({24'd0, x_rc_val[31:16]} > 40'd256) | (({8'd0, x_ra_val} + ({32'd0,
+      |x_rc_val[31:16]) & (((((({24'd0, x_rc_val[31:16]} > 40'd256) | (({8'd0, x_ra_val} + ({32'd0,
       x_rc_val[7:0]} * ((({24'd0, x_rc_val[31:16]} + 40'd3) & 40'hfffffffffc) + ({38'd0,
       x_imm[11:10]} * 40'd4)))) > {25'd0, x_slot_q ? s1_smem_size_q : s0_smem_size_q})) | (({8'd0,
       x_rb_val} + ({24'd0, x_rc_val[31:16]} * ((({32'd0, x_rc_val[15:8]} + 40'd7) & 40'hfffffffff8)
@@ -1474,7 +1623,8 @@ module gpurtl_cu (
       (({8'd0, x_rd_val} + (({32'd0, x_rc_val[7:0]} * {32'd0, x_rc_val[15:8]}) * 40'd4)) > {25'd0,
       x_slot_q ? s1_smem_size_q : s0_smem_size_q})) | ((x_imm[9:8] == 2'd2) & ((({24'd0,
       x_imm[31:16]} * 40'd4) + ({32'd0, x_rc_val[15:8]} * 40'd4)) > {25'd0, x_slot_q ?
-      s1_smem_size_q : s0_smem_size_q})))))) | (x_is_tex & ((((({3'd0, x_rb_val[12:0]} == 16'd0) |
+      s1_smem_size_q : s0_smem_size_q}))) | (x_imm[14] & ({8'd0, x_rb_val} < ({28'd0,
+      x_bad_smem_t11[16:5]} * 40'd4))))))) | (x_is_tex & ((((({3'd0, x_rb_val[12:0]} == 16'd0) |
       ({3'd0, x_rb_val[12:0]} > 16'd4096)) | (({3'd0, x_rb_val[28:16]} == 16'd0) | ({3'd0,
       x_rb_val[28:16]} > 16'd4096))) | (({8'd0, x_ra_val} + x_tex_bytes) > {25'd0, x_slot_q ?
       s1_smem_size_q : s0_smem_size_q})) | (x_tex_samples ? ((({8'd0, x_rc_val} + ({26'd0,
@@ -1489,50 +1639,50 @@ module gpurtl_cu (
       ({36'd0, x_imm[31:28]} + 40'd1)) * 40'd16))))))));
   assign x_status = ~(((((((((((((1'd0 | (x_is_alu_r | x_is_alu_i)) | x_is_li) | x_is_jmp) | x_is_bnz) | x_is_bz) | x_is_loop) | (x_is_cdl_ud | x_is_cdl_mem)) | (x_is_ld | x_is_st)) | x_is_end) | x_is_act) | (x_is_cmp | x_is_exp)) | x_is_mma) | x_is_tex) ? 4'd1 : x_bad_field ? 4'd2 : x_bad_reg ? 4'd3 : x_bad_pc ? 4'd4 : x_bad_align ? 4'd5 : x_bad_smem ? 4'd6 : 4'd0;
   assign x_ok = x_status == 4'd0;
-  assign x_alu_t10 = x_op[4:0];
-  assign x_alu_t11 = x_is_alu_i ? x_imm : x_rb_val;
-  assign x_alu_t12 = x_alu_t11[4:0];
-  assign x_alu_t13 = x_alu_t12[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t14 = x_alu_t12[1] ? {{2{x_ra_val[31]}}, x_alu_t13[31:2]} : x_alu_t12[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t15 = x_alu_t12[2] ? {{4{x_ra_val[31]}}, x_alu_t14[31:4]} : x_alu_t12[1] ? {{2{x_ra_val[31]}}, x_alu_t13[31:2]} : x_alu_t12[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t16 = x_alu_t12[3] ? {{8{x_ra_val[31]}}, x_alu_t15[31:8]} : x_alu_t12[2] ? {{4{x_ra_val[31]}}, x_alu_t14[31:4]} : x_alu_t12[1] ? {{2{x_ra_val[31]}}, x_alu_t13[31:2]} : x_alu_t12[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t17 = x_alu_t12[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t18 = x_alu_t12[1] ? {{2{1'd0}}, x_alu_t17[31:2]} : x_alu_t12[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t19 = x_alu_t12[2] ? {{4{1'd0}}, x_alu_t18[31:4]} : x_alu_t12[1] ? {{2{1'd0}}, x_alu_t17[31:2]} : x_alu_t12[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t20 = x_alu_t12[3] ? {{8{1'd0}}, x_alu_t19[31:8]} : x_alu_t12[2] ? {{4{1'd0}}, x_alu_t18[31:4]} : x_alu_t12[1] ? {{2{1'd0}}, x_alu_t17[31:2]} : x_alu_t12[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
-  assign x_alu_t21 = x_alu_t12[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
-  assign x_alu_t22 = x_alu_t12[1] ? {x_alu_t21[29:0], 2'd0} : x_alu_t12[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
-  assign x_alu_t23 = x_alu_t12[2] ? {x_alu_t22[27:0], 4'd0} : x_alu_t12[1] ? {x_alu_t21[29:0], 2'd0} : x_alu_t12[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
-  assign x_alu_t24 = x_alu_t12[3] ? {x_alu_t23[23:0], 8'd0} : x_alu_t12[2] ? {x_alu_t22[27:0], 4'd0} : x_alu_t12[1] ? {x_alu_t21[29:0], 2'd0} : x_alu_t12[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
-  assign x_alu = x_alu_t10[4] ? (x_alu_t10[3] ? (x_alu_t10[2] ? (x_alu_t10[1] ? (x_alu_t10[0] ?
-      32'd0 : 32'd0) : x_alu_t10[0] ? 32'd0 : 32'd0) : x_alu_t10[1] ? (x_alu_t10[0] ? 32'd0 : 32'd0)
-      : x_alu_t10[0] ? 32'd0 : 32'd0) : x_alu_t10[2] ? (x_alu_t10[1] ? (x_alu_t10[0] ? 32'd0 :
-      32'd0) : x_alu_t10[0] ? 32'd0 : 32'd0) : x_alu_t10[1] ? (x_alu_t10[0] ? 32'd0 : 32'd0) :
-      x_alu_t10[0] ? 32'd0 : {31'd0, x_ra_val == (x_is_alu_i ? x_imm : x_rb_val)}) : x_alu_t10[3] ?
-      (x_alu_t10[2] ? (x_alu_t10[1] ? (x_alu_t10[0] ? {31'd0, x_ra_val < (x_is_alu_i ? x_imm :
+  assign x_alu_t12 = x_op[4:0];
+  assign x_alu_t13 = x_is_alu_i ? x_imm : x_rb_val;
+  assign x_alu_t14 = x_alu_t13[4:0];
+  assign x_alu_t15 = x_alu_t14[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t16 = x_alu_t14[1] ? {{2{x_ra_val[31]}}, x_alu_t15[31:2]} : x_alu_t14[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t17 = x_alu_t14[2] ? {{4{x_ra_val[31]}}, x_alu_t16[31:4]} : x_alu_t14[1] ? {{2{x_ra_val[31]}}, x_alu_t15[31:2]} : x_alu_t14[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t18 = x_alu_t14[3] ? {{8{x_ra_val[31]}}, x_alu_t17[31:8]} : x_alu_t14[2] ? {{4{x_ra_val[31]}}, x_alu_t16[31:4]} : x_alu_t14[1] ? {{2{x_ra_val[31]}}, x_alu_t15[31:2]} : x_alu_t14[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t19 = x_alu_t14[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t20 = x_alu_t14[1] ? {{2{1'd0}}, x_alu_t19[31:2]} : x_alu_t14[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t21 = x_alu_t14[2] ? {{4{1'd0}}, x_alu_t20[31:4]} : x_alu_t14[1] ? {{2{1'd0}}, x_alu_t19[31:2]} : x_alu_t14[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t22 = x_alu_t14[3] ? {{8{1'd0}}, x_alu_t21[31:8]} : x_alu_t14[2] ? {{4{1'd0}}, x_alu_t20[31:4]} : x_alu_t14[1] ? {{2{1'd0}}, x_alu_t19[31:2]} : x_alu_t14[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val;
+  assign x_alu_t23 = x_alu_t14[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
+  assign x_alu_t24 = x_alu_t14[1] ? {x_alu_t23[29:0], 2'd0} : x_alu_t14[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
+  assign x_alu_t25 = x_alu_t14[2] ? {x_alu_t24[27:0], 4'd0} : x_alu_t14[1] ? {x_alu_t23[29:0], 2'd0} : x_alu_t14[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
+  assign x_alu_t26 = x_alu_t14[3] ? {x_alu_t25[23:0], 8'd0} : x_alu_t14[2] ? {x_alu_t24[27:0], 4'd0} : x_alu_t14[1] ? {x_alu_t23[29:0], 2'd0} : x_alu_t14[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val;
+  assign x_alu = x_alu_t12[4] ? (x_alu_t12[3] ? (x_alu_t12[2] ? (x_alu_t12[1] ? (x_alu_t12[0] ?
+      32'd0 : 32'd0) : x_alu_t12[0] ? 32'd0 : 32'd0) : x_alu_t12[1] ? (x_alu_t12[0] ? 32'd0 : 32'd0)
+      : x_alu_t12[0] ? 32'd0 : 32'd0) : x_alu_t12[2] ? (x_alu_t12[1] ? (x_alu_t12[0] ? 32'd0 :
+      32'd0) : x_alu_t12[0] ? 32'd0 : 32'd0) : x_alu_t12[1] ? (x_alu_t12[0] ? 32'd0 : 32'd0) :
+      x_alu_t12[0] ? 32'd0 : {31'd0, x_ra_val == (x_is_alu_i ? x_imm : x_rb_val)}) : x_alu_t12[3] ?
+      (x_alu_t12[2] ? (x_alu_t12[1] ? (x_alu_t12[0] ? {31'd0, x_ra_val < (x_is_alu_i ? x_imm :
       x_rb_val)} : {31'd0, (x_ra_val ^ 32'h80000000) < ((x_is_alu_i ? x_imm : x_rb_val) ^
-      32'h80000000)}) : x_alu_t10[0] ? ((x_ra_val < (x_is_alu_i ? x_imm : x_rb_val)) ? (x_is_alu_i ?
+      32'h80000000)}) : x_alu_t12[0] ? ((x_ra_val < (x_is_alu_i ? x_imm : x_rb_val)) ? (x_is_alu_i ?
       x_imm : x_rb_val) : x_ra_val) : (x_ra_val < (x_is_alu_i ? x_imm : x_rb_val)) ? x_ra_val :
-      x_is_alu_i ? x_imm : x_rb_val) : x_alu_t10[1] ? (x_alu_t10[0] ? (((x_ra_val ^ 32'h80000000) <
+      x_is_alu_i ? x_imm : x_rb_val) : x_alu_t12[1] ? (x_alu_t12[0] ? (((x_ra_val ^ 32'h80000000) <
       ((x_is_alu_i ? x_imm : x_rb_val) ^ 32'h80000000)) ? (x_is_alu_i ? x_imm : x_rb_val) :
       x_ra_val) : ((x_ra_val ^ 32'h80000000) < ((x_is_alu_i ? x_imm : x_rb_val) ^ 32'h80000000)) ?
-      x_ra_val : x_is_alu_i ? x_imm : x_rb_val) : x_alu_t10[0] ? (x_ra_val ^ (x_is_alu_i ? x_imm :
-      x_rb_val)) : (x_ra_val | (x_is_alu_i ? x_imm : x_rb_val))) : x_alu_t10[2] ? (x_alu_t10[1] ?
-      (x_alu_t10[0] ? (x_ra_val & (x_is_alu_i ? x_imm : x_rb_val)) : x_alu_t12[4] ?
-      {{16{x_ra_val[31]}}, x_alu_t16[31:16]} : x_alu_t12[3] ? {{8{x_ra_val[31]}}, x_alu_t15[31:8]} :
-      x_alu_t12[2] ? {{4{x_ra_val[31]}}, x_alu_t14[31:4]} : x_alu_t12[1] ? {{2{x_ra_val[31]}},
-      x_alu_t13[31:2]} : x_alu_t12[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val) : x_alu_t10[0] ?
-      (x_alu_t12[4] ? {{16{1'd0}}, x_alu_t20[31:16]} : x_alu_t12[3] ? {{8{1'd0}}, x_alu_t19[31:8]} :
-      x_alu_t12[2] ? {{4{1'd0}}, x_alu_t18[31:4]} : x_alu_t12[1] ? {{2{1'd0}}, x_alu_t17[31:2]} :
-      x_alu_t12[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val) : x_alu_t12[4] ? {x_alu_t24[15:0], 16'd0} :
-      x_alu_t12[3] ? {x_alu_t23[23:0], 8'd0} : x_alu_t12[2] ? {x_alu_t22[27:0], 4'd0} : x_alu_t12[1]
-      ? {x_alu_t21[29:0], 2'd0} : x_alu_t12[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val) : x_alu_t10[1] ?
-      (x_alu_t10[0] ? (x_ra_val * (x_is_alu_i ? x_imm : x_rb_val)) : (x_ra_val - (x_is_alu_i ? x_imm
-      : x_rb_val))) : x_alu_t10[0] ? (x_ra_val + (x_is_alu_i ? x_imm : x_rb_val)) : 32'd0;
+      x_ra_val : x_is_alu_i ? x_imm : x_rb_val) : x_alu_t12[0] ? (x_ra_val ^ (x_is_alu_i ? x_imm :
+      x_rb_val)) : (x_ra_val | (x_is_alu_i ? x_imm : x_rb_val))) : x_alu_t12[2] ? (x_alu_t12[1] ?
+      (x_alu_t12[0] ? (x_ra_val & (x_is_alu_i ? x_imm : x_rb_val)) : x_alu_t14[4] ?
+      {{16{x_ra_val[31]}}, x_alu_t18[31:16]} : x_alu_t14[3] ? {{8{x_ra_val[31]}}, x_alu_t17[31:8]} :
+      x_alu_t14[2] ? {{4{x_ra_val[31]}}, x_alu_t16[31:4]} : x_alu_t14[1] ? {{2{x_ra_val[31]}},
+      x_alu_t15[31:2]} : x_alu_t14[0] ? {x_ra_val[31], x_ra_val[31:1]} : x_ra_val) : x_alu_t12[0] ?
+      (x_alu_t14[4] ? {{16{1'd0}}, x_alu_t22[31:16]} : x_alu_t14[3] ? {{8{1'd0}}, x_alu_t21[31:8]} :
+      x_alu_t14[2] ? {{4{1'd0}}, x_alu_t20[31:4]} : x_alu_t14[1] ? {{2{1'd0}}, x_alu_t19[31:2]} :
+      x_alu_t14[0] ? {1'd0, x_ra_val[31:1]} : x_ra_val) : x_alu_t14[4] ? {x_alu_t26[15:0], 16'd0} :
+      x_alu_t14[3] ? {x_alu_t25[23:0], 8'd0} : x_alu_t14[2] ? {x_alu_t24[27:0], 4'd0} : x_alu_t14[1]
+      ? {x_alu_t23[29:0], 2'd0} : x_alu_t14[0] ? {x_ra_val[30:0], 1'd0} : x_ra_val) : x_alu_t12[1] ?
+      (x_alu_t12[0] ? (x_ra_val * (x_is_alu_i ? x_imm : x_rb_val)) : (x_ra_val - (x_is_alu_i ? x_imm
+      : x_rb_val))) : x_alu_t12[0] ? (x_ra_val + (x_is_alu_i ? x_imm : x_rb_val)) : 32'd0;
   assign x_wdata = (x_is_alu_r | x_is_alu_i) ? x_alu : x_is_li ? x_imm : x_rd_dec;
   assign x_we = (x_valid_q & x_ok) & (((x_is_alu_r | x_is_alu_i) | x_is_li) | x_is_loop);
-  assign x_wreg_t25 = x_reg_base + x_rd[6:0];
-  assign x_wreg = x_wreg_t25[5:0];
+  assign x_wreg_t27 = x_reg_base + x_rd[6:0];
+  assign x_wreg = x_wreg_t27[5:0];
   assign x_go_cdl = (x_valid_q & x_ok) & (x_is_cdl_ud | x_is_cdl_mem);
   assign x_go_dma = (x_valid_q & x_ok) & (((((x_is_ld | x_is_st) | x_is_act) | (x_is_cmp | x_is_exp)) | x_is_mma) | x_is_tex);
   assign x_dma_kind = x_is_st ? 3'd1 : x_is_act ? 3'd2 : x_is_cmp ? 3'd3 : x_is_exp ? 3'd4 : x_is_mma ? 3'd5 : x_is_tex ? 3'd6 : 3'd0;
@@ -1561,8 +1711,8 @@ module gpurtl_cu (
   assign cdl_req_addr_o = u_cbload_mem_req_addr[31:0];
   assign u_cbload_mem_req_ready = u_cbload_mem_req_addr[32] ? (~ud_valid_q | u_cbload_mem_rsp_ready) : cdl_req_ready_i;
   assign ud_take = (u_cbload_mem_req_valid & u_cbload_mem_req_addr[32]) & (~ud_valid_q | u_cbload_mem_rsp_ready);
-  assign ud_data_q_t26 = u_cbload_mem_req_addr[8:6];
-  assign ud_data_q_t27 = u_cbload_mem_req_addr[5:2];
+  assign ud_data_q_t28 = u_cbload_mem_req_addr[8:6];
+  assign ud_data_q_t29 = u_cbload_mem_req_addr[5:2];
   assign u_cbload_mem_rsp_valid = cdl_space_q ? ud_valid_q : cdl_rsp_valid_i;
   assign u_cbload_mem_rsp_data = cdl_space_q ? ud_data_q : cdl_rsp_data_i;
   assign cdl_rsp_ready_o = u_cbload_mem_rsp_ready & ~cdl_space_q;
@@ -1570,7 +1720,7 @@ module gpurtl_cu (
   assign dma_start = ((((((dq_valid_q[0] & ~((dma_head_kind >= 3'd2) & (dma_head_kind <= 3'd4))) & ~(dma_head_kind == 3'd5)) & ~(dma_head_kind == 3'd6)) & ~vec_busy_w) & ~mma_busy_w) & ~tex_busy_w) & ~dma_busy_q;
   assign dma_done_now = dma_start & (((dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) == 16'd0) | ((dq0_slot_q ? s1_dma_n_q : s0_dma_n_q) == 16'd0));
   assign dma_go = dma_start & ~(((dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) == 16'd0) | ((dq0_slot_q ? s1_dma_n_q : s0_dma_n_q) == 16'd0));
-  assign dma_p_q_t28 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
+  assign dma_p_q_t30 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
   assign dma_credit = dma_inflight_q < 4'd8;
   assign dma_rd_req_valid_o = ((dma_busy_q & |dma_q_rows_q) & ~dma_st_q) & dma_credit;
   assign dma_rd_req_addr_o = dma_q_addr_q;
@@ -1579,23 +1729,23 @@ module gpurtl_cu (
   assign dma_rd_fire = dma_rd_req_valid_o & dma_rd_req_ready_i;
   assign dma_q_fire = dma_rd_fire | (u_scratchpad_rd0_req_valid & u_scratchpad_rd0_req_ready);
   assign dma_q_next_row = dma_q_row_q + (dma_st_q ? {16'd0, dma_p_q} : dma_stride_q);
-  assign dma_q_addr_q_t29 = (dma_head_kind == 3'd1) ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
-  assign dma_q_left_q_t30 = ({16'd0, dma_q_addr_q_t29[1:0]} + {2'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) + 18'd3;
-  assign dma_q_left_q_t31 = ({16'd0, dma_q_next_row[1:0]} + {2'd0, dma_n_q}) + 18'd3;
+  assign dma_q_addr_q_t31 = (dma_head_kind == 3'd1) ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
+  assign dma_q_left_q_t32 = ({16'd0, dma_q_addr_q_t31[1:0]} + {2'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) + 18'd3;
+  assign dma_q_left_q_t33 = ({16'd0, dma_q_next_row[1:0]} + {2'd0, dma_n_q}) + 18'd3;
   assign dma_emit = (dma_p_out_row_q[1:0] >= dma_p_in_row_q[1:0]) | ~dma_p_first_q;
-  assign dma_word_t32 = dma_p_out_row_q[1:0] - dma_p_in_row_q[1:0];
-  assign dma_word_t33 = {dma_flush_q ? 32'd0 : dma_st_q ? u_scratchpad_rd0_rsp_data : dma_rd_rsp_data_i, dma_p_prev_q};
-  assign dma_word = dma_word_t32[1] ? (dma_word_t32[0] ? dma_word_t33[39:8] : dma_word_t33[47:16]) : dma_word_t32[0] ? dma_word_t33[55:24] : dma_word_t33[63:32];
-  assign dma_strb_t34 = dma_p_pos_q + 18'd3;
-  assign dma_strb_t35 = dma_p_pos_q + 18'd2;
-  assign dma_strb_t36 = dma_p_pos_q + 18'd1;
-  assign dma_strb_t37 = dma_p_pos_q + 18'd0;
-  assign dma_strb = {~dma_strb_t34[17] & (dma_strb_t34[16:0] < {1'd0, dma_n_q}), ~dma_strb_t35[17] & (dma_strb_t35[16:0] < {1'd0, dma_n_q}), ~dma_strb_t36[17] & (dma_strb_t36[16:0] < {1'd0, dma_n_q}), ~dma_strb_t37[17] & (dma_strb_t37[16:0] < {1'd0, dma_n_q})};
+  assign dma_word_t34 = dma_p_out_row_q[1:0] - dma_p_in_row_q[1:0];
+  assign dma_word_t35 = {dma_flush_q ? 32'd0 : dma_st_q ? u_scratchpad_rd0_rsp_data : dma_rd_rsp_data_i, dma_p_prev_q};
+  assign dma_word = dma_word_t34[1] ? (dma_word_t34[0] ? dma_word_t35[39:8] : dma_word_t35[47:16]) : dma_word_t34[0] ? dma_word_t35[55:24] : dma_word_t35[63:32];
+  assign dma_strb_t36 = dma_p_pos_q + 18'd3;
+  assign dma_strb_t37 = dma_p_pos_q + 18'd2;
+  assign dma_strb_t38 = dma_p_pos_q + 18'd1;
+  assign dma_strb_t39 = dma_p_pos_q + 18'd0;
+  assign dma_strb = {~dma_strb_t36[17] & (dma_strb_t36[16:0] < {1'd0, dma_n_q}), ~dma_strb_t37[17] & (dma_strb_t37[16:0] < {1'd0, dma_n_q}), ~dma_strb_t38[17] & (dma_strb_t38[16:0] < {1'd0, dma_n_q}), ~dma_strb_t39[17] & (dma_strb_t39[16:0] < {1'd0, dma_n_q})};
   assign dma_out_valid = (dma_busy_q & (~dma_st_q | dma_credit)) & (dma_flush_q | ((dma_st_q ? u_scratchpad_rd0_rsp_valid : dma_rd_rsp_valid_i) & dma_emit));
-  assign u_scratchpad_wr0_req_valid = dma_out_valid & ~dma_st_q;
-  assign u_scratchpad_wr0_req_addr = dma_p_out_addr_q[13:0];
-  assign u_scratchpad_wr0_req_data = dma_word;
-  assign u_scratchpad_wr0_req_strb = dma_strb;
+  assign u_scratchpad_wr0_req_valid = (dma_out_valid & ~dma_st_q) | dma_zw_q;
+  assign u_scratchpad_wr0_req_addr = dma_zw_q ? dma_zm_addr : dma_p_out_addr_q[13:0];
+  assign u_scratchpad_wr0_req_data = dma_zw_q ? dma_zm_word : dma_word;
+  assign u_scratchpad_wr0_req_strb = dma_zw_q ? 4'd15 : dma_strb;
   assign u_scratchpad_wr0_rsp_ready = 1'd1;
   assign dma_wr_req_valid_o = dma_out_valid & dma_st_q;
   assign dma_wr_req_addr_o = dma_p_out_addr_q;
@@ -1607,15 +1757,21 @@ module gpurtl_cu (
   assign dma_rd_rsp_ready_o = dma_take & ~dma_st_q;
   assign u_scratchpad_rd0_rsp_ready = dma_take & dma_st_q;
   assign dma_in_fire = (dma_st_q ? u_scratchpad_rd0_rsp_valid : dma_rd_rsp_valid_i) & dma_take;
-  assign dma_to_flush_t38 = (dma_in_fire & dma_emit) ? (dma_p_pos_q + 18'd4) : dma_p_pos_q;
-  assign dma_to_flush = (dma_in_fire & (dma_p_left_q == 16'd1)) & (dma_to_flush_t38[17] | (dma_to_flush_t38[16:0] < {1'd0, dma_n_q}));
-  assign dma_row_done = ((dma_in_fire & (dma_p_left_q == 16'd1)) & ~(dma_to_flush_t38[17] | (dma_to_flush_t38[16:0] < {1'd0, dma_n_q}))) | (dma_flush_q & dma_out_fire);
-  assign dma_p_out_addr_q_t39 = (dma_head_kind == 3'd1) ? (dq0_slot_q ? s1_dma_a_q : s0_dma_a_q) : {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q};
-  assign dma_p_out_addr_q_t40 = dma_p_out_row_q + (dma_st_q ? dma_stride_q : {16'd0, dma_p_q});
-  assign dma_p_left_q_t41 = ({16'd0, dma_q_addr_q_t29[1:0]} + {2'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) + 18'd3;
-  assign dma_p_left_q_t42 = dma_p_in_row_q + (dma_st_q ? {16'd0, dma_p_q} : dma_stride_q);
-  assign dma_p_left_q_t43 = ({16'd0, dma_p_left_q_t42[1:0]} + {2'd0, dma_n_q}) + 18'd3;
-  assign dma_finish = (((dma_busy_q & ~dma_st_q) & dma_row_done) & (dma_p_rows_q == 16'd1)) | ((((dma_busy_q & dma_st_q) & (dma_p_rows_q == 16'd0)) & dma_wr_rsp_valid_i) & (dma_inflight_q == 4'd1));
+  assign dma_to_flush_t40 = (dma_in_fire & dma_emit) ? (dma_p_pos_q + 18'd4) : dma_p_pos_q;
+  assign dma_to_flush = (dma_in_fire & (dma_p_left_q == 16'd1)) & (dma_to_flush_t40[17] | (dma_to_flush_t40[16:0] < {1'd0, dma_n_q}));
+  assign dma_row_done = ((dma_in_fire & (dma_p_left_q == 16'd1)) & ~(dma_to_flush_t40[17] | (dma_to_flush_t40[16:0] < {1'd0, dma_n_q}))) | (dma_flush_q & dma_out_fire);
+  assign dma_p_out_addr_q_t41 = (dma_head_kind == 3'd1) ? (dq0_slot_q ? s1_dma_a_q : s0_dma_a_q) : {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q};
+  assign dma_p_out_addr_q_t42 = dma_p_out_row_q + (dma_st_q ? dma_stride_q : {16'd0, dma_p_q});
+  assign dma_p_left_q_t43 = ({16'd0, dma_q_addr_q_t31[1:0]} + {2'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) + 18'd3;
+  assign dma_p_left_q_t44 = dma_p_in_row_q + (dma_st_q ? {16'd0, dma_p_q} : dma_stride_q);
+  assign dma_p_left_q_t45 = ({16'd0, dma_p_left_q_t44[1:0]} + {2'd0, dma_n_q}) + 18'd3;
+  assign dma_zm_q_t46 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
+  assign dma_row_nz = dma_row_nz_q | ((dma_out_fire & ~dma_st_q) & |(dma_word & {{8{dma_strb[3]}}, {8{dma_strb[2]}}, {8{dma_strb[1]}}, {8{dma_strb[0]}}}));
+  assign dma_zm_n_q_t47 = {1'd0, dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q} + 17'd31;
+  assign dma_zm_n_q_t48 = dma_zm_n_q_t47[16:5];
+  assign dma_zm_addr = dma_zm_base_q + {{8'd0, dma_zm_m_q}, 2'd0};
+  assign dma_zm_word = dma_zm_m_q[3] ? (dma_zm_m_q[2] ? (dma_zm_m_q[1] ? (dma_zm_m_q[0] ? 32'd0 : 32'd0) : dma_zm_m_q[0] ? 32'd0 : 32'd0) : dma_zm_m_q[1] ? (dma_zm_m_q[0] ? 32'd0 : 32'd0) : dma_zm_m_q[0] ? 32'd0 : 32'd0) : dma_zm_m_q[2] ? (dma_zm_m_q[1] ? (dma_zm_m_q[0] ? dma_zmap_q[255:224] : dma_zmap_q[223:192]) : dma_zm_m_q[0] ? dma_zmap_q[191:160] : dma_zmap_q[159:128]) : dma_zm_m_q[1] ? (dma_zm_m_q[0] ? dma_zmap_q[127:96] : dma_zmap_q[95:64]) : dma_zm_m_q[0] ? dma_zmap_q[63:32] : dma_zmap_q[31:0];
+  assign dma_finish = (((((dma_busy_q & ~dma_st_q) & dma_row_done) & (dma_p_rows_q == 16'd1)) & ~dma_zm_q) | (dma_zw_q & ((dma_zm_m_q + 4'd1) == dma_zm_n_q))) | ((((dma_busy_q & dma_st_q) & (dma_p_rows_q == 16'd0)) & dma_wr_rsp_valid_i) & (dma_inflight_q == 4'd1));
   assign dma_done = dma_done_now | dma_finish;
   assign dma_busy_w = dma_busy_q;
   assign vec_busy = ~(vec_state_q == 5'd0);
@@ -1623,16 +1779,16 @@ module gpurtl_cu (
   assign vec_go = vec_start & ~(((dma_head_kind == 3'd2) & (((dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) == 16'd0) | ((dq0_slot_q ? s1_dma_n_q : s0_dma_n_q) == 16'd0))) | ((dma_head_kind == 3'd4) & ((dq0_slot_q ? s1_dma_n_q : s0_dma_n_q) == 16'd0)));
   assign vec_m = (vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8;
   assign vec_vmask = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
-  assign vec_c_bytes_t44 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
-  assign vec_c_bytes_t45 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
-  assign vec_c_bytes_t46 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
-  assign vec_c_bytes_t47 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
-  assign vec_c_bytes_t48 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
   assign vec_c_bytes_t49 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
   assign vec_c_bytes_t50 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
   assign vec_c_bytes_t51 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
-  assign vec_c_bytes_t52 = (({31'd0, vec_c_bytes_t44[0]} + {31'd0, vec_c_bytes_t45[1]}) + ({31'd0, vec_c_bytes_t46[2]} + {31'd0, vec_c_bytes_t47[3]})) + (({31'd0, vec_c_bytes_t48[4]} + {31'd0, vec_c_bytes_t49[5]}) + ({31'd0, vec_c_bytes_t50[6]} + {31'd0, vec_c_bytes_t51[7]}));
-  assign vec_c_bytes = vec_z_q[1] ? (vec_z_q[0] ? ((({31'd0, vec_c_bytes_t44[0]} + {31'd0, vec_c_bytes_t45[1]}) + ({31'd0, vec_c_bytes_t46[2]} + {31'd0, vec_c_bytes_t47[3]})) + (({31'd0, vec_c_bytes_t48[4]} + {31'd0, vec_c_bytes_t49[5]}) + ({31'd0, vec_c_bytes_t50[6]} + {31'd0, vec_c_bytes_t51[7]}))) : {vec_c_bytes_t52[29:0], 2'd0}) : vec_z_q[0] ? {vec_c_bytes_t52[30:0], 1'd0} : ((({31'd0, vec_c_bytes_t44[0]} + {31'd0, vec_c_bytes_t45[1]}) + ({31'd0, vec_c_bytes_t46[2]} + {31'd0, vec_c_bytes_t47[3]})) + (({31'd0, vec_c_bytes_t48[4]} + {31'd0, vec_c_bytes_t49[5]}) + ({31'd0, vec_c_bytes_t50[6]} + {31'd0, vec_c_bytes_t51[7]})));
+  assign vec_c_bytes_t52 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
+  assign vec_c_bytes_t53 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
+  assign vec_c_bytes_t54 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
+  assign vec_c_bytes_t55 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
+  assign vec_c_bytes_t56 = {vec_mbuf_q[7] & (32'd7 < vec_m), vec_mbuf_q[6] & (32'd6 < vec_m), vec_mbuf_q[5] & (32'd5 < vec_m), vec_mbuf_q[4] & (32'd4 < vec_m), vec_mbuf_q[3] & (32'd3 < vec_m), vec_mbuf_q[2] & (32'd2 < vec_m), vec_mbuf_q[1] & (32'd1 < vec_m), vec_mbuf_q[0] & (32'd0 < vec_m)};
+  assign vec_c_bytes_t57 = (({31'd0, vec_c_bytes_t49[0]} + {31'd0, vec_c_bytes_t50[1]}) + ({31'd0, vec_c_bytes_t51[2]} + {31'd0, vec_c_bytes_t52[3]})) + (({31'd0, vec_c_bytes_t53[4]} + {31'd0, vec_c_bytes_t54[5]}) + ({31'd0, vec_c_bytes_t55[6]} + {31'd0, vec_c_bytes_t56[7]}));
+  assign vec_c_bytes = vec_z_q[1] ? (vec_z_q[0] ? ((({31'd0, vec_c_bytes_t49[0]} + {31'd0, vec_c_bytes_t50[1]}) + ({31'd0, vec_c_bytes_t51[2]} + {31'd0, vec_c_bytes_t52[3]})) + (({31'd0, vec_c_bytes_t53[4]} + {31'd0, vec_c_bytes_t54[5]}) + ({31'd0, vec_c_bytes_t55[6]} + {31'd0, vec_c_bytes_t56[7]}))) : {vec_c_bytes_t57[29:0], 2'd0}) : vec_z_q[0] ? {vec_c_bytes_t57[30:0], 1'd0} : ((({31'd0, vec_c_bytes_t49[0]} + {31'd0, vec_c_bytes_t50[1]}) + ({31'd0, vec_c_bytes_t51[2]} + {31'd0, vec_c_bytes_t52[3]})) + (({31'd0, vec_c_bytes_t53[4]} + {31'd0, vec_c_bytes_t54[5]}) + ({31'd0, vec_c_bytes_t55[6]} + {31'd0, vec_c_bytes_t56[7]})));
   assign u_compress_in_valid = (vec_state_q == 5'd8) | (vec_state_q == 5'd19);
   assign u_compress_in_op = vec_kind_q == 3'd4;
   assign u_compress_in_esize = vec_z_q;
@@ -1654,292 +1810,197 @@ module gpurtl_cu (
   assign u_compress_in_old = 64'd0;
   assign u_compress_out_ready = (vec_state_q == 5'd9) | (vec_state_q == 5'd20);
   assign u_scratchpad_rd1_req_valid = ((((1'd0 | (vec_state_q == 5'd1)) | (vec_state_q == 5'd4)) | (vec_state_q == 5'd6)) | (vec_state_q == 5'd15)) | (vec_state_q == 5'd17);
-  assign u_scratchpad_rd1_req_addr_t53 = (vec_state_q == 5'd6) ? (vec_addr_q + 32'd4) : (vec_state_q == 5'd15) ? vec_maddr_q : vec_addr_q;
-  assign u_scratchpad_rd1_req_addr = u_scratchpad_rd1_req_addr_t53[13:0];
+  assign u_scratchpad_rd1_req_addr_t58 = (vec_state_q == 5'd6) ? (vec_addr_q + 32'd4) : (vec_state_q == 5'd15) ? vec_maddr_q : vec_addr_q;
+  assign u_scratchpad_rd1_req_addr = u_scratchpad_rd1_req_addr_t58[13:0];
   assign u_scratchpad_rd1_rsp_ready = ((((1'd0 | (vec_state_q == 5'd2)) | (vec_state_q == 5'd5)) | (vec_state_q == 5'd7)) | (vec_state_q == 5'd16)) | (vec_state_q == 5'd18);
   assign vec_rd_taken = u_scratchpad_rd1_req_valid & u_scratchpad_rd1_req_ready;
   assign vec_rsp_taken = u_scratchpad_rd1_rsp_ready & u_scratchpad_rd1_rsp_valid;
   assign u_scratchpad_wr1_req_valid = (((((((1'd0 | (vec_state_q == 5'd3)) | (vec_state_q == 5'd10)) | (vec_state_q == 5'd11)) | (vec_state_q == 5'd12)) | (vec_state_q == 5'd13)) | (vec_state_q == 5'd14)) | (vec_state_q == 5'd21)) | (vec_state_q == 5'd22);
-  assign u_scratchpad_wr1_req_addr_t54 = (vec_state_q == 5'd3) ? vec_addr_q : (vec_state_q == 5'd10) ? vec_daddr_q : (vec_state_q == 5'd11) ? vec_maddr_q : (vec_state_q == 5'd12) ? vec_daddr_q : (vec_state_q == 5'd13) ? vec_maddr_q : (vec_state_q == 5'd14) ? vec_qaddr_q : (vec_state_q == 5'd21) ? vec_daddr_q : (vec_state_q == 5'd22) ? (vec_daddr_q + 32'd4) : 32'd0;
-  assign u_scratchpad_wr1_req_addr = u_scratchpad_wr1_req_addr_t54[13:0];
+  assign u_scratchpad_wr1_req_addr_t59 = (vec_state_q == 5'd3) ? vec_addr_q : (vec_state_q == 5'd10) ? vec_daddr_q : (vec_state_q == 5'd11) ? vec_maddr_q : (vec_state_q == 5'd12) ? vec_daddr_q : (vec_state_q == 5'd13) ? vec_maddr_q : (vec_state_q == 5'd14) ? vec_qaddr_q : (vec_state_q == 5'd21) ? vec_daddr_q : (vec_state_q == 5'd22) ? (vec_daddr_q + 32'd4) : 32'd0;
+  assign u_scratchpad_wr1_req_addr = u_scratchpad_wr1_req_addr_t59[13:0];
   assign u_scratchpad_wr1_req_data = (vec_state_q == 5'd3) ? (vec_lo_q[31] ? 32'd0 : vec_lo_q) : (vec_state_q == 5'd10) ? vec_acc_q[31:0] : (vec_state_q == 5'd11) ? vec_mbuf_q[31:0] : (vec_state_q == 5'd12) ? vec_acc_q[31:0] : (vec_state_q == 5'd13) ? vec_mbuf_q[31:0] : (vec_state_q == 5'd14) ? vec_count_q : (vec_state_q == 5'd21) ? vec_res_q[31:0] : (vec_state_q == 5'd22) ? vec_res_q[63:32] : 32'd0;
-  assign u_scratchpad_wr1_req_strb_t55 = vec_mbits_q + 32'd7;
-  assign u_scratchpad_wr1_req_strb = (vec_state_q == 5'd3) ? 4'd15 : (vec_state_q == 5'd10) ? 4'd15 : (vec_state_q == 5'd11) ? 4'd15 : (vec_state_q == 5'd12) ? {32'd3 < vec_accn_q, 32'd2 < vec_accn_q, 32'd1 < vec_accn_q, 32'd0 < vec_accn_q} : (vec_state_q == 5'd13) ? {32'd3 < {3'd0, u_scratchpad_wr1_req_strb_t55[31:3]}, 32'd2 < {3'd0, u_scratchpad_wr1_req_strb_t55[31:3]}, 32'd1 < {3'd0, u_scratchpad_wr1_req_strb_t55[31:3]}, 32'd0 < {3'd0, u_scratchpad_wr1_req_strb_t55[31:3]}} : (vec_state_q == 5'd14) ? 4'd15 : (vec_state_q == 5'd21) ? {32'd3 < vec_total_q, 32'd2 < vec_total_q, 32'd1 < vec_total_q, 32'd0 < vec_total_q} : (vec_state_q == 5'd22) ? {32'd3 < (vec_total_q - 32'd4), 32'd2 < (vec_total_q - 32'd4), 32'd1 < (vec_total_q - 32'd4), 32'd0 < (vec_total_q - 32'd4)} : 4'd0;
+  assign u_scratchpad_wr1_req_strb_t60 = vec_mbits_q + 32'd7;
+  assign u_scratchpad_wr1_req_strb = (vec_state_q == 5'd3) ? 4'd15 : (vec_state_q == 5'd10) ? 4'd15 : (vec_state_q == 5'd11) ? 4'd15 : (vec_state_q == 5'd12) ? {32'd3 < vec_accn_q, 32'd2 < vec_accn_q, 32'd1 < vec_accn_q, 32'd0 < vec_accn_q} : (vec_state_q == 5'd13) ? {32'd3 < {3'd0, u_scratchpad_wr1_req_strb_t60[31:3]}, 32'd2 < {3'd0, u_scratchpad_wr1_req_strb_t60[31:3]}, 32'd1 < {3'd0, u_scratchpad_wr1_req_strb_t60[31:3]}, 32'd0 < {3'd0, u_scratchpad_wr1_req_strb_t60[31:3]}} : (vec_state_q == 5'd14) ? 4'd15 : (vec_state_q == 5'd21) ? {32'd3 < vec_total_q, 32'd2 < vec_total_q, 32'd1 < vec_total_q, 32'd0 < vec_total_q} : (vec_state_q == 5'd22) ? {32'd3 < (vec_total_q - 32'd4), 32'd2 < (vec_total_q - 32'd4), 32'd1 < (vec_total_q - 32'd4), 32'd0 < (vec_total_q - 32'd4)} : 4'd0;
   assign u_scratchpad_wr1_rsp_ready = 1'd1;
   assign vec_wr_taken = u_scratchpad_wr1_req_valid & u_scratchpad_wr1_req_ready;
-  assign vec_next_t56 = {28'd0, u_compress_out_count};
-  assign vec_next_t57 = vec_mbits_q[5:0];
-  assign vec_next_t58 = {8'd0, u_scratchpad_rd1_rsp_data};
-  assign vec_next_t59 = vec_mbuf_q | ((vec_mbits_q < 32'd8) ? (vec_next_t57[5] ? (vec_next_t57[4] ?
-      (vec_next_t57[3] ? (vec_next_t57[2] ? (vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) :
-      vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) :
-      vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[2] ? (vec_next_t57[1] ? (vec_next_t57[0] ?
-      40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0
-      : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[3] ? (vec_next_t57[2] ?
-      (vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) :
-      vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) :
-      vec_next_t57[2] ? (vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ?
-      40'd0 : 40'd0) : vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0
-      : 40'd0) : vec_next_t57[4] ? (vec_next_t57[3] ? (vec_next_t57[2] ? (vec_next_t57[1] ?
-      (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[1] ?
-      (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[2] ?
-      (vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) :
-      vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) :
-      vec_next_t57[3] ? (vec_next_t57[2] ? (vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) :
-      vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) :
-      vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[2] ? (vec_next_t57[1] ? (vec_next_t57[0] ?
-      {vec_next_t58[32:0], 7'd0} : {vec_next_t58[33:0], 6'd0}) : vec_next_t57[0] ?
-      {vec_next_t58[34:0], 5'd0} : {vec_next_t58[35:0], 4'd0}) : vec_next_t57[1] ? (vec_next_t57[0]
-      ? {vec_next_t58[36:0], 3'd0} : {vec_next_t58[37:0], 2'd0}) : vec_next_t57[0] ?
-      {vec_next_t58[38:0], 1'd0} : {8'd0, u_scratchpad_rd1_rsp_data}) : 40'd0);
-  assign vec_next_t60 = {vec_next_t59[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+  assign vec_next_t61 = {28'd0, u_compress_out_count};
+  assign vec_next_t62 = vec_mbits_q[5:0];
+  assign vec_next_t63 = {8'd0, u_scratchpad_rd1_rsp_data};
+  assign vec_next_t64 = vec_mbuf_q | ((vec_mbits_q < 32'd8) ? (vec_next_t62[5] ? (vec_next_t62[4] ?
+      (vec_next_t62[3] ? (vec_next_t62[2] ? (vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) :
+      vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) :
+      vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[2] ? (vec_next_t62[1] ? (vec_next_t62[0] ?
+      40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0
+      : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[3] ? (vec_next_t62[2] ?
+      (vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) :
+      vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) :
+      vec_next_t62[2] ? (vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ?
+      40'd0 : 40'd0) : vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0
+      : 40'd0) : vec_next_t62[4] ? (vec_next_t62[3] ? (vec_next_t62[2] ? (vec_next_t62[1] ?
+      (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[1] ?
+      (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[2] ?
+      (vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) :
+      vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) :
+      vec_next_t62[3] ? (vec_next_t62[2] ? (vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) :
+      vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) :
+      vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[2] ? (vec_next_t62[1] ? (vec_next_t62[0] ?
+      {vec_next_t63[32:0], 7'd0} : {vec_next_t63[33:0], 6'd0}) : vec_next_t62[0] ?
+      {vec_next_t63[34:0], 5'd0} : {vec_next_t63[35:0], 4'd0}) : vec_next_t62[1] ? (vec_next_t62[0]
+      ? {vec_next_t63[36:0], 3'd0} : {vec_next_t63[37:0], 2'd0}) : vec_next_t62[0] ?
+      {vec_next_t63[38:0], 1'd0} : {8'd0, u_scratchpad_rd1_rsp_data}) : 40'd0);
+  assign vec_next_t65 = {vec_next_t64[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
       : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
-      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[5] & (32'd5 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[5] & (32'd5 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[2] & (32'd2 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[2] & (32'd2 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t61 = {vec_next_t59[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+  assign vec_next_t66 = {vec_next_t64[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
       : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
-      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[5] & (32'd5 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[5] & (32'd5 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[2] & (32'd2 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[2] & (32'd2 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t62 = {vec_next_t59[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+  assign vec_next_t67 = {vec_next_t64[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
       : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
-      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[5] & (32'd5 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[5] & (32'd5 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[2] & (32'd2 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[2] & (32'd2 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t63 = {vec_next_t59[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+  assign vec_next_t68 = {vec_next_t64[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
       : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
-      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[5] & (32'd5 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[5] & (32'd5 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[2] & (32'd2 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[2] & (32'd2 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t64 = {vec_next_t59[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+  assign vec_next_t69 = {vec_next_t64[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
       : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
-      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[5] & (32'd5 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[5] & (32'd5 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[2] & (32'd2 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[2] & (32'd2 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t65 = {vec_next_t59[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+  assign vec_next_t70 = {vec_next_t64[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
       : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
-      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[5] & (32'd5 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[5] & (32'd5 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[2] & (32'd2 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[2] & (32'd2 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t66 = {vec_next_t59[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+  assign vec_next_t71 = {vec_next_t64[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
       : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
-      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[5] & (32'd5 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[5] & (32'd5 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[2] & (32'd2 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[2] & (32'd2 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t67 = {vec_next_t59[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
+  assign vec_next_t72 = {vec_next_t64[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2
       : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
-      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[5] & (32'd5 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[5] & (32'd5 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[2] & (32'd2 <
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[2] & (32'd2 <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_next_t59[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_next_t64[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
       vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t59[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_next_t64[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t68 = (({31'd0, vec_next_t60[0]} + {31'd0, vec_next_t61[1]}) + ({31'd0, vec_next_t62[2]} + {31'd0, vec_next_t63[3]})) + (({31'd0, vec_next_t64[4]} + {31'd0, vec_next_t65[5]}) + ({31'd0, vec_next_t66[6]} + {31'd0, vec_next_t67[7]}));
-  assign vec_next_t69 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
-      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
-      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
-      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
-      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
-      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
-      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t70 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
-      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
-      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
-      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
-      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
-      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
-      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t71 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
-      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
-      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
-      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
-      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
-      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
-      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t72 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
-      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
-      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
-      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
-      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
-      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
-      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t73 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
-      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
-      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
-      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
-      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
-      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
-      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t73 = (({31'd0, vec_next_t65[0]} + {31'd0, vec_next_t66[1]}) + ({31'd0, vec_next_t67[2]} + {31'd0, vec_next_t68[3]})) + (({31'd0, vec_next_t69[4]} + {31'd0, vec_next_t70[5]}) + ({31'd0, vec_next_t71[6]} + {31'd0, vec_next_t72[7]}));
   assign vec_next_t74 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
       32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
       : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
@@ -1997,7 +2058,25 @@ module gpurtl_cu (
       vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t77 = (({31'd0, vec_next_t69[0]} + {31'd0, vec_next_t70[1]}) + ({31'd0, vec_next_t71[2]} + {31'd0, vec_next_t72[3]})) + (({31'd0, vec_next_t73[4]} + {31'd0, vec_next_t74[5]}) + ({31'd0, vec_next_t75[6]} + {31'd0, vec_next_t76[7]}));
+  assign vec_next_t77 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
   assign vec_next_t78 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
       32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
       : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
@@ -2074,25 +2153,7 @@ module gpurtl_cu (
       vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t82 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
-      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
-      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
-      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
-      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
-      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
-      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
-      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
-      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
-      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t82 = (({31'd0, vec_next_t74[0]} + {31'd0, vec_next_t75[1]}) + ({31'd0, vec_next_t76[2]} + {31'd0, vec_next_t77[3]})) + (({31'd0, vec_next_t78[4]} + {31'd0, vec_next_t79[5]}) + ({31'd0, vec_next_t80[6]} + {31'd0, vec_next_t81[7]}));
   assign vec_next_t83 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
       32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
       : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
@@ -2150,7 +2211,102 @@ module gpurtl_cu (
       vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
-  assign vec_next_t86 = (({31'd0, vec_next_t78[0]} + {31'd0, vec_next_t79[1]}) + ({31'd0, vec_next_t80[2]} + {31'd0, vec_next_t81[3]})) + (({31'd0, vec_next_t82[4]} + {31'd0, vec_next_t83[5]}) + ({31'd0, vec_next_t84[6]} + {31'd0, vec_next_t85[7]}));
+  assign vec_next_t86 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t87 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t88 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t89 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t90 = {vec_mbuf_q[7] & (32'd7 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 :
+      32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2)
+      : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[6] & (32'd6 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[5] & (32'd5 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[4] & (32'd4 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[3] & (32'd3 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[2] & (32'd2 <
+      ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
+      vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)),
+      vec_mbuf_q[1] & (32'd1 < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) :
+      vec_z_q[0] ? 32'd4 : 32'd8)), vec_mbuf_q[0] & (32'd0 < ((vec_left_q < (vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
+      (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8))};
+  assign vec_next_t91 = (({31'd0, vec_next_t83[0]} + {31'd0, vec_next_t84[1]}) + ({31'd0, vec_next_t85[2]} + {31'd0, vec_next_t86[3]})) + (({31'd0, vec_next_t87[4]} + {31'd0, vec_next_t88[5]}) + ({31'd0, vec_next_t89[6]} + {31'd0, vec_next_t90[7]}));
   assign vec_next = vec_go ? ((dma_head_kind == 3'd2) ? 5'd1 : (dma_head_kind == 3'd3) ?
       (((dq0_slot_q ? s1_dma_n_q : s0_dma_n_q) == 16'd0) ? 5'd14 : 5'd4) : 5'd15) : ((vec_state_q ==
       5'd1) & vec_rd_taken) ? 5'd2 : ((vec_state_q == 5'd2) & vec_rsp_taken) ? 5'd3 : ((vec_state_q
@@ -2158,11 +2314,11 @@ module gpurtl_cu (
       ((vec_state_q == 5'd4) & vec_rd_taken) ? 5'd5 : ((vec_state_q == 5'd5) & vec_rsp_taken) ? 5'd6
       : ((vec_state_q == 5'd6) & vec_rd_taken) ? 5'd7 : ((vec_state_q == 5'd7) & vec_rsp_taken) ?
       5'd8 : (vec_state_q == 5'd8) ? 5'd9 : (vec_state_q == 5'd9) ? (((vec_accn_q + (vec_z_q[1] ?
-      (vec_z_q[0] ? {28'd0, u_compress_out_count} : {vec_next_t56[29:0], 2'd0}) : vec_z_q[0] ?
-      {vec_next_t56[30:0], 1'd0} : {28'd0, u_compress_out_count})) >= 32'd4) ? 5'd10 : ((vec_mbits_q
+      (vec_z_q[0] ? {28'd0, u_compress_out_count} : {vec_next_t61[29:0], 2'd0}) : vec_z_q[0] ?
+      {vec_next_t61[30:0], 1'd0} : {28'd0, u_compress_out_count})) >= 32'd4) ? 5'd10 : ((vec_mbits_q
       + vec_m) == 32'd32) ? 5'd11 : |(vec_left_q - vec_m) ? 5'd4 : |(vec_accn_q + (vec_z_q[1] ?
-      (vec_z_q[0] ? {28'd0, u_compress_out_count} : {vec_next_t56[29:0], 2'd0}) : vec_z_q[0] ?
-      {vec_next_t56[30:0], 1'd0} : {28'd0, u_compress_out_count})) ? 5'd12 : |(vec_mbits_q + vec_m)
+      (vec_z_q[0] ? {28'd0, u_compress_out_count} : {vec_next_t61[29:0], 2'd0}) : vec_z_q[0] ?
+      {vec_next_t61[30:0], 1'd0} : {28'd0, u_compress_out_count})) ? 5'd12 : |(vec_mbits_q + vec_m)
       ? 5'd13 : 5'd14) : ((vec_state_q == 5'd10) & vec_wr_taken) ? (((vec_accn_q - 32'd4) >= 32'd4)
       ? 5'd10 : (vec_mbits_q == 32'd32) ? 5'd11 : |vec_left_q ? 5'd4 : |(vec_accn_q - 32'd4) ? 5'd12
       : |vec_mbits_q ? 5'd13 : 5'd14) : ((vec_state_q == 5'd11) & vec_wr_taken) ? ((vec_accn_q >=
@@ -2173,110 +2329,1325 @@ module gpurtl_cu (
       vec_rsp_taken) ? (~|vec_left_q ? 5'd0 : ((vec_mbits_q + 32'd32) < ((vec_left_q < (vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ?
       (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? 5'd15 : (vec_accn_q <
-      (vec_z_q[1] ? (vec_z_q[0] ? ((({31'd0, vec_next_t60[0]} + {31'd0, vec_next_t61[1]}) + ({31'd0,
-      vec_next_t62[2]} + {31'd0, vec_next_t63[3]})) + (({31'd0, vec_next_t64[4]} + {31'd0,
-      vec_next_t65[5]}) + ({31'd0, vec_next_t66[6]} + {31'd0, vec_next_t67[7]}))) :
-      {vec_next_t68[29:0], 2'd0}) : vec_z_q[0] ? {vec_next_t68[30:0], 1'd0} : ((({31'd0,
-      vec_next_t60[0]} + {31'd0, vec_next_t61[1]}) + ({31'd0, vec_next_t62[2]} + {31'd0,
-      vec_next_t63[3]})) + (({31'd0, vec_next_t64[4]} + {31'd0, vec_next_t65[5]}) + ({31'd0,
-      vec_next_t66[6]} + {31'd0, vec_next_t67[7]}))))) ? 5'd17 : 5'd19) : ((vec_state_q == 5'd17) &
+      (vec_z_q[1] ? (vec_z_q[0] ? ((({31'd0, vec_next_t65[0]} + {31'd0, vec_next_t66[1]}) + ({31'd0,
+      vec_next_t67[2]} + {31'd0, vec_next_t68[3]})) + (({31'd0, vec_next_t69[4]} + {31'd0,
+      vec_next_t70[5]}) + ({31'd0, vec_next_t71[6]} + {31'd0, vec_next_t72[7]}))) :
+      {vec_next_t73[29:0], 2'd0}) : vec_z_q[0] ? {vec_next_t73[30:0], 1'd0} : ((({31'd0,
+      vec_next_t65[0]} + {31'd0, vec_next_t66[1]}) + ({31'd0, vec_next_t67[2]} + {31'd0,
+      vec_next_t68[3]})) + (({31'd0, vec_next_t69[4]} + {31'd0, vec_next_t70[5]}) + ({31'd0,
+      vec_next_t71[6]} + {31'd0, vec_next_t72[7]}))))) ? 5'd17 : 5'd19) : ((vec_state_q == 5'd17) &
       vec_rd_taken) ? 5'd18 : ((vec_state_q == 5'd18) & vec_rsp_taken) ? (~|vec_left_q ? 5'd0 :
       (vec_mbits_q < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4
       : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 :
       32'd8)) ? 5'd15 : ((vec_accn_q + 32'd4) < (vec_z_q[1] ? (vec_z_q[0] ? ((({31'd0,
-      vec_next_t69[0]} + {31'd0, vec_next_t70[1]}) + ({31'd0, vec_next_t71[2]} + {31'd0,
-      vec_next_t72[3]})) + (({31'd0, vec_next_t73[4]} + {31'd0, vec_next_t74[5]}) + ({31'd0,
-      vec_next_t75[6]} + {31'd0, vec_next_t76[7]}))) : {vec_next_t77[29:0], 2'd0}) : vec_z_q[0] ?
-      {vec_next_t77[30:0], 1'd0} : ((({31'd0, vec_next_t69[0]} + {31'd0, vec_next_t70[1]}) +
-      ({31'd0, vec_next_t71[2]} + {31'd0, vec_next_t72[3]})) + (({31'd0, vec_next_t73[4]} + {31'd0,
-      vec_next_t74[5]}) + ({31'd0, vec_next_t75[6]} + {31'd0, vec_next_t76[7]}))))) ? 5'd17 : 5'd19)
+      vec_next_t74[0]} + {31'd0, vec_next_t75[1]}) + ({31'd0, vec_next_t76[2]} + {31'd0,
+      vec_next_t77[3]})) + (({31'd0, vec_next_t78[4]} + {31'd0, vec_next_t79[5]}) + ({31'd0,
+      vec_next_t80[6]} + {31'd0, vec_next_t81[7]}))) : {vec_next_t82[29:0], 2'd0}) : vec_z_q[0] ?
+      {vec_next_t82[30:0], 1'd0} : ((({31'd0, vec_next_t74[0]} + {31'd0, vec_next_t75[1]}) +
+      ({31'd0, vec_next_t76[2]} + {31'd0, vec_next_t77[3]})) + (({31'd0, vec_next_t78[4]} + {31'd0,
+      vec_next_t79[5]}) + ({31'd0, vec_next_t80[6]} + {31'd0, vec_next_t81[7]}))))) ? 5'd17 : 5'd19)
       : (vec_state_q == 5'd19) ? 5'd20 : (vec_state_q == 5'd20) ? 5'd21 : ((vec_state_q == 5'd21) &
       vec_wr_taken) ? ((vec_total_q > 32'd4) ? 5'd22 : ~|vec_left_q ? 5'd0 : (vec_mbits_q <
       ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ?
       vec_left_q : vec_z_q[1] ? (vec_z_q[0] ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? 5'd15
-      : (vec_accn_q < (vec_z_q[1] ? (vec_z_q[0] ? ((({31'd0, vec_next_t78[0]} + {31'd0,
-      vec_next_t79[1]}) + ({31'd0, vec_next_t80[2]} + {31'd0, vec_next_t81[3]})) + (({31'd0,
-      vec_next_t82[4]} + {31'd0, vec_next_t83[5]}) + ({31'd0, vec_next_t84[6]} + {31'd0,
-      vec_next_t85[7]}))) : {vec_next_t86[29:0], 2'd0}) : vec_z_q[0] ? {vec_next_t86[30:0], 1'd0} :
-      ((({31'd0, vec_next_t78[0]} + {31'd0, vec_next_t79[1]}) + ({31'd0, vec_next_t80[2]} + {31'd0,
-      vec_next_t81[3]})) + (({31'd0, vec_next_t82[4]} + {31'd0, vec_next_t83[5]}) + ({31'd0,
-      vec_next_t84[6]} + {31'd0, vec_next_t85[7]}))))) ? 5'd17 : 5'd19) : ((vec_state_q == 5'd22) &
+      : (vec_accn_q < (vec_z_q[1] ? (vec_z_q[0] ? ((({31'd0, vec_next_t83[0]} + {31'd0,
+      vec_next_t84[1]}) + ({31'd0, vec_next_t85[2]} + {31'd0, vec_next_t86[3]})) + (({31'd0,
+      vec_next_t87[4]} + {31'd0, vec_next_t88[5]}) + ({31'd0, vec_next_t89[6]} + {31'd0,
+      vec_next_t90[7]}))) : {vec_next_t91[29:0], 2'd0}) : vec_z_q[0] ? {vec_next_t91[30:0], 1'd0} :
+      ((({31'd0, vec_next_t83[0]} + {31'd0, vec_next_t84[1]}) + ({31'd0, vec_next_t85[2]} + {31'd0,
+      vec_next_t86[3]})) + (({31'd0, vec_next_t87[4]} + {31'd0, vec_next_t88[5]}) + ({31'd0,
+      vec_next_t89[6]} + {31'd0, vec_next_t90[7]}))))) ? 5'd17 : 5'd19) : ((vec_state_q == 5'd22) &
       vec_wr_taken) ? (~|vec_left_q ? 5'd0 : (vec_mbits_q < ((vec_left_q < (vec_z_q[1] ? (vec_z_q[0]
       ? 32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? vec_left_q : vec_z_q[1] ? (vec_z_q[0] ?
       32'd2 : 32'd2) : vec_z_q[0] ? 32'd4 : 32'd8)) ? 5'd15 : (vec_accn_q < (vec_z_q[1] ?
-      (vec_z_q[0] ? ((({31'd0, vec_next_t78[0]} + {31'd0, vec_next_t79[1]}) + ({31'd0,
-      vec_next_t80[2]} + {31'd0, vec_next_t81[3]})) + (({31'd0, vec_next_t82[4]} + {31'd0,
-      vec_next_t83[5]}) + ({31'd0, vec_next_t84[6]} + {31'd0, vec_next_t85[7]}))) :
-      {vec_next_t86[29:0], 2'd0}) : vec_z_q[0] ? {vec_next_t86[30:0], 1'd0} : ((({31'd0,
-      vec_next_t78[0]} + {31'd0, vec_next_t79[1]}) + ({31'd0, vec_next_t80[2]} + {31'd0,
-      vec_next_t81[3]})) + (({31'd0, vec_next_t82[4]} + {31'd0, vec_next_t83[5]}) + ({31'd0,
-      vec_next_t84[6]} + {31'd0, vec_next_t85[7]}))))) ? 5'd17 : 5'd19) : vec_state_q;
+      (vec_z_q[0] ? ((({31'd0, vec_next_t83[0]} + {31'd0, vec_next_t84[1]}) + ({31'd0,
+      vec_next_t85[2]} + {31'd0, vec_next_t86[3]})) + (({31'd0, vec_next_t87[4]} + {31'd0,
+      vec_next_t88[5]}) + ({31'd0, vec_next_t89[6]} + {31'd0, vec_next_t90[7]}))) :
+      {vec_next_t91[29:0], 2'd0}) : vec_z_q[0] ? {vec_next_t91[30:0], 1'd0} : ((({31'd0,
+      vec_next_t83[0]} + {31'd0, vec_next_t84[1]}) + ({31'd0, vec_next_t85[2]} + {31'd0,
+      vec_next_t86[3]})) + (({31'd0, vec_next_t87[4]} + {31'd0, vec_next_t88[5]}) + ({31'd0,
+      vec_next_t89[6]} + {31'd0, vec_next_t90[7]}))))) ? 5'd17 : 5'd19) : vec_state_q;
   assign vec_done = (vec_start & (((dma_head_kind == 3'd2) & (((dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) == 16'd0) | ((dq0_slot_q ? s1_dma_n_q : s0_dma_n_q) == 16'd0))) | ((dma_head_kind == 3'd4) & ((dq0_slot_q ? s1_dma_n_q : s0_dma_n_q) == 16'd0)))) | (vec_busy & (vec_next == 5'd0));
-  assign vec_addr_q_t87 = dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
-  assign vec_maddr_q_t88 = dq0_slot_q ? s1_dma_stride_q : s0_dma_stride_q;
-  assign vec_total_q_t89 = dq0_slot_q ? s1_dma_z_q : s0_dma_z_q;
-  assign vec_total_q_t90 = {16'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q};
-  assign vec_acc_q_t91 = vec_accn_q[5:0];
-  assign vec_acc_q_t92 = {32'd0, u_compress_out_dst};
-  assign vec_acc_q_t93 = 32'd4;
-  assign vec_acc_q_t94 = vec_acc_q_t93[5:0];
-  assign vec_acc_q_t95 = vec_accn_q[5:0];
-  assign vec_acc_q_t96 = {64'd0, u_scratchpad_rd1_rsp_data};
-  assign vec_acc_q_t97 = vec_c_bytes[5:0];
-  assign vec_mbuf_q_t98 = vec_mbits_q[5:0];
-  assign vec_mbuf_q_t99 = {32'd0, u_compress_out_mask};
-  assign vec_mbuf_q_t100 = vec_m[5:0];
+  assign vec_addr_q_t92 = dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
+  assign vec_maddr_q_t93 = dq0_slot_q ? s1_dma_stride_q : s0_dma_stride_q;
+  assign vec_total_q_t94 = dq0_slot_q ? s1_dma_z_q : s0_dma_z_q;
+  assign vec_total_q_t95 = {16'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q};
+  assign vec_acc_q_t96 = vec_accn_q[5:0];
+  assign vec_acc_q_t97 = {32'd0, u_compress_out_dst};
+  assign vec_acc_q_t98 = 32'd4;
+  assign vec_acc_q_t99 = vec_acc_q_t98[5:0];
+  assign vec_acc_q_t100 = vec_accn_q[5:0];
+  assign vec_acc_q_t101 = {64'd0, u_scratchpad_rd1_rsp_data};
+  assign vec_acc_q_t102 = vec_c_bytes[5:0];
+  assign vec_mbuf_q_t103 = vec_mbits_q[5:0];
+  assign vec_mbuf_q_t104 = {32'd0, u_compress_out_mask};
+  assign vec_mbuf_q_t105 = vec_m[5:0];
   assign vec_busy_w = vec_busy;
   assign mma_start = ((((dq_valid_q[0] & (dma_head_kind == 3'd5)) & ~dma_busy_w) & ~vec_busy_w) & ~tex_busy_w) & ~mma_busy_q;
-  assign mma_go_t101 = dq0_slot_q ? s1_dma_n_q : s0_dma_n_q;
-  assign mma_go = mma_start & ~(((mma_go_t101[7:0] == 8'd0) | (mma_go_t101[15:8] == 8'd0)) | ((dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) == 16'd0));
-  assign mma_bo_q_t102 = dq0_slot_q ? s1_dma_stride_q : s0_dma_stride_q;
-  assign mma_pa_q_t103 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
-  assign mma_pa_q_t104 = (({3'd0, dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q} + 19'd3) & 19'h7fffc) + {15'd0, {mma_pa_q_t103[29:28], 2'd0}};
-  assign mma_pb_q_t105 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
-  assign mma_pb_q_t106 = (({11'd0, mma_go_t101[15:8]} + 19'd7) & 19'h7fff8) + {15'd0, {mma_pb_q_t105[31:30], 2'd0}};
-  assign mma_mode_q_t107 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
-  assign mma_bias_q_t108 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
-  assign mma_nc_q_t109 = {4'd0, mma_go_t101[15:8]} + 12'd3;
-  assign mma_nc_q_t110 = mma_nc_q_t109[11:2];
-  assign mma_ntiles_q_t111 = {4'd0, mma_go_t101[7:0]} + 12'd3;
-  assign mma_ntiles_q_t112 = mma_ntiles_q_t111[11:2];
-  assign mma_ntiles_q_t113 = {4'd0, mma_go_t101[15:8]} + 12'd3;
-  assign mma_ntiles_q_t114 = mma_ntiles_q_t113[11:2];
-  assign mma_q_q_t115 = (dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) + 16'd3;
-  assign mma_a_req = mma_a_more_q & (mma_a_tile_q < (mma_xdone_q + 16'd2));
+  assign mma_go_t106 = dq0_slot_q ? s1_dma_n_q : s0_dma_n_q;
+  assign mma_go = mma_start & ~(((mma_go_t106[7:0] == 8'd0) | (mma_go_t106[15:8] == 8'd0)) | ((dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) == 16'd0));
+  assign mma_bo_q_t107 = dq0_slot_q ? s1_dma_stride_q : s0_dma_stride_q;
+  assign mma_pa_q_t108 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
+  assign mma_pa_q_t109 = (({3'd0, dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q} + 19'd3) & 19'h7fffc) + {15'd0, {mma_pa_q_t108[29:28], 2'd0}};
+  assign mma_pb_q_t110 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
+  assign mma_pb_q_t111 = (({11'd0, mma_go_t106[15:8]} + 19'd7) & 19'h7fff8) + {15'd0, {mma_pb_q_t110[31:30], 2'd0}};
+  assign mma_mode_q_t112 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
+  assign mma_bias_q_t113 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
+  assign mma_nc_q_t114 = {4'd0, mma_go_t106[15:8]} + 12'd3;
+  assign mma_nc_q_t115 = mma_nc_q_t114[11:2];
+  assign mma_ntiles_q_t116 = {4'd0, mma_go_t106[7:0]} + 12'd3;
+  assign mma_ntiles_q_t117 = mma_ntiles_q_t116[11:2];
+  assign mma_ntiles_q_t118 = {4'd0, mma_go_t106[15:8]} + 12'd3;
+  assign mma_ntiles_q_t119 = mma_ntiles_q_t118[11:2];
+  assign mma_skip_q_t120 = dq0_slot_q ? s1_dma_z_q : s0_dma_z_q;
+  assign mma_m_n_q_t121 = {1'd0, dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q} + 17'd31;
+  assign mma_m_n_q_t122 = mma_m_n_q_t121[16:5];
+  assign mma_m_req = |mma_m_left_q;
+  assign mma_u = ((((((({9'd0, (16'd0 < mma_k_q) & (~mma_skip_q | ~mma_map_q[0])} + {9'd0, (16'd1 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[1])}) + ({9'd0, (16'd2 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[2])} + {9'd0, (16'd3 < mma_k_q) & (~mma_skip_q | ~mma_map_q[3])})) + (({9'd0,
+      (16'd4 < mma_k_q) & (~mma_skip_q | ~mma_map_q[4])} + {9'd0, (16'd5 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[5])}) + ({9'd0, (16'd6 < mma_k_q) & (~mma_skip_q | ~mma_map_q[6])} + {9'd0, (16'd7
+      < mma_k_q) & (~mma_skip_q | ~mma_map_q[7])}))) + ((({9'd0, (16'd8 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[8])} + {9'd0, (16'd9 < mma_k_q) & (~mma_skip_q | ~mma_map_q[9])}) + ({9'd0, (16'd10
+      < mma_k_q) & (~mma_skip_q | ~mma_map_q[10])} + {9'd0, (16'd11 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[11])})) + (({9'd0, (16'd12 < mma_k_q) & (~mma_skip_q | ~mma_map_q[12])} + {9'd0,
+      (16'd13 < mma_k_q) & (~mma_skip_q | ~mma_map_q[13])}) + ({9'd0, (16'd14 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[14])} + {9'd0, (16'd15 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[15])})))) + (((({9'd0, (16'd16 < mma_k_q) & (~mma_skip_q | ~mma_map_q[16])} +
+      {9'd0, (16'd17 < mma_k_q) & (~mma_skip_q | ~mma_map_q[17])}) + ({9'd0, (16'd18 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[18])} + {9'd0, (16'd19 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[19])})) + (({9'd0, (16'd20 < mma_k_q) & (~mma_skip_q | ~mma_map_q[20])} + {9'd0,
+      (16'd21 < mma_k_q) & (~mma_skip_q | ~mma_map_q[21])}) + ({9'd0, (16'd22 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[22])} + {9'd0, (16'd23 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[23])}))) + ((({9'd0, (16'd24 < mma_k_q) & (~mma_skip_q | ~mma_map_q[24])} + {9'd0,
+      (16'd25 < mma_k_q) & (~mma_skip_q | ~mma_map_q[25])}) + ({9'd0, (16'd26 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[26])} + {9'd0, (16'd27 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[27])})) + (({9'd0, (16'd28 < mma_k_q) & (~mma_skip_q | ~mma_map_q[28])} + {9'd0,
+      (16'd29 < mma_k_q) & (~mma_skip_q | ~mma_map_q[29])}) + ({9'd0, (16'd30 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[30])} + {9'd0, (16'd31 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[31])}))))) + ((((({9'd0, (16'd32 < mma_k_q) & (~mma_skip_q | ~mma_map_q[32])} +
+      {9'd0, (16'd33 < mma_k_q) & (~mma_skip_q | ~mma_map_q[33])}) + ({9'd0, (16'd34 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[34])} + {9'd0, (16'd35 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[35])})) + (({9'd0, (16'd36 < mma_k_q) & (~mma_skip_q | ~mma_map_q[36])} + {9'd0,
+      (16'd37 < mma_k_q) & (~mma_skip_q | ~mma_map_q[37])}) + ({9'd0, (16'd38 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[38])} + {9'd0, (16'd39 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[39])}))) + ((({9'd0, (16'd40 < mma_k_q) & (~mma_skip_q | ~mma_map_q[40])} + {9'd0,
+      (16'd41 < mma_k_q) & (~mma_skip_q | ~mma_map_q[41])}) + ({9'd0, (16'd42 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[42])} + {9'd0, (16'd43 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[43])})) + (({9'd0, (16'd44 < mma_k_q) & (~mma_skip_q | ~mma_map_q[44])} + {9'd0,
+      (16'd45 < mma_k_q) & (~mma_skip_q | ~mma_map_q[45])}) + ({9'd0, (16'd46 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[46])} + {9'd0, (16'd47 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[47])})))) + (((({9'd0, (16'd48 < mma_k_q) & (~mma_skip_q | ~mma_map_q[48])} +
+      {9'd0, (16'd49 < mma_k_q) & (~mma_skip_q | ~mma_map_q[49])}) + ({9'd0, (16'd50 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[50])} + {9'd0, (16'd51 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[51])})) + (({9'd0, (16'd52 < mma_k_q) & (~mma_skip_q | ~mma_map_q[52])} + {9'd0,
+      (16'd53 < mma_k_q) & (~mma_skip_q | ~mma_map_q[53])}) + ({9'd0, (16'd54 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[54])} + {9'd0, (16'd55 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[55])}))) + ((({9'd0, (16'd56 < mma_k_q) & (~mma_skip_q | ~mma_map_q[56])} + {9'd0,
+      (16'd57 < mma_k_q) & (~mma_skip_q | ~mma_map_q[57])}) + ({9'd0, (16'd58 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[58])} + {9'd0, (16'd59 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[59])})) + (({9'd0, (16'd60 < mma_k_q) & (~mma_skip_q | ~mma_map_q[60])} + {9'd0,
+      (16'd61 < mma_k_q) & (~mma_skip_q | ~mma_map_q[61])}) + ({9'd0, (16'd62 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[62])} + {9'd0, (16'd63 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[63])})))))) + (((((({9'd0, (16'd64 < mma_k_q) & (~mma_skip_q | ~mma_map_q[64])} +
+      {9'd0, (16'd65 < mma_k_q) & (~mma_skip_q | ~mma_map_q[65])}) + ({9'd0, (16'd66 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[66])} + {9'd0, (16'd67 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[67])})) + (({9'd0, (16'd68 < mma_k_q) & (~mma_skip_q | ~mma_map_q[68])} + {9'd0,
+      (16'd69 < mma_k_q) & (~mma_skip_q | ~mma_map_q[69])}) + ({9'd0, (16'd70 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[70])} + {9'd0, (16'd71 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[71])}))) + ((({9'd0, (16'd72 < mma_k_q) & (~mma_skip_q | ~mma_map_q[72])} + {9'd0,
+      (16'd73 < mma_k_q) & (~mma_skip_q | ~mma_map_q[73])}) + ({9'd0, (16'd74 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[74])} + {9'd0, (16'd75 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[75])})) + (({9'd0, (16'd76 < mma_k_q) & (~mma_skip_q | ~mma_map_q[76])} + {9'd0,
+      (16'd77 < mma_k_q) & (~mma_skip_q | ~mma_map_q[77])}) + ({9'd0, (16'd78 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[78])} + {9'd0, (16'd79 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[79])})))) + (((({9'd0, (16'd80 < mma_k_q) & (~mma_skip_q | ~mma_map_q[80])} +
+      {9'd0, (16'd81 < mma_k_q) & (~mma_skip_q | ~mma_map_q[81])}) + ({9'd0, (16'd82 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[82])} + {9'd0, (16'd83 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[83])})) + (({9'd0, (16'd84 < mma_k_q) & (~mma_skip_q | ~mma_map_q[84])} + {9'd0,
+      (16'd85 < mma_k_q) & (~mma_skip_q | ~mma_map_q[85])}) + ({9'd0, (16'd86 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[86])} + {9'd0, (16'd87 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[87])}))) + ((({9'd0, (16'd88 < mma_k_q) & (~mma_skip_q | ~mma_map_q[88])} + {9'd0,
+      (16'd89 < mma_k_q) & (~mma_skip_q | ~mma_map_q[89])}) + ({9'd0, (16'd90 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[90])} + {9'd0, (16'd91 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[91])})) + (({9'd0, (16'd92 < mma_k_q) & (~mma_skip_q | ~mma_map_q[92])} + {9'd0,
+      (16'd93 < mma_k_q) & (~mma_skip_q | ~mma_map_q[93])}) + ({9'd0, (16'd94 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[94])} + {9'd0, (16'd95 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[95])}))))) + ((((({9'd0, (16'd96 < mma_k_q) & (~mma_skip_q | ~mma_map_q[96])} +
+      {9'd0, (16'd97 < mma_k_q) & (~mma_skip_q | ~mma_map_q[97])}) + ({9'd0, (16'd98 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[98])} + {9'd0, (16'd99 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[99])})) + (({9'd0, (16'd100 < mma_k_q) & (~mma_skip_q | ~mma_map_q[100])} + {9'd0,
+      (16'd101 < mma_k_q) & (~mma_skip_q | ~mma_map_q[101])}) + ({9'd0, (16'd102 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[102])} + {9'd0, (16'd103 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[103])}))) + ((({9'd0, (16'd104 < mma_k_q) & (~mma_skip_q | ~mma_map_q[104])} +
+      {9'd0, (16'd105 < mma_k_q) & (~mma_skip_q | ~mma_map_q[105])}) + ({9'd0, (16'd106 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[106])} + {9'd0, (16'd107 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[107])})) + (({9'd0, (16'd108 < mma_k_q) & (~mma_skip_q | ~mma_map_q[108])} + {9'd0,
+      (16'd109 < mma_k_q) & (~mma_skip_q | ~mma_map_q[109])}) + ({9'd0, (16'd110 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[110])} + {9'd0, (16'd111 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[111])})))) + (((({9'd0, (16'd112 < mma_k_q) & (~mma_skip_q | ~mma_map_q[112])} +
+      {9'd0, (16'd113 < mma_k_q) & (~mma_skip_q | ~mma_map_q[113])}) + ({9'd0, (16'd114 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[114])} + {9'd0, (16'd115 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[115])})) + (({9'd0, (16'd116 < mma_k_q) & (~mma_skip_q | ~mma_map_q[116])} + {9'd0,
+      (16'd117 < mma_k_q) & (~mma_skip_q | ~mma_map_q[117])}) + ({9'd0, (16'd118 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[118])} + {9'd0, (16'd119 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[119])}))) + ((({9'd0, (16'd120 < mma_k_q) & (~mma_skip_q | ~mma_map_q[120])} +
+      {9'd0, (16'd121 < mma_k_q) & (~mma_skip_q | ~mma_map_q[121])}) + ({9'd0, (16'd122 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[122])} + {9'd0, (16'd123 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[123])})) + (({9'd0, (16'd124 < mma_k_q) & (~mma_skip_q | ~mma_map_q[124])} + {9'd0,
+      (16'd125 < mma_k_q) & (~mma_skip_q | ~mma_map_q[125])}) + ({9'd0, (16'd126 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[126])} + {9'd0, (16'd127 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[127])}))))))) + ((((((({9'd0, (16'd128 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[128])} + {9'd0, (16'd129 < mma_k_q) & (~mma_skip_q | ~mma_map_q[129])}) + ({9'd0,
+      (16'd130 < mma_k_q) & (~mma_skip_q | ~mma_map_q[130])} + {9'd0, (16'd131 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[131])})) + (({9'd0, (16'd132 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[132])} + {9'd0, (16'd133 < mma_k_q) & (~mma_skip_q | ~mma_map_q[133])}) + ({9'd0,
+      (16'd134 < mma_k_q) & (~mma_skip_q | ~mma_map_q[134])} + {9'd0, (16'd135 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[135])}))) + ((({9'd0, (16'd136 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[136])} + {9'd0, (16'd137 < mma_k_q) & (~mma_skip_q | ~mma_map_q[137])}) + ({9'd0,
+      (16'd138 < mma_k_q) & (~mma_skip_q | ~mma_map_q[138])} + {9'd0, (16'd139 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[139])})) + (({9'd0, (16'd140 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[140])} + {9'd0, (16'd141 < mma_k_q) & (~mma_skip_q | ~mma_map_q[141])}) + ({9'd0,
+      (16'd142 < mma_k_q) & (~mma_skip_q | ~mma_map_q[142])} + {9'd0, (16'd143 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[143])})))) + (((({9'd0, (16'd144 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[144])} + {9'd0, (16'd145 < mma_k_q) & (~mma_skip_q | ~mma_map_q[145])}) + ({9'd0,
+      (16'd146 < mma_k_q) & (~mma_skip_q | ~mma_map_q[146])} + {9'd0, (16'd147 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[147])})) + (({9'd0, (16'd148 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[148])} + {9'd0, (16'd149 < mma_k_q) & (~mma_skip_q | ~mma_map_q[149])}) + ({9'd0,
+      (16'd150 < mma_k_q) & (~mma_skip_q | ~mma_map_q[150])} + {9'd0, (16'd151 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[151])}))) + ((({9'd0, (16'd152 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[152])} + {9'd0, (16'd153 < mma_k_q) & (~mma_skip_q | ~mma_map_q[153])}) + ({9'd0,
+      (16'd154 < mma_k_q) & (~mma_skip_q | ~mma_map_q[154])} + {9'd0, (16'd155 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[155])})) + (({9'd0, (16'd156 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[156])} + {9'd0, (16'd157 < mma_k_q) & (~mma_skip_q | ~mma_map_q[157])}) + ({9'd0,
+      (16'd158 < mma_k_q) & (~mma_skip_q | ~mma_map_q[158])} + {9'd0, (16'd159 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[159])}))))) + ((((({9'd0, (16'd160 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[160])} + {9'd0, (16'd161 < mma_k_q) & (~mma_skip_q | ~mma_map_q[161])}) + ({9'd0,
+      (16'd162 < mma_k_q) & (~mma_skip_q | ~mma_map_q[162])} + {9'd0, (16'd163 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[163])})) + (({9'd0, (16'd164 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[164])} + {9'd0, (16'd165 < mma_k_q) & (~mma_skip_q | ~mma_map_q[165])}) + ({9'd0,
+      (16'd166 < mma_k_q) & (~mma_skip_q | ~mma_map_q[166])} + {9'd0, (16'd167 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[167])}))) + ((({9'd0, (16'd168 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[168])} + {9'd0, (16'd169 < mma_k_q) & (~mma_skip_q | ~mma_map_q[169])}) + ({9'd0,
+      (16'd170 < mma_k_q) & (~mma_skip_q | ~mma_map_q[170])} + {9'd0, (16'd171 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[171])})) + (({9'd0, (16'd172 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[172])} + {9'd0, (16'd173 < mma_k_q) & (~mma_skip_q | ~mma_map_q[173])}) + ({9'd0,
+      (16'd174 < mma_k_q) & (~mma_skip_q | ~mma_map_q[174])} + {9'd0, (16'd175 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[175])})))) + (((({9'd0, (16'd176 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[176])} + {9'd0, (16'd177 < mma_k_q) & (~mma_skip_q | ~mma_map_q[177])}) + ({9'd0,
+      (16'd178 < mma_k_q) & (~mma_skip_q | ~mma_map_q[178])} + {9'd0, (16'd179 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[179])})) + (({9'd0, (16'd180 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[180])} + {9'd0, (16'd181 < mma_k_q) & (~mma_skip_q | ~mma_map_q[181])}) + ({9'd0,
+      (16'd182 < mma_k_q) & (~mma_skip_q | ~mma_map_q[182])} + {9'd0, (16'd183 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[183])}))) + ((({9'd0, (16'd184 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[184])} + {9'd0, (16'd185 < mma_k_q) & (~mma_skip_q | ~mma_map_q[185])}) + ({9'd0,
+      (16'd186 < mma_k_q) & (~mma_skip_q | ~mma_map_q[186])} + {9'd0, (16'd187 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[187])})) + (({9'd0, (16'd188 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[188])} + {9'd0, (16'd189 < mma_k_q) & (~mma_skip_q | ~mma_map_q[189])}) + ({9'd0,
+      (16'd190 < mma_k_q) & (~mma_skip_q | ~mma_map_q[190])} + {9'd0, (16'd191 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[191])})))))) + (((((({9'd0, (16'd192 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[192])} + {9'd0, (16'd193 < mma_k_q) & (~mma_skip_q | ~mma_map_q[193])}) + ({9'd0,
+      (16'd194 < mma_k_q) & (~mma_skip_q | ~mma_map_q[194])} + {9'd0, (16'd195 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[195])})) + (({9'd0, (16'd196 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[196])} + {9'd0, (16'd197 < mma_k_q) & (~mma_skip_q | ~mma_map_q[197])}) + ({9'd0,
+      (16'd198 < mma_k_q) & (~mma_skip_q | ~mma_map_q[198])} + {9'd0, (16'd199 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[199])}))) + ((({9'd0, (16'd200 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[200])} + {9'd0, (16'd201 < mma_k_q) & (~mma_skip_q | ~mma_map_q[201])}) + ({9'd0,
+      (16'd202 < mma_k_q) & (~mma_skip_q | ~mma_map_q[202])} + {9'd0, (16'd203 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[203])})) + (({9'd0, (16'd204 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[204])} + {9'd0, (16'd205 < mma_k_q) & (~mma_skip_q | ~mma_map_q[205])}) + ({9'd0,
+      (16'd206 < mma_k_q) & (~mma_skip_q | ~mma_map_q[206])} + {9'd0, (16'd207 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[207])})))) + (((({9'd0, (16'd208 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[208])} + {9'd0, (16'd209 < mma_k_q) & (~mma_skip_q | ~mma_map_q[209])}) + ({9'd0,
+      (16'd210 < mma_k_q) & (~mma_skip_q | ~mma_map_q[210])} + {9'd0, (16'd211 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[211])})) + (({9'd0, (16'd212 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[212])} + {9'd0, (16'd213 < mma_k_q) & (~mma_skip_q | ~mma_map_q[213])}) + ({9'd0,
+      (16'd214 < mma_k_q) & (~mma_skip_q | ~mma_map_q[214])} + {9'd0, (16'd215 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[215])}))) + ((({9'd0, (16'd216 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[216])} + {9'd0, (16'd217 < mma_k_q) & (~mma_skip_q | ~mma_map_q[217])}) + ({9'd0,
+      (16'd218 < mma_k_q) & (~mma_skip_q | ~mma_map_q[218])} + {9'd0, (16'd219 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[219])})) + (({9'd0, (16'd220 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[220])} + {9'd0, (16'd221 < mma_k_q) & (~mma_skip_q | ~mma_map_q[221])}) + ({9'd0,
+      (16'd222 < mma_k_q) & (~mma_skip_q | ~mma_map_q[222])} + {9'd0, (16'd223 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[223])}))))) + ((((({9'd0, (16'd224 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[224])} + {9'd0, (16'd225 < mma_k_q) & (~mma_skip_q | ~mma_map_q[225])}) + ({9'd0,
+      (16'd226 < mma_k_q) & (~mma_skip_q | ~mma_map_q[226])} + {9'd0, (16'd227 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[227])})) + (({9'd0, (16'd228 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[228])} + {9'd0, (16'd229 < mma_k_q) & (~mma_skip_q | ~mma_map_q[229])}) + ({9'd0,
+      (16'd230 < mma_k_q) & (~mma_skip_q | ~mma_map_q[230])} + {9'd0, (16'd231 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[231])}))) + ((({9'd0, (16'd232 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[232])} + {9'd0, (16'd233 < mma_k_q) & (~mma_skip_q | ~mma_map_q[233])}) + ({9'd0,
+      (16'd234 < mma_k_q) & (~mma_skip_q | ~mma_map_q[234])} + {9'd0, (16'd235 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[235])})) + (({9'd0, (16'd236 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[236])} + {9'd0, (16'd237 < mma_k_q) & (~mma_skip_q | ~mma_map_q[237])}) + ({9'd0,
+      (16'd238 < mma_k_q) & (~mma_skip_q | ~mma_map_q[238])} + {9'd0, (16'd239 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[239])})))) + (((({9'd0, (16'd240 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[240])} + {9'd0, (16'd241 < mma_k_q) & (~mma_skip_q | ~mma_map_q[241])}) + ({9'd0,
+      (16'd242 < mma_k_q) & (~mma_skip_q | ~mma_map_q[242])} + {9'd0, (16'd243 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[243])})) + (({9'd0, (16'd244 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[244])} + {9'd0, (16'd245 < mma_k_q) & (~mma_skip_q | ~mma_map_q[245])}) + ({9'd0,
+      (16'd246 < mma_k_q) & (~mma_skip_q | ~mma_map_q[246])} + {9'd0, (16'd247 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[247])}))) + ((({9'd0, (16'd248 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[248])} + {9'd0, (16'd249 < mma_k_q) & (~mma_skip_q | ~mma_map_q[249])}) + ({9'd0,
+      (16'd250 < mma_k_q) & (~mma_skip_q | ~mma_map_q[250])} + {9'd0, (16'd251 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[251])})) + (({9'd0, (16'd252 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[252])} + {9'd0, (16'd253 < mma_k_q) & (~mma_skip_q | ~mma_map_q[253])}) + ({9'd0,
+      (16'd254 < mma_k_q) & (~mma_skip_q | ~mma_map_q[254])} + {9'd0, (16'd255 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[255])})))))));
+  assign mma_any_used = |mma_u;
+  assign mma_q_t123 = {6'd0, mma_u} + 16'd3;
+  assign mma_q = mma_any_used ? {2'd0, mma_q_t123[15:2]} : 16'd1;
+  assign mma_a_x = (((((1'd0 | ((16'd0 < mma_k_q) & (~mma_skip_q | ~mma_map_q[0]))) | ((16'd1 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[1]))) | ((16'd2 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[2]))) | ((16'd3 < mma_k_q) & (~mma_skip_q | ~mma_map_q[3]))) & (10'd0 >=
+      mma_a_from_q)) ? 10'd0 : (((((1'd0 | ((16'd4 < mma_k_q) & (~mma_skip_q | ~mma_map_q[4]))) |
+      ((16'd5 < mma_k_q) & (~mma_skip_q | ~mma_map_q[5]))) | ((16'd6 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[6]))) | ((16'd7 < mma_k_q) & (~mma_skip_q | ~mma_map_q[7]))) & (10'd1 >=
+      mma_a_from_q)) ? 10'd1 : (((((1'd0 | ((16'd8 < mma_k_q) & (~mma_skip_q | ~mma_map_q[8]))) |
+      ((16'd9 < mma_k_q) & (~mma_skip_q | ~mma_map_q[9]))) | ((16'd10 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[10]))) | ((16'd11 < mma_k_q) & (~mma_skip_q | ~mma_map_q[11]))) & (10'd2 >=
+      mma_a_from_q)) ? 10'd2 : (((((1'd0 | ((16'd12 < mma_k_q) & (~mma_skip_q | ~mma_map_q[12]))) |
+      ((16'd13 < mma_k_q) & (~mma_skip_q | ~mma_map_q[13]))) | ((16'd14 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[14]))) | ((16'd15 < mma_k_q) & (~mma_skip_q | ~mma_map_q[15]))) & (10'd3 >=
+      mma_a_from_q)) ? 10'd3 : (((((1'd0 | ((16'd16 < mma_k_q) & (~mma_skip_q | ~mma_map_q[16]))) |
+      ((16'd17 < mma_k_q) & (~mma_skip_q | ~mma_map_q[17]))) | ((16'd18 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[18]))) | ((16'd19 < mma_k_q) & (~mma_skip_q | ~mma_map_q[19]))) & (10'd4 >=
+      mma_a_from_q)) ? 10'd4 : (((((1'd0 | ((16'd20 < mma_k_q) & (~mma_skip_q | ~mma_map_q[20]))) |
+      ((16'd21 < mma_k_q) & (~mma_skip_q | ~mma_map_q[21]))) | ((16'd22 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[22]))) | ((16'd23 < mma_k_q) & (~mma_skip_q | ~mma_map_q[23]))) & (10'd5 >=
+      mma_a_from_q)) ? 10'd5 : (((((1'd0 | ((16'd24 < mma_k_q) & (~mma_skip_q | ~mma_map_q[24]))) |
+      ((16'd25 < mma_k_q) & (~mma_skip_q | ~mma_map_q[25]))) | ((16'd26 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[26]))) | ((16'd27 < mma_k_q) & (~mma_skip_q | ~mma_map_q[27]))) & (10'd6 >=
+      mma_a_from_q)) ? 10'd6 : (((((1'd0 | ((16'd28 < mma_k_q) & (~mma_skip_q | ~mma_map_q[28]))) |
+      ((16'd29 < mma_k_q) & (~mma_skip_q | ~mma_map_q[29]))) | ((16'd30 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[30]))) | ((16'd31 < mma_k_q) & (~mma_skip_q | ~mma_map_q[31]))) & (10'd7 >=
+      mma_a_from_q)) ? 10'd7 : (((((1'd0 | ((16'd32 < mma_k_q) & (~mma_skip_q | ~mma_map_q[32]))) |
+      ((16'd33 < mma_k_q) & (~mma_skip_q | ~mma_map_q[33]))) | ((16'd34 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[34]))) | ((16'd35 < mma_k_q) & (~mma_skip_q | ~mma_map_q[35]))) & (10'd8 >=
+      mma_a_from_q)) ? 10'd8 : (((((1'd0 | ((16'd36 < mma_k_q) & (~mma_skip_q | ~mma_map_q[36]))) |
+      ((16'd37 < mma_k_q) & (~mma_skip_q | ~mma_map_q[37]))) | ((16'd38 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[38]))) | ((16'd39 < mma_k_q) & (~mma_skip_q | ~mma_map_q[39]))) & (10'd9 >=
+      mma_a_from_q)) ? 10'd9 : (((((1'd0 | ((16'd40 < mma_k_q) & (~mma_skip_q | ~mma_map_q[40]))) |
+      ((16'd41 < mma_k_q) & (~mma_skip_q | ~mma_map_q[41]))) | ((16'd42 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[42]))) | ((16'd43 < mma_k_q) & (~mma_skip_q | ~mma_map_q[43]))) & (10'd10 >=
+      mma_a_from_q)) ? 10'd10 : (((((1'd0 | ((16'd44 < mma_k_q) & (~mma_skip_q | ~mma_map_q[44]))) |
+      ((16'd45 < mma_k_q) & (~mma_skip_q | ~mma_map_q[45]))) | ((16'd46 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[46]))) | ((16'd47 < mma_k_q) & (~mma_skip_q | ~mma_map_q[47]))) & (10'd11 >=
+      mma_a_from_q)) ? 10'd11 : (((((1'd0 | ((16'd48 < mma_k_q) & (~mma_skip_q | ~mma_map_q[48]))) |
+      ((16'd49 < mma_k_q) & (~mma_skip_q | ~mma_map_q[49]))) | ((16'd50 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[50]))) | ((16'd51 < mma_k_q) & (~mma_skip_q | ~mma_map_q[51]))) & (10'd12 >=
+      mma_a_from_q)) ? 10'd12 : (((((1'd0 | ((16'd52 < mma_k_q) & (~mma_skip_q | ~mma_map_q[52]))) |
+      ((16'd53 < mma_k_q) & (~mma_skip_q | ~mma_map_q[53]))) | ((16'd54 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[54]))) | ((16'd55 < mma_k_q) & (~mma_skip_q | ~mma_map_q[55]))) & (10'd13 >=
+      mma_a_from_q)) ? 10'd13 : (((((1'd0 | ((16'd56 < mma_k_q) & (~mma_skip_q | ~mma_map_q[56]))) |
+      ((16'd57 < mma_k_q) & (~mma_skip_q | ~mma_map_q[57]))) | ((16'd58 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[58]))) | ((16'd59 < mma_k_q) & (~mma_skip_q | ~mma_map_q[59]))) & (10'd14 >=
+      mma_a_from_q)) ? 10'd14 : (((((1'd0 | ((16'd60 < mma_k_q) & (~mma_skip_q | ~mma_map_q[60]))) |
+      ((16'd61 < mma_k_q) & (~mma_skip_q | ~mma_map_q[61]))) | ((16'd62 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[62]))) | ((16'd63 < mma_k_q) & (~mma_skip_q | ~mma_map_q[63]))) & (10'd15 >=
+      mma_a_from_q)) ? 10'd15 : (((((1'd0 | ((16'd64 < mma_k_q) & (~mma_skip_q | ~mma_map_q[64]))) |
+      ((16'd65 < mma_k_q) & (~mma_skip_q | ~mma_map_q[65]))) | ((16'd66 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[66]))) | ((16'd67 < mma_k_q) & (~mma_skip_q | ~mma_map_q[67]))) & (10'd16 >=
+      mma_a_from_q)) ? 10'd16 : (((((1'd0 | ((16'd68 < mma_k_q) & (~mma_skip_q | ~mma_map_q[68]))) |
+      ((16'd69 < mma_k_q) & (~mma_skip_q | ~mma_map_q[69]))) | ((16'd70 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[70]))) | ((16'd71 < mma_k_q) & (~mma_skip_q | ~mma_map_q[71]))) & (10'd17 >=
+      mma_a_from_q)) ? 10'd17 : (((((1'd0 | ((16'd72 < mma_k_q) & (~mma_skip_q | ~mma_map_q[72]))) |
+      ((16'd73 < mma_k_q) & (~mma_skip_q | ~mma_map_q[73]))) | ((16'd74 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[74]))) | ((16'd75 < mma_k_q) & (~mma_skip_q | ~mma_map_q[75]))) & (10'd18 >=
+      mma_a_from_q)) ? 10'd18 : (((((1'd0 | ((16'd76 < mma_k_q) & (~mma_skip_q | ~mma_map_q[76]))) |
+      ((16'd77 < mma_k_q) & (~mma_skip_q | ~mma_map_q[77]))) | ((16'd78 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[78]))) | ((16'd79 < mma_k_q) & (~mma_skip_q | ~mma_map_q[79]))) & (10'd19 >=
+      mma_a_from_q)) ? 10'd19 : (((((1'd0 | ((16'd80 < mma_k_q) & (~mma_skip_q | ~mma_map_q[80]))) |
+      ((16'd81 < mma_k_q) & (~mma_skip_q | ~mma_map_q[81]))) | ((16'd82 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[82]))) | ((16'd83 < mma_k_q) & (~mma_skip_q | ~mma_map_q[83]))) & (10'd20 >=
+      mma_a_from_q)) ? 10'd20 : (((((1'd0 | ((16'd84 < mma_k_q) & (~mma_skip_q | ~mma_map_q[84]))) |
+      ((16'd85 < mma_k_q) & (~mma_skip_q | ~mma_map_q[85]))) | ((16'd86 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[86]))) | ((16'd87 < mma_k_q) & (~mma_skip_q | ~mma_map_q[87]))) & (10'd21 >=
+      mma_a_from_q)) ? 10'd21 : (((((1'd0 | ((16'd88 < mma_k_q) & (~mma_skip_q | ~mma_map_q[88]))) |
+      ((16'd89 < mma_k_q) & (~mma_skip_q | ~mma_map_q[89]))) | ((16'd90 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[90]))) | ((16'd91 < mma_k_q) & (~mma_skip_q | ~mma_map_q[91]))) & (10'd22 >=
+      mma_a_from_q)) ? 10'd22 : (((((1'd0 | ((16'd92 < mma_k_q) & (~mma_skip_q | ~mma_map_q[92]))) |
+      ((16'd93 < mma_k_q) & (~mma_skip_q | ~mma_map_q[93]))) | ((16'd94 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[94]))) | ((16'd95 < mma_k_q) & (~mma_skip_q | ~mma_map_q[95]))) & (10'd23 >=
+      mma_a_from_q)) ? 10'd23 : (((((1'd0 | ((16'd96 < mma_k_q) & (~mma_skip_q | ~mma_map_q[96]))) |
+      ((16'd97 < mma_k_q) & (~mma_skip_q | ~mma_map_q[97]))) | ((16'd98 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[98]))) | ((16'd99 < mma_k_q) & (~mma_skip_q | ~mma_map_q[99]))) & (10'd24 >=
+      mma_a_from_q)) ? 10'd24 : (((((1'd0 | ((16'd100 < mma_k_q) & (~mma_skip_q | ~mma_map_q[100])))
+      | ((16'd101 < mma_k_q) & (~mma_skip_q | ~mma_map_q[101]))) | ((16'd102 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[102]))) | ((16'd103 < mma_k_q) & (~mma_skip_q | ~mma_map_q[103]))) &
+      (10'd25 >= mma_a_from_q)) ? 10'd25 : (((((1'd0 | ((16'd104 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[104]))) | ((16'd105 < mma_k_q) & (~mma_skip_q | ~mma_map_q[105]))) | ((16'd106 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[106]))) | ((16'd107 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[107]))) & (10'd26 >= mma_a_from_q)) ? 10'd26 : (((((1'd0 | ((16'd108 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[108]))) | ((16'd109 < mma_k_q) & (~mma_skip_q | ~mma_map_q[109]))) |
+      ((16'd110 < mma_k_q) & (~mma_skip_q | ~mma_map_q[110]))) | ((16'd111 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[111]))) & (10'd27 >= mma_a_from_q)) ? 10'd27 : (((((1'd0 | ((16'd112 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[112]))) | ((16'd113 < mma_k_q) & (~mma_skip_q | ~mma_map_q[113]))) |
+      ((16'd114 < mma_k_q) & (~mma_skip_q | ~mma_map_q[114]))) | ((16'd115 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[115]))) & (10'd28 >= mma_a_from_q)) ? 10'd28 : (((((1'd0 | ((16'd116 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[116]))) | ((16'd117 < mma_k_q) & (~mma_skip_q | ~mma_map_q[117]))) |
+      ((16'd118 < mma_k_q) & (~mma_skip_q | ~mma_map_q[118]))) | ((16'd119 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[119]))) & (10'd29 >= mma_a_from_q)) ? 10'd29 : (((((1'd0 | ((16'd120 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[120]))) | ((16'd121 < mma_k_q) & (~mma_skip_q | ~mma_map_q[121]))) |
+      ((16'd122 < mma_k_q) & (~mma_skip_q | ~mma_map_q[122]))) | ((16'd123 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[123]))) & (10'd30 >= mma_a_from_q)) ? 10'd30 : (((((1'd0 | ((16'd124 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[124]))) | ((16'd125 < mma_k_q) & (~mma_skip_q | ~mma_map_q[125]))) |
+      ((16'd126 < mma_k_q) & (~mma_skip_q | ~mma_map_q[126]))) | ((16'd127 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[127]))) & (10'd31 >= mma_a_from_q)) ? 10'd31 : (((((1'd0 | ((16'd128 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[128]))) | ((16'd129 < mma_k_q) & (~mma_skip_q | ~mma_map_q[129]))) |
+      ((16'd130 < mma_k_q) & (~mma_skip_q | ~mma_map_q[130]))) | ((16'd131 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[131]))) & (10'd32 >= mma_a_from_q)) ? 10'd32 : (((((1'd0 | ((16'd132 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[132]))) | ((16'd133 < mma_k_q) & (~mma_skip_q | ~mma_map_q[133]))) |
+      ((16'd134 < mma_k_q) & (~mma_skip_q | ~mma_map_q[134]))) | ((16'd135 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[135]))) & (10'd33 >= mma_a_from_q)) ? 10'd33 : (((((1'd0 | ((16'd136 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[136]))) | ((16'd137 < mma_k_q) & (~mma_skip_q | ~mma_map_q[137]))) |
+      ((16'd138 < mma_k_q) & (~mma_skip_q | ~mma_map_q[138]))) | ((16'd139 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[139]))) & (10'd34 >= mma_a_from_q)) ? 10'd34 : (((((1'd0 | ((16'd140 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[140]))) | ((16'd141 < mma_k_q) & (~mma_skip_q | ~mma_map_q[141]))) |
+      ((16'd142 < mma_k_q) & (~mma_skip_q | ~mma_map_q[142]))) | ((16'd143 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[143]))) & (10'd35 >= mma_a_from_q)) ? 10'd35 : (((((1'd0 | ((16'd144 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[144]))) | ((16'd145 < mma_k_q) & (~mma_skip_q | ~mma_map_q[145]))) |
+      ((16'd146 < mma_k_q) & (~mma_skip_q | ~mma_map_q[146]))) | ((16'd147 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[147]))) & (10'd36 >= mma_a_from_q)) ? 10'd36 : (((((1'd0 | ((16'd148 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[148]))) | ((16'd149 < mma_k_q) & (~mma_skip_q | ~mma_map_q[149]))) |
+      ((16'd150 < mma_k_q) & (~mma_skip_q | ~mma_map_q[150]))) | ((16'd151 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[151]))) & (10'd37 >= mma_a_from_q)) ? 10'd37 : (((((1'd0 | ((16'd152 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[152]))) | ((16'd153 < mma_k_q) & (~mma_skip_q | ~mma_map_q[153]))) |
+      ((16'd154 < mma_k_q) & (~mma_skip_q | ~mma_map_q[154]))) | ((16'd155 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[155]))) & (10'd38 >= mma_a_from_q)) ? 10'd38 : (((((1'd0 | ((16'd156 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[156]))) | ((16'd157 < mma_k_q) & (~mma_skip_q | ~mma_map_q[157]))) |
+      ((16'd158 < mma_k_q) & (~mma_skip_q | ~mma_map_q[158]))) | ((16'd159 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[159]))) & (10'd39 >= mma_a_from_q)) ? 10'd39 : (((((1'd0 | ((16'd160 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[160]))) | ((16'd161 < mma_k_q) & (~mma_skip_q | ~mma_map_q[161]))) |
+      ((16'd162 < mma_k_q) & (~mma_skip_q | ~mma_map_q[162]))) | ((16'd163 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[163]))) & (10'd40 >= mma_a_from_q)) ? 10'd40 : (((((1'd0 | ((16'd164 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[164]))) | ((16'd165 < mma_k_q) & (~mma_skip_q | ~mma_map_q[165]))) |
+      ((16'd166 < mma_k_q) & (~mma_skip_q | ~mma_map_q[166]))) | ((16'd167 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[167]))) & (10'd41 >= mma_a_from_q)) ? 10'd41 : (((((1'd0 | ((16'd168 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[168]))) | ((16'd169 < mma_k_q) & (~mma_skip_q | ~mma_map_q[169]))) |
+      ((16'd170 < mma_k_q) & (~mma_skip_q | ~mma_map_q[170]))) | ((16'd171 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[171]))) & (10'd42 >= mma_a_from_q)) ? 10'd42 : (((((1'd0 | ((16'd172 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[172]))) | ((16'd173 < mma_k_q) & (~mma_skip_q | ~mma_map_q[173]))) |
+      ((16'd174 < mma_k_q) & (~mma_skip_q | ~mma_map_q[174]))) | ((16'd175 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[175]))) & (10'd43 >= mma_a_from_q)) ? 10'd43 : (((((1'd0 | ((16'd176 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[176]))) | ((16'd177 < mma_k_q) & (~mma_skip_q | ~mma_map_q[177]))) |
+      ((16'd178 < mma_k_q) & (~mma_skip_q | ~mma_map_q[178]))) | ((16'd179 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[179]))) & (10'd44 >= mma_a_from_q)) ? 10'd44 : (((((1'd0 | ((16'd180 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[180]))) | ((16'd181 < mma_k_q) & (~mma_skip_q | ~mma_map_q[181]))) |
+      ((16'd182 < mma_k_q) & (~mma_skip_q | ~mma_map_q[182]))) | ((16'd183 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[183]))) & (10'd45 >= mma_a_from_q)) ? 10'd45 : (((((1'd0 | ((16'd184 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[184]))) | ((16'd185 < mma_k_q) & (~mma_skip_q | ~mma_map_q[185]))) |
+      ((16'd186 < mma_k_q) & (~mma_skip_q | ~mma_map_q[186]))) | ((16'd187 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[187]))) & (10'd46 >= mma_a_from_q)) ? 10'd46 : (((((1'd0 | ((16'd188 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[188]))) | ((16'd189 < mma_k_q) & (~mma_skip_q | ~mma_map_q[189]))) |
+      ((16'd190 < mma_k_q) & (~mma_skip_q | ~mma_map_q[190]))) | ((16'd191 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[191]))) & (10'd47 >= mma_a_from_q)) ? 10'd47 : (((((1'd0 | ((16'd192 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[192]))) | ((16'd193 < mma_k_q) & (~mma_skip_q | ~mma_map_q[193]))) |
+      ((16'd194 < mma_k_q) & (~mma_skip_q | ~mma_map_q[194]))) | ((16'd195 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[195]))) & (10'd48 >= mma_a_from_q)) ? 10'd48 : (((((1'd0 | ((16'd196 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[196]))) | ((16'd197 < mma_k_q) & (~mma_skip_q | ~mma_map_q[197]))) |
+      ((16'd198 < mma_k_q) & (~mma_skip_q | ~mma_map_q[198]))) | ((16'd199 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[199]))) & (10'd49 >= mma_a_from_q)) ? 10'd49 : (((((1'd0 | ((16'd200 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[200]))) | ((16'd201 < mma_k_q) & (~mma_skip_q | ~mma_map_q[201]))) |
+      ((16'd202 < mma_k_q) & (~mma_skip_q | ~mma_map_q[202]))) | ((16'd203 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[203]))) & (10'd50 >= mma_a_from_q)) ? 10'd50 : (((((1'd0 | ((16'd204 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[204]))) | ((16'd205 < mma_k_q) & (~mma_skip_q | ~mma_map_q[205]))) |
+      ((16'd206 < mma_k_q) & (~mma_skip_q | ~mma_map_q[206]))) | ((16'd207 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[207]))) & (10'd51 >= mma_a_from_q)) ? 10'd51 : (((((1'd0 | ((16'd208 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[208]))) | ((16'd209 < mma_k_q) & (~mma_skip_q | ~mma_map_q[209]))) |
+      ((16'd210 < mma_k_q) & (~mma_skip_q | ~mma_map_q[210]))) | ((16'd211 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[211]))) & (10'd52 >= mma_a_from_q)) ? 10'd52 : (((((1'd0 | ((16'd212 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[212]))) | ((16'd213 < mma_k_q) & (~mma_skip_q | ~mma_map_q[213]))) |
+      ((16'd214 < mma_k_q) & (~mma_skip_q | ~mma_map_q[214]))) | ((16'd215 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[215]))) & (10'd53 >= mma_a_from_q)) ? 10'd53 : (((((1'd0 | ((16'd216 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[216]))) | ((16'd217 < mma_k_q) & (~mma_skip_q | ~mma_map_q[217]))) |
+      ((16'd218 < mma_k_q) & (~mma_skip_q | ~mma_map_q[218]))) | ((16'd219 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[219]))) & (10'd54 >= mma_a_from_q)) ? 10'd54 : (((((1'd0 | ((16'd220 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[220]))) | ((16'd221 < mma_k_q) & (~mma_skip_q | ~mma_map_q[221]))) |
+      ((16'd222 < mma_k_q) & (~mma_skip_q | ~mma_map_q[222]))) | ((16'd223 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[223]))) & (10'd55 >= mma_a_from_q)) ? 10'd55 : (((((1'd0 | ((16'd224 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[224]))) | ((16'd225 < mma_k_q) & (~mma_skip_q | ~mma_map_q[225]))) |
+      ((16'd226 < mma_k_q) & (~mma_skip_q | ~mma_map_q[226]))) | ((16'd227 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[227]))) & (10'd56 >= mma_a_from_q)) ? 10'd56 : (((((1'd0 | ((16'd228 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[228]))) | ((16'd229 < mma_k_q) & (~mma_skip_q | ~mma_map_q[229]))) |
+      ((16'd230 < mma_k_q) & (~mma_skip_q | ~mma_map_q[230]))) | ((16'd231 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[231]))) & (10'd57 >= mma_a_from_q)) ? 10'd57 : (((((1'd0 | ((16'd232 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[232]))) | ((16'd233 < mma_k_q) & (~mma_skip_q | ~mma_map_q[233]))) |
+      ((16'd234 < mma_k_q) & (~mma_skip_q | ~mma_map_q[234]))) | ((16'd235 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[235]))) & (10'd58 >= mma_a_from_q)) ? 10'd58 : (((((1'd0 | ((16'd236 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[236]))) | ((16'd237 < mma_k_q) & (~mma_skip_q | ~mma_map_q[237]))) |
+      ((16'd238 < mma_k_q) & (~mma_skip_q | ~mma_map_q[238]))) | ((16'd239 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[239]))) & (10'd59 >= mma_a_from_q)) ? 10'd59 : (((((1'd0 | ((16'd240 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[240]))) | ((16'd241 < mma_k_q) & (~mma_skip_q | ~mma_map_q[241]))) |
+      ((16'd242 < mma_k_q) & (~mma_skip_q | ~mma_map_q[242]))) | ((16'd243 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[243]))) & (10'd60 >= mma_a_from_q)) ? 10'd60 : (((((1'd0 | ((16'd244 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[244]))) | ((16'd245 < mma_k_q) & (~mma_skip_q | ~mma_map_q[245]))) |
+      ((16'd246 < mma_k_q) & (~mma_skip_q | ~mma_map_q[246]))) | ((16'd247 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[247]))) & (10'd61 >= mma_a_from_q)) ? 10'd61 : (((((1'd0 | ((16'd248 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[248]))) | ((16'd249 < mma_k_q) & (~mma_skip_q | ~mma_map_q[249]))) |
+      ((16'd250 < mma_k_q) & (~mma_skip_q | ~mma_map_q[250]))) | ((16'd251 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[251]))) & (10'd62 >= mma_a_from_q)) ? 10'd62 : (((((1'd0 | ((16'd252 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[252]))) | ((16'd253 < mma_k_q) & (~mma_skip_q | ~mma_map_q[253]))) |
+      ((16'd254 < mma_k_q) & (~mma_skip_q | ~mma_map_q[254]))) | ((16'd255 < mma_k_q) & (~mma_skip_q
+      | ~mma_map_q[255]))) & (10'd63 >= mma_a_from_q)) ? 10'd63 : 10'd0;
+  assign mma_a_nib = mma_a_x[9] ? (mma_a_x[8] ? (mma_a_x[7] ? (mma_a_x[6] ? (mma_a_x[5] ?
+      (mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ? (mma_a_x[2]
+      ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[5] ? (mma_a_x[4] ?
+      (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ? (mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[6] ? (mma_a_x[5] ?
+      (mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ? (mma_a_x[2]
+      ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[5] ? (mma_a_x[4] ?
+      (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ? (mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[7] ? (mma_a_x[6] ?
+      (mma_a_x[5] ? (mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ?
+      (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[5] ? (mma_a_x[4] ?
+      (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ? (mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[6] ? (mma_a_x[5] ?
+      (mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ? (mma_a_x[2]
+      ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[5] ? (mma_a_x[4] ?
+      (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ? (mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[8] ? (mma_a_x[7] ?
+      (mma_a_x[6] ? (mma_a_x[5] ? (mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ?
+      (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0]
+      ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[5] ? (mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ?
+      (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[6] ? (mma_a_x[5] ?
+      (mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ? (mma_a_x[2]
+      ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[5] ? (mma_a_x[4] ?
+      (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ? (mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[7] ? (mma_a_x[6] ?
+      (mma_a_x[5] ? (mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ?
+      (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[5] ? (mma_a_x[4] ?
+      (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ? (mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[6] ? (mma_a_x[5] ?
+      (mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[3] ? (mma_a_x[2]
+      ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[4] ? (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ?
+      (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 :
+      4'd0) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ?
+      4'd0 : 4'd0) : mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[1]
+      ? (mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[0] ? 4'd0 : 4'd0) : mma_a_x[5] ? (mma_a_x[4] ?
+      (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? {(16'd255 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[255]), (16'd254 < mma_k_q) & (~mma_skip_q | ~mma_map_q[254]), (16'd253 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[253]), (16'd252 < mma_k_q) & (~mma_skip_q | ~mma_map_q[252])} :
+      {(16'd251 < mma_k_q) & (~mma_skip_q | ~mma_map_q[251]), (16'd250 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[250]), (16'd249 < mma_k_q) & (~mma_skip_q | ~mma_map_q[249]), (16'd248 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[248])}) : mma_a_x[0] ? {(16'd247 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[247]), (16'd246 < mma_k_q) & (~mma_skip_q | ~mma_map_q[246]), (16'd245 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[245]), (16'd244 < mma_k_q) & (~mma_skip_q | ~mma_map_q[244])} :
+      {(16'd243 < mma_k_q) & (~mma_skip_q | ~mma_map_q[243]), (16'd242 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[242]), (16'd241 < mma_k_q) & (~mma_skip_q | ~mma_map_q[241]), (16'd240 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[240])}) : mma_a_x[1] ? (mma_a_x[0] ? {(16'd239 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[239]), (16'd238 < mma_k_q) & (~mma_skip_q | ~mma_map_q[238]),
+      (16'd237 < mma_k_q) & (~mma_skip_q | ~mma_map_q[237]), (16'd236 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[236])} : {(16'd235 < mma_k_q) & (~mma_skip_q | ~mma_map_q[235]), (16'd234 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[234]), (16'd233 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[233]), (16'd232 < mma_k_q) & (~mma_skip_q | ~mma_map_q[232])}) : mma_a_x[0] ?
+      {(16'd231 < mma_k_q) & (~mma_skip_q | ~mma_map_q[231]), (16'd230 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[230]), (16'd229 < mma_k_q) & (~mma_skip_q | ~mma_map_q[229]), (16'd228 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[228])} : {(16'd227 < mma_k_q) & (~mma_skip_q | ~mma_map_q[227]),
+      (16'd226 < mma_k_q) & (~mma_skip_q | ~mma_map_q[226]), (16'd225 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[225]), (16'd224 < mma_k_q) & (~mma_skip_q | ~mma_map_q[224])}) : mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? {(16'd223 < mma_k_q) & (~mma_skip_q | ~mma_map_q[223]), (16'd222 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[222]), (16'd221 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[221]), (16'd220 < mma_k_q) & (~mma_skip_q | ~mma_map_q[220])} : {(16'd219 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[219]), (16'd218 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[218]), (16'd217 < mma_k_q) & (~mma_skip_q | ~mma_map_q[217]), (16'd216 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[216])}) : mma_a_x[0] ? {(16'd215 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[215]), (16'd214 < mma_k_q) & (~mma_skip_q | ~mma_map_q[214]), (16'd213 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[213]), (16'd212 < mma_k_q) & (~mma_skip_q | ~mma_map_q[212])} :
+      {(16'd211 < mma_k_q) & (~mma_skip_q | ~mma_map_q[211]), (16'd210 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[210]), (16'd209 < mma_k_q) & (~mma_skip_q | ~mma_map_q[209]), (16'd208 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[208])}) : mma_a_x[1] ? (mma_a_x[0] ? {(16'd207 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[207]), (16'd206 < mma_k_q) & (~mma_skip_q | ~mma_map_q[206]),
+      (16'd205 < mma_k_q) & (~mma_skip_q | ~mma_map_q[205]), (16'd204 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[204])} : {(16'd203 < mma_k_q) & (~mma_skip_q | ~mma_map_q[203]), (16'd202 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[202]), (16'd201 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[201]), (16'd200 < mma_k_q) & (~mma_skip_q | ~mma_map_q[200])}) : mma_a_x[0] ?
+      {(16'd199 < mma_k_q) & (~mma_skip_q | ~mma_map_q[199]), (16'd198 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[198]), (16'd197 < mma_k_q) & (~mma_skip_q | ~mma_map_q[197]), (16'd196 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[196])} : {(16'd195 < mma_k_q) & (~mma_skip_q | ~mma_map_q[195]),
+      (16'd194 < mma_k_q) & (~mma_skip_q | ~mma_map_q[194]), (16'd193 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[193]), (16'd192 < mma_k_q) & (~mma_skip_q | ~mma_map_q[192])}) : mma_a_x[3] ?
+      (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? {(16'd191 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[191]), (16'd190 < mma_k_q) & (~mma_skip_q | ~mma_map_q[190]), (16'd189 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[189]), (16'd188 < mma_k_q) & (~mma_skip_q | ~mma_map_q[188])} :
+      {(16'd187 < mma_k_q) & (~mma_skip_q | ~mma_map_q[187]), (16'd186 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[186]), (16'd185 < mma_k_q) & (~mma_skip_q | ~mma_map_q[185]), (16'd184 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[184])}) : mma_a_x[0] ? {(16'd183 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[183]), (16'd182 < mma_k_q) & (~mma_skip_q | ~mma_map_q[182]), (16'd181 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[181]), (16'd180 < mma_k_q) & (~mma_skip_q | ~mma_map_q[180])} :
+      {(16'd179 < mma_k_q) & (~mma_skip_q | ~mma_map_q[179]), (16'd178 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[178]), (16'd177 < mma_k_q) & (~mma_skip_q | ~mma_map_q[177]), (16'd176 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[176])}) : mma_a_x[1] ? (mma_a_x[0] ? {(16'd175 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[175]), (16'd174 < mma_k_q) & (~mma_skip_q | ~mma_map_q[174]),
+      (16'd173 < mma_k_q) & (~mma_skip_q | ~mma_map_q[173]), (16'd172 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[172])} : {(16'd171 < mma_k_q) & (~mma_skip_q | ~mma_map_q[171]), (16'd170 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[170]), (16'd169 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[169]), (16'd168 < mma_k_q) & (~mma_skip_q | ~mma_map_q[168])}) : mma_a_x[0] ?
+      {(16'd167 < mma_k_q) & (~mma_skip_q | ~mma_map_q[167]), (16'd166 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[166]), (16'd165 < mma_k_q) & (~mma_skip_q | ~mma_map_q[165]), (16'd164 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[164])} : {(16'd163 < mma_k_q) & (~mma_skip_q | ~mma_map_q[163]),
+      (16'd162 < mma_k_q) & (~mma_skip_q | ~mma_map_q[162]), (16'd161 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[161]), (16'd160 < mma_k_q) & (~mma_skip_q | ~mma_map_q[160])}) : mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? {(16'd159 < mma_k_q) & (~mma_skip_q | ~mma_map_q[159]), (16'd158 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[158]), (16'd157 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[157]), (16'd156 < mma_k_q) & (~mma_skip_q | ~mma_map_q[156])} : {(16'd155 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[155]), (16'd154 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[154]), (16'd153 < mma_k_q) & (~mma_skip_q | ~mma_map_q[153]), (16'd152 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[152])}) : mma_a_x[0] ? {(16'd151 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[151]), (16'd150 < mma_k_q) & (~mma_skip_q | ~mma_map_q[150]), (16'd149 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[149]), (16'd148 < mma_k_q) & (~mma_skip_q | ~mma_map_q[148])} :
+      {(16'd147 < mma_k_q) & (~mma_skip_q | ~mma_map_q[147]), (16'd146 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[146]), (16'd145 < mma_k_q) & (~mma_skip_q | ~mma_map_q[145]), (16'd144 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[144])}) : mma_a_x[1] ? (mma_a_x[0] ? {(16'd143 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[143]), (16'd142 < mma_k_q) & (~mma_skip_q | ~mma_map_q[142]),
+      (16'd141 < mma_k_q) & (~mma_skip_q | ~mma_map_q[141]), (16'd140 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[140])} : {(16'd139 < mma_k_q) & (~mma_skip_q | ~mma_map_q[139]), (16'd138 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[138]), (16'd137 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[137]), (16'd136 < mma_k_q) & (~mma_skip_q | ~mma_map_q[136])}) : mma_a_x[0] ?
+      {(16'd135 < mma_k_q) & (~mma_skip_q | ~mma_map_q[135]), (16'd134 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[134]), (16'd133 < mma_k_q) & (~mma_skip_q | ~mma_map_q[133]), (16'd132 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[132])} : {(16'd131 < mma_k_q) & (~mma_skip_q | ~mma_map_q[131]),
+      (16'd130 < mma_k_q) & (~mma_skip_q | ~mma_map_q[130]), (16'd129 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[129]), (16'd128 < mma_k_q) & (~mma_skip_q | ~mma_map_q[128])}) : mma_a_x[4] ?
+      (mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? {(16'd127 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[127]), (16'd126 < mma_k_q) & (~mma_skip_q | ~mma_map_q[126]), (16'd125 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[125]), (16'd124 < mma_k_q) & (~mma_skip_q | ~mma_map_q[124])} :
+      {(16'd123 < mma_k_q) & (~mma_skip_q | ~mma_map_q[123]), (16'd122 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[122]), (16'd121 < mma_k_q) & (~mma_skip_q | ~mma_map_q[121]), (16'd120 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[120])}) : mma_a_x[0] ? {(16'd119 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[119]), (16'd118 < mma_k_q) & (~mma_skip_q | ~mma_map_q[118]), (16'd117 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[117]), (16'd116 < mma_k_q) & (~mma_skip_q | ~mma_map_q[116])} :
+      {(16'd115 < mma_k_q) & (~mma_skip_q | ~mma_map_q[115]), (16'd114 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[114]), (16'd113 < mma_k_q) & (~mma_skip_q | ~mma_map_q[113]), (16'd112 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[112])}) : mma_a_x[1] ? (mma_a_x[0] ? {(16'd111 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[111]), (16'd110 < mma_k_q) & (~mma_skip_q | ~mma_map_q[110]),
+      (16'd109 < mma_k_q) & (~mma_skip_q | ~mma_map_q[109]), (16'd108 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[108])} : {(16'd107 < mma_k_q) & (~mma_skip_q | ~mma_map_q[107]), (16'd106 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[106]), (16'd105 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[105]), (16'd104 < mma_k_q) & (~mma_skip_q | ~mma_map_q[104])}) : mma_a_x[0] ?
+      {(16'd103 < mma_k_q) & (~mma_skip_q | ~mma_map_q[103]), (16'd102 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[102]), (16'd101 < mma_k_q) & (~mma_skip_q | ~mma_map_q[101]), (16'd100 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[100])} : {(16'd99 < mma_k_q) & (~mma_skip_q | ~mma_map_q[99]),
+      (16'd98 < mma_k_q) & (~mma_skip_q | ~mma_map_q[98]), (16'd97 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[97]), (16'd96 < mma_k_q) & (~mma_skip_q | ~mma_map_q[96])}) : mma_a_x[2] ?
+      (mma_a_x[1] ? (mma_a_x[0] ? {(16'd95 < mma_k_q) & (~mma_skip_q | ~mma_map_q[95]), (16'd94 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[94]), (16'd93 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[93]), (16'd92 < mma_k_q) & (~mma_skip_q | ~mma_map_q[92])} : {(16'd91 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[91]), (16'd90 < mma_k_q) & (~mma_skip_q | ~mma_map_q[90]), (16'd89 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[89]), (16'd88 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[88])}) : mma_a_x[0] ? {(16'd87 < mma_k_q) & (~mma_skip_q | ~mma_map_q[87]), (16'd86
+      < mma_k_q) & (~mma_skip_q | ~mma_map_q[86]), (16'd85 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[85]), (16'd84 < mma_k_q) & (~mma_skip_q | ~mma_map_q[84])} : {(16'd83 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[83]), (16'd82 < mma_k_q) & (~mma_skip_q | ~mma_map_q[82]), (16'd81 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[81]), (16'd80 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[80])}) : mma_a_x[1] ? (mma_a_x[0] ? {(16'd79 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[79]), (16'd78 < mma_k_q) & (~mma_skip_q | ~mma_map_q[78]), (16'd77 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[77]), (16'd76 < mma_k_q) & (~mma_skip_q | ~mma_map_q[76])} :
+      {(16'd75 < mma_k_q) & (~mma_skip_q | ~mma_map_q[75]), (16'd74 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[74]), (16'd73 < mma_k_q) & (~mma_skip_q | ~mma_map_q[73]), (16'd72 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[72])}) : mma_a_x[0] ? {(16'd71 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[71]), (16'd70 < mma_k_q) & (~mma_skip_q | ~mma_map_q[70]), (16'd69 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[69]), (16'd68 < mma_k_q) & (~mma_skip_q | ~mma_map_q[68])} :
+      {(16'd67 < mma_k_q) & (~mma_skip_q | ~mma_map_q[67]), (16'd66 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[66]), (16'd65 < mma_k_q) & (~mma_skip_q | ~mma_map_q[65]), (16'd64 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[64])}) : mma_a_x[3] ? (mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ?
+      {(16'd63 < mma_k_q) & (~mma_skip_q | ~mma_map_q[63]), (16'd62 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[62]), (16'd61 < mma_k_q) & (~mma_skip_q | ~mma_map_q[61]), (16'd60 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[60])} : {(16'd59 < mma_k_q) & (~mma_skip_q | ~mma_map_q[59]),
+      (16'd58 < mma_k_q) & (~mma_skip_q | ~mma_map_q[58]), (16'd57 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[57]), (16'd56 < mma_k_q) & (~mma_skip_q | ~mma_map_q[56])}) : mma_a_x[0] ? {(16'd55
+      < mma_k_q) & (~mma_skip_q | ~mma_map_q[55]), (16'd54 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[54]), (16'd53 < mma_k_q) & (~mma_skip_q | ~mma_map_q[53]), (16'd52 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[52])} : {(16'd51 < mma_k_q) & (~mma_skip_q | ~mma_map_q[51]),
+      (16'd50 < mma_k_q) & (~mma_skip_q | ~mma_map_q[50]), (16'd49 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[49]), (16'd48 < mma_k_q) & (~mma_skip_q | ~mma_map_q[48])}) : mma_a_x[1] ?
+      (mma_a_x[0] ? {(16'd47 < mma_k_q) & (~mma_skip_q | ~mma_map_q[47]), (16'd46 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[46]), (16'd45 < mma_k_q) & (~mma_skip_q | ~mma_map_q[45]), (16'd44 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[44])} : {(16'd43 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[43]), (16'd42 < mma_k_q) & (~mma_skip_q | ~mma_map_q[42]), (16'd41 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[41]), (16'd40 < mma_k_q) & (~mma_skip_q | ~mma_map_q[40])}) :
+      mma_a_x[0] ? {(16'd39 < mma_k_q) & (~mma_skip_q | ~mma_map_q[39]), (16'd38 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[38]), (16'd37 < mma_k_q) & (~mma_skip_q | ~mma_map_q[37]), (16'd36 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[36])} : {(16'd35 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[35]), (16'd34 < mma_k_q) & (~mma_skip_q | ~mma_map_q[34]), (16'd33 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[33]), (16'd32 < mma_k_q) & (~mma_skip_q | ~mma_map_q[32])}) :
+      mma_a_x[2] ? (mma_a_x[1] ? (mma_a_x[0] ? {(16'd31 < mma_k_q) & (~mma_skip_q | ~mma_map_q[31]),
+      (16'd30 < mma_k_q) & (~mma_skip_q | ~mma_map_q[30]), (16'd29 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[29]), (16'd28 < mma_k_q) & (~mma_skip_q | ~mma_map_q[28])} : {(16'd27 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[27]), (16'd26 < mma_k_q) & (~mma_skip_q | ~mma_map_q[26]), (16'd25 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[25]), (16'd24 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[24])}) : mma_a_x[0] ? {(16'd23 < mma_k_q) & (~mma_skip_q | ~mma_map_q[23]), (16'd22
+      < mma_k_q) & (~mma_skip_q | ~mma_map_q[22]), (16'd21 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[21]), (16'd20 < mma_k_q) & (~mma_skip_q | ~mma_map_q[20])} : {(16'd19 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[19]), (16'd18 < mma_k_q) & (~mma_skip_q | ~mma_map_q[18]), (16'd17 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[17]), (16'd16 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[16])}) : mma_a_x[1] ? (mma_a_x[0] ? {(16'd15 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[15]), (16'd14 < mma_k_q) & (~mma_skip_q | ~mma_map_q[14]), (16'd13 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[13]), (16'd12 < mma_k_q) & (~mma_skip_q | ~mma_map_q[12])} :
+      {(16'd11 < mma_k_q) & (~mma_skip_q | ~mma_map_q[11]), (16'd10 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[10]), (16'd9 < mma_k_q) & (~mma_skip_q | ~mma_map_q[9]), (16'd8 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[8])}) : mma_a_x[0] ? {(16'd7 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[7]), (16'd6 < mma_k_q) & (~mma_skip_q | ~mma_map_q[6]), (16'd5 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[5]), (16'd4 < mma_k_q) & (~mma_skip_q | ~mma_map_q[4])} : {(16'd3 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[3]), (16'd2 < mma_k_q) & (~mma_skip_q | ~mma_map_q[2]),
+      (16'd1 < mma_k_q) & (~mma_skip_q | ~mma_map_q[1]), (16'd0 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[0])};
+  assign mma_e_now = mma_go ? 16'd0 : u_grid_in_idle ? mma_s_tile_q : mma_edone_q;
+  assign mma_a_req = (((mma_a_more_q & ((mma_a_rb_q < 16'd2) | ((mma_e_now + {8'd0, mma_nc_q}) >= mma_a_before_q))) & mma_mapped_q) & mma_any_used) & ~mma_a_yield;
   assign u_scratchpad_rd2_req_valid = mma_a_req;
-  assign u_scratchpad_rd2_req_addr = mma_a_addr_q;
+  assign u_scratchpad_rd2_req_addr_t124 = {4'd0, mma_a_x};
+  assign u_scratchpad_rd2_req_addr = (mma_a_rb_base_q + {u_scratchpad_rd2_req_addr_t124[11:0], 2'd0}) + mma_a_ioff_q;
   assign mma_a_take = mma_a_req & u_scratchpad_rd2_req_ready;
-  assign mma_a_rb_base_q_t116 = dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
+  assign mma_a_rb_base_q_t125 = dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
   assign u_scratchpad_rd2_rsp_ready = 1'd1;
-  assign mma_b_req = mma_b_more_q & (mma_b_tile_q < (mma_xdone_q + 16'd2));
-  assign u_scratchpad_rd3_req_valid = mma_b_req;
-  assign u_scratchpad_rd3_req_addr = (mma_b_kaddr_q + {mma_b_coff_q[13:2], 2'd0}) + {{11'd0, mma_b_h_q}, 2'd0};
+  assign mma_b_k = (((16'd0 < mma_k_q) & (~mma_skip_q | ~mma_map_q[0])) & (10'd0 >= mma_b_from_q)) ?
+      10'd0 : (((16'd1 < mma_k_q) & (~mma_skip_q | ~mma_map_q[1])) & (10'd1 >= mma_b_from_q)) ?
+      10'd1 : (((16'd2 < mma_k_q) & (~mma_skip_q | ~mma_map_q[2])) & (10'd2 >= mma_b_from_q)) ?
+      10'd2 : (((16'd3 < mma_k_q) & (~mma_skip_q | ~mma_map_q[3])) & (10'd3 >= mma_b_from_q)) ?
+      10'd3 : (((16'd4 < mma_k_q) & (~mma_skip_q | ~mma_map_q[4])) & (10'd4 >= mma_b_from_q)) ?
+      10'd4 : (((16'd5 < mma_k_q) & (~mma_skip_q | ~mma_map_q[5])) & (10'd5 >= mma_b_from_q)) ?
+      10'd5 : (((16'd6 < mma_k_q) & (~mma_skip_q | ~mma_map_q[6])) & (10'd6 >= mma_b_from_q)) ?
+      10'd6 : (((16'd7 < mma_k_q) & (~mma_skip_q | ~mma_map_q[7])) & (10'd7 >= mma_b_from_q)) ?
+      10'd7 : (((16'd8 < mma_k_q) & (~mma_skip_q | ~mma_map_q[8])) & (10'd8 >= mma_b_from_q)) ?
+      10'd8 : (((16'd9 < mma_k_q) & (~mma_skip_q | ~mma_map_q[9])) & (10'd9 >= mma_b_from_q)) ?
+      10'd9 : (((16'd10 < mma_k_q) & (~mma_skip_q | ~mma_map_q[10])) & (10'd10 >= mma_b_from_q)) ?
+      10'd10 : (((16'd11 < mma_k_q) & (~mma_skip_q | ~mma_map_q[11])) & (10'd11 >= mma_b_from_q)) ?
+      10'd11 : (((16'd12 < mma_k_q) & (~mma_skip_q | ~mma_map_q[12])) & (10'd12 >= mma_b_from_q)) ?
+      10'd12 : (((16'd13 < mma_k_q) & (~mma_skip_q | ~mma_map_q[13])) & (10'd13 >= mma_b_from_q)) ?
+      10'd13 : (((16'd14 < mma_k_q) & (~mma_skip_q | ~mma_map_q[14])) & (10'd14 >= mma_b_from_q)) ?
+      10'd14 : (((16'd15 < mma_k_q) & (~mma_skip_q | ~mma_map_q[15])) & (10'd15 >= mma_b_from_q)) ?
+      10'd15 : (((16'd16 < mma_k_q) & (~mma_skip_q | ~mma_map_q[16])) & (10'd16 >= mma_b_from_q)) ?
+      10'd16 : (((16'd17 < mma_k_q) & (~mma_skip_q | ~mma_map_q[17])) & (10'd17 >= mma_b_from_q)) ?
+      10'd17 : (((16'd18 < mma_k_q) & (~mma_skip_q | ~mma_map_q[18])) & (10'd18 >= mma_b_from_q)) ?
+      10'd18 : (((16'd19 < mma_k_q) & (~mma_skip_q | ~mma_map_q[19])) & (10'd19 >= mma_b_from_q)) ?
+      10'd19 : (((16'd20 < mma_k_q) & (~mma_skip_q | ~mma_map_q[20])) & (10'd20 >= mma_b_from_q)) ?
+      10'd20 : (((16'd21 < mma_k_q) & (~mma_skip_q | ~mma_map_q[21])) & (10'd21 >= mma_b_from_q)) ?
+      10'd21 : (((16'd22 < mma_k_q) & (~mma_skip_q | ~mma_map_q[22])) & (10'd22 >= mma_b_from_q)) ?
+      10'd22 : (((16'd23 < mma_k_q) & (~mma_skip_q | ~mma_map_q[23])) & (10'd23 >= mma_b_from_q)) ?
+      10'd23 : (((16'd24 < mma_k_q) & (~mma_skip_q | ~mma_map_q[24])) & (10'd24 >= mma_b_from_q)) ?
+      10'd24 : (((16'd25 < mma_k_q) & (~mma_skip_q | ~mma_map_q[25])) & (10'd25 >= mma_b_from_q)) ?
+      10'd25 : (((16'd26 < mma_k_q) & (~mma_skip_q | ~mma_map_q[26])) & (10'd26 >= mma_b_from_q)) ?
+      10'd26 : (((16'd27 < mma_k_q) & (~mma_skip_q | ~mma_map_q[27])) & (10'd27 >= mma_b_from_q)) ?
+      10'd27 : (((16'd28 < mma_k_q) & (~mma_skip_q | ~mma_map_q[28])) & (10'd28 >= mma_b_from_q)) ?
+      10'd28 : (((16'd29 < mma_k_q) & (~mma_skip_q | ~mma_map_q[29])) & (10'd29 >= mma_b_from_q)) ?
+      10'd29 : (((16'd30 < mma_k_q) & (~mma_skip_q | ~mma_map_q[30])) & (10'd30 >= mma_b_from_q)) ?
+      10'd30 : (((16'd31 < mma_k_q) & (~mma_skip_q | ~mma_map_q[31])) & (10'd31 >= mma_b_from_q)) ?
+      10'd31 : (((16'd32 < mma_k_q) & (~mma_skip_q | ~mma_map_q[32])) & (10'd32 >= mma_b_from_q)) ?
+      10'd32 : (((16'd33 < mma_k_q) & (~mma_skip_q | ~mma_map_q[33])) & (10'd33 >= mma_b_from_q)) ?
+      10'd33 : (((16'd34 < mma_k_q) & (~mma_skip_q | ~mma_map_q[34])) & (10'd34 >= mma_b_from_q)) ?
+      10'd34 : (((16'd35 < mma_k_q) & (~mma_skip_q | ~mma_map_q[35])) & (10'd35 >= mma_b_from_q)) ?
+      10'd35 : (((16'd36 < mma_k_q) & (~mma_skip_q | ~mma_map_q[36])) & (10'd36 >= mma_b_from_q)) ?
+      10'd36 : (((16'd37 < mma_k_q) & (~mma_skip_q | ~mma_map_q[37])) & (10'd37 >= mma_b_from_q)) ?
+      10'd37 : (((16'd38 < mma_k_q) & (~mma_skip_q | ~mma_map_q[38])) & (10'd38 >= mma_b_from_q)) ?
+      10'd38 : (((16'd39 < mma_k_q) & (~mma_skip_q | ~mma_map_q[39])) & (10'd39 >= mma_b_from_q)) ?
+      10'd39 : (((16'd40 < mma_k_q) & (~mma_skip_q | ~mma_map_q[40])) & (10'd40 >= mma_b_from_q)) ?
+      10'd40 : (((16'd41 < mma_k_q) & (~mma_skip_q | ~mma_map_q[41])) & (10'd41 >= mma_b_from_q)) ?
+      10'd41 : (((16'd42 < mma_k_q) & (~mma_skip_q | ~mma_map_q[42])) & (10'd42 >= mma_b_from_q)) ?
+      10'd42 : (((16'd43 < mma_k_q) & (~mma_skip_q | ~mma_map_q[43])) & (10'd43 >= mma_b_from_q)) ?
+      10'd43 : (((16'd44 < mma_k_q) & (~mma_skip_q | ~mma_map_q[44])) & (10'd44 >= mma_b_from_q)) ?
+      10'd44 : (((16'd45 < mma_k_q) & (~mma_skip_q | ~mma_map_q[45])) & (10'd45 >= mma_b_from_q)) ?
+      10'd45 : (((16'd46 < mma_k_q) & (~mma_skip_q | ~mma_map_q[46])) & (10'd46 >= mma_b_from_q)) ?
+      10'd46 : (((16'd47 < mma_k_q) & (~mma_skip_q | ~mma_map_q[47])) & (10'd47 >= mma_b_from_q)) ?
+      10'd47 : (((16'd48 < mma_k_q) & (~mma_skip_q | ~mma_map_q[48])) & (10'd48 >= mma_b_from_q)) ?
+      10'd48 : (((16'd49 < mma_k_q) & (~mma_skip_q | ~mma_map_q[49])) & (10'd49 >= mma_b_from_q)) ?
+      10'd49 : (((16'd50 < mma_k_q) & (~mma_skip_q | ~mma_map_q[50])) & (10'd50 >= mma_b_from_q)) ?
+      10'd50 : (((16'd51 < mma_k_q) & (~mma_skip_q | ~mma_map_q[51])) & (10'd51 >= mma_b_from_q)) ?
+      10'd51 : (((16'd52 < mma_k_q) & (~mma_skip_q | ~mma_map_q[52])) & (10'd52 >= mma_b_from_q)) ?
+      10'd52 : (((16'd53 < mma_k_q) & (~mma_skip_q | ~mma_map_q[53])) & (10'd53 >= mma_b_from_q)) ?
+      10'd53 : (((16'd54 < mma_k_q) & (~mma_skip_q | ~mma_map_q[54])) & (10'd54 >= mma_b_from_q)) ?
+      10'd54 : (((16'd55 < mma_k_q) & (~mma_skip_q | ~mma_map_q[55])) & (10'd55 >= mma_b_from_q)) ?
+      10'd55 : (((16'd56 < mma_k_q) & (~mma_skip_q | ~mma_map_q[56])) & (10'd56 >= mma_b_from_q)) ?
+      10'd56 : (((16'd57 < mma_k_q) & (~mma_skip_q | ~mma_map_q[57])) & (10'd57 >= mma_b_from_q)) ?
+      10'd57 : (((16'd58 < mma_k_q) & (~mma_skip_q | ~mma_map_q[58])) & (10'd58 >= mma_b_from_q)) ?
+      10'd58 : (((16'd59 < mma_k_q) & (~mma_skip_q | ~mma_map_q[59])) & (10'd59 >= mma_b_from_q)) ?
+      10'd59 : (((16'd60 < mma_k_q) & (~mma_skip_q | ~mma_map_q[60])) & (10'd60 >= mma_b_from_q)) ?
+      10'd60 : (((16'd61 < mma_k_q) & (~mma_skip_q | ~mma_map_q[61])) & (10'd61 >= mma_b_from_q)) ?
+      10'd61 : (((16'd62 < mma_k_q) & (~mma_skip_q | ~mma_map_q[62])) & (10'd62 >= mma_b_from_q)) ?
+      10'd62 : (((16'd63 < mma_k_q) & (~mma_skip_q | ~mma_map_q[63])) & (10'd63 >= mma_b_from_q)) ?
+      10'd63 : (((16'd64 < mma_k_q) & (~mma_skip_q | ~mma_map_q[64])) & (10'd64 >= mma_b_from_q)) ?
+      10'd64 : (((16'd65 < mma_k_q) & (~mma_skip_q | ~mma_map_q[65])) & (10'd65 >= mma_b_from_q)) ?
+      10'd65 : (((16'd66 < mma_k_q) & (~mma_skip_q | ~mma_map_q[66])) & (10'd66 >= mma_b_from_q)) ?
+      10'd66 : (((16'd67 < mma_k_q) & (~mma_skip_q | ~mma_map_q[67])) & (10'd67 >= mma_b_from_q)) ?
+      10'd67 : (((16'd68 < mma_k_q) & (~mma_skip_q | ~mma_map_q[68])) & (10'd68 >= mma_b_from_q)) ?
+      10'd68 : (((16'd69 < mma_k_q) & (~mma_skip_q | ~mma_map_q[69])) & (10'd69 >= mma_b_from_q)) ?
+      10'd69 : (((16'd70 < mma_k_q) & (~mma_skip_q | ~mma_map_q[70])) & (10'd70 >= mma_b_from_q)) ?
+      10'd70 : (((16'd71 < mma_k_q) & (~mma_skip_q | ~mma_map_q[71])) & (10'd71 >= mma_b_from_q)) ?
+      10'd71 : (((16'd72 < mma_k_q) & (~mma_skip_q | ~mma_map_q[72])) & (10'd72 >= mma_b_from_q)) ?
+      10'd72 : (((16'd73 < mma_k_q) & (~mma_skip_q | ~mma_map_q[73])) & (10'd73 >= mma_b_from_q)) ?
+      10'd73 : (((16'd74 < mma_k_q) & (~mma_skip_q | ~mma_map_q[74])) & (10'd74 >= mma_b_from_q)) ?
+      10'd74 : (((16'd75 < mma_k_q) & (~mma_skip_q | ~mma_map_q[75])) & (10'd75 >= mma_b_from_q)) ?
+      10'd75 : (((16'd76 < mma_k_q) & (~mma_skip_q | ~mma_map_q[76])) & (10'd76 >= mma_b_from_q)) ?
+      10'd76 : (((16'd77 < mma_k_q) & (~mma_skip_q | ~mma_map_q[77])) & (10'd77 >= mma_b_from_q)) ?
+      10'd77 : (((16'd78 < mma_k_q) & (~mma_skip_q | ~mma_map_q[78])) & (10'd78 >= mma_b_from_q)) ?
+      10'd78 : (((16'd79 < mma_k_q) & (~mma_skip_q | ~mma_map_q[79])) & (10'd79 >= mma_b_from_q)) ?
+      10'd79 : (((16'd80 < mma_k_q) & (~mma_skip_q | ~mma_map_q[80])) & (10'd80 >= mma_b_from_q)) ?
+      10'd80 : (((16'd81 < mma_k_q) & (~mma_skip_q | ~mma_map_q[81])) & (10'd81 >= mma_b_from_q)) ?
+      10'd81 : (((16'd82 < mma_k_q) & (~mma_skip_q | ~mma_map_q[82])) & (10'd82 >= mma_b_from_q)) ?
+      10'd82 : (((16'd83 < mma_k_q) & (~mma_skip_q | ~mma_map_q[83])) & (10'd83 >= mma_b_from_q)) ?
+      10'd83 : (((16'd84 < mma_k_q) & (~mma_skip_q | ~mma_map_q[84])) & (10'd84 >= mma_b_from_q)) ?
+      10'd84 : (((16'd85 < mma_k_q) & (~mma_skip_q | ~mma_map_q[85])) & (10'd85 >= mma_b_from_q)) ?
+      10'd85 : (((16'd86 < mma_k_q) & (~mma_skip_q | ~mma_map_q[86])) & (10'd86 >= mma_b_from_q)) ?
+      10'd86 : (((16'd87 < mma_k_q) & (~mma_skip_q | ~mma_map_q[87])) & (10'd87 >= mma_b_from_q)) ?
+      10'd87 : (((16'd88 < mma_k_q) & (~mma_skip_q | ~mma_map_q[88])) & (10'd88 >= mma_b_from_q)) ?
+      10'd88 : (((16'd89 < mma_k_q) & (~mma_skip_q | ~mma_map_q[89])) & (10'd89 >= mma_b_from_q)) ?
+      10'd89 : (((16'd90 < mma_k_q) & (~mma_skip_q | ~mma_map_q[90])) & (10'd90 >= mma_b_from_q)) ?
+      10'd90 : (((16'd91 < mma_k_q) & (~mma_skip_q | ~mma_map_q[91])) & (10'd91 >= mma_b_from_q)) ?
+      10'd91 : (((16'd92 < mma_k_q) & (~mma_skip_q | ~mma_map_q[92])) & (10'd92 >= mma_b_from_q)) ?
+      10'd92 : (((16'd93 < mma_k_q) & (~mma_skip_q | ~mma_map_q[93])) & (10'd93 >= mma_b_from_q)) ?
+      10'd93 : (((16'd94 < mma_k_q) & (~mma_skip_q | ~mma_map_q[94])) & (10'd94 >= mma_b_from_q)) ?
+      10'd94 : (((16'd95 < mma_k_q) & (~mma_skip_q | ~mma_map_q[95])) & (10'd95 >= mma_b_from_q)) ?
+      10'd95 : (((16'd96 < mma_k_q) & (~mma_skip_q | ~mma_map_q[96])) & (10'd96 >= mma_b_from_q)) ?
+      10'd96 : (((16'd97 < mma_k_q) & (~mma_skip_q | ~mma_map_q[97])) & (10'd97 >= mma_b_from_q)) ?
+      10'd97 : (((16'd98 < mma_k_q) & (~mma_skip_q | ~mma_map_q[98])) & (10'd98 >= mma_b_from_q)) ?
+      10'd98 : (((16'd99 < mma_k_q) & (~mma_skip_q | ~mma_map_q[99])) & (10'd99 >= mma_b_from_q)) ?
+      10'd99 : (((16'd100 < mma_k_q) & (~mma_skip_q | ~mma_map_q[100])) & (10'd100 >= mma_b_from_q))
+      ? 10'd100 : (((16'd101 < mma_k_q) & (~mma_skip_q | ~mma_map_q[101])) & (10'd101 >=
+      mma_b_from_q)) ? 10'd101 : (((16'd102 < mma_k_q) & (~mma_skip_q | ~mma_map_q[102])) & (10'd102
+      >= mma_b_from_q)) ? 10'd102 : (((16'd103 < mma_k_q) & (~mma_skip_q | ~mma_map_q[103])) &
+      (10'd103 >= mma_b_from_q)) ? 10'd103 : (((16'd104 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[104])) & (10'd104 >= mma_b_from_q)) ? 10'd104 : (((16'd105 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[105])) & (10'd105 >= mma_b_from_q)) ? 10'd105 : (((16'd106 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[106])) & (10'd106 >= mma_b_from_q)) ? 10'd106 :
+      (((16'd107 < mma_k_q) & (~mma_skip_q | ~mma_map_q[107])) & (10'd107 >= mma_b_from_q)) ?
+      10'd107 : (((16'd108 < mma_k_q) & (~mma_skip_q | ~mma_map_q[108])) & (10'd108 >=
+      mma_b_from_q)) ? 10'd108 : (((16'd109 < mma_k_q) & (~mma_skip_q | ~mma_map_q[109])) & (10'd109
+      >= mma_b_from_q)) ? 10'd109 : (((16'd110 < mma_k_q) & (~mma_skip_q | ~mma_map_q[110])) &
+      (10'd110 >= mma_b_from_q)) ? 10'd110 : (((16'd111 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[111])) & (10'd111 >= mma_b_from_q)) ? 10'd111 : (((16'd112 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[112])) & (10'd112 >= mma_b_from_q)) ? 10'd112 : (((16'd113 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[113])) & (10'd113 >= mma_b_from_q)) ? 10'd113 :
+      (((16'd114 < mma_k_q) & (~mma_skip_q | ~mma_map_q[114])) & (10'd114 >= mma_b_from_q)) ?
+      10'd114 : (((16'd115 < mma_k_q) & (~mma_skip_q | ~mma_map_q[115])) & (10'd115 >=
+      mma_b_from_q)) ? 10'd115 : (((16'd116 < mma_k_q) & (~mma_skip_q | ~mma_map_q[116])) & (10'd116
+      >= mma_b_from_q)) ? 10'd116 : (((16'd117 < mma_k_q) & (~mma_skip_q | ~mma_map_q[117])) &
+      (10'd117 >= mma_b_from_q)) ? 10'd117 : (((16'd118 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[118])) & (10'd118 >= mma_b_from_q)) ? 10'd118 : (((16'd119 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[119])) & (10'd119 >= mma_b_from_q)) ? 10'd119 : (((16'd120 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[120])) & (10'd120 >= mma_b_from_q)) ? 10'd120 :
+      (((16'd121 < mma_k_q) & (~mma_skip_q | ~mma_map_q[121])) & (10'd121 >= mma_b_from_q)) ?
+      10'd121 : (((16'd122 < mma_k_q) & (~mma_skip_q | ~mma_map_q[122])) & (10'd122 >=
+      mma_b_from_q)) ? 10'd122 : (((16'd123 < mma_k_q) & (~mma_skip_q | ~mma_map_q[123])) & (10'd123
+      >= mma_b_from_q)) ? 10'd123 : (((16'd124 < mma_k_q) & (~mma_skip_q | ~mma_map_q[124])) &
+      (10'd124 >= mma_b_from_q)) ? 10'd124 : (((16'd125 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[125])) & (10'd125 >= mma_b_from_q)) ? 10'd125 : (((16'd126 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[126])) & (10'd126 >= mma_b_from_q)) ? 10'd126 : (((16'd127 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[127])) & (10'd127 >= mma_b_from_q)) ? 10'd127 :
+      (((16'd128 < mma_k_q) & (~mma_skip_q | ~mma_map_q[128])) & (10'd128 >= mma_b_from_q)) ?
+      10'd128 : (((16'd129 < mma_k_q) & (~mma_skip_q | ~mma_map_q[129])) & (10'd129 >=
+      mma_b_from_q)) ? 10'd129 : (((16'd130 < mma_k_q) & (~mma_skip_q | ~mma_map_q[130])) & (10'd130
+      >= mma_b_from_q)) ? 10'd130 : (((16'd131 < mma_k_q) & (~mma_skip_q | ~mma_map_q[131])) &
+      (10'd131 >= mma_b_from_q)) ? 10'd131 : (((16'd132 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[132])) & (10'd132 >= mma_b_from_q)) ? 10'd132 : (((16'd133 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[133])) & (10'd133 >= mma_b_from_q)) ? 10'd133 : (((16'd134 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[134])) & (10'd134 >= mma_b_from_q)) ? 10'd134 :
+      (((16'd135 < mma_k_q) & (~mma_skip_q | ~mma_map_q[135])) & (10'd135 >= mma_b_from_q)) ?
+      10'd135 : (((16'd136 < mma_k_q) & (~mma_skip_q | ~mma_map_q[136])) & (10'd136 >=
+      mma_b_from_q)) ? 10'd136 : (((16'd137 < mma_k_q) & (~mma_skip_q | ~mma_map_q[137])) & (10'd137
+      >= mma_b_from_q)) ? 10'd137 : (((16'd138 < mma_k_q) & (~mma_skip_q | ~mma_map_q[138])) &
+      (10'd138 >= mma_b_from_q)) ? 10'd138 : (((16'd139 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[139])) & (10'd139 >= mma_b_from_q)) ? 10'd139 : (((16'd140 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[140])) & (10'd140 >= mma_b_from_q)) ? 10'd140 : (((16'd141 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[141])) & (10'd141 >= mma_b_from_q)) ? 10'd141 :
+      (((16'd142 < mma_k_q) & (~mma_skip_q | ~mma_map_q[142])) & (10'd142 >= mma_b_from_q)) ?
+      10'd142 : (((16'd143 < mma_k_q) & (~mma_skip_q | ~mma_map_q[143])) & (10'd143 >=
+      mma_b_from_q)) ? 10'd143 : (((16'd144 < mma_k_q) & (~mma_skip_q | ~mma_map_q[144])) & (10'd144
+      >= mma_b_from_q)) ? 10'd144 : (((16'd145 < mma_k_q) & (~mma_skip_q | ~mma_map_q[145])) &
+      (10'd145 >= mma_b_from_q)) ? 10'd145 : (((16'd146 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[146])) & (10'd146 >= mma_b_from_q)) ? 10'd146 : (((16'd147 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[147])) & (10'd147 >= mma_b_from_q)) ? 10'd147 : (((16'd148 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[148])) & (10'd148 >= mma_b_from_q)) ? 10'd148 :
+      (((16'd149 < mma_k_q) & (~mma_skip_q | ~mma_map_q[149])) & (10'd149 >= mma_b_from_q)) ?
+      10'd149 : (((16'd150 < mma_k_q) & (~mma_skip_q | ~mma_map_q[150])) & (10'd150 >=
+      mma_b_from_q)) ? 10'd150 : (((16'd151 < mma_k_q) & (~mma_skip_q | ~mma_map_q[151])) & (10'd151
+      >= mma_b_from_q)) ? 10'd151 : (((16'd152 < mma_k_q) & (~mma_skip_q | ~mma_map_q[152])) &
+      (10'd152 >= mma_b_from_q)) ? 10'd152 : (((16'd153 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[153])) & (10'd153 >= mma_b_from_q)) ? 10'd153 : (((16'd154 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[154])) & (10'd154 >= mma_b_from_q)) ? 10'd154 : (((16'd155 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[155])) & (10'd155 >= mma_b_from_q)) ? 10'd155 :
+      (((16'd156 < mma_k_q) & (~mma_skip_q | ~mma_map_q[156])) & (10'd156 >= mma_b_from_q)) ?
+      10'd156 : (((16'd157 < mma_k_q) & (~mma_skip_q | ~mma_map_q[157])) & (10'd157 >=
+      mma_b_from_q)) ? 10'd157 : (((16'd158 < mma_k_q) & (~mma_skip_q | ~mma_map_q[158])) & (10'd158
+      >= mma_b_from_q)) ? 10'd158 : (((16'd159 < mma_k_q) & (~mma_skip_q | ~mma_map_q[159])) &
+      (10'd159 >= mma_b_from_q)) ? 10'd159 : (((16'd160 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[160])) & (10'd160 >= mma_b_from_q)) ? 10'd160 : (((16'd161 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[161])) & (10'd161 >= mma_b_from_q)) ? 10'd161 : (((16'd162 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[162])) & (10'd162 >= mma_b_from_q)) ? 10'd162 :
+      (((16'd163 < mma_k_q) & (~mma_skip_q | ~mma_map_q[163])) & (10'd163 >= mma_b_from_q)) ?
+      10'd163 : (((16'd164 < mma_k_q) & (~mma_skip_q | ~mma_map_q[164])) & (10'd164 >=
+      mma_b_from_q)) ? 10'd164 : (((16'd165 < mma_k_q) & (~mma_skip_q | ~mma_map_q[165])) & (10'd165
+      >= mma_b_from_q)) ? 10'd165 : (((16'd166 < mma_k_q) & (~mma_skip_q | ~mma_map_q[166])) &
+      (10'd166 >= mma_b_from_q)) ? 10'd166 : (((16'd167 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[167])) & (10'd167 >= mma_b_from_q)) ? 10'd167 : (((16'd168 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[168])) & (10'd168 >= mma_b_from_q)) ? 10'd168 : (((16'd169 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[169])) & (10'd169 >= mma_b_from_q)) ? 10'd169 :
+      (((16'd170 < mma_k_q) & (~mma_skip_q | ~mma_map_q[170])) & (10'd170 >= mma_b_from_q)) ?
+      10'd170 : (((16'd171 < mma_k_q) & (~mma_skip_q | ~mma_map_q[171])) & (10'd171 >=
+      mma_b_from_q)) ? 10'd171 : (((16'd172 < mma_k_q) & (~mma_skip_q | ~mma_map_q[172])) & (10'd172
+      >= mma_b_from_q)) ? 10'd172 : (((16'd173 < mma_k_q) & (~mma_skip_q | ~mma_map_q[173])) &
+      (10'd173 >= mma_b_from_q)) ? 10'd173 : (((16'd174 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[174])) & (10'd174 >= mma_b_from_q)) ? 10'd174 : (((16'd175 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[175])) & (10'd175 >= mma_b_from_q)) ? 10'd175 : (((16'd176 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[176])) & (10'd176 >= mma_b_from_q)) ? 10'd176 :
+      (((16'd177 < mma_k_q) & (~mma_skip_q | ~mma_map_q[177])) & (10'd177 >= mma_b_from_q)) ?
+      10'd177 : (((16'd178 < mma_k_q) & (~mma_skip_q | ~mma_map_q[178])) & (10'd178 >=
+      mma_b_from_q)) ? 10'd178 : (((16'd179 < mma_k_q) & (~mma_skip_q | ~mma_map_q[179])) & (10'd179
+      >= mma_b_from_q)) ? 10'd179 : (((16'd180 < mma_k_q) & (~mma_skip_q | ~mma_map_q[180])) &
+      (10'd180 >= mma_b_from_q)) ? 10'd180 : (((16'd181 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[181])) & (10'd181 >= mma_b_from_q)) ? 10'd181 : (((16'd182 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[182])) & (10'd182 >= mma_b_from_q)) ? 10'd182 : (((16'd183 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[183])) & (10'd183 >= mma_b_from_q)) ? 10'd183 :
+      (((16'd184 < mma_k_q) & (~mma_skip_q | ~mma_map_q[184])) & (10'd184 >= mma_b_from_q)) ?
+      10'd184 : (((16'd185 < mma_k_q) & (~mma_skip_q | ~mma_map_q[185])) & (10'd185 >=
+      mma_b_from_q)) ? 10'd185 : (((16'd186 < mma_k_q) & (~mma_skip_q | ~mma_map_q[186])) & (10'd186
+      >= mma_b_from_q)) ? 10'd186 : (((16'd187 < mma_k_q) & (~mma_skip_q | ~mma_map_q[187])) &
+      (10'd187 >= mma_b_from_q)) ? 10'd187 : (((16'd188 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[188])) & (10'd188 >= mma_b_from_q)) ? 10'd188 : (((16'd189 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[189])) & (10'd189 >= mma_b_from_q)) ? 10'd189 : (((16'd190 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[190])) & (10'd190 >= mma_b_from_q)) ? 10'd190 :
+      (((16'd191 < mma_k_q) & (~mma_skip_q | ~mma_map_q[191])) & (10'd191 >= mma_b_from_q)) ?
+      10'd191 : (((16'd192 < mma_k_q) & (~mma_skip_q | ~mma_map_q[192])) & (10'd192 >=
+      mma_b_from_q)) ? 10'd192 : (((16'd193 < mma_k_q) & (~mma_skip_q | ~mma_map_q[193])) & (10'd193
+      >= mma_b_from_q)) ? 10'd193 : (((16'd194 < mma_k_q) & (~mma_skip_q | ~mma_map_q[194])) &
+      (10'd194 >= mma_b_from_q)) ? 10'd194 : (((16'd195 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[195])) & (10'd195 >= mma_b_from_q)) ? 10'd195 : (((16'd196 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[196])) & (10'd196 >= mma_b_from_q)) ? 10'd196 : (((16'd197 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[197])) & (10'd197 >= mma_b_from_q)) ? 10'd197 :
+      (((16'd198 < mma_k_q) & (~mma_skip_q | ~mma_map_q[198])) & (10'd198 >= mma_b_from_q)) ?
+      10'd198 : (((16'd199 < mma_k_q) & (~mma_skip_q | ~mma_map_q[199])) & (10'd199 >=
+      mma_b_from_q)) ? 10'd199 : (((16'd200 < mma_k_q) & (~mma_skip_q | ~mma_map_q[200])) & (10'd200
+      >= mma_b_from_q)) ? 10'd200 : (((16'd201 < mma_k_q) & (~mma_skip_q | ~mma_map_q[201])) &
+      (10'd201 >= mma_b_from_q)) ? 10'd201 : (((16'd202 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[202])) & (10'd202 >= mma_b_from_q)) ? 10'd202 : (((16'd203 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[203])) & (10'd203 >= mma_b_from_q)) ? 10'd203 : (((16'd204 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[204])) & (10'd204 >= mma_b_from_q)) ? 10'd204 :
+      (((16'd205 < mma_k_q) & (~mma_skip_q | ~mma_map_q[205])) & (10'd205 >= mma_b_from_q)) ?
+      10'd205 : (((16'd206 < mma_k_q) & (~mma_skip_q | ~mma_map_q[206])) & (10'd206 >=
+      mma_b_from_q)) ? 10'd206 : (((16'd207 < mma_k_q) & (~mma_skip_q | ~mma_map_q[207])) & (10'd207
+      >= mma_b_from_q)) ? 10'd207 : (((16'd208 < mma_k_q) & (~mma_skip_q | ~mma_map_q[208])) &
+      (10'd208 >= mma_b_from_q)) ? 10'd208 : (((16'd209 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[209])) & (10'd209 >= mma_b_from_q)) ? 10'd209 : (((16'd210 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[210])) & (10'd210 >= mma_b_from_q)) ? 10'd210 : (((16'd211 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[211])) & (10'd211 >= mma_b_from_q)) ? 10'd211 :
+      (((16'd212 < mma_k_q) & (~mma_skip_q | ~mma_map_q[212])) & (10'd212 >= mma_b_from_q)) ?
+      10'd212 : (((16'd213 < mma_k_q) & (~mma_skip_q | ~mma_map_q[213])) & (10'd213 >=
+      mma_b_from_q)) ? 10'd213 : (((16'd214 < mma_k_q) & (~mma_skip_q | ~mma_map_q[214])) & (10'd214
+      >= mma_b_from_q)) ? 10'd214 : (((16'd215 < mma_k_q) & (~mma_skip_q | ~mma_map_q[215])) &
+      (10'd215 >= mma_b_from_q)) ? 10'd215 : (((16'd216 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[216])) & (10'd216 >= mma_b_from_q)) ? 10'd216 : (((16'd217 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[217])) & (10'd217 >= mma_b_from_q)) ? 10'd217 : (((16'd218 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[218])) & (10'd218 >= mma_b_from_q)) ? 10'd218 :
+      (((16'd219 < mma_k_q) & (~mma_skip_q | ~mma_map_q[219])) & (10'd219 >= mma_b_from_q)) ?
+      10'd219 : (((16'd220 < mma_k_q) & (~mma_skip_q | ~mma_map_q[220])) & (10'd220 >=
+      mma_b_from_q)) ? 10'd220 : (((16'd221 < mma_k_q) & (~mma_skip_q | ~mma_map_q[221])) & (10'd221
+      >= mma_b_from_q)) ? 10'd221 : (((16'd222 < mma_k_q) & (~mma_skip_q | ~mma_map_q[222])) &
+      (10'd222 >= mma_b_from_q)) ? 10'd222 : (((16'd223 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[223])) & (10'd223 >= mma_b_from_q)) ? 10'd223 : (((16'd224 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[224])) & (10'd224 >= mma_b_from_q)) ? 10'd224 : (((16'd225 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[225])) & (10'd225 >= mma_b_from_q)) ? 10'd225 :
+      (((16'd226 < mma_k_q) & (~mma_skip_q | ~mma_map_q[226])) & (10'd226 >= mma_b_from_q)) ?
+      10'd226 : (((16'd227 < mma_k_q) & (~mma_skip_q | ~mma_map_q[227])) & (10'd227 >=
+      mma_b_from_q)) ? 10'd227 : (((16'd228 < mma_k_q) & (~mma_skip_q | ~mma_map_q[228])) & (10'd228
+      >= mma_b_from_q)) ? 10'd228 : (((16'd229 < mma_k_q) & (~mma_skip_q | ~mma_map_q[229])) &
+      (10'd229 >= mma_b_from_q)) ? 10'd229 : (((16'd230 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[230])) & (10'd230 >= mma_b_from_q)) ? 10'd230 : (((16'd231 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[231])) & (10'd231 >= mma_b_from_q)) ? 10'd231 : (((16'd232 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[232])) & (10'd232 >= mma_b_from_q)) ? 10'd232 :
+      (((16'd233 < mma_k_q) & (~mma_skip_q | ~mma_map_q[233])) & (10'd233 >= mma_b_from_q)) ?
+      10'd233 : (((16'd234 < mma_k_q) & (~mma_skip_q | ~mma_map_q[234])) & (10'd234 >=
+      mma_b_from_q)) ? 10'd234 : (((16'd235 < mma_k_q) & (~mma_skip_q | ~mma_map_q[235])) & (10'd235
+      >= mma_b_from_q)) ? 10'd235 : (((16'd236 < mma_k_q) & (~mma_skip_q | ~mma_map_q[236])) &
+      (10'd236 >= mma_b_from_q)) ? 10'd236 : (((16'd237 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[237])) & (10'd237 >= mma_b_from_q)) ? 10'd237 : (((16'd238 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[238])) & (10'd238 >= mma_b_from_q)) ? 10'd238 : (((16'd239 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[239])) & (10'd239 >= mma_b_from_q)) ? 10'd239 :
+      (((16'd240 < mma_k_q) & (~mma_skip_q | ~mma_map_q[240])) & (10'd240 >= mma_b_from_q)) ?
+      10'd240 : (((16'd241 < mma_k_q) & (~mma_skip_q | ~mma_map_q[241])) & (10'd241 >=
+      mma_b_from_q)) ? 10'd241 : (((16'd242 < mma_k_q) & (~mma_skip_q | ~mma_map_q[242])) & (10'd242
+      >= mma_b_from_q)) ? 10'd242 : (((16'd243 < mma_k_q) & (~mma_skip_q | ~mma_map_q[243])) &
+      (10'd243 >= mma_b_from_q)) ? 10'd243 : (((16'd244 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[244])) & (10'd244 >= mma_b_from_q)) ? 10'd244 : (((16'd245 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[245])) & (10'd245 >= mma_b_from_q)) ? 10'd245 : (((16'd246 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[246])) & (10'd246 >= mma_b_from_q)) ? 10'd246 :
+      (((16'd247 < mma_k_q) & (~mma_skip_q | ~mma_map_q[247])) & (10'd247 >= mma_b_from_q)) ?
+      10'd247 : (((16'd248 < mma_k_q) & (~mma_skip_q | ~mma_map_q[248])) & (10'd248 >=
+      mma_b_from_q)) ? 10'd248 : (((16'd249 < mma_k_q) & (~mma_skip_q | ~mma_map_q[249])) & (10'd249
+      >= mma_b_from_q)) ? 10'd249 : (((16'd250 < mma_k_q) & (~mma_skip_q | ~mma_map_q[250])) &
+      (10'd250 >= mma_b_from_q)) ? 10'd250 : (((16'd251 < mma_k_q) & (~mma_skip_q |
+      ~mma_map_q[251])) & (10'd251 >= mma_b_from_q)) ? 10'd251 : (((16'd252 < mma_k_q) &
+      (~mma_skip_q | ~mma_map_q[252])) & (10'd252 >= mma_b_from_q)) ? 10'd252 : (((16'd253 <
+      mma_k_q) & (~mma_skip_q | ~mma_map_q[253])) & (10'd253 >= mma_b_from_q)) ? 10'd253 :
+      (((16'd254 < mma_k_q) & (~mma_skip_q | ~mma_map_q[254])) & (10'd254 >= mma_b_from_q)) ?
+      10'd254 : (((16'd255 < mma_k_q) & (~mma_skip_q | ~mma_map_q[255])) & (10'd255 >=
+      mma_b_from_q)) ? 10'd255 : 10'd0;
+  assign mma_b_kaddr_t126 = {4'd0, mma_b_k};
+  assign mma_b_kaddr = mma_bo_q + ({4'd0, mma_b_kaddr_t126[9:0]} * mma_pb_q);
+  assign mma_b_req = ((mma_b_more_q & (mma_b_tile_q < (mma_e_now + 16'd2))) & mma_mapped_q) & mma_any_used;
+  assign u_scratchpad_rd3_req_valid = mma_m_req | mma_b_req;
+  assign mma_rd3_addr = mma_m_req ? mma_m_addr_q : ((mma_b_kaddr + {mma_b_coff_q[13:2], 2'd0}) + {{11'd0, mma_b_h_q}, 2'd0});
+  assign u_scratchpad_rd3_req_addr = mma_rd3_addr;
+  assign mma_a_yield_t127 = (mma_a_rb_base_q + {u_scratchpad_rd2_req_addr_t124[11:0], 2'd0}) + mma_a_ioff_q;
+  assign mma_a_yield = (|mma_a_rb_q & (mma_m_req | mma_b_req)) & (mma_a_yield_t127[3:2] == mma_rd3_addr[3:2]);
   assign mma_b_take = mma_b_req & u_scratchpad_rd3_req_ready;
-  assign mma_b_rsp_ent_q_t117 = mma_b_k_q[15:2];
+  assign mma_b_rsp_ent_q_t128 = mma_b_idx_q[9:2];
   assign u_scratchpad_rd3_rsp_ready = 1'd1;
-  assign mma_abuf_wdata = {u_scratchpad_rd2_rsp_data[31:24], u_scratchpad_rd2_rsp_data[31:24], u_scratchpad_rd2_rsp_data[31:24], u_scratchpad_rd2_rsp_data[31:24], u_scratchpad_rd2_rsp_data[23:16], u_scratchpad_rd2_rsp_data[23:16], u_scratchpad_rd2_rsp_data[23:16], u_scratchpad_rd2_rsp_data[23:16], u_scratchpad_rd2_rsp_data[15:8], u_scratchpad_rd2_rsp_data[15:8], u_scratchpad_rd2_rsp_data[15:8], u_scratchpad_rd2_rsp_data[15:8], u_scratchpad_rd2_rsp_data[7:0], u_scratchpad_rd2_rsp_data[7:0], u_scratchpad_rd2_rsp_data[7:0], u_scratchpad_rd2_rsp_data[7:0]};
-  assign mma_abuf_wstrb = {mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0, mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0, mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0, mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0};
+  assign mma_abuf0_we = u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd0 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})));
+  assign mma_abuf0_waddr_t129 = mma_a_rsp_base_q + {8'd0, 2'd0 - mma_a_rsp_base_q[1:0]};
+  assign mma_abuf0_waddr_t130 = mma_abuf0_waddr_t129[9:2];
+  assign mma_abuf0_waddr = {mma_a_rsp_par_q, mma_abuf0_waddr_t130[5:0]};
+  assign mma_abuf0_wdata = {(((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd0 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
+      ({1'd0, mma_a_rsp_mask_q[0]} == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      {1'd0, mma_a_rsp_mask_q[1]}) == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
+      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd0 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
+      ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
+      (2'd0 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
+      ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
+      (2'd0 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
+      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
+      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd0 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
+      ({1'd0, mma_a_rsp_mask_q[0]} == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      {1'd0, mma_a_rsp_mask_q[1]}) == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
+      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd0 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
+      ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
+      (2'd0 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
+      ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
+      (2'd0 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
+      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
+      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[31:24])};
+  assign mma_abuf0_wstrb = {mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0};
+  assign mma_abuf1_we = u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd1 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})));
+  assign mma_abuf1_waddr_t131 = mma_a_rsp_base_q + {8'd0, 2'd1 - mma_a_rsp_base_q[1:0]};
+  assign mma_abuf1_waddr_t132 = mma_abuf1_waddr_t131[9:2];
+  assign mma_abuf1_waddr = {mma_a_rsp_par_q, mma_abuf1_waddr_t132[5:0]};
+  assign mma_abuf1_wdata = {(((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd1 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
+      ({1'd0, mma_a_rsp_mask_q[0]} == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      {1'd0, mma_a_rsp_mask_q[1]}) == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
+      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd1 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
+      ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
+      (2'd1 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
+      ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
+      (2'd1 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
+      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
+      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd1 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
+      ({1'd0, mma_a_rsp_mask_q[0]} == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      {1'd0, mma_a_rsp_mask_q[1]}) == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
+      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd1 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
+      ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
+      (2'd1 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
+      ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
+      (2'd1 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
+      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
+      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[31:24])};
+  assign mma_abuf1_wstrb = {mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0};
+  assign mma_abuf2_we = u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd2 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})));
+  assign mma_abuf2_waddr_t133 = mma_a_rsp_base_q + {8'd0, 2'd2 - mma_a_rsp_base_q[1:0]};
+  assign mma_abuf2_waddr_t134 = mma_abuf2_waddr_t133[9:2];
+  assign mma_abuf2_waddr = {mma_a_rsp_par_q, mma_abuf2_waddr_t134[5:0]};
+  assign mma_abuf2_wdata = {(((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd2 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
+      ({1'd0, mma_a_rsp_mask_q[0]} == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      {1'd0, mma_a_rsp_mask_q[1]}) == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
+      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd2 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
+      ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
+      (2'd2 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
+      ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
+      (2'd2 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
+      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
+      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd2 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
+      ({1'd0, mma_a_rsp_mask_q[0]} == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      {1'd0, mma_a_rsp_mask_q[1]}) == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
+      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd2 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
+      ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
+      (2'd2 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
+      ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
+      (2'd2 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
+      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
+      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[31:24])};
+  assign mma_abuf2_wstrb = {mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0};
+  assign mma_abuf3_we = u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd3 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})));
+  assign mma_abuf3_waddr_t135 = mma_a_rsp_base_q + {8'd0, 2'd3 - mma_a_rsp_base_q[1:0]};
+  assign mma_abuf3_waddr_t136 = mma_abuf3_waddr_t135[9:2];
+  assign mma_abuf3_waddr = {mma_a_rsp_par_q, mma_abuf3_waddr_t136[5:0]};
+  assign mma_abuf3_wdata = {(((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd3 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
+      ({1'd0, mma_a_rsp_mask_q[0]} == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      {1'd0, mma_a_rsp_mask_q[1]}) == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
+      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd3 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
+      ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
+      (2'd3 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
+      ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
+      (2'd3 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
+      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
+      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd3 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
+      ({1'd0, mma_a_rsp_mask_q[0]} == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      {1'd0, mma_a_rsp_mask_q[1]}) == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
+      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd3 -
+      mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
+      ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
+      (2'd3 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
+      ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
+      (2'd3 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
+      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
+      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
+      u_scratchpad_rd2_rsp_data[31:24])};
+  assign mma_abuf3_wstrb = {mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0};
+  assign mma_bbuf_we = u_scratchpad_rd3_rsp_valid & ~mma_m_pend_q;
   assign mma_bbuf_wdata = {u_scratchpad_rd3_rsp_data[31:24], u_scratchpad_rd3_rsp_data[23:16], u_scratchpad_rd3_rsp_data[15:8], u_scratchpad_rd3_rsp_data[7:0], u_scratchpad_rd3_rsp_data[31:24], u_scratchpad_rd3_rsp_data[23:16], u_scratchpad_rd3_rsp_data[15:8], u_scratchpad_rd3_rsp_data[7:0], u_scratchpad_rd3_rsp_data[31:24], u_scratchpad_rd3_rsp_data[23:16], u_scratchpad_rd3_rsp_data[15:8], u_scratchpad_rd3_rsp_data[7:0], u_scratchpad_rd3_rsp_data[31:24], u_scratchpad_rd3_rsp_data[23:16], u_scratchpad_rd3_rsp_data[15:8], u_scratchpad_rd3_rsp_data[7:0]};
   assign mma_bbuf_wstrb = {mma_b_rsp_s_q == 2'd3, mma_b_rsp_s_q == 2'd3, mma_b_rsp_s_q == 2'd3, mma_b_rsp_s_q == 2'd3, mma_b_rsp_s_q == 2'd2, mma_b_rsp_s_q == 2'd2, mma_b_rsp_s_q == 2'd2, mma_b_rsp_s_q == 2'd2, mma_b_rsp_s_q == 2'd1, mma_b_rsp_s_q == 2'd1, mma_b_rsp_s_q == 2'd1, mma_b_rsp_s_q == 2'd1, mma_b_rsp_s_q == 2'd0, mma_b_rsp_s_q == 2'd0, mma_b_rsp_s_q == 2'd0, mma_b_rsp_s_q == 2'd0};
-  assign mma_s_arm = ((mma_s_more_q & ~mma_s_on_q) & ((mma_a_fill_q > mma_s_tile_q) & (mma_b_fill_q > mma_s_tile_q))) & ((mma_s_tile_q == mma_xdone_q) & (mma_s_tile_q < (mma_wdone_q + 16'd2)));
+  assign mma_s_arm = ((mma_s_more_q & ~mma_s_on_q) & (mma_mapped_q & (~mma_any_used | ((mma_a_fill_q > mma_s_rb_q) & (mma_b_fill_q > mma_s_tile_q))))) & (u_grid_in_idle & (mma_s_tile_q < (mma_wdone_q + 16'd2)));
   assign mma_g_take = u_grid_in_valid & u_grid_in_ready;
   assign mma_buf_re = mma_s_arm | mma_g_take;
-  assign mma_buf_raddr_t118 = mma_s_arm ? 16'd0 : mma_g_take ? (mma_s_j_q + 16'd1) : mma_s_j_q;
-  assign mma_buf_raddr = {mma_s_tile_q[0], mma_buf_raddr_t118[5:0]};
+  assign mma_buf_raddr_t137 = mma_s_arm ? 16'd0 : mma_g_take ? (mma_s_j_q + 16'd1) : mma_s_j_q;
+  assign mma_buf_raddr = {mma_s_tile_q[0], mma_buf_raddr_t137[5:0]};
+  assign mma_abuf_raddr_t138 = mma_s_arm ? 16'd0 : mma_g_take ? (mma_s_j_q + 16'd1) : mma_s_j_q;
+  assign mma_abuf_raddr = {mma_s_rb_q[0], mma_abuf_raddr_t138[5:0]};
   assign mma_s_w = (({8'd0, mma_tn_q} - ({8'd0, mma_s_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_s_cb_q} * 16'd4)) : 16'd4;
   assign mma_s_h = (mma_s_rows_left_q < 8'd4) ? mma_s_rows_left_q : 8'd4;
   assign u_grid_in_valid = mma_s_on_q;
-  assign u_grid_in_a = mma_abuf_rdata_q & {{8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}, {8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}, {8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}, {8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}};
-  assign u_grid_in_b = mma_bbuf_rdata_q & {{8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}, {8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}, {8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}, {8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}};
-  assign u_grid_in_steps_t119 = (mma_s_kleft_q > 16'd4) ? 16'd4 : mma_s_kleft_q;
-  assign u_grid_in_steps = u_grid_in_steps_t119[2:0];
-  assign u_grid_in_last = (mma_s_j_q + 16'd1) == mma_q_q;
+  assign u_grid_in_a = ({mma_abuf3_rdata_q, mma_abuf2_rdata_q, mma_abuf1_rdata_q, mma_abuf0_rdata_q} & {{8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}, {8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}, {8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}, {8{8'd3 < mma_s_h}}, {8{8'd2 < mma_s_h}}, {8{8'd1 < mma_s_h}}, {8{8'd0 < mma_s_h}}}) & {128{mma_any_used}};
+  assign u_grid_in_b = (mma_bbuf_rdata_q & {{8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}, {8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}, {8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}, {8{16'd3 < mma_s_w}}, {8{16'd2 < mma_s_w}}, {8{16'd1 < mma_s_w}}, {8{16'd0 < mma_s_w}}}) & {128{mma_any_used}};
+  assign u_grid_in_steps_t139 = (mma_s_kleft_q > 16'd4) ? 16'd4 : mma_s_kleft_q;
+  assign u_grid_in_steps = u_grid_in_steps_t139[2:0];
+  assign u_grid_in_last = (mma_s_j_q + 16'd1) == mma_q;
   assign u_grid_out_ready = 1'd1;
   assign mma_x_inc = u_grid_out_valid & (u_grid_out_row == 2'd3);
   assign mma_w_ok = (mma_busy_q & mma_w_more_q) & ((mma_w_tile_q < mma_xdone_q) | ((mma_w_tile_q == mma_xdone_q) & ({5'd0, mma_o_rows_q} > mma_w_r_q)));
-  assign mma_w_value_t120 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
+  assign mma_w_value_t140 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
       (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
@@ -2350,7 +3721,7 @@ module gpurtl_cu (
       (mma_w_tile_q[0] ? mma_row1_3_q : mma_row0_3_q) : mma_w_tile_q[0] ? mma_row1_2_q :
       mma_row0_2_q) : mma_w_r_q[0] ? (mma_w_tile_q[0] ? mma_row1_1_q : mma_row0_1_q) :
       mma_w_tile_q[0] ? mma_row1_0_q : mma_row0_0_q;
-  assign mma_w_value_t121 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
+  assign mma_w_value_t141 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
       (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
@@ -2424,7 +3795,7 @@ module gpurtl_cu (
       (mma_w_tile_q[0] ? mma_row1_3_q : mma_row0_3_q) : mma_w_tile_q[0] ? mma_row1_2_q :
       mma_row0_2_q) : mma_w_r_q[0] ? (mma_w_tile_q[0] ? mma_row1_1_q : mma_row0_1_q) :
       mma_w_tile_q[0] ? mma_row1_0_q : mma_row0_0_q;
-  assign mma_w_value_t122 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
+  assign mma_w_value_t142 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
       (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
@@ -2498,7 +3869,7 @@ module gpurtl_cu (
       (mma_w_tile_q[0] ? mma_row1_3_q : mma_row0_3_q) : mma_w_tile_q[0] ? mma_row1_2_q :
       mma_row0_2_q) : mma_w_r_q[0] ? (mma_w_tile_q[0] ? mma_row1_1_q : mma_row0_1_q) :
       mma_w_tile_q[0] ? mma_row1_0_q : mma_row0_0_q;
-  assign mma_w_value_t123 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
+  assign mma_w_value_t143 = mma_w_r_q[7] ? (mma_w_r_q[6] ? (mma_w_r_q[5] ? (mma_w_r_q[4] ?
       (mma_w_r_q[3] ? (mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 : 128'd0) :
       mma_w_r_q[0] ? 128'd0 : 128'd0) : mma_w_r_q[2] ? (mma_w_r_q[1] ? (mma_w_r_q[0] ? 128'd0 :
@@ -2639,8 +4010,8 @@ module gpurtl_cu (
       (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1]
       ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[2] ?
       (mma_w_n_q[1] ? (mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[0] ? 32'd0 : 32'd0) : mma_w_n_q[1]
-      ? (mma_w_n_q[0] ? mma_w_value_t120[127:96] : mma_w_value_t121[95:64]) : mma_w_n_q[0] ?
-      mma_w_value_t122[63:32] : mma_w_value_t123[31:0];
+      ? (mma_w_n_q[0] ? mma_w_value_t140[127:96] : mma_w_value_t141[95:64]) : mma_w_n_q[0] ?
+      mma_w_value_t142[63:32] : mma_w_value_t143[31:0];
   assign u_scratchpad_rd4_req_valid = mma_w_ok & |mma_mode_q;
   assign u_scratchpad_rd4_req_addr = (mma_mode_q == 2'd1) ? mma_w_addr_q : mma_w_baddr_q;
   assign u_scratchpad_rd4_rsp_ready = 1'd1;
@@ -2652,43 +4023,43 @@ module gpurtl_cu (
   assign u_scratchpad_wr2_rsp_ready = 1'd1;
   assign mma_w_inc = |mma_mode_q ? (mma_p_valid_q & mma_p_last_q) : ((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4)));
   assign mma_last_done = (mma_busy_q & ((mma_xdone_q + {15'd0, mma_x_inc}) == mma_ntiles_q)) & ((mma_wdone_q + {15'd0, mma_w_inc}) == mma_ntiles_q);
-  assign mma_done = mma_last_done | (mma_start & (((mma_go_t101[7:0] == 8'd0) | (mma_go_t101[15:8] == 8'd0)) | ((dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) == 16'd0)));
+  assign mma_done = mma_last_done | (mma_start & (((mma_go_t106[7:0] == 8'd0) | (mma_go_t106[15:8] == 8'd0)) | ((dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) == 16'd0)));
   assign mma_busy_w = mma_busy_q;
   assign tex_busy = ~(tex_state_q == 4'd0);
   assign tex_start = ((((dq_valid_q[0] & (dma_head_kind == 3'd6)) & ~dma_busy_w) & ~vec_busy_w) & ~mma_busy_w) & ~tex_busy;
-  assign tex_go_t124 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
-  assign tex_go = tex_start & ~(~(tex_go_t124[9:8] == 2'd3) & (tex_go_t124[31:18] == 14'd0));
-  assign tex_t_q_t125 = dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
-  assign tex_w_q_t126 = dq0_slot_q ? s1_dma_stride_q : s0_dma_stride_q;
-  assign tex_x0_q_t127 = {dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q};
+  assign tex_go_t144 = dq0_slot_q ? s1_dma_p_q : s0_dma_p_q;
+  assign tex_go = tex_start & ~(~(tex_go_t144[9:8] == 2'd3) & (tex_go_t144[31:18] == 14'd0));
+  assign tex_t_q_t145 = dq0_slot_q ? s1_dma_a_q : s0_dma_a_q;
+  assign tex_w_q_t146 = dq0_slot_q ? s1_dma_stride_q : s0_dma_stride_q;
+  assign tex_x0_q_t147 = {dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q};
   assign tex_nwt = ({4'd0, tex_w_q[15:13]} + 7'd1) * ({4'd0, tex_h_q[15:13]} + 7'd1);
-  assign tex_texel_addr_t128 = tex_imm_q[5:4];
-  assign tex_texel_addr_t129 = {u_texture_mem0_req_addr, 2'd0};
-  assign tex_texel_addr_t130 = {u_texture_mem0_req_addr, 1'd0};
-  assign tex_texel_addr = tex_t_q + (tex_texel_addr_t128[1] ? (tex_texel_addr_t128[0] ? u_texture_mem0_req_addr : tex_texel_addr_t129[13:0]) : tex_texel_addr_t128[0] ? tex_texel_addr_t130[13:0] : u_texture_mem0_req_addr);
+  assign tex_texel_addr_t148 = tex_imm_q[5:4];
+  assign tex_texel_addr_t149 = {u_texture_mem0_req_addr, 2'd0};
+  assign tex_texel_addr_t150 = {u_texture_mem0_req_addr, 1'd0};
+  assign tex_texel_addr = tex_t_q + (tex_texel_addr_t148[1] ? (tex_texel_addr_t148[0] ? u_texture_mem0_req_addr : tex_texel_addr_t149[13:0]) : tex_texel_addr_t148[0] ? tex_texel_addr_t150[13:0] : u_texture_mem0_req_addr);
   assign u_scratchpad_rd5_req_valid = tex_own_req | u_texture_mem0_req_valid;
   assign u_scratchpad_rd5_req_addr = tex_own_req ? tex_own_addr : tex_texel_addr;
   assign u_texture_mem0_req_ready = u_scratchpad_rd5_req_ready & ~tex_own_req;
   assign tex_fetch = u_texture_mem0_req_valid & u_texture_mem0_req_ready;
   assign u_texture_mem0_rsp_valid = u_scratchpad_rd5_rsp_valid & tex_texel_pend_q;
-  assign u_texture_mem0_rsp_data = tex_texel_addr_t128[1] ? (tex_texel_addr_t128[0] ? u_scratchpad_rd5_rsp_data : u_scratchpad_rd5_rsp_data) : tex_texel_addr_t128[0] ? {16'd0, tex_texel_lane_q[1] ? u_scratchpad_rd5_rsp_data[31:16] : u_scratchpad_rd5_rsp_data[15:0]} : {24'd0, tex_texel_lane_q[1] ? (tex_texel_lane_q[0] ? u_scratchpad_rd5_rsp_data[31:24] : u_scratchpad_rd5_rsp_data[23:16]) : tex_texel_lane_q[0] ? u_scratchpad_rd5_rsp_data[15:8] : u_scratchpad_rd5_rsp_data[7:0]};
+  assign u_texture_mem0_rsp_data = tex_texel_addr_t148[1] ? (tex_texel_addr_t148[0] ? u_scratchpad_rd5_rsp_data : u_scratchpad_rd5_rsp_data) : tex_texel_addr_t148[0] ? {16'd0, tex_texel_lane_q[1] ? u_scratchpad_rd5_rsp_data[31:16] : u_scratchpad_rd5_rsp_data[15:0]} : {24'd0, tex_texel_lane_q[1] ? (tex_texel_lane_q[0] ? u_scratchpad_rd5_rsp_data[31:24] : u_scratchpad_rd5_rsp_data[23:16]) : tex_texel_lane_q[0] ? u_scratchpad_rd5_rsp_data[15:8] : u_scratchpad_rd5_rsp_data[7:0]};
   assign u_scratchpad_rd5_rsp_ready = tex_texel_pend_q ? u_texture_mem0_rsp_ready : tex_own_rsp_ready;
   assign tex_own_take = tex_own_req & u_scratchpad_rd5_req_ready;
   assign tex_own_rsp = (tex_own_rsp_ready & u_scratchpad_rd5_rsp_valid) & ~tex_texel_pend_q;
   assign tex_pitch = {{7'd0, tex_quads_q[3:0]} + 11'd1, 3'd0};
   assign tex_wgt_write = ((tex_state_q == 4'd5) & u_scratchpad_rd5_rsp_valid) & ~tex_texel_pend_q;
   assign u_texture_cfg_valid = ((((tex_state_q == 4'd1) | (tex_state_q == 4'd2)) | (tex_state_q == 4'd3)) | (tex_state_q == 4'd4)) | tex_wgt_write;
-  assign u_texture_cfg_addr_t131 = tex_state_q[2:0];
-  assign u_texture_cfg_addr = u_texture_cfg_addr_t131[2] ? (u_texture_cfg_addr_t131[1] ? (u_texture_cfg_addr_t131[0] ? 11'd0 : 11'd0) : u_texture_cfg_addr_t131[0] ? {3'd4, tex_wj_q, 2'd0, tex_wi_q} : 11'd1) : u_texture_cfg_addr_t131[1] ? (u_texture_cfg_addr_t131[0] ? 11'd3 : 11'd2) : u_texture_cfg_addr_t131[0] ? 11'd0 : 11'd0;
-  assign u_texture_cfg_data_t132 = tex_state_q[2:0];
-  assign u_texture_cfg_data_t133 = tex_wlane_q[1] ? (tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[31:24] : u_scratchpad_rd5_rsp_data[23:16]) : tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[15:8] : u_scratchpad_rd5_rsp_data[7:0];
-  assign u_texture_cfg_data = u_texture_cfg_data_t132[2] ? (u_texture_cfg_data_t132[1] ? (u_texture_cfg_data_t132[0] ? 32'd0 : 32'd0) : u_texture_cfg_data_t132[0] ? {{24{u_texture_cfg_data_t133[7]}}, tex_wlane_q[1] ? (tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[31:24] : u_scratchpad_rd5_rsp_data[23:16]) : tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[15:8] : u_scratchpad_rd5_rsp_data[7:0]} : {21'd0, tex_h_q[15:13], 5'd0, tex_w_q[15:13]}) : u_texture_cfg_data_t132[1] ? (u_texture_cfg_data_t132[0] ? {{3'd0, tex_h_q[12:0]} - 16'd1, {3'd0, tex_w_q[12:0]} - 16'd1} : 32'd0) : u_texture_cfg_data_t132[0] ? {26'd0, tex_imm_q[9:4]} : 32'd0;
+  assign u_texture_cfg_addr_t151 = tex_state_q[2:0];
+  assign u_texture_cfg_addr = u_texture_cfg_addr_t151[2] ? (u_texture_cfg_addr_t151[1] ? (u_texture_cfg_addr_t151[0] ? 11'd0 : 11'd0) : u_texture_cfg_addr_t151[0] ? {3'd4, tex_wj_q, 2'd0, tex_wi_q} : 11'd1) : u_texture_cfg_addr_t151[1] ? (u_texture_cfg_addr_t151[0] ? 11'd3 : 11'd2) : u_texture_cfg_addr_t151[0] ? 11'd0 : 11'd0;
+  assign u_texture_cfg_data_t152 = tex_state_q[2:0];
+  assign u_texture_cfg_data_t153 = tex_wlane_q[1] ? (tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[31:24] : u_scratchpad_rd5_rsp_data[23:16]) : tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[15:8] : u_scratchpad_rd5_rsp_data[7:0];
+  assign u_texture_cfg_data = u_texture_cfg_data_t152[2] ? (u_texture_cfg_data_t152[1] ? (u_texture_cfg_data_t152[0] ? 32'd0 : 32'd0) : u_texture_cfg_data_t152[0] ? {{24{u_texture_cfg_data_t153[7]}}, tex_wlane_q[1] ? (tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[31:24] : u_scratchpad_rd5_rsp_data[23:16]) : tex_wlane_q[0] ? u_scratchpad_rd5_rsp_data[15:8] : u_scratchpad_rd5_rsp_data[7:0]} : {21'd0, tex_h_q[15:13], 5'd0, tex_w_q[15:13]}) : u_texture_cfg_data_t152[1] ? (u_texture_cfg_data_t152[0] ? {{3'd0, tex_h_q[12:0]} - 16'd1, {3'd0, tex_w_q[12:0]} - 16'd1} : 32'd0) : u_texture_cfg_data_t152[0] ? {26'd0, tex_imm_q[9:4]} : 32'd0;
   assign tex_own_req = (((tex_state_q == 4'd5) & (tex_wreq_q < tex_nwt)) | (tex_state_q == 4'd6)) | (tex_state_q == 4'd8);
-  assign tex_own_addr_t134 = ((tex_state_q == 4'd6) | (tex_state_q == 4'd8)) ? (tex_list_q + ((tex_state_q == 4'd8) ? 14'd4 : 14'd0)) : tex_wbase_q;
-  assign tex_own_addr = {tex_own_addr_t134[13:2], 2'd0};
+  assign tex_own_addr_t154 = ((tex_state_q == 4'd6) | (tex_state_q == 4'd8)) ? (tex_list_q + ((tex_state_q == 4'd8) ? 14'd4 : 14'd0)) : tex_wbase_q;
+  assign tex_own_addr = {tex_own_addr_t154[13:2], 2'd0};
   assign tex_own_rsp_ready = ((tex_state_q == 4'd7) | (tex_state_q == 4'd9)) | ((tex_state_q == 4'd5) & u_texture_cfg_ready);
-  assign tex_wbase_q_t135 = tex_w_q_t126[15:0];
-  assign tex_wbase_q_t136 = tex_w_q_t126[31:16];
+  assign tex_wbase_q_t155 = tex_w_q_t146[15:0];
+  assign tex_wbase_q_t156 = tex_w_q_t146[31:16];
   assign u_texture_op_valid = (tex_state_q == 4'd10) | ((tex_state_q == 4'd13) & tex_q_more_q);
   assign u_texture_op_kind = tex_imm_q[1:0];
   assign u_texture_op_u = (tex_imm_q[1:0] == 2'd3) ? {5'd0, tex_x0_q + {11'd0, {tex_qi_q, 1'd0}}} : tex_u_q[20:0];
@@ -2705,14 +4076,14 @@ module gpurtl_cu (
   assign u_scratchpad_wr3_req_data = tex_widx_q[1] ? (tex_widx_q[0] ? tex_lanes_q[127:96] : tex_lanes_q[95:64]) : tex_widx_q[0] ? tex_lanes_q[63:32] : tex_lanes_q[31:0];
   assign u_scratchpad_wr3_req_strb = 4'd15;
   assign u_scratchpad_wr3_rsp_ready = 1'd1;
-  assign tex_done = ((((tex_state_q == 4'd12) & (|tex_left_q & (tex_left_q == 3'd1))) & (tex_n_q == 14'd0)) | ((((tex_state_q == 4'd13) & (|tex_left_q & (tex_left_q == 3'd1))) & (tex_r_left_q == 9'd0)) & ~tex_res_take)) | (tex_start & (~(tex_go_t124[9:8] == 2'd3) & (tex_go_t124[31:18] == 14'd0)));
+  assign tex_done = ((((tex_state_q == 4'd12) & (|tex_left_q & (tex_left_q == 3'd1))) & (tex_n_q == 14'd0)) | ((((tex_state_q == 4'd13) & (|tex_left_q & (tex_left_q == 3'd1))) & (tex_r_left_q == 9'd0)) & ~tex_res_take)) | (tex_start & (~(tex_go_t144[9:8] == 2'd3) & (tex_go_t144[31:18] == 14'd0)));
   assign tex_busy_w = tex_busy;
   assign tex_fetch_o = tex_fetch;
   assign dmaq_start = ((dma_start | vec_start) | mma_start) | tex_start;
   assign dq_pop = dmaq_start;
   assign dmaq_done = ((dma_done | vec_done) | mma_done) | tex_done;
-  assign cpl_slot_oh_t137 = {s1_done_q, s0_done_q};
-  assign cpl_slot_oh = {cpl_slot_oh_t137[1] & ~cpl_slot_oh_t137[0], cpl_slot_oh_t137[0]};
+  assign cpl_slot_oh_t157 = {s1_done_q, s0_done_q};
+  assign cpl_slot_oh = {cpl_slot_oh_t157[1] & ~cpl_slot_oh_t157[0], cpl_slot_oh_t157[0]};
   assign cpl_slot = cpl_slot_oh[1];
   assign cpl_valid_o = |cpl_slot_oh;
   assign cpl_fire = cpl_valid_o & cpl_ready_i;
@@ -2724,20 +4095,20 @@ module gpurtl_cu (
   assign cpl_status_o = cpl_slot ? s1_status_q : s0_status_q;
   assign cpl_pc_o = cpl_slot ? s1_cpc_q : s0_cpc_q;
   assign s0_x = x_valid_q & (x_slot_q == 1'd0);
-  assign s0_cdl_dest_q_t138 = x_reg_base + x_rd[6:0];
-  assign s0_dma_s_q_t139 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
-  assign s0_dma_a_q_t140 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_ra_val};
-  assign s0_dma_stride_q_t141 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rb_val};
-  assign s0_dma_rows_q_t142 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rc_val};
-  assign s0_dma_rows_q_t143 = x_tex_samples ? {18'd0, s0_dma_rows_q_t142[13:0]} : x_rc_val;
-  assign s0_dma_p_q_t144 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {15'd0, {x_imm[31:16], 2'd0}};
+  assign s0_cdl_dest_q_t158 = x_reg_base + x_rd[6:0];
+  assign s0_dma_s_q_t159 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
+  assign s0_dma_a_q_t160 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_ra_val};
+  assign s0_dma_stride_q_t161 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rb_val};
+  assign s0_dma_rows_q_t162 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rc_val};
+  assign s0_dma_rows_q_t163 = x_tex_samples ? {18'd0, s0_dma_rows_q_t162[13:0]} : x_rc_val;
+  assign s0_dma_p_q_t164 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {15'd0, {x_imm[31:16], 2'd0}};
   assign s1_x = x_valid_q & (x_slot_q == 1'd1);
-  assign s1_dma_s_q_t145 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
-  assign s1_dma_a_q_t146 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_ra_val};
-  assign s1_dma_stride_q_t147 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rb_val};
-  assign s1_dma_rows_q_t148 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rc_val};
-  assign s1_dma_rows_q_t149 = x_tex_samples ? {18'd0, s1_dma_rows_q_t148[13:0]} : x_rc_val;
-  assign s1_dma_p_q_t150 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {15'd0, {x_imm[31:16], 2'd0}};
+  assign s1_dma_s_q_t165 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rd_val};
+  assign s1_dma_a_q_t166 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_ra_val};
+  assign s1_dma_stride_q_t167 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rb_val};
+  assign s1_dma_rows_q_t168 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {1'd0, x_rc_val};
+  assign s1_dma_rows_q_t169 = x_tex_samples ? {18'd0, s1_dma_rows_q_t168[13:0]} : x_rc_val;
+  assign s1_dma_p_q_t170 = {18'd0, x_slot_q ? s1_smem_base_q : s0_smem_base_q} + {15'd0, {x_imm[31:16], 2'd0}};
 
   gpurtl_cu_cbload u_cbload (
     .clk_i              (clk_i),
@@ -2873,6 +4244,7 @@ module gpurtl_cu (
     .in_b_i      (u_grid_in_b),
     .in_steps_i  (u_grid_in_steps),
     .in_last_i   (u_grid_in_last),
+    .in_idle_o   (u_grid_in_idle),
     .out_valid_o (u_grid_out_valid),
     .out_ready_i (u_grid_out_ready),
     .out_row_o   (u_grid_out_row),
@@ -2926,8 +4298,12 @@ module gpurtl_cu (
       dma_flush_q <= 1'd0;
       dma_p_rows_q <= 16'd0;
       dma_inflight_q <= 4'd0;
+      dma_zw_q <= 1'd0;
       dma_busy_q <= 1'd0;
       vec_state_q <= 5'd0;
+      mma_m_left_q <= 4'd0;
+      mma_m_pend_q <= 1'd0;
+      mma_mapped_q <= 1'd0;
       mma_a_more_q <= 1'd0;
       mma_a_rsp_last_q <= 1'd0;
       mma_b_more_q <= 1'd0;
@@ -2964,14 +4340,1000 @@ module gpurtl_cu (
       dma_flush_q <= dma_to_flush | (dma_flush_q & ~dma_out_fire);
       if (dma_go | dma_row_done) dma_p_rows_q <= dma_go ? (dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q) : (dma_p_rows_q - 16'd1);
       dma_inflight_q <= (dma_inflight_q + {3'd0, dma_st_q ? (dma_wr_req_valid_o & dma_wr_req_ready_i) : dma_rd_fire}) - {3'd0, dma_st_q ? dma_wr_rsp_valid_i : dma_in_fire};
+      dma_zw_q <= ((((dma_busy_q & ~dma_st_q) & dma_row_done) & (dma_p_rows_q == 16'd1)) & dma_zm_q) | (dma_zw_q & ~((dma_zm_m_q + 4'd1) == dma_zm_n_q));
       dma_busy_q <= dma_go | (dma_busy_q & ~dma_finish);
       vec_state_q <= vec_next;
-      mma_a_more_q <= mma_go | (mma_a_more_q & ~((mma_a_take & (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q))) & ((mma_a_tile_q + 16'd1) == mma_ntiles_q)));
-      mma_a_rsp_last_q <= (mma_a_take & ((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4))) & ((mma_a_j_q + 16'd1) == mma_q_q);
-      mma_b_more_q <= mma_go | (mma_b_more_q & ~((mma_b_take & (1'd1 & ((mma_b_k_q + 16'd1) == mma_k_q))) & ((mma_b_tile_q + 16'd1) == mma_ntiles_q)));
-      mma_b_rsp_last_q <= (mma_b_take & 1'd1) & ((mma_b_k_q + 16'd1) == mma_k_q);
-      mma_s_on_q <= mma_s_arm | (mma_s_on_q & ~(mma_g_take & ((mma_s_j_q + 16'd1) == mma_q_q)));
-      mma_s_more_q <= mma_go | (mma_s_more_q & ~((mma_g_take & ((mma_s_j_q + 16'd1) == mma_q_q)) & ((mma_s_tile_q + 16'd1) == mma_ntiles_q)));
+      if (mma_go | (mma_m_req & u_scratchpad_rd3_req_ready)) mma_m_left_q <= mma_go ? (mma_skip_q_t120[0] ? mma_m_n_q_t122[3:0] : 4'd0) : (mma_m_left_q - 4'd1);
+      mma_m_pend_q <= mma_m_req & u_scratchpad_rd3_req_ready;
+      if (mma_go | (mma_m_pend_q & ((mma_m_got_q + 4'd1) == mma_m_n_q))) mma_mapped_q <= mma_go ? ~mma_skip_q_t120[0] : (mma_mapped_q | (mma_m_pend_q & ((mma_m_got_q + 4'd1) == mma_m_n_q)));
+      mma_a_more_q <= mma_go | (mma_a_more_q & ~((mma_a_take & (((mma_a_i_q + 8'd1) ==
+          ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ~((((((1'd0 | ((16'd0 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[0]))) | ((16'd1 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[1]))) | ((16'd2 < mma_k_q) & (~mma_skip_q | ~mma_map_q[2]))) | ((16'd3 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[3]))) & (10'd0 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+          ((16'd4 < mma_k_q) & (~mma_skip_q | ~mma_map_q[4]))) | ((16'd5 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[5]))) | ((16'd6 < mma_k_q) & (~mma_skip_q | ~mma_map_q[6]))) | ((16'd7 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[7]))) & (10'd1 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+          ((16'd8 < mma_k_q) & (~mma_skip_q | ~mma_map_q[8]))) | ((16'd9 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[9]))) | ((16'd10 < mma_k_q) & (~mma_skip_q | ~mma_map_q[10]))) | ((16'd11 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[11]))) & (10'd2 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+          ((16'd12 < mma_k_q) & (~mma_skip_q | ~mma_map_q[12]))) | ((16'd13 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[13]))) | ((16'd14 < mma_k_q) & (~mma_skip_q | ~mma_map_q[14])))
+          | ((16'd15 < mma_k_q) & (~mma_skip_q | ~mma_map_q[15]))) & (10'd3 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd16 < mma_k_q) & (~mma_skip_q | ~mma_map_q[16]))) | ((16'd17 < mma_k_q)
+          & (~mma_skip_q | ~mma_map_q[17]))) | ((16'd18 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[18]))) | ((16'd19 < mma_k_q) & (~mma_skip_q | ~mma_map_q[19]))) & (10'd4 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd20 < mma_k_q) & (~mma_skip_q | ~mma_map_q[20])))
+          | ((16'd21 < mma_k_q) & (~mma_skip_q | ~mma_map_q[21]))) | ((16'd22 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[22]))) | ((16'd23 < mma_k_q) & (~mma_skip_q | ~mma_map_q[23])))
+          & (10'd5 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd24 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[24]))) | ((16'd25 < mma_k_q) & (~mma_skip_q | ~mma_map_q[25]))) | ((16'd26 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[26]))) | ((16'd27 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[27]))) & (10'd6 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd28 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[28]))) | ((16'd29 < mma_k_q) & (~mma_skip_q | ~mma_map_q[29])))
+          | ((16'd30 < mma_k_q) & (~mma_skip_q | ~mma_map_q[30]))) | ((16'd31 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[31]))) & (10'd7 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd32 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[32]))) | ((16'd33 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[33]))) | ((16'd34 < mma_k_q) & (~mma_skip_q | ~mma_map_q[34]))) | ((16'd35 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[35]))) & (10'd8 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+          ((16'd36 < mma_k_q) & (~mma_skip_q | ~mma_map_q[36]))) | ((16'd37 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[37]))) | ((16'd38 < mma_k_q) & (~mma_skip_q | ~mma_map_q[38])))
+          | ((16'd39 < mma_k_q) & (~mma_skip_q | ~mma_map_q[39]))) & (10'd9 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd40 < mma_k_q) & (~mma_skip_q | ~mma_map_q[40]))) | ((16'd41 < mma_k_q)
+          & (~mma_skip_q | ~mma_map_q[41]))) | ((16'd42 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[42]))) | ((16'd43 < mma_k_q) & (~mma_skip_q | ~mma_map_q[43]))) & (10'd10 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd44 < mma_k_q) & (~mma_skip_q | ~mma_map_q[44])))
+          | ((16'd45 < mma_k_q) & (~mma_skip_q | ~mma_map_q[45]))) | ((16'd46 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[46]))) | ((16'd47 < mma_k_q) & (~mma_skip_q | ~mma_map_q[47])))
+          & (10'd11 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd48 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[48]))) | ((16'd49 < mma_k_q) & (~mma_skip_q | ~mma_map_q[49]))) | ((16'd50 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[50]))) | ((16'd51 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[51]))) & (10'd12 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd52 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[52]))) | ((16'd53 < mma_k_q) & (~mma_skip_q | ~mma_map_q[53])))
+          | ((16'd54 < mma_k_q) & (~mma_skip_q | ~mma_map_q[54]))) | ((16'd55 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[55]))) & (10'd13 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd56
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[56]))) | ((16'd57 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[57]))) | ((16'd58 < mma_k_q) & (~mma_skip_q | ~mma_map_q[58]))) | ((16'd59 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[59]))) & (10'd14 >= (mma_a_x + 10'd1))) | ((((((1'd0
+          | ((16'd60 < mma_k_q) & (~mma_skip_q | ~mma_map_q[60]))) | ((16'd61 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[61]))) | ((16'd62 < mma_k_q) & (~mma_skip_q | ~mma_map_q[62])))
+          | ((16'd63 < mma_k_q) & (~mma_skip_q | ~mma_map_q[63]))) & (10'd15 >= (mma_a_x + 10'd1)))
+          | ((((((1'd0 | ((16'd64 < mma_k_q) & (~mma_skip_q | ~mma_map_q[64]))) | ((16'd65 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[65]))) | ((16'd66 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[66]))) | ((16'd67 < mma_k_q) & (~mma_skip_q | ~mma_map_q[67]))) & (10'd16 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd68 < mma_k_q) & (~mma_skip_q | ~mma_map_q[68])))
+          | ((16'd69 < mma_k_q) & (~mma_skip_q | ~mma_map_q[69]))) | ((16'd70 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[70]))) | ((16'd71 < mma_k_q) & (~mma_skip_q | ~mma_map_q[71])))
+          & (10'd17 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd72 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[72]))) | ((16'd73 < mma_k_q) & (~mma_skip_q | ~mma_map_q[73]))) | ((16'd74 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[74]))) | ((16'd75 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[75]))) & (10'd18 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd76 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[76]))) | ((16'd77 < mma_k_q) & (~mma_skip_q | ~mma_map_q[77])))
+          | ((16'd78 < mma_k_q) & (~mma_skip_q | ~mma_map_q[78]))) | ((16'd79 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[79]))) & (10'd19 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd80
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[80]))) | ((16'd81 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[81]))) | ((16'd82 < mma_k_q) & (~mma_skip_q | ~mma_map_q[82]))) | ((16'd83 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[83]))) & (10'd20 >= (mma_a_x + 10'd1))) | ((((((1'd0
+          | ((16'd84 < mma_k_q) & (~mma_skip_q | ~mma_map_q[84]))) | ((16'd85 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[85]))) | ((16'd86 < mma_k_q) & (~mma_skip_q | ~mma_map_q[86])))
+          | ((16'd87 < mma_k_q) & (~mma_skip_q | ~mma_map_q[87]))) & (10'd21 >= (mma_a_x + 10'd1)))
+          | ((((((1'd0 | ((16'd88 < mma_k_q) & (~mma_skip_q | ~mma_map_q[88]))) | ((16'd89 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[89]))) | ((16'd90 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[90]))) | ((16'd91 < mma_k_q) & (~mma_skip_q | ~mma_map_q[91]))) & (10'd22 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd92 < mma_k_q) & (~mma_skip_q | ~mma_map_q[92])))
+          | ((16'd93 < mma_k_q) & (~mma_skip_q | ~mma_map_q[93]))) | ((16'd94 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[94]))) | ((16'd95 < mma_k_q) & (~mma_skip_q | ~mma_map_q[95])))
+          & (10'd23 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd96 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[96]))) | ((16'd97 < mma_k_q) & (~mma_skip_q | ~mma_map_q[97]))) | ((16'd98 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[98]))) | ((16'd99 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[99]))) & (10'd24 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd100 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[100]))) | ((16'd101 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[101]))) | ((16'd102 < mma_k_q) & (~mma_skip_q | ~mma_map_q[102]))) | ((16'd103
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[103]))) & (10'd25 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd104 < mma_k_q) & (~mma_skip_q | ~mma_map_q[104]))) | ((16'd105 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[105]))) | ((16'd106 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[106]))) | ((16'd107 < mma_k_q) & (~mma_skip_q | ~mma_map_q[107]))) & (10'd26 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd108 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[108]))) | ((16'd109 < mma_k_q) & (~mma_skip_q | ~mma_map_q[109]))) | ((16'd110
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[110]))) | ((16'd111 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[111]))) & (10'd27 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd112 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[112]))) | ((16'd113 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[113]))) | ((16'd114 < mma_k_q) & (~mma_skip_q | ~mma_map_q[114]))) | ((16'd115
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[115]))) & (10'd28 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd116 < mma_k_q) & (~mma_skip_q | ~mma_map_q[116]))) | ((16'd117 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[117]))) | ((16'd118 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[118]))) | ((16'd119 < mma_k_q) & (~mma_skip_q | ~mma_map_q[119]))) & (10'd29 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd120 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[120]))) | ((16'd121 < mma_k_q) & (~mma_skip_q | ~mma_map_q[121]))) | ((16'd122
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[122]))) | ((16'd123 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[123]))) & (10'd30 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd124 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[124]))) | ((16'd125 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[125]))) | ((16'd126 < mma_k_q) & (~mma_skip_q | ~mma_map_q[126]))) | ((16'd127
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[127]))) & (10'd31 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd128 < mma_k_q) & (~mma_skip_q | ~mma_map_q[128]))) | ((16'd129 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[129]))) | ((16'd130 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[130]))) | ((16'd131 < mma_k_q) & (~mma_skip_q | ~mma_map_q[131]))) & (10'd32 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd132 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[132]))) | ((16'd133 < mma_k_q) & (~mma_skip_q | ~mma_map_q[133]))) | ((16'd134
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[134]))) | ((16'd135 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[135]))) & (10'd33 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd136 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[136]))) | ((16'd137 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[137]))) | ((16'd138 < mma_k_q) & (~mma_skip_q | ~mma_map_q[138]))) | ((16'd139
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[139]))) & (10'd34 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd140 < mma_k_q) & (~mma_skip_q | ~mma_map_q[140]))) | ((16'd141 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[141]))) | ((16'd142 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[142]))) | ((16'd143 < mma_k_q) & (~mma_skip_q | ~mma_map_q[143]))) & (10'd35 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd144 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[144]))) | ((16'd145 < mma_k_q) & (~mma_skip_q | ~mma_map_q[145]))) | ((16'd146
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[146]))) | ((16'd147 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[147]))) & (10'd36 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd148 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[148]))) | ((16'd149 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[149]))) | ((16'd150 < mma_k_q) & (~mma_skip_q | ~mma_map_q[150]))) | ((16'd151
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[151]))) & (10'd37 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd152 < mma_k_q) & (~mma_skip_q | ~mma_map_q[152]))) | ((16'd153 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[153]))) | ((16'd154 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[154]))) | ((16'd155 < mma_k_q) & (~mma_skip_q | ~mma_map_q[155]))) & (10'd38 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd156 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[156]))) | ((16'd157 < mma_k_q) & (~mma_skip_q | ~mma_map_q[157]))) | ((16'd158
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[158]))) | ((16'd159 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[159]))) & (10'd39 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd160 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[160]))) | ((16'd161 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[161]))) | ((16'd162 < mma_k_q) & (~mma_skip_q | ~mma_map_q[162]))) | ((16'd163
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[163]))) & (10'd40 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd164 < mma_k_q) & (~mma_skip_q | ~mma_map_q[164]))) | ((16'd165 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[165]))) | ((16'd166 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[166]))) | ((16'd167 < mma_k_q) & (~mma_skip_q | ~mma_map_q[167]))) & (10'd41 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd168 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[168]))) | ((16'd169 < mma_k_q) & (~mma_skip_q | ~mma_map_q[169]))) | ((16'd170
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[170]))) | ((16'd171 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[171]))) & (10'd42 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd172 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[172]))) | ((16'd173 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[173]))) | ((16'd174 < mma_k_q) & (~mma_skip_q | ~mma_map_q[174]))) | ((16'd175
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[175]))) & (10'd43 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd176 < mma_k_q) & (~mma_skip_q | ~mma_map_q[176]))) | ((16'd177 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[177]))) | ((16'd178 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[178]))) | ((16'd179 < mma_k_q) & (~mma_skip_q | ~mma_map_q[179]))) & (10'd44 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd180 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[180]))) | ((16'd181 < mma_k_q) & (~mma_skip_q | ~mma_map_q[181]))) | ((16'd182
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[182]))) | ((16'd183 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[183]))) & (10'd45 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd184 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[184]))) | ((16'd185 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[185]))) | ((16'd186 < mma_k_q) & (~mma_skip_q | ~mma_map_q[186]))) | ((16'd187
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[187]))) & (10'd46 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd188 < mma_k_q) & (~mma_skip_q | ~mma_map_q[188]))) | ((16'd189 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[189]))) | ((16'd190 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[190]))) | ((16'd191 < mma_k_q) & (~mma_skip_q | ~mma_map_q[191]))) & (10'd47 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd192 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[192]))) | ((16'd193 < mma_k_q) & (~mma_skip_q | ~mma_map_q[193]))) | ((16'd194
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[194]))) | ((16'd195 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[195]))) & (10'd48 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd196 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[196]))) | ((16'd197 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[197]))) | ((16'd198 < mma_k_q) & (~mma_skip_q | ~mma_map_q[198]))) | ((16'd199
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[199]))) & (10'd49 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd200 < mma_k_q) & (~mma_skip_q | ~mma_map_q[200]))) | ((16'd201 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[201]))) | ((16'd202 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[202]))) | ((16'd203 < mma_k_q) & (~mma_skip_q | ~mma_map_q[203]))) & (10'd50 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd204 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[204]))) | ((16'd205 < mma_k_q) & (~mma_skip_q | ~mma_map_q[205]))) | ((16'd206
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[206]))) | ((16'd207 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[207]))) & (10'd51 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd208 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[208]))) | ((16'd209 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[209]))) | ((16'd210 < mma_k_q) & (~mma_skip_q | ~mma_map_q[210]))) | ((16'd211
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[211]))) & (10'd52 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd212 < mma_k_q) & (~mma_skip_q | ~mma_map_q[212]))) | ((16'd213 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[213]))) | ((16'd214 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[214]))) | ((16'd215 < mma_k_q) & (~mma_skip_q | ~mma_map_q[215]))) & (10'd53 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd216 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[216]))) | ((16'd217 < mma_k_q) & (~mma_skip_q | ~mma_map_q[217]))) | ((16'd218
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[218]))) | ((16'd219 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[219]))) & (10'd54 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd220 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[220]))) | ((16'd221 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[221]))) | ((16'd222 < mma_k_q) & (~mma_skip_q | ~mma_map_q[222]))) | ((16'd223
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[223]))) & (10'd55 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd224 < mma_k_q) & (~mma_skip_q | ~mma_map_q[224]))) | ((16'd225 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[225]))) | ((16'd226 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[226]))) | ((16'd227 < mma_k_q) & (~mma_skip_q | ~mma_map_q[227]))) & (10'd56 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd228 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[228]))) | ((16'd229 < mma_k_q) & (~mma_skip_q | ~mma_map_q[229]))) | ((16'd230
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[230]))) | ((16'd231 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[231]))) & (10'd57 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd232 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[232]))) | ((16'd233 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[233]))) | ((16'd234 < mma_k_q) & (~mma_skip_q | ~mma_map_q[234]))) | ((16'd235
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[235]))) & (10'd58 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd236 < mma_k_q) & (~mma_skip_q | ~mma_map_q[236]))) | ((16'd237 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[237]))) | ((16'd238 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[238]))) | ((16'd239 < mma_k_q) & (~mma_skip_q | ~mma_map_q[239]))) & (10'd59 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd240 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[240]))) | ((16'd241 < mma_k_q) & (~mma_skip_q | ~mma_map_q[241]))) | ((16'd242
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[242]))) | ((16'd243 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[243]))) & (10'd60 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd244 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[244]))) | ((16'd245 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[245]))) | ((16'd246 < mma_k_q) & (~mma_skip_q | ~mma_map_q[246]))) | ((16'd247
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[247]))) & (10'd61 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd248 < mma_k_q) & (~mma_skip_q | ~mma_map_q[248]))) | ((16'd249 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[249]))) | ((16'd250 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[250]))) | ((16'd251 < mma_k_q) & (~mma_skip_q | ~mma_map_q[251]))) & (10'd62 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd252 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[252]))) | ((16'd253 < mma_k_q) & (~mma_skip_q | ~mma_map_q[253]))) | ((16'd254
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[254]))) | ((16'd255 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[255]))) & (10'd63 >= (mma_a_x + 10'd1))) |
+          1'd0)))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))) &
+          (mma_a_rows_left_q <= 8'd4)));
+      mma_a_rsp_last_q <= (mma_a_take & ((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ?
+          mma_a_rows_left_q : 8'd4))) & ~((((((1'd0 | ((16'd0 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[0]))) | ((16'd1 < mma_k_q) & (~mma_skip_q | ~mma_map_q[1]))) | ((16'd2 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[2]))) | ((16'd3 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[3]))) & (10'd0 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd4 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[4]))) | ((16'd5 < mma_k_q) & (~mma_skip_q | ~mma_map_q[5]))) |
+          ((16'd6 < mma_k_q) & (~mma_skip_q | ~mma_map_q[6]))) | ((16'd7 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[7]))) & (10'd1 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd8 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[8]))) | ((16'd9 < mma_k_q) & (~mma_skip_q | ~mma_map_q[9]))) |
+          ((16'd10 < mma_k_q) & (~mma_skip_q | ~mma_map_q[10]))) | ((16'd11 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[11]))) & (10'd2 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd12 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[12]))) | ((16'd13 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[13]))) | ((16'd14 < mma_k_q) & (~mma_skip_q | ~mma_map_q[14]))) | ((16'd15 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[15]))) & (10'd3 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+          ((16'd16 < mma_k_q) & (~mma_skip_q | ~mma_map_q[16]))) | ((16'd17 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[17]))) | ((16'd18 < mma_k_q) & (~mma_skip_q | ~mma_map_q[18])))
+          | ((16'd19 < mma_k_q) & (~mma_skip_q | ~mma_map_q[19]))) & (10'd4 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd20 < mma_k_q) & (~mma_skip_q | ~mma_map_q[20]))) | ((16'd21 < mma_k_q)
+          & (~mma_skip_q | ~mma_map_q[21]))) | ((16'd22 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[22]))) | ((16'd23 < mma_k_q) & (~mma_skip_q | ~mma_map_q[23]))) & (10'd5 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd24 < mma_k_q) & (~mma_skip_q | ~mma_map_q[24])))
+          | ((16'd25 < mma_k_q) & (~mma_skip_q | ~mma_map_q[25]))) | ((16'd26 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[26]))) | ((16'd27 < mma_k_q) & (~mma_skip_q | ~mma_map_q[27])))
+          & (10'd6 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd28 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[28]))) | ((16'd29 < mma_k_q) & (~mma_skip_q | ~mma_map_q[29]))) | ((16'd30 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[30]))) | ((16'd31 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[31]))) & (10'd7 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd32 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[32]))) | ((16'd33 < mma_k_q) & (~mma_skip_q | ~mma_map_q[33])))
+          | ((16'd34 < mma_k_q) & (~mma_skip_q | ~mma_map_q[34]))) | ((16'd35 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[35]))) & (10'd8 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd36 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[36]))) | ((16'd37 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[37]))) | ((16'd38 < mma_k_q) & (~mma_skip_q | ~mma_map_q[38]))) | ((16'd39 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[39]))) & (10'd9 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+          ((16'd40 < mma_k_q) & (~mma_skip_q | ~mma_map_q[40]))) | ((16'd41 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[41]))) | ((16'd42 < mma_k_q) & (~mma_skip_q | ~mma_map_q[42])))
+          | ((16'd43 < mma_k_q) & (~mma_skip_q | ~mma_map_q[43]))) & (10'd10 >= (mma_a_x + 10'd1)))
+          | ((((((1'd0 | ((16'd44 < mma_k_q) & (~mma_skip_q | ~mma_map_q[44]))) | ((16'd45 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[45]))) | ((16'd46 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[46]))) | ((16'd47 < mma_k_q) & (~mma_skip_q | ~mma_map_q[47]))) & (10'd11 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd48 < mma_k_q) & (~mma_skip_q | ~mma_map_q[48])))
+          | ((16'd49 < mma_k_q) & (~mma_skip_q | ~mma_map_q[49]))) | ((16'd50 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[50]))) | ((16'd51 < mma_k_q) & (~mma_skip_q | ~mma_map_q[51])))
+          & (10'd12 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd52 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[52]))) | ((16'd53 < mma_k_q) & (~mma_skip_q | ~mma_map_q[53]))) | ((16'd54 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[54]))) | ((16'd55 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[55]))) & (10'd13 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd56 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[56]))) | ((16'd57 < mma_k_q) & (~mma_skip_q | ~mma_map_q[57])))
+          | ((16'd58 < mma_k_q) & (~mma_skip_q | ~mma_map_q[58]))) | ((16'd59 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[59]))) & (10'd14 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd60
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[60]))) | ((16'd61 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[61]))) | ((16'd62 < mma_k_q) & (~mma_skip_q | ~mma_map_q[62]))) | ((16'd63 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[63]))) & (10'd15 >= (mma_a_x + 10'd1))) | ((((((1'd0
+          | ((16'd64 < mma_k_q) & (~mma_skip_q | ~mma_map_q[64]))) | ((16'd65 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[65]))) | ((16'd66 < mma_k_q) & (~mma_skip_q | ~mma_map_q[66])))
+          | ((16'd67 < mma_k_q) & (~mma_skip_q | ~mma_map_q[67]))) & (10'd16 >= (mma_a_x + 10'd1)))
+          | ((((((1'd0 | ((16'd68 < mma_k_q) & (~mma_skip_q | ~mma_map_q[68]))) | ((16'd69 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[69]))) | ((16'd70 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[70]))) | ((16'd71 < mma_k_q) & (~mma_skip_q | ~mma_map_q[71]))) & (10'd17 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd72 < mma_k_q) & (~mma_skip_q | ~mma_map_q[72])))
+          | ((16'd73 < mma_k_q) & (~mma_skip_q | ~mma_map_q[73]))) | ((16'd74 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[74]))) | ((16'd75 < mma_k_q) & (~mma_skip_q | ~mma_map_q[75])))
+          & (10'd18 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd76 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[76]))) | ((16'd77 < mma_k_q) & (~mma_skip_q | ~mma_map_q[77]))) | ((16'd78 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[78]))) | ((16'd79 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[79]))) & (10'd19 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd80 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[80]))) | ((16'd81 < mma_k_q) & (~mma_skip_q | ~mma_map_q[81])))
+          | ((16'd82 < mma_k_q) & (~mma_skip_q | ~mma_map_q[82]))) | ((16'd83 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[83]))) & (10'd20 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd84
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[84]))) | ((16'd85 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[85]))) | ((16'd86 < mma_k_q) & (~mma_skip_q | ~mma_map_q[86]))) | ((16'd87 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[87]))) & (10'd21 >= (mma_a_x + 10'd1))) | ((((((1'd0
+          | ((16'd88 < mma_k_q) & (~mma_skip_q | ~mma_map_q[88]))) | ((16'd89 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[89]))) | ((16'd90 < mma_k_q) & (~mma_skip_q | ~mma_map_q[90])))
+          | ((16'd91 < mma_k_q) & (~mma_skip_q | ~mma_map_q[91]))) & (10'd22 >= (mma_a_x + 10'd1)))
+          | ((((((1'd0 | ((16'd92 < mma_k_q) & (~mma_skip_q | ~mma_map_q[92]))) | ((16'd93 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[93]))) | ((16'd94 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[94]))) | ((16'd95 < mma_k_q) & (~mma_skip_q | ~mma_map_q[95]))) & (10'd23 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd96 < mma_k_q) & (~mma_skip_q | ~mma_map_q[96])))
+          | ((16'd97 < mma_k_q) & (~mma_skip_q | ~mma_map_q[97]))) | ((16'd98 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[98]))) | ((16'd99 < mma_k_q) & (~mma_skip_q | ~mma_map_q[99])))
+          & (10'd24 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd100 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[100]))) | ((16'd101 < mma_k_q) & (~mma_skip_q | ~mma_map_q[101]))) | ((16'd102
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[102]))) | ((16'd103 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[103]))) & (10'd25 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd104 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[104]))) | ((16'd105 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[105]))) | ((16'd106 < mma_k_q) & (~mma_skip_q | ~mma_map_q[106]))) | ((16'd107
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[107]))) & (10'd26 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd108 < mma_k_q) & (~mma_skip_q | ~mma_map_q[108]))) | ((16'd109 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[109]))) | ((16'd110 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[110]))) | ((16'd111 < mma_k_q) & (~mma_skip_q | ~mma_map_q[111]))) & (10'd27 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd112 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[112]))) | ((16'd113 < mma_k_q) & (~mma_skip_q | ~mma_map_q[113]))) | ((16'd114
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[114]))) | ((16'd115 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[115]))) & (10'd28 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd116 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[116]))) | ((16'd117 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[117]))) | ((16'd118 < mma_k_q) & (~mma_skip_q | ~mma_map_q[118]))) | ((16'd119
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[119]))) & (10'd29 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd120 < mma_k_q) & (~mma_skip_q | ~mma_map_q[120]))) | ((16'd121 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[121]))) | ((16'd122 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[122]))) | ((16'd123 < mma_k_q) & (~mma_skip_q | ~mma_map_q[123]))) & (10'd30 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd124 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[124]))) | ((16'd125 < mma_k_q) & (~mma_skip_q | ~mma_map_q[125]))) | ((16'd126
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[126]))) | ((16'd127 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[127]))) & (10'd31 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd128 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[128]))) | ((16'd129 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[129]))) | ((16'd130 < mma_k_q) & (~mma_skip_q | ~mma_map_q[130]))) | ((16'd131
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[131]))) & (10'd32 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd132 < mma_k_q) & (~mma_skip_q | ~mma_map_q[132]))) | ((16'd133 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[133]))) | ((16'd134 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[134]))) | ((16'd135 < mma_k_q) & (~mma_skip_q | ~mma_map_q[135]))) & (10'd33 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd136 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[136]))) | ((16'd137 < mma_k_q) & (~mma_skip_q | ~mma_map_q[137]))) | ((16'd138
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[138]))) | ((16'd139 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[139]))) & (10'd34 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd140 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[140]))) | ((16'd141 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[141]))) | ((16'd142 < mma_k_q) & (~mma_skip_q | ~mma_map_q[142]))) | ((16'd143
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[143]))) & (10'd35 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd144 < mma_k_q) & (~mma_skip_q | ~mma_map_q[144]))) | ((16'd145 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[145]))) | ((16'd146 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[146]))) | ((16'd147 < mma_k_q) & (~mma_skip_q | ~mma_map_q[147]))) & (10'd36 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd148 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[148]))) | ((16'd149 < mma_k_q) & (~mma_skip_q | ~mma_map_q[149]))) | ((16'd150
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[150]))) | ((16'd151 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[151]))) & (10'd37 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd152 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[152]))) | ((16'd153 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[153]))) | ((16'd154 < mma_k_q) & (~mma_skip_q | ~mma_map_q[154]))) | ((16'd155
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[155]))) & (10'd38 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd156 < mma_k_q) & (~mma_skip_q | ~mma_map_q[156]))) | ((16'd157 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[157]))) | ((16'd158 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[158]))) | ((16'd159 < mma_k_q) & (~mma_skip_q | ~mma_map_q[159]))) & (10'd39 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd160 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[160]))) | ((16'd161 < mma_k_q) & (~mma_skip_q | ~mma_map_q[161]))) | ((16'd162
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[162]))) | ((16'd163 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[163]))) & (10'd40 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd164 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[164]))) | ((16'd165 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[165]))) | ((16'd166 < mma_k_q) & (~mma_skip_q | ~mma_map_q[166]))) | ((16'd167
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[167]))) & (10'd41 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd168 < mma_k_q) & (~mma_skip_q | ~mma_map_q[168]))) | ((16'd169 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[169]))) | ((16'd170 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[170]))) | ((16'd171 < mma_k_q) & (~mma_skip_q | ~mma_map_q[171]))) & (10'd42 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd172 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[172]))) | ((16'd173 < mma_k_q) & (~mma_skip_q | ~mma_map_q[173]))) | ((16'd174
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[174]))) | ((16'd175 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[175]))) & (10'd43 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd176 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[176]))) | ((16'd177 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[177]))) | ((16'd178 < mma_k_q) & (~mma_skip_q | ~mma_map_q[178]))) | ((16'd179
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[179]))) & (10'd44 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd180 < mma_k_q) & (~mma_skip_q | ~mma_map_q[180]))) | ((16'd181 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[181]))) | ((16'd182 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[182]))) | ((16'd183 < mma_k_q) & (~mma_skip_q | ~mma_map_q[183]))) & (10'd45 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd184 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[184]))) | ((16'd185 < mma_k_q) & (~mma_skip_q | ~mma_map_q[185]))) | ((16'd186
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[186]))) | ((16'd187 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[187]))) & (10'd46 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd188 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[188]))) | ((16'd189 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[189]))) | ((16'd190 < mma_k_q) & (~mma_skip_q | ~mma_map_q[190]))) | ((16'd191
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[191]))) & (10'd47 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd192 < mma_k_q) & (~mma_skip_q | ~mma_map_q[192]))) | ((16'd193 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[193]))) | ((16'd194 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[194]))) | ((16'd195 < mma_k_q) & (~mma_skip_q | ~mma_map_q[195]))) & (10'd48 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd196 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[196]))) | ((16'd197 < mma_k_q) & (~mma_skip_q | ~mma_map_q[197]))) | ((16'd198
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[198]))) | ((16'd199 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[199]))) & (10'd49 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd200 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[200]))) | ((16'd201 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[201]))) | ((16'd202 < mma_k_q) & (~mma_skip_q | ~mma_map_q[202]))) | ((16'd203
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[203]))) & (10'd50 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd204 < mma_k_q) & (~mma_skip_q | ~mma_map_q[204]))) | ((16'd205 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[205]))) | ((16'd206 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[206]))) | ((16'd207 < mma_k_q) & (~mma_skip_q | ~mma_map_q[207]))) & (10'd51 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd208 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[208]))) | ((16'd209 < mma_k_q) & (~mma_skip_q | ~mma_map_q[209]))) | ((16'd210
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[210]))) | ((16'd211 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[211]))) & (10'd52 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd212 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[212]))) | ((16'd213 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[213]))) | ((16'd214 < mma_k_q) & (~mma_skip_q | ~mma_map_q[214]))) | ((16'd215
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[215]))) & (10'd53 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd216 < mma_k_q) & (~mma_skip_q | ~mma_map_q[216]))) | ((16'd217 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[217]))) | ((16'd218 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[218]))) | ((16'd219 < mma_k_q) & (~mma_skip_q | ~mma_map_q[219]))) & (10'd54 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd220 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[220]))) | ((16'd221 < mma_k_q) & (~mma_skip_q | ~mma_map_q[221]))) | ((16'd222
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[222]))) | ((16'd223 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[223]))) & (10'd55 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd224 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[224]))) | ((16'd225 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[225]))) | ((16'd226 < mma_k_q) & (~mma_skip_q | ~mma_map_q[226]))) | ((16'd227
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[227]))) & (10'd56 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd228 < mma_k_q) & (~mma_skip_q | ~mma_map_q[228]))) | ((16'd229 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[229]))) | ((16'd230 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[230]))) | ((16'd231 < mma_k_q) & (~mma_skip_q | ~mma_map_q[231]))) & (10'd57 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd232 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[232]))) | ((16'd233 < mma_k_q) & (~mma_skip_q | ~mma_map_q[233]))) | ((16'd234
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[234]))) | ((16'd235 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[235]))) & (10'd58 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd236 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[236]))) | ((16'd237 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[237]))) | ((16'd238 < mma_k_q) & (~mma_skip_q | ~mma_map_q[238]))) | ((16'd239
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[239]))) & (10'd59 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd240 < mma_k_q) & (~mma_skip_q | ~mma_map_q[240]))) | ((16'd241 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[241]))) | ((16'd242 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[242]))) | ((16'd243 < mma_k_q) & (~mma_skip_q | ~mma_map_q[243]))) & (10'd60 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd244 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[244]))) | ((16'd245 < mma_k_q) & (~mma_skip_q | ~mma_map_q[245]))) | ((16'd246
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[246]))) | ((16'd247 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[247]))) & (10'd61 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd248 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[248]))) | ((16'd249 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[249]))) | ((16'd250 < mma_k_q) & (~mma_skip_q | ~mma_map_q[250]))) | ((16'd251
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[251]))) & (10'd62 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd252 < mma_k_q) & (~mma_skip_q | ~mma_map_q[252]))) | ((16'd253 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[253]))) | ((16'd254 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[254]))) | ((16'd255 < mma_k_q) & (~mma_skip_q | ~mma_map_q[255]))) & (10'd63 >=
+          (mma_a_x + 10'd1))) |
+          1'd0))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))));
+      mma_b_more_q <= mma_go | (mma_b_more_q & ~((mma_b_take & (1'd1 & ~((((16'd0 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[0])) & (10'd0 >= (mma_b_k + 10'd1))) | ((((16'd1 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[1])) & (10'd1 >= (mma_b_k + 10'd1))) | ((((16'd2 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[2])) & (10'd2 >= (mma_b_k + 10'd1))) | ((((16'd3 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[3])) & (10'd3 >= (mma_b_k + 10'd1))) | ((((16'd4 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[4])) & (10'd4 >= (mma_b_k + 10'd1))) | ((((16'd5 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[5])) & (10'd5 >= (mma_b_k + 10'd1))) | ((((16'd6 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[6])) & (10'd6 >= (mma_b_k + 10'd1))) | ((((16'd7 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[7])) & (10'd7 >= (mma_b_k + 10'd1))) | ((((16'd8 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[8])) & (10'd8 >= (mma_b_k + 10'd1))) | ((((16'd9 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[9])) & (10'd9 >= (mma_b_k + 10'd1))) | ((((16'd10 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[10])) & (10'd10 >= (mma_b_k + 10'd1))) | ((((16'd11 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[11])) & (10'd11 >= (mma_b_k + 10'd1))) | ((((16'd12 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[12])) & (10'd12 >= (mma_b_k + 10'd1))) | ((((16'd13 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[13])) & (10'd13 >= (mma_b_k + 10'd1))) | ((((16'd14 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[14])) & (10'd14 >= (mma_b_k + 10'd1))) | ((((16'd15 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[15])) & (10'd15 >= (mma_b_k + 10'd1))) | ((((16'd16 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[16])) & (10'd16 >= (mma_b_k + 10'd1))) | ((((16'd17 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[17])) & (10'd17 >= (mma_b_k + 10'd1))) | ((((16'd18 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[18])) & (10'd18 >= (mma_b_k + 10'd1))) | ((((16'd19 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[19])) & (10'd19 >= (mma_b_k + 10'd1))) | ((((16'd20 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[20])) & (10'd20 >= (mma_b_k + 10'd1))) | ((((16'd21 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[21])) & (10'd21 >= (mma_b_k + 10'd1))) | ((((16'd22 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[22])) & (10'd22 >= (mma_b_k + 10'd1))) | ((((16'd23 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[23])) & (10'd23 >= (mma_b_k + 10'd1))) | ((((16'd24 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[24])) & (10'd24 >= (mma_b_k + 10'd1))) | ((((16'd25 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[25])) & (10'd25 >= (mma_b_k + 10'd1))) | ((((16'd26 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[26])) & (10'd26 >= (mma_b_k + 10'd1))) | ((((16'd27 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[27])) & (10'd27 >= (mma_b_k + 10'd1))) | ((((16'd28 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[28])) & (10'd28 >= (mma_b_k + 10'd1))) | ((((16'd29 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[29])) & (10'd29 >= (mma_b_k + 10'd1))) | ((((16'd30 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[30])) & (10'd30 >= (mma_b_k + 10'd1))) | ((((16'd31 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[31])) & (10'd31 >= (mma_b_k + 10'd1))) | ((((16'd32 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[32])) & (10'd32 >= (mma_b_k + 10'd1))) | ((((16'd33 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[33])) & (10'd33 >= (mma_b_k + 10'd1))) | ((((16'd34 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[34])) & (10'd34 >= (mma_b_k + 10'd1))) | ((((16'd35 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[35])) & (10'd35 >= (mma_b_k + 10'd1))) | ((((16'd36 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[36])) & (10'd36 >= (mma_b_k + 10'd1))) | ((((16'd37 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[37])) & (10'd37 >= (mma_b_k + 10'd1))) | ((((16'd38 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[38])) & (10'd38 >= (mma_b_k + 10'd1))) | ((((16'd39 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[39])) & (10'd39 >= (mma_b_k + 10'd1))) | ((((16'd40 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[40])) & (10'd40 >= (mma_b_k + 10'd1))) | ((((16'd41 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[41])) & (10'd41 >= (mma_b_k + 10'd1))) | ((((16'd42 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[42])) & (10'd42 >= (mma_b_k + 10'd1))) | ((((16'd43 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[43])) & (10'd43 >= (mma_b_k + 10'd1))) | ((((16'd44 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[44])) & (10'd44 >= (mma_b_k + 10'd1))) | ((((16'd45 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[45])) & (10'd45 >= (mma_b_k + 10'd1))) | ((((16'd46 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[46])) & (10'd46 >= (mma_b_k + 10'd1))) | ((((16'd47 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[47])) & (10'd47 >= (mma_b_k + 10'd1))) | ((((16'd48 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[48])) & (10'd48 >= (mma_b_k + 10'd1))) | ((((16'd49 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[49])) & (10'd49 >= (mma_b_k + 10'd1))) | ((((16'd50 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[50])) & (10'd50 >= (mma_b_k + 10'd1))) | ((((16'd51 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[51])) & (10'd51 >= (mma_b_k + 10'd1))) | ((((16'd52 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[52])) & (10'd52 >= (mma_b_k + 10'd1))) | ((((16'd53 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[53])) & (10'd53 >= (mma_b_k + 10'd1))) | ((((16'd54 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[54])) & (10'd54 >= (mma_b_k + 10'd1))) | ((((16'd55 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[55])) & (10'd55 >= (mma_b_k + 10'd1))) | ((((16'd56 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[56])) & (10'd56 >= (mma_b_k + 10'd1))) | ((((16'd57 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[57])) & (10'd57 >= (mma_b_k + 10'd1))) | ((((16'd58 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[58])) & (10'd58 >= (mma_b_k + 10'd1))) | ((((16'd59 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[59])) & (10'd59 >= (mma_b_k + 10'd1))) | ((((16'd60 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[60])) & (10'd60 >= (mma_b_k + 10'd1))) | ((((16'd61 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[61])) & (10'd61 >= (mma_b_k + 10'd1))) | ((((16'd62 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[62])) & (10'd62 >= (mma_b_k + 10'd1))) | ((((16'd63 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[63])) & (10'd63 >= (mma_b_k + 10'd1))) | ((((16'd64 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[64])) & (10'd64 >= (mma_b_k + 10'd1))) | ((((16'd65 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[65])) & (10'd65 >= (mma_b_k + 10'd1))) | ((((16'd66 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[66])) & (10'd66 >= (mma_b_k + 10'd1))) | ((((16'd67 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[67])) & (10'd67 >= (mma_b_k + 10'd1))) | ((((16'd68 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[68])) & (10'd68 >= (mma_b_k + 10'd1))) | ((((16'd69 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[69])) & (10'd69 >= (mma_b_k + 10'd1))) | ((((16'd70 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[70])) & (10'd70 >= (mma_b_k + 10'd1))) | ((((16'd71 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[71])) & (10'd71 >= (mma_b_k + 10'd1))) | ((((16'd72 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[72])) & (10'd72 >= (mma_b_k + 10'd1))) | ((((16'd73 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[73])) & (10'd73 >= (mma_b_k + 10'd1))) | ((((16'd74 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[74])) & (10'd74 >= (mma_b_k + 10'd1))) | ((((16'd75 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[75])) & (10'd75 >= (mma_b_k + 10'd1))) | ((((16'd76 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[76])) & (10'd76 >= (mma_b_k + 10'd1))) | ((((16'd77 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[77])) & (10'd77 >= (mma_b_k + 10'd1))) | ((((16'd78 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[78])) & (10'd78 >= (mma_b_k + 10'd1))) | ((((16'd79 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[79])) & (10'd79 >= (mma_b_k + 10'd1))) | ((((16'd80 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[80])) & (10'd80 >= (mma_b_k + 10'd1))) | ((((16'd81 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[81])) & (10'd81 >= (mma_b_k + 10'd1))) | ((((16'd82 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[82])) & (10'd82 >= (mma_b_k + 10'd1))) | ((((16'd83 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[83])) & (10'd83 >= (mma_b_k + 10'd1))) | ((((16'd84 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[84])) & (10'd84 >= (mma_b_k + 10'd1))) | ((((16'd85 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[85])) & (10'd85 >= (mma_b_k + 10'd1))) | ((((16'd86 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[86])) & (10'd86 >= (mma_b_k + 10'd1))) | ((((16'd87 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[87])) & (10'd87 >= (mma_b_k + 10'd1))) | ((((16'd88 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[88])) & (10'd88 >= (mma_b_k + 10'd1))) | ((((16'd89 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[89])) & (10'd89 >= (mma_b_k + 10'd1))) | ((((16'd90 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[90])) & (10'd90 >= (mma_b_k + 10'd1))) | ((((16'd91 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[91])) & (10'd91 >= (mma_b_k + 10'd1))) | ((((16'd92 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[92])) & (10'd92 >= (mma_b_k + 10'd1))) | ((((16'd93 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[93])) & (10'd93 >= (mma_b_k + 10'd1))) | ((((16'd94 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[94])) & (10'd94 >= (mma_b_k + 10'd1))) | ((((16'd95 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[95])) & (10'd95 >= (mma_b_k + 10'd1))) | ((((16'd96 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[96])) & (10'd96 >= (mma_b_k + 10'd1))) | ((((16'd97 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[97])) & (10'd97 >= (mma_b_k + 10'd1))) | ((((16'd98 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[98])) & (10'd98 >= (mma_b_k + 10'd1))) | ((((16'd99 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[99])) & (10'd99 >= (mma_b_k + 10'd1))) | ((((16'd100 < mma_k_q)
+          & (~mma_skip_q | ~mma_map_q[100])) & (10'd100 >= (mma_b_k + 10'd1))) | ((((16'd101 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[101])) & (10'd101 >= (mma_b_k + 10'd1))) |
+          ((((16'd102 < mma_k_q) & (~mma_skip_q | ~mma_map_q[102])) & (10'd102 >= (mma_b_k +
+          10'd1))) | ((((16'd103 < mma_k_q) & (~mma_skip_q | ~mma_map_q[103])) & (10'd103 >=
+          (mma_b_k + 10'd1))) | ((((16'd104 < mma_k_q) & (~mma_skip_q | ~mma_map_q[104])) & (10'd104
+          >= (mma_b_k + 10'd1))) | ((((16'd105 < mma_k_q) & (~mma_skip_q | ~mma_map_q[105])) &
+          (10'd105 >= (mma_b_k + 10'd1))) | ((((16'd106 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[106])) & (10'd106 >= (mma_b_k + 10'd1))) | ((((16'd107 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[107])) & (10'd107 >= (mma_b_k + 10'd1))) | ((((16'd108 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[108])) & (10'd108 >= (mma_b_k + 10'd1))) |
+          ((((16'd109 < mma_k_q) & (~mma_skip_q | ~mma_map_q[109])) & (10'd109 >= (mma_b_k +
+          10'd1))) | ((((16'd110 < mma_k_q) & (~mma_skip_q | ~mma_map_q[110])) & (10'd110 >=
+          (mma_b_k + 10'd1))) | ((((16'd111 < mma_k_q) & (~mma_skip_q | ~mma_map_q[111])) & (10'd111
+          >= (mma_b_k + 10'd1))) | ((((16'd112 < mma_k_q) & (~mma_skip_q | ~mma_map_q[112])) &
+          (10'd112 >= (mma_b_k + 10'd1))) | ((((16'd113 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[113])) & (10'd113 >= (mma_b_k + 10'd1))) | ((((16'd114 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[114])) & (10'd114 >= (mma_b_k + 10'd1))) | ((((16'd115 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[115])) & (10'd115 >= (mma_b_k + 10'd1))) |
+          ((((16'd116 < mma_k_q) & (~mma_skip_q | ~mma_map_q[116])) & (10'd116 >= (mma_b_k +
+          10'd1))) | ((((16'd117 < mma_k_q) & (~mma_skip_q | ~mma_map_q[117])) & (10'd117 >=
+          (mma_b_k + 10'd1))) | ((((16'd118 < mma_k_q) & (~mma_skip_q | ~mma_map_q[118])) & (10'd118
+          >= (mma_b_k + 10'd1))) | ((((16'd119 < mma_k_q) & (~mma_skip_q | ~mma_map_q[119])) &
+          (10'd119 >= (mma_b_k + 10'd1))) | ((((16'd120 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[120])) & (10'd120 >= (mma_b_k + 10'd1))) | ((((16'd121 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[121])) & (10'd121 >= (mma_b_k + 10'd1))) | ((((16'd122 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[122])) & (10'd122 >= (mma_b_k + 10'd1))) |
+          ((((16'd123 < mma_k_q) & (~mma_skip_q | ~mma_map_q[123])) & (10'd123 >= (mma_b_k +
+          10'd1))) | ((((16'd124 < mma_k_q) & (~mma_skip_q | ~mma_map_q[124])) & (10'd124 >=
+          (mma_b_k + 10'd1))) | ((((16'd125 < mma_k_q) & (~mma_skip_q | ~mma_map_q[125])) & (10'd125
+          >= (mma_b_k + 10'd1))) | ((((16'd126 < mma_k_q) & (~mma_skip_q | ~mma_map_q[126])) &
+          (10'd126 >= (mma_b_k + 10'd1))) | ((((16'd127 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[127])) & (10'd127 >= (mma_b_k + 10'd1))) | ((((16'd128 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[128])) & (10'd128 >= (mma_b_k + 10'd1))) | ((((16'd129 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[129])) & (10'd129 >= (mma_b_k + 10'd1))) |
+          ((((16'd130 < mma_k_q) & (~mma_skip_q | ~mma_map_q[130])) & (10'd130 >= (mma_b_k +
+          10'd1))) | ((((16'd131 < mma_k_q) & (~mma_skip_q | ~mma_map_q[131])) & (10'd131 >=
+          (mma_b_k + 10'd1))) | ((((16'd132 < mma_k_q) & (~mma_skip_q | ~mma_map_q[132])) & (10'd132
+          >= (mma_b_k + 10'd1))) | ((((16'd133 < mma_k_q) & (~mma_skip_q | ~mma_map_q[133])) &
+          (10'd133 >= (mma_b_k + 10'd1))) | ((((16'd134 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[134])) & (10'd134 >= (mma_b_k + 10'd1))) | ((((16'd135 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[135])) & (10'd135 >= (mma_b_k + 10'd1))) | ((((16'd136 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[136])) & (10'd136 >= (mma_b_k + 10'd1))) |
+          ((((16'd137 < mma_k_q) & (~mma_skip_q | ~mma_map_q[137])) & (10'd137 >= (mma_b_k +
+          10'd1))) | ((((16'd138 < mma_k_q) & (~mma_skip_q | ~mma_map_q[138])) & (10'd138 >=
+          (mma_b_k + 10'd1))) | ((((16'd139 < mma_k_q) & (~mma_skip_q | ~mma_map_q[139])) & (10'd139
+          >= (mma_b_k + 10'd1))) | ((((16'd140 < mma_k_q) & (~mma_skip_q | ~mma_map_q[140])) &
+          (10'd140 >= (mma_b_k + 10'd1))) | ((((16'd141 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[141])) & (10'd141 >= (mma_b_k + 10'd1))) | ((((16'd142 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[142])) & (10'd142 >= (mma_b_k + 10'd1))) | ((((16'd143 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[143])) & (10'd143 >= (mma_b_k + 10'd1))) |
+          ((((16'd144 < mma_k_q) & (~mma_skip_q | ~mma_map_q[144])) & (10'd144 >= (mma_b_k +
+          10'd1))) | ((((16'd145 < mma_k_q) & (~mma_skip_q | ~mma_map_q[145])) & (10'd145 >=
+          (mma_b_k + 10'd1))) | ((((16'd146 < mma_k_q) & (~mma_skip_q | ~mma_map_q[146])) & (10'd146
+          >= (mma_b_k + 10'd1))) | ((((16'd147 < mma_k_q) & (~mma_skip_q | ~mma_map_q[147])) &
+          (10'd147 >= (mma_b_k + 10'd1))) | ((((16'd148 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[148])) & (10'd148 >= (mma_b_k + 10'd1))) | ((((16'd149 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[149])) & (10'd149 >= (mma_b_k + 10'd1))) | ((((16'd150 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[150])) & (10'd150 >= (mma_b_k + 10'd1))) |
+          ((((16'd151 < mma_k_q) & (~mma_skip_q | ~mma_map_q[151])) & (10'd151 >= (mma_b_k +
+          10'd1))) | ((((16'd152 < mma_k_q) & (~mma_skip_q | ~mma_map_q[152])) & (10'd152 >=
+          (mma_b_k + 10'd1))) | ((((16'd153 < mma_k_q) & (~mma_skip_q | ~mma_map_q[153])) & (10'd153
+          >= (mma_b_k + 10'd1))) | ((((16'd154 < mma_k_q) & (~mma_skip_q | ~mma_map_q[154])) &
+          (10'd154 >= (mma_b_k + 10'd1))) | ((((16'd155 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[155])) & (10'd155 >= (mma_b_k + 10'd1))) | ((((16'd156 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[156])) & (10'd156 >= (mma_b_k + 10'd1))) | ((((16'd157 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[157])) & (10'd157 >= (mma_b_k + 10'd1))) |
+          ((((16'd158 < mma_k_q) & (~mma_skip_q | ~mma_map_q[158])) & (10'd158 >= (mma_b_k +
+          10'd1))) | ((((16'd159 < mma_k_q) & (~mma_skip_q | ~mma_map_q[159])) & (10'd159 >=
+          (mma_b_k + 10'd1))) | ((((16'd160 < mma_k_q) & (~mma_skip_q | ~mma_map_q[160])) & (10'd160
+          >= (mma_b_k + 10'd1))) | ((((16'd161 < mma_k_q) & (~mma_skip_q | ~mma_map_q[161])) &
+          (10'd161 >= (mma_b_k + 10'd1))) | ((((16'd162 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[162])) & (10'd162 >= (mma_b_k + 10'd1))) | ((((16'd163 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[163])) & (10'd163 >= (mma_b_k + 10'd1))) | ((((16'd164 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[164])) & (10'd164 >= (mma_b_k + 10'd1))) |
+          ((((16'd165 < mma_k_q) & (~mma_skip_q | ~mma_map_q[165])) & (10'd165 >= (mma_b_k +
+          10'd1))) | ((((16'd166 < mma_k_q) & (~mma_skip_q | ~mma_map_q[166])) & (10'd166 >=
+          (mma_b_k + 10'd1))) | ((((16'd167 < mma_k_q) & (~mma_skip_q | ~mma_map_q[167])) & (10'd167
+          >= (mma_b_k + 10'd1))) | ((((16'd168 < mma_k_q) & (~mma_skip_q | ~mma_map_q[168])) &
+          (10'd168 >= (mma_b_k + 10'd1))) | ((((16'd169 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[169])) & (10'd169 >= (mma_b_k + 10'd1))) | ((((16'd170 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[170])) & (10'd170 >= (mma_b_k + 10'd1))) | ((((16'd171 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[171])) & (10'd171 >= (mma_b_k + 10'd1))) |
+          ((((16'd172 < mma_k_q) & (~mma_skip_q | ~mma_map_q[172])) & (10'd172 >= (mma_b_k +
+          10'd1))) | ((((16'd173 < mma_k_q) & (~mma_skip_q | ~mma_map_q[173])) & (10'd173 >=
+          (mma_b_k + 10'd1))) | ((((16'd174 < mma_k_q) & (~mma_skip_q | ~mma_map_q[174])) & (10'd174
+          >= (mma_b_k + 10'd1))) | ((((16'd175 < mma_k_q) & (~mma_skip_q | ~mma_map_q[175])) &
+          (10'd175 >= (mma_b_k + 10'd1))) | ((((16'd176 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[176])) & (10'd176 >= (mma_b_k + 10'd1))) | ((((16'd177 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[177])) & (10'd177 >= (mma_b_k + 10'd1))) | ((((16'd178 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[178])) & (10'd178 >= (mma_b_k + 10'd1))) |
+          ((((16'd179 < mma_k_q) & (~mma_skip_q | ~mma_map_q[179])) & (10'd179 >= (mma_b_k +
+          10'd1))) | ((((16'd180 < mma_k_q) & (~mma_skip_q | ~mma_map_q[180])) & (10'd180 >=
+          (mma_b_k + 10'd1))) | ((((16'd181 < mma_k_q) & (~mma_skip_q | ~mma_map_q[181])) & (10'd181
+          >= (mma_b_k + 10'd1))) | ((((16'd182 < mma_k_q) & (~mma_skip_q | ~mma_map_q[182])) &
+          (10'd182 >= (mma_b_k + 10'd1))) | ((((16'd183 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[183])) & (10'd183 >= (mma_b_k + 10'd1))) | ((((16'd184 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[184])) & (10'd184 >= (mma_b_k + 10'd1))) | ((((16'd185 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[185])) & (10'd185 >= (mma_b_k + 10'd1))) |
+          ((((16'd186 < mma_k_q) & (~mma_skip_q | ~mma_map_q[186])) & (10'd186 >= (mma_b_k +
+          10'd1))) | ((((16'd187 < mma_k_q) & (~mma_skip_q | ~mma_map_q[187])) & (10'd187 >=
+          (mma_b_k + 10'd1))) | ((((16'd188 < mma_k_q) & (~mma_skip_q | ~mma_map_q[188])) & (10'd188
+          >= (mma_b_k + 10'd1))) | ((((16'd189 < mma_k_q) & (~mma_skip_q | ~mma_map_q[189])) &
+          (10'd189 >= (mma_b_k + 10'd1))) | ((((16'd190 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[190])) & (10'd190 >= (mma_b_k + 10'd1))) | ((((16'd191 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[191])) & (10'd191 >= (mma_b_k + 10'd1))) | ((((16'd192 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[192])) & (10'd192 >= (mma_b_k + 10'd1))) |
+          ((((16'd193 < mma_k_q) & (~mma_skip_q | ~mma_map_q[193])) & (10'd193 >= (mma_b_k +
+          10'd1))) | ((((16'd194 < mma_k_q) & (~mma_skip_q | ~mma_map_q[194])) & (10'd194 >=
+          (mma_b_k + 10'd1))) | ((((16'd195 < mma_k_q) & (~mma_skip_q | ~mma_map_q[195])) & (10'd195
+          >= (mma_b_k + 10'd1))) | ((((16'd196 < mma_k_q) & (~mma_skip_q | ~mma_map_q[196])) &
+          (10'd196 >= (mma_b_k + 10'd1))) | ((((16'd197 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[197])) & (10'd197 >= (mma_b_k + 10'd1))) | ((((16'd198 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[198])) & (10'd198 >= (mma_b_k + 10'd1))) | ((((16'd199 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[199])) & (10'd199 >= (mma_b_k + 10'd1))) |
+          ((((16'd200 < mma_k_q) & (~mma_skip_q | ~mma_map_q[200])) & (10'd200 >= (mma_b_k +
+          10'd1))) | ((((16'd201 < mma_k_q) & (~mma_skip_q | ~mma_map_q[201])) & (10'd201 >=
+          (mma_b_k + 10'd1))) | ((((16'd202 < mma_k_q) & (~mma_skip_q | ~mma_map_q[202])) & (10'd202
+          >= (mma_b_k + 10'd1))) | ((((16'd203 < mma_k_q) & (~mma_skip_q | ~mma_map_q[203])) &
+          (10'd203 >= (mma_b_k + 10'd1))) | ((((16'd204 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[204])) & (10'd204 >= (mma_b_k + 10'd1))) | ((((16'd205 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[205])) & (10'd205 >= (mma_b_k + 10'd1))) | ((((16'd206 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[206])) & (10'd206 >= (mma_b_k + 10'd1))) |
+          ((((16'd207 < mma_k_q) & (~mma_skip_q | ~mma_map_q[207])) & (10'd207 >= (mma_b_k +
+          10'd1))) | ((((16'd208 < mma_k_q) & (~mma_skip_q | ~mma_map_q[208])) & (10'd208 >=
+          (mma_b_k + 10'd1))) | ((((16'd209 < mma_k_q) & (~mma_skip_q | ~mma_map_q[209])) & (10'd209
+          >= (mma_b_k + 10'd1))) | ((((16'd210 < mma_k_q) & (~mma_skip_q | ~mma_map_q[210])) &
+          (10'd210 >= (mma_b_k + 10'd1))) | ((((16'd211 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[211])) & (10'd211 >= (mma_b_k + 10'd1))) | ((((16'd212 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[212])) & (10'd212 >= (mma_b_k + 10'd1))) | ((((16'd213 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[213])) & (10'd213 >= (mma_b_k + 10'd1))) |
+          ((((16'd214 < mma_k_q) & (~mma_skip_q | ~mma_map_q[214])) & (10'd214 >= (mma_b_k +
+          10'd1))) | ((((16'd215 < mma_k_q) & (~mma_skip_q | ~mma_map_q[215])) & (10'd215 >=
+          (mma_b_k + 10'd1))) | ((((16'd216 < mma_k_q) & (~mma_skip_q | ~mma_map_q[216])) & (10'd216
+          >= (mma_b_k + 10'd1))) | ((((16'd217 < mma_k_q) & (~mma_skip_q | ~mma_map_q[217])) &
+          (10'd217 >= (mma_b_k + 10'd1))) | ((((16'd218 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[218])) & (10'd218 >= (mma_b_k + 10'd1))) | ((((16'd219 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[219])) & (10'd219 >= (mma_b_k + 10'd1))) | ((((16'd220 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[220])) & (10'd220 >= (mma_b_k + 10'd1))) |
+          ((((16'd221 < mma_k_q) & (~mma_skip_q | ~mma_map_q[221])) & (10'd221 >= (mma_b_k +
+          10'd1))) | ((((16'd222 < mma_k_q) & (~mma_skip_q | ~mma_map_q[222])) & (10'd222 >=
+          (mma_b_k + 10'd1))) | ((((16'd223 < mma_k_q) & (~mma_skip_q | ~mma_map_q[223])) & (10'd223
+          >= (mma_b_k + 10'd1))) | ((((16'd224 < mma_k_q) & (~mma_skip_q | ~mma_map_q[224])) &
+          (10'd224 >= (mma_b_k + 10'd1))) | ((((16'd225 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[225])) & (10'd225 >= (mma_b_k + 10'd1))) | ((((16'd226 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[226])) & (10'd226 >= (mma_b_k + 10'd1))) | ((((16'd227 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[227])) & (10'd227 >= (mma_b_k + 10'd1))) |
+          ((((16'd228 < mma_k_q) & (~mma_skip_q | ~mma_map_q[228])) & (10'd228 >= (mma_b_k +
+          10'd1))) | ((((16'd229 < mma_k_q) & (~mma_skip_q | ~mma_map_q[229])) & (10'd229 >=
+          (mma_b_k + 10'd1))) | ((((16'd230 < mma_k_q) & (~mma_skip_q | ~mma_map_q[230])) & (10'd230
+          >= (mma_b_k + 10'd1))) | ((((16'd231 < mma_k_q) & (~mma_skip_q | ~mma_map_q[231])) &
+          (10'd231 >= (mma_b_k + 10'd1))) | ((((16'd232 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[232])) & (10'd232 >= (mma_b_k + 10'd1))) | ((((16'd233 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[233])) & (10'd233 >= (mma_b_k + 10'd1))) | ((((16'd234 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[234])) & (10'd234 >= (mma_b_k + 10'd1))) |
+          ((((16'd235 < mma_k_q) & (~mma_skip_q | ~mma_map_q[235])) & (10'd235 >= (mma_b_k +
+          10'd1))) | ((((16'd236 < mma_k_q) & (~mma_skip_q | ~mma_map_q[236])) & (10'd236 >=
+          (mma_b_k + 10'd1))) | ((((16'd237 < mma_k_q) & (~mma_skip_q | ~mma_map_q[237])) & (10'd237
+          >= (mma_b_k + 10'd1))) | ((((16'd238 < mma_k_q) & (~mma_skip_q | ~mma_map_q[238])) &
+          (10'd238 >= (mma_b_k + 10'd1))) | ((((16'd239 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[239])) & (10'd239 >= (mma_b_k + 10'd1))) | ((((16'd240 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[240])) & (10'd240 >= (mma_b_k + 10'd1))) | ((((16'd241 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[241])) & (10'd241 >= (mma_b_k + 10'd1))) |
+          ((((16'd242 < mma_k_q) & (~mma_skip_q | ~mma_map_q[242])) & (10'd242 >= (mma_b_k +
+          10'd1))) | ((((16'd243 < mma_k_q) & (~mma_skip_q | ~mma_map_q[243])) & (10'd243 >=
+          (mma_b_k + 10'd1))) | ((((16'd244 < mma_k_q) & (~mma_skip_q | ~mma_map_q[244])) & (10'd244
+          >= (mma_b_k + 10'd1))) | ((((16'd245 < mma_k_q) & (~mma_skip_q | ~mma_map_q[245])) &
+          (10'd245 >= (mma_b_k + 10'd1))) | ((((16'd246 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[246])) & (10'd246 >= (mma_b_k + 10'd1))) | ((((16'd247 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[247])) & (10'd247 >= (mma_b_k + 10'd1))) | ((((16'd248 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[248])) & (10'd248 >= (mma_b_k + 10'd1))) |
+          ((((16'd249 < mma_k_q) & (~mma_skip_q | ~mma_map_q[249])) & (10'd249 >= (mma_b_k +
+          10'd1))) | ((((16'd250 < mma_k_q) & (~mma_skip_q | ~mma_map_q[250])) & (10'd250 >=
+          (mma_b_k + 10'd1))) | ((((16'd251 < mma_k_q) & (~mma_skip_q | ~mma_map_q[251])) & (10'd251
+          >= (mma_b_k + 10'd1))) | ((((16'd252 < mma_k_q) & (~mma_skip_q | ~mma_map_q[252])) &
+          (10'd252 >= (mma_b_k + 10'd1))) | ((((16'd253 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[253])) & (10'd253 >= (mma_b_k + 10'd1))) | ((((16'd254 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[254])) & (10'd254 >= (mma_b_k + 10'd1))) | ((((16'd255 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[255])) & (10'd255 >= (mma_b_k + 10'd1))) |
+          1'd0))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))
+          & ((mma_b_tile_q + 16'd1) == mma_ntiles_q)));
+      mma_b_rsp_last_q <= (mma_b_take & 1'd1) & ~((((16'd0 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[0])) & (10'd0 >= (mma_b_k + 10'd1))) | ((((16'd1 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[1])) & (10'd1 >= (mma_b_k + 10'd1))) | ((((16'd2 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[2])) & (10'd2 >= (mma_b_k + 10'd1))) | ((((16'd3 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[3])) & (10'd3 >= (mma_b_k + 10'd1))) | ((((16'd4 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[4])) & (10'd4 >= (mma_b_k + 10'd1))) | ((((16'd5 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[5])) & (10'd5 >= (mma_b_k + 10'd1))) | ((((16'd6 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[6])) & (10'd6 >= (mma_b_k + 10'd1))) | ((((16'd7 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[7])) & (10'd7 >= (mma_b_k + 10'd1))) | ((((16'd8 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[8])) & (10'd8 >= (mma_b_k + 10'd1))) | ((((16'd9 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[9])) & (10'd9 >= (mma_b_k + 10'd1))) | ((((16'd10 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[10])) & (10'd10 >= (mma_b_k + 10'd1))) | ((((16'd11 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[11])) & (10'd11 >= (mma_b_k + 10'd1))) | ((((16'd12 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[12])) & (10'd12 >= (mma_b_k + 10'd1))) | ((((16'd13 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[13])) & (10'd13 >= (mma_b_k + 10'd1))) | ((((16'd14 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[14])) & (10'd14 >= (mma_b_k + 10'd1))) | ((((16'd15 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[15])) & (10'd15 >= (mma_b_k + 10'd1))) | ((((16'd16 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[16])) & (10'd16 >= (mma_b_k + 10'd1))) | ((((16'd17 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[17])) & (10'd17 >= (mma_b_k + 10'd1))) | ((((16'd18 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[18])) & (10'd18 >= (mma_b_k + 10'd1))) | ((((16'd19 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[19])) & (10'd19 >= (mma_b_k + 10'd1))) | ((((16'd20 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[20])) & (10'd20 >= (mma_b_k + 10'd1))) | ((((16'd21 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[21])) & (10'd21 >= (mma_b_k + 10'd1))) | ((((16'd22 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[22])) & (10'd22 >= (mma_b_k + 10'd1))) | ((((16'd23 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[23])) & (10'd23 >= (mma_b_k + 10'd1))) | ((((16'd24 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[24])) & (10'd24 >= (mma_b_k + 10'd1))) | ((((16'd25 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[25])) & (10'd25 >= (mma_b_k + 10'd1))) | ((((16'd26 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[26])) & (10'd26 >= (mma_b_k + 10'd1))) | ((((16'd27 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[27])) & (10'd27 >= (mma_b_k + 10'd1))) | ((((16'd28 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[28])) & (10'd28 >= (mma_b_k + 10'd1))) | ((((16'd29 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[29])) & (10'd29 >= (mma_b_k + 10'd1))) | ((((16'd30 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[30])) & (10'd30 >= (mma_b_k + 10'd1))) | ((((16'd31 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[31])) & (10'd31 >= (mma_b_k + 10'd1))) | ((((16'd32 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[32])) & (10'd32 >= (mma_b_k + 10'd1))) | ((((16'd33 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[33])) & (10'd33 >= (mma_b_k + 10'd1))) | ((((16'd34 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[34])) & (10'd34 >= (mma_b_k + 10'd1))) | ((((16'd35 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[35])) & (10'd35 >= (mma_b_k + 10'd1))) | ((((16'd36 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[36])) & (10'd36 >= (mma_b_k + 10'd1))) | ((((16'd37 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[37])) & (10'd37 >= (mma_b_k + 10'd1))) | ((((16'd38 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[38])) & (10'd38 >= (mma_b_k + 10'd1))) | ((((16'd39 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[39])) & (10'd39 >= (mma_b_k + 10'd1))) | ((((16'd40 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[40])) & (10'd40 >= (mma_b_k + 10'd1))) | ((((16'd41 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[41])) & (10'd41 >= (mma_b_k + 10'd1))) | ((((16'd42 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[42])) & (10'd42 >= (mma_b_k + 10'd1))) | ((((16'd43 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[43])) & (10'd43 >= (mma_b_k + 10'd1))) | ((((16'd44 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[44])) & (10'd44 >= (mma_b_k + 10'd1))) | ((((16'd45 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[45])) & (10'd45 >= (mma_b_k + 10'd1))) | ((((16'd46 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[46])) & (10'd46 >= (mma_b_k + 10'd1))) | ((((16'd47 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[47])) & (10'd47 >= (mma_b_k + 10'd1))) | ((((16'd48 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[48])) & (10'd48 >= (mma_b_k + 10'd1))) | ((((16'd49 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[49])) & (10'd49 >= (mma_b_k + 10'd1))) | ((((16'd50 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[50])) & (10'd50 >= (mma_b_k + 10'd1))) | ((((16'd51 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[51])) & (10'd51 >= (mma_b_k + 10'd1))) | ((((16'd52 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[52])) & (10'd52 >= (mma_b_k + 10'd1))) | ((((16'd53 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[53])) & (10'd53 >= (mma_b_k + 10'd1))) | ((((16'd54 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[54])) & (10'd54 >= (mma_b_k + 10'd1))) | ((((16'd55 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[55])) & (10'd55 >= (mma_b_k + 10'd1))) | ((((16'd56 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[56])) & (10'd56 >= (mma_b_k + 10'd1))) | ((((16'd57 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[57])) & (10'd57 >= (mma_b_k + 10'd1))) | ((((16'd58 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[58])) & (10'd58 >= (mma_b_k + 10'd1))) | ((((16'd59 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[59])) & (10'd59 >= (mma_b_k + 10'd1))) | ((((16'd60 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[60])) & (10'd60 >= (mma_b_k + 10'd1))) | ((((16'd61 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[61])) & (10'd61 >= (mma_b_k + 10'd1))) | ((((16'd62 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[62])) & (10'd62 >= (mma_b_k + 10'd1))) | ((((16'd63 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[63])) & (10'd63 >= (mma_b_k + 10'd1))) | ((((16'd64 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[64])) & (10'd64 >= (mma_b_k + 10'd1))) | ((((16'd65 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[65])) & (10'd65 >= (mma_b_k + 10'd1))) | ((((16'd66 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[66])) & (10'd66 >= (mma_b_k + 10'd1))) | ((((16'd67 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[67])) & (10'd67 >= (mma_b_k + 10'd1))) | ((((16'd68 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[68])) & (10'd68 >= (mma_b_k + 10'd1))) | ((((16'd69 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[69])) & (10'd69 >= (mma_b_k + 10'd1))) | ((((16'd70 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[70])) & (10'd70 >= (mma_b_k + 10'd1))) | ((((16'd71 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[71])) & (10'd71 >= (mma_b_k + 10'd1))) | ((((16'd72 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[72])) & (10'd72 >= (mma_b_k + 10'd1))) | ((((16'd73 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[73])) & (10'd73 >= (mma_b_k + 10'd1))) | ((((16'd74 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[74])) & (10'd74 >= (mma_b_k + 10'd1))) | ((((16'd75 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[75])) & (10'd75 >= (mma_b_k + 10'd1))) | ((((16'd76 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[76])) & (10'd76 >= (mma_b_k + 10'd1))) | ((((16'd77 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[77])) & (10'd77 >= (mma_b_k + 10'd1))) | ((((16'd78 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[78])) & (10'd78 >= (mma_b_k + 10'd1))) | ((((16'd79 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[79])) & (10'd79 >= (mma_b_k + 10'd1))) | ((((16'd80 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[80])) & (10'd80 >= (mma_b_k + 10'd1))) | ((((16'd81 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[81])) & (10'd81 >= (mma_b_k + 10'd1))) | ((((16'd82 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[82])) & (10'd82 >= (mma_b_k + 10'd1))) | ((((16'd83 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[83])) & (10'd83 >= (mma_b_k + 10'd1))) | ((((16'd84 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[84])) & (10'd84 >= (mma_b_k + 10'd1))) | ((((16'd85 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[85])) & (10'd85 >= (mma_b_k + 10'd1))) | ((((16'd86 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[86])) & (10'd86 >= (mma_b_k + 10'd1))) | ((((16'd87 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[87])) & (10'd87 >= (mma_b_k + 10'd1))) | ((((16'd88 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[88])) & (10'd88 >= (mma_b_k + 10'd1))) | ((((16'd89 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[89])) & (10'd89 >= (mma_b_k + 10'd1))) | ((((16'd90 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[90])) & (10'd90 >= (mma_b_k + 10'd1))) | ((((16'd91 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[91])) & (10'd91 >= (mma_b_k + 10'd1))) | ((((16'd92 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[92])) & (10'd92 >= (mma_b_k + 10'd1))) | ((((16'd93 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[93])) & (10'd93 >= (mma_b_k + 10'd1))) | ((((16'd94 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[94])) & (10'd94 >= (mma_b_k + 10'd1))) | ((((16'd95 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[95])) & (10'd95 >= (mma_b_k + 10'd1))) | ((((16'd96 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[96])) & (10'd96 >= (mma_b_k + 10'd1))) | ((((16'd97 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[97])) & (10'd97 >= (mma_b_k + 10'd1))) | ((((16'd98 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[98])) & (10'd98 >= (mma_b_k + 10'd1))) | ((((16'd99 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[99])) & (10'd99 >= (mma_b_k + 10'd1))) | ((((16'd100 < mma_k_q) & (~mma_skip_q
+          | ~mma_map_q[100])) & (10'd100 >= (mma_b_k + 10'd1))) | ((((16'd101 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[101])) & (10'd101 >= (mma_b_k + 10'd1))) | ((((16'd102 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[102])) & (10'd102 >= (mma_b_k + 10'd1))) |
+          ((((16'd103 < mma_k_q) & (~mma_skip_q | ~mma_map_q[103])) & (10'd103 >= (mma_b_k +
+          10'd1))) | ((((16'd104 < mma_k_q) & (~mma_skip_q | ~mma_map_q[104])) & (10'd104 >=
+          (mma_b_k + 10'd1))) | ((((16'd105 < mma_k_q) & (~mma_skip_q | ~mma_map_q[105])) & (10'd105
+          >= (mma_b_k + 10'd1))) | ((((16'd106 < mma_k_q) & (~mma_skip_q | ~mma_map_q[106])) &
+          (10'd106 >= (mma_b_k + 10'd1))) | ((((16'd107 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[107])) & (10'd107 >= (mma_b_k + 10'd1))) | ((((16'd108 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[108])) & (10'd108 >= (mma_b_k + 10'd1))) | ((((16'd109 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[109])) & (10'd109 >= (mma_b_k + 10'd1))) |
+          ((((16'd110 < mma_k_q) & (~mma_skip_q | ~mma_map_q[110])) & (10'd110 >= (mma_b_k +
+          10'd1))) | ((((16'd111 < mma_k_q) & (~mma_skip_q | ~mma_map_q[111])) & (10'd111 >=
+          (mma_b_k + 10'd1))) | ((((16'd112 < mma_k_q) & (~mma_skip_q | ~mma_map_q[112])) & (10'd112
+          >= (mma_b_k + 10'd1))) | ((((16'd113 < mma_k_q) & (~mma_skip_q | ~mma_map_q[113])) &
+          (10'd113 >= (mma_b_k + 10'd1))) | ((((16'd114 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[114])) & (10'd114 >= (mma_b_k + 10'd1))) | ((((16'd115 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[115])) & (10'd115 >= (mma_b_k + 10'd1))) | ((((16'd116 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[116])) & (10'd116 >= (mma_b_k + 10'd1))) |
+          ((((16'd117 < mma_k_q) & (~mma_skip_q | ~mma_map_q[117])) & (10'd117 >= (mma_b_k +
+          10'd1))) | ((((16'd118 < mma_k_q) & (~mma_skip_q | ~mma_map_q[118])) & (10'd118 >=
+          (mma_b_k + 10'd1))) | ((((16'd119 < mma_k_q) & (~mma_skip_q | ~mma_map_q[119])) & (10'd119
+          >= (mma_b_k + 10'd1))) | ((((16'd120 < mma_k_q) & (~mma_skip_q | ~mma_map_q[120])) &
+          (10'd120 >= (mma_b_k + 10'd1))) | ((((16'd121 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[121])) & (10'd121 >= (mma_b_k + 10'd1))) | ((((16'd122 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[122])) & (10'd122 >= (mma_b_k + 10'd1))) | ((((16'd123 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[123])) & (10'd123 >= (mma_b_k + 10'd1))) |
+          ((((16'd124 < mma_k_q) & (~mma_skip_q | ~mma_map_q[124])) & (10'd124 >= (mma_b_k +
+          10'd1))) | ((((16'd125 < mma_k_q) & (~mma_skip_q | ~mma_map_q[125])) & (10'd125 >=
+          (mma_b_k + 10'd1))) | ((((16'd126 < mma_k_q) & (~mma_skip_q | ~mma_map_q[126])) & (10'd126
+          >= (mma_b_k + 10'd1))) | ((((16'd127 < mma_k_q) & (~mma_skip_q | ~mma_map_q[127])) &
+          (10'd127 >= (mma_b_k + 10'd1))) | ((((16'd128 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[128])) & (10'd128 >= (mma_b_k + 10'd1))) | ((((16'd129 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[129])) & (10'd129 >= (mma_b_k + 10'd1))) | ((((16'd130 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[130])) & (10'd130 >= (mma_b_k + 10'd1))) |
+          ((((16'd131 < mma_k_q) & (~mma_skip_q | ~mma_map_q[131])) & (10'd131 >= (mma_b_k +
+          10'd1))) | ((((16'd132 < mma_k_q) & (~mma_skip_q | ~mma_map_q[132])) & (10'd132 >=
+          (mma_b_k + 10'd1))) | ((((16'd133 < mma_k_q) & (~mma_skip_q | ~mma_map_q[133])) & (10'd133
+          >= (mma_b_k + 10'd1))) | ((((16'd134 < mma_k_q) & (~mma_skip_q | ~mma_map_q[134])) &
+          (10'd134 >= (mma_b_k + 10'd1))) | ((((16'd135 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[135])) & (10'd135 >= (mma_b_k + 10'd1))) | ((((16'd136 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[136])) & (10'd136 >= (mma_b_k + 10'd1))) | ((((16'd137 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[137])) & (10'd137 >= (mma_b_k + 10'd1))) |
+          ((((16'd138 < mma_k_q) & (~mma_skip_q | ~mma_map_q[138])) & (10'd138 >= (mma_b_k +
+          10'd1))) | ((((16'd139 < mma_k_q) & (~mma_skip_q | ~mma_map_q[139])) & (10'd139 >=
+          (mma_b_k + 10'd1))) | ((((16'd140 < mma_k_q) & (~mma_skip_q | ~mma_map_q[140])) & (10'd140
+          >= (mma_b_k + 10'd1))) | ((((16'd141 < mma_k_q) & (~mma_skip_q | ~mma_map_q[141])) &
+          (10'd141 >= (mma_b_k + 10'd1))) | ((((16'd142 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[142])) & (10'd142 >= (mma_b_k + 10'd1))) | ((((16'd143 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[143])) & (10'd143 >= (mma_b_k + 10'd1))) | ((((16'd144 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[144])) & (10'd144 >= (mma_b_k + 10'd1))) |
+          ((((16'd145 < mma_k_q) & (~mma_skip_q | ~mma_map_q[145])) & (10'd145 >= (mma_b_k +
+          10'd1))) | ((((16'd146 < mma_k_q) & (~mma_skip_q | ~mma_map_q[146])) & (10'd146 >=
+          (mma_b_k + 10'd1))) | ((((16'd147 < mma_k_q) & (~mma_skip_q | ~mma_map_q[147])) & (10'd147
+          >= (mma_b_k + 10'd1))) | ((((16'd148 < mma_k_q) & (~mma_skip_q | ~mma_map_q[148])) &
+          (10'd148 >= (mma_b_k + 10'd1))) | ((((16'd149 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[149])) & (10'd149 >= (mma_b_k + 10'd1))) | ((((16'd150 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[150])) & (10'd150 >= (mma_b_k + 10'd1))) | ((((16'd151 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[151])) & (10'd151 >= (mma_b_k + 10'd1))) |
+          ((((16'd152 < mma_k_q) & (~mma_skip_q | ~mma_map_q[152])) & (10'd152 >= (mma_b_k +
+          10'd1))) | ((((16'd153 < mma_k_q) & (~mma_skip_q | ~mma_map_q[153])) & (10'd153 >=
+          (mma_b_k + 10'd1))) | ((((16'd154 < mma_k_q) & (~mma_skip_q | ~mma_map_q[154])) & (10'd154
+          >= (mma_b_k + 10'd1))) | ((((16'd155 < mma_k_q) & (~mma_skip_q | ~mma_map_q[155])) &
+          (10'd155 >= (mma_b_k + 10'd1))) | ((((16'd156 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[156])) & (10'd156 >= (mma_b_k + 10'd1))) | ((((16'd157 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[157])) & (10'd157 >= (mma_b_k + 10'd1))) | ((((16'd158 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[158])) & (10'd158 >= (mma_b_k + 10'd1))) |
+          ((((16'd159 < mma_k_q) & (~mma_skip_q | ~mma_map_q[159])) & (10'd159 >= (mma_b_k +
+          10'd1))) | ((((16'd160 < mma_k_q) & (~mma_skip_q | ~mma_map_q[160])) & (10'd160 >=
+          (mma_b_k + 10'd1))) | ((((16'd161 < mma_k_q) & (~mma_skip_q | ~mma_map_q[161])) & (10'd161
+          >= (mma_b_k + 10'd1))) | ((((16'd162 < mma_k_q) & (~mma_skip_q | ~mma_map_q[162])) &
+          (10'd162 >= (mma_b_k + 10'd1))) | ((((16'd163 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[163])) & (10'd163 >= (mma_b_k + 10'd1))) | ((((16'd164 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[164])) & (10'd164 >= (mma_b_k + 10'd1))) | ((((16'd165 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[165])) & (10'd165 >= (mma_b_k + 10'd1))) |
+          ((((16'd166 < mma_k_q) & (~mma_skip_q | ~mma_map_q[166])) & (10'd166 >= (mma_b_k +
+          10'd1))) | ((((16'd167 < mma_k_q) & (~mma_skip_q | ~mma_map_q[167])) & (10'd167 >=
+          (mma_b_k + 10'd1))) | ((((16'd168 < mma_k_q) & (~mma_skip_q | ~mma_map_q[168])) & (10'd168
+          >= (mma_b_k + 10'd1))) | ((((16'd169 < mma_k_q) & (~mma_skip_q | ~mma_map_q[169])) &
+          (10'd169 >= (mma_b_k + 10'd1))) | ((((16'd170 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[170])) & (10'd170 >= (mma_b_k + 10'd1))) | ((((16'd171 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[171])) & (10'd171 >= (mma_b_k + 10'd1))) | ((((16'd172 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[172])) & (10'd172 >= (mma_b_k + 10'd1))) |
+          ((((16'd173 < mma_k_q) & (~mma_skip_q | ~mma_map_q[173])) & (10'd173 >= (mma_b_k +
+          10'd1))) | ((((16'd174 < mma_k_q) & (~mma_skip_q | ~mma_map_q[174])) & (10'd174 >=
+          (mma_b_k + 10'd1))) | ((((16'd175 < mma_k_q) & (~mma_skip_q | ~mma_map_q[175])) & (10'd175
+          >= (mma_b_k + 10'd1))) | ((((16'd176 < mma_k_q) & (~mma_skip_q | ~mma_map_q[176])) &
+          (10'd176 >= (mma_b_k + 10'd1))) | ((((16'd177 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[177])) & (10'd177 >= (mma_b_k + 10'd1))) | ((((16'd178 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[178])) & (10'd178 >= (mma_b_k + 10'd1))) | ((((16'd179 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[179])) & (10'd179 >= (mma_b_k + 10'd1))) |
+          ((((16'd180 < mma_k_q) & (~mma_skip_q | ~mma_map_q[180])) & (10'd180 >= (mma_b_k +
+          10'd1))) | ((((16'd181 < mma_k_q) & (~mma_skip_q | ~mma_map_q[181])) & (10'd181 >=
+          (mma_b_k + 10'd1))) | ((((16'd182 < mma_k_q) & (~mma_skip_q | ~mma_map_q[182])) & (10'd182
+          >= (mma_b_k + 10'd1))) | ((((16'd183 < mma_k_q) & (~mma_skip_q | ~mma_map_q[183])) &
+          (10'd183 >= (mma_b_k + 10'd1))) | ((((16'd184 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[184])) & (10'd184 >= (mma_b_k + 10'd1))) | ((((16'd185 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[185])) & (10'd185 >= (mma_b_k + 10'd1))) | ((((16'd186 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[186])) & (10'd186 >= (mma_b_k + 10'd1))) |
+          ((((16'd187 < mma_k_q) & (~mma_skip_q | ~mma_map_q[187])) & (10'd187 >= (mma_b_k +
+          10'd1))) | ((((16'd188 < mma_k_q) & (~mma_skip_q | ~mma_map_q[188])) & (10'd188 >=
+          (mma_b_k + 10'd1))) | ((((16'd189 < mma_k_q) & (~mma_skip_q | ~mma_map_q[189])) & (10'd189
+          >= (mma_b_k + 10'd1))) | ((((16'd190 < mma_k_q) & (~mma_skip_q | ~mma_map_q[190])) &
+          (10'd190 >= (mma_b_k + 10'd1))) | ((((16'd191 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[191])) & (10'd191 >= (mma_b_k + 10'd1))) | ((((16'd192 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[192])) & (10'd192 >= (mma_b_k + 10'd1))) | ((((16'd193 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[193])) & (10'd193 >= (mma_b_k + 10'd1))) |
+          ((((16'd194 < mma_k_q) & (~mma_skip_q | ~mma_map_q[194])) & (10'd194 >= (mma_b_k +
+          10'd1))) | ((((16'd195 < mma_k_q) & (~mma_skip_q | ~mma_map_q[195])) & (10'd195 >=
+          (mma_b_k + 10'd1))) | ((((16'd196 < mma_k_q) & (~mma_skip_q | ~mma_map_q[196])) & (10'd196
+          >= (mma_b_k + 10'd1))) | ((((16'd197 < mma_k_q) & (~mma_skip_q | ~mma_map_q[197])) &
+          (10'd197 >= (mma_b_k + 10'd1))) | ((((16'd198 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[198])) & (10'd198 >= (mma_b_k + 10'd1))) | ((((16'd199 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[199])) & (10'd199 >= (mma_b_k + 10'd1))) | ((((16'd200 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[200])) & (10'd200 >= (mma_b_k + 10'd1))) |
+          ((((16'd201 < mma_k_q) & (~mma_skip_q | ~mma_map_q[201])) & (10'd201 >= (mma_b_k +
+          10'd1))) | ((((16'd202 < mma_k_q) & (~mma_skip_q | ~mma_map_q[202])) & (10'd202 >=
+          (mma_b_k + 10'd1))) | ((((16'd203 < mma_k_q) & (~mma_skip_q | ~mma_map_q[203])) & (10'd203
+          >= (mma_b_k + 10'd1))) | ((((16'd204 < mma_k_q) & (~mma_skip_q | ~mma_map_q[204])) &
+          (10'd204 >= (mma_b_k + 10'd1))) | ((((16'd205 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[205])) & (10'd205 >= (mma_b_k + 10'd1))) | ((((16'd206 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[206])) & (10'd206 >= (mma_b_k + 10'd1))) | ((((16'd207 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[207])) & (10'd207 >= (mma_b_k + 10'd1))) |
+          ((((16'd208 < mma_k_q) & (~mma_skip_q | ~mma_map_q[208])) & (10'd208 >= (mma_b_k +
+          10'd1))) | ((((16'd209 < mma_k_q) & (~mma_skip_q | ~mma_map_q[209])) & (10'd209 >=
+          (mma_b_k + 10'd1))) | ((((16'd210 < mma_k_q) & (~mma_skip_q | ~mma_map_q[210])) & (10'd210
+          >= (mma_b_k + 10'd1))) | ((((16'd211 < mma_k_q) & (~mma_skip_q | ~mma_map_q[211])) &
+          (10'd211 >= (mma_b_k + 10'd1))) | ((((16'd212 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[212])) & (10'd212 >= (mma_b_k + 10'd1))) | ((((16'd213 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[213])) & (10'd213 >= (mma_b_k + 10'd1))) | ((((16'd214 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[214])) & (10'd214 >= (mma_b_k + 10'd1))) |
+          ((((16'd215 < mma_k_q) & (~mma_skip_q | ~mma_map_q[215])) & (10'd215 >= (mma_b_k +
+          10'd1))) | ((((16'd216 < mma_k_q) & (~mma_skip_q | ~mma_map_q[216])) & (10'd216 >=
+          (mma_b_k + 10'd1))) | ((((16'd217 < mma_k_q) & (~mma_skip_q | ~mma_map_q[217])) & (10'd217
+          >= (mma_b_k + 10'd1))) | ((((16'd218 < mma_k_q) & (~mma_skip_q | ~mma_map_q[218])) &
+          (10'd218 >= (mma_b_k + 10'd1))) | ((((16'd219 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[219])) & (10'd219 >= (mma_b_k + 10'd1))) | ((((16'd220 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[220])) & (10'd220 >= (mma_b_k + 10'd1))) | ((((16'd221 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[221])) & (10'd221 >= (mma_b_k + 10'd1))) |
+          ((((16'd222 < mma_k_q) & (~mma_skip_q | ~mma_map_q[222])) & (10'd222 >= (mma_b_k +
+          10'd1))) | ((((16'd223 < mma_k_q) & (~mma_skip_q | ~mma_map_q[223])) & (10'd223 >=
+          (mma_b_k + 10'd1))) | ((((16'd224 < mma_k_q) & (~mma_skip_q | ~mma_map_q[224])) & (10'd224
+          >= (mma_b_k + 10'd1))) | ((((16'd225 < mma_k_q) & (~mma_skip_q | ~mma_map_q[225])) &
+          (10'd225 >= (mma_b_k + 10'd1))) | ((((16'd226 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[226])) & (10'd226 >= (mma_b_k + 10'd1))) | ((((16'd227 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[227])) & (10'd227 >= (mma_b_k + 10'd1))) | ((((16'd228 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[228])) & (10'd228 >= (mma_b_k + 10'd1))) |
+          ((((16'd229 < mma_k_q) & (~mma_skip_q | ~mma_map_q[229])) & (10'd229 >= (mma_b_k +
+          10'd1))) | ((((16'd230 < mma_k_q) & (~mma_skip_q | ~mma_map_q[230])) & (10'd230 >=
+          (mma_b_k + 10'd1))) | ((((16'd231 < mma_k_q) & (~mma_skip_q | ~mma_map_q[231])) & (10'd231
+          >= (mma_b_k + 10'd1))) | ((((16'd232 < mma_k_q) & (~mma_skip_q | ~mma_map_q[232])) &
+          (10'd232 >= (mma_b_k + 10'd1))) | ((((16'd233 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[233])) & (10'd233 >= (mma_b_k + 10'd1))) | ((((16'd234 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[234])) & (10'd234 >= (mma_b_k + 10'd1))) | ((((16'd235 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[235])) & (10'd235 >= (mma_b_k + 10'd1))) |
+          ((((16'd236 < mma_k_q) & (~mma_skip_q | ~mma_map_q[236])) & (10'd236 >= (mma_b_k +
+          10'd1))) | ((((16'd237 < mma_k_q) & (~mma_skip_q | ~mma_map_q[237])) & (10'd237 >=
+          (mma_b_k + 10'd1))) | ((((16'd238 < mma_k_q) & (~mma_skip_q | ~mma_map_q[238])) & (10'd238
+          >= (mma_b_k + 10'd1))) | ((((16'd239 < mma_k_q) & (~mma_skip_q | ~mma_map_q[239])) &
+          (10'd239 >= (mma_b_k + 10'd1))) | ((((16'd240 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[240])) & (10'd240 >= (mma_b_k + 10'd1))) | ((((16'd241 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[241])) & (10'd241 >= (mma_b_k + 10'd1))) | ((((16'd242 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[242])) & (10'd242 >= (mma_b_k + 10'd1))) |
+          ((((16'd243 < mma_k_q) & (~mma_skip_q | ~mma_map_q[243])) & (10'd243 >= (mma_b_k +
+          10'd1))) | ((((16'd244 < mma_k_q) & (~mma_skip_q | ~mma_map_q[244])) & (10'd244 >=
+          (mma_b_k + 10'd1))) | ((((16'd245 < mma_k_q) & (~mma_skip_q | ~mma_map_q[245])) & (10'd245
+          >= (mma_b_k + 10'd1))) | ((((16'd246 < mma_k_q) & (~mma_skip_q | ~mma_map_q[246])) &
+          (10'd246 >= (mma_b_k + 10'd1))) | ((((16'd247 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[247])) & (10'd247 >= (mma_b_k + 10'd1))) | ((((16'd248 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[248])) & (10'd248 >= (mma_b_k + 10'd1))) | ((((16'd249 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[249])) & (10'd249 >= (mma_b_k + 10'd1))) |
+          ((((16'd250 < mma_k_q) & (~mma_skip_q | ~mma_map_q[250])) & (10'd250 >= (mma_b_k +
+          10'd1))) | ((((16'd251 < mma_k_q) & (~mma_skip_q | ~mma_map_q[251])) & (10'd251 >=
+          (mma_b_k + 10'd1))) | ((((16'd252 < mma_k_q) & (~mma_skip_q | ~mma_map_q[252])) & (10'd252
+          >= (mma_b_k + 10'd1))) | ((((16'd253 < mma_k_q) & (~mma_skip_q | ~mma_map_q[253])) &
+          (10'd253 >= (mma_b_k + 10'd1))) | ((((16'd254 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[254])) & (10'd254 >= (mma_b_k + 10'd1))) | ((((16'd255 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[255])) & (10'd255 >= (mma_b_k + 10'd1))) |
+          1'd0))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))));
+      mma_s_on_q <= mma_s_arm | (mma_s_on_q & ~(mma_g_take & ((mma_s_j_q + 16'd1) == mma_q)));
+      mma_s_more_q <= mma_go | (mma_s_more_q & ~((mma_g_take & ((mma_s_j_q + 16'd1) == mma_q)) & ((mma_s_tile_q + 16'd1) == mma_ntiles_q)));
       mma_w_more_q <= mma_go | (mma_w_more_q & ~(((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) & ((mma_w_tile_q + 16'd1) == mma_ntiles_q)));
       mma_p_valid_q <= mma_w_issue & |mma_mode_q;
       mma_p_last_q <= (mma_w_issue & |mma_mode_q) & ((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4)));
@@ -3002,32 +5364,59 @@ module gpurtl_cu (
   end
 
   always @(posedge clk_i) begin
-    if (u_scratchpad_rd2_rsp_valid) begin
-      if (mma_abuf_wstrb[0]) mma_abuf[mma_a_rsp_ent_q][7:0] <= mma_abuf_wdata[7:0];
-      if (mma_abuf_wstrb[1]) mma_abuf[mma_a_rsp_ent_q][15:8] <= mma_abuf_wdata[15:8];
-      if (mma_abuf_wstrb[2]) mma_abuf[mma_a_rsp_ent_q][23:16] <= mma_abuf_wdata[23:16];
-      if (mma_abuf_wstrb[3]) mma_abuf[mma_a_rsp_ent_q][31:24] <= mma_abuf_wdata[31:24];
-      if (mma_abuf_wstrb[4]) mma_abuf[mma_a_rsp_ent_q][39:32] <= mma_abuf_wdata[39:32];
-      if (mma_abuf_wstrb[5]) mma_abuf[mma_a_rsp_ent_q][47:40] <= mma_abuf_wdata[47:40];
-      if (mma_abuf_wstrb[6]) mma_abuf[mma_a_rsp_ent_q][55:48] <= mma_abuf_wdata[55:48];
-      if (mma_abuf_wstrb[7]) mma_abuf[mma_a_rsp_ent_q][63:56] <= mma_abuf_wdata[63:56];
-      if (mma_abuf_wstrb[8]) mma_abuf[mma_a_rsp_ent_q][71:64] <= mma_abuf_wdata[71:64];
-      if (mma_abuf_wstrb[9]) mma_abuf[mma_a_rsp_ent_q][79:72] <= mma_abuf_wdata[79:72];
-      if (mma_abuf_wstrb[10]) mma_abuf[mma_a_rsp_ent_q][87:80] <= mma_abuf_wdata[87:80];
-      if (mma_abuf_wstrb[11]) mma_abuf[mma_a_rsp_ent_q][95:88] <= mma_abuf_wdata[95:88];
-      if (mma_abuf_wstrb[12]) mma_abuf[mma_a_rsp_ent_q][103:96] <= mma_abuf_wdata[103:96];
-      if (mma_abuf_wstrb[13]) mma_abuf[mma_a_rsp_ent_q][111:104] <= mma_abuf_wdata[111:104];
-      if (mma_abuf_wstrb[14]) mma_abuf[mma_a_rsp_ent_q][119:112] <= mma_abuf_wdata[119:112];
-      if (mma_abuf_wstrb[15]) mma_abuf[mma_a_rsp_ent_q][127:120] <= mma_abuf_wdata[127:120];
+    if (mma_abuf0_we) begin
+      if (mma_abuf0_wstrb[0]) mma_abuf0[mma_abuf0_waddr][7:0] <= mma_abuf0_wdata[7:0];
+      if (mma_abuf0_wstrb[1]) mma_abuf0[mma_abuf0_waddr][15:8] <= mma_abuf0_wdata[15:8];
+      if (mma_abuf0_wstrb[2]) mma_abuf0[mma_abuf0_waddr][23:16] <= mma_abuf0_wdata[23:16];
+      if (mma_abuf0_wstrb[3]) mma_abuf0[mma_abuf0_waddr][31:24] <= mma_abuf0_wdata[31:24];
     end
   end
 
   always @(posedge clk_i) begin
-    if (mma_buf_re) mma_abuf_rdata_q <= mma_abuf[mma_buf_raddr];
+    if (mma_buf_re) mma_abuf0_rdata_q <= mma_abuf0[mma_abuf_raddr];
   end
 
   always @(posedge clk_i) begin
-    if (u_scratchpad_rd3_rsp_valid) begin
+    if (mma_abuf1_we) begin
+      if (mma_abuf1_wstrb[0]) mma_abuf1[mma_abuf1_waddr][7:0] <= mma_abuf1_wdata[7:0];
+      if (mma_abuf1_wstrb[1]) mma_abuf1[mma_abuf1_waddr][15:8] <= mma_abuf1_wdata[15:8];
+      if (mma_abuf1_wstrb[2]) mma_abuf1[mma_abuf1_waddr][23:16] <= mma_abuf1_wdata[23:16];
+      if (mma_abuf1_wstrb[3]) mma_abuf1[mma_abuf1_waddr][31:24] <= mma_abuf1_wdata[31:24];
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_buf_re) mma_abuf1_rdata_q <= mma_abuf1[mma_abuf_raddr];
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_abuf2_we) begin
+      if (mma_abuf2_wstrb[0]) mma_abuf2[mma_abuf2_waddr][7:0] <= mma_abuf2_wdata[7:0];
+      if (mma_abuf2_wstrb[1]) mma_abuf2[mma_abuf2_waddr][15:8] <= mma_abuf2_wdata[15:8];
+      if (mma_abuf2_wstrb[2]) mma_abuf2[mma_abuf2_waddr][23:16] <= mma_abuf2_wdata[23:16];
+      if (mma_abuf2_wstrb[3]) mma_abuf2[mma_abuf2_waddr][31:24] <= mma_abuf2_wdata[31:24];
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_buf_re) mma_abuf2_rdata_q <= mma_abuf2[mma_abuf_raddr];
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_abuf3_we) begin
+      if (mma_abuf3_wstrb[0]) mma_abuf3[mma_abuf3_waddr][7:0] <= mma_abuf3_wdata[7:0];
+      if (mma_abuf3_wstrb[1]) mma_abuf3[mma_abuf3_waddr][15:8] <= mma_abuf3_wdata[15:8];
+      if (mma_abuf3_wstrb[2]) mma_abuf3[mma_abuf3_waddr][23:16] <= mma_abuf3_wdata[23:16];
+      if (mma_abuf3_wstrb[3]) mma_abuf3[mma_abuf3_waddr][31:24] <= mma_abuf3_wdata[31:24];
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_buf_re) mma_abuf3_rdata_q <= mma_abuf3[mma_abuf_raddr];
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_bbuf_we) begin
       if (mma_bbuf_wstrb[0]) mma_bbuf[mma_b_rsp_ent_q][7:0] <= mma_bbuf_wdata[7:0];
       if (mma_bbuf_wstrb[1]) mma_bbuf[mma_b_rsp_ent_q][15:8] <= mma_bbuf_wdata[15:8];
       if (mma_bbuf_wstrb[2]) mma_bbuf[mma_b_rsp_ent_q][23:16] <= mma_bbuf_wdata[23:16];
@@ -3059,6 +5448,264 @@ module gpurtl_cu (
     dq0_slot_q <= ~dq_pop ? (dq_valid_q[0] ? dq0_slot_q : x_slot_q) : dq_valid_q[1] ? dq1_slot_q : x_slot_q;
     dq1_slot_q <= ~dq_pop ? (dq_valid_q[1] ? dq1_slot_q : x_slot_q) : x_slot_q;
     dma_p_first_q <= (dma_go | dma_row_done) | (dma_p_first_q & ~dma_in_fire);
+    mma_map_q <= {(mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[31] :
+        mma_map_q[255], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[30] :
+        mma_map_q[254], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[29] :
+        mma_map_q[253], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[28] :
+        mma_map_q[252], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[27] :
+        mma_map_q[251], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[26] :
+        mma_map_q[250], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[25] :
+        mma_map_q[249], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[24] :
+        mma_map_q[248], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[23] :
+        mma_map_q[247], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[22] :
+        mma_map_q[246], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[21] :
+        mma_map_q[245], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[20] :
+        mma_map_q[244], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[19] :
+        mma_map_q[243], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[18] :
+        mma_map_q[242], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[17] :
+        mma_map_q[241], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[16] :
+        mma_map_q[240], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[15] :
+        mma_map_q[239], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[14] :
+        mma_map_q[238], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[13] :
+        mma_map_q[237], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[12] :
+        mma_map_q[236], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[11] :
+        mma_map_q[235], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[10] :
+        mma_map_q[234], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[9] :
+        mma_map_q[233], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[8] :
+        mma_map_q[232], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[7] :
+        mma_map_q[231], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[6] :
+        mma_map_q[230], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[5] :
+        mma_map_q[229], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[4] :
+        mma_map_q[228], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[3] :
+        mma_map_q[227], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[2] :
+        mma_map_q[226], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[1] :
+        mma_map_q[225], (mma_m_pend_q & (mma_m_got_q == 4'd7)) ? u_scratchpad_rd3_rsp_data[0] :
+        mma_map_q[224], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[31] :
+        mma_map_q[223], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[30] :
+        mma_map_q[222], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[29] :
+        mma_map_q[221], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[28] :
+        mma_map_q[220], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[27] :
+        mma_map_q[219], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[26] :
+        mma_map_q[218], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[25] :
+        mma_map_q[217], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[24] :
+        mma_map_q[216], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[23] :
+        mma_map_q[215], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[22] :
+        mma_map_q[214], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[21] :
+        mma_map_q[213], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[20] :
+        mma_map_q[212], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[19] :
+        mma_map_q[211], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[18] :
+        mma_map_q[210], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[17] :
+        mma_map_q[209], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[16] :
+        mma_map_q[208], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[15] :
+        mma_map_q[207], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[14] :
+        mma_map_q[206], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[13] :
+        mma_map_q[205], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[12] :
+        mma_map_q[204], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[11] :
+        mma_map_q[203], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[10] :
+        mma_map_q[202], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[9] :
+        mma_map_q[201], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[8] :
+        mma_map_q[200], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[7] :
+        mma_map_q[199], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[6] :
+        mma_map_q[198], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[5] :
+        mma_map_q[197], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[4] :
+        mma_map_q[196], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[3] :
+        mma_map_q[195], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[2] :
+        mma_map_q[194], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[1] :
+        mma_map_q[193], (mma_m_pend_q & (mma_m_got_q == 4'd6)) ? u_scratchpad_rd3_rsp_data[0] :
+        mma_map_q[192], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[31] :
+        mma_map_q[191], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[30] :
+        mma_map_q[190], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[29] :
+        mma_map_q[189], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[28] :
+        mma_map_q[188], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[27] :
+        mma_map_q[187], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[26] :
+        mma_map_q[186], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[25] :
+        mma_map_q[185], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[24] :
+        mma_map_q[184], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[23] :
+        mma_map_q[183], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[22] :
+        mma_map_q[182], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[21] :
+        mma_map_q[181], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[20] :
+        mma_map_q[180], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[19] :
+        mma_map_q[179], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[18] :
+        mma_map_q[178], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[17] :
+        mma_map_q[177], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[16] :
+        mma_map_q[176], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[15] :
+        mma_map_q[175], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[14] :
+        mma_map_q[174], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[13] :
+        mma_map_q[173], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[12] :
+        mma_map_q[172], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[11] :
+        mma_map_q[171], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[10] :
+        mma_map_q[170], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[9] :
+        mma_map_q[169], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[8] :
+        mma_map_q[168], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[7] :
+        mma_map_q[167], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[6] :
+        mma_map_q[166], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[5] :
+        mma_map_q[165], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[4] :
+        mma_map_q[164], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[3] :
+        mma_map_q[163], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[2] :
+        mma_map_q[162], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[1] :
+        mma_map_q[161], (mma_m_pend_q & (mma_m_got_q == 4'd5)) ? u_scratchpad_rd3_rsp_data[0] :
+        mma_map_q[160], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[31] :
+        mma_map_q[159], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[30] :
+        mma_map_q[158], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[29] :
+        mma_map_q[157], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[28] :
+        mma_map_q[156], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[27] :
+        mma_map_q[155], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[26] :
+        mma_map_q[154], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[25] :
+        mma_map_q[153], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[24] :
+        mma_map_q[152], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[23] :
+        mma_map_q[151], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[22] :
+        mma_map_q[150], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[21] :
+        mma_map_q[149], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[20] :
+        mma_map_q[148], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[19] :
+        mma_map_q[147], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[18] :
+        mma_map_q[146], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[17] :
+        mma_map_q[145], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[16] :
+        mma_map_q[144], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[15] :
+        mma_map_q[143], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[14] :
+        mma_map_q[142], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[13] :
+        mma_map_q[141], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[12] :
+        mma_map_q[140], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[11] :
+        mma_map_q[139], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[10] :
+        mma_map_q[138], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[9] :
+        mma_map_q[137], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[8] :
+        mma_map_q[136], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[7] :
+        mma_map_q[135], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[6] :
+        mma_map_q[134], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[5] :
+        mma_map_q[133], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[4] :
+        mma_map_q[132], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[3] :
+        mma_map_q[131], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[2] :
+        mma_map_q[130], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[1] :
+        mma_map_q[129], (mma_m_pend_q & (mma_m_got_q == 4'd4)) ? u_scratchpad_rd3_rsp_data[0] :
+        mma_map_q[128], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[31] :
+        mma_map_q[127], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[30] :
+        mma_map_q[126], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[29] :
+        mma_map_q[125], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[28] :
+        mma_map_q[124], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[27] :
+        mma_map_q[123], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[26] :
+        mma_map_q[122], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[25] :
+        mma_map_q[121], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[24] :
+        mma_map_q[120], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[23] :
+        mma_map_q[119], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[22] :
+        mma_map_q[118], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[21] :
+        mma_map_q[117], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[20] :
+        mma_map_q[116], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[19] :
+        mma_map_q[115], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[18] :
+        mma_map_q[114], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[17] :
+        mma_map_q[113], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[16] :
+        mma_map_q[112], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[15] :
+        mma_map_q[111], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[14] :
+        mma_map_q[110], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[13] :
+        mma_map_q[109], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[12] :
+        mma_map_q[108], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[11] :
+        mma_map_q[107], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[10] :
+        mma_map_q[106], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[9] :
+        mma_map_q[105], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[8] :
+        mma_map_q[104], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[7] :
+        mma_map_q[103], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[6] :
+        mma_map_q[102], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[5] :
+        mma_map_q[101], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[4] :
+        mma_map_q[100], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[3] :
+        mma_map_q[99], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[2] :
+        mma_map_q[98], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[1] :
+        mma_map_q[97], (mma_m_pend_q & (mma_m_got_q == 4'd3)) ? u_scratchpad_rd3_rsp_data[0] :
+        mma_map_q[96], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[31] :
+        mma_map_q[95], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[30] :
+        mma_map_q[94], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[29] :
+        mma_map_q[93], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[28] :
+        mma_map_q[92], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[27] :
+        mma_map_q[91], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[26] :
+        mma_map_q[90], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[25] :
+        mma_map_q[89], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[24] :
+        mma_map_q[88], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[23] :
+        mma_map_q[87], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[22] :
+        mma_map_q[86], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[21] :
+        mma_map_q[85], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[20] :
+        mma_map_q[84], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[19] :
+        mma_map_q[83], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[18] :
+        mma_map_q[82], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[17] :
+        mma_map_q[81], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[16] :
+        mma_map_q[80], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[15] :
+        mma_map_q[79], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[14] :
+        mma_map_q[78], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[13] :
+        mma_map_q[77], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[12] :
+        mma_map_q[76], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[11] :
+        mma_map_q[75], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[10] :
+        mma_map_q[74], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[9] :
+        mma_map_q[73], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[8] :
+        mma_map_q[72], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[7] :
+        mma_map_q[71], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[6] :
+        mma_map_q[70], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[5] :
+        mma_map_q[69], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[4] :
+        mma_map_q[68], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[3] :
+        mma_map_q[67], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[2] :
+        mma_map_q[66], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[1] :
+        mma_map_q[65], (mma_m_pend_q & (mma_m_got_q == 4'd2)) ? u_scratchpad_rd3_rsp_data[0] :
+        mma_map_q[64], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[31] :
+        mma_map_q[63], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[30] :
+        mma_map_q[62], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[29] :
+        mma_map_q[61], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[28] :
+        mma_map_q[60], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[27] :
+        mma_map_q[59], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[26] :
+        mma_map_q[58], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[25] :
+        mma_map_q[57], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[24] :
+        mma_map_q[56], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[23] :
+        mma_map_q[55], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[22] :
+        mma_map_q[54], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[21] :
+        mma_map_q[53], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[20] :
+        mma_map_q[52], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[19] :
+        mma_map_q[51], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[18] :
+        mma_map_q[50], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[17] :
+        mma_map_q[49], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[16] :
+        mma_map_q[48], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[15] :
+        mma_map_q[47], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[14] :
+        mma_map_q[46], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[13] :
+        mma_map_q[45], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[12] :
+        mma_map_q[44], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[11] :
+        mma_map_q[43], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[10] :
+        mma_map_q[42], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[9] :
+        mma_map_q[41], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[8] :
+        mma_map_q[40], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[7] :
+        mma_map_q[39], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[6] :
+        mma_map_q[38], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[5] :
+        mma_map_q[37], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[4] :
+        mma_map_q[36], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[3] :
+        mma_map_q[35], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[2] :
+        mma_map_q[34], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[1] :
+        mma_map_q[33], (mma_m_pend_q & (mma_m_got_q == 4'd1)) ? u_scratchpad_rd3_rsp_data[0] :
+        mma_map_q[32], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[31] :
+        mma_map_q[31], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[30] :
+        mma_map_q[30], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[29] :
+        mma_map_q[29], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[28] :
+        mma_map_q[28], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[27] :
+        mma_map_q[27], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[26] :
+        mma_map_q[26], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[25] :
+        mma_map_q[25], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[24] :
+        mma_map_q[24], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[23] :
+        mma_map_q[23], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[22] :
+        mma_map_q[22], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[21] :
+        mma_map_q[21], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[20] :
+        mma_map_q[20], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[19] :
+        mma_map_q[19], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[18] :
+        mma_map_q[18], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[17] :
+        mma_map_q[17], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[16] :
+        mma_map_q[16], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[15] :
+        mma_map_q[15], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[14] :
+        mma_map_q[14], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[13] :
+        mma_map_q[13], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[12] :
+        mma_map_q[12], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[11] :
+        mma_map_q[11], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[10] :
+        mma_map_q[10], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[9] :
+        mma_map_q[9], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[8] :
+        mma_map_q[8], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[7] :
+        mma_map_q[7], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[6] :
+        mma_map_q[6], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[5] :
+        mma_map_q[5], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[4] :
+        mma_map_q[4], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[3] :
+        mma_map_q[3], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[2] :
+        mma_map_q[2], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[1] :
+        mma_map_q[1], (mma_m_pend_q & (mma_m_got_q == 4'd0)) ? u_scratchpad_rd3_rsp_data[0] :
+        mma_map_q[0]};
+    mma_edone_q <= mma_e_now;
     mma_b_h_q <= 1'd0;
   end
 
@@ -3088,24 +5735,24 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (ud_take) begin
-      ud_data_q <= ud_data_q_t26[2] ? (ud_data_q_t26[1] ? (ud_data_q_t26[0] ? 32'd0 : 32'd0) :
-          ud_data_q_t26[0] ? 32'd0 : 32'd0) : ud_data_q_t26[1] ? (ud_data_q_t26[0] ? 32'd0 : 32'd0)
-          : ud_data_q_t26[0] ? (ud_data_q_t27[3] ? (ud_data_q_t27[2] ? (ud_data_q_t27[1] ?
-          (ud_data_q_t27[0] ? s1_user_q[511:480] : s1_user_q[479:448]) : ud_data_q_t27[0] ?
-          s1_user_q[447:416] : s1_user_q[415:384]) : ud_data_q_t27[1] ? (ud_data_q_t27[0] ?
-          s1_user_q[383:352] : s1_user_q[351:320]) : ud_data_q_t27[0] ? s1_user_q[319:288] :
-          s1_user_q[287:256]) : ud_data_q_t27[2] ? (ud_data_q_t27[1] ? (ud_data_q_t27[0] ?
-          s1_user_q[255:224] : s1_user_q[223:192]) : ud_data_q_t27[0] ? s1_user_q[191:160] :
-          s1_user_q[159:128]) : ud_data_q_t27[1] ? (ud_data_q_t27[0] ? s1_user_q[127:96] :
-          s1_user_q[95:64]) : ud_data_q_t27[0] ? s1_user_q[63:32] : s1_user_q[31:0]) :
-          ud_data_q_t27[3] ? (ud_data_q_t27[2] ? (ud_data_q_t27[1] ? (ud_data_q_t27[0] ?
-          s0_user_q[511:480] : s0_user_q[479:448]) : ud_data_q_t27[0] ? s0_user_q[447:416] :
-          s0_user_q[415:384]) : ud_data_q_t27[1] ? (ud_data_q_t27[0] ? s0_user_q[383:352] :
-          s0_user_q[351:320]) : ud_data_q_t27[0] ? s0_user_q[319:288] : s0_user_q[287:256]) :
-          ud_data_q_t27[2] ? (ud_data_q_t27[1] ? (ud_data_q_t27[0] ? s0_user_q[255:224] :
-          s0_user_q[223:192]) : ud_data_q_t27[0] ? s0_user_q[191:160] : s0_user_q[159:128]) :
-          ud_data_q_t27[1] ? (ud_data_q_t27[0] ? s0_user_q[127:96] : s0_user_q[95:64]) :
-          ud_data_q_t27[0] ? s0_user_q[63:32] : s0_user_q[31:0];
+      ud_data_q <= ud_data_q_t28[2] ? (ud_data_q_t28[1] ? (ud_data_q_t28[0] ? 32'd0 : 32'd0) :
+          ud_data_q_t28[0] ? 32'd0 : 32'd0) : ud_data_q_t28[1] ? (ud_data_q_t28[0] ? 32'd0 : 32'd0)
+          : ud_data_q_t28[0] ? (ud_data_q_t29[3] ? (ud_data_q_t29[2] ? (ud_data_q_t29[1] ?
+          (ud_data_q_t29[0] ? s1_user_q[511:480] : s1_user_q[479:448]) : ud_data_q_t29[0] ?
+          s1_user_q[447:416] : s1_user_q[415:384]) : ud_data_q_t29[1] ? (ud_data_q_t29[0] ?
+          s1_user_q[383:352] : s1_user_q[351:320]) : ud_data_q_t29[0] ? s1_user_q[319:288] :
+          s1_user_q[287:256]) : ud_data_q_t29[2] ? (ud_data_q_t29[1] ? (ud_data_q_t29[0] ?
+          s1_user_q[255:224] : s1_user_q[223:192]) : ud_data_q_t29[0] ? s1_user_q[191:160] :
+          s1_user_q[159:128]) : ud_data_q_t29[1] ? (ud_data_q_t29[0] ? s1_user_q[127:96] :
+          s1_user_q[95:64]) : ud_data_q_t29[0] ? s1_user_q[63:32] : s1_user_q[31:0]) :
+          ud_data_q_t29[3] ? (ud_data_q_t29[2] ? (ud_data_q_t29[1] ? (ud_data_q_t29[0] ?
+          s0_user_q[511:480] : s0_user_q[479:448]) : ud_data_q_t29[0] ? s0_user_q[447:416] :
+          s0_user_q[415:384]) : ud_data_q_t29[1] ? (ud_data_q_t29[0] ? s0_user_q[383:352] :
+          s0_user_q[351:320]) : ud_data_q_t29[0] ? s0_user_q[319:288] : s0_user_q[287:256]) :
+          ud_data_q_t29[2] ? (ud_data_q_t29[1] ? (ud_data_q_t29[0] ? s0_user_q[255:224] :
+          s0_user_q[223:192]) : ud_data_q_t29[0] ? s0_user_q[191:160] : s0_user_q[159:128]) :
+          ud_data_q_t29[1] ? (ud_data_q_t29[0] ? s0_user_q[127:96] : s0_user_q[95:64]) :
+          ud_data_q_t29[0] ? s0_user_q[63:32] : s0_user_q[31:0];
     end
   end
 
@@ -3113,8 +5760,11 @@ module gpurtl_cu (
     if (dma_go) begin
       dma_st_q <= dma_head_kind == 3'd1;
       dma_n_q <= dq0_slot_q ? s1_dma_n_q : s0_dma_n_q;
-      dma_p_q <= dma_p_q_t28[15:0];
+      dma_p_q <= dma_p_q_t30[15:0];
       dma_stride_q <= dq0_slot_q ? s1_dma_stride_q : s0_dma_stride_q;
+      dma_zm_q <= dma_zm_q_t46[16] & ~(dma_head_kind == 3'd1);
+      dma_zm_n_q <= dma_zm_n_q_t48[3:0];
+      dma_zm_base_q <= (dq0_slot_q ? s1_dma_s_q : s0_dma_s_q) - {dma_zm_n_q_t47[16:5], 2'd0};
     end
   end
 
@@ -3126,8 +5776,8 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (dma_go | dma_q_fire) begin
-      dma_q_addr_q <= dma_go ? {dma_q_addr_q_t29[31:2], 2'd0} : (dma_q_left_q == 16'd1) ? {dma_q_next_row[31:2], 2'd0} : (dma_q_addr_q + 32'd4);
-      dma_q_left_q <= dma_go ? dma_q_left_q_t30[17:2] : (dma_q_left_q == 16'd1) ? dma_q_left_q_t31[17:2] : (dma_q_left_q - 16'd1);
+      dma_q_addr_q <= dma_go ? {dma_q_addr_q_t31[31:2], 2'd0} : (dma_q_left_q == 16'd1) ? {dma_q_next_row[31:2], 2'd0} : (dma_q_addr_q + 32'd4);
+      dma_q_left_q <= dma_go ? dma_q_left_q_t32[17:2] : (dma_q_left_q == 16'd1) ? dma_q_left_q_t33[17:2] : (dma_q_left_q - 16'd1);
     end
   end
 
@@ -3141,19 +5791,101 @@ module gpurtl_cu (
     if (dma_go | dma_row_done) begin
       dma_p_in_row_q <= dma_go ? ((dma_head_kind == 3'd1) ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : dq0_slot_q ? s1_dma_a_q : s0_dma_a_q) : (dma_p_in_row_q + (dma_st_q ? {16'd0, dma_p_q} : dma_stride_q));
       dma_p_out_row_q <= dma_go ? ((dma_head_kind == 3'd1) ? (dq0_slot_q ? s1_dma_a_q : s0_dma_a_q) : {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q}) : (dma_p_out_row_q + (dma_st_q ? dma_stride_q : {16'd0, dma_p_q}));
+      dma_zrow_q <= dma_go ? 16'd0 : (dma_zrow_q + 16'd1);
+      dma_zmap_q <= dma_go ? 256'd0 : (dma_zmap_q | ({256{dma_row_done & ~dma_row_nz}} & {dma_zrow_q
+          == 16'd255, dma_zrow_q == 16'd254, dma_zrow_q == 16'd253, dma_zrow_q == 16'd252,
+          dma_zrow_q == 16'd251, dma_zrow_q == 16'd250, dma_zrow_q == 16'd249, dma_zrow_q ==
+          16'd248, dma_zrow_q == 16'd247, dma_zrow_q == 16'd246, dma_zrow_q == 16'd245, dma_zrow_q
+          == 16'd244, dma_zrow_q == 16'd243, dma_zrow_q == 16'd242, dma_zrow_q == 16'd241,
+          dma_zrow_q == 16'd240, dma_zrow_q == 16'd239, dma_zrow_q == 16'd238, dma_zrow_q ==
+          16'd237, dma_zrow_q == 16'd236, dma_zrow_q == 16'd235, dma_zrow_q == 16'd234, dma_zrow_q
+          == 16'd233, dma_zrow_q == 16'd232, dma_zrow_q == 16'd231, dma_zrow_q == 16'd230,
+          dma_zrow_q == 16'd229, dma_zrow_q == 16'd228, dma_zrow_q == 16'd227, dma_zrow_q ==
+          16'd226, dma_zrow_q == 16'd225, dma_zrow_q == 16'd224, dma_zrow_q == 16'd223, dma_zrow_q
+          == 16'd222, dma_zrow_q == 16'd221, dma_zrow_q == 16'd220, dma_zrow_q == 16'd219,
+          dma_zrow_q == 16'd218, dma_zrow_q == 16'd217, dma_zrow_q == 16'd216, dma_zrow_q ==
+          16'd215, dma_zrow_q == 16'd214, dma_zrow_q == 16'd213, dma_zrow_q == 16'd212, dma_zrow_q
+          == 16'd211, dma_zrow_q == 16'd210, dma_zrow_q == 16'd209, dma_zrow_q == 16'd208,
+          dma_zrow_q == 16'd207, dma_zrow_q == 16'd206, dma_zrow_q == 16'd205, dma_zrow_q ==
+          16'd204, dma_zrow_q == 16'd203, dma_zrow_q == 16'd202, dma_zrow_q == 16'd201, dma_zrow_q
+          == 16'd200, dma_zrow_q == 16'd199, dma_zrow_q == 16'd198, dma_zrow_q == 16'd197,
+          dma_zrow_q == 16'd196, dma_zrow_q == 16'd195, dma_zrow_q == 16'd194, dma_zrow_q ==
+          16'd193, dma_zrow_q == 16'd192, dma_zrow_q == 16'd191, dma_zrow_q == 16'd190, dma_zrow_q
+          == 16'd189, dma_zrow_q == 16'd188, dma_zrow_q == 16'd187, dma_zrow_q == 16'd186,
+          dma_zrow_q == 16'd185, dma_zrow_q == 16'd184, dma_zrow_q == 16'd183, dma_zrow_q ==
+          16'd182, dma_zrow_q == 16'd181, dma_zrow_q == 16'd180, dma_zrow_q == 16'd179, dma_zrow_q
+          == 16'd178, dma_zrow_q == 16'd177, dma_zrow_q == 16'd176, dma_zrow_q == 16'd175,
+          dma_zrow_q == 16'd174, dma_zrow_q == 16'd173, dma_zrow_q == 16'd172, dma_zrow_q ==
+          16'd171, dma_zrow_q == 16'd170, dma_zrow_q == 16'd169, dma_zrow_q == 16'd168, dma_zrow_q
+          == 16'd167, dma_zrow_q == 16'd166, dma_zrow_q == 16'd165, dma_zrow_q == 16'd164,
+          dma_zrow_q == 16'd163, dma_zrow_q == 16'd162, dma_zrow_q == 16'd161, dma_zrow_q ==
+          16'd160, dma_zrow_q == 16'd159, dma_zrow_q == 16'd158, dma_zrow_q == 16'd157, dma_zrow_q
+          == 16'd156, dma_zrow_q == 16'd155, dma_zrow_q == 16'd154, dma_zrow_q == 16'd153,
+          dma_zrow_q == 16'd152, dma_zrow_q == 16'd151, dma_zrow_q == 16'd150, dma_zrow_q ==
+          16'd149, dma_zrow_q == 16'd148, dma_zrow_q == 16'd147, dma_zrow_q == 16'd146, dma_zrow_q
+          == 16'd145, dma_zrow_q == 16'd144, dma_zrow_q == 16'd143, dma_zrow_q == 16'd142,
+          dma_zrow_q == 16'd141, dma_zrow_q == 16'd140, dma_zrow_q == 16'd139, dma_zrow_q ==
+          16'd138, dma_zrow_q == 16'd137, dma_zrow_q == 16'd136, dma_zrow_q == 16'd135, dma_zrow_q
+          == 16'd134, dma_zrow_q == 16'd133, dma_zrow_q == 16'd132, dma_zrow_q == 16'd131,
+          dma_zrow_q == 16'd130, dma_zrow_q == 16'd129, dma_zrow_q == 16'd128, dma_zrow_q ==
+          16'd127, dma_zrow_q == 16'd126, dma_zrow_q == 16'd125, dma_zrow_q == 16'd124, dma_zrow_q
+          == 16'd123, dma_zrow_q == 16'd122, dma_zrow_q == 16'd121, dma_zrow_q == 16'd120,
+          dma_zrow_q == 16'd119, dma_zrow_q == 16'd118, dma_zrow_q == 16'd117, dma_zrow_q ==
+          16'd116, dma_zrow_q == 16'd115, dma_zrow_q == 16'd114, dma_zrow_q == 16'd113, dma_zrow_q
+          == 16'd112, dma_zrow_q == 16'd111, dma_zrow_q == 16'd110, dma_zrow_q == 16'd109,
+          dma_zrow_q == 16'd108, dma_zrow_q == 16'd107, dma_zrow_q == 16'd106, dma_zrow_q ==
+          16'd105, dma_zrow_q == 16'd104, dma_zrow_q == 16'd103, dma_zrow_q == 16'd102, dma_zrow_q
+          == 16'd101, dma_zrow_q == 16'd100, dma_zrow_q == 16'd99, dma_zrow_q == 16'd98, dma_zrow_q
+          == 16'd97, dma_zrow_q == 16'd96, dma_zrow_q == 16'd95, dma_zrow_q == 16'd94, dma_zrow_q ==
+          16'd93, dma_zrow_q == 16'd92, dma_zrow_q == 16'd91, dma_zrow_q == 16'd90, dma_zrow_q ==
+          16'd89, dma_zrow_q == 16'd88, dma_zrow_q == 16'd87, dma_zrow_q == 16'd86, dma_zrow_q ==
+          16'd85, dma_zrow_q == 16'd84, dma_zrow_q == 16'd83, dma_zrow_q == 16'd82, dma_zrow_q ==
+          16'd81, dma_zrow_q == 16'd80, dma_zrow_q == 16'd79, dma_zrow_q == 16'd78, dma_zrow_q ==
+          16'd77, dma_zrow_q == 16'd76, dma_zrow_q == 16'd75, dma_zrow_q == 16'd74, dma_zrow_q ==
+          16'd73, dma_zrow_q == 16'd72, dma_zrow_q == 16'd71, dma_zrow_q == 16'd70, dma_zrow_q ==
+          16'd69, dma_zrow_q == 16'd68, dma_zrow_q == 16'd67, dma_zrow_q == 16'd66, dma_zrow_q ==
+          16'd65, dma_zrow_q == 16'd64, dma_zrow_q == 16'd63, dma_zrow_q == 16'd62, dma_zrow_q ==
+          16'd61, dma_zrow_q == 16'd60, dma_zrow_q == 16'd59, dma_zrow_q == 16'd58, dma_zrow_q ==
+          16'd57, dma_zrow_q == 16'd56, dma_zrow_q == 16'd55, dma_zrow_q == 16'd54, dma_zrow_q ==
+          16'd53, dma_zrow_q == 16'd52, dma_zrow_q == 16'd51, dma_zrow_q == 16'd50, dma_zrow_q ==
+          16'd49, dma_zrow_q == 16'd48, dma_zrow_q == 16'd47, dma_zrow_q == 16'd46, dma_zrow_q ==
+          16'd45, dma_zrow_q == 16'd44, dma_zrow_q == 16'd43, dma_zrow_q == 16'd42, dma_zrow_q ==
+          16'd41, dma_zrow_q == 16'd40, dma_zrow_q == 16'd39, dma_zrow_q == 16'd38, dma_zrow_q ==
+          16'd37, dma_zrow_q == 16'd36, dma_zrow_q == 16'd35, dma_zrow_q == 16'd34, dma_zrow_q ==
+          16'd33, dma_zrow_q == 16'd32, dma_zrow_q == 16'd31, dma_zrow_q == 16'd30, dma_zrow_q ==
+          16'd29, dma_zrow_q == 16'd28, dma_zrow_q == 16'd27, dma_zrow_q == 16'd26, dma_zrow_q ==
+          16'd25, dma_zrow_q == 16'd24, dma_zrow_q == 16'd23, dma_zrow_q == 16'd22, dma_zrow_q ==
+          16'd21, dma_zrow_q == 16'd20, dma_zrow_q == 16'd19, dma_zrow_q == 16'd18, dma_zrow_q ==
+          16'd17, dma_zrow_q == 16'd16, dma_zrow_q == 16'd15, dma_zrow_q == 16'd14, dma_zrow_q ==
+          16'd13, dma_zrow_q == 16'd12, dma_zrow_q == 16'd11, dma_zrow_q == 16'd10, dma_zrow_q ==
+          16'd9, dma_zrow_q == 16'd8, dma_zrow_q == 16'd7, dma_zrow_q == 16'd6, dma_zrow_q == 16'd5,
+          dma_zrow_q == 16'd4, dma_zrow_q == 16'd3, dma_zrow_q == 16'd2, dma_zrow_q == 16'd1,
+          dma_zrow_q == 16'd0}));
     end
   end
 
   always @(posedge clk_i) begin
     if ((dma_go | dma_row_done) | (dma_in_fire & dma_emit)) begin
-      dma_p_out_addr_q <= dma_go ? {dma_p_out_addr_q_t39[31:2], 2'd0} : dma_row_done ? {dma_p_out_addr_q_t40[31:2], 2'd0} : (dma_p_out_addr_q + 32'd4);
-      dma_p_pos_q <= dma_go ? (18'd0 - {16'd0, dma_p_out_addr_q_t39[1:0]}) : dma_row_done ? (18'd0 - {16'd0, dma_p_out_addr_q_t40[1:0]}) : (dma_in_fire & dma_emit) ? (dma_p_pos_q + 18'd4) : dma_p_pos_q;
+      dma_p_out_addr_q <= dma_go ? {dma_p_out_addr_q_t41[31:2], 2'd0} : dma_row_done ? {dma_p_out_addr_q_t42[31:2], 2'd0} : (dma_p_out_addr_q + 32'd4);
+      dma_p_pos_q <= dma_go ? (18'd0 - {16'd0, dma_p_out_addr_q_t41[1:0]}) : dma_row_done ? (18'd0 - {16'd0, dma_p_out_addr_q_t42[1:0]}) : (dma_in_fire & dma_emit) ? (dma_p_pos_q + 18'd4) : dma_p_pos_q;
     end
   end
 
   always @(posedge clk_i) begin
     if ((dma_go | dma_row_done) | dma_in_fire) begin
-      dma_p_left_q <= dma_go ? dma_p_left_q_t41[17:2] : dma_row_done ? dma_p_left_q_t43[17:2] : (dma_p_left_q - 16'd1);
+      dma_p_left_q <= dma_go ? dma_p_left_q_t43[17:2] : dma_row_done ? dma_p_left_q_t45[17:2] : (dma_p_left_q - 16'd1);
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if ((dma_go | dma_row_done) | ((dma_out_fire & ~dma_st_q) & |(dma_word & {{8{dma_strb[3]}}, {8{dma_strb[2]}}, {8{dma_strb[1]}}, {8{dma_strb[0]}}}))) begin
+      dma_row_nz_q <= (dma_go | dma_row_done) ? 1'd0 : dma_row_nz;
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (((((dma_busy_q & ~dma_st_q) & dma_row_done) & (dma_p_rows_q == 16'd1)) & dma_zm_q) | dma_zw_q) begin
+      dma_zm_m_q <= ((((dma_busy_q & ~dma_st_q) & dma_row_done) & (dma_p_rows_q == 16'd1)) & dma_zm_q) ? 4'd0 : (dma_zm_m_q + 4'd1);
     end
   end
 
@@ -3175,7 +5907,7 @@ module gpurtl_cu (
     if (1'd0 | vec_go) begin
       vec_words_q <= vec_go ? {16'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q} : vec_words_q;
       vec_pitch_q <= vec_go ? (dq0_slot_q ? s1_dma_p_q : s0_dma_p_q) : vec_pitch_q;
-      vec_qaddr_q <= vec_go ? {18'd0, vec_maddr_q_t88[13:0]} : vec_qaddr_q;
+      vec_qaddr_q <= vec_go ? {18'd0, vec_maddr_q_t93[13:0]} : vec_qaddr_q;
     end
   end
 
@@ -3187,7 +5919,7 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (((((1'd0 | vec_go) | (((vec_state_q == 5'd3) & vec_wr_taken) & (vec_left_q == 32'd1))) | (((vec_state_q == 5'd3) & vec_wr_taken) & ~(vec_left_q == 32'd1))) | (vec_state_q == 5'd9)) | ((vec_state_q == 5'd18) & vec_rsp_taken)) begin
-      vec_addr_q <= vec_go ? ((dma_head_kind == 3'd2) ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : {18'd0, vec_addr_q_t87[13:0]}) : (((vec_state_q == 5'd3) & vec_wr_taken) & (vec_left_q == 32'd1)) ? (vec_row_q + vec_pitch_q) : (((vec_state_q == 5'd3) & vec_wr_taken) & ~(vec_left_q == 32'd1)) ? (vec_addr_q + 32'd4) : (vec_state_q == 5'd9) ? (vec_addr_q + 32'd8) : ((vec_state_q == 5'd18) & vec_rsp_taken) ? (vec_addr_q + 32'd4) : vec_addr_q;
+      vec_addr_q <= vec_go ? ((dma_head_kind == 3'd2) ? {18'd0, dq0_slot_q ? s1_dma_s_q : s0_dma_s_q} : {18'd0, vec_addr_q_t92[13:0]}) : (((vec_state_q == 5'd3) & vec_wr_taken) & (vec_left_q == 32'd1)) ? (vec_row_q + vec_pitch_q) : (((vec_state_q == 5'd3) & vec_wr_taken) & ~(vec_left_q == 32'd1)) ? (vec_addr_q + 32'd4) : (vec_state_q == 5'd9) ? (vec_addr_q + 32'd8) : ((vec_state_q == 5'd18) & vec_rsp_taken) ? (vec_addr_q + 32'd4) : vec_addr_q;
     end
   end
 
@@ -3199,13 +5931,13 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (((1'd0 | vec_go) | ((vec_state_q == 5'd11) & vec_wr_taken)) | ((vec_state_q == 5'd16) & vec_rsp_taken)) begin
-      vec_maddr_q <= vec_go ? ({18'd0, vec_maddr_q_t88[13:0]} + 32'd4) : ((vec_state_q == 5'd11) & vec_wr_taken) ? (vec_maddr_q + 32'd4) : ((vec_state_q == 5'd16) & vec_rsp_taken) ? (vec_maddr_q + 32'd4) : vec_maddr_q;
+      vec_maddr_q <= vec_go ? ({18'd0, vec_maddr_q_t93[13:0]} + 32'd4) : ((vec_state_q == 5'd11) & vec_wr_taken) ? (vec_maddr_q + 32'd4) : ((vec_state_q == 5'd16) & vec_rsp_taken) ? (vec_maddr_q + 32'd4) : vec_maddr_q;
     end
   end
 
   always @(posedge clk_i) begin
     if ((1'd0 | vec_go) | ((((vec_state_q == 5'd21) & vec_wr_taken) & ~(vec_total_q > 32'd4)) | ((vec_state_q == 5'd22) & vec_wr_taken))) begin
-      vec_total_q <= vec_go ? (vec_total_q_t89[1] ? (vec_total_q_t89[0] ? {16'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q} : {vec_total_q_t90[29:0], 2'd0}) : vec_total_q_t89[0] ? {vec_total_q_t90[30:0], 1'd0} : {16'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) : ((((vec_state_q == 5'd21) & vec_wr_taken) & ~(vec_total_q > 32'd4)) | ((vec_state_q == 5'd22) & vec_wr_taken)) ? (vec_total_q - 32'd8) : vec_total_q;
+      vec_total_q <= vec_go ? (vec_total_q_t94[1] ? (vec_total_q_t94[0] ? {16'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q} : {vec_total_q_t95[29:0], 2'd0}) : vec_total_q_t94[0] ? {vec_total_q_t95[30:0], 1'd0} : {16'd0, dq0_slot_q ? s1_dma_n_q : s0_dma_n_q}) : ((((vec_state_q == 5'd21) & vec_wr_taken) & ~(vec_total_q > 32'd4)) | ((vec_state_q == 5'd22) & vec_wr_taken)) ? (vec_total_q - 32'd8) : vec_total_q;
     end
   end
 
@@ -3235,102 +5967,103 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (((((1'd0 | vec_go) | (vec_state_q == 5'd9)) | ((vec_state_q == 5'd10) & vec_wr_taken)) | ((vec_state_q == 5'd18) & vec_rsp_taken)) | (vec_state_q == 5'd20)) begin
-      vec_accn_q <= vec_go ? 32'd0 : (vec_state_q == 5'd9) ? (vec_accn_q + (vec_z_q[1] ? (vec_z_q[0] ? {28'd0, u_compress_out_count} : {vec_next_t56[29:0], 2'd0}) : vec_z_q[0] ? {vec_next_t56[30:0], 1'd0} : {28'd0, u_compress_out_count})) : ((vec_state_q == 5'd10) & vec_wr_taken) ? (vec_accn_q - 32'd4) : ((vec_state_q == 5'd18) & vec_rsp_taken) ? (vec_accn_q + 32'd4) : (vec_state_q == 5'd20) ? (vec_accn_q - vec_c_bytes) : vec_accn_q;
+      vec_accn_q <= vec_go ? 32'd0 : (vec_state_q == 5'd9) ? (vec_accn_q + (vec_z_q[1] ? (vec_z_q[0] ? {28'd0, u_compress_out_count} : {vec_next_t61[29:0], 2'd0}) : vec_z_q[0] ? {vec_next_t61[30:0], 1'd0} : {28'd0, u_compress_out_count})) : ((vec_state_q == 5'd10) & vec_wr_taken) ? (vec_accn_q - 32'd4) : ((vec_state_q == 5'd18) & vec_rsp_taken) ? (vec_accn_q + 32'd4) : (vec_state_q == 5'd20) ? (vec_accn_q - vec_c_bytes) : vec_accn_q;
       vec_acc_q <= vec_go ? 96'd0 : (vec_state_q == 5'd9) ? (vec_acc_q | ((vec_accn_q < 32'd4) ?
-          (vec_acc_q_t91[5] ? (vec_acc_q_t91[4] ? (vec_acc_q_t91[3] ? (vec_acc_q_t91[2] ?
-          (vec_acc_q_t91[1] ? (vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t91[1] ? (vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[0] ? 96'd0 :
-          96'd0) : vec_acc_q_t91[2] ? (vec_acc_q_t91[1] ? (vec_acc_q_t91[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[1] ? (vec_acc_q_t91[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[3] ? (vec_acc_q_t91[2] ?
-          (vec_acc_q_t91[1] ? (vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t91[1] ? (vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[0] ? 96'd0 :
-          96'd0) : vec_acc_q_t91[2] ? (vec_acc_q_t91[1] ? (vec_acc_q_t91[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[1] ? (vec_acc_q_t91[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[4] ? (vec_acc_q_t91[3] ?
-          (vec_acc_q_t91[2] ? (vec_acc_q_t91[1] ? (vec_acc_q_t91[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[1] ? (vec_acc_q_t91[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[2] ? (vec_acc_q_t91[1] ?
-          (vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[1]
-          ? (vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t91[3] ? (vec_acc_q_t91[2] ? (vec_acc_q_t91[1] ? (vec_acc_q_t91[0] ? 96'd0 :
-          96'd0) : vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[1] ? (vec_acc_q_t91[0] ? 96'd0
-          : 96'd0) : vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[2] ? (vec_acc_q_t91[1] ?
-          (vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[0] ? 96'd0 : 96'd0) : vec_acc_q_t91[1]
-          ? (vec_acc_q_t91[0] ? {vec_acc_q_t92[71:0], 24'd0} : {vec_acc_q_t92[79:0], 16'd0}) :
-          vec_acc_q_t91[0] ? {vec_acc_q_t92[87:0], 8'd0} : {32'd0, u_compress_out_dst}) : 96'd0)) :
-          ((vec_state_q == 5'd10) & vec_wr_taken) ? ((32'd4 < 32'd5) ? (vec_acc_q_t94[5] ?
-          (vec_acc_q_t94[4] ? (vec_acc_q_t94[3] ? (vec_acc_q_t94[2] ? (vec_acc_q_t94[1] ?
-          (vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[1]
-          ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t94[2] ? (vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[3] ? (vec_acc_q_t94[2] ?
-          (vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[0] ? 96'd0 :
-          96'd0) : vec_acc_q_t94[2] ? (vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[4] ? (vec_acc_q_t94[3] ?
-          (vec_acc_q_t94[2] ? (vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[2] ? (vec_acc_q_t94[1] ?
-          (vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[1]
-          ? (vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t94[3] ? (vec_acc_q_t94[2] ? (vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0 :
-          96'd0) : vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? 96'd0
-          : 96'd0) : vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[2] ? (vec_acc_q_t94[1] ?
-          (vec_acc_q_t94[0] ? 96'd0 : 96'd0) : vec_acc_q_t94[0] ? 96'd0 : {32'd0, vec_acc_q[95:32]})
-          : vec_acc_q_t94[1] ? (vec_acc_q_t94[0] ? {24'd0, vec_acc_q[95:24]} : {16'd0,
-          vec_acc_q[95:16]}) : vec_acc_q_t94[0] ? {8'd0, vec_acc_q[95:8]} : vec_acc_q) : 96'd0) :
+          (vec_acc_q_t96[5] ? (vec_acc_q_t96[4] ? (vec_acc_q_t96[3] ? (vec_acc_q_t96[2] ?
+          (vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t96[2] ? (vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[3] ? (vec_acc_q_t96[2] ?
+          (vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t96[2] ? (vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[4] ? (vec_acc_q_t96[3] ?
+          (vec_acc_q_t96[2] ? (vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[2] ? (vec_acc_q_t96[1] ?
+          (vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[1]
+          ? (vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t96[3] ? (vec_acc_q_t96[2] ? (vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[1] ? (vec_acc_q_t96[0] ? 96'd0
+          : 96'd0) : vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[2] ? (vec_acc_q_t96[1] ?
+          (vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[0] ? 96'd0 : 96'd0) : vec_acc_q_t96[1]
+          ? (vec_acc_q_t96[0] ? {vec_acc_q_t97[71:0], 24'd0} : {vec_acc_q_t97[79:0], 16'd0}) :
+          vec_acc_q_t96[0] ? {vec_acc_q_t97[87:0], 8'd0} : {32'd0, u_compress_out_dst}) : 96'd0)) :
+          ((vec_state_q == 5'd10) & vec_wr_taken) ? ((32'd4 < 32'd5) ? (vec_acc_q_t99[5] ?
+          (vec_acc_q_t99[4] ? (vec_acc_q_t99[3] ? (vec_acc_q_t99[2] ? (vec_acc_q_t99[1] ?
+          (vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[1]
+          ? (vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t99[2] ? (vec_acc_q_t99[1] ? (vec_acc_q_t99[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[1] ? (vec_acc_q_t99[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[3] ? (vec_acc_q_t99[2] ?
+          (vec_acc_q_t99[1] ? (vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t99[1] ? (vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t99[2] ? (vec_acc_q_t99[1] ? (vec_acc_q_t99[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[1] ? (vec_acc_q_t99[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[4] ? (vec_acc_q_t99[3] ?
+          (vec_acc_q_t99[2] ? (vec_acc_q_t99[1] ? (vec_acc_q_t99[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[1] ? (vec_acc_q_t99[0] ? 96'd0 : 96'd0)
+          : vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[2] ? (vec_acc_q_t99[1] ?
+          (vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[1]
+          ? (vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t99[3] ? (vec_acc_q_t99[2] ? (vec_acc_q_t99[1] ? (vec_acc_q_t99[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[1] ? (vec_acc_q_t99[0] ? 96'd0
+          : 96'd0) : vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[2] ? (vec_acc_q_t99[1] ?
+          (vec_acc_q_t99[0] ? 96'd0 : 96'd0) : vec_acc_q_t99[0] ? 96'd0 : {32'd0, vec_acc_q[95:32]})
+          : vec_acc_q_t99[1] ? (vec_acc_q_t99[0] ? {24'd0, vec_acc_q[95:24]} : {16'd0,
+          vec_acc_q[95:16]}) : vec_acc_q_t99[0] ? {8'd0, vec_acc_q[95:8]} : vec_acc_q) : 96'd0) :
           ((vec_state_q == 5'd18) & vec_rsp_taken) ? (vec_acc_q | ((vec_accn_q < 32'd8) ?
-          (vec_acc_q_t95[5] ? (vec_acc_q_t95[4] ? (vec_acc_q_t95[3] ? (vec_acc_q_t95[2] ?
-          (vec_acc_q_t95[1] ? (vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t95[1] ? (vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[0] ? 96'd0 :
-          96'd0) : vec_acc_q_t95[2] ? (vec_acc_q_t95[1] ? (vec_acc_q_t95[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[1] ? (vec_acc_q_t95[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[3] ? (vec_acc_q_t95[2] ?
-          (vec_acc_q_t95[1] ? (vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t95[1] ? (vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[0] ? 96'd0 :
-          96'd0) : vec_acc_q_t95[2] ? (vec_acc_q_t95[1] ? (vec_acc_q_t95[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[1] ? (vec_acc_q_t95[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[4] ? (vec_acc_q_t95[3] ?
-          (vec_acc_q_t95[2] ? (vec_acc_q_t95[1] ? (vec_acc_q_t95[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[1] ? (vec_acc_q_t95[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[2] ? (vec_acc_q_t95[1] ?
-          (vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[1]
-          ? (vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t95[3] ? (vec_acc_q_t95[2] ? (vec_acc_q_t95[1] ? (vec_acc_q_t95[0] ? 96'd0 :
-          96'd0) : vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[1] ? (vec_acc_q_t95[0] ? 96'd0
-          : 96'd0) : vec_acc_q_t95[0] ? 96'd0 : 96'd0) : vec_acc_q_t95[2] ? (vec_acc_q_t95[1] ?
-          (vec_acc_q_t95[0] ? {vec_acc_q_t96[39:0], 56'd0} : {vec_acc_q_t96[47:0], 48'd0}) :
-          vec_acc_q_t95[0] ? {vec_acc_q_t96[55:0], 40'd0} : {vec_acc_q_t96[63:0], 32'd0}) :
-          vec_acc_q_t95[1] ? (vec_acc_q_t95[0] ? {vec_acc_q_t96[71:0], 24'd0} :
-          {vec_acc_q_t96[79:0], 16'd0}) : vec_acc_q_t95[0] ? {vec_acc_q_t96[87:0], 8'd0} : {64'd0,
-          u_scratchpad_rd1_rsp_data}) : 96'd0)) : (vec_state_q == 5'd20) ? ((vec_c_bytes < 32'd9) ?
-          (vec_acc_q_t97[5] ? (vec_acc_q_t97[4] ? (vec_acc_q_t97[3] ? (vec_acc_q_t97[2] ?
-          (vec_acc_q_t97[1] ? (vec_acc_q_t97[0] ? 96'd0 : 96'd0) : vec_acc_q_t97[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t97[1] ? (vec_acc_q_t97[0] ? 96'd0 : 96'd0) : vec_acc_q_t97[0] ? 96'd0 :
-          96'd0) : vec_acc_q_t97[2] ? (vec_acc_q_t97[1] ? (vec_acc_q_t97[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t97[0] ? 96'd0 : 96'd0) : vec_acc_q_t97[1] ? (vec_acc_q_t97[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t97[0] ? 96'd0 : 96'd0) : vec_acc_q_t97[3] ? (vec_acc_q_t97[2] ?
-          (vec_acc_q_t97[1] ? (vec_acc_q_t97[0] ? 96'd0 : 96'd0) : vec_acc_q_t97[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t97[1] ? (vec_acc_q_t97[0] ? 96'd0 : 96'd0) : vec_acc_q_t97[0] ? 96'd0 :
-          96'd0) : vec_acc_q_t97[2] ? (vec_acc_q_t97[1] ? (vec_acc_q_t97[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t97[0] ? 96'd0 : 96'd0) : vec_acc_q_t97[1] ? (vec_acc_q_t97[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t97[0] ? 96'd0 : 96'd0) : vec_acc_q_t97[4] ? (vec_acc_q_t97[3] ?
-          (vec_acc_q_t97[2] ? (vec_acc_q_t97[1] ? (vec_acc_q_t97[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t97[0] ? 96'd0 : 96'd0) : vec_acc_q_t97[1] ? (vec_acc_q_t97[0] ? 96'd0 : 96'd0)
-          : vec_acc_q_t97[0] ? 96'd0 : 96'd0) : vec_acc_q_t97[2] ? (vec_acc_q_t97[1] ?
-          (vec_acc_q_t97[0] ? 96'd0 : 96'd0) : vec_acc_q_t97[0] ? 96'd0 : 96'd0) : vec_acc_q_t97[1]
-          ? (vec_acc_q_t97[0] ? 96'd0 : 96'd0) : vec_acc_q_t97[0] ? 96'd0 : 96'd0) :
-          vec_acc_q_t97[3] ? (vec_acc_q_t97[2] ? (vec_acc_q_t97[1] ? (vec_acc_q_t97[0] ? 96'd0 :
-          96'd0) : vec_acc_q_t97[0] ? 96'd0 : 96'd0) : vec_acc_q_t97[1] ? (vec_acc_q_t97[0] ? 96'd0
-          : 96'd0) : vec_acc_q_t97[0] ? 96'd0 : {64'd0, vec_acc_q[95:64]}) : vec_acc_q_t97[2] ?
-          (vec_acc_q_t97[1] ? (vec_acc_q_t97[0] ? {56'd0, vec_acc_q[95:56]} : {48'd0,
-          vec_acc_q[95:48]}) : vec_acc_q_t97[0] ? {40'd0, vec_acc_q[95:40]} : {32'd0,
-          vec_acc_q[95:32]}) : vec_acc_q_t97[1] ? (vec_acc_q_t97[0] ? {24'd0, vec_acc_q[95:24]} :
-          {16'd0, vec_acc_q[95:16]}) : vec_acc_q_t97[0] ? {8'd0, vec_acc_q[95:8]} : vec_acc_q) :
-          96'd0) : vec_acc_q;
+          (vec_acc_q_t100[5] ? (vec_acc_q_t100[4] ? (vec_acc_q_t100[3] ? (vec_acc_q_t100[2] ?
+          (vec_acc_q_t100[1] ? (vec_acc_q_t100[0] ? 96'd0 : 96'd0) : vec_acc_q_t100[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t100[1] ? (vec_acc_q_t100[0] ? 96'd0 : 96'd0) : vec_acc_q_t100[0] ?
+          96'd0 : 96'd0) : vec_acc_q_t100[2] ? (vec_acc_q_t100[1] ? (vec_acc_q_t100[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t100[0] ? 96'd0 : 96'd0) : vec_acc_q_t100[1] ? (vec_acc_q_t100[0] ?
+          96'd0 : 96'd0) : vec_acc_q_t100[0] ? 96'd0 : 96'd0) : vec_acc_q_t100[3] ?
+          (vec_acc_q_t100[2] ? (vec_acc_q_t100[1] ? (vec_acc_q_t100[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t100[0] ? 96'd0 : 96'd0) : vec_acc_q_t100[1] ? (vec_acc_q_t100[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t100[0] ? 96'd0 : 96'd0) : vec_acc_q_t100[2] ? (vec_acc_q_t100[1] ?
+          (vec_acc_q_t100[0] ? 96'd0 : 96'd0) : vec_acc_q_t100[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t100[1] ? (vec_acc_q_t100[0] ? 96'd0 : 96'd0) : vec_acc_q_t100[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t100[4] ? (vec_acc_q_t100[3] ? (vec_acc_q_t100[2] ? (vec_acc_q_t100[1]
+          ? (vec_acc_q_t100[0] ? 96'd0 : 96'd0) : vec_acc_q_t100[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t100[1] ? (vec_acc_q_t100[0] ? 96'd0 : 96'd0) : vec_acc_q_t100[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t100[2] ? (vec_acc_q_t100[1] ? (vec_acc_q_t100[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t100[0] ? 96'd0 : 96'd0) : vec_acc_q_t100[1] ? (vec_acc_q_t100[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t100[0] ? 96'd0 : 96'd0) : vec_acc_q_t100[3] ? (vec_acc_q_t100[2] ?
+          (vec_acc_q_t100[1] ? (vec_acc_q_t100[0] ? 96'd0 : 96'd0) : vec_acc_q_t100[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t100[1] ? (vec_acc_q_t100[0] ? 96'd0 : 96'd0) : vec_acc_q_t100[0] ?
+          96'd0 : 96'd0) : vec_acc_q_t100[2] ? (vec_acc_q_t100[1] ? (vec_acc_q_t100[0] ?
+          {vec_acc_q_t101[39:0], 56'd0} : {vec_acc_q_t101[47:0], 48'd0}) : vec_acc_q_t100[0] ?
+          {vec_acc_q_t101[55:0], 40'd0} : {vec_acc_q_t101[63:0], 32'd0}) : vec_acc_q_t100[1] ?
+          (vec_acc_q_t100[0] ? {vec_acc_q_t101[71:0], 24'd0} : {vec_acc_q_t101[79:0], 16'd0}) :
+          vec_acc_q_t100[0] ? {vec_acc_q_t101[87:0], 8'd0} : {64'd0, u_scratchpad_rd1_rsp_data}) :
+          96'd0)) : (vec_state_q == 5'd20) ? ((vec_c_bytes < 32'd9) ? (vec_acc_q_t102[5] ?
+          (vec_acc_q_t102[4] ? (vec_acc_q_t102[3] ? (vec_acc_q_t102[2] ? (vec_acc_q_t102[1] ?
+          (vec_acc_q_t102[0] ? 96'd0 : 96'd0) : vec_acc_q_t102[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t102[1] ? (vec_acc_q_t102[0] ? 96'd0 : 96'd0) : vec_acc_q_t102[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t102[2] ? (vec_acc_q_t102[1] ? (vec_acc_q_t102[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t102[0] ? 96'd0 : 96'd0) : vec_acc_q_t102[1] ? (vec_acc_q_t102[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t102[0] ? 96'd0 : 96'd0) : vec_acc_q_t102[3] ? (vec_acc_q_t102[2] ?
+          (vec_acc_q_t102[1] ? (vec_acc_q_t102[0] ? 96'd0 : 96'd0) : vec_acc_q_t102[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t102[1] ? (vec_acc_q_t102[0] ? 96'd0 : 96'd0) : vec_acc_q_t102[0] ?
+          96'd0 : 96'd0) : vec_acc_q_t102[2] ? (vec_acc_q_t102[1] ? (vec_acc_q_t102[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t102[0] ? 96'd0 : 96'd0) : vec_acc_q_t102[1] ? (vec_acc_q_t102[0] ?
+          96'd0 : 96'd0) : vec_acc_q_t102[0] ? 96'd0 : 96'd0) : vec_acc_q_t102[4] ?
+          (vec_acc_q_t102[3] ? (vec_acc_q_t102[2] ? (vec_acc_q_t102[1] ? (vec_acc_q_t102[0] ? 96'd0
+          : 96'd0) : vec_acc_q_t102[0] ? 96'd0 : 96'd0) : vec_acc_q_t102[1] ? (vec_acc_q_t102[0] ?
+          96'd0 : 96'd0) : vec_acc_q_t102[0] ? 96'd0 : 96'd0) : vec_acc_q_t102[2] ?
+          (vec_acc_q_t102[1] ? (vec_acc_q_t102[0] ? 96'd0 : 96'd0) : vec_acc_q_t102[0] ? 96'd0 :
+          96'd0) : vec_acc_q_t102[1] ? (vec_acc_q_t102[0] ? 96'd0 : 96'd0) : vec_acc_q_t102[0] ?
+          96'd0 : 96'd0) : vec_acc_q_t102[3] ? (vec_acc_q_t102[2] ? (vec_acc_q_t102[1] ?
+          (vec_acc_q_t102[0] ? 96'd0 : 96'd0) : vec_acc_q_t102[0] ? 96'd0 : 96'd0) :
+          vec_acc_q_t102[1] ? (vec_acc_q_t102[0] ? 96'd0 : 96'd0) : vec_acc_q_t102[0] ? 96'd0 :
+          {64'd0, vec_acc_q[95:64]}) : vec_acc_q_t102[2] ? (vec_acc_q_t102[1] ? (vec_acc_q_t102[0] ?
+          {56'd0, vec_acc_q[95:56]} : {48'd0, vec_acc_q[95:48]}) : vec_acc_q_t102[0] ? {40'd0,
+          vec_acc_q[95:40]} : {32'd0, vec_acc_q[95:32]}) : vec_acc_q_t102[1] ? (vec_acc_q_t102[0] ?
+          {24'd0, vec_acc_q[95:24]} : {16'd0, vec_acc_q[95:16]}) : vec_acc_q_t102[0] ? {8'd0,
+          vec_acc_q[95:8]} : vec_acc_q) : 96'd0) : vec_acc_q;
     end
   end
 
@@ -3338,137 +6071,772 @@ module gpurtl_cu (
     if (((((1'd0 | vec_go) | (vec_state_q == 5'd9)) | ((vec_state_q == 5'd11) & vec_wr_taken)) | ((vec_state_q == 5'd16) & vec_rsp_taken)) | (vec_state_q == 5'd20)) begin
       vec_mbits_q <= vec_go ? 32'd0 : (vec_state_q == 5'd9) ? (vec_mbits_q + vec_m) : ((vec_state_q == 5'd11) & vec_wr_taken) ? 32'd0 : ((vec_state_q == 5'd16) & vec_rsp_taken) ? (vec_mbits_q + 32'd32) : (vec_state_q == 5'd20) ? (vec_mbits_q - vec_m) : vec_mbits_q;
       vec_mbuf_q <= vec_go ? 40'd0 : (vec_state_q == 5'd9) ? (vec_mbuf_q | ((vec_mbits_q < 32'd33) ?
-          (vec_mbuf_q_t98[5] ? (vec_mbuf_q_t98[4] ? (vec_mbuf_q_t98[3] ? (vec_mbuf_q_t98[2] ?
-          (vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t98[0] ? 40'd0 :
-          40'd0) : vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t98[0] ?
-          40'd0 : 40'd0) : vec_mbuf_q_t98[2] ? (vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ? 40'd0 :
-          40'd0) : vec_mbuf_q_t98[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ?
-          40'd0 : 40'd0) : vec_mbuf_q_t98[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t98[3] ?
-          (vec_mbuf_q_t98[2] ? (vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ? 40'd0 : 40'd0) :
-          vec_mbuf_q_t98[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ? 40'd0 :
-          40'd0) : vec_mbuf_q_t98[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t98[2] ? (vec_mbuf_q_t98[1] ?
-          (vec_mbuf_q_t98[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t98[0] ? 40'd0 : 40'd0) :
-          vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t98[0] ? 40'd0 :
-          {vec_mbuf_q_t99[7:0], 32'd0}) : vec_mbuf_q_t98[4] ? (vec_mbuf_q_t98[3] ?
-          (vec_mbuf_q_t98[2] ? (vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ? {vec_mbuf_q_t99[8:0],
-          31'd0} : {vec_mbuf_q_t99[9:0], 30'd0}) : vec_mbuf_q_t98[0] ? {vec_mbuf_q_t99[10:0], 29'd0}
-          : {vec_mbuf_q_t99[11:0], 28'd0}) : vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ?
-          {vec_mbuf_q_t99[12:0], 27'd0} : {vec_mbuf_q_t99[13:0], 26'd0}) : vec_mbuf_q_t98[0] ?
-          {vec_mbuf_q_t99[14:0], 25'd0} : {vec_mbuf_q_t99[15:0], 24'd0}) : vec_mbuf_q_t98[2] ?
-          (vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ? {vec_mbuf_q_t99[16:0], 23'd0} :
-          {vec_mbuf_q_t99[17:0], 22'd0}) : vec_mbuf_q_t98[0] ? {vec_mbuf_q_t99[18:0], 21'd0} :
-          {vec_mbuf_q_t99[19:0], 20'd0}) : vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ?
-          {vec_mbuf_q_t99[20:0], 19'd0} : {vec_mbuf_q_t99[21:0], 18'd0}) : vec_mbuf_q_t98[0] ?
-          {vec_mbuf_q_t99[22:0], 17'd0} : {vec_mbuf_q_t99[23:0], 16'd0}) : vec_mbuf_q_t98[3] ?
-          (vec_mbuf_q_t98[2] ? (vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ? {vec_mbuf_q_t99[24:0],
-          15'd0} : {vec_mbuf_q_t99[25:0], 14'd0}) : vec_mbuf_q_t98[0] ? {vec_mbuf_q_t99[26:0],
-          13'd0} : {vec_mbuf_q_t99[27:0], 12'd0}) : vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ?
-          {vec_mbuf_q_t99[28:0], 11'd0} : {vec_mbuf_q_t99[29:0], 10'd0}) : vec_mbuf_q_t98[0] ?
-          {vec_mbuf_q_t99[30:0], 9'd0} : {vec_mbuf_q_t99[31:0], 8'd0}) : vec_mbuf_q_t98[2] ?
-          (vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ? {vec_mbuf_q_t99[32:0], 7'd0} :
-          {vec_mbuf_q_t99[33:0], 6'd0}) : vec_mbuf_q_t98[0] ? {vec_mbuf_q_t99[34:0], 5'd0} :
-          {vec_mbuf_q_t99[35:0], 4'd0}) : vec_mbuf_q_t98[1] ? (vec_mbuf_q_t98[0] ?
-          {vec_mbuf_q_t99[36:0], 3'd0} : {vec_mbuf_q_t99[37:0], 2'd0}) : vec_mbuf_q_t98[0] ?
-          {vec_mbuf_q_t99[38:0], 1'd0} : {32'd0, u_compress_out_mask}) : 40'd0)) : ((vec_state_q ==
+          (vec_mbuf_q_t103[5] ? (vec_mbuf_q_t103[4] ? (vec_mbuf_q_t103[3] ? (vec_mbuf_q_t103[2] ?
+          (vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t103[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t103[0] ?
+          40'd0 : 40'd0) : vec_mbuf_q_t103[2] ? (vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t103[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ?
+          40'd0 : 40'd0) : vec_mbuf_q_t103[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t103[3] ?
+          (vec_mbuf_q_t103[2] ? (vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ? 40'd0 : 40'd0) :
+          vec_mbuf_q_t103[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t103[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t103[2] ? (vec_mbuf_q_t103[1] ?
+          (vec_mbuf_q_t103[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t103[0] ? 40'd0 : 40'd0) :
+          vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t103[0] ? 40'd0 :
+          {vec_mbuf_q_t104[7:0], 32'd0}) : vec_mbuf_q_t103[4] ? (vec_mbuf_q_t103[3] ?
+          (vec_mbuf_q_t103[2] ? (vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ? {vec_mbuf_q_t104[8:0],
+          31'd0} : {vec_mbuf_q_t104[9:0], 30'd0}) : vec_mbuf_q_t103[0] ? {vec_mbuf_q_t104[10:0],
+          29'd0} : {vec_mbuf_q_t104[11:0], 28'd0}) : vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ?
+          {vec_mbuf_q_t104[12:0], 27'd0} : {vec_mbuf_q_t104[13:0], 26'd0}) : vec_mbuf_q_t103[0] ?
+          {vec_mbuf_q_t104[14:0], 25'd0} : {vec_mbuf_q_t104[15:0], 24'd0}) : vec_mbuf_q_t103[2] ?
+          (vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ? {vec_mbuf_q_t104[16:0], 23'd0} :
+          {vec_mbuf_q_t104[17:0], 22'd0}) : vec_mbuf_q_t103[0] ? {vec_mbuf_q_t104[18:0], 21'd0} :
+          {vec_mbuf_q_t104[19:0], 20'd0}) : vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ?
+          {vec_mbuf_q_t104[20:0], 19'd0} : {vec_mbuf_q_t104[21:0], 18'd0}) : vec_mbuf_q_t103[0] ?
+          {vec_mbuf_q_t104[22:0], 17'd0} : {vec_mbuf_q_t104[23:0], 16'd0}) : vec_mbuf_q_t103[3] ?
+          (vec_mbuf_q_t103[2] ? (vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ? {vec_mbuf_q_t104[24:0],
+          15'd0} : {vec_mbuf_q_t104[25:0], 14'd0}) : vec_mbuf_q_t103[0] ? {vec_mbuf_q_t104[26:0],
+          13'd0} : {vec_mbuf_q_t104[27:0], 12'd0}) : vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ?
+          {vec_mbuf_q_t104[28:0], 11'd0} : {vec_mbuf_q_t104[29:0], 10'd0}) : vec_mbuf_q_t103[0] ?
+          {vec_mbuf_q_t104[30:0], 9'd0} : {vec_mbuf_q_t104[31:0], 8'd0}) : vec_mbuf_q_t103[2] ?
+          (vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ? {vec_mbuf_q_t104[32:0], 7'd0} :
+          {vec_mbuf_q_t104[33:0], 6'd0}) : vec_mbuf_q_t103[0] ? {vec_mbuf_q_t104[34:0], 5'd0} :
+          {vec_mbuf_q_t104[35:0], 4'd0}) : vec_mbuf_q_t103[1] ? (vec_mbuf_q_t103[0] ?
+          {vec_mbuf_q_t104[36:0], 3'd0} : {vec_mbuf_q_t104[37:0], 2'd0}) : vec_mbuf_q_t103[0] ?
+          {vec_mbuf_q_t104[38:0], 1'd0} : {32'd0, u_compress_out_mask}) : 40'd0)) : ((vec_state_q ==
           5'd11) & vec_wr_taken) ? 40'd0 : ((vec_state_q == 5'd16) & vec_rsp_taken) ? (vec_mbuf_q |
-          ((vec_mbits_q < 32'd8) ? (vec_next_t57[5] ? (vec_next_t57[4] ? (vec_next_t57[3] ?
-          (vec_next_t57[2] ? (vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0]
-          ? 40'd0 : 40'd0) : vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ?
-          40'd0 : 40'd0) : vec_next_t57[2] ? (vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) :
-          vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) :
-          vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[3] ? (vec_next_t57[2] ? (vec_next_t57[1] ?
-          (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[1] ?
-          (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[2] ?
-          (vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) :
-          vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) :
-          vec_next_t57[4] ? (vec_next_t57[3] ? (vec_next_t57[2] ? (vec_next_t57[1] ?
-          (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[1] ?
-          (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[2] ?
-          (vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) :
-          vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[0] ? 40'd0 : 40'd0) :
-          vec_next_t57[3] ? (vec_next_t57[2] ? (vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0)
-          : vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[1] ? (vec_next_t57[0] ? 40'd0 : 40'd0) :
-          vec_next_t57[0] ? 40'd0 : 40'd0) : vec_next_t57[2] ? (vec_next_t57[1] ? (vec_next_t57[0] ?
-          {vec_next_t58[32:0], 7'd0} : {vec_next_t58[33:0], 6'd0}) : vec_next_t57[0] ?
-          {vec_next_t58[34:0], 5'd0} : {vec_next_t58[35:0], 4'd0}) : vec_next_t57[1] ?
-          (vec_next_t57[0] ? {vec_next_t58[36:0], 3'd0} : {vec_next_t58[37:0], 2'd0}) :
-          vec_next_t57[0] ? {vec_next_t58[38:0], 1'd0} : {8'd0, u_scratchpad_rd1_rsp_data}) :
-          40'd0)) : (vec_state_q == 5'd20) ? ((vec_m < 32'd9) ? (vec_mbuf_q_t100[5] ?
-          (vec_mbuf_q_t100[4] ? (vec_mbuf_q_t100[3] ? (vec_mbuf_q_t100[2] ? (vec_mbuf_q_t100[1] ?
-          (vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) :
-          vec_mbuf_q_t100[1] ? (vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t100[0] ? 40'd0 :
-          40'd0) : vec_mbuf_q_t100[2] ? (vec_mbuf_q_t100[1] ? (vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) :
-          vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t100[1] ? (vec_mbuf_q_t100[0] ? 40'd0 :
-          40'd0) : vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t100[3] ? (vec_mbuf_q_t100[2] ?
-          (vec_mbuf_q_t100[1] ? (vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t100[0] ? 40'd0 :
-          40'd0) : vec_mbuf_q_t100[1] ? (vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t100[0] ?
-          40'd0 : 40'd0) : vec_mbuf_q_t100[2] ? (vec_mbuf_q_t100[1] ? (vec_mbuf_q_t100[0] ? 40'd0 :
-          40'd0) : vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t100[1] ? (vec_mbuf_q_t100[0] ?
-          40'd0 : 40'd0) : vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t100[4] ?
-          (vec_mbuf_q_t100[3] ? (vec_mbuf_q_t100[2] ? (vec_mbuf_q_t100[1] ? (vec_mbuf_q_t100[0] ?
-          40'd0 : 40'd0) : vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t100[1] ?
-          (vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) :
-          vec_mbuf_q_t100[2] ? (vec_mbuf_q_t100[1] ? (vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) :
-          vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t100[1] ? (vec_mbuf_q_t100[0] ? 40'd0 :
-          40'd0) : vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t100[3] ? (vec_mbuf_q_t100[2] ?
-          (vec_mbuf_q_t100[1] ? (vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t100[0] ? 40'd0 :
-          40'd0) : vec_mbuf_q_t100[1] ? (vec_mbuf_q_t100[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t100[0] ?
-          40'd0 : {8'd0, vec_mbuf_q[39:8]}) : vec_mbuf_q_t100[2] ? (vec_mbuf_q_t100[1] ?
-          (vec_mbuf_q_t100[0] ? {7'd0, vec_mbuf_q[39:7]} : {6'd0, vec_mbuf_q[39:6]}) :
-          vec_mbuf_q_t100[0] ? {5'd0, vec_mbuf_q[39:5]} : {4'd0, vec_mbuf_q[39:4]}) :
-          vec_mbuf_q_t100[1] ? (vec_mbuf_q_t100[0] ? {3'd0, vec_mbuf_q[39:3]} : {2'd0,
-          vec_mbuf_q[39:2]}) : vec_mbuf_q_t100[0] ? {1'd0, vec_mbuf_q[39:1]} : vec_mbuf_q) : 40'd0)
+          ((vec_mbits_q < 32'd8) ? (vec_next_t62[5] ? (vec_next_t62[4] ? (vec_next_t62[3] ?
+          (vec_next_t62[2] ? (vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0]
+          ? 40'd0 : 40'd0) : vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ?
+          40'd0 : 40'd0) : vec_next_t62[2] ? (vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) :
+          vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) :
+          vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[3] ? (vec_next_t62[2] ? (vec_next_t62[1] ?
+          (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[1] ?
+          (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[2] ?
+          (vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) :
+          vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) :
+          vec_next_t62[4] ? (vec_next_t62[3] ? (vec_next_t62[2] ? (vec_next_t62[1] ?
+          (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[1] ?
+          (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[2] ?
+          (vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) :
+          vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[0] ? 40'd0 : 40'd0) :
+          vec_next_t62[3] ? (vec_next_t62[2] ? (vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0)
+          : vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[1] ? (vec_next_t62[0] ? 40'd0 : 40'd0) :
+          vec_next_t62[0] ? 40'd0 : 40'd0) : vec_next_t62[2] ? (vec_next_t62[1] ? (vec_next_t62[0] ?
+          {vec_next_t63[32:0], 7'd0} : {vec_next_t63[33:0], 6'd0}) : vec_next_t62[0] ?
+          {vec_next_t63[34:0], 5'd0} : {vec_next_t63[35:0], 4'd0}) : vec_next_t62[1] ?
+          (vec_next_t62[0] ? {vec_next_t63[36:0], 3'd0} : {vec_next_t63[37:0], 2'd0}) :
+          vec_next_t62[0] ? {vec_next_t63[38:0], 1'd0} : {8'd0, u_scratchpad_rd1_rsp_data}) :
+          40'd0)) : (vec_state_q == 5'd20) ? ((vec_m < 32'd9) ? (vec_mbuf_q_t105[5] ?
+          (vec_mbuf_q_t105[4] ? (vec_mbuf_q_t105[3] ? (vec_mbuf_q_t105[2] ? (vec_mbuf_q_t105[1] ?
+          (vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) :
+          vec_mbuf_q_t105[1] ? (vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t105[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t105[2] ? (vec_mbuf_q_t105[1] ? (vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) :
+          vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t105[1] ? (vec_mbuf_q_t105[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t105[3] ? (vec_mbuf_q_t105[2] ?
+          (vec_mbuf_q_t105[1] ? (vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t105[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t105[1] ? (vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t105[0] ?
+          40'd0 : 40'd0) : vec_mbuf_q_t105[2] ? (vec_mbuf_q_t105[1] ? (vec_mbuf_q_t105[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t105[1] ? (vec_mbuf_q_t105[0] ?
+          40'd0 : 40'd0) : vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t105[4] ?
+          (vec_mbuf_q_t105[3] ? (vec_mbuf_q_t105[2] ? (vec_mbuf_q_t105[1] ? (vec_mbuf_q_t105[0] ?
+          40'd0 : 40'd0) : vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t105[1] ?
+          (vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) :
+          vec_mbuf_q_t105[2] ? (vec_mbuf_q_t105[1] ? (vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) :
+          vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t105[1] ? (vec_mbuf_q_t105[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t105[3] ? (vec_mbuf_q_t105[2] ?
+          (vec_mbuf_q_t105[1] ? (vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t105[0] ? 40'd0 :
+          40'd0) : vec_mbuf_q_t105[1] ? (vec_mbuf_q_t105[0] ? 40'd0 : 40'd0) : vec_mbuf_q_t105[0] ?
+          40'd0 : {8'd0, vec_mbuf_q[39:8]}) : vec_mbuf_q_t105[2] ? (vec_mbuf_q_t105[1] ?
+          (vec_mbuf_q_t105[0] ? {7'd0, vec_mbuf_q[39:7]} : {6'd0, vec_mbuf_q[39:6]}) :
+          vec_mbuf_q_t105[0] ? {5'd0, vec_mbuf_q[39:5]} : {4'd0, vec_mbuf_q[39:4]}) :
+          vec_mbuf_q_t105[1] ? (vec_mbuf_q_t105[0] ? {3'd0, vec_mbuf_q[39:3]} : {2'd0,
+          vec_mbuf_q[39:2]}) : vec_mbuf_q_t105[0] ? {1'd0, vec_mbuf_q[39:1]} : vec_mbuf_q) : 40'd0)
           : vec_mbuf_q;
     end
   end
 
   always @(posedge clk_i) begin
     if (mma_go) begin
-      mma_tn_q <= mma_go_t101[15:8];
+      mma_tn_q <= mma_go_t106[15:8];
       mma_k_q <= dq0_slot_q ? s1_dma_rows_q : s0_dma_rows_q;
-      mma_bo_q <= mma_bo_q_t102[13:0];
-      mma_pa_q <= mma_pa_q_t104[13:0];
-      mma_pb_q <= mma_pb_q_t106[13:0];
-      mma_mode_q <= mma_mode_q_t107[27:26];
-      mma_bias_q <= mma_bias_q_t108[13:0];
-      mma_pc_q <= {4'd0, {mma_go_t101[15:8], 2'd0}};
-      mma_nc_q <= mma_nc_q_t110[7:0];
-      mma_ntiles_q <= {8'd0, mma_ntiles_q_t112[7:0]} * {8'd0, mma_ntiles_q_t114[7:0]};
-      mma_q_q <= {2'd0, mma_q_q_t115[15:2]};
+      mma_bo_q <= mma_bo_q_t107[13:0];
+      mma_pa_q <= mma_pa_q_t109[13:0];
+      mma_pb_q <= mma_pb_q_t111[13:0];
+      mma_mode_q <= mma_mode_q_t112[27:26];
+      mma_bias_q <= mma_bias_q_t113[13:0];
+      mma_pc_q <= {4'd0, {mma_go_t106[15:8], 2'd0}};
+      mma_nc_q <= mma_nc_q_t115[7:0];
+      mma_ntiles_q <= {8'd0, mma_ntiles_q_t117[7:0]} * {8'd0, mma_ntiles_q_t119[7:0]};
+      mma_skip_q <= mma_skip_q_t120[0];
+      mma_m_n_q <= mma_m_n_q_t122[3:0];
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_go | (mma_m_req & u_scratchpad_rd3_req_ready)) begin
+      mma_m_addr_q <= mma_go ? (mma_bo_q_t107[13:0] - {mma_m_n_q_t121[16:5], 2'd0}) : (mma_m_addr_q + 14'd4);
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_go | mma_m_pend_q) begin
+      mma_m_got_q <= mma_go ? 4'd0 : (mma_m_got_q + 4'd1);
     end
   end
 
   always @(posedge clk_i) begin
     if (mma_go | mma_a_take) begin
       mma_a_i_q <= (mma_go | ((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4))) ? 8'd0 : (mma_a_i_q + 8'd1);
-      mma_a_addr_q <= mma_go ? mma_a_rb_base_q_t116[13:0] : ~((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) ? (mma_a_addr_q + mma_pa_q) : (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) ? (((((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) & ((mma_a_cb_q + 8'd1) == mma_nc_q)) ? (mma_a_rb_base_q + (mma_pa_q * 14'd4)) : mma_a_rb_base_q) : (mma_a_j_base_q + 14'd4);
+      mma_a_ioff_q <= (mma_go | ((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4))) ? 14'd0 : (mma_a_ioff_q + mma_pa_q);
     end
   end
 
   always @(posedge clk_i) begin
     if (mma_go | (mma_a_take & ((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)))) begin
-      mma_a_j_q <= (mma_go | (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q))) ? 16'd0 : (mma_a_j_q + 16'd1);
-      mma_a_j_base_q <= mma_go ? mma_a_rb_base_q_t116[13:0] : (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) ? (((((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) & ((mma_a_cb_q + 8'd1) == mma_nc_q)) ? (mma_a_rb_base_q + (mma_pa_q * 14'd4)) : mma_a_rb_base_q) : (mma_a_j_base_q + 14'd4);
+      mma_a_from_q <= (mma_go | (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ?
+          mma_a_rows_left_q : 8'd4)) & ~((((((1'd0 | ((16'd0 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[0]))) | ((16'd1 < mma_k_q) & (~mma_skip_q | ~mma_map_q[1]))) | ((16'd2 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[2]))) | ((16'd3 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[3]))) & (10'd0 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd4 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[4]))) | ((16'd5 < mma_k_q) & (~mma_skip_q | ~mma_map_q[5]))) |
+          ((16'd6 < mma_k_q) & (~mma_skip_q | ~mma_map_q[6]))) | ((16'd7 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[7]))) & (10'd1 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd8 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[8]))) | ((16'd9 < mma_k_q) & (~mma_skip_q | ~mma_map_q[9]))) |
+          ((16'd10 < mma_k_q) & (~mma_skip_q | ~mma_map_q[10]))) | ((16'd11 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[11]))) & (10'd2 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd12 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[12]))) | ((16'd13 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[13]))) | ((16'd14 < mma_k_q) & (~mma_skip_q | ~mma_map_q[14]))) | ((16'd15 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[15]))) & (10'd3 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+          ((16'd16 < mma_k_q) & (~mma_skip_q | ~mma_map_q[16]))) | ((16'd17 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[17]))) | ((16'd18 < mma_k_q) & (~mma_skip_q | ~mma_map_q[18])))
+          | ((16'd19 < mma_k_q) & (~mma_skip_q | ~mma_map_q[19]))) & (10'd4 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd20 < mma_k_q) & (~mma_skip_q | ~mma_map_q[20]))) | ((16'd21 < mma_k_q)
+          & (~mma_skip_q | ~mma_map_q[21]))) | ((16'd22 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[22]))) | ((16'd23 < mma_k_q) & (~mma_skip_q | ~mma_map_q[23]))) & (10'd5 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd24 < mma_k_q) & (~mma_skip_q | ~mma_map_q[24])))
+          | ((16'd25 < mma_k_q) & (~mma_skip_q | ~mma_map_q[25]))) | ((16'd26 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[26]))) | ((16'd27 < mma_k_q) & (~mma_skip_q | ~mma_map_q[27])))
+          & (10'd6 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd28 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[28]))) | ((16'd29 < mma_k_q) & (~mma_skip_q | ~mma_map_q[29]))) | ((16'd30 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[30]))) | ((16'd31 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[31]))) & (10'd7 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd32 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[32]))) | ((16'd33 < mma_k_q) & (~mma_skip_q | ~mma_map_q[33])))
+          | ((16'd34 < mma_k_q) & (~mma_skip_q | ~mma_map_q[34]))) | ((16'd35 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[35]))) & (10'd8 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd36 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[36]))) | ((16'd37 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[37]))) | ((16'd38 < mma_k_q) & (~mma_skip_q | ~mma_map_q[38]))) | ((16'd39 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[39]))) & (10'd9 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+          ((16'd40 < mma_k_q) & (~mma_skip_q | ~mma_map_q[40]))) | ((16'd41 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[41]))) | ((16'd42 < mma_k_q) & (~mma_skip_q | ~mma_map_q[42])))
+          | ((16'd43 < mma_k_q) & (~mma_skip_q | ~mma_map_q[43]))) & (10'd10 >= (mma_a_x + 10'd1)))
+          | ((((((1'd0 | ((16'd44 < mma_k_q) & (~mma_skip_q | ~mma_map_q[44]))) | ((16'd45 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[45]))) | ((16'd46 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[46]))) | ((16'd47 < mma_k_q) & (~mma_skip_q | ~mma_map_q[47]))) & (10'd11 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd48 < mma_k_q) & (~mma_skip_q | ~mma_map_q[48])))
+          | ((16'd49 < mma_k_q) & (~mma_skip_q | ~mma_map_q[49]))) | ((16'd50 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[50]))) | ((16'd51 < mma_k_q) & (~mma_skip_q | ~mma_map_q[51])))
+          & (10'd12 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd52 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[52]))) | ((16'd53 < mma_k_q) & (~mma_skip_q | ~mma_map_q[53]))) | ((16'd54 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[54]))) | ((16'd55 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[55]))) & (10'd13 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd56 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[56]))) | ((16'd57 < mma_k_q) & (~mma_skip_q | ~mma_map_q[57])))
+          | ((16'd58 < mma_k_q) & (~mma_skip_q | ~mma_map_q[58]))) | ((16'd59 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[59]))) & (10'd14 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd60
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[60]))) | ((16'd61 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[61]))) | ((16'd62 < mma_k_q) & (~mma_skip_q | ~mma_map_q[62]))) | ((16'd63 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[63]))) & (10'd15 >= (mma_a_x + 10'd1))) | ((((((1'd0
+          | ((16'd64 < mma_k_q) & (~mma_skip_q | ~mma_map_q[64]))) | ((16'd65 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[65]))) | ((16'd66 < mma_k_q) & (~mma_skip_q | ~mma_map_q[66])))
+          | ((16'd67 < mma_k_q) & (~mma_skip_q | ~mma_map_q[67]))) & (10'd16 >= (mma_a_x + 10'd1)))
+          | ((((((1'd0 | ((16'd68 < mma_k_q) & (~mma_skip_q | ~mma_map_q[68]))) | ((16'd69 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[69]))) | ((16'd70 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[70]))) | ((16'd71 < mma_k_q) & (~mma_skip_q | ~mma_map_q[71]))) & (10'd17 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd72 < mma_k_q) & (~mma_skip_q | ~mma_map_q[72])))
+          | ((16'd73 < mma_k_q) & (~mma_skip_q | ~mma_map_q[73]))) | ((16'd74 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[74]))) | ((16'd75 < mma_k_q) & (~mma_skip_q | ~mma_map_q[75])))
+          & (10'd18 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd76 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[76]))) | ((16'd77 < mma_k_q) & (~mma_skip_q | ~mma_map_q[77]))) | ((16'd78 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[78]))) | ((16'd79 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[79]))) & (10'd19 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd80 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[80]))) | ((16'd81 < mma_k_q) & (~mma_skip_q | ~mma_map_q[81])))
+          | ((16'd82 < mma_k_q) & (~mma_skip_q | ~mma_map_q[82]))) | ((16'd83 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[83]))) & (10'd20 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd84
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[84]))) | ((16'd85 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[85]))) | ((16'd86 < mma_k_q) & (~mma_skip_q | ~mma_map_q[86]))) | ((16'd87 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[87]))) & (10'd21 >= (mma_a_x + 10'd1))) | ((((((1'd0
+          | ((16'd88 < mma_k_q) & (~mma_skip_q | ~mma_map_q[88]))) | ((16'd89 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[89]))) | ((16'd90 < mma_k_q) & (~mma_skip_q | ~mma_map_q[90])))
+          | ((16'd91 < mma_k_q) & (~mma_skip_q | ~mma_map_q[91]))) & (10'd22 >= (mma_a_x + 10'd1)))
+          | ((((((1'd0 | ((16'd92 < mma_k_q) & (~mma_skip_q | ~mma_map_q[92]))) | ((16'd93 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[93]))) | ((16'd94 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[94]))) | ((16'd95 < mma_k_q) & (~mma_skip_q | ~mma_map_q[95]))) & (10'd23 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd96 < mma_k_q) & (~mma_skip_q | ~mma_map_q[96])))
+          | ((16'd97 < mma_k_q) & (~mma_skip_q | ~mma_map_q[97]))) | ((16'd98 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[98]))) | ((16'd99 < mma_k_q) & (~mma_skip_q | ~mma_map_q[99])))
+          & (10'd24 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd100 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[100]))) | ((16'd101 < mma_k_q) & (~mma_skip_q | ~mma_map_q[101]))) | ((16'd102
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[102]))) | ((16'd103 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[103]))) & (10'd25 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd104 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[104]))) | ((16'd105 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[105]))) | ((16'd106 < mma_k_q) & (~mma_skip_q | ~mma_map_q[106]))) | ((16'd107
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[107]))) & (10'd26 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd108 < mma_k_q) & (~mma_skip_q | ~mma_map_q[108]))) | ((16'd109 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[109]))) | ((16'd110 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[110]))) | ((16'd111 < mma_k_q) & (~mma_skip_q | ~mma_map_q[111]))) & (10'd27 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd112 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[112]))) | ((16'd113 < mma_k_q) & (~mma_skip_q | ~mma_map_q[113]))) | ((16'd114
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[114]))) | ((16'd115 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[115]))) & (10'd28 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd116 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[116]))) | ((16'd117 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[117]))) | ((16'd118 < mma_k_q) & (~mma_skip_q | ~mma_map_q[118]))) | ((16'd119
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[119]))) & (10'd29 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd120 < mma_k_q) & (~mma_skip_q | ~mma_map_q[120]))) | ((16'd121 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[121]))) | ((16'd122 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[122]))) | ((16'd123 < mma_k_q) & (~mma_skip_q | ~mma_map_q[123]))) & (10'd30 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd124 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[124]))) | ((16'd125 < mma_k_q) & (~mma_skip_q | ~mma_map_q[125]))) | ((16'd126
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[126]))) | ((16'd127 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[127]))) & (10'd31 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd128 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[128]))) | ((16'd129 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[129]))) | ((16'd130 < mma_k_q) & (~mma_skip_q | ~mma_map_q[130]))) | ((16'd131
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[131]))) & (10'd32 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd132 < mma_k_q) & (~mma_skip_q | ~mma_map_q[132]))) | ((16'd133 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[133]))) | ((16'd134 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[134]))) | ((16'd135 < mma_k_q) & (~mma_skip_q | ~mma_map_q[135]))) & (10'd33 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd136 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[136]))) | ((16'd137 < mma_k_q) & (~mma_skip_q | ~mma_map_q[137]))) | ((16'd138
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[138]))) | ((16'd139 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[139]))) & (10'd34 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd140 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[140]))) | ((16'd141 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[141]))) | ((16'd142 < mma_k_q) & (~mma_skip_q | ~mma_map_q[142]))) | ((16'd143
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[143]))) & (10'd35 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd144 < mma_k_q) & (~mma_skip_q | ~mma_map_q[144]))) | ((16'd145 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[145]))) | ((16'd146 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[146]))) | ((16'd147 < mma_k_q) & (~mma_skip_q | ~mma_map_q[147]))) & (10'd36 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd148 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[148]))) | ((16'd149 < mma_k_q) & (~mma_skip_q | ~mma_map_q[149]))) | ((16'd150
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[150]))) | ((16'd151 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[151]))) & (10'd37 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd152 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[152]))) | ((16'd153 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[153]))) | ((16'd154 < mma_k_q) & (~mma_skip_q | ~mma_map_q[154]))) | ((16'd155
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[155]))) & (10'd38 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd156 < mma_k_q) & (~mma_skip_q | ~mma_map_q[156]))) | ((16'd157 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[157]))) | ((16'd158 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[158]))) | ((16'd159 < mma_k_q) & (~mma_skip_q | ~mma_map_q[159]))) & (10'd39 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd160 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[160]))) | ((16'd161 < mma_k_q) & (~mma_skip_q | ~mma_map_q[161]))) | ((16'd162
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[162]))) | ((16'd163 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[163]))) & (10'd40 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd164 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[164]))) | ((16'd165 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[165]))) | ((16'd166 < mma_k_q) & (~mma_skip_q | ~mma_map_q[166]))) | ((16'd167
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[167]))) & (10'd41 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd168 < mma_k_q) & (~mma_skip_q | ~mma_map_q[168]))) | ((16'd169 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[169]))) | ((16'd170 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[170]))) | ((16'd171 < mma_k_q) & (~mma_skip_q | ~mma_map_q[171]))) & (10'd42 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd172 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[172]))) | ((16'd173 < mma_k_q) & (~mma_skip_q | ~mma_map_q[173]))) | ((16'd174
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[174]))) | ((16'd175 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[175]))) & (10'd43 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd176 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[176]))) | ((16'd177 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[177]))) | ((16'd178 < mma_k_q) & (~mma_skip_q | ~mma_map_q[178]))) | ((16'd179
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[179]))) & (10'd44 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd180 < mma_k_q) & (~mma_skip_q | ~mma_map_q[180]))) | ((16'd181 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[181]))) | ((16'd182 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[182]))) | ((16'd183 < mma_k_q) & (~mma_skip_q | ~mma_map_q[183]))) & (10'd45 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd184 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[184]))) | ((16'd185 < mma_k_q) & (~mma_skip_q | ~mma_map_q[185]))) | ((16'd186
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[186]))) | ((16'd187 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[187]))) & (10'd46 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd188 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[188]))) | ((16'd189 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[189]))) | ((16'd190 < mma_k_q) & (~mma_skip_q | ~mma_map_q[190]))) | ((16'd191
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[191]))) & (10'd47 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd192 < mma_k_q) & (~mma_skip_q | ~mma_map_q[192]))) | ((16'd193 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[193]))) | ((16'd194 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[194]))) | ((16'd195 < mma_k_q) & (~mma_skip_q | ~mma_map_q[195]))) & (10'd48 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd196 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[196]))) | ((16'd197 < mma_k_q) & (~mma_skip_q | ~mma_map_q[197]))) | ((16'd198
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[198]))) | ((16'd199 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[199]))) & (10'd49 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd200 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[200]))) | ((16'd201 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[201]))) | ((16'd202 < mma_k_q) & (~mma_skip_q | ~mma_map_q[202]))) | ((16'd203
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[203]))) & (10'd50 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd204 < mma_k_q) & (~mma_skip_q | ~mma_map_q[204]))) | ((16'd205 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[205]))) | ((16'd206 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[206]))) | ((16'd207 < mma_k_q) & (~mma_skip_q | ~mma_map_q[207]))) & (10'd51 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd208 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[208]))) | ((16'd209 < mma_k_q) & (~mma_skip_q | ~mma_map_q[209]))) | ((16'd210
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[210]))) | ((16'd211 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[211]))) & (10'd52 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd212 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[212]))) | ((16'd213 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[213]))) | ((16'd214 < mma_k_q) & (~mma_skip_q | ~mma_map_q[214]))) | ((16'd215
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[215]))) & (10'd53 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd216 < mma_k_q) & (~mma_skip_q | ~mma_map_q[216]))) | ((16'd217 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[217]))) | ((16'd218 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[218]))) | ((16'd219 < mma_k_q) & (~mma_skip_q | ~mma_map_q[219]))) & (10'd54 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd220 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[220]))) | ((16'd221 < mma_k_q) & (~mma_skip_q | ~mma_map_q[221]))) | ((16'd222
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[222]))) | ((16'd223 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[223]))) & (10'd55 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd224 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[224]))) | ((16'd225 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[225]))) | ((16'd226 < mma_k_q) & (~mma_skip_q | ~mma_map_q[226]))) | ((16'd227
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[227]))) & (10'd56 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd228 < mma_k_q) & (~mma_skip_q | ~mma_map_q[228]))) | ((16'd229 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[229]))) | ((16'd230 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[230]))) | ((16'd231 < mma_k_q) & (~mma_skip_q | ~mma_map_q[231]))) & (10'd57 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd232 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[232]))) | ((16'd233 < mma_k_q) & (~mma_skip_q | ~mma_map_q[233]))) | ((16'd234
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[234]))) | ((16'd235 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[235]))) & (10'd58 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd236 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[236]))) | ((16'd237 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[237]))) | ((16'd238 < mma_k_q) & (~mma_skip_q | ~mma_map_q[238]))) | ((16'd239
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[239]))) & (10'd59 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd240 < mma_k_q) & (~mma_skip_q | ~mma_map_q[240]))) | ((16'd241 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[241]))) | ((16'd242 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[242]))) | ((16'd243 < mma_k_q) & (~mma_skip_q | ~mma_map_q[243]))) & (10'd60 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd244 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[244]))) | ((16'd245 < mma_k_q) & (~mma_skip_q | ~mma_map_q[245]))) | ((16'd246
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[246]))) | ((16'd247 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[247]))) & (10'd61 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd248 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[248]))) | ((16'd249 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[249]))) | ((16'd250 < mma_k_q) & (~mma_skip_q | ~mma_map_q[250]))) | ((16'd251
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[251]))) & (10'd62 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd252 < mma_k_q) & (~mma_skip_q | ~mma_map_q[252]))) | ((16'd253 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[253]))) | ((16'd254 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[254]))) | ((16'd255 < mma_k_q) & (~mma_skip_q | ~mma_map_q[255]))) & (10'd63 >=
+          (mma_a_x + 10'd1))) |
+          1'd0)))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))) ? 10'd0 : (mma_a_x
+          + 10'd1);
+      mma_a_ubase_q <= (mma_go | (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ?
+          mma_a_rows_left_q : 8'd4)) & ~((((((1'd0 | ((16'd0 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[0]))) | ((16'd1 < mma_k_q) & (~mma_skip_q | ~mma_map_q[1]))) | ((16'd2 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[2]))) | ((16'd3 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[3]))) & (10'd0 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd4 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[4]))) | ((16'd5 < mma_k_q) & (~mma_skip_q | ~mma_map_q[5]))) |
+          ((16'd6 < mma_k_q) & (~mma_skip_q | ~mma_map_q[6]))) | ((16'd7 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[7]))) & (10'd1 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd8 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[8]))) | ((16'd9 < mma_k_q) & (~mma_skip_q | ~mma_map_q[9]))) |
+          ((16'd10 < mma_k_q) & (~mma_skip_q | ~mma_map_q[10]))) | ((16'd11 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[11]))) & (10'd2 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd12 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[12]))) | ((16'd13 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[13]))) | ((16'd14 < mma_k_q) & (~mma_skip_q | ~mma_map_q[14]))) | ((16'd15 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[15]))) & (10'd3 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+          ((16'd16 < mma_k_q) & (~mma_skip_q | ~mma_map_q[16]))) | ((16'd17 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[17]))) | ((16'd18 < mma_k_q) & (~mma_skip_q | ~mma_map_q[18])))
+          | ((16'd19 < mma_k_q) & (~mma_skip_q | ~mma_map_q[19]))) & (10'd4 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd20 < mma_k_q) & (~mma_skip_q | ~mma_map_q[20]))) | ((16'd21 < mma_k_q)
+          & (~mma_skip_q | ~mma_map_q[21]))) | ((16'd22 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[22]))) | ((16'd23 < mma_k_q) & (~mma_skip_q | ~mma_map_q[23]))) & (10'd5 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd24 < mma_k_q) & (~mma_skip_q | ~mma_map_q[24])))
+          | ((16'd25 < mma_k_q) & (~mma_skip_q | ~mma_map_q[25]))) | ((16'd26 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[26]))) | ((16'd27 < mma_k_q) & (~mma_skip_q | ~mma_map_q[27])))
+          & (10'd6 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd28 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[28]))) | ((16'd29 < mma_k_q) & (~mma_skip_q | ~mma_map_q[29]))) | ((16'd30 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[30]))) | ((16'd31 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[31]))) & (10'd7 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd32 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[32]))) | ((16'd33 < mma_k_q) & (~mma_skip_q | ~mma_map_q[33])))
+          | ((16'd34 < mma_k_q) & (~mma_skip_q | ~mma_map_q[34]))) | ((16'd35 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[35]))) & (10'd8 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd36 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[36]))) | ((16'd37 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[37]))) | ((16'd38 < mma_k_q) & (~mma_skip_q | ~mma_map_q[38]))) | ((16'd39 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[39]))) & (10'd9 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+          ((16'd40 < mma_k_q) & (~mma_skip_q | ~mma_map_q[40]))) | ((16'd41 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[41]))) | ((16'd42 < mma_k_q) & (~mma_skip_q | ~mma_map_q[42])))
+          | ((16'd43 < mma_k_q) & (~mma_skip_q | ~mma_map_q[43]))) & (10'd10 >= (mma_a_x + 10'd1)))
+          | ((((((1'd0 | ((16'd44 < mma_k_q) & (~mma_skip_q | ~mma_map_q[44]))) | ((16'd45 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[45]))) | ((16'd46 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[46]))) | ((16'd47 < mma_k_q) & (~mma_skip_q | ~mma_map_q[47]))) & (10'd11 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd48 < mma_k_q) & (~mma_skip_q | ~mma_map_q[48])))
+          | ((16'd49 < mma_k_q) & (~mma_skip_q | ~mma_map_q[49]))) | ((16'd50 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[50]))) | ((16'd51 < mma_k_q) & (~mma_skip_q | ~mma_map_q[51])))
+          & (10'd12 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd52 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[52]))) | ((16'd53 < mma_k_q) & (~mma_skip_q | ~mma_map_q[53]))) | ((16'd54 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[54]))) | ((16'd55 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[55]))) & (10'd13 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd56 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[56]))) | ((16'd57 < mma_k_q) & (~mma_skip_q | ~mma_map_q[57])))
+          | ((16'd58 < mma_k_q) & (~mma_skip_q | ~mma_map_q[58]))) | ((16'd59 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[59]))) & (10'd14 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd60
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[60]))) | ((16'd61 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[61]))) | ((16'd62 < mma_k_q) & (~mma_skip_q | ~mma_map_q[62]))) | ((16'd63 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[63]))) & (10'd15 >= (mma_a_x + 10'd1))) | ((((((1'd0
+          | ((16'd64 < mma_k_q) & (~mma_skip_q | ~mma_map_q[64]))) | ((16'd65 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[65]))) | ((16'd66 < mma_k_q) & (~mma_skip_q | ~mma_map_q[66])))
+          | ((16'd67 < mma_k_q) & (~mma_skip_q | ~mma_map_q[67]))) & (10'd16 >= (mma_a_x + 10'd1)))
+          | ((((((1'd0 | ((16'd68 < mma_k_q) & (~mma_skip_q | ~mma_map_q[68]))) | ((16'd69 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[69]))) | ((16'd70 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[70]))) | ((16'd71 < mma_k_q) & (~mma_skip_q | ~mma_map_q[71]))) & (10'd17 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd72 < mma_k_q) & (~mma_skip_q | ~mma_map_q[72])))
+          | ((16'd73 < mma_k_q) & (~mma_skip_q | ~mma_map_q[73]))) | ((16'd74 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[74]))) | ((16'd75 < mma_k_q) & (~mma_skip_q | ~mma_map_q[75])))
+          & (10'd18 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd76 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[76]))) | ((16'd77 < mma_k_q) & (~mma_skip_q | ~mma_map_q[77]))) | ((16'd78 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[78]))) | ((16'd79 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[79]))) & (10'd19 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd80 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[80]))) | ((16'd81 < mma_k_q) & (~mma_skip_q | ~mma_map_q[81])))
+          | ((16'd82 < mma_k_q) & (~mma_skip_q | ~mma_map_q[82]))) | ((16'd83 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[83]))) & (10'd20 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd84
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[84]))) | ((16'd85 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[85]))) | ((16'd86 < mma_k_q) & (~mma_skip_q | ~mma_map_q[86]))) | ((16'd87 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[87]))) & (10'd21 >= (mma_a_x + 10'd1))) | ((((((1'd0
+          | ((16'd88 < mma_k_q) & (~mma_skip_q | ~mma_map_q[88]))) | ((16'd89 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[89]))) | ((16'd90 < mma_k_q) & (~mma_skip_q | ~mma_map_q[90])))
+          | ((16'd91 < mma_k_q) & (~mma_skip_q | ~mma_map_q[91]))) & (10'd22 >= (mma_a_x + 10'd1)))
+          | ((((((1'd0 | ((16'd92 < mma_k_q) & (~mma_skip_q | ~mma_map_q[92]))) | ((16'd93 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[93]))) | ((16'd94 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[94]))) | ((16'd95 < mma_k_q) & (~mma_skip_q | ~mma_map_q[95]))) & (10'd23 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd96 < mma_k_q) & (~mma_skip_q | ~mma_map_q[96])))
+          | ((16'd97 < mma_k_q) & (~mma_skip_q | ~mma_map_q[97]))) | ((16'd98 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[98]))) | ((16'd99 < mma_k_q) & (~mma_skip_q | ~mma_map_q[99])))
+          & (10'd24 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd100 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[100]))) | ((16'd101 < mma_k_q) & (~mma_skip_q | ~mma_map_q[101]))) | ((16'd102
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[102]))) | ((16'd103 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[103]))) & (10'd25 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd104 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[104]))) | ((16'd105 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[105]))) | ((16'd106 < mma_k_q) & (~mma_skip_q | ~mma_map_q[106]))) | ((16'd107
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[107]))) & (10'd26 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd108 < mma_k_q) & (~mma_skip_q | ~mma_map_q[108]))) | ((16'd109 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[109]))) | ((16'd110 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[110]))) | ((16'd111 < mma_k_q) & (~mma_skip_q | ~mma_map_q[111]))) & (10'd27 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd112 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[112]))) | ((16'd113 < mma_k_q) & (~mma_skip_q | ~mma_map_q[113]))) | ((16'd114
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[114]))) | ((16'd115 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[115]))) & (10'd28 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd116 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[116]))) | ((16'd117 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[117]))) | ((16'd118 < mma_k_q) & (~mma_skip_q | ~mma_map_q[118]))) | ((16'd119
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[119]))) & (10'd29 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd120 < mma_k_q) & (~mma_skip_q | ~mma_map_q[120]))) | ((16'd121 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[121]))) | ((16'd122 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[122]))) | ((16'd123 < mma_k_q) & (~mma_skip_q | ~mma_map_q[123]))) & (10'd30 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd124 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[124]))) | ((16'd125 < mma_k_q) & (~mma_skip_q | ~mma_map_q[125]))) | ((16'd126
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[126]))) | ((16'd127 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[127]))) & (10'd31 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd128 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[128]))) | ((16'd129 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[129]))) | ((16'd130 < mma_k_q) & (~mma_skip_q | ~mma_map_q[130]))) | ((16'd131
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[131]))) & (10'd32 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd132 < mma_k_q) & (~mma_skip_q | ~mma_map_q[132]))) | ((16'd133 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[133]))) | ((16'd134 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[134]))) | ((16'd135 < mma_k_q) & (~mma_skip_q | ~mma_map_q[135]))) & (10'd33 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd136 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[136]))) | ((16'd137 < mma_k_q) & (~mma_skip_q | ~mma_map_q[137]))) | ((16'd138
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[138]))) | ((16'd139 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[139]))) & (10'd34 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd140 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[140]))) | ((16'd141 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[141]))) | ((16'd142 < mma_k_q) & (~mma_skip_q | ~mma_map_q[142]))) | ((16'd143
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[143]))) & (10'd35 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd144 < mma_k_q) & (~mma_skip_q | ~mma_map_q[144]))) | ((16'd145 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[145]))) | ((16'd146 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[146]))) | ((16'd147 < mma_k_q) & (~mma_skip_q | ~mma_map_q[147]))) & (10'd36 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd148 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[148]))) | ((16'd149 < mma_k_q) & (~mma_skip_q | ~mma_map_q[149]))) | ((16'd150
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[150]))) | ((16'd151 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[151]))) & (10'd37 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd152 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[152]))) | ((16'd153 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[153]))) | ((16'd154 < mma_k_q) & (~mma_skip_q | ~mma_map_q[154]))) | ((16'd155
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[155]))) & (10'd38 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd156 < mma_k_q) & (~mma_skip_q | ~mma_map_q[156]))) | ((16'd157 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[157]))) | ((16'd158 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[158]))) | ((16'd159 < mma_k_q) & (~mma_skip_q | ~mma_map_q[159]))) & (10'd39 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd160 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[160]))) | ((16'd161 < mma_k_q) & (~mma_skip_q | ~mma_map_q[161]))) | ((16'd162
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[162]))) | ((16'd163 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[163]))) & (10'd40 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd164 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[164]))) | ((16'd165 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[165]))) | ((16'd166 < mma_k_q) & (~mma_skip_q | ~mma_map_q[166]))) | ((16'd167
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[167]))) & (10'd41 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd168 < mma_k_q) & (~mma_skip_q | ~mma_map_q[168]))) | ((16'd169 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[169]))) | ((16'd170 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[170]))) | ((16'd171 < mma_k_q) & (~mma_skip_q | ~mma_map_q[171]))) & (10'd42 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd172 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[172]))) | ((16'd173 < mma_k_q) & (~mma_skip_q | ~mma_map_q[173]))) | ((16'd174
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[174]))) | ((16'd175 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[175]))) & (10'd43 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd176 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[176]))) | ((16'd177 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[177]))) | ((16'd178 < mma_k_q) & (~mma_skip_q | ~mma_map_q[178]))) | ((16'd179
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[179]))) & (10'd44 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd180 < mma_k_q) & (~mma_skip_q | ~mma_map_q[180]))) | ((16'd181 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[181]))) | ((16'd182 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[182]))) | ((16'd183 < mma_k_q) & (~mma_skip_q | ~mma_map_q[183]))) & (10'd45 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd184 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[184]))) | ((16'd185 < mma_k_q) & (~mma_skip_q | ~mma_map_q[185]))) | ((16'd186
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[186]))) | ((16'd187 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[187]))) & (10'd46 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd188 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[188]))) | ((16'd189 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[189]))) | ((16'd190 < mma_k_q) & (~mma_skip_q | ~mma_map_q[190]))) | ((16'd191
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[191]))) & (10'd47 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd192 < mma_k_q) & (~mma_skip_q | ~mma_map_q[192]))) | ((16'd193 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[193]))) | ((16'd194 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[194]))) | ((16'd195 < mma_k_q) & (~mma_skip_q | ~mma_map_q[195]))) & (10'd48 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd196 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[196]))) | ((16'd197 < mma_k_q) & (~mma_skip_q | ~mma_map_q[197]))) | ((16'd198
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[198]))) | ((16'd199 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[199]))) & (10'd49 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd200 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[200]))) | ((16'd201 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[201]))) | ((16'd202 < mma_k_q) & (~mma_skip_q | ~mma_map_q[202]))) | ((16'd203
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[203]))) & (10'd50 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd204 < mma_k_q) & (~mma_skip_q | ~mma_map_q[204]))) | ((16'd205 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[205]))) | ((16'd206 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[206]))) | ((16'd207 < mma_k_q) & (~mma_skip_q | ~mma_map_q[207]))) & (10'd51 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd208 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[208]))) | ((16'd209 < mma_k_q) & (~mma_skip_q | ~mma_map_q[209]))) | ((16'd210
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[210]))) | ((16'd211 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[211]))) & (10'd52 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd212 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[212]))) | ((16'd213 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[213]))) | ((16'd214 < mma_k_q) & (~mma_skip_q | ~mma_map_q[214]))) | ((16'd215
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[215]))) & (10'd53 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd216 < mma_k_q) & (~mma_skip_q | ~mma_map_q[216]))) | ((16'd217 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[217]))) | ((16'd218 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[218]))) | ((16'd219 < mma_k_q) & (~mma_skip_q | ~mma_map_q[219]))) & (10'd54 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd220 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[220]))) | ((16'd221 < mma_k_q) & (~mma_skip_q | ~mma_map_q[221]))) | ((16'd222
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[222]))) | ((16'd223 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[223]))) & (10'd55 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd224 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[224]))) | ((16'd225 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[225]))) | ((16'd226 < mma_k_q) & (~mma_skip_q | ~mma_map_q[226]))) | ((16'd227
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[227]))) & (10'd56 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd228 < mma_k_q) & (~mma_skip_q | ~mma_map_q[228]))) | ((16'd229 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[229]))) | ((16'd230 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[230]))) | ((16'd231 < mma_k_q) & (~mma_skip_q | ~mma_map_q[231]))) & (10'd57 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd232 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[232]))) | ((16'd233 < mma_k_q) & (~mma_skip_q | ~mma_map_q[233]))) | ((16'd234
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[234]))) | ((16'd235 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[235]))) & (10'd58 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd236 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[236]))) | ((16'd237 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[237]))) | ((16'd238 < mma_k_q) & (~mma_skip_q | ~mma_map_q[238]))) | ((16'd239
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[239]))) & (10'd59 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd240 < mma_k_q) & (~mma_skip_q | ~mma_map_q[240]))) | ((16'd241 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[241]))) | ((16'd242 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[242]))) | ((16'd243 < mma_k_q) & (~mma_skip_q | ~mma_map_q[243]))) & (10'd60 >=
+          (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd244 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[244]))) | ((16'd245 < mma_k_q) & (~mma_skip_q | ~mma_map_q[245]))) | ((16'd246
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[246]))) | ((16'd247 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[247]))) & (10'd61 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd248 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[248]))) | ((16'd249 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[249]))) | ((16'd250 < mma_k_q) & (~mma_skip_q | ~mma_map_q[250]))) | ((16'd251
+          < mma_k_q) & (~mma_skip_q | ~mma_map_q[251]))) & (10'd62 >= (mma_a_x + 10'd1))) |
+          ((((((1'd0 | ((16'd252 < mma_k_q) & (~mma_skip_q | ~mma_map_q[252]))) | ((16'd253 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[253]))) | ((16'd254 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[254]))) | ((16'd255 < mma_k_q) & (~mma_skip_q | ~mma_map_q[255]))) & (10'd63 >=
+          (mma_a_x + 10'd1))) |
+          1'd0)))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))) ? 10'd0 :
+          (mma_a_ubase_q + (({9'd0, mma_a_nib[0]} + {9'd0, mma_a_nib[1]}) + ({9'd0, mma_a_nib[2]} +
+          {9'd0, mma_a_nib[3]})));
     end
   end
 
   always @(posedge clk_i) begin
-    if (mma_go | (mma_a_take & (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)))) begin
-      mma_a_rb_base_q <= mma_go ? mma_a_rb_base_q_t116[13:0] : ((((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q)) & ((mma_a_cb_q + 8'd1) == mma_nc_q)) ? (mma_a_rb_base_q + (mma_pa_q * 14'd4)) : mma_a_rb_base_q;
-      mma_a_cb_q <= (mma_go | ((mma_a_cb_q + 8'd1) == mma_nc_q)) ? 8'd0 : (mma_a_cb_q + 8'd1);
-      mma_a_tile_q <= mma_go ? 16'd0 : (mma_a_tile_q + 16'd1);
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (mma_go | ((mma_a_take & (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ? mma_a_rows_left_q : 8'd4)) & ((mma_a_j_q + 16'd1) == mma_q_q))) & ((mma_a_cb_q + 8'd1) == mma_nc_q))) begin
-      mma_a_rows_left_q <= mma_go ? mma_go_t101[7:0] : (mma_a_rows_left_q - 8'd4);
+    if (mma_go | (mma_a_take & (((mma_a_i_q + 8'd1) == ((mma_a_rows_left_q < 8'd4) ?
+        mma_a_rows_left_q : 8'd4)) & ~((((((1'd0 | ((16'd0 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[0]))) | ((16'd1 < mma_k_q) & (~mma_skip_q | ~mma_map_q[1]))) | ((16'd2 < mma_k_q)
+        & (~mma_skip_q | ~mma_map_q[2]))) | ((16'd3 < mma_k_q) & (~mma_skip_q | ~mma_map_q[3]))) &
+        (10'd0 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd4 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[4]))) | ((16'd5 < mma_k_q) & (~mma_skip_q | ~mma_map_q[5]))) | ((16'd6 < mma_k_q)
+        & (~mma_skip_q | ~mma_map_q[6]))) | ((16'd7 < mma_k_q) & (~mma_skip_q | ~mma_map_q[7]))) &
+        (10'd1 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd8 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[8]))) | ((16'd9 < mma_k_q) & (~mma_skip_q | ~mma_map_q[9]))) | ((16'd10 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[10]))) | ((16'd11 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[11]))) & (10'd2 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd12 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[12]))) | ((16'd13 < mma_k_q) & (~mma_skip_q | ~mma_map_q[13]))) |
+        ((16'd14 < mma_k_q) & (~mma_skip_q | ~mma_map_q[14]))) | ((16'd15 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[15]))) & (10'd3 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd16 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[16]))) | ((16'd17 < mma_k_q) & (~mma_skip_q | ~mma_map_q[17]))) |
+        ((16'd18 < mma_k_q) & (~mma_skip_q | ~mma_map_q[18]))) | ((16'd19 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[19]))) & (10'd4 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd20 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[20]))) | ((16'd21 < mma_k_q) & (~mma_skip_q | ~mma_map_q[21]))) |
+        ((16'd22 < mma_k_q) & (~mma_skip_q | ~mma_map_q[22]))) | ((16'd23 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[23]))) & (10'd5 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd24 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[24]))) | ((16'd25 < mma_k_q) & (~mma_skip_q | ~mma_map_q[25]))) |
+        ((16'd26 < mma_k_q) & (~mma_skip_q | ~mma_map_q[26]))) | ((16'd27 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[27]))) & (10'd6 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd28 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[28]))) | ((16'd29 < mma_k_q) & (~mma_skip_q | ~mma_map_q[29]))) |
+        ((16'd30 < mma_k_q) & (~mma_skip_q | ~mma_map_q[30]))) | ((16'd31 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[31]))) & (10'd7 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd32 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[32]))) | ((16'd33 < mma_k_q) & (~mma_skip_q | ~mma_map_q[33]))) |
+        ((16'd34 < mma_k_q) & (~mma_skip_q | ~mma_map_q[34]))) | ((16'd35 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[35]))) & (10'd8 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd36 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[36]))) | ((16'd37 < mma_k_q) & (~mma_skip_q | ~mma_map_q[37]))) |
+        ((16'd38 < mma_k_q) & (~mma_skip_q | ~mma_map_q[38]))) | ((16'd39 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[39]))) & (10'd9 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd40 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[40]))) | ((16'd41 < mma_k_q) & (~mma_skip_q | ~mma_map_q[41]))) |
+        ((16'd42 < mma_k_q) & (~mma_skip_q | ~mma_map_q[42]))) | ((16'd43 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[43]))) & (10'd10 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd44 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[44]))) | ((16'd45 < mma_k_q) & (~mma_skip_q | ~mma_map_q[45]))) |
+        ((16'd46 < mma_k_q) & (~mma_skip_q | ~mma_map_q[46]))) | ((16'd47 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[47]))) & (10'd11 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd48 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[48]))) | ((16'd49 < mma_k_q) & (~mma_skip_q | ~mma_map_q[49]))) |
+        ((16'd50 < mma_k_q) & (~mma_skip_q | ~mma_map_q[50]))) | ((16'd51 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[51]))) & (10'd12 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd52 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[52]))) | ((16'd53 < mma_k_q) & (~mma_skip_q | ~mma_map_q[53]))) |
+        ((16'd54 < mma_k_q) & (~mma_skip_q | ~mma_map_q[54]))) | ((16'd55 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[55]))) & (10'd13 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd56 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[56]))) | ((16'd57 < mma_k_q) & (~mma_skip_q | ~mma_map_q[57]))) |
+        ((16'd58 < mma_k_q) & (~mma_skip_q | ~mma_map_q[58]))) | ((16'd59 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[59]))) & (10'd14 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd60 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[60]))) | ((16'd61 < mma_k_q) & (~mma_skip_q | ~mma_map_q[61]))) |
+        ((16'd62 < mma_k_q) & (~mma_skip_q | ~mma_map_q[62]))) | ((16'd63 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[63]))) & (10'd15 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd64 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[64]))) | ((16'd65 < mma_k_q) & (~mma_skip_q | ~mma_map_q[65]))) |
+        ((16'd66 < mma_k_q) & (~mma_skip_q | ~mma_map_q[66]))) | ((16'd67 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[67]))) & (10'd16 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd68 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[68]))) | ((16'd69 < mma_k_q) & (~mma_skip_q | ~mma_map_q[69]))) |
+        ((16'd70 < mma_k_q) & (~mma_skip_q | ~mma_map_q[70]))) | ((16'd71 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[71]))) & (10'd17 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd72 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[72]))) | ((16'd73 < mma_k_q) & (~mma_skip_q | ~mma_map_q[73]))) |
+        ((16'd74 < mma_k_q) & (~mma_skip_q | ~mma_map_q[74]))) | ((16'd75 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[75]))) & (10'd18 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd76 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[76]))) | ((16'd77 < mma_k_q) & (~mma_skip_q | ~mma_map_q[77]))) |
+        ((16'd78 < mma_k_q) & (~mma_skip_q | ~mma_map_q[78]))) | ((16'd79 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[79]))) & (10'd19 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd80 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[80]))) | ((16'd81 < mma_k_q) & (~mma_skip_q | ~mma_map_q[81]))) |
+        ((16'd82 < mma_k_q) & (~mma_skip_q | ~mma_map_q[82]))) | ((16'd83 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[83]))) & (10'd20 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd84 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[84]))) | ((16'd85 < mma_k_q) & (~mma_skip_q | ~mma_map_q[85]))) |
+        ((16'd86 < mma_k_q) & (~mma_skip_q | ~mma_map_q[86]))) | ((16'd87 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[87]))) & (10'd21 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd88 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[88]))) | ((16'd89 < mma_k_q) & (~mma_skip_q | ~mma_map_q[89]))) |
+        ((16'd90 < mma_k_q) & (~mma_skip_q | ~mma_map_q[90]))) | ((16'd91 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[91]))) & (10'd22 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd92 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[92]))) | ((16'd93 < mma_k_q) & (~mma_skip_q | ~mma_map_q[93]))) |
+        ((16'd94 < mma_k_q) & (~mma_skip_q | ~mma_map_q[94]))) | ((16'd95 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[95]))) & (10'd23 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd96 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[96]))) | ((16'd97 < mma_k_q) & (~mma_skip_q | ~mma_map_q[97]))) |
+        ((16'd98 < mma_k_q) & (~mma_skip_q | ~mma_map_q[98]))) | ((16'd99 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[99]))) & (10'd24 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd100 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[100]))) | ((16'd101 < mma_k_q) & (~mma_skip_q | ~mma_map_q[101])))
+        | ((16'd102 < mma_k_q) & (~mma_skip_q | ~mma_map_q[102]))) | ((16'd103 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[103]))) & (10'd25 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd104
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[104]))) | ((16'd105 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[105]))) | ((16'd106 < mma_k_q) & (~mma_skip_q | ~mma_map_q[106]))) | ((16'd107 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[107]))) & (10'd26 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+        ((16'd108 < mma_k_q) & (~mma_skip_q | ~mma_map_q[108]))) | ((16'd109 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[109]))) | ((16'd110 < mma_k_q) & (~mma_skip_q | ~mma_map_q[110])))
+        | ((16'd111 < mma_k_q) & (~mma_skip_q | ~mma_map_q[111]))) & (10'd27 >= (mma_a_x + 10'd1)))
+        | ((((((1'd0 | ((16'd112 < mma_k_q) & (~mma_skip_q | ~mma_map_q[112]))) | ((16'd113 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[113]))) | ((16'd114 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[114]))) | ((16'd115 < mma_k_q) & (~mma_skip_q | ~mma_map_q[115]))) & (10'd28 >=
+        (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd116 < mma_k_q) & (~mma_skip_q | ~mma_map_q[116])))
+        | ((16'd117 < mma_k_q) & (~mma_skip_q | ~mma_map_q[117]))) | ((16'd118 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[118]))) | ((16'd119 < mma_k_q) & (~mma_skip_q | ~mma_map_q[119])))
+        & (10'd29 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd120 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[120]))) | ((16'd121 < mma_k_q) & (~mma_skip_q | ~mma_map_q[121]))) | ((16'd122 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[122]))) | ((16'd123 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[123]))) & (10'd30 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd124 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[124]))) | ((16'd125 < mma_k_q) & (~mma_skip_q | ~mma_map_q[125])))
+        | ((16'd126 < mma_k_q) & (~mma_skip_q | ~mma_map_q[126]))) | ((16'd127 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[127]))) & (10'd31 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd128
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[128]))) | ((16'd129 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[129]))) | ((16'd130 < mma_k_q) & (~mma_skip_q | ~mma_map_q[130]))) | ((16'd131 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[131]))) & (10'd32 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+        ((16'd132 < mma_k_q) & (~mma_skip_q | ~mma_map_q[132]))) | ((16'd133 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[133]))) | ((16'd134 < mma_k_q) & (~mma_skip_q | ~mma_map_q[134])))
+        | ((16'd135 < mma_k_q) & (~mma_skip_q | ~mma_map_q[135]))) & (10'd33 >= (mma_a_x + 10'd1)))
+        | ((((((1'd0 | ((16'd136 < mma_k_q) & (~mma_skip_q | ~mma_map_q[136]))) | ((16'd137 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[137]))) | ((16'd138 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[138]))) | ((16'd139 < mma_k_q) & (~mma_skip_q | ~mma_map_q[139]))) & (10'd34 >=
+        (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd140 < mma_k_q) & (~mma_skip_q | ~mma_map_q[140])))
+        | ((16'd141 < mma_k_q) & (~mma_skip_q | ~mma_map_q[141]))) | ((16'd142 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[142]))) | ((16'd143 < mma_k_q) & (~mma_skip_q | ~mma_map_q[143])))
+        & (10'd35 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd144 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[144]))) | ((16'd145 < mma_k_q) & (~mma_skip_q | ~mma_map_q[145]))) | ((16'd146 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[146]))) | ((16'd147 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[147]))) & (10'd36 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd148 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[148]))) | ((16'd149 < mma_k_q) & (~mma_skip_q | ~mma_map_q[149])))
+        | ((16'd150 < mma_k_q) & (~mma_skip_q | ~mma_map_q[150]))) | ((16'd151 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[151]))) & (10'd37 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd152
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[152]))) | ((16'd153 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[153]))) | ((16'd154 < mma_k_q) & (~mma_skip_q | ~mma_map_q[154]))) | ((16'd155 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[155]))) & (10'd38 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+        ((16'd156 < mma_k_q) & (~mma_skip_q | ~mma_map_q[156]))) | ((16'd157 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[157]))) | ((16'd158 < mma_k_q) & (~mma_skip_q | ~mma_map_q[158])))
+        | ((16'd159 < mma_k_q) & (~mma_skip_q | ~mma_map_q[159]))) & (10'd39 >= (mma_a_x + 10'd1)))
+        | ((((((1'd0 | ((16'd160 < mma_k_q) & (~mma_skip_q | ~mma_map_q[160]))) | ((16'd161 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[161]))) | ((16'd162 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[162]))) | ((16'd163 < mma_k_q) & (~mma_skip_q | ~mma_map_q[163]))) & (10'd40 >=
+        (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd164 < mma_k_q) & (~mma_skip_q | ~mma_map_q[164])))
+        | ((16'd165 < mma_k_q) & (~mma_skip_q | ~mma_map_q[165]))) | ((16'd166 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[166]))) | ((16'd167 < mma_k_q) & (~mma_skip_q | ~mma_map_q[167])))
+        & (10'd41 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd168 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[168]))) | ((16'd169 < mma_k_q) & (~mma_skip_q | ~mma_map_q[169]))) | ((16'd170 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[170]))) | ((16'd171 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[171]))) & (10'd42 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd172 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[172]))) | ((16'd173 < mma_k_q) & (~mma_skip_q | ~mma_map_q[173])))
+        | ((16'd174 < mma_k_q) & (~mma_skip_q | ~mma_map_q[174]))) | ((16'd175 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[175]))) & (10'd43 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd176
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[176]))) | ((16'd177 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[177]))) | ((16'd178 < mma_k_q) & (~mma_skip_q | ~mma_map_q[178]))) | ((16'd179 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[179]))) & (10'd44 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+        ((16'd180 < mma_k_q) & (~mma_skip_q | ~mma_map_q[180]))) | ((16'd181 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[181]))) | ((16'd182 < mma_k_q) & (~mma_skip_q | ~mma_map_q[182])))
+        | ((16'd183 < mma_k_q) & (~mma_skip_q | ~mma_map_q[183]))) & (10'd45 >= (mma_a_x + 10'd1)))
+        | ((((((1'd0 | ((16'd184 < mma_k_q) & (~mma_skip_q | ~mma_map_q[184]))) | ((16'd185 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[185]))) | ((16'd186 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[186]))) | ((16'd187 < mma_k_q) & (~mma_skip_q | ~mma_map_q[187]))) & (10'd46 >=
+        (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd188 < mma_k_q) & (~mma_skip_q | ~mma_map_q[188])))
+        | ((16'd189 < mma_k_q) & (~mma_skip_q | ~mma_map_q[189]))) | ((16'd190 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[190]))) | ((16'd191 < mma_k_q) & (~mma_skip_q | ~mma_map_q[191])))
+        & (10'd47 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd192 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[192]))) | ((16'd193 < mma_k_q) & (~mma_skip_q | ~mma_map_q[193]))) | ((16'd194 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[194]))) | ((16'd195 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[195]))) & (10'd48 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd196 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[196]))) | ((16'd197 < mma_k_q) & (~mma_skip_q | ~mma_map_q[197])))
+        | ((16'd198 < mma_k_q) & (~mma_skip_q | ~mma_map_q[198]))) | ((16'd199 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[199]))) & (10'd49 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd200
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[200]))) | ((16'd201 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[201]))) | ((16'd202 < mma_k_q) & (~mma_skip_q | ~mma_map_q[202]))) | ((16'd203 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[203]))) & (10'd50 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+        ((16'd204 < mma_k_q) & (~mma_skip_q | ~mma_map_q[204]))) | ((16'd205 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[205]))) | ((16'd206 < mma_k_q) & (~mma_skip_q | ~mma_map_q[206])))
+        | ((16'd207 < mma_k_q) & (~mma_skip_q | ~mma_map_q[207]))) & (10'd51 >= (mma_a_x + 10'd1)))
+        | ((((((1'd0 | ((16'd208 < mma_k_q) & (~mma_skip_q | ~mma_map_q[208]))) | ((16'd209 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[209]))) | ((16'd210 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[210]))) | ((16'd211 < mma_k_q) & (~mma_skip_q | ~mma_map_q[211]))) & (10'd52 >=
+        (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd212 < mma_k_q) & (~mma_skip_q | ~mma_map_q[212])))
+        | ((16'd213 < mma_k_q) & (~mma_skip_q | ~mma_map_q[213]))) | ((16'd214 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[214]))) | ((16'd215 < mma_k_q) & (~mma_skip_q | ~mma_map_q[215])))
+        & (10'd53 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd216 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[216]))) | ((16'd217 < mma_k_q) & (~mma_skip_q | ~mma_map_q[217]))) | ((16'd218 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[218]))) | ((16'd219 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[219]))) & (10'd54 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd220 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[220]))) | ((16'd221 < mma_k_q) & (~mma_skip_q | ~mma_map_q[221])))
+        | ((16'd222 < mma_k_q) & (~mma_skip_q | ~mma_map_q[222]))) | ((16'd223 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[223]))) & (10'd55 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd224
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[224]))) | ((16'd225 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[225]))) | ((16'd226 < mma_k_q) & (~mma_skip_q | ~mma_map_q[226]))) | ((16'd227 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[227]))) & (10'd56 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+        ((16'd228 < mma_k_q) & (~mma_skip_q | ~mma_map_q[228]))) | ((16'd229 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[229]))) | ((16'd230 < mma_k_q) & (~mma_skip_q | ~mma_map_q[230])))
+        | ((16'd231 < mma_k_q) & (~mma_skip_q | ~mma_map_q[231]))) & (10'd57 >= (mma_a_x + 10'd1)))
+        | ((((((1'd0 | ((16'd232 < mma_k_q) & (~mma_skip_q | ~mma_map_q[232]))) | ((16'd233 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[233]))) | ((16'd234 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[234]))) | ((16'd235 < mma_k_q) & (~mma_skip_q | ~mma_map_q[235]))) & (10'd58 >=
+        (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd236 < mma_k_q) & (~mma_skip_q | ~mma_map_q[236])))
+        | ((16'd237 < mma_k_q) & (~mma_skip_q | ~mma_map_q[237]))) | ((16'd238 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[238]))) | ((16'd239 < mma_k_q) & (~mma_skip_q | ~mma_map_q[239])))
+        & (10'd59 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd240 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[240]))) | ((16'd241 < mma_k_q) & (~mma_skip_q | ~mma_map_q[241]))) | ((16'd242 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[242]))) | ((16'd243 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[243]))) & (10'd60 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd244 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[244]))) | ((16'd245 < mma_k_q) & (~mma_skip_q | ~mma_map_q[245])))
+        | ((16'd246 < mma_k_q) & (~mma_skip_q | ~mma_map_q[246]))) | ((16'd247 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[247]))) & (10'd61 >= (mma_a_x + 10'd1))) | ((((((1'd0 | ((16'd248
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[248]))) | ((16'd249 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[249]))) | ((16'd250 < mma_k_q) & (~mma_skip_q | ~mma_map_q[250]))) | ((16'd251 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[251]))) & (10'd62 >= (mma_a_x + 10'd1))) | ((((((1'd0 |
+        ((16'd252 < mma_k_q) & (~mma_skip_q | ~mma_map_q[252]))) | ((16'd253 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[253]))) | ((16'd254 < mma_k_q) & (~mma_skip_q | ~mma_map_q[254])))
+        | ((16'd255 < mma_k_q) & (~mma_skip_q | ~mma_map_q[255]))) & (10'd63 >= (mma_a_x + 10'd1)))
+        | 1'd0))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))) begin
+      mma_a_rb_base_q <= mma_go ? mma_a_rb_base_q_t125[13:0] : (mma_a_rb_base_q + (mma_pa_q * 14'd4));
+      mma_a_rows_left_q <= mma_go ? mma_go_t106[7:0] : (mma_a_rows_left_q - 8'd4);
+      mma_a_rb_q <= mma_go ? 16'd0 : (mma_a_rb_q + 16'd1);
+      mma_a_before_q <= mma_go ? 16'd0 : (mma_a_before_q + {8'd0, mma_nc_q});
     end
   end
 
   always @(posedge clk_i) begin
     if (mma_a_take) begin
-      mma_a_rsp_ent_q <= {mma_a_tile_q[0], mma_a_j_q[5:0]};
+      mma_a_rsp_par_q <= mma_a_rb_q[0];
+      mma_a_rsp_base_q <= mma_a_ubase_q;
+      mma_a_rsp_mask_q <= mma_a_nib;
       mma_a_rsp_i_q <= mma_a_i_q;
     end
   end
@@ -3481,13 +6849,843 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (mma_go | (mma_b_take & 1'd1)) begin
-      mma_b_k_q <= (mma_go | (1'd1 & ((mma_b_k_q + 16'd1) == mma_k_q))) ? 16'd0 : (mma_b_k_q + 16'd1);
-      mma_b_kaddr_q <= (mma_go | (1'd1 & ((mma_b_k_q + 16'd1) == mma_k_q))) ? (mma_go ? mma_bo_q_t102[13:0] : mma_bo_q) : (mma_b_kaddr_q + mma_pb_q);
+      mma_b_from_q <= (mma_go | (1'd1 & ~((((16'd0 < mma_k_q) & (~mma_skip_q | ~mma_map_q[0])) &
+          (10'd0 >= (mma_b_k + 10'd1))) | ((((16'd1 < mma_k_q) & (~mma_skip_q | ~mma_map_q[1])) &
+          (10'd1 >= (mma_b_k + 10'd1))) | ((((16'd2 < mma_k_q) & (~mma_skip_q | ~mma_map_q[2])) &
+          (10'd2 >= (mma_b_k + 10'd1))) | ((((16'd3 < mma_k_q) & (~mma_skip_q | ~mma_map_q[3])) &
+          (10'd3 >= (mma_b_k + 10'd1))) | ((((16'd4 < mma_k_q) & (~mma_skip_q | ~mma_map_q[4])) &
+          (10'd4 >= (mma_b_k + 10'd1))) | ((((16'd5 < mma_k_q) & (~mma_skip_q | ~mma_map_q[5])) &
+          (10'd5 >= (mma_b_k + 10'd1))) | ((((16'd6 < mma_k_q) & (~mma_skip_q | ~mma_map_q[6])) &
+          (10'd6 >= (mma_b_k + 10'd1))) | ((((16'd7 < mma_k_q) & (~mma_skip_q | ~mma_map_q[7])) &
+          (10'd7 >= (mma_b_k + 10'd1))) | ((((16'd8 < mma_k_q) & (~mma_skip_q | ~mma_map_q[8])) &
+          (10'd8 >= (mma_b_k + 10'd1))) | ((((16'd9 < mma_k_q) & (~mma_skip_q | ~mma_map_q[9])) &
+          (10'd9 >= (mma_b_k + 10'd1))) | ((((16'd10 < mma_k_q) & (~mma_skip_q | ~mma_map_q[10])) &
+          (10'd10 >= (mma_b_k + 10'd1))) | ((((16'd11 < mma_k_q) & (~mma_skip_q | ~mma_map_q[11])) &
+          (10'd11 >= (mma_b_k + 10'd1))) | ((((16'd12 < mma_k_q) & (~mma_skip_q | ~mma_map_q[12])) &
+          (10'd12 >= (mma_b_k + 10'd1))) | ((((16'd13 < mma_k_q) & (~mma_skip_q | ~mma_map_q[13])) &
+          (10'd13 >= (mma_b_k + 10'd1))) | ((((16'd14 < mma_k_q) & (~mma_skip_q | ~mma_map_q[14])) &
+          (10'd14 >= (mma_b_k + 10'd1))) | ((((16'd15 < mma_k_q) & (~mma_skip_q | ~mma_map_q[15])) &
+          (10'd15 >= (mma_b_k + 10'd1))) | ((((16'd16 < mma_k_q) & (~mma_skip_q | ~mma_map_q[16])) &
+          (10'd16 >= (mma_b_k + 10'd1))) | ((((16'd17 < mma_k_q) & (~mma_skip_q | ~mma_map_q[17])) &
+          (10'd17 >= (mma_b_k + 10'd1))) | ((((16'd18 < mma_k_q) & (~mma_skip_q | ~mma_map_q[18])) &
+          (10'd18 >= (mma_b_k + 10'd1))) | ((((16'd19 < mma_k_q) & (~mma_skip_q | ~mma_map_q[19])) &
+          (10'd19 >= (mma_b_k + 10'd1))) | ((((16'd20 < mma_k_q) & (~mma_skip_q | ~mma_map_q[20])) &
+          (10'd20 >= (mma_b_k + 10'd1))) | ((((16'd21 < mma_k_q) & (~mma_skip_q | ~mma_map_q[21])) &
+          (10'd21 >= (mma_b_k + 10'd1))) | ((((16'd22 < mma_k_q) & (~mma_skip_q | ~mma_map_q[22])) &
+          (10'd22 >= (mma_b_k + 10'd1))) | ((((16'd23 < mma_k_q) & (~mma_skip_q | ~mma_map_q[23])) &
+          (10'd23 >= (mma_b_k + 10'd1))) | ((((16'd24 < mma_k_q) & (~mma_skip_q | ~mma_map_q[24])) &
+          (10'd24 >= (mma_b_k + 10'd1))) | ((((16'd25 < mma_k_q) & (~mma_skip_q | ~mma_map_q[25])) &
+          (10'd25 >= (mma_b_k + 10'd1))) | ((((16'd26 < mma_k_q) & (~mma_skip_q | ~mma_map_q[26])) &
+          (10'd26 >= (mma_b_k + 10'd1))) | ((((16'd27 < mma_k_q) & (~mma_skip_q | ~mma_map_q[27])) &
+          (10'd27 >= (mma_b_k + 10'd1))) | ((((16'd28 < mma_k_q) & (~mma_skip_q | ~mma_map_q[28])) &
+          (10'd28 >= (mma_b_k + 10'd1))) | ((((16'd29 < mma_k_q) & (~mma_skip_q | ~mma_map_q[29])) &
+          (10'd29 >= (mma_b_k + 10'd1))) | ((((16'd30 < mma_k_q) & (~mma_skip_q | ~mma_map_q[30])) &
+          (10'd30 >= (mma_b_k + 10'd1))) | ((((16'd31 < mma_k_q) & (~mma_skip_q | ~mma_map_q[31])) &
+          (10'd31 >= (mma_b_k + 10'd1))) | ((((16'd32 < mma_k_q) & (~mma_skip_q | ~mma_map_q[32])) &
+          (10'd32 >= (mma_b_k + 10'd1))) | ((((16'd33 < mma_k_q) & (~mma_skip_q | ~mma_map_q[33])) &
+          (10'd33 >= (mma_b_k + 10'd1))) | ((((16'd34 < mma_k_q) & (~mma_skip_q | ~mma_map_q[34])) &
+          (10'd34 >= (mma_b_k + 10'd1))) | ((((16'd35 < mma_k_q) & (~mma_skip_q | ~mma_map_q[35])) &
+          (10'd35 >= (mma_b_k + 10'd1))) | ((((16'd36 < mma_k_q) & (~mma_skip_q | ~mma_map_q[36])) &
+          (10'd36 >= (mma_b_k + 10'd1))) | ((((16'd37 < mma_k_q) & (~mma_skip_q | ~mma_map_q[37])) &
+          (10'd37 >= (mma_b_k + 10'd1))) | ((((16'd38 < mma_k_q) & (~mma_skip_q | ~mma_map_q[38])) &
+          (10'd38 >= (mma_b_k + 10'd1))) | ((((16'd39 < mma_k_q) & (~mma_skip_q | ~mma_map_q[39])) &
+          (10'd39 >= (mma_b_k + 10'd1))) | ((((16'd40 < mma_k_q) & (~mma_skip_q | ~mma_map_q[40])) &
+          (10'd40 >= (mma_b_k + 10'd1))) | ((((16'd41 < mma_k_q) & (~mma_skip_q | ~mma_map_q[41])) &
+          (10'd41 >= (mma_b_k + 10'd1))) | ((((16'd42 < mma_k_q) & (~mma_skip_q | ~mma_map_q[42])) &
+          (10'd42 >= (mma_b_k + 10'd1))) | ((((16'd43 < mma_k_q) & (~mma_skip_q | ~mma_map_q[43])) &
+          (10'd43 >= (mma_b_k + 10'd1))) | ((((16'd44 < mma_k_q) & (~mma_skip_q | ~mma_map_q[44])) &
+          (10'd44 >= (mma_b_k + 10'd1))) | ((((16'd45 < mma_k_q) & (~mma_skip_q | ~mma_map_q[45])) &
+          (10'd45 >= (mma_b_k + 10'd1))) | ((((16'd46 < mma_k_q) & (~mma_skip_q | ~mma_map_q[46])) &
+          (10'd46 >= (mma_b_k + 10'd1))) | ((((16'd47 < mma_k_q) & (~mma_skip_q | ~mma_map_q[47])) &
+          (10'd47 >= (mma_b_k + 10'd1))) | ((((16'd48 < mma_k_q) & (~mma_skip_q | ~mma_map_q[48])) &
+          (10'd48 >= (mma_b_k + 10'd1))) | ((((16'd49 < mma_k_q) & (~mma_skip_q | ~mma_map_q[49])) &
+          (10'd49 >= (mma_b_k + 10'd1))) | ((((16'd50 < mma_k_q) & (~mma_skip_q | ~mma_map_q[50])) &
+          (10'd50 >= (mma_b_k + 10'd1))) | ((((16'd51 < mma_k_q) & (~mma_skip_q | ~mma_map_q[51])) &
+          (10'd51 >= (mma_b_k + 10'd1))) | ((((16'd52 < mma_k_q) & (~mma_skip_q | ~mma_map_q[52])) &
+          (10'd52 >= (mma_b_k + 10'd1))) | ((((16'd53 < mma_k_q) & (~mma_skip_q | ~mma_map_q[53])) &
+          (10'd53 >= (mma_b_k + 10'd1))) | ((((16'd54 < mma_k_q) & (~mma_skip_q | ~mma_map_q[54])) &
+          (10'd54 >= (mma_b_k + 10'd1))) | ((((16'd55 < mma_k_q) & (~mma_skip_q | ~mma_map_q[55])) &
+          (10'd55 >= (mma_b_k + 10'd1))) | ((((16'd56 < mma_k_q) & (~mma_skip_q | ~mma_map_q[56])) &
+          (10'd56 >= (mma_b_k + 10'd1))) | ((((16'd57 < mma_k_q) & (~mma_skip_q | ~mma_map_q[57])) &
+          (10'd57 >= (mma_b_k + 10'd1))) | ((((16'd58 < mma_k_q) & (~mma_skip_q | ~mma_map_q[58])) &
+          (10'd58 >= (mma_b_k + 10'd1))) | ((((16'd59 < mma_k_q) & (~mma_skip_q | ~mma_map_q[59])) &
+          (10'd59 >= (mma_b_k + 10'd1))) | ((((16'd60 < mma_k_q) & (~mma_skip_q | ~mma_map_q[60])) &
+          (10'd60 >= (mma_b_k + 10'd1))) | ((((16'd61 < mma_k_q) & (~mma_skip_q | ~mma_map_q[61])) &
+          (10'd61 >= (mma_b_k + 10'd1))) | ((((16'd62 < mma_k_q) & (~mma_skip_q | ~mma_map_q[62])) &
+          (10'd62 >= (mma_b_k + 10'd1))) | ((((16'd63 < mma_k_q) & (~mma_skip_q | ~mma_map_q[63])) &
+          (10'd63 >= (mma_b_k + 10'd1))) | ((((16'd64 < mma_k_q) & (~mma_skip_q | ~mma_map_q[64])) &
+          (10'd64 >= (mma_b_k + 10'd1))) | ((((16'd65 < mma_k_q) & (~mma_skip_q | ~mma_map_q[65])) &
+          (10'd65 >= (mma_b_k + 10'd1))) | ((((16'd66 < mma_k_q) & (~mma_skip_q | ~mma_map_q[66])) &
+          (10'd66 >= (mma_b_k + 10'd1))) | ((((16'd67 < mma_k_q) & (~mma_skip_q | ~mma_map_q[67])) &
+          (10'd67 >= (mma_b_k + 10'd1))) | ((((16'd68 < mma_k_q) & (~mma_skip_q | ~mma_map_q[68])) &
+          (10'd68 >= (mma_b_k + 10'd1))) | ((((16'd69 < mma_k_q) & (~mma_skip_q | ~mma_map_q[69])) &
+          (10'd69 >= (mma_b_k + 10'd1))) | ((((16'd70 < mma_k_q) & (~mma_skip_q | ~mma_map_q[70])) &
+          (10'd70 >= (mma_b_k + 10'd1))) | ((((16'd71 < mma_k_q) & (~mma_skip_q | ~mma_map_q[71])) &
+          (10'd71 >= (mma_b_k + 10'd1))) | ((((16'd72 < mma_k_q) & (~mma_skip_q | ~mma_map_q[72])) &
+          (10'd72 >= (mma_b_k + 10'd1))) | ((((16'd73 < mma_k_q) & (~mma_skip_q | ~mma_map_q[73])) &
+          (10'd73 >= (mma_b_k + 10'd1))) | ((((16'd74 < mma_k_q) & (~mma_skip_q | ~mma_map_q[74])) &
+          (10'd74 >= (mma_b_k + 10'd1))) | ((((16'd75 < mma_k_q) & (~mma_skip_q | ~mma_map_q[75])) &
+          (10'd75 >= (mma_b_k + 10'd1))) | ((((16'd76 < mma_k_q) & (~mma_skip_q | ~mma_map_q[76])) &
+          (10'd76 >= (mma_b_k + 10'd1))) | ((((16'd77 < mma_k_q) & (~mma_skip_q | ~mma_map_q[77])) &
+          (10'd77 >= (mma_b_k + 10'd1))) | ((((16'd78 < mma_k_q) & (~mma_skip_q | ~mma_map_q[78])) &
+          (10'd78 >= (mma_b_k + 10'd1))) | ((((16'd79 < mma_k_q) & (~mma_skip_q | ~mma_map_q[79])) &
+          (10'd79 >= (mma_b_k + 10'd1))) | ((((16'd80 < mma_k_q) & (~mma_skip_q | ~mma_map_q[80])) &
+          (10'd80 >= (mma_b_k + 10'd1))) | ((((16'd81 < mma_k_q) & (~mma_skip_q | ~mma_map_q[81])) &
+          (10'd81 >= (mma_b_k + 10'd1))) | ((((16'd82 < mma_k_q) & (~mma_skip_q | ~mma_map_q[82])) &
+          (10'd82 >= (mma_b_k + 10'd1))) | ((((16'd83 < mma_k_q) & (~mma_skip_q | ~mma_map_q[83])) &
+          (10'd83 >= (mma_b_k + 10'd1))) | ((((16'd84 < mma_k_q) & (~mma_skip_q | ~mma_map_q[84])) &
+          (10'd84 >= (mma_b_k + 10'd1))) | ((((16'd85 < mma_k_q) & (~mma_skip_q | ~mma_map_q[85])) &
+          (10'd85 >= (mma_b_k + 10'd1))) | ((((16'd86 < mma_k_q) & (~mma_skip_q | ~mma_map_q[86])) &
+          (10'd86 >= (mma_b_k + 10'd1))) | ((((16'd87 < mma_k_q) & (~mma_skip_q | ~mma_map_q[87])) &
+          (10'd87 >= (mma_b_k + 10'd1))) | ((((16'd88 < mma_k_q) & (~mma_skip_q | ~mma_map_q[88])) &
+          (10'd88 >= (mma_b_k + 10'd1))) | ((((16'd89 < mma_k_q) & (~mma_skip_q | ~mma_map_q[89])) &
+          (10'd89 >= (mma_b_k + 10'd1))) | ((((16'd90 < mma_k_q) & (~mma_skip_q | ~mma_map_q[90])) &
+          (10'd90 >= (mma_b_k + 10'd1))) | ((((16'd91 < mma_k_q) & (~mma_skip_q | ~mma_map_q[91])) &
+          (10'd91 >= (mma_b_k + 10'd1))) | ((((16'd92 < mma_k_q) & (~mma_skip_q | ~mma_map_q[92])) &
+          (10'd92 >= (mma_b_k + 10'd1))) | ((((16'd93 < mma_k_q) & (~mma_skip_q | ~mma_map_q[93])) &
+          (10'd93 >= (mma_b_k + 10'd1))) | ((((16'd94 < mma_k_q) & (~mma_skip_q | ~mma_map_q[94])) &
+          (10'd94 >= (mma_b_k + 10'd1))) | ((((16'd95 < mma_k_q) & (~mma_skip_q | ~mma_map_q[95])) &
+          (10'd95 >= (mma_b_k + 10'd1))) | ((((16'd96 < mma_k_q) & (~mma_skip_q | ~mma_map_q[96])) &
+          (10'd96 >= (mma_b_k + 10'd1))) | ((((16'd97 < mma_k_q) & (~mma_skip_q | ~mma_map_q[97])) &
+          (10'd97 >= (mma_b_k + 10'd1))) | ((((16'd98 < mma_k_q) & (~mma_skip_q | ~mma_map_q[98])) &
+          (10'd98 >= (mma_b_k + 10'd1))) | ((((16'd99 < mma_k_q) & (~mma_skip_q | ~mma_map_q[99])) &
+          (10'd99 >= (mma_b_k + 10'd1))) | ((((16'd100 < mma_k_q) & (~mma_skip_q | ~mma_map_q[100]))
+          & (10'd100 >= (mma_b_k + 10'd1))) | ((((16'd101 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[101])) & (10'd101 >= (mma_b_k + 10'd1))) | ((((16'd102 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[102])) & (10'd102 >= (mma_b_k + 10'd1))) | ((((16'd103 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[103])) & (10'd103 >= (mma_b_k + 10'd1))) |
+          ((((16'd104 < mma_k_q) & (~mma_skip_q | ~mma_map_q[104])) & (10'd104 >= (mma_b_k +
+          10'd1))) | ((((16'd105 < mma_k_q) & (~mma_skip_q | ~mma_map_q[105])) & (10'd105 >=
+          (mma_b_k + 10'd1))) | ((((16'd106 < mma_k_q) & (~mma_skip_q | ~mma_map_q[106])) & (10'd106
+          >= (mma_b_k + 10'd1))) | ((((16'd107 < mma_k_q) & (~mma_skip_q | ~mma_map_q[107])) &
+          (10'd107 >= (mma_b_k + 10'd1))) | ((((16'd108 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[108])) & (10'd108 >= (mma_b_k + 10'd1))) | ((((16'd109 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[109])) & (10'd109 >= (mma_b_k + 10'd1))) | ((((16'd110 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[110])) & (10'd110 >= (mma_b_k + 10'd1))) |
+          ((((16'd111 < mma_k_q) & (~mma_skip_q | ~mma_map_q[111])) & (10'd111 >= (mma_b_k +
+          10'd1))) | ((((16'd112 < mma_k_q) & (~mma_skip_q | ~mma_map_q[112])) & (10'd112 >=
+          (mma_b_k + 10'd1))) | ((((16'd113 < mma_k_q) & (~mma_skip_q | ~mma_map_q[113])) & (10'd113
+          >= (mma_b_k + 10'd1))) | ((((16'd114 < mma_k_q) & (~mma_skip_q | ~mma_map_q[114])) &
+          (10'd114 >= (mma_b_k + 10'd1))) | ((((16'd115 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[115])) & (10'd115 >= (mma_b_k + 10'd1))) | ((((16'd116 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[116])) & (10'd116 >= (mma_b_k + 10'd1))) | ((((16'd117 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[117])) & (10'd117 >= (mma_b_k + 10'd1))) |
+          ((((16'd118 < mma_k_q) & (~mma_skip_q | ~mma_map_q[118])) & (10'd118 >= (mma_b_k +
+          10'd1))) | ((((16'd119 < mma_k_q) & (~mma_skip_q | ~mma_map_q[119])) & (10'd119 >=
+          (mma_b_k + 10'd1))) | ((((16'd120 < mma_k_q) & (~mma_skip_q | ~mma_map_q[120])) & (10'd120
+          >= (mma_b_k + 10'd1))) | ((((16'd121 < mma_k_q) & (~mma_skip_q | ~mma_map_q[121])) &
+          (10'd121 >= (mma_b_k + 10'd1))) | ((((16'd122 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[122])) & (10'd122 >= (mma_b_k + 10'd1))) | ((((16'd123 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[123])) & (10'd123 >= (mma_b_k + 10'd1))) | ((((16'd124 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[124])) & (10'd124 >= (mma_b_k + 10'd1))) |
+          ((((16'd125 < mma_k_q) & (~mma_skip_q | ~mma_map_q[125])) & (10'd125 >= (mma_b_k +
+          10'd1))) | ((((16'd126 < mma_k_q) & (~mma_skip_q | ~mma_map_q[126])) & (10'd126 >=
+          (mma_b_k + 10'd1))) | ((((16'd127 < mma_k_q) & (~mma_skip_q | ~mma_map_q[127])) & (10'd127
+          >= (mma_b_k + 10'd1))) | ((((16'd128 < mma_k_q) & (~mma_skip_q | ~mma_map_q[128])) &
+          (10'd128 >= (mma_b_k + 10'd1))) | ((((16'd129 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[129])) & (10'd129 >= (mma_b_k + 10'd1))) | ((((16'd130 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[130])) & (10'd130 >= (mma_b_k + 10'd1))) | ((((16'd131 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[131])) & (10'd131 >= (mma_b_k + 10'd1))) |
+          ((((16'd132 < mma_k_q) & (~mma_skip_q | ~mma_map_q[132])) & (10'd132 >= (mma_b_k +
+          10'd1))) | ((((16'd133 < mma_k_q) & (~mma_skip_q | ~mma_map_q[133])) & (10'd133 >=
+          (mma_b_k + 10'd1))) | ((((16'd134 < mma_k_q) & (~mma_skip_q | ~mma_map_q[134])) & (10'd134
+          >= (mma_b_k + 10'd1))) | ((((16'd135 < mma_k_q) & (~mma_skip_q | ~mma_map_q[135])) &
+          (10'd135 >= (mma_b_k + 10'd1))) | ((((16'd136 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[136])) & (10'd136 >= (mma_b_k + 10'd1))) | ((((16'd137 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[137])) & (10'd137 >= (mma_b_k + 10'd1))) | ((((16'd138 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[138])) & (10'd138 >= (mma_b_k + 10'd1))) |
+          ((((16'd139 < mma_k_q) & (~mma_skip_q | ~mma_map_q[139])) & (10'd139 >= (mma_b_k +
+          10'd1))) | ((((16'd140 < mma_k_q) & (~mma_skip_q | ~mma_map_q[140])) & (10'd140 >=
+          (mma_b_k + 10'd1))) | ((((16'd141 < mma_k_q) & (~mma_skip_q | ~mma_map_q[141])) & (10'd141
+          >= (mma_b_k + 10'd1))) | ((((16'd142 < mma_k_q) & (~mma_skip_q | ~mma_map_q[142])) &
+          (10'd142 >= (mma_b_k + 10'd1))) | ((((16'd143 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[143])) & (10'd143 >= (mma_b_k + 10'd1))) | ((((16'd144 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[144])) & (10'd144 >= (mma_b_k + 10'd1))) | ((((16'd145 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[145])) & (10'd145 >= (mma_b_k + 10'd1))) |
+          ((((16'd146 < mma_k_q) & (~mma_skip_q | ~mma_map_q[146])) & (10'd146 >= (mma_b_k +
+          10'd1))) | ((((16'd147 < mma_k_q) & (~mma_skip_q | ~mma_map_q[147])) & (10'd147 >=
+          (mma_b_k + 10'd1))) | ((((16'd148 < mma_k_q) & (~mma_skip_q | ~mma_map_q[148])) & (10'd148
+          >= (mma_b_k + 10'd1))) | ((((16'd149 < mma_k_q) & (~mma_skip_q | ~mma_map_q[149])) &
+          (10'd149 >= (mma_b_k + 10'd1))) | ((((16'd150 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[150])) & (10'd150 >= (mma_b_k + 10'd1))) | ((((16'd151 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[151])) & (10'd151 >= (mma_b_k + 10'd1))) | ((((16'd152 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[152])) & (10'd152 >= (mma_b_k + 10'd1))) |
+          ((((16'd153 < mma_k_q) & (~mma_skip_q | ~mma_map_q[153])) & (10'd153 >= (mma_b_k +
+          10'd1))) | ((((16'd154 < mma_k_q) & (~mma_skip_q | ~mma_map_q[154])) & (10'd154 >=
+          (mma_b_k + 10'd1))) | ((((16'd155 < mma_k_q) & (~mma_skip_q | ~mma_map_q[155])) & (10'd155
+          >= (mma_b_k + 10'd1))) | ((((16'd156 < mma_k_q) & (~mma_skip_q | ~mma_map_q[156])) &
+          (10'd156 >= (mma_b_k + 10'd1))) | ((((16'd157 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[157])) & (10'd157 >= (mma_b_k + 10'd1))) | ((((16'd158 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[158])) & (10'd158 >= (mma_b_k + 10'd1))) | ((((16'd159 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[159])) & (10'd159 >= (mma_b_k + 10'd1))) |
+          ((((16'd160 < mma_k_q) & (~mma_skip_q | ~mma_map_q[160])) & (10'd160 >= (mma_b_k +
+          10'd1))) | ((((16'd161 < mma_k_q) & (~mma_skip_q | ~mma_map_q[161])) & (10'd161 >=
+          (mma_b_k + 10'd1))) | ((((16'd162 < mma_k_q) & (~mma_skip_q | ~mma_map_q[162])) & (10'd162
+          >= (mma_b_k + 10'd1))) | ((((16'd163 < mma_k_q) & (~mma_skip_q | ~mma_map_q[163])) &
+          (10'd163 >= (mma_b_k + 10'd1))) | ((((16'd164 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[164])) & (10'd164 >= (mma_b_k + 10'd1))) | ((((16'd165 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[165])) & (10'd165 >= (mma_b_k + 10'd1))) | ((((16'd166 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[166])) & (10'd166 >= (mma_b_k + 10'd1))) |
+          ((((16'd167 < mma_k_q) & (~mma_skip_q | ~mma_map_q[167])) & (10'd167 >= (mma_b_k +
+          10'd1))) | ((((16'd168 < mma_k_q) & (~mma_skip_q | ~mma_map_q[168])) & (10'd168 >=
+          (mma_b_k + 10'd1))) | ((((16'd169 < mma_k_q) & (~mma_skip_q | ~mma_map_q[169])) & (10'd169
+          >= (mma_b_k + 10'd1))) | ((((16'd170 < mma_k_q) & (~mma_skip_q | ~mma_map_q[170])) &
+          (10'd170 >= (mma_b_k + 10'd1))) | ((((16'd171 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[171])) & (10'd171 >= (mma_b_k + 10'd1))) | ((((16'd172 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[172])) & (10'd172 >= (mma_b_k + 10'd1))) | ((((16'd173 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[173])) & (10'd173 >= (mma_b_k + 10'd1))) |
+          ((((16'd174 < mma_k_q) & (~mma_skip_q | ~mma_map_q[174])) & (10'd174 >= (mma_b_k +
+          10'd1))) | ((((16'd175 < mma_k_q) & (~mma_skip_q | ~mma_map_q[175])) & (10'd175 >=
+          (mma_b_k + 10'd1))) | ((((16'd176 < mma_k_q) & (~mma_skip_q | ~mma_map_q[176])) & (10'd176
+          >= (mma_b_k + 10'd1))) | ((((16'd177 < mma_k_q) & (~mma_skip_q | ~mma_map_q[177])) &
+          (10'd177 >= (mma_b_k + 10'd1))) | ((((16'd178 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[178])) & (10'd178 >= (mma_b_k + 10'd1))) | ((((16'd179 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[179])) & (10'd179 >= (mma_b_k + 10'd1))) | ((((16'd180 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[180])) & (10'd180 >= (mma_b_k + 10'd1))) |
+          ((((16'd181 < mma_k_q) & (~mma_skip_q | ~mma_map_q[181])) & (10'd181 >= (mma_b_k +
+          10'd1))) | ((((16'd182 < mma_k_q) & (~mma_skip_q | ~mma_map_q[182])) & (10'd182 >=
+          (mma_b_k + 10'd1))) | ((((16'd183 < mma_k_q) & (~mma_skip_q | ~mma_map_q[183])) & (10'd183
+          >= (mma_b_k + 10'd1))) | ((((16'd184 < mma_k_q) & (~mma_skip_q | ~mma_map_q[184])) &
+          (10'd184 >= (mma_b_k + 10'd1))) | ((((16'd185 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[185])) & (10'd185 >= (mma_b_k + 10'd1))) | ((((16'd186 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[186])) & (10'd186 >= (mma_b_k + 10'd1))) | ((((16'd187 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[187])) & (10'd187 >= (mma_b_k + 10'd1))) |
+          ((((16'd188 < mma_k_q) & (~mma_skip_q | ~mma_map_q[188])) & (10'd188 >= (mma_b_k +
+          10'd1))) | ((((16'd189 < mma_k_q) & (~mma_skip_q | ~mma_map_q[189])) & (10'd189 >=
+          (mma_b_k + 10'd1))) | ((((16'd190 < mma_k_q) & (~mma_skip_q | ~mma_map_q[190])) & (10'd190
+          >= (mma_b_k + 10'd1))) | ((((16'd191 < mma_k_q) & (~mma_skip_q | ~mma_map_q[191])) &
+          (10'd191 >= (mma_b_k + 10'd1))) | ((((16'd192 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[192])) & (10'd192 >= (mma_b_k + 10'd1))) | ((((16'd193 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[193])) & (10'd193 >= (mma_b_k + 10'd1))) | ((((16'd194 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[194])) & (10'd194 >= (mma_b_k + 10'd1))) |
+          ((((16'd195 < mma_k_q) & (~mma_skip_q | ~mma_map_q[195])) & (10'd195 >= (mma_b_k +
+          10'd1))) | ((((16'd196 < mma_k_q) & (~mma_skip_q | ~mma_map_q[196])) & (10'd196 >=
+          (mma_b_k + 10'd1))) | ((((16'd197 < mma_k_q) & (~mma_skip_q | ~mma_map_q[197])) & (10'd197
+          >= (mma_b_k + 10'd1))) | ((((16'd198 < mma_k_q) & (~mma_skip_q | ~mma_map_q[198])) &
+          (10'd198 >= (mma_b_k + 10'd1))) | ((((16'd199 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[199])) & (10'd199 >= (mma_b_k + 10'd1))) | ((((16'd200 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[200])) & (10'd200 >= (mma_b_k + 10'd1))) | ((((16'd201 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[201])) & (10'd201 >= (mma_b_k + 10'd1))) |
+          ((((16'd202 < mma_k_q) & (~mma_skip_q | ~mma_map_q[202])) & (10'd202 >= (mma_b_k +
+          10'd1))) | ((((16'd203 < mma_k_q) & (~mma_skip_q | ~mma_map_q[203])) & (10'd203 >=
+          (mma_b_k + 10'd1))) | ((((16'd204 < mma_k_q) & (~mma_skip_q | ~mma_map_q[204])) & (10'd204
+          >= (mma_b_k + 10'd1))) | ((((16'd205 < mma_k_q) & (~mma_skip_q | ~mma_map_q[205])) &
+          (10'd205 >= (mma_b_k + 10'd1))) | ((((16'd206 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[206])) & (10'd206 >= (mma_b_k + 10'd1))) | ((((16'd207 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[207])) & (10'd207 >= (mma_b_k + 10'd1))) | ((((16'd208 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[208])) & (10'd208 >= (mma_b_k + 10'd1))) |
+          ((((16'd209 < mma_k_q) & (~mma_skip_q | ~mma_map_q[209])) & (10'd209 >= (mma_b_k +
+          10'd1))) | ((((16'd210 < mma_k_q) & (~mma_skip_q | ~mma_map_q[210])) & (10'd210 >=
+          (mma_b_k + 10'd1))) | ((((16'd211 < mma_k_q) & (~mma_skip_q | ~mma_map_q[211])) & (10'd211
+          >= (mma_b_k + 10'd1))) | ((((16'd212 < mma_k_q) & (~mma_skip_q | ~mma_map_q[212])) &
+          (10'd212 >= (mma_b_k + 10'd1))) | ((((16'd213 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[213])) & (10'd213 >= (mma_b_k + 10'd1))) | ((((16'd214 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[214])) & (10'd214 >= (mma_b_k + 10'd1))) | ((((16'd215 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[215])) & (10'd215 >= (mma_b_k + 10'd1))) |
+          ((((16'd216 < mma_k_q) & (~mma_skip_q | ~mma_map_q[216])) & (10'd216 >= (mma_b_k +
+          10'd1))) | ((((16'd217 < mma_k_q) & (~mma_skip_q | ~mma_map_q[217])) & (10'd217 >=
+          (mma_b_k + 10'd1))) | ((((16'd218 < mma_k_q) & (~mma_skip_q | ~mma_map_q[218])) & (10'd218
+          >= (mma_b_k + 10'd1))) | ((((16'd219 < mma_k_q) & (~mma_skip_q | ~mma_map_q[219])) &
+          (10'd219 >= (mma_b_k + 10'd1))) | ((((16'd220 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[220])) & (10'd220 >= (mma_b_k + 10'd1))) | ((((16'd221 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[221])) & (10'd221 >= (mma_b_k + 10'd1))) | ((((16'd222 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[222])) & (10'd222 >= (mma_b_k + 10'd1))) |
+          ((((16'd223 < mma_k_q) & (~mma_skip_q | ~mma_map_q[223])) & (10'd223 >= (mma_b_k +
+          10'd1))) | ((((16'd224 < mma_k_q) & (~mma_skip_q | ~mma_map_q[224])) & (10'd224 >=
+          (mma_b_k + 10'd1))) | ((((16'd225 < mma_k_q) & (~mma_skip_q | ~mma_map_q[225])) & (10'd225
+          >= (mma_b_k + 10'd1))) | ((((16'd226 < mma_k_q) & (~mma_skip_q | ~mma_map_q[226])) &
+          (10'd226 >= (mma_b_k + 10'd1))) | ((((16'd227 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[227])) & (10'd227 >= (mma_b_k + 10'd1))) | ((((16'd228 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[228])) & (10'd228 >= (mma_b_k + 10'd1))) | ((((16'd229 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[229])) & (10'd229 >= (mma_b_k + 10'd1))) |
+          ((((16'd230 < mma_k_q) & (~mma_skip_q | ~mma_map_q[230])) & (10'd230 >= (mma_b_k +
+          10'd1))) | ((((16'd231 < mma_k_q) & (~mma_skip_q | ~mma_map_q[231])) & (10'd231 >=
+          (mma_b_k + 10'd1))) | ((((16'd232 < mma_k_q) & (~mma_skip_q | ~mma_map_q[232])) & (10'd232
+          >= (mma_b_k + 10'd1))) | ((((16'd233 < mma_k_q) & (~mma_skip_q | ~mma_map_q[233])) &
+          (10'd233 >= (mma_b_k + 10'd1))) | ((((16'd234 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[234])) & (10'd234 >= (mma_b_k + 10'd1))) | ((((16'd235 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[235])) & (10'd235 >= (mma_b_k + 10'd1))) | ((((16'd236 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[236])) & (10'd236 >= (mma_b_k + 10'd1))) |
+          ((((16'd237 < mma_k_q) & (~mma_skip_q | ~mma_map_q[237])) & (10'd237 >= (mma_b_k +
+          10'd1))) | ((((16'd238 < mma_k_q) & (~mma_skip_q | ~mma_map_q[238])) & (10'd238 >=
+          (mma_b_k + 10'd1))) | ((((16'd239 < mma_k_q) & (~mma_skip_q | ~mma_map_q[239])) & (10'd239
+          >= (mma_b_k + 10'd1))) | ((((16'd240 < mma_k_q) & (~mma_skip_q | ~mma_map_q[240])) &
+          (10'd240 >= (mma_b_k + 10'd1))) | ((((16'd241 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[241])) & (10'd241 >= (mma_b_k + 10'd1))) | ((((16'd242 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[242])) & (10'd242 >= (mma_b_k + 10'd1))) | ((((16'd243 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[243])) & (10'd243 >= (mma_b_k + 10'd1))) |
+          ((((16'd244 < mma_k_q) & (~mma_skip_q | ~mma_map_q[244])) & (10'd244 >= (mma_b_k +
+          10'd1))) | ((((16'd245 < mma_k_q) & (~mma_skip_q | ~mma_map_q[245])) & (10'd245 >=
+          (mma_b_k + 10'd1))) | ((((16'd246 < mma_k_q) & (~mma_skip_q | ~mma_map_q[246])) & (10'd246
+          >= (mma_b_k + 10'd1))) | ((((16'd247 < mma_k_q) & (~mma_skip_q | ~mma_map_q[247])) &
+          (10'd247 >= (mma_b_k + 10'd1))) | ((((16'd248 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[248])) & (10'd248 >= (mma_b_k + 10'd1))) | ((((16'd249 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[249])) & (10'd249 >= (mma_b_k + 10'd1))) | ((((16'd250 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[250])) & (10'd250 >= (mma_b_k + 10'd1))) |
+          ((((16'd251 < mma_k_q) & (~mma_skip_q | ~mma_map_q[251])) & (10'd251 >= (mma_b_k +
+          10'd1))) | ((((16'd252 < mma_k_q) & (~mma_skip_q | ~mma_map_q[252])) & (10'd252 >=
+          (mma_b_k + 10'd1))) | ((((16'd253 < mma_k_q) & (~mma_skip_q | ~mma_map_q[253])) & (10'd253
+          >= (mma_b_k + 10'd1))) | ((((16'd254 < mma_k_q) & (~mma_skip_q | ~mma_map_q[254])) &
+          (10'd254 >= (mma_b_k + 10'd1))) | ((((16'd255 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[255])) & (10'd255 >= (mma_b_k + 10'd1))) |
+          1'd0))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))
+          ? 10'd0 : (mma_b_k + 10'd1);
+      mma_b_idx_q <= (mma_go | (1'd1 & ~((((16'd0 < mma_k_q) & (~mma_skip_q | ~mma_map_q[0])) &
+          (10'd0 >= (mma_b_k + 10'd1))) | ((((16'd1 < mma_k_q) & (~mma_skip_q | ~mma_map_q[1])) &
+          (10'd1 >= (mma_b_k + 10'd1))) | ((((16'd2 < mma_k_q) & (~mma_skip_q | ~mma_map_q[2])) &
+          (10'd2 >= (mma_b_k + 10'd1))) | ((((16'd3 < mma_k_q) & (~mma_skip_q | ~mma_map_q[3])) &
+          (10'd3 >= (mma_b_k + 10'd1))) | ((((16'd4 < mma_k_q) & (~mma_skip_q | ~mma_map_q[4])) &
+          (10'd4 >= (mma_b_k + 10'd1))) | ((((16'd5 < mma_k_q) & (~mma_skip_q | ~mma_map_q[5])) &
+          (10'd5 >= (mma_b_k + 10'd1))) | ((((16'd6 < mma_k_q) & (~mma_skip_q | ~mma_map_q[6])) &
+          (10'd6 >= (mma_b_k + 10'd1))) | ((((16'd7 < mma_k_q) & (~mma_skip_q | ~mma_map_q[7])) &
+          (10'd7 >= (mma_b_k + 10'd1))) | ((((16'd8 < mma_k_q) & (~mma_skip_q | ~mma_map_q[8])) &
+          (10'd8 >= (mma_b_k + 10'd1))) | ((((16'd9 < mma_k_q) & (~mma_skip_q | ~mma_map_q[9])) &
+          (10'd9 >= (mma_b_k + 10'd1))) | ((((16'd10 < mma_k_q) & (~mma_skip_q | ~mma_map_q[10])) &
+          (10'd10 >= (mma_b_k + 10'd1))) | ((((16'd11 < mma_k_q) & (~mma_skip_q | ~mma_map_q[11])) &
+          (10'd11 >= (mma_b_k + 10'd1))) | ((((16'd12 < mma_k_q) & (~mma_skip_q | ~mma_map_q[12])) &
+          (10'd12 >= (mma_b_k + 10'd1))) | ((((16'd13 < mma_k_q) & (~mma_skip_q | ~mma_map_q[13])) &
+          (10'd13 >= (mma_b_k + 10'd1))) | ((((16'd14 < mma_k_q) & (~mma_skip_q | ~mma_map_q[14])) &
+          (10'd14 >= (mma_b_k + 10'd1))) | ((((16'd15 < mma_k_q) & (~mma_skip_q | ~mma_map_q[15])) &
+          (10'd15 >= (mma_b_k + 10'd1))) | ((((16'd16 < mma_k_q) & (~mma_skip_q | ~mma_map_q[16])) &
+          (10'd16 >= (mma_b_k + 10'd1))) | ((((16'd17 < mma_k_q) & (~mma_skip_q | ~mma_map_q[17])) &
+          (10'd17 >= (mma_b_k + 10'd1))) | ((((16'd18 < mma_k_q) & (~mma_skip_q | ~mma_map_q[18])) &
+          (10'd18 >= (mma_b_k + 10'd1))) | ((((16'd19 < mma_k_q) & (~mma_skip_q | ~mma_map_q[19])) &
+          (10'd19 >= (mma_b_k + 10'd1))) | ((((16'd20 < mma_k_q) & (~mma_skip_q | ~mma_map_q[20])) &
+          (10'd20 >= (mma_b_k + 10'd1))) | ((((16'd21 < mma_k_q) & (~mma_skip_q | ~mma_map_q[21])) &
+          (10'd21 >= (mma_b_k + 10'd1))) | ((((16'd22 < mma_k_q) & (~mma_skip_q | ~mma_map_q[22])) &
+          (10'd22 >= (mma_b_k + 10'd1))) | ((((16'd23 < mma_k_q) & (~mma_skip_q | ~mma_map_q[23])) &
+          (10'd23 >= (mma_b_k + 10'd1))) | ((((16'd24 < mma_k_q) & (~mma_skip_q | ~mma_map_q[24])) &
+          (10'd24 >= (mma_b_k + 10'd1))) | ((((16'd25 < mma_k_q) & (~mma_skip_q | ~mma_map_q[25])) &
+          (10'd25 >= (mma_b_k + 10'd1))) | ((((16'd26 < mma_k_q) & (~mma_skip_q | ~mma_map_q[26])) &
+          (10'd26 >= (mma_b_k + 10'd1))) | ((((16'd27 < mma_k_q) & (~mma_skip_q | ~mma_map_q[27])) &
+          (10'd27 >= (mma_b_k + 10'd1))) | ((((16'd28 < mma_k_q) & (~mma_skip_q | ~mma_map_q[28])) &
+          (10'd28 >= (mma_b_k + 10'd1))) | ((((16'd29 < mma_k_q) & (~mma_skip_q | ~mma_map_q[29])) &
+          (10'd29 >= (mma_b_k + 10'd1))) | ((((16'd30 < mma_k_q) & (~mma_skip_q | ~mma_map_q[30])) &
+          (10'd30 >= (mma_b_k + 10'd1))) | ((((16'd31 < mma_k_q) & (~mma_skip_q | ~mma_map_q[31])) &
+          (10'd31 >= (mma_b_k + 10'd1))) | ((((16'd32 < mma_k_q) & (~mma_skip_q | ~mma_map_q[32])) &
+          (10'd32 >= (mma_b_k + 10'd1))) | ((((16'd33 < mma_k_q) & (~mma_skip_q | ~mma_map_q[33])) &
+          (10'd33 >= (mma_b_k + 10'd1))) | ((((16'd34 < mma_k_q) & (~mma_skip_q | ~mma_map_q[34])) &
+          (10'd34 >= (mma_b_k + 10'd1))) | ((((16'd35 < mma_k_q) & (~mma_skip_q | ~mma_map_q[35])) &
+          (10'd35 >= (mma_b_k + 10'd1))) | ((((16'd36 < mma_k_q) & (~mma_skip_q | ~mma_map_q[36])) &
+          (10'd36 >= (mma_b_k + 10'd1))) | ((((16'd37 < mma_k_q) & (~mma_skip_q | ~mma_map_q[37])) &
+          (10'd37 >= (mma_b_k + 10'd1))) | ((((16'd38 < mma_k_q) & (~mma_skip_q | ~mma_map_q[38])) &
+          (10'd38 >= (mma_b_k + 10'd1))) | ((((16'd39 < mma_k_q) & (~mma_skip_q | ~mma_map_q[39])) &
+          (10'd39 >= (mma_b_k + 10'd1))) | ((((16'd40 < mma_k_q) & (~mma_skip_q | ~mma_map_q[40])) &
+          (10'd40 >= (mma_b_k + 10'd1))) | ((((16'd41 < mma_k_q) & (~mma_skip_q | ~mma_map_q[41])) &
+          (10'd41 >= (mma_b_k + 10'd1))) | ((((16'd42 < mma_k_q) & (~mma_skip_q | ~mma_map_q[42])) &
+          (10'd42 >= (mma_b_k + 10'd1))) | ((((16'd43 < mma_k_q) & (~mma_skip_q | ~mma_map_q[43])) &
+          (10'd43 >= (mma_b_k + 10'd1))) | ((((16'd44 < mma_k_q) & (~mma_skip_q | ~mma_map_q[44])) &
+          (10'd44 >= (mma_b_k + 10'd1))) | ((((16'd45 < mma_k_q) & (~mma_skip_q | ~mma_map_q[45])) &
+          (10'd45 >= (mma_b_k + 10'd1))) | ((((16'd46 < mma_k_q) & (~mma_skip_q | ~mma_map_q[46])) &
+          (10'd46 >= (mma_b_k + 10'd1))) | ((((16'd47 < mma_k_q) & (~mma_skip_q | ~mma_map_q[47])) &
+          (10'd47 >= (mma_b_k + 10'd1))) | ((((16'd48 < mma_k_q) & (~mma_skip_q | ~mma_map_q[48])) &
+          (10'd48 >= (mma_b_k + 10'd1))) | ((((16'd49 < mma_k_q) & (~mma_skip_q | ~mma_map_q[49])) &
+          (10'd49 >= (mma_b_k + 10'd1))) | ((((16'd50 < mma_k_q) & (~mma_skip_q | ~mma_map_q[50])) &
+          (10'd50 >= (mma_b_k + 10'd1))) | ((((16'd51 < mma_k_q) & (~mma_skip_q | ~mma_map_q[51])) &
+          (10'd51 >= (mma_b_k + 10'd1))) | ((((16'd52 < mma_k_q) & (~mma_skip_q | ~mma_map_q[52])) &
+          (10'd52 >= (mma_b_k + 10'd1))) | ((((16'd53 < mma_k_q) & (~mma_skip_q | ~mma_map_q[53])) &
+          (10'd53 >= (mma_b_k + 10'd1))) | ((((16'd54 < mma_k_q) & (~mma_skip_q | ~mma_map_q[54])) &
+          (10'd54 >= (mma_b_k + 10'd1))) | ((((16'd55 < mma_k_q) & (~mma_skip_q | ~mma_map_q[55])) &
+          (10'd55 >= (mma_b_k + 10'd1))) | ((((16'd56 < mma_k_q) & (~mma_skip_q | ~mma_map_q[56])) &
+          (10'd56 >= (mma_b_k + 10'd1))) | ((((16'd57 < mma_k_q) & (~mma_skip_q | ~mma_map_q[57])) &
+          (10'd57 >= (mma_b_k + 10'd1))) | ((((16'd58 < mma_k_q) & (~mma_skip_q | ~mma_map_q[58])) &
+          (10'd58 >= (mma_b_k + 10'd1))) | ((((16'd59 < mma_k_q) & (~mma_skip_q | ~mma_map_q[59])) &
+          (10'd59 >= (mma_b_k + 10'd1))) | ((((16'd60 < mma_k_q) & (~mma_skip_q | ~mma_map_q[60])) &
+          (10'd60 >= (mma_b_k + 10'd1))) | ((((16'd61 < mma_k_q) & (~mma_skip_q | ~mma_map_q[61])) &
+          (10'd61 >= (mma_b_k + 10'd1))) | ((((16'd62 < mma_k_q) & (~mma_skip_q | ~mma_map_q[62])) &
+          (10'd62 >= (mma_b_k + 10'd1))) | ((((16'd63 < mma_k_q) & (~mma_skip_q | ~mma_map_q[63])) &
+          (10'd63 >= (mma_b_k + 10'd1))) | ((((16'd64 < mma_k_q) & (~mma_skip_q | ~mma_map_q[64])) &
+          (10'd64 >= (mma_b_k + 10'd1))) | ((((16'd65 < mma_k_q) & (~mma_skip_q | ~mma_map_q[65])) &
+          (10'd65 >= (mma_b_k + 10'd1))) | ((((16'd66 < mma_k_q) & (~mma_skip_q | ~mma_map_q[66])) &
+          (10'd66 >= (mma_b_k + 10'd1))) | ((((16'd67 < mma_k_q) & (~mma_skip_q | ~mma_map_q[67])) &
+          (10'd67 >= (mma_b_k + 10'd1))) | ((((16'd68 < mma_k_q) & (~mma_skip_q | ~mma_map_q[68])) &
+          (10'd68 >= (mma_b_k + 10'd1))) | ((((16'd69 < mma_k_q) & (~mma_skip_q | ~mma_map_q[69])) &
+          (10'd69 >= (mma_b_k + 10'd1))) | ((((16'd70 < mma_k_q) & (~mma_skip_q | ~mma_map_q[70])) &
+          (10'd70 >= (mma_b_k + 10'd1))) | ((((16'd71 < mma_k_q) & (~mma_skip_q | ~mma_map_q[71])) &
+          (10'd71 >= (mma_b_k + 10'd1))) | ((((16'd72 < mma_k_q) & (~mma_skip_q | ~mma_map_q[72])) &
+          (10'd72 >= (mma_b_k + 10'd1))) | ((((16'd73 < mma_k_q) & (~mma_skip_q | ~mma_map_q[73])) &
+          (10'd73 >= (mma_b_k + 10'd1))) | ((((16'd74 < mma_k_q) & (~mma_skip_q | ~mma_map_q[74])) &
+          (10'd74 >= (mma_b_k + 10'd1))) | ((((16'd75 < mma_k_q) & (~mma_skip_q | ~mma_map_q[75])) &
+          (10'd75 >= (mma_b_k + 10'd1))) | ((((16'd76 < mma_k_q) & (~mma_skip_q | ~mma_map_q[76])) &
+          (10'd76 >= (mma_b_k + 10'd1))) | ((((16'd77 < mma_k_q) & (~mma_skip_q | ~mma_map_q[77])) &
+          (10'd77 >= (mma_b_k + 10'd1))) | ((((16'd78 < mma_k_q) & (~mma_skip_q | ~mma_map_q[78])) &
+          (10'd78 >= (mma_b_k + 10'd1))) | ((((16'd79 < mma_k_q) & (~mma_skip_q | ~mma_map_q[79])) &
+          (10'd79 >= (mma_b_k + 10'd1))) | ((((16'd80 < mma_k_q) & (~mma_skip_q | ~mma_map_q[80])) &
+          (10'd80 >= (mma_b_k + 10'd1))) | ((((16'd81 < mma_k_q) & (~mma_skip_q | ~mma_map_q[81])) &
+          (10'd81 >= (mma_b_k + 10'd1))) | ((((16'd82 < mma_k_q) & (~mma_skip_q | ~mma_map_q[82])) &
+          (10'd82 >= (mma_b_k + 10'd1))) | ((((16'd83 < mma_k_q) & (~mma_skip_q | ~mma_map_q[83])) &
+          (10'd83 >= (mma_b_k + 10'd1))) | ((((16'd84 < mma_k_q) & (~mma_skip_q | ~mma_map_q[84])) &
+          (10'd84 >= (mma_b_k + 10'd1))) | ((((16'd85 < mma_k_q) & (~mma_skip_q | ~mma_map_q[85])) &
+          (10'd85 >= (mma_b_k + 10'd1))) | ((((16'd86 < mma_k_q) & (~mma_skip_q | ~mma_map_q[86])) &
+          (10'd86 >= (mma_b_k + 10'd1))) | ((((16'd87 < mma_k_q) & (~mma_skip_q | ~mma_map_q[87])) &
+          (10'd87 >= (mma_b_k + 10'd1))) | ((((16'd88 < mma_k_q) & (~mma_skip_q | ~mma_map_q[88])) &
+          (10'd88 >= (mma_b_k + 10'd1))) | ((((16'd89 < mma_k_q) & (~mma_skip_q | ~mma_map_q[89])) &
+          (10'd89 >= (mma_b_k + 10'd1))) | ((((16'd90 < mma_k_q) & (~mma_skip_q | ~mma_map_q[90])) &
+          (10'd90 >= (mma_b_k + 10'd1))) | ((((16'd91 < mma_k_q) & (~mma_skip_q | ~mma_map_q[91])) &
+          (10'd91 >= (mma_b_k + 10'd1))) | ((((16'd92 < mma_k_q) & (~mma_skip_q | ~mma_map_q[92])) &
+          (10'd92 >= (mma_b_k + 10'd1))) | ((((16'd93 < mma_k_q) & (~mma_skip_q | ~mma_map_q[93])) &
+          (10'd93 >= (mma_b_k + 10'd1))) | ((((16'd94 < mma_k_q) & (~mma_skip_q | ~mma_map_q[94])) &
+          (10'd94 >= (mma_b_k + 10'd1))) | ((((16'd95 < mma_k_q) & (~mma_skip_q | ~mma_map_q[95])) &
+          (10'd95 >= (mma_b_k + 10'd1))) | ((((16'd96 < mma_k_q) & (~mma_skip_q | ~mma_map_q[96])) &
+          (10'd96 >= (mma_b_k + 10'd1))) | ((((16'd97 < mma_k_q) & (~mma_skip_q | ~mma_map_q[97])) &
+          (10'd97 >= (mma_b_k + 10'd1))) | ((((16'd98 < mma_k_q) & (~mma_skip_q | ~mma_map_q[98])) &
+          (10'd98 >= (mma_b_k + 10'd1))) | ((((16'd99 < mma_k_q) & (~mma_skip_q | ~mma_map_q[99])) &
+          (10'd99 >= (mma_b_k + 10'd1))) | ((((16'd100 < mma_k_q) & (~mma_skip_q | ~mma_map_q[100]))
+          & (10'd100 >= (mma_b_k + 10'd1))) | ((((16'd101 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[101])) & (10'd101 >= (mma_b_k + 10'd1))) | ((((16'd102 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[102])) & (10'd102 >= (mma_b_k + 10'd1))) | ((((16'd103 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[103])) & (10'd103 >= (mma_b_k + 10'd1))) |
+          ((((16'd104 < mma_k_q) & (~mma_skip_q | ~mma_map_q[104])) & (10'd104 >= (mma_b_k +
+          10'd1))) | ((((16'd105 < mma_k_q) & (~mma_skip_q | ~mma_map_q[105])) & (10'd105 >=
+          (mma_b_k + 10'd1))) | ((((16'd106 < mma_k_q) & (~mma_skip_q | ~mma_map_q[106])) & (10'd106
+          >= (mma_b_k + 10'd1))) | ((((16'd107 < mma_k_q) & (~mma_skip_q | ~mma_map_q[107])) &
+          (10'd107 >= (mma_b_k + 10'd1))) | ((((16'd108 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[108])) & (10'd108 >= (mma_b_k + 10'd1))) | ((((16'd109 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[109])) & (10'd109 >= (mma_b_k + 10'd1))) | ((((16'd110 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[110])) & (10'd110 >= (mma_b_k + 10'd1))) |
+          ((((16'd111 < mma_k_q) & (~mma_skip_q | ~mma_map_q[111])) & (10'd111 >= (mma_b_k +
+          10'd1))) | ((((16'd112 < mma_k_q) & (~mma_skip_q | ~mma_map_q[112])) & (10'd112 >=
+          (mma_b_k + 10'd1))) | ((((16'd113 < mma_k_q) & (~mma_skip_q | ~mma_map_q[113])) & (10'd113
+          >= (mma_b_k + 10'd1))) | ((((16'd114 < mma_k_q) & (~mma_skip_q | ~mma_map_q[114])) &
+          (10'd114 >= (mma_b_k + 10'd1))) | ((((16'd115 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[115])) & (10'd115 >= (mma_b_k + 10'd1))) | ((((16'd116 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[116])) & (10'd116 >= (mma_b_k + 10'd1))) | ((((16'd117 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[117])) & (10'd117 >= (mma_b_k + 10'd1))) |
+          ((((16'd118 < mma_k_q) & (~mma_skip_q | ~mma_map_q[118])) & (10'd118 >= (mma_b_k +
+          10'd1))) | ((((16'd119 < mma_k_q) & (~mma_skip_q | ~mma_map_q[119])) & (10'd119 >=
+          (mma_b_k + 10'd1))) | ((((16'd120 < mma_k_q) & (~mma_skip_q | ~mma_map_q[120])) & (10'd120
+          >= (mma_b_k + 10'd1))) | ((((16'd121 < mma_k_q) & (~mma_skip_q | ~mma_map_q[121])) &
+          (10'd121 >= (mma_b_k + 10'd1))) | ((((16'd122 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[122])) & (10'd122 >= (mma_b_k + 10'd1))) | ((((16'd123 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[123])) & (10'd123 >= (mma_b_k + 10'd1))) | ((((16'd124 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[124])) & (10'd124 >= (mma_b_k + 10'd1))) |
+          ((((16'd125 < mma_k_q) & (~mma_skip_q | ~mma_map_q[125])) & (10'd125 >= (mma_b_k +
+          10'd1))) | ((((16'd126 < mma_k_q) & (~mma_skip_q | ~mma_map_q[126])) & (10'd126 >=
+          (mma_b_k + 10'd1))) | ((((16'd127 < mma_k_q) & (~mma_skip_q | ~mma_map_q[127])) & (10'd127
+          >= (mma_b_k + 10'd1))) | ((((16'd128 < mma_k_q) & (~mma_skip_q | ~mma_map_q[128])) &
+          (10'd128 >= (mma_b_k + 10'd1))) | ((((16'd129 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[129])) & (10'd129 >= (mma_b_k + 10'd1))) | ((((16'd130 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[130])) & (10'd130 >= (mma_b_k + 10'd1))) | ((((16'd131 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[131])) & (10'd131 >= (mma_b_k + 10'd1))) |
+          ((((16'd132 < mma_k_q) & (~mma_skip_q | ~mma_map_q[132])) & (10'd132 >= (mma_b_k +
+          10'd1))) | ((((16'd133 < mma_k_q) & (~mma_skip_q | ~mma_map_q[133])) & (10'd133 >=
+          (mma_b_k + 10'd1))) | ((((16'd134 < mma_k_q) & (~mma_skip_q | ~mma_map_q[134])) & (10'd134
+          >= (mma_b_k + 10'd1))) | ((((16'd135 < mma_k_q) & (~mma_skip_q | ~mma_map_q[135])) &
+          (10'd135 >= (mma_b_k + 10'd1))) | ((((16'd136 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[136])) & (10'd136 >= (mma_b_k + 10'd1))) | ((((16'd137 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[137])) & (10'd137 >= (mma_b_k + 10'd1))) | ((((16'd138 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[138])) & (10'd138 >= (mma_b_k + 10'd1))) |
+          ((((16'd139 < mma_k_q) & (~mma_skip_q | ~mma_map_q[139])) & (10'd139 >= (mma_b_k +
+          10'd1))) | ((((16'd140 < mma_k_q) & (~mma_skip_q | ~mma_map_q[140])) & (10'd140 >=
+          (mma_b_k + 10'd1))) | ((((16'd141 < mma_k_q) & (~mma_skip_q | ~mma_map_q[141])) & (10'd141
+          >= (mma_b_k + 10'd1))) | ((((16'd142 < mma_k_q) & (~mma_skip_q | ~mma_map_q[142])) &
+          (10'd142 >= (mma_b_k + 10'd1))) | ((((16'd143 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[143])) & (10'd143 >= (mma_b_k + 10'd1))) | ((((16'd144 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[144])) & (10'd144 >= (mma_b_k + 10'd1))) | ((((16'd145 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[145])) & (10'd145 >= (mma_b_k + 10'd1))) |
+          ((((16'd146 < mma_k_q) & (~mma_skip_q | ~mma_map_q[146])) & (10'd146 >= (mma_b_k +
+          10'd1))) | ((((16'd147 < mma_k_q) & (~mma_skip_q | ~mma_map_q[147])) & (10'd147 >=
+          (mma_b_k + 10'd1))) | ((((16'd148 < mma_k_q) & (~mma_skip_q | ~mma_map_q[148])) & (10'd148
+          >= (mma_b_k + 10'd1))) | ((((16'd149 < mma_k_q) & (~mma_skip_q | ~mma_map_q[149])) &
+          (10'd149 >= (mma_b_k + 10'd1))) | ((((16'd150 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[150])) & (10'd150 >= (mma_b_k + 10'd1))) | ((((16'd151 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[151])) & (10'd151 >= (mma_b_k + 10'd1))) | ((((16'd152 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[152])) & (10'd152 >= (mma_b_k + 10'd1))) |
+          ((((16'd153 < mma_k_q) & (~mma_skip_q | ~mma_map_q[153])) & (10'd153 >= (mma_b_k +
+          10'd1))) | ((((16'd154 < mma_k_q) & (~mma_skip_q | ~mma_map_q[154])) & (10'd154 >=
+          (mma_b_k + 10'd1))) | ((((16'd155 < mma_k_q) & (~mma_skip_q | ~mma_map_q[155])) & (10'd155
+          >= (mma_b_k + 10'd1))) | ((((16'd156 < mma_k_q) & (~mma_skip_q | ~mma_map_q[156])) &
+          (10'd156 >= (mma_b_k + 10'd1))) | ((((16'd157 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[157])) & (10'd157 >= (mma_b_k + 10'd1))) | ((((16'd158 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[158])) & (10'd158 >= (mma_b_k + 10'd1))) | ((((16'd159 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[159])) & (10'd159 >= (mma_b_k + 10'd1))) |
+          ((((16'd160 < mma_k_q) & (~mma_skip_q | ~mma_map_q[160])) & (10'd160 >= (mma_b_k +
+          10'd1))) | ((((16'd161 < mma_k_q) & (~mma_skip_q | ~mma_map_q[161])) & (10'd161 >=
+          (mma_b_k + 10'd1))) | ((((16'd162 < mma_k_q) & (~mma_skip_q | ~mma_map_q[162])) & (10'd162
+          >= (mma_b_k + 10'd1))) | ((((16'd163 < mma_k_q) & (~mma_skip_q | ~mma_map_q[163])) &
+          (10'd163 >= (mma_b_k + 10'd1))) | ((((16'd164 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[164])) & (10'd164 >= (mma_b_k + 10'd1))) | ((((16'd165 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[165])) & (10'd165 >= (mma_b_k + 10'd1))) | ((((16'd166 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[166])) & (10'd166 >= (mma_b_k + 10'd1))) |
+          ((((16'd167 < mma_k_q) & (~mma_skip_q | ~mma_map_q[167])) & (10'd167 >= (mma_b_k +
+          10'd1))) | ((((16'd168 < mma_k_q) & (~mma_skip_q | ~mma_map_q[168])) & (10'd168 >=
+          (mma_b_k + 10'd1))) | ((((16'd169 < mma_k_q) & (~mma_skip_q | ~mma_map_q[169])) & (10'd169
+          >= (mma_b_k + 10'd1))) | ((((16'd170 < mma_k_q) & (~mma_skip_q | ~mma_map_q[170])) &
+          (10'd170 >= (mma_b_k + 10'd1))) | ((((16'd171 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[171])) & (10'd171 >= (mma_b_k + 10'd1))) | ((((16'd172 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[172])) & (10'd172 >= (mma_b_k + 10'd1))) | ((((16'd173 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[173])) & (10'd173 >= (mma_b_k + 10'd1))) |
+          ((((16'd174 < mma_k_q) & (~mma_skip_q | ~mma_map_q[174])) & (10'd174 >= (mma_b_k +
+          10'd1))) | ((((16'd175 < mma_k_q) & (~mma_skip_q | ~mma_map_q[175])) & (10'd175 >=
+          (mma_b_k + 10'd1))) | ((((16'd176 < mma_k_q) & (~mma_skip_q | ~mma_map_q[176])) & (10'd176
+          >= (mma_b_k + 10'd1))) | ((((16'd177 < mma_k_q) & (~mma_skip_q | ~mma_map_q[177])) &
+          (10'd177 >= (mma_b_k + 10'd1))) | ((((16'd178 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[178])) & (10'd178 >= (mma_b_k + 10'd1))) | ((((16'd179 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[179])) & (10'd179 >= (mma_b_k + 10'd1))) | ((((16'd180 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[180])) & (10'd180 >= (mma_b_k + 10'd1))) |
+          ((((16'd181 < mma_k_q) & (~mma_skip_q | ~mma_map_q[181])) & (10'd181 >= (mma_b_k +
+          10'd1))) | ((((16'd182 < mma_k_q) & (~mma_skip_q | ~mma_map_q[182])) & (10'd182 >=
+          (mma_b_k + 10'd1))) | ((((16'd183 < mma_k_q) & (~mma_skip_q | ~mma_map_q[183])) & (10'd183
+          >= (mma_b_k + 10'd1))) | ((((16'd184 < mma_k_q) & (~mma_skip_q | ~mma_map_q[184])) &
+          (10'd184 >= (mma_b_k + 10'd1))) | ((((16'd185 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[185])) & (10'd185 >= (mma_b_k + 10'd1))) | ((((16'd186 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[186])) & (10'd186 >= (mma_b_k + 10'd1))) | ((((16'd187 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[187])) & (10'd187 >= (mma_b_k + 10'd1))) |
+          ((((16'd188 < mma_k_q) & (~mma_skip_q | ~mma_map_q[188])) & (10'd188 >= (mma_b_k +
+          10'd1))) | ((((16'd189 < mma_k_q) & (~mma_skip_q | ~mma_map_q[189])) & (10'd189 >=
+          (mma_b_k + 10'd1))) | ((((16'd190 < mma_k_q) & (~mma_skip_q | ~mma_map_q[190])) & (10'd190
+          >= (mma_b_k + 10'd1))) | ((((16'd191 < mma_k_q) & (~mma_skip_q | ~mma_map_q[191])) &
+          (10'd191 >= (mma_b_k + 10'd1))) | ((((16'd192 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[192])) & (10'd192 >= (mma_b_k + 10'd1))) | ((((16'd193 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[193])) & (10'd193 >= (mma_b_k + 10'd1))) | ((((16'd194 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[194])) & (10'd194 >= (mma_b_k + 10'd1))) |
+          ((((16'd195 < mma_k_q) & (~mma_skip_q | ~mma_map_q[195])) & (10'd195 >= (mma_b_k +
+          10'd1))) | ((((16'd196 < mma_k_q) & (~mma_skip_q | ~mma_map_q[196])) & (10'd196 >=
+          (mma_b_k + 10'd1))) | ((((16'd197 < mma_k_q) & (~mma_skip_q | ~mma_map_q[197])) & (10'd197
+          >= (mma_b_k + 10'd1))) | ((((16'd198 < mma_k_q) & (~mma_skip_q | ~mma_map_q[198])) &
+          (10'd198 >= (mma_b_k + 10'd1))) | ((((16'd199 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[199])) & (10'd199 >= (mma_b_k + 10'd1))) | ((((16'd200 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[200])) & (10'd200 >= (mma_b_k + 10'd1))) | ((((16'd201 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[201])) & (10'd201 >= (mma_b_k + 10'd1))) |
+          ((((16'd202 < mma_k_q) & (~mma_skip_q | ~mma_map_q[202])) & (10'd202 >= (mma_b_k +
+          10'd1))) | ((((16'd203 < mma_k_q) & (~mma_skip_q | ~mma_map_q[203])) & (10'd203 >=
+          (mma_b_k + 10'd1))) | ((((16'd204 < mma_k_q) & (~mma_skip_q | ~mma_map_q[204])) & (10'd204
+          >= (mma_b_k + 10'd1))) | ((((16'd205 < mma_k_q) & (~mma_skip_q | ~mma_map_q[205])) &
+          (10'd205 >= (mma_b_k + 10'd1))) | ((((16'd206 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[206])) & (10'd206 >= (mma_b_k + 10'd1))) | ((((16'd207 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[207])) & (10'd207 >= (mma_b_k + 10'd1))) | ((((16'd208 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[208])) & (10'd208 >= (mma_b_k + 10'd1))) |
+          ((((16'd209 < mma_k_q) & (~mma_skip_q | ~mma_map_q[209])) & (10'd209 >= (mma_b_k +
+          10'd1))) | ((((16'd210 < mma_k_q) & (~mma_skip_q | ~mma_map_q[210])) & (10'd210 >=
+          (mma_b_k + 10'd1))) | ((((16'd211 < mma_k_q) & (~mma_skip_q | ~mma_map_q[211])) & (10'd211
+          >= (mma_b_k + 10'd1))) | ((((16'd212 < mma_k_q) & (~mma_skip_q | ~mma_map_q[212])) &
+          (10'd212 >= (mma_b_k + 10'd1))) | ((((16'd213 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[213])) & (10'd213 >= (mma_b_k + 10'd1))) | ((((16'd214 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[214])) & (10'd214 >= (mma_b_k + 10'd1))) | ((((16'd215 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[215])) & (10'd215 >= (mma_b_k + 10'd1))) |
+          ((((16'd216 < mma_k_q) & (~mma_skip_q | ~mma_map_q[216])) & (10'd216 >= (mma_b_k +
+          10'd1))) | ((((16'd217 < mma_k_q) & (~mma_skip_q | ~mma_map_q[217])) & (10'd217 >=
+          (mma_b_k + 10'd1))) | ((((16'd218 < mma_k_q) & (~mma_skip_q | ~mma_map_q[218])) & (10'd218
+          >= (mma_b_k + 10'd1))) | ((((16'd219 < mma_k_q) & (~mma_skip_q | ~mma_map_q[219])) &
+          (10'd219 >= (mma_b_k + 10'd1))) | ((((16'd220 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[220])) & (10'd220 >= (mma_b_k + 10'd1))) | ((((16'd221 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[221])) & (10'd221 >= (mma_b_k + 10'd1))) | ((((16'd222 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[222])) & (10'd222 >= (mma_b_k + 10'd1))) |
+          ((((16'd223 < mma_k_q) & (~mma_skip_q | ~mma_map_q[223])) & (10'd223 >= (mma_b_k +
+          10'd1))) | ((((16'd224 < mma_k_q) & (~mma_skip_q | ~mma_map_q[224])) & (10'd224 >=
+          (mma_b_k + 10'd1))) | ((((16'd225 < mma_k_q) & (~mma_skip_q | ~mma_map_q[225])) & (10'd225
+          >= (mma_b_k + 10'd1))) | ((((16'd226 < mma_k_q) & (~mma_skip_q | ~mma_map_q[226])) &
+          (10'd226 >= (mma_b_k + 10'd1))) | ((((16'd227 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[227])) & (10'd227 >= (mma_b_k + 10'd1))) | ((((16'd228 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[228])) & (10'd228 >= (mma_b_k + 10'd1))) | ((((16'd229 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[229])) & (10'd229 >= (mma_b_k + 10'd1))) |
+          ((((16'd230 < mma_k_q) & (~mma_skip_q | ~mma_map_q[230])) & (10'd230 >= (mma_b_k +
+          10'd1))) | ((((16'd231 < mma_k_q) & (~mma_skip_q | ~mma_map_q[231])) & (10'd231 >=
+          (mma_b_k + 10'd1))) | ((((16'd232 < mma_k_q) & (~mma_skip_q | ~mma_map_q[232])) & (10'd232
+          >= (mma_b_k + 10'd1))) | ((((16'd233 < mma_k_q) & (~mma_skip_q | ~mma_map_q[233])) &
+          (10'd233 >= (mma_b_k + 10'd1))) | ((((16'd234 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[234])) & (10'd234 >= (mma_b_k + 10'd1))) | ((((16'd235 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[235])) & (10'd235 >= (mma_b_k + 10'd1))) | ((((16'd236 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[236])) & (10'd236 >= (mma_b_k + 10'd1))) |
+          ((((16'd237 < mma_k_q) & (~mma_skip_q | ~mma_map_q[237])) & (10'd237 >= (mma_b_k +
+          10'd1))) | ((((16'd238 < mma_k_q) & (~mma_skip_q | ~mma_map_q[238])) & (10'd238 >=
+          (mma_b_k + 10'd1))) | ((((16'd239 < mma_k_q) & (~mma_skip_q | ~mma_map_q[239])) & (10'd239
+          >= (mma_b_k + 10'd1))) | ((((16'd240 < mma_k_q) & (~mma_skip_q | ~mma_map_q[240])) &
+          (10'd240 >= (mma_b_k + 10'd1))) | ((((16'd241 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[241])) & (10'd241 >= (mma_b_k + 10'd1))) | ((((16'd242 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[242])) & (10'd242 >= (mma_b_k + 10'd1))) | ((((16'd243 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[243])) & (10'd243 >= (mma_b_k + 10'd1))) |
+          ((((16'd244 < mma_k_q) & (~mma_skip_q | ~mma_map_q[244])) & (10'd244 >= (mma_b_k +
+          10'd1))) | ((((16'd245 < mma_k_q) & (~mma_skip_q | ~mma_map_q[245])) & (10'd245 >=
+          (mma_b_k + 10'd1))) | ((((16'd246 < mma_k_q) & (~mma_skip_q | ~mma_map_q[246])) & (10'd246
+          >= (mma_b_k + 10'd1))) | ((((16'd247 < mma_k_q) & (~mma_skip_q | ~mma_map_q[247])) &
+          (10'd247 >= (mma_b_k + 10'd1))) | ((((16'd248 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[248])) & (10'd248 >= (mma_b_k + 10'd1))) | ((((16'd249 < mma_k_q) &
+          (~mma_skip_q | ~mma_map_q[249])) & (10'd249 >= (mma_b_k + 10'd1))) | ((((16'd250 <
+          mma_k_q) & (~mma_skip_q | ~mma_map_q[250])) & (10'd250 >= (mma_b_k + 10'd1))) |
+          ((((16'd251 < mma_k_q) & (~mma_skip_q | ~mma_map_q[251])) & (10'd251 >= (mma_b_k +
+          10'd1))) | ((((16'd252 < mma_k_q) & (~mma_skip_q | ~mma_map_q[252])) & (10'd252 >=
+          (mma_b_k + 10'd1))) | ((((16'd253 < mma_k_q) & (~mma_skip_q | ~mma_map_q[253])) & (10'd253
+          >= (mma_b_k + 10'd1))) | ((((16'd254 < mma_k_q) & (~mma_skip_q | ~mma_map_q[254])) &
+          (10'd254 >= (mma_b_k + 10'd1))) | ((((16'd255 < mma_k_q) & (~mma_skip_q |
+          ~mma_map_q[255])) & (10'd255 >= (mma_b_k + 10'd1))) |
+          1'd0))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))
+          ? 10'd0 : (mma_b_idx_q + 10'd1);
     end
   end
 
   always @(posedge clk_i) begin
-    if (mma_go | (mma_b_take & (1'd1 & ((mma_b_k_q + 16'd1) == mma_k_q)))) begin
+    if (mma_go | (mma_b_take & (1'd1 & ~((((16'd0 < mma_k_q) & (~mma_skip_q | ~mma_map_q[0])) &
+        (10'd0 >= (mma_b_k + 10'd1))) | ((((16'd1 < mma_k_q) & (~mma_skip_q | ~mma_map_q[1])) &
+        (10'd1 >= (mma_b_k + 10'd1))) | ((((16'd2 < mma_k_q) & (~mma_skip_q | ~mma_map_q[2])) &
+        (10'd2 >= (mma_b_k + 10'd1))) | ((((16'd3 < mma_k_q) & (~mma_skip_q | ~mma_map_q[3])) &
+        (10'd3 >= (mma_b_k + 10'd1))) | ((((16'd4 < mma_k_q) & (~mma_skip_q | ~mma_map_q[4])) &
+        (10'd4 >= (mma_b_k + 10'd1))) | ((((16'd5 < mma_k_q) & (~mma_skip_q | ~mma_map_q[5])) &
+        (10'd5 >= (mma_b_k + 10'd1))) | ((((16'd6 < mma_k_q) & (~mma_skip_q | ~mma_map_q[6])) &
+        (10'd6 >= (mma_b_k + 10'd1))) | ((((16'd7 < mma_k_q) & (~mma_skip_q | ~mma_map_q[7])) &
+        (10'd7 >= (mma_b_k + 10'd1))) | ((((16'd8 < mma_k_q) & (~mma_skip_q | ~mma_map_q[8])) &
+        (10'd8 >= (mma_b_k + 10'd1))) | ((((16'd9 < mma_k_q) & (~mma_skip_q | ~mma_map_q[9])) &
+        (10'd9 >= (mma_b_k + 10'd1))) | ((((16'd10 < mma_k_q) & (~mma_skip_q | ~mma_map_q[10])) &
+        (10'd10 >= (mma_b_k + 10'd1))) | ((((16'd11 < mma_k_q) & (~mma_skip_q | ~mma_map_q[11])) &
+        (10'd11 >= (mma_b_k + 10'd1))) | ((((16'd12 < mma_k_q) & (~mma_skip_q | ~mma_map_q[12])) &
+        (10'd12 >= (mma_b_k + 10'd1))) | ((((16'd13 < mma_k_q) & (~mma_skip_q | ~mma_map_q[13])) &
+        (10'd13 >= (mma_b_k + 10'd1))) | ((((16'd14 < mma_k_q) & (~mma_skip_q | ~mma_map_q[14])) &
+        (10'd14 >= (mma_b_k + 10'd1))) | ((((16'd15 < mma_k_q) & (~mma_skip_q | ~mma_map_q[15])) &
+        (10'd15 >= (mma_b_k + 10'd1))) | ((((16'd16 < mma_k_q) & (~mma_skip_q | ~mma_map_q[16])) &
+        (10'd16 >= (mma_b_k + 10'd1))) | ((((16'd17 < mma_k_q) & (~mma_skip_q | ~mma_map_q[17])) &
+        (10'd17 >= (mma_b_k + 10'd1))) | ((((16'd18 < mma_k_q) & (~mma_skip_q | ~mma_map_q[18])) &
+        (10'd18 >= (mma_b_k + 10'd1))) | ((((16'd19 < mma_k_q) & (~mma_skip_q | ~mma_map_q[19])) &
+        (10'd19 >= (mma_b_k + 10'd1))) | ((((16'd20 < mma_k_q) & (~mma_skip_q | ~mma_map_q[20])) &
+        (10'd20 >= (mma_b_k + 10'd1))) | ((((16'd21 < mma_k_q) & (~mma_skip_q | ~mma_map_q[21])) &
+        (10'd21 >= (mma_b_k + 10'd1))) | ((((16'd22 < mma_k_q) & (~mma_skip_q | ~mma_map_q[22])) &
+        (10'd22 >= (mma_b_k + 10'd1))) | ((((16'd23 < mma_k_q) & (~mma_skip_q | ~mma_map_q[23])) &
+        (10'd23 >= (mma_b_k + 10'd1))) | ((((16'd24 < mma_k_q) & (~mma_skip_q | ~mma_map_q[24])) &
+        (10'd24 >= (mma_b_k + 10'd1))) | ((((16'd25 < mma_k_q) & (~mma_skip_q | ~mma_map_q[25])) &
+        (10'd25 >= (mma_b_k + 10'd1))) | ((((16'd26 < mma_k_q) & (~mma_skip_q | ~mma_map_q[26])) &
+        (10'd26 >= (mma_b_k + 10'd1))) | ((((16'd27 < mma_k_q) & (~mma_skip_q | ~mma_map_q[27])) &
+        (10'd27 >= (mma_b_k + 10'd1))) | ((((16'd28 < mma_k_q) & (~mma_skip_q | ~mma_map_q[28])) &
+        (10'd28 >= (mma_b_k + 10'd1))) | ((((16'd29 < mma_k_q) & (~mma_skip_q | ~mma_map_q[29])) &
+        (10'd29 >= (mma_b_k + 10'd1))) | ((((16'd30 < mma_k_q) & (~mma_skip_q | ~mma_map_q[30])) &
+        (10'd30 >= (mma_b_k + 10'd1))) | ((((16'd31 < mma_k_q) & (~mma_skip_q | ~mma_map_q[31])) &
+        (10'd31 >= (mma_b_k + 10'd1))) | ((((16'd32 < mma_k_q) & (~mma_skip_q | ~mma_map_q[32])) &
+        (10'd32 >= (mma_b_k + 10'd1))) | ((((16'd33 < mma_k_q) & (~mma_skip_q | ~mma_map_q[33])) &
+        (10'd33 >= (mma_b_k + 10'd1))) | ((((16'd34 < mma_k_q) & (~mma_skip_q | ~mma_map_q[34])) &
+        (10'd34 >= (mma_b_k + 10'd1))) | ((((16'd35 < mma_k_q) & (~mma_skip_q | ~mma_map_q[35])) &
+        (10'd35 >= (mma_b_k + 10'd1))) | ((((16'd36 < mma_k_q) & (~mma_skip_q | ~mma_map_q[36])) &
+        (10'd36 >= (mma_b_k + 10'd1))) | ((((16'd37 < mma_k_q) & (~mma_skip_q | ~mma_map_q[37])) &
+        (10'd37 >= (mma_b_k + 10'd1))) | ((((16'd38 < mma_k_q) & (~mma_skip_q | ~mma_map_q[38])) &
+        (10'd38 >= (mma_b_k + 10'd1))) | ((((16'd39 < mma_k_q) & (~mma_skip_q | ~mma_map_q[39])) &
+        (10'd39 >= (mma_b_k + 10'd1))) | ((((16'd40 < mma_k_q) & (~mma_skip_q | ~mma_map_q[40])) &
+        (10'd40 >= (mma_b_k + 10'd1))) | ((((16'd41 < mma_k_q) & (~mma_skip_q | ~mma_map_q[41])) &
+        (10'd41 >= (mma_b_k + 10'd1))) | ((((16'd42 < mma_k_q) & (~mma_skip_q | ~mma_map_q[42])) &
+        (10'd42 >= (mma_b_k + 10'd1))) | ((((16'd43 < mma_k_q) & (~mma_skip_q | ~mma_map_q[43])) &
+        (10'd43 >= (mma_b_k + 10'd1))) | ((((16'd44 < mma_k_q) & (~mma_skip_q | ~mma_map_q[44])) &
+        (10'd44 >= (mma_b_k + 10'd1))) | ((((16'd45 < mma_k_q) & (~mma_skip_q | ~mma_map_q[45])) &
+        (10'd45 >= (mma_b_k + 10'd1))) | ((((16'd46 < mma_k_q) & (~mma_skip_q | ~mma_map_q[46])) &
+        (10'd46 >= (mma_b_k + 10'd1))) | ((((16'd47 < mma_k_q) & (~mma_skip_q | ~mma_map_q[47])) &
+        (10'd47 >= (mma_b_k + 10'd1))) | ((((16'd48 < mma_k_q) & (~mma_skip_q | ~mma_map_q[48])) &
+        (10'd48 >= (mma_b_k + 10'd1))) | ((((16'd49 < mma_k_q) & (~mma_skip_q | ~mma_map_q[49])) &
+        (10'd49 >= (mma_b_k + 10'd1))) | ((((16'd50 < mma_k_q) & (~mma_skip_q | ~mma_map_q[50])) &
+        (10'd50 >= (mma_b_k + 10'd1))) | ((((16'd51 < mma_k_q) & (~mma_skip_q | ~mma_map_q[51])) &
+        (10'd51 >= (mma_b_k + 10'd1))) | ((((16'd52 < mma_k_q) & (~mma_skip_q | ~mma_map_q[52])) &
+        (10'd52 >= (mma_b_k + 10'd1))) | ((((16'd53 < mma_k_q) & (~mma_skip_q | ~mma_map_q[53])) &
+        (10'd53 >= (mma_b_k + 10'd1))) | ((((16'd54 < mma_k_q) & (~mma_skip_q | ~mma_map_q[54])) &
+        (10'd54 >= (mma_b_k + 10'd1))) | ((((16'd55 < mma_k_q) & (~mma_skip_q | ~mma_map_q[55])) &
+        (10'd55 >= (mma_b_k + 10'd1))) | ((((16'd56 < mma_k_q) & (~mma_skip_q | ~mma_map_q[56])) &
+        (10'd56 >= (mma_b_k + 10'd1))) | ((((16'd57 < mma_k_q) & (~mma_skip_q | ~mma_map_q[57])) &
+        (10'd57 >= (mma_b_k + 10'd1))) | ((((16'd58 < mma_k_q) & (~mma_skip_q | ~mma_map_q[58])) &
+        (10'd58 >= (mma_b_k + 10'd1))) | ((((16'd59 < mma_k_q) & (~mma_skip_q | ~mma_map_q[59])) &
+        (10'd59 >= (mma_b_k + 10'd1))) | ((((16'd60 < mma_k_q) & (~mma_skip_q | ~mma_map_q[60])) &
+        (10'd60 >= (mma_b_k + 10'd1))) | ((((16'd61 < mma_k_q) & (~mma_skip_q | ~mma_map_q[61])) &
+        (10'd61 >= (mma_b_k + 10'd1))) | ((((16'd62 < mma_k_q) & (~mma_skip_q | ~mma_map_q[62])) &
+        (10'd62 >= (mma_b_k + 10'd1))) | ((((16'd63 < mma_k_q) & (~mma_skip_q | ~mma_map_q[63])) &
+        (10'd63 >= (mma_b_k + 10'd1))) | ((((16'd64 < mma_k_q) & (~mma_skip_q | ~mma_map_q[64])) &
+        (10'd64 >= (mma_b_k + 10'd1))) | ((((16'd65 < mma_k_q) & (~mma_skip_q | ~mma_map_q[65])) &
+        (10'd65 >= (mma_b_k + 10'd1))) | ((((16'd66 < mma_k_q) & (~mma_skip_q | ~mma_map_q[66])) &
+        (10'd66 >= (mma_b_k + 10'd1))) | ((((16'd67 < mma_k_q) & (~mma_skip_q | ~mma_map_q[67])) &
+        (10'd67 >= (mma_b_k + 10'd1))) | ((((16'd68 < mma_k_q) & (~mma_skip_q | ~mma_map_q[68])) &
+        (10'd68 >= (mma_b_k + 10'd1))) | ((((16'd69 < mma_k_q) & (~mma_skip_q | ~mma_map_q[69])) &
+        (10'd69 >= (mma_b_k + 10'd1))) | ((((16'd70 < mma_k_q) & (~mma_skip_q | ~mma_map_q[70])) &
+        (10'd70 >= (mma_b_k + 10'd1))) | ((((16'd71 < mma_k_q) & (~mma_skip_q | ~mma_map_q[71])) &
+        (10'd71 >= (mma_b_k + 10'd1))) | ((((16'd72 < mma_k_q) & (~mma_skip_q | ~mma_map_q[72])) &
+        (10'd72 >= (mma_b_k + 10'd1))) | ((((16'd73 < mma_k_q) & (~mma_skip_q | ~mma_map_q[73])) &
+        (10'd73 >= (mma_b_k + 10'd1))) | ((((16'd74 < mma_k_q) & (~mma_skip_q | ~mma_map_q[74])) &
+        (10'd74 >= (mma_b_k + 10'd1))) | ((((16'd75 < mma_k_q) & (~mma_skip_q | ~mma_map_q[75])) &
+        (10'd75 >= (mma_b_k + 10'd1))) | ((((16'd76 < mma_k_q) & (~mma_skip_q | ~mma_map_q[76])) &
+        (10'd76 >= (mma_b_k + 10'd1))) | ((((16'd77 < mma_k_q) & (~mma_skip_q | ~mma_map_q[77])) &
+        (10'd77 >= (mma_b_k + 10'd1))) | ((((16'd78 < mma_k_q) & (~mma_skip_q | ~mma_map_q[78])) &
+        (10'd78 >= (mma_b_k + 10'd1))) | ((((16'd79 < mma_k_q) & (~mma_skip_q | ~mma_map_q[79])) &
+        (10'd79 >= (mma_b_k + 10'd1))) | ((((16'd80 < mma_k_q) & (~mma_skip_q | ~mma_map_q[80])) &
+        (10'd80 >= (mma_b_k + 10'd1))) | ((((16'd81 < mma_k_q) & (~mma_skip_q | ~mma_map_q[81])) &
+        (10'd81 >= (mma_b_k + 10'd1))) | ((((16'd82 < mma_k_q) & (~mma_skip_q | ~mma_map_q[82])) &
+        (10'd82 >= (mma_b_k + 10'd1))) | ((((16'd83 < mma_k_q) & (~mma_skip_q | ~mma_map_q[83])) &
+        (10'd83 >= (mma_b_k + 10'd1))) | ((((16'd84 < mma_k_q) & (~mma_skip_q | ~mma_map_q[84])) &
+        (10'd84 >= (mma_b_k + 10'd1))) | ((((16'd85 < mma_k_q) & (~mma_skip_q | ~mma_map_q[85])) &
+        (10'd85 >= (mma_b_k + 10'd1))) | ((((16'd86 < mma_k_q) & (~mma_skip_q | ~mma_map_q[86])) &
+        (10'd86 >= (mma_b_k + 10'd1))) | ((((16'd87 < mma_k_q) & (~mma_skip_q | ~mma_map_q[87])) &
+        (10'd87 >= (mma_b_k + 10'd1))) | ((((16'd88 < mma_k_q) & (~mma_skip_q | ~mma_map_q[88])) &
+        (10'd88 >= (mma_b_k + 10'd1))) | ((((16'd89 < mma_k_q) & (~mma_skip_q | ~mma_map_q[89])) &
+        (10'd89 >= (mma_b_k + 10'd1))) | ((((16'd90 < mma_k_q) & (~mma_skip_q | ~mma_map_q[90])) &
+        (10'd90 >= (mma_b_k + 10'd1))) | ((((16'd91 < mma_k_q) & (~mma_skip_q | ~mma_map_q[91])) &
+        (10'd91 >= (mma_b_k + 10'd1))) | ((((16'd92 < mma_k_q) & (~mma_skip_q | ~mma_map_q[92])) &
+        (10'd92 >= (mma_b_k + 10'd1))) | ((((16'd93 < mma_k_q) & (~mma_skip_q | ~mma_map_q[93])) &
+        (10'd93 >= (mma_b_k + 10'd1))) | ((((16'd94 < mma_k_q) & (~mma_skip_q | ~mma_map_q[94])) &
+        (10'd94 >= (mma_b_k + 10'd1))) | ((((16'd95 < mma_k_q) & (~mma_skip_q | ~mma_map_q[95])) &
+        (10'd95 >= (mma_b_k + 10'd1))) | ((((16'd96 < mma_k_q) & (~mma_skip_q | ~mma_map_q[96])) &
+        (10'd96 >= (mma_b_k + 10'd1))) | ((((16'd97 < mma_k_q) & (~mma_skip_q | ~mma_map_q[97])) &
+        (10'd97 >= (mma_b_k + 10'd1))) | ((((16'd98 < mma_k_q) & (~mma_skip_q | ~mma_map_q[98])) &
+        (10'd98 >= (mma_b_k + 10'd1))) | ((((16'd99 < mma_k_q) & (~mma_skip_q | ~mma_map_q[99])) &
+        (10'd99 >= (mma_b_k + 10'd1))) | ((((16'd100 < mma_k_q) & (~mma_skip_q | ~mma_map_q[100])) &
+        (10'd100 >= (mma_b_k + 10'd1))) | ((((16'd101 < mma_k_q) & (~mma_skip_q | ~mma_map_q[101]))
+        & (10'd101 >= (mma_b_k + 10'd1))) | ((((16'd102 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[102])) & (10'd102 >= (mma_b_k + 10'd1))) | ((((16'd103 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[103])) & (10'd103 >= (mma_b_k + 10'd1))) | ((((16'd104 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[104])) & (10'd104 >= (mma_b_k + 10'd1))) | ((((16'd105 < mma_k_q)
+        & (~mma_skip_q | ~mma_map_q[105])) & (10'd105 >= (mma_b_k + 10'd1))) | ((((16'd106 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[106])) & (10'd106 >= (mma_b_k + 10'd1))) | ((((16'd107
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[107])) & (10'd107 >= (mma_b_k + 10'd1))) |
+        ((((16'd108 < mma_k_q) & (~mma_skip_q | ~mma_map_q[108])) & (10'd108 >= (mma_b_k + 10'd1)))
+        | ((((16'd109 < mma_k_q) & (~mma_skip_q | ~mma_map_q[109])) & (10'd109 >= (mma_b_k +
+        10'd1))) | ((((16'd110 < mma_k_q) & (~mma_skip_q | ~mma_map_q[110])) & (10'd110 >= (mma_b_k
+        + 10'd1))) | ((((16'd111 < mma_k_q) & (~mma_skip_q | ~mma_map_q[111])) & (10'd111 >=
+        (mma_b_k + 10'd1))) | ((((16'd112 < mma_k_q) & (~mma_skip_q | ~mma_map_q[112])) & (10'd112
+        >= (mma_b_k + 10'd1))) | ((((16'd113 < mma_k_q) & (~mma_skip_q | ~mma_map_q[113])) &
+        (10'd113 >= (mma_b_k + 10'd1))) | ((((16'd114 < mma_k_q) & (~mma_skip_q | ~mma_map_q[114]))
+        & (10'd114 >= (mma_b_k + 10'd1))) | ((((16'd115 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[115])) & (10'd115 >= (mma_b_k + 10'd1))) | ((((16'd116 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[116])) & (10'd116 >= (mma_b_k + 10'd1))) | ((((16'd117 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[117])) & (10'd117 >= (mma_b_k + 10'd1))) | ((((16'd118 < mma_k_q)
+        & (~mma_skip_q | ~mma_map_q[118])) & (10'd118 >= (mma_b_k + 10'd1))) | ((((16'd119 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[119])) & (10'd119 >= (mma_b_k + 10'd1))) | ((((16'd120
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[120])) & (10'd120 >= (mma_b_k + 10'd1))) |
+        ((((16'd121 < mma_k_q) & (~mma_skip_q | ~mma_map_q[121])) & (10'd121 >= (mma_b_k + 10'd1)))
+        | ((((16'd122 < mma_k_q) & (~mma_skip_q | ~mma_map_q[122])) & (10'd122 >= (mma_b_k +
+        10'd1))) | ((((16'd123 < mma_k_q) & (~mma_skip_q | ~mma_map_q[123])) & (10'd123 >= (mma_b_k
+        + 10'd1))) | ((((16'd124 < mma_k_q) & (~mma_skip_q | ~mma_map_q[124])) & (10'd124 >=
+        (mma_b_k + 10'd1))) | ((((16'd125 < mma_k_q) & (~mma_skip_q | ~mma_map_q[125])) & (10'd125
+        >= (mma_b_k + 10'd1))) | ((((16'd126 < mma_k_q) & (~mma_skip_q | ~mma_map_q[126])) &
+        (10'd126 >= (mma_b_k + 10'd1))) | ((((16'd127 < mma_k_q) & (~mma_skip_q | ~mma_map_q[127]))
+        & (10'd127 >= (mma_b_k + 10'd1))) | ((((16'd128 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[128])) & (10'd128 >= (mma_b_k + 10'd1))) | ((((16'd129 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[129])) & (10'd129 >= (mma_b_k + 10'd1))) | ((((16'd130 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[130])) & (10'd130 >= (mma_b_k + 10'd1))) | ((((16'd131 < mma_k_q)
+        & (~mma_skip_q | ~mma_map_q[131])) & (10'd131 >= (mma_b_k + 10'd1))) | ((((16'd132 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[132])) & (10'd132 >= (mma_b_k + 10'd1))) | ((((16'd133
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[133])) & (10'd133 >= (mma_b_k + 10'd1))) |
+        ((((16'd134 < mma_k_q) & (~mma_skip_q | ~mma_map_q[134])) & (10'd134 >= (mma_b_k + 10'd1)))
+        | ((((16'd135 < mma_k_q) & (~mma_skip_q | ~mma_map_q[135])) & (10'd135 >= (mma_b_k +
+        10'd1))) | ((((16'd136 < mma_k_q) & (~mma_skip_q | ~mma_map_q[136])) & (10'd136 >= (mma_b_k
+        + 10'd1))) | ((((16'd137 < mma_k_q) & (~mma_skip_q | ~mma_map_q[137])) & (10'd137 >=
+        (mma_b_k + 10'd1))) | ((((16'd138 < mma_k_q) & (~mma_skip_q | ~mma_map_q[138])) & (10'd138
+        >= (mma_b_k + 10'd1))) | ((((16'd139 < mma_k_q) & (~mma_skip_q | ~mma_map_q[139])) &
+        (10'd139 >= (mma_b_k + 10'd1))) | ((((16'd140 < mma_k_q) & (~mma_skip_q | ~mma_map_q[140]))
+        & (10'd140 >= (mma_b_k + 10'd1))) | ((((16'd141 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[141])) & (10'd141 >= (mma_b_k + 10'd1))) | ((((16'd142 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[142])) & (10'd142 >= (mma_b_k + 10'd1))) | ((((16'd143 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[143])) & (10'd143 >= (mma_b_k + 10'd1))) | ((((16'd144 < mma_k_q)
+        & (~mma_skip_q | ~mma_map_q[144])) & (10'd144 >= (mma_b_k + 10'd1))) | ((((16'd145 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[145])) & (10'd145 >= (mma_b_k + 10'd1))) | ((((16'd146
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[146])) & (10'd146 >= (mma_b_k + 10'd1))) |
+        ((((16'd147 < mma_k_q) & (~mma_skip_q | ~mma_map_q[147])) & (10'd147 >= (mma_b_k + 10'd1)))
+        | ((((16'd148 < mma_k_q) & (~mma_skip_q | ~mma_map_q[148])) & (10'd148 >= (mma_b_k +
+        10'd1))) | ((((16'd149 < mma_k_q) & (~mma_skip_q | ~mma_map_q[149])) & (10'd149 >= (mma_b_k
+        + 10'd1))) | ((((16'd150 < mma_k_q) & (~mma_skip_q | ~mma_map_q[150])) & (10'd150 >=
+        (mma_b_k + 10'd1))) | ((((16'd151 < mma_k_q) & (~mma_skip_q | ~mma_map_q[151])) & (10'd151
+        >= (mma_b_k + 10'd1))) | ((((16'd152 < mma_k_q) & (~mma_skip_q | ~mma_map_q[152])) &
+        (10'd152 >= (mma_b_k + 10'd1))) | ((((16'd153 < mma_k_q) & (~mma_skip_q | ~mma_map_q[153]))
+        & (10'd153 >= (mma_b_k + 10'd1))) | ((((16'd154 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[154])) & (10'd154 >= (mma_b_k + 10'd1))) | ((((16'd155 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[155])) & (10'd155 >= (mma_b_k + 10'd1))) | ((((16'd156 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[156])) & (10'd156 >= (mma_b_k + 10'd1))) | ((((16'd157 < mma_k_q)
+        & (~mma_skip_q | ~mma_map_q[157])) & (10'd157 >= (mma_b_k + 10'd1))) | ((((16'd158 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[158])) & (10'd158 >= (mma_b_k + 10'd1))) | ((((16'd159
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[159])) & (10'd159 >= (mma_b_k + 10'd1))) |
+        ((((16'd160 < mma_k_q) & (~mma_skip_q | ~mma_map_q[160])) & (10'd160 >= (mma_b_k + 10'd1)))
+        | ((((16'd161 < mma_k_q) & (~mma_skip_q | ~mma_map_q[161])) & (10'd161 >= (mma_b_k +
+        10'd1))) | ((((16'd162 < mma_k_q) & (~mma_skip_q | ~mma_map_q[162])) & (10'd162 >= (mma_b_k
+        + 10'd1))) | ((((16'd163 < mma_k_q) & (~mma_skip_q | ~mma_map_q[163])) & (10'd163 >=
+        (mma_b_k + 10'd1))) | ((((16'd164 < mma_k_q) & (~mma_skip_q | ~mma_map_q[164])) & (10'd164
+        >= (mma_b_k + 10'd1))) | ((((16'd165 < mma_k_q) & (~mma_skip_q | ~mma_map_q[165])) &
+        (10'd165 >= (mma_b_k + 10'd1))) | ((((16'd166 < mma_k_q) & (~mma_skip_q | ~mma_map_q[166]))
+        & (10'd166 >= (mma_b_k + 10'd1))) | ((((16'd167 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[167])) & (10'd167 >= (mma_b_k + 10'd1))) | ((((16'd168 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[168])) & (10'd168 >= (mma_b_k + 10'd1))) | ((((16'd169 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[169])) & (10'd169 >= (mma_b_k + 10'd1))) | ((((16'd170 < mma_k_q)
+        & (~mma_skip_q | ~mma_map_q[170])) & (10'd170 >= (mma_b_k + 10'd1))) | ((((16'd171 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[171])) & (10'd171 >= (mma_b_k + 10'd1))) | ((((16'd172
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[172])) & (10'd172 >= (mma_b_k + 10'd1))) |
+        ((((16'd173 < mma_k_q) & (~mma_skip_q | ~mma_map_q[173])) & (10'd173 >= (mma_b_k + 10'd1)))
+        | ((((16'd174 < mma_k_q) & (~mma_skip_q | ~mma_map_q[174])) & (10'd174 >= (mma_b_k +
+        10'd1))) | ((((16'd175 < mma_k_q) & (~mma_skip_q | ~mma_map_q[175])) & (10'd175 >= (mma_b_k
+        + 10'd1))) | ((((16'd176 < mma_k_q) & (~mma_skip_q | ~mma_map_q[176])) & (10'd176 >=
+        (mma_b_k + 10'd1))) | ((((16'd177 < mma_k_q) & (~mma_skip_q | ~mma_map_q[177])) & (10'd177
+        >= (mma_b_k + 10'd1))) | ((((16'd178 < mma_k_q) & (~mma_skip_q | ~mma_map_q[178])) &
+        (10'd178 >= (mma_b_k + 10'd1))) | ((((16'd179 < mma_k_q) & (~mma_skip_q | ~mma_map_q[179]))
+        & (10'd179 >= (mma_b_k + 10'd1))) | ((((16'd180 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[180])) & (10'd180 >= (mma_b_k + 10'd1))) | ((((16'd181 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[181])) & (10'd181 >= (mma_b_k + 10'd1))) | ((((16'd182 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[182])) & (10'd182 >= (mma_b_k + 10'd1))) | ((((16'd183 < mma_k_q)
+        & (~mma_skip_q | ~mma_map_q[183])) & (10'd183 >= (mma_b_k + 10'd1))) | ((((16'd184 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[184])) & (10'd184 >= (mma_b_k + 10'd1))) | ((((16'd185
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[185])) & (10'd185 >= (mma_b_k + 10'd1))) |
+        ((((16'd186 < mma_k_q) & (~mma_skip_q | ~mma_map_q[186])) & (10'd186 >= (mma_b_k + 10'd1)))
+        | ((((16'd187 < mma_k_q) & (~mma_skip_q | ~mma_map_q[187])) & (10'd187 >= (mma_b_k +
+        10'd1))) | ((((16'd188 < mma_k_q) & (~mma_skip_q | ~mma_map_q[188])) & (10'd188 >= (mma_b_k
+        + 10'd1))) | ((((16'd189 < mma_k_q) & (~mma_skip_q | ~mma_map_q[189])) & (10'd189 >=
+        (mma_b_k + 10'd1))) | ((((16'd190 < mma_k_q) & (~mma_skip_q | ~mma_map_q[190])) & (10'd190
+        >= (mma_b_k + 10'd1))) | ((((16'd191 < mma_k_q) & (~mma_skip_q | ~mma_map_q[191])) &
+        (10'd191 >= (mma_b_k + 10'd1))) | ((((16'd192 < mma_k_q) & (~mma_skip_q | ~mma_map_q[192]))
+        & (10'd192 >= (mma_b_k + 10'd1))) | ((((16'd193 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[193])) & (10'd193 >= (mma_b_k + 10'd1))) | ((((16'd194 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[194])) & (10'd194 >= (mma_b_k + 10'd1))) | ((((16'd195 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[195])) & (10'd195 >= (mma_b_k + 10'd1))) | ((((16'd196 < mma_k_q)
+        & (~mma_skip_q | ~mma_map_q[196])) & (10'd196 >= (mma_b_k + 10'd1))) | ((((16'd197 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[197])) & (10'd197 >= (mma_b_k + 10'd1))) | ((((16'd198
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[198])) & (10'd198 >= (mma_b_k + 10'd1))) |
+        ((((16'd199 < mma_k_q) & (~mma_skip_q | ~mma_map_q[199])) & (10'd199 >= (mma_b_k + 10'd1)))
+        | ((((16'd200 < mma_k_q) & (~mma_skip_q | ~mma_map_q[200])) & (10'd200 >= (mma_b_k +
+        10'd1))) | ((((16'd201 < mma_k_q) & (~mma_skip_q | ~mma_map_q[201])) & (10'd201 >= (mma_b_k
+        + 10'd1))) | ((((16'd202 < mma_k_q) & (~mma_skip_q | ~mma_map_q[202])) & (10'd202 >=
+        (mma_b_k + 10'd1))) | ((((16'd203 < mma_k_q) & (~mma_skip_q | ~mma_map_q[203])) & (10'd203
+        >= (mma_b_k + 10'd1))) | ((((16'd204 < mma_k_q) & (~mma_skip_q | ~mma_map_q[204])) &
+        (10'd204 >= (mma_b_k + 10'd1))) | ((((16'd205 < mma_k_q) & (~mma_skip_q | ~mma_map_q[205]))
+        & (10'd205 >= (mma_b_k + 10'd1))) | ((((16'd206 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[206])) & (10'd206 >= (mma_b_k + 10'd1))) | ((((16'd207 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[207])) & (10'd207 >= (mma_b_k + 10'd1))) | ((((16'd208 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[208])) & (10'd208 >= (mma_b_k + 10'd1))) | ((((16'd209 < mma_k_q)
+        & (~mma_skip_q | ~mma_map_q[209])) & (10'd209 >= (mma_b_k + 10'd1))) | ((((16'd210 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[210])) & (10'd210 >= (mma_b_k + 10'd1))) | ((((16'd211
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[211])) & (10'd211 >= (mma_b_k + 10'd1))) |
+        ((((16'd212 < mma_k_q) & (~mma_skip_q | ~mma_map_q[212])) & (10'd212 >= (mma_b_k + 10'd1)))
+        | ((((16'd213 < mma_k_q) & (~mma_skip_q | ~mma_map_q[213])) & (10'd213 >= (mma_b_k +
+        10'd1))) | ((((16'd214 < mma_k_q) & (~mma_skip_q | ~mma_map_q[214])) & (10'd214 >= (mma_b_k
+        + 10'd1))) | ((((16'd215 < mma_k_q) & (~mma_skip_q | ~mma_map_q[215])) & (10'd215 >=
+        (mma_b_k + 10'd1))) | ((((16'd216 < mma_k_q) & (~mma_skip_q | ~mma_map_q[216])) & (10'd216
+        >= (mma_b_k + 10'd1))) | ((((16'd217 < mma_k_q) & (~mma_skip_q | ~mma_map_q[217])) &
+        (10'd217 >= (mma_b_k + 10'd1))) | ((((16'd218 < mma_k_q) & (~mma_skip_q | ~mma_map_q[218]))
+        & (10'd218 >= (mma_b_k + 10'd1))) | ((((16'd219 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[219])) & (10'd219 >= (mma_b_k + 10'd1))) | ((((16'd220 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[220])) & (10'd220 >= (mma_b_k + 10'd1))) | ((((16'd221 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[221])) & (10'd221 >= (mma_b_k + 10'd1))) | ((((16'd222 < mma_k_q)
+        & (~mma_skip_q | ~mma_map_q[222])) & (10'd222 >= (mma_b_k + 10'd1))) | ((((16'd223 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[223])) & (10'd223 >= (mma_b_k + 10'd1))) | ((((16'd224
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[224])) & (10'd224 >= (mma_b_k + 10'd1))) |
+        ((((16'd225 < mma_k_q) & (~mma_skip_q | ~mma_map_q[225])) & (10'd225 >= (mma_b_k + 10'd1)))
+        | ((((16'd226 < mma_k_q) & (~mma_skip_q | ~mma_map_q[226])) & (10'd226 >= (mma_b_k +
+        10'd1))) | ((((16'd227 < mma_k_q) & (~mma_skip_q | ~mma_map_q[227])) & (10'd227 >= (mma_b_k
+        + 10'd1))) | ((((16'd228 < mma_k_q) & (~mma_skip_q | ~mma_map_q[228])) & (10'd228 >=
+        (mma_b_k + 10'd1))) | ((((16'd229 < mma_k_q) & (~mma_skip_q | ~mma_map_q[229])) & (10'd229
+        >= (mma_b_k + 10'd1))) | ((((16'd230 < mma_k_q) & (~mma_skip_q | ~mma_map_q[230])) &
+        (10'd230 >= (mma_b_k + 10'd1))) | ((((16'd231 < mma_k_q) & (~mma_skip_q | ~mma_map_q[231]))
+        & (10'd231 >= (mma_b_k + 10'd1))) | ((((16'd232 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[232])) & (10'd232 >= (mma_b_k + 10'd1))) | ((((16'd233 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[233])) & (10'd233 >= (mma_b_k + 10'd1))) | ((((16'd234 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[234])) & (10'd234 >= (mma_b_k + 10'd1))) | ((((16'd235 < mma_k_q)
+        & (~mma_skip_q | ~mma_map_q[235])) & (10'd235 >= (mma_b_k + 10'd1))) | ((((16'd236 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[236])) & (10'd236 >= (mma_b_k + 10'd1))) | ((((16'd237
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[237])) & (10'd237 >= (mma_b_k + 10'd1))) |
+        ((((16'd238 < mma_k_q) & (~mma_skip_q | ~mma_map_q[238])) & (10'd238 >= (mma_b_k + 10'd1)))
+        | ((((16'd239 < mma_k_q) & (~mma_skip_q | ~mma_map_q[239])) & (10'd239 >= (mma_b_k +
+        10'd1))) | ((((16'd240 < mma_k_q) & (~mma_skip_q | ~mma_map_q[240])) & (10'd240 >= (mma_b_k
+        + 10'd1))) | ((((16'd241 < mma_k_q) & (~mma_skip_q | ~mma_map_q[241])) & (10'd241 >=
+        (mma_b_k + 10'd1))) | ((((16'd242 < mma_k_q) & (~mma_skip_q | ~mma_map_q[242])) & (10'd242
+        >= (mma_b_k + 10'd1))) | ((((16'd243 < mma_k_q) & (~mma_skip_q | ~mma_map_q[243])) &
+        (10'd243 >= (mma_b_k + 10'd1))) | ((((16'd244 < mma_k_q) & (~mma_skip_q | ~mma_map_q[244]))
+        & (10'd244 >= (mma_b_k + 10'd1))) | ((((16'd245 < mma_k_q) & (~mma_skip_q |
+        ~mma_map_q[245])) & (10'd245 >= (mma_b_k + 10'd1))) | ((((16'd246 < mma_k_q) & (~mma_skip_q
+        | ~mma_map_q[246])) & (10'd246 >= (mma_b_k + 10'd1))) | ((((16'd247 < mma_k_q) &
+        (~mma_skip_q | ~mma_map_q[247])) & (10'd247 >= (mma_b_k + 10'd1))) | ((((16'd248 < mma_k_q)
+        & (~mma_skip_q | ~mma_map_q[248])) & (10'd248 >= (mma_b_k + 10'd1))) | ((((16'd249 <
+        mma_k_q) & (~mma_skip_q | ~mma_map_q[249])) & (10'd249 >= (mma_b_k + 10'd1))) | ((((16'd250
+        < mma_k_q) & (~mma_skip_q | ~mma_map_q[250])) & (10'd250 >= (mma_b_k + 10'd1))) |
+        ((((16'd251 < mma_k_q) & (~mma_skip_q | ~mma_map_q[251])) & (10'd251 >= (mma_b_k + 10'd1)))
+        | ((((16'd252 < mma_k_q) & (~mma_skip_q | ~mma_map_q[252])) & (10'd252 >= (mma_b_k +
+        10'd1))) | ((((16'd253 < mma_k_q) & (~mma_skip_q | ~mma_map_q[253])) & (10'd253 >= (mma_b_k
+        + 10'd1))) | ((((16'd254 < mma_k_q) & (~mma_skip_q | ~mma_map_q[254])) & (10'd254 >=
+        (mma_b_k + 10'd1))) | ((((16'd255 < mma_k_q) & (~mma_skip_q | ~mma_map_q[255])) & (10'd255
+        >= (mma_b_k + 10'd1))) |
+        1'd0)))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))
+        begin
       mma_b_cb_q <= (mma_go | ((mma_b_cb_q + 8'd1) == mma_nc_q)) ? 8'd0 : (mma_b_cb_q + 8'd1);
       mma_b_coff_q <= (mma_go | ((mma_b_cb_q + 8'd1) == mma_nc_q)) ? 14'd0 : (mma_b_coff_q + 14'd4);
       mma_b_tile_q <= mma_go ? 16'd0 : (mma_b_tile_q + 16'd1);
@@ -3496,36 +7694,37 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (mma_b_take) begin
-      mma_b_rsp_ent_q <= {mma_b_tile_q[0], mma_b_rsp_ent_q_t117[5:0]};
-      mma_b_rsp_s_q <= mma_b_k_q[1:0];
+      mma_b_rsp_ent_q <= {mma_b_tile_q[0], mma_b_rsp_ent_q_t128[5:0]};
+      mma_b_rsp_s_q <= mma_b_idx_q[1:0];
       mma_b_rsp_h_q <= mma_b_h_q;
       mma_b_rsp_off_q <= mma_b_coff_q[1:0];
     end
   end
 
   always @(posedge clk_i) begin
-    if (mma_go | (u_scratchpad_rd3_rsp_valid & mma_b_rsp_last_q)) begin
+    if (mma_go | ((u_scratchpad_rd3_rsp_valid & ~mma_m_pend_q) & mma_b_rsp_last_q)) begin
       mma_b_fill_q <= mma_go ? 16'd0 : (mma_b_fill_q + 16'd1);
     end
   end
 
   always @(posedge clk_i) begin
     if (mma_s_arm | mma_g_take) begin
-      mma_s_j_q <= (mma_s_arm | (mma_g_take & ((mma_s_j_q + 16'd1) == mma_q_q))) ? 16'd0 : mma_g_take ? (mma_s_j_q + 16'd1) : mma_s_j_q;
-      mma_s_kleft_q <= mma_s_arm ? mma_k_q : (mma_s_kleft_q - 16'd4);
+      mma_s_j_q <= (mma_s_arm | (mma_g_take & ((mma_s_j_q + 16'd1) == mma_q))) ? 16'd0 : mma_g_take ? (mma_s_j_q + 16'd1) : mma_s_j_q;
+      mma_s_kleft_q <= mma_s_arm ? (mma_any_used ? {6'd0, mma_u} : 16'd1) : (mma_s_kleft_q - 16'd4);
     end
   end
 
   always @(posedge clk_i) begin
-    if (mma_go | (mma_g_take & ((mma_s_j_q + 16'd1) == mma_q_q))) begin
+    if (mma_go | ((mma_g_take & ((mma_s_j_q + 16'd1) == mma_q)) & ((mma_s_cb_q + 8'd1) == mma_nc_q))) begin
+      mma_s_rb_q <= mma_go ? 16'd0 : (mma_s_rb_q + 16'd1);
+      mma_s_rows_left_q <= mma_go ? mma_go_t106[7:0] : (mma_s_rows_left_q - 8'd4);
+    end
+  end
+
+  always @(posedge clk_i) begin
+    if (mma_go | (mma_g_take & ((mma_s_j_q + 16'd1) == mma_q))) begin
       mma_s_cb_q <= (mma_go | ((mma_s_cb_q + 8'd1) == mma_nc_q)) ? 8'd0 : (mma_s_cb_q + 8'd1);
       mma_s_tile_q <= mma_go ? 16'd0 : (mma_s_tile_q + 16'd1);
-    end
-  end
-
-  always @(posedge clk_i) begin
-    if (mma_go | ((mma_g_take & ((mma_s_j_q + 16'd1) == mma_q_q)) & ((mma_s_cb_q + 8'd1) == mma_nc_q))) begin
-      mma_s_rows_left_q <= mma_go ? mma_go_t101[7:0] : (mma_s_rows_left_q - 8'd4);
     end
   end
 
@@ -3593,7 +7792,7 @@ module gpurtl_cu (
     if (mma_go | mma_w_issue) begin
       mma_w_n_q <= (mma_go | (mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4)))) ? 8'd0 : (mma_w_n_q + 8'd1);
       mma_w_addr_q <= mma_go ? (dq0_slot_q ? s1_dma_s_q : s0_dma_s_q) : (mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) ? (((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) ? ((((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) & ((mma_w_cb_q + 8'd1) == mma_nc_q)) ? (mma_w_rb_base_q + (mma_pc_q * 14'd4)) : (mma_w_rb_base_q + (((mma_w_cb_q + 8'd1) == mma_nc_q) ? 14'd0 : (mma_w_cbase_q + 14'd16)))) : (mma_w_row_q + mma_pc_q)) : (mma_w_addr_q + 14'd4);
-      mma_w_baddr_q <= mma_go ? mma_bias_q_t108[13:0] : (mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) ? (mma_bias_q + (((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) ? (((mma_w_cb_q + 8'd1) == mma_nc_q) ? 14'd0 : (mma_w_cbase_q + 14'd16)) : mma_w_cbase_q)) : (mma_w_baddr_q + 14'd4);
+      mma_w_baddr_q <= mma_go ? mma_bias_q_t113[13:0] : (mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) ? (mma_bias_q + (((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) ? (((mma_w_cb_q + 8'd1) == mma_nc_q) ? 14'd0 : (mma_w_cbase_q + 14'd16)) : mma_w_cbase_q)) : (mma_w_baddr_q + 14'd4);
     end
   end
 
@@ -3607,7 +7806,7 @@ module gpurtl_cu (
   always @(posedge clk_i) begin
     if (mma_go | (((mma_w_issue & (({8'd0, mma_w_n_q} + 16'd1) == ((({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) < 16'd4) ? ({8'd0, mma_tn_q} - ({8'd0, mma_w_cb_q} * 16'd4)) : 16'd4))) & ((mma_w_r_q + 8'd1) == ((mma_w_rows_left_q < 8'd4) ? mma_w_rows_left_q : 8'd4))) & ((mma_w_cb_q + 8'd1) == mma_nc_q))) begin
       mma_w_rb_base_q <= mma_go ? (dq0_slot_q ? s1_dma_s_q : s0_dma_s_q) : (mma_w_rb_base_q + (mma_pc_q * 14'd4));
-      mma_w_rows_left_q <= mma_go ? mma_go_t101[7:0] : (mma_w_rows_left_q - 8'd4);
+      mma_w_rows_left_q <= mma_go ? mma_go_t106[7:0] : (mma_w_rows_left_q - 8'd4);
     end
   end
 
@@ -3634,13 +7833,13 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (tex_go) begin
-      tex_t_q <= tex_t_q_t125[13:0];
-      tex_w_q <= tex_w_q_t126[15:0];
-      tex_h_q <= tex_w_q_t126[31:16];
-      tex_imm_q <= tex_go_t124[17:8];
-      tex_quads_q <= tex_go_t124[31:24];
-      tex_x0_q <= tex_x0_q_t127[15:0];
-      tex_y0_q <= tex_x0_q_t127[31:16];
+      tex_t_q <= tex_t_q_t145[13:0];
+      tex_w_q <= tex_w_q_t146[15:0];
+      tex_h_q <= tex_w_q_t146[31:16];
+      tex_imm_q <= tex_go_t144[17:8];
+      tex_quads_q <= tex_go_t144[31:24];
+      tex_x0_q <= tex_x0_q_t147[15:0];
+      tex_y0_q <= tex_x0_q_t147[31:16];
     end
   end
 
@@ -3653,7 +7852,7 @@ module gpurtl_cu (
   always @(posedge clk_i) begin
     if (tex_go | (((tex_state_q == 4'd5) & (tex_wreq_q < tex_nwt)) & tex_own_take)) begin
       tex_wreq_q <= tex_go ? 7'd0 : (tex_wreq_q + 7'd1);
-      tex_wbase_q <= tex_go ? (tex_t_q_t125[13:0] - (({11'd0, tex_wbase_q_t135[15:13]} + 14'd1) * ({11'd0, tex_wbase_q_t136[15:13]} + 14'd1))) : (tex_wbase_q + 14'd1);
+      tex_wbase_q <= tex_go ? (tex_t_q_t145[13:0] - (({11'd0, tex_wbase_q_t155[15:13]} + 14'd1) * ({11'd0, tex_wbase_q_t156[15:13]} + 14'd1))) : (tex_wbase_q + 14'd1);
     end
   end
 
@@ -3721,7 +7920,7 @@ module gpurtl_cu (
     if (tex_go | (tex_res_take & (tex_imm_q[1:0] == 2'd3))) begin
       tex_ri_q <= (tex_go | (tex_ri_q == tex_quads_q[3:0])) ? 4'd0 : (tex_ri_q + 4'd1);
       tex_rbase_q <= tex_go ? (dq0_slot_q ? s1_dma_s_q : s0_dma_s_q) : (tex_rbase_q + ((tex_ri_q == tex_quads_q[3:0]) ? (tex_pitch + 14'd8) : 14'd8));
-      tex_r_left_q <= tex_go ? (({5'd0, tex_go_t124[27:24]} + 9'd1) * ({5'd0, tex_go_t124[31:28]} + 9'd1)) : (tex_r_left_q - 9'd1);
+      tex_r_left_q <= tex_go ? (({5'd0, tex_go_t144[27:24]} + 9'd1) * ({5'd0, tex_go_t144[31:28]} + 9'd1)) : (tex_r_left_q - 9'd1);
     end
   end
 
@@ -3733,13 +7932,13 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (tex_go | ((tex_state_q == 4'd9) & tex_own_rsp)) begin
-      tex_list_q <= tex_go ? tex_x0_q_t127[13:0] : (tex_list_q + 14'd8);
+      tex_list_q <= tex_go ? tex_x0_q_t147[13:0] : (tex_list_q + 14'd8);
     end
   end
 
   always @(posedge clk_i) begin
     if (tex_go | (tex_res_take & ~(tex_imm_q[1:0] == 2'd3))) begin
-      tex_n_q <= tex_go ? tex_go_t124[31:18] : (tex_n_q - 14'd1);
+      tex_n_q <= tex_go ? tex_go_t144[31:18] : (tex_n_q - 14'd1);
     end
   end
 
@@ -3784,7 +7983,7 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (s0_x & x_go_cdl) begin
-      s0_cdl_dest_q <= s0_cdl_dest_q_t138[5:0];
+      s0_cdl_dest_q <= s0_cdl_dest_q_t158[5:0];
       s0_cdl_n_q <= x_rb[4:0];
       s0_cdl_mem_q <= x_is_cdl_mem;
       s0_cdl_off_q <= x_cdl_off;
@@ -3794,13 +7993,13 @@ module gpurtl_cu (
   always @(posedge clk_i) begin
     if (s0_x & x_go_dma) begin
       s0_dma_kind_q <= x_dma_kind;
-      s0_dma_s_q <= s0_dma_s_q_t139[13:0];
-      s0_dma_a_q <= (x_dma_kind < 3'd2) ? x_ra_val : {18'd0, s0_dma_a_q_t140[13:0]};
-      s0_dma_stride_q <= ((x_dma_kind < 3'd2) | (x_dma_kind == 3'd6)) ? x_rb_val : {18'd0, s0_dma_stride_q_t141[13:0]};
-      s0_dma_rows_q <= (x_dma_kind == 3'd6) ? s0_dma_rows_q_t143[31:16] : (x_dma_kind == 3'd2) ? x_ra_val[31:16] : x_rc_val[31:16];
-      s0_dma_n_q <= (x_dma_kind == 3'd6) ? s0_dma_rows_q_t143[15:0] : (x_dma_kind == 3'd2) ? x_ra_val[15:0] : x_rc_val[15:0];
-      s0_dma_p_q <= (x_dma_kind == 3'd5) ? {x_imm[13:12], x_imm[11:10], x_imm[9:8], 12'd0, s0_dma_p_q_t144[13:0]} : (x_dma_kind == 3'd6) ? x_imm : (x_dma_kind == 3'd2) ? x_act_p : {16'd0, x_dma_p};
-      s0_dma_z_q <= x_imm[9:8];
+      s0_dma_s_q <= s0_dma_s_q_t159[13:0];
+      s0_dma_a_q <= (x_dma_kind < 3'd2) ? x_ra_val : {18'd0, s0_dma_a_q_t160[13:0]};
+      s0_dma_stride_q <= ((x_dma_kind < 3'd2) | (x_dma_kind == 3'd6)) ? x_rb_val : {18'd0, s0_dma_stride_q_t161[13:0]};
+      s0_dma_rows_q <= (x_dma_kind == 3'd6) ? s0_dma_rows_q_t163[31:16] : (x_dma_kind == 3'd2) ? x_ra_val[31:16] : x_rc_val[31:16];
+      s0_dma_n_q <= (x_dma_kind == 3'd6) ? s0_dma_rows_q_t163[15:0] : (x_dma_kind == 3'd2) ? x_ra_val[15:0] : x_rc_val[15:0];
+      s0_dma_p_q <= (x_dma_kind == 3'd5) ? {x_imm[13:12], x_imm[11:10], x_imm[9:8], 12'd0, s0_dma_p_q_t164[13:0]} : (x_dma_kind == 3'd6) ? x_imm : (x_dma_kind == 3'd2) ? x_act_p : {15'd0, (x_dma_kind == 3'd0) & x_imm[8], x_dma_p};
+      s0_dma_z_q <= (x_dma_kind == 3'd5) ? {1'd0, x_imm[14]} : x_imm[9:8];
     end
   end
 
@@ -3839,7 +8038,7 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (s1_x & x_go_cdl) begin
-      s1_cdl_dest_q <= s0_cdl_dest_q_t138[5:0];
+      s1_cdl_dest_q <= s0_cdl_dest_q_t158[5:0];
       s1_cdl_n_q <= x_rb[4:0];
       s1_cdl_mem_q <= x_is_cdl_mem;
       s1_cdl_off_q <= x_cdl_off;
@@ -3849,13 +8048,13 @@ module gpurtl_cu (
   always @(posedge clk_i) begin
     if (s1_x & x_go_dma) begin
       s1_dma_kind_q <= x_dma_kind;
-      s1_dma_s_q <= s1_dma_s_q_t145[13:0];
-      s1_dma_a_q <= (x_dma_kind < 3'd2) ? x_ra_val : {18'd0, s1_dma_a_q_t146[13:0]};
-      s1_dma_stride_q <= ((x_dma_kind < 3'd2) | (x_dma_kind == 3'd6)) ? x_rb_val : {18'd0, s1_dma_stride_q_t147[13:0]};
-      s1_dma_rows_q <= (x_dma_kind == 3'd6) ? s1_dma_rows_q_t149[31:16] : (x_dma_kind == 3'd2) ? x_ra_val[31:16] : x_rc_val[31:16];
-      s1_dma_n_q <= (x_dma_kind == 3'd6) ? s1_dma_rows_q_t149[15:0] : (x_dma_kind == 3'd2) ? x_ra_val[15:0] : x_rc_val[15:0];
-      s1_dma_p_q <= (x_dma_kind == 3'd5) ? {x_imm[13:12], x_imm[11:10], x_imm[9:8], 12'd0, s1_dma_p_q_t150[13:0]} : (x_dma_kind == 3'd6) ? x_imm : (x_dma_kind == 3'd2) ? x_act_p : {16'd0, x_dma_p};
-      s1_dma_z_q <= x_imm[9:8];
+      s1_dma_s_q <= s1_dma_s_q_t165[13:0];
+      s1_dma_a_q <= (x_dma_kind < 3'd2) ? x_ra_val : {18'd0, s1_dma_a_q_t166[13:0]};
+      s1_dma_stride_q <= ((x_dma_kind < 3'd2) | (x_dma_kind == 3'd6)) ? x_rb_val : {18'd0, s1_dma_stride_q_t167[13:0]};
+      s1_dma_rows_q <= (x_dma_kind == 3'd6) ? s1_dma_rows_q_t169[31:16] : (x_dma_kind == 3'd2) ? x_ra_val[31:16] : x_rc_val[31:16];
+      s1_dma_n_q <= (x_dma_kind == 3'd6) ? s1_dma_rows_q_t169[15:0] : (x_dma_kind == 3'd2) ? x_ra_val[15:0] : x_rc_val[15:0];
+      s1_dma_p_q <= (x_dma_kind == 3'd5) ? {x_imm[13:12], x_imm[11:10], x_imm[9:8], 12'd0, s1_dma_p_q_t170[13:0]} : (x_dma_kind == 3'd6) ? x_imm : (x_dma_kind == 3'd2) ? x_act_p : {15'd0, (x_dma_kind == 3'd0) & x_imm[8], x_dma_p};
+      s1_dma_z_q <= (x_dma_kind == 3'd5) ? {1'd0, x_imm[14]} : x_imm[9:8];
     end
   end
 
@@ -4255,8 +8454,11 @@ module gpurtl_cu (
   wire prop_cdl_no_error_holds = ~u_cbload_rsp_valid | (u_cbload_rsp_error == 3'd0);
   wire prop_dq_thermometer_holds = dq_valid_q[0] | ~dq_valid_q[1];
   wire prop_dq_fits_holds = ({1'd0, dq_pop} <= ({1'd0, dq_valid_q[0]} + {1'd0, dq_valid_q[1]})) & (((({1'd0, dq_valid_q[0]} + {1'd0, dq_valid_q[1]}) - {1'd0, dq_pop}) + {1'd0, x_go_dma}) <= 2'd2);
-  wire prop_mma_abuf_no_collision_holds = ~((u_scratchpad_rd2_rsp_valid & mma_buf_re) & (mma_a_rsp_ent_q == mma_buf_raddr));
-  wire prop_mma_bbuf_no_collision_holds = ~((u_scratchpad_rd3_rsp_valid & mma_buf_re) & (mma_b_rsp_ent_q == mma_buf_raddr));
+  wire prop_mma_abuf0_no_collision_holds = ~(((u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd0 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})))) & mma_buf_re) & ({mma_a_rsp_par_q, mma_abuf0_waddr_t130[5:0]} == mma_abuf_raddr));
+  wire prop_mma_abuf1_no_collision_holds = ~(((u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd1 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})))) & mma_buf_re) & ({mma_a_rsp_par_q, mma_abuf1_waddr_t132[5:0]} == mma_abuf_raddr));
+  wire prop_mma_abuf2_no_collision_holds = ~(((u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd2 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})))) & mma_buf_re) & ({mma_a_rsp_par_q, mma_abuf2_waddr_t134[5:0]} == mma_abuf_raddr));
+  wire prop_mma_abuf3_no_collision_holds = ~(((u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd3 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})))) & mma_buf_re) & ({mma_a_rsp_par_q, mma_abuf3_waddr_t136[5:0]} == mma_abuf_raddr));
+  wire prop_mma_bbuf_no_collision_holds = ~(((u_scratchpad_rd3_rsp_valid & ~mma_m_pend_q) & mma_buf_re) & (mma_b_rsp_ent_q == mma_buf_raddr));
   always @* begin
     if (formal_reset_seen && !rst_i) begin
       // lq: the held entries are the first ones
@@ -4275,8 +8477,14 @@ module gpurtl_cu (
       prop_dq_thermometer: assert (prop_dq_thermometer_holds);
       // dq: pops and pushes are thermometers, a pop takes a held entry, a push finds room
       prop_dq_fits: assert (prop_dq_fits_holds);
-      // mma_abuf: a word is never read in the cycle it is written (block RAM leaves that undefined)
-      prop_mma_abuf_no_collision: assert (prop_mma_abuf_no_collision_holds);
+      // mma_abuf0: a word is never read in the cycle it is written (block RAM leaves that undefined)
+      prop_mma_abuf0_no_collision: assert (prop_mma_abuf0_no_collision_holds);
+      // mma_abuf1: a word is never read in the cycle it is written (block RAM leaves that undefined)
+      prop_mma_abuf1_no_collision: assert (prop_mma_abuf1_no_collision_holds);
+      // mma_abuf2: a word is never read in the cycle it is written (block RAM leaves that undefined)
+      prop_mma_abuf2_no_collision: assert (prop_mma_abuf2_no_collision_holds);
+      // mma_abuf3: a word is never read in the cycle it is written (block RAM leaves that undefined)
+      prop_mma_abuf3_no_collision: assert (prop_mma_abuf3_no_collision_holds);
       // mma_bbuf: a word is never read in the cycle it is written (block RAM leaves that undefined)
       prop_mma_bbuf_no_collision: assert (prop_mma_bbuf_no_collision_holds);
     end

@@ -17,6 +17,7 @@
 // in_b_i          input     256  B: step s, PE column j at channel s*cols+j
 // in_steps_i      input       4  steps present in the group (1..group)
 // in_last_i       input       1  the group ends the tile
+// in_idle_o       output      1  the unit holds no group (input register and loader empty)
 // out_valid_o     output      1  a result row is offered
 // out_ready_i     input       1  the row is taken
 // out_row_o       output      2  row of the tile
@@ -34,6 +35,7 @@ module gpurtl_systolic (
   input  wire [255:0] in_b_i,
   input  wire [3:0]   in_steps_i,
   input  wire         in_last_i,
+  output wire         in_idle_o,
   output wire         out_valid_o,
   input  wire         out_ready_i,
   output wire [1:0]   out_row_o,
@@ -430,6 +432,7 @@ module gpurtl_systolic (
   assign take = in_valid_q & ~(write_bank_q ? bank1_full_q : bank0_full_q);
   assign in_ready_o = in_ready_q;
   assign in_valid_next = accept | (in_valid_q & ~take);
+  assign in_idle_o = ~((in_valid_q | bank0_full_q) | bank1_full_q);
   assign in_useful = ({in_steps_q > 4'd7, in_steps_q > 4'd6, in_steps_q > 4'd5, in_steps_q > 4'd4, in_steps_q > 4'd3, in_steps_q > 4'd2, in_steps_q > 4'd1, in_steps_q > 4'd0} & in_a_nonzero_q) & in_b_nonzero_q;
   assign bank0_load = take & (write_bank_q == 1'd0);
   assign bank1_load = take & (write_bank_q == 1'd1);

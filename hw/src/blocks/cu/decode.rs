@@ -127,10 +127,11 @@ impl Decoded {
                 .or(&lp.and(&nz(&ra).or(&nz(&rb))))
                 .or(&cdl_u.and(&nz(&ra)))
                 .or(&cdl.and(&n_bad))
-                .or(&dma.and(&nz(&imm.slice(15, 8))))
+                .or(&ld.and(&nz(&imm.slice(15, 9))))
+                .or(&st.and(&nz(&imm.slice(15, 8))))
                 .or(&act.and(&nz(&rb).or(&nz(&imm.slice(15, 0)))))
                 .or(&vec2.and(&nz(&imm.slice(31, 16)).or(&imm.slice(15, 8).gt(&Expr::lit(8, 2)))))
-                .or(&mma.and(&imm.slice(9, 8).eq_lit(3).or(&nz(&imm.slice(15, 14))).or(&imm.slice(9, 8).eq_lit(2).not().and(&nz(&imm.slice(31, 16))))))
+                .or(&mma.and(&imm.slice(9, 8).eq_lit(3).or(&imm.bit_at(15)).or(&imm.slice(9, 8).eq_lit(2).not().and(&nz(&imm.slice(31, 16))))))
                 .or(&tex.and(&imm.slice(13, 12).eq_lit(3).or(&imm.slice(15, 14).eq_lit(3)).or(&imm.slice(17, 16).eq_lit(3)).or(&imm.slice(13, 12).eq_lit(2).not().and(&nz(&imm.slice(11, 10))))
                     .or(&imm.slice(9, 8).eq_lit(3).and(&nz(&imm.slice(23, 18))))))
                 .or(&end.and(&nz(&rd).or(&nz(&ra)).or(&nz(&rb)).or(&nz(&imm)))),
@@ -171,6 +172,7 @@ impl Decoded {
         let alignbad = b.let_(
             "x_bad_align",
             &cdl.and(&low2(&cdl_off))
+                .or(&ld.and(&imm.bit_at(8)).and(&low2(&dval)))
                 .or(&act.and(&low2(&dval).or(&low2(&act_pp))))
                 .or(&vec2.or(&mma).and(&low2(&dval).or(&low2(&a)).or(&low2(&bval))))
                 .or(&tex.and(&low2(&dval).or(&low2(&a)).or(&imm.slice(9, 8).eq_lit(3).not().and(&low2(&cval))))),
@@ -185,6 +187,11 @@ impl Decoded {
         // act: rows x words of int32 at the pitch; cmp/exp: their regions.
         let w40 = |e: &Expr| e.zext(40);
         let size40 = w40(msize);
+        // ld ..., zmap: the map's ceil(rows/32) words before s, rows <= kmax.
+        let zm_words = rows.zext(17).add(&Expr::lit(17, 31)).slice(16, 5);
+        let zmap_bad = ld.and(&imm.bit_at(8)).and(&nonempty).and(
+            &w40(&dval).lt(&w40(&zm_words).mul(&Expr::lit(40, 4))).or(&rows.zext(17).gt(&Expr::lit(17, p.kmax as u64))),
+        );
         let a_rows = a.slice(31, 16);
         let a_words = a.slice(15, 0);
         let a_p = b.let_("x_act_p", &act_pp.any().mux(&act_pp.zext(32), &Expr::cat(&[a_words.zext(30), Expr::zero(2)])));
@@ -213,7 +220,8 @@ impl Decoded {
                 .or(&past(&w40(&a).add(&w40(&m_tm).mul(&m_pa))))
                 .or(&past(&w40(&bval).add(&w40(&m_k).mul(&m_pb))))
                 .or(&past(&w40(&dval).add(&w40(&m_tm).mul(&w40(&m_tn)).mul(&Expr::lit(40, 4)))))
-                .or(&m_bias),
+                .or(&m_bias)
+                .or(&imm.bit_at(14).and(&w40(&bval).lt(&w40(&m_k.zext(17).add(&Expr::lit(17, 31)).slice(16, 5)).mul(&Expr::lit(40, 4))))),
         );
         // tex: the texture W x H x z at T (ra); samples: the list (rc) and
         // the results; conv: its start, the kernel before T, the output and
@@ -249,6 +257,7 @@ impl Decoded {
             "x_bad_smem",
             &dma.and(&nonempty)
                 .and(&end_off.gt(&msize.zext(34)))
+                .or(&zmap_bad)
                 .or(&act_bad)
                 .or(&vcmp.and(&cmp_bad))
                 .or(&vexp.and(&exp_bad))

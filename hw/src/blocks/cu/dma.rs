@@ -24,6 +24,8 @@ pub struct Io {
     pub n: Expr,
     /// The scratchpad pitch (already `n` when the instruction gave 0).
     pub p: Expr,
+    /// `ld ..., zmap`: write the rows' zero map before `s` after the copy.
+    pub zmap: Expr,
     pub mem_rd: Bus,
     pub mem_wr: Bus,
     pub spm_rd: Bus,
@@ -132,10 +134,15 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     let out_gate = st.not().or(&credit);
     let out_ready = st.mux(&io.mem_wr.req().ready, &io.spm_wr.req().ready);
     let out_valid = b.let_("dma_out_valid", &busy.and(&out_gate).and(&flush.or(&in_valid.and(&emit))));
-    b.assign(&io.spm_wr.req().valid, &out_valid.and(&st.not()));
-    b.assign(&io.spm_wr.req().field("addr"), &p_out_addr.slice(sw - 1, 0));
-    b.assign(&io.spm_wr.req().field("data"), &word);
-    b.assign(&io.spm_wr.req().field("strb"), &strb);
+    // ld ..., zmap: after the copy the map's words go out on the same port,
+    // one a cycle (declared here, driven below).
+    let zw = b.reg("dma_zw_q", 1, 0);
+    let zm_addr = b.wire("dma_zm_addr", sw);
+    let zm_word = b.wire("dma_zm_word", 32);
+    b.assign(&io.spm_wr.req().valid, &out_valid.and(&st.not()).or(&zw));
+    b.assign(&io.spm_wr.req().field("addr"), &zw.mux(&zm_addr, &p_out_addr.slice(sw - 1, 0)));
+    b.assign(&io.spm_wr.req().field("data"), &zw.mux(&zm_word, &word));
+    b.assign(&io.spm_wr.req().field("strb"), &zw.mux(&Expr::ones(4), &strb));
     b.assign(&io.spm_wr.rsp().ready, &Expr::bit(true));
     b.waive_unused(&io.spm_wr.rsp().valid, "a scratchpad write is done once taken: a later read of it waits for it (docs/scratchpad.md)");
     b.assign(&io.mem_wr.req().valid, &out_valid.and(&st));
@@ -180,6 +187,40 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     b.next(&inflight, &inflight.add(&inc.zext(ow)).sub(&dec.zext(ow)), None);
     let last_row = p_rows.eq_lit(1);
     let done_ld = ld.and(&advance).and(&last_row);
+
+    // ---- ld ..., zmap: a row's bit is 1 when every byte written for it is
+    // zero; the map (kmax bits) is written in the nz cycles after the last
+    // data word, word m at s - 4*nz + 4m ----
+    let kmax = p.kmax;
+    let zm = b.reg_noreset("dma_zm_q", 1);
+    b.next(&zm, &io.zmap.and(&io.st.not()), Some(&go));
+    let zrow = b.reg_noreset("dma_zrow_q", 16);
+    b.next(&zrow, &go.mux(&Expr::zero(16), &zrow.add(&Expr::lit(16, 1))), Some(&go.or(&advance)));
+    let row_nz = b.reg_noreset("dma_row_nz_q", 1);
+    let byte_mask = Expr::cat(&(0..4).rev().map(|l| strb.bit_at(l).repl(8)).collect::<Vec<_>>());
+    let cur_nz = out_fire.and(&st.not()).and(&word.and(&byte_mask).any());
+    let nz_now = b.let_("dma_row_nz", &row_nz.or(&cur_nz));
+    b.next(&row_nz, &go.or(&advance).mux(&Expr::bit(false), &nz_now), Some(&go.or(&advance).or(&cur_nz)));
+    let map = b.reg_noreset("dma_zmap_q", kmax);
+    let onehot = Expr::cat_lanes(&(0..kmax as u64).map(|r| zrow.eq_lit(r)).collect::<Vec<_>>());
+    let set = advance.and(&nz_now.not()).repl(kmax).and(&onehot);
+    b.next(&map, &go.mux(&Expr::zero(kmax), &map.or(&set)), Some(&go.or(&advance)));
+    let mw = bits_for(kmax.div_ceil(32) as u64);
+    let zm_n = b.reg_noreset("dma_zm_n_q", mw);
+    let zm_m = b.reg_noreset("dma_zm_m_q", mw);
+    let zm_base = b.reg_noreset("dma_zm_base_q", sw);
+    let nz_in = io.rows.zext(17).add(&Expr::lit(17, 31)).slice(16, 5);
+    b.next(&zm_n, &nz_in.slice(mw - 1, 0), Some(&go));
+    let nz_sw = if sw - 2 >= 12 { nz_in.zext(sw - 2) } else { nz_in.slice(sw - 3, 0) };
+    b.next(&zm_base, &io.s.sub(&Expr::cat(&[nz_sw, Expr::zero(2)])), Some(&go));
+    let start_map = done_ld.and(&zm);
+    let zm_last = zm_m.add(&Expr::lit(mw, 1)).eq(&zm_n);
+    b.next(&zw, &start_map.or(&zw.and(&zm_last.not())), None);
+    b.next(&zm_m, &start_map.mux(&Expr::zero(mw), &zm_m.add(&Expr::lit(mw, 1))), Some(&start_map.or(&zw)));
+    b.assign(&zm_addr, &zm_base.add(&Expr::cat(&[zm_m.zext(sw - 2), Expr::zero(2)])));
+    let words: Vec<Expr> = (0..kmax.div_ceil(32)).map(|m| map.slice((32 * m + 31).min(kmax - 1), 32 * m).zext(32)).collect();
+    b.assign(&zm_word, &select(&zm_m, &words));
+    let done_ld = done_ld.and(&zm.not()).or(&zw.and(&zm_last));
     let done_st = stm.and(&p_rows.eq_lit(0)).and(&io.mem_wr.rsp().valid).and(&inflight.eq_lit(1));
     let finish = b.let_("dma_finish", &done_ld.or(&done_st));
     b.next(&busy, &go.or(&busy.and(&finish.not())), None);

@@ -329,6 +329,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         rows: select(&dh, &o_rows),
         n: select(&dh, &o_n),
         p: select(&dh, &o_p).slice(15, 0),
+        zmap: select(&dh, &o_p).bit_at(16),
         mem_rd: dma_rd,
         mem_wr: dma_wr,
         spm_rd: spu.bus(BusKind::Read, "rd0"),
@@ -372,12 +373,14 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         qa: select(&dh, &o_p).slice(29, 28),
         qb: select(&dh, &o_p).slice(31, 30),
         bias: select(&dh, &o_p).slice(sw - 1, 0),
+        skip: select(&dh, &o_z).bit_at(0),
         rd_a: spu.bus(BusKind::Read, "rd2"),
         rd_b: spu.bus(BusKind::Read, "rd3"),
         rd_c0: spu.bus(BusKind::Read, "rd4"),
         wr_c: spu.bus(BusKind::Write, "wr2"),
         gin: gu.stream("in"),
         gout: gu.stream("out"),
+        gidle: gu.port("in_idle_o"),
     };
     let mmae = mma::engine(&mut b, p, mma_io);
     b.assign(&mma_busy, &mmae.busy);
@@ -485,8 +488,11 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
         b.next(&o_n[s], &is_tex.mux(&tex_c.slice(15, 0), &is_act.mux(&d.act_words, &d.dma_n)), Some(&cap_d));
         // mma: qb, qa, the C0 mode, the bias row's scratchpad address.
         let mma_p = Expr::cat(&[d.imm.slice(13, 12), d.imm.slice(11, 10), d.imm.slice(9, 8), Expr::zero(26 - sw), abs(&Expr::cat(&[d.imm.slice(31, 16), Expr::zero(2)]))]);
-        b.next(&o_p[s], &k.eq_lit(5).mux(&mma_p, &is_tex.mux(&d.imm, &is_act.mux(&d.act_p, &d.dma_p.zext(32)))), Some(&cap_d));
-        b.next(&o_z[s], &d.vec_z, Some(&cap_d));
+        // ld/st: the pitch, and ld's zmap flag in bit 16.
+        let ldst_p = Expr::cat(&[Expr::zero(15), k.eq_lit(0).and(&d.imm.bit_at(8)), d.dma_p.clone()]);
+        b.next(&o_p[s], &k.eq_lit(5).mux(&mma_p, &is_tex.mux(&d.imm, &is_act.mux(&d.act_p, &ldst_p))), Some(&cap_d));
+        // mma: the skip flag in bit 0 (o_z is the vector ops' size code).
+        b.next(&o_z[s], &k.eq_lit(5).mux(&Expr::cat(&[Expr::zero(1), d.imm.bit_at(14)]), &d.vec_z), Some(&cap_d));
     }
 
     // Register file writes: a dispatch sets its block's registers, the X

@@ -36,6 +36,7 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
             ("last", 1, "the group ends the tile"),
         ],
     );
+    let in_idle = b.output("in_idle_o", 1, "the unit holds no group (input register and loader empty)");
     let (in_valid, in_ready) = (in_s.valid.clone(), in_s.ready.clone());
     let [in_a, in_b, in_steps, in_last] = in_s.get(["a", "b", "steps", "last"]);
     let out_s = b.stream_out(
@@ -121,6 +122,8 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     b.assign(&in_ready, &in_ready_q);
     let inq_valid_next = b.let_("in_valid_next", &accept.or(&inq_valid.and(&take.not())));
     b.next(&inq_valid, &inq_valid_next, None);
+    // Idle: nothing in the input register or either bank (registers only).
+    b.assign(&in_idle, &inq_valid.or(&full[0]).or(&full[1]).not());
     // The non-zero tests are worked out as the group enters the input
     // register, so the wide tests have a cycle of their own; the step count
     // is registered as it is, and the present flags come from it.

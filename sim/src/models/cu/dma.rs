@@ -17,6 +17,13 @@
 //! word's bytes from memory when the word is emitted (memory cannot change
 //! during an `ld`), and `st` its beats' bytes from the scratchpad.
 //!
+//! `ld ..., zmap` (docs/cu.md, "`ld`, `st`" and "DMA"): with `nz =
+//! ceil(rows/32)` and `e0` the cycle the last data word is written, map word
+//! `m` (bit `r mod 32` of word `floor(r/32)`: row `r`'s `n` bytes as read
+//! from memory all zero) is written at share offset `s - 4*nz + 4m` on
+//! `wr0` in `e0 + 1 + m`, all four bytes; the operation is done in `e0 +
+//! nz`. The bits come from memory, which cannot change during an `ld`.
+//!
 //! `st`'s scratchpad reads are `rd0`'s: each is recorded in [`Banks`] in
 //! the cycle the scratchpad takes it (the word's bank: docs/cu.md, "The
 //! scratchpad").
@@ -49,6 +56,8 @@ pub struct Op {
     /// `P`: `p`, or `n` when `p` is 0.
     pub pitch: u32,
     pub smem_base: u32,
+    /// `ld ..., zmap`: the zero map is written after the copy.
+    pub zmap: bool,
 }
 
 /// Row `r`'s geometry.
@@ -84,6 +93,26 @@ impl Op {
     pub fn empty(&self) -> bool {
         self.rows == 0 || self.n == 0
     }
+    /// `nz = ceil(rows/32)`: the zero map's words (0 without `zmap`).
+    pub fn nz(&self) -> u32 {
+        if self.zmap && self.kind == Kind::Ld {
+            self.rows.div_ceil(32)
+        } else {
+            0
+        }
+    }
+    /// The zero map of an `ld ..., zmap`: word `m` has bit `r mod 32` of row
+    /// `r = 32m + ..` set when the row's `n` bytes in `mem` are all zero.
+    pub fn zero_map(&self, mem: &Memory) -> Vec<u32> {
+        let mut map = vec![0u32; self.nz() as usize];
+        for r in 0..self.rows {
+            let a = self.row(r).a as u64;
+            if (0..self.n as u64).all(|i| mem.byte((a + i) & 0xFFFF_FFFF) == 0) {
+                map[(r / 32) as usize] |= 1 << (r % 32);
+            }
+        }
+        map
+    }
 }
 
 /// An operation in progress.
@@ -110,6 +139,10 @@ pub struct Active {
     taken: u64,
     due: VecDeque<u64>,
     written: u64,
+    /// `ld ..., zmap`: `e0` (the last data word's cycle) once known, and
+    /// the map's words.
+    e0: Option<u64>,
+    map: Vec<u32>,
     // st: scratchpad words requested, the word in the scratchpad's response
     // slot (offered), beats taken on dma_wr_req, write responses due and
     // taken.
@@ -158,6 +191,8 @@ impl Active {
             taken: 0,
             due: VecDeque::new(),
             written: 0,
+            e0: None,
+            map: Vec::new(),
             sp_requested: 0,
             sp_row: 0,
             sp_j: 0,
@@ -228,6 +263,14 @@ impl Active {
 
     fn step_ld(&mut self, c: u64, mem: &Memory, smem: &mut [u8]) -> Step {
         let mut s = Step::default();
+        if let Some(e0) = self.e0 {
+            // The zero map: word m in e0 + 1 + m; done in e0 + nz.
+            let m = (c - e0 - 1) as usize;
+            let at = (self.op.smem_base as u64 + self.op.s as u64 - 4 * self.map.len() as u64 + 4 * m as u64) as usize;
+            smem[at..at + 4].copy_from_slice(&self.map[m].to_le_bytes());
+            s.done = m + 1 == self.map.len();
+            return s;
+        }
         // Requested and not taken, as counted at the end of c - 1.
         let in_flight = self.requested - self.taken;
         match self.flush {
@@ -256,6 +299,11 @@ impl Active {
             self.due.push_back(c + self.latency);
         }
         s.done = self.written == self.words;
+        if s.done && self.op.nz() > 0 {
+            self.e0 = Some(c);
+            self.map = self.op.zero_map(mem);
+            s.done = false;
+        }
         s
     }
 

@@ -272,8 +272,13 @@ pub enum Insn {
     CdlUd { rd: u8, n: u8, i: u32 },
     /// `cdl rd, n, [ra + i]`: `n` in 1..=16.
     CdlMem { rd: u8, ra: u8, n: u8, i: u32 },
-    /// `ld rd, ra, rb, rc [, p]`.
+    /// `ld rd, ra, rb, rc [, p]` (`imm` bit 8, `zmap`, clear).
     Ld { rd: u8, ra: u8, rb: u8, rc: u8, p: u16 },
+    /// `ld rd, ra, rb, rc [, p], zmap` (`imm` bit 8 set): the `ld` that also
+    /// writes the rows' zero map before `s`. (A variant of its own rather
+    /// than a flag of [`Insn::Ld`], so that code building `Insn::Ld` stays
+    /// as it was.)
+    LdZmap { rd: u8, ra: u8, rb: u8, rc: u8, p: u16 },
     /// `st rd, ra, rb, rc [, p]`.
     St { rd: u8, ra: u8, rb: u8, rc: u8, p: u16 },
     /// `act rd, ra, 0 [, p]`: ReLU (`f` = 0, the only function defined).
@@ -282,10 +287,11 @@ pub enum Insn {
     Cmp { rd: u8, ra: u8, rb: u8, rc: u8, e: ElemSize },
     /// `exp rd, ra, rb, rc, e`.
     Exp { rd: u8, ra: u8, rb: u8, rc: u8, e: ElemSize },
-    /// `mma rd, ra, rb, rc [, acc | , bias o] [, pad qa, qb]`: `C` at `rd`,
-    /// `A` at `ra`, `B` at `rb`, the shape (`TM`, `TN`, `K`) in `rc`; `C0`;
-    /// the row pads `qa`, `qb` (0..3, in words).
-    Mma { rd: u8, ra: u8, rb: u8, rc: u8, c0: C0, qa: u8, qb: u8 },
+    /// `mma rd, ra, rb, rc [, acc | , bias o] [, pad qa, qb] [, skip]`: `C`
+    /// at `rd`, `A` at `ra`, `B` at `rb`, the shape (`TM`, `TN`, `K`) in
+    /// `rc`; `C0`; the row pads `qa`, `qb` (0..3, in words); `skip` (`imm`
+    /// bit 14): the k-map before `Bo` skips k-steps.
+    Mma { rd: u8, ra: u8, rb: u8, rc: u8, c0: C0, qa: u8, qb: u8, skip: bool },
     /// `tex rd, ra, rb, rc, bilinear n, F, MX, MY, c k` (also `nearest n`,
     /// `gather4 n`, `conv QWxQH`): the output `O` at `rd`, the texture `T`
     /// at `ra`, its size (and a conv's kernel size) in `rb`, the coordinate
@@ -361,9 +367,13 @@ pub fn decode(w: u64) -> Result<Insn, DecodeError> {
             Ok(Insn::CdlMem { rd: f.rd, ra: f.ra, n: f.rb, i: imm })
         }
         op::LD | op::ST => {
-            zero(&[(imm >> 8) & 0xFF])?;
+            // ld: bit 8 = zmap, bits 15:9 unused; st: bits 15:8 unused.
+            let zmap = f.op == op::LD && (imm >> 8) & 1 == 1;
+            zero(&[(imm >> 8) & 0xFF & if f.op == op::LD { 0xFE } else { 0xFF }])?;
             let (rc, p) = (imm as u8, (imm >> 16) as u16);
-            Ok(if f.op == op::LD {
+            Ok(if f.op == op::LD && zmap {
+                Insn::LdZmap { rd: f.rd, ra: f.ra, rb: f.rb, rc, p }
+            } else if f.op == op::LD {
                 Insn::Ld { rd: f.rd, ra: f.ra, rb: f.rb, rc, p }
             } else {
                 Insn::St { rd: f.rd, ra: f.ra, rb: f.rb, rc, p }
@@ -371,8 +381,9 @@ pub fn decode(w: u64) -> Result<Insn, DecodeError> {
         }
         op::MMA => {
             // imm bits 7:0 = rc, 9:8 = the C0 mode, 11:10 = qa, 13:12 = qb,
-            // 15:14 unused, 31:16 = o/4 (mode 2 only; else unused).
-            zero(&[(imm >> 14) & 3])?;
+            // 14 = skip, 15 unused, 31:16 = o/4 (mode 2 only; else unused).
+            zero(&[(imm >> 15) & 1])?;
+            let skip = (imm >> 14) & 1 == 1;
             let hi = imm >> 16;
             let c0 = match (imm >> 8) & 3 {
                 0 => C0::Zero,
@@ -384,7 +395,7 @@ pub fn decode(w: u64) -> Result<Insn, DecodeError> {
                 zero(&[hi])?;
             }
             let (qa, qb) = ((imm >> 10) as u8 & 3, (imm >> 12) as u8 & 3);
-            Ok(Insn::Mma { rd: f.rd, ra: f.ra, rb: f.rb, rc: imm as u8, c0, qa, qb })
+            Ok(Insn::Mma { rd: f.rd, ra: f.ra, rb: f.rb, rc: imm as u8, c0, qa, qb, skip })
         }
         op::ACT => {
             // rb and imm bits 15:8 unused; f (bits 7:0) must be 0 (ReLU).
@@ -443,13 +454,18 @@ pub fn encode(i: &Insn) -> u64 {
         Insn::CdlUd { rd, n, i } => pack(op::CDL_UD, rd, 0, n, i),
         Insn::CdlMem { rd, ra, n, i } => pack(op::CDL_MEM, rd, ra, n, i),
         Insn::Ld { rd, ra, rb, rc, p } => pack(op::LD, rd, ra, rb, rc as u32 | (p as u32) << 16),
+        Insn::LdZmap { rd, ra, rb, rc, p } => pack(op::LD, rd, ra, rb, rc as u32 | 1 << 8 | (p as u32) << 16),
         Insn::St { rd, ra, rb, rc, p } => pack(op::ST, rd, ra, rb, rc as u32 | (p as u32) << 16),
         Insn::Act { rd, ra, p } => pack(op::ACT, rd, ra, 0, (p as u32) << 16),
         Insn::Cmp { rd, ra, rb, rc, e } => pack(op::CMP, rd, ra, rb, rc as u32 | (e.code() as u32) << 8),
         Insn::Exp { rd, ra, rb, rc, e } => pack(op::EXP, rd, ra, rb, rc as u32 | (e.code() as u32) << 8),
-        Insn::Mma { rd, ra, rb, rc, c0, qa, qb } => {
-            pack(op::MMA, rd, ra, rb, rc as u32 | c0.imm_bits() | (qa as u32 & 3) << 10 | (qb as u32 & 3) << 12)
-        }
+        Insn::Mma { rd, ra, rb, rc, c0, qa, qb, skip } => pack(
+            op::MMA,
+            rd,
+            ra,
+            rb,
+            rc as u32 | c0.imm_bits() | (qa as u32 & 3) << 10 | (qb as u32 & 3) << 12 | (skip as u32) << 14,
+        ),
         Insn::Tex { rd, ra, rb, rc, kind, format, mx, my, k } => pack(
             op::TEX,
             rd,
@@ -491,11 +507,14 @@ pub fn insn_text(i: &Insn) -> String {
         Insn::End => "end".to_string(),
         Insn::CdlUd { rd, n, i } => format!("cdl r{rd}, {n}, ud[{i}]"),
         Insn::CdlMem { rd, ra, n, i } => format!("cdl r{rd}, {n}, {}", mem_operand(ra, i)),
-        Insn::Ld { rd, ra, rb, rc, p } | Insn::St { rd, ra, rb, rc, p } => {
-            let name = if matches!(i, Insn::Ld { .. }) { "ld" } else { "st" };
+        Insn::Ld { rd, ra, rb, rc, p } | Insn::LdZmap { rd, ra, rb, rc, p } | Insn::St { rd, ra, rb, rc, p } => {
+            let name = if matches!(i, Insn::St { .. }) { "st" } else { "ld" };
             let mut s = format!("{name} r{rd}, r{ra}, r{rb}, r{rc}");
             if p != 0 {
                 s.push_str(&format!(", {p}"));
+            }
+            if matches!(i, Insn::LdZmap { .. }) {
+                s.push_str(", zmap");
             }
             s
         }
@@ -508,7 +527,7 @@ pub fn insn_text(i: &Insn) -> String {
         }
         Insn::Cmp { rd, ra, rb, rc, e } => format!("cmp r{rd}, r{ra}, r{rb}, r{rc}, {}", e.bits()),
         Insn::Exp { rd, ra, rb, rc, e } => format!("exp r{rd}, r{ra}, r{rb}, r{rc}, {}", e.bits()),
-        Insn::Mma { rd, ra, rb, rc, c0, qa, qb } => {
+        Insn::Mma { rd, ra, rb, rc, c0, qa, qb, skip } => {
             let mut s = format!("mma r{rd}, r{ra}, r{rb}, r{rc}");
             match c0 {
                 C0::Zero => {}
@@ -517,6 +536,9 @@ pub fn insn_text(i: &Insn) -> String {
             }
             if qa != 0 || qb != 0 {
                 s.push_str(&format!(", pad {qa}, {qb}"));
+            }
+            if skip {
+                s.push_str(", skip");
             }
             s
         }
@@ -600,7 +622,8 @@ fn form(mn: &str) -> Option<(&'static [Opd], &'static str)> {
         "loop" => (&[Reg, Target], "rd, t"),
         "end" => (&[], ""),
         "cdl" => (&[Reg, N, View], "rd, n, ud[i] or rd, n, [ra + i]"),
-        "ld" | "st" => (&[Reg, Reg, Reg, Reg, Pitch], "rd, ra, rb, rc [, p]"),
+        "ld" => (&[Reg, Reg, Reg, Reg, Pitch], "rd, ra, rb, rc [, p] [, zmap]"),
+        "st" => (&[Reg, Reg, Reg, Reg, Pitch], "rd, ra, rb, rc [, p]"),
         "act" => (&[Reg, Reg, Func, Pitch], "rd, ra, f [, p]"),
         "cmp" | "exp" => (&[Reg, Reg, Reg, Reg, Esize], "rd, ra, rb, rc, e"),
         _ => return None,
@@ -729,7 +752,7 @@ fn assemble_line(code: &str, labels: &HashMap<String, u32>) -> Result<u64, Strin
         Some(k) => (&code[..k], code[k..].trim()),
         None => (code, ""),
     };
-    let ops: Vec<&str> = if rest.is_empty() { Vec::new() } else { rest.split(',').map(str::trim).collect() };
+    let mut ops: Vec<&str> = if rest.is_empty() { Vec::new() } else { rest.split(',').map(str::trim).collect() };
     if mn == ".word" {
         return match ops.as_slice() {
             [] => Err("missing operand: `.word` takes one 64-bit value".into()),
@@ -748,6 +771,27 @@ fn assemble_line(code: &str, labels: &HashMap<String, u32>) -> Result<u64, Strin
     };
     let required = kinds.iter().filter(|k| **k != Opd::Pitch).count();
     let usage = if names.is_empty() { format!("`{mn}` takes no operands") } else { format!("`{mn}` takes {names}") };
+    // `ld`'s `zmap`: the last operand, after rc or p (docs/cu.md, "`ld`,
+    // `st`"); anywhere else, with a value, or on `st` it is an error.
+    let mut zmap = false;
+    if mn == "ld" && ops.len() > required && ops.last() == Some(&"zmap") {
+        ops.pop();
+        zmap = true;
+    }
+    if mn == "ld" || mn == "st" {
+        if ops.iter().filter(|o| keyword(o).0 != "zmap").count() < required {
+            return Err(format!("missing operand: {usage}"));
+        }
+        if let Some(o) = ops.iter().find(|o| keyword(o).0 == "zmap") {
+            return Err(if mn == "st" {
+                format!("`{}`: only `ld` writes a zero map: {usage}", short(o))
+            } else if *o != "zmap" {
+                format!("`{}` is not `zmap`: {usage}", short(o))
+            } else {
+                format!("`zmap` is out of place: {usage}")
+            });
+        }
+    }
     if ops.len() < required {
         return Err(format!("missing operand: {usage}"));
     }
@@ -803,6 +847,7 @@ fn assemble_line(code: &str, labels: &HashMap<String, u32>) -> Result<u64, Strin
                 (None, i) => Insn::CdlUd { rd: r(0), n, i },
                 (Some(ra), i) => Insn::CdlMem { rd: r(0), ra, n, i },
             },
+            "ld" if zmap => Insn::LdZmap { rd: r(0), ra: r(1), rb: r(2), rc: r(3), p: pitch },
             "ld" => Insn::Ld { rd: r(0), ra: r(1), rb: r(2), rc: r(3), p: pitch },
             "st" => Insn::St { rd: r(0), ra: r(1), rb: r(2), rc: r(3), p: pitch },
             "act" => Insn::Act { rd: r(0), ra: r(1), p: pitch },
@@ -815,10 +860,11 @@ fn assemble_line(code: &str, labels: &HashMap<String, u32>) -> Result<u64, Strin
 }
 
 /// `mma`'s usage, for messages.
-const MMA_USAGE: &str = "`mma` takes rd, ra, rb, rc [, acc | , bias o] [, pad qa, qb]";
+const MMA_USAGE: &str = "`mma` takes rd, ra, rb, rc [, acc | , bias o] [, pad qa, qb] [, skip]";
 
 /// An `mma` line's operands (split at commas, trimmed): four registers,
-/// then optionally `acc` or `bias o`, then optionally `pad qa, qb`.
+/// then optionally `acc` or `bias o`, then optionally `pad qa, qb`, then
+/// optionally `skip`.
 fn mma_line(ops: &[&str]) -> Result<u64, String> {
     if ops.len() < 4 {
         return Err(format!("missing operand: {MMA_USAGE}"));
@@ -858,7 +904,7 @@ fn mma_line(ops: &[&str]) -> Result<u64, String> {
                 i += 1;
             }
             (kw, _) if kw == "acc" => {
-                return Err(format!("`{}` is not `acc`, `bias o` or `pad qa, qb`: {MMA_USAGE}", short(o)));
+                return Err(format!("`{}` is not `acc`, `bias o`, `pad qa, qb` or `skip`: {MMA_USAGE}", short(o)));
             }
             _ => {}
         }
@@ -879,19 +925,24 @@ fn mma_line(ops: &[&str]) -> Result<u64, String> {
             padded = true;
         }
     }
+    let mut skip = false;
+    if ops.get(i) == Some(&"skip") {
+        skip = true;
+        i += 1;
+    }
     // Anything left: an option out of order or repeated, an unknown one, or
-    // an operand after `pad qa, qb`.
+    // an operand after `pad qa, qb` or `skip`.
     if let Some(o) = ops.get(i) {
         let (kw, _) = split(o);
-        return Err(if ["acc", "bias", "pad"].contains(&kw.as_str()) {
+        return Err(if ["acc", "bias", "pad"].contains(&kw.as_str()) || *o == "skip" {
             format!("`{}` is out of place: {MMA_USAGE}", short(o))
-        } else if padded {
+        } else if padded || skip {
             format!("extra operand: {MMA_USAGE}")
         } else {
-            format!("`{}` is not `acc`, `bias o` or `pad qa, qb`: {MMA_USAGE}", short(o))
+            format!("`{}` is not `acc`, `bias o`, `pad qa, qb` or `skip`: {MMA_USAGE}", short(o))
         });
     }
-    Ok(encode(&Insn::Mma { rd: regs[0], ra: regs[1], rb: regs[2], rc: regs[3], c0, qa, qb }))
+    Ok(encode(&Insn::Mma { rd: regs[0], ra: regs[1], rb: regs[2], rc: regs[3], c0, qa, qb, skip }))
 }
 
 /// `tex`'s usage, for messages.
@@ -1137,7 +1188,10 @@ mod tests {
         assert_eq!(decode(0x0101_0050), Err(DecodeError::Field)); // cdl ud with ra
         assert_eq!(decode(0x0000_0050), Err(DecodeError::Field)); // cdl n = 0
         assert_eq!(decode(0x1100_0051), Err(DecodeError::Field)); // cdl n = 17
-        assert_eq!(decode(0x100_0000_0060), Err(DecodeError::Field)); // ld imm bits 15:8
+        assert_eq!(decode(0x200_0000_0060), Err(DecodeError::Field)); // ld imm bits 15:9
+        assert_eq!(decode(0x8000_0000_0060), Err(DecodeError::Field)); // ld imm bit 15
+        assert_eq!(decode(0x100_0000_0060), Ok(Insn::LdZmap { rd: 0, ra: 0, rb: 0, rc: 0, p: 0 })); // ld bit 8: zmap
+        assert_eq!(decode(0x100_0000_0061), Err(DecodeError::Field)); // st imm bits 15:8
         assert_eq!(decode(0x0100_0000_0000_0061), Ok(Insn::St { rd: 0, ra: 0, rb: 0, rc: 0, p: 256 }));
     }
 
@@ -1445,23 +1499,24 @@ mod tests {
         assert_eq!(one("mma r1, r2, r3, r4, pad 1, 2"), 0x0000_2404_0302_0170);
         assert_eq!(one("mma r1, r2, r3, r4, acc, pad 3, 0"), w(mma_imm(4, 1, 3, 0, 0)));
         assert_eq!(one("mma r1, r2, r3, r4, bias 262140, pad 3, 3"), 0xFFFF_3E04_0302_0170);
-        assert_eq!(decode(0x0000_0004_0302_0170), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Zero, qa: 0, qb: 0 }));
-        assert_eq!(decode(0x0000_0104_0302_0170), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Acc, qa: 0, qb: 0 }));
-        assert_eq!(decode(0xFFFF_3E04_0302_0170), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Bias(262140), qa: 3, qb: 3 }));
-        assert_eq!(decode(0x0000_2404_0302_0170), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Zero, qa: 1, qb: 2 }));
-        assert_eq!(encode(&Insn::Mma { rd: 9, ra: 8, rb: 7, rc: 6, c0: C0::Zero, qa: 0, qb: 0 }), 0x0000_0006_0708_0970);
-        assert_eq!(encode(&Insn::Mma { rd: 9, ra: 8, rb: 7, rc: 6, c0: C0::Bias(8), qa: 2, qb: 1 }), 0x0002_1A06_0708_0970);
+        assert_eq!(decode(0x0000_0004_0302_0170), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Zero, qa: 0, qb: 0, skip: false }));
+        assert_eq!(decode(0x0000_0104_0302_0170), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Acc, qa: 0, qb: 0, skip: false }));
+        assert_eq!(decode(0xFFFF_3E04_0302_0170), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Bias(262140), qa: 3, qb: 3, skip: false }));
+        assert_eq!(decode(0x0000_2404_0302_0170), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Zero, qa: 1, qb: 2, skip: false }));
+        assert_eq!(encode(&Insn::Mma { rd: 9, ra: 8, rb: 7, rc: 6, c0: C0::Zero, qa: 0, qb: 0, skip: false }), 0x0000_0006_0708_0970);
+        assert_eq!(encode(&Insn::Mma { rd: 9, ra: 8, rb: 7, rc: 6, c0: C0::Bias(8), qa: 2, qb: 1, skip: false }), 0x0002_1A06_0708_0970);
         for (c0, mode) in [(C0::Zero, 0), (C0::Acc, 1), (C0::Bias(4), 2)] {
             assert_eq!(c0.mode(), mode);
         }
-        // The field error (no instruction, `.word`): bits 15:14 in any mode;
+        // The field error (no instruction, `.word`): bit 15 in any mode;
         // mode 3; any of bits 31:16 outside mode 2.
         for mode in 0..3 {
-            for bit in [14, 15] {
-                let x = w(mma_imm(4, mode, 1, 1, 0)) | 1u64 << (32 + bit);
-                assert_eq!(decode(x), Err(DecodeError::Field), "mode {mode} bit {bit}");
-                assert!(super::text(x).starts_with(".word 0x"));
-            }
+            let x = w(mma_imm(4, mode, 1, 1, 0)) | 1u64 << (32 + 15);
+            assert_eq!(decode(x), Err(DecodeError::Field), "mode {mode} bit 15");
+            assert!(super::text(x).starts_with(".word 0x"));
+            // Bit 14 is `skip`.
+            let x = w(mma_imm(4, mode, 1, 1, 0)) | 1u64 << (32 + 14);
+            assert!(matches!(decode(x), Ok(Insn::Mma { skip: true, qa: 1, qb: 1, .. })), "mode {mode} bit 14");
         }
         for qa in 0..4 {
             assert_eq!(decode(w(mma_imm(4, 3, qa, 0, 0))), Err(DecodeError::Field), "mode 3");
@@ -1473,9 +1528,10 @@ mod tests {
                 assert!(super::text(x).starts_with(".word 0x"), "bit {bit}");
             }
             let x = w(mma_imm(4, 2, 0, 0, 0)) | 1u64 << (32 + bit);
-            assert_eq!(decode(x), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Bias(1 << (bit - 14)), qa: 0, qb: 0 }));
+            assert_eq!(decode(x), Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Bias(1 << (bit - 14)), qa: 0, qb: 0, skip: false }));
         }
-        assert_eq!(super::text(0x0000_4000_0000_0070), ".word 0x0000400000000070");
+        assert_eq!(super::text(0x0000_8000_0000_0070), ".word 0x0000800000000070");
+        assert_eq!(super::text(0x0000_4000_0000_0070), "mma r0, r0, r0, r0, skip");
         assert_eq!(super::text(0x0000_0300_0000_0070), ".word 0x0000030000000070");
         assert_eq!(super::text(0x0001_0100_0000_0070), ".word 0x0001010000000070");
         assert_eq!(super::text(0x0001_0000_0000_0070), ".word 0x0001000000000070");
@@ -1497,7 +1553,7 @@ mod tests {
                     mma r1, r2, r3, r4, acc, pad 2, 2\n\
                     mma r1, r2, r3, r4, bias 4096, pad 1, 3\n\
                     .word 0x0000030004030270\n\
-                    .word 0x0000400004030270\n\
+                    .word 0x0000800004030270\n\
                     .word 0x0004010004030270\n\
                     .word 0x8000000000000070\n";
         let w = assemble(text).unwrap();
@@ -1563,10 +1619,10 @@ mod tests {
                    mma r1, r2, r3, r4, , acc\n\
                    mma r1, r2, r3, r4, bias 8, pad 1, x\n";
         let got = bad(src);
-        let usage = "`mma` takes rd, ra, rb, rc [, acc | , bias o] [, pad qa, qb]";
+        let usage = "`mma` takes rd, ra, rb, rc [, acc | , bias o] [, pad qa, qb] [, skip]";
         let want = [
             format!("line 1: `mma r1, r2, r3`: missing operand: {usage}"),
-            format!("line 2: `mma r1, r2, r3, r4, 0`: `0` is not `acc`, `bias o` or `pad qa, qb`: {usage}"),
+            format!("line 2: `mma r1, r2, r3, r4, 0`: `0` is not `acc`, `bias o`, `pad qa, qb` or `skip`: {usage}"),
             "line 3: `mma r1, r2, r3, 4`: `4` is not a register: registers are r0 .. r255".to_string(),
             "line 4: `mma r1, r2, r3, r256`: register `r256` is above r255".to_string(),
             "line 5: `mma r1, r2, r3, r4, bias 6`: o `6` is not a multiple of 4".to_string(),
@@ -1583,9 +1639,9 @@ mod tests {
             format!("line 16: `mma r1, r2, r3, r4, pad 1, 2, acc`: `acc` is out of place: {usage}"),
             format!("line 17: `mma r1, r2, r3, r4, acc, bias 4`: `bias 4` is out of place: {usage}"),
             format!("line 18: `mma r1, r2, r3, r4, acc, acc`: `acc` is out of place: {usage}"),
-            format!("line 19: `mma r1, r2, r3, r4, acc 1`: `acc 1` is not `acc`, `bias o` or `pad qa, qb`: {usage}"),
-            format!("line 20: `mma r1, r2, r3, r4, ACC`: `ACC` is not `acc`, `bias o` or `pad qa, qb`: {usage}"),
-            format!("line 21: `mma r1, r2, r3, r4, acc, 1`: `1` is not `acc`, `bias o` or `pad qa, qb`: {usage}"),
+            format!("line 19: `mma r1, r2, r3, r4, acc 1`: `acc 1` is not `acc`, `bias o`, `pad qa, qb` or `skip`: {usage}"),
+            format!("line 20: `mma r1, r2, r3, r4, ACC`: `ACC` is not `acc`, `bias o`, `pad qa, qb` or `skip`: {usage}"),
+            format!("line 21: `mma r1, r2, r3, r4, acc, 1`: `1` is not `acc`, `bias o`, `pad qa, qb` or `skip`: {usage}"),
             format!("line 22: `mma r1, r2, r3, r4, , acc`: operand 5 is empty: {usage}"),
             "line 23: `mma r1, r2, r3, r4, bias 8, pad 1, x`: qb `x` is not a number (decimal or 0x hex)".to_string(),
         ];

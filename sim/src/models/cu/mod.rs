@@ -335,6 +335,7 @@ fn check(p: &CuParams, slot: &Slot, word: u64, regs: &[u32], d: u32) -> Result<I
         Insn::CdlUd { rd, n, .. } => vec![rd as u32 + n as u32 - 1],
         Insn::CdlMem { rd, ra, n, .. } => vec![rd as u32 + n as u32 - 1, ra as u32],
         Insn::Ld { rd, ra, rb, rc, .. }
+        | Insn::LdZmap { rd, ra, rb, rc, .. }
         | Insn::St { rd, ra, rb, rc, .. }
         | Insn::Cmp { rd, ra, rb, rc, .. }
         | Insn::Exp { rd, ra, rb, rc, .. }
@@ -364,10 +365,22 @@ fn check(p: &CuParams, slot: &Slot, word: u64, regs: &[u32], d: u32) -> Result<I
     match insn {
         Insn::CdlUd { i, .. } if i % 4 != 0 => return Err(Status::Align),
         Insn::CdlMem { ra, i, .. } if r(ra).wrapping_add(i) % 4 != 0 => return Err(Status::Align),
-        Insn::Ld { rd, rc, p, .. } | Insn::St { rd, rc, p, .. } => {
+        Insn::Ld { rd, rc, p: pp, .. } | Insn::LdZmap { rd, rc, p: pp, .. } | Insn::St { rd, rc, p: pp, .. } => {
             let (s, rows, n) = (r(rd) as u64, (r(rc) >> 16) as u64, (r(rc) & 0xFFFF) as u64);
-            let pitch = if p != 0 { p as u64 } else { n };
-            if rows > 0 && n > 0 && s + (rows - 1) * pitch + n > slot.smem_size as u64 {
+            let pitch = if pp != 0 { pp as u64 } else { n };
+            let zmap = matches!(insn, Insn::LdZmap { .. });
+            // align: zmap and s not a multiple of 4, whatever rows and n
+            // (as mma's align is checked whatever the shape).
+            if zmap && s % 4 != 0 {
+                return Err(Status::Align);
+            }
+            // smem, for rows > 0 and n > 0 only (the zmap terms too: with
+            // rows = 0 or n = 0 nothing, the map included, is written).
+            let nz = rows.div_ceil(32);
+            if rows > 0
+                && n > 0
+                && (s + (rows - 1) * pitch + n > slot.smem_size as u64 || zmap && (s < 4 * nz || rows > p.kmax as u64))
+            {
                 return Err(Status::Smem);
             }
         }
@@ -400,8 +413,9 @@ fn check(p: &CuParams, slot: &Slot, word: u64, regs: &[u32], d: u32) -> Result<I
                 return Err(Status::Smem);
             }
         }
-        Insn::Mma { rd, ra, rb, rc, c0, qa, qb } => {
-            mma::check(p.kmax, slot.smem_size, &mma::Op::of(r(rd), r(ra), r(rb), r(rc), c0, qa as u32, qb as u32))?
+        Insn::Mma { rd, ra, rb, rc, c0, qa, qb, skip } => {
+            let op = mma::Op { skip, ..mma::Op::of(r(rd), r(ra), r(rb), r(rc), c0, qa as u32, qb as u32) };
+            mma::check(p.kmax, slot.smem_size, &op)?
         }
         Insn::Tex { rd, ra, rb, rc, kind, format, mx, my, k } => {
             tex::check(slot.smem_size, &tex::Op::of(r(rd), r(ra), r(rb), r(rc), kind, format, mx, my, k))?
@@ -672,11 +686,11 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
                             let off = reg(ra).wrapping_add(i);
                             cdl_queue.push_back(CdlOp { slot: s, joined: c, memory: true, off, n: n as u32, dest: base + rd as u32 });
                         }
-                        Insn::Ld { rd, ra, rb, rc, p } | Insn::St { rd, ra, rb, rc, p } => {
+                        Insn::Ld { rd, ra, rb, rc, p } | Insn::LdZmap { rd, ra, rb, rc, p } | Insn::St { rd, ra, rb, rc, p } => {
                             sl.state = State::Waiting;
                             let (rows, n) = (reg(rc) >> 16, reg(rc) & 0xFFFF);
                             dma_queue.push_back(DmaOp::Copy(dma::Op {
-                                kind: if matches!(insn, Insn::Ld { .. }) { dma::Kind::Ld } else { dma::Kind::St },
+                                kind: if matches!(insn, Insn::St { .. }) { dma::Kind::St } else { dma::Kind::Ld },
                                 slot: s,
                                 joined: c,
                                 s: reg(rd),
@@ -686,6 +700,7 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
                                 n,
                                 pitch: if p != 0 { p as u32 } else { n },
                                 smem_base: sl.smem_base,
+                                zmap: matches!(insn, Insn::LdZmap { .. }),
                             }));
                         }
                         Insn::Act { rd, ra, p } => {
@@ -723,9 +738,9 @@ pub(crate) fn run_full(p: &CuParams, r: &Run) -> Result<Full, ModelError> {
                                 e,
                             }));
                         }
-                        Insn::Mma { rd, ra, rb, rc, c0, qa, qb } => {
+                        Insn::Mma { rd, ra, rb, rc, c0, qa, qb, skip } => {
                             sl.state = State::Waiting;
-                            let op = mma::Op::of(reg(rd), reg(ra), reg(rb), reg(rc), c0, qa as u32, qb as u32);
+                            let op = mma::Op { skip, ..mma::Op::of(reg(rd), reg(ra), reg(rb), reg(rc), c0, qa as u32, qb as u32) };
                             dma_queue.push_back(DmaOp::Mma(mma::Op { slot: s, joined: c, smem_base: sl.smem_base, ..op }));
                         }
                         Insn::Tex { rd, ra, rb, rc, kind, format, mx, my, k } => {

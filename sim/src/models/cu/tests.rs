@@ -190,11 +190,16 @@ fn every_error_code() {
     assert_eq!(status_of(".word 0xffffffffffffff70"), (Field, 0));
     assert_eq!(status_of(".word 0xffffffffffffff74"), (Field, 0));
     assert_eq!(status_of(".word 0x0000000000000074"), (Align, 0));
-    // field: add with imm, cdl with n = 0, end with rd, ld with imm 15:8.
+    // field: add with imm, cdl with n = 0, end with rd, ld with imm 15:9
+    // (bit 8 is `zmap`), st with imm 15:8.
     assert_eq!(status_of(".word 0x0000000100000001"), (Field, 0));
     assert_eq!(status_of(".word 0x0000000000000050"), (Field, 0));
     assert_eq!(status_of(".word 0x000000000000017f"), (Field, 0));
-    assert_eq!(status_of(".word 0x0000010000000060"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000020000000060"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000800000000060"), (Field, 0));
+    assert_eq!(status_of(".word 0x0000010000000061"), (Field, 0));
+    // ld with bit 8 (zmap) decodes: rd = r0 = x = 1 is the align error.
+    assert_eq!(status_of(".word 0x0000010000000060"), (Align, 0));
     // field before reg: add r200 with imm set.
     assert_eq!(status_of(".word 0x00000001000000c8" ), (Opcode, 0)); // 0xc8 is no opcode
     assert_eq!(status_of(".word 0x00000001c8000001"), (Field, 0));
@@ -1210,10 +1215,21 @@ fn cmp_queued_behind_an_ld_of_another_slot() {
 //
 // docs/cu.md, "`mma`", "The scratchpad" and "Matrix multiply". Below
 // `rd2(x)` / `rd3(x)` / `rd4(x)` is a read of share offset x taken on that
-// port, `wr2(x)` a write. The times of a tile (the spec's): F_t = its last
-// A/B read + 1, S_t = max(F_t, X_{t-1}, W_{t-2}) + 2 (missing terms 0),
-// X_t = S_t + cyc, row r transferred in S_t + cyc - R + 1 + r, W_t its last
-// write; e = max(X, W) of the last tile; tile t >= 2 read from X_{t-2} + 1.
+// port, `wr2(x)` a write. The times of a tile (the spec's, 8e84419): F_t =
+// its last A/B read + 1, S_t = max(F_t, E_{t-1}, W_{t-2}) + 2 (missing
+// terms 0); the grid's loader (docs/systolic.md) played over the whole
+// stream of groups in the unit's cycles: tile t's first group taken by the
+// loader in S_t + 1 (held from S_t + 2), each later one whenever it is
+// ready; E_t its tile-ending step's issue (not while the previous tile is
+// in flight: E_{t-1} + 1 .. X_{t-1} - 1); row r ready from E_t + r + C + 1
+// + P (P = 2), transferred at the earliest cycle >= ready + 1 after the row
+// before it (the previous tile's row R-1 for r = 0); X_t row R-1's; W_t
+// its last write; e = max(X, W) of the last tile; row block b >= 2 read
+// from E_{L_{b-2}} + 1, tile t >= 2 from E_{t-2} + 1; a read of row block
+// b >= 1 not offered in a cycle rd3 offers one of the same bank (4cf197a).
+// For a tile of n <= 4 useful steps in one group, not stalled: steps issue
+// in S + 2 .. S + 1 + n, E = S + 1 + n (a null step: E = S + 2), row r
+// transferred in E + r + C + P + 2.
 
 use isa::C0;
 use mma::Access::{Read as Rd, Write as Wr};
@@ -1227,7 +1243,7 @@ fn grid_params(rows: u32, cols: u32, banks: u32, kmax: u32) -> CuParams {
 /// An `mma` of the share at `base` (no `C0`, no pads).
 #[allow(clippy::too_many_arguments)]
 fn mop(base: u32, co: u32, ao: u32, bo: u32, tm: u32, tn: u32, k: u32) -> mma::Op {
-    mma::Op { slot: 0, joined: 0, smem_base: base, co, ao, bo, tm, tn, k, c0: C0::Zero, qa: 0, qb: 0 }
+    mma::Op { slot: 0, joined: 0, smem_base: base, co, ao, bo, tm, tn, k, c0: C0::Zero, qa: 0, qb: 0, skip: false }
 }
 
 /// The pitches from the definition: `PA = 4*ceil(K/4) + 4*qa`, `PB =
@@ -1236,8 +1252,20 @@ fn pitches(op: &mma::Op) -> (u32, u32) {
     (4 * op.k.div_ceil(4) + 4 * op.qa, 8 * op.tn.div_ceil(8) + 4 * op.qb)
 }
 
+/// The used k-steps from the definition: all of `0 .. K` without `skip`;
+/// with it, those whose bit `k mod 32` of the word at `Bo - 4*nk +
+/// 4*floor(k/32)` (`nk = ceil(K/32)`) of `m` (the whole scratchpad) is 0.
+fn spec_used(m: &[u8], op: &mma::Op) -> Vec<u32> {
+    let nk = op.k.div_ceil(32);
+    let word = |at: u32| {
+        let at = (op.smem_base + at) as usize;
+        u32::from_le_bytes(m[at..at + 4].try_into().unwrap())
+    };
+    (0..op.k).filter(|&k| !op.skip || word(op.bo - 4 * nk + 4 * (k / 32)) >> (k % 32) & 1 == 0).collect()
+}
+
 /// `C = A . B + C0` from the definition, on the scratchpad `m` as it is
-/// (before the operation): `A` row `i` at `Ao + i*PA`, `B` row `k` at `Bo +
+/// (before the operation), the sum over the used k-steps only: `A` row `i` at `Ao + i*PA`, `B` row `k` at `Bo +
 /// k*PB`, int8 products; `C0` zero, `C`'s own words, or the bias row at `o`
 /// for every row; wrapped to 32 bits; the little-endian bytes of `C`'s rows.
 fn mma_reference(m: &[u8], op: &mma::Op) -> Vec<u8> {
@@ -1254,7 +1282,7 @@ fn mma_reference(m: &[u8], op: &mma::Op) -> Vec<u8> {
                 C0::Acc => word(op.co as usize + 4 * (i * op.tn as usize + n)),
                 C0::Bias(o) => word(o as usize + 4 * n),
             };
-            let c = (0..op.k as usize).fold(c0, |s, k| s.wrapping_add(a(i, k).wrapping_mul(b(k, n))));
+            let c = spec_used(m, op).iter().fold(c0, |s, &k| s.wrapping_add(a(i, k as usize).wrapping_mul(b(k as usize, n))));
             out.extend(c.to_le_bytes());
         }
     }
@@ -1274,24 +1302,46 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// What a read of `rd2`/`rd3` belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    /// A word of the k-map (`skip`), on `rd3` first.
+    Map,
+    /// An `A` word of row block `b` (rd2).
+    A(usize),
+    /// A `B` word of tile `t` (rd3).
+    B(usize),
+}
+
 /// The spec's read orders of `op` (not empty) on a grid of `r` x `c` on
-/// `rd2` and `rd3`: per port, (tile, share offset) in order.
-fn spec_reads(op: &mma::Op, r: u32, c: u32) -> [Vec<(usize, u32)>; 2] {
-    let (nr, nc, q) = (op.tm.div_ceil(r), op.tn.div_ceil(c), op.k.div_ceil(4));
+/// `rd2` and `rd3` (docs/cu.md "Matrix multiply"), the used steps `used`:
+/// per port, (what the read belongs to, share offset) in order. rd2: per
+/// row block, per needed word column `x` (one of `4x .. 4x+3` used), per
+/// row; rd3: the k-map's `nk` words (with `skip`), then per tile, per used
+/// step, `ceil(C/4)` words.
+fn spec_reads(op: &mma::Op, r: u32, c: u32, used: &[u32]) -> [Vec<(Part, u32)>; 2] {
+    let (nr, nc) = (op.tm.div_ceil(r), op.tn.div_ceil(c));
     let (pa, pb) = pitches(op);
     let mut out = [Vec::new(), Vec::new()];
+    if op.skip {
+        let nk = op.k.div_ceil(32);
+        for m in 0..nk {
+            out[1].push((Part::Map, op.bo - 4 * nk + 4 * m));
+        }
+    }
+    let needed: Vec<u32> = (0..op.k.div_ceil(4)).filter(|x| used.iter().any(|k| k / 4 == *x)).collect();
     for b in 0..nr {
+        let h = r.min(op.tm - b * r);
+        for &x in &needed {
+            for i in 0..h {
+                out[0].push((Part::A(b as usize), op.ao + (b * r + i) * pa + 4 * x));
+            }
+        }
         for cb in 0..nc {
             let t = (b * nc + cb) as usize;
-            let h = r.min(op.tm - b * r);
-            for j in 0..q {
-                for i in 0..h {
-                    out[0].push((t, op.ao + (b * r + i) * pa + 4 * j));
-                }
-            }
-            for k in 0..op.k {
+            for &k in used {
                 for hh in 0..c.div_ceil(4) {
-                    out[1].push((t, op.bo + k * pb + 4 * (cb * c / 4) + 4 * hh));
+                    out[1].push((Part::B(t), op.bo + k * pb + 4 * (cb * c / 4) + 4 * hh));
                 }
             }
         }
@@ -1336,14 +1386,23 @@ fn spec_words(op: &mma::Op, r: u32, c: u32) -> Vec<SpecWord> {
 
 /// Runs `op` from `g` on `m` and checks what the spec says of any run
 /// against the log of accesses:
-/// - the read orders of rd2, rd3 and rd4 and the write order;
-/// - the tile times: F_t, S_t = max(F_t, X_{t-1}, W_{t-2}) + 2, X_t = S_t +
-///   cyc, W_t, e = max(X, W) of the last tile;
+/// - the read orders of rd2, rd3 (the k-map first with `skip`) and rd4 and
+///   the write order;
+/// - M = the k-map's last read + 1 (g without skip); the tile times: F_t =
+///   max(its row block's last A read + 1, its last B read + 1, M) (a
+///   missing read: g), S_t = max(F_t, E_{t-1}, W_{t-2}) + 2, E_t >= S_t +
+///   2 and (in-flight rule) >= X_{t-1}, X_t = max(E_t + R - 1 + C + 1 +
+///   P + 1, X_{t-1} + R) (rows one a cycle through the output register),
+///   X_t = S_t + cyc when X_{t-1} < S_t, W_t, e = max(X, W) of the last
+///   tile;
 /// - mode 0: each write in max(previous write + 1, its row's transfer + 1);
 ///   modes 1, 2: each write in the cycle after its C0 read;
 /// - cycle by cycle from g + 1, the reads taken are exactly those the
-///   scratchpad's rule takes of the reads asking: rd2/rd3 their next read
-///   if its tile is < 2 or the cycle is after X_{t-2}; rd4 its next word's
+///   scratchpad's rule takes of the reads asking: rd3 its next k-map read;
+///   after M, rd2 its next read if its row block b is < 2 or the cycle is
+///   after E of row block b-2's last tile (and, for b >= 1, rd3 offers no
+///   read of the same bank in the cycle), and rd3 its next B read if its
+///   tile is < 2 or the cycle is after E_{t-2}; rd4 its next word's
 ///   C0 read from the cycle after the previous one was taken and after its
 ///   row's transfer; not a read of the word written in the cycle; per bank
 ///   the lowest port above the bank's last read's port (none: rd4), else
@@ -1351,9 +1410,10 @@ fn spec_words(op: &mma::Op, r: u32, c: u32) -> Vec<SpecWord> {
 /// - `banks` ends with the replayed history.
 fn mma_checked(p: &CuParams, op: &mma::Op, g: u64, m: &mut [u8], banks: &mut Banks) -> mma::Outcome {
     let before = banks.clone();
+    let used = spec_used(m, op);
     let out = mma::run(p, op, g, m, banks, true);
     let (r, c) = (p.grid_rows, p.grid_cols);
-    let reads = spec_reads(op, r, c);
+    let reads = spec_reads(op, r, c, &used);
     let words = spec_words(op, r, c);
     let nb = p.banks as u64;
     let bank_row = |at: u32| {
@@ -1398,25 +1458,50 @@ fn mma_checked(p: &CuParams, op: &mma::Op, g: u64, m: &mut [u8], banks: &mut Ban
     let (nr, nc) = (op.tm.div_ceil(r), op.tn.div_ceil(c));
     let n = (nr * nc) as usize;
     assert_eq!(out.tiles.len(), n);
-    for (t, tt) in out.tiles.iter().enumerate() {
-        let last_read = (0..2)
-            .flat_map(|port| got[port].iter().zip(&reads[port]).filter(|(_, w)| w.0 == t).map(|(x, _)| x.0))
+    // The cycle the last word of a part is taken (its read + 1), g if none.
+    let taken_of = |part: Part| {
+        (0..2)
+            .flat_map(|port| got[port].iter().zip(&reads[port]).filter(move |(_, w)| w.0 == part).map(|(x, _)| x.0 + 1))
             .max()
-            .unwrap();
-        assert_eq!(tt.f, last_read + 1, "F_{t}");
-        let x_prev = if t >= 1 { out.tiles[t - 1].x } else { 0 };
+            .unwrap_or(g)
+    };
+    let m_cycle = taken_of(Part::Map);
+    assert_eq!(out.m, m_cycle, "M");
+    let pipe = p.grid().pipeline as u64;
+    for (t, tt) in out.tiles.iter().enumerate() {
+        let f = taken_of(Part::A(t / nc as usize)).max(taken_of(Part::B(t))).max(m_cycle);
+        assert_eq!(tt.f, f, "F_{t}");
+        let e_prev = if t >= 1 { out.tiles[t - 1].e } else { 0 };
         let w_prev2 = if t >= 2 { out.tiles[t - 2].w } else { 0 };
-        assert_eq!(tt.s, tt.f.max(x_prev).max(w_prev2) + 2, "S_{t}");
-        assert_eq!(tt.x, tt.s + tt.cyc, "X_{t}");
+        assert_eq!(tt.s, tt.f.max(e_prev).max(w_prev2) + 2, "S_{t}");
+        // The loader takes the first group in S + 1 and holds it from S + 2:
+        // the tile-ending step issues from S + 2, and (the in-flight rule)
+        // not before the previous tile's row R-1 left. Row r is ready from
+        // E + r + C + 1 + P and transferred after it and after the row
+        // before it (the previous tile's row R-1 for r = 0).
+        assert!(tt.e >= tt.s + 2, "E_{t}");
+        let x_prev = if t >= 1 { Some(out.tiles[t - 1].x) } else { None };
+        if let Some(xp) = x_prev {
+            assert!(tt.e >= xp, "E_{t}: in flight");
+        }
+        let last_ready = tt.e + (r as u64 - 1) + c as u64 + 1 + pipe;
+        assert_eq!(tt.x, (last_ready + 1).max(x_prev.map_or(0, |xp| xp + r as u64)), "X_{t}");
+        // docs/cu.md: X_t = S_t + cyc when the previous tile's row R-1 left
+        // before S_t.
+        if x_prev.is_none_or(|xp| xp < tt.s) {
+            assert_eq!(tt.x, tt.s + tt.cyc, "X_{t} alone");
+        }
         let last_write = writes.iter().zip(&words).filter(|(_, w)| w.tile == t).map(|(x, _)| x.0).max().unwrap();
         assert_eq!(tt.w, last_write, "W_{t}");
     }
     let last = out.tiles[n - 1];
     assert_eq!(out.done, last.x.max(last.w), "e");
     // Writes.
+    // Rows go out one a cycle (the ready cycles of a tile's rows are
+    // consecutive): row r in X_t - (R-1) + r.
     let xfer = |w: &SpecWord| {
         let tt = out.tiles[w.tile];
-        tt.s + tt.cyc + 1 + w.row as u64 - r as u64
+        tt.x + 1 + w.row as u64 - r as u64
     };
     for (k, w) in words.iter().enumerate() {
         let cycle = writes[k].0;
@@ -1440,13 +1525,23 @@ fn mma_checked(p: &CuParams, op: &mma::Op, g: u64, m: &mut [u8], banks: &mut Ban
     for cy in g + 1..=end {
         let written = write_at.get(&cy).map(|&at| bank_row(at));
         let mut asking: Vec<(u8, u32)> = Vec::new();
-        for port in 0..2 {
-            if let Some(&(t, at)) = reads[port].get(ptr[port]) {
-                if t < 2 || cy > out.tiles[t - 2].x {
+        // rd3 first: its offer (map or B) decides whether rd2 (row block
+        // b >= 1) offers a read of the same bank.
+        for port in [1, 0] {
+            if let Some(&(part, at)) = reads[port].get(ptr[port]) {
+                let free = match part {
+                    Part::Map => true,
+                    Part::A(b) => cy > m_cycle && (b < 2 || cy > out.tiles[(b - 1) * nc as usize - 1].e),
+                    Part::B(t) => cy > m_cycle && (t < 2 || cy > out.tiles[t - 2].e),
+                };
+                let yields = matches!(part, Part::A(b) if b >= 1)
+                    && asking.iter().any(|&(q, x)| q == RD3 && bank_row(x).0 == bank_row(at).0);
+                if free && !yields {
                     asking.push((RD2 + port as u8, at));
                 }
             }
         }
+        asking.sort_by_key(|x| x.0);
         if op.c0 != C0::Zero {
             if let Some(w) = words.get(ptr[2]) {
                 if cy > xfer(w) && last_rd4.is_none_or(|l| cy > l) {
@@ -1597,7 +1692,10 @@ fn mma_pads_move_the_rows() {
     m[36..38].copy_from_slice(&[2, 20]);
     m[48..50].copy_from_slice(&[3, 30]);
     let op = mma::Op { qa: 2, qb: 1, ..mop(0, 60, 0, 24, 2, 2, 3) };
-    assert_eq!(spec_reads(&op, 2, 2), [vec![(0, 0), (0, 12)], vec![(0, 24), (0, 36), (0, 48)]]);
+    assert_eq!(
+        spec_reads(&op, 2, 2, &[0, 1, 2]),
+        [vec![(Part::A(0), 0), (Part::A(0), 12)], vec![(Part::B(0), 24), (Part::B(0), 36), (Part::B(0), 48)]]
+    );
     mma_checked(&p, &op, 0, &mut m, &mut Banks::new(2));
     // C[0] = [1 + 4 + 9, 10 + 40 + 90], C[1] = [-1 + 0 + 6, -10 + 0 + 60].
     assert_eq!(&m[60..76], &le(&[14, 140, 5, 50])[..]);
@@ -1638,7 +1736,9 @@ fn mma_exact_cycles_on_the_small_preset() {
     //   in S + 2 .. S + 5; step 3 is tile-ending (s = S + 5, no earlier tile
     //   in flight). Row r ready from s + r + C + 1 + P = S + 10 + r,
     //   transferred in S + 11 + r; cycles = (S + 12) - S = 12.
-    //   Row r transferred in S_0 + cyc - R + 1 + r = 121 + r: X_0 = 122.
+    //   In the unit's cycles (8e84419: the loader played over the stream,
+    //   taking tile 0's group in S_0 + 1): E_0 = S_0 + 5 = 115, row r
+    //   transferred in 121 + r: X_0 = 122 (= S_0 + cyc).
     // Writes (mode 0): row 0 words 0, 1 in 122, 123 (after its transfer in
     //   121); row 1 (transferred 122) in 124, 125: W_0 = 125; e = max(122,
     //   125) = 125.
@@ -1676,7 +1776,7 @@ fn mma_exact_cycles_on_the_small_preset() {
     let mut m = vec![0u8; 256];
     m[..40].copy_from_slice(&image(&a));
     let out = mma_checked(&p, &mop(0, 40, 0, 8, 2, 2, 4), 101, &mut m, &mut Banks::new(1));
-    assert_eq!(out.tiles, [mma::TileTimes { f: 108, s: 110, cyc: 12, x: 122, w: 125 }]);
+    assert_eq!(out.tiles, [mma::TileTimes { f: 108, s: 110, e: 115, cyc: 12, x: 122, w: 125 }]);
     assert_eq!(out.done, 125);
     assert_eq!(
         out.accesses,
@@ -1733,8 +1833,9 @@ fn mma_acc_exact_cycles_on_the_small_preset() {
     // Reads as there, 24 cycles later (bank 0 has taken no read; rd4 asks
     //   for nothing before the rows leave the grid):
     //   126 rd2(0)   127 rd3(8)   128 rd2(4)   129 rd3(16)   130 rd3(24)
-    //   131 rd3(32): F_0 = 132; S_0 = 134; cyc = 12: row r transferred in
-    //   134 + 12 - 2 + 1 + r = 145 + r; X_0 = 146.
+    //   131 rd3(32): F_0 = 132; S_0 = 134; cyc = 12; the loader takes the
+    //   group in 135, issues steps 136..139: E_0 = 139, row r ready 139 + r
+    //   + 5, transferred 145 + r; X_0 = 146.
     // C0 reads on rd4 at the words' own offsets, writes on wr2:
     //   word (0, 0) at 40: offered from 146 (row 0 transferred 145), alone
     //     on the bank: taken 146, written 147;
@@ -1772,7 +1873,7 @@ fn mma_acc_exact_cycles_on_the_small_preset() {
     m[..56].copy_from_slice(&image);
     let op = mma::Op { c0: C0::Acc, ..mop(0, 40, 0, 8, 2, 2, 4) };
     let out = mma_checked(&p, &op, 125, &mut m, &mut Banks::new(1));
-    assert_eq!(out.tiles, [mma::TileTimes { f: 132, s: 134, cyc: 12, x: 146, w: 150 }]);
+    assert_eq!(out.tiles, [mma::TileTimes { f: 132, s: 134, e: 139, cyc: 12, x: 146, w: 150 }]);
     assert_eq!(out.done, 150);
     assert_eq!(
         out.accesses,
@@ -1799,25 +1900,41 @@ fn mma_acc_exact_cycles_on_the_small_preset() {
 #[test]
 fn mma_bank_conflicts_follow_the_last_read_of_the_bank() {
     // Grid 2 x 2, one bank, g = 100. A = [[2], [3]] at 0 (PA = 4: words 0,
-    // 1), B = [[4, 5, 6]] at 8 (PB = 8), C at 16. TM = 2, TN = 3, K = 1: two
-    // tiles (columns 0, 1 and column 2), each rd2(0), rd2(4) and rd3(8)
-    // (tile 1: 8 + 4*floor(2/4) = 8).
-    // cyc of a tile of one useful step: accepted S, issued S + 2 (tile
-    //   ending), rows ready S + 7 + r, transferred S + 8 + r: 9; X = S + 9.
+    // 1), B = [[4, 5, 6]] at 8 (PB = 8), C at 16. TM = 2, TN = 3, K = 1: one
+    // row block, two tiles (columns 0, 1 and column 2): rd2 reads A once,
+    // rd2(0), rd2(4); rd3 reads rd3(8) for each tile (tile 1: 8 +
+    // 4*floor(2/4) = 8). No skip: M = g = 100.
+    // A tile of one useful step, started in S: the loader takes its group
+    //   in S + 1, issues the step (tile-ending) in S + 2 unless the tile
+    //   before is in flight; row r ready E + r + C + 1 + P = E + 5 + r,
+    //   transferred E + 6 + r: X = E + 7. Tile 0 is in flight E_0 + 1 ..
+    //   X_0 - 1.
     // (a) bank 0's last read was rd2's:
-    //   101 rd3(8) [t0: rd3 is above rd2]   102 rd2(0) [last rd3: none above
-    //   asks, the lowest]   103 rd3(8) [t1; tile 1 < 2: free]
-    //   104 rd2(4): F_0 = 105   105 rd2(0) [t1]   106 rd2(4): F_1 = 107
-    //   S_0 = 107, X_0 = 116: rows 115, 116: writes 116, 117, 118, 119 = W_0
-    //   S_1 = max(107, X_0 = 116) + 2 = 118, X_1 = 127: rows 126, 127:
-    //   writes 127 (row 0), 128 (row 1) = W_1; e = max(127, 128) = 128.
+    //   101 rd3(8) [t0: rd3 is above rd2]: B_0 taken 102   102 rd2(0) [last
+    //   rd3: none above asks, the lowest]   103 rd3(8) [t1; tile 1 < 2:
+    //   free]: B_1 taken 104   104 rd2(4): A taken 105
+    //   F_0 = max(105, 102, M) = 105, F_1 = max(105, 104, M) = 105.
+    //   S_0 = 107, E_0 = 109, X_0 = 116: rows 115, 116: writes 116, 117,
+    //   118, 119 = W_0.
+    //   S_1 = max(105, E_0 = 109) + 2 = 111: group taken 112, held 113; its
+    //   step is tile-ending and tile 0 is in flight 110 .. 115: E_1 = 116.
+    //   Rows ready 121 + r, transferred 122, 123 (after X_0): X_1 = 123;
+    //   writes 123 (row 0), 124 (row 1) = W_1; e = max(123, 124) = 124.
+    //   The bank's last read: rd2(4).
     // (b) its last read was none, rd0's, rd1's or rd3's (none above rd3 or
     //   rd4 asks; rd2 is above rd0, rd1): rd2 first:
-    //   101 rd2(0)   102 rd3(8)   103 rd2(4): F_0 = 104   104 rd3(8) [t1;
-    //   last rd2]   105 rd2(0)   106 rd2(4): F_1 = 107
-    //   S_0 = 106, X_0 = 115: writes 115..118 = W_0; S_1 = max(107, 115) + 2
-    //   = 117, X_1 = 126: writes 126, 127 = W_1 = e.
-    // (Under the previous revision S_1 waited for W_0: 1 and 2 cycles more.)
+    //   101 rd2(0)   102 rd3(8): B_0 103   103 rd2(4) [last rd3: the
+    //   lowest]: A 104   104 rd3(8) [t1, alone]: B_1 105
+    //   F_0 = max(104, 103) = 104, F_1 = max(104, 105) = 105.
+    //   S_0 = 106, E_0 = 108, X_0 = 115: writes 115..118 = W_0; S_1 =
+    //   max(105, 108) + 2 = 110, held 112, tile 0 in flight 109 .. 114:
+    //   E_1 = 115, rows 121, 122: X_1 = 122: writes 122, 123 = W_1 = e.
+    //   The last read: rd3(8).
+    // (Under 8e84419's parent S_1 waited for X_0: X_1 was 127 and 126.
+    // Under the revision before that S_1 waited for W_0: 1 and 2 cycles more.
+    // Under the revision before A's reuse (a692cb3), tile 1 read A again:
+    // rd2(0), rd2(4) in 105, 106 and F_1 = 107 in both cases, the bank's
+    // last read rd2's; the other times were the same.)
     let p = grid_params(2, 2, 1, 16);
     let op = mop(0, 16, 0, 8, 2, 3, 1);
     let init = |m: &mut Vec<u8>| {
@@ -1836,40 +1953,49 @@ fn mma_bank_conflicts_follow_the_last_read_of_the_bank() {
         init(&mut m);
         let out = mma_checked(&p, &op, 100, &mut m, &mut banks);
         assert_eq!(&m[16..40], &want[..], "{last:?}");
-        assert_eq!(banks.last(0), Some(RD2), "the last read: rd2(4) of tile 1");
+        let last_read = if last == Some(RD2) { RD2 } else { RD3 };
+        assert_eq!(banks.last(0), Some(last_read), "the last read: rd2(4) in (a), rd3(8) in (b)");
         let first = out.accesses[0];
-        results.push((first, out.tiles.iter().map(|t| (t.f, t.s, t.x, t.w)).collect::<Vec<_>>(), out.done));
+        results.push((first, out.tiles.iter().map(|t| (t.f, t.s, t.e, t.x, t.w)).collect::<Vec<_>>(), out.done));
     }
-    assert_eq!(results[0], (Rd { cycle: 101, port: RD3, at: 8 }, vec![(105, 107, 116, 119), (107, 118, 127, 128)], 128));
+    assert_eq!(results[0], (Rd { cycle: 101, port: RD3, at: 8 }, vec![(105, 107, 109, 116, 119), (105, 111, 116, 123, 124)], 124));
     for r in &results[1..] {
-        assert_eq!(*r, (Rd { cycle: 101, port: RD2, at: 0 }, vec![(104, 106, 115, 118), (107, 117, 126, 127)], 127));
+        assert_eq!(*r, (Rd { cycle: 101, port: RD2, at: 0 }, vec![(104, 106, 108, 115, 118), (105, 110, 115, 122, 123)], 123));
     }
 }
 
 #[test]
 fn mma_tile_start_waits_for_the_writes_two_tiles_back() {
     // Grid 4 x 8, eight banks (word m: bank m mod 8, row m div 8), g = 0,
-    // no read yet. TM = 4, TN = 24, K = 1: three tiles (column blocks), 32
-    // words each. A (4 x 1) at 0, PA = 4: rd2 reads words 0..3 each tile.
-    // B (1 x 24) at 32, PB = 24: rd3 reads 2 words a tile, 32 + 8c + 4h:
-    // words 8, 9 | 10, 11 | 12, 13. C at 64: C[i][n] at 64 + 96i + 4n.
-    // cyc (one useful step): issued S + 2, row r ready S + 2 + r + 8 + 1 + 2,
-    //   transferred S + 14 + r: cyc = 17, rows in S + 17 - 4 + 1 + r.
+    // no read yet. TM = 4, TN = 24, K = 1: one row block, three tiles
+    // (column blocks), 32 words each. A (4 x 1) at 0, PA = 4: rd2 reads
+    // words 0..3 once (the row block). B (1 x 24) at 32, PB = 24: rd3 reads
+    // 2 words a tile, 32 + 8c + 4h: words 8, 9 | 10, 11 | 12, 13. C at 64:
+    // C[i][n] at 64 + 96i + 4n. No skip: M = g = 0.
+    // A tile of one useful step: taken by the loader in S + 1, issued
+    //   (tile-ending) in E = S + 2 unless the tile before is in flight (its
+    //   E + 1 .. X - 1); row r ready E + r + 8 + 1 + 2, transferred E + 12
+    //   + r: X = E + 15 (cyc = 17 alone).
     // Reads:
     //   1 rd2 w0 (bank 0) and rd3 w8 (bank 0): no read yet: rd2
-    //   2 rd2 w1, rd3 w8 (banks 1, 0)   3 rd2 w2, rd3 w9 (tile 0's last)
-    //   4 rd2 w3 (tile 0's last: F_0 = 5), rd3 w10 (tile 1; banks 3, 2)
-    //   5 rd2 w0, rd3 w11 (tile 1's last)   6 w1   7 w2   8 w3: F_1 = 9
-    //   S_0 = 7, X_0 = 24, rows 21..24: writes one a cycle from 22, row r's
-    //   8 words in 22 + 8r .. 29 + 8r (each after its row): W_0 = 53.
-    //   S_1 = max(9, X_0 = 24) + 2 = 26, X_1 = 43, rows 40..43: writes after
-    //   tile 0's, 54 .. 85 = W_1.
-    //   Tile 2 from X_0 + 1 = 25: 25 rd2 w0, rd3 w12 (banks 0, 4; the
-    //   write is word 19: bank 3 row 2)   26 rd2 w1, rd3 w13 (write w20)
-    //   27 rd2 w2 (w21)   28 rd2 w3 (w22): F_2 = 29.
-    //   S_2 = max(F_2 = 29, X_1 = 43, W_0 = 53) + 2 = 55: the row buffer
-    //   still holds tile 0's rows. X_2 = 72, rows 69..72; writes after tile
-    //   1's: 86 .. 117 = W_2; e = max(72, 117) = 117.
+    //   2 rd2 w1, rd3 w8 (banks 1, 0)   3 rd2 w2, rd3 w9 (tile 0's last B:
+    //   taken 4)   4 rd2 w3 (A's last: taken 5), rd3 w10 (tile 1; banks 3,
+    //   2)   5 rd3 w11 (tile 1's last: taken 6); then rd3 waits (tile 2).
+    //   F_0 = max(5, 4) = 5, F_1 = max(5, 6) = 6.
+    //   S_0 = 7, E_0 = 9, X_0 = 24, rows 21..24: writes one a cycle from 22,
+    //   row r's 8 words in 22 + 8r .. 29 + 8r (each after its row): W_0 =
+    //   53.
+    //   S_1 = max(6, E_0 = 9) + 2 = 11: taken 12, held 13; tile 0 in flight
+    //   10 .. 23: E_1 = 24; rows ready 35 + r, transferred 36..39: X_1 =
+    //   39; writes after tile 0's (and each after its row), 54 .. 85 = W_1.
+    //   Tile 2's B from E_0 + 1 = 10 (no write yet): 10 rd3 w12, 11 rd3
+    //   w13: taken 12: F_2 = max(5, 12) = 12.
+    //   S_2 = max(F_2 = 12, E_1 = 24, W_0 = 53) + 2 = 55: the row buffer
+    //   still holds tile 0's rows. Taken 56, held 57 (tile 1 in flight 25
+    //   .. 38): E_2 = 57, rows 69..72: X_2 = 72 (= S_2 + 17: X_1 < S_2);
+    //   writes after tile 1's: 86 .. 117 = W_2; e = max(72, 117) = 117.
+    // (Before A's reuse, a692cb3, tiles 1 and 2 read A again: F_1 = 9,
+    // F_2 = 29; S, X, W were the same.)
     let p = grid_params(4, 8, 8, 16);
     let mut m = noise(1024, 5);
     let op = mop(0, 64, 0, 32, 4, 24, 1);
@@ -1878,9 +2004,9 @@ fn mma_tile_start_waits_for_the_writes_two_tiles_back() {
     assert_eq!(
         out.tiles,
         [
-            mma::TileTimes { f: 5, s: 7, cyc: 17, x: 24, w: 53 },
-            mma::TileTimes { f: 9, s: 26, cyc: 17, x: 43, w: 85 },
-            mma::TileTimes { f: 29, s: 55, cyc: 17, x: 72, w: 117 },
+            mma::TileTimes { f: 5, s: 7, e: 9, cyc: 17, x: 24, w: 53 },
+            mma::TileTimes { f: 6, s: 11, e: 24, cyc: 17, x: 39, w: 85 },
+            mma::TileTimes { f: 12, s: 55, e: 57, cyc: 17, x: 72, w: 117 },
         ]
     );
     assert_eq!(out.done, 117);
@@ -1902,17 +2028,9 @@ fn mma_tile_start_waits_for_the_writes_two_tiles_back() {
             (3, RD3, 9),
             (4, RD2, 3),
             (4, RD3, 10),
-            (5, RD2, 0),
             (5, RD3, 11),
-            (6, RD2, 1),
-            (7, RD2, 2),
-            (8, RD2, 3),
-            (25, RD2, 0),
-            (25, RD3, 12),
-            (26, RD2, 1),
-            (26, RD3, 13),
-            (27, RD2, 2),
-            (28, RD2, 3),
+            (10, RD3, 12),
+            (11, RD3, 13),
         ]
     );
     assert_eq!(&m[64..448], &want[..]);
@@ -1922,16 +2040,17 @@ fn mma_tile_start_waits_for_the_writes_two_tiles_back() {
 fn mma_done_when_the_dropped_rows_leave_the_grid() {
     // Grid 3 x 1, one bank, g = 0: TM = TN = K = 1, A = [[5]] at 0, B =
     // [[7]] at 8, C at 16. 1 rd2(0) [no read yet]   2 rd3(8): F_0 = 3,
-    // S_0 = 5. cyc (3 x 1, one step): issued S + 2, row r ready S + 2 + r +
-    // 1 + 1 + 2, transferred S + 7 + r: cyc = 9, X_0 = 14. Row 0 (the only
-    // one written) transferred in 5 + 9 - 3 + 1 = 12, written in 13 = W_0;
+    // S_0 = 5. The loader takes the group in 6, issues its one step in 7
+    // (tile-ending): E_0 = 7; row r ready 7 + r + 1 + 1 + 2, transferred
+    // 12 + r: X_0 = 14 (cyc = 9 = X_0 - S_0). Row 0 (the only one
+    // written) transferred in 12, written in 13 = W_0;
     // rows 1, 2 are dropped. e = max(X_0 = 14, W_0 = 13) = 14.
     let p = grid_params(3, 1, 1, 16);
     let mut m = vec![0u8; 64];
     m[0] = 5;
     m[8] = 7;
     let out = mma_checked(&p, &mop(0, 16, 0, 8, 1, 1, 1), 0, &mut m, &mut Banks::new(1));
-    assert_eq!(out.tiles, [mma::TileTimes { f: 3, s: 5, cyc: 9, x: 14, w: 13 }]);
+    assert_eq!(out.tiles, [mma::TileTimes { f: 3, s: 5, e: 7, cyc: 9, x: 14, w: 13 }]);
     assert_eq!(out.done, 14);
     assert_eq!(&m[16..20], &le(&[35])[..]);
 }
@@ -2010,27 +2129,34 @@ fn mma_arbitration_rule() {
 }
 
 #[test]
-fn mma_reads_see_its_own_earlier_writes() {
+fn mma_reads_see_only_the_writes_before_them() {
     // Grid 1 x 1, one bank (a word's row is its index), g = 100. A = [[-128]]
     // at 0, B = [[127, 2, 5]] at 8 (bytes 8, 9, 10), C (1 x 3) at 8: C[0][0]
-    // overwrites B's row. Three tiles (columns 0, 1, 2), each rd2(0) and
-    // rd3(8) (4*floor(c/4) = 0).
-    // cyc of a 1 x 1 tile of one useful step: issued S + 2, row ready
-    //   s + 0 + C + 1 + P = S + 6, transferred S + 7: cyc = 7 = X - S; row 0
-    //   transferred in S + 7 - 1 + 1 = X.
-    //   101 rd2(0) [t0: no read yet]   102 rd3(8) [t0; last rd2]: F_0 = 103
-    //   103 rd2(0) [t1; last rd3, no rd4]   104 rd3(8) [t1]: F_1 = 105
-    //   S_0 = 105, X_0 = 112: wr2(8) in 113 = W_0 (C[0][0] = -16256 =
-    //     0xFFFFC080)
-    //   S_1 = max(105, X_0 = 112) + 2 = 114, X_1 = 121: wr2(12) in 122 = W_1
-    //     (C[0][1] = -128*2, from the B read in 104, before the write)
-    //   Tile 2 may read from X_0 + 1 = 113: rd3(8) is the word written in
-    //     113: not asking; rd2(0) alone: 113 rd2(0); 114 rd3(8): it sees the
-    //     write of 113: B[0][2] is byte 2 of 0xFFFFC080 = -1. F_2 = 115.
-    //   S_2 = max(115, X_1 = 121, W_0 = 113) + 2 = 123, X_2 = 130: wr2(16)
-    //     in 131 = W_2; e = 131 (C[0][2] = -128 * -1 = 128, not -128*5)
-    // (The previous revision freed tile 2's half at W_0 + 1, not X_0 + 1,
-    // and started tiles after W_{t-1}.)
+    // overwrites B's row. One row block, three tiles (columns 0, 1, 2): A
+    // read once, rd2(0); each tile rd3(8) (4*floor(c/4) = 0). M = g.
+    // A 1 x 1 tile of one useful step: taken by the loader in S + 1, its
+    //   step (tile-ending) issued in E = S + 2 unless the tile before is in
+    //   flight (its E + 1 .. X - 1); the row ready E + 0 + C + 1 + P = E +
+    //   4, transferred E + 5 = X (cyc = 7 alone).
+    //   101 rd2(0) [no read yet: the lowest]: A taken 102   102 rd3(8) [t0]:
+    //   103: F_0 = 103   103 rd3(8) [t1]: 104: F_1 = max(102, 104) = 104
+    //   S_0 = 105, E_0 = 107, X_0 = 112: wr2(8) in 113 = W_0 (C[0][0] =
+    //     -16256 = 0xFFFFC080)
+    //   S_1 = max(104, E_0 = 107) + 2 = 109: held 111, tile 0 in flight 108
+    //     .. 111: E_1 = 112, X_1 = 117: wr2(12) in 118 = W_1 (C[0][1] =
+    //     -128*2, from the B read in 103, before the write)
+    //   Tile 2's B may be read from E_0 + 1 = 108: rd3(8) taken in 108 (no
+    //     write in 108), before the write of 113: it does not see it:
+    //     B[0][2] = 5. F_2 = 109.
+    //   S_2 = max(109, E_1 = 112, W_0 = 113) + 2 = 115: held 117, tile 1 in
+    //     flight 113 .. 116: E_2 = 117, X_2 = 122: wr2(16) in 123 = W_2; e =
+    //     123 (C[0][2] = -128 * 5 = -640: the read came before C[0][0]'s
+    //     write over B's row, so the write is not seen).
+    // (Before 8e84419 tile 2's half was free from X_0 + 1 = 113: its read,
+    // held back by the write of 113, was taken in 114 and saw it (C[0][2] =
+    // 128); tiles started after X_{t-1}. The revision before that freed it
+    // at W_0 + 1 and started tiles after W_{t-1}. Before A's reuse, a692cb3,
+    // each tile read rd2(0) again.)
     let p = grid_params(1, 1, 1, 8);
     let mut m = vec![0u8; 64];
     m[0] = 0x80;
@@ -2042,55 +2168,59 @@ fn mma_reads_see_its_own_earlier_writes() {
         [
             Rd { cycle: 101, port: RD2, at: 0 },
             Rd { cycle: 102, port: RD3, at: 8 },
-            Rd { cycle: 103, port: RD2, at: 0 },
-            Rd { cycle: 104, port: RD3, at: 8 },
-            Rd { cycle: 113, port: RD2, at: 0 },
+            Rd { cycle: 103, port: RD3, at: 8 },
+            Rd { cycle: 108, port: RD3, at: 8 },
             Wr { cycle: 113, at: 8, value: 0xFFFF_C080 },
-            Rd { cycle: 114, port: RD3, at: 8 },
-            Wr { cycle: 122, at: 12, value: -256i32 as u32 },
-            Wr { cycle: 131, at: 16, value: 128 },
+            Wr { cycle: 118, at: 12, value: -256i32 as u32 },
+            Wr { cycle: 123, at: 16, value: -640i32 as u32 },
         ]
     );
     assert_eq!(
         out.tiles,
         [
-            mma::TileTimes { f: 103, s: 105, cyc: 7, x: 112, w: 113 },
-            mma::TileTimes { f: 105, s: 114, cyc: 7, x: 121, w: 122 },
-            mma::TileTimes { f: 115, s: 123, cyc: 7, x: 130, w: 131 },
+            mma::TileTimes { f: 103, s: 105, e: 107, cyc: 7, x: 112, w: 113 },
+            mma::TileTimes { f: 104, s: 109, e: 112, cyc: 7, x: 117, w: 118 },
+            mma::TileTimes { f: 109, s: 115, e: 117, cyc: 7, x: 122, w: 123 },
         ]
     );
-    assert_eq!(out.done, 131);
-    assert_eq!(&m[8..20], &le(&[-16256, -256, 128])[..]);
+    assert_eq!(out.done, 123);
+    assert_eq!(&m[8..20], &le(&[-16256, -256, -640])[..]);
 }
 
 #[test]
-fn mma_read_held_back_by_a_write_of_its_row() {
+fn mma_row_block_a_is_read_once_before_c_overwrites_it() {
+    // (Was mma_read_held_back_by_a_write_of_its_row: before A's reuse,
+    // a692cb3, tile 2 read A again, and its first rd2 read was held back by
+    // C[0][0]'s write; now A is read once for the row block and no read
+    // meets a write here. mma_reads_see_only_the_writes_before_them and
+    // mma_c0_read_waits_for_the_write_of_its_word hold reads back.)
     // Grid 1 x 1, one bank (a word's row is its index), kmax 32, g = 0:
-    // TM = 1, TN = 3, K = 32, all values 1. A at 0 (PA = 32): per tile 8
-    // rd2 reads 0, 4, .., 28; B at 32 (PB = 8): per tile 32 rd3 reads
-    // 32 + 8k (columns 0..2 in the row's first word). C at 0: C[0][n] at
-    // 4n, over A's words 0, 1, 2.
-    // cyc of a tile of 32 useful steps (8 groups back to back): steps issue
-    //   in S + 2 .. S + 33 (the last tile-ending), the row is ready from
-    //   s + 0 + C + 1 + P = S + 37, transferred S + 38: cyc = 38.
-    // Reads (bank 0 only; no read yet): rd2 wins 1, then they alternate:
-    //   rd2 tile 0 in 1, 3, .., 15, tile 1 in 17, .., 31 (tile 1 < 2);
-    //   rd3 tile 0 in 2, 4, .., 32, then alone 33..48: F_0 = 49; tile 1
-    //   in 49..80: F_1 = 81.
-    //   S_0 = 51, X_0 = 89: wr2(0) in 90 = W_0 (C[0][0] = 32).
-    //   S_1 = max(81, X_0 = 89) + 2 = 91, X_1 = 129: wr2(4) in 130 = W_1
-    //   (C[0][1] = 32: tile 1's A was read in 17..31).
-    //   Tile 2 from X_0 + 1 = 90. In 90 rd2(0) is the word written: it is
-    //   not asking (though above rd3, the bank's last reader), and rd3(32)
-    //   takes the bank. 91: rd2(0) (last rd3) sees C[0][0] = 32: A[0][0..3]
-    //   = 32, 0, 0, 0. Then they alternate: rd2 j in 91 + 2j (j = 7 in
-    //   105), rd3 k <= 7 in 90 + 2k, k = 8..31 alone in 98 + k (k = 31 in
-    //   129): F_2 = 130.
-    //   Tile 2: steps 1, 2, 3 have a zero A slice (load filter): 29 useful
-    //   steps in S + 2 .. S + 30 (group 0's one step, then the others back
-    //   to back), the row ready S + 34, transferred S + 35: cyc = 35.
-    //   S_2 = max(130, X_1 = 129, W_0 = 90) + 2 = 132, X_2 = 167: wr2(8) in
-    //   168 = W_2 = e. C[0][2] = 32*1 + 28*1 = 60.
+    // TM = 1, TN = 3, K = 32, all values 1. A at 0 (PA = 32): 8 rd2 reads
+    // 0, 4, .., 28, once; B at 32 (PB = 8): per tile 32 rd3 reads 32 + 8k
+    // (columns 0..2 in the row's first word). C at 0: C[0][n] at 4n, over
+    // A's words 0, 1, 2. M = g = 0.
+    // A tile of 32 useful steps (8 groups; the loader takes each next one
+    //   in the cycle its last step issues): first taken S + 1, steps issue
+    //   in S + 2 .. S + 33, the last tile-ending (E = S + 33 when no tile
+    //   before is in flight), the row ready from E + 0 + C + 1 + P = E + 4,
+    //   transferred E + 5 = X (cyc = 38 alone).
+    // Reads (bank 0 only; no read yet): rd2 wins 1, then they alternate
+    //   (last rd2: rd3 is above; last rd3: none above asks, the lowest):
+    //   rd2 in 1, 3, .., 15 (A taken 16); rd3 k = 0..7 in 2, 4, .., 16,
+    //   then alone k = 8..31 in 9 + k (k = 31 in 40): B_0 taken 41; tile 1
+    //   in 41..72: taken 73.
+    //   F_0 = max(16, 41) = 41, S_0 = 43, E_0 = 76, X_0 = 81: wr2(0) in 82
+    //   = W_0 (C[0][0] = 32).
+    //   F_1 = max(16, 73) = 73, S_1 = max(73, E_0 = 76) + 2 = 78: steps in
+    //   80 .. 111 (tile 0 in flight 77 .. 80 only): E_1 = 111, X_1 = 116:
+    //   wr2(4) in 117 = W_1 (C[0][1] = 32).
+    //   Tile 2's B from E_0 + 1 = 77: 77..108 (k in 77 + k; the write of 82
+    //   is word 0, row 0, rd3(72) word 18: taken), taken 109: F_2 = 109.
+    //   S_2 = max(109, E_1 = 111, W_0 = 82) + 2 = 113: steps 115 .. 146 (A
+    //   from the buffer, all ones: 32 useful steps; tile 1 in flight 112 ..
+    //   115, the tile-ending step comes later): E_2 = 146, X_2 = 151:
+    //   wr2(8) in 152 = W_2 = e. C[0][2] = 32, though C[0][0] = 32
+    //   overwrote A[0][0] in 82.
     let p = grid_params(1, 1, 1, 32);
     let mut m = vec![0u8; 512];
     m[..32].fill(1);
@@ -2102,60 +2232,73 @@ fn mma_read_held_back_by_a_write_of_its_row() {
     assert_eq!(
         out.tiles,
         [
-            mma::TileTimes { f: 49, s: 51, cyc: 38, x: 89, w: 90 },
-            mma::TileTimes { f: 81, s: 91, cyc: 38, x: 129, w: 130 },
-            mma::TileTimes { f: 130, s: 132, cyc: 35, x: 167, w: 168 },
+            mma::TileTimes { f: 41, s: 43, e: 76, cyc: 38, x: 81, w: 82 },
+            mma::TileTimes { f: 73, s: 78, e: 111, cyc: 38, x: 116, w: 117 },
+            mma::TileTimes { f: 109, s: 113, e: 146, cyc: 38, x: 151, w: 152 },
         ]
     );
-    let k = out.accesses.iter().position(|a| *a == Wr { cycle: 90, at: 0, value: 32 }).unwrap();
+    let k = out.accesses.iter().position(|a| *a == Wr { cycle: 82, at: 0, value: 32 }).unwrap();
     assert_eq!(
         &out.accesses[k - 2..k + 4],
         [
-            Rd { cycle: 80, port: RD3, at: 32 + 8 * 31 },
-            Rd { cycle: 90, port: RD3, at: 32 },
-            Wr { cycle: 90, at: 0, value: 32 },
-            Rd { cycle: 91, port: RD2, at: 0 },
-            Rd { cycle: 92, port: RD3, at: 40 },
-            Rd { cycle: 93, port: RD2, at: 4 },
+            Rd { cycle: 81, port: RD3, at: 32 + 8 * 4 },
+            Rd { cycle: 82, port: RD3, at: 32 + 8 * 5 },
+            Wr { cycle: 82, at: 0, value: 32 },
+            Rd { cycle: 83, port: RD3, at: 32 + 8 * 6 },
+            Rd { cycle: 84, port: RD3, at: 32 + 8 * 7 },
+            Rd { cycle: 85, port: RD3, at: 32 + 8 * 8 },
         ]
     );
+    let k2 = out.accesses.iter().position(|a| *a == Rd { cycle: 77, port: RD3, at: 32 }).unwrap();
+    assert_eq!(out.accesses[k2 - 1], Rd { cycle: 72, port: RD3, at: 32 + 8 * 31 });
     assert_eq!(&out.accesses[out.accesses.len() - 4..], [
-        Rd { cycle: 128, port: RD3, at: 32 + 8 * 30 },
-        Rd { cycle: 129, port: RD3, at: 32 + 8 * 31 },
-        Wr { cycle: 130, at: 4, value: 32 },
-        Wr { cycle: 168, at: 8, value: 60 },
+        Rd { cycle: 107, port: RD3, at: 32 + 8 * 30 },
+        Rd { cycle: 108, port: RD3, at: 32 + 8 * 31 },
+        Wr { cycle: 117, at: 4, value: 32 },
+        Wr { cycle: 152, at: 8, value: 32 },
     ]);
-    assert_eq!(&m[0..12], &le(&[32, 32, 60])[..]);
+    assert_eq!(&m[0..12], &le(&[32, 32, 32])[..]);
 }
 
 #[test]
-fn mma_three_ports_meet_on_one_bank() {
+fn mma_ports_share_one_bank() {
     // Grid 2 x 1, one bank (a word's row is its index), g = 100, no read
     // yet. TM = 2, TN = 3, K = 2: three tiles (columns 0, 1, 2), h = 2,
-    // w = 1, q = 1. A (2 x 2) at 0, PA = 4: rd2 reads 0, 4 each tile. B
-    // (2 x 3) at 8, PB = 8: rd3 reads 8, 16 each tile (4*floor(t/4) = 0).
+    // w = 1, q = 1. A (2 x 2) at 0, PA = 4: rd2 reads 0, 4 once (one row
+    // block). B (2 x 3) at 8, PB = 8: rd3 reads 8, 16 each tile
+    // (4*floor(t/4) = 0). M = g.
     // C (2 x 3) at 24: tile t's words (row 0) 24 + 4t, (row 1) 36 + 4t.
     // Mode 1: C0 read at the word's offset; mode 2 (bias at 48): at 48 + 4t
     // for both rows. Every value non-zero: both steps useful.
-    // cyc (2 x 1, two steps): issued S + 2, S + 3 (tile-ending s = S + 3),
-    //   row r ready s + r + C + 1 + P = S + 7 + r, transferred S + 8 + r:
-    //   cyc = 9, X = S + 9, row 0 transferred X - 1, row 1 X.
-    // A/B reads of tiles 0, 1 (rd2, rd3 alternate: last none, rd2, rd3, ..):
-    //   101 rd2(0)  102 rd3(8)  103 rd2(4)  104 rd3(16): F_0 = 105
-    //   105 rd2(0)  106 rd3(8)  107 rd2(4)  108 rd3(16): F_1 = 109
-    //   (rd2 has tile 2 next from 105: not free before X_0 + 1.)
-    //   S_0 = 107, X_0 = 116 (rows 115, 116); S_1 = max(109, 116) + 2 = 118,
-    //   X_1 = 127 (rows 126, 127).
+    // A tile (2 x 1, two steps): taken by the loader in S + 1, steps issue
+    //   S + 2, S + 3 (the second tile-ending: E = S + 3 unless the tile
+    //   before is in flight, its E + 1 .. X - 1), row r ready E + r + C + 1
+    //   + P = E + 4 + r, transferred E + 5 + r: X = E + 6 (cyc = 9 alone),
+    //   row 0 transferred X - 1, row 1 X.
+    // A and B reads of tiles 0, 1 (rd2, rd3 alternate while both ask: last
+    // none, rd2, rd3, ..):
+    //   101 rd2(0)  102 rd3(8)  103 rd2(4): A taken 104  104 rd3(16): B_0
+    //   taken 105: F_0 = 105   105 rd3(8)  106 rd3(16): B_1 taken 107: F_1 =
+    //   max(104, 107) = 107 (rd3 has tile 2 next from 107: not free before
+    //   E_0 + 1).
+    //   S_0 = 107, E_0 = 110, X_0 = 116 (rows 115, 116).
+    //   111: tile 2's B free (E_0 + 1): rd3(8) alone (no C0 read yet);
+    //   112 rd3(16): B_2 taken 113: F_2 = max(104, 113) = 113.
+    //   S_1 = max(107, E_0 = 110) + 2 = 112: steps 114, 115; the second is
+    //     tile-ending and tile 0 is in flight 111 .. 115: E_1 = 116, rows
+    //     ready 120 + r, transferred 121, 122: X_1 = 122.
     //   116: rd4 (tile 0, row 0; from 115 + 1) alone: taken; written 117.
-    //   117: tile 2 free (X_0 + 1): rd2(0), rd3(8) and rd4 (row 1: from
-    //     max(116 + 1, 116 + 1)) all ask; the write of 117 is another word.
-    //     Last rd4: none above: the lowest, rd2(0).
-    //   118: rd2(4), rd3(8), rd4: last rd2: rd3(8).
-    //   119: rd2(4), rd3(16), rd4: last rd3: rd4. Written 120 = W_0.
-    //   120: rd2(4), rd3(16): last rd4: rd2(4).   121: rd3(16): F_2 = 122.
-    //   S_2 = max(122, X_1 = 127, W_0 = 120) + 2 = 129, X_2 = 138.
-    //   127, 128: rd4 of tile 1 (rows transferred 126, 127), written 128,
-    //   129 = W_1. 138, 139: tile 2's, written 139, 140 = W_2; e = 140.
+    //   117: rd4 (row 1: from max(116 + 1, 116 + 1)): the write of 117 is
+    //     another word (row): taken, written 118 = W_0.
+    //   122, 123: rd4 of tile 1 (rows transferred 121, 122), written 123,
+    //     124 = W_1.
+    //   S_2 = max(113, E_1 = 116, W_0 = 118) + 2 = 120: steps 122, 123
+    //     (tile 1 in flight 117 .. 121): E_2 = 123, rows 128, 129: X_2 =
+    //     129; rd4 129, 130, written 130, 131 = W_2; e = 131.
+    // (Under 8e84419's parent tile 2's B was free only from X_0 + 1 = 117,
+    // so rd3 and rd4 met on the bank in 117, 118; now the B reads are over
+    // before the first C0 read and the three ports never ask together here.
+    // Before A's reuse, a692cb3, each tile read A again.)
     let p = grid_params(2, 1, 1, 16);
     // A = [[1, 2], [3, -4]], B = [[5, 6, 7], [-8, 9, 10]].
     let mut m0 = vec![0u8; 128];
@@ -2176,13 +2319,13 @@ fn mma_three_ports_meet_on_one_bank() {
         assert_eq!(
             out.tiles,
             [
-                mma::TileTimes { f: 105, s: 107, cyc: 9, x: 116, w: 120 },
-                mma::TileTimes { f: 109, s: 118, cyc: 9, x: 127, w: 129 },
-                mma::TileTimes { f: 122, s: 129, cyc: 9, x: 138, w: 140 },
+                mma::TileTimes { f: 105, s: 107, e: 110, cyc: 9, x: 116, w: 118 },
+                mma::TileTimes { f: 107, s: 112, e: 116, cyc: 9, x: 122, w: 124 },
+                mma::TileTimes { f: 113, s: 120, e: 123, cyc: 9, x: 129, w: 131 },
             ],
             "{c0:?}"
         );
-        assert_eq!(out.done, 140);
+        assert_eq!(out.done, 131);
         let reads: Vec<(u64, u8, u32)> = out
             .accesses
             .iter()
@@ -2198,20 +2341,16 @@ fn mma_three_ports_meet_on_one_bank() {
                 (102, RD3, 8),
                 (103, RD2, 4),
                 (104, RD3, 16),
-                (105, RD2, 0),
-                (106, RD3, 8),
-                (107, RD2, 4),
-                (108, RD3, 16),
+                (105, RD3, 8),
+                (106, RD3, 16),
+                (111, RD3, 8),
+                (112, RD3, 16),
                 (116, RD4, c0_at[0]),
-                (117, RD2, 0),
-                (118, RD3, 8),
-                (119, RD4, c0_at[1]),
-                (120, RD2, 4),
-                (121, RD3, 16),
-                (127, RD4, c0_at[2]),
-                (128, RD4, c0_at[3]),
-                (138, RD4, c0_at[4]),
-                (139, RD4, c0_at[5]),
+                (117, RD4, c0_at[1]),
+                (122, RD4, c0_at[2]),
+                (123, RD4, c0_at[3]),
+                (129, RD4, c0_at[4]),
+                (130, RD4, c0_at[5]),
             ],
             "{c0:?}"
         );
@@ -2223,7 +2362,7 @@ fn mma_three_ports_meet_on_one_bank() {
                 _ => None,
             })
             .collect();
-        assert_eq!(writes, [(117, 24), (120, 36), (128, 28), (129, 40), (139, 32), (140, 44)]);
+        assert_eq!(writes, [(117, 24), (118, 36), (123, 28), (124, 40), (130, 32), (131, 44)]);
         // C's rows (row 0 at 24, row 1 at 36).
         assert_eq!(&m[24..48], &le(&want)[..], "{c0:?}");
         assert_eq!(&m[48..60], &m0[48..60], "the bias row is not written");
@@ -2236,8 +2375,9 @@ fn mma_c0_read_waits_for_the_write_of_its_word() {
     // bias row at o = 16 and C at 20: C0[0] is the word at 16, C0[1] the
     // word at 20, which is C[0][0]. A = [[3]] at 0, B = [[-2, 5]] at 8.
     //   101 rd2(0) [no read yet]   102 rd3(8): F_0 = 103; S_0 = 105.
-    //   cyc (1 x 2, one step): issued S + 2, ready s + 0 + C + 1 + P = S + 7,
-    //   transferred S + 8: cyc = 8, X_0 = 113 (row 0 transferred).
+    //   The loader takes the group in 106, its step issues in 107 = E_0;
+    //   row 0 ready E + 0 + C + 1 + P = 112, transferred 113 = X_0 (cyc =
+    //   8 = X_0 - S_0).
     //   114 rd4(16): C[0][0] = -6 + 100 = 94, written 115.
     //   115 rd4(20) offered: the word written in 115: not asking, waits.
     //   116 rd4(20) taken: it sees 94; C[0][1] = 15 + 94 = 109 (not 15 + the
@@ -2250,7 +2390,7 @@ fn mma_c0_read_waits_for_the_write_of_its_word() {
     let op = mma::Op { c0: C0::Bias(16), ..mop(0, 20, 0, 8, 1, 2, 1) };
     assert_eq!(mma::check(16, 28, &op), Ok(()));
     let out = mma_checked(&p, &op, 100, &mut m, &mut Banks::new(1));
-    assert_eq!(out.tiles, [mma::TileTimes { f: 103, s: 105, cyc: 8, x: 113, w: 117 }]);
+    assert_eq!(out.tiles, [mma::TileTimes { f: 103, s: 105, e: 107, cyc: 8, x: 113, w: 117 }]);
     assert_eq!(
         out.accesses,
         [
@@ -2298,9 +2438,10 @@ fn st_between_two_mma_changes_the_second_ones_arbitration() {
     //      r10 = 0x10004: a read of word 0 on rd0]
     //   8: mma r8, r3, r7, r9   9: end
     // The second mma, started in g (its X cycle + 1, the DMA idle), is
-    // done in g + 28 after rd2's last read, g + 27 after st's (see
-    // mma_bank_conflicts_...: e = 128 and 127 for g = 100): X end in e + 2.
-    // (Under the previous revision, tile 1 waited for W_0: g + 29, g + 28.)
+    // done in g + 24 after rd2's last read, g + 23 after st's (see
+    // mma_bank_conflicts_...: e = 124 and 123 for g = 100): X end in e + 2.
+    // (Before 8e84419, tile 1 waited for X_0: g + 28, g + 27; before that
+    // for W_0: g + 29, g + 28.)
     let p = grid_params(2, 2, 1, 16);
     let head = "li r4, 0x3000\nli r6, 0x1000C\nld r3, r4, r5, r6\nli r7, 8\nli r8, 16\nli r9, 0x10102\nmma r8, r3, r7, r9\nli r10, 0x10004\n";
     let mut span = Vec::new();
@@ -2316,7 +2457,7 @@ fn st_between_two_mma_changes_the_second_ones_arbitration() {
         assert_eq!(&f.smem[16..40], &le(&[8, 10, 12, 12, 15, 18])[..]);
         assert_eq!(o.counters.mma, 2);
     }
-    assert_eq!(span, [1 + 28 + 2, 1 + 27 + 2]);
+    assert_eq!(span, [1 + 24 + 2, 1 + 23 + 2]);
 }
 
 #[test]
@@ -2348,9 +2489,10 @@ fn every_mma_error() {
     };
     let mma = |co: i64, ao: i64, bo: i64, rc: u32| mma_s(co, ao, bo, rc, "");
     let shape = |tm: u32, tn: u32, k: u32| tm | tn << 8 | k << 16;
-    // field (`mma r1, r2, r3, r3` with imm bits): imm bits 15:14 in any
-    // mode; mode 3; bits 31:16 outside mode 2 (bit 16, bit 31).
-    assert_eq!(status_of(".word 0x0000400303020170"), (Field, 0)); // bit 14
+    // field (`mma r1, r2, r3, r3` with imm bits): imm bit 15 in any mode;
+    // mode 3; bits 31:16 outside mode 2 (bit 16, bit 31). Bit 14 is `skip`
+    // (r1 = y = 0, r2 = z = 0, r3 = 0: an empty shape; then the word 0).
+    assert_eq!(status_of(".word 0x0000400303020170"), (Opcode, 1)); // bit 14: skip
     assert_eq!(status_of(".word 0x0000800303020170"), (Field, 0)); // bit 15
     assert_eq!(status_of(".word 0x0000c20303020170"), (Field, 0)); // bits 15:14, mode 2
     assert_eq!(status_of(".word 0x0000430303020170"), (Field, 0)); // bit 14, mode 3
@@ -2362,7 +2504,8 @@ fn every_mma_error() {
     assert_eq!(status_of(".word 0xffff010303020170"), (Field, 0));
     // field before reg (r200).
     assert_eq!(status_of(".word 0x00000300c8c8c870"), (Field, 0));
-    assert_eq!(status_of(".word 0x00004000c8c8c870"), (Field, 0));
+    assert_eq!(status_of(".word 0x00008000c8c8c870"), (Field, 0));
+    assert_eq!(status_of(".word 0x00004000c8c8c870"), (Reg, 0)); // skip
     assert_eq!(status_of(".word 0x00010000c8c8c870"), (Field, 0));
     // Not errors of decoding: mode 1, mode 2 with o, pads (then the shape
     // of r3 = 0 does nothing; the next word, 0, is undefined).
@@ -3554,4 +3697,858 @@ fn conv_x0_y0_are_16_bits_each() {
     assert_eq!(ck1(0x0001_0000), Result::Ok(()));
     assert_eq!(ck1(0x0000_0001), Err(Smem));
     assert_eq!(ck1(0x0002_0000), Err(Smem));
+}
+
+// ---- ld ..., zmap and mma ..., skip (docs/cu.md a692cb3) ----
+
+#[test]
+fn zmap_and_skip_encodings_and_round_trips() {
+    let one = |line: &str| {
+        let w = isa::assemble(line).unwrap_or_else(|e| panic!("{line}: {}", isa::errors_text(&e)));
+        assert_eq!(w.len(), 1);
+        w[0]
+    };
+    // ld: imm bit 8 = zmap; mma: imm bit 14 = skip.
+    assert_eq!(one("ld r1, r2, r3, r4, zmap"), 0x0000_0104_0302_0160);
+    assert_eq!(one("ld r1, r2, r3, r4, 16, zmap"), 0x0010_0104_0302_0160);
+    assert_eq!(one("ld r1, r2, r3, r4, 0, zmap"), one("ld r1, r2, r3, r4, zmap"));
+    assert_eq!(one("ld r1,r2,r3,r4,zmap"), one("ld r1, r2, r3, r4, zmap"));
+    assert_eq!(one("mma r1, r2, r3, r4, skip"), 0x0000_4004_0302_0170);
+    assert_eq!(one("mma r1, r2, r3, r4, bias 64, pad 1, 2, skip"), 0x0010_6604_0302_0170);
+    assert_eq!(one("mma r1, r2, r3, r4, pad 0, 0, skip"), one("mma r1, r2, r3, r4, skip"));
+    assert_eq!(isa::decode(0x0000_0104_0302_0160), Ok(Insn::LdZmap { rd: 1, ra: 2, rb: 3, rc: 4, p: 0 }));
+    assert_eq!(isa::decode(0x0000_0004_0302_0160), Ok(Insn::Ld { rd: 1, ra: 2, rb: 3, rc: 4, p: 0 }));
+    assert_eq!(
+        isa::decode(0x0000_4104_0302_0170),
+        Ok(Insn::Mma { rd: 1, ra: 2, rb: 3, rc: 4, c0: C0::Acc, qa: 0, qb: 0, skip: true })
+    );
+    // Bits that stay unused: ld 15:9, st 15:8, mma 15.
+    for bit in 9..16 {
+        assert_eq!(isa::decode(0x0000_0004_0302_0160 | 1 << (32 + bit)), Err(isa::DecodeError::Field), "ld bit {bit}");
+    }
+    for bit in 8..16 {
+        assert_eq!(isa::decode(0x0000_0004_0302_0161 | 1 << (32 + bit)), Err(isa::DecodeError::Field), "st bit {bit}");
+    }
+    assert_eq!(isa::decode(0x0000_C004_0302_0170), Err(isa::DecodeError::Field));
+    // The disassembler: `, zmap` after p (or rc), `, skip` last.
+    let text = "ld r1, r2, r3, r4, zmap\n\
+                ld r1, r2, r3, r4, 65535, zmap\n\
+                ld r1, r2, r3, r4, 7\n\
+                st r1, r2, r3, r4, 7\n\
+                mma r1, r2, r3, r4, skip\n\
+                mma r1, r2, r3, r4, acc, skip\n\
+                mma r1, r2, r3, r4, bias 262140, skip\n\
+                mma r1, r2, r3, r4, pad 3, 0, skip\n\
+                mma r1, r2, r3, r4, acc, pad 1, 1, skip\n\
+                .word 0x0000020004030260\n\
+                .word 0x0000010004030261\n\
+                .word 0x0000c00004030270\n";
+    let w = isa::assemble(text).unwrap();
+    assert_eq!(isa::disassemble(&w), text);
+    // Any word of these opcodes: its line assembles back to it.
+    let mut x = 0x1234_5678_9ABC_DEF0u64;
+    for i in 0..3000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let op = [0x60u64, 0x61, 0x70][(i % 3) as usize];
+        let w = (x & !0xFF) | op;
+        let line = isa::text(w);
+        assert_eq!(one(&line), w, "{line}");
+    }
+}
+
+#[test]
+fn zmap_and_skip_bad_lines() {
+    let bad = |t: &str| isa::assemble(t).unwrap_err().iter().map(|e| e.to_string()).collect::<Vec<_>>();
+    let ld = "`ld` takes rd, ra, rb, rc [, p] [, zmap]";
+    let st = "`st` takes rd, ra, rb, rc [, p]";
+    let mma = "`mma` takes rd, ra, rb, rc [, acc | , bias o] [, pad qa, qb] [, skip]";
+    let src = "ld r1, r2, r3, r4, zmap, 4\n\
+               ld r1, r2, r3, r4, zmap, zmap\n\
+               ld r1, r2, r3, r4, zmap 1\n\
+               st r1, r2, r3, r4, zmap\n\
+               ld r1, r2, r3, zmap\n\
+               ld r1, r2, r3, r4, 4, 5, zmap\n\
+               ld r1, r2, r3, r4, ZMAP\n\
+               mma r1, r2, r3, r4, skip, acc\n\
+               mma r1, r2, r3, r4, skip, skip\n\
+               mma r1, r2, r3, r4, skip 1\n\
+               mma r1, r2, r3, r4, skip, 1\n\
+               mma r1, r2, r3, r4, skip, pad 1, 1\n\
+               mma r1, r2, r3, r4, pad 1, 1, skip, x\n\
+               mma r1, r2, r3, r4, zmap\n";
+    let want = [
+        format!("line 1: `ld r1, r2, r3, r4, zmap, 4`: `zmap` is out of place: {ld}"),
+        format!("line 2: `ld r1, r2, r3, r4, zmap, zmap`: `zmap` is out of place: {ld}"),
+        format!("line 3: `ld r1, r2, r3, r4, zmap 1`: `zmap 1` is not `zmap`: {ld}"),
+        format!("line 4: `st r1, r2, r3, r4, zmap`: `zmap`: only `ld` writes a zero map: {st}"),
+        format!("line 5: `ld r1, r2, r3, zmap`: missing operand: {ld}"),
+        format!("line 6: `ld r1, r2, r3, r4, 4, 5, zmap`: extra operand: {ld}"),
+        "line 7: `ld r1, r2, r3, r4, ZMAP`: p `ZMAP` is not a number (decimal or 0x hex)".to_string(),
+        format!("line 8: `mma r1, r2, r3, r4, skip, acc`: `acc` is out of place: {mma}"),
+        format!("line 9: `mma r1, r2, r3, r4, skip, skip`: `skip` is out of place: {mma}"),
+        format!("line 10: `mma r1, r2, r3, r4, skip 1`: `skip 1` is not `acc`, `bias o`, `pad qa, qb` or `skip`: {mma}"),
+        format!("line 11: `mma r1, r2, r3, r4, skip, 1`: extra operand: {mma}"),
+        format!("line 12: `mma r1, r2, r3, r4, skip, pad 1, 1`: `pad 1` is out of place: {mma}"),
+        format!("line 13: `mma r1, r2, r3, r4, pad 1, 1, skip, x`: extra operand: {mma}"),
+        format!("line 14: `mma r1, r2, r3, r4, zmap`: `zmap` is not `acc`, `bias o`, `pad qa, qb` or `skip`: {mma}"),
+    ];
+    assert_eq!(bad(src), want);
+}
+
+/// Runs the DMA engine alone on `op` from `g` (latency 3, O = 2) until
+/// done: (the done cycle, the scratchpad after each cycle from g + 1).
+fn dma_alone(op: dma::Op, g: u64, mem: &mut Memory, smem: &mut [u8]) -> (u64, Vec<Vec<u8>>) {
+    let mut a = dma::Active::start(op, g, 3, 2);
+    let mut banks = Banks::new(1);
+    let mut after = Vec::new();
+    for c in g + 1..g + 10_000 {
+        let s = a.step(c, mem, smem, &mut banks);
+        after.push(smem.to_vec());
+        if s.done {
+            return (c, after);
+        }
+    }
+    panic!("not done");
+}
+
+/// An `ld` of `rows` x `n` from `a` (stride `stride`) to share offset `s`
+/// (pitch `pitch`) of a share at 0.
+fn ld_op(s: u32, a: u32, stride: u32, rows: u32, n: u32, pitch: u32, zmap: bool) -> dma::Op {
+    dma::Op { kind: dma::Kind::Ld, slot: 0, joined: 0, s, a, stride, rows, n, pitch, smem_base: 0, zmap }
+}
+
+/// The zero map from the definition: bit `r mod 32` of word `floor(r/32)`
+/// is 1 if memory bytes `a + r*stride .. + n - 1` are all zero.
+fn zero_map_reference(mem: &Memory, a: u32, stride: u32, rows: u32, n: u32) -> Vec<u32> {
+    let mut w = vec![0u32; rows.div_ceil(32) as usize];
+    for r in 0..rows {
+        let ar = a.wrapping_add(r.wrapping_mul(stride)) as u64;
+        if (0..n as u64).all(|i| mem.byte((ar + i) & 0xFFFF_FFFF) == 0) {
+            w[r as usize / 32] |= 1 << (r % 32);
+        }
+    }
+    w
+}
+
+#[test]
+fn zmap_bits_rows_zero_and_not_and_overlapping() {
+    // Memory at 0x5000: row r (stride 3, n = 3) is zero for r in ZERO,
+    // else its last byte is r + 1 (so a row with two zero bytes is not
+    // zero). 40 rows: nz = 2, the bits of rows 40..63 are 0.
+    const ZERO: [u32; 8] = [0, 1, 5, 31, 32, 33, 37, 39];
+    let mut mem = Memory::new();
+    for r in 0..40u32 {
+        let v = if ZERO.contains(&r) { 0 } else { r as u8 + 1 };
+        mem.load(0x5000 + 3 * r as u64, &[0, 0, v]);
+    }
+    let want: u32 = ZERO.iter().filter(|&&r| r < 32).map(|r| 1u32 << r).sum();
+    let want1: u32 = ZERO.iter().filter(|&&r| r >= 32).map(|r| 1u32 << (r - 32)).sum();
+    assert_eq!(zero_map_reference(&mem, 0x5000, 3, 40, 3), [want, want1]);
+    // P = 2 < n = 3: the rows overlap in the scratchpad (the later row's
+    // bytes win), the map is of the bytes as read from memory. s = 16: the
+    // map at 8, 12; everything else stays 0xA5.
+    let mut smem = vec![0xA5u8; 256];
+    let (_, _) = dma_alone(ld_op(16, 0x5000, 3, 40, 3, 2, true), 10, &mut mem, &mut smem);
+    assert_eq!(&smem[8..16], &[want.to_le_bytes(), want1.to_le_bytes()].concat()[..]);
+    assert_eq!(want1 >> 8, 0, "bits for r >= rows are 0");
+    assert_eq!(&smem[..8], &[0xA5; 8]);
+    let mut data = vec![0xA5u8; 256];
+    for r in 0..40usize {
+        data[16 + 2 * r..16 + 2 * r + 3].copy_from_slice(&mem.bytes(0x5000 + 3 * r as u64, 3));
+    }
+    assert_eq!(&smem[16..], &data[16..]);
+    // Rows overlapping in memory (stride 1, n = 4): row r is zero when
+    // bytes r .. r + 3 are; rows 0..=31 exactly: nz = 1.
+    let mut mem = Memory::new();
+    mem.load(0x6000, &[1, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9]);
+    // Zero rows: 1, 2 (bytes 1..4, 2..5; row 3 has byte 6 = 7), 7..=29
+    // (bytes 7..32 are zero; row 30 has byte 33 = 9).
+    let want: u32 = (1 << 1) | (1 << 2) | (7..=29).map(|r| 1u32 << r).sum::<u32>();
+    assert_eq!(zero_map_reference(&mem, 0x6000, 1, 32, 4), [want]);
+    let mut smem = vec![0xA5u8; 256];
+    dma_alone(ld_op(100, 0x6000, 1, 32, 4, 4, true), 0, &mut mem, &mut smem);
+    assert_eq!(&smem[96..100], &want.to_le_bytes());
+    // Every row zero, 64 rows, n = 1 (memory at 0x7000 never written):
+    // two all-ones words; and none zero.
+    let mut smem = vec![0u8; 256];
+    dma_alone(ld_op(8, 0x7000, 1, 64, 1, 1, true), 0, &mut Memory::new(), &mut smem);
+    assert_eq!(&smem[0..8], &[0xFF; 8]);
+    let mut mem = Memory::new();
+    mem.load(0x7000, &[0x80; 64]);
+    let mut smem = vec![0xFFu8; 256];
+    dma_alone(ld_op(8, 0x7000, 1, 33, 1, 1, true), 0, &mut mem, &mut smem);
+    assert_eq!(&smem[0..8], &[0; 8]);
+}
+
+#[test]
+fn zmap_words_written_after_the_copy() {
+    // Against the same ld without zmap (done in e0, its last data word's
+    // cycle): with zmap map word m is written in e0 + 1 + m (all four
+    // bytes, the scratchpad unchanged in that cycle otherwise), the
+    // operation done in e0 + nz; the data the same. 70 rows: nz = 3; rows
+    // 3k zero; misaligned source and pitch 5 (flush cycles).
+    let mut mem = Memory::new();
+    for r in 0..70u32 {
+        let v = if r % 3 == 0 { [0u8; 5] } else { [r as u8; 5] };
+        mem.load(0x8001 + 7 * r as u64, &v);
+    }
+    let want = zero_map_reference(&mem, 0x8001, 7, 70, 5);
+    assert_eq!(want.len(), 3);
+    let mut plain = vec![0x5Au8; 512];
+    let (e0, _) = dma_alone(ld_op(12, 0x8001, 7, 70, 5, 5, false), 20, &mut mem, &mut plain);
+    let mut smem = vec![0x5Au8; 512];
+    let (e, after) = dma_alone(ld_op(12, 0x8001, 7, 70, 5, 5, true), 20, &mut mem, &mut smem);
+    assert_eq!(e, e0 + 3);
+    let at_cycle = |c: u64| &after[(c - 21) as usize];
+    // Up to e0: the data as the plain ld, the map words untouched.
+    assert_eq!(&at_cycle(e0)[12..], &plain[12..]);
+    assert_eq!(&at_cycle(e0)[..12], &[0x5A; 12]);
+    for m in 0..3usize {
+        let c = e0 + 1 + m as u64;
+        let mut expect = at_cycle(c - 1).clone();
+        expect[4 * m..4 * m + 4].copy_from_slice(&want[m].to_le_bytes());
+        assert_eq!(at_cycle(c), &expect, "map word {m} in e0 + 1 + {m}");
+    }
+    assert_eq!(&smem[12..], &plain[12..]);
+}
+
+#[test]
+fn ld_zmap_exact_cycles_in_a_kernel() {
+    // ld_with_misaligned_ends with s = 8 and zmap: ld r3, r4, r5, r6, zmap:
+    // s = 8, a = 0x3002, stride 16, rows 2, n 9, P = 9. O = 2, L = 5.
+    // Row 0: a = 0x3002 (da 2), S = 8 (ds 0): nb = 3, nw = 3; ds < da: word
+    //   j at beat j + 1, word 2 by a flush.
+    // Row 1: a = 0x3012 (da 2), S = 17 (ds 1): nb = 3, nw = ceil(10/4) = 3;
+    //   ds < da: the same.
+    // X 27, 29, 31, 33 (li), X 35 ld: g = 36.
+    //   37 req b0 (due 42)   38 req b1 (due 43)   42 take b0 (no word)
+    //   43 take b1: row 0 word 0; req b2 (due 48)   44 req b3 (due 49)
+    //   48 take b2: row 0 word 1; flush owed in 49
+    //   49 flush: row 0 word 2; req b4 (due 54)   50 take b3 (no word)
+    //   51 req b5 (due 56)   54 take b4: row 1 word 0
+    //   56 take b5: row 1 word 1; flush owed in 57   57 flush: row 1 word
+    //   2: e0 = 57.
+    //   zmap: nz = 1: map word 0 (at s - 4 = 4) in 58: e = 58.
+    // Picked 59, X 60 end, completion 61 (without zmap: 59, 60).
+    // Memory 0x3002..0x300a zero (row 0: bit 0), 0x3012.. not (bit 1 = 0).
+    let src = |suffix: &str| format!("li r3, 8\nli r4, 0x3002\nli r5, 16\nli r6, 0x20009\nld r3, r4, r5, r6{suffix}\nend");
+    for (suffix, end_x, done) in [("", 59, 60), (", zmap", 60, 61)] {
+        let mut r = setup(&src(suffix), vec![block(0)], 64, 8, 5);
+        dma_memory(&mut r);
+        r.memory.load(0x3002, &[0; 9]);
+        let f = go(&one_slot(), &r);
+        assert_eq!(x_cycles(&f.outcome), [27, 29, 31, 33, 35, end_x], "{suffix}");
+        assert_eq!(f.outcome.blocks[0].complete_cycle, done);
+        let mut want = [0u8; 26];
+        for i in 0..9 {
+            want[17 + i] = 0x12 + i as u8;
+        }
+        if suffix.is_empty() {
+            assert_eq!(&f.smem[8..26], &want[8..]);
+        } else {
+            want[4] = 1;
+            assert_eq!(&f.smem[..26], &want[..]);
+        }
+        assert_eq!(f.outcome.counters.rd_beats, 16 + 6);
+    }
+}
+
+#[test]
+fn every_zmap_error() {
+    use Status::*;
+    // status_of: 4 registers (r0 = x = 1, r1 = r2 = 0), a 64-byte share,
+    // kmax 16. s in r2, rc in r3.
+    let ld = |s: i64, rc: u32, tail: &str| status_of(&format!("li r2, {s}\nli r3, {rc:#x}\nld r2, r0, r0, r3{tail}\nend"));
+    // align: s not a multiple of 4 with zmap, whatever rows and n; before
+    // smem; not without zmap.
+    assert_eq!(status_of("ld r0, r0, r0, r3, zmap"), (Align, 0)); // s = 1, rows = n = 0
+    assert_eq!(ld(6, 0x10001, ", zmap"), (Align, 2));
+    assert_eq!(ld(6, 0x10001, ""), (Ok, 3));
+    assert_eq!(ld(2, 0x10100, ", zmap"), (Align, 2)); // also smem
+    // smem: s < 4*nz (rows 1..32: nz 1; 33..: 2).
+    assert_eq!(ld(0, 0x10001, ", zmap"), (Smem, 2));
+    assert_eq!(ld(0, 0x10001, ""), (Ok, 3));
+    assert_eq!(ld(4, 0x10001, ", zmap"), (Ok, 3));
+    assert_eq!(ld(4, 0x100001, ", 1, zmap"), (Ok, 3)); // rows 16 = kmax: 4 + 15 + 1
+    // rows > kmax (16), though the rows fit.
+    assert_eq!(ld(4, 0x110001, ", 1, zmap"), (Smem, 2));
+    assert_eq!(ld(4, 0x110001, ", 1"), (Ok, 3));
+    // The rows' own bound still: 4 + 61 > 64.
+    assert_eq!(ld(4, 0x1003d, ", zmap"), (Smem, 2));
+    assert_eq!(ld(4, 0x1003c, ", zmap"), (Ok, 3));
+    // rows = 0 or n = 0: nothing, no smem error (s = 0 < 4*nz, rows >
+    // kmax), but align still.
+    assert_eq!(ld(0, 0x10000, ", zmap"), (Ok, 3));
+    assert_eq!(ld(0, 0x00005, ", zmap"), (Ok, 3));
+    assert_eq!(ld(0, 0xFFFF_0000, ", zmap"), (Ok, 3));
+    // nz = 2 from 33 rows, with kmax 64: s = 4 is not enough, 8 is.
+    let p = CuParams { kmax: 64, ..one_slot() };
+    let ld64 = |s: i64| status_on(&p, &format!("li r2, {s}\nli r3, 0x210001\nld r2, r0, r0, r3, 1, zmap\nend"));
+    assert_eq!(ld64(4), (Smem, 2));
+    assert_eq!(ld64(8), (Ok, 3));
+    // Nothing copied on the error: an ld that would write byte 4.. and its
+    // map at 0.
+    let src = "li r2, 4\nli r3, 0x110001\nld r2, r0, r0, r3, 1, zmap\nend";
+    let mut r = setup(src, vec![block(1)], 64, 4, 5);
+    r.memory.load(0, &[9; 32]);
+    let f = go(&one_slot(), &r);
+    assert_eq!(f.outcome.blocks[0].status, Smem);
+    assert!(f.smem[..64].iter().all(|&b| b == 0));
+}
+
+/// (cycle, port, share offset) of the reads of an `mma` outcome.
+fn mma_reads(out: &mma::Outcome) -> Vec<(u64, u8, u32)> {
+    out.accesses
+        .iter()
+        .filter_map(|a| match *a {
+            Rd { cycle, port, at } => Some((cycle, port, at)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn mma_a_reuse_exact_cycles_two_row_blocks_two_column_blocks() {
+    // Grid 2 x 2, one bank (a word's row is its index), g = 0, no read yet.
+    // TM = TN = K = 4: nr = nc = 2, tiles t = 2b + c, each h = w = 2. A
+    // (4 x 4) at 0, PA = 4: row i is word i. B (4 x 4) at 16, PB = 8: row k
+    // at 16 + 8k (bytes 4..7 padding, 0x55). C (4 x 4) at 48: C[i][n] at
+    // 48 + 16i + 4n. Every A and B value non-zero. No skip: M = g = 0.
+    // Reads: rd2 A once a row block, one needed word column: row block 0
+    //   offsets 0, 4; row block 1: 8, 12 (b < 2: free from g + 1). rd3 per
+    //   tile k = 0..3, one word (ceil(2/4) = 1, 4*floor(2c/4) = 0): 16, 24,
+    //   32, 40; tiles 0, 1 free, tile 2 from E_0 + 1, tile 3 from E_1 + 1.
+    //   One bank: both asking alternate (last rd2: rd3 is above; last rd3:
+    //   none above asks, the lowest: rd2); no read yet counts as rd5's.
+    //   And (docs/cu.md 4cf197a) rd2 offers row block 1's A (b >= 1) only
+    //   in a cycle rd3 offers no read of the same bank: with one bank, only
+    //   when rd3 offers nothing.
+    //   1 rd2(0)  2 rd3(16)  3 rd2(4): A of row block 0 taken 4
+    //   4..6 rd3 24, 32, 40 (rd2 yields): B_0 taken 7
+    //   7..10 rd3 16, 24, 32, 40 [tile 1] (rd2 yields): B_1 taken 11
+    //   11 rd2(8)  12 rd2(12) (tile 2 waits for E_0 + 1 = 15, below: rd3
+    //   offers nothing): row block 1 taken 13.
+    //   (Before 4cf197a rd2 took 8, 12 in 5, 7, between B_0's reads, and
+    //   B_0 was taken 9: here the grid's first tile starts two cycles
+    //   earlier and row block 1's A, needed only by tile 2, later.)
+    // A tile (one group of 4 useful steps): taken by the loader in S + 1,
+    //   steps issue S + 2 .. S + 5, the last tile-ending (E = S + 5 unless
+    //   the tile before is in flight, its E + 1 .. X - 1); row r ready E +
+    //   r + C + 1 + P = E + 5 + r, transferred E + 6 + r: X = E + 7 (cyc =
+    //   12 alone, the small preset test).
+    // F_0 = max(4, 7, 0) = 7, S_0 = 9, E_0 = 14, X_0 = 21: rows 20, 21;
+    //   writes 21, 22 (row 0), 23, 24 (row 1): W_0 = 24.
+    // Tile 2's B from E_0 + 1 = 15: 15..18 (rd2 is done; no write yet):
+    //   taken 19. F_2 = max(13, 19) = 19.
+    // F_1 = max(4, 11) = 11, S_1 = max(11, E_0 = 14) + 2 = 16: steps 18 ..
+    //   21, tile 0 in flight 15 .. 20: E_1 = 21 (not held back), X_1 = 28:
+    //   rows 27, 28; writes 28, 29, 30, 31 = W_1.
+    // Tile 3's B from E_1 + 1 = 22: 22..25 (the writes of 22..24 are C's
+    //   words 13, 16, 17: other rows than B's words 4, 6, 8, 10): taken 26.
+    //   F_3 = max(13, 26) = 26.
+    // S_2 = max(19, E_1 = 21, W_0 = 24) + 2 = 26: steps 28 .. 31 (tile 1
+    //   in flight 22 .. 27): E_2 = 31, X_2 = 38: rows 37, 38; writes 38,
+    //   39, 40, 41 = W_2.
+    // S_3 = max(26, E_2 = 31, W_1 = 31) + 2 = 33: steps 35 .. 38 (tile 2 in
+    //   flight 32 .. 37): E_3 = 38, X_3 = 45: rows 44, 45; writes 45..48 =
+    //   W_3; e = 48.
+    let p = grid_params(2, 2, 1, 16);
+    let mut m = vec![0x55u8; 128];
+    let av = |i: usize, k: usize| (i * 4 + k + 1) as i8;
+    let bv = |k: usize, n: usize| -((k * 4 + n + 3) as i8);
+    for i in 0..4 {
+        for k in 0..4 {
+            m[4 * i + k] = av(i, k) as u8;
+            m[16 + 8 * k + i] = bv(k, i) as u8;
+        }
+    }
+    let op = mop(0, 48, 0, 16, 4, 4, 4);
+    let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
+    let tt = |f, s, e, x, w| mma::TileTimes { f, s, e, cyc: 12, x, w };
+    assert_eq!(out.m, 0);
+    assert_eq!(out.tiles, [tt(7, 9, 14, 21, 24), tt(11, 16, 21, 28, 31), tt(19, 26, 31, 38, 41), tt(26, 33, 38, 45, 48)]);
+    assert_eq!(out.done, 48);
+    let mut want = vec![(1, RD2, 0), (2, RD3, 16), (3, RD2, 4), (4, RD3, 24), (5, RD3, 32), (6, RD3, 40)];
+    want.extend((0..4).map(|k| (7 + k as u64, RD3, 16 + 8 * k)));
+    want.extend([(11, RD2, 8), (12, RD2, 12)]);
+    for from in [15, 22] {
+        want.extend((0..4).map(|k| (from + k as u64, RD3, 16 + 8 * k)));
+    }
+    assert_eq!(mma_reads(&out), want);
+    // C from the definition, computed here directly.
+    let c: Vec<i32> =
+        (0..16).map(|x| (0..4).map(|k| av(x / 4, k) as i32 * bv(k, x % 4) as i32).sum()).collect();
+    assert_eq!(&m[48..112], &le(&c)[..]);
+}
+
+#[test]
+fn mma_skip_exact_cycles_three_row_blocks() {
+    // Grid 2 x 2, one bank, g = 0, no read yet. TM = 6, TN = 2, K = 8,
+    // skip: nr = 3, nc = 1 (tile t = row block t, h = w = 2). A (6 x 8) at
+    // 0, PA = 8. The k-map at Bo - 4*nk = 48 (nk = 1): 0xFFFF_FFF2: steps 1
+    // and 4..7 skipped (bits 8..31, past K, ignored): used 0, 2, 3 (u = 3,
+    // q = 1 group of 3). Needed word columns: x = 0 only (k 4..7 all
+    // skipped). B (8 x 2) at 52, PB = 8: used rows at 52, 68, 76. C (6 x 2)
+    // at 116. Every A and B value non-zero, the skipped B rows and A's
+    // column 1 too (so summing them would show).
+    // Reads: rd3 first the map, from g + 1; A and B from M + 1 (docs/cu.md
+    //   30446b4: both ports wait for the map). rd2: row block b offsets
+    //   16b, 16b + 8 (rows 2b, 2b + 1, column 0); row block 2 from E_{L_0}
+    //   + 1 = E_0 + 1. rd3 per tile: 52, 68, 76; tile 2 from E_0 + 1.
+    //   rd2 offers row blocks b >= 1 only in a cycle rd3 offers no read
+    //   of the same bank (docs/cu.md 4cf197a; one bank: none at all).
+    //   1 rd3(48) alone: M = 2   2 nothing (A, B from M + 1 = 3)
+    //   3 rd2(0) [last rd3: none above asks, the lowest]   4 rd3(52)
+    //   5 rd2(8): row block 0 taken 6   6 rd3(68) (rd2, at row block 1,
+    //   yields)   7 rd3(76): B_0 taken 8   8..10 rd3 52, 68, 76 [t1]
+    //   (rd2 yields): B_1 taken 11   11 rd2(16)   12 rd2(24) (tile 2 waits
+    //   for E_0 + 1 = 15, below): row block 1 taken 13.
+    // A tile (one group of 3 useful steps): taken by the loader in S + 1,
+    //   steps issue S + 2 .. S + 4, the last tile-ending (E = S + 4 unless
+    //   the tile before is in flight, its E + 1 .. X - 1), row r ready E +
+    //   r + C + 1 + P = E + 5 + r, transferred E + 6 + r: X = E + 7 (cyc =
+    //   11 alone).
+    // F_0 = max(6, 8, M = 2) = 8, S_0 = 10, E_0 = 14, X_0 = 21: rows 20,
+    //   21; writes 21, 22, 23, 24 = W_0.
+    // From E_0 + 1 = 15, row block 2's A and tile 2's B (no write yet):
+    //   rd3 offers B_2's reads, so rd2 (row block 2) yields to them:
+    //   15 rd3(52)  16 rd3(68)  17 rd3(76): B_2 taken 18
+    //   18 rd2(32)  19 rd2(40): row block 2 taken 20.
+    //   (Before 4cf197a the two alternated, 16 rd2(32) .. 20 rd3(76).)
+    // F_1 = max(13, 11, 2) = 13, S_1 = max(13, E_0 = 14) + 2 = 16: steps
+    //   18, 19, 20; the third is tile-ending and tile 0 is in flight 15 ..
+    //   20: E_1 = 21; rows ready 26 + r, transferred 27, 28: X_1 = 28;
+    //   writes 28, 29, 30, 31 = W_1.
+    // F_2 = max(20, 18, 2) = 20, S_2 = max(20, E_1 = 21, W_0 = 24) + 2 =
+    //   26: steps 28, 29, 30 (tile 1 in flight 22 .. 27): E_2 = 30, X_2 =
+    //   37; writes 37..40 = W_2; e = 40.
+    let p = grid_params(2, 2, 1, 16);
+    let mut m = vec![0u8; 256];
+    let av = |i: usize, k: usize| (i * 8 + k + 1) as i8;
+    let bv = |k: usize, n: usize| -((k * 2 + n + 1) as i8);
+    for i in 0..6 {
+        for k in 0..8 {
+            m[8 * i + k] = av(i, k) as u8;
+        }
+    }
+    for k in 0..8 {
+        for n in 0..2 {
+            m[52 + 8 * k + n] = bv(k, n) as u8;
+        }
+    }
+    m[48..52].copy_from_slice(&0xFFFF_FFF2u32.to_le_bytes());
+    let op = mma::Op { skip: true, ..mop(0, 116, 0, 52, 6, 2, 8) };
+    assert_eq!(mma::check(16, 256, &op), Ok(()));
+    let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
+    let tt = |f, s, e, x, w| mma::TileTimes { f, s, e, cyc: 11, x, w };
+    assert_eq!(out.m, 2);
+    assert_eq!(out.tiles, [tt(8, 10, 14, 21, 24), tt(13, 16, 21, 28, 31), tt(20, 26, 30, 37, 40)]);
+    assert_eq!(out.done, 40);
+    assert_eq!(
+        mma_reads(&out),
+        [
+            (1, RD3, 48),
+            (3, RD2, 0),
+            (4, RD3, 52),
+            (5, RD2, 8),
+            (6, RD3, 68),
+            (7, RD3, 76),
+            (8, RD3, 52),
+            (9, RD3, 68),
+            (10, RD3, 76),
+            (11, RD2, 16),
+            (12, RD2, 24),
+            (15, RD3, 52),
+            (16, RD3, 68),
+            (17, RD3, 76),
+            (18, RD2, 32),
+            (19, RD2, 40),
+        ]
+    );
+    // C over the used steps 0, 2, 3 only, computed here directly.
+    let c: Vec<i32> = (0..12).map(|x| [0, 2, 3].iter().map(|&k| av(x / 2, k) as i32 * bv(k, x % 2) as i32).sum()).collect();
+    assert_eq!(&m[116..164], &le(&c)[..]);
+}
+
+#[test]
+fn mma_row_block_1_a_yields_its_bank_to_b() {
+    // docs/cu.md 4cf197a: rd2's read of a row block b >= 1 is offered only
+    // if rd3 does not offer a read of the same bank in that cycle.
+    // Grid 2 x 2, two banks (word w in bank w mod 2), g = 0, no read yet.
+    // TM = 4, TN = 2, K = 4, no skip (M = 0): nr = 2, nc = 1, tile t = row
+    // block t, h = w = 2, u = 4 (one group of 4). A (4 x 4) at Ao = 4, PA
+    // = 4: row i is word 1 + i; row block 0 reads words 1 (bank 1), 2
+    // (bank 0); row block 1 words 3 (bank 1), 4 (bank 0). B (4 x 2) at Bo
+    // = 24, PB = 8, cw = 1: step k's word is 6 + 2k, all in bank 0; tiles 0
+    // and 1 (both < 2: free from M + 1 = 1) each read 24, 32, 40, 48. C (4 x
+    // 2) at 56.
+    //   1 rd2(4) [bank 1] and rd3(24) [bank 0]: both taken
+    //   2 rd2(8) and rd3(32) both bank 0, row block 0 (no yield): bank 0's
+    //     last read rd3's, none above asks: the lowest, rd2 (rd3 waits):
+    //     row block 0 taken 3
+    //   3 rd2(12) [row block 1, bank 1] and rd3(32) [bank 0]: different
+    //     banks, rd2 offers: both taken
+    //   4 rd2's next, 16, is bank 0 and rd3 offers 40 on bank 0: rd2 does
+    //     not offer; rd3(40). (Without the rule bank 0, last read rd3's,
+    //     would have given it to rd2.)
+    //   5 rd3(48) (rd2 yields): B_0 taken 6
+    //   6..9 rd3 24, 32, 40, 48 [tile 1] (rd2 yields each cycle): B_1
+    //     taken 10
+    //   10 rd3 has nothing left: rd2(16): row block 1 taken 11.
+    // A tile (one group of 4 useful steps): taken by the loader in S + 1,
+    //   steps S + 2 .. S + 5, E = S + 5 unless the previous tile is in
+    //   flight (its E + 1 .. X - 1); row r ready E + r + C + 1 + P = E + 5
+    //   + r, transferred E + 6 + r (not before the previous tile's row 1):
+    //   X = E + 7 (cyc = 12 alone, as on the small preset).
+    // F_0 = max(3, 6, 0) = 6, S_0 = 8, steps 10..13: E_0 = 13, X_0 = 20:
+    //   rows 19, 20; writes (mode 0) 20, 21 (row 0), 22, 23 (row 1): W_0 =
+    //   23.
+    // F_1 = max(11, 10, 0) = 11, S_1 = max(11, E_0 = 13) + 2 = 15: steps 17
+    //   .. 20, tile 0 in flight 14 .. 19: E_1 = 20, rows 26, 27: X_1 = 27;
+    //   writes 27, 28, 29, 30 = W_1; e = max(27, 30) = 30.
+    let p = grid_params(2, 2, 2, 16);
+    let mut m = vec![0u8; 128];
+    let av = |i: usize, k: usize| (i * 4 + k + 1) as i8;
+    let bv = |k: usize, n: usize| -((k * 2 + n + 1) as i8);
+    for i in 0..4 {
+        for k in 0..4 {
+            m[4 + 4 * i + k] = av(i, k) as u8;
+        }
+    }
+    for k in 0..4 {
+        for n in 0..2 {
+            m[24 + 8 * k + n] = bv(k, n) as u8;
+        }
+    }
+    let op = mop(0, 56, 4, 24, 4, 2, 4);
+    assert_eq!(mma::check(16, 128, &op), Ok(()));
+    let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(2));
+    let tt = |f, s, e, x, w| mma::TileTimes { f, s, e, cyc: 12, x, w };
+    assert_eq!(out.tiles, [tt(6, 8, 13, 20, 23), tt(11, 15, 20, 27, 30)]);
+    assert_eq!(out.done, 30);
+    let mut want = vec![(1, RD2, 4), (1, RD3, 24), (2, RD2, 8), (3, RD2, 12), (3, RD3, 32), (4, RD3, 40), (5, RD3, 48)];
+    want.extend((0..4).map(|k| (6 + k as u64, RD3, 24 + 8 * k)));
+    want.push((10, RD2, 16));
+    assert_eq!(mma_reads(&out), want);
+    // C from the definition, computed here directly.
+    let c: Vec<i32> = (0..8).map(|x| (0..4).map(|k| av(x / 2, k) as i32 * bv(k, x % 2) as i32).sum()).collect();
+    assert_eq!(&m[56..88], &le(&c)[..]);
+}
+
+#[test]
+fn mma_skip_values_against_the_definition() {
+    // Random k-maps (bits past K set at random too: ignored), every C0
+    // mode, pads, shapes across word columns and map words; each run
+    // checked against the spec's orders and times (mma_checked) and C
+    // against the definition over the used steps.
+    let cases = [
+        ((2, 2, 1, 16), (3u32, 5u32, 9u32)),
+        ((3, 2, 2, 64), (7, 4, 40)),
+        ((4, 8, 8, 64), (9, 17, 33)),
+        ((1, 1, 1, 64), (2, 3, 64)),
+        ((2, 4, 4, 16), (5, 9, 16)),
+        ((4, 4, 2, 128), (6, 6, 100)),
+    ];
+    let mut used_total = 0;
+    for (case, ((r, c, banks, kmax), (tm, tn, k))) in cases.into_iter().enumerate() {
+        let p = grid_params(r, c, banks, kmax);
+        for (mode, density) in [(0u32, 0.5f64), (1, 0.2), (2, 0.8), (0, 0.0), (1, 1.0)] {
+            let (qa, qb) = (case as u32 % 4, (case as u32 + mode) % 4);
+            let c0 = match mode {
+                0 => C0::Zero,
+                1 => C0::Acc,
+                _ => C0::Bias(8),
+            };
+            let nk = k.div_ceil(32);
+            let base = 64 * (case as u32 % 3);
+            let mut op = mma::Op { c0, qa, qb, skip: true, ..mop(base, 0, 0, 0, tm, tn, k) };
+            let (pa, pb) = pitches(&op);
+            // Layout: bias row at 8, A, the map, B, C.
+            op.ao = (8 + 4 * tn).next_multiple_of(4) + 4;
+            let map_at = op.ao + tm * pa + 4;
+            op.bo = map_at + 4 * nk;
+            op.co = op.bo + k * pb + 8;
+            let size = op.co + 4 * tm * tn + 12;
+            assert_eq!(mma::check(kmax, size, &op), Ok(()));
+            let mut m = noise((base + size) as usize + 64, 7 * case as u64 + mode as u64);
+            let coin = noise(32 * nk as usize, 99 + case as u64);
+            for w in 0..nk {
+                let mut word = 0u32;
+                for b in 0..32 {
+                    if (coin[(32 * w + b) as usize] as f64) < density * 256.0 {
+                        word |= 1 << b;
+                    }
+                }
+                let at = (base + map_at + 4 * w) as usize;
+                m[at..at + 4].copy_from_slice(&word.to_le_bytes());
+            }
+            let used = spec_used(&m, &op);
+            used_total += used.len();
+            let want = mma_reference(&m, &op);
+            let before = m.clone();
+            mma_checked(&p, &op, 10, &mut m, &mut Banks::new(banks));
+            let (cs, ce) = ((base + op.co) as usize, (base + op.co + 4 * tm * tn) as usize);
+            assert_eq!(&m[cs..ce], &want[..], "case {case} mode {mode}");
+            // Nothing but C written.
+            assert_eq!(&m[..cs], &before[..cs]);
+            assert_eq!(&m[ce..], &before[ce..]);
+        }
+    }
+    assert!(used_total > 0);
+}
+
+#[test]
+fn mma_skip_with_no_used_step_gives_c0() {
+    // u = 0 (every k-step's bit 1): C = C0 in each mode; no A or B read,
+    // only the map; each tile through the grid with one all-zero step.
+    // Grid 2 x 2, two banks, TM = TN = 3 (four tiles), K = 40 (nk = 2).
+    let p = grid_params(2, 2, 2, 64);
+    for c0 in [C0::Zero, C0::Acc, C0::Bias(0)] {
+        let op = mma::Op { c0, skip: true, ..mop(0, 400, 16, 84, 3, 3, 40) };
+        let mut m = noise(512, 3);
+        m[76..84].copy_from_slice(&[0xFF; 8]);
+        let before = m.clone();
+        let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(2));
+        let reads = mma_reads(&out);
+        assert_eq!(reads.iter().filter(|r| r.1 != RD4).map(|r| (r.1, r.2)).collect::<Vec<_>>(), [(RD3, 76), (RD3, 80)]);
+        // M: the map's reads in 1, 2 (nothing else asks): M = 3; F_t = M.
+        assert_eq!(out.m, 3);
+        assert!(out.tiles.iter().all(|t| t.f == 3));
+        let zero = crate::models::systolic::run(&p.grid(), &crate::models::systolic::Gemm { a: vec![vec![0]; 2], b: vec![vec![0; 2]], c0: None }).cycles;
+        assert!(out.tiles.iter().all(|t| t.cyc == zero));
+        // By hand (docs/systolic.md): the one step is not useful, so the
+        // last group's candidate is the null step, tile-ending: the loader
+        // takes the group in S + 1 and issues it in E = S + 2 unless the
+        // tile before is in flight (its E + 1 .. X - 1): rows ready E + 5 +
+        // r, transferred E + 6 + r, X = E + 7 (cyc = 9 alone). Mode 0:
+        // S_0 = M + 2 = 5, E_0 = 7, X_0 = 14, rows 13, 14: writes 14..17 =
+        // W_0. Tile 1 (h 2, w 1): S_1 = E_0 + 2 = 9, held 11, tile 0 in
+        // flight 8 .. 13: E_1 = 14, rows 20, 21: X_1 = 21, writes 21, 22 =
+        // W_1. Tile 2 (h 1, w 2): S_2 = max(E_1, W_0) + 2 = 19, held 21 (tile
+        // 1 in flight 15 .. 20): E_2 = 21, X_2 = 28 (rows 27, 28), writes 28,
+        // 29. Tile 3 (h 1, w 1): S_3 = max(E_2, W_1) + 2 = 24, held 26, tile
+        // 2 in flight 22 .. 27: E_3 = 28, X_3 = 35 (rows 34, 35), write 35 =
+        // e.
+        assert_eq!(zero, 9);
+        if c0 == C0::Zero {
+            let got: Vec<_> = out.tiles.iter().map(|t| (t.s, t.e, t.x, t.w)).collect();
+            assert_eq!(got, [(5, 7, 14, 17), (9, 14, 21, 22), (19, 21, 28, 29), (24, 28, 35, 35)]);
+            assert_eq!(out.done, 35);
+        }
+        let word = |m: &[u8], at: usize| i32::from_le_bytes(m[at..at + 4].try_into().unwrap());
+        for i in 0..3 {
+            for n in 0..3 {
+                let at = 400 + 4 * (3 * i + n);
+                let want = match c0 {
+                    C0::Zero => 0,
+                    C0::Acc => word(&before, at),
+                    C0::Bias(o) => word(&before, o as usize + 4 * n),
+                };
+                assert_eq!(word(&m, at), want, "{c0:?} C[{i}][{n}]");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_skip_error() {
+    use Status::*;
+    let shape = |tm: u32, tn: u32, k: u32| tm | tn << 8 | k << 16;
+    let op = |bo: u32, rc: u32| mma::Op { skip: true, ..mma::Op::of(0, 0, bo, rc, C0::Zero, 0, 0) };
+    // Bo < 4*nk (nk = ceil(K/32)); without skip no such bound.
+    assert_eq!(mma::check(64, 1 << 20, &op(0, shape(1, 1, 1))), Err(Smem));
+    assert_eq!(mma::check(64, 1 << 20, &op(4, shape(1, 1, 1))), Result::Ok(()));
+    assert_eq!(mma::check(64, 1 << 20, &op(4, shape(1, 1, 32))), Result::Ok(()));
+    assert_eq!(mma::check(64, 1 << 20, &op(4, shape(1, 1, 33))), Err(Smem));
+    assert_eq!(mma::check(64, 1 << 20, &op(8, shape(1, 1, 33))), Result::Ok(()));
+    assert_eq!(mma::check(64, 1 << 20, &mma::Op::of(0, 0, 0, shape(1, 1, 33), C0::Zero, 0, 0)), Result::Ok(()));
+    // Empty shapes: no smem check; align first.
+    assert_eq!(mma::check(64, 1 << 20, &op(0, shape(0, 1, 1))), Result::Ok(()));
+    assert_eq!(mma::check(64, 1 << 20, &op(2, shape(1, 1, 1))), Err(Align));
+    // In a kernel (status_of: r0 = x = 1, 64-byte share, kmax 16): mma r1,
+    // r2, r3, r0 with Co = Ao = 0 (r1, r2), Bo in r3, rc in r0.
+    let k = |bo: u32, rc: u32| status_of(&format!("li r3, {bo}\nli r0, {rc:#x}\nmma r1, r2, r3, r0, skip\nend"));
+    assert_eq!(k(0, shape(1, 1, 1)), (Smem, 2));
+    assert_eq!(k(4, shape(1, 1, 1)), (Ok, 3));
+    assert_eq!(k(0, shape(0, 1, 1)), (Ok, 3));
+    assert_eq!(k(2, shape(1, 1, 1)), (Align, 2));
+}
+
+#[test]
+fn ld_zmap_then_mma_skip_in_a_kernel() {
+    // B (8 x 4, rows 1, 2, 5 zero) loaded with ld ..., zmap at Bo = 40 (its
+    // map at 36), A (2 x 8) at 0; mma ..., skip gives the dense product
+    // (the skipped rows are zero).
+    let src = "li r4, 0x3000\nli r5, 8\nli r11, 0x20008\nld r1, r4, r5, r11\n\
+               li r6, 40\nli r4, 0x3100\nli r7, 4\nli r8, 0x80004\nld r6, r4, r7, r8, 8, zmap\n\
+               li r9, 112\nli r10, 0x80402\nmma r9, r1, r6, r10, skip\nend";
+    let a: Vec<u8> = (0..16).map(|i| (i as i8 - 5) as u8).collect();
+    let mut b = vec![0u8; 32];
+    for k in [0, 3, 4, 6, 7] {
+        for n in 0..4 {
+            b[4 * k + n] = (k * 4 + n + 1) as u8;
+        }
+    }
+    let mut r = setup(src, vec![block(0)], 256, 16, 3);
+    r.memory.load(0x3000, &a);
+    r.memory.load(0x3100, &b);
+    let f = go(&CuParams { regs: 16, words: 64, ..one_slot() }, &r);
+    assert_eq!(f.outcome.blocks[0].status, Status::Ok);
+    assert_eq!(&f.smem[36..40], &0b0010_0110u32.to_le_bytes());
+    let c: Vec<i32> =
+        (0..8).map(|x| (0..8).map(|k| a[8 * (x / 4) + k] as i8 as i32 * b[4 * k + x % 4] as i8 as i32).sum()).collect();
+    assert_eq!(&f.smem[112..144], &le(&c)[..]);
+}
+
+#[test]
+fn mma_next_tile_computes_while_the_previous_rows_drain() {
+    // docs/cu.md (8e84419): S_t waits for E_{t-1}, not X_{t-1}. Grid 2 x 2,
+    // eight banks (word m: bank m mod 8), g = 0, no read yet. TM = 2, TN =
+    // 4, K = 8: one row block, two tiles (column blocks 0, 1), h = w = 2, u
+    // = 8: two groups of 4. A (2 x 8) at 0, PA = 8: needed word columns 0,
+    // 1: rd2 reads 0, 8, 4, 12 (words 0, 2, 1, 3: banks 0, 2, 1, 3). B (8 x
+    // 4) at 16, PB = 8: one word a step (ceil(2/4) = 1), for both tiles at
+    // 16 + 8k (4*floor(2c/4) = 0): words 4 + 2k, banks 4, 6, 0, 2, 4, 6,
+    // 0, 2. C (2 x 4) at 80. Every A and B value non-zero: every step
+    // useful. No skip: M = 0.
+    // Reads (never two on one bank in a cycle, no write before 27):
+    //   1 rd2 w0, rd3 w4   2 rd2 w2, rd3 w6   3 rd2 w1, rd3 w8   4 rd2 w3
+    //   (A taken 5), rd3 w10   5..8 rd3 w12..w18: B_0 taken 9   9..16 tile
+    //   1's: B_1 taken 17.
+    // Tile 0: F_0 = max(5, 9) = 9, S_0 = 11. The loader takes group 0 in
+    //   12, holds it from 13, issues steps 13..16; in 16 (its last step
+    //   issued, nothing left) it takes group 1, held from 17: steps 17..20,
+    //   the last tile-ending (no tile before): E_0 = 20. Row r ready E_0 +
+    //   r + C + 1 + P = 25 + r, transferred 26 + r: rows 26, 27: X_0 = 27.
+    //   Writes 27, 28 (row 0), 29, 30 (row 1): W_0 = 30.
+    // Tile 1: S_1 = max(F_1 = 17, E_0 = 20, W_{-1} = 0) + 2 = 22 (the old
+    //   rule waited for X_0: 29). Group 0 taken 23, steps 24..27, group 1
+    //   taken 27, steps 28..31: it computes while tile 0's rows leave (26,
+    //   27); its tile-ending step in 31, after tile 0's flight (21 .. 26):
+    //   E_1 = 31. Rows ready 36 + r, transferred 37, 38: X_1 = 38 (= S_1 +
+    //   cyc, cyc = 16: the same as alone). Writes 38..41 = W_1 = e.
+    let p = grid_params(2, 2, 8, 16);
+    let mut m = vec![0x55u8; 256];
+    for i in 0..2 {
+        for k in 0..8 {
+            m[8 * i + k] = (i * 8 + k + 1) as u8;
+        }
+    }
+    for k in 0..8 {
+        for n in 0..4 {
+            m[16 + 8 * k + n] = (-((k * 4 + n + 1) as i8)) as u8;
+        }
+    }
+    let op = mop(0, 80, 0, 16, 2, 4, 8);
+    assert_eq!(mma::check(16, 256, &op), Ok(()));
+    let want = mma_reference(&m, &op);
+    let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(8));
+    assert_eq!(
+        out.tiles,
+        [
+            mma::TileTimes { f: 9, s: 11, e: 20, cyc: 16, x: 27, w: 30 },
+            mma::TileTimes { f: 17, s: 22, e: 31, cyc: 16, x: 38, w: 41 },
+        ]
+    );
+    assert_eq!(out.done, 41);
+    let mut reads = vec![(1, RD2, 0), (1, RD3, 16), (2, RD2, 8), (2, RD3, 24), (3, RD2, 4), (3, RD3, 32), (4, RD2, 12), (4, RD3, 40)];
+    reads.extend((4..8).map(|k| (1 + k as u64, RD3, 16 + 8 * k)));
+    reads.extend((0..8).map(|k| (9 + k as u64, RD3, 16 + 8 * k)));
+    assert_eq!(mma_reads(&out), reads);
+    assert_eq!(&m[80..112], &want[..]);
+}
+
+#[test]
+fn mma_in_flight_rule_holds_back_the_next_tile_ending_step() {
+    // One used k-step a tile: the next tile's only step is tile-ending and
+    // waits while the previous tile is in flight. Grid 2 x 2, two banks
+    // (word m: bank m mod 2, row m div 2), g = 0, no read yet. TM = 2, TN
+    // = 6, K = 8, skip: three tiles (column blocks 0, 1, 2), h = w = 2. A
+    // (2 x 8) at 0, PA = 8. The k-map (nk = 1) at Bo - 4 = 16: 0xFFFF_FFDF:
+    // only k-step 5 used (u = 1, q = 1 group of one step). Needed word
+    // column: x = 1 only: rd2 reads 4, 12 (words 1, 3, both bank 1). B (8 x
+    // 6) at 20, PB = 8: used row 5 at 60: tiles 0, 1 read 60 (word 15, bank
+    // 1; 4*floor(2c/4) = 0), tile 2 reads 64 (word 16, bank 0). C (2 x 6)
+    // at 84. Every A and B value non-zero.
+    // Reads: 1 rd3(16) the map, alone: M = 2   2 nothing (A, B from M + 1)
+    //   3 rd2(4), rd3(60) on bank 1, no read of it yet (counts as rd5's):
+    //   the lowest, rd2   4 rd2(12), rd3(60): last rd2: rd3 is above: rd3
+    //   (B_0 taken 5)   5 rd2(12), rd3(60) [t1]: last rd3: none above asks:
+    //   rd2 (A taken 6)   6 rd3(60): B_1 taken 7. Tile 2's B waits for E_0.
+    // A tile of one step: taken by the loader in S + 1, held from S + 2,
+    //   its step tile-ending: E = S + 2 unless the tile before is in flight
+    //   (its E + 1 .. X - 1); row r ready E + r + C + 1 + P = E + 5 + r,
+    //   transferred E + 6 + r: X = E + 7.
+    // Tile 0: F_0 = max(6, 5, 2) = 6, S_0 = 8, E_0 = 10, rows 16, 17: X_0 =
+    //   17; writes 17, 18, 19, 20 = W_0.
+    // 11: tile 2's B free (E_0 + 1): rd3(64) alone, no write: B_2 taken 12:
+    //   F_2 = max(6, 12, 2) = 12.
+    // Tile 1: F_1 = max(6, 7, 2) = 7, S_1 = max(7, E_0 = 10) + 2 = 12: the
+    //   loader takes the group in 13, holds it from 14; tile 0 is in flight
+    //   11 .. 16, so the step waits in 14, 15, 16 and issues in 17 = E_1
+    //   (S_1 + 2 = 14 without the rule). Rows ready 22 + r, transferred 23,
+    //   24: X_1 = 24 (alone it would be S_1 + cyc = 12 + 9 = 21); writes
+    //   after W_0 and each after its row: 24, 25, 26, 27 = W_1.
+    // Tile 2: S_2 = max(F_2 = 12, E_1 = 17, W_0 = 20) + 2 = 22, taken 23,
+    //   held 24; tile 1 in flight 18 .. 23: E_2 = 24. Rows 30, 31: X_2 =
+    //   31; writes 31..34 = W_2; e = 34.
+    // C = A[., 5] x B[5][.] (the definition over the used step only).
+    let p = grid_params(2, 2, 2, 16);
+    let mut m = vec![0u8; 256];
+    for i in 0..2 {
+        for k in 0..8 {
+            m[8 * i + k] = (i * 8 + k + 1) as u8;
+        }
+    }
+    for k in 0..8 {
+        for n in 0..6 {
+            m[20 + 8 * k + n] = (-((k * 6 + n + 1) as i8)) as u8;
+        }
+    }
+    m[16..20].copy_from_slice(&0xFFFF_FFDFu32.to_le_bytes());
+    let op = mma::Op { skip: true, ..mop(0, 84, 0, 20, 2, 6, 8) };
+    assert_eq!(mma::check(16, 256, &op), Ok(()));
+    assert_eq!(spec_used(&m, &op), [5]);
+    let want = mma_reference(&m, &op);
+    let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(2));
+    assert_eq!(out.m, 2);
+    assert_eq!(
+        out.tiles,
+        [
+            mma::TileTimes { f: 6, s: 8, e: 10, cyc: 9, x: 17, w: 20 },
+            mma::TileTimes { f: 7, s: 12, e: 17, cyc: 9, x: 24, w: 27 },
+            mma::TileTimes { f: 12, s: 22, e: 24, cyc: 9, x: 31, w: 34 },
+        ]
+    );
+    assert_eq!(out.done, 34);
+    assert_eq!(mma_reads(&out), [(1, RD3, 16), (3, RD2, 4), (4, RD3, 60), (5, RD2, 12), (6, RD3, 60), (11, RD3, 64)]);
+    // C from the definition, computed here directly: k-step 5 only.
+    let c: Vec<i32> = (0..12).map(|x: i32| (x / 6 * 8 + 5 + 1) * -(5 * 6 + x % 6 + 1)).collect();
+    assert_eq!(want, le(&c));
+    assert_eq!(&m[84..132], &le(&c)[..]);
+}
+
+#[test]
+fn mma_skip_multi_tile_small_u_values_against_the_definition() {
+    // Skipped multi-tile mmas with few used steps (u = 0, 1, 2, 5), tiles
+    // overlapping in the grid, every C0 mode: C is the definition's sum
+    // over the used steps (mma_checked: the spec's orders and times).
+    let p = grid_params(2, 2, 2, 64);
+    for (map, u) in [(0xFFFF_FFFFu32, 0usize), (!(1u32 << 9), 1), (!(1u32 << 3 | 1 << 30), 2), (!0b1011_0001_0000u32, 4), (!0x8000_0107u32, 5)] {
+        for c0 in [C0::Zero, C0::Acc, C0::Bias(0)] {
+            // TM = 5, TN = 5 (nine tiles), K = 32: A at 16 (PA = 32), the map at
+            // 176, B at 180 (PB = 8), C at 440.
+            let op = mma::Op { c0, skip: true, ..mop(0, 440, 16, 180, 5, 5, 32) };
+            assert_eq!(mma::check(64, 1024, &op), Ok(()));
+            let mut m = noise(1024, 11 + u as u64);
+            m[176..180].copy_from_slice(&map.to_le_bytes());
+            assert_eq!(spec_used(&m, &op).len(), u);
+            let want = mma_reference(&m, &op);
+            let out = mma_checked(&p, &op, 3, &mut m, &mut Banks::new(2));
+            assert_eq!(out.tiles.len(), 9);
+            assert_eq!(&m[440..540], &want[..], "u {u} {c0:?}");
+        }
+    }
 }

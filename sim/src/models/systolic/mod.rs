@@ -50,9 +50,11 @@
 //!
 //! Files: `reference.rs` (C by a naive loop), `sequencer.rs` (the tile
 //! sequencers of both dataflows: the step programs), `timing.rs` (the cycle
-//! loops of the loader and WS rules), `io.rs` (input and output files,
-//! pruning), `fp.rs` (the floating-point arithmetic of issue 27, not yet
-//! used by `run`); here, the types and `run`.
+//! loops of the loader and WS rules; [`Loader`], the loader stepped one
+//! cycle at a time, which `run` plays with the groups back-to-back and the
+//! compute unit's `mma` (docs/cu.md) with its groups as its tiles start),
+//! `io.rs` (input and output files, pruning), `fp.rs` (the floating-point
+//! arithmetic of issue 27, not yet used by `run`); here, the types and `run`.
 //!
 //! Cost: `run` is linear in the cycles and steps it plays (plus the
 //! reference's M·N·K). The sequencer builds each tile when the cycle loop
@@ -74,6 +76,7 @@ pub use sequencer::{os_tiles, program, ws_program, ws_tiles, Group, Step, Tile, 
 use gpurtl_params::systolic::{Dataflow, SystolicParams};
 use reference::reference_c;
 use timing::{simulate_groups, simulate_ws};
+pub use timing::{Loader, TileEnd};
 
 /// One GEMM: A is M x K, B is K x N, C0 (if given) is M x N.
 ///

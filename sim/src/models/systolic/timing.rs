@@ -68,82 +68,166 @@ pub(super) fn simulate(cfg: &SystolicParams, tiles: &[Tile]) -> (u64, u64, u64, 
 
 /// [`simulate`] on the program's groups in order, taken from `groups` one
 /// at a time as the loader accepts them (nothing else of the program is
-/// kept): each cycle costs the same however many tiles came before.
+/// kept): each cycle costs the same however many tiles came before. The
+/// groups are offered back-to-back: [`Loader`] with a group offered in every
+/// cycle while one is left.
 pub(super) fn simulate_groups<G: Borrow<Group>>(cfg: &SystolicParams, groups: impl Iterator<Item = G>) -> (u64, u64, u64, u64) {
-    let (r, c, l) = (cfg.rows as u64, cfg.cols as u64, cfg.lanes as u64);
-    let mut groups = groups.peekable();
-    // Steps present in the groups accepted so far (all of them at the end).
-    let mut present = 0u64;
-    let mut held: Option<Held<G>> = None;
-    // (tile-ending issue cycle, last in-flight cycle) of the latest ended
-    // tile. Tiles end in order and their last row transfers increase, so
-    // when any earlier tile is in flight the latest one is: it alone is kept.
-    let mut latest: Option<(u64, u64)> = None;
-    let mut last_transfer: Option<u64> = None;
-    let (mut useful_macs, mut gated, mut issued_steps) = (0u64, 0u64, 0u64);
-    let mut cycle: u64 = 0;
-    while held.is_some() || groups.peek().is_some() {
-        if crate::budget::over(cycle) {
+    let mut groups = groups;
+    // The loader's cycle 0 is its first accept; the unit accepted that group
+    // one cycle earlier, into its input register.
+    let mut loader = Loader::new(cfg, 0);
+    let mut next = groups.next();
+    while loader.holds() || next.is_some() {
+        if crate::budget::over(loader.cycle()) {
             break;
         }
+        loader.step(&mut next);
+        if next.is_none() {
+            next = groups.next();
+        }
+    }
+    let cycles = loader.last_transfer().map_or(0, |t| t + 1);
+    crate::budget::spend(cycles);
+    let (useful_macs, gated, skipped) = loader.counters();
+    (cycles, useful_macs, gated, skipped)
+}
+
+/// A tile's end in the [`Loader`]: the cycle its tile-ending step issued
+/// and the cycles its output rows are transferred (row `r` at `rows[r]`,
+/// the output always ready).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TileEnd {
+    pub issue: u64,
+    pub rows: Vec<u64>,
+}
+
+/// The output-stationary loader of docs/systolic.md ("The grid, cycle by
+/// cycle"), played one cycle at a time over a stream of groups (tile after
+/// tile: the in-flight rule and the output register hold across tiles),
+/// with the output always ready. Cycles are numbered from `first` (given to
+/// [`Loader::new`]), one a [`Loader::step`]; a group taken in cycle `c` is
+/// held from `c + 1`.
+pub struct Loader<G> {
+    cfg: SystolicParams,
+    /// The cycle the next [`Loader::step`] plays.
+    cycle: u64,
+    held: Option<Held<G>>,
+    /// (tile-ending issue cycle, last in-flight cycle) of the latest ended
+    /// tile. Tiles end in order and their last row transfers increase, so
+    /// when any earlier tile is in flight the latest one is: it alone is kept.
+    latest: Option<(u64, u64)>,
+    last_transfer: Option<u64>,
+    /// Steps present in the groups taken so far.
+    present: u64,
+    useful_macs: u64,
+    gated: u64,
+    issued_steps: u64,
+}
+
+impl<G: Borrow<Group>> Loader<G> {
+    /// An empty loader (no group held, no tile in flight) whose first
+    /// [`Loader::step`] plays cycle `first`.
+    pub fn new(cfg: &SystolicParams, first: u64) -> Self {
+        Loader {
+            cfg: cfg.clone(),
+            cycle: first,
+            held: None,
+            latest: None,
+            last_transfer: None,
+            present: 0,
+            useful_macs: 0,
+            gated: 0,
+            issued_steps: 0,
+        }
+    }
+
+    /// The cycle the next [`Loader::step`] plays.
+    pub fn cycle(&self) -> u64 {
+        self.cycle
+    }
+
+    /// True while a group is held (at the start of the next cycle).
+    pub fn holds(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// The latest row transfer so far (`None` before the first tile ended).
+    pub fn last_transfer(&self) -> Option<u64> {
+        self.last_transfer
+    }
+
+    /// (useful_macs, gated_products, skipped_ksteps) of the groups taken so
+    /// far (skipped: present steps not issued).
+    pub fn counters(&self) -> (u64, u64, u64) {
+        (self.useful_macs, self.gated, self.present - self.issued_steps)
+    }
+
+    /// Plays one cycle: the held group's candidate issues if the rules
+    /// allow; then, if the loader is ready for a new group and `offer` holds
+    /// one, it is taken (`offer` becomes `None`) and held from the next
+    /// cycle. Returns the tile's end when a tile-ending step issued.
+    pub fn step(&mut self, offer: &mut Option<G>) -> Option<TileEnd> {
+        let cfg = &self.cfg;
+        let (r, c, l) = (cfg.rows as u64, cfg.cols as u64, cfg.lanes as u64);
+        let cycle = self.cycle;
+        let mut end = None;
         let mut ready = true;
-        if let Some(h) = held.as_mut() {
+        if let Some(h) = self.held.as_mut() {
             match h.candidate() {
                 // Only a non-`last` group with no useful step: nothing to do,
                 // the loader is free this cycle.
                 None => {}
                 Some((cand, ending)) => {
-                    let in_flight = latest.is_some_and(|(s, t)| s < cycle && cycle <= t);
+                    let in_flight = self.latest.is_some_and(|(s, t)| s < cycle && cycle <= t);
                     if ending && in_flight {
                         ready = false;
                     } else {
                         if let Candidate::Step(k) = cand {
                             let macs = step_macs(h.group.borrow(), k, l as usize);
-                            useful_macs += macs;
+                            self.useful_macs += macs;
                             if cfg.gating {
-                                gated += r * c * l - macs;
+                                self.gated += r * c * l - macs;
                             }
-                            issued_steps += 1;
+                            self.issued_steps += 1;
                             h.pending.pop_front();
                         }
                         if ending {
                             h.ended = true;
                             let s = cycle;
+                            let mut rows = Vec::with_capacity(r as usize);
                             for row in 0..r {
                                 // +1: the output register in front of the port.
                                 let ready_at = s + row + c + 1 + cfg.pipeline as u64 + 1;
-                                let t = match last_transfer {
+                                let t = match self.last_transfer {
                                     Some(p) => ready_at.max(p + 1),
                                     None => ready_at,
                                 };
-                                last_transfer = Some(t);
+                                self.last_transfer = Some(t);
+                                rows.push(t);
                             }
                             // Free once the last row is in the output register.
-                            latest = Some((s, last_transfer.unwrap() - 1));
+                            self.latest = Some((s, self.last_transfer.unwrap() - 1));
+                            end = Some(TileEnd { issue: s, rows });
                         }
                         ready = h.nothing_remains();
                     }
                 }
             }
             if ready {
-                held = None;
+                self.held = None;
             }
         }
         if ready {
-            if let Some(g) = groups.next() {
+            if let Some(g) = offer.take() {
                 let gr = g.borrow();
-                present += gr.len() as u64;
+                self.present += gr.len() as u64;
                 let pending = (0..gr.len()).filter(|&k| useful(cfg, gr, k)).collect();
-                held = Some(Held { group: g, pending, ended: false });
+                self.held = Some(Held { group: g, pending, ended: false });
             }
         }
-        cycle += 1;
+        self.cycle += 1;
+        end
     }
-    // The loader takes the first group in cycle 0 of this schedule; the unit
-    // accepted it one cycle earlier, into its input register.
-    let cycles = last_transfer.map_or(0, |t| t + 1);
-    crate::budget::spend(cycles);
-    (cycles, useful_macs, gated, present - issued_steps)
 }
 
 /// Useful (PE, lane) pairs of one WS vector against its tile's weights:
