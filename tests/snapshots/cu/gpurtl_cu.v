@@ -3478,7 +3478,7 @@ module gpurtl_cu (
   assign mma_rd3_addr = mma_m_req ? mma_m_addr_q : ((mma_b_kaddr + {mma_b_coff_q[13:2], 2'd0}) + {{11'd0, mma_b_h_q}, 2'd0});
   assign u_scratchpad_rd3_req_addr = mma_rd3_addr;
   assign mma_a_yield_t127 = (mma_a_rb_base_q + {u_scratchpad_rd2_req_addr_t124[11:0], 2'd0}) + mma_a_ioff_q;
-  assign mma_a_yield = (|mma_a_rb_q & (mma_m_req | mma_b_req)) & (mma_a_yield_t127[3:2] == mma_rd3_addr[3:2]);
+  assign mma_a_yield = ((|mma_a_rb_q & ((mma_e_now + 16'd1) < mma_a_before_q)) & (mma_m_req | mma_b_req)) & (mma_a_yield_t127[3:2] == mma_rd3_addr[3:2]);
   assign mma_b_take = mma_b_req & u_scratchpad_rd3_req_ready;
   assign mma_b_rsp_ent_q_t128 = mma_b_idx_q[9:2];
   assign u_scratchpad_rd3_rsp_ready = 1'd1;

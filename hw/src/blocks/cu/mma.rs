@@ -240,8 +240,8 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     // Row block rb's buffer half is free once row block rb - 2's last tile
     // ((rb - 1)*nc - 1) has issued its ending step.
     let a_free = a_rb.lt(&Expr::lit(tw, 2)).or(&e_now.add(&nc.zext(tw)).ge(&a_before));
-    // A row block b >= 1 yields a bank to rd3's read in the same cycle (the
-    // grid waits on B; a later row block's A has time to arrive).
+    // A row block b >= 1 yields a bank to rd3's read in the same cycle while
+    // its A is early (the grid waits on B; a later row block's A has time).
     let a_yield = b.wire("mma_a_yield", 1);
     let a_req = b.let_("mma_a_req", &a_more.and(&a_free).and(&mapped).and(&any_used).and(&a_yield.not()));
     b.assign(&io.rd_a.req().valid, &a_req);
@@ -312,7 +312,10 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     b.assign(&io.rd_b.req().field("addr"), &rd3_addr);
     let bank_bits = clog2(p.banks as u64); // banks is a power of two
     let same_bank = if bank_bits == 0 { Expr::bit(true) } else { a_addr.slice(bank_bits + 1, 2).eq(&rd3_addr.slice(bank_bits + 1, 2)) };
-    b.assign(&a_yield, &a_rb.any().and(&m_req.or(&b_req)).and(&same_bank));
+    // ... only while its row block's A is early: until tile rb*nc - 2 has
+    // issued its end (e_now >= rb*nc - 1 from then on; at once for rb*nc < 2).
+    let a_early = e_now.add(&Expr::lit(tw, 1)).lt(&a_before);
+    b.assign(&a_yield, &a_rb.any().and(&a_early).and(&m_req.or(&b_req)).and(&same_bank));
     let b_take = b.let_("mma_b_take", &b_req.and(&io.rd_b.req().ready));
     let b_last_h = if cw == 1 { Expr::bit(true) } else { b_h.eq_lit(1) };
     let b_last_k = b_more_k.not();

@@ -14,8 +14,10 @@
 //!   M = the last one taken + 1 (without skip M = g)
 //! rd2 (A): per row block b, for needed x, for i < h_b:  Ao + (b*R + i)*PA + 4x
 //!   offered from M + 1 while b < 2, or from E_{L_{b-2}} + 1
-//!   (L_b = b*nc + nc - 1, the row block's last tile); for b >= 1 not in
-//!   a cycle rd3 offers a read (k-map or B) of the same bank (B first)
+//!   (L_b = b*nc + nc - 1, the row block's last tile); for b >= 1, in a
+//!   cycle c <= E_{b*nc-2} (or E_{b*nc-2} not known yet; never when b*nc
+//!   < 2), not if rd3 offers a read (k-map or B) of the same bank (B
+//!   first); from E_{b*nc-2} + 1 the arbitration alone
 //! rd3 (B): per tile t, for used k, for h < ceil(C/4):
 //!   Bo + k*PB + 4*floor(c*C/4) + 4h, offered from M + 1 while t < 2, or
 //!   from E_{t-2} + 1; a read taken in c gives its word in c + 1
@@ -84,14 +86,24 @@
 //!   the used steps from the map's words as the scratchpad holds them at
 //!   `g`: the map's reads return exactly those (no write is taken before
 //!   the first tile starts, after `M`).
-//! - `rd2` yields to `rd3` (docs/cu.md as of 4cf197a): "`rd2`'s read of a
-//!   row block `b >= 1` only if `rd3` does not offer a read of the same
-//!   bank in that cycle": `rd3`'s offer as made in the cycle (its k-map or
-//!   `B` read, under its own buffer rule), whether or not the scratchpad
-//!   then takes it (a `B` read of the row the cycle's write takes still
-//!   holds `rd2` off that bank); banks are `Banks::bank_row`'s, of the
-//!   scratchpad word. Row block 0 never yields. (The k-map's reads all
-//!   come before `M + 1`, where `rd2` starts, so only `B` reads bite.)
+//! - `rd2` yields to `rd3` (docs/cu.md as of 4cf197a, narrowed in
+//!   7ef95d1): "`rd2`'s read of a row block `b >= 1`, up to cycle
+//!   `E_{b*nc-2}` (...; not at all when `b*nc < 2`), only if `rd3` does not
+//!   offer a read of the same bank in that cycle": `rd3`'s offer as made in
+//!   the cycle (its k-map or `B` read, under its own buffer rule), whether
+//!   or not the scratchpad then takes it (a `B` read of the row the cycle's
+//!   write takes still holds `rd2` off that bank); banks are
+//!   `Banks::bank_row`'s, of the scratchpad word. Row block 0 never yields,
+//!   nor does row block 1 with `nc = 1` (`b*nc < 2`). "Up to cycle
+//!   `E_{b*nc-2}`": inclusive, and in every cycle before `E_{b*nc-2}` is
+//!   known (the model learns `E_t` in cycle `E_t` itself, after that
+//!   cycle's offers, so this is the same as `c <= E_{b*nc-2}`); from
+//!   `E_{b*nc-2} + 1` on, `rd2`'s offer follows its buffer rule alone and
+//!   the bank's arbitration decides. The yield is keyed on the row block of
+//!   `rd2`'s next read, not on `rd3`'s tile. (The k-map's reads all come
+//!   before `M + 1`, where `rd2` starts, so only `B` reads bite. With `nc
+//!   = 1` the yield never bites: a row block `b >= 2` is offered only from
+//!   `E_{L_{b-2}} + 1 = E_{b-2} + 1`, past its yield's end.)
 //! - "the bank takes, of those, the lowest-numbered port above the port
 //!   whose read it took last": "above" is the port number, not wrapping
 //!   (if no asking port is above it, the lowest-numbered asking port); a
@@ -468,8 +480,9 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
         let write = writes.front().filter(|w| w.cycle == c).map(|w| banks.bank_row(w.at));
         // Offers: rd3 the next map read; from M + 1, rd3 its next B read if
         // its tile's buffer half is free and rd2 its next A read if its row
-        // block's buffer half is free and, for a row block b >= 1, rd3
-        // offers no read (map or B) of the same bank; rd4 the next word's
+        // block's buffer half is free and, for a row block b >= 1 in a cycle
+        // up to E_{b*nc-2} (none when b*nc < 2), rd3 offers no read (map or
+        // B) of the same bank; rd4 the next word's
         // C0 read from the cycle after the previous one was taken and after
         // its row's transfer.
         let mut offers: [Option<u64>; 3] = [None; 3];
@@ -484,7 +497,11 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
         let (b, i) = a_next;
         if b < nr && m_done.is_some_and(|m| c > m) && (b < 2 || e_of[tl.last_tile(b as u32 - 2)].is_some_and(|e| c > e)) {
             let a = base + tl.a_at(op, b as u32, i);
-            let yields = b >= 1 && offers[1].is_some_and(|x| banks.bank_row(x).0 == banks.bank_row(a).0);
+            // The yield (docs/cu.md 7ef95d1): row block b >= 1 up to cycle
+            // E_{b*nc-2} inclusive (also while it is not known yet), never
+            // when b*nc < 2.
+            let early = (b * tl.nc as usize).checked_sub(2).is_some_and(|t| e_of[t].is_none_or(|e| c <= e));
+            let yields = b >= 1 && early && offers[1].is_some_and(|x| banks.bank_row(x).0 == banks.bank_row(a).0);
             if !yields {
                 offers[0] = Some(a);
             }
@@ -573,6 +590,9 @@ pub fn run(p: &CuParams, op: &Op, g: u64, smem: &mut [u8], banks: &mut Banks, lo
             let t = ended;
             ended += 1;
             let (b, cb, h, w, vals) = started.pop_front().unwrap();
+            // E_t is learnt in cycle E_t (after that cycle's offers): the
+            // yield's "E_{b*nc-2} not known yet" is c <= E_{b*nc-2}.
+            debug_assert_eq!(end.issue, c);
             e_of[t] = Some(end.issue);
             times[t].e = end.issue;
             times[t].x = end.rows[r_rows - 1];

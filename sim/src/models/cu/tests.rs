@@ -1400,8 +1400,9 @@ fn spec_words(op: &mma::Op, r: u32, c: u32) -> Vec<SpecWord> {
 /// - cycle by cycle from g + 1, the reads taken are exactly those the
 ///   scratchpad's rule takes of the reads asking: rd3 its next k-map read;
 ///   after M, rd2 its next read if its row block b is < 2 or the cycle is
-///   after E of row block b-2's last tile (and, for b >= 1, rd3 offers no
-///   read of the same bank in the cycle), and rd3 its next B read if its
+///   after E of row block b-2's last tile (and, for b >= 1 in a cycle up
+///   to E of tile b*nc - 2, none when b*nc < 2, rd3 offers no read of the
+///   same bank in the cycle), and rd3 its next B read if its
 ///   tile is < 2 or the cycle is after E_{t-2}; rd4 its next word's
 ///   C0 read from the cycle after the previous one was taken and after its
 ///   row's transfer; not a read of the word written in the cycle; per bank
@@ -1534,8 +1535,13 @@ fn mma_checked(p: &CuParams, op: &mma::Op, g: u64, m: &mut [u8], banks: &mut Ban
                     Part::A(b) => cy > m_cycle && (b < 2 || cy > out.tiles[(b - 1) * nc as usize - 1].e),
                     Part::B(t) => cy > m_cycle && (t < 2 || cy > out.tiles[t - 2].e),
                 };
-                let yields = matches!(part, Part::A(b) if b >= 1)
-                    && asking.iter().any(|&(q, x)| q == RD3 && bank_row(x).0 == bank_row(at).0);
+                // docs/cu.md 7ef95d1: row block b yields only in cycles up
+                // to E of tile b*nc - 2 (so never when b*nc < 2).
+                let early = match part {
+                    Part::A(b) => b * nc as usize >= 2 && cy <= out.tiles[b * nc as usize - 2].e,
+                    _ => false,
+                };
+                let yields = early && asking.iter().any(|&(q, x)| q == RD3 && bank_row(x).0 == bank_row(at).0);
                 if free && !yields {
                     asking.push((RD2 + port as u8, at));
                 }
@@ -4022,9 +4028,11 @@ fn mma_a_reuse_exact_cycles_two_row_blocks_two_column_blocks() {
     //   32, 40; tiles 0, 1 free, tile 2 from E_0 + 1, tile 3 from E_1 + 1.
     //   One bank: both asking alternate (last rd2: rd3 is above; last rd3:
     //   none above asks, the lowest: rd2); no read yet counts as rd5's.
-    //   And (docs/cu.md 4cf197a) rd2 offers row block 1's A (b >= 1) only
+    //   And (docs/cu.md 4cf197a, narrowed in 7ef95d1) rd2 offers row block
+    //   1's A (b >= 1), in cycles up to E_{b*nc-2} = E_0 (= 14, below), only
     //   in a cycle rd3 offers no read of the same bank: with one bank, only
-    //   when rd3 offers nothing.
+    //   when rd3 offers nothing. Row block 1's reads all fall before E_0, so
+    //   the narrowing changes nothing here.
     //   1 rd2(0)  2 rd3(16)  3 rd2(4): A of row block 0 taken 4
     //   4..6 rd3 24, 32, 40 (rd2 yields): B_0 taken 7
     //   7..10 rd3 16, 24, 32, 40 [tile 1] (rd2 yields): B_1 taken 11
@@ -4097,33 +4105,46 @@ fn mma_skip_exact_cycles_three_row_blocks() {
     //   30446b4: both ports wait for the map). rd2: row block b offsets
     //   16b, 16b + 8 (rows 2b, 2b + 1, column 0); row block 2 from E_{L_0}
     //   + 1 = E_0 + 1. rd3 per tile: 52, 68, 76; tile 2 from E_0 + 1.
-    //   rd2 offers row blocks b >= 1 only in a cycle rd3 offers no read
-    //   of the same bank (docs/cu.md 4cf197a; one bank: none at all).
+    //   The yield (docs/cu.md 4cf197a, narrowed in 7ef95d1): rd2 holds
+    //   back a read of row block b >= 1 for rd3's read of the same bank only
+    //   in cycles up to E_{b*nc-2}, never when b*nc < 2. Here nc = 1: row
+    //   block 1 never yields (1*1 < 2), and row block 2 only up to E_0,
+    //   while its buffer half is free only from E_{L_0} + 1 = E_0 + 1: so
+    //   nothing ever yields, and the one bank's arbitration alone decides
+    //   (the lowest port above the bank's last read's, else the lowest;
+    //   with rd2 and rd3 both asking they alternate).
     //   1 rd3(48) alone: M = 2   2 nothing (A, B from M + 1 = 3)
     //   3 rd2(0) [last rd3: none above asks, the lowest]   4 rd3(52)
-    //   5 rd2(8): row block 0 taken 6   6 rd3(68) (rd2, at row block 1,
-    //   yields)   7 rd3(76): B_0 taken 8   8..10 rd3 52, 68, 76 [t1]
-    //   (rd2 yields): B_1 taken 11   11 rd2(16)   12 rd2(24) (tile 2 waits
-    //   for E_0 + 1 = 15, below): row block 1 taken 13.
+    //   [above rd2]   5 rd2(8): row block 0 taken 6   6 rd3(68)
+    //   7 rd2(16) [row block 1: no yield]   8 rd3(76): B_0 taken 9
+    //   9 rd2(24): row block 1 taken 10 (rd3 asks for t1's 52 too)
+    //   10..12 rd3 52, 68, 76 [t1] (rd2 at row block 2, not free until
+    //   E_0 + 1 = 16, below): B_1 taken 13.
+    //   (Before 7ef95d1 row block 1 yielded to B: 6..10 were all rd3's,
+    //   B_0 taken 8, B_1 11, and row block 1 read in 11, 12.)
     // A tile (one group of 3 useful steps): taken by the loader in S + 1,
     //   steps issue S + 2 .. S + 4, the last tile-ending (E = S + 4 unless
     //   the tile before is in flight, its E + 1 .. X - 1), row r ready E +
     //   r + C + 1 + P = E + 5 + r, transferred E + 6 + r: X = E + 7 (cyc =
     //   11 alone).
-    // F_0 = max(6, 8, M = 2) = 8, S_0 = 10, E_0 = 14, X_0 = 21: rows 20,
-    //   21; writes 21, 22, 23, 24 = W_0.
-    // From E_0 + 1 = 15, row block 2's A and tile 2's B (no write yet):
-    //   rd3 offers B_2's reads, so rd2 (row block 2) yields to them:
-    //   15 rd3(52)  16 rd3(68)  17 rd3(76): B_2 taken 18
-    //   18 rd2(32)  19 rd2(40): row block 2 taken 20.
-    //   (Before 4cf197a the two alternated, 16 rd2(32) .. 20 rd3(76).)
-    // F_1 = max(13, 11, 2) = 13, S_1 = max(13, E_0 = 14) + 2 = 16: steps
-    //   18, 19, 20; the third is tile-ending and tile 0 is in flight 15 ..
-    //   20: E_1 = 21; rows ready 26 + r, transferred 27, 28: X_1 = 28;
-    //   writes 28, 29, 30, 31 = W_1.
-    // F_2 = max(20, 18, 2) = 20, S_2 = max(20, E_1 = 21, W_0 = 24) + 2 =
-    //   26: steps 28, 29, 30 (tile 1 in flight 22 .. 27): E_2 = 30, X_2 =
-    //   37; writes 37..40 = W_2; e = 40.
+    // F_0 = max(6, 9, M = 2) = 9, S_0 = 11, steps 13, 14, 15: E_0 = 15,
+    //   X_0 = 22: rows 21, 22; writes 22, 23 (row 0), 24, 25 = W_0.
+    // From E_0 + 1 = 16, row block 2's A and tile 2's B (no write in 16 ..
+    //   21; the first is 22), both on the one bank, and past E_0 row block
+    //   2 no longer yields: the arbitration decides. The bank's last read
+    //   is rd3's (12):
+    //   16 rd2(32) [none above rd3 asks: the lowest]   17 rd3(52) [above
+    //   rd2]   18 rd2(40): row block 2 taken 19   19 rd3(68)   20 rd3(76):
+    //   B_2 taken 21.
+    //   (Before 7ef95d1 rd2 yielded: B_2's reads first, then A.)
+    // F_1 = max(10, 13, 2) = 13, S_1 = max(13, E_0 = 15) + 2 = 17: steps
+    //   19, 20, 21; the third is tile-ending and tile 0 is in flight 16 ..
+    //   21: E_1 = 22; rows ready 27 + r, transferred 28, 29: X_1 = 29;
+    //   writes 29, 30, 31, 32 = W_1.
+    // F_2 = max(19, 21, 2) = 21, S_2 = max(21, E_1 = 22, W_0 = 25) + 2 =
+    //   27: steps 29, 30, 31 (tile 1 in flight 23 .. 28): E_2 = 31, rows
+    //   ready 36, 37, transferred 37, 38: X_2 = 38; writes 38..41 = W_2;
+    //   e = 41.
     let p = grid_params(2, 2, 1, 16);
     let mut m = vec![0u8; 256];
     let av = |i: usize, k: usize| (i * 8 + k + 1) as i8;
@@ -4144,8 +4165,8 @@ fn mma_skip_exact_cycles_three_row_blocks() {
     let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
     let tt = |f, s, e, x, w| mma::TileTimes { f, s, e, cyc: 11, x, w };
     assert_eq!(out.m, 2);
-    assert_eq!(out.tiles, [tt(8, 10, 14, 21, 24), tt(13, 16, 21, 28, 31), tt(20, 26, 30, 37, 40)]);
-    assert_eq!(out.done, 40);
+    assert_eq!(out.tiles, [tt(9, 11, 15, 22, 25), tt(13, 17, 22, 29, 32), tt(21, 27, 31, 38, 41)]);
+    assert_eq!(out.done, 41);
     assert_eq!(
         mma_reads(&out),
         [
@@ -4154,17 +4175,17 @@ fn mma_skip_exact_cycles_three_row_blocks() {
             (4, RD3, 52),
             (5, RD2, 8),
             (6, RD3, 68),
-            (7, RD3, 76),
-            (8, RD3, 52),
-            (9, RD3, 68),
-            (10, RD3, 76),
-            (11, RD2, 16),
-            (12, RD2, 24),
-            (15, RD3, 52),
-            (16, RD3, 68),
-            (17, RD3, 76),
-            (18, RD2, 32),
-            (19, RD2, 40),
+            (7, RD2, 16),
+            (8, RD3, 76),
+            (9, RD2, 24),
+            (10, RD3, 52),
+            (11, RD3, 68),
+            (12, RD3, 76),
+            (16, RD2, 32),
+            (17, RD3, 52),
+            (18, RD2, 40),
+            (19, RD3, 68),
+            (20, RD3, 76),
         ]
     );
     // C over the used steps 0, 2, 3 only, computed here directly.
@@ -4173,9 +4194,13 @@ fn mma_skip_exact_cycles_three_row_blocks() {
 }
 
 #[test]
-fn mma_row_block_1_a_yields_its_bank_to_b() {
-    // docs/cu.md 4cf197a: rd2's read of a row block b >= 1 is offered only
-    // if rd3 does not offer a read of the same bank in that cycle.
+fn mma_row_block_1_a_with_one_column_block_does_not_yield() {
+    // docs/cu.md 4cf197a made rd2's read of a row block b >= 1 wait while
+    // rd3 offers a read of the same bank; 7ef95d1 narrowed that to cycles up
+    // to E_{b*nc-2}, and not at all when b*nc < 2. Here nc = 1 and b = 1:
+    // 1*1 < 2, so row block 1 never yields and the bank's arbitration alone
+    // decides. (This test was `mma_row_block_1_a_yields_its_bank_to_b`: the
+    // same operation, where row block 1 used to wait for all of B_0 and B_1.)
     // Grid 2 x 2, two banks (word w in bank w mod 2), g = 0, no read yet.
     // TM = 4, TN = 2, K = 4, no skip (M = 0): nr = 2, nc = 1, tile t = row
     // block t, h = w = 2, u = 4 (one group of 4). A (4 x 4) at Ao = 4, PA
@@ -4185,29 +4210,28 @@ fn mma_row_block_1_a_yields_its_bank_to_b() {
     // and 1 (both < 2: free from M + 1 = 1) each read 24, 32, 40, 48. C (4 x
     // 2) at 56.
     //   1 rd2(4) [bank 1] and rd3(24) [bank 0]: both taken
-    //   2 rd2(8) and rd3(32) both bank 0, row block 0 (no yield): bank 0's
-    //     last read rd3's, none above asks: the lowest, rd2 (rd3 waits):
-    //     row block 0 taken 3
-    //   3 rd2(12) [row block 1, bank 1] and rd3(32) [bank 0]: different
-    //     banks, rd2 offers: both taken
-    //   4 rd2's next, 16, is bank 0 and rd3 offers 40 on bank 0: rd2 does
-    //     not offer; rd3(40). (Without the rule bank 0, last read rd3's,
-    //     would have given it to rd2.)
-    //   5 rd3(48) (rd2 yields): B_0 taken 6
-    //   6..9 rd3 24, 32, 40, 48 [tile 1] (rd2 yields each cycle): B_1
-    //     taken 10
-    //   10 rd3 has nothing left: rd2(16): row block 1 taken 11.
+    //   2 rd2(8) and rd3(32) both bank 0: bank 0's last read rd3's, none
+    //     above asks: the lowest, rd2 (rd3 waits): row block 0 taken 3
+    //   3 rd2(12) [row block 1, bank 1] and rd3(32) [bank 0]: both taken
+    //   4 rd2(16) [row block 1, bank 0; no yield] and rd3(40) [bank 0]:
+    //     bank 0's last read rd3's, none above asks: rd2 (rd3 waits): row
+    //     block 1 taken 5. (Before 7ef95d1 rd2 did not offer, rd3 took 40
+    //     and rd2 waited to 10.)
+    //   5 rd3(40)  6 rd3(48): B_0 taken 7
+    //   7..10 rd3 24, 32, 40, 48 [tile 1]: B_1 taken 11.
     // A tile (one group of 4 useful steps): taken by the loader in S + 1,
     //   steps S + 2 .. S + 5, E = S + 5 unless the previous tile is in
     //   flight (its E + 1 .. X - 1); row r ready E + r + C + 1 + P = E + 5
     //   + r, transferred E + 6 + r (not before the previous tile's row 1):
     //   X = E + 7 (cyc = 12 alone, as on the small preset).
-    // F_0 = max(3, 6, 0) = 6, S_0 = 8, steps 10..13: E_0 = 13, X_0 = 20:
-    //   rows 19, 20; writes (mode 0) 20, 21 (row 0), 22, 23 (row 1): W_0 =
-    //   23.
-    // F_1 = max(11, 10, 0) = 11, S_1 = max(11, E_0 = 13) + 2 = 15: steps 17
-    //   .. 20, tile 0 in flight 14 .. 19: E_1 = 20, rows 26, 27: X_1 = 27;
-    //   writes 27, 28, 29, 30 = W_1; e = max(27, 30) = 30.
+    // F_0 = max(3, 7, 0) = 7, S_0 = 9, steps 11..14: E_0 = 14, X_0 = 21:
+    //   rows 20, 21; writes (mode 0) 21, 22 (row 0), 23, 24 (row 1): W_0 =
+    //   24.
+    // F_1 = max(5, 11, 0) = 11, S_1 = max(11, E_0 = 14) + 2 = 16: steps 18
+    //   .. 21, tile 0 in flight 15 .. 20: E_1 = 21, rows 27, 28: X_1 = 28;
+    //   writes 28, 29, 30, 31 = W_1; e = max(28, 31) = 31.
+    //   (B_0, not row block 1's A, decides F_0: taking A earlier gives back
+    //   the cycle the yield had saved, S_0 = 9 against 8 before.)
     let p = grid_params(2, 2, 2, 16);
     let mut m = vec![0u8; 128];
     let av = |i: usize, k: usize| (i * 4 + k + 1) as i8;
@@ -4226,15 +4250,89 @@ fn mma_row_block_1_a_yields_its_bank_to_b() {
     assert_eq!(mma::check(16, 128, &op), Ok(()));
     let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(2));
     let tt = |f, s, e, x, w| mma::TileTimes { f, s, e, cyc: 12, x, w };
-    assert_eq!(out.tiles, [tt(6, 8, 13, 20, 23), tt(11, 15, 20, 27, 30)]);
-    assert_eq!(out.done, 30);
-    let mut want = vec![(1, RD2, 4), (1, RD3, 24), (2, RD2, 8), (3, RD2, 12), (3, RD3, 32), (4, RD3, 40), (5, RD3, 48)];
-    want.extend((0..4).map(|k| (6 + k as u64, RD3, 24 + 8 * k)));
-    want.push((10, RD2, 16));
+    assert_eq!(out.tiles, [tt(7, 9, 14, 21, 24), tt(11, 16, 21, 28, 31)]);
+    assert_eq!(out.done, 31);
+    let mut want = vec![(1, RD2, 4), (1, RD3, 24), (2, RD2, 8), (3, RD2, 12), (3, RD3, 32), (4, RD2, 16), (5, RD3, 40), (6, RD3, 48)];
+    want.extend((0..4).map(|k| (7 + k as u64, RD3, 24 + 8 * k)));
     assert_eq!(mma_reads(&out), want);
     // C from the definition, computed here directly.
     let c: Vec<i32> = (0..8).map(|x| (0..4).map(|k| av(x / 2, k) as i32 * bv(k, x % 2) as i32).sum()).collect();
     assert_eq!(&m[56..88], &le(&c)[..]);
+}
+
+#[test]
+fn mma_row_block_2_a_meets_b_after_e0_by_arbitration() {
+    // docs/cu.md 7ef95d1: rd2's read of a row block b >= 1 yields its bank
+    // to rd3 only in cycles up to E_{b*nc-2}; from E_{b*nc-2} + 1 the
+    // scratchpad's arbitration alone decides. Here nc = 1 and row block 2
+    // (E_{2*1-2} = E_0): its buffer half is free from E_{L_0} + 1 = E_0 + 1,
+    // the cycle tile 2's B reads may start too, both on bank 0.
+    // Grid 2 x 2, two banks (word w in bank w mod 2), g = 0, no read yet.
+    // TM = 6, TN = 2, K = 4, no skip (M = 0): nr = 3, nc = 1, tile t = row
+    // block t, h = w = 2, u = 4 (one group of 4). A (6 x 4) at Ao = 0, PA =
+    // 4: row i is word i; row block b reads words 2b (bank 0), 2b + 1 (bank
+    // 1): offsets 8b, 8b + 4. B (4 x 2) at Bo = 24, PB = 8, cw = 1: step k's
+    // word is 6 + 2k, all bank 0; every tile reads 24, 32, 40, 48 (tiles
+    // 0, 1 free from M + 1 = 1, tile 2 from E_0 + 1). C (6 x 2) at 56:
+    // words 14 .. 25, first written in 21 (below).
+    // Reads (the bank's last read: the lowest asking port above its port,
+    // else the lowest; none yet counts as rd5):
+    //   1 rd2(0) and rd3(24) on bank 0: none above rd5, the lowest: rd2
+    //   2 rd2(4) [bank 1] and rd3(24) [bank 0]: both; row block 0 taken 3
+    //   3 rd2(8) [row block 1, bank 0: 1*1 < 2, no yield] and rd3(32)
+    //     [bank 0]: bank 0's last rd3, none above asks: rd2
+    //   4 rd2(12) [bank 1] and rd3(32) [bank 0]: both; row block 1 taken 5
+    //   5 rd3(40)  6 rd3(48): B_0 taken 7 (rd2's row block 2 not free
+    //     before E_0 + 1)
+    //   7..10 rd3 24, 32, 40, 48 [tile 1]: B_1 taken 11.
+    // A tile (one group of 4 useful steps): taken by the loader in S + 1,
+    //   steps S + 2 .. S + 5, E = S + 5 unless the previous tile is in
+    //   flight (its E + 1 .. X - 1); row r ready E + r + C + 1 + P = E + 5
+    //   + r, transferred E + 6 + r (not before the previous tile's row 1):
+    //   X = E + 7 (cyc = 12 alone).
+    // F_0 = max(3, 7, 0) = 7, S_0 = 9, steps 11..14: E_0 = 14, X_0 = 21:
+    //   rows 20, 21; writes 21, 22, 23, 24 = W_0.
+    // From E_0 + 1 = 15: row block 2 (past E_0: no yield) and tile 2's B
+    //   (no write in 15 .. 20):
+    //   15 rd2(16) [word 4, bank 0] and rd3(24) [bank 0]: bank 0's last
+    //     read rd3's (10), none above asks: the lowest, rd2 (rd3 waits).
+    //     (Before 7ef95d1 rd2 did not offer: rd3 took 24.)
+    //   16 rd2(20) [bank 1] and rd3(24) [bank 0]: both; row block 2 taken
+    //     17
+    //   17 rd3(32)  18 rd3(40)  19 rd3(48): B_2 taken 20.
+    // F_1 = max(5, 11, 0) = 11, S_1 = max(11, E_0 = 14) + 2 = 16: steps 18
+    //   .. 21, tile 0 in flight 15 .. 20: E_1 = 21, rows 27, 28: X_1 = 28;
+    //   writes 28 .. 31 = W_1.
+    // F_2 = max(17, 20, 0) = 20, S_2 = max(20, E_1 = 21, W_0 = 24) + 2 =
+    //   26: steps 28 .. 31 (tile 1 in flight 22 .. 27): E_2 = 31, rows 37,
+    //   38: X_2 = 38; writes 38 .. 41 = W_2; e = max(38, 41) = 41.
+    let p = grid_params(2, 2, 2, 16);
+    let mut m = vec![0u8; 128];
+    let av = |i: usize, k: usize| (i * 4 + k + 1) as i8;
+    let bv = |k: usize, n: usize| -((k * 2 + n + 1) as i8);
+    for i in 0..6 {
+        for k in 0..4 {
+            m[4 * i + k] = av(i, k) as u8;
+        }
+    }
+    for k in 0..4 {
+        for n in 0..2 {
+            m[24 + 8 * k + n] = bv(k, n) as u8;
+        }
+    }
+    let op = mop(0, 56, 0, 24, 6, 2, 4);
+    assert_eq!(mma::check(16, 128, &op), Ok(()));
+    let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(2));
+    let tt = |f, s, e, x, w| mma::TileTimes { f, s, e, cyc: 12, x, w };
+    assert_eq!(out.tiles, [tt(7, 9, 14, 21, 24), tt(11, 16, 21, 28, 31), tt(20, 26, 31, 38, 41)]);
+    assert_eq!(out.done, 41);
+    let mut want = vec![(1, RD2, 0), (2, RD2, 4), (2, RD3, 24), (3, RD2, 8), (4, RD2, 12), (4, RD3, 32), (5, RD3, 40), (6, RD3, 48)];
+    want.extend((0..4).map(|k| (7 + k as u64, RD3, 24 + 8 * k)));
+    want.extend([(15, RD2, 16), (16, RD2, 20), (16, RD3, 24), (17, RD3, 32), (18, RD3, 40), (19, RD3, 48)]);
+    assert_eq!(mma_reads(&out), want);
+    // C from the definition, computed here directly.
+    let c: Vec<i32> = (0..12).map(|x| (0..4).map(|k| av(x / 2, k) as i32 * bv(k, x % 2) as i32).sum()).collect();
+    assert_eq!(&m[56..104], &le(&c)[..]);
 }
 
 #[test]
