@@ -1,9 +1,12 @@
 //! `mma` on the DMA queue (docs/cu.md, "`mma`" and "Matrix multiply"): a tile
-//! sequencer that reads `A` from the scratchpad once a row block (for all
-//! its column blocks) into a buffer two row blocks deep and `B` into one two
-//! tiles deep, streams each tile's groups to the `systolic` grid from an idle
-//! grid, catches the result rows in a row buffer two tiles deep, and writes
-//! them to `C` (adding `C0`: `C`'s own words or a bias row).
+//! sequencer that reads the k-map first (`, skip`), then `A` from the
+//! scratchpad once a row block (its needed word columns, for all its column
+//! blocks) into a buffer two row blocks deep and `B` (its used k-steps) into
+//! one two tiles deep, streams each tile's groups to the `systolic` grid
+//! once the grid is idle after the previous tile's last step (so a tile
+//! computes while the previous one's rows drain), catches the result rows in
+//! a row buffer two tiles deep, and writes them to `C` (adding `C0`: `C`'s
+//! own words or a bias row).
 //!
 //! Four walkers share the tile order (row blocks, column blocks fastest): the
 //! `A` reader (port `rd2`), the `B` reader (`rd3`), the streamer (the grid's
