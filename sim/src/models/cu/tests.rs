@@ -4015,6 +4015,29 @@ fn mma_reads(out: &mma::Outcome) -> Vec<(u64, u8, u32)> {
         .collect()
 }
 
+/// A hand-timed test's operands: `A[i][k] = av(i, k)` (`tm x k`, row `i`
+/// at share offset `ao + i*pa`) and `B[k][n] = bv(k, n)` (`k x tn`, row `k`
+/// at `bo + k*pb`).
+fn put_ab(m: &mut [u8], (ao, pa, tm): (usize, usize, usize), (bo, pb, tn): (usize, usize, usize), k: usize, av: impl Fn(usize, usize) -> i8, bv: impl Fn(usize, usize) -> i8) {
+    for i in 0..tm {
+        for kk in 0..k {
+            m[ao + pa * i + kk] = av(i, kk) as u8;
+        }
+    }
+    for kk in 0..k {
+        for n in 0..tn {
+            m[bo + pb * kk + n] = bv(kk, n) as u8;
+        }
+    }
+}
+
+/// `C` (`tm x tn`, little-endian int32) over the k-steps `used`, computed
+/// directly from the operands' values.
+fn c_direct(tm: usize, tn: usize, used: &[usize], av: impl Fn(usize, usize) -> i8, bv: impl Fn(usize, usize) -> i8) -> Vec<u8> {
+    let c: Vec<i32> = (0..tm * tn).map(|x| used.iter().map(|&k| av(x / tn, k) as i32 * bv(k, x % tn) as i32).sum()).collect();
+    le(&c)
+}
+
 #[test]
 fn mma_a_reuse_exact_cycles_two_row_blocks_two_column_blocks() {
     // Grid 2 x 2, one bank (a word's row is its index), g = 0, no read yet.
@@ -4066,12 +4089,7 @@ fn mma_a_reuse_exact_cycles_two_row_blocks_two_column_blocks() {
     let mut m = vec![0x55u8; 128];
     let av = |i: usize, k: usize| (i * 4 + k + 1) as i8;
     let bv = |k: usize, n: usize| -((k * 4 + n + 3) as i8);
-    for i in 0..4 {
-        for k in 0..4 {
-            m[4 * i + k] = av(i, k) as u8;
-            m[16 + 8 * k + i] = bv(k, i) as u8;
-        }
-    }
+    put_ab(&mut m, (0, 4, 4), (16, 8, 4), 4, av, bv);
     let op = mop(0, 48, 0, 16, 4, 4, 4);
     let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(1));
     let tt = |f, s, e, x, w| mma::TileTimes { f, s, e, cyc: 12, x, w };
@@ -4086,9 +4104,7 @@ fn mma_a_reuse_exact_cycles_two_row_blocks_two_column_blocks() {
     }
     assert_eq!(mma_reads(&out), want);
     // C from the definition, computed here directly.
-    let c: Vec<i32> =
-        (0..16).map(|x| (0..4).map(|k| av(x / 4, k) as i32 * bv(k, x % 4) as i32).sum()).collect();
-    assert_eq!(&m[48..112], &le(&c)[..]);
+    assert_eq!(&m[48..112], &c_direct(4, 4, &[0, 1, 2, 3], av, bv)[..]);
 }
 
 #[test]
@@ -4149,16 +4165,7 @@ fn mma_skip_exact_cycles_three_row_blocks() {
     let mut m = vec![0u8; 256];
     let av = |i: usize, k: usize| (i * 8 + k + 1) as i8;
     let bv = |k: usize, n: usize| -((k * 2 + n + 1) as i8);
-    for i in 0..6 {
-        for k in 0..8 {
-            m[8 * i + k] = av(i, k) as u8;
-        }
-    }
-    for k in 0..8 {
-        for n in 0..2 {
-            m[52 + 8 * k + n] = bv(k, n) as u8;
-        }
-    }
+    put_ab(&mut m, (0, 8, 6), (52, 8, 2), 8, av, bv);
     m[48..52].copy_from_slice(&0xFFFF_FFF2u32.to_le_bytes());
     let op = mma::Op { skip: true, ..mop(0, 116, 0, 52, 6, 2, 8) };
     assert_eq!(mma::check(16, 256, &op), Ok(()));
@@ -4189,8 +4196,7 @@ fn mma_skip_exact_cycles_three_row_blocks() {
         ]
     );
     // C over the used steps 0, 2, 3 only, computed here directly.
-    let c: Vec<i32> = (0..12).map(|x| [0, 2, 3].iter().map(|&k| av(x / 2, k) as i32 * bv(k, x % 2) as i32).sum()).collect();
-    assert_eq!(&m[116..164], &le(&c)[..]);
+    assert_eq!(&m[116..164], &c_direct(6, 2, &[0, 2, 3], av, bv)[..]);
 }
 
 #[test]
@@ -4236,16 +4242,7 @@ fn mma_row_block_1_a_with_one_column_block_does_not_yield() {
     let mut m = vec![0u8; 128];
     let av = |i: usize, k: usize| (i * 4 + k + 1) as i8;
     let bv = |k: usize, n: usize| -((k * 2 + n + 1) as i8);
-    for i in 0..4 {
-        for k in 0..4 {
-            m[4 + 4 * i + k] = av(i, k) as u8;
-        }
-    }
-    for k in 0..4 {
-        for n in 0..2 {
-            m[24 + 8 * k + n] = bv(k, n) as u8;
-        }
-    }
+    put_ab(&mut m, (4, 4, 4), (24, 8, 2), 4, av, bv);
     let op = mop(0, 56, 4, 24, 4, 2, 4);
     assert_eq!(mma::check(16, 128, &op), Ok(()));
     let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(2));
@@ -4256,8 +4253,7 @@ fn mma_row_block_1_a_with_one_column_block_does_not_yield() {
     want.extend((0..4).map(|k| (7 + k as u64, RD3, 24 + 8 * k)));
     assert_eq!(mma_reads(&out), want);
     // C from the definition, computed here directly.
-    let c: Vec<i32> = (0..8).map(|x| (0..4).map(|k| av(x / 2, k) as i32 * bv(k, x % 2) as i32).sum()).collect();
-    assert_eq!(&m[56..88], &le(&c)[..]);
+    assert_eq!(&m[56..88], &c_direct(4, 2, &[0, 1, 2, 3], av, bv)[..]);
 }
 
 #[test]
@@ -4310,16 +4306,7 @@ fn mma_row_block_2_a_meets_b_after_e0_by_arbitration() {
     let mut m = vec![0u8; 128];
     let av = |i: usize, k: usize| (i * 4 + k + 1) as i8;
     let bv = |k: usize, n: usize| -((k * 2 + n + 1) as i8);
-    for i in 0..6 {
-        for k in 0..4 {
-            m[4 * i + k] = av(i, k) as u8;
-        }
-    }
-    for k in 0..4 {
-        for n in 0..2 {
-            m[24 + 8 * k + n] = bv(k, n) as u8;
-        }
-    }
+    put_ab(&mut m, (0, 4, 6), (24, 8, 2), 4, av, bv);
     let op = mop(0, 56, 0, 24, 6, 2, 4);
     assert_eq!(mma::check(16, 128, &op), Ok(()));
     let out = mma_checked(&p, &op, 0, &mut m, &mut Banks::new(2));
@@ -4331,8 +4318,7 @@ fn mma_row_block_2_a_meets_b_after_e0_by_arbitration() {
     want.extend([(15, RD2, 16), (16, RD2, 20), (16, RD3, 24), (17, RD3, 32), (18, RD3, 40), (19, RD3, 48)]);
     assert_eq!(mma_reads(&out), want);
     // C from the definition, computed here directly.
-    let c: Vec<i32> = (0..12).map(|x| (0..4).map(|k| av(x / 2, k) as i32 * bv(k, x % 2) as i32).sum()).collect();
-    assert_eq!(&m[56..104], &le(&c)[..]);
+    assert_eq!(&m[56..104], &c_direct(6, 2, &[0, 1, 2, 3], av, bv)[..]);
 }
 
 #[test]
