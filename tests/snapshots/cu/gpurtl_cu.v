@@ -3491,31 +3491,31 @@ module gpurtl_cu (
       ({1'd0, mma_a_rsp_mask_q[0]} == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
       {1'd0, mma_a_rsp_mask_q[1]}) == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
-      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
-      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd0 -
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      ({1'd0, mma_a_rsp_mask_q[1]} + {1'd0, mma_a_rsp_mask_q[2]})) == (2'd0 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
       ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
       (2'd0 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
       ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
       (2'd0 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
-      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
-      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
+      ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} + ({1'd0, mma_a_rsp_mask_q[1]} +
+      {1'd0, mma_a_rsp_mask_q[2]})) == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd0 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
       ({1'd0, mma_a_rsp_mask_q[0]} == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
       {1'd0, mma_a_rsp_mask_q[1]}) == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
-      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
-      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd0 -
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      ({1'd0, mma_a_rsp_mask_q[1]} + {1'd0, mma_a_rsp_mask_q[2]})) == (2'd0 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
       ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
       (2'd0 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
       ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
       (2'd0 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
-      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
-      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
+      ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} + ({1'd0, mma_a_rsp_mask_q[1]} +
+      {1'd0, mma_a_rsp_mask_q[2]})) == (2'd0 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[31:24])};
   assign mma_abuf0_wstrb = {mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0};
   assign mma_abuf1_we = u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd1 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})));
@@ -3527,31 +3527,31 @@ module gpurtl_cu (
       ({1'd0, mma_a_rsp_mask_q[0]} == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
       {1'd0, mma_a_rsp_mask_q[1]}) == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
-      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
-      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd1 -
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      ({1'd0, mma_a_rsp_mask_q[1]} + {1'd0, mma_a_rsp_mask_q[2]})) == (2'd1 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
       ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
       (2'd1 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
       ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
       (2'd1 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
-      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
-      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
+      ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} + ({1'd0, mma_a_rsp_mask_q[1]} +
+      {1'd0, mma_a_rsp_mask_q[2]})) == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd1 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
       ({1'd0, mma_a_rsp_mask_q[0]} == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
       {1'd0, mma_a_rsp_mask_q[1]}) == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
-      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
-      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd1 -
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      ({1'd0, mma_a_rsp_mask_q[1]} + {1'd0, mma_a_rsp_mask_q[2]})) == (2'd1 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
       ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
       (2'd1 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
       ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
       (2'd1 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
-      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
-      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
+      ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} + ({1'd0, mma_a_rsp_mask_q[1]} +
+      {1'd0, mma_a_rsp_mask_q[2]})) == (2'd1 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[31:24])};
   assign mma_abuf1_wstrb = {mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0};
   assign mma_abuf2_we = u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd2 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})));
@@ -3563,31 +3563,31 @@ module gpurtl_cu (
       ({1'd0, mma_a_rsp_mask_q[0]} == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
       {1'd0, mma_a_rsp_mask_q[1]}) == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
-      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
-      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd2 -
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      ({1'd0, mma_a_rsp_mask_q[1]} + {1'd0, mma_a_rsp_mask_q[2]})) == (2'd2 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
       ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
       (2'd2 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
       ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
       (2'd2 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
-      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
-      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
+      ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} + ({1'd0, mma_a_rsp_mask_q[1]} +
+      {1'd0, mma_a_rsp_mask_q[2]})) == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd2 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
       ({1'd0, mma_a_rsp_mask_q[0]} == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
       {1'd0, mma_a_rsp_mask_q[1]}) == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
-      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
-      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd2 -
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      ({1'd0, mma_a_rsp_mask_q[1]} + {1'd0, mma_a_rsp_mask_q[2]})) == (2'd2 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
       ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
       (2'd2 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
       ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
       (2'd2 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
-      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
-      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
+      ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} + ({1'd0, mma_a_rsp_mask_q[1]} +
+      {1'd0, mma_a_rsp_mask_q[2]})) == (2'd2 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[31:24])};
   assign mma_abuf2_wstrb = {mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0};
   assign mma_abuf3_we = u_scratchpad_rd2_rsp_valid & ({1'd0, 2'd3 - mma_a_rsp_base_q[1:0]} < (({2'd0, mma_a_rsp_mask_q[0]} + {2'd0, mma_a_rsp_mask_q[1]}) + ({2'd0, mma_a_rsp_mask_q[2]} + {2'd0, mma_a_rsp_mask_q[3]})));
@@ -3599,31 +3599,31 @@ module gpurtl_cu (
       ({1'd0, mma_a_rsp_mask_q[0]} == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
       {1'd0, mma_a_rsp_mask_q[1]}) == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
-      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
-      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd3 -
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      ({1'd0, mma_a_rsp_mask_q[1]} + {1'd0, mma_a_rsp_mask_q[2]})) == (2'd3 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
       ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
       (2'd3 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
       ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
       (2'd3 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
-      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
-      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
+      ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} + ({1'd0, mma_a_rsp_mask_q[1]} +
+      {1'd0, mma_a_rsp_mask_q[2]})) == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 | ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd3 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] &
       ({1'd0, mma_a_rsp_mask_q[0]} == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[15:8])) | ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} +
       {1'd0, mma_a_rsp_mask_q[1]}) == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
-      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]}
-      + {1'd0, mma_a_rsp_mask_q[1]}) + {1'd0, mma_a_rsp_mask_q[2]}) == (2'd3 -
+      u_scratchpad_rd2_rsp_data[23:16])) | ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} +
+      ({1'd0, mma_a_rsp_mask_q[1]} + {1'd0, mma_a_rsp_mask_q[2]})) == (2'd3 -
       mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[31:24]), (((8'd0 |
       ({8{mma_a_rsp_mask_q[0] & (2'd0 == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[7:0])) | ({8{mma_a_rsp_mask_q[1] & ({1'd0, mma_a_rsp_mask_q[0]} ==
       (2'd3 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[15:8])) |
       ({8{mma_a_rsp_mask_q[2] & (({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) ==
       (2'd3 - mma_a_rsp_base_q[1:0]))}} & u_scratchpad_rd2_rsp_data[23:16])) |
-      ({8{mma_a_rsp_mask_q[3] & ((({1'd0, mma_a_rsp_mask_q[0]} + {1'd0, mma_a_rsp_mask_q[1]}) +
-      {1'd0, mma_a_rsp_mask_q[2]}) == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
+      ({8{mma_a_rsp_mask_q[3] & (({1'd0, mma_a_rsp_mask_q[0]} + ({1'd0, mma_a_rsp_mask_q[1]} +
+      {1'd0, mma_a_rsp_mask_q[2]})) == (2'd3 - mma_a_rsp_base_q[1:0]))}} &
       u_scratchpad_rd2_rsp_data[31:24])};
   assign mma_abuf3_wstrb = {mma_a_rsp_i_q == 8'd3, mma_a_rsp_i_q == 8'd2, mma_a_rsp_i_q == 8'd1, mma_a_rsp_i_q == 8'd0};
   assign mma_bbuf_we = u_scratchpad_rd3_rsp_valid & ~mma_m_pend_q;

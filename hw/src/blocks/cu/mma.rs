@@ -15,7 +15,7 @@
 //! multiply.
 
 use crate::rtl::bus::Bus;
-use crate::rtl::{bits_for, clog2, select, Expr, ModuleBuilder, RamRead, RamWrite, Stream};
+use crate::rtl::{bits_for, clog2, popcount, select, Expr, ModuleBuilder, RamRead, RamWrite, Stream};
 use gpurtl_params::cu::CuParams;
 
 /// The operation at the head of the DMA queue (when it is an `mma`) and the
@@ -99,18 +99,6 @@ fn first_from(v: &[Expr], from: &Expr, w: u32) -> (Expr, Expr) {
         idx = c.mux(&Expr::lit(w, i as u64), &idx);
     }
     (found, idx)
-}
-
-/// The number of set bits among `v`, `w` bits (a tree of adds).
-fn popcount(v: &[Expr], w: u32) -> Expr {
-    let mut level: Vec<Expr> = v.iter().map(|e| e.zext(w)).collect();
-    if level.is_empty() {
-        return Expr::zero(w);
-    }
-    while level.len() > 1 {
-        level = level.chunks(2).map(|c| if c.len() == 2 { c[0].add(&c[1]) } else { c[0].clone() }).collect();
-    }
-    level.pop().unwrap_or_else(|| Expr::zero(w))
 }
 
 pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
