@@ -304,9 +304,7 @@ fn bench_mma(p: &CuParams, zero_pct: u32, pad: u32, with_mma: bool) -> Result<Ru
     // Exactly zero_pct per cent of the k-slices zero, at places drawn at
     // random (a shuffle), as the grid's own bench has them.
     let mut order: Vec<u32> = (0..k).collect();
-    for i in (1..order.len()).rev() {
-        order.swap(i, rng.below(i as u64 + 1) as usize);
-    }
+    rng.shuffle(&mut order);
     let zeros: std::collections::HashSet<u32> = order[..(k * zero_pct / 100) as usize].iter().copied().collect();
     let b: Vec<u8> = (0..k)
         .flat_map(|kk| {

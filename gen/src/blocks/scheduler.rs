@@ -377,10 +377,7 @@ fn random_mix(rng: &mut Rng, p: &SchedulerParams) -> Workload {
         }
     }
     // Submission order across streams is random too.
-    for i in (1..k.len()).rev() {
-        let j = rng.below(i as u64 + 1) as usize;
-        k.swap(i, j);
-    }
+    rng.shuffle(&mut k);
     finish(k)
 }
 

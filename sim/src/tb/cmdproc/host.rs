@@ -331,10 +331,7 @@ impl CmdprocDriver {
     }
 
     pub(super) fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.rng.below(i as u64 + 1) as usize;
-            v.swap(i, j);
-        }
+        self.rng.shuffle(v);
     }
 
     /// The doorbell value: strobe 0 set and `wdata[7:0] = 1`.
