@@ -72,14 +72,16 @@ fn cosim_points() {
     }
 }
 
-/// Shapes: bursts and single beats, one source and many, reads or writes
-/// only, wide data (a 4 KB page of 32 beats), both outputs.
+/// Shapes: bursts and single beats, a one-beat response queue, one source
+/// and many, reads or writes only, wide data (a 4 KB page of 32 beats), both outputs.
 fn points() -> Vec<(&'static str, ArbiterParams)> {
     let d = ArbiterParams::default();
     vec![
         ("default", d.clone()),
         ("native", ArbiterParams { out: Out::Native, ..d.clone() }),
         ("single_beat", ArbiterParams { max_burst: 1, read_buffer: 2, reads: 3, writes: 3, ..d.clone() }),
+        // A one-beat response queue (its pointers must stay at entry 0).
+        ("one_beat_buffer", ArbiterParams { max_burst: 1, read_buffer: 1, reads: 3, writes: 1, ..d.clone() }),
         ("reads_only", ArbiterParams { reads: 7, writes: 0, data_bits: 32, ..d.clone() }),
         ("writes_only", ArbiterParams { reads: 0, writes: 1, ..d.clone() }),
         ("wide", ArbiterParams { data_bits: 1024, max_burst: 32, read_buffer: 32, addr_bits: 40, ..d.clone() }),

@@ -66,8 +66,9 @@ fn fifo(b: &mut ModuleBuilder, name: &str, depth: u32, data: &Expr, push: &Expr,
     let entries: Vec<Expr> = (0..depth)
         .map(|i| b.pipe(&format!("{name}{i}_q"), data, &push.and(&tail.eq_lit(i as u64))))
         .collect();
+    // The pointers count modulo `depth` (a one-entry queue's stay at 0).
     let wrap = |p: &Expr| {
-        if depth.is_power_of_two() {
+        if depth.is_power_of_two() && depth > 1 {
             p.add(&Expr::lit(pw, 1))
         } else {
             p.eq_lit(depth as u64 - 1).mux(&Expr::zero(pw), &p.add(&Expr::lit(pw, 1)))
