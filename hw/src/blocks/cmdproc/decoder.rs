@@ -53,9 +53,11 @@ pub(super) struct RunState {
 
 /// What the decoder waits for outside itself: room in the output queue
 /// (`qfull`), for a `WRITE_DATA` the queue and the primitive unit empty,
-/// for a draw a free job in the primitive unit, the write port.
+/// for a draw a free job in the primitive unit, the write port, and for a
+/// `SET_CONTEXT_REG` no state reader in the queue (the state hold).
 pub(super) struct Fences {
     pub qfull: Expr,
+    pub readers: Expr,
     pub qempty: Expr,
     pub jobs_none: Expr,
     pub jobs_full: Expr,
@@ -216,7 +218,7 @@ impl Decoder {
     pub fn build(b: &mut ModuleBuilder, p: &CmdprocParams, regs: &Regs, run: &RunState, fetch: &Fetch, fences: &Fences) -> Decoder {
         let mode = Mode::build(b, p, regs, run, fetch, fences);
         let first = First::build(b, p, regs, run, fetch, &mode, fences);
-        let second = Second::build(b, p, run, fetch, &mode, &first);
+        let second = Second::build(b, p, run, fetch, &mode, &first, &fences.readers);
         Decoder { mode, first, second }
     }
 }

@@ -24,6 +24,10 @@ pub(super) struct First {
     pub f_ib: Expr,
     pub f_it: Expr,
     pub f_d2: Expr,
+    /// A state reader (a draw or `DISPATCH_DIRECT`), and a `SET_CONTEXT_REG`
+    /// held this cycle because a state reader waits in the output queue.
+    pub f_reader: Expr,
+    pub f_scr_held: Expr,
     pub f_n: Expr,
     pub f_rem: Expr,
     pub f_done: Expr,
@@ -55,7 +59,7 @@ impl First {
         let RunState { r, done, cur_hdr, cur_addr, cur_n, cur_p, cur_sc_ok, left, daddr, isz32, .. } = run;
         let Fetch { lanes, a, .. } = fetch;
         let Mode { is_cont, take_mode, sp_full, .. } = mode;
-        let Fences { qempty, jobs_none, jobs_full, wr_ready, .. } = fences;
+        let Fences { qempty, jobs_none, jobs_full, wr_ready, readers, .. } = fences;
         let d_prim_size = &regs.d_prim_size;
         let f = p.fetch_dwords();
         let sr = p.state_regs;
@@ -71,6 +75,10 @@ impl First {
         let f_ib = b.let_("first_indirect", &f_is(Opcode::IndirectBuffer));
         let f_it = b.let_("first_index_type", &f_is(Opcode::IndexType));
         let f_d2 = b.let_("first_draw_indexed", &f_is(Opcode::DrawIndexOffset2));
+        let f_reader = b.let_("first_state_reader", &f_d2.or(&f_is(Opcode::DrawIndexAuto)).or(&f_is(Opcode::DispatchDirect)));
+        // The state hold: a SET_CONTEXT_REG takes nothing while a state reader
+        // waits in the output queue (its header is still checked).
+        let f_scr_held = b.let_("first_state_held", &f_scr.and(readers));
         let f_n = b.let_("first_n", &is_cont.mux(cur_n, &h0.n));
         let f_rem = b.let_("first_left", &is_cont.mux(r, &h0.len));
         let f_done = b.let_("first_done", &is_cont.mux(done, &Expr::zero(rw)));
@@ -123,7 +131,7 @@ impl First {
         let f_p0_now = b.let_("first_p0_now", &(0..f).fold(Expr::bit(false), |acc, i| acc.or(&lane_has(i, 1))));
         let f_scr_bad = b.let_("first_range_bad", &range_bad(&mp[0], &f_n, sr));
         let f_sc_ok = b.let_("first_range_ok", &f_p0_now.mux(&f_scr_bad.not(), cur_sc_ok));
-        let first_scr_err = b.let_("first_range_error", &take_mode.and(&start_err.not()).and(&f_scr).and(&f_p0_now).and(&f_scr_bad));
+        let first_scr_err = b.let_("first_range_error", &take_mode.and(&start_err.not()).and(&f_scr).and(&f_scr_held.not()).and(&f_p0_now).and(&f_scr_bad));
         // Checks at the end of a packet.
         let it_bad = mp[0].gt(&Expr::lit(32, 1));
         let ib_bad = mp[1].ne(&Expr::zero(32)).or(&mp[0].slice(1, 0).ne(&Expr::zero(2)));
@@ -148,7 +156,8 @@ impl First {
         );
         let first_err = b.let_("first_error", &start_err.or(&first_scr_err).or(&field_err).or(&prim_err).or(&wd_field_err));
         // A draw with indices waits for the primitive unit.
-        let blocked = b.let_("draw_waits", &f_d2.and(&f_ends).and(&mp[2].ne(&Expr::zero(32))).and(jobs_full));
+        let draw_waits = b.let_("draw_waits", &f_d2.and(&f_ends).and(&mp[2].ne(&Expr::zero(32))).and(jobs_full));
+        let blocked = draw_waits.or(&f_scr_held);
         // What the cycle takes and where the packets end are worked out as if no
         // error were raised: after an error the decoder stops, so positions,
         // counts and the current packet no longer matter (the next doorbell sets
@@ -165,6 +174,6 @@ impl First {
         );
         let f_fin = b.let_("first_finishes", &f_fin_any.and(&first_err.not()));
         let commit = b.let_("commit", &f_fin.and(&f_t3));
-        First { h0, f_hdr, f_wd, f_scr, f_ib, f_it, f_d2, f_n, f_rem, f_done, f_addr, a_r, tn, mp, f_sc_ok, start_err, first_scr_err, prim_err, wd_cont, wr_valid, first_err, t_first, f_fin_any, commit }
+        First { h0, f_hdr, f_wd, f_scr, f_ib, f_it, f_d2, f_reader, f_scr_held, f_n, f_rem, f_done, f_addr, a_r, tn, mp, f_sc_ok, start_err, first_scr_err, prim_err, wd_cont, wr_valid, first_err, t_first, f_fin_any, commit }
     }
 }

@@ -144,7 +144,7 @@ fn unit(p: &CmdprocParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     );
     let trace_valid = b.output("trace_valid_o", 1, "a trace record (the cycle after the command is decoded)");
     let trace_ports: Vec<Expr> = rec_fields.iter().map(|(n, w, d)| b.output(&format!("trace_{n}_o"), *w, d)).collect();
-    let state_o = b.output("state_o", 32 * sr, "render-state table, register i in bits 32i+31:32i");
+    let state_o = b.output("state_o", 32 * sr, "render-state table, register i in bits 32i+31:32i; a presented draw's or dispatch's own state");
     let busy_o = b.output("busy_o", 1, "STATUS.busy");
     let irq_o = b.output("irq_o", 1, "interrupt line: |(IRQ_STATUS & IRQ_ENABLE)");
 
@@ -154,9 +154,9 @@ fn unit(p: &CmdprocParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     let regs = Regs::build(&mut b, p, &axi, &busy_o, &irq_o);
     let run = RunState::declare(&mut b, p);
     let fetch = Fetch::build(&mut b, p, &run, &imem_req, &imem_rsp);
-    let (qfull, qempty) = output::flags(&mut b);
+    let (qfull, qempty, readers) = output::flags(&mut b);
     let jobs = Jobs::declare(&mut b, p);
-    let fences = Fences { qfull, qempty, jobs_none: jobs.none.clone(), jobs_full: jobs.full.clone(), wr_ready: wr.ready.clone() };
+    let fences = Fences { qfull, qempty, readers, jobs_none: jobs.none.clone(), jobs_full: jobs.full.clone(), wr_ready: wr.ready.clone() };
     let dec = Decoder::build(&mut b, p, &regs, &run, &fetch, &fences);
     table::build(&mut b, p, &regs, &fetch, &dec, &state_o);
     let out = output::Ports { cmd, trace_valid, trace: trace_ports, fields: rec_fields.iter().map(|(n, w, _)| (*n, *w)).collect() };

@@ -34,11 +34,11 @@ pub(super) struct Second {
 }
 
 impl Second {
-    pub fn build(b: &mut ModuleBuilder, p: &CmdprocParams, run: &RunState, fetch: &Fetch, mode: &Mode, first: &First) -> Second {
+    pub fn build(b: &mut ModuleBuilder, p: &CmdprocParams, run: &RunState, fetch: &Fetch, mode: &Mode, first: &First, readers: &Expr) -> Second {
         let RunState { r, left, daddr, .. } = run;
         let Fetch { lanes, a, .. } = fetch;
         let Mode { is_cont, sp_full, .. } = mode;
-        let First { h0, f_wd, f_ib, f_addr, a_r, start_err, first_scr_err, prim_err, first_err, f_fin_any, .. } = first;
+        let First { h0, f_wd, f_ib, f_reader, f_addr, a_r, start_err, first_scr_err, prim_err, first_err, f_fin_any, .. } = first;
         let f = p.fetch_dwords();
         let sr = p.state_regs;
         let tw = TW;
@@ -59,7 +59,10 @@ impl Second {
         let n2_small = h1.n.slice(13, tw).eq_lit(0).and(&h1.n.slice(tw - 1, 0).lt(&room2));
         let t2_max = n2_small.mux(&h1.n.slice(tw - 1, 0), &room2);
         // After a WRITE_DATA (one dword a cycle) the second header is only checked.
-        let sec_go = sec_pre.and(&sec_hdr_err.not()).and(&h1.t3).and(&h1_wd.not()).and(&f_wd.not());
+        // The state hold: a SET_CONTEXT_REG takes nothing while a state reader
+        // waits in the output queue or the first packet is one that ends.
+        let held = b.let_("state_held", &readers.or(&f_reader.and(f_fin_any)));
+        let sec_go = sec_pre.and(&sec_hdr_err.not()).and(&h1.t3).and(&h1_wd.not()).and(&f_wd.not()).and(&h1_scr.and(&held).not());
         let t2 = b.let_("second_take", &sec_go.mux(&t2_max, &lit_t(0)));
         let sec_starts = b.let_("second_starts", &t2.ne(&lit_t(0)));
         // The second packet's p_k: lane e + 1 + k when k + 1 < t2.

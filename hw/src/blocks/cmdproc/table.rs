@@ -13,7 +13,7 @@ use gpurtl_params::cmdproc::CmdprocParams;
 
 /// The table's registers, on `state_o`.
 pub(super) fn build(b: &mut ModuleBuilder, p: &CmdprocParams, regs: &Regs, fetch: &Fetch, dec: &Decoder, state_o: &Expr) {
-    let First { f_scr, f_done, tn, mp, f_sc_ok, first_err, .. } = &dec.first;
+    let First { f_scr, f_scr_held, f_done, tn, mp, f_sc_ok, first_err, .. } = &dec.first;
     let Second { e_is, h1_scr, t2, sec_starts, sp_k, s_p0_now, s_scr_bad, .. } = &dec.second;
     let (start, state_init, lanes, take_mode) = (&regs.start, &regs.state_init, &fetch.lanes, &dec.mode.take_mode);
     let f = p.fetch_dwords();
@@ -27,7 +27,7 @@ pub(super) fn build(b: &mut ModuleBuilder, p: &CmdprocParams, regs: &Regs, fetch
     }
     // Lane i writes as a value of the first packet (value k = done + i - 2 to
     // p0 + k) or of the second (value k = i - e - 2).
-    let f_writes = take_mode.and(&first_err.not()).and(f_scr).and(f_sc_ok);
+    let f_writes = take_mode.and(&first_err.not()).and(f_scr).and(&f_scr_held.not()).and(f_sc_ok);
     let s_writes = sec_starts.and(&first_err.not()).and(h1_scr).and(s_p0_now).and(&s_scr_bad.not());
     let mut lane_we = Vec::new();
     let mut lane_reg = Vec::new();
