@@ -2,7 +2,7 @@
 //! cases): the window, the first and second packets, table writes, jumps,
 //! and a packet's commit.
 
-use super::packet::{check_header, Head, Packet, IB_SIZE_MASK};
+use super::packet::{check_header, is_state_reader, Head, Packet, IB_SIZE_MASK};
 use super::pm4;
 use super::prim::Job;
 use super::timing::Sim;
@@ -72,8 +72,9 @@ impl<'a> Sim<'a> {
 
     /// Case 4 of the decoder: the window is `lanes`; `q0` and `jobs0` are the
     /// queue's fill and the number of jobs the primitive unit holds at the
-    /// start of the cycle.
-    fn take(&self, lanes: &[u32], q0: u32, jobs0: usize) -> Took {
+    /// start of the cycle; `reader0`: the queue holds a state reader at the
+    /// start of the cycle (the state hold's first condition).
+    fn take(&self, lanes: &[u32], q0: u32, jobs0: usize, reader0: bool) -> Took {
         let level = self.stack.len() as u32;
         let mut tk = Took { t: 0, cur: self.cur.clone(), commit: None, writes: Vec::new(), wr: None, error: None };
         let a = lanes.len() as u32;
@@ -92,6 +93,14 @@ impl<'a> Sim<'a> {
                 Ok(Head::Packet(op, n)) => (Packet::new(op, lanes[0], self.daddr, n), true),
             },
         };
+        // The state hold: in a held cycle a SET_CONTEXT_REG first packet
+        // takes nothing (its header, when it starts here, was checked
+        // above; its p0 is not taken, so no state_range check). The first
+        // packet is not a state reader here, so the cycle is held only when
+        // the queue holds one at the start of the cycle.
+        if pk.op == Opcode::SetContextReg && reader0 {
+            return tk;
+        }
         if pk.op == Opcode::WriteData {
             // One dword a cycle, only as the first packet.
             if a == 0 {
@@ -136,8 +145,9 @@ impl<'a> Sim<'a> {
             }
             tk.cur = None;
             tk.commit = Some(pk);
-            // It was the current packet and ended in lane 0: e = 1.
-            self.second(lanes, 1, true, &mut tk);
+            // It was the current packet and ended in lane 0: e = 1 (and
+            // its second packet takes nothing in any case).
+            self.second(lanes, 1, true, reader0, &mut tk);
             return tk;
         }
         let ends = pk.r <= a;
@@ -168,17 +178,21 @@ impl<'a> Sim<'a> {
         tk.cur = None;
         tk.writes = writes;
         let second = !fresh && pk.op != Opcode::IndirectBuffer;
+        // Held: a reader in the queue at the start, or this first packet is
+        // a state reader that commits in this cycle.
+        let held = reader0 || is_state_reader(pk.op);
         tk.commit = Some(pk);
         if second {
-            self.second(lanes, take, false, &mut tk);
+            self.second(lanes, take, false, held, &mut tk);
         }
         tk
     }
 
     /// The second packet: a header in lane `e` after a current packet that
     /// ended in lane `e - 1` (`wd_first`: that packet was a `WRITE_DATA`,
-    /// so nothing more is taken).
-    fn second(&self, lanes: &[u32], e: u32, wd_first: bool, tk: &mut Took) {
+    /// so nothing more is taken; `held`: the cycle is held, so a
+    /// `SET_CONTEXT_REG` takes nothing).
+    fn second(&self, lanes: &[u32], e: u32, wd_first: bool, held: bool, tk: &mut Took) {
         let a = lanes.len() as u32;
         if e >= a {
             return;
@@ -190,6 +204,11 @@ impl<'a> Sim<'a> {
             Ok(Head::Filler) => {}
             Ok(Head::Packet(op, n)) => {
                 if op == Opcode::WriteData || wd_first {
+                    return;
+                }
+                // The state hold: checked like any header, takes nothing
+                // (t2 = 0: met again in lane 0 of a later cycle).
+                if op == Opcode::SetContextReg && held {
                     return;
                 }
                 let t2 = n.min(a - e);
@@ -212,8 +231,10 @@ impl<'a> Sim<'a> {
     }
 
     /// The decoder in one cycle; returns the jump to make at the edge (after
-    /// the fetcher's answer of the cycle).
-    pub(super) fn decode(&mut self, q0: u32, jobs0: usize) -> Option<(u32, u32)> {
+    /// the fetcher's answer of the cycle). `q0`, `jobs0`, `reader0`: the
+    /// queue's fill, the primitive unit's jobs and whether the queue holds a
+    /// state reader, at the start of the cycle.
+    pub(super) fn decode(&mut self, q0: u32, jobs0: usize, reader0: bool) -> Option<(u32, u32)> {
         // 1. Nothing.
         if self.stopped || self.finished || q0 >= self.p.out_depth {
             return None;
@@ -239,7 +260,7 @@ impl<'a> Sim<'a> {
         for i in 0..a {
             buf[i as usize] = self.lane(i);
         }
-        let tk = self.take(&buf[..a as usize], q0, jobs0);
+        let tk = self.take(&buf[..a as usize], q0, jobs0, reader0);
         let mut jump = None;
         for (reg, v) in &tk.writes {
             self.table[*reg as usize] = *v;
@@ -276,8 +297,12 @@ impl<'a> Sim<'a> {
         let record = Record { id: (self.next_id & mask) as u32, addr: pk.addr, header: pk.header, count: pk.n, p: pk.p };
         self.next_id += 1;
         self.trace.push(pm4::trace_line(&record));
-        self.commands.push(Command { record, prims: Vec::new() });
-        self.queue += 1;
+        // A state reader's state: the table now (the SET_CONTEXT_REG packets
+        // before it have all been taken; this cycle is held, so none writes
+        // at its edge).
+        let state = is_state_reader(pk.op).then(|| self.table.clone());
+        self.commands.push(Command { record, prims: Vec::new(), state });
+        self.queue.push_back(self.commands.len() - 1);
         match pk.op {
             Opcode::IndexType => self.index_size = if pk.p[0] == 0 { 2 } else { 4 },
             Opcode::WriteData => self.memory_writes.push((pk.p[1], pk.data)),

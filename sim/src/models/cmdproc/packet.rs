@@ -11,6 +11,11 @@ pub(super) fn payload_count(h: u32) -> u32 {
     ((h >> 16) + 1) & 0x3FFF
 }
 
+/// The state readers (docs/cmdproc.md, "Render state in order").
+pub(super) fn is_state_reader(op: Opcode) -> bool {
+    matches!(op, Opcode::DrawIndexAuto | Opcode::DrawIndexOffset2 | Opcode::DispatchDirect)
+}
+
 /// A header that passed its checks.
 pub(super) enum Head {
     /// A type-2 filler: one dword, not a command.

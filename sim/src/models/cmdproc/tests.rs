@@ -57,6 +57,7 @@ fn wl(cmd: Vec<u32>, extra: Vec<(u32, Vec<u32>)>, lat: u32) -> Workload {
         },
         memory,
         mem_latency: lat,
+        pipeline: Pipeline::default(),
     }
 }
 
@@ -662,7 +663,10 @@ impl Beh<'_> {
                 }
                 _ => {}
             }
-            self.cmds.push(Command { record, prims });
+            // A state reader's state: the table as the SET_CONTEXT_REG
+            // packets before it in packet order left it.
+            let state = matches!(op, Opcode::DrawIndexAuto | Opcode::DrawIndexOffset2 | Opcode::DispatchDirect).then(|| self.table.clone());
+            self.cmds.push(Command { record, prims, state });
             if op == Opcode::IndirectBuffer && !self.buffer(pl[0], pl[2] & IB_SIZE_MASK, level + 1) {
                 return false;
             }

@@ -324,7 +324,7 @@ impl CmdprocDriver {
             Some((log, base)) => self.logged_writes(&log.borrow()[self.log_at..], *base)?,
         };
         let trace = o.traces.iter().map(pm4::trace_line).collect();
-        let commands = o.cmds.iter().zip(&o.prims).map(|(&record, prims)| Command { record, prims: prims.clone() }).collect();
+        let commands = o.cmds.iter().zip(&o.prims).map(|(&record, prims)| Command { state: None, record, prims: prims.clone() }).collect();
         Ok(Outcome {
             commands,
             state_table,

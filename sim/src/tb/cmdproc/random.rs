@@ -524,7 +524,7 @@ pub fn random_workload(rng: &mut Rng, p: &CmdprocParams, mem_latency: u32) -> Wo
         state_ptr: g.rand(),
         irq_enable: g.below(4),
     };
-    Workload { registers, memory: g.memory, mem_latency }
+    Workload { pipeline: Default::default(), registers, memory: g.memory, mem_latency }
 }
 
 #[cfg(test)]
