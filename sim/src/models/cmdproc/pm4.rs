@@ -5,8 +5,8 @@
 //! - [`assemble`]: packet lines to dwords; every bad line is reported.
 //! - [`disassemble`]: dwords to packet lines; `assemble(disassemble(d)) == d`
 //!   for any dwords, and `disassemble(assemble(t)) == t` for canonical text.
-//! - [`run_input`]: a run file in text form (`.registers`, `.memory`, then
-//!   packets) to the JSON input of `gpurtl run cmdproc`.
+//! - [`run_input`]: a run file in text form (`.registers`, `.memory`,
+//!   `.pipeline`, then packets) to the JSON input of `gpurtl run cmdproc`.
 //! - [`trace_line`]: a command's trace line from its record.
 
 use gpurtl_params::cmdproc::Opcode;
@@ -513,6 +513,9 @@ pub fn assemble(text: &str) -> Result<Vec<u32>, Vec<AsmError>> {
             let d = code.split_whitespace().next().unwrap_or("");
             let msg = match d {
                 ".registers" | ".memory" => format!("`{d}`: {RUN_FILE}"),
+                ".pipeline" => format!(
+                    "`.pipeline`: a `.pipeline` line belongs to a run input for `gpurtl run cmdproc --input`; `gpurtl asm` takes packet lines only"
+                ),
                 _ => format!("unknown directive `{}`: {RUN_FILE}", short(d)),
             };
             errors.push(asm_error(n, line, msg));
@@ -606,15 +609,19 @@ pub fn disassemble(dwords: &[u32]) -> String {
 pub const REGISTER_KEYS: [&str; 8] =
     ["cmd_base", "cmd_size", "prim_base", "prim_size", "state", "state_ptr", "irq_enable", "mem_latency"];
 
+/// The keys of a `.pipeline` line (the input's `"pipeline"` object).
+pub const PIPELINE_KEYS: [&str; 2] = ["stall", "seed"];
+
 /// `mem_latency` when the run file gives none.
 pub const DEFAULT_MEM_LATENCY: u32 = 20;
 
-/// A run file in text form (docs/cmdproc.md, "Assembler text"): `.registers`
-/// and `.memory` lines, then packet lines, to the JSON input of `gpurtl run
-/// cmdproc`. The packets are placed at `cmd_base` (first in `memory`);
-/// `cmd_size` is 4 x their dwords unless given; `mem_latency` is 20 unless
-/// given. Only syntax and numbers (< 2^32) are checked here; the JSON reader
-/// checks the rest.
+/// A run file in text form (docs/cmdproc.md, "Assembler text"): `.registers`,
+/// `.memory` and `.pipeline` lines, then packet lines, to the JSON input of
+/// `gpurtl run cmdproc`. The packets are placed at `cmd_base` (first in
+/// `memory`); `cmd_size` is 4 x their dwords unless given; `mem_latency` is
+/// 20 unless given; `"pipeline"` is there when a `.pipeline` line is. Only
+/// syntax and numbers (< 2^32; a seed < 2^64, a stall a decimal number) are
+/// checked here; the JSON reader checks the rest.
 pub fn run_input(text: &str) -> Result<Value, Vec<AsmError>> {
     let mut errors = AsmErrors::default();
     let mut packets = Vec::new();
@@ -623,6 +630,7 @@ pub fn run_input(text: &str) -> Result<Value, Vec<AsmError>> {
     let mut regs: Vec<(&'static str, Value)> = Vec::new();
     let mut first_registers: Option<(usize, &str)> = None;
     let mut memory: Vec<Value> = Vec::new();
+    let mut pipeline: Option<Vec<(&'static str, Value)>> = None;
     for (n, line, code) in code_lines(text) {
         if !code.starts_with('.') {
             seen_packet = true;
@@ -634,13 +642,15 @@ pub fn run_input(text: &str) -> Result<Value, Vec<AsmError>> {
         }
         let mut toks = code.split_whitespace();
         let d = toks.next().unwrap_or("");
-        let r = if !matches!(d, ".registers" | ".memory") {
-            Err(vec![format!("unknown directive `{}`; known: .registers, .memory", short(d))])
+        let r = if !matches!(d, ".registers" | ".memory" | ".pipeline") {
+            Err(vec![format!("unknown directive `{}`; known: .registers, .memory, .pipeline", short(d))])
         } else if seen_packet {
-            Err(vec![format!("`{d}` after a packet: `.registers` and `.memory` lines come before the packets")])
+            Err(vec![format!("`{d}` after a packet: `.registers`, `.memory` and `.pipeline` lines come before the packets")])
         } else if d == ".registers" {
             first_registers.get_or_insert((n, line));
             registers_line(toks, &mut regs)
+        } else if d == ".pipeline" {
+            pipeline_line(toks, pipeline.get_or_insert_with(Vec::new))
         } else {
             memory_line(toks).map(|m| memory.push(m)).map_err(|m| vec![m])
         };
@@ -676,11 +686,78 @@ pub fn run_input(text: &str) -> Result<Value, Vec<AsmError>> {
         mem.push(json!({"addr": cmd_base, "dwords": packets}));
     }
     mem.extend(memory);
-    Ok(json!({
+    let mut input = json!({
         "registers": registers,
         "memory": mem,
         "mem_latency": get("mem_latency").unwrap_or(json!(DEFAULT_MEM_LATENCY)),
-    }))
+    });
+    if let Some(pipe) = pipeline {
+        let o: Map<String, Value> = pipe.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        input["pipeline"] = Value::Object(o);
+    }
+    Ok(input)
+}
+
+/// The fields of a `.pipeline stall=P seed=S` line into `pipe` (over all
+/// `.pipeline` lines, each key at most once); every bad field is reported.
+/// `P` is a decimal number (digits, optionally a point and digits), `S` a
+/// number below 2^64 (decimal, or `0x` and hex digits); the JSON reader
+/// checks `P <= 1` and that both are given.
+fn pipeline_line<'a>(toks: impl Iterator<Item = &'a str>, pipe: &mut Vec<(&'static str, Value)>) -> Result<(), Vec<String>> {
+    let known = || PIPELINE_KEYS.join(", ");
+    let mut errs = Vec::new();
+    for tok in toks {
+        let Some((name, raw)) = tok.split_once('=') else {
+            errs.push(format!("`{}` is not a pipeline field: fields are written name=value; known: {}", short(tok), known()));
+            continue;
+        };
+        let Some(key) = PIPELINE_KEYS.iter().copied().find(|k| *k == name) else {
+            errs.push(format!("unknown pipeline field `{}`; known: {}", short(name), known()));
+            continue;
+        };
+        if pipe.iter().any(|(k, _)| *k == key) {
+            errs.push(format!("pipeline field `{key}` is given twice"));
+            continue;
+        }
+        let v = if key == "stall" { decimal(raw).map(|f| json!(f)) } else { seed_number(raw).map(|s| json!(s)) };
+        match v {
+            Some(v) => pipe.push((key, v)),
+            None if key == "stall" => {
+                errs.push(format!("pipeline field `stall` = `{}` is not a decimal number (digits, or digits, a point and digits, such as 0.3)", short(raw)))
+            }
+            None => errs.push(format!(
+                "pipeline field `seed` = `{}` is not a number below 2^64 = 18446744073709551616 (decimal, or 0x and hex digits)",
+                short(raw)
+            )),
+        }
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs)
+    }
+}
+
+/// A decimal number `D+` or `D+.D+` as an f64 (correctly rounded).
+fn decimal(s: &str) -> Option<f64> {
+    let (int, frac) = match s.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (s, None),
+    };
+    let digits = |d: &str| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit());
+    (digits(int) && frac.is_none_or(digits)).then(|| s.parse::<f64>().ok()).flatten()
+}
+
+/// A number below 2^64: decimal, or `0x` and hex digits.
+fn seed_number(s: &str) -> Option<u64> {
+    let (digits, radix) = match s.strip_prefix("0x") {
+        Some(h) => (h, 16),
+        None => (s, 10),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u64::from_str_radix(digits, radix).ok()
 }
 
 /// The registers of a `.registers` line into `regs`; every bad field is
@@ -1134,8 +1211,8 @@ INDEX_TYPE size=16
                 "line 4: `.memory 0x10`: must be `.memory ADDR D1,D2,...` (a byte address and a comma list of dwords)",
                 "line 5: `.memory x 1`: the address = `x` is not a number (decimal, or 0x and hex digits)",
                 "line 6: `.memory 0 1,,2`: the dwords = `1,,2`: value 2 `` is not a number (decimal, or 0x and hex digits)",
-                "line 7: `.bogus`: unknown directive `.bogus`; known: .registers, .memory",
-                "line 9: `.memory 0 1`: `.memory` after a packet: `.registers` and `.memory` lines come before the packets",
+                "line 7: `.bogus`: unknown directive `.bogus`; known: .registers, .memory, .pipeline",
+                "line 9: `.memory 0 1`: `.memory` after a packet: `.registers`, `.memory` and `.pipeline` lines come before the packets",
                 "line 10: `BAD`: unknown mnemonic `BAD`; known: NOP, SET_CONTEXT_REG, INDEX_TYPE, DRAW_INDEX_AUTO, DRAW_INDEX_OFFSET_2, DISPATCH_DIRECT, WRITE_DATA, INDIRECT_BUFFER, FILLER, DWORD",
             ]
         );
