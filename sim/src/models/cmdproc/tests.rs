@@ -6,6 +6,7 @@ use super::{dword, memory_image};
 use crate::mem::Memory;
 use super::*;
 use gpurtl_params::cmdproc::{CmdprocParams, Opcode};
+use crate::models::InputErrors;
 use serde_json::{json, Value};
 
 // ---- building programs from the header format ----
@@ -464,6 +465,337 @@ fn second_packet_state_range() {
     assert_eq!(o.cycles, 7);
 }
 
+// ---- render state in order: the state hold and pipeline stalls ----
+
+/// `DRAW_INDEX_AUTO count=c initiator=0` (3 dwords), a state reader.
+fn auto(c: u32) -> Vec<u32> {
+    pkt(Opcode::DrawIndexAuto, &[c, 0])
+}
+/// `SET_CONTEXT_REG offset=o values=v..` (2 + values dwords).
+fn scr(o: u32, v: &[u32]) -> Vec<u32> {
+    let mut pl = vec![o];
+    pl.extend_from_slice(v);
+    pkt(Opcode::SetContextReg, &pl)
+}
+/// The default table (state_regs = 16) from `STATE_INIT` = 1, 2, 3 with
+/// `sets` (register, value) applied.
+fn table_with(sets: &[(usize, u32)]) -> Vec<u32> {
+    let mut t = vec![0; 16];
+    t[..3].copy_from_slice(&[1, 2, 3]);
+    for &(r, v) in sets {
+        t[r] = v;
+    }
+    t
+}
+fn wl_state(cmd: Vec<u32>, lat: u32) -> Workload {
+    let mut w = wl(cmd, vec![], lat);
+    w.registers.state = vec![1, 2, 3];
+    w
+}
+
+#[test]
+fn state_hold_draw_set_draw() {
+    // (a) F = 2, L = 1, no stall, STATE_INIT = 1, 2, 3. DRAW_INDEX_AUTO
+    // (d0..d2), SET_CONTEXT_REG offset=0 values=9 (d3..d5),
+    // DRAW_INDEX_AUTO (d6..d8): 9 dwords, beats [d0 d1] [d2 d3] [d4 d5]
+    // [d6 d7] [d8 -], requested c1..c5, visible c3..c7.
+    // c3 [d0 d1]: draw0 starts in lane 0, 3 dwords > A = 2: takes 2, r = 1.
+    // c4 [d2 d3]: draw0 ends in lane 0 and commits (a state reader that
+    //   commits: the cycle is held; its state is the table now, 1, 2, 3);
+    //   the SET_CONTEXT_REG header in lane 1 is the second packet: checked,
+    //   takes nothing (t2 = 0). t = 1.
+    // c5 [d3 d4]: draw0 is in the queue at the start: held; the
+    //   SET_CONTEXT_REG starts in lane 0 (header checked), t = 0. draw0 is
+    //   presented and leaves at the edge (cmd_ready).
+    // c6 [d3 d4]: the queue is empty at the start: not held; header and
+    //   p0 (range 0 + 2 - 1 <= 16), r = 1.
+    // c7 [d5 d6]: the value is taken and written (table[0] = 9 at the
+    //   edge), the SET_CONTEXT_REG commits; draw1's header in lane 1 is the
+    //   second packet (no hold for a reader): t2 = 1, r = 2.
+    // c8 [d7 d8]: draw1 ends and commits (held; its state 9, 2, 3); the
+    //   SET_CONTEXT_REG leaves.
+    // c9 buffer end, finished; draw1 leaves. c10 the end: cycles = 10.
+    // (Without the hold the header would be taken in c4 and the run
+    // would end in c9.)
+    let cmd = cat(&[auto(3), scr(0, &[9]), auto(4)]);
+    let p = CmdprocParams::default();
+    let o = run(&p, &wl_state(cmd, 1));
+    assert_eq!(o.cycles, 10);
+    assert_eq!(o.error, None);
+    assert_eq!(ids_addrs(&o), vec![(0, 0x1000), (1, 0x100C), (2, 0x1018)]);
+    assert_eq!(o.commands[0].state, Some(table_with(&[])));
+    assert_eq!(o.commands[1].state, None);
+    assert_eq!(o.commands[2].state, Some(table_with(&[(0, 9)])));
+    assert_eq!(o.state_table, table_with(&[(0, 9)]));
+    // The output: "state" on the readers only.
+    let j = output_json(&p, &o);
+    assert_eq!(j["commands"][0]["state"], json!(table_with(&[])));
+    assert!(j["commands"][1].get("state").is_none());
+    assert_eq!(j["commands"][2]["state"], json!(table_with(&[(0, 9)])));
+}
+
+#[test]
+fn state_hold_second_packet_takes_nothing() {
+    // (b) F = 2, L = 1. DRAW_INDEX_AUTO (d0..d2), SET_CONTEXT_REG offset=0
+    // values=9 (d3..d5): beats [d0 d1] [d2 d3] [d4 d5], visible c3..c5.
+    // c3 draw takes 2 (r = 1). c4 [d2 d3]: the draw commits (held), the
+    // SET_CONTEXT_REG header (second packet) takes nothing. c5 [d3 d4]:
+    // the draw in the queue: held, t = 0; the draw leaves. c6 [d3 d4]
+    // header and p0 (r = 1). c7 [d5] the value (A = 1): commits. c8
+    // finished (the SET_CONTEXT_REG leaves). c9 end: cycles = 9.
+    let o = run(&CmdprocParams::default(), &wl_state(cat(&[auto(3), scr(0, &[9])]), 1));
+    assert_eq!(o.cycles, 9);
+    assert_eq!(o.commands[0].state, Some(table_with(&[])));
+    assert_eq!(o.state_table, table_with(&[(0, 9)]));
+    // The same with a 3-dword NOP first (not a state reader): c4 the NOP
+    // commits and the SET_CONTEXT_REG header is taken as the second packet
+    // (t2 = 1, r = 2); c5 [d4 d5] p0 and the value: commits; c6 finished;
+    // c7 end: the hold costs two cycles (the spec's "two cycles without
+    // back-pressure").
+    let o = run(&CmdprocParams::default(), &wl_state(cat(&[nop(3), scr(0, &[9])]), 1));
+    assert_eq!(o.cycles, 7);
+    assert_eq!(o.commands[0].state, None);
+    // A held second packet is still checked like a header: a
+    // SET_CONTEXT_REG header with n = 1 (count) in lane 1 of c4 raises the
+    // error in c4 at 0x100C, the draw still commits; c5 the draw leaves;
+    // c6 end.
+    let cmd = cat(&[auto(3), vec![hdr(Opcode::SetContextReg, 1), 0]]);
+    let o = run(&CmdprocParams::default(), &wl_state(cmd, 1));
+    assert_eq!(o.error, Some((Cause::Count, 0x100C)));
+    assert_eq!(o.commands.len(), 1);
+    assert_eq!(o.commands[0].state, Some(table_with(&[])));
+    assert_eq!(o.cycles, 6);
+    // ... but its p0 is not taken in a held cycle, so no state_range
+    // there: offset=15 values=1,2 (15 + 3 - 1 > 16; 4 dwords d3..d6, 4
+    // beats). c4 second packet, takes nothing; c5 held (the draw in the
+    // queue), header checked, t = 0; c6 header and p0: state_range raised
+    // in c6 at 0x100C. c7 end (the draw left in c5, the last answer was
+    // in c5): cycles = 7. (With a NOP first the error is raised in c4, as
+    // in second_packet_state_range.)
+    let o = run(&CmdprocParams::default(), &wl_state(cat(&[auto(3), scr(15, &[1, 2])]), 1));
+    assert_eq!(o.error, Some((Cause::StateRange, 0x100C)));
+    assert_eq!(o.commands.len(), 1);
+    assert_eq!(o.state_table, table_with(&[]));
+    assert_eq!(o.cycles, 7);
+}
+
+#[test]
+fn state_hold_with_stalls() {
+    // (c) F = 2, L = 1, "pipeline": {"stall": 0.5, "seed": 1272}: the
+    // threshold is floor(0.5 * 2^64) = 2^63, so cmd_ready is the top bit
+    // of each draw. The draws of seed 1272 give cmd_ready in busy cycles
+    // 1..15: 0 0 0 0 0 0 0 1 1 1 1 1 1 1 0 (checked below against the
+    // spec's formula).
+    // DRAW_INDEX_AUTO (d0..d2), SET_CONTEXT_REG offset=0 values=9
+    // (d3..d5), SET_CONTEXT_REG offset=1 values=8 (d6..d8),
+    // DRAW_INDEX_AUTO (d9..d11): 6 beats, visible c3..c8.
+    // c3 draw0 takes 2. c4 draw0 commits (state 1, 2, 3), the first
+    // SET_CONTEXT_REG's header (second packet) takes nothing.
+    // c5, c6, c7: draw0 presented, cmd_ready = 0: it stays; held (it is
+    //   in the queue), the SET_CONTEXT_REG in lane 0 takes nothing.
+    // c8: held, cmd_ready = 1: draw0 leaves at the edge (state_o is its
+    //   state in c5..c8 although two SET_CONTEXT_REGs are pending).
+    // c9 [d3 d4] header, p0. c10 [d5 d6] value (table[0] = 9), commits;
+    //   the second SET_CONTEXT_REG's header is the second packet, not held
+    //   (no reader in the queue, the first packet is not a reader): t2 = 1.
+    // c11 [d7 d8] p0, value (table[1] = 8), commits; the first leaves.
+    // c12 [d9 d10] draw1 takes 2; the second SET_CONTEXT_REG leaves.
+    // c13 [d11] (A = 1) draw1 commits (state 9, 8, 3).
+    // c14 finished; draw1 leaves (cmd_ready = 1). c15 end: cycles = 15.
+    let cmd = cat(&[auto(3), scr(0, &[9]), scr(1, &[8]), auto(4)]);
+    let mut w = wl_state(cmd, 1);
+    w.pipeline = Pipeline { stall: 0.5, seed: 1272 };
+    let ready: Vec<bool> = {
+        let mut g = w.pipeline.stalls();
+        (0..15).map(|_| g.ready()).collect()
+    };
+    let want: Vec<bool> = "000000011111110".chars().map(|c| c == '1').collect();
+    assert_eq!(ready, want);
+    assert_eq!(spec_ready(0.5, 1272, 15), want);
+    let o = run(&CmdprocParams::default(), &w);
+    assert_eq!(o.cycles, 15);
+    assert_eq!(o.commands.len(), 4);
+    assert_eq!(o.commands[0].state, Some(table_with(&[])));
+    assert_eq!(o.commands[3].state, Some(table_with(&[(0, 9), (1, 8)])));
+    assert_eq!(o.commands[1].state, None);
+    assert_eq!(o.commands[2].state, None);
+    // Without stalls: draw0 leaves c5, c6 header and p0, c7 value and the
+    // second header, c8 p0 and value, c9 draw1 takes 2, c10 commits, c11
+    // finished, c12 end. Same commands and states.
+    let mut w0 = w.clone();
+    w0.pipeline = Pipeline::default();
+    let o0 = run(&CmdprocParams::default(), &w0);
+    assert_eq!(o0.cycles, 12);
+    assert_eq!(o0.commands, o.commands);
+}
+
+#[test]
+fn stalls_fill_the_queue() {
+    // F = 2, L = 1, out_depth = 1, stall = 1 (never ready) under a run
+    // budget of 20 cycles: two 2-dword NOPs; NOP0 commits c3 and never
+    // leaves; the queue is full from c4 on, so nothing more is decoded
+    // and the run does not end (the run budget stops it).
+    let p = CmdprocParams { out_depth: 1, ..CmdprocParams::default() };
+    let mut w = wl(cat(&[nop(2), nop(2)]), vec![], 1);
+    w.pipeline = Pipeline { stall: 1.0, seed: 5 };
+    let (o, over) = crate::budget::within(20, || run(&p, &w));
+    assert!(over);
+    assert_eq!(o.commands.len(), 1);
+    // stall = 0.5, seed = 1272 (ready from c8 to c14): NOP0 commits c3,
+    // leaves c8; NOP1 commits c9 (the queue was full at the start of
+    // c4..c8), leaves c10; c11 finished; c12 end.
+    w.pipeline = Pipeline { stall: 0.5, seed: 1272 };
+    let o = run(&p, &w);
+    assert_eq!(o.cycles, 12);
+    assert_eq!(o.commands.len(), 2);
+}
+
+/// `cmd_ready` in busy cycles 1..=n from the spec's formula, written out
+/// here (not through `Rng`): `x_0 = s XOR 0x9E3779B97F4A7C15`; each draw
+/// `x += 0x9E3779B97F4A7C15`, `z = x`, `z = (z XOR z >> 30) *
+/// 0xBF58476D1CE4E5B9`, `z = (z XOR z >> 27) * 0x94D049BB133111EB`,
+/// `d = z XOR z >> 31` (mod 2^64); ready when `d >= floor(p * 2^64)`.
+fn spec_ready(p: f64, s: u64, n: usize) -> Vec<bool> {
+    const M: u128 = 1 << 64;
+    let t = spec_threshold(p);
+    let mut x = (s ^ 0x9E37_79B9_7F4A_7C15) as u128;
+    (0..n)
+        .map(|_| {
+            x = (x + 0x9E37_79B9_7F4A_7C15) % M;
+            let mut z = x;
+            z = ((z ^ (z >> 30)) * 0xBF58_476D_1CE4_E5B9) % M;
+            z = ((z ^ (z >> 27)) * 0x94D0_49BB_1331_11EB) % M;
+            let d = z ^ (z >> 31);
+            d >= t
+        })
+        .collect()
+}
+
+/// `floor(p * 2^64)` from the bits of the f64 `p` (0 <= p <= 1): `p =
+/// mant * 2^(e)`, exactly.
+fn spec_threshold(p: f64) -> u128 {
+    let bits = p.to_bits();
+    let exp = ((bits >> 52) & 0x7FF) as i32;
+    let frac = (bits & ((1 << 52) - 1)) as u128;
+    let (mant, e) = if exp == 0 { (frac, -1074) } else { (frac | (1 << 52), exp - 1075) };
+    let sh = e + 64;
+    if sh >= 0 {
+        mant << sh
+    } else if sh > -128 {
+        mant >> -sh
+    } else {
+        0
+    }
+}
+
+#[test]
+fn pipeline_ready_generator() {
+    // (d) PipelineStall against the spec's formula, written out above.
+    // SplitMix64 of seed 0 (x_0 = 0x9E3779B97F4A7C15): the first draws.
+    let mut g = PipelineStall::new(0.5, 0);
+    let mut t = Vec::new();
+    for _ in 0..3 {
+        t.push(g.ready());
+    }
+    // d_1 = 0x6E789E6AA1B965F4 (< 2^63: not ready), d_2 =
+    // 0x06C45D188009454F (not ready), d_3 = 0xF88BB8A8724C81EC (ready).
+    assert_eq!(t, vec![false, false, true]);
+    for p in [0.0, 0.3, 0.5, 0.7, 1.0, 1e-20, 0.999_999, 2f64.powi(-70), 1.0 - f64::EPSILON / 2.0] {
+        let g = PipelineStall::new(p, 1);
+        assert_eq!(g.threshold(), spec_threshold(p), "p = {p}");
+        for seed in [0u64, 1, 42, 1272, u64::MAX] {
+            let mut g = PipelineStall::new(p, seed);
+            let got: Vec<bool> = (0..2000).map(|_| g.ready()).collect();
+            assert_eq!(got, spec_ready(p, seed, 2000), "p = {p}, seed = {seed}");
+        }
+    }
+    assert_eq!(spec_threshold(1.0), 1u128 << 64);
+    assert_eq!(spec_threshold(0.5), 1u128 << 63);
+    // 0.3 = 5404319552844595 * 2^-54: floor(0.3 * 2^64) = 5404319552844595 * 2^10.
+    assert_eq!(spec_threshold(0.3), 5_404_319_552_844_595u128 << 10);
+    // p = 1: never ready; p = 0: always.
+    let mut g = PipelineStall::new(1.0, 9);
+    assert!((0..10_000).all(|_| !g.ready()));
+    let mut g = PipelineStall::new(0.0, 9);
+    assert!((0..10_000).all(|_| g.ready()));
+    // About p of the cycles stall.
+    let mut g = PipelineStall::new(0.3, 7);
+    let stalls = (0..100_000).filter(|_| !g.ready()).count();
+    assert!((29_000..31_000).contains(&stalls), "{stalls}");
+}
+
+#[test]
+fn pipeline_input() {
+    // (e) "pipeline" in the JSON input and `.pipeline` in text.
+    let p = CmdprocParams::default();
+    assert_eq!(parse_input(&good_input(), &p).unwrap().pipeline, Pipeline::default());
+    let with = |x: Value| {
+        let mut v = good_input();
+        v["pipeline"] = x;
+        parse_input(&v, &p)
+    };
+    assert_eq!(with(json!({"stall": 0.3, "seed": 7})).unwrap().pipeline, Pipeline { stall: 0.3, seed: 7 });
+    assert_eq!(with(json!({"stall": 1, "seed": 0})).unwrap().pipeline, Pipeline { stall: 1.0, seed: 0 });
+    assert_eq!(with(json!({"stall": 0, "seed": u64::MAX})).unwrap().pipeline, Pipeline { stall: 0.0, seed: u64::MAX });
+    let msgs = |r: Result<Workload, InputErrors>| r.unwrap_err().0.iter().map(|e| e.to_string()).collect::<Vec<_>>();
+    assert_eq!(msgs(with(json!(3))), vec!["input `pipeline` = 3: must be an object {\"stall\": p, \"seed\": s}"]);
+    assert_eq!(
+        msgs(with(json!({"stall": 1.5, "seed": -1, "x": 0}))),
+        vec![
+            "input `pipeline.x` = (given): must be absent: the keys are stall, seed",
+            "input `pipeline.stall` = 1.5: must be a number from 0 to 1 (the probability that cmd_ready is 0 in a cycle)",
+            "input `pipeline.seed` = -1: must be an integer from 0 to 18446744073709551615",
+        ]
+    );
+    assert_eq!(
+        msgs(with(json!({"stall": "0.3"}))),
+        vec![
+            "input `pipeline.stall` = \"0.3\": must be a number from 0 to 1 (the probability that cmd_ready is 0 in a cycle)",
+            "input `pipeline.seed` = (missing): must be an integer from 0 to 18446744073709551615",
+        ]
+    );
+    let fields = |r: Result<Workload, InputErrors>| r.unwrap_err().0.iter().map(|e| e.field.clone()).collect::<Vec<_>>();
+    assert_eq!(fields(with(json!({"stall": -0.1, "seed": 1.0}))), vec!["pipeline.stall", "pipeline.seed"]);
+    assert_eq!(fields(with(json!({"seed": 2}))), vec!["pipeline.stall"]);
+    // 2^64 is not a u64 (serde_json reads it as a float).
+    let v: Value = serde_json::from_str(r#"{"stall": 0.5, "seed": 18446744073709551616}"#).unwrap();
+    assert_eq!(fields(with(v)), vec!["pipeline.seed"]);
+    // Other violations are reported with it.
+    let mut v = good_input();
+    v["pipeline"] = json!({"stall": 2});
+    v["mem_latency"] = json!(0);
+    assert_eq!(fields(parse_input(&v, &p)), vec!["mem_latency", "pipeline.stall", "pipeline.seed"]);
+    // Text.
+    let t = ".registers cmd_base=0x1000\n.pipeline stall=0.3 seed=0xffffffffffffffff\nNOP\n";
+    let v = pm4::run_input(t).unwrap();
+    assert_eq!(v["pipeline"], json!({"stall": 0.3, "seed": u64::MAX}));
+    assert_eq!(parse_input(&v, &p).unwrap().pipeline, Pipeline { stall: 0.3, seed: u64::MAX });
+    assert!(pm4::run_input(".registers cmd_base=0\nNOP\n").unwrap().get("pipeline").is_none());
+    let v = pm4::run_input(".registers cmd_base=0\n.pipeline stall=2 seed=1\n.pipeline\n").unwrap();
+    assert_eq!(msgs(parse_input(&v, &p)), vec!["input `pipeline.stall` = 2.0: must be a number from 0 to 1 (the probability that cmd_ready is 0 in a cycle)"]);
+    let e = |t: &str| pm4::run_input(t).unwrap_err().iter().map(|e| e.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        e(".registers cmd_base=0\n.pipeline stall=.3 seed=18446744073709551616 x=1 stall=0.5\n.pipeline seed=1 seed\nNOP\n.pipeline stall=0\n"),
+        vec![
+            "line 2: `.pipeline stall=.3 seed=18446744073709551616 x=1 stall=0.5`: pipeline field `stall` = `.3` is not a decimal number (digits, or digits, a point and digits, such as 0.3)",
+            "line 2: `.pipeline stall=.3 seed=18446744073709551616 x=1 stall=0.5`: pipeline field `seed` = `18446744073709551616` is not a number below 2^64 = 18446744073709551616 (decimal, or 0x and hex digits)",
+            "line 2: `.pipeline stall=.3 seed=18446744073709551616 x=1 stall=0.5`: unknown pipeline field `x`; known: stall, seed",
+            "line 3: `.pipeline seed=1 seed`: `seed` is not a pipeline field: fields are written name=value; known: stall, seed",
+            "line 5: `.pipeline stall=0`: `.pipeline` after a packet: `.registers`, `.memory` and `.pipeline` lines come before the packets",
+        ]
+    );
+    assert_eq!(
+        e(".registers cmd_base=0\n.pipeline stall=0.5 stall=0.25 seed=1e3\n"),
+        vec![
+            "line 2: `.pipeline stall=0.5 stall=0.25 seed=1e3`: pipeline field `stall` is given twice",
+            "line 2: `.pipeline stall=0.5 stall=0.25 seed=1e3`: pipeline field `seed` = `1e3` is not a number below 2^64 = 18446744073709551616 (decimal, or 0x and hex digits)",
+        ]
+    );
+    // `gpurtl asm` refuses it as a run file's line.
+    let e = pm4::assemble(".pipeline stall=0.5 seed=1\nNOP\n").unwrap_err();
+    assert_eq!(e[0].to_string(), "line 1: `.pipeline stall=0.5 seed=1`: `.pipeline`: a `.pipeline` line belongs to a run input for `gpurtl run cmdproc --input`; `gpurtl asm` takes packet lines only");
+}
+
 /// The error tests: (params, program, extra memory, cause, addr,
 /// commands, cycles), F = 2 unless said, L = 1.
 #[test]
@@ -817,6 +1149,11 @@ fn timing_machine_matches_behaviour() {
         w.registers.cmd_base = BASE + 4 * r.below(4);
         w.memory[0].0 = w.registers.cmd_base;
         w.registers.state = (0..r.below(p.state_regs + 1)).map(|_| r.next()).collect();
+        // Back-pressure on the pipeline port changes when, not what: the
+        // states too (the model checks in every cycle that the table is the
+        // presented reader's state).
+        let stall = [0.0, 0.0, 0.3, 0.7, 0.9][r.below(5) as usize];
+        w.pipeline = Pipeline { stall, seed: r.next() as u64 };
         let o = run(&p, &w);
         let (cmds, table, error, writes) = behave(&p, &w);
         assert_eq!(o.commands, cmds, "case {case}");
@@ -930,6 +1267,12 @@ fn output_format() {
                                         "dwords": 1, "payload": [0], "prims": []})
     );
     assert_eq!(j["commands"][1]["prims"], json!([1, 2]));
+    // "state" on the draw (a state reader) only: the table before the
+    // SET_CONTEXT_REG after it.
+    assert_eq!(j["commands"][1]["state"], json!(vec![0; 16]));
+    for k in [0, 2, 3] {
+        assert!(j["commands"][k].get("state").is_none(), "{k}");
+    }
     assert_eq!(j["commands"][3]["payload"], json!([0, 4, 5, 6]));
     assert_eq!(j["commands"][3]["dwords"], json!(6));
     assert_eq!(j["memory_writes"], json!([{"addr": 8192, "dwords": [1, 2]}]));
