@@ -58,6 +58,9 @@ struct Reached {
     done: usize,
     prims: usize,
     writes: usize,
+    /// State readers whose state a later `SET_CONTEXT_REG` changed (the
+    /// state hold matters for them).
+    overwritten: usize,
 }
 
 impl Reached {
@@ -65,6 +68,7 @@ impl Reached {
         for c in &o.commands {
             self.opcodes.insert((c.record.header >> 8) & 0xFF);
             self.prims += c.prims.len();
+            self.overwritten += c.state.as_ref().is_some_and(|s| *s != o.state_table) as usize;
         }
         match o.error {
             Some((c, _)) => {
@@ -116,7 +120,15 @@ fn cosim(name: &str, p: &CmdprocParams) {
         // Every eighth seed: two or three runs in one simulation (the
         // doorbell restarts after an error), extra doorbells while busy.
         let runs = if seed % 8 == 5 { 2 + rng.below(2) as usize } else { 1 };
-        let ws: Vec<Workload> = (0..runs).map(|_| tb::random_workload(&mut rng, p, lat)).collect();
+        let mut ws: Vec<Workload> = (0..runs).map(|_| tb::random_workload(&mut rng, p, lat)).collect();
+        // Half the unstalled seeds: the run input's own back-pressure on the
+        // pipeline port (`"pipeline"`), which both engines follow cycle for
+        // cycle, so cycles still match.
+        if !stalled && rng.chance(50) {
+            for w in &mut ws {
+                w.pipeline = model::Pipeline { stall: [0.2, 0.5, 0.8][rng.below(3) as usize], seed: rng.next_u64() };
+            }
+        }
         let wants: Vec<Outcome> = ws.iter().map(|w| model::run(p, w)).collect();
         let got = tb::run_many(&compiled, p, &ws, env, runs > 1, None);
         let problem = match &got {
@@ -146,6 +158,7 @@ fn cosim(name: &str, p: &CmdprocParams) {
         let causes: BTreeSet<&str> = Cause::ALL.iter().map(|c| c.name()).collect();
         assert_eq!(reached.causes, causes, "{name}: causes reached");
         assert!(reached.done > n_seeds as usize / 4 && reached.prims > 0 && reached.writes > 0, "{name}: done {} prims {} writes {}", reached.done, reached.prims, reached.writes);
+        assert!(reached.overwritten >= 20, "{name}: only {} state readers saw a state that a later SET_CONTEXT_REG changed", reached.overwritten);
     }
 }
 
@@ -207,6 +220,7 @@ fn workload(cmd_base: u32, cmd: Vec<u32>, prim_base: u32, prims: Vec<u32>, prim_
         registers: Registers { cmd_base, cmd_size, prim_base, prim_size, state: vec![], state_ptr: 0x5000, irq_enable: 3 },
         memory,
         mem_latency: latency,
+        pipeline: Default::default(),
     }
 }
 
@@ -550,4 +564,33 @@ fn axi_register_interface() {
     assert_eq!(b.get("s_axi_rdata"), 0x7000);
     b.cycle();
     assert_eq!(b.read(reg::STATE_PTR), 0x8000);
+}
+
+/// Render state in order (issue 26): draws and a dispatch held on the
+/// pipeline port (the run input's `"pipeline"` back-pressure) while later
+/// `SET_CONTEXT_REG` packets wait behind them; each keeps its own state, in
+/// both engines, cycle for cycle.
+#[test]
+fn state_readers_keep_their_state_under_back_pressure() {
+    let p = CmdprocParams::default();
+    let cmd = [
+        pkt(Opcode::SetContextReg, &[0, 1, 2]),
+        pkt(Opcode::DrawIndexAuto, &[3, 0]),
+        pkt(Opcode::SetContextReg, &[0, 10]),
+        pkt(Opcode::SetContextReg, &[1, 20, 30]),
+        pkt(Opcode::DispatchDirect, &[1, 1, 1, 0]),
+        pkt(Opcode::SetContextReg, &[2, 40]),
+        pkt(Opcode::DrawIndexAuto, &[3, 0]),
+        pkt(Opcode::Nop, &[]),
+    ]
+    .concat();
+    let mut w = workload(0x1000, cmd, 0, vec![], 0, 3);
+    w.pipeline = model::Pipeline { stall: 0.8, seed: 11 };
+    let o = agree("readers under back-pressure", &p, &w);
+    assert_eq!(o.status, Status::Done);
+    let states: Vec<Vec<u32>> = o.commands.iter().filter_map(|c| c.state.as_ref().map(|s| s[..3].to_vec())).collect();
+    assert_eq!(states, vec![vec![1, 2, 0], vec![10, 20, 30], vec![10, 20, 40]]);
+    let mut free = w.clone();
+    free.pipeline = Default::default();
+    assert!(model::run(&p, &w).cycles > model::run(&p, &free).cycles, "the stalls cost cycles");
 }

@@ -71,7 +71,7 @@
 // trace_p1_o        output     32  payload dword 1
 // trace_p2_o        output     32  payload dword 2
 // trace_p3_o        output     32  payload dword 3
-// state_o           output    512  render-state table, register i in bits 32i+31:32i
+// state_o           output    512  render-state table, register i in bits 32i+31:32i; a presented draw's or dispatch's own state
 // busy_o            output      1  STATUS.busy
 // irq_o             output      1  interrupt line: |(IRQ_STATUS & IRQ_ENABLE)
 module gpurtl_cmdproc (
@@ -286,6 +286,7 @@ module gpurtl_cmdproc (
   wire [2:0]  avail;
   wire        out_full;
   wire        out_empty;
+  wire        out_has_reader;
   reg  [3:0]  prim_jobs_q;
   wire        prim_idle;
   wire        prim_full;
@@ -316,6 +317,8 @@ module gpurtl_cmdproc (
   wire        first_indirect;
   wire        first_index_type;
   wire        first_draw_indexed;
+  wire        first_state_reader;
+  wire        first_state_held;
   wire [13:0] first_n;
   wire [14:0] first_left;
   wire [14:0] first_done;
@@ -373,6 +376,7 @@ module gpurtl_cmdproc (
   /* verilator lint_on UNUSED */
   wire [31:0] hdr1_cause_t6;
   wire        second_header_error;
+  wire        state_held;
   wire [2:0]  second_take;
   wire        second_starts;
   wire [31:0] second_p0;
@@ -445,6 +449,8 @@ module gpurtl_cmdproc (
   reg  [31:0] outq3_p1_q;
   reg  [31:0] outq3_p2_q;
   reg  [31:0] outq3_p3_q;
+  reg  [2:0]  out_readers_q;
+  wire        out_reader_leaves;
   reg         trace_valid_q;
   reg  [15:0] trace_id_q;
   reg  [31:0] trace_addr_q;
@@ -668,6 +674,8 @@ module gpurtl_cmdproc (
   assign first_indirect = first_t3 & (first_header[15:8] == 8'd63);
   assign first_index_type = first_t3 & (first_header[15:8] == 8'd42);
   assign first_draw_indexed = first_t3 & (first_header[15:8] == 8'd53);
+  assign first_state_reader = (first_draw_indexed | (first_t3 & (first_header[15:8] == 8'd45))) | (first_t3 & (first_header[15:8] == 8'd21));
+  assign first_state_held = first_set_context & out_has_reader;
   assign first_n = in_packet ? pkt_n_q : hdr0_n;
   assign first_left = in_packet ? pkt_left_q : hdr0_len;
   assign first_done = in_packet ? pkt_done_q : 15'd0;
@@ -685,7 +693,7 @@ module gpurtl_cmdproc (
   assign first_p0_now = (1'd0 | ((first_done == 15'd1) & lane0_first)) | ((first_done == 15'd0) & lane1_first);
   assign first_range_bad = ({2'd0, first_p0} + {20'd0, first_n}) > 34'd17;
   assign first_range_ok = first_p0_now ? ~first_range_bad : pkt_range_ok_q;
-  assign first_range_error = (((take_mode & ~header_error) & first_set_context) & first_p0_now) & first_range_bad;
+  assign first_range_error = ((((take_mode & ~header_error) & first_set_context) & ~first_state_held) & first_p0_now) & first_range_bad;
   assign prim_range_bad_t4 = {3'd0, first_p1} + {3'd0, first_p2};
   assign prim_range_bad = (index32_q ? {prim_range_bad_t4[32:0], 2'd0} : {prim_range_bad_t4[33:0], 1'd0}) > {3'd0, desc_prim_size_q};
   assign first_field_error = (((take_mode & ~header_error) & ~first_write_data) & first_ends) & ((first_index_type & (first_p0 > 32'd1)) | (first_indirect & ((first_p1 != 32'd0) | (first_p0[1:0] != 2'd0))));
@@ -697,8 +705,8 @@ module gpurtl_cmdproc (
   assign write_take = (avail != 3'd0) & (in_packet ? (write_data_dword ? wr_ready_i : ~write_field_error) : write_fence_clear);
   assign first_error = (((header_error | first_range_error) | first_field_error) | first_prim_error) | write_field_error;
   assign draw_waits = ((first_draw_indexed & first_ends) & (first_p2 != 32'd0)) & prim_full;
-  assign first_take = take_mode ? (first_write_data ? {2'd0, write_take} : draw_waits ? 3'd0 : first_lanes) : 3'd0;
-  assign first_finishes_if_no_error = take_mode & (first_write_data ? ((write_take & in_packet) & (pkt_left_q == 15'd1)) : (first_ends & ~draw_waits));
+  assign first_take = take_mode ? (first_write_data ? {2'd0, write_take} : (draw_waits | first_state_held) ? 3'd0 : first_lanes) : 3'd0;
+  assign first_finishes_if_no_error = take_mode & (first_write_data ? ((write_take & in_packet) & (pkt_left_q == 15'd1)) : (first_ends & ~(draw_waits | first_state_held)));
   assign first_finishes = first_finishes_if_no_error & ~first_error;
   assign commit = first_finishes & first_t3;
   assign second_possible = ((first_finishes_if_no_error & in_packet) & ~first_indirect) & (pkt_left_q < {12'd0, avail});
@@ -719,7 +727,8 @@ module gpurtl_cmdproc (
   assign hdr1_cause_t6 = left_q - {29'd0, second_lane};
   assign hdr1_cause = ~hdr1_cause_t5[1] ? 4'd1 : (hdr1_t3 & ~(((((((hdr1_is_nop | hdr1_is_set_context_reg) | hdr1_is_index_type) | hdr1_is_draw_index_auto) | hdr1_is_draw_index_offset_2) | hdr1_is_dispatch_direct) | hdr1_is_write_data) | hdr1_is_indirect_buffer)) ? 4'd2 : ((((((((1'd0 | (hdr1_is_nop & ~1'd1)) | (hdr1_is_set_context_reg & ~(hdr1_n > 14'd1))) | (hdr1_is_index_type & ~(hdr1_n == 14'd1))) | (hdr1_is_draw_index_auto & ~(hdr1_n == 14'd2))) | (hdr1_is_draw_index_offset_2 & ~(hdr1_n == 14'd4))) | (hdr1_is_dispatch_direct & ~(hdr1_n == 14'd4))) | (hdr1_is_write_data & ~(hdr1_n > 14'd3))) | (hdr1_is_indirect_buffer & ~(hdr1_n == 14'd3))) ? 4'd3 : (~(hdr1_cause_t6[31:15] != 17'd0) & (hdr1_cause_t6[14:0] < hdr1_len)) ? 4'd4 : (hdr1_is_indirect_buffer & (sp_q == 2'd1)) ? 4'd5 : 4'd0;
   assign second_header_error = second_possible & (hdr1_cause != 4'd0);
-  assign second_take = ((((second_possible & ~second_header_error) & hdr1_t3) & ~hdr1_is_write_data) & ~first_write_data) ? (((hdr1_n[13:3] == 11'd0) & (hdr1_n[2:0] < (avail - second_lane))) ? hdr1_n[2:0] : (avail - second_lane)) : 3'd0;
+  assign state_held = out_has_reader | (first_state_reader & first_finishes_if_no_error);
+  assign second_take = (((((second_possible & ~second_header_error) & hdr1_t3) & ~hdr1_is_write_data) & ~first_write_data) & ~(hdr1_is_set_context_reg & state_held)) ? (((hdr1_n[13:3] == 11'd0) & (hdr1_n[2:0] < (avail - second_lane))) ? hdr1_n[2:0] : (avail - second_lane)) : 3'd0;
   assign second_starts = second_take != 3'd0;
   assign second_p0 = (pkt_left_q == 15'd1) ? 32'd0 : 32'd0;
   assign second_p1 = (pkt_left_q == 15'd1) ? 32'd0 : 32'd0;
@@ -729,16 +738,18 @@ module gpurtl_cmdproc (
   assign second_range_bad = ({2'd0, second_p0} + {20'd0, hdr1_n}) > 34'd17;
   assign second_range_error = (second_p0_now & hdr1_is_set_context_reg) & second_range_bad;
   assign decode_error = (first_error | second_header_error) | second_range_error;
-  assign lane0_state_we = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd0 < first_lanes)) & ((first_done + 15'd0) >= 15'd2)) | (((((second_starts & ~first_error) & hdr1_is_set_context_reg) & second_p0_now) & ~second_range_bad) & 1'd0);
+  assign lane0_state_we = ((((((take_mode & ~first_error) & first_set_context) & ~first_state_held) & first_range_ok) & (3'd0 < first_lanes)) & ((first_done + 15'd0) >= 15'd2)) | (((((second_starts & ~first_error) & hdr1_is_set_context_reg) & second_p0_now) & ~second_range_bad) & 1'd0);
   assign lane0_state_reg_t7 = first_done + 15'd0;
-  assign lane0_state_reg = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd0 < first_lanes)) & ((first_done + 15'd0) >= 15'd2)) ? ((first_p0[6:0] + lane0_state_reg_t7[6:0]) - 7'd2) : 7'd0;
-  assign lane1_state_we = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd1 < first_lanes)) & ((first_done + 15'd1) >= 15'd2)) | (((((second_starts & ~first_error) & hdr1_is_set_context_reg) & second_p0_now) & ~second_range_bad) & 1'd0);
+  assign lane0_state_reg = ((((((take_mode & ~first_error) & first_set_context) & ~first_state_held) & first_range_ok) & (3'd0 < first_lanes)) & ((first_done + 15'd0) >= 15'd2)) ? ((first_p0[6:0] + lane0_state_reg_t7[6:0]) - 7'd2) : 7'd0;
+  assign lane1_state_we = ((((((take_mode & ~first_error) & first_set_context) & ~first_state_held) & first_range_ok) & (3'd1 < first_lanes)) & ((first_done + 15'd1) >= 15'd2)) | (((((second_starts & ~first_error) & hdr1_is_set_context_reg) & second_p0_now) & ~second_range_bad) & 1'd0);
   assign lane1_state_reg_t8 = first_done + 15'd1;
-  assign lane1_state_reg = (((((take_mode & ~first_error) & first_set_context) & first_range_ok) & (3'd1 < first_lanes)) & ((first_done + 15'd1) >= 15'd2)) ? ((first_p0[6:0] + lane1_state_reg_t8[6:0]) - 7'd2) : 7'd0;
+  assign lane1_state_reg = ((((((take_mode & ~first_error) & first_set_context) & ~first_state_held) & first_range_ok) & (3'd1 < first_lanes)) & ((first_done + 15'd1) >= 15'd2)) ? ((first_p0[6:0] + lane1_state_reg_t8[6:0]) - 7'd2) : 7'd0;
   assign state_o = {state15_q, state14_q, state13_q, state12_q, state11_q, state10_q, state9_q, state8_q, state7_q, state6_q, state5_q, state4_q, state3_q, state2_q, state1_q, state0_q};
   assign cmd_fire = cmd_valid_o & cmd_ready_i;
   assign out_full = outq_valid_q[3];
   assign out_empty = ~outq_valid_q[0];
+  assign out_reader_leaves = cmd_fire & (((1'd0 | (outq0_header_q[15:8] == 8'd45)) | (outq0_header_q[15:8] == 8'd53)) | (outq0_header_q[15:8] == 8'd21));
+  assign out_has_reader = out_readers_q != 3'd0;
   assign cmd_valid_o = outq_valid_q[0];
   assign cmd_id_o = outq0_id_q;
   assign cmd_addr_o = outq0_addr_q;
@@ -859,6 +870,7 @@ module gpurtl_cmdproc (
       state14_q <= 32'd0;
       state15_q <= 32'd0;
       outq_valid_q <= 4'd0;
+      out_readers_q <= 3'd0;
       trace_valid_q <= 1'd0;
       next_id_q <= 16'd0;
       cmd_count_q <= 32'd0;
@@ -952,6 +964,7 @@ module gpurtl_cmdproc (
       if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd14))) | (lane1_state_we & (lane1_state_reg == 7'd14)))) state14_q <= start ? state_init14_q : (lane1_state_we & (lane1_state_reg == 7'd14)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd14)) ? lane0 : state14_q;
       if (start | ((1'd0 | (lane0_state_we & (lane0_state_reg == 7'd15))) | (lane1_state_we & (lane1_state_reg == 7'd15)))) state15_q <= start ? state_init15_q : (lane1_state_we & (lane1_state_reg == 7'd15)) ? lane1 : (lane0_state_we & (lane0_state_reg == 7'd15)) ? lane0 : state15_q;
       outq_valid_q <= {(cmd_fire & (outq_valid_q[3] & commit)) | (~cmd_fire & (((outq_valid_q[2] & ~outq_valid_q[3]) & commit) | outq_valid_q[3])), (cmd_fire & (((outq_valid_q[2] & ~outq_valid_q[3]) & commit) | outq_valid_q[3])) | (~cmd_fire & (((outq_valid_q[1] & ~outq_valid_q[2]) & commit) | outq_valid_q[2])), (cmd_fire & (((outq_valid_q[1] & ~outq_valid_q[2]) & commit) | outq_valid_q[2])) | (~cmd_fire & (((outq_valid_q[0] & ~outq_valid_q[1]) & commit) | outq_valid_q[1])), (cmd_fire & (((outq_valid_q[0] & ~outq_valid_q[1]) & commit) | outq_valid_q[1])) | (~cmd_fire & ((~outq_valid_q[0] & commit) | outq_valid_q[0]))};
+      if ((commit & first_state_reader) ^ out_reader_leaves) out_readers_q <= (commit & first_state_reader) ? (out_reader_leaves ? out_readers_q : (out_readers_q + 3'd1)) : (out_readers_q - 3'd1);
       trace_valid_q <= commit;
       if (start | commit) next_id_q <= start ? 16'd0 : (next_id_q + 16'd1);
       if (start | commit) cmd_count_q <= start ? 32'd0 : (cmd_count_q + 32'd1);

@@ -159,7 +159,7 @@ impl CmdprocDriver {
         Ok(())
     }
 
-    pub(super) fn on_cmd(&mut self, r: Record, state_ptr: u32) -> Result<(), String> {
+    pub(super) fn on_cmd(&mut self, r: Record, state_ptr: u32, state: Option<Vec<u32>>) -> Result<(), String> {
         let k = self.run.cmds.len();
         match self.run.traces.get(k) {
             None => return Err(format!("command #{k} {r:?} left the pipeline port before its trace record")),
@@ -172,6 +172,7 @@ impl CmdprocDriver {
             return Err(format!("command #{k}: cmd_state_ptr_o 0x{state_ptr:08x}, STATE_PTR is 0x{:08x}", self.run.state_ptr));
         }
         self.run.cmds.push(r);
+        self.run.states.push(state);
         Ok(())
     }
 
@@ -324,7 +325,7 @@ impl CmdprocDriver {
             Some((log, base)) => self.logged_writes(&log.borrow()[self.log_at..], *base)?,
         };
         let trace = o.traces.iter().map(pm4::trace_line).collect();
-        let commands = o.cmds.iter().zip(&o.prims).map(|(&record, prims)| Command { state: None, record, prims: prims.clone() }).collect();
+        let commands = o.cmds.iter().zip(&o.prims).zip(&o.states).map(|((&record, prims), state)| Command { state: state.clone(), record, prims: prims.clone() }).collect();
         Ok(Outcome {
             commands,
             state_table,

@@ -6,12 +6,35 @@ use super::host::ReadCtx;
 use super::{bit, run_limit, Env, RecPorts};
 use crate::cosim::{CosimError, PortHandle, Sim};
 use crate::mem::Memory;
-use crate::models::cmdproc::{memory_image, Outcome, Record, Workload};
+use crate::models::cmdproc::{memory_image, Outcome, PipelineStall, Record, Workload};
 use crate::rng::Rng;
 use crate::tb::agents::{agent_rng, Agent, LiteMaster, MemWatch, Pace, StreamSink, WriteLog};
 use crate::tb::fail;
-use gpurtl_params::cmdproc::{reg, CmdprocParams};
+use gpurtl_params::cmdproc::{reg, CmdprocParams, Opcode};
+use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::rc::Rc;
+
+/// `cmd_ready` from the workload's `"pipeline"` draws, one per busy cycle
+/// (docs/cmdproc.md, "`gpurtl run cmdproc`"): what the driver shares with
+/// the pipeline sink's pace. Without an environment only.
+#[derive(Default)]
+pub(super) struct PipeDraws {
+    /// `busy_o` in the cycle being driven.
+    pub(super) busy: bool,
+    /// The run's generator (none: always ready).
+    pub(super) stalls: Option<PipelineStall>,
+}
+
+impl PipeDraws {
+    /// Whether `cmd_ready` is low in this cycle; draws once if busy.
+    fn stall(&mut self) -> bool {
+        match (&mut self.stalls, self.busy) {
+            (Some(s), true) => !s.ready(),
+            _ => false,
+        }
+    }
+}
 
 /// The unit's ports the driver reads and drives itself (the streams are
 /// its sinks', the register slave's the master's).
@@ -82,6 +105,8 @@ pub(super) struct RunObs {
     pub(super) init: Vec<u32>,
     pub(super) traces: Vec<Record>,
     pub(super) cmds: Vec<Record>,
+    /// Per command, a state reader's `state_o` in the cycle it left.
+    pub(super) states: Vec<Option<Vec<u32>>>,
     /// Per trace record, the indices taken so far.
     pub(super) prims: Vec<Vec<u32>>,
     pub(super) draws: VecDeque<Draw>,
@@ -127,6 +152,7 @@ pub struct CmdprocDriver {
     pub(super) io: Ports,
     pub(super) host: LiteMaster,
     cmd: StreamSink,
+    pub(super) pipe: Rc<RefCell<PipeDraws>>,
     prim: StreamSink,
     pub(super) wr: Option<StreamSink>,
     pub(super) watches: Vec<(String, MemWatch, u64)>,
@@ -168,13 +194,23 @@ impl CmdprocDriver {
             host = host.random(seed, e.axi_stall);
         }
         let pace = |pct: fn(&Env) -> u32| Pace::random_or_steady(env.map(|e| pct(&e)));
-        let sink = |stream: &str, fields: &[&str], pct: fn(&Env) -> u32| -> Result<StreamSink, CosimError> {
-            Ok(StreamSink::find(sim, &format!("{prefix}{stream}"), fields)?.seed(seed).pace(pace(pct)))
+        let sink = |stream: &str, fields: &[&str], pace: Pace| -> Result<StreamSink, CosimError> {
+            Ok(StreamSink::find(sim, &format!("{prefix}{stream}"), fields)?.seed(seed).pace(pace))
         };
-        let cmd = sink("cmd", &["id", "addr", "header", "count", "p0", "p1", "p2", "p3", "state_ptr"], |e| e.cmd_stall)?;
-        let prim = sink("prim", &["id", "index", "last"], |e| e.prim_stall)?;
+        // The pipeline port: the environment's random stalls, or else the
+        // workload's `"pipeline"` draws.
+        let pipe = Rc::new(RefCell::new(PipeDraws::default()));
+        let cmd_pace = match env {
+            Some(e) => Pace::random_or_steady(Some(e.cmd_stall)),
+            None => {
+                let pipe = pipe.clone();
+                Pace::Pattern(Box::new(move |_| pipe.borrow_mut().stall()))
+            }
+        };
+        let cmd = sink("cmd", &["id", "addr", "header", "count", "p0", "p1", "p2", "p3", "state_ptr"], cmd_pace)?;
+        let prim = sink("prim", &["id", "index", "last"], pace(|e| e.prim_stall))?;
         let wr = match sim.port(&format!("{prefix}wr_valid_o")) {
-            Ok(_) => Some(sink("wr", &["addr", "data", "last"], |e| e.wr_stall)?),
+            Ok(_) => Some(sink("wr", &["addr", "data", "last"], pace(|e| e.wr_stall))?),
             Err(_) => None,
         };
         let mut d = CmdprocDriver {
@@ -186,6 +222,7 @@ impl CmdprocDriver {
             io: Ports::find(sim, prefix)?,
             host,
             cmd,
+            pipe,
             prim,
             wr,
             watches: Vec::new(),
@@ -322,7 +359,10 @@ impl CmdprocDriver {
             let f = |i| self.cmd.field_u64(k, i) as u32;
             let r = Record { id: f(0), addr: f(1), header: f(2), count: f(3), p: [f(4), f(5), f(6), f(7)] };
             let sp = f(8);
-            self.on_cmd(r, sp)?;
+            // A state reader's state: `state_o` in the cycle it leaves.
+            let reader = [Opcode::DrawIndexAuto, Opcode::DrawIndexOffset2, Opcode::DispatchDirect].iter().any(|o| (r.header >> 8) & 0xFF == o.code());
+            let state = reader.then(|| sim.words(self.io.state).to_vec());
+            self.on_cmd(r, sp, state)?;
         }
         let k = self.prim.items().len();
         self.prim.sample(sim)?;
@@ -352,9 +392,11 @@ impl Agent for CmdprocDriver {
 
     fn drive(&mut self, sim: &mut Sim) {
         // Both are registers: their values for this cycle are already out.
-        let gate = bit(sim, self.io.busy) && !bit(sim, self.io.bvalid);
+        let busy = bit(sim, self.io.busy);
+        let gate = busy && !bit(sim, self.io.bvalid);
         self.host.gate(gate);
         self.host.drive(sim);
+        self.pipe.borrow_mut().busy = busy;
         self.cmd.drive(sim);
         self.prim.drive(sim);
         if let Some(wr) = &mut self.wr {
