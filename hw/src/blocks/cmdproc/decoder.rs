@@ -83,25 +83,30 @@ pub(super) struct Decoder {
 
 /// Header decode of `h` (`name`: the wires' prefix), `left_at` dwords left
 /// in the buffer from it.
-pub(super) fn decode(b: &mut ModuleBuilder, name: &str, h: &Expr, left_at: &Expr, sp_full: &Expr) -> Header {
+pub(super) fn decode(b: &mut ModuleBuilder, p: &CmdprocParams, name: &str, h: &Expr, left_at: &Expr, sp_full: &Expr) -> Header {
     let rw = RW;
     let ty = h.slice(31, 30);
     let t3 = b.let_(&format!("{name}_t3"), &ty.eq_lit(3));
     let t01 = ty.bit_at(1).not();
     let opc = h.slice(15, 8);
-    let op: Vec<Expr> = Opcode::ALL.iter().map(|o| b.let_(&format!("{name}_is_{}", o.name().to_lowercase()), &t3.and(&opc.eq_lit(o.code() as u64)))).collect();
+    // Opcodes of compute mode are unknown (`opcode`) without it.
+    let op: Vec<Expr> = Opcode::ALL
+        .iter()
+        .map(|o| if o.known(p) { b.let_(&format!("{name}_is_{}", o.name().to_lowercase()), &t3.and(&opc.eq_lit(o.code() as u64))) } else { Expr::bit(false) })
+        .collect();
     let known = op.iter().skip(1).fold(op[0].clone(), |acc, x| acc.or(x));
     let n = b.let_(&format!("{name}_n"), &h.slice(29, 16).add(&Expr::lit(14, 1)));
     let count_ok: Vec<Expr> = Opcode::ALL
         .iter()
         .map(|o| match o {
             Opcode::Nop => Expr::bit(true),
-            Opcode::SetContextReg => n.gt(&Expr::lit(14, 1)),
+            Opcode::SetContextReg | Opcode::SetShReg => n.gt(&Expr::lit(14, 1)),
             Opcode::IndexType => n.eq_lit(1),
             Opcode::DrawIndexAuto => n.eq_lit(2),
             Opcode::DrawIndexOffset2 | Opcode::DispatchDirect => n.eq_lit(4),
             Opcode::WriteData => n.gt(&Expr::lit(14, 3)),
             Opcode::IndirectBuffer => n.eq_lit(3),
+            Opcode::ReleaseMem => n.eq_lit(6),
         })
         .collect();
     let bad_count = op.iter().zip(&count_ok).fold(Expr::bit(false), |acc, (o, ok)| acc.or(&o.and(&ok.not())));

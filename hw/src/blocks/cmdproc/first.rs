@@ -64,7 +64,7 @@ impl First {
         let f = p.fetch_dwords();
         let sr = p.state_regs;
         let (tw, rw) = (TW, RW);
-        let h0 = decode(b, "hdr0", &lanes[0], left, sp_full);
+        let h0 = decode(b, p, "hdr0", &lanes[0], left, sp_full);
 
         let opsel = |h: &Expr, o: Opcode| h.slice(15, 8).eq_lit(o.code() as u64);
         let f_hdr = b.let_("first_header", &is_cont.mux(cur_hdr, &lanes[0]));

@@ -51,7 +51,7 @@ impl Second {
         let sec_hdr = by_e(b, "second_header", &|e| lanes[e as usize].clone(), 32);
         let e_t = by_e(b, "second_lane", &|e| lit_t(e), tw);
         let sec_left = left.sub(&e_t.zext(32));
-        let h1 = decode(b, "hdr1", &sec_hdr, &sec_left, sp_full);
+        let h1 = decode(b, p, "hdr1", &sec_hdr, &sec_left, sp_full);
         let sec_hdr_err = b.let_("second_header_error", &sec_pre.and(&h1.cause.ne(&Expr::zero(4))));
         let h1_wd = h1.op[op_index(Opcode::WriteData)].clone();
         let h1_scr = h1.op[op_index(Opcode::SetContextReg)].clone();
