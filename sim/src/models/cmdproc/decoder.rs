@@ -81,7 +81,7 @@ impl<'a> Sim<'a> {
         // The first packet.
         let (mut pk, fresh) = match &self.cur {
             Some(c) => (c.clone(), false),
-            None => match check_header(lanes[0], self.left, level, self.p.nesting) {
+            None => match check_header(lanes[0], self.left, level, self.p.nesting, self.p.compute) {
                 Err(cause) => {
                     tk.error = Some((cause, self.daddr));
                     return tk;
@@ -199,7 +199,7 @@ impl<'a> Sim<'a> {
         }
         let h = lanes[e as usize];
         let addr = self.daddr.wrapping_add(4 * e);
-        match check_header(h, self.left - e, self.stack.len() as u32, self.p.nesting) {
+        match check_header(h, self.left - e, self.stack.len() as u32, self.p.nesting, self.p.compute) {
             Err(cause) => tk.error = Some((cause, addr)),
             Ok(Head::Filler) => {}
             Ok(Head::Packet(op, n)) => {

@@ -27,12 +27,12 @@ pub(super) enum Head {
 /// The header checks, in the order of the error table: `type`, `opcode`,
 /// `count`, `overrun` (`left` = the buffer's dwords from the header on),
 /// `nesting` (`level` = the current buffer's level, `d` = `nesting`).
-pub(super) fn check_header(h: u32, left: u32, level: u32, d: u32) -> Result<Head, Cause> {
+pub(super) fn check_header(h: u32, left: u32, level: u32, d: u32, compute: bool) -> Result<Head, Cause> {
     match h >> 30 {
         0 | 1 => Err(Cause::Type),
         2 => Ok(Head::Filler),
         _ => {
-            let op = Opcode::from_code((h >> 8) & 0xFF).ok_or(Cause::Opcode)?;
+            let op = Opcode::from_code((h >> 8) & 0xFF).filter(|o| compute || !o.compute_only()).ok_or(Cause::Opcode)?;
             let n = payload_count(h);
             if !op.count_ok(n) {
                 return Err(Cause::Count);

@@ -102,6 +102,7 @@ fn record_text(r: &Record) -> String {
             )
         }
         Opcode::IndirectBuffer => format!("{name} addr=0x{:08x} size={}", p[0], p[2] & (IB_SIZE_LIMIT - 1)),
+        Opcode::SetShReg | Opcode::ReleaseMem => return format!("DWORD value=0x{h:08x}"),
     };
     push_bits(&mut s, h);
     s
@@ -249,6 +250,7 @@ impl Mnemonic {
                 Opcode::DispatchDirect => vec![req("x", Num), req("y", Num), req("z", Num), req("initiator", Num)],
                 Opcode::WriteData => vec![req("control", Num), req("addr", Num), req("data", List(MAX_PAYLOAD - 3))],
                 Opcode::IndirectBuffer => vec![req("addr", Num), req("size", IbSize)],
+                Opcode::SetShReg | Opcode::ReleaseMem => vec![req("payload", List(MAX_PAYLOAD))],
             },
         };
         v.extend([opt("shader", Bit), opt("predicate", Bit)]);
@@ -461,6 +463,7 @@ fn assemble_line(code: &str) -> Result<Vec<u32>, String> {
             v
         }
         Opcode::IndirectBuffer => vec![num("addr"), 0, num("size")],
+        Opcode::SetShReg | Opcode::ReleaseMem => get("payload").map_or(&[][..], Val::many).to_vec(),
     };
     let mut out = Vec::with_capacity(1 + payload.len());
     out.push(header(op, payload.len() as u32) | (num("shader") << 1) | num("predicate"));
@@ -565,6 +568,7 @@ fn packet_text(pkt: &[u32]) -> Option<String> {
         Opcode::DispatchDirect => format!("{name} x={} y={} z={} initiator=0x{:08x}", p[0], p[1], p[2], p[3]),
         Opcode::WriteData => format!("{name} control=0x{:08x} addr=0x{:08x} data={}", p[0], p[1], join(&p[3..])),
         Opcode::IndirectBuffer => format!("{name} addr=0x{:08x} size={}", p[0], p[2]),
+        Opcode::SetShReg | Opcode::ReleaseMem => return None,
     };
     push_bits(&mut s, h);
     Some(s)
