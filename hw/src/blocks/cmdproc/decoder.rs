@@ -10,7 +10,7 @@ use super::second::Second;
 use super::fetch::Fetch;
 use super::{lit_t, RW, TW};
 use crate::rtl::{clog2, Expr, ModuleBuilder};
-use gpurtl_params::cmdproc::{Cause, CmdprocParams, Opcode};
+use gpurtl_params::cmdproc::{sh, Cause, CmdprocParams, Opcode};
 
 /// What the decoder reads off a header dword.
 pub(super) struct Header {
@@ -130,6 +130,27 @@ pub(super) fn range_bad(p0: &Expr, n: &Expr, sr: u32) -> Expr {
     p0.zext(34).add(&n.zext(34)).gt(&Expr::lit(34, sr as u64 + 1))
 }
 
+/// `SET_SH_REG`: the offsets p0 .. p0 + n - 2 are not inside one run of the
+/// compute registers (n >= 2 once the count check has passed).
+pub(super) fn sh_range_bad(p0: &Expr, n: &Expr) -> Expr {
+    let last = p0.zext(34).add(&n.zext(34)).sub(&Expr::lit(34, 2));
+    let inside = sh::RUNS.iter().fold(Expr::bit(false), |acc, &(lo, _, cnt)| {
+        acc.or(&p0.ge(&Expr::lit(32, lo as u64)).and(&last.le(&Expr::lit(34, (lo as u64) + cnt as u64 - 1))))
+    });
+    inside.not()
+}
+
+/// A state writer's range: `SET_CONTEXT_REG`'s (`scr`) or else
+/// `SET_SH_REG`'s (compute mode only).
+pub(super) fn writer_range_bad(p: &CmdprocParams, scr: &Expr, p0: &Expr, n: &Expr) -> Expr {
+    let ctx = range_bad(p0, n, p.state_regs);
+    if p.compute {
+        scr.mux(&ctx, &sh_range_bad(p0, n))
+    } else {
+        ctx
+    }
+}
+
 impl RunState {
     pub fn declare(b: &mut ModuleBuilder, p: &CmdprocParams) -> RunState {
         let f = p.fetch_dwords();
@@ -146,7 +167,7 @@ impl RunState {
         let cur_hdr = b.reg_noreset("pkt_header_q", 32);
         let cur_addr = b.reg_noreset("pkt_addr_q", 32);
         let cur_n = b.reg_noreset("pkt_n_q", 14);
-        let cur_p: Vec<Expr> = (0..4).map(|k| b.reg_noreset(&format!("pkt_p{k}_q"), 32)).collect();
+        let cur_p: Vec<Expr> = (0..super::payload_dwords(p)).map(|k| b.reg_noreset(&format!("pkt_p{k}_q"), 32)).collect();
         let cur_sc_ok = b.reg_noreset("pkt_range_ok_q", 1);
         let left = b.reg("left_q", 32, 0);
         let daddr = b.reg_noreset("daddr_q", 32);
@@ -195,7 +216,7 @@ impl RunState {
         b.next(cur_hdr, &f_fin_any.mux(sec_hdr, f_hdr), Some(&upd));
         b.next(cur_addr, &f_fin_any.mux(sec_addr, f_addr), Some(&upd));
         b.next(cur_n, &f_fin_any.mux(&h1.n, f_n), Some(&upd));
-        for k in 0..4 {
+        for k in 0..cur_p.len() {
             b.next(&cur_p[k], &f_fin_any.mux(&sp_k[k], &mp[k]), Some(&upd));
         }
         b.next(cur_sc_ok, &f_fin_any.mux(&s_scr_bad.not(), f_sc_ok), Some(&upd));
@@ -220,9 +241,9 @@ impl RunState {
 impl Decoder {
     /// The cycle's mode and packets, from the run's registers, the
     /// window (`fetch`) and the `fences`.
-    pub fn build(b: &mut ModuleBuilder, p: &CmdprocParams, regs: &Regs, run: &RunState, fetch: &Fetch, fences: &Fences) -> Decoder {
+    pub fn build(b: &mut ModuleBuilder, p: &CmdprocParams, regs: &Regs, run: &RunState, fetch: &Fetch, fences: &Fences, sh_q: &[Expr]) -> Decoder {
         let mode = Mode::build(b, p, regs, run, fetch, fences);
-        let first = First::build(b, p, regs, run, fetch, &mode, fences);
+        let first = First::build(b, p, regs, run, fetch, &mode, fences, sh_q);
         let second = Second::build(b, p, run, fetch, &mode, &first, &fences.readers);
         Decoder { mode, first, second }
     }

@@ -39,8 +39,9 @@ pub(super) fn queue(b: &mut ModuleBuilder, p: &CmdprocParams, regs: &Regs, run: 
     let (qfull, qempty) = (&fences.qfull, &fences.qempty);
     let iw = p.id_bits;
     let cmd_fire = b.let_("cmd_fire", &cmd.valid.clone().and(&cmd.ready));
-    let rec_vals = [next_id.clone(), f_addr.clone(), f_hdr.clone(), f_n.clone(), mp[0].clone(), mp[1].clone(), mp[2].clone(), mp[3].clone()];
-    let oq = shift_queue(b, "outq", p.out_depth, fields, std::slice::from_ref(&cmd_fire), &[(commit.clone(), rec_vals.to_vec())]);
+    let mut rec_vals = vec![next_id.clone(), f_addr.clone(), f_hdr.clone(), f_n.clone()];
+    rec_vals.extend(mp.iter().cloned());
+    let oq = shift_queue(b, "outq", p.out_depth, fields, std::slice::from_ref(&cmd_fire), &[(commit.clone(), rec_vals.clone())]);
     b.assign(qfull, &oq.has[p.out_depth as usize - 1]);
     b.assign(qempty, &oq.has[0].not());
     // State readers in the queue (the state hold): one in at a reader's

@@ -49,6 +49,8 @@ pub(super) struct Ports {
     pub(super) trace_valid: PortHandle,
     pub(super) trace: RecPorts,
     pub(super) state: PortHandle,
+    /// `sh_o` (compute mode).
+    pub(super) sh: Option<PortHandle>,
     pub(super) busy: PortHandle,
     pub(super) irq: PortHandle,
     /// Valids that must stay low while `busy_o` is 0: the streams', and the
@@ -76,6 +78,7 @@ impl Ports {
             trace_valid: port("trace_valid_o")?,
             trace: RecPorts::find(s, &format!("{prefix}trace"))?,
             state: port("state_o")?,
+            sh: port("sh_o").ok(),
             busy: port("busy_o")?,
             irq: port("irq_o")?,
             activity,
@@ -105,8 +108,10 @@ pub(super) struct RunObs {
     pub(super) init: Vec<u32>,
     pub(super) traces: Vec<Record>,
     pub(super) cmds: Vec<Record>,
-    /// Per command, a state reader's `state_o` in the cycle it left.
+    /// Per command, a state reader's `state_o` in the cycle it left, and
+    /// a dispatch's `sh_o` (compute mode).
     pub(super) states: Vec<Option<Vec<u32>>>,
+    pub(super) snapshots: Vec<Option<Vec<u32>>>,
     /// Per trace record, the indices taken so far.
     pub(super) prims: Vec<Vec<u32>>,
     pub(super) draws: VecDeque<Draw>,
@@ -207,7 +212,12 @@ impl CmdprocDriver {
                 Pace::Pattern(Box::new(move |_| pipe.borrow_mut().stall()))
             }
         };
-        let cmd = sink("cmd", &["id", "addr", "header", "count", "p0", "p1", "p2", "p3", "state_ptr"], cmd_pace)?;
+        let cmd_fields: &[&str] = if p.compute {
+            &["id", "addr", "header", "count", "p0", "p1", "p2", "p3", "p4", "p5", "state_ptr"]
+        } else {
+            &["id", "addr", "header", "count", "p0", "p1", "p2", "p3", "state_ptr"]
+        };
+        let cmd = sink("cmd", cmd_fields, cmd_pace)?;
         let prim = sink("prim", &["id", "index", "last"], pace(|e| e.prim_stall))?;
         let wr = match sim.port(&format!("{prefix}wr_valid_o")) {
             Ok(_) => Some(sink("wr", &["addr", "data", "last"], pace(|e| e.wr_stall))?),
@@ -302,8 +312,9 @@ impl CmdprocDriver {
         sim.eval();
         let irq = sim.get(self.io.irq) == 1;
         let state_table = sim.words(self.io.state).to_vec();
+        let sh_table = self.io.sh.map(|h| sim.words(h).to_vec());
         let regs = [reg::STATUS, reg::ERR_CAUSE, reg::ERR_ADDR, reg::CMD_COUNT, reg::BUSY_CYCLES, reg::IRQ_STATUS].map(val);
-        self.outcome_of(regs, irq, state_table).map_err(|m| {
+        self.outcome_of(regs, irq, state_table, sh_table).map_err(|m| {
             let m = format!("{}: workload {}, cycle {}: {m}", self.name, self.which, sim.cycle());
             fail(sim, m)
         })
@@ -357,12 +368,18 @@ impl CmdprocDriver {
         self.cmd.sample(sim)?;
         if self.cmd.items().len() > k {
             let f = |i| self.cmd.field_u64(k, i) as u32;
-            let r = Record { id: f(0), addr: f(1), header: f(2), count: f(3), p: [f(4), f(5), f(6), f(7)] };
-            let sp = f(8);
-            // A state reader's state: `state_o` in the cycle it leaves.
-            let reader = [Opcode::DrawIndexAuto, Opcode::DrawIndexOffset2, Opcode::DispatchDirect].iter().any(|o| (r.header >> 8) & 0xFF == o.code());
-            let state = reader.then(|| sim.words(self.io.state).to_vec());
-            self.on_cmd(r, sp, state)?;
+            let np = if self.p.compute { 6 } else { 4 };
+            let r = Record { id: f(0), addr: f(1), header: f(2), count: f(3), p: std::array::from_fn(|k| if k < np { f(4 + k) } else { 0 }) };
+            let sp = f(4 + np);
+            // A state reader's state (and in compute mode a dispatch's
+            // snapshot): `state_o` (`sh_o`) in the cycle it leaves.
+            let op = super::op_of(r.header);
+            let state = op.is_some_and(|o| o.reads_state()).then(|| sim.words(self.io.state).to_vec());
+            let snap = match (op, self.io.sh) {
+                (Some(Opcode::DispatchDirect), Some(h)) => Some(sim.words(h).to_vec()),
+                _ => None,
+            };
+            self.on_cmd(r, sp, state, snap)?;
         }
         let k = self.prim.items().len();
         self.prim.sample(sim)?;
