@@ -200,7 +200,8 @@ pub fn parse_input(v: &Value, p: &CmdprocParams) -> Result<Workload, InputErrors
 
 /// The `gpurtl run cmdproc` output file.
 pub fn output_json(p: &CmdprocParams, o: &Outcome) -> Value {
-    let _ = p;
+    // A record holds min(n, 4) payload dwords, min(n, 6) in compute mode.
+    let held = if p.compute { 6 } else { 4 };
     let commands: Vec<Value> = o
         .commands
         .iter()
@@ -212,25 +213,33 @@ pub fn output_json(p: &CmdprocParams, o: &Outcome) -> Value {
                 "opcode": (r.header >> 8) & 0xFF,
                 "header": r.header,
                 "dwords": r.count,
-                "payload": r.p[..r.count.min(4) as usize].to_vec(),
+                "payload": r.p[..r.count.min(held) as usize].to_vec(),
                 "prims": c.prims,
             });
             // A state reader's state, after `prims`; no other record has it.
             if let Some(st) = &c.state {
                 v.as_object_mut().unwrap().insert("state".into(), json!(st));
             }
+            // A dispatch's snapshot (compute mode), after `state`.
+            if let Some(snap) = &c.sh {
+                v.as_object_mut().unwrap().insert("sh".into(), json!(snap));
+            }
             v
         })
         .collect();
     let writes: Vec<Value> = o.memory_writes.iter().map(|(a, d)| json!({"addr": a, "dwords": d})).collect();
-    json!({
-        "commands": commands,
-        "state_table": o.state_table,
-        "status": match o.status { Status::Done => "done", Status::Error => "error" },
-        "error": o.error.map(|(c, a)| json!({"cause": c.name(), "addr": a})),
-        "irq": o.irq,
-        "memory_writes": writes,
-        "trace": o.trace,
-        "cycles": o.cycles,
-    })
+    let mut out = Map::new();
+    out.insert("commands".into(), json!(commands));
+    out.insert("state_table".into(), json!(o.state_table));
+    // The compute registers at the end, in compute mode only.
+    if let Some(t) = &o.sh_table {
+        out.insert("sh_table".into(), json!(t));
+    }
+    out.insert("status".into(), json!(match o.status { Status::Done => "done", Status::Error => "error" }));
+    out.insert("error".into(), json!(o.error.map(|(c, a)| json!({"cause": c.name(), "addr": a}))));
+    out.insert("irq".into(), json!(o.irq));
+    out.insert("memory_writes".into(), json!(writes));
+    out.insert("trace".into(), json!(o.trace));
+    out.insert("cycles".into(), json!(o.cycles));
+    Value::Object(out)
 }

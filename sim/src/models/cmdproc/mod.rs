@@ -97,6 +97,31 @@
 //!     that is the current packet (partly taken) in a held cycle takes
 //!     nothing too (it cannot happen: a reader after it commits only after
 //!     it, and one before it holds it before it starts).
+//! 21. Compute mode (`compute = true`, spec 3c9b374): the 23 compute
+//!     registers are 0 at the doorbell; `SET_SH_REG` is timed exactly as
+//!     `SET_CONTEXT_REG` (range checked when `p0` is taken, `sh_range` if
+//!     any of `p0 .. p0 + n - 2` (exact) is not a compute register's
+//!     offset, which for a consecutive range is "inside one run"; values
+//!     written at the edge of the cycle they are taken; the state hold).
+//!     A dispatch's end checks read the compute registers at the start of
+//!     its ending cycle, which is its snapshot (no write at its commit's
+//!     edge: the cycle is held); the model checks in every cycle a dispatch
+//!     is presented that `sh_o` (the registers) still equals it.
+//! 22. A draw in compute mode raises `graphics` in the cycle it ends,
+//!     before the job-slot wait (which it never meets: no job is ever
+//!     handed to the primitive unit); `INDEX_TYPE` still sets the index
+//!     size, which no draw then uses.
+//! 23. A record holds `p0..p3` with `compute = false` (`p4`, `p5` are 0 in
+//!     `Record::p` even when the packet has them) and `p0..p5` with
+//!     `compute = true`; `"payload"` and trace lists follow (4 or 6).
+//! 24. Trace and disassembler text of `RELEASE_MEM` does not print `p3`
+//!     (0 in every command; a packet with `p3 != 0` disassembles to
+//!     `DWORD`s, as its line cannot give it back); `control` is `p1 &
+//!     0x18FFFFFF`; `reg`'s byte offset prints in lower-case hex, like the
+//!     other hex fields; the assembler takes `reg` as a name or any number
+//!     (decimal or hex) from 0xB000 to 0xBFFC, a multiple of 4.
+//! 25. `x`, `y`, `z` "above 2^16" is `> 65536` (65536 itself passes that
+//!     check); the three per-dimension checks come before the product.
 //!
 //! Files: `packet.rs` (the header checks and the current packet),
 //! `timing.rs` (the unit's registers, the fetcher and the cycle loop),
@@ -230,6 +255,11 @@ pub struct Command {
     /// `SET_CONTEXT_REG` packets before it left it; `None` for other
     /// commands.
     pub state: Option<Vec<u32>>,
+    /// With `compute = true`, a `DISPATCH_DIRECT`'s snapshot: the 23
+    /// compute registers (`params::cmdproc::sh` order) as the `SET_SH_REG`
+    /// packets before it left them (`sh_o` while it is presented); `None`
+    /// for other commands and with `compute = false`.
+    pub sh: Option<Vec<u32>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -244,6 +274,9 @@ pub struct Outcome {
     pub commands: Vec<Command>,
     /// `state_regs` values after the run.
     pub state_table: Vec<u32>,
+    /// With `compute = true`, the 23 compute registers after the run;
+    /// `None` with `compute = false`.
+    pub sh_table: Option<Vec<u32>>,
     pub status: Status,
     /// The cause and the offending packet's header byte address.
     pub error: Option<(Cause, u32)>,

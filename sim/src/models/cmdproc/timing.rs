@@ -6,7 +6,7 @@
 use super::packet::Packet;
 use super::prim::Job;
 use super::{Command, Outcome, Registers, Status, Workload};
-use gpurtl_params::cmdproc::{Cause, CmdprocParams};
+use gpurtl_params::cmdproc::{sh, Cause, CmdprocParams};
 use super::memory_image;
 use crate::mem::Memory;
 use std::collections::VecDeque;
@@ -71,6 +71,9 @@ pub(super) struct Sim<'a> {
 
     // What the run gives.
     pub(super) table: Vec<u32>,
+    /// The compute registers (`sh::REGS`, 0 at the doorbell; written only
+    /// with `compute = true`).
+    pub(super) sh: Vec<u32>,
     pub(super) commands: Vec<Command>,
     pub(super) trace: Vec<String>,
     pub(super) memory_writes: Vec<(u32, Vec<u32>)>,
@@ -114,6 +117,7 @@ impl<'a> Sim<'a> {
             panswers: VecDeque::new(),
             last_panswer: 0,
             table,
+            sh: vec![0; sh::REGS],
             commands: Vec::new(),
             trace: Vec::new(),
             memory_writes: Vec::new(),
@@ -174,6 +178,15 @@ pub fn run(p: &CmdprocParams, w: &Workload) -> Outcome {
                     s.commands[i].record.id
                 );
             }
+            // sh_o (compute mode): a dispatch's snapshot while it is
+            // presented.
+            if let Some(snap) = &s.commands[i].sh {
+                assert!(
+                    *snap == s.sh,
+                    "cmdproc model: sh_o is not the snapshot of the dispatch #{} presented in cycle {c}",
+                    s.commands[i].record.id
+                );
+            }
         }
         // The fetcher's request (from the state at the start of the cycle).
         if s.fetching && s.fbeats > 0 && s.credits > 0 {
@@ -221,6 +234,7 @@ pub fn run(p: &CmdprocParams, w: &Workload) -> Outcome {
     Outcome {
         commands: s.commands,
         state_table: s.table,
+        sh_table: p.compute.then_some(s.sh),
         status,
         error: s.error,
         irq: irq_status & w.registers.irq_enable != 0,
