@@ -12,6 +12,8 @@ fn examples() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
         ("arbiter", vec![], "examples/arbiter/rw.json"),
         ("cbload", vec![], "examples/cbload/load.json"),
         ("cmdproc", vec![], "examples/cmdproc/draw.txt"),
+        ("cmdproc", vec![], "examples/cmdproc/state.txt"),
+        ("cmdproc", vec!["--preset", "compute"], "examples/cmdproc/compute.txt"),
         ("compress", vec![], "examples/compress/ops.json"),
         ("scheduler", vec![], "examples/scheduler/kernels.json"),
         ("scratchpad", vec![], "examples/scratchpad/phases.json"),

@@ -1320,6 +1320,20 @@ fn cmdproc_runs_text_and_json_inputs_through_both_engines() {
     assert_eq!(v["memory_writes"], serde_json::json!([{"addr": 8192, "dwords": [1, 2]}]));
     assert_eq!(v["state_table"][1], 5);
     assert_eq!(v["trace"][0], "#0 @0x00001000 INDEX_TYPE size=16");
+    // Render state in order under the run's own back-pressure (`.pipeline`):
+    // each reader's record carries the state it was issued with.
+    let v = both_engines(dir.path(), "cmdproc", &[], "examples/cmdproc/state.txt");
+    let states: Vec<serde_json::Value> = v["commands"].as_array().unwrap().iter().filter_map(|c| c.get("state").map(|s| s.as_array().unwrap()[..4].into())).collect();
+    assert_eq!(states, vec![serde_json::json!([1, 1, 0, 0]), serde_json::json!([2, 2, 0, 0]), serde_json::json!([2, 3, 3, 3]), serde_json::json!([2, 3, 3, 4])]);
+    assert!(v["commands"][0].get("state").is_none(), "a SET_CONTEXT_REG record has no state");
+    // Compute mode: each dispatch's snapshot, though the next kernel's
+    // SET_SH_REGs are read while it waits; the fence carried whole.
+    let v = both_engines(dir.path(), "cmdproc", &["--preset", "compute"], "examples/cmdproc/compute.txt");
+    let cmds = v["commands"].as_array().unwrap();
+    assert_eq!(cmds[4]["sh"].as_array().unwrap()[..8], serde_json::json!([4, 1, 1, 256, 0, 0, 65536, 131072]).as_array().unwrap()[..]);
+    assert_eq!(cmds[8]["sh"].as_array().unwrap()[..8], serde_json::json!([8, 2, 1, 256, 0, 0, 65536, 163840]).as_array().unwrap()[..]);
+    assert_eq!(cmds[5]["payload"], serde_json::json!([0x514, 0x2200_0000, 0x3000, 0, 1, 0]));
+    assert_eq!(v["sh_table"].as_array().unwrap().len(), 23);
     // The spec's example, as JSON.
     let spec = write(
         dir.path(),

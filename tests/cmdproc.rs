@@ -24,12 +24,21 @@ fn points() -> Vec<(&'static str, CmdprocParams)> {
         ("wide", pr[2].1.clone()),
         // Every queue at its smallest, one state register, 4-bit ids (they
         // wrap), nesting 3.
-        ("tiny", CmdprocParams { fetch_bits: 64, pool_beats: 2, prim_beats: 2, out_depth: 1, prim_jobs: 1, state_regs: 1, nesting: 3, id_bits: 4, mem_if: gpurtl_params::MemIf::Native }),
+        ("tiny", CmdprocParams { fetch_bits: 64, pool_beats: 2, prim_beats: 2, out_depth: 1, prim_jobs: 1, state_regs: 1, nesting: 3, id_bits: 4, ..CmdprocParams::default() }),
         // One dword a beat with indirect buffers three deep, 3 jobs (not a
         // power of two), the largest table, 32-bit ids.
-        ("narrow", CmdprocParams { fetch_bits: 32, pool_beats: 2, prim_beats: 2, out_depth: 1, prim_jobs: 3, state_regs: 64, nesting: 3, id_bits: 32, mem_if: gpurtl_params::MemIf::Native }),
+        ("narrow", CmdprocParams { fetch_bits: 32, pool_beats: 2, prim_beats: 2, out_depth: 1, prim_jobs: 3, state_regs: 64, nesting: 3, id_bits: 32, ..CmdprocParams::default() }),
         // Four dwords a beat through two-beat pools, the largest queues.
-        ("deep", CmdprocParams { fetch_bits: 128, pool_beats: 2, prim_beats: 2, out_depth: 16, prim_jobs: 32, state_regs: 64, nesting: 3, id_bits: 32, mem_if: gpurtl_params::MemIf::Native }),
+        ("deep", CmdprocParams { fetch_bits: 128, pool_beats: 2, prim_beats: 2, out_depth: 16, prim_jobs: 32, state_regs: 64, nesting: 3, id_bits: 32, ..CmdprocParams::default() }),
+        // Compute mode (the gpu top's queue front end) at its preset.
+        ("compute", CmdprocParams { compute: true, ..CmdprocParams::default() }),
+        // Compute mode, one dword a beat, a one-entry output queue, small
+        // capacities (a need of a few threads already fails) and 6-bit
+        // block counts.
+        ("compute_small", CmdprocParams { compute: true, fetch_bits: 32, pool_beats: 4, out_depth: 1, state_regs: 4, nesting: 2, max_threads: 48, max_regs: 640, max_smem: 3000, block_bits: 6, ..CmdprocParams::default() }),
+        // Compute mode, four dwords a beat (both packets of a cycle may be
+        // SET_SH_REGs or a dispatch and its registers).
+        ("compute_wide", CmdprocParams { compute: true, fetch_bits: 128, out_depth: 2, max_threads: 1024, max_regs: 4096, max_smem: 65536, block_bits: 20, ..CmdprocParams::default() }),
     ]
 }
 
@@ -58,6 +67,11 @@ struct Reached {
     done: usize,
     prims: usize,
     writes: usize,
+    /// State readers whose state a later `SET_CONTEXT_REG` changed (the
+    /// state hold matters for them).
+    overwritten: usize,
+    /// The same for dispatches' snapshots and `SET_SH_REG` (compute mode).
+    snapshots_overwritten: usize,
 }
 
 impl Reached {
@@ -65,6 +79,8 @@ impl Reached {
         for c in &o.commands {
             self.opcodes.insert((c.record.header >> 8) & 0xFF);
             self.prims += c.prims.len();
+            self.overwritten += c.state.as_ref().is_some_and(|s| *s != o.state_table) as usize;
+            self.snapshots_overwritten += c.sh.as_ref().is_some_and(|s| Some(s) != o.sh_table.as_ref()) as usize;
         }
         match o.error {
             Some((c, _)) => {
@@ -116,7 +132,15 @@ fn cosim(name: &str, p: &CmdprocParams) {
         // Every eighth seed: two or three runs in one simulation (the
         // doorbell restarts after an error), extra doorbells while busy.
         let runs = if seed % 8 == 5 { 2 + rng.below(2) as usize } else { 1 };
-        let ws: Vec<Workload> = (0..runs).map(|_| tb::random_workload(&mut rng, p, lat)).collect();
+        let mut ws: Vec<Workload> = (0..runs).map(|_| tb::random_workload(&mut rng, p, lat)).collect();
+        // Half the unstalled seeds: the run input's own back-pressure on the
+        // pipeline port (`"pipeline"`), which both engines follow cycle for
+        // cycle, so cycles still match.
+        if !stalled && rng.chance(50) {
+            for w in &mut ws {
+                w.pipeline = model::Pipeline { stall: [0.2, 0.5, 0.8][rng.below(3) as usize], seed: rng.next_u64() };
+            }
+        }
         let wants: Vec<Outcome> = ws.iter().map(|w| model::run(p, w)).collect();
         let got = tb::run_many(&compiled, p, &ws, env, runs > 1, None);
         let problem = match &got {
@@ -141,12 +165,40 @@ fn cosim(name: &str, p: &CmdprocParams) {
         }
     }
     if std::env::var("GPURTL_SEED").is_err() {
-        let all_ops: BTreeSet<u32> = Opcode::ALL.iter().map(|o| o.code()).filter(|&c| p.nesting > 0 || c != Opcode::IndirectBuffer.code()).collect();
+        // Every opcode that commits in this mode (draws do not in compute
+        // mode), every cause the mode can raise.
+        let all_ops: BTreeSet<u32> = Opcode::ALL
+            .iter()
+            .filter(|o| o.known(p) && !(p.compute && matches!(o, Opcode::DrawIndexAuto | Opcode::DrawIndexOffset2)))
+            .map(|o| o.code())
+            .filter(|&c| p.nesting > 0 || c != Opcode::IndirectBuffer.code())
+            .collect();
         assert!(reached.opcodes.is_superset(&all_ops), "{name}: opcodes reached {:x?}", reached.opcodes);
-        let causes: BTreeSet<&str> = Cause::ALL.iter().map(|c| c.name()).collect();
+        let causes: BTreeSet<&str> =
+            Cause::ALL.iter().filter(|c| if p.compute { **c != Cause::PrimRange } else { !c.compute_only() }).map(|c| c.name()).collect();
         assert_eq!(reached.causes, causes, "{name}: causes reached");
-        assert!(reached.done > n_seeds as usize / 4 && reached.prims > 0 && reached.writes > 0, "{name}: done {} prims {} writes {}", reached.done, reached.prims, reached.writes);
+        assert!(reached.done > n_seeds as usize / 4 && (reached.prims > 0 || p.compute) && reached.writes > 0, "{name}: done {} prims {} writes {}", reached.done, reached.prims, reached.writes);
+        if p.compute {
+            assert!(reached.snapshots_overwritten >= 20, "{name}: only {} dispatches saw a snapshot that a later SET_SH_REG changed", reached.snapshots_overwritten);
+        }
+        assert!(reached.overwritten >= 20, "{name}: only {} state readers saw a state that a later SET_CONTEXT_REG changed", reached.overwritten);
     }
+}
+
+#[test]
+fn cosim_compute() {
+    let (n, p) = &points()[6];
+    cosim(n, p)
+}
+#[test]
+fn cosim_compute_small() {
+    let (n, p) = &points()[7];
+    cosim(n, p)
+}
+#[test]
+fn cosim_compute_wide() {
+    let (n, p) = &points()[8];
+    cosim(n, p)
 }
 
 #[test]
@@ -207,6 +259,7 @@ fn workload(cmd_base: u32, cmd: Vec<u32>, prim_base: u32, prims: Vec<u32>, prim_
         registers: Registers { cmd_base, cmd_size, prim_base, prim_size, state: vec![], state_ptr: 0x5000, irq_enable: 3 },
         memory,
         mem_latency: latency,
+        pipeline: Default::default(),
     }
 }
 
@@ -269,7 +322,7 @@ fn longest_packets() {
     let cmd = [pkt(Opcode::DispatchDirect, &[1, 2, 3, 4]), nop.clone(), pkt(Opcode::DrawIndexAuto, &[5, 6])].concat();
     let o = agree("a 16383-dword NOP", &wide, &workload(0x10_0000, cmd, 0, vec![], 0, 2));
     assert_eq!(addrs(&o), vec![0x10_0000, 0x10_0014, 0x10_0014 + 4 * 16384]);
-    assert_eq!((o.commands[1].record.count, o.commands[1].record.p), (16383, [1, 2, 3, 4]));
+    assert_eq!((o.commands[1].record.count, o.commands[1].record.p), (16383, [1, 2, 3, 4, 0, 0]));
     let cmd = [nop.clone(), nop, vec![0x8000_0000]].concat();
     let o = agree("two of them and a filler", &CmdprocParams::default(), &workload(0x10_0000, cmd, 0, vec![], 0, 2));
     assert_eq!((o.status, o.commands.len()), (Status::Done, 2));
@@ -550,4 +603,33 @@ fn axi_register_interface() {
     assert_eq!(b.get("s_axi_rdata"), 0x7000);
     b.cycle();
     assert_eq!(b.read(reg::STATE_PTR), 0x8000);
+}
+
+/// Render state in order (issue 26): draws and a dispatch held on the
+/// pipeline port (the run input's `"pipeline"` back-pressure) while later
+/// `SET_CONTEXT_REG` packets wait behind them; each keeps its own state, in
+/// both engines, cycle for cycle.
+#[test]
+fn state_readers_keep_their_state_under_back_pressure() {
+    let p = CmdprocParams::default();
+    let cmd = [
+        pkt(Opcode::SetContextReg, &[0, 1, 2]),
+        pkt(Opcode::DrawIndexAuto, &[3, 0]),
+        pkt(Opcode::SetContextReg, &[0, 10]),
+        pkt(Opcode::SetContextReg, &[1, 20, 30]),
+        pkt(Opcode::DispatchDirect, &[1, 1, 1, 0]),
+        pkt(Opcode::SetContextReg, &[2, 40]),
+        pkt(Opcode::DrawIndexAuto, &[3, 0]),
+        pkt(Opcode::Nop, &[]),
+    ]
+    .concat();
+    let mut w = workload(0x1000, cmd, 0, vec![], 0, 3);
+    w.pipeline = model::Pipeline { stall: 0.8, seed: 11 };
+    let o = agree("readers under back-pressure", &p, &w);
+    assert_eq!(o.status, Status::Done);
+    let states: Vec<Vec<u32>> = o.commands.iter().filter_map(|c| c.state.as_ref().map(|s| s[..3].to_vec())).collect();
+    assert_eq!(states, vec![vec![1, 2, 0], vec![10, 20, 30], vec![10, 20, 40]]);
+    let mut free = w.clone();
+    free.pipeline = Default::default();
+    assert!(model::run(&p, &w).cycles > model::run(&p, &free).cycles, "the stalls cost cycles");
 }

@@ -36,7 +36,7 @@ fn workload(dwords: Vec<u32>, prims: Vec<u32>, latency: u32) -> Workload {
     if !prims.is_empty() {
         memory.push((0x10_0000, prims));
     }
-    Workload { registers, memory, mem_latency: latency }
+    Workload { registers, memory, mem_latency: latency, pipeline: Default::default() }
 }
 
 impl BlockDef for Cmdproc {

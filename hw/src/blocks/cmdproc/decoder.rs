@@ -10,7 +10,7 @@ use super::second::Second;
 use super::fetch::Fetch;
 use super::{lit_t, RW, TW};
 use crate::rtl::{clog2, Expr, ModuleBuilder};
-use gpurtl_params::cmdproc::{Cause, CmdprocParams, Opcode};
+use gpurtl_params::cmdproc::{sh, Cause, CmdprocParams, Opcode};
 
 /// What the decoder reads off a header dword.
 pub(super) struct Header {
@@ -53,9 +53,11 @@ pub(super) struct RunState {
 
 /// What the decoder waits for outside itself: room in the output queue
 /// (`qfull`), for a `WRITE_DATA` the queue and the primitive unit empty,
-/// for a draw a free job in the primitive unit, the write port.
+/// for a draw a free job in the primitive unit, the write port, and for a
+/// `SET_CONTEXT_REG` no state reader in the queue (the state hold).
 pub(super) struct Fences {
     pub qfull: Expr,
+    pub readers: Expr,
     pub qempty: Expr,
     pub jobs_none: Expr,
     pub jobs_full: Expr,
@@ -81,25 +83,30 @@ pub(super) struct Decoder {
 
 /// Header decode of `h` (`name`: the wires' prefix), `left_at` dwords left
 /// in the buffer from it.
-pub(super) fn decode(b: &mut ModuleBuilder, name: &str, h: &Expr, left_at: &Expr, sp_full: &Expr) -> Header {
+pub(super) fn decode(b: &mut ModuleBuilder, p: &CmdprocParams, name: &str, h: &Expr, left_at: &Expr, sp_full: &Expr) -> Header {
     let rw = RW;
     let ty = h.slice(31, 30);
     let t3 = b.let_(&format!("{name}_t3"), &ty.eq_lit(3));
     let t01 = ty.bit_at(1).not();
     let opc = h.slice(15, 8);
-    let op: Vec<Expr> = Opcode::ALL.iter().map(|o| b.let_(&format!("{name}_is_{}", o.name().to_lowercase()), &t3.and(&opc.eq_lit(o.code() as u64)))).collect();
+    // Opcodes of compute mode are unknown (`opcode`) without it.
+    let op: Vec<Expr> = Opcode::ALL
+        .iter()
+        .map(|o| if o.known(p) { b.let_(&format!("{name}_is_{}", o.name().to_lowercase()), &t3.and(&opc.eq_lit(o.code() as u64))) } else { Expr::bit(false) })
+        .collect();
     let known = op.iter().skip(1).fold(op[0].clone(), |acc, x| acc.or(x));
     let n = b.let_(&format!("{name}_n"), &h.slice(29, 16).add(&Expr::lit(14, 1)));
     let count_ok: Vec<Expr> = Opcode::ALL
         .iter()
         .map(|o| match o {
             Opcode::Nop => Expr::bit(true),
-            Opcode::SetContextReg => n.gt(&Expr::lit(14, 1)),
+            Opcode::SetContextReg | Opcode::SetShReg => n.gt(&Expr::lit(14, 1)),
             Opcode::IndexType => n.eq_lit(1),
             Opcode::DrawIndexAuto => n.eq_lit(2),
             Opcode::DrawIndexOffset2 | Opcode::DispatchDirect => n.eq_lit(4),
             Opcode::WriteData => n.gt(&Expr::lit(14, 3)),
             Opcode::IndirectBuffer => n.eq_lit(3),
+            Opcode::ReleaseMem => n.eq_lit(6),
         })
         .collect();
     let bad_count = op.iter().zip(&count_ok).fold(Expr::bit(false), |acc, (o, ok)| acc.or(&o.and(&ok.not())));
@@ -123,6 +130,27 @@ pub(super) fn range_bad(p0: &Expr, n: &Expr, sr: u32) -> Expr {
     p0.zext(34).add(&n.zext(34)).gt(&Expr::lit(34, sr as u64 + 1))
 }
 
+/// `SET_SH_REG`: the offsets p0 .. p0 + n - 2 are not inside one run of the
+/// compute registers (n >= 2 once the count check has passed).
+pub(super) fn sh_range_bad(p0: &Expr, n: &Expr) -> Expr {
+    let last = p0.zext(34).add(&n.zext(34)).sub(&Expr::lit(34, 2));
+    let inside = sh::RUNS.iter().fold(Expr::bit(false), |acc, &(lo, _, cnt)| {
+        acc.or(&p0.ge(&Expr::lit(32, lo as u64)).and(&last.le(&Expr::lit(34, (lo as u64) + cnt as u64 - 1))))
+    });
+    inside.not()
+}
+
+/// A state writer's range: `SET_CONTEXT_REG`'s (`scr`) or else
+/// `SET_SH_REG`'s (compute mode only).
+pub(super) fn writer_range_bad(p: &CmdprocParams, scr: &Expr, p0: &Expr, n: &Expr) -> Expr {
+    let ctx = range_bad(p0, n, p.state_regs);
+    if p.compute {
+        scr.mux(&ctx, &sh_range_bad(p0, n))
+    } else {
+        ctx
+    }
+}
+
 impl RunState {
     pub fn declare(b: &mut ModuleBuilder, p: &CmdprocParams) -> RunState {
         let f = p.fetch_dwords();
@@ -139,7 +167,7 @@ impl RunState {
         let cur_hdr = b.reg_noreset("pkt_header_q", 32);
         let cur_addr = b.reg_noreset("pkt_addr_q", 32);
         let cur_n = b.reg_noreset("pkt_n_q", 14);
-        let cur_p: Vec<Expr> = (0..4).map(|k| b.reg_noreset(&format!("pkt_p{k}_q"), 32)).collect();
+        let cur_p: Vec<Expr> = (0..super::payload_dwords(p)).map(|k| b.reg_noreset(&format!("pkt_p{k}_q"), 32)).collect();
         let cur_sc_ok = b.reg_noreset("pkt_range_ok_q", 1);
         let left = b.reg("left_q", 32, 0);
         let daddr = b.reg_noreset("daddr_q", 32);
@@ -188,7 +216,7 @@ impl RunState {
         b.next(cur_hdr, &f_fin_any.mux(sec_hdr, f_hdr), Some(&upd));
         b.next(cur_addr, &f_fin_any.mux(sec_addr, f_addr), Some(&upd));
         b.next(cur_n, &f_fin_any.mux(&h1.n, f_n), Some(&upd));
-        for k in 0..4 {
+        for k in 0..cur_p.len() {
             b.next(&cur_p[k], &f_fin_any.mux(&sp_k[k], &mp[k]), Some(&upd));
         }
         b.next(cur_sc_ok, &f_fin_any.mux(&s_scr_bad.not(), f_sc_ok), Some(&upd));
@@ -213,10 +241,10 @@ impl RunState {
 impl Decoder {
     /// The cycle's mode and packets, from the run's registers, the
     /// window (`fetch`) and the `fences`.
-    pub fn build(b: &mut ModuleBuilder, p: &CmdprocParams, regs: &Regs, run: &RunState, fetch: &Fetch, fences: &Fences) -> Decoder {
+    pub fn build(b: &mut ModuleBuilder, p: &CmdprocParams, regs: &Regs, run: &RunState, fetch: &Fetch, fences: &Fences, sh_q: &[Expr]) -> Decoder {
         let mode = Mode::build(b, p, regs, run, fetch, fences);
-        let first = First::build(b, p, regs, run, fetch, &mode, fences);
-        let second = Second::build(b, p, run, fetch, &mode, &first);
+        let first = First::build(b, p, regs, run, fetch, &mode, fences, sh_q);
+        let second = Second::build(b, p, run, fetch, &mode, &first, &fences.readers);
         Decoder { mode, first, second }
     }
 }

@@ -38,7 +38,7 @@ use crate::Design;
 use gpurtl_params::MemIf;
 use decoder::{Decoder, Fences, RunState};
 use fetch::Fetch;
-use gpurtl_params::cmdproc::CmdprocParams;
+use gpurtl_params::cmdproc::{sh, CmdprocParams};
 use jump::Jump;
 use prim::Jobs;
 use regs::{Axi, Regs};
@@ -49,6 +49,15 @@ pub const TOP: &str = "gpurtl_cmdproc";
 /// Widths: t and A count 0..F lanes; r, done and packet lengths 0..2^14.
 const TW: u32 = 3;
 const RW: u32 = 15;
+
+/// Payload dwords a record holds: 4, or 6 in compute mode (`RELEASE_MEM`).
+fn payload_dwords(p: &CmdprocParams) -> usize {
+    if p.compute {
+        6
+    } else {
+        4
+    }
+}
 
 /// A lane count as a `TW`-bit literal.
 fn lit_t(v: u32) -> Expr {
@@ -123,7 +132,7 @@ fn unit(p: &CmdprocParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
         "dword written",
         &[("addr", 32, "byte address"), ("data", 32, "the dword"), ("last", 1, "the packet's last data dword")],
     );
-    let rec_fields: Vec<(&str, u32, &str)> = vec![
+    let mut rec_fields: Vec<(&str, u32, &str)> = vec![
         ("id", iw, "command id (counts from 0 at each doorbell)"),
         ("addr", 32, "byte address of the header"),
         ("header", 32, "the header dword"),
@@ -133,6 +142,10 @@ fn unit(p: &CmdprocParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
         ("p2", 32, "payload dword 2"),
         ("p3", 32, "payload dword 3"),
     ];
+    if p.compute {
+        rec_fields.push(("p4", 32, "payload dword 4 (compute mode)"));
+        rec_fields.push(("p5", 32, "payload dword 5 (compute mode)"));
+    }
     let mut cmd_fields = rec_fields.clone();
     cmd_fields.push(("state_ptr", 32, "the descriptor's render-state table pointer"));
     let cmd = b.stream_out("cmd", "a command offered to the pipeline", "the pipeline takes it", &cmd_fields);
@@ -144,7 +157,8 @@ fn unit(p: &CmdprocParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     );
     let trace_valid = b.output("trace_valid_o", 1, "a trace record (the cycle after the command is decoded)");
     let trace_ports: Vec<Expr> = rec_fields.iter().map(|(n, w, d)| b.output(&format!("trace_{n}_o"), *w, d)).collect();
-    let state_o = b.output("state_o", 32 * sr, "render-state table, register i in bits 32i+31:32i");
+    let state_o = b.output("state_o", 32 * sr, "render-state table, register i in bits 32i+31:32i; a presented draw's or dispatch's own state");
+    let sh_o = p.compute.then(|| b.output("sh_o", 32 * sh::REGS as u32, "compute registers in docs/cmdproc.md's order; a presented dispatch's own snapshot"));
     let busy_o = b.output("busy_o", 1, "STATUS.busy");
     let irq_o = b.output("irq_o", 1, "interrupt line: |(IRQ_STATUS & IRQ_ENABLE)");
 
@@ -154,11 +168,15 @@ fn unit(p: &CmdprocParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     let regs = Regs::build(&mut b, p, &axi, &busy_o, &irq_o);
     let run = RunState::declare(&mut b, p);
     let fetch = Fetch::build(&mut b, p, &run, &imem_req, &imem_rsp);
-    let (qfull, qempty) = output::flags(&mut b);
+    let (qfull, qempty, readers) = output::flags(&mut b);
     let jobs = Jobs::declare(&mut b, p);
-    let fences = Fences { qfull, qempty, jobs_none: jobs.none.clone(), jobs_full: jobs.full.clone(), wr_ready: wr.ready.clone() };
-    let dec = Decoder::build(&mut b, p, &regs, &run, &fetch, &fences);
+    let fences = Fences { qfull, qempty, readers, jobs_none: jobs.none.clone(), jobs_full: jobs.full.clone(), wr_ready: wr.ready.clone() };
+    let sh_q = table::declare_sh(&mut b, p);
+    let dec = Decoder::build(&mut b, p, &regs, &run, &fetch, &fences, &sh_q);
     table::build(&mut b, p, &regs, &fetch, &dec, &state_o);
+    if let Some(sh_o) = &sh_o {
+        table::build_sh(&mut b, p, &regs, &fetch, &dec, &sh_q, sh_o);
+    }
     let out = output::Ports { cmd, trace_valid, trace: trace_ports, fields: rec_fields.iter().map(|(n, w, _)| (*n, *w)).collect() };
     output::queue(&mut b, p, &regs, &run, &dec, &fences, &out);
     output::write_port(&mut b, &run, &fetch, &dec, &wr);

@@ -8,8 +8,8 @@ use super::first::First;
 use super::regs::Regs;
 use super::lit_t;
 use crate::rtl::pipe::shift_queue;
-use crate::rtl::{Expr, ModuleBuilder, Stream};
-use gpurtl_params::cmdproc::CmdprocParams;
+use crate::rtl::{clog2, Expr, ModuleBuilder, Stream};
+use gpurtl_params::cmdproc::{CmdprocParams, Opcode};
 
 /// The command port and the trace ports, with the record's fields (name,
 /// width) in port order.
@@ -20,28 +20,43 @@ pub(super) struct Ports {
     pub fields: Vec<(&'static str, u32)>,
 }
 
-/// The queue's full and empty flags, which the decoder reads before the
-/// queue is built.
-pub(super) fn flags(b: &mut ModuleBuilder) -> (Expr, Expr) {
+/// The queue's full and empty flags, and whether it holds a state reader,
+/// which the decoder reads before the queue is built.
+pub(super) fn flags(b: &mut ModuleBuilder) -> (Expr, Expr, Expr) {
     let qfull = b.wire("out_full", 1);
     let qempty = b.wire("out_empty", 1);
-    (qfull, qempty)
+    let readers = b.wire("out_has_reader", 1);
+    (qfull, qempty, readers)
 }
 
 /// The output queue from the first packet's commit, the trace record, and
 /// the counters a commit moves.
 pub(super) fn queue(b: &mut ModuleBuilder, p: &CmdprocParams, regs: &Regs, run: &RunState, dec: &Decoder, fences: &Fences, ports: &Ports) {
     let Ports { cmd, trace_valid, trace: trace_ports, fields } = ports;
-    let First { f_hdr, f_it, f_n, f_addr, mp, commit, .. } = &dec.first;
+    let First { f_hdr, f_it, f_reader, f_n, f_addr, mp, commit, .. } = &dec.first;
     let Regs { start, cmd_count, d_state_ptr, .. } = regs;
     let (next_id, isz32) = (&run.next_id, &run.isz32);
     let (qfull, qempty) = (&fences.qfull, &fences.qempty);
     let iw = p.id_bits;
     let cmd_fire = b.let_("cmd_fire", &cmd.valid.clone().and(&cmd.ready));
-    let rec_vals = [next_id.clone(), f_addr.clone(), f_hdr.clone(), f_n.clone(), mp[0].clone(), mp[1].clone(), mp[2].clone(), mp[3].clone()];
-    let oq = shift_queue(b, "outq", p.out_depth, fields, std::slice::from_ref(&cmd_fire), &[(commit.clone(), rec_vals.to_vec())]);
+    let mut rec_vals = vec![next_id.clone(), f_addr.clone(), f_hdr.clone(), f_n.clone()];
+    rec_vals.extend(mp.iter().cloned());
+    let oq = shift_queue(b, "outq", p.out_depth, fields, std::slice::from_ref(&cmd_fire), &[(commit.clone(), rec_vals.clone())]);
     b.assign(qfull, &oq.has[p.out_depth as usize - 1]);
     b.assign(qempty, &oq.has[0].not());
+    // State readers in the queue (the state hold): one in at a reader's
+    // commit, one out when a reader at the head leaves.
+    let rw_ = clog2(p.out_depth as u64 + 1);
+    let readers = b.reg("out_readers_q", rw_, 0);
+    let head_op = oq.entries[0][2].slice(15, 8);
+    let head_reader = [Opcode::DrawIndexAuto, Opcode::DrawIndexOffset2, Opcode::DispatchDirect]
+        .iter()
+        .fold(Expr::bit(false), |acc, o| acc.or(&head_op.eq_lit(o.code() as u64)));
+    let r_in = commit.and(f_reader);
+    let r_out = b.let_("out_reader_leaves", &cmd_fire.and(&head_reader));
+    let one = Expr::lit(rw_, 1);
+    b.next(&readers, &r_in.mux(&r_out.mux(&readers, &readers.add(&one)), &readers.sub(&one)), Some(&r_in.xor(&r_out)));
+    b.assign(&fences.readers, &readers.ne(&Expr::zero(rw_)));
     b.assign(&cmd.valid, &oq.has[0]);
     for (k, (n, _)) in fields.iter().enumerate() {
         b.assign(&cmd.field(n), &oq.entries[0][k]);

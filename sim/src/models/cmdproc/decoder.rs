@@ -2,12 +2,22 @@
 //! cases): the window, the first and second packets, table writes, jumps,
 //! and a packet's commit.
 
-use super::packet::{check_header, Head, Packet, IB_SIZE_MASK};
+use super::packet::{check_header, dispatch_check, is_state_reader, is_state_writer, release_check, Head, Packet, IB_SIZE_MASK};
 use super::pm4;
 use super::prim::Job;
 use super::timing::Sim;
 use super::{Command, Record};
-use gpurtl_params::cmdproc::{Cause, Opcode};
+use gpurtl_params::cmdproc::{sh, Cause, Opcode};
+
+/// A write at the edge: to the render-state table or to the compute
+/// registers.
+#[derive(Clone, Copy, Debug)]
+enum Write {
+    /// `table[reg] = value` (`SET_CONTEXT_REG`).
+    Table(u32, u32),
+    /// Compute register `i` (`sh` order) `= value` (`SET_SH_REG`).
+    Sh(usize, u32),
+}
 
 /// What the decoder does in one cycle of case 4 ("takes").
 struct Took {
@@ -17,8 +27,8 @@ struct Took {
     cur: Option<Packet>,
     /// The packet committed in the cycle.
     commit: Option<Packet>,
-    /// Table writes at the edge: (register, value).
-    writes: Vec<(u32, u32)>,
+    /// Table and compute-register writes at the edge.
+    writes: Vec<Write>,
     /// `WRITE_DATA`: the dword presented (and taken) on the write port.
     wr: Option<(u32, u32)>,
     /// The error raised in the cycle: cause, header byte address.
@@ -36,30 +46,51 @@ impl<'a> Sim<'a> {
     }
 
     /// Feeds the packet its next dword `v` (taken in this cycle): `p_k`,
-    /// `SET_CONTEXT_REG`'s range check when `p0` is taken and its values.
-    fn feed(&self, pk: &mut Packet, v: u32, writes: &mut Vec<(u32, u32)>) -> Result<(), Cause> {
+    /// `SET_CONTEXT_REG`'s and `SET_SH_REG`'s range check when `p0` is
+    /// taken, and their values.
+    fn feed(&self, pk: &mut Packet, v: u32, writes: &mut Vec<Write>) -> Result<(), Cause> {
         let d = pk.done;
-        if (1..=4).contains(&d) {
+        if (1..=6).contains(&d) {
             pk.p[d as usize - 1] = v;
         }
-        if pk.op == Opcode::SetContextReg {
-            if d == 1 {
-                if v as u64 + pk.n as u64 - 1 > self.p.state_regs as u64 {
-                    return Err(Cause::StateRange);
+        match pk.op {
+            Opcode::SetContextReg => {
+                if d == 1 {
+                    if v as u64 + pk.n as u64 - 1 > self.p.state_regs as u64 {
+                        return Err(Cause::StateRange);
+                    }
+                } else if d >= 2 {
+                    writes.push(Write::Table(pk.p[0] + (d - 2), v));
                 }
-            } else if d >= 2 {
-                writes.push((pk.p[0] + (d - 2), v));
             }
+            Opcode::SetShReg => {
+                // Range p0 .. p0 + n - 2 (exact) inside one run.
+                if d == 1 {
+                    if !sh::range_ok(v as u64, v as u64 + pk.n as u64 - 2) {
+                        return Err(Cause::ShRange);
+                    }
+                } else if d >= 2 {
+                    let i = sh::index(pk.p[0] as u64 + (d - 2) as u64).expect("SET_SH_REG range checked at p0");
+                    writes.push(Write::Sh(i, v));
+                }
+            }
+            _ => {}
         }
         pk.done += 1;
         pk.r -= 1;
         Ok(())
     }
 
-    /// The checks of a packet that ends (`field`, `prim_range`).
+    /// The checks of a packet that ends (`field`, `prim_range`; with
+    /// `compute = true` also a dispatch's `field`, `need` from the snapshot
+    /// (the compute registers now, at the start of the cycle),
+    /// `RELEASE_MEM`'s `field`, and `graphics` for a draw).
     fn end_check(&self, pk: &Packet) -> Option<Cause> {
         let p = pk.p;
         match pk.op {
+            Opcode::DrawIndexAuto | Opcode::DrawIndexOffset2 if self.p.compute => Some(Cause::Graphics),
+            Opcode::DispatchDirect if self.p.compute => dispatch_check(self.p, &self.sh, &p),
+            Opcode::ReleaseMem => release_check(&p),
             Opcode::IndexType if p[0] > 1 => Some(Cause::Field),
             Opcode::IndirectBuffer if p[1] != 0 || p[0] & 3 != 0 => Some(Cause::Field),
             Opcode::DrawIndexOffset2 => {
@@ -72,15 +103,16 @@ impl<'a> Sim<'a> {
 
     /// Case 4 of the decoder: the window is `lanes`; `q0` and `jobs0` are the
     /// queue's fill and the number of jobs the primitive unit holds at the
-    /// start of the cycle.
-    fn take(&self, lanes: &[u32], q0: u32, jobs0: usize) -> Took {
+    /// start of the cycle; `reader0`: the queue holds a state reader at the
+    /// start of the cycle (the state hold's first condition).
+    fn take(&self, lanes: &[u32], q0: u32, jobs0: usize, reader0: bool) -> Took {
         let level = self.stack.len() as u32;
         let mut tk = Took { t: 0, cur: self.cur.clone(), commit: None, writes: Vec::new(), wr: None, error: None };
         let a = lanes.len() as u32;
         // The first packet.
         let (mut pk, fresh) = match &self.cur {
             Some(c) => (c.clone(), false),
-            None => match check_header(lanes[0], self.left, level, self.p.nesting) {
+            None => match check_header(lanes[0], self.left, level, self.p.nesting, self.p.compute) {
                 Err(cause) => {
                     tk.error = Some((cause, self.daddr));
                     return tk;
@@ -92,6 +124,14 @@ impl<'a> Sim<'a> {
                 Ok(Head::Packet(op, n)) => (Packet::new(op, lanes[0], self.daddr, n), true),
             },
         };
+        // The state hold: in a held cycle a SET_CONTEXT_REG (SET_SH_REG) first packet
+        // takes nothing (its header, when it starts here, was checked
+        // above; its p0 is not taken, so no state_range check). The first
+        // packet is not a state reader here, so the cycle is held only when
+        // the queue holds one at the start of the cycle.
+        if is_state_writer(pk.op) && reader0 {
+            return tk;
+        }
         if pk.op == Opcode::WriteData {
             // One dword a cycle, only as the first packet.
             if a == 0 {
@@ -120,8 +160,8 @@ impl<'a> Sim<'a> {
                 }
                 d => {
                     let k = d - 4;
-                    if k == 0 {
-                        pk.p[3] = v;
+                    if d <= 6 {
+                        pk.p[d as usize - 1] = v;
                     }
                     pk.data.push(v);
                     tk.wr = Some((pk.p[1].wrapping_add(4 * k), v));
@@ -136,8 +176,9 @@ impl<'a> Sim<'a> {
             }
             tk.cur = None;
             tk.commit = Some(pk);
-            // It was the current packet and ended in lane 0: e = 1.
-            self.second(lanes, 1, true, &mut tk);
+            // It was the current packet and ended in lane 0: e = 1 (and
+            // its second packet takes nothing in any case).
+            self.second(lanes, 1, true, reader0, &mut tk);
             return tk;
         }
         let ends = pk.r <= a;
@@ -168,28 +209,37 @@ impl<'a> Sim<'a> {
         tk.cur = None;
         tk.writes = writes;
         let second = !fresh && pk.op != Opcode::IndirectBuffer;
+        // Held: a reader in the queue at the start, or this first packet is
+        // a state reader that commits in this cycle.
+        let held = reader0 || is_state_reader(pk.op);
         tk.commit = Some(pk);
         if second {
-            self.second(lanes, take, false, &mut tk);
+            self.second(lanes, take, false, held, &mut tk);
         }
         tk
     }
 
     /// The second packet: a header in lane `e` after a current packet that
     /// ended in lane `e - 1` (`wd_first`: that packet was a `WRITE_DATA`,
-    /// so nothing more is taken).
-    fn second(&self, lanes: &[u32], e: u32, wd_first: bool, tk: &mut Took) {
+    /// so nothing more is taken; `held`: the cycle is held, so a
+    /// `SET_CONTEXT_REG` takes nothing).
+    fn second(&self, lanes: &[u32], e: u32, wd_first: bool, held: bool, tk: &mut Took) {
         let a = lanes.len() as u32;
         if e >= a {
             return;
         }
         let h = lanes[e as usize];
         let addr = self.daddr.wrapping_add(4 * e);
-        match check_header(h, self.left - e, self.stack.len() as u32, self.p.nesting) {
+        match check_header(h, self.left - e, self.stack.len() as u32, self.p.nesting, self.p.compute) {
             Err(cause) => tk.error = Some((cause, addr)),
             Ok(Head::Filler) => {}
             Ok(Head::Packet(op, n)) => {
                 if op == Opcode::WriteData || wd_first {
+                    return;
+                }
+                // The state hold: checked like any header, takes nothing
+                // (t2 = 0: met again in lane 0 of a later cycle).
+                if is_state_writer(op) && held {
                     return;
                 }
                 let t2 = n.min(a - e);
@@ -212,8 +262,10 @@ impl<'a> Sim<'a> {
     }
 
     /// The decoder in one cycle; returns the jump to make at the edge (after
-    /// the fetcher's answer of the cycle).
-    pub(super) fn decode(&mut self, q0: u32, jobs0: usize) -> Option<(u32, u32)> {
+    /// the fetcher's answer of the cycle). `q0`, `jobs0`, `reader0`: the
+    /// queue's fill, the primitive unit's jobs and whether the queue holds a
+    /// state reader, at the start of the cycle.
+    pub(super) fn decode(&mut self, q0: u32, jobs0: usize, reader0: bool) -> Option<(u32, u32)> {
         // 1. Nothing.
         if self.stopped || self.finished || q0 >= self.p.out_depth {
             return None;
@@ -239,10 +291,13 @@ impl<'a> Sim<'a> {
         for i in 0..a {
             buf[i as usize] = self.lane(i);
         }
-        let tk = self.take(&buf[..a as usize], q0, jobs0);
+        let tk = self.take(&buf[..a as usize], q0, jobs0, reader0);
         let mut jump = None;
-        for (reg, v) in &tk.writes {
-            self.table[*reg as usize] = *v;
+        for w in &tk.writes {
+            match *w {
+                Write::Table(reg, v) => self.table[reg as usize] = v,
+                Write::Sh(i, v) => self.sh[i] = v,
+            }
         }
         let t = tk.t;
         if let Some(pk) = tk.commit {
@@ -273,11 +328,23 @@ impl<'a> Sim<'a> {
     /// A packet commits: its id, the output queue, the trace, its effects.
     fn commit(&mut self, pk: Packet) {
         let mask = if self.p.id_bits >= 32 { u32::MAX as u64 } else { (1u64 << self.p.id_bits) - 1 };
-        let record = Record { id: (self.next_id & mask) as u32, addr: pk.addr, header: pk.header, count: pk.n, p: pk.p };
+        // A record holds min(n, 4) payload dwords, min(n, 6) with compute.
+        let mut p = pk.p;
+        if !self.p.compute {
+            p[4..].fill(0);
+        }
+        let record = Record { id: (self.next_id & mask) as u32, addr: pk.addr, header: pk.header, count: pk.n, p };
         self.next_id += 1;
-        self.trace.push(pm4::trace_line(&record));
-        self.commands.push(Command { record, prims: Vec::new() });
-        self.queue += 1;
+        self.trace.push(pm4::trace_line_mode(&record, self.p.compute));
+        // A state reader's state: the table now (the SET_CONTEXT_REG packets
+        // before it have all been taken; this cycle is held, so none writes
+        // at its edge).
+        let state = is_state_reader(pk.op).then(|| self.table.clone());
+        // A dispatch's snapshot (compute mode): the compute registers now
+        // (held likewise).
+        let sh = (self.p.compute && pk.op == Opcode::DispatchDirect).then(|| self.sh.clone());
+        self.commands.push(Command { record, prims: Vec::new(), state, sh });
+        self.queue.push_back(self.commands.len() - 1);
         match pk.op {
             Opcode::IndexType => self.index_size = if pk.p[0] == 0 { 2 } else { 4 },
             Opcode::WriteData => self.memory_writes.push((pk.p[1], pk.data)),

@@ -1,18 +1,23 @@
 //! `gpurtl run cmdproc` files: the input (every violation reported) and
 //! the output.
 
-use super::{Outcome, Registers, Status, Workload};
+use super::{Outcome, Pipeline, Registers, Status, Workload};
 use crate::models::{err, shown, InputError, InputErrors, Violations};
 use gpurtl_params::cmdproc::CmdprocParams;
 use serde_json::{json, Map, Value};
 
-/// The keys of an input file, of its `registers` and of a memory run.
-const TOP_KEYS: [&str; 3] = ["registers", "memory", "mem_latency"];
+/// The keys of an input file, of its `registers`, of a memory run and of
+/// `pipeline`.
+const TOP_KEYS: [&str; 4] = ["registers", "memory", "mem_latency", "pipeline"];
 const REGISTER_KEYS: [&str; 7] = ["cmd_base", "cmd_size", "prim_base", "prim_size", "state", "state_ptr", "irq_enable"];
 const RUN_KEYS: [&str; 2] = ["addr", "dwords"];
+const PIPELINE_KEYS: [&str; 2] = ["stall", "seed"];
 
 const U32_ALLOWED: &str = "an integer from 0 to 4294967295";
 const ADDR_ALLOWED: &str = "a multiple of 4 from 0 to 4294967292";
+const PIPELINE_ALLOWED: &str = "an object {\"stall\": p, \"seed\": s}";
+const STALL_ALLOWED: &str = "a number from 0 to 1 (the probability that cmd_ready is 0 in a cycle)";
+const SEED_ALLOWED: &str = "an integer from 0 to 18446744073709551615";
 
 /// Keys of `o` not in `keys`, each a violation named by `at(key)`.
 fn refuse_unknown(e: &mut Violations, o: &Map<String, Value>, at: &dyn Fn(&str) -> String, keys: &[&str]) {
@@ -77,6 +82,27 @@ fn parse_registers(e: &mut Violations, r: &Value, p: &CmdprocParams) -> Option<R
     })
 }
 
+/// `"pipeline": {"stall": p, "seed": s}` (both keys required).
+fn parse_pipeline(e: &mut Violations, v: &Value) -> Option<Pipeline> {
+    let Some(o) = v.as_object() else {
+        e.push(err("pipeline", shown(v), PIPELINE_ALLOWED));
+        return None;
+    };
+    refuse_unknown(e, o, &|k| format!("pipeline.{k}"), &PIPELINE_KEYS);
+    let stall = e.take(match o.get("stall") {
+        None => Err(err("pipeline.stall", "(missing)", STALL_ALLOWED)),
+        Some(x) => match x.as_f64() {
+            Some(f) if f.is_finite() && (0.0..=1.0).contains(&f) => Ok(f),
+            _ => Err(err("pipeline.stall", shown(x), STALL_ALLOWED)),
+        },
+    });
+    let seed = e.take(match o.get("seed") {
+        None => Err(err("pipeline.seed", "(missing)", SEED_ALLOWED)),
+        Some(x) => x.as_u64().ok_or_else(|| err("pipeline.seed", shown(x), SEED_ALLOWED)),
+    });
+    Some(Pipeline { stall: stall?, seed: seed? })
+}
+
 /// The memory runs; each checked against the good runs before it
 /// (`(index, addr, dwords)`) for overlap, modulo 2^32.
 fn parse_memory(e: &mut Violations, m: &Value) -> Option<Vec<(u32, Vec<u32>)>> {
@@ -135,7 +161,7 @@ fn parse_memory(e: &mut Violations, m: &Value) -> Option<Vec<(u32, Vec<u32>)>> {
 pub fn parse_input(v: &Value, p: &CmdprocParams) -> Result<Workload, InputErrors> {
     let mut e = Violations::default();
     let Some(obj) = v.as_object() else {
-        return Err(e.stop(Some(err("(file)", shown(v), "a JSON object with the keys registers, memory, mem_latency"))));
+        return Err(e.stop(Some(err("(file)", shown(v), "a JSON object with the keys registers, memory, mem_latency (and optionally pipeline)"))));
     };
     refuse_unknown(&mut e, obj, &|k| k.to_string(), &TOP_KEYS);
     let registers = match obj.get("registers") {
@@ -160,40 +186,60 @@ pub fn parse_input(v: &Value, p: &CmdprocParams) -> Result<Workload, InputErrors
             _ => Err(err("mem_latency", shown(x), lat_allowed)),
         },
     });
-    match (registers, memory, mem_latency) {
-        (Some(registers), Some(memory), Some(mem_latency)) if e.is_empty() => Ok(Workload { registers, memory, mem_latency }),
+    let pipeline = match obj.get("pipeline") {
+        None => Some(Pipeline::default()),
+        Some(x) => parse_pipeline(&mut e, x),
+    };
+    match (registers, memory, mem_latency, pipeline) {
+        (Some(registers), Some(memory), Some(mem_latency), Some(pipeline)) if e.is_empty() => {
+            Ok(Workload { registers, memory, mem_latency, pipeline })
+        }
         _ => Err(e.stop(None)),
     }
 }
 
 /// The `gpurtl run cmdproc` output file.
 pub fn output_json(p: &CmdprocParams, o: &Outcome) -> Value {
-    let _ = p;
+    // A record holds min(n, 4) payload dwords, min(n, 6) in compute mode.
+    let held = if p.compute { 6 } else { 4 };
     let commands: Vec<Value> = o
         .commands
         .iter()
         .map(|c| {
             let r = &c.record;
-            json!({
+            let mut v = json!({
                 "id": r.id,
                 "addr": r.addr,
                 "opcode": (r.header >> 8) & 0xFF,
                 "header": r.header,
                 "dwords": r.count,
-                "payload": r.p[..r.count.min(4) as usize].to_vec(),
+                "payload": r.p[..r.count.min(held) as usize].to_vec(),
                 "prims": c.prims,
-            })
+            });
+            // A state reader's state, after `prims`; no other record has it.
+            if let Some(st) = &c.state {
+                v.as_object_mut().unwrap().insert("state".into(), json!(st));
+            }
+            // A dispatch's snapshot (compute mode), after `state`.
+            if let Some(snap) = &c.sh {
+                v.as_object_mut().unwrap().insert("sh".into(), json!(snap));
+            }
+            v
         })
         .collect();
     let writes: Vec<Value> = o.memory_writes.iter().map(|(a, d)| json!({"addr": a, "dwords": d})).collect();
-    json!({
-        "commands": commands,
-        "state_table": o.state_table,
-        "status": match o.status { Status::Done => "done", Status::Error => "error" },
-        "error": o.error.map(|(c, a)| json!({"cause": c.name(), "addr": a})),
-        "irq": o.irq,
-        "memory_writes": writes,
-        "trace": o.trace,
-        "cycles": o.cycles,
-    })
+    let mut out = Map::new();
+    out.insert("commands".into(), json!(commands));
+    out.insert("state_table".into(), json!(o.state_table));
+    // The compute registers at the end, in compute mode only.
+    if let Some(t) = &o.sh_table {
+        out.insert("sh_table".into(), json!(t));
+    }
+    out.insert("status".into(), json!(match o.status { Status::Done => "done", Status::Error => "error" }));
+    out.insert("error".into(), json!(o.error.map(|(c, a)| json!({"cause": c.name(), "addr": a}))));
+    out.insert("irq".into(), json!(o.irq));
+    out.insert("memory_writes".into(), json!(writes));
+    out.insert("trace".into(), json!(o.trace));
+    out.insert("cycles".into(), json!(o.cycles));
+    Value::Object(out)
 }

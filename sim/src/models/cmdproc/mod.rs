@@ -83,6 +83,45 @@
 //!     (a run may wrap), and runs overlap modulo 2^32.
 //! 17. The spec's example had a `NOP` header with `n = 7` in an 8-byte
 //!     buffer (an `overrun`); the spec now has a `NOP` with `n = 1`.
+//! 18. Render state in order: a state reader's `state` is taken from the
+//!     table when it commits (no write happens in its commit cycle, which is
+//!     held, nor while it is in the output queue); the model checks, in
+//!     every cycle a reader is presented, that the table still equals it.
+//! 19. `"pipeline"`: both `stall` and `seed` are required in the object
+//!     (the spec gives no default for either inside it); `floor(p * 2^64)`
+//!     is taken of the JSON number as an f64 (exactly: a power-of-two scale),
+//!     so `p = 1` gives 2^64 and `cmd_ready` is never 1. The draw of the
+//!     run's last busy cycle changes nothing and is not made.
+//! 20. The state hold's "first packet is a state reader that commits in
+//!     this cycle" only matters for the second packet; a `SET_CONTEXT_REG`
+//!     that is the current packet (partly taken) in a held cycle takes
+//!     nothing too (it cannot happen: a reader after it commits only after
+//!     it, and one before it holds it before it starts).
+//! 21. Compute mode (`compute = true`, spec 3c9b374): the 23 compute
+//!     registers are 0 at the doorbell; `SET_SH_REG` is timed exactly as
+//!     `SET_CONTEXT_REG` (range checked when `p0` is taken, `sh_range` if
+//!     any of `p0 .. p0 + n - 2` (exact) is not a compute register's
+//!     offset, which for a consecutive range is "inside one run"; values
+//!     written at the edge of the cycle they are taken; the state hold).
+//!     A dispatch's end checks read the compute registers at the start of
+//!     its ending cycle, which is its snapshot (no write at its commit's
+//!     edge: the cycle is held); the model checks in every cycle a dispatch
+//!     is presented that `sh_o` (the registers) still equals it.
+//! 22. A draw in compute mode raises `graphics` in the cycle it ends,
+//!     before the job-slot wait (which it never meets: no job is ever
+//!     handed to the primitive unit); `INDEX_TYPE` still sets the index
+//!     size, which no draw then uses.
+//! 23. A record holds `p0..p3` with `compute = false` (`p4`, `p5` are 0 in
+//!     `Record::p` even when the packet has them) and `p0..p5` with
+//!     `compute = true`; `"payload"` and trace lists follow (4 or 6).
+//! 24. Trace and disassembler text of `RELEASE_MEM` does not print `p3`
+//!     (0 in every command; a packet with `p3 != 0` disassembles to
+//!     `DWORD`s, as its line cannot give it back); `control` is `p1 &
+//!     0x18FFFFFF`; `reg`'s byte offset prints in lower-case hex, like the
+//!     other hex fields; the assembler takes `reg` as a name or any number
+//!     (decimal or hex) from 0xB000 to 0xBFFC, a multiple of 4.
+//! 25. `x`, `y`, `z` "above 2^16" is `> 65536` (65536 itself passes that
+//!     check); the three per-dimension checks come before the product.
 //!
 //! Files: `packet.rs` (the header checks and the current packet),
 //! `timing.rs` (the unit's registers, the fetcher and the cycle loop),
@@ -104,6 +143,7 @@ pub use pm4::Record;
 pub use timing::run;
 
 use crate::mem::Memory;
+use crate::rng::Rng;
 use gpurtl_params::cmdproc::Cause;
 
 /// The memory image of dword runs (a run's dword `i` at byte
@@ -138,13 +178,71 @@ pub struct Registers {
     pub irq_enable: u32,
 }
 
+/// Back-pressure on the pipeline port (docs/cmdproc.md, "`gpurtl run
+/// cmdproc`", `"pipeline"`): `cmd_ready` is 0 in a busy cycle with
+/// probability `stall`, from the draws of SplitMix64 seeded with `seed`.
+/// The default is no stall.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Pipeline {
+    /// `p`, from 0 to 1 (never NaN: the input refuses it).
+    pub stall: f64,
+    /// `s`.
+    pub seed: u64,
+}
+
+// `stall` is never NaN (the input reader refuses it, `PipelineStall::new`
+// asserts it), so equality is an equivalence.
+impl Eq for Pipeline {}
+
+impl Pipeline {
+    /// The generator of `cmd_ready` for one run.
+    pub fn stalls(&self) -> PipelineStall {
+        PipelineStall::new(self.stall, self.seed)
+    }
+}
+
+/// `cmd_ready` busy cycle by busy cycle: call [`PipelineStall::ready`] once
+/// per busy cycle, the first call for busy cycle 1 (the cycle after the
+/// doorbell's handshake), whether or not a command is presented. Draw `k`
+/// is the `k`-th SplitMix64 draw `d_k` from `seed` ([`Rng`]); `cmd_ready`
+/// is 0 when `d_k < floor(stall * 2^64)`. `stall = 1` is never ready.
+#[derive(Clone, Debug)]
+pub struct PipelineStall {
+    rng: Rng,
+    /// `floor(stall * 2^64)`, 0 ..= 2^64.
+    threshold: u128,
+}
+
+impl PipelineStall {
+    /// `stall` from 0 to 1 (panics otherwise: input files are checked
+    /// before).
+    pub fn new(stall: f64, seed: u64) -> PipelineStall {
+        assert!((0.0..=1.0).contains(&stall), "PipelineStall: stall {stall} is not from 0 to 1");
+        // Scaling by 2^64 is exact in f64; `as` truncates toward zero,
+        // which is the floor of a value >= 0.
+        let threshold = (stall * 18_446_744_073_709_551_616.0).floor() as u128;
+        PipelineStall { rng: Rng::new(seed), threshold }
+    }
+    /// `floor(stall * 2^64)`.
+    pub fn threshold(&self) -> u128 {
+        self.threshold
+    }
+    /// `cmd_ready` in the next busy cycle (one draw).
+    pub fn ready(&mut self) -> bool {
+        (self.rng.next_u64() as u128) >= self.threshold
+    }
+}
+
 /// One run: registers, memory contents (dword runs at byte addresses,
-/// multiples of 4, not overlapping; the rest reads as zero), memory latency.
+/// multiples of 4, not overlapping; the rest reads as zero), memory latency,
+/// the pipeline port's back-pressure.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Workload {
     pub registers: Registers,
     pub memory: Vec<(u32, Vec<u32>)>,
     pub mem_latency: u32,
+    /// `"pipeline"` (default: no stalls).
+    pub pipeline: Pipeline,
 }
 
 /// A command as it left the pipeline port, with its primitives.
@@ -152,6 +250,16 @@ pub struct Workload {
 pub struct Command {
     pub record: Record,
     pub prims: Vec<u32>,
+    /// A state reader's state (`DRAW_INDEX_AUTO`, `DRAW_INDEX_OFFSET_2`,
+    /// `DISPATCH_DIRECT`): the whole table, `state_regs` values, as the
+    /// `SET_CONTEXT_REG` packets before it left it; `None` for other
+    /// commands.
+    pub state: Option<Vec<u32>>,
+    /// With `compute = true`, a `DISPATCH_DIRECT`'s snapshot: the 23
+    /// compute registers (`params::cmdproc::sh` order) as the `SET_SH_REG`
+    /// packets before it left them (`sh_o` while it is presented); `None`
+    /// for other commands and with `compute = false`.
+    pub sh: Option<Vec<u32>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,6 +274,9 @@ pub struct Outcome {
     pub commands: Vec<Command>,
     /// `state_regs` values after the run.
     pub state_table: Vec<u32>,
+    /// With `compute = true`, the 23 compute registers after the run;
+    /// `None` with `compute = false`.
+    pub sh_table: Option<Vec<u32>>,
     pub status: Status,
     /// The cause and the offending packet's header byte address.
     pub error: Option<(Cause, u32)>,

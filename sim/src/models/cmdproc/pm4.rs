@@ -5,11 +5,11 @@
 //! - [`assemble`]: packet lines to dwords; every bad line is reported.
 //! - [`disassemble`]: dwords to packet lines; `assemble(disassemble(d)) == d`
 //!   for any dwords, and `disassemble(assemble(t)) == t` for canonical text.
-//! - [`run_input`]: a run file in text form (`.registers`, `.memory`, then
-//!   packets) to the JSON input of `gpurtl run cmdproc`.
+//! - [`run_input`]: a run file in text form (`.registers`, `.memory`,
+//!   `.pipeline`, then packets) to the JSON input of `gpurtl run cmdproc`.
 //! - [`trace_line`]: a command's trace line from its record.
 
-use gpurtl_params::cmdproc::Opcode;
+use gpurtl_params::cmdproc::{sh, Opcode};
 use serde_json::{json, Map, Value};
 use std::fmt;
 
@@ -22,8 +22,18 @@ pub struct Record {
     pub header: u32,
     /// Payload dwords `n`.
     pub count: u32,
-    /// The first four payload dwords, zeros beyond `n`.
-    pub p: [u32; 4],
+    /// The first payload dwords: `p0..p3` with `compute = false` (`p4`,
+    /// `p5` are then 0), `p0..p5` with `compute = true`; zeros beyond `n`.
+    pub p: [u32; 6],
+}
+
+/// Payload dwords a record holds: 4, or 6 with `compute = true`.
+pub fn record_dwords(compute: bool) -> u32 {
+    if compute {
+        6
+    } else {
+        4
+    }
 }
 
 /// The most payload dwords a packet has (`n = (c + 1) mod 2^14`).
@@ -48,9 +58,17 @@ pub fn payload_count(h: u32) -> u32 {
     ((h >> 16) + 1) & 0x3FFF
 }
 
-/// The trace line of a record: `#<id> @0x<addr> <text>`.
+/// The trace line of a record of a unit with `compute = false` (the
+/// record holds `p0..p3`): `#<id> @0x<addr> <text>`.
 pub fn trace_line(r: &Record) -> String {
-    format!("#{} @0x{:08x} {}", r.id, r.addr, record_text(r))
+    trace_line_mode(r, false)
+}
+
+/// The trace line of a record of a unit with `compute` as given (with
+/// `compute = true` the record holds `p0..p5`, so lists print up to six
+/// payload dwords before `...+K`).
+pub fn trace_line_mode(r: &Record, compute: bool) -> String {
+    format!("#{} @0x{:08x} {}", r.id, r.addr, record_text(r, record_dwords(compute)))
 }
 
 /// A list of the values held, then `...+K` for the `more` not held.
@@ -63,12 +81,13 @@ fn held_list(vals: &[u32], more: u32) -> String {
 }
 
 /// The assembler line of a command, built from its record (header, `n`,
-/// `p0..p3`): lists longer than the record holds end with `...+K`.
-fn record_text(r: &Record) -> String {
+/// the `holds` payload dwords it holds, 4 or 6): lists longer than the
+/// record holds end with `...+K`.
+fn record_text(r: &Record, holds: u32) -> String {
     let h = r.header;
     let n = r.count;
     let p = r.p;
-    let held = n.min(4) as usize;
+    let held = n.min(holds) as usize;
     let op = if h >> 30 == 3 { Opcode::from_code((h >> 8) & 0xFF) } else { None };
     let Some(op) = op else {
         // Not a command (records are of type-3 packets of known opcodes).
@@ -102,10 +121,44 @@ fn record_text(r: &Record) -> String {
             )
         }
         Opcode::IndirectBuffer => format!("{name} addr=0x{:08x} size={}", p[0], p[2] & (IB_SIZE_LIMIT - 1)),
+        Opcode::SetShReg => {
+            let vals = p.get(1..held.max(1)).unwrap_or(&[]);
+            format!("{name} reg={} values={}", sh_reg_text(p[0]), held_list(vals, n.saturating_sub(1) - vals.len() as u32))
+        }
+        Opcode::ReleaseMem => release_text(&p),
     };
     push_bits(&mut s, h);
     s
 }
+
+/// `SET_SH_REG`'s `reg` from `p0`: the register's name when `p0` is one
+/// of the compute registers', else the byte offset `0xB000 + 4 p0` (`0x`
+/// and 8 hex digits).
+fn sh_reg_text(p0: u32) -> String {
+    match sh::index(p0 as u64) {
+        Some(i) => sh::name(i),
+        None => format!("0x{:08x}", SH_BASE as u64 + 4 * p0 as u64),
+    }
+}
+
+/// `RELEASE_MEM`'s fields from `p0..p5` (`p3` is not printed): `event`,
+/// `data_sel`, `int_sel`, `control` (the rest of `p1`, only when not 0),
+/// `addr`, `data`.
+fn release_text(p: &[u32; 6]) -> String {
+    let control = p[1] & !RELEASE_SEL_BITS;
+    let mut s = format!("RELEASE_MEM event=0x{:08x} data_sel={} int_sel={}", p[0], p[1] >> 29, (p[1] >> 24) & 7);
+    if control != 0 {
+        s.push_str(&format!(" control=0x{control:08x}"));
+    }
+    s.push_str(&format!(" addr=0x{:08x} data={},{}", p[2], p[4], p[5]));
+    s
+}
+
+/// `SET_SH_REG`: byte offset of register dword offset 0 (the SH space is
+/// 0xB000..=0xBFFC).
+pub const SH_BASE: u32 = 0xB000;
+/// `RELEASE_MEM` `p1`'s `DATA_SEL` [31:29] and `INT_SEL` [26:24].
+const RELEASE_SEL_BITS: u32 = 0xE700_0000;
 
 /// The ` shader=1` / ` predicate=1` suffixes of header bits 1 and 0.
 fn push_bits(s: &mut String, h: u32) {
@@ -249,6 +302,15 @@ impl Mnemonic {
                 Opcode::DispatchDirect => vec![req("x", Num), req("y", Num), req("z", Num), req("initiator", Num)],
                 Opcode::WriteData => vec![req("control", Num), req("addr", Num), req("data", List(MAX_PAYLOAD - 3))],
                 Opcode::IndirectBuffer => vec![req("addr", Num), req("size", IbSize)],
+                Opcode::SetShReg => vec![req("reg", ShReg), req("values", List(MAX_PAYLOAD - 1))],
+                Opcode::ReleaseMem => vec![
+                    req("event", Num),
+                    req("data_sel", Sel),
+                    req("int_sel", Sel),
+                    opt("control", Control),
+                    req("addr", Num),
+                    req("data", Pair),
+                ],
             },
         };
         v.extend([opt("shader", Bit), opt("predicate", Bit)]);
@@ -275,6 +337,15 @@ enum Kind {
     IbSize,
     /// 0 or 1.
     Bit,
+    /// A compute register's name, or a byte offset 0xB000..=0xBFFC, a
+    /// multiple of 4 (`SET_SH_REG`'s `reg`); its value is the byte offset.
+    ShReg,
+    /// Below 8 (`DATA_SEL`, `INT_SEL`).
+    Sel,
+    /// `RELEASE_MEM`'s carried `p1` bits: bits 31:29 and 26:24 clear.
+    Control,
+    /// Exactly two values.
+    Pair,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -362,6 +433,24 @@ fn number_list(what: &str, raw: &str) -> Result<Vec<u32>, String> {
 
 fn parse_value(f: &Field, raw: &str) -> Result<Val, String> {
     let what = format!("field `{}`", f.name);
+    if f.kind == Kind::ShReg {
+        if let Some(i) = (0..sh::REGS).find(|&i| sh::name(i) == raw) {
+            return Ok(Val::One(SH_BASE + 4 * sh::offset(i)));
+        }
+        if !raw.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(format!(
+                "{what} = `{}`: not a compute register (COMPUTE_NUM_THREAD_X, _Y, _Z, COMPUTE_PGM_LO, COMPUTE_PGM_HI, COMPUTE_PGM_RSRC1, COMPUTE_PGM_RSRC2, COMPUTE_USER_DATA_0 .. COMPUTE_USER_DATA_15) nor a byte offset",
+                short(raw)
+            ));
+        }
+    }
+    if f.kind == Kind::Pair {
+        let v = number_list(&what, raw)?;
+        if v.len() != 2 {
+            return Err(format!("{what} has {} values: takes exactly two (data lo, data hi)", v.len()));
+        }
+        return Ok(Val::Many(v));
+    }
     match f.kind {
         Kind::List(max) => {
             let v = number_list(&what, raw)?;
@@ -386,6 +475,13 @@ fn parse_value(f: &Field, raw: &str) -> Result<Val, String> {
                 Kind::IndexSize if v != 16 && v != 32 => bad("16 or 32 (bits per index)".into()),
                 Kind::IbSize if v >= IB_SIZE_LIMIT => bad(format!("below 2^20 = {IB_SIZE_LIMIT} (a 20-bit size in dwords)")),
                 Kind::Bit if v > 1 => bad("0 or 1".into()),
+                Kind::ShReg if !(SH_BASE..=0xBFFC).contains(&v) || v % 4 != 0 => {
+                    bad("a compute register's name or a byte offset from 0xB000 to 0xBFFC, a multiple of 4".into())
+                }
+                Kind::Sel if v > 7 => bad("below 8 (3 bits)".into()),
+                Kind::Control if v & RELEASE_SEL_BITS != 0 => {
+                    bad("clear in bits 31:29 and 26:24 (DATA_SEL and INT_SEL are their own fields)".into())
+                }
                 _ => Ok(Val::One(v)),
             }
         }
@@ -461,6 +557,15 @@ fn assemble_line(code: &str) -> Result<Vec<u32>, String> {
             v
         }
         Opcode::IndirectBuffer => vec![num("addr"), 0, num("size")],
+        Opcode::SetShReg => {
+            let mut v = vec![(num("reg") - SH_BASE) / 4];
+            v.extend_from_slice(get("values").map_or(&[][..], Val::many));
+            v
+        }
+        Opcode::ReleaseMem => {
+            let data = get("data").map_or(&[0, 0][..], Val::many);
+            vec![num("event"), (num("data_sel") << 29) | (num("int_sel") << 24) | num("control"), num("addr"), 0, data[0], data[1]]
+        }
     };
     let mut out = Vec::with_capacity(1 + payload.len());
     out.push(header(op, payload.len() as u32) | (num("shader") << 1) | num("predicate"));
@@ -513,6 +618,9 @@ pub fn assemble(text: &str) -> Result<Vec<u32>, Vec<AsmError>> {
             let d = code.split_whitespace().next().unwrap_or("");
             let msg = match d {
                 ".registers" | ".memory" => format!("`{d}`: {RUN_FILE}"),
+                ".pipeline" => format!(
+                    "`.pipeline`: a `.pipeline` line belongs to a run input for `gpurtl run cmdproc --input`; `gpurtl asm` takes packet lines only"
+                ),
                 _ => format!("unknown directive `{}`: {RUN_FILE}", short(d)),
             };
             errors.push(asm_error(n, line, msg));
@@ -562,6 +670,10 @@ fn packet_text(pkt: &[u32]) -> Option<String> {
         Opcode::DispatchDirect => format!("{name} x={} y={} z={} initiator=0x{:08x}", p[0], p[1], p[2], p[3]),
         Opcode::WriteData => format!("{name} control=0x{:08x} addr=0x{:08x} data={}", p[0], p[1], join(&p[3..])),
         Opcode::IndirectBuffer => format!("{name} addr=0x{:08x} size={}", p[0], p[2]),
+        Opcode::SetShReg if p[0] >= 0x400 => return None,
+        Opcode::SetShReg => format!("{name} reg={} values={}", sh_reg_text(p[0]), join(&p[1..])),
+        Opcode::ReleaseMem if p[3] != 0 => return None,
+        Opcode::ReleaseMem => release_text(&[p[0], p[1], p[2], p[3], p[4], p[5]]),
     };
     push_bits(&mut s, h);
     Some(s)
@@ -606,15 +718,19 @@ pub fn disassemble(dwords: &[u32]) -> String {
 pub const REGISTER_KEYS: [&str; 8] =
     ["cmd_base", "cmd_size", "prim_base", "prim_size", "state", "state_ptr", "irq_enable", "mem_latency"];
 
+/// The keys of a `.pipeline` line (the input's `"pipeline"` object).
+pub const PIPELINE_KEYS: [&str; 2] = ["stall", "seed"];
+
 /// `mem_latency` when the run file gives none.
 pub const DEFAULT_MEM_LATENCY: u32 = 20;
 
-/// A run file in text form (docs/cmdproc.md, "Assembler text"): `.registers`
-/// and `.memory` lines, then packet lines, to the JSON input of `gpurtl run
-/// cmdproc`. The packets are placed at `cmd_base` (first in `memory`);
-/// `cmd_size` is 4 x their dwords unless given; `mem_latency` is 20 unless
-/// given. Only syntax and numbers (< 2^32) are checked here; the JSON reader
-/// checks the rest.
+/// A run file in text form (docs/cmdproc.md, "Assembler text"): `.registers`,
+/// `.memory` and `.pipeline` lines, then packet lines, to the JSON input of
+/// `gpurtl run cmdproc`. The packets are placed at `cmd_base` (first in
+/// `memory`); `cmd_size` is 4 x their dwords unless given; `mem_latency` is
+/// 20 unless given; `"pipeline"` is there when a `.pipeline` line is. Only
+/// syntax and numbers (< 2^32; a seed < 2^64, a stall a decimal number) are
+/// checked here; the JSON reader checks the rest.
 pub fn run_input(text: &str) -> Result<Value, Vec<AsmError>> {
     let mut errors = AsmErrors::default();
     let mut packets = Vec::new();
@@ -623,6 +739,7 @@ pub fn run_input(text: &str) -> Result<Value, Vec<AsmError>> {
     let mut regs: Vec<(&'static str, Value)> = Vec::new();
     let mut first_registers: Option<(usize, &str)> = None;
     let mut memory: Vec<Value> = Vec::new();
+    let mut pipeline: Option<Vec<(&'static str, Value)>> = None;
     for (n, line, code) in code_lines(text) {
         if !code.starts_with('.') {
             seen_packet = true;
@@ -634,13 +751,15 @@ pub fn run_input(text: &str) -> Result<Value, Vec<AsmError>> {
         }
         let mut toks = code.split_whitespace();
         let d = toks.next().unwrap_or("");
-        let r = if !matches!(d, ".registers" | ".memory") {
-            Err(vec![format!("unknown directive `{}`; known: .registers, .memory", short(d))])
+        let r = if !matches!(d, ".registers" | ".memory" | ".pipeline") {
+            Err(vec![format!("unknown directive `{}`; known: .registers, .memory, .pipeline", short(d))])
         } else if seen_packet {
-            Err(vec![format!("`{d}` after a packet: `.registers` and `.memory` lines come before the packets")])
+            Err(vec![format!("`{d}` after a packet: `.registers`, `.memory` and `.pipeline` lines come before the packets")])
         } else if d == ".registers" {
             first_registers.get_or_insert((n, line));
             registers_line(toks, &mut regs)
+        } else if d == ".pipeline" {
+            pipeline_line(toks, pipeline.get_or_insert_with(Vec::new))
         } else {
             memory_line(toks).map(|m| memory.push(m)).map_err(|m| vec![m])
         };
@@ -676,11 +795,78 @@ pub fn run_input(text: &str) -> Result<Value, Vec<AsmError>> {
         mem.push(json!({"addr": cmd_base, "dwords": packets}));
     }
     mem.extend(memory);
-    Ok(json!({
+    let mut input = json!({
         "registers": registers,
         "memory": mem,
         "mem_latency": get("mem_latency").unwrap_or(json!(DEFAULT_MEM_LATENCY)),
-    }))
+    });
+    if let Some(pipe) = pipeline {
+        let o: Map<String, Value> = pipe.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        input["pipeline"] = Value::Object(o);
+    }
+    Ok(input)
+}
+
+/// The fields of a `.pipeline stall=P seed=S` line into `pipe` (over all
+/// `.pipeline` lines, each key at most once); every bad field is reported.
+/// `P` is a decimal number (digits, optionally a point and digits), `S` a
+/// number below 2^64 (decimal, or `0x` and hex digits); the JSON reader
+/// checks `P <= 1` and that both are given.
+fn pipeline_line<'a>(toks: impl Iterator<Item = &'a str>, pipe: &mut Vec<(&'static str, Value)>) -> Result<(), Vec<String>> {
+    let known = || PIPELINE_KEYS.join(", ");
+    let mut errs = Vec::new();
+    for tok in toks {
+        let Some((name, raw)) = tok.split_once('=') else {
+            errs.push(format!("`{}` is not a pipeline field: fields are written name=value; known: {}", short(tok), known()));
+            continue;
+        };
+        let Some(key) = PIPELINE_KEYS.iter().copied().find(|k| *k == name) else {
+            errs.push(format!("unknown pipeline field `{}`; known: {}", short(name), known()));
+            continue;
+        };
+        if pipe.iter().any(|(k, _)| *k == key) {
+            errs.push(format!("pipeline field `{key}` is given twice"));
+            continue;
+        }
+        let v = if key == "stall" { decimal(raw).map(|f| json!(f)) } else { seed_number(raw).map(|s| json!(s)) };
+        match v {
+            Some(v) => pipe.push((key, v)),
+            None if key == "stall" => {
+                errs.push(format!("pipeline field `stall` = `{}` is not a decimal number (digits, or digits, a point and digits, such as 0.3)", short(raw)))
+            }
+            None => errs.push(format!(
+                "pipeline field `seed` = `{}` is not a number below 2^64 = 18446744073709551616 (decimal, or 0x and hex digits)",
+                short(raw)
+            )),
+        }
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs)
+    }
+}
+
+/// A decimal number `D+` or `D+.D+` as an f64 (correctly rounded).
+fn decimal(s: &str) -> Option<f64> {
+    let (int, frac) = match s.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (s, None),
+    };
+    let digits = |d: &str| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit());
+    (digits(int) && frac.is_none_or(digits)).then(|| s.parse::<f64>().ok()).flatten()
+}
+
+/// A number below 2^64: decimal, or `0x` and hex digits.
+fn seed_number(s: &str) -> Option<u64> {
+    let (digits, radix) = match s.strip_prefix("0x") {
+        Some(h) => (h, 16),
+        None => (s, 10),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u64::from_str_radix(digits, radix).ok()
 }
 
 /// The registers of a `.registers` line into `regs`; every bad field is
@@ -731,6 +917,9 @@ mod tests {
     use crate::rng::Rng;
 
     fn rec(header: u32, count: u32, p: [u32; 4]) -> Record {
+        Record { id: 7, addr: 0x1000, header, count, p: [p[0], p[1], p[2], p[3], 0, 0] }
+    }
+    fn rec6(header: u32, count: u32, p: [u32; 6]) -> Record {
         Record { id: 7, addr: 0x1000, header, count, p }
     }
 
@@ -768,7 +957,7 @@ mod tests {
             "#7 @0x00001000 DISPATCH_DIRECT x=1 y=2 z=3 initiator=0x00000004"
         );
         assert_eq!(
-            trace_line(&Record { id: 65535, addr: 0xFFFF_FFFC, header: h(Opcode::IndirectBuffer, 3), count: 3, p: [0x4000, 0, 0xFFF0_0010, 0] }),
+            trace_line(&Record { id: 65535, addr: 0xFFFF_FFFC, header: h(Opcode::IndirectBuffer, 3), count: 3, p: [0x4000, 0, 0xFFF0_0010, 0, 0, 0] }),
             "#65535 @0xfffffffc INDIRECT_BUFFER addr=0x00004000 size=16"
         );
         // Trace lines are comments to the assembler.
@@ -880,7 +1069,7 @@ DWORD value=0x80000001
     fn pm4_errors_name_the_line_and_what_is_wrong() {
         one_err(
             "NOP\n\nFOO x=1",
-            "line 3: `FOO x=1`: unknown mnemonic `FOO`; known: NOP, SET_CONTEXT_REG, INDEX_TYPE, DRAW_INDEX_AUTO, DRAW_INDEX_OFFSET_2, DISPATCH_DIRECT, WRITE_DATA, INDIRECT_BUFFER, FILLER, DWORD",
+            "line 3: `FOO x=1`: unknown mnemonic `FOO`; known: NOP, SET_CONTEXT_REG, INDEX_TYPE, DRAW_INDEX_AUTO, DRAW_INDEX_OFFSET_2, DISPATCH_DIRECT, WRITE_DATA, INDIRECT_BUFFER, SET_SH_REG, RELEASE_MEM, FILLER, DWORD",
         );
         one_err(
             "INDEX_TYPE bits=16",
@@ -1043,6 +1232,33 @@ DWORD value=0x80000001
                 format!("WRITE_DATA control=0x{c:08x} addr=0x{a:08x} data={}", list(rng, n))
             }
             8 => format!("INDIRECT_BUFFER addr=0x{:08x} size={}", val(rng), rng.below(1 << 20)),
+            9 if rng.chance(50) => {
+                // A register name, or a byte offset that is not one.
+                let n = 1 + rng.below(6);
+                let reg = if rng.chance(70) {
+                    sh::name(rng.below(sh::REGS as u64) as usize)
+                } else {
+                    let mut o = rng.below(0x400) as u32;
+                    while sh::index(o as u64).is_some() {
+                        o = rng.below(0x400) as u32;
+                    }
+                    format!("0x{:08x}", SH_BASE + 4 * o)
+                };
+                format!("SET_SH_REG reg={reg} values={}", list(rng, n))
+            }
+            9 if rng.chance(50) => {
+                let control = if rng.chance(50) { val(rng) & !RELEASE_SEL_BITS } else { 0 };
+                let control = if control == 0 { String::new() } else { format!(" control=0x{control:08x}") };
+                format!(
+                    "RELEASE_MEM event=0x{:08x} data_sel={} int_sel={}{control} addr=0x{:08x} data={},{}",
+                    val(rng),
+                    rng.below(8),
+                    rng.below(8),
+                    val(rng),
+                    val(rng),
+                    val(rng)
+                )
+            }
             9 => return "FILLER".into(),
             // Raw dwords that are packets of their own: types 0, 1 and 2.
             10 => return format!("DWORD value=0x{:08x}", (val(rng) & 0xBFFF_FFFF) | 0x8000_0001),
@@ -1055,6 +1271,128 @@ DWORD value=0x80000001
             s.push_str(" predicate=1");
         }
         s
+    }
+
+    /// The compute-mode lines (docs/cmdproc.md, "Compute mode", "Assembler
+    /// text").
+    #[test]
+    fn pm4_compute_lines() {
+        let a = |t: &str| assemble(t).unwrap_or_else(|e| panic!("{t}: {}", errors_text(&e)));
+        // R names the first register written: p0 = (R - 0xB000) / 4.
+        assert_eq!(a("SET_SH_REG reg=COMPUTE_NUM_THREAD_X values=64,1,1"), vec![0xC003_7600, 0x207, 64, 1, 1]);
+        assert_eq!(a("SET_SH_REG reg=0xB81C values=64,1,1"), vec![0xC003_7600, 0x207, 64, 1, 1]);
+        assert_eq!(a("SET_SH_REG reg=COMPUTE_PGM_HI values=0"), vec![0xC001_7600, 0x20D, 0]);
+        assert_eq!(a("SET_SH_REG reg=COMPUTE_PGM_RSRC2 values=0"), vec![0xC001_7600, 0x213, 0]);
+        assert_eq!(a("SET_SH_REG reg=COMPUTE_USER_DATA_15 values=7 shader=1"), vec![0xC001_7602, 0x24F, 7]);
+        // A byte offset that is no register (to write sh_range buffers).
+        assert_eq!(a("SET_SH_REG reg=0xB800 values=1"), vec![0xC001_7600, 0x200, 1]);
+        assert_eq!(a("SET_SH_REG reg=0xBFFC values=1"), vec![0xC001_7600, 0x3FF, 1]);
+        assert_eq!(a("SET_SH_REG reg=45056 values=1"), vec![0xC001_7600, 0, 1]);
+        // RELEASE_MEM: p1 = D << 29 | I << 24 | C, p3 = 0.
+        assert_eq!(
+            a("RELEASE_MEM event=0x514 data_sel=1 int_sel=2 addr=0x3000 data=1,0"),
+            vec![0xC005_4900, 0x514, 0x2200_0000, 0x3000, 0, 1, 0]
+        );
+        assert_eq!(
+            a("RELEASE_MEM event=0 data_sel=7 int_sel=7 control=0x18ffffff addr=0 data=0,4294967295 predicate=1"),
+            vec![0xC005_4901, 0, 0xFFFF_FFFF, 0, 0, 0, u32::MAX]
+        );
+        // The disassembler: `reg` as the name or the byte offset, values in
+        // decimal; `event`, `control` (when not 0) and `addr` in hex.
+        let canon = "SET_SH_REG reg=COMPUTE_NUM_THREAD_X values=64,1,1
+SET_SH_REG reg=0x0000b800 values=1
+SET_SH_REG reg=0x0000bffc values=1,2
+SET_SH_REG reg=COMPUTE_USER_DATA_3 values=4294967295 shader=1
+RELEASE_MEM event=0x00000514 data_sel=1 int_sel=2 addr=0x00003000 data=1,0
+RELEASE_MEM event=0x00000000 data_sel=7 int_sel=7 control=0x18ffffff addr=0x00000002 data=0,4294967295 shader=1 predicate=1
+";
+        let d = a(canon);
+        assert_eq!(d[..5], [0xC003_7600, 0x207, 64, 1, 1]);
+        assert_eq!(disassemble(&d), canon);
+        assert_eq!(
+            disassemble(&a("SET_SH_REG reg=0xB900 values=0x20000,100
+SET_SH_REG reg=COMPUTE_PGM_LO values=0x100,0")),
+            "SET_SH_REG reg=COMPUTE_USER_DATA_0 values=131072,100
+SET_SH_REG reg=COMPUTE_PGM_LO values=256,0
+"
+        );
+        // p0 >= 0x400, a RELEASE_MEM with p3 != 0 or a count other than 6:
+        // DWORDs.
+        let dw = |v: &[u32]| v.iter().map(|x| format!("DWORD value=0x{x:08x}
+")).collect::<String>();
+        for pkt in [
+            vec![0xC001_7600, 0x400, 1],
+            vec![0xC001_7600, 0x607, 1],
+            vec![0xC001_7600, u32::MAX, 1],
+            vec![0xC000_7600, 0x207],
+            vec![0xC005_4900, 0, 0, 0x3000, 1, 1, 0],
+            vec![0xC006_4900, 0, 0, 0x3000, 0, 1, 0, 0],
+            vec![0xC004_4900, 0, 0, 0x3000, 0, 1],
+        ] {
+            assert_eq!(disassemble(&pkt), dw(&pkt), "{pkt:x?}");
+            assert_eq!(a(&disassemble(&pkt)), pkt);
+        }
+        // Errors.
+        one_err(
+            "SET_SH_REG reg=COMPUTE_FOO values=1",
+            "line 1: `SET_SH_REG reg=COMPUTE_FOO values=1`: field `reg` = `COMPUTE_FOO`: not a compute register (COMPUTE_NUM_THREAD_X, _Y, _Z, COMPUTE_PGM_LO, COMPUTE_PGM_HI, COMPUTE_PGM_RSRC1, COMPUTE_PGM_RSRC2, COMPUTE_USER_DATA_0 .. COMPUTE_USER_DATA_15) nor a byte offset",
+        );
+        for bad in ["0xC000", "0xB002", "0xAFFC", "0x207"] {
+            one_err(
+                &format!("SET_SH_REG reg={bad} values=1"),
+                &format!("line 1: `SET_SH_REG reg={bad} values=1`: field `reg` = `{bad}`: must be a compute register's name or a byte offset from 0xB000 to 0xBFFC, a multiple of 4"),
+            );
+        }
+        one_err("SET_SH_REG reg=0xB81C values=", "line 1: `SET_SH_REG reg=0xB81C values=`: field `values` is empty: needs at least one value");
+        one_err(
+            "RELEASE_MEM event=0 data_sel=8 int_sel=0 addr=0 data=0,0",
+            "line 1: `RELEASE_MEM event=0 data_sel=8 int_sel=0 addr=0 data=0,0`: field `data_sel` = `8`: must be below 8 (3 bits)",
+        );
+        assert_eq!(
+            errs("RELEASE_MEM event=0 data_sel=0 int_sel=0 control=0x01000000 addr=0 data=0,0"),
+            vec!["line 1: `RELEASE_MEM event=0 data_sel=0 int_sel=0 control=0x010000...`: field `control` = `0x01000000`: must be clear in bits 31:29 and 26:24 (DATA_SEL and INT_SEL are their own fields)"]
+        );
+        one_err(
+            "RELEASE_MEM event=0 data_sel=0 int_sel=0 addr=0 data=1,2,3",
+            "line 1: `RELEASE_MEM event=0 data_sel=0 int_sel=0 addr=0 data=1,2,3`: field `data` has 3 values: takes exactly two (data lo, data hi)",
+        );
+        one_err(
+            "RELEASE_MEM event=0 data_sel=0 int_sel=0 addr=0 data=1",
+            "line 1: `RELEASE_MEM event=0 data_sel=0 int_sel=0 addr=0 data=1`: field `data` has 1 values: takes exactly two (data lo, data hi)",
+        );
+        one_err(
+            "RELEASE_MEM event=0 data_sel=0 addr=0 data=1,2",
+            "line 1: `RELEASE_MEM event=0 data_sel=0 addr=0 data=1,2`: missing field `int_sel`; the fields of `RELEASE_MEM` are, in order: event, data_sel, int_sel, control, addr, data, shader, predicate",
+        );
+        // Trace lines from records: with compute = true p0..p5 are held.
+        let h = header;
+        assert_eq!(
+            trace_line_mode(&rec6(h(Opcode::SetShReg, 17), 17, [0x240, 1, 2, 3, 4, 5]), true),
+            "#7 @0x00001000 SET_SH_REG reg=COMPUTE_USER_DATA_0 values=1,2,3,4,5,...+11"
+        );
+        assert_eq!(
+            trace_line_mode(&rec6(h(Opcode::SetShReg, 3) | 2, 3, [0x20C, 0x100, 0, 0, 0, 0]), true),
+            "#7 @0x00001000 SET_SH_REG reg=COMPUTE_PGM_LO values=256,0 shader=1"
+        );
+        assert_eq!(
+            trace_line_mode(&rec6(h(Opcode::ReleaseMem, 6), 6, [0x514, 0x2200_0000, 0x3000, 0, 1, 0]), true),
+            "#7 @0x00001000 RELEASE_MEM event=0x00000514 data_sel=1 int_sel=2 addr=0x00003000 data=1,0"
+        );
+        assert_eq!(
+            trace_line_mode(&rec6(h(Opcode::ReleaseMem, 6), 6, [0, 0x5A00_0001, 0x3008, 0, 9, 8]), true),
+            "#7 @0x00001000 RELEASE_MEM event=0x00000000 data_sel=2 int_sel=2 control=0x18000001 addr=0x00003008 data=9,8"
+        );
+        assert_eq!(
+            trace_line_mode(&rec6(h(Opcode::SetContextReg, 9), 9, [2, 5, 6, 7, 8, 9]), true),
+            "#7 @0x00001000 SET_CONTEXT_REG offset=2 values=5,6,7,8,9,...+3"
+        );
+        assert_eq!(
+            trace_line_mode(&rec6(h(Opcode::WriteData, 6), 6, [0, 0x2000, 0, 1, 2, 3]), true),
+            "#7 @0x00001000 WRITE_DATA control=0x00000000 addr=0x00002000 data=1,2,3"
+        );
+        assert_eq!(trace_line(&rec(h(Opcode::SetContextReg, 9), 9, [2, 5, 6, 7])), "#7 @0x00001000 SET_CONTEXT_REG offset=2 values=5,6,7,...+5");
+        assert_eq!(record_dwords(false), 4);
+        assert_eq!(record_dwords(true), 6);
     }
 
     #[test]
@@ -1081,7 +1419,7 @@ DWORD value=0x80000001
                     1 => rng.below(3) as u32,
                     _ => {
                         let op = *rng.pick(&Opcode::ALL);
-                        let c = (rng.below(6) as u32 + 0x3FFF) & 0x3FFF;
+                        let c = (rng.below(7) as u32 + 0x3FFF) & 0x3FFF;
                         0xC000_0000 | (c << 16) | (op.code() << 8) | rng.below(4) as u32 | if rng.chance(10) { 0x10 } else { 0 }
                     }
                 })
@@ -1134,9 +1472,9 @@ INDEX_TYPE size=16
                 "line 4: `.memory 0x10`: must be `.memory ADDR D1,D2,...` (a byte address and a comma list of dwords)",
                 "line 5: `.memory x 1`: the address = `x` is not a number (decimal, or 0x and hex digits)",
                 "line 6: `.memory 0 1,,2`: the dwords = `1,,2`: value 2 `` is not a number (decimal, or 0x and hex digits)",
-                "line 7: `.bogus`: unknown directive `.bogus`; known: .registers, .memory",
-                "line 9: `.memory 0 1`: `.memory` after a packet: `.registers` and `.memory` lines come before the packets",
-                "line 10: `BAD`: unknown mnemonic `BAD`; known: NOP, SET_CONTEXT_REG, INDEX_TYPE, DRAW_INDEX_AUTO, DRAW_INDEX_OFFSET_2, DISPATCH_DIRECT, WRITE_DATA, INDIRECT_BUFFER, FILLER, DWORD",
+                "line 7: `.bogus`: unknown directive `.bogus`; known: .registers, .memory, .pipeline",
+                "line 9: `.memory 0 1`: `.memory` after a packet: `.registers`, `.memory` and `.pipeline` lines come before the packets",
+                "line 10: `BAD`: unknown mnemonic `BAD`; known: NOP, SET_CONTEXT_REG, INDEX_TYPE, DRAW_INDEX_AUTO, DRAW_INDEX_OFFSET_2, DISPATCH_DIRECT, WRITE_DATA, INDIRECT_BUFFER, SET_SH_REG, RELEASE_MEM, FILLER, DWORD",
             ]
         );
         assert_eq!(
@@ -1160,7 +1498,7 @@ INDEX_TYPE size=16
         // 80,000 bad lines: the first 50, then a count.
         let many = e(&format!(".registers cmd_base=0\n{}", "BAD\n".repeat(80_000)));
         assert_eq!(many.len(), SHOWN_ERRORS + 1);
-        assert_eq!(many[0], "line 2: `BAD`: unknown mnemonic `BAD`; known: NOP, SET_CONTEXT_REG, INDEX_TYPE, DRAW_INDEX_AUTO, DRAW_INDEX_OFFSET_2, DISPATCH_DIRECT, WRITE_DATA, INDIRECT_BUFFER, FILLER, DWORD");
+        assert_eq!(many[0], "line 2: `BAD`: unknown mnemonic `BAD`; known: NOP, SET_CONTEXT_REG, INDEX_TYPE, DRAW_INDEX_AUTO, DRAW_INDEX_OFFSET_2, DISPATCH_DIRECT, WRITE_DATA, INDIRECT_BUFFER, SET_SH_REG, RELEASE_MEM, FILLER, DWORD");
         assert_eq!(many[SHOWN_ERRORS], "79950 more bad lines (the first 50 are listed above)");
         let many = assemble(&"BAD\n".repeat(80_000)).unwrap_err();
         assert_eq!(many.len(), SHOWN_ERRORS + 1);

@@ -6,6 +6,7 @@ use super::{dword, memory_image};
 use crate::mem::Memory;
 use super::*;
 use gpurtl_params::cmdproc::{CmdprocParams, Opcode};
+use crate::models::InputErrors;
 use serde_json::{json, Value};
 
 // ---- building programs from the header format ----
@@ -57,6 +58,7 @@ fn wl(cmd: Vec<u32>, extra: Vec<(u32, Vec<u32>)>, lat: u32) -> Workload {
         },
         memory,
         mem_latency: lat,
+        pipeline: Pipeline::default(),
     }
 }
 
@@ -79,7 +81,7 @@ fn one_nop_f32_l1() {
     assert!(o.irq);
     assert_eq!(o.commands.len(), 1);
     let r = o.commands[0].record;
-    assert_eq!(r, Record { id: 0, addr: BASE, header: 0xFFFF_1000, count: 0, p: [0; 4] });
+    assert_eq!(r, Record { id: 0, addr: BASE, header: 0xFFFF_1000, count: 0, p: [0; 6] });
     assert_eq!(o.trace, vec!["#0 @0x00001000 NOP".to_string()]);
     assert_eq!(o.state_table, vec![0; 16]);
 }
@@ -109,7 +111,7 @@ fn two_dword_nops_one_a_cycle() {
     let o = run(&CmdprocParams::default(), &wl(cmd, vec![], 1));
     assert_eq!(o.cycles, 8);
     assert_eq!(ids_addrs(&o), vec![(0, 0x1000), (1, 0x1008), (2, 0x1010), (3, 0x1018)]);
-    assert_eq!(o.commands[1].record.p, [1, 0, 0, 0]);
+    assert_eq!(o.commands[1].record.p, [1, 0, 0, 0, 0, 0]);
 }
 
 #[test]
@@ -121,7 +123,7 @@ fn six_dword_nops_three_cycles_each() {
     let o = run(&CmdprocParams::default(), &wl(cmd, vec![], 1));
     assert_eq!(o.cycles, 10);
     assert_eq!(o.commands[0].record.count, 5);
-    assert_eq!(o.commands[0].record.p, [1, 2, 3, 4]);
+    assert_eq!(o.commands[0].record.p, [1, 2, 3, 4, 0, 0]);
     assert_eq!(o.trace[1], "#1 @0x00001018 NOP dwords=5");
 }
 
@@ -136,7 +138,7 @@ fn three_dword_nops_second_packet() {
     let o = run(&CmdprocParams::default(), &wl(cmd, vec![], 1));
     assert_eq!(o.cycles, 10);
     assert_eq!(ids_addrs(&o), vec![(0, 0x1000), (1, 0x100C), (2, 0x1018), (3, 0x1024)]);
-    assert_eq!(o.commands[1].record.p, [1, 2, 0, 0]);
+    assert_eq!(o.commands[1].record.p, [1, 2, 0, 0, 0, 0]);
 }
 
 #[test]
@@ -187,8 +189,8 @@ fn indirect_buffer() {
     let o = run(&CmdprocParams::default(), &wl(cmd, vec![(0x2000, vec![hdr(Opcode::Nop, 1), 7])], 1));
     assert_eq!(o.cycles, 13);
     assert_eq!(ids_addrs(&o), vec![(0, 0x1000), (1, 0x2000), (2, 0x1010)]);
-    assert_eq!(o.commands[0].record.p, [0x2000, 0, 2, 0]);
-    assert_eq!(o.commands[1].record.p, [7, 0, 0, 0]);
+    assert_eq!(o.commands[0].record.p, [0x2000, 0, 2, 0, 0, 0]);
+    assert_eq!(o.commands[1].record.p, [7, 0, 0, 0, 0, 0]);
     assert_eq!(o.trace[0], "#0 @0x00001000 INDIRECT_BUFFER addr=0x00002000 size=2");
 }
 
@@ -235,7 +237,7 @@ fn draw_16bit_indices() {
     assert_eq!(o.commands.len(), 2);
     assert_eq!(o.commands[0].prims, Vec::<u32>::new());
     assert_eq!(o.commands[1].prims, vec![2, 3, 4]);
-    assert_eq!(o.commands[1].record.p, [100, 1, 3, 0x12]);
+    assert_eq!(o.commands[1].record.p, [100, 1, 3, 0x12, 0, 0]);
 }
 
 #[test]
@@ -265,7 +267,7 @@ fn write_data_fence() {
     let o = run(&CmdprocParams::default(), &wl(cmd, vec![], 1));
     assert_eq!(o.cycles, 12);
     assert_eq!(o.memory_writes, vec![(0x3000, vec![7, 8])]);
-    assert_eq!(o.commands[1].record, Record { id: 1, addr: 0x1004, header: hdr(Opcode::WriteData, 5), count: 5, p: [5, 0x3000, 0, 7] });
+    assert_eq!(o.commands[1].record, Record { id: 1, addr: 0x1004, header: hdr(Opcode::WriteData, 5), count: 5, p: [5, 0x3000, 0, 7, 0, 0] });
     assert_eq!(o.trace[1], "#1 @0x00001004 WRITE_DATA control=0x00000005 addr=0x00003000 data=7,...+1");
 }
 
@@ -463,6 +465,337 @@ fn second_packet_state_range() {
     assert_eq!(o.cycles, 7);
 }
 
+// ---- render state in order: the state hold and pipeline stalls ----
+
+/// `DRAW_INDEX_AUTO count=c initiator=0` (3 dwords), a state reader.
+fn auto(c: u32) -> Vec<u32> {
+    pkt(Opcode::DrawIndexAuto, &[c, 0])
+}
+/// `SET_CONTEXT_REG offset=o values=v..` (2 + values dwords).
+fn scr(o: u32, v: &[u32]) -> Vec<u32> {
+    let mut pl = vec![o];
+    pl.extend_from_slice(v);
+    pkt(Opcode::SetContextReg, &pl)
+}
+/// The default table (state_regs = 16) from `STATE_INIT` = 1, 2, 3 with
+/// `sets` (register, value) applied.
+fn table_with(sets: &[(usize, u32)]) -> Vec<u32> {
+    let mut t = vec![0; 16];
+    t[..3].copy_from_slice(&[1, 2, 3]);
+    for &(r, v) in sets {
+        t[r] = v;
+    }
+    t
+}
+fn wl_state(cmd: Vec<u32>, lat: u32) -> Workload {
+    let mut w = wl(cmd, vec![], lat);
+    w.registers.state = vec![1, 2, 3];
+    w
+}
+
+#[test]
+fn state_hold_draw_set_draw() {
+    // (a) F = 2, L = 1, no stall, STATE_INIT = 1, 2, 3. DRAW_INDEX_AUTO
+    // (d0..d2), SET_CONTEXT_REG offset=0 values=9 (d3..d5),
+    // DRAW_INDEX_AUTO (d6..d8): 9 dwords, beats [d0 d1] [d2 d3] [d4 d5]
+    // [d6 d7] [d8 -], requested c1..c5, visible c3..c7.
+    // c3 [d0 d1]: draw0 starts in lane 0, 3 dwords > A = 2: takes 2, r = 1.
+    // c4 [d2 d3]: draw0 ends in lane 0 and commits (a state reader that
+    //   commits: the cycle is held; its state is the table now, 1, 2, 3);
+    //   the SET_CONTEXT_REG header in lane 1 is the second packet: checked,
+    //   takes nothing (t2 = 0). t = 1.
+    // c5 [d3 d4]: draw0 is in the queue at the start: held; the
+    //   SET_CONTEXT_REG starts in lane 0 (header checked), t = 0. draw0 is
+    //   presented and leaves at the edge (cmd_ready).
+    // c6 [d3 d4]: the queue is empty at the start: not held; header and
+    //   p0 (range 0 + 2 - 1 <= 16), r = 1.
+    // c7 [d5 d6]: the value is taken and written (table[0] = 9 at the
+    //   edge), the SET_CONTEXT_REG commits; draw1's header in lane 1 is the
+    //   second packet (no hold for a reader): t2 = 1, r = 2.
+    // c8 [d7 d8]: draw1 ends and commits (held; its state 9, 2, 3); the
+    //   SET_CONTEXT_REG leaves.
+    // c9 buffer end, finished; draw1 leaves. c10 the end: cycles = 10.
+    // (Without the hold the header would be taken in c4 and the run
+    // would end in c9.)
+    let cmd = cat(&[auto(3), scr(0, &[9]), auto(4)]);
+    let p = CmdprocParams::default();
+    let o = run(&p, &wl_state(cmd, 1));
+    assert_eq!(o.cycles, 10);
+    assert_eq!(o.error, None);
+    assert_eq!(ids_addrs(&o), vec![(0, 0x1000), (1, 0x100C), (2, 0x1018)]);
+    assert_eq!(o.commands[0].state, Some(table_with(&[])));
+    assert_eq!(o.commands[1].state, None);
+    assert_eq!(o.commands[2].state, Some(table_with(&[(0, 9)])));
+    assert_eq!(o.state_table, table_with(&[(0, 9)]));
+    // The output: "state" on the readers only.
+    let j = output_json(&p, &o);
+    assert_eq!(j["commands"][0]["state"], json!(table_with(&[])));
+    assert!(j["commands"][1].get("state").is_none());
+    assert_eq!(j["commands"][2]["state"], json!(table_with(&[(0, 9)])));
+}
+
+#[test]
+fn state_hold_second_packet_takes_nothing() {
+    // (b) F = 2, L = 1. DRAW_INDEX_AUTO (d0..d2), SET_CONTEXT_REG offset=0
+    // values=9 (d3..d5): beats [d0 d1] [d2 d3] [d4 d5], visible c3..c5.
+    // c3 draw takes 2 (r = 1). c4 [d2 d3]: the draw commits (held), the
+    // SET_CONTEXT_REG header (second packet) takes nothing. c5 [d3 d4]:
+    // the draw in the queue: held, t = 0; the draw leaves. c6 [d3 d4]
+    // header and p0 (r = 1). c7 [d5] the value (A = 1): commits. c8
+    // finished (the SET_CONTEXT_REG leaves). c9 end: cycles = 9.
+    let o = run(&CmdprocParams::default(), &wl_state(cat(&[auto(3), scr(0, &[9])]), 1));
+    assert_eq!(o.cycles, 9);
+    assert_eq!(o.commands[0].state, Some(table_with(&[])));
+    assert_eq!(o.state_table, table_with(&[(0, 9)]));
+    // The same with a 3-dword NOP first (not a state reader): c4 the NOP
+    // commits and the SET_CONTEXT_REG header is taken as the second packet
+    // (t2 = 1, r = 2); c5 [d4 d5] p0 and the value: commits; c6 finished;
+    // c7 end: the hold costs two cycles (the spec's "two cycles without
+    // back-pressure").
+    let o = run(&CmdprocParams::default(), &wl_state(cat(&[nop(3), scr(0, &[9])]), 1));
+    assert_eq!(o.cycles, 7);
+    assert_eq!(o.commands[0].state, None);
+    // A held second packet is still checked like a header: a
+    // SET_CONTEXT_REG header with n = 1 (count) in lane 1 of c4 raises the
+    // error in c4 at 0x100C, the draw still commits; c5 the draw leaves;
+    // c6 end.
+    let cmd = cat(&[auto(3), vec![hdr(Opcode::SetContextReg, 1), 0]]);
+    let o = run(&CmdprocParams::default(), &wl_state(cmd, 1));
+    assert_eq!(o.error, Some((Cause::Count, 0x100C)));
+    assert_eq!(o.commands.len(), 1);
+    assert_eq!(o.commands[0].state, Some(table_with(&[])));
+    assert_eq!(o.cycles, 6);
+    // ... but its p0 is not taken in a held cycle, so no state_range
+    // there: offset=15 values=1,2 (15 + 3 - 1 > 16; 4 dwords d3..d6, 4
+    // beats). c4 second packet, takes nothing; c5 held (the draw in the
+    // queue), header checked, t = 0; c6 header and p0: state_range raised
+    // in c6 at 0x100C. c7 end (the draw left in c5, the last answer was
+    // in c5): cycles = 7. (With a NOP first the error is raised in c4, as
+    // in second_packet_state_range.)
+    let o = run(&CmdprocParams::default(), &wl_state(cat(&[auto(3), scr(15, &[1, 2])]), 1));
+    assert_eq!(o.error, Some((Cause::StateRange, 0x100C)));
+    assert_eq!(o.commands.len(), 1);
+    assert_eq!(o.state_table, table_with(&[]));
+    assert_eq!(o.cycles, 7);
+}
+
+#[test]
+fn state_hold_with_stalls() {
+    // (c) F = 2, L = 1, "pipeline": {"stall": 0.5, "seed": 1272}: the
+    // threshold is floor(0.5 * 2^64) = 2^63, so cmd_ready is the top bit
+    // of each draw. The draws of seed 1272 give cmd_ready in busy cycles
+    // 1..15: 0 0 0 0 0 0 0 1 1 1 1 1 1 1 0 (checked below against the
+    // spec's formula).
+    // DRAW_INDEX_AUTO (d0..d2), SET_CONTEXT_REG offset=0 values=9
+    // (d3..d5), SET_CONTEXT_REG offset=1 values=8 (d6..d8),
+    // DRAW_INDEX_AUTO (d9..d11): 6 beats, visible c3..c8.
+    // c3 draw0 takes 2. c4 draw0 commits (state 1, 2, 3), the first
+    // SET_CONTEXT_REG's header (second packet) takes nothing.
+    // c5, c6, c7: draw0 presented, cmd_ready = 0: it stays; held (it is
+    //   in the queue), the SET_CONTEXT_REG in lane 0 takes nothing.
+    // c8: held, cmd_ready = 1: draw0 leaves at the edge (state_o is its
+    //   state in c5..c8 although two SET_CONTEXT_REGs are pending).
+    // c9 [d3 d4] header, p0. c10 [d5 d6] value (table[0] = 9), commits;
+    //   the second SET_CONTEXT_REG's header is the second packet, not held
+    //   (no reader in the queue, the first packet is not a reader): t2 = 1.
+    // c11 [d7 d8] p0, value (table[1] = 8), commits; the first leaves.
+    // c12 [d9 d10] draw1 takes 2; the second SET_CONTEXT_REG leaves.
+    // c13 [d11] (A = 1) draw1 commits (state 9, 8, 3).
+    // c14 finished; draw1 leaves (cmd_ready = 1). c15 end: cycles = 15.
+    let cmd = cat(&[auto(3), scr(0, &[9]), scr(1, &[8]), auto(4)]);
+    let mut w = wl_state(cmd, 1);
+    w.pipeline = Pipeline { stall: 0.5, seed: 1272 };
+    let ready: Vec<bool> = {
+        let mut g = w.pipeline.stalls();
+        (0..15).map(|_| g.ready()).collect()
+    };
+    let want: Vec<bool> = "000000011111110".chars().map(|c| c == '1').collect();
+    assert_eq!(ready, want);
+    assert_eq!(spec_ready(0.5, 1272, 15), want);
+    let o = run(&CmdprocParams::default(), &w);
+    assert_eq!(o.cycles, 15);
+    assert_eq!(o.commands.len(), 4);
+    assert_eq!(o.commands[0].state, Some(table_with(&[])));
+    assert_eq!(o.commands[3].state, Some(table_with(&[(0, 9), (1, 8)])));
+    assert_eq!(o.commands[1].state, None);
+    assert_eq!(o.commands[2].state, None);
+    // Without stalls: draw0 leaves c5, c6 header and p0, c7 value and the
+    // second header, c8 p0 and value, c9 draw1 takes 2, c10 commits, c11
+    // finished, c12 end. Same commands and states.
+    let mut w0 = w.clone();
+    w0.pipeline = Pipeline::default();
+    let o0 = run(&CmdprocParams::default(), &w0);
+    assert_eq!(o0.cycles, 12);
+    assert_eq!(o0.commands, o.commands);
+}
+
+#[test]
+fn stalls_fill_the_queue() {
+    // F = 2, L = 1, out_depth = 1, stall = 1 (never ready) under a run
+    // budget of 20 cycles: two 2-dword NOPs; NOP0 commits c3 and never
+    // leaves; the queue is full from c4 on, so nothing more is decoded
+    // and the run does not end (the run budget stops it).
+    let p = CmdprocParams { out_depth: 1, ..CmdprocParams::default() };
+    let mut w = wl(cat(&[nop(2), nop(2)]), vec![], 1);
+    w.pipeline = Pipeline { stall: 1.0, seed: 5 };
+    let (o, over) = crate::budget::within(20, || run(&p, &w));
+    assert!(over);
+    assert_eq!(o.commands.len(), 1);
+    // stall = 0.5, seed = 1272 (ready from c8 to c14): NOP0 commits c3,
+    // leaves c8; NOP1 commits c9 (the queue was full at the start of
+    // c4..c8), leaves c10; c11 finished; c12 end.
+    w.pipeline = Pipeline { stall: 0.5, seed: 1272 };
+    let o = run(&p, &w);
+    assert_eq!(o.cycles, 12);
+    assert_eq!(o.commands.len(), 2);
+}
+
+/// `cmd_ready` in busy cycles 1..=n from the spec's formula, written out
+/// here (not through `Rng`): `x_0 = s XOR 0x9E3779B97F4A7C15`; each draw
+/// `x += 0x9E3779B97F4A7C15`, `z = x`, `z = (z XOR z >> 30) *
+/// 0xBF58476D1CE4E5B9`, `z = (z XOR z >> 27) * 0x94D049BB133111EB`,
+/// `d = z XOR z >> 31` (mod 2^64); ready when `d >= floor(p * 2^64)`.
+fn spec_ready(p: f64, s: u64, n: usize) -> Vec<bool> {
+    const M: u128 = 1 << 64;
+    let t = spec_threshold(p);
+    let mut x = (s ^ 0x9E37_79B9_7F4A_7C15) as u128;
+    (0..n)
+        .map(|_| {
+            x = (x + 0x9E37_79B9_7F4A_7C15) % M;
+            let mut z = x;
+            z = ((z ^ (z >> 30)) * 0xBF58_476D_1CE4_E5B9) % M;
+            z = ((z ^ (z >> 27)) * 0x94D0_49BB_1331_11EB) % M;
+            let d = z ^ (z >> 31);
+            d >= t
+        })
+        .collect()
+}
+
+/// `floor(p * 2^64)` from the bits of the f64 `p` (0 <= p <= 1): `p =
+/// mant * 2^(e)`, exactly.
+fn spec_threshold(p: f64) -> u128 {
+    let bits = p.to_bits();
+    let exp = ((bits >> 52) & 0x7FF) as i32;
+    let frac = (bits & ((1 << 52) - 1)) as u128;
+    let (mant, e) = if exp == 0 { (frac, -1074) } else { (frac | (1 << 52), exp - 1075) };
+    let sh = e + 64;
+    if sh >= 0 {
+        mant << sh
+    } else if sh > -128 {
+        mant >> -sh
+    } else {
+        0
+    }
+}
+
+#[test]
+fn pipeline_ready_generator() {
+    // (d) PipelineStall against the spec's formula, written out above.
+    // SplitMix64 of seed 0 (x_0 = 0x9E3779B97F4A7C15): the first draws.
+    let mut g = PipelineStall::new(0.5, 0);
+    let mut t = Vec::new();
+    for _ in 0..3 {
+        t.push(g.ready());
+    }
+    // d_1 = 0x6E789E6AA1B965F4 (< 2^63: not ready), d_2 =
+    // 0x06C45D188009454F (not ready), d_3 = 0xF88BB8A8724C81EC (ready).
+    assert_eq!(t, vec![false, false, true]);
+    for p in [0.0, 0.3, 0.5, 0.7, 1.0, 1e-20, 0.999_999, 2f64.powi(-70), 1.0 - f64::EPSILON / 2.0] {
+        let g = PipelineStall::new(p, 1);
+        assert_eq!(g.threshold(), spec_threshold(p), "p = {p}");
+        for seed in [0u64, 1, 42, 1272, u64::MAX] {
+            let mut g = PipelineStall::new(p, seed);
+            let got: Vec<bool> = (0..2000).map(|_| g.ready()).collect();
+            assert_eq!(got, spec_ready(p, seed, 2000), "p = {p}, seed = {seed}");
+        }
+    }
+    assert_eq!(spec_threshold(1.0), 1u128 << 64);
+    assert_eq!(spec_threshold(0.5), 1u128 << 63);
+    // 0.3 = 5404319552844595 * 2^-54: floor(0.3 * 2^64) = 5404319552844595 * 2^10.
+    assert_eq!(spec_threshold(0.3), 5_404_319_552_844_595u128 << 10);
+    // p = 1: never ready; p = 0: always.
+    let mut g = PipelineStall::new(1.0, 9);
+    assert!((0..10_000).all(|_| !g.ready()));
+    let mut g = PipelineStall::new(0.0, 9);
+    assert!((0..10_000).all(|_| g.ready()));
+    // About p of the cycles stall.
+    let mut g = PipelineStall::new(0.3, 7);
+    let stalls = (0..100_000).filter(|_| !g.ready()).count();
+    assert!((29_000..31_000).contains(&stalls), "{stalls}");
+}
+
+#[test]
+fn pipeline_input() {
+    // (e) "pipeline" in the JSON input and `.pipeline` in text.
+    let p = CmdprocParams::default();
+    assert_eq!(parse_input(&good_input(), &p).unwrap().pipeline, Pipeline::default());
+    let with = |x: Value| {
+        let mut v = good_input();
+        v["pipeline"] = x;
+        parse_input(&v, &p)
+    };
+    assert_eq!(with(json!({"stall": 0.3, "seed": 7})).unwrap().pipeline, Pipeline { stall: 0.3, seed: 7 });
+    assert_eq!(with(json!({"stall": 1, "seed": 0})).unwrap().pipeline, Pipeline { stall: 1.0, seed: 0 });
+    assert_eq!(with(json!({"stall": 0, "seed": u64::MAX})).unwrap().pipeline, Pipeline { stall: 0.0, seed: u64::MAX });
+    let msgs = |r: Result<Workload, InputErrors>| r.unwrap_err().0.iter().map(|e| e.to_string()).collect::<Vec<_>>();
+    assert_eq!(msgs(with(json!(3))), vec!["input `pipeline` = 3: must be an object {\"stall\": p, \"seed\": s}"]);
+    assert_eq!(
+        msgs(with(json!({"stall": 1.5, "seed": -1, "x": 0}))),
+        vec![
+            "input `pipeline.x` = (given): must be absent: the keys are stall, seed",
+            "input `pipeline.stall` = 1.5: must be a number from 0 to 1 (the probability that cmd_ready is 0 in a cycle)",
+            "input `pipeline.seed` = -1: must be an integer from 0 to 18446744073709551615",
+        ]
+    );
+    assert_eq!(
+        msgs(with(json!({"stall": "0.3"}))),
+        vec![
+            "input `pipeline.stall` = \"0.3\": must be a number from 0 to 1 (the probability that cmd_ready is 0 in a cycle)",
+            "input `pipeline.seed` = (missing): must be an integer from 0 to 18446744073709551615",
+        ]
+    );
+    let fields = |r: Result<Workload, InputErrors>| r.unwrap_err().0.iter().map(|e| e.field.clone()).collect::<Vec<_>>();
+    assert_eq!(fields(with(json!({"stall": -0.1, "seed": 1.0}))), vec!["pipeline.stall", "pipeline.seed"]);
+    assert_eq!(fields(with(json!({"seed": 2}))), vec!["pipeline.stall"]);
+    // 2^64 is not a u64 (serde_json reads it as a float).
+    let v: Value = serde_json::from_str(r#"{"stall": 0.5, "seed": 18446744073709551616}"#).unwrap();
+    assert_eq!(fields(with(v)), vec!["pipeline.seed"]);
+    // Other violations are reported with it.
+    let mut v = good_input();
+    v["pipeline"] = json!({"stall": 2});
+    v["mem_latency"] = json!(0);
+    assert_eq!(fields(parse_input(&v, &p)), vec!["mem_latency", "pipeline.stall", "pipeline.seed"]);
+    // Text.
+    let t = ".registers cmd_base=0x1000\n.pipeline stall=0.3 seed=0xffffffffffffffff\nNOP\n";
+    let v = pm4::run_input(t).unwrap();
+    assert_eq!(v["pipeline"], json!({"stall": 0.3, "seed": u64::MAX}));
+    assert_eq!(parse_input(&v, &p).unwrap().pipeline, Pipeline { stall: 0.3, seed: u64::MAX });
+    assert!(pm4::run_input(".registers cmd_base=0\nNOP\n").unwrap().get("pipeline").is_none());
+    let v = pm4::run_input(".registers cmd_base=0\n.pipeline stall=2 seed=1\n.pipeline\n").unwrap();
+    assert_eq!(msgs(parse_input(&v, &p)), vec!["input `pipeline.stall` = 2.0: must be a number from 0 to 1 (the probability that cmd_ready is 0 in a cycle)"]);
+    let e = |t: &str| pm4::run_input(t).unwrap_err().iter().map(|e| e.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        e(".registers cmd_base=0\n.pipeline stall=.3 seed=18446744073709551616 x=1 stall=0.5\n.pipeline seed=1 seed\nNOP\n.pipeline stall=0\n"),
+        vec![
+            "line 2: `.pipeline stall=.3 seed=18446744073709551616 x=1 stall=0.5`: pipeline field `stall` = `.3` is not a decimal number (digits, or digits, a point and digits, such as 0.3)",
+            "line 2: `.pipeline stall=.3 seed=18446744073709551616 x=1 stall=0.5`: pipeline field `seed` = `18446744073709551616` is not a number below 2^64 = 18446744073709551616 (decimal, or 0x and hex digits)",
+            "line 2: `.pipeline stall=.3 seed=18446744073709551616 x=1 stall=0.5`: unknown pipeline field `x`; known: stall, seed",
+            "line 3: `.pipeline seed=1 seed`: `seed` is not a pipeline field: fields are written name=value; known: stall, seed",
+            "line 5: `.pipeline stall=0`: `.pipeline` after a packet: `.registers`, `.memory` and `.pipeline` lines come before the packets",
+        ]
+    );
+    assert_eq!(
+        e(".registers cmd_base=0\n.pipeline stall=0.5 stall=0.25 seed=1e3\n"),
+        vec![
+            "line 2: `.pipeline stall=0.5 stall=0.25 seed=1e3`: pipeline field `stall` is given twice",
+            "line 2: `.pipeline stall=0.5 stall=0.25 seed=1e3`: pipeline field `seed` = `1e3` is not a number below 2^64 = 18446744073709551616 (decimal, or 0x and hex digits)",
+        ]
+    );
+    // `gpurtl asm` refuses it as a run file's line.
+    let e = pm4::assemble(".pipeline stall=0.5 seed=1\nNOP\n").unwrap_err();
+    assert_eq!(e[0].to_string(), "line 1: `.pipeline stall=0.5 seed=1`: `.pipeline`: a `.pipeline` line belongs to a run input for `gpurtl run cmdproc --input`; `gpurtl asm` takes packet lines only");
+}
+
 /// The error tests: (params, program, extra memory, cause, addr,
 /// commands, cycles), F = 2 unless said, L = 1.
 #[test]
@@ -580,6 +913,8 @@ struct Beh<'a> {
     w: &'a Workload,
     mem: Memory,
     table: Vec<u32>,
+    /// The compute registers (compute mode), in the spec's table order.
+    sh: Vec<u32>,
     s: u32,
     id: u64,
     cmds: Vec<Command>,
@@ -606,7 +941,11 @@ impl Beh<'_> {
                 }
                 _ => {}
             }
+            let compute = self.p.compute;
             let Some(op) = Opcode::from_code((h >> 8) & 0xFF) else { return fail(Cause::Opcode) };
+            if !compute && matches!(op, Opcode::SetShReg | Opcode::ReleaseMem) {
+                return fail(Cause::Opcode);
+            }
             let n = payload_count(h);
             if !op.count_ok(n) {
                 return fail(Cause::Count);
@@ -625,20 +964,37 @@ impl Beh<'_> {
             if bad {
                 return fail(Cause::StateRange);
             }
+            // SET_SH_REG: every offset p0 .. p0 + n - 2 a compute register
+            // (the range is consecutive, so that is "inside one run").
+            if op == Opcode::SetShReg && !(0..n as u64 - 1).all(|k| sh_reg(pl[0] as u64 + k).is_some()) {
+                return fail(Cause::ShRange);
+            }
             let s = self.s as u64;
             let bad = match op {
                 Opcode::IndexType => pl[0] > 1,
                 Opcode::WriteData | Opcode::IndirectBuffer => pl[op_hi(op)] != 0 || pl[op_lo(op)] & 3 != 0,
+                Opcode::DispatchDirect if compute => spec_dispatch(self.p, &self.sh, &pl) == Some(Cause::Field),
+                Opcode::ReleaseMem => {
+                    let (ds, is) = (pl[1] >> 29, (pl[1] >> 24) & 7);
+                    pl[3] != 0 || pl[2] % 4 != 0 || (ds == 2 && pl[2] % 8 != 0) || ds > 2 || is > 3
+                }
                 _ => false,
             };
             if bad {
                 return fail(Cause::Field);
             }
-            if op == Opcode::DrawIndexOffset2 && (pl[1] as u64 + pl[2] as u64) * s > self.w.registers.prim_size as u64 {
+            let draw = matches!(op, Opcode::DrawIndexAuto | Opcode::DrawIndexOffset2);
+            if !compute && op == Opcode::DrawIndexOffset2 && (pl[1] as u64 + pl[2] as u64) * s > self.w.registers.prim_size as u64 {
                 return fail(Cause::PrimRange);
             }
-            let mut p = [0; 4];
-            for (k, v) in pl.iter().take(4).enumerate() {
+            if op == Opcode::DispatchDirect && compute && spec_dispatch(self.p, &self.sh, &pl) == Some(Cause::Need) {
+                return fail(Cause::Need);
+            }
+            if compute && draw {
+                return fail(Cause::Graphics);
+            }
+            let mut p = [0; 6];
+            for (k, v) in pl.iter().take(if compute { 6 } else { 4 }).enumerate() {
                 p[k] = *v;
             }
             let mask = if self.p.id_bits >= 32 { u32::MAX as u64 } else { (1 << self.p.id_bits) - 1 };
@@ -649,6 +1005,11 @@ impl Beh<'_> {
                 Opcode::SetContextReg => {
                     for k in 0..n - 1 {
                         self.table[(pl[0] + k) as usize] = pl[1 + k as usize];
+                    }
+                }
+                Opcode::SetShReg => {
+                    for k in 0..n - 1 {
+                        self.sh[sh_reg((pl[0] + k) as u64).unwrap()] = pl[1 + k as usize];
                     }
                 }
                 Opcode::IndexType => self.s = if pl[0] == 0 { 2 } else { 4 },
@@ -662,7 +1023,11 @@ impl Beh<'_> {
                 }
                 _ => {}
             }
-            self.cmds.push(Command { record, prims });
+            // A state reader's state: the table as the SET_CONTEXT_REG
+            // packets before it in packet order left it.
+            let state = matches!(op, Opcode::DrawIndexAuto | Opcode::DrawIndexOffset2 | Opcode::DispatchDirect).then(|| self.table.clone());
+            let sh = (compute && op == Opcode::DispatchDirect).then(|| self.sh.clone());
+            self.cmds.push(Command { record, prims, state, sh });
             if op == Opcode::IndirectBuffer && !self.buffer(pl[0], pl[2] & IB_SIZE_MASK, level + 1) {
                 return false;
             }
@@ -670,6 +1035,40 @@ impl Beh<'_> {
         }
         true
     }
+}
+
+/// The compute register at dword offset `o` (the spec's table, written
+/// out): its index in `sh_o` order.
+fn sh_reg(o: u64) -> Option<usize> {
+    const OFFS: [u64; 7] = [0x207, 0x208, 0x209, 0x20C, 0x20D, 0x212, 0x213];
+    match OFFS.iter().position(|&x| x == o) {
+        Some(i) => Some(i),
+        None if (0x240..0x250).contains(&o) => Some(7 + (o - 0x240) as usize),
+        None => None,
+    }
+}
+
+/// A compute-mode dispatch's checks read from the spec ("`DISPATCH_DIRECT`
+/// (0x15)"): `field` then `need`, from the snapshot `r` and `x, y, z`.
+fn spec_dispatch(p: &CmdprocParams, r: &[u32], pl: &[u32]) -> Option<Cause> {
+    use num_bigint::BigUint;
+    let big = |v: u64| BigUint::from(v);
+    // NUM_THREAD_FULL = bits 15:0 of X (0), Y (1), Z (2).
+    let t = big((r[0] % 65536) as u64) * big((r[1] % 65536) as u64) * big((r[2] % 65536) as u64);
+    let (x, y, z) = (big(pl[0] as u64), big(pl[1] as u64), big(pl[2] as u64));
+    let two16 = big(65536);
+    let blocks_max = (big(1) << p.block_bits as usize) - big(1);
+    // PGM_LO (3) bits 31:24, PGM_HI (4) bits 7:0.
+    if t == big(0) || x > two16 || y > two16 || z > two16 || &x * &y * &z > blocks_max || r[3] >= 1 << 24 || r[4] % 256 != 0 {
+        return Some(Cause::Field);
+    }
+    // VGPRS = RSRC1 (5) bits 5:0; LDS_SIZE = RSRC2 (6) bits 23:15.
+    let regs = &t * big(4) * big((r[5] % 64) as u64 + 1);
+    let smem = big(512) * big(((r[6] >> 15) % 512) as u64);
+    if t > big(p.max_threads as u64) || regs > big(p.max_regs as u64) || smem > big(p.max_smem as u64) {
+        return Some(Cause::Need);
+    }
+    None
 }
 
 /// Index of address hi / lo in the payload of WRITE_DATA / INDIRECT_BUFFER.
@@ -688,14 +1087,16 @@ fn op_lo(op: Opcode) -> usize {
     }
 }
 
-/// Commands (with primitives), state table, error, memory writes.
-type Behaviour = (Vec<Command>, Vec<u32>, Option<(Cause, u32)>, Vec<(u32, Vec<u32>)>);
+/// Commands (with primitives), state table, error, memory writes, the
+/// compute registers at the end (compute mode).
+type Behaviour = (Vec<Command>, Vec<u32>, Option<(Cause, u32)>, Vec<(u32, Vec<u32>)>, Option<Vec<u32>>);
 
 fn behave(p: &CmdprocParams, w: &Workload) -> Behaviour {
     let table = (0..p.state_regs as usize).map(|i| w.registers.state.get(i).copied().unwrap_or(0)).collect();
-    let mut b = Beh { p, w, mem: memory_image(&w.memory), table, s: 4, id: 0, cmds: vec![], writes: vec![], error: None };
+    let mut b = Beh { p, w, mem: memory_image(&w.memory), table, sh: vec![0; 23], s: 4, id: 0, cmds: vec![], writes: vec![], error: None };
     b.buffer(w.registers.cmd_base, w.registers.cmd_size / 4, 0);
-    (b.cmds, b.table, b.error, b.writes)
+    let sh = p.compute.then(|| b.sh.clone());
+    (b.cmds, b.table, b.error, b.writes, sh)
 }
 
 /// A small deterministic generator.
@@ -718,7 +1119,16 @@ impl Rng {
 fn random_buffer(r: &mut Rng, len: u32, subs: &[(u32, u32)], p: &CmdprocParams, bad: u32) -> Vec<u32> {
     let mut v = Vec::new();
     for _ in 0..len {
+        if p.compute && r.chance(45) {
+            v.extend(random_compute_packet(r, bad));
+            continue;
+        }
         let k = r.below(12);
+        // Draws are graphics errors in compute mode: rarely.
+        if p.compute && (5..=7).contains(&k) && !r.chance(bad * 3) {
+            v.extend(nop(3));
+            continue;
+        }
         let x = match k {
             0 | 1 => nop(1 + r.below(9)),
             2 => vec![0x8000_0000],
@@ -779,9 +1189,77 @@ fn random_buffer(r: &mut Rng, len: u32, subs: &[(u32, u32)], p: &CmdprocParams, 
     v
 }
 
+/// A compute packet: `SET_SH_REG` (mostly inside a run, with values that
+/// make dispatches pass), `DISPATCH_DIRECT` (small grids) or `RELEASE_MEM`
+/// (mostly good); `bad` (percent-ish) makes errors likelier.
+fn random_compute_packet(r: &mut Rng, bad: u32) -> Vec<u32> {
+    const RUNS: [(u32, u32); 4] = [(0x207, 3), (0x20C, 2), (0x212, 2), (0x240, 16)];
+    match r.below(5) {
+        0..=2 => {
+            let (p0, count) = if r.chance(bad * 5) {
+                (if r.chance(50) { r.below(0x410) } else { 0x200 + r.below(0x60) }, 1 + r.below(5))
+            } else {
+                let (o, len) = RUNS[r.below(4) as usize];
+                let start = r.below(len);
+                (o + start, 1 + r.below(len - start))
+            };
+            let mut pl = vec![p0];
+            for k in 0..count {
+                let val = match sh_reg(p0 as u64 + k as u64) {
+                    Some(0..=2) if !r.chance(bad) => (1 + r.below(4)) | if r.chance(30) { r.next() & 0xFFFF_0000 } else { 0 },
+                    Some(3) if !r.chance(bad) => r.below(1 << 24),
+                    Some(4) if !r.chance(bad) => r.next() & !0xFF,
+                    Some(6) if !r.chance(bad) => (r.next() & !(0x1FF << 15)) | (r.below(8) << 15),
+                    _ => r.next(),
+                };
+                pl.push(val);
+            }
+            pkt(Opcode::SetShReg, &pl)
+        }
+        3 => {
+            let d = |r: &mut Rng| if r.chance(bad) { [65536, 65537, r.next()][r.below(3) as usize] } else { r.below(5) };
+            let (x, y, z) = (d(r), d(r), d(r));
+            // Mostly with good thread counts just before.
+            let mut v = if r.chance(80) { ssr(0x207, &[1 + r.below(4), 1 + r.below(2), 1]) } else { vec![] };
+            v.extend(pkt(Opcode::DispatchDirect, &[x, y, z, r.next()]));
+            v
+        }
+        _ => {
+            let ds = r.below(3);
+            let sel = (ds << 29) | (r.below(4) << 24);
+            let mut pl = vec![r.next(), sel | (r.next() & 0x18FF_FFFF), 0x3000 + 8 * r.below(16), 0, r.next(), r.next()];
+            if ds != 2 && r.chance(50) {
+                pl[2] += 4;
+            }
+            if r.chance(bad * 2) {
+                match r.below(5) {
+                    0 => pl[3] = 1 + r.below(7),
+                    1 => pl[2] += 2,
+                    2 => pl[1] = (pl[1] & 0x1FFF_FFFF) | ((3 + r.below(5)) << 29),
+                    3 => pl[1] |= (4 + r.below(4)) << 24,
+                    _ => pl[1] = (pl[1] & 0x1FFF_FFFF) | (2 << 29),
+                }
+            }
+            if r.chance(bad) {
+                // 5 or 7 dwords: count.
+                if r.chance(50) {
+                    pl.pop();
+                } else {
+                    pl.push(0);
+                }
+            }
+            pkt(Opcode::ReleaseMem, &pl)
+        }
+    }
+}
+
 #[test]
 fn timing_machine_matches_behaviour() {
     let mut r = Rng(12345);
+    // Compute-mode coverage: causes raised, dispatches with a snapshot,
+    // RELEASE_MEM and SET_SH_REG commands.
+    let mut causes = std::collections::HashSet::new();
+    let (mut snaps, mut releases, mut sets) = (0, 0, 0);
     for case in 0..600 {
         let p = CmdprocParams {
             fetch_bits: [32, 64, 128][r.below(3) as usize],
@@ -793,7 +1271,17 @@ fn timing_machine_matches_behaviour() {
             id_bits: 4 + r.below(29),
             prim_jobs: 1 + r.below(4),
             mem_if: gpurtl_params::MemIf::Native,
+            compute: case % 2 == 1,
+            ..CmdprocParams::default()
         };
+        let mut p = p;
+        if p.compute && r.chance(40) {
+            // Small limits, so that `need` and the block count are met.
+            p.max_threads = 1 + r.below(64);
+            p.max_regs = 1 + r.below(4096);
+            p.max_smem = 1 + r.below(4096);
+            p.block_bits = 1 + r.below(20);
+        }
         let bad = if case % 3 == 0 { 0 } else { r.below(4) };
         // Level-3, -2, -1 buffers, each calling the deeper ones.
         let mut extra: Vec<(u32, Vec<u32>)> = Vec::new();
@@ -813,16 +1301,35 @@ fn timing_machine_matches_behaviour() {
         w.registers.cmd_base = BASE + 4 * r.below(4);
         w.memory[0].0 = w.registers.cmd_base;
         w.registers.state = (0..r.below(p.state_regs + 1)).map(|_| r.next()).collect();
+        // Back-pressure on the pipeline port changes when, not what: the
+        // states too (the model checks in every cycle that the table is the
+        // presented reader's state).
+        let stall = [0.0, 0.0, 0.3, 0.7, 0.9][r.below(5) as usize];
+        w.pipeline = Pipeline { stall, seed: r.next() as u64 };
         let o = run(&p, &w);
-        let (cmds, table, error, writes) = behave(&p, &w);
+        let (cmds, table, error, writes, sh) = behave(&p, &w);
         assert_eq!(o.commands, cmds, "case {case}");
         assert_eq!(o.state_table, table, "case {case}");
         assert_eq!(o.error, error, "case {case}");
         assert_eq!(o.memory_writes, writes, "case {case}");
+        assert_eq!(o.sh_table, sh, "case {case}");
+        if p.compute {
+            causes.extend(error.map(|e| e.0));
+            for c in &o.commands {
+                let op = Opcode::from_code((c.record.header >> 8) & 0xFF);
+                snaps += usize::from(c.sh.is_some());
+                releases += usize::from(op == Some(Opcode::ReleaseMem));
+                sets += usize::from(op == Some(Opcode::SetShReg));
+            }
+        }
         assert_eq!(o.status == Status::Error, error.is_some(), "case {case}");
         assert_eq!(o.trace.len(), o.commands.len());
         assert!(o.cycles >= 2, "case {case}");
     }
+    for c in [Cause::ShRange, Cause::Need, Cause::Graphics, Cause::Field, Cause::Count] {
+        assert!(causes.contains(&c), "compute mode never raised {c:?}: {causes:?}");
+    }
+    assert!(snaps > 50 && releases > 50 && sets > 100, "{snaps} dispatches, {releases} RELEASE_MEMs, {sets} SET_SH_REGs");
 }
 
 // ---- input and output files ----
@@ -926,6 +1433,12 @@ fn output_format() {
                                         "dwords": 1, "payload": [0], "prims": []})
     );
     assert_eq!(j["commands"][1]["prims"], json!([1, 2]));
+    // "state" on the draw (a state reader) only: the table before the
+    // SET_CONTEXT_REG after it.
+    assert_eq!(j["commands"][1]["state"], json!(vec![0; 16]));
+    for k in [0, 2, 3] {
+        assert!(j["commands"][k].get("state").is_none(), "{k}");
+    }
     assert_eq!(j["commands"][3]["payload"], json!([0, 4, 5, 6]));
     assert_eq!(j["commands"][3]["dwords"], json!(6));
     assert_eq!(j["memory_writes"], json!([{"addr": 8192, "dwords": [1, 2]}]));
@@ -935,4 +1448,425 @@ fn output_format() {
     assert_eq!(j["irq"], json!(true));
     assert_eq!(j["trace"][3], json!("#3 @0x00001034 SET_CONTEXT_REG offset=0 values=4,5,6,...+2"));
     assert_eq!(j["cycles"], json!(o.cycles));
+}
+
+// ---- compute mode (docs/cmdproc.md, "Compute mode"), hand-worked ----
+
+/// The compute preset: F = 2 and the defaults, `compute = true`.
+fn cparams() -> CmdprocParams {
+    CmdprocParams { compute: true, ..CmdprocParams::default() }
+}
+/// `SET_SH_REG`: `p0` (a dword offset from 0xB000) and values.
+fn ssr(p0: u32, v: &[u32]) -> Vec<u32> {
+    let mut pl = vec![p0];
+    pl.extend_from_slice(v);
+    pkt(Opcode::SetShReg, &pl)
+}
+fn dispatch(x: u32, y: u32, z: u32) -> Vec<u32> {
+    pkt(Opcode::DispatchDirect, &[x, y, z, 0])
+}
+/// `RELEASE_MEM` with `p1 = DATA_SEL << 29 | INT_SEL << 24`.
+fn release(ds: u32, is: u32, addr: u32, hi: u32) -> Vec<u32> {
+    pkt(Opcode::ReleaseMem, &[0x514, (ds << 29) | (is << 24), addr, hi, 1, 2])
+}
+/// The compute registers with `sets` (index, value) applied.
+fn sh_with(sets: &[(usize, u32)]) -> Vec<u32> {
+    let mut t = vec![0; 23];
+    for &(i, v) in sets {
+        t[i] = v;
+    }
+    t
+}
+
+#[test]
+fn compute_off_new_opcodes_are_opcode_errors() {
+    // compute = false: a good SET_SH_REG / RELEASE_MEM header is `opcode`
+    // (c3, end c4: 2 beats, answered c2, c3); a dispatch with T = 0 is a
+    // command; a draw is not `graphics`; no "sh", no "sh_table".
+    let d = CmdprocParams::default();
+    for cmd in [ssr(0x207, &[1]), release(1, 0, 0x3000, 0)] {
+        let o = run(&d, &wl(cat(&[cmd.clone()]), vec![], 1));
+        assert_eq!(o.error, Some((Cause::Opcode, 0x1000)));
+        assert!(o.commands.is_empty());
+    }
+    let o = run(&d, &wl(cat(&[dispatch(0x10_0000, 1, 1), auto(2)]), vec![], 1));
+    assert_eq!(o.error, None);
+    assert_eq!(o.commands.len(), 2);
+    assert_eq!(o.commands[0].sh, None);
+    assert_eq!(o.sh_table, None);
+    let j = output_json(&d, &o);
+    assert!(j.get("sh_table").is_none());
+    assert!(j["commands"][0].get("sh").is_none());
+    assert!(j["commands"][0].get("state").is_some());
+}
+
+#[test]
+fn compute_sh_range() {
+    // F = 2, L = 1, one SET_SH_REG at 0x1000: p0 is taken in c3 (beat
+    // [h p0]): sh_range raised in c3, nothing written. A 3- or 4-dword
+    // packet is 2 beats (answered c2, c3): end c4; a 5- or 6-dword one is
+    // 3 beats (the third requested c3, answered c4): end c5.
+    let p = cparams();
+    let cases: Vec<(&str, Vec<u32>, u64)> = vec![
+        // 0x209..0x20C: the end of X..Z, the gap 0x20A, 0x20B, PGM_LO.
+        ("across two runs", ssr(0x209, &[1, 2, 3, 4]), 5),
+        // COMPUTE_DISPATCH_INITIATOR (0xB800) and COMPUTE_START_X (0xB810).
+        ("0xB800", ssr(0x200, &[1]), 4),
+        ("0xB810", ssr(0x204, &[1]), 4),
+        // USER_DATA_15 and one past the run.
+        ("past a run's end", ssr(0x24F, &[1, 2]), 4),
+        ("before a run", ssr(0x206, &[1, 2]), 4),
+        ("PGM_HI then the gap", ssr(0x20D, &[1, 2]), 4),
+        ("RSRC2 then the gap", ssr(0x213, &[1, 2]), 4),
+        // 0x607 is NUM_THREAD_X's offset + 0x400: no wrap to the SH space.
+        ("p0 >= 0x400", ssr(0x607, &[1]), 4),
+        // Exact arithmetic: 0xFFFFFFFF + 1 is not 0.
+        ("p0 + k past 2^32", ssr(0xFFFF_FFFF, &[1, 2]), 4),
+        ("0x400 + USER_DATA_0", ssr(0x640, &[1]), 4),
+    ];
+    for (name, cmd, cycles) in cases {
+        let o = run(&p, &wl(cmd, vec![], 1));
+        assert_eq!(o.error, Some((Cause::ShRange, 0x1000)), "{name}");
+        assert!(o.commands.is_empty(), "{name}");
+        assert_eq!(o.sh_table, Some(vec![0; 23]), "{name}");
+        assert_eq!(o.cycles, cycles, "{name}");
+        assert_eq!(output_json(&p, &o)["error"], json!({"cause": "sh_range", "addr": 4096}), "{name}");
+    }
+    // The whole runs, exactly, are good (each register written once).
+    let cmd = cat(&[
+        ssr(0x207, &[1, 2, 3]),
+        ssr(0x20C, &[4, 5]),
+        ssr(0x212, &[6, 7]),
+        ssr(0x240, &(8..24).collect::<Vec<u32>>()),
+    ]);
+    let o = run(&p, &wl(cmd, vec![], 1));
+    assert_eq!(o.error, None);
+    assert_eq!(o.sh_table, Some((1..24).collect::<Vec<u32>>()));
+    assert_eq!(o.commands.len(), 4);
+    // One past the USER_DATA run (17 values) and one before it.
+    let o = run(&p, &wl(ssr(0x240, &[9; 17]), vec![], 1));
+    assert_eq!(o.error, Some((Cause::ShRange, 0x1000)));
+    let o = run(&p, &wl(ssr(0x23F, &[9; 16]), vec![], 1));
+    assert_eq!(o.error, Some((Cause::ShRange, 0x1000)));
+    // A single register inside a run, and the last one of a run.
+    let o = run(&p, &wl(cat(&[ssr(0x208, &[5]), ssr(0x24F, &[6]), ssr(0x213, &[7])]), vec![], 1));
+    assert_eq!(o.sh_table, Some(sh_with(&[(1, 5), (22, 6), (6, 7)])));
+    // As a second packet: NOP (3 dwords), SET_SH_REG 0x200 (3 dwords):
+    // c3 [h p] r = 1; c4 [p h1]: the NOP commits, h1 is the second
+    // packet (not held: no reader) and takes its header (A - e = 1); c5
+    // [p0 v]: p0 taken, sh_range at 0x100C; the NOP leaves in c5; c6 the
+    // end (3 beats, the last answered c4).
+    let o = run(&p, &wl(cat(&[nop(3), ssr(0x200, &[1])]), vec![], 1));
+    assert_eq!(o.error, Some((Cause::ShRange, 0x100C)));
+    assert_eq!(o.commands.len(), 1);
+    assert_eq!(o.cycles, 6);
+}
+
+#[test]
+fn compute_snapshot_under_stalls() {
+    // F = 2, L = 1. SET_SH_REG X..Z = 4,1,1 (d0..d4), DISPATCH_DIRECT
+    // 2,1,1 (d5..d9), SET_SH_REG X = 8 (d10..d12), DISPATCH_DIRECT 1,1,1
+    // (d13..d17): 9 beats, visible c3..c11.
+    // Without stalls:
+    // c3 [d0 d1] h, p0 (0x207..0x209 good); c4 [d2 d3] X = 4, Y = 1;
+    // c5 [d4 d5] Z = 1, the SET_SH_REG commits (#0), the dispatch header
+    //   is the second packet (t2 = 1);
+    // c6 [d6 d7] x, y; #0 leaves;
+    // c7 [d8 d9] z, init: ends, checks from the registers at the start of
+    //   c7 (T = 4, R = 16: good), commits #1 (snapshot 4,1,1);
+    // c8 [d10 d11] held (#1 in the queue): the SET_SH_REG header is
+    //   checked, takes nothing; #1 leaves;
+    // c9 [d10 d11] h, p0; c10 [d12 d13] X = 8, commits #2, dispatch
+    //   header (t2 = 1); c11 x, y; #2 leaves; c12 z, init: commits #3
+    //   (snapshot 8,1,1); c13 finished, #3 leaves; c14 the end.
+    let cmd = cat(&[ssr(0x207, &[4, 1, 1]), dispatch(2, 1, 1), ssr(0x207, &[8]), dispatch(1, 1, 1)]);
+    let p = cparams();
+    let mut w = wl(cmd, vec![], 1);
+    let o0 = run(&p, &w);
+    assert_eq!(o0.error, None);
+    assert_eq!(o0.cycles, 14);
+    assert_eq!(o0.commands[1].sh, Some(sh_with(&[(0, 4), (1, 1), (2, 1)])));
+    assert_eq!(o0.commands[3].sh, Some(sh_with(&[(0, 8), (1, 1), (2, 1)])));
+    assert_eq!(o0.commands[0].sh, None);
+    assert_eq!(o0.commands[2].sh, None);
+    assert_eq!(o0.commands[1].state, Some(vec![0; 16]));
+    assert_eq!(o0.sh_table, Some(sh_with(&[(0, 8), (1, 1), (2, 1)])));
+    // With "pipeline": {"stall": 0.5, "seed": 1272}: cmd_ready in busy
+    // cycles 1..15 is 0 0 0 0 0 0 0 1 1 1 1 1 1 1 0.
+    // c3, c4 as above; c5 #0 commits, dispatch header; c6 x, y (#0 stays:
+    // not ready); c7 z, init: commits #1 (snapshot 4,1,1; #0 still in the
+    // queue);
+    // c8: held (#1 in the queue): the second SET_SH_REG takes nothing; #0
+    //   leaves (ready);
+    // c9: held: takes nothing; #1 is presented (sh_o = 4,1,1 although X =
+    //   8 is pending) and leaves;
+    // c10 h, p0; c11 X = 8, commits #2, dispatch header; c12 x, y, #2
+    //   leaves; c13 z, init: commits #3 (snapshot 8,1,1); c14 finished,
+    //   #3 leaves; c15 the end.
+    w.pipeline = Pipeline { stall: 0.5, seed: 1272 };
+    assert_eq!(spec_ready(0.5, 1272, 15), "000000011111110".chars().map(|c| c == '1').collect::<Vec<_>>());
+    let o = run(&p, &w);
+    assert_eq!(o.cycles, 15);
+    assert_eq!(o.commands, o0.commands);
+    assert_eq!(o.sh_table, o0.sh_table);
+    let j = output_json(&p, &o);
+    assert_eq!(j["commands"][1]["sh"], json!(sh_with(&[(0, 4), (1, 1), (2, 1)])));
+    assert!(j["commands"][0].get("sh").is_none());
+    assert_eq!(j["sh_table"], json!(sh_with(&[(0, 8), (1, 1), (2, 1)])));
+}
+
+/// SET_SH_REG X..Z, PGM_LO, PGM_HI, RSRC1, RSRC2, then DISPATCH_DIRECT
+/// x, y, z (at 0x1000 + 4 * 13 = 0x1034: 5 + 4 + 4 dwords before).
+fn kernel(threads: [u32; 3], pgm: [u32; 2], rsrc: [u32; 2], grid: [u32; 3]) -> Vec<u32> {
+    cat(&[ssr(0x207, &threads), ssr(0x20C, &pgm), ssr(0x212, &rsrc), dispatch(grid[0], grid[1], grid[2])])
+}
+const KERNEL_DISPATCH: u32 = 0x1034;
+
+#[test]
+fn compute_dispatch_checks() {
+    let c = cparams();
+    let small = |bb: u32| CmdprocParams { block_bits: bb, ..cparams() };
+    let lim = |t: u32, r: u32, m: u32| CmdprocParams { max_threads: t, max_regs: r, max_smem: m, ..cparams() };
+    type Case = (&'static str, CmdprocParams, Vec<u32>, Option<Cause>);
+    let lds = |n: u32| n << 15;
+    let cases: Vec<Case> = vec![
+        ("good", c.clone(), kernel([4, 1, 1], [0x100, 0], [0, lds(2)], [8, 2, 1]), None),
+        // field: T = 0.
+        ("T = 0", c.clone(), kernel([0, 1, 1], [0, 0], [0, 0], [1, 1, 1]), Some(Cause::Field)),
+        // NUM_THREAD_FULL is bits 15:0: 0x10000 is 0 threads (PARTIAL 1).
+        ("T = 0 (PARTIAL only)", c.clone(), kernel([0x1_0000, 1, 1], [0, 0], [0, 0], [1, 1, 1]), Some(Cause::Field)),
+        ("PARTIAL carried", c.clone(), kernel([0xFFFF_0001, 0xFFFF_0001, 0xFFFF_0001], [0, 0], [0, 0], [1, 1, 1]), None),
+        // x, y, z above 2^16 (2^16 itself is good with 20 block bits).
+        ("x = 2^16 + 1", small(20), kernel([1, 1, 1], [0, 0], [0, 0], [65537, 1, 1]), Some(Cause::Field)),
+        ("y = 2^16 + 1", small(20), kernel([1, 1, 1], [0, 0], [0, 0], [1, 65537, 1]), Some(Cause::Field)),
+        ("z = 2^32 - 1", small(20), kernel([1, 1, 1], [0, 0], [0, 0], [1, 1, u32::MAX]), Some(Cause::Field)),
+        ("x = 2^16", small(20), kernel([1, 1, 1], [0, 0], [0, 0], [65536, 1, 1]), None),
+        // x*y*z above 2^block_bits - 1: 15 is good, 16 is not (4 bits).
+        ("blocks 15", small(4), kernel([1, 1, 1], [0, 0], [0, 0], [3, 5, 1]), None),
+        ("blocks 16", small(4), kernel([1, 1, 1], [0, 0], [0, 0], [4, 2, 2]), Some(Cause::Field)),
+        ("x = 2^16, 16 bits", c.clone(), kernel([1, 1, 1], [0, 0], [0, 0], [65536, 1, 1]), Some(Cause::Field)),
+        // 2^16 * 2^16 * 2^16 = 2^48 (exact) > 2^20 - 1.
+        ("2^48 blocks", small(20), kernel([1, 1, 1], [0, 0], [0, 0], [65536, 65536, 65536]), Some(Cause::Field)),
+        // x*y*z = 0 passes.
+        ("no blocks", small(1), kernel([1, 1, 1], [0, 0], [0, 0], [0, 65536, 65536]), None),
+        // The program above 2^32.
+        ("PGM_HI[7:0] = 1", c.clone(), kernel([1, 1, 1], [0, 1], [0, 0], [1, 1, 1]), Some(Cause::Field)),
+        ("PGM_HI[31:8] carried", c.clone(), kernel([1, 1, 1], [0, 0xFFFF_FF00], [0, 0], [1, 1, 1]), None),
+        ("PGM_LO[31:24] = 1", c.clone(), kernel([1, 1, 1], [0x0100_0000, 0], [0, 0], [1, 1, 1]), Some(Cause::Field)),
+        ("PGM_LO = 2^24 - 1", c.clone(), kernel([1, 1, 1], [0x00FF_FFFF, 0], [0, 0], [1, 1, 1]), None),
+        // need: T = 16 against 16 is good, 15 exceeds by one.
+        ("T = max", lim(16, 1 << 18, 1 << 18), kernel([4, 2, 2], [0, 0], [0, 0], [1, 1, 1]), None),
+        ("T = max + 1", lim(15, 1 << 18, 1 << 18), kernel([4, 2, 2], [0, 0], [0, 0], [1, 1, 1]), Some(Cause::Need)),
+        // R = T * 4 * (VGPRS + 1) = 4 * 4 * 8 = 128 (VGPRS = 7; RSRC1's
+        // bits above 5:0 carried).
+        ("R = max", lim(16, 128, 1 << 18), kernel([4, 1, 1], [0, 0], [0xFFFF_FFC7, 0], [1, 1, 1]), None),
+        ("R = max + 1", lim(16, 127, 1 << 18), kernel([4, 1, 1], [0, 0], [0xFFFF_FFC7, 0], [1, 1, 1]), Some(Cause::Need)),
+        // M = 512 * LDS_SIZE = 512 * 4 = 2048 (RSRC2's other bits carried).
+        ("M = max", lim(16, 1 << 18, 2048), kernel([1, 1, 1], [0, 0], [0, 0xFF00_7FFF | lds(4)], [1, 1, 1]), None),
+        ("M = max + 1", lim(16, 1 << 18, 2047), kernel([1, 1, 1], [0, 0], [0, 0xFF00_7FFF | lds(4)], [1, 1, 1]), Some(Cause::Need)),
+        // LDS_SIZE 511 (M = 261632) against the default 65536.
+        ("M, 9 bits", c.clone(), kernel([1, 1, 1], [0, 0], [0, lds(511)], [1, 1, 1]), Some(Cause::Need)),
+        // field before need: T too large and x too large.
+        ("field first", lim(1, 1, 1), kernel([4, 1, 1], [0, 0], [0, 0], [65537, 1, 1]), Some(Cause::Field)),
+    ];
+    for (name, p, cmd, cause) in cases {
+        let o = run(&p, &wl(cmd, vec![], 1));
+        match cause {
+            None => {
+                assert_eq!(o.error, None, "{name}");
+                assert_eq!(o.commands.len(), 4, "{name}");
+                assert_eq!(o.commands[3].record.addr, KERNEL_DISPATCH, "{name}");
+                assert_eq!(o.commands[3].sh, o.sh_table, "{name}");
+            }
+            Some(c) => {
+                assert_eq!(o.error, Some((c, KERNEL_DISPATCH)), "{name}");
+                assert_eq!(o.commands.len(), 3, "{name}");
+            }
+        }
+    }
+    // Timing of a dispatch error (the snapshot's T = 0 from the doorbell's
+    // reset): DISPATCH_DIRECT 1,1,1 alone, 5 dwords = 3 beats visible
+    // c3..c5: c3 h, x; c4 y, z; c5 [init] ends: field in c5; c6 the end.
+    let o = run(&c, &wl(dispatch(1, 1, 1), vec![], 1));
+    assert_eq!((o.error, o.cycles), (Some((Cause::Field, 0x1000)), 6));
+    assert_eq!(output_json(&c, &o)["error"], json!({"cause": "field", "addr": 4096}));
+    let o = run(&lim(15, 1 << 18, 1 << 18), &wl(kernel([4, 2, 2], [0, 0], [0, 0], [1, 1, 1]), vec![], 1));
+    assert_eq!(output_json(&c, &o)["error"], json!({"cause": "need", "addr": KERNEL_DISPATCH}));
+}
+
+#[test]
+fn compute_release_mem_checks() {
+    // RELEASE_MEM alone: 7 dwords, 4 beats visible c3..c6: c3 h, p0; c4
+    // p1, p2; c5 p3, p4; c6 [p5] (A = 1) ends: checked; an error is
+    // raised in c6 and the run ends in c7; a good one commits in c6,
+    // leaves in c7 (c7 finished), c8 the end.
+    let p = cparams();
+    type Case = (&'static str, Vec<u32>, Option<Cause>, u64);
+    let cases: Vec<Case> = vec![
+        ("32-bit at 0x3004", release(1, 2, 0x3004, 0), None, 8),
+        ("64-bit at 0x3008", release(2, 1, 0x3008, 0), None, 8),
+        ("64-bit at 0x3004", release(2, 1, 0x3004, 0), Some(Cause::Field), 7),
+        ("no write", release(0, 0, 0x3004, 0), None, 8),
+        ("addr lo not a multiple of 4", release(0, 0, 0x3002, 0), Some(Cause::Field), 7),
+        ("addr hi", release(1, 0, 0x3000, 1), Some(Cause::Field), 7),
+        ("DATA_SEL 3", release(3, 0, 0x3000, 0), Some(Cause::Field), 7),
+        ("DATA_SEL 7", release(7, 0, 0x3000, 0), Some(Cause::Field), 7),
+        ("INT_SEL 3", release(1, 3, 0x3000, 0), None, 8),
+        ("INT_SEL 4", release(1, 4, 0x3000, 0), Some(Cause::Field), 7),
+        // Other p1 bits are carried.
+        ("carried p1 bits", pkt(Opcode::ReleaseMem, &[0, 0x18FF_FFFF | (1 << 29), 0x3000, 0, 1, 2]), None, 8),
+        // 7 payload dwords (GFX9's): count, at the header in c3; 8 dwords
+        // = 4 beats, the third requested in c3 and answered c4: end c5.
+        ("7 dwords", pkt(Opcode::ReleaseMem, &[0x514, 1 << 29, 0x3000, 0, 1, 2, 0]), Some(Cause::Count), 5),
+        // 6 dwords = 3 beats (the third answered c4): end c5.
+        ("5 dwords", pkt(Opcode::ReleaseMem, &[0x514, 1 << 29, 0x3000, 0, 1]), Some(Cause::Count), 5),
+    ];
+    for (name, cmd, cause, cycles) in cases {
+        let o = run(&p, &wl(cmd, vec![], 1));
+        assert_eq!(o.error, cause.map(|c| (c, 0x1000)), "{name}");
+        assert_eq!(o.commands.len(), usize::from(cause.is_none()), "{name}");
+        assert_eq!(o.cycles, cycles, "{name}");
+        assert!(o.memory_writes.is_empty(), "{name}");
+    }
+    // A good one is a command with its six payload dwords (record,
+    // "payload", trace).
+    let o = run(&p, &wl(release(2, 2, 0x3008, 0), vec![], 1));
+    let r = o.commands[0].record;
+    assert_eq!(r.p, [0x514, 0x4200_0000, 0x3008, 0, 1, 2]);
+    assert_eq!(o.commands[0].state, None);
+    assert_eq!(o.commands[0].sh, None);
+    assert_eq!(output_json(&p, &o)["commands"][0]["payload"], json!([0x514, 0x4200_0000u32, 0x3008, 0, 1, 2]));
+    assert_eq!(o.trace, vec!["#0 @0x00001000 RELEASE_MEM event=0x00000514 data_sel=2 int_sel=2 addr=0x00003008 data=1,2"]);
+}
+
+#[test]
+fn compute_draws_are_graphics() {
+    // DRAW_INDEX_AUTO (3 dwords, 2 beats): c3 h, p0; c4 [p1] ends:
+    // graphics in c4; c5 the end.
+    let p = cparams();
+    let o = run(&p, &wl(auto(3), vec![], 1));
+    assert_eq!((o.error, o.cycles), (Some((Cause::Graphics, 0x1000)), 5));
+    assert!(o.commands.is_empty());
+    assert_eq!(output_json(&p, &o)["error"], json!({"cause": "graphics", "addr": 4096}));
+    // A DRAW_INDEX_OFFSET_2 whose indices are outside the buffer is
+    // graphics, not prim_range (5 dwords: c3, c4, c5 [p3] ends; c6 end);
+    // after a command, the command still leaves.
+    let o = run(&p, &wl(pkt(Opcode::DrawIndexOffset2, &[0, 250, 7, 0]), vec![], 1));
+    assert_eq!((o.error, o.cycles), (Some((Cause::Graphics, 0x1000)), 6));
+    let o = run(&p, &wl(cat(&[nop(1), pkt(Opcode::DrawIndexOffset2, &[0, 0, 2, 0])]), vec![], 1));
+    assert_eq!(o.error, Some((Cause::Graphics, 0x1004)));
+    assert_eq!(o.commands.len(), 1);
+    assert!(o.commands[0].prims.is_empty());
+    // A bad draw header is still the header's error.
+    let o = run(&p, &wl(vec![hdr(Opcode::DrawIndexAuto, 3), 0, 0, 0], vec![], 1));
+    assert_eq!(o.error, Some((Cause::Count, 0x1000)));
+}
+
+/// The spec's example (docs/cmdproc.md, "Compute mode", "Assembler text").
+const SPEC_KERNEL: &str = "\
+SET_SH_REG reg=COMPUTE_PGM_LO values=0x100,0
+SET_SH_REG reg=COMPUTE_PGM_RSRC1 values=0,0x10000
+SET_SH_REG reg=COMPUTE_NUM_THREAD_X values=4,1,1
+SET_SH_REG reg=COMPUTE_USER_DATA_0 values=0x20000,100
+DISPATCH_DIRECT x=8 y=2 z=1 initiator=1 shader=1
+RELEASE_MEM event=0x514 data_sel=1 int_sel=2 addr=0x3000 data=1,0
+";
+
+#[test]
+fn compute_spec_kernel_cycles() {
+    // 29 dwords: A = d0..d3 (PGM_LO, PGM_HI), B = d4..d7 (RSRC1, RSRC2),
+    // C = d8..d12 (X..Z), D = d13..d16 (USER_DATA_0, _1), E = d17..d21
+    // (dispatch), F = d22..d28 (RELEASE_MEM); F = 2, L = 1: 15 beats
+    // requested c1..c15, visible c3..c17.
+    // c3 A h, p0; c4 A values, commits #0;
+    // c5 B h, p0 (#0, not a reader, leaves); c6 B values, commits #1;
+    // c7 C h, p0; c8 4, 1; c9 [d12 d13] 1: commits #2, D's header is the
+    //   second packet (t2 = 1);
+    // c10 D p0, 0x20000; c11 [d16 d17] 100: commits #3, E's header (t2 =
+    //   1);
+    // c12 x, y; c13 z, init: ends; snapshot X..Z = 4,1,1, PGM_LO 0x100,
+    //   RSRC2 LDS_SIZE 2: T = 4, R = 16, M = 1024, 16 blocks: good,
+    //   commits #4;
+    // c14 F h, p0 (held, but RELEASE_MEM is not a state writer); #4
+    //   leaves; c15 p1, p2; c16 p3, p4; c17 [d28] p5: ends, good, commits
+    //   #5; c18 finished, #5 leaves; c19 the end.
+    let d = pm4::assemble(SPEC_KERNEL).unwrap();
+    assert_eq!(
+        d,
+        vec![
+            0xC002_7600, 0x20C, 0x100, 0,
+            0xC002_7600, 0x212, 0, 0x10000,
+            0xC003_7600, 0x207, 4, 1, 1,
+            0xC002_7600, 0x240, 0x20000, 100,
+            0xC003_1502, 8, 2, 1, 1,
+            0xC005_4900, 0x514, 0x2200_0000, 0x3000, 0, 1, 0,
+        ]
+    );
+    let p = cparams();
+    let o = run(&p, &wl(d, vec![], 1));
+    assert_eq!(o.error, None);
+    assert_eq!(o.cycles, 19);
+    let snap = sh_with(&[(0, 4), (1, 1), (2, 1), (3, 0x100), (6, 0x10000), (7, 0x20000), (8, 100)]);
+    assert_eq!(o.commands[4].sh, Some(snap.clone()));
+    assert_eq!(o.sh_table, Some(snap.clone()));
+    assert_eq!(
+        o.trace,
+        vec![
+            "#0 @0x00001000 SET_SH_REG reg=COMPUTE_PGM_LO values=256,0",
+            "#1 @0x00001010 SET_SH_REG reg=COMPUTE_PGM_RSRC1 values=0,65536",
+            "#2 @0x00001020 SET_SH_REG reg=COMPUTE_NUM_THREAD_X values=4,1,1",
+            "#3 @0x00001034 SET_SH_REG reg=COMPUTE_USER_DATA_0 values=131072,100",
+            "#4 @0x00001044 DISPATCH_DIRECT x=8 y=2 z=1 initiator=0x00000001 shader=1",
+            "#5 @0x00001058 RELEASE_MEM event=0x00000514 data_sel=1 int_sel=2 addr=0x00003000 data=1,0",
+        ]
+    );
+    let j = output_json(&p, &o);
+    assert_eq!(j["commands"][4]["sh"], json!(snap));
+    assert_eq!(j["commands"][4]["state"], json!(vec![0; 16]));
+    assert_eq!(j["commands"][5]["payload"], json!([0x514, 0x2200_0000u32, 0x3000, 0, 1, 0]));
+    assert_eq!(j["commands"][2]["payload"], json!([0x207, 4, 1, 1]));
+    assert_eq!(j["sh_table"], json!(snap));
+    // The same program in standalone mode stops at the first SET_SH_REG.
+    let o = run(&CmdprocParams::default(), &wl(pm4::assemble(SPEC_KERNEL).unwrap(), vec![], 1));
+    assert_eq!(o.error, Some((Cause::Opcode, 0x1000)));
+}
+
+#[test]
+fn compute_records_hold_six_dwords() {
+    // With compute = true a record holds p0..p5: "payload" is min(n, 6)
+    // dwords and lists print up to six payload dwords before ...+K; with
+    // compute = false, p4 and p5 are 0 and "payload" is min(n, 4).
+    let cmd = cat(&[
+        nop(9),
+        scr(0, &[1, 2, 3, 4, 5, 6, 7]),
+        pkt(Opcode::WriteData, &[0, 0x3000, 0, 1, 2, 3, 4, 5]),
+        ssr(0x240, &(1..=16).collect::<Vec<u32>>()),
+        ssr(0x207, &[1, 2]),
+    ]);
+    let o = run(&cparams(), &wl(cmd.clone(), vec![], 1));
+    assert_eq!(o.error, None);
+    assert_eq!(
+        o.trace,
+        vec![
+            "#0 @0x00001000 NOP dwords=8",
+            "#1 @0x00001024 SET_CONTEXT_REG offset=0 values=1,2,3,4,5,...+2",
+            "#2 @0x00001048 WRITE_DATA control=0x00000000 addr=0x00003000 data=1,2,3,...+2",
+            "#3 @0x0000106c SET_SH_REG reg=COMPUTE_USER_DATA_0 values=1,2,3,4,5,...+11",
+            "#4 @0x000010b4 SET_SH_REG reg=COMPUTE_NUM_THREAD_X values=1,2",
+        ]
+    );
+    assert_eq!(o.commands[0].record.p, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(o.commands[2].record.p, [0, 0x3000, 0, 1, 2, 3]);
+    let j = output_json(&cparams(), &o);
+    assert_eq!(j["commands"][0]["payload"], json!([1, 2, 3, 4, 5, 6]));
+    assert_eq!(j["commands"][4]["payload"], json!([0x207, 1, 2]));
+    assert_eq!(o.memory_writes, vec![(0x3000, vec![1, 2, 3, 4, 5])]);
+    // Standalone: the same without the SET_SH_REGs.
+    let o = run(&CmdprocParams::default(), &wl(cmd[..27].to_vec(), vec![], 1));
+    assert_eq!(o.error, None);
+    assert_eq!(o.commands[0].record.p, [1, 2, 3, 4, 0, 0]);
+    assert_eq!(o.commands[2].record.p, [0, 0x3000, 0, 1, 0, 0]);
+    assert_eq!(o.trace[1], "#1 @0x00001024 SET_CONTEXT_REG offset=0 values=1,2,3,...+4");
+    assert_eq!(o.trace[2], "#2 @0x00001048 WRITE_DATA control=0x00000000 addr=0x00003000 data=1,...+4");
+    assert_eq!(output_json(&CmdprocParams::default(), &o)["commands"][0]["payload"], json!([1, 2, 3, 4]));
 }

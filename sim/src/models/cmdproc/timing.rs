@@ -6,7 +6,7 @@
 use super::packet::Packet;
 use super::prim::Job;
 use super::{Command, Outcome, Registers, Status, Workload};
-use gpurtl_params::cmdproc::{Cause, CmdprocParams};
+use gpurtl_params::cmdproc::{sh, Cause, CmdprocParams};
 use super::memory_image;
 use crate::mem::Memory;
 use std::collections::VecDeque;
@@ -53,8 +53,9 @@ pub(super) struct Sim<'a> {
     pub(super) finished: bool,
     pub(super) stopped: bool,
 
-    // The output queue (its fill; commands leave in order).
-    pub(super) queue: u32,
+    // The output queue: its commands (indices into `commands`), oldest
+    // first; an entry is a state reader when its command has a `state`.
+    pub(super) queue: VecDeque<usize>,
 
     // The primitive unit.
     /// The jobs it holds, in commit order (at most `prim_jobs`).
@@ -70,6 +71,9 @@ pub(super) struct Sim<'a> {
 
     // What the run gives.
     pub(super) table: Vec<u32>,
+    /// The compute registers (`sh::REGS`, 0 at the doorbell; written only
+    /// with `compute = true`).
+    pub(super) sh: Vec<u32>,
     pub(super) commands: Vec<Command>,
     pub(super) trace: Vec<String>,
     pub(super) memory_writes: Vec<(u32, Vec<u32>)>,
@@ -106,13 +110,14 @@ impl<'a> Sim<'a> {
             next_id: 0,
             finished: false,
             stopped: false,
-            queue: 0,
+            queue: VecDeque::new(),
             jobs: VecDeque::new(),
             next_seq: 0,
             pcredits: p.prim_beats,
             panswers: VecDeque::new(),
             last_panswer: 0,
             table,
+            sh: vec![0; sh::REGS],
             commands: Vec::new(),
             trace: Vec::new(),
             memory_writes: Vec::new(),
@@ -141,12 +146,13 @@ impl<'a> Sim<'a> {
 /// The golden model: one run from a doorbell.
 pub fn run(p: &CmdprocParams, w: &Workload) -> Outcome {
     let mut s = Sim::new(p, w);
+    let mut ready = w.pipeline.stalls();
     // The doorbell edge: the jump to the main buffer.
     s.jump(w.registers.cmd_base, w.registers.cmd_size / 4);
     let mut c: u64 = 1;
     loop {
         // The end: at the start of the cycle.
-        if (s.finished || s.stopped) && s.queue == 0 && s.jobs.is_empty() && s.inflight == 0 {
+        if (s.finished || s.stopped) && s.queue.is_empty() && s.jobs.is_empty() && s.inflight == 0 {
             break;
         }
         if crate::budget::over(c) {
@@ -157,8 +163,31 @@ pub fn run(p: &CmdprocParams, w: &Workload) -> Outcome {
             c <= CYCLE_LIMIT || crate::budget::limit() != u64::MAX,
             "cmdproc model: the run did not end within {CYCLE_LIMIT} cycles (runaway)"
         );
-        let q0 = s.queue;
+        // cmd_ready of this busy cycle: one draw a busy cycle.
+        let cmd_ready = ready.ready();
+        let q0 = s.queue.len() as u32;
         let jobs0 = s.jobs.len();
+        let reader0 = s.queue.iter().any(|&i| s.commands[i].state.is_some());
+        // The command presented on cmd_* (the oldest): when it is a state
+        // reader, state_o (the table) is its state in this cycle.
+        if let Some(&i) = s.queue.front() {
+            if let Some(st) = &s.commands[i].state {
+                assert!(
+                    *st == s.table,
+                    "cmdproc model: state_o is not the state of the reader #{} presented in cycle {c}",
+                    s.commands[i].record.id
+                );
+            }
+            // sh_o (compute mode): a dispatch's snapshot while it is
+            // presented.
+            if let Some(snap) = &s.commands[i].sh {
+                assert!(
+                    *snap == s.sh,
+                    "cmdproc model: sh_o is not the snapshot of the dispatch #{} presented in cycle {c}",
+                    s.commands[i].record.id
+                );
+            }
+        }
         // The fetcher's request (from the state at the start of the cycle).
         if s.fetching && s.fbeats > 0 && s.credits > 0 {
             let at = (c + s.lat).max(s.last_answer + 1);
@@ -173,10 +202,12 @@ pub fn run(p: &CmdprocParams, w: &Workload) -> Outcome {
         // cycle; a job committed below is held from the next cycle).
         s.prim_cycle(c);
         // The decoder (reads the pool before this cycle's answer).
-        let jump = s.decode(q0, jobs0);
-        // The output queue: the oldest command leaves (cmd_ready is 1).
-        if q0 > 0 {
-            s.queue -= 1;
+        let jump = s.decode(q0, jobs0, reader0);
+        // The output queue: the oldest command (held at the start of the
+        // cycle) leaves at the edge when cmd_ready; one committed in this
+        // cycle is behind it.
+        if q0 > 0 && cmd_ready {
+            s.queue.pop_front();
         }
         // The fetcher's answer of the cycle.
         if s.answers.front().map(|x| x.0) == Some(c) {
@@ -203,6 +234,7 @@ pub fn run(p: &CmdprocParams, w: &Workload) -> Outcome {
     Outcome {
         commands: s.commands,
         state_table: s.table,
+        sh_table: p.compute.then_some(s.sh),
         status,
         error: s.error,
         irq: irq_status & w.registers.irq_enable != 0,

@@ -159,7 +159,7 @@ impl CmdprocDriver {
         Ok(())
     }
 
-    pub(super) fn on_cmd(&mut self, r: Record, state_ptr: u32) -> Result<(), String> {
+    pub(super) fn on_cmd(&mut self, r: Record, state_ptr: u32, state: Option<Vec<u32>>, sh: Option<Vec<u32>>) -> Result<(), String> {
         let k = self.run.cmds.len();
         match self.run.traces.get(k) {
             None => return Err(format!("command #{k} {r:?} left the pipeline port before its trace record")),
@@ -172,6 +172,8 @@ impl CmdprocDriver {
             return Err(format!("command #{k}: cmd_state_ptr_o 0x{state_ptr:08x}, STATE_PTR is 0x{:08x}", self.run.state_ptr));
         }
         self.run.cmds.push(r);
+        self.run.states.push(state);
+        self.run.snapshots.push(sh);
         Ok(())
     }
 
@@ -275,7 +277,7 @@ impl CmdprocDriver {
     /// The run's outcome, from the registers read after it (`STATUS`,
     /// `ERR_CAUSE`, `ERR_ADDR`, `CMD_COUNT`, `BUSY_CYCLES`, `IRQ_STATUS`)
     /// and what the ports showed.
-    pub(super) fn outcome_of(&self, regs: [u32; 6], irq: bool, state_table: Vec<u32>) -> Result<Outcome, String> {
+    pub(super) fn outcome_of(&self, regs: [u32; 6], irq: bool, state_table: Vec<u32>, sh_table: Option<Vec<u32>>) -> Result<Outcome, String> {
         let [status_reg, cause, err_addr, count, busy_cycles, irq_status] = regs;
         let o = &self.run;
         let (status, error) = match status_reg {
@@ -323,11 +325,18 @@ impl CmdprocDriver {
             None => o.writes.clone(),
             Some((log, base)) => self.logged_writes(&log.borrow()[self.log_at..], *base)?,
         };
-        let trace = o.traces.iter().map(pm4::trace_line).collect();
-        let commands = o.cmds.iter().zip(&o.prims).map(|(&record, prims)| Command { record, prims: prims.clone() }).collect();
+        let trace = o.traces.iter().map(|r| pm4::trace_line_mode(r, self.p.compute)).collect();
+        let commands = o
+            .cmds
+            .iter()
+            .zip(&o.prims)
+            .zip(o.states.iter().zip(&o.snapshots))
+            .map(|((&record, prims), (state, sh))| Command { state: state.clone(), sh: sh.clone(), record, prims: prims.clone() })
+            .collect();
         Ok(Outcome {
             commands,
             state_table,
+            sh_table,
             status,
             error,
             irq,

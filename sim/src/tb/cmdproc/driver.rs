@@ -6,12 +6,35 @@ use super::host::ReadCtx;
 use super::{bit, run_limit, Env, RecPorts};
 use crate::cosim::{CosimError, PortHandle, Sim};
 use crate::mem::Memory;
-use crate::models::cmdproc::{memory_image, Outcome, Record, Workload};
+use crate::models::cmdproc::{memory_image, Outcome, PipelineStall, Record, Workload};
 use crate::rng::Rng;
 use crate::tb::agents::{agent_rng, Agent, LiteMaster, MemWatch, Pace, StreamSink, WriteLog};
 use crate::tb::fail;
-use gpurtl_params::cmdproc::{reg, CmdprocParams};
+use gpurtl_params::cmdproc::{reg, CmdprocParams, Opcode};
+use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::rc::Rc;
+
+/// `cmd_ready` from the workload's `"pipeline"` draws, one per busy cycle
+/// (docs/cmdproc.md, "`gpurtl run cmdproc`"): what the driver shares with
+/// the pipeline sink's pace. Without an environment only.
+#[derive(Default)]
+pub(super) struct PipeDraws {
+    /// `busy_o` in the cycle being driven.
+    pub(super) busy: bool,
+    /// The run's generator (none: always ready).
+    pub(super) stalls: Option<PipelineStall>,
+}
+
+impl PipeDraws {
+    /// Whether `cmd_ready` is low in this cycle; draws once if busy.
+    fn stall(&mut self) -> bool {
+        match (&mut self.stalls, self.busy) {
+            (Some(s), true) => !s.ready(),
+            _ => false,
+        }
+    }
+}
 
 /// The unit's ports the driver reads and drives itself (the streams are
 /// its sinks', the register slave's the master's).
@@ -26,6 +49,8 @@ pub(super) struct Ports {
     pub(super) trace_valid: PortHandle,
     pub(super) trace: RecPorts,
     pub(super) state: PortHandle,
+    /// `sh_o` (compute mode).
+    pub(super) sh: Option<PortHandle>,
     pub(super) busy: PortHandle,
     pub(super) irq: PortHandle,
     /// Valids that must stay low while `busy_o` is 0: the streams', and the
@@ -53,6 +78,7 @@ impl Ports {
             trace_valid: port("trace_valid_o")?,
             trace: RecPorts::find(s, &format!("{prefix}trace"))?,
             state: port("state_o")?,
+            sh: port("sh_o").ok(),
             busy: port("busy_o")?,
             irq: port("irq_o")?,
             activity,
@@ -82,6 +108,10 @@ pub(super) struct RunObs {
     pub(super) init: Vec<u32>,
     pub(super) traces: Vec<Record>,
     pub(super) cmds: Vec<Record>,
+    /// Per command, a state reader's `state_o` in the cycle it left, and
+    /// a dispatch's `sh_o` (compute mode).
+    pub(super) states: Vec<Option<Vec<u32>>>,
+    pub(super) snapshots: Vec<Option<Vec<u32>>>,
     /// Per trace record, the indices taken so far.
     pub(super) prims: Vec<Vec<u32>>,
     pub(super) draws: VecDeque<Draw>,
@@ -127,6 +157,7 @@ pub struct CmdprocDriver {
     pub(super) io: Ports,
     pub(super) host: LiteMaster,
     cmd: StreamSink,
+    pub(super) pipe: Rc<RefCell<PipeDraws>>,
     prim: StreamSink,
     pub(super) wr: Option<StreamSink>,
     pub(super) watches: Vec<(String, MemWatch, u64)>,
@@ -168,13 +199,28 @@ impl CmdprocDriver {
             host = host.random(seed, e.axi_stall);
         }
         let pace = |pct: fn(&Env) -> u32| Pace::random_or_steady(env.map(|e| pct(&e)));
-        let sink = |stream: &str, fields: &[&str], pct: fn(&Env) -> u32| -> Result<StreamSink, CosimError> {
-            Ok(StreamSink::find(sim, &format!("{prefix}{stream}"), fields)?.seed(seed).pace(pace(pct)))
+        let sink = |stream: &str, fields: &[&str], pace: Pace| -> Result<StreamSink, CosimError> {
+            Ok(StreamSink::find(sim, &format!("{prefix}{stream}"), fields)?.seed(seed).pace(pace))
         };
-        let cmd = sink("cmd", &["id", "addr", "header", "count", "p0", "p1", "p2", "p3", "state_ptr"], |e| e.cmd_stall)?;
-        let prim = sink("prim", &["id", "index", "last"], |e| e.prim_stall)?;
+        // The pipeline port: the environment's random stalls, or else the
+        // workload's `"pipeline"` draws.
+        let pipe = Rc::new(RefCell::new(PipeDraws::default()));
+        let cmd_pace = match env {
+            Some(e) => Pace::random_or_steady(Some(e.cmd_stall)),
+            None => {
+                let pipe = pipe.clone();
+                Pace::Pattern(Box::new(move |_| pipe.borrow_mut().stall()))
+            }
+        };
+        let cmd_fields: &[&str] = if p.compute {
+            &["id", "addr", "header", "count", "p0", "p1", "p2", "p3", "p4", "p5", "state_ptr"]
+        } else {
+            &["id", "addr", "header", "count", "p0", "p1", "p2", "p3", "state_ptr"]
+        };
+        let cmd = sink("cmd", cmd_fields, cmd_pace)?;
+        let prim = sink("prim", &["id", "index", "last"], pace(|e| e.prim_stall))?;
         let wr = match sim.port(&format!("{prefix}wr_valid_o")) {
-            Ok(_) => Some(sink("wr", &["addr", "data", "last"], |e| e.wr_stall)?),
+            Ok(_) => Some(sink("wr", &["addr", "data", "last"], pace(|e| e.wr_stall))?),
             Err(_) => None,
         };
         let mut d = CmdprocDriver {
@@ -186,6 +232,7 @@ impl CmdprocDriver {
             io: Ports::find(sim, prefix)?,
             host,
             cmd,
+            pipe,
             prim,
             wr,
             watches: Vec::new(),
@@ -265,8 +312,9 @@ impl CmdprocDriver {
         sim.eval();
         let irq = sim.get(self.io.irq) == 1;
         let state_table = sim.words(self.io.state).to_vec();
+        let sh_table = self.io.sh.map(|h| sim.words(h).to_vec());
         let regs = [reg::STATUS, reg::ERR_CAUSE, reg::ERR_ADDR, reg::CMD_COUNT, reg::BUSY_CYCLES, reg::IRQ_STATUS].map(val);
-        self.outcome_of(regs, irq, state_table).map_err(|m| {
+        self.outcome_of(regs, irq, state_table, sh_table).map_err(|m| {
             let m = format!("{}: workload {}, cycle {}: {m}", self.name, self.which, sim.cycle());
             fail(sim, m)
         })
@@ -320,9 +368,18 @@ impl CmdprocDriver {
         self.cmd.sample(sim)?;
         if self.cmd.items().len() > k {
             let f = |i| self.cmd.field_u64(k, i) as u32;
-            let r = Record { id: f(0), addr: f(1), header: f(2), count: f(3), p: [f(4), f(5), f(6), f(7)] };
-            let sp = f(8);
-            self.on_cmd(r, sp)?;
+            let np = if self.p.compute { 6 } else { 4 };
+            let r = Record { id: f(0), addr: f(1), header: f(2), count: f(3), p: std::array::from_fn(|k| if k < np { f(4 + k) } else { 0 }) };
+            let sp = f(4 + np);
+            // A state reader's state (and in compute mode a dispatch's
+            // snapshot): `state_o` (`sh_o`) in the cycle it leaves.
+            let op = super::op_of(r.header);
+            let state = op.is_some_and(|o| o.reads_state()).then(|| sim.words(self.io.state).to_vec());
+            let snap = match (op, self.io.sh) {
+                (Some(Opcode::DispatchDirect), Some(h)) => Some(sim.words(h).to_vec()),
+                _ => None,
+            };
+            self.on_cmd(r, sp, state, snap)?;
         }
         let k = self.prim.items().len();
         self.prim.sample(sim)?;
@@ -352,9 +409,11 @@ impl Agent for CmdprocDriver {
 
     fn drive(&mut self, sim: &mut Sim) {
         // Both are registers: their values for this cycle are already out.
-        let gate = bit(sim, self.io.busy) && !bit(sim, self.io.bvalid);
+        let busy = bit(sim, self.io.busy);
+        let gate = busy && !bit(sim, self.io.bvalid);
         self.host.gate(gate);
         self.host.drive(sim);
+        self.pipe.borrow_mut().busy = busy;
         self.cmd.drive(sim);
         self.prim.drive(sim);
         if let Some(wr) = &mut self.wr {

@@ -151,6 +151,9 @@ impl CmdprocDriver {
 
     /// The doorbell, then (maybe) more while busy and reads on the way.
     pub(super) fn ring(&mut self) {
+        // The run's pipeline draws start at its first busy cycle.
+        let pl = self.w.pipeline;
+        self.pipe.borrow_mut().stalls = (pl.stall > 0.0).then(|| pl.stalls());
         let extra = self.extra;
         let (data, strb) = self.doorbell();
         self.host.push(lite(Op::Write { addr: reg::DOORBELL, data, strb }));

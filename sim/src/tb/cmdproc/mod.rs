@@ -92,13 +92,14 @@ impl Env {
 
 
 /// The fields of a command record (`cmd_*` or `trace_*`).
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(super) struct RecPorts {
     id: PortHandle,
     addr: PortHandle,
     header: PortHandle,
     count: PortHandle,
-    p: [PortHandle; 4],
+    /// p0..p3, and p4, p5 in compute mode.
+    p: Vec<PortHandle>,
 }
 
 impl RecPorts {
@@ -109,7 +110,7 @@ impl RecPorts {
             addr: f("addr")?,
             header: f("header")?,
             count: f("count")?,
-            p: [f("p0")?, f("p1")?, f("p2")?, f("p3")?],
+            p: (0..6).map_while(|k| f(&format!("p{k}")).ok()).collect(),
         })
     }
     pub(super) fn read(&self, s: &Sim) -> Record {
@@ -118,7 +119,7 @@ impl RecPorts {
             addr: s.get(self.addr) as u32,
             header: s.get(self.header) as u32,
             count: s.get(self.count) as u32,
-            p: self.p.map(|h| s.get(h) as u32),
+            p: std::array::from_fn(|k| self.p.get(k).map_or(0, |h| s.get(*h) as u32)),
         }
     }
 }

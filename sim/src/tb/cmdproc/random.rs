@@ -5,7 +5,7 @@ use super::op_of;
 use crate::mem::Memory;
 use crate::models::cmdproc::{dword, memory_image, Registers, Workload};
 use crate::rng::Rng;
-use gpurtl_params::cmdproc::{Cause, CmdprocParams, Opcode};
+use gpurtl_params::cmdproc::{sh, Cause, CmdprocParams, Opcode};
 use gpurtl_params::MemIf;
 
 /// What a workload's buffers hold, walked from the main buffer as the
@@ -128,8 +128,9 @@ impl Walker<'_> {
     }
 }
 
-/// Payload counts that are `count` errors, by opcode.
-const BAD_COUNTS: [(Opcode, &[u32]); 7] = [
+/// Payload counts that are `count` errors, by opcode (the last two in
+/// compute mode only).
+const BAD_COUNTS: [(Opcode, &[u32]); 9] = [
     (Opcode::SetContextReg, &[0, 1]),
     (Opcode::IndexType, &[0, 2, 3]),
     (Opcode::DrawIndexAuto, &[0, 1, 3]),
@@ -137,6 +138,8 @@ const BAD_COUNTS: [(Opcode, &[u32]); 7] = [
     (Opcode::DispatchDirect, &[0, 2, 5]),
     (Opcode::WriteData, &[0, 1, 2, 3]),
     (Opcode::IndirectBuffer, &[0, 2, 4]),
+    (Opcode::SetShReg, &[0, 1]),
+    (Opcode::ReleaseMem, &[0, 5, 7]),
 ];
 
 /// Builds a random workload's buffers in execution order (an indirect
@@ -144,6 +147,8 @@ const BAD_COUNTS: [(Opcode, &[u32]); 7] = [
 /// every draw and a planned error lands at a chosen packet.
 struct Gen<'r> {
     rng: &'r mut Rng,
+    /// The parameters (compute mode and its capacities).
+    p: CmdprocParams,
     state_regs: u32,
     nesting: u32,
     prim_size: u32,
@@ -192,6 +197,82 @@ impl Gen<'_> {
     }
     fn op(&mut self, op: Opcode, n: u32) -> u32 {
         self.header(op.code(), n)
+    }
+    /// `SET_SH_REG` of `values` from compute register `first` on.
+    fn set_sh(&mut self, dw: &mut Vec<u32>, first: usize, values: &[u32]) {
+        let h = self.op(Opcode::SetShReg, 1 + values.len() as u32);
+        dw.extend([h, sh::offset(first)]);
+        dw.extend(values);
+    }
+    /// The registers of a kernel that fits the capacities: threads,
+    /// registers and scratchpad, a program below 2^32 (some of them only,
+    /// at random: the others stay as earlier packets left them).
+    fn good_kernel(&mut self, dw: &mut Vec<u32>) {
+        let p = self.p.clone();
+        let t_max = (p.max_threads as u64).min(p.max_regs as u64 / 4).max(1);
+        let t = 1 + self.rng.below(t_max.min(64));
+        let tx = [t, 1, 1];
+        let vg_max = (p.max_regs as u64 / (4 * t)).clamp(1, 64) - 1;
+        let vg = self.rng.below(vg_max + 1);
+        let lds = self.rng.below((p.max_smem as u64 / 512).min(511) + 1);
+        let hi_junk = |g: &mut Self| if g.rng.chance(30) { g.rand() & 0xFFFF_0000 } else { 0 };
+        if self.rng.chance(80) {
+            let v: Vec<u32> = tx.iter().map(|&x| x as u32 | hi_junk(self)).collect();
+            self.set_sh(dw, sh::NUM_THREAD_X, &v);
+        }
+        if self.rng.chance(80) {
+            let r1 = vg as u32 | (self.rand() & !0x3F);
+            let r2 = (lds as u32) << 15 | (self.rand() & !(0x1FF << 15));
+            self.set_sh(dw, sh::PGM_RSRC1, &[r1, r2]);
+        }
+        if self.rng.chance(60) {
+            let (lo, hi) = (self.below(1 << 24), self.rand() & !0xFF);
+            self.set_sh(dw, sh::PGM_LO, &[lo, hi]);
+        }
+        if self.rng.chance(60) {
+            let k = 1 + self.below(16);
+            let i0 = self.below(17 - k) as usize;
+            let v: Vec<u32> = (0..k).map(|_| self.rand()).collect();
+            self.set_sh(dw, sh::USER_DATA_0 + i0, &v);
+        }
+    }
+    /// Compute mode: a kernel (its registers, then a dispatch that passes
+    /// its checks), a fence, or registers alone.
+    fn compute_packet(&mut self, dw: &mut Vec<u32>) {
+        match self.below(10) {
+            0..=5 => {
+                // Registers that pass, then x y z within the block count.
+                self.good_kernel(dw);
+                // Some earlier writes may have left a bad kernel: rewrite the
+                // checked fields in full.
+                if self.rng.chance(70) {
+                    let p = self.p.clone();
+                    let t = 1 + self.rng.below((p.max_threads as u64).min(p.max_regs as u64 / 4).clamp(1, 64)) as u32;
+                    self.set_sh(dw, sh::NUM_THREAD_X, &[t, 1, 1]);
+                    self.set_sh(dw, sh::PGM_RSRC1, &[0, 0]);
+                    let lo = self.below(1 << 24);
+                    self.set_sh(dw, sh::PGM_LO, &[lo, 0]);
+                }
+                let bmax = ((1u64 << self.p.block_bits) - 1).min(1 << 12);
+                let x = match self.below(4) {
+                    0 => 0,
+                    _ => self.rng.below(bmax + 1) as u32,
+                };
+                let y = if x > 0 && (x as u64) * 2 <= bmax && self.rng.chance(30) { 2 } else { 1 };
+                let init = self.rand();
+                let h = self.op(Opcode::DispatchDirect, 4);
+                dw.extend([h, x, y, 1, init]);
+            }
+            6..=8 => {
+                let ds = self.below(3);
+                let addr = if ds == 2 { self.rand() & !7 } else { self.rand() & !3 };
+                let c = ds << 29 | self.below(4) << 24 | (self.rand() & 0x18FF_FFFF);
+                let h = self.op(Opcode::ReleaseMem, 6);
+                let (ev, d0, d1) = (self.rand(), self.rand(), self.rand());
+                dw.extend([h, ev, c, addr, 0, d0, d1]);
+            }
+            _ => self.good_kernel(dw),
+        }
     }
     /// A `WRITE_DATA` address: anywhere, or in [`WRITES`].
     fn write_target(&mut self) -> u32 {
@@ -290,6 +371,10 @@ impl Gen<'_> {
                 dw.extend([h, v]);
                 false
             }
+            41..=63 if self.p.compute => {
+                self.compute_packet(dw);
+                true
+            }
             41..=47 => {
                 let h = self.op(Opcode::DrawIndexAuto, 2);
                 dw.push(h);
@@ -359,9 +444,10 @@ impl Gen<'_> {
                 dw.push(v);
             }
             Cause::Opcode => {
+                let known = |c: u32, p: &CmdprocParams| Opcode::from_code(c).is_some_and(|o| o.known(p));
                 let code = loop {
-                    let c = self.below(256);
-                    if Opcode::from_code(c).is_none() {
+                    let c = if !self.p.compute && self.rng.chance(30) { *self.rng.pick(&[0x76, 0x49]) } else { self.below(256) };
+                    if !known(c, &self.p) {
                         break c;
                     }
                 };
@@ -371,7 +457,8 @@ impl Gen<'_> {
                 self.rands(n, dw);
             }
             Cause::Count => {
-                let (op, counts) = *self.rng.pick(&BAD_COUNTS);
+                let n_ops = if self.p.compute { BAD_COUNTS.len() } else { BAD_COUNTS.len() - 2 };
+                let (op, counts) = BAD_COUNTS[self.below(n_ops as u32) as usize];
                 let n = *self.rng.pick(counts);
                 let h = self.op(op, n);
                 dw.push(h);
@@ -410,6 +497,65 @@ impl Gen<'_> {
                 dw.extend([h, p0]);
                 self.rands(k, dw);
             }
+            Cause::Field if self.p.compute && self.rng.chance(50) => {
+                if self.rng.chance(50) {
+                    // A dispatch: no threads, a dimension above 2^16, too
+                    // many blocks, or a program above 2^32.
+                    self.good_kernel(dw);
+                    let bb = self.p.block_bits;
+                    let (mut x, mut y, mut z) = (1u32, 1u32, 1u32);
+                    match self.below(4) {
+                        0 => {
+                            let which = self.below(3) as usize;
+                            let mut t = [1u32, 1, 1];
+                            t[which] = self.rand() & 0xFFFF_0000;
+                            self.set_sh(dw, sh::NUM_THREAD_X, &t);
+                        }
+                        1 => {
+                            let d = (1 << 16) + 1 + self.below(8);
+                            match self.below(3) {
+                                0 => x = d,
+                                1 => y = d,
+                                _ => z = self.rand() | 1 << 20,
+                            }
+                        }
+                        2 => {
+                            // x y z = 2^bb exactly, or just above.
+                            x = 1 << bb.min(16);
+                            y = 1 << (bb - bb.min(16));
+                            z = 1 + self.below(2);
+                        }
+                        _ => {
+                            if self.rng.chance(50) {
+                                let lo = self.rand() | 1 << (24 + self.below(8));
+                                self.set_sh(dw, sh::PGM_LO, &[lo, 0]);
+                            } else {
+                                let hi = 1 + self.below(255);
+                                self.set_sh(dw, sh::PGM_HI, &[hi]);
+                            }
+                        }
+                    }
+                    let h = self.op(Opcode::DispatchDirect, 4);
+                    let init = self.rand();
+                    dw.extend([h, x, y, z, init]);
+                } else {
+                    // A fence: address hi, alignment, DATA_SEL, INT_SEL.
+                    let (mut ds, mut is, mut addr, mut hi) = (self.below(3), self.below(4), self.rand() & !7, 0u32);
+                    match self.below(5) {
+                        0 => hi = 1 + self.rand() % 0xFFFF_FFFF,
+                        1 => addr |= 1 + self.below(3),
+                        2 => {
+                            ds = 2;
+                            addr |= 4;
+                        }
+                        3 => ds = 3 + self.below(5),
+                        _ => is = 4 + self.below(4),
+                    }
+                    let h = self.op(Opcode::ReleaseMem, 6);
+                    let (ev, d0, d1) = (self.rand(), self.rand(), self.rand());
+                    dw.extend([h, ev, ds << 29 | is << 24 | (self.rand() & 0x18FF_FFFF), addr, hi, d0, d1]);
+                }
+            }
             Cause::Field => {
                 let hi_bad = |g: &mut Self| g.rand() | 1 << g.below(32);
                 let lo_bad = |g: &mut Self| (g.rand() & !3) | (1 + g.below(3));
@@ -435,6 +581,60 @@ impl Gen<'_> {
                         let (h, s) = (self.op(Opcode::IndirectBuffer, 3), self.below(16));
                         dw.extend([h, a, hi, s]);
                     }
+                }
+            }
+            Cause::ShRange => {
+                // Across two runs, an offset of no register, past the SH
+                // space, or one past a run's end.
+                let (p0, k) = match self.below(5) {
+                    0 => (0x209, 2),
+                    1 => (0x20D, 2 + self.below(4)),
+                    2 => (*self.rng.pick(&[0x200u32, 0x204, 0x20A, 0x20E, 0x211, 0x214, 0x23F, 0x250, 0x3FF]), 1 + self.below(3)),
+                    3 => (0x240 + self.below(16), 17),
+                    _ => (0x400 + self.below(0x1000), 1),
+                };
+                let h = self.op(Opcode::SetShReg, 1 + k);
+                dw.extend([h, p0]);
+                self.rands(k, dw);
+            }
+            Cause::Need => {
+                // Threads, registers or scratchpad one past (or far past) the
+                // capacity, with good fields.
+                let p = self.p.clone();
+                let (mut t, mut vg, mut lds) = (1u64, 0u64, 0u64);
+                match self.below(3) {
+                    0 => t = (p.max_threads as u64 + 1 + self.below(3) as u64).min(65535),
+                    1 => {
+                        vg = self.below(64) as u64;
+                        t = (p.max_regs as u64 / (4 * (vg + 1)) + 1).min(65535);
+                    }
+                    _ => lds = (p.max_smem as u64 / 512 + 1).min(511),
+                }
+                let t_ok = t <= p.max_threads as u64 && 4 * t * (vg + 1) <= p.max_regs as u64 && 512 * lds <= p.max_smem as u64;
+                if t_ok {
+                    // The capacity is beyond what the fields can ask (e.g.
+                    // max_smem above 511 x 512): a draw instead.
+                    let h = self.op(Opcode::DrawIndexAuto, 2);
+                    dw.extend([h, 3, 2]);
+                } else {
+                    self.set_sh(dw, sh::NUM_THREAD_X, &[t as u32, 1, 1]);
+                    self.set_sh(dw, sh::PGM_RSRC1, &[vg as u32, (lds as u32) << 15]);
+                    let lo = self.below(1 << 24);
+                    self.set_sh(dw, sh::PGM_LO, &[lo, 0]);
+                    let h = self.op(Opcode::DispatchDirect, 4);
+                    let init = self.rand();
+                    dw.extend([h, 1, 1, 1, init]);
+                }
+            }
+            Cause::Graphics => {
+                if self.rng.chance(50) {
+                    let h = self.op(Opcode::DrawIndexAuto, 2);
+                    dw.push(h);
+                    self.rands(2, dw);
+                } else {
+                    let (h, init) = (self.op(Opcode::DrawIndexOffset2, 4), self.rand());
+                    let (o, m) = (self.rand(), self.rand());
+                    dw.extend([h, 0, o, m, init]);
                 }
             }
             Cause::PrimRange => {
@@ -490,14 +690,20 @@ pub fn random_workload(rng: &mut Rng, p: &CmdprocParams, mem_latency: u32) -> Wo
     if prim_len > 0 {
         memory.push((prim_base, (0..prim_len).map(|_| rng.next_u64() as u32).collect()));
     }
-    // Every cause; `field` (three packets have fields) twice as often.
-    let causes = [Cause::ALL.as_slice(), &[Cause::Field]].concat();
+    // Every cause of the mode (`prim_range` is none in compute mode: a draw
+    // is `graphics` first); `field` (three packets have fields) twice as often.
+    let causes: Vec<Cause> = [Cause::ALL.as_slice(), &[Cause::Field]]
+        .concat()
+        .into_iter()
+        .filter(|c| if p.compute { *c != Cause::PrimRange } else { !c.compute_only() })
+        .collect();
     let err = if rng.chance(35) { Some(*rng.pick(&causes)) } else { None };
     let err_at = rng.below(25) as u32;
     let cursor = (0x8000_0000 + rng.below(0x3000_0000)) as u32 & !3;
     let budget = 40 + rng.below(300) as i64;
     let mut g = Gen {
         rng,
+        p: p.clone(),
         state_regs: p.state_regs,
         nesting: p.nesting,
         prim_size,
@@ -524,7 +730,7 @@ pub fn random_workload(rng: &mut Rng, p: &CmdprocParams, mem_latency: u32) -> Wo
         state_ptr: g.rand(),
         irq_enable: g.below(4),
     };
-    Workload { registers, memory: g.memory, mem_latency }
+    Workload { pipeline: Default::default(), registers, memory: g.memory, mem_latency }
 }
 
 #[cfg(test)]
