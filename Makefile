@@ -105,6 +105,7 @@ synth-report: build fpga-deps
 	  echo "$(GPURTL) synth systolic --preset infer --target ecp5 -o out/synth/systolic-infer-ecp5"; \
 	  echo "$(GPURTL) synth scheduler --preset wide --target generic -o out/synth/scheduler-wide-generic"; \
 	  echo "$(GPURTL) synth cmdproc --preset small --target ice40 -o out/synth/cmdproc-small-ice40"; \
+	  echo "$(GPURTL) synth scheduler --preset small --target ice40 --clock-mhz 60 -o out/synth/scheduler-small-ice40"; \
 	} | bash scripts/steps.sh --keep-going
 	$(GPURTL) synth-table out/synth | tee out/synth/table.md
 

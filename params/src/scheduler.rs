@@ -205,6 +205,7 @@ impl BlockParams for SchedulerParams {
             "rr" => "round robin: the baseline of the policy figures",
             "wide" => "16 streams over 64 SMs, queues of 8, 4 blocks a cycle",
             "cuda" => "as CUDA streams: a stream's kernels run one after another, and an aged head that does not fit holds dispatch until it fits",
+            "small" => "2 streams over 2 SMs: fits the iCE40-HX8K",
             _ => "",
         }
     }
@@ -215,7 +216,8 @@ impl BlockParams for SchedulerParams {
             ("default", d.clone()),
             ("rr", SchedulerParams { policy: Policy::Rr, ..d.clone() }),
             ("wide", SchedulerParams { streams: 16, sms: 64, queue_depth: 8, dispatch_width: 4, ..d.clone() }),
-            ("cuda", SchedulerParams { stream_order: StreamOrder::Complete, reserve: true, ..d }),
+            ("cuda", SchedulerParams { stream_order: StreamOrder::Complete, reserve: true, ..d.clone() }),
+            ("small", SchedulerParams { streams: 2, sms: 2, ..d }),
         ]
     }
 }
