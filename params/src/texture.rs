@@ -10,6 +10,9 @@ param_enum! {
         Whole = "whole",
         /// Each pixel's bank gets only the texels inside its own kernel.
         Selective = "selective",
+        /// No broadcast: one bank the four pixels read, each texel written
+        /// once (seed 002 §110-111).
+        Shared = "shared",
     }
 }
 
@@ -184,11 +187,21 @@ impl TextureParams {
     pub fn tiles_for(k: u32) -> u32 {
         (k + 2) / 2
     }
-    /// Bits of `res_subops_o`: ceil(tiles / 4) for the largest kernel.
-    pub fn subop_bits(&self) -> u32 {
+    /// Most sub-operations of a conv_quad: ceil(tiles / 4) for the largest kernel.
+    pub fn max_subops(&self) -> u32 {
         let t = Self::tiles_for(self.max_kernel);
-        bits_for(((t * t) as u64).div_ceil(4))
+        (t * t).div_ceil(4)
     }
+    /// Bits of `res_subops_o`: holds [`Self::max_subops`].
+    pub fn subop_bits(&self) -> u32 {
+        bits_for(self.max_subops() as u64)
+    }
+    /// Bits of `res_stitch_o`: a 2-bit code per sub-operation.
+    pub fn stitch_bits(&self) -> u32 {
+        2 * self.max_subops()
+    }
+    /// Lanes of `res_data_o`: 4 pixels (or texels, channels) by 4 channels.
+    pub const LANES: u32 = 16;
     /// Bits of a tile index along one axis.
     pub fn tile_bits(&self) -> u32 {
         bits_for(Self::tiles_for(self.max_kernel) as u64 - 1)
@@ -211,7 +224,7 @@ impl BlockParams for TextureParams {
             ParamInfo::new(
                 "broadcast",
                 ParamKind::Choice(Broadcast::NAMES),
-                "conv patch into the pixels' register banks: whole, or only each pixel's own texels",
+                "conv patch into the pixels' register banks: whole, or only each pixel's own texels; shared: one bank the four pixels read, each texel written once",
             ),
             ParamInfo::new("max_outstanding", int(2, 64, ""), "D: bank read passes in flight (tag queue depth)"),
             ParamInfo::new("addr_bits", int(8, 32, ""), "word address width of each bank"),
