@@ -4,7 +4,10 @@
 //! bilinear and nearest samples, gather4 with the filter bypassed (any mip
 //! level, integer offsets), and `conv_quad`: the union patch of a 2x2 quad's
 //! kernels fetched once, in 2x2 tiles, broadcast to the four pixels'
-//! register banks (whole or selective) and multiplied-accumulated.
+//! register banks (whole or selective) or written once into one bank they
+//! share, and multiplied-accumulated: one channel, or all four of an rgba8
+//! texel from the same fetches. Each sub-operation (4 tiles) reports its
+//! stitch code.
 //!
 //! Pipeline: accept (level lookup, start coordinate, its wrap by a
 //! restoring divider, two bits per step) -> sequencer (one tile at a time,
@@ -143,6 +146,7 @@ fn unit(p: &TextureParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
             ("v", ub, "v (F fraction bits); conv_quad: pixel y"),
             ("level", lb, "mip level (clamped to the descriptor's last)"),
             ("channel", 2, "channel of an rgba8 texture (gather4, conv_quad)"),
+            ("all_channels", 1, "conv_quad on rgba8: convolve all four channels (op_channel_i ignored)"),
             ("dx", ob, "gather4 x offset (signed)"),
             ("dy", ob, "gather4 y offset (signed)"),
         ],
@@ -169,8 +173,8 @@ fn unit(p: &TextureParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
         "the result is taken",
         &[
             ("kind", 2, "the op's kind"),
-            ("data", 4 * lw, "4 lanes: channels, gather4 texels or conv_quad pixels"),
-            ("stitch", 2, "conv_quad: 0 none, 1 4x4, 2 2x8, 3 8x2"),
+            ("data", TextureParams::LANES * lw, "16 lanes: channels, gather4 texels or conv_quad pixels (lane 4c+p: pixel p, channel c)"),
+            ("stitch", p.stitch_bits(), "conv_quad: 2 bits per sub-operation (s in bits 2s+1:2s): 0 none, 1 4x4, 2 2x8, 3 8x2"),
             ("subops", p.subop_bits(), "conv_quad: sub-operations"),
         ],
     );
