@@ -52,12 +52,12 @@ fn spec_example() {
     // pixel (1,0): x = 0, 1, 2: (5+12+7) + (2+8+6) + 24 = 64
     // pixel (0,1): y = 0, 1, 2 -> rows 0, 1, 0: (1+2+2) + (10+20+12) + 5 = 52
     // pixel (1,1): (1+4+3) + (10+24+14) + 8 = 64
-    assert_eq!(o.results[2], OpResult::Pixels { pixels: [52, 64, 52, 64], stitch: Stitch::S4x4, sub_ops: 1 });
+    assert_eq!(o.results[2], OpResult::Pixels { pixels: vec![52, 64, 52, 64], stitch: vec![Stitch::S4x4], sub_ops: 1 });
     // conv section: quads (0,0) and (2,0). pixel (2,0): x = 1, 2, 3:
     //   (6+14+8) + (4+12+8) + 28 = 80; pixel (3,0): x = 2, 3, 3 (clamp):
     //   (7+16+8) + (6+16+8) + 31 = 92; pixel (2,1): (2+6+4) + (12+28+16)
     //   + 12 = 80; pixel (3,1): (3+8+4) + (14+32+16) + 15 = 92.
-    assert_eq!(o.image, Some(vec![vec![52, 64, 80, 92], vec![52, 64, 80, 92]]));
+    assert_eq!(o.image, Some(Image::OneChannel(vec![vec![52, 64, 80, 92], vec![52, 64, 80, 92]])));
     assert_eq!(o.n_ops, 3);
     assert_eq!(o.results.len(), 5);
     // Fetches: 4 + 4 + 16 + 2 * 16; selective writes 36 per quad.
@@ -85,7 +85,7 @@ fn spec_example() {
     assert_eq!(
         out,
         json!({"results": [{"texel": [2]}, {"texels": [1, 1, 5, 5]},
-                           {"pixels": [52, 64, 52, 64], "stitch": "4x4", "sub_ops": 1}],
+                           {"pixels": [52, 64, 52, 64], "stitch": ["4x4"], "sub_ops": 1}],
                "image": [[52, 64, 80, 92], [52, 64, 80, 92]],
                "texel_fetches": 56, "register_writes": 108, "cycles": 74})
     );
@@ -105,8 +105,8 @@ fn spec_example_script() {
         cfg_item(0x000, 0x10),
         cfg_item(0x002, 0),
         cfg_item(0x003, 0x0001_0003),
-        Item::Op { kind: OpKind::Bilinear, u: 384, v: 128, level: 0, channel: 0, dx: 0, dy: 0 },
-        Item::Op { kind: OpKind::Gather4, u: 256, v: 256, level: 0, channel: 0, dx: -1, dy: 0 },
+        Item::Op { kind: OpKind::Bilinear, u: 384, v: 128, level: 0, channel: 0, all_channels: false, dx: 0, dy: 0 },
+        Item::Op { kind: OpKind::Gather4, u: 256, v: 256, level: 0, channel: 0, all_channels: false, dx: -1, dy: 0 },
         cfg_item(0x001, 0x0202),
     ];
     for (j, row) in [[1, 2, 1], [2, 4, 2], [1, 2, 1]].iter().enumerate() {
@@ -115,7 +115,7 @@ fn spec_example_script() {
         }
     }
     for x in [0, 0, 2] {
-        want.push(Item::Op { kind: OpKind::ConvQuad, u: x, v: 0, level: 0, channel: 0, dx: 0, dy: 0 });
+        want.push(Item::Op { kind: OpKind::ConvQuad, u: x, v: 0, level: 0, channel: 0, all_channels: false, dx: 0, dy: 0 });
     }
     assert_eq!(s, want);
     // A negative weight is written as its low weight_bits bits.
@@ -220,11 +220,13 @@ fn conv_wraps_to_acc_bits() {
     // 1x1 kernel, weight 1: 255 mod 256 as signed = -1.
     let k = Kernel { width: 1, height: 1, weights: vec![1].into() };
     let op = Op::ConvQuad { x: 0, y: 0, level: 0, channel: 0, kernel: k };
-    assert_eq!(op_result(&p, &w, &op), OpResult::Pixels { pixels: [-1; 4], stitch: Stitch::None, sub_ops: 1 });
-    // 2x1, weights -128, 127: 255 * -1 = -255 -> 1.
+    assert_eq!(op_result(&p, &w, &op), OpResult::Pixels { pixels: vec![-1; 4], stitch: vec![Stitch::None], sub_ops: 1 });
+    // 2x1, weights -128, 127: 255 * -1 = -255 -> 1. (Patch 3x2: TX = 2,
+    // TY = 1, one sub-operation of 2 tiles in one row: 8x2 by rule 1 of
+    // e8a109f; it was `none` before, when only TX = 4, TY = 1 was 8x2.)
     let k = Kernel { width: 2, height: 1, weights: vec![-128, 127].into() };
     let op = Op::ConvQuad { x: 0, y: 0, level: 0, channel: 0, kernel: k };
-    assert_eq!(op_result(&p, &w, &op), OpResult::Pixels { pixels: [1; 4], stitch: Stitch::None, sub_ops: 1 });
+    assert_eq!(op_result(&p, &w, &op), OpResult::Pixels { pixels: vec![1; 4], stitch: vec![Stitch::S8x2], sub_ops: 1 });
     assert_eq!(wrap_signed(128, 8), -128);
     assert_eq!(wrap_signed(-129, 8), 127);
     assert_eq!(wrap_signed(1 << 40, 32), 0);
@@ -232,21 +234,52 @@ fn conv_wraps_to_acc_bits() {
 
 #[test]
 fn stitch_codes_and_sub_ops() {
-    // 3x3: patch 4x4, 2x2 tiles, one sub-operation.
-    assert_eq!(stitch(3, 3), (Stitch::S4x4, 1));
-    assert_eq!(stitch(2, 2), (Stitch::S4x4, 1));
-    // width 1, height 7: patch 2x8, 1x4 tiles.
-    assert_eq!(stitch(1, 7), (Stitch::S2x8, 1));
-    // width 7, height 1: patch 8x2, 4x1 tiles.
-    assert_eq!(stitch(7, 1), (Stitch::S8x2, 1));
-    // width 19, height 1: 10x1 tiles, 3 sub-operations, no stitch.
-    assert_eq!(stitch(19, 1), (Stitch::None, 3));
-    assert_eq!(stitch(1, 19), (Stitch::None, 3));
-    // 5x5: 3x3 tiles, 3 sub-operations; 19x19: 10x10 tiles, 25.
-    assert_eq!(stitch(5, 5), (Stitch::None, 3));
-    assert_eq!(stitch(19, 19), (Stitch::None, 25));
-    assert_eq!(stitch(1, 1), (Stitch::None, 1));
-    assert_eq!([Stitch::None, Stitch::S4x4, Stitch::S2x8, Stitch::S8x2].map(|s| s.code()), [0, 1, 2, 3]);
+    use Stitch::{None as N, S2x8, S4x4, S8x2};
+    // Worked by hand from "Sub-operations and stitch codes": PW = KW + 1,
+    // TX = ceil(PW/2), TY likewise; sub-operation s = tiles 4s .. 4s+3
+    // (tile (i, j) is number j*TX + i); rules 1-4 in order.
+    // 3x3: TX = TY = 2, one sub-op of k = 4 tiles in two rows, TX = 2: 4x4.
+    assert_eq!(stitch(3, 3), (vec![S4x4], 1));
+    // 2x2: patch 3x3, still TX = TY = 2: 4x4 (the doc's example).
+    assert_eq!(stitch(2, 2), (vec![S4x4], 1));
+    // 1x7: TX = 1, TY = 4: k = 4 in four rows; TX = 1: 2x8.
+    assert_eq!(stitch(1, 7), (vec![S2x8], 1));
+    // 7x1: TX = 4, TY = 1: k = 4 in row 0: 8x2.
+    assert_eq!(stitch(7, 1), (vec![S8x2], 1));
+    // 19x1: TX = 10, TY = 1: {0..3}, {4..7}, {8, 9}, every one in row 0
+    // (the last of k = 2): 8x2 three times. (Before e8a109f one code for
+    // the op, `none` here: the spec now gives one per sub-operation.)
+    assert_eq!(stitch(19, 1), (vec![S8x2, S8x2, S8x2], 3));
+    // 1x19: TX = 1, TY = 10: {0..3}, {4..7}, {8, 9}: k >= 2, not one row
+    // (one tile a row), TX = 1: 2x8 three times.
+    assert_eq!(stitch(1, 19), (vec![S2x8, S2x8, S2x8], 3));
+    // 5x5: TX = TY = 3: {0,1,2,3} rows 0-1, {4..7} rows 1-2, {8} k = 1:
+    // TX is neither 1 nor 2: none three times.
+    assert_eq!(stitch(5, 5), (vec![N, N, N], 3));
+    // 3x5: TX = 2, TY = 3: {0..3} k = 4, TX = 2: 4x4; {4, 5} row 2: 8x2.
+    assert_eq!(stitch(3, 5), (vec![S4x4, S8x2], 2));
+    // 9x3: TX = 5, TY = 2: {0..3} row 0: 8x2; {4} in row 0 and {5, 6, 7}
+    // in row 1: none; {8, 9} row 1: 8x2.
+    assert_eq!(stitch(9, 3), (vec![S8x2, N, S8x2], 3));
+    // 1x1: one tile (k = 1): none.
+    assert_eq!(stitch(1, 1), (vec![N], 1));
+    // 3x1: TX = 2, TY = 1: {0, 1} in row 0: 8x2 (rule 1 before rule 3).
+    assert_eq!(stitch(3, 1), (vec![S8x2], 1));
+    // 1x3: TX = 1, TY = 2: k = 2, two rows, TX = 1: 2x8.
+    assert_eq!(stitch(1, 3), (vec![S2x8], 1));
+    // 1x9: TX = 1, TY = 5: {0..3} 2x8; {4} k = 1: none.
+    assert_eq!(stitch(1, 9), (vec![S2x8, N], 2));
+    // 3x9: TX = 2, TY = 5: {0..3} 4x4, {4..7} 4x4, {8, 9} row 4: 8x2.
+    assert_eq!(stitch(3, 9), (vec![S4x4, S4x4, S8x2], 3));
+    // 5x3: TX = 3, TY = 2: {0..3} rows 0-1: none; {4, 5} row 1: 8x2.
+    assert_eq!(stitch(5, 3), (vec![N, S8x2], 2));
+    // 19x19: TX = TY = 10, 100 tiles, 25 sub-ops. Rows are 10 tiles, so
+    // every 20 tiles (5 sub-ops) repeat: {0..3} row 0, {4..7} row 0,
+    // {8..11} rows 0-1 (none), {12..15} row 1, {16..19} row 1.
+    let (codes, n) = stitch(19, 19);
+    assert_eq!(n, 25);
+    assert_eq!(codes, [S8x2, S8x2, N, S8x2, S8x2].repeat(5));
+    assert_eq!([N, S4x4, S2x8, S8x2].map(|s| s.code()), [0, 1, 2, 3]);
 }
 
 #[test]
@@ -255,9 +288,56 @@ fn counts_3x3() {
     assert_eq!(texel_fetches(&op), 16);
     let whole = TextureParams { broadcast: Broadcast::Whole, ..TextureParams::default() };
     let selective = TextureParams { broadcast: Broadcast::Selective, ..TextureParams::default() };
+    let shared = TextureParams { broadcast: Broadcast::Shared, ..TextureParams::default() };
     assert_eq!(register_writes(&whole, &op), 64);
     assert_eq!(register_writes(&selective, &op), 36);
-    assert_eq!(register_writes(&whole, &Op::Bilinear { u: 0, v: 0, level: 0 }), 0);
+    // Shared: one bank, each of the 16 patch texels written once.
+    assert_eq!(register_writes(&shared, &op), 16);
+    for p in [&whole, &selective, &shared] {
+        assert_eq!(register_writes(p, &Op::Bilinear { u: 0, v: 0, level: 0 }), 0);
+    }
+}
+
+/// The figures table's counts, worked by hand (PW = KW + 1, PH = KH + 1):
+/// fetches PW*PH for one channel and for all four channels of rgba8 alike;
+/// register writes whole 4*PW*PH, selective 4*KW*KH, shared PW*PH.
+#[test]
+fn counts_all_channel_and_shared() {
+    let mut w = workload(ramp(40, 40), CLAMP, 10, vec![]);
+    w.texture.format = Format::Rgba8;
+    let quad = |kw: u32, kh: u32, channel: u32| {
+        let kernel = Kernel { width: kw, height: kh, weights: vec![1; (kw * kh) as usize].into() };
+        Op::ConvQuad { x: 20, y: 20, level: 0, channel, kernel }
+    };
+    let with = |b: Broadcast| TextureParams { broadcast: b, ..TextureParams::default() };
+    // (kw, kh, fetches, whole, selective, shared)
+    let table = [
+        (3, 3, 16, 64, 36, 16),   // 4x4 patch
+        (1, 7, 16, 64, 28, 16),   // 2x8
+        (7, 1, 16, 64, 28, 16),   // 8x2
+        (5, 5, 36, 144, 100, 36), // 6x6
+        (19, 1, 40, 160, 76, 40), // 20x2
+        (1, 19, 40, 160, 76, 40), // 2x20
+    ];
+    for (kw, kh, fetches, whole, selective, shared) in table {
+        for channel in [0, 2, ALL_CHANNELS] {
+            let op = quad(kw, kh, channel);
+            assert_eq!(texel_fetches(&op), fetches, "{kw}x{kh} channel {channel}");
+            assert_eq!(register_writes(&with(Broadcast::Whole), &op), whole);
+            assert_eq!(register_writes(&with(Broadcast::Selective), &op), selective);
+            assert_eq!(register_writes(&with(Broadcast::Shared), &op), shared);
+        }
+    }
+    // Through run: one all-channel 3x3 quad fetches 16 texels (the naive
+    // per-channel way would be 4 x 16 = 64) and writes 16 registers shared.
+    w.ops = vec![quad(3, 3, ALL_CHANNELS)];
+    let o = run(&with(Broadcast::Shared), &w);
+    assert_eq!((o.texel_fetches, o.register_writes), (16, 16));
+    w.ops = vec![quad(1, 7, ALL_CHANNELS)];
+    let o = run(&with(Broadcast::Shared), &w);
+    assert_eq!((o.texel_fetches, o.register_writes), (16, 16));
+    let o = run(&with(Broadcast::Selective), &w);
+    assert_eq!((o.texel_fetches, o.register_writes), (16, 28));
 }
 
 /// The counters' closed forms against the per-tile rules of "Tiles" and
@@ -293,8 +373,11 @@ fn counts_match_tile_rules() {
             }
             let sel = TextureParams { broadcast: Broadcast::Selective, ..p.clone() };
             let whole = TextureParams { broadcast: Broadcast::Whole, ..p.clone() };
+            let shared = TextureParams { broadcast: Broadcast::Shared, ..p.clone() };
             assert_eq!(register_writes(&sel, &op), selective, "{kw}x{kh}");
             assert_eq!(register_writes(&whole, &op), 4 * fetched as u64, "{kw}x{kh}");
+            // Shared: each fetched texel of each tile written once.
+            assert_eq!(register_writes(&shared, &op), fetched as u64, "{kw}x{kh}");
         }
     }
 }
@@ -530,10 +613,10 @@ fn odd_conv_section_drops_outside_pixels() {
     let o = run(&p, &w);
     // Quads (0,0), (2,0), (0,2), (2,2): 1x1 weight 2 doubles each texel.
     assert_eq!(o.results.len(), 4);
-    assert_eq!(o.image, Some(vec![vec![0, 2, 4], vec![20, 22, 24], vec![40, 42, 44]]));
+    assert_eq!(o.image, Some(Image::OneChannel(vec![vec![0, 2, 4], vec![20, 22, 24], vec![40, 42, 44]])));
     // Quad (2,2)'s pixel (3, 3) is clamped to (2, 2): computed, not shown.
     // (A 1x1 kernel's patch is 2x2: one tile, no stitch code.)
-    assert_eq!(o.results[3], OpResult::Pixels { pixels: [44, 44, 44, 44], stitch: Stitch::None, sub_ops: 1 });
+    assert_eq!(o.results[3], OpResult::Pixels { pixels: vec![44, 44, 44, 44], stitch: vec![Stitch::None], sub_ops: 1 });
     assert_eq!(output_json(&p, &o)["results"], json!([]));
     assert_eq!(o.texel_fetches, 16);
 }
@@ -743,7 +826,8 @@ fn param_sets() -> Vec<TextureParams> {
             addr_bits: 8,
             mem_if: gpurtl_params::MemIf::Native,
         },
-        TextureParams { max_size: 16, frac_bits: 10, offset_bits: 8, max_kernel: 31, weight_bits: 16, acc_bits: 48, addr_bits: 8, ..d },
+        TextureParams { max_size: 16, frac_bits: 10, offset_bits: 8, max_kernel: 31, weight_bits: 16, acc_bits: 48, addr_bits: 8, ..d.clone() },
+        TextureParams { broadcast: Broadcast::Shared, max_outstanding: 3, ..d },
     ]
 }
 
@@ -797,6 +881,9 @@ fn to_input(w: &Workload) -> Value {
             Op::Gather4 { u, v, level, dx, dy, channel } => {
                 json!({"op": "gather4", "u": u, "v": v, "level": level, "offset": [dx, dy], "channel": channel})
             }
+            Op::ConvQuad { x, y, level, channel, kernel: k } if *channel == ALL_CHANNELS => {
+                json!({"op": "conv_quad", "x": x, "y": y, "level": level, "kernel": kernel(k)})
+            }
             Op::ConvQuad { x, y, level, channel, kernel: k } => {
                 json!({"op": "conv_quad", "x": x, "y": y, "level": level, "channel": channel, "kernel": kernel(k)})
             }
@@ -809,7 +896,10 @@ fn to_input(w: &Workload) -> Value {
         "ops": ops,
     });
     if let Some(c) = &w.conv {
-        v["conv"] = json!({"level": c.level, "channel": c.channel, "kernel": kernel(&c.kernel)});
+        v["conv"] = json!({"level": c.level, "kernel": kernel(&c.kernel)});
+        if c.channel != ALL_CHANNELS {
+            v["conv"]["channel"] = json!(c.channel);
+        }
     }
     v
 }
