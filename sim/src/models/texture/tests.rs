@@ -981,3 +981,301 @@ fn timing_matches_closed_form() {
         }
     }
 }
+
+// ---- all-channel conv_quad (rgba8), stitch codes per sub-operation, shared broadcast ----
+
+/// A 2x2 rgba8 texture: (0,0) = [1, 10, 100, 0], (1,0) = [2, 20, 200, 1],
+/// (0,1) = [3, 30, 0, 2], (1,1) = [4, 40, 50, 255].
+fn rgba_2x2() -> Texture {
+    let px = |c: [u32; 4]| c[0] | c[1] << 8 | c[2] << 16 | c[3] << 24;
+    let texels = vec![px([1, 10, 100, 0]), px([2, 20, 200, 1]), px([3, 30, 0, 2]), px([4, 40, 50, 255])];
+    Texture { format: Format::Rgba8, levels: vec![Level { width: 2, height: 2, texels }] }
+}
+
+/// The 2x1 kernel [1, 2]: w(0, 0) = 1, w(1, 0) = 2.
+fn k2x1() -> Kernel {
+    Kernel { width: 2, height: 1, weights: vec![1, 2].into() }
+}
+
+#[test]
+fn all_channel_conv_by_hand() {
+    let p = TextureParams::default();
+    let w = workload(rgba_2x2(), CLAMP, 10, vec![]);
+    // KW = 2, KH = 1: pixel (x', y') = 1 * T(x' - 1, y') + 2 * T(x', y')
+    // (floor(KW/2) = 1, floor(KH/2) = 0), x clamped:
+    //   p0 (0,0): T(0,0) + 2 T(0,0) = 3 [1, 10, 100, 0]     = [3, 30, 300, 0]
+    //   p1 (1,0): T(0,0) + 2 T(1,0) = [1+4, 10+40, 100+400, 0+2] = [5, 50, 500, 2]
+    //   p2 (0,1): 3 T(0,1) = 3 [3, 30, 0, 2]                = [9, 90, 0, 6]
+    //   p3 (1,1): T(0,1) + 2 T(1,1) = [3+8, 30+80, 0+100, 2+510] = [11, 110, 100, 512]
+    // Lanes 4c + p: r sums, then g, b, a.
+    // Stitch: PW = 3, PH = 2, TX = 2, TY = 1: one sub-op of 2 tiles in
+    // row 0: 8x2.
+    let all = Op::ConvQuad { x: 0, y: 0, level: 0, channel: ALL_CHANNELS, kernel: k2x1() };
+    let lanes = vec![3, 5, 9, 11, 30, 50, 90, 110, 300, 500, 0, 100, 0, 2, 6, 512];
+    assert_eq!(op_result(&p, &w, &all), OpResult::Pixels { pixels: lanes, stitch: vec![Stitch::S8x2], sub_ops: 1 });
+    // Each channel alone (a one-channel op of channel c) gives lanes 4c..4c+3.
+    let by_channel = [[3, 5, 9, 11], [30, 50, 90, 110], [300, 500, 0, 100], [0, 2, 6, 512]];
+    for (c, want) in by_channel.iter().enumerate() {
+        let one = Op::ConvQuad { x: 0, y: 0, level: 0, channel: c as u32, kernel: k2x1() };
+        assert_eq!(op_result(&p, &w, &one), OpResult::Pixels { pixels: want.to_vec(), stitch: vec![Stitch::S8x2], sub_ops: 1 });
+    }
+    // Wrapping per channel: acc_bits 8, the a sum of p3 is 512 -> 0, the b
+    // sums 300 -> 44, 500 -> -12 (500 - 512); the others fit.
+    let p8 = TextureParams { acc_bits: 8, ..p.clone() };
+    let OpResult::Pixels { pixels, .. } = op_result(&p8, &w, &all) else { panic!() };
+    assert_eq!(pixels, vec![3, 5, 9, 11, 30, 50, 90, 110, 44, -12, 0, 100, 0, 2, 6, 0]);
+    // On r8 a conv_quad without channel is channel 0 (one channel, 4 sums):
+    // T(x, y) = 10y + x: p0 = 0 + 0, p1 = 0 + 2, p2 = 30, p3 = 10 + 22.
+    let w8 = workload(ramp(2, 2), CLAMP, 10, vec![]);
+    assert_eq!(op_result(&p, &w8, &all), OpResult::Pixels { pixels: vec![0, 2, 30, 32], stitch: vec![Stitch::S8x2], sub_ops: 1 });
+}
+
+#[test]
+fn all_channel_run_output_and_cycles() {
+    // The run file with no `channel` on rgba8: an all-channel conv_quad
+    // and an all-channel conv section (one quad, the same kernel: no
+    // second kernel write).
+    let v = json!({"texture": {"format": "rgba8", "levels": [{"width": 2, "height": 2,
+                     "texels": [[1, 10, 100, 0], [2, 20, 200, 1], [3, 30, 0, 2], [4, 40, 50, 255]]}]},
+                   "ops": [{"op": "conv_quad", "x": 0, "y": 0, "kernel": {"width": 2, "height": 1, "weights": [1, 2]}}],
+                   "conv": {"kernel": {"width": 2, "height": 1, "weights": [1, 2]}}});
+    for b in [Broadcast::Whole, Broadcast::Selective, Broadcast::Shared] {
+        let p = TextureParams { broadcast: b, ..TextureParams::default() };
+        let w = parse_input(&v, &p).unwrap();
+        assert_eq!(w.ops[0], Op::ConvQuad { x: 0, y: 0, level: 0, channel: ALL_CHANNELS, kernel: k2x1() });
+        assert_eq!(w.conv.as_ref().unwrap().channel, ALL_CHANNELS);
+        // The driver: op_channel_i 0, op_all_channels_i 1.
+        let s = script(&p, &w);
+        let conv_item = Item::Op { kind: OpKind::ConvQuad, u: 0, v: 0, level: 0, channel: 0, all_channels: true, dx: 0, dy: 0 };
+        assert_eq!(s.len(), 3 + 3 + 2);
+        assert_eq!(&s[6..], &[conv_item.clone(), conv_item]);
+        let o = run(&p, &w);
+        // Fetches: patch 3x2 = 6 per quad, whatever the channels.
+        assert_eq!(o.texel_fetches, 12);
+        // Register writes per quad: whole 4 * 6 = 24; selective 4 * KW*KH
+        // = 8; shared 6 (each fetched texel once).
+        let per_quad = match b {
+            Broadcast::Whole => 24,
+            Broadcast::Selective => 8,
+            Broadcast::Shared => 6,
+        };
+        assert_eq!(o.register_writes, 2 * per_quad);
+        // Cycles (defaults: 4 banks, PD = 5, D = 16, L = 10): descriptor
+        // writes 0, 1, 2; kernel writes 3, 4, 5; quad A accepted 6, in the
+        // sequencer 12. Its patch origin is (-1, 0): tile 0 at (-1, 0),
+        // mask 1111, texels (-1,0) -> (0,0) and (0,0) both bank 0, (-1,1)
+        // -> (0,1) and (0,1) both bank 2: passes {0, 2} at 12, {1, 3} at
+        // 13 (bank 0's and 2's request registers handshake in 13); tile 1
+        // at (1, 0), mask 0101 (2 + 1 < PW = 3 fails for k = 1, 3), banks
+        // 1 and 3: one pass at 14. Quad B accepted 7, prep stage 4 from 12,
+        // enters the sequencer as A's last pass issues (14): at 15, passes
+        // 15, 16, 17. Result = last pass + L + 4 = 31: cycles 32. The same
+        // for every broadcast and for one channel.
+        assert_eq!(o.cycles, 32, "{b}");
+        let pixels = json!([[3, 30, 300, 0], [5, 50, 500, 2], [9, 90, 0, 6], [11, 110, 100, 512]]);
+        assert_eq!(
+            output_json(&p, &o),
+            json!({"results": [{"pixels": pixels, "stitch": ["8x2"], "sub_ops": 1}],
+                   "image": [[[3, 30, 300, 0], [5, 50, 500, 2]], [[9, 90, 0, 6], [11, 110, 100, 512]]],
+                   "texel_fetches": 12, "register_writes": 2 * per_quad, "cycles": 32})
+        );
+        // One channel (g) instead: the same fetches, writes and cycles.
+        let mut v1 = v.clone();
+        v1["ops"][0]["channel"] = json!(1);
+        v1["conv"]["channel"] = json!(1);
+        let w1 = parse_input(&v1, &p).unwrap();
+        assert!(script(&p, &w1).iter().all(|i| !matches!(i, Item::Op { all_channels: true, .. })));
+        let o1 = run(&p, &w1);
+        assert_eq!((o1.texel_fetches, o1.register_writes, o1.cycles), (12, 2 * per_quad, 32));
+        assert_eq!(o1.image, Some(Image::OneChannel(vec![vec![30, 50], vec![90, 110]])));
+        assert_eq!(output_json(&p, &o1)["results"][0]["pixels"], json!([30, 50, 90, 110]));
+    }
+}
+
+#[test]
+fn timing_all_channel_same_as_one_channel() {
+    // Derived by hand from the spec's Timing rules (defaults: PD = 5,
+    // 4 banks, D = 16, L = 10), as in timing_conv_quad: 8x8 rgba8, 3x3 at
+    // (4, 4): tiles at (3,3), (5,3), (3,5), (5,5), all inside, one pass
+    // each. Writes: 3 descriptor + 1 + 9 kernel (0..=12). Quad A (all
+    // channels) accepted 13, sequencer 19, passes 19..=22. Quad B (channel
+    // 1; the kernel is the same, so no writes: the channel is not part of
+    // the kernel) accepted 14, prep stage 4 from 19, sequencer 23 (A's last
+    // pass in 22), passes 23..=26, result 26 + L + 4 = 40: cycles 41.
+    let mut t = ramp(8, 8);
+    t.format = Format::Rgba8;
+    for b in [Broadcast::Whole, Broadcast::Selective, Broadcast::Shared] {
+        let p = TextureParams { broadcast: b, ..TextureParams::default() };
+        let conv = |channel| Op::ConvQuad { x: 4, y: 4, level: 0, channel, kernel: k3x3() };
+        let w = workload(t.clone(), CLAMP, 10, vec![conv(ALL_CHANNELS), conv(1)]);
+        assert_eq!(run(&p, &w).cycles, 41, "{b}");
+        let w = workload(t.clone(), CLAMP, 10, vec![conv(ALL_CHANNELS)]);
+        assert_eq!(run(&p, &w).cycles, 37, "{b}");
+    }
+    // 19x1 all-channel at (20, 20) of a 40x40 rgba8 texture (shared): 10
+    // tiles inside, one pass each. Writes 3 + 1 + 19 (0..=22); accepted 23,
+    // sequencer 29, passes 29..=38, result 38 + 14 = 52: cycles 53.
+    let mut t = ramp(40, 40);
+    t.format = Format::Rgba8;
+    let k = Kernel { width: 19, height: 1, weights: vec![1; 19].into() };
+    let w = workload(t, CLAMP, 10, vec![Op::ConvQuad { x: 20, y: 20, level: 0, channel: ALL_CHANNELS, kernel: k }]);
+    let p = TextureParams { broadcast: Broadcast::Shared, ..TextureParams::default() };
+    let o = run(&p, &w);
+    assert_eq!((o.cycles, o.texel_fetches, o.register_writes), (53, 40, 40));
+    let OpResult::Pixels { stitch, sub_ops, .. } = &o.results[0] else { panic!() };
+    assert_eq!((stitch.as_slice(), *sub_ops), ([Stitch::S8x2; 3].as_slice(), 3));
+    assert_eq!(output_json(&p, &o)["results"][0]["stitch"], json!(["8x2", "8x2", "8x2"]));
+}
+
+#[test]
+fn parse_conv_channel() {
+    let p = TextureParams::default();
+    let k = json!({"width": 1, "height": 1, "weights": [1]});
+    let input = |format: &str, texel: Value, op: Value| {
+        json!({"texture": {"format": format, "levels": [{"width": 1, "height": 1, "texels": [texel]}]},
+               "ops": [op], "conv": {"kernel": k}})
+    };
+    // rgba8 without channel: all-channel (op and conv section); with it, that one.
+    let w = parse_input(&input("rgba8", json!([1, 2, 3, 4]), json!({"op": "conv_quad", "x": 0, "y": 0, "kernel": k})), &p).unwrap();
+    assert!(matches!(w.ops[0], Op::ConvQuad { channel: ALL_CHANNELS, .. }));
+    assert_eq!(w.conv.as_ref().unwrap().channel, ALL_CHANNELS);
+    let w = parse_input(&input("rgba8", json!([1, 2, 3, 4]), json!({"op": "conv_quad", "x": 0, "y": 0, "channel": 3, "kernel": k})), &p).unwrap();
+    assert!(matches!(w.ops[0], Op::ConvQuad { channel: 3, .. }));
+    // r8 without channel: channel 0, op_all_channels_i 0.
+    let w = parse_input(&input("r8", json!(7), json!({"op": "conv_quad", "x": 0, "y": 0, "kernel": k})), &p).unwrap();
+    assert!(matches!(w.ops[0], Op::ConvQuad { channel: 0, .. }));
+    assert_eq!(w.conv.as_ref().unwrap().channel, 0);
+    assert!(script(&p, &w).iter().all(|i| !matches!(i, Item::Op { all_channels: true, .. })));
+    // 1x1 kernel, weight 1: each pixel is T(0, 0) = 7; a one-channel image.
+    let o = run(&p, &w);
+    assert_eq!(o.image, Some(Image::OneChannel(vec![vec![7]])));
+    assert_eq!(output_json(&p, &o)["results"][0]["pixels"], json!([7, 7, 7, 7]));
+    // An op built with ALL_CHANNELS on r16 reads channel 0 and is driven as
+    // a one-channel op.
+    let mut w16 = w.clone();
+    w16.texture.format = Format::R16;
+    w16.ops = vec![Op::ConvQuad { x: 0, y: 0, level: 0, channel: ALL_CHANNELS, kernel: Kernel { width: 1, height: 1, weights: vec![1].into() } }];
+    w16.conv = None;
+    assert_eq!(script(&p, &w16).last(), Some(&Item::Op { kind: OpKind::ConvQuad, u: 0, v: 0, level: 0, channel: 0, all_channels: false, dx: 0, dy: 0 }));
+    assert_eq!(run(&p, &w16).results[0], OpResult::Pixels { pixels: vec![7; 4], stitch: vec![Stitch::None], sub_ops: 1 });
+    // A channel past the format is still refused.
+    let e = perrs(input("rgba8", json!([1, 2, 3, 4]), json!({"op": "conv_quad", "x": 0, "y": 0, "channel": 4, "kernel": k})), &p);
+    assert_eq!(e, vec!["input `ops[0].channel` = 4: must be an integer from 0 to 3 (below the 4 channels of rgba8)"]);
+}
+
+/// The results by the rules of "Broadcast and convolution" (tiles, register
+/// banks, per-pixel weights zero outside the kernel) for each broadcast,
+/// against the formula of "Exact arithmetic"; and an all-channel op's sums
+/// against four one-channel ops. Random rgba8 textures and kernels.
+#[test]
+fn register_bank_rules_match_formula() {
+    let mut rng = Rng::new(26);
+    for case in 0..300 {
+        let (w0, h0) = (1 + rng.below(9) as u32, 1 + rng.below(9) as u32);
+        let texels = (0..w0 * h0).map(|_| rng.next_u64() as u32).collect();
+        let t = Texture { format: Format::Rgba8, levels: vec![Level { width: w0, height: h0, texels }] };
+        let modes = [*rng.pick(AddressMode::ALL), *rng.pick(AddressMode::ALL)];
+        let w = workload(t, modes, 1, vec![]);
+        let (kw, kh) = (1 + rng.below(9) as u32, 1 + rng.below(9) as u32);
+        let weights: Vec<i64> = (0..kw * kh).map(|_| rng.below(256) as i64 - 128).collect();
+        let kernel = Kernel { width: kw, height: kh, weights: weights.clone().into() };
+        let (x, y) = (rng.below(w0 as u64 + 2), rng.below(h0 as u64 + 2));
+        let p = TextureParams { acc_bits: 20, ..TextureParams::default() };
+        let op = Op::ConvQuad { x, y, level: 0, channel: ALL_CHANNELS, kernel: kernel.clone() };
+        let OpResult::Pixels { pixels, stitch: codes, sub_ops } = op_result(&p, &w, &op) else { panic!() };
+        assert_eq!(pixels.len(), 16);
+        assert_eq!((codes.clone(), sub_ops), stitch(kw, kh));
+        // Four one-channel ops give the same sums, lane 4c + p.
+        for c in 0..4 {
+            let one = Op::ConvQuad { x, y, level: 0, channel: c, kernel: kernel.clone() };
+            let OpResult::Pixels { pixels: one, .. } = op_result(&p, &w, &one) else { panic!() };
+            assert_eq!(one[..], pixels[4 * c as usize..4 * c as usize + 4], "case {case} channel {c}");
+        }
+        // The tile path: tile (i, j) at (px + 2i, py + 2j); texel k at patch
+        // position (a, b) = (2i + (k&1), 2j + (k>>1)) if its mask bit is set.
+        let (px, py) = (x as i64 - (kw / 2) as i64, y as i64 - (kh / 2) as i64);
+        let lv = &w.texture.levels[0];
+        let texel = |a: i64, b: i64| {
+            let (tx, ty) = (address(modes[0], px + a, w0), address(modes[1], py + b, h0));
+            lv.texels[(ty * w0 as i64 + tx) as usize]
+        };
+        let tl = tiles(&p, &w, &op);
+        let tx_n = (kw + 1).div_ceil(2) as usize;
+        for b in [Broadcast::Whole, Broadcast::Selective, Broadcast::Shared] {
+            let mut acc = [[0i64; 4]; 4]; // [pixel][channel]
+            let mut writes = 0u64;
+            for (n, tile) in tl.iter().enumerate() {
+                let (i, j) = ((n % tx_n) as i64, (n / tx_n) as i64);
+                // Registers: per pixel (whole, selective) or one shared bank.
+                let mut regs: [[Option<u32>; 4]; 4] = [[None; 4]; 4];
+                for k in 0..4 {
+                    if tile.mask & (1 << k) == 0 {
+                        continue;
+                    }
+                    let (a, bb) = (2 * i + (k & 1) as i64, 2 * j + (k >> 1) as i64);
+                    let word = texel(a, bb);
+                    match b {
+                        Broadcast::Shared => {
+                            writes += 1;
+                            for r in regs.iter_mut() {
+                                r[k] = Some(word); // one register all four read
+                            }
+                        }
+                        _ => {
+                            for (pi, &(dx, dy)) in QUAD.iter().enumerate() {
+                                let inside = (0..kw as i64).contains(&(a - dx)) && (0..kh as i64).contains(&(bb - dy));
+                                if b == Broadcast::Whole || inside {
+                                    writes += 1;
+                                    regs[pi][k] = Some(word);
+                                }
+                            }
+                        }
+                    }
+                }
+                for (pi, &(dx, dy)) in QUAD.iter().enumerate() {
+                    for (k, reg) in regs[pi].iter().enumerate() {
+                        let (a, bb) = (2 * i + (k & 1) as i64 - dx, 2 * j + (k >> 1) as i64 - dy);
+                        let wt = if (0..kw as i64).contains(&a) && (0..kh as i64).contains(&bb) {
+                            weights[(bb * kw as i64 + a) as usize]
+                        } else {
+                            0
+                        };
+                        if let Some(word) = reg {
+                            for (c, sum) in acc[pi].iter_mut().enumerate() {
+                                *sum += wt * ((word >> (8 * c)) & 0xff) as i64;
+                            }
+                        }
+                    }
+                }
+            }
+            let bp = TextureParams { broadcast: b, ..p.clone() };
+            assert_eq!(writes, register_writes(&bp, &op), "case {case} {b}");
+            for (pi, sums) in acc.iter().enumerate() {
+                for (c, &sum) in sums.iter().enumerate() {
+                    assert_eq!(wrap_signed(sum, 20), pixels[4 * c + pi], "case {case} {b} pixel {pi} channel {c}");
+                }
+            }
+        }
+    }
+}
+
+/// The random workloads reach what issue 26 added: all-channel conv_quads
+/// and conv sections on rgba8, and kernels whose sub-operations have
+/// differing stitch codes.
+#[test]
+fn random_workloads_reach_all_channel_and_mixed_stitch() {
+    let p = TextureParams::default();
+    let (mut all_ops_seen, mut all_sections, mut mixed) = (0, 0, 0);
+    for seed in 0..200 {
+        let w = random_workload(&mut Rng::new(seed), &p, 12);
+        for op in &w.ops {
+            if let Op::ConvQuad { channel, kernel, .. } = op {
+                all_ops_seen += all_channels(w.texture.format, *channel) as u32;
+                let codes = stitch(kernel.width, kernel.height).0;
+                mixed += codes.iter().any(|c| *c != codes[0]) as u32;
+            }
+        }
+        all_sections += w.conv.as_ref().is_some_and(|c| all_channels(w.texture.format, c.channel)) as u32;
+    }
+    assert!(all_ops_seen > 20 && all_sections > 3 && mixed > 20, "{all_ops_seen} {all_sections} {mixed}");
+}
