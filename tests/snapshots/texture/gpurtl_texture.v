@@ -9,54 +9,55 @@
 // 4 bank(s) of 32-bit texel words, levels up to 4096x4096, 8 fraction bits, kernels up to 19x19, selective broadcast.
 // Behaviour and cycle timing: docs/texture.md.
 //
-// port              dir     width  meaning
-// clk_i             input       1  clock, rising edge
-// rst_i             input       1  synchronous reset, active high
-// cfg_valid_i       input       1  a configuration write is offered
-// cfg_ready_o       output      1  the unit is idle and takes it
-// cfg_addr_i        input      11  register address (docs/texture.md, Configuration)
-// cfg_data_i        input      32  value
-// op_valid_i        input       1  an operation is offered
-// op_ready_o        output      1  the sequencer takes it
-// op_kind_i         input       2  0 bilinear, 1 nearest, 2 gather4, 3 conv_quad
-// op_u_i            input      21  u (F fraction bits); conv_quad: pixel x
-// op_v_i            input      21  v (F fraction bits); conv_quad: pixel y
-// op_level_i        input       4  mip level (clamped to the descriptor's last)
-// op_channel_i      input       2  channel of an rgba8 texture (gather4, conv_quad)
-// op_dx_i           input       6  gather4 x offset (signed)
-// op_dy_i           input       6  gather4 y offset (signed)
-// mem0_req_valid_o  output      1  bank 0 read request offered
-// mem0_req_ready_i  input       1  bank 0 read request taken
-// mem0_req_addr_o   output     24  word address
-// mem0_rsp_valid_i  input       1  bank 0 read data offered, in request order
-// mem0_rsp_ready_o  output      1  bank 0 read data taken
-// mem0_rsp_data_i   input      32  texel word
-// mem1_req_valid_o  output      1  bank 1 read request offered
-// mem1_req_ready_i  input       1  bank 1 read request taken
-// mem1_req_addr_o   output     24  word address
-// mem1_rsp_valid_i  input       1  bank 1 read data offered, in request order
-// mem1_rsp_ready_o  output      1  bank 1 read data taken
-// mem1_rsp_data_i   input      32  texel word
-// mem2_req_valid_o  output      1  bank 2 read request offered
-// mem2_req_ready_i  input       1  bank 2 read request taken
-// mem2_req_addr_o   output     24  word address
-// mem2_rsp_valid_i  input       1  bank 2 read data offered, in request order
-// mem2_rsp_ready_o  output      1  bank 2 read data taken
-// mem2_rsp_data_i   input      32  texel word
-// mem3_req_valid_o  output      1  bank 3 read request offered
-// mem3_req_ready_i  input       1  bank 3 read request taken
-// mem3_req_addr_o   output     24  word address
-// mem3_rsp_valid_i  input       1  bank 3 read data offered, in request order
-// mem3_rsp_ready_o  output      1  bank 3 read data taken
-// mem3_rsp_data_i   input      32  texel word
-// res_valid_o       output      1  a result is offered, in op order
-// res_ready_i       input       1  the result is taken
-// res_kind_o        output      2  the op's kind
-// res_data_o        output    128  4 lanes: channels, gather4 texels or conv_quad pixels
-// res_stitch_o      output      2  conv_quad: 0 none, 1 4x4, 2 2x8, 3 8x2
-// res_subops_o      output      5  conv_quad: sub-operations
-// idle_o            output      1  no op in the unit (configuration writes are taken)
-// reg_writes_o      output     32  pixel register writes so far (wraps)
+// port               dir     width  meaning
+// clk_i              input       1  clock, rising edge
+// rst_i              input       1  synchronous reset, active high
+// cfg_valid_i        input       1  a configuration write is offered
+// cfg_ready_o        output      1  the unit is idle and takes it
+// cfg_addr_i         input      11  register address (docs/texture.md, Configuration)
+// cfg_data_i         input      32  value
+// op_valid_i         input       1  an operation is offered
+// op_ready_o         output      1  the sequencer takes it
+// op_kind_i          input       2  0 bilinear, 1 nearest, 2 gather4, 3 conv_quad
+// op_u_i             input      21  u (F fraction bits); conv_quad: pixel x
+// op_v_i             input      21  v (F fraction bits); conv_quad: pixel y
+// op_level_i         input       4  mip level (clamped to the descriptor's last)
+// op_channel_i       input       2  channel of an rgba8 texture (gather4, conv_quad)
+// op_all_channels_i  input       1  conv_quad on rgba8: convolve all four channels (op_channel_i ignored)
+// op_dx_i            input       6  gather4 x offset (signed)
+// op_dy_i            input       6  gather4 y offset (signed)
+// mem0_req_valid_o   output      1  bank 0 read request offered
+// mem0_req_ready_i   input       1  bank 0 read request taken
+// mem0_req_addr_o    output     24  word address
+// mem0_rsp_valid_i   input       1  bank 0 read data offered, in request order
+// mem0_rsp_ready_o   output      1  bank 0 read data taken
+// mem0_rsp_data_i    input      32  texel word
+// mem1_req_valid_o   output      1  bank 1 read request offered
+// mem1_req_ready_i   input       1  bank 1 read request taken
+// mem1_req_addr_o    output     24  word address
+// mem1_rsp_valid_i   input       1  bank 1 read data offered, in request order
+// mem1_rsp_ready_o   output      1  bank 1 read data taken
+// mem1_rsp_data_i    input      32  texel word
+// mem2_req_valid_o   output      1  bank 2 read request offered
+// mem2_req_ready_i   input       1  bank 2 read request taken
+// mem2_req_addr_o    output     24  word address
+// mem2_rsp_valid_i   input       1  bank 2 read data offered, in request order
+// mem2_rsp_ready_o   output      1  bank 2 read data taken
+// mem2_rsp_data_i    input      32  texel word
+// mem3_req_valid_o   output      1  bank 3 read request offered
+// mem3_req_ready_i   input       1  bank 3 read request taken
+// mem3_req_addr_o    output     24  word address
+// mem3_rsp_valid_i   input       1  bank 3 read data offered, in request order
+// mem3_rsp_ready_o   output      1  bank 3 read data taken
+// mem3_rsp_data_i    input      32  texel word
+// res_valid_o        output      1  a result is offered, in op order
+// res_ready_i        input       1  the result is taken
+// res_kind_o         output      2  the op's kind
+// res_data_o         output    512  16 lanes: channels, gather4 texels or conv_quad pixels (lane 4c+p: pixel p, channel c)
+// res_stitch_o       output     50  conv_quad: 2 bits per sub-operation (s in bits 2s+1:2s): 0 none, 1 4x4, 2 2x8, 3 8x2
+// res_subops_o       output      5  conv_quad: sub-operations
+// idle_o             output      1  no op in the unit (configuration writes are taken)
+// reg_writes_o       output     32  pixel register writes so far (wraps)
 module gpurtl_texture (
   input  wire         clk_i,
   input  wire         rst_i,
@@ -74,6 +75,7 @@ module gpurtl_texture (
   input  wire [20:0]  op_v_i,
   input  wire [3:0]   op_level_i,
   input  wire [1:0]   op_channel_i,
+  input  wire         op_all_channels_i,
   input  wire [5:0]   op_dx_i,
   input  wire [5:0]   op_dy_i,
   output wire         mem0_req_valid_o,
@@ -103,8 +105,8 @@ module gpurtl_texture (
   output wire         res_valid_o,
   input  wire         res_ready_i,
   output wire [1:0]   res_kind_o,
-  output wire [127:0] res_data_o,
-  output wire [1:0]   res_stitch_o,
+  output wire [511:0] res_data_o,
+  output wire [49:0]  res_stitch_o,
   output wire [4:0]   res_subops_o,
   output wire         idle_o,
   output wire [31:0]  reg_writes_o
@@ -956,7 +958,7 @@ module gpurtl_texture (
   reg          prep0_clamp_y_q;
   reg  [14:0]  prep0_start_y_q;
   reg  [13:0]  prep0_dividend_y_q;
-  reg  [1:0]   prep0_channel_q;
+  reg  [2:0]   prep0_channel_q;
   reg  [23:0]  prep0_base_q;
   reg          prep1_valid_q;
   wire [13:0]  prep1_div_x0_in;
@@ -1032,7 +1034,7 @@ module gpurtl_texture (
   reg          prep1_clamp_y_q;
   reg  [14:0]  prep1_start_y_q;
   reg  [9:0]   prep1_dividend_y_q;
-  reg  [1:0]   prep1_channel_q;
+  reg  [2:0]   prep1_channel_q;
   reg  [23:0]  prep1_base_q;
   reg  [11:0]  prep1_rem_x_q;
   reg  [11:0]  prep1_rem_y_q;
@@ -1113,7 +1115,7 @@ module gpurtl_texture (
   reg          prep2_clamp_y_q;
   reg  [14:0]  prep2_start_y_q;
   reg  [5:0]   prep2_dividend_y_q;
-  reg  [1:0]   prep2_channel_q;
+  reg  [2:0]   prep2_channel_q;
   reg  [23:0]  prep2_base_q;
   reg  [11:0]  prep2_rem_x_q;
   reg  [11:0]  prep2_rem_y_q;
@@ -1194,7 +1196,7 @@ module gpurtl_texture (
   reg          prep3_clamp_y_q;
   reg  [14:0]  prep3_start_y_q;
   reg  [1:0]   prep3_dividend_y_q;
-  reg  [1:0]   prep3_channel_q;
+  reg  [2:0]   prep3_channel_q;
   reg  [23:0]  prep3_base_q;
   reg  [11:0]  prep3_rem_x_q;
   reg  [11:0]  prep3_rem_y_q;
@@ -1247,7 +1249,7 @@ module gpurtl_texture (
   reg  [14:0]  prep4_last2_y_q;
   reg          prep4_clamp_y_q;
   reg  [14:0]  prep4_start_y_q;
-  reg  [1:0]   prep4_channel_q;
+  reg  [2:0]   prep4_channel_q;
   reg  [23:0]  prep4_base_q;
   reg  [23:0]  prep4_base_up_q;
   reg  [23:0]  prep4_base_down_q;
@@ -1261,7 +1263,7 @@ module gpurtl_texture (
   reg  [1:0]   seq_kind_q;
   reg  [7:0]   seq_frac_x_q;
   reg  [7:0]   seq_frac_y_q;
-  reg  [1:0]   seq_channel_q;
+  reg  [2:0]   seq_channel_q;
   reg          seq_clamp_x_q;
   reg  [11:0]  seq_last_x_q;
   reg  [14:0]  seq_last2_x_q;
@@ -1380,23 +1382,23 @@ module gpurtl_texture (
   wire [3:0]   req3_addr_q_t12;
   reg  [3:0]   tag_wr_q;
   reg  [3:0]   tag_rd_q;
-  reg  [45:0]  tag0_q;
-  reg  [45:0]  tag1_q;
-  reg  [45:0]  tag2_q;
-  reg  [45:0]  tag3_q;
-  reg  [45:0]  tag4_q;
-  reg  [45:0]  tag5_q;
-  reg  [45:0]  tag6_q;
-  reg  [45:0]  tag7_q;
-  reg  [45:0]  tag8_q;
-  reg  [45:0]  tag9_q;
-  reg  [45:0]  tag10_q;
-  reg  [45:0]  tag11_q;
-  reg  [45:0]  tag12_q;
-  reg  [45:0]  tag13_q;
-  reg  [45:0]  tag14_q;
-  reg  [45:0]  tag15_q;
-  wire [45:0]  tag_head;
+  reg  [46:0]  tag0_q;
+  reg  [46:0]  tag1_q;
+  reg  [46:0]  tag2_q;
+  reg  [46:0]  tag3_q;
+  reg  [46:0]  tag4_q;
+  reg  [46:0]  tag5_q;
+  reg  [46:0]  tag6_q;
+  reg  [46:0]  tag7_q;
+  reg  [46:0]  tag8_q;
+  reg  [46:0]  tag9_q;
+  reg  [46:0]  tag10_q;
+  reg  [46:0]  tag11_q;
+  reg  [46:0]  tag12_q;
+  reg  [46:0]  tag13_q;
+  reg  [46:0]  tag14_q;
+  reg  [46:0]  tag15_q;
+  wire [46:0]  tag_head;
   reg          s1_valid_q;
   reg          s2_valid_q;
   reg          res_valid_q;
@@ -1428,7 +1430,7 @@ module gpurtl_texture (
   reg          s1_op_last_q;
   reg  [7:0]   s1_frac_x_q;
   reg  [7:0]   s1_frac_y_q;
-  reg  [1:0]   s1_channel_q;
+  reg  [2:0]   s1_channel_q;
   reg  [3:0]   s1_tile_i_q;
   reg  [3:0]   s1_tile_j_q;
   reg  [3:0]   s1_mask_q;
@@ -1440,7 +1442,7 @@ module gpurtl_texture (
   wire [17:0]  bil_w1;
   wire [17:0]  bil_w2;
   wire [17:0]  bil_w3;
-  reg  [1:0]   s2_channel_q;
+  reg  [2:0]   s2_channel_q;
   wire [151:0] w_row0;
   wire [5:0]   w_row0_t15;
   wire [151:0] w_row1;
@@ -1465,247 +1467,446 @@ module gpurtl_texture (
   wire [5:0]   w_win21_t25;
   wire [7:0]   w_win22;
   wire [5:0]   w_win22_t26;
-  wire [15:0]  s1_value0;
-  wire [15:0]  s1_value1;
-  wire [15:0]  s1_value2;
-  wire [15:0]  s1_value3;
+  wire         s1_all_channels;
+  wire [31:0]  s1_value0;
+  wire [1:0]   s1_value0_t27;
+  wire [31:0]  s1_value1;
+  wire [1:0]   s1_value1_t28;
+  wire [31:0]  s1_value2;
+  wire [1:0]   s1_value2_t29;
+  wire [31:0]  s1_value3;
+  wire [1:0]   s1_value3_t30;
   wire         in_kernel_p0_t0;
   wire         pix0_we0;
-  reg  [15:0]  pix0_r0_q;
+  reg  [31:0]  pix0_r0_q;
   reg  [17:0]  mul0_b0_q;
-  // mul0_b0_q_t27: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul0_b0_q_t31: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul0_b0_q_t27;
+  wire [7:0]   mul0_b0_q_t31;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p0_t1;
   wire         pix0_we1;
-  reg  [15:0]  pix0_r1_q;
+  reg  [31:0]  pix0_r1_q;
   reg  [17:0]  mul0_b1_q;
-  // mul0_b1_q_t28: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul0_b1_q_t32: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul0_b1_q_t28;
+  wire [7:0]   mul0_b1_q_t32;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p0_t2;
   wire         pix0_we2;
-  reg  [15:0]  pix0_r2_q;
+  reg  [31:0]  pix0_r2_q;
   reg  [17:0]  mul0_b2_q;
-  // mul0_b2_q_t29: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul0_b2_q_t33: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul0_b2_q_t29;
+  wire [7:0]   mul0_b2_q_t33;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p0_t3;
   wire         pix0_we3;
-  reg  [15:0]  pix0_r3_q;
+  reg  [31:0]  pix0_r3_q;
   reg  [17:0]  mul0_b3_q;
-  // mul0_b3_q_t30: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul0_b3_q_t34: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul0_b3_q_t30;
+  wire [7:0]   mul0_b3_q_t34;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p1_t0;
   wire         pix1_we0;
-  reg  [15:0]  pix1_r0_q;
+  reg  [31:0]  pix1_r0_q;
   reg  [17:0]  mul1_b0_q;
-  // mul1_b0_q_t31: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul1_b0_q_t35: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul1_b0_q_t31;
+  wire [7:0]   mul1_b0_q_t35;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p1_t1;
   wire         pix1_we1;
-  reg  [15:0]  pix1_r1_q;
+  reg  [31:0]  pix1_r1_q;
   reg  [17:0]  mul1_b1_q;
-  // mul1_b1_q_t32: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul1_b1_q_t36: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul1_b1_q_t32;
+  wire [7:0]   mul1_b1_q_t36;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p1_t2;
   wire         pix1_we2;
-  reg  [15:0]  pix1_r2_q;
+  reg  [31:0]  pix1_r2_q;
   reg  [17:0]  mul1_b2_q;
-  // mul1_b2_q_t33: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul1_b2_q_t37: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul1_b2_q_t33;
+  wire [7:0]   mul1_b2_q_t37;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p1_t3;
   wire         pix1_we3;
-  reg  [15:0]  pix1_r3_q;
+  reg  [31:0]  pix1_r3_q;
   reg  [17:0]  mul1_b3_q;
-  // mul1_b3_q_t34: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul1_b3_q_t38: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul1_b3_q_t34;
+  wire [7:0]   mul1_b3_q_t38;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p2_t0;
   wire         pix2_we0;
-  reg  [15:0]  pix2_r0_q;
+  reg  [31:0]  pix2_r0_q;
   reg  [17:0]  mul2_b0_q;
-  // mul2_b0_q_t35: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul2_b0_q_t39: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul2_b0_q_t35;
+  wire [7:0]   mul2_b0_q_t39;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p2_t1;
   wire         pix2_we1;
-  reg  [15:0]  pix2_r1_q;
+  reg  [31:0]  pix2_r1_q;
   reg  [17:0]  mul2_b1_q;
-  // mul2_b1_q_t36: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul2_b1_q_t40: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul2_b1_q_t36;
+  wire [7:0]   mul2_b1_q_t40;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p2_t2;
   wire         pix2_we2;
-  reg  [15:0]  pix2_r2_q;
+  reg  [31:0]  pix2_r2_q;
   reg  [17:0]  mul2_b2_q;
-  // mul2_b2_q_t37: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul2_b2_q_t41: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul2_b2_q_t37;
+  wire [7:0]   mul2_b2_q_t41;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p2_t3;
   wire         pix2_we3;
-  reg  [15:0]  pix2_r3_q;
+  reg  [31:0]  pix2_r3_q;
   reg  [17:0]  mul2_b3_q;
-  // mul2_b3_q_t38: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul2_b3_q_t42: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul2_b3_q_t38;
+  wire [7:0]   mul2_b3_q_t42;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p3_t0;
   wire         pix3_we0;
-  reg  [15:0]  pix3_r0_q;
+  reg  [31:0]  pix3_r0_q;
   reg  [17:0]  mul3_b0_q;
-  // mul3_b0_q_t39: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul3_b0_q_t43: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul3_b0_q_t39;
+  wire [7:0]   mul3_b0_q_t43;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p3_t1;
   wire         pix3_we1;
-  reg  [15:0]  pix3_r1_q;
+  reg  [31:0]  pix3_r1_q;
   reg  [17:0]  mul3_b1_q;
-  // mul3_b1_q_t40: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul3_b1_q_t44: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul3_b1_q_t40;
+  wire [7:0]   mul3_b1_q_t44;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p3_t2;
   wire         pix3_we2;
-  reg  [15:0]  pix3_r2_q;
+  reg  [31:0]  pix3_r2_q;
   reg  [17:0]  mul3_b2_q;
-  // mul3_b2_q_t41: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul3_b2_q_t45: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul3_b2_q_t41;
+  wire [7:0]   mul3_b2_q_t45;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p3_t3;
   wire         pix3_we3;
-  reg  [15:0]  pix3_r3_q;
+  reg  [31:0]  pix3_r3_q;
   reg  [17:0]  mul3_b3_q;
-  // mul3_b3_q_t42: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul3_b3_q_t46: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul3_b3_q_t42;
+  wire [7:0]   mul3_b3_q_t46;
   /* verilator lint_on UNUSED */
   reg  [31:0]  reg_writes_q;
+  wire         stitch_move;
+  wire         stitch_op_first;
+  reg  [1:0]   subop_tiles_q;
+  reg  [4:0]   subop_index_q;
+  reg  [3:0]   subop_row_q;
+  reg          subop_one_row_q;
+  reg  [49:0]  stitch_codes_q;
+  wire         subop_ends;
+  wire [1:0]   subop_code;
   wire         res_load;
+  wire         s2_all_channels;
   wire [15:0]  s2_ch0_texel0;
-  wire [1:0]   s2_ch0_texel0_t43;
+  wire [1:0]   s2_ch0_texel0_t47;
   wire [15:0]  s2_ch0_texel1;
   wire [15:0]  s2_ch0_texel2;
   wire [15:0]  s2_ch0_texel3;
   wire [36:0]  mul0_p0;
-  wire [34:0]  mul0_p0_mul44;
-  wire [34:0]  mul0_p0_t45;
+  wire [34:0]  mul0_p0_mul48;
+  wire [34:0]  mul0_p0_t49;
   wire [36:0]  mul0_p1;
-  wire [34:0]  mul0_p1_mul46;
-  wire [34:0]  mul0_p1_t47;
+  wire [34:0]  mul0_p1_mul50;
+  wire [34:0]  mul0_p1_t51;
   wire [36:0]  mul0_p2;
-  wire [34:0]  mul0_p2_mul48;
-  wire [34:0]  mul0_p2_t49;
+  wire [34:0]  mul0_p2_mul52;
+  wire [34:0]  mul0_p2_t53;
   wire [36:0]  mul0_p3;
-  wire [34:0]  mul0_p3_mul50;
-  wire [34:0]  mul0_p3_t51;
+  wire [34:0]  mul0_p3_mul54;
+  wire [34:0]  mul0_p3_t55;
   wire [36:0]  mul0_sum;
   reg  [31:0]  acc0_q;
   wire [31:0]  acc0_next;
   wire [15:0]  s2_ch1_texel0;
-  wire [1:0]   s2_ch1_texel0_t52;
+  wire [1:0]   s2_ch1_texel0_t56;
   wire [15:0]  s2_ch1_texel1;
   wire [15:0]  s2_ch1_texel2;
   wire [15:0]  s2_ch1_texel3;
   wire [36:0]  mul1_p0;
-  wire [34:0]  mul1_p0_mul53;
-  wire [34:0]  mul1_p0_t54;
+  wire [34:0]  mul1_p0_mul57;
+  wire [34:0]  mul1_p0_t58;
   wire [36:0]  mul1_p1;
-  wire [34:0]  mul1_p1_mul55;
-  wire [34:0]  mul1_p1_t56;
+  wire [34:0]  mul1_p1_mul59;
+  wire [34:0]  mul1_p1_t60;
   wire [36:0]  mul1_p2;
-  wire [34:0]  mul1_p2_mul57;
-  wire [34:0]  mul1_p2_t58;
+  wire [34:0]  mul1_p2_mul61;
+  wire [34:0]  mul1_p2_t62;
   wire [36:0]  mul1_p3;
-  wire [34:0]  mul1_p3_mul59;
-  wire [34:0]  mul1_p3_t60;
+  wire [34:0]  mul1_p3_mul63;
+  wire [34:0]  mul1_p3_t64;
   wire [36:0]  mul1_sum;
   reg  [31:0]  acc1_q;
   wire [31:0]  acc1_next;
   wire [15:0]  s2_ch2_texel0;
-  wire [1:0]   s2_ch2_texel0_t61;
+  wire [1:0]   s2_ch2_texel0_t65;
   wire [15:0]  s2_ch2_texel1;
   wire [15:0]  s2_ch2_texel2;
   wire [15:0]  s2_ch2_texel3;
   wire [36:0]  mul2_p0;
-  wire [34:0]  mul2_p0_mul62;
-  wire [34:0]  mul2_p0_t63;
+  wire [34:0]  mul2_p0_mul66;
+  wire [34:0]  mul2_p0_t67;
   wire [36:0]  mul2_p1;
-  wire [34:0]  mul2_p1_mul64;
-  wire [34:0]  mul2_p1_t65;
+  wire [34:0]  mul2_p1_mul68;
+  wire [34:0]  mul2_p1_t69;
   wire [36:0]  mul2_p2;
-  wire [34:0]  mul2_p2_mul66;
-  wire [34:0]  mul2_p2_t67;
+  wire [34:0]  mul2_p2_mul70;
+  wire [34:0]  mul2_p2_t71;
   wire [36:0]  mul2_p3;
-  wire [34:0]  mul2_p3_mul68;
-  wire [34:0]  mul2_p3_t69;
+  wire [34:0]  mul2_p3_mul72;
+  wire [34:0]  mul2_p3_t73;
   wire [36:0]  mul2_sum;
   reg  [31:0]  acc2_q;
   wire [31:0]  acc2_next;
   wire [15:0]  s2_ch3_texel0;
-  wire [1:0]   s2_ch3_texel0_t70;
+  wire [1:0]   s2_ch3_texel0_t74;
   wire [15:0]  s2_ch3_texel1;
   wire [15:0]  s2_ch3_texel2;
   wire [15:0]  s2_ch3_texel3;
   wire [36:0]  mul3_p0;
-  wire [34:0]  mul3_p0_mul71;
-  wire [34:0]  mul3_p0_t72;
+  wire [34:0]  mul3_p0_mul75;
+  wire [34:0]  mul3_p0_t76;
   wire [36:0]  mul3_p1;
-  wire [34:0]  mul3_p1_mul73;
-  wire [34:0]  mul3_p1_t74;
+  wire [34:0]  mul3_p1_mul77;
+  wire [34:0]  mul3_p1_t78;
   wire [36:0]  mul3_p2;
-  wire [34:0]  mul3_p2_mul75;
-  wire [34:0]  mul3_p2_t76;
+  wire [34:0]  mul3_p2_mul79;
+  wire [34:0]  mul3_p2_t80;
   wire [36:0]  mul3_p3;
-  wire [34:0]  mul3_p3_mul77;
-  wire [34:0]  mul3_p3_t78;
+  wire [34:0]  mul3_p3_mul81;
+  wire [34:0]  mul3_p3_t82;
   wire [36:0]  mul3_sum;
   reg  [31:0]  acc3_q;
   wire [31:0]  acc3_next;
+  wire [31:0]  mul0_ch1_p0;
+  wire [16:0]  mul0_ch1_p0_mul83;
+  wire [16:0]  mul0_ch1_p0_t84;
+  wire [31:0]  mul0_ch1_p1;
+  wire [16:0]  mul0_ch1_p1_mul85;
+  wire [16:0]  mul0_ch1_p1_t86;
+  wire [31:0]  mul0_ch1_p2;
+  wire [16:0]  mul0_ch1_p2_mul87;
+  wire [16:0]  mul0_ch1_p2_t88;
+  wire [31:0]  mul0_ch1_p3;
+  wire [16:0]  mul0_ch1_p3_mul89;
+  wire [16:0]  mul0_ch1_p3_t90;
+  wire [31:0]  mul0_ch1_sum;
+  reg  [31:0]  acc0_ch1_q;
+  wire [31:0]  acc0_ch1_next;
+  wire [31:0]  mul1_ch1_p0;
+  wire [16:0]  mul1_ch1_p0_mul91;
+  wire [16:0]  mul1_ch1_p0_t92;
+  wire [31:0]  mul1_ch1_p1;
+  wire [16:0]  mul1_ch1_p1_mul93;
+  wire [16:0]  mul1_ch1_p1_t94;
+  wire [31:0]  mul1_ch1_p2;
+  wire [16:0]  mul1_ch1_p2_mul95;
+  wire [16:0]  mul1_ch1_p2_t96;
+  wire [31:0]  mul1_ch1_p3;
+  wire [16:0]  mul1_ch1_p3_mul97;
+  wire [16:0]  mul1_ch1_p3_t98;
+  wire [31:0]  mul1_ch1_sum;
+  reg  [31:0]  acc1_ch1_q;
+  wire [31:0]  acc1_ch1_next;
+  wire [31:0]  mul2_ch1_p0;
+  wire [16:0]  mul2_ch1_p0_mul99;
+  wire [16:0]  mul2_ch1_p0_t100;
+  wire [31:0]  mul2_ch1_p1;
+  wire [16:0]  mul2_ch1_p1_mul101;
+  wire [16:0]  mul2_ch1_p1_t102;
+  wire [31:0]  mul2_ch1_p2;
+  wire [16:0]  mul2_ch1_p2_mul103;
+  wire [16:0]  mul2_ch1_p2_t104;
+  wire [31:0]  mul2_ch1_p3;
+  wire [16:0]  mul2_ch1_p3_mul105;
+  wire [16:0]  mul2_ch1_p3_t106;
+  wire [31:0]  mul2_ch1_sum;
+  reg  [31:0]  acc2_ch1_q;
+  wire [31:0]  acc2_ch1_next;
+  wire [31:0]  mul3_ch1_p0;
+  wire [16:0]  mul3_ch1_p0_mul107;
+  wire [16:0]  mul3_ch1_p0_t108;
+  wire [31:0]  mul3_ch1_p1;
+  wire [16:0]  mul3_ch1_p1_mul109;
+  wire [16:0]  mul3_ch1_p1_t110;
+  wire [31:0]  mul3_ch1_p2;
+  wire [16:0]  mul3_ch1_p2_mul111;
+  wire [16:0]  mul3_ch1_p2_t112;
+  wire [31:0]  mul3_ch1_p3;
+  wire [16:0]  mul3_ch1_p3_mul113;
+  wire [16:0]  mul3_ch1_p3_t114;
+  wire [31:0]  mul3_ch1_sum;
+  reg  [31:0]  acc3_ch1_q;
+  wire [31:0]  acc3_ch1_next;
+  wire [31:0]  mul0_ch2_p0;
+  wire [16:0]  mul0_ch2_p0_mul115;
+  wire [16:0]  mul0_ch2_p0_t116;
+  wire [31:0]  mul0_ch2_p1;
+  wire [16:0]  mul0_ch2_p1_mul117;
+  wire [16:0]  mul0_ch2_p1_t118;
+  wire [31:0]  mul0_ch2_p2;
+  wire [16:0]  mul0_ch2_p2_mul119;
+  wire [16:0]  mul0_ch2_p2_t120;
+  wire [31:0]  mul0_ch2_p3;
+  wire [16:0]  mul0_ch2_p3_mul121;
+  wire [16:0]  mul0_ch2_p3_t122;
+  wire [31:0]  mul0_ch2_sum;
+  reg  [31:0]  acc0_ch2_q;
+  wire [31:0]  acc0_ch2_next;
+  wire [31:0]  mul1_ch2_p0;
+  wire [16:0]  mul1_ch2_p0_mul123;
+  wire [16:0]  mul1_ch2_p0_t124;
+  wire [31:0]  mul1_ch2_p1;
+  wire [16:0]  mul1_ch2_p1_mul125;
+  wire [16:0]  mul1_ch2_p1_t126;
+  wire [31:0]  mul1_ch2_p2;
+  wire [16:0]  mul1_ch2_p2_mul127;
+  wire [16:0]  mul1_ch2_p2_t128;
+  wire [31:0]  mul1_ch2_p3;
+  wire [16:0]  mul1_ch2_p3_mul129;
+  wire [16:0]  mul1_ch2_p3_t130;
+  wire [31:0]  mul1_ch2_sum;
+  reg  [31:0]  acc1_ch2_q;
+  wire [31:0]  acc1_ch2_next;
+  wire [31:0]  mul2_ch2_p0;
+  wire [16:0]  mul2_ch2_p0_mul131;
+  wire [16:0]  mul2_ch2_p0_t132;
+  wire [31:0]  mul2_ch2_p1;
+  wire [16:0]  mul2_ch2_p1_mul133;
+  wire [16:0]  mul2_ch2_p1_t134;
+  wire [31:0]  mul2_ch2_p2;
+  wire [16:0]  mul2_ch2_p2_mul135;
+  wire [16:0]  mul2_ch2_p2_t136;
+  wire [31:0]  mul2_ch2_p3;
+  wire [16:0]  mul2_ch2_p3_mul137;
+  wire [16:0]  mul2_ch2_p3_t138;
+  wire [31:0]  mul2_ch2_sum;
+  reg  [31:0]  acc2_ch2_q;
+  wire [31:0]  acc2_ch2_next;
+  wire [31:0]  mul3_ch2_p0;
+  wire [16:0]  mul3_ch2_p0_mul139;
+  wire [16:0]  mul3_ch2_p0_t140;
+  wire [31:0]  mul3_ch2_p1;
+  wire [16:0]  mul3_ch2_p1_mul141;
+  wire [16:0]  mul3_ch2_p1_t142;
+  wire [31:0]  mul3_ch2_p2;
+  wire [16:0]  mul3_ch2_p2_mul143;
+  wire [16:0]  mul3_ch2_p2_t144;
+  wire [31:0]  mul3_ch2_p3;
+  wire [16:0]  mul3_ch2_p3_mul145;
+  wire [16:0]  mul3_ch2_p3_t146;
+  wire [31:0]  mul3_ch2_sum;
+  reg  [31:0]  acc3_ch2_q;
+  wire [31:0]  acc3_ch2_next;
+  wire [31:0]  mul0_ch3_p0;
+  wire [16:0]  mul0_ch3_p0_mul147;
+  wire [16:0]  mul0_ch3_p0_t148;
+  wire [31:0]  mul0_ch3_p1;
+  wire [16:0]  mul0_ch3_p1_mul149;
+  wire [16:0]  mul0_ch3_p1_t150;
+  wire [31:0]  mul0_ch3_p2;
+  wire [16:0]  mul0_ch3_p2_mul151;
+  wire [16:0]  mul0_ch3_p2_t152;
+  wire [31:0]  mul0_ch3_p3;
+  wire [16:0]  mul0_ch3_p3_mul153;
+  wire [16:0]  mul0_ch3_p3_t154;
+  wire [31:0]  mul0_ch3_sum;
+  reg  [31:0]  acc0_ch3_q;
+  wire [31:0]  acc0_ch3_next;
+  wire [31:0]  mul1_ch3_p0;
+  wire [16:0]  mul1_ch3_p0_mul155;
+  wire [16:0]  mul1_ch3_p0_t156;
+  wire [31:0]  mul1_ch3_p1;
+  wire [16:0]  mul1_ch3_p1_mul157;
+  wire [16:0]  mul1_ch3_p1_t158;
+  wire [31:0]  mul1_ch3_p2;
+  wire [16:0]  mul1_ch3_p2_mul159;
+  wire [16:0]  mul1_ch3_p2_t160;
+  wire [31:0]  mul1_ch3_p3;
+  wire [16:0]  mul1_ch3_p3_mul161;
+  wire [16:0]  mul1_ch3_p3_t162;
+  wire [31:0]  mul1_ch3_sum;
+  reg  [31:0]  acc1_ch3_q;
+  wire [31:0]  acc1_ch3_next;
+  wire [31:0]  mul2_ch3_p0;
+  wire [16:0]  mul2_ch3_p0_mul163;
+  wire [16:0]  mul2_ch3_p0_t164;
+  wire [31:0]  mul2_ch3_p1;
+  wire [16:0]  mul2_ch3_p1_mul165;
+  wire [16:0]  mul2_ch3_p1_t166;
+  wire [31:0]  mul2_ch3_p2;
+  wire [16:0]  mul2_ch3_p2_mul167;
+  wire [16:0]  mul2_ch3_p2_t168;
+  wire [31:0]  mul2_ch3_p3;
+  wire [16:0]  mul2_ch3_p3_mul169;
+  wire [16:0]  mul2_ch3_p3_t170;
+  wire [31:0]  mul2_ch3_sum;
+  reg  [31:0]  acc2_ch3_q;
+  wire [31:0]  acc2_ch3_next;
+  wire [31:0]  mul3_ch3_p0;
+  wire [16:0]  mul3_ch3_p0_mul171;
+  wire [16:0]  mul3_ch3_p0_t172;
+  wire [31:0]  mul3_ch3_p1;
+  wire [16:0]  mul3_ch3_p1_mul173;
+  wire [16:0]  mul3_ch3_p1_t174;
+  wire [31:0]  mul3_ch3_p2;
+  wire [16:0]  mul3_ch3_p2_mul175;
+  wire [16:0]  mul3_ch3_p2_t176;
+  wire [31:0]  mul3_ch3_p3;
+  wire [16:0]  mul3_ch3_p3_mul177;
+  wire [16:0]  mul3_ch3_p3_t178;
+  wire [31:0]  mul3_ch3_sum;
+  reg  [31:0]  acc3_ch3_q;
+  wire [31:0]  acc3_ch3_next;
   reg  [1:0]   res_kind_q;
-  reg  [127:0] res_data_q;
-  // res_data_q_t79: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
+  reg  [511:0] res_data_q;
+  wire [1:0]   res_data_q_t179;
+  wire [1:0]   res_data_q_t180;
+  wire [1:0]   res_data_q_t181;
+  wire [1:0]   res_data_q_t182;
+  // res_data_q_t183: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [36:0]  res_data_q_t79;
+  wire [36:0]  res_data_q_t183;
   /* verilator lint_on UNUSED */
-  // res_data_q_t80: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
+  // res_data_q_t184: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [36:0]  res_data_q_t80;
+  wire [36:0]  res_data_q_t184;
   /* verilator lint_on UNUSED */
-  // res_data_q_t81: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
+  // res_data_q_t185: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [36:0]  res_data_q_t81;
+  wire [36:0]  res_data_q_t185;
   /* verilator lint_on UNUSED */
-  // res_data_q_t82: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
+  // res_data_q_t186: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [36:0]  res_data_q_t82;
+  wire [36:0]  res_data_q_t186;
   /* verilator lint_on UNUSED */
-  reg  [1:0]   res_stitch_q;
+  reg  [49:0]  res_stitch_q;
   reg  [4:0]   res_subops_q;
-  // res_subops_q_t83: bits [1:0] unused: holds an expression of which only a slice is used
+  // res_subops_q_t187: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  res_subops_q_t83;
+  wire [15:0]  res_subops_q_t187;
   /* verilator lint_on UNUSED */
-  // res_subops_q_t84: bits [15:5] unused: holds an expression of which only a slice is used
+  // res_subops_q_t188: bits [15:5] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  res_subops_q_t84;
+  wire [15:0]  res_subops_q_t188;
   /* verilator lint_on UNUSED */
 
   assign idle = inflight_q == 5'd0;
@@ -2681,145 +2882,327 @@ module gpurtl_texture (
       (w_win22_t26[0] ? w_row2[55:48] : w_row2[47:40]) : w_win22_t26[0] ? w_row2[39:32] :
       w_row2[31:24]) : w_win22_t26[1] ? (w_win22_t26[0] ? w_row2[23:16] : w_row2[15:8]) :
       w_win22_t26[0] ? w_row2[7:0] : 8'd0;
-  assign s1_value0 = format_q[1] ? {8'd0, s1_channel_q[1] ? (s1_channel_q[0] ? s1_texel0_q[31:24] : s1_texel0_q[23:16]) : s1_channel_q[0] ? s1_texel0_q[15:8] : s1_texel0_q[7:0]} : (format_q == 2'd1) ? s1_texel0_q[15:0] : {8'd0, s1_texel0_q[7:0]};
-  assign s1_value1 = format_q[1] ? {8'd0, s1_channel_q[1] ? (s1_channel_q[0] ? s1_texel1_q[31:24] : s1_texel1_q[23:16]) : s1_channel_q[0] ? s1_texel1_q[15:8] : s1_texel1_q[7:0]} : (format_q == 2'd1) ? s1_texel1_q[15:0] : {8'd0, s1_texel1_q[7:0]};
-  assign s1_value2 = format_q[1] ? {8'd0, s1_channel_q[1] ? (s1_channel_q[0] ? s1_texel2_q[31:24] : s1_texel2_q[23:16]) : s1_channel_q[0] ? s1_texel2_q[15:8] : s1_texel2_q[7:0]} : (format_q == 2'd1) ? s1_texel2_q[15:0] : {8'd0, s1_texel2_q[7:0]};
-  assign s1_value3 = format_q[1] ? {8'd0, s1_channel_q[1] ? (s1_channel_q[0] ? s1_texel3_q[31:24] : s1_texel3_q[23:16]) : s1_channel_q[0] ? s1_texel3_q[15:8] : s1_texel3_q[7:0]} : (format_q == 2'd1) ? s1_texel3_q[15:0] : {8'd0, s1_texel3_q[7:0]};
+  assign s1_all_channels = s1_channel_q[2] & format_q[1];
+  assign s1_value0_t27 = s1_channel_q[1:0];
+  assign s1_value0 = s1_all_channels ? s1_texel0_q : {16'd0, format_q[1] ? {8'd0, s1_value0_t27[1] ? (s1_value0_t27[0] ? s1_texel0_q[31:24] : s1_texel0_q[23:16]) : s1_value0_t27[0] ? s1_texel0_q[15:8] : s1_texel0_q[7:0]} : (format_q == 2'd1) ? s1_texel0_q[15:0] : {8'd0, s1_texel0_q[7:0]}};
+  assign s1_value1_t28 = s1_channel_q[1:0];
+  assign s1_value1 = s1_all_channels ? s1_texel1_q : {16'd0, format_q[1] ? {8'd0, s1_value1_t28[1] ? (s1_value1_t28[0] ? s1_texel1_q[31:24] : s1_texel1_q[23:16]) : s1_value1_t28[0] ? s1_texel1_q[15:8] : s1_texel1_q[7:0]} : (format_q == 2'd1) ? s1_texel1_q[15:0] : {8'd0, s1_texel1_q[7:0]}};
+  assign s1_value2_t29 = s1_channel_q[1:0];
+  assign s1_value2 = s1_all_channels ? s1_texel2_q : {16'd0, format_q[1] ? {8'd0, s1_value2_t29[1] ? (s1_value2_t29[0] ? s1_texel2_q[31:24] : s1_texel2_q[23:16]) : s1_value2_t29[0] ? s1_texel2_q[15:8] : s1_texel2_q[7:0]} : (format_q == 2'd1) ? s1_texel2_q[15:0] : {8'd0, s1_texel2_q[7:0]}};
+  assign s1_value3_t30 = s1_channel_q[1:0];
+  assign s1_value3 = s1_all_channels ? s1_texel3_q : {16'd0, format_q[1] ? {8'd0, s1_value3_t30[1] ? (s1_value3_t30[0] ? s1_texel3_q[31:24] : s1_texel3_q[23:16]) : s1_value3_t30[0] ? s1_texel3_q[15:8] : s1_texel3_q[7:0]} : (format_q == 2'd1) ? s1_texel3_q[15:0] : {8'd0, s1_texel3_q[7:0]}};
   assign in_kernel_p0_t0 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) <= kernel_h)) & s1_mask_q[0];
   assign pix0_we0 = in_kernel_p0_t0 & (s1_kind_q == 2'd3);
-  assign mul0_b0_q_t27 = in_kernel_p0_t0 ? w_win11 : 8'd0;
+  assign mul0_b0_q_t31 = in_kernel_p0_t0 ? w_win11 : 8'd0;
   assign in_kernel_p0_t1 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd2) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd2) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) <= kernel_h)) & s1_mask_q[1];
   assign pix0_we1 = in_kernel_p0_t1 & (s1_kind_q == 2'd3);
-  assign mul0_b1_q_t28 = in_kernel_p0_t1 ? w_win12 : 8'd0;
+  assign mul0_b1_q_t32 = in_kernel_p0_t1 ? w_win12 : 8'd0;
   assign in_kernel_p0_t2 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd2) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd2) <= kernel_h)) & s1_mask_q[2];
   assign pix0_we2 = in_kernel_p0_t2 & (s1_kind_q == 2'd3);
-  assign mul0_b2_q_t29 = in_kernel_p0_t2 ? w_win21 : 8'd0;
+  assign mul0_b2_q_t33 = in_kernel_p0_t2 ? w_win21 : 8'd0;
   assign in_kernel_p0_t3 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd2) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd2) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd2) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd2) <= kernel_h)) & s1_mask_q[3];
   assign pix0_we3 = in_kernel_p0_t3 & (s1_kind_q == 2'd3);
-  assign mul0_b3_q_t30 = in_kernel_p0_t3 ? w_win22 : 8'd0;
+  assign mul0_b3_q_t34 = in_kernel_p0_t3 ? w_win22 : 8'd0;
   assign in_kernel_p1_t0 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd0) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd0) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) <= kernel_h)) & s1_mask_q[0];
   assign pix1_we0 = in_kernel_p1_t0 & (s1_kind_q == 2'd3);
-  assign mul1_b0_q_t31 = in_kernel_p1_t0 ? w_win10 : 8'd0;
+  assign mul1_b0_q_t35 = in_kernel_p1_t0 ? w_win10 : 8'd0;
   assign in_kernel_p1_t1 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) <= kernel_h)) & s1_mask_q[1];
   assign pix1_we1 = in_kernel_p1_t1 & (s1_kind_q == 2'd3);
-  assign mul1_b1_q_t32 = in_kernel_p1_t1 ? w_win11 : 8'd0;
+  assign mul1_b1_q_t36 = in_kernel_p1_t1 ? w_win11 : 8'd0;
   assign in_kernel_p1_t2 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd0) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd0) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd2) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd2) <= kernel_h)) & s1_mask_q[2];
   assign pix1_we2 = in_kernel_p1_t2 & (s1_kind_q == 2'd3);
-  assign mul1_b2_q_t33 = in_kernel_p1_t2 ? w_win20 : 8'd0;
+  assign mul1_b2_q_t37 = in_kernel_p1_t2 ? w_win20 : 8'd0;
   assign in_kernel_p1_t3 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd2) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd2) <= kernel_h)) & s1_mask_q[3];
   assign pix1_we3 = in_kernel_p1_t3 & (s1_kind_q == 2'd3);
-  assign mul1_b3_q_t34 = in_kernel_p1_t3 ? w_win21 : 8'd0;
+  assign mul1_b3_q_t38 = in_kernel_p1_t3 ? w_win21 : 8'd0;
   assign in_kernel_p2_t0 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd0) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd0) <= kernel_h)) & s1_mask_q[0];
   assign pix2_we0 = in_kernel_p2_t0 & (s1_kind_q == 2'd3);
-  assign mul2_b0_q_t35 = in_kernel_p2_t0 ? w_win01 : 8'd0;
+  assign mul2_b0_q_t39 = in_kernel_p2_t0 ? w_win01 : 8'd0;
   assign in_kernel_p2_t1 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd2) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd2) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd0) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd0) <= kernel_h)) & s1_mask_q[1];
   assign pix2_we1 = in_kernel_p2_t1 & (s1_kind_q == 2'd3);
-  assign mul2_b1_q_t36 = in_kernel_p2_t1 ? w_win02 : 8'd0;
+  assign mul2_b1_q_t40 = in_kernel_p2_t1 ? w_win02 : 8'd0;
   assign in_kernel_p2_t2 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) <= kernel_h)) & s1_mask_q[2];
   assign pix2_we2 = in_kernel_p2_t2 & (s1_kind_q == 2'd3);
-  assign mul2_b2_q_t37 = in_kernel_p2_t2 ? w_win11 : 8'd0;
+  assign mul2_b2_q_t41 = in_kernel_p2_t2 ? w_win11 : 8'd0;
   assign in_kernel_p2_t3 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd2) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd2) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) <= kernel_h)) & s1_mask_q[3];
   assign pix2_we3 = in_kernel_p2_t3 & (s1_kind_q == 2'd3);
-  assign mul2_b3_q_t38 = in_kernel_p2_t3 ? w_win12 : 8'd0;
+  assign mul2_b3_q_t42 = in_kernel_p2_t3 ? w_win12 : 8'd0;
   assign in_kernel_p3_t0 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd0) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd0) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd0) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd0) <= kernel_h)) & s1_mask_q[0];
   assign pix3_we0 = in_kernel_p3_t0 & (s1_kind_q == 2'd3);
-  assign mul3_b0_q_t39 = in_kernel_p3_t0 ? w_win00 : 8'd0;
+  assign mul3_b0_q_t43 = in_kernel_p3_t0 ? w_win00 : 8'd0;
   assign in_kernel_p3_t1 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd0) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd0) <= kernel_h)) & s1_mask_q[1];
   assign pix3_we1 = in_kernel_p3_t1 & (s1_kind_q == 2'd3);
-  assign mul3_b1_q_t40 = in_kernel_p3_t1 ? w_win01 : 8'd0;
+  assign mul3_b1_q_t44 = in_kernel_p3_t1 ? w_win01 : 8'd0;
   assign in_kernel_p3_t2 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd0) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd0) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) <= kernel_h)) & s1_mask_q[2];
   assign pix3_we2 = in_kernel_p3_t2 & (s1_kind_q == 2'd3);
-  assign mul3_b2_q_t41 = in_kernel_p3_t2 ? w_win10 : 8'd0;
+  assign mul3_b2_q_t45 = in_kernel_p3_t2 ? w_win10 : 8'd0;
   assign in_kernel_p3_t3 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) != 6'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 6'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) != 6'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 6'd1) <= kernel_h)) & s1_mask_q[3];
   assign pix3_we3 = in_kernel_p3_t3 & (s1_kind_q == 2'd3);
-  assign mul3_b3_q_t42 = in_kernel_p3_t3 ? w_win11 : 8'd0;
+  assign mul3_b3_q_t46 = in_kernel_p3_t3 ? w_win11 : 8'd0;
   assign reg_writes_o = reg_writes_q;
+  assign stitch_move = s1_move & (s1_kind_q == 2'd3);
+  assign stitch_op_first = (s1_tile_i_q == 4'd0) & (s1_tile_j_q == 4'd0);
+  assign subop_ends = ((stitch_op_first ? 2'd0 : subop_tiles_q) == 2'd3) | s1_op_last_q;
+  assign subop_code = (((stitch_op_first ? 2'd0 : subop_tiles_q) != 2'd0) & (((stitch_op_first ? 2'd0 : subop_tiles_q) == 2'd0) | (subop_one_row_q & (s1_tile_j_q == subop_row_q)))) ? 2'd3 : (((stitch_op_first ? 2'd0 : subop_tiles_q) != 2'd0) & (kernel_w[5:1] == 5'd0)) ? 2'd2 : (((stitch_op_first ? 2'd0 : subop_tiles_q) == 2'd3) & (kernel_w[5:1] == 5'd1)) ? 2'd1 : 2'd0;
   assign res_load = s2_move & s2_ends_op;
-  assign s2_ch0_texel0_t43 = 2'd0;
-  assign s2_ch0_texel0 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t43[1] ? (s2_ch0_texel0_t43[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch0_texel0_t43[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
-  assign s2_ch0_texel1 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t43[1] ? (s2_ch0_texel0_t43[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch0_texel0_t43[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
-  assign s2_ch0_texel2 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t43[1] ? (s2_ch0_texel0_t43[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch0_texel0_t43[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
-  assign s2_ch0_texel3 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t43[1] ? (s2_ch0_texel0_t43[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch0_texel0_t43[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
-  assign mul0_p0_mul44 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix0_r0_q : s2_ch0_texel0}) * $signed(mul0_b0_q);
-  assign mul0_p0_t45 = mul0_p0_mul44;
-  assign mul0_p0 = {{2{mul0_p0_t45[34]}}, mul0_p0_t45};
-  assign mul0_p1_mul46 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix0_r1_q : s2_ch0_texel1}) * $signed(mul0_b1_q);
-  assign mul0_p1_t47 = mul0_p1_mul46;
-  assign mul0_p1 = {{2{mul0_p1_t47[34]}}, mul0_p1_t47};
-  assign mul0_p2_mul48 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix0_r2_q : s2_ch0_texel2}) * $signed(mul0_b2_q);
-  assign mul0_p2_t49 = mul0_p2_mul48;
-  assign mul0_p2 = {{2{mul0_p2_t49[34]}}, mul0_p2_t49};
-  assign mul0_p3_mul50 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix0_r3_q : s2_ch0_texel3}) * $signed(mul0_b3_q);
-  assign mul0_p3_t51 = mul0_p3_mul50;
-  assign mul0_p3 = {{2{mul0_p3_t51[34]}}, mul0_p3_t51};
+  assign s2_all_channels = s2_channel_q[2] & format_q[1];
+  assign s2_ch0_texel0_t47 = 2'd0;
+  assign s2_ch0_texel0 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t47[1] ? (s2_ch0_texel0_t47[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch0_texel0_t47[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
+  assign s2_ch0_texel1 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t47[1] ? (s2_ch0_texel0_t47[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch0_texel0_t47[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
+  assign s2_ch0_texel2 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t47[1] ? (s2_ch0_texel0_t47[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch0_texel0_t47[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
+  assign s2_ch0_texel3 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t47[1] ? (s2_ch0_texel0_t47[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch0_texel0_t47[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
+  assign mul0_p0_mul48 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix0_r0_q[7:0]} : pix0_r0_q[15:0]) : s2_ch0_texel0}) * $signed(mul0_b0_q);
+  assign mul0_p0_t49 = mul0_p0_mul48;
+  assign mul0_p0 = {{2{mul0_p0_t49[34]}}, mul0_p0_t49};
+  assign mul0_p1_mul50 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix0_r1_q[7:0]} : pix0_r1_q[15:0]) : s2_ch0_texel1}) * $signed(mul0_b1_q);
+  assign mul0_p1_t51 = mul0_p1_mul50;
+  assign mul0_p1 = {{2{mul0_p1_t51[34]}}, mul0_p1_t51};
+  assign mul0_p2_mul52 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix0_r2_q[7:0]} : pix0_r2_q[15:0]) : s2_ch0_texel2}) * $signed(mul0_b2_q);
+  assign mul0_p2_t53 = mul0_p2_mul52;
+  assign mul0_p2 = {{2{mul0_p2_t53[34]}}, mul0_p2_t53};
+  assign mul0_p3_mul54 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix0_r3_q[7:0]} : pix0_r3_q[15:0]) : s2_ch0_texel3}) * $signed(mul0_b3_q);
+  assign mul0_p3_t55 = mul0_p3_mul54;
+  assign mul0_p3 = {{2{mul0_p3_t55[34]}}, mul0_p3_t55};
   assign mul0_sum = (mul0_p0 + mul0_p1) + (mul0_p2 + mul0_p3);
   assign acc0_next = acc0_q + mul0_sum[31:0];
-  assign s2_ch1_texel0_t52 = 2'd1;
-  assign s2_ch1_texel0 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t52[1] ? (s2_ch1_texel0_t52[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch1_texel0_t52[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
-  assign s2_ch1_texel1 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t52[1] ? (s2_ch1_texel0_t52[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch1_texel0_t52[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
-  assign s2_ch1_texel2 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t52[1] ? (s2_ch1_texel0_t52[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch1_texel0_t52[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
-  assign s2_ch1_texel3 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t52[1] ? (s2_ch1_texel0_t52[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch1_texel0_t52[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
-  assign mul1_p0_mul53 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix1_r0_q : s2_ch1_texel0}) * $signed(mul1_b0_q);
-  assign mul1_p0_t54 = mul1_p0_mul53;
-  assign mul1_p0 = {{2{mul1_p0_t54[34]}}, mul1_p0_t54};
-  assign mul1_p1_mul55 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix1_r1_q : s2_ch1_texel1}) * $signed(mul1_b1_q);
-  assign mul1_p1_t56 = mul1_p1_mul55;
-  assign mul1_p1 = {{2{mul1_p1_t56[34]}}, mul1_p1_t56};
-  assign mul1_p2_mul57 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix1_r2_q : s2_ch1_texel2}) * $signed(mul1_b2_q);
-  assign mul1_p2_t58 = mul1_p2_mul57;
-  assign mul1_p2 = {{2{mul1_p2_t58[34]}}, mul1_p2_t58};
-  assign mul1_p3_mul59 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix1_r3_q : s2_ch1_texel3}) * $signed(mul1_b3_q);
-  assign mul1_p3_t60 = mul1_p3_mul59;
-  assign mul1_p3 = {{2{mul1_p3_t60[34]}}, mul1_p3_t60};
+  assign s2_ch1_texel0_t56 = 2'd1;
+  assign s2_ch1_texel0 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t56[1] ? (s2_ch1_texel0_t56[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch1_texel0_t56[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
+  assign s2_ch1_texel1 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t56[1] ? (s2_ch1_texel0_t56[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch1_texel0_t56[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
+  assign s2_ch1_texel2 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t56[1] ? (s2_ch1_texel0_t56[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch1_texel0_t56[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
+  assign s2_ch1_texel3 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t56[1] ? (s2_ch1_texel0_t56[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch1_texel0_t56[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
+  assign mul1_p0_mul57 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix1_r0_q[7:0]} : pix1_r0_q[15:0]) : s2_ch1_texel0}) * $signed(mul1_b0_q);
+  assign mul1_p0_t58 = mul1_p0_mul57;
+  assign mul1_p0 = {{2{mul1_p0_t58[34]}}, mul1_p0_t58};
+  assign mul1_p1_mul59 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix1_r1_q[7:0]} : pix1_r1_q[15:0]) : s2_ch1_texel1}) * $signed(mul1_b1_q);
+  assign mul1_p1_t60 = mul1_p1_mul59;
+  assign mul1_p1 = {{2{mul1_p1_t60[34]}}, mul1_p1_t60};
+  assign mul1_p2_mul61 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix1_r2_q[7:0]} : pix1_r2_q[15:0]) : s2_ch1_texel2}) * $signed(mul1_b2_q);
+  assign mul1_p2_t62 = mul1_p2_mul61;
+  assign mul1_p2 = {{2{mul1_p2_t62[34]}}, mul1_p2_t62};
+  assign mul1_p3_mul63 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix1_r3_q[7:0]} : pix1_r3_q[15:0]) : s2_ch1_texel3}) * $signed(mul1_b3_q);
+  assign mul1_p3_t64 = mul1_p3_mul63;
+  assign mul1_p3 = {{2{mul1_p3_t64[34]}}, mul1_p3_t64};
   assign mul1_sum = (mul1_p0 + mul1_p1) + (mul1_p2 + mul1_p3);
   assign acc1_next = acc1_q + mul1_sum[31:0];
-  assign s2_ch2_texel0_t61 = 2'd2;
-  assign s2_ch2_texel0 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t61[1] ? (s2_ch2_texel0_t61[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch2_texel0_t61[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
-  assign s2_ch2_texel1 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t61[1] ? (s2_ch2_texel0_t61[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch2_texel0_t61[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
-  assign s2_ch2_texel2 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t61[1] ? (s2_ch2_texel0_t61[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch2_texel0_t61[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
-  assign s2_ch2_texel3 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t61[1] ? (s2_ch2_texel0_t61[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch2_texel0_t61[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
-  assign mul2_p0_mul62 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix2_r0_q : s2_ch2_texel0}) * $signed(mul2_b0_q);
-  assign mul2_p0_t63 = mul2_p0_mul62;
-  assign mul2_p0 = {{2{mul2_p0_t63[34]}}, mul2_p0_t63};
-  assign mul2_p1_mul64 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix2_r1_q : s2_ch2_texel1}) * $signed(mul2_b1_q);
-  assign mul2_p1_t65 = mul2_p1_mul64;
-  assign mul2_p1 = {{2{mul2_p1_t65[34]}}, mul2_p1_t65};
-  assign mul2_p2_mul66 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix2_r2_q : s2_ch2_texel2}) * $signed(mul2_b2_q);
-  assign mul2_p2_t67 = mul2_p2_mul66;
-  assign mul2_p2 = {{2{mul2_p2_t67[34]}}, mul2_p2_t67};
-  assign mul2_p3_mul68 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix2_r3_q : s2_ch2_texel3}) * $signed(mul2_b3_q);
-  assign mul2_p3_t69 = mul2_p3_mul68;
-  assign mul2_p3 = {{2{mul2_p3_t69[34]}}, mul2_p3_t69};
+  assign s2_ch2_texel0_t65 = 2'd2;
+  assign s2_ch2_texel0 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t65[1] ? (s2_ch2_texel0_t65[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch2_texel0_t65[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
+  assign s2_ch2_texel1 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t65[1] ? (s2_ch2_texel0_t65[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch2_texel0_t65[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
+  assign s2_ch2_texel2 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t65[1] ? (s2_ch2_texel0_t65[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch2_texel0_t65[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
+  assign s2_ch2_texel3 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t65[1] ? (s2_ch2_texel0_t65[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch2_texel0_t65[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
+  assign mul2_p0_mul66 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix2_r0_q[7:0]} : pix2_r0_q[15:0]) : s2_ch2_texel0}) * $signed(mul2_b0_q);
+  assign mul2_p0_t67 = mul2_p0_mul66;
+  assign mul2_p0 = {{2{mul2_p0_t67[34]}}, mul2_p0_t67};
+  assign mul2_p1_mul68 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix2_r1_q[7:0]} : pix2_r1_q[15:0]) : s2_ch2_texel1}) * $signed(mul2_b1_q);
+  assign mul2_p1_t69 = mul2_p1_mul68;
+  assign mul2_p1 = {{2{mul2_p1_t69[34]}}, mul2_p1_t69};
+  assign mul2_p2_mul70 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix2_r2_q[7:0]} : pix2_r2_q[15:0]) : s2_ch2_texel2}) * $signed(mul2_b2_q);
+  assign mul2_p2_t71 = mul2_p2_mul70;
+  assign mul2_p2 = {{2{mul2_p2_t71[34]}}, mul2_p2_t71};
+  assign mul2_p3_mul72 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix2_r3_q[7:0]} : pix2_r3_q[15:0]) : s2_ch2_texel3}) * $signed(mul2_b3_q);
+  assign mul2_p3_t73 = mul2_p3_mul72;
+  assign mul2_p3 = {{2{mul2_p3_t73[34]}}, mul2_p3_t73};
   assign mul2_sum = (mul2_p0 + mul2_p1) + (mul2_p2 + mul2_p3);
   assign acc2_next = acc2_q + mul2_sum[31:0];
-  assign s2_ch3_texel0_t70 = 2'd3;
-  assign s2_ch3_texel0 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t70[1] ? (s2_ch3_texel0_t70[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch3_texel0_t70[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
-  assign s2_ch3_texel1 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t70[1] ? (s2_ch3_texel0_t70[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch3_texel0_t70[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
-  assign s2_ch3_texel2 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t70[1] ? (s2_ch3_texel0_t70[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch3_texel0_t70[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
-  assign s2_ch3_texel3 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t70[1] ? (s2_ch3_texel0_t70[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch3_texel0_t70[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
-  assign mul3_p0_mul71 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix3_r0_q : s2_ch3_texel0}) * $signed(mul3_b0_q);
-  assign mul3_p0_t72 = mul3_p0_mul71;
-  assign mul3_p0 = {{2{mul3_p0_t72[34]}}, mul3_p0_t72};
-  assign mul3_p1_mul73 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix3_r1_q : s2_ch3_texel1}) * $signed(mul3_b1_q);
-  assign mul3_p1_t74 = mul3_p1_mul73;
-  assign mul3_p1 = {{2{mul3_p1_t74[34]}}, mul3_p1_t74};
-  assign mul3_p2_mul75 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix3_r2_q : s2_ch3_texel2}) * $signed(mul3_b2_q);
-  assign mul3_p2_t76 = mul3_p2_mul75;
-  assign mul3_p2 = {{2{mul3_p2_t76[34]}}, mul3_p2_t76};
-  assign mul3_p3_mul77 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix3_r3_q : s2_ch3_texel3}) * $signed(mul3_b3_q);
-  assign mul3_p3_t78 = mul3_p3_mul77;
-  assign mul3_p3 = {{2{mul3_p3_t78[34]}}, mul3_p3_t78};
+  assign s2_ch3_texel0_t74 = 2'd3;
+  assign s2_ch3_texel0 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t74[1] ? (s2_ch3_texel0_t74[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch3_texel0_t74[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
+  assign s2_ch3_texel1 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t74[1] ? (s2_ch3_texel0_t74[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch3_texel0_t74[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
+  assign s2_ch3_texel2 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t74[1] ? (s2_ch3_texel0_t74[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch3_texel0_t74[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
+  assign s2_ch3_texel3 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t74[1] ? (s2_ch3_texel0_t74[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch3_texel0_t74[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
+  assign mul3_p0_mul75 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix3_r0_q[7:0]} : pix3_r0_q[15:0]) : s2_ch3_texel0}) * $signed(mul3_b0_q);
+  assign mul3_p0_t76 = mul3_p0_mul75;
+  assign mul3_p0 = {{2{mul3_p0_t76[34]}}, mul3_p0_t76};
+  assign mul3_p1_mul77 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix3_r1_q[7:0]} : pix3_r1_q[15:0]) : s2_ch3_texel1}) * $signed(mul3_b1_q);
+  assign mul3_p1_t78 = mul3_p1_mul77;
+  assign mul3_p1 = {{2{mul3_p1_t78[34]}}, mul3_p1_t78};
+  assign mul3_p2_mul79 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix3_r2_q[7:0]} : pix3_r2_q[15:0]) : s2_ch3_texel2}) * $signed(mul3_b2_q);
+  assign mul3_p2_t80 = mul3_p2_mul79;
+  assign mul3_p2 = {{2{mul3_p2_t80[34]}}, mul3_p2_t80};
+  assign mul3_p3_mul81 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix3_r3_q[7:0]} : pix3_r3_q[15:0]) : s2_ch3_texel3}) * $signed(mul3_b3_q);
+  assign mul3_p3_t82 = mul3_p3_mul81;
+  assign mul3_p3 = {{2{mul3_p3_t82[34]}}, mul3_p3_t82};
   assign mul3_sum = (mul3_p0 + mul3_p1) + (mul3_p2 + mul3_p3);
   assign acc3_next = acc3_q + mul3_sum[31:0];
+  assign mul0_ch1_p0_mul83 = $signed({1'd0, pix0_r0_q[15:8]}) * $signed(mul0_b0_q[7:0]);
+  assign mul0_ch1_p0_t84 = mul0_ch1_p0_mul83;
+  assign mul0_ch1_p0 = {{15{mul0_ch1_p0_t84[16]}}, mul0_ch1_p0_t84};
+  assign mul0_ch1_p1_mul85 = $signed({1'd0, pix0_r1_q[15:8]}) * $signed(mul0_b1_q[7:0]);
+  assign mul0_ch1_p1_t86 = mul0_ch1_p1_mul85;
+  assign mul0_ch1_p1 = {{15{mul0_ch1_p1_t86[16]}}, mul0_ch1_p1_t86};
+  assign mul0_ch1_p2_mul87 = $signed({1'd0, pix0_r2_q[15:8]}) * $signed(mul0_b2_q[7:0]);
+  assign mul0_ch1_p2_t88 = mul0_ch1_p2_mul87;
+  assign mul0_ch1_p2 = {{15{mul0_ch1_p2_t88[16]}}, mul0_ch1_p2_t88};
+  assign mul0_ch1_p3_mul89 = $signed({1'd0, pix0_r3_q[15:8]}) * $signed(mul0_b3_q[7:0]);
+  assign mul0_ch1_p3_t90 = mul0_ch1_p3_mul89;
+  assign mul0_ch1_p3 = {{15{mul0_ch1_p3_t90[16]}}, mul0_ch1_p3_t90};
+  assign mul0_ch1_sum = (mul0_ch1_p0 + mul0_ch1_p1) + (mul0_ch1_p2 + mul0_ch1_p3);
+  assign acc0_ch1_next = acc0_ch1_q + mul0_ch1_sum;
+  assign mul1_ch1_p0_mul91 = $signed({1'd0, pix1_r0_q[15:8]}) * $signed(mul1_b0_q[7:0]);
+  assign mul1_ch1_p0_t92 = mul1_ch1_p0_mul91;
+  assign mul1_ch1_p0 = {{15{mul1_ch1_p0_t92[16]}}, mul1_ch1_p0_t92};
+  assign mul1_ch1_p1_mul93 = $signed({1'd0, pix1_r1_q[15:8]}) * $signed(mul1_b1_q[7:0]);
+  assign mul1_ch1_p1_t94 = mul1_ch1_p1_mul93;
+  assign mul1_ch1_p1 = {{15{mul1_ch1_p1_t94[16]}}, mul1_ch1_p1_t94};
+  assign mul1_ch1_p2_mul95 = $signed({1'd0, pix1_r2_q[15:8]}) * $signed(mul1_b2_q[7:0]);
+  assign mul1_ch1_p2_t96 = mul1_ch1_p2_mul95;
+  assign mul1_ch1_p2 = {{15{mul1_ch1_p2_t96[16]}}, mul1_ch1_p2_t96};
+  assign mul1_ch1_p3_mul97 = $signed({1'd0, pix1_r3_q[15:8]}) * $signed(mul1_b3_q[7:0]);
+  assign mul1_ch1_p3_t98 = mul1_ch1_p3_mul97;
+  assign mul1_ch1_p3 = {{15{mul1_ch1_p3_t98[16]}}, mul1_ch1_p3_t98};
+  assign mul1_ch1_sum = (mul1_ch1_p0 + mul1_ch1_p1) + (mul1_ch1_p2 + mul1_ch1_p3);
+  assign acc1_ch1_next = acc1_ch1_q + mul1_ch1_sum;
+  assign mul2_ch1_p0_mul99 = $signed({1'd0, pix2_r0_q[15:8]}) * $signed(mul2_b0_q[7:0]);
+  assign mul2_ch1_p0_t100 = mul2_ch1_p0_mul99;
+  assign mul2_ch1_p0 = {{15{mul2_ch1_p0_t100[16]}}, mul2_ch1_p0_t100};
+  assign mul2_ch1_p1_mul101 = $signed({1'd0, pix2_r1_q[15:8]}) * $signed(mul2_b1_q[7:0]);
+  assign mul2_ch1_p1_t102 = mul2_ch1_p1_mul101;
+  assign mul2_ch1_p1 = {{15{mul2_ch1_p1_t102[16]}}, mul2_ch1_p1_t102};
+  assign mul2_ch1_p2_mul103 = $signed({1'd0, pix2_r2_q[15:8]}) * $signed(mul2_b2_q[7:0]);
+  assign mul2_ch1_p2_t104 = mul2_ch1_p2_mul103;
+  assign mul2_ch1_p2 = {{15{mul2_ch1_p2_t104[16]}}, mul2_ch1_p2_t104};
+  assign mul2_ch1_p3_mul105 = $signed({1'd0, pix2_r3_q[15:8]}) * $signed(mul2_b3_q[7:0]);
+  assign mul2_ch1_p3_t106 = mul2_ch1_p3_mul105;
+  assign mul2_ch1_p3 = {{15{mul2_ch1_p3_t106[16]}}, mul2_ch1_p3_t106};
+  assign mul2_ch1_sum = (mul2_ch1_p0 + mul2_ch1_p1) + (mul2_ch1_p2 + mul2_ch1_p3);
+  assign acc2_ch1_next = acc2_ch1_q + mul2_ch1_sum;
+  assign mul3_ch1_p0_mul107 = $signed({1'd0, pix3_r0_q[15:8]}) * $signed(mul3_b0_q[7:0]);
+  assign mul3_ch1_p0_t108 = mul3_ch1_p0_mul107;
+  assign mul3_ch1_p0 = {{15{mul3_ch1_p0_t108[16]}}, mul3_ch1_p0_t108};
+  assign mul3_ch1_p1_mul109 = $signed({1'd0, pix3_r1_q[15:8]}) * $signed(mul3_b1_q[7:0]);
+  assign mul3_ch1_p1_t110 = mul3_ch1_p1_mul109;
+  assign mul3_ch1_p1 = {{15{mul3_ch1_p1_t110[16]}}, mul3_ch1_p1_t110};
+  assign mul3_ch1_p2_mul111 = $signed({1'd0, pix3_r2_q[15:8]}) * $signed(mul3_b2_q[7:0]);
+  assign mul3_ch1_p2_t112 = mul3_ch1_p2_mul111;
+  assign mul3_ch1_p2 = {{15{mul3_ch1_p2_t112[16]}}, mul3_ch1_p2_t112};
+  assign mul3_ch1_p3_mul113 = $signed({1'd0, pix3_r3_q[15:8]}) * $signed(mul3_b3_q[7:0]);
+  assign mul3_ch1_p3_t114 = mul3_ch1_p3_mul113;
+  assign mul3_ch1_p3 = {{15{mul3_ch1_p3_t114[16]}}, mul3_ch1_p3_t114};
+  assign mul3_ch1_sum = (mul3_ch1_p0 + mul3_ch1_p1) + (mul3_ch1_p2 + mul3_ch1_p3);
+  assign acc3_ch1_next = acc3_ch1_q + mul3_ch1_sum;
+  assign mul0_ch2_p0_mul115 = $signed({1'd0, pix0_r0_q[23:16]}) * $signed(mul0_b0_q[7:0]);
+  assign mul0_ch2_p0_t116 = mul0_ch2_p0_mul115;
+  assign mul0_ch2_p0 = {{15{mul0_ch2_p0_t116[16]}}, mul0_ch2_p0_t116};
+  assign mul0_ch2_p1_mul117 = $signed({1'd0, pix0_r1_q[23:16]}) * $signed(mul0_b1_q[7:0]);
+  assign mul0_ch2_p1_t118 = mul0_ch2_p1_mul117;
+  assign mul0_ch2_p1 = {{15{mul0_ch2_p1_t118[16]}}, mul0_ch2_p1_t118};
+  assign mul0_ch2_p2_mul119 = $signed({1'd0, pix0_r2_q[23:16]}) * $signed(mul0_b2_q[7:0]);
+  assign mul0_ch2_p2_t120 = mul0_ch2_p2_mul119;
+  assign mul0_ch2_p2 = {{15{mul0_ch2_p2_t120[16]}}, mul0_ch2_p2_t120};
+  assign mul0_ch2_p3_mul121 = $signed({1'd0, pix0_r3_q[23:16]}) * $signed(mul0_b3_q[7:0]);
+  assign mul0_ch2_p3_t122 = mul0_ch2_p3_mul121;
+  assign mul0_ch2_p3 = {{15{mul0_ch2_p3_t122[16]}}, mul0_ch2_p3_t122};
+  assign mul0_ch2_sum = (mul0_ch2_p0 + mul0_ch2_p1) + (mul0_ch2_p2 + mul0_ch2_p3);
+  assign acc0_ch2_next = acc0_ch2_q + mul0_ch2_sum;
+  assign mul1_ch2_p0_mul123 = $signed({1'd0, pix1_r0_q[23:16]}) * $signed(mul1_b0_q[7:0]);
+  assign mul1_ch2_p0_t124 = mul1_ch2_p0_mul123;
+  assign mul1_ch2_p0 = {{15{mul1_ch2_p0_t124[16]}}, mul1_ch2_p0_t124};
+  assign mul1_ch2_p1_mul125 = $signed({1'd0, pix1_r1_q[23:16]}) * $signed(mul1_b1_q[7:0]);
+  assign mul1_ch2_p1_t126 = mul1_ch2_p1_mul125;
+  assign mul1_ch2_p1 = {{15{mul1_ch2_p1_t126[16]}}, mul1_ch2_p1_t126};
+  assign mul1_ch2_p2_mul127 = $signed({1'd0, pix1_r2_q[23:16]}) * $signed(mul1_b2_q[7:0]);
+  assign mul1_ch2_p2_t128 = mul1_ch2_p2_mul127;
+  assign mul1_ch2_p2 = {{15{mul1_ch2_p2_t128[16]}}, mul1_ch2_p2_t128};
+  assign mul1_ch2_p3_mul129 = $signed({1'd0, pix1_r3_q[23:16]}) * $signed(mul1_b3_q[7:0]);
+  assign mul1_ch2_p3_t130 = mul1_ch2_p3_mul129;
+  assign mul1_ch2_p3 = {{15{mul1_ch2_p3_t130[16]}}, mul1_ch2_p3_t130};
+  assign mul1_ch2_sum = (mul1_ch2_p0 + mul1_ch2_p1) + (mul1_ch2_p2 + mul1_ch2_p3);
+  assign acc1_ch2_next = acc1_ch2_q + mul1_ch2_sum;
+  assign mul2_ch2_p0_mul131 = $signed({1'd0, pix2_r0_q[23:16]}) * $signed(mul2_b0_q[7:0]);
+  assign mul2_ch2_p0_t132 = mul2_ch2_p0_mul131;
+  assign mul2_ch2_p0 = {{15{mul2_ch2_p0_t132[16]}}, mul2_ch2_p0_t132};
+  assign mul2_ch2_p1_mul133 = $signed({1'd0, pix2_r1_q[23:16]}) * $signed(mul2_b1_q[7:0]);
+  assign mul2_ch2_p1_t134 = mul2_ch2_p1_mul133;
+  assign mul2_ch2_p1 = {{15{mul2_ch2_p1_t134[16]}}, mul2_ch2_p1_t134};
+  assign mul2_ch2_p2_mul135 = $signed({1'd0, pix2_r2_q[23:16]}) * $signed(mul2_b2_q[7:0]);
+  assign mul2_ch2_p2_t136 = mul2_ch2_p2_mul135;
+  assign mul2_ch2_p2 = {{15{mul2_ch2_p2_t136[16]}}, mul2_ch2_p2_t136};
+  assign mul2_ch2_p3_mul137 = $signed({1'd0, pix2_r3_q[23:16]}) * $signed(mul2_b3_q[7:0]);
+  assign mul2_ch2_p3_t138 = mul2_ch2_p3_mul137;
+  assign mul2_ch2_p3 = {{15{mul2_ch2_p3_t138[16]}}, mul2_ch2_p3_t138};
+  assign mul2_ch2_sum = (mul2_ch2_p0 + mul2_ch2_p1) + (mul2_ch2_p2 + mul2_ch2_p3);
+  assign acc2_ch2_next = acc2_ch2_q + mul2_ch2_sum;
+  assign mul3_ch2_p0_mul139 = $signed({1'd0, pix3_r0_q[23:16]}) * $signed(mul3_b0_q[7:0]);
+  assign mul3_ch2_p0_t140 = mul3_ch2_p0_mul139;
+  assign mul3_ch2_p0 = {{15{mul3_ch2_p0_t140[16]}}, mul3_ch2_p0_t140};
+  assign mul3_ch2_p1_mul141 = $signed({1'd0, pix3_r1_q[23:16]}) * $signed(mul3_b1_q[7:0]);
+  assign mul3_ch2_p1_t142 = mul3_ch2_p1_mul141;
+  assign mul3_ch2_p1 = {{15{mul3_ch2_p1_t142[16]}}, mul3_ch2_p1_t142};
+  assign mul3_ch2_p2_mul143 = $signed({1'd0, pix3_r2_q[23:16]}) * $signed(mul3_b2_q[7:0]);
+  assign mul3_ch2_p2_t144 = mul3_ch2_p2_mul143;
+  assign mul3_ch2_p2 = {{15{mul3_ch2_p2_t144[16]}}, mul3_ch2_p2_t144};
+  assign mul3_ch2_p3_mul145 = $signed({1'd0, pix3_r3_q[23:16]}) * $signed(mul3_b3_q[7:0]);
+  assign mul3_ch2_p3_t146 = mul3_ch2_p3_mul145;
+  assign mul3_ch2_p3 = {{15{mul3_ch2_p3_t146[16]}}, mul3_ch2_p3_t146};
+  assign mul3_ch2_sum = (mul3_ch2_p0 + mul3_ch2_p1) + (mul3_ch2_p2 + mul3_ch2_p3);
+  assign acc3_ch2_next = acc3_ch2_q + mul3_ch2_sum;
+  assign mul0_ch3_p0_mul147 = $signed({1'd0, pix0_r0_q[31:24]}) * $signed(mul0_b0_q[7:0]);
+  assign mul0_ch3_p0_t148 = mul0_ch3_p0_mul147;
+  assign mul0_ch3_p0 = {{15{mul0_ch3_p0_t148[16]}}, mul0_ch3_p0_t148};
+  assign mul0_ch3_p1_mul149 = $signed({1'd0, pix0_r1_q[31:24]}) * $signed(mul0_b1_q[7:0]);
+  assign mul0_ch3_p1_t150 = mul0_ch3_p1_mul149;
+  assign mul0_ch3_p1 = {{15{mul0_ch3_p1_t150[16]}}, mul0_ch3_p1_t150};
+  assign mul0_ch3_p2_mul151 = $signed({1'd0, pix0_r2_q[31:24]}) * $signed(mul0_b2_q[7:0]);
+  assign mul0_ch3_p2_t152 = mul0_ch3_p2_mul151;
+  assign mul0_ch3_p2 = {{15{mul0_ch3_p2_t152[16]}}, mul0_ch3_p2_t152};
+  assign mul0_ch3_p3_mul153 = $signed({1'd0, pix0_r3_q[31:24]}) * $signed(mul0_b3_q[7:0]);
+  assign mul0_ch3_p3_t154 = mul0_ch3_p3_mul153;
+  assign mul0_ch3_p3 = {{15{mul0_ch3_p3_t154[16]}}, mul0_ch3_p3_t154};
+  assign mul0_ch3_sum = (mul0_ch3_p0 + mul0_ch3_p1) + (mul0_ch3_p2 + mul0_ch3_p3);
+  assign acc0_ch3_next = acc0_ch3_q + mul0_ch3_sum;
+  assign mul1_ch3_p0_mul155 = $signed({1'd0, pix1_r0_q[31:24]}) * $signed(mul1_b0_q[7:0]);
+  assign mul1_ch3_p0_t156 = mul1_ch3_p0_mul155;
+  assign mul1_ch3_p0 = {{15{mul1_ch3_p0_t156[16]}}, mul1_ch3_p0_t156};
+  assign mul1_ch3_p1_mul157 = $signed({1'd0, pix1_r1_q[31:24]}) * $signed(mul1_b1_q[7:0]);
+  assign mul1_ch3_p1_t158 = mul1_ch3_p1_mul157;
+  assign mul1_ch3_p1 = {{15{mul1_ch3_p1_t158[16]}}, mul1_ch3_p1_t158};
+  assign mul1_ch3_p2_mul159 = $signed({1'd0, pix1_r2_q[31:24]}) * $signed(mul1_b2_q[7:0]);
+  assign mul1_ch3_p2_t160 = mul1_ch3_p2_mul159;
+  assign mul1_ch3_p2 = {{15{mul1_ch3_p2_t160[16]}}, mul1_ch3_p2_t160};
+  assign mul1_ch3_p3_mul161 = $signed({1'd0, pix1_r3_q[31:24]}) * $signed(mul1_b3_q[7:0]);
+  assign mul1_ch3_p3_t162 = mul1_ch3_p3_mul161;
+  assign mul1_ch3_p3 = {{15{mul1_ch3_p3_t162[16]}}, mul1_ch3_p3_t162};
+  assign mul1_ch3_sum = (mul1_ch3_p0 + mul1_ch3_p1) + (mul1_ch3_p2 + mul1_ch3_p3);
+  assign acc1_ch3_next = acc1_ch3_q + mul1_ch3_sum;
+  assign mul2_ch3_p0_mul163 = $signed({1'd0, pix2_r0_q[31:24]}) * $signed(mul2_b0_q[7:0]);
+  assign mul2_ch3_p0_t164 = mul2_ch3_p0_mul163;
+  assign mul2_ch3_p0 = {{15{mul2_ch3_p0_t164[16]}}, mul2_ch3_p0_t164};
+  assign mul2_ch3_p1_mul165 = $signed({1'd0, pix2_r1_q[31:24]}) * $signed(mul2_b1_q[7:0]);
+  assign mul2_ch3_p1_t166 = mul2_ch3_p1_mul165;
+  assign mul2_ch3_p1 = {{15{mul2_ch3_p1_t166[16]}}, mul2_ch3_p1_t166};
+  assign mul2_ch3_p2_mul167 = $signed({1'd0, pix2_r2_q[31:24]}) * $signed(mul2_b2_q[7:0]);
+  assign mul2_ch3_p2_t168 = mul2_ch3_p2_mul167;
+  assign mul2_ch3_p2 = {{15{mul2_ch3_p2_t168[16]}}, mul2_ch3_p2_t168};
+  assign mul2_ch3_p3_mul169 = $signed({1'd0, pix2_r3_q[31:24]}) * $signed(mul2_b3_q[7:0]);
+  assign mul2_ch3_p3_t170 = mul2_ch3_p3_mul169;
+  assign mul2_ch3_p3 = {{15{mul2_ch3_p3_t170[16]}}, mul2_ch3_p3_t170};
+  assign mul2_ch3_sum = (mul2_ch3_p0 + mul2_ch3_p1) + (mul2_ch3_p2 + mul2_ch3_p3);
+  assign acc2_ch3_next = acc2_ch3_q + mul2_ch3_sum;
+  assign mul3_ch3_p0_mul171 = $signed({1'd0, pix3_r0_q[31:24]}) * $signed(mul3_b0_q[7:0]);
+  assign mul3_ch3_p0_t172 = mul3_ch3_p0_mul171;
+  assign mul3_ch3_p0 = {{15{mul3_ch3_p0_t172[16]}}, mul3_ch3_p0_t172};
+  assign mul3_ch3_p1_mul173 = $signed({1'd0, pix3_r1_q[31:24]}) * $signed(mul3_b1_q[7:0]);
+  assign mul3_ch3_p1_t174 = mul3_ch3_p1_mul173;
+  assign mul3_ch3_p1 = {{15{mul3_ch3_p1_t174[16]}}, mul3_ch3_p1_t174};
+  assign mul3_ch3_p2_mul175 = $signed({1'd0, pix3_r2_q[31:24]}) * $signed(mul3_b2_q[7:0]);
+  assign mul3_ch3_p2_t176 = mul3_ch3_p2_mul175;
+  assign mul3_ch3_p2 = {{15{mul3_ch3_p2_t176[16]}}, mul3_ch3_p2_t176};
+  assign mul3_ch3_p3_mul177 = $signed({1'd0, pix3_r3_q[31:24]}) * $signed(mul3_b3_q[7:0]);
+  assign mul3_ch3_p3_t178 = mul3_ch3_p3_mul177;
+  assign mul3_ch3_p3 = {{15{mul3_ch3_p3_t178[16]}}, mul3_ch3_p3_t178};
+  assign mul3_ch3_sum = (mul3_ch3_p0 + mul3_ch3_p1) + (mul3_ch3_p2 + mul3_ch3_p3);
+  assign acc3_ch3_next = acc3_ch3_q + mul3_ch3_sum;
   assign res_kind_o = res_kind_q;
-  assign res_data_q_t79 = mul3_sum + 37'd32768;
-  assign res_data_q_t80 = mul2_sum + 37'd32768;
-  assign res_data_q_t81 = mul1_sum + 37'd32768;
-  assign res_data_q_t82 = mul0_sum + 37'd32768;
+  assign res_data_q_t179 = s2_channel_q[1:0];
+  assign res_data_q_t180 = s2_channel_q[1:0];
+  assign res_data_q_t181 = s2_channel_q[1:0];
+  assign res_data_q_t182 = s2_channel_q[1:0];
+  assign res_data_q_t183 = mul3_sum + 37'd32768;
+  assign res_data_q_t184 = mul2_sum + 37'd32768;
+  assign res_data_q_t185 = mul1_sum + 37'd32768;
+  assign res_data_q_t186 = mul0_sum + 37'd32768;
   assign res_data_o = res_data_q;
   assign res_stitch_o = res_stitch_q;
-  assign res_subops_q_t83 = ({8'd0, {3'd0, kernel_w[5:1]} + 8'd1} * {8'd0, {3'd0, kernel_h[5:1]} + 8'd1}) + 16'd3;
-  assign res_subops_q_t84 = {2'd0, res_subops_q_t83[15:2]};
+  assign res_subops_q_t187 = ({8'd0, {3'd0, kernel_w[5:1]} + 8'd1} * {8'd0, {3'd0, kernel_h[5:1]} + 8'd1}) + 16'd3;
+  assign res_subops_q_t188 = {2'd0, res_subops_q_t187[15:2]};
   assign res_subops_o = res_subops_q;
 
   always @(posedge clk_i) begin
@@ -3250,6 +3633,18 @@ module gpurtl_texture (
       acc1_q <= 32'd0;
       acc2_q <= 32'd0;
       acc3_q <= 32'd0;
+      acc0_ch1_q <= 32'd0;
+      acc1_ch1_q <= 32'd0;
+      acc2_ch1_q <= 32'd0;
+      acc3_ch1_q <= 32'd0;
+      acc0_ch2_q <= 32'd0;
+      acc1_ch2_q <= 32'd0;
+      acc2_ch2_q <= 32'd0;
+      acc3_ch2_q <= 32'd0;
+      acc0_ch3_q <= 32'd0;
+      acc1_ch3_q <= 32'd0;
+      acc2_ch3_q <= 32'd0;
+      acc3_ch3_q <= 32'd0;
       res_valid_q <= 1'd0;
       inflight_q <= 5'd0;
     end else begin
@@ -3679,6 +4074,18 @@ module gpurtl_texture (
       if (s2_move & (s2_kind_q == 2'd3)) acc1_q <= s2_ends_op ? 32'd0 : acc1_next;
       if (s2_move & (s2_kind_q == 2'd3)) acc2_q <= s2_ends_op ? 32'd0 : acc2_next;
       if (s2_move & (s2_kind_q == 2'd3)) acc3_q <= s2_ends_op ? 32'd0 : acc3_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc0_ch1_q <= s2_ends_op ? 32'd0 : acc0_ch1_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc1_ch1_q <= s2_ends_op ? 32'd0 : acc1_ch1_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc2_ch1_q <= s2_ends_op ? 32'd0 : acc2_ch1_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc3_ch1_q <= s2_ends_op ? 32'd0 : acc3_ch1_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc0_ch2_q <= s2_ends_op ? 32'd0 : acc0_ch2_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc1_ch2_q <= s2_ends_op ? 32'd0 : acc1_ch2_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc2_ch2_q <= s2_ends_op ? 32'd0 : acc2_ch2_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc3_ch2_q <= s2_ends_op ? 32'd0 : acc3_ch2_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc0_ch3_q <= s2_ends_op ? 32'd0 : acc0_ch3_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc1_ch3_q <= s2_ends_op ? 32'd0 : acc1_ch3_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc2_ch3_q <= s2_ends_op ? 32'd0 : acc2_ch3_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc3_ch3_q <= s2_ends_op ? 32'd0 : acc3_ch3_next;
       res_valid_q <= res_load | (res_valid_q & ~res_ready_i);
       inflight_q <= (inflight_q + {4'd0, op_take}) - {4'd0, res_valid_q & res_ready_i};
     end
@@ -3704,7 +4111,7 @@ module gpurtl_texture (
       prep0_clamp_y_q <= (mode_y_q == 2'd0) | (acc_last_y == 12'd0);
       prep0_start_y_q <= acc_start_y;
       prep0_dividend_y_q <= acc_start_y[13:0] ^ {14{acc_start_y[14]}};
-      prep0_channel_q <= op_channel_i;
+      prep0_channel_q <= {op_all_channels_i & (op_kind_i == 2'd3), op_channel_i};
       prep0_base_q <= acc_base;
     end
   end
@@ -4053,10 +4460,10 @@ module gpurtl_texture (
       s1_op_last_q <= tag_head[13];
       s1_frac_x_q <= tag_head[23:16];
       s1_frac_y_q <= tag_head[31:24];
-      s1_channel_q <= tag_head[33:32];
-      s1_tile_i_q <= tag_head[37:34];
-      s1_tile_j_q <= tag_head[41:38];
-      s1_mask_q <= tag_head[45:42];
+      s1_channel_q <= tag_head[34:32];
+      s1_tile_i_q <= tag_head[38:35];
+      s1_tile_j_q <= tag_head[42:39];
+      s1_mask_q <= tag_head[46:43];
     end
   end
 
@@ -4069,22 +4476,22 @@ module gpurtl_texture (
       s2_texel2_q <= s1_texel2_q;
       s2_texel3_q <= s1_texel3_q;
       s2_channel_q <= s1_channel_q;
-      mul0_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b0_q_t27[7]}}, in_kernel_p0_t0 ? w_win11 : 8'd0} : bil_w0;
-      mul0_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b1_q_t28[7]}}, in_kernel_p0_t1 ? w_win12 : 8'd0} : bil_w1;
-      mul0_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b2_q_t29[7]}}, in_kernel_p0_t2 ? w_win21 : 8'd0} : bil_w2;
-      mul0_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b3_q_t30[7]}}, in_kernel_p0_t3 ? w_win22 : 8'd0} : bil_w3;
-      mul1_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b0_q_t31[7]}}, in_kernel_p1_t0 ? w_win10 : 8'd0} : bil_w0;
-      mul1_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b1_q_t32[7]}}, in_kernel_p1_t1 ? w_win11 : 8'd0} : bil_w1;
-      mul1_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b2_q_t33[7]}}, in_kernel_p1_t2 ? w_win20 : 8'd0} : bil_w2;
-      mul1_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b3_q_t34[7]}}, in_kernel_p1_t3 ? w_win21 : 8'd0} : bil_w3;
-      mul2_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b0_q_t35[7]}}, in_kernel_p2_t0 ? w_win01 : 8'd0} : bil_w0;
-      mul2_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b1_q_t36[7]}}, in_kernel_p2_t1 ? w_win02 : 8'd0} : bil_w1;
-      mul2_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b2_q_t37[7]}}, in_kernel_p2_t2 ? w_win11 : 8'd0} : bil_w2;
-      mul2_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b3_q_t38[7]}}, in_kernel_p2_t3 ? w_win12 : 8'd0} : bil_w3;
-      mul3_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b0_q_t39[7]}}, in_kernel_p3_t0 ? w_win00 : 8'd0} : bil_w0;
-      mul3_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b1_q_t40[7]}}, in_kernel_p3_t1 ? w_win01 : 8'd0} : bil_w1;
-      mul3_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b2_q_t41[7]}}, in_kernel_p3_t2 ? w_win10 : 8'd0} : bil_w2;
-      mul3_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b3_q_t42[7]}}, in_kernel_p3_t3 ? w_win11 : 8'd0} : bil_w3;
+      mul0_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b0_q_t31[7]}}, in_kernel_p0_t0 ? w_win11 : 8'd0} : bil_w0;
+      mul0_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b1_q_t32[7]}}, in_kernel_p0_t1 ? w_win12 : 8'd0} : bil_w1;
+      mul0_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b2_q_t33[7]}}, in_kernel_p0_t2 ? w_win21 : 8'd0} : bil_w2;
+      mul0_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b3_q_t34[7]}}, in_kernel_p0_t3 ? w_win22 : 8'd0} : bil_w3;
+      mul1_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b0_q_t35[7]}}, in_kernel_p1_t0 ? w_win10 : 8'd0} : bil_w0;
+      mul1_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b1_q_t36[7]}}, in_kernel_p1_t1 ? w_win11 : 8'd0} : bil_w1;
+      mul1_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b2_q_t37[7]}}, in_kernel_p1_t2 ? w_win20 : 8'd0} : bil_w2;
+      mul1_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b3_q_t38[7]}}, in_kernel_p1_t3 ? w_win21 : 8'd0} : bil_w3;
+      mul2_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b0_q_t39[7]}}, in_kernel_p2_t0 ? w_win01 : 8'd0} : bil_w0;
+      mul2_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b1_q_t40[7]}}, in_kernel_p2_t1 ? w_win02 : 8'd0} : bil_w1;
+      mul2_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b2_q_t41[7]}}, in_kernel_p2_t2 ? w_win11 : 8'd0} : bil_w2;
+      mul2_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b3_q_t42[7]}}, in_kernel_p2_t3 ? w_win12 : 8'd0} : bil_w3;
+      mul3_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b0_q_t43[7]}}, in_kernel_p3_t0 ? w_win00 : 8'd0} : bil_w0;
+      mul3_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b1_q_t44[7]}}, in_kernel_p3_t1 ? w_win01 : 8'd0} : bil_w1;
+      mul3_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b2_q_t45[7]}}, in_kernel_p3_t2 ? w_win10 : 8'd0} : bil_w2;
+      mul3_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b3_q_t46[7]}}, in_kernel_p3_t3 ? w_win11 : 8'd0} : bil_w3;
     end
   end
 
@@ -4185,26 +4592,79 @@ module gpurtl_texture (
   end
 
   always @(posedge clk_i) begin
+    if (stitch_move) begin
+      stitch_codes_q <= {(subop_ends & ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd24)) ?
+          subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[49:48], (subop_ends &
+          ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd23)) ? subop_code : stitch_op_first ? 2'd0
+          : stitch_codes_q[47:46], (subop_ends & ((stitch_op_first ? 5'd0 : subop_index_q) ==
+          5'd22)) ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[45:44], (subop_ends &
+          ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd21)) ? subop_code : stitch_op_first ? 2'd0
+          : stitch_codes_q[43:42], (subop_ends & ((stitch_op_first ? 5'd0 : subop_index_q) ==
+          5'd20)) ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[41:40], (subop_ends &
+          ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd19)) ? subop_code : stitch_op_first ? 2'd0
+          : stitch_codes_q[39:38], (subop_ends & ((stitch_op_first ? 5'd0 : subop_index_q) ==
+          5'd18)) ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[37:36], (subop_ends &
+          ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd17)) ? subop_code : stitch_op_first ? 2'd0
+          : stitch_codes_q[35:34], (subop_ends & ((stitch_op_first ? 5'd0 : subop_index_q) ==
+          5'd16)) ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[33:32], (subop_ends &
+          ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd15)) ? subop_code : stitch_op_first ? 2'd0
+          : stitch_codes_q[31:30], (subop_ends & ((stitch_op_first ? 5'd0 : subop_index_q) ==
+          5'd14)) ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[29:28], (subop_ends &
+          ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd13)) ? subop_code : stitch_op_first ? 2'd0
+          : stitch_codes_q[27:26], (subop_ends & ((stitch_op_first ? 5'd0 : subop_index_q) ==
+          5'd12)) ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[25:24], (subop_ends &
+          ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd11)) ? subop_code : stitch_op_first ? 2'd0
+          : stitch_codes_q[23:22], (subop_ends & ((stitch_op_first ? 5'd0 : subop_index_q) ==
+          5'd10)) ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[21:20], (subop_ends &
+          ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd9)) ? subop_code : stitch_op_first ? 2'd0
+          : stitch_codes_q[19:18], (subop_ends & ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd8))
+          ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[17:16], (subop_ends &
+          ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd7)) ? subop_code : stitch_op_first ? 2'd0
+          : stitch_codes_q[15:14], (subop_ends & ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd6))
+          ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[13:12], (subop_ends &
+          ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd5)) ? subop_code : stitch_op_first ? 2'd0
+          : stitch_codes_q[11:10], (subop_ends & ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd4))
+          ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[9:8], (subop_ends &
+          ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd3)) ? subop_code : stitch_op_first ? 2'd0
+          : stitch_codes_q[7:6], (subop_ends & ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd2)) ?
+          subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[5:4], (subop_ends & ((stitch_op_first
+          ? 5'd0 : subop_index_q) == 5'd1)) ? subop_code : stitch_op_first ? 2'd0 :
+          stitch_codes_q[3:2], (subop_ends & ((stitch_op_first ? 5'd0 : subop_index_q) == 5'd0)) ?
+          subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[1:0]};
+      subop_tiles_q <= (stitch_op_first ? 2'd0 : subop_tiles_q) + 2'd1;
+      subop_index_q <= (stitch_op_first ? 5'd0 : subop_index_q) + {4'd0, (stitch_op_first ? 2'd0 : subop_tiles_q) == 2'd3};
+      subop_row_q <= ((stitch_op_first ? 2'd0 : subop_tiles_q) == 2'd0) ? s1_tile_j_q : subop_row_q;
+      subop_one_row_q <= ((stitch_op_first ? 2'd0 : subop_tiles_q) == 2'd0) | (subop_one_row_q & (s1_tile_j_q == subop_row_q));
+    end
+  end
+
+  always @(posedge clk_i) begin
     if (res_load) begin
       res_kind_q <= s2_kind_q;
-      res_data_q <= s2_kind_q[1] ? (s2_kind_q[0] ? {acc3_next, acc2_next, acc1_next, acc0_next} :
-          {{16'd0, format_q[1] ? {8'd0, s2_channel_q[1] ? (s2_channel_q[0] ? s2_texel3_q[31:24] :
-          s2_texel3_q[23:16]) : s2_channel_q[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q
-          == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}}, {16'd0, format_q[1] ? {8'd0,
-          s2_channel_q[1] ? (s2_channel_q[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) :
-          s2_channel_q[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ?
-          s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}}, {16'd0, format_q[1] ? {8'd0,
-          s2_channel_q[1] ? (s2_channel_q[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) :
-          s2_channel_q[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ?
+      res_data_q <= s2_kind_q[1] ? (s2_kind_q[0] ? {s2_all_channels ? acc3_ch3_next : 32'd0,
+          s2_all_channels ? acc2_ch3_next : 32'd0, s2_all_channels ? acc1_ch3_next : 32'd0,
+          s2_all_channels ? acc0_ch3_next : 32'd0, s2_all_channels ? acc3_ch2_next : 32'd0,
+          s2_all_channels ? acc2_ch2_next : 32'd0, s2_all_channels ? acc1_ch2_next : 32'd0,
+          s2_all_channels ? acc0_ch2_next : 32'd0, s2_all_channels ? acc3_ch1_next : 32'd0,
+          s2_all_channels ? acc2_ch1_next : 32'd0, s2_all_channels ? acc1_ch1_next : 32'd0,
+          s2_all_channels ? acc0_ch1_next : 32'd0, acc3_next, acc2_next, acc1_next, acc0_next} :
+          {384'd0, {{16'd0, format_q[1] ? {8'd0, res_data_q_t179[1] ? (res_data_q_t179[0] ?
+          s2_texel3_q[31:24] : s2_texel3_q[23:16]) : res_data_q_t179[0] ? s2_texel3_q[15:8] :
+          s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}},
+          {16'd0, format_q[1] ? {8'd0, res_data_q_t180[1] ? (res_data_q_t180[0] ? s2_texel2_q[31:24]
+          : s2_texel2_q[23:16]) : res_data_q_t180[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} :
+          (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}}, {16'd0, format_q[1] ?
+          {8'd0, res_data_q_t181[1] ? (res_data_q_t181[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16])
+          : res_data_q_t181[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ?
           s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}}, {16'd0, format_q[1] ? {8'd0,
-          s2_channel_q[1] ? (s2_channel_q[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) :
-          s2_channel_q[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ?
-          s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}}}) : s2_kind_q[0] ? {{16'd0, s2_ch3_texel0},
-          {16'd0, s2_ch2_texel0}, {16'd0, s2_ch1_texel0}, {16'd0, s2_ch0_texel0}} : {{16'd0,
-          res_data_q_t79[31:16]}, {16'd0, res_data_q_t80[31:16]}, {16'd0, res_data_q_t81[31:16]},
-          {16'd0, res_data_q_t82[31:16]}};
-      res_stitch_q <= (s2_kind_q == 2'd3) ? (((({3'd0, kernel_w[5:1]} + 8'd1) == 8'd2) & (({3'd0, kernel_h[5:1]} + 8'd1) == 8'd2)) ? 2'd1 : ((({3'd0, kernel_w[5:1]} + 8'd1) == 8'd1) & (({3'd0, kernel_h[5:1]} + 8'd1) == 8'd4)) ? 2'd2 : ((({3'd0, kernel_w[5:1]} + 8'd1) == 8'd4) & (({3'd0, kernel_h[5:1]} + 8'd1) == 8'd1)) ? 2'd3 : 2'd0) : 2'd0;
-      res_subops_q <= (s2_kind_q == 2'd3) ? res_subops_q_t84[4:0] : 5'd0;
+          res_data_q_t182[1] ? (res_data_q_t182[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) :
+          res_data_q_t182[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ?
+          s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}}}}) : s2_kind_q[0] ? {384'd0, {{16'd0,
+          s2_ch3_texel0}, {16'd0, s2_ch2_texel0}, {16'd0, s2_ch1_texel0}, {16'd0, s2_ch0_texel0}}} :
+          {384'd0, {{16'd0, res_data_q_t183[31:16]}, {16'd0, res_data_q_t184[31:16]}, {16'd0,
+          res_data_q_t185[31:16]}, {16'd0, res_data_q_t186[31:16]}}};
+      res_stitch_q <= (s2_kind_q == 2'd3) ? stitch_codes_q : 50'd0;
+      res_subops_q <= (s2_kind_q == 2'd3) ? res_subops_q_t188[4:0] : 5'd0;
     end
   end
 endmodule

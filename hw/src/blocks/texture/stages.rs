@@ -318,6 +318,9 @@ impl Stages {
                     })
                     .collect();
                 let sum = b.let_(&format!("mul{p_}_ch{c}_sum"), &sum_tree(&prods, cw_));
+                if cw_ > ab {
+                    b.waive_unused(&sum, "the accumulator wraps at acc_bits: the sum's bits above are not needed");
+                }
                 let acc = b.reg(&format!("acc{p_}_ch{c}_q"), ab, 0);
                 let total = b.let_(&format!("acc{p_}_ch{c}_next"), &acc.add(&sum.slice(ab - 1, 0)));
                 b.next(&acc, &s2_ends.mux(&Expr::zero(ab), &total), Some(&s2_move.and(s2_conv).and(&s2_all)));
