@@ -59,6 +59,7 @@ struct Ports {
     op_v: PortHandle,
     op_level: PortHandle,
     op_channel: PortHandle,
+    op_all_channels: PortHandle,
     op_dx: PortHandle,
     op_dy: PortHandle,
     res_valid: PortHandle,
@@ -96,6 +97,7 @@ impl Ports {
             op_v: port("op_v_i")?,
             op_level: port("op_level_i")?,
             op_channel: port("op_channel_i")?,
+            op_all_channels: port("op_all_channels_i")?,
             op_dx: port("op_dx_i")?,
             op_dy: port("op_dy_i")?,
             res_valid: port("res_valid_o")?,
@@ -106,7 +108,7 @@ impl Ports {
     }
 
     /// The configuration and operation inputs, in one list.
-    fn item_fields(&self) -> [PortHandle; 9] {
+    fn item_fields(&self) -> [PortHandle; 10] {
         [
             self.cfg_addr,
             self.cfg_data,
@@ -115,6 +117,7 @@ impl Ports {
             self.op_v,
             self.op_level,
             self.op_channel,
+            self.op_all_channels,
             self.op_dx,
             self.op_dy,
         ]
@@ -123,12 +126,14 @@ impl Ports {
 
 /// The item's values on its port's fields, in the order of
 /// [`Ports::item_fields`]; `None`: a field of the other port, junk every
-/// cycle. Fields the op ignores (`op_dx_i`, `op_dy_i` outside gather4) get
-/// junk chosen here, which stays put while the item is offered.
-fn item_values(item: &Item, p: &TextureParams, junk: &mut Rng) -> [Option<u64>; 9] {
+/// cycle. Fields the op ignores (`op_dx_i`, `op_dy_i` outside gather4,
+/// `op_all_channels_i` outside conv_quad, `op_channel_i` of an all-channel
+/// conv_quad) get junk chosen here, which stays put while the item is
+/// offered.
+fn item_values(item: &Item, p: &TextureParams, junk: &mut Rng) -> [Option<u64>; 10] {
     match *item {
-        Item::Cfg { addr, data } => [Some(addr), Some(data & mask(32)), None, None, None, None, None, None, None],
-        Item::Op { kind, u, v, level, channel, dx, dy } => {
+        Item::Cfg { addr, data } => [Some(addr), Some(data & mask(32)), None, None, None, None, None, None, None, None],
+        Item::Op { kind, u, v, level, channel, all_channels, dx, dy } => {
             let ob = p.offset_bits;
             let (dx, dy) = if kind == OpKind::Gather4 {
                 (dx as u64 & mask(ob), dy as u64 & mask(ob))
@@ -136,7 +141,13 @@ fn item_values(item: &Item, p: &TextureParams, junk: &mut Rng) -> [Option<u64>; 
                 // op_dx_i, op_dy_i are used by gather4 only.
                 (junk.next_u64() & mask(ob), junk.next_u64() & mask(ob))
             };
-            [None, None, Some(kind.code()), Some(u), Some(v), Some(level as u64), Some(channel as u64), Some(dx), Some(dy)]
+            let conv = kind == OpKind::ConvQuad;
+            // op_all_channels_i is read by conv_quad only; op_channel_i is
+            // ignored when it is set (an all-channel op on rgba8, or on r8
+            // and r16 where the channel is 0 anyway: the script drives 0 there).
+            let all = if conv { all_channels as u64 } else { junk.next_u64() & 1 };
+            let channel = if conv && all_channels { junk.next_u64() & 3 } else { channel as u64 };
+            [None, None, Some(kind.code()), Some(u), Some(v), Some(level as u64), Some(channel), Some(all), Some(dx), Some(dy)]
         }
     }
 }
@@ -151,8 +162,8 @@ fn fetches_of(op: &Op) -> u64 {
 }
 
 /// Result `index` as the sink took it from the `res` port, for an op of
-/// kind `want`.
-fn read_result(res: &StreamSink, p: &TextureParams, format: Format, want: OpKind, index: usize) -> Result<OpResult, String> {
+/// kind `want` (`all`: an all-channel conv_quad, 16 sums).
+fn read_result(res: &StreamSink, p: &TextureParams, format: Format, want: OpKind, all: bool, index: usize) -> Result<OpResult, String> {
     let code = res.field_u64(index, 0);
     let kind = OpKind::from_code(code).ok_or_else(|| format!("result {index}: res_kind_o = {code} is no kind"))?;
     if kind != want {
@@ -160,11 +171,25 @@ fn read_result(res: &StreamSink, p: &TextureParams, format: Format, want: OpKind
     }
     let lw = p.lane_bits();
     let words = res.field(index, 1);
-    let lanes: Vec<u64> = (0..4).map(|n| take(words, lw * n, lw)).collect();
-    let stitch = res.field_u64(index, 2);
+    let lanes: Vec<u64> = (0..TextureParams::LANES).map(|n| take(words, lw * n, lw)).collect();
+    // Lanes 4..15 carry only an all-channel conv_quad's g, b, a sums.
+    let used = if all { 16 } else { 4 };
+    if let Some(k) = (used..lanes.len()).find(|&k| lanes[k] != 0) {
+        return Err(format!("result {index} ({kind:?}): lane {k} = {:#x}; must be 0", lanes[k]));
+    }
+    let codes = res.field(index, 2);
+    let max = p.max_subops();
+    let code_at = |s: u32| take(codes, 2 * s, 2);
     let subops = res.field_u64(index, 3);
-    if kind != OpKind::ConvQuad && (stitch != 0 || subops != 0) {
-        return Err(format!("result {index} ({kind:?}): res_stitch_o = {stitch}, res_subops_o = {subops}; both must be 0"));
+    if kind != OpKind::ConvQuad && (subops != 0 || (0..max).any(|s| code_at(s) != 0)) {
+        return Err(format!("result {index} ({kind:?}): res_stitch_o = {codes:x?}, res_subops_o = {subops}; both must be 0"));
+    }
+    if subops > max as u64 {
+        return Err(format!("result {index}: res_subops_o = {subops}, more than the {max} sub-operations of the largest kernel"));
+    }
+    // Codes past the sub-operation count are 0.
+    if let Some(s) = (subops as u32..max).find(|&s| code_at(s) != 0) {
+        return Err(format!("result {index}: res_stitch_o slot {s} = {} past the {subops} sub-operations; must be 0", code_at(s)));
     }
     // A texel lane holds one channel: at most 16 bits, zero-extended.
     let texel_lanes = |n: usize| -> Result<Vec<u64>, String> {
@@ -187,15 +212,14 @@ fn read_result(res: &StreamSink, p: &TextureParams, format: Format, want: OpKind
         }
         OpKind::ConvQuad => {
             let ab = p.acc_bits;
-            if let Some(k) = (0..4).find(|&k| lanes[k] >> ab != 0) {
+            if let Some(k) = (0..used).find(|&k| lanes[k] >> ab != 0) {
                 return Err(format!("result {index} (conv_quad): lane {k} = {:#x} is not {ab} bits zero-extended", lanes[k]));
             }
             let signed = |v: u64| if ab < 64 && v >> (ab - 1) & 1 == 1 { v as i64 - (1i64 << ab) } else { v as i64 };
-            OpResult::Pixels {
-                pixels: [signed(lanes[0]), signed(lanes[1]), signed(lanes[2]), signed(lanes[3])],
-                stitch: Stitch::from_code(stitch).ok_or_else(|| format!("result {index}: res_stitch_o = {stitch} is no stitch code"))?,
-                sub_ops: subops as u32,
-            }
+            let stitch = (0..subops as u32)
+                .map(|s| Stitch::from_code(code_at(s)).ok_or_else(|| format!("result {index}: res_stitch_o slot {s} = {} is no stitch code", code_at(s))))
+                .collect::<Result<Vec<_>, _>>()?;
+            OpResult::Pixels { pixels: lanes[..used].iter().map(|&v| signed(v)).collect(), stitch, sub_ops: subops as u32 }
         }
     })
 }
@@ -214,12 +238,14 @@ pub struct TextureDriver {
     ports: Ports,
     script: Vec<Item>,
     kinds: Vec<OpKind>,
+    /// Per op: whether it is all-channel (16 sums).
+    alls: Vec<bool>,
     format: Format,
     /// The workload's ops (`n_ops`) and conv section, for the outcome.
     w: Workload,
     next: usize,
     offering: bool,
-    values: [Option<u64>; 9],
+    values: [Option<u64>; 10],
     pace: Pace,
     rng: Rng,
     /// Junk on inputs that must not matter.
@@ -256,6 +282,14 @@ impl TextureDriver {
                 Item::Cfg { .. } => None,
             })
             .collect();
+        let format = w.texture.format;
+        let alls: Vec<bool> = script
+            .iter()
+            .filter_map(|it| match it {
+                Item::Op { kind, all_channels, .. } => Some(*kind == OpKind::ConvQuad && *all_channels && format == Format::Rgba8),
+                Item::Cfg { .. } => None,
+            })
+            .collect();
         let seed = stalls.map_or(0, |s| s.seed);
         let name = format!("{prefix}texture");
         let res = StreamSink::find(sim, &format!("{prefix}res"), &["kind", "data", "stitch", "subops"])?
@@ -267,12 +301,13 @@ impl TextureDriver {
             ports,
             results: Vec::with_capacity(kinds.len()),
             kinds,
+            alls,
             script,
             format: w.texture.format,
             w: w.clone(),
             next: 0,
             offering: false,
-            values: [None; 9],
+            values: [None; 10],
             pace: Pace::random_or_steady(stalls.map(|s| s.in_pct)),
             rng: agent_rng(seed, &name),
             junk: agent_rng(seed, &format!("{name} junk")),
@@ -381,7 +416,7 @@ impl Agent for TextureDriver {
             if index >= self.ops_taken {
                 return Err(format!("result {index} before op {index} was taken ({} ops taken)", self.ops_taken));
             }
-            self.results.push(read_result(&self.res, &self.p, self.format, self.kinds[index], index)?);
+            self.results.push(read_result(&self.res, &self.p, self.format, self.kinds[index], self.alls[index], index)?);
             self.last_handshake = Some(now);
             self.progress += 1;
         }
