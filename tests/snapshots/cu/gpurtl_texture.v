@@ -9,36 +9,37 @@
 // 1 bank(s) of 32-bit texel words, levels up to 4096x4096, 8 fraction bits, kernels up to 8x8, selective broadcast.
 // Behaviour and cycle timing: docs/texture.md.
 //
-// port              dir     width  meaning
-// clk_i             input       1  clock, rising edge
-// rst_i             input       1  synchronous reset, active high
-// cfg_valid_i       input       1  a configuration write is offered
-// cfg_ready_o       output      1  the unit is idle and takes it
-// cfg_addr_i        input      11  register address (docs/texture.md, Configuration)
-// cfg_data_i        input      32  value
-// op_valid_i        input       1  an operation is offered
-// op_ready_o        output      1  the sequencer takes it
-// op_kind_i         input       2  0 bilinear, 1 nearest, 2 gather4, 3 conv_quad
-// op_u_i            input      21  u (F fraction bits); conv_quad: pixel x
-// op_v_i            input      21  v (F fraction bits); conv_quad: pixel y
-// op_level_i        input       4  mip level (clamped to the descriptor's last)
-// op_channel_i      input       2  channel of an rgba8 texture (gather4, conv_quad)
-// op_dx_i           input       6  gather4 x offset (signed)
-// op_dy_i           input       6  gather4 y offset (signed)
-// mem0_req_valid_o  output      1  bank 0 read request offered
-// mem0_req_ready_i  input       1  bank 0 read request taken
-// mem0_req_addr_o   output     14  word address
-// mem0_rsp_valid_i  input       1  bank 0 read data offered, in request order
-// mem0_rsp_ready_o  output      1  bank 0 read data taken
-// mem0_rsp_data_i   input      32  texel word
-// res_valid_o       output      1  a result is offered, in op order
-// res_ready_i       input       1  the result is taken
-// res_kind_o        output      2  the op's kind
-// res_data_o        output    128  4 lanes: channels, gather4 texels or conv_quad pixels
-// res_stitch_o      output      2  conv_quad: 0 none, 1 4x4, 2 2x8, 3 8x2
-// res_subops_o      output      3  conv_quad: sub-operations
-// idle_o            output      1  no op in the unit (configuration writes are taken)
-// reg_writes_o      output     32  pixel register writes so far (wraps)
+// port               dir     width  meaning
+// clk_i              input       1  clock, rising edge
+// rst_i              input       1  synchronous reset, active high
+// cfg_valid_i        input       1  a configuration write is offered
+// cfg_ready_o        output      1  the unit is idle and takes it
+// cfg_addr_i         input      11  register address (docs/texture.md, Configuration)
+// cfg_data_i         input      32  value
+// op_valid_i         input       1  an operation is offered
+// op_ready_o         output      1  the sequencer takes it
+// op_kind_i          input       2  0 bilinear, 1 nearest, 2 gather4, 3 conv_quad
+// op_u_i             input      21  u (F fraction bits); conv_quad: pixel x
+// op_v_i             input      21  v (F fraction bits); conv_quad: pixel y
+// op_level_i         input       4  mip level (clamped to the descriptor's last)
+// op_channel_i       input       2  channel of an rgba8 texture (gather4, conv_quad)
+// op_all_channels_i  input       1  conv_quad on rgba8: convolve all four channels (op_channel_i ignored)
+// op_dx_i            input       6  gather4 x offset (signed)
+// op_dy_i            input       6  gather4 y offset (signed)
+// mem0_req_valid_o   output      1  bank 0 read request offered
+// mem0_req_ready_i   input       1  bank 0 read request taken
+// mem0_req_addr_o    output     14  word address
+// mem0_rsp_valid_i   input       1  bank 0 read data offered, in request order
+// mem0_rsp_ready_o   output      1  bank 0 read data taken
+// mem0_rsp_data_i    input      32  texel word
+// res_valid_o        output      1  a result is offered, in op order
+// res_ready_i        input       1  the result is taken
+// res_kind_o         output      2  the op's kind
+// res_data_o         output    512  16 lanes: channels, gather4 texels or conv_quad pixels (lane 4c+p: pixel p, channel c)
+// res_stitch_o       output     14  conv_quad: 2 bits per sub-operation (s in bits 2s+1:2s): 0 none, 1 4x4, 2 2x8, 3 8x2
+// res_subops_o       output      3  conv_quad: sub-operations
+// idle_o             output      1  no op in the unit (configuration writes are taken)
+// reg_writes_o       output     32  pixel register writes so far (wraps)
 module gpurtl_texture (
   input  wire         clk_i,
   input  wire         rst_i,
@@ -56,6 +57,7 @@ module gpurtl_texture (
   input  wire [20:0]  op_v_i,
   input  wire [3:0]   op_level_i,
   input  wire [1:0]   op_channel_i,
+  input  wire         op_all_channels_i,
   input  wire [5:0]   op_dx_i,
   input  wire [5:0]   op_dy_i,
   output wire         mem0_req_valid_o,
@@ -67,8 +69,8 @@ module gpurtl_texture (
   output wire         res_valid_o,
   input  wire         res_ready_i,
   output wire [1:0]   res_kind_o,
-  output wire [127:0] res_data_o,
-  output wire [1:0]   res_stitch_o,
+  output wire [511:0] res_data_o,
+  output wire [13:0]  res_stitch_o,
   output wire [2:0]   res_subops_o,
   output wire         idle_o,
   output wire [31:0]  reg_writes_o
@@ -326,7 +328,7 @@ module gpurtl_texture (
   reg          prep0_clamp_y_q;
   reg  [14:0]  prep0_start_y_q;
   reg  [13:0]  prep0_dividend_y_q;
-  reg  [1:0]   prep0_channel_q;
+  reg  [2:0]   prep0_channel_q;
   reg  [13:0]  prep0_base_q;
   reg          prep1_valid_q;
   wire [13:0]  prep1_div_x0_in;
@@ -406,7 +408,7 @@ module gpurtl_texture (
   reg          prep1_clamp_y_q;
   reg  [14:0]  prep1_start_y_q;
   reg  [9:0]   prep1_dividend_y_q;
-  reg  [1:0]   prep1_channel_q;
+  reg  [2:0]   prep1_channel_q;
   reg  [13:0]  prep1_base_q;
   reg  [11:0]  prep1_rem_x_q;
   reg  [11:0]  prep1_rem_y_q;
@@ -487,7 +489,7 @@ module gpurtl_texture (
   reg          prep2_clamp_y_q;
   reg  [14:0]  prep2_start_y_q;
   reg  [5:0]   prep2_dividend_y_q;
-  reg  [1:0]   prep2_channel_q;
+  reg  [2:0]   prep2_channel_q;
   reg  [13:0]  prep2_base_q;
   reg  [11:0]  prep2_rem_x_q;
   reg  [11:0]  prep2_rem_y_q;
@@ -568,7 +570,7 @@ module gpurtl_texture (
   reg          prep3_clamp_y_q;
   reg  [14:0]  prep3_start_y_q;
   reg  [1:0]   prep3_dividend_y_q;
-  reg  [1:0]   prep3_channel_q;
+  reg  [2:0]   prep3_channel_q;
   reg  [13:0]  prep3_base_q;
   reg  [11:0]  prep3_rem_x_q;
   reg  [11:0]  prep3_rem_y_q;
@@ -621,7 +623,7 @@ module gpurtl_texture (
   reg  [14:0]  prep4_last2_y_q;
   reg          prep4_clamp_y_q;
   reg  [14:0]  prep4_start_y_q;
-  reg  [1:0]   prep4_channel_q;
+  reg  [2:0]   prep4_channel_q;
   reg  [13:0]  prep4_base_q;
   reg  [13:0]  prep4_base_up_q;
   reg  [13:0]  prep4_base_down_q;
@@ -635,7 +637,7 @@ module gpurtl_texture (
   reg  [1:0]   seq_kind_q;
   reg  [7:0]   seq_frac_x_q;
   reg  [7:0]   seq_frac_y_q;
-  reg  [1:0]   seq_channel_q;
+  reg  [2:0]   seq_channel_q;
   reg          seq_clamp_x_q;
   reg  [11:0]  seq_last_x_q;
   reg  [14:0]  seq_last2_x_q;
@@ -747,11 +749,11 @@ module gpurtl_texture (
   wire [3:0]   req0_addr_q_t11;
   reg  [1:0]   tag_wr_q;
   reg  [1:0]   tag_rd_q;
-  reg  [34:0]  tag0_q;
-  reg  [34:0]  tag1_q;
-  reg  [34:0]  tag2_q;
-  reg  [34:0]  tag3_q;
-  wire [34:0]  tag_head;
+  reg  [35:0]  tag0_q;
+  reg  [35:0]  tag1_q;
+  reg  [35:0]  tag2_q;
+  reg  [35:0]  tag3_q;
+  wire [35:0]  tag_head;
   reg          s1_valid_q;
   reg          s2_valid_q;
   reg          res_valid_q;
@@ -781,7 +783,7 @@ module gpurtl_texture (
   reg          s1_op_last_q;
   reg  [7:0]   s1_frac_x_q;
   reg  [7:0]   s1_frac_y_q;
-  reg  [1:0]   s1_channel_q;
+  reg  [2:0]   s1_channel_q;
   reg  [2:0]   s1_tile_i_q;
   reg  [2:0]   s1_tile_j_q;
   reg  [3:0]   s1_mask_q;
@@ -793,7 +795,7 @@ module gpurtl_texture (
   wire [17:0]  bil_w1;
   wire [17:0]  bil_w2;
   wire [17:0]  bil_w3;
-  reg  [1:0]   s2_channel_q;
+  reg  [2:0]   s2_channel_q;
   wire [63:0]  w_row0;
   wire [4:0]   w_row0_t12;
   wire [63:0]  w_row1;
@@ -818,247 +820,446 @@ module gpurtl_texture (
   wire [4:0]   w_win21_t22;
   wire [7:0]   w_win22;
   wire [4:0]   w_win22_t23;
-  wire [15:0]  s1_value0;
-  wire [15:0]  s1_value1;
-  wire [15:0]  s1_value2;
-  wire [15:0]  s1_value3;
+  wire         s1_all_channels;
+  wire [31:0]  s1_value0;
+  wire [1:0]   s1_value0_t24;
+  wire [31:0]  s1_value1;
+  wire [1:0]   s1_value1_t25;
+  wire [31:0]  s1_value2;
+  wire [1:0]   s1_value2_t26;
+  wire [31:0]  s1_value3;
+  wire [1:0]   s1_value3_t27;
   wire         in_kernel_p0_t0;
   wire         pix0_we0;
-  reg  [15:0]  pix0_r0_q;
+  reg  [31:0]  pix0_r0_q;
   reg  [17:0]  mul0_b0_q;
-  // mul0_b0_q_t24: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul0_b0_q_t28: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul0_b0_q_t24;
+  wire [7:0]   mul0_b0_q_t28;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p0_t1;
   wire         pix0_we1;
-  reg  [15:0]  pix0_r1_q;
+  reg  [31:0]  pix0_r1_q;
   reg  [17:0]  mul0_b1_q;
-  // mul0_b1_q_t25: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul0_b1_q_t29: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul0_b1_q_t25;
+  wire [7:0]   mul0_b1_q_t29;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p0_t2;
   wire         pix0_we2;
-  reg  [15:0]  pix0_r2_q;
+  reg  [31:0]  pix0_r2_q;
   reg  [17:0]  mul0_b2_q;
-  // mul0_b2_q_t26: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul0_b2_q_t30: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul0_b2_q_t26;
+  wire [7:0]   mul0_b2_q_t30;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p0_t3;
   wire         pix0_we3;
-  reg  [15:0]  pix0_r3_q;
+  reg  [31:0]  pix0_r3_q;
   reg  [17:0]  mul0_b3_q;
-  // mul0_b3_q_t27: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul0_b3_q_t31: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul0_b3_q_t27;
+  wire [7:0]   mul0_b3_q_t31;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p1_t0;
   wire         pix1_we0;
-  reg  [15:0]  pix1_r0_q;
+  reg  [31:0]  pix1_r0_q;
   reg  [17:0]  mul1_b0_q;
-  // mul1_b0_q_t28: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul1_b0_q_t32: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul1_b0_q_t28;
+  wire [7:0]   mul1_b0_q_t32;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p1_t1;
   wire         pix1_we1;
-  reg  [15:0]  pix1_r1_q;
+  reg  [31:0]  pix1_r1_q;
   reg  [17:0]  mul1_b1_q;
-  // mul1_b1_q_t29: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul1_b1_q_t33: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul1_b1_q_t29;
+  wire [7:0]   mul1_b1_q_t33;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p1_t2;
   wire         pix1_we2;
-  reg  [15:0]  pix1_r2_q;
+  reg  [31:0]  pix1_r2_q;
   reg  [17:0]  mul1_b2_q;
-  // mul1_b2_q_t30: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul1_b2_q_t34: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul1_b2_q_t30;
+  wire [7:0]   mul1_b2_q_t34;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p1_t3;
   wire         pix1_we3;
-  reg  [15:0]  pix1_r3_q;
+  reg  [31:0]  pix1_r3_q;
   reg  [17:0]  mul1_b3_q;
-  // mul1_b3_q_t31: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul1_b3_q_t35: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul1_b3_q_t31;
+  wire [7:0]   mul1_b3_q_t35;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p2_t0;
   wire         pix2_we0;
-  reg  [15:0]  pix2_r0_q;
+  reg  [31:0]  pix2_r0_q;
   reg  [17:0]  mul2_b0_q;
-  // mul2_b0_q_t32: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul2_b0_q_t36: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul2_b0_q_t32;
+  wire [7:0]   mul2_b0_q_t36;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p2_t1;
   wire         pix2_we1;
-  reg  [15:0]  pix2_r1_q;
+  reg  [31:0]  pix2_r1_q;
   reg  [17:0]  mul2_b1_q;
-  // mul2_b1_q_t33: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul2_b1_q_t37: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul2_b1_q_t33;
+  wire [7:0]   mul2_b1_q_t37;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p2_t2;
   wire         pix2_we2;
-  reg  [15:0]  pix2_r2_q;
+  reg  [31:0]  pix2_r2_q;
   reg  [17:0]  mul2_b2_q;
-  // mul2_b2_q_t34: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul2_b2_q_t38: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul2_b2_q_t34;
+  wire [7:0]   mul2_b2_q_t38;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p2_t3;
   wire         pix2_we3;
-  reg  [15:0]  pix2_r3_q;
+  reg  [31:0]  pix2_r3_q;
   reg  [17:0]  mul2_b3_q;
-  // mul2_b3_q_t35: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul2_b3_q_t39: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul2_b3_q_t35;
+  wire [7:0]   mul2_b3_q_t39;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p3_t0;
   wire         pix3_we0;
-  reg  [15:0]  pix3_r0_q;
+  reg  [31:0]  pix3_r0_q;
   reg  [17:0]  mul3_b0_q;
-  // mul3_b0_q_t36: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul3_b0_q_t40: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul3_b0_q_t36;
+  wire [7:0]   mul3_b0_q_t40;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p3_t1;
   wire         pix3_we1;
-  reg  [15:0]  pix3_r1_q;
+  reg  [31:0]  pix3_r1_q;
   reg  [17:0]  mul3_b1_q;
-  // mul3_b1_q_t37: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul3_b1_q_t41: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul3_b1_q_t37;
+  wire [7:0]   mul3_b1_q_t41;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p3_t2;
   wire         pix3_we2;
-  reg  [15:0]  pix3_r2_q;
+  reg  [31:0]  pix3_r2_q;
   reg  [17:0]  mul3_b2_q;
-  // mul3_b2_q_t38: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul3_b2_q_t42: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul3_b2_q_t38;
+  wire [7:0]   mul3_b2_q_t42;
   /* verilator lint_on UNUSED */
   wire         in_kernel_p3_t3;
   wire         pix3_we3;
-  reg  [15:0]  pix3_r3_q;
+  reg  [31:0]  pix3_r3_q;
   reg  [17:0]  mul3_b3_q;
-  // mul3_b3_q_t39: bits [6:0] unused: holds an expression of which only a slice is used
+  // mul3_b3_q_t43: bits [6:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [7:0]   mul3_b3_q_t39;
+  wire [7:0]   mul3_b3_q_t43;
   /* verilator lint_on UNUSED */
   reg  [31:0]  reg_writes_q;
+  wire         stitch_move;
+  wire         stitch_op_first;
+  reg  [1:0]   subop_tiles_q;
+  reg  [2:0]   subop_index_q;
+  reg  [2:0]   subop_row_q;
+  reg          subop_one_row_q;
+  reg  [13:0]  stitch_codes_q;
+  wire         subop_ends;
+  wire [1:0]   subop_code;
   wire         res_load;
+  wire         s2_all_channels;
   wire [15:0]  s2_ch0_texel0;
-  wire [1:0]   s2_ch0_texel0_t40;
+  wire [1:0]   s2_ch0_texel0_t44;
   wire [15:0]  s2_ch0_texel1;
   wire [15:0]  s2_ch0_texel2;
   wire [15:0]  s2_ch0_texel3;
   wire [36:0]  mul0_p0;
-  wire [34:0]  mul0_p0_mul41;
-  wire [34:0]  mul0_p0_t42;
+  wire [34:0]  mul0_p0_mul45;
+  wire [34:0]  mul0_p0_t46;
   wire [36:0]  mul0_p1;
-  wire [34:0]  mul0_p1_mul43;
-  wire [34:0]  mul0_p1_t44;
+  wire [34:0]  mul0_p1_mul47;
+  wire [34:0]  mul0_p1_t48;
   wire [36:0]  mul0_p2;
-  wire [34:0]  mul0_p2_mul45;
-  wire [34:0]  mul0_p2_t46;
+  wire [34:0]  mul0_p2_mul49;
+  wire [34:0]  mul0_p2_t50;
   wire [36:0]  mul0_p3;
-  wire [34:0]  mul0_p3_mul47;
-  wire [34:0]  mul0_p3_t48;
+  wire [34:0]  mul0_p3_mul51;
+  wire [34:0]  mul0_p3_t52;
   wire [36:0]  mul0_sum;
   reg  [31:0]  acc0_q;
   wire [31:0]  acc0_next;
   wire [15:0]  s2_ch1_texel0;
-  wire [1:0]   s2_ch1_texel0_t49;
+  wire [1:0]   s2_ch1_texel0_t53;
   wire [15:0]  s2_ch1_texel1;
   wire [15:0]  s2_ch1_texel2;
   wire [15:0]  s2_ch1_texel3;
   wire [36:0]  mul1_p0;
-  wire [34:0]  mul1_p0_mul50;
-  wire [34:0]  mul1_p0_t51;
+  wire [34:0]  mul1_p0_mul54;
+  wire [34:0]  mul1_p0_t55;
   wire [36:0]  mul1_p1;
-  wire [34:0]  mul1_p1_mul52;
-  wire [34:0]  mul1_p1_t53;
+  wire [34:0]  mul1_p1_mul56;
+  wire [34:0]  mul1_p1_t57;
   wire [36:0]  mul1_p2;
-  wire [34:0]  mul1_p2_mul54;
-  wire [34:0]  mul1_p2_t55;
+  wire [34:0]  mul1_p2_mul58;
+  wire [34:0]  mul1_p2_t59;
   wire [36:0]  mul1_p3;
-  wire [34:0]  mul1_p3_mul56;
-  wire [34:0]  mul1_p3_t57;
+  wire [34:0]  mul1_p3_mul60;
+  wire [34:0]  mul1_p3_t61;
   wire [36:0]  mul1_sum;
   reg  [31:0]  acc1_q;
   wire [31:0]  acc1_next;
   wire [15:0]  s2_ch2_texel0;
-  wire [1:0]   s2_ch2_texel0_t58;
+  wire [1:0]   s2_ch2_texel0_t62;
   wire [15:0]  s2_ch2_texel1;
   wire [15:0]  s2_ch2_texel2;
   wire [15:0]  s2_ch2_texel3;
   wire [36:0]  mul2_p0;
-  wire [34:0]  mul2_p0_mul59;
-  wire [34:0]  mul2_p0_t60;
+  wire [34:0]  mul2_p0_mul63;
+  wire [34:0]  mul2_p0_t64;
   wire [36:0]  mul2_p1;
-  wire [34:0]  mul2_p1_mul61;
-  wire [34:0]  mul2_p1_t62;
+  wire [34:0]  mul2_p1_mul65;
+  wire [34:0]  mul2_p1_t66;
   wire [36:0]  mul2_p2;
-  wire [34:0]  mul2_p2_mul63;
-  wire [34:0]  mul2_p2_t64;
+  wire [34:0]  mul2_p2_mul67;
+  wire [34:0]  mul2_p2_t68;
   wire [36:0]  mul2_p3;
-  wire [34:0]  mul2_p3_mul65;
-  wire [34:0]  mul2_p3_t66;
+  wire [34:0]  mul2_p3_mul69;
+  wire [34:0]  mul2_p3_t70;
   wire [36:0]  mul2_sum;
   reg  [31:0]  acc2_q;
   wire [31:0]  acc2_next;
   wire [15:0]  s2_ch3_texel0;
-  wire [1:0]   s2_ch3_texel0_t67;
+  wire [1:0]   s2_ch3_texel0_t71;
   wire [15:0]  s2_ch3_texel1;
   wire [15:0]  s2_ch3_texel2;
   wire [15:0]  s2_ch3_texel3;
   wire [36:0]  mul3_p0;
-  wire [34:0]  mul3_p0_mul68;
-  wire [34:0]  mul3_p0_t69;
+  wire [34:0]  mul3_p0_mul72;
+  wire [34:0]  mul3_p0_t73;
   wire [36:0]  mul3_p1;
-  wire [34:0]  mul3_p1_mul70;
-  wire [34:0]  mul3_p1_t71;
+  wire [34:0]  mul3_p1_mul74;
+  wire [34:0]  mul3_p1_t75;
   wire [36:0]  mul3_p2;
-  wire [34:0]  mul3_p2_mul72;
-  wire [34:0]  mul3_p2_t73;
+  wire [34:0]  mul3_p2_mul76;
+  wire [34:0]  mul3_p2_t77;
   wire [36:0]  mul3_p3;
-  wire [34:0]  mul3_p3_mul74;
-  wire [34:0]  mul3_p3_t75;
+  wire [34:0]  mul3_p3_mul78;
+  wire [34:0]  mul3_p3_t79;
   wire [36:0]  mul3_sum;
   reg  [31:0]  acc3_q;
   wire [31:0]  acc3_next;
+  wire [31:0]  mul0_ch1_p0;
+  wire [16:0]  mul0_ch1_p0_mul80;
+  wire [16:0]  mul0_ch1_p0_t81;
+  wire [31:0]  mul0_ch1_p1;
+  wire [16:0]  mul0_ch1_p1_mul82;
+  wire [16:0]  mul0_ch1_p1_t83;
+  wire [31:0]  mul0_ch1_p2;
+  wire [16:0]  mul0_ch1_p2_mul84;
+  wire [16:0]  mul0_ch1_p2_t85;
+  wire [31:0]  mul0_ch1_p3;
+  wire [16:0]  mul0_ch1_p3_mul86;
+  wire [16:0]  mul0_ch1_p3_t87;
+  wire [31:0]  mul0_ch1_sum;
+  reg  [31:0]  acc0_ch1_q;
+  wire [31:0]  acc0_ch1_next;
+  wire [31:0]  mul1_ch1_p0;
+  wire [16:0]  mul1_ch1_p0_mul88;
+  wire [16:0]  mul1_ch1_p0_t89;
+  wire [31:0]  mul1_ch1_p1;
+  wire [16:0]  mul1_ch1_p1_mul90;
+  wire [16:0]  mul1_ch1_p1_t91;
+  wire [31:0]  mul1_ch1_p2;
+  wire [16:0]  mul1_ch1_p2_mul92;
+  wire [16:0]  mul1_ch1_p2_t93;
+  wire [31:0]  mul1_ch1_p3;
+  wire [16:0]  mul1_ch1_p3_mul94;
+  wire [16:0]  mul1_ch1_p3_t95;
+  wire [31:0]  mul1_ch1_sum;
+  reg  [31:0]  acc1_ch1_q;
+  wire [31:0]  acc1_ch1_next;
+  wire [31:0]  mul2_ch1_p0;
+  wire [16:0]  mul2_ch1_p0_mul96;
+  wire [16:0]  mul2_ch1_p0_t97;
+  wire [31:0]  mul2_ch1_p1;
+  wire [16:0]  mul2_ch1_p1_mul98;
+  wire [16:0]  mul2_ch1_p1_t99;
+  wire [31:0]  mul2_ch1_p2;
+  wire [16:0]  mul2_ch1_p2_mul100;
+  wire [16:0]  mul2_ch1_p2_t101;
+  wire [31:0]  mul2_ch1_p3;
+  wire [16:0]  mul2_ch1_p3_mul102;
+  wire [16:0]  mul2_ch1_p3_t103;
+  wire [31:0]  mul2_ch1_sum;
+  reg  [31:0]  acc2_ch1_q;
+  wire [31:0]  acc2_ch1_next;
+  wire [31:0]  mul3_ch1_p0;
+  wire [16:0]  mul3_ch1_p0_mul104;
+  wire [16:0]  mul3_ch1_p0_t105;
+  wire [31:0]  mul3_ch1_p1;
+  wire [16:0]  mul3_ch1_p1_mul106;
+  wire [16:0]  mul3_ch1_p1_t107;
+  wire [31:0]  mul3_ch1_p2;
+  wire [16:0]  mul3_ch1_p2_mul108;
+  wire [16:0]  mul3_ch1_p2_t109;
+  wire [31:0]  mul3_ch1_p3;
+  wire [16:0]  mul3_ch1_p3_mul110;
+  wire [16:0]  mul3_ch1_p3_t111;
+  wire [31:0]  mul3_ch1_sum;
+  reg  [31:0]  acc3_ch1_q;
+  wire [31:0]  acc3_ch1_next;
+  wire [31:0]  mul0_ch2_p0;
+  wire [16:0]  mul0_ch2_p0_mul112;
+  wire [16:0]  mul0_ch2_p0_t113;
+  wire [31:0]  mul0_ch2_p1;
+  wire [16:0]  mul0_ch2_p1_mul114;
+  wire [16:0]  mul0_ch2_p1_t115;
+  wire [31:0]  mul0_ch2_p2;
+  wire [16:0]  mul0_ch2_p2_mul116;
+  wire [16:0]  mul0_ch2_p2_t117;
+  wire [31:0]  mul0_ch2_p3;
+  wire [16:0]  mul0_ch2_p3_mul118;
+  wire [16:0]  mul0_ch2_p3_t119;
+  wire [31:0]  mul0_ch2_sum;
+  reg  [31:0]  acc0_ch2_q;
+  wire [31:0]  acc0_ch2_next;
+  wire [31:0]  mul1_ch2_p0;
+  wire [16:0]  mul1_ch2_p0_mul120;
+  wire [16:0]  mul1_ch2_p0_t121;
+  wire [31:0]  mul1_ch2_p1;
+  wire [16:0]  mul1_ch2_p1_mul122;
+  wire [16:0]  mul1_ch2_p1_t123;
+  wire [31:0]  mul1_ch2_p2;
+  wire [16:0]  mul1_ch2_p2_mul124;
+  wire [16:0]  mul1_ch2_p2_t125;
+  wire [31:0]  mul1_ch2_p3;
+  wire [16:0]  mul1_ch2_p3_mul126;
+  wire [16:0]  mul1_ch2_p3_t127;
+  wire [31:0]  mul1_ch2_sum;
+  reg  [31:0]  acc1_ch2_q;
+  wire [31:0]  acc1_ch2_next;
+  wire [31:0]  mul2_ch2_p0;
+  wire [16:0]  mul2_ch2_p0_mul128;
+  wire [16:0]  mul2_ch2_p0_t129;
+  wire [31:0]  mul2_ch2_p1;
+  wire [16:0]  mul2_ch2_p1_mul130;
+  wire [16:0]  mul2_ch2_p1_t131;
+  wire [31:0]  mul2_ch2_p2;
+  wire [16:0]  mul2_ch2_p2_mul132;
+  wire [16:0]  mul2_ch2_p2_t133;
+  wire [31:0]  mul2_ch2_p3;
+  wire [16:0]  mul2_ch2_p3_mul134;
+  wire [16:0]  mul2_ch2_p3_t135;
+  wire [31:0]  mul2_ch2_sum;
+  reg  [31:0]  acc2_ch2_q;
+  wire [31:0]  acc2_ch2_next;
+  wire [31:0]  mul3_ch2_p0;
+  wire [16:0]  mul3_ch2_p0_mul136;
+  wire [16:0]  mul3_ch2_p0_t137;
+  wire [31:0]  mul3_ch2_p1;
+  wire [16:0]  mul3_ch2_p1_mul138;
+  wire [16:0]  mul3_ch2_p1_t139;
+  wire [31:0]  mul3_ch2_p2;
+  wire [16:0]  mul3_ch2_p2_mul140;
+  wire [16:0]  mul3_ch2_p2_t141;
+  wire [31:0]  mul3_ch2_p3;
+  wire [16:0]  mul3_ch2_p3_mul142;
+  wire [16:0]  mul3_ch2_p3_t143;
+  wire [31:0]  mul3_ch2_sum;
+  reg  [31:0]  acc3_ch2_q;
+  wire [31:0]  acc3_ch2_next;
+  wire [31:0]  mul0_ch3_p0;
+  wire [16:0]  mul0_ch3_p0_mul144;
+  wire [16:0]  mul0_ch3_p0_t145;
+  wire [31:0]  mul0_ch3_p1;
+  wire [16:0]  mul0_ch3_p1_mul146;
+  wire [16:0]  mul0_ch3_p1_t147;
+  wire [31:0]  mul0_ch3_p2;
+  wire [16:0]  mul0_ch3_p2_mul148;
+  wire [16:0]  mul0_ch3_p2_t149;
+  wire [31:0]  mul0_ch3_p3;
+  wire [16:0]  mul0_ch3_p3_mul150;
+  wire [16:0]  mul0_ch3_p3_t151;
+  wire [31:0]  mul0_ch3_sum;
+  reg  [31:0]  acc0_ch3_q;
+  wire [31:0]  acc0_ch3_next;
+  wire [31:0]  mul1_ch3_p0;
+  wire [16:0]  mul1_ch3_p0_mul152;
+  wire [16:0]  mul1_ch3_p0_t153;
+  wire [31:0]  mul1_ch3_p1;
+  wire [16:0]  mul1_ch3_p1_mul154;
+  wire [16:0]  mul1_ch3_p1_t155;
+  wire [31:0]  mul1_ch3_p2;
+  wire [16:0]  mul1_ch3_p2_mul156;
+  wire [16:0]  mul1_ch3_p2_t157;
+  wire [31:0]  mul1_ch3_p3;
+  wire [16:0]  mul1_ch3_p3_mul158;
+  wire [16:0]  mul1_ch3_p3_t159;
+  wire [31:0]  mul1_ch3_sum;
+  reg  [31:0]  acc1_ch3_q;
+  wire [31:0]  acc1_ch3_next;
+  wire [31:0]  mul2_ch3_p0;
+  wire [16:0]  mul2_ch3_p0_mul160;
+  wire [16:0]  mul2_ch3_p0_t161;
+  wire [31:0]  mul2_ch3_p1;
+  wire [16:0]  mul2_ch3_p1_mul162;
+  wire [16:0]  mul2_ch3_p1_t163;
+  wire [31:0]  mul2_ch3_p2;
+  wire [16:0]  mul2_ch3_p2_mul164;
+  wire [16:0]  mul2_ch3_p2_t165;
+  wire [31:0]  mul2_ch3_p3;
+  wire [16:0]  mul2_ch3_p3_mul166;
+  wire [16:0]  mul2_ch3_p3_t167;
+  wire [31:0]  mul2_ch3_sum;
+  reg  [31:0]  acc2_ch3_q;
+  wire [31:0]  acc2_ch3_next;
+  wire [31:0]  mul3_ch3_p0;
+  wire [16:0]  mul3_ch3_p0_mul168;
+  wire [16:0]  mul3_ch3_p0_t169;
+  wire [31:0]  mul3_ch3_p1;
+  wire [16:0]  mul3_ch3_p1_mul170;
+  wire [16:0]  mul3_ch3_p1_t171;
+  wire [31:0]  mul3_ch3_p2;
+  wire [16:0]  mul3_ch3_p2_mul172;
+  wire [16:0]  mul3_ch3_p2_t173;
+  wire [31:0]  mul3_ch3_p3;
+  wire [16:0]  mul3_ch3_p3_mul174;
+  wire [16:0]  mul3_ch3_p3_t175;
+  wire [31:0]  mul3_ch3_sum;
+  reg  [31:0]  acc3_ch3_q;
+  wire [31:0]  acc3_ch3_next;
   reg  [1:0]   res_kind_q;
-  reg  [127:0] res_data_q;
-  // res_data_q_t76: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
+  reg  [511:0] res_data_q;
+  wire [1:0]   res_data_q_t176;
+  wire [1:0]   res_data_q_t177;
+  wire [1:0]   res_data_q_t178;
+  wire [1:0]   res_data_q_t179;
+  // res_data_q_t180: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [36:0]  res_data_q_t76;
+  wire [36:0]  res_data_q_t180;
   /* verilator lint_on UNUSED */
-  // res_data_q_t77: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
+  // res_data_q_t181: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [36:0]  res_data_q_t77;
+  wire [36:0]  res_data_q_t181;
   /* verilator lint_on UNUSED */
-  // res_data_q_t78: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
+  // res_data_q_t182: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [36:0]  res_data_q_t78;
+  wire [36:0]  res_data_q_t182;
   /* verilator lint_on UNUSED */
-  // res_data_q_t79: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
+  // res_data_q_t183: bits [36:32], [15:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [36:0]  res_data_q_t79;
+  wire [36:0]  res_data_q_t183;
   /* verilator lint_on UNUSED */
-  reg  [1:0]   res_stitch_q;
+  reg  [13:0]  res_stitch_q;
   reg  [2:0]   res_subops_q;
-  // res_subops_q_t80: bits [1:0] unused: holds an expression of which only a slice is used
+  // res_subops_q_t184: bits [1:0] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  res_subops_q_t80;
+  wire [15:0]  res_subops_q_t184;
   /* verilator lint_on UNUSED */
-  // res_subops_q_t81: bits [15:3] unused: holds an expression of which only a slice is used
+  // res_subops_q_t185: bits [15:3] unused: holds an expression of which only a slice is used
   /* verilator lint_off UNUSED */
-  wire [15:0]  res_subops_q_t81;
+  wire [15:0]  res_subops_q_t185;
   /* verilator lint_on UNUSED */
 
   assign idle = inflight_q == 4'd0;
@@ -1416,145 +1617,327 @@ module gpurtl_texture (
   assign w_win21 = w_win21_t22[4] ? (w_win21_t22[3] ? (w_win21_t22[2] ? (w_win21_t22[1] ? (w_win21_t22[0] ? 8'd0 : 8'd0) : w_win21_t22[0] ? 8'd0 : 8'd0) : w_win21_t22[1] ? (w_win21_t22[0] ? 8'd0 : 8'd0) : w_win21_t22[0] ? 8'd0 : 8'd0) : w_win21_t22[2] ? (w_win21_t22[1] ? (w_win21_t22[0] ? 8'd0 : 8'd0) : w_win21_t22[0] ? 8'd0 : 8'd0) : w_win21_t22[1] ? (w_win21_t22[0] ? 8'd0 : 8'd0) : w_win21_t22[0] ? 8'd0 : 8'd0) : w_win21_t22[3] ? (w_win21_t22[2] ? (w_win21_t22[1] ? (w_win21_t22[0] ? 8'd0 : 8'd0) : w_win21_t22[0] ? 8'd0 : 8'd0) : w_win21_t22[1] ? (w_win21_t22[0] ? 8'd0 : 8'd0) : w_win21_t22[0] ? 8'd0 : w_row2[63:56]) : w_win21_t22[2] ? (w_win21_t22[1] ? (w_win21_t22[0] ? w_row2[55:48] : w_row2[47:40]) : w_win21_t22[0] ? w_row2[39:32] : w_row2[31:24]) : w_win21_t22[1] ? (w_win21_t22[0] ? w_row2[23:16] : w_row2[15:8]) : w_win21_t22[0] ? w_row2[7:0] : 8'd0;
   assign w_win22_t23 = {1'd0, {s1_tile_i_q, 1'd0}} + 5'd2;
   assign w_win22 = w_win22_t23[4] ? (w_win22_t23[3] ? (w_win22_t23[2] ? (w_win22_t23[1] ? (w_win22_t23[0] ? 8'd0 : 8'd0) : w_win22_t23[0] ? 8'd0 : 8'd0) : w_win22_t23[1] ? (w_win22_t23[0] ? 8'd0 : 8'd0) : w_win22_t23[0] ? 8'd0 : 8'd0) : w_win22_t23[2] ? (w_win22_t23[1] ? (w_win22_t23[0] ? 8'd0 : 8'd0) : w_win22_t23[0] ? 8'd0 : 8'd0) : w_win22_t23[1] ? (w_win22_t23[0] ? 8'd0 : 8'd0) : w_win22_t23[0] ? 8'd0 : 8'd0) : w_win22_t23[3] ? (w_win22_t23[2] ? (w_win22_t23[1] ? (w_win22_t23[0] ? 8'd0 : 8'd0) : w_win22_t23[0] ? 8'd0 : 8'd0) : w_win22_t23[1] ? (w_win22_t23[0] ? 8'd0 : 8'd0) : w_win22_t23[0] ? 8'd0 : w_row2[63:56]) : w_win22_t23[2] ? (w_win22_t23[1] ? (w_win22_t23[0] ? w_row2[55:48] : w_row2[47:40]) : w_win22_t23[0] ? w_row2[39:32] : w_row2[31:24]) : w_win22_t23[1] ? (w_win22_t23[0] ? w_row2[23:16] : w_row2[15:8]) : w_win22_t23[0] ? w_row2[7:0] : 8'd0;
-  assign s1_value0 = format_q[1] ? {8'd0, s1_channel_q[1] ? (s1_channel_q[0] ? s1_texel0_q[31:24] : s1_texel0_q[23:16]) : s1_channel_q[0] ? s1_texel0_q[15:8] : s1_texel0_q[7:0]} : (format_q == 2'd1) ? s1_texel0_q[15:0] : {8'd0, s1_texel0_q[7:0]};
-  assign s1_value1 = format_q[1] ? {8'd0, s1_channel_q[1] ? (s1_channel_q[0] ? s1_texel1_q[31:24] : s1_texel1_q[23:16]) : s1_channel_q[0] ? s1_texel1_q[15:8] : s1_texel1_q[7:0]} : (format_q == 2'd1) ? s1_texel1_q[15:0] : {8'd0, s1_texel1_q[7:0]};
-  assign s1_value2 = format_q[1] ? {8'd0, s1_channel_q[1] ? (s1_channel_q[0] ? s1_texel2_q[31:24] : s1_texel2_q[23:16]) : s1_channel_q[0] ? s1_texel2_q[15:8] : s1_texel2_q[7:0]} : (format_q == 2'd1) ? s1_texel2_q[15:0] : {8'd0, s1_texel2_q[7:0]};
-  assign s1_value3 = format_q[1] ? {8'd0, s1_channel_q[1] ? (s1_channel_q[0] ? s1_texel3_q[31:24] : s1_texel3_q[23:16]) : s1_channel_q[0] ? s1_texel3_q[15:8] : s1_texel3_q[7:0]} : (format_q == 2'd1) ? s1_texel3_q[15:0] : {8'd0, s1_texel3_q[7:0]};
+  assign s1_all_channels = s1_channel_q[2] & format_q[1];
+  assign s1_value0_t24 = s1_channel_q[1:0];
+  assign s1_value0 = s1_all_channels ? s1_texel0_q : {16'd0, format_q[1] ? {8'd0, s1_value0_t24[1] ? (s1_value0_t24[0] ? s1_texel0_q[31:24] : s1_texel0_q[23:16]) : s1_value0_t24[0] ? s1_texel0_q[15:8] : s1_texel0_q[7:0]} : (format_q == 2'd1) ? s1_texel0_q[15:0] : {8'd0, s1_texel0_q[7:0]}};
+  assign s1_value1_t25 = s1_channel_q[1:0];
+  assign s1_value1 = s1_all_channels ? s1_texel1_q : {16'd0, format_q[1] ? {8'd0, s1_value1_t25[1] ? (s1_value1_t25[0] ? s1_texel1_q[31:24] : s1_texel1_q[23:16]) : s1_value1_t25[0] ? s1_texel1_q[15:8] : s1_texel1_q[7:0]} : (format_q == 2'd1) ? s1_texel1_q[15:0] : {8'd0, s1_texel1_q[7:0]}};
+  assign s1_value2_t26 = s1_channel_q[1:0];
+  assign s1_value2 = s1_all_channels ? s1_texel2_q : {16'd0, format_q[1] ? {8'd0, s1_value2_t26[1] ? (s1_value2_t26[0] ? s1_texel2_q[31:24] : s1_texel2_q[23:16]) : s1_value2_t26[0] ? s1_texel2_q[15:8] : s1_texel2_q[7:0]} : (format_q == 2'd1) ? s1_texel2_q[15:0] : {8'd0, s1_texel2_q[7:0]}};
+  assign s1_value3_t27 = s1_channel_q[1:0];
+  assign s1_value3 = s1_all_channels ? s1_texel3_q : {16'd0, format_q[1] ? {8'd0, s1_value3_t27[1] ? (s1_value3_t27[0] ? s1_texel3_q[31:24] : s1_texel3_q[23:16]) : s1_value3_t27[0] ? s1_texel3_q[15:8] : s1_texel3_q[7:0]} : (format_q == 2'd1) ? s1_texel3_q[15:0] : {8'd0, s1_texel3_q[7:0]}};
   assign in_kernel_p0_t0 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) <= kernel_h)) & s1_mask_q[0];
   assign pix0_we0 = in_kernel_p0_t0 & (s1_kind_q == 2'd3);
-  assign mul0_b0_q_t24 = in_kernel_p0_t0 ? w_win11 : 8'd0;
+  assign mul0_b0_q_t28 = in_kernel_p0_t0 ? w_win11 : 8'd0;
   assign in_kernel_p0_t1 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd2) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd2) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) <= kernel_h)) & s1_mask_q[1];
   assign pix0_we1 = in_kernel_p0_t1 & (s1_kind_q == 2'd3);
-  assign mul0_b1_q_t25 = in_kernel_p0_t1 ? w_win12 : 8'd0;
+  assign mul0_b1_q_t29 = in_kernel_p0_t1 ? w_win12 : 8'd0;
   assign in_kernel_p0_t2 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd2) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd2) <= kernel_h)) & s1_mask_q[2];
   assign pix0_we2 = in_kernel_p0_t2 & (s1_kind_q == 2'd3);
-  assign mul0_b2_q_t26 = in_kernel_p0_t2 ? w_win21 : 8'd0;
+  assign mul0_b2_q_t30 = in_kernel_p0_t2 ? w_win21 : 8'd0;
   assign in_kernel_p0_t3 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd2) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd2) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd2) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd2) <= kernel_h)) & s1_mask_q[3];
   assign pix0_we3 = in_kernel_p0_t3 & (s1_kind_q == 2'd3);
-  assign mul0_b3_q_t27 = in_kernel_p0_t3 ? w_win22 : 8'd0;
+  assign mul0_b3_q_t31 = in_kernel_p0_t3 ? w_win22 : 8'd0;
   assign in_kernel_p1_t0 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd0) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd0) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) <= kernel_h)) & s1_mask_q[0];
   assign pix1_we0 = in_kernel_p1_t0 & (s1_kind_q == 2'd3);
-  assign mul1_b0_q_t28 = in_kernel_p1_t0 ? w_win10 : 8'd0;
+  assign mul1_b0_q_t32 = in_kernel_p1_t0 ? w_win10 : 8'd0;
   assign in_kernel_p1_t1 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) <= kernel_h)) & s1_mask_q[1];
   assign pix1_we1 = in_kernel_p1_t1 & (s1_kind_q == 2'd3);
-  assign mul1_b1_q_t29 = in_kernel_p1_t1 ? w_win11 : 8'd0;
+  assign mul1_b1_q_t33 = in_kernel_p1_t1 ? w_win11 : 8'd0;
   assign in_kernel_p1_t2 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd0) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd0) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd2) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd2) <= kernel_h)) & s1_mask_q[2];
   assign pix1_we2 = in_kernel_p1_t2 & (s1_kind_q == 2'd3);
-  assign mul1_b2_q_t30 = in_kernel_p1_t2 ? w_win20 : 8'd0;
+  assign mul1_b2_q_t34 = in_kernel_p1_t2 ? w_win20 : 8'd0;
   assign in_kernel_p1_t3 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd2) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd2) <= kernel_h)) & s1_mask_q[3];
   assign pix1_we3 = in_kernel_p1_t3 & (s1_kind_q == 2'd3);
-  assign mul1_b3_q_t31 = in_kernel_p1_t3 ? w_win21 : 8'd0;
+  assign mul1_b3_q_t35 = in_kernel_p1_t3 ? w_win21 : 8'd0;
   assign in_kernel_p2_t0 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd0) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd0) <= kernel_h)) & s1_mask_q[0];
   assign pix2_we0 = in_kernel_p2_t0 & (s1_kind_q == 2'd3);
-  assign mul2_b0_q_t32 = in_kernel_p2_t0 ? w_win01 : 8'd0;
+  assign mul2_b0_q_t36 = in_kernel_p2_t0 ? w_win01 : 8'd0;
   assign in_kernel_p2_t1 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd2) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd2) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd0) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd0) <= kernel_h)) & s1_mask_q[1];
   assign pix2_we1 = in_kernel_p2_t1 & (s1_kind_q == 2'd3);
-  assign mul2_b1_q_t33 = in_kernel_p2_t1 ? w_win02 : 8'd0;
+  assign mul2_b1_q_t37 = in_kernel_p2_t1 ? w_win02 : 8'd0;
   assign in_kernel_p2_t2 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) <= kernel_h)) & s1_mask_q[2];
   assign pix2_we2 = in_kernel_p2_t2 & (s1_kind_q == 2'd3);
-  assign mul2_b2_q_t34 = in_kernel_p2_t2 ? w_win11 : 8'd0;
+  assign mul2_b2_q_t38 = in_kernel_p2_t2 ? w_win11 : 8'd0;
   assign in_kernel_p2_t3 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd2) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd2) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) <= kernel_h)) & s1_mask_q[3];
   assign pix2_we3 = in_kernel_p2_t3 & (s1_kind_q == 2'd3);
-  assign mul2_b3_q_t35 = in_kernel_p2_t3 ? w_win12 : 8'd0;
+  assign mul2_b3_q_t39 = in_kernel_p2_t3 ? w_win12 : 8'd0;
   assign in_kernel_p3_t0 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd0) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd0) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd0) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd0) <= kernel_h)) & s1_mask_q[0];
   assign pix3_we0 = in_kernel_p3_t0 & (s1_kind_q == 2'd3);
-  assign mul3_b0_q_t36 = in_kernel_p3_t0 ? w_win00 : 8'd0;
+  assign mul3_b0_q_t40 = in_kernel_p3_t0 ? w_win00 : 8'd0;
   assign in_kernel_p3_t1 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd0) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd0) <= kernel_h)) & s1_mask_q[1];
   assign pix3_we1 = in_kernel_p3_t1 & (s1_kind_q == 2'd3);
-  assign mul3_b1_q_t37 = in_kernel_p3_t1 ? w_win01 : 8'd0;
+  assign mul3_b1_q_t41 = in_kernel_p3_t1 ? w_win01 : 8'd0;
   assign in_kernel_p3_t2 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd0) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd0) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) <= kernel_h)) & s1_mask_q[2];
   assign pix3_we2 = in_kernel_p3_t2 & (s1_kind_q == 2'd3);
-  assign mul3_b2_q_t38 = in_kernel_p3_t2 ? w_win10 : 8'd0;
+  assign mul3_b2_q_t42 = in_kernel_p3_t2 ? w_win10 : 8'd0;
   assign in_kernel_p3_t3 = ((((({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) != 5'd0) & (({1'd0, {s1_tile_i_q, 1'd0}} + 5'd1) <= kernel_w)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) != 5'd0)) & (({1'd0, {s1_tile_j_q, 1'd0}} + 5'd1) <= kernel_h)) & s1_mask_q[3];
   assign pix3_we3 = in_kernel_p3_t3 & (s1_kind_q == 2'd3);
-  assign mul3_b3_q_t39 = in_kernel_p3_t3 ? w_win11 : 8'd0;
+  assign mul3_b3_q_t43 = in_kernel_p3_t3 ? w_win11 : 8'd0;
   assign reg_writes_o = reg_writes_q;
+  assign stitch_move = s1_move & (s1_kind_q == 2'd3);
+  assign stitch_op_first = (s1_tile_i_q == 3'd0) & (s1_tile_j_q == 3'd0);
+  assign subop_ends = ((stitch_op_first ? 2'd0 : subop_tiles_q) == 2'd3) | s1_op_last_q;
+  assign subop_code = (((stitch_op_first ? 2'd0 : subop_tiles_q) != 2'd0) & (((stitch_op_first ? 2'd0 : subop_tiles_q) == 2'd0) | (subop_one_row_q & (s1_tile_j_q == subop_row_q)))) ? 2'd3 : (((stitch_op_first ? 2'd0 : subop_tiles_q) != 2'd0) & (kernel_w[4:1] == 4'd0)) ? 2'd2 : (((stitch_op_first ? 2'd0 : subop_tiles_q) == 2'd3) & (kernel_w[4:1] == 4'd1)) ? 2'd1 : 2'd0;
   assign res_load = s2_move & s2_ends_op;
-  assign s2_ch0_texel0_t40 = 2'd0;
-  assign s2_ch0_texel0 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t40[1] ? (s2_ch0_texel0_t40[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch0_texel0_t40[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
-  assign s2_ch0_texel1 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t40[1] ? (s2_ch0_texel0_t40[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch0_texel0_t40[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
-  assign s2_ch0_texel2 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t40[1] ? (s2_ch0_texel0_t40[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch0_texel0_t40[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
-  assign s2_ch0_texel3 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t40[1] ? (s2_ch0_texel0_t40[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch0_texel0_t40[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
-  assign mul0_p0_mul41 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix0_r0_q : s2_ch0_texel0}) * $signed(mul0_b0_q);
-  assign mul0_p0_t42 = mul0_p0_mul41;
-  assign mul0_p0 = {{2{mul0_p0_t42[34]}}, mul0_p0_t42};
-  assign mul0_p1_mul43 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix0_r1_q : s2_ch0_texel1}) * $signed(mul0_b1_q);
-  assign mul0_p1_t44 = mul0_p1_mul43;
-  assign mul0_p1 = {{2{mul0_p1_t44[34]}}, mul0_p1_t44};
-  assign mul0_p2_mul45 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix0_r2_q : s2_ch0_texel2}) * $signed(mul0_b2_q);
-  assign mul0_p2_t46 = mul0_p2_mul45;
-  assign mul0_p2 = {{2{mul0_p2_t46[34]}}, mul0_p2_t46};
-  assign mul0_p3_mul47 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix0_r3_q : s2_ch0_texel3}) * $signed(mul0_b3_q);
-  assign mul0_p3_t48 = mul0_p3_mul47;
-  assign mul0_p3 = {{2{mul0_p3_t48[34]}}, mul0_p3_t48};
+  assign s2_all_channels = s2_channel_q[2] & format_q[1];
+  assign s2_ch0_texel0_t44 = 2'd0;
+  assign s2_ch0_texel0 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t44[1] ? (s2_ch0_texel0_t44[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch0_texel0_t44[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
+  assign s2_ch0_texel1 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t44[1] ? (s2_ch0_texel0_t44[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch0_texel0_t44[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
+  assign s2_ch0_texel2 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t44[1] ? (s2_ch0_texel0_t44[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch0_texel0_t44[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
+  assign s2_ch0_texel3 = 1'd1 ? (format_q[1] ? {8'd0, s2_ch0_texel0_t44[1] ? (s2_ch0_texel0_t44[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch0_texel0_t44[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
+  assign mul0_p0_mul45 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix0_r0_q[7:0]} : pix0_r0_q[15:0]) : s2_ch0_texel0}) * $signed(mul0_b0_q);
+  assign mul0_p0_t46 = mul0_p0_mul45;
+  assign mul0_p0 = {{2{mul0_p0_t46[34]}}, mul0_p0_t46};
+  assign mul0_p1_mul47 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix0_r1_q[7:0]} : pix0_r1_q[15:0]) : s2_ch0_texel1}) * $signed(mul0_b1_q);
+  assign mul0_p1_t48 = mul0_p1_mul47;
+  assign mul0_p1 = {{2{mul0_p1_t48[34]}}, mul0_p1_t48};
+  assign mul0_p2_mul49 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix0_r2_q[7:0]} : pix0_r2_q[15:0]) : s2_ch0_texel2}) * $signed(mul0_b2_q);
+  assign mul0_p2_t50 = mul0_p2_mul49;
+  assign mul0_p2 = {{2{mul0_p2_t50[34]}}, mul0_p2_t50};
+  assign mul0_p3_mul51 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix0_r3_q[7:0]} : pix0_r3_q[15:0]) : s2_ch0_texel3}) * $signed(mul0_b3_q);
+  assign mul0_p3_t52 = mul0_p3_mul51;
+  assign mul0_p3 = {{2{mul0_p3_t52[34]}}, mul0_p3_t52};
   assign mul0_sum = (mul0_p0 + mul0_p1) + (mul0_p2 + mul0_p3);
   assign acc0_next = acc0_q + mul0_sum[31:0];
-  assign s2_ch1_texel0_t49 = 2'd1;
-  assign s2_ch1_texel0 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t49[1] ? (s2_ch1_texel0_t49[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch1_texel0_t49[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
-  assign s2_ch1_texel1 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t49[1] ? (s2_ch1_texel0_t49[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch1_texel0_t49[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
-  assign s2_ch1_texel2 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t49[1] ? (s2_ch1_texel0_t49[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch1_texel0_t49[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
-  assign s2_ch1_texel3 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t49[1] ? (s2_ch1_texel0_t49[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch1_texel0_t49[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
-  assign mul1_p0_mul50 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix1_r0_q : s2_ch1_texel0}) * $signed(mul1_b0_q);
-  assign mul1_p0_t51 = mul1_p0_mul50;
-  assign mul1_p0 = {{2{mul1_p0_t51[34]}}, mul1_p0_t51};
-  assign mul1_p1_mul52 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix1_r1_q : s2_ch1_texel1}) * $signed(mul1_b1_q);
-  assign mul1_p1_t53 = mul1_p1_mul52;
-  assign mul1_p1 = {{2{mul1_p1_t53[34]}}, mul1_p1_t53};
-  assign mul1_p2_mul54 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix1_r2_q : s2_ch1_texel2}) * $signed(mul1_b2_q);
-  assign mul1_p2_t55 = mul1_p2_mul54;
-  assign mul1_p2 = {{2{mul1_p2_t55[34]}}, mul1_p2_t55};
-  assign mul1_p3_mul56 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix1_r3_q : s2_ch1_texel3}) * $signed(mul1_b3_q);
-  assign mul1_p3_t57 = mul1_p3_mul56;
-  assign mul1_p3 = {{2{mul1_p3_t57[34]}}, mul1_p3_t57};
+  assign s2_ch1_texel0_t53 = 2'd1;
+  assign s2_ch1_texel0 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t53[1] ? (s2_ch1_texel0_t53[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch1_texel0_t53[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
+  assign s2_ch1_texel1 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t53[1] ? (s2_ch1_texel0_t53[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch1_texel0_t53[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
+  assign s2_ch1_texel2 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t53[1] ? (s2_ch1_texel0_t53[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch1_texel0_t53[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
+  assign s2_ch1_texel3 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch1_texel0_t53[1] ? (s2_ch1_texel0_t53[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch1_texel0_t53[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
+  assign mul1_p0_mul54 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix1_r0_q[7:0]} : pix1_r0_q[15:0]) : s2_ch1_texel0}) * $signed(mul1_b0_q);
+  assign mul1_p0_t55 = mul1_p0_mul54;
+  assign mul1_p0 = {{2{mul1_p0_t55[34]}}, mul1_p0_t55};
+  assign mul1_p1_mul56 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix1_r1_q[7:0]} : pix1_r1_q[15:0]) : s2_ch1_texel1}) * $signed(mul1_b1_q);
+  assign mul1_p1_t57 = mul1_p1_mul56;
+  assign mul1_p1 = {{2{mul1_p1_t57[34]}}, mul1_p1_t57};
+  assign mul1_p2_mul58 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix1_r2_q[7:0]} : pix1_r2_q[15:0]) : s2_ch1_texel2}) * $signed(mul1_b2_q);
+  assign mul1_p2_t59 = mul1_p2_mul58;
+  assign mul1_p2 = {{2{mul1_p2_t59[34]}}, mul1_p2_t59};
+  assign mul1_p3_mul60 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix1_r3_q[7:0]} : pix1_r3_q[15:0]) : s2_ch1_texel3}) * $signed(mul1_b3_q);
+  assign mul1_p3_t61 = mul1_p3_mul60;
+  assign mul1_p3 = {{2{mul1_p3_t61[34]}}, mul1_p3_t61};
   assign mul1_sum = (mul1_p0 + mul1_p1) + (mul1_p2 + mul1_p3);
   assign acc1_next = acc1_q + mul1_sum[31:0];
-  assign s2_ch2_texel0_t58 = 2'd2;
-  assign s2_ch2_texel0 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t58[1] ? (s2_ch2_texel0_t58[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch2_texel0_t58[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
-  assign s2_ch2_texel1 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t58[1] ? (s2_ch2_texel0_t58[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch2_texel0_t58[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
-  assign s2_ch2_texel2 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t58[1] ? (s2_ch2_texel0_t58[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch2_texel0_t58[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
-  assign s2_ch2_texel3 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t58[1] ? (s2_ch2_texel0_t58[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch2_texel0_t58[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
-  assign mul2_p0_mul59 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix2_r0_q : s2_ch2_texel0}) * $signed(mul2_b0_q);
-  assign mul2_p0_t60 = mul2_p0_mul59;
-  assign mul2_p0 = {{2{mul2_p0_t60[34]}}, mul2_p0_t60};
-  assign mul2_p1_mul61 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix2_r1_q : s2_ch2_texel1}) * $signed(mul2_b1_q);
-  assign mul2_p1_t62 = mul2_p1_mul61;
-  assign mul2_p1 = {{2{mul2_p1_t62[34]}}, mul2_p1_t62};
-  assign mul2_p2_mul63 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix2_r2_q : s2_ch2_texel2}) * $signed(mul2_b2_q);
-  assign mul2_p2_t64 = mul2_p2_mul63;
-  assign mul2_p2 = {{2{mul2_p2_t64[34]}}, mul2_p2_t64};
-  assign mul2_p3_mul65 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix2_r3_q : s2_ch2_texel3}) * $signed(mul2_b3_q);
-  assign mul2_p3_t66 = mul2_p3_mul65;
-  assign mul2_p3 = {{2{mul2_p3_t66[34]}}, mul2_p3_t66};
+  assign s2_ch2_texel0_t62 = 2'd2;
+  assign s2_ch2_texel0 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t62[1] ? (s2_ch2_texel0_t62[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch2_texel0_t62[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
+  assign s2_ch2_texel1 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t62[1] ? (s2_ch2_texel0_t62[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch2_texel0_t62[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
+  assign s2_ch2_texel2 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t62[1] ? (s2_ch2_texel0_t62[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch2_texel0_t62[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
+  assign s2_ch2_texel3 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch2_texel0_t62[1] ? (s2_ch2_texel0_t62[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch2_texel0_t62[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
+  assign mul2_p0_mul63 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix2_r0_q[7:0]} : pix2_r0_q[15:0]) : s2_ch2_texel0}) * $signed(mul2_b0_q);
+  assign mul2_p0_t64 = mul2_p0_mul63;
+  assign mul2_p0 = {{2{mul2_p0_t64[34]}}, mul2_p0_t64};
+  assign mul2_p1_mul65 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix2_r1_q[7:0]} : pix2_r1_q[15:0]) : s2_ch2_texel1}) * $signed(mul2_b1_q);
+  assign mul2_p1_t66 = mul2_p1_mul65;
+  assign mul2_p1 = {{2{mul2_p1_t66[34]}}, mul2_p1_t66};
+  assign mul2_p2_mul67 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix2_r2_q[7:0]} : pix2_r2_q[15:0]) : s2_ch2_texel2}) * $signed(mul2_b2_q);
+  assign mul2_p2_t68 = mul2_p2_mul67;
+  assign mul2_p2 = {{2{mul2_p2_t68[34]}}, mul2_p2_t68};
+  assign mul2_p3_mul69 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix2_r3_q[7:0]} : pix2_r3_q[15:0]) : s2_ch2_texel3}) * $signed(mul2_b3_q);
+  assign mul2_p3_t70 = mul2_p3_mul69;
+  assign mul2_p3 = {{2{mul2_p3_t70[34]}}, mul2_p3_t70};
   assign mul2_sum = (mul2_p0 + mul2_p1) + (mul2_p2 + mul2_p3);
   assign acc2_next = acc2_q + mul2_sum[31:0];
-  assign s2_ch3_texel0_t67 = 2'd3;
-  assign s2_ch3_texel0 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t67[1] ? (s2_ch3_texel0_t67[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch3_texel0_t67[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
-  assign s2_ch3_texel1 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t67[1] ? (s2_ch3_texel0_t67[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch3_texel0_t67[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
-  assign s2_ch3_texel2 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t67[1] ? (s2_ch3_texel0_t67[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch3_texel0_t67[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
-  assign s2_ch3_texel3 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t67[1] ? (s2_ch3_texel0_t67[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch3_texel0_t67[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
-  assign mul3_p0_mul68 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix3_r0_q : s2_ch3_texel0}) * $signed(mul3_b0_q);
-  assign mul3_p0_t69 = mul3_p0_mul68;
-  assign mul3_p0 = {{2{mul3_p0_t69[34]}}, mul3_p0_t69};
-  assign mul3_p1_mul70 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix3_r1_q : s2_ch3_texel1}) * $signed(mul3_b1_q);
-  assign mul3_p1_t71 = mul3_p1_mul70;
-  assign mul3_p1 = {{2{mul3_p1_t71[34]}}, mul3_p1_t71};
-  assign mul3_p2_mul72 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix3_r2_q : s2_ch3_texel2}) * $signed(mul3_b2_q);
-  assign mul3_p2_t73 = mul3_p2_mul72;
-  assign mul3_p2 = {{2{mul3_p2_t73[34]}}, mul3_p2_t73};
-  assign mul3_p3_mul74 = $signed({1'd0, (s2_kind_q == 2'd3) ? pix3_r3_q : s2_ch3_texel3}) * $signed(mul3_b3_q);
-  assign mul3_p3_t75 = mul3_p3_mul74;
-  assign mul3_p3 = {{2{mul3_p3_t75[34]}}, mul3_p3_t75};
+  assign s2_ch3_texel0_t71 = 2'd3;
+  assign s2_ch3_texel0 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t71[1] ? (s2_ch3_texel0_t71[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) : s2_ch3_texel0_t71[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ? s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}) : 16'd0;
+  assign s2_ch3_texel1 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t71[1] ? (s2_ch3_texel0_t71[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) : s2_ch3_texel0_t71[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ? s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}) : 16'd0;
+  assign s2_ch3_texel2 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t71[1] ? (s2_ch3_texel0_t71[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) : s2_ch3_texel0_t71[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}) : 16'd0;
+  assign s2_ch3_texel3 = format_q[1] ? (format_q[1] ? {8'd0, s2_ch3_texel0_t71[1] ? (s2_ch3_texel0_t71[0] ? s2_texel3_q[31:24] : s2_texel3_q[23:16]) : s2_ch3_texel0_t71[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}) : 16'd0;
+  assign mul3_p0_mul72 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix3_r0_q[7:0]} : pix3_r0_q[15:0]) : s2_ch3_texel0}) * $signed(mul3_b0_q);
+  assign mul3_p0_t73 = mul3_p0_mul72;
+  assign mul3_p0 = {{2{mul3_p0_t73[34]}}, mul3_p0_t73};
+  assign mul3_p1_mul74 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix3_r1_q[7:0]} : pix3_r1_q[15:0]) : s2_ch3_texel1}) * $signed(mul3_b1_q);
+  assign mul3_p1_t75 = mul3_p1_mul74;
+  assign mul3_p1 = {{2{mul3_p1_t75[34]}}, mul3_p1_t75};
+  assign mul3_p2_mul76 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix3_r2_q[7:0]} : pix3_r2_q[15:0]) : s2_ch3_texel2}) * $signed(mul3_b2_q);
+  assign mul3_p2_t77 = mul3_p2_mul76;
+  assign mul3_p2 = {{2{mul3_p2_t77[34]}}, mul3_p2_t77};
+  assign mul3_p3_mul78 = $signed({1'd0, (s2_kind_q == 2'd3) ? (s2_all_channels ? {8'd0, pix3_r3_q[7:0]} : pix3_r3_q[15:0]) : s2_ch3_texel3}) * $signed(mul3_b3_q);
+  assign mul3_p3_t79 = mul3_p3_mul78;
+  assign mul3_p3 = {{2{mul3_p3_t79[34]}}, mul3_p3_t79};
   assign mul3_sum = (mul3_p0 + mul3_p1) + (mul3_p2 + mul3_p3);
   assign acc3_next = acc3_q + mul3_sum[31:0];
+  assign mul0_ch1_p0_mul80 = $signed({1'd0, pix0_r0_q[15:8]}) * $signed(mul0_b0_q[7:0]);
+  assign mul0_ch1_p0_t81 = mul0_ch1_p0_mul80;
+  assign mul0_ch1_p0 = {{15{mul0_ch1_p0_t81[16]}}, mul0_ch1_p0_t81};
+  assign mul0_ch1_p1_mul82 = $signed({1'd0, pix0_r1_q[15:8]}) * $signed(mul0_b1_q[7:0]);
+  assign mul0_ch1_p1_t83 = mul0_ch1_p1_mul82;
+  assign mul0_ch1_p1 = {{15{mul0_ch1_p1_t83[16]}}, mul0_ch1_p1_t83};
+  assign mul0_ch1_p2_mul84 = $signed({1'd0, pix0_r2_q[15:8]}) * $signed(mul0_b2_q[7:0]);
+  assign mul0_ch1_p2_t85 = mul0_ch1_p2_mul84;
+  assign mul0_ch1_p2 = {{15{mul0_ch1_p2_t85[16]}}, mul0_ch1_p2_t85};
+  assign mul0_ch1_p3_mul86 = $signed({1'd0, pix0_r3_q[15:8]}) * $signed(mul0_b3_q[7:0]);
+  assign mul0_ch1_p3_t87 = mul0_ch1_p3_mul86;
+  assign mul0_ch1_p3 = {{15{mul0_ch1_p3_t87[16]}}, mul0_ch1_p3_t87};
+  assign mul0_ch1_sum = (mul0_ch1_p0 + mul0_ch1_p1) + (mul0_ch1_p2 + mul0_ch1_p3);
+  assign acc0_ch1_next = acc0_ch1_q + mul0_ch1_sum;
+  assign mul1_ch1_p0_mul88 = $signed({1'd0, pix1_r0_q[15:8]}) * $signed(mul1_b0_q[7:0]);
+  assign mul1_ch1_p0_t89 = mul1_ch1_p0_mul88;
+  assign mul1_ch1_p0 = {{15{mul1_ch1_p0_t89[16]}}, mul1_ch1_p0_t89};
+  assign mul1_ch1_p1_mul90 = $signed({1'd0, pix1_r1_q[15:8]}) * $signed(mul1_b1_q[7:0]);
+  assign mul1_ch1_p1_t91 = mul1_ch1_p1_mul90;
+  assign mul1_ch1_p1 = {{15{mul1_ch1_p1_t91[16]}}, mul1_ch1_p1_t91};
+  assign mul1_ch1_p2_mul92 = $signed({1'd0, pix1_r2_q[15:8]}) * $signed(mul1_b2_q[7:0]);
+  assign mul1_ch1_p2_t93 = mul1_ch1_p2_mul92;
+  assign mul1_ch1_p2 = {{15{mul1_ch1_p2_t93[16]}}, mul1_ch1_p2_t93};
+  assign mul1_ch1_p3_mul94 = $signed({1'd0, pix1_r3_q[15:8]}) * $signed(mul1_b3_q[7:0]);
+  assign mul1_ch1_p3_t95 = mul1_ch1_p3_mul94;
+  assign mul1_ch1_p3 = {{15{mul1_ch1_p3_t95[16]}}, mul1_ch1_p3_t95};
+  assign mul1_ch1_sum = (mul1_ch1_p0 + mul1_ch1_p1) + (mul1_ch1_p2 + mul1_ch1_p3);
+  assign acc1_ch1_next = acc1_ch1_q + mul1_ch1_sum;
+  assign mul2_ch1_p0_mul96 = $signed({1'd0, pix2_r0_q[15:8]}) * $signed(mul2_b0_q[7:0]);
+  assign mul2_ch1_p0_t97 = mul2_ch1_p0_mul96;
+  assign mul2_ch1_p0 = {{15{mul2_ch1_p0_t97[16]}}, mul2_ch1_p0_t97};
+  assign mul2_ch1_p1_mul98 = $signed({1'd0, pix2_r1_q[15:8]}) * $signed(mul2_b1_q[7:0]);
+  assign mul2_ch1_p1_t99 = mul2_ch1_p1_mul98;
+  assign mul2_ch1_p1 = {{15{mul2_ch1_p1_t99[16]}}, mul2_ch1_p1_t99};
+  assign mul2_ch1_p2_mul100 = $signed({1'd0, pix2_r2_q[15:8]}) * $signed(mul2_b2_q[7:0]);
+  assign mul2_ch1_p2_t101 = mul2_ch1_p2_mul100;
+  assign mul2_ch1_p2 = {{15{mul2_ch1_p2_t101[16]}}, mul2_ch1_p2_t101};
+  assign mul2_ch1_p3_mul102 = $signed({1'd0, pix2_r3_q[15:8]}) * $signed(mul2_b3_q[7:0]);
+  assign mul2_ch1_p3_t103 = mul2_ch1_p3_mul102;
+  assign mul2_ch1_p3 = {{15{mul2_ch1_p3_t103[16]}}, mul2_ch1_p3_t103};
+  assign mul2_ch1_sum = (mul2_ch1_p0 + mul2_ch1_p1) + (mul2_ch1_p2 + mul2_ch1_p3);
+  assign acc2_ch1_next = acc2_ch1_q + mul2_ch1_sum;
+  assign mul3_ch1_p0_mul104 = $signed({1'd0, pix3_r0_q[15:8]}) * $signed(mul3_b0_q[7:0]);
+  assign mul3_ch1_p0_t105 = mul3_ch1_p0_mul104;
+  assign mul3_ch1_p0 = {{15{mul3_ch1_p0_t105[16]}}, mul3_ch1_p0_t105};
+  assign mul3_ch1_p1_mul106 = $signed({1'd0, pix3_r1_q[15:8]}) * $signed(mul3_b1_q[7:0]);
+  assign mul3_ch1_p1_t107 = mul3_ch1_p1_mul106;
+  assign mul3_ch1_p1 = {{15{mul3_ch1_p1_t107[16]}}, mul3_ch1_p1_t107};
+  assign mul3_ch1_p2_mul108 = $signed({1'd0, pix3_r2_q[15:8]}) * $signed(mul3_b2_q[7:0]);
+  assign mul3_ch1_p2_t109 = mul3_ch1_p2_mul108;
+  assign mul3_ch1_p2 = {{15{mul3_ch1_p2_t109[16]}}, mul3_ch1_p2_t109};
+  assign mul3_ch1_p3_mul110 = $signed({1'd0, pix3_r3_q[15:8]}) * $signed(mul3_b3_q[7:0]);
+  assign mul3_ch1_p3_t111 = mul3_ch1_p3_mul110;
+  assign mul3_ch1_p3 = {{15{mul3_ch1_p3_t111[16]}}, mul3_ch1_p3_t111};
+  assign mul3_ch1_sum = (mul3_ch1_p0 + mul3_ch1_p1) + (mul3_ch1_p2 + mul3_ch1_p3);
+  assign acc3_ch1_next = acc3_ch1_q + mul3_ch1_sum;
+  assign mul0_ch2_p0_mul112 = $signed({1'd0, pix0_r0_q[23:16]}) * $signed(mul0_b0_q[7:0]);
+  assign mul0_ch2_p0_t113 = mul0_ch2_p0_mul112;
+  assign mul0_ch2_p0 = {{15{mul0_ch2_p0_t113[16]}}, mul0_ch2_p0_t113};
+  assign mul0_ch2_p1_mul114 = $signed({1'd0, pix0_r1_q[23:16]}) * $signed(mul0_b1_q[7:0]);
+  assign mul0_ch2_p1_t115 = mul0_ch2_p1_mul114;
+  assign mul0_ch2_p1 = {{15{mul0_ch2_p1_t115[16]}}, mul0_ch2_p1_t115};
+  assign mul0_ch2_p2_mul116 = $signed({1'd0, pix0_r2_q[23:16]}) * $signed(mul0_b2_q[7:0]);
+  assign mul0_ch2_p2_t117 = mul0_ch2_p2_mul116;
+  assign mul0_ch2_p2 = {{15{mul0_ch2_p2_t117[16]}}, mul0_ch2_p2_t117};
+  assign mul0_ch2_p3_mul118 = $signed({1'd0, pix0_r3_q[23:16]}) * $signed(mul0_b3_q[7:0]);
+  assign mul0_ch2_p3_t119 = mul0_ch2_p3_mul118;
+  assign mul0_ch2_p3 = {{15{mul0_ch2_p3_t119[16]}}, mul0_ch2_p3_t119};
+  assign mul0_ch2_sum = (mul0_ch2_p0 + mul0_ch2_p1) + (mul0_ch2_p2 + mul0_ch2_p3);
+  assign acc0_ch2_next = acc0_ch2_q + mul0_ch2_sum;
+  assign mul1_ch2_p0_mul120 = $signed({1'd0, pix1_r0_q[23:16]}) * $signed(mul1_b0_q[7:0]);
+  assign mul1_ch2_p0_t121 = mul1_ch2_p0_mul120;
+  assign mul1_ch2_p0 = {{15{mul1_ch2_p0_t121[16]}}, mul1_ch2_p0_t121};
+  assign mul1_ch2_p1_mul122 = $signed({1'd0, pix1_r1_q[23:16]}) * $signed(mul1_b1_q[7:0]);
+  assign mul1_ch2_p1_t123 = mul1_ch2_p1_mul122;
+  assign mul1_ch2_p1 = {{15{mul1_ch2_p1_t123[16]}}, mul1_ch2_p1_t123};
+  assign mul1_ch2_p2_mul124 = $signed({1'd0, pix1_r2_q[23:16]}) * $signed(mul1_b2_q[7:0]);
+  assign mul1_ch2_p2_t125 = mul1_ch2_p2_mul124;
+  assign mul1_ch2_p2 = {{15{mul1_ch2_p2_t125[16]}}, mul1_ch2_p2_t125};
+  assign mul1_ch2_p3_mul126 = $signed({1'd0, pix1_r3_q[23:16]}) * $signed(mul1_b3_q[7:0]);
+  assign mul1_ch2_p3_t127 = mul1_ch2_p3_mul126;
+  assign mul1_ch2_p3 = {{15{mul1_ch2_p3_t127[16]}}, mul1_ch2_p3_t127};
+  assign mul1_ch2_sum = (mul1_ch2_p0 + mul1_ch2_p1) + (mul1_ch2_p2 + mul1_ch2_p3);
+  assign acc1_ch2_next = acc1_ch2_q + mul1_ch2_sum;
+  assign mul2_ch2_p0_mul128 = $signed({1'd0, pix2_r0_q[23:16]}) * $signed(mul2_b0_q[7:0]);
+  assign mul2_ch2_p0_t129 = mul2_ch2_p0_mul128;
+  assign mul2_ch2_p0 = {{15{mul2_ch2_p0_t129[16]}}, mul2_ch2_p0_t129};
+  assign mul2_ch2_p1_mul130 = $signed({1'd0, pix2_r1_q[23:16]}) * $signed(mul2_b1_q[7:0]);
+  assign mul2_ch2_p1_t131 = mul2_ch2_p1_mul130;
+  assign mul2_ch2_p1 = {{15{mul2_ch2_p1_t131[16]}}, mul2_ch2_p1_t131};
+  assign mul2_ch2_p2_mul132 = $signed({1'd0, pix2_r2_q[23:16]}) * $signed(mul2_b2_q[7:0]);
+  assign mul2_ch2_p2_t133 = mul2_ch2_p2_mul132;
+  assign mul2_ch2_p2 = {{15{mul2_ch2_p2_t133[16]}}, mul2_ch2_p2_t133};
+  assign mul2_ch2_p3_mul134 = $signed({1'd0, pix2_r3_q[23:16]}) * $signed(mul2_b3_q[7:0]);
+  assign mul2_ch2_p3_t135 = mul2_ch2_p3_mul134;
+  assign mul2_ch2_p3 = {{15{mul2_ch2_p3_t135[16]}}, mul2_ch2_p3_t135};
+  assign mul2_ch2_sum = (mul2_ch2_p0 + mul2_ch2_p1) + (mul2_ch2_p2 + mul2_ch2_p3);
+  assign acc2_ch2_next = acc2_ch2_q + mul2_ch2_sum;
+  assign mul3_ch2_p0_mul136 = $signed({1'd0, pix3_r0_q[23:16]}) * $signed(mul3_b0_q[7:0]);
+  assign mul3_ch2_p0_t137 = mul3_ch2_p0_mul136;
+  assign mul3_ch2_p0 = {{15{mul3_ch2_p0_t137[16]}}, mul3_ch2_p0_t137};
+  assign mul3_ch2_p1_mul138 = $signed({1'd0, pix3_r1_q[23:16]}) * $signed(mul3_b1_q[7:0]);
+  assign mul3_ch2_p1_t139 = mul3_ch2_p1_mul138;
+  assign mul3_ch2_p1 = {{15{mul3_ch2_p1_t139[16]}}, mul3_ch2_p1_t139};
+  assign mul3_ch2_p2_mul140 = $signed({1'd0, pix3_r2_q[23:16]}) * $signed(mul3_b2_q[7:0]);
+  assign mul3_ch2_p2_t141 = mul3_ch2_p2_mul140;
+  assign mul3_ch2_p2 = {{15{mul3_ch2_p2_t141[16]}}, mul3_ch2_p2_t141};
+  assign mul3_ch2_p3_mul142 = $signed({1'd0, pix3_r3_q[23:16]}) * $signed(mul3_b3_q[7:0]);
+  assign mul3_ch2_p3_t143 = mul3_ch2_p3_mul142;
+  assign mul3_ch2_p3 = {{15{mul3_ch2_p3_t143[16]}}, mul3_ch2_p3_t143};
+  assign mul3_ch2_sum = (mul3_ch2_p0 + mul3_ch2_p1) + (mul3_ch2_p2 + mul3_ch2_p3);
+  assign acc3_ch2_next = acc3_ch2_q + mul3_ch2_sum;
+  assign mul0_ch3_p0_mul144 = $signed({1'd0, pix0_r0_q[31:24]}) * $signed(mul0_b0_q[7:0]);
+  assign mul0_ch3_p0_t145 = mul0_ch3_p0_mul144;
+  assign mul0_ch3_p0 = {{15{mul0_ch3_p0_t145[16]}}, mul0_ch3_p0_t145};
+  assign mul0_ch3_p1_mul146 = $signed({1'd0, pix0_r1_q[31:24]}) * $signed(mul0_b1_q[7:0]);
+  assign mul0_ch3_p1_t147 = mul0_ch3_p1_mul146;
+  assign mul0_ch3_p1 = {{15{mul0_ch3_p1_t147[16]}}, mul0_ch3_p1_t147};
+  assign mul0_ch3_p2_mul148 = $signed({1'd0, pix0_r2_q[31:24]}) * $signed(mul0_b2_q[7:0]);
+  assign mul0_ch3_p2_t149 = mul0_ch3_p2_mul148;
+  assign mul0_ch3_p2 = {{15{mul0_ch3_p2_t149[16]}}, mul0_ch3_p2_t149};
+  assign mul0_ch3_p3_mul150 = $signed({1'd0, pix0_r3_q[31:24]}) * $signed(mul0_b3_q[7:0]);
+  assign mul0_ch3_p3_t151 = mul0_ch3_p3_mul150;
+  assign mul0_ch3_p3 = {{15{mul0_ch3_p3_t151[16]}}, mul0_ch3_p3_t151};
+  assign mul0_ch3_sum = (mul0_ch3_p0 + mul0_ch3_p1) + (mul0_ch3_p2 + mul0_ch3_p3);
+  assign acc0_ch3_next = acc0_ch3_q + mul0_ch3_sum;
+  assign mul1_ch3_p0_mul152 = $signed({1'd0, pix1_r0_q[31:24]}) * $signed(mul1_b0_q[7:0]);
+  assign mul1_ch3_p0_t153 = mul1_ch3_p0_mul152;
+  assign mul1_ch3_p0 = {{15{mul1_ch3_p0_t153[16]}}, mul1_ch3_p0_t153};
+  assign mul1_ch3_p1_mul154 = $signed({1'd0, pix1_r1_q[31:24]}) * $signed(mul1_b1_q[7:0]);
+  assign mul1_ch3_p1_t155 = mul1_ch3_p1_mul154;
+  assign mul1_ch3_p1 = {{15{mul1_ch3_p1_t155[16]}}, mul1_ch3_p1_t155};
+  assign mul1_ch3_p2_mul156 = $signed({1'd0, pix1_r2_q[31:24]}) * $signed(mul1_b2_q[7:0]);
+  assign mul1_ch3_p2_t157 = mul1_ch3_p2_mul156;
+  assign mul1_ch3_p2 = {{15{mul1_ch3_p2_t157[16]}}, mul1_ch3_p2_t157};
+  assign mul1_ch3_p3_mul158 = $signed({1'd0, pix1_r3_q[31:24]}) * $signed(mul1_b3_q[7:0]);
+  assign mul1_ch3_p3_t159 = mul1_ch3_p3_mul158;
+  assign mul1_ch3_p3 = {{15{mul1_ch3_p3_t159[16]}}, mul1_ch3_p3_t159};
+  assign mul1_ch3_sum = (mul1_ch3_p0 + mul1_ch3_p1) + (mul1_ch3_p2 + mul1_ch3_p3);
+  assign acc1_ch3_next = acc1_ch3_q + mul1_ch3_sum;
+  assign mul2_ch3_p0_mul160 = $signed({1'd0, pix2_r0_q[31:24]}) * $signed(mul2_b0_q[7:0]);
+  assign mul2_ch3_p0_t161 = mul2_ch3_p0_mul160;
+  assign mul2_ch3_p0 = {{15{mul2_ch3_p0_t161[16]}}, mul2_ch3_p0_t161};
+  assign mul2_ch3_p1_mul162 = $signed({1'd0, pix2_r1_q[31:24]}) * $signed(mul2_b1_q[7:0]);
+  assign mul2_ch3_p1_t163 = mul2_ch3_p1_mul162;
+  assign mul2_ch3_p1 = {{15{mul2_ch3_p1_t163[16]}}, mul2_ch3_p1_t163};
+  assign mul2_ch3_p2_mul164 = $signed({1'd0, pix2_r2_q[31:24]}) * $signed(mul2_b2_q[7:0]);
+  assign mul2_ch3_p2_t165 = mul2_ch3_p2_mul164;
+  assign mul2_ch3_p2 = {{15{mul2_ch3_p2_t165[16]}}, mul2_ch3_p2_t165};
+  assign mul2_ch3_p3_mul166 = $signed({1'd0, pix2_r3_q[31:24]}) * $signed(mul2_b3_q[7:0]);
+  assign mul2_ch3_p3_t167 = mul2_ch3_p3_mul166;
+  assign mul2_ch3_p3 = {{15{mul2_ch3_p3_t167[16]}}, mul2_ch3_p3_t167};
+  assign mul2_ch3_sum = (mul2_ch3_p0 + mul2_ch3_p1) + (mul2_ch3_p2 + mul2_ch3_p3);
+  assign acc2_ch3_next = acc2_ch3_q + mul2_ch3_sum;
+  assign mul3_ch3_p0_mul168 = $signed({1'd0, pix3_r0_q[31:24]}) * $signed(mul3_b0_q[7:0]);
+  assign mul3_ch3_p0_t169 = mul3_ch3_p0_mul168;
+  assign mul3_ch3_p0 = {{15{mul3_ch3_p0_t169[16]}}, mul3_ch3_p0_t169};
+  assign mul3_ch3_p1_mul170 = $signed({1'd0, pix3_r1_q[31:24]}) * $signed(mul3_b1_q[7:0]);
+  assign mul3_ch3_p1_t171 = mul3_ch3_p1_mul170;
+  assign mul3_ch3_p1 = {{15{mul3_ch3_p1_t171[16]}}, mul3_ch3_p1_t171};
+  assign mul3_ch3_p2_mul172 = $signed({1'd0, pix3_r2_q[31:24]}) * $signed(mul3_b2_q[7:0]);
+  assign mul3_ch3_p2_t173 = mul3_ch3_p2_mul172;
+  assign mul3_ch3_p2 = {{15{mul3_ch3_p2_t173[16]}}, mul3_ch3_p2_t173};
+  assign mul3_ch3_p3_mul174 = $signed({1'd0, pix3_r3_q[31:24]}) * $signed(mul3_b3_q[7:0]);
+  assign mul3_ch3_p3_t175 = mul3_ch3_p3_mul174;
+  assign mul3_ch3_p3 = {{15{mul3_ch3_p3_t175[16]}}, mul3_ch3_p3_t175};
+  assign mul3_ch3_sum = (mul3_ch3_p0 + mul3_ch3_p1) + (mul3_ch3_p2 + mul3_ch3_p3);
+  assign acc3_ch3_next = acc3_ch3_q + mul3_ch3_sum;
   assign res_kind_o = res_kind_q;
-  assign res_data_q_t76 = mul3_sum + 37'd32768;
-  assign res_data_q_t77 = mul2_sum + 37'd32768;
-  assign res_data_q_t78 = mul1_sum + 37'd32768;
-  assign res_data_q_t79 = mul0_sum + 37'd32768;
+  assign res_data_q_t176 = s2_channel_q[1:0];
+  assign res_data_q_t177 = s2_channel_q[1:0];
+  assign res_data_q_t178 = s2_channel_q[1:0];
+  assign res_data_q_t179 = s2_channel_q[1:0];
+  assign res_data_q_t180 = mul3_sum + 37'd32768;
+  assign res_data_q_t181 = mul2_sum + 37'd32768;
+  assign res_data_q_t182 = mul1_sum + 37'd32768;
+  assign res_data_q_t183 = mul0_sum + 37'd32768;
   assign res_data_o = res_data_q;
   assign res_stitch_o = res_stitch_q;
-  assign res_subops_q_t80 = ({8'd0, {4'd0, kernel_w[4:1]} + 8'd1} * {8'd0, {4'd0, kernel_h[4:1]} + 8'd1}) + 16'd3;
-  assign res_subops_q_t81 = {2'd0, res_subops_q_t80[15:2]};
+  assign res_subops_q_t184 = ({8'd0, {4'd0, kernel_w[4:1]} + 8'd1} * {8'd0, {4'd0, kernel_h[4:1]} + 8'd1}) + 16'd3;
+  assign res_subops_q_t185 = {2'd0, res_subops_q_t184[15:2]};
   assign res_subops_o = res_subops_q;
 
   always @(posedge clk_i) begin
@@ -1685,6 +2068,18 @@ module gpurtl_texture (
       acc1_q <= 32'd0;
       acc2_q <= 32'd0;
       acc3_q <= 32'd0;
+      acc0_ch1_q <= 32'd0;
+      acc1_ch1_q <= 32'd0;
+      acc2_ch1_q <= 32'd0;
+      acc3_ch1_q <= 32'd0;
+      acc0_ch2_q <= 32'd0;
+      acc1_ch2_q <= 32'd0;
+      acc2_ch2_q <= 32'd0;
+      acc3_ch2_q <= 32'd0;
+      acc0_ch3_q <= 32'd0;
+      acc1_ch3_q <= 32'd0;
+      acc2_ch3_q <= 32'd0;
+      acc3_ch3_q <= 32'd0;
       res_valid_q <= 1'd0;
       inflight_q <= 4'd0;
     end else begin
@@ -1814,6 +2209,18 @@ module gpurtl_texture (
       if (s2_move & (s2_kind_q == 2'd3)) acc1_q <= s2_ends_op ? 32'd0 : acc1_next;
       if (s2_move & (s2_kind_q == 2'd3)) acc2_q <= s2_ends_op ? 32'd0 : acc2_next;
       if (s2_move & (s2_kind_q == 2'd3)) acc3_q <= s2_ends_op ? 32'd0 : acc3_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc0_ch1_q <= s2_ends_op ? 32'd0 : acc0_ch1_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc1_ch1_q <= s2_ends_op ? 32'd0 : acc1_ch1_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc2_ch1_q <= s2_ends_op ? 32'd0 : acc2_ch1_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc3_ch1_q <= s2_ends_op ? 32'd0 : acc3_ch1_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc0_ch2_q <= s2_ends_op ? 32'd0 : acc0_ch2_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc1_ch2_q <= s2_ends_op ? 32'd0 : acc1_ch2_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc2_ch2_q <= s2_ends_op ? 32'd0 : acc2_ch2_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc3_ch2_q <= s2_ends_op ? 32'd0 : acc3_ch2_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc0_ch3_q <= s2_ends_op ? 32'd0 : acc0_ch3_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc1_ch3_q <= s2_ends_op ? 32'd0 : acc1_ch3_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc2_ch3_q <= s2_ends_op ? 32'd0 : acc2_ch3_next;
+      if ((s2_move & (s2_kind_q == 2'd3)) & s2_all_channels) acc3_ch3_q <= s2_ends_op ? 32'd0 : acc3_ch3_next;
       res_valid_q <= res_load | (res_valid_q & ~res_ready_i);
       inflight_q <= (inflight_q + {3'd0, op_take}) - {3'd0, res_valid_q & res_ready_i};
     end
@@ -1839,7 +2246,7 @@ module gpurtl_texture (
       prep0_clamp_y_q <= (mode_y_q == 2'd0) | (acc_last_y == 12'd0);
       prep0_start_y_q <= acc_start_y;
       prep0_dividend_y_q <= acc_start_y[13:0] ^ {14{acc_start_y[14]}};
-      prep0_channel_q <= op_channel_i;
+      prep0_channel_q <= {op_all_channels_i & (op_kind_i == 2'd3), op_channel_i};
       prep0_base_q <= acc_base;
     end
   end
@@ -2099,10 +2506,10 @@ module gpurtl_texture (
       s1_op_last_q <= tag_head[4];
       s1_frac_x_q <= tag_head[14:7];
       s1_frac_y_q <= tag_head[22:15];
-      s1_channel_q <= tag_head[24:23];
-      s1_tile_i_q <= tag_head[27:25];
-      s1_tile_j_q <= tag_head[30:28];
-      s1_mask_q <= tag_head[34:31];
+      s1_channel_q <= tag_head[25:23];
+      s1_tile_i_q <= tag_head[28:26];
+      s1_tile_j_q <= tag_head[31:29];
+      s1_mask_q <= tag_head[35:32];
     end
   end
 
@@ -2115,22 +2522,22 @@ module gpurtl_texture (
       s2_texel2_q <= s1_texel2_q;
       s2_texel3_q <= s1_texel3_q;
       s2_channel_q <= s1_channel_q;
-      mul0_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b0_q_t24[7]}}, in_kernel_p0_t0 ? w_win11 : 8'd0} : bil_w0;
-      mul0_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b1_q_t25[7]}}, in_kernel_p0_t1 ? w_win12 : 8'd0} : bil_w1;
-      mul0_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b2_q_t26[7]}}, in_kernel_p0_t2 ? w_win21 : 8'd0} : bil_w2;
-      mul0_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b3_q_t27[7]}}, in_kernel_p0_t3 ? w_win22 : 8'd0} : bil_w3;
-      mul1_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b0_q_t28[7]}}, in_kernel_p1_t0 ? w_win10 : 8'd0} : bil_w0;
-      mul1_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b1_q_t29[7]}}, in_kernel_p1_t1 ? w_win11 : 8'd0} : bil_w1;
-      mul1_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b2_q_t30[7]}}, in_kernel_p1_t2 ? w_win20 : 8'd0} : bil_w2;
-      mul1_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b3_q_t31[7]}}, in_kernel_p1_t3 ? w_win21 : 8'd0} : bil_w3;
-      mul2_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b0_q_t32[7]}}, in_kernel_p2_t0 ? w_win01 : 8'd0} : bil_w0;
-      mul2_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b1_q_t33[7]}}, in_kernel_p2_t1 ? w_win02 : 8'd0} : bil_w1;
-      mul2_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b2_q_t34[7]}}, in_kernel_p2_t2 ? w_win11 : 8'd0} : bil_w2;
-      mul2_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b3_q_t35[7]}}, in_kernel_p2_t3 ? w_win12 : 8'd0} : bil_w3;
-      mul3_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b0_q_t36[7]}}, in_kernel_p3_t0 ? w_win00 : 8'd0} : bil_w0;
-      mul3_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b1_q_t37[7]}}, in_kernel_p3_t1 ? w_win01 : 8'd0} : bil_w1;
-      mul3_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b2_q_t38[7]}}, in_kernel_p3_t2 ? w_win10 : 8'd0} : bil_w2;
-      mul3_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b3_q_t39[7]}}, in_kernel_p3_t3 ? w_win11 : 8'd0} : bil_w3;
+      mul0_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b0_q_t28[7]}}, in_kernel_p0_t0 ? w_win11 : 8'd0} : bil_w0;
+      mul0_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b1_q_t29[7]}}, in_kernel_p0_t1 ? w_win12 : 8'd0} : bil_w1;
+      mul0_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b2_q_t30[7]}}, in_kernel_p0_t2 ? w_win21 : 8'd0} : bil_w2;
+      mul0_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul0_b3_q_t31[7]}}, in_kernel_p0_t3 ? w_win22 : 8'd0} : bil_w3;
+      mul1_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b0_q_t32[7]}}, in_kernel_p1_t0 ? w_win10 : 8'd0} : bil_w0;
+      mul1_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b1_q_t33[7]}}, in_kernel_p1_t1 ? w_win11 : 8'd0} : bil_w1;
+      mul1_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b2_q_t34[7]}}, in_kernel_p1_t2 ? w_win20 : 8'd0} : bil_w2;
+      mul1_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul1_b3_q_t35[7]}}, in_kernel_p1_t3 ? w_win21 : 8'd0} : bil_w3;
+      mul2_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b0_q_t36[7]}}, in_kernel_p2_t0 ? w_win01 : 8'd0} : bil_w0;
+      mul2_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b1_q_t37[7]}}, in_kernel_p2_t1 ? w_win02 : 8'd0} : bil_w1;
+      mul2_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b2_q_t38[7]}}, in_kernel_p2_t2 ? w_win11 : 8'd0} : bil_w2;
+      mul2_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul2_b3_q_t39[7]}}, in_kernel_p2_t3 ? w_win12 : 8'd0} : bil_w3;
+      mul3_b0_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b0_q_t40[7]}}, in_kernel_p3_t0 ? w_win00 : 8'd0} : bil_w0;
+      mul3_b1_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b1_q_t41[7]}}, in_kernel_p3_t1 ? w_win01 : 8'd0} : bil_w1;
+      mul3_b2_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b2_q_t42[7]}}, in_kernel_p3_t2 ? w_win10 : 8'd0} : bil_w2;
+      mul3_b3_q <= (s1_kind_q == 2'd3) ? {{10{mul3_b3_q_t43[7]}}, in_kernel_p3_t3 ? w_win11 : 8'd0} : bil_w3;
     end
   end
 
@@ -2231,26 +2638,42 @@ module gpurtl_texture (
   end
 
   always @(posedge clk_i) begin
+    if (stitch_move) begin
+      stitch_codes_q <= {(subop_ends & ((stitch_op_first ? 3'd0 : subop_index_q) == 3'd6)) ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[13:12], (subop_ends & ((stitch_op_first ? 3'd0 : subop_index_q) == 3'd5)) ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[11:10], (subop_ends & ((stitch_op_first ? 3'd0 : subop_index_q) == 3'd4)) ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[9:8], (subop_ends & ((stitch_op_first ? 3'd0 : subop_index_q) == 3'd3)) ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[7:6], (subop_ends & ((stitch_op_first ? 3'd0 : subop_index_q) == 3'd2)) ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[5:4], (subop_ends & ((stitch_op_first ? 3'd0 : subop_index_q) == 3'd1)) ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[3:2], (subop_ends & ((stitch_op_first ? 3'd0 : subop_index_q) == 3'd0)) ? subop_code : stitch_op_first ? 2'd0 : stitch_codes_q[1:0]};
+      subop_tiles_q <= (stitch_op_first ? 2'd0 : subop_tiles_q) + 2'd1;
+      subop_index_q <= (stitch_op_first ? 3'd0 : subop_index_q) + {2'd0, (stitch_op_first ? 2'd0 : subop_tiles_q) == 2'd3};
+      subop_row_q <= ((stitch_op_first ? 2'd0 : subop_tiles_q) == 2'd0) ? s1_tile_j_q : subop_row_q;
+      subop_one_row_q <= ((stitch_op_first ? 2'd0 : subop_tiles_q) == 2'd0) | (subop_one_row_q & (s1_tile_j_q == subop_row_q));
+    end
+  end
+
+  always @(posedge clk_i) begin
     if (res_load) begin
       res_kind_q <= s2_kind_q;
-      res_data_q <= s2_kind_q[1] ? (s2_kind_q[0] ? {acc3_next, acc2_next, acc1_next, acc0_next} :
-          {{16'd0, format_q[1] ? {8'd0, s2_channel_q[1] ? (s2_channel_q[0] ? s2_texel3_q[31:24] :
-          s2_texel3_q[23:16]) : s2_channel_q[0] ? s2_texel3_q[15:8] : s2_texel3_q[7:0]} : (format_q
-          == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}}, {16'd0, format_q[1] ? {8'd0,
-          s2_channel_q[1] ? (s2_channel_q[0] ? s2_texel2_q[31:24] : s2_texel2_q[23:16]) :
-          s2_channel_q[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} : (format_q == 2'd1) ?
-          s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}}, {16'd0, format_q[1] ? {8'd0,
-          s2_channel_q[1] ? (s2_channel_q[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16]) :
-          s2_channel_q[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ?
+      res_data_q <= s2_kind_q[1] ? (s2_kind_q[0] ? {s2_all_channels ? acc3_ch3_next : 32'd0,
+          s2_all_channels ? acc2_ch3_next : 32'd0, s2_all_channels ? acc1_ch3_next : 32'd0,
+          s2_all_channels ? acc0_ch3_next : 32'd0, s2_all_channels ? acc3_ch2_next : 32'd0,
+          s2_all_channels ? acc2_ch2_next : 32'd0, s2_all_channels ? acc1_ch2_next : 32'd0,
+          s2_all_channels ? acc0_ch2_next : 32'd0, s2_all_channels ? acc3_ch1_next : 32'd0,
+          s2_all_channels ? acc2_ch1_next : 32'd0, s2_all_channels ? acc1_ch1_next : 32'd0,
+          s2_all_channels ? acc0_ch1_next : 32'd0, acc3_next, acc2_next, acc1_next, acc0_next} :
+          {384'd0, {{16'd0, format_q[1] ? {8'd0, res_data_q_t176[1] ? (res_data_q_t176[0] ?
+          s2_texel3_q[31:24] : s2_texel3_q[23:16]) : res_data_q_t176[0] ? s2_texel3_q[15:8] :
+          s2_texel3_q[7:0]} : (format_q == 2'd1) ? s2_texel3_q[15:0] : {8'd0, s2_texel3_q[7:0]}},
+          {16'd0, format_q[1] ? {8'd0, res_data_q_t177[1] ? (res_data_q_t177[0] ? s2_texel2_q[31:24]
+          : s2_texel2_q[23:16]) : res_data_q_t177[0] ? s2_texel2_q[15:8] : s2_texel2_q[7:0]} :
+          (format_q == 2'd1) ? s2_texel2_q[15:0] : {8'd0, s2_texel2_q[7:0]}}, {16'd0, format_q[1] ?
+          {8'd0, res_data_q_t178[1] ? (res_data_q_t178[0] ? s2_texel1_q[31:24] : s2_texel1_q[23:16])
+          : res_data_q_t178[0] ? s2_texel1_q[15:8] : s2_texel1_q[7:0]} : (format_q == 2'd1) ?
           s2_texel1_q[15:0] : {8'd0, s2_texel1_q[7:0]}}, {16'd0, format_q[1] ? {8'd0,
-          s2_channel_q[1] ? (s2_channel_q[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) :
-          s2_channel_q[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ?
-          s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}}}) : s2_kind_q[0] ? {{16'd0, s2_ch3_texel0},
-          {16'd0, s2_ch2_texel0}, {16'd0, s2_ch1_texel0}, {16'd0, s2_ch0_texel0}} : {{16'd0,
-          res_data_q_t76[31:16]}, {16'd0, res_data_q_t77[31:16]}, {16'd0, res_data_q_t78[31:16]},
-          {16'd0, res_data_q_t79[31:16]}};
-      res_stitch_q <= (s2_kind_q == 2'd3) ? (((({4'd0, kernel_w[4:1]} + 8'd1) == 8'd2) & (({4'd0, kernel_h[4:1]} + 8'd1) == 8'd2)) ? 2'd1 : ((({4'd0, kernel_w[4:1]} + 8'd1) == 8'd1) & (({4'd0, kernel_h[4:1]} + 8'd1) == 8'd4)) ? 2'd2 : ((({4'd0, kernel_w[4:1]} + 8'd1) == 8'd4) & (({4'd0, kernel_h[4:1]} + 8'd1) == 8'd1)) ? 2'd3 : 2'd0) : 2'd0;
-      res_subops_q <= (s2_kind_q == 2'd3) ? res_subops_q_t81[2:0] : 3'd0;
+          res_data_q_t179[1] ? (res_data_q_t179[0] ? s2_texel0_q[31:24] : s2_texel0_q[23:16]) :
+          res_data_q_t179[0] ? s2_texel0_q[15:8] : s2_texel0_q[7:0]} : (format_q == 2'd1) ?
+          s2_texel0_q[15:0] : {8'd0, s2_texel0_q[7:0]}}}}) : s2_kind_q[0] ? {384'd0, {{16'd0,
+          s2_ch3_texel0}, {16'd0, s2_ch2_texel0}, {16'd0, s2_ch1_texel0}, {16'd0, s2_ch0_texel0}}} :
+          {384'd0, {{16'd0, res_data_q_t180[31:16]}, {16'd0, res_data_q_t181[31:16]}, {16'd0,
+          res_data_q_t182[31:16]}, {16'd0, res_data_q_t183[31:16]}}};
+      res_stitch_q <= (s2_kind_q == 2'd3) ? stitch_codes_q : 14'd0;
+      res_subops_q <= (s2_kind_q == 2'd3) ? res_subops_q_t185[2:0] : 3'd0;
     end
   end
 endmodule
