@@ -127,10 +127,10 @@ impl Ports {
 /// The item's values on its port's fields, in the order of
 /// [`Ports::item_fields`]; `None`: a field of the other port, junk every
 /// cycle. Fields the op ignores (`op_dx_i`, `op_dy_i` outside gather4,
-/// `op_all_channels_i` outside conv_quad, `op_channel_i` of an all-channel
-/// conv_quad) get junk chosen here, which stays put while the item is
-/// offered.
-fn item_values(item: &Item, p: &TextureParams, junk: &mut Rng) -> [Option<u64>; 10] {
+/// `op_all_channels_i` outside conv_quad and on r8 and r16, `op_channel_i`
+/// of an all-channel conv_quad) get junk chosen here, which stays put while
+/// the item is offered.
+fn item_values(item: &Item, p: &TextureParams, format: Format, junk: &mut Rng) -> [Option<u64>; 10] {
     match *item {
         Item::Cfg { addr, data } => [Some(addr), Some(data & mask(32)), None, None, None, None, None, None, None, None],
         Item::Op { kind, u, v, level, channel, all_channels, dx, dy } => {
@@ -145,7 +145,7 @@ fn item_values(item: &Item, p: &TextureParams, junk: &mut Rng) -> [Option<u64>; 
             // op_all_channels_i is read by conv_quad only; op_channel_i is
             // ignored when it is set (an all-channel op on rgba8, or on r8
             // and r16 where the channel is 0 anyway: the script drives 0 there).
-            let all = if conv { all_channels as u64 } else { junk.next_u64() & 1 };
+            let all = if conv && format == Format::Rgba8 { all_channels as u64 } else { junk.next_u64() & 1 };
             let channel = if conv && all_channels { junk.next_u64() & 3 } else { channel as u64 };
             [None, None, Some(kind.code()), Some(u), Some(v), Some(level as u64), Some(channel), Some(all), Some(dx), Some(dy)]
         }
@@ -269,7 +269,7 @@ impl TextureDriver {
         let fields = ports.item_fields();
         let mut probe = Rng::new(0);
         for (i, item) in script.iter().enumerate() {
-            let values = item_values(item, p, &mut probe);
+            let values = item_values(item, p, w.texture.format, &mut probe);
             if let Some((f, v)) = fields.iter().zip(values).find_map(|(f, v)| v.filter(|&v| v > mask(f.width())).map(|v| (f, v))) {
                 let msg = format!("script item {i} ({item:?}): {v:#x} does not fit the {}-bit port #{}", f.width(), f.index());
                 return Err(CosimError::Io(msg));
@@ -356,7 +356,7 @@ impl Agent for TextureDriver {
         self.start.get_or_insert(now);
         if !self.offering && self.next < self.script.len() && !self.pace.stall(&mut self.rng, now) {
             self.offering = true;
-            self.values = item_values(&self.script[self.next], &self.p, &mut self.junk);
+            self.values = item_values(&self.script[self.next], &self.p, self.format, &mut self.junk);
         }
         let item = self.offering.then(|| &self.script[self.next]);
         sim.set(self.ports.cfg_valid, matches!(item, Some(Item::Cfg { .. })) as u64);
