@@ -118,6 +118,9 @@ pub struct TextureParams {
     pub max_kernel: u32,
     pub weight_bits: u32,
     pub acc_bits: u32,
+    /// The all-channel rgba8 conv_quad is built (`op_all_channels_i`, 16
+    /// result lanes); false: one channel a conv_quad, 4 lanes.
+    pub all_channels: bool,
     pub broadcast: Broadcast,
     pub max_outstanding: u32,
     pub addr_bits: u32,
@@ -134,6 +137,7 @@ impl Default for TextureParams {
             max_kernel: 19,
             weight_bits: 8,
             acc_bits: 32,
+            all_channels: true,
             broadcast: Broadcast::Selective,
             max_outstanding: 16,
             addr_bits: 24,
@@ -200,8 +204,15 @@ impl TextureParams {
     pub fn stitch_bits(&self) -> u32 {
         2 * self.max_subops()
     }
-    /// Lanes of `res_data_o`: 4 pixels (or texels, channels) by 4 channels.
-    pub const LANES: u32 = 16;
+    /// Lanes of `res_data_o` (`NL`): 4 pixels (or texels, channels) by 4
+    /// channels with `all_channels`, else 4.
+    pub fn lanes(&self) -> u32 {
+        if self.all_channels {
+            16
+        } else {
+            4
+        }
+    }
     /// Bits of a tile index along one axis.
     pub fn tile_bits(&self) -> u32 {
         bits_for(Self::tiles_for(self.max_kernel) as u64 - 1)
@@ -221,6 +232,11 @@ impl BlockParams for TextureParams {
             ParamInfo::new("max_kernel", int(1, 31, ""), "MK: largest conv kernel width or height"),
             ParamInfo::new("weight_bits", int(2, 16, ""), "conv weight width (signed)"),
             ParamInfo::new("acc_bits", int(8, 48, ""), "conv accumulator width; results wrap"),
+            ParamInfo::new(
+                "all_channels",
+                ParamKind::Bool,
+                "an rgba8 conv_quad can convolve all four channels from one fetch (op_all_channels_i, 16 result lanes); false: one channel only, no op_all_channels_i, 4 result lanes",
+            ),
             ParamInfo::new(
                 "broadcast",
                 ParamKind::Choice(Broadcast::NAMES),
@@ -272,6 +288,7 @@ impl BlockParams for TextureParams {
                     max_kernel: 5,
                     weight_bits: 6,
                     acc_bits: 20,
+                    all_channels: true,
                     broadcast: Broadcast::Whole,
                     max_outstanding: 8,
                     addr_bits: 16,
