@@ -63,12 +63,21 @@ impl Shape {
     }
     /// A conv_quad's (or the conv section's) `o.channel`: as [`Self::channel`],
     /// but when absent [`ALL_CHANNELS`] on rgba8 (all-channel) and 0 on r8
-    /// and r16.
-    fn conv_channel(&self, o: &Map<String, Value>, path: &str) -> Result<u32, InputError> {
+    /// and r16. A unit built with `all_channels = false` has no all-channel
+    /// op: absent on rgba8 is refused.
+    fn conv_channel(&self, p: &TextureParams, o: &Map<String, Value>, path: &str) -> Result<u32, InputError> {
         if o.contains_key("channel") {
             self.channel(o, path)
         } else if self.format == Some(Format::Rgba8) {
-            Ok(ALL_CHANNELS)
+            if p.all_channels {
+                Ok(ALL_CHANNELS)
+            } else {
+                Err(err(
+                    path,
+                    "(missing)",
+                    "0..3 on rgba8: the unit is built with all_channels = false (parameter `all_channels`), so a conv_quad convolves one channel",
+                ))
+            }
         } else {
             Ok(0)
         }
@@ -141,7 +150,7 @@ pub fn parse_input(v: &Value, p: &TextureParams) -> Result<Workload, InputErrors
             Some(o) => {
                 refuse_unknown(&mut e, o, &|k| format!("conv.{k}"), &["level", "channel", "kernel"], "");
                 let level = e.take(shape.level(p, o, "conv.level"));
-                let channel = e.take(shape.conv_channel(o, "conv.channel"));
+                let channel = e.take(shape.conv_channel(p, o, "conv.channel"));
                 let kernel = parse_kernel(&mut e, o.get("kernel"), "conv.kernel", p);
                 match (level, channel, kernel) {
                     (Some(level), Some(channel), Some(kernel)) => Some(ConvJob { level, channel, kernel }),
@@ -337,7 +346,7 @@ fn parse_op(e: &mut Violations, i: usize, v: &Value, p: &TextureParams, shape: &
         OpKind::ConvQuad => {
             let x = e.take(uint_at(o, "x", &at("x"), None, 0, xy_max, ""));
             let y = e.take(uint_at(o, "y", &at("y"), None, 0, xy_max, ""));
-            let channel = e.take(shape.conv_channel(o, &at("channel")));
+            let channel = e.take(shape.conv_channel(p, o, &at("channel")));
             let kernel = parse_kernel(e, o.get("kernel"), &at("kernel"), p);
             Some(Op::ConvQuad { x: x?, y: y?, level: level?, channel: channel?, kernel: kernel? })
         }

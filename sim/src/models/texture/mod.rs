@@ -9,9 +9,9 @@
 //!   `w(i, j) * T(x + dx' + i - KW/2, y + dy' + j - KH/2)`: no tiles, no
 //!   patch, no register banks, so it checks the hardware's tile, broadcast
 //!   and accumulate path independently.
-//!   An all-channel conv_quad (no `channel` on rgba8) is the same double
-//!   sum for each channel c = 0..3 (16 sums, one op, one fetch of the
-//!   patch).
+//!   An all-channel conv_quad (no `channel` on rgba8, on a unit built with
+//!   `all_channels = true`) is the same double sum for each channel c =
+//!   0..3 (16 sums, one op, one fetch of the patch).
 //! * **Stitch codes** ([`stitch`](reference::stitch)): one per
 //!   sub-operation (tiles 4s .. 4s+3 of the raster order), by the four
 //!   rules of "Tiles" in order: `8x2` (two or more tiles, one tile row),
@@ -72,6 +72,14 @@
 //!    on r8 and r16 (a one-channel op, as the doc says). Code that builds
 //!    ops itself may give `ALL_CHANNELS` on r8 or r16: it reads channel 0
 //!    and drives `op_all_channels_i` = 0, as if the key were absent.
+//! 6. With `all_channels = false` (no all-channel datapath) the parser
+//!    refuses a conv_quad or conv section without `channel` on rgba8 (the
+//!    spec's message; the conv section's names `conv.channel`), and the
+//!    random workloads give every rgba8 conv_quad a channel. An op built
+//!    with `ALL_CHANNELS` on rgba8 anyway (code that builds ops itself) is
+//!    not all-channel ([`all_channel_op`]): the driver drives
+//!    `op_channel_i` = 0 as for r8 and r16, so it is a one-channel
+//!    conv_quad of channel 0 (4 sums).
 //!
 //! Files: `reference.rs` (results and counters from the formulas),
 //! `layout.rs` (the texture memory layout: level bases, bank contents),
@@ -137,10 +145,21 @@ pub enum Op {
     ConvQuad { x: u64, y: u64, level: u32, channel: u32, kernel: Kernel },
 }
 
-/// Whether a conv_quad of `channel` on `format` is all-channel: no channel
-/// given ([`ALL_CHANNELS`]) and the format rgba8.
+/// Whether a conv_quad of `channel` on `format` is all-channel on a unit
+/// built with `all_channels = true`: no channel given ([`ALL_CHANNELS`]) and
+/// the format rgba8. [`all_channel_op`] also asks the parameter.
 pub fn all_channels(format: Format, channel: u32) -> bool {
     channel == ALL_CHANNELS && format == Format::Rgba8
+}
+
+/// Whether a conv_quad of `channel` on `format` is all-channel on the unit
+/// `p`: [`all_channels`], and the unit built with `all_channels = true`.
+/// With `all_channels = false` no op is all-channel: the parser refuses a
+/// missing `channel` on rgba8, and an op built with [`ALL_CHANNELS`] anyway
+/// is a one-channel conv_quad of channel 0 (the driver drives
+/// `op_channel_i` = 0 and there is no `op_all_channels_i`).
+pub fn all_channel_op(p: &TextureParams, format: Format, channel: u32) -> bool {
+    p.all_channels && all_channels(format, channel)
 }
 
 /// The input's `conv` section: the whole level as quads.
@@ -226,14 +245,17 @@ pub fn run(p: &TextureParams, w: &Workload) -> Outcome {
 
 /// The conv section's image, from its quads' results (the tail of
 /// `results`): quads that stick out of an odd-sized level drop their outside
-/// pixels. All-channel quads (16 sums each) give [r, g, b, a] per pixel.
+/// pixels. All-channel quads (16 sums each) give [r, g, b, a] per pixel; a
+/// section without `channel` on rgba8 whose quads gave 4 sums (a unit built
+/// with `all_channels = false`, which has no all-channel op) is one-channel.
 pub fn conv_image(w: &Workload, results: &[OpResult]) -> Option<Image> {
     let job = w.conv.as_ref()?;
     let lv = &w.texture.levels[level_index(&w.texture, job.level)];
     let (width, height) = (lv.width as usize, lv.height as usize);
     let per_row = width.div_ceil(2);
     let quads = per_row * height.div_ceil(2);
-    let all = all_channels(w.texture.format, job.channel);
+    let all = all_channels(w.texture.format, job.channel)
+        && matches!(results.last(), Some(OpResult::Pixels { pixels, .. }) if pixels.len() == 16);
     let mut image = vec![vec![[0i64; 4]; width]; height];
     for (q, r) in results[results.len() - quads..].iter().enumerate() {
         let OpResult::Pixels { pixels, .. } = r else {

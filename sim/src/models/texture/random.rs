@@ -40,9 +40,9 @@ fn rand_kernel(rng: &mut Rng, p: &TextureParams, width: u32, height: u32) -> Ker
 
 /// A conv_quad's channel: on rgba8 half the time none given (all-channel),
 /// else a channel of the format (r8, r16: 0, as the parser stores a missing
-/// one).
-fn conv_channel(rng: &mut Rng, format: Format) -> u32 {
-    if format == Format::Rgba8 && rng.chance(50) {
+/// one). With `all_channels = false` always a channel (no all-channel op).
+fn conv_channel(rng: &mut Rng, p: &TextureParams, format: Format) -> u32 {
+    if format == Format::Rgba8 && p.all_channels && rng.chance(50) {
         ALL_CHANNELS
     } else {
         rng.below(format.channels() as u64) as u32
@@ -54,7 +54,9 @@ fn conv_channel(rng: &mut Rng, format: Format) -> u32 {
 /// nearest anywhere in the u, v range, gather4 with offsets at both ends,
 /// conv_quad with kernels 3x3, 7x1, 1x7, 5x5, 19x1, 1x19, 2x2, 9x3, 3x5 or
 /// random (clipped to max_kernel), all-channel on rgba8 half the time, and
-/// sometimes a small conv section (all-channel on rgba8 half the time).
+/// sometimes a small conv section (all-channel on rgba8 half the time). With
+/// `all_channels = false` every conv_quad and conv section names its
+/// channel: no all-channel op.
 pub fn random_workload(rng: &mut Rng, p: &TextureParams, n_ops: usize) -> Workload {
     let format = *rng.pick(Format::ALL);
     let cap = p.max_size.min(40);
@@ -133,7 +135,7 @@ pub fn random_workload(rng: &mut Rng, p: &TextureParams, n_ops: usize) -> Worklo
                 };
                 let (x, y) = (coord(rng, lw), coord(rng, lh));
                 let kernel = rand_kernel(rng, p, kw, kh);
-                Op::ConvQuad { x, y, level, channel: conv_channel(rng, format), kernel }
+                Op::ConvQuad { x, y, level, channel: conv_channel(rng, p, format), kernel }
             }
         };
         ops.push(op);
@@ -155,7 +157,7 @@ pub fn random_workload(rng: &mut Rng, p: &TextureParams, n_ops: usize) -> Worklo
                 rand_kernel(rng, p, w.min(mk), h.min(mk))
             }
         };
-        Some(ConvJob { level, channel: conv_channel(rng, format), kernel })
+        Some(ConvJob { level, channel: conv_channel(rng, p, format), kernel })
     } else {
         None
     };

@@ -1,7 +1,7 @@
 //! Results and counters from the formulas of "Exact arithmetic", written
 //! directly: no tiles, no patch, no register banks.
 
-use super::{all_channels, Level, Op, OpResult, Texture, Workload, QUAD};
+use super::{all_channel_op, Level, Op, OpResult, Texture, Workload, QUAD};
 use gpurtl_params::texture::{AddressMode, Broadcast, Format, Stitch, TextureParams};
 
 /// Coordinate `x` on an axis of size `s` under `mode`: clamp
@@ -157,7 +157,7 @@ pub(crate) fn op_result(p: &TextureParams, w: &Workload, op: &Op) -> OpResult {
         Op::ConvQuad { x, y, level, channel, kernel } => {
             let s = Sampler::new(w, *level);
             // One channel: pixel p's sum at p. All-channel: channel c's at 4c + p.
-            let channels: Vec<u32> = if all_channels(w.texture.format, *channel) {
+            let channels: Vec<u32> = if all_channel_op(p, w.texture.format, *channel) {
                 (0..4).collect()
             } else {
                 vec![used_channel(w.texture.format, *channel)]

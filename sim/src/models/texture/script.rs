@@ -4,7 +4,7 @@
 
 use super::layout::level_bases;
 use super::reference::level_index;
-use super::{all_channels, Item, Kernel, Op, Workload, ALL_CHANNELS};
+use super::{all_channel_op, Item, Kernel, Op, Workload, ALL_CHANNELS};
 use gpurtl_params::texture::{cfg, OpKind, TextureParams};
 
 /// The whole op list: `ops`, then the conv section's quads (raster order,
@@ -27,7 +27,8 @@ pub fn all_ops(w: &Workload) -> Vec<Op> {
 /// from the last one written (0x001, then w(i, j), j outer, i inner; the
 /// first conv_quad always writes its kernel), then the op. A conv_quad
 /// given without `channel` on rgba8 drives `op_all_channels_i` = 1 and
-/// `op_channel_i` = 0; every other op `op_all_channels_i` = 0.
+/// `op_channel_i` = 0; every other op `op_all_channels_i` = 0 (every op
+/// with `all_channels = false`, which has no such port).
 pub fn script(p: &TextureParams, w: &Workload) -> Vec<Item> {
     let t = &w.texture;
     let mut items = Vec::new();
@@ -71,8 +72,9 @@ pub fn script(p: &TextureParams, w: &Workload) -> Vec<Item> {
                     written = Some(kernel);
                 }
                 // Without `channel` (ALL_CHANNELS): op_channel_i = 0, and
-                // op_all_channels_i = 1 exactly on rgba8.
-                let all = all_channels(t.format, *channel);
+                // op_all_channels_i = 1 exactly on rgba8 (never with
+                // all_channels = false: there is no such port).
+                let all = all_channel_op(p, t.format, *channel);
                 let channel = if *channel == ALL_CHANNELS { 0 } else { *channel };
                 Item::Op { kind: OpKind::ConvQuad, u: *x, v: *y, level: *level, channel, all_channels: all, dx: 0, dy: 0 }
             }

@@ -821,13 +821,17 @@ fn param_sets() -> Vec<TextureParams> {
             max_kernel: 1,
             weight_bits: 2,
             acc_bits: 8,
+            all_channels: true,
             broadcast: Broadcast::Whole,
             max_outstanding: 2,
             addr_bits: 8,
             mem_if: gpurtl_params::MemIf::Native,
         },
         TextureParams { max_size: 16, frac_bits: 10, offset_bits: 8, max_kernel: 31, weight_bits: 16, acc_bits: 48, addr_bits: 8, ..d.clone() },
-        TextureParams { broadcast: Broadcast::Shared, max_outstanding: 3, ..d },
+        TextureParams { broadcast: Broadcast::Shared, max_outstanding: 3, ..d.clone() },
+        // No all-channel datapath: the compute unit's texture, and shared.
+        TextureParams { banks: 1, max_kernel: 8, all_channels: false, max_outstanding: 4, addr_bits: 16, ..d.clone() },
+        TextureParams { all_channels: false, broadcast: Broadcast::Shared, ..d },
     ]
 }
 
@@ -1278,4 +1282,159 @@ fn random_workloads_reach_all_channel_and_mixed_stitch() {
         all_sections += w.conv.as_ref().is_some_and(|c| all_channels(w.texture.format, c.channel)) as u32;
     }
     assert!(all_ops_seen > 20 && all_sections > 3 && mixed > 20, "{all_ops_seen} {all_sections} {mixed}");
+}
+
+// ---- all_channels = false ----
+
+/// The spec's refusal of a conv_quad (or conv section) without `channel` on
+/// rgba8 when the unit is built with `all_channels = false`.
+fn no_all_channel_message(field: &str) -> String {
+    format!(
+        "input `{field}` = (missing): must be 0..3 on rgba8: the unit is built with all_channels = false \
+         (parameter `all_channels`), so a conv_quad convolves one channel"
+    )
+}
+
+#[test]
+fn parse_all_channels_false_refuses_missing_channel_on_rgba8() {
+    let off = TextureParams { all_channels: false, ..TextureParams::default() };
+    let on = TextureParams::default();
+    let k = json!({"width": 1, "height": 1, "weights": [1]});
+    let rgba = json!({"format": "rgba8", "levels": [{"width": 2, "height": 2,
+                      "texels": [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 15, 16]]}]});
+    let quad = json!({"op": "conv_quad", "x": 0, "y": 0, "kernel": k});
+    let bilinear = json!({"op": "bilinear", "u": 0, "v": 0});
+
+    // A conv_quad (the second op: its index is named).
+    let v = json!({"texture": rgba, "ops": [bilinear, quad]});
+    assert_eq!(perrs(v.clone(), &off), vec![no_all_channel_message("ops[1].channel")]);
+    let w = parse_input(&v, &on).unwrap();
+    assert!(matches!(w.ops[1], Op::ConvQuad { channel: ALL_CHANNELS, .. }));
+
+    // A conv section.
+    let v = json!({"texture": rgba, "conv": {"kernel": k}});
+    assert_eq!(perrs(v.clone(), &off), vec![no_all_channel_message("conv.channel")]);
+    assert_eq!(parse_input(&v, &on).unwrap().conv.unwrap().channel, ALL_CHANNELS);
+
+    // Both, and another violation: every one reported, in file order.
+    let v = json!({"texture": rgba, "mem_latency": 0, "ops": [quad], "conv": {"kernel": k}});
+    assert_eq!(
+        perrs(v.clone(), &off),
+        vec![
+            "input `mem_latency` = 0: must be an integer from 1 to 64".to_string(),
+            no_all_channel_message("ops[0].channel"),
+            no_all_channel_message("conv.channel"),
+        ]
+    );
+    assert_eq!(perrs(v, &on), vec!["input `mem_latency` = 0: must be an integer from 1 to 64"]);
+
+    // With `channel` on rgba8: accepted, that channel.
+    let mut q = quad.clone();
+    q["channel"] = json!(2);
+    let v = json!({"texture": rgba, "ops": [q], "conv": {"channel": 3, "kernel": k}});
+    let w = parse_input(&v, &off).unwrap();
+    assert!(matches!(w.ops[0], Op::ConvQuad { channel: 2, .. }));
+    assert_eq!(w.conv.as_ref().unwrap().channel, 3);
+    assert_eq!(parse_input(&v, &on).unwrap(), w);
+    // A channel past the format is refused as before.
+    let mut q4 = quad.clone();
+    q4["channel"] = json!(4);
+    assert_eq!(
+        perrs(json!({"texture": rgba, "ops": [q4]}), &off),
+        vec!["input `ops[0].channel` = 4: must be an integer from 0 to 3 (below the 4 channels of rgba8)"]
+    );
+
+    // r8 and r16 without channel: channel 0, as with all_channels = true.
+    for (format, texels) in [("r8", json!([1, 2, 3, 4])), ("r16", json!([1, 2, 3, 40000]))] {
+        let v = json!({"texture": {"format": format, "levels": [{"width": 2, "height": 2, "texels": texels}]},
+                       "ops": [quad], "conv": {"kernel": k}});
+        let w = parse_input(&v, &off).unwrap();
+        assert!(matches!(w.ops[0], Op::ConvQuad { channel: 0, .. }), "{format}");
+        assert_eq!(w.conv.as_ref().unwrap().channel, 0);
+        assert_eq!(parse_input(&v, &on).unwrap(), w);
+    }
+
+    // Gather4's `channel` still defaults to 0 on rgba8.
+    let v = json!({"texture": rgba, "ops": [{"op": "gather4", "u": 0, "v": 0}]});
+    assert!(matches!(parse_input(&v, &off).unwrap().ops[0], Op::Gather4 { channel: 0, .. }));
+}
+
+/// With `all_channels = false` every op is as on a unit built with
+/// `all_channels = true` that is not all-channel: the same results, script
+/// (`op_all_channels_i` never 1), counters and cycles. An op built with
+/// ALL_CHANNELS on rgba8 anyway is a one-channel conv_quad of channel 0.
+#[test]
+fn all_channels_false_runs_as_one_channel() {
+    let mut t = ramp(8, 8);
+    t.format = Format::Rgba8;
+    t.levels[0].texels = (0..64u32).map(|i| i | (i + 100) << 8 | (200 - i) << 16 | (i * 3) << 24).collect();
+    for b in [Broadcast::Whole, Broadcast::Selective, Broadcast::Shared] {
+        let on = TextureParams { broadcast: b, ..TextureParams::default() };
+        let off = TextureParams { all_channels: false, ..on.clone() };
+        let conv = |channel| Op::ConvQuad { x: 4, y: 4, level: 0, channel, kernel: k3x3() };
+        let one = workload(t.clone(), CLAMP, 10, vec![conv(0), conv(1), Op::Nearest { u: 300, v: 300, level: 0 }, conv(3)]);
+        assert_eq!(run(&off, &one), run(&on, &one), "{b}");
+        assert_eq!(script(&off, &one), script(&on, &one));
+
+        // ALL_CHANNELS on rgba8: at true 16 sums and op_all_channels_i 1;
+        // at false channel 0's 4 sums, op_channel_i 0, op_all_channels_i 0.
+        let all = workload(t.clone(), CLAMP, 10, vec![conv(ALL_CHANNELS)]);
+        let ch0 = workload(t.clone(), CLAMP, 10, vec![conv(0)]);
+        let (o_on, o_off) = (run(&on, &all), run(&off, &all));
+        let OpResult::Pixels { pixels, .. } = &o_on.results[0] else { panic!() };
+        assert_eq!(pixels.len(), 16);
+        assert_eq!(o_off, run(&off, &ch0));
+        let OpResult::Pixels { pixels: p_off, .. } = &o_off.results[0] else { panic!() };
+        assert_eq!(p_off.as_slice(), &pixels[..4]);
+        assert_eq!((o_off.texel_fetches, o_off.register_writes, o_off.cycles), (o_on.texel_fetches, o_on.register_writes, o_on.cycles));
+        assert!(matches!(script(&on, &all).last(), Some(Item::Op { all_channels: true, channel: 0, .. })));
+        assert_eq!(script(&off, &all), script(&off, &ch0));
+        assert!(script(&off, &all).iter().all(|i| !matches!(i, Item::Op { all_channels: true, .. })));
+
+        // A conv section built with ALL_CHANNELS: a one-channel image at false.
+        let mut sec = workload(t.clone(), CLAMP, 10, vec![]);
+        sec.conv = Some(ConvJob { level: 0, channel: ALL_CHANNELS, kernel: k3x3() });
+        let o = run(&off, &sec);
+        assert!(matches!(o.image, Some(Image::OneChannel(_))));
+        sec.conv.as_mut().unwrap().channel = 0;
+        assert_eq!(run(&off, &sec).image, o.image);
+        assert!(matches!(output_json(&off, &o)["image"][0][0], Value::Number(_)));
+        sec.conv.as_mut().unwrap().channel = ALL_CHANNELS;
+        assert!(matches!(run(&on, &sec).image, Some(Image::AllChannels(_))));
+    }
+}
+
+/// Random workloads at `all_channels = false` have no all-channel op (every
+/// rgba8 conv_quad and conv section names its channel), yet have rgba8
+/// conv_quads and conv sections, and parse back at false.
+#[test]
+fn random_workloads_without_all_channels() {
+    for p in [
+        TextureParams { all_channels: false, ..TextureParams::default() },
+        TextureParams { banks: 1, max_kernel: 8, all_channels: false, max_outstanding: 4, addr_bits: 16, ..TextureParams::default() },
+    ] {
+        let (mut rgba_quads, mut rgba_sections) = (0, 0);
+        for seed in 0..200 {
+            let w = random_workload(&mut Rng::new(seed), &p, 12);
+            let rgba = w.texture.format == Format::Rgba8;
+            for op in all_ops(&w) {
+                if let Op::ConvQuad { channel, .. } = op {
+                    assert!(channel < w.texture.format.channels(), "seed {seed}: channel {channel}");
+                    assert!(!all_channels(w.texture.format, channel) && !all_channel_op(&p, w.texture.format, channel));
+                    rgba_quads += rgba as u32;
+                }
+            }
+            rgba_sections += (rgba && w.conv.is_some()) as u32;
+            assert!(script(&p, &w).iter().all(|i| !matches!(i, Item::Op { all_channels: true, .. })), "seed {seed}");
+            let o = run(&p, &w);
+            for r in &o.results {
+                if let OpResult::Pixels { pixels, .. } = r {
+                    assert_eq!(pixels.len(), 4, "seed {seed}");
+                }
+            }
+            assert!(!matches!(o.image, Some(Image::AllChannels(_))));
+            assert_eq!(parse_input(&to_input(&w), &p).as_ref(), Ok(&w), "seed {seed}");
+        }
+        assert!(rgba_quads > 50 && rgba_sections > 3, "{rgba_quads} {rgba_sections}");
+    }
 }
