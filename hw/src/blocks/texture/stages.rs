@@ -1,9 +1,9 @@
 //! S1 (a whole tile), S2 (the filter inputs, or the pixels' register banks
 //! and weights, and the stitch codes of the op's sub-operations so far) and
 //! the result register: 16 multipliers in 4 groups (a 17-bit texel or
-//! channel by a weight), 48 more (an rgba8 channel by a weight) for the g,
-//! b, a sums of an all-channel conv_quad, the conv accumulators (4 per
-//! pixel), the result's lanes.
+//! channel by a weight), with `all_channels` 48 more (an rgba8 channel by a
+//! weight) for the g, b, a sums of an all-channel conv_quad, the conv
+//! accumulators (4 per pixel, else 1), the result's lanes (16, else 4).
 
 use super::config::Config;
 use super::memory::Tags;
@@ -150,10 +150,19 @@ impl Stages {
         let mut writes = Vec::new();
         let mut s2_w = vec![Vec::new(); 4];
         let mut s2_pix = vec![Vec::new(); 4];
-        // A register holds the channel, or an all-channel op's whole rgba8 texel.
-        let s1_all = b.let_("s1_all_channels", &s1_chan.bit_at(2).and(&cfg.is_rgba));
+        // A register holds the channel, or (with all_channels) an
+        // all-channel op's whole rgba8 texel.
+        let rw = if p.all_channels { 32 } else { 16 };
+        let s1_all = p.all_channels.then(|| b.let_("s1_all_channels", &s1_chan.bit_at(2).and(&cfg.is_rgba)));
         let s1_vals: Vec<Expr> = (0..4)
-            .map(|t| b.let_(&format!("s1_value{t}"), &s1_all.mux(&s1_tex[t], &channel(cfg, &s1_tex[t], s1_chan).zext(32))))
+            .map(|t| {
+                let ch = channel(cfg, &s1_tex[t], s1_chan).zext(rw);
+                let v = match &s1_all {
+                    Some(all) => all.mux(&s1_tex[t], &ch),
+                    None => ch,
+                };
+                b.let_(&format!("s1_value{t}"), &v)
+            })
             .collect();
         // broadcast = shared: one bank of 4 registers, each fetched texel
         // written once, read by all four pixels.
@@ -162,7 +171,7 @@ impl Stages {
                 .map(|t| {
                     let we = b.let_(&format!("shared_we{t}"), &s1_mask.bit_at(t as u32).and(&s1_conv));
                     writes.push(we.and(s1_move));
-                    let reg = b.reg_noreset(&format!("shared_r{t}_q"), 32);
+                    let reg = b.reg_noreset(&format!("shared_r{t}_q"), rw);
                     b.next(&reg, &s1_vals[t], Some(&we.and(s1_move)));
                     reg
                 })
@@ -187,7 +196,7 @@ impl Stages {
                 if let Some(we) = we {
                     let we = b.let_(&format!("pix{p_}_we{t}"), &we.and(&s1_conv));
                     writes.push(we.and(s1_move));
-                    let reg = b.reg_noreset(&format!("pix{p_}_r{t}_q"), 32);
+                    let reg = b.reg_noreset(&format!("pix{p_}_r{t}_q"), rw);
                     b.next(&reg, &s1_vals[t], Some(&we.and(s1_move)));
                     s2_pix[p_].push(reg);
                 } else {
@@ -275,7 +284,7 @@ impl Stages {
         // (conv_quad) or channel p's bilinear terms.
         let sw = (17 + bbw + 2).max(ab);
         let lane_ch: Vec<Expr> = (0..4u64).map(|c| Expr::lit(2, c)).collect();
-        let s2_all = b.let_("s2_all_channels", &s2_chan.bit_at(2).and(&cfg.is_rgba));
+        let s2_all = p.all_channels.then(|| b.let_("s2_all_channels", &s2_chan.bit_at(2).and(&cfg.is_rgba)));
         let wb = p.weight_bits;
         let mut conv_lanes = Vec::new();
         let mut bil_lanes = Vec::new();
@@ -289,7 +298,10 @@ impl Stages {
                 .map(|t| {
                     // Pixel c's register: its channel, or an all-channel op's r.
                     let reg = &s2_pix[c][t];
-                    let r = s2_all.mux(&reg.slice(7, 0).zext(16), &reg.slice(15, 0));
+                    let r = match &s2_all {
+                        Some(all) => all.mux(&reg.slice(7, 0).zext(16), &reg.slice(15, 0)),
+                        None => reg.clone(),
+                    };
                     let a = s2_conv.mux(&r, &vals[t]);
                     b.let_(&format!("mul{c}_p{t}"), &a.zext(17).smul(&s2_w[c][t]).sext(sw))
                 })
@@ -303,12 +315,14 @@ impl Stages {
             bil_lanes.push(rounded.zext(lw));
             near_lanes.push(vals[0].zext(lw));
         }
-        // The g, b and a sums of an all-channel conv_quad: pixel p's
-        // channel c (1..3) by its weights (the conv weights, low wb bits of
-        // the multiplier operands), accumulator (p, c), lane 4c + p.
+        // The g, b and a sums of an all-channel conv_quad (all_channels
+        // only): pixel p's channel c (1..3) by its weights (the conv
+        // weights, low wb bits of the multiplier operands), accumulator
+        // (p, c), lane 4c + p.
         let cw_ = (9 + wb + 2).max(ab);
-        let mut chan_lanes = vec![Vec::new(); 3];
+        let mut chan_lanes = vec![Vec::new(); if s2_all.is_some() { 3 } else { 0 }];
         for (c, lanes) in chan_lanes.iter_mut().enumerate() {
+            let Some(s2_all) = &s2_all else { break };
             let c = c + 1;
             for p_ in 0..4usize {
                 let prods: Vec<Expr> = (0..4)
@@ -323,22 +337,22 @@ impl Stages {
                 }
                 let acc = b.reg(&format!("acc{p_}_ch{c}_q"), ab, 0);
                 let total = b.let_(&format!("acc{p_}_ch{c}_next"), &acc.add(&sum.slice(ab - 1, 0)));
-                b.next(&acc, &s2_ends.mux(&Expr::zero(ab), &total), Some(&s2_move.and(s2_conv).and(&s2_all)));
+                b.next(&acc, &s2_ends.mux(&Expr::zero(ab), &total), Some(&s2_move.and(s2_conv).and(s2_all)));
                 lanes.push(s2_all.mux(&total, &Expr::zero(ab)).zext(lw));
             }
         }
-        let zero_lanes = Expr::zero(12 * lw);
         let gather_lanes: Vec<Expr> = (0..4).map(|t| channel(cfg, &s2_tex[t], s2_chan).zext(lw)).collect();
         let conv_all: Vec<Expr> = conv_lanes.iter().chain(chan_lanes.iter().flatten()).cloned().collect();
-        let res_data_d = select(
-            s2_kind,
-            &[
-                Expr::cat(&[zero_lanes.clone(), Expr::cat_lanes(&bil_lanes)]),
-                Expr::cat(&[zero_lanes.clone(), Expr::cat_lanes(&near_lanes)]),
-                Expr::cat(&[zero_lanes, Expr::cat_lanes(&gather_lanes)]),
-                Expr::cat_lanes(&conv_all),
-            ],
-        );
+        // Four lanes, and with all_channels 12 more, 0 but for an all-channel conv_quad.
+        let widen = |four: &[Expr]| {
+            let lanes = Expr::cat_lanes(four);
+            if p.lanes() > 4 {
+                Expr::cat(&[Expr::zero((p.lanes() - 4) * lw), lanes])
+            } else {
+                lanes
+            }
+        };
+        let res_data_d = select(s2_kind, &[widen(&bil_lanes), widen(&near_lanes), widen(&gather_lanes), Expr::cat_lanes(&conv_all)]);
         // Sub-operations of the configured kernel.
         let txs = cfg.kw.slice(kb, 1).zext(8).add(&Expr::lit(8, 1));
         let tys = cfg.kh.slice(kb, 1).zext(8).add(&Expr::lit(8, 1));
