@@ -59,7 +59,8 @@ struct Ports {
     op_v: PortHandle,
     op_level: PortHandle,
     op_channel: PortHandle,
-    op_all_channels: PortHandle,
+    /// `op_all_channels_i`: only with `all_channels = true`.
+    op_all_channels: Option<PortHandle>,
     op_dx: PortHandle,
     op_dy: PortHandle,
     res_valid: PortHandle,
@@ -70,8 +71,17 @@ struct Ports {
 }
 
 impl Ports {
-    fn find(s: &Sim, prefix: &str, banks: u32) -> Result<Ports, CosimError> {
+    fn find(s: &Sim, prefix: &str, p: &TextureParams) -> Result<Ports, CosimError> {
+        let banks = p.banks;
         let port = |name: &str| s.port(&format!("{prefix}{name}"));
+        // op_all_channels_i exists exactly with all_channels = true.
+        let op_all_channels = if p.all_channels {
+            Some(port("op_all_channels_i")?)
+        } else if port("op_all_channels_i").is_ok() {
+            return Err(CosimError::Io(format!("{prefix}op_all_channels_i: present, but the unit is built with all_channels = false (docs/texture.md)")));
+        } else {
+            None
+        };
         let axi = format!("{prefix}m_axi_");
         let requests = if s.port(&format!("{axi}arvalid")).is_ok() {
             vec![(s.port(&format!("{axi}arvalid"))?, s.port(&format!("{axi}arready"))?, format!("{axi}ar"))]
@@ -97,7 +107,7 @@ impl Ports {
             op_v: port("op_v_i")?,
             op_level: port("op_level_i")?,
             op_channel: port("op_channel_i")?,
-            op_all_channels: port("op_all_channels_i")?,
+            op_all_channels,
             op_dx: port("op_dx_i")?,
             op_dy: port("op_dy_i")?,
             res_valid: port("res_valid_o")?,
@@ -107,19 +117,20 @@ impl Ports {
         })
     }
 
-    /// The configuration and operation inputs, in one list.
-    fn item_fields(&self) -> [PortHandle; 10] {
+    /// The configuration and operation inputs, in one list (`None`:
+    /// `op_all_channels_i` on a unit without it).
+    fn item_fields(&self) -> [Option<PortHandle>; 10] {
         [
-            self.cfg_addr,
-            self.cfg_data,
-            self.op_kind,
-            self.op_u,
-            self.op_v,
-            self.op_level,
-            self.op_channel,
+            Some(self.cfg_addr),
+            Some(self.cfg_data),
+            Some(self.op_kind),
+            Some(self.op_u),
+            Some(self.op_v),
+            Some(self.op_level),
+            Some(self.op_channel),
             self.op_all_channels,
-            self.op_dx,
-            self.op_dy,
+            Some(self.op_dx),
+            Some(self.op_dy),
         ]
     }
 }
@@ -171,7 +182,7 @@ fn read_result(res: &StreamSink, p: &TextureParams, format: Format, want: OpKind
     }
     let lw = p.lane_bits();
     let words = res.field(index, 1);
-    let lanes: Vec<u64> = (0..TextureParams::LANES).map(|n| take(words, lw * n, lw)).collect();
+    let lanes: Vec<u64> = (0..p.lanes()).map(|n| take(words, lw * n, lw)).collect();
     // Lanes 4..15 carry only an all-channel conv_quad's g, b, a sums.
     let used = if all { 16 } else { 4 };
     if let Some(k) = (used..lanes.len()).find(|&k| lanes[k] != 0) {
@@ -264,13 +275,17 @@ impl TextureDriver {
     /// value that does not fit its port is the workload's fault:
     /// [`CosimError::Io`].
     pub fn new(sim: &Sim, prefix: &str, p: &TextureParams, w: &Workload, stalls: Option<TexStalls>) -> Result<TextureDriver, CosimError> {
-        let ports = Ports::find(sim, prefix, p.banks)?;
+        let ports = Ports::find(sim, prefix, p)?;
         let script = model::script(p, w);
         let fields = ports.item_fields();
         let mut probe = Rng::new(0);
         for (i, item) in script.iter().enumerate() {
             let values = item_values(item, p, w.texture.format, &mut probe);
-            if let Some((f, v)) = fields.iter().zip(values).find_map(|(f, v)| v.filter(|&v| v > mask(f.width())).map(|v| (f, v))) {
+            if !p.all_channels && matches!(item, Item::Op { kind: OpKind::ConvQuad, all_channels: true, .. }) && w.texture.format == Format::Rgba8 {
+                let msg = format!("script item {i} ({item:?}): an all-channel conv_quad, but the unit is built with all_channels = false");
+                return Err(CosimError::Io(msg));
+            }
+            if let Some((f, v)) = fields.iter().zip(values).find_map(|(f, v)| (*f).zip(v).filter(|&(f, v)| v > mask(f.width()))) {
                 let msg = format!("script item {i} ({item:?}): {v:#x} does not fit the {}-bit port #{}", f.width(), f.index());
                 return Err(CosimError::Io(msg));
             }
@@ -362,6 +377,7 @@ impl Agent for TextureDriver {
         sim.set(self.ports.cfg_valid, matches!(item, Some(Item::Cfg { .. })) as u64);
         sim.set(self.ports.op_valid, matches!(item, Some(Item::Op { .. })) as u64);
         for (k, f) in self.ports.item_fields().into_iter().enumerate() {
+            let Some(f) = f else { continue };
             let v = match (self.offering, self.values[k]) {
                 (true, Some(v)) => v,
                 _ => self.junk.next_u64() & mask(f.width()),
