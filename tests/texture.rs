@@ -22,7 +22,7 @@ fn points() -> Vec<(&'static str, TextureParams)> {
         // that wrap, 3 fraction bits, offsets -4..3.
         (
             "two_banks",
-            TextureParams { banks: 2, max_size: 64, frac_bits: 3, offset_bits: 3, max_kernel: 20, weight_bits: 5, acc_bits: 12, broadcast: Broadcast::Whole, max_outstanding: 3, addr_bits: 14, mem_if: gpurtl_params::MemIf::Native },
+            TextureParams { banks: 2, max_size: 64, frac_bits: 3, offset_bits: 3, max_kernel: 20, weight_bits: 5, acc_bits: 12, all_channels: true, broadcast: Broadcast::Whole, max_outstanding: 3, addr_bits: 14, mem_if: gpurtl_params::MemIf::Native },
         ),
         // broadcast = shared (seed 002 §110-111): one register bank the four
         // pixels read; 4 banks, kernels up to 11 (9 sub-operations), 24-bit
@@ -30,6 +30,13 @@ fn points() -> Vec<(&'static str, TextureParams)> {
         (
             "shared",
             TextureParams { max_size: 128, max_kernel: 11, weight_bits: 7, acc_bits: 24, broadcast: Broadcast::Shared, max_outstanding: 6, addr_bits: 16, ..d.clone() },
+        ),
+        // all_channels = false, as the compute unit builds it (one bank,
+        // kernels up to 8, 4 passes in flight): no op_all_channels_i, 4
+        // result lanes, every rgba8 conv_quad one channel.
+        (
+            "one_channel",
+            TextureParams { all_channels: false, banks: 1, max_size: 512, max_kernel: 8, max_outstanding: 4, addr_bits: 16, ..d.clone() },
         ),
     ]
 }
@@ -48,6 +55,8 @@ struct Reach {
     /// channels, and the conv sections among them.
     all_channel_convs: usize,
     all_channel_sections: usize,
+    /// rgba8 conv_quads of one channel.
+    rgba8_channel_convs: usize,
     /// conv_quads per stitch code of some sub-operation (none, 4x4, 2x8, 8x2),
     /// and those whose sub-operations' codes differ.
     stitch_codes: [usize; 4],
@@ -92,6 +101,7 @@ fn cosim(name: &str, p: &TextureParams) {
         reach.all_channel_sections += usize::from(w.conv.as_ref().is_some_and(|j| all(j.channel)));
         for op in model::all_ops(&w) {
             reach.all_channel_convs += usize::from(matches!(op, Op::ConvQuad { channel, .. } if all(channel)));
+            reach.rgba8_channel_convs += usize::from(matches!(op, Op::ConvQuad { channel, .. } if w.texture.format == Format::Rgba8 && !all(channel)));
         }
         for r in &want.results {
             if let OpResult::Pixels { stitch, .. } = r {
@@ -158,7 +168,12 @@ fn cosim(name: &str, p: &TextureParams) {
         assert!(reach.formats.iter().all(|&n| n > 20), "{reach:?}");
         assert!(reach.modes.iter().all(|&n| n > 20), "{reach:?}");
         assert!(reach.levels_above_0 > 20 && reach.offsets_at_ends > 10 && reach.conv_sections > 5, "{reach:?}");
-        assert!(reach.all_channel_convs > 20 && reach.all_channel_sections > 0, "{reach:?}");
+        if p.all_channels {
+            assert!(reach.all_channel_convs > 20 && reach.all_channel_sections > 0, "{reach:?}");
+        } else {
+            // Without the datapath no op is all-channel, and rgba8 conv_quads name their channel.
+            assert!(reach.all_channel_convs == 0 && reach.rgba8_channel_convs > 20, "{reach:?}");
+        }
         assert!(reach.stitch_codes.iter().all(|&n| n > 5) && reach.mixed_stitch > 0, "{reach:?}");
     }
 }
@@ -187,6 +202,51 @@ fn cosim_two_banks() {
 fn cosim_shared() {
     let (n, p) = &points()[4];
     cosim(n, p)
+}
+#[test]
+fn cosim_one_channel() {
+    let (n, p) = &points()[5];
+    cosim(n, p)
+}
+
+/// all_channels = false (docs/texture.md, "all_channels"): no
+/// op_all_channels_i, a 4-lane result port; an rgba8 conv_quad of each
+/// channel through the RTL (at every broadcast) gives the model's four
+/// sums, fetches and register writes.
+#[test]
+fn one_channel_unit_has_four_lanes_and_no_all_channel_port() {
+    let cases = [(3, 3), (1, 7), (5, 5), (8, 2)];
+    for broadcast in Broadcast::ALL {
+        let p = TextureParams { all_channels: false, max_kernel: 8, broadcast: *broadcast, ..TextureParams::default() };
+        let design = build(&p).unwrap();
+        let top = design.top();
+        let port = |n: &str| top.ports.iter().map(|&id| top.sig(id)).find(|s| s.name == n).map(|s| s.width);
+        assert_eq!(port("op_all_channels_i"), None);
+        assert_eq!(port("op_channel_i"), Some(2));
+        let data = port("res_data_o").unwrap();
+        assert_eq!(data, 4 * p.lane_bits());
+        let compiled = compile_design(&design).unwrap();
+        for (kw, kh) in cases {
+            let kernel = Kernel { width: kw, height: kh, weights: (0..kw * kh).map(|i| i as i64 % 7 - 3).collect() };
+            for channel in 0..4 {
+                let w = Workload {
+                    texture: rgba(40, 40),
+                    address: [AddressMode::Mirror, AddressMode::Clamp],
+                    mem_latency: 10,
+                    ops: (0..4).map(|q| Op::ConvQuad { x: 2 * q, y: 20, level: 0, channel, kernel: kernel.clone() }).collect(),
+                    conv: None,
+                };
+                let at = format!("{kw}x{kh} {broadcast} channel {channel}");
+                let (got, _) = tb::run(&compiled, &p, &w, None, None).unwrap();
+                assert_eq!(got, model::run(&p, &w), "{at}");
+                assert_eq!(got.texel_fetches, 4 * ((kw + 1) * (kh + 1)) as u64, "{at}");
+                match &got.results[0] {
+                    OpResult::Pixels { pixels, .. } => assert_eq!(pixels.len(), 4, "{at}"),
+                    r => panic!("{r:?}"),
+                }
+            }
+        }
+    }
 }
 /// The default point with `mem_if = axi4`: the banks interleaved in one
 /// memory behind the AXI4 slave agent.
@@ -316,6 +376,7 @@ fn every_corner_of_the_parameter_table_builds() {
             max_kernel: pick(4, 1, 31),
             weight_bits: pick(5, 2, 16),
             acc_bits: pick(6, 8, 48),
+            all_channels: bits % 2 == 1,
             broadcast: Broadcast::ALL[(bits % 3) as usize],
             max_outstanding: pick(7, 2, 64),
             addr_bits: pick(8, 8, 32),
