@@ -197,13 +197,20 @@ impl BlockDef for TextureUnit {
             let k = kernel(kw, kh);
             let one = base(vec![Op::ConvQuad { x: side as u64 / 2, y: side as u64 / 2, level: 0, channel: 0, kernel: k.clone() }], None);
             let (o1, _) = run(&one)?;
-            // The same quad on rgba8, all four channels from one fetch.
-            let mut one_rgba = one.clone();
-            one_rgba.texture = rgba(side);
-            if let Op::ConvQuad { channel, .. } = &mut one_rgba.ops[0] {
-                *channel = model::ALL_CHANNELS;
-            }
-            let (o4, _) = run(&one_rgba)?;
+            // The same quad on rgba8, all four channels from one fetch
+            // (none without all_channels: `-`, null in the JSON).
+            let o4 = if cfg.all_channels {
+                let mut one_rgba = one.clone();
+                one_rgba.texture = rgba(side);
+                if let Op::ConvQuad { channel, .. } = &mut one_rgba.ops[0] {
+                    *channel = model::ALL_CHANNELS;
+                }
+                Some(run(&one_rgba)?.0)
+            } else {
+                None
+            };
+            let o4_fetches = o4.as_ref().map(|o| o.texel_fetches);
+            let o4_writes = o4.as_ref().map(|o| o.register_writes);
             let row: Vec<Op> = (0..quads)
                 .map(|q| Op::ConvQuad { x: (x0 + 2 * q) % (2 * side as u64), y: side as u64 / 2, level: 0, channel: 0, kernel: k.clone() })
                 .collect();
@@ -226,7 +233,7 @@ impl BlockDef for TextureUnit {
                 naive,
                 floor,
                 o1.texel_fetches,
-                o4.texel_fetches,
+                o4_fetches.map_or("-".to_string(), |n| n.to_string()),
                 sub_ops,
                 stitch.join(" "),
                 per_quad,
@@ -237,12 +244,12 @@ impl BlockDef for TextureUnit {
             );
             shapes.push(json!({
                 "kernel_width": kw, "kernel_height": kh, "naive_fetches": naive, "floor_fetches": floor,
-                "fetches": o1.texel_fetches, "rgba8_all_channel_fetches": o4.texel_fetches, "sub_ops": sub_ops, "stitch": stitch,
+                "fetches": o1.texel_fetches, "rgba8_all_channel_fetches": o4_fetches, "sub_ops": sub_ops, "stitch": stitch,
                 "cycles_per_quad": per_quad,
                 "fetches_per_bank": o1.texel_fetches as f64 / cfg.banks as f64,
                 "register_writes_whole": writes(Broadcast::Whole), "register_writes_selective": writes(Broadcast::Selective),
                 "register_writes_shared": writes(Broadcast::Shared),
-                "register_writes_rtl": o1.register_writes, "register_writes_rtl_rgba8": o4.register_writes,
+                "register_writes_rtl": o1.register_writes, "register_writes_rtl_rgba8": o4_writes,
             }));
             bo.done(&format!("{kw}x{kh} kernel quads"));
         }
