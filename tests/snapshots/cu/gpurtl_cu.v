@@ -1248,7 +1248,6 @@ module gpurtl_cu (
   wire [20:0]  u_texture_op_v;
   wire [3:0]   u_texture_op_level;
   wire [1:0]   u_texture_op_channel;
-  wire         u_texture_op_all_channels;
   wire [5:0]   u_texture_op_dx;
   wire [5:0]   u_texture_op_dy;
   wire         u_texture_mem0_req_valid;
@@ -1263,10 +1262,7 @@ module gpurtl_cu (
   /* verilator lint_off UNUSED */
   wire [1:0]   u_texture_res_kind;
   /* verilator lint_on UNUSED */
-  // u_texture_res_data: bits [511:128] unused: lanes 4..15 carry an all-channel conv_quad's g, b, a sums: the machine never asks for one
-  /* verilator lint_off UNUSED */
-  wire [511:0] u_texture_res_data;
-  /* verilator lint_on UNUSED */
+  wire [127:0] u_texture_res_data;
   // u_texture_res_stitch: bits [13:0] unused: the stitch code is not written
   /* verilator lint_off UNUSED */
   wire [13:0]  u_texture_res_stitch;
@@ -4070,7 +4066,6 @@ module gpurtl_cu (
   assign u_texture_op_v = (tex_imm_q[1:0] == 2'd3) ? {5'd0, tex_y0_q + {11'd0, {tex_qj_q, 1'd0}}} : tex_v_q[20:0];
   assign u_texture_op_level = 4'd0;
   assign u_texture_op_channel = tex_imm_q[3:2];
-  assign u_texture_op_all_channels = 1'd0;
   assign u_texture_op_dx = tex_u_q[31:26];
   assign u_texture_op_dy = tex_v_q[31:26];
   assign tex_op_take = ((tex_state_q == 4'd10) | ((tex_state_q == 4'd13) & tex_q_more_q)) & u_texture_op_ready;
@@ -4257,36 +4252,35 @@ module gpurtl_cu (
   );
 
   gpurtl_texture u_texture (
-    .clk_i             (clk_i),
-    .rst_i             (rst_i),
-    .cfg_valid_i       (u_texture_cfg_valid),
-    .cfg_ready_o       (u_texture_cfg_ready),
-    .cfg_addr_i        (u_texture_cfg_addr),
-    .cfg_data_i        (u_texture_cfg_data),
-    .op_valid_i        (u_texture_op_valid),
-    .op_ready_o        (u_texture_op_ready),
-    .op_kind_i         (u_texture_op_kind),
-    .op_u_i            (u_texture_op_u),
-    .op_v_i            (u_texture_op_v),
-    .op_level_i        (u_texture_op_level),
-    .op_channel_i      (u_texture_op_channel),
-    .op_all_channels_i (u_texture_op_all_channels),
-    .op_dx_i           (u_texture_op_dx),
-    .op_dy_i           (u_texture_op_dy),
-    .mem0_req_valid_o  (u_texture_mem0_req_valid),
-    .mem0_req_ready_i  (u_texture_mem0_req_ready),
-    .mem0_req_addr_o   (u_texture_mem0_req_addr),
-    .mem0_rsp_valid_i  (u_texture_mem0_rsp_valid),
-    .mem0_rsp_ready_o  (u_texture_mem0_rsp_ready),
-    .mem0_rsp_data_i   (u_texture_mem0_rsp_data),
-    .res_valid_o       (u_texture_res_valid),
-    .res_ready_i       (u_texture_res_ready),
-    .res_kind_o        (u_texture_res_kind),
-    .res_data_o        (u_texture_res_data),
-    .res_stitch_o      (u_texture_res_stitch),
-    .res_subops_o      (u_texture_res_subops),
-    .idle_o            (u_texture_idle),
-    .reg_writes_o      (u_texture_reg_writes)
+    .clk_i            (clk_i),
+    .rst_i            (rst_i),
+    .cfg_valid_i      (u_texture_cfg_valid),
+    .cfg_ready_o      (u_texture_cfg_ready),
+    .cfg_addr_i       (u_texture_cfg_addr),
+    .cfg_data_i       (u_texture_cfg_data),
+    .op_valid_i       (u_texture_op_valid),
+    .op_ready_o       (u_texture_op_ready),
+    .op_kind_i        (u_texture_op_kind),
+    .op_u_i           (u_texture_op_u),
+    .op_v_i           (u_texture_op_v),
+    .op_level_i       (u_texture_op_level),
+    .op_channel_i     (u_texture_op_channel),
+    .op_dx_i          (u_texture_op_dx),
+    .op_dy_i          (u_texture_op_dy),
+    .mem0_req_valid_o (u_texture_mem0_req_valid),
+    .mem0_req_ready_i (u_texture_mem0_req_ready),
+    .mem0_req_addr_o  (u_texture_mem0_req_addr),
+    .mem0_rsp_valid_i (u_texture_mem0_rsp_valid),
+    .mem0_rsp_ready_o (u_texture_mem0_rsp_ready),
+    .mem0_rsp_data_i  (u_texture_mem0_rsp_data),
+    .res_valid_o      (u_texture_res_valid),
+    .res_ready_i      (u_texture_res_ready),
+    .res_kind_o       (u_texture_res_kind),
+    .res_data_o       (u_texture_res_data),
+    .res_stitch_o     (u_texture_res_stitch),
+    .res_subops_o     (u_texture_res_subops),
+    .idle_o           (u_texture_idle),
+    .reg_writes_o     (u_texture_reg_writes)
   );
 
   always @(posedge clk_i) begin
@@ -7906,7 +7900,7 @@ module gpurtl_cu (
 
   always @(posedge clk_i) begin
     if (tex_res_take) begin
-      tex_lanes_q <= u_texture_res_data[127:0];
+      tex_lanes_q <= u_texture_res_data;
     end
   end
 
