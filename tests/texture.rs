@@ -22,7 +22,21 @@ fn points() -> Vec<(&'static str, TextureParams)> {
         // that wrap, 3 fraction bits, offsets -4..3.
         (
             "two_banks",
-            TextureParams { banks: 2, max_size: 64, frac_bits: 3, offset_bits: 3, max_kernel: 20, weight_bits: 5, acc_bits: 12, broadcast: Broadcast::Whole, max_outstanding: 3, addr_bits: 14, mem_if: gpurtl_params::MemIf::Native },
+            TextureParams { banks: 2, max_size: 64, frac_bits: 3, offset_bits: 3, max_kernel: 20, weight_bits: 5, acc_bits: 12, all_channels: true, broadcast: Broadcast::Whole, max_outstanding: 3, addr_bits: 14, mem_if: gpurtl_params::MemIf::Native },
+        ),
+        // broadcast = shared (seed 002 §110-111): one register bank the four
+        // pixels read; 4 banks, kernels up to 11 (9 sub-operations), 24-bit
+        // accumulators, a tag queue shallower than L + 2 at most latencies.
+        (
+            "shared",
+            TextureParams { max_size: 128, max_kernel: 11, weight_bits: 7, acc_bits: 24, broadcast: Broadcast::Shared, max_outstanding: 6, addr_bits: 16, ..d.clone() },
+        ),
+        // all_channels = false, as the compute unit builds it (one bank,
+        // kernels up to 8, 4 passes in flight): no op_all_channels_i, 4
+        // result lanes, every rgba8 conv_quad one channel.
+        (
+            "one_channel",
+            TextureParams { all_channels: false, banks: 1, max_size: 512, max_kernel: 8, max_outstanding: 4, addr_bits: 16, ..d.clone() },
         ),
     ]
 }
@@ -37,6 +51,16 @@ struct Reach {
     levels_above_0: usize,
     offsets_at_ends: usize,
     conv_sections: usize,
+    /// rgba8 conv_quads (ops or conv-section quads) convolving all four
+    /// channels, and the conv sections among them.
+    all_channel_convs: usize,
+    all_channel_sections: usize,
+    /// rgba8 conv_quads of one channel.
+    rgba8_channel_convs: usize,
+    /// conv_quads per stitch code of some sub-operation (none, 4x4, 2x8, 8x2),
+    /// and those whose sub-operations' codes differ.
+    stitch_codes: [usize; 4],
+    mixed_stitch: usize,
     fetches: u64,
 }
 
@@ -73,6 +97,20 @@ fn cosim(name: &str, p: &TextureParams) {
         }
         reach.conv_sections += usize::from(w.conv.is_some());
         reach.fetches += want.texel_fetches;
+        let all = |c: u32| model::all_channels(w.texture.format, c);
+        reach.all_channel_sections += usize::from(w.conv.as_ref().is_some_and(|j| all(j.channel)));
+        for op in model::all_ops(&w) {
+            reach.all_channel_convs += usize::from(matches!(op, Op::ConvQuad { channel, .. } if all(channel)));
+            reach.rgba8_channel_convs += usize::from(matches!(op, Op::ConvQuad { channel, .. } if w.texture.format == Format::Rgba8 && !all(channel)));
+        }
+        for r in &want.results {
+            if let OpResult::Pixels { stitch, .. } = r {
+                for c in gpurtl_params::texture::Stitch::ALL {
+                    reach.stitch_codes[c.code() as usize] += usize::from(stitch.contains(c));
+                }
+                reach.mixed_stitch += usize::from(stitch.windows(2).any(|x| x[0] != x[1]));
+            }
+        }
         for op in &w.ops {
             let (k, level) = match op {
                 Op::Bilinear { level, .. } => (0, *level),
@@ -130,6 +168,13 @@ fn cosim(name: &str, p: &TextureParams) {
         assert!(reach.formats.iter().all(|&n| n > 20), "{reach:?}");
         assert!(reach.modes.iter().all(|&n| n > 20), "{reach:?}");
         assert!(reach.levels_above_0 > 20 && reach.offsets_at_ends > 10 && reach.conv_sections > 5, "{reach:?}");
+        if p.all_channels {
+            assert!(reach.all_channel_convs > 20 && reach.all_channel_sections > 0, "{reach:?}");
+        } else {
+            // Without the datapath no op is all-channel, and rgba8 conv_quads name their channel.
+            assert!(reach.all_channel_convs == 0 && reach.rgba8_channel_convs > 20, "{reach:?}");
+        }
+        assert!(reach.stitch_codes.iter().all(|&n| n > 5) && reach.mixed_stitch > 0, "{reach:?}");
     }
 }
 
@@ -153,6 +198,56 @@ fn cosim_two_banks() {
     let (n, p) = &points()[3];
     cosim(n, p)
 }
+#[test]
+fn cosim_shared() {
+    let (n, p) = &points()[4];
+    cosim(n, p)
+}
+#[test]
+fn cosim_one_channel() {
+    let (n, p) = &points()[5];
+    cosim(n, p)
+}
+
+/// all_channels = false (docs/texture.md, "all_channels"): no
+/// op_all_channels_i, a 4-lane result port; an rgba8 conv_quad of each
+/// channel through the RTL (at every broadcast) gives the model's four
+/// sums, fetches and register writes.
+#[test]
+fn one_channel_unit_has_four_lanes_and_no_all_channel_port() {
+    let cases = [(3, 3), (1, 7), (5, 5), (8, 2)];
+    for broadcast in Broadcast::ALL {
+        let p = TextureParams { all_channels: false, max_kernel: 8, broadcast: *broadcast, ..TextureParams::default() };
+        let design = build(&p).unwrap();
+        let top = design.top();
+        let port = |n: &str| top.ports.iter().map(|&id| top.sig(id)).find(|s| s.name == n).map(|s| s.width);
+        assert_eq!(port("op_all_channels_i"), None);
+        assert_eq!(port("op_channel_i"), Some(2));
+        let data = port("res_data_o").unwrap();
+        assert_eq!(data, 4 * p.lane_bits());
+        let compiled = compile_design(&design).unwrap();
+        for (kw, kh) in cases {
+            let kernel = Kernel { width: kw, height: kh, weights: (0..kw * kh).map(|i| i as i64 % 7 - 3).collect() };
+            for channel in 0..4 {
+                let w = Workload {
+                    texture: rgba(40, 40),
+                    address: [AddressMode::Mirror, AddressMode::Clamp],
+                    mem_latency: 10,
+                    ops: (0..4).map(|q| Op::ConvQuad { x: 2 * q, y: 20, level: 0, channel, kernel: kernel.clone() }).collect(),
+                    conv: None,
+                };
+                let at = format!("{kw}x{kh} {broadcast} channel {channel}");
+                let (got, _) = tb::run(&compiled, &p, &w, None, None).unwrap();
+                assert_eq!(got, model::run(&p, &w), "{at}");
+                assert_eq!(got.texel_fetches, 4 * ((kw + 1) * (kh + 1)) as u64, "{at}");
+                match &got.results[0] {
+                    OpResult::Pixels { pixels, .. } => assert_eq!(pixels.len(), 4, "{at}"),
+                    r => panic!("{r:?}"),
+                }
+            }
+        }
+    }
+}
 /// The default point with `mem_if = axi4`: the banks interleaved in one
 /// memory behind the AXI4 slave agent.
 #[test]
@@ -165,31 +260,67 @@ fn grey(w: u32, h: u32) -> Texture {
     Texture { format: Format::R8, levels: vec![Level { width: w, height: h, texels: (0..w * h).map(|i| (i * 29 + 7) % 256).collect() }] }
 }
 
-/// The kernels the brief names, each at both broadcast settings, through
-/// the RTL: fetches at the patch size, writes by the rule, results exact,
-/// and a row of quads at one tile per cycle.
+/// The kernels the brief names (and a few whose sub-operations' codes
+/// differ) through the RTL at all three broadcast settings: fetches at the
+/// patch size, for one channel and for all four of an rgba8 texture alike;
+/// register writes by the rule (shared: the patch size); each
+/// sub-operation's stitch code; results exact.
 #[test]
 fn named_kernels_fetch_the_patch_once() {
-    let d = TextureParams::default();
-    let compiled = compile_design(&build(&d).unwrap()).unwrap();
-    for (kw, kh, stitch, sub_ops) in [(3, 3, "4x4", 1), (1, 7, "2x8", 1), (7, 1, "8x2", 1), (5, 5, "none", 3), (19, 1, "none", 3), (1, 19, "none", 3), (2, 2, "4x4", 1)] {
-        let kernel = Kernel { width: kw, height: kh, weights: (0..kw * kh).map(|i| i as i64 % 7 - 3).collect() };
-        let w = Workload {
-            texture: grey(40, 40),
-            address: [AddressMode::Clamp, AddressMode::Clamp],
-            mem_latency: 10,
-            ops: (0..8).map(|q| Op::ConvQuad { x: 10 + 2 * q, y: 20, level: 0, channel: 0, kernel: kernel.clone() }).collect(),
-            conv: None,
-        };
-        let (got, _) = tb::run(&compiled, &d, &w, None, None).unwrap();
-        assert_eq!(got, model::run(&d, &w), "{kw}x{kh}");
-        assert_eq!(got.texel_fetches, 8 * ((kw + 1) * (kh + 1)) as u64, "{kw}x{kh}");
-        assert_eq!(got.register_writes, 8 * 4 * (kw * kh) as u64, "{kw}x{kh} selective");
-        match &got.results[0] {
-            OpResult::Pixels { stitch: s, sub_ops: n, .. } => assert_eq!((s.name(), *n), (stitch, sub_ops), "{kw}x{kh}"),
-            r => panic!("{r:?}"),
+    let stitch_of = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+    let cases: [(u32, u32, &[&str]); 10] = [
+        (3, 3, &["4x4"]),
+        (1, 7, &["2x8"]),
+        (7, 1, &["8x2"]),
+        (5, 5, &["none", "none", "none"]),
+        (19, 1, &["8x2", "8x2", "8x2"]),
+        (1, 19, &["2x8", "2x8", "2x8"]),
+        (2, 2, &["4x4"]),
+        (3, 5, &["4x4", "8x2"]),
+        (9, 3, &["8x2", "none", "8x2"]),
+        (1, 1, &["none"]),
+    ];
+    for broadcast in Broadcast::ALL {
+        let d = TextureParams { broadcast: *broadcast, ..TextureParams::default() };
+        let compiled = compile_design(&build(&d).unwrap()).unwrap();
+        for (kw, kh, stitch) in cases {
+            let kernel = Kernel { width: kw, height: kh, weights: (0..kw * kh).map(|i| i as i64 % 7 - 3).collect() };
+            let patch = ((kw + 1) * (kh + 1)) as u64;
+            let per_quad = match broadcast {
+                Broadcast::Whole => 4 * patch,
+                Broadcast::Selective => 4 * (kw * kh) as u64,
+                Broadcast::Shared => patch,
+            };
+            for (texture, channel) in [(grey(40, 40), 0), (rgba(40, 40), model::ALL_CHANNELS)] {
+                let w = Workload {
+                    texture,
+                    address: [AddressMode::Clamp, AddressMode::Clamp],
+                    mem_latency: 10,
+                    ops: (0..8).map(|q| Op::ConvQuad { x: 10 + 2 * q, y: 20, level: 0, channel, kernel: kernel.clone() }).collect(),
+                    conv: None,
+                };
+                let at = format!("{kw}x{kh} {broadcast} channel {channel}");
+                let (got, _) = tb::run(&compiled, &d, &w, None, None).unwrap();
+                assert_eq!(got, model::run(&d, &w), "{at}");
+                assert_eq!(got.texel_fetches, 8 * patch, "{at}");
+                assert_eq!(got.register_writes, 8 * per_quad, "{at}");
+                match &got.results[0] {
+                    OpResult::Pixels { pixels, stitch: s, sub_ops: n } => {
+                        assert_eq!(s.iter().map(|c| c.name().to_string()).collect::<Vec<_>>(), stitch_of(stitch), "{at}");
+                        assert_eq!(*n as usize, stitch.len(), "{at}");
+                        assert_eq!(pixels.len(), if channel == 0 { 4 } else { 16 }, "{at}");
+                    }
+                    r => panic!("{r:?}"),
+                }
+            }
         }
     }
+}
+
+/// An rgba8 texture whose four channels differ.
+fn rgba(w: u32, h: u32) -> Texture {
+    let texels = (0..w * h).map(|i| (i * 29 + 7) % 256 | ((i * 53 + 1) % 256) << 8 | ((i * 11 + 90) % 256) << 16 | ((i * 197 + 3) % 256) << 24).collect();
+    Texture { format: Format::Rgba8, levels: vec![Level { width: w, height: h, texels }] }
 }
 
 /// 4 banks, no stalls: one bilinear sample per cycle at steady state.
@@ -245,7 +376,8 @@ fn every_corner_of_the_parameter_table_builds() {
             max_kernel: pick(4, 1, 31),
             weight_bits: pick(5, 2, 16),
             acc_bits: pick(6, 8, 48),
-            broadcast: Broadcast::Whole,
+            all_channels: bits % 2 == 1,
+            broadcast: Broadcast::ALL[(bits % 3) as usize],
             max_outstanding: pick(7, 2, 64),
             addr_bits: pick(8, 8, 32),
             mem_if: gpurtl_params::MemIf::Native,

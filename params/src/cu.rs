@@ -116,7 +116,8 @@ impl CuParams {
     /// `0 .. slots-1` the slots' user data, view `slots` the memory, a 33-bit
     /// address (bit 32 selects the user-data store).
     /// The `texture` unit of `tex` (docs/cu.md, "`tex`"): one bank (the
-    /// scratchpad), textures up to 4096 a side, kernels up to 8 x 8.
+    /// scratchpad), textures up to 4096 a side, kernels up to 8 x 8, no
+    /// all-channel conv_quad (`tex` convolves one channel).
     pub fn texture(&self) -> TextureParams {
         TextureParams {
             banks: 1,
@@ -126,6 +127,7 @@ impl CuParams {
             max_kernel: 8,
             weight_bits: 8,
             acc_bits: 32,
+            all_channels: false,
             broadcast: Broadcast::Selective,
             max_outstanding: 4,
             addr_bits: self.smem_addr_bits(),
@@ -207,8 +209,10 @@ impl BlockParams for CuParams {
                 grid_rows: 2,
                 grid_cols: 2,
                 kmax: 16,
-                // Without the texture unit's 36 multipliers, so that it fits
-                // an ECP5-25F.
+                // Without the texture unit, so that it fits an ECP5-25F
+                // (with `tex = true` it takes 54 of the 28 MULT18X18D:
+                // docs/cu.md, "Synthesis"; the texture is built with
+                // `all_channels = false`, as it was when measured).
                 tex: false,
             }),
             // Four resident blocks over eight banks of 64 KiB.

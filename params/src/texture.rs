@@ -10,6 +10,9 @@ param_enum! {
         Whole = "whole",
         /// Each pixel's bank gets only the texels inside its own kernel.
         Selective = "selective",
+        /// No broadcast: one bank the four pixels read, each texel written
+        /// once (seed 002 §110-111).
+        Shared = "shared",
     }
 }
 
@@ -115,6 +118,9 @@ pub struct TextureParams {
     pub max_kernel: u32,
     pub weight_bits: u32,
     pub acc_bits: u32,
+    /// The all-channel rgba8 conv_quad is built (`op_all_channels_i`, 16
+    /// result lanes); false: one channel a conv_quad, 4 lanes.
+    pub all_channels: bool,
     pub broadcast: Broadcast,
     pub max_outstanding: u32,
     pub addr_bits: u32,
@@ -131,6 +137,7 @@ impl Default for TextureParams {
             max_kernel: 19,
             weight_bits: 8,
             acc_bits: 32,
+            all_channels: true,
             broadcast: Broadcast::Selective,
             max_outstanding: 16,
             addr_bits: 24,
@@ -184,10 +191,27 @@ impl TextureParams {
     pub fn tiles_for(k: u32) -> u32 {
         (k + 2) / 2
     }
-    /// Bits of `res_subops_o`: ceil(tiles / 4) for the largest kernel.
-    pub fn subop_bits(&self) -> u32 {
+    /// Most sub-operations of a conv_quad: ceil(tiles / 4) for the largest kernel.
+    pub fn max_subops(&self) -> u32 {
         let t = Self::tiles_for(self.max_kernel);
-        bits_for(((t * t) as u64).div_ceil(4))
+        (t * t).div_ceil(4)
+    }
+    /// Bits of `res_subops_o`: holds [`Self::max_subops`].
+    pub fn subop_bits(&self) -> u32 {
+        bits_for(self.max_subops() as u64)
+    }
+    /// Bits of `res_stitch_o`: a 2-bit code per sub-operation.
+    pub fn stitch_bits(&self) -> u32 {
+        2 * self.max_subops()
+    }
+    /// Lanes of `res_data_o` (`NL`): 4 pixels (or texels, channels) by 4
+    /// channels with `all_channels`, else 4.
+    pub fn lanes(&self) -> u32 {
+        if self.all_channels {
+            16
+        } else {
+            4
+        }
     }
     /// Bits of a tile index along one axis.
     pub fn tile_bits(&self) -> u32 {
@@ -209,9 +233,14 @@ impl BlockParams for TextureParams {
             ParamInfo::new("weight_bits", int(2, 16, ""), "conv weight width (signed)"),
             ParamInfo::new("acc_bits", int(8, 48, ""), "conv accumulator width; results wrap"),
             ParamInfo::new(
+                "all_channels",
+                ParamKind::Bool,
+                "an rgba8 conv_quad can convolve all four channels from one fetch (op_all_channels_i, 16 result lanes); false: one channel only, no op_all_channels_i, 4 result lanes",
+            ),
+            ParamInfo::new(
                 "broadcast",
                 ParamKind::Choice(Broadcast::NAMES),
-                "conv patch into the pixels' register banks: whole, or only each pixel's own texels",
+                "conv patch into the pixels' register banks: whole, or only each pixel's own texels; shared: one bank the four pixels read, each texel written once",
             ),
             ParamInfo::new("max_outstanding", int(2, 64, ""), "D: bank read passes in flight (tag queue depth)"),
             ParamInfo::new("addr_bits", int(8, 32, ""), "word address width of each bank"),
@@ -259,6 +288,7 @@ impl BlockParams for TextureParams {
                     max_kernel: 5,
                     weight_bits: 6,
                     acc_bits: 20,
+                    all_channels: true,
                     broadcast: Broadcast::Whole,
                     max_outstanding: 8,
                     addr_bits: 16,

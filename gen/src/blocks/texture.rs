@@ -107,7 +107,8 @@ impl BlockDef for TextureUnit {
     }
 
     /// The conv section's image, shifted right by [`image_shift`] of its
-    /// kernel and clamped to 0..255, as a grey picture.
+    /// kernel and clamped to 0..255, as a grey picture, or an RGBA one when
+    /// the section was all-channel (each value an `[r, g, b, a]` list).
     fn output_image(_p: &TextureParams, input: &Value, output: &Value) -> Result<Image> {
         let rows = output["image"].as_array().ok_or_else(|| {
             Error::Bad("option `--output-image`: the input has no `conv` section, so the run gives no image".into())
@@ -116,14 +117,19 @@ impl BlockDef for TextureUnit {
         let s = image_shift(&weights);
         let height = rows.len() as u32;
         let width = rows.first().and_then(Value::as_array).map_or(0, |r| r.len()) as u32;
-        let mut data = Vec::with_capacity((width * height) as usize);
+        let rgba = rows.first().and_then(Value::as_array).and_then(|r| r.first()).is_some_and(Value::is_array);
+        let channels = if rgba { 4 } else { 1 };
+        let mut data = Vec::with_capacity((width * height * channels) as usize);
+        let byte = |v: &Value| (v.as_i64().unwrap_or(0) >> s).clamp(0, 255) as u8;
         for r in rows {
             for v in r.as_array().into_iter().flatten() {
-                let v = v.as_i64().unwrap_or(0);
-                data.push((v >> s).clamp(0, 255) as u8);
+                match v.as_array() {
+                    Some(px) if rgba => data.extend((0..4).map(|c| px.get(c).map_or(0, byte))),
+                    _ => data.push(byte(v)),
+                }
             }
         }
-        Ok(Image { width, height, channels: 1, data })
+        Ok(Image { width, height, channels, data })
     }
 
     /// Texel fetches and cycles per conv quad by kernel shape, bilinear
@@ -143,6 +149,15 @@ impl BlockDef for TextureUnit {
         let texture = |side: u32| Texture {
             format: Format::R8,
             levels: vec![Level { width: side, height: side, texels: (0..side * side).map(|i| (i * 37 + i / side * 11) % 256).collect() }],
+        };
+        // The same picture in r, and three other patterns in g, b, a.
+        let rgba = |side: u32| Texture {
+            format: Format::Rgba8,
+            levels: vec![Level {
+                width: side,
+                height: side,
+                texels: (0..side * side).map(|i| (i * 37 + i / side * 11) % 256 | (i * 13 % 256) << 8 | ((i / side) * 7 % 256) << 16 | 255 << 24).collect(),
+            }],
         };
         let base = |ops: Vec<Op>, conv: Option<ConvJob>| Workload {
             texture: texture(side),
@@ -169,8 +184,8 @@ impl BlockDef for TextureUnit {
         // Per kernel shape: one quad alone (fetches), then a row of quads (cycles).
         let _ = writeln!(
             out,
-            "{:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>10} {:>10} {:>10}",
-            "kernel", "naive", "floor", "fetches", "sub-ops", "cyc/quad", "fetch/bank", "writes(w)", "writes(s)"
+            "{:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>14} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "kernel", "naive", "floor", "fetches", "rgba8", "sub-ops", "stitch", "cyc/quad", "fetch/bank", "writes(w)", "writes(s)", "writes(sh)"
         );
         let mut shapes = Vec::new();
         // A row of quads, away from the edges (no clamped footprints) on
@@ -182,6 +197,20 @@ impl BlockDef for TextureUnit {
             let k = kernel(kw, kh);
             let one = base(vec![Op::ConvQuad { x: side as u64 / 2, y: side as u64 / 2, level: 0, channel: 0, kernel: k.clone() }], None);
             let (o1, _) = run(&one)?;
+            // The same quad on rgba8, all four channels from one fetch
+            // (none without all_channels: `-`, null in the JSON).
+            let o4 = if cfg.all_channels {
+                let mut one_rgba = one.clone();
+                one_rgba.texture = rgba(side);
+                if let Op::ConvQuad { channel, .. } = &mut one_rgba.ops[0] {
+                    *channel = model::ALL_CHANNELS;
+                }
+                Some(run(&one_rgba)?.0)
+            } else {
+                None
+            };
+            let o4_fetches = o4.as_ref().map(|o| o.texel_fetches);
+            let o4_writes = o4.as_ref().map(|o| o.register_writes);
             let row: Vec<Op> = (0..quads)
                 .map(|q| Op::ConvQuad { x: (x0 + 2 * q) % (2 * side as u64), y: side as u64 / 2, level: 0, channel: 0, kernel: k.clone() })
                 .collect();
@@ -192,30 +221,35 @@ impl BlockDef for TextureUnit {
             let per_quad = (or.cycles - ow.cycles) as f64 / (quads - 1) as f64;
             let naive = 4 * (kw * kh) as u64;
             let floor = ((kw + 1) * (kh + 1)) as u64;
-            let sub_ops = match &o1.results[0] {
-                model::OpResult::Pixels { sub_ops, .. } => *sub_ops,
-                _ => 0,
+            let (sub_ops, stitch) = match &o1.results[0] {
+                model::OpResult::Pixels { sub_ops, stitch, .. } => (*sub_ops, stitch.iter().map(|c| c.name()).collect::<Vec<_>>()),
+                _ => (0, Vec::new()),
             };
             let writes = |b: Broadcast| model::run(&other(b), &one).register_writes;
             let _ = writeln!(
                 out,
-                "{:>8} {:>8} {:>8} {:>8} {:>8} {:>10.2} {:>10.2} {:>10} {:>10}",
+                "{:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>14} {:>10.2} {:>10.2} {:>10} {:>10} {:>10}",
                 format!("{kw}x{kh}"),
                 naive,
                 floor,
                 o1.texel_fetches,
+                o4_fetches.map_or("-".to_string(), |n| n.to_string()),
                 sub_ops,
+                stitch.join(" "),
                 per_quad,
                 o1.texel_fetches as f64 / cfg.banks as f64,
                 writes(Broadcast::Whole),
-                writes(Broadcast::Selective)
+                writes(Broadcast::Selective),
+                writes(Broadcast::Shared)
             );
             shapes.push(json!({
                 "kernel_width": kw, "kernel_height": kh, "naive_fetches": naive, "floor_fetches": floor,
-                "fetches": o1.texel_fetches, "sub_ops": sub_ops, "cycles_per_quad": per_quad,
+                "fetches": o1.texel_fetches, "rgba8_all_channel_fetches": o4_fetches, "sub_ops": sub_ops, "stitch": stitch,
+                "cycles_per_quad": per_quad,
                 "fetches_per_bank": o1.texel_fetches as f64 / cfg.banks as f64,
                 "register_writes_whole": writes(Broadcast::Whole), "register_writes_selective": writes(Broadcast::Selective),
-                "register_writes_rtl": o1.register_writes,
+                "register_writes_shared": writes(Broadcast::Shared),
+                "register_writes_rtl": o1.register_writes, "register_writes_rtl_rgba8": o4_writes,
             }));
             bo.done(&format!("{kw}x{kh} kernel quads"));
         }

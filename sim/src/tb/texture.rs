@@ -59,6 +59,8 @@ struct Ports {
     op_v: PortHandle,
     op_level: PortHandle,
     op_channel: PortHandle,
+    /// `op_all_channels_i`: only with `all_channels = true`.
+    op_all_channels: Option<PortHandle>,
     op_dx: PortHandle,
     op_dy: PortHandle,
     res_valid: PortHandle,
@@ -69,8 +71,17 @@ struct Ports {
 }
 
 impl Ports {
-    fn find(s: &Sim, prefix: &str, banks: u32) -> Result<Ports, CosimError> {
+    fn find(s: &Sim, prefix: &str, p: &TextureParams) -> Result<Ports, CosimError> {
+        let banks = p.banks;
         let port = |name: &str| s.port(&format!("{prefix}{name}"));
+        // op_all_channels_i exists exactly with all_channels = true.
+        let op_all_channels = if p.all_channels {
+            Some(port("op_all_channels_i")?)
+        } else if port("op_all_channels_i").is_ok() {
+            return Err(CosimError::Io(format!("{prefix}op_all_channels_i: present, but the unit is built with all_channels = false (docs/texture.md)")));
+        } else {
+            None
+        };
         let axi = format!("{prefix}m_axi_");
         let requests = if s.port(&format!("{axi}arvalid")).is_ok() {
             vec![(s.port(&format!("{axi}arvalid"))?, s.port(&format!("{axi}arready"))?, format!("{axi}ar"))]
@@ -96,6 +107,7 @@ impl Ports {
             op_v: port("op_v_i")?,
             op_level: port("op_level_i")?,
             op_channel: port("op_channel_i")?,
+            op_all_channels,
             op_dx: port("op_dx_i")?,
             op_dy: port("op_dy_i")?,
             res_valid: port("res_valid_o")?,
@@ -105,30 +117,34 @@ impl Ports {
         })
     }
 
-    /// The configuration and operation inputs, in one list.
-    fn item_fields(&self) -> [PortHandle; 9] {
+    /// The configuration and operation inputs, in one list (`None`:
+    /// `op_all_channels_i` on a unit without it).
+    fn item_fields(&self) -> [Option<PortHandle>; 10] {
         [
-            self.cfg_addr,
-            self.cfg_data,
-            self.op_kind,
-            self.op_u,
-            self.op_v,
-            self.op_level,
-            self.op_channel,
-            self.op_dx,
-            self.op_dy,
+            Some(self.cfg_addr),
+            Some(self.cfg_data),
+            Some(self.op_kind),
+            Some(self.op_u),
+            Some(self.op_v),
+            Some(self.op_level),
+            Some(self.op_channel),
+            self.op_all_channels,
+            Some(self.op_dx),
+            Some(self.op_dy),
         ]
     }
 }
 
 /// The item's values on its port's fields, in the order of
 /// [`Ports::item_fields`]; `None`: a field of the other port, junk every
-/// cycle. Fields the op ignores (`op_dx_i`, `op_dy_i` outside gather4) get
-/// junk chosen here, which stays put while the item is offered.
-fn item_values(item: &Item, p: &TextureParams, junk: &mut Rng) -> [Option<u64>; 9] {
+/// cycle. Fields the op ignores (`op_dx_i`, `op_dy_i` outside gather4,
+/// `op_all_channels_i` outside conv_quad and on r8 and r16, `op_channel_i`
+/// of an all-channel conv_quad) get junk chosen here, which stays put while
+/// the item is offered.
+fn item_values(item: &Item, p: &TextureParams, format: Format, junk: &mut Rng) -> [Option<u64>; 10] {
     match *item {
-        Item::Cfg { addr, data } => [Some(addr), Some(data & mask(32)), None, None, None, None, None, None, None],
-        Item::Op { kind, u, v, level, channel, dx, dy } => {
+        Item::Cfg { addr, data } => [Some(addr), Some(data & mask(32)), None, None, None, None, None, None, None, None],
+        Item::Op { kind, u, v, level, channel, all_channels, dx, dy } => {
             let ob = p.offset_bits;
             let (dx, dy) = if kind == OpKind::Gather4 {
                 (dx as u64 & mask(ob), dy as u64 & mask(ob))
@@ -136,7 +152,13 @@ fn item_values(item: &Item, p: &TextureParams, junk: &mut Rng) -> [Option<u64>; 
                 // op_dx_i, op_dy_i are used by gather4 only.
                 (junk.next_u64() & mask(ob), junk.next_u64() & mask(ob))
             };
-            [None, None, Some(kind.code()), Some(u), Some(v), Some(level as u64), Some(channel as u64), Some(dx), Some(dy)]
+            let conv = kind == OpKind::ConvQuad;
+            // op_all_channels_i is read by conv_quad only; op_channel_i is
+            // ignored when it is set (an all-channel op on rgba8, or on r8
+            // and r16 where the channel is 0 anyway: the script drives 0 there).
+            let all = if conv && format == Format::Rgba8 { all_channels as u64 } else { junk.next_u64() & 1 };
+            let channel = if conv && all_channels { junk.next_u64() & 3 } else { channel as u64 };
+            [None, None, Some(kind.code()), Some(u), Some(v), Some(level as u64), Some(channel), Some(all), Some(dx), Some(dy)]
         }
     }
 }
@@ -151,8 +173,8 @@ fn fetches_of(op: &Op) -> u64 {
 }
 
 /// Result `index` as the sink took it from the `res` port, for an op of
-/// kind `want`.
-fn read_result(res: &StreamSink, p: &TextureParams, format: Format, want: OpKind, index: usize) -> Result<OpResult, String> {
+/// kind `want` (`all`: an all-channel conv_quad, 16 sums).
+fn read_result(res: &StreamSink, p: &TextureParams, format: Format, want: OpKind, all: bool, index: usize) -> Result<OpResult, String> {
     let code = res.field_u64(index, 0);
     let kind = OpKind::from_code(code).ok_or_else(|| format!("result {index}: res_kind_o = {code} is no kind"))?;
     if kind != want {
@@ -160,11 +182,25 @@ fn read_result(res: &StreamSink, p: &TextureParams, format: Format, want: OpKind
     }
     let lw = p.lane_bits();
     let words = res.field(index, 1);
-    let lanes: Vec<u64> = (0..4).map(|n| take(words, lw * n, lw)).collect();
-    let stitch = res.field_u64(index, 2);
+    let lanes: Vec<u64> = (0..p.lanes()).map(|n| take(words, lw * n, lw)).collect();
+    // Lanes 4..15 carry only an all-channel conv_quad's g, b, a sums.
+    let used = if all { 16 } else { 4 };
+    if let Some(k) = (used..lanes.len()).find(|&k| lanes[k] != 0) {
+        return Err(format!("result {index} ({kind:?}): lane {k} = {:#x}; must be 0", lanes[k]));
+    }
+    let codes = res.field(index, 2);
+    let max = p.max_subops();
+    let code_at = |s: u32| take(codes, 2 * s, 2);
     let subops = res.field_u64(index, 3);
-    if kind != OpKind::ConvQuad && (stitch != 0 || subops != 0) {
-        return Err(format!("result {index} ({kind:?}): res_stitch_o = {stitch}, res_subops_o = {subops}; both must be 0"));
+    if kind != OpKind::ConvQuad && (subops != 0 || (0..max).any(|s| code_at(s) != 0)) {
+        return Err(format!("result {index} ({kind:?}): res_stitch_o = {codes:x?}, res_subops_o = {subops}; both must be 0"));
+    }
+    if subops > max as u64 {
+        return Err(format!("result {index}: res_subops_o = {subops}, more than the {max} sub-operations of the largest kernel"));
+    }
+    // Codes past the sub-operation count are 0.
+    if let Some(s) = (subops as u32..max).find(|&s| code_at(s) != 0) {
+        return Err(format!("result {index}: res_stitch_o slot {s} = {} past the {subops} sub-operations; must be 0", code_at(s)));
     }
     // A texel lane holds one channel: at most 16 bits, zero-extended.
     let texel_lanes = |n: usize| -> Result<Vec<u64>, String> {
@@ -187,15 +223,14 @@ fn read_result(res: &StreamSink, p: &TextureParams, format: Format, want: OpKind
         }
         OpKind::ConvQuad => {
             let ab = p.acc_bits;
-            if let Some(k) = (0..4).find(|&k| lanes[k] >> ab != 0) {
+            if let Some(k) = (0..used).find(|&k| lanes[k] >> ab != 0) {
                 return Err(format!("result {index} (conv_quad): lane {k} = {:#x} is not {ab} bits zero-extended", lanes[k]));
             }
             let signed = |v: u64| if ab < 64 && v >> (ab - 1) & 1 == 1 { v as i64 - (1i64 << ab) } else { v as i64 };
-            OpResult::Pixels {
-                pixels: [signed(lanes[0]), signed(lanes[1]), signed(lanes[2]), signed(lanes[3])],
-                stitch: Stitch::from_code(stitch).ok_or_else(|| format!("result {index}: res_stitch_o = {stitch} is no stitch code"))?,
-                sub_ops: subops as u32,
-            }
+            let stitch = (0..subops as u32)
+                .map(|s| Stitch::from_code(code_at(s)).ok_or_else(|| format!("result {index}: res_stitch_o slot {s} = {} is no stitch code", code_at(s))))
+                .collect::<Result<Vec<_>, _>>()?;
+            OpResult::Pixels { pixels: lanes[..used].iter().map(|&v| signed(v)).collect(), stitch, sub_ops: subops as u32 }
         }
     })
 }
@@ -214,12 +249,14 @@ pub struct TextureDriver {
     ports: Ports,
     script: Vec<Item>,
     kinds: Vec<OpKind>,
+    /// Per op: whether it is all-channel (16 sums).
+    alls: Vec<bool>,
     format: Format,
     /// The workload's ops (`n_ops`) and conv section, for the outcome.
     w: Workload,
     next: usize,
     offering: bool,
-    values: [Option<u64>; 9],
+    values: [Option<u64>; 10],
     pace: Pace,
     rng: Rng,
     /// Junk on inputs that must not matter.
@@ -238,13 +275,17 @@ impl TextureDriver {
     /// value that does not fit its port is the workload's fault:
     /// [`CosimError::Io`].
     pub fn new(sim: &Sim, prefix: &str, p: &TextureParams, w: &Workload, stalls: Option<TexStalls>) -> Result<TextureDriver, CosimError> {
-        let ports = Ports::find(sim, prefix, p.banks)?;
+        let ports = Ports::find(sim, prefix, p)?;
         let script = model::script(p, w);
         let fields = ports.item_fields();
         let mut probe = Rng::new(0);
         for (i, item) in script.iter().enumerate() {
-            let values = item_values(item, p, &mut probe);
-            if let Some((f, v)) = fields.iter().zip(values).find_map(|(f, v)| v.filter(|&v| v > mask(f.width())).map(|v| (f, v))) {
+            let values = item_values(item, p, w.texture.format, &mut probe);
+            if !p.all_channels && matches!(item, Item::Op { kind: OpKind::ConvQuad, all_channels: true, .. }) && w.texture.format == Format::Rgba8 {
+                let msg = format!("script item {i} ({item:?}): an all-channel conv_quad, but the unit is built with all_channels = false");
+                return Err(CosimError::Io(msg));
+            }
+            if let Some((f, v)) = fields.iter().zip(values).find_map(|(f, v)| (*f).zip(v).filter(|&(f, v)| v > mask(f.width()))) {
                 let msg = format!("script item {i} ({item:?}): {v:#x} does not fit the {}-bit port #{}", f.width(), f.index());
                 return Err(CosimError::Io(msg));
             }
@@ -253,6 +294,14 @@ impl TextureDriver {
             .iter()
             .filter_map(|it| match it {
                 Item::Op { kind, .. } => Some(*kind),
+                Item::Cfg { .. } => None,
+            })
+            .collect();
+        let format = w.texture.format;
+        let alls: Vec<bool> = script
+            .iter()
+            .filter_map(|it| match it {
+                Item::Op { kind, all_channels, .. } => Some(*kind == OpKind::ConvQuad && *all_channels && format == Format::Rgba8),
                 Item::Cfg { .. } => None,
             })
             .collect();
@@ -267,12 +316,13 @@ impl TextureDriver {
             ports,
             results: Vec::with_capacity(kinds.len()),
             kinds,
+            alls,
             script,
             format: w.texture.format,
             w: w.clone(),
             next: 0,
             offering: false,
-            values: [None; 9],
+            values: [None; 10],
             pace: Pace::random_or_steady(stalls.map(|s| s.in_pct)),
             rng: agent_rng(seed, &name),
             junk: agent_rng(seed, &format!("{name} junk")),
@@ -321,12 +371,13 @@ impl Agent for TextureDriver {
         self.start.get_or_insert(now);
         if !self.offering && self.next < self.script.len() && !self.pace.stall(&mut self.rng, now) {
             self.offering = true;
-            self.values = item_values(&self.script[self.next], &self.p, &mut self.junk);
+            self.values = item_values(&self.script[self.next], &self.p, self.format, &mut self.junk);
         }
         let item = self.offering.then(|| &self.script[self.next]);
         sim.set(self.ports.cfg_valid, matches!(item, Some(Item::Cfg { .. })) as u64);
         sim.set(self.ports.op_valid, matches!(item, Some(Item::Op { .. })) as u64);
         for (k, f) in self.ports.item_fields().into_iter().enumerate() {
+            let Some(f) = f else { continue };
             let v = match (self.offering, self.values[k]) {
                 (true, Some(v)) => v,
                 _ => self.junk.next_u64() & mask(f.width()),
@@ -381,7 +432,7 @@ impl Agent for TextureDriver {
             if index >= self.ops_taken {
                 return Err(format!("result {index} before op {index} was taken ({} ops taken)", self.ops_taken));
             }
-            self.results.push(read_result(&self.res, &self.p, self.format, self.kinds[index], index)?);
+            self.results.push(read_result(&self.res, &self.p, self.format, self.kinds[index], self.alls[index], index)?);
             self.last_handshake = Some(now);
             self.progress += 1;
         }

@@ -1263,9 +1263,9 @@ module gpurtl_cu (
   wire [1:0]   u_texture_res_kind;
   /* verilator lint_on UNUSED */
   wire [127:0] u_texture_res_data;
-  // u_texture_res_stitch: bits [1:0] unused: the stitch code is not written
+  // u_texture_res_stitch: bits [13:0] unused: the stitch code is not written
   /* verilator lint_off UNUSED */
-  wire [1:0]   u_texture_res_stitch;
+  wire [13:0]  u_texture_res_stitch;
   /* verilator lint_on UNUSED */
   // u_texture_res_subops: bits [2:0] unused: the sub-operation count is not written
   /* verilator lint_off UNUSED */

@@ -219,6 +219,8 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     b.assign(&io.op.field("u"), &conv.mux(&qx.zext(ub.max(16)).slice(ub - 1, 0), &uq.slice(ub - 1, 0)));
     b.assign(&io.op.field("v"), &conv.mux(&qy.zext(ub.max(16)).slice(ub - 1, 0), &vq.slice(ub - 1, 0)));
     b.assign(&io.op.field("level"), &Expr::zero(io.op.field("level").width()));
+    // One channel per conv_quad (docs/cu.md): the unit is built with
+    // all_channels = false, so it has no op_all_channels_i.
     b.assign(&io.op.field("channel"), &channel);
     let ob = io.op.field("dx").width();
     b.assign(&io.op.field("dx"), &uq.slice(31, 32 - ob));
@@ -249,6 +251,7 @@ pub fn engine(b: &mut ModuleBuilder, p: &CuParams, io: Io) -> Engine {
     b.assign(&wr.rsp().ready, &Expr::bit(true));
     b.waive_unused(&wr.rsp().valid, "a scratchpad write is done once taken (docs/scratchpad.md)");
     b.waive_unused(&wr.req().ready, "the only writer while a tex runs: taken as offered");
+    // The unit's four lanes (all_channels = false).
     b.next(&lanes, &io.res.field("data"), Some(&res_take));
     b.next(&left, &res_take.mux(&nw, &left.sub(&writing.zext(3))), Some(&go.or(&res_take).or(&writing)));
     b.next(&widx, &res_take.mux(&lit(2, 0), &widx.add(&lit(2, 1))), Some(&res_take.or(&writing)));

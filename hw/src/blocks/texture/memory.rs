@@ -107,7 +107,7 @@ impl Memory {
         let h_kind = field(2);
         let h_fa = field(f);
         let h_fb = field(f);
-        let h_chan = field(2);
+        let h_chan = field(super::chan_bits(p));
         let h_ti = field(tb);
         let h_tj = field(tb);
         let h_mask = field(4);

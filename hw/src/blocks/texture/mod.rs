@@ -4,7 +4,10 @@
 //! bilinear and nearest samples, gather4 with the filter bypassed (any mip
 //! level, integer offsets), and `conv_quad`: the union patch of a 2x2 quad's
 //! kernels fetched once, in 2x2 tiles, broadcast to the four pixels'
-//! register banks (whole or selective) and multiplied-accumulated.
+//! register banks (whole or selective) or written once into one bank they
+//! share, and multiplied-accumulated: one channel, or all four of an rgba8
+//! texel from the same fetches. Each sub-operation (4 tiles) reports its
+//! stitch code.
 //!
 //! Pipeline: accept (level lookup, start coordinate, its wrap by a
 //! restoring divider, two bits per step) -> sequencer (one tile at a time,
@@ -50,6 +53,16 @@ fn slt(a: &Expr, b: &Expr) -> Expr {
     let w = a.width();
     let flip = Expr::cat(&[Expr::bit(true), Expr::zero(w - 1)]);
     a.xor(&flip).lt(&b.xor(&flip))
+}
+
+/// Bits of an op's channel through the pipeline: the channel, and with
+/// `all_channels` the all-channel flag above it (bit 2).
+fn chan_bits(p: &TextureParams) -> u32 {
+    if p.all_channels {
+        3
+    } else {
+        2
+    }
 }
 
 /// `e` cut or zero-extended to `w` bits (word arithmetic is modulo 2^addr_bits).
@@ -133,20 +146,19 @@ fn unit(p: &TextureParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     );
     let [cfg_addr, cfg_data] = cfg_s.get(["addr", "data"]);
     b.waive_unused(&cfg_data, "bits outside a register's fields are ignored (docs/texture.md, Configuration)");
-    let op_s = b.stream_in(
-        "op",
-        "an operation is offered",
-        "the sequencer takes it",
-        &[
-            ("kind", 2, "0 bilinear, 1 nearest, 2 gather4, 3 conv_quad"),
-            ("u", ub, "u (F fraction bits); conv_quad: pixel x"),
-            ("v", ub, "v (F fraction bits); conv_quad: pixel y"),
-            ("level", lb, "mip level (clamped to the descriptor's last)"),
-            ("channel", 2, "channel of an rgba8 texture (gather4, conv_quad)"),
-            ("dx", ob, "gather4 x offset (signed)"),
-            ("dy", ob, "gather4 y offset (signed)"),
-        ],
-    );
+    // op_all_channels_i only with all_channels (docs/texture.md, "all_channels").
+    let mut op_fields = vec![
+        ("kind", 2, "0 bilinear, 1 nearest, 2 gather4, 3 conv_quad"),
+        ("u", ub, "u (F fraction bits); conv_quad: pixel x"),
+        ("v", ub, "v (F fraction bits); conv_quad: pixel y"),
+        ("level", lb, "mip level (clamped to the descriptor's last)"),
+        ("channel", 2, "channel of an rgba8 texture (gather4, conv_quad)"),
+    ];
+    if p.all_channels {
+        op_fields.push(("all_channels", 1, "conv_quad on rgba8: convolve all four channels (op_channel_i ignored)"));
+    }
+    op_fields.extend([("dx", ob, "gather4 x offset (signed)"), ("dy", ob, "gather4 y offset (signed)")]);
+    let op_s = b.stream_in("op", "an operation is offered", "the sequencer takes it", &op_fields);
     let mut req = Vec::new();
     let mut rsp = Vec::new();
     for k in 0..nb {
@@ -163,14 +175,19 @@ fn unit(p: &TextureParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
             &[("data", 32, "texel word")],
         ));
     }
+    let data_doc = if p.all_channels {
+        "16 lanes: channels, gather4 texels or conv_quad pixels (lane 4c+p: pixel p, channel c)"
+    } else {
+        "4 lanes: channels, gather4 texels or conv_quad pixels"
+    };
     let res_s = b.stream_out(
         "res",
         "a result is offered, in op order",
         "the result is taken",
         &[
             ("kind", 2, "the op's kind"),
-            ("data", 4 * lw, "4 lanes: channels, gather4 texels or conv_quad pixels"),
-            ("stitch", 2, "conv_quad: 0 none, 1 4x4, 2 2x8, 3 8x2"),
+            ("data", p.lanes() * lw, data_doc),
+            ("stitch", p.stitch_bits(), "conv_quad: 2 bits per sub-operation (s in bits 2s+1:2s): 0 none, 1 4x4, 2 2x8, 3 8x2"),
             ("subops", p.subop_bits(), "conv_quad: sub-operations"),
         ],
     );

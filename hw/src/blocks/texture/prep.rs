@@ -80,8 +80,7 @@ pub(super) fn accept(b: &mut ModuleBuilder, p: &TextureParams, c: &Config, op_s:
     let cw = p.coord_bits();
     let kb = bits_for(p.max_kernel as u64);
     let bx = u32::from(p.banks >= 2);
-    let [op_kind, op_u, op_v, op_level, op_chan, op_dx, op_dy] =
-        op_s.get(["kind", "u", "v", "level", "channel", "dx", "dy"]);
+    let [op_kind, op_u, op_v, op_level, op_chan, op_dx, op_dy] = op_s.get(["kind", "u", "v", "level", "channel", "dx", "dy"]);
     let lvl = b.let_("acc_level", &op_level.gt(&c.levels_m1).mux(&c.levels_m1, &op_level));
     let base_in = b.let_("acc_base", &select(&lvl, &c.bases));
     let is_conv_in = op_kind.eq_lit(OpKind::ConvQuad.code());
@@ -122,7 +121,15 @@ pub(super) fn accept(b: &mut ModuleBuilder, p: &TextureParams, c: &Config, op_s:
             stage0_in.set("pitch", &b.let_("acc_pitch", &pitch));
         }
     }
-    stage0_in.set("channel", &op_chan);
+    // The channel, and (with all_channels) above it whether a conv_quad is
+    // all-channel (the format is checked where the texels are: it cannot
+    // change under an op).
+    if p.all_channels {
+        let op_all = op_s.field("all_channels");
+        stage0_in.set("channel", &Expr::cat(&[op_all.and(&is_conv_in), op_chan]));
+    } else {
+        stage0_in.set("channel", &op_chan);
+    }
     stage0_in.set("base", &base_in);
     stage0_in
 }

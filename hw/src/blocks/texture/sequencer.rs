@@ -16,7 +16,8 @@ use gpurtl_params::texture::{OpKind, TextureParams};
 pub(super) struct Sequencer {
     pub valid: Expr,
     pub kind: Expr,
-    /// The op's fractions (bilinear weights) and channel.
+    /// The op's fractions (bilinear weights) and channel (with
+    /// `all_channels`, bit 2: a conv_quad's all-channel flag).
     pub fa: Expr,
     pub fb: Expr,
     pub chan: Expr,
@@ -84,7 +85,7 @@ impl Sequencer {
         let seq_kind = b.reg_noreset("seq_kind_q", 2);
         let seq_fa = b.reg_noreset("seq_frac_x_q", f);
         let seq_fb = b.reg_noreset("seq_frac_y_q", f);
-        let seq_chan = b.reg_noreset("seq_channel_q", 2);
+        let seq_chan = b.reg_noreset("seq_channel_q", super::chan_bits(p));
         // The op's address rule on each axis, and the word addresses of its
         // edge rows: row 0 (the base) and row 1, rows S - 1 and S - 2.
         let rule_regs = |b: &mut ModuleBuilder, axis: &str, mirror: &Expr| AxisRule {

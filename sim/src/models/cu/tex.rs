@@ -76,7 +76,8 @@ pub const MAX_SIZE: u32 = 4096;
 
 /// The `texture` block `tex` runs on (docs/cu.md, "`tex`"): one bank (the
 /// scratchpad), `max_size` 4096, 8 fraction bits, 6-bit offsets, kernels up
-/// to 8 x 8 of int8 weights, 32-bit sums, selective broadcast, 4 passes in
+/// to 8 x 8 of int8 weights, 32-bit sums, one channel a conv_quad (no
+/// all-channel datapath), selective broadcast, 4 passes in
 /// flight, `addr_bits = log2(SB)`, native memory port.
 pub fn texture_params(p: &CuParams) -> TextureParams {
     TextureParams {
@@ -87,6 +88,7 @@ pub fn texture_params(p: &CuParams) -> TextureParams {
         max_kernel: 8,
         weight_bits: 8,
         acc_bits: 32,
+        all_channels: false,
         broadcast: Broadcast::Selective,
         max_outstanding: 4,
         addr_bits: p.smem_addr_bits(),

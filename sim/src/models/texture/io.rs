@@ -2,7 +2,7 @@
 //! the output.
 
 use super::layout::{layout, sizes};
-use super::{ConvJob, Kernel, Level, Op, OpResult, Outcome, Texture, Workload};
+use super::{ConvJob, Image, Kernel, Level, Op, OpResult, Outcome, Texture, Workload, ALL_CHANNELS};
 use crate::models::{err, shown, InputError, InputErrors, Violations};
 use gpurtl_params::texture::{AddressMode, Format, OpKind, TextureParams};
 use serde_json::{json, Map, Value};
@@ -60,6 +60,27 @@ impl Shape {
             None => (3, String::new()),
         };
         uint_at(o, "channel", path, Some(0), 0, max, &why).map(|n| n as u32)
+    }
+    /// A conv_quad's (or the conv section's) `o.channel`: as [`Self::channel`],
+    /// but when absent [`ALL_CHANNELS`] on rgba8 (all-channel) and 0 on r8
+    /// and r16. A unit built with `all_channels = false` has no all-channel
+    /// op: absent on rgba8 is refused.
+    fn conv_channel(&self, p: &TextureParams, o: &Map<String, Value>, path: &str) -> Result<u32, InputError> {
+        if o.contains_key("channel") {
+            self.channel(o, path)
+        } else if self.format == Some(Format::Rgba8) {
+            if p.all_channels {
+                Ok(ALL_CHANNELS)
+            } else {
+                Err(err(
+                    path,
+                    "(missing)",
+                    "0..3 on rgba8: the unit is built with all_channels = false (parameter `all_channels`), so a conv_quad convolves one channel",
+                ))
+            }
+        } else {
+            Ok(0)
+        }
     }
 }
 
@@ -129,7 +150,7 @@ pub fn parse_input(v: &Value, p: &TextureParams) -> Result<Workload, InputErrors
             Some(o) => {
                 refuse_unknown(&mut e, o, &|k| format!("conv.{k}"), &["level", "channel", "kernel"], "");
                 let level = e.take(shape.level(p, o, "conv.level"));
-                let channel = e.take(shape.channel(o, "conv.channel"));
+                let channel = e.take(shape.conv_channel(p, o, "conv.channel"));
                 let kernel = parse_kernel(&mut e, o.get("kernel"), "conv.kernel", p);
                 match (level, channel, kernel) {
                     (Some(level), Some(channel), Some(kernel)) => Some(ConvJob { level, channel, kernel }),
@@ -325,7 +346,7 @@ fn parse_op(e: &mut Violations, i: usize, v: &Value, p: &TextureParams, shape: &
         OpKind::ConvQuad => {
             let x = e.take(uint_at(o, "x", &at("x"), None, 0, xy_max, ""));
             let y = e.take(uint_at(o, "y", &at("y"), None, 0, xy_max, ""));
-            let channel = e.take(shape.channel(o, &at("channel")));
+            let channel = e.take(shape.conv_channel(p, o, &at("channel")));
             let kernel = parse_kernel(e, o.get("kernel"), &at("kernel"), p);
             Some(Op::ConvQuad { x: x?, y: y?, level: level?, channel: channel?, kernel: kernel? })
         }
@@ -398,7 +419,10 @@ fn parse_kernel(e: &mut Violations, v: Option<&Value>, path: &str, p: &TexturePa
 }
 
 /// The output file: the results of `ops` only, `image` only with a conv
-/// section, the counters and cycles of the whole script.
+/// section, the counters and cycles of the whole script. A conv_quad's
+/// `stitch` is the list of its sub-operations' codes; an all-channel one's
+/// `pixels` are four `[r, g, b, a]` lists (its 16 sums are in lane order,
+/// channel c of pixel p at 4c + p).
 pub fn output_json(_p: &TextureParams, o: &Outcome) -> Value {
     let results: Vec<Value> = o.results[..o.n_ops]
         .iter()
@@ -406,14 +430,26 @@ pub fn output_json(_p: &TextureParams, o: &Outcome) -> Value {
             OpResult::Texel(t) => json!({ "texel": t }),
             OpResult::Texels(t) => json!({ "texels": t }),
             OpResult::Pixels { pixels, stitch, sub_ops } => {
-                json!({ "pixels": pixels, "stitch": stitch.name(), "sub_ops": sub_ops })
+                let pixels = if pixels.len() == 16 {
+                    json!((0..4).map(|p| (0..4).map(|c| pixels[4 * c + p]).collect::<Vec<i64>>()).collect::<Vec<_>>())
+                } else {
+                    json!(pixels)
+                };
+                let stitch: Vec<&str> = stitch.iter().map(|s| s.name()).collect();
+                json!({ "pixels": pixels, "stitch": stitch, "sub_ops": sub_ops })
             }
         })
         .collect();
     let mut out = Map::new();
     out.insert("results".into(), Value::Array(results));
-    if let Some(image) = &o.image {
-        out.insert("image".into(), json!(image));
+    match &o.image {
+        Some(Image::OneChannel(rows)) => {
+            out.insert("image".into(), json!(rows));
+        }
+        Some(Image::AllChannels(rows)) => {
+            out.insert("image".into(), json!(rows));
+        }
+        None => {}
     }
     out.insert("texel_fetches".into(), json!(o.texel_fetches));
     out.insert("register_writes".into(), json!(o.register_writes));

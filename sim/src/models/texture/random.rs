@@ -3,7 +3,7 @@
 
 use super::layout::layout;
 use super::reference::patch;
-use super::{ConvJob, Kernel, Level, Op, Texture, Workload};
+use super::{ConvJob, Kernel, Level, Op, Texture, Workload, ALL_CHANNELS};
 use crate::rng::Rng;
 use gpurtl_params::texture::{AddressMode, Format, TextureParams};
 
@@ -38,11 +38,25 @@ fn rand_kernel(rng: &mut Rng, p: &TextureParams, width: u32, height: u32) -> Ker
     Kernel { width, height, weights }
 }
 
+/// A conv_quad's channel: on rgba8 half the time none given (all-channel),
+/// else a channel of the format (r8, r16: 0, as the parser stores a missing
+/// one). With `all_channels = false` always a channel (no all-channel op).
+fn conv_channel(rng: &mut Rng, p: &TextureParams, format: Format) -> u32 {
+    if format == Format::Rgba8 && p.all_channels && rng.chance(50) {
+        ALL_CHANNELS
+    } else {
+        rng.below(format.channels() as u64) as u32
+    }
+}
+
 /// A random workload for tests: every format, 1..4 levels (odd sizes often,
 /// small so runs are quick), random address modes and latency, bilinear and
 /// nearest anywhere in the u, v range, gather4 with offsets at both ends,
-/// conv_quad with kernels 3x3, 7x1, 1x7, 5x5, 19x1, 1x19, 2x2 or random
-/// (clipped to max_kernel), and sometimes a small conv section.
+/// conv_quad with kernels 3x3, 7x1, 1x7, 5x5, 19x1, 1x19, 2x2, 9x3, 3x5 or
+/// random (clipped to max_kernel), all-channel on rgba8 half the time, and
+/// sometimes a small conv section (all-channel on rgba8 half the time). With
+/// `all_channels = false` every conv_quad and conv section names its
+/// channel: no all-channel op.
 pub fn random_workload(rng: &mut Rng, p: &TextureParams, n_ops: usize) -> Workload {
     let format = *rng.pick(Format::ALL);
     let cap = p.max_size.min(40);
@@ -106,7 +120,8 @@ pub fn random_workload(rng: &mut Rng, p: &TextureParams, n_ops: usize) -> Worklo
                 Op::Gather4 { u, v, level, dx, dy, channel: rng.below(channels) as u32 }
             }
             _ => {
-                let shapes = [(3, 3), (7, 1), (1, 7), (5, 5), (19, 1), (1, 19), (2, 2), (0, 0)];
+                // 9x3 and 3x5: sub-operations with differing stitch codes.
+                let shapes = [(3, 3), (7, 1), (1, 7), (5, 5), (19, 1), (1, 19), (2, 2), (9, 3), (3, 5), (0, 0)];
                 let (kw, kh) = match *rng.pick(&shapes) {
                     (0, 0) => (1 + rng.below(mk.min(6) as u64) as u32, 1 + rng.below(mk.min(6) as u64) as u32),
                     (w, h) => (w.min(mk), h.min(mk)),
@@ -120,7 +135,7 @@ pub fn random_workload(rng: &mut Rng, p: &TextureParams, n_ops: usize) -> Worklo
                 };
                 let (x, y) = (coord(rng, lw), coord(rng, lh));
                 let kernel = rand_kernel(rng, p, kw, kh);
-                Op::ConvQuad { x, y, level, channel: rng.below(channels) as u32, kernel }
+                Op::ConvQuad { x, y, level, channel: conv_channel(rng, p, format), kernel }
             }
         };
         ops.push(op);
@@ -142,7 +157,7 @@ pub fn random_workload(rng: &mut Rng, p: &TextureParams, n_ops: usize) -> Worklo
                 rand_kernel(rng, p, w.min(mk), h.min(mk))
             }
         };
-        Some(ConvJob { level, channel: rng.below(channels) as u32, kernel })
+        Some(ConvJob { level, channel: conv_channel(rng, p, format), kernel })
     } else {
         None
     };

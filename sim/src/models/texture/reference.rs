@@ -1,7 +1,7 @@
 //! Results and counters from the formulas of "Exact arithmetic", written
 //! directly: no tiles, no patch, no register banks.
 
-use super::{Level, Op, OpResult, Texture, Workload, QUAD};
+use super::{all_channel_op, Level, Op, OpResult, Texture, Workload, QUAD};
 use gpurtl_params::texture::{AddressMode, Broadcast, Format, Stitch, TextureParams};
 
 /// Coordinate `x` on an axis of size `s` under `mode`: clamp
@@ -57,10 +57,10 @@ fn channel_of(format: Format, word: u32, c: u32) -> u64 {
     (word as u64 >> (bits * c)) & ((1 << bits) - 1)
 }
 
-/// The channel an op with `op_channel_i = channel` reads: it for rgba8, 0 for
-/// r8 and r16 (`op_channel_i` is 2 bits).
+/// The channel a one-channel op with `channel` reads: it for rgba8, 0 for r8
+/// and r16 (and for [`ALL_CHANNELS`](super::ALL_CHANNELS) on them).
 fn used_channel(format: Format, channel: u32) -> u32 {
-    if format == Format::Rgba8 {
+    if format == Format::Rgba8 && channel != super::ALL_CHANNELS {
         channel & 3
     } else {
         0
@@ -90,18 +90,34 @@ pub(super) fn patch(k: u32) -> u32 {
     k + 1
 }
 
-/// Stitch code and sub-operation count of a KW x KH kernel: `TX = ceil(PW/2)`
-/// by `TY = ceil(PH/2)` tiles, cut into `ceil(TX*TY/4)` sub-operations.
-pub(super) fn stitch(kw: u32, kh: u32) -> (Stitch, u32) {
+/// The stitch codes and sub-operation count of a KW x KH kernel ("Tiles":
+/// "Sub-operations and stitch codes"): `TX = ceil(PW/2)` by `TY = ceil(PH/2)`
+/// tiles, tile (i, j) numbered `j*TX + i`, cut in raster order into
+/// `ceil(TX*TY/4)` sub-operations, s holding tiles 4s .. min(4s+4, TX*TY)-1.
+/// With k its tile count, the first rule that holds gives its code:
+/// `8x2` when k >= 2 and its tiles are in one tile row; `2x8` when k >= 2
+/// and TX = 1; `4x4` when k = 4 and TX = 2; otherwise `none`.
+pub fn stitch(kw: u32, kh: u32) -> (Vec<Stitch>, u32) {
     let tx = patch(kw).div_ceil(2);
     let ty = patch(kh).div_ceil(2);
-    let code = match (tx, ty) {
-        (2, 2) => Stitch::S4x4,
-        (1, 4) => Stitch::S2x8,
-        (4, 1) => Stitch::S8x2,
-        _ => Stitch::None,
-    };
-    (code, (tx * ty).div_ceil(4))
+    let n = tx * ty;
+    let sub_ops = n.div_ceil(4);
+    let codes = (0..sub_ops)
+        .map(|s| {
+            let (first, last) = (4 * s, (4 * s + 4).min(n) - 1);
+            let k = last - first + 1;
+            if k >= 2 && first / tx == last / tx {
+                Stitch::S8x2
+            } else if k >= 2 && tx == 1 {
+                Stitch::S2x8
+            } else if k == 4 && tx == 2 {
+                Stitch::S4x4
+            } else {
+                Stitch::None
+            }
+        })
+        .collect();
+    (codes, sub_ops)
 }
 
 /// The result of one op, from the formulas of "Exact arithmetic".
@@ -140,20 +156,27 @@ pub(crate) fn op_result(p: &TextureParams, w: &Workload, op: &Op) -> OpResult {
         }
         Op::ConvQuad { x, y, level, channel, kernel } => {
             let s = Sampler::new(w, *level);
-            let c = used_channel(w.texture.format, *channel);
+            // One channel: pixel p's sum at p. All-channel: channel c's at 4c + p.
+            let channels: Vec<u32> = if all_channel_op(p, w.texture.format, *channel) {
+                (0..4).collect()
+            } else {
+                vec![used_channel(w.texture.format, *channel)]
+            };
             let (kw, kh) = (kernel.width as i64, kernel.height as i64);
-            let mut pixels = [0i64; 4];
-            for (n, &(dxp, dyp)) in QUAD.iter().enumerate() {
-                let mut sum = 0i64;
-                for j in 0..kh {
-                    for i in 0..kw {
-                        let wt = kernel.weights[(j * kw + i) as usize];
-                        let tx = *x as i64 + dxp + i - kw / 2;
-                        let ty = *y as i64 + dyp + j - kh / 2;
-                        sum += wt * s.t(tx, ty, c) as i64;
+            let mut pixels = Vec::with_capacity(4 * channels.len());
+            for &c in &channels {
+                for &(dxp, dyp) in &QUAD {
+                    let mut sum = 0i64;
+                    for j in 0..kh {
+                        for i in 0..kw {
+                            let wt = kernel.weights[(j * kw + i) as usize];
+                            let tx = *x as i64 + dxp + i - kw / 2;
+                            let ty = *y as i64 + dyp + j - kh / 2;
+                            sum += wt * s.t(tx, ty, c) as i64;
+                        }
                     }
+                    pixels.push(wrap_signed(sum, p.acc_bits));
                 }
-                pixels[n] = wrap_signed(sum, p.acc_bits);
             }
             let (stitch, sub_ops) = stitch(kernel.width, kernel.height);
             OpResult::Pixels { pixels, stitch, sub_ops }
@@ -171,12 +194,15 @@ pub(crate) fn texel_fetches(op: &Op) -> u64 {
 }
 
 /// Register writes of an op: whole, 4 per fetched texel; selective, one per
-/// (texel, pixel whose kernel holds it), which is KW * KH per pixel.
+/// (texel, pixel whose kernel holds it), which is KW * KH per pixel; shared,
+/// one per fetched texel (the one bank the four pixels read). The same for
+/// one-channel and all-channel ops (a register holds the whole texel).
 pub(super) fn register_writes(p: &TextureParams, op: &Op) -> u64 {
     match op {
         Op::ConvQuad { kernel, .. } => match p.broadcast {
             Broadcast::Whole => 4 * texel_fetches(op),
             Broadcast::Selective => 4 * (kernel.width * kernel.height) as u64,
+            Broadcast::Shared => texel_fetches(op),
         },
         _ => 0,
     }

@@ -4,7 +4,7 @@
 
 use super::layout::level_bases;
 use super::reference::level_index;
-use super::{Item, Kernel, Op, Workload};
+use super::{all_channel_op, Item, Kernel, Op, Workload, ALL_CHANNELS};
 use gpurtl_params::texture::{cfg, OpKind, TextureParams};
 
 /// The whole op list: `ops`, then the conv section's quads (raster order,
@@ -25,7 +25,10 @@ pub fn all_ops(w: &Workload) -> Vec<Op> {
 /// The driver's script: the descriptor writes (0x000, then per level its
 /// base and size), then per op the kernel writes when its kernel differs
 /// from the last one written (0x001, then w(i, j), j outer, i inner; the
-/// first conv_quad always writes its kernel), then the op.
+/// first conv_quad always writes its kernel), then the op. A conv_quad
+/// given without `channel` on rgba8 drives `op_all_channels_i` = 1 and
+/// `op_channel_i` = 0; every other op `op_all_channels_i` = 0 (every op
+/// with `all_channels = false`, which has no such port).
 pub fn script(p: &TextureParams, w: &Workload) -> Vec<Item> {
     let t = &w.texture;
     let mut items = Vec::new();
@@ -47,13 +50,14 @@ pub fn script(p: &TextureParams, w: &Workload) -> Vec<Item> {
     for op in &ops {
         let item = match op {
             Op::Bilinear { u, v, level } => {
-                Item::Op { kind: OpKind::Bilinear, u: *u, v: *v, level: *level, channel: 0, dx: 0, dy: 0 }
+                Item::Op { kind: OpKind::Bilinear, u: *u, v: *v, level: *level, channel: 0, all_channels: false, dx: 0, dy: 0 }
             }
             Op::Nearest { u, v, level } => {
-                Item::Op { kind: OpKind::Nearest, u: *u, v: *v, level: *level, channel: 0, dx: 0, dy: 0 }
+                Item::Op { kind: OpKind::Nearest, u: *u, v: *v, level: *level, channel: 0, all_channels: false, dx: 0, dy: 0 }
             }
             Op::Gather4 { u, v, level, dx, dy, channel } => {
-                Item::Op { kind: OpKind::Gather4, u: *u, v: *v, level: *level, channel: *channel, dx: *dx, dy: *dy }
+                let (channel, dx, dy) = (*channel, *dx, *dy);
+                Item::Op { kind: OpKind::Gather4, u: *u, v: *v, level: *level, channel, all_channels: false, dx, dy }
             }
             Op::ConvQuad { x, y, level, channel, kernel } => {
                 if written != Some(kernel) {
@@ -67,7 +71,12 @@ pub fn script(p: &TextureParams, w: &Workload) -> Vec<Item> {
                     }
                     written = Some(kernel);
                 }
-                Item::Op { kind: OpKind::ConvQuad, u: *x, v: *y, level: *level, channel: *channel, dx: 0, dy: 0 }
+                // Without `channel` (ALL_CHANNELS): op_channel_i = 0, and
+                // op_all_channels_i = 1 exactly on rgba8 (never with
+                // all_channels = false: there is no such port).
+                let all = all_channel_op(p, t.format, *channel);
+                let channel = if *channel == ALL_CHANNELS { 0 } else { *channel };
+                Item::Op { kind: OpKind::ConvQuad, u: *x, v: *y, level: *level, channel, all_channels: all, dx: 0, dy: 0 }
             }
         };
         items.push(item);

@@ -52,12 +52,12 @@ fn spec_example() {
     // pixel (1,0): x = 0, 1, 2: (5+12+7) + (2+8+6) + 24 = 64
     // pixel (0,1): y = 0, 1, 2 -> rows 0, 1, 0: (1+2+2) + (10+20+12) + 5 = 52
     // pixel (1,1): (1+4+3) + (10+24+14) + 8 = 64
-    assert_eq!(o.results[2], OpResult::Pixels { pixels: [52, 64, 52, 64], stitch: Stitch::S4x4, sub_ops: 1 });
+    assert_eq!(o.results[2], OpResult::Pixels { pixels: vec![52, 64, 52, 64], stitch: vec![Stitch::S4x4], sub_ops: 1 });
     // conv section: quads (0,0) and (2,0). pixel (2,0): x = 1, 2, 3:
     //   (6+14+8) + (4+12+8) + 28 = 80; pixel (3,0): x = 2, 3, 3 (clamp):
     //   (7+16+8) + (6+16+8) + 31 = 92; pixel (2,1): (2+6+4) + (12+28+16)
     //   + 12 = 80; pixel (3,1): (3+8+4) + (14+32+16) + 15 = 92.
-    assert_eq!(o.image, Some(vec![vec![52, 64, 80, 92], vec![52, 64, 80, 92]]));
+    assert_eq!(o.image, Some(Image::OneChannel(vec![vec![52, 64, 80, 92], vec![52, 64, 80, 92]])));
     assert_eq!(o.n_ops, 3);
     assert_eq!(o.results.len(), 5);
     // Fetches: 4 + 4 + 16 + 2 * 16; selective writes 36 per quad.
@@ -85,7 +85,7 @@ fn spec_example() {
     assert_eq!(
         out,
         json!({"results": [{"texel": [2]}, {"texels": [1, 1, 5, 5]},
-                           {"pixels": [52, 64, 52, 64], "stitch": "4x4", "sub_ops": 1}],
+                           {"pixels": [52, 64, 52, 64], "stitch": ["4x4"], "sub_ops": 1}],
                "image": [[52, 64, 80, 92], [52, 64, 80, 92]],
                "texel_fetches": 56, "register_writes": 108, "cycles": 74})
     );
@@ -105,8 +105,8 @@ fn spec_example_script() {
         cfg_item(0x000, 0x10),
         cfg_item(0x002, 0),
         cfg_item(0x003, 0x0001_0003),
-        Item::Op { kind: OpKind::Bilinear, u: 384, v: 128, level: 0, channel: 0, dx: 0, dy: 0 },
-        Item::Op { kind: OpKind::Gather4, u: 256, v: 256, level: 0, channel: 0, dx: -1, dy: 0 },
+        Item::Op { kind: OpKind::Bilinear, u: 384, v: 128, level: 0, channel: 0, all_channels: false, dx: 0, dy: 0 },
+        Item::Op { kind: OpKind::Gather4, u: 256, v: 256, level: 0, channel: 0, all_channels: false, dx: -1, dy: 0 },
         cfg_item(0x001, 0x0202),
     ];
     for (j, row) in [[1, 2, 1], [2, 4, 2], [1, 2, 1]].iter().enumerate() {
@@ -115,7 +115,7 @@ fn spec_example_script() {
         }
     }
     for x in [0, 0, 2] {
-        want.push(Item::Op { kind: OpKind::ConvQuad, u: x, v: 0, level: 0, channel: 0, dx: 0, dy: 0 });
+        want.push(Item::Op { kind: OpKind::ConvQuad, u: x, v: 0, level: 0, channel: 0, all_channels: false, dx: 0, dy: 0 });
     }
     assert_eq!(s, want);
     // A negative weight is written as its low weight_bits bits.
@@ -220,11 +220,13 @@ fn conv_wraps_to_acc_bits() {
     // 1x1 kernel, weight 1: 255 mod 256 as signed = -1.
     let k = Kernel { width: 1, height: 1, weights: vec![1].into() };
     let op = Op::ConvQuad { x: 0, y: 0, level: 0, channel: 0, kernel: k };
-    assert_eq!(op_result(&p, &w, &op), OpResult::Pixels { pixels: [-1; 4], stitch: Stitch::None, sub_ops: 1 });
-    // 2x1, weights -128, 127: 255 * -1 = -255 -> 1.
+    assert_eq!(op_result(&p, &w, &op), OpResult::Pixels { pixels: vec![-1; 4], stitch: vec![Stitch::None], sub_ops: 1 });
+    // 2x1, weights -128, 127: 255 * -1 = -255 -> 1. (Patch 3x2: TX = 2,
+    // TY = 1, one sub-operation of 2 tiles in one row: 8x2 by rule 1 of
+    // e8a109f; it was `none` before, when only TX = 4, TY = 1 was 8x2.)
     let k = Kernel { width: 2, height: 1, weights: vec![-128, 127].into() };
     let op = Op::ConvQuad { x: 0, y: 0, level: 0, channel: 0, kernel: k };
-    assert_eq!(op_result(&p, &w, &op), OpResult::Pixels { pixels: [1; 4], stitch: Stitch::None, sub_ops: 1 });
+    assert_eq!(op_result(&p, &w, &op), OpResult::Pixels { pixels: vec![1; 4], stitch: vec![Stitch::S8x2], sub_ops: 1 });
     assert_eq!(wrap_signed(128, 8), -128);
     assert_eq!(wrap_signed(-129, 8), 127);
     assert_eq!(wrap_signed(1 << 40, 32), 0);
@@ -232,21 +234,52 @@ fn conv_wraps_to_acc_bits() {
 
 #[test]
 fn stitch_codes_and_sub_ops() {
-    // 3x3: patch 4x4, 2x2 tiles, one sub-operation.
-    assert_eq!(stitch(3, 3), (Stitch::S4x4, 1));
-    assert_eq!(stitch(2, 2), (Stitch::S4x4, 1));
-    // width 1, height 7: patch 2x8, 1x4 tiles.
-    assert_eq!(stitch(1, 7), (Stitch::S2x8, 1));
-    // width 7, height 1: patch 8x2, 4x1 tiles.
-    assert_eq!(stitch(7, 1), (Stitch::S8x2, 1));
-    // width 19, height 1: 10x1 tiles, 3 sub-operations, no stitch.
-    assert_eq!(stitch(19, 1), (Stitch::None, 3));
-    assert_eq!(stitch(1, 19), (Stitch::None, 3));
-    // 5x5: 3x3 tiles, 3 sub-operations; 19x19: 10x10 tiles, 25.
-    assert_eq!(stitch(5, 5), (Stitch::None, 3));
-    assert_eq!(stitch(19, 19), (Stitch::None, 25));
-    assert_eq!(stitch(1, 1), (Stitch::None, 1));
-    assert_eq!([Stitch::None, Stitch::S4x4, Stitch::S2x8, Stitch::S8x2].map(|s| s.code()), [0, 1, 2, 3]);
+    use Stitch::{None as N, S2x8, S4x4, S8x2};
+    // Worked by hand from "Sub-operations and stitch codes": PW = KW + 1,
+    // TX = ceil(PW/2), TY likewise; sub-operation s = tiles 4s .. 4s+3
+    // (tile (i, j) is number j*TX + i); rules 1-4 in order.
+    // 3x3: TX = TY = 2, one sub-op of k = 4 tiles in two rows, TX = 2: 4x4.
+    assert_eq!(stitch(3, 3), (vec![S4x4], 1));
+    // 2x2: patch 3x3, still TX = TY = 2: 4x4 (the doc's example).
+    assert_eq!(stitch(2, 2), (vec![S4x4], 1));
+    // 1x7: TX = 1, TY = 4: k = 4 in four rows; TX = 1: 2x8.
+    assert_eq!(stitch(1, 7), (vec![S2x8], 1));
+    // 7x1: TX = 4, TY = 1: k = 4 in row 0: 8x2.
+    assert_eq!(stitch(7, 1), (vec![S8x2], 1));
+    // 19x1: TX = 10, TY = 1: {0..3}, {4..7}, {8, 9}, every one in row 0
+    // (the last of k = 2): 8x2 three times. (Before e8a109f one code for
+    // the op, `none` here: the spec now gives one per sub-operation.)
+    assert_eq!(stitch(19, 1), (vec![S8x2, S8x2, S8x2], 3));
+    // 1x19: TX = 1, TY = 10: {0..3}, {4..7}, {8, 9}: k >= 2, not one row
+    // (one tile a row), TX = 1: 2x8 three times.
+    assert_eq!(stitch(1, 19), (vec![S2x8, S2x8, S2x8], 3));
+    // 5x5: TX = TY = 3: {0,1,2,3} rows 0-1, {4..7} rows 1-2, {8} k = 1:
+    // TX is neither 1 nor 2: none three times.
+    assert_eq!(stitch(5, 5), (vec![N, N, N], 3));
+    // 3x5: TX = 2, TY = 3: {0..3} k = 4, TX = 2: 4x4; {4, 5} row 2: 8x2.
+    assert_eq!(stitch(3, 5), (vec![S4x4, S8x2], 2));
+    // 9x3: TX = 5, TY = 2: {0..3} row 0: 8x2; {4} in row 0 and {5, 6, 7}
+    // in row 1: none; {8, 9} row 1: 8x2.
+    assert_eq!(stitch(9, 3), (vec![S8x2, N, S8x2], 3));
+    // 1x1: one tile (k = 1): none.
+    assert_eq!(stitch(1, 1), (vec![N], 1));
+    // 3x1: TX = 2, TY = 1: {0, 1} in row 0: 8x2 (rule 1 before rule 3).
+    assert_eq!(stitch(3, 1), (vec![S8x2], 1));
+    // 1x3: TX = 1, TY = 2: k = 2, two rows, TX = 1: 2x8.
+    assert_eq!(stitch(1, 3), (vec![S2x8], 1));
+    // 1x9: TX = 1, TY = 5: {0..3} 2x8; {4} k = 1: none.
+    assert_eq!(stitch(1, 9), (vec![S2x8, N], 2));
+    // 3x9: TX = 2, TY = 5: {0..3} 4x4, {4..7} 4x4, {8, 9} row 4: 8x2.
+    assert_eq!(stitch(3, 9), (vec![S4x4, S4x4, S8x2], 3));
+    // 5x3: TX = 3, TY = 2: {0..3} rows 0-1: none; {4, 5} row 1: 8x2.
+    assert_eq!(stitch(5, 3), (vec![N, S8x2], 2));
+    // 19x19: TX = TY = 10, 100 tiles, 25 sub-ops. Rows are 10 tiles, so
+    // every 20 tiles (5 sub-ops) repeat: {0..3} row 0, {4..7} row 0,
+    // {8..11} rows 0-1 (none), {12..15} row 1, {16..19} row 1.
+    let (codes, n) = stitch(19, 19);
+    assert_eq!(n, 25);
+    assert_eq!(codes, [S8x2, S8x2, N, S8x2, S8x2].repeat(5));
+    assert_eq!([N, S4x4, S2x8, S8x2].map(|s| s.code()), [0, 1, 2, 3]);
 }
 
 #[test]
@@ -255,9 +288,56 @@ fn counts_3x3() {
     assert_eq!(texel_fetches(&op), 16);
     let whole = TextureParams { broadcast: Broadcast::Whole, ..TextureParams::default() };
     let selective = TextureParams { broadcast: Broadcast::Selective, ..TextureParams::default() };
+    let shared = TextureParams { broadcast: Broadcast::Shared, ..TextureParams::default() };
     assert_eq!(register_writes(&whole, &op), 64);
     assert_eq!(register_writes(&selective, &op), 36);
-    assert_eq!(register_writes(&whole, &Op::Bilinear { u: 0, v: 0, level: 0 }), 0);
+    // Shared: one bank, each of the 16 patch texels written once.
+    assert_eq!(register_writes(&shared, &op), 16);
+    for p in [&whole, &selective, &shared] {
+        assert_eq!(register_writes(p, &Op::Bilinear { u: 0, v: 0, level: 0 }), 0);
+    }
+}
+
+/// The figures table's counts, worked by hand (PW = KW + 1, PH = KH + 1):
+/// fetches PW*PH for one channel and for all four channels of rgba8 alike;
+/// register writes whole 4*PW*PH, selective 4*KW*KH, shared PW*PH.
+#[test]
+fn counts_all_channel_and_shared() {
+    let mut w = workload(ramp(40, 40), CLAMP, 10, vec![]);
+    w.texture.format = Format::Rgba8;
+    let quad = |kw: u32, kh: u32, channel: u32| {
+        let kernel = Kernel { width: kw, height: kh, weights: vec![1; (kw * kh) as usize].into() };
+        Op::ConvQuad { x: 20, y: 20, level: 0, channel, kernel }
+    };
+    let with = |b: Broadcast| TextureParams { broadcast: b, ..TextureParams::default() };
+    // (kw, kh, fetches, whole, selective, shared)
+    let table = [
+        (3, 3, 16, 64, 36, 16),   // 4x4 patch
+        (1, 7, 16, 64, 28, 16),   // 2x8
+        (7, 1, 16, 64, 28, 16),   // 8x2
+        (5, 5, 36, 144, 100, 36), // 6x6
+        (19, 1, 40, 160, 76, 40), // 20x2
+        (1, 19, 40, 160, 76, 40), // 2x20
+    ];
+    for (kw, kh, fetches, whole, selective, shared) in table {
+        for channel in [0, 2, ALL_CHANNELS] {
+            let op = quad(kw, kh, channel);
+            assert_eq!(texel_fetches(&op), fetches, "{kw}x{kh} channel {channel}");
+            assert_eq!(register_writes(&with(Broadcast::Whole), &op), whole);
+            assert_eq!(register_writes(&with(Broadcast::Selective), &op), selective);
+            assert_eq!(register_writes(&with(Broadcast::Shared), &op), shared);
+        }
+    }
+    // Through run: one all-channel 3x3 quad fetches 16 texels (the naive
+    // per-channel way would be 4 x 16 = 64) and writes 16 registers shared.
+    w.ops = vec![quad(3, 3, ALL_CHANNELS)];
+    let o = run(&with(Broadcast::Shared), &w);
+    assert_eq!((o.texel_fetches, o.register_writes), (16, 16));
+    w.ops = vec![quad(1, 7, ALL_CHANNELS)];
+    let o = run(&with(Broadcast::Shared), &w);
+    assert_eq!((o.texel_fetches, o.register_writes), (16, 16));
+    let o = run(&with(Broadcast::Selective), &w);
+    assert_eq!((o.texel_fetches, o.register_writes), (16, 28));
 }
 
 /// The counters' closed forms against the per-tile rules of "Tiles" and
@@ -293,8 +373,11 @@ fn counts_match_tile_rules() {
             }
             let sel = TextureParams { broadcast: Broadcast::Selective, ..p.clone() };
             let whole = TextureParams { broadcast: Broadcast::Whole, ..p.clone() };
+            let shared = TextureParams { broadcast: Broadcast::Shared, ..p.clone() };
             assert_eq!(register_writes(&sel, &op), selective, "{kw}x{kh}");
             assert_eq!(register_writes(&whole, &op), 4 * fetched as u64, "{kw}x{kh}");
+            // Shared: each fetched texel of each tile written once.
+            assert_eq!(register_writes(&shared, &op), fetched as u64, "{kw}x{kh}");
         }
     }
 }
@@ -530,10 +613,10 @@ fn odd_conv_section_drops_outside_pixels() {
     let o = run(&p, &w);
     // Quads (0,0), (2,0), (0,2), (2,2): 1x1 weight 2 doubles each texel.
     assert_eq!(o.results.len(), 4);
-    assert_eq!(o.image, Some(vec![vec![0, 2, 4], vec![20, 22, 24], vec![40, 42, 44]]));
+    assert_eq!(o.image, Some(Image::OneChannel(vec![vec![0, 2, 4], vec![20, 22, 24], vec![40, 42, 44]])));
     // Quad (2,2)'s pixel (3, 3) is clamped to (2, 2): computed, not shown.
     // (A 1x1 kernel's patch is 2x2: one tile, no stitch code.)
-    assert_eq!(o.results[3], OpResult::Pixels { pixels: [44, 44, 44, 44], stitch: Stitch::None, sub_ops: 1 });
+    assert_eq!(o.results[3], OpResult::Pixels { pixels: vec![44, 44, 44, 44], stitch: vec![Stitch::None], sub_ops: 1 });
     assert_eq!(output_json(&p, &o)["results"], json!([]));
     assert_eq!(o.texel_fetches, 16);
 }
@@ -738,12 +821,17 @@ fn param_sets() -> Vec<TextureParams> {
             max_kernel: 1,
             weight_bits: 2,
             acc_bits: 8,
+            all_channels: true,
             broadcast: Broadcast::Whole,
             max_outstanding: 2,
             addr_bits: 8,
             mem_if: gpurtl_params::MemIf::Native,
         },
-        TextureParams { max_size: 16, frac_bits: 10, offset_bits: 8, max_kernel: 31, weight_bits: 16, acc_bits: 48, addr_bits: 8, ..d },
+        TextureParams { max_size: 16, frac_bits: 10, offset_bits: 8, max_kernel: 31, weight_bits: 16, acc_bits: 48, addr_bits: 8, ..d.clone() },
+        TextureParams { broadcast: Broadcast::Shared, max_outstanding: 3, ..d.clone() },
+        // No all-channel datapath: the compute unit's texture, and shared.
+        TextureParams { banks: 1, max_kernel: 8, all_channels: false, max_outstanding: 4, addr_bits: 16, ..d.clone() },
+        TextureParams { all_channels: false, broadcast: Broadcast::Shared, ..d },
     ]
 }
 
@@ -797,6 +885,9 @@ fn to_input(w: &Workload) -> Value {
             Op::Gather4 { u, v, level, dx, dy, channel } => {
                 json!({"op": "gather4", "u": u, "v": v, "level": level, "offset": [dx, dy], "channel": channel})
             }
+            Op::ConvQuad { x, y, level, channel, kernel: k } if *channel == ALL_CHANNELS => {
+                json!({"op": "conv_quad", "x": x, "y": y, "level": level, "kernel": kernel(k)})
+            }
             Op::ConvQuad { x, y, level, channel, kernel: k } => {
                 json!({"op": "conv_quad", "x": x, "y": y, "level": level, "channel": channel, "kernel": kernel(k)})
             }
@@ -809,7 +900,10 @@ fn to_input(w: &Workload) -> Value {
         "ops": ops,
     });
     if let Some(c) = &w.conv {
-        v["conv"] = json!({"level": c.level, "channel": c.channel, "kernel": kernel(&c.kernel)});
+        v["conv"] = json!({"level": c.level, "kernel": kernel(&c.kernel)});
+        if c.channel != ALL_CHANNELS {
+            v["conv"]["channel"] = json!(c.channel);
+        }
     }
     v
 }
@@ -889,5 +983,458 @@ fn timing_matches_closed_form() {
             let (_, sim_accepted) = schedule(p, l, &steps(&script(p, &w)), &|i| tiles(p, &w, &ops[i]));
             assert_eq!(sim_accepted, accepted, "params {n} seed {seed}");
         }
+    }
+}
+
+// ---- all-channel conv_quad (rgba8), stitch codes per sub-operation, shared broadcast ----
+
+/// A 2x2 rgba8 texture: (0,0) = [1, 10, 100, 0], (1,0) = [2, 20, 200, 1],
+/// (0,1) = [3, 30, 0, 2], (1,1) = [4, 40, 50, 255].
+fn rgba_2x2() -> Texture {
+    let px = |c: [u32; 4]| c[0] | c[1] << 8 | c[2] << 16 | c[3] << 24;
+    let texels = vec![px([1, 10, 100, 0]), px([2, 20, 200, 1]), px([3, 30, 0, 2]), px([4, 40, 50, 255])];
+    Texture { format: Format::Rgba8, levels: vec![Level { width: 2, height: 2, texels }] }
+}
+
+/// The 2x1 kernel [1, 2]: w(0, 0) = 1, w(1, 0) = 2.
+fn k2x1() -> Kernel {
+    Kernel { width: 2, height: 1, weights: vec![1, 2].into() }
+}
+
+#[test]
+fn all_channel_conv_by_hand() {
+    let p = TextureParams::default();
+    let w = workload(rgba_2x2(), CLAMP, 10, vec![]);
+    // KW = 2, KH = 1: pixel (x', y') = 1 * T(x' - 1, y') + 2 * T(x', y')
+    // (floor(KW/2) = 1, floor(KH/2) = 0), x clamped:
+    //   p0 (0,0): T(0,0) + 2 T(0,0) = 3 [1, 10, 100, 0]     = [3, 30, 300, 0]
+    //   p1 (1,0): T(0,0) + 2 T(1,0) = [1+4, 10+40, 100+400, 0+2] = [5, 50, 500, 2]
+    //   p2 (0,1): 3 T(0,1) = 3 [3, 30, 0, 2]                = [9, 90, 0, 6]
+    //   p3 (1,1): T(0,1) + 2 T(1,1) = [3+8, 30+80, 0+100, 2+510] = [11, 110, 100, 512]
+    // Lanes 4c + p: r sums, then g, b, a.
+    // Stitch: PW = 3, PH = 2, TX = 2, TY = 1: one sub-op of 2 tiles in
+    // row 0: 8x2.
+    let all = Op::ConvQuad { x: 0, y: 0, level: 0, channel: ALL_CHANNELS, kernel: k2x1() };
+    let lanes = vec![3, 5, 9, 11, 30, 50, 90, 110, 300, 500, 0, 100, 0, 2, 6, 512];
+    assert_eq!(op_result(&p, &w, &all), OpResult::Pixels { pixels: lanes, stitch: vec![Stitch::S8x2], sub_ops: 1 });
+    // Each channel alone (a one-channel op of channel c) gives lanes 4c..4c+3.
+    let by_channel = [[3, 5, 9, 11], [30, 50, 90, 110], [300, 500, 0, 100], [0, 2, 6, 512]];
+    for (c, want) in by_channel.iter().enumerate() {
+        let one = Op::ConvQuad { x: 0, y: 0, level: 0, channel: c as u32, kernel: k2x1() };
+        assert_eq!(op_result(&p, &w, &one), OpResult::Pixels { pixels: want.to_vec(), stitch: vec![Stitch::S8x2], sub_ops: 1 });
+    }
+    // Wrapping per channel: acc_bits 8, the a sum of p3 is 512 -> 0, the b
+    // sums 300 -> 44, 500 -> -12 (500 - 512); the others fit.
+    let p8 = TextureParams { acc_bits: 8, ..p.clone() };
+    let OpResult::Pixels { pixels, .. } = op_result(&p8, &w, &all) else { panic!() };
+    assert_eq!(pixels, vec![3, 5, 9, 11, 30, 50, 90, 110, 44, -12, 0, 100, 0, 2, 6, 0]);
+    // On r8 a conv_quad without channel is channel 0 (one channel, 4 sums):
+    // T(x, y) = 10y + x: p0 = 0 + 0, p1 = 0 + 2, p2 = 30, p3 = 10 + 22.
+    let w8 = workload(ramp(2, 2), CLAMP, 10, vec![]);
+    assert_eq!(op_result(&p, &w8, &all), OpResult::Pixels { pixels: vec![0, 2, 30, 32], stitch: vec![Stitch::S8x2], sub_ops: 1 });
+}
+
+#[test]
+fn all_channel_run_output_and_cycles() {
+    // The run file with no `channel` on rgba8: an all-channel conv_quad
+    // and an all-channel conv section (one quad, the same kernel: no
+    // second kernel write).
+    let v = json!({"texture": {"format": "rgba8", "levels": [{"width": 2, "height": 2,
+                     "texels": [[1, 10, 100, 0], [2, 20, 200, 1], [3, 30, 0, 2], [4, 40, 50, 255]]}]},
+                   "ops": [{"op": "conv_quad", "x": 0, "y": 0, "kernel": {"width": 2, "height": 1, "weights": [1, 2]}}],
+                   "conv": {"kernel": {"width": 2, "height": 1, "weights": [1, 2]}}});
+    for b in [Broadcast::Whole, Broadcast::Selective, Broadcast::Shared] {
+        let p = TextureParams { broadcast: b, ..TextureParams::default() };
+        let w = parse_input(&v, &p).unwrap();
+        assert_eq!(w.ops[0], Op::ConvQuad { x: 0, y: 0, level: 0, channel: ALL_CHANNELS, kernel: k2x1() });
+        assert_eq!(w.conv.as_ref().unwrap().channel, ALL_CHANNELS);
+        // The driver: op_channel_i 0, op_all_channels_i 1.
+        let s = script(&p, &w);
+        let conv_item = Item::Op { kind: OpKind::ConvQuad, u: 0, v: 0, level: 0, channel: 0, all_channels: true, dx: 0, dy: 0 };
+        assert_eq!(s.len(), 3 + 3 + 2);
+        assert_eq!(&s[6..], &[conv_item.clone(), conv_item]);
+        let o = run(&p, &w);
+        // Fetches: patch 3x2 = 6 per quad, whatever the channels.
+        assert_eq!(o.texel_fetches, 12);
+        // Register writes per quad: whole 4 * 6 = 24; selective 4 * KW*KH
+        // = 8; shared 6 (each fetched texel once).
+        let per_quad = match b {
+            Broadcast::Whole => 24,
+            Broadcast::Selective => 8,
+            Broadcast::Shared => 6,
+        };
+        assert_eq!(o.register_writes, 2 * per_quad);
+        // Cycles (defaults: 4 banks, PD = 5, D = 16, L = 10): descriptor
+        // writes 0, 1, 2; kernel writes 3, 4, 5; quad A accepted 6, in the
+        // sequencer 12. Its patch origin is (-1, 0): tile 0 at (-1, 0),
+        // mask 1111, texels (-1,0) -> (0,0) and (0,0) both bank 0, (-1,1)
+        // -> (0,1) and (0,1) both bank 2: passes {0, 2} at 12, {1, 3} at
+        // 13 (bank 0's and 2's request registers handshake in 13); tile 1
+        // at (1, 0), mask 0101 (2 + 1 < PW = 3 fails for k = 1, 3), banks
+        // 1 and 3: one pass at 14. Quad B accepted 7, prep stage 4 from 12,
+        // enters the sequencer as A's last pass issues (14): at 15, passes
+        // 15, 16, 17. Result = last pass + L + 4 = 31: cycles 32. The same
+        // for every broadcast and for one channel.
+        assert_eq!(o.cycles, 32, "{b}");
+        let pixels = json!([[3, 30, 300, 0], [5, 50, 500, 2], [9, 90, 0, 6], [11, 110, 100, 512]]);
+        assert_eq!(
+            output_json(&p, &o),
+            json!({"results": [{"pixels": pixels, "stitch": ["8x2"], "sub_ops": 1}],
+                   "image": [[[3, 30, 300, 0], [5, 50, 500, 2]], [[9, 90, 0, 6], [11, 110, 100, 512]]],
+                   "texel_fetches": 12, "register_writes": 2 * per_quad, "cycles": 32})
+        );
+        // One channel (g) instead: the same fetches, writes and cycles.
+        let mut v1 = v.clone();
+        v1["ops"][0]["channel"] = json!(1);
+        v1["conv"]["channel"] = json!(1);
+        let w1 = parse_input(&v1, &p).unwrap();
+        assert!(script(&p, &w1).iter().all(|i| !matches!(i, Item::Op { all_channels: true, .. })));
+        let o1 = run(&p, &w1);
+        assert_eq!((o1.texel_fetches, o1.register_writes, o1.cycles), (12, 2 * per_quad, 32));
+        assert_eq!(o1.image, Some(Image::OneChannel(vec![vec![30, 50], vec![90, 110]])));
+        assert_eq!(output_json(&p, &o1)["results"][0]["pixels"], json!([30, 50, 90, 110]));
+    }
+}
+
+#[test]
+fn timing_all_channel_same_as_one_channel() {
+    // Derived by hand from the spec's Timing rules (defaults: PD = 5,
+    // 4 banks, D = 16, L = 10), as in timing_conv_quad: 8x8 rgba8, 3x3 at
+    // (4, 4): tiles at (3,3), (5,3), (3,5), (5,5), all inside, one pass
+    // each. Writes: 3 descriptor + 1 + 9 kernel (0..=12). Quad A (all
+    // channels) accepted 13, sequencer 19, passes 19..=22. Quad B (channel
+    // 1; the kernel is the same, so no writes: the channel is not part of
+    // the kernel) accepted 14, prep stage 4 from 19, sequencer 23 (A's last
+    // pass in 22), passes 23..=26, result 26 + L + 4 = 40: cycles 41.
+    let mut t = ramp(8, 8);
+    t.format = Format::Rgba8;
+    for b in [Broadcast::Whole, Broadcast::Selective, Broadcast::Shared] {
+        let p = TextureParams { broadcast: b, ..TextureParams::default() };
+        let conv = |channel| Op::ConvQuad { x: 4, y: 4, level: 0, channel, kernel: k3x3() };
+        let w = workload(t.clone(), CLAMP, 10, vec![conv(ALL_CHANNELS), conv(1)]);
+        assert_eq!(run(&p, &w).cycles, 41, "{b}");
+        let w = workload(t.clone(), CLAMP, 10, vec![conv(ALL_CHANNELS)]);
+        assert_eq!(run(&p, &w).cycles, 37, "{b}");
+    }
+    // 19x1 all-channel at (20, 20) of a 40x40 rgba8 texture (shared): 10
+    // tiles inside, one pass each. Writes 3 + 1 + 19 (0..=22); accepted 23,
+    // sequencer 29, passes 29..=38, result 38 + 14 = 52: cycles 53.
+    let mut t = ramp(40, 40);
+    t.format = Format::Rgba8;
+    let k = Kernel { width: 19, height: 1, weights: vec![1; 19].into() };
+    let w = workload(t, CLAMP, 10, vec![Op::ConvQuad { x: 20, y: 20, level: 0, channel: ALL_CHANNELS, kernel: k }]);
+    let p = TextureParams { broadcast: Broadcast::Shared, ..TextureParams::default() };
+    let o = run(&p, &w);
+    assert_eq!((o.cycles, o.texel_fetches, o.register_writes), (53, 40, 40));
+    let OpResult::Pixels { stitch, sub_ops, .. } = &o.results[0] else { panic!() };
+    assert_eq!((stitch.as_slice(), *sub_ops), ([Stitch::S8x2; 3].as_slice(), 3));
+    assert_eq!(output_json(&p, &o)["results"][0]["stitch"], json!(["8x2", "8x2", "8x2"]));
+}
+
+#[test]
+fn parse_conv_channel() {
+    let p = TextureParams::default();
+    let k = json!({"width": 1, "height": 1, "weights": [1]});
+    let input = |format: &str, texel: Value, op: Value| {
+        json!({"texture": {"format": format, "levels": [{"width": 1, "height": 1, "texels": [texel]}]},
+               "ops": [op], "conv": {"kernel": k}})
+    };
+    // rgba8 without channel: all-channel (op and conv section); with it, that one.
+    let w = parse_input(&input("rgba8", json!([1, 2, 3, 4]), json!({"op": "conv_quad", "x": 0, "y": 0, "kernel": k})), &p).unwrap();
+    assert!(matches!(w.ops[0], Op::ConvQuad { channel: ALL_CHANNELS, .. }));
+    assert_eq!(w.conv.as_ref().unwrap().channel, ALL_CHANNELS);
+    let w = parse_input(&input("rgba8", json!([1, 2, 3, 4]), json!({"op": "conv_quad", "x": 0, "y": 0, "channel": 3, "kernel": k})), &p).unwrap();
+    assert!(matches!(w.ops[0], Op::ConvQuad { channel: 3, .. }));
+    // r8 without channel: channel 0, op_all_channels_i 0.
+    let w = parse_input(&input("r8", json!(7), json!({"op": "conv_quad", "x": 0, "y": 0, "kernel": k})), &p).unwrap();
+    assert!(matches!(w.ops[0], Op::ConvQuad { channel: 0, .. }));
+    assert_eq!(w.conv.as_ref().unwrap().channel, 0);
+    assert!(script(&p, &w).iter().all(|i| !matches!(i, Item::Op { all_channels: true, .. })));
+    // 1x1 kernel, weight 1: each pixel is T(0, 0) = 7; a one-channel image.
+    let o = run(&p, &w);
+    assert_eq!(o.image, Some(Image::OneChannel(vec![vec![7]])));
+    assert_eq!(output_json(&p, &o)["results"][0]["pixels"], json!([7, 7, 7, 7]));
+    // An op built with ALL_CHANNELS on r16 reads channel 0 and is driven as
+    // a one-channel op.
+    let mut w16 = w.clone();
+    w16.texture.format = Format::R16;
+    w16.ops = vec![Op::ConvQuad { x: 0, y: 0, level: 0, channel: ALL_CHANNELS, kernel: Kernel { width: 1, height: 1, weights: vec![1].into() } }];
+    w16.conv = None;
+    assert_eq!(script(&p, &w16).last(), Some(&Item::Op { kind: OpKind::ConvQuad, u: 0, v: 0, level: 0, channel: 0, all_channels: false, dx: 0, dy: 0 }));
+    assert_eq!(run(&p, &w16).results[0], OpResult::Pixels { pixels: vec![7; 4], stitch: vec![Stitch::None], sub_ops: 1 });
+    // A channel past the format is still refused.
+    let e = perrs(input("rgba8", json!([1, 2, 3, 4]), json!({"op": "conv_quad", "x": 0, "y": 0, "channel": 4, "kernel": k})), &p);
+    assert_eq!(e, vec!["input `ops[0].channel` = 4: must be an integer from 0 to 3 (below the 4 channels of rgba8)"]);
+}
+
+/// The results by the rules of "Broadcast and convolution" (tiles, register
+/// banks, per-pixel weights zero outside the kernel) for each broadcast,
+/// against the formula of "Exact arithmetic"; and an all-channel op's sums
+/// against four one-channel ops. Random rgba8 textures and kernels.
+#[test]
+fn register_bank_rules_match_formula() {
+    let mut rng = Rng::new(26);
+    for case in 0..300 {
+        let (w0, h0) = (1 + rng.below(9) as u32, 1 + rng.below(9) as u32);
+        let texels = (0..w0 * h0).map(|_| rng.next_u64() as u32).collect();
+        let t = Texture { format: Format::Rgba8, levels: vec![Level { width: w0, height: h0, texels }] };
+        let modes = [*rng.pick(AddressMode::ALL), *rng.pick(AddressMode::ALL)];
+        let w = workload(t, modes, 1, vec![]);
+        let (kw, kh) = (1 + rng.below(9) as u32, 1 + rng.below(9) as u32);
+        let weights: Vec<i64> = (0..kw * kh).map(|_| rng.below(256) as i64 - 128).collect();
+        let kernel = Kernel { width: kw, height: kh, weights: weights.clone().into() };
+        let (x, y) = (rng.below(w0 as u64 + 2), rng.below(h0 as u64 + 2));
+        let p = TextureParams { acc_bits: 20, ..TextureParams::default() };
+        let op = Op::ConvQuad { x, y, level: 0, channel: ALL_CHANNELS, kernel: kernel.clone() };
+        let OpResult::Pixels { pixels, stitch: codes, sub_ops } = op_result(&p, &w, &op) else { panic!() };
+        assert_eq!(pixels.len(), 16);
+        assert_eq!((codes.clone(), sub_ops), stitch(kw, kh));
+        // Four one-channel ops give the same sums, lane 4c + p.
+        for c in 0..4 {
+            let one = Op::ConvQuad { x, y, level: 0, channel: c, kernel: kernel.clone() };
+            let OpResult::Pixels { pixels: one, .. } = op_result(&p, &w, &one) else { panic!() };
+            assert_eq!(one[..], pixels[4 * c as usize..4 * c as usize + 4], "case {case} channel {c}");
+        }
+        // The tile path: tile (i, j) at (px + 2i, py + 2j); texel k at patch
+        // position (a, b) = (2i + (k&1), 2j + (k>>1)) if its mask bit is set.
+        let (px, py) = (x as i64 - (kw / 2) as i64, y as i64 - (kh / 2) as i64);
+        let lv = &w.texture.levels[0];
+        let texel = |a: i64, b: i64| {
+            let (tx, ty) = (address(modes[0], px + a, w0), address(modes[1], py + b, h0));
+            lv.texels[(ty * w0 as i64 + tx) as usize]
+        };
+        let tl = tiles(&p, &w, &op);
+        let tx_n = (kw + 1).div_ceil(2) as usize;
+        for b in [Broadcast::Whole, Broadcast::Selective, Broadcast::Shared] {
+            let mut acc = [[0i64; 4]; 4]; // [pixel][channel]
+            let mut writes = 0u64;
+            for (n, tile) in tl.iter().enumerate() {
+                let (i, j) = ((n % tx_n) as i64, (n / tx_n) as i64);
+                // Registers: per pixel (whole, selective) or one shared bank.
+                let mut regs: [[Option<u32>; 4]; 4] = [[None; 4]; 4];
+                for k in 0..4 {
+                    if tile.mask & (1 << k) == 0 {
+                        continue;
+                    }
+                    let (a, bb) = (2 * i + (k & 1) as i64, 2 * j + (k >> 1) as i64);
+                    let word = texel(a, bb);
+                    match b {
+                        Broadcast::Shared => {
+                            writes += 1;
+                            for r in regs.iter_mut() {
+                                r[k] = Some(word); // one register all four read
+                            }
+                        }
+                        _ => {
+                            for (pi, &(dx, dy)) in QUAD.iter().enumerate() {
+                                let inside = (0..kw as i64).contains(&(a - dx)) && (0..kh as i64).contains(&(bb - dy));
+                                if b == Broadcast::Whole || inside {
+                                    writes += 1;
+                                    regs[pi][k] = Some(word);
+                                }
+                            }
+                        }
+                    }
+                }
+                for (pi, &(dx, dy)) in QUAD.iter().enumerate() {
+                    for (k, reg) in regs[pi].iter().enumerate() {
+                        let (a, bb) = (2 * i + (k & 1) as i64 - dx, 2 * j + (k >> 1) as i64 - dy);
+                        let wt = if (0..kw as i64).contains(&a) && (0..kh as i64).contains(&bb) {
+                            weights[(bb * kw as i64 + a) as usize]
+                        } else {
+                            0
+                        };
+                        if let Some(word) = reg {
+                            for (c, sum) in acc[pi].iter_mut().enumerate() {
+                                *sum += wt * ((word >> (8 * c)) & 0xff) as i64;
+                            }
+                        }
+                    }
+                }
+            }
+            let bp = TextureParams { broadcast: b, ..p.clone() };
+            assert_eq!(writes, register_writes(&bp, &op), "case {case} {b}");
+            for (pi, sums) in acc.iter().enumerate() {
+                for (c, &sum) in sums.iter().enumerate() {
+                    assert_eq!(wrap_signed(sum, 20), pixels[4 * c + pi], "case {case} {b} pixel {pi} channel {c}");
+                }
+            }
+        }
+    }
+}
+
+/// The random workloads reach what issue 26 added: all-channel conv_quads
+/// and conv sections on rgba8, and kernels whose sub-operations have
+/// differing stitch codes.
+#[test]
+fn random_workloads_reach_all_channel_and_mixed_stitch() {
+    let p = TextureParams::default();
+    let (mut all_ops_seen, mut all_sections, mut mixed) = (0, 0, 0);
+    for seed in 0..200 {
+        let w = random_workload(&mut Rng::new(seed), &p, 12);
+        for op in &w.ops {
+            if let Op::ConvQuad { channel, kernel, .. } = op {
+                all_ops_seen += all_channels(w.texture.format, *channel) as u32;
+                let codes = stitch(kernel.width, kernel.height).0;
+                mixed += codes.iter().any(|c| *c != codes[0]) as u32;
+            }
+        }
+        all_sections += w.conv.as_ref().is_some_and(|c| all_channels(w.texture.format, c.channel)) as u32;
+    }
+    assert!(all_ops_seen > 20 && all_sections > 3 && mixed > 20, "{all_ops_seen} {all_sections} {mixed}");
+}
+
+// ---- all_channels = false ----
+
+/// The spec's refusal of a conv_quad (or conv section) without `channel` on
+/// rgba8 when the unit is built with `all_channels = false`.
+fn no_all_channel_message(field: &str) -> String {
+    format!(
+        "input `{field}` = (missing): must be 0..3 on rgba8: the unit is built with all_channels = false \
+         (parameter `all_channels`), so a conv_quad convolves one channel"
+    )
+}
+
+#[test]
+fn parse_all_channels_false_refuses_missing_channel_on_rgba8() {
+    let off = TextureParams { all_channels: false, ..TextureParams::default() };
+    let on = TextureParams::default();
+    let k = json!({"width": 1, "height": 1, "weights": [1]});
+    let rgba = json!({"format": "rgba8", "levels": [{"width": 2, "height": 2,
+                      "texels": [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 15, 16]]}]});
+    let quad = json!({"op": "conv_quad", "x": 0, "y": 0, "kernel": k});
+    let bilinear = json!({"op": "bilinear", "u": 0, "v": 0});
+
+    // A conv_quad (the second op: its index is named).
+    let v = json!({"texture": rgba, "ops": [bilinear, quad]});
+    assert_eq!(perrs(v.clone(), &off), vec![no_all_channel_message("ops[1].channel")]);
+    let w = parse_input(&v, &on).unwrap();
+    assert!(matches!(w.ops[1], Op::ConvQuad { channel: ALL_CHANNELS, .. }));
+
+    // A conv section.
+    let v = json!({"texture": rgba, "conv": {"kernel": k}});
+    assert_eq!(perrs(v.clone(), &off), vec![no_all_channel_message("conv.channel")]);
+    assert_eq!(parse_input(&v, &on).unwrap().conv.unwrap().channel, ALL_CHANNELS);
+
+    // Both, and another violation: every one reported, in file order.
+    let v = json!({"texture": rgba, "mem_latency": 0, "ops": [quad], "conv": {"kernel": k}});
+    assert_eq!(
+        perrs(v.clone(), &off),
+        vec![
+            "input `mem_latency` = 0: must be an integer from 1 to 64".to_string(),
+            no_all_channel_message("ops[0].channel"),
+            no_all_channel_message("conv.channel"),
+        ]
+    );
+    assert_eq!(perrs(v, &on), vec!["input `mem_latency` = 0: must be an integer from 1 to 64"]);
+
+    // With `channel` on rgba8: accepted, that channel.
+    let mut q = quad.clone();
+    q["channel"] = json!(2);
+    let v = json!({"texture": rgba, "ops": [q], "conv": {"channel": 3, "kernel": k}});
+    let w = parse_input(&v, &off).unwrap();
+    assert!(matches!(w.ops[0], Op::ConvQuad { channel: 2, .. }));
+    assert_eq!(w.conv.as_ref().unwrap().channel, 3);
+    assert_eq!(parse_input(&v, &on).unwrap(), w);
+    // A channel past the format is refused as before.
+    let mut q4 = quad.clone();
+    q4["channel"] = json!(4);
+    assert_eq!(
+        perrs(json!({"texture": rgba, "ops": [q4]}), &off),
+        vec!["input `ops[0].channel` = 4: must be an integer from 0 to 3 (below the 4 channels of rgba8)"]
+    );
+
+    // r8 and r16 without channel: channel 0, as with all_channels = true.
+    for (format, texels) in [("r8", json!([1, 2, 3, 4])), ("r16", json!([1, 2, 3, 40000]))] {
+        let v = json!({"texture": {"format": format, "levels": [{"width": 2, "height": 2, "texels": texels}]},
+                       "ops": [quad], "conv": {"kernel": k}});
+        let w = parse_input(&v, &off).unwrap();
+        assert!(matches!(w.ops[0], Op::ConvQuad { channel: 0, .. }), "{format}");
+        assert_eq!(w.conv.as_ref().unwrap().channel, 0);
+        assert_eq!(parse_input(&v, &on).unwrap(), w);
+    }
+
+    // Gather4's `channel` still defaults to 0 on rgba8.
+    let v = json!({"texture": rgba, "ops": [{"op": "gather4", "u": 0, "v": 0}]});
+    assert!(matches!(parse_input(&v, &off).unwrap().ops[0], Op::Gather4 { channel: 0, .. }));
+}
+
+/// With `all_channels = false` every op is as on a unit built with
+/// `all_channels = true` that is not all-channel: the same results, script
+/// (`op_all_channels_i` never 1), counters and cycles. An op built with
+/// ALL_CHANNELS on rgba8 anyway is a one-channel conv_quad of channel 0.
+#[test]
+fn all_channels_false_runs_as_one_channel() {
+    let mut t = ramp(8, 8);
+    t.format = Format::Rgba8;
+    t.levels[0].texels = (0..64u32).map(|i| i | (i + 100) << 8 | (200 - i) << 16 | (i * 3) << 24).collect();
+    for b in [Broadcast::Whole, Broadcast::Selective, Broadcast::Shared] {
+        let on = TextureParams { broadcast: b, ..TextureParams::default() };
+        let off = TextureParams { all_channels: false, ..on.clone() };
+        let conv = |channel| Op::ConvQuad { x: 4, y: 4, level: 0, channel, kernel: k3x3() };
+        let one = workload(t.clone(), CLAMP, 10, vec![conv(0), conv(1), Op::Nearest { u: 300, v: 300, level: 0 }, conv(3)]);
+        assert_eq!(run(&off, &one), run(&on, &one), "{b}");
+        assert_eq!(script(&off, &one), script(&on, &one));
+
+        // ALL_CHANNELS on rgba8: at true 16 sums and op_all_channels_i 1;
+        // at false channel 0's 4 sums, op_channel_i 0, op_all_channels_i 0.
+        let all = workload(t.clone(), CLAMP, 10, vec![conv(ALL_CHANNELS)]);
+        let ch0 = workload(t.clone(), CLAMP, 10, vec![conv(0)]);
+        let (o_on, o_off) = (run(&on, &all), run(&off, &all));
+        let OpResult::Pixels { pixels, .. } = &o_on.results[0] else { panic!() };
+        assert_eq!(pixels.len(), 16);
+        assert_eq!(o_off, run(&off, &ch0));
+        let OpResult::Pixels { pixels: p_off, .. } = &o_off.results[0] else { panic!() };
+        assert_eq!(p_off.as_slice(), &pixels[..4]);
+        assert_eq!((o_off.texel_fetches, o_off.register_writes, o_off.cycles), (o_on.texel_fetches, o_on.register_writes, o_on.cycles));
+        assert!(matches!(script(&on, &all).last(), Some(Item::Op { all_channels: true, channel: 0, .. })));
+        assert_eq!(script(&off, &all), script(&off, &ch0));
+        assert!(script(&off, &all).iter().all(|i| !matches!(i, Item::Op { all_channels: true, .. })));
+
+        // A conv section built with ALL_CHANNELS: a one-channel image at false.
+        let mut sec = workload(t.clone(), CLAMP, 10, vec![]);
+        sec.conv = Some(ConvJob { level: 0, channel: ALL_CHANNELS, kernel: k3x3() });
+        let o = run(&off, &sec);
+        assert!(matches!(o.image, Some(Image::OneChannel(_))));
+        sec.conv.as_mut().unwrap().channel = 0;
+        assert_eq!(run(&off, &sec).image, o.image);
+        assert!(matches!(output_json(&off, &o)["image"][0][0], Value::Number(_)));
+        sec.conv.as_mut().unwrap().channel = ALL_CHANNELS;
+        assert!(matches!(run(&on, &sec).image, Some(Image::AllChannels(_))));
+    }
+}
+
+/// Random workloads at `all_channels = false` have no all-channel op (every
+/// rgba8 conv_quad and conv section names its channel), yet have rgba8
+/// conv_quads and conv sections, and parse back at false.
+#[test]
+fn random_workloads_without_all_channels() {
+    for p in [
+        TextureParams { all_channels: false, ..TextureParams::default() },
+        TextureParams { banks: 1, max_kernel: 8, all_channels: false, max_outstanding: 4, addr_bits: 16, ..TextureParams::default() },
+    ] {
+        let (mut rgba_quads, mut rgba_sections) = (0, 0);
+        for seed in 0..200 {
+            let w = random_workload(&mut Rng::new(seed), &p, 12);
+            let rgba = w.texture.format == Format::Rgba8;
+            for op in all_ops(&w) {
+                if let Op::ConvQuad { channel, .. } = op {
+                    assert!(channel < w.texture.format.channels(), "seed {seed}: channel {channel}");
+                    assert!(!all_channels(w.texture.format, channel) && !all_channel_op(&p, w.texture.format, channel));
+                    rgba_quads += rgba as u32;
+                }
+            }
+            rgba_sections += (rgba && w.conv.is_some()) as u32;
+            assert!(script(&p, &w).iter().all(|i| !matches!(i, Item::Op { all_channels: true, .. })), "seed {seed}");
+            let o = run(&p, &w);
+            for r in &o.results {
+                if let OpResult::Pixels { pixels, .. } = r {
+                    assert_eq!(pixels.len(), 4, "seed {seed}");
+                }
+            }
+            assert!(!matches!(o.image, Some(Image::AllChannels(_))));
+            assert_eq!(parse_input(&to_input(&w), &p).as_ref(), Ok(&w), "seed {seed}");
+        }
+        assert!(rgba_quads > 50 && rgba_sections > 3, "{rgba_quads} {rgba_sections}");
     }
 }
