@@ -1162,7 +1162,7 @@ fn asm_errors_name_the_line() {
         bad(&["asm", &f, "--output", o], &want);
         assert!(!out.exists(), "no output file is written on error");
     };
-    const KNOWN: &str = "known: NOP, SET_CONTEXT_REG, INDEX_TYPE, DRAW_INDEX_AUTO, DRAW_INDEX_OFFSET_2, DISPATCH_DIRECT, WRITE_DATA, INDIRECT_BUFFER, FILLER, DWORD";
+    const KNOWN: &str = "known: NOP, SET_CONTEXT_REG, INDEX_TYPE, DRAW_INDEX_AUTO, DRAW_INDEX_OFFSET_2, DISPATCH_DIRECT, WRITE_DATA, INDIRECT_BUFFER, SET_SH_REG, RELEASE_MEM, FILLER, DWORD";
     asm_bad("NOP\n\nFOO x=1\n", &[&format!("line 3: `FOO x=1`: unknown mnemonic `FOO`; {KNOWN}")]);
     asm_bad(
         "NOP\nBAD # first\nINDEX_TYPE size=8\nDRAW_INDEX_AUTO count=1\nDRAW_INDEX_AUTO initiator=1 count=1\nDWORD value=1 value=2\nINDEX_TYPE bits=16\n\

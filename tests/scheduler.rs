@@ -310,7 +310,7 @@ fn verilator_lint_and_yosys_are_clean_at_every_point() {
             all.push((name, p));
         }
     }
-    assert_eq!(all.len(), points().len() + 2, "the presets rr and cuda");
+    assert_eq!(all.len(), points().len() + 3, "the presets rr, cuda and small");
     for (name, p) in all {
         gpurtl_tests::lint_and_yosys_clean(name, &build(&p).unwrap(), name == "default");
     }

@@ -242,8 +242,9 @@ fn compute_checks(b: &mut ModuleBuilder, p: &CmdprocParams, sh_q: &[Expr], mp: &
     let t = b.let_("dispatch_threads", &tx.zext(48).mul(&ty.zext(48)).mul(&tz.zext(48)));
     let vg = sh_q[sh::PGM_RSRC1].slice(5, 0).zext(7).add(&Expr::lit(7, 1));
     let r = Expr::cat(&[t.zext(55).mul(&vg.zext(55)), Expr::zero(2)]);
-    let m = Expr::cat(&[sh_q[sh::PGM_RSRC2].slice(23, 15), Expr::zero(9)]);
-    let need = t.gt(&Expr::lit(48, p.max_threads as u64)).or(&r.gt(&Expr::lit(57, p.max_regs as u64))).or(&m.gt(&Expr::lit(18, p.max_smem as u64)));
+    // M is below 2^18; max_smem may be 2^18 (19 bits for the compare).
+    let m = Expr::cat(&[Expr::zero(1), sh_q[sh::PGM_RSRC2].slice(23, 15), Expr::zero(9)]);
+    let need = t.gt(&Expr::lit(48, p.max_threads as u64)).or(&r.gt(&Expr::lit(57, p.max_regs as u64))).or(&m.gt(&Expr::lit(19, p.max_smem as u64)));
     let need = b.let_("dispatch_need_bad", &need);
     // RELEASE_MEM: DATA_SEL p1[31:29], INT_SEL p1[26:24], address p2, p3.
     let ds = mp[1].slice(31, 29);
