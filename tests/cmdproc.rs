@@ -37,8 +37,9 @@ fn points() -> Vec<(&'static str, CmdprocParams)> {
         // block counts.
         ("compute_small", CmdprocParams { compute: true, fetch_bits: 32, pool_beats: 4, out_depth: 1, state_regs: 4, nesting: 2, max_threads: 48, max_regs: 640, max_smem: 3000, block_bits: 6, ..CmdprocParams::default() }),
         // Compute mode, four dwords a beat (both packets of a cycle may be
-        // SET_SH_REGs or a dispatch and its registers).
-        ("compute_wide", CmdprocParams { compute: true, fetch_bits: 128, out_depth: 2, max_threads: 1024, max_regs: 4096, max_smem: 65536, block_bits: 20, ..CmdprocParams::default() }),
+        // SET_SH_REGs or a dispatch and its registers), the largest
+        // scratchpad capacity (2^18: above any LDS_SIZE, so never `need`).
+        ("compute_wide", CmdprocParams { compute: true, fetch_bits: 128, out_depth: 2, max_threads: 1024, max_regs: 4096, max_smem: 262144, block_bits: 20, ..CmdprocParams::default() }),
     ]
 }
 
