@@ -170,7 +170,7 @@ fn cosim(name: &str, p: &CmdprocParams) {
         // mode), every cause the mode can raise.
         let all_ops: BTreeSet<u32> = Opcode::ALL
             .iter()
-            .filter(|o| o.known(p) && !(p.compute && matches!(o, Opcode::DrawIndexAuto | Opcode::DrawIndexOffset2)))
+            .filter(|o| o.known(p) && !(p.compute && o.is_draw()))
             .map(|o| o.code())
             .filter(|&c| p.nesting > 0 || c != Opcode::IndirectBuffer.code())
             .collect();

@@ -88,7 +88,16 @@ impl Opcode {
     }
     /// A state reader (docs/cmdproc.md, "Render state in order").
     pub fn reads_state(self) -> bool {
-        matches!(self, Opcode::DrawIndexAuto | Opcode::DrawIndexOffset2 | Opcode::DispatchDirect)
+        self.is_draw() || self == Opcode::DispatchDirect
+    }
+    /// A state writer, which the state hold holds: `SET_CONTEXT_REG`, and
+    /// `SET_SH_REG` (compute mode).
+    pub fn writes_state(self) -> bool {
+        matches!(self, Opcode::SetContextReg | Opcode::SetShReg)
+    }
+    /// A draw (in compute mode the `graphics` error).
+    pub fn is_draw(self) -> bool {
+        matches!(self, Opcode::DrawIndexAuto | Opcode::DrawIndexOffset2)
     }
     /// The value in header bits [15:8].
     pub fn code(self) -> u32 {

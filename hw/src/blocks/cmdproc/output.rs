@@ -49,9 +49,7 @@ pub(super) fn queue(b: &mut ModuleBuilder, p: &CmdprocParams, regs: &Regs, run: 
     let rw_ = clog2(p.out_depth as u64 + 1);
     let readers = b.reg("out_readers_q", rw_, 0);
     let head_op = oq.entries[0][2].slice(15, 8);
-    let head_reader = [Opcode::DrawIndexAuto, Opcode::DrawIndexOffset2, Opcode::DispatchDirect]
-        .iter()
-        .fold(Expr::bit(false), |acc, o| acc.or(&head_op.eq_lit(o.code() as u64)));
+    let head_reader = Opcode::ALL.iter().filter(|o| o.reads_state()).fold(Expr::bit(false), |acc, o| acc.or(&head_op.eq_lit(o.code() as u64)));
     let r_in = commit.and(f_reader);
     let r_out = b.let_("out_reader_leaves", &cmd_fire.and(&head_reader));
     let one = Expr::lit(rw_, 1);

@@ -2,7 +2,7 @@
 //! cases): the window, the first and second packets, table writes, jumps,
 //! and a packet's commit.
 
-use super::packet::{check_header, dispatch_check, is_state_reader, is_state_writer, release_check, Head, Packet, IB_SIZE_MASK};
+use super::packet::{check_header, dispatch_check, release_check, Head, Packet, IB_SIZE_MASK};
 use super::pm4;
 use super::prim::Job;
 use super::timing::Sim;
@@ -129,7 +129,7 @@ impl<'a> Sim<'a> {
         // above; its p0 is not taken, so no state_range check). The first
         // packet is not a state reader here, so the cycle is held only when
         // the queue holds one at the start of the cycle.
-        if is_state_writer(pk.op) && reader0 {
+        if pk.op.writes_state() && reader0 {
             return tk;
         }
         if pk.op == Opcode::WriteData {
@@ -211,7 +211,7 @@ impl<'a> Sim<'a> {
         let second = !fresh && pk.op != Opcode::IndirectBuffer;
         // Held: a reader in the queue at the start, or this first packet is
         // a state reader that commits in this cycle.
-        let held = reader0 || is_state_reader(pk.op);
+        let held = reader0 || pk.op.reads_state();
         tk.commit = Some(pk);
         if second {
             self.second(lanes, take, false, held, &mut tk);
@@ -239,7 +239,7 @@ impl<'a> Sim<'a> {
                 }
                 // The state hold: checked like any header, takes nothing
                 // (t2 = 0: met again in lane 0 of a later cycle).
-                if is_state_writer(op) && held {
+                if op.writes_state() && held {
                     return;
                 }
                 let t2 = n.min(a - e);
@@ -339,7 +339,7 @@ impl<'a> Sim<'a> {
         // A state reader's state: the table now (the SET_CONTEXT_REG packets
         // before it have all been taken; this cycle is held, so none writes
         // at its edge).
-        let state = is_state_reader(pk.op).then(|| self.table.clone());
+        let state = pk.op.reads_state().then(|| self.table.clone());
         // A dispatch's snapshot (compute mode): the compute registers now
         // (held likewise).
         let sh = (self.p.compute && pk.op == Opcode::DispatchDirect).then(|| self.sh.clone());

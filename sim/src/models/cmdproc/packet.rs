@@ -11,17 +11,6 @@ pub(super) fn payload_count(h: u32) -> u32 {
     ((h >> 16) + 1) & 0x3FFF
 }
 
-/// The state readers (docs/cmdproc.md, "Render state in order").
-pub(super) fn is_state_reader(op: Opcode) -> bool {
-    op.reads_state()
-}
-
-/// The table writers the state hold applies to: `SET_CONTEXT_REG`, and
-/// `SET_SH_REG` (compute mode, "Timing is `SET_CONTEXT_REG`'s in every
-/// respect").
-pub(super) fn is_state_writer(op: Opcode) -> bool {
-    matches!(op, Opcode::SetContextReg | Opcode::SetShReg)
-}
 
 /// A header that passed its checks.
 pub(super) enum Head {

@@ -807,37 +807,35 @@ pub fn run_input(text: &str) -> Result<Value, Vec<AsmError>> {
     Ok(input)
 }
 
-/// The fields of a `.pipeline stall=P seed=S` line into `pipe` (over all
-/// `.pipeline` lines, each key at most once); every bad field is reported.
-/// `P` is a decimal number (digits, optionally a point and digits), `S` a
-/// number below 2^64 (decimal, or `0x` and hex digits); the JSON reader
-/// checks `P <= 1` and that both are given.
-fn pipeline_line<'a>(toks: impl Iterator<Item = &'a str>, pipe: &mut Vec<(&'static str, Value)>) -> Result<(), Vec<String>> {
-    let known = || PIPELINE_KEYS.join(", ");
+/// The `name=value` fields of a `.registers` or `.pipeline` line into
+/// `out` (over all such lines, each key at most once), each value read by
+/// `value`; every bad field is reported (the good ones are kept). `noun`
+/// names one field in messages, `plural` them all.
+fn keyed_line<'a>(
+    toks: impl Iterator<Item = &'a str>,
+    keys: &[&'static str],
+    (noun, plural): (&str, &str),
+    out: &mut Vec<(&'static str, Value)>,
+    value: impl Fn(&'static str, &str) -> Result<Value, String>,
+) -> Result<(), Vec<String>> {
+    let known = || keys.join(", ");
     let mut errs = Vec::new();
     for tok in toks {
         let Some((name, raw)) = tok.split_once('=') else {
-            errs.push(format!("`{}` is not a pipeline field: fields are written name=value; known: {}", short(tok), known()));
+            errs.push(format!("`{}` is not a {noun}: {plural} are written name=value; known: {}", short(tok), known()));
             continue;
         };
-        let Some(key) = PIPELINE_KEYS.iter().copied().find(|k| *k == name) else {
-            errs.push(format!("unknown pipeline field `{}`; known: {}", short(name), known()));
+        let Some(key) = keys.iter().copied().find(|k| *k == name) else {
+            errs.push(format!("unknown {noun} `{}`; known: {}", short(name), known()));
             continue;
         };
-        if pipe.iter().any(|(k, _)| *k == key) {
-            errs.push(format!("pipeline field `{key}` is given twice"));
+        if out.iter().any(|(k, _)| *k == key) {
+            errs.push(format!("{noun} `{key}` is given twice"));
             continue;
         }
-        let v = if key == "stall" { decimal(raw).map(|f| json!(f)) } else { seed_number(raw).map(|s| json!(s)) };
-        match v {
-            Some(v) => pipe.push((key, v)),
-            None if key == "stall" => {
-                errs.push(format!("pipeline field `stall` = `{}` is not a decimal number (digits, or digits, a point and digits, such as 0.3)", short(raw)))
-            }
-            None => errs.push(format!(
-                "pipeline field `seed` = `{}` is not a number below 2^64 = 18446744073709551616 (decimal, or 0x and hex digits)",
-                short(raw)
-            )),
+        match value(key, raw) {
+            Ok(v) => out.push((key, v)),
+            Err(m) => errs.push(m),
         }
     }
     if errs.is_empty() {
@@ -845,6 +843,24 @@ fn pipeline_line<'a>(toks: impl Iterator<Item = &'a str>, pipe: &mut Vec<(&'stat
     } else {
         Err(errs)
     }
+}
+
+/// The fields of a `.pipeline stall=P seed=S` line into `pipe`. `P` is a
+/// decimal number (digits, optionally a point and digits), `S` a number
+/// below 2^64 (decimal, or `0x` and hex digits); the JSON reader checks
+/// `P <= 1` and that both are given.
+fn pipeline_line<'a>(toks: impl Iterator<Item = &'a str>, pipe: &mut Vec<(&'static str, Value)>) -> Result<(), Vec<String>> {
+    keyed_line(toks, &PIPELINE_KEYS, ("pipeline field", "fields"), pipe, |key, raw| {
+        if key == "stall" {
+            decimal(raw).map(|f| json!(f)).ok_or_else(|| {
+                format!("pipeline field `stall` = `{}` is not a decimal number (digits, or digits, a point and digits, such as 0.3)", short(raw))
+            })
+        } else {
+            seed_number(raw).map(|s| json!(s)).ok_or_else(|| {
+                format!("pipeline field `seed` = `{}` is not a number below 2^64 = 18446744073709551616 (decimal, or 0x and hex digits)", short(raw))
+            })
+        }
+    })
 }
 
 /// A decimal number `D+` or `D+.D+` as an f64 (correctly rounded).
@@ -872,33 +888,14 @@ fn seed_number(s: &str) -> Option<u64> {
 /// The registers of a `.registers` line into `regs`; every bad field is
 /// reported (the good ones are kept).
 fn registers_line<'a>(toks: impl Iterator<Item = &'a str>, regs: &mut Vec<(&'static str, Value)>) -> Result<(), Vec<String>> {
-    let known = || REGISTER_KEYS.join(", ");
-    let mut errs = Vec::new();
-    for tok in toks {
-        let Some((name, raw)) = tok.split_once('=') else {
-            errs.push(format!("`{}` is not a register: registers are written name=value; known: {}", short(tok), known()));
-            continue;
-        };
-        let Some(key) = REGISTER_KEYS.iter().copied().find(|k| *k == name) else {
-            errs.push(format!("unknown register `{}`; known: {}", short(name), known()));
-            continue;
-        };
-        if regs.iter().any(|(k, _)| *k == key) {
-            errs.push(format!("register `{key}` is given twice"));
-            continue;
-        }
+    keyed_line(toks, &REGISTER_KEYS, ("register", "registers"), regs, |key, raw| {
         let what = format!("register `{key}`");
-        let v = if key == "state" { number_list(&what, raw).map(|l| json!(l)) } else { one_number(&what, raw).map(|n| json!(n)) };
-        match v {
-            Ok(v) => regs.push((key, v)),
-            Err(m) => errs.push(m),
+        if key == "state" {
+            number_list(&what, raw).map(|l| json!(l))
+        } else {
+            one_number(&what, raw).map(|n| json!(n))
         }
-    }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(errs)
-    }
+    })
 }
 
 fn memory_line<'a>(mut toks: impl Iterator<Item = &'a str>) -> Result<Value, String> {

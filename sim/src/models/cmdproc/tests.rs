@@ -983,7 +983,7 @@ impl Beh<'_> {
             if bad {
                 return fail(Cause::Field);
             }
-            let draw = matches!(op, Opcode::DrawIndexAuto | Opcode::DrawIndexOffset2);
+            let draw = op.is_draw();
             if !compute && op == Opcode::DrawIndexOffset2 && (pl[1] as u64 + pl[2] as u64) * s > self.w.registers.prim_size as u64 {
                 return fail(Cause::PrimRange);
             }
@@ -1025,7 +1025,7 @@ impl Beh<'_> {
             }
             // A state reader's state: the table as the SET_CONTEXT_REG
             // packets before it in packet order left it.
-            let state = matches!(op, Opcode::DrawIndexAuto | Opcode::DrawIndexOffset2 | Opcode::DispatchDirect).then(|| self.table.clone());
+            let state = op.reads_state().then(|| self.table.clone());
             let sh = (compute && op == Opcode::DispatchDirect).then(|| self.sh.clone());
             self.cmds.push(Command { record, prims, state, sh });
             if op == Opcode::IndirectBuffer && !self.buffer(pl[0], pl[2] & IB_SIZE_MASK, level + 1) {

@@ -799,8 +799,7 @@ mod tests {
             }
             // Every opcode the mode knows (in compute mode a draw is the
             // `graphics` error, seen by the cosimulation's causes).
-            let draw = |o: &Opcode| matches!(o, Opcode::DrawIndexAuto | Opcode::DrawIndexOffset2);
-            let mut want: Vec<&str> = Opcode::ALL.iter().filter(|o| o.known(p) && !(p.compute && draw(o))).map(|o| o.name()).collect();
+            let mut want: Vec<&str> = Opcode::ALL.iter().filter(|o| o.known(p) && !(p.compute && o.is_draw())).map(|o| o.name()).collect();
             want.extend(["filler", "one-dword NOP", "long NOP", "empty buffer", "type", "opcode", "count", "overrun", "nesting", "state_range", "field: INDEX_TYPE", "field: WRITE_DATA"]);
             if !p.compute {
                 want.extend(["draw of no indices", "draw of 16-bit indices", "draw of 32-bit indices", "prim_range"]);
