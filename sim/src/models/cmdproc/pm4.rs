@@ -618,9 +618,7 @@ pub fn assemble(text: &str) -> Result<Vec<u32>, Vec<AsmError>> {
             let d = code.split_whitespace().next().unwrap_or("");
             let msg = match d {
                 ".registers" | ".memory" => format!("`{d}`: {RUN_FILE}"),
-                ".pipeline" => format!(
-                    "`.pipeline`: a `.pipeline` line belongs to a run input for `gpurtl run cmdproc --input`; `gpurtl asm` takes packet lines only"
-                ),
+                ".pipeline" => "`.pipeline`: a `.pipeline` line belongs to a run input for `gpurtl run cmdproc --input`; `gpurtl asm` takes packet lines only".to_string(),
                 _ => format!("unknown directive `{}`: {RUN_FILE}", short(d)),
             };
             errors.push(asm_error(n, line, msg));
