@@ -21,11 +21,15 @@ pub struct CuParams {
     pub kmax: u32,
     /// `tex` and its `texture` unit are built (else 0x74 is undefined).
     pub tex: bool,
+    /// Native memory ports, or one AXI4 master (docs/memory.md, `mem_if`).
+    pub mem_if: MemIf,
+    /// The AXI4 master's data width with `mem_if = axi4`.
+    pub axi_bits: u32,
 }
 
 impl Default for CuParams {
     fn default() -> Self {
-        CuParams { slots: 2, regs: 64, imem_depth: 64, banks: 4, words: 1024, max_outstanding: 8, tag_bits: 4, grid_rows: 4, grid_cols: 4, kmax: 256, tex: true }
+        CuParams { slots: 2, regs: 64, imem_depth: 64, banks: 4, words: 1024, max_outstanding: 8, tag_bits: 4, grid_rows: 4, grid_cols: 4, kmax: 256, tex: true, mem_if: MemIf::Native, axi_bits: 64 }
     }
 }
 
@@ -166,6 +170,8 @@ impl BlockParams for CuParams {
             ParamInfo::new("grid_cols", int(1, 8, "1, 2, 4 or 8"), "columns `C` of the `mma` grid"),
             ParamInfo::new("kmax", int(8, 1024, "a power of two"), "the largest `K` of one `mma` and the most rows of one `ld ..., zmap` (its tile buffers hold two row blocks of `A` and two tiles of `B` of `kmax` k-steps)"),
             ParamInfo::new("tex", ParamKind::Bool, "`tex` and its `texture` unit are built; with `false` opcode 0x74 is undefined (the `opcode` error), the scratchpad has no `rd5`/`wr3` and `tex_fetch_o` is 0"),
+            ParamInfo::new("mem_if", ParamKind::Choice(MemIf::NAMES), "native: the unit's own memory ports; axi4: one AXI4 master m_axi_* (and axi_err_o) through an arbiter and its bridge in their place (docs/memory.md, \"mem_if\")"),
+            ParamInfo::new("axi_bits", int(32, 128, "32, 64 or 128"), "the AXI4 master's data width with mem_if=axi4 (sources of other widths are adapted: docs/memory.md)"),
         ]
     }
 
@@ -182,6 +188,7 @@ impl BlockParams for CuParams {
         c.int(&t, "grid_rows", self.grid_rows as i64, true);
         c.int(&t, "grid_cols", self.grid_cols as i64, self.grid_cols.is_power_of_two());
         c.int(&t, "kmax", self.kmax as i64, self.kmax.is_power_of_two());
+        c.int(&t, "axi_bits", self.axi_bits as i64, matches!(self.axi_bits, 32 | 64 | 128));
         c.finish()
     }
 
@@ -214,6 +221,7 @@ impl BlockParams for CuParams {
                 // docs/cu.md, "Synthesis"; the texture is built with
                 // `all_channels = false`, as it was when measured).
                 tex: false,
+                ..Self::default()
             }),
             // Four resident blocks over eight banks of 64 KiB.
             ("wide", CuParams {
@@ -228,6 +236,7 @@ impl BlockParams for CuParams {
                 grid_cols: 8,
                 kmax: 128,
                 tex: true,
+                ..Self::default()
             }),
         ]
     }

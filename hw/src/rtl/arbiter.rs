@@ -57,7 +57,7 @@ pub fn onehot_index(x: &Expr, n: usize, width: u32) -> Expr {
 /// A queue of `depth` entries of `width` bits in registers, read at the
 /// head: (not empty, head data). `push` appends `data`; `pop` removes the
 /// head (only when not empty). Registers `<name>_*`.
-fn fifo(b: &mut ModuleBuilder, name: &str, depth: u32, data: &Expr, push: &Expr, pop: &Expr) -> (Expr, Expr, Expr) {
+pub(crate) fn fifo(b: &mut ModuleBuilder, name: &str, depth: u32, data: &Expr, push: &Expr, pop: &Expr) -> (Expr, Expr, Expr) {
     let pw = clog2(depth as u64).max(1);
     let cw = bits_for(depth as u64);
     let count = b.reg(&format!("{name}_count_q"), cw, 0);

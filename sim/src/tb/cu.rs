@@ -1,11 +1,12 @@
 //! Testbench for the generated compute unit (docs/cu.md), built from agents
 //! over one [`Memory`]: a native responder on each of the unit's memory
-//! ports (`ifetch`, `cdl`, `dma_rd`, `dma_wr`), and [`CuDriver`], which
+//! ports (`ifetch`, `cdl`, `dma_rd`, `dma_wr`), or with `mem_if = axi4` the
+//! AXI4 slave on `m_axi_*`, and [`CuDriver`], which
 //! plays the run's dispatcher (docs/cu.md, "`gpurtl run cu`": shares, the
 //! lowest free one, the tag = the share), takes completions and records the
 //! retire port as the trace. Results come back in the golden model's format.
 
-use super::agents::{shared, Agent, Bench, MemRandom, MemResponder, Monitor, NativePort, Pace};
+use super::agents::{shared, Agent, AxiRandom, AxiSlave, Bench, MemRandom, MemResponder, Monitor, NativePort, Pace};
 use super::{fail, LoopTimer, RunStats};
 use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
 use crate::models::cu::{BlockResult, Counters, Outcome, Retire, Run};
@@ -265,39 +266,75 @@ pub fn run(compiled: &Compiled, p: &CuParams, r: &Run, env: Option<Env>, budget:
     sim.reset(rst, 2);
     let mem = shared(r.memory.clone());
     let mut driver = CuDriver::new(&sim, p, r, env)?;
-    let mut agents: Vec<MemResponder> = Vec::new();
-    for name in ["ifetch", "cdl", "dma_rd", "dma_wr"] {
-        let mut a = MemResponder::new(NativePort::master(&sim, name)?, mem.clone(), r.mem_latency);
-        if let Some(e) = env {
-            a = a.random(MemRandom { seed: e.seed, latency: e.latency, req_stall: e.req_stall, rsp_stall: e.rsp_stall });
-        }
-        agents.push(a);
-    }
-    // Counters off the ports: program loads, read beats, write beats.
     let counts = Rc::new(RefCell::new(Counters::default()));
     let h = |n: &str| sim.port(n);
-    let (ifq_v, ifq_r) = (h("ifetch_req_valid_o")?, h("ifetch_req_ready_i")?);
-    let rd: Vec<(PortHandle, PortHandle)> = ["ifetch", "cdl", "dma_rd"]
-        .iter()
-        .map(|n| Ok((h(&format!("{n}_rsp_valid_i"))?, h(&format!("{n}_rsp_ready_o"))?)))
-        .collect::<Result<_, CosimError>>()?;
-    let (wq_v, wq_r) = (h("dma_wr_req_valid_o")?, h("dma_wr_req_ready_i")?);
     let tex_fetch = h("tex_fetch_o")?;
+    let mut agents: Vec<Box<dyn Agent>> = Vec::new();
     let c = counts.clone();
-    let mut monitor = Monitor::new("counters", move |sim| {
-        let fire = |v: PortHandle, r: PortHandle| sim.get(v) == 1 && sim.get(r) == 1;
-        let mut c = c.borrow_mut();
-        c.loads += fire(ifq_v, ifq_r) as u64;
-        c.rd_beats += rd.iter().filter(|(v, r)| fire(*v, *r)).count() as u64;
-        c.wr_beats += fire(wq_v, wq_r) as u64;
-        c.texel_fetches += sim.get(tex_fetch);
-        Ok(())
-    });
+    let monitor = if sim.port("m_axi_arvalid").is_ok() {
+        // mem_if = axi4 (docs/memory.md): one AXI4 slave; the counters from
+        // its beats by ID (reads: 0 ifetch, 1 cdl, 2 dma_rd; dma_wr the one
+        // write source), in the native ports' terms.
+        let mut a = AxiSlave::new(&sim, "m_axi_", mem.clone(), super::axi_latency(r.mem_latency))?;
+        if let Some(e) = env {
+            a = a.random(AxiRandom::even(e.seed, e.latency, e.req_stall, e.rsp_stall));
+        }
+        agents.push(Box::new(a));
+        let (rv, rr, rid) = (h("m_axi_rvalid")?, h("m_axi_rready")?, h("m_axi_rid")?);
+        let (wv, wr) = (h("m_axi_wvalid")?, h("m_axi_wready")?);
+        // AXI beats of one program load, and native beats (64 bits) of it.
+        let per_load = (p.imem_depth as u64 * 64 / p.axi_bits as u64).max(1);
+        let depth = p.imem_depth as u64;
+        let mut ifetch_beats = 0u64;
+        Monitor::new("counters", move |sim| {
+            let mut c = c.borrow_mut();
+            if sim.get(rv) == 1 && sim.get(rr) == 1 {
+                match sim.get(rid) {
+                    0 => {
+                        ifetch_beats += 1;
+                        if ifetch_beats % per_load == 0 {
+                            c.loads += 1;
+                            c.rd_beats += depth;
+                        }
+                    }
+                    _ => c.rd_beats += 1,
+                }
+            }
+            c.wr_beats += (sim.get(wv) == 1 && sim.get(wr) == 1) as u64;
+            c.texel_fetches += sim.get(tex_fetch);
+            Ok(())
+        })
+    } else {
+        for name in ["ifetch", "cdl", "dma_rd", "dma_wr"] {
+            let mut a = MemResponder::new(NativePort::master(&sim, name)?, mem.clone(), r.mem_latency);
+            if let Some(e) = env {
+                a = a.random(MemRandom { seed: e.seed, latency: e.latency, req_stall: e.req_stall, rsp_stall: e.rsp_stall });
+            }
+            agents.push(Box::new(a));
+        }
+        // Counters off the ports: program loads, read beats, write beats.
+        let (ifq_v, ifq_r) = (h("ifetch_req_valid_o")?, h("ifetch_req_ready_i")?);
+        let rd: Vec<(PortHandle, PortHandle)> = ["ifetch", "cdl", "dma_rd"]
+            .iter()
+            .map(|n| Ok((h(&format!("{n}_rsp_valid_i"))?, h(&format!("{n}_rsp_ready_o"))?)))
+            .collect::<Result<_, CosimError>>()?;
+        let (wq_v, wq_r) = (h("dma_wr_req_valid_o")?, h("dma_wr_req_ready_i")?);
+        Monitor::new("counters", move |sim| {
+            let fire = |v: PortHandle, r: PortHandle| sim.get(v) == 1 && sim.get(r) == 1;
+            let mut c = c.borrow_mut();
+            c.loads += fire(ifq_v, ifq_r) as u64;
+            c.rd_beats += rd.iter().filter(|(v, r)| fire(*v, *r)).count() as u64;
+            c.wr_beats += fire(wq_v, wq_r) as u64;
+            c.texel_fetches += sim.get(tex_fetch);
+            Ok(())
+        })
+    };
+    let mut monitor = monitor;
     let timer = LoopTimer::start(&sim);
     {
         let mut all: Vec<&mut dyn Agent> = vec![&mut driver, &mut monitor];
         for a in agents.iter_mut() {
-            all.push(a);
+            all.push(a.as_mut());
         }
         Bench::new(budget).run(&mut sim, &mut all)?;
     }
@@ -437,6 +474,16 @@ pub fn random_program(rng: &mut Rng, depth: u32, regs: u32, smem: u32, kmax: u32
                 let n = 1 + rng.below(16.min(regs as u64 - 7)) as u8;
                 let rd = 7 + rng.below(regs as u64 - 7 - n as u64 + 1) as u8;
                 v.push(encode(&Insn::CdlMem { rd, ra: 4, n, i: 4 * rng.below(IN_BYTES as u64 / 4 - 16) as u32 }));
+                // Registers are seen only through addresses and branches:
+                // half the time, branch on one bit of one loaded value, so
+                // that a wrong value changes the trace half the time.
+                if room >= 5 && rng.chance(50) {
+                    let t = v.len() as u32 + 3;
+                    let x = scratch(rng);
+                    v.push(encode(&Insn::AluI { op: AluOp::And, rd: x, ra: rd + rng.below(n as u64) as u8, imm: 1 << rng.below(32) }));
+                    v.push(encode(&Insn::Bnz { ra: x, t }));
+                    v.push(alu(rng, None));
+                }
             }
             6..=9 if room >= 6 && smem >= 4 => {
                 // ld from the input data, or st to the block's output region.

@@ -18,7 +18,9 @@ mod vec;
 use crate::rtl::bus::{Native, Role};
 use crate::rtl::pipe::shift_queue;
 use crate::rtl::scratchpad::{scratchpad, Shape};
-use crate::rtl::{arbiter::round_robin, bits_for, lowest_bit, select, BusKind, Expr, ModuleBuilder, RamRead, RamWrite, RtlError};
+use super::memif::{axi4_top, Kind, Part, Source};
+use crate::rtl::{arbiter::round_robin, bits_for, lowest_bit, select, Axi as AxiShape, BusKind, Expr, ModuleBuilder, RamRead, RamWrite, RtlError};
+use gpurtl_params::MemIf;
 use crate::Design;
 use decode::Decoded;
 use gpurtl_params::cu::{CuParams, Status};
@@ -32,10 +34,34 @@ fn onehot(idx: &Expr, n: u32) -> Vec<Expr> {
 }
 
 pub fn build(p: &CuParams) -> Result<Design, RtlError> {
-    Ok(Design::of(unit(p)?, p))
+    match p.mem_if {
+        MemIf::Native => Ok(Design::of(unit(p, TOP)?, p)),
+        MemIf::Axi4 => {
+            let core = Design::of(unit(p, &format!("{TOP}_core"))?, p);
+            let same = || -> Box<dyn Fn(&Expr) -> Expr> { Box::new(|a: &Expr| a.clone()) };
+            let o = p.max_outstanding;
+            let sources = vec![
+                Source { port: "ifetch".into(), kind: Kind::Burst { chunk: IFETCH_CHUNK.min(p.imem_depth * 64 / p.axi_bits) }, addr: same() },
+                Source { port: "cdl".into(), kind: Kind::Read { credits: o }, addr: same() },
+                Source { port: "dma_rd".into(), kind: Kind::Read { credits: o }, addr: same() },
+                Source { port: "dma_wr".into(), kind: Kind::Write { outstanding: o }, addr: same() },
+            ];
+            let part = Part { design: &core, inst: "u_core", prefix: "", sources, busy: None };
+            let doc = [
+                "Compute unit (gpurtl block `cu`) with mem_if=axi4: program loads, cdl, ld and st through an arbiter and its bridge".to_string(),
+                format!("to one {}-bit AXI4 master (docs/memory.md, docs/cu.md).", p.axi_bits),
+            ];
+            let b = axi4_top(TOP, &doc, &[part], AxiShape { addr_bits: 32, data_bits: p.axi_bits, id_bits: 1 })?;
+            Ok(Design::of(b.finish()?, p))
+        }
+    }
 }
 
-fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
+/// The most AXI beats of one program-load burst with `mem_if = axi4`
+/// (docs/memory.md, "Sources of another width").
+pub const IFETCH_CHUNK: u32 = 16;
+
+fn unit(p: &CuParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     let ns = p.slots;
     let sb = p.slot_bits();
     let rbw = p.reg_bits();
@@ -46,7 +72,7 @@ fn unit(p: &CuParams) -> Result<crate::rtl::Module, RtlError> {
     let depth = p.imem_depth;
     let cbp = p.cbload();
 
-    let mut b = ModuleBuilder::new(TOP);
+    let mut b = ModuleBuilder::new(name);
     b.doc("Compute unit (gpurtl block `cu`): resident thread blocks run a kernel's 64-bit instructions, interleaved.");
     b.doc(format!(
         "{} slot(s), {} x 32-bit registers, {} instructions a slot, scratchpad {} bank(s) x {} x 32 bits, {} reads in flight.",

@@ -37,6 +37,7 @@ fn one_slot() -> CuParams {
         grid_cols: 2,
         kmax: 16,
         tex: true,
+        ..CuParams::default()
     }
 }
 
