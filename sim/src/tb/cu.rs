@@ -292,7 +292,7 @@ pub fn run(compiled: &Compiled, p: &CuParams, r: &Run, env: Option<Env>, budget:
                 match sim.get(rid) {
                     0 => {
                         ifetch_beats += 1;
-                        if ifetch_beats % per_load == 0 {
+                        if ifetch_beats.is_multiple_of(per_load) {
                             c.loads += 1;
                             c.rd_beats += depth;
                         }
