@@ -71,6 +71,8 @@ macro_rules! block_modules {
     ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
 }
 for_each_block!(block_modules);
+// The integrated top: not on the block list until its RTL and model are in.
+pub mod gpu;
 
 param_enum! {
     /// How a block that reads memory reaches it (docs/memory.md, `mem_if`).
