@@ -166,7 +166,7 @@ fn entry_bytes(e: &mut Violations, o: &Map<String, Value>, i: usize, base_dir: &
     }
 }
 
-fn parse_memory(e: &mut Violations, m: &Value, base_dir: &Path) -> Option<Memory> {
+pub fn parse_memory(e: &mut Violations, m: &Value, base_dir: &Path) -> Option<Memory> {
     let Some(list) = m.as_array() else {
         e.push(err("memory", shown(m), "a list of memory entries {\"addr\", and one of \"asm\" (with \"isa\"), \"dwords\", \"bytes\", \"file\"}"));
         return None;
@@ -275,7 +275,7 @@ fn parse_blocks(e: &mut Violations, b: &Value) -> Option<Vec<Block>> {
     ok.then_some(out)
 }
 
-fn parse_dump(e: &mut Violations, d: &Value) -> Option<Vec<Region>> {
+pub fn parse_dump(e: &mut Violations, d: &Value) -> Option<Vec<Region>> {
     let Some(list) = d.as_array() else {
         e.push(err("dump", shown(d), "a list of regions {\"addr\", \"bytes\"}"));
         return None;
