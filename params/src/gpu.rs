@@ -144,7 +144,7 @@ impl BlockParams for GpuParams {
     fn preset_doc(name: &str) -> &'static str {
         match name {
             "default" => "two queues, two compute units (the cu's defaults), a 64-bit AXI4 port",
-            "small" => "one queue, one small compute unit (the cu's small preset), a 32-bit AXI4 port: the quickest cosimulation",
+            "small" => "one queue, one small compute unit (the cu's small preset with 64 instructions, 32 registers and 2 KiB of scratchpad), a 32-bit AXI4 port: the quickest cosimulation",
             _ => "",
         }
     }
@@ -157,7 +157,9 @@ impl BlockParams for GpuParams {
                 units: 1,
                 data_bits: 32,
                 threads: 64,
-                cu: CuParams { tag_bits: 8, ..CuParams::presets()[1].1.clone() },
+                // The cu's small preset with room for the example kernels
+                // (64 instructions, 32 registers, a 2 KiB scratchpad).
+                cu: CuParams { tag_bits: 8, imem_depth: 64, regs: 32, words: 512, ..CuParams::presets()[1].1.clone() },
                 ..Self::default()
             }),
         ]

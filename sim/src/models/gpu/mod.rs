@@ -6,7 +6,7 @@
 //! 1. Each listed queue `q`: the `cmdproc` model ([`cmdproc::run`]) in
 //!    compute mode with the top's derived parameters
 //!    ([`GpuParams::cmdproc`]), registers `CMD_BASE`, `CMD_SIZE` from the
-//!    queue's entry and `IRQ_ENABLE = 3` (the rest 0), on the input's
+//!    queue's entry and `IRQ_ENABLE = 2` (the rest 0), on the input's
 //!    memory: its commands (with each dispatch's snapshot and each
 //!    `WRITE_DATA`'s dwords), trace lines, status and error.
 //! 2. The queues' commands are played queue by queue, each queue's in
@@ -54,8 +54,7 @@
 //!    "Errors": 1 `opcode` .. 7 `dispatch`; bit 0, `ok`, is never set);
 //!    `KERR_ADDR` is 0 until a kernel of the queue has a failed block.
 //! 6. `irq`: each listed queue's `cmdproc` line (its `irq` after its run:
-//!    with `IRQ_ENABLE = 3` its done or error bit, so it is high after any
-//!    finished run) OR `IRQ_STATUS & IRQ_ENABLE` of the top, whose
+//!    with `IRQ_ENABLE = 2` its error bit) OR `IRQ_STATUS & IRQ_ENABLE` of the top, whose
 //!    `IRQ_ENABLE` has bits `2q` and `2q + 1` of every listed queue.
 //! 7. `counters`: `commands` the sum over the queues of their command
 //!    counts (every command of a finished run, `CMD_COUNT`); `kernels` the
@@ -354,7 +353,7 @@ fn queue_run(cp: &CmdprocParams, q: &QueueInput, mem: &Memory) -> cmdproc::Outco
         prim_size: 0,
         state: Vec::new(),
         state_ptr: 0,
-        irq_enable: 3,
+        irq_enable: 2,
     };
     let mut pages = BTreeSet::new();
     add_pages(&mut pages, q.cmd_base, q.cmd_size as u64 / 4);

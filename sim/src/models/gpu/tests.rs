@@ -215,8 +215,9 @@ fn a_kernel_adds_vectors_of_a_4x2x3_grid() {
     assert_eq!((*q, lines.len()), (0, 5));
     assert!(lines[0].starts_with("#0 @0x00001000 SET_SH_REG reg=COMPUTE_PGM_LO"), "{}", lines[0]);
     assert!(lines[4].starts_with("#4 @0x00001054 DISPATCH_DIRECT x=4 y=2 z=3"), "{}", lines[4]);
-    // The queue's cmdproc ended done with IRQ_ENABLE = 3: the line is high.
-    assert!(o.irq);
+    // The queue's cmdproc ended done (IRQ_ENABLE = 2: error only), no
+    // fence, no failed block: the line is low.
+    assert!(!o.irq);
     assert_eq!(o.cycles, None);
 }
 

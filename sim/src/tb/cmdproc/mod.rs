@@ -93,7 +93,7 @@ impl Env {
 
 /// The fields of a command record (`cmd_*` or `trace_*`).
 #[derive(Clone)]
-pub(super) struct RecPorts {
+pub(crate) struct RecPorts {
     id: PortHandle,
     addr: PortHandle,
     header: PortHandle,
@@ -103,7 +103,7 @@ pub(super) struct RecPorts {
 }
 
 impl RecPorts {
-    pub(super) fn find(s: &Sim, name: &str) -> Result<RecPorts, CosimError> {
+    pub(crate) fn find(s: &Sim, name: &str) -> Result<RecPorts, CosimError> {
         let f = |field: &str| s.port(&format!("{name}_{field}_o"));
         Ok(RecPorts {
             id: f("id")?,
@@ -113,7 +113,7 @@ impl RecPorts {
             p: (0..6).map_while(|k| f(&format!("p{k}")).ok()).collect(),
         })
     }
-    pub(super) fn read(&self, s: &Sim) -> Record {
+    pub(crate) fn read(&self, s: &Sim) -> Record {
         Record {
             id: s.get(self.id) as u32,
             addr: s.get(self.addr) as u32,
