@@ -73,7 +73,7 @@ fn invalid_parameters() {
         &["gen", "compress", "--preset", "huge", "-o", "x"],
         "error: preset `huge` of block `compress`: must be one of default, small, wide, max, fpga, stream\n",
     );
-    bad(&["gen", "nosuch", "-o", "x"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad, cu\n");
+    bad(&["gen", "nosuch", "-o", "x"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad, cu, gpu\n");
     bad(&["gen", "compress"], "error: `gen` needs `-o DIR`\n");
     bad(&["frobnicate"], "error: unknown command `frobnicate`; see `gpurtl help`\n");
 }
@@ -569,7 +569,7 @@ fn options_are_not_silently_ignored() {
     bad(&["gen", "--all", "--preset", "wide", "-o", "x"], "error: `gen --all` writes every block at its defaults and takes no block or parameters\n");
     bad(&["list", "--param", "width=1"], "error: option `--param` is not used by `list`; see `gpurtl list --help`\n");
     bad(&["help", "extra"], "error: unknown command `extra`; see `gpurtl help`\n");
-    bad(&["list", "nosuch"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad, cu\n");
+    bad(&["list", "nosuch"], "error: unknown block `nosuch`; blocks: compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad, cu, gpu\n");
     let (code, out, _) = gpurtl(&["list", "compress"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("compress:") && !out.contains("cbload"), "{out}");

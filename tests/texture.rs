@@ -319,7 +319,7 @@ fn named_kernels_fetch_the_patch_once() {
 
 /// An rgba8 texture whose four channels differ.
 fn rgba(w: u32, h: u32) -> Texture {
-    let texels = (0..w * h).map(|i| (i * 29 + 7) % 256 | ((i * 53 + 1) % 256) << 8 | ((i * 11 + 90) % 256) << 16 | ((i * 197 + 3) % 256) << 24).collect();
+    let texels = (0..w * h).map(|i| ((i * 29 + 7) % 256) | (((i * 53 + 1) % 256) << 8) | (((i * 11 + 90) % 256) << 16) | (((i * 197 + 3) % 256) << 24)).collect();
     Texture { format: Format::Rgba8, levels: vec![Level { width: w, height: h, texels }] }
 }
 

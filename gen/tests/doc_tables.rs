@@ -227,15 +227,15 @@ fn bad_table_options_are_refused() {
     bad(&["list", "compress", "--table"], "error: option `--table` needs a value\n");
     bad(
         &["list", "--markdown"],
-        "error: option `--markdown` needs a block: `gpurtl list BLOCK --markdown`; blocks: compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad, cu\n",
+        "error: option `--markdown` needs a block: `gpurtl list BLOCK --markdown`; blocks: compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad, cu, gpu\n",
     );
     bad(
         &["list", "--table", "ports"],
-        "error: option `--table` needs a block: `gpurtl list BLOCK --table`; blocks: compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad, cu\n",
+        "error: option `--table` needs a block: `gpurtl list BLOCK --table`; blocks: compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad, cu, gpu\n",
     );
     bad(
         &["list", "nosuch", "--markdown"],
-        "error: unknown block `nosuch`; blocks: compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad, cu\n",
+        "error: unknown block `nosuch`; blocks: compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad, cu, gpu\n",
     );
     bad(
         &["list", "compress", "--names", "--markdown"],

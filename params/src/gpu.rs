@@ -113,7 +113,13 @@ impl BlockParams for GpuParams {
         c.int(&t, "threads", self.threads as i64, true);
         c.int(&t, "block_bits", self.block_bits as i64, true);
         c.int(&t, "age_threshold", self.age_threshold as i64, true);
-        c.nested("cu", self.cu.validate());
+        let cu_ok = self.cu.validate();
+        let cu_valid = cu_ok.is_ok();
+        c.nested("cu", cu_ok);
+        if !cu_valid {
+            // The rules below divide by the unit's slots and read its sizes.
+            return c.finish();
+        }
         c.check(self.cu.mem_if == MemIf::Native, "cu.mem_if", self.cu.mem_if.name(), "native: the top joins the units' memory ports itself".to_string());
         let need = self.cu_tag_bits();
         c.check(

@@ -33,7 +33,7 @@ use std::fmt;
 #[macro_export]
 macro_rules! for_each_block {
     ($callback:ident) => {
-        $callback!(compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad, cu);
+        $callback!(compress, cbload, systolic, scheduler, texture, cmdproc, arbiter, scratchpad, cu, gpu);
     };
 }
 
@@ -71,8 +71,6 @@ macro_rules! block_modules {
     ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
 }
 for_each_block!(block_modules);
-// The integrated top: not on the block list until its RTL and model are in.
-pub mod gpu;
 
 param_enum! {
     /// How a block that reads memory reaches it (docs/memory.md, `mem_if`).

@@ -156,7 +156,7 @@ impl BlockDef for TextureUnit {
             levels: vec![Level {
                 width: side,
                 height: side,
-                texels: (0..side * side).map(|i| (i * 37 + i / side * 11) % 256 | (i * 13 % 256) << 8 | ((i / side) * 7 % 256) << 16 | 255 << 24).collect(),
+                texels: (0..side * side).map(|i| ((i * 37 + i / side * 11) % 256) | ((i * 13 % 256) << 8) | (((i / side) * 7 % 256) << 16) | (255 << 24)).collect(),
             }],
         };
         let base = |ops: Vec<Op>, conv: Option<ConvJob>| Workload {

@@ -7,6 +7,3 @@ gpurtl_params::for_each_block!(block_modules);
 
 /// `mem_if = axi4`: blocks behind the arbiter and its AXI4 bridge.
 pub mod memif;
-
-/// The integrated top: not on the block list until its model is in.
-pub mod gpu;

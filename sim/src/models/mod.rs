@@ -8,7 +8,6 @@ macro_rules! block_modules {
     ($($block:ident),* $(,)?) => { $(pub mod $block;)* };
 }
 gpurtl_params::for_each_block!(block_modules);
-pub mod gpu;
 
 
 /// A malformed input file: where (a path like `ops[2].src`), what was found,

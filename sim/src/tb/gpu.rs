@@ -155,9 +155,7 @@ impl GpuDriver {
         let reg = |a: u64| self.regs.iter().find(|(x, _)| *x == a).map(|(_, v)| *v).ok_or_else(|| format!("register 0x{a:03x} was not read"));
         let mut kernels = Vec::new();
         let mut status = Vec::new();
-        let mut k = Counters::default();
-        k.instructions = self.instructions;
-        k.blocks = self.blocks;
+        let mut k = Counters { instructions: self.instructions, blocks: self.blocks, ..Counters::default() };
         for q in 0..self.queues {
             let (d, s, st, e) = (&self.dispatches[q], &self.sub_at[q], &self.start_at[q], &self.end_at[q]);
             if s.len() != d.len() || e.len() != d.len() || st.len() != d.len() {
@@ -312,8 +310,22 @@ pub fn budget(_p: &GpuParams, _r: &Run) -> u64 {
     1 << 26
 }
 
+/// The AXI4 port's traffic over a run: bursts and beats on each side.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    pub ar: u64,
+    pub r: u64,
+    pub aw: u64,
+    pub w: u64,
+}
+
 /// Run `r` through the RTL within `budget` cycles.
 pub fn run(compiled: &Compiled, p: &GpuParams, r: &Run, env: Option<Env>, budget: u64, vcd: Option<&Path>) -> Result<(Outcome, RunStats), CosimError> {
+    run_traffic(compiled, p, r, env, budget, vcd).map(|(o, s, _)| (o, s))
+}
+
+/// [`run`], with the AXI4 port's traffic.
+pub fn run_traffic(compiled: &Compiled, p: &GpuParams, r: &Run, env: Option<Env>, budget: u64, vcd: Option<&Path>) -> Result<(Outcome, RunStats, Traffic), CosimError> {
     let mut sim = compiled.start(vcd)?;
     let rst = sim.port("rst_i")?;
     sim.reset(rst, 2);
@@ -323,13 +335,28 @@ pub fn run(compiled: &Compiled, p: &GpuParams, r: &Run, env: Option<Env>, budget
     if let Some(e) = env {
         axi = axi.random(AxiRandom::even(e.seed, e.latency, e.stall, e.stall));
     }
+    let traffic = std::rc::Rc::new(std::cell::RefCell::new(Traffic::default()));
+    let t = traffic.clone();
+    let h = |n: &str| sim.port(&format!("m_axi_{n}"));
+    let hs: Vec<(PortHandle, PortHandle)> =
+        [("arvalid", "arready"), ("rvalid", "rready"), ("awvalid", "awready"), ("wvalid", "wready")].iter().map(|(v, r)| Ok((h(v)?, h(r)?))).collect::<Result<_, CosimError>>()?;
+    let mut monitor = super::agents::Monitor::new("axi traffic", move |sim| {
+        let fire: Vec<u64> = hs.iter().map(|(v, r)| (sim.get(*v) == 1 && sim.get(*r) == 1) as u64).collect();
+        let mut t = t.borrow_mut();
+        t.ar += fire[0];
+        t.r += fire[1];
+        t.aw += fire[2];
+        t.w += fire[3];
+        Ok(())
+    });
     let timer = LoopTimer::start(&sim);
-    Bench::new(budget).quiet(200_000).run(&mut sim, &mut [&mut driver, &mut axi])?;
+    Bench::new(budget).quiet(200_000).run(&mut sim, &mut [&mut driver, &mut axi, &mut monitor])?;
     let stats = timer.stats(&sim);
     let mut o = driver.outcome().map_err(|m| super::fail(&mut sim, m))?;
     sim.trace_close();
     o.memory = mem.borrow().clone();
-    Ok((o, stats))
+    let t = *traffic.borrow();
+    Ok((o, stats, t))
 }
 
 /// The example kernels (examples/cu/), with their per-block registers and

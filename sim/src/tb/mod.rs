@@ -162,6 +162,3 @@ mod tests {
         assert_eq!(w[0] >> 28, 0x5);
     }
 }
-
-/// The integrated top: not on the block list until it is wired into the command line.
-pub mod gpu;
