@@ -5,7 +5,7 @@ use gpurtl_hw::blocks::gpu::build;
 use gpurtl_params::gpu::GpuParams;
 use gpurtl_params::BlockParams;
 
-/// Verilator's lint at every preset and cosim point; yosys's checks (no
+/// Verilator's lint at every cosim point; Icarus and yosys's checks (no
 /// latches, nothing undriven, after `proc`) at `small`, and with
 /// `GPURTL_FULL=1` at every point (the default's take minutes).
 #[test]
@@ -17,6 +17,9 @@ fn verilator_lint_and_yosys_are_clean() {
             panic!("{name}: {e}");
         }
         if full || name == "small" {
+            if let Err(e) = gpurtl_gen::tools::iverilog(dir.path(), &top, &sources) {
+                panic!("{name}: {e}");
+            }
             if let Err(e) = gpurtl_gen::tools::yosys_check(dir.path(), &top, &sources) {
                 panic!("{name}: {e}");
             }
@@ -39,10 +42,16 @@ fn points() -> Vec<(&'static str, GpuParams)> {
     vec![
         ("small", presets[1].1.clone()),
         ("default", presets[0].1.clone()),
-        // Three queues over four units, a 128-bit port; no tex (the conv
-        // kernel runs at `default`).
-        ("wide", GpuParams { queues: 3, units: 4, data_bits: 128, cu: gpurtl_params::cu::CuParams { tex: false, tag_bits: 8, ..Default::default() }, ..Default::default() }),
+        // Three queues over four small two-slot units, a 128-bit port (the
+        // gemm and conv kernels run at `default`).
+        ("wide", GpuParams { queues: 3, units: 4, data_bits: 128, threads: 256, cu: two_slot_small(), ..Default::default() }),
     ]
+}
+
+/// The `small` preset's unit with two slots of 32 registers and 1 KiB of
+/// scratchpad each (`copy2d` and `compress` fit): quick to build.
+fn two_slot_small() -> gpurtl_params::cu::CuParams {
+    gpurtl_params::cu::CuParams { slots: 2, regs: 64, max_outstanding: 2, ..GpuParams::presets()[1].1.cu.clone() }
 }
 
 /// What must agree: everything but the cycles (docs/gpu.md: the model
@@ -129,7 +138,8 @@ fn cosim_wide() {
     cosim("wide", &points()[2].1)
 }
 
-/// Bugs planted in the generated Verilog (at `default`), each caught: a
+/// Bugs planted in the generated Verilog (at `small` with a two-slot unit:
+/// a quick Verilator build each), each caught: a
 /// dispatch taken from the queue at its submission instead of its end (so
 /// the registers written after it, and the next dispatch, reach a kernel
 /// still running), a block id whose x wraps one early, a 64-bit fence that
@@ -137,7 +147,7 @@ fn cosim_wide() {
 /// unit.
 #[test]
 fn planted_bugs_are_caught() {
-    let p = points()[1].1.clone();
+    let p = GpuParams { cu: two_slot_small(), threads: 128, ..GpuParams::presets()[1].1.clone() };
     let clean = gpurtl_gen::rtl_engine::spec(&build(&p).unwrap());
     let bugs: [(&str, &str, &str, &str); 4] = [
         ("a dispatch taken at its submission", "  assign u_q0_cmd_ready = ", "| k0_finished_q)", "| k0_live_q)"),
