@@ -157,13 +157,7 @@ fn planted_bugs_are_caught() {
     ];
     let all: Vec<u64> = (0..SEEDS).collect();
     for (what, line, from, to) in bugs {
-        let mut s = clean.clone();
-        let at = s.verilog.find(line).unwrap_or_else(|| panic!("{what}: no line `{line}` in the generated Verilog"));
-        let start = s.verilog[..at].rfind('\n').map_or(0, |i| i + 1);
-        let end = at + s.verilog[at..].find('\n').unwrap();
-        let planted = s.verilog[start..end].replacen(from, to, 1);
-        assert_ne!(planted, s.verilog[start..end], "{what}: `{from}` is not on the line `{line}`");
-        s.verilog.replace_range(start..end, &planted);
+        let s = gpurtl_tests::plant(&clean, what, line, from, to);
         let compiled = gpurtl_sim::cosim::compile(&s).expect("verilator build");
         let Some((seed, diff, _, _)) = first_mismatch(&compiled, &p, &all, &mut [0; 7]) else {
             panic!("planted bug `{what}` was not caught in {SEEDS} seeds");

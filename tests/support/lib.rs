@@ -97,3 +97,17 @@ pub fn lint_and_yosys_clean(what: &str, design: &Design, synth: bool) {
         panic!("{what}: {e}");
     }
 }
+
+/// `spec` with a bug planted: on the first line that holds `line`, the
+/// first `from` becomes `to`. Panics, naming the bug `what`, when there is
+/// no such line or `from` is not on it (the Verilog moved on: update the bug).
+pub fn plant(spec: &gpurtl_sim::cosim::DesignSpec, what: &str, line: &str, from: &str, to: &str) -> gpurtl_sim::cosim::DesignSpec {
+    let mut s = spec.clone();
+    let at = s.verilog.find(line).unwrap_or_else(|| panic!("{what}: no line `{line}` in the generated Verilog"));
+    let start = s.verilog[..at].rfind('\n').map_or(0, |i| i + 1);
+    let end = at + s.verilog[at..].find('\n').unwrap_or(s.verilog.len() - at);
+    let planted = s.verilog[start..end].replacen(from, to, 1);
+    assert_ne!(planted, s.verilog[start..end], "{what}: `{from}` is not on the line `{line}`");
+    s.verilog.replace_range(start..end, &planted);
+    s
+}
