@@ -976,7 +976,7 @@ impl Beh<'_> {
                 Opcode::DispatchDirect if compute => spec_dispatch(self.p, &self.sh, &pl) == Some(Cause::Field),
                 Opcode::ReleaseMem => {
                     let (ds, is) = (pl[1] >> 29, (pl[1] >> 24) & 7);
-                    pl[3] != 0 || pl[2] % 4 != 0 || (ds == 2 && pl[2] % 8 != 0) || ds > 2 || is > 3
+                    pl[3] != 0 || !pl[2].is_multiple_of(4) || (ds == 2 && !pl[2].is_multiple_of(8)) || ds > 2 || is > 3
                 }
                 _ => false,
             };
@@ -1059,7 +1059,7 @@ fn spec_dispatch(p: &CmdprocParams, r: &[u32], pl: &[u32]) -> Option<Cause> {
     let two16 = big(65536);
     let blocks_max = (big(1) << p.block_bits as usize) - big(1);
     // PGM_LO (3) bits 31:24, PGM_HI (4) bits 7:0.
-    if t == big(0) || x > two16 || y > two16 || z > two16 || &x * &y * &z > blocks_max || r[3] >= 1 << 24 || r[4] % 256 != 0 {
+    if t == big(0) || x > two16 || y > two16 || z > two16 || &x * &y * &z > blocks_max || r[3] >= 1 << 24 || !r[4].is_multiple_of(256) {
         return Some(Cause::Field);
     }
     // VGPRS = RSRC1 (5) bits 5:0; LDS_SIZE = RSRC2 (6) bits 23:15.
@@ -1485,7 +1485,7 @@ fn compute_off_new_opcodes_are_opcode_errors() {
     // command; a draw is not `graphics`; no "sh", no "sh_table".
     let d = CmdprocParams::default();
     for cmd in [ssr(0x207, &[1]), release(1, 0, 0x3000, 0)] {
-        let o = run(&d, &wl(cat(&[cmd.clone()]), vec![], 1));
+        let o = run(&d, &wl(cat(std::slice::from_ref(&cmd)), vec![], 1));
         assert_eq!(o.error, Some((Cause::Opcode, 0x1000)));
         assert!(o.commands.is_empty());
     }
