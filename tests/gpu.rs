@@ -57,16 +57,7 @@ fn two_slot_small() -> gpurtl_params::cu::CuParams {
 /// What must agree: everything but the cycles (docs/gpu.md: the model
 /// composes results, the RTL's cycles are its own).
 fn view(p: &GpuParams, r: &Run, o: &Outcome) -> Value {
-    let mut v = model::output_json(p, r, o);
-    v.as_object_mut().unwrap().remove("cycles");
-    if let Some(ks) = v["kernels"].as_array_mut() {
-        for k in ks {
-            for f in ["submit", "start", "end"] {
-                k.as_object_mut().unwrap().remove(f);
-            }
-        }
-    }
-    v
+    model::untimed(model::output_json(p, r, o))
 }
 
 /// What the runs covered: kernels, blocks, failed blocks, fences,

@@ -86,6 +86,33 @@ impl GpuParams {
     }
 }
 
+/// The host's register map (docs/gpu.md, "Registers"): byte offsets.
+pub mod reg {
+    /// Queue `q`'s command processor registers are at `QUEUE * q + offset`
+    /// (`cmdproc::reg`).
+    pub const QUEUE: u32 = 0x100;
+    /// The top's per-queue registers: `TOP + TOP_QUEUE * q + offset`.
+    pub const TOP: u32 = 0x400;
+    pub const TOP_QUEUE: u32 = 0x20;
+    pub const PRIORITY: u32 = 0x00;
+    pub const FENCES: u32 = 0x04;
+    pub const KERNELS: u32 = 0x08;
+    pub const KERR_MASK: u32 = 0x0C;
+    pub const KERR_ADDR: u32 = 0x10;
+    pub const KERR_BLOCKS: u32 = 0x14;
+    pub const STATUS: u32 = 0x480;
+    pub const IRQ_ENABLE: u32 = 0x484;
+    pub const IRQ_STATUS: u32 = 0x488;
+    /// The byte address of queue `q`'s command processor register `offset`.
+    pub fn queue(q: usize, offset: u32) -> u32 {
+        QUEUE * q as u32 + offset
+    }
+    /// The byte address of the top's register `offset` of queue `q`.
+    pub fn top(q: usize, offset: u32) -> u32 {
+        TOP + TOP_QUEUE * q as u32 + offset
+    }
+}
+
 impl BlockParams for GpuParams {
     const BLOCK: &'static str = "gpu";
 

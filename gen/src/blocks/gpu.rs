@@ -148,15 +148,7 @@ impl BlockDef for Gpu {
 fn checked(compiled: &Compiled, p: &GpuParams, r: &Run) -> Result<(Outcome, gpurtl_sim::tb::RunStats, tb::Traffic)> {
     let want = model::run(p, r).map_err(|e| Error::Bad(format!("bench gpu: {e}")))?;
     let (got, stats, t) = tb::run_traffic(compiled, p, r, None, tb::budget(p, r), None)?;
-    let strip = |o: &Outcome| {
-        let mut v = model::output_json(p, r, o);
-        v.as_object_mut().map(|m| {
-            m.remove("cycles");
-            m.remove("kernels")
-        });
-        v
-    };
-    if strip(&want) != strip(&got) {
+    if model::untimed(model::output_json(p, r, &want)) != model::untimed(model::output_json(p, r, &got)) {
         return Err(Error::Bad("bench gpu: the RTL and the golden model disagree on a bench run".into()));
     }
     Ok((got, stats, t))

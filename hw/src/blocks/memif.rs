@@ -177,7 +177,7 @@ pub fn axi4_top(name: &str, doc: &[String], parts: &[Part], axi: Axi) -> Result<
             let (beat, lanes) = if lg > ls {
                 let lane = addr.slice(lg - 1, ls);
                 let lanes: Vec<Expr> = (0..axi.data_bits / sw).map(|j| lane.eq_lit(j as u64).mux(&strb, &Expr::zero(sw / 8))).collect();
-                (Expr::cat(&[addr.slice(axi.addr_bits - 1, lg), Expr::zero(lg)]), Expr::cat_lanes(&lanes))
+                (beat_address(&addr, lg), Expr::cat_lanes(&lanes))
             } else {
                 (addr.clone(), strb.clone())
             };
@@ -219,6 +219,11 @@ pub fn axi4_top(name: &str, doc: &[String], parts: &[Part], axi: Axi) -> Result<
     Ok(b)
 }
 
+/// The address of the `2^lg`-byte beat holding byte `addr`.
+fn beat_address(addr: &Expr, lg: u32) -> Expr {
+    Expr::cat(&[addr.slice(addr.width() - 1, lg), Expr::zero(lg)])
+}
+
 /// A write source as the core declares it.
 enum Wsrc {
     Port(rtl::Bus),
@@ -242,13 +247,12 @@ fn narrow_read(b: &mut ModuleBuilder, port: &str, core: &rtl::Bus, arb: &rtl::Bu
     }
     b.assign(&arb.rsp().ready, &r.ready);
     b.assign(&r.valid, &arb.rsp().valid);
-    let aw = addr.width();
     if lg == ls {
         b.assign(&arb.req().field("addr"), addr);
         b.assign(&r.field("data"), &arb.rsp().field("data"));
         return;
     }
-    b.assign(&arb.req().field("addr"), &Expr::cat(&[addr.slice(aw - 1, lg), Expr::zero(lg)]));
+    b.assign(&arb.req().field("addr"), &beat_address(addr, lg));
     let push = q.valid.and(&arb.req().ready);
     let pop = arb.rsp().valid.and(&r.ready);
     let (queued, lane, _) = rtl::arbiter::fifo(b, &format!("{port}_lane"), credits, &addr.slice(lg - 1, ls), &push, &pop);

@@ -10,7 +10,8 @@ use super::{LoopTimer, RunStats};
 use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
 use crate::models::cmdproc::pm4::trace_line_mode;
 use crate::models::gpu::{Counters, KernelRecord, Outcome, QueueStatus, Run};
-use gpurtl_params::cmdproc::{Cause, Opcode};
+use gpurtl_params::cmdproc::{reg as qreg, Cause, Opcode};
+use gpurtl_params::gpu::reg;
 use gpurtl_params::gpu::GpuParams;
 use std::path::Path;
 
@@ -24,25 +25,6 @@ pub struct Env {
     pub stall: u32,
     /// Percent chance of each cycle of host delay.
     pub host: u32,
-}
-
-/// The command processor's registers (docs/cmdproc.md) and the top's.
-mod reg {
-    pub const CMD_BASE: u64 = 0x00;
-    pub const CMD_SIZE: u64 = 0x04;
-    pub const DOORBELL: u64 = 0x14;
-    pub const STATUS: u64 = 0x18;
-    pub const ERR_CAUSE: u64 = 0x1C;
-    pub const ERR_ADDR: u64 = 0x20;
-    pub const IRQ_ENABLE: u64 = 0x24;
-    pub const CMD_COUNT: u64 = 0x2C;
-    pub fn queue(q: usize) -> u64 {
-        0x100 * q as u64
-    }
-    pub fn top(q: usize) -> u64 {
-        0x400 + 0x20 * q as u64
-    }
-    pub const TOP_IRQ_ENABLE: u64 = 0x484;
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -98,16 +80,16 @@ impl GpuDriver {
         let n = r.queues.len();
         let mut top_irq = 0u64;
         for (q, qi) in r.queues.iter().enumerate() {
-            let w = |off: u64, data: u64| LiteOp::Write { addr: off, data, strb: 0xF };
-            host.push(w(reg::top(q), qi.priority as u64));
-            host.push(w(reg::queue(q) + reg::CMD_BASE, qi.cmd_base as u64));
-            host.push(w(reg::queue(q) + reg::CMD_SIZE, qi.cmd_size as u64));
-            host.push(w(reg::queue(q) + reg::IRQ_ENABLE, 2));
+            let w = |off: u32, data: u64| LiteOp::Write { addr: off as u64, data, strb: 0xF };
+            host.push(w(reg::top(q, reg::PRIORITY), qi.priority as u64));
+            host.push(w(reg::queue(q, qreg::CMD_BASE), qi.cmd_base as u64));
+            host.push(w(reg::queue(q, qreg::CMD_SIZE), qi.cmd_size as u64));
+            host.push(w(reg::queue(q, qreg::IRQ_ENABLE), qreg::IRQ_ERROR as u64));
             top_irq |= 3 << (2 * q);
         }
-        host.push(LiteOp::Write { addr: reg::TOP_IRQ_ENABLE, data: top_irq, strb: 0xF });
+        host.push(LiteOp::Write { addr: reg::IRQ_ENABLE as u64, data: top_irq, strb: 0xF });
         for q in 0..n {
-            host.push(LiteOp::Write { addr: reg::queue(q) + reg::DOORBELL, data: 1, strb: 0xF });
+            host.push(LiteOp::Write { addr: reg::queue(q, qreg::DOORBELL) as u64, data: 1, strb: 0xF });
         }
         let port = |s: &str| sim.port(s);
         let mut trace_valid = Vec::new();
@@ -152,7 +134,7 @@ impl GpuDriver {
 
     /// The outcome (memory filled in by [`run`]).
     fn outcome(&self) -> Result<Outcome, String> {
-        let reg = |a: u64| self.regs.iter().find(|(x, _)| *x == a).map(|(_, v)| *v).ok_or_else(|| format!("register 0x{a:03x} was not read"));
+        let read = |a: u32| self.regs.iter().find(|(x, _)| *x == a as u64).map(|(_, v)| *v).ok_or_else(|| format!("register 0x{a:03x} was not read"));
         let mut kernels = Vec::new();
         let mut status = Vec::new();
         let mut k = Counters { instructions: self.instructions, blocks: self.blocks, ..Counters::default() };
@@ -170,24 +152,24 @@ impl GpuDriver {
             for (i, (addr, blocks)) in d.iter().enumerate() {
                 kernels.push(KernelRecord { queue: q as u32, addr: *addr, blocks: *blocks, submit: Some(s[i]), start: Some(st[i]), end: Some(e[i]) });
             }
-            let qs = reg(reg::queue(q) + reg::STATUS)?;
-            let cause = reg(reg::queue(q) + reg::ERR_CAUSE)? as u32;
+            let qs = read(reg::queue(q, qreg::STATUS))? as u32;
+            let cause = read(reg::queue(q, qreg::ERR_CAUSE))? as u32;
             let error = match cause {
                 0 => None,
-                c => Some((Cause::from_code(c).map_or_else(|| format!("cause {c}"), |c| c.name().to_string()), reg(reg::queue(q) + reg::ERR_ADDR)? as u32)),
+                c => Some((Cause::from_code(c).map_or_else(|| format!("cause {c}"), |c| c.name().to_string()), read(reg::queue(q, qreg::ERR_ADDR))? as u32)),
             };
-            let t = reg::top(q);
+            let t = |off: u32| reg::top(q, off);
             let qst = QueueStatus {
                 queue: q as u32,
-                done: qs & 4 != 0,
+                done: qs & qreg::STATUS_DONE != 0,
                 error,
-                fences: reg(t + 4)? as u32,
-                kernels: reg(t + 8)? as u32,
-                kerr_mask: reg(t + 12)? as u32,
-                kerr_addr: reg(t + 16)? as u32,
-                kerr_blocks: reg(t + 20)? as u32,
+                fences: read(t(reg::FENCES))? as u32,
+                kernels: read(t(reg::KERNELS))? as u32,
+                kerr_mask: read(t(reg::KERR_MASK))? as u32,
+                kerr_addr: read(t(reg::KERR_ADDR))? as u32,
+                kerr_blocks: read(t(reg::KERR_BLOCKS))? as u32,
             };
-            k.commands += reg(reg::queue(q) + reg::CMD_COUNT)?;
+            k.commands += read(reg::queue(q, qreg::CMD_COUNT))?;
             k.kernels += qst.kernels as u64;
             k.failed_blocks += qst.kerr_blocks as u64;
             k.fences += qst.fences as u64;
@@ -224,7 +206,7 @@ impl Agent for GpuDriver {
         let now = sim.cycle();
         let ev = self.host.events();
         if let Some((addr, ..)) = ev.write {
-            if self.t0.is_none() && addr & 0xFF == reg::DOORBELL && addr < 0x400 {
+            if self.t0.is_none() && addr % reg::QUEUE as u64 == qreg::DOORBELL as u64 && addr < reg::TOP as u64 {
                 self.t0 = Some(now);
             }
         }
@@ -270,11 +252,11 @@ impl Agent for GpuDriver {
                 self.end = rel;
                 self.irq_end = sim.get(self.irq) == 1;
                 for q in 0..self.queues {
-                    for off in [reg::STATUS, reg::ERR_CAUSE, reg::ERR_ADDR, reg::CMD_COUNT] {
-                        self.host.push(LiteOp::Read { addr: reg::queue(q) + off });
+                    for off in [qreg::STATUS, qreg::ERR_CAUSE, qreg::ERR_ADDR, qreg::CMD_COUNT] {
+                        self.host.push(LiteOp::Read { addr: reg::queue(q, off) as u64 });
                     }
-                    for off in [4, 8, 12, 16, 20] {
-                        self.host.push(LiteOp::Read { addr: reg::top(q) + off });
+                    for off in [reg::FENCES, reg::KERNELS, reg::KERR_MASK, reg::KERR_ADDR, reg::KERR_BLOCKS] {
+                        self.host.push(LiteOp::Read { addr: reg::top(q, off) as u64 });
                     }
                 }
                 self.owed = 9 * self.queues;
@@ -387,18 +369,17 @@ pub fn random_run(rng: &mut crate::rng::Rng, p: &GpuParams) -> Run {
     let cp = p.cmdproc();
     let mut mem = Memory::default();
     let mut dump = Vec::new();
+    // Instructions of each kernel, as placed.
+    let mut lengths = Vec::new();
     for (i, (_, text, _, _)) in KERNELS.iter().enumerate() {
         let words = crate::models::cu::isa::assemble(text).expect("the example kernels assemble");
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         mem.write(PROGRAMS as u64 + 0x800 * i as u64, &bytes);
+        lengths.push(words.len() as u32);
     }
     mem.write(BAD_PROGRAM as u64, &vec![0xFF; 8 * p.cu.imem_depth as usize]);
     let fits: Vec<usize> = (0..KERNELS.len())
-        .filter(|&i| KERNELS[i].2 <= cp.max_regs && KERNELS[i].3 <= cp.max_smem && (i != 3 || p.cu.tex))
-        .filter(|&i| {
-            let n = crate::models::cu::isa::assemble(KERNELS[i].1).map_or(0, |w| w.len());
-            n as u32 <= p.cu.imem_depth
-        })
+        .filter(|&i| KERNELS[i].2 <= cp.max_regs && KERNELS[i].3 <= cp.max_smem && (i != 3 || p.cu.tex) && lengths[i] <= p.cu.imem_depth)
         .collect();
     let nq = 1 + rng.below(p.queues as u64) as usize;
     let mut queues = Vec::new();

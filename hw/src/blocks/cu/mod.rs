@@ -41,7 +41,7 @@ pub fn build(p: &CuParams) -> Result<Design, RtlError> {
             let same = || -> Box<dyn Fn(&Expr) -> Expr> { Box::new(|a: &Expr| a.clone()) };
             let o = p.max_outstanding;
             let sources = vec![
-                Source { port: "ifetch".into(), kind: Kind::Burst { chunk: IFETCH_CHUNK.min(p.imem_depth * 64 / p.axi_bits) }, addr: same() },
+                Source { port: "ifetch".into(), kind: Kind::Burst { chunk: ifetch_chunk(p, p.axi_bits) }, addr: same() },
                 Source { port: "cdl".into(), kind: Kind::Read { credits: o }, addr: same() },
                 Source { port: "dma_rd".into(), kind: Kind::Read { credits: o }, addr: same() },
                 Source { port: "dma_wr".into(), kind: Kind::Write { outstanding: o }, addr: same() },
@@ -60,6 +60,12 @@ pub fn build(p: &CuParams) -> Result<Design, RtlError> {
 /// The most AXI beats of one program-load burst with `mem_if = axi4`
 /// (docs/memory.md, "Sources of another width").
 pub const IFETCH_CHUNK: u32 = 16;
+
+/// The AXI beats of one program-load burst on a `data_bits` port: 16, or
+/// fewer when the whole program store is fewer.
+pub fn ifetch_chunk(p: &CuParams, data_bits: u32) -> u32 {
+    IFETCH_CHUNK.min(p.imem_depth * 64 / data_bits)
+}
 
 fn unit(p: &CuParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     let ns = p.slots;

@@ -23,8 +23,6 @@ pub const TOP: &str = "gpurtl_gpu";
 
 /// WRITE_DATA dwords and fence writes of one queue in flight.
 const WRITES_IN_FLIGHT: u32 = 8;
-/// Program-load burst chunk (as the `cu`'s `mem_if = axi4`).
-const IFETCH_CHUNK: u32 = cu::IFETCH_CHUNK;
 
 pub fn build(p: &GpuParams) -> Result<Design, RtlError> {
     let core = Design::of(core(p)?, p);
@@ -36,8 +34,7 @@ pub fn build(p: &GpuParams) -> Result<Design, RtlError> {
     }
     let o = p.cu.max_outstanding;
     for u in 0..p.units {
-        let chunk = IFETCH_CHUNK.min(p.cu.imem_depth * 64 / p.data_bits);
-        sources.push(Source { port: format!("u{u}_ifetch"), kind: Kind::Burst { chunk }, addr: same() });
+        sources.push(Source { port: format!("u{u}_ifetch"), kind: Kind::Burst { chunk: cu::ifetch_chunk(&p.cu, p.data_bits) }, addr: same() });
         sources.push(Source { port: format!("u{u}_cdl"), kind: Kind::Read { credits: o }, addr: same() });
         sources.push(Source { port: format!("u{u}_dma_rd"), kind: Kind::Read { credits: o }, addr: same() });
     }
@@ -348,8 +345,7 @@ fn core(p: &GpuParams) -> Result<crate::rtl::Module, RtlError> {
     let c_share = ctag.slice(sb - 1, 0);
     let c_q = ctag.slice(sb + tb + qb - 1, sb + tb);
     for u in 0..nu {
-        let freed = crr.grant[u].and(&Expr::bit(true));
-        let clear = (0..slots).map(|s| freed.and(&c_share.eq_lit(s as u64))).collect::<Vec<_>>();
+        let clear = (0..slots).map(|s| crr.grant[u].and(&c_share.eq_lit(s as u64))).collect::<Vec<_>>();
         let set = (0..slots).map(|s| dsp_fire_u[u].and(&share_of[u].eq_lit(s as u64))).collect::<Vec<_>>();
         b.next(&share_busy[u], &share_busy[u].and(&Expr::cat_lanes(&clear).not()).or(&Expr::cat_lanes(&set)), None);
     }

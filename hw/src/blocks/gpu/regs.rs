@@ -3,15 +3,10 @@
 //! (byte `0x100 q ..`) or to the top's own registers (everything else).
 
 use crate::rtl::{Bus, Expr, ModuleBuilder};
+use gpurtl_params::gpu::reg;
 
 /// Host address bits.
 pub const ADDR_BITS: u32 = 12;
-/// The top's registers.
-const TOP_BASE: u64 = 0x400;
-const Q_STRIDE: u64 = 0x20;
-const STATUS: u64 = 0x480;
-const IRQ_ENABLE: u64 = 0x484;
-const IRQ_STATUS: u64 = 0x488;
 
 /// `PRIORITY[q]`: the queues' kernel priorities.
 pub struct Prio {
@@ -103,15 +98,15 @@ pub fn build(b: &mut ModuleBuilder, host: &Bus, queues: &[Bus], prio: &Prio, t: 
     let wdata = w.field("data");
     let strb0 = w.field("strb").bit_at(0);
     b.waive_unused(&w.field("strb"), "the top's registers are written whole; byte 0's strobe enables a write");
-    let wr_at = |off: u64| wtake.and(&waddr.slice(ADDR_BITS - 1, 2).eq_lit(off >> 2)).and(&strb0);
+    let wr_at = |off: u32| wtake.and(&waddr.slice(ADDR_BITS - 1, 2).eq_lit(off as u64 >> 2)).and(&strb0);
     let nb = 2 * t.queues;
     let irq_en = b.reg("irq_enable_q", nb, 0);
-    b.next(&irq_en, &wdata.slice(nb - 1, 0), Some(&wr_at(IRQ_ENABLE)));
-    let mut read: Vec<(u64, Expr)> = Vec::new();
+    b.next(&irq_en, &wdata.slice(nb - 1, 0), Some(&wr_at(reg::IRQ_ENABLE)));
+    let mut read: Vec<(u32, Expr)> = Vec::new();
     let mut raise = Vec::new();
     for q in 0..nq {
-        let base = TOP_BASE + Q_STRIDE * q as u64;
-        b.next(&prio.value[q], &wdata.slice(1, 0), Some(&wr_at(base)));
+        let at = |off: u32| reg::top(q, off);
+        b.next(&prio.value[q], &wdata.slice(1, 0), Some(&wr_at(at(reg::PRIORITY))));
         let fences = b.reg(&format!("fences{q}_q"), 32, 0);
         b.next(&fences, &fences.add(&Expr::lit(32, 1)), Some(&t.fence[q]));
         let kernels = b.reg(&format!("kernels{q}_q"), 32, 0);
@@ -130,23 +125,23 @@ pub fn build(b: &mut ModuleBuilder, host: &Bus, queues: &[Bus], prio: &Prio, t: 
         b.next(&kaddr, &start.mux(&Expr::zero(32), &t.kaddr[q]), Some(&start.or(&first)));
         let kblocks = b.reg(&format!("kerr{q}_blocks_q"), 32, 0);
         b.next(&kblocks, &start.mux(&Expr::zero(32), &kblocks.add(&Expr::lit(32, 1))), Some(&start.or(fail)));
-        read.push((base, prio.value[q].zext(32)));
-        read.push((base + 4, fences));
-        read.push((base + 8, kernels));
-        read.push((base + 12, mask.zext(32)));
-        read.push((base + 16, kaddr));
-        read.push((base + 20, kblocks));
+        read.push((at(reg::PRIORITY), prio.value[q].zext(32)));
+        read.push((at(reg::FENCES), fences));
+        read.push((at(reg::KERNELS), kernels));
+        read.push((at(reg::KERR_MASK), mask.zext(32)));
+        read.push((at(reg::KERR_ADDR), kaddr));
+        read.push((at(reg::KERR_BLOCKS), kblocks));
         raise.push(t.fence_irq[q].clone());
         raise.push(fail.clone());
     }
     let irq_st = b.reg("irq_status_q", nb, 0);
-    let clear = wr_at(IRQ_STATUS).repl(nb).and(&wdata.slice(nb - 1, 0));
+    let clear = wr_at(reg::IRQ_STATUS).repl(nb).and(&wdata.slice(nb - 1, 0));
     b.next(&irq_st, &irq_st.and(&clear.not()).or(&Expr::cat_lanes(&raise)), None);
     let status = Expr::cat_lanes(&t.busy);
-    read.push((STATUS, status.zext(32)));
-    read.push((IRQ_ENABLE, irq_en.zext(32)));
-    read.push((IRQ_STATUS, irq_st.zext(32)));
-    let value = read.iter().fold(Expr::zero(32), |a, (off, v)| a.or(&raddr.slice(ADDR_BITS - 1, 2).eq_lit(off >> 2).repl(32).and(v)));
+    read.push((reg::STATUS, status.zext(32)));
+    read.push((reg::IRQ_ENABLE, irq_en.zext(32)));
+    read.push((reg::IRQ_STATUS, irq_st.zext(32)));
+    let value = read.iter().fold(Expr::zero(32), |a, (off, v)| a.or(&raddr.slice(ADDR_BITS - 1, 2).eq_lit(*off as u64 >> 2).repl(32).and(v)));
     b.next(&tr_data, &value, Some(&rtake));
     b.waive_unused(&waddr, "registers are whole words: address bits 1:0 are ignored");
     b.waive_unused(&raddr, "registers are whole words: address bits 1:0 are ignored");

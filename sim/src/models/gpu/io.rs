@@ -168,6 +168,22 @@ pub fn parse_input(v: &Value, base_dir: &Path, p: &GpuParams) -> Result<Run, Inp
 
 /// The `gpurtl run gpu` output file (docs/gpu.md): `null` for the timing
 /// fields the model leaves `None`.
+/// An output without its cycles (`cycles`, each kernel's `submit`, `start`,
+/// `end`): what both engines must agree on (docs/gpu.md).
+pub fn untimed(mut v: Value) -> Value {
+    if let Some(m) = v.as_object_mut() {
+        m.remove("cycles");
+        if let Some(ks) = m.get_mut("kernels").and_then(Value::as_array_mut) {
+            for k in ks.iter_mut().filter_map(Value::as_object_mut) {
+                for f in ["submit", "start", "end"] {
+                    k.remove(f);
+                }
+            }
+        }
+    }
+    v
+}
+
 pub fn output_json(p: &GpuParams, r: &Run, o: &Outcome) -> Value {
     let _ = p;
     let kernels: Vec<Value> = o

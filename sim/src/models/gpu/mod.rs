@@ -86,7 +86,7 @@ pub mod io;
 #[cfg(test)]
 mod tests;
 
-pub use io::{output_json, parse_input};
+pub use io::{output_json, parse_input, untimed};
 
 use crate::mem::Memory;
 use crate::models::cmdproc::{self, Registers, Workload};
