@@ -164,10 +164,12 @@ pub enum Cause {
     ShRange = 9,
     Need = 10,
     Graphics = 11,
+    /// `kerr_i` as a dispatch leaves: the top's kernel failed.
+    Kernel = 12,
 }
 
 impl Cause {
-    pub const ALL: [Cause; 11] = [
+    pub const ALL: [Cause; 12] = [
         Cause::Type,
         Cause::Opcode,
         Cause::Count,
@@ -179,10 +181,11 @@ impl Cause {
         Cause::ShRange,
         Cause::Need,
         Cause::Graphics,
+        Cause::Kernel,
     ];
     /// Raised only with `compute = true`.
     pub fn compute_only(self) -> bool {
-        matches!(self, Cause::ShRange | Cause::Need | Cause::Graphics)
+        matches!(self, Cause::ShRange | Cause::Need | Cause::Graphics | Cause::Kernel)
     }
     pub fn code(self) -> u32 {
         self as u32
@@ -200,6 +203,7 @@ impl Cause {
             Cause::ShRange => "sh_range",
             Cause::Need => "need",
             Cause::Graphics => "graphics",
+            Cause::Kernel => "kernel",
         }
     }
     pub fn from_code(c: u32) -> Option<Cause> {

@@ -638,6 +638,8 @@ impl Gen<'_> {
                     dw.extend([h, 0, o, m, init]);
                 }
             }
+            // Raised by the pipeline port (`kerr`), never planned as a packet.
+            Cause::Kernel => unreachable!("kernel is not a packet error"),
             Cause::PrimRange => {
                 let s = self.index_size;
                 let units = self.prim_size / s;
@@ -696,7 +698,7 @@ pub fn random_workload(rng: &mut Rng, p: &CmdprocParams, mem_latency: u32) -> Wo
     let causes: Vec<Cause> = [Cause::ALL.as_slice(), &[Cause::Field]]
         .concat()
         .into_iter()
-        .filter(|c| if p.compute { *c != Cause::PrimRange } else { !c.compute_only() })
+        .filter(|c| *c != Cause::Kernel && if p.compute { *c != Cause::PrimRange } else { !c.compute_only() })
         .collect();
     let err = if rng.chance(35) { Some(*rng.pick(&causes)) } else { None };
     let err_at = rng.below(25) as u32;
