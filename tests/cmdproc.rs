@@ -139,7 +139,14 @@ fn cosim(name: &str, p: &CmdprocParams) {
         // cycle, so cycles still match.
         if !stalled && rng.chance(50) {
             for w in &mut ws {
-                w.pipeline = model::Pipeline { stall: [0.2, 0.5, 0.8][rng.below(3) as usize], seed: rng.next_u64() };
+                w.pipeline = model::Pipeline { stall: [0.2, 0.5, 0.8][rng.below(3) as usize], seed: rng.next_u64(), ..Default::default() };
+            }
+        }
+        // Compute mode, two seeds of five: the top's verdict `kerr_i` on a
+        // few command ids; those that are dispatches stop the run (`kernel`).
+        if p.compute && rng.chance(40) {
+            for w in &mut ws {
+                w.pipeline.kerr = (0..1 + rng.below(3)).map(|_| rng.below(24) as u16).collect();
             }
         }
         let wants: Vec<Outcome> = ws.iter().map(|w| model::run(p, w)).collect();
@@ -625,7 +632,7 @@ fn state_readers_keep_their_state_under_back_pressure() {
     ]
     .concat();
     let mut w = workload(0x1000, cmd, 0, vec![], 0, 3);
-    w.pipeline = model::Pipeline { stall: 0.8, seed: 11 };
+    w.pipeline = model::Pipeline { stall: 0.8, seed: 11, ..Default::default() };
     let o = agree("readers under back-pressure", &p, &w);
     assert_eq!(o.status, Status::Done);
     let states: Vec<Vec<u32>> = o.commands.iter().filter_map(|c| c.state.as_ref().map(|s| s[..3].to_vec())).collect();
@@ -633,4 +640,35 @@ fn state_readers_keep_their_state_under_back_pressure() {
     let mut free = w.clone();
     free.pipeline = Default::default();
     assert!(model::run(&p, &w).cycles > model::run(&p, &free).cycles, "the stalls cost cycles");
+}
+
+/// Compute mode's dispatch barrier and `kerr_i`, directed, in both engines
+/// cycle for cycle (docs/cmdproc.md, "`DISPATCH_DIRECT`"): NOPs behind a
+/// dispatch commit only after it has left, at once and with the dispatch
+/// held by the pipeline; a listed dispatch ends the run in `kernel` at its
+/// address with nothing after it read (a bad header behind it included).
+#[test]
+fn dispatch_barrier_and_kernel_errors() {
+    let p = CmdprocParams { compute: true, fetch_bits: 64, ..CmdprocParams::default() };
+    let ssr = pkt(Opcode::SetShReg, &[0x207, 1, 1, 1]);
+    let disp = pkt(Opcode::DispatchDirect, &[1, 1, 1, 0]);
+    let nop = pkt(Opcode::Nop, &[0]);
+    let cmd: Vec<u32> = [ssr.clone(), disp.clone(), nop.clone(), nop.clone()].concat();
+    let w = workload(0x1000, cmd, 0, vec![], 0, 1);
+    let o = agree("a dispatch and two NOPs", &p, &w);
+    // The model's own unit tests derive 12 cycles from the spec.
+    assert_eq!((o.cycles, o.commands.len(), o.error), (12, 4, None));
+    let mut held = w.clone();
+    held.pipeline = model::Pipeline { stall: 0.5, seed: 1272, ..Default::default() };
+    assert_eq!(agree("a held dispatch and two NOPs", &p, &held).cycles, 13);
+    // kerr on the dispatch (id 1): the run stops there.
+    let mut k = w.clone();
+    k.pipeline.kerr = vec![1];
+    let o = agree("a dispatch with kerr", &p, &k);
+    assert_eq!((o.commands.len(), o.error), (2, Some((Cause::Kernel, 0x1000 + 4 * ssr.len() as u32))));
+    // ... also with a bad header right behind it, which is never read.
+    let bad: Vec<u32> = [ssr, disp, vec![0x1234_5678], nop].concat();
+    let mut kb = workload(0x1000, bad, 0, vec![], 0, 3);
+    kb.pipeline = model::Pipeline { stall: 0.5, seed: 80, kerr: vec![1] };
+    assert_eq!(agree("a dispatch with kerr before a bad header", &p, &kb).error.map(|e| e.0), Some(Cause::Kernel));
 }

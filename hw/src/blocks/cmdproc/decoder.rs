@@ -58,6 +58,9 @@ pub(super) struct RunState {
 pub(super) struct Fences {
     pub qfull: Expr,
     pub readers: Expr,
+    /// Compute mode: a dispatch leaves with `kerr_i`, the error `kernel`
+    /// at its header address.
+    pub kerr: Option<(Expr, Expr)>,
     pub qempty: Expr,
     pub jobs_none: Expr,
     pub jobs_full: Expr,
@@ -224,13 +227,14 @@ impl RunState {
 
     /// An error stops the decoder; the buffer's end with an empty stack
     /// finishes the run; a doorbell clears both. Returns the error raised.
-    pub fn stop(&self, b: &mut ModuleBuilder, regs: &Regs, dec: &Decoder, jmp: &Jump) -> Expr {
+    pub fn stop(&self, b: &mut ModuleBuilder, regs: &Regs, dec: &Decoder, jmp: &Jump, fences: &Fences) -> Expr {
         let RunState { stopped, finished, fetching, sp, .. } = self;
         let Mode { take_mode, buf_end, .. } = &dec.mode;
         let dec_err = &dec.second.dec_err;
         let start = &regs.start;
         let Jump { ib_jump, ret, .. } = jmp;
-        let raise = b.let_("raise_error", &take_mode.and(dec_err));
+        let decode_raise = take_mode.and(dec_err);
+        let raise = b.let_("raise_error", &fences.kerr.as_ref().map_or(decode_raise.clone(), |(k, _)| decode_raise.or(k)));
         b.next(stopped, &start.mux(&Expr::bit(false), &stopped.or(&raise)), None);
         b.next(finished, &start.mux(&Expr::bit(false), &finished.or(&buf_end.and(&sp.eq_lit(0)))), None);
         b.next(fetching, &start.or(ib_jump).or(ret).or(&fetching.and(&raise.not())), None);
@@ -254,7 +258,13 @@ impl Mode {
         let RunState { stopped, finished, r, left, sp, .. } = run;
         let (busy, qfull, a) = (&regs.busy, &fences.qfull, &fetch.a);
         let rw = RW;
-        let active = b.let_("decoding", &busy.and(&stopped.not()).and(&finished.not()).and(&qfull.not()));
+        // Compute mode's dispatch barrier: nothing while the output queue
+        // holds a dispatch (the only state reader that commits there).
+        let mut go = busy.and(&stopped.not()).and(&finished.not()).and(&qfull.not());
+        if p.compute {
+            go = go.and(&fences.readers.not());
+        }
+        let active = b.let_("decoding", &go);
         let is_cont = b.let_("in_packet", &r.ne(&Expr::zero(rw)));
         let buf_end = b.let_("buffer_end", &active.and(&is_cont.not()).and(&left.eq_lit(0)));
         let take_mode = b.let_("take_mode", &active.and(&is_cont.or(&left.ne(&Expr::zero(32)).and(&a.ne(&lit_t(0))))));

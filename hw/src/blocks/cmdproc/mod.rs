@@ -149,6 +149,7 @@ fn unit(p: &CmdprocParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     let mut cmd_fields = rec_fields.clone();
     cmd_fields.push(("state_ptr", 32, "the descriptor's render-state table pointer"));
     let cmd = b.stream_out("cmd", "a command offered to the pipeline", "the pipeline takes it", &cmd_fields);
+    let kerr_i = p.compute.then(|| b.input("kerr_i", 1, "with cmd_ready: the dispatch taken ran a kernel that failed (error `kernel`)"));
     let prim = b.stream_out(
         "prim",
         "an index offered",
@@ -168,16 +169,16 @@ fn unit(p: &CmdprocParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     let regs = Regs::build(&mut b, p, &axi, &busy_o, &irq_o);
     let run = RunState::declare(&mut b, p);
     let fetch = Fetch::build(&mut b, p, &run, &imem_req, &imem_rsp);
-    let (qfull, qempty, readers) = output::flags(&mut b);
+    let (qfull, qempty, readers, kerr) = output::flags(&mut b, p.compute);
     let jobs = Jobs::declare(&mut b, p);
-    let fences = Fences { qfull, qempty, readers, jobs_none: jobs.none.clone(), jobs_full: jobs.full.clone(), wr_ready: wr.ready.clone() };
+    let fences = Fences { qfull, qempty, readers, kerr, jobs_none: jobs.none.clone(), jobs_full: jobs.full.clone(), wr_ready: wr.ready.clone() };
     let sh_q = table::declare_sh(&mut b, p);
     let dec = Decoder::build(&mut b, p, &regs, &run, &fetch, &fences, &sh_q);
     table::build(&mut b, p, &regs, &fetch, &dec, &state_o);
     if let Some(sh_o) = &sh_o {
         table::build_sh(&mut b, p, &regs, &fetch, &dec, &sh_q, sh_o);
     }
-    let out = output::Ports { cmd, trace_valid, trace: trace_ports, fields: rec_fields.iter().map(|(n, w, _)| (*n, *w)).collect() };
+    let out = output::Ports { cmd, trace_valid, trace: trace_ports, fields: rec_fields.iter().map(|(n, w, _)| (*n, *w)).collect(), kerr_i };
     output::queue(&mut b, p, &regs, &run, &dec, &fences, &out);
     output::write_port(&mut b, &run, &fetch, &dec, &wr);
     let jmp = Jump::build(&mut b, p, &regs, &run, &dec);
@@ -187,8 +188,8 @@ fn unit(p: &CmdprocParams, name: &str) -> Result<crate::rtl::Module, RtlError> {
     jobs.unit(&mut b, p, &regs, &run, &dec, &prim::Ports { req: pmem_req, rsp: pmem_rsp, out: prim });
 
     // Errors, the end of a run, status.
-    let raise = run.stop(&mut b, &regs, &dec, &jmp);
-    regs.record_error(&mut b, &raise, &dec);
+    let raise = run.stop(&mut b, &regs, &dec, &jmp, &fences);
+    regs.record_error(&mut b, &raise, &dec, &fences);
     let run_end = b.let_(
         "run_end",
         &regs.busy.and(&run.stopped.or(&run.finished)).and(&fences.qempty).and(&jobs.none).and(&fetch.inflight.eq_lit(0)),

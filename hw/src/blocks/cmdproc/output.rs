@@ -18,21 +18,26 @@ pub(super) struct Ports {
     pub trace_valid: Expr,
     pub trace: Vec<Expr>,
     pub fields: Vec<(&'static str, u32)>,
+    /// `kerr_i` (compute mode).
+    pub kerr_i: Option<Expr>,
 }
 
-/// The queue's full and empty flags, and whether it holds a state reader,
-/// which the decoder reads before the queue is built.
-pub(super) fn flags(b: &mut ModuleBuilder) -> (Expr, Expr, Expr) {
+/// The queue's full and empty flags, whether it holds a state reader, and
+/// in compute mode the `kernel` error of a dispatch leaving with `kerr_i`
+/// (its header address beside it), which the decoder reads before the
+/// queue is built.
+pub(super) fn flags(b: &mut ModuleBuilder, compute: bool) -> (Expr, Expr, Expr, Option<(Expr, Expr)>) {
     let qfull = b.wire("out_full", 1);
     let qempty = b.wire("out_empty", 1);
     let readers = b.wire("out_has_reader", 1);
-    (qfull, qempty, readers)
+    let kerr = compute.then(|| (b.wire("kernel_error", 1), b.wire("kernel_error_addr", 32)));
+    (qfull, qempty, readers, kerr)
 }
 
 /// The output queue from the first packet's commit, the trace record, and
 /// the counters a commit moves.
 pub(super) fn queue(b: &mut ModuleBuilder, p: &CmdprocParams, regs: &Regs, run: &RunState, dec: &Decoder, fences: &Fences, ports: &Ports) {
-    let Ports { cmd, trace_valid, trace: trace_ports, fields } = ports;
+    let Ports { cmd, trace_valid, trace: trace_ports, fields, kerr_i } = ports;
     let First { f_hdr, f_it, f_reader, f_n, f_addr, mp, commit, .. } = &dec.first;
     let Regs { start, cmd_count, d_state_ptr, .. } = regs;
     let (next_id, isz32) = (&run.next_id, &run.isz32);
@@ -55,6 +60,12 @@ pub(super) fn queue(b: &mut ModuleBuilder, p: &CmdprocParams, regs: &Regs, run: 
     let one = Expr::lit(rw_, 1);
     b.next(&readers, &r_in.mux(&r_out.mux(&readers, &readers.add(&one)), &readers.sub(&one)), Some(&r_in.xor(&r_out)));
     b.assign(&fences.readers, &readers.ne(&Expr::zero(rw_)));
+    // Compute mode: a dispatch leaving with kerr_i raises `kernel` (the
+    // only state reader that commits in compute mode is a dispatch).
+    if let (Some(k), Some((kerr, kerr_addr))) = (kerr_i, &fences.kerr) {
+        b.assign(kerr, &r_out.and(k));
+        b.assign(kerr_addr, &oq.entries[0][1]);
+    }
     b.assign(&cmd.valid, &oq.has[0]);
     for (k, (n, _)) in fields.iter().enumerate() {
         b.assign(&cmd.field(n), &oq.entries[0][k]);

@@ -3,9 +3,9 @@
 //! a run, the status and interrupt a run leaves, reads of all of them; and
 //! the descriptor as latched at the doorbell.
 
-use super::decoder::Decoder;
+use super::decoder::{Decoder, Fences};
 use crate::rtl::{select, Expr, ModuleBuilder};
-use gpurtl_params::cmdproc::{reg, CmdprocParams};
+use gpurtl_params::cmdproc::{reg, Cause, CmdprocParams};
 
 /// The AXI4-Lite slave ports.
 pub(super) struct Axi {
@@ -165,11 +165,17 @@ impl Regs {
     }
 
     /// The error raised this cycle (`raise`): its cause and header address.
-    pub fn record_error(&self, b: &mut ModuleBuilder, raise: &Expr, dec: &Decoder) {
+    /// A dispatch leaving with `kerr_i` (`fences.kerr`) is never in the
+    /// cycle of a decode error: the decoder is barred while it waits.
+    pub fn record_error(&self, b: &mut ModuleBuilder, raise: &Expr, dec: &Decoder, fences: &Fences) {
         let Regs { start, err_cause, err_addr, .. } = self;
-        let (cause_now, addr_now) = (&dec.second.cause_now, &dec.second.addr_now);
-            b.next(err_cause, &start.mux(&Expr::zero(4), cause_now), Some(&start.or(raise)));
-            b.next(err_addr, &start.mux(&Expr::zero(32), addr_now), Some(&start.or(raise)));
+        let (mut cause_now, mut addr_now) = (dec.second.cause_now.clone(), dec.second.addr_now.clone());
+        if let Some((kerr, kerr_addr)) = &fences.kerr {
+            cause_now = kerr.mux(&Expr::lit(4, Cause::Kernel.code() as u64), &cause_now);
+            addr_now = kerr.mux(kerr_addr, &addr_now);
+        }
+        b.next(err_cause, &start.mux(&Expr::zero(4), &cause_now), Some(&start.or(raise)));
+        b.next(err_addr, &start.mux(&Expr::zero(32), &addr_now), Some(&start.or(raise)));
     }
 
     /// The end of a run (`run_end`): not busy, done or error (`stopped`),

@@ -42,7 +42,10 @@ impl Second {
         let First { h0, f_wd, f_ib, f_scr, f_reader, f_addr, a_r, start_err, first_scr_err, prim_err, graphics_err, need_err, first_err, f_fin_any, .. } = first;
         let f = p.fetch_dwords();
         let tw = TW;
-        let sec_pre = b.let_("second_possible", &f_fin_any.and(is_cont).and(&f_ib.not()).and(&r.lt(a_r)));
+        // Compute mode: a dispatch that ends has no second packet (the
+        // dispatch barrier; a draw that ends there is an error anyway).
+        let no_second = if p.compute { f_ib.or(f_reader) } else { f_ib.clone() };
+        let sec_pre = b.let_("second_possible", &f_fin_any.and(is_cont).and(&no_second.not()).and(&r.lt(a_r)));
         let e_is: Vec<Expr> = (0..f).map(|e| if e == 0 { Expr::bit(false) } else { r.eq_lit(e as u64) }).collect();
         let by_e = |b: &mut ModuleBuilder, name: &str, vals: &dyn Fn(u32) -> Expr, w: u32| -> Expr {
             let v = (1..f).fold(Expr::zero(w), |acc, e| e_is[e as usize].mux(&vals(e), &acc));

@@ -208,7 +208,12 @@ impl<'a> Sim<'a> {
         tk.t = take;
         tk.cur = None;
         tk.writes = writes;
-        let second = !fresh && pk.op != Opcode::IndirectBuffer;
+        // A second packet after a current packet that ends here, except
+        // after an INDIRECT_BUFFER (it jumps) and, in compute mode, after
+        // a DISPATCH_DIRECT (the dispatch barrier: lane e is not looked
+        // at, whatever it holds).
+        let barrier = self.p.compute && pk.op == Opcode::DispatchDirect;
+        let second = !fresh && pk.op != Opcode::IndirectBuffer && !barrier;
         // Held: a reader in the queue at the start, or this first packet is
         // a state reader that commits in this cycle.
         let held = reader0 || pk.op.reads_state();
@@ -264,10 +269,14 @@ impl<'a> Sim<'a> {
     /// The decoder in one cycle; returns the jump to make at the edge (after
     /// the fetcher's answer of the cycle). `q0`, `jobs0`, `reader0`: the
     /// queue's fill, the primitive unit's jobs and whether the queue holds a
-    /// state reader, at the start of the cycle.
-    pub(super) fn decode(&mut self, q0: u32, jobs0: usize, reader0: bool) -> Option<(u32, u32)> {
-        // 1. Nothing.
-        if self.stopped || self.finished || q0 >= self.p.out_depth {
+    /// state reader, at the start of the cycle; `dispatch0`: compute mode
+    /// and the queue holds a `DISPATCH_DIRECT` at the start of the cycle
+    /// (the dispatch barrier).
+    pub(super) fn decode(&mut self, q0: u32, jobs0: usize, reader0: bool, dispatch0: bool) -> Option<(u32, u32)> {
+        // 1. Nothing: the run has stopped or finished, the queue was full,
+        // or (compute mode) it held a dispatch: no packet is taken or
+        // checked, no buffer end is handled.
+        if self.stopped || self.finished || q0 >= self.p.out_depth || dispatch0 {
             return None;
         }
         // 2. Buffer end.

@@ -12,12 +12,18 @@ const TOP_KEYS: [&str; 4] = ["registers", "memory", "mem_latency", "pipeline"];
 const REGISTER_KEYS: [&str; 7] = ["cmd_base", "cmd_size", "prim_base", "prim_size", "state", "state_ptr", "irq_enable"];
 const RUN_KEYS: [&str; 2] = ["addr", "dwords"];
 const PIPELINE_KEYS: [&str; 2] = ["stall", "seed"];
+/// With `compute = true`, `pipeline` may also hold `kerr`.
+const PIPELINE_KEYS_COMPUTE: [&str; 3] = ["stall", "seed", "kerr"];
 
 const U32_ALLOWED: &str = "an integer from 0 to 4294967295";
 const ADDR_ALLOWED: &str = "a multiple of 4 from 0 to 4294967292";
 const PIPELINE_ALLOWED: &str = "an object {\"stall\": p, \"seed\": s}";
 const STALL_ALLOWED: &str = "a number from 0 to 1 (the probability that cmd_ready is 0 in a cycle)";
 const SEED_ALLOWED: &str = "an integer from 0 to 18446744073709551615";
+const PIPELINE_ALLOWED_COMPUTE: &str = "an object {\"stall\": p, \"seed\": s} (and optionally \"kerr\": [command ids])";
+const KERR_ALLOWED: &str = "a list of command ids, integers from 0 to 65535 (kerr_i is 1 while a command with one of them is presented)";
+const KERR_ID_ALLOWED: &str = "an integer from 0 to 65535 (a command id)";
+const KERR_COMPUTE_ONLY: &str = "absent with compute = false (kerr_i is an input of compute mode only)";
 
 /// Keys of `o` not in `keys`, each a violation named by `at(key)`.
 fn refuse_unknown(e: &mut Violations, o: &Map<String, Value>, at: &dyn Fn(&str) -> String, keys: &[&str]) {
@@ -82,13 +88,24 @@ fn parse_registers(e: &mut Violations, r: &Value, p: &CmdprocParams) -> Option<R
     })
 }
 
-/// `"pipeline": {"stall": p, "seed": s}` (both keys required).
-fn parse_pipeline(e: &mut Violations, v: &Value) -> Option<Pipeline> {
+/// `"pipeline": {"stall": p, "seed": s}` (both keys required); with
+/// `compute = true` also `"kerr": [ids]` (optional; with `compute = false`
+/// the key is refused, naming it).
+fn parse_pipeline(e: &mut Violations, v: &Value, p: &CmdprocParams) -> Option<Pipeline> {
     let Some(o) = v.as_object() else {
-        e.push(err("pipeline", shown(v), PIPELINE_ALLOWED));
+        e.push(err("pipeline", shown(v), if p.compute { PIPELINE_ALLOWED_COMPUTE } else { PIPELINE_ALLOWED }));
         return None;
     };
-    refuse_unknown(e, o, &|k| format!("pipeline.{k}"), &PIPELINE_KEYS);
+    if p.compute {
+        refuse_unknown(e, o, &|k| format!("pipeline.{k}"), &PIPELINE_KEYS_COMPUTE);
+    } else {
+        // "kerr" gets its own message below; other unknown keys the usual one.
+        for k in o.keys().filter(|k| *k != "kerr") {
+            if !PIPELINE_KEYS.contains(&k.as_str()) {
+                e.push(err(format!("pipeline.{k}"), "(given)", format!("absent: the keys are {}", PIPELINE_KEYS.join(", "))));
+            }
+        }
+    }
     let stall = e.take(match o.get("stall") {
         None => Err(err("pipeline.stall", "(missing)", STALL_ALLOWED)),
         Some(x) => match x.as_f64() {
@@ -100,7 +117,24 @@ fn parse_pipeline(e: &mut Violations, v: &Value) -> Option<Pipeline> {
         None => Err(err("pipeline.seed", "(missing)", SEED_ALLOWED)),
         Some(x) => x.as_u64().ok_or_else(|| err("pipeline.seed", shown(x), SEED_ALLOWED)),
     });
-    Some(Pipeline { stall: stall?, seed: seed? })
+    let kerr = match o.get("kerr") {
+        None => Some(Vec::new()),
+        Some(x) if !p.compute => {
+            e.push(err("pipeline.kerr", shown(x), KERR_COMPUTE_ONLY));
+            None
+        }
+        Some(x) => match x.as_array() {
+            None => {
+                e.push(err("pipeline.kerr", shown(x), KERR_ALLOWED));
+                None
+            }
+            Some(l) => e.each("pipeline.kerr", l, |k, id| match id.as_u64() {
+                Some(n) if n <= u16::MAX as u64 => Ok(n as u16),
+                _ => Err(err(format!("pipeline.kerr[{k}]"), shown(id), KERR_ID_ALLOWED)),
+            }),
+        },
+    };
+    Some(Pipeline { stall: stall?, seed: seed?, kerr: kerr? })
 }
 
 /// The memory runs; each checked against the good runs before it
@@ -188,7 +222,7 @@ pub fn parse_input(v: &Value, p: &CmdprocParams) -> Result<Workload, InputErrors
     });
     let pipeline = match obj.get("pipeline") {
         None => Some(Pipeline::default()),
-        Some(x) => parse_pipeline(&mut e, x),
+        Some(x) => parse_pipeline(&mut e, x, p),
     };
     match (registers, memory, mem_latency, pipeline) {
         (Some(registers), Some(memory), Some(mem_latency), Some(pipeline)) if e.is_empty() => {

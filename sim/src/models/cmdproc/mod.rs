@@ -45,8 +45,10 @@
 //! 7. (Settled in the spec: `fbeats = 0` for an empty buffer, `S = 0`, at
 //!    any address; before, an unaligned empty buffer fetched a useless beat,
 //!    which could still be requested after the run had ended.)
-//! 8. Case 1 (queue full at the start of the cycle) comes before the buffer
-//!    end: a buffer end or return waits while the output queue is full.
+//! 8. Case 1 (queue full at the start of the cycle; in compute mode also a
+//!    `DISPATCH_DIRECT` in the queue at the start of the cycle, reading 26)
+//!    comes before the buffer end: a buffer end or return waits while the
+//!    output queue is full (or holds a dispatch).
 //! 9. Finishing (buffer end with an empty stack) does not clear `fetching`;
 //!    only an error does (only the `S = 0` case of reading 7 can leave
 //!    beats to request then).
@@ -91,7 +93,8 @@
 //!     (the spec gives no default for either inside it); `floor(p * 2^64)`
 //!     is taken of the JSON number as an f64 (exactly: a power-of-two scale),
 //!     so `p = 1` gives 2^64 and `cmd_ready` is never 1. The draw of the
-//!     run's last busy cycle changes nothing and is not made.
+//!     run's last busy cycle changes nothing and is not made. `"kerr"`
+//!     (compute mode) is optional: reading 28.
 //! 20. The state hold's "first packet is a state reader that commits in
 //!     this cycle" only matters for the second packet; a `SET_CONTEXT_REG`
 //!     that is the current packet (partly taken) in a held cycle takes
@@ -122,6 +125,38 @@
 //!     (decimal or hex) from 0xB000 to 0xBFFC, a multiple of 4.
 //! 25. `x`, `y`, `z` "above 2^16" is `> 65536` (65536 itself passes that
 //!     check); the three per-dimension checks come before the product.
+//! 26. The dispatch barrier (compute mode only, spec 54ba527): the
+//!     decoder's case 1 also holds in a cycle in which the output queue
+//!     holds a `DISPATCH_DIRECT` at the start of the cycle (the command
+//!     leaving in that cycle counts as held). Then nothing at all: no
+//!     header is checked (a `WRITE_DATA` header's included), no buffer end
+//!     or return is handled, `pos`, `left`, the current packet and the
+//!     registers stay; the fetcher goes on (requests while it has credits,
+//!     answers into the pool). As nothing commits behind a dispatch, a
+//!     dispatch in the queue is its youngest entry, and the queue is empty
+//!     once it has left. A `DISPATCH_DIRECT` that commits as the first
+//!     packet has no second packet: lane `e` is neither checked nor taken
+//!     (`t = e`), so an error in the header after it is raised only once
+//!     the dispatch has left.
+//! 27. `kerr_i` (compute mode only): `kernel` is raised, with the
+//!     dispatch's header address, at the edge of the cycle in which a
+//!     `DISPATCH_DIRECT` leaves (`cmd_valid` and `cmd_ready`) while its id
+//!     as presented on `cmd_id_o` (modulo `2^id_bits`) equals a listed
+//!     `"kerr"` id; a listed id of a presented non-dispatch, or of a
+//!     dispatch that does not leave in that cycle, does nothing. Like
+//!     every error it stops the decoder from the next cycle on and clears
+//!     `fetching` at that edge (no request is issued from the next cycle
+//!     on; the end still waits for the requests in flight). The decoder
+//!     raises nothing in that cycle (reading 26: it does nothing), so
+//!     there is never a second error. The dispatch stays a command (it
+//!     was committed, traced and counted at its commit).
+//! 28. Input `"pipeline"."kerr"`: a JSON list of integers from 0 to
+//!     65535, kept in input order (duplicates allowed); with `compute =
+//!     false` the key is refused whatever its value (an empty list too).
+//!     Text form: `kerr=I,J` on the `.pipeline` line, numbers as in other
+//!     lists (decimal or `0x` hex, below 2^32; the JSON reader checks
+//!     `<= 65535` and the mode); like `stall` and `seed` it is accepted in
+//!     any position on the line (the spec shows it after `seed=S`).
 //!
 //! Files: `packet.rs` (the header checks and the current packet),
 //! `timing.rs` (the unit's registers, the fetcher and the cycle loop),
@@ -180,14 +215,21 @@ pub struct Registers {
 
 /// Back-pressure on the pipeline port (docs/cmdproc.md, "`gpurtl run
 /// cmdproc`", `"pipeline"`): `cmd_ready` is 0 in a busy cycle with
-/// probability `stall`, from the draws of SplitMix64 seeded with `seed`.
-/// The default is no stall.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// probability `stall`, from the draws of SplitMix64 seeded with `seed`;
+/// with `compute = true`, `kerr_i` is 1 in every cycle in which the
+/// presented command's id is in `kerr`. The default is no stall and no
+/// `kerr` id.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Pipeline {
     /// `p`, from 0 to 1 (never NaN: the input refuses it).
     pub stall: f64,
     /// `s`.
     pub seed: u64,
+    /// `"kerr"` (compute mode only): command ids, in input order
+    /// (duplicates allowed and harmless); a `DISPATCH_DIRECT` with one of
+    /// them that leaves the output queue raises `kernel`. Ignored with
+    /// `compute = false` (the input refuses the key there).
+    pub kerr: Vec<u16>,
 }
 
 // `stall` is never NaN (the input reader refuses it, `PipelineStall::new`
@@ -198,6 +240,11 @@ impl Pipeline {
     /// The generator of `cmd_ready` for one run.
     pub fn stalls(&self) -> PipelineStall {
         PipelineStall::new(self.stall, self.seed)
+    }
+    /// `kerr_i` while the command with id `id` (as on `cmd_id_o`) is
+    /// presented.
+    pub fn kerr_i(&self, id: u32) -> bool {
+        self.kerr.iter().any(|&k| k as u32 == id)
     }
 }
 

@@ -716,8 +716,9 @@ pub fn disassemble(dwords: &[u32]) -> String {
 pub const REGISTER_KEYS: [&str; 8] =
     ["cmd_base", "cmd_size", "prim_base", "prim_size", "state", "state_ptr", "irq_enable", "mem_latency"];
 
-/// The keys of a `.pipeline` line (the input's `"pipeline"` object).
-pub const PIPELINE_KEYS: [&str; 2] = ["stall", "seed"];
+/// The keys of a `.pipeline` line (the input's `"pipeline"` object;
+/// `kerr` is for compute mode, which the JSON reader checks).
+pub const PIPELINE_KEYS: [&str; 3] = ["stall", "seed", "kerr"];
 
 /// `mem_latency` when the run file gives none.
 pub const DEFAULT_MEM_LATENCY: u32 = 20;
@@ -843,13 +844,17 @@ fn keyed_line<'a>(
     }
 }
 
-/// The fields of a `.pipeline stall=P seed=S` line into `pipe`. `P` is a
-/// decimal number (digits, optionally a point and digits), `S` a number
-/// below 2^64 (decimal, or `0x` and hex digits); the JSON reader checks
-/// `P <= 1` and that both are given.
+/// The fields of a `.pipeline stall=P seed=S [kerr=I,J]` line into `pipe`.
+/// `P` is a decimal number (digits, optionally a point and digits), `S` a
+/// number below 2^64 (decimal, or `0x` and hex digits), `kerr` a comma
+/// list of numbers (as `state=`); the JSON reader checks `P <= 1`, that
+/// `stall` and `seed` are given, the ids `<= 65535` and that `kerr` comes
+/// with `compute = true`.
 fn pipeline_line<'a>(toks: impl Iterator<Item = &'a str>, pipe: &mut Vec<(&'static str, Value)>) -> Result<(), Vec<String>> {
     keyed_line(toks, &PIPELINE_KEYS, ("pipeline field", "fields"), pipe, |key, raw| {
-        if key == "stall" {
+        if key == "kerr" {
+            number_list("pipeline field `kerr`", raw).map(|l| json!(l))
+        } else if key == "stall" {
             decimal(raw).map(|f| json!(f)).ok_or_else(|| {
                 format!("pipeline field `stall` = `{}` is not a decimal number (digits, or digits, a point and digits, such as 0.3)", short(raw))
             })

@@ -604,7 +604,7 @@ fn state_hold_with_stalls() {
     // c14 finished; draw1 leaves (cmd_ready = 1). c15 end: cycles = 15.
     let cmd = cat(&[auto(3), scr(0, &[9]), scr(1, &[8]), auto(4)]);
     let mut w = wl_state(cmd, 1);
-    w.pipeline = Pipeline { stall: 0.5, seed: 1272 };
+    w.pipeline = Pipeline { stall: 0.5, seed: 1272, kerr: vec![] };
     let ready: Vec<bool> = {
         let mut g = w.pipeline.stalls();
         (0..15).map(|_| g.ready()).collect()
@@ -637,14 +637,14 @@ fn stalls_fill_the_queue() {
     // and the run does not end (the run budget stops it).
     let p = CmdprocParams { out_depth: 1, ..CmdprocParams::default() };
     let mut w = wl(cat(&[nop(2), nop(2)]), vec![], 1);
-    w.pipeline = Pipeline { stall: 1.0, seed: 5 };
+    w.pipeline = Pipeline { stall: 1.0, seed: 5, kerr: vec![] };
     let (o, over) = crate::budget::within(20, || run(&p, &w));
     assert!(over);
     assert_eq!(o.commands.len(), 1);
     // stall = 0.5, seed = 1272 (ready from c8 to c14): NOP0 commits c3,
     // leaves c8; NOP1 commits c9 (the queue was full at the start of
     // c4..c8), leaves c10; c11 finished; c12 end.
-    w.pipeline = Pipeline { stall: 0.5, seed: 1272 };
+    w.pipeline = Pipeline { stall: 0.5, seed: 1272, kerr: vec![] };
     let o = run(&p, &w);
     assert_eq!(o.cycles, 12);
     assert_eq!(o.commands.len(), 2);
@@ -734,9 +734,9 @@ fn pipeline_input() {
         v["pipeline"] = x;
         parse_input(&v, &p)
     };
-    assert_eq!(with(json!({"stall": 0.3, "seed": 7})).unwrap().pipeline, Pipeline { stall: 0.3, seed: 7 });
-    assert_eq!(with(json!({"stall": 1, "seed": 0})).unwrap().pipeline, Pipeline { stall: 1.0, seed: 0 });
-    assert_eq!(with(json!({"stall": 0, "seed": u64::MAX})).unwrap().pipeline, Pipeline { stall: 0.0, seed: u64::MAX });
+    assert_eq!(with(json!({"stall": 0.3, "seed": 7})).unwrap().pipeline, Pipeline { stall: 0.3, seed: 7, kerr: vec![] });
+    assert_eq!(with(json!({"stall": 1, "seed": 0})).unwrap().pipeline, Pipeline { stall: 1.0, seed: 0, kerr: vec![] });
+    assert_eq!(with(json!({"stall": 0, "seed": u64::MAX})).unwrap().pipeline, Pipeline { stall: 0.0, seed: u64::MAX, kerr: vec![] });
     let msgs = |r: Result<Workload, InputErrors>| r.unwrap_err().0.iter().map(|e| e.to_string()).collect::<Vec<_>>();
     assert_eq!(msgs(with(json!(3))), vec!["input `pipeline` = 3: must be an object {\"stall\": p, \"seed\": s}"]);
     assert_eq!(
@@ -769,7 +769,7 @@ fn pipeline_input() {
     let t = ".registers cmd_base=0x1000\n.pipeline stall=0.3 seed=0xffffffffffffffff\nNOP\n";
     let v = pm4::run_input(t).unwrap();
     assert_eq!(v["pipeline"], json!({"stall": 0.3, "seed": u64::MAX}));
-    assert_eq!(parse_input(&v, &p).unwrap().pipeline, Pipeline { stall: 0.3, seed: u64::MAX });
+    assert_eq!(parse_input(&v, &p).unwrap().pipeline, Pipeline { stall: 0.3, seed: u64::MAX, kerr: vec![] });
     assert!(pm4::run_input(".registers cmd_base=0\nNOP\n").unwrap().get("pipeline").is_none());
     let v = pm4::run_input(".registers cmd_base=0\n.pipeline stall=2 seed=1\n.pipeline\n").unwrap();
     assert_eq!(msgs(parse_input(&v, &p)), vec!["input `pipeline.stall` = 2.0: must be a number from 0 to 1 (the probability that cmd_ready is 0 in a cycle)"]);
@@ -779,8 +779,8 @@ fn pipeline_input() {
         vec![
             "line 2: `.pipeline stall=.3 seed=18446744073709551616 x=1 stall=0.5`: pipeline field `stall` = `.3` is not a decimal number (digits, or digits, a point and digits, such as 0.3)",
             "line 2: `.pipeline stall=.3 seed=18446744073709551616 x=1 stall=0.5`: pipeline field `seed` = `18446744073709551616` is not a number below 2^64 = 18446744073709551616 (decimal, or 0x and hex digits)",
-            "line 2: `.pipeline stall=.3 seed=18446744073709551616 x=1 stall=0.5`: unknown pipeline field `x`; known: stall, seed",
-            "line 3: `.pipeline seed=1 seed`: `seed` is not a pipeline field: fields are written name=value; known: stall, seed",
+            "line 2: `.pipeline stall=.3 seed=18446744073709551616 x=1 stall=0.5`: unknown pipeline field `x`; known: stall, seed, kerr",
+            "line 3: `.pipeline seed=1 seed`: `seed` is not a pipeline field: fields are written name=value; known: stall, seed, kerr",
             "line 5: `.pipeline stall=0`: `.pipeline` after a packet: `.registers`, `.memory` and `.pipeline` lines come before the packets",
         ]
     );
@@ -1027,7 +1027,14 @@ impl Beh<'_> {
             // packets before it in packet order left it.
             let state = op.reads_state().then(|| self.table.clone());
             let sh = (compute && op == Opcode::DispatchDirect).then(|| self.sh.clone());
+            let id = record.id;
             self.cmds.push(Command { record, prims, state, sh });
+            // kerr_i (compute mode): a dispatch whose id (as presented) is
+            // listed raises `kernel` as it leaves; nothing after it is
+            // read (the barrier), so the run ends with it.
+            if compute && op == Opcode::DispatchDirect && self.w.pipeline.kerr.iter().any(|&k| k as u32 == id) {
+                return fail(Cause::Kernel);
+            }
             if op == Opcode::IndirectBuffer && !self.buffer(pl[0], pl[2] & IB_SIZE_MASK, level + 1) {
                 return false;
             }
@@ -1305,7 +1312,12 @@ fn timing_machine_matches_behaviour() {
         // states too (the model checks in every cycle that the table is the
         // presented reader's state).
         let stall = [0.0, 0.0, 0.3, 0.7, 0.9][r.below(5) as usize];
-        w.pipeline = Pipeline { stall, seed: r.next() as u64 };
+        w.pipeline = Pipeline { stall, seed: r.next() as u64, kerr: vec![] };
+        // Compute mode: kerr ids (some of dispatches, some of other
+        // commands, some of none).
+        if p.compute && r.chance(50) {
+            w.pipeline.kerr = (0..1 + r.below(3)).map(|_| r.below(24) as u16).collect();
+        }
         let o = run(&p, &w);
         let (cmds, table, error, writes, sh) = behave(&p, &w);
         assert_eq!(o.commands, cmds, "case {case}");
@@ -1326,7 +1338,7 @@ fn timing_machine_matches_behaviour() {
         assert_eq!(o.trace.len(), o.commands.len());
         assert!(o.cycles >= 2, "case {case}");
     }
-    for c in [Cause::ShRange, Cause::Need, Cause::Graphics, Cause::Field, Cause::Count] {
+    for c in [Cause::ShRange, Cause::Need, Cause::Graphics, Cause::Field, Cause::Count, Cause::Kernel] {
         assert!(causes.contains(&c), "compute mode never raised {c:?}: {causes:?}");
     }
     assert!(snaps > 50 && releases > 50 && sets > 100, "{snaps} dispatches, {releases} RELEASE_MEMs, {sets} SET_SH_REGs");
@@ -1574,17 +1586,24 @@ fn compute_snapshot_under_stalls() {
     // c6 [d6 d7] x, y; #0 leaves;
     // c7 [d8 d9] z, init: ends, checks from the registers at the start of
     //   c7 (T = 4, R = 16: good), commits #1 (snapshot 4,1,1);
-    // c8 [d10 d11] held (#1 in the queue): the SET_SH_REG header is
-    //   checked, takes nothing; #1 leaves;
+    // c8: the dispatch barrier (#1 in the queue at the start of the
+    //   cycle): the decoder does nothing (before the barrier the cycle was
+    //   held and the SET_SH_REG header in lane 0 was checked and took
+    //   nothing: the same cycle count); #1 leaves;
     // c9 [d10 d11] h, p0; c10 [d12 d13] X = 8, commits #2, dispatch
     //   header (t2 = 1); c11 x, y; #2 leaves; c12 z, init: commits #3
-    //   (snapshot 8,1,1); c13 finished, #3 leaves; c14 the end.
+    //   (snapshot 8,1,1);
+    // c13: the barrier (#3 in the queue): nothing, the buffer end waits;
+    //   #3 leaves; c14 the buffer end: finished; c15 the end.
+    // (Before the dispatch barrier (spec 54ba527) the buffer end was
+    // handled in c13 while #3 left, and the end was c14: the barrier adds
+    // the one cycle of the last dispatch.)
     let cmd = cat(&[ssr(0x207, &[4, 1, 1]), dispatch(2, 1, 1), ssr(0x207, &[8]), dispatch(1, 1, 1)]);
     let p = cparams();
     let mut w = wl(cmd, vec![], 1);
     let o0 = run(&p, &w);
     assert_eq!(o0.error, None);
-    assert_eq!(o0.cycles, 14);
+    assert_eq!(o0.cycles, 15);
     assert_eq!(o0.commands[1].sh, Some(sh_with(&[(0, 4), (1, 1), (2, 1)])));
     assert_eq!(o0.commands[3].sh, Some(sh_with(&[(0, 8), (1, 1), (2, 1)])));
     assert_eq!(o0.commands[0].sh, None);
@@ -1592,21 +1611,23 @@ fn compute_snapshot_under_stalls() {
     assert_eq!(o0.commands[1].state, Some(vec![0; 16]));
     assert_eq!(o0.sh_table, Some(sh_with(&[(0, 8), (1, 1), (2, 1)])));
     // With "pipeline": {"stall": 0.5, "seed": 1272}: cmd_ready in busy
-    // cycles 1..15 is 0 0 0 0 0 0 0 1 1 1 1 1 1 1 0.
+    // cycles 1..16 is 0 0 0 0 0 0 0 1 1 1 1 1 1 1 0 0.
     // c3, c4 as above; c5 #0 commits, dispatch header; c6 x, y (#0 stays:
     // not ready); c7 z, init: commits #1 (snapshot 4,1,1; #0 still in the
     // queue);
-    // c8: held (#1 in the queue): the second SET_SH_REG takes nothing; #0
-    //   leaves (ready);
-    // c9: held: takes nothing; #1 is presented (sh_o = 4,1,1 although X =
+    // c8: the barrier (#1 in the queue): nothing (the SET_SH_REG is not
+    //   even checked); #0 leaves (ready);
+    // c9: the barrier: nothing; #1 is presented (sh_o = 4,1,1 although X =
     //   8 is pending) and leaves;
     // c10 h, p0; c11 X = 8, commits #2, dispatch header; c12 x, y, #2
-    //   leaves; c13 z, init: commits #3 (snapshot 8,1,1); c14 finished,
-    //   #3 leaves; c15 the end.
-    w.pipeline = Pipeline { stall: 0.5, seed: 1272 };
-    assert_eq!(spec_ready(0.5, 1272, 15), "000000011111110".chars().map(|c| c == '1').collect::<Vec<_>>());
+    //   leaves; c13 z, init: commits #3 (snapshot 8,1,1); c14 the
+    //   barrier: nothing; #3 leaves (ready); c15 finished; c16 the end.
+    // (Before the barrier: c14 finished while #3 left, c15 the end; one
+    // cycle more now, as without stalls.)
+    w.pipeline = Pipeline { stall: 0.5, seed: 1272, kerr: vec![] };
+    assert_eq!(spec_ready(0.5, 1272, 16), "0000000111111100".chars().map(|c| c == '1').collect::<Vec<_>>());
     let o = run(&p, &w);
-    assert_eq!(o.cycles, 15);
+    assert_eq!(o.cycles, 16);
     assert_eq!(o.commands, o0.commands);
     assert_eq!(o.sh_table, o0.sh_table);
     let j = output_json(&p, &o);
@@ -1784,12 +1805,16 @@ fn compute_spec_kernel_cycles() {
     //   second packet (t2 = 1);
     // c10 D p0, 0x20000; c11 [d16 d17] 100: commits #3, E's header (t2 =
     //   1);
-    // c12 x, y; c13 z, init: ends; snapshot X..Z = 4,1,1, PGM_LO 0x100,
-    //   RSRC2 LDS_SIZE 2: T = 4, R = 16, M = 1024, 16 blocks: good,
-    //   commits #4;
-    // c14 F h, p0 (held, but RELEASE_MEM is not a state writer); #4
-    //   leaves; c15 p1, p2; c16 p3, p4; c17 [d28] p5: ends, good, commits
-    //   #5; c18 finished, #5 leaves; c19 the end.
+    // c12 x, y; c13 [d20 d21] z, init: ends in lane 1; snapshot X..Z =
+    //   4,1,1, PGM_LO 0x100, RSRC2 LDS_SIZE 2: T = 4, R = 16, M = 1024,
+    //   16 blocks: good, commits #4;
+    // c14: the dispatch barrier (#4 in the queue at the start of the
+    //   cycle): the decoder does nothing; #4 leaves;
+    // c15 [d22 d23] F h, p0; c16 p1, p2; c17 p3, p4; c18 [d28] (A = 1)
+    //   p5: ends, good, commits #5; c19 finished, #5 leaves; c20 the end.
+    // (Before the dispatch barrier (spec 54ba527) F's header was taken in
+    // c14 while #4 left, and the end was c19: the RELEASE_MEM now starts
+    // only after the dispatch has left, one cycle later.)
     let d = pm4::assemble(SPEC_KERNEL).unwrap();
     assert_eq!(
         d,
@@ -1805,7 +1830,7 @@ fn compute_spec_kernel_cycles() {
     let p = cparams();
     let o = run(&p, &wl(d, vec![], 1));
     assert_eq!(o.error, None);
-    assert_eq!(o.cycles, 19);
+    assert_eq!(o.cycles, 20);
     let snap = sh_with(&[(0, 4), (1, 1), (2, 1), (3, 0x100), (6, 0x10000), (7, 0x20000), (8, 100)]);
     assert_eq!(o.commands[4].sh, Some(snap.clone()));
     assert_eq!(o.sh_table, Some(snap.clone()));
@@ -1869,4 +1894,280 @@ fn compute_records_hold_six_dwords() {
     assert_eq!(o.trace[1], "#1 @0x00001024 SET_CONTEXT_REG offset=0 values=1,2,3,...+4");
     assert_eq!(o.trace[2], "#2 @0x00001048 WRITE_DATA control=0x00000000 addr=0x00003000 data=1,...+4");
     assert_eq!(output_json(&CmdprocParams::default(), &o)["commands"][0]["payload"], json!([1, 2, 3, 4]));
+}
+
+// ---- the dispatch barrier and kerr_i (docs/cmdproc.md, "Compute mode",
+// "`DISPATCH_DIRECT` (0x15)", spec 54ba527), hand-worked ----
+
+/// SET_SH_REG X..Z = 1,1,1 (d0..d4 at 0x1000..0x1010: T = 1), then
+/// DISPATCH_DIRECT 1,1,1 (d5..d9 at 0x1014), then two 1-dword NOPs (d10 at
+/// 0x1028, d11 at 0x102C): 12 dwords, 6 beats at F = 2, requested c1..c6
+/// and answered c2..c7 at L = 1 (visible c3..c8).
+fn dispatch_then_nops() -> Vec<u32> {
+    cat(&[ssr(0x207, &[1, 1, 1]), dispatch(1, 1, 1), nop(1), nop(1)])
+}
+/// `"pipeline"` with `stall` 0.5, `seed` and `kerr` ids.
+fn pipe(seed: u64, kerr: &[u16]) -> Pipeline {
+    Pipeline { stall: 0.5, seed, kerr: kerr.to_vec() }
+}
+
+#[test]
+fn dispatch_barrier_holds_the_decoder() {
+    // (a) dispatch_then_nops(), F = 2, L = 1, compute mode, no stalls:
+    // c3 [d0 d1] SET_SH_REG h, p0 (range good); c4 [d2 d3] X, Y;
+    // c5 [d4 d5] Z: #0 commits, the dispatch header is the second packet
+    //   (t2 = 1);
+    // c6 [d6 d7] x, y (#0, not a dispatch, in the queue: no barrier); #0
+    //   leaves;
+    // c7 [d8 d9] z, init: the dispatch ends (T = 1, 1 block: good),
+    //   commits #1;
+    // c8: #1 is in the queue at the start of the cycle: the decoder does
+    //   nothing (the NOP in lane 0 is not taken); #1 leaves;
+    // c9 [d10 d11]: NOP #2 commits (the cycle after the dispatch left;
+    //   it starts in lane 0: no second packet); c10 [d11] NOP #3 commits,
+    //   #2 leaves; c11 buffer end: finished, #3 leaves; c12 the end.
+    // (Without the barrier the NOPs would commit in c8 and c9 and the
+    // end would be c11.)
+    let p = cparams();
+    let w = wl(dispatch_then_nops(), vec![], 1);
+    let o = run(&p, &w);
+    assert_eq!(o.error, None);
+    assert_eq!(o.cycles, 12);
+    assert_eq!(ids_addrs(&o), vec![(0, 0x1000), (1, 0x1014), (2, 0x1028), (3, 0x102C)]);
+    assert_eq!(o.commands[1].sh, Some(sh_with(&[(0, 1), (1, 1), (2, 1)])));
+    // The dispatch waits in the queue: "pipeline": {"stall": 0.5, "seed":
+    // 1272}, cmd_ready in busy cycles 1..13 is 0 0 0 0 0 0 0 1 1 1 1 1 1.
+    // c3..c7 as above, but #0 stays (not ready in c6, c7): the queue is
+    //   [#0, #1] after c7;
+    // c8: the barrier (#1 in the queue): nothing; #0 leaves (ready);
+    // c9: the barrier: nothing; #1 leaves (ready);
+    // c10 [d10 d11]: NOP #2 commits, the cycle after the dispatch left;
+    // c11 [d11] NOP #3 commits, #2 leaves; c12 finished, #3 leaves; c13
+    //   the end.
+    // (Without the barrier: NOPs in c8, c9, finished c10, #3 leaves c11,
+    // end c12.)
+    let mut ws = w.clone();
+    ws.pipeline = pipe(1272, &[]);
+    assert_eq!(spec_ready(0.5, 1272, 13), "0000000111111".chars().map(|c| c == '1').collect::<Vec<_>>());
+    let os = run(&p, &ws);
+    assert_eq!(os.cycles, 13);
+    assert_eq!(os.commands, o.commands);
+    // compute = false: no barrier (and no SET_SH_REG: it is `opcode`);
+    // a DISPATCH_DIRECT at 0x1000 followed by two NOPs, no stalls:
+    // c3 [h x]; c4 [y z]; c5 [init NOP]: #0 commits, the NOP header is the
+    // second packet (one dword: takes nothing); c6 [NOP NOP]: NOP #1
+    // commits (no barrier: #0 leaves in the same cycle); c7 [NOP] #2
+    // commits; c8 finished; c9 the end.
+    let d = CmdprocParams::default();
+    let o = run(&d, &wl(cat(&[dispatch(1, 1, 1), nop(1), nop(1)]), vec![], 1));
+    assert_eq!((o.error, o.cycles, o.commands.len()), (None, 9, 3));
+    // In compute mode the same stream (T = 0 makes the dispatch `field`)
+    // with the thread counts set in the main buffer is dispatch_then_nops.
+}
+
+#[test]
+fn dispatch_barrier_no_second_packet() {
+    // (b) SET_SH_REG X..Z = 1,1,1 (d0..d4), NOP (d5 at 0x1014),
+    // DISPATCH_DIRECT 1,1,1 (d6..d10 at 0x1018), then d11 at 0x102C: 12
+    // dwords, 6 beats visible c3..c8 (F = 2, L = 1):
+    // c3 [d0 d1] h, p0; c4 [d2 d3] X, Y; c5 [d4 d5] Z: #0 commits; the NOP
+    //   header is the second packet: one dword, takes nothing;
+    // c6 [d5 d6]: NOP #1 commits (it starts in lane 0: no second packet);
+    //   #0 leaves;
+    // c7 [d6 d7] the dispatch's h, x; #1 leaves; c8 [d8 d9] y, z;
+    // c9 [d10 d11]: init in lane 0, the dispatch ends (good) and commits
+    //   #2 as the first packet with e = 1 < A = 2: lane 1 holds the next
+    //   header, but a committing dispatch has no second packet: d11 is not
+    //   looked at;
+    // c10: the barrier (#2 in the queue): nothing; #2 leaves.
+    let p = cparams();
+    let head = cat(&[ssr(0x207, &[1, 1, 1]), nop(1), dispatch(1, 1, 1)]);
+    // d11 a type-0 dword: checked first in c11 [d11] (A = 1), `type` at
+    // 0x102C; c12 the end. (Were it checked as a second packet in c9, the
+    // error would be raised there and the end would be c11.)
+    let bad = cat(&[head.clone(), vec![0]]);
+    let o = run(&p, &wl(bad.clone(), vec![], 1));
+    assert_eq!(o.error, Some((Cause::Type, 0x102C)));
+    assert_eq!(o.cycles, 12);
+    assert_eq!(ids_addrs(&o), vec![(0, 0x1000), (1, 0x1014), (2, 0x1018)]);
+    // With kerr on the dispatch (#2): it leaves in c10 with kerr_i = 1:
+    // `kernel` at 0x1018 at that edge; the bad dword was never looked at
+    // (no `type`); c11 the end (every request answered by c7).
+    let mut w = wl(bad, vec![], 1);
+    w.pipeline = Pipeline { stall: 0.0, seed: 0, kerr: vec![2] };
+    let o = run(&p, &w);
+    assert_eq!(o.error, Some((Cause::Kernel, 0x1018)));
+    assert_eq!(o.cycles, 11);
+    assert_eq!(o.commands.len(), 3);
+    // d11..d13 a 3-dword NOP (14 dwords, 7 beats visible c3..c9): c11
+    // [d11 d12] NOP h, p0 (fresh in lane 0); c12 [d13] (A = 1) it ends,
+    // #3 commits; c13 finished, #3 leaves; c14 the end. (Taken as a second
+    // packet in c9 its header would have made it end in c11 and the run
+    // in c13.)
+    let o = run(&p, &wl(cat(&[head, nop(3)]), vec![], 1));
+    assert_eq!(o.error, None);
+    assert_eq!(o.cycles, 14);
+    assert_eq!(ids_addrs(&o), vec![(0, 0x1000), (1, 0x1014), (2, 0x1018), (3, 0x102C)]);
+}
+
+#[test]
+fn kerr_stops_the_queue_at_the_dispatch() {
+    // (c) dispatch_then_nops() with "kerr": [1] (the dispatch's id), no
+    // stalls: c3..c7 as in (a), #1 commits in c7; c8 the barrier, #1
+    // leaves with kerr_i = 1: `kernel` at 0x1014 at the edge of c8, the
+    // decoder stops, fetching = 0; c9: stopped, the queue empty, no job,
+    // every request answered (c2..c7): the end, cycles = 9. The commands
+    // are #0 and the dispatch #1 (a command all the same: traced,
+    // counted); the NOPs after it were never read.
+    let p = cparams();
+    let mut w = wl(dispatch_then_nops(), vec![], 1);
+    w.pipeline = Pipeline { stall: 0.0, seed: 0, kerr: vec![1] };
+    let o = run(&p, &w);
+    assert_eq!(o.status, Status::Error);
+    assert_eq!(o.error, Some((Cause::Kernel, 0x1014)));
+    assert_eq!(o.cycles, 9);
+    assert!(o.irq);
+    assert_eq!(ids_addrs(&o), vec![(0, 0x1000), (1, 0x1014)]);
+    assert_eq!(o.trace.len(), 2);
+    assert_eq!(o.trace[1], "#1 @0x00001014 DISPATCH_DIRECT x=1 y=1 z=1 initiator=0x00000000");
+    assert_eq!(o.commands[1].sh, Some(sh_with(&[(0, 1), (1, 1), (2, 1)])));
+    let j = output_json(&p, &o);
+    assert_eq!(j["error"], json!({"cause": "kernel", "addr": 0x1014}));
+    assert_eq!(j["status"], json!("error"));
+    assert_eq!(j["commands"].as_array().unwrap().len(), 2);
+    // Duplicates are harmless.
+    w.pipeline.kerr = vec![1, 1];
+    assert_eq!(run(&p, &w), o);
+
+    // The dispatch waits with kerr_i = 1: "pipeline": {"stall": 0.5,
+    // "seed": 80, "kerr": [1]}, cmd_ready in busy cycles 1..14 is
+    // 1 1 0 0 0 1 1 0 0 0 0 0 1 0.
+    // c3..c7 as in (a): #0 commits c5, leaves c6 (ready); #1 commits c7;
+    // c8..c12: #1 presented (kerr_i = 1) but not ready: no error, the
+    //   barrier holds the decoder;
+    // c13: ready, #1 leaves: `kernel` at that edge; c14 the end.
+    w.pipeline = pipe(80, &[1]);
+    assert_eq!(spec_ready(0.5, 80, 14), "11000110000010".chars().map(|c| c == '1').collect::<Vec<_>>());
+    let o = run(&p, &w);
+    assert_eq!(o.error, Some((Cause::Kernel, 0x1014)));
+    assert_eq!(o.cycles, 14);
+    assert_eq!(o.commands.len(), 2);
+    // kerr ids of other commands (#0, the SET_SH_REG, leaves c6 with
+    // kerr_i = 1; the NOPs #2, #3) or of no command (99) have no effect:
+    // seed 80 without kerr, cmd_ready in busy cycles 14..18 is 0 0 1 1 0:
+    // c13 #1 leaves; c14 [d10 d11] NOP #2 commits; c15 [d11] NOP #3
+    // commits (#2 stays: not ready); c16 finished (the queue holds two
+    // NOPs, not a dispatch), #2 leaves; c17 #3 leaves; c18 the end.
+    assert_eq!(spec_ready(0.5, 80, 18)[13..], [false, false, true, true, false]);
+    for kerr in [vec![], vec![0, 2, 3, 99]] {
+        w.pipeline = pipe(80, &kerr);
+        let o = run(&p, &w);
+        assert_eq!(o.error, None, "{kerr:?}");
+        assert_eq!(o.cycles, 18, "{kerr:?}");
+        assert_eq!(o.commands.len(), 4, "{kerr:?}");
+    }
+    // With compute = false kerr_i does not exist: a Pipeline with kerr
+    // ids changes nothing (the input reader refuses the key there).
+    let d = CmdprocParams::default();
+    let mut w = wl(cat(&[dispatch(1, 1, 1), nop(1), nop(1)]), vec![], 1);
+    w.pipeline.kerr = vec![0];
+    let o = run(&d, &w);
+    assert_eq!((o.error, o.cycles, o.commands.len()), (None, 9, 3));
+}
+
+#[test]
+fn kerr_stops_fetching() {
+    // SET_SH_REG, DISPATCH_DIRECT, then 20 one-dword NOPs: 30 dwords, 15
+    // beats; the fetcher is not held by the barrier (32 credits):
+    // requests c1..c15 without an error. "kerr": [1], no stalls, L = 1:
+    // #1 commits c7, leaves c8 with kerr_i = 1: `kernel` at 0x1014 at the
+    // edge of c8, fetching = 0 there, so the requests are those of
+    // c1..c8; the one of c8 is answered in c9 (inflight 1 at the start of
+    // c9); c10 the end.
+    let p = cparams();
+    let nops: Vec<Vec<u32>> = (0..20).map(|_| nop(1)).collect();
+    let cmd = cat(&[ssr(0x207, &[1, 1, 1]), dispatch(1, 1, 1), cat(&nops)]);
+    let mut w = wl(cmd, vec![], 1);
+    w.pipeline = Pipeline { stall: 0.0, seed: 0, kerr: vec![1] };
+    let o = run(&p, &w);
+    assert_eq!(o.error, Some((Cause::Kernel, 0x1014)));
+    assert_eq!(o.cycles, 10);
+    assert_eq!(o.commands.len(), 2);
+    // Without kerr: c8 the barrier; NOPs from c9, one a cycle (F = 2,
+    // one-dword packets starting in lane 0): #2..#21 commit c9..c28 (the
+    // last beat is visible from c17); c29 finished, #21 leaves; c30 the
+    // end.
+    w.pipeline = Pipeline::default();
+    let o = run(&p, &w);
+    assert_eq!((o.error, o.cycles, o.commands.len()), (None, 30, 22));
+}
+
+#[test]
+fn kerr_input() {
+    // (d) "pipeline"."kerr": compute mode only, command ids 0..65535.
+    let c = cparams();
+    let d = CmdprocParams::default();
+    let with = |x: Value, p: &CmdprocParams| {
+        let mut v = good_input();
+        v["pipeline"] = x;
+        parse_input(&v, p)
+    };
+    let msgs = |r: Result<Workload, InputErrors>| r.unwrap_err().0.iter().map(|e| e.to_string()).collect::<Vec<_>>();
+    let fields = |r: Result<Workload, InputErrors>| r.unwrap_err().0.iter().map(|e| e.field.clone()).collect::<Vec<_>>();
+    // Good: in input order, duplicates kept; absent is none.
+    assert_eq!(with(json!({"stall": 0, "seed": 1, "kerr": [3, 0, 65535, 3]}), &c).unwrap().pipeline.kerr, vec![3, 0, 65535, 3]);
+    assert_eq!(with(json!({"stall": 0, "seed": 1, "kerr": []}), &c).unwrap().pipeline.kerr, Vec::<u16>::new());
+    assert_eq!(with(json!({"stall": 0.25, "seed": 1}), &c).unwrap().pipeline, Pipeline { stall: 0.25, seed: 1, kerr: vec![] });
+    // compute = false: the key is an input error naming it, whatever it
+    // holds.
+    assert_eq!(
+        msgs(with(json!({"stall": 0, "seed": 1, "kerr": [1]}), &d)),
+        vec!["input `pipeline.kerr` = [1]: must be absent with compute = false (kerr_i is an input of compute mode only)"]
+    );
+    assert_eq!(fields(with(json!({"stall": 0, "seed": 1, "kerr": []}), &d)), vec!["pipeline.kerr"]);
+    assert_eq!(fields(with(json!({"stall": 0, "seed": 1, "kerr": "x"}), &d)), vec!["pipeline.kerr"]);
+    // Ids: integers from 0 to 65535.
+    assert_eq!(
+        msgs(with(json!({"stall": 0, "seed": 1, "kerr": [1, 65536, -1, 1.5, "2"]}), &c)),
+        vec![
+            "input `pipeline.kerr[1]` = 65536: must be an integer from 0 to 65535 (a command id)",
+            "input `pipeline.kerr[2]` = -1: must be an integer from 0 to 65535 (a command id)",
+            "input `pipeline.kerr[3]` = 1.5: must be an integer from 0 to 65535 (a command id)",
+            "input `pipeline.kerr[4]` = \"2\": must be an integer from 0 to 65535 (a command id)",
+        ]
+    );
+    assert_eq!(
+        msgs(with(json!({"stall": 0, "seed": 1, "kerr": 7}), &c)),
+        vec!["input `pipeline.kerr` = 7: must be a list of command ids, integers from 0 to 65535 (kerr_i is 1 while a command with one of them is presented)"]
+    );
+    // stall and seed stay required; other keys are still refused.
+    assert_eq!(fields(with(json!({"kerr": [1]}), &c)), vec!["pipeline.stall", "pipeline.seed"]);
+    assert_eq!(
+        msgs(with(json!({"stall": 0, "seed": 1, "x": 1}), &c)),
+        vec!["input `pipeline.x` = (given): must be absent: the keys are stall, seed, kerr"]
+    );
+    assert_eq!(
+        msgs(with(json!(3), &c)),
+        vec!["input `pipeline` = 3: must be an object {\"stall\": p, \"seed\": s} (and optionally \"kerr\": [command ids])"]
+    );
+    // Text: `kerr=I,J` after `seed=S` on the `.pipeline` line.
+    let t = ".registers cmd_base=0x1000\n.pipeline stall=0.5 seed=3 kerr=1,0x10\nNOP\n";
+    let v = pm4::run_input(t).unwrap();
+    assert_eq!(v["pipeline"], json!({"stall": 0.5, "seed": 3, "kerr": [1, 16]}));
+    assert_eq!(parse_input(&v, &c).unwrap().pipeline, Pipeline { stall: 0.5, seed: 3, kerr: vec![1, 16] });
+    assert_eq!(fields(parse_input(&v, &d)), vec!["pipeline.kerr"]);
+    // Out of range in text: the JSON reader names it.
+    let v = pm4::run_input(".registers cmd_base=0\n.pipeline stall=0 seed=0 kerr=70000\nNOP\n").unwrap();
+    assert_eq!(msgs(parse_input(&v, &c)), vec!["input `pipeline.kerr[0]` = 70000: must be an integer from 0 to 65535 (a command id)"]);
+    let e = |t: &str| pm4::run_input(t).unwrap_err().iter().map(|e| e.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        e(".registers cmd_base=0\n.pipeline stall=0 seed=0 kerr=1,x kerr=2\nNOP\n"),
+        vec![
+            "line 2: `.pipeline stall=0 seed=0 kerr=1,x kerr=2`: pipeline field `kerr` = `1,x`: value 2 `x` is not a number (decimal, or 0x and hex digits)",
+        ]
+    );
+    assert_eq!(
+        e(".registers cmd_base=0\n.pipeline stall=0 seed=0 kerr=4294967296\n"),
+        vec!["line 2: `.pipeline stall=0 seed=0 kerr=4294967296`: pipeline field `kerr` = `4294967296`: value 1 `4294967296` is too large: numbers are below 2^32 = 4294967296"]
+    );
 }

@@ -5,8 +5,8 @@
 
 use super::packet::Packet;
 use super::prim::Job;
-use super::{Command, Outcome, Registers, Status, Workload};
-use gpurtl_params::cmdproc::{sh, Cause, CmdprocParams};
+use super::{Command, Outcome, Record, Registers, Status, Workload};
+use gpurtl_params::cmdproc::{sh, Cause, CmdprocParams, Opcode};
 use super::memory_image;
 use crate::mem::Memory;
 use std::collections::VecDeque;
@@ -143,6 +143,11 @@ impl<'a> Sim<'a> {
     }
 }
 
+/// A `DISPATCH_DIRECT` command (its header's opcode).
+fn is_dispatch(r: &Record) -> bool {
+    Opcode::from_code((r.header >> 8) & 0xFF) == Some(Opcode::DispatchDirect)
+}
+
 /// The golden model: one run from a doorbell.
 pub fn run(p: &CmdprocParams, w: &Workload) -> Outcome {
     let mut s = Sim::new(p, w);
@@ -168,6 +173,9 @@ pub fn run(p: &CmdprocParams, w: &Workload) -> Outcome {
         let q0 = s.queue.len() as u32;
         let jobs0 = s.jobs.len();
         let reader0 = s.queue.iter().any(|&i| s.commands[i].state.is_some());
+        // The dispatch barrier (compute mode): a DISPATCH_DIRECT in the
+        // queue at the start of the cycle (then it is the youngest entry).
+        let dispatch0 = p.compute && s.queue.iter().any(|&i| is_dispatch(&s.commands[i].record));
         // The command presented on cmd_* (the oldest): when it is a state
         // reader, state_o (the table) is its state in this cycle.
         if let Some(&i) = s.queue.front() {
@@ -202,12 +210,27 @@ pub fn run(p: &CmdprocParams, w: &Workload) -> Outcome {
         // cycle; a job committed below is held from the next cycle).
         s.prim_cycle(c);
         // The decoder (reads the pool before this cycle's answer).
-        let jump = s.decode(q0, jobs0, reader0);
+        let jump = s.decode(q0, jobs0, reader0, dispatch0);
         // The output queue: the oldest command (held at the start of the
         // cycle) leaves at the edge when cmd_ready; one committed in this
         // cycle is behind it.
         if q0 > 0 && cmd_ready {
-            s.queue.pop_front();
+            let i = s.queue.pop_front().unwrap();
+            // kerr_i (compute mode): a DISPATCH_DIRECT leaving with a
+            // listed id raises `kernel` at this edge, at its header
+            // address; the decoder did nothing in this cycle (the
+            // barrier), so it raised no error of its own.
+            let r = &s.commands[i].record;
+            if p.compute && is_dispatch(r) && w.pipeline.kerr_i(r.id) {
+                assert!(
+                    s.error.is_none() && s.queue.is_empty() && jump.is_none(),
+                    "cmdproc model: the dispatch #{} left in cycle {c} with a decoder error, a jump or a command behind it (the barrier)",
+                    r.id
+                );
+                s.error = Some((Cause::Kernel, r.addr));
+                s.stopped = true;
+                s.fetching = false;
+            }
         }
         // The fetcher's answer of the cycle.
         if s.answers.front().map(|x| x.0) == Some(c) {

@@ -53,6 +53,9 @@ pub(super) struct Ports {
     pub(super) sh: Option<PortHandle>,
     pub(super) busy: PortHandle,
     pub(super) irq: PortHandle,
+    /// Compute mode: `kerr_i`, and `cmd_valid_o` / `cmd_id_o` that say
+    /// which command it speaks for.
+    pub(super) kerr: Option<(PortHandle, PortHandle, PortHandle)>,
     /// Valids that must stay low while `busy_o` is 0: the streams', and the
     /// memory requests' under the prefix (native `imem`/`pmem`, or AXI4).
     pub(super) activity: Vec<(PortHandle, String)>,
@@ -81,6 +84,10 @@ impl Ports {
             sh: port("sh_o").ok(),
             busy: port("busy_o")?,
             irq: port("irq_o")?,
+            kerr: match port("kerr_i") {
+                Ok(k) => Some((k, port("cmd_valid_o")?, port("cmd_id_o")?)),
+                Err(_) => None,
+            },
             activity,
         })
     }
@@ -414,6 +421,12 @@ impl Agent for CmdprocDriver {
         self.host.gate(gate);
         self.host.drive(sim);
         self.pipe.borrow_mut().busy = busy;
+        // kerr_i: 1 while a command the workload's `pipeline.kerr` lists is
+        // presented (docs/cmdproc.md, "`gpurtl run cmdproc`").
+        if let Some((kerr, valid, id)) = self.io.kerr {
+            let listed = bit(sim, valid) && self.w.pipeline.kerr.contains(&(sim.get(id) as u16));
+            sim.set(kerr, listed as u64);
+        }
         self.cmd.drive(sim);
         self.prim.drive(sim);
         if let Some(wr) = &mut self.wr {

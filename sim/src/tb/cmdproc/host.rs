@@ -152,7 +152,7 @@ impl CmdprocDriver {
     /// The doorbell, then (maybe) more while busy and reads on the way.
     pub(super) fn ring(&mut self) {
         // The run's pipeline draws start at its first busy cycle.
-        let pl = self.w.pipeline;
+        let pl = &self.w.pipeline;
         self.pipe.borrow_mut().stalls = (pl.stall > 0.0).then(|| pl.stalls());
         let extra = self.extra;
         let (data, strb) = self.doorbell();
