@@ -134,21 +134,29 @@ fn cosim_wide() {
 /// dispatch taken from the queue at its submission instead of its end (so
 /// the registers written after it, and the next dispatch, reach a kernel
 /// still running), a block id whose x wraps one early, a 64-bit fence that
-/// writes one dword, and a completion that frees the other share of its
-/// unit.
+/// writes one dword, a completion that frees the other share of its
+/// unit, a failing kernel that does not stop its queue, and a dispatch that
+/// reads a register written after it (the `cmdproc`'s dispatch barrier and
+/// state hold both gone, so a `SET_SH_REG` behind a waiting dispatch
+/// changes `sh_o` before the top copies it).
 #[test]
 fn planted_bugs_are_caught() {
     let p = GpuParams { cu: two_slot_small(), threads: 128, ..GpuParams::presets()[1].1.clone() };
     let clean = gpurtl_gen::rtl_engine::spec(&build(&p).unwrap());
-    let bugs: [(&str, &str, &str, &str); 4] = [
+    let bugs: [(&str, &str, &str, &str); 6] = [
         ("a dispatch taken at its submission", "  assign u_q0_cmd_ready = ", "| k0_finished_q)", "| k0_live_q)"),
         ("block id x wraps one early", "k0_bx_q <= (sub_taken", "({1'd0, k0_bx_q} + 17'd1) == k0_x_q", "({1'd0, k0_bx_q} + 17'd2) == k0_x_q"),
         ("a 64-bit fence writes one dword", "fence_left_q <= fence_go", "== 3'd2) ? 2'd2", "== 3'd2) ? 2'd1"),
         ("a completion frees the other share", "      u0_shares_q <= (u0_shares_q", "(cpl_tag[0] == 1'd1)", "(cpl_tag[0] == 1'd0)"),
+        ("a failing kernel does not stop its queue", "  assign u_q0_kerr = ", "& k0_failed_q", "& 1'b0"),
+        ("a dispatch reads a register written after it", "  assign decoding = ", "& ~out_has_reader;", ";"),
     ];
     let all: Vec<u64> = (0..SEEDS).collect();
     for (what, line, from, to) in bugs {
-        let s = gpurtl_tests::plant(&clean, what, line, from, to);
+        let mut s = gpurtl_tests::plant(&clean, what, line, from, to);
+        if what.starts_with("a dispatch reads") {
+            s = gpurtl_tests::plant(&s, what, "  assign first_state_held = ", "& out_has_reader;", "& 1'b0;");
+        }
         let compiled = gpurtl_sim::cosim::compile(&s).expect("verilator build");
         let Some((seed, diff, _, _)) = first_mismatch(&compiled, &p, &all, &mut [0; 7]) else {
             panic!("planted bug `{what}` was not caught in {SEEDS} seeds");

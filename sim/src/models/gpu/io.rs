@@ -166,8 +166,6 @@ pub fn parse_input(v: &Value, base_dir: &Path, p: &GpuParams) -> Result<Run, Inp
     }
 }
 
-/// The `gpurtl run gpu` output file (docs/gpu.md): `null` for the timing
-/// fields the model leaves `None`.
 /// An output without its cycles (`cycles`, each kernel's `submit`, `start`,
 /// `end`): what both engines must agree on (docs/gpu.md).
 pub fn untimed(mut v: Value) -> Value {
@@ -184,6 +182,11 @@ pub fn untimed(mut v: Value) -> Value {
     v
 }
 
+/// The `gpurtl run gpu` output file (docs/gpu.md): `null` for the timing
+/// fields the model leaves `None`. A queue whose kernel failed has the
+/// status `error` and the error `{"cause": "kernel", "addr": A}` (its
+/// dispatch's address), and is the top-level `error` when it is the first
+/// listed queue with an error.
 pub fn output_json(p: &GpuParams, r: &Run, o: &Outcome) -> Value {
     let _ = p;
     let kernels: Vec<Value> = o

@@ -18,9 +18,11 @@
 //!    `R = T·4·(VGPRS + 1)` registers and `M = 512·LDS_SIZE` scratchpad
 //!    bytes, the program at `PGM_LO[23:0]·256`; blocks that end with a
 //!    status other than `ok` set the queue's `KERR_*` and its kernel-error
-//!    interrupt bit; a `RELEASE_MEM` writes per `DATA_SEL`, counts a fence
-//!    and, with `INT_SEL` 1 or 2, sets the queue's fence interrupt bit.
-//!    Every other command has no effect of the top's.
+//!    interrupt bit, and such a kernel (which has run all its blocks) ends
+//!    the queue's play (reading 12); a `RELEASE_MEM` writes per
+//!    `DATA_SEL`, counts a fence and, with `INT_SEL` 1 or 2, sets the
+//!    queue's fence interrupt bit. Every other command has no effect of the
+//!    top's.
 //!
 //! Readings of the spec (docs/gpu.md; where it is silent or open, the most
 //! literal reading):
@@ -52,16 +54,23 @@
 //!    not defined before a write).
 //! 5. `KERR_MASK` bit `s` is the `cu` status code `s` (docs/cu.md
 //!    "Errors": 1 `opcode` .. 7 `dispatch`; bit 0, `ok`, is never set);
-//!    `KERR_ADDR` is 0 until a kernel of the queue has a failed block.
-//! 6. `irq`: each listed queue's `cmdproc` line (its `irq` after its run:
-//!    with `IRQ_ENABLE = 2` its error bit) OR `IRQ_STATUS & IRQ_ENABLE` of the top, whose
-//!    `IRQ_ENABLE` has bits `2q` and `2q + 1` of every listed queue.
+//!    `KERR_ADDR` is 0 and `KERR_*` all 0 unless a kernel of the queue has a
+//!    failed block. A queue has at most one failing kernel (reading 12), so
+//!    `KERR_ADDR` is its dispatch's address and `KERR_BLOCKS` its failed
+//!    blocks.
+//! 6. `irq`: each listed queue's `cmdproc` line OR `IRQ_STATUS &
+//!    IRQ_ENABLE` of the top, whose `IRQ_ENABLE` has bits `2q` and `2q + 1`
+//!    of every listed queue. A `cmdproc`'s line is its error bit (`IRQ_ENABLE
+//!    = 2`): high when its run ended in an error, the `kernel` error of
+//!    reading 12 included (the `cmdproc` model's own `irq` otherwise).
 //! 7. `counters`: `commands` the sum over the queues of their command
-//!    counts (every command of a finished run, `CMD_COUNT`); `kernels` the
-//!    dispatches with `x·y·z > 0` (each completes); `blocks` the sum of their
-//!    `x·y·z`; `failed_blocks`; `fences` the `RELEASE_MEM` commands
-//!    (`DATA_SEL` 0 included); `instructions` the `cu` model's executed
-//!    instructions (erring ones included), summed over the kernels.
+//!    counts (`CMD_COUNT`: every command of the `cmdproc` model's run, or up
+//!    to and including the failing kernel's dispatch, reading 12);
+//!    `kernels` the dispatches with `x·y·z > 0` played (each completes);
+//!    `blocks` the sum of their `x·y·z`; `failed_blocks`; `fences` the
+//!    `RELEASE_MEM` commands played (`DATA_SEL` 0 included);
+//!    `instructions` the `cu` model's executed instructions (erring ones
+//!    included), summed over the kernels played.
 //! 8. Addresses wrap modulo 2^32: `WRITE_DATA` dword `i` at `p1 + 4i`, a
 //!    64-bit fence's high dword at `p2 + 4` (never wraps: `p2` is 8-byte
 //!    aligned).
@@ -78,6 +87,22 @@
 //!     [`ModelError::Cu`] naming the queue and the dispatch's address. "No
 //!     share" cannot happen: the `cmdproc`'s `need` check keeps `R` and `M`
 //!     within a slot's part of the unit.
+//! 12. **A kernel with a failed block stops its queue** (docs/gpu.md,
+//!     "Kernel errors stop their queue" and "The golden model"). The
+//!     `cmdproc` model runs without `kerr` (its whole ring, as if no kernel
+//!     failed); the play of queue `q` then stops after the first dispatch
+//!     whose kernel has a block ending other than `ok`: that kernel still
+//!     runs all its blocks (memory, counters, its kernel record), then the
+//!     queue's later commands are dropped (no `WRITE_DATA`, kernel or fence
+//!     of them, no record, no count), its trace is cut after the dispatch's
+//!     line, its command count is the dispatch's index + 1, its status is
+//!     `error` with `("kernel", dispatch address)` (`Cause::Kernel`, 12),
+//!     whatever the `cmdproc` model's run ended with (`done`, or an error
+//!     of a later packet, which does not happen), and its `cmdproc`'s error
+//!     interrupt line is high (reading 6). This is the run the `cmdproc`
+//!     would give with the dispatch's id in its `kerr`: the dispatch
+//!     barrier means nothing after it was read, so the commands before it
+//!     are the same. Other queues are not affected.
 //!
 //! Files: `io.rs` (the `gpurtl run gpu` files); `tests.rs`; here, the
 //! types and [`run`].
@@ -91,7 +116,7 @@ pub use io::{output_json, parse_input, untimed};
 use crate::mem::Memory;
 use crate::models::cmdproc::{self, Registers, Workload};
 use crate::models::cu::{self, Region};
-use gpurtl_params::cmdproc::{sh, CmdprocParams, Opcode};
+use gpurtl_params::cmdproc::{sh, Cause, CmdprocParams, Opcode};
 use gpurtl_params::cu::Status as CuStatus;
 use gpurtl_params::gpu::GpuParams;
 use std::collections::BTreeSet;
@@ -149,10 +174,12 @@ pub struct KernelRecord {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueStatus {
     pub queue: u32,
-    /// `true`: its `cmdproc` run ended `done`; `false`: in an error.
+    /// `true`: its `cmdproc` run ended `done`; `false`: in an error (a
+    /// failing kernel's `kernel` error included).
     pub done: bool,
     /// The cause's name (as `gpurtl run cmdproc` prints it) and the
-    /// offending packet's header address.
+    /// offending packet's header address (`"kernel"` and the failing
+    /// kernel's dispatch address when a kernel had a failed block).
     pub error: Option<(String, u32)>,
     /// `FENCES[q]`, `KERNELS[q]`, `KERR_MASK[q]`, `KERR_ADDR[q]`,
     /// `KERR_BLOCKS[q]`.
@@ -180,7 +207,8 @@ pub struct Outcome {
     pub memory: Memory,
     /// Per queue in command order, queues in order.
     pub kernels: Vec<KernelRecord>,
-    /// Per listed queue: its command trace lines.
+    /// Per listed queue: its command trace lines (up to a failing
+    /// kernel's dispatch).
     pub trace: Vec<(u32, Vec<String>)>,
     /// Per listed queue.
     pub status: Vec<QueueStatus>,
@@ -230,7 +258,9 @@ pub fn run(p: &GpuParams, r: &Run) -> Result<Outcome, ModelError> {
     let mut counters = Counters::default();
     let mut irq_status = 0u32;
     let mut irq_enable = 0u32;
-    for (qi, o) in runs.iter().enumerate() {
+    let mut trace = Vec::new();
+    let mut cmdproc_irq = false;
+    for (qi, o) in runs.into_iter().enumerate() {
         let q = qi as u32;
         irq_enable |= 3 << (2 * q);
         let mut st = QueueStatus {
@@ -243,10 +273,13 @@ pub fn run(p: &GpuParams, r: &Run) -> Result<Outcome, ModelError> {
             kerr_addr: 0,
             kerr_blocks: 0,
         };
-        counters.commands += o.commands.len() as u64;
+        let mut irq_line = o.irq;
+        // The queue's commands played: all of them, or those up to a
+        // dispatch whose kernel failed (reading 12).
+        let mut played = o.commands.len();
         // One memory_writes entry per WRITE_DATA command, in command order.
         let mut writes = o.memory_writes.iter();
-        for c in &o.commands {
+        for (ci, c) in o.commands.iter().enumerate() {
             let rec = &c.record;
             let Some(op) = Opcode::from_code((rec.header >> 8) & 0xFF) else { continue };
             match op {
@@ -273,19 +306,25 @@ pub fn run(p: &GpuParams, r: &Run) -> Result<Outcome, ModelError> {
                             st.kerr_mask |= 1 << b.status.code();
                         }
                     }
-                    if failed > 0 {
-                        if st.kerr_blocks == 0 {
-                            st.kerr_addr = rec.addr;
-                        }
-                        st.kerr_blocks += failed;
-                        irq_status |= 2 << (2 * q);
-                    }
                     st.kernels += 1;
                     counters.kernels += 1;
                     counters.blocks += n;
                     counters.failed_blocks += failed as u64;
                     counters.instructions += kr.counters.instructions;
                     kernels.push(KernelRecord { queue: q, addr: rec.addr, blocks: n, submit: None, start: None, end: None });
+                    if failed > 0 {
+                        // The kernel has completed; its dispatch is taken
+                        // with kerr_i = 1: the queue's run ends here, in the
+                        // error `kernel` at the dispatch (reading 12).
+                        st.kerr_addr = rec.addr;
+                        st.kerr_blocks = failed;
+                        irq_status |= 2 << (2 * q);
+                        st.done = false;
+                        st.error = Some((Cause::Kernel.name().to_string(), rec.addr));
+                        irq_line = true;
+                        played = ci + 1;
+                        break;
+                    }
                 }
                 Opcode::ReleaseMem => {
                     let data_sel = rec.p[1] >> 29;
@@ -305,10 +344,14 @@ pub fn run(p: &GpuParams, r: &Run) -> Result<Outcome, ModelError> {
                 _ => {}
             }
         }
+        counters.commands += played as u64;
+        cmdproc_irq |= irq_line;
+        let mut lines = o.trace;
+        lines.truncate(played);
+        trace.push((q, lines));
         status.push(st);
     }
-    let irq = runs.iter().any(|o| o.irq) || irq_status & irq_enable != 0;
-    let trace = runs.into_iter().enumerate().map(|(q, o)| (q as u32, o.trace)).collect();
+    let irq = cmdproc_irq || irq_status & irq_enable != 0;
     Ok(Outcome { memory, kernels, trace, status, irq, counters, cycles: None })
 }
 

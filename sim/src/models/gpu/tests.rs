@@ -313,8 +313,14 @@ fn write_data_before_and_after_a_kernel_in_order() {
 
 #[test]
 fn failing_blocks_set_the_kernel_error_registers() {
+    // Changed with docs/gpu.md "Kernel errors stop their queue" (commit
+    // 54ba527): this test used to expect both kernels to run (kernels 2,
+    // KERR_BLOCKS 6, the fence written, the queue `done`). Now the first
+    // kernel fails, so the queue ends at its dispatch: the second kernel and
+    // the fence are dropped and the run ends in the error `kernel`.
+    //
     // Two kernels of 4 blocks: x = 1, 3 fail with opcode (1), x = 2 with
-    // smem (6), x = 0 is ok. The queue goes on: the fence is written.
+    // smem (6), x = 0 is ok.
     let ring = format!(
         "{}DISPATCH_DIRECT x=4 y=1 z=1 initiator=1\n\
          DISPATCH_DIRECT x=4 y=1 z=1 initiator=1\n\
@@ -324,15 +330,180 @@ fn failing_blocks_set_the_kernel_error_registers() {
     // Dispatches at 0x1000 + 4·(4 + 4 + 5 + 3) = 0x1040 and 0x1040 + 20 =
     // 0x1054.
     let o = one(FAIL_KERNEL, &ring, |_| {});
-    let s = &o.status[0];
-    assert_eq!((s.kerr_mask, s.kerr_addr, s.kerr_blocks, s.kernels, s.fences), ((1 << 1) | (1 << 6), 0x1040, 6, 2, 1));
-    assert!(s.done);
-    assert_eq!(get(&o.memory, FENCE, 1), vec![3]);
-    assert_eq!((o.counters.kernels, o.counters.blocks, o.counters.failed_blocks), (2, 8, 6));
-    // Per kernel: x = 0 runs andi, bnz, seqi, bnz, end (5); x = 1, 3 run
-    // andi, bnz, .word (3); x = 2 runs andi, bnz, seqi, bnz, li, li, li, ld (8).
-    assert_eq!(o.counters.instructions, 2 * (5 + 3 + 8 + 3));
+    assert_eq!(
+        o.status,
+        vec![QueueStatus {
+            queue: 0,
+            done: false,
+            error: Some(("kernel".into(), 0x1040)),
+            fences: 0,
+            kernels: 1,
+            kerr_mask: (1 << 1) | (1 << 6),
+            kerr_addr: 0x1040,
+            kerr_blocks: 3
+        }]
+    );
+    // The fence is not written.
+    assert_eq!(get(&o.memory, FENCE, 1), vec![SENTINEL]);
+    // Commands: the four SET_SH_REGs and the first dispatch.
+    // Instructions: x = 0 runs andi, bnz, seqi, bnz, end (5); x = 1, 3 run
+    // andi, bnz, .word (3); x = 2 runs andi, bnz, seqi, bnz, li, li, li, ld
+    // (8).
+    assert_eq!(
+        o.counters,
+        Counters { commands: 5, kernels: 1, blocks: 4, failed_blocks: 3, fences: 0, instructions: 5 + 3 + 8 + 3 }
+    );
+    assert_eq!(o.kernels.iter().map(|k| (k.queue, k.addr, k.blocks)).collect::<Vec<_>>(), vec![(0, 0x1040, 4)]);
     assert!(o.irq);
+}
+
+/// FAIL_KERNEL at PROG (`PGM_LO` 0x100) and COPY_KERNEL at PROG2 (0x200).
+fn fail_and_copy(rings: &[(u32, &str)], extra: impl FnOnce(&mut Memory)) -> Outcome {
+    let mut m = memory(FAIL_KERNEL, rings);
+    m.load(PROG2 as u64, &kernel(COPY_KERNEL));
+    extra(&mut m);
+    run_with(m, rings)
+}
+
+#[test]
+fn a_failing_kernel_stops_its_queue() {
+    // A kernel of 4 FAIL_KERNEL blocks (3 fail), then a WRITE_DATA to DST,
+    // a fence at FENCE and a second kernel (COPY_KERNEL, A -> DST2, one
+    // block): none of the three happens. Without the new rule the cmdproc
+    // model's run ends `done` with 10 commands.
+    let ring = format!(
+        "{}DISPATCH_DIRECT x=4 y=1 z=1 initiator=1\n\
+         WRITE_DATA control=0 addr={DST} data=1,2\n\
+         RELEASE_MEM event=0x514 data_sel=2 int_sel=2 addr=0x3000 data=3,4\n\
+         SET_SH_REG reg=COMPUTE_PGM_LO values=0x200,0\n\
+         SET_SH_REG reg=COMPUTE_USER_DATA_0 values={A},{DST2}\n\
+         DISPATCH_DIRECT x=1 y=1 z=1 initiator=1\n",
+        kernel_regs(0x100, &[0])
+    );
+    let o = fail_and_copy(&[(RING0, ring.as_str())], |m| put(m, A, &[77]));
+    // The premise: the cmdproc model's own run (no kerr) reads it all.
+    let q = QueueInput { cmd_base: RING0, cmd_size: 4 * pm4(&ring).len() as u32, priority: 0 };
+    let cp = queue_run(&params().cmdproc(), &q, &memory(FAIL_KERNEL, &[(RING0, ring.as_str())]));
+    assert_eq!((cp.status, cp.commands.len()), (cmdproc::Status::Done, 10));
+    // Memory untouched at the dropped commands' addresses.
+    assert_eq!(get(&o.memory, DST, 2), vec![SENTINEL, SENTINEL]);
+    assert_eq!(get(&o.memory, FENCE, 2), vec![SENTINEL, SENTINEL]);
+    assert_eq!(get(&o.memory, DST2, 1), vec![SENTINEL]);
+    // SET_SH_REGs of 4, 4, 5 and 3 dwords: the dispatch at 0x1040.
+    let s = &o.status[0];
+    assert_eq!((s.done, s.error.clone()), (false, Some(("kernel".to_string(), 0x1040))));
+    assert_eq!((s.fences, s.kernels, s.kerr_mask, s.kerr_addr, s.kerr_blocks), (0, 1, 0x42, 0x1040, 3));
+    assert_eq!(
+        o.counters,
+        Counters { commands: 5, kernels: 1, blocks: 4, failed_blocks: 3, fences: 0, instructions: 19 }
+    );
+    assert_eq!(o.kernels, vec![KernelRecord { queue: 0, addr: 0x1040, blocks: 4, submit: None, start: None, end: None }]);
+    // The trace ends with the dispatch's line.
+    let lines = &o.trace[0].1;
+    assert_eq!(lines.len(), 5);
+    assert!(lines[4].starts_with("#4 @0x00001040 DISPATCH_DIRECT x=4 y=1 z=1"), "{}", lines[4]);
+    assert!(o.irq);
+    // The output file.
+    let r = Run { queues: vec![], memory: Memory::new(), dump: vec![], mem: MemTiming::default() };
+    let v = output_json(&params(), &r, &o);
+    assert_eq!(v["error"], json!({"queue": 0, "cause": "kernel", "addr": 0x1040}));
+    assert_eq!(
+        v["status"],
+        json!([{"queue": 0, "status": "error", "error": {"cause": "kernel", "addr": 0x1040}, "fences": 0, "kernels": 1,
+                "kerr_mask": 0x42, "kerr_addr": 0x1040, "kerr_blocks": 3}])
+    );
+    assert_eq!(v["counters"]["commands"], json!(5));
+}
+
+#[test]
+fn a_failing_kernel_hides_a_later_packet_error() {
+    // A kernel of 2 blocks (x = 1 fails with opcode), then a SET_SH_REG of
+    // COMPUTE_DISPATCH_INITIATOR (0xB800): `sh_range` in the cmdproc model's
+    // run, at 0x1040 + 20 = 0x1054. The queue ends at the dispatch first:
+    // its error is `kernel` at 0x1040, not `sh_range`.
+    let ring = format!(
+        "{}DISPATCH_DIRECT x=2 y=1 z=1 initiator=1\n\
+         SET_SH_REG reg=0xB800 values=1\n",
+        kernel_regs(0x100, &[0])
+    );
+    let o = one(FAIL_KERNEL, &ring, |_| {});
+    // The premise: the cmdproc model's own run (no kerr) ends in sh_range.
+    let q = QueueInput { cmd_base: RING0, cmd_size: 4 * pm4(&ring).len() as u32, priority: 0 };
+    let cp = queue_run(&params().cmdproc(), &q, &memory(FAIL_KERNEL, &[(RING0, ring.as_str())]));
+    assert_eq!((cp.error, cp.commands.len()), (Some((Cause::ShRange, 0x1054)), 5));
+    assert_eq!(
+        o.status,
+        vec![QueueStatus {
+            queue: 0,
+            done: false,
+            error: Some(("kernel".into(), 0x1040)),
+            fences: 0,
+            kernels: 1,
+            kerr_mask: 1 << 1,
+            kerr_addr: 0x1040,
+            kerr_blocks: 1
+        }]
+    );
+    // x = 0: 5 instructions, x = 1: 3.
+    assert_eq!(o.counters, Counters { commands: 5, kernels: 1, blocks: 2, failed_blocks: 1, fences: 0, instructions: 8 });
+    assert_eq!(o.trace[0].1.len(), 5);
+    assert!(o.irq);
+    let r = Run { queues: vec![], memory: Memory::new(), dump: vec![], mem: MemTiming::default() };
+    assert_eq!(output_json(&params(), &r, &o)["error"], json!({"queue": 0, "cause": "kernel", "addr": 0x1040}));
+}
+
+#[test]
+fn a_failing_kernel_stops_only_its_own_queue() {
+    // Queue 0: FAIL_KERNEL with 2 blocks (x = 1 fails), then a fence at
+    // FENCE (dropped). Queue 1: a WRITE_DATA to B, COPY_KERNEL B -> DST2
+    // with 2 blocks, a fence at FENCE + 16 and a WRITE_DATA to DST: all run.
+    let ring0 = format!(
+        "{}DISPATCH_DIRECT x=2 y=1 z=1 initiator=1\n\
+         RELEASE_MEM event=0x514 data_sel=1 int_sel=0 addr=0x3000 data=5,0\n",
+        kernel_regs(0x100, &[0])
+    );
+    let ring1 = format!(
+        "WRITE_DATA control=0 addr={B} data=41,42\n\
+         {}DISPATCH_DIRECT x=2 y=1 z=1 initiator=1\n\
+         RELEASE_MEM event=0x514 data_sel=1 int_sel=0 addr=0x3010 data=6,0\n\
+         WRITE_DATA control=0 addr={DST} data=9\n",
+        kernel_regs(0x200, &[B, DST2])
+    );
+    let rings = [(RING0, ring0.as_str()), (RING1, ring1.as_str())];
+    let o = fail_and_copy(&rings, |_| {});
+    let s = SENTINEL;
+    assert_eq!(get(&o.memory, FENCE, 5), vec![s, s, s, s, 6]);
+    assert_eq!(get(&o.memory, DST2, 3), vec![41, 42, s]);
+    assert_eq!(get(&o.memory, DST, 2), vec![9, s]);
+    // Queue 0's dispatch at 0x1040 (as above); queue 1's at 0x2000 + 4·(6
+    // + 4 + 4 + 5 + 4) = 0x205C.
+    assert_eq!(o.kernels.iter().map(|k| (k.queue, k.addr, k.blocks)).collect::<Vec<_>>(), vec![(0, 0x1040, 2), (1, 0x205C, 2)]);
+    assert_eq!(
+        o.status,
+        vec![
+            QueueStatus {
+                queue: 0,
+                done: false,
+                error: Some(("kernel".into(), 0x1040)),
+                fences: 0,
+                kernels: 1,
+                kerr_mask: 1 << 1,
+                kerr_addr: 0x1040,
+                kerr_blocks: 1
+            },
+            QueueStatus { queue: 1, done: true, error: None, fences: 1, kernels: 1, kerr_mask: 0, kerr_addr: 0, kerr_blocks: 0 },
+        ]
+    );
+    // Commands: queue 0 four SET_SH_REGs and the dispatch (5); queue 1 all
+    // 8. Instructions: 5 + 3 for queue 0's blocks, 2·9 for queue 1's.
+    assert_eq!(
+        o.counters,
+        Counters { commands: 5 + 8, kernels: 2, blocks: 4, failed_blocks: 1, fences: 1, instructions: 8 + 18 }
+    );
+    assert_eq!(o.trace.iter().map(|(q, l)| (*q, l.len())).collect::<Vec<_>>(), vec![(0, 5), (1, 8)]);
+    assert!(o.irq);
+    let r = Run { queues: vec![], memory: Memory::new(), dump: vec![], mem: MemTiming::default() };
+    assert_eq!(output_json(&params(), &r, &o)["error"], json!({"queue": 0, "cause": "kernel", "addr": 0x1040}));
 }
 
 #[test]
