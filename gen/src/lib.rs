@@ -15,6 +15,7 @@ pub mod blocks;
 pub mod cli;
 pub mod emit;
 pub mod error;
+pub mod gantt;
 pub mod image;
 pub mod jobs;
 pub mod json;

@@ -3,6 +3,7 @@
 
 use crate::bench::generator;
 use crate::block::{BenchOpts, BlockDef};
+use crate::emit;
 use crate::error::{Error, Result};
 use crate::rtl_engine::compile_design;
 use gpurtl_hw::blocks::gpu::build;
@@ -76,7 +77,7 @@ impl BlockDef for Gpu {
     fn bench(p: &GpuParams, o: &BenchOpts, out: &mut dyn Write) -> Result<Value> {
         const S: u32 = 256;
         const LATENCY: u32 = 20;
-        o.steps(5);
+        o.steps(6);
         let _ = writeln!(out, "gpu bench: {S} x {S} x {S} int8 GEMM (gemm.s, 16 x 16 tiles), AXI latency {LATENCY}, {}-bit port", p.data_bits);
         let _ = writeln!(
             out,
@@ -84,6 +85,8 @@ impl BlockDef for Gpu {
             "workload", "cycles", "MACs/cyc", "roofline", "of roof", "scaling", "beats/cyc", "burst", "cosim c/s"
         );
         let mut rows = Vec::new();
+        let mut charts = Vec::new();
+        let mut gemm_panels = Vec::new();
         let mut one = 0.0;
         let grid = (p.cu.grid_rows * p.cu.grid_cols) as f64;
         // A 16 x 16 tile over K reads 16K + 16K bytes and writes 1 KiB.
@@ -93,7 +96,8 @@ impl BlockDef for Gpu {
             let q = GpuParams { units, ..p.clone() };
             let compiled = compile_design(&build(&q)?)?;
             let r = gemm_run(&q, &[(S, S, S)], LATENCY)?;
-            let (got, stats, t) = checked(&compiled, &q, &r)?;
+            let (got, stats, t, bars) = checked(&compiled, &q, &r)?;
+            gemm_panels.push((format!("{units} unit(s)"), bars));
             let k = &got.kernels[0];
             let cycles = k.end.unwrap_or(0) - k.submit.unwrap_or(0);
             let macs = (S as f64).powi(3) / cycles as f64;
@@ -133,25 +137,79 @@ impl BlockDef for Gpu {
             let q = GpuParams { units: 2, queues: p.queues.max(2), policy, ..p.clone() };
             let compiled = compile_design(&build(&q)?)?;
             let r = gemm_run(&q, &[(S, S, S), (half, half, S)], LATENCY)?;
-            let (got, stats, _) = checked(&compiled, &q, &r)?;
+            let (got, stats, _, _) = checked(&compiled, &q, &r)?;
             let spans: Vec<u64> = got.kernels.iter().map(|k| k.end.unwrap_or(0)).collect();
             let name = format!("two queues, {}", policy.name());
             let _ = writeln!(out, "{:<28} {:>9} {:>9} (queue makespans, from the first doorbell; cosim {:.0} c/s)", name, spans[0], spans[1], stats.rate());
             rows.push(json!({"workload": name, "policy": policy.name(), "makespan": spans, "cycles": got.cycles, "cosim_cycles_per_second": stats.rate()}));
         }
-        Ok(json!({"block": "gpu", "generator": generator(), "params": p, "size": S, "mem_latency": LATENCY, "rows": rows}))
+        let gemm_chart = o.beside("gemm.svg");
+        let panels: Vec<crate::gantt::Panel> = gemm_panels.iter().map(|(l, b)| crate::gantt::Panel { label: l, bars: gantt_bars(b) }).collect();
+        let svg = crate::gantt::gantt(&format!("{S}^3 int8 GEMM"), "bars: blocks, colour: queue", "unit", 4, &panels);
+        emit::write_atomic(&gemm_chart, svg.as_bytes()).map_err(|e| Error::io("write", &gemm_chart, e))?;
+        let _ = writeln!(out, "chart: {}", gemm_chart.display());
+        charts.push(json!({"chart": gemm_chart.display().to_string(), "of": "the GEMM on 1, 2 and 4 units"}));
+        // The example, when the bench runs in a checkout (its files are
+        // read from examples/gpu/), at the bench's parameters.
+        o.done("the example's timeline");
+        let example = Path::new(EXAMPLE);
+        match example_run(p, example) {
+            Ok(r) => {
+                let compiled = compile_design(&build(p)?)?;
+                let (got, _, _, bars) = checked(&compiled, p, &r)?;
+                let chart = o.beside("timeline.svg");
+                let panel = crate::gantt::Panel { label: EXAMPLE, bars: gantt_bars(&bars) };
+                let sub = format!("{} queues, {} units; bars: blocks, colour: queue", r.queues.len(), p.units);
+                let svg = crate::gantt::gantt("per-unit timeline", &sub, "unit", p.units, &[panel]);
+                emit::write_atomic(&chart, svg.as_bytes()).map_err(|e| Error::io("write", &chart, e))?;
+                let _ = writeln!(out, "{:<28} {:>9} (cycles; chart: {})", EXAMPLE, got.cycles.unwrap_or(0), chart.display());
+                charts.push(json!({"chart": chart.display().to_string(), "of": EXAMPLE, "cycles": got.cycles, "blocks": bars.len()}));
+            }
+            Err(why) => {
+                let _ = writeln!(out, "{EXAMPLE}: not charted ({why})");
+            }
+        }
+        Ok(json!({"block": "gpu", "generator": generator(), "params": p, "size": S, "mem_latency": LATENCY, "rows": rows, "charts": charts}))
     }
+}
+
+/// The example the bench charts, from the working directory.
+const EXAMPLE: &str = "examples/gpu/two-queues.json";
+
+/// The example's run, if it is here and fits `p`.
+fn example_run(p: &GpuParams, path: &Path) -> std::result::Result<Run, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    model::parse_input(&v, path.parent().unwrap_or(Path::new("")), p).map_err(|e| e.to_string())
+}
+
+/// The timeline's bars as the chart draws them: a row per unit, coloured
+/// by queue.
+fn gantt_bars(bars: &[tb::Bar]) -> Vec<crate::gantt::Bar> {
+    let mut v: Vec<crate::gantt::Bar> = bars
+        .iter()
+        .map(|b| crate::gantt::Bar {
+            row: b.unit,
+            start: b.start,
+            end: b.end,
+            colour: b.queue as u64,
+            tip: format!("queue {}, unit {}, share {}, cycles {}..{}", b.queue, b.unit, b.share, b.start, b.end),
+        })
+        .collect();
+    // In dispatch order, as the chart stacks them.
+    v.sort_by_key(|b| (b.start, b.row));
+    v
 }
 
 /// The RTL's run, checked against the golden model (everything but the
 /// cycles).
-fn checked(compiled: &Compiled, p: &GpuParams, r: &Run) -> Result<(Outcome, gpurtl_sim::tb::RunStats, tb::Traffic)> {
+fn checked(compiled: &Compiled, p: &GpuParams, r: &Run) -> Result<(Outcome, gpurtl_sim::tb::RunStats, tb::Traffic, Vec<tb::Bar>)> {
     let want = model::run(p, r).map_err(|e| Error::Bad(format!("bench gpu: {e}")))?;
-    let (got, stats, t) = tb::run_traffic(compiled, p, r, None, tb::budget(p, r), None)?;
+    let (got, stats, t, bars) = tb::run_timeline(compiled, p, r, None, tb::budget(p, r), None)?;
     if model::untimed(model::output_json(p, r, &want)) != model::untimed(model::output_json(p, r, &got)) {
         return Err(Error::Bad("bench gpu: the RTL and the golden model disagree on a bench run".into()));
     }
-    Ok((got, stats, t))
+    Ok((got, stats, t, bars))
 }
 
 /// One GEMM `(M, N, K)` a queue (`examples/cu/gemm.s`, bias, ReLU), at

@@ -6,7 +6,6 @@ use crate::block::{BenchOpts, BlockDef};
 use crate::emit;
 use crate::error::{Error, Result};
 use crate::rtl_engine::compile_design;
-use crate::sweep::esc;
 use gpurtl_hw::blocks::scheduler::build;
 use gpurtl_params::scheduler::{Policy, SchedulerParams};
 use gpurtl_sim::cosim::{Compiled, CosimError};
@@ -382,84 +381,24 @@ fn random_mix(rng: &mut Rng, p: &SchedulerParams) -> Workload {
 }
 
 /// A Gantt chart: a panel per run, a row per SM, a bar per block from its
-/// dispatch to its completion, coloured by kernel. Blocks that share an SM
-/// are stacked in sub-rows.
+/// dispatch to its completion, coloured by kernel.
 fn gantt(p: &SchedulerParams, w: &Workload, title: &str, runs: &[(&str, &Trace)]) -> String {
-    let (width, left, right, top) = (960.0, 70.0, 20.0, 40.0);
-    let row = (240.0 / p.sms as f64).clamp(3.0, 18.0);
-    let panel = row * p.sms as f64 + 40.0;
-    let height = top + panel * runs.len() as f64 + 20.0;
-    let end = runs
-        .iter()
-        .flat_map(|(_, t)| t.completions.iter().map(|c| c.cycle))
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
-    let x = |c: u64| left + (width - left - right) * c as f64 / end;
     let index: std::collections::HashMap<u64, usize> = w.kernels.iter().enumerate().map(|(i, k)| (k.id, i)).collect();
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"11\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">{} ({} SMs; bars: blocks, colour: kernel)</text>\n",
-        width / 2.0,
-        esc(title),
-        p.sms
-    );
-    for (n, (label, t)) in runs.iter().enumerate() {
-        let y0 = top + panel * n as f64;
-        let span = t.completions.iter().map(|c| c.cycle).max().unwrap_or(0);
-        s.push_str(&format!(
-            "<text x=\"{left}\" y=\"{}\" font-size=\"13\">{} (last completion at cycle {span})</text>\n",
-            y0 + 14.0,
-            esc(label)
-        ));
-        let y_sm = |m: u32| y0 + 22.0 + row * m as f64;
-        for m in 0..p.sms {
-            s.push_str(&format!(
-                "<rect x=\"{left}\" y=\"{}\" width=\"{}\" height=\"{row}\" fill=\"{}\"/>\n",
-                y_sm(m),
-                width - left - right,
-                if m % 2 == 0 { "#f4f4f4" } else { "#ffffff" }
-            ));
-            if p.sms <= 16 || m % 8 == 0 {
-                s.push_str(&format!("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">SM {m}</text>\n", left - 4.0, y_sm(m) + row.min(11.0)));
-            }
-        }
-        let done: std::collections::HashMap<(u64, u32), u64> = t.completions.iter().map(|c| ((c.kernel, c.block), c.cycle)).collect();
-        // Sub-rows: per SM, each block takes the first sub-row free at its dispatch.
-        let mut lanes: Vec<Vec<u64>> = vec![Vec::new(); p.sms as usize];
-        let mut bars = Vec::new();
-        for d in &t.dispatches {
-            let c = done.get(&(d.kernel, d.block)).copied().unwrap_or(d.cycle);
-            let l = &mut lanes[d.sm as usize];
-            let k = match l.iter().position(|&free| free <= d.cycle) {
-                Some(k) => k,
-                None => {
-                    l.push(0);
-                    l.len() - 1
-                }
-            };
-            l[k] = c + 1;
-            bars.push((d.sm, k, d.cycle, c, d.kernel));
-        }
-        for (sm, k, d, c, kernel) in bars {
-            let sub = lanes[sm as usize].len().max(1) as f64;
-            let h = row / sub;
-            let hue = (index.get(&kernel).copied().unwrap_or(0) as u64 * 137) % 360;
-            s.push_str(&format!(
-                "<rect x=\"{:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{:.2}\" fill=\"hsl({hue},65%,55%)\"><title>kernel {kernel}, SM {sm}, cycles {d}..{c}</title></rect>\n",
-                x(d),
-                y_sm(sm) + h * k as f64,
-                (x(c) - x(d)).max(0.5),
-                h
-            ));
-        }
-    }
-    s.push_str(&format!(
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">cycle {}</text>\n</svg>\n",
-        width - right,
-        height - 4.0,
-        end as u64
-    ));
-    s
+    let panels: Vec<crate::gantt::Panel> = runs
+        .iter()
+        .map(|(label, t)| {
+            let done: std::collections::HashMap<(u64, u32), u64> = t.completions.iter().map(|c| ((c.kernel, c.block), c.cycle)).collect();
+            let bars = t
+                .dispatches
+                .iter()
+                .map(|d| {
+                    let c = done.get(&(d.kernel, d.block)).copied().unwrap_or(d.cycle);
+                    let colour = index.get(&d.kernel).copied().unwrap_or(0) as u64;
+                    crate::gantt::Bar { row: d.sm, start: d.cycle, end: c, colour, tip: format!("kernel {}, SM {}, cycles {}..{c}", d.kernel, d.sm, d.cycle) }
+                })
+                .collect();
+            crate::gantt::Panel { label, bars }
+        })
+        .collect();
+    crate::gantt::gantt(title, &format!("{} SMs; bars: blocks, colour: kernel", p.sms), "SM", p.sms, &panels)
 }

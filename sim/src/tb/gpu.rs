@@ -54,6 +54,12 @@ pub struct GpuDriver {
     kend: PortHandle,
     retire: PortHandle,
     cpl: PortHandle,
+    /// The per-unit timeline: `dsp_o`, `dsp_queue_o`, `dsp_share_o`,
+    /// `cpl_share_o`; the blocks running (unit, share) -> (queue, start),
+    /// and the finished bars.
+    dsp: [PortHandle; 4],
+    running: std::collections::HashMap<(u32, u32), (u32, u64)>,
+    bars: Vec<Bar>,
     trace_valid: Vec<PortHandle>,
     trace: Vec<RecPorts>,
     /// Per queue: its trace lines, its dispatch records (addr, blocks), the
@@ -112,6 +118,9 @@ impl GpuDriver {
             kend: port("kend_o")?,
             retire: port("retire_o")?,
             cpl: port("cpl_o")?,
+            dsp: [port("dsp_o")?, port("dsp_queue_o")?, port("dsp_share_o")?, port("cpl_share_o")?],
+            running: Default::default(),
+            bars: Vec::new(),
             trace_valid,
             trace,
             lines: vec![Vec::new(); n],
@@ -243,7 +252,21 @@ impl Agent for GpuDriver {
             }
         }
         self.instructions += sim.get(self.retire).count_ones() as u64;
-        self.blocks += sim.get(self.cpl).count_ones() as u64;
+        let cpl = sim.get(self.cpl);
+        self.blocks += cpl.count_ones() as u64;
+        // The timeline: a block ends on its (unit, share), another may start
+        // there in the same cycle.
+        for u in bits(cpl) {
+            let share = sim.get(self.dsp[3]) as u32;
+            let (queue, start) = self.running.remove(&(u as u32, share)).ok_or_else(|| format!("a completion on unit {u}, share {share}, which runs no block"))?;
+            self.bars.push(Bar { queue, unit: u as u32, share, start, end: rel });
+        }
+        for u in bits(sim.get(self.dsp[0])) {
+            let (queue, share) = (sim.get(self.dsp[1]) as u32, sim.get(self.dsp[2]) as u32);
+            if self.running.insert((u as u32, share), (queue, rel)).is_some() {
+                return Err(format!("a block dispatched to unit {u}, share {share}, which runs one"));
+            }
+        }
         match self.phase {
             Phase::Program if self.owed == 0 => {
                 self.phase = Phase::Run;
@@ -292,6 +315,17 @@ pub fn budget(_p: &GpuParams, _r: &Run) -> u64 {
     1 << 26
 }
 
+/// One block on the per-unit timeline: dispatched to `unit`'s `share` in
+/// cycle `start`, completed in cycle `end` (both from the first doorbell).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bar {
+    pub queue: u32,
+    pub unit: u32,
+    pub share: u32,
+    pub start: u64,
+    pub end: u64,
+}
+
 /// The AXI4 port's traffic over a run: bursts and beats on each side.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Traffic {
@@ -308,6 +342,19 @@ pub fn run(compiled: &Compiled, p: &GpuParams, r: &Run, env: Option<Env>, budget
 
 /// [`run`], with the AXI4 port's traffic.
 pub fn run_traffic(compiled: &Compiled, p: &GpuParams, r: &Run, env: Option<Env>, budget: u64, vcd: Option<&Path>) -> Result<(Outcome, RunStats, Traffic), CosimError> {
+    run_timeline(compiled, p, r, env, budget, vcd).map(|(o, s, t, _)| (o, s, t))
+}
+
+/// [`run_traffic`], with the per-unit timeline: every block's bar, in the
+/// order they completed.
+pub fn run_timeline(
+    compiled: &Compiled,
+    p: &GpuParams,
+    r: &Run,
+    env: Option<Env>,
+    budget: u64,
+    vcd: Option<&Path>,
+) -> Result<(Outcome, RunStats, Traffic, Vec<Bar>), CosimError> {
     let mut sim = compiled.start(vcd)?;
     let rst = sim.port("rst_i")?;
     sim.reset(rst, 2);
@@ -338,7 +385,10 @@ pub fn run_traffic(compiled: &Compiled, p: &GpuParams, r: &Run, env: Option<Env>
     sim.trace_close();
     o.memory = mem.borrow().clone();
     let t = *traffic.borrow();
-    Ok((o, stats, t))
+    if !driver.running.is_empty() {
+        return Err(CosimError::Mismatch(format!("{} blocks were dispatched but never completed", driver.running.len())));
+    }
+    Ok((o, stats, t, driver.bars))
 }
 
 /// The example kernels (examples/cu/), with their per-block registers and

@@ -58,6 +58,8 @@ pub fn build(p: &GpuParams) -> Result<Design, RtlError> {
 struct Queue {
     cmd_valid: Expr,
     cmd_ready: Expr,
+    /// The queue's `cmdproc`'s `kerr_i`.
+    kerr: Expr,
     opcode: Expr,
     addr: Expr,
     p: Vec<Expr>,
@@ -93,6 +95,12 @@ fn core(p: &GpuParams) -> Result<crate::rtl::Module, RtlError> {
     let kend_o = b.output("kend_o", p.queues, "bit q: queue q's kernel completes (one cycle)");
     let retire_o = b.output("retire_o", p.units, "bit u: compute unit u executes an instruction");
     let cpl_o = b.output("cpl_o", p.units, "bit u: a block completes on compute unit u");
+    // The per-unit timeline (a bar per block: unit, share, queue), for the
+    // testbench's Gantt chart: at most one dispatch and one completion a cycle.
+    let dsp_o = b.output("dsp_o", p.units, "bit u: a block is dispatched to compute unit u (one cycle)");
+    let dsp_queue_o = b.output("dsp_queue_o", p.queue_bits(), "with dsp_o: the block's queue");
+    let dsp_share_o = b.output("dsp_share_o", p.share_bits(), "with dsp_o: the unit's share (slot) it runs in");
+    let cpl_share_o = b.output("cpl_share_o", p.share_bits(), "with cpl_o: the share of the block that completes");
 
     // ---------------- the queues ----------------
     let cmdproc_design = cmdproc::build(&cp)?;
@@ -153,6 +161,7 @@ fn core(p: &GpuParams) -> Result<crate::rtl::Module, RtlError> {
         queues.push(Queue {
             cmd_valid: cmd.valid.clone(),
             cmd_ready: cmd.ready.clone(),
+            kerr: u.port("kerr_i"),
             opcode: header.slice(15, 8),
             addr: cmd.field("addr"),
             p: ps,
@@ -302,6 +311,9 @@ fn core(p: &GpuParams) -> Result<crate::rtl::Module, RtlError> {
     }
     b.assign(&dsp.ready, &cu_ready.iter().fold(Expr::bit(false), |a, e| a.or(e)));
     let dsp_fire = b.let_("dsp_fire", &dsp.valid.and(&dsp.ready));
+    b.assign(&dsp_o, &Expr::cat_lanes(&dsp_fire_u));
+    b.assign(&dsp_queue_o, &kid);
+    b.assign(&dsp_share_o, &select(&sm.slice(mb - 1, 0), &share_of));
     b.waive_unused(&dsp.field("block"), "blocks of a kernel come in index order: the id counters follow them");
     for q in 0..nq {
         let go = b.let_(&format!("k{q}_dsp"), &dsp_fire.and(&kid.eq_lit(q as u64)));
@@ -344,6 +356,7 @@ fn core(p: &GpuParams) -> Result<crate::rtl::Module, RtlError> {
     }
     let c_share = ctag.slice(sb - 1, 0);
     let c_q = ctag.slice(sb + tb + qb - 1, sb + tb);
+    b.assign(&cpl_share_o, &c_share);
     for u in 0..nu {
         let clear = (0..slots).map(|s| crr.grant[u].and(&c_share.eq_lit(s as u64))).collect::<Vec<_>>();
         let set = (0..slots).map(|s| dsp_fire_u[u].and(&share_of[u].eq_lit(s as u64))).collect::<Vec<_>>();
@@ -358,6 +371,7 @@ fn core(p: &GpuParams) -> Result<crate::rtl::Module, RtlError> {
     let mut kdone = Vec::new();
     let mut kend = Vec::new();
     let mut kerr = Vec::new();
+    let mut kfailed = Vec::new();
     for q in 0..nq {
         let mine = b.let_(&format!("k{q}_cpl"), &cfire.and(&c_q.eq_lit(q as u64)));
         let done = b.reg(&format!("k{q}_done_q"), bb, 0);
@@ -370,6 +384,11 @@ fn core(p: &GpuParams) -> Result<crate::rtl::Module, RtlError> {
         kdone.push(finished);
         kend.push(last.clone());
         kerr.push((mine.and(&failed), cstatus.clone()));
+        // The kernel in flight has a failed block: its dispatch is taken
+        // with kerr_i, which stops the queue (docs/gpu.md, "Kernel errors").
+        let kf = b.reg(&format!("k{q}_failed_q"), 1, 0);
+        b.next(&kf, &new.not(), Some(&new.or(&mine.and(&failed))));
+        kfailed.push(kf);
     }
     b.assign(&kend_o, &Expr::cat_lanes(&kend));
 
@@ -434,6 +453,7 @@ fn core(p: &GpuParams) -> Result<crate::rtl::Module, RtlError> {
         let ready = dispatch.mux(&empty.or(&kdone[q]), &fence.mux(&fdone[q], &Expr::bit(true)));
         b.assign(&qu.cmd_ready, &ready);
         let take = qu.cmd_valid.and(&ready);
+        b.assign(&qu.kerr, &dispatch.and(&empty.not()).and(&kfailed[q]));
         let ld = load.and(&rr.grant[q]);
         b.next(&live[q], &ld, Some(&ld.or(&take.and(&dispatch))));
         for (k, e) in qu.p.iter().enumerate().skip(3) {
