@@ -65,7 +65,7 @@ pub struct Emit {
 /// `sweep`).
 #[derive(Args, Debug, Default)]
 pub struct Synthesis {
-    /// generic, ice40 or ecp5.
+    /// generic, ice40, ecp5 (an LFE5U-25F) or ecp5-85k (an LFE5U-85F).
     #[arg(allow_hyphen_values = true, long, value_name = "T")]
     pub target: Option<String>,
     /// The clock constraint, MHz.

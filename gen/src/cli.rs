@@ -1226,7 +1226,7 @@ fn cmd_prune(b: &dyn Block, o: &Opts, out: &mut dyn Write) -> Result<()> {
 /// `--target` (default generic) and `--clock-mhz` (default 150 on ECP5, else 100).
 fn target_and_clock(o: &Opts) -> Result<(synth::Target, f64)> {
     let target = synth::Target::parse(o.target.as_deref().unwrap_or("generic"))?;
-    let default_mhz = if target == synth::Target::Ecp5 { 150.0 } else { 100.0 };
+    let default_mhz = if matches!(target, synth::Target::Ecp5(_)) { 150.0 } else { 100.0 };
     let clock_mhz = match o.clock_mhz.as_deref() {
         None => default_mhz,
         Some(raw) => match raw.parse::<f64>() {
@@ -1452,7 +1452,7 @@ mod tests {
             let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
             let o = super::parse(&args).unwrap().1.unwrap();
             let params = super::params_of(b, &o).unwrap();
-            super::synth_dir(b, &o, &params, crate::synth::Target::Ecp5).to_string_lossy().into_owned()
+            super::synth_dir(b, &o, &params, crate::synth::Target::Ecp5(crate::synth::Ecp5Part::U25F)).to_string_lossy().into_owned()
         };
         assert_eq!(dir(&["synth", "compress"]), "out/synth/compress-ecp5");
         assert_eq!(dir(&["synth", "compress", "--preset", "fpga"]), "out/synth/compress-fpga-ecp5");

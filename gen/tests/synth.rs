@@ -17,7 +17,7 @@ fn gpurtl(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
 #[test]
 fn bad_target_and_clock_are_usage_errors() {
     let (code, _, err) = gpurtl(&["synth", "compress", "--target", "xc7"], &[]);
-    assert_eq!((code, err.as_str()), (2, "error: option `--target` = `xc7`: must be generic, ice40 or ecp5\n"));
+    assert_eq!((code, err.as_str()), (2, "error: option `--target` = `xc7`: must be generic, ice40, ecp5 (an LFE5U-25F) or ecp5-85k (an LFE5U-85F)\n"));
     let (code, _, err) = gpurtl(&["synth", "compress", "--target", "ice40", "--clock-mhz", "fast"], &[]);
     assert_eq!((code, err.as_str()), (2, "error: option `--clock-mhz` = `fast`: must be a number above 0 and at most 2000\n"));
 }

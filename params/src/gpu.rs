@@ -178,6 +178,7 @@ impl BlockParams for GpuParams {
         match name {
             "default" => "two queues, two compute units (the cu's defaults), a 64-bit AXI4 port",
             "small" => "one queue, one small compute unit (the cu's small preset with 64 instructions, 32 registers and 2 KiB of scratchpad), a 32-bit AXI4 port: the quickest cosimulation",
+            "fpga" => "two queues, two of small's compute units, a 64-bit AXI4 port: places on an ECP5 LFE5U-85F (gpurtl synth gpu --preset fpga --target ecp5-85k)",
             _ => "",
         }
     }
@@ -192,6 +193,15 @@ impl BlockParams for GpuParams {
                 threads: 64,
                 // The cu's small preset with room for the example kernels
                 // (64 instructions, 32 registers, a 2 KiB scratchpad).
+                cu: CuParams { tag_bits: 8, imem_depth: 64, regs: 32, words: 512, ..CuParams::presets()[1].1.clone() },
+                ..Self::default()
+            }),
+            ("fpga", GpuParams {
+                queues: 2,
+                units: 2,
+                threads: 64,
+                // small's unit: two of the default's would not leave room
+                // for the queues on the LFE5U-85F (26,778 LUT each).
                 cu: CuParams { tag_bits: 8, imem_depth: 64, regs: 32, words: 512, ..CuParams::presets()[1].1.clone() },
                 ..Self::default()
             }),
