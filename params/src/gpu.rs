@@ -178,7 +178,7 @@ impl BlockParams for GpuParams {
         match name {
             "default" => "two queues, two compute units (the cu's defaults), a 64-bit AXI4 port",
             "small" => "one queue, one small compute unit (the cu's small preset with 64 instructions, 32 registers and 2 KiB of scratchpad), a 32-bit AXI4 port: the quickest cosimulation",
-            "fpga" => "two queues, two of small's compute units, a 64-bit AXI4 port: places on an ECP5 LFE5U-85F (gpurtl synth gpu --preset fpga --target ecp5-85k)",
+            "fpga" => "two queues, two of small's compute units, a 64-bit AXI4 port: sized for an ECP5 LFE5U-85F (gpurtl synth gpu --preset fpga --target ecp5-85k)",
             _ => "",
         }
     }
