@@ -184,6 +184,10 @@ impl BlockParams for GpuParams {
     }
 
     fn presets() -> Vec<(&'static str, Self)> {
+        // The cu's small preset with room for the example kernels (64
+        // instructions, 32 registers, a 2 KiB scratchpad): `small`'s and
+        // `fpga`'s unit.
+        let small_unit = || CuParams { tag_bits: 8, imem_depth: 64, regs: 32, words: 512, ..CuParams::presets()[1].1.clone() };
         vec![
             ("default", Self::default()),
             ("small", GpuParams {
@@ -191,9 +195,7 @@ impl BlockParams for GpuParams {
                 units: 1,
                 data_bits: 32,
                 threads: 64,
-                // The cu's small preset with room for the example kernels
-                // (64 instructions, 32 registers, a 2 KiB scratchpad).
-                cu: CuParams { tag_bits: 8, imem_depth: 64, regs: 32, words: 512, ..CuParams::presets()[1].1.clone() },
+                cu: small_unit(),
                 ..Self::default()
             }),
             ("fpga", GpuParams {
@@ -202,7 +204,7 @@ impl BlockParams for GpuParams {
                 threads: 64,
                 // small's unit: two of the default's would not leave room
                 // for the queues on the LFE5U-85F (26,778 LUT each).
-                cu: CuParams { tag_bits: 8, imem_depth: 64, regs: 32, words: 512, ..CuParams::presets()[1].1.clone() },
+                cu: small_unit(),
                 ..Self::default()
             }),
         ]
