@@ -24,6 +24,11 @@ fn examples() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
     ]
 }
 
+/// The blocks whose RTL runs here also write a waveform.
+fn with_vcd(block: &str) -> bool {
+    matches!(block, "cbload" | "arbiter" | "cmdproc")
+}
+
 fn run(block: &str, params: &[&str], input: &str, engine: &str, extra: &[&str], dir: &Path) -> (i32, String, bool, bool) {
     let out = dir.join(format!("{block}-{engine}.json"));
     let vcd = dir.join(format!("{block}.vcd"));
@@ -37,7 +42,11 @@ fn run(block: &str, params: &[&str], input: &str, engine: &str, extra: &[&str], 
     for a in ["--input", input.to_str().unwrap(), "--output", out.to_str().unwrap(), "--engine", engine] {
         args.push(a.to_string());
     }
-    if engine == "rtl" {
+    // A waveform asks for a design's traced build (docs/cosim.md): three
+    // small blocks show that a stopped run writes none and a finished one
+    // writes its own (cmdproc's also in the runaway below); the other
+    // blocks run the same code in `gpurtl run`.
+    if engine == "rtl" && with_vcd(block) {
         args.push("--vcd".into());
         args.push(vcd.to_string_lossy().into_owned());
     }
@@ -65,7 +74,7 @@ fn every_block_stops_at_its_budget_in_both_engines() {
             assert!(!out && !vcd, "{block} {input} {engine}: an output was written");
             let (code, err, out, vcd) = run(block, &params, input, engine, &[], dir.path());
             assert_eq!(code, 0, "{block} {input} {engine}: {err}");
-            assert!(out && (vcd || engine == "model"), "{block} {input} {engine}");
+            assert!(out && (vcd == (engine == "rtl" && with_vcd(block))), "{block} {input} {engine}");
         }
     }
 }

@@ -43,7 +43,9 @@ static inline void randomize(V{{ top }}* t) {
 int main(int argc, char** argv) {
     const uint64_t cycles = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1000000;
     VerilatedContext* ctx = new VerilatedContext;
-    ctx->traceEverOn(true);  // as the harness does
+#if VM_TRACE
+    ctx->traceEverOn(true);  // as a traced harness build does
+#endif
     V{{ top }}* t = new V{{ top }}(ctx, "TOP");
 {%- match reset %}
 {%- when Some with (rst) %}

@@ -14,7 +14,9 @@
 #include <utility>
 
 #include "verilated.h"
+#if VM_TRACE
 #include "verilated_vcd_c.h"
+#endif
 #include "V{{ top }}.h"
 
 // Everything is compiled with -fvisibility=hidden; only these entry points are
@@ -40,7 +42,9 @@ struct Inst {
     // different threads never share mutable Verilator state.
     VerilatedContext* ctx = nullptr;
     V{{ top }}* top = nullptr;
+#if VM_TRACE
     VerilatedVcdC* tfp = nullptr;
+#endif
     uint64_t cycle = 0;
     uint64_t last_dump = NO_DUMP;
     // The last eval saw the clock high: the next edge needs a low eval first.
@@ -58,20 +62,30 @@ inline void bind(Inst* s) {
 }
 
 // VCD time stamps: 10 units per cycle; a tick samples at 10*c (inputs as set
-// before the tick) and 10*c + 5 (just after the rising edge).
+// before the tick) and 10*c + 5 (just after the rising edge). A design built
+// without tracing (VM_TRACE 0: the harness's default) dumps nothing.
 inline void dump(Inst* s, uint64_t t) {
+#if VM_TRACE
     if (s->tfp && (s->last_dump == NO_DUMP || t > s->last_dump)) {
         s->tfp->dump(t);
         s->last_dump = t;
     }
+#else
+    (void)s;
+    (void)t;
+#endif
 }
 
 void close_trace(Inst* s) {
+#if VM_TRACE
     if (!s->tfp) return;
     dump(s, s->cycle * 10);
     s->tfp->close();  // flushes
     delete s->tfp;
     s->tfp = nullptr;
+#else
+    (void)s;
+#endif
 }
 
 // Every input but the clock, from the port buffer (values already masked to
@@ -126,7 +140,9 @@ GPURTL_API uint32_t gpurtl_cosim_nports() noexcept { return {{ ports.len() }}; }
 GPURTL_API void* gpurtl_cosim_new() noexcept {
     Inst* s = new Inst;
     s->ctx = new VerilatedContext;  // also makes it this thread's context
+#if VM_TRACE
     s->ctx->traceEverOn(true);      // must precede model construction
+#endif
     // $stop / failed assertions end the simulation (finished() == true)
     // instead of abort()ing the whole Rust test process.
     s->ctx->fatalOnError(false);
@@ -208,11 +224,16 @@ GPURTL_API void gpurtl_cosim_tick(void* p, uint32_t dirty, uint32_t* buf) noexce
     s->cycle += 1;
 }
 
-// Starts a VCD dump of all hierarchy levels. Returns 0 on success.
+// Starts a VCD dump of all hierarchy levels. Returns 0 on success, -2 when
+// the design was built without tracing.
 GPURTL_API int32_t gpurtl_cosim_trace_open(void* p, const char* path) noexcept {
     Inst* s = inst(p);
     bind(s);
     close_trace(s);
+#if !VM_TRACE
+    (void)path;
+    return -2;
+#else
     s->tfp = new VerilatedVcdC;
     s->top->trace(s->tfp, 99);  // must precede open()
     s->tfp->open(path);
@@ -223,6 +244,7 @@ GPURTL_API int32_t gpurtl_cosim_trace_open(void* p, const char* path) noexcept {
     }
     s->last_dump = NO_DUMP;
     return 0;
+#endif
 }
 
 GPURTL_API void gpurtl_cosim_trace_close(void* p) noexcept {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use gpurtl_sim::cosim::{
-    compile, verilator_version, Compiled, CosimError, DesignSpec, PortDir, PortSpec, Sim,
+    compile, compile_traced, verilator_version, Compiled, CosimError, DesignSpec, PortDir, PortSpec, Sim,
 };
 use num_bigint::BigUint;
 
@@ -401,7 +401,8 @@ fn two_designs_and_parallel_instances() {
 
 #[test]
 fn vcd_trace_has_header_and_signals() {
-    let design = compile(&counter_spec("smoke_traced")).expect("build traced counter");
+    let design = compile_traced(&counter_spec("smoke_traced")).expect("build traced counter");
+    assert!(design.traced());
     let dir = tempfile::tempdir().unwrap();
     let first = dir.path().join("first.vcd");
     let second = dir.path().join("second.vcd");
@@ -453,6 +454,39 @@ fn vcd_trace_has_header_and_signals() {
     let mut sim = design.instantiate().unwrap();
     let bad = dir.path().join("no/such/dir/x.vcd");
     assert!(matches!(sim.trace_vcd(&bad), Err(CosimError::Io(_))));
+}
+
+/// A design built without tracing (`compile`, the default) cannot start a
+/// waveform on a running instance, with a message saying how; `start` with a
+/// VCD path runs that instance on the traced copy: the same handles, the
+/// same values, and the waveform written.
+#[test]
+fn untraced_build_writes_a_waveform_through_its_traced_copy() {
+    let design = compile(&counter_spec("smoke_untraced")).expect("build counter");
+    assert!(!design.traced());
+    let dir = tempfile::tempdir().unwrap();
+    let vcd = dir.path().join("w.vcd");
+    let mut plain = design.instantiate().unwrap();
+    match plain.trace_vcd(&vcd) {
+        Err(CosimError::Io(m)) => assert!(m.contains("was built without tracing") && m.contains("Compiled::start"), "{m}"),
+        other => panic!("expected an error, got {other:?}"),
+    }
+    let mut traced = design.start(Some(&vcd)).unwrap();
+    let (rst, en, count) = (design.port("rst_i").unwrap(), design.port("en_i").unwrap(), design.port("count_o").unwrap());
+    for sim in [&mut plain, &mut traced] {
+        sim.set(rst, 1);
+        sim.tick();
+        sim.set(rst, 0);
+        sim.set(en, 1);
+        for _ in 0..7 {
+            sim.tick();
+        }
+    }
+    assert_eq!(plain.get(count), traced.get(count));
+    assert_eq!(traced.get(count), 7);
+    drop(traced);
+    let text = std::fs::read_to_string(&vcd).unwrap();
+    assert!(text.contains("$enddefinitions") && text.contains("count_o") && text.contains("\n#75\n"), "{text}");
 }
 
 #[test]

@@ -35,9 +35,9 @@ const LDFLAGS: &str = "-shared -Wl,-Bsymbolic -Wl,--no-undefined";
 /// Flags shared by the runtime and design builds. `--no-timing`: the harness
 /// owns time (ticks), so `#delays` are ignored (with a warning in build.log)
 /// rather than rejected. `-Wno-fatal`: lint warnings land in build.log but do
-/// not fail the build.
-fn verilator_flags() -> Vec<&'static str> {
-    let mut f = compile_flags();
+/// not fail the build. `trace`: Verilator's VCD code (`--trace`).
+fn verilator_flags(trace: bool) -> Vec<&'static str> {
+    let mut f = compile_flags(trace);
     f.extend(["-LDFLAGS", LDFLAGS]);
     f
 }
@@ -45,8 +45,19 @@ fn verilator_flags() -> Vec<&'static str> {
 /// The flags without the shared-library link: what the native loop of
 /// `gpurtl bench harness` is built with, so that it compiles the model
 /// exactly as the harness does.
-fn compile_flags() -> Vec<&'static str> {
-    vec!["--cc", "--trace", "--no-timing", "-Wno-fatal", "-CFLAGS", CFLAGS]
+///
+/// A design is built without tracing: the trace code is a third of the C++
+/// compile (the `gpu` at its `wide` test point: 68 s of CPU without, 100 s
+/// with), and most builds never write a waveform. A waveform asks for the
+/// traced build of the same design ([`compile_traced`]; `Compiled::start`
+/// with a VCD path builds it on first use), cached beside the other.
+fn compile_flags(trace: bool) -> Vec<&'static str> {
+    let mut f = vec!["--cc"];
+    if trace {
+        f.push("--trace");
+    }
+    f.extend(["--no-timing", "-Wno-fatal", "-CFLAGS", CFLAGS]);
+    f
 }
 
 /// The optimization of the model's evaluation code (Verilator's `OPT_FAST`,
@@ -89,8 +100,21 @@ pub fn verilator_version() -> Result<String, CosimError> {
 /// Per-process memo of loaded designs, keyed by cache directory.
 static DESIGNS: SlotMap<Compiled> = OnceLock::new();
 
-/// Builds (or fetches from the cache) and loads a design.
+/// Builds (or fetches from the cache) and loads a design, without tracing:
+/// its instances write a waveform through [`Compiled::start`], which builds
+/// the traced copy when first asked for one.
 pub fn compile(spec: &DesignSpec) -> Result<Compiled, CosimError> {
+    compile_as(spec, false)
+}
+
+/// Builds (or fetches from the cache) and loads a design with Verilator's
+/// VCD tracing compiled in, so that any instance can start a waveform at any
+/// cycle ([`Sim::trace_vcd`](super::Sim::trace_vcd)).
+pub fn compile_traced(spec: &DesignSpec) -> Result<Compiled, CosimError> {
+    compile_as(spec, true)
+}
+
+fn compile_as(spec: &DesignSpec, trace: bool) -> Result<Compiled, CosimError> {
     let shim_ports = validate(spec)?;
     let shim = ShimTemplate {
         abi: SHIM_ABI,
@@ -107,11 +131,11 @@ pub fn compile(spec: &DesignSpec) -> Result<Compiled, CosimError> {
 
     let version = verilator_version()?;
     let root = cache_root()?;
-    let runtime = runtime(&root, &version)?;
+    let runtime = runtime(&root, &version, trace)?;
 
     let mut h = Hasher::new("design");
     h.field(&version);
-    h.field(&verilator_flags().join(" "));
+    h.field(&verilator_flags(trace).join(" "));
     h.field(OPT_FAST);
     h.field(&runtime.hash);
     h.field(&spec.top);
@@ -128,9 +152,9 @@ pub fn compile(spec: &DesignSpec) -> Result<Compiled, CosimError> {
     }
     let lib_name = format!("lib{hash}.so");
     let main = Main { name: "shim.cpp", text: &shim, shared: true };
-    let what = format!("`{}`", spec.top);
-    build_cached(&root, &dir, &lib_name, &what, |tmp, log| build_design(spec, &main, &runtime, &lib_name, tmp, log))?;
-    let compiled = load(spec, &dir, &dir.join(&lib_name))?;
+    let what = if trace { format!("the traced copy of `{}` (for a waveform)", spec.top) } else { format!("`{}`", spec.top) };
+    build_cached(&root, &dir, &lib_name, &what, |tmp, log| build_design(spec, &main, &runtime, &lib_name, trace, tmp, log))?;
+    let compiled = load(spec, &dir, &dir.join(&lib_name), trace)?;
     *slot = Some(compiled.clone());
     Ok(compiled)
 }
@@ -150,10 +174,10 @@ pub fn native_loop(spec: &DesignSpec, reset: Option<&str>) -> Result<PathBuf, Co
         .map_err(|e| CosimError::Io(format!("rendering the native loop failed: {e}")))?;
     let version = verilator_version()?;
     let root = cache_root()?;
-    let runtime = runtime(&root, &version)?;
+    let runtime = runtime(&root, &version, false)?;
     let mut h = Hasher::new("native");
     h.field(&version);
-    h.field(&compile_flags().join(" "));
+    h.field(&compile_flags(false).join(" "));
     h.field(OPT_FAST);
     h.field(&runtime.hash);
     h.field(&spec.verilog);
@@ -161,7 +185,7 @@ pub fn native_loop(spec: &DesignSpec, reset: Option<&str>) -> Result<PathBuf, Co
     let dir = root.join(format!("native-{}", h.finish()));
     let main = Main { name: "native.cpp", text: &text, shared: false };
     let what = format!("the native loop of `{}`", spec.top);
-    build_cached(&root, &dir, "native", &what, |tmp, log| build_design(spec, &main, &runtime, "native", tmp, log))?;
+    build_cached(&root, &dir, "native", &what, |tmp, log| build_design(spec, &main, &runtime, "native", false, tmp, log))?;
     Ok(dir.join("native"))
 }
 
@@ -180,10 +204,10 @@ static RUNTIMES: SlotMap<Runtime> = OnceLock::new();
 const RUNTIME_ARCHIVE: &str = "libverilated_rt.a";
 const RUNTIME_OBJECTS: &str = "objects.txt";
 
-fn runtime(root: &Path, version: &str) -> Result<Runtime, CosimError> {
+fn runtime(root: &Path, version: &str, trace: bool) -> Result<Runtime, CosimError> {
     let mut h = Hasher::new("runtime");
     h.field(version);
-    h.field(&verilator_flags().join(" "));
+    h.field(&verilator_flags(trace).join(" "));
     h.field(&EXTRA_RUNTIME_OBJECTS.join(" "));
     let hash = h.finish();
     let dir = root.join(format!("runtime-{hash}"));
@@ -193,7 +217,7 @@ fn runtime(root: &Path, version: &str) -> Result<Runtime, CosimError> {
     if let Some(rt) = slot.as_ref() {
         return Ok(rt.clone());
     }
-    build_cached(root, &dir, RUNTIME_ARCHIVE, "the Verilator runtime", build_runtime)?;
+    build_cached(root, &dir, RUNTIME_ARCHIVE, "the Verilator runtime", |d, log| build_runtime(d, trace, log))?;
     let list = dir.join(RUNTIME_OBJECTS);
     let objects = fs::read_to_string(&list)
         .map_err(|e| io_err(format!("cannot read {}", list.display()), e))?
@@ -211,13 +235,13 @@ fn runtime(root: &Path, version: &str) -> Result<Runtime, CosimError> {
 
 /// Compiles the Verilator runtime with exactly the flags design builds use,
 /// by letting Verilator's own makefile build it for a trivial design.
-fn build_runtime(dir: &Path, log: &mut File) -> Result<(), CosimError> {
+fn build_runtime(dir: &Path, trace: bool, log: &mut File) -> Result<(), CosimError> {
     const TOP: &str = "gpurtl_runtime_probe";
     let src = dir.join("probe.v");
     write_file(&src, &format!("module {TOP}(input clk_i);\nendmodule\n"))?;
     let mdir = dir.join("obj");
     let mut cmd = Command::new("verilator");
-    cmd.args(verilator_flags())
+    cmd.args(verilator_flags(trace))
         .args([
             "--top-module",
             TOP,
@@ -266,6 +290,7 @@ fn build_design(
     main: &Main,
     runtime: &Runtime,
     lib_name: &str,
+    trace: bool,
     dir: &Path,
     log: &mut File,
 ) -> Result<(), CosimError> {
@@ -280,7 +305,7 @@ fn build_design(
     // Step 1: Verilog -> C++ and a makefile (`-o` is relative to --Mdir).
     let mut cmd = Command::new("verilator");
     cmd.current_dir(dir)
-        .args(if main.shared { verilator_flags() } else { compile_flags() })
+        .args(if main.shared { verilator_flags(trace) } else { compile_flags(trace) })
         .args([
             "--exe",
             "--top-module",

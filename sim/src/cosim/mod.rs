@@ -46,7 +46,7 @@ mod cache;
 mod cpp;
 mod runtime;
 
-pub use build::{compile, native_loop, verilator_version};
+pub use build::{compile, compile_traced, native_loop, verilator_version};
 pub use runtime::{Compiled, Sim};
 
 use std::ffi::CString;

@@ -43,6 +43,10 @@ struct Inner {
     buffer_words: usize,
     build_dir: PathBuf,
     design: u32,
+    /// Built with Verilator's VCD tracing (`compile_traced`).
+    traced: bool,
+    /// What it was built from: the traced copy is built from it on demand.
+    spec: DesignSpec,
     /// Keeps the code behind `api` mapped. Never unloaded in practice: the
     /// per-process memo holds every library until exit (unloading Verilator
     /// code with live thread_local destructors is not worth the risk).
@@ -78,6 +82,7 @@ impl Compiled {
             cycle: 0,
             dirty: false,
             tracing: false,
+            traced: self.inner.traced,
             buf: vec![0; self.inner.buffer_words],
             compiled: self.clone(),
         };
@@ -87,13 +92,30 @@ impl Compiled {
     }
 
     /// A new instance, tracing to a VCD at `vcd` when given (a testbench's
-    /// first step).
+    /// first step). A design built without tracing ([`super::compile`])
+    /// runs that instance on its traced copy, built (or taken from the
+    /// cache) on first use: the same ports, handles and cycles.
     pub fn start(&self, vcd: Option<&std::path::Path>) -> Result<Sim, CosimError> {
-        let mut sim = self.instantiate()?;
-        if let Some(path) = vcd {
-            sim.trace_vcd(path)?;
-        }
+        let Some(path) = vcd else { return self.instantiate() };
+        let mut sim = if self.inner.traced {
+            self.instantiate()?
+        } else {
+            let traced = super::compile_traced(&self.inner.spec)?;
+            let mut sim = traced.instantiate()?;
+            // Handles resolved on `self` stay valid: the copy has the same
+            // ports at the same offsets; `traced` stays loaded (the
+            // per-process memo keeps every library).
+            sim.compiled = self.clone();
+            sim
+        };
+        sim.trace_vcd(path)?;
         Ok(sim)
+    }
+
+    /// True when built with tracing: its instances can start a waveform at
+    /// any cycle.
+    pub fn traced(&self) -> bool {
+        self.inner.traced
     }
 
     /// Resolves a port by its Verilog name.
@@ -154,6 +176,8 @@ pub struct Sim {
     /// Inputs were written since the last settle; `tick` must settle first.
     dirty: bool,
     tracing: bool,
+    /// The library running this instance was built with tracing.
+    traced: bool,
     /// Every port's value, 32-bit words, each port at its offset.
     buf: Vec<u32>,
     /// Keeps the library loaded for as long as the instance lives.
@@ -390,6 +414,12 @@ impl Sim {
     /// before `tick` appear at `10*c`, the state after the rising edge at
     /// `10*c + 5`. The file is complete after [`Sim::trace_close`] or drop.
     pub fn trace_vcd(&mut self, path: &Path) -> Result<(), CosimError> {
+        if !self.traced {
+            return Err(CosimError::Io(format!(
+                "`{}` was built without tracing: start the instance with its VCD path (`Compiled::start`) or build it with `compile_traced`",
+                self.compiled.inner.top
+            )));
+        }
         // Verilator's writer reports an unwritable file only by staying
         // closed; probe it here for a real error message.
         File::create(path).map_err(|e| io_err(format!("cannot create {}", path.display()), e))?;
@@ -425,7 +455,7 @@ impl Drop for Sim {
 }
 
 /// Loads a built design library and checks that it matches `spec`.
-pub(crate) fn load(spec: &DesignSpec, dir: &Path, lib_path: &Path) -> Result<Compiled, CosimError> {
+pub(crate) fn load(spec: &DesignSpec, dir: &Path, lib_path: &Path, traced: bool) -> Result<Compiled, CosimError> {
     // RTLD_LOCAL (libloading's default, spelled out here): every design
     // library carries its own copy of the Verilator runtime and its own
     // `gpurtl_cosim_*` entry points, so none of its symbols may become
@@ -492,6 +522,8 @@ pub(crate) fn load(spec: &DesignSpec, dir: &Path, lib_path: &Path) -> Result<Com
             buffer_words,
             build_dir: dir.to_path_buf(),
             design: NEXT_DESIGN.fetch_add(1, Ordering::Relaxed),
+            traced,
+            spec: spec.clone(),
             _lib: lib,
         }),
     })
