@@ -75,19 +75,26 @@ fn cosim_width128_latency2() {
 fn cosim_width256_latency10() {
     cosim(POINTS[2].0, POINTS[2].1)
 }
+/// The widest vector unit: `make test-full` (its build is the suite's
+/// second longest).
 #[test]
 fn cosim_width1024_latency4() {
-    cosim(POINTS[3].0, POINTS[3].1)
+    if gpurtl_tests::full_tier("compress width=1024 latency=4") {
+        cosim(POINTS[3].0, POINTS[3].1)
+    }
 }
 /// The `fpga` preset.
 #[test]
 fn cosim_width128_latency6() {
     cosim(POINTS[4].0, POINTS[4].1)
 }
-/// Every layer registered (the most latency at 512 bits).
+/// Every layer registered (the most latency at 512 bits): `make test-full`
+/// (`width256_latency10` registers most layers in `make test`).
 #[test]
 fn cosim_width512_latency15() {
-    cosim(POINTS[5].0, POINTS[5].1)
+    if gpurtl_tests::full_tier("compress width=512 latency=15") {
+        cosim(POINTS[5].0, POINTS[5].1)
+    }
 }
 
 /// Steady state is one vector per cycle: n ops take n - 1 + latency cycles.
@@ -229,18 +236,24 @@ fn stream_cosim_width64_latency1() {
 fn stream_cosim_width128_latency2() {
     stream_cosim(STREAM_POINTS[1].0, STREAM_POINTS[1].1, SEEDS)
 }
+/// `make test-full`.
 #[test]
 fn stream_cosim_width512_latency3() {
-    stream_cosim(STREAM_POINTS[2].0, STREAM_POINTS[2].1, SEEDS)
+    if gpurtl_tests::full_tier("compress stream width=512 latency=3") {
+        stream_cosim(STREAM_POINTS[2].0, STREAM_POINTS[2].1, SEEDS)
+    }
 }
 #[test]
 fn stream_cosim_width256_latency10() {
     stream_cosim(STREAM_POINTS[3].0, STREAM_POINTS[3].1, SEEDS)
 }
-/// The widest unit, fewer seeds (its Verilator model is the slowest).
+/// The widest unit, fewer seeds (its Verilator model is the slowest):
+/// `make test-full` (its build is the suite's longest).
 #[test]
 fn stream_cosim_width1024_latency4() {
-    stream_cosim(1024, 4, 50)
+    if gpurtl_tests::full_tier("compress stream width=1024 latency=4") {
+        stream_cosim(1024, 4, 50)
+    }
 }
 
 /// Vector operations through the stream unit: the same results, two more

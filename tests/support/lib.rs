@@ -80,6 +80,17 @@ pub fn full() -> bool {
     std::env::var_os("GPURTL_FULL").is_some()
 }
 
+/// A test of the heavier tier only: false (after saying so on stderr)
+/// unless `GPURTL_FULL` is set. For the cosimulation points whose
+/// Verilator build costs the most (docs/testing.md).
+pub fn full_tier(what: &str) -> bool {
+    if full() {
+        return true;
+    }
+    eprintln!("{what}: with GPURTL_FULL=1 only (make test-full)");
+    false
+}
+
 /// `verilator --lint-only -Wall` finds nothing, and yosys finds no latch,
 /// combinational loop, undriven or multiply driven net: after a full
 /// synthesis when `synth` is set or under `GPURTL_FULL=1`, else after
