@@ -198,7 +198,8 @@ fn cosim_axi128() {
 /// `tex` conv that writes each quad's pixel `(x+1, y+1)` at the wrong place,
 /// an `ld ..., zmap` that writes its map a word up, over its rows' first
 /// word, and an `mma` streamer that offers the next tile before the grid is
-/// idle.
+/// idle (the first, fourth and sixth in `make test`, all seven with
+/// `GPURTL_FULL=1`).
 #[test]
 fn planted_bugs_are_caught() {
     // At `small` with `tex`: the same logic, a quicker Verilator build for
