@@ -158,7 +158,7 @@ fn planted_bugs_are_caught() {
         ("a dispatch reads a register written after it", "  assign decoding = ", "& ~out_has_reader;", ";"),
     ];
     // `make test` plants three (each a Verilator build); GPURTL_FULL=1 all six.
-    let full = std::env::var("GPURTL_FULL").is_ok();
+    let full = gpurtl_tests::full();
     let quick = ["a dispatch reads a register written after it", "a failing kernel does not stop its queue", "block id x wraps one early"];
     let all: Vec<u64> = (0..SEEDS).collect();
     for (what, line, from, to) in bugs.into_iter().filter(|b| full || quick.contains(&b.0)) {

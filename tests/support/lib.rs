@@ -80,6 +80,13 @@ pub fn full() -> bool {
     std::env::var_os("GPURTL_FULL").is_some()
 }
 
+/// Whether planted bug `k` of a test's list is planted in this run: every
+/// one under `GPURTL_FULL=1`, else those listed in `quick` (each planted bug
+/// is a Verilator build).
+pub fn planted_in_tier(k: usize, quick: &[usize]) -> bool {
+    full() || quick.contains(&k)
+}
+
 /// A test of the heavier tier only: false (after saying so on stderr)
 /// unless `GPURTL_FULL` is set. For the cosimulation points whose
 /// Verilator build costs the most (docs/testing.md).
