@@ -383,7 +383,16 @@ fn systolic_invalid_parameters() {
     );
     bad(
         &["gen", "systolic", "--param", "a_type=i16", "-o", "x"],
-        "error: parameter `a_type` = `i16`: must be one of i8, u8, i4, u4, i2, u2\n",
+        "error: parameter `a_type` = `i16`: must be one of i8, u8, i4, u4, i2, u2, bf16, fp16, fp8e4m3, fp8e5m2\n",
+    );
+    bad(
+        &["gen", "systolic", "--param", "a_type=bf16", "--param", "channel_bits=16", "-o", "x"],
+        "error: parameter `b_type` = `i8`: must be a floating-point type (bf16, fp16, fp8e4m3, fp8e5m2) when a_type is `bf16`: floating-point types pair only with floating-point types\n",
+    );
+    bad(
+        &["gen", "systolic", "--preset", "bf16", "--param", "acc_bits=24", "--param", "dsp=ecp5", "-o", "x"],
+        "error: parameter `acc_bits` = 24: must be 32 with floating-point types (bf16 x bf16): the accumulator is binary32\n\
+         error: parameter `dsp` = `ecp5`: must be auto or infer with floating-point types (bf16 x bf16): their significand products are inline\n",
     );
     bad(&["gen", "systolic", "--param", "dataflow=is", "-o", "x"], "error: parameter `dataflow` = `is`: must be one of os, ws\n");
     bad(&["gen", "systolic", "--param", "dsp=xilinx", "-o", "x"], "error: parameter `dsp` = `xilinx`: must be one of auto, infer, ecp5\n");
@@ -448,6 +457,36 @@ fn systolic_malformed_inputs() {
         r#"{"a": [[1]], "b": [[1]], "c0": [[1], [2]]}"#,
         "input `c0` = a list of 2 rows: must be a list of 1 rows (the rows of a)",
     );
+}
+
+/// Floating point (the `bf16` preset): numbers rounded to bf16, bit
+/// patterns, -0, NaN and Inf; both engines give the same C, as numbers and
+/// as patterns.
+#[test]
+fn systolic_run_floating_point_both_engines() {
+    let d = tempfile::tempdir().unwrap();
+    // A: 1.5, -2, 0.1 (bf16 0x3DCD = 0.10009765625), -0; B as patterns:
+    // 1.0, 0.5, 2.0, NaN in one column, +Inf in the other. C0 -0 and 1e30.
+    let i = write(
+        d.path(),
+        "in.json",
+        r#"{"a": [[1.5, -2, 0.1, -0.0], [0, 0, 0, 0]],
+            "b_bits": [[16256, 16256], [16128, 16128], [16384, 16384], [32705, 32640]],
+            "c0": [[-0.0, 1e30], [-0.0, 5]]}"#,
+    );
+    let v = both_engines(d.path(), "systolic", &["--preset", "bf16"], &i);
+    // Row 0: ((-0 + (1.5 - 1)) + (0.2001953125 + (-0 x NaN = +0))); the
+    // second column adds 1e30 first.
+    let c00 = 0.5f32 + (205.0f32 / 1024.0);
+    assert_eq!(v["c_bits"][0][0], serde_json::json!(c00.to_bits()));
+    assert_eq!(v["c"][0][0], serde_json::json!(c00 as f64));
+    assert_eq!(v["c_bits"][0][1], serde_json::json!(((1e30f32 + 0.5) + (205.0f32 / 1024.0)).to_bits()));
+    // Row 1 is all zero (skipped): C0, with -0 as +0.
+    assert_eq!(v["c_bits"][1], serde_json::json!([0, 5f32.to_bits()]));
+    let bad_in = write(d.path(), "bad.json", r#"{"a": [[1e39]], "b": [[1]]}"#);
+    let (code, _, err) = gpurtl(&["run", "systolic", "--preset", "bf16", "--input", &bad_in, "--output", "x.json"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.starts_with("error: input `a[0][0]` = 1e+39: must be a number that rounds to a finite bf16 value"), "{err}");
 }
 
 /// Both engines agree on a GEMM with zero rows, columns and k-slices, in
@@ -538,6 +577,12 @@ fn prune_checks_its_input() {
     assert_eq!((code, err.as_str()), (2, "error: input `bias` = (given): must be absent: keys are a, b, c0, a_type, b_type\n"));
     let (code, _, err) = prune(r#"{"a":[[1,300]],"b":[[1],[2]],"a_type":"u8"}"#);
     assert_eq!((code, err.as_str()), (2, "error: input `a[0][1]` = 300: must be an integer from 0 to 255 (u8)\n"));
+    assert!(!o.exists());
+    let (code, _, err) = prune(r#"{"a":[[1.5]],"b":[[2]],"a_type":"bf16","b_type":"bf16"}"#);
+    assert_eq!(
+        (code, err.as_str()),
+        (2, "error: input `a_type` = \"bf16\": prune takes integer matrices (i8, u8, i4, u4, i2, u2); floating-point inputs are not pruned\n")
+    );
     assert!(!o.exists());
     let (code, _, err) = prune(r#"{"a":[[1,200]],"b":[[1],[2]],"a_type":"u8","c0":[[5]]}"#);
     assert_eq!(code, 0, "{err}");

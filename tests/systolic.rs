@@ -1,7 +1,7 @@
 //! Systolic grid: cosimulation of the generated Verilog against the golden
 //! model (docs/systolic.md), lint and synthesis checks, snapshot.
 
-use gpurtl_gen::rtl_engine::compile_design;
+use gpurtl_gen::rtl_engine::{compile_design, spec};
 use gpurtl_gen::tools;
 use gpurtl_hw::blocks::systolic::build;
 use gpurtl_params::systolic::{Dataflow, Dsp, ElemType, SystolicParams, STAT_BITS};
@@ -10,7 +10,8 @@ use gpurtl_sim::models::systolic as model;
 use gpurtl_sim::rng::Rng;
 use gpurtl_sim::tb::systolic as tb;
 use gpurtl_sim::tb::Stalls;
-use gpurtl_tests::{failure_dir, seeds};
+use gpurtl_sim::cosim::{compile, Compiled};
+use gpurtl_tests::{failure_dir, plant, seeds};
 
 const SEEDS: u64 = 200;
 
@@ -41,31 +42,84 @@ fn point(name: &str) -> SystolicParams {
         inf if inf.starts_with("infer-") => SystolicParams { dsp: Dsp::Infer, ..point(&inf[6..]) },
         "bare-nostats" => SystolicParams { stats: false, ..point("3x5") },
         split if split.starts_with("split-") => SystolicParams { pipeline: 3, ..point(&split[6..]) },
+        // Floating point (weight-stationary): each type, lanes 1 to 4, every
+        // pipeline depth, mixed pairs, and the skipping levels on and off.
+        "fp-bf16" => fp(ElemType::Bf16, ElemType::Bf16, 3, 4, 2, 2),
+        "fp-fp16" => SystolicParams { gating: false, ..fp(ElemType::Fp16, ElemType::Fp16, 2, 3, 1, 0) },
+        "fp-e4m3" => fp(ElemType::Fp8e4m3, ElemType::Fp8e5m2, 4, 2, 4, 3),
+        "fp-plant" => SystolicParams { gating: false, ..fp(ElemType::Fp16, ElemType::Bf16, 2, 2, 4, 1) },
+        "fp-e5m2" => SystolicParams {
+            load_filter: false,
+            rowcol_skip: false,
+            stats: false,
+            ..fp(ElemType::Fp8e5m2, ElemType::Fp8e4m3, 1, 1, 3, 1)
+        },
         _ => unreachable!(),
     }
 }
 
+/// A weight-stationary floating-point point: types, R x C, lanes, pipeline
+/// (each lane's slot the wider element's width).
+fn fp(a: ElemType, b: ElemType, rows: u32, cols: u32, lanes: u32, pipeline: u32) -> SystolicParams {
+    let slot = a.bits().max(b.bits());
+    SystolicParams {
+        rows,
+        cols,
+        lanes,
+        channel_bits: (lanes * slot).max(8),
+        a_type: a,
+        b_type: b,
+        dataflow: Dataflow::Ws,
+        pipeline,
+        ..SystolicParams::default()
+    }
+}
+
 /// Every test point, output-stationary and weight-stationary.
-const POINTS: [&str; 18] = [
+const POINTS: [&str; 22] = [
     "1x1", "3x5", "8x8", "int4x4", "dense", "ws-1x1", "ws-3x5", "ws-8x8", "ws-int4x4", "ws-dense", "infer-int4x4",
-    "ws-infer-3x5", "split-3x5", "ws-split-dense", "split-1x1", "minimal", "bare-3x5", "ws-bare-nostats",
+    "ws-infer-3x5", "split-3x5", "ws-split-dense", "split-1x1", "minimal", "bare-3x5", "ws-bare-nostats", "fp-bf16",
+    "fp-fp16", "fp-e4m3", "fp-e5m2",
 ];
 
 fn cosim(name: &str) {
     let p = point(name);
     p.validate().expect("test point is valid");
-    let cfg = p.clone();
     let compiled = compile_design(&build(&p).unwrap()).expect("verilator build");
-    let (mut macs, mut gated, mut skipped) = (0, 0, 0);
-    for seed in seeds(SEEDS) {
-        let mut rng = Rng::new(seed * 65_537 + p.rows as u64 * 31 + p.cols as u64);
-        let gemm = tb::random_gemm(&mut rng, &cfg, 3 * p.rows.max(p.cols).max(4) as u64);
+    let mut counts = (0, 0, 0);
+    if let Some((seed, env, gemm, problem)) = first_mismatch(&compiled, &p, &seeds(SEEDS), &mut counts) {
+        let vcd = failure_dir().join(format!("systolic_{name}_seed{seed}.vcd"));
+        let _ = tb::run(&compiled, &p, &gemm, env, Some(&vcd));
+        panic!(
+            "systolic {name} seed {seed} (env {env:?}): {problem}\n  waveform: {}\n  reproduce: GPURTL_SEED={seed} cargo test --release --test systolic",
+            vcd.display()
+        );
+    }
+    let (macs, gated, skipped) = counts;
+    eprintln!("systolic {name}: {} seeds, {macs} useful MACs, {gated} gated products, {skipped} skipped k-steps, all match", seeds(SEEDS).len());
+}
+
+/// Random GEMMs (one per seed, random stalls on three seeds of four)
+/// through the grid and the model: the first that differs, as (seed,
+/// stalls, GEMM, what differs). `counts` adds up the model's (useful,
+/// gated, skipped).
+fn first_mismatch(
+    compiled: &Compiled,
+    cfg: &SystolicParams,
+    seeds: &[u64],
+    counts: &mut (u64, u64, u64),
+) -> Option<(u64, Option<Stalls>, model::Gemm, String)> {
+    for &seed in seeds {
+        let mut rng = Rng::new(seed * 65_537 + cfg.rows as u64 * 31 + cfg.cols as u64);
+        let gemm = tb::random_gemm(&mut rng, cfg, 3 * cfg.rows.max(cfg.cols).max(4) as u64);
         let env = (seed % 4 != 0).then(|| Stalls { seed, in_pct: rng.below(60) as u32, out_pct: rng.below(60) as u32 });
-        let raw = model::run(&cfg, &gemm);
-        (macs, gated, skipped) = (macs + raw.useful_macs, gated + raw.gated_products, skipped + raw.skipped_ksteps);
+        let raw = model::run(cfg, &gemm);
+        counts.0 += raw.useful_macs;
+        counts.1 += raw.gated_products;
+        counts.2 += raw.skipped_ksteps;
         // Without counters the grid reports no counts.
-        let want = tb::comparable(&cfg, &raw);
-        let problem = match tb::run(&compiled, &cfg, &gemm, env, None) {
+        let want = tb::comparable(cfg, &raw);
+        let problem = match tb::run(compiled, cfg, &gemm, env, None) {
             Err(e) => Some(format!("the RTL run failed: {e}")),
             Ok((mut got, _)) => {
                 if env.is_some() {
@@ -75,15 +129,43 @@ fn cosim(name: &str) {
             }
         };
         if let Some(problem) = problem {
-            let vcd = failure_dir().join(format!("systolic_{name}_seed{seed}.vcd"));
-            let _ = tb::run(&compiled, &cfg, &gemm, env, Some(&vcd));
-            panic!(
-                "systolic {name} seed {seed} (env {env:?}): {problem}\n  waveform: {}\n  reproduce: GPURTL_SEED={seed} cargo test --release --test systolic",
-                vcd.display()
-            );
+            return Some((seed, env, gemm, problem));
         }
     }
-    eprintln!("systolic {name}: {} seeds, {macs} useful MACs, {gated} gated products, {skipped} skipped k-steps, all match", seeds(SEEDS).len());
+    None
+}
+
+/// Planted floating-point bugs, each caught (docs/systolic.md, "Floating
+/// point"): the partial sum add rounding toward zero instead of to nearest
+/// even; the lane tree summed left to right instead of pairwise; -0 kept
+/// (a product with a zero operand signed, and -0 + -0 = -0, as IEEE has
+/// them). The first two on a 2x2 fp16 x bf16 grid of four lanes, the
+/// third on the 2x3 fp16 grid of one lane; both without gating, so that
+/// zero operands reach the multipliers.
+#[test]
+fn planted_fp_bugs_are_caught() {
+    let (p4, p1) = (point("fp-plant"), point("fp-fp16"));
+    p4.validate().expect("test point is valid");
+    let clean = spec(&build(&p4).unwrap());
+    let sequential = spec(&gpurtl_hw::blocks::systolic::build_planted_sequential_tree(&p4).unwrap());
+    let negative_zero = {
+        let mut s = spec(&build(&p1).unwrap());
+        s = plant(&s, "a -0 product", "  assign mul_l0_prod = ", "mul_l0_cls[0] ? 32'd0", "mul_l0_cls[0] ? {mul_l0_sign, 31'd0}");
+        plant(&s, "-0 + -0 = -0", "  assign psum_rnd = ", ": 32'd0", ": {psum_big[31] & psum_small[31], 31'd0}")
+    };
+    let bugs: [(&str, &SystolicParams, gpurtl_sim::cosim::DesignSpec); 3] = [
+        ("the partial sum rounds toward zero", &p4, plant(&clean, "round toward zero", "  assign psum_up = ", "psum_up = psum_den[1] &", "psum_up = 1'b0 &")),
+        ("the lane tree summed left to right", &p4, sequential),
+        ("-0 kept", &p1, negative_zero),
+    ];
+    let all: Vec<u64> = (0..SEEDS).collect();
+    for (what, p, s) in bugs {
+        let compiled = compile(&s).expect("verilator build");
+        let Some((seed, _, _, diff)) = first_mismatch(&compiled, p, &all, &mut (0, 0, 0)) else {
+            panic!("planted bug `{what}` was not caught in {SEEDS} seeds");
+        };
+        eprintln!("planted bug `{what}`: caught at seed {seed}: {}", diff.lines().nth(1).unwrap_or("").trim());
+    }
 }
 
 #[test]
@@ -153,6 +235,27 @@ fn cosim_ws_no_skipping_int2() {
     cosim("ws-dense")
 }
 
+/// Floating point, weight-stationary (docs/systolic.md, "The
+/// floating-point grid"): bit-identical C with zeros of both signs,
+/// subnormals, infinities, NaNs and values near the thresholds; counters;
+/// cycles at the model's count with the driver's rule for the running sums.
+#[test]
+fn cosim_fp_bf16_lanes2() {
+    cosim("fp-bf16")
+}
+#[test]
+fn cosim_fp_fp16_lanes1_pipeline0_no_gating() {
+    cosim("fp-fp16")
+}
+#[test]
+fn cosim_fp_e4m3_by_e5m2_lanes4_pipeline3() {
+    cosim("fp-e4m3")
+}
+#[test]
+fn cosim_fp_e5m2_by_e4m3_lanes3_no_skipping() {
+    cosim("fp-e5m2")
+}
+
 /// The `minimal` preset: no gating, no load filter, no counters, no C0 add.
 #[test]
 fn cosim_minimal_preset() {
@@ -197,6 +300,13 @@ fn generated(p: &SystolicParams) -> (tempfile::TempDir, String, Vec<String>) {
 #[test]
 fn verilator_lint_and_yosys_are_clean_at_every_point() {
     for name in POINTS {
+        if name.starts_with("fp-") {
+            // A floating-point grid's full synthesis takes a minute or more:
+            // here yosys's checks after elaboration, the synthesis with
+            // GPURTL_FULL=1 (the same no-latch check).
+            gpurtl_tests::lint_and_yosys_clean(name, &build(&point(name)).unwrap(), false);
+            continue;
+        }
         let (dir, top, vs) = generated(&point(name));
         if let Err(e) = tools::verilator_lint(dir.path(), &top) {
             panic!("{name}: {e}");

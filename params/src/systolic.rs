@@ -12,6 +12,14 @@ param_enum! {
         U4 = "u4",
         I2 = "i2",
         U2 = "u2",
+        /// Floating point (docs/systolic.md, "Floating point"): 1, 8, 7 bits.
+        Bf16 = "bf16",
+        /// IEEE binary16: 1, 5, 10 bits.
+        Fp16 = "fp16",
+        /// OCP FP8 E4M3: 1, 4, 3 bits, no infinities.
+        Fp8e4m3 = "fp8e4m3",
+        /// OCP FP8 E5M2: 1, 5, 2 bits.
+        Fp8e5m2 = "fp8e5m2",
     }
 }
 
@@ -21,12 +29,38 @@ impl ElemType {
             ElemType::I8 | ElemType::U8 => 8,
             ElemType::I4 | ElemType::U4 => 4,
             ElemType::I2 | ElemType::U2 => 2,
+            ElemType::Bf16 | ElemType::Fp16 => 16,
+            ElemType::Fp8e4m3 | ElemType::Fp8e5m2 => 8,
         }
     }
+    /// A two's-complement integer type (false for unsigned and for floating point).
     pub fn signed(self) -> bool {
         matches!(self, ElemType::I8 | ElemType::I4 | ElemType::I2)
     }
-    /// The smallest value of the type.
+    /// A floating-point type (values are held as bit patterns).
+    pub fn is_float(self) -> bool {
+        matches!(self, ElemType::Bf16 | ElemType::Fp16 | ElemType::Fp8e4m3 | ElemType::Fp8e5m2)
+    }
+    /// Exponent and mantissa bits of a floating-point type ((0, 0) for integers).
+    pub fn fp_fields(self) -> (u32, u32) {
+        match self {
+            ElemType::Bf16 => (8, 7),
+            ElemType::Fp16 => (5, 10),
+            ElemType::Fp8e4m3 => (4, 3),
+            ElemType::Fp8e5m2 => (5, 2),
+            _ => (0, 0),
+        }
+    }
+    /// Whether an element (a value for integers, a bit pattern for floating
+    /// point) is zero: for floating point +0 or -0.
+    pub fn is_zero(self, v: i64) -> bool {
+        if self.is_float() {
+            v & ((1i64 << (self.bits() - 1)) - 1) == 0
+        } else {
+            v == 0
+        }
+    }
+    /// The smallest value of the type (of its bit pattern, for floating point).
     pub fn min(self) -> i64 {
         if self.signed() {
             -(1i64 << (self.bits() - 1))
@@ -34,7 +68,7 @@ impl ElemType {
             0
         }
     }
-    /// The largest value of the type.
+    /// The largest value of the type (of its bit pattern, for floating point).
     pub fn max(self) -> i64 {
         if self.signed() {
             (1i64 << (self.bits() - 1)) - 1
@@ -122,11 +156,26 @@ impl SystolicParams {
     /// Each multiply is a `gpurtl_systolic_mul` instance (with a hand-mapped
     /// ECP5 body) rather than an inline `*`.
     pub fn dsp_module(&self) -> bool {
-        self.dsp == Dsp::Ecp5 || (self.dsp == Dsp::Auto && self.pipeline == 2)
+        !self.float() && (self.dsp == Dsp::Ecp5 || (self.dsp == Dsp::Auto && self.pipeline == 2))
     }
     /// Width of one step's useful-MAC count (at most rows x cols x lanes).
     pub fn macs_bits(&self) -> u32 {
         bits_for((self.rows * self.cols * self.lanes) as u64)
+    }
+    /// Floating-point elements (both types; validation refuses a mixed pair):
+    /// binary32 accumulation, the weight-stationary grid only.
+    pub fn float(&self) -> bool {
+        self.a_type.is_float()
+    }
+    /// Cycles from a PE's A lanes to its partial sum add: `pipeline`, plus
+    /// one per level of the lane tree for floating point (docs/systolic.md,
+    /// "The floating-point grid").
+    pub fn depth(&self) -> u32 {
+        if self.float() {
+            self.pipeline + clog2(self.lanes as u64)
+        } else {
+            self.pipeline
+        }
     }
     /// Width of one product: bits(a) + bits(b), one more for mixed signedness.
     pub fn product_bits(&self) -> u32 {
@@ -162,12 +211,12 @@ impl BlockParams for SystolicParams {
                 int(8, 64),
                 "bits per operand channel; lanes must divide it, and each lane's slot (channel_bits/lanes bits) must hold the element type",
             ),
-            ParamInfo::new("a_type", ParamKind::Choice(ElemType::NAMES), "A element type (mixed pairs with b_type allowed)"),
+            ParamInfo::new("a_type", ParamKind::Choice(ElemType::NAMES), "A element type: integer (mixed pairs with b_type allowed) or floating point bf16, fp16, fp8e4m3, fp8e5m2 (paired with a floating-point b_type; ws only; binary32 accumulation)"),
             ParamInfo::new("b_type", ParamKind::Choice(ElemType::NAMES), "B element type"),
             ParamInfo::new(
                 "acc_bits",
                 int(8, 64),
-                "accumulator width, at least the product width (bits(a) + bits(b), one more when exactly one type is signed); sums wrap modulo 2^acc_bits",
+                "accumulator width, at least the product width (bits(a) + bits(b), one more when exactly one type is signed); sums wrap modulo 2^acc_bits; 32 (binary32) with floating-point types",
             ),
             ParamInfo::new(
                 "dataflow",
@@ -222,7 +271,39 @@ impl BlockParams for SystolicParams {
             }
         }
         c.int(&t, "acc_bits", self.acc_bits as i64, true);
-        if (8..=64).contains(&self.acc_bits) {
+        let (fa, fb) = (self.a_type.is_float(), self.b_type.is_float());
+        if fa != fb {
+            let (name, value, other, other_value) = if fa {
+                ("b_type", self.b_type, "a_type", self.a_type)
+            } else {
+                ("a_type", self.a_type, "b_type", self.b_type)
+            };
+            c.check(
+                false,
+                name,
+                format!("`{value}`"),
+                format!("a floating-point type (bf16, fp16, fp8e4m3, fp8e5m2) when {other} is `{other_value}`: floating-point types pair only with floating-point types"),
+            );
+        } else if fa {
+            c.check(
+                self.acc_bits == 32,
+                "acc_bits",
+                self.acc_bits,
+                format!("32 with floating-point types ({} x {}): the accumulator is binary32", self.a_type, self.b_type),
+            );
+            c.check(
+                self.dataflow == Dataflow::Ws,
+                "dataflow",
+                format!("`{}`", self.dataflow),
+                format!("ws with floating-point types ({} x {}): the output-stationary floating-point grid is not built yet", self.a_type, self.b_type),
+            );
+            c.check(
+                self.dsp != Dsp::Ecp5,
+                "dsp",
+                "`ecp5`",
+                format!("auto or infer with floating-point types ({} x {}): their significand products are inline", self.a_type, self.b_type),
+            );
+        } else if (8..=64).contains(&self.acc_bits) {
             c.check(
                 self.acc_bits >= self.product_bits(),
                 "acc_bits",
@@ -260,6 +341,7 @@ impl BlockParams for SystolicParams {
             "hx8k" => "the 4x4 grid for an iCE40-HX8K at 100 MHz: a load-filter window of 2, the multiplier split for LUTs, 24-bit accumulators (exact for K <= 256 int8 products)",
             "infer" => "the inline `*` multipliers, to compare with the hand-mapped ECP5 ones",
             "ws" => "weight-stationary",
+            "bf16" => "a 4x4 weight-stationary bf16 grid, two lanes in 32-bit channels, binary32 accumulation (docs/systolic.md, \"Floating point\")",
             "minimal" => "the smallest 4x4 int8 grid with valid/ready: no gating, skipping, counters or C0 add, a one-step input transfer, 24-bit accumulators (exact for K <= 256)",
             _ => "",
         }
@@ -289,6 +371,17 @@ impl BlockParams for SystolicParams {
             // The inline `*` multipliers, as before `dsp = auto`.
             ("infer", SystolicParams { dsp: Dsp::Infer, ..d.clone() }),
             ("ws", SystolicParams { dataflow: Dataflow::Ws, ..d.clone() }),
+            (
+                "bf16",
+                SystolicParams {
+                    dataflow: Dataflow::Ws,
+                    a_type: ElemType::Bf16,
+                    b_type: ElemType::Bf16,
+                    lanes: 2,
+                    channel_bits: 32,
+                    ..d.clone()
+                },
+            ),
             // The smallest 4x4 int8 output-stationary grid with valid/ready:
             // no skipping, no gating, no counters, no C0 add, a one-step input
             // transfer and 24-bit accumulators (exact for K <= 256).

@@ -9,6 +9,7 @@ use crate::rtl_engine::compile_design;
 use gpurtl_hw::blocks::systolic::build;
 use gpurtl_params::systolic::{Dataflow, ElemType, SystolicParams};
 use gpurtl_sim::cosim::{Compiled, CosimError};
+use gpurtl_sim::models::systolic::fp::FpType;
 use gpurtl_sim::models::systolic::{self as model, program, ws_program, Gemm, Outcome};
 use gpurtl_sim::models::InputErrors;
 use gpurtl_sim::rng::Rng;
@@ -59,6 +60,13 @@ impl BlockDef for Systolic {
             }),
         };
         let p = SystolicParams { a_type: elem("a_type")?, b_type: elem("b_type")?, acc_bits: 64, ..SystolicParams::default() };
+        for (key, t) in [("a_type", p.a_type), ("b_type", p.b_type)] {
+            if t.is_float() {
+                return Err(Error::Bad(format!(
+                    "input `{key}` = \"{t}\": prune takes integer matrices (i8, u8, i4, u4, i2, u2); floating-point inputs are not pruned"
+                )));
+            }
+        }
         let gemm = model::parse_input(&v, &p)?;
         let mut zeroed = 0usize;
         for (key, m) in [("a", &gemm.a), ("b", &gemm.b)] {
@@ -121,7 +129,7 @@ impl BlockDef for Systolic {
         let p = &SystolicParams { stats: true, ..p.clone() };
         let mut rng = Rng::new(7);
         // Dense utilization on a 64x64x64 GEMM.
-        let dense = sparse_gemm(&mut rng, 64, 64, 64, 0);
+        let dense = sparse_gemm(&mut rng, p, 64, 64, 64, 0);
         bo.running("dense 64x64x64 GEMM (with the Verilator build)");
         let (dense_o, cps) = run(p, &dense)?;
         bo.done("dense 64x64x64 GEMM");
@@ -135,7 +143,7 @@ impl BlockDef for Systolic {
         // Load filter on vs off.
         let mut filter_rows = Vec::new();
         for pct in [50u32, 75] {
-            let g = sparse_gemm(&mut rng, 64, 64, 64, pct);
+            let g = sparse_gemm(&mut rng, p, 64, 64, 64, pct);
             let off = SystolicParams { load_filter: false, ..p.clone() };
             let on = SystolicParams { load_filter: true, ..p.clone() };
             bo.running(&format!("{pct}% zero k-slices, load filter off"));
@@ -144,7 +152,7 @@ impl BlockDef for Systolic {
             bo.running(&format!("{pct}% zero k-slices, load filter on"));
             let (o_on, _) = run(&on, &g)?;
             bo.done(&format!("{pct}% zero k-slices, load filter on"));
-            let zero_k = g.a[0].iter().enumerate().filter(|(k, _)| g.a.iter().all(|row| row[*k] == 0)).count();
+            let zero_k = g.a[0].iter().enumerate().filter(|(k, _)| g.a.iter().all(|row| p.a_type.is_zero(row[*k]))).count();
             let speedup = o_off.cycles as f64 / o_on.cycles as f64;
             let _ = writeln!(
                 out,
@@ -154,14 +162,15 @@ impl BlockDef for Systolic {
             filter_rows.push(json!({"zero_pct": pct, "zero_kslices": zero_k, "cycles_filter_off": o_off.cycles, "cycles_filter_on": o_on.cycles, "speedup": speedup, "skipped_ksteps": o_on.skipped_ksteps}));
         }
         // Gated products against a direct count of zero-operand products over the program.
-        let g = sparse_gemm(&mut rng, 24, 40, 24, 30);
+        let g = sparse_gemm(&mut rng, p, 24, 40, 24, 30);
         let gp = SystolicParams { load_filter: false, rowcol_skip: false, ..p.clone() };
         bo.running("gated products on 24x40x24");
         let (o, _) = run(&gp, &g)?;
         bo.done("gated products on 24x40x24");
         let cfg = gp.clone();
         let mut zero_products = 0u64;
-        let zero = |x: &i64, y: &i64| *x == 0 || *y == 0;
+        // Zero elements: for floating point +0 and -0.
+        let zero = |x: &i64, y: &i64| p.a_type.is_zero(*x) || p.b_type.is_zero(*y);
         for t in ws_program(&cfg, &g).0.iter().filter(|_| p.dataflow == Dataflow::Ws) {
             for v in &t.vectors {
                 for (ai, wrow) in v.a.iter().zip(&t.weights) {
@@ -264,12 +273,21 @@ fn model_vs_rtl(p: &SystolicParams, out: &mut dyn Write) -> Result<Value> {
 
 /// A GEMM whose A has exactly `zero_pct` percent of its k columns all zero
 /// (chosen at random), so that share of the k-slices is zero; other values
-/// are non-zero.
-fn sparse_gemm(rng: &mut Rng, m: usize, k: usize, n: usize, zero_pct: u32) -> Gemm {
-    let nz = |rng: &mut Rng| loop {
+/// are non-zero: integers from -127 to 127 (for floating point, those
+/// divided by 16, rounded to the element type, so never zero, Inf or NaN).
+fn sparse_gemm(rng: &mut Rng, p: &SystolicParams, m: usize, k: usize, n: usize, zero_pct: u32) -> Gemm {
+    let nz = |rng: &mut Rng, t: ElemType| loop {
         let v = rng.below(255) as i64 - 127;
-        if v != 0 {
-            return v;
+        if v == 0 {
+            continue;
+        }
+        match FpType::of(t) {
+            None => return v,
+            Some(f) => {
+                if let Ok(bits) = f.from_f64(v as f64 / 16.0) {
+                    return bits as i64;
+                }
+            }
         }
     };
     // Partial Fisher-Yates: the first k*pct/100 of a shuffled order are dead.
@@ -283,8 +301,8 @@ fn sparse_gemm(rng: &mut Rng, m: usize, k: usize, n: usize, zero_pct: u32) -> Ge
     for &kk in &order[..n_dead] {
         dead[kk] = true;
     }
-    let a = (0..m).map(|_| (0..k).map(|kk| if dead[kk] { 0 } else { nz(rng) }).collect()).collect();
-    let b = (0..k).map(|_| (0..n).map(|_| nz(rng)).collect()).collect();
+    let a = (0..m).map(|_| (0..k).map(|kk| if dead[kk] { 0 } else { nz(rng, p.a_type) }).collect()).collect();
+    let b = (0..k).map(|_| (0..n).map(|_| nz(rng, p.b_type)).collect()).collect();
     Gemm { a, b, c0: None }
 }
 

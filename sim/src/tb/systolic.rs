@@ -8,7 +8,7 @@
 use super::agents::{Agent, Bench, Expect, Pace, StreamSink, StreamSource};
 use super::{mask, put, take, LoopTimer, RunStats, Stalls};
 use crate::cosim::{Compiled, CosimError, PortHandle, Sim};
-use crate::models::systolic::{os_tiles, ws_tiles, Gemm, Outcome};
+use crate::models::systolic::{fp, os_tiles, ws_tiles, Gemm, Outcome};
 use gpurtl_params::systolic::{Dataflow, ElemType, SystolicParams};
 use crate::rng::Rng;
 use std::path::Path;
@@ -58,6 +58,13 @@ pub struct SystolicDriver {
     rows: Vec<(Option<usize>, Vec<Option<usize>>)>,
     /// WS: whether each result row is its tile's last.
     lasts: Vec<bool>,
+    /// Floating point (WS): per A vector, the result row whose sums it
+    /// carries on `a_c0_i` (the same output row in the column block's
+    /// previous tile), if any. A vector is released once that row is in.
+    deps: Vec<Option<usize>>,
+    fp: bool,
+    /// Floating point: the elements of C a result row has written.
+    covered: Vec<Vec<bool>>,
     /// C as far as the results have come (C0, or 0, before).
     c: Vec<Vec<i64>>,
     /// OS: C0 as given (the `out_c0_i` answer of each row).
@@ -89,14 +96,18 @@ impl SystolicDriver {
         let (m, n) = (gemm.a.len(), gemm.b[0].len());
         let c0: Vec<Vec<i64>> = (0..m).map(|i| (0..n).map(|j| gemm.c0.as_ref().map_or(0, |c0| c0[i][j])).collect()).collect();
         let ws = cfg.dataflow == Dataflow::Ws;
+        let fp = cfg.float();
         let mut rows = Vec::new();
         let mut lasts = Vec::new();
+        let mut deps = Vec::new();
         // Stimulus packed before the run, out of the per-cycle path (the
         // sequencer's tiles one at a time: only the packed words are kept).
         let (inputs, skipped, out_fields, budget) = if ws {
             let (tiles, _, skipped) = ws_tiles(cfg, gemm);
             let mut w = src("w", &[""])?;
-            let mut a = src("a", &["", "last"])?;
+            let mut a = if fp { src("a", &["", "last", "c0"])?.hold_from(0) } else { src("a", &["", "last"])? };
+            // Floating point: the last result row of each (output row, column block).
+            let mut latest = std::collections::HashMap::new();
             for t in tiles {
                 for row in &t.weights {
                     let mut words = vec![0u32; (c * ch).div_ceil(32) as usize];
@@ -114,8 +125,16 @@ impl SystolicDriver {
                             put(&mut words, i as u32 * ch + ln as u32 * slot, ab, x as u64);
                         }
                     }
-                    let item = a.fields().pack(&[&words, &[v.last as u32]]);
+                    let item = if fp {
+                        // The running sums are set as the vector is released.
+                        a.fields().pack(&[&words, &[v.last as u32], &[]])
+                    } else {
+                        a.fields().pack(&[&words, &[v.last as u32]])
+                    };
                     a.push(item);
+                    if fp {
+                        deps.push(latest.insert((v.row, t.cols.clone()), rows.len()));
+                    }
                     rows.push((Some(v.row), t.cols.clone()));
                     lasts.push(v.last);
                 }
@@ -155,7 +174,7 @@ impl SystolicDriver {
             .seed(seed)
             .pace(Pace::random_or_steady(stalls.map(|s| s.out_pct)))
             .expect(Expect::Items(rows.len()));
-        let out_c0 = if ws || cfg.c0_add { Some(port("out_c0_i")?) } else { None };
+        let out_c0 = if (ws && !fp) || (!ws && cfg.c0_add) { Some(port("out_c0_i")?) } else { None };
         let stats = match (cfg.stats, ws) {
             (false, _) => None,
             (true, true) => Some((port("stat_useful_o")?, port("stat_gated_o")?, None)),
@@ -168,6 +187,9 @@ impl SystolicDriver {
             out,
             rows,
             lasts,
+            deps,
+            fp,
+            covered: vec![vec![false; n]; m],
             c: c0.clone(),
             c0,
             out_c0,
@@ -197,7 +219,43 @@ impl SystolicDriver {
             Some((_, _, Some(s))) => sim.get(s),
             Some((_, _, None)) => self.skipped,
         };
-        Outcome { c: self.c.clone(), cycles, useful_macs, gated_products, skipped_ksteps }
+        // Floating point: an element no tile covered is start(C0) (the
+        // others are as the grid gave them).
+        let mut c = self.c.clone();
+        if self.fp {
+            for (row, covered) in c.iter_mut().zip(&self.covered) {
+                for (x, &cov) in row.iter_mut().zip(covered) {
+                    if !cov {
+                        *x = fp::start(*x as u32) as i64;
+                    }
+                }
+            }
+        }
+        Outcome { c, cycles, useful_macs, gated_products, skipped_ksteps }
+    }
+
+    /// Floating point: releases the A vectors whose running sums are known
+    /// (no earlier tile, or its row is in), with those sums on `a_c0_i`: C0
+    /// (or +0) before any tile, else the latest result; +0 for padding.
+    fn release_vectors(&mut self) {
+        let done = self.out.items().len();
+        let a = &mut self.inputs[1];
+        while a.released() < self.deps.len() {
+            let k = a.released();
+            if self.deps[k].is_some_and(|d| d >= done) {
+                break;
+            }
+            let mut words = vec![0u32; self.wc0.len()];
+            if let (Some(mr), cols) = &self.rows[k] {
+                for (j, col) in cols.iter().enumerate() {
+                    if let Some(nc) = col {
+                        put(&mut words, j as u32 * 32, 32, self.c[*mr][*nc] as u64);
+                    }
+                }
+            }
+            a.set_field(k, 2, &words);
+            a.release();
+        }
     }
 
     /// Takes the result row `k` just received into C.
@@ -219,6 +277,9 @@ impl SystolicDriver {
             for (j, col) in cols.iter().enumerate() {
                 if let Some(nc) = col {
                     self.c[*mr][*nc] = acc_value(take(words, j as u32 * self.acc, self.acc), self.acc, self.signed);
+                    if self.fp {
+                        self.covered[*mr][*nc] = true;
+                    }
                 }
             }
         }
@@ -232,6 +293,9 @@ impl Agent for SystolicDriver {
     }
 
     fn drive(&mut self, sim: &mut Sim) {
+        if self.fp {
+            self.release_vectors();
+        }
         for i in &mut self.inputs {
             i.drive(sim);
         }
@@ -297,23 +361,34 @@ pub fn comparable(cfg: &SystolicParams, o: &Outcome) -> Outcome {
 pub fn random_gemm(rng: &mut Rng, cfg: &SystolicParams, max_dim: u64) -> Gemm {
     let (m, k, n) = (1 + rng.below(max_dim) as usize, 1 + rng.below(max_dim) as usize, 1 + rng.below(max_dim) as usize);
     let zero_pct = *rng.pick(&[0u32, 20, 50, 80, 95, 100]);
-    let value = |rng: &mut Rng, t: ElemType| match rng.below(4) {
-        0 => t.min(),
-        1 => t.max(),
-        _ => t.min() + rng.below((t.max() - t.min() + 1) as u64) as i64,
+    // Floating point: a GEMM draws from every class of value (its sums are
+    // then mostly Inf or NaN), or from finite values only, near 1 (where
+    // sums round and cancel) or of any exponent.
+    let profile = rng.below(3);
+    let value = |rng: &mut Rng, t: ElemType| {
+        if t.is_float() {
+            return fp_element(rng, t, profile);
+        }
+        match rng.below(4) {
+            0 => t.min(),
+            1 => t.max(),
+            _ => t.min() + rng.below((t.max() - t.min() + 1) as u64) as i64,
+        }
     };
+    // A zero: 0, or for floating point +0 or -0.
+    let zero = |rng: &mut Rng, t: ElemType| if t.is_float() && rng.chance(50) { 1i64 << (t.bits() - 1) } else { 0 };
     let dead_k: Vec<bool> = (0..k).map(|_| rng.chance(zero_pct / 2)).collect();
     let dead_row: Vec<bool> = (0..m).map(|_| rng.chance(15)).collect();
     let dead_col: Vec<bool> = (0..n).map(|_| rng.chance(15)).collect();
     let a = (0..m)
         .map(|i| {
             (0..k)
-                .map(|kk| if dead_k[kk] || dead_row[i] || rng.chance(zero_pct) { 0 } else { value(rng, cfg.a_type) })
+                .map(|kk| if dead_k[kk] || dead_row[i] || rng.chance(zero_pct) { zero(rng, cfg.a_type) } else { value(rng, cfg.a_type) })
                 .collect()
         })
         .collect();
     let b = (0..k)
-        .map(|_| (0..n).map(|j| if dead_col[j] || rng.chance(zero_pct) { 0 } else { value(rng, cfg.b_type) }).collect())
+        .map(|_| (0..n).map(|j| if dead_col[j] || rng.chance(zero_pct) { zero(rng, cfg.b_type) } else { value(rng, cfg.b_type) }).collect())
         .collect();
     let signed = cfg.a_type.signed() || cfg.b_type.signed();
     let c0 = (cfg.c0_add && rng.chance(50)).then(|| {
@@ -321,6 +396,9 @@ pub fn random_gemm(rng: &mut Rng, cfg: &SystolicParams, max_dim: u64) -> Gemm {
             .map(|_| {
                 (0..n)
                     .map(|_| {
+                        if cfg.float() {
+                            return fp_c0(rng);
+                        }
                         // A random acc_bits pattern, read signed or unsigned.
                         let v = rng.next_u64() >> (64 - cfg.acc_bits);
                         let neg = cfg.acc_bits < 64 && signed && (v >> (cfg.acc_bits - 1)) & 1 == 1;
@@ -335,4 +413,54 @@ pub fn random_gemm(rng: &mut Rng, cfg: &SystolicParams, max_dim: u64) -> Gemm {
             .collect()
     });
     Gemm { a, b, c0 }
+}
+
+/// A random element pattern of a floating-point type, biased to where the
+/// arithmetic has edges: zeros of both signs, subnormals, the smallest and
+/// largest normals, Inf and NaN, values near 1 (so that sums cancel), and
+/// any pattern at all. `profile` 1 keeps to finite values near 1, 2 to
+/// finite values of any exponent, 0 draws from all.
+fn fp_element(rng: &mut Rng, t: ElemType, profile: u64) -> i64 {
+    let (eb, mb) = t.fp_fields();
+    let sign = (rng.below(2) as i64) << (eb + mb);
+    let bias = (1i64 << (eb - 1)) - 1;
+    let emax = (1i64 << eb) - 1;
+    let mant = |rng: &mut Rng| rng.below(1 << mb) as i64;
+    let class = match profile {
+        1 => *rng.pick(&[1u64, 5, 6, 7, 7, 7, 7, 7]),
+        2 => *rng.pick(&[1u64, 2, 3, 5, 9]),
+        _ => rng.below(10),
+    };
+    let (e, m) = match class {
+        0 => (0, 0),
+        1 => (0, 1 + rng.below((1 << mb) - 1) as i64),
+        2 => (1, mant(rng)),
+        3 => (emax - 1, mant(rng)),
+        // E4M3's top binade is finite (its NaN is S.1111.111); elsewhere
+        // this is Inf or a NaN.
+        4 => (emax, if rng.chance(50) { 0 } else { mant(rng) }),
+        5..=7 => (bias - 2 + rng.below(5) as i64, mant(rng)),
+        // Any exponent below the top binade (finite in every type).
+        9 => (rng.below(emax as u64) as i64, mant(rng)),
+        _ => return rng.below(1 << t.bits()) as i64,
+    };
+    sign | (e << mb) | m
+}
+
+/// A random binary32 C0 pattern: zeros of both signs (one in nine each),
+/// subnormals, NaNs
+/// with any payload, infinities, values near the overflow threshold and
+/// near 1, and any pattern at all.
+fn fp_c0(rng: &mut Rng) -> i64 {
+    let sign = (rng.below(2) as i64) << 31;
+    let mant = |rng: &mut Rng| rng.below(1 << 23) as i64;
+    let (e, m) = match rng.below(9) {
+        0 | 8 => (0, 0),
+        1 => (0, mant(rng)),
+        2 => (255, if rng.chance(50) { 0 } else { 1 + rng.below((1 << 23) - 1) as i64 }),
+        3 => (254, mant(rng)),
+        4 | 5 => (125 + rng.below(5) as i64, mant(rng)),
+        _ => return rng.below(1 << 32) as i64,
+    };
+    sign | (e << 23) | m
 }

@@ -18,9 +18,11 @@
 //! `docs/systolic.md`.
 //!
 //! Files: `os.rs` and `ws.rs` (the two grids), `pe.rs` (the PEs and their
-//! dot products), `mul.rs` (the multiplier module and its ECP5 body); here,
+//! dot products), `mul.rs` (the multiplier module and its ECP5 body),
+//! `fp.rs` (the floating-point product and add of the fp grid); here,
 //! what both grids share.
 
+mod fp;
 mod mul;
 mod os;
 mod pe;
@@ -38,6 +40,15 @@ pub fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         Dataflow::Os => os::build(p),
         Dataflow::Ws => ws::build(p),
     }
+}
+
+/// A floating-point weight-stationary grid whose lane tree is summed left
+/// to right, ((p0 + p1) + p2) + p3, against the spec's pairwise tree: a
+/// planted bug for the cosimulation to catch (tests/systolic.rs), not a
+/// design to use.
+#[doc(hidden)]
+pub fn build_planted_sequential_tree(p: &SystolicParams) -> Result<Design, RtlError> {
+    ws::build_with(p, false)
 }
 
 /// The useful-MAC and gated-product counters, from the issued item's useful

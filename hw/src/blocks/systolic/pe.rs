@@ -1,8 +1,9 @@
 //! Processing elements of both dataflows and their dot products: inline,
 //! through the multiplier module, or split into half products.
 
+use super::fp::{self, MulFront};
 use super::mul::mul_widths;
-use crate::rtl::{Expr, Module, ModuleBuilder, RtlError};
+use crate::rtl::{clog2, Expr, Module, ModuleBuilder, RtlError};
 use gpurtl_params::systolic::SystolicParams;
 
 /// One processing element. A, valid and last move right; B moves down.
@@ -129,7 +130,7 @@ fn gate_lanes(
         if p.gating {
             let (xa, ya) = match flags {
                 Some((fa, fb)) => (fa.bit_at(lane), fb.bit_at(lane)),
-                None => (x.any(), y.any()),
+                None => (fp::nonzero(&x, p.a_type), fp::nonzero(&y, p.b_type)),
             };
             let nz = m.let_(&format!("nz_l{lane}"), &xa.and(&ya));
             ga.push(x.and(&nz.repl(ab)));
@@ -216,6 +217,86 @@ pub(super) fn pe_ws(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, 
     };
     // psum_i arrives `pipeline` cycles after a_i, with the product sum.
     let psum = m.pipe("psum_q", &psum_i.add(&sum), &Expr::bit(true));
+    m.assign(&psum_o, &psum);
+    m.finish()
+}
+
+
+/// The weight-stationary processing element of floating-point types
+/// (docs/systolic.md, "The floating-point grid"): `psum_o = psum_i ⊕ t`, t
+/// the lane tree of the products, each level registered. `psum_i` arrives
+/// `depth` = `pipeline` + tree levels cycles after `a_i`. `pairwise` false
+/// sums the products left to right instead (a planted bug, for the tests).
+pub(super) fn pe_ws_fp(p: &SystolicParams, pairwise: bool) -> Result<Module, RtlError> {
+    let (ab, bb, l) = (p.a_type.bits(), p.b_type.bits(), p.lanes);
+    let mut m = ModuleBuilder::new("gpurtl_systolic_pe_ws");
+    m.doc("Weight-stationary processing element of gpurtl_systolic (seed 004 §331), floating point.");
+    m.doc(format!(
+        "psum_o = psum_i + the pairwise tree of {l} lane product(s) ({} x {} to binary32, nearest even), {} register stage(s); gated lanes do not multiply.",
+        p.a_type.name(),
+        p.b_type.name(),
+        p.depth() + 1
+    ));
+    let _clk = m.clock("clk_i");
+    let _rst = m.reset("rst_i");
+    let a_i = m.input("a_i", l * ab, "A lanes from the left");
+    let sw_i = m.input("sw_i", 1, "the tile's first vector: use and keep the shadow weights");
+    let w_i = m.input("w_i", l * bb, "weight bus (this column's lanes)");
+    let w_load_i = m.input("w_load_i", 1, "write the shadow weights from the bus");
+    let psum_i = m.input("psum_i", 32, "partial sum from above (binary32)");
+    let a_o = m.output("a_o", l * ab, "A lanes to the right");
+    let sw_o = m.output("sw_o", 1, "sw to the right");
+    let psum_o = m.output("psum_o", 32, "partial sum downwards (binary32)");
+    let shadow = m.pipe("w_shadow_q", &w_i, &w_load_i);
+    let active = m.pipe("w_active_q", &shadow, &sw_i);
+    let w_use = m.let_("w_use", &sw_i.mux(&shadow, &active));
+    let a_q = m.pipe("a_q", &a_i, &Expr::bit(true));
+    let sw_q = m.reg("sw_q", 1, 0);
+    m.next(&sw_q, &sw_i, None);
+    m.assign(&a_o, &a_q);
+    m.assign(&sw_o, &sw_q);
+    let (mut mac_a, mut mac_w, _) = gate_lanes(&mut m, &a_i, &w_use, None, p);
+    let on = Expr::bit(true);
+    if p.pipeline >= 2 {
+        mac_a = m.pipe("mac_a_q", &mac_a, &on);
+        mac_w = m.pipe("mac_w_q", &mac_w, &on);
+    }
+    let mut level = Vec::new();
+    for lane in 0..l {
+        let pfx = format!("mul_l{lane}");
+        let mut f = fp::mul_front(&mut m, &pfx, &mac_a.part(lane * ab, ab), p.a_type, &mac_w.part(lane * bb, bb), p.b_type);
+        if p.pipeline >= 3 {
+            let q = m.pipe(&format!("{pfx}_front_q"), &f.pack(), &on);
+            f = MulFront::unpack(&q, f.sig.width());
+        }
+        let prod = fp::mul_back(&mut m, &pfx, &f);
+        level.push(if p.pipeline >= 1 { m.pipe(&format!("prod_l{lane}_q"), &prod, &on) } else { prod });
+    }
+    if !pairwise {
+        let mut sum = level[0].clone();
+        for (k, x) in level.iter().enumerate().skip(1) {
+            sum = fp::add(&mut m, &format!("seq{k}"), &sum, x);
+        }
+        level.truncate(1);
+        level[0] = sum;
+        for lv in 0..clog2(l as u64) {
+            level[0] = m.pipe(&format!("seq_d{lv}_q"), &level[0], &on);
+        }
+    }
+    // The pairwise tree: an odd one out passes to the next level as it is
+    // (x ⊕ +0 = x for the canonical products).
+    let mut lv = 0;
+    while level.len() > 1 {
+        let mut next = Vec::new();
+        for (k, pair) in level.chunks(2).enumerate() {
+            let v = if pair.len() == 2 { fp::add(&mut m, &format!("tree{lv}_{k}"), &pair[0], &pair[1]) } else { pair[0].clone() };
+            next.push(m.pipe(&format!("tree{lv}_{k}_q"), &v, &on));
+        }
+        level = next;
+        lv += 1;
+    }
+    let sum = fp::add(&mut m, "psum", &psum_i, &level[0]);
+    let psum = m.pipe("psum_q", &sum, &on);
     m.assign(&psum_o, &psum);
     m.finish()
 }

@@ -3,7 +3,8 @@
 //! output (docs/systolic.md, "Weight-stationary").
 
 use super::mul::dsp_mul;
-use super::pe::pe_ws;
+use super::fp::nonzero;
+use super::pe::{pe_ws, pe_ws_fp};
 use super::{grid_builder, mac_counters};
 use crate::rtl::pipe::{credit_begin, credit_end};
 use crate::rtl::{bits_for, popcount, sum_tree, Expr, RtlError};
@@ -12,13 +13,21 @@ use gpurtl_params::systolic::{SystolicParams, STAT_BITS};
 
 /// The weight-stationary grid (docs/systolic.md, "Weight-stationary").
 pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
+    build_with(p, true)
+}
+
+/// [`build`], with the floating-point lane tree pairwise (the spec's) or,
+/// for the planted-bug test only, summed left to right.
+pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, RtlError> {
     let (r, c, l) = (p.rows, p.cols, p.lanes);
     let (ab, bb, acc_w) = (p.a_type.bits(), p.b_type.bits(), p.acc_bits);
     let (slot, ch) = (p.slot_bits(), p.channel_bits);
     let row_w = l * ab;
     let mul = dsp_mul(p)?;
-    let pe_mod = pe_ws(p, mul.as_ref())?;
-    let mut b = grid_builder(p, "weight-stationary", &format!("{acc_w}-bit partial sums"));
+    let fp = p.float();
+    let pe_mod = if fp { pe_ws_fp(p, pairwise)? } else { pe_ws(p, mul.as_ref())? };
+    let sums = if fp { "binary32 partial sums".to_string() } else { format!("{acc_w}-bit partial sums") };
+    let mut b = grid_builder(p, "weight-stationary", &sums);
     b.doc(format!(
         "PE gating {}. A tile is {r} weight rows, then A vectors; one output row per vector. Behaviour and timing: docs/systolic.md.",
         if p.gating { "on" } else { "off" }
@@ -32,11 +41,18 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let a_ready = b.output("a_ready_o", 1, "the A vector is taken");
     let a_in = b.input("a_i", r * ch, "A vector: PE row i at channel i; lane slots of channel_bits/lanes");
     let a_last = b.input("a_last_i", 1, "the vector ends the tile");
+    // Floating point: the running sums enter with the vector, at the top of
+    // the columns (docs/systolic.md, "The floating-point grid").
+    let a_c0 = fp.then(|| b.input("a_c0_i", c * 32, "running sums of the vector's output row (binary32), column j at j*32"));
     let out_valid = b.output("out_valid_o", 1, "a result row is offered");
     let out_ready = b.input("out_ready_i", 1, "the row is taken");
     let out_last = b.output("out_last_o", 1, "the row is the tile's last");
-    let out_c = b.output("out_c_o", c * acc_w, "the row's sums plus out_c0_i, column j at j*acc_bits");
-    let out_c0 = b.input("out_c0_i", c * acc_w, "accumulator values for the offered row (C0 or earlier K blocks)");
+    let out_c = if fp {
+        b.output("out_c_o", c * 32, "the row's sums (binary32), column j at j*32")
+    } else {
+        b.output("out_c_o", c * acc_w, "the row's sums plus out_c0_i, column j at j*acc_bits")
+    };
+    let out_c0 = (!fp).then(|| b.input("out_c0_i", c * acc_w, "accumulator values for the offered row (C0 or earlier K blocks)"));
     let stats = p.stats.then(|| {
         (
             b.output("stat_useful_o", STAT_BITS, "useful multiply-accumulates since reset"),
@@ -67,7 +83,7 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // ---- A input register and issue (a credit pipeline to the output FIFO) ----
     let aq_valid = b.reg("a_valid_q", 1, 0);
     let open = b.reg("tile_open_q", 1, 0);
-    let stages = (r + c + p.pipeline) as usize;
+    let stages = (r + c + p.depth()) as usize;
     let want = b.let_("issue_want", &aq_valid.and(&open.or(&shadow_full)));
     let ctl = credit_begin(&mut b, stages, &want);
     let issue = b.let_("issue", &ctl.accept);
@@ -76,6 +92,7 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let a_fire = b.let_("a_fire", &a_valid.and(&a_ready));
     let aq_a = b.pipe("a_q", &a_rows, &a_fire);
     let aq_last = b.pipe("a_last_q", &a_last, &a_fire);
+    let aq_c0 = a_c0.as_ref().map(|x| b.pipe("a_c0_q", x, &a_fire));
     b.next(&aq_valid, &a_fire.or(&aq_valid.and(&issue.not())), None);
     b.next(&open, &aq_last.not(), Some(&issue));
     let one = Expr::lit(wcnt.width(), 1);
@@ -93,11 +110,11 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         let mut terms = Vec::new();
         for i in 0..r {
             for lane in 0..l {
-                let nzw: Vec<Expr> = (0..c).map(|j| w_cols[j as usize].part(lane * bb, bb).any()).collect();
+                let nzw: Vec<Expr> = (0..c).map(|j| nonzero(&w_cols[j as usize].part(lane * bb, bb), p.b_type)).collect();
                 let sh = b.pipe(&format!("nzw_shadow_r{i}_l{lane}_q"), &popcount(&nzw, cw), &w_load[i as usize]);
                 let act = b.pipe(&format!("nzw_active_r{i}_l{lane}_q"), &sh, &switch);
                 let cnt = switch.mux(&sh, &act);
-                let nza = aq_a.part(i * row_w + lane * ab, ab).any();
+                let nza = nonzero(&aq_a.part(i * row_w + lane * ab, ab), p.a_type);
                 terms.push(b.pipe(&format!("useful_r{i}_l{lane}_q"), &cnt.and(&nza.repl(cw)), &Expr::bit(true)));
             }
         }
@@ -123,8 +140,25 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         west.push((a, sw));
     }
 
+    // ---- the partial sums entering at the top: zero, or (floating point)
+    // the running sums, column j delayed j + depth after the issue register ----
+    let mut north: Vec<Expr> = match &aq_c0 {
+        None => (0..c).map(|_| Expr::zero(acc_w)).collect(),
+        Some(c0) => {
+            let iss_c0 = b.pipe("issue_c0_q", c0, &Expr::bit(true));
+            (0..c)
+                .map(|j| {
+                    let mut v = iss_c0.part(j * 32, 32);
+                    for d in 0..(j + p.depth()) {
+                        v = b.pipe(&format!("top_c{j}_{d}_q"), &v, &Expr::bit(true));
+                    }
+                    v
+                })
+                .collect()
+        }
+    };
+
     // ---- the grid ----
-    let mut north: Vec<Expr> = (0..c).map(|_| Expr::zero(acc_w)).collect();
     for i in 0..r {
         let (mut a, mut sw) = west[i as usize].clone();
         for j in 0..c {
@@ -171,9 +205,14 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         last = b.pipe(&format!("last_d{d}_q"), &last, &Expr::bit(true));
     }
     let (valid, outs) = credit_end(&mut b, &ctl, &[("c", Expr::cat_lanes(&row)), ("last", last)], &out_ready);
-    let sums: Vec<Expr> =
-        (0..c).map(|j| outs[0].part(j * acc_w, acc_w).add(&out_c0.part(j * acc_w, acc_w))).collect();
-    b.assign(&out_c, &Expr::cat_lanes(&sums));
+    match &out_c0 {
+        Some(out_c0) => {
+            let sums: Vec<Expr> =
+                (0..c).map(|j| outs[0].part(j * acc_w, acc_w).add(&out_c0.part(j * acc_w, acc_w))).collect();
+            b.assign(&out_c, &Expr::cat_lanes(&sums));
+        }
+        None => b.assign(&out_c, &outs[0]),
+    }
     b.assign(&out_last, &outs[1]);
     b.assign(&out_valid, &valid);
     let top = b.finish()?;

@@ -1,5 +1,5 @@
 //! Floating-point arithmetic of the systolic grid, written from
-//! `docs/systolic.md`, "Floating point (planned: issue 27)", only.
+//! `docs/systolic.md`, "Floating point", only.
 //!
 //! Pure functions over bit patterns: elements in the low bits of a `u32`,
 //! binary32 values as their `u32` pattern. Nothing here uses the host's float
@@ -19,7 +19,8 @@
 //! canonical          -0 -> +0, any NaN -> 0x7FC00000
 //! ```
 //!
-//! Not wired into `run`, the parameters or the RTL yet (the spec says so).
+//! `run` uses it for floating-point element types (the reference C of
+//! `reference.rs`); [`FpType::of`] maps the parameters' element type.
 
 /// The canonical NaN: every NaN the grid computes is this pattern.
 pub const NAN: u32 = 0x7FC0_0000;
@@ -66,6 +67,18 @@ pub enum Value {
 }
 
 impl FpType {
+    /// The floating-point type of a parameter's element type (`None` for
+    /// the integer types).
+    pub fn of(t: gpurtl_params::systolic::ElemType) -> Option<FpType> {
+        use gpurtl_params::systolic::ElemType;
+        match t {
+            ElemType::Bf16 => Some(FpType::Bf16),
+            ElemType::Fp16 => Some(FpType::Fp16),
+            ElemType::Fp8e4m3 => Some(FpType::Fp8E4M3),
+            ElemType::Fp8e5m2 => Some(FpType::Fp8E5M2),
+            _ => None,
+        }
+    }
     pub fn format(self) -> Format {
         match self {
             FpType::Bf16 => Format { name: "bf16", exp_bits: 8, man_bits: 7, bias: 127, max_finite: 0x7F7F, ieee_specials: true },

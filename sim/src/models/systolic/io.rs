@@ -1,28 +1,31 @@
-//! `gpurtl run systolic` files: the input (checked, first violation
-//! reported), the output, and block pruning of test matrices.
+//! `gpurtl run systolic` files: the input (checked, every violation
+//! reported), the output, and block pruning of test matrices (integers).
+//! Floating-point elements are read as numbers or bit patterns and held as
+//! patterns (docs/systolic.md, "Numbers and patterns in `gpurtl run
+//! systolic`").
 
+use super::fp::{f32_from_f64, FpType};
 use super::reference::acc_range;
 use super::{Gemm, Outcome};
 use crate::models::{err, shown, InputErrors, Violations};
 use gpurtl_params::systolic::{Dataflow, ElemType, SystolicParams};
 use serde_json::Value;
 
-/// A matrix of the input file, checked: `rows` (the row count, or `None`:
-/// at least 1) and `cols` (the row length, or `None`: at least 1, every row
-/// as long as row 0), each with the reason shown in the message; `elem`
-/// reads one value or rejects it with `elem_allowed`. Violations go to `e`;
-/// `None` if there was any.
+/// A matrix of the input file (`src.key`), checked: `rows` (the row count,
+/// or `None`: at least 1) and `cols` (the row length, or `None`: at least 1,
+/// every row as long as row 0), each with the reason shown in the message;
+/// `src.elem` reads one value or rejects it with `src.allowed`. Violations
+/// go to `e`; `None` if there was any.
 fn matrix(
     e: &mut Violations,
-    name: &str,
+    src: &Source,
     v: &Value,
     rows: Option<(usize, &str)>,
     cols: Option<(usize, &str)>,
-    elem: &dyn Fn(&Value) -> Option<i64>,
-    elem_allowed: &str,
 ) -> Option<Vec<Vec<i64>>> {
+    let (name, elem, elem_allowed, noun) = (src.key, &src.elem, src.allowed.as_str(), src.noun);
     let Some(list) = v.as_array() else {
-        e.push(err(name, shown(v), "a list of lists of integers"));
+        e.push(err(name, shown(v), format!("a list of lists of {noun}")));
         return None;
     };
     match rows {
@@ -44,7 +47,7 @@ fn matrix(
     for (i, row) in list.iter().enumerate() {
         let at = format!("{name}[{i}]");
         let Some(vals) = row.as_array() else {
-            e.push(err(&at, shown(row), "a list of integers"));
+            e.push(err(&at, shown(row), format!("a list of {noun}")));
             ok = false;
             continue;
         };
@@ -106,18 +109,124 @@ pub fn program_size(cfg: &SystolicParams, m: usize, k: usize, n: usize) -> u64 {
     }
 }
 
-/// Parse and check an input file (docs/systolic.md "`gpurtl run systolic`");
-/// every violation is reported, in this order: the keys, `a_type`,
-/// `b_type`, `a` (row by row: list, length, values), `b`, `c0`, and the size
-/// of the step program.
+/// Reads one value of a matrix (`None`: not allowed).
+type ElemReader = Box<dyn Fn(&Value) -> Option<i64>>;
+
+/// How a matrix of the input is given: the key present, its values'
+/// reader, what they must be, and the noun of the list messages.
+struct Source {
+    key: &'static str,
+    elem: ElemReader,
+    allowed: String,
+    noun: &'static str,
+}
+
+/// The first magnitude a number must stay below to round to a finite value
+/// of the format (docs/systolic.md, "Numbers and patterns").
+fn finite_limit(name: &str) -> &'static str {
+    match name {
+        "bf16" => "below 2^128 - 2^119, about 3.3962e38; the largest finite bf16 is about 3.3895e38",
+        "fp16" => "below 65520; the largest finite fp16 is 65504",
+        "fp8e4m3" => "at most 464; the largest finite fp8e4m3 is 448",
+        "fp8e5m2" => "below 61440; the largest finite fp8e5m2 is 57344",
+        _ => "below 2^128 - 2^103, about 3.4028236e38; the largest finite binary32 is about 3.4028235e38",
+    }
+}
+
+/// A floating-point matrix given as numbers (`key`) rounded by `round`
+/// (the format `name`), or as bit patterns of `bits` bits (`key_bits`).
+fn fp_source(
+    key: &'static str,
+    numbers: bool,
+    name: &'static str,
+    bits: u32,
+    round: impl Fn(f64) -> Result<u32, String> + 'static,
+) -> Source {
+    if numbers {
+        Source {
+            key,
+            elem: Box::new(move |x: &Value| x.as_f64().and_then(|f| round(f).ok()).map(i64::from)),
+            allowed: format!(
+                "a number that rounds to a finite {name} value (magnitude {}); NaN and Inf only as bit patterns, in `{key}_bits`",
+                finite_limit(name)
+            ),
+            noun: "numbers",
+        }
+    } else {
+        let max = (1u64 << bits) - 1;
+        Source {
+            key: match key {
+                "a" => "a_bits",
+                "b" => "b_bits",
+                _ => "c0_bits",
+            },
+            elem: Box::new(move |x: &Value| x.as_u64().filter(|&u| u <= max).map(|u| u as i64)),
+            allowed: format!("an integer from 0 to {max} (a bit pattern of {name})"),
+            noun: "integers",
+        }
+    }
+}
+
+/// Which of `key` (numbers) and `key_bits` (patterns) a floating-point
+/// input gives: `Some(true)` numbers, `Some(false)` patterns, `None` with a
+/// violation when both are given, or neither and `required`; `Some(true)`
+/// is also returned (unused) when neither is given and not required.
+fn fp_choice(e: &mut Violations, obj: &serde_json::Map<String, Value>, key: &str, what: &str, required: bool) -> Option<bool> {
+    let bits = format!("{key}_bits");
+    match (obj.contains_key(key), obj.contains_key(&bits)) {
+        (true, true) => {
+            e.push(err(
+                bits.as_str(),
+                "(given)",
+                format!("absent when `{key}` is given: {what} is given as numbers (`{key}`) or as bit patterns (`{bits}`), not both"),
+            ));
+            None
+        }
+        (false, false) if required => {
+            e.push(err(key, "(missing)", format!("a list of lists of numbers, or `{bits}`: a list of lists of bit patterns")));
+            None
+        }
+        (_, b) => Some(!b),
+    }
+}
+
+/// Parse and check an input file (docs/systolic.md "`gpurtl run systolic`"
+/// and, for floating-point types, "Numbers and patterns in `gpurtl run
+/// systolic`"); every violation is reported, in this order: the keys,
+/// `a_type`, `b_type`, `a` (row by row: list, length, values), `b`, `c0`,
+/// and the size of the step program.
+///
+/// Integer types take `a`, `b`, `c0` as integers. Floating-point types take
+/// A and B as numbers (`a`, `b`: rounded to the element type, an error when
+/// beyond its largest finite value) or bit patterns (`a_bits`, `b_bits`:
+/// integers below 2^bits), C0 as numbers (`c0`, rounded to binary32) or
+/// binary32 patterns (`c0_bits`, below 2^32); the [`Gemm`] holds the
+/// patterns either way.
 pub fn parse_input(v: &Value, cfg: &SystolicParams) -> Result<Gemm, InputErrors> {
     let mut e = Violations::default();
     let Some(obj) = v.as_object() else {
         return Err(e.stop(Some(err("(file)", shown(v), "a JSON object with matrices `a` and `b`"))));
     };
+    let float = cfg.float();
     for k in obj.keys() {
-        if !["a", "b", "c0", "a_type", "b_type"].contains(&k.as_str()) {
-            e.push(err(k.as_str(), "(given)", "absent: keys are a, b, c0, a_type, b_type"));
+        let k = k.as_str();
+        let base = k.strip_suffix("_bits").filter(|b| ["a", "b", "c0"].contains(b));
+        if float {
+            if !["a", "b", "c0", "a_type", "b_type"].contains(&k) && base.is_none() {
+                e.push(err(k, "(given)", "absent: keys are a or a_bits, b or b_bits, c0 or c0_bits, a_type, b_type"));
+            }
+        } else if let Some(base) = base {
+            e.push(err(
+                k,
+                "(given)",
+                format!(
+                    "absent: bit patterns are for floating-point types; integer types ({} x {}) take `{base}`",
+                    cfg.a_type.name(),
+                    cfg.b_type.name()
+                ),
+            ));
+        } else if !["a", "b", "c0", "a_type", "b_type"].contains(&k) {
+            e.push(err(k, "(given)", "absent: keys are a, b, c0, a_type, b_type"));
         }
     }
     for (key, want) in [("a_type", cfg.a_type), ("b_type", cfg.b_type)] {
@@ -127,63 +236,79 @@ pub fn parse_input(v: &Value, cfg: &SystolicParams) -> Result<Gemm, InputErrors>
             }
         }
     }
-    let elem_of = |t: ElemType| {
-        move |x: &Value| x.as_i64().filter(|e| (t.min()..=t.max()).contains(e))
+    let int_source = |key: &'static str, t: ElemType| Source {
+        key,
+        elem: Box::new(move |x: &Value| x.as_i64().filter(|e| (t.min()..=t.max()).contains(e))),
+        allowed: format!("an integer from {} to {} ({})", t.min(), t.max(), t.name()),
+        noun: "integers",
     };
-    let type_allowed = |t: ElemType| format!("an integer from {} to {} ({})", t.min(), t.max(), t.name());
-    let missing = |e: &mut Violations, key: &str| e.push(err(key, "(missing)", "a list of lists of integers"));
+    // An operand's source: `None` when it is missing or given twice (both
+    // reported).
+    let operand = |e: &mut Violations, key: &'static str, what: &str, t: ElemType| -> Option<Source> {
+        if !float {
+            if !obj.contains_key(key) {
+                e.push(err(key, "(missing)", "a list of lists of integers"));
+                return None;
+            }
+            return Some(int_source(key, t));
+        }
+        let numbers = fp_choice(e, obj, key, what, true)?;
+        let ft = FpType::of(t).expect("a floating-point grid has floating-point element types");
+        Some(fp_source(key, numbers, ft.name(), ft.bits(), move |x| ft.from_f64(x)))
+    };
 
-    let a = match obj.get("a") {
-        None => {
-            missing(&mut e, "a");
-            None
-        }
-        Some(av) => matrix(&mut e, "a", av, None, None, &elem_of(cfg.a_type), &type_allowed(cfg.a_type)),
-    };
+    let a_src = operand(&mut e, "a", "A", cfg.a_type);
+    let a = a_src.as_ref().and_then(|s| matrix(&mut e, s, &obj[s.key], None, None));
+    let a_key = a_src.as_ref().map_or("a", |s| s.key);
     let (m, k) = a.as_ref().map_or((None, None), |a| (Some(a.len()), Some(a[0].len())));
-    let b = match obj.get("b") {
-        None => {
-            missing(&mut e, "b");
-            None
-        }
-        Some(bv) => {
-            let rows = k.map(|k| (k, "the columns of a"));
-            matrix(&mut e, "b", bv, rows, None, &elem_of(cfg.b_type), &type_allowed(cfg.b_type))
-        }
-    };
+    let b_src = operand(&mut e, "b", "B", cfg.b_type);
+    let b = b_src.as_ref().and_then(|s| {
+        let rows = k.map(|k| (k, "the columns of a"));
+        matrix(&mut e, s, &obj[s.key], rows, None)
+    });
     let n = b.as_ref().map(|b| b[0].len());
 
-    let c0 = match obj.get("c0") {
+    // C0: `Some(None)` when given but refused.
+    let c0_key = if float && obj.contains_key("c0_bits") { "c0_bits" } else { "c0" };
+    let c0 = match obj.get(c0_key) {
         None => None,
         Some(_) if !cfg.c0_add => {
-            e.push(err("c0", "(given)", "absent: the grid is built without the C0 add (parameter c0_add = false)"));
+            e.push(err(c0_key, "(given)", "absent: the grid is built without the C0 add (parameter c0_add = false)"));
             None
         }
         Some(cv) => {
-            let (lo, hi) = acc_range(cfg);
-            let acc = |x: &Value| -> Option<i64> {
-                if let Some(e) = x.as_i64() {
-                    return ((e as i128) >= lo && (e as i128) <= hi).then_some(e);
-                }
-                // Above i64::MAX: only an unsigned 64-bit accumulator holds it
-                // (kept as its bit pattern).
-                x.as_u64().filter(|&u| (u as i128) <= hi).map(|u| u as i64)
+            let src = if float {
+                fp_choice(&mut e, obj, "c0", "C0", false).map(|numbers| fp_source("c0", numbers, "binary32", 32, f32_from_f64))
+            } else {
+                let (lo, hi) = acc_range(cfg);
+                Some(Source {
+                    key: "c0",
+                    elem: Box::new(move |x: &Value| -> Option<i64> {
+                        if let Some(e) = x.as_i64() {
+                            return ((e as i128) >= lo && (e as i128) <= hi).then_some(e);
+                        }
+                        // Above i64::MAX: only an unsigned 64-bit accumulator
+                        // holds it (kept as its bit pattern).
+                        x.as_u64().filter(|&u| (u as i128) <= hi).map(|u| u as i64)
+                    }),
+                    allowed: format!(
+                        "an integer from {lo} to {hi} (the {} {}-bit accumulator)",
+                        if cfg.signed() { "signed" } else { "unsigned" },
+                        cfg.acc_bits
+                    ),
+                    noun: "integers",
+                })
             };
-            let allowed = format!(
-                "an integer from {lo} to {hi} (the {} {}-bit accumulator)",
-                if cfg.signed() { "signed" } else { "unsigned" },
-                cfg.acc_bits
-            );
             let rows = m.map(|m| (m, "the rows of a"));
             let cols = n.map(|n| (n, "the columns of b"));
-            Some(matrix(&mut e, "c0", cv, rows, cols, &acc, &allowed))
+            Some(src.and_then(|s| matrix(&mut e, &s, cv, rows, cols)))
         }
     };
     if let (Some(m), Some(k), Some(n)) = (m, k, n) {
         let size = program_size(cfg, m, k, n);
         if size > MAX_PROGRAM {
             e.push(err(
-                "a",
+                a_key,
                 format!("a {m} x {k} matrix (with b {k} x {n})"),
                 format!(
                     "a GEMM whose step program on this {} x {} grid holds at most {MAX_PROGRAM} lane vectors \
@@ -205,22 +330,34 @@ pub fn parse_input(v: &Value, cfg: &SystolicParams) -> Result<Gemm, InputErrors>
     Ok(Gemm { a, b, c0 })
 }
 
+/// A binary32 pattern as an output number: its value (the f32's exact
+/// value as a JSON number), NaN as "nan", infinities as "inf" / "-inf".
+fn f32_json(bits: u32) -> Value {
+    let f = f32::from_bits(bits);
+    if f.is_nan() {
+        Value::from("nan")
+    } else if f.is_infinite() {
+        Value::from(if f > 0.0 { "inf" } else { "-inf" })
+    } else {
+        Value::from(f as f64)
+    }
+}
+
 /// The output file: `c` (unsigned 64-bit accumulator values written as
-/// unsigned), `cycles`, and when the grid has counters, the counts and
-/// `utilization`.
+/// unsigned; for floating-point types the binary32 values as numbers, NaN
+/// as "nan", Inf as "inf" / "-inf", and `c_bits`, their patterns),
+/// `cycles`, and when the grid has counters, the counts and `utilization`.
 pub fn output_json(cfg: &SystolicParams, o: &Outcome) -> Value {
     let unsigned = !cfg.signed();
-    let c: Vec<Value> = o
-        .c
-        .iter()
-        .map(|row| {
-            Value::Array(
-                row.iter()
-                    .map(|&x| if unsigned { Value::from(x as u64) } else { Value::from(x) })
-                    .collect(),
-            )
-        })
-        .collect();
+    let float = cfg.float();
+    let rows = |f: &dyn Fn(i64) -> Value| -> Vec<Value> {
+        o.c.iter().map(|row| Value::Array(row.iter().map(|&x| f(x)).collect())).collect()
+    };
+    let c = if float {
+        rows(&|x| f32_json(x as u32))
+    } else {
+        rows(&|x| if unsigned { Value::from(x as u64) } else { Value::from(x) })
+    };
     let mut v = serde_json::json!({
         "c": c,
         "cycles": o.cycles,
@@ -229,6 +366,11 @@ pub fn output_json(cfg: &SystolicParams, o: &Outcome) -> Value {
         "skipped_ksteps": o.skipped_ksteps,
         "utilization": o.utilization(cfg),
     });
+    if float {
+        if let Some(m) = v.as_object_mut() {
+            m.insert("c_bits".to_string(), Value::Array(rows(&|x| Value::from(x as u32))));
+        }
+    }
     // A grid built without counters (stats = false) reports none, nor the
     // utilization, which is the useful count over the cycles.
     if !cfg.stats {

@@ -43,8 +43,40 @@
 //!              cycle wblock counts down while non-zero
 //! activation port ready: register empty or its vector issues; held from
 //!              the next cycle
-//! vector issued at s: output row transferred at s + R + C + pipeline
+//! vector issued at s: output row transferred at s + R + C + D (D = depth);
+//!              issue needs a credit: fewer than R + C + D + 1 vectors
+//!              issued and not yet transferred
 //! cycles = last transfer - first weight transfer (cycle 0), + 1; 0 no tile
+//! ```
+//!
+//! D = `cfg.depth()`: `pipeline` for integers, `pipeline + ceil(log2
+//! lanes)` for floating point.
+//!
+//! Floating point (`a_type`/`b_type` in bf16, fp16, fp8e4m3, fp8e5m2; ws
+//! only, binary32 accumulation; docs/systolic.md "Floating point"): A and B
+//! hold the elements' bit patterns, C0 and C binary32 patterns (as `i64`,
+//! 0 .. 2^bits). C is the spec's definition straight from A and B, with the
+//! arithmetic core of `fp.rs` (each operation canonical: no -0, one NaN):
+//!
+//! ```text
+//! C[m][n] = ((start(C0[m][n]) + t_0) + t_1) + ... + t_last   (+ is ⊕)
+//! start(c0) = c0 ⊕ +0 (+0 without C0)
+//! t_k = lane tree of step k: products A[m][kL+l] ⊗ B[kL+l][n] (K indices
+//!       >= K are +0), padded with +0 to a power of two, added pairwise
+//! ```
+//!
+//! Every zero test (rowcol_skip's lists, the load filter, gating and the
+//! counters, in both dataflows) is the element type's `ElemType::is_zero`:
+//! +0 and -0 for floating point (a NaN, Inf or subnormal is non-zero).
+//! A zero element's product is +0 and the accumulator is canonical, so
+//! skipping never changes C. The WS cycle loop adds the driver's rule for
+//! floating point (the running sums enter with the vector, `a_c0_i`):
+//!
+//! ```text
+//! a vector of a column block's 2nd or later tile depends on the previous
+//!              tile's output row for the same matrix row (the vector of the
+//!              same index); it is offered only from the cycle after that
+//!              row's transfer (otherwise back-to-back, as above)
 //! ```
 
 //!
@@ -54,7 +86,8 @@
 //! cycle at a time, which `run` plays with the groups back-to-back and the
 //! compute unit's `mma` (docs/cu.md) with its groups as its tiles start),
 //! `io.rs` (input and output files, pruning), `fp.rs` (the floating-point
-//! arithmetic of issue 27, not yet used by `run`); here, the types and `run`.
+//! arithmetic: products, adds, the lane tree, start); here, the types and
+//! `run`.
 //!
 //! Cost: `run` is linear in the cycles and steps it plays (plus the
 //! reference's M·N·K). The sequencer builds each tile when the cycle loop
@@ -83,6 +116,9 @@ pub use timing::{Loader, TileEnd};
 /// Accumulator-range values (C0 here, C in [`Outcome`]) are held in an `i64`;
 /// with an unsigned 64-bit accumulator a value >= 2^63 is held as its 64-bit
 /// pattern (`value as i64`, i.e. value - 2^64).
+///
+/// For floating-point element types `a` and `b` hold each element's bit
+/// pattern (0 .. 2^bits - 1) and `c0` binary32 patterns (0 .. 2^32 - 1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Gemm {
     pub a: Vec<Vec<i64>>,
@@ -91,6 +127,8 @@ pub struct Gemm {
 }
 
 
+/// The result of a run: C (for floating-point element types binary32
+/// patterns, 0 .. 2^32 - 1, canonical), the cycles and the counters.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
     pub c: Vec<Vec<i64>>,
@@ -113,11 +151,14 @@ impl Outcome {
 
 
 /// C computed directly from the matrices (naive triple loop + C0, wrapped to
-/// acc_bits); counters and cycles from the program and the spec's cycle
-/// rules, with the output always ready and the inputs offered back-to-back.
-/// `dataflow = "ws"` uses [`ws_program`] and the WS cycle rules (C is the
-/// same: the K blocks accumulating through `out_c0_i` give the same sum
-/// modulo 2^acc_bits); anything else is `os`.
+/// acc_bits; for floating point the spec's accumulation, start(C0) then
+/// each k-step's lane tree in order); counters and cycles from the program
+/// and the spec's cycle rules, with the output always ready and the inputs
+/// offered back-to-back (for floating point, a later k block's vectors as
+/// the driver's rule allows). `dataflow = "ws"` uses [`ws_program`] and the
+/// WS cycle rules (C is the same: the K blocks accumulating through
+/// `out_c0_i` give the same sum modulo 2^acc_bits, and the floating-point
+/// running sums add the steps in the same order); anything else is `os`.
 pub fn run(cfg: &SystolicParams, g: &Gemm) -> Outcome {
     let c = reference_c(cfg, g);
     // The tiles are built as the cycle loops reach them, one at a time.

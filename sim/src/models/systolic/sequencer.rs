@@ -1,6 +1,11 @@
 //! The tile sequencers of docs/systolic.md: how a GEMM becomes the step
 //! program of the output-stationary grid, or the weight rows and A vectors
 //! of the weight-stationary grid. (Stimulus, shared with the RTL testbench.)
+//!
+//! Values are as in [`Gemm`]: integers, or for floating-point element types
+//! the elements' bit patterns; padding and K indices >= K are 0 (for floating
+//! point the +0 pattern). Every zero test is the element type's
+//! (`ElemType::is_zero`: +0 and -0 for floating point).
 
 use super::Gemm;
 use gpurtl_params::systolic::SystolicParams;
@@ -150,12 +155,15 @@ pub struct WsTile {
 
 /// The row list and column list of the sequencer (all rows / columns, or
 /// with `rowcol_skip` only the non-zero ones); shared by `os` and `ws`.
+/// Zero is the element type's (`ElemType::is_zero`): for floating point
+/// the +0 and -0 patterns.
 fn row_col_lists(cfg: &SystolicParams, g: &Gemm) -> (Vec<usize>, Vec<usize>) {
     let m = g.a.len();
     let k = g.b.len();
     let n = g.b.first().map_or(0, |row| row.len());
-    let row_list = (0..m).filter(|&i| !cfg.rowcol_skip || g.a[i].iter().any(|&x| x != 0)).collect();
-    let col_list = (0..n).filter(|&j| !cfg.rowcol_skip || (0..k).any(|kk| g.b[kk][j] != 0)).collect();
+    let (za, zb) = (cfg.a_type, cfg.b_type);
+    let row_list = (0..m).filter(|&i| !cfg.rowcol_skip || g.a[i].iter().any(|&x| !za.is_zero(x))).collect();
+    let col_list = (0..n).filter(|&j| !cfg.rowcol_skip || (0..k).any(|kk| !zb.is_zero(g.b[kk][j]))).collect();
     (row_list, col_list)
 }
 
@@ -165,7 +173,8 @@ fn row_col_lists(cfg: &SystolicParams, g: &Gemm) -> (Vec<usize>, Vec<usize>) {
 /// For each column block (C columns of the column list, column-block-major):
 /// its k-steps (all, or with `load_filter` those where some listed row has a
 /// non-zero A value and some column of the block a non-zero B value among
-/// the step's K indices) cut into blocks of R; one tile per k block: R
+/// the step's K indices; zero as `ElemType::is_zero`: +0 and -0 for
+/// floating point) cut into blocks of R; one tile per k block: R
 /// weight rows, then one A vector per listed row. No tiles when the row list
 /// is empty. `skipped_ksteps` = sum over column blocks of
 /// (ceil(K/L) - useful steps) with `load_filter`, else 0.
@@ -182,12 +191,13 @@ pub fn ws_tiles<'a>(cfg: &'a SystolicParams, g: &'a Gemm) -> (impl Iterator<Item
     let k = g.b.len();
     let (row_list, col_list) = row_col_lists(cfg, g);
     let nsteps = k.div_ceil(l);
+    let (za, zb) = (cfg.a_type, cfg.b_type);
     // The K indices of step s that exist.
     let kidx = |s: usize| s * l..(s * l + l).min(k);
     // With `load_filter`: whether some listed row has a non-zero A value in
     // step s (the same for every column block).
     let rows_nz: Vec<bool> = match cfg.load_filter {
-        true => (0..nsteps).map(|s| row_list.iter().any(|&m| kidx(s).any(|kk| g.a[m][kk] != 0))).collect(),
+        true => (0..nsteps).map(|s| row_list.iter().any(|&m| kidx(s).any(|kk| !za.is_zero(g.a[m][kk])))).collect(),
         false => Vec::new(),
     };
     // Per column block: its columns and its k-steps.
@@ -196,7 +206,7 @@ pub fn ws_tiles<'a>(cfg: &'a SystolicParams, g: &'a Gemm) -> (impl Iterator<Item
     for cb in col_list.chunks(c) {
         let cols: Vec<Option<usize>> = (0..c).map(|j| cb.get(j).copied()).collect();
         let steps: Vec<usize> = (0..nsteps)
-            .filter(|&s| !cfg.load_filter || (rows_nz[s] && cb.iter().any(|&n| kidx(s).any(|kk| g.b[kk][n] != 0))))
+            .filter(|&s| !cfg.load_filter || (rows_nz[s] && cb.iter().any(|&n| kidx(s).any(|kk| !zb.is_zero(g.b[kk][n])))))
             .collect();
         if cfg.load_filter {
             skipped += (nsteps - steps.len()) as u64;

@@ -724,3 +724,591 @@ fn os_ignores_ws() {
     assert_eq!(os.skipped_ksteps, skipped);
     assert_ne!(os.cycles, w.cycles);
 }
+
+// ---- floating point (dataflow = ws) ----
+//
+// Patterns used below: fp16 1.0 = 0x3C00, 2.0 = 0x4000, 3.0 = 0x4200,
+// 0.5 = 0x3800, -1.0 = 0xBC00, +Inf = 0x7C00, -Inf = 0xFC00, a NaN 0x7E00,
+// -0 = 0x8000; bf16 1.0 = 0x3F80, 2.0 = 0x4000, 2^24 = 0x4B80, 2^-16 =
+// 0x3780, -2^-17 = 0xB700, 1.5 * 2^-17 = 0x3740, the smallest subnormal
+// 2^-133 = 0x0001, the largest finite 0x7F7F; binary32 1.0 = 0x3F800000,
+// 4.0 = 0x40800000, 2^24 = 0x4B800000, 2^24 + 2 = 0x4B800001.
+
+use super::fp::{FpType, INF, NAN};
+use super::reference::{lane_tree, reference_fp};
+use crate::rng::Rng;
+
+/// A floating-point WS grid: R x C, `lanes` lanes, pipeline 0.
+fn fpc(t: ElemType, u: ElemType, rows: u32, cols: u32, lanes: u32) -> SystolicParams {
+    SystolicParams { a_type: t, b_type: u, lanes, channel_bits: 16 * lanes, acc_bits: 32, ..ws(rows, cols) }
+}
+
+/// The element's value, decoded through host floats (not the model's
+/// decoder): bf16 as the top half of an f32, E5M2 as the top byte of an
+/// fp16, fp16 and E4M3 by the spec's formula.
+fn host_decode(t: ElemType, bits: i64) -> f64 {
+    let formula = |bits: u32, eb: u32, mb: u32, bias: i32, ieee: bool| -> f64 {
+        let s = if (bits >> (eb + mb)) & 1 == 1 { -1.0 } else { 1.0 };
+        let e = (bits >> mb) & ((1 << eb) - 1);
+        let m = bits & ((1 << mb) - 1);
+        let emax = (1 << eb) - 1;
+        if ieee && e == emax {
+            return if m == 0 { s * f64::INFINITY } else { f64::NAN };
+        }
+        if !ieee && e == emax && m == (1 << mb) - 1 {
+            return f64::NAN;
+        }
+        let frac = m as f64 / (1u32 << mb) as f64;
+        if e == 0 {
+            s * frac * 2f64.powi(1 - bias)
+        } else {
+            s * (1.0 + frac) * 2f64.powi(e as i32 - bias)
+        }
+    };
+    let b = bits as u32;
+    match t {
+        ElemType::Bf16 => f32::from_bits(b << 16) as f64,
+        ElemType::Fp16 => formula(b, 5, 10, 15, true),
+        ElemType::Fp8e4m3 => formula(b, 4, 3, 7, false),
+        ElemType::Fp8e5m2 => formula(b << 8, 5, 10, 15, true),
+        _ => unreachable!(),
+    }
+}
+
+/// -0 -> +0, NaN -> 0x7FC00000.
+fn host_canon(v: f32) -> f32 {
+    if v.is_nan() {
+        f32::from_bits(NAN)
+    } else if v == 0.0 {
+        0.0
+    } else {
+        v
+    }
+}
+
+/// The spec's product with host arithmetic: a zero operand gives +0; else
+/// the f64 product (exact: at most 11 x 11 significant bits) rounded once
+/// by `as f32` (IEEE nearest even, subnormals kept), canonical.
+fn host_mul(t: ElemType, a: i64, u: ElemType, b: i64) -> f32 {
+    let (x, y) = (host_decode(t, a), host_decode(u, b));
+    if x == 0.0 || y == 0.0 {
+        return 0.0;
+    }
+    host_canon((x * y) as f32)
+}
+
+fn host_add(x: f32, y: f32) -> f32 {
+    host_canon(x + y)
+}
+
+/// The balanced tree, by recursive halves of the list padded with +0 to a
+/// power of two.
+fn host_tree(p: &[f32]) -> f32 {
+    let mut v = p.to_vec();
+    v.resize(p.len().next_power_of_two(), 0.0);
+    fn half(v: &[f32]) -> f32 {
+        if v.len() == 1 {
+            v[0]
+        } else {
+            let (l, r) = v.split_at(v.len() / 2);
+            host_add(half(l), half(r))
+        }
+    }
+    half(&v)
+}
+
+/// C by the spec's definition in host arithmetic, as binary32 patterns.
+fn host_c(cfg: &SystolicParams, g: &Gemm) -> Vec<Vec<i64>> {
+    let l = cfg.lanes as usize;
+    let (m, k, n) = (g.a.len(), g.b.len(), g.b[0].len());
+    (0..m)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    let c0 = g.c0.as_ref().map_or(0.0, |c| f32::from_bits(c[i][j] as u32));
+                    let mut acc = host_add(c0, 0.0);
+                    for s in 0..k.div_ceil(l) {
+                        let p: Vec<f32> = (s * l..s * l + l)
+                            .map(|kk| if kk < k { host_mul(cfg.a_type, g.a[i][kk], cfg.b_type, g.b[kk][j]) } else { 0.0 })
+                            .collect();
+                        acc = host_add(acc, host_tree(&p));
+                    }
+                    acc.to_bits() as i64
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// C played through the WS program as the floating-point grid computes it:
+/// the driver gives each vector's column j the running sum (the previous
+/// tile of the column block's result for the row, else C0's pattern as
+/// given, else +0); PE row i adds the lane tree of the vector's lanes of
+/// row i and the weights of (i, j). Elements no tile covers are start(C0).
+fn ws_replay_fp(cfg: &SystolicParams, g: &Gemm, tiles: &[WsTile]) -> Vec<Vec<i64>> {
+    let (ta, tb) = (FpType::of(cfg.a_type).unwrap(), FpType::of(cfg.b_type).unwrap());
+    let (m, n) = (g.a.len(), g.b[0].len());
+    let mut run: Vec<Vec<Option<u32>>> = vec![vec![None; n]; m];
+    for t in tiles {
+        for v in &t.vectors {
+            for (j, col) in t.cols.iter().enumerate() {
+                let Some(col) = *col else { continue };
+                let mut psum = run[v.row][col].unwrap_or_else(|| g.c0.as_ref().map_or(0, |c| c[v.row][col] as u32));
+                for (i, a_row) in v.a.iter().enumerate() {
+                    let a: Vec<u32> = a_row.iter().map(|&x| x as u32).collect();
+                    let w: Vec<u32> = t.weights[i][j].iter().map(|&x| x as u32).collect();
+                    psum = fp::add(psum, fp::step(ta, tb, &a, &w));
+                }
+                run[v.row][col] = Some(psum);
+            }
+        }
+    }
+    (0..m)
+        .map(|i| {
+            (0..n)
+                .map(|j| run[i][j].unwrap_or_else(|| fp::start(g.c0.as_ref().map_or(0, |c| c[i][j] as u32))) as i64)
+                .collect()
+        })
+        .collect()
+}
+
+/// C of one GEMM on `cfg`, checked against the host definition and the
+/// replay of the program.
+fn fp_c(cfg: &SystolicParams, a: Vec<Vec<i64>>, b: Vec<Vec<i64>>, c0: Option<Vec<Vec<i64>>>) -> Vec<Vec<i64>> {
+    let g = Gemm { a, b, c0 };
+    let o = run(cfg, &g);
+    assert_eq!(o.c, reference_fp(cfg, &g));
+    assert_eq!(o.c, host_c(cfg, &g), "host definition, {g:?}");
+    assert_eq!(o.c, ws_replay_fp(cfg, &g, &ws_program(cfg, &g).0), "replay, {g:?}");
+    o.c
+}
+
+#[test]
+fn fp_reference_hand_cases() {
+    use ElemType::{Bf16, Fp16, Fp8e4m3, Fp8e5m2};
+    let h = fpc(Fp16, Fp16, 1, 1, 1);
+    let one = |x: i64| vec![vec![x]];
+    // 1*3 + 2*0.5 = 4.
+    assert_eq!(fp_c(&h, vec![vec![0x3C00, 0x4000]], vec![vec![0x4200], vec![0x3800]], None), one(0x4080_0000));
+    // A zero times Inf or NaN is +0 (IEEE would give NaN); a C0 of -0
+    // starts at +0: C is +0, not -0.
+    assert_eq!(fp_c(&h, one(0x8000), one(0x7C00), Some(one(0x8000_0000))), one(0));
+    assert_eq!(fp_c(&h, one(0x0000), one(0x7E00), None), one(0));
+    assert_eq!(fp_c(&h, one(0x7C00), one(0x8000), None), one(0));
+    // -0 C0 with a non-zero product: the product.
+    assert_eq!(fp_c(&h, one(0xBC00), one(0x3C00), Some(one(0x8000_0000))), one(0xBF80_0000));
+    // 1 + (-1) = +0, never -0.
+    assert_eq!(fp_c(&h, vec![vec![0x3C00, 0xBC00]], vec![vec![0x3C00], vec![0x3C00]], None), one(0));
+    // NaN: any NaN operand (other payloads too) gives 0x7FC00000; a
+    // signalling-NaN C0 starts as 0x7FC00000.
+    assert_eq!(fp_c(&h, vec![vec![0x7E01, 0x3C00]], vec![vec![0x3C00], vec![0x3C00]], None), one(NAN as i64));
+    assert_eq!(fp_c(&h, one(0x8000), one(0x3C00), Some(one(0x7F80_0001))), one(NAN as i64));
+    // Inf: Inf * -1 = -Inf; Inf + -Inf = NaN; -Inf C0 stays.
+    assert_eq!(fp_c(&h, one(0x7C00), one(0xBC00), None), one(0xFF80_0000));
+    assert_eq!(fp_c(&h, vec![vec![0x7C00, 0xFC00]], vec![vec![0x3C00], vec![0x3C00]], None), one(NAN as i64));
+    assert_eq!(fp_c(&h, one(0x3C00), one(0x3C00), Some(one(0xFF80_0000))), one(0xFF80_0000));
+    // Subnormal inputs: fp16 2^-24 * 2^-24 = 2^-48, a binary32 normal.
+    assert_eq!(fp_c(&h, one(0x0001), one(0x0001), None), one(0x2780_0000));
+    // Subnormal results (bf16): 2^-133 * 1 = 2^-133 = 2^16 * 2^-149;
+    // * 2^-16 = 2^-149 (the smallest); * -2^-17 = -2^-150, a tie that
+    // rounds to the even 0, canonical +0; * 1.5 * 2^-17 = 0.75 * 2^-149,
+    // rounds to 2^-149; plus a 2^-149 C0: 2^-148, nothing flushed.
+    let bb = fpc(Bf16, Bf16, 1, 1, 1);
+    assert_eq!(fp_c(&bb, one(0x0001), one(0x3F80), None), one(0x0001_0000));
+    assert_eq!(fp_c(&bb, one(0x0001), one(0x3780), None), one(0x0000_0001));
+    assert_eq!(fp_c(&bb, one(0x0001), one(0xB700), None), one(0));
+    assert_eq!(fp_c(&bb, one(0x0001), one(0x3740), None), one(0x0000_0001));
+    assert_eq!(fp_c(&bb, one(0x0001), one(0x3780), Some(one(0x0000_0001))), one(0x0000_0002));
+    // bf16 overflow: the largest finite times 2 is Inf; max + (-max) = +0.
+    assert_eq!(fp_c(&bb, one(0x7F7F), one(0x4000), None), one(INF as i64));
+    assert_eq!(fp_c(&bb, vec![vec![0x7F7F, 0x7F7F]], vec![vec![0x3F80], vec![0xBF80]], None), one(0));
+    // E4M3 x E5M2: 448 * 57344 = 1.53125 * 2^24, exact; E4M3 0x7F is NaN,
+    // 0x78 (256) is finite.
+    let e = fpc(Fp8e4m3, Fp8e5m2, 1, 1, 1);
+    assert_eq!(fp_c(&e, one(0x7E), one(0x7B), None), one(0x4BC4_0000));
+    assert_eq!(fp_c(&e, one(0x7F), one(0x3C), None), one(NAN as i64));
+    assert_eq!(fp_c(&e, one(0x78), one(0x3C), None), one(0x4380_0000));
+    // Order of the adds. Lanes 4: (2^24 + 1) + (1 + 1) = 2^24 + 2 (one
+    // lane after another would give 2^24: each + 1 is a tie to even).
+    let ones4 = vec![vec![0x3F80]; 4];
+    assert_eq!(fp_c(&fpc(Bf16, Bf16, 1, 1, 4), vec![vec![0x4B80, 0x3F80, 0x3F80, 0x3F80]], ones4.clone(), None), one(0x4B80_0001));
+    // Lanes 1: the k-steps one after another: 2^24 + 1 + 1 + 1 = 2^24.
+    assert_eq!(fp_c(&bb, vec![vec![0x4B80, 0x3F80, 0x3F80, 0x3F80]], ones4.clone(), None), one(0x4B80_0000));
+    // Lanes 3: (p0 + p1) + p2: (1 + 1) + 2^24 = 2^24 + 2, but
+    // (2^24 + 1) + 1 = 2^24.
+    let l3 = fpc(Bf16, Bf16, 1, 1, 3);
+    assert_eq!(fp_c(&l3, vec![vec![0x3F80, 0x3F80, 0x4B80]], ones4[..3].to_vec(), None), one(0x4B80_0001));
+    assert_eq!(fp_c(&l3, vec![vec![0x4B80, 0x3F80, 0x3F80]], ones4[..3].to_vec(), None), one(0x4B80_0000));
+    // Lanes 2, K = 4: t0 = 1 + 1 = 2, t1 = 2^24 + 1 = 2^24; acc 2 + 2^24.
+    let l2 = fpc(Bf16, Bf16, 1, 1, 2);
+    assert_eq!(fp_c(&l2, vec![vec![0x3F80, 0x3F80, 0x4B80, 0x3F80]], ones4.clone(), None), one(0x4B80_0001));
+    // Lanes 2, K = 3: step 1 is 1 and a padding +0: 2^24, then + 1 = 2^24.
+    assert_eq!(fp_c(&l2, vec![vec![0x4B80, 0x3F80, 0x3F80]], ones4[..3].to_vec(), None), one(0x4B80_0000));
+    // C0 is where the sum begins: (1 + 1) + 2^24 = 2^24 + 2 (adding C0 at
+    // the end would give (1 + 2^24) + 1 = 2^24).
+    assert_eq!(fp_c(&bb, vec![vec![0x3F80, 0x4B80]], ones4[..2].to_vec(), Some(one(0x3F80_0000))), one(0x4B80_0001));
+    // A 2x2 grid, several tiles and k blocks: 3x5 by 5x3 of small values.
+    let g2 = fpc(Fp16, Fp16, 2, 2, 1);
+    let a: Vec<Vec<i64>> = (0..3).map(|i| (0..5).map(|k| [0x3C00, 0x4000, 0xBC00, 0x3800, 0x8000][(i + k) % 5]).collect()).collect();
+    let b: Vec<Vec<i64>> = (0..5).map(|k| (0..3).map(|j| [0x4200, 0x0000, 0x3C00, 0xB800][(k + 2 * j) % 4]).collect()).collect();
+    let c = fp_c(&g2, a.clone(), b.clone(), Some(vec![vec![0x3F80_0000, 0x8000_0000, 0x4000_0000]; 3]));
+    // The values are small integers and halves, so every partial sum is
+    // exact and C is the plain sum in any order:
+    let want: Vec<Vec<i64>> = (0..3)
+        .map(|i| {
+            (0..3)
+                .map(|j| {
+                    let c0 = [1.0f32, 0.0, 2.0][j];
+                    let s = (0..5).fold(c0, |s, k| s + host_decode(Fp16, a[i][k]) as f32 * host_decode(Fp16, b[k][j]) as f32);
+                    host_canon(s).to_bits() as i64
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(c, want);
+}
+
+#[test]
+fn fp_lane_tree_is_fp_step() {
+    // The reference's allocation-free tree against fp::step.
+    let mut rng = Rng::new(27);
+    let types = [ElemType::Bf16, ElemType::Fp16, ElemType::Fp8e4m3, ElemType::Fp8e5m2];
+    for _ in 0..4000 {
+        let (t, u) = (*rng.pick(&types), *rng.pick(&types));
+        let (ft, fu) = (FpType::of(t).unwrap(), FpType::of(u).unwrap());
+        let lanes = 1 + rng.below(8) as usize;
+        let a: Vec<u32> = (0..lanes).map(|_| rng.below(1 << t.bits()) as u32).collect();
+        let b: Vec<u32> = (0..lanes).map(|_| rng.below(1 << u.bits()) as u32).collect();
+        assert_eq!(lane_tree(ft, fu, lanes, |l| a[l], |l| b[l]), fp::step(ft, fu, &a, &b));
+    }
+}
+
+/// A random element pattern: mostly moderate normals of either sign, some
+/// subnormals, and now and then Inf or NaN when `specials`.
+fn rand_elem(rng: &mut Rng, t: ElemType, specials: bool) -> i64 {
+    let (eb, mb) = t.fp_fields();
+    let sign = (rng.below(2) as i64) << (eb + mb);
+    let bias = (1i64 << (eb - 1)) - 1;
+    let man = rng.below(1 << mb) as i64;
+    let exp = match rng.below(20) {
+        0 => 0,                                    // subnormal (or zero)
+        1 if specials => (1 << eb) - 1,            // Inf/NaN (E4M3: large finite or NaN)
+        _ => (bias - 2 + rng.below(5) as i64).max(1), // 2^-2 .. 2^2
+    };
+    sign | (exp << mb) | man
+}
+
+#[test]
+fn fp_zero_skipping_is_exact() {
+    // Block-sparse random matrices with zeros of both signs: C and the
+    // counters are the same with every skipping parameter on or off, the
+    // useful count is the direct count of (both non-zero) products, the
+    // counters and cycles do not depend on the zeros' signs, and the program
+    // replays to C.
+    let mut rng = Rng::new(0x5eed);
+    let types = [ElemType::Bf16, ElemType::Fp16, ElemType::Fp8e4m3, ElemType::Fp8e5m2];
+    for case in 0..60 {
+        let (t, u) = (*rng.pick(&types), *rng.pick(&types));
+        let (rows, cols) = (1 + rng.below(3) as u32, 1 + rng.below(3) as u32);
+        let lanes = [1u32, 2, 3, 4][rng.below(4) as usize];
+        let (m, k, n) = (1 + rng.below(6) as usize, 1 + rng.below(9) as usize, 1 + rng.below(6) as usize);
+        let specials = rng.chance(30);
+        // 2x2 blocks zeroed (each zero +0 or -0) with probability 1/2.
+        let sparse = |rng: &mut Rng, r: usize, c: usize, ty: ElemType| -> Vec<Vec<i64>> {
+            let dead: Vec<Vec<bool>> = (0..r.div_ceil(2)).map(|_| (0..c.div_ceil(2)).map(|_| rng.chance(50)).collect()).collect();
+            (0..r)
+                .map(|i| {
+                    (0..c)
+                        .map(|j| {
+                            if dead[i / 2][j / 2] || rng.chance(10) {
+                                (rng.below(2) as i64) << (ty.bits() - 1)
+                            } else {
+                                rand_elem(rng, ty, specials)
+                            }
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let a = sparse(&mut rng, m, k, t);
+        let b = sparse(&mut rng, k, n, u);
+        let c0 = rng.chance(50).then(|| {
+            (0..m).map(|_| (0..n).map(|_| [0, 0x8000_0000, 0x3F80_0000, 0xC000_0000, 0x0000_0003][rng.below(5) as usize]).collect()).collect()
+        });
+        let g = Gemm { a, b, c0 };
+        // The same GEMM with every -0 made +0, and with every +0 made -0.
+        let resign = |g: &Gemm, neg: bool| {
+            let f = |mat: &Vec<Vec<i64>>, ty: ElemType| -> Vec<Vec<i64>> {
+                mat.iter().map(|r| r.iter().map(|&x| if ty.is_zero(x) { (neg as i64) << (ty.bits() - 1) } else { x }).collect()).collect()
+            };
+            Gemm { a: f(&g.a, t), b: f(&g.b, u), c0: g.c0.clone() }
+        };
+        let nz: u64 = (0..m)
+            .flat_map(|i| (0..k).flat_map(move |kk| (0..n).map(move |j| (i, kk, j))))
+            .filter(|&(i, kk, j)| !t.is_zero(g.a[i][kk]) && !u.is_zero(g.b[kk][j]))
+            .count() as u64;
+        let want = host_c(&fpc(t, u, rows, cols, lanes), &g);
+        for bits in 0..8u32 {
+            let c = SystolicParams {
+                load_filter: bits & 1 != 0,
+                rowcol_skip: bits & 2 != 0,
+                gating: bits & 4 != 0,
+                pipeline: rng.below(4) as u32,
+                ..fpc(t, u, rows, cols, lanes)
+            };
+            let o = run(&c, &g);
+            assert_eq!(o.c, want, "case {case} params {bits}");
+            let (tiles, skipped) = ws_program(&c, &g);
+            assert_eq!(ws_replay_fp(&c, &g, &tiles), want, "case {case} params {bits}");
+            assert_eq!(o.skipped_ksteps, skipped);
+            assert_eq!(o.useful_macs, nz, "case {case} params {bits}");
+            let nv: u64 = tiles.iter().map(|t| t.vectors.len() as u64).sum();
+            let slots = nv * (rows * cols * lanes) as u64;
+            assert_eq!(o.gated_products, if c.gating { slots - nz } else { 0 }, "case {case} params {bits}");
+            for neg in [false, true] {
+                let h = resign(&g, neg);
+                assert_eq!(run(&c, &h), o, "case {case} params {bits}: the zeros' signs");
+                assert_eq!(ws_program(&c, &h).0.len(), tiles.len());
+            }
+        }
+    }
+}
+
+#[test]
+fn fp_negative_zero_is_skipped() {
+    // fp16 on a 1x1 grid: A's column 1 is -0 throughout and row 1 is all -0;
+    // B's column 1 is all -0. rowcol_skip drops A's row 1 and B's column 1,
+    // the load filter skips step 1: one tile (column 0, step 0) of one
+    // vector (row 0).
+    let c = fpc(ElemType::Fp16, ElemType::Fp16, 1, 1, 1);
+    let g = Gemm {
+        a: vec![vec![0x3C00, 0x8000], vec![0x8000, 0x8000]],
+        b: vec![vec![0x4000, 0x8000], vec![0x4000, 0x8000]],
+        c0: Some(vec![vec![0x8000_0000, 0x3F80_0000], vec![0x8000_0000, 0x7F80_0002]]),
+    };
+    let (t, skipped) = ws_program(&c, &g);
+    assert_eq!(skipped, 1);
+    assert_eq!(t.len(), 1);
+    assert_eq!((t[0].cols.clone(), t[0].ksteps.clone(), t[0].vectors.len()), (vec![Some(0)], vec![Some(0)], 1));
+    let o = run(&c, &g);
+    // C: 1*2 from +0; the dropped elements are start(C0): -0 -> +0, a NaN
+    // -> 0x7FC00000, 1.0 as it is.
+    assert_eq!(o.c, vec![vec![0x4000_0000, 0x3F80_0000], vec![0, NAN as i64]]);
+    assert_eq!((o.useful_macs, o.gated_products), (1, 0));
+    // Without the filters every -0 product is gated, not useful.
+    let off = SystolicParams { load_filter: false, rowcol_skip: false, ..c.clone() };
+    let o2 = run(&off, &g);
+    assert_eq!(o2.c, o.c);
+    assert_eq!((o2.useful_macs, o2.gated_products, o2.skipped_ksteps), (1, 8 - 1, 0));
+    // The output-stationary sequencer and loader test zeros the same way
+    // (fp is ws-only in the parameters; the code paths agree).
+    let os = SystolicParams { dataflow: Dataflow::Os, ..c.clone() };
+    let o3 = run(&os, &g);
+    assert_eq!(o3.c, o.c);
+    assert_eq!((o3.useful_macs, o3.gated_products, o3.skipped_ksteps), (1, 0, 1));
+    assert_eq!(program(&os, &g).len(), 1);
+}
+
+#[test]
+fn fp_ws_timing_driver_rule() {
+    // fp16, 1x1 grid, lanes 1, pipeline 0 (D = 0); M = 2, K = 2, N = 1,
+    // dense: one column block, tiles t0 (step 0) and t1 (step 1), two
+    // vectors each (rows 0, 1). By the WS cycle rules with the driver's rule:
+    //  0: weight t0 (wcnt 1); t0v0 accepted.
+    //  1: t0v0 issues (first: wcnt 0, wblock 1, open); row out at
+    //     1 + R + C + D = 3. t0v1 accepted.
+    //  2: t0v1 issues (last; wblock 1 -> 0); out at 4. t1v0 depends on
+    //     t0v0's row (out at 3): not offered.
+    //  3: weight t1 (wcnt 1). t0v0's row transferred; t1v0 still waits.
+    //  4: t1v0 accepted (the cycle after 3).
+    //  5: t1v0 issues (wcnt == R; first); out at 7. t1v1 depends on t0v1's
+    //     row (out at 4): accepted.
+    //  6: t1v1 issues; out at 8.   cycles = 8 + 1 = 9.
+    // (i8 with the same shape: t1v0 is accepted at 2 and issues at 4, the
+    // cycle after t1's weight, last row out at 7: 8 cycles.)
+    let dense = |t: ElemType, k: usize, m: usize| {
+        let one = if t.is_float() { FpType::of(t).unwrap().from_f64(1.0).unwrap() as i64 } else { 1 };
+        Gemm { a: vec![vec![one; k]; m], b: vec![vec![one]; k], c0: None }
+    };
+    let f = fpc(ElemType::Fp16, ElemType::Fp16, 1, 1, 1);
+    let o = run(&f, &dense(ElemType::Fp16, 2, 2));
+    assert_eq!(o.c, vec![vec![0x4000_0000]; 2]);
+    assert_eq!((o.cycles, o.useful_macs, o.gated_products), (9, 4, 0));
+    assert_eq!(run(&ws(1, 1), &dense(ElemType::I8, 2, 2)).cycles, 8);
+    // fp8e4m3, 1x1, lanes 2, pipeline 1: D = 1 + ceil(log2 2) = 2. K = 4,
+    // M = 1: tiles t0 (step 0) and t1 (step 1), one vector each.
+    //  0: weight t0; t0v0 accepted.   1: t0v0 issues; out at 1+1+1+2 = 5.
+    //  2: wblock 1 -> 0.   3: weight t1.
+    //  6: t1v0 accepted (after t0v0's row at 5).   7: issues; out at 11.
+    //  cycles = 12. (i8, D = 1: issues at 1 and 4, out at 7: 8 cycles.)
+    let e = SystolicParams { pipeline: 1, channel_bits: 16, ..fpc(ElemType::Fp8e4m3, ElemType::Fp8e4m3, 1, 1, 2) };
+    assert_eq!(e.depth(), 2);
+    let o = run(&e, &dense(ElemType::Fp8e4m3, 4, 1));
+    assert_eq!((o.c.clone(), o.cycles, o.useful_macs), (vec![vec![0x4080_0000]], 12, 4));
+    let i = SystolicParams { a_type: ElemType::I8, b_type: ElemType::I8, ..e.clone() };
+    assert_eq!(run(&i, &dense(ElemType::I8, 4, 1)).cycles, 8);
+    // fp16, 2x2 grid, pipeline 2 (D = 2); M = 3, K = 3, N = 2: tiles t0
+    // (steps 0, 1) and t1 (step 2 and padding), 3 vectors each.
+    //  0, 1: weights of t0.   2, 3, 4: t0 v0..v2 issue; out at 2+2+2+2 = 8,
+    //  9, 10 (wblock 3 at 2, 0 at 5).   6, 7: weights of t1.
+    //  9: t1v0 accepted (after 8); 10: issues (out 16); t1v1 accepted (after
+    //  9); 11: issues; t1v2 accepted; 12: issues, out at 18. cycles = 19.
+    //  (i8: t1v0 issues at 8, the last row out at 16: 17 cycles, as in
+    //  ws_grid_2x2_dense_m3.)
+    let g2 = SystolicParams { pipeline: 2, ..fpc(ElemType::Fp16, ElemType::Fp16, 2, 2, 1) };
+    let mut g = dense(ElemType::Fp16, 3, 3);
+    for r in g.b.iter_mut() {
+        r.push(r[0]);
+    }
+    let o = run(&g2, &g);
+    assert_eq!((o.cycles, o.useful_macs, o.gated_products), (19, 18, 6));
+    let i2 = SystolicParams { a_type: ElemType::I8, b_type: ElemType::I8, ..g2.clone() };
+    let mut gi = dense(ElemType::I8, 3, 3);
+    for r in gi.b.iter_mut() {
+        r.push(1);
+    }
+    assert_eq!(run(&i2, &gi).cycles, 17);
+    // Two column blocks of one tile each (N = 2 on a 1x1 grid, K = 1): no
+    // tile continues a block, so nothing waits: as i8 at the same depth.
+    let f0 = fpc(ElemType::Fp16, ElemType::Fp16, 1, 1, 1);
+    let g = Gemm { a: vec![vec![0x3C00]], b: vec![vec![0x3C00, 0x3C00]], c0: None };
+    assert_eq!(run(&f0, &g).cycles, run(&ws(1, 1), &gemm(vec![vec![1]], vec![vec![1, 1]])).cycles);
+}
+
+#[test]
+fn fp_parse_input() {
+    let h = fpc(ElemType::Fp16, ElemType::Fp16, 2, 2, 1);
+    let e4 = fpc(ElemType::Fp8e4m3, ElemType::Bf16, 2, 2, 1);
+    let i8c = cfg(2, 2);
+    // Numbers, rounded to the type; -0 and tiny negatives keep the sign;
+    // c0 numbers to binary32.
+    let g = parse_input(&json!({"a": [[1.0, -0.0, 65519.99, -1e-10]], "b": [[2], [0.5], [1], [3]], "c0": [[-0.0]]}), &h).unwrap();
+    assert_eq!(g.a, vec![vec![0x3C00, 0x8000, 0x7BFF, 0x8000]]);
+    assert_eq!(g.b, vec![vec![0x4000], vec![0x3800], vec![0x3C00], vec![0x4200]]);
+    assert_eq!(g.c0, Some(vec![vec![0x8000_0000]]));
+    // Bit patterns; E4M3's 464 rounds to 448 (0x7E).
+    let g = parse_input(
+        &json!({"a_bits": [[127, 255]], "b": [[1e38, 1], [-3.5, 2]], "c0_bits": [[4294967295u64, 2143289344]], "a_type": "fp8e4m3", "b_type": "bf16"}),
+        &SystolicParams { rows: 1, ..e4.clone() },
+    );
+    let g = g.unwrap();
+    assert_eq!((g.a.clone(), g.c0.clone()), (vec![vec![0x7F, 0xFF]], Some(vec![vec![0xFFFF_FFFF, 0x7FC0_0000]])));
+    assert_eq!(g.b[1], vec![0xC060, 0x4000]);
+    let g = parse_input(&json!({"a": [[464, -464]], "b_bits": [[0], [65535]]}), &e4).unwrap();
+    assert_eq!((g.a, g.b), (vec![vec![0x7E, 0xFE]], vec![vec![0], vec![0xFFFF]]));
+
+    let cases: Vec<(Value, &SystolicParams, &str)> = vec![
+        (
+            json!({"a": [[1, 65520]], "b": [[1], [2]]}),
+            &h,
+            "input `a[0][1]` = 65520: must be a number that rounds to a finite fp16 value (magnitude below 65520; the largest finite fp16 is 65504); NaN and Inf only as bit patterns, in `a_bits`",
+        ),
+        (
+            json!({"a": [[464.0001]], "b_bits": [[0]]}),
+            &e4,
+            "input `a[0][0]` = 464.0001: must be a number that rounds to a finite fp8e4m3 value (magnitude at most 464; the largest finite fp8e4m3 is 448); NaN and Inf only as bit patterns, in `a_bits`",
+        ),
+        (
+            json!({"a": [[1]], "b": [[-3.4e38]]}),
+            &e4,
+            "input `b[0][0]` = -3.4e+38: must be a number that rounds to a finite bf16 value (magnitude below 2^128 - 2^119, about 3.3962e38; the largest finite bf16 is about 3.3895e38); NaN and Inf only as bit patterns, in `b_bits`",
+        ),
+        (
+            json!({"a": [[1]], "b": [["nan"]]}),
+            &h,
+            "input `b[0][0]` = \"nan\": must be a number that rounds to a finite fp16 value (magnitude below 65520; the largest finite fp16 is 65504); NaN and Inf only as bit patterns, in `b_bits`",
+        ),
+        (
+            json!({"a": [[1]], "b": [[1]], "c0": [[3.5e38]]}),
+            &h,
+            "input `c0[0][0]` = 3.5e+38: must be a number that rounds to a finite binary32 value (magnitude below 2^128 - 2^103, about 3.4028236e38; the largest finite binary32 is about 3.4028235e38); NaN and Inf only as bit patterns, in `c0_bits`",
+        ),
+        (
+            json!({"a_bits": [[65536]], "b": [[1]]}),
+            &h,
+            "input `a_bits[0][0]` = 65536: must be an integer from 0 to 65535 (a bit pattern of fp16)",
+        ),
+        (json!({"a_bits": [[-1]], "b": [[1]]}), &h, "input `a_bits[0][0]` = -1: must be an integer from 0 to 65535 (a bit pattern of fp16)"),
+        (json!({"a_bits": [[1.0]], "b": [[1]]}), &h, "input `a_bits[0][0]` = 1.0: must be an integer from 0 to 65535 (a bit pattern of fp16)"),
+        (
+            json!({"a": [[1]], "b": [[1]], "c0_bits": [[4294967296u64]]}),
+            &h,
+            "input `c0_bits[0][0]` = 4294967296: must be an integer from 0 to 4294967295 (a bit pattern of binary32)",
+        ),
+        (
+            json!({"a": [[1]], "a_bits": [[1]], "b": [[1]]}),
+            &h,
+            "input `a_bits` = (given): must be absent when `a` is given: A is given as numbers (`a`) or as bit patterns (`a_bits`), not both",
+        ),
+        (
+            json!({"a": [[1]], "b": [[1]], "b_bits": [[1]]}),
+            &h,
+            "input `b_bits` = (given): must be absent when `b` is given: B is given as numbers (`b`) or as bit patterns (`b_bits`), not both",
+        ),
+        (
+            json!({"a": [[1]], "b": [[1]], "c0": [[1]], "c0_bits": [[1]]}),
+            &h,
+            "input `c0_bits` = (given): must be absent when `c0` is given: C0 is given as numbers (`c0`) or as bit patterns (`c0_bits`), not both",
+        ),
+        (json!({"b": [[1]]}), &h, "input `a` = (missing): must be a list of lists of numbers, or `a_bits`: a list of lists of bit patterns"),
+        (json!({"a": [[1]], "b": 1}), &h, "input `b` = 1: must be a list of lists of numbers"),
+        (json!({"a": [[1]], "b_bits": [1]}), &h, "input `b_bits[0]` = 1: must be a list of integers"),
+        (json!({"a": [[1, 2]], "b_bits": [[1]]}), &h, "input `b_bits` = a list of 1 rows: must be a list of 2 rows (the columns of a)"),
+        (
+            json!({"a": [[1]], "b": [[1]], "d_bits": 1}),
+            &h,
+            "input `d_bits` = (given): must be absent: keys are a or a_bits, b or b_bits, c0 or c0_bits, a_type, b_type",
+        ),
+        (json!({"a": [[1]], "b": [[1]], "a_type": "bf16"}), &h, "input `a_type` = \"bf16\": must be \"fp16\" (the block's a_type parameter)"),
+        // Integer types take no bit patterns.
+        (
+            json!({"a_bits": [[1]], "a": [[1]], "b": [[1]]}),
+            &i8c,
+            "input `a_bits` = (given): must be absent: bit patterns are for floating-point types; integer types (i8 x i8) take `a`",
+        ),
+        (
+            json!({"a": [[1]], "b": [[1]], "c0_bits": [[1]]}),
+            &i8c,
+            "input `c0_bits` = (given): must be absent: bit patterns are for floating-point types; integer types (i8 x i8) take `c0`",
+        ),
+        (json!({"a": [[1.5]], "b": [[1]]}), &i8c, "input `a[0][0]` = 1.5: must be an integer from -128 to 127 (i8)"),
+    ];
+    for (v, c, want) in cases {
+        assert_eq!(perr(v.clone(), c), want, "{v}");
+    }
+    // Every violation is reported: both values of a row, then b.
+    let e = parse_input(&json!({"a": [[1e6, -1e6]], "b_bits": [[70000], [1]]}), &h).unwrap_err();
+    let fields: Vec<&str> = e.0.iter().map(|x| x.field.as_str()).collect();
+    assert_eq!(fields, ["a[0][0]", "a[0][1]", "b_bits[0][0]"]);
+}
+
+#[test]
+fn fp_output_json() {
+    let c = fpc(ElemType::Bf16, ElemType::Bf16, 1, 1, 1);
+    let o = Outcome {
+        c: vec![vec![NAN as i64, INF as i64, 0xFF80_0000, 0x3F80_0000], vec![0x0000_0001, 0xC020_0000, 0, 0x3DCC_CCCD]],
+        cycles: 10,
+        useful_macs: 3,
+        gated_products: 1,
+        skipped_ksteps: 0,
+    };
+    let v = output_json(&c, &o);
+    assert_eq!(
+        v,
+        json!({
+            "c": [["nan", "inf", "-inf", 1.0], [1.401298464324817e-45, -2.5, 0.0, 0.10000000149011612]],
+            "c_bits": [[2143289344u64, 2139095040u64, 4286578688u64, 1065353216u64], [1, 3223322624u64, 0, 1036831949u64]],
+            "cycles": 10, "useful_macs": 3, "gated_products": 1, "skipped_ksteps": 0, "utilization": 0.3,
+        })
+    );
+    // Written out, the numbers read back as the same binary32 values.
+    let text = serde_json::to_string(&v["c"][1]).unwrap();
+    let back: Vec<f64> = serde_json::from_str(&text).unwrap();
+    let bits: Vec<i64> = back.iter().map(|&x| fp::f32_from_f64(x).unwrap() as i64).collect();
+    assert_eq!(bits, o.c[1]);
+    // Without counters: c and c_bits and the cycles only.
+    let v = output_json(&SystolicParams { stats: false, ..c }, &o);
+    let mut keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["c", "c_bits", "cycles"]);
+}

@@ -43,18 +43,22 @@ impl<G: Borrow<Group>> Held<G> {
 }
 
 /// Whether a step is useful: with `load_filter`, its A slice and its B slice
-/// both have a non-zero value; without, always.
+/// both have a non-zero value (zero as the element type's
+/// `ElemType::is_zero`); without, always.
 fn useful(cfg: &SystolicParams, g: &Group, s: usize) -> bool {
-    !cfg.load_filter || (g.step_a(s).iter().any(|&x| x != 0) && g.step_b(s).iter().any(|&x| x != 0))
+    let (za, zb) = (cfg.a_type, cfg.b_type);
+    !cfg.load_filter || (g.step_a(s).iter().any(|&x| !za.is_zero(x)) && g.step_b(s).iter().any(|&x| !zb.is_zero(x)))
 }
 
-/// `sum_l nzA[l] * nzB[l]` of step `s`.
-fn step_macs(g: &Group, s: usize, lanes: usize) -> u64 {
+/// `sum_l nzA[l] * nzB[l]` of step `s` (zero as the element type's).
+fn step_macs(cfg: &SystolicParams, g: &Group, s: usize) -> u64 {
+    let lanes = cfg.lanes as usize;
+    let (za, zb) = (cfg.a_type, cfg.b_type);
     let (a, b) = (g.step_a(s), g.step_b(s));
     (0..lanes)
         .map(|l| {
-            let nza = a.iter().skip(l).step_by(lanes).filter(|&&x| x != 0).count() as u64;
-            let nzb = b.iter().skip(l).step_by(lanes).filter(|&&x| x != 0).count() as u64;
+            let nza = a.iter().skip(l).step_by(lanes).filter(|&&x| !za.is_zero(x)).count() as u64;
+            let nzb = b.iter().skip(l).step_by(lanes).filter(|&&x| !zb.is_zero(x)).count() as u64;
             nza * nzb
         })
         .sum()
@@ -183,7 +187,7 @@ impl<G: Borrow<Group>> Loader<G> {
                         ready = false;
                     } else {
                         if let Candidate::Step(k) = cand {
-                            let macs = step_macs(h.group.borrow(), k, l as usize);
+                            let macs = step_macs(cfg, h.group.borrow(), k);
                             self.useful_macs += macs;
                             if cfg.gating {
                                 self.gated += r * c * l - macs;
@@ -231,12 +235,15 @@ impl<G: Borrow<Group>> Loader<G> {
 }
 
 /// Useful (PE, lane) pairs of one WS vector against its tile's weights:
-/// A value `a[i][l]` and weight `weights[i][j][l]` both non-zero.
-fn ws_vector_macs(tile: &WsTile, v: &WsVector) -> u64 {
+/// A value `a[i][l]` and weight `weights[i][j][l]` both non-zero (zero as
+/// the element type's `ElemType::is_zero`: +0 and -0 for floating point;
+/// a NaN or Inf is non-zero).
+fn ws_vector_macs(cfg: &SystolicParams, tile: &WsTile, v: &WsVector) -> u64 {
+    let (za, zb) = (cfg.a_type, cfg.b_type);
     let mut n = 0u64;
     for (a_row, w_row) in v.a.iter().zip(&tile.weights) {
         for w_col in w_row {
-            n += a_row.iter().zip(w_col).filter(|&(&a, &w)| a != 0 && w != 0).count() as u64;
+            n += a_row.iter().zip(w_col).filter(|&(&a, &w)| !za.is_zero(a) && !zb.is_zero(w)).count() as u64;
         }
     }
     n
@@ -248,12 +255,22 @@ fn ws_vector_macs(tile: &WsTile, v: &WsVector) -> u64 {
 /// always ready. Cycle 0 is the first weight transfer. The tiles are taken
 /// from `tiles` one at a time as the A vector stream reaches them (the
 /// weight stream only counts rows).
+///
+/// The pipeline term is the depth D = `cfg.depth()` (`pipeline`, plus
+/// ceil(log2 lanes) for floating point): a vector issued in cycle `s` gives
+/// its row in `s + R + C + D`, and at most `R + C + D + 1` vectors are
+/// issued and not yet transferred. For floating point the driver's rule
+/// ("The floating-point grid"): a vector of a column block's second or later
+/// tile takes its running sums from the previous tile's row for the same
+/// output row, so it is offered (can be accepted) only from the cycle after
+/// that row's transfer.
 pub(super) fn simulate_ws<T: Borrow<WsTile>>(cfg: &SystolicParams, n_tiles: usize, tiles: impl Iterator<Item = T>) -> (u64, u64, u64) {
     let (r, c, l) = (cfg.rows as u64, cfg.cols as u64, cfg.lanes as u64);
-    let p = cfg.pipeline as u64;
+    let d = cfg.depth() as u64;
+    let driver_rule = cfg.float();
     // The two input streams: R weight rows per tile; the vectors, tile by tile.
     let weight_rows = n_tiles as u64 * r;
-    let mut vectors = VectorStream::new(tiles);
+    let mut vectors = VectorStream::new(cfg, tiles);
     let mut next_w = 0u64;
     let (mut wcnt, mut wblock, mut open) = (0u64, 0u64, false);
     // The input register: the held vector's (useful MACs, last).
@@ -261,6 +278,12 @@ pub(super) fn simulate_ws<T: Borrow<WsTile>>(cfg: &SystolicParams, n_tiles: usiz
     // Output transfer cycles of issued vectors not yet transferred (in order).
     let mut outstanding: VecDeque<u64> = VecDeque::new();
     let mut last_transfer: Option<u64> = None;
+    // The driver's rule: the row transfer cycles of the previous tile's
+    // vectors and of the current tile's issued so far (vector i of a tile
+    // is its row list's i-th row, the same in every tile). Vectors issue in
+    // stream order, so a tile's vectors have all issued before the next
+    // tile's first is accepted.
+    let (mut prev_rows, mut cur_rows): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
     let (mut useful_macs, mut gated) = (0u64, 0u64);
     let mut cycle: u64 = 0;
     while next_w < weight_rows || vectors.any_left() || held.is_some() {
@@ -272,7 +295,7 @@ pub(super) fn simulate_ws<T: Borrow<WsTile>>(cfg: &SystolicParams, n_tiles: usiz
         while outstanding.front().is_some_and(|&t| t < cycle) {
             outstanding.pop_front();
         }
-        let credit = (outstanding.len() as u64) < r + c + p + 1;
+        let credit = (outstanding.len() as u64) < r + c + d + 1;
         // 1. Weight port (state at the start of the cycle).
         let w_transfer = next_w < weight_rows && wcnt < r && wblock == 0;
         // 2. Issue.
@@ -286,9 +309,15 @@ pub(super) fn simulate_ws<T: Borrow<WsTile>>(cfg: &SystolicParams, n_tiles: usiz
             }
             first = !open;
             open = !last;
-            let t = cycle + r + c + p;
+            let t = cycle + r + c + d;
             outstanding.push_back(t);
             last_transfer = Some(t);
+            if driver_rule {
+                cur_rows.push(t);
+                if last {
+                    prev_rows = std::mem::take(&mut cur_rows);
+                }
+            }
         }
         if w_transfer {
             wcnt += 1;
@@ -301,12 +330,20 @@ pub(super) fn simulate_ws<T: Borrow<WsTile>>(cfg: &SystolicParams, n_tiles: usiz
             wblock = wblock.saturating_sub(1);
         }
         // 3. Activation port: ready when the register is empty or its vector
-        // issues now; an accepted vector is held from the next cycle.
+        // issues now; an accepted vector is held from the next cycle. The
+        // next vector is offered once the row it depends on (if any) was
+        // transferred in an earlier cycle.
         if issue {
             held = None;
         }
         if held.is_none() {
-            held = vectors.take();
+            let offered = match vectors.depends_on() {
+                Some(i) if driver_rule => prev_rows[i] < cycle,
+                _ => true,
+            };
+            if offered {
+                held = vectors.take();
+            }
         }
         cycle += 1;
     }
@@ -317,34 +354,55 @@ pub(super) fn simulate_ws<T: Borrow<WsTile>>(cfg: &SystolicParams, n_tiles: usiz
 
 /// The A vectors of a WS program in order, from its tiles one at a time:
 /// each vector as (its useful MACs against its tile's weights, last).
-struct VectorStream<T, I> {
+struct VectorStream<'c, T, I> {
+    cfg: &'c SystolicParams,
     tiles: I,
     /// The tile of the next vector and that vector's index in it; `None`
     /// when no vector is left.
     cur: Option<(T, usize)>,
+    /// Whether `cur`'s tile continues the previous tile's column block (the
+    /// same columns: a later k block).
+    cont: bool,
 }
 
-impl<T: Borrow<WsTile>, I: Iterator<Item = T>> VectorStream<T, I> {
-    fn new(tiles: I) -> Self {
-        let mut s = VectorStream { tiles, cur: None };
+impl<'c, T: Borrow<WsTile>, I: Iterator<Item = T>> VectorStream<'c, T, I> {
+    fn new(cfg: &'c SystolicParams, tiles: I) -> Self {
+        let mut s = VectorStream { cfg, tiles, cur: None, cont: false };
         s.advance();
         s
     }
 
     /// Moves `cur` to the next tile that has a vector (none left: `None`).
     fn advance(&mut self) {
+        let prev_cols = self.cur.as_ref().map(|(t, _)| t.borrow().cols.clone());
         self.cur = self.tiles.by_ref().find(|t| !t.borrow().vectors.is_empty()).map(|t| (t, 0));
+        // Column blocks are disjoint pieces of the column list, so equal
+        // columns mean the same block.
+        self.cont = match (&self.cur, prev_cols) {
+            (Some((t, _)), Some(p)) => t.borrow().cols == p,
+            _ => false,
+        };
     }
 
     fn any_left(&self) -> bool {
         self.cur.is_some()
     }
 
+    /// The next vector's index in its tile when its tile continues a column
+    /// block, i.e. when its running sums are the previous tile's row for the
+    /// same output row, that tile's vector of the same index.
+    fn depends_on(&self) -> Option<usize> {
+        match &self.cur {
+            Some((_, i)) if self.cont => Some(*i),
+            _ => None,
+        }
+    }
+
     fn take(&mut self) -> Option<(u64, bool)> {
         let (tile, i) = self.cur.as_mut()?;
         let t: &WsTile = (*tile).borrow();
         let v = &t.vectors[*i];
-        let item = (ws_vector_macs(t, v), v.last);
+        let item = (ws_vector_macs(self.cfg, t, v), v.last);
         *i += 1;
         if *i == t.vectors.len() {
             self.advance();

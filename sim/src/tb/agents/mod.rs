@@ -292,6 +292,20 @@ impl Fields {
         self.pack(&refs)
     }
 
+    /// Sets field `k` of `item` to `value` (missing words are 0; bits above
+    /// the field's width are dropped).
+    pub fn set(&self, item: &mut [u32], k: usize, value: &[u32]) {
+        let (p, o) = (self.ports[k], self.offs[k]);
+        let field = &mut item[o..o + p.words()];
+        field.fill(0);
+        let n = value.len().min(p.words());
+        field[..n].copy_from_slice(&value[..n]);
+        let rem = p.width() % 32;
+        if rem != 0 {
+            field[p.words() - 1] &= (1u32 << rem) - 1;
+        }
+    }
+
     /// Field `k` of `item`.
     pub fn get<'a>(&self, item: &'a [u32], k: usize) -> &'a [u32] {
         &item[self.offs[k]..self.offs[k] + self.ports[k].words()]

@@ -23,6 +23,8 @@ pub struct StreamSource {
     junk: bool,
     taken: Vec<u64>,
     progress: u64,
+    /// Items from this index on are held back ([`StreamSource::release`]).
+    released: usize,
 }
 
 impl StreamSource {
@@ -40,6 +42,7 @@ impl StreamSource {
             junk: false,
             taken: Vec::new(),
             progress: 0,
+            released: usize::MAX,
         }
     }
 
@@ -77,6 +80,30 @@ impl StreamSource {
         debug_assert_eq!(item.len(), self.fields.words());
         self.items.push((not_before, item));
     }
+    /// Holds back every item from index `n` on until [`release`] lets it go:
+    /// for a stream whose items depend on what the design answers (their
+    /// payload is set with [`set_field`] before they are released).
+    ///
+    /// [`release`]: StreamSource::release
+    /// [`set_field`]: StreamSource::set_field
+    pub fn hold_from(mut self, n: usize) -> StreamSource {
+        self.released = n;
+        self
+    }
+    /// Items released so far (they may be offered).
+    pub fn released(&self) -> usize {
+        self.released.min(self.items.len())
+    }
+    /// Lets the next held item go: it is offered when the stream reaches it
+    /// (in this cycle, if it is the next and the drive comes after this).
+    pub fn release(&mut self) {
+        self.released = self.released.saturating_add(1);
+    }
+    /// Sets field `k` of item `i`, which must not have been released yet.
+    pub fn set_field(&mut self, i: usize, k: usize, value: &[u32]) {
+        assert!(i >= self.released, "item {i} of {} is released: its payload is fixed", self.name);
+        self.fields.set(&mut self.items[i].1, k, value);
+    }
     /// The cycle each item was taken in, in order.
     pub fn taken(&self) -> &[u64] {
         &self.taken
@@ -97,7 +124,7 @@ impl Agent for StreamSource {
     fn drive(&mut self, sim: &mut Sim) {
         let now = sim.cycle();
         if !self.offering {
-            if let Some((at, item)) = self.items.get(self.next) {
+            if let Some((at, item)) = self.items.get(self.next).filter(|_| self.next < self.released) {
                 if now < *at {
                     // Waiting for an item's time is not a hang.
                     self.progress += 1;
@@ -128,7 +155,13 @@ impl Agent for StreamSource {
     }
 
     fn waiting(&self) -> String {
-        let state = if self.offering { "offered, not taken" } else { "not offered yet" };
+        let state = if self.offering {
+            "offered, not taken"
+        } else if self.next >= self.released {
+            "held back: its payload waits for the design"
+        } else {
+            "not offered yet"
+        };
         format!("item {} of {} to be taken ({state})", self.next, self.items.len())
     }
 

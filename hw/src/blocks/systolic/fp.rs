@@ -1,0 +1,254 @@
+//! Floating-point arithmetic of the weight-stationary grid (docs/systolic.md,
+//! "Floating point"): an element product rounded to binary32, and the
+//! binary32 add. Both round to nearest even, keep subnormals and give
+//! canonical results (never -0; the only NaN is 0x7FC00000).
+//!
+//! Both end in [`round_pack`]: a significand and the exponent of its least
+//! significant bit in, normalised by a leading-zero count and a left shift,
+//! shifted right again (with a sticky bit) where the result is subnormal,
+//! rounded and packed. Exponents are held as `e + OFF` in `EW` bits so that
+//! every comparison is unsigned.
+
+use crate::rtl::{clog2, Expr, ModuleBuilder};
+use gpurtl_params::systolic::ElemType;
+
+/// Width of an offset exponent.
+const EW: u32 = 12;
+/// The offset of an exponent held in `EW` bits: wide enough for the
+/// smallest product of two bf16 subnormals (2^-266) and the largest (2^256).
+const OFF: u64 = 1024;
+/// The quiet NaN every NaN result is.
+pub(super) const QNAN: u64 = 0x7FC0_0000;
+/// +Inf's pattern (the largest magnitude: anything at or above is Inf).
+const INF: u64 = 0x7F80_0000;
+
+/// Shift left by `amt` (bits shifted out are lost): a mux level per bit of `amt`.
+fn shl(x: &Expr, amt: &Expr) -> Expr {
+    let w = x.width();
+    let mut v = x.clone();
+    for k in 0..amt.width() {
+        let s = 1u32 << k;
+        let shifted = if s >= w { Expr::zero(w) } else { Expr::cat(&[v.slice(w - 1 - s, 0), Expr::zero(s)]) };
+        v = amt.bit_at(k).mux(&shifted, &v);
+    }
+    v
+}
+
+/// Shift right by `amt`, and whether any set bit was shifted out.
+fn shr_sticky(x: &Expr, amt: &Expr) -> (Expr, Expr) {
+    let w = x.width();
+    let mut v = x.clone();
+    let mut sticky = Expr::bit(false);
+    for k in 0..amt.width() {
+        let (s, b) = (1u32 << k, amt.bit_at(k));
+        let (out, shifted) = if s >= w {
+            (v.any(), Expr::zero(w))
+        } else {
+            (v.slice(s - 1, 0).any(), Expr::cat(&[Expr::zero(s), v.slice(w - 1, s)]))
+        };
+        sticky = sticky.or(&b.and(&out));
+        v = b.mux(&shifted, &v);
+    }
+    (v, sticky)
+}
+
+/// Leading zeros of a non-zero `x` (`clog2` of its width rounded up to a
+/// power of two, bits wide; any value when `x` is zero), as a tree of
+/// halves.
+fn clz(x: &Expr) -> Expr {
+    let w = x.width();
+    let p = 1u32 << clog2(w as u64).max(1);
+    let padded = if p == w { x.clone() } else { Expr::cat(&[x.clone(), Expr::zero(p - w)]) };
+    // (all zero, leading zeros) of a power-of-two slice.
+    fn rec(v: &Expr) -> (Expr, Expr) {
+        let n = v.width();
+        if n == 2 {
+            return (v.any().not(), v.bit_at(1).not());
+        }
+        let (zh, ch) = rec(&v.slice(n - 1, n / 2));
+        let (zl, cl) = rec(&v.slice(n / 2 - 1, 0));
+        let count = zh.mux(&Expr::cat(&[Expr::bit(true), cl]), &Expr::cat(&[Expr::bit(false), ch]));
+        (zh.and(&zl), count)
+    }
+    rec(&padded).1
+}
+
+/// Rounds `sig · 2^(x - OFF)` (with `sign`, and a sticky bit standing for
+/// non-zero bits below `sig`) to binary32, nearest even: Inf at and beyond
+/// 2^128 - 2^103, subnormals below 2^-126, +0 for a zero `sig` (an exact
+/// cancellation) or a result that rounds to zero. Wires are named `<pfx>_...`.
+fn round_pack(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, sig: &Expr, x: &Expr, sticky_in: &Expr) -> Expr {
+    let w = sig.width();
+    let lz = m.let_(&format!("{pfx}_lz"), &clz(sig));
+    let norm = m.let_(&format!("{pfx}_norm"), &shl(sig, &lz));
+    // The exponent of the leading one, + OFF.
+    let e = m.let_(&format!("{pfx}_exp"), &x.add(&Expr::lit(EW, (w - 1) as u64)).sub(&lz.zext(EW)));
+    // 26 bits from the leading one down: 24 significand bits, a guard bit
+    // and a bit that collects the sticky.
+    let (v26, st_low) = if w >= 26 {
+        (norm.slice(w - 1, w - 26), if w > 26 { norm.slice(w - 27, 0).any() } else { Expr::bit(false) })
+    } else {
+        (Expr::cat(&[norm.clone(), Expr::zero(26 - w)]), Expr::bit(false))
+    };
+    // Below 2^-126 the result is subnormal: its last bit weighs 2^-149, so
+    // shift right by -126 - e (at most 31: past 26 every bit is sticky).
+    let emin = Expr::lit(EW, OFF - 126);
+    let sub = m.let_(&format!("{pfx}_sub"), &e.lt(&emin));
+    let rs_full = emin.sub(&e);
+    let rs = rs_full.slice(EW - 1, 5).any().mux(&Expr::lit(5, 31), &rs_full.slice(4, 0));
+    let rs = m.let_(&format!("{pfx}_rs"), &sub.mux(&rs, &Expr::zero(5)));
+    let (den, st_shift) = shr_sticky(&v26, &rs);
+    let den = m.let_(&format!("{pfx}_den"), &den);
+    let n = den.slice(25, 2);
+    let sticky = den.bit_at(0).or(&st_shift).or(&st_low).or(sticky_in);
+    let up = m.let_(&format!("{pfx}_up"), &den.bit_at(1).and(&sticky.or(&n.bit_at(0))));
+    // A normal significand's leading one adds one to the exponent field:
+    // field base e - (OFF - 126) = E + 126; a subnormal's base is 0. A
+    // rounding carry moves into the exponent field by itself.
+    let mw = EW + 23;
+    let base = sub.mux(&Expr::zero(EW), &e.sub(&emin));
+    let mag = Expr::cat(&[base, Expr::zero(23)]).add(&n.zext(mw)).add(&up.zext(mw));
+    let mag = m.let_(&format!("{pfx}_mag"), &mag);
+    let ovf = mag.ge(&Expr::lit(mw, INF));
+    let finite = Expr::cat(&[sign.and(&mag.slice(30, 0).any()), mag.slice(30, 0)]);
+    let inf = Expr::cat(&[sign.clone(), Expr::lit(31, INF)]);
+    let out = sig.any().mux(&ovf.mux(&inf, &finite), &Expr::zero(32));
+    m.let_(&format!("{pfx}_rnd"), &out)
+}
+
+/// An element's fields: sign, the classes, the significand (the hidden bit
+/// and the mantissa field) and the exponent field with 0 read as 1.
+struct Elem {
+    sign: Expr,
+    zero: Expr,
+    inf: Expr,
+    nan: Expr,
+    sig: Expr,
+    exp: Expr,
+}
+
+fn decode(x: &Expr, t: ElemType) -> Elem {
+    let (eb, mb) = t.fp_fields();
+    let (e, mant) = (x.slice(eb + mb - 1, mb), x.slice(mb - 1, 0));
+    let e_any = e.any();
+    let top = e.all();
+    let (inf, nan) = if t == ElemType::Fp8e4m3 {
+        (Expr::bit(false), top.and(&mant.all()))
+    } else {
+        (top.and(&mant.any().not()), top.and(&mant.any()))
+    };
+    Elem {
+        sign: x.bit_at(eb + mb),
+        zero: e_any.or(&mant.any()).not(),
+        inf,
+        nan,
+        sig: Expr::cat(&[e_any.clone(), mant]),
+        exp: e.or(&e_any.not().zext(eb)),
+    }
+}
+
+/// The first half of an element product: the classes, the sign, the exact
+/// significand product and its exponent. With `pipeline = 3` the PE
+/// registers it before [`mul_back`].
+pub(super) struct MulFront {
+    pub special: Expr,
+    pub sign: Expr,
+    pub sig: Expr,
+    pub exp: Expr,
+}
+
+impl MulFront {
+    /// All fields as one vector (to register), and back.
+    pub fn pack(&self) -> Expr {
+        Expr::cat(&[self.special.clone(), self.sign.clone(), self.sig.clone(), self.exp.clone()])
+    }
+    pub fn unpack(v: &Expr, sig_w: u32) -> MulFront {
+        MulFront {
+            exp: v.slice(EW - 1, 0),
+            sig: v.slice(EW + sig_w - 1, EW),
+            sign: v.bit_at(EW + sig_w),
+            special: v.slice(EW + sig_w + 2, EW + sig_w + 1),
+        }
+    }
+}
+
+/// The special cases of a product as two bits: 0 finite, 1 zero, 2 NaN, 3 Inf.
+pub(super) fn mul_front(m: &mut ModuleBuilder, pfx: &str, a: &Expr, ta: ElemType, b: &Expr, tb: ElemType) -> MulFront {
+    let (x, y) = (decode(a, ta), decode(b, tb));
+    let (ma, mb) = (ta.fp_fields().1, tb.fp_fields().1);
+    let bias = |t: ElemType| (1u64 << (t.fp_fields().0 - 1)) - 1;
+    let w = ma + mb + 2;
+    let sig = m.let_(&format!("{pfx}_sigp"), &x.sig.zext(w).mul(&y.sig.zext(w)));
+    // value = sig · 2^(ea - bias_a - ma + eb - bias_b - mb)
+    let k = OFF - bias(ta) - bias(tb) - ma as u64 - mb as u64;
+    let exp = m.let_(&format!("{pfx}_expp"), &x.exp.zext(EW).add(&y.exp.zext(EW)).add(&Expr::lit(EW, k)));
+    // Zero first (whatever the other operand), then NaN, then Inf.
+    let zero = x.zero.or(&y.zero);
+    let nan = x.nan.or(&y.nan);
+    let inf = x.inf.or(&y.inf);
+    let special = zero.mux(&Expr::lit(2, 1), &nan.mux(&Expr::lit(2, 2), &inf.mux(&Expr::lit(2, 3), &Expr::zero(2))));
+    let special = m.let_(&format!("{pfx}_cls"), &special);
+    let sign = m.let_(&format!("{pfx}_sign"), &x.sign.xor(&y.sign));
+    MulFront { special, sign, sig, exp }
+}
+
+/// The product's binary32 pattern from its [`MulFront`].
+pub(super) fn mul_back(m: &mut ModuleBuilder, pfx: &str, f: &MulFront) -> Expr {
+    let r = round_pack(m, pfx, &f.sign, &f.sig, &f.exp, &Expr::bit(false));
+    let inf = Expr::cat(&[f.sign.clone(), Expr::lit(31, INF)]);
+    let out = select2(&f.special, &[r, Expr::zero(32), Expr::lit(32, QNAN), inf]);
+    m.let_(&format!("{pfx}_prod"), &out)
+}
+
+/// `items[sel]` for a two-bit select.
+fn select2(sel: &Expr, items: &[Expr; 4]) -> Expr {
+    let lo = sel.bit_at(0);
+    sel.bit_at(1).mux(&lo.mux(&items[3], &items[2]), &lo.mux(&items[1], &items[0]))
+}
+
+/// x ⊕ y for binary32 patterns `x` and `y` (any patterns: -0 and NaNs of
+/// any payload included).
+pub(super) fn add(m: &mut ModuleBuilder, pfx: &str, x: &Expr, y: &Expr) -> Expr {
+    let class = |v: &Expr| {
+        let (e, f) = (v.slice(30, 23), v.slice(22, 0));
+        (e.all().and(&f.any()), e.all().and(&f.any().not()))
+    };
+    let ((nan_x, inf_x), (nan_y, inf_y)) = (class(x), class(y));
+    // The larger magnitude first.
+    let swap = m.let_(&format!("{pfx}_swap"), &x.slice(30, 0).lt(&y.slice(30, 0)));
+    let big = m.let_(&format!("{pfx}_big"), &swap.mux(y, x));
+    let small = m.let_(&format!("{pfx}_small"), &swap.mux(x, y));
+    let parts = |v: &Expr| {
+        let e = v.slice(30, 23);
+        let e_any = e.any();
+        (Expr::cat(&[e_any.clone(), v.slice(22, 0)]), e.or(&e_any.not().zext(8)))
+    };
+    let ((sig_b, exp_b), (sig_s, exp_s)) = (parts(&big), parts(&small));
+    // Align the smaller: three bits below the significand (guard, round,
+    // and a sticky bit that collects what is shifted out).
+    let d = exp_b.sub(&exp_s);
+    let d = m.let_(&format!("{pfx}_d"), &d.slice(7, 5).any().mux(&Expr::lit(5, 31), &d.slice(4, 0)));
+    let (al, st) = shr_sticky(&Expr::cat(&[sig_s, Expr::zero(3)]), &d);
+    let al = Expr::cat(&[al.slice(26, 1), al.bit_at(0).or(&st)]);
+    let al = m.let_(&format!("{pfx}_al"), &al);
+    let sb = Expr::cat(&[sig_b, Expr::zero(3)]).zext(28);
+    let diff = big.bit_at(31).xor(&small.bit_at(31));
+    let s = m.let_(&format!("{pfx}_s"), &diff.mux(&sb.sub(&al.zext(28)), &sb.add(&al.zext(28))));
+    // value = s · 2^(exp_b - 127 - 23 - 3)
+    let xe = exp_b.zext(EW).add(&Expr::lit(EW, OFF - 127 - 26));
+    let r = round_pack(m, pfx, &big.bit_at(31), &s, &xe, &Expr::bit(false));
+    let nan = nan_x.or(&nan_y).or(&inf_x.and(&inf_y).and(&x.bit_at(31).xor(&y.bit_at(31))));
+    let inf = Expr::cat(&[big.bit_at(31), Expr::lit(31, INF)]);
+    let out = nan.mux(&Expr::lit(32, QNAN), &inf_x.or(&inf_y).mux(&inf, &r));
+    m.let_(&format!("{pfx}_sum"), &out)
+}
+
+/// Whether an element is not zero (+0 and -0 are zero; floating point
+/// tests the exponent and mantissa fields, integers every bit).
+pub(super) fn nonzero(x: &Expr, t: ElemType) -> Expr {
+    if t.is_float() {
+        x.slice(t.bits() - 2, 0).any()
+    } else {
+        x.any()
+    }
+}
