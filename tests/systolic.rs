@@ -47,6 +47,21 @@ fn point(name: &str) -> SystolicParams {
         "fp-bf16" => fp(ElemType::Bf16, ElemType::Bf16, 3, 4, 2, 2),
         "fp-fp16" => SystolicParams { gating: false, ..fp(ElemType::Fp16, ElemType::Fp16, 2, 3, 1, 0) },
         "fp-e4m3" => fp(ElemType::Fp8e4m3, ElemType::Fp8e5m2, 4, 2, 4, 3),
+        // Output-stationary floating point (no C0 there yet).
+        "fp-os-bf16" => SystolicParams { dataflow: Dataflow::Os, c0_add: false, ..point("fp-bf16") },
+        "fp-os-e4m3" => SystolicParams {
+            dataflow: Dataflow::Os,
+            c0_add: false,
+            group: 3,
+            ..fp(ElemType::Fp8e4m3, ElemType::Fp8e4m3, 2, 2, 4, 3)
+        },
+        "fp-os-fp16" => SystolicParams {
+            dataflow: Dataflow::Os,
+            c0_add: false,
+            gating: false,
+            group: 1,
+            ..fp(ElemType::Fp16, ElemType::Fp8e5m2, 1, 3, 1, 0)
+        },
         "fp-plant" => SystolicParams { gating: false, ..fp(ElemType::Fp16, ElemType::Bf16, 2, 2, 4, 1) },
         "fp-e5m2" => SystolicParams {
             load_filter: false,
@@ -76,10 +91,10 @@ fn fp(a: ElemType, b: ElemType, rows: u32, cols: u32, lanes: u32, pipeline: u32)
 }
 
 /// Every test point, output-stationary and weight-stationary.
-const POINTS: [&str; 22] = [
+const POINTS: [&str; 25] = [
     "1x1", "3x5", "8x8", "int4x4", "dense", "ws-1x1", "ws-3x5", "ws-8x8", "ws-int4x4", "ws-dense", "infer-int4x4",
     "ws-infer-3x5", "split-3x5", "ws-split-dense", "split-1x1", "minimal", "bare-3x5", "ws-bare-nostats", "fp-bf16",
-    "fp-fp16", "fp-e4m3", "fp-e5m2",
+    "fp-fp16", "fp-e4m3", "fp-e5m2", "fp-os-bf16", "fp-os-e4m3", "fp-os-fp16",
 ];
 
 fn cosim(name: &str) {
@@ -135,6 +150,35 @@ fn first_mismatch(
     None
 }
 
+/// The arithmetic on many values: a 1x1 bf16 grid of two lanes computes
+/// C0 ⊕ (a0·b0 ⊕ a1·b1) per output, so 20 GEMMs of 500 x 2 x 8 give
+/// 80,000 of each of the two products (rounded to binary32: bf16 products
+/// overflow and underflow), the tree add and the partial sum add, on values
+/// of every class (all three stimulus profiles) and random C0 patterns; the
+/// grid against the model, bit for bit, in both dataflows (C0 in ws only).
+#[test]
+fn fp_arithmetic_on_many_values() {
+    for dataflow in [Dataflow::Ws, Dataflow::Os] {
+        let p = SystolicParams { dataflow, c0_add: dataflow == Dataflow::Ws, rows: 1, cols: 1, ..point("fp-bf16") };
+        p.validate().expect("test point is valid");
+        let compiled = compile_design(&build(&p).unwrap()).expect("verilator build");
+        let mut rng = Rng::new(2027);
+        for run in 0..20u64 {
+            let profile = run % 3;
+            let (m, n) = (500, 8);
+            let mut matrix = |rows: usize, cols: usize| -> Vec<Vec<i64>> {
+                (0..rows).map(|_| (0..cols).map(|_| tb::fp_element(&mut rng, ElemType::Bf16, profile)).collect()).collect()
+            };
+            let (a, b) = (matrix(m, 2), matrix(2, n));
+            let c0 = p.c0_add.then(|| (0..m).map(|_| (0..n).map(|_| tb::fp_c0(&mut rng)).collect()).collect());
+            let gemm = model::Gemm { a, b, c0 };
+            let want = model::run(&p, &gemm);
+            let (got, _) = tb::run(&compiled, &p, &gemm, None, None).unwrap();
+            assert_eq!(got, want, "{dataflow} run {run}: the grid and the model differ");
+        }
+    }
+}
+
 /// Planted floating-point bugs, each caught (docs/systolic.md, "Floating
 /// point"): the partial sum add rounding toward zero instead of to nearest
 /// even; the lane tree summed left to right instead of pairwise; -0 kept
@@ -154,7 +198,7 @@ fn planted_fp_bugs_are_caught() {
         plant(&s, "-0 + -0 = -0", "  assign psum_rnd = ", ": 32'd0", ": {psum_big[31] & psum_small[31], 31'd0}")
     };
     let bugs: [(&str, &SystolicParams, gpurtl_sim::cosim::DesignSpec); 3] = [
-        ("the partial sum rounds toward zero", &p4, plant(&clean, "round toward zero", "  assign psum_up = ", "psum_up = psum_den[1] &", "psum_up = 1'b0 &")),
+        ("the partial sum rounds toward zero", &p4, plant(&clean, "round toward zero", "  assign psum_up = ", "psum_up = psum_norm[3] &", "psum_up = 1'b0 &")),
         ("the lane tree summed left to right", &p4, sequential),
         ("-0 kept", &p1, negative_zero),
     ];
@@ -251,9 +295,30 @@ fn cosim_fp_fp16_lanes1_pipeline0_no_gating() {
 fn cosim_fp_e4m3_by_e5m2_lanes4_pipeline3() {
     cosim("fp-e4m3")
 }
+/// (`make test-full` only: the four points above and below cover every
+/// type, lanes 1, 2 and 4 and both dataflows.)
 #[test]
 fn cosim_fp_e5m2_by_e4m3_lanes3_no_skipping() {
-    cosim("fp-e5m2")
+    if gpurtl_tests::full_tier("systolic cosim fp-e5m2") {
+        cosim("fp-e5m2")
+    }
+}
+/// Output-stationary floating point: the accumulator a loop through the
+/// binary32 add, from +0 each tile.
+#[test]
+fn cosim_fp_os_bf16_lanes2() {
+    cosim("fp-os-bf16")
+}
+/// (`make test-full` only.)
+#[test]
+fn cosim_fp_os_e4m3_lanes4_pipeline3() {
+    if gpurtl_tests::full_tier("systolic cosim fp-os-e4m3") {
+        cosim("fp-os-e4m3")
+    }
+}
+#[test]
+fn cosim_fp_os_fp16_by_e5m2_no_gating() {
+    cosim("fp-os-fp16")
 }
 
 /// The `minimal` preset: no gating, no load filter, no counters, no C0 add.

@@ -58,7 +58,7 @@ pub struct SystolicDriver {
     rows: Vec<(Option<usize>, Vec<Option<usize>>)>,
     /// WS: whether each result row is its tile's last.
     lasts: Vec<bool>,
-    /// Floating point (WS): per A vector, the result row whose sums it
+    /// Floating point, WS: per A vector, the result row whose sums it
     /// carries on `a_c0_i` (the same output row in the column block's
     /// previous tile), if any. A vector is released once that row is in.
     deps: Vec<Option<usize>>,
@@ -293,7 +293,7 @@ impl Agent for SystolicDriver {
     }
 
     fn drive(&mut self, sim: &mut Sim) {
-        if self.fp {
+        if self.fp && self.ws {
             self.release_vectors();
         }
         for i in &mut self.inputs {
@@ -420,7 +420,7 @@ pub fn random_gemm(rng: &mut Rng, cfg: &SystolicParams, max_dim: u64) -> Gemm {
 /// largest normals, Inf and NaN, values near 1 (so that sums cancel), and
 /// any pattern at all. `profile` 1 keeps to finite values near 1, 2 to
 /// finite values of any exponent, 0 draws from all.
-fn fp_element(rng: &mut Rng, t: ElemType, profile: u64) -> i64 {
+pub fn fp_element(rng: &mut Rng, t: ElemType, profile: u64) -> i64 {
     let (eb, mb) = t.fp_fields();
     let sign = (rng.below(2) as i64) << (eb + mb);
     let bias = (1i64 << (eb - 1)) - 1;
@@ -451,7 +451,7 @@ fn fp_element(rng: &mut Rng, t: ElemType, profile: u64) -> i64 {
 /// subnormals, NaNs
 /// with any payload, infinities, values near the overflow threshold and
 /// near 1, and any pattern at all.
-fn fp_c0(rng: &mut Rng) -> i64 {
+pub fn fp_c0(rng: &mut Rng) -> i64 {
     let sign = (rng.below(2) as i64) << 31;
     let mant = |rng: &mut Rng| rng.below(1 << 23) as i64;
     let (e, m) = match rng.below(9) {

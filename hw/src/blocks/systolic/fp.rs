@@ -116,6 +116,31 @@ fn round_pack(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, sig: &Expr, x: &Exp
     m.let_(&format!("{pfx}_rnd"), &out)
 }
 
+/// Rounds a sum `s · 2^(exp_b - 153)` (28 bits: a carry, the hidden bit at
+/// 26, the fraction, guard, round and sticky bits) to binary32. A sum is
+/// never below the subnormal spacing, so one left shift does: by the leading
+/// zeros, or by less where that would take the exponent below -126 (then the
+/// result is subnormal, its last bit worth 2^-149). Wires `<pfx>_...`.
+fn round_sum(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, s: &Expr, exp_b: &Expr) -> Expr {
+    let lz = m.let_(&format!("{pfx}_lz"), &clz(s));
+    // Bit 27 weighs 2^(exp_b - 126) before the shift: at most exp_b to the left.
+    let lsh = m.let_(&format!("{pfx}_lsh"), &exp_b.lt(&lz.zext(8)).mux(&exp_b.slice(4, 0), &lz));
+    let norm = m.let_(&format!("{pfx}_norm"), &shl(s, &lsh));
+    let n = norm.slice(27, 4);
+    let sticky = norm.slice(2, 0).any();
+    let up = m.let_(&format!("{pfx}_up"), &norm.bit_at(3).and(&sticky.or(&n.bit_at(0))));
+    // Exponent field exp_b - lsh (+1 from a normal significand's leading
+    // one, 0 for a subnormal's); a rounding carry moves in by itself.
+    let base = exp_b.sub(&lsh.zext(8));
+    let mag = Expr::cat(&[base, Expr::zero(23)]).zext(32).add(&n.zext(32)).add(&up.zext(32));
+    let mag = m.let_(&format!("{pfx}_mag"), &mag);
+    let ovf = mag.ge(&Expr::lit(32, INF));
+    let finite = Expr::cat(&[sign.and(&mag.slice(30, 0).any()), mag.slice(30, 0)]);
+    let inf = Expr::cat(&[sign.clone(), Expr::lit(31, INF)]);
+    let out = s.any().mux(&ovf.mux(&inf, &finite), &Expr::zero(32));
+    m.let_(&format!("{pfx}_rnd"), &out)
+}
+
 /// An element's fields: sign, the classes, the significand (the hidden bit
 /// and the mantissa field) and the exponent field with 0 read as 1.
 struct Elem {
@@ -234,9 +259,7 @@ pub(super) fn add(m: &mut ModuleBuilder, pfx: &str, x: &Expr, y: &Expr) -> Expr 
     let sb = Expr::cat(&[sig_b, Expr::zero(3)]).zext(28);
     let diff = big.bit_at(31).xor(&small.bit_at(31));
     let s = m.let_(&format!("{pfx}_s"), &diff.mux(&sb.sub(&al.zext(28)), &sb.add(&al.zext(28))));
-    // value = s · 2^(exp_b - 127 - 23 - 3)
-    let xe = exp_b.zext(EW).add(&Expr::lit(EW, OFF - 127 - 26));
-    let r = round_pack(m, pfx, &big.bit_at(31), &s, &xe, &Expr::bit(false));
+    let r = round_sum(m, pfx, &big.bit_at(31), &s, &exp_b);
     let nan = nan_x.or(&nan_y).or(&inf_x.and(&inf_y).and(&x.bit_at(31).xor(&y.bit_at(31))));
     let inf = Expr::cat(&[big.bit_at(31), Expr::lit(31, INF)]);
     let out = nan.mux(&Expr::lit(32, QNAN), &inf_x.or(&inf_y).mux(&inf, &r));

@@ -3,11 +3,12 @@
 //! grid, cycle by cycle").
 
 use super::mul::dsp_mul;
-use super::pe::pe;
+use super::fp::nonzero;
+use super::pe::{pe, pe_os_fp};
 use super::{grid_builder, mac_counters, stat_counter};
 use crate::rtl::{bits_for, lowest_bit, popcount, select, select_onehot, sum_tree, Expr, RtlError};
 use crate::Design;
-use gpurtl_params::systolic::{SystolicParams, STAT_BITS};
+use gpurtl_params::systolic::{ElemType, SystolicParams, STAT_BITS};
 
 /// The output-stationary grid (docs/systolic.md, "The grid, cycle by cycle").
 pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
@@ -16,8 +17,10 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let slot = p.slot_bits();
     let ch = p.channel_bits;
     let mul = dsp_mul(p)?;
-    let pe_mod = pe(p, mul.as_ref())?;
-    let mut b = grid_builder(p, "output-stationary", &format!("{acc_w}-bit accumulators; {g} k-steps per input transfer"));
+    let fp = p.float();
+    let pe_mod = if fp { pe_os_fp(p)? } else { pe(p, mul.as_ref())? };
+    let accs = if fp { "binary32 accumulators".to_string() } else { format!("{acc_w}-bit accumulators") };
+    let mut b = grid_builder(p, "output-stationary", &format!("{accs}; {g} k-steps per input transfer"));
     b.doc(format!(
         "PE gating {}, load filter {}. Behaviour and timing: docs/systolic.md.",
         if p.gating { "on" } else { "off" },
@@ -132,9 +135,20 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         Expr::cat_lanes(&(0..g).map(|s| steps_in.gt(&Expr::lit(p.steps_bits(), s as u64))).collect::<Vec<_>>());
     let useful_in = if p.load_filter {
         // The A and B tests are registered apart: each is half as wide.
-        let any_of = |x: &[Vec<Expr>]| Expr::cat_lanes(&x.iter().map(|v| Expr::cat(v).any()).collect::<Vec<_>>());
-        let a_nz = b.pipe("in_a_nonzero_q", &any_of(&a_in), &in_ready_q);
-        let b_nz = b.pipe("in_b_nonzero_q", &any_of(&b_in), &in_ready_q);
+        // A step's slice is not all zero (floating point: +0 and -0 are zero).
+        let any_of = |x: &[Vec<Expr>], t: ElemType| {
+            let eb = t.bits();
+            let nz = |v: &Vec<Expr>| {
+                if t.is_float() {
+                    Expr::cat_lanes(&v.iter().flat_map(|e| (0..l).map(move |ln| nonzero(&e.part(ln * eb, eb), t))).collect::<Vec<_>>()).any()
+                } else {
+                    Expr::cat(v).any()
+                }
+            };
+            Expr::cat_lanes(&x.iter().map(nz).collect::<Vec<_>>())
+        };
+        let a_nz = b.pipe("in_a_nonzero_q", &any_of(&a_in, p.a_type), &in_ready_q);
+        let b_nz = b.pipe("in_b_nonzero_q", &any_of(&b_in, p.b_type), &in_ready_q);
         b.let_("in_useful", &present_in.and(&a_nz).and(&b_nz))
     } else {
         present_in.clone()
@@ -154,9 +168,12 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // operands into the grid: neither the counters nor the PEs' gating test
     // operands for zero, and the input pins' paths stay short.
     // Without gating and counters nothing reads them.
-    let lane_nz = |x: &Expr, n: u32, eb: u32| Expr::cat_lanes(&(0..g * n * l).map(|k| x.part(k * eb, eb).any()).collect::<Vec<_>>());
+    let lane_nz = |x: &Expr, n: u32, t: ElemType| {
+        let eb = t.bits();
+        Expr::cat_lanes(&(0..g * n * l).map(|k| nonzero(&x.part(k * eb, eb), t)).collect::<Vec<_>>())
+    };
     let bank_nz = (p.gating || p.stats).then(|| {
-        let (a_nz_in, b_nz_in) = (lane_nz(&inq_a, r, ab), lane_nz(&inq_b, c, bb));
+        let (a_nz_in, b_nz_in) = (lane_nz(&inq_a, r, p.a_type), lane_nz(&inq_b, c, p.b_type));
         let ga_nz: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_a_nz_q"), &a_nz_in, &full[k].not())).collect();
         let gb_nz: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_b_nz_q"), &b_nz_in, &full[k].not())).collect();
         (ga_nz, gb_nz)

@@ -112,6 +112,111 @@ pub(super) fn pe(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, Rtl
 }
 
 
+/// The output-stationary processing element of floating-point types
+/// (docs/systolic.md, "The output-stationary floating-point grid"): `acc =
+/// acc ⊕ t`, t the lane tree of the products, `depth` cycles after the
+/// operands arrive; the accumulator starts each tile at +0.
+pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
+    let (ab, bb, l) = (p.a_type.bits(), p.b_type.bits(), p.lanes);
+    let mut m = ModuleBuilder::new("gpurtl_systolic_pe");
+    m.doc("Output-stationary processing element of gpurtl_systolic (seed 004 §331-333), floating point.");
+    m.doc(format!(
+        "acc = acc + the pairwise tree of {l} lane product(s) ({} x {} to binary32, nearest even); gated lanes do not multiply.",
+        p.a_type.name(),
+        p.b_type.name()
+    ));
+    let _clk = m.clock("clk_i");
+    let rst = m.reset("rst_i");
+    let a_i = m.input("a_i", l * ab, "A lanes from the left");
+    let valid_i = m.input("valid_i", 1, "a step is here");
+    let last_i = m.input("last_i", 1, "the step ends the tile");
+    let b_i = m.input("b_i", l * bb, "B lanes from above");
+    let a_o = m.output("a_o", l * ab, "A lanes to the right");
+    let valid_o = m.output("valid_o", 1, "valid to the right");
+    let last_o = m.output("last_o", 1, "last to the right");
+    let b_o = m.output("b_o", l * bb, "B lanes downwards");
+    let res_o = m.output("res_o", 32, "the last finished tile's result (binary32)");
+    let done_o = m.output("done_o", 1, "res_o changes at the end of this cycle");
+    let on = Expr::bit(true);
+    let flags = if p.gating {
+        let (a_nz_i, b_nz_i) =
+            (m.input("a_nz_i", l, "lane k of a_i is not zero"), m.input("b_nz_i", l, "lane k of b_i is not zero"));
+        let (a_nz_o, b_nz_o) = (m.output("a_nz_o", l, "a_nz to the right"), m.output("b_nz_o", l, "b_nz downwards"));
+        let a_nz_q = m.pipe("a_nz_q", &a_nz_i, &on);
+        let b_nz_q = m.pipe("b_nz_q", &b_nz_i, &on);
+        m.assign(&a_nz_o, &a_nz_q);
+        m.assign(&b_nz_o, &b_nz_q);
+        Some((a_nz_i, b_nz_i))
+    } else {
+        None
+    };
+    let a_q = m.pipe("a_q", &a_i, &on);
+    let b_q = m.pipe("b_q", &b_i, &on);
+    let valid_q = m.reg("valid_q", 1, 0);
+    let last_q = m.reg_noreset("last_q", 1);
+    m.next(&valid_q, &valid_i, None);
+    m.next(&last_q, &last_i, None);
+    m.assign(&a_o, &a_q);
+    m.assign(&b_o, &b_q);
+    m.assign(&valid_o, &valid_q);
+    m.assign(&last_o, &last_q);
+    let (mut mac_a, mut mac_b, nzs) = gate_lanes(&mut m, &a_i, &b_i, flags.as_ref().map(|(x, y)| (x, y)), p);
+    // (valid, last, some lane multiplies) beside the operands, stage by stage.
+    let any_nz = if p.gating { Expr::cat_lanes(&nzs).any() } else { on.clone() };
+    let mut ctl = (valid_i.clone(), last_i.clone(), any_nz);
+    let stage = |m: &mut ModuleBuilder, name: &str, ctl: &mut (Expr, Expr, Expr)| {
+        let v = m.reg(&format!("{name}_valid_q"), 1, 0);
+        m.next(&v, &ctl.0, None);
+        let last = m.pipe(&format!("{name}_last_q"), &ctl.1, &on);
+        let nz = if p.gating { m.pipe(&format!("{name}_nz_q"), &ctl.2, &on) } else { ctl.2.clone() };
+        *ctl = (v, last, nz);
+    };
+    if p.pipeline >= 2 {
+        mac_a = m.pipe("mac_a_q", &mac_a, &on);
+        mac_b = m.pipe("mac_b_q", &mac_b, &on);
+        stage(&mut m, "mac", &mut ctl);
+    }
+    let mut fronts: Vec<MulFront> = (0..l)
+        .map(|lane| fp::mul_front(&mut m, &format!("mul_l{lane}"), &mac_a.part(lane * ab, ab), p.a_type, &mac_b.part(lane * bb, bb), p.b_type))
+        .collect();
+    if p.pipeline >= 3 {
+        for (lane, f) in fronts.iter_mut().enumerate() {
+            let q = m.pipe(&format!("mul_l{lane}_front_q"), &f.pack(), &on);
+            *f = MulFront::unpack(&q, f.sig.width());
+        }
+        stage(&mut m, "mulf", &mut ctl);
+    }
+    let mut level: Vec<Expr> = fronts.iter().enumerate().map(|(lane, f)| fp::mul_back(&mut m, &format!("mul_l{lane}"), f)).collect();
+    if p.pipeline >= 1 {
+        level = level.iter().enumerate().map(|(lane, x)| m.pipe(&format!("prod_l{lane}_q"), x, &on)).collect();
+        stage(&mut m, "prod", &mut ctl);
+    }
+    let mut lv = 0;
+    while level.len() > 1 {
+        let mut next = Vec::new();
+        for (k, pair) in level.chunks(2).enumerate() {
+            let v = if pair.len() == 2 { fp::add(&mut m, &format!("tree{lv}_{k}"), &pair[0], &pair[1]) } else { pair[0].clone() };
+            next.push(m.pipe(&format!("tree{lv}_{k}_q"), &v, &on));
+        }
+        stage(&mut m, &format!("tree{lv}"), &mut ctl);
+        level = next;
+        lv += 1;
+    }
+    let (v, last, nz) = ctl;
+    // Gating: the accumulator holds when no lane multiplies (unless the
+    // tile ends): the same as adding +0.
+    let work = if p.gating { nz.or(&last) } else { on.clone() };
+    let acc = m.reg_noreset("acc_q", 32);
+    let total = fp::add(&mut m, "acc", &acc, &level[0]);
+    let acc_clear = m.let_("acc_clear", &rst.or(&last));
+    m.next(&acc, &acc_clear.mux(&Expr::zero(32), &total), Some(&rst.or(&v.and(&work))));
+    let done = m.let_("done", &v.and(&last));
+    let res = m.pipe("res_q", &total, &done);
+    m.assign(&res_o, &res);
+    m.assign(&done_o, &done);
+    m.finish()
+}
+
 /// The lanes of `a` and `b` with each lane zeroed when either operand of the
 /// lane is zero (PE gating, §333), and the per-lane non-zero flags. `flags`
 /// are the lanes' non-zero flags when they travel with the operands (one bit

@@ -201,7 +201,9 @@ fn fp_choice(e: &mut Violations, obj: &serde_json::Map<String, Value>, key: &str
 /// beyond its largest finite value) or bit patterns (`a_bits`, `b_bits`:
 /// integers below 2^bits), C0 as numbers (`c0`, rounded to binary32) or
 /// binary32 patterns (`c0_bits`, below 2^32); the [`Gemm`] holds the
-/// patterns either way.
+/// patterns either way. A grid without `c0_add` (an integer grid built so,
+/// and every output-stationary floating-point grid, which adds no C0 yet)
+/// takes no C0: `c0` (or `c0_bits`) is an error, each key given reported.
 pub fn parse_input(v: &Value, cfg: &SystolicParams) -> Result<Gemm, InputErrors> {
     let mut e = Violations::default();
     let Some(obj) = v.as_object() else {
@@ -270,12 +272,22 @@ pub fn parse_input(v: &Value, cfg: &SystolicParams) -> Result<Gemm, InputErrors>
 
     // C0: `Some(None)` when given but refused.
     let c0_key = if float && obj.contains_key("c0_bits") { "c0_bits" } else { "c0" };
+    // Without the C0 add (integer os grids built so, and every
+    // output-stationary floating-point grid: it adds no C0 yet) any C0 is an
+    // error, as numbers or as patterns; each key given is reported (an
+    // integer grid's `c0_bits` is already refused with the keys).
+    let c0_refused = !cfg.c0_add && {
+        let keys: &[&str] = if float { &["c0", "c0_bits"] } else { &["c0"] };
+        let mut given = false;
+        for &key in keys.iter().filter(|&&k| obj.contains_key(k)) {
+            e.push(err(key, "(given)", "absent: the grid is built without the C0 add (parameter c0_add = false)"));
+            given = true;
+        }
+        given
+    };
     let c0 = match obj.get(c0_key) {
         None => None,
-        Some(_) if !cfg.c0_add => {
-            e.push(err(c0_key, "(given)", "absent: the grid is built without the C0 add (parameter c0_add = false)"));
-            None
-        }
+        Some(_) if c0_refused => None,
         Some(cv) => {
             let src = if float {
                 fp_choice(&mut e, obj, "c0", "C0", false).map(|numbers| fp_source("c0", numbers, "binary32", 32, f32_from_f64))

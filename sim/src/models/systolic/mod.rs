@@ -19,9 +19,9 @@
 //! a tile-ending candidate waits while an earlier tile is in flight
 //!              (cycles s+1 ..= its last row transfer - 1: the last row
 //!              has moved into the output register)
-//! tile ending at s: row r ready at s + r + C + 1 + pipeline; transferred at
-//!              max(ready + 1, previous row transfer + 1) (the output
-//!              register); all R rows go out
+//! tile ending at s: row r ready at s + r + C + 1 + D (D = depth, below);
+//!              transferred at max(ready + 1, previous row transfer + 1)
+//!              (the output register); all R rows go out
 //! loader ready: holds nothing, or the candidate issued and nothing remains
 //! accepted in cycle c -> held from c + 1
 //! cycles = last row transfer - first accept by the unit, one cycle before the
@@ -49,11 +49,13 @@
 //! cycles = last transfer - first weight transfer (cycle 0), + 1; 0 no tile
 //! ```
 //!
-//! D = `cfg.depth()`: `pipeline` for integers, `pipeline + ceil(log2
-//! lanes)` for floating point.
+//! D = `cfg.depth()` in both dataflows: `pipeline` for integers (so the
+//! integer timing is the spec's with P), `pipeline + ceil(log2 lanes)` for
+//! floating point (the lane tree's registered levels).
 //!
-//! Floating point (`a_type`/`b_type` in bf16, fp16, fp8e4m3, fp8e5m2; ws
-//! only, binary32 accumulation; docs/systolic.md "Floating point"): A and B
+//! Floating point (`a_type`/`b_type` in bf16, fp16, fp8e4m3, fp8e5m2;
+//! binary32 accumulation; both dataflows, output-stationary only without
+//! `c0_add`; docs/systolic.md "Floating point"): A and B
 //! hold the elements' bit patterns, C0 and C binary32 patterns (as `i64`,
 //! 0 .. 2^bits). C is the spec's definition straight from A and B, with the
 //! arithmetic core of `fp.rs` (each operation canonical: no -0, one NaN):
@@ -77,6 +79,25 @@
 //!              tile's output row for the same matrix row (the vector of the
 //!              same index); it is offered only from the cycle after that
 //!              row's transfer (otherwise back-to-back, as above)
+//! ```
+//!
+//! Output-stationary floating point ("The output-stationary floating-point
+//! grid"): the same sequencer, loader and counters as for integers, with
+//! every zero test the type's and D in place of P (the [`Loader`] reads
+//! `cfg.depth()`). There is no C0 (`c0_add` = false; `parse_input` refuses
+//! `c0` and `c0_bits`), so C is the reference from +0. Each PE's
+//! accumulator starts a tile at +0 and adds the lane tree of each step it
+//! is given; a gated lane's product is +0, a skipped step's t is +0 and the
+//! null step adds nothing, and acc ⊕ +0 = acc (acc canonical), so the tile
+//! gives ((+0 ⊕ t_0) ⊕ t_1) ⊕ ... over all ceil(K/L) steps, the reference,
+//! whatever the skipping parameters; a row or column left out by
+//! `rowcol_skip` is +0, which is start(no C0). So `run` takes C from the
+//! reference, as for integers:
+//!
+//! ```text
+//! C[m][n] = ((+0 ⊕ t_0) ⊕ t_1) ⊕ ... ⊕ t_last
+//! row r of a tile ending at s ready at s + r + C + 1 + D,
+//!              D = pipeline + ceil(log2 lanes)
 //! ```
 
 //!
@@ -158,7 +179,11 @@ impl Outcome {
 /// the driver's rule allows). `dataflow = "ws"` uses [`ws_program`] and the
 /// WS cycle rules (C is the same: the K blocks accumulating through
 /// `out_c0_i` give the same sum modulo 2^acc_bits, and the floating-point
-/// running sums add the steps in the same order); anything else is `os`.
+/// running sums add the steps in the same order); anything else is `os`,
+/// whose loader takes D = `cfg.depth()` for P (`pipeline + ceil(log2
+/// lanes)` for floating point; a floating-point `os` grid has no C0 add,
+/// and its tiles' accumulators start at +0, so C is the reference from +0:
+/// `g.c0` is `None`, [`parse_input`] refuses a C0 for it).
 pub fn run(cfg: &SystolicParams, g: &Gemm) -> Outcome {
     let c = reference_c(cfg, g);
     // The tiles are built as the cycle loops reach them, one at a time.

@@ -737,6 +737,7 @@ fn os_ignores_ws() {
 use super::fp::{FpType, INF, NAN};
 use super::reference::{lane_tree, reference_fp};
 use crate::rng::Rng;
+use gpurtl_params::BlockParams;
 
 /// A floating-point WS grid: R x C, `lanes` lanes, pipeline 0.
 fn fpc(t: ElemType, u: ElemType, rows: u32, cols: u32, lanes: u32) -> SystolicParams {
@@ -1101,10 +1102,12 @@ fn fp_negative_zero_is_skipped() {
     assert_eq!(o2.c, o.c);
     assert_eq!((o2.useful_macs, o2.gated_products, o2.skipped_ksteps), (1, 8 - 1, 0));
     // The output-stationary sequencer and loader test zeros the same way
-    // (fp is ws-only in the parameters; the code paths agree).
-    let os = SystolicParams { dataflow: Dataflow::Os, ..c.clone() };
+    // (the OS floating-point grid has no C0: the dropped elements are +0).
+    let os = SystolicParams { dataflow: Dataflow::Os, c0_add: false, ..c.clone() };
+    os.validate().unwrap();
+    let g = Gemm { c0: None, ..g };
     let o3 = run(&os, &g);
-    assert_eq!(o3.c, o.c);
+    assert_eq!(o3.c, vec![vec![0x4000_0000, 0], vec![0, 0]]);
     assert_eq!((o3.useful_macs, o3.gated_products, o3.skipped_ksteps), (1, 0, 1));
     assert_eq!(program(&os, &g).len(), 1);
 }
@@ -1311,4 +1314,335 @@ fn fp_output_json() {
     let mut keys: Vec<&String> = v.as_object().unwrap().keys().collect();
     keys.sort();
     assert_eq!(keys, ["c", "c_bits", "cycles"]);
+}
+
+// ---- floating point, output-stationary (dataflow = os, c0_add = false) ----
+//
+// Hand-worked cycles follow "The grid, cycle by cycle" with P replaced by
+// D = pipeline + ceil(log2 lanes) ("The output-stationary floating-point
+// grid", "Timing"): the loader's cycle 0 is its first accept (the unit's
+// is one earlier: `1 + ...`); row r of a tile ending at s is ready at
+// s + r + C + 1 + D and transferred at the later of (ready + 1) and (the
+// previous row's transfer + 1); a tile-ending step waits while an earlier
+// tile is in flight (from the cycle after its ending step to the cycle
+// before its last row's transfer).
+
+/// A floating-point OS grid: R x C, `lanes` lanes, `pipeline`, no C0 add;
+/// each lane slot as wide as the wider type.
+fn fpo(t: ElemType, u: ElemType, rows: u32, cols: u32, lanes: u32, pipeline: u32) -> SystolicParams {
+    let slot = t.bits().max(u.bits());
+    SystolicParams {
+        a_type: t,
+        b_type: u,
+        lanes,
+        channel_bits: slot * lanes,
+        acc_bits: 32,
+        pipeline,
+        c0_add: false,
+        ..cfg(rows, cols)
+    }
+}
+
+/// The i8 grid of the same shape, lanes, parameters and `pipeline`.
+fn int_of(c: &SystolicParams, pipeline: u32) -> SystolicParams {
+    SystolicParams { a_type: ElemType::I8, b_type: ElemType::I8, channel_bits: 8 * c.lanes, pipeline, ..c.clone() }
+}
+
+/// The integer GEMM with the same zeros: 0 where the element is zero (+0
+/// or -0), 1 elsewhere.
+fn zero_pattern(c: &SystolicParams, g: &Gemm) -> Gemm {
+    let f = |m: &Vec<Vec<i64>>, t: ElemType| m.iter().map(|r| r.iter().map(|&x| !t.is_zero(x) as i64).collect()).collect();
+    Gemm { a: f(&g.a, c.a_type), b: f(&g.b, c.b_type), c0: None }
+}
+
+/// (cycles, useful, gated, skipped) of an outcome.
+fn counts(o: &Outcome) -> (u64, u64, u64, u64) {
+    (o.cycles, o.useful_macs, o.gated_products, o.skipped_ksteps)
+}
+
+#[test]
+fn fp_os_timing_by_hand() {
+    use ElemType::{Fp16, Fp8e4m3};
+    let dense = |t: ElemType, m: usize, k: usize, n: usize| {
+        let one = FpType::of(t).unwrap().from_f64(1.0).unwrap() as i64;
+        Gemm { a: vec![vec![one; k]; m], b: vec![vec![one; n]; k], c0: None }
+    };
+    let check = |c: &SystolicParams, g: &Gemm, want: (u64, u64, u64, u64), int_want: (u64, u64, u64, u64), c_want: i64| {
+        c.validate().unwrap();
+        let o = run(c, g);
+        assert_eq!(counts(&o), want, "{c:?}");
+        assert_eq!(o.c, vec![vec![c_want; g.b[0].len()]; g.a.len()]);
+        let i = int_of(c, c.pipeline);
+        i.validate().unwrap();
+        assert_eq!(counts(&run(&i, &zero_pattern(c, g))), int_want, "{i:?}");
+    };
+    // 1x1, lanes 1, pipeline 0: D = 0 = P. fp16 K = 3: issues at 1, 2, 3
+    // (ending); row 0 ready at 3+0+1+1+0 = 5, out at 6: 1 + 6 cycles, as
+    // the integer grid (cycles_single_pe_one_tile). C = 3.0.
+    let c = fpo(Fp16, Fp16, 1, 1, 1, 0);
+    assert_eq!(c.depth(), 0);
+    check(&c, &dense(Fp16, 1, 3, 1), (1 + 6, 3, 0, 0), (1 + 6, 3, 0, 0), 0x4040_0000);
+    // 1x1, lanes 4, pipeline 0: D = 0 + 2 = 2. fp8e4m3 K = 8, two steps:
+    // issues at 1, 2 (ending); ready at 2+0+1+1+2 = 6, out at 7: 1 + 7.
+    // i8 (D = 0): ready at 4, out at 5: 1 + 5; the extra depth shows once.
+    // C = 8.0.
+    let c = fpo(Fp8e4m3, Fp8e4m3, 1, 1, 4, 0);
+    assert_eq!(c.depth(), 2);
+    check(&c, &dense(Fp8e4m3, 1, 8, 1), (1 + 7, 8, 0, 0), (1 + 5, 8, 0, 0), 0x4100_0000);
+    // 1x1, lanes 3, pipeline 1: D = 1 + ceil(log2 3) = 3. K = 3, one
+    // step: issues at 1 (ending); ready at 1+0+1+1+3 = 6, out at 7: 1 + 7.
+    // i8 (D = 1): ready at 4, out at 5: 1 + 5. C = 3.0.
+    let c = fpo(Fp8e4m3, Fp8e4m3, 1, 1, 3, 1);
+    assert_eq!(c.depth(), 3);
+    check(&c, &dense(Fp8e4m3, 1, 3, 1), (1 + 7, 3, 0, 0), (1 + 5, 3, 0, 0), 0x4040_0000);
+    // 2x2, lanes 1, pipeline 2: D = 2 = P. fp16 M = K = N = 2, one tile:
+    // issues at 1, 2 (ending); rows ready at 2+0+2+1+2 = 7 and 8, out at 8
+    // and 9: 1 + 9, as the integer grid. C = 2.0.
+    let c = fpo(Fp16, Fp16, 2, 2, 1, 2);
+    assert_eq!(c.depth(), 2);
+    check(&c, &dense(Fp16, 2, 2, 2), (1 + 9, 8, 0, 0), (1 + 9, 8, 0, 0), 0x4000_0000);
+    // 2x2, lanes 4, pipeline 2: D = 4. fp16 M = 2, K = 4, N = 4: two tiles
+    // (column blocks) of one step each, one group each.
+    //  0: accept tile 0's group.  1: its step issues (ending, s = 1);
+    //  nothing remains: accept tile 1's group. Rows ready at 1+0+2+1+4 = 8
+    //  and 9, out at 9 and 10: tile 0 in flight 2..=9.
+    //  2..9: tile 1's step (ending) waits.  10: it issues; rows ready at
+    //  10+3+4 = 17 and 18, out at 18, 19: 1 + 19.
+    // i8 (D = 2): tile 0's rows out at 7, 8 (in flight 2..=7); tile 1
+    // issues at 8, rows out at 14, 15: 1 + 15. The extra depth (2) shows
+    // twice: tile 1 waits for tile 0's deeper drain, then drains deeper.
+    // C = 4.0.
+    let c = fpo(Fp16, Fp16, 2, 2, 4, 2);
+    assert_eq!(c.depth(), 4);
+    check(&c, &dense(Fp16, 2, 4, 4), (1 + 19, 32, 0, 0), (1 + 15, 32, 0, 0), 0x4080_0000);
+    // 1x1, lanes 4, pipeline 0 (D = 2), M = 2, K = 20 (5 steps, one group
+    // per tile): tile 0 issues at 1..5 (ending at 5) and its group is done
+    // at 5: tile 1's group accepted at 5. Tile 0's row ready at
+    // 5+0+1+1+2 = 9, out at 10: in flight 6..=9. Tile 1 issues at 6..9 and
+    // its ending step at 10, after the window: no wait. Ready at 14, out at
+    // 15: 1 + 15. i8 (D = 0): tile 0 out at 8, tile 1 ends at 10, out at
+    // 13: 1 + 13. The depth is hidden behind tile 1's steps but the last
+    // tile's: it shows once. C = 20.0.
+    let c = fpo(Fp8e4m3, Fp8e4m3, 1, 1, 4, 0);
+    check(&c, &dense(Fp8e4m3, 2, 20, 1), (1 + 15, 40, 0, 0), (1 + 13, 40, 0, 0), 0x41A0_0000);
+}
+
+#[test]
+fn fp_os_zeros_by_hand() {
+    use ElemType::Fp16;
+    // 1x1, lanes 1, pipeline 2 (D = 2), fp16. A = (1, -0, 2, +0), B = (3,
+    // 4, 5, 6): steps 1 and 3 have a zero A slice (-0 and +0 alike).
+    // C = 1*3 + 2*5 = 13 = 0x41500000 with every parameter.
+    let g = Gemm { a: vec![vec![0x3C00, 0x8000, 0x4000, 0x0000]], b: vec![vec![0x4200], vec![0x4400], vec![0x4500], vec![0x4600]], c0: None };
+    let on = fpo(Fp16, Fp16, 1, 1, 1, 2);
+    on.validate().unwrap();
+    // Load filter: steps 0, 2 issue at 1, 2 (ending); ready at
+    // 2+0+1+1+2 = 6, out at 7: 1 + 7; 2 skipped.
+    let o = run(&on, &g);
+    assert_eq!(o.c, vec![vec![0x4150_0000]]);
+    assert_eq!(counts(&o), (1 + 7, 2, 0, 2));
+    // No load filter: steps 0..3 issue at 1..4; ready at 8, out at 9:
+    // 1 + 9; the two zero steps are gated (1 product each), or not counted
+    // without gating.
+    let off = SystolicParams { load_filter: false, ..on.clone() };
+    let o = run(&off, &g);
+    assert_eq!(o.c, vec![vec![0x4150_0000]]);
+    assert_eq!(counts(&o), (1 + 9, 2, 2, 0));
+    let o = run(&SystolicParams { gating: false, ..off.clone() }, &g);
+    assert_eq!((o.c.clone(), counts(&o)), (vec![vec![0x4150_0000]], (1 + 9, 2, 0, 0)));
+    // The integer grid with the same zeros and pipeline gives the same.
+    for c in [&on, &off] {
+        assert_eq!(counts(&run(&int_of(c, 2), &zero_pattern(c, &g))), counts(&run(c, &g)));
+    }
+    // The null step: 1x1, lanes 2 (D = 0 + 1 = 1), no row/column skip, an
+    // A row of -0 and +0: the tile's one step is not useful, so the last
+    // group issues the null step at 1 (ending); ready at 1+0+1+1+1 = 4,
+    // out at 5: 1 + 5 (i8: 1 + 4). It counts nothing; the step is
+    // skipped. C = +0.
+    let c = SystolicParams { rowcol_skip: false, ..fpo(Fp16, Fp16, 1, 1, 2, 0) };
+    c.validate().unwrap();
+    let g = Gemm { a: vec![vec![0x8000, 0x0000]], b: vec![vec![0x3C00], vec![0x8000]], c0: None };
+    let o = run(&c, &g);
+    assert_eq!((o.c.clone(), counts(&o)), (vec![vec![0]], (1 + 5, 0, 0, 1)));
+    assert_eq!(counts(&run(&int_of(&c, 0), &zero_pattern(&c, &g))), (1 + 4, 0, 0, 1));
+    // With row/column skip the row of zeros is dropped: no tile at all,
+    // 0 cycles, C = +0 (start without C0).
+    let o = run(&SystolicParams { rowcol_skip: true, ..c }, &g);
+    assert_eq!((o.c.clone(), counts(&o)), (vec![vec![0]], (0, 0, 0, 0)));
+    // Padding and zero lanes are gated: 2x2 grid, lanes 2, on a 1 x 3 x 1
+    // GEMM (-0 in A's lane 1 of step 0; step 1's lane 1 is padding):
+    // step 0: 1 useful pair, 2*2*2 - 1 = 7 gated; step 1: 1 useful, 7
+    // gated. C = 1*1 + (-0)*Inf + 2*1 = 3.0 (the zero times Inf is +0).
+    let c = fpo(Fp16, Fp16, 2, 2, 2, 0);
+    let g = Gemm { a: vec![vec![0x3C00, 0x8000, 0x4000]], b: vec![vec![0x3C00], vec![0x7C00], vec![0x3C00]], c0: None };
+    let o = run(&c, &g);
+    assert_eq!(o.c, vec![vec![0x4040_0000]]);
+    assert_eq!((o.useful_macs, o.gated_products, o.skipped_ksteps), (2, 14, 0));
+}
+
+/// C played through the OS program as the floating-point grid computes it
+/// ("The output-stationary floating-point grid", "Arithmetic"): each PE's
+/// accumulator starts a tile at +0; each issued step (with `load_filter`
+/// the useful ones: A slice and B slice both with a non-zero element, -0
+/// being zero; without, every present step) adds its lane tree, a gated
+/// lane's product being +0 without a multiply, and a step whose lanes are
+/// all gated leaving the accumulator as it is; a group with nothing useful
+/// adds nothing (the null step). Elements no tile covers are +0.
+fn os_replay_fp(cfg: &SystolicParams, g: &Gemm, tiles: &[Tile]) -> Vec<Vec<i64>> {
+    let (ta, tb) = (FpType::of(cfg.a_type).unwrap(), FpType::of(cfg.b_type).unwrap());
+    let (m, n) = (g.a.len(), g.b[0].len());
+    let mut c = vec![vec![0i64; n]; m];
+    for t in tiles {
+        let mut acc = vec![vec![0u32; t.cols.len()]; t.rows.len()];
+        for grp in &t.groups {
+            for st in grp.steps() {
+                let nz = |v: &Vec<Vec<i64>>, ty: FpType| v.iter().flatten().any(|&x| !ty.is_zero(x as u32));
+                if cfg.load_filter && !(nz(&st.a, ta) && nz(&st.b, tb)) {
+                    continue;
+                }
+                for (i, a) in st.a.iter().enumerate() {
+                    for (j, b) in st.b.iter().enumerate() {
+                        let gated: Vec<bool> = a.iter().zip(b).map(|(&x, &y)| ta.is_zero(x as u32) || tb.is_zero(y as u32)).collect();
+                        if cfg.gating && gated.iter().all(|&z| z) {
+                            continue;
+                        }
+                        let p: Vec<u32> = (0..a.len())
+                            .map(|l| if cfg.gating && gated[l] { 0 } else { fp::mul(ta, a[l] as u32, tb, b[l] as u32) })
+                            .collect();
+                        acc[i][j] = fp::add(acc[i][j], fp::tree(&p));
+                    }
+                }
+            }
+        }
+        for (i, row) in t.rows.iter().enumerate() {
+            for (j, col) in t.cols.iter().enumerate() {
+                if let (Some(r), Some(cc)) = (row, col) {
+                    c[*r][*cc] = acc[i][j] as i64;
+                }
+            }
+        }
+    }
+    c
+}
+
+#[test]
+fn fp_os_zero_skipping_is_exact() {
+    // Block-sparse random matrices with zeros of both signs on OS grids:
+    // C is the host definition and the program's replay with every
+    // skipping parameter on or off; the counters and cycles are the
+    // integer grid's with the same zeros at pipeline D, do not depend on the
+    // zeros' signs, and useful is the direct count of non-zero products.
+    let mut rng = Rng::new(0x05f9);
+    let types = [ElemType::Bf16, ElemType::Fp16, ElemType::Fp8e4m3, ElemType::Fp8e5m2];
+    for case in 0..50 {
+        let (t, u) = (*rng.pick(&types), *rng.pick(&types));
+        let (rows, cols) = (1 + rng.below(3) as u32, 1 + rng.below(3) as u32);
+        let lanes = [1u32, 2, 3, 4][rng.below(4) as usize];
+        let group = 1 + rng.below(3) as u32;
+        let (m, k, n) = (1 + rng.below(6) as usize, 1 + rng.below(10) as usize, 1 + rng.below(6) as usize);
+        let specials = rng.chance(30);
+        let sparse = |rng: &mut Rng, r: usize, c: usize, ty: ElemType| -> Vec<Vec<i64>> {
+            let dead: Vec<Vec<bool>> = (0..r.div_ceil(2)).map(|_| (0..c.div_ceil(2)).map(|_| rng.chance(50)).collect()).collect();
+            (0..r)
+                .map(|i| {
+                    (0..c)
+                        .map(|j| {
+                            if dead[i / 2][j / 2] || rng.chance(10) {
+                                (rng.below(2) as i64) << (ty.bits() - 1)
+                            } else {
+                                rand_elem(rng, ty, specials)
+                            }
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let g = Gemm { a: sparse(&mut rng, m, k, t), b: sparse(&mut rng, k, n, u), c0: None };
+        let resign = |g: &Gemm, neg: bool| {
+            let f = |mat: &Vec<Vec<i64>>, ty: ElemType| -> Vec<Vec<i64>> {
+                mat.iter().map(|r| r.iter().map(|&x| if ty.is_zero(x) { (neg as i64) << (ty.bits() - 1) } else { x }).collect()).collect()
+            };
+            Gemm { a: f(&g.a, t), b: f(&g.b, u), c0: None }
+        };
+        let nz: u64 = (0..m)
+            .flat_map(|i| (0..k).flat_map(move |kk| (0..n).map(move |j| (i, kk, j))))
+            .filter(|&(i, kk, j)| !t.is_zero(g.a[i][kk]) && !u.is_zero(g.b[kk][j]))
+            .count() as u64;
+        let pipeline = rng.below(4) as u32;
+        let want = host_c(&fpo(t, u, rows, cols, lanes, pipeline), &g);
+        for bits in 0..8u32 {
+            let c = SystolicParams {
+                load_filter: bits & 1 != 0,
+                rowcol_skip: bits & 2 != 0,
+                gating: bits & 4 != 0,
+                group,
+                ..fpo(t, u, rows, cols, lanes, pipeline)
+            };
+            c.validate().unwrap();
+            let o = run(&c, &g);
+            assert_eq!(o.c, want, "case {case} params {bits}");
+            let tiles = program(&c, &g);
+            assert_eq!(os_replay_fp(&c, &g, &tiles), want, "case {case} params {bits}");
+            assert_eq!(o.useful_macs, nz, "case {case} params {bits}");
+            // The integer grid with the same zeros at pipeline D.
+            let d = c.depth();
+            assert_eq!(d, pipeline + [0, 1, 2, 2][lanes as usize - 1]);
+            let i = int_of(&c, d);
+            let zp = zero_pattern(&c, &g);
+            assert_eq!(counts(&o), counts(&run(&i, &zp)), "case {case} params {bits}");
+            assert_eq!(tiles.len(), program(&i, &zp).len());
+            // At the fp grid's own pipeline the integer grid is no slower,
+            // and the same when D = pipeline (lanes 1).
+            let ip = run(&int_of(&c, pipeline), &zp);
+            assert!(ip.cycles <= o.cycles);
+            if lanes == 1 {
+                assert_eq!(ip.cycles, o.cycles);
+            }
+            for neg in [false, true] {
+                let h = resign(&g, neg);
+                assert_eq!(run(&c, &h), o, "case {case} params {bits}: the zeros' signs");
+                assert_eq!(program(&c, &h).len(), tiles.len());
+            }
+        }
+    }
+}
+
+#[test]
+fn fp_os_c0_is_an_error() {
+    let c = fpo(ElemType::Fp16, ElemType::Fp16, 2, 2, 1, 2);
+    c.validate().unwrap();
+    // The parameters: c0_add = true with fp and os is refused.
+    assert!(SystolicParams { c0_add: true, ..c.clone() }.validate().is_err());
+    let msg = "must be absent: the grid is built without the C0 add (parameter c0_add = false)";
+    let all = |v: Value, p: &SystolicParams| -> Vec<String> { parse_input(&v, p).unwrap_err().0.iter().map(|x| x.to_string()).collect() };
+    assert_eq!(all(json!({"a": [[1]], "b": [[1]], "c0": [[1]]}), &c), [format!("input `c0` = (given): {msg}")]);
+    assert_eq!(all(json!({"a": [[1]], "b": [[1]], "c0_bits": [[0]]}), &c), [format!("input `c0_bits` = (given): {msg}")]);
+    // Both given: each is reported (neither may be present).
+    assert_eq!(
+        all(json!({"a": [[1]], "b": [[1]], "c0": [[1]], "c0_bits": [[0]]}), &c),
+        [format!("input `c0` = (given): {msg}"), format!("input `c0_bits` = (given): {msg}")]
+    );
+    // Even a bad C0 is only refused, not read; the other matrices still are.
+    assert_eq!(
+        all(json!({"a": [[70000]], "b": [[1]], "c0": "x"}), &c),
+        [
+            "input `a[0][0]` = 70000: must be a number that rounds to a finite fp16 value (magnitude below 65520; the largest finite fp16 is 65504); NaN and Inf only as bit patterns, in `a_bits`".to_string(),
+            format!("input `c0` = (given): {msg}")
+        ]
+    );
+    // The integer grid without c0_add: the same message for `c0`;
+    // `c0_bits` is refused once, as a pattern key for integer types.
+    let i = SystolicParams { c0_add: false, ..cfg(2, 2) };
+    assert_eq!(all(json!({"a": [[1]], "b": [[1]], "c0": [[1]]}), &i), [format!("input `c0` = (given): {msg}")]);
+    assert_eq!(
+        all(json!({"a": [[1]], "b": [[1]], "c0_bits": [[1]]}), &i),
+        ["input `c0_bits` = (given): must be absent: bit patterns are for floating-point types; integer types (i8 x i8) take `c0`"]
+    );
+    // Without C0 the input is read (numbers or patterns), and runs from +0.
+    let g = parse_input(&json!({"a": [[1.5, -0.0]], "b_bits": [[0x4000], [0x7C00]]}), &c).unwrap();
+    assert_eq!(g, Gemm { a: vec![vec![0x3E00, 0x8000]], b: vec![vec![0x4000], vec![0x7C00]], c0: None });
+    assert_eq!(run(&c, &g).c, vec![vec![0x4040_0000]]);
+    // The WS floating-point grid keeps its C0.
+    let w = fpc(ElemType::Fp16, ElemType::Fp16, 2, 2, 1);
+    assert!(parse_input(&json!({"a": [[1]], "b": [[1]], "c0": [[1]]}), &w).is_ok());
 }

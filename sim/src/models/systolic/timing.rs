@@ -111,6 +111,13 @@ pub struct TileEnd {
 /// with the output always ready. Cycles are numbered from `first` (given to
 /// [`Loader::new`]), one a [`Loader::step`]; a group taken in cycle `c` is
 /// held from `c + 1`.
+///
+/// The pipeline term is the depth D = `cfg.depth()` ("The output-stationary
+/// floating-point grid", "Timing": P replaced by D): row `r` of a tile whose
+/// tile-ending step issued in cycle `s` is ready from `s + r + C + 1 + D`,
+/// and so the tile is in flight until its last row, D later as well. For
+/// integer types D = `pipeline`; for floating point `pipeline + ceil(log2
+/// lanes)`.
 pub struct Loader<G> {
     cfg: SystolicParams,
     /// The cycle the next [`Loader::step`] plays.
@@ -173,6 +180,9 @@ impl<G: Borrow<Group>> Loader<G> {
     pub fn step(&mut self, offer: &mut Option<G>) -> Option<TileEnd> {
         let cfg = &self.cfg;
         let (r, c, l) = (cfg.rows as u64, cfg.cols as u64, cfg.lanes as u64);
+        // The depth D: `pipeline`, plus ceil(log2 lanes) for floating point
+        // (the lane tree's levels), in place of P in every rule.
+        let d = cfg.depth() as u64;
         let cycle = self.cycle;
         let mut end = None;
         let mut ready = true;
@@ -200,8 +210,9 @@ impl<G: Borrow<Group>> Loader<G> {
                             let s = cycle;
                             let mut rows = Vec::with_capacity(r as usize);
                             for row in 0..r {
-                                // +1: the output register in front of the port.
-                                let ready_at = s + row + c + 1 + cfg.pipeline as u64 + 1;
+                                // Row `row` ready at s + row + C + 1 + D; +1: the
+                                // output register in front of the port.
+                                let ready_at = s + row + c + 1 + d + 1;
                                 let t = match self.last_transfer {
                                     Some(p) => ready_at.max(p + 1),
                                     None => ready_at,
