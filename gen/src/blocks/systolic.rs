@@ -152,11 +152,14 @@ impl BlockDef for Systolic {
             bo.running(&format!("{pct}% zero k-slices, load filter on"));
             let (o_on, _) = run(&on, &g)?;
             bo.done(&format!("{pct}% zero k-slices, load filter on"));
-            let zero_k = g.a[0].iter().enumerate().filter(|(k, _)| g.a.iter().all(|row| p.a_type.is_zero(row[*k]))).count();
+            // All-zero k-slices of A (a k-step's `lanes` columns).
+            let l = p.lanes as usize;
+            let steps = 64usize.div_ceil(l);
+            let zero_k = (0..steps).filter(|st| g.a.iter().all(|row| row[st * l..(st * l + l).min(64)].iter().all(|&x| p.a_type.is_zero(x)))).count();
             let speedup = o_off.cycles as f64 / o_on.cycles as f64;
             let _ = writeln!(
                 out,
-                "{pct}% zero k-slices ({zero_k}/64 measured): filter off {} cycles, on {} cycles, {speedup:.2}x fewer (skipped {} k-steps)",
+                "{pct}% zero k-slices ({zero_k}/{steps} measured): filter off {} cycles, on {} cycles, {speedup:.2}x fewer (skipped {} k-steps)",
                 o_off.cycles, o_on.cycles, o_on.skipped_ksteps
             );
             filter_rows.push(json!({"zero_pct": pct, "zero_kslices": zero_k, "cycles_filter_off": o_off.cycles, "cycles_filter_on": o_on.cycles, "speedup": speedup, "skipped_ksteps": o_on.skipped_ksteps}));
@@ -271,8 +274,8 @@ fn model_vs_rtl(p: &SystolicParams, out: &mut dyn Write) -> Result<Value> {
     }))
 }
 
-/// A GEMM whose A has exactly `zero_pct` percent of its k columns all zero
-/// (chosen at random), so that share of the k-slices is zero; other values
+/// A GEMM whose A has exactly `zero_pct` percent of its k-slices all zero
+/// (chosen at random; a k-slice is a k-step's `lanes` columns); other values
 /// are non-zero: integers from -127 to 127 (for floating point, those
 /// divided by 16, rounded to the element type, so never zero, Inf or NaN).
 fn sparse_gemm(rng: &mut Rng, p: &SystolicParams, m: usize, k: usize, n: usize, zero_pct: u32) -> Gemm {
@@ -290,18 +293,21 @@ fn sparse_gemm(rng: &mut Rng, p: &SystolicParams, m: usize, k: usize, n: usize, 
             }
         }
     };
-    // Partial Fisher-Yates: the first k*pct/100 of a shuffled order are dead.
-    let mut order: Vec<usize> = (0..k).collect();
-    let n_dead = k * zero_pct as usize / 100;
+    // Partial Fisher-Yates over the k-slices (a k-step's `lanes` K
+    // indices): the first steps*pct/100 of a shuffled order are dead.
+    let l = p.lanes as usize;
+    let steps = k.div_ceil(l);
+    let mut order: Vec<usize> = (0..steps).collect();
+    let n_dead = steps * zero_pct as usize / 100;
     for i in 0..n_dead {
-        let j = i + rng.below((k - i) as u64) as usize;
+        let j = i + rng.below((steps - i) as u64) as usize;
         order.swap(i, j);
     }
-    let mut dead = vec![false; k];
-    for &kk in &order[..n_dead] {
-        dead[kk] = true;
+    let mut dead = vec![false; steps];
+    for &st in &order[..n_dead] {
+        dead[st] = true;
     }
-    let a = (0..m).map(|_| (0..k).map(|kk| if dead[kk] { 0 } else { nz(rng, p.a_type) }).collect()).collect();
+    let a = (0..m).map(|_| (0..k).map(|kk| if dead[kk / l] { 0 } else { nz(rng, p.a_type) }).collect()).collect();
     let b = (0..k).map(|_| (0..n).map(|_| nz(rng, p.b_type)).collect()).collect();
     Gemm { a, b, c0: None }
 }
