@@ -114,6 +114,7 @@ impl CuParams {
             rowcol_skip: false,
             stats: false,
             c0_add: false,
+            fp_stages: 0,
         }
     }
     /// The `cbload` the unit's `cdl` runs on (docs/cu.md, "`cdl`"): views

@@ -124,6 +124,9 @@ pub struct SystolicParams {
     /// The `out_c0_i` port and its add on the result rows (os only: the
     /// weight-stationary grid adds K blocks through it).
     pub c0_add: bool,
+    /// Registers inside each binary32 add of the floating-point
+    /// weight-stationary PE: an add takes `fp_stages + 1` cycles.
+    pub fp_stages: u32,
 }
 
 impl Default for SystolicParams {
@@ -145,6 +148,7 @@ impl Default for SystolicParams {
             dsp: Dsp::Auto,
             stats: true,
             c0_add: true,
+            fp_stages: 0,
         }
     }
 }
@@ -168,14 +172,20 @@ impl SystolicParams {
         self.a_type.is_float()
     }
     /// Cycles from a PE's A lanes to its partial sum add: `pipeline`, plus
-    /// one per level of the lane tree for floating point (docs/systolic.md,
-    /// "The floating-point grid").
+    /// H = [`hop`](Self::hop) per level of the lane tree for floating point
+    /// (docs/systolic.md, "The floating-point grid").
     pub fn depth(&self) -> u32 {
         if self.float() {
-            self.pipeline + clog2(self.lanes as u64)
+            self.pipeline + clog2(self.lanes as u64) * self.hop()
         } else {
             self.pipeline
         }
+    }
+    /// Cycles of one binary32 add, H = `fp_stages` + 1: a partial sum's hop
+    /// from one PE row to the next in the weight-stationary grid (1 for
+    /// integers).
+    pub fn hop(&self) -> u32 {
+        self.fp_stages + 1
     }
     /// Width of one product: bits(a) + bits(b), one more for mixed signedness.
     pub fn product_bits(&self) -> u32 {
@@ -247,6 +257,11 @@ impl BlockParams for SystolicParams {
                 ParamKind::Bool,
                 "the out_c0_i port and its add on each result row; without it (os only: ws needs it) the rows are A·B and an input with c0 is an error",
             ),
+            ParamInfo::new(
+                "fp_stages",
+                int(0, 2),
+                "registers inside each binary32 add of the floating-point weight-stationary PE (its lane tree and its partial sum): an add takes fp_stages + 1 cycles (docs/systolic.md, \"The floating-point grid\"); 0 for integers and for os",
+            ),
         ]
     }
 
@@ -315,6 +330,18 @@ impl BlockParams for SystolicParams {
             );
         }
         c.int(&t, "group", self.group as i64, true);
+        c.int(&t, "fp_stages", self.fp_stages as i64, true);
+        if self.fp_stages > 0 && self.fp_stages <= 2 {
+            c.check(
+                self.float() && self.dataflow == Dataflow::Ws,
+                "fp_stages",
+                self.fp_stages,
+                format!(
+                    "0 {}: only the floating-point weight-stationary grid pipelines its adds (the output-stationary accumulator is a one-cycle loop)",
+                    if self.float() { "when dataflow is os" } else { "with integer types" }
+                ),
+            );
+        }
         c.int(&t, "pipeline", self.pipeline as i64, true);
         if self.dsp == Dsp::Ecp5 {
             c.check(
@@ -344,7 +371,7 @@ impl BlockParams for SystolicParams {
             "hx8k" => "the 4x4 grid for an iCE40-HX8K at 100 MHz: a load-filter window of 2, the multiplier split for LUTs, 24-bit accumulators (exact for K <= 256 int8 products)",
             "infer" => "the inline `*` multipliers, to compare with the hand-mapped ECP5 ones",
             "ws" => "weight-stationary",
-            "bf16" => "a 4x4 weight-stationary bf16 grid, two lanes in 32-bit channels, binary32 accumulation (docs/systolic.md, \"Floating point\")",
+            "bf16" => "a 4x4 weight-stationary bf16 grid, two lanes in 32-bit channels, binary32 accumulation, each add over three cycles for FPGAs (docs/systolic.md, \"Floating point\")",
             "minimal" => "the smallest 4x4 int8 grid with valid/ready: no gating, skipping, counters or C0 add, a one-step input transfer, 24-bit accumulators (exact for K <= 256)",
             _ => "",
         }
@@ -382,6 +409,7 @@ impl BlockParams for SystolicParams {
                     b_type: ElemType::Bf16,
                     lanes: 2,
                     channel_bits: 32,
+                    fp_stages: 2,
                     ..d.clone()
                 },
             ),

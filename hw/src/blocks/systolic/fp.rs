@@ -232,8 +232,10 @@ fn select2(sel: &Expr, items: &[Expr; 4]) -> Expr {
 }
 
 /// x ⊕ y for binary32 patterns `x` and `y` (any patterns: -0 and NaNs of
-/// any payload included).
-pub(super) fn add(m: &mut ModuleBuilder, pfx: &str, x: &Expr, y: &Expr) -> Expr {
+/// any payload included), `stages` cycles later (0 to 2 registers inside:
+/// 1 registers the sum of the aligned significands, 2 also the aligned
+/// operands).
+pub(super) fn add(m: &mut ModuleBuilder, pfx: &str, x: &Expr, y: &Expr, stages: u32) -> Expr {
     let class = |v: &Expr| {
         let (e, f) = (v.slice(30, 23), v.slice(22, 0));
         (e.all().and(&f.any()), e.all().and(&f.any().not()))
@@ -255,14 +257,31 @@ pub(super) fn add(m: &mut ModuleBuilder, pfx: &str, x: &Expr, y: &Expr) -> Expr 
     let d = m.let_(&format!("{pfx}_d"), &d.slice(7, 5).any().mux(&Expr::lit(5, 31), &d.slice(4, 0)));
     let (al, st) = shr_sticky(&Expr::cat(&[sig_s, Expr::zero(3)]), &d);
     let al = Expr::cat(&[al.slice(26, 1), al.bit_at(0).or(&st)]);
-    let al = m.let_(&format!("{pfx}_al"), &al);
-    let sb = Expr::cat(&[sig_b, Expr::zero(3)]).zext(28);
-    let diff = big.bit_at(31).xor(&small.bit_at(31));
-    let s = m.let_(&format!("{pfx}_s"), &diff.mux(&sb.sub(&al.zext(28)), &sb.add(&al.zext(28))));
-    let r = round_sum(m, pfx, &big.bit_at(31), &s, &exp_b);
-    let nan = nan_x.or(&nan_y).or(&inf_x.and(&inf_y).and(&x.bit_at(31).xor(&y.bit_at(31))));
-    let inf = Expr::cat(&[big.bit_at(31), Expr::lit(31, INF)]);
-    let out = nan.mux(&Expr::lit(32, QNAN), &inf_x.or(&inf_y).mux(&inf, &r));
+    let mut al = m.let_(&format!("{pfx}_al"), &al);
+    let mut sb = Expr::cat(&[sig_b, Expr::zero(3)]).zext(28);
+    let mut diff = big.bit_at(31).xor(&small.bit_at(31));
+    let mut sign = big.bit_at(31);
+    let mut exp_b = exp_b;
+    let mut nan = nan_x.or(&nan_y).or(&inf_x.and(&inf_y).and(&x.bit_at(31).xor(&y.bit_at(31))));
+    let mut inf = inf_x.or(&inf_y);
+    let on = Expr::bit(true);
+    if stages >= 2 {
+        // [al 27 | sb 28 | diff | sign | exp_b 8 | nan | inf]
+        let v = Expr::cat(&[al.clone(), sb.clone(), diff.clone(), sign.clone(), exp_b.clone(), nan.clone(), inf.clone()]);
+        let q = m.pipe(&format!("{pfx}_align_q"), &v, &on);
+        (inf, nan, exp_b, sign, diff) = (q.bit_at(0), q.bit_at(1), q.slice(9, 2), q.bit_at(10), q.bit_at(11));
+        (sb, al) = (q.slice(39, 12), q.slice(66, 40));
+    }
+    let mut s = m.let_(&format!("{pfx}_s"), &diff.mux(&sb.sub(&al.zext(28)), &sb.add(&al.zext(28))));
+    if stages >= 1 {
+        // [s 28 | sign | exp_b 8 | nan | inf]
+        let v = Expr::cat(&[s.clone(), sign.clone(), exp_b.clone(), nan.clone(), inf.clone()]);
+        let q = m.pipe(&format!("{pfx}_sum_q"), &v, &on);
+        (inf, nan, exp_b, sign, s) = (q.bit_at(0), q.bit_at(1), q.slice(9, 2), q.bit_at(10), q.slice(38, 11));
+    }
+    let r = round_sum(m, pfx, &sign, &s, &exp_b);
+    let inf_out = Expr::cat(&[sign, Expr::lit(31, INF)]);
+    let out = nan.mux(&Expr::lit(32, QNAN), &inf.mux(&inf_out, &r));
     m.let_(&format!("{pfx}_sum"), &out)
 }
 

@@ -195,7 +195,7 @@ pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
     while level.len() > 1 {
         let mut next = Vec::new();
         for (k, pair) in level.chunks(2).enumerate() {
-            let v = if pair.len() == 2 { fp::add(&mut m, &format!("tree{lv}_{k}"), &pair[0], &pair[1]) } else { pair[0].clone() };
+            let v = if pair.len() == 2 { fp::add(&mut m, &format!("tree{lv}_{k}"), &pair[0], &pair[1], 0) } else { pair[0].clone() };
             next.push(m.pipe(&format!("tree{lv}_{k}_q"), &v, &on));
         }
         stage(&mut m, &format!("tree{lv}"), &mut ctl);
@@ -207,7 +207,7 @@ pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
     // tile ends): the same as adding +0.
     let work = if p.gating { nz.or(&last) } else { on.clone() };
     let acc = m.reg_noreset("acc_q", 32);
-    let total = fp::add(&mut m, "acc", &acc, &level[0]);
+    let total = fp::add(&mut m, "acc", &acc, &level[0], 0);
     let acc_clear = m.let_("acc_clear", &rst.or(&last));
     m.next(&acc, &acc_clear.mux(&Expr::zero(32), &total), Some(&rst.or(&v.and(&work))));
     let done = m.let_("done", &v.and(&last));
@@ -337,10 +337,11 @@ pub(super) fn pe_ws_fp(p: &SystolicParams, pairwise: bool) -> Result<Module, Rtl
     let mut m = ModuleBuilder::new("gpurtl_systolic_pe_ws");
     m.doc("Weight-stationary processing element of gpurtl_systolic (seed 004 §331), floating point.");
     m.doc(format!(
-        "psum_o = psum_i + the pairwise tree of {l} lane product(s) ({} x {} to binary32, nearest even), {} register stage(s); gated lanes do not multiply.",
+        "psum_o = psum_i + the pairwise tree of {l} lane product(s) ({} x {} to binary32, nearest even), {} register stage(s), each add {} cycle(s); gated lanes do not multiply.",
         p.a_type.name(),
         p.b_type.name(),
-        p.depth() + 1
+        p.depth() + p.hop(),
+        p.hop()
     ));
     let _clk = m.clock("clk_i");
     let _rst = m.reset("rst_i");
@@ -380,11 +381,11 @@ pub(super) fn pe_ws_fp(p: &SystolicParams, pairwise: bool) -> Result<Module, Rtl
     if !pairwise {
         let mut sum = level[0].clone();
         for (k, x) in level.iter().enumerate().skip(1) {
-            sum = fp::add(&mut m, &format!("seq{k}"), &sum, x);
+            sum = fp::add(&mut m, &format!("seq{k}"), &sum, x, 0);
         }
         level.truncate(1);
         level[0] = sum;
-        for lv in 0..clog2(l as u64) {
+        for lv in 0..clog2(l as u64) * p.hop() {
             level[0] = m.pipe(&format!("seq_d{lv}_q"), &level[0], &on);
         }
     }
@@ -394,13 +395,22 @@ pub(super) fn pe_ws_fp(p: &SystolicParams, pairwise: bool) -> Result<Module, Rtl
     while level.len() > 1 {
         let mut next = Vec::new();
         for (k, pair) in level.chunks(2).enumerate() {
-            let v = if pair.len() == 2 { fp::add(&mut m, &format!("tree{lv}_{k}"), &pair[0], &pair[1]) } else { pair[0].clone() };
+            let v = if pair.len() == 2 {
+                fp::add(&mut m, &format!("tree{lv}_{k}"), &pair[0], &pair[1], p.fp_stages)
+            } else {
+                // The odd one out waits as long as an add takes.
+                let mut x = pair[0].clone();
+                for d in 0..p.fp_stages {
+                    x = m.pipe(&format!("tree{lv}_{k}_wait{d}_q"), &x, &on);
+                }
+                x
+            };
             next.push(m.pipe(&format!("tree{lv}_{k}_q"), &v, &on));
         }
         level = next;
         lv += 1;
     }
-    let sum = fp::add(&mut m, "psum", &psum_i, &level[0]);
+    let sum = fp::add(&mut m, "psum", &psum_i, &level[0], p.fp_stages);
     let psum = m.pipe("psum_q", &sum, &on);
     m.assign(&psum_o, &psum);
     m.finish()

@@ -73,7 +73,11 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
 
     // ---- weights: shadow rows written in order, R + C - 1 cycles apart from a switch ----
     let wcnt = b.reg("w_count_q", bits_for(r as u64), 0);
-    let wblock = b.reg("w_block_q", bits_for((r + c - 1) as u64), 0);
+    // The cycles until the last PE has switched to the shadow weights after a
+    // tile's first vector: (R - 1)·H + C (H the partial sum's hop).
+    let h = p.hop();
+    let wblock_init = (r - 1) * h + c;
+    let wblock = b.reg("w_block_q", bits_for(wblock_init as u64), 0);
     b.assign(&w_ready, &wcnt.lt(&Expr::lit(wcnt.width(), r as u64)).and(&wblock.eq_lit(0)));
     let w_fire = b.let_("w_fire", &w_valid.and(&w_ready));
     let w_load: Vec<Expr> =
@@ -83,7 +87,7 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
     // ---- A input register and issue (a credit pipeline to the output FIFO) ----
     let aq_valid = b.reg("a_valid_q", 1, 0);
     let open = b.reg("tile_open_q", 1, 0);
-    let stages = (r + c + p.depth()) as usize;
+    let stages = (r * h + c + p.depth()) as usize;
     let want = b.let_("issue_want", &aq_valid.and(&open.or(&shadow_full)));
     let ctl = credit_begin(&mut b, stages, &want);
     let issue = b.let_("issue", &ctl.accept);
@@ -100,7 +104,7 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
     let bw = wblock.width();
     b.next(
         &wblock,
-        &switch.mux(&Expr::lit(bw, (r + c - 1) as u64), &wblock.sub(&Expr::lit(bw, 1))),
+        &switch.mux(&Expr::lit(bw, wblock_init as u64), &wblock.sub(&Expr::lit(bw, 1))),
         Some(&switch.or(&wblock.eq_lit(0).not())),
     );
 
@@ -124,14 +128,14 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
         mac_counters(&mut b, p, &useful_sum, &stat_v1, stat_useful, stat_gated);
     }
 
-    // ---- issue register and skew: row i delayed i ----
+    // ---- issue register and skew: row i delayed i·H ----
     let iss_a = b.pipe("issue_a_q", &issue.repl(r * row_w).and(&aq_a), &Expr::bit(true));
     let iss_sw = b.reg("issue_switch_q", 1, 0);
     b.next(&iss_sw, &switch, None);
     let mut west = Vec::new();
     for i in 0..r {
         let (mut a, mut sw) = (iss_a.part(i * row_w, row_w), iss_sw.clone());
-        for d in 0..i {
+        for d in 0..i * h {
             a = b.pipe(&format!("skew_a{i}_{d}_q"), &a, &Expr::bit(true));
             let q = b.reg(&format!("skew_sw{i}_{d}_q"), 1, 0);
             b.next(&q, &sw, None);

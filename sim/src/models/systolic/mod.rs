@@ -39,19 +39,27 @@
 //! weight port ready: wcnt < R and wblock == 0 (start-of-cycle state);
 //!              a transfer increments wcnt
 //! held vector issues: open or wcnt == R; a first vector (not open) sets
-//!              wcnt = 0, wblock = R + C - 1; open = !last; in any other
-//!              cycle wblock counts down while non-zero
+//!              wcnt = 0, wblock = (R - 1)·H + C; open = !last; in any
+//!              other cycle wblock counts down while non-zero
 //! activation port ready: register empty or its vector issues; held from
 //!              the next cycle
-//! vector issued at s: output row transferred at s + R + C + D (D = depth);
-//!              issue needs a credit: fewer than R + C + D + 1 vectors
-//!              issued and not yet transferred
+//! vector issued at s: output row transferred at s + R·H + C + D (D =
+//!              depth, H = hop); issue needs a credit: fewer than
+//!              R·H + C + D + 1 vectors issued and not yet transferred
 //! cycles = last transfer - first weight transfer (cycle 0), + 1; 0 no tile
 //! ```
 //!
 //! D = `cfg.depth()` in both dataflows: `pipeline` for integers (so the
-//! integer timing is the spec's with P), `pipeline + ceil(log2 lanes)` for
-//! floating point (the lane tree's registered levels).
+//! integer timing is the spec's with P), `pipeline + ceil(log2 lanes)·H`
+//! for floating point (the lane tree's registered levels, each a binary32
+//! add). H = `cfg.hop()` = `fp_stages` + 1 ("The floating-point grid",
+//! "Parameters" and "Timing"): the cycles of one binary32 add, so of a
+//! partial sum's hop from one PE row to the next (PE row i sees a vector
+//! H·i cycles after row 0). `fp_stages` is non-zero only for the
+//! floating-point WS grid, so for integers and in `os` H = 1, and with
+//! H = 1 the rules above are the integer WS cycle rules (wblock R + C - 1,
+//! rows at s + R + C + D). Only the timing depends on `fp_stages`: C and
+//! the counters do not.
 //!
 //! Floating point (`a_type`/`b_type` in bf16, fp16, fp8e4m3, fp8e5m2;
 //! binary32 accumulation; both dataflows, output-stationary only without
@@ -97,7 +105,7 @@
 //! ```text
 //! C[m][n] = ((+0 ⊕ t_0) ⊕ t_1) ⊕ ... ⊕ t_last
 //! row r of a tile ending at s ready at s + r + C + 1 + D,
-//!              D = pipeline + ceil(log2 lanes)
+//!              D = pipeline + ceil(log2 lanes)   (fp_stages = 0: H = 1)
 //! ```
 
 //!

@@ -117,7 +117,7 @@ pub struct TileEnd {
 /// tile-ending step issued in cycle `s` is ready from `s + r + C + 1 + D`,
 /// and so the tile is in flight until its last row, D later as well. For
 /// integer types D = `pipeline`; for floating point `pipeline + ceil(log2
-/// lanes)`.
+/// lanes)` (`fp_stages` is 0 in the output-stationary grid, so H = 1).
 pub struct Loader<G> {
     cfg: SystolicParams,
     /// The cycle the next [`Loader::step`] plays.
@@ -181,7 +181,8 @@ impl<G: Borrow<Group>> Loader<G> {
         let cfg = &self.cfg;
         let (r, c, l) = (cfg.rows as u64, cfg.cols as u64, cfg.lanes as u64);
         // The depth D: `pipeline`, plus ceil(log2 lanes) for floating point
-        // (the lane tree's levels), in place of P in every rule.
+        // (the lane tree's levels; H = 1 here: no fp_stages in os), in place
+        // of P in every rule.
         let d = cfg.depth() as u64;
         let cycle = self.cycle;
         let mut end = None;
@@ -268,16 +269,29 @@ fn ws_vector_macs(cfg: &SystolicParams, tile: &WsTile, v: &WsVector) -> u64 {
 /// weight stream only counts rows).
 ///
 /// The pipeline term is the depth D = `cfg.depth()` (`pipeline`, plus
-/// ceil(log2 lanes) for floating point): a vector issued in cycle `s` gives
-/// its row in `s + R + C + D`, and at most `R + C + D + 1` vectors are
-/// issued and not yet transferred. For floating point the driver's rule
-/// ("The floating-point grid"): a vector of a column block's second or later
-/// tile takes its running sums from the previous tile's row for the same
-/// output row, so it is offered (can be accepted) only from the cycle after
-/// that row's transfer.
+/// ceil(log2 lanes)·H for floating point) and the hop H = `cfg.hop()`
+/// (`fp_stages` + 1: the cycles of one binary32 add, so of a partial sum's
+/// step from one PE row to the next; 1 for integers) ("The floating-point
+/// grid", "Timing"): a vector issued in cycle `s` gives its row in
+/// `s + R·H + C + D`, at most `R·H + C + D + 1` vectors are issued and not
+/// yet transferred, and a tile's first vector sets `wblock = (R - 1)·H + C`
+/// (R + C - 1 when H = 1: the integer rules with D = `pipeline` = P). For
+/// floating point the driver's rule: a vector of a column block's second or
+/// later tile takes its running sums from the previous tile's row for the
+/// same output row, so it is offered (can be accepted) only from the cycle
+/// after that row's transfer.
 pub(super) fn simulate_ws<T: Borrow<WsTile>>(cfg: &SystolicParams, n_tiles: usize, tiles: impl Iterator<Item = T>) -> (u64, u64, u64) {
     let (r, c, l) = (cfg.rows as u64, cfg.cols as u64, cfg.lanes as u64);
     let d = cfg.depth() as u64;
+    // H: 1 for integers and for fp_stages = 0 (validation keeps fp_stages
+    // at 0 for integer types), so every rule is then the integer one.
+    let h = cfg.hop() as u64;
+    // A vector issued at s: its row is offered (and, the output always
+    // ready, transferred) at s + latency.
+    let latency = r * h + c + d;
+    // wblock set by a tile's first vector: the cycles until the last PE row
+    // has switched to the shadow weights.
+    let wblock_first = (r - 1) * h + c;
     let driver_rule = cfg.float();
     // The two input streams: R weight rows per tile; the vectors, tile by tile.
     let weight_rows = n_tiles as u64 * r;
@@ -306,7 +320,7 @@ pub(super) fn simulate_ws<T: Borrow<WsTile>>(cfg: &SystolicParams, n_tiles: usiz
         while outstanding.front().is_some_and(|&t| t < cycle) {
             outstanding.pop_front();
         }
-        let credit = (outstanding.len() as u64) < r + c + d + 1;
+        let credit = (outstanding.len() as u64) < latency + 1;
         // 1. Weight port (state at the start of the cycle).
         let w_transfer = next_w < weight_rows && wcnt < r && wblock == 0;
         // 2. Issue.
@@ -320,7 +334,7 @@ pub(super) fn simulate_ws<T: Borrow<WsTile>>(cfg: &SystolicParams, n_tiles: usiz
             }
             first = !open;
             open = !last;
-            let t = cycle + r + c + d;
+            let t = cycle + latency;
             outstanding.push_back(t);
             last_transfer = Some(t);
             if driver_rule {
@@ -336,7 +350,7 @@ pub(super) fn simulate_ws<T: Borrow<WsTile>>(cfg: &SystolicParams, n_tiles: usiz
         }
         if first {
             wcnt = 0;
-            wblock = r + c - 1;
+            wblock = wblock_first;
         } else {
             wblock = wblock.saturating_sub(1);
         }
