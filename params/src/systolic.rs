@@ -172,11 +172,12 @@ impl SystolicParams {
         self.a_type.is_float()
     }
     /// Cycles from a PE's A lanes to its partial sum add: `pipeline`, plus
-    /// H = [`hop`](Self::hop) per level of the lane tree for floating point
-    /// (docs/systolic.md, "The floating-point grid").
+    /// for floating point `fp_stages` (inside the products) and H =
+    /// [`hop`](Self::hop) per level of the lane tree (docs/systolic.md, "The
+    /// floating-point grid").
     pub fn depth(&self) -> u32 {
         if self.float() {
-            self.pipeline + clog2(self.lanes as u64) * self.hop()
+            self.pipeline + self.fp_stages + clog2(self.lanes as u64) * self.hop()
         } else {
             self.pipeline
         }
@@ -260,7 +261,7 @@ impl BlockParams for SystolicParams {
             ParamInfo::new(
                 "fp_stages",
                 int(0, 2),
-                "registers inside each binary32 add of the floating-point weight-stationary PE (its lane tree and its partial sum): an add takes fp_stages + 1 cycles (docs/systolic.md, \"The floating-point grid\"); 0 for integers and for os",
+                "registers inside each binary32 add of the floating-point weight-stationary PE (its lane tree and its partial sum), and as many inside each product's rounding: an add takes fp_stages + 1 cycles (docs/systolic.md, \"The floating-point grid\"); 0 for integers and for os",
             ),
         ]
     }

@@ -77,12 +77,25 @@ fn clz(x: &Expr) -> Expr {
 /// non-zero bits below `sig`) to binary32, nearest even: Inf at and beyond
 /// 2^128 - 2^103, subnormals below 2^-126, +0 for a zero `sig` (an exact
 /// cancellation) or a result that rounds to zero. Wires are named `<pfx>_...`.
-fn round_pack(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, sig: &Expr, x: &Expr, sticky_in: &Expr) -> Expr {
+/// With `cut`, a register after the normalisation (the leading-zero count
+/// and its shift); `carry` goes through it beside the value, and comes back
+/// as the second result.
+fn round_pack(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, sig: &Expr, x: &Expr, cut: bool, carry: &Expr) -> (Expr, Expr) {
     let w = sig.width();
     let lz = m.let_(&format!("{pfx}_lz"), &clz(sig));
-    let norm = m.let_(&format!("{pfx}_norm"), &shl(sig, &lz));
+    let mut norm = m.let_(&format!("{pfx}_norm"), &shl(sig, &lz));
     // The exponent of the leading one, + OFF.
-    let e = m.let_(&format!("{pfx}_exp"), &x.add(&Expr::lit(EW, (w - 1) as u64)).sub(&lz.zext(EW)));
+    let mut e = m.let_(&format!("{pfx}_exp"), &x.add(&Expr::lit(EW, (w - 1) as u64)).sub(&lz.zext(EW)));
+    let (mut sign, mut carry) = (sign.clone(), carry.clone());
+    if cut {
+        // [carry | sign | e | norm]
+        let cw = carry.width();
+        let q = m.pipe(&format!("{pfx}_norm_q"), &Expr::cat(&[carry.clone(), sign.clone(), e.clone(), norm.clone()]), &Expr::bit(true));
+        norm = q.slice(w - 1, 0);
+        e = q.slice(w + EW - 1, w);
+        sign = q.bit_at(w + EW);
+        carry = q.slice(w + EW + cw, w + EW + 1);
+    }
     // 26 bits from the leading one down: 24 significand bits, a guard bit
     // and a bit that collects the sticky.
     let (v26, st_low) = if w >= 26 {
@@ -100,7 +113,7 @@ fn round_pack(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, sig: &Expr, x: &Exp
     let (den, st_shift) = shr_sticky(&v26, &rs);
     let den = m.let_(&format!("{pfx}_den"), &den);
     let n = den.slice(25, 2);
-    let sticky = den.bit_at(0).or(&st_shift).or(&st_low).or(sticky_in);
+    let sticky = den.bit_at(0).or(&st_shift).or(&st_low);
     let up = m.let_(&format!("{pfx}_up"), &den.bit_at(1).and(&sticky.or(&n.bit_at(0))));
     // A normal significand's leading one adds one to the exponent field:
     // field base e - (OFF - 126) = E + 126; a subnormal's base is 0. A
@@ -112,8 +125,9 @@ fn round_pack(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, sig: &Expr, x: &Exp
     let ovf = mag.ge(&Expr::lit(mw, INF));
     let finite = Expr::cat(&[sign.and(&mag.slice(30, 0).any()), mag.slice(30, 0)]);
     let inf = Expr::cat(&[sign.clone(), Expr::lit(31, INF)]);
-    let out = sig.any().mux(&ovf.mux(&inf, &finite), &Expr::zero(32));
-    m.let_(&format!("{pfx}_rnd"), &out)
+    // A zero significand (norm is zero exactly when sig is) gives +0.
+    let out = norm.bit_at(w - 1).mux(&ovf.mux(&inf, &finite), &Expr::zero(32));
+    (m.let_(&format!("{pfx}_rnd"), &out), carry)
 }
 
 /// Rounds a sum `s · 2^(exp_b - 153)` (28 bits: a carry, the hidden bit at
@@ -217,11 +231,13 @@ pub(super) fn mul_front(m: &mut ModuleBuilder, pfx: &str, a: &Expr, ta: ElemType
     MulFront { special, sign, sig, exp }
 }
 
-/// The product's binary32 pattern from its [`MulFront`].
-pub(super) fn mul_back(m: &mut ModuleBuilder, pfx: &str, f: &MulFront) -> Expr {
-    let r = round_pack(m, pfx, &f.sign, &f.sig, &f.exp, &Expr::bit(false));
-    let inf = Expr::cat(&[f.sign.clone(), Expr::lit(31, INF)]);
-    let out = select2(&f.special, &[r, Expr::zero(32), Expr::lit(32, QNAN), inf]);
+/// The product's binary32 pattern from its [`MulFront`]; with `cut`, a
+/// register inside the rounding (after the normalisation).
+pub(super) fn mul_back(m: &mut ModuleBuilder, pfx: &str, f: &MulFront, cut: bool) -> Expr {
+    let (r, carry) = round_pack(m, pfx, &f.sign, &f.sig, &f.exp, cut, &Expr::cat(&[f.sign.clone(), f.special.clone()]));
+    let (sign, special) = if cut { (carry.bit_at(2), carry.slice(1, 0)) } else { (f.sign.clone(), f.special.clone()) };
+    let inf = Expr::cat(&[sign, Expr::lit(31, INF)]);
+    let out = select2(&special, &[r, Expr::zero(32), Expr::lit(32, QNAN), inf]);
     m.let_(&format!("{pfx}_prod"), &out)
 }
 

@@ -186,7 +186,7 @@ pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
         }
         stage(&mut m, "mulf", &mut ctl);
     }
-    let mut level: Vec<Expr> = fronts.iter().enumerate().map(|(lane, f)| fp::mul_back(&mut m, &format!("mul_l{lane}"), f)).collect();
+    let mut level: Vec<Expr> = fronts.iter().enumerate().map(|(lane, f)| fp::mul_back(&mut m, &format!("mul_l{lane}"), f, false)).collect();
     if p.pipeline >= 1 {
         level = level.iter().enumerate().map(|(lane, x)| m.pipe(&format!("prod_l{lane}_q"), x, &on)).collect();
         stage(&mut m, "prod", &mut ctl);
@@ -375,7 +375,13 @@ pub(super) fn pe_ws_fp(p: &SystolicParams, pairwise: bool) -> Result<Module, Rtl
             let q = m.pipe(&format!("{pfx}_front_q"), &f.pack(), &on);
             f = MulFront::unpack(&q, f.sig.width());
         }
-        let prod = fp::mul_back(&mut m, &pfx, &f);
+        // fp_stages 2: the significand product registered (again, at
+        // pipeline 3); fp_stages >= 1: a register inside the rounding.
+        if p.fp_stages >= 2 {
+            let q = m.pipe(&format!("{pfx}_front2_q"), &f.pack(), &on);
+            f = MulFront::unpack(&q, f.sig.width());
+        }
+        let prod = fp::mul_back(&mut m, &pfx, &f, p.fp_stages >= 1);
         level.push(if p.pipeline >= 1 { m.pipe(&format!("prod_l{lane}_q"), &prod, &on) } else { prod });
     }
     if !pairwise {

@@ -50,9 +50,10 @@
 //! ```
 //!
 //! D = `cfg.depth()` in both dataflows: `pipeline` for integers (so the
-//! integer timing is the spec's with P), `pipeline + ceil(log2 lanes)·H`
-//! for floating point (the lane tree's registered levels, each a binary32
-//! add). H = `cfg.hop()` = `fp_stages` + 1 ("The floating-point grid",
+//! integer timing is the spec's with P), `pipeline + fp_stages +
+//! ceil(log2 lanes)·H` for floating point (`fp_stages` registers inside
+//! the products' rounding, and the lane tree's registered levels, each a
+//! binary32 add). H = `cfg.hop()` = `fp_stages` + 1 ("The floating-point grid",
 //! "Parameters" and "Timing"): the cycles of one binary32 add, so of a
 //! partial sum's hop from one PE row to the next (PE row i sees a vector
 //! H·i cycles after row 0). `fp_stages` is non-zero only for the
@@ -105,7 +106,8 @@
 //! ```text
 //! C[m][n] = ((+0 ⊕ t_0) ⊕ t_1) ⊕ ... ⊕ t_last
 //! row r of a tile ending at s ready at s + r + C + 1 + D,
-//!              D = pipeline + ceil(log2 lanes)   (fp_stages = 0: H = 1)
+//!              D = pipeline + ceil(log2 lanes)   (fp_stages = 0: H = 1,
+//!              no product registers)
 //! ```
 
 //!

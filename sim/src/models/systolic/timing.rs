@@ -117,7 +117,8 @@ pub struct TileEnd {
 /// tile-ending step issued in cycle `s` is ready from `s + r + C + 1 + D`,
 /// and so the tile is in flight until its last row, D later as well. For
 /// integer types D = `pipeline`; for floating point `pipeline + ceil(log2
-/// lanes)` (`fp_stages` is 0 in the output-stationary grid, so H = 1).
+/// lanes)` (`fp_stages` is 0 in the output-stationary grid, so H = 1 and
+/// the `fp_stages` term of the depth is 0).
 pub struct Loader<G> {
     cfg: SystolicParams,
     /// The cycle the next [`Loader::step`] plays.
@@ -269,7 +270,8 @@ fn ws_vector_macs(cfg: &SystolicParams, tile: &WsTile, v: &WsVector) -> u64 {
 /// weight stream only counts rows).
 ///
 /// The pipeline term is the depth D = `cfg.depth()` (`pipeline`, plus
-/// ceil(log2 lanes)·H for floating point) and the hop H = `cfg.hop()`
+/// `fp_stages` + ceil(log2 lanes)·H for floating point: the products'
+/// `fp_stages` registers and the lane tree) and the hop H = `cfg.hop()`
 /// (`fp_stages` + 1: the cycles of one binary32 add, so of a partial sum's
 /// step from one PE row to the next; 1 for integers) ("The floating-point
 /// grid", "Timing"): a vector issued in cycle `s` gives its row in
