@@ -118,12 +118,9 @@ fn round_pack(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, sig: &Expr, x: &Exp
     // A normal significand's leading one adds one to the exponent field:
     // field base e - (OFF - 126) = E + 126; a subnormal's base is 0. A
     // rounding carry moves into the exponent field by itself.
-    let mw = EW + 23;
     let base = sub.mux(&Expr::zero(EW), &e.sub(&emin));
-    let mag = Expr::cat(&[base, Expr::zero(23)]).add(&n.zext(mw)).add(&up.zext(mw));
-    let mag = m.let_(&format!("{pfx}_mag"), &mag);
-    let ovf = mag.ge(&Expr::lit(mw, INF));
-    let finite = Expr::cat(&[sign.and(&mag.slice(30, 0).any()), mag.slice(30, 0)]);
+    let (mag, ovf) = pack(m, pfx, &base, &n, &up);
+    let finite = Expr::cat(&[sign.and(&mag.any()), mag]);
     let inf = Expr::cat(&[sign.clone(), Expr::lit(31, INF)]);
     // A zero significand (norm is zero exactly when sig is) gives +0.
     let out = norm.bit_at(w - 1).mux(&ovf.mux(&inf, &finite), &Expr::zero(32));
@@ -146,13 +143,24 @@ fn round_sum(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, s: &Expr, exp_b: &Ex
     // Exponent field exp_b - lsh (+1 from a normal significand's leading
     // one, 0 for a subnormal's); a rounding carry moves in by itself.
     let base = exp_b.sub(&lsh.zext(8));
-    let mag = Expr::cat(&[base, Expr::zero(23)]).zext(32).add(&n.zext(32)).add(&up.zext(32));
-    let mag = m.let_(&format!("{pfx}_mag"), &mag);
-    let ovf = mag.ge(&Expr::lit(32, INF));
-    let finite = Expr::cat(&[sign.and(&mag.slice(30, 0).any()), mag.slice(30, 0)]);
+    let (mag, ovf) = pack(m, pfx, &base, &n, &up);
+    let finite = Expr::cat(&[sign.and(&mag.any()), mag]);
     let inf = Expr::cat(&[sign.clone(), Expr::lit(31, INF)]);
     let out = s.any().mux(&ovf.mux(&inf, &finite), &Expr::zero(32));
     m.let_(&format!("{pfx}_rnd"), &out)
+}
+
+/// The magnitude `base·2^23 + n + up` (31 bits) and whether it reaches Inf
+/// (2^31 - 2^23 and above), without a 32-bit carry chain: `n + up` is a
+/// 24-bit increment, and its bits 24:23 (the hidden bit, and a rounding
+/// carry) add into the exponent field.
+fn pack(m: &mut ModuleBuilder, pfx: &str, base: &Expr, n: &Expr, up: &Expr) -> (Expr, Expr) {
+    let nu = m.let_(&format!("{pfx}_nup"), &n.zext(25).add(&up.zext(25)));
+    let fw = base.width() + 1;
+    let field = m.let_(&format!("{pfx}_field"), &base.zext(fw).add(&nu.slice(24, 23).zext(fw)));
+    let ovf = field.ge(&Expr::lit(fw, 255));
+    let mag = m.let_(&format!("{pfx}_mag"), &Expr::cat(&[field.slice(7, 0), nu.slice(22, 0)]));
+    (mag, ovf)
 }
 
 /// An element's fields: sign, the classes, the significand (the hidden bit
