@@ -176,38 +176,13 @@ pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
         mac_b = m.pipe("mac_b_q", &mac_b, &on);
         stage(&mut m, "mac", &mut ctl);
     }
-    let mut fronts: Vec<MulFront> = (0..l)
-        .map(|lane| fp::mul_front(&mut m, &format!("mul_l{lane}"), &mac_a.part(lane * ab, ab), p.a_type, &mac_b.part(lane * bb, bb), p.b_type))
-        .collect();
-    if p.pipeline >= 3 {
-        for (lane, f) in fronts.iter_mut().enumerate() {
-            let q = m.pipe(&format!("mul_l{lane}_front_q"), &f.pack(), &on);
-            *f = MulFront::unpack(&q, f.sig.width());
-        }
-        stage(&mut m, "mulf", &mut ctl);
-    }
-    let mut level: Vec<Expr> = fronts.iter().enumerate().map(|(lane, f)| fp::mul_back(&mut m, &format!("mul_l{lane}"), f, false)).collect();
-    if p.pipeline >= 1 {
-        level = level.iter().enumerate().map(|(lane, x)| m.pipe(&format!("prod_l{lane}_q"), x, &on)).collect();
-        stage(&mut m, "prod", &mut ctl);
-    }
-    let mut lv = 0;
-    while level.len() > 1 {
-        let mut next = Vec::new();
-        for (k, pair) in level.chunks(2).enumerate() {
-            let v = if pair.len() == 2 { fp::add(&mut m, &format!("tree{lv}_{k}"), &pair[0], &pair[1], 0) } else { pair[0].clone() };
-            next.push(m.pipe(&format!("tree{lv}_{k}_q"), &v, &on));
-        }
-        stage(&mut m, &format!("tree{lv}"), &mut ctl);
-        level = next;
-        lv += 1;
-    }
+    let t = fp_dot(&mut m, p, &mac_a, &mac_b, true, &mut |m, name| stage(m, name, &mut ctl));
     let (v, last, nz) = ctl;
     // Gating: the accumulator holds when no lane multiplies (unless the
     // tile ends): the same as adding +0.
     let work = if p.gating { nz.or(&last) } else { on.clone() };
     let acc = m.reg_noreset("acc_q", 32);
-    let total = fp::add(&mut m, "acc", &acc, &level[0], 0);
+    let total = fp::add(&mut m, "acc", &acc, &t, 0);
     let acc_clear = m.let_("acc_clear", &rst.or(&last));
     m.next(&acc, &acc_clear.mux(&Expr::zero(32), &total), Some(&rst.or(&v.and(&work))));
     let done = m.let_("done", &v.and(&last));
@@ -216,6 +191,77 @@ pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
     m.assign(&done_o, &done);
     m.finish()
 }
+
+/// The floating-point dot product of the gated lanes `mac_a` x `mac_b`:
+/// each lane's product rounded to binary32 (registered as `pipeline` and
+/// `fp_stages` say), then their pairwise tree, each level registered and
+/// each add `fp_stages` + 1 cycles (`pairwise` false: summed left to right,
+/// a planted bug for the tests). `stage(m, name)` is called after each
+/// register level that all lanes pass (the products' front at `pipeline` 3,
+/// the products, each tree level), so that the caller can move its control
+/// signals along beside.
+fn fp_dot(m: &mut ModuleBuilder, p: &SystolicParams, mac_a: &Expr, mac_b: &Expr, pairwise: bool, stage: &mut dyn FnMut(&mut ModuleBuilder, &str)) -> Expr {
+    let (ab, bb, l) = (p.a_type.bits(), p.b_type.bits(), p.lanes);
+    let on = Expr::bit(true);
+    let mut level = Vec::new();
+    for lane in 0..l {
+        let pfx = format!("mul_l{lane}");
+        let mut f = fp::mul_front(m, &pfx, &mac_a.part(lane * ab, ab), p.a_type, &mac_b.part(lane * bb, bb), p.b_type);
+        if p.pipeline >= 3 {
+            let q = m.pipe(&format!("{pfx}_front_q"), &f.pack(), &on);
+            f = MulFront::unpack(&q, f.sig.width());
+        }
+        // fp_stages 2: the significand product registered (again, at
+        // pipeline 3); fp_stages >= 1: a register inside the rounding.
+        if p.fp_stages >= 2 {
+            let q = m.pipe(&format!("{pfx}_front2_q"), &f.pack(), &on);
+            f = MulFront::unpack(&q, f.sig.width());
+        }
+        let prod = fp::mul_back(m, &pfx, &f, p.fp_stages >= 1);
+        level.push(if p.pipeline >= 1 { m.pipe(&format!("prod_l{lane}_q"), &prod, &on) } else { prod });
+    }
+    if p.pipeline >= 3 {
+        stage(m, "mulf");
+    }
+    if p.pipeline >= 1 {
+        stage(m, "prod");
+    }
+    if !pairwise {
+        let mut sum = level[0].clone();
+        for (k, x) in level.iter().enumerate().skip(1) {
+            sum = fp::add(m, &format!("seq{k}"), &sum, x, 0);
+        }
+        level.truncate(1);
+        level[0] = sum;
+        for lv in 0..clog2(l as u64) * p.hop() {
+            level[0] = m.pipe(&format!("seq_d{lv}_q"), &level[0], &on);
+        }
+    }
+    // The pairwise tree: an odd one out passes to the next level as it is
+    // (x ⊕ +0 = x for the canonical products).
+    let mut lv = 0;
+    while level.len() > 1 {
+        let mut next = Vec::new();
+        for (k, pair) in level.chunks(2).enumerate() {
+            let v = if pair.len() == 2 {
+                fp::add(m, &format!("tree{lv}_{k}"), &pair[0], &pair[1], p.fp_stages)
+            } else {
+                // The odd one out waits as long as an add takes.
+                let mut x = pair[0].clone();
+                for d in 0..p.fp_stages {
+                    x = m.pipe(&format!("tree{lv}_{k}_wait{d}_q"), &x, &on);
+                }
+                x
+            };
+            next.push(m.pipe(&format!("tree{lv}_{k}_q"), &v, &on));
+        }
+        stage(m, &format!("tree{lv}"));
+        level = next;
+        lv += 1;
+    }
+    level.swap_remove(0)
+}
+
 
 /// The lanes of `a` and `b` with each lane zeroed when either operand of the
 /// lane is zero (PE gating, §333), and the per-lane non-zero flags. `flags`
@@ -367,56 +413,8 @@ pub(super) fn pe_ws_fp(p: &SystolicParams, pairwise: bool) -> Result<Module, Rtl
         mac_a = m.pipe("mac_a_q", &mac_a, &on);
         mac_w = m.pipe("mac_w_q", &mac_w, &on);
     }
-    let mut level = Vec::new();
-    for lane in 0..l {
-        let pfx = format!("mul_l{lane}");
-        let mut f = fp::mul_front(&mut m, &pfx, &mac_a.part(lane * ab, ab), p.a_type, &mac_w.part(lane * bb, bb), p.b_type);
-        if p.pipeline >= 3 {
-            let q = m.pipe(&format!("{pfx}_front_q"), &f.pack(), &on);
-            f = MulFront::unpack(&q, f.sig.width());
-        }
-        // fp_stages 2: the significand product registered (again, at
-        // pipeline 3); fp_stages >= 1: a register inside the rounding.
-        if p.fp_stages >= 2 {
-            let q = m.pipe(&format!("{pfx}_front2_q"), &f.pack(), &on);
-            f = MulFront::unpack(&q, f.sig.width());
-        }
-        let prod = fp::mul_back(&mut m, &pfx, &f, p.fp_stages >= 1);
-        level.push(if p.pipeline >= 1 { m.pipe(&format!("prod_l{lane}_q"), &prod, &on) } else { prod });
-    }
-    if !pairwise {
-        let mut sum = level[0].clone();
-        for (k, x) in level.iter().enumerate().skip(1) {
-            sum = fp::add(&mut m, &format!("seq{k}"), &sum, x, 0);
-        }
-        level.truncate(1);
-        level[0] = sum;
-        for lv in 0..clog2(l as u64) * p.hop() {
-            level[0] = m.pipe(&format!("seq_d{lv}_q"), &level[0], &on);
-        }
-    }
-    // The pairwise tree: an odd one out passes to the next level as it is
-    // (x ⊕ +0 = x for the canonical products).
-    let mut lv = 0;
-    while level.len() > 1 {
-        let mut next = Vec::new();
-        for (k, pair) in level.chunks(2).enumerate() {
-            let v = if pair.len() == 2 {
-                fp::add(&mut m, &format!("tree{lv}_{k}"), &pair[0], &pair[1], p.fp_stages)
-            } else {
-                // The odd one out waits as long as an add takes.
-                let mut x = pair[0].clone();
-                for d in 0..p.fp_stages {
-                    x = m.pipe(&format!("tree{lv}_{k}_wait{d}_q"), &x, &on);
-                }
-                x
-            };
-            next.push(m.pipe(&format!("tree{lv}_{k}_q"), &v, &on));
-        }
-        level = next;
-        lv += 1;
-    }
-    let sum = fp::add(&mut m, "psum", &psum_i, &level[0], p.fp_stages);
+    let t = fp_dot(&mut m, p, &mac_a, &mac_w, pairwise, &mut |_, _| {});
+    let sum = fp::add(&mut m, "psum", &psum_i, &t, p.fp_stages);
     let psum = m.pipe("psum_q", &sum, &on);
     m.assign(&psum_o, &psum);
     m.finish()
