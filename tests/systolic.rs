@@ -44,9 +44,9 @@ fn point(name: &str) -> SystolicParams {
         split if split.starts_with("split-") => SystolicParams { pipeline: 3, ..point(&split[6..]) },
         // Floating point (weight-stationary): each type, lanes 1 to 4, every
         // pipeline depth, mixed pairs, and the skipping levels on and off.
-        "fp-bf16" => SystolicParams { fp_stages: 2, ..fp(ElemType::Bf16, ElemType::Bf16, 3, 4, 2, 2) },
+        "fp-bf16" => SystolicParams { fp_stages: 5, ..fp(ElemType::Bf16, ElemType::Bf16, 3, 4, 2, 2) },
         "fp-fp16" => SystolicParams { gating: false, ..fp(ElemType::Fp16, ElemType::Fp16, 2, 3, 1, 0) },
-        "fp-e4m3" => SystolicParams { fp_stages: 1, ..fp(ElemType::Fp8e4m3, ElemType::Fp8e5m2, 4, 2, 4, 3) },
+        "fp-e4m3" => SystolicParams { fp_stages: 3, ..fp(ElemType::Fp8e4m3, ElemType::Fp8e5m2, 4, 2, 4, 3) },
         // Output-stationary floating point (no C0 there yet).
         "fp-os-bf16" => SystolicParams { dataflow: Dataflow::Os, c0_add: false, fp_stages: 0, ..point("fp-bf16") },
         "fp-os-e4m3" => SystolicParams {
@@ -161,7 +161,7 @@ fn first_mismatch(
 fn fp_arithmetic_on_many_values() {
     for dataflow in [Dataflow::Ws, Dataflow::Os] {
         let ws = dataflow == Dataflow::Ws;
-        let p = SystolicParams { dataflow, c0_add: ws, fp_stages: if ws { 2 } else { 0 }, rows: 1, cols: 1, ..point("fp-bf16") };
+        let p = SystolicParams { dataflow, c0_add: ws, fp_stages: if ws { 4 } else { 0 }, rows: 1, cols: 1, ..point("fp-bf16") };
         p.validate().expect("test point is valid");
         let compiled = compile_design(&build(&p).unwrap()).expect("verilator build");
         let mut rng = Rng::new(2027);

@@ -260,7 +260,7 @@ impl BlockParams for SystolicParams {
             ),
             ParamInfo::new(
                 "fp_stages",
-                int(0, 2),
+                int(0, 5),
                 "registers inside each binary32 add of the floating-point weight-stationary PE (its lane tree and its partial sum), and as many inside each product's rounding: an add takes fp_stages + 1 cycles (docs/systolic.md, \"The floating-point grid\"); 0 for integers and for os",
             ),
         ]
@@ -332,7 +332,7 @@ impl BlockParams for SystolicParams {
         }
         c.int(&t, "group", self.group as i64, true);
         c.int(&t, "fp_stages", self.fp_stages as i64, true);
-        if self.fp_stages > 0 && self.fp_stages <= 2 {
+        if self.fp_stages > 0 && self.fp_stages <= 5 {
             c.check(
                 self.float() && self.dataflow == Dataflow::Ws,
                 "fp_stages",

@@ -22,6 +22,19 @@ pub(super) const QNAN: u64 = 0x7FC0_0000;
 /// +Inf's pattern (the largest magnitude: anything at or above is Inf).
 const INF: u64 = 0x7F80_0000;
 
+/// Registers the values of `vals` (one register, `name`), and puts the
+/// register's fields back in their place.
+fn cut(m: &mut ModuleBuilder, name: &str, vals: &mut [&mut Expr]) {
+    let v = Expr::cat(&vals.iter().map(|x| (**x).clone()).collect::<Vec<_>>());
+    let q = m.pipe(name, &v, &Expr::bit(true));
+    let mut lo = 0;
+    for x in vals.iter_mut().rev() {
+        let w = x.width();
+        **x = q.slice(lo + w - 1, lo);
+        lo += w;
+    }
+}
+
 /// Shift left by `amt` (bits shifted out are lost): a mux level per bit of `amt`.
 fn shl(x: &Expr, amt: &Expr) -> Expr {
     let w = x.width();
@@ -73,28 +86,26 @@ fn clz(x: &Expr) -> Expr {
     rec(&padded).1
 }
 
-/// Rounds `sig · 2^(x - OFF)` (with `sign`, and a sticky bit standing for
-/// non-zero bits below `sig`) to binary32, nearest even: Inf at and beyond
-/// 2^128 - 2^103, subnormals below 2^-126, +0 for a zero `sig` (an exact
-/// cancellation) or a result that rounds to zero. Wires are named `<pfx>_...`.
-/// With `cut`, a register after the normalisation (the leading-zero count
-/// and its shift); `carry` goes through it beside the value, and comes back
-/// as the second result.
-fn round_pack(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, sig: &Expr, x: &Expr, cut: bool, carry: &Expr) -> (Expr, Expr) {
+/// Rounds `sig · 2^(x - OFF)` (with `sign`) to binary32, nearest even: Inf
+/// at and beyond 2^128 - 2^103, subnormals below 2^-126, +0 for a zero `sig`
+/// (an exact cancellation) or a result that rounds to zero. Wires are named
+/// `<pfx>_...`. `cuts` registers inside, in this order as it grows: 1 after
+/// the normalisation (the leading-zero count and its shift), 2 (counted by
+/// the caller: the significand product) none here, 3 after the subnormal
+/// shift, 4 after the leading-zero count, 5 after the rounding decision.
+/// `carry` goes through the registers beside the value.
+fn round_pack(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, sig: &Expr, x: &Expr, cuts: u32, carry: &mut Expr) -> Expr {
     let w = sig.width();
-    let lz = m.let_(&format!("{pfx}_lz"), &clz(sig));
-    let mut norm = m.let_(&format!("{pfx}_norm"), &shl(sig, &lz));
+    let (mut sign, mut sig, mut x) = (sign.clone(), sig.clone(), x.clone());
+    let mut lz = m.let_(&format!("{pfx}_lz"), &clz(&sig));
+    if cuts >= 4 {
+        cut(m, &format!("{pfx}_lz_q"), &mut [carry, &mut sign, &mut x, &mut lz, &mut sig]);
+    }
+    let mut norm = m.let_(&format!("{pfx}_norm"), &shl(&sig, &lz));
     // The exponent of the leading one, + OFF.
     let mut e = m.let_(&format!("{pfx}_exp"), &x.add(&Expr::lit(EW, (w - 1) as u64)).sub(&lz.zext(EW)));
-    let (mut sign, mut carry) = (sign.clone(), carry.clone());
-    if cut {
-        // [carry | sign | e | norm]
-        let cw = carry.width();
-        let q = m.pipe(&format!("{pfx}_norm_q"), &Expr::cat(&[carry.clone(), sign.clone(), e.clone(), norm.clone()]), &Expr::bit(true));
-        norm = q.slice(w - 1, 0);
-        e = q.slice(w + EW - 1, w);
-        sign = q.bit_at(w + EW);
-        carry = q.slice(w + EW + cw, w + EW + 1);
+    if cuts >= 1 {
+        cut(m, &format!("{pfx}_norm_q"), &mut [carry, &mut sign, &mut e, &mut norm]);
     }
     // 26 bits from the leading one down: 24 significand bits, a guard bit
     // and a bit that collects the sticky.
@@ -111,56 +122,85 @@ fn round_pack(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, sig: &Expr, x: &Exp
     let rs = rs_full.slice(EW - 1, 5).any().mux(&Expr::lit(5, 31), &rs_full.slice(4, 0));
     let rs = m.let_(&format!("{pfx}_rs"), &sub.mux(&rs, &Expr::zero(5)));
     let (den, st_shift) = shr_sticky(&v26, &rs);
-    let den = m.let_(&format!("{pfx}_den"), &den);
-    let n = den.slice(25, 2);
-    let sticky = den.bit_at(0).or(&st_shift).or(&st_low);
-    let up = m.let_(&format!("{pfx}_up"), &den.bit_at(1).and(&sticky.or(&n.bit_at(0))));
-    // A normal significand's leading one adds one to the exponent field:
-    // field base e - (OFF - 126) = E + 126; a subnormal's base is 0. A
-    // rounding carry moves into the exponent field by itself.
-    let base = sub.mux(&Expr::zero(EW), &e.sub(&emin));
-    let (mag, ovf) = pack(m, pfx, &base, &n, &up);
-    let finite = Expr::cat(&[sign.and(&mag.any()), mag]);
+    let mut den = m.let_(&format!("{pfx}_den"), &den);
+    let mut sticky = den.bit_at(0).or(&st_shift).or(&st_low);
+    // The field base: a normal significand's leading one adds one to the
+    // exponent field, so base e - (OFF - 126) = E + 126; a subnormal's base
+    // is 0. A rounding carry moves into the exponent field by itself.
+    let mut base = sub.mux(&Expr::zero(EW), &e.sub(&emin));
+    // norm is zero exactly when sig is: then the result is +0.
+    let mut nz = norm.bit_at(w - 1);
+    if cuts >= 3 {
+        cut(m, &format!("{pfx}_den_q"), &mut [carry, &mut sign, &mut nz, &mut base, &mut sticky, &mut den]);
+    }
+    let mut n = den.slice(25, 2);
+    let mut up = m.let_(&format!("{pfx}_up"), &den.bit_at(1).and(&sticky.or(&n.bit_at(0))));
+    if cuts >= 5 {
+        cut(m, &format!("{pfx}_up_q"), &mut [carry, &mut sign, &mut nz, &mut base, &mut up, &mut n]);
+    }
+    let (mag, ovf, any) = pack(m, pfx, &base, &n, &up);
+    let finite = Expr::cat(&[sign.and(&any), mag]);
     let inf = Expr::cat(&[sign.clone(), Expr::lit(31, INF)]);
-    // A zero significand (norm is zero exactly when sig is) gives +0.
-    let out = norm.bit_at(w - 1).mux(&ovf.mux(&inf, &finite), &Expr::zero(32));
-    (m.let_(&format!("{pfx}_rnd"), &out), carry)
+    let out = nz.mux(&ovf.mux(&inf, &finite), &Expr::zero(32));
+    m.let_(&format!("{pfx}_rnd"), &out)
 }
 
 /// Rounds a sum `s · 2^(exp_b - 153)` (28 bits: a carry, the hidden bit at
 /// 26, the fraction, guard, round and sticky bits) to binary32. A sum is
 /// never below the subnormal spacing, so one left shift does: by the leading
 /// zeros, or by less where that would take the exponent below -126 (then the
-/// result is subnormal, its last bit worth 2^-149). Wires `<pfx>_...`.
-fn round_sum(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, s: &Expr, exp_b: &Expr) -> Expr {
-    let lz = m.let_(&format!("{pfx}_lz"), &clz(s));
+/// result is subnormal, its last bit worth 2^-149). Wires `<pfx>_...`. With
+/// `lz_cut` a register after the shift amount, with `norm_cut` one after the
+/// shift; `carry` goes through them beside the value.
+fn round_sum(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, s: &Expr, exp_b: &Expr, lz_cut: bool, norm_cut: bool, carry: &mut Expr) -> Expr {
+    let (mut sign, mut s, mut exp_b) = (sign.clone(), s.clone(), exp_b.clone());
+    let lz = m.let_(&format!("{pfx}_lz"), &clz(&s));
     // Bit 27 weighs 2^(exp_b - 126) before the shift: at most exp_b to the left.
-    let lsh = m.let_(&format!("{pfx}_lsh"), &exp_b.lt(&lz.zext(8)).mux(&exp_b.slice(4, 0), &lz));
-    let norm = m.let_(&format!("{pfx}_norm"), &shl(s, &lsh));
+    let mut lsh = m.let_(&format!("{pfx}_lsh"), &exp_b.lt(&lz.zext(8)).mux(&exp_b.slice(4, 0), &lz));
+    if lz_cut {
+        cut(m, &format!("{pfx}_lz_q"), &mut [carry, &mut sign, &mut exp_b, &mut lsh, &mut s]);
+    }
+    let mut norm = m.let_(&format!("{pfx}_norm"), &shl(&s, &lsh));
+    // Exponent field exp_b - lsh (+1 from a normal significand's leading
+    // one, 0 for a subnormal's); a rounding carry moves in by itself.
+    let mut base = exp_b.sub(&lsh.zext(8));
+    let mut nz = s.any();
+    if norm_cut {
+        cut(m, &format!("{pfx}_norm_q"), &mut [carry, &mut sign, &mut nz, &mut base, &mut norm]);
+    }
     let n = norm.slice(27, 4);
     let sticky = norm.slice(2, 0).any();
     let up = m.let_(&format!("{pfx}_up"), &norm.bit_at(3).and(&sticky.or(&n.bit_at(0))));
-    // Exponent field exp_b - lsh (+1 from a normal significand's leading
-    // one, 0 for a subnormal's); a rounding carry moves in by itself.
-    let base = exp_b.sub(&lsh.zext(8));
-    let (mag, ovf) = pack(m, pfx, &base, &n, &up);
-    let finite = Expr::cat(&[sign.and(&mag.any()), mag]);
+    let (mag, ovf, any) = pack(m, pfx, &base, &n, &up);
+    let finite = Expr::cat(&[sign.and(&any), mag]);
     let inf = Expr::cat(&[sign.clone(), Expr::lit(31, INF)]);
-    let out = s.any().mux(&ovf.mux(&inf, &finite), &Expr::zero(32));
+    let out = nz.mux(&ovf.mux(&inf, &finite), &Expr::zero(32));
     m.let_(&format!("{pfx}_rnd"), &out)
 }
 
-/// The magnitude `base·2^23 + n + up` (31 bits) and whether it reaches Inf
-/// (2^31 - 2^23 and above), without a 32-bit carry chain: `n + up` is a
-/// 24-bit increment, and its bits 24:23 (the hidden bit, and a rounding
-/// carry) add into the exponent field.
-fn pack(m: &mut ModuleBuilder, pfx: &str, base: &Expr, n: &Expr, up: &Expr) -> (Expr, Expr) {
-    let nu = m.let_(&format!("{pfx}_nup"), &n.zext(25).add(&up.zext(25)));
-    let fw = base.width() + 1;
-    let field = m.let_(&format!("{pfx}_field"), &base.zext(fw).add(&nu.slice(24, 23).zext(fw)));
-    let ovf = field.ge(&Expr::lit(fw, 255));
-    let mag = m.let_(&format!("{pfx}_mag"), &Expr::cat(&[field.slice(7, 0), nu.slice(22, 0)]));
-    (mag, ovf)
+/// The magnitude `base·2^23 + n + up` (31 bits), whether it reaches Inf
+/// (2^31 - 2^23 and above) and whether it is not zero, with no carry chain
+/// behind another: `n + up` is a 23-bit increment, and the two bits it can
+/// add to the exponent field (the hidden bit, and a carry out of an all-ones
+/// fraction) are known from `n` and `up` alone; the overflow compares `base`
+/// with constants, and a zero magnitude is a zero `base`, `n` and `up`.
+fn pack(m: &mut ModuleBuilder, pfx: &str, base: &Expr, n: &Expr, up: &Expr) -> (Expr, Expr, Expr) {
+    let frac = m.let_(&format!("{pfx}_frac"), &n.slice(22, 0).add(&up.zext(23)));
+    let (h, c) = (n.bit_at(23), m.let_(&format!("{pfx}_fc"), &up.and(&n.slice(22, 0).all())));
+    // field = base + h + c
+    let k = Expr::cat(&[h.and(&c), h.xor(&c)]);
+    let field = m.let_(&format!("{pfx}_field"), &base.slice(7, 0).add(&k.zext(8)));
+    let w = base.width();
+    let hi = if w > 8 { base.slice(w - 1, 8).any() } else { Expr::bit(false) };
+    let top = base.slice(7, 2).all();
+    let (b1, b0) = (base.bit_at(1), base.bit_at(0));
+    let ge255 = hi.or(&top.and(&b1).and(&b0));
+    let ge254 = hi.or(&top.and(&b1));
+    let ge253 = hi.or(&top.and(&b1.or(&b0)));
+    let ovf = m.let_(&format!("{pfx}_ovf"), &ge255.or(&h.or(&c).and(&ge254)).or(&h.and(&c).and(&ge253)));
+    let any = base.any().or(&n.any()).or(up);
+    let mag = m.let_(&format!("{pfx}_mag"), &Expr::cat(&[field, frac]));
+    (mag, ovf, any)
 }
 
 /// An element's fields: sign, the classes, the significand (the hidden bit
@@ -239,11 +279,12 @@ pub(super) fn mul_front(m: &mut ModuleBuilder, pfx: &str, a: &Expr, ta: ElemType
     MulFront { special, sign, sig, exp }
 }
 
-/// The product's binary32 pattern from its [`MulFront`]; with `cut`, a
-/// register inside the rounding (after the normalisation).
-pub(super) fn mul_back(m: &mut ModuleBuilder, pfx: &str, f: &MulFront, cut: bool) -> Expr {
-    let (r, carry) = round_pack(m, pfx, &f.sign, &f.sig, &f.exp, cut, &Expr::cat(&[f.sign.clone(), f.special.clone()]));
-    let (sign, special) = if cut { (carry.bit_at(2), carry.slice(1, 0)) } else { (f.sign.clone(), f.special.clone()) };
+/// The product's binary32 pattern from its [`MulFront`], with `cuts`
+/// registers inside the rounding ([`round_pack`]).
+pub(super) fn mul_back(m: &mut ModuleBuilder, pfx: &str, f: &MulFront, cuts: u32) -> Expr {
+    let mut carry = Expr::cat(&[f.sign.clone(), f.special.clone()]);
+    let r = round_pack(m, pfx, &f.sign, &f.sig, &f.exp, cuts, &mut carry);
+    let (sign, special) = if cuts >= 1 { (carry.bit_at(2), carry.slice(1, 0)) } else { (f.sign.clone(), f.special.clone()) };
     let inf = Expr::cat(&[sign, Expr::lit(31, INF)]);
     let out = select2(&special, &[r, Expr::zero(32), Expr::lit(32, QNAN), inf]);
     m.let_(&format!("{pfx}_prod"), &out)
@@ -256,9 +297,10 @@ fn select2(sel: &Expr, items: &[Expr; 4]) -> Expr {
 }
 
 /// x ⊕ y for binary32 patterns `x` and `y` (any patterns: -0 and NaNs of
-/// any payload included), `stages` cycles later (0 to 2 registers inside:
-/// 1 registers the sum of the aligned significands, 2 also the aligned
-/// operands).
+/// any payload included), `stages` cycles later: 0 to 5 registers inside,
+/// in this order as `stages` grows: 1 after the sum of the aligned
+/// significands, 2 after the alignment shift, 3 after the leading-zero
+/// count, 4 after the normalising shift, 5 after the exponent compare.
 pub(super) fn add(m: &mut ModuleBuilder, pfx: &str, x: &Expr, y: &Expr, stages: u32) -> Expr {
     let class = |v: &Expr| {
         let (e, f) = (v.slice(30, 23), v.slice(22, 0));
@@ -274,36 +316,36 @@ pub(super) fn add(m: &mut ModuleBuilder, pfx: &str, x: &Expr, y: &Expr, stages: 
         let e_any = e.any();
         (Expr::cat(&[e_any.clone(), v.slice(22, 0)]), e.or(&e_any.not().zext(8)))
     };
-    let ((sig_b, exp_b), (sig_s, exp_s)) = (parts(&big), parts(&small));
+    let ((sig_b, mut exp_b), (mut sig_s, exp_s)) = (parts(&big), parts(&small));
     // Align the smaller: three bits below the significand (guard, round,
     // and a sticky bit that collects what is shifted out).
     let d = exp_b.sub(&exp_s);
-    let d = m.let_(&format!("{pfx}_d"), &d.slice(7, 5).any().mux(&Expr::lit(5, 31), &d.slice(4, 0)));
-    let (al, st) = shr_sticky(&Expr::cat(&[sig_s, Expr::zero(3)]), &d);
-    let al = Expr::cat(&[al.slice(26, 1), al.bit_at(0).or(&st)]);
-    let mut al = m.let_(&format!("{pfx}_al"), &al);
+    let mut d = m.let_(&format!("{pfx}_d"), &d.slice(7, 5).any().mux(&Expr::lit(5, 31), &d.slice(4, 0)));
     let mut sb = Expr::cat(&[sig_b, Expr::zero(3)]).zext(28);
     let mut diff = big.bit_at(31).xor(&small.bit_at(31));
     let mut sign = big.bit_at(31);
-    let mut exp_b = exp_b;
     let mut nan = nan_x.or(&nan_y).or(&inf_x.and(&inf_y).and(&x.bit_at(31).xor(&y.bit_at(31))));
     let mut inf = inf_x.or(&inf_y);
-    let on = Expr::bit(true);
+    if stages >= 5 {
+        cut(m, &format!("{pfx}_cmp_q"), &mut [&mut sig_s, &mut d, &mut sb, &mut diff, &mut sign, &mut exp_b, &mut nan, &mut inf]);
+    }
+    let (al, st) = shr_sticky(&Expr::cat(&[sig_s, Expr::zero(3)]), &d);
+    let al = Expr::cat(&[al.slice(26, 1), al.bit_at(0).or(&st)]);
+    let mut al = m.let_(&format!("{pfx}_al"), &al);
     if stages >= 2 {
-        // [al 27 | sb 28 | diff | sign | exp_b 8 | nan | inf]
-        let v = Expr::cat(&[al.clone(), sb.clone(), diff.clone(), sign.clone(), exp_b.clone(), nan.clone(), inf.clone()]);
-        let q = m.pipe(&format!("{pfx}_align_q"), &v, &on);
-        (inf, nan, exp_b, sign, diff) = (q.bit_at(0), q.bit_at(1), q.slice(9, 2), q.bit_at(10), q.bit_at(11));
-        (sb, al) = (q.slice(39, 12), q.slice(66, 40));
+        cut(m, &format!("{pfx}_align_q"), &mut [&mut al, &mut sb, &mut diff, &mut sign, &mut exp_b, &mut nan, &mut inf]);
     }
     let mut s = m.let_(&format!("{pfx}_s"), &diff.mux(&sb.sub(&al.zext(28)), &sb.add(&al.zext(28))));
     if stages >= 1 {
-        // [s 28 | sign | exp_b 8 | nan | inf]
-        let v = Expr::cat(&[s.clone(), sign.clone(), exp_b.clone(), nan.clone(), inf.clone()]);
-        let q = m.pipe(&format!("{pfx}_sum_q"), &v, &on);
-        (inf, nan, exp_b, sign, s) = (q.bit_at(0), q.bit_at(1), q.slice(9, 2), q.bit_at(10), q.slice(38, 11));
+        cut(m, &format!("{pfx}_sum_q"), &mut [&mut s, &mut sign, &mut exp_b, &mut nan, &mut inf]);
     }
-    let r = round_sum(m, pfx, &sign, &s, &exp_b);
+    // The sign goes with the rounding's own (an Inf's sign is the larger
+    // operand's).
+    let mut carry = Expr::cat(&[sign.clone(), nan.clone(), inf.clone()]);
+    let r = round_sum(m, pfx, &sign, &s, &exp_b, stages >= 3, stages >= 4, &mut carry);
+    if stages >= 3 {
+        (sign, nan, inf) = (carry.bit_at(2), carry.bit_at(1), carry.bit_at(0));
+    }
     let inf_out = Expr::cat(&[sign, Expr::lit(31, INF)]);
     let out = nan.mux(&Expr::lit(32, QNAN), &inf.mux(&inf_out, &r));
     m.let_(&format!("{pfx}_sum"), &out)

@@ -211,13 +211,13 @@ fn fp_dot(m: &mut ModuleBuilder, p: &SystolicParams, mac_a: &Expr, mac_b: &Expr,
             let q = m.pipe(&format!("{pfx}_front_q"), &f.pack(), &on);
             f = MulFront::unpack(&q, f.sig.width());
         }
-        // fp_stages 2: the significand product registered (again, at
-        // pipeline 3); fp_stages >= 1: a register inside the rounding.
+        // fp_stages >= 2: the significand product registered (again, at
+        // pipeline 3); the other fp_stages registers are inside the rounding.
         if p.fp_stages >= 2 {
             let q = m.pipe(&format!("{pfx}_front2_q"), &f.pack(), &on);
             f = MulFront::unpack(&q, f.sig.width());
         }
-        let prod = fp::mul_back(m, &pfx, &f, p.fp_stages >= 1);
+        let prod = fp::mul_back(m, &pfx, &f, p.fp_stages);
         level.push(if p.pipeline >= 1 { m.pipe(&format!("prod_l{lane}_q"), &prod, &on) } else { prod });
     }
     if p.pipeline >= 3 {

@@ -1228,7 +1228,7 @@ fn fp_ws_fp_stages_1x1() {
     // issues 8, row 12; 13 cycles.)
     let base = fpc(f16, f16, 1, 1, 1);
     let g = ones(f16, 2, 2, 1);
-    for (f, want) in [(0, 9), (1, 13), (2, 17)] {
+    for (f, want) in [(0, 9), (1, 13), (2, 17), (3, 21), (4, 25), (5, 29)] {
         let c = stages(&base, f);
         assert_eq!(c.depth(), f);
         let o = run(&c, &g);
@@ -1247,7 +1247,7 @@ fn fp_ws_fp_stages_1x1() {
     //  3H + 4: t1v1 issues; row at 6H + 4.   cycles = 6H + 5: 11, 17, 23.
     let base = fpc(f16, f16, 1, 1, 2);
     let g = ones(f16, 2, 4, 1);
-    for (f, want) in [(0, 11), (1, 17), (2, 23)] {
+    for (f, want) in [(0, 11), (1, 17), (2, 23), (3, 29), (4, 35), (5, 41)] {
         let c = stages(&base, f);
         assert_eq!(c.depth(), f + (f + 1));
         let o = run(&c, &g);
@@ -1258,7 +1258,7 @@ fn fp_ws_fp_stages_1x1() {
     // 3H + 2, 3H + 3; t1v0 accepted 3H + 3, issues 3H + 4; t1v1 accepted
     // 3H + 4, issues 3H + 5, row at 6H + 6: cycles 6H + 7 = 13, 19, 25.
     let base = SystolicParams { pipeline: 1, ..base };
-    for (f, want) in [(0, 13), (1, 19), (2, 25)] {
+    for (f, want) in [(0, 13), (1, 19), (2, 25), (3, 31), (4, 37), (5, 43)] {
         let c = stages(&base, f);
         assert_eq!(c.depth(), 1 + f + (f + 1));
         assert_eq!(run(&c, &g).cycles, want, "fp_stages {f}");
@@ -1282,7 +1282,7 @@ fn fp_ws_fp_stages_2x2() {
     // 6, 7, t1v0 would issue at 8 and its row would be at 3H + 9.)
     let base = fpc(f16, f16, 2, 2, 1);
     let g = ones(f16, 1, 2, 4);
-    for (f, want) in [(0, 13), (1, 17), (2, 21)] {
+    for (f, want) in [(0, 13), (1, 17), (2, 21), (3, 25), (4, 29), (5, 33)] {
         let o = run(&stages(&base, f), &g);
         assert_eq!(o.c, vec![vec![0x4000_0000; 4]], "fp_stages {f}");
         assert_eq!((o.cycles, o.useful_macs, o.gated_products), (want, 8, 0), "fp_stages {f}");
@@ -1297,7 +1297,7 @@ fn fp_ws_fp_stages_2x2() {
     // stall them when H > 1: 3H + 1 > H + 4). The last issues at 13, its
     // row at 13 + 3H + 1: cycles = 3H + 15 = 18, 21, 24.
     let g = ones(f16, 12, 2, 2);
-    for (f, want) in [(0, 18), (1, 21), (2, 24)] {
+    for (f, want) in [(0, 18), (1, 21), (2, 24), (3, 27), (4, 30), (5, 33)] {
         let o = run(&stages(&base, f), &g);
         assert_eq!(o.c, vec![vec![0x4000_0000; 2]; 12], "fp_stages {f}");
         assert_eq!((o.cycles, o.useful_macs), (want, 48), "fp_stages {f}");
@@ -1316,7 +1316,7 @@ fn fp_ws_fp_stages_2x2() {
     //  4H + 7: t1v1 issues; row at 8H + 9.  cycles = 8H + 10: 18, 26, 34.
     let base = SystolicParams { pipeline: 1, ..fpc(f16, f16, 2, 2, 2) };
     let g = ones(f16, 2, 8, 2);
-    for (f, want) in [(0, 18), (1, 26), (2, 34)] {
+    for (f, want) in [(0, 18), (1, 26), (2, 34), (3, 42), (4, 50), (5, 58)] {
         let c = stages(&base, f);
         assert_eq!(c.depth(), 1 + f + (f + 1));
         let o = run(&c, &g);
@@ -1398,7 +1398,7 @@ fn fp_ws_fp_stages_change_only_cycles() {
         let o0 = run(&stages(&c, 0), &g);
         assert_eq!(o0.c, want, "case {case}");
         let mut prev = o0.clone();
-        for f in 1..=2 {
+        for f in 1..=5 {
             let cf = stages(&c, f);
             let o = run(&cf, &g);
             assert_eq!(o.c, want, "case {case} fp_stages {f}");
