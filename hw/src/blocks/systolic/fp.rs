@@ -24,7 +24,7 @@ const INF: u64 = 0x7F80_0000;
 
 /// Registers the values of `vals` (one register, `name`), and puts the
 /// register's fields back in their place.
-fn cut(m: &mut ModuleBuilder, name: &str, vals: &mut [&mut Expr]) {
+pub(super) fn cut(m: &mut ModuleBuilder, name: &str, vals: &mut [&mut Expr]) {
     let v = Expr::cat(&vals.iter().map(|x| (**x).clone()).collect::<Vec<_>>());
     let q = m.pipe(name, &v, &Expr::bit(true));
     let mut lo = 0;
@@ -103,9 +103,20 @@ fn round_pack(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, sig: &Expr, x: &Exp
     }
     let mut norm = m.let_(&format!("{pfx}_norm"), &shl(&sig, &lz));
     // The exponent of the leading one, + OFF.
-    let mut e = m.let_(&format!("{pfx}_exp"), &x.add(&Expr::lit(EW, (w - 1) as u64)).sub(&lz.zext(EW)));
+    let e = m.let_(&format!("{pfx}_exp"), &x.add(&Expr::lit(EW, (w - 1) as u64)).sub(&lz.zext(EW)));
+    // Below 2^-126 the result is subnormal: its last bit weighs 2^-149, so
+    // shift right by -126 - e (at most 31: past 26 every bit is sticky).
+    let emin = Expr::lit(EW, OFF - 126);
+    let sub = m.let_(&format!("{pfx}_sub"), &e.lt(&emin));
+    let rs_full = emin.sub(&e);
+    let rs = rs_full.slice(EW - 1, 5).any().mux(&Expr::lit(5, 31), &rs_full.slice(4, 0));
+    let mut rs = m.let_(&format!("{pfx}_rs"), &sub.mux(&rs, &Expr::zero(5)));
+    // The field base: a normal significand's leading one adds one to the
+    // exponent field, so base e - (OFF - 126) = E + 126; a subnormal's base
+    // is 0. A rounding carry moves into the exponent field by itself.
+    let mut base = sub.mux(&Expr::zero(EW), &e.sub(&emin));
     if cuts >= 1 {
-        cut(m, &format!("{pfx}_norm_q"), &mut [carry, &mut sign, &mut e, &mut norm]);
+        cut(m, &format!("{pfx}_norm_q"), &mut [carry, &mut sign, &mut base, &mut rs, &mut norm]);
     }
     // 26 bits from the leading one down: 24 significand bits, a guard bit
     // and a bit that collects the sticky.
@@ -114,20 +125,9 @@ fn round_pack(m: &mut ModuleBuilder, pfx: &str, sign: &Expr, sig: &Expr, x: &Exp
     } else {
         (Expr::cat(&[norm.clone(), Expr::zero(26 - w)]), Expr::bit(false))
     };
-    // Below 2^-126 the result is subnormal: its last bit weighs 2^-149, so
-    // shift right by -126 - e (at most 31: past 26 every bit is sticky).
-    let emin = Expr::lit(EW, OFF - 126);
-    let sub = m.let_(&format!("{pfx}_sub"), &e.lt(&emin));
-    let rs_full = emin.sub(&e);
-    let rs = rs_full.slice(EW - 1, 5).any().mux(&Expr::lit(5, 31), &rs_full.slice(4, 0));
-    let rs = m.let_(&format!("{pfx}_rs"), &sub.mux(&rs, &Expr::zero(5)));
     let (den, st_shift) = shr_sticky(&v26, &rs);
     let mut den = m.let_(&format!("{pfx}_den"), &den);
     let mut sticky = den.bit_at(0).or(&st_shift).or(&st_low);
-    // The field base: a normal significand's leading one adds one to the
-    // exponent field, so base e - (OFF - 126) = E + 126; a subnormal's base
-    // is 0. A rounding carry moves into the exponent field by itself.
-    let mut base = sub.mux(&Expr::zero(EW), &e.sub(&emin));
     // norm is zero exactly when sig is: then the result is +0.
     let mut nz = norm.bit_at(w - 1);
     if cuts >= 3 {
@@ -234,9 +234,28 @@ fn decode(x: &Expr, t: ElemType) -> Elem {
     }
 }
 
+/// An element product's operands, decoded: the classes, the sign, both
+/// significands and the product's exponent. With `pipeline >= 2` the PE
+/// registers them, so that the multiplier (a DSP on FPGAs) sits between
+/// registers with no logic in front.
+pub(super) struct MulOps {
+    pub special: Expr,
+    pub sign: Expr,
+    pub exp: Expr,
+    pub sig_a: Expr,
+    pub sig_b: Expr,
+}
+
+impl MulOps {
+    /// All fields through one register, `name`.
+    pub fn register(&mut self, m: &mut ModuleBuilder, name: &str) {
+        cut(m, name, &mut [&mut self.special, &mut self.sign, &mut self.exp, &mut self.sig_a, &mut self.sig_b]);
+    }
+}
+
 /// The first half of an element product: the classes, the sign, the exact
-/// significand product and its exponent. With `pipeline = 3` the PE
-/// registers it before [`mul_back`].
+/// significand product and its exponent. With `pipeline = 3` or
+/// `fp_stages >= 2` the PE registers it before [`mul_back`].
 pub(super) struct MulFront {
     pub special: Expr,
     pub sign: Expr,
@@ -245,28 +264,19 @@ pub(super) struct MulFront {
 }
 
 impl MulFront {
-    /// All fields as one vector (to register), and back.
-    pub fn pack(&self) -> Expr {
-        Expr::cat(&[self.special.clone(), self.sign.clone(), self.sig.clone(), self.exp.clone()])
-    }
-    pub fn unpack(v: &Expr, sig_w: u32) -> MulFront {
-        MulFront {
-            exp: v.slice(EW - 1, 0),
-            sig: v.slice(EW + sig_w - 1, EW),
-            sign: v.bit_at(EW + sig_w),
-            special: v.slice(EW + sig_w + 2, EW + sig_w + 1),
-        }
+    /// All fields through one register, `name`.
+    pub fn register(&mut self, m: &mut ModuleBuilder, name: &str) {
+        cut(m, name, &mut [&mut self.special, &mut self.sign, &mut self.sig, &mut self.exp]);
     }
 }
 
-/// The special cases of a product as two bits: 0 finite, 1 zero, 2 NaN, 3 Inf.
-pub(super) fn mul_front(m: &mut ModuleBuilder, pfx: &str, a: &Expr, ta: ElemType, b: &Expr, tb: ElemType) -> MulFront {
+/// Decodes a product's operands. The special cases of a product are two
+/// bits: 0 finite, 1 zero, 2 NaN, 3 Inf.
+pub(super) fn mul_ops(m: &mut ModuleBuilder, pfx: &str, a: &Expr, ta: ElemType, b: &Expr, tb: ElemType) -> MulOps {
     let (x, y) = (decode(a, ta), decode(b, tb));
     let (ma, mb) = (ta.fp_fields().1, tb.fp_fields().1);
     let bias = |t: ElemType| (1u64 << (t.fp_fields().0 - 1)) - 1;
-    let w = ma + mb + 2;
-    let sig = m.let_(&format!("{pfx}_sigp"), &x.sig.zext(w).mul(&y.sig.zext(w)));
-    // value = sig · 2^(ea - bias_a - ma + eb - bias_b - mb)
+    // value = sig_a · sig_b · 2^(ea - bias_a - ma + eb - bias_b - mb)
     let k = OFF - bias(ta) - bias(tb) - ma as u64 - mb as u64;
     let exp = m.let_(&format!("{pfx}_expp"), &x.exp.zext(EW).add(&y.exp.zext(EW)).add(&Expr::lit(EW, k)));
     // Zero first (whatever the other operand), then NaN, then Inf.
@@ -276,7 +286,14 @@ pub(super) fn mul_front(m: &mut ModuleBuilder, pfx: &str, a: &Expr, ta: ElemType
     let special = zero.mux(&Expr::lit(2, 1), &nan.mux(&Expr::lit(2, 2), &inf.mux(&Expr::lit(2, 3), &Expr::zero(2))));
     let special = m.let_(&format!("{pfx}_cls"), &special);
     let sign = m.let_(&format!("{pfx}_sign"), &x.sign.xor(&y.sign));
-    MulFront { special, sign, sig, exp }
+    MulOps { special, sign, exp, sig_a: x.sig, sig_b: y.sig }
+}
+
+/// The significand product of decoded operands.
+pub(super) fn mul_front(m: &mut ModuleBuilder, pfx: &str, o: MulOps) -> MulFront {
+    let w = o.sig_a.width() + o.sig_b.width();
+    let sig = m.let_(&format!("{pfx}_sigp"), &o.sig_a.zext(w).mul(&o.sig_b.zext(w)));
+    MulFront { special: o.special, sign: o.sign, sig, exp: o.exp }
 }
 
 /// The product's binary32 pattern from its [`MulFront`], with `cuts`

@@ -1,7 +1,7 @@
 //! Processing elements of both dataflows and their dot products: inline,
 //! through the multiplier module, or split into half products.
 
-use super::fp::{self, MulFront};
+use super::fp;
 use super::mul::mul_widths;
 use crate::rtl::{clog2, Expr, Module, ModuleBuilder, RtlError};
 use gpurtl_params::systolic::SystolicParams;
@@ -160,7 +160,7 @@ pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
     m.assign(&b_o, &b_q);
     m.assign(&valid_o, &valid_q);
     m.assign(&last_o, &last_q);
-    let (mut mac_a, mut mac_b, nzs) = gate_lanes(&mut m, &a_i, &b_i, flags.as_ref().map(|(x, y)| (x, y)), p);
+    let (mac_a, mac_b, nzs) = gate_lanes(&mut m, &a_i, &b_i, flags.as_ref().map(|(x, y)| (x, y)), p);
     // (valid, last, some lane multiplies) beside the operands, stage by stage.
     let any_nz = if p.gating { Expr::cat_lanes(&nzs).any() } else { on.clone() };
     let mut ctl = (valid_i.clone(), last_i.clone(), any_nz);
@@ -171,9 +171,8 @@ pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
         let nz = if p.gating { m.pipe(&format!("{name}_nz_q"), &ctl.2, &on) } else { ctl.2.clone() };
         *ctl = (v, last, nz);
     };
+    // pipeline >= 2: fp_dot registers the gated operands (decoded).
     if p.pipeline >= 2 {
-        mac_a = m.pipe("mac_a_q", &mac_a, &on);
-        mac_b = m.pipe("mac_b_q", &mac_b, &on);
         stage(&mut m, "mac", &mut ctl);
     }
     let t = fp_dot(&mut m, p, &mac_a, &mac_b, true, &mut |m, name| stage(m, name, &mut ctl));
@@ -206,16 +205,20 @@ fn fp_dot(m: &mut ModuleBuilder, p: &SystolicParams, mac_a: &Expr, mac_b: &Expr,
     let mut level = Vec::new();
     for lane in 0..l {
         let pfx = format!("mul_l{lane}");
-        let mut f = fp::mul_front(m, &pfx, &mac_a.part(lane * ab, ab), p.a_type, &mac_b.part(lane * bb, bb), p.b_type);
+        // pipeline >= 2: the gated operands registered, decoded, so that
+        // nothing stands between the register and the multiplier.
+        let mut ops = fp::mul_ops(m, &pfx, &mac_a.part(lane * ab, ab), p.a_type, &mac_b.part(lane * bb, bb), p.b_type);
+        if p.pipeline >= 2 {
+            ops.register(m, &format!("{pfx}_ops_q"));
+        }
+        let mut f = fp::mul_front(m, &pfx, ops);
         if p.pipeline >= 3 {
-            let q = m.pipe(&format!("{pfx}_front_q"), &f.pack(), &on);
-            f = MulFront::unpack(&q, f.sig.width());
+            f.register(m, &format!("{pfx}_front_q"));
         }
         // fp_stages >= 2: the significand product registered (again, at
         // pipeline 3); the other fp_stages registers are inside the rounding.
         if p.fp_stages >= 2 {
-            let q = m.pipe(&format!("{pfx}_front2_q"), &f.pack(), &on);
-            f = MulFront::unpack(&q, f.sig.width());
+            f.register(m, &format!("{pfx}_front2_q"));
         }
         let prod = fp::mul_back(m, &pfx, &f, p.fp_stages);
         level.push(if p.pipeline >= 1 { m.pipe(&format!("prod_l{lane}_q"), &prod, &on) } else { prod });
@@ -407,12 +410,8 @@ pub(super) fn pe_ws_fp(p: &SystolicParams, pairwise: bool) -> Result<Module, Rtl
     m.next(&sw_q, &sw_i, None);
     m.assign(&a_o, &a_q);
     m.assign(&sw_o, &sw_q);
-    let (mut mac_a, mut mac_w, _) = gate_lanes(&mut m, &a_i, &w_use, None, p);
+    let (mac_a, mac_w, _) = gate_lanes(&mut m, &a_i, &w_use, None, p);
     let on = Expr::bit(true);
-    if p.pipeline >= 2 {
-        mac_a = m.pipe("mac_a_q", &mac_a, &on);
-        mac_w = m.pipe("mac_w_q", &mac_w, &on);
-    }
     let t = fp_dot(&mut m, p, &mac_a, &mac_w, pairwise, &mut |_, _| {});
     let sum = fp::add(&mut m, "psum", &psum_i, &t, p.fp_stages);
     let psum = m.pipe("psum_q", &sum, &on);

@@ -108,6 +108,8 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
         Some(&switch.or(&wblock.eq_lit(0).not())),
     );
 
+    // The issue register: the issued vector, zero when none issues.
+    let iss_a = b.pipe("issue_a_q", &issue.repl(r * row_w).and(&aq_a), &Expr::bit(true));
     if let Some((stat_useful, stat_gated)) = &stats {
         // ---- counters: non-zero weights per (PE row, lane), shadow and active ----
         let cw = bits_for(c as u64);
@@ -117,19 +119,23 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
                 let nzw: Vec<Expr> = (0..c).map(|j| nonzero(&w_cols[j as usize].part(lane * bb, bb), p.b_type)).collect();
                 let sh = b.pipe(&format!("nzw_shadow_r{i}_l{lane}_q"), &popcount(&nzw, cw), &w_load[i as usize]);
                 let act = b.pipe(&format!("nzw_active_r{i}_l{lane}_q"), &sh, &switch);
-                let cnt = switch.mux(&sh, &act);
-                let nza = nonzero(&aq_a.part(i * row_w + lane * ab, ab), p.a_type);
-                terms.push(b.pipe(&format!("useful_r{i}_l{lane}_q"), &cnt.and(&nza.repl(cw)), &Expr::bit(true)));
+                // Counted from registers only, a cycle after the issue: the
+                // issue register holds the issued vector (zero otherwise),
+                // and the active count is then the issue's weights' (a
+                // switch copied the shadow count at the issue).
+                let nza = nonzero(&iss_a.part(i * row_w + lane * ab, ab), p.a_type);
+                terms.push(b.pipe(&format!("useful_r{i}_l{lane}_q"), &act.and(&nza.repl(cw)), &Expr::bit(true)));
             }
         }
         let stat_v1 = b.reg("stat_valid1_q", 1, 0);
         b.next(&stat_v1, &issue, None);
+        let stat_v1b = b.reg("stat_valid1b_q", 1, 0);
+        b.next(&stat_v1b, &stat_v1, None);
         let useful_sum = b.let_("useful_sum", &sum_tree(&terms, p.macs_bits()));
-        mac_counters(&mut b, p, &useful_sum, &stat_v1, stat_useful, stat_gated);
+        mac_counters(&mut b, p, &useful_sum, &stat_v1b, stat_useful, stat_gated);
     }
 
     // ---- issue register and skew: row i delayed i·H ----
-    let iss_a = b.pipe("issue_a_q", &issue.repl(r * row_w).and(&aq_a), &Expr::bit(true));
     let iss_sw = b.reg("issue_switch_q", 1, 0);
     b.next(&iss_sw, &switch, None);
     let mut west = Vec::new();
