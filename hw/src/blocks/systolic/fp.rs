@@ -247,6 +247,18 @@ pub(super) struct MulOps {
 }
 
 impl MulOps {
+    /// `sel ? that : self`, field by field, the fields named as
+    /// [`mul_ops`] names them under `pfx`.
+    pub fn select(self, m: &mut ModuleBuilder, pfx: &str, sel: &Expr, that: MulOps) -> MulOps {
+        MulOps {
+            special: m.let_(&format!("{pfx}_cls"), &sel.mux(&that.special, &self.special)),
+            sign: m.let_(&format!("{pfx}_sign"), &sel.mux(&that.sign, &self.sign)),
+            exp: m.let_(&format!("{pfx}_expp"), &sel.mux(&that.exp, &self.exp)),
+            sig_a: sel.mux(&that.sig_a, &self.sig_a),
+            sig_b: sel.mux(&that.sig_b, &self.sig_b),
+        }
+    }
+
     /// All fields through one register, `name`.
     pub fn register(&mut self, m: &mut ModuleBuilder, name: &str) {
         cut(m, name, &mut [&mut self.special, &mut self.sign, &mut self.exp, &mut self.sig_a, &mut self.sig_b]);
@@ -271,8 +283,10 @@ impl MulFront {
 }
 
 /// Decodes a product's operands. The special cases of a product are two
-/// bits: 0 finite, 1 zero, 2 NaN, 3 Inf.
-pub(super) fn mul_ops(m: &mut ModuleBuilder, pfx: &str, a: &Expr, ta: ElemType, b: &Expr, tb: ElemType) -> MulOps {
+/// bits: 0 finite, 1 zero, 2 NaN, 3 Inf. With `gate`, a product with a zero
+/// operand gets zero significands (PE gating: the multiplier does not
+/// toggle).
+pub(super) fn mul_ops(m: &mut ModuleBuilder, pfx: &str, a: &Expr, ta: ElemType, b: &Expr, tb: ElemType, gate: bool) -> MulOps {
     let (x, y) = (decode(a, ta), decode(b, tb));
     let (ma, mb) = (ta.fp_fields().1, tb.fp_fields().1);
     let bias = |t: ElemType| (1u64 << (t.fp_fields().0 - 1)) - 1;
@@ -286,7 +300,13 @@ pub(super) fn mul_ops(m: &mut ModuleBuilder, pfx: &str, a: &Expr, ta: ElemType, 
     let special = zero.mux(&Expr::lit(2, 1), &nan.mux(&Expr::lit(2, 2), &inf.mux(&Expr::lit(2, 3), &Expr::zero(2))));
     let special = m.let_(&format!("{pfx}_cls"), &special);
     let sign = m.let_(&format!("{pfx}_sign"), &x.sign.xor(&y.sign));
-    MulOps { special, sign, exp, sig_a: x.sig, sig_b: y.sig }
+    let (sig_a, sig_b) = if gate {
+        let nz = zero.not();
+        (x.sig.and(&nz.repl(x.sig.width())), y.sig.and(&nz.repl(y.sig.width())))
+    } else {
+        (x.sig, y.sig)
+    };
+    MulOps { special, sign, exp, sig_a, sig_b }
 }
 
 /// The significand product of decoded operands.
@@ -324,8 +344,11 @@ pub(super) fn add(m: &mut ModuleBuilder, pfx: &str, x: &Expr, y: &Expr, stages: 
         (e.all().and(&f.any()), e.all().and(&f.any().not()))
     };
     let ((nan_x, inf_x), (nan_y, inf_y)) = (class(x), class(y));
-    // The larger magnitude first.
-    let swap = m.let_(&format!("{pfx}_swap"), &x.slice(30, 0).lt(&y.slice(30, 0)));
+    // The larger magnitude first: the exponent fields and the fractions
+    // compared apart, and both exponent differences, side by side.
+    let (ex, ey) = (x.slice(30, 23), y.slice(30, 23));
+    let frac_lt = x.slice(22, 0).lt(&y.slice(22, 0));
+    let swap = m.let_(&format!("{pfx}_swap"), &ex.lt(&ey).or(&ex.eq(&ey).and(&frac_lt)));
     let big = m.let_(&format!("{pfx}_big"), &swap.mux(y, x));
     let small = m.let_(&format!("{pfx}_small"), &swap.mux(x, y));
     let parts = |v: &Expr| {
@@ -333,10 +356,11 @@ pub(super) fn add(m: &mut ModuleBuilder, pfx: &str, x: &Expr, y: &Expr, stages: 
         let e_any = e.any();
         (Expr::cat(&[e_any.clone(), v.slice(22, 0)]), e.or(&e_any.not().zext(8)))
     };
-    let ((sig_b, mut exp_b), (mut sig_s, exp_s)) = (parts(&big), parts(&small));
+    let ((sig_b, mut exp_b), (mut sig_s, _)) = (parts(&big), parts(&small));
     // Align the smaller: three bits below the significand (guard, round,
     // and a sticky bit that collects what is shifted out).
-    let d = exp_b.sub(&exp_s);
+    let ((_, xe), (_, ye)) = (parts(x), parts(y));
+    let d = swap.mux(&ye.sub(&xe), &xe.sub(&ye));
     let mut d = m.let_(&format!("{pfx}_d"), &d.slice(7, 5).any().mux(&Expr::lit(5, 31), &d.slice(4, 0)));
     let mut sb = Expr::cat(&[sig_b, Expr::zero(3)]).zext(28);
     let mut diff = big.bit_at(31).xor(&small.bit_at(31));

@@ -175,7 +175,7 @@ pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
     if p.pipeline >= 2 {
         stage(&mut m, "mac", &mut ctl);
     }
-    let t = fp_dot(&mut m, p, &mac_a, &mac_b, true, &mut |m, name| stage(m, name, &mut ctl));
+    let t = fp_dot(&mut m, p, &mac_a, &mac_b, None, false, true, &mut |m, name| stage(m, name, &mut ctl));
     let (v, last, nz) = ctl;
     // Gating: the accumulator holds when no lane multiplies (unless the
     // tile ends): the same as adding +0.
@@ -199,7 +199,22 @@ pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
 /// register level that all lanes pass (the products' front at `pipeline` 3,
 /// the products, each tree level), so that the caller can move its control
 /// signals along beside.
-fn fp_dot(m: &mut ModuleBuilder, p: &SystolicParams, mac_a: &Expr, mac_b: &Expr, pairwise: bool, stage: &mut dyn FnMut(&mut ModuleBuilder, &str)) -> Expr {
+///
+/// With `alt` = (sel, b2), lane products take `b2` for B where `sel` is
+/// high: both operand pairs are decoded and the decoded fields selected, so
+/// that `sel` comes late. `gate`: zero-operand products get zero
+/// significands (PE gating, where the caller has not gated the operands).
+#[allow(clippy::too_many_arguments)]
+fn fp_dot(
+    m: &mut ModuleBuilder,
+    p: &SystolicParams,
+    mac_a: &Expr,
+    mac_b: &Expr,
+    alt: Option<(&Expr, &Expr)>,
+    gate: bool,
+    pairwise: bool,
+    stage: &mut dyn FnMut(&mut ModuleBuilder, &str),
+) -> Expr {
     let (ab, bb, l) = (p.a_type.bits(), p.b_type.bits(), p.lanes);
     let on = Expr::bit(true);
     let mut level = Vec::new();
@@ -207,7 +222,15 @@ fn fp_dot(m: &mut ModuleBuilder, p: &SystolicParams, mac_a: &Expr, mac_b: &Expr,
         let pfx = format!("mul_l{lane}");
         // pipeline >= 2: the gated operands registered, decoded, so that
         // nothing stands between the register and the multiplier.
-        let mut ops = fp::mul_ops(m, &pfx, &mac_a.part(lane * ab, ab), p.a_type, &mac_b.part(lane * bb, bb), p.b_type);
+        let x = mac_a.part(lane * ab, ab);
+        let mut ops = match alt {
+            None => fp::mul_ops(m, &pfx, &x, p.a_type, &mac_b.part(lane * bb, bb), p.b_type, gate),
+            Some((sel, b2)) => {
+                let ops1 = fp::mul_ops(m, &format!("{pfx}_act"), &x, p.a_type, &mac_b.part(lane * bb, bb), p.b_type, gate);
+                let ops2 = fp::mul_ops(m, &format!("{pfx}_sh"), &x, p.a_type, &b2.part(lane * bb, bb), p.b_type, gate);
+                ops1.select(m, &pfx, sel, ops2)
+            }
+        };
         if p.pipeline >= 2 {
             ops.register(m, &format!("{pfx}_ops_q"));
         }
@@ -404,15 +427,16 @@ pub(super) fn pe_ws_fp(p: &SystolicParams, pairwise: bool) -> Result<Module, Rtl
     let psum_o = m.output("psum_o", 32, "partial sum downwards (binary32)");
     let shadow = m.pipe("w_shadow_q", &w_i, &w_load_i);
     let active = m.pipe("w_active_q", &shadow, &sw_i);
-    let w_use = m.let_("w_use", &sw_i.mux(&shadow, &active));
     let a_q = m.pipe("a_q", &a_i, &Expr::bit(true));
     let sw_q = m.reg("sw_q", 1, 0);
     m.next(&sw_q, &sw_i, None);
     m.assign(&a_o, &a_q);
     m.assign(&sw_o, &sw_q);
-    let (mac_a, mac_w, _) = gate_lanes(&mut m, &a_i, &w_use, None, p);
+    // The first vector of a tile uses the shadow weights (sw_i), the others
+    // the active ones: both decoded, the decoded fields selected by sw_i.
+    // Gating zeroes a zero product's significands.
     let on = Expr::bit(true);
-    let t = fp_dot(&mut m, p, &mac_a, &mac_w, pairwise, &mut |_, _| {});
+    let t = fp_dot(&mut m, p, &a_i, &active, Some((&sw_i, &shadow)), p.gating, pairwise, &mut |_, _| {});
     let sum = fp::add(&mut m, "psum", &psum_i, &t, p.fp_stages);
     let psum = m.pipe("psum_q", &sum, &on);
     m.assign(&psum_o, &psum);
