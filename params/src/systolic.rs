@@ -372,7 +372,7 @@ impl BlockParams for SystolicParams {
             "hx8k" => "the 4x4 grid for an iCE40-HX8K at 100 MHz: a load-filter window of 2, the multiplier split for LUTs, 24-bit accumulators (exact for K <= 256 int8 products)",
             "infer" => "the inline `*` multipliers, to compare with the hand-mapped ECP5 ones",
             "ws" => "weight-stationary",
-            "bf16" => "a 4x4 weight-stationary bf16 grid, two lanes in 32-bit channels, binary32 accumulation, each add over three cycles for FPGAs (docs/systolic.md, \"Floating point\")",
+            "bf16" => "a 4x4 weight-stationary bf16 grid, two lanes in 32-bit channels, binary32 accumulation, each add over six cycles for FPGAs (docs/systolic.md, \"Floating point\")",
             "minimal" => "the smallest 4x4 int8 grid with valid/ready: no gating, skipping, counters or C0 add, a one-step input transfer, 24-bit accumulators (exact for K <= 256)",
             _ => "",
         }
@@ -410,7 +410,7 @@ impl BlockParams for SystolicParams {
                     b_type: ElemType::Bf16,
                     lanes: 2,
                     channel_bits: 32,
-                    fp_stages: 2,
+                    fp_stages: 5,
                     ..d.clone()
                 },
             ),

@@ -85,19 +85,54 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
     let shadow_full = b.let_("shadow_full", &wcnt.eq_lit(r as u64));
 
     // ---- A input register and issue (a credit pipeline to the output FIFO) ----
-    let aq_valid = b.reg("a_valid_q", 1, 0);
+    // The held vector (one register; floating point: the head of two).
+    let aq_valid = if fp { b.wire("a_head_valid", 1) } else { b.reg("a_valid_q", 1, 0) };
     let open = b.reg("tile_open_q", 1, 0);
     let stages = (r * h + c + p.depth()) as usize;
     let want = b.let_("issue_want", &aq_valid.and(&open.or(&shadow_full)));
     let ctl = credit_begin(&mut b, stages, &want);
     let issue = b.let_("issue", &ctl.accept);
     let switch = b.let_("issue_switch", &issue.and(&open.not()));
-    b.assign(&a_ready, &aq_valid.not().or(&issue));
-    let a_fire = b.let_("a_fire", &a_valid.and(&a_ready));
-    let aq_a = b.pipe("a_q", &a_rows, &a_fire);
-    let aq_last = b.pipe("a_last_q", &a_last, &a_fire);
-    let aq_c0 = a_c0.as_ref().map(|x| b.pipe("a_c0_q", x, &a_fire));
-    b.next(&aq_valid, &a_fire.or(&aq_valid.and(&issue.not())), None);
+    let (aq_a, aq_last, aq_c0) = if fp {
+        // Floating point: two input registers, the port ready while one is
+        // free (a register's decision: the issue is not behind a_ready_o,
+        // nor the input registers' enables). The head issues; the vectors
+        // issue in the same cycles as through one register.
+        let v = [b.reg("a_slot0_valid_q", 1, 0), b.reg("a_slot1_valid_q", 1, 0)];
+        let head = b.reg("a_head_q", 1, 0);
+        let wr = b.reg("a_wr_q", 1, 0);
+        b.assign(&a_ready, &v[0].and(&v[1]).not());
+        let a_fire = b.let_("a_fire", &a_valid.and(&a_ready));
+        let c0 = a_c0.clone().expect("a floating-point grid has a_c0_i");
+        let mut slots = Vec::new();
+        for (k, vk) in v.iter().enumerate() {
+            let sel = if k == 0 { wr.not() } else { wr.clone() };
+            let we = b.let_(&format!("a_slot{k}_we"), &a_fire.and(&sel));
+            let hk = if k == 0 { head.not() } else { head.clone() };
+            b.next(vk, &we.or(&vk.and(&issue.and(&hk).not())), None);
+            slots.push((
+                b.pipe(&format!("a_slot{k}_a_q"), &a_rows, &we),
+                b.pipe(&format!("a_slot{k}_last_q"), &a_last, &we),
+                b.pipe(&format!("a_slot{k}_c0_q"), &c0, &we),
+            ));
+        }
+        b.next(&wr, &wr.not(), Some(&a_fire));
+        b.next(&head, &head.not(), Some(&issue));
+        b.assign(&aq_valid, &head.mux(&v[1], &v[0]));
+        let pick = |x: &Expr, y: &Expr| head.mux(y, x);
+        (
+            b.let_("a_head_a", &pick(&slots[0].0, &slots[1].0)),
+            b.let_("a_head_last", &pick(&slots[0].1, &slots[1].1)),
+            Some(b.let_("a_head_c0", &pick(&slots[0].2, &slots[1].2))),
+        )
+    } else {
+        b.assign(&a_ready, &aq_valid.not().or(&issue));
+        let a_fire = b.let_("a_fire", &a_valid.and(&a_ready));
+        let aq_a = b.pipe("a_q", &a_rows, &a_fire);
+        let aq_last = b.pipe("a_last_q", &a_last, &a_fire);
+        b.next(&aq_valid, &a_fire.or(&aq_valid.and(&issue.not())), None);
+        (aq_a, aq_last, None)
+    };
     b.next(&open, &aq_last.not(), Some(&issue));
     let one = Expr::lit(wcnt.width(), 1);
     b.next(&wcnt, &switch.mux(&Expr::zero(wcnt.width()), &wcnt.add(&one)), Some(&switch.or(&w_fire)));
