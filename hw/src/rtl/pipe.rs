@@ -41,23 +41,40 @@ pub struct CreditCtl {
     pub load: Expr,
     stages: usize,
     occupancy: Expr,
+    /// [`credit_begin_registered`]: the input's readiness as a register of
+    /// its own (`occupancy < stages + 1`, a cycle ahead).
+    credit_q: Option<Expr>,
 }
 
 pub fn credit_begin(b: &mut ModuleBuilder, stages: usize, in_valid: &Expr) -> CreditCtl {
-    begin(b, stages, stages, in_valid)
+    begin(b, stages, stages, in_valid, None)
+}
+
+/// [`credit_begin`] with the input's readiness a register (the compare of
+/// the next occupancy, made a cycle ahead), so that `in_ready` and
+/// `accept` are no deeper than the caller's `in_valid`: the same values as
+/// [`credit_begin`]'s, cycle by cycle.
+pub fn credit_begin_registered(b: &mut ModuleBuilder, stages: usize, in_valid: &Expr) -> CreditCtl {
+    let credit_q = b.reg("credit_q", 1, 1);
+    let mut ctl = begin(b, stages, stages, in_valid, Some(&credit_q));
+    ctl.credit_q = Some(credit_q);
+    ctl
 }
 
 /// [`credit_begin`] for [`credit_queue_end`]: `stages` (at least 1)
 /// registers from input to output, valid registers for all but the last.
 pub fn credit_queue_begin(b: &mut ModuleBuilder, stages: usize, in_valid: &Expr) -> CreditCtl {
     assert!(stages >= 1, "a credit queue has at least its head register");
-    begin(b, stages, stages - 1, in_valid)
+    begin(b, stages, stages - 1, in_valid, None)
 }
 
-fn begin(b: &mut ModuleBuilder, stages: usize, valid_regs: usize, in_valid: &Expr) -> CreditCtl {
+fn begin(b: &mut ModuleBuilder, stages: usize, valid_regs: usize, in_valid: &Expr, credit_q: Option<&Expr>) -> CreditCtl {
     let depth = stages as u64 + 1;
     let occupancy = b.reg("occupancy_q", bits_for(depth), 0);
-    let in_ready = b.let_("credit", &occupancy.lt(&Expr::lit(occupancy.width(), depth)));
+    let in_ready = match credit_q {
+        Some(q) => b.let_("credit", q),
+        None => b.let_("credit", &occupancy.lt(&Expr::lit(occupancy.width(), depth))),
+    };
     let accept = b.let_("accept", &in_valid.and(&in_ready));
     let mut valid = Vec::new();
     let mut prev = accept.clone();
@@ -67,7 +84,7 @@ fn begin(b: &mut ModuleBuilder, stages: usize, valid_regs: usize, in_valid: &Exp
         prev = v.clone();
         valid.push(v);
     }
-    CreditCtl { in_ready, accept, valid, load: Expr::bit(true), stages, occupancy }
+    CreditCtl { in_ready, accept, valid, load: Expr::bit(true), stages, occupancy, credit_q: None }
 }
 
 /// The output side: `fields` are the last stage's registers. Returns
@@ -100,7 +117,19 @@ pub fn credit_end(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str, Expr)
     let ow = ctl.occupancy.width();
     let occ_in = ctl.accept.zext(ow);
     let occ_out = fire.zext(ow);
-    b.next(&ctl.occupancy, &ctl.occupancy.add(&occ_in).sub(&occ_out), None);
+    let occ_next = ctl.occupancy.add(&occ_in).sub(&occ_out);
+    if let Some(q) = &ctl.credit_q {
+        let occ_next = b.let_("occupancy_next", &occ_next);
+        b.next(&ctl.occupancy, &occ_next, None);
+        b.next(q, &occ_next.lt(&Expr::lit(ow, depth)), None);
+        b.assert_always(
+            "credit_registered",
+            &q.eq(&ctl.occupancy.lt(&Expr::lit(ow, depth))),
+            "credit pipeline: the registered credit is the occupancy below its credits",
+        );
+    } else {
+        b.next(&ctl.occupancy, &occ_next, None);
+    }
     credit_props(b, ctl, &count, &out_valid);
     // The bypass FIFO: its write pointer is its read pointer plus its count,
     // both pointers name entries, and a push always finds a free entry.
@@ -149,6 +178,7 @@ fn credit_props(b: &mut ModuleBuilder, ctl: &CreditCtl, queued: &Expr, out_valid
 /// The output side of [`credit_queue_begin`]: `fields` are the values
 /// entering the last stage. Returns (out_valid, the head's fields).
 pub fn credit_queue_end(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str, Expr)], out_ready: &Expr) -> (Expr, Vec<Expr>) {
+    assert!(ctl.credit_q.is_none(), "credit_queue_end goes with credit_queue_begin, not credit_begin_registered");
     let push = ctl.valid.last().unwrap_or(&ctl.accept).clone();
     let depth = ctl.stages as u32 + 1;
     let (out_valid, fire, outs, full) = output_queue(b, depth, &push, fields, out_ready);

@@ -6,7 +6,7 @@ use super::mul::dsp_mul;
 use super::fp::nonzero;
 use super::pe::{pe_ws, pe_ws_fp};
 use super::{grid_builder, mac_counters};
-use crate::rtl::pipe::{credit_begin, credit_end};
+use crate::rtl::pipe::{credit_begin, credit_begin_registered, credit_end};
 use crate::rtl::{bits_for, popcount, sum_tree, Expr, RtlError};
 use crate::Design;
 use gpurtl_params::systolic::{SystolicParams, STAT_BITS};
@@ -90,7 +90,9 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
     let open = b.reg("tile_open_q", 1, 0);
     let stages = (r * h + c + p.depth()) as usize;
     let want = b.let_("issue_want", &aq_valid.and(&open.or(&shadow_full)));
-    let ctl = credit_begin(&mut b, stages, &want);
+    // Floating point (its grids are large, the issue's fan-out wide): the
+    // credit a register of its own, so the issue is a few gates from registers.
+    let ctl = if fp { credit_begin_registered(&mut b, stages, &want) } else { credit_begin(&mut b, stages, &want) };
     let issue = b.let_("issue", &ctl.accept);
     let switch = b.let_("issue_switch", &issue.and(&open.not()));
     let (aq_a, aq_last, aq_c0) = if fp {
