@@ -14,7 +14,7 @@
 //! wider counters and more block points.
 
 use gpurtl_gen::tools::{self, ProofFailure};
-use gpurtl_hw::rtl::pipe::{credit_begin, credit_end, credit_queue_begin, credit_queue_end, shift_queue};
+use gpurtl_hw::rtl::pipe::{credit_begin, credit_begin_registered, credit_end, credit_queue_begin, credit_queue_end, shift_queue};
 use gpurtl_hw::rtl::{bits_for, popcount, split_counter, Expr, ModuleBuilder, Origin};
 use gpurtl_hw::Design;
 use gpurtl_params::cmdproc::CmdprocParams;
@@ -33,7 +33,17 @@ fn design(b: ModuleBuilder, params: serde_json::Value) -> Design {
 /// credit queue (`credit_queue_begin`/`credit_queue_end`) of `stages`,
 /// carrying a 2-bit value from free inputs.
 fn credit(stages: usize, queue: bool) -> Design {
-    let name = if queue { "formal_credit_queue" } else { "formal_credit_pipe" };
+    credit_of(stages, queue, false)
+}
+
+/// [`credit`], or (`registered`) the pipeline with its credit a register
+/// (`credit_begin_registered`/`credit_end`).
+fn credit_of(stages: usize, queue: bool, registered: bool) -> Design {
+    let name = match (queue, registered) {
+        (true, _) => "formal_credit_queue",
+        (false, false) => "formal_credit_pipe",
+        (false, true) => "formal_credit_pipe_registered",
+    };
     let mut b = ModuleBuilder::new(name);
     b.clock("clk_i");
     b.reset("rst_i");
@@ -43,7 +53,11 @@ fn credit(stages: usize, queue: bool) -> Design {
     let in_ready = b.output("in_ready_o", 1, "the item is taken");
     let out_valid = b.output("out_valid_o", 1, "an item is offered");
     let out_data = b.output("out_data_o", 2, "the item");
-    let ctl = if queue { credit_queue_begin(&mut b, stages, &in_valid) } else { credit_begin(&mut b, stages, &in_valid) };
+    let ctl = match (queue, registered) {
+        (true, _) => credit_queue_begin(&mut b, stages, &in_valid),
+        (false, false) => credit_begin(&mut b, stages, &in_valid),
+        (false, true) => credit_begin_registered(&mut b, stages, &in_valid),
+    };
     b.assign(&in_ready, &ctl.in_ready);
     let regs = if queue { stages - 1 } else { stages };
     let mut d = in_data;
@@ -140,6 +154,7 @@ fn points() -> Vec<(String, Design)> {
     for &s in stages {
         v.push((format!("credit_pipe stages={s}"), credit(s, false)));
         v.push((format!("credit_queue stages={s}"), credit(s, true)));
+        v.push((format!("credit_pipe_registered stages={s}"), credit_of(s, false, true)));
     }
     let mut shifts: Vec<(u32, usize, usize)> = vec![(1, 1, 1), (2, 1, 1), (3, 1, 1), (3, 2, 1), (3, 1, 2), (5, 2, 2)];
     if full() {
@@ -215,6 +230,14 @@ fn planted_bugs_give_counterexamples() {
         "fifo_wr_q <= (fifo_wr_q == 3'd4)",
         "fifo_wr_q <= (fifo_wr_q == 3'd5)",
         "prop_credit_fifo_pointers",
+    );
+    let registered = credit_of(4, false, true);
+    planted(
+        "registered credit: one credit too many",
+        &registered,
+        "credit_q <= occupancy_next < 3'd5;",
+        "credit_q <= occupancy_next <= 3'd5;",
+        "prop_credit_registered",
     );
     let queue = credit(2, true);
     planted("credit queue: one credit too many", &queue, "assign credit = occupancy_q < 2'd3;", "assign credit = occupancy_q <= 2'd3;", "prop_credit_occupancy");
