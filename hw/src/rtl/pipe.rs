@@ -47,7 +47,7 @@ pub struct CreditCtl {
 }
 
 pub fn credit_begin(b: &mut ModuleBuilder, stages: usize, in_valid: &Expr) -> CreditCtl {
-    begin(b, stages, stages, in_valid, None)
+    begin(b, stages, stages, in_valid, false)
 }
 
 /// [`credit_begin`] with the input's readiness a register (the compare of
@@ -55,23 +55,21 @@ pub fn credit_begin(b: &mut ModuleBuilder, stages: usize, in_valid: &Expr) -> Cr
 /// `accept` are no deeper than the caller's `in_valid`: the same values as
 /// [`credit_begin`]'s, cycle by cycle.
 pub fn credit_begin_registered(b: &mut ModuleBuilder, stages: usize, in_valid: &Expr) -> CreditCtl {
-    let credit_q = b.reg("credit_q", 1, 1);
-    let mut ctl = begin(b, stages, stages, in_valid, Some(&credit_q));
-    ctl.credit_q = Some(credit_q);
-    ctl
+    begin(b, stages, stages, in_valid, true)
 }
 
 /// [`credit_begin`] for [`credit_queue_end`]: `stages` (at least 1)
 /// registers from input to output, valid registers for all but the last.
 pub fn credit_queue_begin(b: &mut ModuleBuilder, stages: usize, in_valid: &Expr) -> CreditCtl {
     assert!(stages >= 1, "a credit queue has at least its head register");
-    begin(b, stages, stages - 1, in_valid, None)
+    begin(b, stages, stages - 1, in_valid, false)
 }
 
-fn begin(b: &mut ModuleBuilder, stages: usize, valid_regs: usize, in_valid: &Expr, credit_q: Option<&Expr>) -> CreditCtl {
+fn begin(b: &mut ModuleBuilder, stages: usize, valid_regs: usize, in_valid: &Expr, registered: bool) -> CreditCtl {
     let depth = stages as u64 + 1;
+    let credit_q = registered.then(|| b.reg("credit_q", 1, 1));
     let occupancy = b.reg("occupancy_q", bits_for(depth), 0);
-    let in_ready = match credit_q {
+    let in_ready = match &credit_q {
         Some(q) => b.let_("credit", q),
         None => b.let_("credit", &occupancy.lt(&Expr::lit(occupancy.width(), depth))),
     };
@@ -84,7 +82,7 @@ fn begin(b: &mut ModuleBuilder, stages: usize, valid_regs: usize, in_valid: &Exp
         prev = v.clone();
         valid.push(v);
     }
-    CreditCtl { in_ready, accept, valid, load: Expr::bit(true), stages, occupancy, credit_q: None }
+    CreditCtl { in_ready, accept, valid, load: Expr::bit(true), stages, occupancy, credit_q }
 }
 
 /// The output side: `fields` are the last stage's registers. Returns
