@@ -14,7 +14,7 @@
 //! wider counters and more block points.
 
 use gpurtl_gen::tools::{self, ProofFailure};
-use gpurtl_hw::rtl::pipe::{credit_begin, credit_begin_registered, credit_end, credit_queue_begin, credit_queue_end, shift_queue};
+use gpurtl_hw::rtl::pipe::{credit_begin, credit_begin_registered, credit_end, credit_end_ram, credit_queue_begin, credit_queue_end, shift_queue};
 use gpurtl_hw::rtl::{bits_for, popcount, split_counter, Expr, ModuleBuilder, Origin};
 use gpurtl_hw::Design;
 use gpurtl_params::cmdproc::CmdprocParams;
@@ -29,20 +29,32 @@ fn design(b: ModuleBuilder, params: serde_json::Value) -> Design {
     Design::new(b.finish().unwrap_or_else(|e| panic!("{e}")), Origin { block: "formal".to_string(), params })
 }
 
-/// A credit pipeline (`queue` = false: `credit_begin`/`credit_end`) or a
-/// credit queue (`credit_queue_begin`/`credit_queue_end`) of `stages`,
-/// carrying a 2-bit value from free inputs.
-fn credit(stages: usize, queue: bool) -> Design {
-    credit_of(stages, queue, false)
+/// The credit pipeline's forms, as the wrappers below build them.
+#[derive(Clone, Copy, PartialEq)]
+enum Credit {
+    /// `credit_begin`/`credit_end`.
+    Pipe,
+    /// `credit_queue_begin`/`credit_queue_end`.
+    Queue,
+    /// `credit_begin_registered`/`credit_end`: the credit a register.
+    Registered,
+    /// `credit_begin_registered`/`credit_end_ram`: the waiting results in a RAM.
+    Ram,
 }
 
-/// [`credit`], or (`registered`) the pipeline with its credit a register
-/// (`credit_begin_registered`/`credit_end`).
-fn credit_of(stages: usize, queue: bool, registered: bool) -> Design {
-    let name = match (queue, registered) {
-        (true, _) => "formal_credit_queue",
-        (false, false) => "formal_credit_pipe",
-        (false, true) => "formal_credit_pipe_registered",
+/// A credit pipeline (`Pipe`) or a credit queue (`Queue`) of `stages`,
+/// carrying a 2-bit value from free inputs.
+fn credit(stages: usize, queue: bool) -> Design {
+    credit_of(stages, if queue { Credit::Queue } else { Credit::Pipe })
+}
+
+/// A credit pipeline of `stages` in the form `kind`.
+fn credit_of(stages: usize, kind: Credit) -> Design {
+    let name = match kind {
+        Credit::Queue => "formal_credit_queue",
+        Credit::Pipe => "formal_credit_pipe",
+        Credit::Registered => "formal_credit_pipe_registered",
+        Credit::Ram => "formal_credit_pipe_ram",
     };
     let mut b = ModuleBuilder::new(name);
     b.clock("clk_i");
@@ -53,12 +65,13 @@ fn credit_of(stages: usize, queue: bool, registered: bool) -> Design {
     let in_ready = b.output("in_ready_o", 1, "the item is taken");
     let out_valid = b.output("out_valid_o", 1, "an item is offered");
     let out_data = b.output("out_data_o", 2, "the item");
-    let ctl = match (queue, registered) {
-        (true, _) => credit_queue_begin(&mut b, stages, &in_valid),
-        (false, false) => credit_begin(&mut b, stages, &in_valid),
-        (false, true) => credit_begin_registered(&mut b, stages, &in_valid),
+    let ctl = match kind {
+        Credit::Queue => credit_queue_begin(&mut b, stages, &in_valid),
+        Credit::Pipe => credit_begin(&mut b, stages, &in_valid),
+        Credit::Registered | Credit::Ram => credit_begin_registered(&mut b, stages, &in_valid),
     };
     b.assign(&in_ready, &ctl.in_ready);
+    let queue = kind == Credit::Queue;
     let regs = if queue { stages - 1 } else { stages };
     let mut d = in_data;
     for r in 1..=regs {
@@ -67,7 +80,11 @@ fn credit_of(stages: usize, queue: bool, registered: bool) -> Design {
         d = q;
     }
     let fields = [("data", d)];
-    let (v, outs) = if queue { credit_queue_end(&mut b, &ctl, &fields, &out_ready) } else { credit_end(&mut b, &ctl, &fields, &out_ready) };
+    let (v, outs) = match kind {
+        Credit::Queue => credit_queue_end(&mut b, &ctl, &fields, &out_ready),
+        Credit::Pipe | Credit::Registered => credit_end(&mut b, &ctl, &fields, &out_ready),
+        Credit::Ram => credit_end_ram(&mut b, &ctl, &fields, &out_ready),
+    };
     b.assign(&out_valid, &v);
     b.assign(&out_data, &outs[0]);
     design(b, serde_json::json!({ "piece": name, "stages": stages }))
@@ -154,7 +171,8 @@ fn points() -> Vec<(String, Design)> {
     for &s in stages {
         v.push((format!("credit_pipe stages={s}"), credit(s, false)));
         v.push((format!("credit_queue stages={s}"), credit(s, true)));
-        v.push((format!("credit_pipe_registered stages={s}"), credit_of(s, false, true)));
+        v.push((format!("credit_pipe_registered stages={s}"), credit_of(s, Credit::Registered)));
+        v.push((format!("credit_pipe_ram stages={s}"), credit_of(s, Credit::Ram)));
     }
     let mut shifts: Vec<(u32, usize, usize)> = vec![(1, 1, 1), (2, 1, 1), (3, 1, 1), (3, 2, 1), (3, 1, 2), (5, 2, 2)];
     if full() {
@@ -231,13 +249,21 @@ fn planted_bugs_give_counterexamples() {
         "fifo_wr_q <= (fifo_wr_q == 3'd5)",
         "prop_credit_fifo_pointers",
     );
-    let registered = credit_of(4, false, true);
+    let registered = credit_of(4, Credit::Registered);
     planted(
         "registered credit: one credit too many",
         &registered,
-        "credit_q <= occupancy_next < 3'd5;",
-        "credit_q <= occupancy_next <= 3'd5;",
+        "assign credit_room = occupancy_q < 3'd4;",
+        "assign credit_room = occupancy_q <= 3'd4;",
         "prop_credit_registered",
+    );
+    let ram = credit_of(4, Credit::Ram);
+    planted(
+        "credit RAM: the head refilled from an empty RAM",
+        &ram,
+        "assign fifo_read = fifo_refill & fifo_in_ram;",
+        "assign fifo_read = fifo_refill;",
+        "prop_credit_ram_pointers",
     );
     let queue = credit(2, true);
     planted("credit queue: one credit too many", &queue, "assign credit = occupancy_q < 2'd3;", "assign credit = occupancy_q <= 2'd3;", "prop_credit_occupancy");
@@ -330,7 +356,8 @@ fn cmdproc_output_queue_is_proven() {
 
 /// The systolic array's credit pipeline (weight-stationary: `rows + cols +
 /// pipeline` stages) and statistics counters (split counters, both
-/// dataflows) in the block, at tiny grids of 2-bit elements.
+/// dataflows) in the block, at tiny grids of 2-bit elements; and the
+/// floating-point weight-stationary grid's control at a 2x1 FP8 grid.
 #[test]
 fn systolic_pieces_are_proven() {
     let tiny = SystolicParams { rows: 1, cols: 1, a_type: ElemType::I2, b_type: ElemType::I2, acc_bits: 8, pipeline: 0, ..SystolicParams::default() };
@@ -338,6 +365,20 @@ fn systolic_pieces_are_proven() {
         ("ws 1x1 (2 stages)", SystolicParams { dataflow: Dataflow::Ws, ..tiny.clone() }),
         ("ws 2x3 pipeline 1 (6 stages)", SystolicParams { dataflow: Dataflow::Ws, rows: 2, cols: 3, pipeline: 1, ..tiny.clone() }),
         ("os 1x1", tiny.clone()),
+        // Floating point: the registered credit, the output FIFO in a RAM,
+        // the weight side's registered flags.
+        (
+            "ws fp8e4m3 2x1 (9 stages)",
+            SystolicParams {
+                dataflow: Dataflow::Ws,
+                rows: 2,
+                a_type: ElemType::Fp8e4m3,
+                b_type: ElemType::Fp8e4m3,
+                acc_bits: 32,
+                stats: false,
+                ..tiny.clone()
+            },
+        ),
     ];
     if full() {
         points.push(("ws 3x3 pipeline 2 (8 stages)", SystolicParams { dataflow: Dataflow::Ws, rows: 3, cols: 3, pipeline: 2, ..tiny.clone() }));
@@ -346,6 +387,11 @@ fn systolic_pieces_are_proven() {
         p.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
         let d = gpurtl_hw::blocks::systolic::build(&p).unwrap();
         let k = prove(&format!("systolic {name}"), &d, 8);
-        assert_eq!(k, 1, "systolic {name}: the invariants should be inductive at length 1");
+        // (The floating-point point's proof closes at length 4: its states
+        // unreachable from reset but not excluded by a stated invariant take
+        // a few steps to rule out.)
+        if !p.float() {
+            assert_eq!(k, 1, "systolic {name}: the invariants should be inductive at length 1");
+        }
     }
 }

@@ -47,11 +47,11 @@ fn point(name: &str) -> SystolicParams {
         "fp-bf16" => SystolicParams { fp_stages: 5, ..fp(ElemType::Bf16, ElemType::Bf16, 3, 4, 2, 2) },
         "fp-fp16" => SystolicParams { gating: false, ..fp(ElemType::Fp16, ElemType::Fp16, 2, 3, 1, 0) },
         "fp-e4m3" => SystolicParams { fp_stages: 3, ..fp(ElemType::Fp8e4m3, ElemType::Fp8e5m2, 4, 2, 4, 3) },
-        // Output-stationary floating point (no C0 there yet).
-        "fp-os-bf16" => SystolicParams { dataflow: Dataflow::Os, c0_add: false, fp_stages: 0, ..point("fp-bf16") },
+        // Output-stationary floating point, with C0 (where each accumulator
+        // starts) and without.
+        "fp-os-bf16" => SystolicParams { dataflow: Dataflow::Os, fp_stages: 0, group: 2, ..point("fp-bf16") },
         "fp-os-e4m3" => SystolicParams {
             dataflow: Dataflow::Os,
-            c0_add: false,
             group: 3,
             ..fp(ElemType::Fp8e4m3, ElemType::Fp8e4m3, 2, 2, 4, 3)
         },
@@ -199,10 +199,19 @@ fn planted_fp_bugs_are_caught() {
         s = plant(&s, "a -0 product", "  assign mul_l0_prod = ", "mul_l0_cls[0] ? 32'd0", "mul_l0_cls[0] ? {mul_l0_sign, 31'd0}");
         plant(&s, "-0 + -0 = -0", "  assign psum_rnd = ", ": 32'd0", ": {psum_big[31] & psum_small[31], 31'd0}")
     };
-    let bugs: [(&str, &SystolicParams, gpurtl_sim::cosim::DesignSpec); 3] = [
+    // Output-stationary with C0 (the bf16 point: lanes 2, C0 on half the seeds).
+    let os = point("fp-os-bf16");
+    let os_clean = spec(&build(&os).unwrap());
+    let bugs: [(&str, &SystolicParams, gpurtl_sim::cosim::DesignSpec); 5] = [
         ("the partial sum rounds toward zero", &p4, plant(&clean, "round toward zero", "  assign psum_up = ", "psum_up = psum_norm[3] &", "psum_up = 1'b0 &")),
         ("the lane tree summed left to right", &p4, sequential),
         ("-0 kept", &p1, negative_zero),
+        ("os: the accumulator starts at +0, not C0", &os, plant(&os_clean, "C0 dropped", "  assign acc_base = ", "fresh_q ? c0_i", "fresh_q ? 32'd0")),
+        (
+            "os: C0 read with every group, not the tile's first",
+            &os,
+            plant(&os_clean, "C0 of every group", "    if (in_ready_q & in_first_q) begin", "in_ready_q & in_first_q", "in_ready_q"),
+        ),
     ];
     let all: Vec<u64> = (0..SEEDS).collect();
     for (what, p, s) in bugs {
@@ -306,7 +315,7 @@ fn cosim_fp_e5m2_by_e4m3_lanes3_no_skipping() {
     }
 }
 /// Output-stationary floating point: the accumulator a loop through the
-/// binary32 add, from +0 each tile.
+/// binary32 add, from start(C0) each tile (C0 on half the seeds).
 #[test]
 fn cosim_fp_os_bf16_lanes2() {
     cosim("fp-os-bf16")

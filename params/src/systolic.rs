@@ -222,7 +222,7 @@ impl BlockParams for SystolicParams {
                 int(8, 64),
                 "bits per operand channel; lanes must divide it, and each lane's slot (channel_bits/lanes bits) must hold the element type",
             ),
-            ParamInfo::new("a_type", ParamKind::Choice(ElemType::NAMES), "A element type: integer (mixed pairs with b_type allowed) or floating point bf16, fp16, fp8e4m3, fp8e5m2 (paired with a floating-point b_type; binary32 accumulation; os needs c0_add = false)"),
+            ParamInfo::new("a_type", ParamKind::Choice(ElemType::NAMES), "A element type: integer (mixed pairs with b_type allowed) or floating point bf16, fp16, fp8e4m3, fp8e5m2 (paired with a floating-point b_type; binary32 accumulation)"),
             ParamInfo::new("b_type", ParamKind::Choice(ElemType::NAMES), "B element type"),
             ParamInfo::new(
                 "acc_bits",
@@ -306,15 +306,6 @@ impl BlockParams for SystolicParams {
                 "acc_bits",
                 self.acc_bits,
                 format!("32 with floating-point types ({} x {}): the accumulator is binary32", self.a_type, self.b_type),
-            );
-            c.check(
-                self.dataflow == Dataflow::Ws || !self.c0_add,
-                "c0_add",
-                "true",
-                format!(
-                    "false with floating-point types ({} x {}) when dataflow is os: the output-stationary floating-point grid adds no C0 yet (the weight-stationary one does)",
-                    self.a_type, self.b_type
-                ),
             );
             c.check(
                 self.dsp != Dsp::Ecp5,

@@ -12,6 +12,10 @@
 //! [`CreditCtl::load`] (always on), then `credit_end` with the last stage's
 //! fields.
 //!
+//! Or, for a long pipeline with wide results: `credit_end_ram`, the waiting
+//! results in a block RAM behind a head register (the same timing at the
+//! ports).
+//!
 //! Or, so that no read multiplexer sits between a register and the outputs:
 //! `credit_queue_begin`, the datapath registered into all stages but the last,
 //! then `credit_queue_end` with the values entering the last stage: the last
@@ -27,6 +31,7 @@
 //! proves them by induction (length 1) in small wrappers, with a planted bug
 //! per piece, and in the blocks that use them.
 
+use super::ram::{RamRead, RamWrite};
 use super::{bits_for, clog2, select, Expr, ExprKind, ModuleBuilder};
 use num_bigint::BigUint;
 
@@ -112,22 +117,7 @@ pub fn credit_end(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str, Expr)
     let cw = count.width();
     let one = Expr::lit(cw, 1);
     b.next(&count, &push.mux(&pop.mux(&count, &count.add(&one)), &pop.mux(&count.sub(&one), &count)), None);
-    let ow = ctl.occupancy.width();
-    let occ_in = ctl.accept.zext(ow);
-    let occ_out = fire.zext(ow);
-    let occ_next = ctl.occupancy.add(&occ_in).sub(&occ_out);
-    if let Some(q) = &ctl.credit_q {
-        let occ_next = b.let_("occupancy_next", &occ_next);
-        b.next(&ctl.occupancy, &occ_next, None);
-        b.next(q, &occ_next.lt(&Expr::lit(ow, depth)), None);
-        b.assert_always(
-            "credit_registered",
-            &q.eq(&ctl.occupancy.lt(&Expr::lit(ow, depth))),
-            "credit pipeline: the registered credit is the occupancy below its credits",
-        );
-    } else {
-        b.next(&ctl.occupancy, &occ_next, None);
-    }
+    occupancy_update(b, ctl, &fire);
     credit_props(b, ctl, &count, &out_valid);
     // The bypass FIFO: its write pointer is its read pointer plus its count,
     // both pointers name entries, and a push always finds a free entry.
@@ -145,6 +135,117 @@ pub fn credit_end(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str, Expr)
         "credit_fifo_room",
         &push.not().or(&count.lt(&Expr::lit(cw, depth))),
         "credit pipeline: a result goes into the FIFO only when it has a free entry",
+    );
+    (out_valid, outs)
+}
+
+/// The occupancy (and the registered credit, if any) after a cycle whose
+/// input transfer is `ctl.accept` and output transfer `fire`.
+fn occupancy_update(b: &mut ModuleBuilder, ctl: &CreditCtl, fire: &Expr) {
+    let depth = ctl.stages as u64 + 1;
+    let ow = ctl.occupancy.width();
+    let occ_next = ctl.occupancy.add(&ctl.accept.zext(ow)).sub(&fire.zext(ow));
+    if let Some(q) = &ctl.credit_q {
+        b.next(&ctl.occupancy, &occ_next, None);
+        // The next credit without the next occupancy's add: one more item
+        // inside keeps a credit while the occupancy is below depth - 1 (a
+        // compare of registers, made beside the transfers), one fewer always
+        // leaves a credit, and neither or both keeps it as it is.
+        let more = b.let_("credit_more", &ctl.accept.and(&fire.not()));
+        let fewer = b.let_("credit_fewer", &fire.and(&ctl.accept.not()));
+        let room = b.let_("credit_room", &ctl.occupancy.lt(&Expr::lit(ow, depth - 1)));
+        b.next(q, &fewer.or(&more.mux(&room, q)), None);
+        b.assert_always(
+            "credit_registered",
+            &q.eq(&ctl.occupancy.lt(&Expr::lit(ow, depth))),
+            "credit pipeline: the registered credit is the occupancy below its credits",
+        );
+    } else {
+        b.next(&ctl.occupancy, &occ_next, None);
+    }
+}
+
+/// [`credit_end`] with the waiting results in a block RAM (`fifo_mem`,
+/// `stages + 1` words of all the fields), for a pipeline so long that a
+/// FIFO of flip-flops, its write enables and its read multiplexer would be
+/// the design's largest and slowest logic. The ports are cycle for cycle
+/// [`credit_end`]'s: a result nobody waits before goes straight to the
+/// output when it is taken, and the oldest waiting result is offered every
+/// cycle. That one sits in a head register: the RAM's read register,
+/// loaded from the RAM the cycle the previous head leaves, or a register
+/// of its own that takes a result straight from the pipeline when the RAM
+/// holds none (a RAM cannot give in the next cycle the word it is written
+/// in this one). The output is a two-way choice between registers and the
+/// last stage. Returns (out_valid, the fields as seen at the output).
+pub fn credit_end_ram(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str, Expr)], out_ready: &Expr) -> (Expr, Vec<Expr>) {
+    let depth = ctl.stages as u64 + 1;
+    let pw = clog2(depth).max(1);
+    let last_valid = ctl.valid[ctl.stages - 1].clone();
+    let word = Expr::cat_lanes(&fields.iter().map(|(_, e)| e.clone()).collect::<Vec<_>>());
+    let width = word.width();
+    // The head: valid, and which register holds it.
+    let head_valid = b.reg("fifo_head_valid_q", 1, 0);
+    let head_direct = b.reg("fifo_head_direct_q", 1, 0);
+    // Results in the RAM, behind the head.
+    let count = b.reg("fifo_count_q", bits_for(depth), 0);
+    let rd = b.reg("fifo_rd_q", pw, 0);
+    let wr = b.reg("fifo_wr_q", pw, 0);
+    let out_valid = b.let_("out_valid", &head_valid.or(&last_valid));
+    let fire = b.let_("out_fire", &out_valid.and(out_ready));
+    // A result waits unless nothing is waiting and the output takes it.
+    let push = b.let_("fifo_push", &last_valid.and(&head_valid.not().and(out_ready).not()));
+    // The head is free for the next cycle: empty, or leaving.
+    let refill = b.let_("fifo_refill", &head_valid.not().or(out_ready));
+    let in_ram = b.let_("fifo_in_ram", &count.eq_lit(0).not());
+    let read = b.let_("fifo_read", &refill.and(&in_ram));
+    let direct = b.let_("fifo_direct", &refill.and(&in_ram.not()).and(&push));
+    let write = b.let_("fifo_write", &push.and(&direct.not()));
+    let rdata = b.ram(
+        "fifo_mem",
+        "results waiting behind the head, in order",
+        depth,
+        width,
+        RamWrite { en: write.clone(), addr: wr.clone(), data: word.clone(), strb: None },
+        RamRead { en: read.clone(), addr: rd.clone() },
+    );
+    let direct_q = b.pipe("fifo_direct_word_q", &word, &direct);
+    b.next(&head_direct, &direct, Some(&refill));
+    b.next(&head_valid, &refill.not().or(&read).or(&direct), None);
+    let wrap = |p: &Expr| p.eq_lit(depth - 1).mux(&Expr::zero(pw), &p.add(&Expr::lit(pw, 1)));
+    b.next(&wr, &wrap(&wr), Some(&write));
+    b.next(&rd, &wrap(&rd), Some(&read));
+    let cw = count.width();
+    let one = Expr::lit(cw, 1);
+    b.next(&count, &write.mux(&read.mux(&count, &count.add(&one)), &read.mux(&count.sub(&one), &count)), None);
+    occupancy_update(b, ctl, &fire);
+    let head = b.let_("fifo_head", &head_direct.mux(&direct_q, &rdata));
+    let shown = head_valid.mux(&head, &word);
+    let mut outs = Vec::new();
+    let mut lo = 0;
+    for (_, e) in fields {
+        outs.push(shown.part(lo, e.width()));
+        lo += e.width();
+    }
+    let qw = bits_for(depth + 1);
+    let queued = head_valid.zext(qw).add(&count.zext(qw));
+    credit_props(b, ctl, &queued, &out_valid);
+    // The RAM's queue: nothing in it without a head, fewer words than it
+    // has (so a read never meets the write), the write pointer the read
+    // pointer plus the count.
+    let sw = bits_for(2 * depth);
+    let ahead = rd.zext(sw).add(&count.zext(sw));
+    let dl = Expr::lit(sw, depth);
+    let ahead = ahead.ge(&dl).mux(&ahead.sub(&dl), &ahead);
+    let in_range = |p: &Expr| p.zext(sw).lt(&dl);
+    b.assert_always(
+        "credit_ram_pointers",
+        &in_range(&rd).and(&in_range(&wr)).and(&wr.zext(sw).eq(&ahead)).and(&count.lt(&Expr::lit(cw, depth))),
+        "credit RAM: the pointers name words, the write pointer is the read pointer plus the count, a word is always free",
+    );
+    b.assert_always(
+        "credit_ram_head",
+        &head_valid.or(&count.eq_lit(0)),
+        "credit RAM: results wait in the RAM only behind a head",
     );
     (out_valid, outs)
 }

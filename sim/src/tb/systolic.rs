@@ -142,12 +142,25 @@ impl SystolicDriver {
             let budget = 1000 + (w.len() + a.len()) as u64 * (r + c + 4) as u64 * 20;
             (vec![w, a], skipped, ["last", "c"], budget)
         } else {
-            let mut input = src("in", &["a", "b", "steps", "last"])?;
+            // Floating point with C0: the tile's C0 on each of its groups.
+            let fp_c0 = fp && cfg.c0_add;
+            let mut input = if fp_c0 { src("in", &["a", "b", "steps", "last", "c0"])? } else { src("in", &["a", "b", "steps", "last"])? };
             let (a_words, b_words) = ((cfg.group * r * ch).div_ceil(32) as usize, (cfg.group * c * ch).div_ceil(32) as usize);
             let (mut steps_total, mut n_tiles) = (0u64, 0u64);
             for t in os_tiles(cfg, gemm) {
                 n_tiles += 1;
-                for gr in &t.groups {
+                // PE(i,j)'s C0 at bit (i·C + j)·32; +0 for padding.
+                let mut wc0 = vec![0u32; if fp_c0 { (r * c) as usize } else { 0 }];
+                if fp_c0 {
+                    for (i, mr) in t.rows.iter().enumerate() {
+                        for (j, nc) in t.cols.iter().enumerate() {
+                            if let (Some(mr), Some(nc)) = (mr, nc) {
+                                wc0[i * c as usize + j] = c0[*mr][*nc] as u32;
+                            }
+                        }
+                    }
+                }
+                for (gi, gr) in t.groups.iter().enumerate() {
                     let (mut wa, mut wb) = (vec![0u32; a_words], vec![0u32; b_words]);
                     let lanes = cfg.lanes as usize;
                     // Values in order: PE row (column) i, lane ln of step si
@@ -161,7 +174,15 @@ impl SystolicDriver {
                         let (slot_j, ln) = ((x / lanes) as u32, (x % lanes) as u32);
                         put(&mut wb, slot_j * ch + ln * slot, bb, v as u64);
                     }
-                    let item = input.fields().pack(&[&wa, &wb, &[gr.len() as u32], &[gr.last as u32]]);
+                    let item = if fp_c0 {
+                        // The field is read with the tile's first group only:
+                        // the later ones carry its complement, so a grid that
+                        // reads them shows it.
+                        let c0_field: Vec<u32> = if gi == 0 { wc0.clone() } else { wc0.iter().map(|w| !w).collect() };
+                        input.fields().pack(&[&wa, &wb, &[gr.len() as u32], &[gr.last as u32], &c0_field])
+                    } else {
+                        input.fields().pack(&[&wa, &wb, &[gr.len() as u32], &[gr.last as u32]])
+                    };
                     input.push(item);
                     steps_total += gr.len() as u64 + 1;
                 }
@@ -174,7 +195,7 @@ impl SystolicDriver {
             .seed(seed)
             .pace(Pace::random_or_steady(stalls.map(|s| s.out_pct)))
             .expect(Expect::Items(rows.len()));
-        let out_c0 = if (ws && !fp) || (!ws && cfg.c0_add) { Some(port("out_c0_i")?) } else { None };
+        let out_c0 = if !fp && (ws || cfg.c0_add) { Some(port("out_c0_i")?) } else { None };
         let stats = match (cfg.stats, ws) {
             (false, _) => None,
             (true, true) => Some((port("stat_useful_o")?, port("stat_gated_o")?, None)),

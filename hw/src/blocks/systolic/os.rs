@@ -28,17 +28,20 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     ));
     let clk = b.clock("clk_i");
     let rst = b.reset("rst_i");
-    let in_s = b.stream_in(
-        "in",
-        "a group of k-steps is offered",
-        "the group is taken",
-        &[
-            ("a", g * r * ch, "A: step s, PE row i at channel s*rows+i; lane slots of channel_bits/lanes"),
-            ("b", g * c * ch, "B: step s, PE column j at channel s*cols+j"),
-            ("steps", p.steps_bits(), "steps present in the group (1..group)"),
-            ("last", 1, "the group ends the tile"),
-        ],
-    );
+    // Floating point with C0: the tile's C0 enters with its groups, since
+    // each accumulator starts from it (docs/systolic.md, "The
+    // output-stationary floating-point grid").
+    let fp_c0 = fp && p.c0_add;
+    let mut in_fields = vec![
+        ("a", g * r * ch, "A: step s, PE row i at channel s*rows+i; lane slots of channel_bits/lanes"),
+        ("b", g * c * ch, "B: step s, PE column j at channel s*cols+j"),
+        ("steps", p.steps_bits(), "steps present in the group (1..group)"),
+        ("last", 1, "the group ends the tile"),
+    ];
+    if fp_c0 {
+        in_fields.push(("c0", r * c * 32, "C0 of the tile (binary32), PE(i,j) at (i*cols+j)*32; read with the tile's first group"));
+    }
+    let in_s = b.stream_in("in", "a group of k-steps is offered", "the group is taken", &in_fields);
     let in_idle = b.output("in_idle_o", 1, "the unit holds no group (input register and loader empty)");
     let (in_valid, in_ready) = (in_s.valid.clone(), in_s.ready.clone());
     let [in_a, in_b, in_steps, in_last] = in_s.get(["a", "b", "steps", "last"]);
@@ -48,12 +51,12 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         "the row is taken",
         &[
             ("row", p.row_index_bits(), "row of the tile"),
-            ("c", c * acc_w, "the row's results (plus out_c0_i), column j at j*acc_bits"),
+            ("c", c * acc_w, if fp { "the row's results (binary32), column j at j*32" } else { "the row's results (plus out_c0_i), column j at j*acc_bits" }),
         ],
     );
     let (out_valid, out_ready) = (out_s.valid.clone(), out_s.ready.clone());
     let [out_row, out_c] = out_s.get(["row", "c"]);
-    let out_c0 = p.c0_add.then(|| b.input("out_c0_i", c * acc_w, "initial accumulator values for row out_row_o"));
+    let out_c0 = (p.c0_add && !fp).then(|| b.input("out_c0_i", c * acc_w, "initial accumulator values for row out_row_o"));
     let stats = p.stats.then(|| {
         (
             b.output("stat_useful_o", STAT_BITS, "useful multiply-accumulates since reset"),
@@ -121,6 +124,14 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     let inq_a = b.pipe("in_a_q", &packed_a, &in_ready_q);
     let inq_b = b.pipe("in_b_q", &packed_b, &in_ready_q);
     let inq_last = b.pipe("in_last_q", &in_last, &in_ready_q);
+    // C0: sampled with a tile's first group and kept for the tile's later
+    // groups, so each group carries its tile's C0 (a tile's first step may
+    // come from any of its groups, the load filter skipping the others).
+    let inq_c0 = fp_c0.then(|| {
+        let first = b.reg("in_first_q", 1, 1);
+        b.next(&first, &in_last, Some(&accept));
+        b.pipe("in_c0_q", &in_s.field("c0"), &in_ready_q.and(&first))
+    });
     let take = b.let_("take", &inq_valid.and(&wr_full.not()));
     b.assign(&in_ready, &in_ready_q);
     let inq_valid_next = b.let_("in_valid_next", &accept.or(&inq_valid.and(&take.not())));
@@ -163,6 +174,8 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // the load decision.
     let ga: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_a_q"), &inq_a, &full[k].not())).collect();
     let gb: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_b_q"), &inq_b, &full[k].not())).collect();
+    let gc0: Option<Vec<Expr>> =
+        inq_c0.as_ref().map(|c0| (0..2).map(|k| b.pipe(&format!("bank{k}_c0_q"), c0, &full[k].not())).collect());
     // Each lane's non-zero flag, [step][pe][lane] (lane 0 low), worked out
     // from the input register as a bank copies it, then carried beside the
     // operands into the grid: neither the counters nor the PEs' gating test
@@ -305,6 +318,31 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
         b.assign(stat_skipped, &st_skipped);
     }
 
+    // C0 (floating point): the active bank's beside the issued step, then
+    // PE(i,j)'s delayed to the cycle the step reaches its accumulator:
+    // i + j + D after the issue register.
+    let pe_c0: Option<Vec<Vec<Expr>>> = gc0.as_ref().map(|banks| {
+        let iss_c0 = b.pipe("issue_c0_q", &select(&act, banks), &Expr::bit(true));
+        let d = p.depth();
+        (0..r)
+            .map(|i| {
+                let mut row = iss_c0.part(i * c * 32, c * 32);
+                for k in 0..(d + i) {
+                    row = b.pipe(&format!("c0_r{i}_{k}_q"), &row, &Expr::bit(true));
+                }
+                (0..c)
+                    .map(|j| {
+                        let mut v = row.part(j * 32, 32);
+                        for k in 0..j {
+                            v = b.pipe(&format!("c0_r{i}_c{j}_{k}_q"), &v, &Expr::bit(true));
+                        }
+                        v
+                    })
+                    .collect()
+            })
+            .collect()
+    });
+
     // With gating the lanes' non-zero flags are skewed beside the operands.
     let gating = p.gating;
     let mut west = Vec::new(); // (a, a_nz, valid, last) entering PE(i, 0)
@@ -365,6 +403,9 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
                 ("res_o", res.clone()),
                 ("done_o", done.clone()),
             ];
+            if let Some(c0) = &pe_c0 {
+                ports.push(("c0_i", c0[i as usize][j as usize].clone()));
+            }
             let (a_nz_o, b_nz_o) = if gating {
                 let (x, y) = (b.wire(&format!("{n}_a_nz"), l), b.wire(&format!("{n}_b_nz"), l));
                 ports.extend([("a_nz_i", a_nz.clone()), ("b_nz_i", b_nz), ("a_nz_o", x.clone()), ("b_nz_o", y.clone())]);

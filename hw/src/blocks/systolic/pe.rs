@@ -137,6 +137,7 @@ pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
     let b_o = m.output("b_o", l * bb, "B lanes downwards");
     let res_o = m.output("res_o", 32, "the last finished tile's result (binary32)");
     let done_o = m.output("done_o", 1, "res_o changes at the end of this cycle");
+    let c0_i = p.c0_add.then(|| m.input("c0_i", 32, "C0 (binary32) of the tile whose first step reaches the accumulator this cycle"));
     let on = Expr::bit(true);
     let flags = if p.gating {
         let (a_nz_i, b_nz_i) =
@@ -181,9 +182,27 @@ pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
     // tile ends): the same as adding +0.
     let work = if p.gating { nz.or(&last) } else { on.clone() };
     let acc = m.reg_noreset("acc_q", 32);
-    let total = fp::add(&mut m, "acc", &acc, &t, 0);
-    let acc_clear = m.let_("acc_clear", &rst.or(&last));
-    m.next(&acc, &acc_clear.mux(&Expr::zero(32), &total), Some(&rst.or(&v.and(&work))));
+    let total = match &c0_i {
+        // Without C0 the accumulator is cleared as a tile ends.
+        None => {
+            let total = fp::add(&mut m, "acc", &acc, &t, 0);
+            let acc_clear = m.let_("acc_clear", &rst.or(&last));
+            m.next(&acc, &acc_clear.mux(&Expr::zero(32), &total), Some(&rst.or(&v.and(&work))));
+            total
+        }
+        // With C0 a tile's first step adds to C0 in place of the
+        // accumulator (`fresh_q`: the next step is a tile's first), even
+        // when its lanes are all gated: C0 ⊕ +0 is start(C0).
+        Some(c0) => {
+            let fresh = m.reg("fresh_q", 1, 1);
+            let base = m.let_("acc_base", &fresh.mux(c0, &acc));
+            let total = fp::add(&mut m, "acc", &base, &t, 0);
+            let work = if p.gating { work.or(&fresh) } else { work };
+            m.next(&acc, &total, Some(&v.and(&work)));
+            m.next(&fresh, &last, Some(&v));
+            total
+        }
+    };
     let done = m.let_("done", &v.and(&last));
     let res = m.pipe("res_q", &total, &done);
     m.assign(&res_o, &res);

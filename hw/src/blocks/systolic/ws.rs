@@ -6,7 +6,7 @@ use super::mul::dsp_mul;
 use super::fp::nonzero;
 use super::pe::{pe_ws, pe_ws_fp};
 use super::{grid_builder, mac_counters};
-use crate::rtl::pipe::{credit_begin, credit_begin_registered, credit_end};
+use crate::rtl::pipe::{credit_begin, credit_begin_registered, credit_end, credit_end_ram};
 use crate::rtl::{bits_for, popcount, sum_tree, Expr, RtlError};
 use crate::Design;
 use gpurtl_params::systolic::{SystolicParams, STAT_BITS};
@@ -78,11 +78,21 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
     let h = p.hop();
     let wblock_init = (r - 1) * h + c;
     let wblock = b.reg("w_block_q", bits_for(wblock_init as u64), 0);
-    b.assign(&w_ready, &wcnt.lt(&Expr::lit(wcnt.width(), r as u64)).and(&wblock.eq_lit(0)));
+    // Floating point (a large grid, its control spread wide): "the shadow
+    // rows are full" and the weight port's readiness are registers of their
+    // own, their next values worked out a cycle ahead (the same values).
+    let regs_ahead = fp.then(|| (b.reg("shadow_full_q", 1, 0), b.reg("w_ready_q", 1, 1)));
+    match &regs_ahead {
+        Some((_, ready_q)) => b.assign(&w_ready, ready_q),
+        None => b.assign(&w_ready, &wcnt.lt(&Expr::lit(wcnt.width(), r as u64)).and(&wblock.eq_lit(0))),
+    }
     let w_fire = b.let_("w_fire", &w_valid.and(&w_ready));
     let w_load: Vec<Expr> =
         (0..r).map(|i| b.let_(&format!("w_load_row{i}"), &w_fire.and(&wcnt.eq_lit(i as u64)))).collect();
-    let shadow_full = b.let_("shadow_full", &wcnt.eq_lit(r as u64));
+    let shadow_full = match &regs_ahead {
+        Some((full_q, _)) => full_q.clone(),
+        None => b.let_("shadow_full", &wcnt.eq_lit(r as u64)),
+    };
 
     // ---- A input register and issue (a credit pipeline to the output FIFO) ----
     // The held vector (one register; floating point: the head of two).
@@ -100,18 +110,20 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
         // free (a register's decision: the issue is not behind a_ready_o,
         // nor the input registers' enables). The head issues; the vectors
         // issue in the same cycles as through one register.
-        let v = [b.reg("a_slot0_valid_q", 1, 0), b.reg("a_slot1_valid_q", 1, 0)];
+        // How many are held, as two registers: one or more (the head is
+        // valid), two (the port is not ready).
+        let (held1, held2) = (b.reg("a_held1_q", 1, 0), b.reg("a_held2_q", 1, 0));
         let head = b.reg("a_head_q", 1, 0);
         let wr = b.reg("a_wr_q", 1, 0);
-        b.assign(&a_ready, &v[0].and(&v[1]).not());
+        b.assign(&a_ready, &held2.not());
         let a_fire = b.let_("a_fire", &a_valid.and(&a_ready));
         let c0 = a_c0.clone().expect("a floating-point grid has a_c0_i");
+        b.next(&held1, &a_fire.or(&held2).or(&held1.and(&issue.not())), None);
+        b.next(&held2, &issue.not().and(&held2.or(&held1.and(&a_fire))), None);
         let mut slots = Vec::new();
-        for (k, vk) in v.iter().enumerate() {
+        for k in 0..2 {
             let sel = if k == 0 { wr.not() } else { wr.clone() };
             let we = b.let_(&format!("a_slot{k}_we"), &a_fire.and(&sel));
-            let hk = if k == 0 { head.not() } else { head.clone() };
-            b.next(vk, &we.or(&vk.and(&issue.and(&hk).not())), None);
             slots.push((
                 b.pipe(&format!("a_slot{k}_a_q"), &a_rows, &we),
                 b.pipe(&format!("a_slot{k}_last_q"), &a_last, &we),
@@ -120,7 +132,7 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
         }
         b.next(&wr, &wr.not(), Some(&a_fire));
         b.next(&head, &head.not(), Some(&issue));
-        b.assign(&aq_valid, &head.mux(&v[1], &v[0]));
+        b.assign(&aq_valid, &held1);
         let pick = |x: &Expr, y: &Expr| head.mux(y, x);
         (
             b.let_("a_head_a", &pick(&slots[0].0, &slots[1].0)),
@@ -144,6 +156,20 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
         &switch.mux(&Expr::lit(bw, wblock_init as u64), &wblock.sub(&Expr::lit(bw, 1))),
         Some(&switch.or(&wblock.eq_lit(0).not())),
     );
+    if let Some((full_q, ready_q)) = &regs_ahead {
+        // After a switch the count is 0 and the block counter restarts;
+        // otherwise the rows fill with transfers and the counter counts down.
+        let full_next =
+            b.let_("shadow_full_next", &switch.not().and(&full_q.or(&w_fire.and(&wcnt.eq_lit(r as u64 - 1)))));
+        b.next(full_q, &full_next, None);
+        let block_done_next = switch.not().and(&wblock.le(&Expr::lit(bw, 1)));
+        b.next(ready_q, &full_next.not().and(&block_done_next), None);
+        b.assert_always(
+            "ws_regs_ahead",
+            &full_q.eq(&wcnt.eq_lit(r as u64)).and(&ready_q.eq(&wcnt.lt(&Expr::lit(wcnt.width(), r as u64)).and(&wblock.eq_lit(0)))),
+            "weight side: the registered shadow-full and ready flags are the count's and the block counter's",
+        );
+    }
 
     // The issue register: the issued vector, zero when none issues.
     let iss_a = b.pipe("issue_a_q", &issue.repl(r * row_w).and(&aq_a), &Expr::bit(true));
@@ -251,7 +277,11 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
     for d in 0..stages {
         last = b.pipe(&format!("last_d{d}_q"), &last, &Expr::bit(true));
     }
-    let (valid, outs) = credit_end(&mut b, &ctl, &[("c", Expr::cat_lanes(&row)), ("last", last)], &out_ready);
+    // The output FIFO: floating point (R·H + C + D + 1 rows of C binary32
+    // sums) in block RAM, the integer grid's in flip-flops.
+    let fields = [("c", Expr::cat_lanes(&row)), ("last", last)];
+    let (valid, outs) =
+        if fp { credit_end_ram(&mut b, &ctl, &fields, &out_ready) } else { credit_end(&mut b, &ctl, &fields, &out_ready) };
     match &out_c0 {
         Some(out_c0) => {
             let sums: Vec<Expr> =

@@ -201,9 +201,11 @@ fn fp_choice(e: &mut Violations, obj: &serde_json::Map<String, Value>, key: &str
 /// beyond its largest finite value) or bit patterns (`a_bits`, `b_bits`:
 /// integers below 2^bits), C0 as numbers (`c0`, rounded to binary32) or
 /// binary32 patterns (`c0_bits`, below 2^32); the [`Gemm`] holds the
-/// patterns either way. A grid without `c0_add` (an integer grid built so,
-/// and every output-stationary floating-point grid, which adds no C0 yet)
-/// takes no C0: `c0` (or `c0_bits`) is an error, each key given reported.
+/// patterns either way, in both dataflows (the output-stationary
+/// floating-point grid's accumulators start at start(C0), the
+/// weight-stationary one's running sums begin there). A grid built without
+/// `c0_add` (an integer or floating-point output-stationary grid) takes no
+/// C0: `c0` (or `c0_bits`) is an error, each key given reported.
 pub fn parse_input(v: &Value, cfg: &SystolicParams) -> Result<Gemm, InputErrors> {
     let mut e = Violations::default();
     let Some(obj) = v.as_object() else {
@@ -272,10 +274,11 @@ pub fn parse_input(v: &Value, cfg: &SystolicParams) -> Result<Gemm, InputErrors>
 
     // C0: `Some(None)` when given but refused.
     let c0_key = if float && obj.contains_key("c0_bits") { "c0_bits" } else { "c0" };
-    // Without the C0 add (integer os grids built so, and every
-    // output-stationary floating-point grid: it adds no C0 yet) any C0 is an
-    // error, as numbers or as patterns; each key given is reported (an
-    // integer grid's `c0_bits` is already refused with the keys).
+    // Without the C0 add (output-stationary grids built so, integer or
+    // floating point) any C0 is an error, as numbers or as patterns; each
+    // key given is reported (an integer grid's `c0_bits` is already refused
+    // with the keys). With it, a floating-point grid of either dataflow
+    // reads `c0` or `c0_bits` below.
     let c0_refused = !cfg.c0_add && {
         let keys: &[&str] = if float { &["c0", "c0_bits"] } else { &["c0"] };
         let mut given = false;

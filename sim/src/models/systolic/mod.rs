@@ -63,8 +63,8 @@
 //! the counters do not.
 //!
 //! Floating point (`a_type`/`b_type` in bf16, fp16, fp8e4m3, fp8e5m2;
-//! binary32 accumulation; both dataflows, output-stationary only without
-//! `c0_add`; docs/systolic.md "Floating point"): A and B
+//! binary32 accumulation; both dataflows, each taking C0 where its sums
+//! begin; docs/systolic.md "Floating point"): A and B
 //! hold the elements' bit patterns, C0 and C binary32 patterns (as `i64`,
 //! 0 .. 2^bits). C is the spec's definition straight from A and B, with the
 //! arithmetic core of `fp.rs` (each operation canonical: no -0, one NaN):
@@ -93,18 +93,19 @@
 //! Output-stationary floating point ("The output-stationary floating-point
 //! grid"): the same sequencer, loader and counters as for integers, with
 //! every zero test the type's and D in place of P (the [`Loader`] reads
-//! `cfg.depth()`). There is no C0 (`c0_add` = false; `parse_input` refuses
-//! `c0` and `c0_bits`), so C is the reference from +0. Each PE's
-//! accumulator starts a tile at +0 and adds the lane tree of each step it
-//! is given; a gated lane's product is +0, a skipped step's t is +0 and the
-//! null step adds nothing, and acc ⊕ +0 = acc (acc canonical), so the tile
-//! gives ((+0 ⊕ t_0) ⊕ t_1) ⊕ ... over all ceil(K/L) steps, the reference,
-//! whatever the skipping parameters; a row or column left out by
-//! `rowcol_skip` is +0, which is start(no C0). So `run` takes C from the
-//! reference, as for integers:
+//! `cfg.depth()`). Each PE's accumulator starts a tile at start(C0) of its
+//! place (with `c0_add`: C0 enters with the tile's groups, `in_c0_i`) or at
+//! +0 (without `c0_add`, where `parse_input` refuses `c0` and `c0_bits`),
+//! and adds the lane tree of each step it is given; a gated lane's product
+//! is +0, a skipped step's t is +0, the null step adds +0, and start(C0) is
+//! canonical, so acc ⊕ +0 = acc: the tile gives ((start(C0) ⊕ t_0) ⊕ t_1)
+//! ⊕ ... over all ceil(K/L) steps, the reference, whatever the skipping
+//! parameters; a row or column left out by `rowcol_skip` is start(C0) (+0
+//! without C0), which the reference gives too. So `run` takes C from the
+//! reference, as for integers; C0 changes no cycle:
 //!
 //! ```text
-//! C[m][n] = ((+0 ⊕ t_0) ⊕ t_1) ⊕ ... ⊕ t_last
+//! C[m][n] = ((start(C0[m][n]) ⊕ t_0) ⊕ t_1) ⊕ ... ⊕ t_last   (start(no C0) = +0)
 //! row r of a tile ending at s ready at s + r + C + 1 + D,
 //!              D = pipeline + ceil(log2 lanes)   (fp_stages = 0: H = 1,
 //!              no product registers)
@@ -191,9 +192,9 @@ impl Outcome {
 /// `out_c0_i` give the same sum modulo 2^acc_bits, and the floating-point
 /// running sums add the steps in the same order); anything else is `os`,
 /// whose loader takes D = `cfg.depth()` for P (`pipeline + ceil(log2
-/// lanes)` for floating point; a floating-point `os` grid has no C0 add,
-/// and its tiles' accumulators start at +0, so C is the reference from +0:
-/// `g.c0` is `None`, [`parse_input`] refuses a C0 for it).
+/// lanes)` for floating point; a floating-point `os` grid's accumulators
+/// start each tile at start(C0), or +0 without C0, so C is the reference,
+/// and the cycles do not depend on C0).
 pub fn run(cfg: &SystolicParams, g: &Gemm) -> Outcome {
     let c = reference_c(cfg, g);
     // The tiles are built as the cycle loops reach them, one at a time.

@@ -1549,7 +1549,11 @@ fn fp_output_json() {
     assert_eq!(keys, ["c", "c_bits", "cycles"]);
 }
 
-// ---- floating point, output-stationary (dataflow = os, c0_add = false) ----
+// ---- floating point, output-stationary (dataflow = os) ----
+//
+// Without `c0_add` (`fpo`) each accumulator starts a tile at +0 and a C0 is
+// an input error; with it (`fpo_c0`) at start(C0) = C0 ⊕ +0, C0 being where
+// the sum begins, and the timing is the same.
 //
 // Hand-worked cycles follow "The grid, cycle by cycle" with P replaced by
 // D = pipeline + ceil(log2 lanes) ("The output-stationary floating-point
@@ -1574,6 +1578,11 @@ fn fpo(t: ElemType, u: ElemType, rows: u32, cols: u32, lanes: u32, pipeline: u32
         c0_add: false,
         ..cfg(rows, cols)
     }
+}
+
+/// `c` with the C0 of "The output-stationary floating-point grid" (`c0_add`).
+fn fpo_c0(c: &SystolicParams) -> SystolicParams {
+    SystolicParams { c0_add: true, ..c.clone() }
 }
 
 /// The i8 grid of the same shape, lanes, parameters and `pipeline`.
@@ -1715,18 +1724,24 @@ fn fp_os_zeros_by_hand() {
 
 /// C played through the OS program as the floating-point grid computes it
 /// ("The output-stationary floating-point grid", "Arithmetic"): each PE's
-/// accumulator starts a tile at +0; each issued step (with `load_filter`
-/// the useful ones: A slice and B slice both with a non-zero element, -0
-/// being zero; without, every present step) adds its lane tree, a gated
-/// lane's product being +0 without a multiply, and a step whose lanes are
-/// all gated leaving the accumulator as it is; a group with nothing useful
-/// adds nothing (the null step). Elements no tile covers are +0.
+/// accumulator starts a tile at start(C0) of its place (+0 without C0, and
+/// at padding places); each issued step (with `load_filter` the useful
+/// ones: A slice and B slice both with a non-zero element, -0 being zero;
+/// without, every present step) adds its lane tree, a gated lane's product
+/// being +0 without a multiply, and a step whose lanes are all gated
+/// leaving the accumulator as it is; a group with nothing useful adds
+/// nothing (the null step). Elements no tile covers are start(C0).
 fn os_replay_fp(cfg: &SystolicParams, g: &Gemm, tiles: &[Tile]) -> Vec<Vec<i64>> {
     let (ta, tb) = (FpType::of(cfg.a_type).unwrap(), FpType::of(cfg.b_type).unwrap());
     let (m, n) = (g.a.len(), g.b[0].len());
-    let mut c = vec![vec![0i64; n]; m];
+    let start = |r: usize, cc: usize| fp::start(g.c0.as_ref().map_or(0, |c0| c0[r][cc] as u32));
+    let mut c: Vec<Vec<i64>> = (0..m).map(|r| (0..n).map(|cc| start(r, cc) as i64).collect()).collect();
     for t in tiles {
-        let mut acc = vec![vec![0u32; t.cols.len()]; t.rows.len()];
+        let mut acc: Vec<Vec<u32>> = t
+            .rows
+            .iter()
+            .map(|row| t.cols.iter().map(|col| if let (Some(r), Some(cc)) = (row, col) { start(*r, *cc) } else { 0 }).collect())
+            .collect();
         for grp in &t.groups {
             for st in grp.steps() {
                 let nz = |v: &Vec<Vec<i64>>, ty: FpType| v.iter().flatten().any(|&x| !ty.is_zero(x as u32));
@@ -1844,8 +1859,8 @@ fn fp_os_zero_skipping_is_exact() {
 fn fp_os_c0_is_an_error() {
     let c = fpo(ElemType::Fp16, ElemType::Fp16, 2, 2, 1, 2);
     c.validate().unwrap();
-    // The parameters: c0_add = true with fp and os is refused.
-    assert!(SystolicParams { c0_add: true, ..c.clone() }.validate().is_err());
+    // Built without the C0 add (c0_add = true is allowed: fp_os_c0_parse_input).
+    assert!(!c.c0_add);
     let msg = "must be absent: the grid is built without the C0 add (parameter c0_add = false)";
     let all = |v: Value, p: &SystolicParams| -> Vec<String> { parse_input(&v, p).unwrap_err().0.iter().map(|x| x.to_string()).collect() };
     assert_eq!(all(json!({"a": [[1]], "b": [[1]], "c0": [[1]]}), &c), [format!("input `c0` = (given): {msg}")]);
@@ -1878,4 +1893,256 @@ fn fp_os_c0_is_an_error() {
     // The WS floating-point grid keeps its C0.
     let w = fpc(ElemType::Fp16, ElemType::Fp16, 2, 2, 1);
     assert!(parse_input(&json!({"a": [[1]], "b": [[1]], "c0": [[1]]}), &w).is_ok());
+}
+
+// The spec's C with host f32 arithmetic, written out ("Accumulation"): each
+// add an f32 add made canonical (-0 -> +0, NaN -> 0x7FC00000), the
+// accumulator starting at start(C0) = C0 ⊕ +0 and adding each step's lane
+// tree in order.
+fn f32_add(x: f32, y: f32) -> f32 {
+    host_canon(x + y)
+}
+
+/// ((start(c0) ⊕ t_0) ⊕ t_1) ⊕ ..., as a binary32 pattern.
+fn f32_from_start(c0: u32, t: &[f32]) -> i64 {
+    t.iter().fold(f32_add(f32::from_bits(c0), 0.0), |acc, &t| f32_add(acc, t)).to_bits() as i64
+}
+
+#[test]
+fn fp_os_c0_starts_the_sum() {
+    use ElemType::Fp16;
+    // 2x2 grid, lanes 2, pipeline 2 (D = 2 + 1 = 3), fp16, with C0. M = 3,
+    // K = 4 (two steps of two lanes), N = 2: two tiles (row blocks), one
+    // group each. fp16: 1.0 = 0x3C00, 2.0 = 0x4000, 3.0 = 0x4200, 4.0 =
+    // 0x4400, 0.5 = 0x3800, -1.0 = 0xBC00, -2.0 = 0xC000.
+    let c = fpo_c0(&fpo(Fp16, Fp16, 2, 2, 2, 2));
+    c.validate().unwrap();
+    assert_eq!(c.depth(), 3);
+    let a = vec![
+        vec![0x3C00, 0x4000, 0x4200, 0x4400], // 1, 2, 3, 4
+        vec![0x3C00, 0x4000, 0x3C00, 0x4000], // 1, 2, 1, 2
+        vec![0x3C00, 0xBC00, 0x4000, 0xC000], // 1, -1, 2, -2
+    ];
+    // Column 0: 1, 0.5, -1, 2; column 1: all 1.
+    let b = vec![vec![0x3C00, 0x3C00], vec![0x3800, 0x3C00], vec![0xBC00, 0x3C00], vec![0x4000, 0x3C00]];
+    let c0 = vec![
+        vec![0.1f32.to_bits() as i64, 0x7F80_0001], // an ordinary value; a signalling NaN with a payload
+        vec![0x7F80_0000, 1.0e8f32.to_bits() as i64], // +Inf; 1e8 (an ulp of 8)
+        vec![(-3.0f32).to_bits() as i64, 0x8000_0000], // -3; -0
+    ];
+    let g = Gemm { a, b, c0: Some(c0.clone()) };
+    // Each step's lane tree, p0 ⊕ p1 (the products are exact).
+    let t = |p: [f32; 4]| [f32_add(p[0], p[1]), f32_add(p[2], p[3])];
+    let steps = [
+        [t([1.0 * 1.0, 2.0 * 0.5, 3.0 * -1.0, 4.0 * 2.0]), t([1.0, 2.0, 3.0, 4.0])], // (2, 5), (3, 7)
+        [t([1.0 * 1.0, 2.0 * 0.5, 1.0 * -1.0, 2.0 * 2.0]), t([1.0, 2.0, 1.0, 2.0])], // (2, 3), (3, 3)
+        [t([1.0 * 1.0, -1.0 * 0.5, 2.0 * -1.0, -2.0 * 2.0]), t([1.0, -1.0, 2.0, -2.0])], // (0.5, -6), (+0, +0)
+    ];
+    let want: Vec<Vec<i64>> = (0..3).map(|i| (0..2).map(|j| f32_from_start(c0[i][j] as u32, &steps[i][j])).collect()).collect();
+    // By hand: 0.1 + 2 + 5 in f32; the NaN C0 starts at 0x7FC00000 and
+    // stays; Inf + 2 + 3 = Inf; 1e8 + 3 + 3 = 1e8 (each 3 is below half an
+    // ulp); -3 + 0.5 - 6 = -8.5; -0 starts at +0, and +0 + (+0) + (+0) = +0.
+    assert_eq!(want[0][0], f32_add(f32_add(0.1, 2.0), 5.0).to_bits() as i64);
+    assert_eq!(want[0][1], 0x7FC0_0000);
+    assert_eq!(want[1][0], 0x7F80_0000);
+    assert_eq!(want[1][1], 0x4CBE_BC20);
+    assert_eq!(want[2][0], (-8.5f32).to_bits() as i64);
+    assert_eq!(want[2][1], 0);
+    let o = run(&c, &g);
+    assert_eq!(o.c, want);
+    assert_eq!(o.c, host_c(&c, &g));
+    assert_eq!(os_replay_fp(&c, &g, &program(&c, &g)), want);
+    // C0 is where the sum begins: C0 added last (the steps summed from +0,
+    // then C0, as an add at the output would) gives other binary32 results.
+    let last = |i: usize, j: usize| f32_add(f32_add(f32_add(0.0, steps[i][j][0]), steps[i][j][1]), f32::from_bits(c0[i][j] as u32)).to_bits() as i64;
+    assert_eq!(last(1, 1), 0x4CBE_BC21); // 1e8 + 6 rounds up to 1e8 + 8
+    assert_ne!(o.c[1][1], last(1, 1));
+    // (Here the other elements agree either way: 0.1 + 2 + 5 = (2 + 5) + 0.1
+    // in binary32.)
+    assert_eq!(o.c[0][0], last(0, 0));
+    let g_none = Gemm { c0: None, ..g.clone() };
+    // The timing does not depend on C0: tile 0's steps issue at 1, 2
+    // (ending, s = 2); tile 1's group is accepted at 2. Rows ready at
+    // 2+0+2+1+3 = 8, 9, out at 9, 10: in flight 3..=9. Tile 1's step 0
+    // issues at 3, its ending step waits to 10; rows ready at 16, 17, out
+    // at 17, 18: 1 + 18. Useful: tile 0 4 pairs a lane a step (16); tile 1
+    // one A row, 2 pairs a lane a step (8), 4 gated a step (8).
+    assert_eq!(counts(&o), (1 + 18, 24, 8, 0));
+    assert_eq!(counts(&run(&c, &g_none)), counts(&o));
+    assert_eq!(counts(&run(&fpo(Fp16, Fp16, 2, 2, 2, 2), &g_none)), counts(&o));
+
+    // 1x1, lanes 1: -Inf + Inf is NaN; a NaN C0 of the other sign with a
+    // payload starts at 0x7FC00000; +Inf stays. fp16 +Inf = 0x7C00.
+    let c = fpo_c0(&fpo(Fp16, Fp16, 1, 1, 1, 0));
+    c.validate().unwrap();
+    let one = |x: i64| vec![vec![x]];
+    let a = vec![vec![0x7C00, 0x3C00]];
+    let b = vec![vec![0x3C00], vec![0x3C00]];
+    for (c0, want) in [(0xFF80_0000u32, 0x7FC0_0000), (0xFFC1_2345, 0x7FC0_0000), (0x7F80_0000, 0x7F80_0000)] {
+        let g = Gemm { a: a.clone(), b: b.clone(), c0: Some(one(c0 as i64)) };
+        assert_eq!(f32_from_start(c0, &[f32::INFINITY, 1.0]), want);
+        assert_eq!(run(&c, &g).c, one(want), "C0 {c0:#x}");
+    }
+    // The smallest subnormal C0 (2^-149) is kept as it starts, and lost
+    // under a product of 1.0.
+    let g = Gemm { a: one(0x3C00), b: one(0x3C00), c0: Some(one(1)) };
+    assert_eq!(f32_from_start(1, &[]), 1);
+    assert_eq!(f32_from_start(1, &[1.0]), 0x3F80_0000);
+    assert_eq!(run(&c, &g).c, one(0x3F80_0000));
+}
+
+#[test]
+fn fp_os_c0_rowcol_skip() {
+    use ElemType::Fp16;
+    // 2x2 grid, lanes 1, fp16, with C0; M = 3, K = 2, N = 3. A's row 1 is
+    // all zero (-0 and +0), B's column 2 too: with rowcol_skip no tile
+    // covers them, without it row 1 shares a tile with row 0 (its steps
+    // add +0) and column 2's tiles issue only the null step with the load
+    // filter. Either way they come out as start(C0).
+    let a = vec![vec![0x3C00, 0x4000], vec![0x8000, 0x0000], vec![0x4200, 0xBC00]]; // (1, 2), (-0, +0), (3, -1)
+    let b = vec![vec![0x3C00, 0x3800, 0x8000], vec![0x4000, 0x4400, 0x0000]]; // columns (1, 2), (0.5, 4), (-0, +0)
+    let c0 = vec![
+        vec![1.5f32.to_bits() as i64, 0x8000_0000, 0xFFC0_0001],
+        vec![0x8000_0000, 0x7F80_0002, 0xFF80_0000],
+        vec![0x0000_0001, 2.0f32.to_bits() as i64, 0.1f32.to_bits() as i64],
+    ];
+    let g = Gemm { a, b, c0: Some(c0.clone()) };
+    let want = vec![
+        vec![f32_from_start(c0[0][0] as u32, &[1.0, 4.0]), f32_from_start(c0[0][1] as u32, &[0.5, 8.0]), 0x7FC0_0000],
+        vec![0, 0x7FC0_0000, 0xFF80_0000], // start(C0): -0 -> +0, NaN -> 0x7FC00000, -Inf
+        vec![f32_from_start(c0[2][0] as u32, &[3.0, -2.0]), f32_from_start(c0[2][1] as u32, &[1.5, -4.0]), 0.1f32.to_bits() as i64],
+    ];
+    assert_eq!(want[0][..2], [6.5f32.to_bits() as i64, 8.5f32.to_bits() as i64]);
+    assert_eq!(want[2][..2], [1.0f32.to_bits() as i64, (-0.5f32).to_bits() as i64]);
+    let no_c0 = Gemm { c0: None, ..g.clone() };
+    for bits in 0..8u32 {
+        for pipeline in [0, 2] {
+            let c = SystolicParams {
+                load_filter: bits & 1 != 0,
+                rowcol_skip: bits & 2 != 0,
+                gating: bits & 4 != 0,
+                ..fpo_c0(&fpo(Fp16, Fp16, 2, 2, 1, pipeline))
+            };
+            c.validate().unwrap();
+            let o = run(&c, &g);
+            assert_eq!(o.c, want, "params {bits}");
+            assert_eq!(o.c, host_c(&c, &g), "params {bits}");
+            let tiles = program(&c, &g);
+            assert_eq!(os_replay_fp(&c, &g, &tiles), want, "params {bits}");
+            if c.rowcol_skip {
+                // Rows 0, 2 and columns 0, 1: one tile, which covers
+                // neither row 1 nor column 2.
+                assert_eq!(tiles.len(), 1);
+                assert_eq!((tiles[0].rows.clone(), tiles[0].cols.clone()), (vec![Some(0), Some(2)], vec![Some(0), Some(1)]));
+            } else {
+                assert_eq!(tiles.len(), 4);
+            }
+            // Without C0 the same elements are +0, and the cycles and
+            // counters are the same.
+            let o0 = run(&c, &no_c0);
+            assert_eq!((o0.c[1].clone(), o0.c[0][2], o0.c[2][2]), (vec![0, 0, 0], 0, 0));
+            assert_eq!(counts(&o0), counts(&o), "params {bits}");
+            assert_eq!(counts(&run(&SystolicParams { c0_add: false, ..c.clone() }, &no_c0)), counts(&o));
+        }
+    }
+}
+
+#[test]
+fn fp_os_c0_parse_input() {
+    let c = fpo_c0(&fpo(ElemType::Fp16, ElemType::Fp16, 2, 2, 1, 2));
+    c.validate().unwrap();
+    // Numbers rounded to binary32 (a tie to even; -0 and a tiny negative
+    // keep the sign), or patterns as given (NaN payloads, -0, Inf).
+    let g = parse_input(&json!({"a": [[1]], "b": [[1, 1, 1, 1, 1]], "c0": [[0.1, 1e8, 16777217, -0.0, -1e-50]]}), &c).unwrap();
+    assert_eq!(g.c0, Some(vec![vec![0x3DCC_CCCD, 0x4CBE_BC20, 0x4B80_0000, 0x8000_0000, 0x8000_0000]]));
+    let bits = vec![vec![0x7F80_0001i64, 0xFFFF_FFFF, 0x8000_0000, 0x7F80_0000, 0x0000_0001]];
+    let g = parse_input(&json!({"a_bits": [[0x3C00]], "b": [[1, 1, 1, 1, 1]], "c0_bits": bits}), &c).unwrap();
+    assert_eq!(g.c0, Some(bits.clone()));
+    // And it runs from start(C0): 1·1 added to each.
+    let want: Vec<i64> = bits[0].iter().map(|&x| f32_from_start(x as u32, &[1.0])).collect();
+    assert_eq!(want[..4], [0x7FC0_0000, 0x7FC0_0000, 0x3F80_0000, 0x7F80_0000]);
+    assert_eq!(run(&c, &g).c, vec![want]);
+    // The C0 checks are the WS floating-point grid's.
+    let w = fpc(ElemType::Fp16, ElemType::Fp16, 2, 2, 1);
+    for v in [
+        json!({"a": [[1]], "b": [[1]], "c0": [[3.5e38]]}),
+        json!({"a": [[1]], "b": [[1]], "c0_bits": [[4294967296u64]]}),
+        json!({"a": [[1]], "b": [[1]], "c0": [[1]], "c0_bits": [[1]]}),
+        json!({"a": [[1]], "b": [[1]], "c0": [[1], [2]]}),
+        json!({"a": [[1]], "b": [[1]], "c0": [["nan"]]}),
+    ] {
+        let got = perr(v.clone(), &c);
+        assert_eq!(got, perr(v.clone(), &w), "{v}");
+        assert!(!got.contains("c0_add"), "{v}: {got}");
+    }
+    assert_eq!(
+        perr(json!({"a": [[1]], "b": [[1]], "c0": [[1], [2]]}), &c),
+        "input `c0` = a list of 2 rows: must be a list of 1 rows (the rows of a)"
+    );
+    // Without c0_add the same inputs are refused (fp_os_c0_is_an_error).
+    let off = SystolicParams { c0_add: false, ..c.clone() };
+    off.validate().unwrap();
+    let msg = "input `c0` = (given): must be absent: the grid is built without the C0 add (parameter c0_add = false)";
+    assert_eq!(perr(json!({"a": [[1]], "b": [[1]], "c0": [[1]]}), &off), msg);
+    assert_eq!(perr(json!({"a": [[1]], "b": [[1]], "c0_bits": [[1]]}), &off), msg.replace("`c0`", "`c0_bits`"));
+    // With c0_add and no C0 the input is read and runs from +0.
+    let g = parse_input(&json!({"a": [[1]], "b": [[2]]}), &c).unwrap();
+    assert_eq!((g.c0.clone(), run(&c, &g).c), (None, vec![vec![0x4000_0000]]));
+}
+
+/// A random binary32 C0 pattern: specials (zeros of both signs, NaNs with
+/// payloads, infinities, subnormals, large values whose ulp hides the
+/// products) or a moderate value of either sign.
+fn rand_c0(rng: &mut Rng) -> i64 {
+    const SPECIAL: [u32; 10] =
+        [0x8000_0000, 0x0000_0000, 0x7F80_0000, 0xFF80_0000, 0x7FC0_0000, 0x7F80_0001, 0xFFC1_2345, 0x0000_0001, 0x8040_0000, 0x4CBE_BC20];
+    if rng.chance(30) {
+        return *rng.pick(&SPECIAL) as i64;
+    }
+    let sign = (rng.below(2) as u32) << 31;
+    let exp = 120 + rng.below(40) as u32; // 2^-7 .. 2^32
+    (sign | (exp << 23) | rng.below(1 << 23) as u32) as i64
+}
+
+#[test]
+fn fp_os_c0_random() {
+    // Random GEMMs with zeros (some whole rows and columns) and random C0
+    // on OS grids with c0_add: C is the host definition from start(C0) and
+    // the program's replay with every skipping parameter on or off; the
+    // cycles and counters are those of the same run without C0, and of the
+    // grid without c0_add.
+    let mut rng = Rng::new(0xc0c0);
+    let types = [ElemType::Bf16, ElemType::Fp16, ElemType::Fp8e4m3, ElemType::Fp8e5m2];
+    for case in 0..40 {
+        let (t, u) = (*rng.pick(&types), *rng.pick(&types));
+        let (rows, cols) = (1 + rng.below(3) as u32, 1 + rng.below(3) as u32);
+        let lanes = [1u32, 2, 3, 4][rng.below(4) as usize];
+        let group = 1 + rng.below(3) as u32;
+        let pipeline = rng.below(4) as u32;
+        let (m, k, n) = (1 + rng.below(5) as usize, 1 + rng.below(8) as usize, 1 + rng.below(5) as usize);
+        let specials = rng.chance(30);
+        let zero = |rng: &mut Rng, ty: ElemType| (rng.below(2) as i64) << (ty.bits() - 1);
+        let dead_row = rng.below(m as u64 + 1) as usize; // == m: none
+        let dead_col = rng.below(n as u64 + 1) as usize;
+        let a: Vec<Vec<i64>> = (0..m)
+            .map(|i| (0..k).map(|_| if i == dead_row || rng.chance(20) { zero(&mut rng, t) } else { rand_elem(&mut rng, t, specials) }).collect())
+            .collect();
+        let b: Vec<Vec<i64>> = (0..k)
+            .map(|_| (0..n).map(|j| if j == dead_col || rng.chance(20) { zero(&mut rng, u) } else { rand_elem(&mut rng, u, specials) }).collect())
+            .collect();
+        let c0: Vec<Vec<i64>> = (0..m).map(|_| (0..n).map(|_| rand_c0(&mut rng)).collect()).collect();
+        let g = Gemm { a, b, c0: Some(c0) };
+        let no_c0 = Gemm { c0: None, ..g.clone() };
+        let base = fpo_c0(&fpo(t, u, rows, cols, lanes, pipeline));
+        let want = host_c(&base, &g);
+        for bits in 0..8u32 {
+            let c = SystolicParams { load_filter: bits & 1 != 0, rowcol_skip: bits & 2 != 0, gating: bits & 4 != 0, group, ..base.clone() };
+            c.validate().unwrap();
+            let o = run(&c, &g);
+            assert_eq!(o.c, want, "case {case} params {bits}");
+            assert_eq!(os_replay_fp(&c, &g, &program(&c, &g)), want, "case {case} params {bits}");
+            assert_eq!(counts(&run(&c, &no_c0)), counts(&o), "case {case} params {bits}");
+            assert_eq!(counts(&run(&SystolicParams { c0_add: false, ..c.clone() }, &no_c0)), counts(&o), "case {case} params {bits}");
+        }
+    }
 }
