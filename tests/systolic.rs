@@ -202,7 +202,7 @@ fn planted_fp_bugs_are_caught() {
     // Output-stationary with C0 (the bf16 point: lanes 2, C0 on half the seeds).
     let os = point("fp-os-bf16");
     let os_clean = spec(&build(&os).unwrap());
-    let bugs: [(&str, &SystolicParams, gpurtl_sim::cosim::DesignSpec); 5] = [
+    let bugs: [(&str, &SystolicParams, gpurtl_sim::cosim::DesignSpec); 6] = [
         ("the partial sum rounds toward zero", &p4, plant(&clean, "round toward zero", "  assign psum_up = ", "psum_up = psum_norm[3] &", "psum_up = 1'b0 &")),
         ("the lane tree summed left to right", &p4, sequential),
         ("-0 kept", &p1, negative_zero),
@@ -210,8 +210,10 @@ fn planted_fp_bugs_are_caught() {
         (
             "os: C0 read with every group, not the tile's first",
             &os,
-            plant(&os_clean, "C0 of every group", "    if (in_ready_q & in_first_q) begin", "in_ready_q & in_first_q", "in_ready_q"),
+            plant(&os_clean, "C0 of every group", "      in_c0_load_q <= in_ready_next & in_first_next;", "in_ready_next & in_first_next", "in_ready_next"),
         ),
+        // PE(0,0)'s C0 a cycle early (D = 3 here): the next issue's.
+        ("os: a C0 a cycle early", &os, plant(&os_clean, "C0 early", "    .c0_i    (c0_r0_2_q[31:0]),", "c0_r0_2_q", "c0_r0_1_q")),
     ];
     let all: Vec<u64> = (0..SEEDS).collect();
     for (what, p, s) in bugs {

@@ -256,7 +256,7 @@ impl BlockParams for SystolicParams {
             ParamInfo::new(
                 "c0_add",
                 ParamKind::Bool,
-                "the out_c0_i port and its add on each result row; without it (os only: ws needs it) the rows are A·B and an input with c0 is an error",
+                "the C0 input: integers, the out_c0_i port and its add on each result row; floating point, where each sum starts (ws: a_c0_i, os: the in_c0_i field); without it (os only: ws needs it) the sums start at 0 and an input with c0 is an error",
             ),
             ParamInfo::new(
                 "fp_stages",

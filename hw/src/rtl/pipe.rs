@@ -111,24 +111,15 @@ pub fn credit_end(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str, Expr)
             .collect();
         outs.push(empty.mux(e, &select(&rd, &entries)));
     }
-    let wrap = |p: &Expr| p.eq_lit(depth - 1).mux(&Expr::zero(pw), &p.add(&Expr::lit(pw, 1)));
-    b.next(&wr, &wrap(&wr), Some(&push));
-    b.next(&rd, &wrap(&rd), Some(&pop));
+    let pointers_ok = ring_update(b, depth, &wr, &rd, &count, &push, &pop);
     let cw = count.width();
-    let one = Expr::lit(cw, 1);
-    b.next(&count, &push.mux(&pop.mux(&count, &count.add(&one)), &pop.mux(&count.sub(&one), &count)), None);
     occupancy_update(b, ctl, &fire);
     credit_props(b, ctl, &count, &out_valid);
     // The bypass FIFO: its write pointer is its read pointer plus its count,
     // both pointers name entries, and a push always finds a free entry.
-    let sw = bits_for(2 * depth);
-    let ahead = rd.zext(sw).add(&count.zext(sw));
-    let dl = Expr::lit(sw, depth);
-    let ahead = ahead.ge(&dl).mux(&ahead.sub(&dl), &ahead);
-    let in_range = |p: &Expr| p.zext(sw).lt(&dl);
     b.assert_always(
         "credit_fifo_pointers",
-        &in_range(&rd).and(&in_range(&wr)).and(&wr.zext(sw).eq(&ahead)),
+        &pointers_ok,
         "credit pipeline: the FIFO's pointers name entries, the write pointer is the read pointer plus the count",
     );
     b.assert_always(
@@ -137,6 +128,25 @@ pub fn credit_end(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str, Expr)
         "credit pipeline: a result goes into the FIFO only when it has a free entry",
     );
     (out_valid, outs)
+}
+
+/// A ring of `depth` entries: the write pointer `wr` steps on `push`, the
+/// read pointer `rd` on `pop`, both wrapping, and `count` follows. Returns
+/// the ring's invariant: both pointers name entries and the write pointer
+/// is the read pointer plus the count.
+fn ring_update(b: &mut ModuleBuilder, depth: u64, wr: &Expr, rd: &Expr, count: &Expr, push: &Expr, pop: &Expr) -> Expr {
+    let pw = wr.width();
+    let wrap = |p: &Expr| p.eq_lit(depth - 1).mux(&Expr::zero(pw), &p.add(&Expr::lit(pw, 1)));
+    b.next(wr, &wrap(wr), Some(push));
+    b.next(rd, &wrap(rd), Some(pop));
+    let one = Expr::lit(count.width(), 1);
+    b.next(count, &push.mux(&pop.mux(count, &count.add(&one)), &pop.mux(&count.sub(&one), count)), None);
+    let sw = bits_for(2 * depth);
+    let ahead = rd.zext(sw).add(&count.zext(sw));
+    let dl = Expr::lit(sw, depth);
+    let ahead = ahead.ge(&dl).mux(&ahead.sub(&dl), &ahead);
+    let in_range = |p: &Expr| p.zext(sw).lt(&dl);
+    in_range(rd).and(&in_range(wr)).and(&wr.zext(sw).eq(&ahead))
 }
 
 /// The occupancy (and the registered credit, if any) after a cycle whose
@@ -211,12 +221,8 @@ pub fn credit_end_ram(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str, E
     let direct_q = b.pipe("fifo_direct_word_q", &word, &direct);
     b.next(&head_direct, &direct, Some(&refill));
     b.next(&head_valid, &refill.not().or(&read).or(&direct), None);
-    let wrap = |p: &Expr| p.eq_lit(depth - 1).mux(&Expr::zero(pw), &p.add(&Expr::lit(pw, 1)));
-    b.next(&wr, &wrap(&wr), Some(&write));
-    b.next(&rd, &wrap(&rd), Some(&read));
+    let pointers_ok = ring_update(b, depth, &wr, &rd, &count, &write, &read);
     let cw = count.width();
-    let one = Expr::lit(cw, 1);
-    b.next(&count, &write.mux(&read.mux(&count, &count.add(&one)), &read.mux(&count.sub(&one), &count)), None);
     occupancy_update(b, ctl, &fire);
     let head = b.let_("fifo_head", &head_direct.mux(&direct_q, &rdata));
     let shown = head_valid.mux(&head, &word);
@@ -232,14 +238,9 @@ pub fn credit_end_ram(b: &mut ModuleBuilder, ctl: &CreditCtl, fields: &[(&str, E
     // The RAM's queue: nothing in it without a head, fewer words than it
     // has (so a read never meets the write), the write pointer the read
     // pointer plus the count.
-    let sw = bits_for(2 * depth);
-    let ahead = rd.zext(sw).add(&count.zext(sw));
-    let dl = Expr::lit(sw, depth);
-    let ahead = ahead.ge(&dl).mux(&ahead.sub(&dl), &ahead);
-    let in_range = |p: &Expr| p.zext(sw).lt(&dl);
     b.assert_always(
         "credit_ram_pointers",
-        &in_range(&rd).and(&in_range(&wr)).and(&wr.zext(sw).eq(&ahead)).and(&count.lt(&Expr::lit(cw, depth))),
+        &pointers_ok.and(&count.lt(&Expr::lit(cw, depth))),
         "credit RAM: the pointers name words, the write pointer is the read pointer plus the count, a word is always free",
     );
     b.assert_always(

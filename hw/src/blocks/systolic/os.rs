@@ -127,10 +127,14 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // C0: sampled with a tile's first group and kept for the tile's later
     // groups, so each group carries its tile's C0 (a tile's first step may
     // come from any of its groups, the load filter skipping the others).
+    // Its wide enable is a flip-flop, as the input register's is: ready and
+    // expecting a first group, worked out from the next states.
     let inq_c0 = fp_c0.then(|| {
         let first = b.reg("in_first_q", 1, 1);
-        b.next(&first, &in_last, Some(&accept));
-        b.pipe("in_c0_q", &in_s.field("c0"), &in_ready_q.and(&first))
+        let first_next = b.let_("in_first_next", &accept.mux(&in_last, &first));
+        b.next(&first, &first_next, None);
+        let load = b.reg("in_c0_load_q", 1, 1);
+        (load, first_next)
     });
     let take = b.let_("take", &inq_valid.and(&wr_full.not()));
     b.assign(&in_ready, &in_ready_q);
@@ -174,8 +178,6 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
     // the load decision.
     let ga: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_a_q"), &inq_a, &full[k].not())).collect();
     let gb: Vec<Expr> = (0..2).map(|k| b.pipe(&format!("bank{k}_b_q"), &inq_b, &full[k].not())).collect();
-    let gc0: Option<Vec<Expr>> =
-        inq_c0.as_ref().map(|c0| (0..2).map(|k| b.pipe(&format!("bank{k}_c0_q"), c0, &full[k].not())).collect());
     // Each lane's non-zero flag, [step][pe][lane] (lane 0 low), worked out
     // from the input register as a bank copies it, then carried beside the
     // operands into the grid: neither the counters nor the PEs' gating test
@@ -249,11 +251,14 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
             Some(&load[ku].or(&stepped.and(&cand_end))),
         );
     }
-    b.next(
-        &in_ready_q,
-        &inq_valid_next.not().or(&select(&wr_next, &full_next).not()),
-        None,
-    );
+    let in_ready_next = b.let_("in_ready_next", &inq_valid_next.not().or(&select(&wr_next, &full_next).not()));
+    b.next(&in_ready_q, &in_ready_next, None);
+    let inq_c0 = inq_c0.map(|(load, first_next)| {
+        b.next(&load, &in_ready_next.and(&first_next), None);
+        b.pipe("in_c0_q", &in_s.field("c0"), &load)
+    });
+    let gc0: Option<Vec<Expr>> =
+        inq_c0.as_ref().map(|c0| (0..2).map(|k| b.pipe(&format!("bank{k}_c0_q"), c0, &full[k].not())).collect());
 
     // The issued step: picked operands and their lanes' non-zero flags
     // (zero for the null step). `select_pick` is both banks' pick registers.

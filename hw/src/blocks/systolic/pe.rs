@@ -115,7 +115,8 @@ pub(super) fn pe(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, Rtl
 /// The output-stationary processing element of floating-point types
 /// (docs/systolic.md, "The output-stationary floating-point grid"): `acc =
 /// acc ⊕ t`, t the lane tree of the products, `depth` cycles after the
-/// operands arrive; the accumulator starts each tile at +0.
+/// operands arrive; the accumulator starts each tile at start(C0) (`c0_add`:
+/// `c0_i` takes its place in the tile's first add) or at +0.
 pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
     let (ab, bb, l) = (p.a_type.bits(), p.b_type.bits(), p.lanes);
     let mut m = ModuleBuilder::new("gpurtl_systolic_pe");

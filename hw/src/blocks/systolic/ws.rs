@@ -162,7 +162,9 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
         let full_next =
             b.let_("shadow_full_next", &switch.not().and(&full_q.or(&w_fire.and(&wcnt.eq_lit(r as u64 - 1)))));
         b.next(full_q, &full_next, None);
-        let block_done_next = switch.not().and(&wblock.le(&Expr::lit(bw, 1)));
+        // (The block counter at most 1: its bits above the lowest clear.)
+        let at_most_1 = if bw == 1 { Expr::bit(true) } else { wblock.part(1, bw - 1).eq_lit(0) };
+        let block_done_next = switch.not().and(&at_most_1);
         b.next(ready_q, &full_next.not().and(&block_done_next), None);
         b.assert_always(
             "ws_regs_ahead",
