@@ -119,18 +119,29 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
         let a_fire = b.let_("a_fire", &a_valid.and(&a_ready));
         let c0 = a_c0.clone().expect("a floating-point grid has a_c0_i");
         b.next(&held1, &a_fire.or(&held2).or(&held1.and(&issue.not())), None);
-        b.next(&held2, &issue.not().and(&held2.or(&held1.and(&a_fire))), None);
+        let held2_next = b.let_("a_held2_next", &issue.not().and(&held2.or(&held1.and(&a_fire))));
+        b.next(&held2, &held2_next, None);
+        let wr_next = b.let_("a_wr_next", &a_fire.mux(&wr.not(), &wr));
         let mut slots = Vec::new();
-        for k in 0..2 {
-            let sel = if k == 0 { wr.not() } else { wr.clone() };
-            let we = b.let_(&format!("a_slot{k}_we"), &a_fire.and(&sel));
+        for k in 0..2u64 {
+            // The slot the next vector goes to, while there is room, loads
+            // the port every cycle (what it takes without a transfer is
+            // never used): its wide enable is this register, not the
+            // transfer.
+            let we = b.reg(&format!("a_slot{k}_open_q"), 1, if k == 0 { 1 } else { 0 });
+            b.next(&we, &wr_next.eq_lit(k).and(&held2_next.not()), None);
+            b.assert_always(
+                &format!("a_slot{k}_open"),
+                &we.eq(&wr.eq_lit(k).and(&held2.not())),
+                "input buffer: a slot loads the port exactly while it is the next one written and there is room",
+            );
             slots.push((
                 b.pipe(&format!("a_slot{k}_a_q"), &a_rows, &we),
                 b.pipe(&format!("a_slot{k}_last_q"), &a_last, &we),
                 b.pipe(&format!("a_slot{k}_c0_q"), &c0, &we),
             ));
         }
-        b.next(&wr, &wr.not(), Some(&a_fire));
+        b.next(&wr, &wr_next, None);
         b.next(&head, &head.not(), Some(&issue));
         b.assign(&aq_valid, &held1);
         let pick = |x: &Expr, y: &Expr| head.mux(y, x);
