@@ -251,7 +251,9 @@ pub(super) fn build(p: &SystolicParams) -> Result<Design, RtlError> {
             Some(&load[ku].or(&stepped.and(&cand_end))),
         );
     }
-    let in_ready_next = b.let_("in_ready_next", &inq_valid_next.not().or(&select(&wr_next, &full_next).not()));
+    let in_ready_next = inq_valid_next.not().or(&select(&wr_next, &full_next).not());
+    // (Named only where the C0 enable reads it too.)
+    let in_ready_next = if fp_c0 { b.let_("in_ready_next", &in_ready_next) } else { in_ready_next };
     b.next(&in_ready_q, &in_ready_next, None);
     let inq_c0 = inq_c0.map(|(load, first_next)| {
         b.next(&load, &in_ready_next.and(&first_next), None);
