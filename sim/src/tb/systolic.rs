@@ -144,7 +144,8 @@ impl SystolicDriver {
         } else {
             // Floating point with C0: the tile's C0 on each of its groups.
             let fp_c0 = fp && cfg.c0_add;
-            let mut input = if fp_c0 { src("in", &["a", "b", "steps", "last", "c0"])? } else { src("in", &["a", "b", "steps", "last"])? };
+            let fields: &[&str] = if fp_c0 { &["a", "b", "steps", "last", "c0"] } else { &["a", "b", "steps", "last"] };
+            let mut input = src("in", fields)?;
             let (a_words, b_words) = ((cfg.group * r * ch).div_ceil(32) as usize, (cfg.group * c * ch).div_ceil(32) as usize);
             let (mut steps_total, mut n_tiles) = (0u64, 0u64);
             for t in os_tiles(cfg, gemm) {
@@ -174,15 +175,13 @@ impl SystolicDriver {
                         let (slot_j, ln) = ((x / lanes) as u32, (x % lanes) as u32);
                         put(&mut wb, slot_j * ch + ln * slot, bb, v as u64);
                     }
-                    let item = if fp_c0 {
-                        // The field is read with the tile's first group only:
-                        // the later ones carry its complement, so a grid that
-                        // reads them shows it.
-                        let c0_field: Vec<u32> = if gi == 0 { wc0.clone() } else { wc0.iter().map(|w| !w).collect() };
-                        input.fields().pack(&[&wa, &wb, &[gr.len() as u32], &[gr.last as u32], &c0_field])
-                    } else {
-                        input.fields().pack(&[&wa, &wb, &[gr.len() as u32], &[gr.last as u32]])
-                    };
+                    // C0 (when the grid takes it) is read with the tile's
+                    // first group only: the later ones carry its complement,
+                    // so a grid that reads them shows it.
+                    let c0_field: Vec<u32> = if gi == 0 { wc0.clone() } else { wc0.iter().map(|w| !w).collect() };
+                    let (steps, last) = ([gr.len() as u32], [gr.last as u32]);
+                    let parts: [&[u32]; 5] = [&wa, &wb, &steps, &last, &c0_field];
+                    let item = input.fields().pack(&parts[..fields.len()]);
                     input.push(item);
                     steps_total += gr.len() as u64 + 1;
                 }

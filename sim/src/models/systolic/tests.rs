@@ -1773,6 +1773,17 @@ fn os_replay_fp(cfg: &SystolicParams, g: &Gemm, tiles: &[Tile]) -> Vec<Vec<i64>>
     c
 }
 
+/// A random small OS floating-point grid: (A type, B type, rows, cols,
+/// lanes, group), drawn in that order.
+fn random_os_fp_shape(rng: &mut Rng) -> (ElemType, ElemType, u32, u32, u32, u32) {
+    let types = [ElemType::Bf16, ElemType::Fp16, ElemType::Fp8e4m3, ElemType::Fp8e5m2];
+    let (t, u) = (*rng.pick(&types), *rng.pick(&types));
+    let (rows, cols) = (1 + rng.below(3) as u32, 1 + rng.below(3) as u32);
+    let lanes = [1u32, 2, 3, 4][rng.below(4) as usize];
+    let group = 1 + rng.below(3) as u32;
+    (t, u, rows, cols, lanes, group)
+}
+
 #[test]
 fn fp_os_zero_skipping_is_exact() {
     // Block-sparse random matrices with zeros of both signs on OS grids:
@@ -1781,12 +1792,8 @@ fn fp_os_zero_skipping_is_exact() {
     // integer grid's with the same zeros at pipeline D, do not depend on the
     // zeros' signs, and useful is the direct count of non-zero products.
     let mut rng = Rng::new(0x05f9);
-    let types = [ElemType::Bf16, ElemType::Fp16, ElemType::Fp8e4m3, ElemType::Fp8e5m2];
     for case in 0..50 {
-        let (t, u) = (*rng.pick(&types), *rng.pick(&types));
-        let (rows, cols) = (1 + rng.below(3) as u32, 1 + rng.below(3) as u32);
-        let lanes = [1u32, 2, 3, 4][rng.below(4) as usize];
-        let group = 1 + rng.below(3) as u32;
+        let (t, u, rows, cols, lanes, group) = random_os_fp_shape(&mut rng);
         let (m, k, n) = (1 + rng.below(6) as usize, 1 + rng.below(10) as usize, 1 + rng.below(6) as usize);
         let specials = rng.chance(30);
         let sparse = |rng: &mut Rng, r: usize, c: usize, ty: ElemType| -> Vec<Vec<i64>> {
@@ -2112,12 +2119,8 @@ fn fp_os_c0_random() {
     // cycles and counters are those of the same run without C0, and of the
     // grid without c0_add.
     let mut rng = Rng::new(0xc0c0);
-    let types = [ElemType::Bf16, ElemType::Fp16, ElemType::Fp8e4m3, ElemType::Fp8e5m2];
     for case in 0..40 {
-        let (t, u) = (*rng.pick(&types), *rng.pick(&types));
-        let (rows, cols) = (1 + rng.below(3) as u32, 1 + rng.below(3) as u32);
-        let lanes = [1u32, 2, 3, 4][rng.below(4) as usize];
-        let group = 1 + rng.below(3) as u32;
+        let (t, u, rows, cols, lanes, group) = random_os_fp_shape(&mut rng);
         let pipeline = rng.below(4) as u32;
         let (m, k, n) = (1 + rng.below(5) as usize, 1 + rng.below(8) as usize, 1 + rng.below(5) as usize);
         let specials = rng.chance(30);
