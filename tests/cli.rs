@@ -390,9 +390,9 @@ fn systolic_invalid_parameters() {
         "error: parameter `b_type` = `i8`: must be a floating-point type (bf16, fp16, fp8e4m3, fp8e5m2) when a_type is `bf16`: floating-point types pair only with floating-point types\n",
     );
     bad(
-        &["gen", "systolic", "--preset", "bf16", "--param", "acc_bits=24", "--param", "dsp=ecp5", "-o", "x"],
+        &["gen", "systolic", "--preset", "bf16", "--param", "acc_bits=24", "--param", "dsp=ecp5", "--param", "fp_stages=1", "-o", "x"],
         "error: parameter `acc_bits` = 24: must be 32 with floating-point types (bf16 x bf16): the accumulator is binary32\n\
-         error: parameter `dsp` = `ecp5`: must be auto or infer with floating-point types (bf16 x bf16): their significand products are inline\n",
+         error: parameter `dsp` = `ecp5`: must be auto or infer with floating-point types (bf16 x bf16) unless the grid is weight-stationary with fp_stages >= 2 (here ws with fp_stages = 1): only there does the significand product have the DSP's two registers around it\n",
     );
     bad(&["gen", "systolic", "--param", "dataflow=is", "-o", "x"], "error: parameter `dataflow` = `is`: must be one of os, ws\n");
     bad(&["gen", "systolic", "--param", "dsp=xilinx", "-o", "x"], "error: parameter `dsp` = `xilinx`: must be one of auto, infer, ecp5\n");

@@ -46,6 +46,9 @@ fn point(name: &str) -> SystolicParams {
         // pipeline depth, mixed pairs, and the skipping levels on and off.
         "fp-bf16" => SystolicParams { fp_stages: 5, ..fp(ElemType::Bf16, ElemType::Bf16, 3, 4, 2, 2) },
         "fp-fp16" => SystolicParams { gating: false, ..fp(ElemType::Fp16, ElemType::Fp16, 2, 3, 1, 0) },
+        // fp-bf16's significand products go through the multiplier module
+        // (pipeline 2, fp_stages >= 2); here they are inline.
+        "fp-infer-bf16" => SystolicParams { dsp: Dsp::Infer, ..point("fp-bf16") },
         "fp-e4m3" => SystolicParams { fp_stages: 3, ..fp(ElemType::Fp8e4m3, ElemType::Fp8e5m2, 4, 2, 4, 3) },
         // Output-stationary floating point, with C0 (where each accumulator
         // starts) and without.
@@ -92,10 +95,10 @@ fn fp(a: ElemType, b: ElemType, rows: u32, cols: u32, lanes: u32, pipeline: u32)
 }
 
 /// Every test point, output-stationary and weight-stationary.
-const POINTS: [&str; 25] = [
+const POINTS: [&str; 26] = [
     "1x1", "3x5", "8x8", "int4x4", "dense", "ws-1x1", "ws-3x5", "ws-8x8", "ws-int4x4", "ws-dense", "infer-int4x4",
     "ws-infer-3x5", "split-3x5", "ws-split-dense", "split-1x1", "minimal", "bare-3x5", "ws-bare-nostats", "fp-bf16",
-    "fp-fp16", "fp-e4m3", "fp-e5m2", "fp-os-bf16", "fp-os-e4m3", "fp-os-fp16",
+    "fp-infer-bf16", "fp-fp16", "fp-e4m3", "fp-e5m2", "fp-os-bf16", "fp-os-e4m3", "fp-os-fp16",
 ];
 
 fn cosim(name: &str) {
@@ -310,6 +313,12 @@ fn cosim_fp_e4m3_by_e5m2_lanes4_pipeline3() {
 }
 /// (`make test-full` only: the four points above and below cover every
 /// type, lanes 1, 2 and 4 and both dataflows.)
+#[test]
+fn cosim_fp_bf16_lanes2_inline_multipliers() {
+    if gpurtl_tests::full_tier("systolic cosim fp-infer-bf16") {
+        cosim("fp-infer-bf16")
+    }
+}
 #[test]
 fn cosim_fp_e5m2_by_e4m3_lanes3_no_skipping() {
     if gpurtl_tests::full_tier("systolic cosim fp-e5m2") {

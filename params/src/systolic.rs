@@ -91,7 +91,8 @@ param_enum! {
 param_enum! {
     /// How each PE multiply is built.
     pub enum Dsp {
-        /// `ecp5` when `pipeline` is 2, else `infer`.
+        /// `ecp5` when `pipeline` is 2 (floating point: also weight-stationary
+        /// with `fp_stages` >= 2), else `infer`.
         Auto = "auto",
         /// An inline `*` between the PE's registers.
         Infer = "infer",
@@ -159,8 +160,11 @@ pub const STAT_BITS: u32 = 48;
 impl SystolicParams {
     /// Each multiply is a `gpurtl_systolic_mul` instance (with a hand-mapped
     /// ECP5 body) rather than an inline `*`.
+    /// Floating point: the significand products, where the grid has both
+    /// registers around them (weight-stationary, `fp_stages` >= 2).
     pub fn dsp_module(&self) -> bool {
-        !self.float() && (self.dsp == Dsp::Ecp5 || (self.dsp == Dsp::Auto && self.pipeline == 2))
+        let fits = !self.float() || (self.dataflow == Dataflow::Ws && self.fp_stages >= 2);
+        fits && (self.dsp == Dsp::Ecp5 || (self.dsp == Dsp::Auto && self.pipeline == 2))
     }
     /// Width of one step's useful-MAC count (at most rows x cols x lanes).
     pub fn macs_bits(&self) -> u32 {
@@ -246,7 +250,7 @@ impl BlockParams for SystolicParams {
             ParamInfo::new(
                 "dsp",
                 ParamKind::Choice(Dsp::NAMES),
-                "ecp5 = each multiply is a gpurtl_systolic_mul instance whose ECP5 body (gpurtl_systolic_mul.ecp5.v, read by `gpurtl synth --target ecp5` only) is a MULT18X18D holding the two pipeline registers (needs pipeline = 2); infer = an inline `*` between the PE's own registers; auto = ecp5 when pipeline is 2, else infer. Behaviour and timing are the same for all three",
+                "ecp5 = each multiply (floating point: each significand product) is a gpurtl_systolic_mul instance whose ECP5 body (gpurtl_systolic_mul.ecp5.v, read by `gpurtl synth --target ecp5` only) is a MULT18X18D holding the two pipeline registers (needs pipeline = 2; floating point also ws and fp_stages >= 2); infer = an inline `*` between the PE's own registers; auto = ecp5 where ecp5 is allowed and pipeline is 2, else infer. Behaviour and timing are the same for all three",
             ),
             ParamInfo::new(
                 "stats",
@@ -308,10 +312,13 @@ impl BlockParams for SystolicParams {
                 format!("32 with floating-point types ({} x {}): the accumulator is binary32", self.a_type, self.b_type),
             );
             c.check(
-                self.dsp != Dsp::Ecp5,
+                self.dsp != Dsp::Ecp5 || (self.dataflow == Dataflow::Ws && self.fp_stages >= 2),
                 "dsp",
                 "`ecp5`",
-                format!("auto or infer with floating-point types ({} x {}): their significand products are inline", self.a_type, self.b_type),
+                format!(
+                    "auto or infer with floating-point types ({} x {}) unless the grid is weight-stationary with fp_stages >= 2 (here {} with fp_stages = {}): only there does the significand product have the DSP's two registers around it",
+                    self.a_type, self.b_type, self.dataflow, self.fp_stages
+                ),
             );
         } else if (8..=64).contains(&self.acc_bits) {
             c.check(

@@ -24,14 +24,16 @@ struct Ecp5Mul<'a> {
 }
 
 /// Widths of the multiplier module's signed operands: an unsigned element
-/// gets a zero sign bit.
+/// gets a zero sign bit; a floating-point element's operand is its
+/// significand (the hidden bit and the mantissa), with a zero sign bit.
 pub(super) fn mul_widths(p: &SystolicParams) -> (u32, u32) {
-    let w = |t: ElemType| t.bits() + u32::from(!t.signed());
+    let w = |t: ElemType| if t.is_float() { t.fp_fields().1 + 2 } else { t.bits() + u32::from(!t.signed()) };
     (w(p.a_type), w(p.b_type))
 }
 
-/// With `dsp = ecp5` (or `auto` at `pipeline = 2`): the multiplier module,
-/// one per PE lane. Its generic body registers both operands and the signed
+/// With `dsp = ecp5` (or `auto` at `pipeline = 2`; floating point: where
+/// [`SystolicParams::dsp_module`] says): the multiplier module, one per PE
+/// lane, for floating point the significand product's. Its generic body registers both operands and the signed
 /// product at their own widths (what simulation, lint and the other flows
 /// see, so a generic or ASIC flow gets the small multiplier); its ECP5 body
 /// sign-extends the operands to the DSP's 18 bits and is a MULT18X18D whose

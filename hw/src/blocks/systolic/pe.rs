@@ -177,7 +177,7 @@ pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
     if p.pipeline >= 2 {
         stage(&mut m, "mac", &mut ctl);
     }
-    let t = fp_dot(&mut m, p, &mac_a, &mac_b, None, false, true, &mut |m, name| stage(m, name, &mut ctl));
+    let t = fp_dot(&mut m, p, &mac_a, &mac_b, None, None, false, true, &mut |m, name| stage(m, name, &mut ctl));
     let (v, last, nz) = ctl;
     // Gating: the accumulator holds when no lane multiplies (unless the
     // tile ends): the same as adding +0.
@@ -222,8 +222,10 @@ pub(super) fn pe_os_fp(p: &SystolicParams) -> Result<Module, RtlError> {
 ///
 /// With `alt` = (sel, b2), lane products take `b2` for B where `sel` is
 /// high: both operand pairs are decoded and the decoded fields selected, so
-/// that `sel` comes late. `gate`: zero-operand products get zero
-/// significands (PE gating, where the caller has not gated the operands).
+/// that `sel` comes late. `dsp` = (the multiplier module, the clock): each
+/// significand product is an instance of it (the caller's parameters have
+/// `pipeline` 2 and `fp_stages` >= 2). `gate`: zero-operand products get
+/// zero significands (PE gating, where the caller has not gated the operands).
 #[allow(clippy::too_many_arguments)]
 fn fp_dot(
     m: &mut ModuleBuilder,
@@ -231,6 +233,7 @@ fn fp_dot(
     mac_a: &Expr,
     mac_b: &Expr,
     alt: Option<(&Expr, &Expr)>,
+    dsp: Option<(&Module, &Expr)>,
     gate: bool,
     pairwise: bool,
     stage: &mut dyn FnMut(&mut ModuleBuilder, &str),
@@ -251,18 +254,34 @@ fn fp_dot(
                 ops1.select(m, &pfx, sel, ops2)
             }
         };
-        if p.pipeline >= 2 {
-            ops.register(m, &format!("{pfx}_ops_q"));
-        }
-        let mut f = fp::mul_front(m, &pfx, ops);
-        if p.pipeline >= 3 {
-            f.register(m, &format!("{pfx}_front_q"));
-        }
-        // fp_stages >= 2: the significand product registered (again, at
-        // pipeline 3); the other fp_stages registers are inside the rounding.
-        if p.fp_stages >= 2 {
-            f.register(m, &format!("{pfx}_front2_q"));
-        }
+        let f = if let Some((mm, clk)) = dsp {
+            // The multiplier module holds the significands' and the
+            // product's registers (pipeline 2, fp_stages >= 2: the same two
+            // stages as below); the other fields go round it.
+            let fp::MulOps { mut special, mut sign, mut exp, sig_a, sig_b } = ops;
+            let (wa, wb) = mul_widths(p);
+            let sw = sig_a.width() + sig_b.width();
+            let prod = m.wire(&format!("{pfx}_dsp_p"), wa + wb);
+            m.instance(mm, &format!("u_{pfx}"), &[("clk_i", clk.clone()), ("a_i", sig_a.zext(wa)), ("b_i", sig_b.zext(wb)), ("p_o", prod.clone())]);
+            m.waive_unused(&prod, "the product of the zero-extended significands has zero top bits");
+            fp::cut(m, &format!("{pfx}_ops_q"), &mut [&mut special, &mut sign, &mut exp]);
+            fp::cut(m, &format!("{pfx}_front2_q"), &mut [&mut special, &mut sign, &mut exp]);
+            fp::MulFront { special, sign, sig: prod.part(0, sw), exp }
+        } else {
+            if p.pipeline >= 2 {
+                ops.register(m, &format!("{pfx}_ops_q"));
+            }
+            let mut f = fp::mul_front(m, &pfx, ops);
+            if p.pipeline >= 3 {
+                f.register(m, &format!("{pfx}_front_q"));
+            }
+            // fp_stages >= 2: the significand product registered (again, at
+            // pipeline 3); the other fp_stages registers are inside the rounding.
+            if p.fp_stages >= 2 {
+                f.register(m, &format!("{pfx}_front2_q"));
+            }
+            f
+        };
         let prod = fp::mul_back(m, &pfx, &f, p.fp_stages);
         level.push(if p.pipeline >= 1 { m.pipe(&format!("prod_l{lane}_q"), &prod, &on) } else { prod });
     }
@@ -424,7 +443,7 @@ pub(super) fn pe_ws(p: &SystolicParams, mul: Option<&Module>) -> Result<Module, 
 /// the lane tree of the products, each level registered. `psum_i` arrives
 /// `depth` = `pipeline` + tree levels cycles after `a_i`. `pairwise` false
 /// sums the products left to right instead (a planted bug, for the tests).
-pub(super) fn pe_ws_fp(p: &SystolicParams, pairwise: bool) -> Result<Module, RtlError> {
+pub(super) fn pe_ws_fp(p: &SystolicParams, mul: Option<&Module>, pairwise: bool) -> Result<Module, RtlError> {
     let (ab, bb, l) = (p.a_type.bits(), p.b_type.bits(), p.lanes);
     let mut m = ModuleBuilder::new("gpurtl_systolic_pe_ws");
     m.doc("Weight-stationary processing element of gpurtl_systolic (seed 004 §331), floating point.");
@@ -435,7 +454,7 @@ pub(super) fn pe_ws_fp(p: &SystolicParams, pairwise: bool) -> Result<Module, Rtl
         p.depth() + p.hop(),
         p.hop()
     ));
-    let _clk = m.clock("clk_i");
+    let clk = m.clock("clk_i");
     let _rst = m.reset("rst_i");
     let a_i = m.input("a_i", l * ab, "A lanes from the left");
     let sw_i = m.input("sw_i", 1, "the tile's first vector: use and keep the shadow weights");
@@ -456,7 +475,7 @@ pub(super) fn pe_ws_fp(p: &SystolicParams, pairwise: bool) -> Result<Module, Rtl
     // the active ones: both decoded, the decoded fields selected by sw_i.
     // Gating zeroes a zero product's significands.
     let on = Expr::bit(true);
-    let t = fp_dot(&mut m, p, &a_i, &active, Some((&sw_i, &shadow)), p.gating, pairwise, &mut |_, _| {});
+    let t = fp_dot(&mut m, p, &a_i, &active, Some((&sw_i, &shadow)), mul.map(|mm| (mm, &clk)), p.gating, pairwise, &mut |_, _| {});
     let sum = fp::add(&mut m, "psum", &psum_i, &t, p.fp_stages);
     let psum = m.pipe("psum_q", &sum, &on);
     m.assign(&psum_o, &psum);

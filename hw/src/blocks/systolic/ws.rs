@@ -25,7 +25,7 @@ pub(super) fn build_with(p: &SystolicParams, pairwise: bool) -> Result<Design, R
     let row_w = l * ab;
     let mul = dsp_mul(p)?;
     let fp = p.float();
-    let pe_mod = if fp { pe_ws_fp(p, pairwise)? } else { pe_ws(p, mul.as_ref())? };
+    let pe_mod = if fp { pe_ws_fp(p, mul.as_ref(), pairwise)? } else { pe_ws(p, mul.as_ref())? };
     let sums = if fp { "binary32 partial sums".to_string() } else { format!("{acc_w}-bit partial sums") };
     let mut b = grid_builder(p, "weight-stationary", &sums);
     b.doc(format!(
